@@ -1,0 +1,78 @@
+// Package component defines the task-level interfaces every spout and bolt
+// implementation satisfies: WebAssembly instances (package host) and built-in
+// native components (package connectors) alike. The shapes mirror ABI v1
+// (wasm-sdk/ABI.md): batched in, batched out.
+//
+// Concurrency: a task's Spout or Bolt is driven by exactly one goroutine; no
+// method is called concurrently with another on the same value.
+package component
+
+import (
+	"log/slog"
+
+	"github.com/ardea-dev/ardea/internal/tuple"
+)
+
+// Status is a spout's answer to Next.
+type Status int
+
+const (
+	Emitted Status = 0 // called Emit zero or more times; call again
+	Idle    Status = 1 // nothing to emit now; back off briefly
+	Done    Status = 2 // finite input exhausted; will never emit again
+)
+
+// Collector receives a task's output. Emit copies what it needs before it
+// returns; values is an encoded values block (tuple.AppendValues) and
+// anchors holds u64 LE tuple ids. Emit does not block on downstream
+// capacity: the runner flushes after each call and waits there.
+type Collector interface {
+	Emit(stream uint16, direct uint32, msgID uint64, anchors []byte, values []byte) error
+	Ack(tupleID uint64) error
+	Fail(tupleID uint64) error
+}
+
+// State is a task's host-side key/value store. Keys are assigned to key
+// groups by tuple.StateKeyHash. Get's result is only valid until the next
+// call. Scan calls fn for each key with the prefix in ascending key order.
+type State interface {
+	Get(key []byte) ([]byte, bool)
+	Put(key, value []byte)
+	Delete(key []byte)
+	Scan(prefix []byte, fn func(key, value []byte) bool)
+}
+
+// Context is what a task gets at open/prepare.
+type Context struct {
+	tuple.Context
+	Logger *slog.Logger // tagged topology/component/task
+	State  State
+	// MaxKeyGroups of this component (state hashing).
+	MaxKeyGroups int
+	// Metric adds delta to the component's custom counter name.
+	Metric func(name string, delta int64)
+}
+
+// Spout is a source task.
+type Spout interface {
+	Open(ctx Context, out Collector) error
+	// Next emits up to max tuples.
+	Next(max int, out Collector) (Status, error)
+	Ack(msgIDs []uint64, out Collector) error
+	Fail(msgIDs []uint64, out Collector) error
+	Activate() error
+	Deactivate() error
+	Close() error
+}
+
+// Bolt is a processing task.
+type Bolt interface {
+	Prepare(ctx Context, out Collector) error
+	// Execute processes an input batch in the ABI v1 batch format
+	// (tuple.BatchReader reads it). batch is only valid during the call.
+	Execute(batch []byte, out Collector) error
+	Tick(out Collector) error
+	// Finish is called once every upstream task has finished (finite input).
+	Finish(out Collector) error
+	Close() error
+}

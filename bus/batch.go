@@ -1,0 +1,45 @@
+package bus
+
+import (
+	"encoding/binary"
+	"time"
+)
+
+// recordHeader is the ABI v1 record prefix: u32 len, u16 input index,
+// u32 source task, u64 tuple id.
+const recordHeader = 4 + 2 + 4 + 8
+
+// pendingBatch is one batch under construction for one destination task. Its
+// buffer is the whole data message: HeaderLen bytes of header (written when
+// the batch is sent) followed by the ABI v1 batch, encoded exactly as
+// tuple.BatchWriter does (the tests check the bytes). Keeping the header in
+// front lets both paths send the buffer as is: a remote send publishes it, a
+// local send hands buf[HeaderLen:] to the inbox. Neither copies.
+//
+// A pendingBatch belongs to one Outbox until it is sent; a locally delivered
+// one then belongs to the Delivery until Inbox.Release recycles it.
+type pendingBatch struct {
+	buf   []byte
+	count int
+	first time.Time // when the first record was appended (linger, SentAt)
+}
+
+func (b *pendingBatch) reset() {
+	b.buf = append(b.buf[:0], make([]byte, HeaderLen+4)...)
+	b.count = 0
+	b.first = time.Time{}
+}
+
+// add appends one record whose values block is already encoded.
+func (b *pendingBatch) add(input uint16, src uint32, tupleID uint64, values []byte) {
+	b.buf = binary.LittleEndian.AppendUint32(b.buf, uint32(recordHeader-4+len(values)))
+	b.buf = binary.LittleEndian.AppendUint16(b.buf, input)
+	b.buf = binary.LittleEndian.AppendUint32(b.buf, src)
+	b.buf = binary.LittleEndian.AppendUint64(b.buf, tupleID)
+	b.buf = append(b.buf, values...)
+	b.count++
+	binary.LittleEndian.PutUint32(b.buf[HeaderLen:], uint32(b.count))
+}
+
+// batch is the ABI v1 batch (aliases buf).
+func (b *pendingBatch) batch() []byte { return b.buf[HeaderLen:] }

@@ -1,0 +1,32 @@
+// Package bus moves tuples between tasks: an embedded NATS server, the
+// subject scheme, the data-message header around ABI v1 batches, and the
+// stream manager (one per container) that routes by grouping, batches,
+// and applies credit-based flow control.
+//
+// Data path: a task's Outbox (a component.Collector) appends each emitted
+// tuple to a batch per destination task; Flush hands a batch for a task in
+// the same container straight to that task's Inbox (no copy, no NATS) and
+// publishes a batch for a task elsewhere on the destination container's data
+// subject, once the link (this container -> that task) has credit. The
+// receiving stream manager's NATS callback queues it in the task's Inbox
+// without waiting; the task's runner takes batches with Next and gives them
+// back with Release, which frees capacity and grants credit back.
+//
+// A task runner drives its Outbox and Inbox from one goroutine:
+//
+//	spout: for { status := spout.Next(max, ob); ob.Flush(ctx, status == Idle) }
+//	       then ob.Finish(ctx) when it is Done
+//	bolt:  for {
+//	           d, ok, err := in.TryNext()
+//	           if !ok && err == nil { ob.Flush(ctx, true); d, err = in.Next(ctx) }
+//	           if err == io.EOF { bolt.Finish(ob); ob.Finish(ctx); break }
+//	           bolt.Execute(d.Batch, ob); in.Release(d); ob.Flush(ctx, false)
+//	       }
+//
+// Flush is the only call that waits on downstream capacity, so back pressure
+// stops exactly the tasks whose output is headed for a full inbox or an
+// exhausted link, and through them only the spouts upstream of those.
+//
+// See README.md for the wire formats, the credit protocol, the invariants
+// and measured figures.
+package bus

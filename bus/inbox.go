@@ -1,0 +1,313 @@
+package bus
+
+import (
+	"context"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Delivery is one batch for a task.
+type Delivery struct {
+	// Batch is the ABI v1 input batch, ready to copy into the guest. It is
+	// valid until Release.
+	Batch []byte
+	// SourceTask is the task that emitted every tuple of the batch.
+	SourceTask uint32
+	// SentAt is when the batch's first tuple was appended, unix ns (sender's
+	// clock).
+	SentAt int64
+	// Tuples is the number of records in Batch.
+	Tuples int
+
+	size      int           // bytes charged: the data message, header included
+	container int           // sending container if remote, 0 if local
+	pb        *pendingBatch // local: the buffer, recycled on Release
+}
+
+// Inbox is the input queue of one local task. Batches come from Outboxes in
+// this container (handed over in memory, no copy, no NATS) and from other
+// containers (the stream manager's data subscription dispatches them by
+// destination task).
+//
+// Bounds: bytes from local senders are held (queued or taken by Next and not
+// yet released) up to InboxBytes; a local sender waits for room, except that
+// a batch is always admitted into an inbox holding no local bytes, so a
+// batch larger than InboxBytes still passes. Bytes from another container
+// are held up to the credit this inbox granted that link (LinkWindowBytes,
+// or one larger batch sent on a full window). So the bytes held never exceed
+// InboxBytes + the sum of the windows of the remote links into this task
+// (when batches are no larger than a window), and the NATS callback never
+// waits.
+//
+// Concurrency: Next and Release are for the task's runner goroutine; the
+// put methods are called by local Outboxes and the NATS callback
+// concurrently. mu guards the queue and counters; it is a leaf lock, never
+// held while waiting or publishing.
+type Inbox struct {
+	sm       *StreamManager
+	task     uint32
+	upstream map[uint32]bool // tasks expected to send end-of-stream
+
+	mu          sync.Mutex
+	q           []Delivery
+	head        int
+	queuedBytes int64
+	localHeld   int64
+	remoteHeld  int64
+	maxHeld     int64
+	eos         map[uint32]bool
+	consumed    []int64       // by source container: released bytes not yet granted
+	avail       chan struct{} // closed and replaced when a delivery or EOS arrives
+	space       chan struct{} // closed and replaced when local capacity frees
+	batchesIn   atomic.Int64
+	tuplesIn    atomic.Int64
+}
+
+type grantToSend struct {
+	container int
+	bytes     int64
+}
+
+func newInbox(sm *StreamManager, task uint32) *Inbox {
+	in := &Inbox{
+		sm:       sm,
+		task:     task,
+		upstream: map[uint32]bool{},
+		eos:      map[uint32]bool{},
+		consumed: make([]int64, sm.plan.Containers+1),
+		avail:    make(chan struct{}),
+		space:    make(chan struct{}),
+	}
+	for _, t := range sm.plan.UpstreamTasks(sm.plan.Tasks[task].Component) {
+		in.upstream[t] = true
+	}
+	return in
+}
+
+// Task is the inbox's task id.
+func (in *Inbox) Task() uint32 { return in.task }
+
+// enqueue appends d; in.mu must be held.
+func (in *Inbox) enqueue(d Delivery) {
+	if in.head > 0 && in.head == len(in.q) {
+		in.q = in.q[:0]
+		in.head = 0
+	} else if in.head > 64 && in.head*2 >= len(in.q) {
+		n := copy(in.q, in.q[in.head:])
+		clear(in.q[n:])
+		in.q = in.q[:n]
+		in.head = 0
+	}
+	in.q = append(in.q, d)
+	in.queuedBytes += int64(d.size)
+	if held := in.localHeld + in.remoteHeld; held > in.maxHeld {
+		in.maxHeld = held
+	}
+	close(in.avail)
+	in.avail = make(chan struct{})
+	in.batchesIn.Add(1)
+	in.tuplesIn.Add(int64(d.Tuples))
+}
+
+// putLocal queues a batch from an Outbox in this container, waiting for
+// room if block is set; without block it reports false when there is none.
+func (in *Inbox) putLocal(ctx context.Context, d Delivery, block bool, o *Outbox) (bool, error) {
+	var t0 time.Time
+	for {
+		in.mu.Lock()
+		if in.localHeld == 0 || in.localHeld+int64(d.size) <= in.sm.opts.InboxBytes {
+			in.localHeld += int64(d.size)
+			in.enqueue(d)
+			in.mu.Unlock()
+			if !t0.IsZero() {
+				o.blockEnd(t0)
+			}
+			return true, nil
+		}
+		ch := in.space
+		in.mu.Unlock()
+		if !block {
+			return false, nil
+		}
+		if t0.IsZero() {
+			t0 = o.blockStart()
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			o.blockEnd(t0)
+			return false, ctx.Err()
+		case <-in.sm.done:
+			o.blockEnd(t0)
+			return false, ErrClosed
+		}
+	}
+}
+
+// putRemote queues a batch received from another container. It never
+// waits: the sender held credit for it.
+func (in *Inbox) putRemote(d Delivery) {
+	in.mu.Lock()
+	in.remoteHeld += int64(d.size)
+	in.enqueue(d)
+	in.mu.Unlock()
+}
+
+// putEOS records end-of-stream from an upstream task. It reports whether the
+// task was an expected, first-time sender.
+func (in *Inbox) putEOS(src uint32) bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if !in.upstream[src] || in.eos[src] {
+		return false
+	}
+	in.eos[src] = true
+	close(in.avail)
+	in.avail = make(chan struct{})
+	return true
+}
+
+// Next returns the next batch, waiting until one is queued. It returns
+// io.EOF once every upstream task (plan.UpstreamTasks of the task's
+// component) has sent end-of-stream and every batch has been returned; a
+// task without upstream tasks (a spout) gets io.EOF at once. It returns
+// ctx's error, or ErrClosed after the stream manager is closed. Every
+// Delivery must be passed to Release once consumed; holding one holds its
+// local capacity or link credit, so release it before waiting for the next.
+func (in *Inbox) Next(ctx context.Context) (Delivery, error) {
+	for {
+		in.mu.Lock()
+		if in.head < len(in.q) {
+			d := in.q[in.head]
+			in.q[in.head] = Delivery{}
+			in.head++
+			in.queuedBytes -= int64(d.size)
+			in.mu.Unlock()
+			return d, nil
+		}
+		if len(in.eos) == len(in.upstream) {
+			in.mu.Unlock()
+			return Delivery{}, io.EOF
+		}
+		ch := in.avail
+		// About to wait: grant back whatever is still held back, so that
+		// an idle receiver never sits on its senders' credit.
+		var gs [4]grantToSend
+		grants := in.takeGrants(gs[:0], true)
+		in.mu.Unlock()
+		in.sendGrants(grants)
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return Delivery{}, ctx.Err()
+		case <-in.sm.done:
+			return Delivery{}, ErrClosed
+		}
+	}
+}
+
+// TryNext is Next without waiting: ok is false when nothing is queued (and
+// the stream has not ended). The runner uses it to learn that its input is
+// idle, flushes its Outbox with force, and then calls Next.
+func (in *Inbox) TryNext() (d Delivery, ok bool, err error) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.head < len(in.q) {
+		d = in.q[in.head]
+		in.q[in.head] = Delivery{}
+		in.head++
+		in.queuedBytes -= int64(d.size)
+		return d, true, nil
+	}
+	if len(in.eos) == len(in.upstream) {
+		return Delivery{}, false, io.EOF
+	}
+	return Delivery{}, false, nil
+}
+
+// Release marks a delivery consumed; its Batch must not be used afterwards.
+// A local delivery frees inbox capacity (waking local senders). A remote one
+// returns credit to its link: released bytes are summed per sending
+// container and granted back in one message when they reach a quarter of
+// the window, and all of them as soon as the queue is empty (at a Release,
+// or when Next is about to wait), so an idle receiver never sits on its
+// senders' credit. Release each delivery exactly once.
+func (in *Inbox) Release(d Delivery) {
+	if d.size == 0 {
+		return
+	}
+	var gs [4]grantToSend
+	in.mu.Lock()
+	if d.container == 0 {
+		in.localHeld -= int64(d.size)
+		close(in.space)
+		in.space = make(chan struct{})
+	} else {
+		in.remoteHeld -= int64(d.size)
+		in.consumed[d.container] += int64(d.size)
+	}
+	grants := in.takeGrants(gs[:0], in.head == len(in.q))
+	in.mu.Unlock()
+	if d.pb != nil {
+		in.sm.putBatch(d.pb)
+	}
+	in.sendGrants(grants)
+}
+
+// takeGrants collects the released bytes to grant back: those of links past
+// the threshold, or all of them if all is set. in.mu must be held.
+func (in *Inbox) takeGrants(dst []grantToSend, all bool) []grantToSend {
+	for c, n := range in.consumed {
+		if n > 0 && (all || n >= in.sm.grantThreshold) {
+			dst = append(dst, grantToSend{c, n})
+			in.consumed[c] = 0
+		}
+	}
+	return dst
+}
+
+func (in *Inbox) sendGrants(grants []grantToSend) {
+	for _, g := range grants {
+		in.sm.sendGrant(g.container, in.task, g.bytes)
+	}
+}
+
+// Pending returns the batches queued and not yet returned by Next, and
+// their bytes.
+func (in *Inbox) Pending() (batches int, bytes int64) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return len(in.q) - in.head, in.queuedBytes
+}
+
+// InboxStats is a snapshot of an Inbox's counters.
+type InboxStats struct {
+	BatchesReceived int64
+	TuplesReceived  int64
+	QueuedBatches   int   // not yet returned by Next
+	QueuedBytes     int64 // bytes of QueuedBatches
+	LocalHeldBytes  int64 // from local senders: queued or taken and not released
+	RemoteHeldBytes int64 // from other containers: queued or taken and not released
+	MaxHeldBytes    int64 // high-water mark of LocalHeldBytes + RemoteHeldBytes
+	EOSReceived     int   // upstream tasks that have ended
+	Upstream        int   // upstream tasks
+}
+
+// Stats returns a snapshot of the counters.
+func (in *Inbox) Stats() InboxStats {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return InboxStats{
+		BatchesReceived: in.batchesIn.Load(),
+		TuplesReceived:  in.tuplesIn.Load(),
+		QueuedBatches:   len(in.q) - in.head,
+		QueuedBytes:     in.queuedBytes,
+		LocalHeldBytes:  in.localHeld,
+		RemoteHeldBytes: in.remoteHeld,
+		MaxHeldBytes:    in.maxHeld,
+		EOSReceived:     len(in.eos),
+		Upstream:        len(in.upstream),
+	}
+}

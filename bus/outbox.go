@@ -1,0 +1,360 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/ardea-dev/ardea/internal/plan"
+	"github.com/ardea-dev/ardea/internal/tuple"
+)
+
+// dest is one destination task as seen by one Outbox: its open batch and
+// the sealed batches waiting to be sent, in order. Exactly one of inbox
+// (same container) and link (other container) is set.
+type dest struct {
+	task      uint32
+	container int
+	inbox     *Inbox
+	link      *link
+	open      *pendingBatch
+	sealed    []*pendingBatch
+	active    bool // listed in Outbox.active
+}
+
+// Outbox is one local task's output: it implements component.Collector.
+//
+// Concurrency: an Outbox is driven by its task's runner goroutine only (Emit,
+// Ack, Fail, Flush and Finish are not safe for concurrent use, like the
+// component that calls them). The statistics methods are safe from any
+// goroutine.
+//
+// Emit never blocks: it appends the tuple to the open batch of each
+// destination task the groupings pick, sealing a batch when it reaches
+// BatchMaxBytes or BatchMaxTuples. Flush sends and is where back pressure
+// blocks. The runner's loop is:
+//
+//	call the component (it Emits)
+//	ob.Flush(ctx, idle)  // idle: spout returned Idle, or the inbox is empty
+//
+// so batches fill while input keeps coming, leave after at most Linger while
+// it does, and leave at once when the task goes idle.
+type Outbox struct {
+	sm      *StreamManager
+	task    uint32
+	comp    *plan.Component
+	streams []streamRoutes
+	dests   []*dest // indexed by task id; nil for tasks this outbox never targets
+	active  []*dest // dests with an open or sealed batch
+	down    []*dest // every task of every downstream component (EOS)
+	spans   []int
+	done    bool // Finish was called
+
+	emitted      []atomic.Int64 // tuples emitted, by stream index
+	tuplesSent   atomic.Int64
+	batchesSent  atomic.Int64
+	bytesSent    atomic.Int64
+	blockedNanos atomic.Int64
+	blockedSince atomic.Int64 // unix ns when the current wait began; 0 if not waiting
+	acks, fails  atomic.Int64
+}
+
+// ErrFinished is returned by Emit after Finish.
+var ErrFinished = errors.New("bus: outbox finished")
+
+func newOutbox(sm *StreamManager, task uint32) (*Outbox, error) {
+	p := sm.plan
+	comp := &p.Components[p.Tasks[task].Component]
+	o := &Outbox{sm: sm, task: task, comp: comp, dests: make([]*dest, len(p.Tasks))}
+	destFor := func(t uint32) *dest {
+		if d := o.dests[t]; d != nil {
+			return d
+		}
+		d := &dest{task: t, container: p.Tasks[t].Container}
+		if d.container == sm.me {
+			d.inbox = sm.inboxes[t]
+		} else {
+			d.link = sm.links[t]
+		}
+		o.dests[t] = d
+		o.down = append(o.down, d)
+		return d
+	}
+	var err error
+	o.streams, err = buildRoutes(p, sm.me, task, comp, destFor)
+	if err != nil {
+		return nil, fmt.Errorf("task %d: %w", task, err)
+	}
+	o.emitted = make([]atomic.Int64, len(comp.Outputs))
+	return o, nil
+}
+
+// Emit routes one tuple (an encoded values block) on stream to the tasks its
+// subscribers' groupings pick, copying values. direct is tuple.NoTask, or for
+// a direct emit the one task to send to, which must belong to a subscriber
+// with direct grouping; a regular emit on a stream with a direct subscriber
+// is an error (as in Storm). msgID and anchors are accepted and ignored in
+// at-most-once mode (tuple id 0). Emit never blocks.
+func (o *Outbox) Emit(stream uint16, direct uint32, msgID uint64, anchors []byte, values []byte) error {
+	if o.done {
+		return fmt.Errorf("component %s task %d: emit after finish: %w", o.comp.Name, o.task, ErrFinished)
+	}
+	if int(stream) >= len(o.streams) {
+		return fmt.Errorf("bus: component %s task %d: emit on undeclared stream index %d", o.comp.Name, o.task, stream)
+	}
+	sr := &o.streams[stream]
+	spans, n, err := tuple.FieldSpans(o.spans[:0], values)
+	o.spans = spans
+	if err != nil {
+		return fmt.Errorf("bus: component %s task %d stream %s: values: %w", o.comp.Name, o.task, sr.name, err)
+	}
+	if n != len(values) {
+		return fmt.Errorf("bus: component %s task %d stream %s: %d bytes after the values block", o.comp.Name, o.task, sr.name, len(values)-n)
+	}
+	if direct != tuple.NoTask {
+		return o.emitDirect(sr, stream, direct, values)
+	}
+	if sr.direct {
+		return fmt.Errorf("bus: component %s task %d stream %s: stream has a direct-grouped subscriber; emit with a direct task", o.comp.Name, o.task, sr.name)
+	}
+	nf := len(spans) / 2
+	for i := range sr.routes {
+		r := &sr.routes[i]
+		switch r.grouping {
+		case plan.Shuffle, plan.None:
+			o.add(r.next(), r.input, values)
+		case plan.LocalOrShuffle:
+			o.add(r.nextLocal(), r.input, values)
+		case plan.Fields:
+			if r.maxField >= nf {
+				return fmt.Errorf("bus: component %s task %d stream %s -> %s: grouping field %d but the tuple has %d fields", o.comp.Name, o.task, sr.name, r.compName, r.maxField, nf)
+			}
+			o.add(r.byKey(values, spans), r.input, values)
+		case plan.All:
+			for _, d := range r.dests {
+				o.add(d, r.input, values)
+			}
+		case plan.Global:
+			o.add(r.global, r.input, values)
+		}
+	}
+	o.emitted[stream].Add(1)
+	return nil
+}
+
+func (o *Outbox) emitDirect(sr *streamRoutes, stream uint16, direct uint32, values []byte) error {
+	p := o.sm.plan
+	if direct != 0 && int(direct) < len(p.Tasks) {
+		t := p.Tasks[direct]
+		for i := range sr.routes {
+			r := &sr.routes[i]
+			if r.grouping == plan.Direct && r.comp == t.Component && t.Index < len(r.dests) {
+				o.add(r.dests[t.Index], r.input, values)
+				o.emitted[stream].Add(1)
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("bus: component %s task %d stream %s: direct emit to task %d, which is not a task of a direct-grouped subscriber", o.comp.Name, o.task, sr.name, direct)
+}
+
+func (o *Outbox) add(d *dest, input uint16, values []byte) {
+	b := d.open
+	if b == nil {
+		b = o.sm.getBatch()
+		b.first = time.Now()
+		d.open = b
+		if !d.active {
+			d.active = true
+			o.active = append(o.active, d)
+		}
+	}
+	b.add(input, o.task, 0, values)
+	if len(b.buf)-HeaderLen >= o.sm.opts.BatchMaxBytes || b.count >= o.sm.opts.BatchMaxTuples {
+		d.sealed = append(d.sealed, b)
+		d.open = nil
+	}
+}
+
+// Ack and Fail are accepted and counted; at-most-once mode tracks nothing.
+func (o *Outbox) Ack(tupleID uint64) error  { o.acks.Add(1); return nil }
+func (o *Outbox) Fail(tupleID uint64) error { o.fails.Add(1); return nil }
+
+// Flush sends every sealed batch and, if force is set or the batch's first
+// tuple is older than Linger, every open batch. It blocks on back pressure:
+// a batch for a task in this container waits until that task's Inbox has
+// room (InboxBytes), a batch for a task elsewhere until the link from this
+// container to that task has credit. Batches to one task leave in the order
+// their tuples were emitted. It first sends whatever can go without waiting,
+// then waits for the rest destination by destination. The time spent waiting
+// is added to BlockedNanos. It returns ctx's error or ErrClosed if either
+// ends the wait; unsent batches stay queued for the next Flush.
+func (o *Outbox) Flush(ctx context.Context, force bool) error {
+	if len(o.active) == 0 {
+		return nil
+	}
+	now := time.Now()
+	linger := o.sm.opts.Linger
+	for _, d := range o.active {
+		if d.open != nil && (force || now.Sub(d.open.first) >= linger) {
+			d.sealed = append(d.sealed, d.open)
+			d.open = nil
+		}
+		for len(d.sealed) > 0 {
+			ok, err := o.send(ctx, d, d.sealed[0], false)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				break
+			}
+			d.sealed = popFront(d.sealed)
+		}
+	}
+	for _, d := range o.active {
+		for len(d.sealed) > 0 {
+			if _, err := o.send(ctx, d, d.sealed[0], true); err != nil {
+				return err
+			}
+			d.sealed = popFront(d.sealed)
+		}
+	}
+	kept := o.active[:0]
+	for _, d := range o.active {
+		if d.open != nil {
+			kept = append(kept, d)
+		} else {
+			d.active = false
+		}
+	}
+	clear(o.active[len(kept):])
+	o.active = kept
+	return nil
+}
+
+func popFront(s []*pendingBatch) []*pendingBatch {
+	s[0] = nil
+	if len(s) == 1 {
+		return s[:0]
+	}
+	return s[1:]
+}
+
+// send delivers one sealed batch. With block false it returns false instead
+// of waiting.
+func (o *Outbox) send(ctx context.Context, d *dest, b *pendingBatch, block bool) (bool, error) {
+	n := len(b.buf)
+	tuples := b.count
+	sentAt := b.first.UnixNano()
+	if d.inbox != nil {
+		dl := Delivery{Batch: b.batch(), SourceTask: o.task, SentAt: sentAt, Tuples: tuples, size: n, pb: b}
+		ok, err := d.inbox.putLocal(ctx, dl, block, o)
+		if !ok || err != nil {
+			return false, err
+		}
+	} else {
+		ok, err := d.link.acquire(ctx, int64(n), block, o)
+		if !ok || err != nil {
+			return false, err
+		}
+		putHeader(b.buf, MsgData, d.task, o.task, sentAt)
+		if err := o.sm.nc.Publish(o.sm.dataSubj[d.container], b.buf); err != nil {
+			d.link.refund(int64(n))
+			return false, fmt.Errorf("bus: component %s task %d: publish batch to task %d: %w", o.comp.Name, o.task, d.task, err)
+		}
+		o.sm.putBatch(b)
+	}
+	o.tuplesSent.Add(int64(tuples))
+	o.batchesSent.Add(1)
+	o.bytesSent.Add(int64(n))
+	return true, nil
+}
+
+// Finish flushes everything (Flush with force) and then sends an
+// end-of-stream marker to every task of every component downstream of this
+// task, whatever the grouping, after the data: a local marker is queued
+// behind the batches already in the inbox, a remote one is published on the
+// same connection and subject as the data, so it arrives after it. Markers
+// cost no credit but wait until a remote link is open. Emit fails after
+// Finish; a second Finish does nothing.
+func (o *Outbox) Finish(ctx context.Context) error {
+	if err := o.Flush(ctx, true); err != nil {
+		return err
+	}
+	if o.done {
+		return nil
+	}
+	var hdr [HeaderLen]byte
+	for _, d := range o.down {
+		if d.inbox != nil {
+			d.inbox.putEOS(o.task)
+			continue
+		}
+		if err := d.link.waitOpen(ctx, o); err != nil {
+			return err
+		}
+		putHeader(hdr[:], MsgEOS, d.task, o.task, time.Now().UnixNano())
+		if err := o.sm.nc.Publish(o.sm.dataSubj[d.container], hdr[:]); err != nil {
+			return fmt.Errorf("bus: component %s task %d: publish end-of-stream to task %d: %w", o.comp.Name, o.task, d.task, err)
+		}
+	}
+	o.done = true
+	return nil
+}
+
+// blockStart and blockEnd bracket a wait for back pressure.
+func (o *Outbox) blockStart() time.Time {
+	t := time.Now()
+	o.blockedSince.Store(t.UnixNano())
+	return t
+}
+
+func (o *Outbox) blockEnd(t time.Time) {
+	o.blockedNanos.Add(int64(time.Since(t)))
+	o.blockedSince.Store(0)
+}
+
+// Task is the outbox's task id.
+func (o *Outbox) Task() uint32 { return o.task }
+
+// BlockedNanos is the total time Flush and Finish have waited for capacity
+// or credit, including a wait in progress.
+func (o *Outbox) BlockedNanos() int64 {
+	n := o.blockedNanos.Load()
+	if s := o.blockedSince.Load(); s != 0 {
+		n += max(0, time.Now().UnixNano()-s)
+	}
+	return n
+}
+
+// Blocked reports whether the outbox is waiting on back pressure now.
+func (o *Outbox) Blocked() bool { return o.blockedSince.Load() != 0 }
+
+// OutboxStats is a snapshot of an Outbox's counters.
+type OutboxStats struct {
+	Emitted      []int64 // tuples emitted, by stream index
+	TuplesSent   int64   // tuple copies sent (a tuple sent to 3 tasks counts 3)
+	BatchesSent  int64
+	BytesSent    int64 // data message bytes (header included)
+	BlockedNanos int64
+	Acks, Fails  int64
+}
+
+// Stats returns a snapshot of the counters.
+func (o *Outbox) Stats() OutboxStats {
+	s := OutboxStats{
+		Emitted:      make([]int64, len(o.emitted)),
+		TuplesSent:   o.tuplesSent.Load(),
+		BatchesSent:  o.batchesSent.Load(),
+		BytesSent:    o.bytesSent.Load(),
+		BlockedNanos: o.BlockedNanos(),
+		Acks:         o.acks.Load(),
+		Fails:        o.fails.Load(),
+	}
+	for i := range o.emitted {
+		s.Emitted[i] = o.emitted[i].Load()
+	}
+	return s
+}

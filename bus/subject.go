@@ -1,0 +1,67 @@
+package bus
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// DefaultTenant is the tenant used when a plan names none.
+const DefaultTenant = "default"
+
+// Subject kinds (the fourth token).
+const (
+	KindData   = "data"   // tuple batches and end-of-stream markers to a container
+	KindCredit = "credit" // flow-control messages (hello, open, grant) to a container
+)
+
+// Subjects builds the NATS subjects of one topology:
+//
+//	ardea.<tenant>.<topology>.<kind>.<target>
+//
+// data.<container> carries batches for the tasks of that container;
+// credit.<container> carries flow-control messages for that container's
+// senders. Tenant and topology come first so that tenants can later be fenced
+// with NATS accounts and subject permissions (ardea.<tenant>.>).
+type Subjects struct {
+	prefix string // "ardea.<tenant>.<topology>."
+}
+
+// NewSubjects checks that tenant and topology are valid subject tokens (non
+// empty, no '.', '*', '>' or whitespace) and returns the subject builder. An
+// empty tenant means DefaultTenant.
+func NewSubjects(tenant, topology string) (Subjects, error) {
+	if tenant == "" {
+		tenant = DefaultTenant
+	}
+	if err := checkToken("tenant", tenant); err != nil {
+		return Subjects{}, err
+	}
+	if err := checkToken("topology", topology); err != nil {
+		return Subjects{}, err
+	}
+	return Subjects{prefix: "ardea." + tenant + "." + topology + "."}, nil
+}
+
+func checkToken(what, s string) error {
+	if s == "" {
+		return fmt.Errorf("bus: %s name is empty", what)
+	}
+	if i := strings.IndexAny(s, ".*> \t\r\n"); i >= 0 {
+		return fmt.Errorf("bus: %s name %q: character %q is not allowed in a NATS subject token", what, s, s[i])
+	}
+	return nil
+}
+
+// Data is the subject of batches sent to a container.
+func (s Subjects) Data(container int) string {
+	return s.prefix + KindData + "." + strconv.Itoa(container)
+}
+
+// Credit is the subject of flow-control messages sent to a container.
+func (s Subjects) Credit(container int) string {
+	return s.prefix + KindCredit + "." + strconv.Itoa(container)
+}
+
+// All is the wildcard matching every subject of the topology.
+func (s Subjects) All() string { return s.prefix + ">" }

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ardea-dev/ardea/internal/bench"
+)
+
+func newBenchCmd(g *globalFlags) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure end-to-end throughput and latency of built-in benchmark topologies",
+	}
+	var (
+		o      bench.WordCountOptions
+		asJSON bool
+		noHalf bool
+	)
+	wc := &cobra.Command{
+		Use:   "wordcount",
+		Short: "generator -> split (wasm) -> count (wasm) over 2 containers and NATS, against plain Go",
+		Long: `Runs the word-count topology with the generator spout as fast as it can
+for --duration after a --warmup, over --containers containers exchanging
+tuples through the embedded NATS server, and reports words counted per second
+end to end and the emit-to-execute latency of the count bolt (p50, p99). Then
+runs the same logic as plain Go goroutines and channels in the same process
+(native_tuples_per_sec) and reports the ratio. Finally it runs the topology
+again at half the measured peak rate and reports its latency (half_rate).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log, err := g.logger()
+			if err != nil {
+				return err
+			}
+			o.Logger, o.CacheDir, o.HalfRate = log, g.cacheDir, !noHalf
+			res, err := bench.WordCount(cmd.Context(), o)
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			if asJSON {
+				enc := json.NewEncoder(w)
+				return enc.Encode(res)
+			}
+			fmt.Fprintf(w, "word count, %d containers (%s), %s measured after %s warmup, %d CPUs\n",
+				res.Containers, res.Parallelism, o.Duration, o.Warmup, res.CPUs)
+			fmt.Fprintf(w, "  ardea (wasm + NATS): %12.0f words/s   p50 %.3f ms   p99 %.3f ms\n", res.TuplesPerSec, res.P50Ms, res.P99Ms)
+			fmt.Fprintf(w, "  plain Go baseline:   %12.0f words/s\n", res.NativeTuplesPerSec)
+			fmt.Fprintf(w, "  ratio:               %12.2f\n", res.Ratio)
+			if h := res.HalfRate; h != nil {
+				fmt.Fprintf(w, "  at half peak (%0.f/s): %10.0f words/s   p50 %.3f ms   p99 %.3f ms\n", h.TargetPerSec, h.TuplesPerSec, h.P50Ms, h.P99Ms)
+			}
+			return nil
+		},
+	}
+	wc.Flags().DurationVar(&o.Duration, "duration", 10*time.Second, "measured interval per phase")
+	wc.Flags().DurationVar(&o.Warmup, "warmup", 2*time.Second, "discarded start of each phase")
+	wc.Flags().IntVar(&o.Containers, "containers", 2, "containers")
+	wc.Flags().IntVar(&o.Spouts, "spouts", 1, "generator parallelism")
+	wc.Flags().IntVar(&o.Split, "split", 1, "split parallelism")
+	wc.Flags().IntVar(&o.Count, "count", 1, "count parallelism")
+	wc.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
+	wc.Flags().BoolVar(&noHalf, "no-half-rate", false, "skip the half-peak-rate latency phase")
+	cmd.AddCommand(wc)
+	return cmd
+}

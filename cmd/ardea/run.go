@@ -1,0 +1,132 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/ardea-dev/ardea"
+	"github.com/ardea-dev/ardea/internal/build"
+	"github.com/ardea-dev/ardea/internal/metrics"
+	"github.com/ardea-dev/ardea/scheduler"
+)
+
+func newRunCmd(g *globalFlags) *cobra.Command {
+	var (
+		containers int
+		duration   time.Duration
+		sets       []string
+		quiet      bool
+	)
+	cmd := &cobra.Command{
+		Use:   "run TOPOLOGY.yaml",
+		Short: "Run a topology in this process until its input is exhausted",
+		Long: `Run a topology in this one process: every container is a set of
+goroutines with its own stream manager, and containers exchange tuples only
+through an embedded NATS server. Go component folders named as modules are
+built first. The run ends with exit status 0 when every spout's finite input
+has been fully processed, or when --duration elapses.
+
+--set overrides settings without editing the file:
+  --set count.parallelism=4           a component's parallelism
+  --set out.path=/tmp/counts.tsv      a component's config key
+  --set topology.max.keygroups=128    a topology-level setting
+
+On a terminal, live progress (tuples/s and back pressure per component) is
+shown on stderr; --quiet turns it off.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			log, err := g.logger()
+			if err != nil {
+				return err
+			}
+			t, err := ardea.LoadFile(args[0])
+			if err != nil {
+				return err
+			}
+			for _, s := range sets {
+				if err := t.Set(s); err != nil {
+					return usageError{fmt.Errorf("--set %s: %w", s, err)}
+				}
+			}
+			reg := metrics.NewRegistry()
+			showProgress := !quiet && term.IsTerminal(int(os.Stderr.Fd()))
+			stop := func() {}
+			if showProgress {
+				stop = startProgress(os.Stderr, reg)
+			}
+			res, err := scheduler.Run(cmd.Context(), scheduler.RunOptions{
+				Topology: t, Containers: containers, Duration: duration, Logger: log,
+				CacheDir: g.cacheDir, Metrics: reg,
+			})
+			stop()
+			if err != nil {
+				return err
+			}
+			if !quiet {
+				how := "input exhausted"
+				if !res.Finished {
+					how = "stopped"
+				}
+				fmt.Fprintf(os.Stderr, "ardea: topology %s %s after %s\n", t.Name, how, res.Elapsed.Round(time.Millisecond))
+				printSummary(os.Stderr, reg, res.Elapsed)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().IntVar(&containers, "containers", 1, "number of containers to pack instances into (round-robin)")
+	cmd.Flags().DurationVar(&duration, "duration", 0, "stop after this long (0: run until the input is exhausted)")
+	cmd.Flags().StringArrayVar(&sets, "set", nil, "override a setting: COMPONENT.KEY=VALUE, COMPONENT.parallelism=N or topology.KEY=VALUE (repeatable)")
+	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print nothing but errors")
+	return cmd
+}
+
+func newBuildCmd(g *globalFlags) *cobra.Command {
+	var out string
+	cmd := &cobra.Command{
+		Use:   "build DIR",
+		Short: "Build a component source folder into a .wasm module",
+		Long: `Build a component source folder into a WebAssembly module that Ardea can run.
+Go components (a main package using github.com/ardea-dev/ardea/wasm-sdk/go)
+are built with:
+  GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -ldflags='-s -w'`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir := args[0]
+			if out == "" {
+				abs, err := absDir(dir)
+				if err != nil {
+					return err
+				}
+				out = abs + ".wasm"
+			}
+			if _, err := build.Build(cmd.Context(), dir, out); err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), out)
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&out, "output", "o", "", "output .wasm file (default: DIR.wasm)")
+	return cmd
+}
+
+func absDir(dir string) (string, error) {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return "", err
+	}
+	if !st.IsDir() {
+		return "", fmt.Errorf("%s is not a directory", dir)
+	}
+	for len(dir) > 1 && dir[len(dir)-1] == '/' {
+		dir = dir[:len(dir)-1]
+	}
+	return dir, nil
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }

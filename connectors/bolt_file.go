@@ -1,0 +1,324 @@
+package connectors
+
+import (
+	"bufio"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/ardea-dev/ardea/internal/component"
+	"github.com/ardea-dev/ardea/internal/tuple"
+)
+
+// The file bolt is a sink: it writes each input tuple as one line and emits
+// nothing.
+//
+//	format tsv   fields separated by tabs. Strings are written raw with
+//	             '\\', tab, newline and carriage return escaped as \\ \t \n \r;
+//	             int64, float64 (shortest round-trip form) and bool are
+//	             formatted; bytes are hex; null is empty.
+//	format json  one JSON object per line, keyed by the field names the
+//	             input's stream declares; bytes are base64 (as encoding/json
+//	             does), NaN and infinities are the strings "NaN", "+Inf",
+//	             "-Inf", invalid UTF-8 becomes U+FFFD.
+//
+// With parallelism > 1, task i writes "<path>.<i>". Parent directories are
+// created. Output is buffered and flushed when the buffer fills, at Finish
+// (which also syncs to disk) and Close, and at the first Execute or Tick
+// after flush_interval has passed since the last flush.
+
+func init() {
+	Register(Spec{
+		Name:    "file",
+		Kind:    KindBolt,
+		Summary: "Writes every input tuple as a line of a file (tab-separated or JSON lines).",
+		Fields: []FieldSpec{
+			{Name: "path", Type: TypePath, Required: true, Doc: "file to write; task i of p > 1 writes <path>.<i>; relative to the topology file's directory"},
+			{Name: "format", Type: TypeEnum, Default: "tsv", Enum: []string{"tsv", "json"}, Doc: "tsv: tab-separated fields; json: one object per line keyed by field name"},
+			{Name: "flush_interval", Type: TypeDuration, Default: "1s", Min: "1ms", Doc: "longest time buffered output waits before it is written (checked on each batch and tick)"},
+			{Name: "append", Type: TypeBool, Default: "false", Doc: "append to an existing file instead of truncating it"},
+		},
+	}, BoltFactory(newFileSink))
+}
+
+const fileSinkBuffer = 256 << 10
+
+type fileSink struct {
+	path     string
+	json     bool
+	interval time.Duration
+	append   bool
+
+	comp      string
+	task      uint32
+	now       func() time.Time // injectable clock for tests
+	f         *os.File
+	w         *bufio.Writer
+	keys      [][][]byte // per input: JSON-quoted field names followed by ':'
+	vals      []tuple.Value
+	line      []byte
+	lastFlush time.Time
+}
+
+func newFileSink(cfg Config) (component.Bolt, error) {
+	return &fileSink{
+		path:     cfg.String("path"),
+		json:     cfg.String("format") == "json",
+		interval: cfg.Duration("flush_interval"),
+		append:   cfg.Bool("append"),
+		now:      time.Now,
+	}, nil
+}
+
+// sinkPath is the file a task writes.
+func sinkPath(path string, ctx component.Context) string {
+	if ctx.Parallelism > 1 {
+		return path + "." + strconv.FormatUint(uint64(ctx.TaskIndex), 10)
+	}
+	return path
+}
+
+func (s *fileSink) errorf(format string, args ...any) error {
+	return fmt.Errorf("component %q task %d: file sink %s: %w", s.comp, s.task, s.path, fmt.Errorf(format, args...))
+}
+
+func (s *fileSink) Prepare(ctx component.Context, _ component.Collector) error {
+	s.comp, s.task = ctx.Component, ctx.TaskID
+	s.path = sinkPath(s.path, ctx)
+	if err := os.MkdirAll(filepath.Dir(s.path), 0o755); err != nil {
+		return s.errorf("%w", err)
+	}
+	flags := os.O_CREATE | os.O_WRONLY | os.O_TRUNC
+	if s.append {
+		flags = os.O_CREATE | os.O_WRONLY | os.O_APPEND
+	}
+	f, err := os.OpenFile(s.path, flags, 0o644)
+	if err != nil {
+		return s.errorf("%w", err)
+	}
+	s.f = f
+	s.w = bufio.NewWriterSize(f, fileSinkBuffer)
+	s.keys = make([][][]byte, len(ctx.Inputs))
+	for i, in := range ctx.Inputs {
+		for _, name := range in.Fields {
+			s.keys[i] = append(s.keys[i], append(appendJSONString(nil, []byte(name)), ':'))
+		}
+	}
+	s.lastFlush = s.now()
+	return nil
+}
+
+func (s *fileSink) Execute(batch []byte, _ component.Collector) error {
+	if s.w == nil {
+		return s.errorf("Execute before Prepare or after Close")
+	}
+	r, err := tuple.NewBatchReader(batch)
+	if err != nil {
+		return s.errorf("%w", err)
+	}
+	for i := 0; ; i++ {
+		rec, ok, err := r.Next()
+		if err != nil {
+			return s.errorf("%w", err)
+		}
+		if !ok {
+			break
+		}
+		s.vals, _, err = tuple.DecodeValues(s.vals[:0], rec.Values)
+		if err != nil {
+			return s.errorf("record %d: %w", i, err)
+		}
+		if s.json {
+			if int(rec.Input) >= len(s.keys) {
+				return s.errorf("record %d: input index %d, but the task has %d inputs", i, rec.Input, len(s.keys))
+			}
+			s.line = s.appendJSON(s.line[:0], s.keys[rec.Input])
+		} else {
+			s.line = s.appendTSV(s.line[:0])
+		}
+		if _, err := s.w.Write(s.line); err != nil {
+			return s.errorf("%w", err)
+		}
+	}
+	return s.maybeFlush()
+}
+
+func (s *fileSink) appendTSV(b []byte) []byte {
+	for i, v := range s.vals {
+		if i > 0 {
+			b = append(b, '\t')
+		}
+		switch v.Kind {
+		case tuple.String:
+			for _, c := range v.B {
+				switch c {
+				case '\\':
+					b = append(b, '\\', '\\')
+				case '\t':
+					b = append(b, '\\', 't')
+				case '\n':
+					b = append(b, '\\', 'n')
+				case '\r':
+					b = append(b, '\\', 'r')
+				default:
+					b = append(b, c)
+				}
+			}
+		case tuple.Bytes:
+			b = hex.AppendEncode(b, v.B)
+		default:
+			b = appendScalar(b, v)
+		}
+	}
+	return append(b, '\n')
+}
+
+// appendScalar formats int64, float64 and bool values (null: nothing).
+func appendScalar(b []byte, v tuple.Value) []byte {
+	switch v.Kind {
+	case tuple.Int64:
+		return strconv.AppendInt(b, v.I, 10)
+	case tuple.Float64:
+		return strconv.AppendFloat(b, v.F, 'g', -1, 64)
+	case tuple.Bool:
+		return strconv.AppendBool(b, v.I != 0)
+	}
+	return b
+}
+
+func (s *fileSink) appendJSON(b []byte, keys [][]byte) []byte {
+	b = append(b, '{')
+	for i, v := range s.vals {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if i < len(keys) {
+			b = append(b, keys[i]...)
+		} else {
+			b = append(b, `"_`...)
+			b = strconv.AppendInt(b, int64(i), 10)
+			b = append(b, `":`...)
+		}
+		switch v.Kind {
+		case tuple.Null:
+			b = append(b, "null"...)
+		case tuple.String:
+			b = appendJSONString(b, v.B)
+		case tuple.Bytes:
+			b = append(b, '"')
+			b = base64.StdEncoding.AppendEncode(b, v.B)
+			b = append(b, '"')
+		case tuple.Float64:
+			switch {
+			case math.IsNaN(v.F):
+				b = append(b, `"NaN"`...)
+			case math.IsInf(v.F, 1):
+				b = append(b, `"+Inf"`...)
+			case math.IsInf(v.F, -1):
+				b = append(b, `"-Inf"`...)
+			default:
+				b = appendScalar(b, v)
+			}
+		default:
+			b = appendScalar(b, v)
+		}
+	}
+	return append(b, '}', '\n')
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString appends s as a JSON string, escaping as encoding/json
+// does (without HTML escaping) and replacing invalid UTF-8 with U+FFFD.
+func appendJSONString(b, s []byte) []byte {
+	b = append(b, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				b = append(b, '\\', c)
+			case c == '\n':
+				b = append(b, '\\', 'n')
+			case c == '\r':
+				b = append(b, '\\', 'r')
+			case c == '\t':
+				b = append(b, '\\', 't')
+			case c < 0x20 || c == 0x7f:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			default:
+				b = append(b, c)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRune(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(b, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+		default:
+			b = append(b, s[i:i+size]...)
+		}
+		i += size
+	}
+	return append(b, '"')
+}
+
+func (s *fileSink) maybeFlush() error {
+	now := s.now()
+	if now.Sub(s.lastFlush) < s.interval {
+		return nil
+	}
+	s.lastFlush = now
+	if err := s.w.Flush(); err != nil {
+		return s.errorf("%w", err)
+	}
+	return nil
+}
+
+func (s *fileSink) Tick(component.Collector) error {
+	if s.w == nil {
+		return nil
+	}
+	return s.maybeFlush()
+}
+
+// Finish flushes and syncs the file to disk.
+func (s *fileSink) Finish(component.Collector) error {
+	if s.w == nil {
+		return nil
+	}
+	if err := s.w.Flush(); err != nil {
+		return s.errorf("%w", err)
+	}
+	s.lastFlush = s.now()
+	if err := s.f.Sync(); err != nil {
+		return s.errorf("sync: %w", err)
+	}
+	return nil
+}
+
+// Close flushes and closes the file; it is safe to call more than once.
+func (s *fileSink) Close() error {
+	if s.f == nil {
+		return nil
+	}
+	ferr := s.w.Flush()
+	cerr := s.f.Close()
+	s.f, s.w = nil, nil
+	if ferr != nil {
+		return s.errorf("%w", ferr)
+	}
+	if cerr != nil {
+		return s.errorf("%w", cerr)
+	}
+	return nil
+}

@@ -1,0 +1,248 @@
+package connectors
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ardea-dev/ardea/internal/tuple"
+)
+
+// sinkInputs has two inputs so JSON keys come from each record's input.
+var sinkInputs = []tuple.InputDecl{
+	{Component: "count", Stream: "default", Fields: []string{"word", "count", "ratio", "ok", "raw", "none"}},
+	{Component: "other", Stream: "side", Fields: []string{"k"}},
+}
+
+func sinkBatch() []byte {
+	return batch(
+		rec{0, []tuple.Value{tuple.Str("plain"), tuple.Int(3), tuple.Float(0.5), tuple.Boolean(true), tuple.Bin([]byte{0xde, 0xad}), tuple.NullValue()}},
+		rec{0, []tuple.Value{tuple.Str("tab\there\nnewline\\back\rcr"), tuple.Int(-9007199254740993), tuple.Float(1e21), tuple.Boolean(false), tuple.Bin(nil), tuple.NullValue()}},
+		rec{0, []tuple.Value{tuple.Str(`quote " and </html> & é ☃ ` + "\x01\x7f\u2028\xff"), tuple.Int(0), tuple.Float(math.NaN()), tuple.Boolean(true), tuple.Bin([]byte("hi")), tuple.NullValue()}},
+		rec{0, []tuple.Value{tuple.Str(""), tuple.Int(math.MaxInt64), tuple.Float(math.Inf(-1)), tuple.Boolean(false), tuple.Bin([]byte{0}), tuple.Str("extra?")}},
+		rec{1, []tuple.Value{tuple.Str("from side")}},
+		rec{1, []tuple.Value{tuple.Float(3), tuple.Int(1)}}, // more values than declared fields
+	)
+}
+
+func runSink(t *testing.T, cfg map[string]string, index, parallelism int, batches ...[]byte) {
+	t.Helper()
+	b, err := NewBolt("file", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &recorder{}
+	if err := b.Prepare(taskContext("out", index, parallelism, cfg, nil, sinkInputs), out); err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range batches {
+		if err := b.Execute(in, out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Finish(out); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if len(out.emits) != 0 {
+		t.Errorf("sink emitted %d tuples", len(out.emits))
+	}
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (go test -update creates it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("output differs from %s (go test -update rewrites it)\n--- got\n%s--- want\n%s", path, got, want)
+	}
+}
+
+func TestFileSinkTSVGolden(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "out.tsv")
+	runSink(t, map[string]string{"path": path}, 0, 1, sinkBatch())
+	got := readFile(t, path)
+	golden(t, "sink_tsv.golden", got)
+	// Every record is one line: escapes keep tabs and newlines out of fields.
+	lines := strings.Split(strings.TrimSuffix(got, "\n"), "\n")
+	if len(lines) != 6 || len(strings.Split(lines[1], "\t")) != 6 {
+		t.Errorf("got %d lines; line 2 = %q", len(lines), lines[1])
+	}
+}
+
+func TestFileSinkJSONGolden(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "out.jsonl")
+	runSink(t, map[string]string{"path": path, "format": "json"}, 0, 1, sinkBatch())
+	got := readFile(t, path)
+	golden(t, "sink_json.golden", got)
+	lines := strings.Split(strings.TrimSuffix(got, "\n"), "\n")
+	if len(lines) != 6 {
+		t.Fatalf("got %d lines", len(lines))
+	}
+	for i, l := range lines {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("line %d is not JSON: %v\n%s", i+1, err, l)
+		}
+	}
+	var first struct {
+		Word  string
+		Count int64
+		Raw   []byte
+		None  *string
+	}
+	if err := json.Unmarshal([]byte(lines[0]), &first); err != nil || first.Word != "plain" || first.Count != 3 || string(first.Raw) != "\xde\xad" || first.None != nil {
+		t.Errorf("first line decodes to %+v, %v", first, err)
+	}
+	var second map[string]string
+	_ = json.Unmarshal([]byte(lines[1]), &second)
+	if second["word"] != "tab\there\nnewline\\back\rcr" {
+		t.Errorf("escaped string decodes to %q", second["word"])
+	}
+}
+
+func TestFileSinkParallelismAndDirs(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "a", "b")
+	path := filepath.Join(dir, "counts.tsv")
+	one := batch(rec{0, []tuple.Value{tuple.Str("x")}})
+	for i := range 3 {
+		runSink(t, map[string]string{"path": path}, i, 3, one)
+	}
+	for _, suffix := range []string{".0", ".1", ".2"} {
+		if got := readFile(t, path+suffix); got != "x\n" {
+			t.Errorf("%s = %q", path+suffix, got)
+		}
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("%s written with parallelism 3: %v", path, err)
+	}
+}
+
+func TestFileSinkTruncateOrAppend(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "out.tsv")
+	one := batch(rec{0, []tuple.Value{tuple.Str("x")}})
+	runSink(t, map[string]string{"path": path}, 0, 1, one)
+	runSink(t, map[string]string{"path": path}, 0, 1, one)
+	if got := readFile(t, path); got != "x\n" {
+		t.Errorf("truncating sink wrote %q", got)
+	}
+	runSink(t, map[string]string{"path": path, "append": "true"}, 0, 1, one)
+	if got := readFile(t, path); got != "x\nx\n" {
+		t.Errorf("appending sink wrote %q", got)
+	}
+}
+
+func TestFileSinkFlushInterval(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "out.tsv")
+	cfg := map[string]string{"path": path, "flush_interval": "2s"}
+	b, err := NewBolt("file", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := &fakeClock{t: time.Unix(1000, 0)}
+	b.(*fileSink).now = clock.now
+	out := &recorder{}
+	if err := b.Prepare(taskContext("out", 0, 1, cfg, nil, sinkInputs), out); err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	one := batch(rec{0, []tuple.Value{tuple.Str("a")}})
+	if err := b.Execute(one, out); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, path); got != "" {
+		t.Fatalf("flushed before the interval: %q", got)
+	}
+	clock.advance(1999 * time.Millisecond)
+	if err := b.Tick(out); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, path); got != "" {
+		t.Fatalf("flushed before the interval: %q", got)
+	}
+	clock.advance(time.Millisecond)
+	if err := b.Tick(out); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, path); got != "a\n" {
+		t.Fatalf("after the interval (Tick) = %q", got)
+	}
+	if err := b.Execute(one, out); err != nil {
+		t.Fatal(err)
+	}
+	clock.advance(3 * time.Second)
+	if err := b.Execute(one, out); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, path); got != "a\na\na\n" {
+		t.Fatalf("after the interval (Execute) = %q", got)
+	}
+	if err := b.Execute(one, out); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Finish(out); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, path); got != "a\na\na\na\n" {
+		t.Fatalf("after Finish = %q", got)
+	}
+}
+
+func TestFileSinkErrors(t *testing.T) {
+	dir := t.TempDir()
+	blocker := filepath.Join(dir, "file")
+	writeFile(t, blocker, "")
+	b, _ := NewBolt("file", map[string]string{"path": filepath.Join(blocker, "out.tsv")})
+	err := b.Prepare(taskContext("out", 0, 1, nil, nil, sinkInputs), &recorder{})
+	if err == nil || !strings.Contains(err.Error(), `component "out" task 1: file sink`) {
+		t.Errorf("Prepare under a file = %v", err)
+	}
+	for cfg, want := range map[string]string{
+		"format=csv":          `config "format": expected one of tsv, json, got "csv"`,
+		"flush_interval=soon": `config "flush_interval": expected a duration such as 500ms or 2s, got "soon"`,
+		"flush_interval=0s":   `config "flush_interval": must be >= 1ms, got 0s`,
+		"append=maybe":        `config "append": expected true or false, got "maybe"`,
+	} {
+		k, v, _ := strings.Cut(cfg, "=")
+		if _, err := NewBolt("file", map[string]string{"path": "x", k: v}); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("NewBolt(%s) = %v, want %q", cfg, err, want)
+		}
+	}
+	// JSON needs the record's input to be declared.
+	path := filepath.Join(dir, "j.jsonl")
+	b, _ = NewBolt("file", map[string]string{"path": path, "format": "json"})
+	if err := b.Prepare(taskContext("out", 0, 1, nil, nil, sinkInputs[:1]), &recorder{}); err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	err = b.Execute(batch(rec{3, []tuple.Value{tuple.Str("x")}}), &recorder{})
+	if err == nil || !strings.Contains(err.Error(), "input index 3, but the task has 1 inputs") {
+		t.Errorf("Execute(undeclared input) = %v", err)
+	}
+}

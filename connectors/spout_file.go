@@ -1,0 +1,193 @@
+package connectors
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/ardea-dev/ardea/internal/component"
+	"github.com/ardea-dev/ardea/internal/tuple"
+)
+
+// The file spout emits one tuple per line of a text file, with one string
+// field "line" (the line without its "\n" or "\r\n"). It is finite: Next
+// returns component.Done once the file is exhausted.
+//
+// With parallelism p every task reads the whole file and task i emits the
+// lines whose 0-based line number n satisfies n % p == i, so the lines are
+// split evenly and deterministically; no line is emitted twice.
+//
+// A line longer than max_line_bytes fails the task with an error naming the
+// file and the 1-based line number (only the task that owns the line
+// reports it; the others skip it).
+
+func init() {
+	Register(Spec{
+		Name:    "file",
+		Kind:    KindSpout,
+		Summary: "Emits each line of a text file as a tuple (finite). With parallelism p, task i emits lines n with n % p == i.",
+		Fields: []FieldSpec{
+			{Name: "path", Type: TypePath, Required: true, Doc: "file to read; relative to the topology file's directory"},
+			{Name: "max_line_bytes", Type: TypeInt, Default: "1048576", Min: "1", Doc: "longest accepted line in bytes; a longer line fails the task"},
+		},
+		Outputs: map[string][]string{"default": {"line"}},
+	}, SpoutFactory(newFileSpout))
+}
+
+// fileSpoutBuffer is the read buffer size; longer lines are assembled.
+const fileSpoutBuffer = 256 << 10
+
+type fileSpout struct {
+	path    string
+	maxLine int
+
+	comp   string
+	task   int64
+	par    int64
+	stream uint16
+	f      *os.File
+	r      *bufio.Reader
+	line   int64  // 0-based number of the next line to read
+	long   []byte // assembles lines longer than the read buffer
+	vals   []byte // values block scratch
+	eof    bool
+}
+
+func newFileSpout(cfg Config) (component.Spout, error) {
+	return &fileSpout{path: cfg.String("path"), maxLine: int(cfg.Int("max_line_bytes"))}, nil
+}
+
+func (s *fileSpout) Open(ctx component.Context, _ component.Collector) error {
+	s.comp = ctx.Component
+	s.task, s.par = taskOf(ctx)
+	stream, err := outputStream(ctx, "file spout", "default", 1)
+	if err != nil {
+		return err
+	}
+	s.stream = stream
+	f, err := os.Open(s.path)
+	if err != nil {
+		return fmt.Errorf("component %q: file spout: %w", s.comp, err)
+	}
+	if fi, err := f.Stat(); err != nil || fi.IsDir() {
+		f.Close()
+		if err == nil {
+			err = errors.New("is a directory, expected a file")
+		}
+		return fmt.Errorf("component %q: file spout: %s: %w", s.comp, s.path, err)
+	}
+	s.f = f
+	s.r = bufio.NewReaderSize(f, fileSpoutBuffer)
+	if ctx.Logger != nil {
+		ctx.Logger.Debug("file spout open", "path", s.path, "task_index", s.task, "parallelism", s.par)
+	}
+	return nil
+}
+
+func (s *fileSpout) Next(max int, out component.Collector) (component.Status, error) {
+	if s.eof {
+		return component.Done, nil
+	}
+	if s.r == nil {
+		return component.Done, fmt.Errorf("component %q: file spout: Next before Open", s.comp)
+	}
+	n := 0
+	for n < max {
+		line, mine, err := s.readLine()
+		if err == io.EOF {
+			s.eof = true
+			s.closeFile()
+			if n > 0 {
+				return component.Emitted, nil
+			}
+			return component.Done, nil
+		}
+		if err != nil {
+			return component.Emitted, err
+		}
+		if !mine {
+			continue
+		}
+		s.vals = appendStringValues(s.vals[:0], line)
+		if err := out.Emit(s.stream, tuple.NoTask, 0, nil, s.vals); err != nil {
+			return component.Emitted, err
+		}
+		n++
+	}
+	return component.Emitted, nil
+}
+
+func (s *fileSpout) tooLong() error {
+	return fmt.Errorf("component %q: file spout: %s:%d: line longer than max_line_bytes (%d)", s.comp, s.path, s.line+1, s.maxLine)
+}
+
+// readLine reads the next line and says whether this task emits it. Lines
+// of other tasks are skipped without being copied or checked.
+func (s *fileSpout) readLine() (line []byte, mine bool, err error) {
+	mine = s.line%s.par == s.task
+	b, err := s.r.ReadSlice('\n')
+	switch {
+	case err == nil:
+	case err == io.EOF:
+		if len(b) == 0 {
+			return nil, false, io.EOF
+		}
+	case errors.Is(err, bufio.ErrBufferFull):
+		if mine {
+			s.long = append(s.long[:0], b...)
+		}
+		for errors.Is(err, bufio.ErrBufferFull) {
+			if mine && len(s.long) > s.maxLine+2 {
+				return nil, false, s.tooLong()
+			}
+			b, err = s.r.ReadSlice('\n')
+			if mine {
+				s.long = append(s.long, b...)
+			}
+		}
+		if err != nil && err != io.EOF {
+			return nil, false, s.readError(err)
+		}
+		b = s.long
+	default:
+		return nil, false, s.readError(err)
+	}
+	if !mine {
+		s.line++
+		return nil, false, nil
+	}
+	b = bytes.TrimSuffix(b, []byte{'\n'})
+	b = bytes.TrimSuffix(b, []byte{'\r'})
+	if len(b) > s.maxLine {
+		return nil, false, s.tooLong()
+	}
+	s.line++
+	return b, true, nil
+}
+
+func (s *fileSpout) readError(err error) error {
+	return fmt.Errorf("component %q: file spout: %s: reading line %d: %w", s.comp, s.path, s.line+1, err)
+}
+
+func (s *fileSpout) closeFile() error {
+	if s.f == nil {
+		return nil
+	}
+	err := s.f.Close()
+	s.f = nil
+	return err
+}
+
+func (s *fileSpout) Ack([]uint64, component.Collector) error  { return nil }
+func (s *fileSpout) Fail([]uint64, component.Collector) error { return nil }
+func (s *fileSpout) Activate() error                          { return nil }
+func (s *fileSpout) Deactivate() error                        { return nil }
+
+// Close releases the file; it is safe to call more than once.
+func (s *fileSpout) Close() error {
+	s.r = nil
+	return s.closeFile()
+}

@@ -1,0 +1,173 @@
+package connectors
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/ardea-dev/ardea/internal/component"
+)
+
+func openFileSpout(t *testing.T, cfg map[string]string, index, parallelism int) (component.Spout, *recorder) {
+	t.Helper()
+	s, err := NewSpout("file", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &recorder{}
+	if err := s.Open(taskContext("lines", index, parallelism, cfg, map[string][]string{"default": {"line"}}, nil), out); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, out
+}
+
+func TestFileSpoutLines(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "in.txt")
+	writeFile(t, path, "first\nsecond line\r\n\n  spaced\t\n\xffbinary\nlast without newline")
+	s, out := openFileSpout(t, map[string]string{"path": path}, 0, 1)
+	drain(t, s, 2, out, 100)
+	want := []string{"first", "second line", "", "  spaced\t", "\xffbinary", "last without newline"}
+	if got := out.lines(t); !slices.Equal(got, want) {
+		t.Errorf("lines = %q, want %q", got, want)
+	}
+	for _, e := range out.emits {
+		if e.msgID != 0 || e.stream != 0 {
+			t.Fatalf("emit %+v: want stream 0 and no message id", e)
+		}
+	}
+}
+
+func TestFileSpoutSplitsByParallelism(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "in.txt")
+	var all []string
+	var b strings.Builder
+	for i := range 103 {
+		l := fmt.Sprintf("line-%03d", i)
+		all = append(all, l)
+		b.WriteString(l + "\n")
+	}
+	writeFile(t, path, b.String())
+	for _, p := range []int{1, 2, 3, 7} {
+		var union []string
+		for i := range p {
+			s, out := openFileSpout(t, map[string]string{"path": path}, i, p)
+			drain(t, s, 5, out, 1000)
+			got := out.lines(t)
+			for j, l := range got {
+				// Task i gets the lines whose 0-based number n has n % p == i.
+				if want := all[i+j*p]; l != want {
+					t.Fatalf("p=%d task %d line %d = %q, want %q", p, i, j, l, want)
+				}
+			}
+			union = append(union, got...)
+		}
+		slices.Sort(union)
+		if !slices.Equal(union, all) {
+			t.Errorf("p=%d: tasks together emitted %d lines, want each of %d exactly once", p, len(union), len(all))
+		}
+	}
+}
+
+func TestFileSpoutRespectsMax(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "in.txt")
+	writeFile(t, path, strings.Repeat("x\n", 10))
+	s, out := openFileSpout(t, map[string]string{"path": path}, 0, 1)
+	var statuses []component.Status
+	var counts []int
+	for range 6 {
+		before := len(out.emits)
+		st, err := s.Next(4, out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		statuses = append(statuses, st)
+		counts = append(counts, len(out.emits)-before)
+	}
+	// The call that reaches EOF after emitting reports Emitted; Done follows.
+	if want := []int{4, 4, 2, 0, 0, 0}; !slices.Equal(counts, want) {
+		t.Errorf("emits per call = %v, want %v", counts, want)
+	}
+	want := []component.Status{component.Emitted, component.Emitted, component.Emitted, component.Done, component.Done, component.Done}
+	if !slices.Equal(statuses, want) {
+		t.Errorf("statuses = %v, want %v", statuses, want)
+	}
+}
+
+func TestFileSpoutLongLine(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name    string
+		max     int
+		longLen int
+	}{
+		{"short limit", 10, 11},
+		{"longer than the read buffer", fileSpoutBuffer + 100, fileSpoutBuffer + 101},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(dir, tc.name+".txt")
+			long := strings.Repeat("y", tc.longLen)
+			ok := strings.Repeat("z", tc.max) // exactly at the limit
+			writeFile(t, path, ok+"\nshort\n"+long+"\nafter\n")
+			cfg := map[string]string{"path": path, "max_line_bytes": fmt.Sprint(tc.max)}
+			s, out := openFileSpout(t, cfg, 0, 1)
+			var err error
+			for i := 0; i < 10 && err == nil; i++ {
+				_, err = s.Next(100, out)
+			}
+			want := fmt.Sprintf(`component "lines": file spout: %s:3: line longer than max_line_bytes (%d)`, path, tc.max)
+			if err == nil || err.Error() != want {
+				t.Fatalf("err = %v\nwant %s", err, want)
+			}
+			if got := out.lines(t); !slices.Equal(got, []string{ok, "short"}) {
+				t.Errorf("lines before the error = %d", len(got))
+			}
+			// Another task does not own line 3 and skips it.
+			s2, out2 := openFileSpout(t, cfg, 1, 2)
+			drain(t, s2, 100, out2, 100)
+			if got := out2.lines(t); !slices.Equal(got, []string{"short", "after"}) {
+				t.Errorf("task 1 of 2 lines = %v", got)
+			}
+		})
+	}
+}
+
+func TestFileSpoutMissingFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "missing.txt")
+	s, err := NewSpout("file", map[string]string{"path": path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.Open(taskContext("lines", 0, 1, nil, map[string][]string{"default": {"line"}}, nil), &recorder{})
+	if err == nil || !strings.Contains(err.Error(), `component "lines"`) || !strings.Contains(err.Error(), path) {
+		t.Fatalf("Open = %v, want an error naming the component and %s", err, path)
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("Close after failed Open: %v", err)
+	}
+	// A directory is refused too.
+	s, _ = NewSpout("file", map[string]string{"path": t.TempDir()})
+	err = s.Open(taskContext("lines", 0, 1, nil, map[string][]string{"default": {"line"}}, nil), &recorder{})
+	if err == nil || !strings.Contains(err.Error(), "is a directory") {
+		t.Fatalf("Open(dir) = %v", err)
+	}
+}
+
+func TestFileSpoutConfigErrors(t *testing.T) {
+	for cfg, want := range map[string]string{
+		"":                    `builtin spout "file": config "path": required`,
+		"max_line_bytes=0":    `config "max_line_bytes": must be >= 1, got 0`,
+		"max_line_bytes=lots": `config "max_line_bytes": expected an integer, got "lots"`,
+		"pth=x":               `config "pth": unknown key (known: path, max_line_bytes); did you mean "path"?`,
+	} {
+		m := map[string]string{}
+		if k, v, ok := strings.Cut(cfg, "="); ok {
+			m[k] = v
+		}
+		if _, err := NewSpout("file", m); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("NewSpout(%v) = %v, want %q", m, err, want)
+		}
+	}
+}

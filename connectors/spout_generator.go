@@ -1,0 +1,185 @@
+package connectors
+
+import (
+	"math/rand/v2"
+	"time"
+
+	"github.com/ardea-dev/ardea/internal/component"
+	"github.com/ardea-dev/ardea/internal/tuple"
+)
+
+// The generator spout emits sentences picked pseudo-randomly from a built-in
+// corpus, one string field "line" per tuple. The sequence is deterministic:
+// it depends only on the seed and the task index.
+//
+// Pacing: with rate > 0 a task emits about rate tuples per second using a
+// token bucket (capacity: half a second of tuples, at least one). Next never
+// sleeps; it returns component.Idle when the task is ahead of schedule.
+// With count > 0 a task stops after count tuples (component.Done).
+//
+// The corpus is encoded once; Next emits the pre-encoded values blocks and
+// allocates nothing.
+
+func init() {
+	Register(Spec{
+		Name:    "generator",
+		Kind:    KindSpout,
+		Summary: "Emits random English sentences from a built-in corpus, optionally rate-limited and bounded.",
+		Fields: []FieldSpec{
+			{Name: "rate", Type: TypeFloat, Default: "0", Min: "0", Doc: "tuples per second per task; 0 = as fast as possible"},
+			{Name: "count", Type: TypeInt, Default: "0", Min: "0", Doc: "tuples per task before the spout is done; 0 = endless"},
+			{Name: "seed", Type: TypeInt, Default: "1", Doc: "random seed; task i uses seed + i"},
+		},
+		Outputs: map[string][]string{"default": {"line"}},
+	}, SpoutFactory(newGenerator))
+}
+
+// corpus is the generator's text: varied sentences, some with punctuation,
+// digits and non-ASCII letters, so word-splitting bolts see realistic input.
+var corpus = []string{
+	"the quick brown fox jumps over the lazy dog",
+	"a stream is an unbounded sequence of tuples",
+	"four score and seven years ago our fathers brought forth on this continent a new nation",
+	"to be or not to be that is the question",
+	"all happy families are alike; each unhappy family is unhappy in its own way",
+	"it was the best of times it was the worst of times",
+	"call me Ishmael",
+	"the heron stands still in the shallow water waiting for a fish",
+	"spouts emit tuples and bolts process them",
+	"in the beginning was the word",
+	"the rain in Spain stays mainly in the plain",
+	"she sells sea shells by the sea shore",
+	"how much wood would a woodchuck chuck if a woodchuck could chuck wood",
+	"the early bird catches the worm but the second mouse gets the cheese",
+	"never put off until tomorrow what you can do today",
+	"a journey of a thousand miles begins with a single step",
+	"water flows downhill and data flows downstream",
+	"the cat sat on the mat and looked at the hat",
+	"every good boy deserves fudge",
+	"twinkle twinkle little star how I wonder what you are",
+	"the café on the corner serves crème brûlée on Sundays",
+	"über alles the naïve coöperative façade collapsed",
+	"three hundred and sixty five days make a year",
+	"the committee met at 9:30 and adjourned at 11:45",
+	"version 2.0 fixed 17 bugs and introduced 3 new ones",
+	"an apple a day keeps the doctor away",
+	"the wind howled through the empty streets of the old town",
+	"we shall fight on the beaches we shall fight on the landing grounds",
+	"the only thing we have to fear is fear itself",
+	"ask not what your country can do for you",
+	"I think therefore I am",
+	"knowledge is power and power corrupts",
+	"the river bends around the hill and disappears into the forest",
+	"seven swans a swimming six geese a laying",
+	"the mountains are calling and I must go",
+	"time flies like an arrow; fruit flies like a banana",
+	"colorless green ideas sleep furiously",
+	"the lighthouse keeper counted the ships as they passed",
+	"a watched pot never boils",
+	"the library closes at noon on Saturdays",
+	"she opened the window and the morning light poured in",
+	"the old man and the sea",
+	"the train to Zürich departs from platform 7",
+	"bright stars burn out fast; slow fires keep the house warm",
+	"the answer to the ultimate question is 42",
+	"winter is coming said the man in black",
+	"please mind the gap between the train and the platform",
+	"the orchestra tuned their instruments before the concert",
+	"data without context is just noise",
+	"\"hello, world!\" printed the first program",
+	"the heron flew low over the marsh at dusk",
+	"every tuple counts when you are counting words",
+}
+
+// corpusValues holds each corpus sentence as an encoded values block.
+var corpusValues = func() [][]byte {
+	out := make([][]byte, len(corpus))
+	for i, s := range corpus {
+		out[i] = appendStringValues(nil, []byte(s))
+	}
+	return out
+}()
+
+type generator struct {
+	rate  float64
+	count int64
+	seed  int64
+
+	now     func() time.Time // injectable clock for tests
+	stream  uint16
+	rng     rand.PCG
+	emitted int64
+	tokens  float64
+	burst   float64
+	last    time.Time
+}
+
+func newGenerator(cfg Config) (component.Spout, error) {
+	return &generator{
+		rate:  cfg.Float("rate"),
+		count: cfg.Int("count"),
+		seed:  cfg.Int("seed"),
+		now:   time.Now,
+	}, nil
+}
+
+func (g *generator) Open(ctx component.Context, _ component.Collector) error {
+	stream, err := outputStream(ctx, "generator spout", "default", 1)
+	if err != nil {
+		return err
+	}
+	g.stream = stream
+	task, _ := taskOf(ctx)
+	g.rng.Seed(uint64(g.seed+task), 0x9E3779B97F4A7C15)
+	if g.rate > 0 {
+		g.burst = max(1, g.rate/2)
+		g.tokens = 1
+		g.last = g.now()
+	}
+	return nil
+}
+
+func (g *generator) Next(max int, out component.Collector) (component.Status, error) {
+	if g.count > 0 && g.emitted >= g.count {
+		return component.Done, nil
+	}
+	n := int64(max)
+	if g.count > 0 {
+		n = min(n, g.count-g.emitted)
+	}
+	if g.rate > 0 {
+		now := g.now()
+		if el := now.Sub(g.last); el > 0 {
+			g.tokens = min(g.burst, g.tokens+el.Seconds()*g.rate)
+		}
+		g.last = now
+		if g.tokens < 1 {
+			return component.Idle, nil
+		}
+		n = min(n, int64(g.tokens))
+	}
+	size := uint64(len(corpusValues))
+	var i int64
+	for ; i < n; i++ {
+		v := corpusValues[g.rng.Uint64()%size]
+		if err := out.Emit(g.stream, tuple.NoTask, 0, nil, v); err != nil {
+			g.account(i + 1)
+			return component.Emitted, err
+		}
+	}
+	g.account(i)
+	return component.Emitted, nil
+}
+
+func (g *generator) account(n int64) {
+	g.emitted += n
+	if g.rate > 0 {
+		g.tokens -= float64(n)
+	}
+}
+
+func (g *generator) Ack([]uint64, component.Collector) error  { return nil }
+func (g *generator) Fail([]uint64, component.Collector) error { return nil }
+func (g *generator) Activate() error                          { return nil }
+func (g *generator) Deactivate() error                        { return nil }
+func (g *generator) Close() error                             { return nil }

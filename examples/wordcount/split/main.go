@@ -1,0 +1,51 @@
+//go:build wasip1
+
+// Command split is the word-count example's split bolt: for each input
+// tuple it splits field 0 ("line", a string) on Unicode white space
+// (strings.Fields semantics) and emits one tuple ("word") per word,
+// anchored on the line, then acks the line. Words are emitted as views of
+// the input line (ardea.Text), so splitting allocates nothing per word.
+//
+// Build (see ../BUILD.md):
+//
+//	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -ldflags='-s -w' -o examples/wordcount/split.wasm ./examples/wordcount/split
+package main
+
+import (
+	"unicode"
+	"unicode/utf8"
+
+	ardea "github.com/ardea-dev/ardea/wasm-sdk/go"
+)
+
+type split struct{ ardea.BaseBolt }
+
+func (split) Execute(t ardea.Tuple, c *ardea.BoltCollector) error {
+	line := t.BytesView(0)
+	start := -1 // start of the current word, or -1 between words
+	for i := 0; i < len(line); {
+		r, size := rune(line[i]), 1
+		if r >= utf8.RuneSelf {
+			r, size = utf8.DecodeRune(line[i:])
+		}
+		if unicode.IsSpace(r) {
+			if start >= 0 {
+				c.EmitAnchored(t, ardea.Text(line[start:i]))
+				start = -1
+			}
+		} else if start < 0 {
+			start = i
+		}
+		i += size
+	}
+	if start >= 0 {
+		c.EmitAnchored(t, ardea.Text(line[start:]))
+	}
+	c.Ack(t)
+	return nil
+}
+
+// A module built with -buildmode=c-shared runs init functions, not main.
+func init() { ardea.RegisterBolt(split{}) }
+
+func main() {}

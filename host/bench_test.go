@@ -1,0 +1,147 @@
+package host
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/ardea-dev/ardea/internal/component"
+	"github.com/ardea-dev/ardea/internal/tuple"
+)
+
+// deadlineModes runs a benchmark with wazero's WithCloseOnContextDone on
+// (how the host always runs: deadlines are enforced) and off (deadlines
+// cannot be enforced; only to measure what enforcing them costs).
+var deadlineModes = []struct {
+	name          string
+	noTermination bool
+}{{"closeOnContextDone=on", false}, {"closeOnContextDone=off", true}}
+
+func benchRuntime(b *testing.B, noTermination bool) *Runtime {
+	rt := newRuntime(b, Config{})
+	rt.noTermination = noTermination
+	return rt
+}
+
+func preparedBolt(tb testing.TB, rt *Runtime, fixtureName string, cfg map[string]string) component.Bolt {
+	tb.Helper()
+	bolt, err := compile(tb, rt, fixtureName).NewBolt(context.Background(), instanceConfig(fixtureName))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := bolt.Prepare(taskContext(fixtureName, cfg, wordStream, countStream), &discard{}); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = bolt.Close() })
+	return bolt
+}
+
+func wordBatch(n int) []byte {
+	words := make([]string, n)
+	for i := range words {
+		words[i] = fmt.Sprintf("word-%05d", i)
+	}
+	return batchOf(1, words...)
+}
+
+// BenchmarkExecuteBatch: the echo bolt re-emits a 1024-tuple batch (one
+// ardea_buffer write, one ardea_execute, one ardea.emit with 1024 ops, 1024
+// Collector.Emit calls, one state get+put and one metric).
+func BenchmarkExecuteBatch(b *testing.B) {
+	const n = 1024
+	batch := wordBatch(n)
+	for _, m := range deadlineModes {
+		b.Run(m.name, func(b *testing.B) {
+			bolt := preparedBolt(b, benchRuntime(b, m.noTermination), "echo", nil)
+			out := &discard{}
+			b.ReportAllocs()
+			b.SetBytes(int64(len(batch)))
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if err := bolt.Execute(batch, out); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "tuples/s")
+			if out.n != n*b.N {
+				b.Fatalf("%d emits, want %d", out.n, n*b.N)
+			}
+		})
+	}
+}
+
+// BenchmarkCallOverhead: one empty guest call (ardea_tick returns 0).
+func BenchmarkCallOverhead(b *testing.B) {
+	for _, m := range deadlineModes {
+		b.Run(m.name, func(b *testing.B) {
+			bolt := preparedBolt(b, benchRuntime(b, m.noTermination), "echo", nil)
+			out := &discard{}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if err := bolt.Tick(out); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkDeadlineCost: a tight loop of 1e6 iterations in the guest. With
+// WithCloseOnContextDone wazero checks for termination at every loop
+// header; the difference is the cost of enforceable deadlines on hot guest
+// loops.
+func BenchmarkDeadlineCost(b *testing.B) {
+	const iters = 1_000_000
+	for _, m := range deadlineModes {
+		b.Run(m.name, func(b *testing.B) {
+			bolt := preparedBolt(b, benchRuntime(b, m.noTermination), "misbehave",
+				map[string]string{"mode": "spin", "spin.iters": fmt.Sprint(iters)})
+			batch := batchOf(1, "x")
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if err := bolt.Execute(batch, &discard{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*iters), "ns/iter")
+		})
+	}
+}
+
+// TestExecuteAllocations pins the allocation behaviour measured by the
+// benchmarks: the host's own path allocates nothing per call; wazero's
+// WithCloseOnContextDone costs a fixed number per call (its watcher
+// goroutine), independent of the batch size.
+func TestExecuteAllocations(t *testing.T) {
+	batch := wordBatch(1024)
+	for _, m := range deadlineModes {
+		rt := newRuntime(t, Config{})
+		rt.noTermination = m.noTermination
+		bolt := preparedBolt(t, rt, "echo", nil)
+		out := &discard{}
+		if err := bolt.Execute(batch, out); err != nil { // warm up buffers
+			t.Fatal(err)
+		}
+		allocs := testing.AllocsPerRun(50, func() {
+			if err := bolt.Execute(batch, out); err != nil {
+				t.Fatal(err)
+			}
+		})
+		want := 0.0
+		if !m.noTermination {
+			want = wazeroCallAllocs
+		}
+		if allocs > want {
+			t.Errorf("%s: Execute of 1024 tuples: %v allocs, want <= %v", m.name, allocs, want)
+		}
+		t.Logf("%s: %v allocs per 1024-tuple Execute", m.name, allocs)
+	}
+	_ = tuple.NoTask
+}
+
+// wazeroCallAllocs is what wazero v1.12 allocates per call with
+// WithCloseOnContextDone: a channel, a goroutine and a closure
+// (CloseModuleOnCanceledOrTimeout).
+const wazeroCallAllocs = 3

@@ -1,0 +1,336 @@
+package host
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"time"
+
+	"github.com/ardea-dev/ardea/internal/component"
+	"github.com/ardea-dev/ardea/internal/tuple"
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+)
+
+// hostModule is the import module of the ABI v1 host functions.
+const hostModule = "ardea"
+
+type hostFunc struct {
+	name            string
+	params, results []api.ValueType
+	paramNames      []string
+	fn              api.GoModuleFunc
+}
+
+var (
+	tI32 = api.ValueTypeI32
+	tI64 = api.ValueTypeI64
+)
+
+// hostFuncs is exactly the import table of ABI.md.
+var hostFuncs = []hostFunc{
+	{"emit", []api.ValueType{tI32, tI32}, nil, []string{"ptr", "len"}, hostEmit},
+	{"log", []api.ValueType{tI32, tI32, tI32}, nil, []string{"level", "ptr", "len"}, hostLog},
+	{"error", []api.ValueType{tI32, tI32}, nil, []string{"ptr", "len"}, hostError},
+	{"state_get", []api.ValueType{tI32, tI32, tI32, tI32}, []api.ValueType{tI32}, []string{"kptr", "klen", "vptr", "vcap"}, hostStateGet},
+	{"state_put", []api.ValueType{tI32, tI32, tI32, tI32}, nil, []string{"kptr", "klen", "vptr", "vlen"}, hostStatePut},
+	{"state_delete", []api.ValueType{tI32, tI32}, nil, []string{"kptr", "klen"}, hostStateDelete},
+	{"state_write", []api.ValueType{tI32, tI32}, nil, []string{"ptr", "len"}, hostStateWrite},
+	{"state_scan", []api.ValueType{tI32, tI32, tI32, tI32}, []api.ValueType{tI32}, []string{"pptr", "plen", "bufptr", "bufcap"}, hostStateScan},
+	{"metric", []api.ValueType{tI32, tI32, tI64}, nil, []string{"nptr", "nlen", "delta"}, hostMetric},
+	{"now", nil, []api.ValueType{tI64}, nil, hostNow},
+}
+
+func hostFuncByName(name string) (hostFunc, bool) {
+	for _, f := range hostFuncs {
+		if f.name == name {
+			return f, true
+		}
+	}
+	return hostFunc{}, false
+}
+
+func hostFuncNames() []string {
+	n := make([]string, len(hostFuncs))
+	for i, f := range hostFuncs {
+		n[i] = f.name
+	}
+	return n
+}
+
+func instantiateHostModule(ctx context.Context, r wazero.Runtime) error {
+	b := r.NewHostModuleBuilder(hostModule)
+	for _, f := range hostFuncs {
+		b.NewFunctionBuilder().
+			WithGoModuleFunction(f.fn, f.params, f.results).
+			WithParameterNames(f.paramNames...).
+			Export(f.name)
+	}
+	_, err := b.Instantiate(ctx)
+	return err
+}
+
+// instanceKey carries the calling instance in the per-instance context
+// that every call of that instance uses (created once, never per call).
+type instanceKey struct{}
+
+// violation is an ABI violation detected in a host function. Host
+// functions panic with it; wazero recovers the panic and returns it wrapped
+// from the call, and the instance fails with it.
+type violation struct{ err error }
+
+func (v *violation) Error() string { return v.err.Error() }
+func (v *violation) Unwrap() error { return v.err }
+
+// ErrABIViolation is matched (errors.Is) by errors of instances that broke
+// the ABI contract: bad emits, out-of-range pointers, malformed ops.
+var ErrABIViolation = errors.New("ABI violation")
+
+func callerOf(ctx context.Context) *instance {
+	in, _ := ctx.Value(instanceKey{}).(*instance)
+	if in == nil {
+		panic(errors.New("host: ardea host function called outside an Ardea instance"))
+	}
+	return in
+}
+
+// violate fails the current call with an error naming component, task and
+// call. It does not return.
+func (in *instance) violate(format string, args ...any) {
+	err := fmt.Errorf("%s: %s: %s: %w", in.label, callNames[in.cur], fmt.Sprintf(format, args...), ErrABIViolation)
+	in.fault = err
+	panic(&violation{err})
+}
+
+// hostFailure fails the current call because the host side (collector,
+// state) returned an error.
+func (in *instance) hostFailure(what string, err error) {
+	e := fmt.Errorf("%s: %s: %s: %w", in.label, callNames[in.cur], what, err)
+	in.fault = e
+	panic(&violation{e})
+}
+
+func (in *instance) read(what string, ptr, n uint32) []byte {
+	b, ok := in.mem.Read(ptr, n)
+	if !ok {
+		in.violate("%s: range %d+%d is outside linear memory (%d bytes)", what, ptr, n, in.mem.Size())
+	}
+	return b
+}
+
+func (in *instance) write(what string, ptr uint32, b []byte) {
+	if !in.mem.Write(ptr, b) {
+		in.violate("%s: range %d+%d is outside linear memory (%d bytes)", what, ptr, len(b), in.mem.Size())
+	}
+}
+
+func u32(v uint64) uint32 { return uint32(v) }
+
+// st is the task's state; using it before open/prepare is a violation.
+func (in *instance) st() component.State {
+	if in.state == nil {
+		in.violate("state used before %s", openCall(in.kind))
+	}
+	return in.state
+}
+
+func hostEmit(ctx context.Context, _ api.Module, stack []uint64) {
+	in := callerOf(ctx)
+	b := in.read("emit", u32(stack[0]), u32(stack[1]))
+	if in.out == nil {
+		in.violate("emit is not allowed here (only open, next, ack and fail of a spout and prepare, execute, tick and finish of a bolt may emit)")
+	}
+	off := 0
+	for off < len(b) {
+		op, next, spans, err := tuple.NextOp(b, off, in.spans)
+		in.spans = spans
+		if err != nil {
+			in.violate("emit: malformed op: %v", err)
+		}
+		switch op.Code {
+		case tuple.OpEmit:
+			in.checkEmit(op, len(spans)/2)
+			if err := in.out.Emit(op.Stream, op.Direct, op.MsgID, op.Anchors, op.Values); err != nil {
+				in.hostFailure(fmt.Sprintf("emit on stream %q", in.outNames[op.Stream]), err)
+			}
+		case tuple.OpAck:
+			if err := in.out.Ack(op.MsgID); err != nil {
+				in.hostFailure(fmt.Sprintf("ack of tuple %d", op.MsgID), err)
+			}
+		case tuple.OpFail:
+			if err := in.out.Fail(op.MsgID); err != nil {
+				in.hostFailure(fmt.Sprintf("fail of tuple %d", op.MsgID), err)
+			}
+		}
+		off = next
+	}
+}
+
+// checkEmit applies the ABI's emit checks. Whether a direct task belongs
+// to a direct-grouping subscriber is left to the collector (the task
+// context does not carry subscriber groupings).
+func (in *instance) checkEmit(op tuple.Op, nfields int) {
+	if int(op.Stream) >= len(in.outFields) {
+		in.violate("emit on stream index %d, which is not declared (declared streams: %s)",
+			op.Stream, in.streamList())
+	}
+	if want := in.outFields[op.Stream]; nfields != want {
+		in.violate("emit on stream %q: tuple has %d fields, the stream declares %d",
+			in.outNames[op.Stream], nfields, want)
+	}
+	if len(op.Values) > in.maxTuple {
+		in.violate("emit on stream %q: tuple of %d bytes exceeds the limit of %d bytes (topology.max.tuple.bytes)",
+			in.outNames[op.Stream], len(op.Values), in.maxTuple)
+	}
+}
+
+func (in *instance) streamList() string {
+	if len(in.outNames) == 0 {
+		return "none"
+	}
+	s := ""
+	for i, n := range in.outNames {
+		if i > 0 {
+			s += ", "
+		}
+		s += fmt.Sprintf("%d %q", i, n)
+	}
+	return s
+}
+
+func hostLog(ctx context.Context, _ api.Module, stack []uint64) {
+	in := callerOf(ctx)
+	msg := in.read("log", u32(stack[1]), u32(stack[2]))
+	lvl := slog.Level(int32(u32(stack[0])))
+	if in.log.Enabled(context.Background(), lvl) {
+		in.log.LogAttrs(context.Background(), lvl, string(msg), slog.String("stream", "log"))
+	}
+}
+
+func hostError(ctx context.Context, _ api.Module, stack []uint64) {
+	in := callerOf(ctx)
+	msg := in.read("error", u32(stack[0]), u32(stack[1]))
+	in.errText = append(in.errText[:0], msg...)
+}
+
+func hostStateGet(ctx context.Context, _ api.Module, stack []uint64) {
+	in := callerOf(ctx)
+	key := in.read("state_get key", u32(stack[0]), u32(stack[1]))
+	v, ok := in.st().Get(key)
+	if !ok {
+		stack[0] = uint64(uint32(0xFFFFFFFF)) // -1
+		return
+	}
+	if len(v) > math.MaxInt32 {
+		in.violate("state_get: value of %d bytes does not fit an i32 length", len(v))
+	}
+	if uint32(len(v)) <= u32(stack[3]) {
+		in.write("state_get value", u32(stack[2]), v)
+	}
+	stack[0] = uint64(uint32(len(v)))
+}
+
+func hostStatePut(ctx context.Context, _ api.Module, stack []uint64) {
+	in := callerOf(ctx)
+	key := in.read("state_put key", u32(stack[0]), u32(stack[1]))
+	val := in.read("state_put value", u32(stack[2]), u32(stack[3]))
+	in.st().Put(key, val)
+}
+
+func hostStateDelete(ctx context.Context, _ api.Module, stack []uint64) {
+	in := callerOf(ctx)
+	in.st().Delete(in.read("state_delete key", u32(stack[0]), u32(stack[1])))
+}
+
+// hostStateWrite applies (u8 op, u32 klen, key, u32 vlen, value)*; it
+// checks the whole batch before applying any of it.
+func hostStateWrite(ctx context.Context, _ api.Module, stack []uint64) {
+	in := callerOf(ctx)
+	b := in.read("state_write", u32(stack[0]), u32(stack[1]))
+	for pass := 0; pass < 2; pass++ {
+		for off := 0; off < len(b); {
+			if len(b)-off < 5 {
+				in.violate("state_write: truncated op at offset %d", off)
+			}
+			op := b[off]
+			kl := int(binary.LittleEndian.Uint32(b[off+1:]))
+			if len(b)-off-5 < kl+4 {
+				in.violate("state_write: truncated key at offset %d", off)
+			}
+			key := b[off+5 : off+5+kl]
+			vl := int(binary.LittleEndian.Uint32(b[off+5+kl:]))
+			vs := off + 9 + kl
+			if len(b)-vs < vl {
+				in.violate("state_write: truncated value at offset %d", off)
+			}
+			switch op {
+			case 1:
+				if pass == 1 {
+					in.st().Put(key, b[vs:vs+vl])
+				}
+			case 2:
+				if vl != 0 {
+					in.violate("state_write: delete at offset %d has a %d-byte value, want 0", off, vl)
+				}
+				if pass == 1 {
+					in.st().Delete(key)
+				}
+			default:
+				in.violate("state_write: unknown op %d at offset %d (1 put, 2 delete)", op, off)
+			}
+			off = vs + vl
+		}
+	}
+}
+
+func hostStateScan(ctx context.Context, _ api.Module, stack []uint64) {
+	in := callerOf(ctx)
+	prefix := in.read("state_scan prefix", u32(stack[0]), u32(stack[1]))
+	in.scanBuf = append(in.scanBuf[:0], 0, 0, 0, 0)
+	in.scanCount = 0
+	in.st().Scan(prefix, in.scanFn)
+	if len(in.scanBuf) > math.MaxInt32 {
+		in.violate("state_scan: result of %d bytes does not fit an i32 length", len(in.scanBuf))
+	}
+	binary.LittleEndian.PutUint32(in.scanBuf, uint32(in.scanCount))
+	if uint32(len(in.scanBuf)) <= u32(stack[3]) {
+		in.write("state_scan buffer", u32(stack[2]), in.scanBuf)
+	}
+	stack[0] = uint64(uint32(len(in.scanBuf)))
+}
+
+// appendScan is the Scan callback (bound once per instance as scanFn).
+func (in *instance) appendScan(k, v []byte) bool {
+	in.scanBuf = binary.LittleEndian.AppendUint32(in.scanBuf, uint32(len(k)))
+	in.scanBuf = append(in.scanBuf, k...)
+	in.scanBuf = binary.LittleEndian.AppendUint32(in.scanBuf, uint32(len(v)))
+	in.scanBuf = append(in.scanBuf, v...)
+	in.scanCount++
+	return true
+}
+
+func hostMetric(ctx context.Context, _ api.Module, stack []uint64) {
+	in := callerOf(ctx)
+	b := in.read("metric name", u32(stack[0]), u32(stack[1]))
+	if in.metric == nil {
+		return
+	}
+	name, ok := in.metricNames[string(b)]
+	if !ok {
+		if len(in.metricNames) >= maxMetricNames {
+			in.violate("metric: more than %d distinct counter names", maxMetricNames)
+		}
+		name = string(b)
+		in.metricNames[name] = name
+	}
+	in.metric(name, int64(stack[2]))
+}
+
+const maxMetricNames = 1024
+
+func hostNow(_ context.Context, _ api.Module, stack []uint64) {
+	stack[0] = uint64(time.Now().UnixNano())
+}

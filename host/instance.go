@@ -1,0 +1,591 @@
+package host
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/ardea-dev/ardea/internal/component"
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/sys"
+)
+
+// InstanceConfig identifies one task's instance (for errors and logs) and
+// optionally overrides the Runtime's limits for it.
+type InstanceConfig struct {
+	Topology  string
+	Component string
+	TaskID    uint32
+	// MemoryLimitPages overrides Config.MemoryLimitPages (0 = keep).
+	MemoryLimitPages uint32
+	// CallTimeout overrides Config.CallTimeout (0 = keep).
+	CallTimeout time.Duration
+	// Logger overrides Config.Logger as the base of the instance's logger
+	// (nil = keep). The host adds topology, component and task attributes;
+	// guest log lines, stdout and stderr go there. component.Context.Logger
+	// is not used: the instance logs before open (in _initialize).
+	Logger *slog.Logger
+}
+
+// Error kinds of failed instances, matched with errors.Is. Violations of
+// the ABI match ErrABIViolation.
+var (
+	ErrDeadlineExceeded = errors.New("deadline exceeded")
+	ErrTrap             = errors.New("trap")
+	ErrGuest            = errors.New("guest error")
+	ErrMemoryLimit      = errors.New("memory limit reached")
+	ErrExited           = errors.New("guest exited")
+	ErrClosed           = errors.New("instance closed")
+)
+
+// callError is an instance failure: a complete message plus its kind and
+// cause for errors.Is/As.
+type callError struct {
+	msg         string
+	kind, cause error
+}
+
+func (e *callError) Error() string { return e.msg }
+func (e *callError) Unwrap() []error {
+	if e.cause == nil {
+		return []error{e.kind}
+	}
+	return []error{e.kind, e.cause}
+}
+
+type callID int32
+
+const (
+	callInit callID = iota
+	callABIVersion
+	callBuffer
+	callOpen
+	callNext
+	callAck
+	callFail
+	callActivate
+	callDeactivate
+	callPrepare
+	callExecute
+	callTick
+	callFinish
+	callClose
+	numCalls
+)
+
+var callNames = [numCalls]string{
+	"_initialize", "ardea_abi_version", "ardea_buffer",
+	"ardea_open", "ardea_next", "ardea_ack", "ardea_fail", "ardea_activate", "ardea_deactivate",
+	"ardea_prepare", "ardea_execute", "ardea_tick", "ardea_finish", "ardea_close",
+}
+
+const (
+	kindSpout = "spout"
+	kindBolt  = "bolt"
+)
+
+func kindCalls(kind string) []callID {
+	if kind == kindSpout {
+		return []callID{callBuffer, callOpen, callNext, callAck, callFail, callActivate, callDeactivate, callClose}
+	}
+	return []callID{callBuffer, callPrepare, callExecute, callTick, callFinish, callClose}
+}
+
+// callSig is the parameter list of a lifecycle export (all return i32).
+func callSig(id callID) []api.ValueType {
+	switch id {
+	case callBuffer, callOpen, callNext, callAck, callFail, callPrepare, callExecute:
+		return i32
+	}
+	return nil
+}
+
+func openCall(kind string) string {
+	if kind == kindSpout {
+		return callNames[callOpen]
+	}
+	return callNames[callPrepare]
+}
+
+// instance is one wazero module instance running one task. Its methods are
+// called by the task's goroutine only; the watchdog touches just callStart,
+// callName and cancel.
+type instance struct {
+	rt       *Runtime
+	module   *Module
+	kind     string
+	label    string // "component X task N"
+	log      *slog.Logger
+	timeout  time.Duration
+	pages    uint32
+	maxTuple int
+
+	ctx    context.Context // per instance, reused by every call
+	cancel context.CancelFunc
+	wm     api.Module
+	mem    api.Memory
+	fns    [numCalls]api.Function
+	stack  []uint64
+
+	callStart atomic.Int64 // rt.now() at call start; 0 idle; -1 timed out
+	callName  atomic.Int32
+
+	// current call
+	cur     callID
+	out     component.Collector // nil when the call may not emit
+	errText []byte
+	fault   error
+
+	opened, closed, down bool
+	dead                 error
+
+	bufPtr, bufCap uint32
+	scratch        []byte
+	spans          []int
+	outNames       []string
+	outFields      []int
+	state          component.State
+	metric         func(string, int64)
+	metricNames    map[string]string
+	scanBuf        []byte
+	scanCount      int
+	scanFn         func(k, v []byte) bool
+
+	stdout, stderr *lineWriter
+}
+
+// NewSpout instantiates the module as a spout task.
+func (m *Module) NewSpout(ctx context.Context, ic InstanceConfig) (component.Spout, error) {
+	in, err := m.newInstance(ctx, kindSpout, ic)
+	if err != nil {
+		return nil, err
+	}
+	return &spout{in}, nil
+}
+
+// NewBolt instantiates the module as a bolt task.
+func (m *Module) NewBolt(ctx context.Context, ic InstanceConfig) (component.Bolt, error) {
+	in, err := m.newInstance(ctx, kindBolt, ic)
+	if err != nil {
+		return nil, err
+	}
+	return &bolt{in}, nil
+}
+
+func (m *Module) newInstance(ctx context.Context, kind string, ic InstanceConfig) (*instance, error) {
+	rt := m.rt
+	label := fmt.Sprintf("component %s task %d", ic.Component, ic.TaskID)
+	pages := ic.MemoryLimitPages
+	if pages == 0 {
+		pages = rt.cfg.MemoryLimitPages
+	}
+	if pages > 65536 {
+		return nil, fmt.Errorf("host: %s: memory limit %d pages exceeds 65536 (4 GiB)", label, pages)
+	}
+	timeout := ic.CallTimeout
+	if timeout <= 0 {
+		timeout = rt.cfg.CallTimeout
+	}
+	k := engineKey{pages: pages, noTermination: rt.noTermination}
+	e, err := rt.engine(ctx, k)
+	if err != nil {
+		return nil, err
+	}
+	cm, err := m.c.forEngine(ctx, m.name, k, e)
+	if err != nil {
+		return nil, fmt.Errorf("host: %s: %w", label, err)
+	}
+	rt.mu.Lock()
+	rt.seq++
+	seq := rt.seq
+	rt.mu.Unlock()
+
+	base := ic.Logger
+	if base == nil {
+		base = rt.log
+	}
+	log := base.With("topology", ic.Topology, "component", ic.Component, "task", ic.TaskID)
+	in := &instance{
+		rt: rt, module: m, kind: kind, label: label, log: log,
+		timeout: timeout, pages: pages, maxTuple: rt.cfg.MaxTupleBytes,
+		stack:       make([]uint64, 1), // every ABI call has <= 1 param and 1 result
+		metricNames: map[string]string{},
+		stdout:      newLineWriter(log, "stdout", slog.LevelInfo),
+		stderr:      newLineWriter(log, "stderr", slog.LevelWarn),
+	}
+	in.scanFn = in.appendScan
+	cctx, cancel := context.WithCancel(context.Background())
+	in.ctx = context.WithValue(cctx, instanceKey{}, in)
+	in.cancel = cancel
+	rt.watch(in)
+
+	// No args, no environment, no mounts: WASI serves clocks, random and
+	// stdout/stderr only.
+	mc := wazero.NewModuleConfig().
+		WithName(fmt.Sprintf("%s/%s/%d#%d", ic.Topology, ic.Component, ic.TaskID, seq)).
+		WithStartFunctions("_initialize").
+		WithStdout(in.stdout).
+		WithStderr(in.stderr).
+		WithSysWalltime().WithSysNanotime().WithSysNanosleep().
+		WithRandSource(rand.Reader)
+	in.begin(callInit)
+	wm, err := e.r.InstantiateModule(in.ctx, cm, mc)
+	timedOut := in.callStart.Swap(0) == -1
+	if err != nil || timedOut {
+		if wm != nil {
+			in.wm = wm
+		}
+		return nil, in.fail(callInit, err, timedOut)
+	}
+	in.wm = wm
+	in.mem = wm.ExportedMemory("memory")
+	for id := callABIVersion; id < numCalls; id++ {
+		in.fns[id] = wm.ExportedFunction(callNames[id]) // nil if absent
+	}
+	v, err := in.call(callABIVersion, 0, nil)
+	if err != nil {
+		return nil, err
+	}
+	if v != ABIVersion {
+		in.shutdown()
+		return nil, fmt.Errorf("host: %s: ABI version mismatch: module %s speaks v%d, host speaks v%d",
+			label, m.name, v, ABIVersion)
+	}
+	if err := m.checkKind(kind); err != nil {
+		in.shutdown()
+		return nil, fmt.Errorf("%s: %w", label, err)
+	}
+	return in, nil
+}
+
+// begin marks the start of a call for the watchdog and crash reports.
+func (in *instance) begin(id callID) {
+	in.cur = id
+	in.errText = in.errText[:0]
+	in.fault = nil
+	in.stderr.begin()
+	in.callName.Store(int32(id))
+	in.callStart.Store(in.rt.now())
+}
+
+// call runs one guest export. It allocates nothing itself: the context and
+// the parameter/result stack are the instance's own.
+func (in *instance) call(id callID, arg uint64, out component.Collector) (int32, error) {
+	if in.dead != nil {
+		return 0, in.dead
+	}
+	fn := in.fns[id]
+	if fn == nil {
+		return 0, fmt.Errorf("%s: module %s does not export %s", in.label, in.module.name, callNames[id])
+	}
+	in.out = out
+	in.stack[0] = arg
+	in.begin(id)
+	err := fn.CallWithStack(in.ctx, in.stack)
+	timedOut := in.callStart.Swap(0) == -1
+	in.out = nil
+	if err != nil || timedOut || in.fault != nil {
+		return 0, in.fail(id, err, timedOut)
+	}
+	rc := int32(uint32(in.stack[0]))
+	if rc < 0 && id != callBuffer && id != callABIVersion {
+		return rc, in.guestError(id, rc)
+	}
+	return rc, nil
+}
+
+// checkDeadline runs on the watchdog goroutine.
+func (in *instance) checkDeadline(now int64) {
+	start := in.callStart.Load()
+	if start > 0 && now-start > int64(in.timeout) && in.callStart.CompareAndSwap(start, -1) {
+		in.cancel() // wazero closes the module at its next loop or call boundary
+	}
+}
+
+func (in *instance) guestError(id callID, rc int32) error {
+	msg := fmt.Sprintf("%s: %s", in.label, in.errText)
+	if len(in.errText) == 0 {
+		msg = fmt.Sprintf("%s: %s returned %d without reporting an error text", in.label, callNames[id], rc)
+	}
+	return in.kill(&callError{msg: msg, kind: ErrGuest})
+}
+
+// fail turns a failed call into the instance's final error.
+func (in *instance) fail(id callID, err error, timedOut bool) error {
+	name := callNames[id]
+	var ee *sys.ExitError
+	switch {
+	case timedOut:
+		return in.kill(&callError{
+			msg:  fmt.Sprintf("%s: call %s exceeded the %v deadline", in.label, name, in.timeout),
+			kind: ErrDeadlineExceeded,
+		})
+	case in.fault != nil:
+		return in.kill(in.fault)
+	case errors.As(err, &ee):
+		return in.kill(in.exitError(name, ee))
+	}
+	tail := in.stderr.crashHead()
+	kind, msg := ErrTrap, fmt.Sprintf("%s: call %s failed: %v", in.label, name, err)
+	if strings.Contains(tail, "out of memory") {
+		kind = ErrMemoryLimit
+		msg = fmt.Sprintf("%s: call %s: guest ran out of memory at its limit of %s: %v",
+			in.label, name, in.memoryUse(), err)
+	}
+	if tail != "" {
+		msg += "\nguest stderr:" + tail
+	}
+	return in.kill(&callError{msg: msg, kind: kind, cause: err})
+}
+
+func (in *instance) exitError(name string, ee *sys.ExitError) error {
+	code := ee.ExitCode()
+	tail := in.stderr.crashHead()
+	var msg string
+	kind := ErrExited
+	switch {
+	case code == sys.ExitCodeContextCanceled || code == sys.ExitCodeDeadlineExceeded:
+		msg = fmt.Sprintf("%s: call %s: instance was cancelled", in.label, name)
+		kind = ErrClosed
+	case code == 0:
+		msg = fmt.Sprintf("%s: call %s: instance was closed (the guest exited or the runtime closed)", in.label, name)
+		kind = ErrClosed
+	default:
+		if strings.Contains(tail, "out of memory") || (in.mem != nil && in.mem.Size()/65536+64 >= in.pages) {
+			kind = ErrMemoryLimit
+			msg = fmt.Sprintf("%s: call %s: guest ran out of memory at its limit of %s and exited with code %d",
+				in.label, name, in.memoryUse(), code)
+		} else {
+			msg = fmt.Sprintf("%s: call %s: guest exited with code %d", in.label, name, code)
+		}
+	}
+	if tail != "" {
+		msg += "\nguest stderr:" + tail
+	}
+	return &callError{msg: msg, kind: kind, cause: ee}
+}
+
+// memoryUse describes the memory limit and use for errors.
+func (in *instance) memoryUse() string {
+	if in.mem == nil {
+		return fmt.Sprintf("%d pages (%s)", in.pages, sizeString(uint64(in.pages)*65536))
+	}
+	return fmt.Sprintf("%d pages (%s, %d in use)", in.pages, sizeString(uint64(in.pages)*65536), in.mem.Size()/65536)
+}
+
+func sizeString(b uint64) string {
+	if b >= 1<<20 && b%(1<<20) == 0 {
+		return fmt.Sprintf("%d MiB", b>>20)
+	}
+	return fmt.Sprintf("%d KiB", b>>10)
+}
+
+// kill makes err the instance's final error and releases it.
+func (in *instance) kill(err error) error {
+	in.dead = err
+	in.shutdown()
+	return err
+}
+
+func (in *instance) shutdown() {
+	if in.down {
+		return
+	}
+	in.down = true
+	in.rt.unwatch(in)
+	if in.wm != nil {
+		_ = in.wm.Close(context.Background())
+	}
+	in.cancel()
+	in.stdout.flush()
+	in.stderr.flush()
+}
+
+// input copies b into the guest buffer, asking the guest for a bigger one
+// only when b does not fit the cached one.
+func (in *instance) input(b []byte) error {
+	if len(b) > math.MaxInt32 {
+		return fmt.Errorf("%s: input of %d bytes exceeds the 2 GiB ABI limit", in.label, len(b))
+	}
+	n := uint32(len(b))
+	if n > in.bufCap || in.bufCap == 0 {
+		want := max(n, 64<<10)
+		if in.bufCap > 0 && in.bufCap < math.MaxInt32/2 {
+			want = max(want, 2*in.bufCap)
+		}
+		p, err := in.call(callBuffer, uint64(want), nil)
+		if err != nil {
+			return err
+		}
+		ptr := uint32(p)
+		if uint64(ptr)+uint64(want) > uint64(in.mem.Size()) {
+			return in.kill(&callError{
+				msg: fmt.Sprintf("%s: ardea_buffer(%d) returned %d: the buffer is outside linear memory (%d bytes): %v",
+					in.label, want, ptr, in.mem.Size(), ErrABIViolation),
+				kind: ErrABIViolation,
+			})
+		}
+		in.bufPtr, in.bufCap = ptr, want
+	}
+	if !in.mem.Write(in.bufPtr, b) {
+		return in.kill(&callError{
+			msg:  fmt.Sprintf("%s: cannot write %d bytes at %d into linear memory", in.label, n, in.bufPtr),
+			kind: ErrABIViolation,
+		})
+	}
+	return nil
+}
+
+func (in *instance) open(id callID, ctx component.Context, out component.Collector) error {
+	if in.dead != nil {
+		return in.dead
+	}
+	if in.opened {
+		return fmt.Errorf("%s: %s called twice", in.label, callNames[id])
+	}
+	in.outNames, in.outFields = in.outNames[:0], in.outFields[:0]
+	for _, o := range ctx.Outputs {
+		in.outNames = append(in.outNames, o.Name)
+		in.outFields = append(in.outFields, len(o.Fields))
+	}
+	in.state = ctx.State
+	if in.state == nil {
+		in.state = NewMemoryState(ctx.MaxKeyGroups)
+	}
+	in.metric = ctx.Metric
+	in.scratch = ctx.Context.Encode(in.scratch[:0])
+	if err := in.input(in.scratch); err != nil {
+		return err
+	}
+	in.opened = true
+	_, err := in.call(id, uint64(len(in.scratch)), out)
+	return err
+}
+
+func (in *instance) ready(id callID) error {
+	if in.dead != nil {
+		return in.dead
+	}
+	if !in.opened {
+		return fmt.Errorf("%s: %s called before %s", in.label, callNames[id], openCall(in.kind))
+	}
+	return nil
+}
+
+// simple runs a lifecycle call without input.
+func (in *instance) simple(id callID, out component.Collector) error {
+	if err := in.ready(id); err != nil {
+		return err
+	}
+	_, err := in.call(id, 0, out)
+	return err
+}
+
+// ids writes u32 count, u64 ids and runs ack or fail.
+func (in *instance) ids(id callID, ids []uint64, out component.Collector) error {
+	if err := in.ready(id); err != nil {
+		return err
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	in.scratch = appendIDs(in.scratch[:0], ids)
+	if err := in.input(in.scratch); err != nil {
+		return err
+	}
+	_, err := in.call(id, uint64(len(in.scratch)), out)
+	return err
+}
+
+func (in *instance) closeTask() error {
+	if in.closed {
+		return nil
+	}
+	in.closed = true
+	if in.dead != nil {
+		in.shutdown()
+		return in.dead
+	}
+	var err error
+	if in.opened {
+		_, err = in.call(callClose, 0, nil)
+	}
+	if err == nil {
+		in.dead = &callError{msg: in.label + ": instance is closed", kind: ErrClosed}
+	}
+	in.shutdown()
+	return err
+}
+
+func appendIDs(dst []byte, ids []uint64) []byte {
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(ids)))
+	for _, id := range ids {
+		dst = binary.LittleEndian.AppendUint64(dst, id)
+	}
+	return dst
+}
+
+type spout struct{ in *instance }
+
+func (s *spout) Open(ctx component.Context, out component.Collector) error {
+	return s.in.open(callOpen, ctx, out)
+}
+
+func (s *spout) Next(n int, out component.Collector) (component.Status, error) {
+	in := s.in
+	if err := in.ready(callNext); err != nil {
+		return component.Idle, err
+	}
+	rc, err := in.call(callNext, uint64(min(max(n, 0), math.MaxInt32)), out)
+	if err != nil {
+		return component.Idle, err
+	}
+	switch st := component.Status(rc); st {
+	case component.Emitted, component.Idle, component.Done:
+		return st, nil
+	}
+	return component.Idle, in.kill(&callError{
+		msg:  fmt.Sprintf("%s: ardea_next returned %d, want 0 (emitted), 1 (idle) or 2 (done): %v", in.label, rc, ErrABIViolation),
+		kind: ErrABIViolation,
+	})
+}
+
+func (s *spout) Ack(ids []uint64, out component.Collector) error {
+	return s.in.ids(callAck, ids, out)
+}
+func (s *spout) Fail(ids []uint64, out component.Collector) error {
+	return s.in.ids(callFail, ids, out)
+}
+func (s *spout) Activate() error   { return s.in.simple(callActivate, nil) }
+func (s *spout) Deactivate() error { return s.in.simple(callDeactivate, nil) }
+func (s *spout) Close() error      { return s.in.closeTask() }
+
+type bolt struct{ in *instance }
+
+func (b *bolt) Prepare(ctx component.Context, out component.Collector) error {
+	return b.in.open(callPrepare, ctx, out)
+}
+
+func (b *bolt) Execute(batch []byte, out component.Collector) error {
+	in := b.in
+	if err := in.ready(callExecute); err != nil {
+		return err
+	}
+	if err := in.input(batch); err != nil {
+		return err
+	}
+	_, err := in.call(callExecute, uint64(len(batch)), out)
+	return err
+}
+
+func (b *bolt) Tick(out component.Collector) error   { return b.in.simple(callTick, out) }
+func (b *bolt) Finish(out component.Collector) error { return b.in.simple(callFinish, out) }
+func (b *bolt) Close() error                         { return b.in.closeTask() }

@@ -1,0 +1,199 @@
+package host
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+
+	"github.com/ardea-dev/ardea/internal/component"
+	"github.com/ardea-dev/ardea/internal/tuple"
+)
+
+// MemoryState is a task's host-side state held in memory (ABI v1 "State"),
+// partitioned into key groups: a key lives in group
+// tuple.KeyGroup(tuple.StateKeyHash(key), maxKeyGroups), so state keyed by a
+// grouping field's payload (optionally + 0x1F + suffix) lives in the group
+// its tuples are routed to. Whole groups can be exported and imported to move
+// them to another task when a component is rescaled.
+//
+// Concurrency: every method takes the state's mutex, so an inspection API
+// may call KeyGroups, ExportGroup and Len while the task runs. The slices
+// that Get returns and that Scan passes to its callback alias the stored
+// value: they are valid until the next Put or Delete of that key (a Put of
+// a value that fits is done in place, so updating a counter allocates
+// nothing) and are meant for the task's own goroutine; other goroutines
+// should read copies through ExportGroup.
+type MemoryState struct {
+	mu     sync.Mutex
+	max    int
+	groups []map[string][]byte // index = key group; nil until used
+	n      int
+}
+
+var _ component.State = (*MemoryState)(nil)
+
+// NewMemoryState returns an empty state with maxKeyGroups key groups
+// (tuple.DefaultMaxKeyGroups if <= 0).
+func NewMemoryState(maxKeyGroups int) *MemoryState {
+	if maxKeyGroups <= 0 {
+		maxKeyGroups = tuple.DefaultMaxKeyGroups
+	}
+	return &MemoryState{max: maxKeyGroups, groups: make([]map[string][]byte, maxKeyGroups)}
+}
+
+// MaxKeyGroups is the number of key groups keys are hashed into.
+func (s *MemoryState) MaxKeyGroups() int { return s.max }
+
+// KeyGroupOf is the key group a key belongs to.
+func (s *MemoryState) KeyGroupOf(key []byte) int {
+	return tuple.KeyGroup(tuple.StateKeyHash(key), s.max)
+}
+
+// Get returns the value of key; see the type's doc for how long it stays
+// valid.
+func (s *MemoryState) Get(key []byte) ([]byte, bool) {
+	kg := s.KeyGroupOf(key)
+	s.mu.Lock()
+	v, ok := s.groups[kg][string(key)]
+	s.mu.Unlock()
+	return v, ok
+}
+
+// Put stores a copy of value under key.
+func (s *MemoryState) Put(key, value []byte) {
+	kg := s.KeyGroupOf(key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g := s.groups[kg]
+	if g == nil {
+		g = map[string][]byte{}
+		s.groups[kg] = g
+	}
+	old, ok := g[string(key)]
+	switch {
+	case ok && len(old) == len(value):
+		copy(old, value) // in place: no allocation, no map write
+	case ok && cap(old) >= len(value):
+		g[string(key)] = append(old[:0], value...)
+	default:
+		if !ok {
+			s.n++
+		}
+		g[string(key)] = bytes.Clone(value)
+	}
+}
+
+// Delete removes key.
+func (s *MemoryState) Delete(key []byte) {
+	kg := s.KeyGroupOf(key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g := s.groups[kg]
+	if _, ok := g[string(key)]; ok {
+		delete(g, string(key))
+		s.n--
+	}
+}
+
+type kv struct {
+	k string
+	v []byte
+}
+
+// Scan calls fn for every key with the prefix, in ascending key order
+// across all key groups, until fn returns false. It collects the matches
+// first and calls fn without holding the mutex, so fn may use the state;
+// key is a fresh copy, value aliases the stored value.
+func (s *MemoryState) Scan(prefix []byte, fn func(key, value []byte) bool) {
+	var hits []kv
+	s.mu.Lock()
+	for _, g := range s.groups {
+		for k, v := range g {
+			if len(k) >= len(prefix) && k[:len(prefix)] == string(prefix) {
+				hits = append(hits, kv{k, v})
+			}
+		}
+	}
+	s.mu.Unlock()
+	sort.Slice(hits, func(i, j int) bool { return hits[i].k < hits[j].k })
+	for _, h := range hits {
+		if !fn([]byte(h.k), h.v) {
+			return
+		}
+	}
+}
+
+// Len is the number of keys.
+func (s *MemoryState) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.n
+}
+
+// KeyGroups lists the key groups that hold at least one key, ascending.
+func (s *MemoryState) KeyGroups() []int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []int
+	for kg, g := range s.groups {
+		if len(g) > 0 {
+			out = append(out, kg)
+		}
+	}
+	return out
+}
+
+// ExportGroup returns a copy of key group kg (empty if it holds nothing or
+// kg is out of range).
+func (s *MemoryState) ExportGroup(kg int) map[string][]byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string][]byte{}
+	if kg < 0 || kg >= s.max {
+		return out
+	}
+	for k, v := range s.groups[kg] {
+		out[k] = bytes.Clone(v)
+	}
+	return out
+}
+
+// ImportGroup replaces key group kg with a copy of m. Every key of m must
+// belong to kg (the groups of both states must have the same count); on
+// error nothing changes.
+func (s *MemoryState) ImportGroup(kg int, m map[string][]byte) error {
+	if kg < 0 || kg >= s.max {
+		return fmt.Errorf("host: state: key group %d out of range [0, %d)", kg, s.max)
+	}
+	g := make(map[string][]byte, len(m))
+	for k, v := range m {
+		if got := s.KeyGroupOf([]byte(k)); got != kg {
+			return fmt.Errorf("host: state: key %q belongs to key group %d, not %d", k, got, kg)
+		}
+		g[k] = bytes.Clone(v)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.n += len(g) - len(s.groups[kg])
+	if len(g) == 0 {
+		g = nil
+	}
+	s.groups[kg] = g
+	return nil
+}
+
+// Keys lists every key in ascending order (for tests and inspection).
+func (s *MemoryState) Keys() []string {
+	s.mu.Lock()
+	var out []string
+	for _, g := range s.groups {
+		for k := range g {
+			out = append(out, k)
+		}
+	}
+	s.mu.Unlock()
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,115 @@
+//go:build wasip1
+
+// Command misbehave is a test bolt that breaks the rules on purpose. The
+// context config key "mode" picks what ardea_execute does:
+//
+//	ok         nothing (returns 0)
+//	loop       loops forever
+//	spin       loops spin.iters times, then returns 0 (deadline benchmark)
+//	bomb       allocates 1 MiB blocks until the memory limit
+//	panic      Go panic (the Go runtime prints it and exits with code 2)
+//	div        integer division by zero (Go runtime panic)
+//	oob        reads outside linear memory (a real wasm trap)
+//	undeclared emits on stream index 7
+//	fields     emits 3 fields on stream 0, which declares 1
+//	oversized  emits a 2 MiB tuple
+//	error      reports an error text and returns -1
+//	closeemit  ardea_close emits (not allowed)
+//	stdio      prepare writes to stdout and stderr and calls ardea.log
+//
+// One fixture for all of them keeps the committed .wasm files few (each Go
+// guest is ~1.8 MB).
+package main
+
+import (
+	"os"
+	"unsafe"
+
+	g "github.com/ardea-dev/ardea/host/testdata/guestabi"
+)
+
+var (
+	mode  string
+	iters int
+	out   g.Out
+	hog   [][]byte
+	sink  int
+)
+
+//go:wasmexport ardea_prepare
+func prepare(n int32) int32 {
+	c := g.ParseContext(g.Input(n))
+	mode = c.Config["mode"]
+	iters = g.Atoi(c.Config["spin.iters"])
+	if mode == "stdio" {
+		os.Stdout.WriteString("hello from stdout\nsecond line\npartial")
+		os.Stderr.WriteString("hello from stderr\n")
+		g.Log(4, "guest warning "+c.Component)
+		g.Log(-4, "guest debug")
+	}
+	return 0
+}
+
+//go:noinline
+func spin(k int) int {
+	s := 0
+	for i := 0; i < k; i++ {
+		s += i ^ sink
+	}
+	return s
+}
+
+//go:noinline
+func readFar() uint64 {
+	return *(*uint64)(unsafe.Pointer(uintptr(0xFFFFFFF0)))
+}
+
+//go:wasmexport ardea_execute
+func execute(n int32) int32 {
+	switch mode {
+	case "loop":
+		for {
+			sink++
+		}
+	case "spin":
+		sink = spin(iters)
+	case "bomb":
+		for {
+			hog = append(hog, make([]byte, 1<<20))
+		}
+	case "panic":
+		panic("boom from misbehave")
+	case "div":
+		zero := int(n) - int(n)
+		sink = 100 / zero
+	case "oob":
+		sink = int(readFar())
+	case "undeclared":
+		out.Emit(7, 0, 0, g.AppendInt(g.Begin(nil, 1), 1))
+	case "fields":
+		out.Emit(0, 0, 0, g.AppendInt(g.AppendInt(g.AppendInt(g.Begin(nil, 3), 1), 2), 3))
+	case "oversized":
+		out.Emit(0, 0, 0, g.AppendBytes(g.Begin(nil, 1), make([]byte, 2<<20)))
+	case "error":
+		return g.Fail("something went wrong in mode error")
+	}
+	out.Flush()
+	return 0
+}
+
+//go:wasmexport ardea_tick
+func tick() int32 { return 0 }
+
+//go:wasmexport ardea_finish
+func finish() int32 { return 0 }
+
+//go:wasmexport ardea_close
+func closeTask() int32 {
+	if mode == "closeemit" {
+		out.Emit(0, 0, 0, g.AppendInt(g.Begin(nil, 1), 1))
+		out.Flush()
+	}
+	return 0
+}
+
+func main() {}

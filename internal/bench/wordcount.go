@@ -1,0 +1,298 @@
+// Package bench implements `ardea bench`: end-to-end measurements of real
+// topologies next to a plain-Go baseline of the same logic in the same run.
+package bench
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ardea-dev/ardea"
+	"github.com/ardea-dev/ardea/connectors"
+	"github.com/ardea-dev/ardea/examples/wordcount"
+	"github.com/ardea-dev/ardea/internal/metrics"
+	"github.com/ardea-dev/ardea/internal/tuple"
+	"github.com/ardea-dev/ardea/scheduler"
+)
+
+// WordCountOptions configures the word-count benchmark.
+type WordCountOptions struct {
+	Duration   time.Duration // measured interval per phase (default 10s)
+	Warmup     time.Duration // discarded start of each phase (default 2s)
+	Containers int           // default 2
+	Spouts     int           // generator parallelism (default 1)
+	Split      int           // default 1
+	Count      int           // default 1
+	HalfRate   bool          // also measure latency at half the peak rate
+	CacheDir   string
+	Logger     *slog.Logger
+}
+
+// Phase is one measured run.
+type Phase struct {
+	TuplesPerSec float64 `json:"tuples_per_sec"`
+	P50Ms        float64 `json:"p50_ms"`
+	P99Ms        float64 `json:"p99_ms"`
+	TargetPerSec float64 `json:"target_per_sec,omitempty"`
+	BackPressMs  float64 `json:"back_pressure_ms"`
+}
+
+// WordCountResult is what `ardea bench wordcount --json` prints.
+type WordCountResult struct {
+	TuplesPerSec       float64 `json:"tuples_per_sec"`
+	P50Ms              float64 `json:"p50_ms"`
+	P99Ms              float64 `json:"p99_ms"`
+	NativeTuplesPerSec float64 `json:"native_tuples_per_sec"`
+	Ratio              float64 `json:"ratio"`
+	HalfRate           *Phase  `json:"half_rate,omitempty"`
+	Containers         int     `json:"containers"`
+	Parallelism        string  `json:"parallelism"`
+	DurationSec        float64 `json:"duration_sec"`
+	CPUs               int     `json:"cpus"`
+	GoVersion          string  `json:"go_version"`
+}
+
+func (o *WordCountOptions) defaults() {
+	if o.Duration <= 0 {
+		o.Duration = 10 * time.Second
+	}
+	if o.Warmup < 0 {
+		o.Warmup = 0
+	} else if o.Warmup == 0 {
+		o.Warmup = 2 * time.Second
+	}
+	if o.Containers <= 0 {
+		o.Containers = 2
+	}
+	if o.Spouts <= 0 {
+		o.Spouts = 1
+	}
+	if o.Split <= 0 {
+		o.Split = 1
+	}
+	if o.Count <= 0 {
+		o.Count = 1
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.CacheDir == "" {
+		o.CacheDir = scheduler.DefaultCacheDir()
+	}
+}
+
+// WordCount runs generator -> split (wasm) -> count (wasm) over the given
+// containers and NATS, then the same logic in plain Go goroutines.
+func WordCount(ctx context.Context, o WordCountOptions) (*WordCountResult, error) {
+	o.defaults()
+	dir := filepath.Join(o.CacheDir, "bench")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	for name, b := range map[string][]byte{"split.wasm": wordcount.SplitWasm, "count.wasm": wordcount.CountWasm} {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			return nil, err
+		}
+	}
+	peak, err := o.phase(ctx, dir, 0)
+	if err != nil {
+		return nil, err
+	}
+	res := &WordCountResult{
+		TuplesPerSec: peak.TuplesPerSec, P50Ms: peak.P50Ms, P99Ms: peak.P99Ms,
+		Containers: o.Containers, DurationSec: o.Duration.Seconds(), CPUs: runtime.NumCPU(),
+		Parallelism: fmt.Sprintf("lines=%d split=%d count=%d", o.Spouts, o.Split, o.Count),
+		GoVersion:   runtime.Version(),
+	}
+	res.NativeTuplesPerSec = nativeWordCount(ctx, o.Spouts, o.Split, o.Count, o.Warmup, o.Duration)
+	if res.NativeTuplesPerSec > 0 {
+		res.Ratio = res.TuplesPerSec / res.NativeTuplesPerSec
+	}
+	if o.HalfRate && peak.TuplesPerSec > 0 {
+		words := wordsPerSentence()
+		target := peak.TuplesPerSec / 2
+		perTask := target / words / float64(o.Spouts)
+		half, err := o.phase(ctx, dir, perTask)
+		if err != nil {
+			return nil, err
+		}
+		half.TargetPerSec = target
+		res.HalfRate = half
+	}
+	return res, nil
+}
+
+// phase runs the wasm topology once; rate is sentences/s per spout task
+// (0 = as fast as possible).
+func (o *WordCountOptions) phase(ctx context.Context, dir string, rate float64) (*Phase, error) {
+	b := ardea.NewBuilder("bench-wordcount")
+	b.Spout("lines", ardea.BuiltinPrefix+"generator").Parallelism(o.Spouts).
+		Config("rate", strconv.FormatFloat(rate, 'f', 0, 64)).Config("count", "0")
+	b.Bolt("split", filepath.Join(dir, "split.wasm")).Parallelism(o.Split).Shuffle("lines").Output("default", "word")
+	b.Bolt("count", filepath.Join(dir, "count.wasm")).Parallelism(o.Count).Fields("split", "word").Output("default", "word", "count")
+	t, err := b.Build()
+	if err != nil {
+		return nil, err
+	}
+	reg := metrics.NewRegistry()
+	cm := reg.Component("count")
+	type mark struct {
+		at       time.Time
+		executed int64
+		bp       int64
+		hist     metrics.HistogramSnapshot
+	}
+	take := func() mark {
+		var bp int64
+		for _, c := range reg.Components() {
+			bp += c.BackPressNs.Load()
+		}
+		return mark{time.Now(), cm.Executed.Load(), bp, cm.Delivery.Snapshot()}
+	}
+	var start, end mark
+	var wg sync.WaitGroup
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer cancel()
+		select {
+		case <-runCtx.Done():
+			return
+		case <-time.After(o.Warmup):
+		}
+		start = take()
+		select {
+		case <-runCtx.Done():
+			return
+		case <-time.After(o.Duration):
+		}
+		end = take()
+	}()
+	_, err = scheduler.Run(runCtx, scheduler.RunOptions{
+		Topology: t, Containers: o.Containers, Logger: o.Logger, CacheDir: o.CacheDir, Metrics: reg,
+	})
+	cancel()
+	wg.Wait()
+	if err != nil {
+		return nil, err
+	}
+	if end.at.IsZero() {
+		return nil, fmt.Errorf("bench interrupted: %w", context.Cause(ctx))
+	}
+	h := end.hist.Sub(start.hist)
+	dt := end.at.Sub(start.at).Seconds()
+	return &Phase{
+		TuplesPerSec: float64(end.executed-start.executed) / dt,
+		P50Ms:        h.Quantile(0.50) / 1e6,
+		P99Ms:        h.Quantile(0.99) / 1e6,
+		BackPressMs:  float64(end.bp-start.bp) / 1e6,
+	}, nil
+}
+
+func wordsPerSentence() float64 {
+	c := connectors.Corpus()
+	n := 0
+	for _, s := range c {
+		n += len(strings.Fields(s))
+	}
+	return float64(n) / float64(len(c))
+}
+
+// nativeWordCount runs generator -> split -> count as plain goroutines with
+// channels of batches (the same shape as the wasm run, minus sandbox and
+// NATS) and returns words counted per second after warmup.
+func nativeWordCount(ctx context.Context, spouts, splits, counts int, warmup, dur time.Duration) float64 {
+	corpus := connectors.Corpus()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	lineCh := make([]chan []string, splits)
+	for i := range lineCh {
+		lineCh[i] = make(chan []string, 64)
+	}
+	wordCh := make([]chan []string, counts)
+	for i := range wordCh {
+		wordCh[i] = make(chan []string, 64)
+	}
+	var counted atomic.Int64
+	var wg, splitWG, spoutWG sync.WaitGroup
+	for s := 0; s < spouts; s++ {
+		spoutWG.Add(1)
+		go func() {
+			defer spoutWG.Done()
+			x := uint64(s + 1)
+			for k := 0; ctx.Err() == nil; k++ {
+				batch := make([]string, 1024)
+				for i := range batch {
+					x ^= x << 13
+					x ^= x >> 7
+					x ^= x << 17
+					batch[i] = corpus[x%uint64(len(corpus))]
+				}
+				select {
+				case lineCh[k%splits] <- batch:
+				case <-ctx.Done():
+				}
+			}
+		}()
+	}
+	for i := 0; i < splits; i++ {
+		splitWG.Add(1)
+		go func() {
+			defer splitWG.Done()
+			out := make([][]string, counts)
+			for lines := range lineCh[i] {
+				for _, l := range lines {
+					for _, w := range strings.Fields(l) {
+						kg := tuple.KeyGroup(tuple.HashBytes(tuple.HashSeed, []byte(w)), tuple.DefaultMaxKeyGroups)
+						c := tuple.TaskIndexForKeyGroup(kg, tuple.DefaultMaxKeyGroups, counts)
+						out[c] = append(out[c], w)
+					}
+				}
+				for c := range out {
+					if len(out[c]) > 0 {
+						wordCh[c] <- out[c]
+						out[c] = nil
+					}
+				}
+			}
+		}()
+	}
+	for i := 0; i < counts; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m := map[string]int64{}
+			for words := range wordCh[i] {
+				for _, w := range words {
+					m[w]++
+				}
+				counted.Add(int64(len(words)))
+			}
+		}()
+	}
+	time.Sleep(warmup) // a benchmark phase, not a test wait
+	c0, t0 := counted.Load(), time.Now()
+	time.Sleep(dur)
+	c1, t1 := counted.Load(), time.Now()
+	cancel()
+	spoutWG.Wait()
+	for _, ch := range lineCh {
+		close(ch)
+	}
+	splitWG.Wait()
+	for _, ch := range wordCh {
+		close(ch)
+	}
+	wg.Wait()
+	return float64(c1-c0) / t1.Sub(t0).Seconds()
+}

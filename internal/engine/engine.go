@@ -1,0 +1,320 @@
+// Package engine drives tasks: one goroutine per task calls its spout or
+// bolt, hands the output to the task's stream-manager outbox, flushes at batch
+// boundaries (where back pressure is felt) and propagates end of stream.
+//
+// Concurrency: each Task is owned by exactly one goroutine from Run until it
+// returns; Activate/Deactivate may be called from any goroutine.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ardea-dev/ardea/bus"
+	"github.com/ardea-dev/ardea/internal/component"
+	"github.com/ardea-dev/ardea/internal/metrics"
+)
+
+// Inbox is the part of a bus inbox a bolt task reads.
+type Inbox interface {
+	Next(ctx context.Context) (bus.Delivery, error)
+	Release(d bus.Delivery)
+	Pending() (batches int, bytes int64)
+}
+
+// Outbox is the part of a bus outbox a task writes.
+type Outbox interface {
+	component.Collector
+	Flush(ctx context.Context, force bool) error
+	Finish(ctx context.Context) error
+	BlockedNanos() int64
+}
+
+// Task is one spout or bolt instance wired to its stream manager.
+type Task struct {
+	ID        uint32
+	Component string
+	Index     int
+	Spout     component.Spout // exactly one of Spout and Bolt is set
+	Bolt      component.Bolt
+	Context   component.Context
+	Inbox     Inbox // bolts only
+	Outbox    Outbox
+	Metrics   *metrics.Component
+	// TickEvery, when > 0, calls the bolt's Tick at that period.
+	TickEvery time.Duration
+	// SpoutBatch is the max tuples per Next call (default 1024).
+	SpoutBatch int
+
+	active   atomic.Bool
+	activeCh chan struct{} // closed and replaced on every state change
+	mu       sync.Mutex
+}
+
+// SetActive activates or deactivates a spout task (bolts ignore it).
+func (t *Task) SetActive(on bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.activeCh == nil {
+		t.activeCh = make(chan struct{})
+	}
+	if t.active.Swap(on) != on {
+		close(t.activeCh)
+		t.activeCh = make(chan struct{})
+	}
+}
+
+func (t *Task) changed() <-chan struct{} {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.activeCh == nil {
+		t.activeCh = make(chan struct{})
+	}
+	return t.activeCh
+}
+
+// Run runs every task until all of them finished (finite input) or ctx is
+// done. The first task error cancels the others and is returned.
+func Run(ctx context.Context, tasks []*Task, log *slog.Logger) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var wg sync.WaitGroup
+	var first error
+	var once sync.Once
+	for _, t := range tasks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var err error
+			if t.Spout != nil {
+				err = runSpout(ctx, t)
+			} else {
+				err = runBolt(ctx, t)
+			}
+			if err != nil && ctx.Err() == nil {
+				once.Do(func() { first = err })
+				log.Error("task failed", "component", t.Component, "task", t.ID, "err", err)
+				cancel(err)
+			}
+		}()
+	}
+	wg.Wait()
+	return first
+}
+
+// counting wraps an outbox and counts per task without atomics; the counts
+// are published after every call.
+type counting struct {
+	Outbox
+	emitted, acked, failed int64
+}
+
+func (c *counting) Emit(stream uint16, direct uint32, msgID uint64, anchors, values []byte) error {
+	c.emitted++
+	return c.Outbox.Emit(stream, direct, msgID, anchors, values)
+}
+func (c *counting) Ack(id uint64) error  { c.acked++; return c.Outbox.Ack(id) }
+func (c *counting) Fail(id uint64) error { c.failed++; return c.Outbox.Fail(id) }
+
+func (c *counting) publish(m *metrics.Component) {
+	if c.emitted != 0 {
+		m.Emitted.Add(c.emitted)
+		c.emitted = 0
+	}
+	if c.acked != 0 {
+		m.Acked.Add(c.acked)
+		c.acked = 0
+	}
+	if c.failed != 0 {
+		m.Failed.Add(c.failed)
+		c.failed = 0
+	}
+}
+
+// flush flushes the outbox and books the time it blocked as back pressure.
+func flush(ctx context.Context, t *Task, out *counting, force bool) error {
+	out.publish(t.Metrics)
+	before := t.Outbox.BlockedNanos()
+	err := t.Outbox.Flush(ctx, force)
+	if d := t.Outbox.BlockedNanos() - before; d > 0 {
+		t.Metrics.BackPressNs.Add(d)
+	}
+	return busErr(ctx, t, err)
+}
+
+// busErr names the task in a stream-manager error; cancellation is not an
+// error of the task.
+func busErr(ctx context.Context, t *Task, err error) error {
+	if err == nil || ctx.Err() != nil {
+		return nil
+	}
+	return fmt.Errorf("component %s task %d: stream manager: %w", t.Component, t.ID, err)
+}
+
+const idleBackoffMax = 10 * time.Millisecond
+
+func runSpout(ctx context.Context, t *Task) (err error) {
+	out := &counting{Outbox: t.Outbox}
+	if err := t.Spout.Open(t.Context, out); err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := t.Spout.Close(); cerr != nil && err == nil && ctx.Err() == nil {
+			err = cerr
+		}
+	}()
+	if err := flush(ctx, t, out, true); err != nil {
+		return err
+	}
+	max := t.SpoutBatch
+	if max <= 0 {
+		max = 1024
+	}
+	wasActive := true
+	backoff := 50 * time.Microsecond
+	var timer *time.Timer
+	for ctx.Err() == nil {
+		if !t.active.Load() {
+			if wasActive {
+				if err := t.Spout.Deactivate(); err != nil {
+					return err
+				}
+				wasActive = false
+			}
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-t.changed():
+			}
+			continue
+		}
+		if !wasActive {
+			if err := t.Spout.Activate(); err != nil {
+				return err
+			}
+			wasActive = true
+		}
+		st, err := t.Spout.Next(max, out)
+		t.Metrics.NextCalls.Add(1)
+		if err != nil {
+			return err
+		}
+		switch st {
+		case component.Emitted:
+			backoff = 50 * time.Microsecond
+			if err := flush(ctx, t, out, false); err != nil {
+				return err
+			}
+		case component.Idle:
+			if err := flush(ctx, t, out, true); err != nil {
+				return err
+			}
+			if timer == nil {
+				timer = time.NewTimer(backoff)
+			} else {
+				timer.Reset(backoff)
+			}
+			select {
+			case <-ctx.Done():
+				timer.Stop()
+				return nil
+			case <-timer.C:
+			}
+			if backoff *= 2; backoff > idleBackoffMax {
+				backoff = idleBackoffMax
+			}
+		case component.Done:
+			out.publish(t.Metrics)
+			return busErr(ctx, t, t.Outbox.Finish(ctx))
+		default:
+			return fmt.Errorf("component %s task %d: next returned unknown status %d", t.Component, t.ID, st)
+		}
+	}
+	return nil
+}
+
+func runBolt(ctx context.Context, t *Task) (err error) {
+	out := &counting{Outbox: t.Outbox}
+	if err := t.Bolt.Prepare(t.Context, out); err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := t.Bolt.Close(); cerr != nil && err == nil && ctx.Err() == nil {
+			err = cerr
+		}
+	}()
+	if err := flush(ctx, t, out, true); err != nil {
+		return err
+	}
+	// Ticks: Next waits on a context that a timer cancels at the next tick,
+	// so an idle bolt still ticks; this allocates once per tick, not per batch.
+	var nextTick time.Time
+	waitCtx, stopWait := ctx, context.CancelFunc(func() {})
+	armTick := func() {
+		stopWait()
+		if t.TickEvery <= 0 {
+			return
+		}
+		nextTick = time.Now().Add(t.TickEvery)
+		waitCtx, stopWait = context.WithDeadline(ctx, nextTick)
+	}
+	armTick()
+	defer func() { stopWait() }()
+	for {
+		d, err := t.Inbox.Next(waitCtx)
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				if err := t.Bolt.Finish(out); err != nil {
+					return err
+				}
+				out.publish(t.Metrics)
+				return busErr(ctx, t, t.Outbox.Finish(ctx))
+			}
+			if ctx.Err() != nil {
+				return nil
+			}
+			if t.TickEvery > 0 && waitCtx.Err() != nil {
+				if err := t.Bolt.Tick(out); err != nil {
+					return err
+				}
+				if err := flush(ctx, t, out, true); err != nil {
+					return err
+				}
+				armTick()
+				continue
+			}
+			return busErr(ctx, t, err)
+		}
+		start := time.Now()
+		err = t.Bolt.Execute(d.Batch, out)
+		end := time.Now()
+		if err != nil {
+			return err
+		}
+		t.Metrics.Executed.Add(int64(d.Tuples))
+		t.Metrics.ExecLatency.Observe(end.Sub(start).Nanoseconds())
+		if d.SentAt > 0 {
+			t.Metrics.Delivery.Observe(start.UnixNano() - d.SentAt)
+		}
+		t.Inbox.Release(d)
+		queued, _ := t.Inbox.Pending()
+		if err := flush(ctx, t, out, queued == 0); err != nil {
+			return err
+		}
+		if t.TickEvery > 0 && !end.Before(nextTick) {
+			if err := t.Bolt.Tick(out); err != nil {
+				return err
+			}
+			if err := flush(ctx, t, out, true); err != nil {
+				return err
+			}
+			armTick()
+		}
+	}
+}

@@ -1,0 +1,333 @@
+package scheduler
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/ardea-dev/ardea"
+	"github.com/ardea-dev/ardea/bus"
+	"github.com/ardea-dev/ardea/connectors"
+	"github.com/ardea-dev/ardea/host"
+	"github.com/ardea-dev/ardea/internal/build"
+	"github.com/ardea-dev/ardea/internal/component"
+	"github.com/ardea-dev/ardea/internal/engine"
+	"github.com/ardea-dev/ardea/internal/metrics"
+	"github.com/ardea-dev/ardea/internal/plan"
+)
+
+// RunOptions configures an in-process run (`ardea run`).
+type RunOptions struct {
+	Topology   *ardea.Topology
+	Containers int           // default 1
+	Duration   time.Duration // 0: until the input is exhausted (or ctx ends)
+	Logger     *slog.Logger
+	// CacheDir holds built modules and wazero's compilation cache; default
+	// the user cache dir + /ardea.
+	CacheDir string
+	// Metrics receives the run's metrics; a new registry is made if nil.
+	Metrics *metrics.Registry
+	// Bus tunes the stream managers (zero values take bus defaults).
+	Bus bus.Options
+	// Builder builds Go source folders; shared across runs so each folder is
+	// built once per process.
+	Builder *Builder
+}
+
+// Result describes a finished run.
+type Result struct {
+	Plan     *plan.Plan
+	Metrics  *metrics.Registry
+	Elapsed  time.Duration
+	Finished bool // every task finished its finite input
+}
+
+// Prepare applies built-in outputs and validates the topology against the
+// built-in component registry. It is what `ardea run` checks before starting.
+func Prepare(t *ardea.Topology) error {
+	t.ApplyBuiltinOutputs(connectors.Outputs)
+	return t.Validate(ardea.ValidateOptions{Builtins: connectors.Outputs, BuiltinConfig: connectors.ValidateConfig})
+}
+
+// Run runs a topology in this process: one stream manager per container, all
+// over one embedded NATS server. It returns when every task finished its
+// input, when Duration elapsed or ctx ended (not an error), or at the first
+// task failure.
+func Run(ctx context.Context, o RunOptions) (*Result, error) {
+	t := o.Topology
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if o.Containers == 0 {
+		o.Containers = 1
+	}
+	if o.Metrics == nil {
+		o.Metrics = metrics.NewRegistry()
+	}
+	if o.Builder == nil {
+		o.Builder = &Builder{}
+	}
+	if o.CacheDir == "" {
+		o.CacheDir = DefaultCacheDir()
+	}
+	if err := Prepare(t); err != nil {
+		return nil, err
+	}
+	p, err := BuildPlan(t, o.Containers, RoundRobin)
+	if err != nil {
+		return nil, err
+	}
+	lim, err := readLimits(t.Config, "topology.")
+	if err != nil {
+		return nil, fmt.Errorf("topology %s: %w", t.Name, err)
+	}
+	rt, err := host.NewRuntime(ctx, host.Config{
+		Logger: log, CacheDir: filepath.Join(o.CacheDir, "wazero"),
+		MemoryLimitPages: lim.pages, CallTimeout: lim.timeout, MaxTupleBytes: lim.maxTuple,
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer rt.Close(context.Background())
+
+	// Modules: compile each once, before anything starts.
+	modules := map[string]*host.Module{}
+	for _, c := range t.Components {
+		if strings.HasPrefix(c.Module, ardea.BuiltinPrefix) {
+			continue
+		}
+		path, err := o.Builder.Resolve(ctx, t, c, filepath.Join(o.CacheDir, "modules"))
+		if err != nil {
+			return nil, err
+		}
+		m, err := rt.Compile(ctx, path)
+		if err != nil {
+			return nil, fmt.Errorf("component %s: %w", c.Name, err)
+		}
+		modules[c.Name] = m
+	}
+
+	srv, err := bus.StartServer(bus.ServerOptions{Logger: log, Port: -1})
+	if err != nil {
+		return nil, err
+	}
+	defer srv.Shutdown()
+
+	var conns []*nats.Conn
+	defer func() {
+		for _, nc := range conns {
+			nc.Close()
+		}
+	}()
+	var tasks []*engine.Task
+	var closers []func()
+	defer func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}()
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for cn := 1; cn <= p.Containers; cn++ {
+		nc, err := nats.Connect(srv.ClientURL(), nats.Name(fmt.Sprintf("ardea-%s-container-%d", t.Name, cn)))
+		if err != nil {
+			return nil, fmt.Errorf("container %d: connect to NATS: %w", cn, err)
+		}
+		conns = append(conns, nc)
+		bo := o.Bus
+		bo.Plan, bo.Container, bo.Conn, bo.Logger = p, cn, nc, log.With("container", cn)
+		sm, err := bus.NewStreamManager(bo)
+		if err != nil {
+			return nil, fmt.Errorf("container %d: %w", cn, err)
+		}
+		if err := sm.Start(runCtx); err != nil {
+			return nil, fmt.Errorf("container %d: %w", cn, err)
+		}
+		closers = append(closers, func() { sm.Close() })
+		for _, id := range ContainerTasks(p, cn) {
+			task, err := newTask(ctx, t, p, id, sm, rt, modules[p.Components[p.Tasks[id].Component].Name], o.Metrics, log)
+			if err != nil {
+				return nil, err
+			}
+			tasks = append(tasks, task)
+		}
+	}
+
+	if o.Duration > 0 {
+		var c2 context.CancelFunc
+		runCtx, c2 = context.WithTimeout(runCtx, o.Duration)
+		defer c2()
+	}
+	start := time.Now()
+	err = engine.Run(runCtx, tasks, log)
+	res := &Result{Plan: p, Metrics: o.Metrics, Elapsed: time.Since(start), Finished: err == nil && runCtx.Err() == nil}
+	return res, err
+}
+
+type limits struct {
+	pages    uint32
+	timeout  time.Duration
+	maxTuple int
+}
+
+// readLimits reads the wasm limits under prefix ("topology." or "" for a
+// component's own config: wasm.memory.pages, wasm.call.timeout).
+func readLimits(cfg map[string]string, prefix string) (limits, error) {
+	var l limits
+	if v, ok := cfg[prefix+"wasm.memory.pages"]; ok {
+		n, err := strconv.ParseUint(v, 10, 32)
+		if err != nil || n < 1 || n > 65536 {
+			return l, fmt.Errorf("%swasm.memory.pages %q: want 1..65536 (64 KiB pages)", prefix, v)
+		}
+		l.pages = uint32(n)
+	}
+	if v, ok := cfg[prefix+"wasm.call.timeout"]; ok {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return l, fmt.Errorf("%swasm.call.timeout %q: want a positive duration such as 10s", prefix, v)
+		}
+		l.timeout = d
+	}
+	if prefix != "" {
+		if v, ok := cfg[prefix+"max.tuple.bytes"]; ok {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 16 {
+				return l, fmt.Errorf("%smax.tuple.bytes %q: want an integer >= 16", prefix, v)
+			}
+			l.maxTuple = n
+		}
+	}
+	return l, nil
+}
+
+func newTask(ctx context.Context, t *ardea.Topology, p *plan.Plan, id uint32, sm *bus.StreamManager,
+	rt *host.Runtime, mod *host.Module, reg *metrics.Registry, log *slog.Logger) (*engine.Task, error) {
+	pt := p.Tasks[id]
+	pc := &p.Components[pt.Component]
+	tc := t.Components[pt.Component]
+	m := reg.Component(pc.Name)
+	cctx := component.Context{
+		Context:      p.TaskContext(id),
+		Logger:       log.With("topology", p.Topology, "component", pc.Name, "task", id),
+		State:        host.NewMemoryState(pc.MaxKeyGroups),
+		MaxKeyGroups: pc.MaxKeyGroups,
+		Metric:       func(name string, d int64) { m.Custom(name).Add(d) },
+	}
+	task := &engine.Task{
+		ID: id, Component: pc.Name, Index: pt.Index, Context: cctx,
+		Outbox: sm.Outbox(id), Metrics: m,
+	}
+	if v, ok := settingOf(t, tc, "topology.tick.tuple.freq.ms"); ok {
+		ms, err := strconv.Atoi(v)
+		if err != nil || ms < 1 {
+			return nil, fmt.Errorf("component %s: topology.tick.tuple.freq.ms %q: want a positive integer", pc.Name, v)
+		}
+		task.TickEvery = time.Duration(ms) * time.Millisecond
+	}
+	if v, ok := settingOf(t, tc, "topology.spout.batch"); ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("component %s: topology.spout.batch %q: want a positive integer", pc.Name, v)
+		}
+		task.SpoutBatch = n
+	}
+	var err error
+	if builtin, ok := strings.CutPrefix(tc.Module, ardea.BuiltinPrefix); ok {
+		cfg := connectors.ResolvePaths(string(tc.Kind), builtin, tc.Config, t.Path)
+		if tc.Kind == ardea.Spout {
+			task.Spout, err = connectors.NewSpout(builtin, cfg)
+		} else {
+			task.Bolt, err = connectors.NewBolt(builtin, cfg)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("component %s: %w", pc.Name, err)
+		}
+	} else {
+		lim, err := readLimits(tc.Config, "")
+		if err != nil {
+			return nil, fmt.Errorf("component %s: %w", pc.Name, err)
+		}
+		ic := host.InstanceConfig{Topology: p.Topology, Component: pc.Name, TaskID: id,
+			MemoryLimitPages: lim.pages, CallTimeout: lim.timeout}
+		if tc.Kind == ardea.Spout {
+			task.Spout, err = mod.NewSpout(ctx, ic)
+		} else {
+			task.Bolt, err = mod.NewBolt(ctx, ic)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if tc.Kind == ardea.Spout {
+		task.SetActive(true)
+	} else {
+		task.Inbox = sm.Inbox(id)
+	}
+	return task, nil
+}
+
+// settingOf reads a setting from the component's config, then the topology's.
+func settingOf(t *ardea.Topology, c *ardea.Component, key string) (string, bool) {
+	if v, ok := c.Config[key]; ok {
+		return v, true
+	}
+	v, ok := t.Config[key]
+	return v, ok
+}
+
+// DefaultCacheDir is the user cache dir + /ardea (or a temp dir).
+func DefaultCacheDir() string {
+	if d, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(d, "ardea")
+	}
+	return filepath.Join(os.TempDir(), "ardea-cache")
+}
+
+// Builder resolves component modules to .wasm files, building Go source
+// folders once per process. Safe for concurrent use.
+type Builder struct {
+	mu    sync.Mutex
+	built map[string]string
+}
+
+// Resolve returns the .wasm path of a non-builtin component.
+func (b *Builder) Resolve(ctx context.Context, t *ardea.Topology, c *ardea.Component, outDir string) (string, error) {
+	path := c.Module
+	if !filepath.IsAbs(path) && t.Dir != "" {
+		path = filepath.Join(t.Dir, path)
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return "", fmt.Errorf("component %s: module %s: %w", c.Name, path, err)
+	}
+	if !st.IsDir() {
+		return path, nil
+	}
+	abs, _ := filepath.Abs(path)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if out, ok := b.built[abs]; ok {
+		return out, nil
+	}
+	sum := sha256.Sum256([]byte(abs))
+	out := filepath.Join(outDir, filepath.Base(abs)+"-"+hex.EncodeToString(sum[:6])+".wasm")
+	if _, err := build.Build(ctx, abs, out); err != nil {
+		return "", fmt.Errorf("component %s: %w", c.Name, err)
+	}
+	if b.built == nil {
+		b.built = map[string]string{}
+	}
+	b.built[abs] = out
+	return out, nil
+}

@@ -1,0 +1,387 @@
+package ardea
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	runtimedebug "runtime/debug"
+
+	"github.com/ardea-dev/ardea/internal/tuple"
+)
+
+// ABIVersion is the guest ABI version this SDK implements (wasm-sdk/ABI.md).
+const ABIVersion = 1
+
+// outFlush: pending emit ops are sent as soon as they reach this size.
+const outFlush = 64 << 10
+
+// hostAPI is the host's side of the ABI (the `ardea` import module). The
+// wasip1 build implements it with //go:wasmimport functions; tests use an
+// in-memory fake. Slices passed in are only valid during the call.
+type hostAPI interface {
+	emit(ops []byte)
+	log(level int32, msg string)
+	error(msg string)
+	stateGet(key string, buf []byte) int32
+	stateWrite(ops []byte)
+	stateScan(prefix string, buf []byte) int32
+	metric(name string, delta int64)
+	now() int64
+}
+
+// runtime dispatches the ABI's lifecycle exports to the registered
+// component. A module has exactly one (the package-level global); each
+// export calls one method.
+type runtime struct {
+	host  hostAPI
+	spout Spout
+	bolt  Bolt
+
+	in  []byte // the input buffer handed out by ardea_buffer
+	out []byte // pending emit ops
+
+	ctx     *Context
+	ready   bool   // open/prepare succeeded
+	done    bool   // the spout reported Done
+	call    string // current lifecycle method, for messages
+	canEmit bool
+	emitErr error
+
+	offs    []uint32 // field offsets of the current input tuple
+	state   State
+	sc      SpoutCollector
+	bc      BoltCollector
+	metrics map[string]int64
+}
+
+func newRuntime(h hostAPI) *runtime {
+	r := &runtime{host: h}
+	r.sc.r = r
+	r.bc.r = r
+	r.state.init(r)
+	return r
+}
+
+func (r *runtime) register(s Spout, b Bolt) {
+	if r.spout != nil || r.bolt != nil {
+		panic("ardea: a component is already registered; a module registers exactly one spout or bolt")
+	}
+	r.spout, r.bolt = s, b
+}
+
+// buffer returns the input buffer, at least size bytes. It is replaced
+// only when the host asks for more room (the host caches its address).
+func (r *runtime) buffer(size int32) []byte {
+	if int(size) > len(r.in) || r.in == nil {
+		n := max(int(size), 2*len(r.in), 64<<10)
+		r.in = make([]byte, n)
+	}
+	return r.in
+}
+
+func (r *runtime) input(n int32) ([]byte, error) {
+	if n < 0 || int(n) > len(r.in) {
+		return nil, fmt.Errorf("input length %d exceeds the %d-byte buffer from ardea_buffer", n, len(r.in))
+	}
+	return r.in[:n], nil
+}
+
+// begin starts a lifecycle call.
+func (r *runtime) begin(call string, mayEmit bool) {
+	r.call, r.canEmit, r.emitErr = call, mayEmit, nil
+}
+
+// end completes a successful call: one state_write with the dirty state,
+// then the pending emit ops, then metrics. A deferred emit error fails it.
+func (r *runtime) end(status int32) int32 {
+	if r.emitErr != nil {
+		return r.fail(r.emitErr)
+	}
+	r.canEmit = false
+	r.state.flush()
+	r.flushOut()
+	r.flushMetrics()
+	return status
+}
+
+// fail reports err as the call's error and drops what the call had not
+// sent yet (emit ops, dirty state).
+func (r *runtime) fail(err error) int32 {
+	r.canEmit = false
+	r.out = r.out[:0]
+	r.state.discard()
+	r.flushMetrics()
+	r.host.error(r.call + ": " + err.Error())
+	return -1
+}
+
+// guard turns a panic in user code into the call's error. Use it as
+// `defer r.guard(&code)`.
+func (r *runtime) guard(code *int32) {
+	p := recover()
+	if p == nil {
+		return
+	}
+	msg := fmt.Sprint(p)
+	if err, ok := p.(error); ok {
+		msg = err.Error()
+	}
+	stack := runtimedebug.Stack()
+	if len(stack) > 4096 {
+		stack = stack[:4096]
+	}
+	*code = r.fail(fmt.Errorf("panic: %s\n%s", msg, stack))
+}
+
+func (r *runtime) kindError(export string, wantBolt bool) error {
+	want, have, register := "spout", "bolt", "RegisterSpout"
+	if wantBolt {
+		want, have, register = "bolt", "spout", "RegisterBolt"
+	}
+	if r.spout == nil && r.bolt == nil {
+		return fmt.Errorf("%s: no component registered (call ardea.%s from an init function)", export, register)
+	}
+	return fmt.Errorf("%s is a %s export, but this module registers a %s", export, want, have)
+}
+
+// setup decodes the context blob (open/prepare).
+func (r *runtime) setup(n int32) error {
+	src, err := r.input(n)
+	if err != nil {
+		return err
+	}
+	c, err := tuple.DecodeContext(src)
+	if err != nil {
+		return err
+	}
+	ctx, err := newContext(r, c)
+	if err != nil {
+		return err
+	}
+	r.ctx = ctx
+	r.ready, r.done = false, false
+	r.state.discard()
+	return nil
+}
+
+func (r *runtime) open(n int32) (code int32) {
+	defer r.guard(&code)
+	r.begin("Open", false)
+	if r.spout == nil {
+		return r.fail(r.kindError("ardea_open", false))
+	}
+	if err := r.setup(n); err != nil {
+		return r.fail(err)
+	}
+	r.canEmit = true
+	if err := r.spout.Open(r.ctx); err != nil {
+		return r.fail(err)
+	}
+	r.ready = true
+	return r.end(0)
+}
+
+func (r *runtime) prepare(n int32) (code int32) {
+	defer r.guard(&code)
+	r.begin("Prepare", false)
+	if r.bolt == nil {
+		return r.fail(r.kindError("ardea_prepare", true))
+	}
+	if err := r.setup(n); err != nil {
+		return r.fail(err)
+	}
+	r.canEmit = true
+	if err := r.bolt.Prepare(r.ctx); err != nil {
+		return r.fail(err)
+	}
+	r.ready = true
+	return r.end(0)
+}
+
+// check verifies that a lifecycle export fits the registered component.
+func (r *runtime) check(export string, bolt bool) error {
+	if (bolt && r.bolt == nil) || (!bolt && r.spout == nil) {
+		return r.kindError(export, bolt)
+	}
+	if !r.ready {
+		first := "ardea_open"
+		if bolt {
+			first = "ardea_prepare"
+		}
+		return fmt.Errorf("%s called before a successful %s", export, first)
+	}
+	return nil
+}
+
+func (r *runtime) next(max int32) (code int32) {
+	defer r.guard(&code)
+	r.begin("Next", true)
+	if err := r.check("ardea_next", false); err != nil {
+		return r.fail(err)
+	}
+	if r.done {
+		return r.end(int32(Done))
+	}
+	r.sc.max, r.sc.emitted = int(max), 0
+	for {
+		before := r.sc.emitted
+		st, err := r.spout.Next(&r.sc)
+		if err != nil {
+			return r.fail(err)
+		}
+		switch st {
+		case More:
+			if r.sc.emitted == before || r.sc.emitted >= r.sc.max || r.emitErr != nil {
+				return r.end(int32(More))
+			}
+		case Idle:
+			return r.end(int32(Idle))
+		case Done:
+			r.done = true
+			return r.end(int32(Done))
+		default:
+			return r.fail(fmt.Errorf("unknown status %d", st))
+		}
+	}
+}
+
+// ackFailIDs delivers a spout's "u32 count, u64 msgid*" payload.
+func (r *runtime) ackFailIDs(n int32, fail bool) (code int32) {
+	defer r.guard(&code)
+	call, export := "Ack", "ardea_ack"
+	if fail {
+		call, export = "Fail", "ardea_fail"
+	}
+	r.begin(call, true)
+	if err := r.check(export, false); err != nil {
+		return r.fail(err)
+	}
+	src, err := r.input(n)
+	if err != nil {
+		return r.fail(err)
+	}
+	if len(src) < 4 || uint64(len(src)-4) != 8*uint64(binary.LittleEndian.Uint32(src)) {
+		return r.fail(fmt.Errorf("malformed message id list (%d bytes)", len(src)))
+	}
+	r.sc.max, r.sc.emitted = 0, 0
+	for i := 4; i < len(src); i += 8 {
+		id := binary.LittleEndian.Uint64(src[i:])
+		if fail {
+			r.spout.Fail(id)
+		} else {
+			r.spout.Ack(id)
+		}
+	}
+	return r.end(0)
+}
+
+func (r *runtime) activate(on bool) (code int32) {
+	defer r.guard(&code)
+	call, export := "Deactivate", "ardea_deactivate"
+	if on {
+		call, export = "Activate", "ardea_activate"
+	}
+	r.begin(call, false)
+	if err := r.check(export, false); err != nil {
+		return r.fail(err)
+	}
+	if on {
+		r.spout.Activate()
+	} else {
+		r.spout.Deactivate()
+	}
+	return r.end(0)
+}
+
+func (r *runtime) execute(n int32) (code int32) {
+	defer r.guard(&code)
+	r.begin("Execute", true)
+	if err := r.check("ardea_execute", true); err != nil {
+		return r.fail(err)
+	}
+	src, err := r.input(n)
+	if err != nil {
+		return r.fail(err)
+	}
+	br, err := tuple.NewBatchReader(src)
+	if err != nil {
+		return r.fail(err)
+	}
+	for i := 0; ; i++ {
+		rec, ok, err := br.Next()
+		if err != nil {
+			return r.fail(err)
+		}
+		if !ok {
+			break
+		}
+		if int(rec.Input) >= len(r.ctx.inputs) {
+			return r.fail(fmt.Errorf("batch record %d: input index %d, but the context declares %d inputs", i, rec.Input, len(r.ctx.inputs)))
+		}
+		r.offs, err = scanValues(r.offs[:0], rec.Values)
+		if err != nil {
+			in := &r.ctx.inputs[rec.Input]
+			return r.fail(fmt.Errorf("batch record %d from %s/%s task %d: %w", i, in.Component, in.Stream, rec.SourceTask, err))
+		}
+		t := Tuple{in: &r.ctx.inputs[rec.Input], raw: rec.Values, offs: r.offs, id: rec.TupleID, src: rec.SourceTask, idx: rec.Input}
+		if err := r.bolt.Execute(t, &r.bc); err != nil {
+			return r.fail(tupleError{t, err})
+		}
+	}
+	return r.end(0)
+}
+
+// tupleError names the tuple whose Execute failed.
+type tupleError struct {
+	t   Tuple
+	err error
+}
+
+func (e tupleError) Error() string {
+	return fmt.Sprintf("tuple %d from %s/%s task %d: %v", e.t.id, e.t.Component(), e.t.Stream(), e.t.src, e.err)
+}
+
+func (e tupleError) Unwrap() error { return e.err }
+
+func (r *runtime) tick() (code int32) {
+	defer r.guard(&code)
+	r.begin("Tick", true)
+	if err := r.check("ardea_tick", true); err != nil {
+		return r.fail(err)
+	}
+	if err := r.bolt.Tick(&r.bc); err != nil {
+		return r.fail(err)
+	}
+	return r.end(0)
+}
+
+func (r *runtime) finish() (code int32) {
+	defer r.guard(&code)
+	r.begin("Finish", true)
+	if err := r.check("ardea_finish", true); err != nil {
+		return r.fail(err)
+	}
+	if err := r.bolt.Finish(&r.bc); err != nil {
+		return r.fail(err)
+	}
+	return r.end(0)
+}
+
+func (r *runtime) close() (code int32) {
+	defer r.guard(&code)
+	r.begin("Close", false)
+	var err error
+	switch {
+	case r.spout != nil:
+		err = r.spout.Close()
+	case r.bolt != nil:
+		err = r.bolt.Close()
+	default:
+		err = errors.New("ardea_close: no component registered")
+	}
+	if err != nil {
+		return r.fail(err)
+	}
+	r.ready = false
+	return r.end(0)
+}

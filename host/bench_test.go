@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/ardea-dev/ardea/internal/component"
-	"github.com/ardea-dev/ardea/internal/tuple"
 )
 
 // deadlineModes runs a benchmark with wazero's WithCloseOnContextDone on
@@ -97,11 +96,11 @@ func BenchmarkDeadlineCost(b *testing.B) {
 		b.Run(m.name, func(b *testing.B) {
 			bolt := preparedBolt(b, benchRuntime(b, m.noTermination), "misbehave",
 				map[string]string{"mode": "spin", "spin.iters": fmt.Sprint(iters)})
-			batch := batchOf(1, "x")
+			batch, out := batchOf(1, "x"), &discard{}
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				if err := bolt.Execute(batch, &discard{}); err != nil {
+				if err := bolt.Execute(batch, out); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -110,7 +109,8 @@ func BenchmarkDeadlineCost(b *testing.B) {
 	}
 }
 
-// TestExecuteAllocations pins the allocation behaviour measured by the
+// TestExecuteAllocations (not parallel: AllocsPerRun counts every
+// goroutine's allocations) pins the allocation behaviour measured by the
 // benchmarks: the host's own path allocates nothing per call; wazero's
 // WithCloseOnContextDone costs a fixed number per call (its watcher
 // goroutine), independent of the batch size.
@@ -138,7 +138,6 @@ func TestExecuteAllocations(t *testing.T) {
 		}
 		t.Logf("%s: %v allocs per 1024-tuple Execute", m.name, allocs)
 	}
-	_ = tuple.NoTask
 }
 
 // wazeroCallAllocs is what wazero v1.12 allocates per call with

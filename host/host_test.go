@@ -24,6 +24,7 @@ func int64Value(n int64) []byte {
 }
 
 func TestBoltLifecycle(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	rt := newRuntime(t, Config{})
 	b, err := compile(t, rt, "echo").NewBolt(ctx, instanceConfig("echo"))
@@ -108,6 +109,7 @@ func TestBoltLifecycle(t *testing.T) {
 }
 
 func TestSpoutLifecycle(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	rt := newRuntime(t, Config{})
 	s, err := compile(t, rt, "counter").NewSpout(ctx, instanceConfig("counter"))
@@ -180,6 +182,7 @@ func TestSpoutLifecycle(t *testing.T) {
 // TestRestartKeepsState: a new instance with the same MemoryState sees
 // what the previous one stored.
 func TestRestartKeepsState(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	rt := newRuntime(t, Config{})
 	mod := compile(t, rt, "echo")
@@ -214,6 +217,7 @@ func TestRestartKeepsState(t *testing.T) {
 }
 
 func TestGuestOutputReachesSlog(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	var logs logBuffer
 	rt := newRuntime(t, Config{Logger: logs.logger()})
@@ -257,6 +261,7 @@ func TestGuestOutputReachesSlog(t *testing.T) {
 // TestCompileCachedByContent: the same bytes under another name share the
 // compiled code but keep their own name for errors.
 func TestCompileCachedByContent(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	rt := newRuntime(t, Config{})
 	a := compile(t, rt, "echo")

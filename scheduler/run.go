@@ -303,10 +303,7 @@ type Builder struct {
 
 // Resolve returns the .wasm path of a non-builtin component.
 func (b *Builder) Resolve(ctx context.Context, t *ardea.Topology, c *ardea.Component, outDir string) (string, error) {
-	path := c.Module
-	if !filepath.IsAbs(path) && t.Dir != "" {
-		path = filepath.Join(t.Dir, path)
-	}
+	path := t.ResolvedModule(c)
 	st, err := os.Stat(path)
 	if err != nil {
 		return "", fmt.Errorf("component %s: module %s: %w", c.Name, path, err)

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"runtime/pprof"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -38,6 +39,7 @@ type globalFlags struct {
 	logLevel  string
 	logFormat string
 	cacheDir  string
+	cpuProf   string
 }
 
 func newRoot() *cobra.Command {
@@ -59,6 +61,26 @@ Start with:
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
 	root.PersistentFlags().StringVar(&g.logFormat, "log-format", "text", "log format: text or json")
 	root.PersistentFlags().StringVar(&g.cacheDir, "cache-dir", "", "where built modules and compiled code are cached (default: user cache dir/ardea)")
+	root.PersistentFlags().StringVar(&g.cpuProf, "cpuprofile", "", "write a CPU profile of the command to this file")
+	_ = root.PersistentFlags().MarkHidden("cpuprofile")
+	var profFile *os.File
+	root.PersistentPreRunE = func(*cobra.Command, []string) error {
+		if g.cpuProf == "" {
+			return nil
+		}
+		f, err := os.Create(g.cpuProf)
+		if err != nil {
+			return err
+		}
+		profFile = f
+		return pprof.StartCPUProfile(f)
+	}
+	root.PersistentPostRun = func(*cobra.Command, []string) {
+		if profFile != nil {
+			pprof.StopCPUProfile()
+			profFile.Close()
+		}
+	}
 	root.AddCommand(newRunCmd(g), newBuildCmd(g), newBenchCmd(g), newVersionCmd())
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
 	return root

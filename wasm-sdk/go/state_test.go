@@ -153,8 +153,10 @@ func TestStateLargeValuesAndScan(t *testing.T) {
 	if v, ok := x.h.state["q"]; !ok || len(v) != 0 {
 		t.Errorf("empty value not stored: %v %v", v, ok)
 	}
-	if x.h.gets != 1 || x.h.writes != 1 {
-		t.Errorf("%d gets, %d writes (the scan flushed everything)", x.h.gets, x.h.writes)
+	// "big" needs two state_get calls (the first finds the buffer too
+	// small); the scan's flush is the call's only state_write.
+	if x.h.gets != 2 || x.h.writes != 1 {
+		t.Errorf("%d gets, %d writes", x.h.gets, x.h.writes)
 	}
 }
 

@@ -116,8 +116,8 @@ func openCall(kind string) string {
 }
 
 // instance is one wazero module instance running one task. Its methods are
-// called by the task's goroutine only; the watchdog touches just callStart,
-// callName and cancel.
+// called by the task's goroutine only; the watchdog touches just callStart
+// and cancel.
 type instance struct {
 	rt       *Runtime
 	module   *Module
@@ -136,7 +136,6 @@ type instance struct {
 	stack  []uint64
 
 	callStart atomic.Int64 // rt.now() at call start; 0 idle; -1 timed out
-	callName  atomic.Int32
 
 	// current call
 	cur     callID
@@ -162,7 +161,9 @@ type instance struct {
 	stdout, stderr *lineWriter
 }
 
-// NewSpout instantiates the module as a spout task.
+// NewSpout instantiates the module as a spout task. ctx bounds compiling
+// and instantiating only; the instance's calls run under its own context
+// (cancelled by the watchdog at a deadline) until Close.
 func (m *Module) NewSpout(ctx context.Context, ic InstanceConfig) (component.Spout, error) {
 	in, err := m.newInstance(ctx, kindSpout, ic)
 	if err != nil {
@@ -243,7 +244,7 @@ func (m *Module) newInstance(ctx context.Context, kind string, ic InstanceConfig
 		if wm != nil {
 			in.wm = wm
 		}
-		return nil, in.fail(callInit, err, timedOut)
+		return nil, fmt.Errorf("host: instantiate %s: %w", m.name, in.fail(callInit, err, timedOut))
 	}
 	in.wm = wm
 	in.mem = wm.ExportedMemory("memory")
@@ -261,7 +262,7 @@ func (m *Module) newInstance(ctx context.Context, kind string, ic InstanceConfig
 	}
 	if err := m.checkKind(kind); err != nil {
 		in.shutdown()
-		return nil, fmt.Errorf("%s: %w", label, err)
+		return nil, fmt.Errorf("host: %s: %w", label, err)
 	}
 	return in, nil
 }
@@ -272,7 +273,6 @@ func (in *instance) begin(id callID) {
 	in.errText = in.errText[:0]
 	in.fault = nil
 	in.stderr.begin()
-	in.callName.Store(int32(id))
 	in.callStart.Store(in.rt.now())
 }
 

@@ -109,7 +109,7 @@ func (c *compiled) forEngine(ctx context.Context, name string, k engineKey, e *e
 	}
 	cm, err := e.r.CompileModule(ctx, c.wasm)
 	if err != nil {
-		return nil, fmt.Errorf("host: compile %s for a memory limit of %d pages: %w", name, k.pages, err)
+		return nil, fmt.Errorf("compile %s for a memory limit of %d pages: %w", name, k.pages, err)
 	}
 	c.byEngine[k] = cm
 	return cm, nil
@@ -191,10 +191,10 @@ func (m *Module) checkKind(kind string) error {
 		if len(missing) > 1 {
 			s = "exports"
 		}
-		return fmt.Errorf("host: %s cannot run as a %s: missing %s %s", m.name, kind, s, strings.Join(missing, ", "))
+		return fmt.Errorf("%s cannot run as a %s: missing %s %s", m.name, kind, s, strings.Join(missing, ", "))
 	}
 	if len(wrong) > 0 {
-		return fmt.Errorf("host: %s cannot run as a %s: %s", m.name, kind, strings.Join(wrong, "; "))
+		return fmt.Errorf("%s cannot run as a %s: %s", m.name, kind, strings.Join(wrong, "; "))
 	}
 	return nil
 }

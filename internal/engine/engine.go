@@ -98,8 +98,10 @@ func Run(ctx context.Context, tasks []*Task, log *slog.Logger) error {
 				err = runBolt(ctx, t)
 			}
 			if err != nil && ctx.Err() == nil {
+				// The first error is returned (and reported once by the
+				// caller); later ones are usually consequences.
 				once.Do(func() { first = err })
-				log.Error("task failed", "component", t.Component, "task", t.ID, "err", err)
+				log.Debug("task failed", "component", t.Component, "task", t.ID, "err", err)
 				cancel(err)
 			}
 		}()

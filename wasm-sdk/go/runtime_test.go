@@ -471,3 +471,61 @@ func TestExecuteAllocations(t *testing.T) {
 		t.Errorf("%v allocations per batch, want 0", allocs)
 	}
 }
+
+// BenchmarkExecute measures the dispatcher with split- and count-like
+// bolts over 100-line batches (no host: the fake keeps no bytes).
+func BenchmarkExecute(b *testing.B) {
+	line := "the quick brown fox jumps over the lazy dog and keeps on running"
+	var recs [][]tuple.Value
+	for range 100 {
+		recs = append(recs, []tuple.Value{tuple.Str(line)})
+	}
+	batch := batchOf(recs...)
+	split := func(tp Tuple, c *BoltCollector) error {
+		rest := tp.BytesView(0)
+		for len(rest) > 0 {
+			i := bytes.IndexByte(rest, ' ')
+			if i < 0 {
+				i = len(rest)
+			}
+			c.EmitAnchored(tp, Text(rest[:i]))
+			rest = rest[min(i+1, len(rest)):]
+		}
+		c.Ack(tp)
+		return nil
+	}
+	count := func(tp Tuple, c *BoltCollector) error {
+		key := StateKey(tp, "word")
+		c.EmitAnchored(tp, key, c.r.state.AddInt(key, 1))
+		c.Ack(tp)
+		return nil
+	}
+	var words [][]tuple.Value
+	for _, w := range strings.Fields(line) {
+		words = append(words, []tuple.Value{tuple.Str(w)})
+	}
+	for _, bc := range []struct {
+		name  string
+		exec  func(Tuple, *BoltCollector) error
+		batch []byte
+		out   []string
+	}{
+		{"split", split, batch, []string{"word"}},
+		{"count", count, batchOf(words...), []string{"word", "count"}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			x := newHarness(b, nil, &funcBolt{exec: bc.exec})
+			x.prepare(wordContext(bc.out...))
+			x.h.noRecord = true
+			n := x.put(bc.batch)
+			b.ReportAllocs()
+			for b.Loop() {
+				x.h.emits = x.h.emits[:0]
+				x.h.writeOps = x.h.writeOps[:0]
+				if x.r.execute(n) != 0 {
+					b.Fatal(x.h.errors)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,238 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// ardeaBin is the CLI built once for the process-level tests.
+var ardeaBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "ardea-cli-test")
+	if err != nil {
+		panic(err)
+	}
+	ardeaBin = filepath.Join(dir, "ardea")
+	cmd := exec.Command("go", "build", "-o", ardeaBin, ".")
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err != nil {
+		panic(fmt.Sprintf("building ardea: %v", err))
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func repoPath(rel string) string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", rel)
+}
+
+// runArdea runs the binary and returns its exit code, stdout and stderr.
+func runArdea(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	cmd := exec.Command(ardeaBin, append([]string{"--cache-dir", cacheDir(t)}, args...)...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return code, out.String(), errb.String()
+}
+
+var sharedCache string
+
+func cacheDir(t *testing.T) string {
+	if sharedCache == "" {
+		d, err := os.MkdirTemp("", "ardea-cli-cache")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sharedCache = d
+	}
+	return sharedCache
+}
+
+// misbehaveTopology writes a topology: a file spout feeding one bolt whose
+// module and config are given.
+func misbehaveTopology(t *testing.T, module string, cfg map[string]string, extra string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "in.txt"), []byte("a b c\nd e f\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var c strings.Builder
+	for k, v := range cfg {
+		fmt.Fprintf(&c, "      %s: %q\n", k, v)
+	}
+	yaml := fmt.Sprintf(`name: bad
+%s
+spouts:
+  - name: lines
+    module: builtin:file
+    config: {path: in.txt}
+bolts:
+  - name: victim
+    module: %s
+    parallelism: 2
+    config:
+      placeholder: "x"
+%s    inputs: [{from: lines}]
+    outputs: {default: [word]}
+`, extra, module, c.String())
+	path := filepath.Join(dir, "topology.yaml")
+	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func fixture(name string) string { return repoPath("host/testdata/" + name + ".wasm") }
+
+func TestRunBadInput(t *testing.T) {
+	garbage := filepath.Join(t.TempDir(), "garbage.wasm")
+	if err := os.WriteFile(garbage, []byte("this is not wasm"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	invalidYAML := filepath.Join(t.TempDir(), "broken.yaml")
+	if err := os.WriteFile(invalidYAML, []byte("name: x\nspouts: [\n  - {name: a"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	missingField := filepath.Join(t.TempDir(), "fields.yaml")
+	if err := os.WriteFile(missingField, []byte(`name: fields
+spouts:
+  - name: lines
+    module: builtin:generator
+bolts:
+  - name: count
+    module: builtin:file
+    config: {path: out.tsv}
+    inputs: [{from: lines, grouping: fields, fields: [word]}]
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"invalid yaml", []string{"run", invalidYAML}, []string{"broken.yaml"}},
+		{"fields grouping on missing field", []string{"run", missingField}, []string{"fields.yaml", "count", "word", "line"}},
+		{"not a wasm file", []string{"run", misbehaveTopology(t, garbage, nil, "")}, []string{"victim", "garbage.wasm"}},
+		{"missing exports", []string{"run", misbehaveTopology(t, fixture("noexports"), nil, "")}, []string{"victim", "noexports.wasm", "ardea_"}},
+		{"abi version mismatch", []string{"run", misbehaveTopology(t, fixture("abiv2"), nil, "")}, []string{"victim", "ABI version mismatch"}},
+		{"forbidden import", []string{"run", misbehaveTopology(t, fixture("evilimport"), nil, "")}, []string{"victim", "evilimport.wasm", "env.evil"}},
+		{"trap", []string{"run", misbehaveTopology(t, fixture("misbehave"), map[string]string{"mode": "oob"}, "")}, []string{"component victim task", "wasm stack trace"}},
+		{"go panic", []string{"run", misbehaveTopology(t, fixture("misbehave"), map[string]string{"mode": "panic"}, "")}, []string{"component victim task"}},
+		{"infinite loop", []string{"run", misbehaveTopology(t, fixture("misbehave"), map[string]string{"mode": "loop"},
+			"config: {topology.wasm.call.timeout: 300ms}")}, []string{"component victim task", "deadline"}},
+		{"memory bomb", []string{"run", misbehaveTopology(t, fixture("misbehave"), map[string]string{"mode": "bomb", "wasm.memory.pages": "400"}, "")},
+			[]string{"component victim task", "memory"}},
+		{"oversized tuple", []string{"run", misbehaveTopology(t, fixture("misbehave"), map[string]string{"mode": "oversized"}, "")},
+			[]string{"component victim task", `stream "default"`, "exceeds the limit"}},
+		{"too many fields", []string{"run", misbehaveTopology(t, fixture("misbehave"), map[string]string{"mode": "fields"}, "")},
+			[]string{"component victim task", `stream "default"`, "3 fields"}},
+		{"bad --set", []string{"run", misbehaveTopology(t, fixture("echo"), nil, ""), "--set", "nosuch.parallelism=2"}, []string{"nosuch"}},
+		{"bad parallelism", []string{"run", misbehaveTopology(t, fixture("echo"), nil, ""), "--set", "victim.parallelism=0"}, []string{"victim", "parallelism"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, stderr := runArdea(t, append(tc.args, "--quiet")...)
+			if code == 0 {
+				t.Fatalf("exit code 0, want non-zero; stderr:\n%s", stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr does not mention %q:\n%s", w, stderr)
+				}
+			}
+			// A crash of ardea itself prints a raw Go trace; the guest's own
+			// runtime traces arrive as slog lines (stream=stderr) instead.
+			for _, l := range strings.Split(stderr, "\n") {
+				if strings.HasPrefix(l, "goroutine ") || strings.HasPrefix(l, "panic: ") {
+					t.Errorf("ardea itself crashed:\n%s", stderr)
+					break
+				}
+			}
+		})
+	}
+}
+
+func TestRunWordCountDemo(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "counts.tsv")
+	code, _, stderr := runArdea(t, "run", repoPath("examples/wordcount/topology.yaml"), "--set", "out.path="+out, "--containers", "2")
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, stderr)
+	}
+	if !strings.Contains(stderr, "input exhausted") {
+		t.Errorf("summary missing:\n%s", stderr)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(data, []byte("heron\t")) {
+		t.Errorf("counts lack the word heron:\n%s", data)
+	}
+}
+
+func TestRunEndlessWithDuration(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "counts.tsv")
+	code, _, stderr := runArdea(t, "run", repoPath("examples/wordcount/topology-endless.yaml"),
+		"--set", "out.path="+out, "--set", "lines.rate=200", "--duration", "1500ms")
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, stderr)
+	}
+	if !strings.Contains(stderr, "stopped after") {
+		t.Errorf("summary missing:\n%s", stderr)
+	}
+	if st, err := os.Stat(out); err != nil || st.Size() == 0 {
+		t.Errorf("no counts written: %v", err)
+	}
+}
+
+func TestVersionAndHelp(t *testing.T) {
+	code, out, _ := runArdea(t, "version")
+	if code != 0 || !strings.Contains(out, "abi v1") {
+		t.Fatalf("version: exit %d, %q", code, out)
+	}
+	code, out, _ = runArdea(t, "run", "--help")
+	if code != 0 || !strings.Contains(out, "--containers") || !strings.Contains(out, "--set") {
+		t.Fatalf("run --help: exit %d, %q", code, out)
+	}
+	code, _, _ = runArdea(t, "run")
+	if code != 2 {
+		t.Fatalf("run without a topology: exit %d, want 2 (usage)", code)
+	}
+}
+
+func TestBuildCommand(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "split.wasm")
+	code, stdout, stderr := runArdea(t, "build", repoPath("examples/wordcount/split"), "-o", out)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stdout, out) {
+		t.Errorf("stdout %q does not name the output", stdout)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil || !bytes.HasPrefix(data, []byte("\x00asm")) {
+		t.Fatalf("output is not wasm: %v", err)
+	}
+	code, _, stderr = runArdea(t, "build", t.TempDir())
+	if code == 0 || !strings.Contains(stderr, "no Go files") {
+		t.Fatalf("empty dir: exit %d: %s", code, stderr)
+	}
+}

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/tuple"
@@ -59,18 +58,6 @@ func compile(tb testing.TB, rt *Runtime, name string) *Module {
 		tb.Fatal(err)
 	}
 	return m
-}
-
-// waitFor polls cond until it holds (no sleeps in tests).
-func waitFor(t *testing.T, cond func() bool, what string) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
 }
 
 // emitted is one recorded emit with copied, decoded values.

@@ -81,19 +81,38 @@ func TestBoltLifecycle(t *testing.T) {
 	if _, ok := st.Get([]byte("k:b")); ok {
 		t.Fatal("k:b still in state after -b")
 	}
-	// Finish scans k: (state_scan), emits the counts and replaces them by
-	// "finished" (state_write).
+	// A stored value larger than the guest's 16-byte read buffer: the guest
+	// calls state_get again with a bigger one (the counter then restarts,
+	// as the value is not 8 bytes).
+	st.Put([]byte("k:z"), make([]byte, 40))
+	if err := b.Execute(batchOf(200, "z", "c", "d", "e", "f", "g", "h"), &rec); err != nil {
+		t.Fatal(err)
+	}
+	if got := rec.take(); len(got) != 14 || !reflect.DeepEqual(got[1].Values, strInt("z", 1)) {
+		t.Fatalf("emits after oversized value: %+v", got)
+	}
+	// Finish scans k: (state_scan; the result outgrows the guest's first
+	// buffer, so it asks twice), emits the counts in key order and replaces
+	// them by "finished" (state_write).
 	if err := b.Finish(&rec); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := rec.take(), []emitted{{Stream: 1, Direct: tuple.NoTask, Values: strInt("a", 2)}}; !reflect.DeepEqual(got, want) {
+	want = nil
+	for _, w := range []string{"a", "c", "d", "e", "f", "g", "h", "z"} {
+		n := int64(1)
+		if w == "a" {
+			n = 2
+		}
+		want = append(want, emitted{Stream: 1, Direct: tuple.NoTask, Values: strInt(w, n)})
+	}
+	if got := rec.take(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("finish emits:\n got %+v\nwant %+v", got, want)
 	}
 	if got, want := st.Keys(), []string{"batches", "finished"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("state keys after finish = %q, want %q", got, want)
 	}
-	if v, _ := st.Get([]byte("batches")); !reflect.DeepEqual(v, int64Value(2)) {
-		t.Fatalf("batches = %v, want 2", v)
+	if v, _ := st.Get([]byte("batches")); !reflect.DeepEqual(v, int64Value(3)) {
+		t.Fatalf("batches = %v, want 3", v)
 	}
 	if err := b.Close(); err != nil {
 		t.Fatal(err)

@@ -50,6 +50,13 @@ type Result struct {
 	Metrics  *metrics.Registry
 	Elapsed  time.Duration
 	Finished bool // every task finished its finite input
+	// MaxHeldBytes is, per bolt task, the high-water mark of input bytes its
+	// inbox held (queued or being executed): the memory bound flow control
+	// keeps.
+	MaxHeldBytes map[uint32]int64
+	// SlowConsumerEvents counts NATS slow-consumer drops (always 0 unless
+	// flow control is broken).
+	SlowConsumerEvents int64
 }
 
 // Prepare applies built-in outputs and validates the topology against the
@@ -131,6 +138,7 @@ func Run(ctx context.Context, o RunOptions) (*Result, error) {
 		}
 	}()
 	var tasks []*engine.Task
+	var sms []*bus.StreamManager
 	var closers []func()
 	defer func() {
 		for i := len(closers) - 1; i >= 0; i-- {
@@ -155,6 +163,7 @@ func Run(ctx context.Context, o RunOptions) (*Result, error) {
 			return nil, fmt.Errorf("container %d: %w", cn, err)
 		}
 		closers = append(closers, func() { sm.Close() })
+		sms = append(sms, sm)
 		for _, id := range ContainerTasks(p, cn) {
 			task, err := newTask(ctx, t, p, id, sm, rt, modules[p.Components[p.Tasks[id].Component].Name], o.Metrics, log)
 			if err != nil {
@@ -171,7 +180,16 @@ func Run(ctx context.Context, o RunOptions) (*Result, error) {
 	}
 	start := time.Now()
 	err = engine.Run(runCtx, tasks, log)
-	res := &Result{Plan: p, Metrics: o.Metrics, Elapsed: time.Since(start), Finished: err == nil && runCtx.Err() == nil}
+	res := &Result{Plan: p, Metrics: o.Metrics, Elapsed: time.Since(start), Finished: err == nil && runCtx.Err() == nil,
+		MaxHeldBytes: map[uint32]int64{}}
+	for _, sm := range sms {
+		res.SlowConsumerEvents += sm.SlowConsumerEvents()
+		for _, id := range sm.LocalTasks() {
+			if p.Components[p.Tasks[id].Component].Kind == string(ardea.Bolt) {
+				res.MaxHeldBytes[id] = sm.Inbox(id).Stats().MaxHeldBytes
+			}
+		}
+	}
 	return res, err
 }
 

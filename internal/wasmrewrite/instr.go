@@ -122,18 +122,18 @@ func unknownOp(format string, args ...any) error {
 	return fmt.Errorf("unknown opcode "+format, args...)
 }
 
-// skipLocals returns the offset in body just past the local declarations:
+// skipLocals returns the offset just past the local declarations at b[p:]:
 // vec(count valtype).
-func skipLocals(body []byte) (int, error) {
-	n, p, err := readU32(body, 0)
+func skipLocals(b []byte, p int) (int, error) {
+	n, p, err := readU32(b, p)
 	if err != nil {
 		return p, err
 	}
 	for ; n > 0; n-- {
-		if p, err = skipLEB(body, p); err != nil {
+		if p, err = skipLEB(b, p); err != nil {
 			return p, err
 		}
-		if p, err = skipValType(body, p); err != nil {
+		if p, err = skipValType(b, p); err != nil {
 			return p, err
 		}
 	}

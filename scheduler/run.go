@@ -246,17 +246,17 @@ func newTask(ctx context.Context, t *ardea.Topology, p *plan.Plan, id uint32, sm
 		ID: id, Component: pc.Name, Index: pt.Index, Context: cctx,
 		Outbox: sm.Outbox(id), Metrics: m,
 	}
-	if v, ok := settingOf(t, tc, "topology.tick.tuple.freq.ms"); ok {
+	if v, where, ok := settingOf(t, tc, "topology.tick.tuple.freq.ms"); ok && tc.Kind == ardea.Bolt {
 		ms, err := strconv.Atoi(v)
 		if err != nil || ms < 1 {
-			return nil, fmt.Errorf("component %s: topology.tick.tuple.freq.ms %q: want a positive integer", pc.Name, v)
+			return nil, fmt.Errorf("%s: topology.tick.tuple.freq.ms %q: want a positive integer (milliseconds)", where, v)
 		}
 		task.TickEvery = time.Duration(ms) * time.Millisecond
 	}
-	if v, ok := settingOf(t, tc, "topology.spout.batch"); ok {
+	if v, where, ok := settingOf(t, tc, "topology.spout.batch"); ok && tc.Kind == ardea.Spout {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
-			return nil, fmt.Errorf("component %s: topology.spout.batch %q: want a positive integer", pc.Name, v)
+			return nil, fmt.Errorf("%s: topology.spout.batch %q: want a positive integer", where, v)
 		}
 		task.SpoutBatch = n
 	}
@@ -295,13 +295,14 @@ func newTask(ctx context.Context, t *ardea.Topology, p *plan.Plan, id uint32, sm
 	return task, nil
 }
 
-// settingOf reads a setting from the component's config, then the topology's.
-func settingOf(t *ardea.Topology, c *ardea.Component, key string) (string, bool) {
+// settingOf reads a setting from the component's config, then the
+// topology's, and says where it came from for error messages.
+func settingOf(t *ardea.Topology, c *ardea.Component, key string) (v, where string, ok bool) {
 	if v, ok := c.Config[key]; ok {
-		return v, true
+		return v, "component " + c.Name, true
 	}
-	v, ok := t.Config[key]
-	return v, ok
+	v, ok = t.Config[key]
+	return v, "topology " + t.Name, ok
 }
 
 // DefaultCacheDir is the user cache dir + /ardea (or a temp dir).

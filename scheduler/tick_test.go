@@ -1,0 +1,83 @@
+package scheduler
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/ardea-dev/ardea"
+	"github.com/ardea-dev/ardea/connectors"
+	"github.com/ardea-dev/ardea/internal/component"
+)
+
+// tickBolt counts ticks and cancels the run after the third, so the test
+// waits for behaviour, not for time.
+type tickBolt struct {
+	ticks  *atomic.Int64
+	cancel context.CancelFunc
+}
+
+func (b *tickBolt) Prepare(component.Context, component.Collector) error { return nil }
+func (b *tickBolt) Execute([]byte, component.Collector) error            { return nil }
+func (b *tickBolt) Tick(component.Collector) error {
+	if b.ticks.Add(1) == 3 {
+		b.cancel()
+	}
+	return nil
+}
+func (b *tickBolt) Finish(component.Collector) error { return nil }
+func (b *tickBolt) Close() error                     { return nil }
+
+var tickState struct {
+	ticks  atomic.Int64
+	cancel context.CancelFunc
+}
+
+func init() {
+	connectors.Register(connectors.Spec{Name: "test-tick", Kind: connectors.KindBolt, Summary: "test: counts ticks"},
+		connectors.BoltFactory(func(connectors.Config) (component.Bolt, error) {
+			return &tickBolt{ticks: &tickState.ticks, cancel: tickState.cancel}, nil
+		}))
+}
+
+// TestTicksReachIdleBolt: an idle bolt (its spout emits nothing for a long
+// time) still gets ticks at topology.tick.tuple.freq.ms.
+func TestTicksReachIdleBolt(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	tickState.cancel = cancel
+	b := ardea.NewBuilder("ticks")
+	b.Set("topology.tick.tuple.freq.ms", "20")
+	b.Spout("lines", "builtin:generator").Config("rate", "0.001")
+	b.Bolt("ticker", "builtin:test-tick").Shuffle("lines").NoOutputs()
+	tp, err := b.BuildWith(ardea.ValidateOptions{Builtins: connectors.Outputs, BuiltinConfig: connectors.ValidateConfig})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(ctx, RunOptions{Topology: tp, CacheDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Finished {
+		t.Fatal("an endless run cannot finish its input")
+	}
+	if n := tickState.ticks.Load(); n < 3 {
+		t.Fatalf("%d ticks, want at least 3", n)
+	}
+}
+
+func TestTickSettingValidated(t *testing.T) {
+	b := ardea.NewBuilder("ticks")
+	b.Set("topology.tick.tuple.freq.ms", "soon")
+	b.Spout("lines", "builtin:generator").Config("count", "1")
+	b.Bolt("out", "builtin:file").Config("path", t.TempDir()+"/x").Shuffle("lines")
+	tp, err := b.BuildWith(ardea.ValidateOptions{Builtins: connectors.Outputs, BuiltinConfig: connectors.ValidateConfig})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Run(context.Background(), RunOptions{Topology: tp, CacheDir: t.TempDir()})
+	if err == nil || !strings.Contains(err.Error(), "topology.tick.tuple.freq.ms") || !strings.Contains(err.Error(), "topology ticks") {
+		t.Fatalf("err = %v", err)
+	}
+}

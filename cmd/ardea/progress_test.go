@@ -1,0 +1,66 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ardea-dev/ardea/internal/metrics"
+)
+
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestProgressShowsRatesAndBackPressure(t *testing.T) {
+	reg := metrics.NewRegistry()
+	c := reg.Component("split")
+	var buf syncBuf
+	stop := startProgress(&buf, reg)
+	// Keep the counters moving until a redraw shows them.
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(buf.String(), "split") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no progress line after 30s: %q", buf.String())
+		}
+		c.Emitted.Add(1000)
+		c.BackPressNs.Add(1e6)
+		time.Sleep(10 * time.Millisecond) // feeding counters, not waiting for a result
+	}
+	stop()
+	out := buf.String()
+	for _, want := range []string{"component", "emitted/s", "backpress", "split"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("progress output lacks %q: %q", want, out)
+		}
+	}
+	if !strings.HasSuffix(out, "\x1b[J") {
+		t.Errorf("stop did not clear the table: %q", out[max(0, len(out)-20):])
+	}
+}
+
+func TestSummaryTable(t *testing.T) {
+	reg := metrics.NewRegistry()
+	reg.Component("count").Executed.Add(42)
+	reg.Component("count").Delivery.Observe(int64(2 * time.Millisecond))
+	var b bytes.Buffer
+	printSummary(&b, reg, time.Second)
+	if !strings.Contains(b.String(), "count") || !strings.Contains(b.String(), "42") {
+		t.Fatalf("summary: %q", b.String())
+	}
+}

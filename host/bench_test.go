@@ -14,7 +14,7 @@ import (
 var deadlineModes = []struct {
 	name          string
 	noTermination bool
-}{{"closeOnContextDone=on", false}, {"closeOnContextDone=off", true}}
+}{{"deadlines=on", false}, {"deadlines=off", true}}
 
 func benchRuntime(b *testing.B, noTermination bool) *Runtime {
 	rt := newRuntime(b, Config{})

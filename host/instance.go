@@ -1,6 +1,8 @@
 package host
 
 import (
+	"github.com/ardea-dev/ardea/internal/wasmrewrite"
+
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -130,10 +132,13 @@ type instance struct {
 
 	ctx    context.Context // per instance, reused by every call
 	cancel context.CancelFunc
-	wm     api.Module
-	mem    api.Memory
-	fns    [numCalls]api.Function
-	stack  []uint64
+	// interrupt is the instrumented module's ardea_interrupt global; the
+	// watchdog sets it to stop a call that overran its deadline.
+	interrupt api.MutableGlobal
+	wm        api.Module
+	mem       api.Memory
+	fns       [numCalls]api.Function
+	stack     []uint64
 
 	callStart atomic.Int64 // rt.now() at call start; 0 idle; -1 timed out
 
@@ -232,7 +237,7 @@ func (m *Module) newInstance(ctx context.Context, kind string, ic InstanceConfig
 	// stdout/stderr only.
 	mc := wazero.NewModuleConfig().
 		WithName(fmt.Sprintf("%s/%s/%d#%d", ic.Topology, ic.Component, ic.TaskID, seq)).
-		WithStartFunctions("_initialize").
+		WithStartFunctions(). // _initialize is called below, under the deadline
 		WithStdout(in.stdout).
 		WithStderr(in.stderr).
 		WithSysWalltime().WithSysNanotime().WithSysNanosleep().
@@ -248,6 +253,17 @@ func (m *Module) newInstance(ctx context.Context, kind string, ic InstanceConfig
 	}
 	in.wm = wm
 	in.mem = wm.ExportedMemory("memory")
+	if g, ok := wm.ExportedGlobal(wasmrewrite.InterruptGlobal).(api.MutableGlobal); ok {
+		in.interrupt = g
+	}
+	if init := wm.ExportedFunction("_initialize"); init != nil {
+		in.begin(callInit)
+		err := init.CallWithStack(in.ctx, in.stack)
+		timedOut := in.callStart.Swap(0) == -1
+		if err != nil || timedOut || in.fault != nil {
+			return nil, fmt.Errorf("host: instantiate %s: %w", m.name, in.fail(callInit, err, timedOut))
+		}
+	}
 	for id := callABIVersion; id < numCalls; id++ {
 		in.fns[id] = wm.ExportedFunction(callNames[id]) // nil if absent
 	}
@@ -306,7 +322,11 @@ func (in *instance) call(id callID, arg uint64, out component.Collector) (int32,
 func (in *instance) checkDeadline(now int64) {
 	start := in.callStart.Load()
 	if start > 0 && now-start > int64(in.timeout) && in.callStart.CompareAndSwap(start, -1) {
-		in.cancel() // wazero closes the module at its next loop or call boundary
+		if in.interrupt != nil {
+			in.interrupt.Set(1) // the guest traps at its next loop iteration
+		} else {
+			in.cancel()
+		}
 	}
 }
 

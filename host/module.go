@@ -1,6 +1,8 @@
 package host
 
 import (
+	"github.com/ardea-dev/ardea/internal/wasmrewrite"
+
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -75,7 +77,16 @@ func (rt *Runtime) CompileBytes(ctx context.Context, name string, wasm []byte) (
 	if err != nil {
 		return nil, err
 	}
-	cm, err := e.r.CompileModule(ctx, wasm)
+	// Deadlines: instrument every loop with a check of an exported global
+	// the watchdog can set (see internal/wasmrewrite); this replaces
+	// wazero's far more expensive WithCloseOnContextDone.
+	code := wasm
+	if !rt.noTermination {
+		if code, err = wasmrewrite.InstrumentLoops(wasm); err != nil {
+			return nil, fmt.Errorf("host: %s: %w", name, err)
+		}
+	}
+	cm, err := e.r.CompileModule(ctx, code)
 	if err != nil {
 		return nil, fmt.Errorf("host: compile %s: %w", name, err)
 	}
@@ -85,7 +96,7 @@ func (rt *Runtime) CompileBytes(ctx context.Context, name string, wasm []byte) (
 	}
 	c = &compiled{
 		sha:      sha,
-		wasm:     slices.Clone(wasm),
+		wasm:     slices.Clone(code),
 		exports:  cm.ExportedFunctions(),
 		byEngine: map[engineKey]wazero.CompiledModule{k: cm},
 	}

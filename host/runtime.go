@@ -174,7 +174,7 @@ func (rt *Runtime) engine(ctx context.Context, k engineKey) (*engine, error) {
 	rc := wazero.NewRuntimeConfigCompiler().
 		WithCompilationCache(rt.cache).
 		WithMemoryLimitPages(k.pages).
-		WithCloseOnContextDone(!k.noTermination)
+		WithCloseOnContextDone(false) // deadlines use instrumented loops instead
 	r := wazero.NewRuntimeWithConfig(ctx, rc)
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, r); err != nil {
 		_ = r.Close(ctx)

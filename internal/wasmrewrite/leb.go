@@ -59,6 +59,18 @@ func appendU32(dst []byte, v uint32) []byte {
 	return append(dst, byte(v))
 }
 
+// appendSigned appends v as signed LEB128 (minimal length), for i32.const.
+func appendSigned(dst []byte, v int32) []byte {
+	for {
+		b := byte(v & 0x7f)
+		v >>= 7
+		if (v == 0 && b&0x40 == 0) || (v == -1 && b&0x40 != 0) {
+			return append(dst, b)
+		}
+		dst = append(dst, b|0x80)
+	}
+}
+
 // lenU32 is the length of appendU32's encoding of v.
 func lenU32(v uint32) int {
 	n := 1

@@ -1,0 +1,115 @@
+package wasmrewrite
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
+)
+
+// fuzzFeatures turns on everything wazero can decode, so that the fuzzer
+// reaches the less common encodings (tail calls, exceptions, atomics, typed
+// function references) and wazero's judgement covers them.
+const fuzzFeatures = api.CoreFeaturesV2 | experimental.CoreFeaturesThreads | experimental.CoreFeaturesTailCall |
+	experimental.CoreFeaturesExtendedConst | experimental.CoreFeaturesExceptionHandling |
+	experimental.CoreFeaturesTypedFunctionReferences
+
+// FuzzInstrumentLoops: for any input, InstrumentLoops must not panic or
+// modify its input; if it succeeds and wazero accepts the input, wazero must
+// accept the output, and instrumenting the output again must fail (the
+// interrupt export is already there).
+//
+// Run with: go test -run '^$' -fuzz FuzzInstrumentLoops ./internal/wasmrewrite
+func FuzzInstrumentLoops(f *testing.F) {
+	for _, wasm := range testModules() {
+		f.Add(wasm)
+	}
+	ctx := context.Background()
+	r := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCoreFeatures(fuzzFeatures))
+	f.Cleanup(func() { _ = r.Close(ctx) })
+	f.Fuzz(func(t *testing.T, in []byte) {
+		orig := bytes.Clone(in)
+		out, err := InstrumentLoops(in)
+		if !bytes.Equal(in, orig) {
+			t.Fatal("InstrumentLoops modified its input")
+		}
+		if err != nil {
+			return
+		}
+		if _, err := InstrumentLoops(out); err == nil {
+			t.Fatal("instrumenting the output again succeeded")
+		}
+		if implausibleCounts(in) {
+			return
+		}
+		if err := compile(ctx, r, in); err != nil {
+			return
+		}
+		if err := compile(ctx, r, out); err != nil {
+			t.Fatalf("wazero accepts the input but not the output: %v", err)
+		}
+	})
+}
+
+// compile compiles wasm with wazero, turning a panic into an error: wazero
+// v1.12.0's validator panics on some malformed input (with exception
+// handling enabled, a throw of a tag whose type index is out of range;
+// see testdata/fuzz), which is wazero's bug, not the rewrite's, as long as
+// it is the input that makes it panic.
+func compile(ctx context.Context, r wazero.Runtime, wasm []byte) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("wazero panicked: %v", p)
+		}
+	}()
+	cm, err := r.CompileModule(ctx, wasm)
+	if err == nil {
+		_ = cm.Close(ctx)
+	}
+	return err
+}
+
+// implausibleCounts reports whether the module holds a number that wazero
+// might allocate for before finding that the module is malformed (a vector
+// count, a name length, a sum of local counts: fuzzed, these can make a
+// single allocation of gigabytes that kills the fuzzing process). It does
+// not know where the counts are, so it looks everywhere except in function
+// code (whose immediates wazero does not allocate for): any LEB128 u32 of a
+// million or more at any offset counts.
+func implausibleCounts(wasm []byte) bool {
+	secs, err := splitSections(wasm)
+	if err != nil {
+		return true
+	}
+	big := func(b []byte) bool {
+		for p := range b {
+			if v, _, err := readU32(b, p); err == nil && v >= 1<<20 {
+				return true
+			}
+		}
+		return false
+	}
+	for _, s := range secs {
+		if s.id != secCode {
+			if big(wasm[s.body:s.end]) {
+				return true
+			}
+			continue
+		}
+		pl, err := planCode(wasm, s, 0, nil)
+		if err != nil {
+			return true
+		}
+		for _, b := range pl.bodies {
+			end, _ := skipLocals(wasm[:b.end], b.start)
+			if big(wasm[b.start:end]) {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -1,0 +1,152 @@
+package wasmrewrite
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+)
+
+// Real guests: the committed Go-built modules (GOOS=wasip1,
+// -buildmode=c-shared). They are what the rewrite is for, and they use
+// instructions the hand-assembled modules do not (Go's output is large and
+// varied).
+
+const splitWasm = "../../examples/wordcount/split.wasm"
+
+func goGuests(t testing.TB) []string {
+	t.Helper()
+	paths := []string{splitWasm, "../../examples/wordcount/count.wasm"}
+	more, err := filepath.Glob("../../host/testdata/*.wasm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths = append(paths, more...)
+	for _, p := range paths {
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("guest module: %v", err)
+		}
+	}
+	return paths
+}
+
+func readFile(t testing.TB, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestGoGuestsCompile(t *testing.T) {
+	ctx := context.Background()
+	r := wazero.NewRuntime(ctx)
+	t.Cleanup(func() { _ = r.Close(ctx) })
+	for _, path := range goGuests(t) {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			t.Parallel()
+			in := readFile(t, path)
+			start := time.Now()
+			out := instrument(t, in)
+			took := time.Since(start)
+			loops := countSites(t, in)
+			if loops < 500 {
+				t.Fatalf("only %d loops found in a Go guest", loops)
+			}
+			t.Logf("%d bytes, %d loops instrumented, +%d bytes, in %v", len(in), loops, len(out)-len(in), took)
+			checkPreserved(t, in, out)
+			cm, err := r.CompileModule(ctx, out)
+			if err != nil {
+				t.Fatalf("wazero rejects the instrumented module: %v", err)
+			}
+			_ = cm.Close(ctx)
+		})
+	}
+}
+
+// instantiateGoGuest instantiates an instrumented Go guest the way the
+// host does: WASI, an `ardea` module (here with no-op functions that return
+// zeros, built from the module's own imports), and _initialize as the start
+// function.
+func instantiateGoGuest(t *testing.T, path string) api.Module {
+	t.Helper()
+	ctx := context.Background()
+	r := newRuntime(t, 0)
+	wasi_snapshot_preview1.MustInstantiate(ctx, r)
+	cm, err := r.CompileModule(ctx, instrument(t, readFile(t, path)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := r.NewHostModuleBuilder("ardea")
+	for _, f := range cm.ImportedFunctions() {
+		mod, n, _ := f.Import()
+		if mod != "ardea" {
+			continue
+		}
+		results := len(f.ResultTypes())
+		host.NewFunctionBuilder().
+			WithGoModuleFunction(api.GoModuleFunc(func(_ context.Context, _ api.Module, stack []uint64) {
+				clear(stack[:results])
+			}), f.ParamTypes(), f.ResultTypes()).
+			Export(n)
+	}
+	if _, err := host.Instantiate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	m, err := r.InstantiateModule(ctx, cm, wazero.NewModuleConfig().WithName("guest").WithStartFunctions("_initialize"))
+	if err != nil {
+		t.Fatalf("instantiate: %v", err)
+	}
+	return m
+}
+
+func TestGoGuestRuns(t *testing.T) {
+	m := instantiateGoGuest(t, splitWasm)
+	if got := call(t, m, "ardea_abi_version"); len(got) != 1 || got[0] != 1 {
+		t.Fatalf("ardea_abi_version() = %v, want [1]", got)
+	}
+}
+
+// TestGoGuestInterrupted stops a real Go infinite loop: the misbehave test
+// bolt in mode "loop" runs `for { sink++ }` in ardea_execute.
+func TestGoGuestInterrupted(t *testing.T) {
+	if inChild(t) {
+		return
+	}
+	m := instantiateGoGuest(t, "../../host/testdata/misbehave.wasm")
+	// The context blob (wasm-sdk ABI, as far as the fixture parses it):
+	// topology, component, task id, task index, parallelism, config.
+	str := func(b []byte, s string) []byte {
+		return append(binary.LittleEndian.AppendUint32(b, uint32(len(s))), s...)
+	}
+	blob := str(str(nil, "t"), "misbehave")
+	for _, v := range []uint32{0, 0, 1, 1} { // task id, index, parallelism, config entries
+		blob = binary.LittleEndian.AppendUint32(blob, v)
+	}
+	blob = str(str(blob, "mode"), "loop")
+	ptr := uint32(call(t, m, "ardea_buffer", uint64(len(blob)))[0])
+	if !m.Memory().Write(ptr, blob) {
+		t.Fatal("context blob does not fit in memory")
+	}
+	if got := call(t, m, "ardea_prepare", uint64(len(blob))); got[0] != 0 {
+		t.Fatalf("ardea_prepare = %d", got[0])
+	}
+	// Entering ardea_execute writes to the Go stack in linear memory (the
+	// loop itself keeps sink in a register and writes nothing): a change
+	// shows the call is running guest code, and in mode "loop" it can only
+	// end by the interrupt.
+	before, _ := m.Memory().Read(0, m.Memory().Size())
+	before = bytes.Clone(before)
+	interruptCall(t, m, "ardea_execute", func() bool {
+		now, _ := m.Memory().Read(0, m.Memory().Size())
+		return !bytes.Equal(now, before)
+	}, 0)
+}

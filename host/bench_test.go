@@ -8,9 +8,9 @@ import (
 	"github.com/ardea-dev/ardea/internal/component"
 )
 
-// deadlineModes runs a benchmark with wazero's WithCloseOnContextDone on
-// (how the host always runs: deadlines are enforced) and off (deadlines
-// cannot be enforced; only to measure what enforcing them costs).
+// deadlineModes runs a benchmark with the module instrumented for deadlines
+// (how the host always runs) and without (deadlines cannot be enforced;
+// only to measure what enforcing them costs).
 var deadlineModes = []struct {
 	name          string
 	noTermination bool

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,7 +18,7 @@ import (
 // tuples it saw.
 type slowBolt struct {
 	pause time.Duration
-	seen  *int64
+	seen  *atomic.Int64
 }
 
 func (b *slowBolt) Prepare(component.Context, component.Collector) error { return nil }
@@ -34,7 +35,7 @@ func (b *slowBolt) Execute(batch []byte, _ component.Collector) error {
 		if !ok {
 			break
 		}
-		*b.seen++
+		b.seen.Add(1)
 	}
 	time.Sleep(b.pause) // the behaviour under test: a bolt slower than its input
 	return nil
@@ -43,7 +44,7 @@ func (b *slowBolt) Tick(component.Collector) error   { return nil }
 func (b *slowBolt) Finish(component.Collector) error { return nil }
 func (b *slowBolt) Close() error                     { return nil }
 
-var slowSeen = map[string]*int64{}
+var slowSeen = map[string]*atomic.Int64{}
 
 func init() {
 	connectors.Register(connectors.Spec{
@@ -60,7 +61,7 @@ func init() {
 // recorded) instead of dropping.
 func TestSlowBoltBackPressure(t *testing.T) {
 	const sentences = 4000
-	var seen int64
+	var seen atomic.Int64
 	slowSeen[t.Name()] = &seen
 	b := ardea.NewBuilder("slow")
 	b.Spout("lines", "builtin:generator").Config("count", "4000")
@@ -86,8 +87,8 @@ func TestSlowBoltBackPressure(t *testing.T) {
 	if got := reg.Component("lines").Emitted.Load(); got != sentences {
 		t.Fatalf("lines emitted %d, want %d", got, sentences)
 	}
-	if seen != words || reg.Component("slow").Executed.Load() != words {
-		t.Fatalf("slow bolt saw %d tuples (executed metric %d), split emitted %d: tuples lost", seen, reg.Component("slow").Executed.Load(), words)
+	if seen.Load() != words || reg.Component("slow").Executed.Load() != words {
+		t.Fatalf("slow bolt saw %d tuples (executed metric %d), split emitted %d: tuples lost", seen.Load(), reg.Component("slow").Executed.Load(), words)
 	}
 	if res.SlowConsumerEvents != 0 {
 		t.Fatalf("%d NATS slow-consumer events", res.SlowConsumerEvents)

@@ -339,7 +339,7 @@ func countSites(t testing.TB, wasm []byte) int {
 	}
 	for _, sc := range secs {
 		if sc.id == secCode {
-			pl, err := planCode(wasm, sc, 0, []byte{0})
+			pl, err := planCode(wasm, sc, 0, math.MaxUint32, []byte{0})
 			if err != nil {
 				t.Fatal(err)
 			}

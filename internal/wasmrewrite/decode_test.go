@@ -3,6 +3,7 @@ package wasmrewrite
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"testing"
 )
 
@@ -120,7 +121,7 @@ var instrLengths = []struct {
 // walkOne runs loopSites over a body holding instr, `loop end` and `end`.
 func walkOne(instr []byte) ([]int, error) {
 	body := cat([]byte{0x00}, instr, []byte{opLoop, blockEmpty, opEnd, opEnd})
-	return loopSites(body, 1, nil)
+	return loopSites(body, 1, math.MaxUint32, nil)
 }
 
 func TestInstructionLengths(t *testing.T) {
@@ -176,7 +177,7 @@ func TestTruncatedInstructions(t *testing.T) {
 			body := cat([]byte{0x00}, tc.instr[:n])
 			// Some prefixes are whole instructions themselves (a
 			// one-byte instruction, a shorter LEB); skip those.
-			if _, err := loopSites(body, 1, nil); err == nil && !isWhole(body[1:]) {
+			if _, err := loopSites(body, 1, math.MaxUint32, nil); err == nil && !isWhole(body[1:]) {
 				t.Errorf("%s cut to % x: accepted", tc.name, tc.instr[:n])
 			}
 		}

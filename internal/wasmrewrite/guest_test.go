@@ -19,7 +19,10 @@ import (
 // instructions the hand-assembled modules do not (Go's output is large and
 // varied).
 
-const splitWasm = "../../examples/wordcount/split.wasm"
+const (
+	splitWasm     = "../../examples/wordcount/split.wasm"
+	misbehaveWasm = "../../host/testdata/misbehave.wasm"
+)
 
 func goGuests(t testing.TB) []string {
 	t.Helper()
@@ -72,16 +75,22 @@ func TestGoGuestsCompile(t *testing.T) {
 	}
 }
 
-// instantiateGoGuest instantiates an instrumented Go guest the way the
+// instantiateGoGuest instruments a Go guest and instantiates it the way the
 // host does: WASI, an `ardea` module (here with no-op functions that return
 // zeros, built from the module's own imports), and _initialize as the start
 // function.
-func instantiateGoGuest(t *testing.T, path string) api.Module {
+func instantiateGoGuest(t testing.TB, path string) api.Module {
+	t.Helper()
+	return instantiateGoGuestWith(t, instrument(t, readFile(t, path)), wazero.NewRuntimeConfig())
+}
+
+func instantiateGoGuestWith(t testing.TB, wasm []byte, cfg wazero.RuntimeConfig) api.Module {
 	t.Helper()
 	ctx := context.Background()
-	r := newRuntime(t, 0)
+	r := wazero.NewRuntimeWithConfig(ctx, cfg)
+	t.Cleanup(func() { _ = r.Close(ctx) })
 	wasi_snapshot_preview1.MustInstantiate(ctx, r)
-	cm, err := r.CompileModule(ctx, instrument(t, readFile(t, path)))
+	cm, err := r.CompileModule(ctx, wasm)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,6 +117,30 @@ func instantiateGoGuest(t *testing.T, path string) api.Module {
 	return m
 }
 
+// prepareMisbehave calls ardea_prepare on the misbehave fixture with a
+// context blob (wasm-sdk ABI, as far as the fixture parses it: topology,
+// component, task id, task index, parallelism, config) holding config.
+func prepareMisbehave(t testing.TB, m api.Module, config ...string) {
+	t.Helper()
+	str := func(b []byte, s string) []byte {
+		return append(binary.LittleEndian.AppendUint32(b, uint32(len(s))), s...)
+	}
+	blob := str(str(nil, "t"), "misbehave")
+	for _, v := range []uint32{0, 0, 1, uint32(len(config) / 2)} {
+		blob = binary.LittleEndian.AppendUint32(blob, v)
+	}
+	for _, s := range config {
+		blob = str(blob, s)
+	}
+	ptr := uint32(call(t, m, "ardea_buffer", uint64(len(blob)))[0])
+	if !m.Memory().Write(ptr, blob) {
+		t.Fatal("context blob does not fit in memory")
+	}
+	if got := call(t, m, "ardea_prepare", uint64(len(blob))); got[0] != 0 {
+		t.Fatalf("ardea_prepare = %d", got[0])
+	}
+}
+
 func TestGoGuestRuns(t *testing.T) {
 	m := instantiateGoGuest(t, splitWasm)
 	if got := call(t, m, "ardea_abi_version"); len(got) != 1 || got[0] != 1 {
@@ -121,24 +154,8 @@ func TestGoGuestInterrupted(t *testing.T) {
 	if inChild(t) {
 		return
 	}
-	m := instantiateGoGuest(t, "../../host/testdata/misbehave.wasm")
-	// The context blob (wasm-sdk ABI, as far as the fixture parses it):
-	// topology, component, task id, task index, parallelism, config.
-	str := func(b []byte, s string) []byte {
-		return append(binary.LittleEndian.AppendUint32(b, uint32(len(s))), s...)
-	}
-	blob := str(str(nil, "t"), "misbehave")
-	for _, v := range []uint32{0, 0, 1, 1} { // task id, index, parallelism, config entries
-		blob = binary.LittleEndian.AppendUint32(blob, v)
-	}
-	blob = str(str(blob, "mode"), "loop")
-	ptr := uint32(call(t, m, "ardea_buffer", uint64(len(blob)))[0])
-	if !m.Memory().Write(ptr, blob) {
-		t.Fatal("context blob does not fit in memory")
-	}
-	if got := call(t, m, "ardea_prepare", uint64(len(blob))); got[0] != 0 {
-		t.Fatalf("ardea_prepare = %d", got[0])
-	}
+	m := instantiateGoGuest(t, misbehaveWasm)
+	prepareMisbehave(t, m, "mode", "loop")
 	// Entering ardea_execute writes to the Go stack in linear memory (the
 	// loop itself keeps sink in a register and writes nothing): a change
 	// shows the call is running guest code, and in mode "loop" it can only

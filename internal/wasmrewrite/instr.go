@@ -20,6 +20,7 @@ const (
 	immBlock               // block type (block, if, legacy try)
 	immLoop                // block type; the check goes right after it
 	immLEB                 // one LEB128 (an index, a label, an integer constant)
+	immGlobal              // global.get/set: a global index, checked
 	immLEB2                // two LEB128s (call_indirect: type, table)
 	immBrTable             // vec(label) label
 	immSelectT             // vec(valtype)
@@ -55,11 +56,12 @@ var opImm = func() (t [256]imm) {
 	set(immLoop, 0x03)
 	// throw, catch(legacy), rethrow(legacy), br, br_if, call, return_call,
 	// call_ref, return_call_ref, delegate(legacy), local.get/set/tee,
-	// global.get/set, table.get/set, memory.size/grow (memory index),
-	// i32.const, i64.const, ref.func, br_on_null, br_on_non_null.
+	// table.get/set, memory.size/grow (memory index), i32.const, i64.const,
+	// ref.func, br_on_null, br_on_non_null.
 	set(immLEB, 0x08, 0x07, 0x09, 0x0C, 0x0D, 0x10, 0x12, 0x14, 0x15, 0x18,
-		0x20, 0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x3F, 0x40, 0x41, 0x42,
+		0x20, 0x21, 0x22, 0x25, 0x26, 0x3F, 0x40, 0x41, 0x42,
 		0xD2, 0xD5, 0xD6)
+	set(immGlobal, 0x23, 0x24)
 	set(immLEB2, 0x11, 0x13) // call_indirect, return_call_indirect
 	set(immBrTable, 0x0E)
 	set(immSelectT, 0x1C)
@@ -143,7 +145,13 @@ func skipLocals(b []byte, p int) (int, error) {
 // loopSites walks the instructions in body[p:] and appends to sites, for
 // each loop, the offset just past its block type: where the loop body, and
 // so each iteration, starts. The walk must end exactly at len(body).
-func loopSites(body []byte, p int, sites []int) ([]int, error) {
+//
+// It also requires every global.get and global.set to name one of the
+// module's own globals (index below globals). The input is not validated
+// before the rewrite, and the new globals take the next free indexes: an
+// invalid module that used them would become valid, and could clear the
+// interrupt or stop yielding.
+func loopSites(body []byte, p int, globals uint32, sites []int) ([]int, error) {
 	n := len(body)
 	for p < n {
 		at := p
@@ -160,6 +168,11 @@ func loopSites(body []byte, p int, sites []int) ([]int, error) {
 			}
 		case immLEB:
 			p, err = skipLEB(body, p)
+		case immGlobal:
+			var g uint32
+			if g, p, err = readU32(body, p); err == nil && g >= globals {
+				err = fmt.Errorf("global index %d out of range (the module has %d globals)", g, globals)
+			}
 		case immLEB2:
 			if p, err = skipLEB(body, p); err == nil {
 				p, err = skipLEB(body, p)

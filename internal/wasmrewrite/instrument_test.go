@@ -223,6 +223,9 @@ func TestCreatesSections(t *testing.T) {
 		{"tag section before the new global", tagModule(), api.CoreFeaturesV2 | experimental.CoreFeaturesExceptionHandling,
 			[]byte{secType, secFunction, secMemory, secTag, secGlobal, secExport, secCode}},
 		{"empty module", module(), 0, []byte{secMemory, secGlobal, secExport}},
+		{"empty memory section", module(types(functype(nil, nil)), funcs(0), sec(secMemory, vec()),
+			code(fn(nil, op(opLoop, blockEmpty), op(opEnd)))), 0,
+			[]byte{secType, secFunction, secMemory, secGlobal, secExport, secCode}},
 		{"memory section exists", memoryModule(), 0,
 			[]byte{secType, secFunction, secMemory, secGlobal, secExport, secCode}},
 	}
@@ -340,11 +343,11 @@ func checkPreserved(t testing.TB, in, out []byte) {
 				t.Fatalf("%s section: entries not preserved", sectionNames[is.id])
 			}
 		case secCode:
-			inPlan, err := planCode(in, is, 0, ins)
+			inPlan, err := planCode(in, is, 0, math.MaxUint32, ins)
 			if err != nil {
 				t.Fatal(err)
 			}
-			outPlan, err := planCode(out, os, 0, ins)
+			outPlan, err := planCode(out, os, 0, math.MaxUint32, ins)
 			if err != nil {
 				t.Fatalf("output code: %v", err)
 			}
@@ -423,6 +426,9 @@ func TestErrors(t *testing.T) {
 		{"truncated f64.const", withImport(fn(nil, op(opF64Const, 0, 0))), []string{"function 1", "past the end of the function body"}},
 		{"truncated br_table", withImport(fn(nil, op(opBrTable), u(1000), u(0))), []string{"past the end"}},
 		{"bad catch kind", withImport(fn(nil, op(opTryTable, blockEmpty, 1, 7))), []string{"catch kind 0x07"}},
+		{"global beyond the module's", module(types(functype(nil, nil)), funcs(0),
+			sec(secGlobal, vec(cat([]byte{i32, 1}, i32c(0), op(opEnd)))),
+			code(fn(nil, i32c(0), op(0x24, 0x01)))), []string{"function 0", "global index 1 out of range"}},
 		{"instrumented twice", twice, []string{"already exports", InterruptGlobal}},
 		{"not wasm", []byte("hello world"), []string{"not a WebAssembly module"}},
 		{"version 2", []byte("\x00asm\x02\x00\x00\x00"), []string{"unsupported binary version"}},

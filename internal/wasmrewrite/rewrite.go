@@ -144,10 +144,13 @@ func checkCode(g uint32) []byte {
 //
 // The globals are appended after the module's own, so no existing global
 // index moves and no instruction other than the inserted ones changes. A
-// missing global, export or memory section is created. The input is not
-// modified. InstrumentLoops fails, rather than guess, on an opcode it does
-// not know, on a malformed module, on a 64-bit memory, and on a module that
-// already exports InterruptGlobal (instrumented twice).
+// missing global, export or memory section is created (an empty memory
+// section gets its memory). Everything else, custom sections included, is
+// copied byte for byte; note that code offsets move, so DWARF sections no
+// longer match the code. The input is not modified. InstrumentLoops fails,
+// rather than guess, on an opcode it does not know, on a malformed module,
+// on a 64-bit memory, and on a module that already exports InterruptGlobal
+// (instrumented twice).
 func InstrumentLoops(wasm []byte) ([]byte, error) {
 	secs, err := splitSections(wasm)
 	if err != nil {
@@ -188,7 +191,7 @@ func InstrumentLoops(wasm []byte) ([]byte, error) {
 
 	var plan codePlan
 	if codeSec >= 0 {
-		if plan, err = planCode(wasm, secs[codeSec], mi.importedFuncs, ins); err != nil {
+		if plan, err = planCode(wasm, secs[codeSec], mi.importedFuncs, global, ins); err != nil {
 			return nil, err
 		}
 	}
@@ -227,6 +230,13 @@ func InstrumentLoops(wasm []byte) ([]byte, error) {
 			out = appendGlobalSection(out, wasm[s.body:s.end])
 		case exportSec:
 			out = appendExportSection(out, wasm[s.body:s.end], global)
+		case memorySec:
+			if mi.hasMemory {
+				out = append(out, wasm[s.start:s.end]...)
+			} else { // an empty memory section
+				out = appendSectionHeader(out, secMemory, len(newMemory))
+				out = append(out, newMemory...)
+			}
 		case codeSec:
 			out = plan.appendTo(out, wasm)
 		default:
@@ -245,8 +255,9 @@ type moduleInfo struct {
 	// The new globals' indexes are after the imported and defined globals;
 	// function indexes (in errors) count imported functions first.
 	importedFuncs, importedGlobals, definedGlobals uint32
-	hasMemory                                      bool // memory 0 exists (imported or defined)
-	mem64                                          bool // and is 64-bit: memory.grow would take an i64
+	// Whether memory 0 exists (imported or defined), for memory.grow, and
+	// is 64-bit, where memory.grow would take an i64.
+	hasMemory, mem64 bool
 }
 
 // section locates one section in the module.
@@ -457,10 +468,11 @@ type bodyPlan struct {
 	nsites             int
 }
 
-// planCode finds the loops of every function body in the code section s.
+// planCode finds the loops of every function body in the code section s
+// (whose code may use globals below globals).
 // All offsets are module offsets, so the walk needs no sub-slicing and errors
 // point into the file.
-func planCode(wasm []byte, s section, importedFuncs uint32, ins []byte) (codePlan, error) {
+func planCode(wasm []byte, s section, importedFuncs, globals uint32, ins []byte) (codePlan, error) {
 	pl := codePlan{sec: s, ins: ins}
 	sec := wasm[:s.end]
 	n, p, err := readU32(sec, s.body)
@@ -485,7 +497,7 @@ func planCode(wasm []byte, s section, importedFuncs uint32, ins []byte) (codePla
 			return pl, fmt.Errorf("wasmrewrite: function %d (code entry %d) at offset %#x: locals: %w", fn, i, start, err)
 		}
 		before := len(pl.sites)
-		if pl.sites, err = loopSites(body, code, pl.sites); err != nil {
+		if pl.sites, err = loopSites(body, code, globals, pl.sites); err != nil {
 			var be *bodyError
 			off := start
 			if errors.As(err, &be) {

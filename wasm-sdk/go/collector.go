@@ -31,20 +31,18 @@ type Text []byte
 // returns; Err reports the first one so far.
 
 // appendField encodes one value; ok is false for an unsupported value.
+// (finishEmit encodes the most common kinds itself.)
 func appendField(dst []byte, v any) (_ []byte, ok bool) {
 	var i int64
 	switch x := v.(type) {
 	case nil:
 		return append(dst, byte(KindNull)), true
 	case string:
-		dst = binary.LittleEndian.AppendUint32(append(dst, byte(KindString)), uint32(len(x)))
-		return append(dst, x...), true
+		return appendString(dst, x), true
 	case Text:
-		dst = binary.LittleEndian.AppendUint32(append(dst, byte(KindString)), uint32(len(x)))
-		return append(dst, x...), true
+		return appendBytes(dst, KindString, x), true
 	case []byte:
-		dst = binary.LittleEndian.AppendUint32(append(dst, byte(KindBytes)), uint32(len(x)))
-		return append(dst, x...), true
+		return appendBytes(dst, KindBytes, x), true
 	case bool:
 		b := byte(0)
 		if x {
@@ -52,9 +50,9 @@ func appendField(dst []byte, v any) (_ []byte, ok bool) {
 		}
 		return append(dst, byte(KindBool), b), true
 	case float64:
-		return binary.LittleEndian.AppendUint64(append(dst, byte(KindFloat)), math.Float64bits(x)), true
+		return appendFixed(dst, KindFloat, math.Float64bits(x)), true
 	case float32:
-		return binary.LittleEndian.AppendUint64(append(dst, byte(KindFloat)), math.Float64bits(float64(x))), true
+		return appendFixed(dst, KindFloat, math.Float64bits(float64(x))), true
 	case int:
 		i = int64(x)
 	case int64:
@@ -84,7 +82,26 @@ func appendField(dst []byte, v any) (_ []byte, ok bool) {
 	default:
 		return dst, false
 	}
-	return binary.LittleEndian.AppendUint64(append(dst, byte(KindInt)), uint64(i)), true
+	return appendFixed(dst, KindInt, uint64(i)), true
+}
+
+// appendString appends a string field. Each append helper grows dst at
+// most twice: the tag with the length, then the payload.
+func appendString(dst []byte, s string) []byte {
+	n := len(s)
+	return append(append(dst, byte(KindString), byte(n), byte(n>>8), byte(n>>16), byte(n>>24)), s...)
+}
+
+// appendBytes appends a bytes or string field (kind k).
+func appendBytes(dst []byte, k Kind, p []byte) []byte {
+	n := len(p)
+	return append(append(dst, byte(k), byte(n), byte(n>>8), byte(n>>16), byte(n>>24)), p...)
+}
+
+// appendFixed appends an int64 or float64 field (kind k).
+func appendFixed(dst []byte, k Kind, u uint64) []byte {
+	return append(dst, byte(k), byte(u), byte(u>>8), byte(u>>16), byte(u>>24),
+		byte(u>>32), byte(u>>40), byte(u>>48), byte(u>>56))
 }
 
 // emitter is the part of the collectors shared by spouts and bolts.
@@ -92,23 +109,19 @@ type emitter struct{ r *runtime }
 
 // Emit emits a tuple on the "default" stream.
 func (e *emitter) Emit(values ...any) {
-	if at, ok := e.r.beginEmit(defaultStream, tuple.NoTask, 0); ok {
-		e.r.finishEmit(at, defaultStream, values)
-	}
+	e.r.emitDefault(0, 0, values)
 }
 
 // EmitTo emits a tuple on a declared stream.
 func (e *emitter) EmitTo(stream string, values ...any) {
-	if at, ok := e.r.beginEmit(stream, tuple.NoTask, 0); ok {
-		e.r.finishEmit(at, stream, values)
-	}
+	e.r.emit(-1, stream, tuple.NoTask, 0, 0, values)
 }
 
 // EmitDirect emits a tuple on a stream to one task of a subscriber that
 // uses direct grouping.
 func (e *emitter) EmitDirect(task uint32, stream string, values ...any) {
-	if at, ok := e.r.beginDirect(task, stream, 0); ok {
-		e.r.finishEmit(at, stream, values)
+	if e.r.checkDirect(task, stream) {
+		e.r.emit(-1, stream, task, 0, 0, values)
 	}
 }
 
@@ -126,22 +139,18 @@ type SpoutCollector struct {
 
 // EmitWithID emits a tracked tuple on the "default" stream.
 func (c *SpoutCollector) EmitWithID(msgID uint64, values ...any) {
-	if at, ok := c.r.beginEmit(defaultStream, tuple.NoTask, msgID); ok {
-		c.r.finishEmit(at, defaultStream, values)
-	}
+	c.r.emitDefault(msgID, 0, values)
 }
 
 // EmitToWithID emits a tracked tuple on a declared stream.
 func (c *SpoutCollector) EmitToWithID(stream string, msgID uint64, values ...any) {
-	if at, ok := c.r.beginEmit(stream, tuple.NoTask, msgID); ok {
-		c.r.finishEmit(at, stream, values)
-	}
+	c.r.emit(-1, stream, tuple.NoTask, msgID, 0, values)
 }
 
 // EmitDirectWithID emits a tracked tuple to one task (direct grouping).
 func (c *SpoutCollector) EmitDirectWithID(task uint32, stream string, msgID uint64, values ...any) {
-	if at, ok := c.r.beginDirect(task, stream, msgID); ok {
-		c.r.finishEmit(at, stream, values)
+	if c.r.checkDirect(task, stream) {
+		c.r.emit(-1, stream, task, msgID, 0, values)
 	}
 }
 
@@ -158,47 +167,41 @@ type BoltCollector struct{ emitter }
 // EmitAnchored emits a tuple on the "default" stream anchored on an input
 // tuple, so that its failure fails the anchor's tuple tree.
 func (c *BoltCollector) EmitAnchored(anchor Tuple, values ...any) {
-	if at, ok := c.r.beginEmit(defaultStream, tuple.NoTask, 0); ok {
-		c.r.addAnchor(at, anchor.id)
-		c.r.finishEmit(at, defaultStream, values)
-	}
+	c.r.emitDefault(0, anchor.id, values)
 }
 
 // EmitAnchoredTo emits an anchored tuple on a declared stream.
 func (c *BoltCollector) EmitAnchoredTo(stream string, anchor Tuple, values ...any) {
-	if at, ok := c.r.beginEmit(stream, tuple.NoTask, 0); ok {
-		c.r.addAnchor(at, anchor.id)
-		c.r.finishEmit(at, stream, values)
-	}
+	c.r.emit(-1, stream, tuple.NoTask, 0, anchor.id, values)
 }
 
 // EmitMultiAnchored emits a tuple on a declared stream anchored on several
 // input tuples (for example an aggregate of them).
 func (c *BoltCollector) EmitMultiAnchored(stream string, anchors []Tuple, values ...any) {
-	if at, ok := c.r.beginEmit(stream, tuple.NoTask, 0); ok {
-		for i := range anchors {
-			c.r.addAnchor(at, anchors[i].id)
-		}
-		c.r.finishEmit(at, stream, values)
-	}
+	c.r.emitMulti(stream, tuple.NoTask, anchors, values)
 }
 
 // EmitDirectAnchored emits a tuple to one task (direct grouping), anchored
 // on the given input tuples.
 func (c *BoltCollector) EmitDirectAnchored(task uint32, stream string, anchors []Tuple, values ...any) {
-	if at, ok := c.r.beginDirect(task, stream, 0); ok {
-		for i := range anchors {
-			c.r.addAnchor(at, anchors[i].id)
-		}
-		c.r.finishEmit(at, stream, values)
+	if c.r.checkDirect(task, stream) {
+		c.r.emitMulti(stream, task, anchors, values)
 	}
 }
 
 // Ack acks an input tuple (a no-op for an untracked tuple, id 0).
-func (c *BoltCollector) Ack(t Tuple) { c.r.ackFail(tuple.OpAck, t.id) }
+func (c *BoltCollector) Ack(t Tuple) {
+	if t.id != 0 {
+		c.r.ackFail(tuple.OpAck, t.id)
+	}
+}
 
 // Fail fails an input tuple: its spout's Fail is called for the tree.
-func (c *BoltCollector) Fail(t Tuple) { c.r.ackFail(tuple.OpFail, t.id) }
+func (c *BoltCollector) Fail(t Tuple) {
+	if t.id != 0 {
+		c.r.ackFail(tuple.OpFail, t.id)
+	}
+}
 
 const defaultStream = "default"
 
@@ -211,67 +214,207 @@ func (r *runtime) setEmitErr(err error) {
 	}
 }
 
-func (r *runtime) beginDirect(task uint32, stream string, msgID uint64) (int, bool) {
+func (r *runtime) checkDirect(task uint32, stream string) bool {
 	if task == tuple.NoTask {
 		r.setEmitErr(fmt.Errorf("emit on stream %q: task id %d is not a direct target", stream, task))
-		return 0, false
+		return false
 	}
-	return r.beginEmit(stream, task, msgID)
+	return true
 }
 
-// beginEmit appends an emit op header with no anchors and returns its
-// offset in the output buffer.
-func (r *runtime) beginEmit(stream string, direct uint32, msgID uint64) (int, bool) {
+// streamIndex resolves a stream for an emit; si >= 0 is already resolved
+// (the default stream, cached at open/prepare).
+func (r *runtime) streamIndex(si int, stream string) int {
 	if !r.canEmit {
 		r.setEmitErr(fmt.Errorf("emit on stream %q during %s: the ABI allows emitting only in open, next, ack, fail, prepare, execute, tick and finish", stream, r.call))
-		return 0, false
+		return -1
 	}
-	si, ok := r.ctx.streams[stream]
-	if !ok {
-		r.setEmitErr(fmt.Errorf("emit on undeclared stream %q (declared: %s)", stream, r.ctx.streamNames()))
-		return 0, false
+	if si < 0 {
+		var ok bool
+		if si, ok = r.ctx.streams[stream]; !ok {
+			r.setEmitErr(fmt.Errorf("emit on undeclared stream %q (declared: %s)", stream, r.ctx.streamNames()))
+			return -1
+		}
+	}
+	return si
+}
+
+// emitDefault emits on the default stream with at most one anchor (0:
+// none). Its fast path encodes values of the common kinds (Text, int64,
+// string, int) in place; anything else (another kind, a wrong value
+// count, an emit that is not allowed now, a full output buffer) leaves
+// r.out unchanged and goes to emit, which does the checks, the general
+// encoding and the flush. The Emit wrappers make this one call, so that
+// they are inlined and the anchor Tuple is not copied.
+func (r *runtime) emitDefault(msgID, anchor uint64, values []any) {
+	si := r.defStream
+	if si < 0 || len(values) != r.defFields || !r.canEmit {
+		r.emitDefaultSlow(msgID, anchor, values)
+		return
+	}
+	nv := len(values)
+	var b []byte
+	if anchor == 0 {
+		b = append(r.out, tuple.OpEmit, byte(si), byte(si>>8),
+			0xff, 0xff, 0xff, 0xff, // not direct
+			byte(msgID), byte(msgID>>8), byte(msgID>>16), byte(msgID>>24),
+			byte(msgID>>32), byte(msgID>>40), byte(msgID>>48), byte(msgID>>56),
+			0, 0, byte(nv), byte(nv>>8))
+	} else {
+		b = append(r.out, tuple.OpEmit, byte(si), byte(si>>8),
+			0xff, 0xff, 0xff, 0xff,
+			byte(msgID), byte(msgID>>8), byte(msgID>>16), byte(msgID>>24),
+			byte(msgID>>32), byte(msgID>>40), byte(msgID>>48), byte(msgID>>56),
+			1, 0,
+			byte(anchor), byte(anchor>>8), byte(anchor>>16), byte(anchor>>24),
+			byte(anchor>>32), byte(anchor>>40), byte(anchor>>48), byte(anchor>>56),
+			byte(nv), byte(nv>>8))
+	}
+	for _, v := range values {
+		if x, ok := v.(Text); ok {
+			n := len(x)
+			b = append(append(b, byte(KindString), byte(n), byte(n>>8), byte(n>>16), byte(n>>24)), x...)
+		} else if x, ok := v.(int64); ok {
+			b = append(b, byte(KindInt), byte(x), byte(x>>8), byte(x>>16), byte(x>>24),
+				byte(x>>32), byte(x>>40), byte(x>>48), byte(x>>56))
+		} else if x, ok := v.(string); ok {
+			n := len(x)
+			b = append(append(b, byte(KindString), byte(n), byte(n>>8), byte(n>>16), byte(n>>24)), x...)
+		} else if x, ok := v.(int); ok {
+			b = append(b, byte(KindInt), byte(x), byte(x>>8), byte(x>>16), byte(x>>24),
+				byte(x>>32), byte(x>>40), byte(x>>48), byte(x>>56))
+		} else {
+			r.emitDefaultSlow(msgID, anchor, values)
+			return
+		}
+	}
+	if len(b) >= outFlush {
+		r.emitDefaultSlow(msgID, anchor, values)
+		return
+	}
+	r.out = b
+	r.sc.emitted++
+}
+
+// emitDefaultSlow is emit on the default stream, for what emitDefault
+// does not handle.
+func (r *runtime) emitDefaultSlow(msgID, anchor uint64, values []any) {
+	r.emit(r.defStream, defaultStream, tuple.NoTask, msgID, anchor, values)
+}
+
+// emit appends an emit op with at most one anchor (0: none). si is the
+// stream's index, or -1 to look stream up. It is the hot path of every
+// emit: error cases are out of line.
+func (r *runtime) emit(si int, stream string, direct uint32, msgID, anchor uint64, values []any) {
+	// One test for the usual case: the default stream, the right number
+	// of values, in a call that may emit.
+	if si < 0 || si != r.defStream || len(values) != r.defFields || !r.canEmit {
+		if si = r.checkEmit(si, stream, len(values)); si < 0 {
+			return
+		}
+	}
+	at := len(r.out)
+	nv := len(values)
+	var b []byte
+	if anchor == 0 {
+		b = append(r.out, tuple.OpEmit, byte(si), byte(si>>8),
+			byte(direct), byte(direct>>8), byte(direct>>16), byte(direct>>24),
+			byte(msgID), byte(msgID>>8), byte(msgID>>16), byte(msgID>>24),
+			byte(msgID>>32), byte(msgID>>40), byte(msgID>>48), byte(msgID>>56),
+			0, 0, byte(nv), byte(nv>>8))
+	} else {
+		b = append(r.out, tuple.OpEmit, byte(si), byte(si>>8),
+			byte(direct), byte(direct>>8), byte(direct>>16), byte(direct>>24),
+			byte(msgID), byte(msgID>>8), byte(msgID>>16), byte(msgID>>24),
+			byte(msgID>>32), byte(msgID>>40), byte(msgID>>48), byte(msgID>>56),
+			1, 0,
+			byte(anchor), byte(anchor>>8), byte(anchor>>16), byte(anchor>>24),
+			byte(anchor>>32), byte(anchor>>40), byte(anchor>>48), byte(anchor>>56),
+			byte(nv), byte(nv>>8))
+	}
+	r.appendValues(b, at, si, values)
+}
+
+// emitMulti appends an emit op with several anchors.
+func (r *runtime) emitMulti(stream string, direct uint32, anchors []Tuple, values []any) {
+	si := r.checkEmit(-1, stream, len(values))
+	if si < 0 {
+		return
 	}
 	at := len(r.out)
 	b := append(r.out, tuple.OpEmit)
 	b = binary.LittleEndian.AppendUint16(b, uint16(si))
 	b = binary.LittleEndian.AppendUint32(b, direct)
-	b = binary.LittleEndian.AppendUint64(b, msgID)
-	r.out = append(b, 0, 0)
-	return at, true
+	b = binary.LittleEndian.AppendUint64(b, 0)
+	b = append(b, 0, 0)
+	na := 0
+	for i := range anchors {
+		if id := anchors[i].id; id != 0 {
+			b = binary.LittleEndian.AppendUint64(b, id)
+			na++
+		}
+	}
+	binary.LittleEndian.PutUint16(b[at+emitHeader-2:], uint16(na))
+	b = binary.LittleEndian.AppendUint16(b, uint16(len(values)))
+	r.appendValues(b, at, si, values)
 }
 
-// addAnchor adds a tuple id to the emit op at offset at (0 is untracked and
-// skipped).
-func (r *runtime) addAnchor(at int, id uint64) {
-	if id == 0 {
-		return
-	}
-	p := r.out[at+emitHeader-2:]
-	binary.LittleEndian.PutUint16(p, binary.LittleEndian.Uint16(p)+1)
-	r.out = binary.LittleEndian.AppendUint64(r.out, id)
-}
-
-// finishEmit appends the values of the emit op at offset at.
-func (r *runtime) finishEmit(at int, stream string, values []any) {
-	fields := r.ctx.outputs[binary.LittleEndian.Uint16(r.out[at+1:])].Fields
-	if len(values) != len(fields) {
-		r.out = r.out[:at]
-		r.setEmitErr(fmt.Errorf("emit on stream %q: %d values for %d declared fields %q", stream, len(values), len(fields), fields))
-		return
-	}
-	b := binary.LittleEndian.AppendUint16(r.out, uint16(len(values)))
-	for i, v := range values {
-		var ok bool
-		if b, ok = appendField(b, v); !ok {
+// appendValues appends the values of the emit op that starts at offset
+// at of b (r.out grown by the op's header, anchors and value count) and
+// makes b the output buffer.
+func (r *runtime) appendValues(b []byte, at, si int, values []any) {
+	for _, v := range values {
+		// The common kinds inline, each tested with one comparison of
+		// type words; the rest in appendField.
+		if x, ok := v.(Text); ok {
+			n := len(x)
+			b = append(append(b, byte(KindString), byte(n), byte(n>>8), byte(n>>16), byte(n>>24)), x...)
+		} else if x, ok := v.(int64); ok {
+			b = append(b, byte(KindInt), byte(x), byte(x>>8), byte(x>>16), byte(x>>24),
+				byte(x>>32), byte(x>>40), byte(x>>48), byte(x>>56))
+		} else if x, ok := v.(string); ok {
+			n := len(x)
+			b = append(append(b, byte(KindString), byte(n), byte(n>>8), byte(n>>16), byte(n>>24)), x...)
+		} else if x, ok := v.(int); ok {
+			b = append(b, byte(KindInt), byte(x), byte(x>>8), byte(x>>16), byte(x>>24),
+				byte(x>>32), byte(x>>40), byte(x>>48), byte(x>>56))
+		} else if b, ok = appendField(b, v); !ok {
 			r.out = b[:at]
-			r.setEmitErr(badValue(stream, fields[i], i, reflect.TypeOf(v)))
+			r.valueError(si, values)
 			return
 		}
 	}
 	r.out = b
 	r.sc.emitted++
-	if len(r.out) >= outFlush {
+	if len(b) >= outFlush {
 		r.flushOut()
+	}
+}
+
+// checkEmit validates an emit of n values on a stream (si >= 0: its index,
+// else look stream up) and returns the stream index, or -1 after setting
+// the emit error.
+func (r *runtime) checkEmit(si int, stream string, n int) int {
+	if si = r.streamIndex(si, stream); si < 0 {
+		return -1
+	}
+	if o := &r.ctx.outputs[si]; n != len(o.Fields) {
+		r.setEmitErr(fmt.Errorf("emit on stream %q: %d values for %d declared fields %q", o.Name, n, len(o.Fields), o.Fields))
+		return -1
+	}
+	return si
+}
+
+// valueError reports the first value of an emit that appendField refuses.
+//
+//go:noinline
+func (r *runtime) valueError(si int, values []any) {
+	o := &r.ctx.outputs[si]
+	for i, v := range values {
+		if _, ok := appendField(nil, v); !ok {
+			r.setEmitErr(badValue(o.Name, o.Fields[i], i, reflect.TypeOf(v)))
+			return
+		}
 	}
 }
 
@@ -294,7 +437,8 @@ func (r *runtime) ackFail(op byte, id uint64) {
 		r.setEmitErr(errors.New("ack or fail during " + r.call + ": not allowed there by the ABI"))
 		return
 	}
-	r.out = binary.LittleEndian.AppendUint64(append(r.out, op), id)
+	r.out = append(r.out, op, byte(id), byte(id>>8), byte(id>>16), byte(id>>24),
+		byte(id>>32), byte(id>>40), byte(id>>48), byte(id>>56))
 	if len(r.out) >= outFlush {
 		r.flushOut()
 	}

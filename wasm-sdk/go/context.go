@@ -18,7 +18,8 @@ type Context struct {
 	r       *runtime
 	c       tuple.Context
 	outputs []Stream
-	inputs  []Input
+	inputs  []input        // as tuples see them
+	pubIns  []Input        // Inputs()
 	streams map[string]int // output stream name -> stream index
 	log     Logger
 }
@@ -36,7 +37,9 @@ func newContext(r *runtime, c tuple.Context) (*Context, error) {
 		ctx.outputs = append(ctx.outputs, Stream{Name: o.Name, Fields: o.Fields})
 	}
 	for _, in := range c.Inputs {
-		ctx.inputs = append(ctx.inputs, Input{Component: in.Component, Stream: in.Stream, Fields: in.Fields})
+		pub := Input{Component: in.Component, Stream: in.Stream, Fields: in.Fields}
+		ctx.inputs = append(ctx.inputs, input{Input: pub})
+		ctx.pubIns = append(ctx.pubIns, pub)
 	}
 	return ctx, nil
 }
@@ -109,7 +112,7 @@ func (c *Context) Outputs() []Stream { return c.outputs }
 
 // Inputs are the subscribed (component, stream) pairs; index i is input
 // index i.
-func (c *Context) Inputs() []Input { return c.inputs }
+func (c *Context) Inputs() []Input { return c.pubIns }
 
 // Logger returns the task's logger (lines go to the host, tagged with the
 // topology, component and task).

@@ -17,7 +17,7 @@ type fakeHost struct {
 	t        testing.TB
 	state    map[string][]byte
 	emits    [][]byte // one entry per emit call
-	noRecord bool     // count emit calls without keeping their bytes
+	noRecord bool     // count emit and state_write calls without keeping their bytes (benchmarks)
 	logs     []logLine
 	errors   []string
 	metrics  map[string]int64
@@ -63,6 +63,9 @@ func (h *fakeHost) stateGet(key string, buf []byte) int32 {
 
 func (h *fakeHost) stateWrite(ops []byte) {
 	h.writes++
+	if h.noRecord {
+		return
+	}
 	h.writeOps = append(h.writeOps, slices.Clone(ops))
 	for len(ops) > 0 {
 		op := ops[0]

@@ -40,12 +40,14 @@ type runtime struct {
 	in  []byte // the input buffer handed out by ardea_buffer
 	out []byte // pending emit ops
 
-	ctx     *Context
-	ready   bool   // open/prepare succeeded
-	done    bool   // the spout reported Done
-	call    string // current lifecycle method, for messages
-	canEmit bool
-	emitErr error
+	ctx       *Context
+	defStream int    // index of the "default" output stream, or -1
+	defFields int    // its number of fields
+	ready     bool   // open/prepare succeeded
+	done      bool   // the spout reported Done
+	call      string // current lifecycle method, for messages
+	canEmit   bool
+	emitErr   error
 
 	offs    []uint32 // field offsets of the current input tuple
 	state   State
@@ -55,7 +57,7 @@ type runtime struct {
 }
 
 func newRuntime(h hostAPI) *runtime {
-	r := &runtime{host: h}
+	r := &runtime{host: h, defStream: -1}
 	r.sc.r = r
 	r.bc.r = r
 	r.state.init(r)
@@ -159,6 +161,10 @@ func (r *runtime) setup(n int32) error {
 		return err
 	}
 	r.ctx = ctx
+	r.defStream, r.defFields = -1, 0
+	if si, ok := ctx.streams[defaultStream]; ok {
+		r.defStream, r.defFields = si, len(ctx.outputs[si].Fields)
+	}
 	r.ready, r.done = false, false
 	r.state.discard()
 	return nil
@@ -303,32 +309,78 @@ func (r *runtime) execute(n int32) (code int32) {
 	if err != nil {
 		return r.fail(err)
 	}
+	if len(src) < 4 {
+		return r.fail(r.batchError(src))
+	}
+	// The hot loop parses records in place and validates each values
+	// block with scanFast; on any malformation batchError re-reads the
+	// batch to describe the first problem.
+	bolt, bc, inputs := r.bolt, &r.bc, r.ctx.inputs
+	offs := r.offs[:0] // field offsets, reused for every tuple
+	defer func() { r.offs = offs }()
+	off := 4
+	for count := binary.LittleEndian.Uint32(src); count > 0; count-- {
+		if len(src)-off < recordHeader {
+			return r.fail(r.batchError(src))
+		}
+		l := int(binary.LittleEndian.Uint32(src[off:]))
+		if l < recordHeader-4 || len(src)-off-4 < l {
+			return r.fail(r.batchError(src))
+		}
+		rec := src[off+4 : off+4+l]
+		off += 4 + l
+		idx := binary.LittleEndian.Uint16(rec)
+		if int(idx) >= len(inputs) {
+			return r.fail(r.batchError(src))
+		}
+		vals := rec[recordHeader-4:]
+		if len(vals) >= 7 && vals[0] == 1 && vals[1] == 0 && (vals[2] == byte(KindString) || vals[2] == byte(KindBytes)) &&
+			uint64(binary.LittleEndian.Uint32(vals[3:])) == uint64(len(vals)-7) {
+			// One string or bytes field (split's lines, count's words).
+			offs = append(offs[:0], 2)
+		} else {
+			var ok bool
+			if offs, ok = scanFast(offs[:0], vals); !ok {
+				return r.fail(r.batchError(src))
+			}
+		}
+		t := Tuple{in: &inputs[idx], raw: vals, offs: offs, id: binary.LittleEndian.Uint64(rec[6:]), src: binary.LittleEndian.Uint32(rec[2:]), idx: idx}
+		if err := bolt.Execute(t, bc); err != nil {
+			return r.fail(tupleError{t, err})
+		}
+	}
+	if off != len(src) {
+		return r.fail(r.batchError(src))
+	}
+	return r.end(0)
+}
+
+// recordHeader is the size of a batch record before its values.
+const recordHeader = 4 + 2 + 4 + 8
+
+// batchError describes the first malformation of an input batch (the
+// execute loop found one).
+func (r *runtime) batchError(src []byte) error {
 	br, err := tuple.NewBatchReader(src)
 	if err != nil {
-		return r.fail(err)
+		return err
 	}
 	for i := 0; ; i++ {
 		rec, ok, err := br.Next()
 		if err != nil {
-			return r.fail(err)
+			return err
 		}
 		if !ok {
-			break
+			return errors.New("malformed batch")
 		}
 		if int(rec.Input) >= len(r.ctx.inputs) {
-			return r.fail(fmt.Errorf("batch record %d: input index %d, but the context declares %d inputs", i, rec.Input, len(r.ctx.inputs)))
+			return fmt.Errorf("batch record %d: input index %d, but the context declares %d inputs", i, rec.Input, len(r.ctx.inputs))
 		}
-		r.offs, err = scanValues(r.offs[:0], rec.Values)
-		if err != nil {
+		if _, err = scanValues(r.offs[:0], rec.Values); err != nil {
 			in := &r.ctx.inputs[rec.Input]
-			return r.fail(fmt.Errorf("batch record %d from %s/%s task %d: %w", i, in.Component, in.Stream, rec.SourceTask, err))
-		}
-		t := Tuple{in: &r.ctx.inputs[rec.Input], raw: rec.Values, offs: r.offs, id: rec.TupleID, src: rec.SourceTask, idx: rec.Input}
-		if err := r.bolt.Execute(t, &r.bc); err != nil {
-			return r.fail(tupleError{t, err})
+			return fmt.Errorf("batch record %d from %s/%s task %d: %w", i, in.Component, in.Stream, rec.SourceTask, err)
 		}
 	}
-	return r.end(0)
 }
 
 // tupleError names the tuple whose Execute failed.

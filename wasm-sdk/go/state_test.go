@@ -113,8 +113,8 @@ func TestStateEviction(t *testing.T) {
 	if x.h.writes < 3 || len(x.h.state) != 11 || len(x.h.state["big"]) != 300 {
 		t.Errorf("%d writes, %d keys", x.h.writes, len(x.h.state))
 	}
-	if len(x.r.state.cache) > 4 {
-		t.Errorf("cache holds %d entries", len(x.r.state.cache))
+	if x.r.state.entries() > 4 {
+		t.Errorf("cache holds %d entries", x.r.state.entries())
 	}
 	for i := range 10 {
 		if v := binary.LittleEndian.Uint64(x.h.state[fmt.Sprintf("k%d", i)]); v != uint64(i) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"unsafe"
 
 	"github.com/ardea-dev/ardea/internal/tuple"
 )
@@ -30,6 +31,30 @@ type Input struct {
 	Fields    []string
 }
 
+// input is an Input as tuples see it.
+type input struct {
+	Input
+	// The last field name looked up and its index+1 (0: none): a hot path
+	// that names a field with the same string every time (a constant)
+	// finds it by comparing the string's pointer and length.
+	last    string
+	lastIdx int
+}
+
+// index is the position of a declared field, or -1.
+func (in *input) index(field string) int {
+	if in.lastIdx > 0 && len(field) == len(in.last) && unsafe.StringData(field) == unsafe.StringData(in.last) {
+		return in.lastIdx - 1
+	}
+	for i, f := range in.Fields {
+		if f == field {
+			in.last, in.lastIdx = field, i+1
+			return i
+		}
+	}
+	return -1
+}
+
 // Stream is a declared output stream.
 type Stream struct {
 	Name   string
@@ -46,7 +71,7 @@ type Stream struct {
 // a null field reads as the zero value. String and Bytes accept both string
 // and bytes fields.
 type Tuple struct {
-	in   *Input
+	in   *input
 	raw  []byte   // the encoded values block
 	offs []uint32 // offset of each field's tag in raw
 	id   uint64
@@ -104,6 +129,45 @@ func scanValues(offs []uint32, b []byte) ([]uint32, error) {
 	return offs, nil
 }
 
+// scanFast is scanValues for the hot path: ok is false if b is malformed
+// (scanValues then says how).
+func scanFast(offs []uint32, b []byte) (_ []uint32, ok bool) {
+	if len(b) < 2 {
+		return offs, false
+	}
+	n := int(binary.LittleEndian.Uint16(b))
+	off := 2
+	for ; n > 0; n-- {
+		if off >= len(b) {
+			return offs, false
+		}
+		offs = append(offs, uint32(off))
+		switch Kind(b[off]) {
+		case KindString, KindBytes:
+			if len(b)-off < 5 {
+				return offs, false
+			}
+			l := binary.LittleEndian.Uint32(b[off+1:])
+			if uint64(len(b)-off-5) < uint64(l) {
+				return offs, false
+			}
+			off += 5 + int(l)
+		case KindInt, KindFloat:
+			off += 9
+		case KindNull:
+			off++
+		case KindBool:
+			if len(b)-off < 2 || b[off+1] > 1 {
+				return offs, false
+			}
+			off += 2
+		default:
+			return offs, false
+		}
+	}
+	return offs, off == len(b)
+}
+
 // Component is the upstream component that emitted the tuple.
 func (t Tuple) Component() string {
 	if t.in == nil {
@@ -145,14 +209,10 @@ func (t Tuple) Len() int { return len(t.offs) }
 
 // Index is the position of a declared field, or -1.
 func (t Tuple) Index(field string) int {
-	if t.in != nil {
-		for i, f := range t.in.Fields {
-			if f == field {
-				return i
-			}
-		}
+	if t.in == nil {
+		return -1
 	}
-	return -1
+	return t.in.index(field)
 }
 
 // Kind is the kind of field i.
@@ -163,7 +223,7 @@ func (t Tuple) IsNull(i int) bool { return t.Kind(i) == KindNull }
 
 // payload is field i's bytes after the tag and length prefix (the bytes
 // fields grouping hashes).
-func (t Tuple) payload(i int) (Kind, []byte) {
+func (t *Tuple) payload(i int) (Kind, []byte) {
 	o := int(t.offs[i])
 	k := Kind(t.raw[o])
 	switch k {
@@ -203,7 +263,7 @@ func (t Tuple) wrongKind(i int, got Kind, want string) {
 	panic(e)
 }
 
-func (t Tuple) text(i int, want string) []byte {
+func (t *Tuple) text(i int, want string) []byte {
 	k, p := t.payload(i)
 	if k != KindString && k != KindBytes && k != KindNull {
 		t.wrongKind(i, k, want)
@@ -211,7 +271,7 @@ func (t Tuple) text(i int, want string) []byte {
 	return p
 }
 
-func (t Tuple) fixed(i int, want Kind) []byte {
+func (t *Tuple) fixed(i int, want Kind) []byte {
 	k, p := t.payload(i)
 	if k != want && k != KindNull {
 		t.wrongKind(i, k, want.String())
@@ -229,7 +289,14 @@ func (t Tuple) Bytes(i int) []byte { return slices.Clone(t.text(i, "bytes")) }
 // views the input buffer and is valid only until the current call returns.
 // Emit it as a string with Text(b) or look a map up with m[string(b)]
 // without allocating.
-func (t Tuple) BytesView(i int) []byte { return t.text(i, "bytes") }
+func (t Tuple) BytesView(i int) []byte {
+	o := int(t.offs[i])
+	if k := Kind(t.raw[o]); k == KindString || k == KindBytes {
+		n := int(binary.LittleEndian.Uint32(t.raw[o+1:]))
+		return t.raw[o+5 : o+5+n : o+5+n]
+	}
+	return t.text(i, "bytes")
+}
 
 // Int returns field i, an int64.
 func (t Tuple) Int(i int) int64 {
@@ -325,37 +392,74 @@ const KeySep = "\x1f"
 // tuple was routed by, and its state moves with it when the component is
 // rescaled. Append KeySep and any suffix to keep several values per key.
 //
+// StateKey allocates the key; StateKeyView and AppendStateKey build the
+// same bytes without allocating, for the State methods whose names end in
+// Bytes.
+//
 // Caveat (ABI v1): the host hashes a state key only up to its first 0x1F
 // byte, so a payload that itself contains 0x1F (for example the int64 31)
 // yields a key whose state stays in another key group. Counts stay correct
 // while parallelism is unchanged.
 func StateKey(t Tuple, fields ...string) string {
 	if len(fields) == 1 {
-		_, p := t.payload(t.mustIndex(fields[0]))
-		return string(p)
+		return string(StateKeyView(t, fields[0]))
 	}
 	var buf [128]byte
-	b := buf[:0]
-	for i, f := range fields {
-		if i > 0 {
-			b = append(b, 0)
-		}
-		_, p := t.payload(t.mustIndex(f))
-		b = append(b, p...)
-	}
-	return string(b)
+	return string(AppendStateKey(buf[:0], t, fields...))
 }
 
 // StateKeyAt is StateKey with field indexes instead of names.
 func StateKeyAt(t Tuple, fields ...int) string {
 	var buf [128]byte
-	b := buf[:0]
+	return string(AppendStateKeyAt(buf[:0], t, fields...))
+}
+
+// StateKeyView is the state key of a single field (StateKey(t, field))
+// without a copy: the field's payload, viewing the input buffer like
+// BytesView (valid only during the current call). Pass it to the State
+// methods whose names end in Bytes, which copy a key they keep.
+func StateKeyView(t Tuple, field string) []byte {
+	if in := t.in; in != nil && in.lastIdx > 0 && len(field) == len(in.last) && unsafe.StringData(field) == unsafe.StringData(in.last) {
+		return t.keyView(in.lastIdx - 1)
+	}
+	return t.keyView(t.mustIndex(field))
+}
+
+// StateKeyViewAt is StateKeyView with a field index.
+func StateKeyViewAt(t Tuple, i int) []byte { return t.keyView(i) }
+
+// keyView is field i's payload, with the string and bytes kinds first.
+func (t *Tuple) keyView(i int) []byte {
+	o := int(t.offs[i])
+	if k := Kind(t.raw[o]); k == KindString || k == KindBytes {
+		n := int(binary.LittleEndian.Uint32(t.raw[o+1:]))
+		return t.raw[o+5 : o+5+n : o+5+n]
+	}
+	_, p := t.payload(i)
+	return p
+}
+
+// AppendStateKey appends the state key of t's named fields (see StateKey)
+// to dst and returns the extended slice.
+func AppendStateKey(dst []byte, t Tuple, fields ...string) []byte {
 	for i, f := range fields {
 		if i > 0 {
-			b = append(b, 0)
+			dst = append(dst, 0)
+		}
+		_, p := t.payload(t.mustIndex(f))
+		dst = append(dst, p...)
+	}
+	return dst
+}
+
+// AppendStateKeyAt is AppendStateKey with field indexes.
+func AppendStateKeyAt(dst []byte, t Tuple, fields ...int) []byte {
+	for i, f := range fields {
+		if i > 0 {
+			dst = append(dst, 0)
 		}
 		_, p := t.payload(f)
-		b = append(b, p...)
+		dst = append(dst, p...)
 	}
-	return string(b)
+	return dst
 }

@@ -62,7 +62,7 @@ again at half the measured peak rate and reports its latency (half_rate).`,
 	wc.Flags().IntVar(&o.Containers, "containers", 2, "containers")
 	wc.Flags().IntVar(&o.Spouts, "spouts", 1, "generator parallelism")
 	wc.Flags().IntVar(&o.Split, "split", 1, "split parallelism")
-	wc.Flags().IntVar(&o.Count, "count", 1, "count parallelism")
+	wc.Flags().IntVar(&o.Count, "count", 2, "count parallelism")
 	wc.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
 	wc.Flags().BoolVar(&noHalf, "no-half-rate", false, "skip the half-peak-rate latency phase")
 	cmd.AddCommand(wc)

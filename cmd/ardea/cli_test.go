@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -234,5 +235,26 @@ func TestBuildCommand(t *testing.T) {
 	code, _, stderr = runArdea(t, "build", t.TempDir())
 	if code == 0 || !strings.Contains(stderr, "no Go files") {
 		t.Fatalf("empty dir: exit %d: %s", code, stderr)
+	}
+}
+
+// TestBenchWordCountJSON checks the command and its JSON shape only; speed
+// is measured by running it, never asserted in a test.
+func TestBenchWordCountJSON(t *testing.T) {
+	code, out, stderr := runArdea(t, "bench", "wordcount", "--duration", "300ms", "--warmup", "200ms", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var res map[string]any
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("not one JSON object: %v\n%s", err, out)
+	}
+	for _, k := range []string{"tuples_per_sec", "p50_ms", "p99_ms", "native_tuples_per_sec", "ratio", "half_rate"} {
+		if _, ok := res[k]; !ok {
+			t.Errorf("missing %q in %s", k, out)
+		}
+	}
+	if v, _ := res["tuples_per_sec"].(float64); v <= 0 {
+		t.Errorf("tuples_per_sec = %v: nothing was counted", res["tuples_per_sec"])
 	}
 }

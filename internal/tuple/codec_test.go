@@ -193,3 +193,20 @@ func TestHashAndKeyGroups(t *testing.T) {
 		}
 	}
 }
+
+// FieldSpans (and so NextOp, which the host uses on every emit) must reject
+// what DecodeValues rejects, so an invalid bool never reaches a stream.
+func TestFieldSpansRejectsBadBool(t *testing.T) {
+	vals := AppendValues(nil, Str("x"), Boolean(true))
+	vals[len(vals)-1] = 2
+	if _, _, err := FieldSpans(nil, vals); err == nil {
+		t.Fatal("FieldSpans accepted a bool payload of 2")
+	}
+	if _, _, err := DecodeValues(nil, vals); err == nil {
+		t.Fatal("DecodeValues accepted a bool payload of 2")
+	}
+	op := AppendEmit(nil, 0, NoTask, 0, nil, vals)
+	if _, _, _, err := NextOp(op, 0, nil); err == nil {
+		t.Fatal("NextOp accepted an emit with a bool payload of 2")
+	}
+}

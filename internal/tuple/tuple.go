@@ -205,6 +205,9 @@ func FieldSpans(spans []int, src []byte) ([]int, int, error) {
 			start, end = off+1, off+9
 		case Bool:
 			start, end = off+1, off+2
+			if end <= len(src) && src[off+1] > 1 {
+				return spans, 0, fmt.Errorf("field %d: bool payload %d is not 0 or 1", i, src[off+1])
+			}
 		default:
 			return spans, 0, fmt.Errorf("field %d: %w %d", i, ErrBadKind, src[off])
 		}

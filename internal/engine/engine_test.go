@@ -1,0 +1,145 @@
+package engine_test
+
+import (
+	"context"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/ardea-dev/ardea"
+	"github.com/ardea-dev/ardea/bus"
+	"github.com/ardea-dev/ardea/connectors"
+	"github.com/ardea-dev/ardea/internal/component"
+	"github.com/ardea-dev/ardea/internal/engine"
+	"github.com/ardea-dev/ardea/internal/metrics"
+	"github.com/ardea-dev/ardea/internal/tuple"
+	"github.com/ardea-dev/ardea/scheduler"
+)
+
+// lifeSpout emits one tuple per Next and records its lifecycle.
+type lifeSpout struct {
+	nexts, activations, deactivations, nextWhileInactive atomic.Int64
+	inactive, closed                                     atomic.Bool
+	values                                               []byte
+}
+
+func (s *lifeSpout) Open(component.Context, component.Collector) error { return nil }
+func (s *lifeSpout) Next(_ int, out component.Collector) (component.Status, error) {
+	if s.inactive.Load() {
+		s.nextWhileInactive.Add(1)
+	}
+	s.nexts.Add(1)
+	return component.Emitted, out.Emit(0, tuple.NoTask, 0, nil, s.values)
+}
+func (s *lifeSpout) Ack([]uint64, component.Collector) error  { return nil }
+func (s *lifeSpout) Fail([]uint64, component.Collector) error { return nil }
+func (s *lifeSpout) Activate() error {
+	s.activations.Add(1)
+	s.inactive.Store(false)
+	return nil
+}
+func (s *lifeSpout) Deactivate() error {
+	s.deactivations.Add(1)
+	s.inactive.Store(true)
+	return nil
+}
+func (s *lifeSpout) Close() error { s.closed.Store(true); return nil }
+
+type countBolt struct{ tuples atomic.Int64 }
+
+func (b *countBolt) Prepare(component.Context, component.Collector) error { return nil }
+func (b *countBolt) Execute(batch []byte, _ component.Collector) error {
+	r, err := tuple.NewBatchReader(batch)
+	if err != nil {
+		return err
+	}
+	b.tuples.Add(int64(r.Count()))
+	return nil
+}
+func (b *countBolt) Tick(component.Collector) error   { return nil }
+func (b *countBolt) Finish(component.Collector) error { return nil }
+func (b *countBolt) Close() error                     { return nil }
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestDeactivateActivate: a deactivated spout gets Deactivate once and
+// no Next until it is activated again; its downstream keeps running.
+func TestDeactivateActivate(t *testing.T) {
+	b := ardea.NewBuilder("life")
+	b.Spout("src", "builtin:generator")
+	b.Bolt("sink", "builtin:file").Config("path", "unused").Shuffle("src")
+	tp, err := b.BuildWith(ardea.ValidateOptions{SkipModuleCheck: true, Builtins: connectors.Outputs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := scheduler.BuildPlan(tp, 1, scheduler.RoundRobin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := bus.StartServer(bus.ServerOptions{Port: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sm, err := bus.NewStreamManager(bus.Options{Plan: p, Container: 1, Conn: nc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sm.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer sm.Close()
+
+	spout := &lifeSpout{values: tuple.AppendValues(nil, tuple.Str("hello"))}
+	bolt := &countBolt{}
+	reg := metrics.NewRegistry()
+	src := &engine.Task{ID: 1, Component: "src", Spout: spout, Outbox: sm.Outbox(1), Metrics: reg.Component("src"), SpoutBatch: 1}
+	sink := &engine.Task{ID: 2, Component: "sink", Bolt: bolt, Inbox: sm.Inbox(2), Outbox: sm.Outbox(2), Metrics: reg.Component("sink")}
+	src.SetActive(true)
+	done := make(chan error, 1)
+	go func() { done <- engine.Run(ctx, []*engine.Task{src, sink}, slog.New(slog.DiscardHandler)) }()
+
+	waitFor(t, "tuples to reach the bolt", func() bool { return bolt.tuples.Load() > 10 })
+	src.SetActive(false)
+	waitFor(t, "Deactivate", func() bool { return spout.deactivations.Load() == 1 })
+	src.SetActive(false) // no second Deactivate for the same state
+	src.SetActive(true)
+	waitFor(t, "Activate and more Next calls", func() bool {
+		return spout.activations.Load() == 1 && spout.nexts.Load() > 0 && bolt.tuples.Load() > 20
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if n := spout.nextWhileInactive.Load(); n != 0 {
+		t.Errorf("Next was called %d times while deactivated", n)
+	}
+	if spout.deactivations.Load() != 1 || spout.activations.Load() != 1 {
+		t.Errorf("deactivations %d, activations %d; want 1, 1", spout.deactivations.Load(), spout.activations.Load())
+	}
+	if !spout.closed.Load() {
+		t.Error("spout not closed after the run")
+	}
+	if reg.Component("src").Emitted.Load() == 0 || reg.Component("sink").Executed.Load() == 0 {
+		t.Error("metrics not recorded")
+	}
+}

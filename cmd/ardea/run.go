@@ -93,7 +93,7 @@ func newBuildCmd(g *globalFlags) *cobra.Command {
 		Long: `Build a component source folder into a WebAssembly module that Ardea can run.
 Go components (a main package using github.com/ardea-dev/ardea/wasm-sdk/go)
 are built with:
-  GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -ldflags='-s -w'`,
+  GOOS=wasip1 GOARCH=wasm go build -trimpath -buildmode=c-shared -ldflags='-s -w'`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := args[0]

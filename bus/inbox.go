@@ -5,7 +5,6 @@ import (
 	"io"
 	"sync"
 	"sync/atomic"
-	"time"
 )
 
 // Delivery is one batch for a task.
@@ -114,36 +113,16 @@ func (in *Inbox) enqueue(d Delivery) {
 // putLocal queues a batch from an Outbox in this container, waiting for
 // room if block is set; without block it reports false when there is none.
 func (in *Inbox) putLocal(ctx context.Context, d Delivery, block bool, o *Outbox) (bool, error) {
-	var t0 time.Time
-	for {
+	return o.waitFor(ctx, block, in.sm.done, func() (bool, <-chan struct{}) {
 		in.mu.Lock()
+		defer in.mu.Unlock()
 		if in.localHeld == 0 || in.localHeld+int64(d.size) <= in.sm.opts.InboxBytes {
 			in.localHeld += int64(d.size)
 			in.enqueue(d)
-			in.mu.Unlock()
-			if !t0.IsZero() {
-				o.blockEnd(t0)
-			}
 			return true, nil
 		}
-		ch := in.space
-		in.mu.Unlock()
-		if !block {
-			return false, nil
-		}
-		if t0.IsZero() {
-			t0 = o.blockStart()
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			o.blockEnd(t0)
-			return false, ctx.Err()
-		case <-in.sm.done:
-			o.blockEnd(t0)
-			return false, ErrClosed
-		}
-	}
+		return false, in.space
+	})
 }
 
 // putRemote queues a batch received from another container. It never

@@ -3,7 +3,6 @@ package bus
 import (
 	"context"
 	"sync"
-	"time"
 )
 
 // link is the sending side of one flow-controlled link: this container ->
@@ -41,35 +40,15 @@ func newLink(dst uint32, container int, done <-chan struct{}) *link {
 // is counted as o's blocked time); without block it reports false when the
 // credit is short.
 func (l *link) acquire(ctx context.Context, n int64, block bool, o *Outbox) (bool, error) {
-	var t0 time.Time
-	for {
+	return o.waitFor(ctx, block, l.done, func() (bool, <-chan struct{}) {
 		l.mu.Lock()
+		defer l.mu.Unlock()
 		if l.open && (l.credit >= n || l.credit >= l.window) {
 			l.credit -= n
-			l.mu.Unlock()
-			if !t0.IsZero() {
-				o.blockEnd(t0)
-			}
 			return true, nil
 		}
-		ch := l.wake
-		l.mu.Unlock()
-		if !block {
-			return false, nil
-		}
-		if t0.IsZero() {
-			t0 = o.blockStart()
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			o.blockEnd(t0)
-			return false, ctx.Err()
-		case <-l.done:
-			o.blockEnd(t0)
-			return false, ErrClosed
-		}
-	}
+		return false, l.wake
+	})
 }
 
 // waitOpen waits until the receiver has opened the link.

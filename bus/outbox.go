@@ -305,6 +305,38 @@ func (o *Outbox) Finish(ctx context.Context) error {
 }
 
 // blockStart and blockEnd bracket a wait for back pressure.
+// waitFor calls take until it succeeds. take runs under the capacity's own
+// lock and returns, when it fails, a channel closed when capacity may have
+// grown. Without block the first failure returns false. Time spent waiting
+// is booked as the outbox's blocked time; ctx or done end the wait.
+func (o *Outbox) waitFor(ctx context.Context, block bool, done <-chan struct{}, take func() (bool, <-chan struct{})) (bool, error) {
+	var t0 time.Time
+	for {
+		ok, wake := take()
+		if ok {
+			if !t0.IsZero() {
+				o.blockEnd(t0)
+			}
+			return true, nil
+		}
+		if !block {
+			return false, nil
+		}
+		if t0.IsZero() {
+			t0 = o.blockStart()
+		}
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			o.blockEnd(t0)
+			return false, ctx.Err()
+		case <-done:
+			o.blockEnd(t0)
+			return false, ErrClosed
+		}
+	}
+}
+
 func (o *Outbox) blockStart() time.Time {
 	t := time.Now()
 	o.blockedSince.Store(t.UnixNano())

@@ -355,6 +355,11 @@ func (in *instance) fail(id callID, err error, timedOut bool) error {
 	}
 	tail := in.stderr.crashHead()
 	kind, msg := ErrTrap, fmt.Sprintf("%s: call %s failed: %v", in.label, name, err)
+	if len(in.errText) > 0 {
+		// The guest said why before it trapped (a Rust panic, an
+		// AssemblyScript abort): lead with its words.
+		msg = fmt.Sprintf("%s: call %s trapped: %s: %v", in.label, name, in.errText, err)
+	}
 	if strings.Contains(tail, "out of memory") {
 		kind = ErrMemoryLimit
 		msg = fmt.Sprintf("%s: call %s: guest ran out of memory at its limit of %s: %v",

@@ -174,6 +174,13 @@ func validate(name string, cm wazero.CompiledModule, r wazero.Runtime) error {
 		return fmt.Errorf("host: %s: export ardea_abi_version has signature %s, want () -> i32",
 			name, sig(v.ParamTypes(), v.ResultTypes()))
 	}
+	// A WASI command runs main from _start and then its runtime is
+	// finished; calling exports after that (or without it) is undefined.
+	if _, ok := ex["_start"]; ok {
+		return fmt.Errorf("host: %s is a WASI command (it exports _start), not a reactor: "+
+			"build it as a reactor (Go: -buildmode=c-shared; C: clang -mexec-model=reactor; "+
+			"Rust: --crate-type cdylib; AssemblyScript: no --exportStart)", name)
+	}
 	if _, ok := cm.ExportedMemories()["memory"]; !ok {
 		return fmt.Errorf("host: %s: missing export memory (the guest's linear memory)", name)
 	}

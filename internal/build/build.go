@@ -18,9 +18,23 @@ import (
 // Language of a component source folder.
 type Language string
 
-const Go Language = "go"
+const (
+	Go             Language = "go"
+	Rust           Language = "rust"
+	C              Language = "c"
+	AssemblyScript Language = "assemblyscript"
+)
 
-// Detect names the language of the component in dir.
+// Languages lists the languages Build supports, in detection order.
+var Languages = []Language{Go, Rust, AssemblyScript, C}
+
+// Detect names the language of the component in dir:
+//
+//   - Go: a go.mod or a .go file (not a test);
+//   - Rust: a Cargo.toml;
+//   - AssemblyScript: an asconfig.json, or a package.json with an
+//     assembly/ folder;
+//   - C: a .c file.
 func Detect(dir string) (Language, error) {
 	st, err := os.Stat(dir)
 	if err != nil {
@@ -29,11 +43,32 @@ func Detect(dir string) (Language, error) {
 	if !st.IsDir() {
 		return "", fmt.Errorf("component source %s: not a directory", dir)
 	}
-	goFiles, _ := filepath.Glob(filepath.Join(dir, "*.go"))
-	if len(goFiles) > 0 {
-		return Go, nil
+	has := func(name string) bool {
+		_, err := os.Stat(filepath.Join(dir, name))
+		return err == nil
 	}
-	return "", fmt.Errorf("component source %s: no Go files found (Go components are supported; see wasm-sdk/)", dir)
+	anyFile := func(ext string, skip string) bool {
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			n := e.Name()
+			if !e.IsDir() && filepath.Ext(n) == ext && (skip == "" || !strings.HasSuffix(n, skip)) {
+				return true
+			}
+		}
+		return false
+	}
+	switch {
+	case has("go.mod") || anyFile(".go", "_test.go"):
+		return Go, nil
+	case has("Cargo.toml"):
+		return Rust, nil
+	case has("asconfig.json") || (has("package.json") && has("assembly")):
+		return AssemblyScript, nil
+	case anyFile(".c", ""):
+		return C, nil
+	}
+	return "", fmt.Errorf("component source %s: cannot tell its language: expected go.mod or .go files (Go), "+
+		"Cargo.toml (Rust), asconfig.json or package.json with assembly/ (AssemblyScript), or .c files (C)", dir)
 }
 
 // Build compiles the component in dir to out and returns out.
@@ -42,24 +77,35 @@ func Build(ctx context.Context, dir, out string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	absOut, err := filepath.Abs(out)
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(filepath.Dir(absOut), 0o755); err != nil {
+		return "", fmt.Errorf("build %s: %w", dir, err)
+	}
 	switch lang {
 	case Go:
-		return out, buildGo(ctx, dir, out)
+		err = buildGo(ctx, dir, absOut)
+	case Rust:
+		err = buildRust(ctx, dir, absOut)
+	case C:
+		err = buildC(ctx, dir, absOut)
+	case AssemblyScript:
+		err = buildAssemblyScript(ctx, dir, absOut)
+	default:
+		err = fmt.Errorf("component source %s: unsupported language %q", dir, lang)
 	}
-	return "", fmt.Errorf("component source %s: unsupported language %q", dir, lang)
+	if err != nil {
+		return "", err
+	}
+	return out, nil
 }
 
-func buildGo(ctx context.Context, dir, out string) error {
+func buildGo(ctx context.Context, dir, absOut string) error {
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		return fmt.Errorf("building %s needs the Go toolchain (go 1.26 or newer on PATH): %w", dir, err)
-	}
-	absOut, err := filepath.Abs(out)
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(absOut), 0o755); err != nil {
-		return fmt.Errorf("build %s: %w", dir, err)
 	}
 	cmd := exec.CommandContext(ctx, goBin, "build", "-trimpath", "-buildmode=c-shared", "-ldflags=-s -w", "-o", absOut, ".")
 	cmd.Dir = dir

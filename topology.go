@@ -6,7 +6,7 @@
 // A component's module is one of:
 //
 //	path/to/bolt.wasm   a compiled WebAssembly module (ABI v1, wasm-sdk/ABI.md)
-//	path/to/dir         a directory holding a Go main package, built on demand
+//	path/to/dir         a component source folder (Go, Rust, C or AssemblyScript), built on demand
 //	builtin:<name>      a native component from package connectors
 //
 // Relative module paths are relative to Topology.Dir (the YAML file's
@@ -125,18 +125,18 @@ func (in Input) GroupingName() string {
 type ModuleKind int
 
 const (
-	ModuleNone     ModuleKind = iota // empty module
-	ModuleWasm                       // a path ending in .wasm
-	ModuleGoSource                   // a directory holding a Go main package
-	ModuleBuiltin                    // builtin:<name>
+	ModuleNone    ModuleKind = iota // empty module
+	ModuleWasm                      // a path ending in .wasm
+	ModuleSource                    // a component source folder (Go, Rust, C or AssemblyScript)
+	ModuleBuiltin                   // builtin:<name>
 )
 
 func (k ModuleKind) String() string {
 	switch k {
 	case ModuleWasm:
 		return "wasm"
-	case ModuleGoSource:
-		return "go-source"
+	case ModuleSource:
+		return "source"
 	case ModuleBuiltin:
 		return "builtin"
 	}
@@ -154,7 +154,7 @@ func (c *Component) ModuleKind() ModuleKind {
 	case strings.HasSuffix(m, ".wasm"):
 		return ModuleWasm
 	}
-	return ModuleGoSource
+	return ModuleSource
 }
 
 // BuiltinName is the name after "builtin:" ("" for other modules).

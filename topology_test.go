@@ -100,8 +100,8 @@ func TestModuleKind(t *testing.T) {
 		{"", ModuleNone, ""},
 		{"bolt.wasm", ModuleWasm, ""},
 		{"../mods/bolt.wasm", ModuleWasm, ""},
-		{"split", ModuleGoSource, ""},
-		{"./split/", ModuleGoSource, ""},
+		{"split", ModuleSource, ""},
+		{"./split/", ModuleSource, ""},
 		{"builtin:file", ModuleBuiltin, "file"},
 		{"builtin:", ModuleBuiltin, ""},
 	} {

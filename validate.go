@@ -5,10 +5,11 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/ardea-dev/ardea/internal/build"
 )
 
 // ValidateOptions tunes Validate.
@@ -222,7 +223,7 @@ func (v *validator) builtinKnown(c *Component) bool {
 func (v *validator) module(c *Component) {
 	switch c.ModuleKind() {
 	case ModuleNone:
-		v.add(c, "module", "module is required (a .wasm file, a Go source directory or builtin:<name>)")
+		v.add(c, "module", "module is required (a .wasm file, a component source directory or builtin:<name>)")
 		return
 	case ModuleBuiltin:
 		name := c.BuiltinName()
@@ -245,8 +246,8 @@ func (v *validator) module(c *Component) {
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			what := "file"
-			if c.ModuleKind() == ModuleGoSource {
-				what = "Go source directory"
+			if c.ModuleKind() == ModuleSource {
+				what = "source directory"
 			}
 			v.add(c, "module", "%s %s not found (module %q)", what, path, c.Module)
 		} else {
@@ -259,29 +260,15 @@ func (v *validator) module(c *Component) {
 		if fi.IsDir() {
 			v.add(c, "module", "%s is a directory, expected a .wasm file", path)
 		}
-	case ModuleGoSource:
+	case ModuleSource:
 		if !fi.IsDir() {
-			v.add(c, "module", "%s is a file: a module is a .wasm file, a directory holding a Go main package, or builtin:<name>", path)
+			v.add(c, "module", "%s is a file: a module is a .wasm file, a component source directory, or builtin:<name>", path)
 			return
 		}
-		if !hasGoFiles(path) {
-			v.add(c, "module", "directory %s holds no .go files (expected a Go main package)", path)
+		if _, err := build.Detect(path); err != nil {
+			v.add(c, "module", "%v", err)
 		}
 	}
-}
-
-func hasGoFiles(dir string) bool {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return false
-	}
-	for _, e := range entries {
-		n := e.Name()
-		if !e.IsDir() && filepath.Ext(n) == ".go" && !strings.HasSuffix(n, "_test.go") {
-			return true
-		}
-	}
-	return false
 }
 
 func (v *validator) inputs(c *Component) {

@@ -178,8 +178,8 @@ bolts:
 	ps := Problems(top.Validate(ValidateOptions{}))
 	want := []string{
 		path + `:6:25: bolt "missingwasm": module: file ` + filepath.Join(dir, "sub/missing.wasm") + ` not found (module "sub/missing.wasm")`,
-		path + `:7:24: bolt "missingdir": module: Go source directory ` + filepath.Join(dir, "nodir") + ` not found`,
-		path + `:8:19: bolt "notgo": module: directory ` + filepath.Join(dir, "onlytests") + ` holds no .go files`,
+		path + `:7:24: bolt "missingdir": module: source directory ` + filepath.Join(dir, "nodir") + ` not found`,
+		path + `:8:19: bolt "notgo": module: component source ` + filepath.Join(dir, "onlytests") + `: cannot tell its language`,
 		path + `:9:21: bolt "wasmdir": module: ` + filepath.Join(dir, "dir.wasm") + ` is a directory, expected a .wasm file`,
 		path + `:10:18: bolt "file": module: ` + filepath.Join(dir, "notes.txt") + ` is a file`,
 	}
@@ -202,7 +202,7 @@ func TestValidateBuiltTopologyHasNoFile(t *testing.T) {
 	b.Bolt("b", "").Shuffle("s")
 	_, err := b.BuildWith(ValidateOptions{SkipModuleCheck: true})
 	ps := Problems(err)
-	if len(ps) != 1 || ps[0].Error() != `bolt "b": module: module is required (a .wasm file, a Go source directory or builtin:<name>)` {
+	if len(ps) != 1 || ps[0].Error() != `bolt "b": module: module is required (a .wasm file, a component source directory or builtin:<name>)` {
 		t.Fatalf("problems = %q", ps)
 	}
 	if ps[0].Component != "b" || ps[0].Kind != Bolt || ps[0].Field != "module" || ps[0].Line != 0 {

@@ -23,7 +23,7 @@ import (
 //	  topology.max.keygroups: 256
 //	spouts:
 //	  - name: lines                  # required
-//	    module: builtin:file         # required: x.wasm | go-source-dir | builtin:<name>
+//	    module: builtin:file         # required: x.wasm | source-dir | builtin:<name>
 //	    parallelism: 1               # default 1
 //	    config: {path: input.txt}    # scalars (stored as written) or lists (joined with ",")
 //	    outputs: {default: [line]}   # stream -> fields; a plain list means the default stream
@@ -432,7 +432,7 @@ func (p *parser) component(n *yaml.Node, kind Kind, path string) *Component {
 		}
 	}
 	if !hasModule {
-		p.errf(deref(n), w, "missing required key \"module\" (a .wasm file, a Go source directory or builtin:<name>)")
+		p.errf(deref(n), w, "missing required key \"module\" (a .wasm file, a component source directory or builtin:<name>)")
 	}
 	return c
 }

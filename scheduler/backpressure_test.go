@@ -65,7 +65,7 @@ func TestSlowBoltBackPressure(t *testing.T) {
 	slowSeen[t.Name()] = &seen
 	b := ardea.NewBuilder("slow")
 	b.Spout("lines", "builtin:generator").Config("count", "4000")
-	b.Bolt("split", repoPath(t, "examples/wordcount/split.wasm")).Shuffle("lines").Output("default", "word")
+	b.Bolt("split", repoPath(t, "examples/wordcount/go/split.wasm")).Shuffle("lines").Output("default", "word")
 	b.Bolt("slow", "builtin:test-slow").Parallelism(2).Config("id", t.Name()).Fields("split", "word").NoOutputs()
 	tp, err := b.BuildWith(ardea.ValidateOptions{Builtins: connectors.Outputs, BuiltinConfig: connectors.ValidateConfig})
 	if err != nil {

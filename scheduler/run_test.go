@@ -95,8 +95,8 @@ func wordcountWasmTopology(t *testing.T, in, out string, split, count int) *arde
 	t.Helper()
 	b := ardea.NewBuilder("wordcount")
 	b.Spout("lines", "builtin:file").Config("path", in)
-	b.Bolt("split", repoPath(t, "examples/wordcount/split.wasm")).Parallelism(split).Shuffle("lines").Output("default", "word")
-	b.Bolt("count", repoPath(t, "examples/wordcount/count.wasm")).Parallelism(count).Fields("split", "word").Output("default", "word", "count")
+	b.Bolt("split", repoPath(t, "examples/wordcount/go/split.wasm")).Parallelism(split).Shuffle("lines").Output("default", "word")
+	b.Bolt("count", repoPath(t, "examples/wordcount/go/count.wasm")).Parallelism(count).Fields("split", "word").Output("default", "word", "count")
 	b.Bolt("out", "builtin:file").Config("path", out).Fields("count", "word")
 	tp, err := b.BuildWith(ardea.ValidateOptions{Builtins: connectors.Outputs, BuiltinConfig: connectors.ValidateConfig})
 	if err != nil {

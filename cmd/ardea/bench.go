@@ -3,10 +3,13 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/ardea-dev/ardea/examples/wordcount"
 	"github.com/ardea-dev/ardea/internal/bench"
 )
 
@@ -36,6 +39,9 @@ again at half the measured peak rate and reports its latency (half_rate).`,
 			if err != nil {
 				return err
 			}
+			if !slices.Contains(wordcount.Languages, o.Lang) {
+				return usageError{fmt.Errorf("--lang %q: want one of %s", o.Lang, strings.Join(wordcount.Languages, ", "))}
+			}
 			o.Logger, o.CacheDir, o.HalfRate = log, g.cacheDir, !noHalf
 			res, err := bench.WordCount(cmd.Context(), o)
 			if err != nil {
@@ -46,8 +52,8 @@ again at half the measured peak rate and reports its latency (half_rate).`,
 				enc := json.NewEncoder(w)
 				return enc.Encode(res)
 			}
-			fmt.Fprintf(w, "word count, %d containers (%s), %s measured after %s warmup, %d CPUs\n",
-				res.Containers, res.Parallelism, o.Duration, o.Warmup, res.CPUs)
+			fmt.Fprintf(w, "word count in %s, %d containers (%s), %s measured after %s warmup, %d CPUs\n",
+				res.Lang, res.Containers, res.Parallelism, o.Duration, o.Warmup, res.CPUs)
 			fmt.Fprintf(w, "  ardea (wasm + NATS): %12.0f words/s   p50 %.3f ms   p99 %.3f ms\n", res.TuplesPerSec, res.P50Ms, res.P99Ms)
 			fmt.Fprintf(w, "  plain Go baseline:   %12.0f words/s\n", res.NativeTuplesPerSec)
 			fmt.Fprintf(w, "  ratio:               %12.2f\n", res.Ratio)
@@ -63,6 +69,7 @@ again at half the measured peak rate and reports its latency (half_rate).`,
 	wc.Flags().IntVar(&o.Spouts, "spouts", 1, "generator parallelism")
 	wc.Flags().IntVar(&o.Split, "split", 1, "split parallelism")
 	wc.Flags().IntVar(&o.Count, "count", 2, "count parallelism")
+	wc.Flags().StringVar(&o.Lang, "lang", "go", "language of the split and count modules: "+strings.Join(wordcount.Languages, ", "))
 	wc.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
 	wc.Flags().BoolVar(&noHalf, "no-half-rate", false, "skip the half-peak-rate latency phase")
 	cmd.AddCommand(wc)

@@ -221,7 +221,7 @@ func TestVersionAndHelp(t *testing.T) {
 
 func TestBuildCommand(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "split.wasm")
-	code, stdout, stderr := runArdea(t, "build", repoPath("examples/wordcount/split"), "-o", out)
+	code, stdout, stderr := runArdea(t, "build", repoPath("examples/wordcount/go/split"), "-o", out)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -233,7 +233,7 @@ func TestBuildCommand(t *testing.T) {
 		t.Fatalf("output is not wasm: %v", err)
 	}
 	code, _, stderr = runArdea(t, "build", t.TempDir())
-	if code == 0 || !strings.Contains(stderr, "no Go files") {
+	if code == 0 || !strings.Contains(stderr, "cannot tell its language") {
 		t.Fatalf("empty dir: exit %d: %s", code, stderr)
 	}
 }

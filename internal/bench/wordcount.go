@@ -32,6 +32,7 @@ type WordCountOptions struct {
 	Split      int           // default 1
 	Count      int           // default 2
 	HalfRate   bool          // also measure latency at half the peak rate
+	Lang       string        // language of split and count (default "go"; see wordcount.Languages)
 	CacheDir   string
 	Logger     *slog.Logger
 }
@@ -53,6 +54,7 @@ type WordCountResult struct {
 	NativeTuplesPerSec float64 `json:"native_tuples_per_sec"`
 	Ratio              float64 `json:"ratio"`
 	HalfRate           *Phase  `json:"half_rate,omitempty"`
+	Lang               string  `json:"lang"`
 	Containers         int     `json:"containers"`
 	Parallelism        string  `json:"parallelism"`
 	DurationSec        float64 `json:"duration_sec"`
@@ -81,6 +83,9 @@ func (o *WordCountOptions) defaults() {
 	if o.Count <= 0 {
 		o.Count = 2
 	}
+	if o.Lang == "" {
+		o.Lang = "go"
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -93,11 +98,15 @@ func (o *WordCountOptions) defaults() {
 // containers and NATS, then the same logic in plain Go goroutines.
 func WordCount(ctx context.Context, o WordCountOptions) (*WordCountResult, error) {
 	o.defaults()
-	dir := filepath.Join(o.CacheDir, "bench")
+	split, count, err := wordcount.Modules(o.Lang)
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(o.CacheDir, "bench", o.Lang)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	for name, b := range map[string][]byte{"split.wasm": wordcount.SplitWasm, "count.wasm": wordcount.CountWasm} {
+	for name, b := range map[string][]byte{"split.wasm": split, "count.wasm": count} {
 		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
 			return nil, err
 		}
@@ -108,7 +117,7 @@ func WordCount(ctx context.Context, o WordCountOptions) (*WordCountResult, error
 	}
 	res := &WordCountResult{
 		TuplesPerSec: peak.TuplesPerSec, P50Ms: peak.P50Ms, P99Ms: peak.P99Ms,
-		Containers: o.Containers, DurationSec: o.Duration.Seconds(), CPUs: runtime.NumCPU(),
+		Lang: o.Lang, Containers: o.Containers, DurationSec: o.Duration.Seconds(), CPUs: runtime.NumCPU(),
 		Parallelism: fmt.Sprintf("lines=%d split=%d count=%d", o.Spouts, o.Split, o.Count),
 		GoVersion:   runtime.Version(),
 	}

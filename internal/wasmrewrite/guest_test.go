@@ -20,13 +20,13 @@ import (
 // varied).
 
 const (
-	splitWasm     = "../../examples/wordcount/split.wasm"
+	splitWasm     = "../../examples/wordcount/go/split.wasm"
 	misbehaveWasm = "../../host/testdata/misbehave.wasm"
 )
 
 func goGuests(t testing.TB) []string {
 	t.Helper()
-	paths := []string{splitWasm, "../../examples/wordcount/count.wasm"}
+	paths := []string{splitWasm, "../../examples/wordcount/go/count.wasm"}
 	more, err := filepath.Glob("../../host/testdata/*.wasm")
 	if err != nil {
 		t.Fatal(err)

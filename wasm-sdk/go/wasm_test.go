@@ -211,8 +211,8 @@ func TestWordCountModules(t *testing.T) {
 	host := &miniHost{state: map[string][]byte{}}
 	host.module(ctx, t, rt)
 
-	split := load(t, ctx, rt, "../../examples/wordcount/split.wasm")
-	count := load(t, ctx, rt, "../../examples/wordcount/count.wasm")
+	split := load(t, ctx, rt, "../../examples/wordcount/go/split.wasm")
+	count := load(t, ctx, rt, "../../examples/wordcount/go/count.wasm")
 	split.h, count.h = host, host
 
 	// A bolt module refuses spout exports with an error naming the kind.

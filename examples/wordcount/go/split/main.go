@@ -10,7 +10,7 @@
 //
 // Build (see ../BUILD.md):
 //
-//	GOOS=wasip1 GOARCH=wasm go build -trimpath -buildmode=c-shared -ldflags='-s -w' -o examples/wordcount/split.wasm ./examples/wordcount/split
+//	GOOS=wasip1 GOARCH=wasm go build -trimpath -buildmode=c-shared -ldflags='-s -w' -o examples/wordcount/go/split.wasm ./examples/wordcount/go/split
 package main
 
 import (

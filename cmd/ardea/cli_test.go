@@ -258,3 +258,70 @@ func TestBenchWordCountJSON(t *testing.T) {
 		t.Errorf("tuples_per_sec = %v: nothing was counted", res["tuples_per_sec"])
 	}
 }
+
+// probeTopology writes a topology feeding the lines "a" and "panic" to one
+// SDK test guest (wasm-sdk/<lang>/testdata/<name>.wasm) named probe.
+func probeTopology(t *testing.T, lang, name string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "in.txt"), []byte("a\npanic\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	yaml := fmt.Sprintf(`name: probe
+spouts:
+  - name: lines
+    module: builtin:file
+    config: {path: in.txt}
+bolts:
+  - name: probe
+    module: %s
+    inputs: [{from: lines}]
+    outputs: {default: [word, n], events: [kind, detail]}
+`, repoPath("wasm-sdk/"+lang+"/testdata/"+name+".wasm"))
+	path := filepath.Join(dir, "topology.yaml")
+	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestRunBadGuestsInEveryLanguage: a language's own panic or abort, a WASI
+// command and a wrong ABI version end the run with an error naming the
+// component and task and, where the guest gives one, its message.
+func TestRunBadGuestsInEveryLanguage(t *testing.T) {
+	for _, tc := range []struct {
+		lang, name string
+		want       []string
+	}{
+		{"go", "probe_bolt", []string{"component probe task", "probe panic"}},
+		{"rust", "probe_bolt", []string{"component probe task", "probe panic"}},
+		{"c", "probe_bolt", []string{"component probe task", "probe panic"}},
+		{"assemblyscript", "probe_bolt", []string{"component probe task", "probe panic"}},
+		{"c", "abort", []string{"component probe task", "unreachable"}},
+		{"assemblyscript", "abort", []string{"component probe task", "as abort"}},
+		{"rust", "command", []string{"probe", "command.wasm", "WASI command"}},
+		{"c", "command", []string{"probe", "command.wasm", "WASI command"}},
+		{"c", "badabi", []string{"component probe task", "ABI version mismatch"}},
+	} {
+		t.Run(tc.lang+"/"+tc.name, func(t *testing.T) {
+			// Exit code 1 is ardea reporting the error; a crash of ardea
+			// itself exits 2 with a Go trace.
+			code, _, stderr := runArdea(t, "run", probeTopology(t, tc.lang, tc.name), "--quiet")
+			if code != 1 {
+				t.Fatalf("exit code %d, want 1; stderr:\n%s", code, stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr does not mention %q:\n%s", w, stderr)
+				}
+			}
+		})
+	}
+}
+
+func TestBenchRejectsUnknownLanguage(t *testing.T) {
+	code, _, stderr := runArdea(t, "bench", "wordcount", "--lang", "cobol")
+	if code != 2 || !strings.Contains(stderr, `--lang "cobol"`) {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
+	}
+}

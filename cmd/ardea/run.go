@@ -91,9 +91,15 @@ func newBuildCmd(g *globalFlags) *cobra.Command {
 		Use:   "build DIR",
 		Short: "Build a component source folder into a .wasm module",
 		Long: `Build a component source folder into a WebAssembly module that Ardea can run.
-Go components (a main package using github.com/ardea-dev/ardea/wasm-sdk/go)
-are built with:
-  GOOS=wasip1 GOARCH=wasm go build -trimpath -buildmode=c-shared -ldflags='-s -w'`,
+The language is detected from the folder:
+  go.mod or .go files       Go (wasm-sdk/go): GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared
+  Cargo.toml                Rust (wasm-sdk/rust): cargo with wasm32-wasip1, or Debian's rustc
+                            (wasm32-wasi) when that is what is installed
+  asconfig.json, or
+  package.json + assembly/  AssemblyScript (wasm-sdk/assemblyscript): asc from node_modules
+  .c files                  C (wasm-sdk/c): clang --target=wasm32-wasi -mexec-model=reactor
+Every module is built as a WASI reactor. A missing toolchain is reported with
+the Debian or npm package to install. See docs/sdk/.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := args[0]

@@ -10,6 +10,7 @@ import (
 //
 //	comp.key=value         sets key in component comp's config
 //	comp.parallelism=N     sets comp's parallelism
+//	comp.module=PATH       replaces comp's module (relative to the topology's folder)
 //	topology.KEY=VALUE     sets the topology-level setting "topology.KEY"
 //
 // The key may itself contain dots (kafka.sasl.mechanism=PLAIN sets
@@ -45,6 +46,13 @@ func (t *Topology) Set(expr string) error {
 			return fmt.Errorf("set %q: parallelism of %s must be an integer, got %q", expr, comp, value)
 		}
 		c.Parallelism = n
+		return nil
+	}
+	if key == "module" {
+		if strings.TrimSpace(value) == "" {
+			return fmt.Errorf("set %q: module of %s must not be empty", expr, comp)
+		}
+		c.Module = strings.TrimSpace(value)
 		return nil
 	}
 	if c.Config == nil {

@@ -17,6 +17,7 @@ func TestSet(t *testing.T) {
 		"out.sasl.mechanism=PLAIN",
 		"out.note=a=b",
 		"out.empty=",
+		"count.module= rust/count.wasm ",
 	} {
 		if err := top.Set(e); err != nil {
 			t.Fatalf("Set(%q): %v", e, err)
@@ -37,6 +38,9 @@ func TestSet(t *testing.T) {
 	}
 	if v, ok := top.Component("out").Config["empty"]; !ok || v != "" {
 		t.Errorf("empty value = %q, %v", v, ok)
+	}
+	if m := top.Component("count").Module; m != "rust/count.wasm" {
+		t.Errorf("count module = %q", m)
 	}
 	if top.Component("split").Parallelism != 4 || top.Component("count").Parallelism != 3 {
 		t.Errorf("parallelism = %d, %d", top.Component("split").Parallelism, top.Component("count").Parallelism)
@@ -64,6 +68,7 @@ func TestSetErrors(t *testing.T) {
 		"spilt.parallelism=2":   `set "spilt.parallelism=2": no component named "spilt" (components: lines, split, count, out); did you mean "split"?`,
 		"split.parallelism=two": `set "split.parallelism=two": parallelism of split must be an integer, got "two"`,
 		"split.parallelism=":    `parallelism of split must be an integer, got ""`,
+		"split.module= ":        `set "split.module= ": module of split must not be empty`,
 	} {
 		top := mustLoad(t, "testdata/topologies/wordcount.yaml")
 		before := top.Clone()

@@ -80,7 +80,7 @@ shown on stderr; --quiet turns it off.`,
 	}
 	cmd.Flags().IntVar(&containers, "containers", 1, "number of containers to pack instances into (round-robin)")
 	cmd.Flags().DurationVar(&duration, "duration", 0, "stop after this long (0: run until the input is exhausted)")
-	cmd.Flags().StringArrayVar(&sets, "set", nil, "override a setting: COMPONENT.KEY=VALUE, COMPONENT.parallelism=N or topology.KEY=VALUE (repeatable)")
+	cmd.Flags().StringArrayVar(&sets, "set", nil, "override a setting: COMPONENT.KEY=VALUE, COMPONENT.parallelism=N, COMPONENT.module=PATH or topology.KEY=VALUE (repeatable)")
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print nothing but errors")
 	return cmd
 }

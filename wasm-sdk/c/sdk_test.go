@@ -1,0 +1,586 @@
+package csdk_test
+
+// Tests of the C SDK:
+//   - its native test program (test/sdk_test.c, compiled with the host's C
+//     compiler) against the shared vectors in wasm-sdk/testdata, and that
+//     a changed vector makes it fail;
+//   - the committed guests (testdata/*.wasm and the word-count modules)
+//     against ABI.md's exports and imports;
+//   - the C word count under the real host against strings.Fields and a
+//     map of counts.
+//
+// A test that needs a C compiler skips without one, unless
+// ARDEA_REQUIRE_TOOLCHAINS=1 (CI), where it fails.
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+
+	"github.com/ardea-dev/ardea/host"
+	"github.com/ardea-dev/ardea/internal/component"
+	"github.com/ardea-dev/ardea/internal/tuple"
+	csdk "github.com/ardea-dev/ardea/wasm-sdk/c"
+)
+
+const vectorDir = "../testdata"
+
+var tmpDir string
+
+func TestMain(m *testing.M) {
+	d, err := os.MkdirTemp("", "ardea-csdk-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	tmpDir = d
+	code := m.Run()
+	_ = os.RemoveAll(d)
+	os.Exit(code)
+}
+
+// needTool returns the first of names on PATH, or skips (fails with
+// ARDEA_REQUIRE_TOOLCHAINS=1).
+func needTool(t testing.TB, what, install string, names ...string) string {
+	t.Helper()
+	for _, n := range names {
+		if p, err := exec.LookPath(n); err == nil {
+			return p
+		}
+	}
+	msg := fmt.Sprintf("%s not found on PATH (tried %s; install: %s)", what, strings.Join(names, ", "), install)
+	if os.Getenv("ARDEA_REQUIRE_TOOLCHAINS") == "1" {
+		t.Fatalf("%s; ARDEA_REQUIRE_TOOLCHAINS=1 requires it", msg)
+	}
+	t.Skipf("skipping: %s", msg)
+	return ""
+}
+
+var native struct {
+	once sync.Once
+	bin  string
+	err  error
+}
+
+// nativeTest builds test/sdk_test.c with the SDK once per test binary.
+func nativeTest(t *testing.T) string {
+	t.Helper()
+	cc := needTool(t, "a native C compiler", "apt-get install gcc", "cc", "gcc", "clang")
+	native.once.Do(func() {
+		native.bin = filepath.Join(tmpDir, "sdk_test")
+		cmd := exec.Command(cc, "-std=c11", "-O1", "-Wall", "-Wextra", "-Werror", "-I", "include",
+			"-o", native.bin, "test/sdk_test.c", "src/ardea.c")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			native.err = fmt.Errorf("%s: %w\n%s", cmd, err, out)
+		}
+	})
+	if native.err != nil {
+		t.Fatal(native.err)
+	}
+	return native.bin
+}
+
+func TestNativeVectors(t *testing.T) {
+	bin := nativeTest(t)
+	out, err := exec.Command(bin, vectorDir).CombinedOutput()
+	t.Logf("%s", out)
+	if err != nil {
+		t.Fatalf("native SDK tests failed: %v", err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	last := lines[len(lines)-1]
+	var pass, fail int
+	if _, err := fmt.Sscanf(last, "%d passed, %d failed", &pass, &fail); err != nil || pass < 10 || fail != 0 {
+		t.Fatalf("unexpected summary %q", last)
+	}
+	// Every vector file is loaded.
+	for _, f := range []string{"values", "batch", "ops", "context", "msgids", "hash", "invalid"} {
+		if !strings.Contains(string(out), "ok   vectors/"+f) {
+			t.Errorf("vectors/%s did not pass", f)
+		}
+	}
+}
+
+// TestNativeDetectsChangedVectors changes one vector in each file of a
+// copy of the vectors and expects the native tests to fail.
+func TestNativeDetectsChangedVectors(t *testing.T) {
+	bin := nativeTest(t)
+	entries, err := os.ReadDir(vectorDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []string
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".txt") {
+			files = append(files, e.Name())
+		}
+	}
+	if len(files) < 7 {
+		t.Fatalf("only %d vector files in %s", len(files), vectorDir)
+	}
+	for _, name := range files {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			for _, f := range files {
+				b, err := os.ReadFile(filepath.Join(vectorDir, f))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if f == name {
+					b = mutate(t, b)
+				}
+				if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			out, err := exec.Command(bin, dir).CombinedOutput()
+			if err == nil {
+				t.Fatalf("the native tests pass with a changed %s:\n%s", name, out)
+			}
+			if !bytes.Contains(out, []byte("FAIL")) {
+				t.Fatalf("no failure reported:\n%s", out)
+			}
+		})
+	}
+}
+
+// mutate changes the last column of the first vector: its last hex digit
+// flipped, or an empty column (an invalid input) made a valid empty tuple.
+func mutate(t *testing.T, b []byte) []byte {
+	t.Helper()
+	lines := strings.Split(string(b), "\n")
+	for i, l := range lines {
+		if l == "" || l[0] == '#' {
+			continue
+		}
+		cols := strings.Split(l, "\t")
+		last := cols[len(cols)-1]
+		switch {
+		case last == "":
+			last = "0000"
+		case last[len(last)-1] == '0':
+			last = last[:len(last)-1] + "1"
+		default:
+			last = last[:len(last)-1] + "0"
+		}
+		cols[len(cols)-1] = last
+		lines[i] = strings.Join(cols, "\t")
+		return []byte(strings.Join(lines, "\n"))
+	}
+	t.Fatal("no vector to change")
+	return nil
+}
+
+func TestEmbeddedSDK(t *testing.T) {
+	for _, p := range []string{csdk.Header, csdk.Source} {
+		emb, err := csdk.FS.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		disk, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(emb, disk) || len(emb) == 0 {
+			t.Errorf("embedded %s differs from the file", p)
+		}
+	}
+}
+
+const i32, i64 = api.ValueTypeI32, api.ValueTypeI64
+
+// The ABI's exports by kind (ABI.md).
+var (
+	commonExports = map[string][2][]api.ValueType{
+		"ardea_abi_version": {nil, {i32}},
+		"ardea_buffer":      {{i32}, {i32}},
+		"ardea_close":       {nil, {i32}},
+	}
+	boltExports = map[string][2][]api.ValueType{
+		"ardea_prepare": {{i32}, {i32}},
+		"ardea_execute": {{i32}, {i32}},
+		"ardea_tick":    {nil, {i32}},
+		"ardea_finish":  {nil, {i32}},
+	}
+	spoutExports = map[string][2][]api.ValueType{
+		"ardea_open":       {{i32}, {i32}},
+		"ardea_next":       {{i32}, {i32}},
+		"ardea_ack":        {{i32}, {i32}},
+		"ardea_fail":       {{i32}, {i32}},
+		"ardea_activate":   {nil, {i32}},
+		"ardea_deactivate": {nil, {i32}},
+	}
+	abiImports = map[string][2][]api.ValueType{
+		"emit":        {{i32, i32}, nil},
+		"log":         {{i32, i32, i32}, nil},
+		"error":       {{i32, i32}, nil},
+		"state_get":   {{i32, i32, i32, i32}, {i32}},
+		"state_write": {{i32, i32}, nil},
+		"state_scan":  {{i32, i32, i32, i32}, {i32}},
+		"metric":      {{i32, i32, i64}, nil},
+		"now":         {nil, {i64}},
+	}
+)
+
+func TestGuestModules(t *testing.T) {
+	ctx := context.Background()
+	rt := wazero.NewRuntime(ctx)
+	defer rt.Close(ctx)
+	for _, tc := range []struct {
+		path    string
+		command bool
+	}{
+		{"testdata/probe_bolt.wasm", false},
+		{"testdata/probe_spout.wasm", false},
+		{"testdata/abort.wasm", false},
+		{"testdata/badabi.wasm", false},
+		{"testdata/command.wasm", true},
+		{"../../examples/wordcount/c/split.wasm", false},
+		{"../../examples/wordcount/c/count.wasm", false},
+	} {
+		t.Run(filepath.Base(tc.path), func(t *testing.T) {
+			b, err := os.ReadFile(tc.path)
+			if err != nil {
+				t.Fatalf("%v (build it with wasm-sdk/c/build.sh)", err)
+			}
+			cm, err := rt.CompileModule(ctx, b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ex := cm.ExportedFunctions()
+			for _, want := range []map[string][2][]api.ValueType{commonExports, boltExports, spoutExports} {
+				for name, sig := range want {
+					d, ok := ex[name]
+					if !ok {
+						t.Errorf("missing export %s", name)
+						continue
+					}
+					if !slices.Equal(d.ParamTypes(), sig[0]) || !slices.Equal(d.ResultTypes(), sig[1]) {
+						t.Errorf("export %s: signature %v -> %v", name, d.ParamTypes(), d.ResultTypes())
+					}
+				}
+			}
+			if _, ok := cm.ExportedMemories()["memory"]; !ok {
+				t.Error("no exported memory")
+			}
+			_, start := ex["_start"]
+			_, init := ex["_initialize"]
+			if start != tc.command || init == tc.command {
+				t.Errorf("_start exported: %v, _initialize exported: %v; want a %s", start, init,
+					map[bool]string{true: "WASI command", false: "WASI reactor"}[tc.command])
+			}
+			for _, d := range cm.ImportedFunctions() {
+				mod, name, _ := d.Import()
+				switch mod {
+				case "wasi_snapshot_preview1":
+				case "ardea":
+					sig, ok := abiImports[name]
+					if !ok {
+						t.Errorf("imports ardea.%s, which the SDK does not use", name)
+					} else if !slices.Equal(d.ParamTypes(), sig[0]) || !slices.Equal(d.ResultTypes(), sig[1]) {
+						t.Errorf("import ardea.%s: signature %v -> %v", name, d.ParamTypes(), d.ResultTypes())
+					}
+				default:
+					t.Errorf("imports %s.%s: only ardea and wasi_snapshot_preview1 are allowed", mod, name)
+				}
+			}
+		})
+	}
+}
+
+// collector records a bolt's output.
+type collector struct {
+	words []string // emitted values, as text
+	acks  []uint64
+	fails []uint64
+}
+
+func (c *collector) Emit(stream uint16, direct uint32, msgID uint64, anchors, values []byte) error {
+	vals, _, err := tuple.DecodeValues(nil, values)
+	if err != nil {
+		return err
+	}
+	var parts []string
+	for _, v := range vals {
+		switch v.Kind {
+		case tuple.String:
+			parts = append(parts, string(v.B))
+		case tuple.Int64:
+			parts = append(parts, fmt.Sprint(v.I))
+		default:
+			return fmt.Errorf("unexpected kind %v", v.Kind)
+		}
+	}
+	if len(anchors) != 8 {
+		return fmt.Errorf("emit with %d anchor bytes, want one anchor", len(anchors))
+	}
+	c.words = append(c.words, strings.Join(parts, "\t"))
+	return nil
+}
+
+func (c *collector) Ack(id uint64) error  { c.acks = append(c.acks, id); return nil }
+func (c *collector) Fail(id uint64) error { c.fails = append(c.fails, id); return nil }
+
+func newHost(t testing.TB) *host.Runtime {
+	t.Helper()
+	rt, err := host.NewRuntime(context.Background(), host.Config{CacheDir: filepath.Join(tmpDir, "cache")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rt.Close(context.Background()) })
+	return rt
+}
+
+func newBolt(t testing.TB, rt *host.Runtime, path, name string, state component.State, in, out []string) component.Bolt {
+	t.Helper()
+	m, err := rt.Compile(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := m.NewBolt(context.Background(), host.InstanceConfig{Topology: "wordcount", Component: name, TaskID: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	ctx := component.Context{
+		Context: tuple.Context{
+			Topology: "wordcount", Component: name, TaskID: 1, Parallelism: 1,
+			Outputs: []tuple.StreamDecl{{Name: "default", Fields: out}},
+			Inputs:  []tuple.InputDecl{{Component: "up", Stream: "default", Fields: in}},
+		},
+		State: state, MaxKeyGroups: 256, Metric: func(string, int64) {},
+	}
+	if err := b.Prepare(ctx, &collector{}); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func batchOf(first uint64, strs ...string) []byte {
+	var w tuple.BatchWriter
+	w.Reset()
+	for i, s := range strs {
+		w.Append(0, 2, first+uint64(i), tuple.AppendValues(nil, tuple.Str(s)))
+	}
+	return w.Buf
+}
+
+// splitLines are lines whose splitting must match strings.Fields: every
+// Unicode space, near misses, invalid and truncated UTF-8.
+func splitLines() []string {
+	lines := []string{
+		"", " ", "one", "  two  words ", "tab\tnl\nvt\vff\fcr\rsp end",
+		"a\u0085b\u00a0c\u1680d\u2000e\u2001f\u2002g\u2003h\u2004i\u2005j\u2006k\u2007l\u2008m\u2009n\u200ao",
+		"p\u2028q\u2029r\u202fs\u205ft\u3000u",
+		"zero\u200bwidth\u180emongolian\ufeffbom\u200cnj",
+		"bad\xffbyte \xfe\xfe x\xc2 \xc2", "trunc\xe2\x80", "trunc\xe2", "\xe1\x9a", "\xe3\x80",
+		"surrogate\xed\xa0\x80x", "overlong\xc0\xa0x \xe0\x80\xa0y", "big\xf4\x90\x80\x80z",
+		"\xe2\xe2\x80\x80x", "\xc2\xc2\x85y", "\x80\x85\xa0", "日本語 テキスト\u3000全角",
+	}
+	// Random lines from pieces around the edge cases.
+	pieces := []string{"a", "é", "日", " ", "\t", "\u0085", "\u00a0", "\u2000", "\u200a", "\u200b", "\u2028",
+		"\u3000", "\xc2", "\xe2\x80", "\xe2", "\x80", "\xff", "\u205f", "\u202f", "\u1680", "xyz"}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 2000 {
+		var b strings.Builder
+		for n := r.IntN(12); n > 0; n-- {
+			b.WriteString(pieces[r.IntN(len(pieces))])
+		}
+		lines = append(lines, b.String())
+	}
+	return lines
+}
+
+// TestWordCount runs the C split and count under the real host.
+func TestWordCount(t *testing.T) {
+	rt := newHost(t)
+	input, err := os.ReadFile("../../examples/wordcount/input.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := append(strings.Split(string(input), "\n"), splitLines()...)
+
+	split := newBolt(t, rt, "../../examples/wordcount/c/split.wasm", "split", host.NewMemoryState(256),
+		[]string{"line"}, []string{"word"})
+	out := &collector{}
+	if err := split.Execute(batchOf(1, lines...), out); err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, l := range lines {
+		want = append(want, strings.Fields(l)...)
+	}
+	if !slices.Equal(out.words, want) {
+		for i := range min(len(out.words), len(want)) {
+			if out.words[i] != want[i] {
+				t.Fatalf("split: word %d = %q, want %q", i, out.words[i], want[i])
+			}
+		}
+		t.Fatalf("split: %d words, want %d", len(out.words), len(want))
+	}
+	if len(out.acks) != len(lines) || out.acks[len(lines)-1] != uint64(len(lines)) {
+		t.Fatalf("split: %d acks for %d lines", len(out.acks), len(lines))
+	}
+
+	// count, in two batches and two instances sharing the host state.
+	state := host.NewMemoryState(256)
+	counts := map[string]int64{}
+	var wantOut []string
+	for _, w := range want {
+		counts[w]++
+		wantOut = append(wantOut, fmt.Sprintf("%s\t%d", w, counts[w]))
+	}
+	half := len(want) / 2
+	got := &collector{}
+	count := newBolt(t, rt, "../../examples/wordcount/c/count.wasm", "count", state, []string{"word"}, []string{"word", "count"})
+	if err := count.Execute(batchOf(1, want[:half]...), got); err != nil {
+		t.Fatal(err)
+	}
+	if err := count.Close(); err != nil {
+		t.Fatal(err)
+	}
+	count2 := newBolt(t, rt, "../../examples/wordcount/c/count.wasm", "count", state, []string{"word"}, []string{"word", "count"})
+	if err := count2.Execute(batchOf(1, want[half:]...), got); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got.words, wantOut) {
+		t.Fatalf("count: emitted %d tuples, want %d; first: %q, want %q", len(got.words), len(wantOut),
+			got.words[:min(5, len(got.words))], wantOut[:min(5, len(wantOut))])
+	}
+	for w, n := range counts {
+		v, ok := state.Get([]byte(w))
+		if !ok || len(v) != 8 || int64(binary.LittleEndian.Uint64(v)) != n {
+			t.Fatalf("host state %q = %x, want %d", w, v, n)
+		}
+	}
+	if len(got.acks) != len(want) {
+		t.Fatalf("count: %d acks for %d words", len(got.acks), len(want))
+	}
+
+	// The Go count continues the C count's state and the other way round:
+	// both keep int64 little endian under the word's bytes.
+	goCount := goModule("count")
+	if goCount == "" {
+		t.Log("no Go count.wasm found: skipping the cross-language state check")
+		return
+	}
+	for _, path := range []string{goCount, "../../examples/wordcount/c/count.wasm", goCount} {
+		got := &collector{}
+		b := newBolt(t, rt, path, "count", state, []string{"word"}, []string{"word", "count"})
+		if err := b.Execute(batchOf(1, "the", "heron"), got); err != nil {
+			t.Fatal(err)
+		}
+		counts["the"]++
+		counts["heron"]++
+		if w := []string{fmt.Sprintf("the\t%d", counts["the"]), fmt.Sprintf("heron\t%d", counts["heron"])}; !slices.Equal(got.words, w) {
+			t.Fatalf("%s after the others: %q, want %q", path, got.words, w)
+		}
+	}
+}
+
+// goModule finds the Go word count's module (the example moved into go/).
+func goModule(name string) string {
+	for _, d := range []string{"../../examples/wordcount/go", "../../examples/wordcount"} {
+		p := filepath.Join(d, name+".wasm")
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+// TestGuestFailures: the SDK's fatal errors and abort() reach the host's
+// error with their text.
+func TestGuestFailures(t *testing.T) {
+	rt := newHost(t)
+	probe := func() component.Bolt {
+		return newBolt(t, rt, "testdata/probe_bolt.wasm", "probe", host.NewMemoryState(256), []string{"word"},
+			[]string{"word", "n"})
+	}
+	for _, tc := range []struct{ path, word, want string }{
+		{"testdata/probe_bolt.wasm", "panic", "Execute: probe panic"},
+		{"testdata/probe_bolt.wasm", "error", "Execute: tuple 1 from up/default task 2: probe error: bad word"},
+		{"testdata/abort.wasm", "x", "Execute: abort() called"},
+	} {
+		var b component.Bolt
+		if tc.path == "testdata/abort.wasm" {
+			b = newBolt(t, rt, tc.path, "abort", host.NewMemoryState(256), []string{"word"}, []string{"word", "n"})
+		} else {
+			b = probe()
+		}
+		err := b.Execute(batchOf(1, tc.word), &collector{})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s %q: error %v, want it to contain %q", tc.path, tc.word, err, tc.want)
+		}
+	}
+}
+
+// BenchmarkWordCount drives the C split and count (and the Go ones, when
+// their modules are found) with batches of input.txt's lines and words.
+func BenchmarkWordCount(b *testing.B) {
+	input, err := os.ReadFile("../../examples/wordcount/input.txt")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var lines, words []string
+	for len(lines) < 1024 {
+		lines = append(lines, strings.Split(strings.TrimSpace(string(input)), "\n")...)
+	}
+	lines = lines[:1024]
+	for _, l := range lines {
+		words = append(words, strings.Fields(l)...)
+	}
+	words = words[:1024]
+	lineBatch, wordBatch := batchOf(1, lines...), batchOf(1, words...)
+	langs := map[string]string{"c": "../../examples/wordcount/c"}
+	if p := goModule("split"); p != "" {
+		langs["go"] = filepath.Dir(p)
+	}
+	for _, lang := range []string{"c", "go"} {
+		dir, ok := langs[lang]
+		if !ok {
+			continue
+		}
+		for _, tc := range []struct {
+			name    string
+			batch   []byte
+			in, out []string
+		}{
+			{"split", lineBatch, []string{"line"}, []string{"word"}},
+			{"count", wordBatch, []string{"word"}, []string{"word", "count"}},
+		} {
+			b.Run(lang+"/"+tc.name, func(b *testing.B) {
+				rt := newHost(b)
+				bolt := newBolt(b, rt, filepath.Join(dir, tc.name+".wasm"), tc.name, host.NewMemoryState(256), tc.in, tc.out)
+				out := &discard{}
+				b.ReportAllocs()
+				b.ResetTimer()
+				for range b.N {
+					if err := bolt.Execute(tc.batch, out); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(1024*b.N)/b.Elapsed().Seconds(), "in/s")
+				b.ReportMetric(float64(out.n)/b.Elapsed().Seconds(), "emits/s")
+			})
+		}
+	}
+}
+
+type discard struct{ n int }
+
+func (d *discard) Emit(uint16, uint32, uint64, []byte, []byte) error { d.n++; return nil }
+func (d *discard) Ack(uint64) error                                  { return nil }
+func (d *discard) Fail(uint64) error                                 { return nil }

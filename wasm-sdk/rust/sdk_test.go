@@ -1,0 +1,263 @@
+package rustsdk_test
+
+// Runs the crate's native Rust tests (the shared ABI vectors and the SDK's
+// behaviour, src/tests.rs) with every rustc found, the word-count
+// examples' native tests, and checks that the committed .wasm modules are
+// what build.sh produces and that a panic reaches the host with its text.
+
+import (
+	"bytes"
+	"context"
+	"io/fs"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ardea-dev/ardea/host"
+	"github.com/ardea-dev/ardea/internal/component"
+	"github.com/ardea-dev/ardea/internal/tuple"
+	rustsdk "github.com/ardea-dev/ardea/wasm-sdk/rust"
+)
+
+// debianRustc is the compiler the committed modules are built with.
+const debianRustc = "/usr/bin/rustc"
+
+// missing skips a test whose toolchain is absent, or fails it when CI
+// requires every toolchain.
+func missing(t *testing.T, format string, args ...any) {
+	t.Helper()
+	if os.Getenv("ARDEA_REQUIRE_TOOLCHAINS") == "1" {
+		t.Fatalf(format+" (ARDEA_REQUIRE_TOOLCHAINS=1)", args...)
+	}
+	t.Skipf(format, args...)
+}
+
+// compilers are the distinct rustc binaries available: the one on PATH
+// (rustup's, say) and Debian's.
+func compilers(t *testing.T) []string {
+	t.Helper()
+	var out []string
+	seen := map[string]bool{}
+	for _, c := range []string{"rustc", debianRustc} {
+		p, err := exec.LookPath(c)
+		if err != nil {
+			continue
+		}
+		real, err := filepath.EvalSymlinks(p)
+		if err != nil {
+			real = p
+		}
+		// rustup's proxy resolves to the rustup binary; key by version.
+		v, err := exec.Command(p, "--version").Output()
+		if err != nil {
+			continue
+		}
+		key := real + " " + string(v)
+		if seen[key] || seen[string(v)] {
+			continue
+		}
+		seen[key], seen[string(v)] = true, true
+		out = append(out, p)
+	}
+	if len(out) == 0 {
+		missing(t, "no rustc found (apt-get install rustc, or rustup)")
+	}
+	return out
+}
+
+func run(t *testing.T, dir string, env []string, name string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// TestNative compiles the SDK's tests with each rustc (warnings are
+// errors) and runs them against wasm-sdk/testdata, then the word-count
+// examples' tests and a compile check of the test guests.
+func TestNative(t *testing.T) {
+	testdata, err := filepath.Abs("../testdata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rustc := range compilers(t) {
+		v := strings.TrimSpace(run(t, ".", nil, rustc, "--version"))
+		t.Run(strings.ReplaceAll(v, " ", "_"), func(t *testing.T) {
+			tmp := t.TempDir()
+			bin := filepath.Join(tmp, "ardea-tests")
+			run(t, ".", nil, rustc, "--edition", "2021", "-D", "warnings", "--test", "src/lib.rs", "-o", bin)
+			out := run(t, ".", []string{"ARDEA_TESTDATA=" + testdata}, bin)
+			if !strings.Contains(out, "test result: ok.") || !strings.Contains(out, "vectors_values ... ok") {
+				t.Fatalf("unexpected test output:\n%s", out)
+			}
+			t.Logf("%s:\n%s", v, lastLines(out, 1))
+
+			rlib := filepath.Join(tmp, "libardea.rlib")
+			run(t, ".", nil, rustc, "--edition", "2021", "-D", "warnings", "--crate-type", "rlib", "--crate-name", "ardea", "src/lib.rs", "-o", rlib)
+			ext := []string{"--edition", "2021", "-D", "warnings", "--extern", "ardea=" + rlib, "-L", "dependency=" + tmp}
+			for _, ex := range []string{"split", "count"} {
+				bin := filepath.Join(tmp, ex+"-tests")
+				run(t, ".", nil, rustc, append(ext, "--test", "--crate-name", ex, "-o", bin, "../../examples/wordcount/rust/"+ex+"/src/lib.rs")...)
+				out := run(t, ".", nil, bin)
+				if !strings.Contains(out, "test result: ok. ") || strings.Contains(out, "ok. 0 passed") {
+					t.Fatalf("%s: unexpected test output:\n%s", ex, out)
+				}
+			}
+			for _, g := range []string{"probe_bolt", "probe_spout"} {
+				run(t, ".", nil, rustc, append(ext, "--crate-type", "lib", "--emit", "metadata", "--crate-name", g, "-o", filepath.Join(tmp, g+".rmeta"), "testdata/"+g+"/src/lib.rs")...)
+			}
+			run(t, ".", nil, rustc, append(ext, "--crate-type", "bin", "--emit", "metadata", "--crate-name", "command", "-o", filepath.Join(tmp, "command.rmeta"), "testdata/command/src/main.rs")...)
+		})
+	}
+}
+
+func lastLines(s string, n int) string {
+	l := strings.Split(strings.TrimSpace(s), "\n")
+	if len(l) > n {
+		l = l[len(l)-n:]
+	}
+	return strings.Join(l, "\n")
+}
+
+// committed are the modules build.sh writes, by file name.
+var committed = map[string]string{
+	"split.wasm":       "../../examples/wordcount/rust/split.wasm",
+	"count.wasm":       "../../examples/wordcount/rust/count.wasm",
+	"probe_bolt.wasm":  "testdata/probe_bolt.wasm",
+	"probe_spout.wasm": "testdata/probe_spout.wasm",
+	"command.wasm":     "testdata/command.wasm",
+}
+
+// TestCommittedModulesAreFresh rebuilds every module with build.sh into a
+// temporary folder and compares the bytes with the committed ones. The
+// bytes depend on the compiler, so it needs the one they were built with.
+func TestCommittedModulesAreFresh(t *testing.T) {
+	if _, err := os.Stat(debianRustc); err != nil {
+		missing(t, "%s not found (apt-get install rustc libstd-rust-dev-wasm32)", debianRustc)
+	}
+	sysroot := strings.TrimSpace(run(t, ".", nil, debianRustc, "--print", "sysroot"))
+	if _, err := os.Stat(filepath.Join(sysroot, "lib/rustlib/wasm32-wasi")); err != nil {
+		missing(t, "%s has no wasm32-wasi std (apt-get install libstd-rust-dev-wasm32)", debianRustc)
+	}
+	if v := run(t, ".", nil, debianRustc, "--version"); !strings.HasPrefix(v, "rustc 1.63.0") {
+		t.Skipf("the committed modules were built with rustc 1.63.0; %s is %s", debianRustc, strings.TrimSpace(v))
+	}
+	out := t.TempDir()
+	run(t, ".", []string{"ARDEA_WASM_OUT=" + out, "RUSTC=" + debianRustc}, "bash", "build.sh")
+	for name, path := range committed {
+		got, err := os.ReadFile(filepath.Join(out, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s differs from a fresh build (%d bytes, fresh %d): run wasm-sdk/rust/build.sh", path, len(want), len(got))
+		}
+	}
+}
+
+// TestEmbeddedSources: the embedded crate is complete (ardea build
+// compiles it outside the repository).
+func TestEmbeddedSources(t *testing.T) {
+	var names []string
+	err := fs.WalkDir(rustsdk.FS, ".", func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			names = append(names, p)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	disk, err := filepath.Glob("src/*.rs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(names) != len(disk)+1 {
+		t.Fatalf("embedded %q, want Cargo.toml and %q", names, disk)
+	}
+	for _, p := range append(disk, "Cargo.toml") {
+		b, err := rustsdk.FS.ReadFile(filepath.ToSlash(p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, _ := os.ReadFile(p)
+		if !bytes.Equal(b, d) {
+			t.Errorf("embedded %s differs from the file", p)
+		}
+	}
+}
+
+// logLines records the guest's log lines.
+type logLines struct{ lines []string }
+
+func (l *logLines) Enabled(context.Context, slog.Level) bool { return true }
+func (l *logLines) Handle(_ context.Context, r slog.Record) error {
+	l.lines = append(l.lines, r.Level.String()+" "+r.Message)
+	return nil
+}
+func (l *logLines) WithAttrs([]slog.Attr) slog.Handler { return l }
+func (l *logLines) WithGroup(string) slog.Handler      { return l }
+
+type discard struct{}
+
+func (discard) Emit(uint16, uint32, uint64, []byte, []byte) error { return nil }
+func (discard) Ack(uint64) error                                  { return nil }
+func (discard) Fail(uint64) error                                 { return nil }
+
+// TestPanicReachesHost: the SDK's panic hook reports the message and its
+// source location with ardea.error before the trap, and the host leads
+// its error with that text.
+func TestPanicReachesHost(t *testing.T) {
+	ctx := context.Background()
+	log := &logLines{}
+	rt, err := host.NewRuntime(ctx, host.Config{Logger: slog.New(log)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = rt.Close(ctx) }()
+	m, err := rt.Compile(ctx, "testdata/probe_bolt.wasm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := m.NewBolt(ctx, host.InstanceConfig{Topology: "t", Component: "probe", TaskID: 7, Logger: slog.New(log)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = b.Prepare(component.Context{
+		Context: tuple.Context{
+			Topology: "t", Component: "probe", TaskID: 7, Parallelism: 1,
+			Outputs: []tuple.StreamDecl{{Name: "default", Fields: []string{"word", "n"}}, {Name: "events", Fields: []string{"kind", "detail"}}},
+			Inputs:  []tuple.InputDecl{{Component: "words", Stream: "default", Fields: []string{"word"}}},
+		},
+		State:        host.NewMemoryState(256),
+		MaxKeyGroups: 256,
+		Metric:       func(string, int64) {},
+	}, discard{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bw tuple.BatchWriter
+	bw.Reset()
+	bw.Append(0, 3, 1, tuple.AppendValues(nil, tuple.Str("panic")))
+	err = b.Execute(bw.Buf, discard{})
+	if err == nil {
+		t.Fatal("execute of a panicking tuple: no error")
+	}
+	for _, want := range []string{"Execute: panic: probe panic", "(at probe_bolt/src/lib.rs:"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not contain %q", err, want)
+		}
+	}
+}

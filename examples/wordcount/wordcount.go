@@ -18,11 +18,11 @@ var SplitWasm []byte
 //go:embed go/count.wasm
 var CountWasm []byte
 
-//go:embed go/*.wasm
+//go:embed go/*.wasm rust/*.wasm c/*.wasm assemblyscript/*.wasm
 var modules embed.FS
 
 // Languages lists the languages the example's split and count come in.
-var Languages = []string{"go"}
+var Languages = []string{"go", "rust", "c", "assemblyscript"}
 
 // Modules returns the compiled split and count modules written in lang.
 func Modules(lang string) (split, count []byte, err error) {

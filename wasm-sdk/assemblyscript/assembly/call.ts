@@ -1,0 +1,27 @@
+// State of the lifecycle call in progress, shared by the SDK's modules.
+
+/** Call holds what the current host call may do and its first error. */
+export class Call {
+  /** The lifecycle method running ("Execute", "Next", ...), for messages. */
+  static name: string = "";
+  /** Whether the ABI allows emitting (and acking) in this call. */
+  static canEmit: bool = false;
+  /** The first error of the call: it fails the call when it returns. */
+  static error: string | null = null;
+}
+
+/** Records the call's first error (later ones are dropped). */
+export function setCallError(message: string): void {
+  if (Call.error === null) Call.error = message;
+}
+
+/**
+ * Fails the current lifecycle call with `message` when it returns: the SDK
+ * reports it to the host with `ardea.error` and returns an error code, and
+ * the host fails the task instance. Unlike `throw` (which traps at once),
+ * the method keeps running until it returns; in `execute` the rest of the
+ * batch is skipped. Emits and state changes of the call are dropped.
+ */
+export function failCall(message: string): void {
+  setCallError(message);
+}

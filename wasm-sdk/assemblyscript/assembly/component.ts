@@ -1,0 +1,90 @@
+// The component classes a module extends and registers.
+
+import { Context } from "./context";
+import { Tuple } from "./tuple";
+import { SpoutCollector, BoltCollector } from "./collector";
+
+/** A spout's answer to next. */
+export enum Status {
+  /** next emitted zero or more tuples; call it again. */
+  More = 0,
+  /** Nothing to emit now; the host backs off briefly. */
+  Idle = 1,
+  /** The input is exhausted; next is never called again. */
+  Done = 2,
+}
+
+/**
+ * A source. Extend it, override what you need and register an instance
+ * with registerSpout. Every method runs inside one host call; what it
+ * emits is sent when the call returns. `throw` (or failCall) fails the
+ * task instance.
+ */
+export abstract class Spout {
+  /** Called once before anything else. */
+  open(ctx: Context): void {}
+  /**
+   * Emits up to c.remaining tuples and says whether there is more. While
+   * it returns More and emits, the SDK calls it again within the same
+   * host call until the host's budget is used up.
+   */
+  next(c: SpoutCollector): Status { return Status.Done; }
+  /** The tuple tree of a tracked message id was fully processed. May emit. */
+  ack(msgId: u64, c: SpoutCollector): void {}
+  /** The tuple tree of a tracked message id failed or timed out. May emit (to replay). */
+  fail(msgId: u64, c: SpoutCollector): void {}
+  /** Resume emitting. */
+  activate(): void {}
+  /** Stop emitting until activated (next is not called meanwhile). */
+  deactivate(): void {}
+  /** The task is stopping. May not emit. */
+  close(): void {}
+}
+
+/**
+ * Processes tuples. Extend it, override what you need and register an
+ * instance with registerBolt. To fail just one tuple (and have its spout
+ * replay it) call c.fail(t); `throw` (or failCall) fails the task instance.
+ */
+export abstract class Bolt {
+  /** Called once before anything else. */
+  prepare(ctx: Context): void {}
+  /**
+   * Processes one input tuple. t is reused for the next tuple: keep
+   * t.copy() to retain it. The default acks the tuple.
+   */
+  execute(t: Tuple, c: BoltCollector): void { c.ack(t); }
+  /** Called every topology.tick.tuple.freq.ms. */
+  tick(c: BoltCollector): void {}
+  /** Every upstream task has finished (finite input): emit final results. */
+  finish(c: BoltCollector): void {}
+  /** The task is stopping. May not emit. */
+  close(): void {}
+}
+
+/** The registered component. */
+export class Registered {
+  static spout: Spout | null = null;
+  static bolt: Bolt | null = null;
+}
+
+/**
+ * Makes s this module's component. Call it at the top level of the entry
+ * file (it runs from _initialize). A module registers exactly one component.
+ */
+export function registerSpout(s: Spout): void {
+  checkUnregistered();
+  Registered.spout = s;
+}
+
+/** Makes b this module's component; see registerSpout. */
+export function registerBolt(b: Bolt): void {
+  checkUnregistered();
+  Registered.bolt = b;
+}
+
+function checkUnregistered(): void {
+  if (Registered.spout !== null || Registered.bolt !== null) {
+    throw new Error("ardea: a component is already registered; a module registers exactly one spout or bolt");
+  }
+}

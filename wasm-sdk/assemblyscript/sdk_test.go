@@ -1,0 +1,282 @@
+package assdk_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"io/fs"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/ardea-dev/ardea/examples/wordcount"
+	"github.com/ardea-dev/ardea/host"
+	"github.com/ardea-dev/ardea/internal/component"
+	"github.com/ardea-dev/ardea/internal/tuple"
+	assdk "github.com/ardea-dev/ardea/wasm-sdk/assemblyscript"
+)
+
+// requireToolchains is set by CI: a missing toolchain then fails a test
+// instead of skipping it.
+func requireToolchains() bool { return os.Getenv("ARDEA_REQUIRE_TOOLCHAINS") == "1" }
+
+func skipOrFail(t *testing.T, format string, args ...any) {
+	t.Helper()
+	if requireToolchains() {
+		t.Fatalf(format, args...)
+	}
+	t.Skipf(format, args...)
+}
+
+// TestNode runs the SDK's own tests under node (tests/run.mjs): the shared
+// vectors of wasm-sdk/testdata through the codec, byte for byte, and the
+// committed probe guests against a fake host.
+func TestNode(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		skipOrFail(t, "node not found (Debian: apt-get install nodejs npm): %v", err)
+	}
+	if _, err := os.Stat(filepath.Join("node_modules", ".bin", "asc")); err != nil {
+		skipOrFail(t, "the AssemblyScript compiler is not installed: run `npm ci` in wasm-sdk/assemblyscript (%v)", err)
+	}
+	cmd := exec.Command(node, "tests/run.mjs")
+	out, err := cmd.CombinedOutput()
+	t.Logf("node tests/run.mjs:\n%s", out)
+	if err != nil {
+		t.Fatalf("node tests/run.mjs: %v", err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if last := lines[len(lines)-1]; !strings.HasSuffix(last, " passed, 0 failed") {
+		t.Fatalf("last line %q, want \"N passed, 0 failed\"", last)
+	}
+}
+
+func TestPinnedCompiler(t *testing.T) {
+	b, err := os.ReadFile("package.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pkg struct {
+		Name            string
+		DevDependencies map[string]string
+	}
+	if err := json.Unmarshal(b, &pkg); err != nil {
+		t.Fatal(err)
+	}
+	if pkg.Name != assdk.PackageName || pkg.DevDependencies["assemblyscript"] != assdk.ASCVersion {
+		t.Fatalf("package.json: name %q, assemblyscript %q; want %q and %q",
+			pkg.Name, pkg.DevDependencies["assemblyscript"], assdk.PackageName, assdk.ASCVersion)
+	}
+}
+
+// TestEmbed checks that the embedded SDK is the whole package a build
+// needs.
+func TestEmbed(t *testing.T) {
+	var names []string
+	err := fs.WalkDir(assdk.FS, ".", func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			names = append(names, p)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	disk, err := filepath.Glob("assembly/*.ts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := append([]string{"exports.ts", "index.ts", "package.json"}, disk...)
+	slices.Sort(want)
+	if !slices.Equal(names, want) {
+		t.Fatalf("embedded %q, want %q", names, want)
+	}
+}
+
+// collector records a bolt's output.
+type collector struct {
+	emits []emit
+	acks  []uint64
+	fails []uint64
+}
+
+type emit struct {
+	stream  uint16
+	direct  uint32
+	anchors []uint64
+	values  []tuple.Value
+}
+
+func (c *collector) Emit(stream uint16, direct uint32, _ uint64, anchors, values []byte) error {
+	e := emit{stream: stream, direct: direct}
+	for i := 0; i+8 <= len(anchors); i += 8 {
+		e.anchors = append(e.anchors, binary.LittleEndian.Uint64(anchors[i:]))
+	}
+	vals, _, err := tuple.DecodeValues(nil, values)
+	if err != nil {
+		return err
+	}
+	for i := range vals { // values alias the guest's memory
+		vals[i].B = bytes.Clone(vals[i].B)
+	}
+	e.values = vals
+	c.emits = append(c.emits, e)
+	return nil
+}
+func (c *collector) Ack(id uint64) error  { c.acks = append(c.acks, id); return nil }
+func (c *collector) Fail(id uint64) error { c.fails = append(c.fails, id); return nil }
+
+func newBolt(t *testing.T, path, name string, cfg map[string]string, in []string, outs ...tuple.StreamDecl) (component.Bolt, *collector, map[string]int64) {
+	t.Helper()
+	ctx := context.Background()
+	rt, err := host.NewRuntime(ctx, host.Config{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close(ctx) })
+	m, err := rt.Compile(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := m.NewBolt(ctx, host.InstanceConfig{Topology: "t", Component: name, TaskID: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics := map[string]int64{}
+	cctx := component.Context{
+		Context: tuple.Context{Topology: "t", Component: name, TaskID: 3, Parallelism: 1, Config: cfg,
+			Outputs: outs, Inputs: []tuple.InputDecl{{Component: "up", Stream: "default", Fields: in}}},
+		Logger: slog.New(slog.DiscardHandler), State: host.NewMemoryState(256), MaxKeyGroups: 256,
+		Metric: func(n string, d int64) { metrics[n] += d },
+	}
+	out := &collector{}
+	if err := b.Prepare(cctx, out); err != nil {
+		t.Fatal(err)
+	}
+	return b, out, metrics
+}
+
+func words(first uint64, ws ...string) []byte {
+	var w tuple.BatchWriter
+	w.Reset()
+	for i, s := range ws {
+		w.Append(0, 1, first+uint64(i), tuple.AppendValues(nil, tuple.Str(s)))
+	}
+	return w.Buf
+}
+
+// TestAbortThroughHost: an AssemblyScript abort fails the instance with
+// its message, and the host names the component and task.
+func TestAbortThroughHost(t *testing.T) {
+	b, out, _ := newBolt(t, "testdata/abort.wasm", "aborter", nil, []string{"word"},
+		tuple.StreamDecl{Name: "default", Fields: []string{"word"}})
+	err := b.Execute(words(1, "x"), out)
+	if err == nil {
+		t.Fatal("execute succeeded")
+	}
+	for _, want := range []string{"Execute: as abort", "aborter", "task 3"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not contain %q", err, want)
+		}
+	}
+}
+
+// TestProbeThroughHost runs the probe bolt's main paths on the real host.
+func TestProbeThroughHost(t *testing.T) {
+	b, out, metrics := newBolt(t, "testdata/probe_bolt.wasm", "probe", map[string]string{"prefix": "p-"}, []string{"word"},
+		tuple.StreamDecl{Name: "default", Fields: []string{"word", "n"}},
+		tuple.StreamDecl{Name: "events", Fields: []string{"kind", "detail"}})
+	if err := b.Execute(words(1, "a", "b", "a", "fail", "multi"), out); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range out.emits {
+		got = append(got, e.values[0].AsString()+"="+string(rune('0'+e.values[1].I)))
+	}
+	if want := []string{"p-a=1", "p-b=1", "p-a=2", "multi=2"}; !slices.Equal(got, want) {
+		t.Fatalf("emits %q, want %q", got, want)
+	}
+	if a := out.emits[3].anchors; !slices.Equal(a, []uint64{5, 4}) {
+		t.Errorf("multi anchors %v, want [5 4]", a)
+	}
+	if !slices.Equal(out.acks, []uint64{1, 2, 3, 5}) || !slices.Equal(out.fails, []uint64{4}) {
+		t.Errorf("acks %v fails %v", out.acks, out.fails)
+	}
+	if metrics["probe.words"] != 3 {
+		t.Errorf("probe.words = %d, want 3", metrics["probe.words"])
+	}
+	err := b.Execute(words(10, "error"), out)
+	if err == nil || !strings.Contains(err.Error(), "probe error: bad word") {
+		t.Fatalf("error word: %v", err)
+	}
+	b2, out2, _ := newBolt(t, "testdata/probe_bolt.wasm", "probe", nil, []string{"word"},
+		tuple.StreamDecl{Name: "default", Fields: []string{"word", "n"}},
+		tuple.StreamDecl{Name: "events", Fields: []string{"kind", "detail"}})
+	err = b2.Execute(words(1, "panic"), out2)
+	if err == nil || !strings.Contains(err.Error(), "probe panic") {
+		t.Fatalf("panic word: %v", err)
+	}
+}
+
+// TestWordCountThroughHost runs the AssemblyScript split and count over
+// the example's input and Unicode edge cases and compares the final counts
+// with the Go reference (strings.Fields).
+func TestWordCountThroughHost(t *testing.T) {
+	dir := filepath.Join("..", "..", "examples", "wordcount")
+	f, err := os.Open(filepath.Join(dir, "input.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var lines []string
+	for sc := bufio.NewScanner(f); sc.Scan(); {
+		lines = append(lines, sc.Text())
+	}
+	lines = append(lines,
+		"tab\tnl\nvt\vff\fcr\r sp",
+		"nel\u0085nbsp\u00a0ogham\u1680en\u2000x\u200ay\u2028z\u2029w\u202fv\u205fu\u3000end",
+		"bad\xffbyte \xe2\x80 trunc \xe2\x80\x20 sp \xc2 \xc2\xa0 zwsp\u200bnot",
+		"  ", "", "héllo wörld 日本語 🌍 héllo",
+	)
+	split, sout, _ := newBolt(t, filepath.Join(dir, "assemblyscript", "split.wasm"), "split", nil, []string{"line"},
+		tuple.StreamDecl{Name: "default", Fields: []string{"word"}})
+	count, cout, _ := newBolt(t, filepath.Join(dir, "assemblyscript", "count.wasm"), "count", nil, []string{"word"},
+		tuple.StreamDecl{Name: "default", Fields: []string{"word", "count"}})
+	var w tuple.BatchWriter
+	w.Reset()
+	for i, l := range lines {
+		w.Append(0, 1, uint64(i+1), tuple.AppendValues(nil, tuple.Str(l)))
+	}
+	if err := split.Execute(w.Buf, sout); err != nil {
+		t.Fatal(err)
+	}
+	if len(sout.acks) != len(lines) {
+		t.Fatalf("split acked %d of %d lines", len(sout.acks), len(lines))
+	}
+	w.Reset()
+	for i, e := range sout.emits {
+		w.Append(0, 2, uint64(i+1), tuple.AppendValues(nil, e.values...))
+	}
+	if err := count.Execute(w.Buf, cout); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for _, e := range cout.emits {
+		got[e.values[0].AsString()] = e.values[1].I
+	}
+	want := wordcount.Reference(lines)
+	if len(got) != len(want) {
+		t.Errorf("%d distinct words, want %d", len(got), len(want))
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("count[%q] = %d, want %d", k, got[k], v)
+		}
+	}
+}

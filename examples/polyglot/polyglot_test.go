@@ -3,8 +3,11 @@ package polyglot_test
 import (
 	"bufio"
 	"context"
+	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,6 +15,9 @@ import (
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/connectors"
 	"github.com/ardea-dev/ardea/examples/wordcount"
+	"github.com/ardea-dev/ardea/host"
+	"github.com/ardea-dev/ardea/internal/component"
+	"github.com/ardea-dev/ardea/internal/tuple"
 	"github.com/ardea-dev/ardea/scheduler"
 )
 
@@ -58,18 +64,22 @@ func run(t *testing.T, topology string, containers int) map[string]int64 {
 	return readTSV(t, out)
 }
 
-// TestPolyglotMatchesGoWordCount: Rust split, AssemblyScript relay and C
+// TestPolyglotMatchesGoWordCount: Rust split, AssemblyScript upper and C
 // count give exactly the counts of the Go word count on the same input.
 func TestPolyglotMatchesGoWordCount(t *testing.T) {
 	top, err := ardea.LoadFile("topology.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	langs := map[string]string{"split": "rust", "relay": "assemblyscript", "count": "/c/"}
+	modules := map[string]string{"split": "../wordcount/rust/split.wasm", "upper": "upper.wasm", "count": "../wordcount/c/count.wasm"}
 	for _, c := range top.Bolts() {
-		if want, ok := langs[c.Name]; ok && !strings.Contains(c.Module, want) {
-			t.Errorf("component %s: module %s is not the %s one", c.Name, c.Module, want)
+		if want, ok := modules[c.Name]; ok && c.Module != want {
+			t.Errorf("component %s: module %s, want %s", c.Name, c.Module, want)
 		}
+		delete(modules, c.Name)
+	}
+	if len(modules) != 0 {
+		t.Errorf("components missing: %v", modules)
 	}
 	data, err := os.ReadFile("../wordcount/input.txt")
 	if err != nil {
@@ -87,5 +97,63 @@ func TestPolyglotMatchesGoWordCount(t *testing.T) {
 				t.Errorf("%s: word %q: count %d, want %d", name, w, m[w], n)
 			}
 		}
+	}
+}
+
+type recorder struct{ got [][2]string }
+
+func (r *recorder) Emit(_ uint16, _ uint32, _ uint64, _ []byte, values []byte) error {
+	vals, _, err := tuple.DecodeValues(nil, values)
+	if err != nil {
+		return err
+	}
+	if len(vals) != 2 {
+		return fmt.Errorf("emitted %d fields, want 2", len(vals))
+	}
+	r.got = append(r.got, [2]string{string(vals[0].B), string(vals[1].B)})
+	return nil
+}
+func (r *recorder) Ack(uint64) error  { return nil }
+func (r *recorder) Fail(uint64) error { return nil }
+
+// TestUpperKeepsTheWord: upper emits each word unchanged and its upper case.
+func TestUpperKeepsTheWord(t *testing.T) {
+	ctx := context.Background()
+	rt, err := host.NewRuntime(ctx, host.Config{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close(ctx)
+	m, err := rt.Compile(ctx, "upper.wasm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := m.NewBolt(ctx, host.InstanceConfig{Topology: "polyglot", Component: "upper", TaskID: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	rec := &recorder{}
+	err = b.Prepare(component.Context{
+		Context: tuple.Context{Topology: "polyglot", Component: "upper", TaskID: 1, Parallelism: 1,
+			Outputs: []tuple.StreamDecl{{Name: "default", Fields: []string{"word", "upper"}}},
+			Inputs:  []tuple.InputDecl{{Component: "split", Stream: "default", Fields: []string{"word"}}}},
+		State: host.NewMemoryState(256), MaxKeyGroups: 256, Metric: func(string, int64) {},
+	}, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var w tuple.BatchWriter
+	w.Reset()
+	words := []string{"heron", "naïve", "東京", "x-Y", ""}
+	for i, s := range words {
+		w.Append(0, 1, uint64(i+1), tuple.AppendValues(nil, tuple.Str(s)))
+	}
+	if err := b.Execute(w.Buf, rec); err != nil {
+		t.Fatal(err)
+	}
+	want := [][2]string{{"heron", "HERON"}, {"naïve", "NAÏVE"}, {"東京", "東京"}, {"x-Y", "X-Y"}, {"", ""}}
+	if !slices.Equal(rec.got, want) {
+		t.Fatalf("emitted %q, want %q", rec.got, want)
 	}
 }

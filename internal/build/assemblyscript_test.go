@@ -118,7 +118,7 @@ func TestBuildAssemblyScriptExamples(t *testing.T) {
 	for src, committed := range map[string]string{
 		"examples/wordcount/assemblyscript/split": "examples/wordcount/assemblyscript/split.wasm",
 		"examples/wordcount/assemblyscript/count": "examples/wordcount/assemblyscript/count.wasm",
-		"examples/polyglot/relay":                 "examples/polyglot/relay.wasm",
+		"examples/polyglot/upper":                 "examples/polyglot/upper.wasm",
 	} {
 		out := filepath.Join(t.TempDir(), "out.wasm")
 		if _, err := Build(context.Background(), filepath.Join(root, src), out); err != nil {

@@ -3,7 +3,7 @@
 # embeds no paths; the same sources give the same bytes):
 #   wasm-sdk/assemblyscript/testdata/{probe_bolt,probe_spout,abort}.wasm
 #   examples/wordcount/assemblyscript/{split,count}.wasm
-#   examples/polyglot/relay.wasm
+#   examples/polyglot/upper.wasm
 # Runs `npm ci` here first if the compiler is not installed. Each module is
 # compiled exactly as `ardea build DIR` does it (internal/build/assemblyscript.go):
 #   asc assembly/index.ts -O3 --runtime incremental --exportStart _initialize \
@@ -48,4 +48,4 @@ done
 for c in split count; do
   build "$root/examples/wordcount/assemblyscript/$c" "$root/examples/wordcount/assemblyscript/$c.wasm"
 done
-build "$root/examples/polyglot/relay" "$root/examples/polyglot/relay.wasm"
+build "$root/examples/polyglot/upper" "$root/examples/polyglot/upper.wasm"

@@ -57,15 +57,23 @@ func BenchmarkSplitBolt(b *testing.B) {
 		words += len(strings.Fields(s))
 		w.Append(0, 1, 0, tuple.AppendValues(nil, tuple.Str(s)))
 	}
-	bl := bolt(b, wordcount.SplitWasm, "split", []string{"line"}, []string{"word"})
-	out := &counter{}
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if err := bl.Execute(w.Buf, out); err != nil {
-			b.Fatal(err)
-		}
+	for _, lang := range wordcount.Languages {
+		b.Run(lang, func(b *testing.B) {
+			split, _, err := wordcount.Modules(lang)
+			if err != nil {
+				b.Fatal(err)
+			}
+			bl := bolt(b, split, "split", []string{"line"}, []string{"word"})
+			out := &counter{}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if err := bl.Execute(w.Buf, out); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(words*b.N)/b.Elapsed().Seconds(), "words/s")
+		})
 	}
-	b.ReportMetric(float64(words*b.N)/b.Elapsed().Seconds(), "words/s")
 }
 
 func BenchmarkCountBolt(b *testing.B) {
@@ -79,13 +87,21 @@ func BenchmarkCountBolt(b *testing.B) {
 			n++
 		}
 	}
-	bl := bolt(b, wordcount.CountWasm, "count", []string{"word"}, []string{"word", "count"})
-	out := &counter{}
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if err := bl.Execute(w.Buf, out); err != nil {
-			b.Fatal(err)
-		}
+	for _, lang := range wordcount.Languages {
+		b.Run(lang, func(b *testing.B) {
+			_, count, err := wordcount.Modules(lang)
+			if err != nil {
+				b.Fatal(err)
+			}
+			bl := bolt(b, count, "count", []string{"word"}, []string{"word", "count"})
+			out := &counter{}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if err := bl.Execute(w.Buf, out); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "words/s")
+		})
 	}
-	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "words/s")
 }

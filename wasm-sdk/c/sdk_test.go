@@ -1,9 +1,9 @@
 package csdk_test
 
 // Tests of the C SDK:
-//   - its native test program (test/sdk_test.c, compiled with the host's C
-//     compiler) against the shared vectors in wasm-sdk/testdata, and that
-//     a changed vector makes it fail;
+//   - its native test program (test/*.c: main in test/sdk_test.c,
+//     compiled with the host's C compiler) against the shared vectors in
+//     wasm-sdk/testdata, and that a changed vector makes it fail;
 //   - the committed guests (testdata/*.wasm and the word-count modules)
 //     against ABI.md's exports and imports;
 //   - the C word count under the real host against strings.Fields and a
@@ -74,14 +74,21 @@ var native struct {
 	err  error
 }
 
-// nativeTest builds test/sdk_test.c with the SDK once per test binary.
+// nativeTest builds the test program (every test/*.c) with the SDK once
+// per test binary.
 func nativeTest(t *testing.T) string {
 	t.Helper()
 	cc := needTool(t, "a native C compiler", "apt-get install gcc", "cc", "gcc", "clang")
 	native.once.Do(func() {
+		srcs, err := filepath.Glob("test/*.c")
+		if err != nil || !slices.Contains(srcs, filepath.Join("test", "sdk_test.c")) {
+			native.err = fmt.Errorf("test program sources %q (%v): no test/sdk_test.c", srcs, err)
+			return
+		}
 		native.bin = filepath.Join(tmpDir, "sdk_test")
-		cmd := exec.Command(cc, "-std=c11", "-O1", "-Wall", "-Wextra", "-Werror", "-I", "include",
-			"-o", native.bin, "test/sdk_test.c", "src/ardea.c")
+		args := []string{"-std=c11", "-O1", "-Wall", "-Wextra", "-Werror", "-I", "include", "-o", native.bin}
+		args = append(append(args, srcs...), "src/ardea.c")
+		cmd := exec.Command(cc, args...)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			native.err = fmt.Errorf("%s: %w\n%s", cmd, err, out)
 		}

@@ -1,7 +1,7 @@
 package rustsdk_test
 
 // Runs the crate's native Rust tests (the shared ABI vectors and the SDK's
-// behaviour, src/tests.rs) with every rustc found, the word-count
+// behaviour, src/tests.rs and src/tests/) with every rustc found, the word-count
 // examples' native tests, and checks that the committed .wasm modules are
 // what build.sh produces and that a panic reaches the host with its text.
 
@@ -180,7 +180,13 @@ func TestEmbeddedSources(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	disk, err := filepath.Glob("src/*.rs")
+	var disk []string // every .rs under src, the tests' folder too
+	err = filepath.WalkDir("src", func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".rs") {
+			disk = append(disk, p)
+		}
+		return err
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,114 @@
+//! The rest of the runtime: context config, logs, metrics and now; the
+//! spout loop and replay; the Tuple accessors by name and their errors.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use super::util::*;
+use crate::codec::*;
+use crate::testing::Tester;
+use crate::*;
+
+#[test]
+fn context_config_log_metric_now() {
+    let mut bolt = FnBolt::new(|tp, c| {
+        c.metric("seen", 1);
+        c.metric("other", 2);
+        c.warn(&format!("got {}", tp.str(0)));
+        assert_eq!(c.config_int("limit", 0).unwrap(), 42);
+        assert_eq!(c.config_int("missing", 5).unwrap(), 5);
+        assert!(c.config_int("bad", 0).is_err());
+        assert_eq!(c.config_or("name", "d"), "x");
+        assert_eq!(c.config_or("zzz", "d"), "d");
+        assert_eq!(c.now_nanos(), 1_500_000_000);
+        assert_eq!(c.now(), std::time::UNIX_EPOCH + std::time::Duration::from_millis(1500));
+        c.logger().debug("dbg");
+        Ok(())
+    });
+    bolt.prepare = Box::new(|ctx| {
+        ctx.info(&format!("prepared {} task {} of {}", ctx.component(), ctx.task_id(), ctx.parallelism()));
+        Ok(())
+    });
+    let mut t = Tester::bolt(bolt);
+    t.host().rec.borrow_mut().now = 1_500_000_000;
+    t.prepare(&words_ctx()).unwrap();
+    t.execute_values(1, &[Value::str("w")]).unwrap();
+    t.execute_values(2, &[Value::str("v")]).unwrap();
+    let r = t.host().rec.borrow();
+    assert_eq!(r.logs, [(0, "prepared count task 7 of 2".to_string()), (4, "got w".into()), (-4, "dbg".into()), (4, "got v".into()), (-4, "dbg".into())]);
+    assert_eq!(r.metrics.get("seen"), Some(&2));
+    assert_eq!(r.metrics.get("other"), Some(&4));
+    assert_eq!(r.metric_calls, 4, "one metric call per name per host call");
+}
+
+#[test]
+fn spout_next_loop_and_replay() {
+    let failed = Rc::new(RefCell::new(Vec::new()));
+    let f2 = failed.clone();
+    let mut i = 0u64;
+    let mut t = Tester::spout(FnSpout {
+        next: Box::new(move |c| {
+            if let Some(id) = f2.borrow_mut().pop() {
+                c.emit_with_id(id, (format!("w{}", id), id as i64));
+                return Ok(Status::More);
+            }
+            if i == 5 {
+                return Ok(Status::Done);
+            }
+            i += 1;
+            c.emit_with_id(i, (format!("w{}", i), i as i64));
+            Ok(Status::More)
+        }),
+        ack: Box::new(move |id, fail, c| {
+            if fail {
+                failed.borrow_mut().push(id);
+            } else {
+                c.metric("acked", 1);
+            }
+            Ok(())
+        }),
+    });
+    t.open(&ContextBlob { outputs: vec![Stream::new("default", &["word", "n"])], ..ContextBlob::default() }).unwrap();
+    assert_eq!(t.next(2).unwrap(), Status::More);
+    assert_eq!(t.take_ops_text(), ["emit s0 id 1 (\"w1\", 1)", "emit s0 id 2 (\"w2\", 2)"]);
+    t.fail(&[2]).unwrap();
+    t.ack(&[1]).unwrap();
+    assert_eq!(t.next(100).unwrap(), Status::Done);
+    assert_eq!(t.take_ops_text().len(), 4);
+    assert_eq!(t.next(100).unwrap(), Status::Done);
+    assert_eq!(t.host().rec.borrow().metrics.get("acked"), Some(&1));
+    // Emitting is not allowed in close.
+    t.activate().unwrap();
+    t.close().unwrap();
+    // A bolt export on a spout.
+    assert!(t.tick().unwrap_err().contains("ardea_tick is a bolt export"));
+}
+
+#[test]
+fn tuple_accessors_by_name_and_kind_errors() {
+    let spec = [Value::str("héllo"), Value::Int(-5), Value::Float(0.5), Value::Bool(true), Value::Bytes(&[1, 2]), Value::Null];
+    let mut raw = Vec::new();
+    encode_values(&spec, &mut raw);
+    let mut offs = Vec::new();
+    scan_values(&raw, &mut offs).unwrap();
+    let inp = Rc::new(Input::new("up", "s", &["s", "i", "f", "b", "x", "n"]));
+    let t = Tuple::new(&raw, &offs, 4, 2, 0, &inp);
+    assert_eq!(t.str("s"), "héllo");
+    assert_eq!(t.string(0), "héllo");
+    assert_eq!(t.int("i"), -5);
+    assert_eq!(t.float("f"), 0.5);
+    assert!(t.bool("b"));
+    assert_eq!(t.bytes("x"), &[1, 2]);
+    assert_eq!(t.value("n"), Value::Null);
+    assert_eq!(t.kind("f"), Kind::Float);
+    assert_eq!(t.index("b"), Some(3));
+    assert_eq!((t.component(), t.stream(), t.source_task(), t.id()), ("up", "s", 2, 4));
+    let owned = t.to_owned_tuple();
+    assert_eq!(owned.tuple().values(), t.values());
+    let e = std::panic::catch_unwind(|| t.int("s")).unwrap_err();
+    assert_eq!(e.downcast_ref::<String>().unwrap(), "ardea: field 0 (s) is string, not int64");
+    let e = std::panic::catch_unwind(|| t.int("zz")).unwrap_err();
+    assert!(e.downcast_ref::<String>().unwrap().contains("has no field \"zz\""));
+    let e = std::panic::catch_unwind(|| t.int(9usize)).unwrap_err();
+    assert!(e.downcast_ref::<String>().unwrap().contains("out of range"));
+}

@@ -20,7 +20,6 @@ import (
 	"github.com/ardea-dev/ardea/connectors"
 	"github.com/ardea-dev/ardea/host"
 	"github.com/ardea-dev/ardea/internal/build"
-	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/engine"
 	"github.com/ardea-dev/ardea/internal/metrics"
 	"github.com/ardea-dev/ardea/internal/plan"
@@ -131,46 +130,30 @@ func Run(ctx context.Context, o RunOptions) (*Result, error) {
 	}
 	defer srv.Shutdown()
 
-	var conns []*nats.Conn
+	var containers []*Container
 	defer func() {
-		for _, nc := range conns {
-			nc.Close()
-		}
-	}()
-	var tasks []*engine.Task
-	var sms []*bus.StreamManager
-	var closers []func()
-	defer func() {
-		for i := len(closers) - 1; i >= 0; i-- {
-			closers[i]()
+		for i := len(containers) - 1; i >= 0; i-- {
+			containers[i].Close()
 		}
 	}()
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	var tasks []*engine.Task
 	for cn := 1; cn <= p.Containers; cn++ {
 		nc, err := nats.Connect(srv.ClientURL(), nats.Name(fmt.Sprintf("ardea-%s-container-%d", t.Name, cn)))
 		if err != nil {
 			return nil, fmt.Errorf("container %d: connect to NATS: %w", cn, err)
 		}
-		conns = append(conns, nc)
-		bo := o.Bus
-		bo.Plan, bo.Container, bo.Conn, bo.Logger = p, cn, nc, log.With("container", cn)
-		sm, err := bus.NewStreamManager(bo)
+		c, err := StartContainer(runCtx, ContainerOptions{
+			Topology: t, Plan: p, Container: cn, Conn: nc, OwnConn: true, Runtime: rt, Modules: modules,
+			Metrics: o.Metrics, Logger: log, Bus: o.Bus, Active: true,
+		})
 		if err != nil {
-			return nil, fmt.Errorf("container %d: %w", cn, err)
+			nc.Close()
+			return nil, err
 		}
-		if err := sm.Start(runCtx); err != nil {
-			return nil, fmt.Errorf("container %d: %w", cn, err)
-		}
-		closers = append(closers, func() { sm.Close() })
-		sms = append(sms, sm)
-		for _, id := range ContainerTasks(p, cn) {
-			task, err := newTask(ctx, t, p, id, sm, rt, modules[p.Components[p.Tasks[id].Component].Name], o.Metrics, log)
-			if err != nil {
-				return nil, err
-			}
-			tasks = append(tasks, task)
-		}
+		containers = append(containers, c)
+		tasks = append(tasks, c.Tasks()...)
 	}
 
 	if o.Duration > 0 {
@@ -182,7 +165,8 @@ func Run(ctx context.Context, o RunOptions) (*Result, error) {
 	err = engine.Run(runCtx, tasks, log)
 	res := &Result{Plan: p, Metrics: o.Metrics, Elapsed: time.Since(start), Finished: err == nil && runCtx.Err() == nil,
 		MaxHeldBytes: map[uint32]int64{}}
-	for _, sm := range sms {
+	for _, c := range containers {
+		sm := c.StreamManager()
 		res.SlowConsumerEvents += sm.SlowConsumerEvents()
 		for _, id := range sm.LocalTasks() {
 			if p.Components[p.Tasks[id].Component].Kind == string(ardea.Bolt) {
@@ -227,72 +211,6 @@ func readLimits(cfg map[string]string, prefix string) (limits, error) {
 		}
 	}
 	return l, nil
-}
-
-func newTask(ctx context.Context, t *ardea.Topology, p *plan.Plan, id uint32, sm *bus.StreamManager,
-	rt *host.Runtime, mod *host.Module, reg *metrics.Registry, log *slog.Logger) (*engine.Task, error) {
-	pt := p.Tasks[id]
-	pc := &p.Components[pt.Component]
-	tc := t.Components[pt.Component]
-	m := reg.Component(pc.Name)
-	cctx := component.Context{
-		Context:      p.TaskContext(id),
-		Logger:       log.With("topology", p.Topology, "component", pc.Name, "task", id),
-		State:        host.NewMemoryState(pc.MaxKeyGroups),
-		MaxKeyGroups: pc.MaxKeyGroups,
-		Metric:       func(name string, d int64) { m.Custom(name).Add(d) },
-	}
-	task := &engine.Task{
-		ID: id, Component: pc.Name, Index: pt.Index, Context: cctx,
-		Outbox: sm.Outbox(id), Metrics: m,
-	}
-	if v, where, ok := settingOf(t, tc, "topology.tick.tuple.freq.ms"); ok && tc.Kind == ardea.Bolt {
-		ms, err := strconv.Atoi(v)
-		if err != nil || ms < 1 {
-			return nil, fmt.Errorf("%s: topology.tick.tuple.freq.ms %q: want a positive integer (milliseconds)", where, v)
-		}
-		task.TickEvery = time.Duration(ms) * time.Millisecond
-	}
-	if v, where, ok := settingOf(t, tc, "topology.spout.batch"); ok && tc.Kind == ardea.Spout {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			return nil, fmt.Errorf("%s: topology.spout.batch %q: want a positive integer", where, v)
-		}
-		task.SpoutBatch = n
-	}
-	var err error
-	if builtin, ok := strings.CutPrefix(tc.Module, ardea.BuiltinPrefix); ok {
-		cfg := connectors.ResolvePaths(string(tc.Kind), builtin, tc.Config, t.Path)
-		if tc.Kind == ardea.Spout {
-			task.Spout, err = connectors.NewSpout(builtin, cfg)
-		} else {
-			task.Bolt, err = connectors.NewBolt(builtin, cfg)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("component %s: %w", pc.Name, err)
-		}
-	} else {
-		lim, err := readLimits(tc.Config, "")
-		if err != nil {
-			return nil, fmt.Errorf("component %s: %w", pc.Name, err)
-		}
-		ic := host.InstanceConfig{Topology: p.Topology, Component: pc.Name, TaskID: id,
-			MemoryLimitPages: lim.pages, CallTimeout: lim.timeout}
-		if tc.Kind == ardea.Spout {
-			task.Spout, err = mod.NewSpout(ctx, ic)
-		} else {
-			task.Bolt, err = mod.NewBolt(ctx, ic)
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	if tc.Kind == ardea.Spout {
-		task.SetActive(true)
-	} else {
-		task.Inbox = sm.Inbox(id)
-	}
-	return task, nil
 }
 
 // settingOf reads a setting from the component's config, then the

@@ -1,0 +1,192 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/ardea-dev/ardea"
+	"github.com/ardea-dev/ardea/bus"
+	"github.com/ardea-dev/ardea/connectors"
+	"github.com/ardea-dev/ardea/host"
+	"github.com/ardea-dev/ardea/internal/component"
+	"github.com/ardea-dev/ardea/internal/engine"
+	"github.com/ardea-dev/ardea/internal/metrics"
+	"github.com/ardea-dev/ardea/internal/plan"
+)
+
+// ContainerOptions describes one container of a physical plan: its stream
+// manager and the instances the plan places in it.
+type ContainerOptions struct {
+	Topology  *ardea.Topology
+	Plan      *plan.Plan
+	Container int
+	Conn      *nats.Conn
+	OwnConn   bool // Close closes Conn
+	Runtime   *host.Runtime
+	Modules   map[string]*host.Module // compiled modules by component name (not builtins)
+	Metrics   *metrics.Registry
+	Logger    *slog.Logger
+	Bus       bus.Options
+	// Active starts the spouts emitting; false deploys them deactivated.
+	Active bool
+	// States, when set, gives a task its host-side state (for example one
+	// restored from a handoff); tasks without an entry start empty.
+	States map[uint32]*host.MemoryState
+}
+
+// Container is one running container: a stream manager and its tasks.
+// Tasks run when Run is called; SetActive may be called concurrently.
+type Container struct {
+	o      ContainerOptions
+	sm     *bus.StreamManager
+	tasks  []*engine.Task
+	states map[uint32]*host.MemoryState
+}
+
+// StartContainer starts the container's stream manager and creates its
+// task instances (guests are instantiated and opened when Run starts them).
+func StartContainer(ctx context.Context, o ContainerOptions) (*Container, error) {
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if o.Metrics == nil {
+		o.Metrics = metrics.NewRegistry()
+	}
+	bo := o.Bus
+	bo.Plan, bo.Container, bo.Conn, bo.Logger = o.Plan, o.Container, o.Conn, log.With("container", o.Container)
+	sm, err := bus.NewStreamManager(bo)
+	if err != nil {
+		return nil, fmt.Errorf("container %d: %w", o.Container, err)
+	}
+	if err := sm.Start(ctx); err != nil {
+		return nil, fmt.Errorf("container %d: %w", o.Container, err)
+	}
+	c := &Container{o: o, sm: sm, states: map[uint32]*host.MemoryState{}}
+	for _, id := range ContainerTasks(o.Plan, o.Container) {
+		pc := &o.Plan.Components[o.Plan.Tasks[id].Component]
+		st := o.States[id]
+		if st == nil {
+			st = host.NewMemoryState(pc.MaxKeyGroups)
+		}
+		c.states[id] = st
+		task, err := newTask(ctx, o.Topology, o.Plan, id, sm, o.Runtime, o.Modules[pc.Name], st, o.Metrics, log)
+		if err != nil {
+			c.Close()
+			return nil, err
+		}
+		if task.Spout != nil {
+			task.SetActive(o.Active)
+		}
+		c.tasks = append(c.tasks, task)
+	}
+	return c, nil
+}
+
+// Tasks are the container's task loops, for engine.Run.
+func (c *Container) Tasks() []*engine.Task { return c.tasks }
+
+// Run runs the container's tasks until they all finish their input, ctx
+// ends or one fails.
+func (c *Container) Run(ctx context.Context) error {
+	log := c.o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return engine.Run(ctx, c.tasks, log)
+}
+
+// SetActive activates or deactivates the container's spouts.
+func (c *Container) SetActive(on bool) {
+	for _, t := range c.tasks {
+		if t.Spout != nil {
+			t.SetActive(on)
+		}
+	}
+}
+
+// StreamManager is the container's stream manager.
+func (c *Container) StreamManager() *bus.StreamManager { return c.sm }
+
+// State is a local task's host-side state (nil for another container's task).
+func (c *Container) State(task uint32) *host.MemoryState { return c.states[task] }
+
+// Close stops the stream manager (and closes the NATS connection if the
+// container owns it). Call it after Run returned.
+func (c *Container) Close() {
+	c.sm.Close()
+	if c.o.OwnConn {
+		c.o.Conn.Close()
+	}
+}
+
+func newTask(ctx context.Context, t *ardea.Topology, p *plan.Plan, id uint32, sm *bus.StreamManager,
+	rt *host.Runtime, mod *host.Module, state *host.MemoryState, reg *metrics.Registry, log *slog.Logger) (*engine.Task, error) {
+	pt := p.Tasks[id]
+	pc := &p.Components[pt.Component]
+	tc := t.Components[pt.Component]
+	m := reg.Component(pc.Name)
+	cctx := component.Context{
+		Context:      p.TaskContext(id),
+		Logger:       log.With("topology", p.Topology, "component", pc.Name, "task", id),
+		State:        state,
+		MaxKeyGroups: pc.MaxKeyGroups,
+		Metric:       func(name string, d int64) { m.Custom(name).Add(d) },
+	}
+	task := &engine.Task{
+		ID: id, Component: pc.Name, Index: pt.Index, Context: cctx,
+		Outbox: sm.Outbox(id), Metrics: m,
+	}
+	if v, where, ok := settingOf(t, tc, "topology.tick.tuple.freq.ms"); ok && tc.Kind == ardea.Bolt {
+		ms, err := strconv.Atoi(v)
+		if err != nil || ms < 1 {
+			return nil, fmt.Errorf("%s: topology.tick.tuple.freq.ms %q: want a positive integer (milliseconds)", where, v)
+		}
+		task.TickEvery = time.Duration(ms) * time.Millisecond
+	}
+	if v, where, ok := settingOf(t, tc, "topology.spout.batch"); ok && tc.Kind == ardea.Spout {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%s: topology.spout.batch %q: want a positive integer", where, v)
+		}
+		task.SpoutBatch = n
+	}
+	var err error
+	if builtin, ok := strings.CutPrefix(tc.Module, ardea.BuiltinPrefix); ok {
+		cfg := connectors.ResolvePaths(string(tc.Kind), builtin, tc.Config, t.Path)
+		if tc.Kind == ardea.Spout {
+			task.Spout, err = connectors.NewSpout(builtin, cfg)
+		} else {
+			task.Bolt, err = connectors.NewBolt(builtin, cfg)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("component %s: %w", pc.Name, err)
+		}
+	} else {
+		lim, err := readLimits(tc.Config, "")
+		if err != nil {
+			return nil, fmt.Errorf("component %s: %w", pc.Name, err)
+		}
+		ic := host.InstanceConfig{Topology: p.Topology, Component: pc.Name, TaskID: id,
+			MemoryLimitPages: lim.pages, CallTimeout: lim.timeout}
+		if tc.Kind == ardea.Spout {
+			task.Spout, err = mod.NewSpout(ctx, ic)
+		} else {
+			task.Bolt, err = mod.NewBolt(ctx, ic)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if tc.Kind != ardea.Spout {
+		task.Inbox = sm.Inbox(id)
+	}
+	return task, nil
+}
+

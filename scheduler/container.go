@@ -189,4 +189,3 @@ func newTask(ctx context.Context, t *ardea.Topology, p *plan.Plan, id uint32, sm
 	}
 	return task, nil
 }
-

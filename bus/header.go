@@ -128,14 +128,18 @@ func DecodeHeader(msg []byte) (Header, []byte, error) {
 //	off 1  u8  kind: 1 hello, 2 open, 3 grant
 //	off 2  u16 entry count
 //	off 4  u32 from container
-//	off 8  (u32 task, u32 bytes)* entries
+//	off 8  u32 epoch of the sending stream manager (random, non-zero)
+//	off 12 (u32 task, u32 bytes)* entries
 //
 // hello (sender -> receiver, no entries): "my credit subscription is up;
 // open my links to you". open (receiver -> sender): for each destination
 // task, the link window; a sender accepts the first open of a link and
-// ignores later ones. grant (receiver -> sender): bytes consumed from the
-// link, added to its credit.
-const ctrlHeaderLen = 8
+// ignores later ones from the same epoch. An open from a new epoch means the
+// receiving container restarted: the link's credit is reset to the window
+// (what was in flight to the old process is gone). grant (receiver ->
+// sender): bytes consumed from the link, added to its credit; a grant from
+// another epoch than the link's is stale and ignored.
+const ctrlHeaderLen = 12
 
 // CtrlKind is the kind of a control message.
 type CtrlKind uint8
@@ -156,6 +160,7 @@ type CtrlEntry struct {
 type Ctrl struct {
 	Kind    CtrlKind
 	From    int
+	Epoch   uint32
 	Entries []CtrlEntry
 }
 
@@ -164,6 +169,7 @@ func AppendCtrl(dst []byte, c Ctrl) []byte {
 	dst = append(dst, HeaderVersion, byte(c.Kind))
 	dst = binary.LittleEndian.AppendUint16(dst, uint16(len(c.Entries)))
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(c.From))
+	dst = binary.LittleEndian.AppendUint32(dst, c.Epoch)
 	for _, e := range c.Entries {
 		dst = binary.LittleEndian.AppendUint32(dst, e.Task)
 		dst = binary.LittleEndian.AppendUint32(dst, e.Bytes)
@@ -186,6 +192,7 @@ func DecodeCtrl(msg []byte, buf []CtrlEntry) (Ctrl, error) {
 	}
 	n := int(binary.LittleEndian.Uint16(msg[2:]))
 	c.From = int(binary.LittleEndian.Uint32(msg[4:]))
+	c.Epoch = binary.LittleEndian.Uint32(msg[8:])
 	if len(msg) != ctrlHeaderLen+8*n {
 		return c, fmt.Errorf("%w: control message announces %d entries in %d bytes", ErrBadMessage, n, len(msg))
 	}

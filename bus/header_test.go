@@ -104,16 +104,16 @@ func FuzzDecodeHeader(f *testing.F) {
 
 func TestCtrlRoundTrip(t *testing.T) {
 	for _, c := range []Ctrl{
-		{Kind: CtrlHello, From: 3},
-		{Kind: CtrlOpen, From: 1, Entries: []CtrlEntry{{4, 1 << 20}, {9, 1 << 20}}},
-		{Kind: CtrlGrant, From: 2, Entries: []CtrlEntry{{5, 123}}},
+		{Kind: CtrlHello, From: 3, Epoch: 7},
+		{Kind: CtrlOpen, From: 1, Epoch: 0xdeadbeef, Entries: []CtrlEntry{{4, 1 << 20}, {9, 1 << 20}}},
+		{Kind: CtrlGrant, From: 2, Epoch: 1, Entries: []CtrlEntry{{5, 123}}},
 	} {
 		msg := AppendCtrl(nil, c)
 		got, err := DecodeCtrl(msg, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.Kind != c.Kind || got.From != c.From || len(got.Entries) != len(c.Entries) {
+		if got.Kind != c.Kind || got.From != c.From || got.Epoch != c.Epoch || len(got.Entries) != len(c.Entries) {
 			t.Fatalf("got %+v, want %+v", got, c)
 		}
 		for i := range c.Entries {
@@ -124,9 +124,10 @@ func TestCtrlRoundTrip(t *testing.T) {
 	}
 	for name, msg := range map[string][]byte{
 		"short":   {1, 1, 0},
-		"version": {2, 1, 0, 0, 1, 0, 0, 0},
-		"kind":    {1, 4, 0, 0, 1, 0, 0, 0},
-		"count":   {1, 3, 2, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0},
+		"version":  {2, 1, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0},
+		"kind":     {1, 4, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0},
+		"count":    {1, 3, 2, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0},
+		"no epoch": {1, 1, 0, 0, 1, 0, 0, 0},
 	} {
 		if _, err := DecodeCtrl(msg, nil); !errors.Is(err, ErrBadMessage) {
 			t.Errorf("%s: %v", name, err)

@@ -27,6 +27,7 @@ type link struct {
 
 	mu     sync.Mutex
 	open   bool
+	epoch  uint32 // the receiving stream manager's, from its open
 	window int64
 	credit int64
 	wake   chan struct{} // closed and replaced when credit grows or the link opens
@@ -72,13 +73,18 @@ func (l *link) waitOpen(ctx context.Context, o *Outbox) error {
 }
 
 // refund returns credit taken for a message that was not published.
-func (l *link) refund(n int64) { l.grant(n) }
+func (l *link) refund(n int64) { l.grant(n, 0) }
 
 // grant adds credit. It reports false (and clamps) if the credit would pass
-// the window: a receiver granted more than was sent.
-func (l *link) grant(n int64) bool {
+// the window: a receiver granted more than was sent. A grant from another
+// epoch than the link's (a receiver process that has since restarted) is
+// ignored; epoch 0 is the sender's own refund.
+func (l *link) grant(n int64, epoch uint32) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if epoch != 0 && epoch != l.epoch {
+		return true
+	}
 	l.credit += n
 	ok := l.credit <= l.window
 	if !ok {
@@ -90,15 +96,17 @@ func (l *link) grant(n int64) bool {
 }
 
 // openWith opens the link with the receiver's window. Only the first open
-// counts (a receiver may send two: at its start and in answer to a hello);
-// it reports whether this one did.
-func (l *link) openWith(window int64) bool {
+// of an epoch counts (a receiver may send two: at its start and in answer
+// to a hello); an open from a new epoch (the receiving container restarted)
+// resets the credit to the new window, since nothing is in flight to the
+// new process. It reports whether this open changed the link.
+func (l *link) openWith(window int64, epoch uint32) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.open {
+	if l.open && l.epoch == epoch {
 		return false
 	}
-	l.open, l.window, l.credit = true, window, window
+	l.open, l.epoch, l.window, l.credit = true, epoch, window, window
 	close(l.wake)
 	l.wake = make(chan struct{})
 	return true

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -88,6 +89,9 @@ type StreamManager struct {
 
 	nc      *nats.Conn
 	ownConn bool
+	// epoch tells this incarnation of the container's stream manager from
+	// earlier ones (a restarted process): links reset on a new epoch.
+	epoch uint32
 
 	inboxes  []*Inbox  // by task id; non-nil for local tasks
 	outboxes []*Outbox // by task id; non-nil for local tasks
@@ -144,6 +148,7 @@ func NewStreamManager(o Options) (*StreamManager, error) {
 		return nil, err
 	}
 	sm := &StreamManager{
+		epoch:          rand.Uint32() | 1,
 		opts:           o,
 		plan:           p,
 		me:             o.Container,
@@ -278,7 +283,7 @@ func (sm *StreamManager) Start(ctx context.Context) error {
 		}
 	}
 	for _, c := range sm.downTo {
-		msg := AppendCtrl(nil, Ctrl{Kind: CtrlHello, From: sm.me})
+		msg := AppendCtrl(nil, Ctrl{Kind: CtrlHello, From: sm.me, Epoch: sm.epoch})
 		if err := sm.nc.Publish(sm.creditSubj[c], msg); err != nil {
 			return fmt.Errorf("bus: hello to container %d: %w", c, err)
 		}
@@ -297,7 +302,7 @@ func (sm *StreamManager) sendOpen(c int) error {
 	for i, t := range tasks {
 		entries[i] = CtrlEntry{Task: t, Bytes: uint32(sm.opts.LinkWindowBytes)}
 	}
-	msg := AppendCtrl(nil, Ctrl{Kind: CtrlOpen, From: sm.me, Entries: entries})
+	msg := AppendCtrl(nil, Ctrl{Kind: CtrlOpen, From: sm.me, Epoch: sm.epoch, Entries: entries})
 	if err := sm.nc.Publish(sm.creditSubj[c], msg); err != nil {
 		return fmt.Errorf("bus: open links from container %d: %w", c, err)
 	}
@@ -307,7 +312,7 @@ func (sm *StreamManager) sendOpen(c int) error {
 // sendGrant returns bytes of credit for the link container -> task.
 func (sm *StreamManager) sendGrant(container int, task uint32, bytes int64) {
 	var buf [ctrlHeaderLen + 8]byte
-	msg := AppendCtrl(buf[:0], Ctrl{Kind: CtrlGrant, From: sm.me, Entries: []CtrlEntry{{Task: task, Bytes: uint32(bytes)}}})
+	msg := AppendCtrl(buf[:0], Ctrl{Kind: CtrlGrant, From: sm.me, Epoch: sm.epoch, Entries: []CtrlEntry{{Task: task, Bytes: uint32(bytes)}}})
 	if err := sm.nc.Publish(sm.creditSubj[container], msg); err != nil {
 		sm.log.Error("grant credit failed; the link may stall", "to_container", container, "task", task, "bytes", bytes, "err", err)
 	}
@@ -368,10 +373,10 @@ func (sm *StreamManager) onCredit(m *nats.Msg) {
 				continue
 			}
 			if c.Kind == CtrlOpen {
-				if l.openWith(int64(e.Bytes)) {
+				if l.openWith(int64(e.Bytes), c.Epoch) {
 					sm.log.Debug("link open", "task", e.Task, "container", c.From, "window", e.Bytes)
 				}
-			} else if !l.grant(int64(e.Bytes)) {
+			} else if !l.grant(int64(e.Bytes), c.Epoch) {
 				sm.bad("control message", fmt.Errorf("grant of %d bytes for task %d passes the window", e.Bytes, e.Task))
 			}
 		}

@@ -3,10 +3,12 @@ package connectors
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 
 	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/tuple"
@@ -51,6 +53,9 @@ type fileSpout struct {
 	f      *os.File
 	r      *bufio.Reader
 	line   int64  // 0-based number of the next line to read
+	off    int64  // byte offset of the next line
+	state  component.State
+	posKey []byte // state key of the read position
 	long   []byte // assembles lines longer than the read buffer
 	vals   []byte // values block scratch
 	eof    bool
@@ -80,6 +85,21 @@ func (s *fileSpout) Open(ctx component.Context, _ component.Collector) error {
 		return fmt.Errorf("component %q: file spout: %s: %w", s.comp, s.path, err)
 	}
 	s.f = f
+	if ctx.State != nil {
+		// The read position lives in the task's host-side state, so a
+		// container restarted by a re-plan (a live rescale) goes on where
+		// its predecessor stopped instead of emitting the file again.
+		s.state = ctx.State
+		s.posKey = positionKey(ctx.MaxKeyGroups, int(s.task), int(s.par))
+		if v, ok := s.state.Get(s.posKey); ok && len(v) == 16 {
+			s.off = int64(binary.LittleEndian.Uint64(v))
+			s.line = int64(binary.LittleEndian.Uint64(v[8:]))
+			if _, err := f.Seek(s.off, io.SeekStart); err != nil {
+				f.Close()
+				return fmt.Errorf("component %q: file spout: %s: resume at byte %d: %w", s.comp, s.path, s.off, err)
+			}
+		}
+	}
 	s.r = bufio.NewReaderSize(f, fileSpoutBuffer)
 	if ctx.Logger != nil {
 		ctx.Logger.Debug("file spout open", "path", s.path, "task_index", s.task, "parallelism", s.par)
@@ -99,6 +119,7 @@ func (s *fileSpout) Next(max int, out component.Collector) (component.Status, er
 		line, mine, err := s.readLine()
 		if err == io.EOF {
 			s.eof = true
+			s.savePosition()
 			s.closeFile()
 			if n > 0 {
 				return component.Emitted, nil
@@ -117,7 +138,34 @@ func (s *fileSpout) Next(max int, out component.Collector) (component.Status, er
 		}
 		n++
 	}
+	s.savePosition()
 	return component.Emitted, nil
+}
+
+// savePosition records where the next line starts.
+func (s *fileSpout) savePosition() {
+	if s.state == nil {
+		return
+	}
+	var v [16]byte
+	binary.LittleEndian.PutUint64(v[:], uint64(s.off))
+	binary.LittleEndian.PutUint64(v[8:], uint64(s.line))
+	s.state.Put(s.posKey, v[:])
+}
+
+// positionKey is a state key in a key group this task owns, so that it
+// comes back to the same task index after a re-plan.
+func positionKey(maxKG, task, par int) []byte {
+	if maxKG <= 0 {
+		maxKG = tuple.DefaultMaxKeyGroups
+	}
+	for i := 0; ; i++ {
+		k := []byte("ardea.file.position." + strconv.Itoa(i))
+		kg := tuple.KeyGroup(tuple.StateKeyHash(k), maxKG)
+		if tuple.TaskIndexForKeyGroup(kg, maxKG, par) == task {
+			return k
+		}
+	}
 }
 
 func (s *fileSpout) tooLong() error {
@@ -129,6 +177,7 @@ func (s *fileSpout) tooLong() error {
 func (s *fileSpout) readLine() (line []byte, mine bool, err error) {
 	mine = s.line%s.par == s.task
 	b, err := s.r.ReadSlice('\n')
+	s.off += int64(len(b))
 	switch {
 	case err == nil:
 	case err == io.EOF:
@@ -144,6 +193,7 @@ func (s *fileSpout) readLine() (line []byte, mine bool, err error) {
 				return nil, false, s.tooLong()
 			}
 			b, err = s.r.ReadSlice('\n')
+			s.off += int64(len(b))
 			if mine {
 				s.long = append(s.long, b...)
 			}

@@ -171,3 +171,66 @@ func TestFileSpoutConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestFileSpoutResumesFromState: a new instance with the task's state (a
+// container restarted by a re-plan) goes on after the last line its
+// predecessor emitted, for every task of a parallel spout, including lines
+// longer than the read buffer.
+func TestFileSpoutResumesFromState(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "in.txt")
+	var all []string
+	var b strings.Builder
+	for i := range 50 {
+		l := fmt.Sprintf("line-%03d", i)
+		if i == 7 {
+			l += strings.Repeat("x", fileSpoutBuffer+10)
+		}
+		all = append(all, l)
+		b.WriteString(l + "\r\n")
+	}
+	writeFile(t, path, b.String())
+	cfg := map[string]string{"path": path, "max_line_bytes": "1000000"}
+	for _, p := range []int{1, 3} {
+		var union []string
+		for i := range p {
+			ctx := taskContext("lines", i, p, cfg, map[string][]string{"default": {"line"}}, nil)
+			var got []string
+			for range 3 { // three incarnations of the task, each stopped early
+				s, err := NewSpout("file", cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out := &recorder{}
+				if err := s.Open(ctx, out); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := s.Next(2, out); err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, out.lines(t)...)
+				s.Close()
+			}
+			s, err := NewSpout("file", cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := &recorder{}
+			if err := s.Open(ctx, out); err != nil {
+				t.Fatal(err)
+			}
+			drain(t, s, 4, out, 100)
+			s.Close()
+			got = append(got, out.lines(t)...)
+			for j, l := range got {
+				if want := all[i+j*p]; l != want {
+					t.Fatalf("p=%d task %d line %d = %.20q, want %.20q", p, i, j, l, want)
+				}
+			}
+			union = append(union, got...)
+		}
+		slices.Sort(union)
+		if !slices.Equal(union, all) {
+			t.Errorf("p=%d: %d lines over all incarnations, want each of %d once", p, len(union), len(all))
+		}
+	}
+}

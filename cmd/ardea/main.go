@@ -81,7 +81,12 @@ Start with:
 			profFile.Close()
 		}
 	}
-	root.AddCommand(newRunCmd(g), newBuildCmd(g), newBenchCmd(g), newVersionCmd())
+	root.AddCommand(newRunCmd(g), newBuildCmd(g), newBenchCmd(g), newVersionCmd(),
+		newLocalCmd(g), newHostCmd(g), newSubmitCmd(g), newListCmd(), newStatusCmd(),
+		newActionCmd("activate", "Resume a topology's spouts"),
+		newActionCmd("deactivate", "Pause a topology's spouts (bolts drain what is in flight)"),
+		newActionCmd("kill", "Stop a topology and remove it (and its modules unless --keep)"),
+		newRestartCmd(), newUpdateCmd(), newLogsCmd(), newWaitCmd())
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
 	for _, c := range root.Commands() {
 		if c.Args != nil {

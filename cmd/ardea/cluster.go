@@ -1,0 +1,544 @@
+package main
+
+// Cluster mode on one machine: ardea local (the daemon), ardea host (one
+// container process, started by the daemon) and the commands that manage
+// topologies through the daemon's API.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ardea-dev/ardea"
+	"github.com/ardea-dev/ardea/connectors"
+	"github.com/ardea-dev/ardea/scheduler"
+	"github.com/ardea-dev/ardea/scheduler/hostproc"
+	"github.com/ardea-dev/ardea/scheduler/local"
+)
+
+func defaultDataDir() string {
+	if d, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(d, ".ardea")
+	}
+	return filepath.Join(os.TempDir(), "ardea")
+}
+
+func newLocalCmd(g *globalFlags) *cobra.Command {
+	var dataDir, listen string
+	cmd := &cobra.Command{
+		Use:   "local",
+		Short: "Run the Ardea daemon on this machine (NATS + JetStream, API, topology managers, scheduler)",
+		Long: `Run Ardea's daemon for this machine in the foreground: an embedded NATS
+server with JetStream (data under --data-dir), the HTTP+JSON API on --listen
+that the other commands talk to, a topology manager per topology, and a
+scheduler that runs each container as its own 'ardea host' process and
+restarts it with back-off when it dies. Topologies stored as running are
+resumed when the daemon starts again. Stop it with Ctrl-C or SIGTERM: every
+container process stops with it.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log, err := g.logger()
+			if err != nil {
+				return err
+			}
+			exe, err := os.Executable()
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			hostArgs := []string{"--log-format", "json", "--log-level", "info", "host"}
+			d, err := local.Start(ctx, local.Options{DataDir: dataDir, Listen: listen, HostPath: exe, HostArgs: hostArgs, Logger: log})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "ardea local: API %s  NATS %s  data %s\n", d.URL(), d.NATSURL(), dataDir)
+			<-ctx.Done()
+			fmt.Fprintln(cmd.OutOrStdout(), "ardea local: stopping")
+			sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			return d.Close(sctx)
+		},
+	}
+	cmd.Flags().StringVar(&dataDir, "data-dir", defaultDataDir(), "where NATS stores its data, container logs and the compile cache")
+	cmd.Flags().StringVar(&listen, "listen", local.DefaultListen, "API address")
+	return cmd
+}
+
+func newHostCmd(g *globalFlags) *cobra.Command {
+	var o hostproc.Options
+	cmd := &cobra.Command{
+		Use:    "host",
+		Short:  "Run one container of a topology (started by ardea local)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log, err := g.logger()
+			if err != nil {
+				return err
+			}
+			if o.NATSURL == "" || o.Topology == "" || o.Container < 1 {
+				return usageError{errors.New("host needs --nats, --topology and --container")}
+			}
+			o.Logger = log
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return hostproc.Run(ctx, o)
+		},
+	}
+	cmd.Flags().StringVar(&o.NATSURL, "nats", "", "NATS URL")
+	cmd.Flags().StringVar(&o.Tenant, "tenant", scheduler.DefaultTenant, "tenant")
+	cmd.Flags().StringVar(&o.Topology, "topology", "", "topology name")
+	cmd.Flags().IntVar(&o.Container, "container", 0, "container id (1..)")
+	cmd.Flags().StringVar(&o.DataDir, "data-dir", defaultDataDir(), "compile cache location")
+	return cmd
+}
+
+// clientFlags adds --server to a command.
+type clientFlags struct{ server string }
+
+func (f *clientFlags) add(cmd *cobra.Command) {
+	def := os.Getenv("ARDEA_SERVER")
+	if def == "" {
+		def = local.DefaultListen
+	}
+	cmd.Flags().StringVar(&f.server, "server", def, "the daemon's API address (env ARDEA_SERVER)")
+}
+
+func (f *clientFlags) client() *local.Client { return local.NewClient(f.server) }
+
+func newSubmitCmd(g *globalFlags) *cobra.Command {
+	var (
+		cf          clientFlags
+		name        string
+		sets        []string
+		deactivated bool
+		dryRun      bool
+		format      string
+	)
+	cmd := &cobra.Command{
+		Use:   "submit TOPOLOGY.yaml",
+		Short: "Submit a topology to the daemon and start it",
+		Long: `Submit a topology to the daemon (ardea local): it is validated here,
+component source folders are built, the modules are uploaded to the daemon's
+artifact store, and the daemon's scheduler starts its containers.
+--set takes the same overrides as 'ardea run'. --deactivated starts it
+paused. --dry-run prints the packing plan (--format table|json) and starts
+nothing.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			t, err := ardea.LoadFile(args[0])
+			if err != nil {
+				return err
+			}
+			for _, s := range sets {
+				if err := t.Set(s); err != nil {
+					return usageError{fmt.Errorf("--set %s: %w", s, err)}
+				}
+			}
+			if name == "" {
+				name = t.Name
+			}
+			if err := scheduler.Prepare(t); err != nil {
+				return err
+			}
+			if dryRun {
+				return printDryRun(cmd.OutOrStdout(), t, format)
+			}
+			req, err := submission(cmd.Context(), g, t, name)
+			if err != nil {
+				return err
+			}
+			req.Deactivated = deactivated
+			st, err := cf.client().Submit(cmd.Context(), req)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "topology %s submitted: %s, %d containers\n", name, st.State, len(st.Containers))
+			return nil
+		},
+	}
+	cf.add(cmd)
+	cmd.Flags().StringVar(&name, "name", "", "topology name (default: the file's name:)")
+	cmd.Flags().StringArrayVar(&sets, "set", nil, "override a setting, as for 'ardea run' (repeatable)")
+	cmd.Flags().BoolVar(&deactivated, "deactivated", false, "deploy with the spouts paused")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print the packing plan and start nothing")
+	cmd.Flags().StringVar(&format, "format", "table", "dry-run output: table or json")
+	return cmd
+}
+
+// submission resolves a topology for the daemon: modules built and read,
+// built-in file paths made absolute.
+func submission(ctx context.Context, g *globalFlags, t *ardea.Topology, name string) (local.SubmitRequest, error) {
+	req := local.SubmitRequest{Name: name, Modules: map[string][]byte{}}
+	if u := os.Getenv("USER"); u != "" {
+		req.By = u
+	}
+	cache := g.cacheDir
+	if cache == "" {
+		cache = scheduler.DefaultCacheDir()
+	}
+	var b scheduler.Builder
+	out := t.Clone()
+	out.Name = name
+	for _, c := range out.Components {
+		if builtin := c.BuiltinName(); builtin != "" {
+			c.Config = connectors.ResolvePaths(string(c.Kind), builtin, c.Config, func(p string) string {
+				abs, err := filepath.Abs(t.Path(p))
+				if err != nil {
+					return t.Path(p)
+				}
+				return abs
+			})
+			continue
+		}
+		path, err := b.Resolve(ctx, t, t.Component(c.Name), filepath.Join(cache, "modules"))
+		if err != nil {
+			return req, err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return req, fmt.Errorf("component %s: %w", c.Name, err)
+		}
+		req.Modules[c.Name] = data
+		c.Module = c.Name + ".wasm"
+	}
+	spec, err := out.Format()
+	if err != nil {
+		return req, err
+	}
+	req.Spec = string(spec)
+	return req, nil
+}
+
+func printDryRun(w io.Writer, t *ardea.Topology, format string) error {
+	n := 0
+	for _, c := range t.Components {
+		n += c.Parallelism
+	}
+	containers := max(1, (n+3)/4)
+	if v, ok := t.Config["topology.containers"]; ok {
+		c, err := strconv.Atoi(v)
+		if err != nil || c < 1 {
+			return fmt.Errorf("topology %s: topology.containers %q: want a positive integer", t.Name, v)
+		}
+		containers = c
+	}
+	p, err := scheduler.BuildPlan(t, min(containers, n), scheduler.RoundRobin)
+	if err != nil {
+		return err
+	}
+	type row struct {
+		Container int      `json:"container"`
+		Instances []string `json:"instances"`
+	}
+	var rows []row
+	for c := 1; c <= p.Containers; c++ {
+		r := row{Container: c}
+		for _, id := range scheduler.ContainerTasks(p, c) {
+			task := p.Tasks[id]
+			r.Instances = append(r.Instances, fmt.Sprintf("%s/%d", p.Components[task.Component].Name, task.Index))
+		}
+		rows = append(rows, r)
+	}
+	switch format {
+	case "json":
+		return json.NewEncoder(w).Encode(map[string]any{"topology": t.Name, "algorithm": "round_robin", "containers": rows})
+	case "table":
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "CONTAINER\tINSTANCES")
+		for _, r := range rows {
+			fmt.Fprintf(tw, "%d\t%s\n", r.Container, strings.Join(r.Instances, " "))
+		}
+		return tw.Flush()
+	}
+	return usageError{fmt.Errorf("--format %q: want table or json", format)}
+}
+
+func newListCmd() *cobra.Command {
+	var cf clientFlags
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List the daemon's topologies",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			rows, err := cf.client().List(cmd.Context())
+			if err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tSTATE\tCONTAINERS\tINSTANCES\tSUBMITTED")
+			for _, r := range rows {
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\n", r.Name, r.State, r.Containers, r.Instances, r.Submitted)
+			}
+			return tw.Flush()
+		},
+	}
+	cf.add(cmd)
+	return cmd
+}
+
+func newStatusCmd() *cobra.Command {
+	var (
+		cf     clientFlags
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "status NAME",
+		Short: "Show a topology: logical plan, containers with pids, instance states",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, err := cf.client().Status(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			if asJSON {
+				return json.NewEncoder(w).Encode(st)
+			}
+			printStatus(w, st)
+			return nil
+		},
+	}
+	cf.add(cmd)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func printStatus(w io.Writer, st local.Status) {
+	fmt.Fprintf(w, "topology %s: %s", st.Name, st.State)
+	if st.Uptime != "" {
+		fmt.Fprintf(w, ", up %s, plan revision %d", st.Uptime, st.PlanVersion)
+	}
+	if st.Message != "" {
+		fmt.Fprintf(w, " (%s)", st.Message)
+	}
+	fmt.Fprintln(w)
+	if len(st.Components) > 0 {
+		fmt.Fprintln(w, "\nlogical plan:")
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "  COMPONENT\tKIND\tPARALLELISM\tMODULE\tINPUTS")
+		for _, c := range st.Components {
+			fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\t%s\n", c.Name, c.Kind, c.Parallelism, c.Module, strings.Join(c.Inputs, " "))
+		}
+		tw.Flush()
+	}
+	if len(st.Containers) > 0 {
+		fmt.Fprintln(w, "\ncontainers:")
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "  CONTAINER\tPID\tPROCESS\tHOST\tRESTARTS\tINSTANCE\tTASK\tSTATE\tEMITTED\tEXECUTED")
+		for _, c := range st.Containers {
+			for i, in := range c.Instances {
+				if i == 0 {
+					fmt.Fprintf(tw, "  %d\t%d\t%s\t%s\t%d\t", c.ID, c.PID, c.Process, c.Host, c.Restarts)
+				} else {
+					fmt.Fprint(tw, "  \t\t\t\t\t")
+				}
+				fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\n", in.Name, in.Task, in.State, in.Emitted, in.Executed)
+			}
+			if c.LastError != "" {
+				fmt.Fprintf(tw, "  \t\t\t\t\tlast error: %s\n", firstLine(c.LastError))
+			}
+		}
+		tw.Flush()
+	}
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i] + " ..."
+	}
+	return s
+}
+
+// newActionCmd makes activate, deactivate and kill.
+func newActionCmd(action, short string) *cobra.Command {
+	var (
+		cf   clientFlags
+		keep bool
+	)
+	cmd := &cobra.Command{
+		Use:   action + " NAME",
+		Short: short,
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			q := url.Values{}
+			if keep {
+				q.Set("keep", "true")
+			}
+			st, err := cf.client().Action(cmd.Context(), args[0], action, q, nil)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "topology %s: %s\n", args[0], st.State)
+			return nil
+		},
+	}
+	cf.add(cmd)
+	if action == "kill" {
+		cmd.Flags().BoolVar(&keep, "keep", false, "keep the topology's modules in the artifact store")
+	}
+	return cmd
+}
+
+func newRestartCmd() *cobra.Command {
+	var (
+		cf        clientFlags
+		container int
+	)
+	cmd := &cobra.Command{
+		Use:   "restart NAME",
+		Short: "Restart a topology's containers (all, or --container N)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			q := url.Values{}
+			if container > 0 {
+				q.Set("container", strconv.Itoa(container))
+			}
+			if _, err := cf.client().Action(cmd.Context(), args[0], "restart", q, nil); err != nil {
+				return err
+			}
+			what := "every container"
+			if container > 0 {
+				what = fmt.Sprintf("container %d", container)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "topology %s: restarted %s\n", args[0], what)
+			return nil
+		},
+	}
+	cf.add(cmd)
+	cmd.Flags().IntVar(&container, "container", 0, "the container to restart (default: all)")
+	return cmd
+}
+
+func newUpdateCmd() *cobra.Command {
+	var (
+		cf  clientFlags
+		par []string
+	)
+	cmd := &cobra.Command{
+		Use:   "update NAME --component-parallelism COMP:N ...",
+		Short: "Change component parallelism of a running topology, keeping its state",
+		Long: `Change the parallelism of components while the topology runs. The spouts
+pause, in-flight tuples drain, every task's host-side state is handed off per
+key group, the new physical plan starts with each key group's state at the
+task that now owns it, and the spouts resume. No tuple is lost and a
+fields-grouped stateful bolt keeps exact state.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			req := local.UpdateRequest{Parallelism: map[string]int{}}
+			for _, p := range par {
+				comp, n, ok := strings.Cut(p, ":")
+				v, err := strconv.Atoi(n)
+				if !ok || comp == "" || err != nil || v < 1 {
+					return usageError{fmt.Errorf("--component-parallelism %q: want COMPONENT:N with N >= 1", p)}
+				}
+				req.Parallelism[comp] = v
+			}
+			if len(req.Parallelism) == 0 {
+				return usageError{errors.New("update needs at least one --component-parallelism COMP:N")}
+			}
+			st, err := cf.client().Action(cmd.Context(), args[0], "update", nil, req)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "topology %s updated: plan revision %d, %d containers\n", args[0], st.PlanVersion, len(st.Containers))
+			return nil
+		},
+	}
+	cf.add(cmd)
+	cmd.Flags().StringArrayVar(&par, "component-parallelism", nil, "COMPONENT:N (repeatable)")
+	return cmd
+}
+
+func newLogsCmd() *cobra.Command {
+	var (
+		cf    clientFlags
+		lines int
+	)
+	cmd := &cobra.Command{
+		Use:   "logs NAME [COMPONENT[/INDEX]]",
+		Short: "Show a topology's logs, or one component's or instance's (count/2)",
+		Args:  cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			inst := ""
+			if len(args) == 2 {
+				inst = args[1]
+			}
+			out, err := cf.client().Logs(cmd.Context(), args[0], inst, lines)
+			if err != nil {
+				return err
+			}
+			for _, l := range out {
+				fmt.Fprintln(cmd.OutOrStdout(), l)
+			}
+			return nil
+		},
+	}
+	cf.add(cmd)
+	cmd.Flags().IntVarP(&lines, "lines", "n", 200, "at most this many of the last lines")
+	return cmd
+}
+
+func newWaitCmd() *cobra.Command {
+	var (
+		cf      clientFlags
+		timeout time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "wait NAME",
+		Short: "Wait until a topology is FINISHED or KILLED (non-zero exit on failure or timeout)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			if timeout > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, timeout)
+				defer cancel()
+			}
+			c := cf.client()
+			seen := false
+			for {
+				st, err := c.Status(ctx, args[0])
+				switch {
+				case local.NotFound(err) && seen:
+					fmt.Fprintf(cmd.OutOrStdout(), "topology %s: KILLED\n", args[0])
+					return nil
+				case err != nil && ctx.Err() == nil:
+					return err
+				case err == nil:
+					seen = true
+					switch st.State {
+					case local.StateFinished, local.StateKilled:
+						fmt.Fprintf(cmd.OutOrStdout(), "topology %s: %s\n", args[0], st.State)
+						return nil
+					case local.StateFailed:
+						return fmt.Errorf("topology %s failed: %s", args[0], st.Message)
+					}
+				}
+				select {
+				case <-ctx.Done():
+					return fmt.Errorf("topology %s: still not finished after %v", args[0], timeout)
+				case <-time.After(200 * time.Millisecond):
+				}
+			}
+		},
+	}
+	cf.add(cmd)
+	cmd.Flags().DurationVar(&timeout, "timeout", 0, "give up after this long (0: wait forever)")
+	return cmd
+}

@@ -1,0 +1,108 @@
+// Package ctl is the control protocol between a topology manager (in the
+// `ardea local` daemon) and its containers (`ardea host` processes): the
+// subjects, the heartbeat a host publishes, the commands a TM sends, and the
+// physical-plan document the TM stores in the state manager.
+//
+// Subjects carry the tenant and topology like the data subjects
+// (bus.Subjects): ardea.<tenant>.<topology>.ctl.hb for heartbeats (host ->
+// TM) and ardea.<tenant>.<topology>.ctl.cmd for commands (TM -> every host).
+package ctl
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/ardea-dev/ardea/internal/plan"
+)
+
+// HeartbeatSubject is where a topology's hosts publish heartbeats.
+func HeartbeatSubject(tenant, topology string) string {
+	return "ardea." + tenant + "." + topology + ".ctl.hb"
+}
+
+// CommandSubject is where a topology's TM publishes commands to its hosts.
+func CommandSubject(tenant, topology string) string {
+	return "ardea." + tenant + "." + topology + ".ctl.cmd"
+}
+
+// Host states, as reported in heartbeats.
+const (
+	HostStarting = "STARTING" // compiling modules, waiting for a plan
+	HostRunning  = "RUNNING"
+	HostFinished = "FINISHED" // every local task finished its finite input
+	HostStopped  = "STOPPED"  // handed off its state for a re-plan; waits for the next plan
+	HostFailed   = "FAILED"
+)
+
+// Heartbeat is what a host publishes every HeartbeatInterval.
+type Heartbeat struct {
+	Container    int        `json:"container"`
+	PID          int        `json:"pid"`
+	PlanRevision uint64     `json:"plan_revision"`
+	State        string     `json:"state"`
+	Active       bool       `json:"active"` // spouts emitting
+	Error        string     `json:"error,omitempty"`
+	HandoffDone  uint64     `json:"handoff_done,omitempty"` // last handoff epoch whose state is stored
+	Instances    []Instance `json:"instances"`
+	// Flow counters over the container's stream manager, for the TM's
+	// quiescence check: tuple copies sent by its outboxes, tuples received
+	// by its inboxes, and input still queued or being executed.
+	TuplesSent     int64     `json:"tuples_sent"`
+	TuplesReceived int64     `json:"tuples_received"`
+	HeldBytes      int64     `json:"held_bytes"`
+	Time           time.Time `json:"time"`
+}
+
+// Instance is one task's report.
+type Instance struct {
+	Task      uint32 `json:"task"`
+	Component string `json:"component"`
+	Index     int    `json:"index"`
+	State     string `json:"state"` // RUNNING, FINISHED, FAILED
+	Emitted   int64  `json:"emitted"`
+	Executed  int64  `json:"executed"`
+}
+
+// HeartbeatInterval is how often hosts report.
+const HeartbeatInterval = 500 * time.Millisecond
+
+// Commands.
+const (
+	OpActivate   = "activate"
+	OpDeactivate = "deactivate"
+	// OpHandoff: stop the container and store every bolt task's state per
+	// key group under Epoch, then report HandoffDone = Epoch and wait for
+	// the next plan.
+	OpHandoff = "handoff"
+)
+
+// Command is a TM -> hosts message.
+type Command struct {
+	Op    string `json:"op"`
+	Epoch uint64 `json:"epoch,omitempty"`
+}
+
+// PlanDoc is the physical plan as stored in the state manager.
+type PlanDoc struct {
+	Plan *plan.Plan `json:"plan"`
+	// Active: spouts start emitting (the topology is RUNNING, not PAUSED).
+	Active bool `json:"active"`
+	// HandoffEpoch, when non-zero, names the stored key-group states the
+	// hosts restore their tasks' state from (after a rescale).
+	HandoffEpoch uint64 `json:"handoff_epoch,omitempty"`
+}
+
+// EncodePlan and DecodePlan (de)serialise a PlanDoc.
+func EncodePlan(d PlanDoc) ([]byte, error) { return json.Marshal(d) }
+
+func DecodePlan(b []byte) (PlanDoc, error) {
+	var d PlanDoc
+	if err := json.Unmarshal(b, &d); err != nil {
+		return d, fmt.Errorf("ctl: decode physical plan: %w", err)
+	}
+	if d.Plan == nil || len(d.Plan.Tasks) == 0 {
+		return d, fmt.Errorf("ctl: decode physical plan: no tasks")
+	}
+	return d, nil
+}

@@ -1,0 +1,462 @@
+// Package hostproc is the `ardea host` process: one container of a
+// topology running under `ardea local`. It reads the topology and its
+// modules from the state manager, follows the physical plan the topology
+// manager publishes, runs its part of it (a stream manager and its
+// instances), publishes heartbeats, and obeys the TM's commands
+// (activate, deactivate, hand off state for a re-plan).
+//
+// Concurrency: Run owns everything; the NATS callbacks only forward
+// commands to Run's loop through a channel.
+package hostproc
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/ardea-dev/ardea"
+	"github.com/ardea-dev/ardea/connectors"
+	"github.com/ardea-dev/ardea/host"
+	"github.com/ardea-dev/ardea/internal/metrics"
+	"github.com/ardea-dev/ardea/internal/plan"
+	"github.com/ardea-dev/ardea/internal/tuple"
+	"github.com/ardea-dev/ardea/scheduler"
+	"github.com/ardea-dev/ardea/scheduler/ctl"
+	"github.com/ardea-dev/ardea/scheduler/statemgr"
+)
+
+// Options configures one host process.
+type Options struct {
+	NATSURL   string
+	Tenant    string
+	Topology  string
+	Container int
+	// DataDir holds the compilation cache.
+	DataDir string
+	Logger  *slog.Logger
+}
+
+// proc is Run's state.
+type proc struct {
+	o     Options
+	log   *slog.Logger
+	nc    *nats.Conn
+	store *statemgr.Store
+	top   *ardea.Topology
+	rt    *host.Runtime
+	mods  map[string]*host.Module
+
+	cur        *running
+	doc        ctl.PlanDoc
+	planRev    uint64
+	state      string
+	active     bool
+	lastErr    string
+	handedOff  uint64
+	runDone    chan error
+	commands   chan ctl.Command
+	finishedAt time.Time
+}
+
+// running is the container currently running and how to stop it.
+type running struct {
+	c      *scheduler.Container
+	cancel context.CancelFunc
+	done   chan error // Run's result, once
+	plan   *plan.Plan
+}
+
+// Run runs the container until ctx ends (nil), or a task fails (the
+// error; the process should exit non-zero so that its supervisor restarts
+// it).
+func Run(ctx context.Context, o Options) error {
+	if o.Tenant == "" {
+		o.Tenant = scheduler.DefaultTenant
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	log = log.With("topology", o.Topology, "container", o.Container)
+	h := &proc{o: o, log: log, state: ctl.HostStarting, commands: make(chan ctl.Command, 16)}
+	nc, err := nats.Connect(o.NATSURL, nats.Name(fmt.Sprintf("ardea-host-%s-%d", o.Topology, o.Container)),
+		nats.MaxReconnects(-1))
+	if err != nil {
+		return fmt.Errorf("host: topology %s container %d: connect to NATS %s: %w", o.Topology, o.Container, o.NATSURL, err)
+	}
+	defer nc.Close()
+	h.nc = nc
+	if h.store, err = statemgr.Open(ctx, nc, statemgr.Options{Tenant: o.Tenant, Logger: log}); err != nil {
+		return fmt.Errorf("host: %w", err)
+	}
+	if err := h.load(ctx); err != nil {
+		h.fail(err)
+		return err
+	}
+	defer h.rt.Close(context.Background())
+
+	sub, err := nc.Subscribe(ctl.CommandSubject(o.Tenant, o.Topology), func(m *nats.Msg) {
+		var c ctl.Command
+		if err := json.Unmarshal(m.Data, &c); err != nil {
+			log.Warn("bad command", "err", err)
+			return
+		}
+		select {
+		case h.commands <- c:
+		default:
+			log.Warn("command queue full; command dropped", "op", c.Op)
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("host: subscribe commands: %w", err)
+	}
+	defer sub.Unsubscribe()
+
+	plans, err := h.store.WatchPhysicalPlan(ctx, o.Topology)
+	if err != nil {
+		return fmt.Errorf("host: watch the physical plan: %w", err)
+	}
+	tick := time.NewTicker(ctl.HeartbeatInterval)
+	defer tick.Stop()
+	defer h.stop()
+	h.heartbeat()
+	for {
+		var done chan error
+		if h.cur != nil {
+			done = h.cur.done
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case u, ok := <-plans:
+			if !ok {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return errors.New("host: the physical plan watch ended (NATS connection lost)")
+			}
+			if u.Deleted {
+				h.stop()
+				h.state = ctl.HostStopped
+				continue
+			}
+			if err := h.replan(ctx, u); err != nil {
+				h.fail(err)
+				return err
+			}
+		case c := <-h.commands:
+			if err := h.command(ctx, c); err != nil {
+				h.fail(err)
+				return err
+			}
+		case err := <-done:
+			h.cur.c.Close()
+			h.cur.cancel()
+			h.cur = nil
+			if err != nil {
+				h.fail(err)
+				return err
+			}
+			h.state = ctl.HostFinished
+			h.finishedAt = time.Now()
+			log.Info("every task of the container finished its input")
+			h.heartbeat()
+		case <-tick.C:
+			h.heartbeat()
+		}
+	}
+}
+
+// load reads the topology and compiles its modules.
+func (h *proc) load(ctx context.Context) error {
+	rec, err := h.store.GetTopology(ctx, h.o.Topology)
+	if err != nil {
+		return fmt.Errorf("host: %w", err)
+	}
+	top, err := ardea.Parse(rec.Spec, "", "topology "+h.o.Topology)
+	if err != nil {
+		return fmt.Errorf("host: %w", err)
+	}
+	top.ApplyBuiltinOutputs(connectors.Outputs)
+	if err := top.Validate(ardea.ValidateOptions{SkipModuleCheck: true, Builtins: connectors.Outputs, BuiltinConfig: connectors.ValidateConfig}); err != nil {
+		return fmt.Errorf("host: %w", err)
+	}
+	h.top = top
+	rt, err := host.NewRuntime(ctx, host.Config{
+		Logger: h.log, CacheDir: filepath.Join(h.o.DataDir, "wazero"),
+	})
+	if err != nil {
+		return fmt.Errorf("host: %w", err)
+	}
+	h.rt = rt
+	h.mods = map[string]*host.Module{}
+	for _, c := range top.Components {
+		if c.ModuleKind() == ardea.ModuleBuiltin {
+			continue
+		}
+		sha, ok := rec.Modules[c.Name]
+		if !ok {
+			return fmt.Errorf("host: component %s: no module was uploaded for it", c.Name)
+		}
+		data, err := h.store.GetArtifact(ctx, sha)
+		if err != nil {
+			return fmt.Errorf("host: component %s: module %s: %w", c.Name, sha, err)
+		}
+		m, err := rt.CompileBytes(ctx, c.Name+".wasm", data)
+		if err != nil {
+			return fmt.Errorf("host: component %s: %w", c.Name, err)
+		}
+		h.mods[c.Name] = m
+	}
+	return nil
+}
+
+// replan switches to a newly published plan.
+func (h *proc) replan(ctx context.Context, u statemgr.PlanUpdate) error {
+	if u.Revision == h.planRev {
+		return nil
+	}
+	doc, err := ctl.DecodePlan(u.Plan)
+	if err != nil {
+		return err
+	}
+	if h.cur != nil && doc.HandoffEpoch == h.doc.HandoffEpoch && samePlan(doc.Plan, h.cur.plan) {
+		// Only the activation changed (activate/deactivate): no restart.
+		h.doc, h.planRev, h.active = doc, u.Revision, doc.Active
+		h.cur.c.SetActive(doc.Active)
+		h.heartbeat()
+		return nil
+	}
+	h.stop()
+	h.doc, h.planRev, h.active = doc, u.Revision, doc.Active
+	if h.o.Container > doc.Plan.Containers {
+		// This container is not in the plan (the TM shrank it); the
+		// scheduler stops this process.
+		h.state = ctl.HostStopped
+		h.heartbeat()
+		return nil
+	}
+	states, err := h.restore(ctx, doc)
+	if err != nil {
+		return err
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	c, err := scheduler.StartContainer(runCtx, scheduler.ContainerOptions{
+		Topology: h.top, Plan: doc.Plan, Container: h.o.Container, Conn: h.nc, Runtime: h.rt,
+		Modules: h.mods, Metrics: metrics.NewRegistry(), Logger: h.log, Active: doc.Active, States: states,
+	})
+	if err != nil {
+		cancel()
+		return err
+	}
+	r := &running{c: c, cancel: cancel, done: make(chan error, 1), plan: doc.Plan}
+	go func() { r.done <- c.Run(runCtx) }()
+	h.cur = r
+	h.state = ctl.HostRunning
+	h.log.Info("running plan", "revision", u.Revision, "tasks", len(scheduler.ContainerTasks(doc.Plan, h.o.Container)),
+		"active", doc.Active, "handoff_epoch", doc.HandoffEpoch)
+	h.heartbeat()
+	return nil
+}
+
+func samePlan(a, b *plan.Plan) bool {
+	x, err1 := json.Marshal(a)
+	y, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && string(x) == string(y)
+}
+
+// stop stops the running container, if any, and waits for its tasks.
+func (h *proc) stop() {
+	if h.cur == nil {
+		return
+	}
+	h.cur.cancel()
+	<-h.cur.done
+	h.cur.c.Close()
+	h.cur = nil
+}
+
+func (h *proc) command(ctx context.Context, c ctl.Command) error {
+	switch c.Op {
+	case ctl.OpActivate, ctl.OpDeactivate:
+		h.active = c.Op == ctl.OpActivate
+		if h.cur != nil {
+			h.cur.c.SetActive(h.active)
+		}
+		h.log.Info("spouts "+c.Op+"d", "active", h.active)
+	case ctl.OpHandoff:
+		if c.Epoch == 0 || c.Epoch == h.handedOff {
+			return nil
+		}
+		if err := h.handoff(ctx, c.Epoch); err != nil {
+			return err
+		}
+	default:
+		h.log.Warn("unknown command", "op", c.Op)
+		return nil
+	}
+	h.heartbeat()
+	return nil
+}
+
+// handoff stops the container and stores every bolt task's state, key
+// group by key group, under epoch.
+func (h *proc) handoff(ctx context.Context, epoch uint64) error {
+	r := h.cur
+	if r != nil {
+		r.cancel()
+		<-r.done
+	}
+	if r != nil {
+		p := r.plan
+		for _, id := range scheduler.ContainerTasks(p, h.o.Container) {
+			st := r.c.State(id)
+			comp := p.Components[p.Tasks[id].Component].Name
+			for _, kg := range st.KeyGroups() {
+				data := encodeGroup(st.ExportGroup(kg))
+				if err := h.store.PutKeyGroupState(ctx, h.o.Topology, comp, kg, epoch, data); err != nil {
+					return fmt.Errorf("host: hand off component %s key group %d: %w", comp, kg, err)
+				}
+			}
+		}
+		r.c.Close()
+		h.cur = nil
+	}
+	h.handedOff = epoch
+	h.state = ctl.HostStopped
+	h.log.Info("state handed off", "epoch", epoch)
+	return nil
+}
+
+// restore loads the handed-off key groups each local task owns under the
+// plan.
+func (h *proc) restore(ctx context.Context, doc ctl.PlanDoc) (map[uint32]*host.MemoryState, error) {
+	if doc.HandoffEpoch == 0 {
+		return nil, nil
+	}
+	p := doc.Plan
+	out := map[uint32]*host.MemoryState{}
+	for _, id := range scheduler.ContainerTasks(p, h.o.Container) {
+		t := p.Tasks[id]
+		pc := &p.Components[t.Component]
+		st := host.NewMemoryState(pc.MaxKeyGroups)
+		for kg := range pc.MaxKeyGroups {
+			if tuple.TaskIndexForKeyGroup(kg, pc.MaxKeyGroups, pc.Parallelism) != t.Index {
+				continue
+			}
+			data, err := h.store.GetKeyGroupState(ctx, h.o.Topology, pc.Name, kg, doc.HandoffEpoch)
+			if errors.Is(err, statemgr.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return nil, fmt.Errorf("host: restore component %s key group %d: %w", pc.Name, kg, err)
+			}
+			m, err := decodeGroup(data)
+			if err != nil {
+				return nil, fmt.Errorf("host: restore component %s key group %d: %w", pc.Name, kg, err)
+			}
+			if err := st.ImportGroup(kg, m); err != nil {
+				return nil, fmt.Errorf("host: restore component %s: %w", pc.Name, err)
+			}
+		}
+		out[id] = st
+	}
+	return out, nil
+}
+
+// fail reports a failure in a last heartbeat.
+func (h *proc) fail(err error) {
+	h.state, h.lastErr = ctl.HostFailed, err.Error()
+	h.log.Error("container failed", "err", err)
+	if h.nc != nil {
+		h.heartbeat()
+		_ = h.nc.Flush()
+	}
+}
+
+func (h *proc) heartbeat() {
+	hb := ctl.Heartbeat{
+		Container: h.o.Container, PID: os.Getpid(), PlanRevision: h.planRev, State: h.state,
+		Active: h.active, Error: h.lastErr, HandoffDone: h.handedOff, Time: time.Now(),
+	}
+	if r := h.cur; r != nil {
+		p := r.plan
+		sm := r.c.StreamManager()
+		for _, id := range scheduler.ContainerTasks(p, h.o.Container) {
+			t := p.Tasks[id]
+			in := ctl.Instance{Task: id, Component: p.Components[t.Component].Name, Index: t.Index, State: h.state}
+			ob := sm.Outbox(id).Stats()
+			for _, n := range ob.Emitted {
+				in.Emitted += n
+			}
+			hb.TuplesSent += ob.TuplesSent
+			if ib := sm.Inbox(id); ib != nil {
+				st := ib.Stats()
+				in.Executed = st.TuplesReceived
+				hb.TuplesReceived += st.TuplesReceived
+				hb.HeldBytes += st.LocalHeldBytes + st.RemoteHeldBytes
+			}
+			hb.Instances = append(hb.Instances, in)
+		}
+	}
+	b, err := json.Marshal(hb)
+	if err != nil {
+		return
+	}
+	if err := h.nc.Publish(ctl.HeartbeatSubject(h.o.Tenant, h.o.Topology), b); err != nil {
+		h.log.Warn("heartbeat not sent", "err", err)
+	}
+}
+
+// encodeGroup and decodeGroup are a key group's handoff format:
+// u32 count, (u32 klen, key, u32 vlen, value)*.
+func encodeGroup(m map[string][]byte) []byte {
+	b := binary.LittleEndian.AppendUint32(nil, uint32(len(m)))
+	for k, v := range m {
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(k)))
+		b = append(b, k...)
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(v)))
+		b = append(b, v...)
+	}
+	return b
+}
+
+func decodeGroup(b []byte) (map[string][]byte, error) {
+	bad := errors.New("corrupt key group state")
+	if len(b) < 4 {
+		return nil, bad
+	}
+	n := int(binary.LittleEndian.Uint32(b))
+	b = b[4:]
+	m := make(map[string][]byte, min(n, 1<<16))
+	for range n {
+		if len(b) < 4 {
+			return nil, bad
+		}
+		kl := int(binary.LittleEndian.Uint32(b))
+		if len(b) < 4+kl+4 {
+			return nil, bad
+		}
+		k := string(b[4 : 4+kl])
+		b = b[4+kl:]
+		vl := int(binary.LittleEndian.Uint32(b))
+		if len(b) < 4+vl {
+			return nil, bad
+		}
+		m[k] = append([]byte(nil), b[4:4+vl]...)
+		b = b[4+vl:]
+	}
+	if len(b) != 0 {
+		return nil, bad
+	}
+	return m, nil
+}
+

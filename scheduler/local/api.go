@@ -1,0 +1,332 @@
+package local
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ardea-dev/ardea/scheduler/statemgr"
+)
+
+// SubmitRequest is POST /api/v1/topologies.
+type SubmitRequest struct {
+	Name string `json:"name"`
+	// Spec is the topology YAML as resolved by the CLI (overrides applied,
+	// built-in file paths absolute).
+	Spec string `json:"spec"`
+	// Modules holds each wasm component's module bytes (base64 in JSON).
+	Modules     map[string][]byte `json:"modules"`
+	Deactivated bool              `json:"deactivated,omitempty"`
+	By          string            `json:"by,omitempty"`
+}
+
+// Summary is one row of GET /api/v1/topologies.
+type Summary struct {
+	Name       string `json:"name"`
+	State      string `json:"state"`
+	Containers int    `json:"containers"`
+	Instances  int    `json:"instances"`
+	Submitted  string `json:"submitted"`
+}
+
+// UpdateRequest is POST /api/v1/topologies/{name}/update.
+type UpdateRequest struct {
+	Parallelism map[string]int `json:"parallelism"`
+}
+
+func (d *Daemon) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /api/v1/topologies", d.handleList)
+	mux.HandleFunc("POST /api/v1/topologies", d.handleSubmit)
+	mux.HandleFunc("GET /api/v1/topologies/{name}", d.handleStatus)
+	mux.HandleFunc("POST /api/v1/topologies/{name}/{action}", d.handleAction)
+	mux.HandleFunc("GET /api/v1/topologies/{name}/logs", d.handleLogs)
+	return mux
+}
+
+type apiError struct {
+	Error string `json:"error"`
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeErr(w http.ResponseWriter, err error) {
+	code := http.StatusInternalServerError
+	switch {
+	case errors.Is(err, ErrNotFound), errors.Is(err, statemgr.ErrNotFound):
+		code = http.StatusNotFound
+	case errors.Is(err, ErrExists), errors.Is(err, statemgr.ErrExists):
+		code = http.StatusConflict
+	case errors.Is(err, ErrBadRequest), errors.Is(err, statemgr.ErrInvalid):
+		code = http.StatusBadRequest
+	case errors.Is(err, ErrBadState):
+		code = http.StatusConflict
+	}
+	writeJSON(w, code, apiError{Error: err.Error()})
+}
+
+func (d *Daemon) handleList(w http.ResponseWriter, r *http.Request) {
+	tops, err := d.store.ListTopologies(r.Context())
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	out := []Summary{}
+	for _, rec := range tops {
+		s := Summary{Name: rec.Name, Submitted: rec.SubmittedAt.Format(time.RFC3339)}
+		if st, err := d.store.GetState(r.Context(), rec.Name); err == nil {
+			s.State = st.State
+		}
+		if t, err := d.get(rec.Name); err == nil {
+			st := t.status()
+			s.State = st.State
+			s.Containers = len(st.Containers)
+			for _, c := range st.Containers {
+				s.Instances += len(c.Instances)
+			}
+		}
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (d *Daemon) handleSubmit(w http.ResponseWriter, r *http.Request) {
+	var req SubmitRequest
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<30)).Decode(&req); err != nil {
+		writeErr(w, fmt.Errorf("%w: submit: %v", ErrBadRequest, err))
+		return
+	}
+	if err := d.Submit(r.Context(), req); err != nil {
+		writeErr(w, err)
+		return
+	}
+	t, err := d.get(req.Name)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, t.status())
+}
+
+// Submit stores a topology and its modules and starts its topology manager.
+func (d *Daemon) Submit(ctx context.Context, req SubmitRequest) error {
+	top, err := parseSpec(req.Name, []byte(req.Spec))
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrBadRequest, err)
+	}
+	if top.Name != req.Name {
+		top.Name = req.Name
+	}
+	mods := map[string]string{}
+	for _, c := range top.Components {
+		if c.ModuleKind().String() == "builtin" {
+			continue
+		}
+		data, ok := req.Modules[c.Name]
+		if !ok {
+			return fmt.Errorf("%w: component %s: no module uploaded", ErrBadRequest, c.Name)
+		}
+		sha, err := d.store.PutArtifact(ctx, c.Name+".wasm", data)
+		if err != nil {
+			return fmt.Errorf("component %s: store module: %w", c.Name, err)
+		}
+		mods[c.Name] = sha
+	}
+	spec, err := top.Format()
+	if err != nil {
+		return err
+	}
+	if _, err := buildPlan(top); err != nil {
+		return fmt.Errorf("%w: %v", ErrBadRequest, err)
+	}
+	if _, err := d.store.CreateTopology(ctx, statemgr.Topology{
+		Name: req.Name, Spec: spec, Modules: mods, SubmittedAt: time.Now(), SubmittedBy: req.By,
+	}); err != nil {
+		return err
+	}
+	state := StateRunning
+	if req.Deactivated {
+		state = StatePaused
+	}
+	t := d.newTM(req.Name)
+	if err := t.start(ctx, state); err != nil {
+		_ = d.store.DeleteTopology(context.Background(), req.Name)
+		return err
+	}
+	d.mu.Lock()
+	d.tms[req.Name] = t
+	d.mu.Unlock()
+	return nil
+}
+
+func (d *Daemon) handleStatus(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	if t, err := d.get(name); err == nil {
+		writeJSON(w, http.StatusOK, t.status())
+		return
+	}
+	// Not managed now: a finished, failed or killed-but-kept topology.
+	st, err := d.store.GetState(r.Context(), name)
+	if err != nil {
+		writeErr(w, fmt.Errorf("%w: no topology named %q", ErrNotFound, name))
+		return
+	}
+	writeJSON(w, http.StatusOK, Status{Name: name, State: st.State, Message: st.Message})
+}
+
+func (d *Daemon) handleAction(w http.ResponseWriter, r *http.Request) {
+	name, action := r.PathValue("name"), r.PathValue("action")
+	t, err := d.get(name)
+	if err != nil {
+		if _, serr := d.store.GetState(r.Context(), name); serr == nil {
+			err = fmt.Errorf("%w: topology %s is not running (it finished, failed or was killed)", ErrBadState, name)
+		}
+		writeErr(w, err)
+		return
+	}
+	ctx := r.Context()
+	switch action {
+	case "activate", "deactivate":
+		err = t.setActive(ctx, action == "activate")
+	case "kill":
+		err = t.kill(ctx, r.URL.Query().Get("keep") == "true")
+		if err == nil {
+			d.mu.Lock()
+			delete(d.tms, name)
+			d.mu.Unlock()
+		}
+	case "restart":
+		c := 0
+		if v := r.URL.Query().Get("container"); v != "" {
+			if c, err = strconv.Atoi(v); err != nil {
+				err = fmt.Errorf("%w: container %q", ErrBadRequest, v)
+			}
+		}
+		if err == nil {
+			err = t.restart(ctx, c)
+		}
+	case "update":
+		var req UpdateRequest
+		if err = json.NewDecoder(r.Body).Decode(&req); err != nil {
+			err = fmt.Errorf("%w: update: %v", ErrBadRequest, err)
+		} else {
+			err = t.update(ctx, req.Parallelism)
+		}
+	default:
+		err = fmt.Errorf("%w: unknown action %q (activate, deactivate, kill, restart, update)", ErrNotFound, action)
+	}
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	if action == "kill" {
+		writeJSON(w, http.StatusOK, Status{Name: name, State: StateKilled})
+		return
+	}
+	writeJSON(w, http.StatusOK, t.status())
+}
+
+// handleLogs serves a container's log lines, filtered to one component or
+// instance: ?instance=count/2 or ?instance=count, ?container=N, ?lines=N.
+func (d *Daemon) handleLogs(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	t, err := d.get(name)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	q := r.URL.Query()
+	lines := 200
+	if v := q.Get("lines"); v != "" {
+		if lines, err = strconv.Atoi(v); err != nil || lines < 1 {
+			writeErr(w, fmt.Errorf("%w: lines %q", ErrBadRequest, v))
+			return
+		}
+	}
+	var containers []int
+	component, task := "", uint32(0)
+	if inst := q.Get("instance"); inst != "" {
+		comp, idx, hasIdx := strings.Cut(inst, "/")
+		component = comp
+		if hasIdx {
+			i, err := strconv.Atoi(idx)
+			if err != nil {
+				writeErr(w, fmt.Errorf("%w: instance %q: want component/index", ErrBadRequest, inst))
+				return
+			}
+			c, id, err := t.containerOf(comp, i)
+			if err != nil {
+				writeErr(w, err)
+				return
+			}
+			containers, task = []int{c}, id
+		} else if _, _, err := t.containerOf(comp, 0); err != nil {
+			writeErr(w, err)
+			return
+		}
+	}
+	if v := q.Get("container"); v != "" {
+		c, err := strconv.Atoi(v)
+		if err != nil {
+			writeErr(w, fmt.Errorf("%w: container %q", ErrBadRequest, v))
+			return
+		}
+		containers = []int{c}
+	}
+	if containers == nil {
+		for _, c := range t.status().Containers {
+			containers = append(containers, c.ID)
+		}
+	}
+	var out []string
+	for _, c := range containers {
+		f, err := os.Open(d.sup.LogPath(t.procID(c)))
+		if err != nil {
+			continue
+		}
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			if keepLine(sc.Text(), component, task) {
+				out = append(out, sc.Text())
+			}
+		}
+		f.Close()
+	}
+	if len(out) > lines {
+		out = out[len(out)-lines:]
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// keepLine filters JSON log lines by component and task.
+func keepLine(line, component string, task uint32) bool {
+	if component == "" {
+		return true
+	}
+	var rec map[string]any
+	if json.Unmarshal([]byte(line), &rec) != nil {
+		return false
+	}
+	if rec["component"] != component {
+		return false
+	}
+	if task == 0 {
+		return true
+	}
+	n, ok := rec["task"].(float64)
+	return ok && uint32(n) == task
+}

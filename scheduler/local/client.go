@@ -1,0 +1,126 @@
+package local
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Client talks to a daemon's API.
+type Client struct {
+	Base string // e.g. http://127.0.0.1:7780
+	HTTP *http.Client
+}
+
+// NewClient makes a client for server ("host:port" or a URL).
+func NewClient(server string) *Client {
+	if !strings.Contains(server, "://") {
+		server = "http://" + server
+	}
+	return &Client{Base: strings.TrimRight(server, "/"), HTTP: &http.Client{Timeout: 10 * time.Minute}}
+}
+
+// ErrUnreachable is returned when no daemon answers.
+var ErrUnreachable = errors.New("no ardea daemon answers")
+
+func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.Base+path, rd)
+	if err != nil {
+		return err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.HTTP.Do(req)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) && ctx.Err() == nil {
+			return fmt.Errorf("%w at %s (start one with `ardea local`, or point --server / ARDEA_SERVER at it): %v", ErrUnreachable, c.Base, ue.Err)
+		}
+		return err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode >= 300 {
+		var ae apiError
+		if json.Unmarshal(data, &ae) == nil && ae.Error != "" {
+			return &APIError{Status: resp.StatusCode, Message: ae.Error}
+		}
+		return &APIError{Status: resp.StatusCode, Message: strings.TrimSpace(string(data))}
+	}
+	if out != nil {
+		return json.Unmarshal(data, out)
+	}
+	return nil
+}
+
+// APIError is an error the daemon returned.
+type APIError struct {
+	Status  int
+	Message string
+}
+
+func (e *APIError) Error() string { return e.Message }
+
+// NotFound reports whether err is the daemon's 404.
+func NotFound(err error) bool {
+	var ae *APIError
+	return errors.As(err, &ae) && ae.Status == http.StatusNotFound
+}
+
+func (c *Client) List(ctx context.Context) ([]Summary, error) {
+	var out []Summary
+	return out, c.do(ctx, http.MethodGet, "/api/v1/topologies", nil, &out)
+}
+
+func (c *Client) Submit(ctx context.Context, req SubmitRequest) (Status, error) {
+	var out Status
+	return out, c.do(ctx, http.MethodPost, "/api/v1/topologies", req, &out)
+}
+
+func (c *Client) Status(ctx context.Context, name string) (Status, error) {
+	var out Status
+	return out, c.do(ctx, http.MethodGet, "/api/v1/topologies/"+url.PathEscape(name), nil, &out)
+}
+
+// Action runs activate, deactivate, kill, restart or update.
+func (c *Client) Action(ctx context.Context, name, action string, query url.Values, body any) (Status, error) {
+	var out Status
+	p := "/api/v1/topologies/" + url.PathEscape(name) + "/" + action
+	if len(query) > 0 {
+		p += "?" + query.Encode()
+	}
+	return out, c.do(ctx, http.MethodPost, p, body, &out)
+}
+
+// Logs returns log lines of a topology, optionally of one instance
+// ("count/2") or component ("count").
+func (c *Client) Logs(ctx context.Context, name, instance string, lines int) ([]string, error) {
+	q := url.Values{}
+	if instance != "" {
+		q.Set("instance", instance)
+	}
+	if lines > 0 {
+		q.Set("lines", fmt.Sprint(lines))
+	}
+	var out []string
+	return out, c.do(ctx, http.MethodGet, "/api/v1/topologies/"+url.PathEscape(name)+"/logs?"+q.Encode(), nil, &out)
+}

@@ -1,0 +1,202 @@
+// Package local is `ardea local`: one daemon on one machine with an
+// embedded NATS server (JetStream on, data under the data dir), the state
+// manager on it, the HTTP+JSON API the CLI talks to, a topology manager per
+// topology, and a supervisor that runs each container as its own `ardea
+// host` process and restarts it when it dies.
+//
+// Concurrency: the daemon's map of topology managers is guarded by mu;
+// each tm documents its own locking.
+package local
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/ardea-dev/ardea/bus"
+	"github.com/ardea-dev/ardea/scheduler/launcher"
+	"github.com/ardea-dev/ardea/scheduler/statemgr"
+)
+
+// DefaultListen is where the API listens and the CLI looks by default.
+const DefaultListen = "127.0.0.1:7780"
+
+// Options configures the daemon.
+type Options struct {
+	DataDir string // NATS storage, logs, compilation cache
+	Listen  string // API address (default DefaultListen; port 0 picks one)
+	// HostPath and HostArgs start a container: HostPath HostArgs... --nats
+	// URL --tenant T --topology NAME --container N --data-dir D. The CLI
+	// passes its own executable and "host".
+	HostPath string
+	HostArgs []string
+	Tenant   string
+	Logger   *slog.Logger
+	// MaxRestarts and Backoff tune the supervisor (zero: its defaults).
+	MaxRestarts int
+	Backoff     launcher.BackoffPolicy
+}
+
+// Daemon is a running `ardea local`.
+type Daemon struct {
+	o     Options
+	id    string
+	log   *slog.Logger
+	srv   *bus.Server
+	nc    *nats.Conn
+	store *statemgr.Store
+	sup   *launcher.Supervisor
+	ln    net.Listener
+	http  *http.Server
+
+	mu  sync.Mutex
+	tms map[string]*tm
+}
+
+// Start starts the daemon and resumes the topologies the state manager
+// holds as running or paused.
+func Start(ctx context.Context, o Options) (*Daemon, error) {
+	if o.DataDir == "" {
+		return nil, errors.New("local: a data dir is required")
+	}
+	if o.HostPath == "" {
+		return nil, errors.New("local: no host command")
+	}
+	if o.Listen == "" {
+		o.Listen = DefaultListen
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	var idb [6]byte
+	_, _ = rand.Read(idb[:])
+	d := &Daemon{o: o, id: "daemon-" + hex.EncodeToString(idb[:]), log: log, tms: map[string]*tm{}}
+	for _, dir := range []string{"nats", "logs", "cache"} {
+		if err := os.MkdirAll(filepath.Join(o.DataDir, dir), 0o755); err != nil {
+			return nil, fmt.Errorf("local: data dir: %w", err)
+		}
+	}
+	ln, err := net.Listen("tcp", o.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("local: API listen on %s: %w", o.Listen, err)
+	}
+	d.ln = ln
+	if d.srv, err = bus.StartServer(bus.ServerOptions{JetStream: true, StoreDir: filepath.Join(o.DataDir, "nats"), Port: -1}); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	if d.nc, err = nats.Connect(d.srv.ClientURL(), nats.Name("ardea-local")); err != nil {
+		d.srv.Shutdown()
+		ln.Close()
+		return nil, fmt.Errorf("local: connect to NATS: %w", err)
+	}
+	if d.store, err = statemgr.Open(ctx, d.nc, statemgr.Options{Tenant: o.Tenant, Logger: log}); err != nil {
+		d.Close(context.Background())
+		return nil, err
+	}
+	d.sup = launcher.New(launcher.Options{Logger: log, LogDir: filepath.Join(o.DataDir, "logs"),
+		MaxRestarts: o.MaxRestarts, Backoff: o.Backoff})
+	d.http = &http.Server{Handler: d.routes(), ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := d.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("API server", "err", err)
+		}
+	}()
+	if err := d.resume(ctx); err != nil {
+		d.Close(context.Background())
+		return nil, err
+	}
+	log.Info("ardea local started", "api", d.URL(), "nats", d.srv.ClientURL(), "data_dir", o.DataDir)
+	return d, nil
+}
+
+// URL is the API's base URL.
+func (d *Daemon) URL() string { return "http://" + d.ln.Addr().String() }
+
+// NATSURL is the embedded NATS server's client URL.
+func (d *Daemon) NATSURL() string { return d.srv.ClientURL() }
+
+// resume restarts a topology manager for every topology stored as running
+// or paused (after a daemon restart).
+func (d *Daemon) resume(ctx context.Context) error {
+	tops, err := d.store.ListTopologies(ctx)
+	if err != nil {
+		return err
+	}
+	for _, rec := range tops {
+		st, err := d.store.GetState(ctx, rec.Name)
+		if err != nil {
+			d.log.Warn("topology without an execution state", "topology", rec.Name, "err", err)
+			continue
+		}
+		if st.State != StateRunning && st.State != StatePaused {
+			continue
+		}
+		t := d.newTM(rec.Name)
+		if err := t.start(ctx, st.State); err != nil {
+			d.log.Error("resume topology", "topology", rec.Name, "err", err)
+			continue
+		}
+		d.mu.Lock()
+		d.tms[rec.Name] = t
+		d.mu.Unlock()
+		d.log.Info("topology resumed", "topology", rec.Name, "state", st.State)
+	}
+	return nil
+}
+
+// Close stops every container process, the API and NATS. Topologies stay
+// in the state manager and resume at the next Start.
+func (d *Daemon) Close(ctx context.Context) error {
+	d.mu.Lock()
+	tms := d.tms
+	d.tms = map[string]*tm{}
+	d.mu.Unlock()
+	for _, t := range tms {
+		t.stopTM()
+	}
+	var errs []error
+	if d.sup != nil {
+		errs = append(errs, d.sup.Close(ctx))
+	}
+	if d.http != nil {
+		errs = append(errs, d.http.Shutdown(ctx))
+	}
+	if d.nc != nil {
+		d.nc.Close()
+	}
+	if d.srv != nil {
+		d.srv.Shutdown()
+	}
+	return errors.Join(errs...)
+}
+
+func (d *Daemon) get(name string) (*tm, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	t, ok := d.tms[name]
+	if !ok {
+		return nil, fmt.Errorf("%w: no running topology named %q", ErrNotFound, name)
+	}
+	return t, nil
+}
+
+// API errors, mapped to HTTP status codes.
+var (
+	ErrNotFound   = errors.New("not found")
+	ErrExists     = errors.New("already exists")
+	ErrBadRequest = errors.New("bad request")
+	ErrBadState   = errors.New("not possible in this state")
+)

@@ -1,0 +1,499 @@
+package local
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/ardea-dev/ardea"
+	"github.com/ardea-dev/ardea/connectors"
+	"github.com/ardea-dev/ardea/internal/plan"
+	"github.com/ardea-dev/ardea/scheduler"
+	"github.com/ardea-dev/ardea/scheduler/ctl"
+	"github.com/ardea-dev/ardea/scheduler/launcher"
+	"github.com/ardea-dev/ardea/scheduler/statemgr"
+)
+
+// Execution states (statemgr.ExecState.State).
+const (
+	StateRunning  = "RUNNING"
+	StatePaused   = "PAUSED"
+	StateFinished = "FINISHED"
+	StateKilled   = "KILLED"
+	StateFailed   = "FAILED"
+)
+
+// tm is the topology manager of one topology. It holds the topology's TM
+// lock in the state manager, publishes its physical plan, runs its
+// containers through the daemon's supervisor, tracks their heartbeats and
+// carries out lifecycle operations.
+//
+// Concurrency: mu guards the fields below it; opMu serialises lifecycle
+// operations (a rescale takes seconds and must not interleave with a kill).
+type tm struct {
+	d      *Daemon
+	name   string
+	log    *slog.Logger
+	lock   *statemgr.Lock
+	cancel context.CancelFunc
+	sub    *nats.Subscription
+	opMu   sync.Mutex
+
+	mu       sync.Mutex
+	top      *ardea.Topology
+	doc      ctl.PlanDoc
+	planRev  uint64
+	state    string
+	message  string
+	hbs      map[int]ctl.Heartbeat
+	started  time.Time
+	stopping bool
+}
+
+func (d *Daemon) newTM(name string) *tm {
+	return &tm{d: d, name: name, log: d.log.With("topology", name), hbs: map[int]ctl.Heartbeat{}}
+}
+
+// start takes the TM lock, loads the topology, publishes a plan if none is
+// stored (a new submission) and launches the containers. state is the
+// execution state to run in (RUNNING or PAUSED).
+func (t *tm) start(ctx context.Context, state string) error {
+	runCtx, cancel := context.WithCancel(context.Background())
+	t.cancel = cancel
+	lock, err := t.d.store.AcquireTMLock(ctx, t.name, t.d.id, tmLockTTL)
+	if err != nil {
+		cancel()
+		return fmt.Errorf("topology %s: %w", t.name, err)
+	}
+	t.lock = lock
+	go func() {
+		if err := lock.KeepAlive(runCtx); err != nil && runCtx.Err() == nil {
+			t.log.Error("lost the topology manager lock", "err", err)
+		}
+	}()
+	rec, err := t.d.store.GetTopology(ctx, t.name)
+	if err != nil {
+		t.stopTM()
+		return err
+	}
+	top, err := parseSpec(t.name, rec.Spec)
+	if err != nil {
+		t.stopTM()
+		return err
+	}
+	var doc ctl.PlanDoc
+	b, rev, err := t.d.store.GetPhysicalPlan(ctx, t.name)
+	switch {
+	case errors.Is(err, statemgr.ErrNotFound):
+		p, err := buildPlan(top)
+		if err != nil {
+			t.stopTM()
+			return err
+		}
+		doc = ctl.PlanDoc{Plan: p, Active: state == StateRunning}
+		if rev, err = t.putPlan(ctx, doc); err != nil {
+			t.stopTM()
+			return err
+		}
+	case err != nil:
+		t.stopTM()
+		return err
+	default:
+		if doc, err = ctl.DecodePlan(b); err != nil {
+			t.stopTM()
+			return err
+		}
+		if doc.Active != (state == StateRunning) {
+			doc.Active = state == StateRunning
+			if rev, err = t.putPlan(ctx, doc); err != nil {
+				t.stopTM()
+				return err
+			}
+		}
+	}
+	if _, err := t.d.store.SetState(ctx, t.name, statemgr.ExecState{State: state, Updated: time.Now()}); err != nil {
+		t.stopTM()
+		return err
+	}
+	t.mu.Lock()
+	t.top, t.doc, t.planRev, t.state, t.started = top, doc, rev, state, time.Now()
+	t.mu.Unlock()
+	t.sub, err = t.d.nc.Subscribe(ctl.HeartbeatSubject(t.d.store.Tenant(), t.name), t.onHeartbeat)
+	if err != nil {
+		t.stopTM()
+		return fmt.Errorf("topology %s: subscribe heartbeats: %w", t.name, err)
+	}
+	for c := 1; c <= doc.Plan.Containers; c++ {
+		if err := t.launch(ctx, c); err != nil {
+			t.stopTM()
+			return err
+		}
+	}
+	t.log.Info("topology manager started", "containers", doc.Plan.Containers, "state", state, "plan_revision", rev)
+	return nil
+}
+
+const tmLockTTL = 10 * time.Second
+
+func (t *tm) putPlan(ctx context.Context, doc ctl.PlanDoc) (uint64, error) {
+	b, err := ctl.EncodePlan(doc)
+	if err != nil {
+		return 0, err
+	}
+	return t.d.store.PutPhysicalPlan(ctx, t.name, b)
+}
+
+func (t *tm) procID(container int) string { return t.name + "/container-" + strconv.Itoa(container) }
+
+func (t *tm) launch(ctx context.Context, container int) error {
+	args := append(slices.Clone(t.d.o.HostArgs),
+		"--nats", t.d.srv.ClientURL(), "--tenant", t.d.store.Tenant(), "--topology", t.name,
+		"--container", strconv.Itoa(container), "--data-dir", t.d.o.DataDir)
+	err := t.d.sup.Start(ctx, launcher.ProcessSpec{ID: t.procID(container), Path: t.d.o.HostPath, Args: args})
+	if err != nil {
+		return fmt.Errorf("topology %s: start container %d: %w", t.name, container, err)
+	}
+	return nil
+}
+
+func (t *tm) onHeartbeat(m *nats.Msg) {
+	var hb ctl.Heartbeat
+	if err := json.Unmarshal(m.Data, &hb); err != nil {
+		t.log.Warn("bad heartbeat", "err", err)
+		return
+	}
+	t.mu.Lock()
+	t.hbs[hb.Container] = hb
+	finished := t.state == StateRunning || t.state == StatePaused
+	for c := 1; finished && c <= t.doc.Plan.Containers; c++ {
+		h, ok := t.hbs[c]
+		finished = ok && h.State == ctl.HostFinished && h.PlanRevision == t.planRev
+	}
+	if finished {
+		t.state = StateFinished
+	}
+	t.mu.Unlock()
+	if finished {
+		go t.finish()
+	}
+}
+
+// finish records FINISHED and stops the containers.
+func (t *tm) finish() {
+	t.opMu.Lock()
+	defer t.opMu.Unlock()
+	ctx := context.Background()
+	if _, err := t.d.store.SetState(ctx, t.name, statemgr.ExecState{State: StateFinished, Updated: time.Now(),
+		Message: "every spout finished its input and every tuple was processed"}); err != nil {
+		t.log.Error("record FINISHED", "err", err)
+	}
+	t.stopContainers(ctx)
+	t.log.Info("topology finished")
+}
+
+func (t *tm) stopContainers(ctx context.Context) {
+	t.mu.Lock()
+	n := t.doc.Plan.Containers
+	t.mu.Unlock()
+	for c := 1; c <= max(n, t.maxLaunched()); c++ {
+		if err := t.d.sup.Remove(ctx, t.procID(c)); err != nil && !errors.Is(err, launcher.ErrUnknown) {
+			t.log.Warn("stop container", "container", c, "err", err)
+		}
+	}
+}
+
+// maxLaunched is the highest container number the supervisor runs for this
+// topology (after a shrinking rescale there may be more than the plan has).
+func (t *tm) maxLaunched() int {
+	n := 0
+	prefix := t.name + "/container-"
+	for _, ps := range t.d.sup.List() {
+		if s, ok := cutPrefix(ps.ID, prefix); ok {
+			if c, err := strconv.Atoi(s); err == nil && c > n {
+				n = c
+			}
+		}
+	}
+	return n
+}
+
+func cutPrefix(s, p string) (string, bool) {
+	if len(s) >= len(p) && s[:len(p)] == p {
+		return s[len(p):], true
+	}
+	return "", false
+}
+
+// stopTM releases the lock and stops following heartbeats; the containers
+// are left to the caller.
+func (t *tm) stopTM() {
+	if t.sub != nil {
+		_ = t.sub.Unsubscribe()
+	}
+	if t.cancel != nil {
+		t.cancel()
+	}
+	if t.lock != nil {
+		_ = t.lock.Release(context.Background())
+	}
+}
+
+// setActive is activate/deactivate.
+func (t *tm) setActive(ctx context.Context, on bool) error {
+	t.opMu.Lock()
+	defer t.opMu.Unlock()
+	t.mu.Lock()
+	state := t.state
+	doc := t.doc
+	t.mu.Unlock()
+	if state != StateRunning && state != StatePaused {
+		return fmt.Errorf("%w: topology %s is %s", ErrBadState, t.name, state)
+	}
+	want := StatePaused
+	op := ctl.OpDeactivate
+	if on {
+		want, op = StateRunning, ctl.OpActivate
+	}
+	doc.Active = on
+	rev, err := t.putPlan(ctx, doc)
+	if err != nil {
+		return err
+	}
+	if _, err := t.d.store.SetState(ctx, t.name, statemgr.ExecState{State: want, Updated: time.Now()}); err != nil {
+		return err
+	}
+	t.mu.Lock()
+	t.doc, t.planRev, t.state = doc, rev, want
+	t.mu.Unlock()
+	return t.command(ctl.Command{Op: op})
+}
+
+func (t *tm) command(c ctl.Command) error {
+	b, _ := json.Marshal(c)
+	if err := t.d.nc.Publish(ctl.CommandSubject(t.d.store.Tenant(), t.name), b); err != nil {
+		return fmt.Errorf("topology %s: send %s: %w", t.name, c.Op, err)
+	}
+	return t.d.nc.Flush()
+}
+
+// kill stops everything and removes the topology (and its artifacts unless
+// keep, or another topology uses them).
+func (t *tm) kill(ctx context.Context, keep bool) error {
+	t.opMu.Lock()
+	defer t.opMu.Unlock()
+	t.mu.Lock()
+	t.state, t.stopping = StateKilled, true
+	t.mu.Unlock()
+	t.stopContainers(ctx)
+	t.stopTM()
+	rec, err := t.d.store.GetTopology(ctx, t.name)
+	if err != nil {
+		return err
+	}
+	if err := t.d.store.DeleteTopology(ctx, t.name); err != nil {
+		return err
+	}
+	if !keep {
+		inUse := map[string]bool{}
+		others, err := t.d.store.ListTopologies(ctx)
+		if err != nil {
+			return err
+		}
+		for _, o := range others {
+			for _, sha := range o.Modules {
+				inUse[sha] = true
+			}
+		}
+		for _, sha := range rec.Modules {
+			if !inUse[sha] {
+				if err := t.d.store.DeleteArtifact(ctx, sha); err != nil && !errors.Is(err, statemgr.ErrNotFound) {
+					t.log.Warn("delete artifact", "sha256", sha, "err", err)
+				}
+			}
+		}
+	}
+	t.log.Info("topology killed", "kept_artifacts", keep)
+	return nil
+}
+
+// restart restarts one container (0: all).
+func (t *tm) restart(ctx context.Context, container int) error {
+	t.mu.Lock()
+	n := t.doc.Plan.Containers
+	t.mu.Unlock()
+	if container < 0 || container > n {
+		return fmt.Errorf("%w: topology %s has containers 1..%d, not %d", ErrBadRequest, t.name, n, container)
+	}
+	for c := 1; c <= n; c++ {
+		if container != 0 && c != container {
+			continue
+		}
+		if err := t.d.sup.Restart(ctx, t.procID(c)); err != nil {
+			return fmt.Errorf("topology %s: restart container %d: %w", t.name, c, err)
+		}
+	}
+	return nil
+}
+
+// Status is what `ardea status` shows.
+type Status struct {
+	Name        string            `json:"name"`
+	State       string            `json:"state"`
+	Message     string            `json:"message,omitempty"`
+	Uptime      string            `json:"uptime"`
+	PlanVersion uint64            `json:"plan_revision"`
+	Components  []ComponentStatus `json:"components"`
+	Containers  []ContainerStatus `json:"containers"`
+}
+
+// ComponentStatus is one component of the logical plan.
+type ComponentStatus struct {
+	Name        string   `json:"name"`
+	Kind        string   `json:"kind"`
+	Module      string   `json:"module"`
+	Parallelism int      `json:"parallelism"`
+	Inputs      []string `json:"inputs,omitempty"` // "from:stream:grouping"
+}
+
+// ContainerStatus is one container of the packing/physical plan.
+type ContainerStatus struct {
+	ID        int              `json:"id"`
+	PID       int              `json:"pid"`
+	Process   string           `json:"process"` // supervisor state
+	Host      string           `json:"host"`    // heartbeat state
+	Restarts  int              `json:"restarts"`
+	LastError string           `json:"last_error,omitempty"`
+	LastSeen  string           `json:"last_seen,omitempty"`
+	Instances []InstanceStatus `json:"instances"`
+}
+
+// InstanceStatus is one task.
+type InstanceStatus struct {
+	Name     string `json:"name"` // component/index
+	Task     uint32 `json:"task"`
+	State    string `json:"state"`
+	Emitted  int64  `json:"emitted"`
+	Executed int64  `json:"executed"`
+}
+
+func (t *tm) status() Status {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	st := Status{Name: t.name, State: t.state, Message: t.message, PlanVersion: t.planRev,
+		Uptime: time.Since(t.started).Round(time.Second).String()}
+	for _, c := range t.top.Components {
+		cs := ComponentStatus{Name: c.Name, Kind: string(c.Kind), Module: c.Module, Parallelism: c.Parallelism}
+		for _, in := range c.Inputs {
+			cs.Inputs = append(cs.Inputs, in.From+":"+in.StreamName()+":"+in.GroupingName())
+		}
+		st.Components = append(st.Components, cs)
+	}
+	p := t.doc.Plan
+	for c := 1; c <= p.Containers; c++ {
+		cs := ContainerStatus{ID: c}
+		if ps, ok := t.d.sup.Status(t.procID(c)); ok {
+			cs.PID, cs.Process, cs.Restarts, cs.LastError = ps.PID, ps.State, ps.Restarts, ps.LastError
+		}
+		hb, ok := t.hbs[c]
+		if ok {
+			cs.Host = hb.State
+			cs.LastSeen = time.Since(hb.Time).Round(time.Millisecond).String() + " ago"
+			if hb.Error != "" && cs.LastError == "" {
+				cs.LastError = hb.Error
+			}
+		}
+		byTask := map[uint32]ctl.Instance{}
+		for _, in := range hb.Instances {
+			byTask[in.Task] = in
+		}
+		for _, id := range scheduler.ContainerTasks(p, c) {
+			task := p.Tasks[id]
+			is := InstanceStatus{Name: p.Components[task.Component].Name + "/" + strconv.Itoa(task.Index), Task: id, State: "PENDING"}
+			if in, ok := byTask[id]; ok && hb.PlanRevision == t.planRev {
+				is.State, is.Emitted, is.Executed = in.State, in.Emitted, in.Executed
+			}
+			cs.Instances = append(cs.Instances, is)
+		}
+		st.Containers = append(st.Containers, cs)
+	}
+	return st
+}
+
+// containerOf finds the container and task id of component/index.
+func (t *tm) containerOf(component string, index int) (int, uint32, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p := t.doc.Plan
+	for _, c := range p.Components {
+		if c.Name != component {
+			continue
+		}
+		if index < 0 || index >= len(c.Tasks) {
+			return 0, 0, fmt.Errorf("%w: component %s has instances 0..%d, not %d", ErrBadRequest, component, len(c.Tasks)-1, index)
+		}
+		id := c.Tasks[index]
+		return p.Tasks[id].Container, id, nil
+	}
+	names := make([]string, 0, len(p.Components))
+	for _, c := range p.Components {
+		names = append(names, c.Name)
+	}
+	sort.Strings(names)
+	return 0, 0, fmt.Errorf("%w: topology %s has no component %q (components: %v)", ErrBadRequest, t.name, component, names)
+}
+
+// validateStored validates a stored topology: its modules are artifacts,
+// not files.
+func validateStored() ardea.ValidateOptions {
+	return ardea.ValidateOptions{SkipModuleCheck: true, Builtins: connectors.Outputs, BuiltinConfig: connectors.ValidateConfig}
+}
+
+// buildPlanContainers packs top into at most n containers (round robin).
+func buildPlanContainers(top *ardea.Topology, n int) (*plan.Plan, error) {
+	total := 0
+	for _, c := range top.Components {
+		total += c.Parallelism
+	}
+	return scheduler.BuildPlan(top, min(n, total), scheduler.RoundRobin)
+}
+
+// parseSpec reads a stored topology.
+func parseSpec(name string, spec []byte) (*ardea.Topology, error) {
+	top, err := ardea.Parse(spec, "", "topology "+name)
+	if err != nil {
+		return nil, err
+	}
+	top.ApplyBuiltinOutputs(connectors.Outputs)
+	if err := top.Validate(validateStored()); err != nil {
+		return nil, err
+	}
+	return top, nil
+}
+
+// buildPlan packs a topology: topology.containers (default: one container
+// per 4 instances, at least 1) with round robin.
+func buildPlan(top *ardea.Topology) (*plan.Plan, error) {
+	n := 0
+	for _, c := range top.Components {
+		n += c.Parallelism
+	}
+	containers := max(1, (n+3)/4)
+	if v, ok := top.Config["topology.containers"]; ok {
+		c, err := strconv.Atoi(v)
+		if err != nil || c < 1 {
+			return nil, fmt.Errorf("topology %s: topology.containers %q: want a positive integer", top.Name, v)
+		}
+		containers = c
+	}
+	containers = min(containers, n)
+	return scheduler.BuildPlan(top, containers, scheduler.RoundRobin)
+}

@@ -1,0 +1,225 @@
+package local
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/ardea-dev/ardea/scheduler/ctl"
+)
+
+// Rescale timeouts: generous guards, not expectations.
+const (
+	quiesceTimeout = 2 * time.Minute
+	handoffTimeout = time.Minute
+	resumeTimeout  = 2 * time.Minute
+)
+
+// update changes component parallelism live. The protocol:
+//
+//  1. deactivate the spouts and wait until the topology is quiescent:
+//     every container reports (after the deactivation) that its inboxes
+//     hold nothing, and the tuples sent and received, summed over all
+//     containers, stay the same over three heartbeats;
+//  2. hand off: every host stops its container and stores each task's
+//     host-side state per key group under a new epoch;
+//  3. publish the new plan (same containers, new parallelism) naming that
+//     epoch; every host starts its part and each task loads the key groups
+//     it now owns, so state follows its keys;
+//  4. wait for every container to run the new plan, then restore the
+//     previous activation.
+//
+// No tuple is lost (nothing is in flight at the switch) and fields
+// grouping stays consistent (key groups and routing change together). The
+// whole topology pauses for the switch: unlike Heron, which cannot rescale
+// stateful components at all, but not yet without a pause.
+func (t *tm) update(ctx context.Context, parallelism map[string]int) error {
+	if len(parallelism) == 0 {
+		return fmt.Errorf("%w: update: no --component-parallelism given", ErrBadRequest)
+	}
+	t.opMu.Lock()
+	defer t.opMu.Unlock()
+	t.mu.Lock()
+	state, top, doc := t.state, t.top.Clone(), t.doc
+	t.mu.Unlock()
+	if state != StateRunning && state != StatePaused {
+		return fmt.Errorf("%w: cannot update topology %s: it is %s", ErrBadState, t.name, state)
+	}
+	names := make([]string, 0, len(parallelism))
+	for name := range parallelism {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		c := top.Component(name)
+		if c == nil {
+			return fmt.Errorf("%w: update topology %s: no component %q", ErrBadRequest, t.name, name)
+		}
+		c.Parallelism = parallelism[name]
+	}
+	if err := top.Validate(validateStored()); err != nil {
+		return fmt.Errorf("%w: update topology %s: %v", ErrBadRequest, t.name, err)
+	}
+	p, err := buildPlanContainers(top, doc.Plan.Containers)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrBadRequest, err)
+	}
+	t.setMessage("updating: " + describe(parallelism))
+	defer t.setMessage("")
+
+	// 1. Quiesce.
+	wasActive := doc.Active
+	since := time.Now()
+	if err := t.command(ctl.Command{Op: ctl.OpDeactivate}); err != nil {
+		return err
+	}
+	if err := t.waitQuiescent(ctx, since); err != nil {
+		_ = t.command(ctl.Command{Op: activateOp(wasActive)})
+		return err
+	}
+	// 2. Hand off.
+	epoch := uint64(time.Now().UnixNano())
+	if err := t.command(ctl.Command{Op: ctl.OpHandoff, Epoch: epoch}); err != nil {
+		return err
+	}
+	if err := t.waitContainers(ctx, handoffTimeout, "hand off their state", func(h ctl.Heartbeat) bool { return h.HandoffDone == epoch }); err != nil {
+		return err
+	}
+	// 3. New plan and spec.
+	spec, err := top.Format()
+	if err != nil {
+		return err
+	}
+	rec, err := t.d.store.GetTopology(ctx, t.name)
+	if err != nil {
+		return err
+	}
+	rec.Spec = spec
+	if _, err := t.d.store.UpdateTopology(ctx, rec, rec.Revision); err != nil {
+		return err
+	}
+	newDoc := ctl.PlanDoc{Plan: p, Active: wasActive, HandoffEpoch: epoch}
+	rev, err := t.putPlan(ctx, newDoc)
+	if err != nil {
+		return err
+	}
+	t.mu.Lock()
+	t.top, t.doc, t.planRev = top, newDoc, rev
+	t.mu.Unlock()
+	for c := p.Containers + 1; c <= doc.Plan.Containers; c++ {
+		if err := t.d.sup.Remove(ctx, t.procID(c)); err != nil {
+			t.log.Warn("stop container no longer in the plan", "container", c, "err", err)
+		}
+	}
+	// 4. Resume.
+	if err := t.waitContainers(ctx, resumeTimeout, "run the new plan", func(h ctl.Heartbeat) bool {
+		return h.PlanRevision == rev && (h.State == ctl.HostRunning || h.State == ctl.HostFinished)
+	}); err != nil {
+		return err
+	}
+	for _, c := range p.Components {
+		if err := t.d.store.DeleteKeyGroupStates(ctx, t.name, c.Name, epoch); err != nil {
+			t.log.Warn("delete handed-off state", "component", c.Name, "err", err)
+		}
+	}
+	t.log.Info("topology updated", "parallelism", describe(parallelism), "plan_revision", rev)
+	return nil
+}
+
+func activateOp(on bool) string {
+	if on {
+		return ctl.OpActivate
+	}
+	return ctl.OpDeactivate
+}
+
+func describe(par map[string]int) string {
+	var parts []string
+	for k, v := range par {
+		parts = append(parts, fmt.Sprintf("%s:%d", k, v))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ",")
+}
+
+func (t *tm) setMessage(m string) {
+	t.mu.Lock()
+	t.message = m
+	t.mu.Unlock()
+}
+
+// waitQuiescent waits until no tuple is in flight anywhere (see update).
+func (t *tm) waitQuiescent(ctx context.Context, since time.Time) error {
+	deadline := time.Now().Add(quiesceTimeout)
+	var last [2]int64
+	stable := 0
+	for {
+		t.mu.Lock()
+		n := t.doc.Plan.Containers
+		var sent, recv int64
+		ok := true
+		for c := 1; c <= n; c++ {
+			h, seen := t.hbs[c]
+			if !seen || !h.Time.After(since) || h.Active || h.HeldBytes != 0 ||
+				(h.State != ctl.HostRunning && h.State != ctl.HostFinished) {
+				ok = false
+				break
+			}
+			sent += h.TuplesSent
+			recv += h.TuplesReceived
+		}
+		t.mu.Unlock()
+		// Counters are per process (a restarted container starts from
+		// zero), so quiescence is "nothing held and nothing moving", not
+		// "sent == received".
+		if ok {
+			if stable > 0 && last == [2]int64{sent, recv} {
+				stable++
+			} else {
+				stable = 1
+			}
+			last = [2]int64{sent, recv}
+			if stable >= 3 {
+				return nil
+			}
+		} else {
+			stable = 0
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("topology %s: update: the topology did not drain within %v", t.name, quiesceTimeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(ctl.HeartbeatInterval):
+		}
+	}
+}
+
+// waitContainers waits until every container's latest heartbeat passes ok.
+func (t *tm) waitContainers(ctx context.Context, timeout time.Duration, what string, ok func(ctl.Heartbeat) bool) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		t.mu.Lock()
+		n := t.doc.Plan.Containers
+		done := true
+		for c := 1; c <= n && done; c++ {
+			h, seen := t.hbs[c]
+			done = seen && ok(h)
+		}
+		t.mu.Unlock()
+		if done {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("topology %s: update: the containers did not %s within %v", t.name, what, timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}

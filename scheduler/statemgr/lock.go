@@ -1,0 +1,263 @@
+package statemgr
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// lockRecord is the value of a TM lock entry.
+type lockRecord struct {
+	Owner    string        `json:"owner"`
+	TTL      time.Duration `json:"ttl"`
+	Acquired time.Time     `json:"acquired"`
+}
+
+// Lock is a held topology manager lock. It stays held while its holder
+// calls Refresh (or runs KeepAlive) more often than its TTL; when the holder
+// dies the server removes the entry once the TTL has passed since the last
+// refresh, and another TM can take over. Methods are safe for concurrent
+// use.
+type Lock struct {
+	s        *Store
+	topology string
+	owner    string
+	ttl      time.Duration
+	acquired time.Time
+
+	mu       sync.Mutex
+	rev      uint64
+	released bool
+}
+
+// Topology returns the topology the lock is for.
+func (l *Lock) Topology() string { return l.topology }
+
+// Owner returns the owner string given to AcquireTMLock.
+func (l *Lock) Owner() string { return l.owner }
+
+// TTL returns the lock's time to live (the requested TTL rounded up to whole
+// seconds).
+func (l *Lock) TTL() time.Duration { return l.ttl }
+
+// lockTTL validates ttl and rounds it up to whole seconds: JetStream
+// per-message TTLs have a resolution and a minimum of one second.
+func lockTTL(topology string, ttl time.Duration) (time.Duration, error) {
+	if ttl < time.Second {
+		return 0, fmt.Errorf("statemgr: TM lock of topology %q: ttl %s is below the 1s minimum: %w", topology, ttl, ErrInvalid)
+	}
+	return (ttl + time.Second - 1).Truncate(time.Second), nil
+}
+
+// AcquireTMLock makes owner the topology manager of a topology that exists.
+// owner identifies the holder to others (TMLocation, error messages) and
+// must be unique per live process, e.g. "tm@host:pid" or the TM's NATS
+// subject. The entry is created only if absent and expires ttl (at least
+// 1s, rounded up to whole seconds) after the last Refresh.
+//
+// If another owner holds it the error matches ErrLocked and names the
+// holder. If the same owner holds it (a restarted process with a stable
+// identity) the lock is taken over under a new revision, so a previous
+// incarnation still refreshing it gets ErrLockLost.
+func (s *Store) AcquireTMLock(ctx context.Context, topology, owner string, ttl time.Duration) (*Lock, error) {
+	if owner == "" {
+		return nil, fmt.Errorf("statemgr: TM lock of topology %q: empty owner: %w", topology, ErrInvalid)
+	}
+	ttl, err := lockTTL(topology, ttl)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.mustExist(ctx, topology, "acquiring TM lock"); err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	v, err := json.Marshal(lockRecord{Owner: owner, TTL: ttl, Acquired: now})
+	if err != nil {
+		return nil, err
+	}
+	// A few rounds: the holder may release or expire between our Create
+	// and our Get.
+	for range 3 {
+		rev, err := s.locks.Create(ctx, topology, v, jetstream.KeyTTL(ttl))
+		if err == nil {
+			s.log.Debug("TM lock acquired", "topology", topology, "owner", owner, "ttl", ttl, "revision", rev)
+			return &Lock{s: s, topology: topology, owner: owner, ttl: ttl, acquired: now, rev: rev}, nil
+		}
+		if !errors.Is(err, jetstream.ErrKeyExists) {
+			return nil, fmt.Errorf("statemgr: acquiring TM lock of topology %q: %w", topology, err)
+		}
+		e, err := s.locks.Get(ctx, topology)
+		if notFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("statemgr: acquiring TM lock of topology %q: reading holder: %w", topology, err)
+		}
+		holder, err := decodeLock(topology, e)
+		if err != nil {
+			return nil, err
+		}
+		if holder.Owner != owner {
+			return nil, fmt.Errorf("statemgr: TM lock of topology %q is held by %q (acquired %s, ttl %s): %w",
+				topology, holder.Owner, holder.Acquired.Format(time.RFC3339), holder.TTL, ErrLocked)
+		}
+		rev, err = s.writeLock(ctx, topology, v, e.Revision(), ttl)
+		if isWrongLastSeq(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("statemgr: taking over TM lock of topology %q: %w", topology, err)
+		}
+		s.log.Debug("TM lock taken over from a previous incarnation", "topology", topology, "owner", owner, "revision", rev)
+		return &Lock{s: s, topology: topology, owner: owner, ttl: ttl, acquired: now, rev: rev}, nil
+	}
+	return nil, fmt.Errorf("statemgr: TM lock of topology %q: contended, try again: %w", topology, ErrLocked)
+}
+
+// TMLocation returns the owner of the topology's TM lock; ErrNotFound if no
+// TM holds it.
+func (s *Store) TMLocation(ctx context.Context, topology string) (string, error) {
+	if err := checkTopologyName(topology); err != nil {
+		return "", err
+	}
+	e, err := s.locks.Get(ctx, topology)
+	if notFound(err) {
+		return "", fmt.Errorf("statemgr: no topology manager holds the lock of topology %q: %w", topology, ErrNotFound)
+	}
+	if err != nil {
+		return "", fmt.Errorf("statemgr: reading TM lock of topology %q: %w", topology, err)
+	}
+	r, err := decodeLock(topology, e)
+	if err != nil {
+		return "", err
+	}
+	return r.Owner, nil
+}
+
+// Refresh restarts the lock's TTL. If the lock expired, was released, or
+// was taken by someone else or deleted with its topology, nothing is
+// written and the error matches ErrLockLost: the caller is no longer the
+// topology manager and must stop acting as one.
+func (l *Lock) Refresh(ctx context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.released {
+		return fmt.Errorf("statemgr: TM lock of topology %q was released: %w", l.topology, ErrLockLost)
+	}
+	v, err := json.Marshal(lockRecord{Owner: l.owner, TTL: l.ttl, Acquired: l.acquired})
+	if err != nil {
+		return err
+	}
+	rev, err := l.s.writeLock(ctx, l.topology, v, l.rev, l.ttl)
+	if isWrongLastSeq(err) {
+		return l.lostLocked(ctx)
+	}
+	if err != nil {
+		return fmt.Errorf("statemgr: refreshing TM lock of topology %q: %w", l.topology, err)
+	}
+	l.rev = rev
+	return nil
+}
+
+// Release gives the lock up so that another TM can acquire it at once.
+// If the lock was already lost the error matches ErrLockLost and the
+// current holder's entry is left alone.
+func (l *Lock) Release(ctx context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.released {
+		return nil
+	}
+	err := l.s.locks.Purge(ctx, l.topology, jetstream.LastRevision(l.rev), jetstream.PurgeTTL(lockMarkerTTL))
+	if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || isWrongLastSeq(err) {
+		l.released = true
+		return l.lostLocked(ctx)
+	}
+	if err != nil {
+		return fmt.Errorf("statemgr: releasing TM lock of topology %q: %w", l.topology, err)
+	}
+	l.released = true
+	l.s.log.Debug("TM lock released", "topology", l.topology, "owner", l.owner)
+	return nil
+}
+
+// KeepAlive refreshes the lock every third of its TTL until ctx ends
+// (returning nil) or the lock is lost (returning an error matching
+// ErrLockLost). A refresh that fails for another reason (a server
+// briefly unreachable) is retried at the next tick; once a full TTL has
+// passed without a successful refresh the lock is considered lost.
+func (l *Lock) KeepAlive(ctx context.Context) error {
+	t := time.NewTicker(l.ttl / 3)
+	defer t.Stop()
+	last := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		err := l.Refresh(ctx)
+		switch {
+		case err == nil:
+			last = time.Now()
+		case errors.Is(err, ErrLockLost):
+			return err
+		case ctx.Err() != nil:
+			return nil
+		case time.Since(last) >= l.ttl:
+			return fmt.Errorf("statemgr: TM lock of topology %q not refreshed for %s (last error: %v): %w", l.topology, l.ttl, err, ErrLockLost)
+		default:
+			l.s.log.Warn("refreshing TM lock failed, retrying", "topology", l.topology, "err", err)
+		}
+	}
+}
+
+// lostLocked builds the ErrLockLost error naming who holds the lock now.
+// l.mu is held.
+func (l *Lock) lostLocked(ctx context.Context) error {
+	who := "nobody (it expired or was deleted)"
+	if e, err := l.s.locks.Get(ctx, l.topology); err == nil {
+		if r, err := decodeLock(l.topology, e); err == nil {
+			who = fmt.Sprintf("%q", r.Owner)
+		}
+	}
+	l.s.log.Debug("TM lock lost", "topology", l.topology, "owner", l.owner, "holder", who)
+	return fmt.Errorf("statemgr: TM lock of topology %q held by %q is lost, now held by %s: %w", l.topology, l.owner, who, ErrLockLost)
+}
+
+// writeLock stores a lock value with a fresh TTL if the key's last revision
+// is rev. kv.Update cannot do this: it writes without a TTL, which would
+// make the entry permanent.
+func (s *Store) writeLock(ctx context.Context, topology string, v []byte, rev uint64, ttl time.Duration) (uint64, error) {
+	m := &nats.Msg{Subject: "$KV." + s.locks.Bucket() + "." + topology, Data: v}
+	ack, err := s.js.PublishMsg(ctx, m, jetstream.WithExpectLastSequencePerSubject(rev), jetstream.WithMsgTTL(ttl))
+	if err != nil {
+		return 0, err
+	}
+	return ack.Sequence, nil
+}
+
+func decodeLock(topology string, e jetstream.KeyValueEntry) (lockRecord, error) {
+	var r lockRecord
+	if err := json.Unmarshal(e.Value(), &r); err != nil {
+		return r, fmt.Errorf("statemgr: TM lock of topology %q: decoding revision %d: %w", topology, e.Revision(), err)
+	}
+	return r, nil
+}
+
+// isWrongLastSeq reports whether err is JetStream's "wrong last sequence"
+// (a failed revision check): code 10071, or 10164 on replicated streams.
+func isWrongLastSeq(err error) bool {
+	var apiErr *jetstream.APIError
+	if !errors.As(err, &apiErr) {
+		return false
+	}
+	return apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant
+}

@@ -1,0 +1,188 @@
+package statemgr
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestTMLockExclusiveAndRelease(t *testing.T) {
+	s := openTenant(t)
+	ctx := ctxT(t)
+	if _, err := s.AcquireTMLock(ctx, "wc", "tm-1", 5*time.Second); !errors.Is(err, ErrNotFound) {
+		t.Errorf("lock of missing topology: %v, want ErrNotFound", err)
+	}
+	createTopo(t, s, "wc")
+	if _, err := s.TMLocation(ctx, "wc"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("location before any TM: %v, want ErrNotFound", err)
+	}
+	l1, err := s.AcquireTMLock(ctx, "wc", "tm-1", 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if owner, err := s.TMLocation(ctx, "wc"); err != nil || owner != "tm-1" {
+		t.Errorf("location %q, %v; want tm-1", owner, err)
+	}
+	_, err = s.AcquireTMLock(ctx, "wc", "tm-2", 5*time.Second)
+	if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), `"tm-1"`) {
+		t.Fatalf("second acquire: %v, want ErrLocked naming tm-1", err)
+	}
+	if err := l1.Refresh(ctx); err != nil {
+		t.Fatalf("refresh while held: %v", err)
+	}
+	if err := l1.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := l1.Release(ctx); err != nil {
+		t.Errorf("second release: %v", err)
+	}
+	if err := l1.Refresh(ctx); !errors.Is(err, ErrLockLost) {
+		t.Errorf("refresh after release: %v, want ErrLockLost", err)
+	}
+	l2, err := s.AcquireTMLock(ctx, "wc", "tm-2", 5*time.Second)
+	if err != nil {
+		t.Fatalf("acquire after release: %v", err)
+	}
+	if owner, _ := s.TMLocation(ctx, "wc"); owner != "tm-2" {
+		t.Errorf("location %q, want tm-2", owner)
+	}
+	_ = l2.Release(ctx)
+}
+
+func TestTMLockExpiresWithoutRefresh(t *testing.T) {
+	s := openTenant(t)
+	ctx := ctxT(t)
+	createTopo(t, s, "wc")
+	const ttl = time.Second
+	start := time.Now()
+	dead, err := s.AcquireTMLock(ctx, "wc", "tm-dead", ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One refresh (it must carry a TTL too), then the holder "dies":
+	// nobody refreshes. Another TM polls until it can take over.
+	if err := dead.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var l *Lock
+	waitFor(t, 15*time.Second, "the lock to expire", func() bool {
+		var err error
+		l, err = s.AcquireTMLock(ctx, "wc", "tm-next", ttl)
+		if err != nil && !errors.Is(err, ErrLocked) {
+			t.Fatal(err)
+		}
+		return err == nil
+	})
+	took := time.Since(start)
+	t.Logf("lock with ttl %s taken over %s after acquire", ttl, took)
+	if took < ttl {
+		t.Errorf("lock taken over after %s, before its ttl %s", took, ttl)
+	}
+	err = dead.Refresh(ctx)
+	if !errors.Is(err, ErrLockLost) || !strings.Contains(err.Error(), `"tm-next"`) {
+		t.Errorf("dead holder's refresh: %v, want ErrLockLost naming tm-next", err)
+	}
+	if err := dead.Release(ctx); !errors.Is(err, ErrLockLost) {
+		t.Errorf("dead holder's release: %v, want ErrLockLost", err)
+	}
+	if owner, _ := s.TMLocation(ctx, "wc"); owner != "tm-next" {
+		t.Errorf("location %q after the dead holder's release, want tm-next", owner)
+	}
+	_ = l.Release(ctx)
+}
+
+func TestTMLockKeepAliveOutlivesTTL(t *testing.T) {
+	s := openTenant(t)
+	ctx := ctxT(t)
+	createTopo(t, s, "wc")
+	l, err := s.AcquireTMLock(ctx, "wc", "tm-1", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- l.KeepAlive(kctx) }()
+	// Held well past its TTL while kept alive. Time passing is what is
+	// tested here, so this waits for it.
+	start := time.Now()
+	for time.Since(start) < 5*l.TTL()/2 {
+		if _, err := s.AcquireTMLock(ctx, "wc", "tm-2", time.Second); !errors.Is(err, ErrLocked) {
+			t.Fatalf("after %s: acquire by tm-2: %v, want ErrLocked", time.Since(start), err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Errorf("KeepAlive: %v", err)
+	}
+
+	// Deleting the topology takes the lock away; KeepAlive reports it.
+	go func() { done <- l.KeepAlive(ctx) }()
+	if err := s.DeleteTopology(ctx, "wc"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrLockLost) {
+			t.Errorf("KeepAlive after delete: %v, want ErrLockLost", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("KeepAlive did not notice the lost lock")
+	}
+}
+
+func TestTMLockSameOwnerTakesOver(t *testing.T) {
+	s := openTenant(t)
+	ctx := ctxT(t)
+	createTopo(t, s, "wc")
+	old, err := s.AcquireTMLock(ctx, "wc", "daemon-tm", 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The daemon restarts and its TM comes back under the same identity
+	// without waiting 30 s.
+	cur, err := s.AcquireTMLock(ctx, "wc", "daemon-tm", 30*time.Second)
+	if err != nil {
+		t.Fatalf("re-acquire by the same owner: %v", err)
+	}
+	if err := old.Refresh(ctx); !errors.Is(err, ErrLockLost) {
+		t.Errorf("old incarnation's refresh: %v, want ErrLockLost", err)
+	}
+	if err := cur.Refresh(ctx); err != nil {
+		t.Errorf("current refresh: %v", err)
+	}
+	if err := cur.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestTMLockArguments(t *testing.T) {
+	s := openTenant(t)
+	ctx := ctxT(t)
+	createTopo(t, s, "wc")
+	for _, tc := range []struct {
+		topology, owner string
+		ttl             time.Duration
+	}{
+		{"wc", "tm", 500 * time.Millisecond},
+		{"wc", "", time.Second},
+		{"w.c", "tm", time.Second},
+	} {
+		if _, err := s.AcquireTMLock(ctx, tc.topology, tc.owner, tc.ttl); !errors.Is(err, ErrInvalid) {
+			t.Errorf("acquire(%q, %q, %s): %v, want ErrInvalid", tc.topology, tc.owner, tc.ttl, err)
+		}
+	}
+	// JetStream TTLs are whole seconds: 1.5 s becomes 2 s.
+	l, err := s.AcquireTMLock(ctx, "wc", "tm", 1500*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.TTL() != 2*time.Second || l.Topology() != "wc" || l.Owner() != "tm" {
+		t.Errorf("lock %s/%s ttl %s, want wc/tm 2s", l.Topology(), l.Owner(), l.TTL())
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,202 @@
+package statemgr
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// DefaultTenant is the tenant used when Options.Tenant is empty.
+const DefaultTenant = "default"
+
+// Errors returned (wrapped, with the topology, key or digest named) by Store
+// methods. Test with errors.Is.
+var (
+	// ErrNotFound: the topology, plan, state, artifact or blob does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrExists: CreateTopology found a topology of that name.
+	ErrExists = errors.New("already exists")
+	// ErrConflict: an optimistic-concurrency write found a newer revision
+	// than the one it expected; re-read and retry.
+	ErrConflict = errors.New("revision conflict")
+	// ErrLocked: another owner holds the topology manager lock.
+	ErrLocked = errors.New("locked")
+	// ErrLockLost: the lock expired or was taken or deleted since this holder
+	// last refreshed it.
+	ErrLockLost = errors.New("lock lost")
+	// ErrInvalid: a name, state or TTL argument is malformed.
+	ErrInvalid = errors.New("invalid argument")
+)
+
+// Bucket kinds; the bucket (stream) name is "ardea_<tenant>_<kind>". Kinds
+// contain no '_', so distinct (tenant, kind) pairs never share a name.
+const (
+	kindTopologies = "topologies"
+	kindPlans      = "plans"
+	kindState      = "state"
+	kindTMLock     = "tmlock"
+	kindArtifacts  = "artifacts"
+	kindHandoff    = "handoff"
+)
+
+// lockMarkerTTL is how long the server keeps the delete marker it writes
+// when a lock entry expires (JetStream "limit marker"). It must be set for
+// per-key TTLs to be allowed at all; its length only bounds how long the
+// marker occupies the bucket.
+const lockMarkerTTL = time.Minute
+
+// Options configures Open.
+type Options struct {
+	// Tenant namespaces every bucket: letters, digits, '_' and '-'.
+	// Default DefaultTenant.
+	Tenant string
+	// Logger receives debug lines about bucket setup and lock hand-overs.
+	// Nil discards them.
+	Logger *slog.Logger
+}
+
+// Store is the state manager of one tenant. All methods are safe for
+// concurrent use, also from several processes on the same NATS server: the
+// server orders the writes and the revision checks make the read-modify-write
+// operations atomic.
+type Store struct {
+	tenant string
+	log    *slog.Logger
+	js     jetstream.JetStream
+
+	topologies jetstream.KeyValue
+	plans      jetstream.KeyValue
+	states     jetstream.KeyValue
+	locks      jetstream.KeyValue
+	artifacts  jetstream.ObjectStore
+	handoff    jetstream.ObjectStore
+}
+
+// Open connects the state manager of opts.Tenant to the JetStream-enabled
+// server behind nc, creating its buckets if they are missing. Open is
+// idempotent and safe when several processes call it concurrently (JetStream
+// treats creating a stream with an identical configuration as a no-op). The
+// Store does not own nc; closing nc ends the Store.
+func Open(ctx context.Context, nc *nats.Conn, opts Options) (*Store, error) {
+	tenant := opts.Tenant
+	if tenant == "" {
+		tenant = DefaultTenant
+	}
+	if !validName(tenant) {
+		return nil, fmt.Errorf("statemgr: tenant %s: %w", nameProblem(tenant), ErrInvalid)
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("statemgr: tenant %q: %w", tenant, err)
+	}
+	s := &Store{tenant: tenant, log: log.With("tenant", tenant), js: js}
+
+	kvs := []struct {
+		kind string
+		dst  *jetstream.KeyValue
+		desc string
+		mtt  time.Duration
+	}{
+		{kindTopologies, &s.topologies, "Ardea topology definitions, key <topology>", 0},
+		{kindPlans, &s.plans, "Ardea packing and physical plans, keys <topology>.packing and <topology>.physical", 0},
+		{kindState, &s.states, "Ardea execution state, key <topology>", 0},
+		{kindTMLock, &s.locks, "Ardea topology manager locks (per-key TTL), key <topology>", lockMarkerTTL},
+	}
+	for _, b := range kvs {
+		kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket:         s.bucket(b.kind),
+			Description:    b.desc,
+			History:        1,
+			Storage:        jetstream.FileStorage,
+			LimitMarkerTTL: b.mtt,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("statemgr: tenant %q: key-value bucket %s: %w", tenant, s.bucket(b.kind), err)
+		}
+		*b.dst = kv
+	}
+	objs := []struct {
+		kind string
+		dst  *jetstream.ObjectStore
+		desc string
+	}{
+		{kindArtifacts, &s.artifacts, "Ardea artifacts (.wasm modules), object name <sha256 hex>"},
+		{kindHandoff, &s.handoff, "Ardea key-group state handoff, object name <topology>/<component>/<epoch>/<key group>"},
+	}
+	for _, b := range objs {
+		os, err := js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
+			Bucket:      s.bucket(b.kind),
+			Description: b.desc,
+			Storage:     jetstream.FileStorage,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("statemgr: tenant %q: object store %s: %w", tenant, s.bucket(b.kind), err)
+		}
+		*b.dst = os
+	}
+	s.log.Debug("state manager open", "buckets", s.Buckets())
+	return s, nil
+}
+
+// Tenant returns the tenant this Store serves.
+func (s *Store) Tenant() string { return s.tenant }
+
+// Buckets returns the names of the JetStream buckets (KV buckets and object
+// stores) of this tenant, for diagnostics and tooling.
+func (s *Store) Buckets() []string {
+	kinds := []string{kindTopologies, kindPlans, kindState, kindTMLock, kindArtifacts, kindHandoff}
+	out := make([]string, len(kinds))
+	for i, k := range kinds {
+		out[i] = s.bucket(k)
+	}
+	return out
+}
+
+func (s *Store) bucket(kind string) string { return "ardea_" + s.tenant + "_" + kind }
+
+// validName mirrors the topology validator's rule (names end up in NATS
+// subjects and KV keys): letters, digits, '_' and '-'.
+func validName(s string) bool {
+	if s == "" || len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		b := s[i]
+		if !(b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || b == '_' || b == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+func nameProblem(s string) string {
+	switch {
+	case s == "":
+		return "must not be empty"
+	case len(s) > 128:
+		return fmt.Sprintf("%.20q... is longer than 128 bytes", s)
+	}
+	return fmt.Sprintf("%q contains characters other than letters, digits, '_' and '-'", s)
+}
+
+func checkTopologyName(name string) error {
+	if !validName(name) {
+		return fmt.Errorf("statemgr: topology name %s: %w", nameProblem(name), ErrInvalid)
+	}
+	return nil
+}
+
+// notFound reports whether err means the KV key or object is absent.
+func notFound(err error) bool {
+	return errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) ||
+		errors.Is(err, jetstream.ErrObjectNotFound)
+}

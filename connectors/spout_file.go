@@ -52,8 +52,8 @@ type fileSpout struct {
 	stream uint16
 	f      *os.File
 	r      *bufio.Reader
-	line   int64  // 0-based number of the next line to read
-	off    int64  // byte offset of the next line
+	line   int64 // 0-based number of the next line to read
+	off    int64 // byte offset of the next line
 	state  component.State
 	posKey []byte // state key of the read position
 	long   []byte // assembles lines longer than the read buffer

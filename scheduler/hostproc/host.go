@@ -459,4 +459,3 @@ func decodeGroup(b []byte) (map[string][]byte, error) {
 	}
 	return m, nil
 }
-

@@ -278,7 +278,9 @@ func (s Spec) Validate(component string, cfg map[string]string) error {
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(cfg)) {
-		if _, known := s.Field(k); known || strings.HasPrefix(k, "topology.") {
+		// topology.* overrides and resources.* (packing, checked by
+		// scheduler/packing) apply to every component.
+		if _, known := s.Field(k); known || strings.HasPrefix(k, "topology.") || strings.HasPrefix(k, "resources.") {
 			continue
 		}
 		hint := ""

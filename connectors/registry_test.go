@@ -48,7 +48,7 @@ func TestSpecsOrderAndJSON(t *testing.T) {
 
 func TestSpecValidate(t *testing.T) {
 	spec, _ := Lookup(KindSpout, "generator")
-	if err := spec.Validate("gen", map[string]string{"rate": "2.5", "count": "10", "seed": "-3", "topology.tick.tuple.freq.ms": "5"}); err != nil {
+	if err := spec.Validate("gen", map[string]string{"rate": "2.5", "count": "10", "seed": "-3", "topology.tick.tuple.freq.ms": "5", "resources.ram": "2GiB"}); err != nil {
 		t.Errorf("valid config: %v", err)
 	}
 	err := spec.Validate("gen", map[string]string{"rate": "-1", "count": "ten", "sed": "1", "zzz": "", "seed": "1.5"})

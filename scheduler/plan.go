@@ -11,6 +11,7 @@ import (
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/internal/plan"
 	"github.com/ardea-dev/ardea/internal/tuple"
+	"github.com/ardea-dev/ardea/scheduler/packing"
 )
 
 // DefaultTenant is the tenant of topologies submitted without one.
@@ -149,4 +150,40 @@ func ContainerTasks(p *plan.Plan, container int) []uint32 {
 		}
 	}
 	return out
+}
+
+// PackPlan packs a topology with the algorithm and resources its config
+// names (scheduler/packing, docs/packing.md) and builds its physical plan.
+// When the topology does not set topology.packing.containers, round robin
+// uses defaultContainers (at most one per instance).
+func PackPlan(t *ardea.Topology, defaultContainers int) (*plan.Plan, *packing.Plan, error) {
+	req, err := packing.FromTopology(t)
+	if err != nil {
+		return nil, nil, err
+	}
+	n := 0
+	for _, c := range t.Components {
+		n += c.Parallelism
+	}
+	if _, set := t.Config[packing.KeyContainers]; !set {
+		// topology.containers is accepted as a short alias.
+		if v, ok := t.Config["topology.containers"]; ok {
+			c, err := strconv.Atoi(v)
+			if err != nil || c < 1 {
+				return nil, nil, fmt.Errorf("topology %s: topology.containers %q: want a positive integer", t.Name, v)
+			}
+			defaultContainers = c
+		}
+		req.Settings.Containers = max(1, min(defaultContainers, n))
+	}
+	pp, err := packing.Pack(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	assign := pp.Assignment()
+	p, err := BuildPlan(t, len(pp.Containers), func(*plan.Plan, int) []int { return assign })
+	if err != nil {
+		return nil, nil, err
+	}
+	return p, pp, nil
 }

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -27,6 +28,7 @@ import (
 	"github.com/ardea-dev/ardea/scheduler"
 	"github.com/ardea-dev/ardea/scheduler/hostproc"
 	"github.com/ardea-dev/ardea/scheduler/local"
+	"github.com/ardea-dev/ardea/scheduler/packing"
 )
 
 func defaultDataDir() string {
@@ -225,47 +227,19 @@ func submission(ctx context.Context, g *globalFlags, t *ardea.Topology, name str
 }
 
 func printDryRun(w io.Writer, t *ardea.Topology, format string) error {
+	if !slices.Contains(packing.Formats, format) {
+		return usageError{fmt.Errorf("--format %q: want %s", format, strings.Join(packing.Formats, " or "))}
+	}
 	n := 0
 	for _, c := range t.Components {
 		n += c.Parallelism
 	}
-	containers := max(1, (n+3)/4)
-	if v, ok := t.Config["topology.containers"]; ok {
-		c, err := strconv.Atoi(v)
-		if err != nil || c < 1 {
-			return fmt.Errorf("topology %s: topology.containers %q: want a positive integer", t.Name, v)
-		}
-		containers = c
-	}
-	p, err := scheduler.BuildPlan(t, min(containers, n), scheduler.RoundRobin)
+	// The daemon's default: one container per four instances.
+	_, pp, err := scheduler.PackPlan(t, (n+3)/4)
 	if err != nil {
 		return err
 	}
-	type row struct {
-		Container int      `json:"container"`
-		Instances []string `json:"instances"`
-	}
-	var rows []row
-	for c := 1; c <= p.Containers; c++ {
-		r := row{Container: c}
-		for _, id := range scheduler.ContainerTasks(p, c) {
-			task := p.Tasks[id]
-			r.Instances = append(r.Instances, fmt.Sprintf("%s/%d", p.Components[task.Component].Name, task.Index))
-		}
-		rows = append(rows, r)
-	}
-	switch format {
-	case "json":
-		return json.NewEncoder(w).Encode(map[string]any{"topology": t.Name, "algorithm": "round_robin", "containers": rows})
-	case "table":
-		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "CONTAINER\tINSTANCES")
-		for _, r := range rows {
-			fmt.Fprintf(tw, "%d\t%s\n", r.Container, strings.Join(r.Instances, " "))
-		}
-		return tw.Flush()
-	}
-	return usageError{fmt.Errorf("--format %q: want table or json", format)}
+	return packing.Format(w, pp, format)
 }
 
 func newListCmd() *cobra.Command {

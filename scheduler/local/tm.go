@@ -457,13 +457,11 @@ func validateStored() ardea.ValidateOptions {
 	return ardea.ValidateOptions{SkipModuleCheck: true, Builtins: connectors.Outputs, BuiltinConfig: connectors.ValidateConfig}
 }
 
-// buildPlanContainers packs top into at most n containers (round robin).
+// buildPlanContainers repacks top after a parallelism change: round robin
+// keeps the container count n (unless the topology sets its own).
 func buildPlanContainers(top *ardea.Topology, n int) (*plan.Plan, error) {
-	total := 0
-	for _, c := range top.Components {
-		total += c.Parallelism
-	}
-	return scheduler.BuildPlan(top, min(n, total), scheduler.RoundRobin)
+	p, _, err := scheduler.PackPlan(top, n)
+	return p, err
 }
 
 // parseSpec reads a stored topology.
@@ -479,21 +477,14 @@ func parseSpec(name string, spec []byte) (*ardea.Topology, error) {
 	return top, nil
 }
 
-// buildPlan packs a topology: topology.containers (default: one container
-// per 4 instances, at least 1) with round robin.
+// buildPlan packs a topology with its packing settings (docs/packing.md);
+// round robin without topology.packing.containers gets one container per
+// four instances.
 func buildPlan(top *ardea.Topology) (*plan.Plan, error) {
 	n := 0
 	for _, c := range top.Components {
 		n += c.Parallelism
 	}
-	containers := max(1, (n+3)/4)
-	if v, ok := top.Config["topology.containers"]; ok {
-		c, err := strconv.Atoi(v)
-		if err != nil || c < 1 {
-			return nil, fmt.Errorf("topology %s: topology.containers %q: want a positive integer", top.Name, v)
-		}
-		containers = c
-	}
-	containers = min(containers, n)
-	return scheduler.BuildPlan(top, containers, scheduler.RoundRobin)
+	p, _, err := scheduler.PackPlan(top, (n+3)/4)
+	return p, err
 }

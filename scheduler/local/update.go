@@ -113,6 +113,11 @@ func (t *tm) update(ctx context.Context, parallelism map[string]int) error {
 			t.log.Warn("stop container no longer in the plan", "container", c, "err", err)
 		}
 	}
+	for c := doc.Plan.Containers + 1; c <= p.Containers; c++ {
+		if err := t.launch(ctx, c); err != nil {
+			return err
+		}
+	}
 	// 4. Resume.
 	if err := t.waitContainers(ctx, resumeTimeout, "run the new plan", func(h ctl.Heartbeat) bool {
 		return h.PlanRevision == rev && (h.State == ctl.HostRunning || h.State == ctl.HostFinished)

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -19,9 +20,10 @@ func newBenchCmd(g *globalFlags) *cobra.Command {
 		Short: "Measure end-to-end throughput and latency of built-in benchmark topologies",
 	}
 	var (
-		o      bench.WordCountOptions
-		asJSON bool
-		noHalf bool
+		o         bench.WordCountOptions
+		asJSON    bool
+		noHalf    bool
+		localMode bool
 	)
 	wc := &cobra.Command{
 		Use:   "wordcount",
@@ -41,6 +43,28 @@ again at half the measured peak rate and reports its latency (half_rate).`,
 			}
 			if !slices.Contains(wordcount.Languages, o.Lang) {
 				return usageError{fmt.Errorf("--lang %q: want one of %s", o.Lang, strings.Join(wordcount.Languages, ", "))}
+			}
+			if localMode {
+				exe, err := os.Executable()
+				if err != nil {
+					return err
+				}
+				res, err := bench.WordCountLocal(cmd.Context(), bench.LocalOptions{
+					Duration: o.Duration, Warmup: o.Warmup, Containers: o.Containers, Lang: o.Lang,
+					HostPath: exe, HostArgs: []string{"--log-format", "json", "--log-level", "info", "host"}, Logger: log,
+				})
+				if err != nil {
+					return err
+				}
+				w := cmd.OutOrStdout()
+				if asJSON {
+					return json.NewEncoder(w).Encode(res)
+				}
+				fmt.Fprintf(w, "word count in %s through ardea local, %d container processes, %s measured after %s warmup\n",
+					res.Lang, res.Containers, o.Duration, o.Warmup)
+				fmt.Fprintf(w, "  ardea local (wasm + NATS, host processes): %12.0f words/s\n", res.TuplesPerSec)
+				fmt.Fprintf(w, "  kill -9 of a container to tuples flowing again: %.2f s\n", res.RecoverySec)
+				return nil
 			}
 			o.Logger, o.CacheDir, o.HalfRate = log, g.cacheDir, !noHalf
 			res, err := bench.WordCount(cmd.Context(), o)
@@ -70,6 +94,7 @@ again at half the measured peak rate and reports its latency (half_rate).`,
 	wc.Flags().IntVar(&o.Split, "split", 1, "split parallelism")
 	wc.Flags().IntVar(&o.Count, "count", 2, "count parallelism")
 	wc.Flags().StringVar(&o.Lang, "lang", "go", "language of the split and count modules: "+strings.Join(wordcount.Languages, ", "))
+	wc.Flags().BoolVar(&localMode, "local", false, "run through a real daemon (ardea local) and host processes; also measures recovery after kill -9 of a container")
 	wc.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
 	wc.Flags().BoolVar(&noHalf, "no-half-rate", false, "skip the half-peak-rate latency phase")
 	cmd.AddCommand(wc)

@@ -404,6 +404,11 @@ func (t *tm) status() Status {
 			cs.PID, cs.Process, cs.Restarts, cs.LastError = ps.PID, ps.State, ps.Restarts, ps.LastError
 		}
 		hb, ok := t.hbs[c]
+		if ok && cs.PID != 0 && hb.PID != cs.PID {
+			// The last heartbeat came from a process that has since
+			// died; its counters are not this process's.
+			hb, ok = ctl.Heartbeat{}, false
+		}
 		if ok {
 			cs.Host = hb.State
 			cs.LastSeen = time.Since(hb.Time).Round(time.Millisecond).String() + " ago"

@@ -228,10 +228,13 @@ func (h *proc) replan(ctx context.Context, u statemgr.PlanUpdate) error {
 	if err != nil {
 		return err
 	}
-	if h.cur != nil && doc.HandoffEpoch == h.doc.HandoffEpoch && samePlan(doc.Plan, h.cur.plan) {
+	if (h.cur != nil || h.state == ctl.HostFinished) && h.doc.Plan != nil &&
+		doc.HandoffEpoch == h.doc.HandoffEpoch && samePlan(doc.Plan, h.doc.Plan) {
 		// Only the activation changed (activate/deactivate): no restart.
 		h.doc, h.planRev, h.active = doc, u.Revision, doc.Active
-		h.cur.c.SetActive(doc.Active)
+		if h.cur != nil {
+			h.cur.c.SetActive(doc.Active)
+		}
 		h.heartbeat()
 		return nil
 	}

@@ -325,6 +325,8 @@ func printStatus(w io.Writer, st local.Status) {
 			}
 			if c.LastError != "" {
 				fmt.Fprintf(tw, "  \t\t\t\t\tlast error: %s\n", firstLine(c.LastError))
+			} else if c.LastExit != "" {
+				fmt.Fprintf(tw, "  \t\t\t\t\tprevious process: %s\n", c.LastExit)
 			}
 		}
 		tw.Flush()

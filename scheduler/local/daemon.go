@@ -19,6 +19,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -107,7 +108,7 @@ func Start(ctx context.Context, o Options) (*Daemon, error) {
 		return nil, err
 	}
 	d.sup = launcher.New(launcher.Options{Logger: log, LogDir: filepath.Join(o.DataDir, "logs"),
-		MaxRestarts: o.MaxRestarts, Backoff: o.Backoff})
+		MaxRestarts: o.MaxRestarts, Backoff: o.Backoff, OnChange: d.onProcess})
 	d.http = &http.Server{Handler: d.routes(), ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := d.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -181,6 +182,21 @@ func (d *Daemon) Close(ctx context.Context) error {
 		d.srv.Shutdown()
 	}
 	return errors.Join(errs...)
+}
+
+// onProcess marks a topology FAILED when the supervisor gives up on one of
+// its containers.
+func (d *Daemon) onProcess(ps launcher.ProcessStatus) {
+	if ps.State != launcher.StateFailed {
+		return
+	}
+	name, _, ok := strings.Cut(ps.ID, "/container-")
+	if !ok {
+		return
+	}
+	if t, err := d.get(name); err == nil {
+		go t.failed(ps)
+	}
 }
 
 func (d *Daemon) get(name string) (*tm, error) {

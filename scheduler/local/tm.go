@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -200,6 +201,48 @@ func (t *tm) finish() {
 	t.log.Info("topology finished")
 }
 
+// failed records FAILED when a container keeps crashing.
+func (t *tm) failed(ps launcher.ProcessStatus) {
+	t.opMu.Lock()
+	defer t.opMu.Unlock()
+	t.mu.Lock()
+	if t.state != StateRunning && t.state != StatePaused {
+		t.mu.Unlock()
+		return
+	}
+	msg := fmt.Sprintf("%s keeps failing (%d restarts, last %s)", ps.ID, ps.Restarts, ps.LastExit)
+	if e := lastLine(ps.LastError); e != "" {
+		msg += ": " + e
+	}
+	t.state, t.message = StateFailed, msg
+	t.mu.Unlock()
+	t.log.Error("topology failed", "reason", msg)
+	if _, err := t.d.store.SetState(context.Background(), t.name, statemgr.ExecState{State: StateFailed, Message: msg, Updated: time.Now()}); err != nil {
+		t.log.Error("record FAILED", "err", err)
+	}
+}
+
+// lastLine is the most telling line of a stderr tail: the last error a
+// host logged, else the last line that is not a JSON log record.
+func lastLine(tail string) string {
+	lines := strings.Split(strings.TrimSpace(tail), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		var rec struct {
+			Level string `json:"level"`
+			Err   string `json:"err"`
+		}
+		if json.Unmarshal([]byte(lines[i]), &rec) == nil && rec.Level == "ERROR" && rec.Err != "" {
+			return rec.Err
+		}
+	}
+	for i := len(lines) - 1; i >= 0; i-- {
+		if l := strings.TrimSpace(lines[i]); l != "" && !strings.HasPrefix(l, "{") {
+			return l
+		}
+	}
+	return ""
+}
+
 func (t *tm) stopContainers(ctx context.Context) {
 	t.mu.Lock()
 	n := t.doc.Plan.Containers
@@ -371,6 +414,7 @@ type ContainerStatus struct {
 	Process   string           `json:"process"` // supervisor state
 	Host      string           `json:"host"`    // heartbeat state
 	Restarts  int              `json:"restarts"`
+	LastExit  string           `json:"last_exit,omitempty"` // how the previous process ended
 	LastError string           `json:"last_error,omitempty"`
 	LastSeen  string           `json:"last_seen,omitempty"`
 	Instances []InstanceStatus `json:"instances"`
@@ -401,7 +445,8 @@ func (t *tm) status() Status {
 	for c := 1; c <= p.Containers; c++ {
 		cs := ContainerStatus{ID: c}
 		if ps, ok := t.d.sup.Status(t.procID(c)); ok {
-			cs.PID, cs.Process, cs.Restarts, cs.LastError = ps.PID, ps.State, ps.Restarts, ps.LastError
+			cs.PID, cs.Process, cs.Restarts, cs.LastExit = ps.PID, ps.State, ps.Restarts, ps.LastExit
+			cs.LastError = lastLine(ps.LastError)
 		}
 		hb, ok := t.hbs[c]
 		if ok && cs.PID != 0 && hb.PID != cs.PID {

@@ -25,6 +25,7 @@ import (
 
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/connectors"
+	"github.com/ardea-dev/ardea/host"
 	"github.com/ardea-dev/ardea/scheduler"
 	"github.com/ardea-dev/ardea/scheduler/hostproc"
 	"github.com/ardea-dev/ardea/scheduler/local"
@@ -194,6 +195,13 @@ func submission(ctx context.Context, g *globalFlags, t *ardea.Topology, name str
 		cache = scheduler.DefaultCacheDir()
 	}
 	var b scheduler.Builder
+	// Compiling each module here refuses a bad one (not wasm, a forbidden
+	// import, a WASI command, missing exports) before anything starts.
+	rt, err := host.NewRuntime(ctx, host.Config{CacheDir: filepath.Join(cache, "wazero")})
+	if err != nil {
+		return req, err
+	}
+	defer rt.Close(context.Background())
 	out := t.Clone()
 	out.Name = name
 	for _, c := range out.Components {
@@ -213,6 +221,9 @@ func submission(ctx context.Context, g *globalFlags, t *ardea.Topology, name str
 		}
 		data, err := os.ReadFile(path)
 		if err != nil {
+			return req, fmt.Errorf("component %s: %w", c.Name, err)
+		}
+		if _, err := rt.CompileBytes(ctx, path, data); err != nil {
 			return req, fmt.Errorf("component %s: %w", c.Name, err)
 		}
 		req.Modules[c.Name] = data

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -38,6 +39,18 @@ func helperEnviron() []string {
 		env = append(env, "GORACE=atexit_sleep_ms=0")
 	}
 	return env
+}
+
+// mainPdeathsig is the parent-death signal of the main thread. The kernel
+// keeps it per thread (threads created later have none), and init runs
+// locked to the main thread, the one the exec'd child started on.
+var mainPdeathsig int32
+
+func init() {
+	const prGetPdeathsig = 2
+	if os.Getenv("ARDEA_LAUNCHER_HELPER") == "1" {
+		_, _, _ = syscall.RawSyscall(syscall.SYS_PRCTL, prGetPdeathsig, uintptr(unsafe.Pointer(&mainPdeathsig)), 0)
+	}
 }
 
 // TestHelperProcess is not a test: it is the child process the other tests
@@ -81,7 +94,7 @@ func TestHelperProcess(t *testing.T) {
 		fmt.Printf("args=%s\n", strings.Join(args[1:], ","))
 		fmt.Printf("cwd=%s\n", wd)
 		fmt.Printf("x=%s\n", os.Getenv("ARDEA_TEST_X"))
-		fmt.Fprintf(os.Stderr, "pid=%d\n", os.Getpid())
+		fmt.Printf("pid=%d\n", os.Getpid()) // last: once seen, all is read
 		block()
 	case "exit":
 		code, _ := strconv.Atoi(args[1])
@@ -138,17 +151,17 @@ func TestHelperProcess(t *testing.T) {
 		fmt.Println("ready")
 		block()
 	case "pdeathsig":
-		var sig int32
-		const prGetPdeathsig = 2
-		if _, _, e := syscall.RawSyscall(syscall.SYS_PRCTL, prGetPdeathsig, uintptr(unsafe.Pointer(&sig)), 0); e != 0 {
-			panic(e)
-		}
-		fmt.Printf("pdeathsig=%d\n", sig)
+		fmt.Printf("pdeathsig=%d\n", mainPdeathsig)
 		block()
 	case "supervise":
 		s := New(Options{LogDir: args[1]})
 		if err := s.Start(context.Background(), helperSpec("c", "sleep")); err != nil {
 			panic(err)
+		}
+		// The child must be done writing: once this process dies, a write to
+		// its closed pipes would kill it by SIGPIPE, not by Pdeathsig.
+		for !slices.Contains(s.Tail("c", 0), "ready") {
+			time.Sleep(5 * time.Millisecond)
 		}
 		st, _ := s.Status("c")
 		fmt.Printf("child=%d\n", st.PID)

@@ -409,6 +409,7 @@ func TestStartErrors(t *testing.T) {
 func TestNoOrphansAfterStopAllAndClose(t *testing.T) {
 	ctx := context.Background()
 	s := New(Options{LogDir: t.TempDir(), Backoff: BackoffPolicy{Initial: time.Hour}})
+	t.Cleanup(func() { _ = s.Close(ctx) }) // on failure; a no-op after Close
 	var pids []int
 	for i := range 2 {
 		id := fmt.Sprintf("t/c%d", i)
@@ -425,17 +426,15 @@ func TestNoOrphansAfterStopAllAndClose(t *testing.T) {
 	}
 	gc := tailInt(t, s, "t/exit", "grandchild")
 	waitState(t, s, "t/exit", StateBackoff)
-	if alive(gc) {
-		t.Fatalf("grandchild %d of an exited process is alive", gc)
-	}
+	// SIGKILL was sent before BACKOFF; dying takes the kernel a moment.
+	waitFor(t, fmt.Sprintf("grandchild %d of an exited process to die", gc), func() bool { return !alive(gc) })
 
 	if err := s.StopAll(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// Leaders are reaped by StopAll; their groups got SIGKILL.
 	for _, pid := range pids {
-		if alive(pid) {
-			t.Errorf("pid %d alive after StopAll", pid)
-		}
+		waitFor(t, fmt.Sprintf("pid %d to die after StopAll", pid), func() bool { return !alive(pid) })
 	}
 	for _, st := range s.List() {
 		if st.State != StateStopped {
@@ -481,31 +480,55 @@ func TestNoOrphanAfterSupervisorKilled(t *testing.T) {
 	waitFor(t, fmt.Sprintf("child %d to die with its supervisor", child), func() bool { return !alive(child) })
 }
 
-// Pdeathsig follows the thread that forked the child. Starting from a
-// goroutine whose locked thread then exits must not kill the child.
-func TestChildSurvivesCallerThreadExit(t *testing.T) {
+// Pdeathsig follows the thread that forked the child, and the Go runtime
+// ends a thread whenever a goroutine exits while locked to it. Neither the
+// caller's thread nor any other thread ending may kill the child.
+func TestChildSurvivesThreadExits(t *testing.T) {
 	ctx := context.Background()
 	s := newSup(t, Options{GracePeriod: time.Second})
-	tid := make(chan int, 1)
 	errc := make(chan error, 1)
+	tids := make(chan int, 1)
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
-		tid <- syscall.Gettid()
+		tids <- syscall.Gettid()
 		errc <- s.Start(ctx, helperSpec("p", "pdeathsig"))
 	}()
 	if err := <-errc; err != nil {
 		t.Fatal(err)
 	}
-	task := fmt.Sprintf("/proc/self/task/%d", <-tid)
-	waitFor(t, "caller thread to exit", func() bool {
-		_, err := os.Stat(task)
-		return errors.Is(err, os.ErrNotExist)
+	ended := []int{<-tids}
+	// Churn: end threads that ran the supervisor's goroutines, in bursts so
+	// that each burst holds several threads at once.
+	for range 10 {
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for range 4 {
+			wg.Go(func() {
+				runtime.LockOSThread()
+				<-start
+				tids <- syscall.Gettid()
+			})
+		}
+		close(start)
+		for range 4 {
+			ended = append(ended, <-tids)
+		}
+		wg.Wait()
+	}
+	waitFor(t, "locked threads to exit", func() bool {
+		for _, tid := range ended {
+			// The runtime parks (never ends) the main thread, tid == pid.
+			if _, err := os.Stat(fmt.Sprintf("/proc/self/task/%d", tid)); tid != os.Getpid() && !errors.Is(err, os.ErrNotExist) {
+				return false
+			}
+		}
+		return true
 	})
 	if sig := tailInt(t, s, "p", "pdeathsig"); sig != int(syscall.SIGKILL) {
 		t.Fatalf("child pdeathsig %d, want SIGKILL", sig)
 	}
-	// Had the thread's exit sent SIGKILL, it is pending or done by now,
-	// and the run would end "signal: killed" instead of by our SIGTERM.
+	// Had a thread's exit sent SIGKILL, it is pending or done by now, and
+	// the run would end "signal: killed" instead of by our SIGTERM.
 	if err := s.Stop(ctx, "p"); err != nil {
 		t.Fatal(err)
 	}

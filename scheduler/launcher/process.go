@@ -222,7 +222,7 @@ func (s *Supervisor) terminate(p *proc, r *run) {
 	case ex = <-r.exited:
 	case <-grace.C:
 		s.log.Warn("process ignored SIGTERM, killing", "id", p.id, "pid", r.pid, "grace", s.opts.GracePeriod)
-		// removed
+		signalGroup(r.pid, syscall.SIGKILL)
 		ex = <-r.exited
 	}
 	s.log.Info("process stopped", "id", p.id, "pid", r.pid, "exit", ex.status)
@@ -291,7 +291,7 @@ func (s *Supervisor) spawn(p *proc, spec ProcessSpec) (*run, error) {
 	go func() {
 		werr := cmd.Wait()
 		// Whatever the leader left in its group dies with it.
-		// removed
+		signalGroup(r.pid, syscall.SIGKILL)
 		drained := make(chan struct{})
 		go func() { readers.Wait(); close(drained) }()
 		select {

@@ -188,6 +188,12 @@ func runSpout(ctx context.Context, t *Task) (err error) {
 					return err
 				}
 				wasActive = false
+				// What the spout emitted before it paused must not wait
+				// for the next activation: a paused topology drains (a
+				// live rescale hands off state only once it has).
+				if err := flush(ctx, t, out, true); err != nil {
+					return err
+				}
 			}
 			select {
 			case <-ctx.Done():

@@ -64,6 +64,9 @@ type proc struct {
 	runDone    chan error
 	commands   chan ctl.Command
 	finishedAt time.Time
+	// final holds the instances' last counters once the container has
+	// finished, so status still shows what its tasks did.
+	final *ctl.Heartbeat
 }
 
 // running is the container currently running and how to stop it.
@@ -158,6 +161,10 @@ func Run(ctx context.Context, o Options) error {
 				return err
 			}
 		case err := <-done:
+			if err == nil {
+				h.final = &ctl.Heartbeat{}
+				h.counters(h.final, ctl.HostFinished)
+			}
 			h.cur.c.Close()
 			h.cur.cancel()
 			h.cur = nil
@@ -262,7 +269,7 @@ func (h *proc) replan(ctx context.Context, u statemgr.PlanUpdate) error {
 	}
 	r := &running{c: c, cancel: cancel, done: make(chan error, 1), plan: doc.Plan}
 	go func() { r.done <- c.Run(runCtx) }()
-	h.cur = r
+	h.cur, h.final = r, nil
 	h.state = ctl.HostRunning
 	h.log.Info("running plan", "revision", u.Revision, "tasks", len(scheduler.ContainerTasks(doc.Plan, h.o.Container)),
 		"active", doc.Active, "handoff_epoch", doc.HandoffEpoch)
@@ -390,25 +397,11 @@ func (h *proc) heartbeat() {
 		Container: h.o.Container, PID: os.Getpid(), PlanRevision: h.planRev, State: h.state,
 		Active: h.active, Error: h.lastErr, HandoffDone: h.handedOff, Time: time.Now(),
 	}
-	if r := h.cur; r != nil {
-		p := r.plan
-		sm := r.c.StreamManager()
-		for _, id := range scheduler.ContainerTasks(p, h.o.Container) {
-			t := p.Tasks[id]
-			in := ctl.Instance{Task: id, Component: p.Components[t.Component].Name, Index: t.Index, State: h.state}
-			ob := sm.Outbox(id).Stats()
-			for _, n := range ob.Emitted {
-				in.Emitted += n
-			}
-			hb.TuplesSent += ob.TuplesSent
-			if ib := sm.Inbox(id); ib != nil {
-				st := ib.Stats()
-				in.Executed = st.TuplesReceived
-				hb.TuplesReceived += st.TuplesReceived
-				hb.HeldBytes += st.LocalHeldBytes + st.RemoteHeldBytes
-			}
-			hb.Instances = append(hb.Instances, in)
-		}
+	switch {
+	case h.cur != nil:
+		h.counters(&hb, h.state)
+	case h.final != nil && h.state == ctl.HostFinished:
+		hb.Instances, hb.TuplesSent, hb.TuplesReceived = h.final.Instances, h.final.TuplesSent, h.final.TuplesReceived
 	}
 	b, err := json.Marshal(hb)
 	if err != nil {
@@ -416,6 +409,29 @@ func (h *proc) heartbeat() {
 	}
 	if err := h.nc.Publish(ctl.HeartbeatSubject(h.o.Tenant, h.o.Topology), b); err != nil {
 		h.log.Warn("heartbeat not sent", "err", err)
+	}
+}
+
+// counters adds the running container's instances and tuple counters to
+// hb, each instance in state.
+func (h *proc) counters(hb *ctl.Heartbeat, state string) {
+	p := h.cur.plan
+	sm := h.cur.c.StreamManager()
+	for _, id := range scheduler.ContainerTasks(p, h.o.Container) {
+		t := p.Tasks[id]
+		in := ctl.Instance{Task: id, Component: p.Components[t.Component].Name, Index: t.Index, State: state}
+		ob := sm.Outbox(id).Stats()
+		for _, n := range ob.Emitted {
+			in.Emitted += n
+		}
+		hb.TuplesSent += ob.TuplesSent
+		if ib := sm.Inbox(id); ib != nil {
+			st := ib.Stats()
+			in.Executed = st.TuplesReceived
+			hb.TuplesReceived += st.TuplesReceived
+			hb.HeldBytes += st.LocalHeldBytes + st.RemoteHeldBytes
+		}
+		hb.Instances = append(hb.Instances, in)
 	}
 }
 

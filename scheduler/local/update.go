@@ -162,20 +162,31 @@ func (t *tm) waitQuiescent(ctx context.Context, since time.Time) error {
 	stable := 0
 	for {
 		t.mu.Lock()
-		n := t.doc.Plan.Containers
+		n, state := t.doc.Plan.Containers, t.state
 		var sent, recv int64
-		ok := true
+		ok, resend := true, false
 		for c := 1; c <= n; c++ {
 			h, seen := t.hbs[c]
 			if !seen || !h.Time.After(since) || h.Active || h.HeldBytes != 0 ||
 				(h.State != ctl.HostRunning && h.State != ctl.HostFinished) {
 				ok = false
-				break
 			}
+			// Still active a heartbeat after the deactivation: the host
+			// missed it (commands are not stored; it was still starting,
+			// or it restarted).
+			resend = resend || seen && h.Active && h.Time.After(since.Add(ctl.HeartbeatInterval))
 			sent += h.TuplesSent
 			recv += h.TuplesReceived
 		}
 		t.mu.Unlock()
+		if state != StateRunning && state != StatePaused {
+			return fmt.Errorf("%w: cannot update topology %s: it is %s", ErrBadState, t.name, state)
+		}
+		if resend {
+			if err := t.command(ctl.Command{Op: ctl.OpDeactivate}); err != nil {
+				return err
+			}
+		}
 		// Counters are per process (a restarted container starts from
 		// zero), so quiescence is "nothing held and nothing moving", not
 		// "sent == received".

@@ -1,0 +1,403 @@
+//go:build linux
+
+package main
+
+// Helpers of the cluster-mode integration tests (cluster_test.go): an
+// `ardea local` subprocess, a guarded CLI runner, and polling on
+// `ardea status --json`.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ardea-dev/ardea/scheduler/ctl"
+	"github.com/ardea-dev/ardea/scheduler/local"
+)
+
+// clusterDaemon is an `ardea local` subprocess.
+type clusterDaemon struct {
+	cmd     *exec.Cmd
+	server  string // host:port of the API
+	dataDir string
+	logPath string
+	exited  chan struct{} // closed once the process has been waited for
+}
+
+// startDaemon starts `ardea local` on dataDir with an API port picked by
+// the kernel, and learns the port from its first stdout line.
+func startDaemon(t *testing.T, dataDir string) *clusterDaemon {
+	t.Helper()
+	logf, err := os.CreateTemp(t.TempDir(), "daemon-*.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(ardeaBin, "--cache-dir", cacheDir(t), "local", "--data-dir", dataDir, "--listen", "127.0.0.1:0")
+	cmd.Stderr = logf
+	// If the test binary dies (a go test timeout), the daemon stops too,
+	// and it takes its containers with it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	d := &clusterDaemon{cmd: cmd, dataDir: dataDir, logPath: logf.Name(), exited: make(chan struct{})}
+	urls := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if rest, ok := strings.CutPrefix(sc.Text(), "ardea local: API "); ok {
+				if f := strings.Fields(rest); len(f) > 0 {
+					select {
+					case urls <- f[0]:
+					default:
+					}
+				}
+			}
+		}
+		_ = cmd.Wait() // after the last read of the pipe, as exec requires
+		logf.Close()
+		close(d.exited)
+	}()
+	t.Cleanup(func() {
+		if t.Failed() {
+			d.dumpLogs(t)
+		}
+		d.stop(t)
+	})
+	select {
+	case u := <-urls:
+		d.server = strings.TrimPrefix(u, "http://")
+	case <-d.exited:
+		t.Fatalf("ardea local exited before serving: %s", readTail(d.logPath, 4000))
+	case <-time.After(30 * time.Second):
+		t.Fatalf("ardea local did not print its API address within 30s: %s", readTail(d.logPath, 4000))
+	}
+	return d
+}
+
+// stop sends SIGTERM and waits for the daemon to exit (SIGKILL after a
+// generous guard).
+func (d *clusterDaemon) stop(t *testing.T) {
+	t.Helper()
+	select {
+	case <-d.exited:
+		return
+	default:
+	}
+	_ = d.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-d.exited:
+	case <-time.After(45 * time.Second):
+		_ = d.cmd.Process.Kill()
+		<-d.exited
+		t.Errorf("ardea local did not stop within 45s of SIGTERM")
+	}
+}
+
+// sigkill kills the daemon with SIGKILL and waits for it.
+func (d *clusterDaemon) sigkill(t *testing.T) {
+	t.Helper()
+	if err := d.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-d.exited
+}
+
+func (d *clusterDaemon) dumpLogs(t *testing.T) {
+	t.Logf("daemon log (tail):\n%s", readTail(d.logPath, 3000))
+	logs, _ := filepath.Glob(filepath.Join(d.dataDir, "logs", "*"))
+	for _, l := range logs {
+		t.Logf("%s (tail):\n%s", filepath.Base(l), readTail(l, 2000))
+	}
+}
+
+func readTail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return string(b)
+}
+
+// cliGuard bounds one CLI command: a guard against a hang, far above
+// what any command here takes.
+const cliGuard = 3 * time.Minute
+
+// cli is runArdea with a guard: a command still running after cliGuard is
+// killed and fails the test.
+func cli(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), cliGuard)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, ardeaBin, append([]string{"--cache-dir", cacheDir(t)}, args...)...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("ardea %s: still running after %v", strings.Join(args, " "), cliGuard)
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode(), out.String(), errb.String()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return 0, out.String(), errb.String()
+}
+
+// ok runs a CLI command against the daemon and fails the test unless it
+// exits 0; it returns stdout.
+func (d *clusterDaemon) ok(t *testing.T, args ...string) string {
+	t.Helper()
+	code, out, errOut := cli(t, append(args, "--server", d.server)...)
+	if code != 0 {
+		t.Fatalf("ardea %s: exit %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), code, out, errOut)
+	}
+	return out
+}
+
+// status is `ardea status NAME --json`.
+func (d *clusterDaemon) status(t *testing.T, name string) local.Status {
+	t.Helper()
+	var st local.Status
+	if err := json.Unmarshal([]byte(d.ok(t, "status", name, "--json")), &st); err != nil {
+		t.Fatalf("status %s: %v", name, err)
+	}
+	return st
+}
+
+// waitFor polls cond until it holds; limit is only a failure guard.
+func waitFor(t *testing.T, limit time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		ok, detail := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v (last seen: %s)", what, limit, detail)
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}
+
+// alive reports whether pid is a live process (a zombie is dead: after the
+// daemon is SIGKILLed its children are reparented and may stay unreaped).
+func alive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 || i+2 >= len(s) {
+		return false
+	}
+	return s[i+2] != 'Z' && s[i+2] != 'X'
+}
+
+func hostPIDs(st local.Status) []int {
+	var pids []int
+	for _, c := range st.Containers {
+		pids = append(pids, c.PID)
+	}
+	return pids
+}
+
+// instance finds component/index in a status.
+func instance(st local.Status, name string) (local.InstanceStatus, local.ContainerStatus) {
+	for _, c := range st.Containers {
+		for _, in := range c.Instances {
+			if in.Name == name {
+				return in, c
+			}
+		}
+	}
+	return local.InstanceStatus{}, local.ContainerStatus{}
+}
+
+// allRunning reports whether every container's process and host run the
+// current plan and every instance reports RUNNING.
+func allRunning(st local.Status) (bool, string) {
+	if st.State != local.StateRunning || len(st.Containers) == 0 {
+		return false, "state " + st.State
+	}
+	for _, c := range st.Containers {
+		if c.Process != "RUNNING" || c.Host != ctl.HostRunning || !alive(c.PID) {
+			return false, fmt.Sprintf("container %d: pid %d process %s host %s", c.ID, c.PID, c.Process, c.Host)
+		}
+		for _, in := range c.Instances {
+			if in.State != ctl.HostRunning {
+				return false, fmt.Sprintf("%s is %s", in.Name, in.State)
+			}
+		}
+	}
+	return true, ""
+}
+
+// heartbeats estimates when each container's latest heartbeat was sent,
+// from the status's "last seen ... ago".
+func heartbeats(st local.Status, readAt time.Time) map[int]time.Time {
+	at := map[int]time.Time{}
+	for _, cs := range st.Containers {
+		if d, err := time.ParseDuration(strings.TrimSuffix(cs.LastSeen, " ago")); err == nil {
+			at[cs.ID] = readAt.Add(-d)
+		}
+	}
+	return at
+}
+
+// nextHeartbeats polls until every container has sent a heartbeat newer
+// than the one in after (nil: any), and returns that status and the
+// heartbeats' times. Counters of a status read this way are all newer
+// than those of the status that gave after.
+func (d *clusterDaemon) nextHeartbeats(t *testing.T, name string, after map[int]time.Time) (local.Status, map[int]time.Time) {
+	t.Helper()
+	var st local.Status
+	var at map[int]time.Time
+	waitFor(t, 10*time.Second, "a new heartbeat of every container", func() (bool, string) {
+		now := time.Now()
+		st = d.status(t, name)
+		at = heartbeats(st, now)
+		for _, c := range st.Containers {
+			// Heartbeats are ctl.HeartbeatInterval apart; the estimate
+			// jitters by the CLI's latency, far less than half an interval.
+			if a, ok := at[c.ID]; !ok || a.Sub(after[c.ID]) <= ctl.HeartbeatInterval/2 {
+				return false, fmt.Sprintf("container %d last seen %q", c.ID, c.LastSeen)
+			}
+		}
+		return true, ""
+	})
+	return st, at
+}
+
+// waitGrowing waits until the counter read by f exceeds its value in from.
+func (d *clusterDaemon) waitGrowing(t *testing.T, name, what string, from int64, f func(local.Status) int64) int64 {
+	t.Helper()
+	var v int64
+	waitFor(t, 30*time.Second, what+" growing past "+strconv.FormatInt(from, 10), func() (bool, string) {
+		v = f(d.status(t, name))
+		return v > from, strconv.FormatInt(v, 10)
+	})
+	return v
+}
+
+func emitted(name string) func(local.Status) int64 {
+	return func(st local.Status) int64 { in, _ := instance(st, name); return in.Emitted }
+}
+
+func executed(name string) func(local.Status) int64 {
+	return func(st local.Status) int64 { in, _ := instance(st, name); return in.Executed }
+}
+
+func fileSize(path string) int64 {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return -1
+	}
+	return fi.Size()
+}
+
+// writeWords writes lines of perLine random words from a vocabulary of
+// vocab words and returns the reference count (strings.Fields semantics).
+func writeWords(t *testing.T, path string, lines, perLine, vocab int) map[string]int64 {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := bufio.NewWriter(f)
+	r := rand.New(rand.NewPCG(1, 2))
+	var line strings.Builder
+	for range lines {
+		line.Reset()
+		for j := range perLine {
+			if j > 0 {
+				line.WriteString([]string{" ", "  ", "\t"}[r.IntN(3)])
+			}
+			fmt.Fprintf(&line, "w%d", r.IntN(vocab))
+		}
+		w.WriteString(line.String())
+		w.WriteByte('\n')
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int64{}
+	for _, l := range strings.Split(string(b), "\n") {
+		for _, w := range strings.Fields(l) {
+			want[w]++
+		}
+	}
+	return want
+}
+
+// lastCounts reads a word<TAB>count file: the last line per word holds its
+// count.
+func lastCounts(t *testing.T, path string) map[string]int64 {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for i, l := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+		w, n, ok := strings.Cut(l, "\t")
+		v, err := strconv.ParseInt(n, 10, 64)
+		if !ok || err != nil {
+			t.Fatalf("%s line %d: %q is not word<TAB>count", path, i+1, l)
+		}
+		got[w] = v
+	}
+	return got
+}
+
+// planRunningAt finds, in a host's JSON log, when it first started running
+// a plan after since.
+func planRunningAt(logPath string, since time.Time) (time.Time, bool) {
+	b, err := os.ReadFile(logPath)
+	if err != nil {
+		return time.Time{}, false
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		var rec struct {
+			Time time.Time `json:"time"`
+			Msg  string    `json:"msg"`
+		}
+		if json.Unmarshal([]byte(l), &rec) == nil && rec.Msg == "running plan" && rec.Time.After(since) {
+			return rec.Time, true
+		}
+	}
+	return time.Time{}, false
+}

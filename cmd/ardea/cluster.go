@@ -161,6 +161,13 @@ nothing.`,
 			if dryRun {
 				return printDryRun(cmd.OutOrStdout(), t, format)
 			}
+			// Ask the daemon first: no point building and uploading modules
+			// for a name that exists or a daemon that is not there.
+			if _, err := cf.client().Status(cmd.Context(), name); err == nil {
+				return fmt.Errorf("topology %s already exists (kill it first, or submit with another --name)", name)
+			} else if !local.NotFound(err) {
+				return err
+			}
 			req, err := submission(cmd.Context(), g, t, name)
 			if err != nil {
 				return err

@@ -106,7 +106,7 @@ func (d *Daemon) handleList(w http.ResponseWriter, r *http.Request) {
 func (d *Daemon) handleSubmit(w http.ResponseWriter, r *http.Request) {
 	var req SubmitRequest
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<30)).Decode(&req); err != nil {
-		writeErr(w, fmt.Errorf("%w: submit: %v", ErrBadRequest, err))
+		writeErr(w, newErr(ErrBadRequest, "submit: %v", err))
 		return
 	}
 	if err := d.Submit(r.Context(), req); err != nil {
@@ -123,9 +123,12 @@ func (d *Daemon) handleSubmit(w http.ResponseWriter, r *http.Request) {
 
 // Submit stores a topology and its modules and starts its topology manager.
 func (d *Daemon) Submit(ctx context.Context, req SubmitRequest) error {
+	if _, err := d.store.GetTopology(ctx, req.Name); err == nil {
+		return newErr(ErrExists, "topology %s already exists (kill it first, or submit with another --name)", req.Name)
+	}
 	top, err := parseSpec(req.Name, []byte(req.Spec))
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrBadRequest, err)
+		return newErr(ErrBadRequest, "%v", err)
 	}
 	if top.Name != req.Name {
 		top.Name = req.Name
@@ -137,7 +140,7 @@ func (d *Daemon) Submit(ctx context.Context, req SubmitRequest) error {
 		}
 		data, ok := req.Modules[c.Name]
 		if !ok {
-			return fmt.Errorf("%w: component %s: no module uploaded", ErrBadRequest, c.Name)
+			return newErr(ErrBadRequest, "component %s: no module uploaded", c.Name)
 		}
 		sha, err := d.store.PutArtifact(ctx, c.Name+".wasm", data)
 		if err != nil {
@@ -150,11 +153,13 @@ func (d *Daemon) Submit(ctx context.Context, req SubmitRequest) error {
 		return err
 	}
 	if _, err := buildPlan(top); err != nil {
-		return fmt.Errorf("%w: %v", ErrBadRequest, err)
+		return newErr(ErrBadRequest, "%v", err)
 	}
 	if _, err := d.store.CreateTopology(ctx, statemgr.Topology{
 		Name: req.Name, Spec: spec, Modules: mods, SubmittedAt: time.Now(), SubmittedBy: req.By,
-	}); err != nil {
+	}); errors.Is(err, statemgr.ErrExists) {
+		return newErr(ErrExists, "topology %s already exists (kill it first, or submit with another --name)", req.Name)
+	} else if err != nil {
 		return err
 	}
 	state := StateRunning
@@ -181,7 +186,7 @@ func (d *Daemon) handleStatus(w http.ResponseWriter, r *http.Request) {
 	// Not managed now: a finished, failed or killed-but-kept topology.
 	st, err := d.store.GetState(r.Context(), name)
 	if err != nil {
-		writeErr(w, fmt.Errorf("%w: no topology named %q", ErrNotFound, name))
+		writeErr(w, newErr(ErrNotFound, "no topology named %q", name))
 		return
 	}
 	writeJSON(w, http.StatusOK, Status{Name: name, State: st.State, Message: st.Message})
@@ -192,7 +197,7 @@ func (d *Daemon) handleAction(w http.ResponseWriter, r *http.Request) {
 	t, err := d.get(name)
 	if err != nil {
 		if _, serr := d.store.GetState(r.Context(), name); serr == nil {
-			err = fmt.Errorf("%w: topology %s is not running (it finished, failed or was killed)", ErrBadState, name)
+			err = newErr(ErrBadState, "topology %s is not running (it finished, failed or was killed)", name)
 		}
 		writeErr(w, err)
 		return
@@ -212,7 +217,7 @@ func (d *Daemon) handleAction(w http.ResponseWriter, r *http.Request) {
 		c := 0
 		if v := r.URL.Query().Get("container"); v != "" {
 			if c, err = strconv.Atoi(v); err != nil {
-				err = fmt.Errorf("%w: container %q", ErrBadRequest, v)
+				err = newErr(ErrBadRequest, "container %q", v)
 			}
 		}
 		if err == nil {
@@ -221,12 +226,12 @@ func (d *Daemon) handleAction(w http.ResponseWriter, r *http.Request) {
 	case "update":
 		var req UpdateRequest
 		if err = json.NewDecoder(r.Body).Decode(&req); err != nil {
-			err = fmt.Errorf("%w: update: %v", ErrBadRequest, err)
+			err = newErr(ErrBadRequest, "update: %v", err)
 		} else {
 			err = t.update(ctx, req.Parallelism)
 		}
 	default:
-		err = fmt.Errorf("%w: unknown action %q (activate, deactivate, kill, restart, update)", ErrNotFound, action)
+		err = newErr(ErrNotFound, "unknown action %q (activate, deactivate, kill, restart, update)", action)
 	}
 	if err != nil {
 		writeErr(w, err)
@@ -252,7 +257,7 @@ func (d *Daemon) handleLogs(w http.ResponseWriter, r *http.Request) {
 	lines := 200
 	if v := q.Get("lines"); v != "" {
 		if lines, err = strconv.Atoi(v); err != nil || lines < 1 {
-			writeErr(w, fmt.Errorf("%w: lines %q", ErrBadRequest, v))
+			writeErr(w, newErr(ErrBadRequest, "lines %q", v))
 			return
 		}
 	}
@@ -264,7 +269,7 @@ func (d *Daemon) handleLogs(w http.ResponseWriter, r *http.Request) {
 		if hasIdx {
 			i, err := strconv.Atoi(idx)
 			if err != nil {
-				writeErr(w, fmt.Errorf("%w: instance %q: want component/index", ErrBadRequest, inst))
+				writeErr(w, newErr(ErrBadRequest, "instance %q: want component/index", inst))
 				return
 			}
 			c, id, err := t.containerOf(comp, i)
@@ -281,7 +286,7 @@ func (d *Daemon) handleLogs(w http.ResponseWriter, r *http.Request) {
 	if v := q.Get("container"); v != "" {
 		c, err := strconv.Atoi(v)
 		if err != nil {
-			writeErr(w, fmt.Errorf("%w: container %q", ErrBadRequest, v))
+			writeErr(w, newErr(ErrBadRequest, "container %q", v))
 			return
 		}
 		containers = []int{c}

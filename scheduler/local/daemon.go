@@ -204,7 +204,7 @@ func (d *Daemon) get(name string) (*tm, error) {
 	defer d.mu.Unlock()
 	t, ok := d.tms[name]
 	if !ok {
-		return nil, fmt.Errorf("%w: no running topology named %q", ErrNotFound, name)
+		return nil, newErr(ErrNotFound, "no running topology named %q", name)
 	}
 	return t, nil
 }
@@ -216,3 +216,17 @@ var (
 	ErrBadRequest = errors.New("bad request")
 	ErrBadState   = errors.New("not possible in this state")
 )
+
+// apiErr is an error of one of the kinds above whose text is only its
+// message (the kind picks the HTTP status; it is not repeated to users).
+type apiErr struct {
+	kind error
+	msg  string
+}
+
+func (e *apiErr) Error() string { return e.msg }
+func (e *apiErr) Unwrap() error { return e.kind }
+
+func newErr(kind error, format string, args ...any) error {
+	return &apiErr{kind: kind, msg: fmt.Sprintf(format, args...)}
+}

@@ -299,7 +299,7 @@ func (t *tm) setActive(ctx context.Context, on bool) error {
 	doc := t.doc
 	t.mu.Unlock()
 	if state != StateRunning && state != StatePaused {
-		return fmt.Errorf("%w: topology %s is %s", ErrBadState, t.name, state)
+		return newErr(ErrBadState, "topology %s is %s", t.name, state)
 	}
 	want := StatePaused
 	op := ctl.OpDeactivate
@@ -374,7 +374,7 @@ func (t *tm) restart(ctx context.Context, container int) error {
 	n := t.doc.Plan.Containers
 	t.mu.Unlock()
 	if container < 0 || container > n {
-		return fmt.Errorf("%w: topology %s has containers 1..%d, not %d", ErrBadRequest, t.name, n, container)
+		return newErr(ErrBadRequest, "topology %s has containers 1..%d, not %d", t.name, n, container)
 	}
 	for c := 1; c <= n; c++ {
 		if container != 0 && c != container {
@@ -488,7 +488,7 @@ func (t *tm) containerOf(component string, index int) (int, uint32, error) {
 			continue
 		}
 		if index < 0 || index >= len(c.Tasks) {
-			return 0, 0, fmt.Errorf("%w: component %s has instances 0..%d, not %d", ErrBadRequest, component, len(c.Tasks)-1, index)
+			return 0, 0, newErr(ErrBadRequest, "component %s has instances 0..%d, not %d", component, len(c.Tasks)-1, index)
 		}
 		id := c.Tasks[index]
 		return p.Tasks[id].Container, id, nil
@@ -498,7 +498,7 @@ func (t *tm) containerOf(component string, index int) (int, uint32, error) {
 		names = append(names, c.Name)
 	}
 	sort.Strings(names)
-	return 0, 0, fmt.Errorf("%w: topology %s has no component %q (components: %v)", ErrBadRequest, t.name, component, names)
+	return 0, 0, newErr(ErrBadRequest, "topology %s has no component %q (components: %v)", t.name, component, names)
 }
 
 // validateStored validates a stored topology: its modules are artifacts,

@@ -37,7 +37,7 @@ const (
 // stateful components at all, but not yet without a pause.
 func (t *tm) update(ctx context.Context, parallelism map[string]int) error {
 	if len(parallelism) == 0 {
-		return fmt.Errorf("%w: update: no --component-parallelism given", ErrBadRequest)
+		return newErr(ErrBadRequest, "update: no --component-parallelism given")
 	}
 	t.opMu.Lock()
 	defer t.opMu.Unlock()
@@ -45,7 +45,7 @@ func (t *tm) update(ctx context.Context, parallelism map[string]int) error {
 	state, top, doc := t.state, t.top.Clone(), t.doc
 	t.mu.Unlock()
 	if state != StateRunning && state != StatePaused {
-		return fmt.Errorf("%w: cannot update topology %s: it is %s", ErrBadState, t.name, state)
+		return newErr(ErrBadState, "cannot update topology %s: it is %s", t.name, state)
 	}
 	names := make([]string, 0, len(parallelism))
 	for name := range parallelism {
@@ -55,16 +55,16 @@ func (t *tm) update(ctx context.Context, parallelism map[string]int) error {
 	for _, name := range names {
 		c := top.Component(name)
 		if c == nil {
-			return fmt.Errorf("%w: update topology %s: no component %q", ErrBadRequest, t.name, name)
+			return newErr(ErrBadRequest, "update topology %s: no component %q", t.name, name)
 		}
 		c.Parallelism = parallelism[name]
 	}
 	if err := top.Validate(validateStored()); err != nil {
-		return fmt.Errorf("%w: update topology %s: %v", ErrBadRequest, t.name, err)
+		return newErr(ErrBadRequest, "update topology %s: %v", t.name, err)
 	}
 	p, err := buildPlanContainers(top, doc.Plan.Containers)
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrBadRequest, err)
+		return newErr(ErrBadRequest, "%v", err)
 	}
 	t.setMessage("updating: " + describe(parallelism))
 	defer t.setMessage("")
@@ -180,7 +180,7 @@ func (t *tm) waitQuiescent(ctx context.Context, since time.Time) error {
 		}
 		t.mu.Unlock()
 		if state != StateRunning && state != StatePaused {
-			return fmt.Errorf("%w: cannot update topology %s: it is %s", ErrBadState, t.name, state)
+			return newErr(ErrBadState, "cannot update topology %s: it is %s", t.name, state)
 		}
 		if resend {
 			if err := t.command(ctl.Command{Op: ctl.OpDeactivate}); err != nil {

@@ -7,6 +7,7 @@ package main
 // real CLI (--server). Conditions are polled (waitFor), never slept on.
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -184,6 +185,40 @@ func TestClusterLifecycle(t *testing.T) {
 		}
 		d.waitGrowing(t, "wc", "sink out/0 executed after the restart", from, executed("out/0"))
 		t.Logf("kill -9 to sink executing new tuples: %v", time.Since(killed).Round(time.Millisecond))
+	})
+
+	t.Run("logs, restart and dry run", func(t *testing.T) {
+		logs := d.ok(t, "logs", "wc", "count/1")
+		lines := strings.Split(strings.TrimSpace(logs), "\n")
+		if !strings.Contains(logs, `"msg":"instance started"`) {
+			t.Errorf("logs of count/1 lack its start line:\n%s", logs)
+		}
+		for _, l := range lines {
+			if !strings.Contains(l, `"component":"count"`) {
+				t.Errorf("logs of count/1 hold another component's line: %s", l)
+			}
+		}
+		if code, _, errOut := cli(t, "logs", "wc", "nosuch/0", "--server", d.server); code != 1 || !strings.Contains(errOut, "nosuch") {
+			t.Errorf("logs of an unknown component: exit %d, %q", code, errOut)
+		}
+		before := d.status(t, "wc").Containers[0]
+		d.ok(t, "restart", "wc", "--container", "1")
+		waitFor(t, 30*time.Second, "container 1 runs in a new process after restart", func() (bool, string) {
+			c := d.status(t, "wc").Containers[0]
+			return c.PID != 0 && c.PID != before.PID && c.Host == "RUNNING", fmt.Sprintf("pid %d host %s", c.PID, c.Host)
+		})
+		var plan struct {
+			Containers []struct {
+				Instances []json.RawMessage `json:"instances"`
+			} `json:"containers"`
+		}
+		out := d.ok(t, "submit", endless, "--dry-run", "--format", "json", "--set", "topology.packing.containers=3")
+		if err := json.Unmarshal([]byte(out), &plan); err != nil || len(plan.Containers) != 3 {
+			t.Errorf("dry run: %v, %d containers, want 3:\n%s", err, len(plan.Containers), out)
+		}
+		if st := d.status(t, "wc"); len(st.Containers) != 2 {
+			t.Errorf("the dry run changed the running topology: %d containers", len(st.Containers))
+		}
 	})
 
 	t.Run("daemon restart resumes", func(t *testing.T) {

@@ -267,6 +267,10 @@ func (h *proc) replan(ctx context.Context, u statemgr.PlanUpdate) error {
 		cancel()
 		return err
 	}
+	for _, id := range scheduler.ContainerTasks(doc.Plan, h.o.Container) {
+		t := doc.Plan.Tasks[id]
+		h.log.Info("instance started", "component", doc.Plan.Components[t.Component].Name, "task", id, "index", t.Index)
+	}
 	r := &running{c: c, cancel: cancel, done: make(chan error, 1), plan: doc.Plan}
 	go func() { r.done <- c.Run(runCtx) }()
 	h.cur, h.final = r, nil

@@ -1,0 +1,163 @@
+package local_test
+
+// The daemon in this process (so that -race sees its topology managers,
+// heartbeat handling and API) with real `ardea host` processes built from
+// cmd/ardea.
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ardea-dev/ardea"
+	"github.com/ardea-dev/ardea/examples/wordcount"
+	"github.com/ardea-dev/ardea/scheduler/local"
+)
+
+var ardeaBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "ardea-local-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	ardeaBin = filepath.Join(dir, "ardea")
+	out, err := exec.Command("go", "build", "-o", ardeaBin, "github.com/ardea-dev/ardea/cmd/ardea").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "build ardea: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func startDaemon(t *testing.T) (*local.Daemon, *local.Client) {
+	t.Helper()
+	d, err := local.Start(context.Background(), local.Options{
+		DataDir: t.TempDir(), Listen: "127.0.0.1:0", HostPath: ardeaBin,
+		HostArgs: []string{"--log-format", "json", "--log-level", "info", "host"}, MaxRestarts: 2,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := d.Close(ctx); err != nil {
+			t.Errorf("close daemon: %v", err)
+		}
+	})
+	return d, local.NewClient(d.URL())
+}
+
+func waitState(t *testing.T, c *local.Client, name, want string) local.Status {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		st, err := c.Status(context.Background(), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.State == want {
+			return st
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("topology %s is %s (%s), want %s", name, st.State, st.Message, want)
+		}
+		time.Sleep(20 * time.Millisecond) // polling interval, not a correctness wait
+	}
+}
+
+// TestFiniteWordCountThroughDaemon submits the word count deactivated,
+// activates it, waits for FINISHED and checks every count.
+func TestFiniteWordCountThroughDaemon(t *testing.T) {
+	_, c := startDaemon(t)
+	dir := t.TempDir()
+	var lines []string
+	for i := range 3000 {
+		lines = append(lines, fmt.Sprintf("w%d common w%d\u00a0tail", i%97, i%13))
+	}
+	in := filepath.Join(dir, "in.txt")
+	if err := os.WriteFile(in, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "counts.tsv")
+	b := ardea.NewBuilder("wcf")
+	b.Set("topology.packing.containers", "2")
+	b.Spout("lines", "builtin:file").Config("path", in)
+	b.Bolt("split", "split.wasm").Parallelism(2).Shuffle("lines").Output("default", "word")
+	b.Bolt("count", "count.wasm").Parallelism(2).Fields("split", "word").Output("default", "word", "count")
+	b.Bolt("out", "builtin:file").Config("path", out).Fields("count", "word")
+	top, err := b.BuildWith(ardea.ValidateOptions{SkipModuleCheck: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := top.Format()
+	if err != nil {
+		t.Fatal(err)
+	}
+	split, count, err := wordcount.Modules("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	req := local.SubmitRequest{Name: "wcf", Spec: string(spec), Modules: map[string][]byte{"split": split, "count": count}, Deactivated: true}
+	st, err := c.Submit(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.State != local.StatePaused || len(st.Containers) != 2 {
+		t.Fatalf("after submit --deactivated: %s with %d containers", st.State, len(st.Containers))
+	}
+	if _, err := c.Submit(ctx, req); err == nil || !strings.Contains(err.Error(), "wcf already exists") {
+		t.Errorf("second submit: %v", err)
+	}
+	if _, err := c.Action(ctx, "wcf", "activate", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, c, "wcf", local.StateFinished)
+
+	want := wordcount.Reference(lines)
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	got := map[string]int64{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		w, n, _ := strings.Cut(sc.Text(), "\t")
+		v, err := strconv.ParseInt(n, 10, 64)
+		if err != nil {
+			t.Fatalf("bad line %q", sc.Text())
+		}
+		got[w] = max(got[w], v)
+	}
+	if len(got) != len(want) {
+		t.Errorf("%d words, want %d", len(got), len(want))
+	}
+	for w, n := range want {
+		if got[w] != n {
+			t.Errorf("word %q: %d, want %d", w, got[w], n)
+		}
+	}
+	if _, err := c.Action(ctx, "wcf", "activate", nil, nil); err == nil {
+		t.Error("activating a finished topology succeeded")
+	}
+	if _, err := c.Action(ctx, "wcf", "kill", url.Values{"keep": {"true"}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Status(ctx, "wcf"); !local.NotFound(err) {
+		t.Errorf("status after kill: %v", err)
+	}
+}

@@ -1,13 +1,11 @@
 package scheduler
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -64,28 +62,8 @@ func writeLines(t *testing.T, path string, lines []string) {
 // checking that each word's counts only increase.
 func readCounts(t *testing.T, path string) map[string]int64 {
 	t.Helper()
-	f, err := os.Open(path)
+	got, err := wordcount.ReadCounts(path, true)
 	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	got := map[string]int64{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		word, n, ok := strings.Cut(sc.Text(), "\t")
-		if !ok {
-			t.Fatalf("%s: line %q has no tab", path, sc.Text())
-		}
-		c, err := strconv.ParseInt(n, 10, 64)
-		if err != nil {
-			t.Fatalf("%s: line %q: %v", path, sc.Text(), err)
-		}
-		if c != got[word]+1 {
-			t.Fatalf("%s: word %q count went from %d to %d", path, word, got[word], c)
-		}
-		got[word] = c
-	}
-	if err := sc.Err(); err != nil {
 		t.Fatal(err)
 	}
 	return got

@@ -1,14 +1,12 @@
 package polyglot_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -23,20 +21,9 @@ import (
 
 func readTSV(t *testing.T, path string) map[string]int64 {
 	t.Helper()
-	f, err := os.Open(path)
+	got, err := wordcount.ReadCounts(path, false)
 	if err != nil {
 		t.Fatal(err)
-	}
-	defer f.Close()
-	got := map[string]int64{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		w, n, ok := strings.Cut(sc.Text(), "\t")
-		c, err := strconv.ParseInt(n, 10, 64)
-		if !ok || err != nil {
-			t.Fatalf("%s: bad line %q", path, sc.Text())
-		}
-		got[w] = max(got[w], c)
 	}
 	return got
 }

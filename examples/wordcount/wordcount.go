@@ -5,8 +5,11 @@
 package wordcount
 
 import (
+	"bufio"
 	"embed"
 	"fmt"
+	"os"
+	"strconv"
 	"strings"
 )
 
@@ -45,4 +48,34 @@ func Reference(lines []string) map[string]int64 {
 		}
 	}
 	return counts
+}
+
+// ReadCounts reads the word count's output (the file sink's tsv lines
+// "word<TAB>count") and returns each word's final count: the largest one
+// written. With strict set, each word's counts must go up by exactly one
+// from line to line (every change written once, in order).
+func ReadCounts(path string, strict bool) (map[string]int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	got := map[string]int64{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for line := 1; sc.Scan(); line++ {
+		word, n, ok := strings.Cut(sc.Text(), "\t")
+		c, err := strconv.ParseInt(n, 10, 64)
+		if !ok || err != nil {
+			return nil, fmt.Errorf("%s:%d: want word<TAB>count, got %q", path, line, sc.Text())
+		}
+		if strict && c != got[word]+1 {
+			return nil, fmt.Errorf("%s:%d: word %q count went from %d to %d", path, line, word, got[word], c)
+		}
+		got[word] = max(got[word], c)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return got, nil
 }

@@ -331,20 +331,24 @@ func printStatus(w io.Writer, st local.Status) {
 	if len(st.Containers) > 0 {
 		fmt.Fprintln(w, "\ncontainers:")
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "  CONTAINER\tPID\tPROCESS\tHOST\tRESTARTS\tINSTANCE\tTASK\tSTATE\tEMITTED\tEXECUTED")
+		fmt.Fprintln(tw, "  CONTAINER\tPID\tPROCESS\tHOST\tRESTARTS\tCPU\tRAM\tINSTANCE\tTASK\tSTATE\tEMITTED\tEXECUTED")
 		for _, c := range st.Containers {
+			cpu, ram := "-", "-"
+			if r := c.Resources; r != nil {
+				cpu, ram = packing.FormatCPU(r.CPU), packing.FormatBytes(r.RAM)
+			}
 			for i, in := range c.Instances {
 				if i == 0 {
-					fmt.Fprintf(tw, "  %d\t%d\t%s\t%s\t%d\t", c.ID, c.PID, c.Process, c.Host, c.Restarts)
+					fmt.Fprintf(tw, "  %d\t%d\t%s\t%s\t%d\t%s\t%s\t", c.ID, c.PID, c.Process, c.Host, c.Restarts, cpu, ram)
 				} else {
-					fmt.Fprint(tw, "  \t\t\t\t\t")
+					fmt.Fprint(tw, "  \t\t\t\t\t\t\t")
 				}
 				fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\n", in.Name, in.Task, in.State, in.Emitted, in.Executed)
 			}
 			if c.LastError != "" {
-				fmt.Fprintf(tw, "  \t\t\t\t\tlast error: %s\n", firstLine(c.LastError))
+				fmt.Fprintf(tw, "  \t\t\t\t\t\t\tlast error: %s\n", firstLine(c.LastError))
 			} else if c.LastExit != "" {
-				fmt.Fprintf(tw, "  \t\t\t\t\tprevious process: %s\n", c.LastExit)
+				fmt.Fprintf(tw, "  \t\t\t\t\t\t\tprevious process: %s\n", c.LastExit)
 			}
 		}
 		tw.Flush()

@@ -21,6 +21,7 @@ import (
 	"github.com/ardea-dev/ardea/scheduler"
 	"github.com/ardea-dev/ardea/scheduler/ctl"
 	"github.com/ardea-dev/ardea/scheduler/launcher"
+	"github.com/ardea-dev/ardea/scheduler/packing"
 	"github.com/ardea-dev/ardea/scheduler/statemgr"
 )
 
@@ -415,6 +416,9 @@ type ContainerStatus struct {
 	Host      string           `json:"host"`    // heartbeat state
 	Restarts  int              `json:"restarts"`
 	LastExit  string           `json:"last_exit,omitempty"` // how the previous process ended
+	// Resources the packing plan requests for the container (instances
+	// plus padding; docs/packing.md).
+	Resources *packing.Resources `json:"resources,omitempty"`
 	LastError string           `json:"last_error,omitempty"`
 	LastSeen  string           `json:"last_seen,omitempty"`
 	Instances []InstanceStatus `json:"instances"`
@@ -442,8 +446,18 @@ func (t *tm) status() Status {
 		st.Components = append(st.Components, cs)
 	}
 	p := t.doc.Plan
+	// Packing is deterministic: the same topology and container count give
+	// the plan in use.
+	var pp *packing.Plan
+	if _, packed, err := scheduler.PackPlan(t.top, p.Containers); err == nil && len(packed.Containers) == p.Containers {
+		pp = packed
+	}
 	for c := 1; c <= p.Containers; c++ {
 		cs := ContainerStatus{ID: c}
+		if pp != nil {
+			r := pp.Containers[c-1].Resources
+			cs.Resources = &r
+		}
 		if ps, ok := t.d.sup.Status(t.procID(c)); ok {
 			cs.PID, cs.Process, cs.Restarts, cs.LastExit = ps.PID, ps.State, ps.Restarts, ps.LastExit
 			cs.LastError = lastLine(ps.LastError)

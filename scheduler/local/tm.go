@@ -410,18 +410,18 @@ type ComponentStatus struct {
 
 // ContainerStatus is one container of the packing/physical plan.
 type ContainerStatus struct {
-	ID        int              `json:"id"`
-	PID       int              `json:"pid"`
-	Process   string           `json:"process"` // supervisor state
-	Host      string           `json:"host"`    // heartbeat state
-	Restarts  int              `json:"restarts"`
-	LastExit  string           `json:"last_exit,omitempty"` // how the previous process ended
+	ID       int    `json:"id"`
+	PID      int    `json:"pid"`
+	Process  string `json:"process"` // supervisor state
+	Host     string `json:"host"`    // heartbeat state
+	Restarts int    `json:"restarts"`
+	LastExit string `json:"last_exit,omitempty"` // how the previous process ended
 	// Resources the packing plan requests for the container (instances
 	// plus padding; docs/packing.md).
 	Resources *packing.Resources `json:"resources,omitempty"`
-	LastError string           `json:"last_error,omitempty"`
-	LastSeen  string           `json:"last_seen,omitempty"`
-	Instances []InstanceStatus `json:"instances"`
+	LastError string             `json:"last_error,omitempty"`
+	LastSeen  string             `json:"last_seen,omitempty"`
+	Instances []InstanceStatus   `json:"instances"`
 }
 
 // InstanceStatus is one task.

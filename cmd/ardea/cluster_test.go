@@ -289,6 +289,14 @@ func TestClusterLifecycle(t *testing.T) {
 			}
 			return true, ""
 		})
+		// A daemon started at once on the same data dir takes over the TM
+		// lock its killed predecessor still holds and resumes wc2.
+		d = startDaemon(t, dataDir)
+		waitFor(t, 60*time.Second, "wc2 resumed right after the daemon's SIGKILL", func() (bool, string) {
+			st = d.status(t, "wc2")
+			return allRunning(st)
+		})
+		d.ok(t, "kill", "wc2")
 	})
 }
 

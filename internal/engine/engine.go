@@ -182,6 +182,9 @@ func runSpout(ctx context.Context, t *Task) (err error) {
 	backoff := 50 * time.Microsecond
 	var timer *time.Timer
 	for ctx.Err() == nil {
+		// Take the change channel before reading the flag: an activation
+		// after the read (say, during the flush below) closes this one.
+		changed := t.changed()
 		if !t.active.Load() {
 			if wasActive {
 				if err := t.Spout.Deactivate(); err != nil {
@@ -198,7 +201,7 @@ func runSpout(ctx context.Context, t *Task) (err error) {
 			select {
 			case <-ctx.Done():
 				return nil
-			case <-t.changed():
+			case <-changed:
 			}
 			continue
 		}

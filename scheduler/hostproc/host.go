@@ -235,8 +235,11 @@ func (h *proc) replan(ctx context.Context, u statemgr.PlanUpdate) error {
 	if err != nil {
 		return err
 	}
+	// A running container that did not hand off keeps its tasks (and
+	// their state) when the plan is the same, whatever epoch it names (a
+	// rolled-back update).
 	if (h.cur != nil || h.state == ctl.HostFinished) && h.doc.Plan != nil &&
-		doc.HandoffEpoch == h.doc.HandoffEpoch && samePlan(doc.Plan, h.doc.Plan) {
+		(h.cur != nil || doc.HandoffEpoch == h.doc.HandoffEpoch) && samePlan(doc.Plan, h.doc.Plan) {
 		// Only the activation changed (activate/deactivate): no restart.
 		h.doc, h.planRev, h.active = doc, u.Revision, doc.Active
 		if h.cur != nil {

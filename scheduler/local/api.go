@@ -71,7 +71,7 @@ func writeErr(w http.ResponseWriter, err error) {
 		code = http.StatusConflict
 	case errors.Is(err, ErrBadRequest), errors.Is(err, statemgr.ErrInvalid):
 		code = http.StatusBadRequest
-	case errors.Is(err, ErrBadState):
+	case errors.Is(err, ErrBadState), errors.Is(err, statemgr.ErrLocked), errors.Is(err, statemgr.ErrConflict):
 		code = http.StatusConflict
 	}
 	writeJSON(w, code, apiError{Error: err.Error()})
@@ -196,6 +196,16 @@ func (d *Daemon) handleAction(w http.ResponseWriter, r *http.Request) {
 	name, action := r.PathValue("name"), r.PathValue("action")
 	t, err := d.get(name)
 	if err != nil {
+		if _, serr := d.store.GetState(r.Context(), name); serr == nil && action == "kill" {
+			// No topology manager: it finished or failed before a daemon
+			// restart. Killing it just removes it.
+			if err := d.removeStored(r.Context(), name, r.URL.Query().Get("keep") == "true"); err != nil {
+				writeErr(w, err)
+				return
+			}
+			writeJSON(w, http.StatusOK, Status{Name: name, State: StateKilled})
+			return
+		}
 		if _, serr := d.store.GetState(r.Context(), name); serr == nil {
 			err = newErr(ErrBadState, "topology %s is not running (it finished, failed or was killed)", name)
 		}

@@ -10,8 +10,6 @@ package local
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -81,9 +79,14 @@ func Start(ctx context.Context, o Options) (*Daemon, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	var idb [6]byte
-	_, _ = rand.Read(idb[:])
-	d := &Daemon{o: o, id: "daemon-" + hex.EncodeToString(idb[:]), log: log, tms: map[string]*tm{}}
+	// One daemon per data dir: an id stable across restarts lets a daemon
+	// take over the TM locks a killed predecessor still holds.
+	abs, err := filepath.Abs(o.DataDir)
+	if err != nil {
+		return nil, fmt.Errorf("local: data dir: %w", err)
+	}
+	hn, _ := os.Hostname()
+	d := &Daemon{o: o, id: "ardea-local@" + hn + ":" + abs, log: log, tms: map[string]*tm{}}
 	for _, dir := range []string{"nats", "logs", "cache"} {
 		if err := os.MkdirAll(filepath.Join(o.DataDir, dir), 0o755); err != nil {
 			return nil, fmt.Errorf("local: data dir: %w", err)

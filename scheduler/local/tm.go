@@ -136,6 +136,7 @@ func (t *tm) start(ctx context.Context, state string) error {
 	}
 	for c := 1; c <= doc.Plan.Containers; c++ {
 		if err := t.launch(ctx, c); err != nil {
+			t.stopContainers(ctx)
 			t.stopTM()
 			return err
 		}
@@ -193,6 +194,12 @@ func (t *tm) onHeartbeat(m *nats.Msg) {
 func (t *tm) finish() {
 	t.opMu.Lock()
 	defer t.opMu.Unlock()
+	t.mu.Lock()
+	late := t.state != StateFinished || t.stopping // killed meanwhile
+	t.mu.Unlock()
+	if late {
+		return
+	}
 	ctx := context.Background()
 	if _, err := t.d.store.SetState(ctx, t.name, statemgr.ExecState{State: StateFinished, Updated: time.Now(),
 		Message: "every spout finished its input and every tuple was processed"}); err != nil {
@@ -339,31 +346,8 @@ func (t *tm) kill(ctx context.Context, keep bool) error {
 	t.mu.Unlock()
 	t.stopContainers(ctx)
 	t.stopTM()
-	rec, err := t.d.store.GetTopology(ctx, t.name)
-	if err != nil {
+	if err := t.d.removeStored(ctx, t.name, keep); err != nil {
 		return err
-	}
-	if err := t.d.store.DeleteTopology(ctx, t.name); err != nil {
-		return err
-	}
-	if !keep {
-		inUse := map[string]bool{}
-		others, err := t.d.store.ListTopologies(ctx)
-		if err != nil {
-			return err
-		}
-		for _, o := range others {
-			for _, sha := range o.Modules {
-				inUse[sha] = true
-			}
-		}
-		for _, sha := range rec.Modules {
-			if !inUse[sha] {
-				if err := t.d.store.DeleteArtifact(ctx, sha); err != nil && !errors.Is(err, statemgr.ErrNotFound) {
-					t.log.Warn("delete artifact", "sha256", sha, "err", err)
-				}
-			}
-		}
 	}
 	t.log.Info("topology killed", "kept_artifacts", keep)
 	return nil
@@ -371,9 +355,14 @@ func (t *tm) kill(ctx context.Context, keep bool) error {
 
 // restart restarts one container (0: all).
 func (t *tm) restart(ctx context.Context, container int) error {
+	t.opMu.Lock() // not in the middle of an update's hand-off
+	defer t.opMu.Unlock()
 	t.mu.Lock()
-	n := t.doc.Plan.Containers
+	n, state := t.doc.Plan.Containers, t.state
 	t.mu.Unlock()
+	if state != StateRunning && state != StatePaused {
+		return newErr(ErrBadState, "cannot restart topology %s: it is %s", t.name, state)
+	}
 	if container < 0 || container > n {
 		return newErr(ErrBadRequest, "topology %s has containers 1..%d, not %d", t.name, n, container)
 	}
@@ -551,4 +540,38 @@ func buildPlan(top *ardea.Topology) (*plan.Plan, error) {
 	}
 	p, _, err := scheduler.PackPlan(top, (n+3)/4)
 	return p, err
+}
+
+// removeStored deletes a topology from the state manager, and its modules
+// unless keep or another topology uses them. Its TM and containers must be
+// stopped already (or never have run: a finished or failed topology after a
+// daemon restart).
+func (d *Daemon) removeStored(ctx context.Context, name string, keep bool) error {
+	rec, err := d.store.GetTopology(ctx, name)
+	if err != nil {
+		return err
+	}
+	if err := d.store.DeleteTopology(ctx, name); err != nil {
+		return err
+	}
+	if !keep {
+		inUse := map[string]bool{}
+		others, err := d.store.ListTopologies(ctx)
+		if err != nil {
+			return err
+		}
+		for _, o := range others {
+			for _, sha := range o.Modules {
+				inUse[sha] = true
+			}
+		}
+		for _, sha := range rec.Modules {
+			if !inUse[sha] {
+				if err := d.store.DeleteArtifact(ctx, sha); err != nil && !errors.Is(err, statemgr.ErrNotFound) {
+					d.log.Warn("delete artifact", "sha256", sha, "err", err)
+				}
+			}
+		}
+	}
+	return nil
 }

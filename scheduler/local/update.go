@@ -39,6 +39,10 @@ func (t *tm) update(ctx context.Context, parallelism map[string]int) error {
 	if len(parallelism) == 0 {
 		return newErr(ErrBadRequest, "update: no --component-parallelism given")
 	}
+	// Once started, the protocol finishes or rolls back whatever the
+	// client does (an interrupted `ardea update` must not leave the
+	// containers stopped).
+	ctx = context.WithoutCancel(ctx)
 	t.opMu.Lock()
 	defer t.opMu.Unlock()
 	t.mu.Lock()
@@ -81,29 +85,47 @@ func (t *tm) update(ctx context.Context, parallelism map[string]int) error {
 	}
 	// 2. Hand off.
 	epoch := uint64(time.Now().UnixNano())
+	// rollback republishes the old plan naming this epoch: containers that
+	// handed off reload their own key groups (ownership is unchanged), the
+	// others keep running (same plan, no restart).
+	rollback := func(err error) error {
+		old := doc
+		old.Active, old.HandoffEpoch = wasActive, epoch
+		if rev, perr := t.putPlan(ctx, old); perr == nil {
+			t.mu.Lock()
+			t.doc, t.planRev = old, rev
+			t.mu.Unlock()
+		} else {
+			t.log.Error("roll back a failed update", "err", perr)
+		}
+		_ = t.command(ctl.Command{Op: activateOp(wasActive)})
+		return fmt.Errorf("%w (rolled back to the previous plan)", err)
+	}
 	if err := t.command(ctl.Command{Op: ctl.OpHandoff, Epoch: epoch}); err != nil {
-		return err
+		return rollback(err)
 	}
 	if err := t.waitContainers(ctx, handoffTimeout, "hand off their state", func(h ctl.Heartbeat) bool { return h.HandoffDone == epoch }); err != nil {
-		return err
+		return rollback(err)
 	}
-	// 3. New plan and spec.
+	// 3. New plan, then the spec it came from.
 	spec, err := top.Format()
 	if err != nil {
-		return err
+		return rollback(err)
 	}
 	rec, err := t.d.store.GetTopology(ctx, t.name)
 	if err != nil {
-		return err
-	}
-	rec.Spec = spec
-	if _, err := t.d.store.UpdateTopology(ctx, rec, rec.Revision); err != nil {
-		return err
+		return rollback(err)
 	}
 	newDoc := ctl.PlanDoc{Plan: p, Active: wasActive, HandoffEpoch: epoch}
 	rev, err := t.putPlan(ctx, newDoc)
 	if err != nil {
-		return err
+		return rollback(err)
+	}
+	rec.Spec = spec
+	if _, err := t.d.store.UpdateTopology(ctx, rec, rec.Revision); err != nil {
+		// The plan in use is the new one; a stale spec only matters for a
+		// daemon restart, which re-reads the stored plan, not the spec.
+		t.log.Error("store the updated topology", "err", err)
 	}
 	t.mu.Lock()
 	t.top, t.doc, t.planRev = top, newDoc, rev
@@ -165,8 +187,12 @@ func (t *tm) waitQuiescent(ctx context.Context, since time.Time) error {
 		n, state := t.doc.Plan.Containers, t.state
 		var sent, recv int64
 		ok, resend := true, false
+		finished := 0
 		for c := 1; c <= n; c++ {
 			h, seen := t.hbs[c]
+			if seen && h.State == ctl.HostFinished {
+				finished = c
+			}
 			if !seen || !h.Time.After(since) || h.Active || h.HeldBytes != 0 ||
 				(h.State != ctl.HostRunning && h.State != ctl.HostFinished) {
 				ok = false
@@ -181,6 +207,11 @@ func (t *tm) waitQuiescent(ctx context.Context, since time.Time) error {
 		t.mu.Unlock()
 		if state != StateRunning && state != StatePaused {
 			return newErr(ErrBadState, "cannot update topology %s: it is %s", t.name, state)
+		}
+		if finished > 0 {
+			// Its tasks are gone and so is their state (a finite spout's
+			// read position): a re-plan would run them again.
+			return newErr(ErrBadState, "cannot update topology %s: container %d already finished its input", t.name, finished)
 		}
 		if resend {
 			if err := t.command(ctl.Command{Op: ctl.OpDeactivate}); err != nil {

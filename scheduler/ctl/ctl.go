@@ -48,10 +48,13 @@ type Heartbeat struct {
 	// Flow counters over the container's stream manager, for the TM's
 	// quiescence check: tuple copies sent by its outboxes, tuples received
 	// by its inboxes, and input still queued or being executed.
-	TuplesSent     int64     `json:"tuples_sent"`
-	TuplesReceived int64     `json:"tuples_received"`
-	HeldBytes      int64     `json:"held_bytes"`
-	Time           time.Time `json:"time"`
+	TuplesSent     int64 `json:"tuples_sent"`
+	TuplesReceived int64 `json:"tuples_received"`
+	HeldBytes      int64 `json:"held_bytes"`
+	// BlockedOutboxes counts tasks waiting to send (no credit or no room
+	// downstream): what they hold is in flight too.
+	BlockedOutboxes int       `json:"blocked_outboxes"`
+	Time            time.Time `json:"time"`
 }
 
 // Instance is one task's report.

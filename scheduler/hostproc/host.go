@@ -427,6 +427,9 @@ func (h *proc) counters(hb *ctl.Heartbeat, state string) {
 	for _, id := range scheduler.ContainerTasks(p, h.o.Container) {
 		t := p.Tasks[id]
 		in := ctl.Instance{Task: id, Component: p.Components[t.Component].Name, Index: t.Index, State: state}
+		if sm.Outbox(id).Blocked() {
+			hb.BlockedOutboxes++
+		}
 		ob := sm.Outbox(id).Stats()
 		for _, n := range ob.Emitted {
 			in.Emitted += n

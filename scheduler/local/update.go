@@ -21,8 +21,9 @@ const (
 //
 //  1. deactivate the spouts and wait until the topology is quiescent:
 //     every container reports (after the deactivation) that its inboxes
-//     hold nothing, and the tuples sent and received, summed over all
-//     containers, stay the same over three heartbeats;
+//     hold nothing and no task waits to send, and the tuples sent and
+//     received, summed over all containers, stay the same over three
+//     heartbeats;
 //  2. hand off: every host stops its container and stores each task's
 //     host-side state per key group under a new epoch;
 //  3. publish the new plan (same containers, new parallelism) naming that
@@ -193,7 +194,7 @@ func (t *tm) waitQuiescent(ctx context.Context, since time.Time) error {
 			if seen && h.State == ctl.HostFinished {
 				finished = c
 			}
-			if !seen || !h.Time.After(since) || h.Active || h.HeldBytes != 0 ||
+			if !seen || !h.Time.After(since) || h.Active || h.HeldBytes != 0 || h.BlockedOutboxes != 0 ||
 				(h.State != ctl.HostRunning && h.State != ctl.HostFinished) {
 				ok = false
 			}

@@ -123,7 +123,7 @@ func TestCtrlRoundTrip(t *testing.T) {
 		}
 	}
 	for name, msg := range map[string][]byte{
-		"short":   {1, 1, 0},
+		"short":    {1, 1, 0},
 		"version":  {2, 1, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0},
 		"kind":     {1, 4, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0},
 		"count":    {1, 3, 2, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0},

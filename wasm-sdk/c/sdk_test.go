@@ -475,37 +475,8 @@ func TestWordCount(t *testing.T) {
 	if len(got.acks) != len(want) {
 		t.Fatalf("count: %d acks for %d words", len(got.acks), len(want))
 	}
-
-	// The Go count continues the C count's state and the other way round:
-	// both keep int64 little endian under the word's bytes.
-	goCount := goModule("count")
-	if goCount == "" {
-		t.Log("no Go count.wasm found: skipping the cross-language state check")
-		return
-	}
-	for _, path := range []string{goCount, "../../examples/wordcount/c/count.wasm", goCount} {
-		got := &collector{}
-		b := newBolt(t, rt, path, "count", state, []string{"word"}, []string{"word", "count"})
-		if err := b.Execute(batchOf(1, "the", "heron"), got); err != nil {
-			t.Fatal(err)
-		}
-		counts["the"]++
-		counts["heron"]++
-		if w := []string{fmt.Sprintf("the\t%d", counts["the"]), fmt.Sprintf("heron\t%d", counts["heron"])}; !slices.Equal(got.words, w) {
-			t.Fatalf("%s after the others: %q, want %q", path, got.words, w)
-		}
-	}
-}
-
-// goModule finds the Go word count's module (the example moved into go/).
-func goModule(name string) string {
-	for _, d := range []string{"../../examples/wordcount/go", "../../examples/wordcount"} {
-		p := filepath.Join(d, name+".wasm")
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-	}
-	return ""
+	// The counts of every language continuing each other's state:
+	// examples/wordcount TestCountStateIsSharedAcrossLanguages.
 }
 
 // TestGuestFailures: the SDK's fatal errors and abort() reach the host's
@@ -533,61 +504,3 @@ func TestGuestFailures(t *testing.T) {
 		}
 	}
 }
-
-// BenchmarkWordCount drives the C split and count (and the Go ones, when
-// their modules are found) with batches of input.txt's lines and words.
-func BenchmarkWordCount(b *testing.B) {
-	input, err := os.ReadFile("../../examples/wordcount/input.txt")
-	if err != nil {
-		b.Fatal(err)
-	}
-	var lines, words []string
-	for len(lines) < 1024 {
-		lines = append(lines, strings.Split(strings.TrimSpace(string(input)), "\n")...)
-	}
-	lines = lines[:1024]
-	for _, l := range lines {
-		words = append(words, strings.Fields(l)...)
-	}
-	words = words[:1024]
-	lineBatch, wordBatch := batchOf(1, lines...), batchOf(1, words...)
-	langs := map[string]string{"c": "../../examples/wordcount/c"}
-	if p := goModule("split"); p != "" {
-		langs["go"] = filepath.Dir(p)
-	}
-	for _, lang := range []string{"c", "go"} {
-		dir, ok := langs[lang]
-		if !ok {
-			continue
-		}
-		for _, tc := range []struct {
-			name    string
-			batch   []byte
-			in, out []string
-		}{
-			{"split", lineBatch, []string{"line"}, []string{"word"}},
-			{"count", wordBatch, []string{"word"}, []string{"word", "count"}},
-		} {
-			b.Run(lang+"/"+tc.name, func(b *testing.B) {
-				rt := newHost(b)
-				bolt := newBolt(b, rt, filepath.Join(dir, tc.name+".wasm"), tc.name, host.NewMemoryState(256), tc.in, tc.out)
-				out := &discard{}
-				b.ReportAllocs()
-				b.ResetTimer()
-				for range b.N {
-					if err := bolt.Execute(tc.batch, out); err != nil {
-						b.Fatal(err)
-					}
-				}
-				b.ReportMetric(float64(1024*b.N)/b.Elapsed().Seconds(), "in/s")
-				b.ReportMetric(float64(out.n)/b.Elapsed().Seconds(), "emits/s")
-			})
-		}
-	}
-}
-
-type discard struct{ n int }
-
-func (d *discard) Emit(uint16, uint32, uint64, []byte, []byte) error { d.n++; return nil }
-func (d *discard) Ack(uint64) error                                  { return nil }
-func (d *discard) Fail(uint64) error                                 { return nil }

@@ -182,10 +182,14 @@ func runSpout(ctx context.Context, t *Task) (err error) {
 	backoff := 50 * time.Microsecond
 	var timer *time.Timer
 	for ctx.Err() == nil {
-		// Take the change channel before reading the flag: an activation
-		// after the read (say, during the flush below) closes this one.
-		changed := t.changed()
 		if !t.active.Load() {
+			// Take the change channel, then check again: an activation
+			// after that (say, during the flush below) closes this one.
+			// Only a paused spout pays for the lock.
+			changed := t.changed()
+			if t.active.Load() {
+				continue
+			}
 			if wasActive {
 				if err := t.Spout.Deactivate(); err != nil {
 					return err

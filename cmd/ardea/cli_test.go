@@ -325,3 +325,29 @@ func TestBenchRejectsUnknownLanguage(t *testing.T) {
 		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
 	}
 }
+
+// TestClusterUsageErrors: malformed cluster-command arguments are refused
+// before any daemon is contacted (usage errors exit 2).
+func TestClusterUsageErrors(t *testing.T) {
+	endless := repoPath("examples/wordcount/topology-endless.yaml")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"update", "wc", "--component-parallelism", "count"}, `--component-parallelism "count"`},
+		{[]string{"update", "wc", "--component-parallelism", "count:0"}, `--component-parallelism "count:0"`},
+		{[]string{"update", "wc"}, "at least one --component-parallelism"},
+		{[]string{"submit", endless, "--dry-run", "--format", "xml"}, `--format "xml"`},
+		{[]string{"submit", endless, "--dry-run", "--set", "topology.packing.algorithm=best"}, "topology.packing.algorithm"},
+		{[]string{"host", "--topology", "wc"}, "host needs --nats"},
+	} {
+		args := tc.args
+		if args[0] != "host" {
+			args = append(args, "--server", "127.0.0.1:1")
+		}
+		code, _, stderr := runArdea(t, args...)
+		if code == 0 || !strings.Contains(stderr, tc.want) || strings.Contains(stderr, "no ardea daemon answers") {
+			t.Errorf("ardea %s: exit %d, stderr %q; want an error mentioning %q", strings.Join(tc.args, " "), code, stderr, tc.want)
+		}
+	}
+}

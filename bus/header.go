@@ -11,12 +11,14 @@ import (
 // the batch to the guest without re-encoding:
 //
 //	off  0  u8  version (1)
-//	off  1  u8  kind: 1 data, 2 end-of-stream
+//	off  1  u8  kind: 1 data, 2 end-of-stream, 3 switch mark
 //	off  2  u16 flags (0 in version 1; a receiver refuses others)
 //	off  4  u32 destination task
 //	off  8  u32 source task
-//	off 12  i64 sent at: unix ns when the batch's first tuple was appended
-//	off 20  data: ABI v1 batch (u32 count, record*); end-of-stream: nothing
+//	off 12  i64 sent at: unix ns when the batch's first tuple was appended;
+//	            for a switch mark, the switch epoch
+//	off 20  data: ABI v1 batch (u32 count, record*); end-of-stream and
+//	            switch mark: nothing
 //
 // Little-endian like the ABI.
 const (
@@ -30,6 +32,9 @@ type MsgKind uint8
 const (
 	MsgData MsgKind = 1
 	MsgEOS  MsgKind = 2
+	// MsgMark says that the sender routes nothing more to the destination
+	// under the current plan until a live re-plan (the epoch in SentAt).
+	MsgMark MsgKind = 3
 )
 
 func (k MsgKind) String() string {
@@ -38,6 +43,8 @@ func (k MsgKind) String() string {
 		return "data"
 	case MsgEOS:
 		return "eos"
+	case MsgMark:
+		return "mark"
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }
@@ -111,9 +118,9 @@ func DecodeHeader(msg []byte) (Header, []byte, error) {
 			return h, nil, fmt.Errorf("%w: batch announces %d records in %d bytes", ErrBadMessage, n, len(p))
 		}
 		h.Tuples = int(n)
-	case MsgEOS:
+	case MsgEOS, MsgMark:
 		if len(p) != 0 {
-			return h, nil, fmt.Errorf("%w: end-of-stream message with %d payload bytes", ErrBadMessage, len(p))
+			return h, nil, fmt.Errorf("%w: %v message with %d payload bytes", ErrBadMessage, h.Kind, len(p))
 		}
 	default:
 		return h, nil, fmt.Errorf("%w: unknown message kind %d", ErrBadMessage, msg[1])

@@ -2,10 +2,23 @@ package bus
 
 import (
 	"context"
+	"errors"
 	"io"
 	"sync"
 	"sync/atomic"
+
+	"github.com/ardea-dev/ardea/internal/plan"
 )
+
+// ErrSwitch is returned by Next once the inbox is armed for a live re-plan
+// (Arm), every upstream task has sent its switch mark for that epoch (or
+// ended), and every batch before the marks has been returned: the task has
+// processed all its input under the old plan and stops for the switch.
+var ErrSwitch = errors.New("bus: input complete for a live re-plan")
+
+// ErrKicked is returned once by Next after Kick: the runner should flush its
+// outbox (which applies a posted re-plan step) and call Next again.
+var ErrKicked = errors.New("bus: kicked")
 
 // Delivery is one batch for a task.
 type Delivery struct {
@@ -45,11 +58,14 @@ type Delivery struct {
 // concurrently. mu guards the queue and counters; it is a leaf lock, never
 // held while waiting or publishing.
 type Inbox struct {
-	sm       *StreamManager
-	task     uint32
-	upstream map[uint32]bool // tasks expected to send end-of-stream
+	sm   *StreamManager
+	task uint32
 
 	mu          sync.Mutex
+	upstream    map[uint32]bool // tasks expected to send end-of-stream (grows with live re-plans)
+	marks       map[uint32]uint64
+	armed       uint64 // switch epoch the task stops at, 0 if none
+	kicked      bool
 	q           []Delivery
 	head        int
 	queuedBytes int64
@@ -69,20 +85,88 @@ type grantToSend struct {
 	bytes     int64
 }
 
-func newInbox(sm *StreamManager, task uint32) *Inbox {
+func newInbox(sm *StreamManager, p *plan.Plan, task uint32) *Inbox {
 	in := &Inbox{
 		sm:       sm,
 		task:     task,
 		upstream: map[uint32]bool{},
+		marks:    map[uint32]uint64{},
 		eos:      map[uint32]bool{},
-		consumed: make([]int64, sm.plan.Containers+1),
+		consumed: make([]int64, p.Containers+1),
 		avail:    make(chan struct{}),
 		space:    make(chan struct{}),
 	}
-	for _, t := range sm.plan.UpstreamTasks(sm.plan.Tasks[task].Component) {
+	for _, t := range p.UpstreamTasks(p.Tasks[task].Component) {
 		in.upstream[t] = true
 	}
 	return in
+}
+
+// addUpstream adds upstream tasks (a live re-plan added instances). Tasks
+// are never removed: a retired upstream task ends with end-of-stream.
+func (in *Inbox) addUpstream(tasks []uint32) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	for _, t := range tasks {
+		in.upstream[t] = true
+	}
+}
+
+func (in *Inbox) hasUpstream(src uint32) bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.upstream[src]
+}
+
+// wake wakes a waiting Next; in.mu must be held.
+func (in *Inbox) wake() {
+	close(in.avail)
+	in.avail = make(chan struct{})
+}
+
+// putMark records an upstream task's switch mark. It reports whether src
+// is an upstream task.
+func (in *Inbox) putMark(src uint32, epoch uint64) bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if !in.upstream[src] {
+		return false
+	}
+	in.marks[src] = epoch
+	in.wake()
+	return true
+}
+
+// Arm makes Next return ErrSwitch once every upstream task has sent its
+// switch mark for epoch (or ended) and the batches before the marks are
+// consumed; Arm(0) disarms.
+func (in *Inbox) Arm(epoch uint64) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.armed = epoch
+	in.wake()
+}
+
+// Kick makes a Next (waiting or the next one) return ErrKicked once.
+func (in *Inbox) Kick() {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.kicked = true
+	in.wake()
+}
+
+// switchReady reports whether the armed switch's input is complete; in.mu
+// must be held and the queue empty.
+func (in *Inbox) switchReady() bool {
+	if in.armed == 0 {
+		return false
+	}
+	for src := range in.upstream {
+		if !in.eos[src] && in.marks[src] != in.armed {
+			return false
+		}
+	}
+	return true
 }
 
 // Task is the inbox's task id.
@@ -126,12 +210,17 @@ func (in *Inbox) putLocal(ctx context.Context, d Delivery, block bool, o *Outbox
 }
 
 // putRemote queues a batch received from another container. It never
-// waits: the sender held credit for it.
-func (in *Inbox) putRemote(d Delivery) {
+// waits: the sender held credit for it. It reports false (and queues
+// nothing) if the source is not an upstream task.
+func (in *Inbox) putRemote(d Delivery) bool {
 	in.mu.Lock()
+	defer in.mu.Unlock()
+	if !in.upstream[d.SourceTask] {
+		return false
+	}
 	in.remoteHeld += int64(d.size)
 	in.enqueue(d)
-	in.mu.Unlock()
+	return true
 }
 
 // putEOS records end-of-stream from an upstream task. It reports whether the
@@ -143,8 +232,7 @@ func (in *Inbox) putEOS(src uint32) bool {
 		return false
 	}
 	in.eos[src] = true
-	close(in.avail)
-	in.avail = make(chan struct{})
+	in.wake()
 	return true
 }
 
@@ -169,6 +257,15 @@ func (in *Inbox) Next(ctx context.Context) (Delivery, error) {
 		if len(in.eos) == len(in.upstream) {
 			in.mu.Unlock()
 			return Delivery{}, io.EOF
+		}
+		if in.kicked {
+			in.kicked = false
+			in.mu.Unlock()
+			return Delivery{}, ErrKicked
+		}
+		if in.switchReady() {
+			in.mu.Unlock()
+			return Delivery{}, ErrSwitch
 		}
 		ch := in.avail
 		// About to wait: grant back whatever is still held back, so that
@@ -203,6 +300,9 @@ func (in *Inbox) TryNext() (d Delivery, ok bool, err error) {
 	if len(in.eos) == len(in.upstream) {
 		return Delivery{}, false, io.EOF
 	}
+	if in.switchReady() {
+		return Delivery{}, false, ErrSwitch
+	}
 	return Delivery{}, false, nil
 }
 
@@ -225,6 +325,9 @@ func (in *Inbox) Release(d Delivery) {
 		in.space = make(chan struct{})
 	} else {
 		in.remoteHeld -= int64(d.size)
+		if d.container >= len(in.consumed) {
+			in.consumed = append(in.consumed, make([]int64, d.container+1-len(in.consumed))...)
+		}
 		in.consumed[d.container] += int64(d.size)
 	}
 	grants := in.takeGrants(gs[:0], in.head == len(in.q))

@@ -24,6 +24,7 @@ const (
 	DefaultLinger          = time.Millisecond
 	DefaultLinkWindowBytes = 1 << 20
 	DefaultInboxBytes      = 1 << 20
+	DefaultHoldBytes       = 8 << 20
 )
 
 // maxTupleBytes is topology.max.tuple.bytes' default: the most one tuple
@@ -58,6 +59,9 @@ type Options struct {
 	LinkWindowBytes int64
 	// InboxBytes is how many bytes from local senders an inbox holds (1 MiB).
 	InboxBytes int64
+	// HoldBytes is how many bytes of tuples an outbox holds for the
+	// components a live re-plan is switching before its Flush waits (8 MiB).
+	HoldBytes int
 }
 
 // StreamManager moves one container's tuples: an Outbox and an Inbox for
@@ -79,12 +83,9 @@ type Options struct {
 // take leaf locks.
 type StreamManager struct {
 	opts           Options
-	plan           *plan.Plan
 	me             int
 	log            *slog.Logger
 	subj           Subjects
-	dataSubj       []string // by container
-	creditSubj     []string // by container
 	grantThreshold int64
 
 	nc      *nats.Conn
@@ -93,22 +94,117 @@ type StreamManager struct {
 	// earlier ones (a restarted process): links reset on a new epoch.
 	epoch uint32
 
-	inboxes  []*Inbox  // by task id; non-nil for local tasks
-	outboxes []*Outbox // by task id; non-nil for local tasks
-	links    []*link   // by task id; non-nil for tasks in other containers
-	local    []uint32  // local task ids, ascending
-	upFrom   map[int][]uint32
-	downTo   []int // containers this one sends to
+	// tab is what routing reads: replaced as a whole by Adopt, read
+	// without locks (NATS callbacks load it once per message).
+	tab     atomic.Pointer[tables]
+	adoptMu sync.Mutex // serialises Adopt
 
 	pool      sync.Pool
 	started   atomic.Bool
 	done      chan struct{}
 	closeOnce sync.Once
 	subs      []*nats.Subscription
+	dataSub   *nats.Subscription
 	ctrlBuf   []CtrlEntry // onCredit only (callbacks of one subscription are serial)
 
 	slowConsumers atomic.Int64
 	badMessages   atomic.Int64
+}
+
+// tables is one plan's view of the container: inboxes, outboxes and links
+// indexed by task id. It is immutable once published; Adopt builds a new
+// one that shares the objects of tasks that stay.
+type tables struct {
+	plan       *plan.Plan
+	inboxes    []*Inbox  // by task id; non-nil for local tasks
+	outboxes   []*Outbox // by task id; non-nil for local tasks
+	links      []*link   // by task id; non-nil for tasks in other containers
+	local      []uint32  // local task ids, ascending
+	upFrom     map[int][]uint32
+	downTo     []int    // containers this one sends to
+	dataSubj   []string // by container
+	creditSubj []string // by container
+}
+
+// buildTables resolves plan p for this container, reusing prev's inboxes,
+// outboxes and links for the tasks that stay where they are. Outboxes it
+// reuses keep their old routes until their Reroute is applied.
+func (sm *StreamManager) buildTables(p *plan.Plan, prev *tables) (*tables, error) {
+	t := &tables{
+		plan:     p,
+		inboxes:  make([]*Inbox, len(p.Tasks)),
+		outboxes: make([]*Outbox, len(p.Tasks)),
+		links:    make([]*link, len(p.Tasks)),
+		upFrom:   map[int][]uint32{},
+	}
+	for c := 0; c <= p.Containers; c++ {
+		t.dataSubj = append(t.dataSubj, sm.subj.Data(c))
+		t.creditSubj = append(t.creditSubj, sm.subj.Credit(c))
+	}
+	reuse := func(i int) bool { return prev != nil && i < len(prev.plan.Tasks) && !prev.plan.Tasks[i].Retired }
+	for i := 1; i < len(p.Tasks); i++ {
+		pt := p.Tasks[i]
+		if pt.ID != uint32(i) || pt.Component < 0 || pt.Component >= len(p.Components) || pt.Container < 1 || pt.Container > p.Containers {
+			return nil, fmt.Errorf("bus: topology %s: task %d is malformed in the plan (id %d, component %d, container %d)", p.Topology, i, pt.ID, pt.Component, pt.Container)
+		}
+		if reuse(i) && prev.plan.Tasks[i].Container != pt.Container {
+			return nil, fmt.Errorf("bus: topology %s: task %d moved from container %d to %d; a live re-plan cannot move a task", p.Topology, i, prev.plan.Tasks[i].Container, pt.Container)
+		}
+		if pt.Retired {
+			// Keep the link: the retired task's container may still grant
+			// back credit for what it received.
+			if prev != nil && i < len(prev.links) {
+				t.links[i] = prev.links[i]
+			}
+			continue
+		}
+		if pt.Container == sm.me {
+			t.local = append(t.local, uint32(i))
+			if reuse(i) && prev.inboxes[i] != nil {
+				t.inboxes[i] = prev.inboxes[i]
+			} else {
+				t.inboxes[i] = newInbox(sm, p, uint32(i))
+			}
+		} else if reuse(i) && prev.links[i] != nil {
+			t.links[i] = prev.links[i]
+		} else {
+			t.links[i] = newLink(uint32(i), pt.Container, sm.done)
+		}
+	}
+	down := map[int]bool{}
+	for _, id := range t.local {
+		comp := p.Tasks[id].Component
+		ups := p.UpstreamTasks(comp)
+		t.inboxes[id].addUpstream(ups)
+		for _, up := range ups {
+			if c := p.Tasks[up].Container; c != sm.me && !slices.Contains(t.upFrom[c], id) {
+				t.upFrom[c] = append(t.upFrom[c], id)
+			}
+		}
+		if reuse(int(id)) && prev.outboxes[id] != nil {
+			t.outboxes[id] = prev.outboxes[id]
+		} else {
+			ob, err := newOutbox(sm, t, id)
+			if err != nil {
+				return nil, fmt.Errorf("bus: topology %s: %w", p.Topology, err)
+			}
+			t.outboxes[id] = ob
+		}
+		for _, s := range p.Components[comp].Outputs {
+			for _, sub := range s.Subscribers {
+				for _, d := range p.Components[sub.Component].Tasks {
+					if c := p.Tasks[d].Container; c != sm.me {
+						down[c] = true
+					}
+				}
+			}
+		}
+	}
+	for c := range down {
+		t.downTo = append(t.downTo, c)
+	}
+	slices.Sort(t.downTo)
+	return t, nil
 }
 
 // NewStreamManager builds the inboxes, outboxes and routes of the
@@ -140,6 +236,9 @@ func NewStreamManager(o Options) (*StreamManager, error) {
 	if o.InboxBytes <= 0 {
 		o.InboxBytes = DefaultInboxBytes
 	}
+	if o.HoldBytes <= 0 {
+		o.HoldBytes = DefaultHoldBytes
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -150,56 +249,18 @@ func NewStreamManager(o Options) (*StreamManager, error) {
 	sm := &StreamManager{
 		epoch:          rand.Uint32() | 1,
 		opts:           o,
-		plan:           p,
 		me:             o.Container,
 		log:            o.Logger.With("topology", p.Topology, "container", o.Container),
 		subj:           subj,
 		grantThreshold: max(1, o.LinkWindowBytes/4),
-		inboxes:        make([]*Inbox, len(p.Tasks)),
-		outboxes:       make([]*Outbox, len(p.Tasks)),
-		links:          make([]*link, len(p.Tasks)),
-		upFrom:         map[int][]uint32{},
 		done:           make(chan struct{}),
 	}
 	sm.pool.New = func() any { return &pendingBatch{buf: make([]byte, 0, HeaderLen+o.BatchMaxBytes+512)} }
-	for c := 0; c <= p.Containers; c++ {
-		sm.dataSubj = append(sm.dataSubj, subj.Data(c))
-		sm.creditSubj = append(sm.creditSubj, subj.Credit(c))
+	tab, err := sm.buildTables(p, nil)
+	if err != nil {
+		return nil, err
 	}
-	for i := 1; i < len(p.Tasks); i++ {
-		t := p.Tasks[i]
-		if t.ID != uint32(i) || t.Component < 0 || t.Component >= len(p.Components) || t.Container < 1 || t.Container > p.Containers {
-			return nil, fmt.Errorf("bus: topology %s: task %d is malformed in the plan (id %d, component %d, container %d)", p.Topology, i, t.ID, t.Component, t.Container)
-		}
-		if t.Container == sm.me {
-			sm.local = append(sm.local, uint32(i))
-			sm.inboxes[i] = newInbox(sm, uint32(i))
-		} else {
-			sm.links[i] = newLink(uint32(i), t.Container, sm.done)
-		}
-	}
-	down := map[int]bool{}
-	for _, t := range sm.local {
-		for _, up := range p.UpstreamTasks(p.Tasks[t].Component) {
-			if c := p.Tasks[up].Container; c != sm.me && !slices.Contains(sm.upFrom[c], t) {
-				sm.upFrom[c] = append(sm.upFrom[c], t)
-			}
-		}
-		ob, err := newOutbox(sm, t)
-		if err != nil {
-			return nil, fmt.Errorf("bus: topology %s: %w", p.Topology, err)
-		}
-		sm.outboxes[t] = ob
-		for _, d := range ob.down {
-			if d.container != sm.me {
-				down[d.container] = true
-			}
-		}
-	}
-	for c := range down {
-		sm.downTo = append(sm.downTo, c)
-	}
-	slices.Sort(sm.downTo)
+	sm.tab.Store(tab)
 
 	if o.Conn != nil {
 		sm.nc = o.Conn
@@ -245,29 +306,23 @@ func (sm *StreamManager) Start(ctx context.Context) error {
 	if mp := sm.nc.MaxPayload(); mp > 0 && int64(HeaderLen+sm.opts.BatchMaxBytes) > mp {
 		return fmt.Errorf("bus: BatchMaxBytes %d exceeds the NATS server's max payload %d", sm.opts.BatchMaxBytes, mp)
 	}
-	data, err := sm.nc.Subscribe(sm.dataSubj[sm.me], sm.onData)
+	tab := sm.tab.Load()
+	data, err := sm.nc.Subscribe(tab.dataSubj[sm.me], sm.onData)
 	if err != nil {
-		return fmt.Errorf("bus: subscribe %s: %w", sm.dataSubj[sm.me], err)
+		return fmt.Errorf("bus: subscribe %s: %w", tab.dataSubj[sm.me], err)
 	}
 	sm.subs = append(sm.subs, data)
-	// The subscription holds at most the credit granted to every link into
-	// this container (plus one oversized batch each); allow twice that.
-	links := 0
-	for _, ts := range sm.upFrom {
-		links += len(ts)
+	sm.dataSub = data
+	if err := sm.setPendingLimits(tab); err != nil {
+		return err
 	}
-	per := max(sm.opts.LinkWindowBytes, int64(sm.opts.BatchMaxBytes)+maxTupleBytes)
-	limit := min(int64(math.MaxInt32), 2*int64(links)*per+64<<20)
-	if err := data.SetPendingLimits(-1, int(limit)); err != nil {
-		return fmt.Errorf("bus: pending limits on %s: %w", sm.dataSubj[sm.me], err)
-	}
-	credit, err := sm.nc.Subscribe(sm.creditSubj[sm.me], sm.onCredit)
+	credit, err := sm.nc.Subscribe(tab.creditSubj[sm.me], sm.onCredit)
 	if err != nil {
-		return fmt.Errorf("bus: subscribe %s: %w", sm.creditSubj[sm.me], err)
+		return fmt.Errorf("bus: subscribe %s: %w", tab.creditSubj[sm.me], err)
 	}
 	sm.subs = append(sm.subs, credit)
 	if err := credit.SetPendingLimits(-1, 64<<20); err != nil {
-		return fmt.Errorf("bus: pending limits on %s: %w", sm.creditSubj[sm.me], err)
+		return fmt.Errorf("bus: pending limits on %s: %w", tab.creditSubj[sm.me], err)
 	}
 	if _, ok := ctx.Deadline(); ok {
 		err = sm.nc.FlushWithContext(ctx)
@@ -275,26 +330,53 @@ func (sm *StreamManager) Start(ctx context.Context) error {
 		err = sm.nc.FlushTimeout(10 * time.Second)
 	}
 	if err != nil {
-		return fmt.Errorf("bus: topology %s container %d: flush subscriptions: %w", sm.plan.Topology, sm.me, err)
+		return fmt.Errorf("bus: topology %s container %d: flush subscriptions: %w", tab.plan.Topology, sm.me, err)
 	}
-	for c := range sm.upFrom {
-		if err := sm.sendOpen(c); err != nil {
+	if err := sm.announce(tab); err != nil {
+		return err
+	}
+	sm.log.Debug("stream manager started", "local_tasks", tab.local, "senders", len(tab.upFrom), "receivers", tab.downTo)
+	return nil
+}
+
+// setPendingLimits sizes the data subscription's pending limit: it holds
+// at most the credit granted to every link into this container (plus one
+// oversized batch each); allow twice that.
+func (sm *StreamManager) setPendingLimits(tab *tables) error {
+	links := 0
+	for _, ts := range tab.upFrom {
+		links += len(ts)
+	}
+	per := max(sm.opts.LinkWindowBytes, int64(sm.opts.BatchMaxBytes)+maxTupleBytes)
+	limit := min(int64(math.MaxInt32), 2*int64(links)*per+64<<20)
+	if err := sm.dataSub.SetPendingLimits(-1, int(limit)); err != nil {
+		return fmt.Errorf("bus: pending limits on %s: %w", tab.dataSubj[sm.me], err)
+	}
+	return nil
+}
+
+// announce opens the links into this container (an open message with the
+// window to each upstream container) and says hello to each downstream
+// container (which answers with its opens). Opens of links already open in
+// this epoch are ignored by their senders, so announcing again is safe.
+func (sm *StreamManager) announce(tab *tables) error {
+	for c := range tab.upFrom {
+		if err := sm.sendOpen(tab, c); err != nil {
 			return err
 		}
 	}
-	for _, c := range sm.downTo {
+	for _, c := range tab.downTo {
 		msg := AppendCtrl(nil, Ctrl{Kind: CtrlHello, From: sm.me, Epoch: sm.epoch})
-		if err := sm.nc.Publish(sm.creditSubj[c], msg); err != nil {
+		if err := sm.nc.Publish(tab.creditSubj[c], msg); err != nil {
 			return fmt.Errorf("bus: hello to container %d: %w", c, err)
 		}
 	}
-	sm.log.Debug("stream manager started", "local_tasks", sm.local, "senders", len(sm.upFrom), "receivers", sm.downTo)
 	return nil
 }
 
 // sendOpen opens every link from container c into this container.
-func (sm *StreamManager) sendOpen(c int) error {
-	tasks := sm.upFrom[c]
+func (sm *StreamManager) sendOpen(tab *tables, c int) error {
+	tasks := tab.upFrom[c]
 	if len(tasks) == 0 {
 		return nil
 	}
@@ -303,7 +385,7 @@ func (sm *StreamManager) sendOpen(c int) error {
 		entries[i] = CtrlEntry{Task: t, Bytes: uint32(sm.opts.LinkWindowBytes)}
 	}
 	msg := AppendCtrl(nil, Ctrl{Kind: CtrlOpen, From: sm.me, Epoch: sm.epoch, Entries: entries})
-	if err := sm.nc.Publish(sm.creditSubj[c], msg); err != nil {
+	if err := sm.nc.Publish(tab.creditSubj[c], msg); err != nil {
 		return fmt.Errorf("bus: open links from container %d: %w", c, err)
 	}
 	return nil
@@ -311,9 +393,13 @@ func (sm *StreamManager) sendOpen(c int) error {
 
 // sendGrant returns bytes of credit for the link container -> task.
 func (sm *StreamManager) sendGrant(container int, task uint32, bytes int64) {
+	tab := sm.tab.Load()
+	if container >= len(tab.creditSubj) {
+		return // a container no longer in the plan
+	}
 	var buf [ctrlHeaderLen + 8]byte
 	msg := AppendCtrl(buf[:0], Ctrl{Kind: CtrlGrant, From: sm.me, Epoch: sm.epoch, Entries: []CtrlEntry{{Task: task, Bytes: uint32(bytes)}}})
-	if err := sm.nc.Publish(sm.creditSubj[container], msg); err != nil {
+	if err := sm.nc.Publish(tab.creditSubj[container], msg); err != nil {
 		sm.log.Error("grant credit failed; the link may stall", "to_container", container, "task", task, "bytes", bytes, "err", err)
 	}
 }
@@ -325,22 +411,31 @@ func (sm *StreamManager) onData(m *nats.Msg) {
 		sm.bad("data message", err, "bytes", len(m.Data))
 		return
 	}
+	tab := sm.tab.Load()
 	var in *Inbox
-	if int(h.Dst) < len(sm.inboxes) {
-		in = sm.inboxes[h.Dst]
+	if int(h.Dst) < len(tab.inboxes) {
+		in = tab.inboxes[h.Dst]
 	}
-	if in == nil || !in.upstream[h.Src] || sm.plan.Tasks[h.Src].Container == sm.me {
-		sm.bad("data message", errors.New("not a remote upstream task of a local task"), "dst", h.Dst, "src", h.Src)
-		return
+	src := 0
+	if int(h.Src) < len(tab.plan.Tasks) {
+		src = tab.plan.Tasks[h.Src].Container
 	}
-	switch h.Kind {
-	case MsgData:
-		// m.Data is this message's own copy (nats.go copies payloads), so
-		// the batch is handed on without another copy.
-		in.putRemote(Delivery{Batch: payload, SourceTask: h.Src, SentAt: h.SentAt, Tuples: h.Tuples,
-			size: len(m.Data), container: sm.plan.Tasks[h.Src].Container})
-	case MsgEOS:
-		in.putEOS(h.Src)
+	ok := false
+	if in != nil && src != 0 && src != sm.me {
+		switch h.Kind {
+		case MsgData:
+			// m.Data is this message's own copy (nats.go copies payloads),
+			// so the batch is handed on without another copy.
+			ok = in.putRemote(Delivery{Batch: payload, SourceTask: h.Src, SentAt: h.SentAt, Tuples: h.Tuples,
+				size: len(m.Data), container: src})
+		case MsgEOS:
+			ok = in.putEOS(h.Src) || in.hasUpstream(h.Src)
+		case MsgMark:
+			ok = in.putMark(h.Src, uint64(h.SentAt))
+		}
+	}
+	if !ok {
+		sm.bad("data message", errors.New("not a remote upstream task of a local task"), "kind", h.Kind, "dst", h.Dst, "src", h.Src)
 	}
 }
 
@@ -352,21 +447,22 @@ func (sm *StreamManager) onCredit(m *nats.Msg) {
 		return
 	}
 	sm.ctrlBuf = c.Entries
-	if c.From < 1 || c.From > sm.plan.Containers || c.From == sm.me {
+	tab := sm.tab.Load()
+	if c.From < 1 || c.From > tab.plan.Containers || c.From == sm.me {
 		sm.bad("control message", fmt.Errorf("from container %d", c.From))
 		return
 	}
 	switch c.Kind {
 	case CtrlHello:
-		if err := sm.sendOpen(c.From); err != nil {
+		if err := sm.sendOpen(tab, c.From); err != nil {
 			sm.log.Error("answering hello failed", "from_container", c.From, "err", err)
 		}
 		return
 	case CtrlOpen, CtrlGrant:
 		for _, e := range c.Entries {
 			var l *link
-			if int(e.Task) < len(sm.links) {
-				l = sm.links[e.Task]
+			if int(e.Task) < len(tab.links) {
+				l = tab.links[e.Task]
 			}
 			if l == nil || l.container != c.From {
 				sm.bad("control message", fmt.Errorf("%v for task %d, which is not in container %d", c.Kind, e.Task, c.From))
@@ -457,23 +553,28 @@ func (sm *StreamManager) Close() error {
 // container. A task without upstream tasks (a spout) has an empty inbox
 // whose Next returns io.EOF.
 func (sm *StreamManager) Inbox(task uint32) *Inbox {
-	if int(task) >= len(sm.inboxes) {
+	tab := sm.tab.Load()
+	if int(task) >= len(tab.inboxes) {
 		return nil
 	}
-	return sm.inboxes[task]
+	return tab.inboxes[task]
 }
 
 // Outbox returns a local task's outbox, or nil if the task is not in this
 // container.
 func (sm *StreamManager) Outbox(task uint32) *Outbox {
-	if int(task) >= len(sm.outboxes) {
+	tab := sm.tab.Load()
+	if int(task) >= len(tab.outboxes) {
 		return nil
 	}
-	return sm.outboxes[task]
+	return tab.outboxes[task]
 }
 
 // LocalTasks lists the tasks of this container, ascending.
-func (sm *StreamManager) LocalTasks() []uint32 { return slices.Clone(sm.local) }
+func (sm *StreamManager) LocalTasks() []uint32 { return slices.Clone(sm.tab.Load().local) }
+
+// Plan is the plan the stream manager routes by (the last one adopted).
+func (sm *StreamManager) Plan() *plan.Plan { return sm.tab.Load().plan }
 
 // Container is this stream manager's container.
 func (sm *StreamManager) Container() int { return sm.me }
@@ -490,9 +591,10 @@ func (sm *StreamManager) BadMessages() int64 { return sm.badMessages.Load() }
 
 // BlockedNanos sums the local outboxes' blocked time.
 func (sm *StreamManager) BlockedNanos() int64 {
+	tab := sm.tab.Load()
 	var n int64
-	for _, t := range sm.local {
-		n += sm.outboxes[t].BlockedNanos()
+	for _, t := range tab.local {
+		n += tab.outboxes[t].BlockedNanos()
 	}
 	return n
 }
@@ -500,13 +602,19 @@ func (sm *StreamManager) BlockedNanos() int64 {
 // Links returns the credit state of the links from this container to tasks
 // in other containers that it sends to.
 func (sm *StreamManager) Links() []LinkState {
+	tab := sm.tab.Load()
+	p := tab.plan
 	var out []LinkState
 	seen := map[uint32]bool{}
-	for _, t := range sm.local {
-		for _, d := range sm.outboxes[t].down {
-			if d.link != nil && !seen[d.task] {
-				seen[d.task] = true
-				out = append(out, d.link.state())
+	for _, id := range tab.local {
+		for _, s := range p.Components[p.Tasks[id].Component].Outputs {
+			for _, sub := range s.Subscribers {
+				for _, d := range p.Components[sub.Component].Tasks {
+					if l := tab.links[d]; l != nil && !seen[d] {
+						seen[d] = true
+						out = append(out, l.state())
+					}
+				}
 			}
 		}
 	}

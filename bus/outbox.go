@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -17,6 +18,8 @@ import (
 type dest struct {
 	task      uint32
 	container int
+	comp      int    // the task's component
+	subj      string // the container's data subject (remote)
 	inbox     *Inbox
 	link      *link
 	open      *pendingBatch
@@ -44,6 +47,7 @@ type dest struct {
 type Outbox struct {
 	sm      *StreamManager
 	task    uint32
+	plan    *plan.Plan
 	comp    *plan.Component
 	streams []streamRoutes
 	dests   []*dest // indexed by task id; nil for tasks this outbox never targets
@@ -51,6 +55,16 @@ type Outbox struct {
 	down    []*dest // every task of every downstream component (EOS)
 	spans   []int
 	done    bool // Finish was called
+
+	// Live re-plans (switch.go): steps posted from other goroutines and
+	// applied by the owner in Flush; tuples for held routes wait in held.
+	ctrlMu      sync.Mutex
+	ctrl        []outboxCtrl
+	ctrlWake    chan struct{} // closed and replaced when a step is posted
+	ctrlPending atomic.Bool
+	holding     uint64 // the switch epoch routes are held for, 0 if none
+	held        []byte // held tuples: u16 stream, u16 route, u32 direct, u32 len, values
+	heldTuples  int
 
 	emitted      []atomic.Int64 // tuples emitted, by stream index
 	tuplesSent   atomic.Int64
@@ -64,31 +78,51 @@ type Outbox struct {
 // ErrFinished is returned by Emit after Finish.
 var ErrFinished = errors.New("bus: outbox finished")
 
-func newOutbox(sm *StreamManager, task uint32) (*Outbox, error) {
-	p := sm.plan
-	comp := &p.Components[p.Tasks[task].Component]
-	o := &Outbox{sm: sm, task: task, comp: comp, dests: make([]*dest, len(p.Tasks))}
+func newOutbox(sm *StreamManager, tab *tables, task uint32) (*Outbox, error) {
+	o := &Outbox{sm: sm, task: task, ctrlWake: make(chan struct{})}
+	if err := o.build(tab); err != nil {
+		return nil, err
+	}
+	o.emitted = make([]atomic.Int64, len(o.comp.Outputs))
+	return o, nil
+}
+
+// build resolves the outbox's routes under tab's plan. Destinations the
+// outbox already has (with their open and sealed batches) are kept for the
+// tasks that are still targets.
+func (o *Outbox) build(tab *tables) error {
+	p := tab.plan
+	old := o.dests
+	o.plan = p
+	o.comp = &p.Components[p.Tasks[o.task].Component]
+	o.dests = make([]*dest, len(p.Tasks))
+	o.down = o.down[:0]
 	destFor := func(t uint32) *dest {
 		if d := o.dests[t]; d != nil {
 			return d
 		}
-		d := &dest{task: t, container: p.Tasks[t].Container}
-		if d.container == sm.me {
-			d.inbox = sm.inboxes[t]
+		var d *dest
+		if int(t) < len(old) && old[t] != nil {
+			d = old[t]
 		} else {
-			d.link = sm.links[t]
+			d = &dest{task: t, container: p.Tasks[t].Container, comp: p.Tasks[t].Component}
+			if d.container == o.sm.me {
+				d.inbox = tab.inboxes[t]
+			} else {
+				d.link = tab.links[t]
+				d.subj = tab.dataSubj[d.container]
+			}
 		}
 		o.dests[t] = d
 		o.down = append(o.down, d)
 		return d
 	}
 	var err error
-	o.streams, err = buildRoutes(p, sm.me, task, comp, destFor)
+	o.streams, err = buildRoutes(p, o.sm.me, o.task, o.comp, destFor)
 	if err != nil {
-		return nil, fmt.Errorf("task %d: %w", task, err)
+		return fmt.Errorf("task %d: %w", o.task, err)
 	}
-	o.emitted = make([]atomic.Int64, len(comp.Outputs))
-	return o, nil
+	return nil
 }
 
 // Emit routes one tuple (an encoded values block) on stream to the tasks its
@@ -119,39 +153,54 @@ func (o *Outbox) Emit(stream uint16, direct uint32, msgID uint64, anchors []byte
 	if sr.direct {
 		return fmt.Errorf("bus: component %s task %d stream %s: stream has a direct-grouped subscriber; emit with a direct task", o.comp.Name, o.task, sr.name)
 	}
-	nf := len(spans) / 2
 	for i := range sr.routes {
 		r := &sr.routes[i]
-		switch r.grouping {
-		case plan.Shuffle, plan.None:
-			o.add(r.next(), r.input, values)
-		case plan.LocalOrShuffle:
-			o.add(r.nextLocal(), r.input, values)
-		case plan.Fields:
-			if r.maxField >= nf {
-				return fmt.Errorf("bus: component %s task %d stream %s -> %s: grouping field %d but the tuple has %d fields", o.comp.Name, o.task, sr.name, r.compName, r.maxField, nf)
-			}
-			o.add(r.byKey(values, spans), r.input, values)
-		case plan.All:
-			for _, d := range r.dests {
-				o.add(d, r.input, values)
-			}
-		case plan.Global:
-			o.add(r.global, r.input, values)
+		if r.held {
+			o.hold(stream, i, tuple.NoTask, values)
+			continue
+		}
+		if err := o.route(sr, r, values, spans); err != nil {
+			return err
 		}
 	}
 	o.emitted[stream].Add(1)
 	return nil
 }
 
+// route sends one tuple along one route (not direct).
+func (o *Outbox) route(sr *streamRoutes, r *route, values []byte, spans []int) error {
+	switch r.grouping {
+	case plan.Shuffle, plan.None:
+		o.add(r.next(), r.input, values)
+	case plan.LocalOrShuffle:
+		o.add(r.nextLocal(), r.input, values)
+	case plan.Fields:
+		if r.maxField >= len(spans)/2 {
+			return fmt.Errorf("bus: component %s task %d stream %s -> %s: grouping field %d but the tuple has %d fields", o.comp.Name, o.task, sr.name, r.compName, r.maxField, len(spans)/2)
+		}
+		o.add(r.byKey(values, spans), r.input, values)
+	case plan.All:
+		for _, d := range r.dests {
+			o.add(d, r.input, values)
+		}
+	case plan.Global:
+		o.add(r.global, r.input, values)
+	}
+	return nil
+}
+
 func (o *Outbox) emitDirect(sr *streamRoutes, stream uint16, direct uint32, values []byte) error {
-	p := o.sm.plan
-	if direct != 0 && int(direct) < len(p.Tasks) {
+	p := o.plan
+	if direct != 0 && int(direct) < len(p.Tasks) && !p.Tasks[direct].Retired {
 		t := p.Tasks[direct]
 		for i := range sr.routes {
 			r := &sr.routes[i]
 			if r.grouping == plan.Direct && r.comp == t.Component && t.Index < len(r.dests) {
-				o.add(r.dests[t.Index], r.input, values)
+				if r.held {
+					o.hold(stream, i, direct, values)
+				} else {
+					o.add(r.dests[t.Index], r.input, values)
+				}
 				o.emitted[stream].Add(1)
 				return nil
 			}
@@ -192,6 +241,15 @@ func (o *Outbox) Fail(tupleID uint64) error { o.fails.Add(1); return nil }
 // is added to BlockedNanos. It returns ctx's error or ErrClosed if either
 // ends the wait; unsent batches stay queued for the next Flush.
 func (o *Outbox) Flush(ctx context.Context, force bool) error {
+	if o.ctrlPending.Load() || (o.holding != 0 && len(o.held) > o.sm.opts.HoldBytes) {
+		if err := o.applyCtrl(ctx); err != nil {
+			return err
+		}
+	}
+	return o.flush(ctx, force)
+}
+
+func (o *Outbox) flush(ctx context.Context, force bool) error {
 	if len(o.active) == 0 {
 		return nil
 	}
@@ -260,7 +318,7 @@ func (o *Outbox) send(ctx context.Context, d *dest, b *pendingBatch, block bool)
 			return false, err
 		}
 		putHeader(b.buf, MsgData, d.task, o.task, sentAt)
-		if err := o.sm.nc.Publish(o.sm.dataSubj[d.container], b.buf); err != nil {
+		if err := o.sm.nc.Publish(d.subj, b.buf); err != nil {
 			d.link.refund(int64(n))
 			return false, fmt.Errorf("bus: component %s task %d: publish batch to task %d: %w", o.comp.Name, o.task, d.task, err)
 		}
@@ -280,6 +338,12 @@ func (o *Outbox) send(ctx context.Context, d *dest, b *pendingBatch, block bool)
 // cost no credit but wait until a remote link is open. Emit fails after
 // Finish; a second Finish does nothing.
 func (o *Outbox) Finish(ctx context.Context) error {
+	if o.holding != 0 || o.ctrlPending.Load() {
+		// A live re-plan holds tuples: they leave before end-of-stream.
+		if err := o.awaitReroute(ctx); err != nil {
+			return err
+		}
+	}
 	if err := o.Flush(ctx, true); err != nil {
 		return err
 	}
@@ -296,7 +360,7 @@ func (o *Outbox) Finish(ctx context.Context) error {
 			return err
 		}
 		putHeader(hdr[:], MsgEOS, d.task, o.task, time.Now().UnixNano())
-		if err := o.sm.nc.Publish(o.sm.dataSubj[d.container], hdr[:]); err != nil {
+		if err := o.sm.nc.Publish(d.subj, hdr[:]); err != nil {
 			return fmt.Errorf("bus: component %s task %d: publish end-of-stream to task %d: %w", o.comp.Name, o.task, d.task, err)
 		}
 	}

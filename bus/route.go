@@ -22,6 +22,7 @@ type route struct {
 	maxField int // largest index in fieldIdx (-1 if none)
 	maxKG    int
 	global   *dest // lowest task id
+	held     bool  // a live re-plan holds this route's tuples (switch.go)
 }
 
 // streamRoutes holds the routes of one output stream.

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -43,10 +44,20 @@ type ContainerOptions struct {
 // Container is one running container: a stream manager and its tasks.
 // Tasks run when Run is called; SetActive may be called concurrently.
 type Container struct {
-	o      ContainerOptions
-	sm     *bus.StreamManager
-	tasks  []*engine.Task
-	states map[uint32]*host.MemoryState
+	o  ContainerOptions
+	sm *bus.StreamManager
+
+	mu       sync.Mutex // guards the fields below (tasks are added by a switch)
+	tasks    []*engine.Task
+	states   map[uint32]*host.MemoryState
+	group    *engine.Group // set by Run
+	active   bool
+	exited   map[uint32]error // tasks whose loop returned (nil: finished or cancelled)
+	sw       *switching
+	runLog   *slog.Logger
+	runPlan  *plan.Plan
+	finished map[uint32]bool
+	since    map[uint32]time.Time // when each task's current instance started
 }
 
 // StartContainer starts the container's stream manager and creates its
@@ -68,7 +79,9 @@ func StartContainer(ctx context.Context, o ContainerOptions) (*Container, error)
 	if err := sm.Start(ctx); err != nil {
 		return nil, fmt.Errorf("container %d: %w", o.Container, err)
 	}
-	c := &Container{o: o, sm: sm, states: map[uint32]*host.MemoryState{}}
+	c := &Container{o: o, sm: sm, states: map[uint32]*host.MemoryState{}, active: o.Active,
+		exited: map[uint32]error{}, finished: map[uint32]bool{}, runLog: log, runPlan: o.Plan,
+		since: map[uint32]time.Time{}}
 	for _, id := range ContainerTasks(o.Plan, o.Container) {
 		pc := &o.Plan.Components[o.Plan.Tasks[id].Component]
 		st := o.States[id]
@@ -89,21 +102,43 @@ func StartContainer(ctx context.Context, o ContainerOptions) (*Container, error)
 	return c, nil
 }
 
-// Tasks are the container's task loops, for engine.Run.
+// Tasks are the container's task loops, for engine.Run (before Run).
 func (c *Container) Tasks() []*engine.Task { return c.tasks }
 
 // Run runs the container's tasks until they all finish their input, ctx
-// ends or one fails.
+// ends or one fails. A live switch (switch.go) may replace tasks while it
+// runs.
 func (c *Container) Run(ctx context.Context) error {
-	log := c.o.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+	c.mu.Lock()
+	c.group = engine.NewGroup(ctx, c.runLog)
+	for _, t := range c.tasks {
+		c.goTask(t)
 	}
-	return engine.Run(ctx, c.tasks, log)
+	g := c.group
+	c.mu.Unlock()
+	return g.Wait()
+}
+
+// goTask runs t in the group; c.mu must be held.
+func (c *Container) goTask(t *engine.Task) {
+	c.since[t.ID] = time.Now()
+	c.group.Go(t, func(err error) { c.taskExited(t.ID, err) })
+}
+
+// TaskInfo reports when a task's current instance started and whether its
+// loop has ended.
+func (c *Container) TaskInfo(id uint32) (since time.Time, ended bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ended = c.exited[id]
+	return c.since[id], ended
 }
 
 // SetActive activates or deactivates the container's spouts.
 func (c *Container) SetActive(on bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.active = on
 	for _, t := range c.tasks {
 		if t.Spout != nil {
 			t.SetActive(on)
@@ -114,8 +149,19 @@ func (c *Container) SetActive(on bool) {
 // StreamManager is the container's stream manager.
 func (c *Container) StreamManager() *bus.StreamManager { return c.sm }
 
+// Plan is the plan the container runs (the last one adopted).
+func (c *Container) Plan() *plan.Plan {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.runPlan
+}
+
 // State is a local task's host-side state (nil for another container's task).
-func (c *Container) State(task uint32) *host.MemoryState { return c.states[task] }
+func (c *Container) State(task uint32) *host.MemoryState {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.states[task]
+}
 
 // Close stops the stream manager (and closes the NATS connection if the
 // container owns it). Call it after Run returned.

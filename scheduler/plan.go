@@ -145,7 +145,7 @@ func RoundRobin(p *plan.Plan, containers int) []int {
 func ContainerTasks(p *plan.Plan, container int) []uint32 {
 	var out []uint32
 	for _, t := range p.Tasks[1:] {
-		if t.Container == container {
+		if t.Container == container && !t.Retired {
 			out = append(out, t.ID)
 		}
 	}
@@ -157,24 +157,9 @@ func ContainerTasks(p *plan.Plan, container int) []uint32 {
 // When the topology does not set topology.packing.containers, round robin
 // uses defaultContainers (at most one per instance).
 func PackPlan(t *ardea.Topology, defaultContainers int) (*plan.Plan, *packing.Plan, error) {
-	req, err := packing.FromTopology(t)
+	req, err := packRequest(t, defaultContainers)
 	if err != nil {
 		return nil, nil, err
-	}
-	n := 0
-	for _, c := range t.Components {
-		n += c.Parallelism
-	}
-	if _, set := t.Config[packing.KeyContainers]; !set {
-		// topology.containers is accepted as a short alias.
-		if v, ok := t.Config["topology.containers"]; ok {
-			c, err := strconv.Atoi(v)
-			if err != nil || c < 1 {
-				return nil, nil, fmt.Errorf("topology %s: topology.containers %q: want a positive integer", t.Name, v)
-			}
-			defaultContainers = c
-		}
-		req.Settings.Containers = max(1, min(defaultContainers, n))
 	}
 	pp, err := packing.Pack(req)
 	if err != nil {
@@ -186,4 +171,28 @@ func PackPlan(t *ardea.Topology, defaultContainers int) (*plan.Plan, *packing.Pl
 		return nil, nil, err
 	}
 	return p, pp, nil
+}
+
+// packRequest is the packing request for t (PackPlan's first step).
+func packRequest(t *ardea.Topology, defaultContainers int) (packing.Request, error) {
+	req, err := packing.FromTopology(t)
+	if err != nil {
+		return req, err
+	}
+	n := 0
+	for _, c := range t.Components {
+		n += c.Parallelism
+	}
+	if _, set := t.Config[packing.KeyContainers]; !set {
+		// topology.containers is accepted as a short alias.
+		if v, ok := t.Config["topology.containers"]; ok {
+			c, err := strconv.Atoi(v)
+			if err != nil || c < 1 {
+				return req, fmt.Errorf("topology %s: topology.containers %q: want a positive integer", t.Name, v)
+			}
+			defaultContainers = c
+		}
+		req.Settings.Containers = max(1, min(defaultContainers, n))
+	}
+	return req, nil
 }

@@ -53,8 +53,27 @@ type Task struct {
 	SpoutBatch int
 
 	active   atomic.Bool
+	stopReq  atomic.Bool   // StopForSwitch was called
 	activeCh chan struct{} // closed and replaced on every state change
 	mu       sync.Mutex
+}
+
+// Poke wakes a paused spout so that it flushes its outbox (which applies a
+// posted re-plan step). Bolts are kicked through their inbox instead.
+func (t *Task) Poke() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.activeCh != nil {
+		close(t.activeCh)
+		t.activeCh = make(chan struct{})
+	}
+}
+
+// StopForSwitch makes a spout flush and return ErrSwitched at its next
+// loop (a live re-plan of its component).
+func (t *Task) StopForSwitch() {
+	t.stopReq.Store(true)
+	t.Poke()
 }
 
 // SetActive activates or deactivates a spout task (bolts ignore it).
@@ -79,35 +98,89 @@ func (t *Task) changed() <-chan struct{} {
 	return t.activeCh
 }
 
+// ErrSwitched is a task's result when it stopped for a live re-plan: a
+// bolt whose inbox returned bus.ErrSwitch, or a spout told StopForSwitch.
+// It is not a failure; the task's state is ready to be handed off.
+var ErrSwitched = errors.New("engine: task stopped for a live re-plan")
+
 // Run runs every task until all of them finished (finite input) or ctx is
 // done. The first task error cancels the others and is returned.
 func Run(ctx context.Context, tasks []*Task, log *slog.Logger) error {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	var wg sync.WaitGroup
-	var first error
-	var once sync.Once
+	g := NewGroup(ctx, log)
 	for _, t := range tasks {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var err error
-			if t.Spout != nil {
-				err = runSpout(ctx, t)
-			} else {
-				err = runBolt(ctx, t)
-			}
-			if err != nil && ctx.Err() == nil {
-				// The first error is returned (and reported once by the
-				// caller); later ones are usually consequences.
-				once.Do(func() { first = err })
-				log.Debug("task failed", "component", t.Component, "task", t.ID, "err", err)
-				cancel(err)
-			}
-		}()
+		g.Go(t, nil)
 	}
-	wg.Wait()
-	return first
+	return g.Wait()
+}
+
+// Group runs tasks, and more can be added while it runs (a live re-plan).
+// The first task error cancels the others and is what Wait returns.
+type Group struct {
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	log    *slog.Logger
+	wg     sync.WaitGroup
+	once   sync.Once
+	first  error
+}
+
+// NewGroup returns a group whose tasks run under ctx.
+func NewGroup(ctx context.Context, log *slog.Logger) *Group {
+	ctx, cancel := context.WithCancelCause(ctx)
+	return &Group{ctx: ctx, cancel: cancel, log: log}
+}
+
+// Context is the group's context (cancelled by the first error).
+func (g *Group) Context() context.Context { return g.ctx }
+
+// Go runs t on its own goroutine. exited, if set, is called with the
+// task's result when it returns: nil (finished or cancelled), ErrSwitched,
+// or its error.
+func (g *Group) Go(t *Task, exited func(error)) {
+	g.GoFunc(func(ctx context.Context) error {
+		var err error
+		if t.Spout != nil {
+			err = runSpout(ctx, t)
+		} else {
+			err = runBolt(ctx, t)
+		}
+		if exited != nil {
+			exited(err)
+		}
+		if errors.Is(err, ErrSwitched) {
+			return nil
+		}
+		if err != nil && ctx.Err() == nil {
+			g.log.Debug("task failed", "component", t.Component, "task", t.ID, "err", err)
+		}
+		return err
+	})
+}
+
+// GoFunc runs fn under the group like a task.
+func (g *Group) GoFunc(fn func(ctx context.Context) error) {
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		if err := fn(g.ctx); err != nil && g.ctx.Err() == nil {
+			// The first error is returned (and reported once by the
+			// caller); later ones are usually consequences.
+			g.once.Do(func() { g.first = err })
+			g.cancel(err)
+		}
+	}()
+}
+
+// Hold keeps Wait from returning until Release, while tasks are being
+// replaced (all of a container's tasks may stop for a switch).
+func (g *Group) Hold()    { g.wg.Add(1) }
+func (g *Group) Release() { g.wg.Done() }
+
+// Wait waits for every task and returns the first error.
+func (g *Group) Wait() error {
+	g.wg.Wait()
+	g.cancel(nil)
+	return g.first
 }
 
 // counting wraps an outbox and counts per task without atomics; the counts
@@ -182,6 +255,12 @@ func runSpout(ctx context.Context, t *Task) (err error) {
 	backoff := 50 * time.Microsecond
 	var timer *time.Timer
 	for ctx.Err() == nil {
+		if t.stopReq.Load() {
+			if err := flush(ctx, t, out, true); err != nil {
+				return err
+			}
+			return ErrSwitched
+		}
 		if !t.active.Load() {
 			// Take the change channel, then check again: an activation
 			// after that (say, during the flush below) closes this one.
@@ -206,6 +285,10 @@ func runSpout(ctx context.Context, t *Task) (err error) {
 			case <-ctx.Done():
 				return nil
 			case <-changed:
+			}
+			// Woken by an activation or a Poke: apply what was posted.
+			if err := flush(ctx, t, out, true); err != nil {
+				return err
 			}
 			continue
 		}
@@ -293,6 +376,19 @@ func runBolt(ctx context.Context, t *Task) (err error) {
 			}
 			if ctx.Err() != nil {
 				return nil
+			}
+			if errors.Is(err, bus.ErrKicked) {
+				if err := flush(ctx, t, out, true); err != nil {
+					return err
+				}
+				continue
+			}
+			if errors.Is(err, bus.ErrSwitch) {
+				if err := flush(ctx, t, out, true); err != nil {
+					return err
+				}
+				out.publish(t.Metrics)
+				return ErrSwitched
 			}
 			if t.TickEvery > 0 && waitCtx.Err() != nil {
 				if err := t.Bolt.Tick(out); err != nil {

@@ -66,12 +66,16 @@ type Input struct {
 	Fields    []string // grouping fields, for fields grouping
 }
 
-// Task is one running instance.
+// Task is one instance. Task ids stay stable across live rescales: new
+// instances get new ids at the end, and an instance a rescale removes keeps
+// its entry with Retired set (its old index and container), so that ids are
+// never reused while tuples it sent may still be in flight.
 type Task struct {
 	ID        uint32
 	Component int
 	Index     int
 	Container int
+	Retired   bool `json:",omitempty"`
 }
 
 // TaskContext builds the ABI context blob contents for a task.

@@ -44,6 +44,13 @@ type Heartbeat struct {
 	Active       bool       `json:"active"` // spouts emitting
 	Error        string     `json:"error,omitempty"`
 	HandoffDone  uint64     `json:"handoff_done,omitempty"` // last handoff epoch whose state is stored
+	// Live switch progress (OpSwitchPrepare, a plan naming the switch,
+	// OpSwitchRun): the epoch this host prepared, adopted and runs, and why
+	// it could not prepare.
+	SwitchPrepared uint64 `json:"switch_prepared,omitempty"`
+	SwitchAdopted  uint64 `json:"switch_adopted,omitempty"`
+	SwitchRunning  uint64 `json:"switch_running,omitempty"`
+	SwitchError    string `json:"switch_error,omitempty"`
 	Instances    []Instance `json:"instances"`
 	// Flow counters over the container's stream manager, for the TM's
 	// quiescence check: tuple copies sent by its outboxes, tuples received
@@ -65,6 +72,10 @@ type Instance struct {
 	State     string `json:"state"` // RUNNING, FINISHED, FAILED
 	Emitted   int64  `json:"emitted"`
 	Executed  int64  `json:"executed"`
+	// Finished: the task's loop ended (its input is exhausted).
+	Finished bool `json:"finished,omitempty"`
+	// Since is when the task's current instance started.
+	Since time.Time `json:"since"`
 }
 
 // HeartbeatInterval is how often hosts report.
@@ -78,12 +89,28 @@ const (
 	// key group under Epoch, then report HandoffDone = Epoch and wait for
 	// the next plan.
 	OpHandoff = "handoff"
+	// OpSwitchPrepare starts a live switch of Components under Epoch: hold
+	// the tuples bound for them, let their tasks finish their input, store
+	// those tasks' state per key group under Epoch, then report
+	// HandoffDone = Epoch. Other tasks keep running.
+	OpSwitchPrepare = "switch-prepare"
+	// OpSwitchRun: start the switching components' tasks of the adopted
+	// plan (every container has adopted it), then report SwitchRunning.
+	OpSwitchRun = "switch-run"
 )
 
 // Command is a TM -> hosts message.
 type Command struct {
-	Op    string `json:"op"`
-	Epoch uint64 `json:"epoch,omitempty"`
+	Op         string   `json:"op"`
+	Epoch      uint64   `json:"epoch,omitempty"`
+	Components []string `json:"components,omitempty"`
+}
+
+// Switch names the live switch a plan belongs to: hosts that prepared it
+// adopt the plan without restarting their other tasks.
+type Switch struct {
+	Epoch      uint64   `json:"epoch"`
+	Components []string `json:"components"`
 }
 
 // PlanDoc is the physical plan as stored in the state manager.
@@ -94,6 +121,8 @@ type PlanDoc struct {
 	// HandoffEpoch, when non-zero, names the stored key-group states the
 	// hosts restore their tasks' state from (after a rescale).
 	HandoffEpoch uint64 `json:"handoff_epoch,omitempty"`
+	// Switch, when set, is the live switch that produced this plan.
+	Switch *Switch `json:"switch,omitempty"`
 }
 
 // EncodePlan and DecodePlan (de)serialise a PlanDoc.

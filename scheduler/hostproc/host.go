@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -67,6 +68,8 @@ type proc struct {
 	// final holds the instances' last counters once the container has
 	// finished, so status still shows what its tasks did.
 	final *ctl.Heartbeat
+	// Live switch (switch.go).
+	sw switchProgress
 }
 
 // running is the container currently running and how to stop it.
@@ -176,6 +179,11 @@ func Run(ctx context.Context, o Options) error {
 			h.finishedAt = time.Now()
 			log.Info("every task of the container finished its input")
 			h.heartbeat()
+		case <-h.sw.stopped:
+			if err := h.switchStopped(ctx); err != nil {
+				h.fail(err)
+				return err
+			}
 		case <-tick.C:
 			h.heartbeat()
 		}
@@ -235,10 +243,16 @@ func (h *proc) replan(ctx context.Context, u statemgr.PlanUpdate) error {
 	if err != nil {
 		return err
 	}
+	if done, err := h.adoptSwitch(doc, u.Revision); done || err != nil {
+		return err
+	}
 	// A running container that did not hand off keeps its tasks (and
 	// their state) when the plan is the same, whatever epoch it names (a
 	// rolled-back update).
-	if (h.cur != nil || h.state == ctl.HostFinished) && h.doc.Plan != nil &&
+	// A host that prepared a switch and did not adopt it (the TM rolled it
+	// back before this host handed off) restarts from the plan instead.
+	midSwitch := h.sw.epoch != 0 && h.sw.adopted != h.sw.epoch
+	if (h.cur != nil || h.state == ctl.HostFinished) && h.doc.Plan != nil && !midSwitch &&
 		(h.cur != nil || doc.HandoffEpoch == h.doc.HandoffEpoch) && samePlan(doc.Plan, h.doc.Plan) {
 		// Only the activation changed (activate/deactivate): no restart.
 		h.doc, h.planRev, h.active = doc, u.Revision, doc.Active
@@ -249,6 +263,7 @@ func (h *proc) replan(ctx context.Context, u statemgr.PlanUpdate) error {
 		return nil
 	}
 	h.stop()
+	h.sw = switchProgress{}
 	h.doc, h.planRev, h.active = doc, u.Revision, doc.Active
 	if h.o.Container > doc.Plan.Containers {
 		// This container is not in the plan (the TM shrank it); the
@@ -257,7 +272,7 @@ func (h *proc) replan(ctx context.Context, u statemgr.PlanUpdate) error {
 		h.heartbeat()
 		return nil
 	}
-	states, err := h.restore(ctx, doc)
+	states, err := h.restore(ctx, doc, nil)
 	if err != nil {
 		return err
 	}
@@ -316,6 +331,12 @@ func (h *proc) command(ctx context.Context, c ctl.Command) error {
 		if err := h.handoff(ctx, c.Epoch); err != nil {
 			return err
 		}
+	case ctl.OpSwitchPrepare:
+		h.prepareSwitch(c)
+	case ctl.OpSwitchRun:
+		if err := h.runSwitch(ctx, c.Epoch); err != nil {
+			return err
+		}
 	default:
 		h.log.Warn("unknown command", "op", c.Op)
 		return nil
@@ -354,8 +375,8 @@ func (h *proc) handoff(ctx context.Context, epoch uint64) error {
 }
 
 // restore loads the handed-off key groups each local task owns under the
-// plan.
-func (h *proc) restore(ctx context.Context, doc ctl.PlanDoc) (map[uint32]*host.MemoryState, error) {
+// plan (only the tasks of comps, if given).
+func (h *proc) restore(ctx context.Context, doc ctl.PlanDoc, comps []int) (map[uint32]*host.MemoryState, error) {
 	if doc.HandoffEpoch == 0 {
 		return nil, nil
 	}
@@ -363,6 +384,9 @@ func (h *proc) restore(ctx context.Context, doc ctl.PlanDoc) (map[uint32]*host.M
 	out := map[uint32]*host.MemoryState{}
 	for _, id := range scheduler.ContainerTasks(p, h.o.Container) {
 		t := p.Tasks[id]
+		if comps != nil && !slices.Contains(comps, t.Component) {
+			continue
+		}
 		pc := &p.Components[t.Component]
 		st := host.NewMemoryState(pc.MaxKeyGroups)
 		for kg := range pc.MaxKeyGroups {
@@ -403,6 +427,7 @@ func (h *proc) heartbeat() {
 	hb := ctl.Heartbeat{
 		Container: h.o.Container, PID: os.Getpid(), PlanRevision: h.planRev, State: h.state,
 		Active: h.active, Error: h.lastErr, HandoffDone: h.handedOff, Time: time.Now(),
+		SwitchPrepared: h.sw.epoch, SwitchAdopted: h.sw.adopted, SwitchRunning: h.sw.running, SwitchError: h.sw.err,
 	}
 	switch {
 	case h.cur != nil:
@@ -427,6 +452,7 @@ func (h *proc) counters(hb *ctl.Heartbeat, state string) {
 	for _, id := range scheduler.ContainerTasks(p, h.o.Container) {
 		t := p.Tasks[id]
 		in := ctl.Instance{Task: id, Component: p.Components[t.Component].Name, Index: t.Index, State: state}
+		in.Since, in.Finished = h.cur.c.TaskInfo(id)
 		if sm.Outbox(id).Blocked() {
 			hb.BlockedOutboxes++
 		}

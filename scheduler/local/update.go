@@ -2,11 +2,13 @@ package local
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/ardea-dev/ardea/scheduler"
 	"github.com/ardea-dev/ardea/scheduler/ctl"
 )
 
@@ -17,7 +19,10 @@ const (
 	resumeTimeout  = 2 * time.Minute
 )
 
-// update changes component parallelism live. The protocol:
+// update changes component parallelism live. When the repacked plan keeps
+// every instance where it is, only the rescaled components' tasks are
+// replaced and the rest keep running (updateLive). Otherwise (the repack
+// moves instances or drops a container) the whole topology pauses:
 //
 //  1. deactivate the spouts and wait until the topology is quiescent:
 //     every container reports (after the deactivation) that its inboxes
@@ -67,11 +72,25 @@ func (t *tm) update(ctx context.Context, parallelism map[string]int) error {
 	if err := top.Validate(validateStored()); err != nil {
 		return newErr(ErrBadRequest, "update topology %s: %v", t.name, err)
 	}
+	t.mu.Lock()
+	cur := t.top
+	t.mu.Unlock()
+	live, err := scheduler.LiveRescalePlan(cur, doc.Plan, parallelism)
+	switch {
+	case err == nil:
+		t.setMessage("updating live: " + describe(parallelism))
+		defer t.setMessage("")
+		return t.updateLive(ctx, top, doc, live, parallelism)
+	case errors.Is(err, scheduler.ErrNotLive):
+		t.log.Info("the rescale moves instances; pausing the topology for it", "why", err)
+	default:
+		return newErr(ErrBadRequest, "%v", err)
+	}
 	p, err := buildPlanContainers(top, doc.Plan.Containers)
 	if err != nil {
 		return newErr(ErrBadRequest, "%v", err)
 	}
-	t.setMessage("updating: " + describe(parallelism))
+	t.setMessage("updating (paused): " + describe(parallelism))
 	defer t.setMessage("")
 
 	// 1. Quiesce.

@@ -1,0 +1,271 @@
+package bus
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"slices"
+
+	"github.com/ardea-dev/ardea/internal/plan"
+	"github.com/ardea-dev/ardea/internal/tuple"
+)
+
+// A live re-plan (a rescale of some components, the "switching" ones)
+// changes routing without stopping the rest of the topology:
+//
+//  1. Hold: every outbox that sends to a switching component is posted a
+//     hold (Outbox.Hold). At its next Flush it sends what it has batched
+//     for those tasks, then a switch mark (MsgMark, after the data, like
+//     end-of-stream) to each of them, and from then on keeps the tuples it
+//     would route to them (held, bounded by HoldBytes: past that Flush
+//     waits, which is back pressure, not loss).
+//  2. The switching tasks' inboxes are armed (Inbox.Arm): once every
+//     upstream task's mark has arrived and the input before it has been
+//     executed, Next returns ErrSwitch and the task stops; its state can be
+//     handed off.
+//  3. Adopt: the stream manager switches to the new plan (new inboxes and
+//     links for new tasks, wider upstream sets, the same objects for tasks
+//     that stay) and posts a reroute to its outboxes; each rebuilds its
+//     routes and sends its held tuples by the new plan.
+//
+// Outboxes to other components never stop, and no tuple is dropped or
+// routed by a stale plan: marks follow the data on the same path, and held
+// tuples leave only after the reroute.
+
+// outboxCtrl is one posted re-plan step: a hold (comps set) or a reroute
+// (tab set).
+type outboxCtrl struct {
+	epoch uint64
+	comps []int
+	tab   *tables
+}
+
+// Hold posts step 1 for this outbox: stop routing to the tasks of comps
+// (component ids) and mark them with epoch. It may be called from any
+// goroutine; the outbox's owner applies it at its next Flush (Kick its
+// task's inbox, or wake a paused spout, so that it flushes soon).
+func (o *Outbox) Hold(epoch uint64, comps []int) {
+	o.post(outboxCtrl{epoch: epoch, comps: slices.Clone(comps)})
+}
+
+func (o *Outbox) post(c outboxCtrl) {
+	o.ctrlMu.Lock()
+	o.ctrl = append(o.ctrl, c)
+	o.ctrlPending.Store(true)
+	close(o.ctrlWake)
+	o.ctrlWake = make(chan struct{})
+	o.ctrlMu.Unlock()
+}
+
+// Holding reports the switch epoch the outbox holds tuples for (0: none)
+// and how many tuples it holds. Owner goroutine only.
+func (o *Outbox) Holding() (epoch uint64, tuples int) { return o.holding, o.heldTuples }
+
+// applyCtrl applies the posted steps in order and, while more than
+// HoldBytes are held, waits for the reroute (booked as blocked time).
+func (o *Outbox) applyCtrl(ctx context.Context) error {
+	for {
+		o.ctrlMu.Lock()
+		steps := o.ctrl
+		o.ctrl = nil
+		o.ctrlPending.Store(false)
+		wake := o.ctrlWake
+		o.ctrlMu.Unlock()
+		for _, c := range steps {
+			var err error
+			if c.tab != nil {
+				err = o.reroute(ctx, c.tab)
+			} else {
+				err = o.hold1(ctx, c.epoch, c.comps)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		if o.holding == 0 || len(o.held) <= o.sm.opts.HoldBytes {
+			return nil
+		}
+		if err := o.waitCtrl(ctx, wake); err != nil {
+			return err
+		}
+	}
+}
+
+// waitCtrl waits until a step is posted after wake was taken.
+func (o *Outbox) waitCtrl(ctx context.Context, wake <-chan struct{}) error {
+	t0 := o.blockStart()
+	defer o.blockEnd(t0)
+	select {
+	case <-wake:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-o.sm.done:
+		return ErrClosed
+	}
+}
+
+// awaitReroute waits until no tuple is held (Finish must not end the
+// stream before held tuples have left).
+func (o *Outbox) awaitReroute(ctx context.Context) error {
+	for {
+		if err := o.applyCtrl(ctx); err != nil {
+			return err
+		}
+		if o.holding == 0 {
+			return nil
+		}
+		o.ctrlMu.Lock()
+		pending, wake := len(o.ctrl) > 0, o.ctrlWake
+		o.ctrlMu.Unlock()
+		if pending {
+			continue
+		}
+		if err := o.waitCtrl(ctx, wake); err != nil {
+			return err
+		}
+	}
+}
+
+// hold1 applies a hold: flush everything, mark the held components' tasks,
+// and hold their routes from now on.
+func (o *Outbox) hold1(ctx context.Context, epoch uint64, comps []int) error {
+	if o.done {
+		return nil // ended: its end-of-stream counts as a mark
+	}
+	for si := range o.streams {
+		for ri := range o.streams[si].routes {
+			if r := &o.streams[si].routes[ri]; slices.Contains(comps, r.comp) {
+				r.held = true
+			}
+		}
+	}
+	o.holding = epoch
+	if err := o.flush(ctx, true); err != nil {
+		return err
+	}
+	var hdr [HeaderLen]byte
+	for _, d := range o.down {
+		if !slices.Contains(comps, d.comp) {
+			continue
+		}
+		if d.inbox != nil {
+			d.inbox.putMark(o.task, epoch)
+			continue
+		}
+		if err := d.link.waitOpen(ctx, o); err != nil {
+			return err
+		}
+		putHeader(hdr[:], MsgMark, d.task, o.task, int64(epoch))
+		if err := o.sm.nc.Publish(d.subj, hdr[:]); err != nil {
+			return fmt.Errorf("bus: component %s task %d: publish switch mark to task %d: %w", o.comp.Name, o.task, d.task, err)
+		}
+	}
+	return nil
+}
+
+// hold appends one tuple for a held route.
+func (o *Outbox) hold(stream uint16, route int, direct uint32, values []byte) {
+	o.held = binary.LittleEndian.AppendUint16(o.held, stream)
+	o.held = binary.LittleEndian.AppendUint16(o.held, uint16(route))
+	o.held = binary.LittleEndian.AppendUint32(o.held, direct)
+	o.held = binary.LittleEndian.AppendUint32(o.held, uint32(len(values)))
+	o.held = append(o.held, values...)
+	o.heldTuples++
+}
+
+// reroute rebuilds the routes under tab's plan and sends the held tuples
+// by them, in the order they were emitted.
+func (o *Outbox) reroute(ctx context.Context, tab *tables) error {
+	held := o.held
+	o.held, o.heldTuples, o.holding = nil, 0, 0
+	if err := o.build(tab); err != nil {
+		return err
+	}
+	for len(held) > 0 {
+		stream := binary.LittleEndian.Uint16(held)
+		ri := int(binary.LittleEndian.Uint16(held[2:]))
+		direct := binary.LittleEndian.Uint32(held[4:])
+		n := int(binary.LittleEndian.Uint32(held[8:]))
+		values := held[12 : 12+n]
+		held = held[12+n:]
+		sr := &o.streams[stream]
+		if direct != tuple.NoTask {
+			if err := o.rerouteDirect(sr, direct, values); err != nil {
+				return err
+			}
+			continue
+		}
+		spans, _, err := tuple.FieldSpans(o.spans[:0], values)
+		o.spans = spans
+		if err != nil {
+			return fmt.Errorf("bus: component %s task %d stream %s: held values: %w", o.comp.Name, o.task, sr.name, err)
+		}
+		if err := o.route(sr, &sr.routes[ri], values, spans); err != nil {
+			return err
+		}
+	}
+	return o.flush(ctx, false)
+}
+
+func (o *Outbox) rerouteDirect(sr *streamRoutes, direct uint32, values []byte) error {
+	p := o.plan
+	if int(direct) < len(p.Tasks) && !p.Tasks[direct].Retired {
+		t := p.Tasks[direct]
+		for i := range sr.routes {
+			if r := &sr.routes[i]; r.grouping == plan.Direct && r.comp == t.Component && t.Index < len(r.dests) {
+				o.add(r.dests[t.Index], r.input, values)
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("bus: component %s task %d stream %s: a direct emit to task %d was held across a re-plan that removed that task", o.comp.Name, o.task, sr.name, direct)
+}
+
+// Adopt switches the stream manager to p, a live re-plan of its current
+// plan (scheduler.RescalePlan: task ids stable, no task moves between
+// containers). Tasks that stay keep their inbox and outbox; new local tasks
+// get new ones; every inbox learns its new upstream tasks; links to new
+// remote tasks are created and opened. Each outbox that stays is posted a
+// reroute (applied at its next Flush: Kick its inbox or wake its spout).
+// It returns the outboxes of local tasks that p retires, also rerouted:
+// call Finish on each (it sends their held tuples, then end-of-stream).
+//
+// Every container must adopt before a new task sends anything: a receiver
+// drops data from a task it does not know as an upstream task.
+func (sm *StreamManager) Adopt(p *plan.Plan) (retired []*Outbox, err error) {
+	sm.adoptMu.Lock()
+	defer sm.adoptMu.Unlock()
+	prev := sm.tab.Load()
+	if p.Topology != prev.plan.Topology {
+		return nil, fmt.Errorf("bus: adopt a plan of topology %s in topology %s", p.Topology, prev.plan.Topology)
+	}
+	tab, err := sm.buildTables(p, prev)
+	if err != nil {
+		return nil, err
+	}
+	sm.tab.Store(tab)
+	for _, id := range tab.local {
+		tab.inboxes[id].Arm(0)
+		if ob := tab.outboxes[id]; int(id) < len(prev.outboxes) && prev.outboxes[id] == ob {
+			ob.post(outboxCtrl{tab: tab})
+		}
+	}
+	for _, id := range prev.local {
+		if int(id) >= len(tab.outboxes) || tab.outboxes[id] == nil {
+			ob := prev.outboxes[id]
+			ob.post(outboxCtrl{tab: tab})
+			retired = append(retired, ob)
+		}
+	}
+	if sm.started.Load() {
+		if err := sm.setPendingLimits(tab); err != nil {
+			return retired, err
+		}
+		if err := sm.announce(tab); err != nil {
+			return retired, err
+		}
+	}
+	sm.log.Info("stream manager adopted a new plan", "local_tasks", tab.local, "retired", len(retired))
+	return retired, nil
+}

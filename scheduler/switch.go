@@ -1,0 +1,222 @@
+package scheduler
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/ardea-dev/ardea/host"
+	"github.com/ardea-dev/ardea/internal/engine"
+	"github.com/ardea-dev/ardea/internal/plan"
+)
+
+// A live switch replaces the tasks of some components (a rescale) while the
+// container's other tasks keep running (bus/switch.go has the data-path
+// side):
+//
+//  1. PrepareSwitch: outboxes that feed a switching component hold their
+//     tuples for it and mark its tasks; the switching tasks stop once their
+//     input before the marks is executed (SwitchStopped is closed); their
+//     state can then be handed off (SwitchStates).
+//  2. Adopt: the stream manager switches to the new plan; outboxes reroute
+//     and send what they held. Every container adopts before step 3.
+//  3. StartSwitched: the switching components' tasks of the new plan start
+//     here, with the state they now own.
+
+// switching is a switch in progress.
+type switching struct {
+	epoch   uint64
+	comps   []int
+	waiting map[uint32]bool // switching tasks still running
+	stopped chan struct{}   // closed once none is
+}
+
+// taskExited records a task loop's end.
+func (c *Container) taskExited(id uint32, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.exited[id] = err
+	if err == nil {
+		c.finished[id] = true
+	}
+	if sw := c.sw; sw != nil && sw.waiting[id] {
+		delete(sw.waiting, id)
+		if len(sw.waiting) == 0 {
+			close(sw.stopped)
+		}
+	}
+}
+
+// kick makes a running task flush soon (applying posted re-plan steps);
+// c.mu must be held.
+func (c *Container) kick(t *engine.Task) {
+	if _, gone := c.exited[t.ID]; gone {
+		return
+	}
+	if t.Spout != nil {
+		t.Poke()
+	} else if in := c.sm.Inbox(t.ID); in != nil {
+		in.Kick()
+	}
+}
+
+// PrepareSwitch starts step 1 for the components comps (ids) under epoch.
+// Calling it again with the same epoch does nothing.
+func (c *Container) PrepareSwitch(epoch uint64, comps []int) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.group == nil {
+		return errors.New("container is not running")
+	}
+	if c.sw != nil {
+		if c.sw.epoch == epoch {
+			return nil
+		}
+		return fmt.Errorf("container %d: switch %d is still in progress", c.o.Container, c.sw.epoch)
+	}
+	p := c.runPlan
+	for _, t := range c.tasks {
+		if _, gone := c.exited[t.ID]; gone && slices.Contains(comps, p.Tasks[t.ID].Component) {
+			return fmt.Errorf("component %s task %d already finished its input; a finished component cannot be rescaled", t.Component, t.ID)
+		}
+	}
+	feeds := func(comp int) bool {
+		for _, s := range p.Components[comp].Outputs {
+			for _, sub := range s.Subscribers {
+				if slices.Contains(comps, sub.Component) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	sw := &switching{epoch: epoch, comps: slices.Clone(comps), waiting: map[uint32]bool{}, stopped: make(chan struct{})}
+	c.group.Hold()
+	for _, t := range c.tasks {
+		comp := p.Tasks[t.ID].Component
+		if feeds(comp) {
+			c.sm.Outbox(t.ID).Hold(epoch, comps)
+			c.kick(t)
+		}
+		if !slices.Contains(comps, comp) {
+			continue
+		}
+		sw.waiting[t.ID] = true
+		if t.Spout != nil {
+			t.StopForSwitch()
+		} else {
+			c.sm.Inbox(t.ID).Arm(epoch)
+		}
+	}
+	if len(sw.waiting) == 0 {
+		close(sw.stopped)
+	}
+	c.sw = sw
+	c.runLog.Info("switch prepared", "epoch", epoch, "stopping", len(sw.waiting))
+	return nil
+}
+
+// SwitchStopped is closed once every switching task has stopped (nil if no
+// switch is in progress).
+func (c *Container) SwitchStopped() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sw == nil {
+		return nil
+	}
+	return c.sw.stopped
+}
+
+// SwitchStates returns the states of the local tasks of the switching
+// components, to hand off once SwitchStopped is closed.
+func (c *Container) SwitchStates() map[uint32]*host.MemoryState {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[uint32]*host.MemoryState{}
+	if c.sw == nil {
+		return out
+	}
+	for id, st := range c.states {
+		if slices.Contains(c.sw.comps, c.runPlan.Tasks[id].Component) {
+			out[id] = st
+		}
+	}
+	return out
+}
+
+// Adopt is step 2: the stream manager switches to p (a live re-plan of the
+// current plan) and the outboxes reroute. Retired tasks' outboxes, and
+// those of tasks that already finished their input, send their held tuples
+// and end-of-stream to the new plan's tasks.
+func (c *Container) Adopt(p *plan.Plan) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sw == nil {
+		return errors.New("adopt a plan without a prepared switch")
+	}
+	retired, err := c.sm.Adopt(p)
+	if err != nil {
+		return err
+	}
+	c.runPlan = p
+	for _, ob := range retired {
+		c.group.GoFunc(ob.Finish)
+	}
+	for id := range c.finished {
+		if ob := c.sm.Outbox(id); ob != nil && !slices.Contains(c.sw.comps, p.Tasks[id].Component) {
+			c.group.GoFunc(ob.Finish)
+		}
+	}
+	for _, t := range c.tasks {
+		c.kick(t)
+	}
+	return nil
+}
+
+// StartSwitched is step 3: it starts the switching components' tasks of
+// the adopted plan in this container, each with its state from states (an
+// empty one if absent), and ends the switch.
+func (c *Container) StartSwitched(states map[uint32]*host.MemoryState) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	sw := c.sw
+	if sw == nil {
+		return errors.New("no switch in progress")
+	}
+	p := c.runPlan
+	c.tasks = slices.DeleteFunc(c.tasks, func(t *engine.Task) bool {
+		return slices.Contains(sw.comps, p.Tasks[t.ID].Component)
+	})
+	for id := range c.states {
+		if slices.Contains(sw.comps, p.Tasks[id].Component) {
+			delete(c.states, id)
+		}
+	}
+	ctx := c.group.Context()
+	for _, id := range ContainerTasks(p, c.o.Container) {
+		pc := &p.Components[p.Tasks[id].Component]
+		if !slices.Contains(sw.comps, pc.ID) {
+			continue
+		}
+		st := states[id]
+		if st == nil {
+			st = host.NewMemoryState(pc.MaxKeyGroups)
+		}
+		task, err := newTask(ctx, c.o.Topology, p, id, c.sm, c.o.Runtime, c.o.Modules[pc.Name], st, c.o.Metrics, c.runLog)
+		if err != nil {
+			return err
+		}
+		if task.Spout != nil {
+			task.SetActive(c.active)
+		}
+		delete(c.exited, id)
+		delete(c.finished, id)
+		c.states[id] = st
+		c.tasks = append(c.tasks, task)
+		c.goTask(task)
+	}
+	c.sw = nil
+	c.group.Release()
+	c.runLog.Info("switch done", "epoch", sw.epoch)
+	return nil
+}

@@ -1,0 +1,250 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/ardea-dev/ardea"
+	"github.com/ardea-dev/ardea/bus"
+	"github.com/ardea-dev/ardea/examples/wordcount"
+	"github.com/ardea-dev/ardea/host"
+	"github.com/ardea-dev/ardea/internal/engine"
+	"github.com/ardea-dev/ardea/internal/metrics"
+	"github.com/ardea-dev/ardea/internal/plan"
+	"github.com/ardea-dev/ardea/internal/tuple"
+)
+
+// liveTopology runs a topology's containers in this process (as `ardea
+// local` runs them in host processes) so that a test can switch them.
+type liveTopology struct {
+	t          *testing.T
+	top        *ardea.Topology
+	plan       *plan.Plan
+	containers []*Container
+	done       []chan error
+	reg        *metrics.Registry
+	rt         *host.Runtime
+	mods       map[string]*host.Module
+	url        string
+}
+
+func startLive(t *testing.T, top *ardea.Topology, containers int) *liveTopology {
+	t.Helper()
+	ctx := context.Background()
+	p, err := BuildPlan(top, containers, RoundRobin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := host.NewRuntime(ctx, host.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close(context.Background()) })
+	mods := map[string]*host.Module{}
+	for _, c := range top.Components {
+		if c.ModuleKind() == ardea.ModuleBuiltin {
+			continue
+		}
+		m, err := rt.Compile(ctx, c.Module)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mods[c.Name] = m
+	}
+	srv, err := bus.StartServer(bus.ServerOptions{Port: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	lt := &liveTopology{t: t, top: top, plan: p, reg: metrics.NewRegistry(), rt: rt, mods: mods, url: srv.ClientURL()}
+	runCtx, cancel := context.WithCancel(ctx)
+	t.Cleanup(cancel)
+	for cn := 1; cn <= p.Containers; cn++ {
+		lt.startContainer(runCtx, cn, p)
+	}
+	return lt
+}
+
+func (lt *liveTopology) startContainer(ctx context.Context, cn int, p *plan.Plan) {
+	t := lt.t
+	nc, err := nats.Connect(lt.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := StartContainer(ctx, ContainerOptions{
+		Topology: lt.top, Plan: p, Container: cn, Conn: nc, OwnConn: true, Runtime: lt.rt, Modules: lt.mods,
+		Metrics: lt.reg, Active: true, Logger: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	lt.containers = append(lt.containers, c)
+	lt.done = append(lt.done, done)
+}
+
+// rescale switches comp to parallelism n live: prepare everywhere, hand
+// the stopped tasks' key groups to their new owners, adopt everywhere,
+// then start the new tasks.
+func (lt *liveTopology) rescale(par map[string]int) {
+	t := lt.t
+	t.Helper()
+	old := lt.plan
+	np, err := RescalePlan(old, par, func(_ string, index int) int { return index%old.Containers + 1 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	ci := ChangedComponents(old, np)
+	epoch := uint64(time.Now().UnixNano())
+	for _, c := range lt.containers {
+		if err := c.PrepareSwitch(epoch, ci); err != nil {
+			t.Fatal(err)
+		}
+	}
+	groups := map[int]map[int]map[string][]byte{} // component -> key group -> state
+	for _, c := range lt.containers {
+		select {
+		case <-c.SwitchStopped():
+		case <-time.After(time.Minute):
+			t.Fatal("switching tasks did not stop")
+		}
+		for id, st := range c.SwitchStates() {
+			comp := old.Tasks[id].Component
+			if groups[comp] == nil {
+				groups[comp] = map[int]map[string][]byte{}
+			}
+			for _, kg := range st.KeyGroups() {
+				groups[comp][kg] = st.ExportGroup(kg)
+			}
+		}
+	}
+	states := map[uint32]*host.MemoryState{}
+	for _, comp := range ci {
+		pc := &np.Components[comp]
+		for _, id := range pc.Tasks {
+			states[id] = host.NewMemoryState(pc.MaxKeyGroups)
+		}
+		for kg, m := range groups[comp] {
+			id := pc.Tasks[tuple.TaskIndexForKeyGroup(kg, pc.MaxKeyGroups, pc.Parallelism)]
+			if err := states[id].ImportGroup(kg, m); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, c := range lt.containers {
+		if err := c.Adopt(np); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range lt.containers {
+		if err := c.StartSwitched(states); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lt.plan = np
+}
+
+func (lt *liveTopology) wait() {
+	lt.t.Helper()
+	for i, d := range lt.done {
+		select {
+		case err := <-d:
+			if err != nil {
+				lt.t.Fatalf("container %d: %v", i+1, err)
+			}
+		case <-time.After(3 * time.Minute):
+			lt.t.Fatalf("container %d did not finish", i+1)
+		}
+	}
+}
+
+func (lt *liveTopology) tasksOf(comp string) map[uint32]*engine.Task {
+	out := map[uint32]*engine.Task{}
+	for _, c := range lt.containers {
+		c.mu.Lock()
+		for _, tk := range c.tasks {
+			if tk.Component == comp {
+				out[tk.ID] = tk
+			}
+		}
+		c.mu.Unlock()
+	}
+	return out
+}
+
+// TestLiveRescaleKeepsOtherComponentsRunning rescales components while the
+// word count runs: only their tasks are replaced (the others keep the same
+// task loops), no tuple is lost or counted twice, and each word's state
+// follows its key group.
+func TestLiveRescaleKeepsOtherComponentsRunning(t *testing.T) {
+	lines := testLines(60000)
+	want := wordcount.Reference(lines)
+	for _, tc := range []struct {
+		name  string
+		steps []map[string]int
+		still string // a component that must keep its task loops
+	}{
+		{"count up then down", []map[string]int{{"count": 3}, {"count": 1}}, "split"},
+		{"split and count together", []map[string]int{{"split": 3, "count": 4}}, "out"},
+		{"split down", []map[string]int{{"split": 1}}, "count"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			in, out := filepath.Join(dir, "in.txt"), filepath.Join(dir, "counts.tsv")
+			writeLines(t, in, lines)
+			lt := startLive(t, wordcountWasmTopology(t, in, out, 2, 2), 2)
+			before := lt.tasksOf(tc.still)
+			executed := func() int64 { return lt.reg.Component("count").Executed.Load() }
+			for _, step := range tc.steps {
+				at := executed()
+				waitUntil(t, func() bool { return executed() > at+15000 }, "count to execute 15000 more words")
+				lt.rescale(step)
+				for comp, n := range step {
+					if got := len(lt.tasksOf(comp)); got != n {
+						t.Fatalf("%s has %d tasks after the rescale, want %d", comp, got, n)
+					}
+				}
+			}
+			lt.wait()
+			compareCounts(t, readCounts(t, out), want)
+			after := lt.tasksOf(tc.still)
+			for id, tk := range before {
+				if after[id] != tk {
+					t.Errorf("%s task %d was replaced by a rescale of other components", tc.still, id)
+				}
+			}
+			for _, c := range lt.containers {
+				if n := c.StreamManager().BadMessages(); n != 0 {
+					t.Errorf("container %d: %d bad messages", c.o.Container, n)
+				}
+			}
+		})
+	}
+}
+
+func waitUntil(t *testing.T, ok func() bool, what string) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+var _ = fmt.Sprint
+
+// testWriter sends log lines to the test log.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(b []byte) (int, error) { w.t.Log(strings.TrimSpace(string(b))); return len(b), nil }

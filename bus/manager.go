@@ -464,6 +464,12 @@ func (sm *StreamManager) onCredit(m *nats.Msg) {
 			if int(e.Task) < len(tab.links) {
 				l = tab.links[e.Task]
 			}
+			if l == nil && c.Kind == CtrlOpen && int(e.Task) >= len(tab.links) {
+				// A task of a plan this stream manager has not adopted
+				// yet: its Adopt says hello, and the answer opens it.
+				sm.log.Debug("open for a task of a newer plan", "task", e.Task, "container", c.From)
+				continue
+			}
 			if l == nil || l.container != c.From {
 				sm.bad("control message", fmt.Errorf("%v for task %d, which is not in container %d", c.Kind, e.Task, c.From))
 				continue

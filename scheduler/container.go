@@ -98,6 +98,7 @@ func StartContainer(ctx context.Context, o ContainerOptions) (*Container, error)
 			task.SetActive(o.Active)
 		}
 		c.tasks = append(c.tasks, task)
+		c.since[id] = time.Now()
 	}
 	return c, nil
 }
@@ -121,7 +122,6 @@ func (c *Container) Run(ctx context.Context) error {
 
 // goTask runs t in the group; c.mu must be held.
 func (c *Container) goTask(t *engine.Task) {
-	c.since[t.ID] = time.Now()
 	c.group.Go(t, func(err error) { c.taskExited(t.ID, err) })
 }
 

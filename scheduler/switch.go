@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/ardea-dev/ardea/host"
 	"github.com/ardea-dev/ardea/internal/engine"
@@ -212,6 +213,7 @@ func (c *Container) StartSwitched(states map[uint32]*host.MemoryState) error {
 		delete(c.exited, id)
 		delete(c.finished, id)
 		c.states[id] = st
+		c.since[id] = time.Now()
 		c.tasks = append(c.tasks, task)
 		c.goTask(task)
 	}

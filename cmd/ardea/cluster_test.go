@@ -321,7 +321,8 @@ func TestClusterRescaleExact(t *testing.T) {
 			return false, "state " + before.State
 		}
 		n := emitted("lines/0")(before)
-		return n > 0, fmt.Sprintf("spout emitted %d", n)
+		split, _ := instance(before, "split/0")
+		return n > 0 && !split.Since.IsZero(), fmt.Sprintf("spout emitted %d, split/0 %s", n, split.State)
 	})
 	spout, _ := instance(before, "lines/0")
 	if spout.Emitted >= lines {
@@ -344,6 +345,19 @@ func TestClusterRescaleExact(t *testing.T) {
 	if st.State == local.StateRunning {
 		if in, _ := instance(st, "count/3"); in.Name == "" {
 			t.Fatalf("status after the update has no count/3: %+v", st.Containers)
+		}
+		// Only count's instances were replaced: the spout and split kept
+		// running through the rescale.
+		for _, name := range []string{"lines/0", "split/0"} {
+			b, _ := instance(before, name)
+			a, _ := instance(st, name)
+			if a.Since.IsZero() || !a.Since.Equal(b.Since) {
+				t.Errorf("%s restarted during the rescale of count (started %v, now %v)", name, b.Since, a.Since)
+			}
+		}
+		b, _ := instance(before, "count/0")
+		if a, _ := instance(st, "count/0"); !a.Since.After(b.Since) {
+			t.Errorf("count/0 was not replaced by the rescale (started %v, now %v)", b.Since, a.Since)
 		}
 	}
 	code, wout, werr := cli(t, "wait", "wcf", "--timeout", "5m", "--server", d.server)

@@ -37,21 +37,21 @@ const (
 
 // Heartbeat is what a host publishes every HeartbeatInterval.
 type Heartbeat struct {
-	Container    int        `json:"container"`
-	PID          int        `json:"pid"`
-	PlanRevision uint64     `json:"plan_revision"`
-	State        string     `json:"state"`
-	Active       bool       `json:"active"` // spouts emitting
-	Error        string     `json:"error,omitempty"`
-	HandoffDone  uint64     `json:"handoff_done,omitempty"` // last handoff epoch whose state is stored
+	Container    int    `json:"container"`
+	PID          int    `json:"pid"`
+	PlanRevision uint64 `json:"plan_revision"`
+	State        string `json:"state"`
+	Active       bool   `json:"active"` // spouts emitting
+	Error        string `json:"error,omitempty"`
+	HandoffDone  uint64 `json:"handoff_done,omitempty"` // last handoff epoch whose state is stored
 	// Live switch progress (OpSwitchPrepare, a plan naming the switch,
 	// OpSwitchRun): the epoch this host prepared, adopted and runs, and why
 	// it could not prepare.
-	SwitchPrepared uint64 `json:"switch_prepared,omitempty"`
-	SwitchAdopted  uint64 `json:"switch_adopted,omitempty"`
-	SwitchRunning  uint64 `json:"switch_running,omitempty"`
-	SwitchError    string `json:"switch_error,omitempty"`
-	Instances    []Instance `json:"instances"`
+	SwitchPrepared uint64     `json:"switch_prepared,omitempty"`
+	SwitchAdopted  uint64     `json:"switch_adopted,omitempty"`
+	SwitchRunning  uint64     `json:"switch_running,omitempty"`
+	SwitchError    string     `json:"switch_error,omitempty"`
+	Instances      []Instance `json:"instances"`
 	// Flow counters over the container's stream manager, for the TM's
 	// quiescence check: tuple copies sent by its outboxes, tuples received
 	// by its inboxes, and input still queued or being executed.

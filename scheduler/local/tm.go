@@ -420,6 +420,9 @@ type InstanceStatus struct {
 	State    string `json:"state"`
 	Emitted  int64  `json:"emitted"`
 	Executed int64  `json:"executed"`
+	// Since is when the instance's current incarnation started (a live
+	// rescale replaces only the rescaled components' instances).
+	Since time.Time `json:"since,omitzero"`
 }
 
 func (t *tm) status() Status {
@@ -472,7 +475,7 @@ func (t *tm) status() Status {
 			task := p.Tasks[id]
 			is := InstanceStatus{Name: p.Components[task.Component].Name + "/" + strconv.Itoa(task.Index), Task: id, State: "PENDING"}
 			if in, ok := byTask[id]; ok && hb.PlanRevision == t.planRev {
-				is.State, is.Emitted, is.Executed = in.State, in.Emitted, in.Executed
+				is.State, is.Emitted, is.Executed, is.Since = in.State, in.Emitted, in.Executed, in.Since
 			}
 			cs.Instances = append(cs.Instances, is)
 		}

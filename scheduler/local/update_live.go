@@ -17,6 +17,9 @@ import (
 // missed it).
 const resendEvery = 2 * time.Second
 
+// startTimeout is how long a live update waits for starting containers.
+const startTimeout = time.Minute
+
 // updateLive rescales with a live switch (scheduler/switch.go, bus/switch.go)
 // of the components whose tasks change between doc.Plan and np; every other
 // task keeps running:
@@ -42,7 +45,7 @@ func (t *tm) updateLive(ctx context.Context, top *ardea.Topology, doc ctl.PlanDo
 	if len(names) == 0 {
 		return nil // the parallelism is already what was asked
 	}
-	if err := t.checkSwitchable(names); err != nil {
+	if err := t.checkSwitchable(ctx, names); err != nil {
 		return err
 	}
 	epoch := uint64(time.Now().UnixNano())
@@ -146,30 +149,51 @@ func (t *tm) updateLive(ctx context.Context, top *ardea.Topology, doc ctl.PlanDo
 	return nil
 }
 
-// checkSwitchable refuses a live switch unless every container runs and no
-// instance of the switching components has finished its input (its
-// upstream ended, so a new instance would never see end-of-stream).
-func (t *tm) checkSwitchable(names []string) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for c := 1; c <= t.doc.Plan.Containers; c++ {
-		h, ok := t.hbs[c]
-		if !ok || h.State != ctl.HostRunning || h.PlanRevision != t.planRev {
-			state := "not reporting"
-			if ok {
-				state = h.State
+// checkSwitchable waits (up to startTimeout) until every container runs
+// the current plan, and refuses a live switch if an instance of the
+// switching components has finished its input (its upstream ended, so a
+// new instance would never see end-of-stream).
+func (t *tm) checkSwitchable(ctx context.Context, names []string) error {
+	deadline := time.Now().Add(startTimeout)
+	for {
+		t.mu.Lock()
+		var notReady error
+		for c := 1; c <= t.doc.Plan.Containers && notReady == nil; c++ {
+			h, ok := t.hbs[c]
+			if !ok || h.State != ctl.HostRunning || h.PlanRevision != t.planRev {
+				state := "not reporting"
+				if ok {
+					state = h.State
+				}
+				notReady = newErr(ErrBadState, "cannot update topology %s now: container %d is %s", t.name, c, state)
+				continue
 			}
-			return newErr(ErrBadState, "cannot update topology %s now: container %d is %s (try again once it runs)", t.name, c, state)
-		}
-		for _, in := range h.Instances {
-			for _, n := range names {
-				if in.Component == n && in.Finished {
-					return newErr(ErrBadState, "cannot update topology %s: %s/%d already finished its input", t.name, n, in.Index)
+			for _, in := range h.Instances {
+				for _, n := range names {
+					if in.Component == n && in.Finished {
+						t.mu.Unlock()
+						return newErr(ErrBadState, "cannot update topology %s: %s/%d already finished its input", t.name, n, in.Index)
+					}
 				}
 			}
 		}
+		state := t.state
+		t.mu.Unlock()
+		if notReady == nil {
+			return nil
+		}
+		if state != StateRunning && state != StatePaused {
+			return newErr(ErrBadState, "cannot update topology %s: it is %s", t.name, state)
+		}
+		if time.Now().After(deadline) {
+			return notReady
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
-	return nil
 }
 
 // waitSwitch waits until the latest heartbeats of containers 1..n pass ok,

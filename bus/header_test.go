@@ -30,6 +30,7 @@ func TestHeaderRoundTrip(t *testing.T) {
 		{MsgData, 3, 7, 1_700_000_000_123_456_789, batch, 2},
 		{MsgEOS, 1, 2, 0, nil, 0},
 		{MsgEOS, 0xFFFFFFFE, 0xFFFFFFFD, -5, nil, 0},
+		{MsgMark, 4, 9, 1_796_237_881_235_120_095, nil, 0},
 	} {
 		msg := append(AppendHeader(nil, c.kind, c.dst, c.src, c.sentAt), c.payload...)
 		h, p, err := DecodeHeader(msg)
@@ -61,6 +62,7 @@ func TestHeaderErrors(t *testing.T) {
 		"zero records":   mut(func(b []byte) []byte { binary.LittleEndian.PutUint32(b[HeaderLen:], 0); return b[:HeaderLen+4] }),
 		"huge count":     mut(func(b []byte) []byte { binary.LittleEndian.PutUint32(b[HeaderLen:], 0xFFFFFFFF); return b }),
 		"eos payload":    append(AppendHeader(nil, MsgEOS, 1, 2, 0), 1),
+		"mark payload":   append(AppendHeader(nil, MsgMark, 1, 2, 42), 1),
 	} {
 		if _, _, err := DecodeHeader(msg); !errors.Is(err, ErrBadMessage) {
 			t.Errorf("%s: error %v, want ErrBadMessage", name, err)
@@ -71,6 +73,7 @@ func TestHeaderErrors(t *testing.T) {
 func FuzzDecodeHeader(f *testing.F) {
 	f.Add(append(AppendHeader(nil, MsgData, 3, 4, 99), abiBatch(values("a", 1), values("b", 2))...))
 	f.Add(AppendHeader(nil, MsgEOS, 1, 2, 3))
+	f.Add(AppendHeader(nil, MsgMark, 1, 2, 3))
 	f.Add([]byte{1, 1, 0, 0})
 	f.Add(make([]byte, HeaderLen+4))
 	f.Fuzz(func(t *testing.T, msg []byte) {

@@ -82,45 +82,49 @@ type LedgerStats struct {
 }
 
 // ErrInvalidRoot is returned by Start for a zero spout task or key, or a
-// root that is already pending.
+// root whose key is already pending.
 var ErrInvalidRoot = errors.New("acker: invalid root")
 
 type tree struct {
+	task  uint32 // root spout task (the map is keyed by the root key alone)
 	msgID uint64
 	xor   uint64
 	start time.Time
-	gen   uint64 // timeout bucket (generation) the tree was started in
+	gen   int64 // timeout bucket (generation) the tree was started in
 }
 
 // Ledger tracks the pending tuple trees of a container's spout tasks.
 //
 // Timeouts use rotating buckets as in Storm's RotatingMap, not a heap: time
-// is cut into periods of Timeout/Buckets, each a generation; a tree belongs
-// to the generation current at its Start; Expire rotates once per elapsed
-// period and times out every tree of the generation that falls off the end
-// (Buckets+1 generations are live). So a tree times out between Timeout and
-// Timeout*(1+1/Buckets) after its Start, never earlier: if Expire was not
-// called for a while, a rotation waits until the oldest generation's newest
-// tree is Timeout old. The trees live in one map with their generation, and
-// a rotation scans it, which costs O(pending) once per period; pending is
-// bounded by MaxPending per spout task.
+// is cut into periods of Timeout/Buckets (generations, counted from the
+// ledger's first call); a tree belongs to the generation of its Start; when
+// Expire finds that Buckets+1 generations have begun since, the tree's
+// bucket falls off and the tree times out. So a tree times out between
+// Timeout and Timeout*(1+1/Buckets) after its Start, never earlier, and no
+// later than that plus the interval between Expire calls. The trees live in
+// one map with their generation, and a rotation scans it: O(pending) once
+// per period, with pending bounded by MaxPending per spout task.
+//
+// Outcomes are returned by the call that decides them (Start, Update, Fail,
+// Expire), not delivered through callbacks, so a caller holding a mutex can
+// release it before it calls the spout's ack or fail.
 //
 // A Ledger is not safe for concurrent use: drive it from one goroutine or
 // under one mutex. Its methods never block.
 type Ledger struct {
 	timeout    time.Duration
 	period     time.Duration
-	slots      int // Buckets + 1 live generations
+	buckets    int64
 	maxPending int
 	rand       Rand
 
-	trees   map[RootID]*tree
+	trees   map[uint64]*tree // by root key: a uint64 key hashes faster than RootID
 	free    []*tree
 	pending map[uint32]int
 
-	gen        uint64      // current generation
-	newest     []time.Time // latest Start per generation, indexed gen % slots
-	lastRotate time.Time   // zero until the first Start or Expire
+	epoch   time.Time // start of generation 0: the first Start or Expire
+	begun   bool      // epoch is set
+	expired int64     // trees of generations <= expired have timed out
 
 	stats LedgerStats
 }
@@ -146,12 +150,12 @@ func NewLedger(o LedgerOptions) *Ledger {
 	return &Ledger{
 		timeout:    o.Timeout,
 		period:     period,
-		slots:      o.Buckets + 1,
+		buckets:    int64(o.Buckets),
 		maxPending: o.MaxPending,
 		rand:       o.Rand,
-		trees:      make(map[RootID]*tree),
+		trees:      make(map[uint64]*tree),
 		pending:    make(map[uint32]int),
-		newest:     make([]time.Time, o.Buckets+1),
+		expired:    -1,
 	}
 }
 
@@ -178,21 +182,18 @@ func (l *Ledger) NewEdge() uint64 { return nonZero(l.rand) }
 // returns its Acked result with done == true and registers nothing.
 // Otherwise done is false and the tree is pending until Update, Fail or
 // Expire ends it. Start refuses (ErrInvalidRoot) a zero spout task or key
-// and a root that is already pending.
+// and a root whose key is already pending (keys are random: draw another).
 func (l *Ledger) Start(root RootID, msgID, xor uint64, now time.Time) (r Result, done bool, err error) {
 	if root.SpoutTask == 0 || root.Key == 0 {
 		return Result{}, false, fmt.Errorf("%w: %v (spout task and key must be nonzero)", ErrInvalidRoot, root)
 	}
-	if _, ok := l.trees[root]; ok {
-		return Result{}, false, fmt.Errorf("%w: %v is already pending", ErrInvalidRoot, root)
+	if _, ok := l.trees[root.Key]; ok {
+		return Result{}, false, fmt.Errorf("%w: key of %v is already pending", ErrInvalidRoot, root)
 	}
 	l.stats.Started++
 	if xor == 0 {
 		l.stats.Acked++
 		return Result{Root: root, MsgID: msgID, Outcome: Acked}, true, nil
-	}
-	if l.lastRotate.IsZero() {
-		l.lastRotate = now
 	}
 	var t *tree
 	if n := len(l.free); n > 0 {
@@ -201,11 +202,8 @@ func (l *Ledger) Start(root RootID, msgID, xor uint64, now time.Time) (r Result,
 	} else {
 		t = new(tree)
 	}
-	*t = tree{msgID: msgID, xor: xor, start: now, gen: l.gen}
-	l.trees[root] = t
-	if slot := l.gen % uint64(l.slots); now.After(l.newest[slot]) {
-		l.newest[slot] = now
-	}
+	*t = tree{task: root.SpoutTask, msgID: msgID, xor: xor, start: now, gen: l.generation(now)}
+	l.trees[root.Key] = t
 	l.pending[root.SpoutTask]++
 	return Result{}, false, nil
 }
@@ -216,8 +214,8 @@ func (l *Ledger) Start(root RootID, msgID, xor uint64, now time.Time) (r Result,
 // unknown) is counted in Stats().Unknown and ignored, so a late ack after a
 // timeout or a failure never acks twice.
 func (l *Ledger) Update(root RootID, xor uint64, now time.Time) (r Result, done bool) {
-	t := l.trees[root]
-	if t == nil {
+	t := l.trees[root.Key]
+	if t == nil || t.task != root.SpoutTask {
 		l.stats.Unknown++
 		return Result{}, false
 	}
@@ -233,8 +231,8 @@ func (l *Ledger) Update(root RootID, xor uint64, now time.Time) (r Result, done 
 // and returns its result. A root that is not pending is counted as unknown
 // and ignored (done == false).
 func (l *Ledger) Fail(root RootID, now time.Time) (r Result, done bool) {
-	t := l.trees[root]
-	if t == nil {
+	t := l.trees[root.Key]
+	if t == nil || t.task != root.SpoutTask {
 		l.stats.Unknown++
 		return Result{}, false
 	}
@@ -244,54 +242,41 @@ func (l *Ledger) Fail(root RootID, now time.Time) (r Result, done bool) {
 
 func (l *Ledger) end(root RootID, t *tree, o Outcome, now time.Time) Result {
 	r := Result{Root: root, MsgID: t.msgID, Outcome: o, Latency: now.Sub(t.start)}
-	delete(l.trees, root)
+	delete(l.trees, root.Key)
 	l.free = append(l.free, t)
-	if n := l.pending[root.SpoutTask] - 1; n > 0 {
-		l.pending[root.SpoutTask] = n
-	} else {
-		delete(l.pending, root.SpoutTask)
-	}
+	l.pending[root.SpoutTask]-- // entries stay: one per spout task
 	return r
 }
 
-// Expire rotates the timeout buckets for the time elapsed until now and
-// appends the TimedOut results of the trees that fell off, oldest first, to
-// dst. Call it periodically, at least every Timeout/Buckets for the stated
-// bound (the stream manager's timer; a tick of a second or less is plenty).
+// generation returns the timeout generation of now (the first call fixes
+// generation 0).
+func (l *Ledger) generation(now time.Time) int64 {
+	if !l.begun {
+		l.epoch, l.begun = now, true
+	}
+	d := now.Sub(l.epoch)
+	if d < 0 {
+		return 0
+	}
+	return int64(d / l.period)
+}
+
+// Expire times out the trees whose bucket has fallen off by now (started at
+// least Timeout ago; see Ledger) and appends their TimedOut results, oldest
+// first, to dst. Call it periodically, at least every Timeout/Buckets for
+// the stated bound (the stream manager's timer; a tick of a second or less
+// is plenty). It scans the pending trees at most once per period.
 func (l *Ledger) Expire(now time.Time, dst []Result) []Result {
-	if l.lastRotate.IsZero() {
-		l.lastRotate = now
+	cut := l.generation(now) - l.buckets - 1
+	if cut <= l.expired {
 		return dst
 	}
+	l.expired = cut
 	first := len(dst)
-	for now.Sub(l.lastRotate) >= l.period {
-		if len(l.trees) == 0 {
-			// Idle: nothing can time out; start counting from now.
-			clear(l.newest)
-			l.lastRotate = now
-			break
-		}
-		// The generation that falls off at this rotation.
-		oldest := l.gen + 1 - uint64(l.slots)
-		if l.gen+1 >= uint64(l.slots) && now.Sub(l.newest[oldest%uint64(l.slots)]) < l.timeout {
-			// Expire was not called for a while, so the oldest generation
-			// holds trees younger than the timeout: wait for them.
-			l.lastRotate = now
-			break
-		}
-		l.gen++
-		slot := l.gen % uint64(l.slots) // the slot of the generation that falls off
-		started := !l.newest[slot].IsZero()
-		l.newest[slot] = time.Time{}
-		l.lastRotate = l.lastRotate.Add(l.period)
-		if l.gen < uint64(l.slots) || !started {
-			continue // nothing was started in the generation that fell off
-		}
-		for root, t := range l.trees {
-			if t.gen <= oldest {
-				l.stats.TimedOut++
-				dst = append(dst, l.end(root, t, TimedOut, now))
-			}
+	for key, t := range l.trees {
+		if t.gen <= cut {
+			l.stats.TimedOut++
+			dst = append(dst, l.end(RootID{SpoutTask: t.task, Key: key}, t, TimedOut, now))
 		}
 	}
 	slices.SortFunc(dst[first:], func(a, b Result) int {

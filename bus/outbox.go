@@ -25,6 +25,7 @@ type dest struct {
 	open      *pendingBatch
 	sealed    []*pendingBatch
 	active    bool // listed in Outbox.active
+	eosSent   bool // Finish sent this task end-of-stream
 }
 
 // Outbox is one local task's output: it implements component.Collector.
@@ -332,11 +333,11 @@ func (o *Outbox) send(ctx context.Context, d *dest, b *pendingBatch, block bool)
 
 // Finish flushes everything (Flush with force) and then sends an
 // end-of-stream marker to every task of every component downstream of this
-// task, whatever the grouping, after the data: a local marker is queued
+// task that has not had one, whatever the grouping, after the data: a local marker is queued
 // behind the batches already in the inbox, a remote one is published on the
 // same connection and subject as the data, so it arrives after it. Markers
 // cost no credit but wait until a remote link is open. Emit fails after
-// Finish; a second Finish does nothing.
+// Finish; a second Finish sends only to tasks a live re-plan added since.
 func (o *Outbox) Finish(ctx context.Context) error {
 	if o.holding != 0 || o.ctrlPending.Load() {
 		// A live re-plan holds tuples: they leave before end-of-stream.
@@ -347,13 +348,17 @@ func (o *Outbox) Finish(ctx context.Context) error {
 	if err := o.Flush(ctx, true); err != nil {
 		return err
 	}
-	if o.done {
-		return nil
-	}
+	// An outbox that finished before a live re-plan added downstream
+	// tasks is finished again after the reroute: the new tasks get their
+	// end-of-stream too.
 	var hdr [HeaderLen]byte
 	for _, d := range o.down {
+		if d.eosSent {
+			continue
+		}
 		if d.inbox != nil {
 			d.inbox.putEOS(o.task)
+			d.eosSent = true
 			continue
 		}
 		if err := d.link.waitOpen(ctx, o); err != nil {
@@ -363,6 +368,7 @@ func (o *Outbox) Finish(ctx context.Context) error {
 		if err := o.sm.nc.Publish(d.subj, hdr[:]); err != nil {
 			return fmt.Errorf("bus: component %s task %d: publish end-of-stream to task %d: %w", o.comp.Name, o.task, d.task, err)
 		}
+		d.eosSent = true
 	}
 	o.done = true
 	return nil

@@ -155,3 +155,45 @@ func TestKickWakesNext(t *testing.T) {
 		t.Fatalf("TryNext after the kick was consumed: ok %v err %v", ok, err)
 	}
 }
+
+// TestFinishedSenderEndsNewTasks: a task that finished before a re-plan
+// added downstream tasks sends them end-of-stream when finished again after
+// the adopt, so the new tasks' input can end.
+func TestFinishedSenderEndsNewTasks(t *testing.T) {
+	p := buildPlan(t, 2, []compSpec{
+		{name: "spout", kind: "spout", containers: []int{1}},
+		{name: "bolt", kind: "bolt", containers: []int{1}},
+	}, []edgeSpec{{from: "spout", to: "bolt", grouping: plan.Shuffle}})
+	c := newCluster(t, p, nil)
+	ctx := ctxT(t)
+	ob := c.outbox(1)
+	if err := ob.Emit(0, tuple.NoTask, 0, nil, values("a", 1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := ob.Finish(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := drain(t, c.inbox(2)); len(got) != 1 {
+		t.Fatalf("bolt/0 got %d tuples, want 1", len(got))
+	}
+	np := *p
+	np.Tasks = append(slices.Clone(p.Tasks), plan.Task{ID: 3, Component: 1, Index: 1, Container: 2})
+	np.Components = slices.Clone(p.Components)
+	np.Components[1].Tasks = []uint32{2, 3}
+	np.Components[1].Parallelism = 2
+	for ct := 1; ct <= 2; ct++ {
+		if _, err := c.sms[ct].Adopt(&np); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := ob.Finish(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c.p = &np
+	if got := drain(t, c.inbox(3)); len(got) != 0 {
+		t.Fatalf("the new task got %d tuples, want none (only end-of-stream)", len(got))
+	}
+	if err := ob.Emit(0, tuple.NoTask, 0, nil, values("b", 2)); !errors.Is(err, ErrFinished) {
+		t.Fatalf("emit after finish: %v", err)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/ardea-dev/ardea/internal/build"
+	"github.com/ardea-dev/ardea/internal/names"
 )
 
 // ValidateOptions tunes Validate.
@@ -57,30 +58,19 @@ func (v *validator) add(c *Component, field, format string, args ...any) {
 	v.errs = append(v.errs, e)
 }
 
-// validName reports whether s may be used in a NATS subject token.
-func validName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		b := s[i]
-		if !(b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || b == '_' || b == '-') {
-			return false
-		}
-	}
-	return true
-}
-
 func nameProblem(s string) string {
 	if s == "" {
 		return "must not be empty"
+	}
+	if len(s) > names.MaxLen {
+		return fmt.Sprintf("%.40q... is %d bytes long; names are at most %d", s, len(s), names.MaxLen)
 	}
 	return fmt.Sprintf("%q contains characters other than letters, digits, '_' and '-' (names are used in NATS subjects)", s)
 }
 
 func (v *validator) run() {
 	t := v.t
-	if !validName(t.Name) {
+	if !names.Valid(t.Name) {
 		v.add(nil, "name", "topology name %s", nameProblem(t.Name))
 	}
 	v.settings()
@@ -152,7 +142,7 @@ func (v *validator) component(c *Component) {
 	switch {
 	case c.Name == "":
 		v.add(c, "name", "component name must not be empty")
-	case !validName(c.Name):
+	case !names.Valid(c.Name):
 		v.add(c, "name", "component name %s", nameProblem(c.Name))
 	case slices.Contains(ReservedNames, c.Name):
 		v.add(c, "name", "%q is a reserved name", c.Name)
@@ -168,7 +158,7 @@ func (v *validator) component(c *Component) {
 	}
 	for _, s := range slices.Sorted(maps.Keys(c.Outputs)) {
 		field := "outputs." + s
-		if !validName(s) {
+		if !names.Valid(s) {
 			v.add(c, field, "stream name %s", nameProblem(s))
 		}
 		seen := map[string]bool{}

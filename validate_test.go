@@ -90,6 +90,8 @@ func TestValidateProblems(t *testing.T) {
 			[]string{`v.yaml:1:1: no components`}},
 		{"invalid topology name", "name: word count\nspouts:\n" + spout, noModules,
 			[]string{`v.yaml:1:1: name: topology name "word count" contains characters other than letters, digits, '_' and '-'`}},
+		{"long topology name", "name: " + strings.Repeat("t", 129) + "\nspouts:\n" + spout, noModules,
+			[]string{`is 129 bytes long; names are at most 128`}},
 		{"empty topology name", "name: \"\"\nspouts:\n" + spout, noModules,
 			[]string{`name: topology name must not be empty`}},
 		{"invalid component name", "name: t\nspouts:\n  - {name: s.1, module: s.wasm, outputs: [f]}\n", noModules,

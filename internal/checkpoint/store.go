@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+
+	"github.com/ardea-dev/ardea/internal/names"
 )
 
 // Store keeps checkpoint snapshots: one blob per (topology, checkpoint id,
@@ -65,22 +67,8 @@ func where(topology string, id uint64, task uint32) string {
 	return fmt.Sprintf("checkpoint: topology %q checkpoint %d task %d", topology, id, task)
 }
 
-// validName: letters, digits, '_' and '-', as topology names elsewhere.
-func validName(s string) bool {
-	if s == "" || len(s) > 128 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		b := s[i]
-		if !(b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || b == '_' || b == '-') {
-			return false
-		}
-	}
-	return true
-}
-
 func checkTopology(topology string) error {
-	if !validName(topology) {
+	if !names.Valid(topology) {
 		return fmt.Errorf("checkpoint: topology name %.40q: must be 1-128 letters, digits, '_' or '-': %w", topology, ErrInvalid)
 	}
 	return nil

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ardea-dev/ardea/internal/names"
 )
 
 // ArtifactInfo describes a stored artifact.
@@ -125,7 +127,7 @@ func checkHandoff(topology, component string, keyGroup int) error {
 	if err := checkTopologyName(topology); err != nil {
 		return err
 	}
-	if !validName(component) {
+	if !names.Valid(component) {
 		return fmt.Errorf("statemgr: topology %q: component name %s: %w", topology, nameProblem(component), ErrInvalid)
 	}
 	if keyGroup < 0 {

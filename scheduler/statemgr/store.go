@@ -9,6 +9,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ardea-dev/ardea/internal/names"
 )
 
 // DefaultTenant is the tenant used when Options.Tenant is empty.
@@ -87,7 +89,7 @@ func Open(ctx context.Context, nc *nats.Conn, opts Options) (*Store, error) {
 	if tenant == "" {
 		tenant = DefaultTenant
 	}
-	if !validName(tenant) {
+	if !names.Valid(tenant) {
 		return nil, fmt.Errorf("statemgr: tenant %s: %w", nameProblem(tenant), ErrInvalid)
 	}
 	log := opts.Logger
@@ -163,21 +165,6 @@ func (s *Store) Buckets() []string {
 
 func (s *Store) bucket(kind string) string { return "ardea_" + s.tenant + "_" + kind }
 
-// validName mirrors the topology validator's rule (names end up in NATS
-// subjects and KV keys): letters, digits, '_' and '-'.
-func validName(s string) bool {
-	if s == "" || len(s) > 128 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		b := s[i]
-		if !(b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || b == '_' || b == '-') {
-			return false
-		}
-	}
-	return true
-}
-
 func nameProblem(s string) string {
 	switch {
 	case s == "":
@@ -189,7 +176,7 @@ func nameProblem(s string) string {
 }
 
 func checkTopologyName(name string) error {
-	if !validName(name) {
+	if !names.Valid(name) {
 		return fmt.Errorf("statemgr: topology name %s: %w", nameProblem(name), ErrInvalid)
 	}
 	return nil

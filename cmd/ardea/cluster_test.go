@@ -486,3 +486,50 @@ func TestClusterUpdateWhileStarting(t *testing.T) {
 	}
 	d.waitGrowing(t, "early", "sink out/0 executed after the update", 0, executed("out/0"))
 }
+
+// TestClusterFailedTopologyStopsItsContainers: when the supervisor gives up
+// on one container, the topology is FAILED and its healthy containers stop
+// too (their records, and the failure, stay in `ardea status`).
+func TestClusterFailedTopologyStopsItsContainers(t *testing.T) {
+	d := startDaemon(t, t.TempDir())
+	path := filepath.Join(t.TempDir(), "half.yaml")
+	yaml := fmt.Sprintf(`name: half
+config:
+  topology.containers: "2"
+spouts:
+  - name: lines
+    module: builtin:generator
+bolts:
+  - name: victim
+    module: %s
+    inputs: [{from: lines}]
+    outputs: {default: [word]}
+`, fixture("abiv2"))
+	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d.ok(t, "submit", path)
+	var healthy int
+	waitFor(t, 30*time.Second, "the healthy container running", func() (bool, string) {
+		st := d.status(t, "half")
+		in, c := instance(st, "lines/0")
+		healthy = c.PID
+		return in.State == "RUNNING" && healthy != 0, fmt.Sprintf("lines/0 %s, pid %d", in.State, c.PID)
+	})
+	var st local.Status
+	waitFor(t, 60*time.Second, "the topology FAILED", func() (bool, string) {
+		st = d.status(t, "half")
+		return st.State == local.StateFailed, "state " + st.State
+	})
+	waitFor(t, 30*time.Second, "the healthy container stopped", func() (bool, string) {
+		return !alive(healthy), fmt.Sprintf("pid %d alive", healthy)
+	})
+	st = d.status(t, "half")
+	if len(st.Containers) != 2 {
+		t.Fatalf("status lists %d containers after the failure, want both", len(st.Containers))
+	}
+	_, victim := instance(st, "victim/0")
+	if victim.Process != "FAILED" || !strings.Contains(victim.LastError, "ABI version mismatch") {
+		t.Errorf("victim's container: process %s, last error %q", victim.Process, victim.LastError)
+	}
+}

@@ -223,10 +223,21 @@ func (t *tm) failed(ps launcher.ProcessStatus) {
 		msg += ": " + e
 	}
 	t.state, t.message = StateFailed, msg
+	n := t.doc.Plan.Containers
 	t.mu.Unlock()
 	t.log.Error("topology failed", "reason", msg)
 	if _, err := t.d.store.SetState(context.Background(), t.name, statemgr.ExecState{State: StateFailed, Message: msg, Updated: time.Now()}); err != nil {
 		t.log.Error("record FAILED", "err", err)
+	}
+	// The other containers stop too (a topology missing a container would
+	// emit partial results); the supervisor keeps their records, so
+	// `ardea status` still shows every container and the failure.
+	for c := 1; c <= max(n, t.maxLaunched()); c++ {
+		if id := t.procID(c); id != ps.ID {
+			if err := t.d.sup.Stop(context.Background(), id); err != nil && !errors.Is(err, launcher.ErrUnknown) {
+				t.log.Warn("stop a container of a failed topology", "container", c, "err", err)
+			}
+		}
 	}
 }
 

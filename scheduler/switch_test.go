@@ -95,7 +95,12 @@ func (lt *liveTopology) startContainer(ctx context.Context, cn int, p *plan.Plan
 // rescale switches comp to parallelism n live: prepare everywhere, hand
 // the stopped tasks' key groups to their new owners, adopt everywhere,
 // then start the new tasks.
-func (lt *liveTopology) rescale(par map[string]int) {
+func (lt *liveTopology) rescale(par map[string]int) { lt.switchTo(par, false) }
+
+// switchTo prepares a rescale; with rollback set, the containers adopt the
+// old plan instead (what a TM does when a step of the switch fails) and the
+// stopped tasks restart from the state they handed off.
+func (lt *liveTopology) switchTo(par map[string]int, rollback bool) {
 	t := lt.t
 	t.Helper()
 	old := lt.plan
@@ -104,6 +109,9 @@ func (lt *liveTopology) rescale(par map[string]int) {
 		t.Fatal(err)
 	}
 	ci := ChangedComponents(old, np)
+	if rollback {
+		np = old
+	}
 	epoch := uint64(time.Now().UnixNano())
 	for _, c := range lt.containers {
 		if err := c.PrepareSwitch(epoch, ci); err != nil {
@@ -196,6 +204,7 @@ func TestLiveRescaleKeepsOtherComponentsRunning(t *testing.T) {
 		{"count up then down", []map[string]int{{"count": 3}, {"count": 1}}, "split"},
 		{"split and count together", []map[string]int{{"split": 3, "count": 4}}, "out"},
 		{"split down", []map[string]int{{"split": 1}}, "count"},
+		{"count up, rolled back", []map[string]int{{"count": 4, "rollback": 1}}, "split"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -207,8 +216,13 @@ func TestLiveRescaleKeepsOtherComponentsRunning(t *testing.T) {
 			for _, step := range tc.steps {
 				at := executed()
 				waitUntil(t, func() bool { return executed() > at+15000 }, "count to execute 15000 more words")
-				lt.rescale(step)
+				rollback := step["rollback"] == 1
+				delete(step, "rollback")
+				lt.switchTo(step, rollback)
 				for comp, n := range step {
+					if rollback {
+						n = 2 // back to wordcountWasmTopology's parallelism
+					}
 					if got := len(lt.tasksOf(comp)); got != n {
 						t.Fatalf("%s has %d tasks after the rescale, want %d", comp, got, n)
 					}

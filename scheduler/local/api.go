@@ -179,8 +179,13 @@ func (d *Daemon) Submit(ctx context.Context, req SubmitRequest) error {
 
 func (d *Daemon) handleStatus(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
-	if t, err := d.get(name); err == nil {
+	t, err := d.get(name)
+	if err == nil {
 		writeJSON(w, http.StatusOK, t.status())
+		return
+	}
+	if errors.Is(err, ErrBadState) { // managed by another daemon
+		writeErr(w, err)
 		return
 	}
 	// Not managed now: a finished, failed or killed-but-kept topology.
@@ -196,6 +201,10 @@ func (d *Daemon) handleAction(w http.ResponseWriter, r *http.Request) {
 	name, action := r.PathValue("name"), r.PathValue("action")
 	t, err := d.get(name)
 	if err != nil {
+		if errors.Is(err, ErrBadState) { // managed by another daemon
+			writeErr(w, err)
+			return
+		}
 		if _, serr := d.store.GetState(r.Context(), name); serr == nil && action == "kill" {
 			// No topology manager: it finished or failed before a daemon
 			// restart. Killing it just removes it.

@@ -42,6 +42,9 @@ type Options struct {
 	HostArgs []string
 	Tenant   string
 	Logger   *slog.Logger
+	// TMLockTTL is the topology managers' lock TTL (10s); a daemon that
+	// stalls longer loses its locks.
+	TMLockTTL time.Duration
 	// MaxRestarts and Backoff tune the supervisor (zero: its defaults).
 	MaxRestarts int
 	Backoff     launcher.BackoffPolicy
@@ -208,6 +211,12 @@ func (d *Daemon) get(name string) (*tm, error) {
 	t, ok := d.tms[name]
 	if !ok {
 		return nil, newErr(ErrNotFound, "no running topology named %q", name)
+	}
+	t.mu.Lock()
+	lost := t.lostTo
+	t.mu.Unlock()
+	if lost != "" {
+		return nil, newErr(ErrBadState, "topology %s is managed by another daemon now (this one lost its manager lock: %s)", name, lost)
 	}
 	return t, nil
 }

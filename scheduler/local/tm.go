@@ -59,6 +59,7 @@ type tm struct {
 	hbs      map[int]ctl.Heartbeat
 	started  time.Time
 	stopping bool
+	lostTo   string // set when another daemon took the TM lock (stepDown)
 }
 
 func (d *Daemon) newTM(name string) *tm {
@@ -71,17 +72,13 @@ func (d *Daemon) newTM(name string) *tm {
 func (t *tm) start(ctx context.Context, state string) error {
 	runCtx, cancel := context.WithCancel(context.Background())
 	t.cancel = cancel
-	lock, err := t.d.store.AcquireTMLock(ctx, t.name, t.d.id, tmLockTTL)
+	lock, err := t.d.store.AcquireTMLock(ctx, t.name, t.d.id, t.d.lockTTL())
 	if err != nil {
 		cancel()
 		return fmt.Errorf("topology %s: %w", t.name, err)
 	}
 	t.lock = lock
-	go func() {
-		if err := lock.KeepAlive(runCtx); err != nil && runCtx.Err() == nil {
-			t.log.Error("lost the topology manager lock", "err", err)
-		}
-	}()
+	go t.keepLock(runCtx, lock)
 	rec, err := t.d.store.GetTopology(ctx, t.name)
 	if err != nil {
 		t.stopTM()
@@ -146,6 +143,66 @@ func (t *tm) start(ctx context.Context, state string) error {
 }
 
 const tmLockTTL = 10 * time.Second
+
+func (d *Daemon) lockTTL() time.Duration {
+	if d.o.TMLockTTL > 0 {
+		return d.o.TMLockTTL
+	}
+	return tmLockTTL
+}
+
+// keepLock holds the TM lock for the TM's lifetime. A lost lock (not
+// refreshed for a TTL: the store was unreachable, or the key was removed)
+// is acquired again when it is free. If another daemon holds it, that
+// daemon runs the topology: this TM steps down.
+func (t *tm) keepLock(ctx context.Context, lock *statemgr.Lock) {
+	for {
+		err := lock.KeepAlive(ctx)
+		if err == nil || ctx.Err() != nil {
+			return
+		}
+		t.log.Error("lost the topology manager lock; acquiring it again", "err", err)
+		for {
+			l, err := t.d.store.AcquireTMLock(ctx, t.name, t.d.id, t.d.lockTTL())
+			if err == nil {
+				t.mu.Lock()
+				t.lock, lock = l, l
+				t.mu.Unlock()
+				t.log.Info("topology manager lock acquired again")
+				break
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			if errors.Is(err, statemgr.ErrLocked) {
+				t.stepDown(err)
+				return
+			}
+			t.log.Warn("acquiring the topology manager lock again failed; retrying", "err", err)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(t.d.lockTTL() / 3):
+			}
+		}
+	}
+}
+
+// stepDown hands the topology to the daemon that holds its lock: this
+// daemon stops its containers and answers every request for the topology
+// with the reason.
+func (t *tm) stepDown(why error) {
+	t.opMu.Lock()
+	defer t.opMu.Unlock()
+	t.mu.Lock()
+	t.lostTo = why.Error()
+	t.mu.Unlock()
+	t.log.Error("another daemon manages this topology now; stopping this daemon's containers", "err", why)
+	if t.sub != nil {
+		_ = t.sub.Unsubscribe()
+	}
+	t.stopContainers(context.Background())
+}
 
 func (t *tm) putPlan(ctx context.Context, doc ctl.PlanDoc) (uint64, error) {
 	b, err := ctl.EncodePlan(doc)
@@ -304,8 +361,11 @@ func (t *tm) stopTM() {
 	if t.cancel != nil {
 		t.cancel()
 	}
-	if t.lock != nil {
-		_ = t.lock.Release(context.Background())
+	t.mu.Lock()
+	lock := t.lock
+	t.mu.Unlock()
+	if lock != nil {
+		_ = lock.Release(context.Background())
 	}
 }
 

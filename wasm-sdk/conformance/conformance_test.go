@@ -219,6 +219,12 @@ func boltContext(r *rig) component.Context {
 
 func (r *rig) bolt(t *testing.T, path string) component.Bolt {
 	t.Helper()
+	return r.boltWith(t, path, nil)
+}
+
+// boltWith prepares the probe bolt with extra config pairs.
+func (r *rig) boltWith(t *testing.T, path string, extra map[string]string) component.Bolt {
+	t.Helper()
 	m := r.compile(t, path)
 	b, err := m.NewBolt(context.Background(), host.InstanceConfig{
 		Topology: "conformance", Component: "probe", TaskID: taskID, Logger: slog.New(r.log),
@@ -226,7 +232,11 @@ func (r *rig) bolt(t *testing.T, path string) component.Bolt {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Prepare(boltContext(r), r.out); err != nil {
+	bc := boltContext(r)
+	for k, v := range extra {
+		bc.Config[k] = v
+	}
+	if err := b.Prepare(bc, r.out); err != nil {
 		t.Fatalf("prepare: %v", err)
 	}
 	return b
@@ -552,6 +562,43 @@ func TestBadGuests(t *testing.T) {
 			if !errors.Is(err, host.ErrTrap) && !errors.Is(err, host.ErrGuest) {
 				t.Errorf("execute: error %v is neither a trap nor a guest error", err)
 			}
+		})
+	}
+}
+
+// TestProbeBoltAckModes: in automatic mode (the default) plain emits during
+// execute are anchored on the tuple being executed and the SDK acks it
+// unless the bolt acked or failed it; the tuple being executed is acked at
+// most once per call; in manual mode plain emits are unanchored and only
+// the bolt's own acks are sent.
+func TestProbeBoltAckModes(t *testing.T) {
+	for _, lang := range languages {
+		t.Run(lang, func(t *testing.T) {
+			r := newRig(t)
+			b := r.bolt(t, guest(lang, "probe_bolt"))
+			if err := b.Execute(batch(word{"auto", 41}, word{"twice", 42}, word{"fail", 43}, word{"auto", 0}), r.out); err != nil {
+				t.Fatalf("execute (automatic): %v", err)
+			}
+			emits, acks := r.out.take()
+			same(t, "automatic", "emits", emits, []string{
+				"emit stream=0 msg=0 anchors=[41] s:auto i:0",
+				"emit stream=0 msg=0 anchors=[] s:auto i:0",
+			})
+			same(t, "automatic", "acks and fails", acks, []string{"ack 41", "ack 42", "fail 43"})
+			_ = b.Close()
+
+			m := newRig(t)
+			mb := m.boltWith(t, guest(lang, "probe_bolt"), map[string]string{"ack": "manual"})
+			if err := mb.Execute(batch(word{"auto", 51}, word{"twice", 52}, word{"a", 53}), m.out); err != nil {
+				t.Fatalf("execute (manual): %v", err)
+			}
+			emits, acks = m.out.take()
+			same(t, "manual", "emits", emits, []string{
+				"emit stream=0 msg=0 anchors=[] s:auto i:0",
+				"emit stream=0 msg=0 anchors=[53] s:p-a i:1",
+			})
+			same(t, "manual", "acks and fails", acks, []string{"ack 52", "ack 53"})
+			_ = mb.Close()
 		})
 	}
 }

@@ -107,21 +107,23 @@ func appendFixed(dst []byte, k Kind, u uint64) []byte {
 // emitter is the part of the collectors shared by spouts and bolts.
 type emitter struct{ r *runtime }
 
-// Emit emits a tuple on the "default" stream.
+// Emit emits a tuple on the "default" stream. In a bolt's Execute in
+// automatic ack mode (the default) it is anchored on the tuple being
+// executed.
 func (e *emitter) Emit(values ...any) {
-	e.r.emitDefault(0, 0, values)
+	e.r.emitDefault(0, e.r.autoAnchor, values)
 }
 
-// EmitTo emits a tuple on a declared stream.
+// EmitTo emits a tuple on a declared stream (anchored like Emit).
 func (e *emitter) EmitTo(stream string, values ...any) {
-	e.r.emit(-1, stream, tuple.NoTask, 0, 0, values)
+	e.r.emit(-1, stream, tuple.NoTask, 0, e.r.autoAnchor, values)
 }
 
 // EmitDirect emits a tuple on a stream to one task of a subscriber that
-// uses direct grouping.
+// uses direct grouping (anchored like Emit).
 func (e *emitter) EmitDirect(task uint32, stream string, values ...any) {
 	if e.r.checkDirect(task, stream) {
-		e.r.emit(-1, stream, task, 0, 0, values)
+		e.r.emit(-1, stream, task, 0, e.r.autoAnchor, values)
 	}
 }
 
@@ -189,7 +191,10 @@ func (c *BoltCollector) EmitDirectAnchored(task uint32, stream string, anchors [
 	}
 }
 
-// Ack acks an input tuple (a no-op for an untracked tuple, id 0).
+// Ack acks an input tuple (a no-op for an untracked tuple, id 0). In
+// automatic mode a bolt need not call it: the SDK acks each tuple whose
+// Execute returns nil. The tuple being executed is acked or failed at most
+// once: a second Ack or Fail of it in the same call is dropped.
 func (c *BoltCollector) Ack(t Tuple) {
 	if t.id != 0 {
 		c.r.ackFail(tuple.OpAck, t.id)
@@ -432,6 +437,14 @@ func badValue(stream, field string, i int, t reflect.Type) error {
 func (r *runtime) ackFail(op byte, id uint64) {
 	if id == 0 {
 		return
+	}
+	if id == r.cur {
+		// The tuple being executed is acked or failed at most once per
+		// call (and automatic mode then leaves it alone).
+		if r.curDone {
+			return
+		}
+		r.curDone = true
 	}
 	if !r.canEmit {
 		r.setEmitErr(errors.New("ack or fail during " + r.call + ": not allowed there by the ABI"))

@@ -55,6 +55,15 @@ func (c *Context) streamNames() string {
 	return strings.Join(names, ", ")
 }
 
+// ManualAck switches the bolt to manual acking; call it in Prepare. By
+// default (automatic mode) plain emits during Execute (Emit, EmitTo,
+// EmitDirect) are anchored on the tuple being executed, and each tuple is
+// acked when Execute returns nil unless the bolt acked or failed it
+// itself. Bolts that keep tuples across calls (joins, windows) use manual
+// mode: they anchor with the EmitAnchored forms and ack or fail every
+// tuple themselves.
+func (c *Context) ManualAck() { c.r.manualAck = true }
+
 // Topology is the topology's name.
 func (c *Context) Topology() string { return c.c.Topology }
 

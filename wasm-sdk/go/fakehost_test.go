@@ -220,6 +220,7 @@ func wordContext(outFields ...string) tuple.Context {
 // funcBolt adapts functions to a Bolt.
 type funcBolt struct {
 	BaseBolt
+	auto    bool // automatic acking; the other tests check what they ack themselves
 	prepare func(*Context) error
 	exec    func(Tuple, *BoltCollector) error
 	tick    func(*BoltCollector) error
@@ -228,6 +229,9 @@ type funcBolt struct {
 }
 
 func (b *funcBolt) Prepare(ctx *Context) error {
+	if !b.auto {
+		ctx.ManualAck()
+	}
 	if b.prepare != nil {
 		return b.prepare(ctx)
 	}

@@ -49,6 +49,15 @@ type runtime struct {
 	canEmit   bool
 	emitErr   error
 
+	// Acking (automatic mode unless the bolt asked for manual acking):
+	// cur is the id of the tuple being executed, curDone whether it was
+	// acked or failed during the call, autoAnchor what plain emits anchor
+	// on (cur in automatic mode, else 0).
+	manualAck  bool
+	cur        uint64
+	curDone    bool
+	autoAnchor uint64
+
 	offs    []uint32 // field offsets of the current input tuple
 	state   State
 	sc      SpoutCollector
@@ -345,9 +354,18 @@ func (r *runtime) execute(n int32) (code int32) {
 			}
 		}
 		t := Tuple{in: &inputs[idx], raw: vals, offs: offs, id: binary.LittleEndian.Uint64(rec[6:]), src: binary.LittleEndian.Uint32(rec[2:]), idx: idx}
+		r.cur, r.curDone = t.id, false
+		if !r.manualAck {
+			r.autoAnchor = t.id
+		}
 		if err := bolt.Execute(t, bc); err != nil {
+			r.cur, r.autoAnchor = 0, 0
 			return r.fail(tupleError{t, err})
 		}
+		if !r.manualAck && t.id != 0 && !r.curDone {
+			r.ackFail(tuple.OpAck, t.id)
+		}
+		r.cur, r.autoAnchor = 0, 0
 	}
 	if off != len(src) {
 		return r.fail(r.batchError(src))

@@ -8,6 +8,13 @@ export class Call {
   static canEmit: bool = false;
   /** The first error of the call: it fails the call when it returns. */
   static error: string | null = null;
+  /** Acking: manual mode (Context.manualAck); the tuple being executed (0:
+   * none); whether it was acked or failed during the call; what plain
+   * emits anchor on (the tuple being executed in automatic mode, else 0). */
+  static manualAck: bool = false;
+  static cur: u64 = 0;
+  static curDone: bool = false;
+  static autoAnchor: u64 = 0;
 }
 
 /** Records the call's first error (later ones are dropped). */

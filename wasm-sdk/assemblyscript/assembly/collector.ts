@@ -14,7 +14,7 @@ export const OUT_FLUSH: i32 = 64 << 10;
 export const NO_TASK: u32 = 0xFFFFFFFF;
 
 const OP_EMIT: u8 = 1;
-const OP_ACK: u8 = 2;
+export const OP_ACK: u8 = 2;
 const OP_FAIL: u8 = 3;
 
 /** The output buffer: ops of the current call, sent with one ardea.emit. */
@@ -119,8 +119,14 @@ function start(si: i32, stream: string, direct: u32, msgId: u64, na: i32): i32 {
   return at + 17;
 }
 
-function ackFail(op: u8, id: u64): void {
+export function ackFail(op: u8, id: u64): void {
   if (id == 0) return;
+  if (id == Call.cur) {
+    // The tuple being executed is acked or failed at most once per call
+    // (and automatic mode then leaves it alone).
+    if (Call.curDone) return;
+    Call.curDone = true;
+  }
   seal();
   if (!Call.canEmit) {
     setCallError("ack or fail during " + Call.name + ": not allowed there by the ABI");
@@ -252,21 +258,23 @@ export class Emit {
 
 // Emitting is shared by both collectors.
 class Emitter {
-  /** Emits a tuple on the "default" stream; add its values to the result. */
+  /** Emits a tuple on the "default" stream; add its values to the result.
+   * In a bolt's execute in automatic ack mode (the default) it is anchored
+   * on the tuple being executed. */
   emit(): Emit {
-    start(-2, "default", NO_TASK, 0, 0);
+    startAuto(-2, "default", NO_TASK);
     return Emit.instance;
   }
 
-  /** Emits a tuple on a declared stream. */
+  /** Emits a tuple on a declared stream (anchored like emit). */
   emitTo(stream: string): Emit {
-    start(-1, stream, NO_TASK, 0, 0);
+    startAuto(-1, stream, NO_TASK);
     return Emit.instance;
   }
 
-  /** Emits a tuple on a stream to one task of a subscriber that uses direct grouping. */
+  /** Emits a tuple on a stream to one task of a subscriber that uses direct grouping (anchored like emit). */
   emitDirect(task: u32, stream: string): Emit {
-    if (checkDirect(task, stream)) start(-1, stream, task, 0, 0);
+    if (checkDirect(task, stream)) startAuto(-1, stream, task);
     return Emit.instance;
   }
 
@@ -275,6 +283,18 @@ class Emitter {
     seal();
     return Call.error;
   }
+}
+
+// startAuto starts a plain emit: anchored on the tuple being executed in
+// automatic ack mode, unanchored otherwise.
+function startAuto(si: i32, stream: string, direct: u32): void {
+  let id = Call.autoAnchor;
+  if (id == 0) {
+    start(si, stream, direct, 0, 0);
+    return;
+  }
+  let at = start(si, stream, direct, 0, 1);
+  if (at >= 0) store<u64>(out.ptr + <usize>at, id);
 }
 
 function checkDirect(task: u32, stream: string): bool {

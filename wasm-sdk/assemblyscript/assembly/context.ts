@@ -3,7 +3,7 @@
 
 import { hostLog, hostMetric, hostNow } from "./host";
 import { scratch, scratchUTF8, decodeUTF8 } from "./raw";
-import { setCallError } from "./call";
+import { Call, setCallError } from "./call";
 import { State } from "./state";
 
 /** Log levels, as Go's log/slog. */
@@ -127,6 +127,17 @@ export class Context {
   }
 
   /** A configuration value, or def if it is not set. */
+  /** Switches the bolt to manual acking; call it in prepare. By default
+   * (automatic mode) plain emits during execute (emit, emitTo, emitDirect)
+   * are anchored on the tuple being executed, and each tuple is acked when
+   * execute returns without an error unless the bolt acked or failed it
+   * itself; the tuple being executed is acked or failed at most once per
+   * call. Bolts that keep tuples across calls (joins, windows) use manual
+   * mode and anchor, ack and fail themselves. */
+  manualAck(): void {
+    Call.manualAck = true;
+  }
+
   configOr(key: string, def: string): string {
     let i = this.configIndex(key);
     return i < 0 ? def : unchecked(this.configValues_[i]);

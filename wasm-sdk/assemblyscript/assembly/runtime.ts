@@ -5,7 +5,7 @@ import { hostError } from "./host";
 import { Call } from "./call";
 import { Offs, scanValues, scanError } from "./codec";
 import { Context, decodeContext, contextError, flushMetrics } from "./context";
-import { Op, seal, flushOut, dropOut, SpoutCollector, BoltCollector } from "./collector";
+import { Op, seal, flushOut, dropOut, SpoutCollector, BoltCollector, ackFail as ackOp, OP_ACK } from "./collector";
 import { Registered, Status } from "./component";
 import { State } from "./state";
 import { Tuple } from "./tuple";
@@ -241,8 +241,14 @@ export function execute(n: i32): i32 {
     t.input_ = idx;
     t.pos_ = pos;
     t.in_ = unchecked(inputs[idx]);
+    Call.cur = t.id_;
+    Call.curDone = false;
+    Call.autoAnchor = Call.manualAck ? 0 : t.id_;
     bolt.execute(t, c);
     seal(); // a wrong value count is this tuple's error
+    if (Call.error === null && !Call.manualAck && !Call.curDone) ackOp(OP_ACK, t.id_);
+    Call.cur = 0;
+    Call.autoAnchor = 0;
     if (Call.error !== null) {
       return fail("tuple " + t.id_.toString() + " from " + t.component + "/" + t.stream + " task " +
         t.src_.toString() + ": " + Call.error!);

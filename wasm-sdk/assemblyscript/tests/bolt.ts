@@ -51,6 +51,9 @@ class VectorBolt extends Bolt {
 
   prepare(ctx: Context): void {
     this.ctx = ctx;
+    // These tests check the acks they send themselves (the conformance
+    // suite covers automatic acking).
+    ctx.manualAck();
     ctx.logger.info(describeContext(ctx));
     this.mode = ctx.configOr("mode", "");
     this.kept.clear();

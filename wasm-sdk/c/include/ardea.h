@@ -292,12 +292,20 @@ ardea_value ardea_tuple_value(const ardea_tuple *t, size_t i);
  * first one so far. Streams are named by their declared names.
  * ------------------------------------------------------------------- */
 
-/* On the "default" stream. */
+/* On the "default" stream. In a bolt's execute in automatic ack mode (the
+ * default) these three are anchored on the tuple being executed, and the
+ * SDK acks that tuple when execute returns ARDEA_OK unless the bolt acked
+ * or failed it itself; the tuple being executed is acked or failed at most
+ * once per call. */
 void ardea_emit(const ardea_value *values, size_t n);
 /* On a declared stream. */
 void ardea_emit_to(const char *stream, const ardea_value *values, size_t n);
 /* To one task of a subscriber that uses direct grouping. */
 void ardea_emit_direct(uint32_t task, const char *stream, const ardea_value *values, size_t n);
+/* Bolts: switch to manual acking (call it in prepare): plain emits are
+ * unanchored and only the bolt's own acks and fails are sent (for bolts
+ * that keep tuples across calls: joins, windows). */
+void ardea_manual_ack(void);
 
 /* Bolts: anchored on an input tuple, so that a failure downstream fails
  * the anchor's tuple tree. */

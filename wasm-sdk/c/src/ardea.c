@@ -125,6 +125,10 @@ static struct {
     size_t def_fields;
 
     bool ready, done, can_emit;
+    /* Acking: manual mode; the tuple being executed (0: none), whether it
+     * was acked or failed during the call, what plain emits anchor on. */
+    bool manual_ack, cur_done;
+    uint64_t cur, auto_anchor;
     const char *call; /* current lifecycle call, for messages */
 
     bool has_err; /* the call's error text (ardea_errorf) */
@@ -1080,16 +1084,18 @@ static bool check_direct(uint32_t task, const char *stream) {
     return true;
 }
 
-void ardea_emit(const ardea_value *v, size_t n) { emit_op(NULL, ARDEA_NO_TASK, 0, 0, NULL, 0, v, n); }
+void ardea_emit(const ardea_value *v, size_t n) { emit_op(NULL, ARDEA_NO_TASK, 0, rt.auto_anchor, NULL, 0, v, n); }
 
 void ardea_emit_to(const char *stream, const ardea_value *v, size_t n) {
-    emit_op(stream ? stream : "default", ARDEA_NO_TASK, 0, 0, NULL, 0, v, n);
+    emit_op(stream ? stream : "default", ARDEA_NO_TASK, 0, rt.auto_anchor, NULL, 0, v, n);
 }
 
 void ardea_emit_direct(uint32_t task, const char *stream, const ardea_value *v, size_t n) {
     if (check_direct(task, stream))
-        emit_op(stream ? stream : "default", task, 0, 0, NULL, 0, v, n);
+        emit_op(stream ? stream : "default", task, 0, rt.auto_anchor, NULL, 0, v, n);
 }
+
+void ardea_manual_ack(void) { rt.manual_ack = true; }
 
 void ardea_emit_anchored(const ardea_tuple *anchor, const ardea_value *v, size_t n) {
     emit_op(NULL, ARDEA_NO_TASK, 0, anchor ? anchor->id : 0, NULL, 0, v, n);
@@ -1130,6 +1136,13 @@ void ardea_emit_direct_with_id(uint32_t task, const char *stream, uint64_t msgid
 static void ack_fail(uint8_t op, uint64_t id) {
     if (id == 0)
         return;
+    if (id == rt.cur) {
+        /* The tuple being executed is acked or failed at most once per
+         * call (and automatic mode then leaves it alone). */
+        if (rt.cur_done)
+            return;
+        rt.cur_done = true;
+    }
     if (!rt.can_emit) {
         set_emit_err("ack or fail during %s: not allowed there by the ABI", rt.call);
         return;
@@ -1789,14 +1802,22 @@ ARDEA_EXPORT("ardea_execute") int32_t ardea_export_execute(int32_t n) {
         t.id = le64(rec + 6);
         t.source_task = le32(rec + 2);
         t.input = idx;
+        rt.cur = t.id;
+        rt.cur_done = false;
+        rt.auto_anchor = rt.manual_ack ? 0 : t.id;
         if (exec) {
             int erc = exec(&t);
-            if (erc < 0)
+            if (erc < 0) {
+                rt.cur = rt.auto_anchor = 0;
                 return failf("tuple %" PRIu64 " from %s/%s task %" PRIu32 ": %s", t.id, t.in->component.ptr,
                              t.in->stream.ptr, t.source_task, user_error(erc));
+            }
+            if (!rt.manual_ack && !rt.cur_done)
+                ack_fail(2, t.id);
         } else {
             ardea_ack_tuple(&t);
         }
+        rt.cur = rt.auto_anchor = 0;
     }
     if (off != len)
         return failf("batch: %zu trailing bytes after %" PRIu32 " records", len - off, count);

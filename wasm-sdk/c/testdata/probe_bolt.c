@@ -23,6 +23,8 @@ static bool has_prev;
 static int prepare(const ardea_context *c) {
     ctx = c;
     prefix = ardea_config_or(c, "prefix", "");
+    if (strcmp(ardea_config_or(c, "ack", ""), "manual") == 0)
+        ardea_manual_ack();
     ardea_log_info("prepared %s task %" PRIu32 " of %" PRIu32, c->component.ptr, c->task_id, c->parallelism);
     return ARDEA_OK;
 }
@@ -52,6 +54,15 @@ static int run(const ardea_tuple *t) {
     ardea_str w = ardea_tuple_str(t, 0), rest;
     if (ardea_str_eq(w, "fail")) {
         ardea_fail_tuple(t);
+        return ARDEA_OK;
+    }
+    if (ardea_str_eq(w, "auto")) {
+        ardea_emit(ARDEA_VALUES(ardea_val_cstr("auto"), ardea_val_int(0)));
+        return ARDEA_OK;
+    }
+    if (ardea_str_eq(w, "twice")) {
+        ardea_ack_tuple(t);
+        ardea_ack_tuple(t);
         return ARDEA_OK;
     }
     if (ardea_str_eq(w, "error"))

@@ -63,6 +63,12 @@ pub struct Context {
     pub(crate) def_fields: usize,
     pub(crate) emitted: usize,
     pub(crate) max: usize,
+    // Acking: manual mode, the tuple being executed (0: none), whether it
+    // was acked or failed during the call, what plain emits anchor on.
+    pub(crate) manual_ack: bool,
+    pub(crate) cur: u64,
+    pub(crate) cur_done: bool,
+    pub(crate) auto_anchor: u64,
     logger: Logger,
 }
 
@@ -78,6 +84,10 @@ impl Context {
             metrics: Vec::new(),
             emit_err: None,
             can_emit: false,
+            manual_ack: false,
+            cur: 0,
+            cur_done: false,
+            auto_anchor: 0,
             call: "",
             def_stream: usize::MAX,
             def_fields: 0,
@@ -386,10 +396,29 @@ impl Context {
         true
     }
 
+    /// Switches the bolt to manual acking; call it in `prepare`. By default
+    /// (automatic mode) plain emits during `execute` (`emit`, `emit_to`,
+    /// `emit_direct`) are anchored on the tuple being executed, and each
+    /// tuple is acked when `execute` returns `Ok` unless the bolt acked or
+    /// failed it itself. Bolts that keep tuples across calls (joins,
+    /// windows) use manual mode: they anchor with the `emit_anchored` forms
+    /// and ack or fail every tuple themselves.
+    pub fn manual_ack(&mut self) {
+        self.manual_ack = true;
+    }
+
     #[inline]
-    fn ack_fail(&mut self, op: u8, id: u64) {
+    pub(crate) fn ack_fail(&mut self, op: u8, id: u64) {
         if id == 0 {
             return;
+        }
+        if id == self.cur {
+            // The tuple being executed is acked or failed at most once per
+            // call (and automatic mode then leaves it alone).
+            if self.cur_done {
+                return;
+            }
+            self.cur_done = true;
         }
         if !self.can_emit {
             let msg = format!("ack or fail during {}: not allowed there by the ABI", self.call);
@@ -480,21 +509,26 @@ pub struct BoltCollector<'a> {
 }
 
 impl BoltCollector<'_> {
-    /// Emits an unanchored tuple on the "default" stream.
+    /// Emits a tuple on the "default" stream: during `execute` in automatic
+    /// mode (the default) anchored on the tuple being executed, otherwise
+    /// unanchored.
     #[inline]
     pub fn emit<V: Values>(&mut self, values: V) {
-        self.ctx.emit_op(None, NO_TASK, 0, 0, values)
+        let a = self.ctx.auto_anchor;
+        self.ctx.emit_op(None, NO_TASK, 0, a, values)
     }
 
-    /// Emits an unanchored tuple on a declared stream.
+    /// Emits a tuple on a declared stream (anchored like `emit`).
     pub fn emit_to<V: Values>(&mut self, stream: &str, values: V) {
-        self.ctx.emit_op(Some(stream), NO_TASK, 0, 0, values)
+        let a = self.ctx.auto_anchor;
+        self.ctx.emit_op(Some(stream), NO_TASK, 0, a, values)
     }
 
-    /// Emits an unanchored tuple to one task (direct grouping).
+    /// Emits a tuple to one task (direct grouping; anchored like `emit`).
     pub fn emit_direct<V: Values>(&mut self, task: u32, stream: &str, values: V) {
         if self.ctx.check_direct(task, stream) {
-            self.ctx.emit_op(Some(stream), task, 0, 0, values)
+            let a = self.ctx.auto_anchor;
+            self.ctx.emit_op(Some(stream), task, 0, a, values)
         }
     }
 
@@ -524,7 +558,10 @@ impl BoltCollector<'_> {
         }
     }
 
-    /// Acks an input tuple (a no-op for an untracked tuple, id 0).
+    /// Acks an input tuple (a no-op for an untracked tuple, id 0). In
+    /// automatic mode a bolt need not call it. The tuple being executed is
+    /// acked or failed at most once: a second `ack` or `fail` of it in the
+    /// same call is dropped.
     #[inline]
     pub fn ack<A: Anchor>(&mut self, t: A) {
         self.ctx.ack_fail(OP_ACK, t.anchor_id())

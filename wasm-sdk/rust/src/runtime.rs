@@ -3,7 +3,7 @@
 use std::cell::Cell;
 use std::rc::Rc;
 
-use crate::codec::{check_msgids, le16, le32, le64, scan_values, ContextBlob, RECORD_HEADER};
+use crate::codec::{check_msgids, le16, le32, le64, scan_values, ContextBlob, OP_ACK, RECORD_HEADER};
 use crate::context::{BoltCollector, Context, SpoutCollector};
 use crate::host::Host;
 use crate::tuple::Tuple;
@@ -393,7 +393,18 @@ impl Runtime {
                 break;
             }
             let t = Tuple { raw: vals, offs, id: le64(&rec[6..]), src: src_task, idx, input };
-            if let Err(e) = b.execute(&t, &mut BoltCollector { ctx }) {
+            ctx.cur = t.id;
+            ctx.cur_done = false;
+            if !ctx.manual_ack {
+                ctx.auto_anchor = t.id;
+            }
+            let r = b.execute(&t, &mut BoltCollector { ctx });
+            if r.is_ok() && !ctx.manual_ack && t.id != 0 && !ctx.cur_done {
+                ctx.ack_fail(OP_ACK, t.id);
+            }
+            ctx.cur = 0;
+            ctx.auto_anchor = 0;
+            if let Err(e) = r {
                 res = Err(format!("tuple {} from {}/{} task {}: {}", t.id, input.component, input.stream, src_task, e));
                 break;
             }

@@ -29,6 +29,9 @@ type probe struct {
 func (p *probe) Prepare(ctx *ardea.Context) error {
 	p.ctx = ctx
 	p.prefix = ctx.ConfigOr("prefix", "")
+	if ctx.ConfigOr("ack", "") == "manual" {
+		ctx.ManualAck()
+	}
 	ctx.Logger().Info(fmt.Sprintf("prepared %s task %d of %d", ctx.Component(), ctx.TaskID(), ctx.Parallelism()))
 	return nil
 }
@@ -39,6 +42,13 @@ func (p *probe) execute(t, prev ardea.Tuple, hasPrev bool, c *ardea.BoltCollecto
 	switch {
 	case w == "fail":
 		c.Fail(t)
+		return nil
+	case w == "auto":
+		c.Emit("auto", int64(0))
+		return nil
+	case w == "twice":
+		c.Ack(t)
+		c.Ack(t)
 		return nil
 	case w == "error":
 		return errors.New("probe error: bad word")

@@ -21,6 +21,7 @@ class Probe extends Bolt {
     this.ctx = ctx;
     this.state = ctx.state;
     this.prefix = ctx.configOr("prefix", "");
+    if (ctx.configOr("ack", "") == "manual") ctx.manualAck();
     ctx.logger.info("prepared " + ctx.component + " task " + ctx.taskId.toString() + " of " + ctx.parallelism.toString());
   }
 
@@ -30,6 +31,11 @@ class Probe extends Bolt {
     this.prev = t.copy();
     if (t.equals(0, "fail")) {
       c.fail(t);
+    } else if (t.equals(0, "auto")) {
+      c.emit().string("auto").int(0);
+    } else if (t.equals(0, "twice")) {
+      c.ack(t);
+      c.ack(t);
     } else if (t.equals(0, "error")) {
       failCall("probe error: bad word");
     } else if (t.equals(0, "panic")) {

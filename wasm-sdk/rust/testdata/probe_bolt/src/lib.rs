@@ -24,6 +24,15 @@ impl Probe {
                 c.fail(t);
                 return Ok(());
             }
+            "auto" => {
+                c.emit(("auto", 0i64));
+                return Ok(());
+            }
+            "twice" => {
+                c.ack(t);
+                c.ack(t);
+                return Ok(());
+            }
             "error" => return Err("probe error: bad word".into()),
             "panic" => panic!("probe panic"),
             "log" => c.warn("probe log"),
@@ -68,6 +77,9 @@ impl Probe {
 impl Bolt for Probe {
     fn prepare(&mut self, ctx: &mut Context) -> Result {
         self.prefix = ctx.config_or("prefix", "").to_string();
+        if ctx.config_or("ack", "") == "manual" {
+            ctx.manual_ack();
+        }
         ctx.info(&format!("prepared {} task {} of {}", ctx.component(), ctx.task_id(), ctx.parallelism()));
         Ok(())
     }

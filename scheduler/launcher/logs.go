@@ -45,9 +45,10 @@ func readLines(r io.Reader, emit func(string)) {
 // line and its newline go out in one write on an O_APPEND file, so lines
 // of stdout, stderr and other writers never interleave inside a line.
 func (p *proc) writeLine(line string) {
-	p.out.add(line)
+	// Under logMu, so that the tail keeps the log file's order.
 	p.logMu.Lock()
 	defer p.logMu.Unlock()
+	p.out.add(line)
 	if p.logFile != nil {
 		// A full disk must not stop the child: its output then only reaches
 		// the in-memory tail.

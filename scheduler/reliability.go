@@ -1,0 +1,57 @@
+package scheduler
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/ardea-dev/ardea"
+)
+
+// Reliability modes (topology.reliability), with Heron's meaning.
+const (
+	AtMostOnce      = "at_most_once"
+	AtLeastOnce     = "at_least_once"
+	EffectivelyOnce = "effectively_once"
+)
+
+// Delivery is a topology's delivery settings.
+type Delivery struct {
+	// Mode is one of AtMostOnce (default), AtLeastOnce, EffectivelyOnce.
+	Mode string
+	// MessageTimeout (topology.message.timeout, default 30s): a spout
+	// tuple whose tree is not complete by then is failed.
+	MessageTimeout time.Duration
+	// MaxSpoutPending (topology.max.spout.pending, default 100): a spout
+	// task is not asked for more tuples while this many are pending.
+	MaxSpoutPending int
+}
+
+// DeliverySettings reads and checks topology.reliability,
+// topology.message.timeout and topology.max.spout.pending.
+func DeliverySettings(t *ardea.Topology) (Delivery, error) {
+	d := Delivery{Mode: AtMostOnce, MessageTimeout: 30 * time.Second, MaxSpoutPending: 100}
+	if v, ok := t.Config["topology.reliability"]; ok {
+		switch v {
+		case AtMostOnce, AtLeastOnce, EffectivelyOnce:
+			d.Mode = v
+		default:
+			return d, fmt.Errorf("topology %s: topology.reliability %q: want %s, %s or %s", t.Name, v, AtMostOnce, AtLeastOnce, EffectivelyOnce)
+		}
+	}
+	if v, ok := t.Config["topology.message.timeout"]; ok {
+		dur, err := time.ParseDuration(v)
+		if err != nil || dur <= 0 {
+			return d, fmt.Errorf("topology %s: topology.message.timeout %q: want a positive duration such as 30s", t.Name, v)
+		}
+		d.MessageTimeout = dur
+	}
+	if v, ok := t.Config["topology.max.spout.pending"]; ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return d, fmt.Errorf("topology %s: topology.max.spout.pending %q: want a positive integer", t.Name, v)
+		}
+		d.MaxSpoutPending = n
+	}
+	return d, nil
+}

@@ -1,13 +1,11 @@
 package local
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -315,20 +313,14 @@ func (d *Daemon) handleLogs(w http.ResponseWriter, r *http.Request) {
 			containers = append(containers, c.ID)
 		}
 	}
+	// Each container's last matching lines, read from the end of its log.
 	var out []string
 	for _, c := range containers {
-		f, err := os.Open(d.sup.LogPath(t.procID(c)))
+		tail, err := tailLines(d.sup.LogPath(t.procID(c)), lines, func(l string) bool { return keepLine(l, component, task) })
 		if err != nil {
-			continue
+			continue // no log yet
 		}
-		sc := bufio.NewScanner(f)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			if keepLine(sc.Text(), component, task) {
-				out = append(out, sc.Text())
-			}
-		}
-		f.Close()
+		out = append(out, tail...)
 	}
 	if len(out) > lines {
 		out = out[len(out)-lines:]

@@ -147,6 +147,35 @@ func (in *Inbox) Arm(epoch uint64) {
 	in.wake()
 }
 
+// AwaitMarks waits until each of srcs has sent its switch mark for epoch
+// (Outbox.MarkDownstream) or ended: from then on every batch those tasks
+// sent before stopping is queued here, ahead of anything their new
+// instances send. Sources that are not upstream tasks are skipped.
+func (in *Inbox) AwaitMarks(ctx context.Context, epoch uint64, srcs []uint32) error {
+	for {
+		in.mu.Lock()
+		missing := false
+		for _, src := range srcs {
+			if in.upstream[src] && !in.eos[src] && in.marks[src] != epoch {
+				missing = true
+				break
+			}
+		}
+		ch := in.avail
+		in.mu.Unlock()
+		if !missing {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-in.sm.done:
+			return ErrClosed
+		}
+	}
+}
+
 // Kick makes a Next (waiting or the next one) return ErrKicked once.
 func (in *Inbox) Kick() {
 	in.mu.Lock()

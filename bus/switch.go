@@ -23,6 +23,11 @@ import (
 //     upstream task's mark has arrived and the input before it has been
 //     executed, Next returns ErrSwitch and the task stops; its state can be
 //     handed off.
+//     A stopped task's outbox then marks its own downstream tasks
+//     (MarkDownstream); a receiver that waits for those marks
+//     (Inbox.AwaitMarks) before the new instances start has the old
+//     instances' output queued ahead of theirs, so each key's tuples stay
+//     in order across the switch.
 //  3. Adopt: the stream manager switches to the new plan (new inboxes and
 //     links for new tasks, wider upstream sets, the same objects for tasks
 //     that stay) and posts a reroute to its outboxes; each rebuilds its
@@ -147,6 +152,39 @@ func (o *Outbox) hold1(ctx context.Context, epoch uint64, comps []int) error {
 	var hdr [HeaderLen]byte
 	for _, d := range o.down {
 		if !slices.Contains(comps, d.comp) {
+			continue
+		}
+		if d.inbox != nil {
+			d.inbox.putMark(o.task, epoch)
+			continue
+		}
+		if err := d.link.waitOpen(ctx, o); err != nil {
+			return err
+		}
+		putHeader(hdr[:], MsgMark, d.task, o.task, int64(epoch))
+		if err := o.sm.nc.Publish(d.subj, hdr[:]); err != nil {
+			return fmt.Errorf("bus: component %s task %d: publish switch mark to task %d: %w", o.comp.Name, o.task, d.task, err)
+		}
+	}
+	return nil
+}
+
+// MarkDownstream sends a switch mark for epoch to every downstream task
+// that has not had end-of-stream, after everything already sent: a
+// switching task calls it once it has stopped, so that a receiver knows
+// (Inbox.AwaitMarks) when all of the old instance's output has arrived and
+// the new instance's output cannot overtake it. Owner goroutine only (the
+// task's loop has ended).
+func (o *Outbox) MarkDownstream(ctx context.Context, epoch uint64) error {
+	if o.done {
+		return nil // its end-of-stream counts as a mark
+	}
+	if err := o.flush(ctx, true); err != nil {
+		return err
+	}
+	var hdr [HeaderLen]byte
+	for _, d := range o.down {
+		if d.eosSent {
 			continue
 		}
 		if d.inbox != nil {

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -122,7 +123,12 @@ func (c *Container) Run(ctx context.Context) error {
 
 // goTask runs t in the group; c.mu must be held.
 func (c *Container) goTask(t *engine.Task) {
-	c.group.Go(t, func(err error) { c.taskExited(t.ID, err) })
+	c.group.Go(t, func(err error) {
+		if errors.Is(err, engine.ErrSwitched) {
+			c.markDownstream(t)
+		}
+		c.taskExited(t.ID, err)
+	})
 }
 
 // TaskInfo reports when a task's current instance started and whether its

@@ -1,11 +1,13 @@
 package scheduler
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"time"
 
+	"github.com/ardea-dev/ardea/bus"
 	"github.com/ardea-dev/ardea/host"
 	"github.com/ardea-dev/ardea/internal/engine"
 	"github.com/ardea-dev/ardea/internal/plan"
@@ -145,16 +147,82 @@ func (c *Container) SwitchStates() map[uint32]*host.MemoryState {
 	return out
 }
 
+// markDrainTimeout bounds Adopt's wait for the stopped tasks' marks: a
+// container that died mid-switch never sends them, and the switch (or its
+// rollback) must go on without that ordering.
+const markDrainTimeout = 20 * time.Second
+
+// markDownstream runs on a switching task's goroutine once its loop has
+// stopped: its outbox marks every downstream task after its last batch.
+func (c *Container) markDownstream(t *engine.Task) {
+	c.mu.Lock()
+	var epoch uint64
+	if c.sw != nil {
+		epoch = c.sw.epoch
+	}
+	c.mu.Unlock()
+	if epoch == 0 {
+		return
+	}
+	if err := c.sm.Outbox(t.ID).MarkDownstream(c.group.Context(), epoch); err != nil {
+		c.runLog.Warn("switch marks not sent downstream", "component", t.Component, "task", t.ID, "err", err)
+	}
+}
+
+// awaitSwitchedOutput waits until every local task that reads from a
+// switching component (and does not switch itself) has queued all the
+// output of the stopped instances (their marks arrived). New instances
+// start only after every container adopted, so their output for a key
+// queues behind the old instance's: a receiver sees each key's tuples in
+// order across the switch.
+func (c *Container) awaitSwitchedOutput() {
+	c.mu.Lock()
+	sw, p := c.sw, c.runPlan
+	type wait struct {
+		in   *bus.Inbox
+		srcs []uint32
+	}
+	var waits []wait
+	for _, t := range c.tasks {
+		comp := p.Tasks[t.ID].Component
+		if slices.Contains(sw.comps, comp) || t.Spout != nil {
+			continue
+		}
+		var srcs []uint32
+		for _, up := range p.UpstreamTasks(comp) {
+			if slices.Contains(sw.comps, p.Tasks[up].Component) {
+				srcs = append(srcs, up)
+			}
+		}
+		if in := c.sm.Inbox(t.ID); in != nil && len(srcs) > 0 {
+			waits = append(waits, wait{in, srcs})
+		}
+	}
+	c.mu.Unlock()
+	ctx, cancel := context.WithTimeout(c.group.Context(), markDrainTimeout)
+	defer cancel()
+	for _, w := range waits {
+		if err := w.in.AwaitMarks(ctx, sw.epoch, w.srcs); err != nil {
+			c.runLog.Warn("switched tasks' output not all received before the new plan; order across the switch is not guaranteed", "task", w.in.Task(), "err", err)
+			return
+		}
+	}
+}
+
 // Adopt is step 2: the stream manager switches to p (a live re-plan of the
 // current plan) and the outboxes reroute. Retired tasks' outboxes, and
 // those of tasks that already finished their input, send their held tuples
 // and end-of-stream to the new plan's tasks.
 func (c *Container) Adopt(p *plan.Plan) error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.sw == nil {
+	sw := c.sw
+	c.mu.Unlock()
+	if sw == nil {
 		return errors.New("adopt a plan without a prepared switch")
 	}
+	c.awaitSwitchedOutput()
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	retired, err := c.sm.Adopt(p)
 	if err != nil {
 		return err

@@ -3,6 +3,8 @@ package bus
 import (
 	"encoding/binary"
 	"time"
+
+	"github.com/ardea-dev/ardea/internal/acker"
 )
 
 // recordHeader is the ABI v1 record prefix: u32 len, u16 input index,
@@ -22,16 +24,26 @@ type pendingBatch struct {
 	buf   []byte
 	count int
 	first time.Time // when the first record was appended (linger, SentAt)
+	// roots is the roots trailer's entries (at least once); a remote send
+	// appends it to buf (trailed) once, even if the send is retried.
+	roots   []byte
+	trailed bool
 }
 
 func (b *pendingBatch) reset() {
 	b.buf = append(b.buf[:0], make([]byte, HeaderLen+4)...)
 	b.count = 0
 	b.first = time.Time{}
+	b.roots = b.roots[:0]
+	b.trailed = false
 }
 
-// add appends one record whose values block is already encoded.
-func (b *pendingBatch) add(input uint16, src uint32, tupleID uint64, values []byte) {
+// add appends one record whose values block is already encoded; a tracked
+// record (tupleID != 0) also gets its roots trailer entry.
+func (b *pendingBatch) add(input uint16, src uint32, tupleID uint64, values []byte, roots []acker.RootID) {
+	if tupleID != 0 {
+		b.roots = appendRootsEntry(b.roots, tupleID, roots)
+	}
 	b.buf = binary.LittleEndian.AppendUint32(b.buf, uint32(recordHeader-4+len(values)))
 	b.buf = binary.LittleEndian.AppendUint16(b.buf, input)
 	b.buf = binary.LittleEndian.AppendUint32(b.buf, src)

@@ -12,19 +12,28 @@ import (
 //
 //	off  0  u8  version (1)
 //	off  1  u8  kind: 1 data, 2 end-of-stream, 3 switch mark
-//	off  2  u16 flags (0 in version 1; a receiver refuses others)
+//	off  2  u16 flags: FlagRoots or 0 (a receiver refuses others)
 //	off  4  u32 destination task
 //	off  8  u32 source task
 //	off 12  i64 sent at: unix ns when the batch's first tuple was appended;
 //	            for a switch mark, the switch epoch
 //	off 20  data: ABI v1 batch (u32 count, record*); end-of-stream and
 //	            switch mark: nothing
+//	        with FlagRoots (data only), after the batch: the roots trailer
+//	            (entry*, u32 trailer length including this u32), one entry
+//	            per tracked record (nonzero tuple id), in record order:
+//	            u64 tuple id, u16 n, n * (u32 spout task, u64 root key)
 //
-// Little-endian like the ABI.
+// The trailer stays outside the ABI batch: the guest never sees roots, the
+// receiving stream manager registers them (acker.Anchors) for the task's
+// acks. Little-endian like the ABI.
 const (
 	HeaderVersion = 1
 	HeaderLen     = 20
 )
+
+// FlagRoots marks a data message that carries a roots trailer.
+const FlagRoots uint16 = 1
 
 // MsgKind is the kind of a data-subject message.
 type MsgKind uint8
@@ -49,6 +58,10 @@ func (k MsgKind) String() string {
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }
 
+// minRootsEntry is the smallest roots trailer entry: a tuple id, a count
+// and one root.
+const minRootsEntry = 8 + 2 + 12
+
 // minRecord is the smallest ABI v1 record: u32 len, u16 input, u32 source,
 // u64 tuple id, u16 nfields.
 const minRecord = 4 + 2 + 4 + 8 + 2
@@ -61,6 +74,9 @@ type Header struct {
 	SentAt int64
 	// Tuples is the record count announced by the batch (0 for EOS).
 	Tuples int
+	// Roots is the roots trailer's entries (FlagRoots), aliasing the
+	// message; nil without the flag.
+	Roots []byte
 }
 
 // ErrBadMessage wraps every header or control-message decoding error.
@@ -97,8 +113,9 @@ func DecodeHeader(msg []byte) (Header, []byte, error) {
 	if msg[0] != HeaderVersion {
 		return h, nil, fmt.Errorf("%w: header version %d, want %d", ErrBadMessage, msg[0], HeaderVersion)
 	}
-	if f := binary.LittleEndian.Uint16(msg[2:]); f != 0 {
-		return h, nil, fmt.Errorf("%w: unknown header flags %#x", ErrBadMessage, f)
+	flags := binary.LittleEndian.Uint16(msg[2:])
+	if flags&^FlagRoots != 0 || (flags != 0 && msg[1] != byte(MsgData)) {
+		return h, nil, fmt.Errorf("%w: unknown header flags %#x", ErrBadMessage, flags)
 	}
 	h.Kind = MsgKind(msg[1])
 	h.Dst = binary.LittleEndian.Uint32(msg[4:])
@@ -108,6 +125,17 @@ func DecodeHeader(msg []byte) (Header, []byte, error) {
 		return h, nil, fmt.Errorf("%w: task id 0 (destination %d, source %d)", ErrBadMessage, h.Dst, h.Src)
 	}
 	p := msg[HeaderLen:]
+	if flags&FlagRoots != 0 {
+		if len(p) < 4 {
+			return h, nil, fmt.Errorf("%w: roots flag without a trailer", ErrBadMessage)
+		}
+		n := uint64(binary.LittleEndian.Uint32(p[len(p)-4:]))
+		if n < 4+minRootsEntry || n > uint64(len(p)) {
+			return h, nil, fmt.Errorf("%w: roots trailer of %d bytes in a %d-byte payload", ErrBadMessage, n, len(p))
+		}
+		h.Roots = p[len(p)-int(n) : len(p)-4]
+		p = p[:len(p)-int(n)]
+	}
 	switch h.Kind {
 	case MsgData:
 		if len(p) < 4 {

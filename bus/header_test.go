@@ -6,6 +6,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/ardea-dev/ardea/internal/acker"
 	"github.com/ardea-dev/ardea/internal/tuple"
 )
 
@@ -37,11 +38,49 @@ func TestHeaderRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%v: %v", c.kind, err)
 		}
-		if h != (Header{Kind: c.kind, Dst: c.dst, Src: c.src, SentAt: c.sentAt, Tuples: c.tuples}) {
+		if h.Roots != nil || h.Kind != c.kind || h.Dst != c.dst || h.Src != c.src || h.SentAt != c.sentAt || h.Tuples != c.tuples {
 			t.Errorf("decoded %+v", h)
 		}
 		if !bytes.Equal(p, c.payload) {
 			t.Errorf("%v: payload %x, want %x", c.kind, p, c.payload)
+		}
+	}
+}
+
+// withRoots appends a roots trailer to a data message and sets FlagRoots.
+func withRoots(msg, entries []byte) []byte {
+	msg = append(append([]byte(nil), msg...), entries...)
+	msg = binary.LittleEndian.AppendUint32(msg, uint32(len(entries)+4))
+	binary.LittleEndian.PutUint16(msg[2:], FlagRoots)
+	return msg
+}
+
+func TestHeaderRoots(t *testing.T) {
+	batch := abiBatch(values("a", 1), values("bb", 2))
+	roots := appendRootsEntry(nil, 0x1111, []acker.RootID{{SpoutTask: 3, Key: 9}})
+	roots = appendRootsEntry(roots, 0x2222, []acker.RootID{{SpoutTask: 3, Key: 9}, {SpoutTask: 4, Key: 10}})
+	msg := withRoots(append(AppendHeader(nil, MsgData, 5, 6, 7), batch...), roots)
+	h, p, err := DecodeHeader(msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(p, batch) || !bytes.Equal(h.Roots, roots) || h.Tuples != 2 {
+		t.Fatalf("batch %x roots %x tuples %d", p, h.Roots, h.Tuples)
+	}
+	a := acker.NewAnchors(nil)
+	if _, err := registerRoots(a, h.Roots, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !a.InFlight(0x1111) || !a.InFlight(0x2222) || a.Len() != 2 {
+		t.Fatalf("anchors hold %d inputs", a.Len())
+	}
+	for name, tr := range map[string][]byte{
+		"no roots":  appendRootsEntry(nil, 1, nil),
+		"truncated": roots[:len(roots)-3],
+		"short":     roots[:5],
+	} {
+		if _, err := registerRoots(acker.NewAnchors(nil), tr, nil); err == nil {
+			t.Errorf("%s: registered a malformed trailer", name)
 		}
 	}
 }
@@ -53,7 +92,12 @@ func TestHeaderErrors(t *testing.T) {
 		"empty":          nil,
 		"short header":   good[:HeaderLen-1],
 		"version":        mut(func(b []byte) []byte { b[0] = 2; return b }),
-		"flags":          mut(func(b []byte) []byte { b[2] = 1; return b }),
+		"flags":          mut(func(b []byte) []byte { b[2] = 2; return b }),
+		"roots on eos":   withRoots(AppendHeader(nil, MsgEOS, 1, 2, 0), appendRootsEntry(nil, 1, []acker.RootID{{SpoutTask: 1, Key: 1}})),
+		"roots too long": mut(func(b []byte) []byte { return binary.LittleEndian.AppendUint32(withRoots(b, nil)[:len(b)], 1<<20) }),
+		"roots too short": mut(func(b []byte) []byte {
+			return withRoots(b, nil) // trailer of 4 bytes: no entry
+		}),
 		"kind 0":         mut(func(b []byte) []byte { b[1] = 0; return b }),
 		"kind 3":         mut(func(b []byte) []byte { b[1] = 3; return b }),
 		"dst 0":          mut(func(b []byte) []byte { binary.LittleEndian.PutUint32(b[4:], 0); return b }),
@@ -76,6 +120,7 @@ func FuzzDecodeHeader(f *testing.F) {
 	f.Add(AppendHeader(nil, MsgMark, 1, 2, 3))
 	f.Add([]byte{1, 1, 0, 0})
 	f.Add(make([]byte, HeaderLen+4))
+	f.Add(withRoots(append(AppendHeader(nil, MsgData, 3, 4, 99), abiBatch(values("a", 1))...), appendRootsEntry(nil, 7, []acker.RootID{{SpoutTask: 1, Key: 2}})))
 	f.Fuzz(func(t *testing.T, msg []byte) {
 		h, p, err := DecodeHeader(msg)
 		if err != nil {
@@ -86,6 +131,9 @@ func FuzzDecodeHeader(f *testing.F) {
 		}
 		// A decoded message re-encodes to the same bytes.
 		again := append(AppendHeader(nil, h.Kind, h.Dst, h.Src, h.SentAt), p...)
+		if h.Roots != nil {
+			again = withRoots(again, h.Roots)
+		}
 		if !bytes.Equal(again, msg) {
 			t.Fatalf("re-encoded %x, want %x", again, msg)
 		}
@@ -148,7 +196,7 @@ func TestPendingBatchMatchesBatchWriter(t *testing.T) {
 	for i := range 50 {
 		v := values(string(make([]byte, i)), int64(i))
 		w.Append(uint16(i%3), 42, 0, v)
-		b.add(uint16(i%3), 42, 0, v)
+		b.add(uint16(i%3), 42, 0, v, nil)
 	}
 	if !bytes.Equal(b.batch(), w.Buf) || b.count != w.Count {
 		t.Fatal("pendingBatch and tuple.BatchWriter disagree")

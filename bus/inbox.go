@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/ardea-dev/ardea/internal/acker"
 	"github.com/ardea-dev/ardea/internal/plan"
 )
 
@@ -32,6 +33,9 @@ type Delivery struct {
 	SentAt int64
 	// Tuples is the number of records in Batch.
 	Tuples int
+	// Roots is the batch's roots trailer (at least once; header.go), valid
+	// until Release. Next registers it in the task's anchors.
+	Roots []byte
 
 	size      int           // bytes charged: the data message, header included
 	container int           // sending container if remote, 0 if local
@@ -60,6 +64,10 @@ type Delivery struct {
 type Inbox struct {
 	sm   *StreamManager
 	task uint32
+	// anchors is the task's input side of at-least-once (nil: at most
+	// once), shared with its Outbox; runner goroutine only.
+	anchors *acker.Anchors
+	scratch []acker.RootID
 
 	mu          sync.Mutex
 	upstream    map[uint32]bool // tasks expected to send end-of-stream (grows with live re-plans)
@@ -95,6 +103,9 @@ func newInbox(sm *StreamManager, p *plan.Plan, task uint32) *Inbox {
 		consumed: make([]int64, p.Containers+1),
 		avail:    make(chan struct{}),
 		space:    make(chan struct{}),
+	}
+	if sm.ack != nil {
+		in.anchors = acker.NewAnchors(nil)
 	}
 	for _, t := range p.UpstreamTasks(p.Tasks[task].Component) {
 		in.upstream[t] = true
@@ -281,6 +292,7 @@ func (in *Inbox) Next(ctx context.Context) (Delivery, error) {
 			in.head++
 			in.queuedBytes -= int64(d.size)
 			in.mu.Unlock()
+			in.track(d)
 			return d, nil
 		}
 		if len(in.eos) == len(in.upstream) {
@@ -318,14 +330,16 @@ func (in *Inbox) Next(ctx context.Context) (Delivery, error) {
 // idle, flushes its Outbox with force, and then calls Next.
 func (in *Inbox) TryNext() (d Delivery, ok bool, err error) {
 	in.mu.Lock()
-	defer in.mu.Unlock()
 	if in.head < len(in.q) {
 		d = in.q[in.head]
 		in.q[in.head] = Delivery{}
 		in.head++
 		in.queuedBytes -= int64(d.size)
+		in.mu.Unlock()
+		in.track(d)
 		return d, true, nil
 	}
+	defer in.mu.Unlock()
 	if len(in.eos) == len(in.upstream) {
 		return Delivery{}, false, io.EOF
 	}
@@ -333,6 +347,20 @@ func (in *Inbox) TryNext() (d Delivery, ok bool, err error) {
 		return Delivery{}, false, ErrSwitch
 	}
 	return Delivery{}, false, nil
+}
+
+// track registers a batch's roots as its tuples reach the task, so that
+// the task's acks find them. A malformed trailer leaves those tuples
+// untracked: their trees time out and the spouts replay them.
+func (in *Inbox) track(d Delivery) {
+	if in.anchors == nil || len(d.Roots) == 0 {
+		return
+	}
+	var err error
+	in.scratch, err = registerRoots(in.anchors, d.Roots, in.scratch)
+	if err != nil {
+		in.sm.bad("roots trailer", err, "task", in.task, "src", d.SourceTask)
+	}
 }
 
 // Release marks a delivery consumed; its Batch must not be used afterwards.

@@ -62,6 +62,15 @@ type Options struct {
 	// HoldBytes is how many bytes of tuples an outbox holds for the
 	// components a live re-plan is switching before its Flush waits (8 MiB).
 	HoldBytes int
+	// Acking turns on at-least-once tracking (ack.go): spout tuples with a
+	// message id start tuple trees in this container's ledger, roots travel
+	// with the data, acks flow back on the ack subject.
+	Acking bool
+	// MessageTimeout fails a tree not complete in time (30s).
+	MessageTimeout time.Duration
+	// MaxSpoutPending bounds each spout task's pending trees (100;
+	// negative: no limit).
+	MaxSpoutPending int
 }
 
 // StreamManager moves one container's tuples: an Outbox and an Inbox for
@@ -106,6 +115,8 @@ type StreamManager struct {
 	subs      []*nats.Subscription
 	dataSub   *nats.Subscription
 	ctrlBuf   []CtrlEntry // onCredit only (callbacks of one subscription are serial)
+
+	ack *ackState // nil: at most once
 
 	slowConsumers atomic.Int64
 	badMessages   atomic.Int64
@@ -256,6 +267,9 @@ func NewStreamManager(o Options) (*StreamManager, error) {
 		done:           make(chan struct{}),
 	}
 	sm.pool.New = func() any { return &pendingBatch{buf: make([]byte, 0, HeaderLen+o.BatchMaxBytes+512)} }
+	if o.Acking {
+		sm.ack = newAckState(sm, o)
+	}
 	tab, err := sm.buildTables(p, nil)
 	if err != nil {
 		return nil, err
@@ -323,6 +337,13 @@ func (sm *StreamManager) Start(ctx context.Context) error {
 	sm.subs = append(sm.subs, credit)
 	if err := credit.SetPendingLimits(-1, 64<<20); err != nil {
 		return fmt.Errorf("bus: pending limits on %s: %w", tab.creditSubj[sm.me], err)
+	}
+	if sm.ack != nil {
+		sub, err := sm.ack.start()
+		if err != nil {
+			return err
+		}
+		sm.subs = append(sm.subs, sub)
 	}
 	if _, ok := ctx.Deadline(); ok {
 		err = sm.nc.FlushWithContext(ctx)
@@ -426,7 +447,7 @@ func (sm *StreamManager) onData(m *nats.Msg) {
 		case MsgData:
 			// m.Data is this message's own copy (nats.go copies payloads),
 			// so the batch is handed on without another copy.
-			ok = in.putRemote(Delivery{Batch: payload, SourceTask: h.Src, SentAt: h.SentAt, Tuples: h.Tuples,
+			ok = in.putRemote(Delivery{Batch: payload, Roots: h.Roots, SourceTask: h.Src, SentAt: h.SentAt, Tuples: h.Tuples,
 				size: len(m.Data), container: src})
 		case MsgEOS:
 			ok = in.putEOS(h.Src) || in.hasUpstream(h.Src)

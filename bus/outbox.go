@@ -2,12 +2,14 @@ package bus
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/ardea-dev/ardea/internal/acker"
 	"github.com/ardea-dev/ardea/internal/plan"
 	"github.com/ardea-dev/ardea/internal/tuple"
 )
@@ -64,7 +66,7 @@ type Outbox struct {
 	ctrlWake    chan struct{} // closed and replaced when a step is posted
 	ctrlPending atomic.Bool
 	holding     uint64 // the switch epoch routes are held for, 0 if none
-	held        []byte // held tuples: u16 stream, u16 route, u32 direct, u32 len, values
+	held        []byte // held tuples (hold has the layout)
 	heldTuples  int
 
 	emitted      []atomic.Int64 // tuples emitted, by stream index
@@ -74,15 +76,25 @@ type Outbox struct {
 	blockedNanos atomic.Int64
 	blockedSince atomic.Int64 // unix ns when the current wait began; 0 if not waiting
 	acks, fails  atomic.Int64
+
+	// At least once (ack.go): nil ack means at most once.
+	ack     *ackState
+	anchors *acker.Anchors // bolts: shared with the task's inbox
+	cur     emitTrack
+	rootBuf [1]acker.RootID
+	ackOut  []*acker.Batch // by container of the root spout
 }
 
 // ErrFinished is returned by Emit after Finish.
 var ErrFinished = errors.New("bus: outbox finished")
 
 func newOutbox(sm *StreamManager, tab *tables, task uint32) (*Outbox, error) {
-	o := &Outbox{sm: sm, task: task, ctrlWake: make(chan struct{})}
+	o := &Outbox{sm: sm, task: task, ctrlWake: make(chan struct{}), ack: sm.ack}
 	if err := o.build(tab); err != nil {
 		return nil, err
+	}
+	if in := tab.inboxes[task]; in != nil && o.comp.Kind != "spout" {
+		o.anchors = in.anchors
 	}
 	o.emitted = make([]atomic.Int64, len(o.comp.Outputs))
 	return o, nil
@@ -130,9 +142,20 @@ func (o *Outbox) build(tab *tables) error {
 // subscribers' groupings pick, copying values. direct is tuple.NoTask, or for
 // a direct emit the one task to send to, which must belong to a subscriber
 // with direct grouping; a regular emit on a stream with a direct subscriber
-// is an error (as in Storm). msgID and anchors are accepted and ignored in
-// at-most-once mode (tuple id 0). Emit never blocks.
+// is an error (as in Storm). msgID and anchors are ignored in at-most-once
+// mode (tuple id 0); with Options.Acking a spout's msgID starts a tuple
+// tree and a bolt's anchors (u64 LE input tuple ids) extend theirs (ack.go).
+// Emit never blocks.
 func (o *Outbox) Emit(stream uint16, direct uint32, msgID uint64, anchors []byte, values []byte) error {
+	o.beginEmit(msgID, anchors)
+	if err := o.emit(stream, direct, values); err != nil {
+		o.cur = emitTrack{}
+		return err
+	}
+	return o.endEmit(msgID)
+}
+
+func (o *Outbox) emit(stream uint16, direct uint32, values []byte) error {
 	if o.done {
 		return fmt.Errorf("component %s task %d: emit after finish: %w", o.comp.Name, o.task, ErrFinished)
 	}
@@ -221,16 +244,13 @@ func (o *Outbox) add(d *dest, input uint16, values []byte) {
 			o.active = append(o.active, d)
 		}
 	}
-	b.add(input, o.task, 0, values)
-	if len(b.buf)-HeaderLen >= o.sm.opts.BatchMaxBytes || b.count >= o.sm.opts.BatchMaxTuples {
+	id, roots := o.copyID()
+	b.add(input, o.task, id, values, roots)
+	if len(b.buf)-HeaderLen+len(b.roots) >= o.sm.opts.BatchMaxBytes || b.count >= o.sm.opts.BatchMaxTuples {
 		d.sealed = append(d.sealed, b)
 		d.open = nil
 	}
 }
-
-// Ack and Fail are accepted and counted; at-most-once mode tracks nothing.
-func (o *Outbox) Ack(tupleID uint64) error  { o.acks.Add(1); return nil }
-func (o *Outbox) Fail(tupleID uint64) error { o.fails.Add(1); return nil }
 
 // Flush sends every sealed batch and, if force is set or the batch's first
 // tuple is older than Linger, every open batch. It blocks on back pressure:
@@ -242,6 +262,9 @@ func (o *Outbox) Fail(tupleID uint64) error { o.fails.Add(1); return nil }
 // is added to BlockedNanos. It returns ctx's error or ErrClosed if either
 // ends the wait; unsent batches stay queued for the next Flush.
 func (o *Outbox) Flush(ctx context.Context, force bool) error {
+	if o.ackOut != nil {
+		o.sendAcks()
+	}
 	if o.ctrlPending.Load() || (o.holding != 0 && len(o.held) > o.sm.opts.HoldBytes) {
 		if err := o.applyCtrl(ctx); err != nil {
 			return err
@@ -308,17 +331,26 @@ func (o *Outbox) send(ctx context.Context, d *dest, b *pendingBatch, block bool)
 	tuples := b.count
 	sentAt := b.first.UnixNano()
 	if d.inbox != nil {
-		dl := Delivery{Batch: b.batch(), SourceTask: o.task, SentAt: sentAt, Tuples: tuples, size: n, pb: b}
+		dl := Delivery{Batch: b.batch(), Roots: b.roots, SourceTask: o.task, SentAt: sentAt, Tuples: tuples, size: n, pb: b}
 		ok, err := d.inbox.putLocal(ctx, dl, block, o)
 		if !ok || err != nil {
 			return false, err
 		}
 	} else {
+		if len(b.roots) > 0 && !b.trailed {
+			b.buf = append(b.buf, b.roots...)
+			b.buf = binary.LittleEndian.AppendUint32(b.buf, uint32(len(b.roots)+4))
+			b.trailed = true
+			n = len(b.buf)
+		}
 		ok, err := d.link.acquire(ctx, int64(n), block, o)
 		if !ok || err != nil {
 			return false, err
 		}
 		putHeader(b.buf, MsgData, d.task, o.task, sentAt)
+		if b.trailed {
+			binary.LittleEndian.PutUint16(b.buf[2:], FlagRoots)
+		}
 		if err := o.sm.nc.Publish(d.subj, b.buf); err != nil {
 			d.link.refund(int64(n))
 			return false, fmt.Errorf("bus: component %s task %d: publish batch to task %d: %w", o.comp.Name, o.task, d.task, err)

@@ -13,6 +13,7 @@ const DefaultTenant = "default"
 const (
 	KindData   = "data"   // tuple batches and end-of-stream markers to a container
 	KindCredit = "credit" // flow-control messages (hello, open, grant) to a container
+	KindAck    = "ack"    // at-least-once ledger updates for a container's spout tasks
 )
 
 // Subjects builds the NATS subjects of one topology:
@@ -61,6 +62,12 @@ func (s Subjects) Data(container int) string {
 // Credit is the subject of flow-control messages sent to a container.
 func (s Subjects) Credit(container int) string {
 	return s.prefix + KindCredit + "." + strconv.Itoa(container)
+}
+
+// Ack is the subject of ack messages (acker wire format) for the ledger of
+// a container's spout tasks.
+func (s Subjects) Ack(container int) string {
+	return s.prefix + KindAck + "." + strconv.Itoa(container)
 }
 
 // All is the wildcard matching every subject of the topology.

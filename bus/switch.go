@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/ardea-dev/ardea/internal/acker"
 	"github.com/ardea-dev/ardea/internal/plan"
 	"github.com/ardea-dev/ardea/internal/tuple"
 )
@@ -202,12 +203,26 @@ func (o *Outbox) MarkDownstream(ctx context.Context, epoch uint64) error {
 	return nil
 }
 
-// hold appends one tuple for a held route.
+// hold appends one tuple for a held route: u16 stream, u16 route, u32
+// direct, u32 len(values), u64 edge, u16 n roots, n * (u32, u64) roots,
+// values. A tracked tuple is held as one copy with an edge of its own
+// (charged like any copy); reroute replaces that edge by the copies the
+// new plan sends.
 func (o *Outbox) hold(stream uint16, route int, direct uint32, values []byte) {
+	edge, roots := o.copyID()
 	o.held = binary.LittleEndian.AppendUint16(o.held, stream)
 	o.held = binary.LittleEndian.AppendUint16(o.held, uint16(route))
 	o.held = binary.LittleEndian.AppendUint32(o.held, direct)
 	o.held = binary.LittleEndian.AppendUint32(o.held, uint32(len(values)))
+	o.held = binary.LittleEndian.AppendUint64(o.held, edge)
+	if edge == 0 {
+		roots = nil
+	}
+	o.held = binary.LittleEndian.AppendUint16(o.held, uint16(len(roots)))
+	for _, r := range roots {
+		o.held = binary.LittleEndian.AppendUint32(o.held, r.SpoutTask)
+		o.held = binary.LittleEndian.AppendUint64(o.held, r.Key)
+	}
 	o.held = append(o.held, values...)
 	o.heldTuples++
 }
@@ -220,28 +235,52 @@ func (o *Outbox) reroute(ctx context.Context, tab *tables) error {
 	if err := o.build(tab); err != nil {
 		return err
 	}
+	var roots []acker.RootID
 	for len(held) > 0 {
 		stream := binary.LittleEndian.Uint16(held)
 		ri := int(binary.LittleEndian.Uint16(held[2:]))
 		direct := binary.LittleEndian.Uint32(held[4:])
 		n := int(binary.LittleEndian.Uint32(held[8:]))
-		values := held[12 : 12+n]
-		held = held[12+n:]
+		edge := binary.LittleEndian.Uint64(held[12:])
+		nr := int(binary.LittleEndian.Uint16(held[20:]))
+		held = held[22:]
+		roots = roots[:0]
+		for range nr {
+			roots = append(roots, acker.RootID{SpoutTask: binary.LittleEndian.Uint32(held), Key: binary.LittleEndian.Uint64(held[4:])})
+			held = held[12:]
+		}
+		values := held[:n]
+		held = held[n:]
+		o.cur = emitTrack{}
+		if edge != 0 {
+			o.cur = emitTrack{mode: replanned, roots: roots}
+		}
 		sr := &o.streams[stream]
 		if direct != tuple.NoTask {
 			if err := o.rerouteDirect(sr, direct, values); err != nil {
 				return err
 			}
-			continue
+		} else {
+			spans, _, err := tuple.FieldSpans(o.spans[:0], values)
+			o.spans = spans
+			if err != nil {
+				return fmt.Errorf("bus: component %s task %d stream %s: held values: %w", o.comp.Name, o.task, sr.name, err)
+			}
+			if err := o.route(sr, &sr.routes[ri], values, spans); err != nil {
+				return err
+			}
 		}
-		spans, _, err := tuple.FieldSpans(o.spans[:0], values)
-		o.spans = spans
-		if err != nil {
-			return fmt.Errorf("bus: component %s task %d stream %s: held values: %w", o.comp.Name, o.task, sr.name, err)
+		if edge != 0 {
+			// The held copy's edge is acked and the new copies created,
+			// in one update per root.
+			for _, r := range roots {
+				o.toRoot(acker.OpUpdate, r, edge^o.cur.xor)
+			}
 		}
-		if err := o.route(sr, &sr.routes[ri], values, spans); err != nil {
-			return err
-		}
+		o.cur = emitTrack{}
+	}
+	if o.ackOut != nil {
+		o.sendAcks()
 	}
 	return o.flush(ctx, false)
 }

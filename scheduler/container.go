@@ -73,6 +73,13 @@ func StartContainer(ctx context.Context, o ContainerOptions) (*Container, error)
 	}
 	bo := o.Bus
 	bo.Plan, bo.Container, bo.Conn, bo.Logger = o.Plan, o.Container, o.Conn, log.With("container", o.Container)
+	del, err := DeliverySettings(o.Topology)
+	if err != nil {
+		return nil, err
+	}
+	if del.Mode == AtLeastOnce {
+		bo.Acking, bo.MessageTimeout, bo.MaxSpoutPending = true, del.MessageTimeout, del.MaxSpoutPending
+	}
 	sm, err := bus.NewStreamManager(bo)
 	if err != nil {
 		return nil, fmt.Errorf("container %d: %w", o.Container, err)
@@ -190,6 +197,7 @@ func newTask(ctx context.Context, t *ardea.Topology, p *plan.Plan, id uint32, sm
 		State:        state,
 		MaxKeyGroups: pc.MaxKeyGroups,
 		Metric:       func(name string, d int64) { m.Custom(name).Add(d) },
+		Acking:       sm.Acking(),
 	}
 	task := &engine.Task{
 		ID: id, Component: pc.Name, Index: pt.Index, Context: cctx,
@@ -234,6 +242,11 @@ func newTask(ctx context.Context, t *ardea.Topology, p *plan.Plan, id uint32, sm
 		}
 		if err != nil {
 			return nil, err
+		}
+	}
+	if tc.Kind == ardea.Spout {
+		if a := sm.SpoutAcks(id); a != nil {
+			task.Acks = a
 		}
 	}
 	if tc.Kind != ardea.Spout {

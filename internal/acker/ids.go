@@ -40,3 +40,7 @@ func nonZero(r Rand) uint64 {
 		}
 	}
 }
+
+// NewID returns a random nonzero id from DefaultRand: a root key or an edge
+// id drawn outside a Ledger or Anchors.
+func NewID() uint64 { return nonZero(DefaultRand) }

@@ -51,6 +51,12 @@ type Context struct {
 	MaxKeyGroups int
 	// Metric adds delta to the component's custom counter name.
 	Metric func(name string, delta int64)
+	// Acking is set when the topology runs at-least-once: a spout emits
+	// with nonzero message ids and its Ack and Fail are called with them
+	// (Fail: replay the tuple); a bolt acks or fails every input tuple
+	// with a nonzero tuple id. Unset, ids are ignored and Ack and Fail are
+	// never called on a spout.
+	Acking bool
 }
 
 // Spout is a source task.
@@ -58,6 +64,11 @@ type Spout interface {
 	Open(ctx Context, out Collector) error
 	// Next emits up to max tuples.
 	Next(max int, out Collector) (Status, error)
+	// Ack reports message ids whose tuple trees completed; Fail those
+	// that failed or timed out: the spout should emit them again (it may
+	// do so from Fail, with the same or a new message id). Both keep
+	// being called after Next returned Done, until no tree of the task
+	// is pending.
 	Ack(msgIDs []uint64, out Collector) error
 	Fail(msgIDs []uint64, out Collector) error
 	Activate() error

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/ardea-dev/ardea/bus"
+	"github.com/ardea-dev/ardea/internal/acker"
 	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/metrics"
 )
@@ -51,11 +52,27 @@ type Task struct {
 	TickEvery time.Duration
 	// SpoutBatch is the max tuples per Next call (default 1024).
 	SpoutBatch int
+	// Acks is a spout's view of its tuple trees when the topology runs at
+	// least once (nil otherwise): the runner passes their outcomes to the
+	// spout's Ack and Fail and keeps Next within max_spout_pending.
+	Acks SpoutAcks
 
 	active   atomic.Bool
 	stopReq  atomic.Bool   // StopForSwitch was called
 	activeCh chan struct{} // closed and replaced on every state change
 	mu       sync.Mutex
+}
+
+// SpoutAcks is the at-least-once side of a spout task (bus.SpoutAcks).
+type SpoutAcks interface {
+	// Take appends the outcomes queued since the last call.
+	Take(dst []acker.Result) []acker.Result
+	// Ready is closed when an outcome is queued after the call.
+	Ready() <-chan struct{}
+	// Available is how many more tuples may be emitted now.
+	Available() int
+	// Pending is the number of trees without an outcome yet.
+	Pending() int
 }
 
 // Poke wakes a paused spout so that it flushes its outbox (which applies a
@@ -251,6 +268,7 @@ func runSpout(ctx context.Context, t *Task) (err error) {
 	if max <= 0 {
 		max = 1024
 	}
+	var res outcomes
 	wasActive := true
 	backoff := 50 * time.Microsecond
 	var timer *time.Timer
@@ -260,6 +278,9 @@ func runSpout(ctx context.Context, t *Task) (err error) {
 				return err
 			}
 			return ErrSwitched
+		}
+		if err := res.deliver(t, out); err != nil {
+			return err
 		}
 		if !t.active.Load() {
 			// Take the change channel, then check again: an activation
@@ -281,10 +302,12 @@ func runSpout(ctx context.Context, t *Task) (err error) {
 					return err
 				}
 			}
+			// A paused spout still hears how its trees ended (Heron too).
 			select {
 			case <-ctx.Done():
 				return nil
 			case <-changed:
+			case <-res.ready(t):
 			}
 			// Woken by an activation or a Poke: apply what was posted.
 			if err := flush(ctx, t, out, true); err != nil {
@@ -298,7 +321,24 @@ func runSpout(ctx context.Context, t *Task) (err error) {
 			}
 			wasActive = true
 		}
-		st, err := t.Spout.Next(max, out)
+		n := max
+		if t.Acks != nil {
+			ready := t.Acks.Ready()
+			if n = min(n, t.Acks.Available()); n <= 0 {
+				// max_spout_pending reached: wait for an outcome.
+				if err := flush(ctx, t, out, true); err != nil {
+					return err
+				}
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-ready:
+				case <-t.changed():
+				}
+				continue
+			}
+		}
+		st, err := t.Spout.Next(n, out)
 		t.Metrics.NextCalls.Add(1)
 		if err != nil {
 			return err
@@ -323,15 +363,117 @@ func runSpout(ctx context.Context, t *Task) (err error) {
 				timer.Stop()
 				return nil
 			case <-timer.C:
+			case <-res.ready(t):
+				// An outcome (a replay to emit, room under the limit):
+				// no need to sleep out the back-off.
+				timer.Stop()
 			}
 			if backoff *= 2; backoff > idleBackoffMax {
 				backoff = idleBackoffMax
 			}
 		case component.Done:
+			if err := drainTrees(ctx, t, out, &res); err != nil {
+				return err
+			}
+			if t.stopReq.Load() {
+				return ErrSwitched
+			}
+			if ctx.Err() != nil {
+				return nil
+			}
 			out.publish(t.Metrics)
 			return busErr(ctx, t, t.Outbox.Finish(ctx))
 		default:
 			return fmt.Errorf("component %s task %d: next returned unknown status %d", t.Component, t.ID, st)
+		}
+	}
+	return nil
+}
+
+// drainTrees runs after a tracking spout returned Done: end-of-stream must
+// wait until every tree it started has an outcome, and failed ones are
+// replayed from the spout's Fail (which may emit), so it keeps delivering
+// outcomes until none is pending.
+func drainTrees(ctx context.Context, t *Task, out *counting, res *outcomes) error {
+	if t.Acks == nil {
+		return nil
+	}
+	for ctx.Err() == nil && !t.stopReq.Load() {
+		ready := t.Acks.Ready()
+		if err := res.deliver(t, out); err != nil {
+			return err
+		}
+		if err := flush(ctx, t, out, true); err != nil {
+			return err
+		}
+		if t.Acks.Pending() == 0 {
+			if err := res.deliver(t, out); err != nil { // complete at once
+				return err
+			}
+			if t.Acks.Pending() == 0 {
+				return flush(ctx, t, out, true)
+			}
+			continue
+		}
+		select {
+		case <-ctx.Done():
+		case <-ready:
+		case <-t.changed():
+		}
+	}
+	return nil
+}
+
+// outcomes passes a spout's tree outcomes to its Ack and Fail (runner
+// goroutine only).
+type outcomes struct {
+	buf           []acker.Result
+	acked, failed []uint64
+}
+
+// ready is the channel to wait on for outcomes (nil, never ready, when the
+// spout does not track).
+func (o *outcomes) ready(t *Task) <-chan struct{} {
+	if t.Acks == nil {
+		return nil
+	}
+	return t.Acks.Ready()
+}
+
+func (o *outcomes) deliver(t *Task, out *counting) error {
+	if t.Acks == nil {
+		return nil
+	}
+	o.buf = t.Acks.Take(o.buf[:0])
+	if len(o.buf) == 0 {
+		return nil
+	}
+	o.acked, o.failed = o.acked[:0], o.failed[:0]
+	var failed, timedOut int64
+	for _, r := range o.buf {
+		switch r.Outcome {
+		case acker.Acked:
+			o.acked = append(o.acked, r.MsgID)
+			t.Metrics.Complete.Observe(r.Latency.Nanoseconds())
+		case acker.TimedOut:
+			o.failed = append(o.failed, r.MsgID)
+			timedOut++
+		default:
+			o.failed = append(o.failed, r.MsgID)
+			failed++
+		}
+	}
+	t.Metrics.Acked.Add(int64(len(o.acked)))
+	t.Metrics.Failed.Add(failed)
+	t.Metrics.TimedOut.Add(timedOut)
+	if len(o.acked) > 0 {
+		if err := t.Spout.Ack(o.acked, out); err != nil {
+			return err
+		}
+	}
+	if len(o.failed) > 0 {
+		if err := t.Spout.Fail(o.failed, out); err != nil {
+			return err
 		}
 	}
 	return nil

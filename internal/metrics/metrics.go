@@ -22,6 +22,8 @@ const (
 	NextTupleCount   = "__next-tuple-count"
 	AckCount         = "__ack-count"
 	FailCount        = "__fail-count"
+	TimeoutCount     = "__timeout-count"            // spouts: trees that timed out
+	CompleteLatency  = "__complete-latency"         // spouts: emit to tree complete, ns
 	ExecuteLatency   = "__execute-latency"          // per batch, ns
 	DeliveryLatency  = "__delivery-latency"         // emit-to-execute, ns
 	BackPressureTime = "__time-spent-back-pressure" // ns a component's tasks waited on downstream
@@ -96,15 +98,20 @@ func (h *Histogram) Quantile(q float64) float64 {
 
 // Component groups one component's metrics.
 type Component struct {
-	Name        string
-	Emitted     Counter
-	Executed    Counter
-	NextCalls   Counter
+	Name      string
+	Emitted   Counter
+	Executed  Counter
+	NextCalls Counter
+	// Acked and Failed: for a bolt, the acks and fails it called; for a
+	// spout (at least once), its trees that completed and that failed (a
+	// bolt failed a tuple). TimedOut: a spout's trees that timed out.
 	Acked       Counter
 	Failed      Counter
+	TimedOut    Counter
 	BackPressNs Counter
 	ExecLatency Histogram
 	Delivery    Histogram
+	Complete    Histogram // spouts: complete latency of acked trees
 	mu          sync.Mutex
 	custom      map[string]*Counter
 }

@@ -46,6 +46,8 @@ type ackState struct {
 type spoutResults struct {
 	q     []acker.Result
 	ready chan struct{} // closed and replaced when a result is queued
+	// outcomes so far, for the task's report
+	acked, failed, timedOut int64
 }
 
 const ackBuckets = 4
@@ -146,6 +148,14 @@ func (a *ackState) begin(root acker.RootID, msgID, xor uint64) error {
 // deliver queues r for its spout task; a.mu must be held.
 func (a *ackState) deliver(r acker.Result) {
 	sr := a.queue(r.Root.SpoutTask)
+	switch r.Outcome {
+	case acker.Acked:
+		sr.acked++
+	case acker.TimedOut:
+		sr.timedOut++
+	default:
+		sr.failed++
+	}
 	sr.q = append(sr.q, r)
 	close(sr.ready)
 	sr.ready = make(chan struct{})
@@ -214,6 +224,14 @@ func (s *SpoutAcks) Available() int {
 		return n
 	}
 	return math.MaxInt
+}
+
+// Outcomes counts the task's trees by how they ended so far.
+func (s *SpoutAcks) Outcomes() (acked, failed, timedOut int64) {
+	s.a.mu.Lock()
+	defer s.a.mu.Unlock()
+	sr := s.a.queue(s.task)
+	return sr.acked, sr.failed, sr.timedOut
 }
 
 // Pending is the number of the task's trees not yet complete, failed or

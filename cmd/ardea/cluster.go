@@ -331,7 +331,17 @@ func printStatus(w io.Writer, st local.Status) {
 	if len(st.Containers) > 0 {
 		fmt.Fprintln(w, "\ncontainers:")
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "  CONTAINER\tPID\tPROCESS\tHOST\tRESTARTS\tCPU\tRAM\tINSTANCE\tTASK\tSTATE\tEMITTED\tEXECUTED")
+		acking := false
+		for _, c := range st.Containers {
+			for _, in := range c.Instances {
+				acking = acking || in.Acked+in.Failed+in.TimedOut > 0
+			}
+		}
+		head := "  CONTAINER\tPID\tPROCESS\tHOST\tRESTARTS\tCPU\tRAM\tINSTANCE\tTASK\tSTATE\tEMITTED\tEXECUTED"
+		if acking {
+			head += "\tACKED\tFAILED\tTIMED OUT"
+		}
+		fmt.Fprintln(tw, head)
 		for _, c := range st.Containers {
 			cpu, ram := "-", "-"
 			if r := c.Resources; r != nil {
@@ -343,7 +353,11 @@ func printStatus(w io.Writer, st local.Status) {
 				} else {
 					fmt.Fprint(tw, "  \t\t\t\t\t\t\t")
 				}
-				fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\n", in.Name, in.Task, in.State, in.Emitted, in.Executed)
+				fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d", in.Name, in.Task, in.State, in.Emitted, in.Executed)
+				if acking {
+					fmt.Fprintf(tw, "\t%d\t%d\t%d", in.Acked, in.Failed, in.TimedOut)
+				}
+				fmt.Fprintln(tw)
 			}
 			if c.LastError != "" {
 				fmt.Fprintf(tw, "  \t\t\t\t\t\t\tlast error: %s\n", firstLine(c.LastError))

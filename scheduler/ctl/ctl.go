@@ -72,6 +72,11 @@ type Instance struct {
 	State     string `json:"state"` // RUNNING, FINISHED, FAILED
 	Emitted   int64  `json:"emitted"`
 	Executed  int64  `json:"executed"`
+	// At least once: a bolt's acks and fails of its input; a spout's trees
+	// acked, failed and timed out.
+	Acked    int64 `json:"acked,omitempty"`
+	Failed   int64 `json:"failed,omitempty"`
+	TimedOut int64 `json:"timed_out,omitempty"`
 	// Finished: the task's loop ended (its input is exhausted).
 	Finished bool `json:"finished,omitempty"`
 	// Since is when the task's current instance started.

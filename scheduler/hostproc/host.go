@@ -460,6 +460,11 @@ func (h *proc) counters(hb *ctl.Heartbeat, state string) {
 		for _, n := range ob.Emitted {
 			in.Emitted += n
 		}
+		if sa := sm.SpoutAcks(id); sa != nil && p.Components[t.Component].Kind == "spout" {
+			in.Acked, in.Failed, in.TimedOut = sa.Outcomes()
+		} else {
+			in.Acked, in.Failed = ob.Acks, ob.Fails
+		}
 		hb.TuplesSent += ob.TuplesSent
 		if ib := sm.Inbox(id); ib != nil {
 			st := ib.Stats()

@@ -491,6 +491,11 @@ type InstanceStatus struct {
 	State    string `json:"state"`
 	Emitted  int64  `json:"emitted"`
 	Executed int64  `json:"executed"`
+	// At least once (ctl.Instance): acks and fails of a bolt's input; a
+	// spout's trees acked, failed and timed out.
+	Acked    int64 `json:"acked,omitempty"`
+	Failed   int64 `json:"failed,omitempty"`
+	TimedOut int64 `json:"timed_out,omitempty"`
 	// Since is when the instance's current incarnation started (a live
 	// rescale replaces only the rescaled components' instances).
 	Since time.Time `json:"since,omitzero"`
@@ -547,6 +552,7 @@ func (t *tm) status() Status {
 			is := InstanceStatus{Name: p.Components[task.Component].Name + "/" + strconv.Itoa(task.Index), Task: id, State: "PENDING"}
 			if in, ok := byTask[id]; ok && hb.PlanRevision == t.planRev {
 				is.State, is.Emitted, is.Executed, is.Since = in.State, in.Emitted, in.Executed, in.Since
+				is.Acked, is.Failed, is.TimedOut = in.Acked, in.Failed, in.TimedOut
 			}
 			cs.Instances = append(cs.Instances, is)
 		}

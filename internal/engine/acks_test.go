@@ -1,0 +1,179 @@
+package engine_test
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"testing"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/ardea-dev/ardea"
+	"github.com/ardea-dev/ardea/bus"
+	"github.com/ardea-dev/ardea/connectors"
+	"github.com/ardea-dev/ardea/internal/component"
+	"github.com/ardea-dev/ardea/internal/engine"
+	"github.com/ardea-dev/ardea/internal/metrics"
+	"github.com/ardea-dev/ardea/internal/tuple"
+	"github.com/ardea-dev/ardea/scheduler"
+)
+
+// replaySpout emits message ids 1..n once each, replays failed ones from
+// Fail, and returns Done once every id was emitted the first time.
+type replaySpout struct {
+	n, next    int
+	acks       *bus.SpoutAcks
+	maxPending int
+
+	mu         sync.Mutex
+	acked      map[uint64]int
+	replays    int
+	overBudget int // Next asked for more than max pending allows
+}
+
+func (s *replaySpout) Open(component.Context, component.Collector) error { return nil }
+func (s *replaySpout) emit(id uint64, out component.Collector) error {
+	return out.Emit(0, tuple.NoTask, id, nil, tuple.AppendValues(nil, tuple.Int(int64(id))))
+}
+func (s *replaySpout) Next(max int, out component.Collector) (component.Status, error) {
+	if p := s.acks.Pending(); p+max > s.maxPending {
+		s.overBudget++
+	}
+	for range max {
+		if s.next == s.n {
+			return component.Done, nil
+		}
+		s.next++
+		if err := s.emit(uint64(s.next), out); err != nil {
+			return component.Emitted, err
+		}
+	}
+	return component.Emitted, nil
+}
+func (s *replaySpout) Ack(ids []uint64, _ component.Collector) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, id := range ids {
+		s.acked[id]++
+	}
+	return nil
+}
+func (s *replaySpout) Fail(ids []uint64, out component.Collector) error {
+	for _, id := range ids {
+		s.replays++
+		if err := s.emit(id, out); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+func (s *replaySpout) Activate() error   { return nil }
+func (s *replaySpout) Deactivate() error { return nil }
+func (s *replaySpout) Close() error      { return nil }
+
+// flakyBolt fails the first delivery of every multiple of 3 and acks the
+// rest.
+type flakyBolt struct {
+	failed map[int64]bool
+	fails  int
+}
+
+func (b *flakyBolt) Prepare(component.Context, component.Collector) error { return nil }
+func (b *flakyBolt) Execute(batch []byte, out component.Collector) error {
+	r, err := tuple.NewBatchReader(batch)
+	if err != nil {
+		return err
+	}
+	for {
+		rec, ok, err := r.Next()
+		if err != nil || !ok {
+			return err
+		}
+		vals, _, err := tuple.DecodeValues(nil, rec.Values)
+		if err != nil {
+			return err
+		}
+		if v := vals[0].I; v%3 == 0 && !b.failed[v] {
+			b.failed[v] = true
+			b.fails++
+			if err := out.Fail(rec.TupleID); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := out.Ack(rec.TupleID); err != nil {
+			return err
+		}
+	}
+}
+func (b *flakyBolt) Tick(component.Collector) error   { return nil }
+func (b *flakyBolt) Finish(component.Collector) error { return nil }
+func (b *flakyBolt) Close() error                     { return nil }
+
+// TestSpoutAcksReplayAndPending runs a finite tracking spout into a bolt
+// that fails some tuples once: every message is acked exactly once in the
+// end, failed ones are replayed (also after the spout returned Done, whose
+// end-of-stream waits for its trees), and Next is never asked for more
+// than max_spout_pending allows.
+func TestSpoutAcksReplayAndPending(t *testing.T) {
+	b := ardea.NewBuilder("acks")
+	b.Spout("src", "builtin:generator")
+	b.Bolt("sink", "builtin:file").Config("path", "unused").Shuffle("src")
+	tp, err := b.BuildWith(ardea.ValidateOptions{SkipModuleCheck: true, Builtins: connectors.Outputs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := scheduler.BuildPlan(tp, 1, scheduler.RoundRobin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := bus.StartServer(bus.ServerOptions{Port: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	const maxPending = 7
+	sm, err := bus.NewStreamManager(bus.Options{Plan: p, Container: 1, Conn: nc, Acking: true, MaxSpoutPending: maxPending})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sm.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer sm.Close()
+
+	const n = 500
+	spout := &replaySpout{n: n, acks: sm.SpoutAcks(1), maxPending: maxPending, acked: map[uint64]int{}}
+	bolt := &flakyBolt{failed: map[int64]bool{}}
+	reg := metrics.NewRegistry()
+	src := &engine.Task{ID: 1, Component: "src", Spout: spout, Outbox: sm.Outbox(1), Metrics: reg.Component("src"), Acks: sm.SpoutAcks(1)}
+	sink := &engine.Task{ID: 2, Component: "sink", Bolt: bolt, Inbox: sm.Inbox(2), Outbox: sm.Outbox(2), Metrics: reg.Component("sink")}
+	src.SetActive(true)
+	if err := engine.Run(context.Background(), []*engine.Task{src, sink}, slog.New(slog.DiscardHandler)); err != nil {
+		t.Fatal(err)
+	}
+	for id := uint64(1); id <= n; id++ {
+		if spout.acked[id] != 1 {
+			t.Fatalf("message %d acked %d times", id, spout.acked[id])
+		}
+	}
+	if spout.replays != bolt.fails || bolt.fails != n/3 {
+		t.Errorf("%d replays, %d fails, want %d each", spout.replays, bolt.fails, n/3)
+	}
+	if spout.overBudget != 0 {
+		t.Errorf("Next was asked for more than max_spout_pending allows %d times", spout.overBudget)
+	}
+	m := reg.Component("src")
+	if m.Acked.Load() != n || m.Failed.Load() != int64(n/3) || m.TimedOut.Load() != 0 || m.Complete.Count() != n {
+		t.Errorf("spout metrics: acked %d failed %d timed out %d complete-latency samples %d",
+			m.Acked.Load(), m.Failed.Load(), m.TimedOut.Load(), m.Complete.Count())
+	}
+	if sm.SpoutAcks(1).Pending() != 0 {
+		t.Error("trees still pending after the run")
+	}
+}

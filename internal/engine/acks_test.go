@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/nats-io/nats.go"
@@ -14,6 +15,7 @@ import (
 	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/engine"
 	"github.com/ardea-dev/ardea/internal/metrics"
+	"github.com/ardea-dev/ardea/internal/plan"
 	"github.com/ardea-dev/ardea/internal/tuple"
 	"github.com/ardea-dev/ardea/scheduler"
 )
@@ -110,12 +112,10 @@ func (b *flakyBolt) Tick(component.Collector) error   { return nil }
 func (b *flakyBolt) Finish(component.Collector) error { return nil }
 func (b *flakyBolt) Close() error                     { return nil }
 
-// TestSpoutAcksReplayAndPending runs a finite tracking spout into a bolt
-// that fails some tuples once: every message is acked exactly once in the
-// end, failed ones are replayed (also after the spout returned Done, whose
-// end-of-stream waits for its trees), and Next is never asked for more
-// than max_spout_pending allows.
-func TestSpoutAcksReplayAndPending(t *testing.T) {
+// ackingSM starts a one-container stream manager, at least once, for a
+// spout (task 1) feeding a bolt (task 2).
+func ackingSM(t *testing.T, maxPending int) (*bus.StreamManager, *plan.Plan) {
+	t.Helper()
 	b := ardea.NewBuilder("acks")
 	b.Spout("src", "builtin:generator")
 	b.Bolt("sink", "builtin:file").Config("path", "unused").Shuffle("src")
@@ -131,13 +131,12 @@ func TestSpoutAcksReplayAndPending(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer srv.Shutdown()
+	t.Cleanup(srv.Shutdown)
 	nc, err := nats.Connect(srv.ClientURL())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer nc.Close()
-	const maxPending = 7
+	t.Cleanup(nc.Close)
 	sm, err := bus.NewStreamManager(bus.Options{Plan: p, Container: 1, Conn: nc, Acking: true, MaxSpoutPending: maxPending})
 	if err != nil {
 		t.Fatal(err)
@@ -145,8 +144,18 @@ func TestSpoutAcksReplayAndPending(t *testing.T) {
 	if err := sm.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	defer sm.Close()
+	t.Cleanup(func() { sm.Close() })
+	return sm, p
+}
 
+// TestSpoutAcksReplayAndPending runs a finite tracking spout into a bolt
+// that fails some tuples once: every message is acked exactly once in the
+// end, failed ones are replayed (also after the spout returned Done, whose
+// end-of-stream waits for its trees), and Next is never asked for more
+// than max_spout_pending allows.
+func TestSpoutAcksReplayAndPending(t *testing.T) {
+	const maxPending = 7
+	sm, _ := ackingSM(t, maxPending)
 	const n = 500
 	spout := &replaySpout{n: n, acks: sm.SpoutAcks(1), maxPending: maxPending, acked: map[uint64]int{}}
 	bolt := &flakyBolt{failed: map[int64]bool{}}
@@ -175,5 +184,72 @@ func TestSpoutAcksReplayAndPending(t *testing.T) {
 	}
 	if sm.SpoutAcks(1).Pending() != 0 {
 		t.Error("trees still pending after the run")
+	}
+}
+
+// poisonBolt fails every tuple whose value is a multiple of 10 (one bad
+// "key") and acks the others.
+type poisonBolt struct{ fails atomic.Int64 }
+
+func (b *poisonBolt) Prepare(component.Context, component.Collector) error { return nil }
+func (b *poisonBolt) Execute(batch []byte, out component.Collector) error {
+	r, err := tuple.NewBatchReader(batch)
+	if err != nil {
+		return err
+	}
+	for {
+		rec, ok, err := r.Next()
+		if err != nil || !ok {
+			return err
+		}
+		vals, _, err := tuple.DecodeValues(nil, rec.Values)
+		if err != nil {
+			return err
+		}
+		if vals[0].I%10 == 0 {
+			b.fails.Add(1)
+			if err := out.Fail(rec.TupleID); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := out.Ack(rec.TupleID); err != nil {
+			return err
+		}
+	}
+}
+func (b *poisonBolt) Tick(component.Collector) error   { return nil }
+func (b *poisonBolt) Finish(component.Collector) error { return nil }
+func (b *poisonBolt) Close() error                     { return nil }
+
+// TestPoisonKeyDoesNotBlockOthers: tuples of one key fail every time and
+// are replayed forever, yet every other message is acked, with a small
+// max_spout_pending.
+func TestPoisonKeyDoesNotBlockOthers(t *testing.T) {
+	sm, _ := ackingSM(t, 4)
+	const n = 300
+	spout := &replaySpout{n: n, acks: sm.SpoutAcks(1), maxPending: 4, acked: map[uint64]int{}}
+	bolt := &poisonBolt{}
+	reg := metrics.NewRegistry()
+	src := &engine.Task{ID: 1, Component: "src", Spout: spout, Outbox: sm.Outbox(1), Metrics: reg.Component("src"), Acks: sm.SpoutAcks(1)}
+	sink := &engine.Task{ID: 2, Component: "sink", Bolt: bolt, Inbox: sm.Inbox(2), Outbox: sm.Outbox(2), Metrics: reg.Component("sink")}
+	src.SetActive(true)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- engine.Run(ctx, []*engine.Task{src, sink}, slog.New(slog.DiscardHandler)) }()
+	good := int64(n - n/10)
+	waitFor(t, "every good message acked and the bad ones replayed", func() bool {
+		return reg.Component("src").Acked.Load() == good && bolt.fails.Load() > 3*n/10
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	spout.mu.Lock()
+	defer spout.mu.Unlock()
+	for id := uint64(1); id <= n; id++ {
+		if want := map[bool]int{true: 0, false: 1}[id%10 == 0]; spout.acked[id] != want {
+			t.Fatalf("message %d acked %d times, want %d", id, spout.acked[id], want)
+		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ardea-dev/ardea/examples/wordcount"
 	"github.com/ardea-dev/ardea/internal/bench"
+	"github.com/ardea-dev/ardea/scheduler"
 )
 
 func newBenchCmd(g *globalFlags) *cobra.Command {
@@ -20,10 +21,11 @@ func newBenchCmd(g *globalFlags) *cobra.Command {
 		Short: "Measure end-to-end throughput and latency of built-in benchmark topologies",
 	}
 	var (
-		o         bench.WordCountOptions
-		asJSON    bool
-		noHalf    bool
-		localMode bool
+		o           bench.WordCountOptions
+		asJSON      bool
+		noHalf      bool
+		localMode   bool
+		reliability string
 	)
 	wc := &cobra.Command{
 		Use:   "wordcount",
@@ -67,6 +69,16 @@ again at half the measured peak rate and reports its latency (half_rate).`,
 				return nil
 			}
 			o.Logger, o.CacheDir, o.HalfRate = log, g.cacheDir, !noHalf
+			switch reliability {
+			case "", "at-most-once", "at_most_once":
+				o.Reliability = ""
+			case "at-least-once", "at_least_once":
+				o.Reliability = scheduler.AtLeastOnce
+			case "effectively-once", "effectively_once":
+				o.Reliability = scheduler.EffectivelyOnce
+			default:
+				return usageError{fmt.Errorf("--reliability %q: want at-most-once, at-least-once or effectively-once", reliability)}
+			}
 			res, err := bench.WordCount(cmd.Context(), o)
 			if err != nil {
 				return err
@@ -84,6 +96,11 @@ again at half the measured peak rate and reports its latency (half_rate).`,
 			if h := res.HalfRate; h != nil {
 				fmt.Fprintf(w, "  at half peak (%0.f/s): %10.0f words/s   p50 %.3f ms   p99 %.3f ms\n", h.TargetPerSec, h.TuplesPerSec, h.P50Ms, h.P99Ms)
 			}
+			if r := res.Reliable; r != nil {
+				fmt.Fprintf(w, "  %s: %12.0f words/s (%.2f of at most once)   p50 %.3f ms   p99 %.3f ms\n", r.Mode, r.TuplesPerSec, r.RatioToAtMostOnce, r.P50Ms, r.P99Ms)
+				fmt.Fprintf(w, "    sentences acked: %.0f/s   complete latency p50 %.3f ms   p99 %.3f ms   failed or timed out: %d\n",
+					r.AckedPerSec, r.CompleteP50Ms, r.CompleteP99Ms, r.FailedOrTimedOut)
+			}
 			return nil
 		},
 	}
@@ -96,6 +113,8 @@ again at half the measured peak rate and reports its latency (half_rate).`,
 	wc.Flags().StringVar(&o.Lang, "lang", "go", "language of the split and count modules: "+strings.Join(wordcount.Languages, ", "))
 	wc.Flags().BoolVar(&localMode, "local", false, "run through a real daemon (ardea local) and host processes; also measures recovery after kill -9 of a container")
 	wc.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
+	wc.Flags().StringVar(&reliability, "reliability", "at-most-once", "also measure this delivery mode beside at-most-once: at-least-once or effectively-once")
+	wc.Flags().IntVar(&o.MaxSpoutPending, "max-spout-pending", 1000, "topology.max.spout.pending of the reliability phase")
 	wc.Flags().BoolVar(&noHalf, "no-half-rate", false, "skip the half-peak-rate latency phase")
 	cmd.AddCommand(wc)
 	return cmd

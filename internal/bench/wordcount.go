@@ -29,12 +29,20 @@ type WordCountOptions struct {
 	Warmup     time.Duration // discarded start of each phase (default 2s)
 	Containers int           // default 2
 	Spouts     int           // generator parallelism (default 1)
-	Split      int           // default 1
-	Count      int           // default 2
-	HalfRate   bool          // also measure latency at half the peak rate
-	Lang       string        // language of split and count (default "go"; see wordcount.Languages)
-	CacheDir   string
-	Logger     *slog.Logger
+	// MaxSpoutPending is topology.max.spout.pending in the reliability
+	// phase (default 1000: a higher budget than Heron's default keeps a
+	// fast spout busy over 2 containers).
+	MaxSpoutPending int
+	Split           int    // default 1
+	Count           int    // default 2
+	HalfRate        bool   // also measure latency at half the peak rate
+	Lang            string // language of split and count (default "go"; see wordcount.Languages)
+	// Reliability, when set to another mode than at_most_once, measures a
+	// second peak phase in that mode (topology.reliability) beside the
+	// at-most-once one.
+	Reliability string
+	CacheDir    string
+	Logger      *slog.Logger
 }
 
 // Phase is one measured run.
@@ -44,6 +52,14 @@ type Phase struct {
 	P99Ms        float64 `json:"p99_ms"`
 	TargetPerSec float64 `json:"target_per_sec,omitempty"`
 	BackPressMs  float64 `json:"back_pressure_ms"`
+	// At least once: spout trees acked per second and their complete
+	// latency.
+	AckedPerSec       float64 `json:"acked_per_sec,omitempty"`
+	CompleteP50Ms     float64 `json:"complete_p50_ms,omitempty"`
+	CompleteP99Ms     float64 `json:"complete_p99_ms,omitempty"`
+	FailedOrTimedOut  int64   `json:"failed_or_timed_out,omitempty"`
+	Mode              string  `json:"mode,omitempty"`
+	RatioToAtMostOnce float64 `json:"ratio_to_at_most_once,omitempty"`
 }
 
 // WordCountResult is what `ardea bench wordcount --json` prints.
@@ -54,6 +70,7 @@ type WordCountResult struct {
 	NativeTuplesPerSec float64 `json:"native_tuples_per_sec"`
 	Ratio              float64 `json:"ratio"`
 	HalfRate           *Phase  `json:"half_rate,omitempty"`
+	Reliable           *Phase  `json:"reliability,omitempty"`
 	Lang               string  `json:"lang"`
 	Containers         int     `json:"containers"`
 	Parallelism        string  `json:"parallelism"`
@@ -86,6 +103,9 @@ func (o *WordCountOptions) defaults() {
 	if o.Lang == "" {
 		o.Lang = "go"
 	}
+	if o.MaxSpoutPending <= 0 {
+		o.MaxSpoutPending = 1000
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -111,7 +131,7 @@ func WordCount(ctx context.Context, o WordCountOptions) (*WordCountResult, error
 			return nil, err
 		}
 	}
-	peak, err := o.phase(ctx, dir, 0)
+	peak, err := o.phase(ctx, dir, 0, "")
 	if err != nil {
 		return nil, err
 	}
@@ -129,20 +149,34 @@ func WordCount(ctx context.Context, o WordCountOptions) (*WordCountResult, error
 		words := wordsPerSentence()
 		target := peak.TuplesPerSec / 2
 		perTask := target / words / float64(o.Spouts)
-		half, err := o.phase(ctx, dir, perTask)
+		half, err := o.phase(ctx, dir, perTask, "")
 		if err != nil {
 			return nil, err
 		}
 		half.TargetPerSec = target
 		res.HalfRate = half
 	}
+	if o.Reliability != "" && o.Reliability != scheduler.AtMostOnce {
+		rel, err := o.phase(ctx, dir, 0, o.Reliability)
+		if err != nil {
+			return nil, err
+		}
+		rel.Mode = o.Reliability
+		if peak.TuplesPerSec > 0 {
+			rel.RatioToAtMostOnce = rel.TuplesPerSec / peak.TuplesPerSec
+		}
+		res.Reliable = rel
+	}
 	return res, nil
 }
 
 // phase runs the wasm topology once; rate is sentences/s per spout task
-// (0 = as fast as possible).
-func (o *WordCountOptions) phase(ctx context.Context, dir string, rate float64) (*Phase, error) {
+// (0 = as fast as possible); mode is topology.reliability ("": default).
+func (o *WordCountOptions) phase(ctx context.Context, dir string, rate float64, mode string) (*Phase, error) {
 	b := ardea.NewBuilder("bench-wordcount")
+	if mode != "" {
+		b.Set("topology.reliability", mode).Set("topology.max.spout.pending", strconv.Itoa(o.MaxSpoutPending))
+	}
 	b.Spout("lines", ardea.BuiltinPrefix+"generator").Parallelism(o.Spouts).
 		Config("rate", strconv.FormatFloat(rate, 'f', 0, 64)).Config("count", "0")
 	b.Bolt("split", filepath.Join(dir, "split.wasm")).Parallelism(o.Split).Shuffle("lines").Output("default", "word")
@@ -152,19 +186,23 @@ func (o *WordCountOptions) phase(ctx context.Context, dir string, rate float64) 
 		return nil, err
 	}
 	reg := metrics.NewRegistry()
-	cm := reg.Component("count")
+	cm, sm := reg.Component("count"), reg.Component("lines")
 	type mark struct {
 		at       time.Time
 		executed int64
 		bp       int64
 		hist     metrics.HistogramSnapshot
+		acked    int64
+		bad      int64
+		complete metrics.HistogramSnapshot
 	}
 	take := func() mark {
 		var bp int64
 		for _, c := range reg.Components() {
 			bp += c.BackPressNs.Load()
 		}
-		return mark{time.Now(), cm.Executed.Load(), bp, cm.Delivery.Snapshot()}
+		return mark{time.Now(), cm.Executed.Load(), bp, cm.Delivery.Snapshot(),
+			sm.Acked.Load(), sm.Failed.Load() + sm.TimedOut.Load(), sm.Complete.Snapshot()}
 	}
 	var start, end mark
 	var wg sync.WaitGroup
@@ -211,12 +249,19 @@ func (o *WordCountOptions) phase(ctx context.Context, dir string, rate float64) 
 	}
 	h := end.hist.Sub(start.hist)
 	dt := end.at.Sub(start.at).Seconds()
-	return &Phase{
+	ph := &Phase{
 		TuplesPerSec: float64(end.executed-start.executed) / dt,
 		P50Ms:        h.Quantile(0.50) / 1e6,
 		P99Ms:        h.Quantile(0.99) / 1e6,
 		BackPressMs:  float64(end.bp-start.bp) / 1e6,
-	}, nil
+	}
+	if end.acked > start.acked {
+		ch := end.complete.Sub(start.complete)
+		ph.AckedPerSec = float64(end.acked-start.acked) / dt
+		ph.CompleteP50Ms, ph.CompleteP99Ms = ch.Quantile(0.50)/1e6, ch.Quantile(0.99)/1e6
+		ph.FailedOrTimedOut = end.bad - start.bad
+	}
+	return ph, nil
 }
 
 func wordsPerSentence() float64 {

@@ -227,3 +227,59 @@ func TestAckMaxPending(t *testing.T) {
 		t.Fatal("an emit without a message id started a tree")
 	}
 }
+
+// TestBarriersInOrder: with Options.Checkpoints, barriers and end-of-stream
+// markers reach a task's inbox behind the batches their sender sent before
+// them, from a local and from a remote sender.
+func TestBarriersInOrder(t *testing.T) {
+	p := buildPlan(t, 2, []compSpec{
+		{name: "a", kind: "spout", containers: []int{1, 2}},
+		{name: "b", kind: "bolt", containers: []int{1}},
+	}, []edgeSpec{{from: "a", to: "b", grouping: plan.Shuffle}})
+	c := newCluster(t, p, func(o *Options) { o.Checkpoints = true })
+	ctx := ctxT(t)
+	for _, src := range []uint32{1, 2} {
+		ob := c.outbox(src)
+		for i := range 3 {
+			if err := ob.Emit(0, tuple.NoTask, 0, nil, values("x", int64(i))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := ob.Barrier(ctx, 5); err != nil {
+			t.Fatal(err)
+		}
+		if err := ob.Emit(0, tuple.NoTask, 0, nil, values("y", 9)); err != nil {
+			t.Fatal(err)
+		}
+		if err := ob.Finish(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in := c.inbox(3)
+	type ev struct {
+		kind string
+		n    int
+	}
+	seq := map[uint32][]ev{}
+	for {
+		d, err := in.Next(ctx)
+		if err != nil {
+			break // io.EOF once both ended
+		}
+		switch {
+		case d.Barrier != 0:
+			seq[d.SourceTask] = append(seq[d.SourceTask], ev{"barrier", int(d.Barrier)})
+		case d.EOS:
+			seq[d.SourceTask] = append(seq[d.SourceTask], ev{"eos", 0})
+		default:
+			seq[d.SourceTask] = append(seq[d.SourceTask], ev{"data", d.Tuples})
+		}
+		in.Release(d)
+	}
+	for _, src := range []uint32{1, 2} {
+		want := []ev{{"data", 3}, {"barrier", 5}, {"data", 1}, {"eos", 0}}
+		if !slices.Equal(seq[src], want) {
+			t.Errorf("from task %d: %v, want %v", src, seq[src], want)
+		}
+	}
+}

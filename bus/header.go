@@ -11,12 +11,13 @@ import (
 // the batch to the guest without re-encoding:
 //
 //	off  0  u8  version (1)
-//	off  1  u8  kind: 1 data, 2 end-of-stream, 3 switch mark
+//	off  1  u8  kind: 1 data, 2 end-of-stream, 3 switch mark, 4 barrier
 //	off  2  u16 flags: FlagRoots or 0 (a receiver refuses others)
 //	off  4  u32 destination task
 //	off  8  u32 source task
 //	off 12  i64 sent at: unix ns when the batch's first tuple was appended;
-//	            for a switch mark, the switch epoch
+//	            for a switch mark, the switch epoch; for a barrier, the
+//	            checkpoint id
 //	off 20  data: ABI v1 batch (u32 count, record*); end-of-stream and
 //	            switch mark: nothing
 //	        with FlagRoots (data only), after the batch: the roots trailer
@@ -44,6 +45,9 @@ const (
 	// MsgMark says that the sender routes nothing more to the destination
 	// under the current plan until a live re-plan (the epoch in SentAt).
 	MsgMark MsgKind = 3
+	// MsgBarrier is a checkpoint barrier (effectively once): everything the
+	// sender sent before it belongs to checkpoint SentAt.
+	MsgBarrier MsgKind = 4
 )
 
 func (k MsgKind) String() string {
@@ -54,6 +58,8 @@ func (k MsgKind) String() string {
 		return "eos"
 	case MsgMark:
 		return "mark"
+	case MsgBarrier:
+		return "barrier"
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }
@@ -146,7 +152,7 @@ func DecodeHeader(msg []byte) (Header, []byte, error) {
 			return h, nil, fmt.Errorf("%w: batch announces %d records in %d bytes", ErrBadMessage, n, len(p))
 		}
 		h.Tuples = int(n)
-	case MsgEOS, MsgMark:
+	case MsgEOS, MsgMark, MsgBarrier:
 		if len(p) != 0 {
 			return h, nil, fmt.Errorf("%w: %v message with %d payload bytes", ErrBadMessage, h.Kind, len(p))
 		}

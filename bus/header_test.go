@@ -32,6 +32,7 @@ func TestHeaderRoundTrip(t *testing.T) {
 		{MsgEOS, 1, 2, 0, nil, 0},
 		{MsgEOS, 0xFFFFFFFE, 0xFFFFFFFD, -5, nil, 0},
 		{MsgMark, 4, 9, 1_796_237_881_235_120_095, nil, 0},
+		{MsgBarrier, 4, 9, 77, nil, 0},
 	} {
 		msg := append(AppendHeader(nil, c.kind, c.dst, c.src, c.sentAt), c.payload...)
 		h, p, err := DecodeHeader(msg)
@@ -98,15 +99,17 @@ func TestHeaderErrors(t *testing.T) {
 		"roots too short": mut(func(b []byte) []byte {
 			return withRoots(b, nil) // trailer of 4 bytes: no entry
 		}),
-		"kind 0":         mut(func(b []byte) []byte { b[1] = 0; return b }),
-		"kind 3":         mut(func(b []byte) []byte { b[1] = 3; return b }),
-		"dst 0":          mut(func(b []byte) []byte { binary.LittleEndian.PutUint32(b[4:], 0); return b }),
-		"src 0":          mut(func(b []byte) []byte { binary.LittleEndian.PutUint32(b[8:], 0); return b }),
-		"no batch count": good[:HeaderLen+2],
-		"zero records":   mut(func(b []byte) []byte { binary.LittleEndian.PutUint32(b[HeaderLen:], 0); return b[:HeaderLen+4] }),
-		"huge count":     mut(func(b []byte) []byte { binary.LittleEndian.PutUint32(b[HeaderLen:], 0xFFFFFFFF); return b }),
-		"eos payload":    append(AppendHeader(nil, MsgEOS, 1, 2, 0), 1),
-		"mark payload":   append(AppendHeader(nil, MsgMark, 1, 2, 42), 1),
+		"kind 0":          mut(func(b []byte) []byte { b[1] = 0; return b }),
+		"kind 3":          mut(func(b []byte) []byte { b[1] = 3; return b }),
+		"dst 0":           mut(func(b []byte) []byte { binary.LittleEndian.PutUint32(b[4:], 0); return b }),
+		"src 0":           mut(func(b []byte) []byte { binary.LittleEndian.PutUint32(b[8:], 0); return b }),
+		"no batch count":  good[:HeaderLen+2],
+		"zero records":    mut(func(b []byte) []byte { binary.LittleEndian.PutUint32(b[HeaderLen:], 0); return b[:HeaderLen+4] }),
+		"huge count":      mut(func(b []byte) []byte { binary.LittleEndian.PutUint32(b[HeaderLen:], 0xFFFFFFFF); return b }),
+		"eos payload":     append(AppendHeader(nil, MsgEOS, 1, 2, 0), 1),
+		"mark payload":    append(AppendHeader(nil, MsgMark, 1, 2, 42), 1),
+		"barrier payload": append(AppendHeader(nil, MsgBarrier, 1, 2, 42), 1),
+		"kind 5":          mut(func(b []byte) []byte { b[1] = 5; return b[:HeaderLen] }),
 	} {
 		if _, _, err := DecodeHeader(msg); !errors.Is(err, ErrBadMessage) {
 			t.Errorf("%s: error %v, want ErrBadMessage", name, err)

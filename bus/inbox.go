@@ -36,6 +36,11 @@ type Delivery struct {
 	// Roots is the batch's roots trailer (at least once; header.go), valid
 	// until Release. Next registers it in the task's anchors.
 	Roots []byte
+	// Barrier, when nonzero, makes this delivery checkpoint barrier
+	// Barrier from SourceTask (no batch); EOS makes it SourceTask's
+	// end-of-stream. Both are queued only with Options.Checkpoints.
+	Barrier uint64
+	EOS     bool
 
 	size      int           // bytes charged: the data message, header included
 	container int           // sending container if remote, 0 if local
@@ -230,8 +235,10 @@ func (in *Inbox) enqueue(d Delivery) {
 	}
 	close(in.avail)
 	in.avail = make(chan struct{})
-	in.batchesIn.Add(1)
-	in.tuplesIn.Add(int64(d.Tuples))
+	if d.Barrier == 0 && !d.EOS {
+		in.batchesIn.Add(1)
+		in.tuplesIn.Add(int64(d.Tuples))
+	}
 }
 
 // putLocal queues a batch from an Outbox in this container, waiting for
@@ -272,7 +279,23 @@ func (in *Inbox) putEOS(src uint32) bool {
 		return false
 	}
 	in.eos[src] = true
+	if in.sm.opts.Checkpoints {
+		in.enqueue(Delivery{SourceTask: src, EOS: true})
+	}
 	in.wake()
+	return true
+}
+
+// putBarrier queues checkpoint barrier id from upstream task src behind
+// the batches src sent before it. It reports whether src is an upstream
+// task.
+func (in *Inbox) putBarrier(src uint32, id uint64) bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if !in.upstream[src] {
+		return false
+	}
+	in.enqueue(Delivery{SourceTask: src, Barrier: id})
 	return true
 }
 

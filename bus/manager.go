@@ -71,6 +71,10 @@ type Options struct {
 	// MaxSpoutPending bounds each spout task's pending trees (100;
 	// negative: no limit).
 	MaxSpoutPending int
+	// Checkpoints (effectively once) queues checkpoint barriers and
+	// end-of-stream markers in the inboxes in order with the data, as
+	// deliveries (Delivery.Barrier, Delivery.EOS), for the task's Aligner.
+	Checkpoints bool
 }
 
 // StreamManager moves one container's tuples: an Outbox and an Inbox for
@@ -453,6 +457,8 @@ func (sm *StreamManager) onData(m *nats.Msg) {
 			ok = in.putEOS(h.Src) || in.hasUpstream(h.Src)
 		case MsgMark:
 			ok = in.putMark(h.Src, uint64(h.SentAt))
+		case MsgBarrier:
+			ok = h.SentAt != 0 && in.putBarrier(h.Src, uint64(h.SentAt))
 		}
 	}
 	if !ok {

@@ -76,6 +76,15 @@ type Spout interface {
 	Close() error
 }
 
+// Snapshotter is implemented by components that keep part of their
+// checkpointed state outside the task State (effectively once): Snapshot
+// runs at a checkpoint barrier, before the task's State is saved, and puts
+// what the checkpoint must hold into the State (the file sink flushes and
+// records its file's length, to truncate back to on a restore).
+type Snapshotter interface {
+	Snapshot(out Collector) error
+}
+
 // Bolt is a processing task.
 type Bolt interface {
 	Prepare(ctx Context, out Collector) error

@@ -56,9 +56,15 @@ type Task struct {
 	// least once (nil otherwise): the runner passes their outcomes to the
 	// spout's Ack and Fail and keeps Next within max_spout_pending.
 	Acks SpoutAcks
+	// Checkpoints saves the task's state at checkpoint barriers when the
+	// topology runs effectively once (nil otherwise); Upstream lists the
+	// upstream tasks a bolt aligns barriers from (checkpoint.go).
+	Checkpoints Checkpointer
+	Upstream    []uint32
 
 	active   atomic.Bool
 	stopReq  atomic.Bool   // StopForSwitch was called
+	barrier  atomic.Uint64 // spouts: checkpoint requested by RequestBarrier
 	activeCh chan struct{} // closed and replaced on every state change
 	mu       sync.Mutex
 }
@@ -281,6 +287,11 @@ func runSpout(ctx context.Context, t *Task) (err error) {
 		}
 		if err := res.deliver(t, out); err != nil {
 			return err
+		}
+		if id := t.barrier.Swap(0); id != 0 {
+			if err := checkpointTask(ctx, t, out, id); err != nil {
+				return err
+			}
 		}
 		if !t.active.Load() {
 			// Take the change channel, then check again: an activation
@@ -506,8 +517,36 @@ func runBolt(ctx context.Context, t *Task) (err error) {
 	}
 	armTick()
 	defer func() { stopWait() }()
+	var al *alignment
+	if t.Checkpoints != nil {
+		al = newAlignment(t)
+	}
 	for {
-		d, err := t.Inbox.Next(waitCtx)
+		var d bus.Delivery
+		var err error
+		switch {
+		case al != nil && len(al.released) > 0:
+			d = al.pop()
+		case al != nil && al.due != 0:
+			id := al.due
+			al.due = 0
+			if err := checkpointTask(ctx, t, out, id); err != nil {
+				return err
+			}
+			al.checkpointed()
+			continue
+		default:
+			d, err = t.Inbox.Next(waitCtx)
+		}
+		if err == nil && al != nil {
+			handled, herr := al.handle(t, d)
+			if herr != nil {
+				return herr
+			}
+			if handled {
+				continue
+			}
+		}
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				if err := t.Bolt.Finish(out); err != nil {

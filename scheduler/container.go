@@ -40,6 +40,8 @@ type ContainerOptions struct {
 	// States, when set, gives a task its host-side state (for example one
 	// restored from a handoff); tasks without an entry start empty.
 	States map[uint32]*host.MemoryState
+	// Checkpoints is required when the topology runs effectively once.
+	Checkpoints *Checkpointing
 }
 
 // Container is one running container: a stream manager and its tasks.
@@ -81,7 +83,12 @@ func StartContainer(ctx context.Context, o ContainerOptions) (*Container, error)
 	case AtLeastOnce:
 		bo.Acking, bo.MessageTimeout, bo.MaxSpoutPending = true, del.MessageTimeout, del.MaxSpoutPending
 	case EffectivelyOnce:
-		log.Warn("topology.reliability effectively_once is not wired yet (docs/delivery.md); this container runs at most once")
+		if o.Checkpoints == nil || o.Checkpoints.Store == nil || o.Checkpoints.Report == nil {
+			return nil, fmt.Errorf("topology %s: topology.reliability effectively_once: container %d has no checkpoint store", o.Topology.Name, o.Container)
+		}
+		bo.Checkpoints = true
+	default:
+		o.Checkpoints = nil
 	}
 	sm, err := bus.NewStreamManager(bo)
 	if err != nil {
@@ -108,6 +115,7 @@ func StartContainer(ctx context.Context, o ContainerOptions) (*Container, error)
 		if task.Spout != nil {
 			task.SetActive(o.Active)
 		}
+		c.wireCheckpoints(task, o.Plan)
 		c.tasks = append(c.tasks, task)
 		c.since[id] = time.Now()
 	}

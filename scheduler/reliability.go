@@ -25,12 +25,15 @@ type Delivery struct {
 	// MaxSpoutPending (topology.max.spout.pending, default 100): a spout
 	// task is not asked for more tuples while this many are pending.
 	MaxSpoutPending int
+	// CheckpointInterval (topology.checkpoint.interval, default 2s):
+	// effectively once takes a checkpoint this often.
+	CheckpointInterval time.Duration
 }
 
 // DeliverySettings reads and checks topology.reliability,
 // topology.message.timeout and topology.max.spout.pending.
 func DeliverySettings(t *ardea.Topology) (Delivery, error) {
-	d := Delivery{Mode: AtMostOnce, MessageTimeout: 30 * time.Second, MaxSpoutPending: 100}
+	d := Delivery{Mode: AtMostOnce, MessageTimeout: 30 * time.Second, MaxSpoutPending: 100, CheckpointInterval: 2 * time.Second}
 	if v, ok := t.Config["topology.reliability"]; ok {
 		switch v {
 		case AtMostOnce, AtLeastOnce, EffectivelyOnce:
@@ -52,6 +55,13 @@ func DeliverySettings(t *ardea.Topology) (Delivery, error) {
 			return d, fmt.Errorf("topology %s: topology.max.spout.pending %q: want a positive integer", t.Name, v)
 		}
 		d.MaxSpoutPending = n
+	}
+	if v, ok := t.Config["topology.checkpoint.interval"]; ok {
+		dur, err := time.ParseDuration(v)
+		if err != nil || dur < time.Millisecond {
+			return d, fmt.Errorf("topology %s: topology.checkpoint.interval %q: want a duration of at least 1ms such as 2s", t.Name, v)
+		}
+		d.CheckpointInterval = dur
 	}
 	return d, nil
 }

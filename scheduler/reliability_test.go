@@ -12,10 +12,11 @@ func TestDeliverySettings(t *testing.T) {
 		want Delivery
 		err  string
 	}{
-		{nil, Delivery{AtMostOnce, 30 * time.Second, 100}, ""},
+		{nil, Delivery{AtMostOnce, 30 * time.Second, 100, 2 * time.Second}, ""},
 		{map[string]string{"topology.reliability": "at_least_once", "topology.message.timeout": "5s", "topology.max.spout.pending": "7"},
-			Delivery{AtLeastOnce, 5 * time.Second, 7}, ""},
-		{map[string]string{"topology.reliability": "effectively_once"}, Delivery{EffectivelyOnce, 30 * time.Second, 100}, ""},
+			Delivery{AtLeastOnce, 5 * time.Second, 7, 2 * time.Second}, ""},
+		{map[string]string{"topology.reliability": "effectively_once", "topology.checkpoint.interval": "250ms"}, Delivery{EffectivelyOnce, 30 * time.Second, 100, 250 * time.Millisecond}, ""},
+		{map[string]string{"topology.checkpoint.interval": "0s"}, Delivery{}, `topology.checkpoint.interval "0s": want a duration of at least 1ms`},
 		{map[string]string{"topology.reliability": "exactly_once"}, Delivery{}, `topology wc: topology.reliability "exactly_once": want at_most_once, at_least_once or effectively_once`},
 		{map[string]string{"topology.message.timeout": "0s"}, Delivery{}, `topology.message.timeout "0s": want a positive duration`},
 		{map[string]string{"topology.message.timeout": "soon"}, Delivery{}, `topology.message.timeout "soon"`},

@@ -20,7 +20,7 @@ import (
 	"github.com/ardea-dev/ardea/connectors"
 	"github.com/ardea-dev/ardea/host"
 	"github.com/ardea-dev/ardea/internal/build"
-	"github.com/ardea-dev/ardea/internal/engine"
+	"github.com/ardea-dev/ardea/internal/checkpoint"
 	"github.com/ardea-dev/ardea/internal/metrics"
 	"github.com/ardea-dev/ardea/internal/plan"
 )
@@ -41,6 +41,9 @@ type RunOptions struct {
 	// Builder builds Go source folders; shared across runs so each folder is
 	// built once per process.
 	Builder *Builder
+	// CheckpointStore keeps an effectively-once topology's checkpoints
+	// (default: a temporary directory removed when Run returns).
+	CheckpointStore checkpoint.Store
 }
 
 // Result describes a finished run.
@@ -53,6 +56,10 @@ type Result struct {
 	// inbox held (queued or being executed): the memory bound flow control
 	// keeps.
 	MaxHeldBytes map[uint32]int64
+	// GlobalCheckpoint is the last checkpoint every task stored (effectively
+	// once), FailedCheckpoints those abandoned because a task could not.
+	GlobalCheckpoint  uint64
+	FailedCheckpoints int
 	// SlowConsumerEvents counts NATS slow-consumer drops (always 0 unless
 	// flow control is broken).
 	SlowConsumerEvents int64
@@ -138,7 +145,29 @@ func Run(ctx context.Context, o RunOptions) (*Result, error) {
 	}()
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var tasks []*engine.Task
+	del, err := DeliverySettings(t)
+	if err != nil {
+		return nil, err
+	}
+	var coord *Coordinator
+	var ckpt *Checkpointing
+	if del.Mode == EffectivelyOnce {
+		store := o.CheckpointStore
+		if store == nil {
+			dir, err := os.MkdirTemp("", "ardea-checkpoints-")
+			if err != nil {
+				return nil, err
+			}
+			defer os.RemoveAll(dir)
+			if store, err = checkpoint.NewDirStore(dir); err != nil {
+				return nil, err
+			}
+		}
+		if coord, err = NewCoordinator(ctx, store, p, log); err != nil {
+			return nil, err
+		}
+		ckpt = &Checkpointing{Store: store, Report: func(id uint64, task uint32, err error) { coord.Report(runCtx, id, task, err) }}
+	}
 	for cn := 1; cn <= p.Containers; cn++ {
 		nc, err := nats.Connect(srv.ClientURL(), nats.Name(fmt.Sprintf("ardea-%s-container-%d", t.Name, cn)))
 		if err != nil {
@@ -146,14 +175,13 @@ func Run(ctx context.Context, o RunOptions) (*Result, error) {
 		}
 		c, err := StartContainer(runCtx, ContainerOptions{
 			Topology: t, Plan: p, Container: cn, Conn: nc, OwnConn: true, Runtime: rt, Modules: modules,
-			Metrics: o.Metrics, Logger: log, Bus: o.Bus, Active: true,
+			Metrics: o.Metrics, Logger: log, Bus: o.Bus, Active: true, Checkpoints: ckpt,
 		})
 		if err != nil {
 			nc.Close()
 			return nil, err
 		}
 		containers = append(containers, c)
-		tasks = append(tasks, c.Tasks()...)
 	}
 
 	if o.Duration > 0 {
@@ -161,10 +189,20 @@ func Run(ctx context.Context, o RunOptions) (*Result, error) {
 		runCtx, c2 = context.WithTimeout(runCtx, o.Duration)
 		defer c2()
 	}
+	if coord != nil {
+		go coord.Run(runCtx, del.CheckpointInterval, func(id uint64) {
+			for _, c := range containers {
+				c.Checkpoint(id)
+			}
+		})
+	}
 	start := time.Now()
-	err = engine.Run(runCtx, tasks, log)
+	err = runContainers(runCtx, containers)
 	res := &Result{Plan: p, Metrics: o.Metrics, Elapsed: time.Since(start), Finished: err == nil && runCtx.Err() == nil,
 		MaxHeldBytes: map[uint32]int64{}}
+	if coord != nil {
+		res.GlobalCheckpoint, res.FailedCheckpoints = coord.Global(), coord.Failed()
+	}
 	for _, c := range containers {
 		sm := c.StreamManager()
 		res.SlowConsumerEvents += sm.SlowConsumerEvents()
@@ -264,4 +302,28 @@ func (b *Builder) Resolve(ctx context.Context, t *ardea.Topology, c *ardea.Compo
 	}
 	b.built[abs] = out
 	return out, nil
+}
+
+// runContainers runs every container's tasks until all finish; the first
+// error cancels the others and is returned.
+func runContainers(ctx context.Context, containers []*Container) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	errs := make(chan error, len(containers))
+	for _, c := range containers {
+		go func() {
+			err := c.Run(ctx)
+			if err != nil {
+				cancel(err)
+			}
+			errs <- err
+		}()
+	}
+	var first error
+	for range containers {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }

@@ -278,6 +278,7 @@ func (c *Container) StartSwitched(states map[uint32]*host.MemoryState) error {
 		if task.Spout != nil {
 			task.SetActive(c.active)
 		}
+		c.wireCheckpoints(task, p)
 		delete(c.exited, id)
 		delete(c.finished, id)
 		c.states[id] = st

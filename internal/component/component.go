@@ -65,10 +65,14 @@ type Spout interface {
 	// Next emits up to max tuples.
 	Next(max int, out Collector) (Status, error)
 	// Ack reports message ids whose tuple trees completed; Fail those
-	// that failed or timed out: the spout should emit them again (it may
-	// do so from Fail, with the same or a new message id). Both keep
-	// being called after Next returned Done, until no tree of the task
-	// is pending.
+	// that failed or timed out: the spout should emit them again. Replay
+	// from Next (queue the ids in Fail, as Storm's spouts do): replays then
+	// count against max_spout_pending, and a spout that gives them at most
+	// part of each Next's budget keeps new tuples flowing past a key that
+	// always fails. A tracking spout returns Done only once nothing of its
+	// is pending (Idle while it waits for outcomes). Emitting from Fail is
+	// allowed but bypasses the budget; Ack and Fail keep being called after
+	// Done until no tree of the task is pending.
 	Ack(msgIDs []uint64, out Collector) error
 	Fail(msgIDs []uint64, out Collector) error
 	Activate() error

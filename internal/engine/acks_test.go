@@ -31,17 +31,42 @@ type replaySpout struct {
 	acked      map[uint64]int
 	replays    int
 	overBudget int // Next asked for more than max pending allows
+	// inNext queues failed ids and replays them from Next, at most half
+	// of each call's budget while new ids remain (Storm's way: replays
+	// count against max_spout_pending and cannot starve new tuples).
+	inNext bool
+	queue  []uint64
 }
 
 func (s *replaySpout) Open(component.Context, component.Collector) error { return nil }
 func (s *replaySpout) emit(id uint64, out component.Collector) error {
 	return out.Emit(0, tuple.NoTask, id, nil, tuple.AppendValues(nil, tuple.Int(int64(id))))
 }
-func (s *replaySpout) Next(max int, out component.Collector) (component.Status, error) {
-	if p := s.acks.Pending(); p+max > s.maxPending {
+func (s *replaySpout) Next(budget int, out component.Collector) (component.Status, error) {
+	if p := s.acks.Pending(); p+budget > s.maxPending {
 		s.overBudget++
 	}
-	for range max {
+	if s.inNext {
+		r := len(s.queue)
+		if s.next < s.n {
+			r = min(r, max(1, budget/2))
+		}
+		r = min(r, budget)
+		for _, id := range s.queue[:r] {
+			if err := s.emit(id, out); err != nil {
+				return component.Emitted, err
+			}
+		}
+		s.queue = s.queue[r:]
+		budget -= r
+		if s.next == s.n && len(s.queue) == 0 && s.acks.Pending() == 0 {
+			return component.Done, nil
+		}
+		if s.next == s.n {
+			return component.Idle, nil
+		}
+	}
+	for range budget {
 		if s.next == s.n {
 			return component.Done, nil
 		}
@@ -61,6 +86,11 @@ func (s *replaySpout) Ack(ids []uint64, _ component.Collector) error {
 	return nil
 }
 func (s *replaySpout) Fail(ids []uint64, out component.Collector) error {
+	if s.inNext {
+		s.replays += len(ids)
+		s.queue = append(s.queue, ids...)
+		return nil
+	}
 	for _, id := range ids {
 		s.replays++
 		if err := s.emit(id, out); err != nil {
@@ -228,7 +258,7 @@ func (b *poisonBolt) Close() error                     { return nil }
 func TestPoisonKeyDoesNotBlockOthers(t *testing.T) {
 	sm, _ := ackingSM(t, 4)
 	const n = 300
-	spout := &replaySpout{n: n, acks: sm.SpoutAcks(1), maxPending: 4, acked: map[uint64]int{}}
+	spout := &replaySpout{n: n, acks: sm.SpoutAcks(1), maxPending: 4, acked: map[uint64]int{}, inNext: true}
 	bolt := &poisonBolt{}
 	reg := metrics.NewRegistry()
 	src := &engine.Task{ID: 1, Component: "src", Spout: spout, Outbox: sm.Outbox(1), Metrics: reg.Component("src"), Acks: sm.SpoutAcks(1)}

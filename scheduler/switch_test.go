@@ -88,6 +88,8 @@ func (lt *liveTopology) startContainer(ctx context.Context, cn int, p *plan.Plan
 	t.Cleanup(c.Close)
 	done := make(chan error, 1)
 	go func() { done <- c.Run(ctx) }()
+	// A switch needs the container's task group: wait until Run made it.
+	waitUntil(t, func() bool { c.mu.Lock(); defer c.mu.Unlock(); return c.group != nil }, "the container to run")
 	lt.containers = append(lt.containers, c)
 	lt.done = append(lt.done, done)
 }

@@ -3,6 +3,7 @@ package connectors
 import (
 	"bufio"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"math"
@@ -64,6 +65,17 @@ type fileSink struct {
 	vals      []tuple.Value
 	line      []byte
 	lastFlush time.Time
+
+	// written is the file's length once the buffer is flushed. Under
+	// effectively once, Snapshot records it in the task state (lenKey), and
+	// an instance restored from a checkpoint truncates the file back to it:
+	// what the rolled-back tuples wrote is written again by their replay,
+	// so the output is exact.
+	written int64
+	state   component.State
+	lenKey  []byte
+	lenBuf  [8]byte
+	tracked []uint64 // at least once: tuple ids of the batch, acked once written
 }
 
 func newFileSink(cfg Config) (component.Bolt, error) {
@@ -98,9 +110,28 @@ func (s *fileSink) Prepare(ctx component.Context, _ component.Collector) error {
 	if s.append {
 		flags = os.O_CREATE | os.O_WRONLY | os.O_APPEND
 	}
+	restore := int64(-1)
+	if ctx.State != nil {
+		s.state = ctx.State
+		s.lenKey = positionKey("ardea.file.length.", ctx.MaxKeyGroups, int(ctx.TaskIndex), int(max(1, ctx.Parallelism)))
+		if v, ok := s.state.Get(s.lenKey); ok && len(v) == 8 {
+			restore = int64(binary.LittleEndian.Uint64(v))
+			flags = os.O_CREATE | os.O_WRONLY | os.O_APPEND
+		}
+	}
 	f, err := os.OpenFile(s.path, flags, 0o644)
 	if err != nil {
 		return s.errorf("%w", err)
+	}
+	if restore >= 0 {
+		// Restored from a checkpoint: drop what was written after it.
+		if err := f.Truncate(restore); err != nil {
+			f.Close()
+			return s.errorf("truncate to the checkpoint's %d bytes: %w", restore, err)
+		}
+		s.written = restore
+	} else if fi, err := f.Stat(); err == nil {
+		s.written = fi.Size()
 	}
 	s.f = f
 	s.w = bufio.NewWriterSize(f, fileSinkBuffer)
@@ -114,7 +145,7 @@ func (s *fileSink) Prepare(ctx component.Context, _ component.Collector) error {
 	return nil
 }
 
-func (s *fileSink) Execute(batch []byte, _ component.Collector) error {
+func (s *fileSink) Execute(batch []byte, out component.Collector) error {
 	if s.w == nil {
 		return s.errorf("Execute before Prepare or after Close")
 	}
@@ -143,10 +174,54 @@ func (s *fileSink) Execute(batch []byte, _ component.Collector) error {
 			s.line = s.appendTSV(s.line[:0])
 		}
 		if _, err := s.w.Write(s.line); err != nil {
-			return s.errorf("%w", err)
+			return s.fail(out, s.errorf("%w", err))
+		}
+		s.written += int64(len(s.line))
+		if rec.TupleID != 0 {
+			s.tracked = append(s.tracked, rec.TupleID)
 		}
 	}
-	return s.maybeFlush()
+	if len(s.tracked) == 0 {
+		return s.maybeFlush()
+	}
+	// At least once: a tuple is acked only once its line is in the file
+	// (the page cache survives a killed process).
+	if err := s.w.Flush(); err != nil {
+		return s.fail(out, s.errorf("%w", err))
+	}
+	s.lastFlush = s.now()
+	for _, id := range s.tracked {
+		if err := out.Ack(id); err != nil {
+			return err
+		}
+	}
+	s.tracked = s.tracked[:0]
+	return nil
+}
+
+// fail fails the batch's tracked tuples (their spouts replay them) and
+// returns err.
+func (s *fileSink) fail(out component.Collector, err error) error {
+	for _, id := range s.tracked {
+		out.Fail(id)
+	}
+	s.tracked = s.tracked[:0]
+	return err
+}
+
+// Snapshot (effectively once) flushes the output and records the file's
+// length in the task state, the length a restore truncates back to.
+func (s *fileSink) Snapshot(component.Collector) error {
+	if s.w == nil || s.state == nil {
+		return nil
+	}
+	if err := s.w.Flush(); err != nil {
+		return s.errorf("%w", err)
+	}
+	s.lastFlush = s.now()
+	binary.LittleEndian.PutUint64(s.lenBuf[:], uint64(s.written))
+	s.state.Put(s.lenKey, s.lenBuf[:])
+	return nil
 }
 
 func (s *fileSink) appendTSV(b []byte) []byte {

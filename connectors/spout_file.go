@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strconv"
 
@@ -59,6 +60,13 @@ type fileSpout struct {
 	long   []byte // assembles lines longer than the read buffer
 	vals   []byte // values block scratch
 	eof    bool
+	posBuf [16]byte
+
+	// At least once: lines by message id (line number + 1) awaiting their
+	// outcome, and failed ones to emit again.
+	pending map[uint64]*pendingLine
+	replay  []uint64
+	replays int
 }
 
 func newFileSpout(cfg Config) (component.Spout, error) {
@@ -90,7 +98,7 @@ func (s *fileSpout) Open(ctx component.Context, _ component.Collector) error {
 		// container restarted by a re-plan (a live rescale) goes on where
 		// its predecessor stopped instead of emitting the file again.
 		s.state = ctx.State
-		s.posKey = positionKey(ctx.MaxKeyGroups, int(s.task), int(s.par))
+		s.posKey = positionKey("ardea.file.position.", ctx.MaxKeyGroups, int(s.task), int(s.par))
 		if v, ok := s.state.Get(s.posKey); ok && len(v) == 16 {
 			s.off = int64(binary.LittleEndian.Uint64(v))
 			s.line = int64(binary.LittleEndian.Uint64(v[8:]))
@@ -101,30 +109,47 @@ func (s *fileSpout) Open(ctx component.Context, _ component.Collector) error {
 		}
 	}
 	s.r = bufio.NewReaderSize(f, fileSpoutBuffer)
+	if ctx.Acking {
+		s.pending = map[uint64]*pendingLine{}
+	}
 	if ctx.Logger != nil {
 		ctx.Logger.Debug("file spout open", "path", s.path, "task_index", s.task, "parallelism", s.par)
 	}
 	return nil
 }
 
-func (s *fileSpout) Next(max int, out component.Collector) (component.Status, error) {
-	if s.eof {
-		return component.Done, nil
-	}
-	if s.r == nil {
+func (s *fileSpout) Next(budget int, out component.Collector) (component.Status, error) {
+	if s.r == nil && !s.eof {
 		return component.Done, fmt.Errorf("component %q: file spout: Next before Open", s.comp)
 	}
 	n := 0
-	for n < max {
+	if len(s.replay) > 0 {
+		// Replays take at most half the budget while new lines remain, so a
+		// line that always fails cannot starve the rest of the file.
+		r := min(len(s.replay), budget)
+		if !s.eof {
+			r = min(r, max(1, budget/2))
+		}
+		for _, id := range s.replay[:r] {
+			if p := s.pending[id]; p != nil {
+				s.replays++
+				s.vals = appendStringValues(s.vals[:0], p.line)
+				if err := out.Emit(s.stream, tuple.NoTask, id, nil, s.vals); err != nil {
+					return component.Emitted, err
+				}
+			}
+		}
+		s.replay = s.replay[r:]
+		n = r
+	}
+	for !s.eof && n < budget {
+		start, number := s.off, s.line
 		line, mine, err := s.readLine()
 		if err == io.EOF {
 			s.eof = true
 			s.savePosition()
 			s.closeFile()
-			if n > 0 {
-				return component.Emitted, nil
-			}
-			return component.Done, nil
+			break
 		}
 		if err != nil {
 			return component.Emitted, err
@@ -132,35 +157,64 @@ func (s *fileSpout) Next(max int, out component.Collector) (component.Status, er
 		if !mine {
 			continue
 		}
+		var msgID uint64
+		if s.pending != nil {
+			msgID = uint64(number + 1)
+			s.pending[msgID] = &pendingLine{off: start, line: bytes.Clone(line)}
+		}
 		s.vals = appendStringValues(s.vals[:0], line)
-		if err := out.Emit(s.stream, tuple.NoTask, 0, nil, s.vals); err != nil {
+		if err := out.Emit(s.stream, tuple.NoTask, msgID, nil, s.vals); err != nil {
 			return component.Emitted, err
 		}
 		n++
 	}
-	s.savePosition()
-	return component.Emitted, nil
+	if !s.eof {
+		s.savePosition()
+	}
+	switch {
+	case n > 0:
+		return component.Emitted, nil
+	case s.eof && len(s.pending) == 0:
+		return component.Done, nil
+	default:
+		return component.Idle, nil // at the end, waiting for outcomes
+	}
 }
 
-// savePosition records where the next line starts.
+// pendingLine is a line emitted under at-least-once and not yet acked.
+type pendingLine struct {
+	off  int64 // byte offset of the line's start
+	line []byte
+}
+
+// savePosition records where a restarted instance goes on: the next line,
+// or under at-least-once the oldest line not yet acked (lines after it may
+// be emitted twice; none is lost).
 func (s *fileSpout) savePosition() {
 	if s.state == nil {
 		return
 	}
-	var v [16]byte
-	binary.LittleEndian.PutUint64(v[:], uint64(s.off))
-	binary.LittleEndian.PutUint64(v[8:], uint64(s.line))
-	s.state.Put(s.posKey, v[:])
+	off, line := s.off, s.line
+	if len(s.pending) > 0 {
+		oldest := uint64(math.MaxUint64)
+		for id := range s.pending {
+			oldest = min(oldest, id)
+		}
+		off, line = s.pending[oldest].off, int64(oldest-1)
+	}
+	binary.LittleEndian.PutUint64(s.posBuf[:], uint64(off))
+	binary.LittleEndian.PutUint64(s.posBuf[8:], uint64(line))
+	s.state.Put(s.posKey, s.posBuf[:])
 }
 
 // positionKey is a state key in a key group this task owns, so that it
 // comes back to the same task index after a re-plan.
-func positionKey(maxKG, task, par int) []byte {
+func positionKey(prefix string, maxKG, task, par int) []byte {
 	if maxKG <= 0 {
 		maxKG = tuple.DefaultMaxKeyGroups
 	}
 	for i := 0; ; i++ {
-		k := []byte("ardea.file.position." + strconv.Itoa(i))
+		k := []byte(prefix + strconv.Itoa(i))
 		kg := tuple.KeyGroup(tuple.StateKeyHash(k), maxKG)
 		if tuple.TaskIndexForKeyGroup(kg, maxKG, par) == task {
 			return k
@@ -231,10 +285,25 @@ func (s *fileSpout) closeFile() error {
 	return err
 }
 
-func (s *fileSpout) Ack([]uint64, component.Collector) error  { return nil }
-func (s *fileSpout) Fail([]uint64, component.Collector) error { return nil }
-func (s *fileSpout) Activate() error                          { return nil }
-func (s *fileSpout) Deactivate() error                        { return nil }
+func (s *fileSpout) Ack(ids []uint64, _ component.Collector) error {
+	for _, id := range ids {
+		delete(s.pending, id)
+	}
+	return nil
+}
+
+// Fail queues the lines for Next to emit again, with the same message id.
+func (s *fileSpout) Fail(ids []uint64, _ component.Collector) error {
+	for _, id := range ids {
+		if s.pending[id] != nil {
+			s.replay = append(s.replay, id)
+		}
+	}
+	return nil
+}
+
+func (s *fileSpout) Activate() error   { return nil }
+func (s *fileSpout) Deactivate() error { return nil }
 
 // Close releases the file; it is safe to call more than once.
 func (s *fileSpout) Close() error {

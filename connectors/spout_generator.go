@@ -1,7 +1,7 @@
 package connectors
 
 import (
-	"math/rand/v2"
+	"encoding/binary"
 	"time"
 
 	"github.com/ardea-dev/ardea/internal/component"
@@ -107,11 +107,23 @@ type generator struct {
 
 	now     func() time.Time // injectable clock for tests
 	stream  uint16
-	rng     rand.PCG
-	emitted int64
+	base    uint64 // seed + task index: sentence k is pick(base, k)
+	emitted int64  // sentences emitted the first time; the next has seq emitted+1
 	tokens  float64
 	burst   float64
 	last    time.Time
+
+	// The position (emitted) lives in the task's state, so a restore from
+	// a checkpoint rewinds the generator exactly (effectively once).
+	state  component.State
+	posKey []byte
+	posBuf [8]byte // kept here: a stack array passed to Put would escape
+	// At least once: sentences by seq awaiting their outcome, and failed
+	// ones to emit again (replays take at most half of a Next's budget
+	// while new sentences remain).
+	acking  bool
+	pending map[uint64]bool
+	replay  []uint64
 }
 
 func newGenerator(cfg Config) (component.Spout, error) {
@@ -129,8 +141,18 @@ func (g *generator) Open(ctx component.Context, _ component.Collector) error {
 		return err
 	}
 	g.stream = stream
-	task, _ := taskOf(ctx)
-	g.rng.Seed(uint64(g.seed+task), 0x9E3779B97F4A7C15)
+	task, par := taskOf(ctx)
+	g.base = uint64(g.seed + task)
+	if ctx.State != nil {
+		g.state = ctx.State
+		g.posKey = positionKey("ardea.generator.position.", ctx.MaxKeyGroups, int(task), int(par))
+		if v, ok := g.state.Get(g.posKey); ok && len(v) == 8 {
+			g.emitted = int64(binary.LittleEndian.Uint64(v))
+		}
+	}
+	if ctx.Acking {
+		g.acking, g.pending = true, map[uint64]bool{}
+	}
 	if g.rate > 0 {
 		g.burst = max(1, g.rate/2)
 		g.tokens = 1
@@ -139,14 +161,25 @@ func (g *generator) Open(ctx component.Context, _ component.Collector) error {
 	return nil
 }
 
-func (g *generator) Next(max int, out component.Collector) (component.Status, error) {
-	if g.count > 0 && g.emitted >= g.count {
+// pick is sentence seq of a task: a splitmix64 hash of (base, seq), so any
+// sentence can be generated again from its sequence number alone.
+func pick(base, seq uint64) []byte {
+	z := base*0x9E3779B97F4A7C15 + seq*0xBF58476D1CE4E5B9
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EB
+	z ^= z >> 31
+	return corpusValues[z%uint64(len(corpusValues))]
+}
+
+func (g *generator) Next(budget int, out component.Collector) (component.Status, error) {
+	more := g.count == 0 || g.emitted < g.count
+	if !more && len(g.replay) == 0 {
+		if len(g.pending) > 0 {
+			return component.Idle, nil // waiting for outcomes to replay
+		}
 		return component.Done, nil
 	}
-	n := int64(max)
-	if g.count > 0 {
-		n = min(n, g.count-g.emitted)
-	}
+	n := int64(budget)
 	if g.rate > 0 {
 		now := g.now()
 		if el := now.Sub(g.last); el > 0 {
@@ -158,28 +191,73 @@ func (g *generator) Next(max int, out component.Collector) (component.Status, er
 		}
 		n = min(n, int64(g.tokens))
 	}
-	size := uint64(len(corpusValues))
-	var i int64
-	for ; i < n; i++ {
-		v := corpusValues[g.rng.Uint64()%size]
-		if err := out.Emit(g.stream, tuple.NoTask, 0, nil, v); err != nil {
-			g.account(i + 1)
-			return component.Emitted, err
+	var sent int64
+	if len(g.replay) > 0 {
+		r := min(int64(len(g.replay)), n)
+		if more {
+			r = min(r, max(1, n/2))
 		}
+		for _, seq := range g.replay[:r] {
+			if err := out.Emit(g.stream, tuple.NoTask, seq, nil, pick(g.base, seq)); err != nil {
+				return component.Emitted, err
+			}
+		}
+		g.replay = g.replay[r:]
+		sent = r
 	}
-	g.account(i)
+	if more {
+		k := n - sent
+		if g.count > 0 {
+			k = min(k, g.count-g.emitted)
+		}
+		var i int64
+		for ; i < k; i++ {
+			seq := uint64(g.emitted + i + 1)
+			var msgID uint64
+			if g.acking {
+				msgID = seq
+				g.pending[seq] = true
+			}
+			if err := out.Emit(g.stream, tuple.NoTask, msgID, nil, pick(g.base, seq)); err != nil {
+				g.emitted += i + 1
+				g.savePosition()
+				return component.Emitted, err
+			}
+		}
+		g.emitted += k
+		sent += k
+		g.savePosition()
+	}
+	if g.rate > 0 {
+		g.tokens -= float64(sent)
+	}
 	return component.Emitted, nil
 }
 
-func (g *generator) account(n int64) {
-	g.emitted += n
-	if g.rate > 0 {
-		g.tokens -= float64(n)
+func (g *generator) savePosition() {
+	if g.state == nil {
+		return
 	}
+	binary.LittleEndian.PutUint64(g.posBuf[:], uint64(g.emitted))
+	g.state.Put(g.posKey, g.posBuf[:])
 }
 
-func (g *generator) Ack([]uint64, component.Collector) error  { return nil }
-func (g *generator) Fail([]uint64, component.Collector) error { return nil }
-func (g *generator) Activate() error                          { return nil }
-func (g *generator) Deactivate() error                        { return nil }
-func (g *generator) Close() error                             { return nil }
+func (g *generator) Ack(ids []uint64, _ component.Collector) error {
+	for _, id := range ids {
+		delete(g.pending, id)
+	}
+	return nil
+}
+
+func (g *generator) Fail(ids []uint64, _ component.Collector) error {
+	for _, id := range ids {
+		if g.pending[id] {
+			g.replay = append(g.replay, id)
+		}
+	}
+	return nil
+}
+
+func (g *generator) Activate() error   { return nil }
+func (g *generator) Deactivate() error { return nil }
+func (g *generator) Close() error      { return nil }

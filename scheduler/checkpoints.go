@@ -55,6 +55,9 @@ func (c *Container) saveState(ctx context.Context, id uint64, task uint32, st *h
 		err = cp.Store.Save(sctx, c.o.Topology.Name, id, task, st.Snapshot())
 		cancel()
 	}
+	if err != nil && ctx.Err() != nil {
+		return // stopping: not a failure of the checkpoint
+	}
 	if err != nil {
 		c.runLog.Error("checkpoint not stored", "checkpoint", id, "task", task, "err", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"strconv"
+	"time"
 
 	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/tuple"
@@ -35,6 +36,7 @@ func init() {
 		Fields: []FieldSpec{
 			{Name: "path", Type: TypePath, Required: true, Doc: "file to read; relative to the topology file's directory"},
 			{Name: "max_line_bytes", Type: TypeInt, Default: "1048576", Min: "1", Doc: "longest accepted line in bytes; a longer line fails the task"},
+			{Name: "rate", Type: TypeFloat, Default: "0", Min: "0", Doc: "lines per second per task (replays included); 0 = as fast as possible"},
 		},
 		Outputs: map[string][]string{"default": {"line"}},
 	}, SpoutFactory(newFileSpout))
@@ -46,6 +48,12 @@ const fileSpoutBuffer = 256 << 10
 type fileSpout struct {
 	path    string
 	maxLine int
+	rate    float64
+
+	// Pacing with rate > 0: a token bucket of half a second of lines.
+	now    func() time.Time
+	tokens float64
+	last   time.Time
 
 	comp   string
 	task   int64
@@ -67,10 +75,11 @@ type fileSpout struct {
 	pending map[uint64]*pendingLine
 	replay  []uint64
 	replays int
+	emitted int // lines emitted, replays included (pacing)
 }
 
 func newFileSpout(cfg Config) (component.Spout, error) {
-	return &fileSpout{path: cfg.String("path"), maxLine: int(cfg.Int("max_line_bytes"))}, nil
+	return &fileSpout{path: cfg.String("path"), maxLine: int(cfg.Int("max_line_bytes")), rate: cfg.Float("rate"), now: time.Now}, nil
 }
 
 func (s *fileSpout) Open(ctx component.Context, _ component.Collector) error {
@@ -122,6 +131,21 @@ func (s *fileSpout) Next(budget int, out component.Collector) (component.Status,
 	if s.r == nil && !s.eof {
 		return component.Done, fmt.Errorf("component %q: file spout: Next before Open", s.comp)
 	}
+	if s.rate > 0 {
+		now := s.now()
+		if s.last.IsZero() {
+			s.tokens, s.last = 1, now
+		}
+		if el := now.Sub(s.last); el > 0 {
+			s.tokens = min(max(1, s.rate/2), s.tokens+el.Seconds()*s.rate)
+		}
+		s.last = now
+		if s.tokens < 1 {
+			return component.Idle, nil
+		}
+		budget = min(budget, int(s.tokens))
+		defer func(before int) { s.tokens -= float64(s.emitted - before) }(s.emitted)
+	}
 	n := 0
 	if len(s.replay) > 0 {
 		// Replays take at most half the budget while new lines remain, so a
@@ -133,6 +157,7 @@ func (s *fileSpout) Next(budget int, out component.Collector) (component.Status,
 		for _, id := range s.replay[:r] {
 			if p := s.pending[id]; p != nil {
 				s.replays++
+				s.emitted++
 				s.vals = appendStringValues(s.vals[:0], p.line)
 				if err := out.Emit(s.stream, tuple.NoTask, id, nil, s.vals); err != nil {
 					return component.Emitted, err
@@ -166,6 +191,7 @@ func (s *fileSpout) Next(budget int, out component.Collector) (component.Status,
 		if err := out.Emit(s.stream, tuple.NoTask, msgID, nil, s.vals); err != nil {
 			return component.Emitted, err
 		}
+		s.emitted++
 		n++
 	}
 	if !s.eof {

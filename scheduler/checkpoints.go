@@ -27,6 +27,9 @@ import (
 // coordinator.
 type Checkpointing struct {
 	Store checkpoint.Store
+	// Key names the topology's checkpoints in Store (default: the
+	// topology's name).
+	Key string
 	// Report is told each task's outcome for a checkpoint (err nil:
 	// stored). It must not block for long: it runs on the task's goroutine.
 	Report func(id uint64, task uint32, err error)
@@ -52,7 +55,11 @@ func (c *Container) saveState(ctx context.Context, id uint64, task uint32, st *h
 		err = fmt.Errorf("task %d has no state in container %d", task, c.o.Container)
 	} else {
 		sctx, cancel := context.WithTimeout(ctx, saveTimeout)
-		err = cp.Store.Save(sctx, c.o.Topology.Name, id, task, st.Snapshot())
+		key := cp.Key
+		if key == "" {
+			key = c.o.Topology.Name
+		}
+		err = cp.Store.Save(sctx, key, id, task, st.Snapshot())
 		cancel()
 	}
 	if err != nil && ctx.Err() != nil {
@@ -104,16 +111,16 @@ func (c *Container) wireCheckpoints(t *engine.Task, p *plan.Plan) {
 }
 
 // LoadStates reads every local task's state of checkpoint id (0: none,
-// every task starts empty): what a container restarted by a rollback
-// starts from.
-func LoadStates(ctx context.Context, store checkpoint.Store, p *plan.Plan, container int, id uint64) (map[uint32]*host.MemoryState, error) {
+// every task starts empty) under key (the Checkpointing key): what a
+// container restarted by a rollback starts from.
+func LoadStates(ctx context.Context, store checkpoint.Store, key string, p *plan.Plan, container int, id uint64) (map[uint32]*host.MemoryState, error) {
 	out := map[uint32]*host.MemoryState{}
 	if id == 0 {
 		return out, nil
 	}
 	for _, task := range ContainerTasks(p, container) {
 		pc := &p.Components[p.Tasks[task].Component]
-		b, err := store.Load(ctx, p.Topology, id, task)
+		b, err := store.Load(ctx, key, id, task)
 		if err != nil {
 			return nil, fmt.Errorf("restore checkpoint %d: %w", id, err)
 		}
@@ -140,13 +147,14 @@ type Coordinator struct {
 	failed  int // checkpoints abandoned because a task could not store
 }
 
-// NewCoordinator starts after the store's last global checkpoint.
-func NewCoordinator(ctx context.Context, store checkpoint.Store, p *plan.Plan, log *slog.Logger) (*Coordinator, error) {
-	latest, err := store.Global(ctx, p.Topology)
+// NewCoordinator starts after the store's last global checkpoint under key
+// (the Checkpointing key).
+func NewCoordinator(ctx context.Context, store checkpoint.Store, key string, p *plan.Plan, log *slog.Logger) (*Coordinator, error) {
+	latest, err := store.Global(ctx, key)
 	if err != nil {
 		return nil, fmt.Errorf("topology %s: read the last global checkpoint: %w", p.Topology, err)
 	}
-	c := &Coordinator{store: store, topology: p.Topology, log: log, tracker: checkpoint.NewTracker(latest)}
+	c := &Coordinator{store: store, topology: key, log: log, tracker: checkpoint.NewTracker(latest)}
 	c.SetPlan(p)
 	return c, nil
 }
@@ -219,6 +227,17 @@ func (c *Coordinator) Report(ctx context.Context, id uint64, task uint32, err er
 	c.log.Debug("checkpoint global", "checkpoint", id)
 }
 
+// Restart forgets the checkpoints in progress (a rollback stopped every
+// task): numbering goes on after the highest id begun, from the last
+// global checkpoint.
+func (c *Coordinator) Restart() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, id := range c.tracker.InFlight() {
+		c.tracker.Abandon(id)
+	}
+}
+
 // Global is the last global checkpoint (0: none).
 func (c *Coordinator) Global() uint64 {
 	c.mu.Lock()
@@ -233,12 +252,13 @@ func (c *Coordinator) Failed() int {
 	return c.failed
 }
 
-// Run begins a checkpoint every interval and hands its id to take until
-// ctx ends. One checkpoint is in progress at a time (a newer barrier would
+// Run begins a checkpoint every interval, when ready reports true (nil:
+// always), and hands its id to take until ctx ends. One checkpoint is in
+// progress at a time (a newer barrier would
 // abandon an alignment still under way, so a checkpoint slower than the
 // interval would never complete); one still in progress after
 // max(5 intervals, 10s) is given up and the next one begins.
-func (c *Coordinator) Run(ctx context.Context, interval time.Duration, take func(id uint64)) {
+func (c *Coordinator) Run(ctx context.Context, interval time.Duration, ready func() bool, take func(id uint64)) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	giveUp := max(5*interval, 10*time.Second)
@@ -249,6 +269,9 @@ func (c *Coordinator) Run(ctx context.Context, interval time.Duration, take func
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		}
+		if ready != nil && !ready() {
+			continue
 		}
 		if last != 0 && c.InProgress(last) {
 			if time.Since(begun) < giveUp {

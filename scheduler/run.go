@@ -163,7 +163,7 @@ func Run(ctx context.Context, o RunOptions) (*Result, error) {
 				return nil, err
 			}
 		}
-		if coord, err = NewCoordinator(ctx, store, p, log); err != nil {
+		if coord, err = NewCoordinator(ctx, store, t.Name, p, log); err != nil {
 			return nil, err
 		}
 		ckpt = &Checkpointing{Store: store, Report: func(id uint64, task uint32, err error) { coord.Report(runCtx, id, task, err) }}
@@ -190,7 +190,7 @@ func Run(ctx context.Context, o RunOptions) (*Result, error) {
 		defer c2()
 	}
 	if coord != nil {
-		go coord.Run(runCtx, del.CheckpointInterval, func(id uint64) {
+		go coord.Run(runCtx, del.CheckpointInterval, nil, func(id uint64) {
 			for _, c := range containers {
 				c.Checkpoint(id)
 			}

@@ -319,6 +319,10 @@ func printStatus(w io.Writer, st local.Status) {
 		fmt.Fprintf(w, " (%s)", st.Message)
 	}
 	fmt.Fprintln(w)
+	if c := st.Checkpoints; c != nil {
+		fmt.Fprintf(w, "effectively once: last global checkpoint %d, %d failed, %d rollbacks, running from checkpoint %d\n",
+			c.Global, c.Failed, c.Rollbacks, c.RestoredFrom)
+	}
 	if len(st.Components) > 0 {
 		fmt.Fprintln(w, "\nlogical plan:")
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)

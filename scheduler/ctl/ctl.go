@@ -26,6 +26,19 @@ func CommandSubject(tenant, topology string) string {
 	return "ardea." + tenant + "." + topology + ".ctl.cmd"
 }
 
+// CheckpointSubject is where hosts report each task's checkpoint save
+// (CheckpointReport) to their TM (effectively once).
+func CheckpointSubject(tenant, topology string) string {
+	return "ardea." + tenant + "." + topology + ".ctl.ckpt"
+}
+
+// CheckpointReport is one task's outcome for one checkpoint.
+type CheckpointReport struct {
+	ID    uint64 `json:"id"`
+	Task  uint32 `json:"task"`
+	Error string `json:"error,omitempty"`
+}
+
 // Host states, as reported in heartbeats.
 const (
 	HostStarting = "STARTING" // compiling modules, waiting for a plan
@@ -44,6 +57,9 @@ type Heartbeat struct {
 	Active       bool   `json:"active"` // spouts emitting
 	Error        string `json:"error,omitempty"`
 	HandoffDone  uint64 `json:"handoff_done,omitempty"` // last handoff epoch whose state is stored
+	// Held is the rollback generation of a plan that told this host to
+	// stop (PlanDoc.Hold): it runs nothing until the next plan.
+	Held uint64 `json:"held,omitempty"`
 	// Live switch progress (OpSwitchPrepare, a plan naming the switch,
 	// OpSwitchRun): the epoch this host prepared, adopted and runs, and why
 	// it could not prepare.
@@ -102,6 +118,9 @@ const (
 	// OpSwitchRun: start the switching components' tasks of the adopted
 	// plan (every container has adopted it), then report SwitchRunning.
 	OpSwitchRun = "switch-run"
+	// OpCheckpoint (effectively once): take checkpoint Epoch; each task
+	// reports its save on CheckpointSubject.
+	OpCheckpoint = "checkpoint"
 )
 
 // Command is a TM -> hosts message.
@@ -128,6 +147,16 @@ type PlanDoc struct {
 	HandoffEpoch uint64 `json:"handoff_epoch,omitempty"`
 	// Switch, when set, is the live switch that produced this plan.
 	Switch *Switch `json:"switch,omitempty"`
+	// Effectively once: CheckpointKey names the topology's checkpoints in
+	// the store (unique per submission, so a resubmitted topology never
+	// restores an old run's state). A rollback first publishes the plan
+	// with Hold set (every host stops its container and reports Held),
+	// then with Restore, the checkpoint every task restarts from, and a
+	// new Generation (hosts restart even though the plan is the same).
+	CheckpointKey string `json:"checkpoint_key,omitempty"`
+	Hold          uint64 `json:"hold,omitempty"`
+	Restore       uint64 `json:"restore,omitempty"`
+	Generation    uint64 `json:"generation,omitempty"`
 }
 
 // EncodePlan and DecodePlan (de)serialise a PlanDoc.

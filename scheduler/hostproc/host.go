@@ -26,6 +26,7 @@ import (
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/connectors"
 	"github.com/ardea-dev/ardea/host"
+	"github.com/ardea-dev/ardea/internal/checkpoint"
 	"github.com/ardea-dev/ardea/internal/metrics"
 	"github.com/ardea-dev/ardea/internal/plan"
 	"github.com/ardea-dev/ardea/internal/tuple"
@@ -68,6 +69,12 @@ type proc struct {
 	// final holds the instances' last counters once the container has
 	// finished, so status still shows what its tasks did.
 	final *ctl.Heartbeat
+	// Effectively once (checkpoint.go): nil store otherwise.
+	ckptStore *checkpoint.JetStreamStore
+	held      uint64 // rollback generation this host stopped for
+	// finalStates are the tasks' states once every local task finished:
+	// later checkpoints store them as they are.
+	finalStates map[uint32]*host.MemoryState
 	// Live switch (switch.go).
 	sw switchProgress
 }
@@ -104,6 +111,10 @@ func Run(ctx context.Context, o Options) error {
 		return fmt.Errorf("host: %w", err)
 	}
 	if err := h.load(ctx); err != nil {
+		h.fail(err)
+		return err
+	}
+	if err := h.openCheckpoints(ctx); err != nil {
 		h.fail(err)
 		return err
 	}
@@ -167,6 +178,7 @@ func Run(ctx context.Context, o Options) error {
 			if err == nil {
 				h.final = &ctl.Heartbeat{}
 				h.counters(h.final, ctl.HostFinished)
+				h.keepFinalStates()
 			}
 			h.cur.c.Close()
 			h.cur.cancel()
@@ -252,8 +264,8 @@ func (h *proc) replan(ctx context.Context, u statemgr.PlanUpdate) error {
 	// A host that prepared a switch and did not adopt it (the TM rolled it
 	// back before this host handed off) restarts from the plan instead.
 	midSwitch := h.sw.epoch != 0 && h.sw.adopted != h.sw.epoch
-	if (h.cur != nil || h.state == ctl.HostFinished) && h.doc.Plan != nil && !midSwitch &&
-		(h.cur != nil || doc.HandoffEpoch == h.doc.HandoffEpoch) && samePlan(doc.Plan, h.doc.Plan) {
+	if (h.cur != nil || h.state == ctl.HostFinished) && h.doc.Plan != nil && !midSwitch && doc.Hold == 0 &&
+		doc.Generation == h.doc.Generation && (h.cur != nil || doc.HandoffEpoch == h.doc.HandoffEpoch) && samePlan(doc.Plan, h.doc.Plan) {
 		// Only the activation changed (activate/deactivate): no restart.
 		h.doc, h.planRev, h.active = doc, u.Revision, doc.Active
 		if h.cur != nil {
@@ -264,6 +276,7 @@ func (h *proc) replan(ctx context.Context, u statemgr.PlanUpdate) error {
 	}
 	h.stop()
 	h.sw = switchProgress{}
+	h.finalStates = nil
 	h.doc, h.planRev, h.active = doc, u.Revision, doc.Active
 	if h.o.Container > doc.Plan.Containers {
 		// This container is not in the plan (the TM shrank it); the
@@ -272,14 +285,27 @@ func (h *proc) replan(ctx context.Context, u statemgr.PlanUpdate) error {
 		h.heartbeat()
 		return nil
 	}
-	states, err := h.restore(ctx, doc, nil)
+	if doc.Hold != 0 {
+		// A rollback: run nothing until the plan that names the checkpoint.
+		h.held, h.state = doc.Hold, ctl.HostStopped
+		h.log.Info("stopped for a rollback", "generation", doc.Hold)
+		h.heartbeat()
+		return nil
+	}
+	states, restored, err := h.restoreCheckpoint(ctx, doc)
 	if err != nil {
 		return err
+	}
+	if !restored {
+		if states, err = h.restore(ctx, doc, nil); err != nil {
+			return err
+		}
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	c, err := scheduler.StartContainer(runCtx, scheduler.ContainerOptions{
 		Topology: h.top, Plan: doc.Plan, Container: h.o.Container, Conn: h.nc, Runtime: h.rt,
 		Modules: h.mods, Metrics: metrics.NewRegistry(), Logger: h.log, Active: doc.Active, States: states,
+		Checkpoints: h.checkpointing(doc),
 	})
 	if err != nil {
 		cancel()
@@ -337,6 +363,17 @@ func (h *proc) command(ctx context.Context, c ctl.Command) error {
 		if err := h.runSwitch(ctx, c.Epoch); err != nil {
 			return err
 		}
+	case ctl.OpCheckpoint:
+		switch {
+		case c.Epoch == 0:
+		case h.cur != nil:
+			h.cur.c.Checkpoint(c.Epoch)
+		case h.state == ctl.HostFinished:
+			if cp := h.checkpointing(h.doc); cp != nil {
+				go checkpointFinished(ctx, cp, c.Epoch, h.finalStates)
+			}
+		}
+		return nil
 	default:
 		h.log.Warn("unknown command", "op", c.Op)
 		return nil
@@ -426,7 +463,7 @@ func (h *proc) fail(err error) {
 func (h *proc) heartbeat() {
 	hb := ctl.Heartbeat{
 		Container: h.o.Container, PID: os.Getpid(), PlanRevision: h.planRev, State: h.state,
-		Active: h.active, Error: h.lastErr, HandoffDone: h.handedOff, Time: time.Now(),
+		Active: h.active, Error: h.lastErr, HandoffDone: h.handedOff, Held: h.held, Time: time.Now(),
 		SwitchPrepared: h.sw.epoch, SwitchAdopted: h.sw.adopted, SwitchRunning: h.sw.running, SwitchError: h.sw.err,
 	}
 	switch {

@@ -193,15 +193,23 @@ func (d *Daemon) Close(ctx context.Context) error {
 // onProcess marks a topology FAILED when the supervisor gives up on one of
 // its containers.
 func (d *Daemon) onProcess(ps launcher.ProcessStatus) {
-	if ps.State != launcher.StateFailed {
+	if ps.State != launcher.StateFailed && ps.State != launcher.StateBackoff {
 		return
 	}
 	name, _, ok := strings.Cut(ps.ID, "/container-")
 	if !ok {
 		return
 	}
-	if t, err := d.get(name); err == nil {
+	t, err := d.get(name)
+	if err != nil {
+		return
+	}
+	if ps.State == launcher.StateFailed {
 		go t.failed(ps)
+	} else {
+		// A container died and will be restarted: an effectively-once
+		// topology rolls back to its last global checkpoint.
+		t.onContainerExit(ps)
 	}
 }
 

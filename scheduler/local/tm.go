@@ -60,6 +60,7 @@ type tm struct {
 	started  time.Time
 	stopping bool
 	lostTo   string // set when another daemon took the TM lock (stepDown)
+	ckpt     *ckptState // effectively once (checkpoint.go)
 }
 
 func (d *Daemon) newTM(name string) *tm {
@@ -130,6 +131,10 @@ func (t *tm) start(ctx context.Context, state string) error {
 	if err != nil {
 		t.stopTM()
 		return fmt.Errorf("topology %s: subscribe heartbeats: %w", t.name, err)
+	}
+	if err := t.startCheckpoints(ctx, runCtx); err != nil {
+		t.stopTM()
+		return err
 	}
 	for c := 1; c <= doc.Plan.Containers; c++ {
 		if err := t.launch(ctx, c); err != nil {
@@ -358,6 +363,7 @@ func (t *tm) stopTM() {
 	if t.sub != nil {
 		_ = t.sub.Unsubscribe()
 	}
+	t.stopCheckpoints()
 	if t.cancel != nil {
 		t.cancel()
 	}
@@ -457,6 +463,19 @@ type Status struct {
 	PlanVersion uint64            `json:"plan_revision"`
 	Components  []ComponentStatus `json:"components"`
 	Containers  []ContainerStatus `json:"containers"`
+	// Checkpoints is set when the topology runs effectively once.
+	Checkpoints *CheckpointStatus `json:"checkpoints,omitempty"`
+}
+
+// CheckpointStatus is an effectively-once topology's checkpoint progress.
+type CheckpointStatus struct {
+	Global    uint64 `json:"global"` // last checkpoint every task stored
+	Failed    int    `json:"failed"` // abandoned: a task could not store
+	Rollbacks int    `json:"rollbacks"`
+	// RestoredFrom is the checkpoint the running tasks started from (0:
+	// the beginning).
+	RestoredFrom uint64 `json:"restored_from"`
+	RollingBack  bool   `json:"rolling_back,omitempty"`
 }
 
 // ComponentStatus is one component of the logical plan.
@@ -506,6 +525,10 @@ func (t *tm) status() Status {
 	defer t.mu.Unlock()
 	st := Status{Name: t.name, State: t.state, Message: t.message, PlanVersion: t.planRev,
 		Uptime: time.Since(t.started).Round(time.Second).String()}
+	if cs := t.ckpt; cs != nil {
+		st.Checkpoints = &CheckpointStatus{Global: cs.coord.Global(), Failed: cs.coord.Failed(), Rollbacks: cs.count,
+			RestoredFrom: t.doc.Restore, RollingBack: cs.rolling}
+	}
 	for _, c := range t.top.Components {
 		cs := ComponentStatus{Name: c.Name, Kind: string(c.Kind), Module: c.Module, Parallelism: c.Parallelism}
 		for _, in := range c.Inputs {

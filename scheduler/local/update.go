@@ -52,10 +52,15 @@ func (t *tm) update(ctx context.Context, parallelism map[string]int) error {
 	t.opMu.Lock()
 	defer t.opMu.Unlock()
 	t.mu.Lock()
-	state, top, doc := t.state, t.top.Clone(), t.doc
+	state, top, doc, eo := t.state, t.top.Clone(), t.doc, t.ckpt != nil
 	t.mu.Unlock()
 	if state != StateRunning && state != StatePaused {
 		return newErr(ErrBadState, "cannot update topology %s: it is %s", t.name, state)
+	}
+	if eo {
+		// Its checkpoints hold one state per task of the current plan; a
+		// rollback after a rescale would restore them into other tasks.
+		return newErr(ErrBadState, "cannot update topology %s: it runs effectively once, and rescaling such a topology is not supported yet (kill and resubmit it with the new parallelism)", t.name)
 	}
 	names := make([]string, 0, len(parallelism))
 	for name := range parallelism {

@@ -175,7 +175,8 @@ func WordCount(ctx context.Context, o WordCountOptions) (*WordCountResult, error
 func (o *WordCountOptions) phase(ctx context.Context, dir string, rate float64, mode string) (*Phase, error) {
 	b := ardea.NewBuilder("bench-wordcount")
 	if mode != "" {
-		b.Set("topology.reliability", mode).Set("topology.max.spout.pending", strconv.Itoa(o.MaxSpoutPending))
+		b.Set("topology.reliability", mode).Set("topology.max.spout.pending", strconv.Itoa(o.MaxSpoutPending)).
+			Set("topology.checkpoint.interval", "1s")
 	}
 	b.Spout("lines", ardea.BuiltinPrefix+"generator").Parallelism(o.Spouts).
 		Config("rate", strconv.FormatFloat(rate, 'f', 0, 64)).Config("count", "0")

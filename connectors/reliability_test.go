@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/tuple"
@@ -260,5 +261,45 @@ func TestFileSinkAtLeastOnceAndCheckpoints(t *testing.T) {
 	got, _ := os.ReadFile(path)
 	if string(got) != "a\nuntracked\nb\n" {
 		t.Fatalf("after the restore the file holds %q", got)
+	}
+}
+
+// TestFileSpoutRate: with rate set, a task emits about rate lines per
+// second (a token bucket of half a second), and Idle when ahead.
+func TestFileSpoutRate(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "in.txt")
+	writeFile(t, path, strings.Repeat("x\n", 100))
+	cfg := map[string]string{"path": path, "max_line_bytes": "10", "rate": "10"}
+	s, err := NewSpout("file", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := &fakeClock{t: time.Unix(1000, 0)}
+	s.(*fileSpout).now = clock.now
+	out := &recorder{}
+	if err := s.Open(taskContext("lines", 0, 1, cfg, map[string][]string{"default": {"line"}}, nil), out); err != nil {
+		t.Fatal(err)
+	}
+	next := func() (component.Status, int) {
+		before := len(out.emits)
+		st, err := s.Next(100, out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st, len(out.emits) - before
+	}
+	if st, n := next(); st != component.Emitted || n != 1 {
+		t.Fatalf("first call = %v, %d; want one line", st, n)
+	}
+	if st, n := next(); st != component.Idle || n != 0 {
+		t.Fatalf("ahead of schedule = %v, %d; want idle", st, n)
+	}
+	clock.advance(300 * time.Millisecond)
+	if st, n := next(); st != component.Emitted || n != 3 {
+		t.Fatalf("after 300ms = %v, %d; want 3 lines", st, n)
+	}
+	clock.advance(10 * time.Second) // the bucket holds half a second
+	if _, n := next(); n != 5 {
+		t.Fatalf("after a long pause: %d lines, want 5", n)
 	}
 }

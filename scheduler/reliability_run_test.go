@@ -1,8 +1,14 @@
 package scheduler
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"fmt"
+	"log/slog"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/ardea-dev/ardea/examples/wordcount"
@@ -67,4 +73,78 @@ func TestWordCountDeliveryModes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// failingStore fails every Save of the checkpoints in fail.
+type failingStore struct {
+	checkpoint.Store
+	mu   sync.Mutex
+	fail map[uint64]bool
+}
+
+func (s *failingStore) Save(ctx context.Context, topology string, id uint64, task uint32, data []byte) error {
+	s.mu.Lock()
+	bad := s.fail[id]
+	s.mu.Unlock()
+	if bad {
+		return fmt.Errorf("checkpoint %d task %d: %w", id, task, errStorageFull)
+	}
+	return s.Store.Save(ctx, topology, id, task, data)
+}
+
+var errStorageFull = errors.New("storage full")
+
+// TestCheckpointThatCannotBeStored: checkpoints 2 and 3 cannot be written;
+// they fail (counted, logged as errors), the data keeps flowing, the last
+// global checkpoint stays 1 until a later one is stored, and the output is
+// still exact.
+func TestCheckpointThatCannotBeStored(t *testing.T) {
+	lines := testLines(60000)
+	want := wordcount.Reference(lines)
+	in := filepath.Join(t.TempDir(), "in.txt")
+	writeLines(t, in, lines)
+	dir, err := checkpoint.NewDirStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := &failingStore{Store: dir, fail: map[uint64]bool{2: true, 3: true}}
+	out := filepath.Join(t.TempDir(), "counts.tsv")
+	top := wordcountWasmTopology(t, in, out, 2, 2)
+	top.Config["topology.reliability"] = EffectivelyOnce
+	top.Config["topology.checkpoint.interval"] = "5ms"
+	var logs bytes.Buffer
+	var mu sync.Mutex
+	res, err := Run(context.Background(), RunOptions{Topology: top, Containers: 2, CacheDir: t.TempDir(), CheckpointStore: store,
+		Logger: slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, &slog.HandlerOptions{Level: slog.LevelError}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	compareCounts(t, readCounts(t, out), want)
+	if res.FailedCheckpoints < 1 {
+		t.Fatalf("%d failed checkpoints, want at least 1", res.FailedCheckpoints)
+	}
+	mu.Lock()
+	log := logs.String()
+	mu.Unlock()
+	if !strings.Contains(log, "checkpoint failed") || !strings.Contains(log, "storage full") {
+		t.Errorf("the failure was not logged as an error:\n%s", log)
+	}
+	g, err := dir.Global(context.Background(), top.Name)
+	if err != nil || (g != 1 && g < 4) {
+		t.Fatalf("global checkpoint %d (%v): want 1 or one stored after the failures", g, err)
+	}
+	if _, err := dir.Load(context.Background(), top.Name, g, 1); err != nil {
+		t.Fatalf("the global checkpoint %d is not usable: %v", g, err)
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

@@ -98,8 +98,13 @@ again at half the measured peak rate and reports its latency (half_rate).`,
 			}
 			if r := res.Reliable; r != nil {
 				fmt.Fprintf(w, "  %s: %12.0f words/s (%.2f of at most once)   p50 %.3f ms   p99 %.3f ms\n", r.Mode, r.TuplesPerSec, r.RatioToAtMostOnce, r.P50Ms, r.P99Ms)
-				fmt.Fprintf(w, "    sentences acked: %.0f/s   complete latency p50 %.3f ms   p99 %.3f ms   failed or timed out: %d\n",
-					r.AckedPerSec, r.CompleteP50Ms, r.CompleteP99Ms, r.FailedOrTimedOut)
+				if r.AckedPerSec > 0 {
+					fmt.Fprintf(w, "    sentences acked: %.0f/s   complete latency p50 %.3f ms   p99 %.3f ms   failed or timed out: %d\n",
+						r.AckedPerSec, r.CompleteP50Ms, r.CompleteP99Ms, r.FailedOrTimedOut)
+				}
+				if r.GlobalCheckpoint > 0 {
+					fmt.Fprintf(w, "    checkpoints every 1s: last global %d, %d failed\n", r.GlobalCheckpoint, r.FailedCheckpoints)
+				}
 			}
 			return nil
 		},

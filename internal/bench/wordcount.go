@@ -54,11 +54,15 @@ type Phase struct {
 	BackPressMs  float64 `json:"back_pressure_ms"`
 	// At least once: spout trees acked per second and their complete
 	// latency.
-	AckedPerSec       float64 `json:"acked_per_sec,omitempty"`
-	CompleteP50Ms     float64 `json:"complete_p50_ms,omitempty"`
-	CompleteP99Ms     float64 `json:"complete_p99_ms,omitempty"`
-	FailedOrTimedOut  int64   `json:"failed_or_timed_out,omitempty"`
-	Mode              string  `json:"mode,omitempty"`
+	AckedPerSec      float64 `json:"acked_per_sec,omitempty"`
+	CompleteP50Ms    float64 `json:"complete_p50_ms,omitempty"`
+	CompleteP99Ms    float64 `json:"complete_p99_ms,omitempty"`
+	FailedOrTimedOut int64   `json:"failed_or_timed_out,omitempty"`
+	Mode             string  `json:"mode,omitempty"`
+	// Effectively once: the last global checkpoint at the end of the
+	// phase (checkpoints every 1s) and how many failed.
+	GlobalCheckpoint  uint64  `json:"global_checkpoint,omitempty"`
+	FailedCheckpoints int     `json:"failed_checkpoints,omitempty"`
 	RatioToAtMostOnce float64 `json:"ratio_to_at_most_once,omitempty"`
 }
 
@@ -237,7 +241,7 @@ func (o *WordCountOptions) phase(ctx context.Context, dir string, rate float64, 
 		}
 		end = take()
 	}()
-	_, err = scheduler.Run(runCtx, scheduler.RunOptions{
+	res, err := scheduler.Run(runCtx, scheduler.RunOptions{
 		Topology: t, Containers: o.Containers, Logger: o.Logger, CacheDir: o.CacheDir, Metrics: reg,
 	})
 	cancel()
@@ -262,6 +266,7 @@ func (o *WordCountOptions) phase(ctx context.Context, dir string, rate float64, 
 		ph.CompleteP50Ms, ph.CompleteP99Ms = ch.Quantile(0.50)/1e6, ch.Quantile(0.99)/1e6
 		ph.FailedOrTimedOut = end.bad - start.bad
 	}
+	ph.GlobalCheckpoint, ph.FailedCheckpoints = res.GlobalCheckpoint, res.FailedCheckpoints
 	return ph, nil
 }
 

@@ -7,4 +7,7 @@
 // Run it with
 //
 //	go run ./cmd/ardea run examples/keyed/topology.yaml
+//
+// input.txt holds 100 keys x 100 sequence numbers (WriteInput(path, 100,
+// 100)); the run writes records.tsv, which keyed.CheckExact accepts.
 package keyed

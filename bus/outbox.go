@@ -353,6 +353,11 @@ func (o *Outbox) send(ctx context.Context, d *dest, b *pendingBatch, block bool)
 		}
 		if err := o.sm.nc.Publish(d.subj, b.buf); err != nil {
 			d.link.refund(int64(n))
+			select {
+			case <-o.sm.done:
+				return false, ErrClosed // closed while this send waited
+			default:
+			}
 			return false, fmt.Errorf("bus: component %s task %d: publish batch to task %d: %w", o.comp.Name, o.task, d.task, err)
 		}
 		o.sm.putBatch(b)

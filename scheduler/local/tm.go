@@ -59,7 +59,7 @@ type tm struct {
 	hbs      map[int]ctl.Heartbeat
 	started  time.Time
 	stopping bool
-	lostTo   string // set when another daemon took the TM lock (stepDown)
+	lostTo   string     // set when another daemon took the TM lock (stepDown)
 	ckpt     *ckptState // effectively once (checkpoint.go)
 }
 

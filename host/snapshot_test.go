@@ -57,3 +57,29 @@ func FuzzRestoreState(f *testing.F) {
 		}
 	})
 }
+
+func TestStateTransaction(t *testing.T) {
+	s := NewMemoryState(16)
+	s.Put([]byte("a"), []byte("1"))
+	s.Put([]byte("b"), []byte("2"))
+	s.Begin()
+	s.Put([]byte("a"), []byte("10"))
+	s.Put([]byte("a"), []byte("11"))
+	s.Delete([]byte("b"))
+	s.Put([]byte("c"), []byte("3"))
+	s.Rollback()
+	for k, want := range map[string]string{"a": "1", "b": "2"} {
+		if v, ok := s.Get([]byte(k)); !ok || string(v) != want {
+			t.Fatalf("after rollback %s = %q, want %q", k, v, want)
+		}
+	}
+	if _, ok := s.Get([]byte("c")); ok || s.Len() != 2 {
+		t.Fatalf("after rollback: c present or %d keys", s.Len())
+	}
+	s.Begin()
+	s.Put([]byte("a"), []byte("7"))
+	s.Commit()
+	if v, _ := s.Get([]byte("a")); string(v) != "7" {
+		t.Fatalf("after commit a = %q", v)
+	}
+}

@@ -30,6 +30,9 @@ type MemoryState struct {
 	max    int
 	groups []map[string][]byte // index = key group; nil until used
 	n      int
+	// journal holds, during a transaction (Begin), each written key's
+	// value before its first write (nil: the key was absent).
+	journal map[string]*[]byte
 }
 
 var _ component.State = (*MemoryState)(nil)
@@ -72,6 +75,9 @@ func (s *MemoryState) Put(key, value []byte) {
 		s.groups[kg] = g
 	}
 	old, ok := g[string(key)]
+	if s.journal != nil {
+		s.record(key, old, ok)
+	}
 	switch {
 	case ok && len(old) == len(value):
 		copy(old, value) // in place: no allocation, no map write
@@ -91,9 +97,57 @@ func (s *MemoryState) Delete(key []byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	g := s.groups[kg]
-	if _, ok := g[string(key)]; ok {
+	if old, ok := g[string(key)]; ok {
+		if s.journal != nil {
+			s.record(key, old, true)
+		}
 		delete(g, string(key))
 		s.n--
+	}
+}
+
+// record keeps key's value before its first write of the transaction;
+// s.mu must be held.
+func (s *MemoryState) record(key, old []byte, ok bool) {
+	if _, seen := s.journal[string(key)]; seen {
+		return
+	}
+	var prev *[]byte
+	if ok {
+		c := bytes.Clone(old)
+		prev = &c
+	}
+	s.journal[string(key)] = prev
+}
+
+// Begin starts a transaction: the writes until Commit or Rollback can be
+// undone (a swapped-in module on probation: a batch it fails on leaves the
+// state as it was). One at a time, from the task's goroutine.
+func (s *MemoryState) Begin() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.journal = map[string]*[]byte{}
+}
+
+// Commit keeps the transaction's writes.
+func (s *MemoryState) Commit() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.journal = nil
+}
+
+// Rollback undoes the transaction's writes.
+func (s *MemoryState) Rollback() {
+	s.mu.Lock()
+	j := s.journal
+	s.journal = nil
+	s.mu.Unlock()
+	for k, prev := range j {
+		if prev == nil {
+			s.Delete([]byte(k))
+		} else {
+			s.Put([]byte(k), *prev)
+		}
 	}
 }
 

@@ -42,6 +42,10 @@ type ContainerOptions struct {
 	States map[uint32]*host.MemoryState
 	// Checkpoints is required when the topology runs effectively once.
 	Checkpoints *Checkpointing
+	// Versions names the version of each component's module (status);
+	// OnSwap hears how each task's swap went (swap.go).
+	Versions map[string]string
+	OnSwap   func(SwapEvent)
 }
 
 // Container is one running container: a stream manager and its tasks.
@@ -61,6 +65,8 @@ type Container struct {
 	runPlan  *plan.Plan
 	finished map[uint32]bool
 	since    map[uint32]time.Time // when each task's current instance started
+	swaps    map[uint32]*swapping // swap.go
+	modules  map[uint32]versioned // tasks whose module was swapped
 }
 
 // StartContainer starts the container's stream manager and creates its
@@ -99,7 +105,7 @@ func StartContainer(ctx context.Context, o ContainerOptions) (*Container, error)
 	}
 	c := &Container{o: o, sm: sm, states: map[uint32]*host.MemoryState{}, active: o.Active,
 		exited: map[uint32]error{}, finished: map[uint32]bool{}, runLog: log, runPlan: o.Plan,
-		since: map[uint32]time.Time{}}
+		since: map[uint32]time.Time{}, swaps: map[uint32]*swapping{}, modules: map[uint32]versioned{}}
 	for _, id := range ContainerTasks(o.Plan, o.Container) {
 		pc := &o.Plan.Components[o.Plan.Tasks[id].Component]
 		st := o.States[id]
@@ -142,8 +148,18 @@ func (c *Container) Run(ctx context.Context) error {
 // goTask runs t in the group; c.mu must be held.
 func (c *Container) goTask(t *engine.Task) {
 	c.group.Go(t, func(err error) {
+		c.mu.Lock()
+		handled := c.swapExited(t, err)
+		c.mu.Unlock()
+		if handled {
+			return
+		}
 		if errors.Is(err, engine.ErrSwitched) {
 			c.markDownstream(t)
+		}
+		var trapped *engine.Trapped
+		if errors.As(err, &trapped) {
+			c.group.GoFunc(func(context.Context) error { return trapped.Err })
 		}
 		c.taskExited(t.ID, err)
 	})

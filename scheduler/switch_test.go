@@ -33,9 +33,16 @@ type liveTopology struct {
 	rt         *host.Runtime
 	mods       map[string]*host.Module
 	url        string
+	tune       func(*ContainerOptions)
 }
 
 func startLive(t *testing.T, top *ardea.Topology, containers int) *liveTopology {
+	t.Helper()
+	return startLiveWith(t, top, containers, nil)
+}
+
+// startLiveWith is startLive with each container's options passed to tune.
+func startLiveWith(t *testing.T, top *ardea.Topology, containers int, tune func(*ContainerOptions)) *liveTopology {
 	t.Helper()
 	ctx := context.Background()
 	p, err := BuildPlan(top, containers, RoundRobin)
@@ -63,7 +70,7 @@ func startLive(t *testing.T, top *ardea.Topology, containers int) *liveTopology 
 		t.Fatal(err)
 	}
 	t.Cleanup(srv.Shutdown)
-	lt := &liveTopology{t: t, top: top, plan: p, reg: metrics.NewRegistry(), rt: rt, mods: mods, url: srv.ClientURL()}
+	lt := &liveTopology{t: t, top: top, plan: p, reg: metrics.NewRegistry(), rt: rt, mods: mods, url: srv.ClientURL(), tune: tune}
 	runCtx, cancel := context.WithCancel(ctx)
 	t.Cleanup(cancel)
 	for cn := 1; cn <= p.Containers; cn++ {
@@ -78,10 +85,14 @@ func (lt *liveTopology) startContainer(ctx context.Context, cn int, p *plan.Plan
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := StartContainer(ctx, ContainerOptions{
+	o := ContainerOptions{
 		Topology: lt.top, Plan: p, Container: cn, Conn: nc, OwnConn: true, Runtime: lt.rt, Modules: lt.mods,
 		Metrics: lt.reg, Active: true, Logger: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
-	})
+	}
+	if lt.tune != nil {
+		lt.tune(&o)
+	}
+	c, err := StartContainer(ctx, o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -61,6 +61,13 @@ type Task struct {
 	// upstream tasks a bolt aligns barriers from (checkpoint.go).
 	Checkpoints Checkpointer
 	Upstream    []uint32
+	// Probation (swap.go): the task's module was just swapped in. A batch
+	// it fails on leaves no effect and ends the task with a *Trapped error
+	// holding that batch, so that the previous version can retry it.
+	Probation atomic.Bool
+	TxState   TxState
+	// Retry is executed before the inbox's next batch.
+	Retry *bus.Delivery
 
 	active   atomic.Bool
 	stopReq  atomic.Bool   // StopForSwitch was called
@@ -170,8 +177,9 @@ func (g *Group) Go(t *Task, exited func(error)) {
 		if exited != nil {
 			exited(err)
 		}
-		if errors.Is(err, ErrSwitched) {
-			return nil
+		var trapped *Trapped
+		if errors.Is(err, ErrSwitched) || (exited != nil && errors.As(err, &trapped)) {
+			return nil // the task is being replaced (exited handles a trap)
 		}
 		if err != nil && ctx.Err() == nil {
 			g.log.Debug("task failed", "component", t.Component, "task", t.ID, "err", err)
@@ -522,9 +530,20 @@ func runBolt(ctx context.Context, t *Task) (err error) {
 		al = newAlignment(t)
 	}
 	for {
+		if t.stopReq.Load() && (al == nil || al.idle()) {
+			// A swap: stop at this batch boundary; the next instance takes
+			// over the same inbox, outbox and state.
+			if err := flush(ctx, t, out, true); err != nil {
+				return err
+			}
+			out.publish(t.Metrics)
+			return ErrSwitched
+		}
 		var d bus.Delivery
 		var err error
 		switch {
+		case t.Retry != nil:
+			d, t.Retry = *t.Retry, nil
 		case al != nil && len(al.released) > 0:
 			d = al.pop()
 		case al != nil && al.due != 0:
@@ -584,7 +603,11 @@ func runBolt(ctx context.Context, t *Task) (err error) {
 			return busErr(ctx, t, err)
 		}
 		start := time.Now()
-		err = t.Bolt.Execute(d.Batch, out)
+		if t.Probation.Load() {
+			err = executeTx(t, d, out)
+		} else {
+			err = t.Bolt.Execute(d.Batch, out)
+		}
 		end := time.Now()
 		if err != nil {
 			return err

@@ -1,0 +1,108 @@
+package scheduler
+
+import (
+	"context"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ardea-dev/ardea/examples/wordcount"
+	"github.com/ardea-dev/ardea/host"
+)
+
+// swapEvents collects the containers' swap reports.
+type swapEvents struct {
+	mu  sync.Mutex
+	evs []SwapEvent
+}
+
+func (s *swapEvents) add(ev SwapEvent) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.evs = append(s.evs, ev)
+}
+
+func (s *swapEvents) list() []SwapEvent {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]SwapEvent(nil), s.evs...)
+}
+
+// TestSwapKeepsCountsExact swaps count's module while the word count runs:
+// Go to Rust (the counts in host-side state carry over to the other
+// language), then to a module that traps on its first tuple, on probation
+// (each task goes back to the Rust module and retries the batch). Other
+// components keep their instances, and the final counts are exact, each
+// word's count stepping by one.
+func TestSwapKeepsCountsExact(t *testing.T) {
+	lines := testLines(60000)
+	want := wordcount.Reference(lines)
+	dir := t.TempDir()
+	in, out := filepath.Join(dir, "in.txt"), filepath.Join(dir, "counts.tsv")
+	writeLines(t, in, lines)
+	var evs swapEvents
+	lt := startLiveWith(t, wordcountWasmTopology(t, in, out, 2, 2), 2, func(o *ContainerOptions) { o.OnSwap = evs.add })
+	ctx := context.Background()
+	rust, err := lt.rt.Compile(ctx, repoPath(t, "examples/wordcount/rust/count.wasm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	trap, err := lt.rt.Compile(ctx, repoPath(t, "wasm-sdk/c/testdata/abort.wasm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	split := lt.tasksOf("split")
+	executed := func() int64 { return lt.reg.Component("count").Executed.Load() }
+	swapAll := func(mod *host.Module, version string, probation time.Duration) int {
+		n := 0
+		for _, c := range lt.containers {
+			ids, err := c.Swap("count", mod, version, nil, probation)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n += len(ids)
+		}
+		return n
+	}
+	at := executed()
+	waitUntil(t, func() bool { return executed() > at+15000 }, "count to execute 15000 words")
+	if n := swapAll(rust, "rust", 0); n != 2 {
+		t.Fatalf("swapped %d tasks, want 2", n)
+	}
+	waitUntil(t, func() bool { return len(evs.list()) == 2 }, "both count tasks to run the Rust module")
+	for _, c := range lt.containers {
+		for id, tk := range lt.tasksOf("count") {
+			if c.sm.Inbox(id) != nil && c.Version(id) != "rust" {
+				t.Fatalf("count task %d (%p) runs %q", id, tk, c.Version(id))
+			}
+		}
+	}
+	at = executed()
+	waitUntil(t, func() bool { return executed() > at+15000 }, "count (Rust) to execute 15000 words")
+	if n := swapAll(trap, "trap", time.Minute); n != 2 {
+		t.Fatalf("swapped %d tasks, want 2", n)
+	}
+	waitUntil(t, func() bool {
+		failed := 0
+		for _, ev := range evs.list() {
+			if ev.Version == "trap" && ev.Err != nil {
+				failed++
+			}
+		}
+		return failed == 2
+	}, "both trapping tasks to be rolled back")
+	lt.wait()
+	compareCounts(t, readCounts(t, out), want)
+	for _, ev := range evs.list() {
+		if ev.Version == "trap" && ev.Err != nil && ev.Previous != "rust" {
+			t.Errorf("task %d rolled back to %q, want rust", ev.Task, ev.Previous)
+		}
+	}
+	after := lt.tasksOf("split")
+	for id, tk := range split {
+		if after[id] != tk {
+			t.Errorf("split task %d was replaced by a swap of count", id)
+		}
+	}
+}

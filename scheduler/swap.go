@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/ardea-dev/ardea/bus"
 	"github.com/ardea-dev/ardea/host"
 	"github.com/ardea-dev/ardea/internal/engine"
 )
@@ -31,6 +32,9 @@ type SwapEvent struct {
 	// put back on Previous.
 	Err      error
 	Previous string
+	// Pause is how long the task took no input: from the swap's request to
+	// the new instance's start (its input waited in the inbox meanwhile).
+	Pause time.Duration
 }
 
 // versioned is a module with the version (artifact digest) it is known by.
@@ -44,6 +48,7 @@ type swapping struct {
 	next, prev versioned
 	stopping   bool      // waiting for the old instance to stop
 	until      time.Time // end of probation (zero: none)
+	requested  time.Time
 }
 
 // Swap replaces the instances of component comp's local tasks (those in
@@ -68,7 +73,7 @@ func (c *Container) Swap(comp string, mod *host.Module, version string, tasks []
 		if t.Checkpoints != nil && t.Bolt != nil {
 			return nil, fmt.Errorf("component %s: swapping a module of an effectively-once topology is not supported yet", comp)
 		}
-		s := &swapping{next: versioned{mod, version}, prev: c.moduleOf(t.ID, comp), stopping: true}
+		s := &swapping{next: versioned{mod, version}, prev: c.moduleOf(t.ID, comp), stopping: true, requested: time.Now()}
 		if probation > 0 {
 			s.until = time.Now().Add(probation)
 		}
@@ -112,12 +117,12 @@ func (c *Container) swapExited(t *engine.Task, err error) bool {
 	switch {
 	case s.stopping && errors.Is(err, engine.ErrSwitched):
 		s.stopping = false
-		nt, serr := c.restart(t, s.next)
+		_, serr := c.restart(t, s.next, !s.until.IsZero(), nil)
 		if serr != nil {
 			// The new version cannot even start: keep the old one.
 			c.runLog.Error("swapped-in version failed to start; the previous one is kept", "component", t.Component, "task", t.ID, "err", serr)
 			delete(c.swaps, t.ID)
-			if _, perr := c.restart(t, s.prev); perr != nil {
+			if _, perr := c.restart(t, s.prev, false, nil); perr != nil {
 				c.group.GoFunc(func(context.Context) error { return perr })
 			}
 			c.report(SwapEvent{Component: t.Component, Task: t.ID, Version: s.next.version, Previous: s.prev.version, Err: serr})
@@ -125,19 +130,15 @@ func (c *Container) swapExited(t *engine.Task, err error) bool {
 		}
 		if s.until.IsZero() {
 			delete(c.swaps, t.ID)
-		} else {
-			nt.Probation.Store(true)
 		}
-		c.report(SwapEvent{Component: t.Component, Task: t.ID, Version: s.next.version})
+		c.report(SwapEvent{Component: t.Component, Task: t.ID, Version: s.next.version, Pause: time.Since(s.requested)})
 		return true
 	case errors.As(err, &trapped):
 		delete(c.swaps, t.ID)
-		nt, perr := c.restart(t, s.prev)
-		if perr != nil {
+		if _, perr := c.restart(t, s.prev, false, &trapped.Delivery); perr != nil {
 			c.group.GoFunc(func(context.Context) error { return perr })
 			return true
 		}
-		nt.Retry = &trapped.Delivery
 		c.runLog.Warn("swapped-in version failed on probation; the previous version is back and retries the batch",
 			"component", t.Component, "task", t.ID, "version", s.next.version, "previous", s.prev.version, "err", trapped.Err)
 		c.report(SwapEvent{Component: t.Component, Task: t.ID, Version: s.next.version, Previous: s.prev.version, Err: trapped.Err})
@@ -147,8 +148,9 @@ func (c *Container) swapExited(t *engine.Task, err error) bool {
 }
 
 // restart starts a new instance of v for task t (same id, inbox, outbox
-// and state); c.mu must be held.
-func (c *Container) restart(t *engine.Task, v versioned) (*engine.Task, error) {
+// and state), on probation if set, first executing retry if set; c.mu
+// must be held.
+func (c *Container) restart(t *engine.Task, v versioned, probation bool, retry *bus.Delivery) (*engine.Task, error) {
 	p := c.runPlan
 	pc := &p.Components[p.Tasks[t.ID].Component]
 	st := c.states[t.ID]
@@ -161,6 +163,8 @@ func (c *Container) restart(t *engine.Task, v versioned) (*engine.Task, error) {
 	}
 	c.wireCheckpoints(nt, p)
 	nt.TxState = st
+	nt.Probation.Store(probation)
+	nt.Retry = retry
 	if i := slices.Index(c.tasks, t); i >= 0 {
 		c.tasks[i] = nt
 	}

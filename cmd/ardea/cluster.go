@@ -341,7 +341,7 @@ func printStatus(w io.Writer, st local.Status) {
 				acking = acking || in.Acked+in.Failed+in.TimedOut > 0
 			}
 		}
-		head := "  CONTAINER\tPID\tPROCESS\tHOST\tRESTARTS\tCPU\tRAM\tINSTANCE\tTASK\tSTATE\tEMITTED\tEXECUTED"
+		head := "  CONTAINER\tPID\tPROCESS\tHOST\tRESTARTS\tCPU\tRAM\tINSTANCE\tTASK\tSTATE\tVERSION\tEMITTED\tEXECUTED"
 		if acking {
 			head += "\tACKED\tFAILED\tTIMED OUT"
 		}
@@ -357,7 +357,7 @@ func printStatus(w io.Writer, st local.Status) {
 				} else {
 					fmt.Fprint(tw, "  \t\t\t\t\t\t\t")
 				}
-				fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d", in.Name, in.Task, in.State, in.Emitted, in.Executed)
+				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%d", in.Name, in.Task, in.State, shortVersion(in.Version), in.Emitted, in.Executed)
 				if acking {
 					fmt.Fprintf(tw, "\t%d\t%d\t%d", in.Acked, in.Failed, in.TimedOut)
 				}

@@ -60,6 +60,8 @@ type Heartbeat struct {
 	// Held is the rollback generation of a plan that told this host to
 	// stop (PlanDoc.Hold): it runs nothing until the next plan.
 	Held uint64 `json:"held,omitempty"`
+	// Swap is the progress of the last swap command.
+	Swap *SwapProgress `json:"swap,omitempty"`
 	// Live switch progress (OpSwitchPrepare, a plan naming the switch,
 	// OpSwitchRun): the epoch this host prepared, adopted and runs, and why
 	// it could not prepare.
@@ -88,6 +90,8 @@ type Instance struct {
 	State     string `json:"state"` // RUNNING, FINISHED, FAILED
 	Emitted   int64  `json:"emitted"`
 	Executed  int64  `json:"executed"`
+	// Version is the module version (artifact sha256) the task runs.
+	Version string `json:"version,omitempty"`
 	// At least once: a bolt's acks and fails of its input; a spout's trees
 	// acked, failed and timed out.
 	Acked    int64 `json:"acked,omitempty"`
@@ -121,6 +125,12 @@ const (
 	// OpCheckpoint (effectively once): take checkpoint Epoch; each task
 	// reports its save on CheckpointSubject.
 	OpCheckpoint = "checkpoint"
+	// OpSwap: replace the module of Components[0]'s tasks (Tasks, or all)
+	// with Modules[component], on probation for Probation; report
+	// SwapProgress. OpSwapCommit: the version stays (probation ends, and a
+	// restarted container uses it).
+	OpSwap       = "swap"
+	OpSwapCommit = "swap-commit"
 )
 
 // Command is a TM -> hosts message.
@@ -128,6 +138,24 @@ type Command struct {
 	Op         string   `json:"op"`
 	Epoch      uint64   `json:"epoch,omitempty"`
 	Components []string `json:"components,omitempty"`
+	// OpSwap, OpSwapCommit: the module (artifact sha256) per component;
+	// OpSwap: the tasks to swap (empty: all) and their probation.
+	Modules   map[string]string `json:"modules,omitempty"`
+	Tasks     []uint32          `json:"tasks,omitempty"`
+	Probation time.Duration     `json:"probation,omitempty"`
+}
+
+// SwapProgress is a host's report on the swap of Epoch: tasks targeted
+// here, swapped (running the new version), rolled back (failed on
+// probation; the previous version is back), and why.
+type SwapProgress struct {
+	Epoch      uint64   `json:"epoch"`
+	Targeted   int      `json:"targeted"`
+	Swapped    int      `json:"swapped"`
+	RolledBack int      `json:"rolled_back"`
+	Errors     []string `json:"errors,omitempty"`
+	// MaxPause is the longest a swapped task took no input.
+	MaxPause time.Duration `json:"max_pause,omitempty"`
 }
 
 // Switch names the live switch a plan belongs to: hosts that prepared it

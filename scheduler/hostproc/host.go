@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -72,6 +73,11 @@ type proc struct {
 	// Effectively once (checkpoint.go): nil store otherwise.
 	ckptStore *checkpoint.JetStreamStore
 	held      uint64 // rollback generation this host stopped for
+	// Swaps (swap.go): the last swap command, the version of each
+	// component's module, and the containers' per-task swap events.
+	swap       *swapState
+	versions   map[string]string
+	swapEvents chan scheduler.SwapEvent
 	// finalStates are the tasks' states once every local task finished:
 	// later checkpoints store them as they are.
 	finalStates map[uint32]*host.MemoryState
@@ -99,7 +105,8 @@ func Run(ctx context.Context, o Options) error {
 		log = slog.New(slog.DiscardHandler)
 	}
 	log = log.With("topology", o.Topology, "container", o.Container)
-	h := &proc{o: o, log: log, state: ctl.HostStarting, commands: make(chan ctl.Command, 16)}
+	h := &proc{o: o, log: log, state: ctl.HostStarting, commands: make(chan ctl.Command, 16),
+		versions: map[string]string{}, swapEvents: make(chan scheduler.SwapEvent, 256)}
 	nc, err := nats.Connect(o.NATSURL, nats.Name(fmt.Sprintf("ardea-host-%s-%d", o.Topology, o.Container)),
 		nats.MaxReconnects(-1))
 	if err != nil {
@@ -196,6 +203,9 @@ func Run(ctx context.Context, o Options) error {
 				h.fail(err)
 				return err
 			}
+		case ev := <-h.swapEvents:
+			h.swapEvent(ev)
+			h.heartbeat()
 		case <-tick.C:
 			h.heartbeat()
 		}
@@ -242,6 +252,7 @@ func (h *proc) load(ctx context.Context) error {
 			return fmt.Errorf("host: component %s: %w", c.Name, err)
 		}
 		h.mods[c.Name] = m
+		h.versions[c.Name] = sha
 	}
 	return nil
 }
@@ -306,6 +317,14 @@ func (h *proc) replan(ctx context.Context, u statemgr.PlanUpdate) error {
 		Topology: h.top, Plan: doc.Plan, Container: h.o.Container, Conn: h.nc, Runtime: h.rt,
 		Modules: h.mods, Metrics: metrics.NewRegistry(), Logger: h.log, Active: doc.Active, States: states,
 		Checkpoints: h.checkpointing(doc),
+		Versions:    maps.Clone(h.versions),
+		OnSwap: func(ev scheduler.SwapEvent) {
+			select {
+			case h.swapEvents <- ev:
+			default:
+				h.log.Warn("swap event dropped", "component", ev.Component, "task", ev.Task)
+			}
+		},
 	})
 	if err != nil {
 		cancel()
@@ -362,6 +381,12 @@ func (h *proc) command(ctx context.Context, c ctl.Command) error {
 	case ctl.OpSwitchRun:
 		if err := h.runSwitch(ctx, c.Epoch); err != nil {
 			return err
+		}
+	case ctl.OpSwap:
+		h.startSwap(ctx, c)
+	case ctl.OpSwapCommit:
+		if err := h.commitSwap(ctx, c); err != nil {
+			h.log.Error("swap commit", "err", err)
 		}
 	case ctl.OpCheckpoint:
 		switch {
@@ -466,6 +491,11 @@ func (h *proc) heartbeat() {
 		Active: h.active, Error: h.lastErr, HandoffDone: h.handedOff, Held: h.held, Time: time.Now(),
 		SwitchPrepared: h.sw.epoch, SwitchAdopted: h.sw.adopted, SwitchRunning: h.sw.running, SwitchError: h.sw.err,
 	}
+	if h.swap != nil {
+		p := h.swap.progress
+		p.Errors = slices.Clone(p.Errors)
+		hb.Swap = &p
+	}
 	switch {
 	case h.cur != nil:
 		h.counters(&hb, h.state)
@@ -490,6 +520,7 @@ func (h *proc) counters(hb *ctl.Heartbeat, state string) {
 		t := p.Tasks[id]
 		in := ctl.Instance{Task: id, Component: p.Components[t.Component].Name, Index: t.Index, State: state}
 		in.Since, in.Finished = h.cur.c.TaskInfo(id)
+		in.Version = h.cur.c.Version(id)
 		if sm.Outbox(id).Blocked() {
 			hb.BlockedOutboxes++
 		}

@@ -47,6 +47,9 @@ func (d *Daemon) routes() http.Handler {
 	mux.HandleFunc("GET /api/v1/topologies/{name}", d.handleStatus)
 	mux.HandleFunc("POST /api/v1/topologies/{name}/{action}", d.handleAction)
 	mux.HandleFunc("GET /api/v1/topologies/{name}/logs", d.handleLogs)
+	mux.HandleFunc("POST /api/v1/topologies/{name}/swap", d.handleSwap)
+	mux.HandleFunc("POST /api/v1/topologies/{name}/rollback", d.handleRollback)
+	mux.HandleFunc("GET /api/v1/topologies/{name}/history", d.handleHistory)
 	return mux
 }
 
@@ -132,6 +135,7 @@ func (d *Daemon) Submit(ctx context.Context, req SubmitRequest) error {
 		top.Name = req.Name
 	}
 	mods := map[string]string{}
+	var history []statemgr.ModuleVersion
 	for _, c := range top.Components {
 		if c.ModuleKind().String() == "builtin" {
 			continue
@@ -145,6 +149,8 @@ func (d *Daemon) Submit(ctx context.Context, req SubmitRequest) error {
 			return fmt.Errorf("component %s: store module: %w", c.Name, err)
 		}
 		mods[c.Name] = sha
+		history = append(history, statemgr.ModuleVersion{Component: c.Name, Version: sha, Source: c.Module,
+			At: time.Now(), By: req.By, Status: VersionActive})
 	}
 	spec, err := top.Format()
 	if err != nil {
@@ -154,7 +160,7 @@ func (d *Daemon) Submit(ctx context.Context, req SubmitRequest) error {
 		return newErr(ErrBadRequest, "%v", err)
 	}
 	if _, err := d.store.CreateTopology(ctx, statemgr.Topology{
-		Name: req.Name, Spec: spec, Modules: mods, SubmittedAt: time.Now(), SubmittedBy: req.By,
+		Name: req.Name, Spec: spec, Modules: mods, SubmittedAt: time.Now(), SubmittedBy: req.By, History: history,
 	}); errors.Is(err, statemgr.ErrExists) {
 		return newErr(ErrExists, "topology %s already exists (kill it first, or submit with another --name)", req.Name)
 	} else if err != nil {
@@ -345,4 +351,52 @@ func keepLine(line, component string, task uint32) bool {
 	}
 	n, ok := rec["task"].(float64)
 	return ok && uint32(n) == task
+}
+
+func (d *Daemon) handleSwap(w http.ResponseWriter, r *http.Request) {
+	t, err := d.get(r.PathValue("name"))
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	var req SwapRequest
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		writeErr(w, newErr(ErrBadRequest, "swap: %v", err))
+		return
+	}
+	res, err := t.swap(r.Context(), req)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+func (d *Daemon) handleRollback(w http.ResponseWriter, r *http.Request) {
+	t, err := d.get(r.PathValue("name"))
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	comp := r.URL.Query().Get("component")
+	if comp == "" {
+		writeErr(w, newErr(ErrBadRequest, "rollback: no component given"))
+		return
+	}
+	res, err := t.rollbackModule(r.Context(), comp, r.URL.Query().Get("by"))
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+// handleHistory lists every module version of every component.
+func (d *Daemon) handleHistory(w http.ResponseWriter, r *http.Request) {
+	rec, err := d.store.GetTopology(r.Context(), r.PathValue("name"))
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, rec.History)
 }

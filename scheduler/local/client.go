@@ -1,6 +1,8 @@
 package local
 
 import (
+	"github.com/ardea-dev/ardea/scheduler/statemgr"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -123,4 +125,23 @@ func (c *Client) Logs(ctx context.Context, name, instance string, lines int) ([]
 	}
 	var out []string
 	return out, c.do(ctx, http.MethodGet, "/api/v1/topologies/"+url.PathEscape(name)+"/logs?"+q.Encode(), nil, &out)
+}
+
+// Swap replaces a component's module in a running topology.
+func (c *Client) Swap(ctx context.Context, name string, req SwapRequest) (SwapResult, error) {
+	var out SwapResult
+	return out, c.do(ctx, http.MethodPost, "/api/v1/topologies/"+url.PathEscape(name)+"/swap", req, &out)
+}
+
+// Rollback swaps a component back to its previous version.
+func (c *Client) Rollback(ctx context.Context, name, component, by string) (SwapResult, error) {
+	var out SwapResult
+	q := url.Values{"component": {component}, "by": {by}}
+	return out, c.do(ctx, http.MethodPost, "/api/v1/topologies/"+url.PathEscape(name)+"/rollback?"+q.Encode(), nil, &out)
+}
+
+// History lists every module version of every component of a topology.
+func (c *Client) History(ctx context.Context, name string) ([]statemgr.ModuleVersion, error) {
+	var out []statemgr.ModuleVersion
+	return out, c.do(ctx, http.MethodGet, "/api/v1/topologies/"+url.PathEscape(name)+"/history", nil, &out)
 }

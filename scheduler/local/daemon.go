@@ -24,6 +24,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/ardea-dev/ardea/bus"
+	"github.com/ardea-dev/ardea/host"
 	"github.com/ardea-dev/ardea/scheduler/launcher"
 	"github.com/ardea-dev/ardea/scheduler/statemgr"
 )
@@ -64,6 +65,11 @@ type Daemon struct {
 
 	mu  sync.Mutex
 	tms map[string]*tm
+
+	// validator compiles swapped-in modules before anything changes.
+	validatorOnce sync.Once
+	validator     *host.Runtime
+	validatorErr  error
 }
 
 // Start starts the daemon and resumes the topologies the state manager

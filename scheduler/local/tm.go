@@ -510,6 +510,8 @@ type InstanceStatus struct {
 	State    string `json:"state"`
 	Emitted  int64  `json:"emitted"`
 	Executed int64  `json:"executed"`
+	// Version is the module version (artifact sha256) the instance runs.
+	Version string `json:"version,omitempty"`
 	// At least once (ctl.Instance): acks and fails of a bolt's input; a
 	// spout's trees acked, failed and timed out.
 	Acked    int64 `json:"acked,omitempty"`
@@ -576,6 +578,7 @@ func (t *tm) status() Status {
 			if in, ok := byTask[id]; ok && hb.PlanRevision == t.planRev {
 				is.State, is.Emitted, is.Executed, is.Since = in.State, in.Emitted, in.Executed, in.Since
 				is.Acked, is.Failed, is.TimedOut = in.Acked, in.Failed, in.TimedOut
+				is.Version = in.Version
 			}
 			cs.Instances = append(cs.Instances, is)
 		}

@@ -23,6 +23,9 @@ type Topology struct {
 	SubmittedAt time.Time
 	SubmittedBy string
 	Options     map[string]string
+	// History lists every module version of every component, oldest
+	// first (submit, swaps, rollbacks).
+	History []ModuleVersion
 	// Revision is the KV revision the topology was read at (set by
 	// GetTopology and ListTopologies; ignored on writes). Pass it to
 	// UpdateTopology.
@@ -38,6 +41,22 @@ type topologyRecord struct {
 	SubmittedAt time.Time         `json:"submitted_at"`
 	SubmittedBy string            `json:"submitted_by,omitempty"`
 	Options     map[string]string `json:"options,omitempty"`
+	History     []ModuleVersion   `json:"history,omitempty"`
+}
+
+// ModuleVersion is one version of one component's module.
+type ModuleVersion struct {
+	Component string    `json:"component"`
+	Version   string    `json:"version"` // the artifact's sha256 (hex)
+	Source    string    `json:"source,omitempty"`
+	Previous  string    `json:"previous,omitempty"`
+	At        time.Time `json:"at"`
+	By        string    `json:"by,omitempty"`
+	// Status: active, replaced, rolled back (it failed on probation and
+	// the previous version is back), refused (validation), failed.
+	Status string `json:"status"`
+	Reason string `json:"reason,omitempty"`
+	Canary int    `json:"canary,omitempty"`
 }
 
 func encodeTopology(t Topology) ([]byte, error) {
@@ -46,7 +65,7 @@ func encodeTopology(t Topology) ([]byte, error) {
 	}
 	return json.Marshal(topologyRecord{
 		Name: t.Name, Spec: string(t.Spec), Modules: t.Modules,
-		SubmittedAt: t.SubmittedAt, SubmittedBy: t.SubmittedBy, Options: t.Options,
+		SubmittedAt: t.SubmittedAt, SubmittedBy: t.SubmittedBy, Options: t.Options, History: t.History,
 	})
 }
 
@@ -57,7 +76,7 @@ func decodeTopology(e jetstream.KeyValueEntry) (Topology, error) {
 	}
 	return Topology{
 		Name: r.Name, Spec: []byte(r.Spec), Modules: r.Modules,
-		SubmittedAt: r.SubmittedAt, SubmittedBy: r.SubmittedBy, Options: r.Options,
+		SubmittedAt: r.SubmittedAt, SubmittedBy: r.SubmittedBy, Options: r.Options, History: r.History,
 		Revision: e.Revision(),
 	}, nil
 }

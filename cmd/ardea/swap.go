@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ardea-dev/ardea/internal/build"
+	"github.com/ardea-dev/ardea/scheduler"
+	"github.com/ardea-dev/ardea/scheduler/local"
+)
+
+// moduleBytes reads a .wasm file, or builds a component folder (Go, Rust,
+// C or AssemblyScript) into one.
+func moduleBytes(ctx context.Context, g *globalFlags, path string) ([]byte, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !st.IsDir() {
+		return os.ReadFile(path)
+	}
+	cache := g.cacheDir
+	if cache == "" {
+		cache = scheduler.DefaultCacheDir()
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
+	out := filepath.Join(cache, "modules", fmt.Sprintf("swap-%s-%d.wasm", filepath.Base(abs), time.Now().UnixNano()))
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return nil, err
+	}
+	defer os.Remove(out)
+	if _, err := build.Build(ctx, abs, out); err != nil {
+		return nil, err
+	}
+	return os.ReadFile(out)
+}
+
+func newSwapCmd(g *globalFlags) *cobra.Command {
+	var (
+		cf        clientFlags
+		canary    int
+		probation time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "swap NAME COMPONENT MODULE",
+		Short: "Replace a component's module in a running topology (a .wasm or a component folder)",
+		Long: `Replace the module of a component while the topology runs. The new module
+is validated (ABI version, imports, exports) and compiled beside the old one;
+each task stops at a batch boundary, its input waits in its inbox, and the
+new instance starts with the same task id and host-side state. Other
+components keep running. The new version runs on probation: a batch it fails
+on (a trap, a guest error) leaves no effect and is retried by the previous
+version, and the swap is rolled back everywhere with the reason. --canary N
+swaps N tasks first and the rest only after they pass the probation.`,
+		Args: cobra.ExactArgs(3),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			data, err := moduleBytes(cmd.Context(), g, args[2])
+			if err != nil {
+				return fmt.Errorf("module %s: %w", args[2], err)
+			}
+			src := args[2]
+			if abs, err := filepath.Abs(src); err == nil {
+				src = abs
+			}
+			res, err := cf.client().Swap(cmd.Context(), args[0], local.SwapRequest{
+				Component: args[1], Module: data, Source: src, Canary: canary, Probation: probation, By: os.Getenv("USER"),
+			})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s/%s: %s -> %s (%s, %d tasks, longest pause %.1f ms, %s)\n", args[0], res.Component,
+				shortVersion(res.Previous), shortVersion(res.Version), res.Status, res.Tasks, res.MaxPauseMs, res.Took)
+			return nil
+		},
+	}
+	cf.add(cmd)
+	cmd.Flags().IntVar(&canary, "canary", 0, "swap this many tasks first; the rest once they pass the probation")
+	cmd.Flags().DurationVar(&probation, "probation", 10*time.Second, "how long new instances are watched (a failure rolls the swap back)")
+	return cmd
+}
+
+func newRollbackCmd() *cobra.Command {
+	var cf clientFlags
+	cmd := &cobra.Command{
+		Use:   "rollback NAME COMPONENT",
+		Short: "Swap a component back to its previous module version",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			res, err := cf.client().Rollback(cmd.Context(), args[0], args[1], os.Getenv("USER"))
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s/%s: back to %s (%d tasks)\n", args[0], res.Component, shortVersion(res.Version), res.Tasks)
+			return nil
+		},
+	}
+	cf.add(cmd)
+	return cmd
+}
+
+func newHistoryCmd() *cobra.Command {
+	var cf clientFlags
+	cmd := &cobra.Command{
+		Use:   "history NAME",
+		Short: "Every module version of every component: when, by whom, status",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			hist, err := cf.client().History(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "COMPONENT\tVERSION\tAT\tBY\tSTATUS\tSOURCE\tREASON")
+			for _, h := range hist {
+				reason, _, _ := strings.Cut(h.Reason, "\n") // a trap's stack trace: first line only
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", h.Component, shortVersion(h.Version),
+					h.At.Local().Format(time.DateTime), h.By, h.Status, h.Source, reason)
+			}
+			return tw.Flush()
+		},
+	}
+	cf.add(cmd)
+	return cmd
+}
+
+func shortVersion(sha string) string {
+	if len(sha) > 12 {
+		return sha[:12]
+	}
+	if sha == "" {
+		return "-"
+	}
+	return sha
+}

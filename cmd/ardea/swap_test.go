@@ -1,0 +1,114 @@
+//go:build linux
+
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ardea-dev/ardea/examples/wordcount"
+	"github.com/ardea-dev/ardea/scheduler/local"
+)
+
+func sha(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// countVersions lists the versions the count instances run.
+func countVersions(st local.Status) map[string]int {
+	out := map[string]int{}
+	for _, c := range st.Containers {
+		for _, in := range c.Instances {
+			if strings.HasPrefix(in.Name, "count/") {
+				out[in.Version]++
+			}
+		}
+	}
+	return out
+}
+
+// TestClusterSwap swaps count's module in a running word count through
+// host processes while data flows: Go to Rust (the counts in host-side
+// state carry over), a module that fails validation (refused, nothing
+// changes), a module that traps on its first tuple (rolled back, the
+// failed batches retried by the previous version), then `ardea rollback`
+// back to Go. The final counts are exact, each word's count stepping by
+// one; history lists every version.
+func TestClusterSwap(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs host processes")
+	}
+	dir := t.TempDir()
+	in, out := filepath.Join(dir, "input.txt"), filepath.Join(dir, "counts.tsv")
+	want := writeWords(t, in, 200_000, 4, 2000)
+	d := startDaemon(t, t.TempDir())
+	d.ok(t, "submit", repoPath("examples/wordcount/topology.yaml"), "--name", "sw",
+		"--set", "lines.path="+in, "--set", "out.path="+out, "--set", "topology.containers=2",
+		"--set", "lines.rate=25000") // about 8 s of input
+	waitFor(t, time.Minute, "sw running", func() (bool, string) { return allRunning(d.status(t, "sw")) })
+	goVersion := ""
+	for v := range countVersions(d.status(t, "sw")) {
+		goVersion = v
+	}
+	if goVersion == "" {
+		t.Fatal("status shows no version for count")
+	}
+
+	rust := repoPath("examples/wordcount/rust/count.wasm")
+	t.Logf("%s", strings.TrimSpace(d.ok(t, "swap", "sw", "count", rust, "--probation", "1s")))
+	if v := countVersions(d.status(t, "sw")); v[sha(t, rust)] != 2 {
+		t.Fatalf("count instances run %v, want the Rust module on both", v)
+	}
+
+	code, _, stderr := cli(t, "--server", d.server, "swap", "sw", "count", repoPath("wasm-sdk/c/testdata/badabi.wasm"))
+	if code == 0 || !strings.Contains(stderr, "refused, nothing changed") {
+		t.Fatalf("swap of a module with another ABI version: exit %d, %s", code, stderr)
+	}
+
+	code, _, stderr = cli(t, "--server", d.server, "swap", "sw", "count", repoPath("wasm-sdk/c/testdata/abort.wasm"), "--probation", "3s")
+	if code == 0 || !strings.Contains(stderr, "rolled back") || !strings.Contains(stderr, "abort") {
+		t.Fatalf("swap of a trapping module: exit %d, %s", code, stderr)
+	}
+	if v := countVersions(d.status(t, "sw")); v[sha(t, rust)] != 2 {
+		t.Fatalf("after the rollback count instances run %v, want the Rust module on both", v)
+	}
+
+	d.ok(t, "rollback", "sw", "count")
+	if v := countVersions(d.status(t, "sw")); v[goVersion] != 2 {
+		t.Fatalf("after ardea rollback count instances run %v, want the Go module %s", v, goVersion)
+	}
+	if st := d.status(t, "sw"); st.State != local.StateRunning {
+		t.Fatalf("the input was used up before the swaps ended (%s): the test needs a larger input", st.State)
+	}
+	waitFor(t, 3*time.Minute, "sw to finish", func() (bool, string) {
+		st := d.status(t, "sw")
+		return st.State == local.StateFinished, st.State
+	})
+	got, err := wordcount.ReadCounts(out, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for w, n := range want {
+		if got[w] != n {
+			t.Fatalf("word %q: count %d, want %d", w, got[w], n)
+		}
+	}
+	hist := d.ok(t, "history", "sw")
+	for _, s := range []string{"refused", "rolled back", "replaced", "active"} {
+		if !strings.Contains(hist, s) {
+			t.Errorf("history has no %q version:\n%s", s, hist)
+		}
+	}
+	t.Logf("history:\n%s", hist)
+}

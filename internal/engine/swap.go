@@ -24,7 +24,9 @@ type Trapped struct {
 	Err      error
 }
 
-func (e *Trapped) Error() string { return fmt.Sprintf("engine: swapped-in version failed on a batch: %v", e.Err) }
+func (e *Trapped) Error() string {
+	return fmt.Sprintf("engine: swapped-in version failed on a batch: %v", e.Err)
+}
 func (e *Trapped) Unwrap() error { return e.Err }
 
 // idle reports whether no checkpoint alignment holds data (a swap waits

@@ -44,6 +44,11 @@ type RunOptions struct {
 	// CheckpointStore keeps an effectively-once topology's checkpoints
 	// (default: a temporary directory removed when Run returns).
 	CheckpointStore checkpoint.Store
+	// Started, if set, is called once every container runs, with the
+	// containers and the runtime their modules are compiled on (for
+	// Container.Swap); OnSwap hears the containers' swap events.
+	Started func(containers []*Container, rt *host.Runtime)
+	OnSwap  func(SwapEvent)
 }
 
 // Result describes a finished run.
@@ -175,7 +180,7 @@ func Run(ctx context.Context, o RunOptions) (*Result, error) {
 		}
 		c, err := StartContainer(runCtx, ContainerOptions{
 			Topology: t, Plan: p, Container: cn, Conn: nc, OwnConn: true, Runtime: rt, Modules: modules,
-			Metrics: o.Metrics, Logger: log, Bus: o.Bus, Active: true, Checkpoints: ckpt,
+			Metrics: o.Metrics, Logger: log, Bus: o.Bus, Active: true, Checkpoints: ckpt, OnSwap: o.OnSwap,
 		})
 		if err != nil {
 			nc.Close()
@@ -197,6 +202,21 @@ func Run(ctx context.Context, o RunOptions) (*Result, error) {
 		})
 	}
 	start := time.Now()
+	if o.Started != nil {
+		go func() {
+			// Swaps need each container's task group: wait until they run.
+			for _, c := range containers {
+				for !c.running() {
+					select {
+					case <-runCtx.Done():
+						return
+					case <-time.After(time.Millisecond):
+					}
+				}
+			}
+			o.Started(containers, rt)
+		}()
+	}
 	err = runContainers(runCtx, containers)
 	res := &Result{Plan: p, Metrics: o.Metrics, Elapsed: time.Since(start), Finished: err == nil && runCtx.Err() == nil,
 		MaxHeldBytes: map[uint32]int64{}}

@@ -204,3 +204,10 @@ func (c *Container) EndProbation(comp string, force bool) (remaining int) {
 	}
 	return remaining
 }
+
+// running reports whether Run has started the container's tasks.
+func (c *Container) running() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.group != nil
+}

@@ -122,5 +122,40 @@ again at half the measured peak rate and reports its latency (half_rate).`,
 	wc.Flags().IntVar(&o.MaxSpoutPending, "max-spout-pending", 1000, "topology.max.spout.pending of the reliability phase")
 	wc.Flags().BoolVar(&noHalf, "no-half-rate", false, "skip the half-peak-rate latency phase")
 	cmd.AddCommand(wc)
+
+	var so bench.SwapOptions
+	var swapJSON bool
+	sw := &cobra.Command{
+		Use:   "swap",
+		Short: "Swap count's module repeatedly under load: pause per task (p50/p99) and the throughput dip",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !slices.Contains(wordcount.Languages, so.Lang) {
+				return usageError{fmt.Errorf("--lang %q: want one of %s", so.Lang, strings.Join(wordcount.Languages, ", "))}
+			}
+			so.CacheDir = g.cacheDir
+			res, err := bench.Swap(cmd.Context(), so)
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			if swapJSON {
+				return json.NewEncoder(w).Encode(res)
+			}
+			fmt.Fprintf(w, "word count in %s, %d swaps of count (%d task swaps) every %s under full load, %d CPUs\n",
+				res.Lang, res.Swaps, res.Tasks, so.Every, res.CPUs)
+			fmt.Fprintf(w, "  pause per task: p50 %.2f ms   p99 %.2f ms   max %.2f ms\n", res.PauseP50Ms, res.PauseP99Ms, res.PauseMaxMs)
+			fmt.Fprintf(w, "  count throughput: %.0f words/s before, %.0f during the swaps, lowest 100 ms window %.0f (dip %.0f%%)\n",
+				res.BaselinePerSec, res.DuringPerSec, res.MinPerSec, res.DipPct)
+			return nil
+		},
+	}
+	sw.Flags().IntVar(&so.Swaps, "swaps", 20, "swaps of count")
+	sw.Flags().DurationVar(&so.Every, "every", 500*time.Millisecond, "time between swaps")
+	sw.Flags().DurationVar(&so.Warmup, "warmup", 2*time.Second, "run before the first swap (baseline throughput)")
+	sw.Flags().IntVar(&so.Containers, "containers", 2, "containers")
+	sw.Flags().StringVar(&so.Lang, "lang", "rust", "language of the split and count modules: "+strings.Join(wordcount.Languages, ", "))
+	sw.Flags().BoolVar(&swapJSON, "json", false, "print one JSON object")
+	cmd.AddCommand(sw)
 	return cmd
 }

@@ -41,9 +41,10 @@ func countVersions(st local.Status) map[string]int {
 // TestClusterSwap swaps count's module in a running word count through
 // host processes while data flows: Go to Rust (the counts in host-side
 // state carry over), a module that fails validation (refused, nothing
-// changes), a module that traps on its first tuple (rolled back, the
-// failed batches retried by the previous version), then `ardea rollback`
-// back to Go. The final counts are exact, each word's count stepping by
+// changes), a module that traps on its first tuple as a canary (rolled
+// back, the failed batch retried by the previous version, the other task
+// untouched), a canary that passes (C), then `ardea rollback` back to
+// Rust. The final counts are exact, each word's count stepping by
 // one; history lists every version.
 func TestClusterSwap(t *testing.T) {
 	if testing.Short() {
@@ -55,14 +56,10 @@ func TestClusterSwap(t *testing.T) {
 	d := startDaemon(t, t.TempDir())
 	d.ok(t, "submit", repoPath("examples/wordcount/topology.yaml"), "--name", "sw",
 		"--set", "lines.path="+in, "--set", "out.path="+out, "--set", "topology.containers=2",
-		"--set", "lines.rate=25000") // about 8 s of input
+		"--set", "lines.rate=20000") // about 10 s of input
 	waitFor(t, time.Minute, "sw running", func() (bool, string) { return allRunning(d.status(t, "sw")) })
-	goVersion := ""
-	for v := range countVersions(d.status(t, "sw")) {
-		goVersion = v
-	}
-	if goVersion == "" {
-		t.Fatal("status shows no version for count")
+	if v := countVersions(d.status(t, "sw")); len(v) != 1 || v[""] != 0 {
+		t.Fatalf("count versions at the start: %v, want one", v)
 	}
 
 	rust := repoPath("examples/wordcount/rust/count.wasm")
@@ -76,17 +73,25 @@ func TestClusterSwap(t *testing.T) {
 		t.Fatalf("swap of a module with another ABI version: exit %d, %s", code, stderr)
 	}
 
-	code, _, stderr = cli(t, "--server", d.server, "swap", "sw", "count", repoPath("wasm-sdk/c/testdata/abort.wasm"), "--probation", "3s")
-	if code == 0 || !strings.Contains(stderr, "rolled back") || !strings.Contains(stderr, "abort") {
-		t.Fatalf("swap of a trapping module: exit %d, %s", code, stderr)
+	// A canary of one task: it traps, so the version is rolled back and
+	// the other task never runs it.
+	code, _, stderr = cli(t, "--server", d.server, "swap", "sw", "count", repoPath("wasm-sdk/c/testdata/abort.wasm"), "--canary", "1", "--probation", "3s")
+	if code == 0 || !strings.Contains(stderr, "rolled back") || !strings.Contains(stderr, "abort") || !strings.Contains(stderr, "count task 4") {
+		t.Fatalf("canary swap of a trapping module: exit %d, %s", code, stderr)
 	}
 	if v := countVersions(d.status(t, "sw")); v[sha(t, rust)] != 2 {
 		t.Fatalf("after the rollback count instances run %v, want the Rust module on both", v)
 	}
+	// A canary that passes: then the other task follows.
+	c := repoPath("examples/wordcount/c/count.wasm")
+	t.Logf("%s", strings.TrimSpace(d.ok(t, "swap", "sw", "count", c, "--canary", "1", "--probation", "1s")))
+	if v := countVersions(d.status(t, "sw")); v[sha(t, c)] != 2 {
+		t.Fatalf("after the canary swap count instances run %v, want the C module on both", v)
+	}
 
 	d.ok(t, "rollback", "sw", "count")
-	if v := countVersions(d.status(t, "sw")); v[goVersion] != 2 {
-		t.Fatalf("after ardea rollback count instances run %v, want the Go module %s", v, goVersion)
+	if v := countVersions(d.status(t, "sw")); v[sha(t, rust)] != 2 {
+		t.Fatalf("after ardea rollback count instances run %v, want the Rust module", v)
 	}
 	if st := d.status(t, "sw"); st.State != local.StateRunning {
 		t.Fatalf("the input was used up before the swaps ended (%s): the test needs a larger input", st.State)

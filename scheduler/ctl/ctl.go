@@ -182,6 +182,9 @@ type PlanDoc struct {
 	// then with Restore, the checkpoint every task restarts from, and a
 	// new Generation (hosts restart even though the plan is the same).
 	CheckpointKey string `json:"checkpoint_key,omitempty"`
+	// SpecRevision changes when the topology itself changed (ardea
+	// apply): hosts reload its spec and modules before running the plan.
+	SpecRevision uint64 `json:"spec_revision,omitempty"`
 	Hold          uint64 `json:"hold,omitempty"`
 	Restore       uint64 `json:"restore,omitempty"`
 	Generation    uint64 `json:"generation,omitempty"`

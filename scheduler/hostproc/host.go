@@ -125,7 +125,7 @@ func Run(ctx context.Context, o Options) error {
 		h.fail(err)
 		return err
 	}
-	defer h.rt.Close(context.Background())
+	defer func() { h.rt.Close(context.Background()) }()
 
 	sub, err := nc.Subscribe(ctl.CommandSubject(o.Tenant, o.Topology), func(m *nats.Msg) {
 		var c ctl.Command
@@ -288,6 +288,14 @@ func (h *proc) replan(ctx context.Context, u statemgr.PlanUpdate) error {
 	h.stop()
 	h.sw = switchProgress{}
 	h.finalStates = nil
+	if h.doc.Plan != nil && doc.SpecRevision != h.doc.SpecRevision {
+		// The topology itself changed (ardea apply): its spec and modules.
+		h.rt.Close(context.Background())
+		if err := h.load(ctx); err != nil {
+			return err
+		}
+		h.log.Info("reloaded the changed topology", "spec_revision", doc.SpecRevision)
+	}
 	h.doc, h.planRev, h.active = doc, u.Revision, doc.Active
 	if h.o.Container > doc.Plan.Containers {
 		// This container is not in the plan (the TM shrank it); the

@@ -50,6 +50,7 @@ func (d *Daemon) routes() http.Handler {
 	mux.HandleFunc("POST /api/v1/topologies/{name}/swap", d.handleSwap)
 	mux.HandleFunc("POST /api/v1/topologies/{name}/rollback", d.handleRollback)
 	mux.HandleFunc("GET /api/v1/topologies/{name}/history", d.handleHistory)
+	mux.HandleFunc("POST /api/v1/topologies/{name}/apply", d.handleApply)
 	return mux
 }
 
@@ -399,4 +400,23 @@ func (d *Daemon) handleHistory(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, rec.History)
+}
+
+func (d *Daemon) handleApply(w http.ResponseWriter, r *http.Request) {
+	t, err := d.get(r.PathValue("name"))
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	var req ApplyRequest
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		writeErr(w, newErr(ErrBadRequest, "apply: %v", err))
+		return
+	}
+	res, err := t.apply(r.Context(), req)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
 }

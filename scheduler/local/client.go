@@ -145,3 +145,10 @@ func (c *Client) History(ctx context.Context, name string) ([]statemgr.ModuleVer
 	var out []statemgr.ModuleVersion
 	return out, c.do(ctx, http.MethodGet, "/api/v1/topologies/"+url.PathEscape(name)+"/history", nil, &out)
 }
+
+// Apply changes a running topology into the one in req (or, with DryRun,
+// only says how).
+func (c *Client) Apply(ctx context.Context, name string, req ApplyRequest) (ApplyResult, error) {
+	var out ApplyResult
+	return out, c.do(ctx, http.MethodPost, "/api/v1/topologies/"+url.PathEscape(name)+"/apply", req, &out)
+}

@@ -1,6 +1,9 @@
 package local
 
 import (
+	"github.com/ardea-dev/ardea"
+	"github.com/ardea-dev/ardea/internal/plan"
+
 	"context"
 	"errors"
 	"fmt"
@@ -97,7 +100,20 @@ func (t *tm) update(ctx context.Context, parallelism map[string]int) error {
 	}
 	t.setMessage("updating (paused): " + describe(parallelism))
 	defer t.setMessage("")
+	if err := t.replanPaused(ctx, top, doc, p, nil); err != nil {
+		return err
+	}
+	t.log.Info("topology updated", "parallelism", describe(parallelism))
+	return nil
+}
 
+// replanPaused moves the topology to plan p of top with its spouts paused:
+// quiesce (in-flight tuples drain), hand every task's state off per key
+// group, publish p (hosts restart on it, each task loading the key groups
+// it owns), resume. With modules set (a changed topology: ardea apply),
+// the stored spec and modules are replaced first and the plan carries a
+// new spec revision, so hosts reload them.
+func (t *tm) replanPaused(ctx context.Context, top *ardea.Topology, doc ctl.PlanDoc, p *plan.Plan, modules map[string]string) error {
 	// 1. Quiesce.
 	wasActive := doc.Active
 	since := time.Now()
@@ -141,16 +157,24 @@ func (t *tm) update(ctx context.Context, parallelism map[string]int) error {
 	if err != nil {
 		return rollback(err)
 	}
-	newDoc := ctl.PlanDoc{Plan: p, Active: wasActive, HandoffEpoch: epoch}
-	rev, err := t.putPlan(ctx, newDoc)
-	if err != nil {
-		return rollback(err)
+	newDoc := ctl.PlanDoc{Plan: p, Active: wasActive, HandoffEpoch: epoch, SpecRevision: doc.SpecRevision, CheckpointKey: doc.CheckpointKey}
+	if modules != nil {
+		rec.Modules = modules
+		newDoc.SpecRevision++
 	}
 	rec.Spec = spec
 	if _, err := t.d.store.UpdateTopology(ctx, rec, rec.Revision); err != nil {
+		if modules != nil {
+			// Hosts would reload the old spec with the new plan.
+			return rollback(fmt.Errorf("store the changed topology: %w", err))
+		}
 		// The plan in use is the new one; a stale spec only matters for a
 		// daemon restart, which re-reads the stored plan, not the spec.
 		t.log.Error("store the updated topology", "err", err)
+	}
+	rev, err := t.putPlan(ctx, newDoc)
+	if err != nil {
+		return rollback(err)
 	}
 	t.mu.Lock()
 	t.top, t.doc, t.planRev = top, newDoc, rev
@@ -176,7 +200,7 @@ func (t *tm) update(ctx context.Context, parallelism map[string]int) error {
 			t.log.Warn("delete handed-off state", "component", c.Name, "err", err)
 		}
 	}
-	t.log.Info("topology updated", "parallelism", describe(parallelism), "plan_revision", rev)
+	t.log.Info("topology replanned with its spouts paused", "plan_revision", rev)
 	return nil
 }
 

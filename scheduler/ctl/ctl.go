@@ -185,9 +185,9 @@ type PlanDoc struct {
 	// SpecRevision changes when the topology itself changed (ardea
 	// apply): hosts reload its spec and modules before running the plan.
 	SpecRevision uint64 `json:"spec_revision,omitempty"`
-	Hold          uint64 `json:"hold,omitempty"`
-	Restore       uint64 `json:"restore,omitempty"`
-	Generation    uint64 `json:"generation,omitempty"`
+	Hold         uint64 `json:"hold,omitempty"`
+	Restore      uint64 `json:"restore,omitempty"`
+	Generation   uint64 `json:"generation,omitempty"`
 }
 
 // EncodePlan and DecodePlan (de)serialise a PlanDoc.

@@ -67,7 +67,8 @@ func (c *Container) Swap(comp string, mod *host.Module, version string, tasks []
 		if t.Component != comp || (tasks != nil && !slices.Contains(tasks, t.ID)) {
 			continue
 		}
-		if _, gone := c.exited[t.ID]; gone || c.swaps[t.ID] != nil && c.swaps[t.ID].stopping {
+		if err, gone := c.exited[t.ID]; gone || c.swaps[t.ID] != nil && c.swaps[t.ID].stopping {
+			c.runLog.Warn("swap skips a task that is not running or already swapping", "component", comp, "task", t.ID, "ended", gone, "err", err)
 			continue
 		}
 		if t.Checkpoints != nil && t.Bolt != nil {

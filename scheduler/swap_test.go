@@ -36,13 +36,17 @@ func (s *swapEvents) list() []SwapEvent {
 // components keep their instances, and the final counts are exact, each
 // word's count stepping by one.
 func TestSwapKeepsCountsExact(t *testing.T) {
-	lines := testLines(60000)
+	lines := testLines(30000)
 	want := wordcount.Reference(lines)
 	dir := t.TempDir()
 	in, out := filepath.Join(dir, "in.txt"), filepath.Join(dir, "counts.tsv")
 	writeLines(t, in, lines)
 	var evs swapEvents
-	lt := startLiveWith(t, wordcountWasmTopology(t, in, out, 2, 2), 2, func(o *ContainerOptions) { o.OnSwap = evs.add })
+	top := wordcountWasmTopology(t, in, out, 2, 2)
+	// Paced (at least 6 s of input), so that the input cannot run out
+	// before both swaps, however fast or slow (race detector) the run is.
+	top.Component("lines").Config["rate"] = "5000"
+	lt := startLiveWith(t, top, 2, func(o *ContainerOptions) { o.OnSwap = evs.add })
 	ctx := context.Background()
 	rust, err := lt.rt.Compile(ctx, repoPath(t, "examples/wordcount/rust/count.wasm"))
 	if err != nil {
@@ -66,7 +70,7 @@ func TestSwapKeepsCountsExact(t *testing.T) {
 		return n
 	}
 	at := executed()
-	waitUntil(t, func() bool { return executed() > at+15000 }, "count to execute 15000 words")
+	waitUntil(t, func() bool { return executed() > at+5000 }, "count to execute 5000 words")
 	if n := swapAll(rust, "rust", 0); n != 2 {
 		t.Fatalf("swapped %d tasks, want 2", n)
 	}
@@ -79,7 +83,7 @@ func TestSwapKeepsCountsExact(t *testing.T) {
 		}
 	}
 	at = executed()
-	waitUntil(t, func() bool { return executed() > at+15000 }, "count (Rust) to execute 15000 words")
+	waitUntil(t, func() bool { return executed() > at+5000 }, "count (Rust) to execute 5000 words")
 	if n := swapAll(trap, "trap", time.Minute); n != 2 {
 		t.Fatalf("swapped %d tasks, want 2", n)
 	}

@@ -71,11 +71,11 @@ func (c *Container) Swap(comp string, mod *host.Module, version string, tasks []
 			c.runLog.Warn("swap skips a task that is not running or already swapping", "component", comp, "task", t.ID, "ended", gone, "err", err)
 			continue
 		}
-		if t.Checkpoints != nil && t.Bolt != nil {
-			return nil, fmt.Errorf("component %s: swapping a module of an effectively-once topology is not supported yet", comp)
-		}
 		s := &swapping{next: versioned{mod, version}, prev: c.moduleOf(t.ID, comp), stopping: true, requested: time.Now()}
-		if probation > 0 {
+		// Effectively once, a failing new version is undone by the rollback
+		// to the last checkpoint (the container fails): no transactions,
+		// whose held batch would bypass the checkpoint alignment.
+		if probation > 0 && t.Checkpoints == nil {
 			s.until = time.Now().Add(probation)
 		}
 		c.swaps[t.ID] = s

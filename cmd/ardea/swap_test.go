@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ardea-dev/ardea/examples/keyed"
 	"github.com/ardea-dev/ardea/examples/wordcount"
 	"github.com/ardea-dev/ardea/scheduler/local"
 )
@@ -116,4 +117,53 @@ func TestClusterSwap(t *testing.T) {
 		}
 	}
 	t.Logf("history:\n%s", hist)
+}
+
+// TestClusterEffectivelyOnceSwap: effectively once, a swap follows a fresh
+// global checkpoint; a new version that traps kills its container, and the
+// rollback to the last checkpoint restarts every task on the previous
+// version. The output stays exact.
+func TestClusterEffectivelyOnceSwap(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs host processes")
+	}
+	const keys, perKey = 300, 1000
+	dir := t.TempDir()
+	in, out := filepath.Join(dir, "input.txt"), filepath.Join(dir, "records.tsv")
+	if err := keyed.WriteInput(in, keys, perKey); err != nil {
+		t.Fatal(err)
+	}
+	d := startDaemon(t, t.TempDir())
+	d.ok(t, "submit", repoPath("examples/keyed/topology.yaml"), "--name", "eos",
+		"--set", "lines.path="+in, "--set", "out.path="+out, "--set", "topology.containers=2",
+		"--set", "topology.checkpoint.interval=300ms", "--set", "lines.rate=30000") // about 10 s of input
+	waitFor(t, time.Minute, "a global checkpoint", func() (bool, string) {
+		st := d.status(t, "eos")
+		return st.Checkpoints != nil && st.Checkpoints.Global > 0, st.State
+	})
+	before := d.status(t, "eos")
+	code, _, stderr := cli(t, "--server", d.server, "swap", "eos", "seqstate", repoPath("wasm-sdk/c/testdata/abort.wasm"), "--probation", "5s")
+	if code == 0 || !strings.Contains(stderr, "rolled back") {
+		t.Fatalf("swap of a trapping module, effectively once: exit %d, %s", code, stderr)
+	}
+	t.Logf("%s", strings.TrimSpace(stderr))
+	waitFor(t, time.Minute, "the rollback", func() (bool, string) {
+		st := d.status(t, "eos")
+		ok, why := allRunning(st)
+		return ok && st.Checkpoints.Rollbacks > before.Checkpoints.Rollbacks && !st.Checkpoints.RollingBack, why
+	})
+	for _, c := range d.status(t, "eos").Containers {
+		for _, in := range c.Instances {
+			if strings.HasPrefix(in.Name, "seqstate/") && in.Version != sha(t, repoPath("examples/keyed/go/seqstate.wasm")) {
+				t.Fatalf("%s runs %s after the rollback, want the original module", in.Name, in.Version)
+			}
+		}
+	}
+	waitFor(t, 3*time.Minute, "eos to finish", func() (bool, string) {
+		st := d.status(t, "eos")
+		return st.State == local.StateFinished, st.State
+	})
+	if err := keyed.CheckExact(out, keys, perKey); err != nil {
+		t.Fatal(err)
+	}
 }

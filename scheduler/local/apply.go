@@ -159,7 +159,7 @@ func (t *tm) apply(ctx context.Context, req ApplyRequest) (ApplyResult, error) {
 	default:
 		res.How = "paused"
 	}
-	if eo && res.How != "nothing" {
+	if eo && res.How != "nothing" && res.How != "swap" {
 		return res, newErr(ErrBadState, "cannot apply to topology %s: it runs effectively once, and changing such a topology live is not supported yet", t.name)
 	}
 	if req.DryRun || res.How == "nothing" {

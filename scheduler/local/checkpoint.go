@@ -136,6 +136,9 @@ func (t *tm) onContainerExit(ps launcher.ProcessStatus) {
 	if cs == nil || (state != StateRunning && state != StatePaused) {
 		return
 	}
+	t.mu.Lock()
+	t.crashed = true
+	t.mu.Unlock()
 	go t.rollback(ps.ID)
 }
 

@@ -103,8 +103,6 @@ func (t *tm) swap(ctx context.Context, req SwapRequest) (SwapResult, error) {
 		return SwapResult{}, newErr(ErrBadRequest, "swap in topology %s: no component %q", t.name, req.Component)
 	case c.ModuleKind() == ardea.ModuleBuiltin:
 		return SwapResult{}, newErr(ErrBadRequest, "swap in topology %s: component %s is built in (%s); only WebAssembly modules can be swapped", t.name, c.Name, c.Module)
-	case eo:
-		return SwapResult{}, newErr(ErrBadState, "cannot swap a module of topology %s: it runs effectively once, and swapping at a checkpoint is not supported yet", t.name)
 	case len(req.Module) == 0:
 		return SwapResult{}, newErr(ErrBadRequest, "swap %s/%s: no module uploaded", t.name, c.Name)
 	}
@@ -133,6 +131,18 @@ func (t *tm) swap(ctx context.Context, req SwapRequest) (SwapResult, error) {
 	if probation <= 0 {
 		probation = defaultProbation
 	}
+	if eo {
+		// Effectively once the swap follows a fresh global checkpoint: a
+		// new version that fails kills its container, and the rollback to
+		// that checkpoint restarts every task on the previous version
+		// (hosts load committed versions only).
+		if err := t.awaitCheckpoint(ctx); err != nil {
+			return SwapResult{}, err
+		}
+		t.mu.Lock()
+		t.crashed = false
+		t.mu.Unlock()
+	}
 	var all []uint32
 	for _, pc := range doc.Plan.Components {
 		if pc.Name == c.Name {
@@ -149,6 +159,12 @@ func (t *tm) swap(ctx context.Context, req SwapRequest) (SwapResult, error) {
 		if err != nil || reason != "" {
 			if reason == "" {
 				reason = err.Error()
+			}
+			if eo {
+				entry.Status, entry.Reason = VersionRolledBack, reason
+				t.record(ctx, entry, "")
+				res.Status, res.Reason, res.Took = VersionRolledBack, reason, time.Since(start).Round(time.Millisecond).String()
+				return res, newErr(ErrBadState, "swap %s/%s rolled back to %s: %s", t.name, c.Name, short(prev), reason)
 			}
 			// Put the previous version back on every task (those that
 			// already run it are skipped by the hosts).
@@ -194,7 +210,16 @@ func (t *tm) swapPhaseTimed(ctx context.Context, comp, version string, tasks []u
 	t.mu.Unlock()
 	var reason string
 	var pause time.Duration
+	crashed := func() bool {
+		if t.crashed && reason == "" {
+			reason = "a container died while the new version ran; the topology rolls back to its last global checkpoint with the previous version"
+		}
+		return t.crashed
+	}
 	failed := func(h ctl.Heartbeat) bool {
+		if crashed() {
+			return true
+		}
 		if s := h.Swap; s != nil && s.Epoch == epoch && (s.RolledBack > 0 || (len(s.Errors) > 0 && s.Targeted == 0)) {
 			if reason == "" {
 				reason = strings.Join(s.Errors, "; ")
@@ -225,6 +250,7 @@ func (t *tm) swapPhaseTimed(ctx context.Context, comp, version string, tasks []u
 	deadline := time.Now().Add(probation)
 	for time.Now().Before(deadline) {
 		t.mu.Lock()
+		crashed()
 		for c := 1; c <= n; c++ {
 			if h, ok := t.hbs[c]; ok {
 				failed(h)
@@ -338,4 +364,26 @@ func short(sha string) string {
 		return sha[:12]
 	}
 	return sha
+}
+
+// awaitCheckpoint waits until a checkpoint newer than the current global
+// one is global (effectively once).
+func (t *tm) awaitCheckpoint(ctx context.Context) error {
+	t.mu.Lock()
+	cs := t.ckpt
+	t.mu.Unlock()
+	g0 := cs.coord.Global()
+	limit := max(10*cs.interval, 30*time.Second)
+	deadline := time.Now().Add(limit)
+	for cs.coord.Global() <= g0 {
+		if time.Now().After(deadline) {
+			return newErr(ErrBadState, "swap in topology %s: no checkpoint became global within %v to swap at", t.name, limit)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return nil
 }

@@ -61,6 +61,7 @@ type tm struct {
 	stopping bool
 	lostTo   string     // set when another daemon took the TM lock (stepDown)
 	ckpt     *ckptState // effectively once (checkpoint.go)
+	crashed  bool       // a container died (effectively once: a swap in progress fails)
 }
 
 func (d *Daemon) newTM(name string) *tm {

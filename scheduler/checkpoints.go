@@ -238,6 +238,15 @@ func (c *Coordinator) Restart() {
 	}
 }
 
+// Reset starts over under a new key for plan p (effectively once, after a
+// replan: snapshots are per task, so the old ones do not fit the new plan).
+func (c *Coordinator) Reset(key string, p *plan.Plan) {
+	c.SetPlan(p)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.topology, c.tracker = key, checkpoint.NewTracker(0)
+}
+
 // Global is the last global checkpoint (0: none).
 func (c *Coordinator) Global() uint64 {
 	c.mu.Lock()

@@ -3,9 +3,11 @@
 package main
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -142,5 +144,47 @@ func TestClusterEffectivelyOnceUnderKills(t *testing.T) {
 	}
 	if st := d.status(t, "eo"); st.Checkpoints.Rollbacks < 3 {
 		t.Fatalf("%d rollbacks for 3 kills", st.Checkpoints.Rollbacks)
+	}
+}
+
+// TestClusterEffectivelyOnceRescale: an effectively-once topology is
+// rescaled while data flows (a paused replan that starts a new checkpoint
+// series with its first checkpoint taken before the spouts resume), then a
+// container is killed: the rollback goes to the new plan's checkpoint, and
+// the output is exactly a fault-free run's.
+func TestClusterEffectivelyOnceRescale(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills container processes while data flows")
+	}
+	const keys, perKey = 300, 1000
+	dir := t.TempDir()
+	in, out := filepath.Join(dir, "input.txt"), filepath.Join(dir, "records.tsv")
+	if err := keyed.WriteInput(in, keys, perKey); err != nil {
+		t.Fatal(err)
+	}
+	d := startDaemon(t, t.TempDir())
+	d.ok(t, "submit", repoPath("examples/keyed/topology.yaml"), "--name", "eor",
+		"--set", "lines.path="+in, "--set", "out.path="+out, "--set", "topology.containers=2",
+		"--set", "topology.checkpoint.interval=300ms", "--set", "lines.rate=30000") // about 10 s of input
+	waitFor(t, time.Minute, "a global checkpoint", func() (bool, string) {
+		st := d.status(t, "eor")
+		return st.Checkpoints != nil && st.Checkpoints.Global > 0, st.State
+	})
+	t.Logf("%s", strings.TrimSpace(d.ok(t, "update", "eor", "--component-parallelism", "seqstate:3")))
+	waitFor(t, time.Minute, "a checkpoint of the new plan after the first", func() (bool, string) {
+		st := d.status(t, "eor")
+		return st.Checkpoints.Global > 1, fmt.Sprint(st.Checkpoints.Global)
+	})
+	r := rand.New(rand.NewPCG(9, 10))
+	rec := killAndRecover(t, d, "eor", out, r, func(st local.Status) bool {
+		return st.Checkpoints.Rollbacks >= 1 && !st.Checkpoints.RollingBack
+	})
+	t.Logf("recovery after the kill: %.2fs", rec.Seconds())
+	waitFor(t, 3*time.Minute, "eor to finish", func() (bool, string) {
+		st := d.status(t, "eor")
+		return st.State == local.StateFinished, st.State
+	})
+	if err := keyed.CheckExact(out, keys, perKey); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -159,8 +159,8 @@ func (t *tm) apply(ctx context.Context, req ApplyRequest) (ApplyResult, error) {
 	default:
 		res.How = "paused"
 	}
-	if eo && res.How != "nothing" && res.How != "swap" {
-		return res, newErr(ErrBadState, "cannot apply to topology %s: it runs effectively once, and changing such a topology live is not supported yet", t.name)
+	if eo && res.How == "live rescale" {
+		res.How = "paused" // effectively once, a new plan starts a new checkpoint series
 	}
 	if req.DryRun || res.How == "nothing" {
 		return res, nil

@@ -214,3 +214,44 @@ func (t *tm) stopCheckpoints() {
 		cs.sub.Unsubscribe()
 	}
 }
+
+// firstCheckpoint takes the first checkpoint of a replanned
+// effectively-once topology (its spouts paused), then resumes the spouts:
+// from then on a failure rolls back to the new plan's own checkpoints.
+func (t *tm) firstCheckpoint(ctx context.Context, cs *ckptState, doc ctl.PlanDoc, active bool) error {
+	cs.coord.Reset(doc.CheckpointKey, doc.Plan)
+	id, err := cs.coord.Begin()
+	if err != nil {
+		return err
+	}
+	cmd := ctl.Command{Op: ctl.OpCheckpoint, Epoch: id}
+	if err := t.command(cmd); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(rollbackTimeout)
+	resend := time.Now().Add(resendEvery)
+	for cs.coord.Global() < id {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("topology %s: the first checkpoint of the new plan was not stored within %v", t.name, rollbackTimeout)
+		}
+		if time.Now().After(resend) {
+			if err := t.command(cmd); err != nil {
+				return err
+			}
+			resend = time.Now().Add(resendEvery)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	if !active {
+		return nil
+	}
+	doc.Active = true
+	if err := t.publish(ctx, doc); err != nil {
+		return err
+	}
+	return t.command(ctl.Command{Op: ctl.OpActivate})
+}

@@ -60,11 +60,6 @@ func (t *tm) update(ctx context.Context, parallelism map[string]int) error {
 	if state != StateRunning && state != StatePaused {
 		return newErr(ErrBadState, "cannot update topology %s: it is %s", t.name, state)
 	}
-	if eo {
-		// Its checkpoints hold one state per task of the current plan; a
-		// rollback after a rescale would restore them into other tasks.
-		return newErr(ErrBadState, "cannot update topology %s: it runs effectively once, and rescaling such a topology is not supported yet (kill and resubmit it with the new parallelism)", t.name)
-	}
 	names := make([]string, 0, len(parallelism))
 	for name := range parallelism {
 		names = append(names, name)
@@ -84,6 +79,11 @@ func (t *tm) update(ctx context.Context, parallelism map[string]int) error {
 	cur := t.top
 	t.mu.Unlock()
 	live, err := scheduler.LiveRescalePlan(cur, doc.Plan, parallelism)
+	if eo && err == nil {
+		// Effectively once the rescale pauses: its checkpoints are per
+		// task, so the new plan starts a new series (replanPaused).
+		err = fmt.Errorf("%w: effectively once", scheduler.ErrNotLive)
+	}
 	switch {
 	case err == nil:
 		t.setMessage("updating live: " + describe(parallelism))
@@ -158,6 +158,22 @@ func (t *tm) replanPaused(ctx context.Context, top *ardea.Topology, doc ctl.Plan
 		return rollback(err)
 	}
 	newDoc := ctl.PlanDoc{Plan: p, Active: wasActive, HandoffEpoch: epoch, SpecRevision: doc.SpecRevision, CheckpointKey: doc.CheckpointKey}
+	t.mu.Lock()
+	cs := t.ckpt
+	t.mu.Unlock()
+	if cs != nil {
+		// Effectively once: the new plan gets a new checkpoint series and
+		// runs with its spouts paused until its first checkpoint is global.
+		newDoc.CheckpointKey, newDoc.Active = newCheckpointKey(t.name), false
+		t.mu.Lock()
+		cs.rolling = true
+		t.mu.Unlock()
+		defer func() {
+			t.mu.Lock()
+			cs.rolling = false
+			t.mu.Unlock()
+		}()
+	}
 	if modules != nil {
 		rec.Modules = modules
 		newDoc.SpecRevision++
@@ -194,6 +210,11 @@ func (t *tm) replanPaused(ctx context.Context, top *ardea.Topology, doc ctl.Plan
 		return h.PlanRevision == rev && (h.State == ctl.HostRunning || h.State == ctl.HostFinished)
 	}); err != nil {
 		return err
+	}
+	if cs != nil {
+		if err := t.firstCheckpoint(ctx, cs, newDoc, wasActive); err != nil {
+			return err
+		}
 	}
 	for _, c := range p.Components {
 		if err := t.d.store.DeleteKeyGroupStates(ctx, t.name, c.Name, epoch); err != nil {

@@ -212,3 +212,16 @@ func (c *Container) running() bool {
 	defer c.mu.Unlock()
 	return c.group != nil
 }
+
+// TaskLatency is task id's current instance's execute time per tuple
+// (moving average; 0 if unknown).
+func (c *Container) TaskLatency(id uint32) time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, t := range c.tasks {
+		if t.ID == id {
+			return t.Latency()
+		}
+	}
+	return 0
+}

@@ -51,6 +51,8 @@ func newSwapCmd(g *globalFlags) *cobra.Command {
 		cf        clientFlags
 		canary    int
 		probation time.Duration
+		failRate  float64
+		latFactor float64
 	)
 	cmd := &cobra.Command{
 		Use:   "swap NAME COMPONENT MODULE",
@@ -61,8 +63,10 @@ each task stops at a batch boundary, its input waits in its inbox, and the
 new instance starts with the same task id and host-side state. Other
 components keep running. The new version runs on probation: a batch it fails
 on (a trap, a guest error) leaves no effect and is retried by the previous
-version, and the swap is rolled back everywhere with the reason. --canary N
-swaps N tasks first and the rest only after they pass the probation.`,
+version, and the swap is rolled back everywhere with the reason; so is a
+version that fails too many tuples or is much slower than the old one.
+--canary N swaps N tasks first and the rest only after they pass the
+probation.`,
 		Args: cobra.ExactArgs(3),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			data, err := moduleBytes(cmd.Context(), g, args[2])
@@ -75,6 +79,7 @@ swaps N tasks first and the rest only after they pass the probation.`,
 			}
 			res, err := cf.client().Swap(cmd.Context(), args[0], local.SwapRequest{
 				Component: args[1], Module: data, Source: src, Canary: canary, Probation: probation, By: os.Getenv("USER"),
+				MaxFailRate: failRate, MaxLatencyFactor: latFactor,
 			})
 			if err != nil {
 				return err
@@ -87,6 +92,8 @@ swaps N tasks first and the rest only after they pass the probation.`,
 	cf.add(cmd)
 	cmd.Flags().IntVar(&canary, "canary", 0, "swap this many tasks first; the rest once they pass the probation")
 	cmd.Flags().DurationVar(&probation, "probation", 10*time.Second, "how long new instances are watched (a failure rolls the swap back)")
+	cmd.Flags().Float64Var(&failRate, "max-fail-rate", 0.05, "on probation, roll back if a new instance fails more than this share of its tuples")
+	cmd.Flags().Float64Var(&latFactor, "max-latency-factor", 10, "on probation, roll back if a new instance's time per tuple exceeds this many times the old one's (and by over 1 ms)")
 	return cmd
 }
 

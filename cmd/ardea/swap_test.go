@@ -5,6 +5,7 @@ package main
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -166,4 +167,29 @@ func TestClusterEffectivelyOnceSwap(t *testing.T) {
 	if err := keyed.CheckExact(out, keys, perKey); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestClusterSwapHealth: a canary that fails every tuple it gets (without
+// trapping) is judged by its failure rate on probation and rolled back.
+func TestClusterSwapHealth(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs host processes")
+	}
+	out := filepath.Join(t.TempDir(), "counts.tsv")
+	d := startDaemon(t, t.TempDir())
+	// At least once, so that tuples carry ids a bolt can fail.
+	d.ok(t, "submit", repoPath("examples/wordcount/topology-endless.yaml"), "--name", "hl",
+		"--set", "out.path="+out, "--set", "topology.containers=2", "--set", "topology.reliability=at_least_once")
+	waitFor(t, time.Minute, "hl running", func() (bool, string) { return allRunning(d.status(t, "hl")) })
+	before := countVersions(d.status(t, "hl"))
+	code, _, stderr := cli(t, "--server", d.server, "swap", "hl", "count", repoPath("wasm-sdk/c/testdata/failall.wasm"),
+		"--canary", "1", "--probation", "5s")
+	if code == 0 || !strings.Contains(stderr, "rolled back") || !strings.Contains(stderr, "tuples on probation (more than 5%)") {
+		t.Fatalf("swap of a module that fails every tuple: exit %d, %s", code, stderr)
+	}
+	t.Logf("%s", strings.TrimSpace(stderr))
+	if after := countVersions(d.status(t, "hl")); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Fatalf("count versions %v after the rollback, want %v", after, before)
+	}
+	d.ok(t, "kill", "hl")
 }

@@ -69,6 +69,8 @@ type Task struct {
 	// Retry is executed before the inbox's next batch.
 	Retry *bus.Delivery
 
+	latency atomic.Int64 // EWMA of the execute time per tuple, ns (Latency)
+
 	active   atomic.Bool
 	stopReq  atomic.Bool   // StopForSwitch was called
 	barrier  atomic.Uint64 // spouts: checkpoint requested by RequestBarrier
@@ -614,6 +616,14 @@ func runBolt(ctx context.Context, t *Task) (err error) {
 		}
 		t.Metrics.Executed.Add(int64(d.Tuples))
 		t.Metrics.ExecLatency.Observe(end.Sub(start).Nanoseconds())
+		if d.Tuples > 0 {
+			per := end.Sub(start).Nanoseconds() / int64(d.Tuples)
+			old := t.latency.Load()
+			if old == 0 {
+				old = per
+			}
+			t.latency.Store(old + (per-old)/8)
+		}
 		if d.SentAt > 0 {
 			t.Metrics.Delivery.Observe(start.UnixNano() - d.SentAt)
 		}

@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"fmt"
+	"time"
 
 	"github.com/ardea-dev/ardea/bus"
 )
@@ -108,3 +109,7 @@ func (c *txCollector) replay(out *counting) error {
 	}
 	return nil
 }
+
+// Latency is a moving average of the task's execute time per tuple (0
+// before its first batch): a canary's health measure.
+func (t *Task) Latency() time.Duration { return time.Duration(t.latency.Load()) }

@@ -90,8 +90,10 @@ type Instance struct {
 	State     string `json:"state"` // RUNNING, FINISHED, FAILED
 	Emitted   int64  `json:"emitted"`
 	Executed  int64  `json:"executed"`
-	// Version is the module version (artifact sha256) the task runs.
-	Version string `json:"version,omitempty"`
+	// Version is the module version (artifact sha256) the task runs;
+	// LatencyNs its execute time per tuple (a moving average).
+	Version   string `json:"version,omitempty"`
+	LatencyNs int64  `json:"latency_ns,omitempty"`
 	// At least once: a bolt's acks and fails of its input; a spout's trees
 	// acked, failed and timed out.
 	Acked    int64 `json:"acked,omitempty"`

@@ -529,6 +529,7 @@ func (h *proc) counters(hb *ctl.Heartbeat, state string) {
 		in := ctl.Instance{Task: id, Component: p.Components[t.Component].Name, Index: t.Index, State: state}
 		in.Since, in.Finished = h.cur.c.TaskInfo(id)
 		in.Version = h.cur.c.Version(id)
+		in.LatencyNs = h.cur.c.TaskLatency(id).Nanoseconds()
 		if sm.Outbox(id).Blocked() {
 			hb.BlockedOutboxes++
 		}

@@ -3,6 +3,8 @@ package local
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"path/filepath"
 	"strings"
 	"time"
@@ -34,6 +36,18 @@ type SwapRequest struct {
 	Canary    int           `json:"canary,omitempty"`
 	Probation time.Duration `json:"probation,omitempty"`
 	By        string        `json:"by,omitempty"`
+	// Health on probation, besides failed batches: a swapped task that
+	// fails more than MaxFailRate of its input tuples (default 0.05, from
+	// 100 tuples on), or whose execute time per tuple exceeds
+	// MaxLatencyFactor times its time before the swap (default 10, and by
+	// more than 1 ms), makes the swap roll back.
+	MaxFailRate      float64 `json:"max_fail_rate,omitempty"`
+	MaxLatencyFactor float64 `json:"max_latency_factor,omitempty"`
+}
+
+// health is the probation's limits.
+type health struct {
+	maxFailRate, maxLatencyFactor float64
 }
 
 // SwapResult is the answer to a swap or a rollback.
@@ -153,14 +167,26 @@ func (t *tm) swap(ctx context.Context, req SwapRequest) (SwapResult, error) {
 	if n := req.Canary; n > 0 && n < len(all) {
 		phases = [][]uint32{all[:n], all[n:]}
 	}
+	hl := health{maxFailRate: req.MaxFailRate, maxLatencyFactor: req.MaxLatencyFactor}
+	if hl.maxFailRate <= 0 {
+		hl.maxFailRate = 0.05
+	}
+	if hl.maxLatencyFactor <= 0 {
+		hl.maxLatencyFactor = 10
+	}
 	for _, tasks := range phases {
-		reason, pause, err := t.swapPhaseTimed(ctx, c.Name, sha, tasks, probation)
+		reason, pause, err := t.swapPhaseTimed(ctx, c.Name, sha, tasks, probation, hl)
 		res.MaxPauseMs = max(res.MaxPauseMs, float64(pause.Microseconds())/1000)
 		if err != nil || reason != "" {
 			if reason == "" {
 				reason = err.Error()
 			}
-			if eo {
+			t.mu.Lock()
+			crashed := t.crashed
+			t.mu.Unlock()
+			if eo && crashed {
+				// The rollback to the last checkpoint restarts every task
+				// on the previous (committed) version.
 				entry.Status, entry.Reason = VersionRolledBack, reason
 				t.record(ctx, entry, "")
 				res.Status, res.Reason, res.Took = VersionRolledBack, reason, time.Since(start).Round(time.Millisecond).String()
@@ -193,13 +219,14 @@ func (t *tm) swap(ctx context.Context, req SwapRequest) (SwapResult, error) {
 // then for probation. It returns why the version was rolled back ("" if
 // it was not) or an error if the hosts did not answer.
 func (t *tm) swapPhase(ctx context.Context, comp, version string, tasks []uint32, probation time.Duration) (string, error) {
-	reason, _, err := t.swapPhaseTimed(ctx, comp, version, tasks, probation)
+	reason, _, err := t.swapPhaseTimed(ctx, comp, version, tasks, probation, health{})
 	return reason, err
 }
 
 // swapPhaseTimed is swapPhase that also returns the longest pause.
-func (t *tm) swapPhaseTimed(ctx context.Context, comp, version string, tasks []uint32, probation time.Duration) (string, time.Duration, error) {
+func (t *tm) swapPhaseTimed(ctx context.Context, comp, version string, tasks []uint32, probation time.Duration, hl health) (string, time.Duration, error) {
 	epoch := uint64(time.Now().UnixNano())
+	base := t.instances(tasks)
 	cmd := ctl.Command{Op: ctl.OpSwap, Epoch: epoch, Components: []string{comp}, Modules: map[string]string{comp: version},
 		Tasks: tasks, Probation: probation}
 	if err := t.command(cmd); err != nil {
@@ -257,6 +284,9 @@ func (t *tm) swapPhaseTimed(ctx context.Context, comp, version string, tasks []u
 			}
 		}
 		t.mu.Unlock()
+		if reason == "" && hl.maxFailRate > 0 {
+			reason = hl.check(base, t.instances(tasks))
+		}
 		if reason != "" {
 			return reason, pause, nil
 		}
@@ -386,4 +416,36 @@ func (t *tm) awaitCheckpoint(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// instances returns the latest heartbeat report of each of tasks.
+func (t *tm) instances(tasks []uint32) map[uint32]ctl.Instance {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := map[uint32]ctl.Instance{}
+	for _, h := range t.hbs {
+		for _, in := range h.Instances {
+			if slices.Contains(tasks, in.Task) {
+				out[in.Task] = in
+			}
+		}
+	}
+	return out
+}
+
+// check compares swapped tasks' reports with those from before the swap
+// and says why the new version is unhealthy ("" if it is not).
+func (hl health) check(before, now map[uint32]ctl.Instance) string {
+	for id, in := range now {
+		b := before[id]
+		executed, failed := in.Executed-b.Executed, in.Failed-b.Failed
+		if executed >= 100 && float64(failed) > hl.maxFailRate*float64(executed) {
+			return fmt.Sprintf("%s task %d failed %d of %d tuples on probation (more than %.0f%%)", in.Component, id, failed, executed, 100*hl.maxFailRate)
+		}
+		if b.LatencyNs > 0 && in.LatencyNs > int64(hl.maxLatencyFactor*float64(b.LatencyNs)) && in.LatencyNs-b.LatencyNs > int64(time.Millisecond) {
+			return fmt.Sprintf("%s task %d takes %v per tuple on probation, %v before (more than %.0fx)", in.Component, id,
+				time.Duration(in.LatencyNs), time.Duration(b.LatencyNs), hl.maxLatencyFactor)
+		}
+	}
+	return ""
 }

@@ -72,7 +72,7 @@ func TestClusterApply(t *testing.T) {
 	}
 	dir := t.TempDir()
 	in, out, out2 := filepath.Join(dir, "input.txt"), filepath.Join(dir, "counts.tsv"), filepath.Join(dir, "counts2.tsv")
-	want := writeWords(t, in, 200_000, 4, 2000)
+	want := writeWords(t, in, 400_000, 4, 2000) // 20 s at 20000 lines/s
 	base := wordcountYAML(t, dir, in, out, "")
 	d := startDaemon(t, t.TempDir())
 	d.ok(t, "submit", base, "--name", "ap", "--set", "topology.containers=2")

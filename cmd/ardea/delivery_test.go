@@ -156,7 +156,7 @@ func TestClusterEffectivelyOnceRescale(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills container processes while data flows")
 	}
-	const keys, perKey = 300, 1000
+	const keys, perKey = 600, 1000
 	dir := t.TempDir()
 	in, out := filepath.Join(dir, "input.txt"), filepath.Join(dir, "records.tsv")
 	if err := keyed.WriteInput(in, keys, perKey); err != nil {
@@ -165,7 +165,7 @@ func TestClusterEffectivelyOnceRescale(t *testing.T) {
 	d := startDaemon(t, t.TempDir())
 	d.ok(t, "submit", repoPath("examples/keyed/topology.yaml"), "--name", "eor",
 		"--set", "lines.path="+in, "--set", "out.path="+out, "--set", "topology.containers=2",
-		"--set", "topology.checkpoint.interval=300ms", "--set", "lines.rate=30000") // about 10 s of input
+		"--set", "topology.checkpoint.interval=300ms", "--set", "lines.rate=30000") // about 20 s of input
 	waitFor(t, time.Minute, "a global checkpoint", func() (bool, string) {
 		st := d.status(t, "eor")
 		return st.Checkpoints != nil && st.Checkpoints.Global > 0, st.State

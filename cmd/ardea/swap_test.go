@@ -54,11 +54,11 @@ func TestClusterSwap(t *testing.T) {
 	}
 	dir := t.TempDir()
 	in, out := filepath.Join(dir, "input.txt"), filepath.Join(dir, "counts.tsv")
-	want := writeWords(t, in, 200_000, 4, 2000)
+	want := writeWords(t, in, 400_000, 4, 2000)
 	d := startDaemon(t, t.TempDir())
 	d.ok(t, "submit", repoPath("examples/wordcount/topology.yaml"), "--name", "sw",
 		"--set", "lines.path="+in, "--set", "out.path="+out, "--set", "topology.containers=2",
-		"--set", "lines.rate=20000") // about 10 s of input
+		"--set", "lines.rate=20000") // about 20 s of input: time for every swap on a slow machine
 	waitFor(t, time.Minute, "sw running", func() (bool, string) { return allRunning(d.status(t, "sw")) })
 	if v := countVersions(d.status(t, "sw")); len(v) != 1 || v[""] != 0 {
 		t.Fatalf("count versions at the start: %v, want one", v)
@@ -128,7 +128,7 @@ func TestClusterEffectivelyOnceSwap(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs host processes")
 	}
-	const keys, perKey = 300, 1000
+	const keys, perKey = 600, 1000
 	dir := t.TempDir()
 	in, out := filepath.Join(dir, "input.txt"), filepath.Join(dir, "records.tsv")
 	if err := keyed.WriteInput(in, keys, perKey); err != nil {
@@ -137,7 +137,7 @@ func TestClusterEffectivelyOnceSwap(t *testing.T) {
 	d := startDaemon(t, t.TempDir())
 	d.ok(t, "submit", repoPath("examples/keyed/topology.yaml"), "--name", "eos",
 		"--set", "lines.path="+in, "--set", "out.path="+out, "--set", "topology.containers=2",
-		"--set", "topology.checkpoint.interval=300ms", "--set", "lines.rate=30000") // about 10 s of input
+		"--set", "topology.checkpoint.interval=300ms", "--set", "lines.rate=30000") // about 20 s of input
 	waitFor(t, time.Minute, "a global checkpoint", func() (bool, string) {
 		st := d.status(t, "eos")
 		return st.Checkpoints != nil && st.Checkpoints.Global > 0, st.State

@@ -268,8 +268,14 @@ func appendScalar(b []byte, v tuple.Value) []byte {
 }
 
 func (s *fileSink) appendJSON(b []byte, keys [][]byte) []byte {
+	return append(appendJSONObject(b, keys, s.vals), '\n')
+}
+
+// appendJSONObject appends vals as one JSON object keyed by keys (each a
+// JSON-quoted name followed by ':'; extra values are "_<index>").
+func appendJSONObject(b []byte, keys [][]byte, vals []tuple.Value) []byte {
 	b = append(b, '{')
-	for i, v := range s.vals {
+	for i, v := range vals {
 		if i > 0 {
 			b = append(b, ',')
 		}
@@ -304,7 +310,7 @@ func (s *fileSink) appendJSON(b []byte, keys [][]byte) []byte {
 			b = appendScalar(b, v)
 		}
 	}
-	return append(b, '}', '\n')
+	return append(b, '}')
 }
 
 const hexDigits = "0123456789abcdef"

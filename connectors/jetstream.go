@@ -1,0 +1,284 @@
+package connectors
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ardea-dev/ardea/internal/component"
+	"github.com/ardea-dev/ardea/internal/tuple"
+)
+
+// The jetstream spout reads a NATS JetStream stream through a durable pull
+// consumer shared by the spout's tasks (JetStream spreads the messages
+// over them). Each message becomes a tuple (subject, data).
+//
+// At most once a message is acked to JetStream as it is emitted. At least
+// once it is acked only when its tuple tree completes (the spout's Ack);
+// a failed or timed-out tree naks it, and JetStream redelivers it (after
+// ack_wait, a message whose ack never came is redelivered too, so a
+// crashed container loses nothing).
+//
+// The jetstream sink publishes every input tuple to a subject as a JSON
+// object keyed by field name, waits for JetStream's acknowledgements of
+// the batch, and only then acks the tuples (at least once; a publish that
+// fails fails its tuple).
+
+func init() {
+	Register(Spec{
+		Name:    "jetstream",
+		Kind:    KindSpout,
+		Summary: "Reads a NATS JetStream stream through a durable pull consumer; acks on tuple-tree completion (at least once), naks on failure.",
+		Fields: []FieldSpec{
+			{Name: "url", Type: TypeString, Required: true, Doc: "NATS server URL"},
+			{Name: "stream", Type: TypeString, Required: true, Doc: "JetStream stream to read"},
+			{Name: "subject", Type: TypeString, Default: "", Doc: "only messages on this subject (wildcards allowed); empty: all of the stream"},
+			{Name: "durable", Type: TypeString, Default: "", Doc: "durable consumer name; empty: ardea-<topology>-<component>"},
+			{Name: "batch", Type: TypeInt, Default: "256", Min: "1", Doc: "most messages fetched at once"},
+			{Name: "ack_wait", Type: TypeDuration, Default: "30s", Min: "1ms", Doc: "JetStream redelivers a message not acked within this"},
+		},
+		Outputs: map[string][]string{"default": {"subject", "data"}},
+	}, SpoutFactory(newJetStreamSpout))
+	Register(Spec{
+		Name:    "jetstream",
+		Kind:    KindBolt,
+		Summary: "Publishes every tuple to a NATS JetStream subject as a JSON object; acks tuples once JetStream stored them.",
+		Fields: []FieldSpec{
+			{Name: "url", Type: TypeString, Required: true, Doc: "NATS server URL"},
+			{Name: "subject", Type: TypeString, Required: true, Doc: "subject to publish to (a stream must capture it)"},
+			{Name: "timeout", Type: TypeDuration, Default: "10s", Min: "1ms", Doc: "how long a batch waits for JetStream's acknowledgements"},
+		},
+	}, BoltFactory(newJetStreamSink))
+}
+
+type jsSpout struct {
+	url, stream, subject, durable string
+	batch                         int
+	ackWait                       time.Duration
+
+	comp    string
+	stream0 uint16
+	nc      *nats.Conn
+	cons    jetstream.Consumer
+	acking  bool
+	next    uint64                   // message ids, at least once
+	pending map[uint64]jetstream.Msg // awaiting the tree's outcome
+	vals    []byte
+}
+
+func newJetStreamSpout(cfg Config) (component.Spout, error) {
+	return &jsSpout{url: cfg.String("url"), stream: cfg.String("stream"), subject: cfg.String("subject"),
+		durable: cfg.String("durable"), batch: int(cfg.Int("batch")), ackWait: cfg.Duration("ack_wait")}, nil
+}
+
+func (s *jsSpout) errorf(format string, args ...any) error {
+	return fmt.Errorf("component %q: jetstream spout (stream %s): %w", s.comp, s.stream, fmt.Errorf(format, args...))
+}
+
+func (s *jsSpout) Open(ctx component.Context, _ component.Collector) error {
+	s.comp = ctx.Component
+	st, err := outputStream(ctx, "jetstream spout", "default", 2)
+	if err != nil {
+		return err
+	}
+	s.stream0 = st
+	if s.durable == "" {
+		s.durable = "ardea-" + ctx.Topology + "-" + ctx.Component
+	}
+	s.nc, err = nats.Connect(s.url, nats.Name("ardea "+ctx.Topology+"/"+ctx.Component))
+	if err != nil {
+		return s.errorf("connect %s: %w", s.url, err)
+	}
+	js, err := jetstream.New(s.nc)
+	if err != nil {
+		return s.errorf("%w", err)
+	}
+	cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	str, err := js.Stream(cctx, s.stream)
+	if err != nil {
+		return s.errorf("%w", err)
+	}
+	s.cons, err = str.CreateOrUpdateConsumer(cctx, jetstream.ConsumerConfig{
+		Durable: s.durable, AckPolicy: jetstream.AckExplicitPolicy, FilterSubject: s.subject, AckWait: s.ackWait,
+	})
+	if err != nil {
+		return s.errorf("consumer %s: %w", s.durable, err)
+	}
+	s.acking = ctx.Acking
+	s.pending = map[uint64]jetstream.Msg{}
+	return nil
+}
+
+func (s *jsSpout) Next(max int, out component.Collector) (component.Status, error) {
+	batch, err := s.cons.FetchNoWait(min(max, s.batch))
+	if err != nil {
+		return component.Idle, s.errorf("fetch: %w", err)
+	}
+	n := 0
+	for m := range batch.Messages() {
+		s.vals = tuple.AppendValues(s.vals[:0], tuple.Str(m.Subject()), tuple.Bin(m.Data()))
+		var id uint64
+		if s.acking {
+			s.next++
+			id = s.next
+			s.pending[id] = m
+		}
+		if err := out.Emit(s.stream0, tuple.NoTask, id, nil, s.vals); err != nil {
+			return component.Emitted, err
+		}
+		if !s.acking {
+			if err := m.Ack(); err != nil {
+				return component.Emitted, s.errorf("ack: %w", err)
+			}
+		}
+		n++
+	}
+	if err := batch.Error(); err != nil && n == 0 {
+		return component.Idle, nil // nothing there yet
+	}
+	if n == 0 {
+		return component.Idle, nil
+	}
+	return component.Emitted, nil
+}
+
+// Ack acknowledges the messages of completed trees to JetStream.
+func (s *jsSpout) Ack(ids []uint64, _ component.Collector) error {
+	for _, id := range ids {
+		if m := s.pending[id]; m != nil {
+			delete(s.pending, id)
+			if err := m.Ack(); err != nil {
+				return s.errorf("ack: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+// Fail naks them: JetStream redelivers them (to any task of the spout).
+func (s *jsSpout) Fail(ids []uint64, _ component.Collector) error {
+	for _, id := range ids {
+		if m := s.pending[id]; m != nil {
+			delete(s.pending, id)
+			if err := m.Nak(); err != nil {
+				return s.errorf("nak: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+func (s *jsSpout) Activate() error   { return nil }
+func (s *jsSpout) Deactivate() error { return nil }
+
+// Close leaves unacked messages to JetStream's redelivery.
+func (s *jsSpout) Close() error {
+	if s.nc != nil {
+		s.nc.Close()
+		s.nc = nil
+	}
+	return nil
+}
+
+type jsSink struct {
+	url, subject string
+	timeout      time.Duration
+
+	comp    string
+	nc      *nats.Conn
+	js      jetstream.JetStream
+	keys    [][][]byte
+	vals    []tuple.Value
+	line    []byte
+	ids     []uint64
+	futures []jetstream.PubAckFuture
+}
+
+func newJetStreamSink(cfg Config) (component.Bolt, error) {
+	return &jsSink{url: cfg.String("url"), subject: cfg.String("subject"), timeout: cfg.Duration("timeout")}, nil
+}
+
+func (s *jsSink) errorf(format string, args ...any) error {
+	return fmt.Errorf("component %q: jetstream sink (subject %s): %w", s.comp, s.subject, fmt.Errorf(format, args...))
+}
+
+func (s *jsSink) Prepare(ctx component.Context, _ component.Collector) error {
+	s.comp = ctx.Component
+	var err error
+	s.nc, err = nats.Connect(s.url, nats.Name("ardea "+ctx.Topology+"/"+ctx.Component))
+	if err != nil {
+		return s.errorf("connect %s: %w", s.url, err)
+	}
+	if s.js, err = jetstream.New(s.nc); err != nil {
+		return s.errorf("%w", err)
+	}
+	s.keys = make([][][]byte, len(ctx.Inputs))
+	for i, in := range ctx.Inputs {
+		for _, name := range in.Fields {
+			s.keys[i] = append(s.keys[i], append(appendJSONString(nil, []byte(name)), ':'))
+		}
+	}
+	return nil
+}
+
+func (s *jsSink) Execute(batch []byte, out component.Collector) error {
+	r, err := tuple.NewBatchReader(batch)
+	if err != nil {
+		return s.errorf("%w", err)
+	}
+	s.ids, s.futures = s.ids[:0], s.futures[:0]
+	for i := 0; ; i++ {
+		rec, ok, err := r.Next()
+		if err != nil {
+			return s.errorf("%w", err)
+		}
+		if !ok {
+			break
+		}
+		if s.vals, _, err = tuple.DecodeValues(s.vals[:0], rec.Values); err != nil {
+			return s.errorf("record %d: %w", i, err)
+		}
+		if int(rec.Input) >= len(s.keys) {
+			return s.errorf("record %d: input index %d, but the task has %d inputs", i, rec.Input, len(s.keys))
+		}
+		s.line = appendJSONObject(s.line[:0], s.keys[rec.Input], s.vals)
+		f, err := s.js.PublishAsync(s.subject, s.line)
+		if err != nil {
+			out.Fail(rec.TupleID)
+			continue
+		}
+		s.ids, s.futures = append(s.ids, rec.TupleID), append(s.futures, f)
+	}
+	// Ack each tuple once JetStream stored its message; fail it otherwise.
+	timer := time.NewTimer(s.timeout)
+	defer timer.Stop()
+	for i, f := range s.futures {
+		select {
+		case <-f.Ok():
+			out.Ack(s.ids[i])
+		case <-f.Err():
+			out.Fail(s.ids[i])
+		case <-timer.C:
+			for _, id := range s.ids[i:] {
+				out.Fail(id)
+			}
+			return nil
+		}
+	}
+	return nil
+}
+
+func (s *jsSink) Tick(component.Collector) error   { return nil }
+func (s *jsSink) Finish(component.Collector) error { return nil }
+
+func (s *jsSink) Close() error {
+	if s.nc != nil {
+		s.nc.Close()
+		s.nc = nil
+	}
+	return nil
+}

@@ -1,0 +1,184 @@
+package connectors
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ardea-dev/ardea/bus"
+	"github.com/ardea-dev/ardea/internal/component"
+	"github.com/ardea-dev/ardea/internal/tuple"
+)
+
+// jetStreamServer starts an embedded NATS server with JetStream and a
+// stream "S" on subjects s.>, holding n messages "m<i>" on s.<i%3>.
+func jetStreamServer(t *testing.T, n int) (url string, js jetstream.JetStream) {
+	t.Helper()
+	srv, err := bus.StartServer(bus.ServerOptions{Port: -1, JetStream: true, StoreDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err = jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "S", Subjects: []string{"s.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		if _, err := js.Publish(ctx, fmt.Sprintf("s.%d", i%3), []byte(fmt.Sprintf("m%d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return srv.ClientURL(), js
+}
+
+func init() {
+	fixtures["spout:jetstream"] = func(t *testing.T, _ string) []fixture {
+		url, _ := jetStreamServer(t, 50)
+		return []fixture{
+			{"minimal", map[string]string{"url": url, "stream": "S"}, false},
+			{"filtered", map[string]string{"url": url, "stream": "S", "subject": "s.1", "durable": "f", "batch": "3"}, false},
+		}
+	}
+	fixtures["bolt:jetstream"] = func(t *testing.T, _ string) []fixture {
+		url, _ := jetStreamServer(t, 0)
+		return []fixture{{"minimal", map[string]string{"url": url, "subject": "s.out"}, false}}
+	}
+}
+
+// TestJetStreamSpoutAtLeastOnce: at least once, messages are acked to
+// JetStream only when their trees complete, and a failed one is
+// redelivered (here to the same task).
+func TestJetStreamSpoutAtLeastOnce(t *testing.T) {
+	url, js := jetStreamServer(t, 20)
+	cfg := map[string]string{"url": url, "stream": "S", "durable": "alo"}
+	s, err := NewSpout("jetstream", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := taskContext("c", 0, 1, cfg, map[string][]string{"default": {"subject", "data"}}, nil)
+	ctx.Acking = true
+	out := &recorder{}
+	if err := s.Open(ctx, out); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for range 10 {
+		if _, err := s.Next(100, out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(out.emits) != 20 {
+		t.Fatalf("%d emits, want 20", len(out.emits))
+	}
+	var ids []uint64
+	data := map[uint64]string{}
+	for _, e := range out.emits {
+		vals, _, _ := tuple.DecodeValues(nil, e.values)
+		ids = append(ids, e.msgID)
+		data[e.msgID] = string(vals[1].B)
+	}
+	cons, err := js.Consumer(context.Background(), "S", "alo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, _ := cons.Info(context.Background())
+	if info.NumAckPending != 20 {
+		t.Fatalf("%d messages pending acks before any tree completed, want 20", info.NumAckPending)
+	}
+	if err := s.Ack(ids[1:], out); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Fail(ids[:1], out); err != nil {
+		t.Fatal(err)
+	}
+	out.emits = nil
+	deadline := time.Now().Add(30 * time.Second)
+	for len(out.emits) == 0 && time.Now().Before(deadline) {
+		if _, err := s.Next(100, out); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if len(out.emits) != 1 {
+		t.Fatalf("%d redeliveries, want 1", len(out.emits))
+	}
+	vals, _, _ := tuple.DecodeValues(nil, out.emits[0].values)
+	if string(vals[1].B) != data[ids[0]] {
+		t.Fatalf("redelivered %q, want %q", vals[1].B, data[ids[0]])
+	}
+	if err := s.Ack([]uint64{out.emits[0].msgID}, out); err != nil {
+		t.Fatal(err)
+	}
+	waitAcked := time.Now().Add(30 * time.Second)
+	for {
+		info, _ = cons.Info(context.Background())
+		if info.NumAckPending == 0 || time.Now().After(waitAcked) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if info.NumAckPending != 0 {
+		t.Fatalf("%d messages still pending acks", info.NumAckPending)
+	}
+}
+
+// TestJetStreamSink: tuples become JSON messages, and each is acked once
+// JetStream stored it.
+func TestJetStreamSink(t *testing.T) {
+	url, js := jetStreamServer(t, 0)
+	cfg := map[string]string{"url": url, "subject": "s.out"}
+	b, err := NewBolt("jetstream", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := taskContext("c", 0, 1, cfg, nil, []tuple.InputDecl{{Component: "up", Stream: "default", Fields: []string{"word", "count"}}})
+	out := &recorder{}
+	if err := b.Prepare(ctx, out); err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	var w tuple.BatchWriter
+	w.Reset()
+	for i := range 5 {
+		w.Append(0, 1, uint64(i+1), tuple.AppendValues(nil, tuple.Str(fmt.Sprintf("w%d", i)), tuple.Int(int64(i))))
+	}
+	if err := b.Execute(w.Buf, out); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(out.acks, []uint64{1, 2, 3, 4, 5}) || len(out.fails) != 0 {
+		t.Fatalf("acks %v fails %v", out.acks, out.fails)
+	}
+	str, err := js.Stream(context.Background(), "S")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		m, err := str.GetMsg(context.Background(), uint64(i+1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got struct {
+			Word  string `json:"word"`
+			Count int    `json:"count"`
+		}
+		if err := json.Unmarshal(m.Data, &got); err != nil || got.Word != fmt.Sprintf("w%d", i) || got.Count != i {
+			t.Fatalf("message %d: %s (%v)", i+1, m.Data, err)
+		}
+	}
+	var _ component.Bolt = b
+}

@@ -16,6 +16,8 @@ type fixture struct {
 	name   string
 	cfg    map[string]string
 	finite bool // spouts: must reach Done
+	// opened, if set, runs once the spout is open (to feed it input).
+	opened func(t *testing.T, s component.Spout)
 }
 
 // fixtures returns the configs each registered connector is tested with;
@@ -32,21 +34,21 @@ var fixtures = map[string]func(t *testing.T, dir string) []fixture{
 		empty := filepath.Join(dir, "empty.txt")
 		writeFile(t, empty, "")
 		return []fixture{
-			{"minimal", map[string]string{"path": path}, true},
-			{"empty file", map[string]string{"path": empty}, true},
+			{name: "minimal", cfg: map[string]string{"path": path}, finite: true},
+			{name: "empty file", cfg: map[string]string{"path": empty}, finite: true},
 		}
 	},
 	"spout:generator": func(t *testing.T, dir string) []fixture {
 		return []fixture{
-			{"minimal", map[string]string{}, false},
-			{"bounded", map[string]string{"count": "31", "seed": "5"}, true},
-			{"paced", map[string]string{"rate": "1000000"}, false},
+			{name: "minimal", cfg: map[string]string{}},
+			{name: "bounded", cfg: map[string]string{"count": "31", "seed": "5"}, finite: true},
+			{name: "paced", cfg: map[string]string{"rate": "1000000"}},
 		}
 	},
 	"bolt:file": func(t *testing.T, dir string) []fixture {
 		return []fixture{
-			{"minimal", map[string]string{"path": filepath.Join(dir, "out", "sink.tsv")}, false},
-			{"json", map[string]string{"path": filepath.Join(dir, "sink.jsonl"), "format": "json"}, false},
+			{name: "minimal", cfg: map[string]string{"path": filepath.Join(dir, "out", "sink.tsv")}},
+			{name: "json", cfg: map[string]string{"path": filepath.Join(dir, "sink.jsonl"), "format": "json"}},
 		}
 	},
 }
@@ -120,6 +122,9 @@ func TestSpoutConformance(t *testing.T) {
 				out := &recorder{}
 				if err := s.Open(ctx, out); err != nil {
 					t.Fatalf("Open: %v", err)
+				}
+				if fx.opened != nil {
+					fx.opened(t, s)
 				}
 				if err := s.Activate(); err != nil {
 					t.Fatalf("Activate: %v", err)

@@ -50,13 +50,13 @@ func init() {
 	fixtures["spout:jetstream"] = func(t *testing.T, _ string) []fixture {
 		url, _ := jetStreamServer(t, 50)
 		return []fixture{
-			{"minimal", map[string]string{"url": url, "stream": "S"}, false},
-			{"filtered", map[string]string{"url": url, "stream": "S", "subject": "s.1", "durable": "f", "batch": "3"}, false},
+			{name: "minimal", cfg: map[string]string{"url": url, "stream": "S"}},
+			{name: "filtered", cfg: map[string]string{"url": url, "stream": "S", "subject": "s.1", "durable": "f", "batch": "3"}},
 		}
 	}
 	fixtures["bolt:jetstream"] = func(t *testing.T, _ string) []fixture {
 		url, _ := jetStreamServer(t, 0)
-		return []fixture{{"minimal", map[string]string{"url": url, "subject": "s.out"}, false}}
+		return []fixture{{name: "minimal", cfg: map[string]string{"url": url, "subject": "s.out"}}}
 	}
 }
 

@@ -37,7 +37,7 @@ func TestSpecsOrderAndJSON(t *testing.T) {
 	for _, s := range Specs() {
 		got = append(got, s.Kind+":"+s.Name)
 	}
-	if strings.Join(got, " ") != "spout:file spout:generator spout:jetstream bolt:file bolt:jetstream" {
+	if strings.Join(got, " ") != "spout:file spout:generator spout:http spout:jetstream bolt:file bolt:jetstream" {
 		t.Errorf("Specs = %v", got)
 	}
 	b, err := json.Marshal(Specs())
@@ -112,7 +112,7 @@ func TestRegisterPanics(t *testing.T) {
 }
 
 func TestNewUnknown(t *testing.T) {
-	if _, err := NewSpout("kafka9", nil); err == nil || err.Error() != `unknown builtin spout "kafka9" (known: file, generator, jetstream)` {
+	if _, err := NewSpout("kafka9", nil); err == nil || err.Error() != `unknown builtin spout "kafka9" (known: file, generator, http, jetstream)` {
 		t.Errorf("NewSpout = %v", err)
 	}
 	if _, err := NewBolt("generator", nil); err == nil || !strings.Contains(err.Error(), `unknown builtin bolt "generator" (known: file, jetstream)`) {

@@ -1,0 +1,255 @@
+package connectors
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/ardea-dev/ardea/internal/component"
+	"github.com/ardea-dev/ardea/internal/tuple"
+)
+
+// The http spout ingests lines POSTed to an HTTP endpoint: every line of a
+// request body becomes a tuple (line). Each task listens on its own port
+// (port + task index).
+//
+// At most once the request is answered 202 Accepted as soon as its lines
+// are emitted. At least once it is answered only when every line's tuple
+// tree has completed (200 OK), or 503 Service Unavailable with Retry-After
+// if one failed or timed out, so the client retries and nothing is lost
+// silently. A full queue answers 429 Too Many Requests (back pressure, no
+// loss). The spout never finishes.
+
+func init() {
+	Register(Spec{
+		Name:    "http",
+		Kind:    KindSpout,
+		Summary: "Ingests lines POSTed over HTTP; at least once, answers only when every line was fully processed (200) or failed (503).",
+		Fields: []FieldSpec{
+			{Name: "listen", Type: TypeString, Default: "127.0.0.1:8088", Doc: "host:port of task 0; task i listens on port + i (port 0: any free port)"},
+			{Name: "path", Type: TypeString, Default: "/ingest", Doc: "URL path that accepts POST"},
+			{Name: "max_body_bytes", Type: TypeInt, Default: "4194304", Min: "1", Doc: "largest request body"},
+			{Name: "queue", Type: TypeInt, Default: "64", Min: "1", Doc: "requests waiting for the spout before 429"},
+			{Name: "timeout", Type: TypeDuration, Default: "60s", Min: "1ms", Doc: "longest a request waits for its lines to be processed (then 503)"},
+		},
+		Outputs: map[string][]string{"default": {"line"}},
+	}, SpoutFactory(newHTTPSpout))
+}
+
+// httpRequest is one POST waiting for its lines to be processed.
+type httpRequest struct {
+	lines   [][]byte
+	pending int  // lines whose trees have no outcome yet (at least once)
+	failed  bool // one of them failed or timed out
+	done    chan int
+}
+
+type httpSpout struct {
+	listen, path  string
+	maxBody       int64
+	queueLen      int
+	timeout       time.Duration
+	comp          string
+	stream        uint16
+	acking        bool
+	queue         chan *httpRequest
+	srv           *http.Server
+	ln            net.Listener
+	cur           *httpRequest // being emitted
+	curLine       int
+	next          uint64
+	byID          map[uint64]*httpRequest
+	vals          []byte
+	mu            sync.Mutex // guards addr
+	addr          string
+	closeOnce     sync.Once
+	closeErr      error
+	acceptedLines int64
+}
+
+func newHTTPSpout(cfg Config) (component.Spout, error) {
+	return &httpSpout{listen: cfg.String("listen"), path: cfg.String("path"), maxBody: cfg.Int("max_body_bytes"),
+		queueLen: int(cfg.Int("queue")), timeout: cfg.Duration("timeout")}, nil
+}
+
+func (s *httpSpout) errorf(format string, args ...any) error {
+	return fmt.Errorf("component %q: http spout: %w", s.comp, fmt.Errorf(format, args...))
+}
+
+// Addr is the address the task listens on (tests; a port 0 listen).
+func (s *httpSpout) Addr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.addr
+}
+
+func (s *httpSpout) Open(ctx component.Context, _ component.Collector) error {
+	s.comp = ctx.Component
+	st, err := outputStream(ctx, "http spout", "default", 1)
+	if err != nil {
+		return err
+	}
+	s.stream = st
+	host, port, err := net.SplitHostPort(s.listen)
+	if err != nil {
+		return s.errorf("listen %q: %w", s.listen, err)
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil {
+		return s.errorf("listen %q: port: %w", s.listen, err)
+	}
+	if p != 0 {
+		p += int(ctx.TaskIndex)
+	}
+	s.ln, err = net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(p)))
+	if err != nil {
+		return s.errorf("%w", err)
+	}
+	s.mu.Lock()
+	s.addr = s.ln.Addr().String()
+	s.mu.Unlock()
+	s.acking = ctx.Acking
+	s.queue = make(chan *httpRequest, s.queueLen)
+	s.byID = map[uint64]*httpRequest{}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST "+s.path, s.handle)
+	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go s.srv.Serve(s.ln)
+	if ctx.Logger != nil {
+		ctx.Logger.Info("http spout listening", "addr", s.addr, "path", s.path)
+	}
+	return nil
+}
+
+// handle runs on the HTTP server's goroutines: it queues the request and
+// waits for the spout's verdict.
+func (s *httpSpout) handle(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody))
+	if err != nil {
+		http.Error(w, fmt.Sprintf("request body: %v (max_body_bytes %d)", err, s.maxBody), http.StatusRequestEntityTooLarge)
+		return
+	}
+	req := &httpRequest{done: make(chan int, 1)}
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	sc.Buffer(make([]byte, 64<<10), int(s.maxBody))
+	for sc.Scan() {
+		if line := bytes.TrimSuffix(sc.Bytes(), []byte{'\r'}); len(line) > 0 {
+			req.lines = append(req.lines, bytes.Clone(line))
+		}
+	}
+	if len(req.lines) == 0 {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	select {
+	case s.queue <- req:
+	default:
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "queue full: retry later", http.StatusTooManyRequests)
+		return
+	}
+	select {
+	case code := <-req.done:
+		if code == http.StatusServiceUnavailable {
+			w.Header().Set("Retry-After", "1")
+		}
+		w.WriteHeader(code)
+		fmt.Fprintf(w, "%d lines\n", len(req.lines))
+	case <-time.After(s.timeout):
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "not processed in time: retry", http.StatusServiceUnavailable)
+	case <-r.Context().Done():
+	}
+}
+
+func (s *httpSpout) Next(max int, out component.Collector) (component.Status, error) {
+	n := 0
+	for n < max {
+		if s.cur == nil {
+			select {
+			case s.cur = <-s.queue:
+				s.curLine = 0
+				if s.acking {
+					s.cur.pending = len(s.cur.lines)
+				}
+			default:
+				if n == 0 {
+					return component.Idle, nil
+				}
+				return component.Emitted, nil
+			}
+		}
+		line := s.cur.lines[s.curLine]
+		var id uint64
+		if s.acking {
+			s.next++
+			id = s.next
+			s.byID[id] = s.cur
+		}
+		s.vals = appendStringValues(s.vals[:0], line)
+		if err := out.Emit(s.stream, tuple.NoTask, id, nil, s.vals); err != nil {
+			return component.Emitted, err
+		}
+		n++
+		s.acceptedLines++
+		if s.curLine++; s.curLine == len(s.cur.lines) {
+			if !s.acking {
+				s.cur.done <- http.StatusAccepted
+			}
+			s.cur = nil
+		}
+	}
+	return component.Emitted, nil
+}
+
+// Ack and Fail settle the lines' requests (at least once).
+func (s *httpSpout) Ack(ids []uint64, _ component.Collector) error {
+	s.settle(ids, false)
+	return nil
+}
+
+func (s *httpSpout) Fail(ids []uint64, _ component.Collector) error {
+	s.settle(ids, true)
+	return nil
+}
+
+func (s *httpSpout) settle(ids []uint64, failed bool) {
+	for _, id := range ids {
+		req := s.byID[id]
+		if req == nil {
+			continue
+		}
+		delete(s.byID, id)
+		req.failed = req.failed || failed
+		if req.pending--; req.pending == 0 {
+			code := http.StatusOK
+			if req.failed {
+				code = http.StatusServiceUnavailable
+			}
+			req.done <- code
+		}
+	}
+}
+
+func (s *httpSpout) Activate() error   { return nil }
+func (s *httpSpout) Deactivate() error { return nil }
+
+// Close stops listening; requests still waiting get 503 (retry).
+func (s *httpSpout) Close() error {
+	s.closeOnce.Do(func() {
+		if s.srv == nil {
+			return
+		}
+		if err := s.srv.Close(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.closeErr = s.errorf("%w", err)
+		}
+	})
+	return s.closeErr
+}

@@ -1,0 +1,101 @@
+package connectors
+
+import (
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ardea-dev/ardea/internal/component"
+)
+
+func init() {
+	fixtures["spout:http"] = func(t *testing.T, _ string) []fixture {
+		return []fixture{{name: "minimal", cfg: map[string]string{"listen": "127.0.0.1:0"}, opened: func(t *testing.T, s component.Spout) {
+			go http.Post("http://"+s.(*httpSpout).Addr()+"/ingest", "text/plain", strings.NewReader("a\nb\nc\n"))
+			deadline := time.Now().Add(10 * time.Second)
+			for len(s.(*httpSpout).queue) == 0 && time.Now().Before(deadline) {
+				time.Sleep(time.Millisecond)
+			}
+		}}}
+	}
+}
+
+// post sends body and returns the status code (on its own goroutine).
+func post(url, body string) chan int {
+	ch := make(chan int, 1)
+	go func() {
+		resp, err := http.Post(url, "text/plain", strings.NewReader(body))
+		if err != nil {
+			ch <- 0
+			return
+		}
+		resp.Body.Close()
+		ch <- resp.StatusCode
+	}()
+	return ch
+}
+
+// TestHTTPSpoutAtLeastOnce: a request is answered 200 only once every one
+// of its lines' trees completed, 503 (retry) if one failed; at most once it
+// is answered 202 once its lines are emitted.
+func TestHTTPSpoutAtLeastOnce(t *testing.T) {
+	for _, acking := range []bool{true, false} {
+		cfg := map[string]string{"listen": "127.0.0.1:0"}
+		s, err := NewSpout("http", cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := taskContext("c", 0, 1, cfg, map[string][]string{"default": {"line"}}, nil)
+		ctx.Acking = acking
+		out := &recorder{}
+		if err := s.Open(ctx, out); err != nil {
+			t.Fatal(err)
+		}
+		url := "http://" + s.(*httpSpout).Addr() + "/ingest"
+		first := post(url, "one\ntwo\r\n\nthree\n")
+		emitAll := func(n int) {
+			deadline := time.Now().Add(10 * time.Second)
+			for len(out.emits) < n && time.Now().Before(deadline) {
+				if _, err := s.Next(10, out); err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(time.Millisecond)
+			}
+			if len(out.emits) != n {
+				t.Fatalf("%d emits, want %d", len(out.emits), n)
+			}
+		}
+		emitAll(3)
+		if got := out.lines(t); !slices.Equal(got, []string{"one", "two", "three"}) {
+			t.Fatalf("lines %q", got)
+		}
+		if !acking {
+			if code := <-first; code != http.StatusAccepted {
+				t.Fatalf("at most once: status %d, want 202", code)
+			}
+			s.Close()
+			continue
+		}
+		ids := []uint64{out.emits[0].msgID, out.emits[1].msgID, out.emits[2].msgID}
+		s.Ack(ids[:2], out)
+		select {
+		case code := <-first:
+			t.Fatalf("answered %d before every line was processed", code)
+		case <-time.After(50 * time.Millisecond):
+		}
+		s.Ack(ids[2:], out)
+		if code := <-first; code != http.StatusOK {
+			t.Fatalf("status %d, want 200", code)
+		}
+		second := post(url, "x\ny\n")
+		emitAll(5)
+		s.Ack([]uint64{out.emits[3].msgID}, out)
+		s.Fail([]uint64{out.emits[4].msgID}, out)
+		if code := <-second; code != http.StatusServiceUnavailable {
+			t.Fatalf("a failed line: status %d, want 503", code)
+		}
+		s.Close()
+	}
+}

@@ -303,3 +303,48 @@ func TestFileSpoutRate(t *testing.T) {
 		t.Fatalf("after a long pause: %d lines, want 5", n)
 	}
 }
+
+// TestFileSpoutDeadLetter: at least once, a line that failed max_retries
+// times goes to the dead-letter file instead of being replayed forever, and
+// the spout can finish; max_retries without dead_letter is refused.
+func TestFileSpoutDeadLetter(t *testing.T) {
+	dir := t.TempDir()
+	path, dead := filepath.Join(dir, "in.txt"), filepath.Join(dir, "dead.txt")
+	writeFile(t, path, "good\npoison\n")
+	if _, err := NewSpout("file", map[string]string{"path": path, "max_retries": "2"}); err == nil || !strings.Contains(err.Error(), "dead_letter") {
+		t.Fatalf("max_retries without dead_letter: %v", err)
+	}
+	cfg := map[string]string{"path": path, "max_retries": "2", "dead_letter": dead}
+	s, err := NewSpout("file", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &recorder{}
+	if err := s.Open(ackingContext("lines", 0, 1, cfg, nil), out); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	nextAll(t, s, 8, out, 5)
+	s.Ack([]uint64{1}, out)
+	for range 2 {
+		if err := s.Fail([]uint64{2}, out); err != nil {
+			t.Fatal(err)
+		}
+		nextAll(t, s, 8, out, 5)
+	}
+	if st, err := s.Next(8, out); err != nil || st != component.Done {
+		t.Fatalf("after the dead letter: %v %v, want done", st, err)
+	}
+	if got := readAll(t, dead); got != "2\tpoison\n" {
+		t.Fatalf("dead letter file holds %q", got)
+	}
+}
+
+func readAll(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

@@ -37,6 +37,8 @@ func init() {
 			{Name: "path", Type: TypePath, Required: true, Doc: "file to read; relative to the topology file's directory"},
 			{Name: "max_line_bytes", Type: TypeInt, Default: "1048576", Min: "1", Doc: "longest accepted line in bytes; a longer line fails the task"},
 			{Name: "rate", Type: TypeFloat, Default: "0", Min: "0", Doc: "lines per second per task (replays included); 0 = as fast as possible"},
+			{Name: "max_retries", Type: TypeInt, Default: "0", Min: "0", Doc: "at least once: a line that failed this many times is written to dead_letter instead of replayed again; 0 = replay forever"},
+			{Name: "dead_letter", Type: TypePath, Default: "", Doc: "file that receives lines given up after max_retries (\"<line number><TAB><line>\"); required with max_retries"},
 		},
 		Outputs: map[string][]string{"default": {"line"}},
 	}, SpoutFactory(newFileSpout))
@@ -76,10 +78,21 @@ type fileSpout struct {
 	replay  []uint64
 	replays int
 	emitted int // lines emitted, replays included (pacing)
+
+	// Dead letters (at least once): lines given up after maxRetries fails.
+	maxRetries  int
+	deadPath    string
+	dead        *os.File
+	deadLetters int
 }
 
 func newFileSpout(cfg Config) (component.Spout, error) {
-	return &fileSpout{path: cfg.String("path"), maxLine: int(cfg.Int("max_line_bytes")), rate: cfg.Float("rate"), now: time.Now}, nil
+	s := &fileSpout{path: cfg.String("path"), maxLine: int(cfg.Int("max_line_bytes")), rate: cfg.Float("rate"), now: time.Now,
+		maxRetries: int(cfg.Int("max_retries")), deadPath: cfg.String("dead_letter")}
+	if s.maxRetries > 0 && s.deadPath == "" {
+		return nil, errors.New(`config "max_retries": needs "dead_letter", the file that receives the lines given up`)
+	}
+	return s, nil
 }
 
 func (s *fileSpout) Open(ctx component.Context, _ component.Collector) error {
@@ -209,8 +222,9 @@ func (s *fileSpout) Next(budget int, out component.Collector) (component.Status,
 
 // pendingLine is a line emitted under at-least-once and not yet acked.
 type pendingLine struct {
-	off  int64 // byte offset of the line's start
-	line []byte
+	off   int64 // byte offset of the line's start
+	line  []byte
+	fails int
 }
 
 // savePosition records where a restarted instance goes on: the next line,
@@ -318,21 +332,54 @@ func (s *fileSpout) Ack(ids []uint64, _ component.Collector) error {
 	return nil
 }
 
-// Fail queues the lines for Next to emit again, with the same message id.
+// Fail queues the lines for Next to emit again, with the same message id;
+// a line that failed max_retries times goes to the dead-letter file.
 func (s *fileSpout) Fail(ids []uint64, _ component.Collector) error {
 	for _, id := range ids {
-		if s.pending[id] != nil {
-			s.replay = append(s.replay, id)
+		p := s.pending[id]
+		if p == nil {
+			continue
 		}
+		if p.fails++; s.maxRetries > 0 && p.fails >= s.maxRetries {
+			if err := s.deadLetter(id, p.line); err != nil {
+				return err
+			}
+			delete(s.pending, id)
+			continue
+		}
+		s.replay = append(s.replay, id)
 	}
 	return nil
+}
+
+// deadLetter appends a given-up line to the dead-letter file (synced: the
+// line is acked by being dropped from pending).
+func (s *fileSpout) deadLetter(id uint64, line []byte) error {
+	if s.dead == nil {
+		f, err := os.OpenFile(s.deadPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return fmt.Errorf("component %q: file spout: dead letter %s: %w", s.comp, s.deadPath, err)
+		}
+		s.dead = f
+	}
+	rec := append(strconv.AppendUint(nil, id, 10), '\t')
+	rec = append(append(rec, line...), '\n')
+	if _, err := s.dead.Write(rec); err != nil {
+		return fmt.Errorf("component %q: file spout: dead letter %s: %w", s.comp, s.deadPath, err)
+	}
+	s.deadLetters++
+	return s.dead.Sync()
 }
 
 func (s *fileSpout) Activate() error   { return nil }
 func (s *fileSpout) Deactivate() error { return nil }
 
-// Close releases the file; it is safe to call more than once.
+// Close releases the files; it is safe to call more than once.
 func (s *fileSpout) Close() error {
 	s.r = nil
+	if s.dead != nil {
+		s.dead.Close()
+		s.dead = nil
+	}
 	return s.closeFile()
 }

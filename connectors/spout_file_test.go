@@ -160,7 +160,7 @@ func TestFileSpoutConfigErrors(t *testing.T) {
 		"":                    `builtin spout "file": config "path": required`,
 		"max_line_bytes=0":    `config "max_line_bytes": must be >= 1, got 0`,
 		"max_line_bytes=lots": `config "max_line_bytes": expected an integer, got "lots"`,
-		"pth=x":               `config "pth": unknown key (known: path, max_line_bytes, rate); did you mean "path"?`,
+		"pth=x":               `config "pth": unknown key (known: path, max_line_bytes, rate, max_retries, dead_letter); did you mean "path"?`,
 	} {
 		m := map[string]string{}
 		if k, v, ok := strings.Cut(cfg, "="); ok {

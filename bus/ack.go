@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 	"sync"
 	"time"
 
@@ -220,10 +219,7 @@ func (s *SpoutAcks) Ready() <-chan struct{} {
 func (s *SpoutAcks) Available() int {
 	s.a.mu.Lock()
 	defer s.a.mu.Unlock()
-	if n := s.a.ledger.Available(s.task); n < math.MaxInt {
-		return n
-	}
-	return math.MaxInt
+	return s.a.ledger.Available(s.task)
 }
 
 // Outcomes counts the task's trees by how they ended so far.

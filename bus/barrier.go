@@ -1,9 +1,6 @@
 package bus
 
-import (
-	"context"
-	"fmt"
-)
+import "context"
 
 // Barrier sends checkpoint barrier id to every downstream task that has
 // not had end-of-stream, after everything the outbox has emitted so far
@@ -18,24 +15,7 @@ func (o *Outbox) Barrier(ctx context.Context, id uint64) error {
 	if err := o.Flush(ctx, true); err != nil {
 		return err
 	}
-	var hdr [HeaderLen]byte
-	for _, d := range o.down {
-		if d.eosSent {
-			continue
-		}
-		if d.inbox != nil {
-			d.inbox.putBarrier(o.task, id)
-			continue
-		}
-		if err := d.link.waitOpen(ctx, o); err != nil {
-			return err
-		}
-		putHeader(hdr[:], MsgBarrier, d.task, o.task, int64(id))
-		if err := o.sm.nc.Publish(d.subj, hdr[:]); err != nil {
-			return fmt.Errorf("bus: component %s task %d: publish barrier %d to task %d: %w", o.comp.Name, o.task, id, d.task, err)
-		}
-	}
-	return nil
+	return o.signal(ctx, MsgBarrier, id, notEnded)
 }
 
 // Checkpoints reports whether barriers and end-of-stream markers are

@@ -150,21 +150,34 @@ func (o *Outbox) hold1(ctx context.Context, epoch uint64, comps []int) error {
 	if err := o.flush(ctx, true); err != nil {
 		return err
 	}
+	return o.signal(ctx, MsgMark, epoch, func(d *dest) bool { return slices.Contains(comps, d.comp) })
+}
+
+// signal sends a control message (a switch mark or a barrier, carrying v)
+// to each downstream task that to selects, after everything already
+// flushed: locally it is recorded behind the queued batches, remotely it
+// is published on the data subject of the same connection, so it arrives
+// after them. It costs no credit but waits until a remote link is open.
+func (o *Outbox) signal(ctx context.Context, kind MsgKind, v uint64, to func(*dest) bool) error {
 	var hdr [HeaderLen]byte
 	for _, d := range o.down {
-		if !slices.Contains(comps, d.comp) {
+		if !to(d) {
 			continue
 		}
 		if d.inbox != nil {
-			d.inbox.putMark(o.task, epoch)
+			if kind == MsgBarrier {
+				d.inbox.putBarrier(o.task, v)
+			} else {
+				d.inbox.putMark(o.task, v)
+			}
 			continue
 		}
 		if err := d.link.waitOpen(ctx, o); err != nil {
 			return err
 		}
-		putHeader(hdr[:], MsgMark, d.task, o.task, int64(epoch))
+		putHeader(hdr[:], kind, d.task, o.task, int64(v))
 		if err := o.sm.nc.Publish(d.subj, hdr[:]); err != nil {
-			return fmt.Errorf("bus: component %s task %d: publish switch mark to task %d: %w", o.comp.Name, o.task, d.task, err)
+			return fmt.Errorf("bus: component %s task %d: publish %v to task %d: %w", o.comp.Name, o.task, kind, d.task, err)
 		}
 	}
 	return nil
@@ -183,25 +196,11 @@ func (o *Outbox) MarkDownstream(ctx context.Context, epoch uint64) error {
 	if err := o.flush(ctx, true); err != nil {
 		return err
 	}
-	var hdr [HeaderLen]byte
-	for _, d := range o.down {
-		if d.eosSent {
-			continue
-		}
-		if d.inbox != nil {
-			d.inbox.putMark(o.task, epoch)
-			continue
-		}
-		if err := d.link.waitOpen(ctx, o); err != nil {
-			return err
-		}
-		putHeader(hdr[:], MsgMark, d.task, o.task, int64(epoch))
-		if err := o.sm.nc.Publish(d.subj, hdr[:]); err != nil {
-			return fmt.Errorf("bus: component %s task %d: publish switch mark to task %d: %w", o.comp.Name, o.task, d.task, err)
-		}
-	}
-	return nil
+	return o.signal(ctx, MsgMark, epoch, notEnded)
 }
+
+// notEnded selects the downstream tasks that have not had end-of-stream.
+func notEnded(d *dest) bool { return !d.eosSent }
 
 // hold appends one tuple for a held route: u16 stream, u16 route, u32
 // direct, u32 len(values), u64 edge, u16 n roots, n * (u32, u64) roots,

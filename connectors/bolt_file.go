@@ -211,7 +211,7 @@ func (s *fileSink) fail(out component.Collector, err error) error {
 
 // Snapshot (effectively once) flushes the output and records the file's
 // length in the task state, the length a restore truncates back to.
-func (s *fileSink) Snapshot(component.Collector) error {
+func (s *fileSink) Snapshot(uint64, component.Collector) error {
 	if s.w == nil || s.state == nil {
 		return nil
 	}

@@ -246,7 +246,7 @@ func TestFileSinkAtLeastOnceAndCheckpoints(t *testing.T) {
 		t.Fatalf("acks %v, want [7 8]", out.acks)
 	}
 	snap := b.(component.Snapshotter)
-	if err := snap.Snapshot(out); err != nil {
+	if err := snap.Snapshot(1, out); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.Execute(trackedBatch([]uint64{0}, "after the checkpoint"), out); err != nil {

@@ -99,12 +99,25 @@ func (c *Container) Checkpoint(id uint64) {
 	}
 }
 
+// NotifyGlobal tells every running task of the container that checkpoint
+// id is global.
+func (c *Container) NotifyGlobal(id uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, t := range c.tasks {
+		if _, ended := c.exited[t.ID]; !ended {
+			t.NotifyGlobal(id)
+		}
+	}
+}
+
 // wireCheckpoints makes a new task take part in checkpoints.
 func (c *Container) wireCheckpoints(t *engine.Task, p *plan.Plan) {
 	if c.o.Checkpoints == nil {
 		return
 	}
 	t.Checkpoints = c
+	t.Context.Checkpointing = true
 	if t.Bolt != nil {
 		t.Upstream = p.UpstreamTasks(p.Tasks[t.ID].Component)
 	}
@@ -145,6 +158,11 @@ type Coordinator struct {
 	tracker *checkpoint.Tracker
 	tasks   []uint32
 	failed  int // checkpoints abandoned because a task could not store
+
+	// OnGlobal, if set before Run, is called (not under a lock) each time
+	// a checkpoint becomes global: the caller tells every container, whose
+	// tasks commit what they held for it (component.CheckpointListener).
+	OnGlobal func(id uint64)
 }
 
 // NewCoordinator starts after the store's last global checkpoint under key
@@ -225,6 +243,9 @@ func (c *Coordinator) Report(ctx context.Context, id uint64, task uint32, err er
 		c.log.Warn("older checkpoints not deleted", "checkpoint", id, "err", err)
 	}
 	c.log.Debug("checkpoint global", "checkpoint", id)
+	if c.OnGlobal != nil {
+		c.OnGlobal(id)
+	}
 }
 
 // Restart forgets the checkpoints in progress (a rollback stopped every

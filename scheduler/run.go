@@ -195,6 +195,11 @@ func Run(ctx context.Context, o RunOptions) (*Result, error) {
 		defer c2()
 	}
 	if coord != nil {
+		coord.OnGlobal = func(id uint64) {
+			for _, c := range containers {
+				c.NotifyGlobal(id)
+			}
+		}
 		go coord.Run(runCtx, del.CheckpointInterval, nil, func(id uint64) {
 			for _, c := range containers {
 				c.Checkpoint(id)

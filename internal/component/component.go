@@ -57,6 +57,9 @@ type Context struct {
 	// with a nonzero tuple id. Unset, ids are ignored and Ack and Fail are
 	// never called on a spout.
 	Acking bool
+	// Checkpointing is set when the topology runs effectively once: the
+	// task's State is saved at checkpoints (Snapshotter, CheckpointListener).
+	Checkpointing bool
 }
 
 // Spout is a source task.
@@ -86,7 +89,18 @@ type Spout interface {
 // what the checkpoint must hold into the State (the file sink flushes and
 // records its file's length, to truncate back to on a restore).
 type Snapshotter interface {
-	Snapshot(out Collector) error
+	Snapshot(id uint64, out Collector) error
+}
+
+// CheckpointListener is implemented by components that act once a
+// checkpoint is global (effectively once): every task stored it, so a
+// restart never goes back before it. A source commits the read positions
+// it recorded at that checkpoint's Snapshot; a transactional sink makes
+// that checkpoint's output visible. Notifications may skip ids (one for
+// id stands for every checkpoint up to it) and come on the task's
+// goroutine between other calls.
+type CheckpointListener interface {
+	CheckpointCommitted(id uint64, out Collector) error
 }
 
 // Bolt is a processing task.

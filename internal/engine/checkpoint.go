@@ -37,7 +37,7 @@ func (t *Task) RequestBarrier(id uint64) {
 // the barrier leaves before it), Save, then the barrier downstream.
 func checkpointTask(ctx context.Context, t *Task, out *counting, id uint64) error {
 	if s, ok := t.snapshotter(); ok {
-		if err := s.Snapshot(out); err != nil {
+		if err := s.Snapshot(id, out); err != nil {
 			return err
 		}
 	}
@@ -51,6 +51,44 @@ func checkpointTask(ctx context.Context, t *Task, out *counting, id uint64) erro
 		return busErr(ctx, t, b.Barrier(ctx, id))
 	}
 	return nil
+}
+
+// NotifyGlobal tells the task that checkpoint id is global; a component
+// that is a component.CheckpointListener hears of it at the task's next
+// loop (a spout's, or a bolt's next batch or kick).
+func (t *Task) NotifyGlobal(id uint64) {
+	for {
+		cur := t.global.Load()
+		if cur >= id || t.global.CompareAndSwap(cur, id) {
+			break
+		}
+	}
+	if t.Spout != nil {
+		t.Poke()
+	} else if k, ok := t.Inbox.(interface{ Kick() }); ok {
+		k.Kick()
+	}
+}
+
+// tellGlobal passes a newer global checkpoint to the component (runner
+// goroutine).
+func (t *Task) tellGlobal(out *counting) error {
+	id := t.global.Load()
+	if id <= t.told {
+		return nil
+	}
+	t.told = id
+	var l component.CheckpointListener
+	var ok bool
+	if t.Spout != nil {
+		l, ok = t.Spout.(component.CheckpointListener)
+	} else {
+		l, ok = t.Bolt.(component.CheckpointListener)
+	}
+	if !ok {
+		return nil
+	}
+	return l.CheckpointCommitted(id, out)
 }
 
 func (t *Task) snapshotter() (component.Snapshotter, bool) {

@@ -74,6 +74,8 @@ type Task struct {
 	active   atomic.Bool
 	stopReq  atomic.Bool   // StopForSwitch was called
 	barrier  atomic.Uint64 // spouts: checkpoint requested by RequestBarrier
+	global   atomic.Uint64 // last global checkpoint told by NotifyGlobal
+	told     uint64        // last global checkpoint passed to the component (runner goroutine)
 	activeCh chan struct{} // closed and replaced on every state change
 	mu       sync.Mutex
 }
@@ -302,6 +304,9 @@ func runSpout(ctx context.Context, t *Task) (err error) {
 			if err := checkpointTask(ctx, t, out, id); err != nil {
 				return err
 			}
+		}
+		if err := t.tellGlobal(out); err != nil {
+			return err
 		}
 		if !t.active.Load() {
 			// Take the change channel, then check again: an activation
@@ -532,6 +537,9 @@ func runBolt(ctx context.Context, t *Task) (err error) {
 		al = newAlignment(t)
 	}
 	for {
+		if err := t.tellGlobal(out); err != nil {
+			return err
+		}
 		if t.stopReq.Load() && (al == nil || al.idle()) {
 			// A swap: stop at this batch boundary; the next instance takes
 			// over the same inbox, outbox and state.

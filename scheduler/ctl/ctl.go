@@ -127,6 +127,10 @@ const (
 	// OpCheckpoint (effectively once): take checkpoint Epoch; each task
 	// reports its save on CheckpointSubject.
 	OpCheckpoint = "checkpoint"
+	// OpGlobal (effectively once): checkpoint Epoch is global; tasks that
+	// hold work for it commit it (a lost message is made up for by the
+	// next one: it stands for every checkpoint up to its Epoch).
+	OpGlobal = "global"
 	// OpSwap: replace the module of Components[0]'s tasks (Tasks, or all)
 	// with Modules[component], on probation for Probation; report
 	// SwapProgress. OpSwapCommit: the version stays (probation ends, and a

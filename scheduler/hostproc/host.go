@@ -396,6 +396,11 @@ func (h *proc) command(ctx context.Context, c ctl.Command) error {
 		if err := h.commitSwap(ctx, c); err != nil {
 			h.log.Error("swap commit", "err", err)
 		}
+	case ctl.OpGlobal:
+		if h.cur != nil {
+			h.cur.c.NotifyGlobal(c.Epoch)
+		}
+		return nil
 	case ctl.OpCheckpoint:
 		switch {
 		case c.Epoch == 0:

@@ -81,6 +81,11 @@ func (t *tm) startCheckpoints(ctx, runCtx context.Context) error {
 		return err
 	}
 	cs := &ckptState{coord: coord, interval: del.CheckpointInterval}
+	coord.OnGlobal = func(id uint64) {
+		if err := t.command(ctl.Command{Op: ctl.OpGlobal, Epoch: id}); err != nil {
+			t.log.Warn("global checkpoint not announced", "checkpoint", id, "err", err)
+		}
+	}
 	cs.sub, err = t.d.nc.Subscribe(ctl.CheckpointSubject(t.d.store.Tenant(), t.name), func(m *nats.Msg) {
 		var r ctl.CheckpointReport
 		if err := json.Unmarshal(m.Data, &r); err != nil {

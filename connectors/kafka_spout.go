@@ -1,0 +1,791 @@
+package connectors
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/ardea-dev/ardea/internal/component"
+	"github.com/ardea-dev/ardea/internal/tuple"
+)
+
+// The kafka spout reads Kafka topics with franz-go. Each record becomes a
+// tuple (value, key, topic, partition, offset, timestamp, headers).
+//
+// Positions: for each partition the spout keeps the offset to resume
+// from, the first one not yet fully processed: at most once the offset
+// after the last record emitted; at least once the oldest record whose
+// tuple tree has not completed; effectively once the offset after the
+// last record emitted before the checkpoint barrier. It commits them to
+// the consumer group (at most and at least once every commit_interval;
+// effectively once when the checkpoint that holds them becomes global),
+// so an offset is committed only once everything before it was processed.
+//
+// Assignment: assign=group joins the consumer group and lets Kafka spread
+// partitions over the spout's tasks (a rebalance drops the revoked
+// partitions' in-flight records: their new owner reads them again from
+// the committed offset, so nothing is lost). assign=partitions spreads the
+// partitions over the tasks itself and keeps each partition's position in
+// the task's state under a key in a key group chosen for the partition,
+// so a position moves with its partition when the spout is rescaled; this
+// is what effectively once uses (the state is the checkpoint), and what
+// start=offset and start=timestamp need.
+
+func init() {
+	Register(Spec{
+		Name:    "kafka",
+		Kind:    KindSpout,
+		Summary: "Reads Kafka topics (franz-go); commits offsets only for fully processed records; replays from an offset or a timestamp.",
+		Fields: []FieldSpec{
+			{Name: "brokers", Type: TypeString, Required: true, Doc: "comma-separated seed brokers (host:port)"},
+			{Name: "topics", Type: TypeString, Required: true, Doc: "comma-separated topics, or regular expressions with topic_regex"},
+			{Name: "topic_regex", Type: TypeBool, Default: "false", Doc: "topics are regular expressions matched against every topic's name"},
+			{Name: "group", Type: TypeString, Default: "", Doc: "consumer group offsets are committed to; empty: ardea-<topology>-<component>"},
+			{Name: "assign", Type: TypeEnum, Enum: []string{"group", "partitions"}, Default: "group", Doc: "group: Kafka's group protocol spreads partitions over the tasks; partitions: the spout does, keeping positions in task state (used by effectively once whatever is set)"},
+			{Name: "partitions", Type: TypeString, Default: "", Doc: "assign=partitions: comma-separated partition numbers to read (of every topic); empty: all"},
+			{Name: "start", Type: TypeEnum, Enum: []string{"committed", "earliest", "latest", "offset", "timestamp"}, Default: "committed", Doc: "where a partition without a saved position starts: the group's committed offset (else reset), the earliest or latest offset, start_offset, or the first record at or after start_time (offset and timestamp need assign=partitions)"},
+			{Name: "reset", Type: TypeEnum, Enum: []string{"earliest", "latest"}, Default: "earliest", Doc: "start=committed: where a partition without a committed offset starts"},
+			{Name: "start_offset", Type: TypeInt, Default: "0", Min: "0", Doc: "start=offset: the offset every partition starts at"},
+			{Name: "start_time", Type: TypeString, Default: "", Doc: "start=timestamp: RFC 3339 time or Unix milliseconds"},
+			{Name: "key_type", Type: TypeEnum, Enum: []string{"string", "bytes"}, Default: "string", Doc: "type of the key field"},
+			{Name: "value_type", Type: TypeEnum, Enum: []string{"string", "bytes"}, Default: "string", Doc: "type of the value field"},
+			{Name: "commit_interval", Type: TypeDuration, Default: "1s", Min: "1ms", Doc: "at most and at least once: how often positions are committed"},
+			{Name: "max_retries", Type: TypeInt, Default: "0", Min: "0", Doc: "at least once: a record that failed this many times goes to dead_letter_topic instead of being replayed again; 0 = replay forever"},
+			{Name: "dead_letter_topic", Type: TypeString, Default: "", Doc: "topic that receives records given up after max_retries (headers say where they came from); required with max_retries"},
+		},
+		Outputs: map[string][]string{"default": kafkaFields},
+	}, SpoutFactory(newKafkaSpout))
+}
+
+var kafkaFields = []string{"value", "key", "topic", "partition", "offset", "timestamp", "headers"}
+
+type topicPart struct {
+	topic string
+	part  int32
+}
+
+// kflight is a record whose tuple tree has not completed (at least once).
+type kflight struct {
+	rec     *kgo.Record
+	track   *partTrack
+	slot    int64 // offset, the record's place in track
+	retries int
+}
+
+// partTrack follows one partition's records in flight, in offset order, so
+// that the committable position is the oldest one not yet done.
+type partTrack struct {
+	tp    topicPart
+	next  int64   // offset after the last record read
+	first int64   // offset of offs[0]
+	offs  []int64 // in-flight record offsets in order (may skip: compaction, transactions)
+	done  []bool
+	stale bool // revoked: outcomes are ignored
+}
+
+func (p *partTrack) add(off int64) {
+	if len(p.offs) == 0 {
+		p.first = off
+	}
+	p.offs = append(p.offs, off)
+	p.done = append(p.done, false)
+	p.next = off + 1
+}
+
+func (p *partTrack) finish(off int64) {
+	i, ok := slices.BinarySearch(p.offs, off)
+	if !ok {
+		return
+	}
+	p.done[i] = true
+	n := 0
+	for n < len(p.done) && p.done[n] {
+		n++
+	}
+	if n > 0 {
+		p.offs, p.done = p.offs[n:], p.done[n:]
+		if len(p.offs) > 0 {
+			p.first = p.offs[0]
+		}
+	}
+}
+
+// position is where a restart must resume to lose nothing.
+func (p *partTrack) position() int64 {
+	if len(p.offs) > 0 {
+		return p.offs[0]
+	}
+	return p.next
+}
+
+type kafkaSpout struct {
+	brokers, topics, group, assign, start, reset, startTime, dlqTopic string
+	regex, keyBytes, valueBytes                                       bool
+	partitions                                                        []int32
+	startOffset                                                       int64
+	commitEvery                                                       time.Duration
+	maxRetries                                                        int
+
+	comp, topology string
+	task, par      int
+	maxKG          int
+	stream0        uint16
+	log            func(msg string, args ...any)
+	metric         func(name string, delta int64)
+	cl             *kgo.Client
+	adm            *kadm.Client
+	state          component.State
+	acking, eo     bool
+	keys           map[topicPart][]byte // assign=partitions: state key of each owned partition
+
+	// mu guards tracks and flights: group rebalances run on franz-go's
+	// goroutine.
+	mu         sync.Mutex
+	tracks     map[topicPart]*partTrack
+	flights    map[uint64]*kflight
+	nextID     uint64
+	replay     []uint64
+	buffered   []*kgo.Record // polled, not yet emitted (Next's budget)
+	snaps      map[uint64]map[topicPart]int64
+	lastCommit time.Time
+	vals       []byte
+	hdr        []byte
+	posBuf     [8]byte
+}
+
+func newKafkaSpout(cfg Config) (component.Spout, error) {
+	s := &kafkaSpout{brokers: cfg.String("brokers"), topics: cfg.String("topics"), regex: cfg.Bool("topic_regex"),
+		group: cfg.String("group"), assign: cfg.String("assign"), start: cfg.String("start"), reset: cfg.String("reset"),
+		startOffset: cfg.Int("start_offset"), startTime: cfg.String("start_time"),
+		keyBytes: cfg.String("key_type") == "bytes", valueBytes: cfg.String("value_type") == "bytes",
+		commitEvery: cfg.Duration("commit_interval"), maxRetries: int(cfg.Int("max_retries")), dlqTopic: cfg.String("dead_letter_topic")}
+	if len(splitList(s.brokers)) == 0 {
+		return nil, errors.New(`config "brokers": no broker address`)
+	}
+	if len(splitList(s.topics)) == 0 {
+		return nil, errors.New(`config "topics": no topic`)
+	}
+	if s.regex {
+		for _, t := range splitList(s.topics) {
+			if _, err := regexp.Compile(t); err != nil {
+				return nil, fmt.Errorf(`config "topics": %q: %w`, t, err)
+			}
+		}
+	}
+	for _, p := range splitList(cfg.String("partitions")) {
+		n, err := strconv.ParseInt(p, 10, 32)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf(`config "partitions": %q is not a partition number`, p)
+		}
+		s.partitions = append(s.partitions, int32(n))
+	}
+	if len(s.partitions) > 0 && s.assign != "partitions" {
+		return nil, errors.New(`config "partitions": needs assign: partitions`)
+	}
+	if (s.start == "offset" || s.start == "timestamp") && s.assign != "partitions" {
+		return nil, fmt.Errorf(`config "start": %s needs assign: partitions (a group starts at its committed offsets)`, s.start)
+	}
+	if s.start == "timestamp" {
+		if _, err := parseKafkaTime(s.startTime); err != nil {
+			return nil, fmt.Errorf(`config "start_time": %w`, err)
+		}
+	}
+	if s.maxRetries > 0 && s.dlqTopic == "" {
+		return nil, errors.New(`config "max_retries": needs "dead_letter_topic", the topic that receives the records given up`)
+	}
+	return s, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// parseKafkaTime reads RFC 3339 or Unix milliseconds.
+func parseKafkaTime(s string) (time.Time, error) {
+	if ms, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return time.UnixMilli(ms), nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%q is neither an RFC 3339 time nor Unix milliseconds", s)
+	}
+	return t, nil
+}
+
+func (s *kafkaSpout) errorf(format string, args ...any) error {
+	return fmt.Errorf("component %q: kafka spout (topics %s): %w", s.comp, s.topics, fmt.Errorf(format, args...))
+}
+
+func (s *kafkaSpout) Open(ctx component.Context, _ component.Collector) error {
+	s.comp, s.topology = ctx.Component, ctx.Topology
+	st, err := outputStream(ctx, "kafka spout", "default", len(kafkaFields))
+	if err != nil {
+		return err
+	}
+	s.stream0 = st
+	ti, par := taskOf(ctx)
+	s.task, s.par, s.maxKG = int(ti), int(par), ctx.MaxKeyGroups
+	if s.maxKG <= 0 {
+		s.maxKG = tuple.DefaultMaxKeyGroups
+	}
+	s.log = func(string, ...any) {}
+	if ctx.Logger != nil {
+		s.log = ctx.Logger.Info
+	}
+	s.metric = ctx.Metric
+	if s.metric == nil {
+		s.metric = func(string, int64) {}
+	}
+	if s.group == "" {
+		s.group = "ardea-" + ctx.Topology + "-" + ctx.Component
+	}
+	s.state, s.acking, s.eo = ctx.State, ctx.Acking, ctx.Checkpointing
+	if s.eo {
+		s.assign = "partitions" // positions live in the checkpointed state
+	}
+	s.tracks, s.flights, s.snaps = map[topicPart]*partTrack{}, map[uint64]*kflight{}, map[uint64]map[topicPart]int64{}
+	s.lastCommit = time.Now()
+	if s.state == nil && s.assign == "partitions" {
+		return s.errorf("assign=partitions needs task state")
+	}
+	opts := []kgo.Opt{kgo.SeedBrokers(splitList(s.brokers)...), kgo.ClientID("ardea-" + ctx.Topology + "-" + ctx.Component),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted())}
+	admCl, err := kgo.NewClient(kgo.SeedBrokers(splitList(s.brokers)...))
+	if err != nil {
+		return s.errorf("%w", err)
+	}
+	s.adm = kadm.NewClient(admCl)
+	if s.assign == "group" {
+		reset := kgo.NewOffset().AtStart()
+		if s.reset == "latest" || s.start == "latest" {
+			reset = kgo.NewOffset().AtEnd()
+		}
+		opts = append(opts, kgo.ConsumerGroup(s.group), kgo.DisableAutoCommit(), kgo.ConsumeResetOffset(reset),
+			kgo.OnPartitionsRevoked(s.revoked), kgo.OnPartitionsLost(s.revoked))
+		if s.regex {
+			opts = append(opts, kgo.ConsumeRegex())
+		}
+		opts = append(opts, kgo.ConsumeTopics(splitList(s.topics)...))
+	} else {
+		offsets, err := s.ownedOffsets()
+		if err != nil {
+			s.adm.Close()
+			return err
+		}
+		if len(offsets) > 0 {
+			opts = append(opts, kgo.ConsumePartitions(offsets))
+		}
+	}
+	if s.cl, err = kgo.NewClient(opts...); err != nil {
+		s.adm.Close()
+		return s.errorf("%w", err)
+	}
+	return nil
+}
+
+// ownedOffsets lists the partitions this task reads (assign=partitions)
+// and where each starts: the position in the task's state, else per start.
+func (s *kafkaSpout) ownedOffsets() (map[string]map[int32]kgo.Offset, error) {
+	cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var all []topicPart
+	var details kadm.TopicDetails
+	var err error
+	if s.regex {
+		details, err = s.adm.ListTopics(cctx)
+	} else {
+		details, err = s.adm.ListTopics(cctx, splitList(s.topics)...)
+	}
+	if err != nil {
+		return nil, s.errorf("list topics: %w", err)
+	}
+	var res []*regexp.Regexp
+	if s.regex {
+		for _, t := range splitList(s.topics) {
+			res = append(res, regexp.MustCompile(t))
+		}
+	}
+	for name, d := range details {
+		if d.Err != nil {
+			return nil, s.errorf("topic %s: %w", name, d.Err)
+		}
+		if s.regex && !slices.ContainsFunc(res, func(r *regexp.Regexp) bool { return r.MatchString(name) }) {
+			continue
+		}
+		for p := range d.Partitions {
+			if len(s.partitions) == 0 || slices.Contains(s.partitions, p) {
+				all = append(all, topicPart{name, p})
+			}
+		}
+	}
+	if len(all) == 0 {
+		return nil, s.errorf("no partition to read")
+	}
+	slices.SortFunc(all, func(a, b topicPart) int {
+		if c := strings.Compare(a.topic, b.topic); c != 0 {
+			return c
+		}
+		return int(a.part - b.part)
+	})
+	saved := s.savedPositions()
+	s.keys = map[topicPart][]byte{}
+	var mine []topicPart
+	for j, tp := range all {
+		// Partition j's key group sits in the middle of its share of the
+		// key-group space: any parallelism gets an even spread, and the
+		// position moves with the key group on a rescale.
+		kg := (2*j + 1) * s.maxKG / (2 * len(all))
+		if tuple.TaskIndexForKeyGroup(kg, s.maxKG, s.par) == s.task {
+			mine = append(mine, tp)
+			s.keys[tp] = kafkaPositionKey(tp, kg, s.maxKG)
+		}
+	}
+	out := map[string]map[int32]kgo.Offset{}
+	var committed kadm.OffsetResponses
+	if s.start == "committed" {
+		if committed, err = s.adm.FetchOffsets(cctx, s.group); errors.Is(err, kerr.GroupIDNotFound) {
+			err = nil // nothing committed yet
+		}
+		if err != nil {
+			return nil, s.errorf("fetch offsets of group %s: %w", s.group, err)
+		}
+	}
+	var atTime kadm.ListedOffsets
+	if s.start == "timestamp" {
+		ts, _ := parseKafkaTime(s.startTime)
+		if atTime, err = s.adm.ListOffsetsAfterMilli(cctx, ts.UnixMilli(), topicsOf(mine)...); err != nil {
+			return nil, s.errorf("offsets at %s: %w", s.startTime, err)
+		}
+	}
+	for _, tp := range mine {
+		o := kgo.NewOffset()
+		switch pos, ok := saved[tp]; {
+		case ok:
+			o = o.At(pos)
+		case s.start == "committed":
+			if c, ok := committed.Lookup(tp.topic, tp.part); ok && c.Err == nil && c.At >= 0 {
+				o = o.At(c.At)
+			} else if s.reset == "latest" {
+				o = o.AtEnd()
+			} else {
+				o = o.AtStart()
+			}
+		case s.start == "earliest":
+			o = o.AtStart()
+		case s.start == "latest":
+			o = o.AtEnd()
+		case s.start == "offset":
+			o = o.At(s.startOffset)
+		case s.start == "timestamp":
+			l, ok := atTime.Lookup(tp.topic, tp.part)
+			if !ok || l.Err != nil {
+				return nil, s.errorf("offset at %s of %s/%d not found", s.startTime, tp.topic, tp.part)
+			}
+			o = o.At(l.Offset)
+		}
+		if out[tp.topic] == nil {
+			out[tp.topic] = map[int32]kgo.Offset{}
+		}
+		out[tp.topic][tp.part] = o
+	}
+	s.log("kafka spout partitions", "owned", len(mine), "of", len(all), "restored", len(saved))
+	return out, nil
+}
+
+func topicsOf(tps []topicPart) []string {
+	var out []string
+	for _, tp := range tps {
+		if !slices.Contains(out, tp.topic) {
+			out = append(out, tp.topic)
+		}
+	}
+	return out
+}
+
+const kafkaPosPrefix = "ardea.kafka.position."
+
+// kafkaPositionKey is the state key of a partition's position: it names
+// the partition and lands in key group kg.
+func kafkaPositionKey(tp topicPart, kg, maxKG int) []byte {
+	base := kafkaPosPrefix + strconv.Itoa(int(tp.part)) + "." + tp.topic + "#"
+	for i := 0; ; i++ {
+		k := []byte(base + strconv.Itoa(i))
+		if tuple.KeyGroup(tuple.StateKeyHash(k), maxKG) == kg {
+			return k
+		}
+	}
+}
+
+// savedPositions reads every partition position in the task's state
+// (whatever key group it came with).
+func (s *kafkaSpout) savedPositions() map[topicPart]int64 {
+	out := map[topicPart]int64{}
+	s.state.Scan([]byte(kafkaPosPrefix), func(k, v []byte) bool {
+		rest := strings.TrimPrefix(string(k), kafkaPosPrefix)
+		dot, hash := strings.IndexByte(rest, '.'), strings.LastIndexByte(rest, '#')
+		if dot < 0 || hash < dot || len(v) != 8 {
+			return true
+		}
+		p, err := strconv.ParseInt(rest[:dot], 10, 32)
+		if err != nil {
+			return true
+		}
+		out[topicPart{rest[dot+1 : hash], int32(p)}] = int64(binary.LittleEndian.Uint64(v))
+		return true
+	})
+	return out
+}
+
+// revoked runs on franz-go's goroutine when the group takes partitions
+// away: their positions are committed and their in-flight records
+// forgotten (the new owner reads them again).
+func (s *kafkaSpout) revoked(ctx context.Context, cl *kgo.Client, lost map[string][]int32) {
+	s.mu.Lock()
+	offs := map[string]map[int32]kgo.EpochOffset{}
+	for topic, parts := range lost {
+		for _, p := range parts {
+			tp := topicPart{topic, p}
+			if t := s.tracks[tp]; t != nil {
+				t.stale = true
+				if offs[topic] == nil {
+					offs[topic] = map[int32]kgo.EpochOffset{}
+				}
+				offs[topic][p] = kgo.EpochOffset{Epoch: -1, Offset: t.position()}
+				delete(s.tracks, tp)
+			}
+		}
+	}
+	s.buffered = slices.DeleteFunc(s.buffered, func(r *kgo.Record) bool { return slices.Contains(lost[r.Topic], r.Partition) })
+	s.mu.Unlock()
+	if len(offs) > 0 {
+		cl.CommitOffsetsSync(ctx, offs, nil)
+	}
+}
+
+func (s *kafkaSpout) Next(max int, out component.Collector) (component.Status, error) {
+	st, err := s.next(max, out)
+	if err == nil && !s.eo && time.Since(s.lastCommit) >= s.commitEvery {
+		// Committed outside the lock: a group rebalance's callback takes it.
+		s.lastCommit = time.Now()
+		s.mu.Lock()
+		pos := s.positions()
+		s.mu.Unlock()
+		err = s.commit(pos)
+	}
+	return st, err
+}
+
+func (s *kafkaSpout) next(max int, out component.Collector) (component.Status, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	// Replays first, at most half the budget, so new records keep flowing
+	// past one that always fails.
+	for len(s.replay) > 0 && n < max/2+1 && n < max {
+		id := s.replay[0]
+		s.replay = s.replay[1:]
+		f := s.flights[id]
+		if f == nil || f.track.stale {
+			delete(s.flights, id)
+			continue
+		}
+		if err := s.emit(id, f.rec, out); err != nil {
+			return component.Emitted, err
+		}
+		s.metric("kafka_replayed", 1)
+		n++
+	}
+	if len(s.buffered) < max-n {
+		s.mu.Unlock()
+		fs := s.cl.PollRecords(nil, max-n-len(s.buffered)) // nil: what is buffered, without waiting
+		s.mu.Lock()
+		var ferr error
+		fs.EachError(func(topic string, p int32, err error) {
+			if ferr == nil && !errors.Is(err, context.Canceled) {
+				ferr = fmt.Errorf("%s/%d: %w", topic, p, err)
+			}
+		})
+		if ferr != nil {
+			s.metric("kafka_fetch_errors", 1)
+			s.log("kafka fetch error (retried)", "err", ferr)
+		}
+		fs.EachRecord(func(r *kgo.Record) { s.buffered = append(s.buffered, r) })
+	}
+	for n < max && len(s.buffered) > 0 {
+		r := s.buffered[0]
+		s.buffered[0] = nil
+		s.buffered = s.buffered[1:]
+		tp := topicPart{r.Topic, r.Partition}
+		t := s.tracks[tp]
+		if t == nil {
+			t = &partTrack{tp: tp}
+			s.tracks[tp] = t
+		}
+		var id uint64
+		if s.acking {
+			s.nextID++
+			id = s.nextID
+			t.add(r.Offset)
+			s.flights[id] = &kflight{rec: r, track: t, slot: r.Offset}
+		} else {
+			t.next = r.Offset + 1
+		}
+		if err := s.emit(id, r, out); err != nil {
+			return component.Emitted, err
+		}
+		s.metric("kafka_records", 1)
+		s.metric("kafka_bytes", int64(len(r.Value)+len(r.Key)))
+		s.savePosition(t)
+		n++
+	}
+	if n == 0 {
+		return component.Idle, nil
+	}
+	return component.Emitted, nil
+}
+
+func (s *kafkaSpout) emit(id uint64, r *kgo.Record, out component.Collector) error {
+	s.hdr = s.hdr[:0]
+	if len(r.Headers) > 0 {
+		s.hdr = append(s.hdr, '{')
+		for i, h := range r.Headers {
+			if i > 0 {
+				s.hdr = append(s.hdr, ',')
+			}
+			s.hdr = appendJSONString(s.hdr, []byte(h.Key))
+			s.hdr = append(s.hdr, ':')
+			s.hdr = appendJSONString(s.hdr, h.Value)
+		}
+		s.hdr = append(s.hdr, '}')
+	}
+	val, key := tuple.Str(string(r.Value)), tuple.Str(string(r.Key))
+	if s.valueBytes {
+		val = tuple.Bin(r.Value)
+	}
+	if s.keyBytes {
+		key = tuple.Bin(r.Key)
+	}
+	s.vals = tuple.AppendValues(s.vals[:0], val, key, tuple.Str(r.Topic), tuple.Int(int64(r.Partition)),
+		tuple.Int(r.Offset), tuple.Int(r.Timestamp.UnixMilli()), tuple.Str(string(s.hdr)))
+	return out.Emit(s.stream0, tuple.NoTask, id, nil, s.vals)
+}
+
+// savePosition records a partition's position in the task state
+// (assign=partitions).
+func (s *kafkaSpout) savePosition(t *partTrack) {
+	k := s.keys[t.tp]
+	if k == nil {
+		return
+	}
+	binary.LittleEndian.PutUint64(s.posBuf[:], uint64(t.position()))
+	s.state.Put(k, s.posBuf[:])
+}
+
+// positions returns every partition's resume position.
+func (s *kafkaSpout) positions() map[topicPart]int64 {
+	out := make(map[topicPart]int64, len(s.tracks))
+	for tp, t := range s.tracks {
+		out[tp] = t.position()
+	}
+	return out
+}
+
+// commit commits positions to the group (not under s.mu).
+func (s *kafkaSpout) commit(pos map[topicPart]int64) error {
+	if len(pos) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if s.assign == "group" {
+		offs := map[string]map[int32]kgo.EpochOffset{}
+		for tp, o := range pos {
+			if offs[tp.topic] == nil {
+				offs[tp.topic] = map[int32]kgo.EpochOffset{}
+			}
+			offs[tp.topic][tp.part] = kgo.EpochOffset{Epoch: -1, Offset: o}
+		}
+		var cerr error
+		s.cl.CommitOffsetsSync(ctx, offs, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+			if err == nil {
+				err = kerr.ErrorForCode(firstCommitError(resp))
+			}
+			cerr = err
+		})
+		return s.commitDone(cerr)
+	}
+	var offs kadm.Offsets
+	for tp, o := range pos {
+		offs.Add(kadm.Offset{Topic: tp.topic, Partition: tp.part, At: o, LeaderEpoch: -1})
+	}
+	resp, err := s.adm.CommitOffsets(ctx, s.group, offs)
+	if err == nil {
+		err = resp.Error()
+	}
+	return s.commitDone(err)
+}
+
+// commitDone counts a commit; a failed one is logged and retried at the
+// next (positions only move forward, so nothing is lost).
+func (s *kafkaSpout) commitDone(err error) error {
+	if err != nil {
+		s.metric("kafka_commit_errors", 1)
+		s.log("kafka offset commit failed (retried)", "group", s.group, "err", err)
+		return nil
+	}
+	s.metric("kafka_commits", 1)
+	return nil
+}
+
+// Ack marks the records of completed trees done.
+func (s *kafkaSpout) Ack(ids []uint64, _ component.Collector) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, id := range ids {
+		if f := s.flights[id]; f != nil {
+			delete(s.flights, id)
+			if !f.track.stale {
+				f.track.finish(f.slot)
+				s.savePosition(f.track)
+			}
+		}
+	}
+	return nil
+}
+
+// Fail queues the records for replay from Next; one failed max_retries
+// times goes to the dead-letter topic instead.
+func (s *kafkaSpout) Fail(ids []uint64, _ component.Collector) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, id := range ids {
+		f := s.flights[id]
+		if f == nil {
+			continue
+		}
+		if f.track.stale {
+			delete(s.flights, id)
+			continue
+		}
+		f.retries++
+		if s.maxRetries > 0 && f.retries >= s.maxRetries {
+			if err := s.deadLetter(f); err != nil {
+				return err
+			}
+			delete(s.flights, id)
+			f.track.finish(f.slot)
+			s.savePosition(f.track)
+			continue
+		}
+		s.replay = append(s.replay, id)
+	}
+	return nil
+}
+
+// deadLetter produces a given-up record to the dead-letter topic with
+// headers naming its source, and waits until it is stored.
+func (s *kafkaSpout) deadLetter(f *kflight) error {
+	r := f.rec
+	hs := append(slices.Clone(r.Headers),
+		kgo.RecordHeader{Key: "ardea-topology", Value: []byte(s.topology)},
+		kgo.RecordHeader{Key: "ardea-component", Value: []byte(s.comp)},
+		kgo.RecordHeader{Key: "ardea-source", Value: []byte(fmt.Sprintf("%s/%d/%d", r.Topic, r.Partition, r.Offset))},
+		kgo.RecordHeader{Key: "ardea-failures", Value: []byte(strconv.Itoa(f.retries))},
+		kgo.RecordHeader{Key: "ardea-error", Value: []byte("tuple tree failed " + strconv.Itoa(f.retries) + " times")})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := s.cl.ProduceSync(ctx, &kgo.Record{Topic: s.dlqTopic, Key: r.Key, Value: r.Value, Headers: hs, Timestamp: r.Timestamp}).FirstErr(); err != nil {
+		return s.errorf("dead letter to %s: %w", s.dlqTopic, err)
+	}
+	s.metric("kafka_dead_letters", 1)
+	s.log("kafka record sent to the dead-letter topic", "topic", s.dlqTopic, "source", fmt.Sprintf("%s/%d/%d", r.Topic, r.Partition, r.Offset), "failures", f.retries)
+	return nil
+}
+
+// Snapshot (effectively once) remembers the positions checkpoint id holds
+// (they are in the task state already) to commit once it is global.
+func (s *kafkaSpout) Snapshot(id uint64, _ component.Collector) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.snaps[id] = s.positions()
+	return nil
+}
+
+// CheckpointCommitted commits the positions of the newest snapshot at or
+// before checkpoint id and forgets the older ones.
+func (s *kafkaSpout) CheckpointCommitted(id uint64, _ component.Collector) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var best uint64
+	for sid := range s.snaps {
+		if sid <= id && sid > best {
+			best = sid
+		}
+	}
+	if best == 0 {
+		return nil
+	}
+	pos := s.snaps[best]
+	for sid := range s.snaps {
+		if sid <= id {
+			delete(s.snaps, sid)
+		}
+	}
+	s.mu.Unlock()
+	defer s.mu.Lock()
+	return s.commit(pos)
+}
+
+func (s *kafkaSpout) Activate() error   { return nil }
+func (s *kafkaSpout) Deactivate() error { return nil }
+
+// Close commits what is complete (not effectively once: there only a
+// global checkpoint's positions are committed) and leaves the rest to be
+// read again.
+func (s *kafkaSpout) Close() error {
+	if s.cl == nil {
+		return nil
+	}
+	if !s.eo {
+		s.mu.Lock()
+		pos := s.positions()
+		s.mu.Unlock()
+		_ = s.commit(pos)
+	}
+	s.cl.Close()
+	s.adm.Close()
+	s.cl, s.adm = nil, nil
+	return nil
+}
+
+func firstCommitError(resp *kmsg.OffsetCommitResponse) int16 {
+	if resp == nil {
+		return 0
+	}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if p.ErrorCode != 0 {
+				return p.ErrorCode
+			}
+		}
+	}
+	return 0
+}

@@ -1,0 +1,458 @@
+package connectors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/ardea-dev/ardea/internal/component"
+	"github.com/ardea-dev/ardea/internal/tuple"
+)
+
+// kafkaBroker is a Kafka the suite runs against: kfake in-process, or a
+// real broker (kafkaTargets).
+type kafkaBroker struct {
+	name    string
+	brokers string
+	fake    *kfake.Cluster // nil for a real broker
+	topicN  int
+}
+
+var topicSeq struct {
+	sync.Mutex
+	n int
+}
+
+// topic creates a fresh topic with parts partitions.
+func (b *kafkaBroker) topic(t *testing.T, parts int) string {
+	t.Helper()
+	topicSeq.Lock()
+	topicSeq.n++
+	name := fmt.Sprintf("t%d-%d", topicSeq.n, time.Now().UnixNano()%1e6)
+	topicSeq.Unlock()
+	adm := b.admin(t)
+	resp, err := adm.CreateTopic(context.Background(), int32(parts), 1, nil, name)
+	if err != nil || resp.Err != nil {
+		t.Fatalf("create topic %s: %v %v", name, err, resp.Err)
+	}
+	return name
+}
+
+func (b *kafkaBroker) client(t *testing.T, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(strings.Split(b.brokers, ",")...)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+func (b *kafkaBroker) admin(t *testing.T) *kadm.Client { return kadm.NewClient(b.client(t)) }
+
+// produce writes n records "v<i>" (key "k<i>") round-robin over the
+// topic's partitions.
+func (b *kafkaBroker) produce(t *testing.T, topic string, from, n int) {
+	t.Helper()
+	cl := b.client(t, kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	var recs []*kgo.Record
+	for i := from; i < from+n; i++ {
+		recs = append(recs, &kgo.Record{Topic: topic, Key: fmt.Appendf(nil, "k%d", i), Value: fmt.Appendf(nil, "v%d", i),
+			Headers: []kgo.RecordHeader{{Key: "h", Value: []byte("x")}}})
+	}
+	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// consume reads every committed record of topic (read_committed) until
+// want records arrived or the bound passes, and returns their values.
+func (b *kafkaBroker) consume(t *testing.T, topic string, want int) []string {
+	return b.consumeFor(t, topic, want, 30*time.Second)
+}
+
+func (b *kafkaBroker) consumeFor(t *testing.T, topic string, want int, bound time.Duration) []string {
+	t.Helper()
+	cl := b.client(t, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	var out []string
+	deadline := time.Now().Add(bound)
+	for len(out) < want && time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		fs := cl.PollFetches(ctx)
+		cancel()
+		fs.EachRecord(func(r *kgo.Record) { out = append(out, string(r.Value)) })
+	}
+	return out
+}
+
+// committed is the group's committed offsets summed over the topic.
+func (b *kafkaBroker) committed(t *testing.T, group, topic string) int64 {
+	t.Helper()
+	offs, err := b.admin(t).FetchOffsets(context.Background(), group)
+	if errors.Is(err, kerr.GroupIDNotFound) {
+		return 0
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum int64
+	offs.Each(func(o kadm.OffsetResponse) {
+		if o.Topic == topic && o.At > 0 {
+			sum += o.At
+		}
+	})
+	return sum
+}
+
+func fakeKafka(t *testing.T) *kafkaBroker {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return &kafkaBroker{name: "kfake", brokers: strings.Join(c.ListenAddrs(), ","), fake: c}
+}
+
+// kafkaTargets are the brokers every Kafka test runs against: kfake, and
+// a real Kafka when one is available (realKafka).
+func kafkaTargets(t *testing.T) []*kafkaBroker {
+	out := []*kafkaBroker{fakeKafka(t)}
+	if b := realKafka(t); b != nil {
+		out = append(out, b)
+	}
+	return out
+}
+
+func init() {
+	fixtures["spout:kafka"] = func(t *testing.T, _ string) []fixture {
+		b := fakeKafka(t)
+		topic := b.topic(t, 3)
+		b.produce(t, topic, 0, 60)
+		waitBuffered := func(t *testing.T, s component.Spout) {
+			ks := s.(*kafkaSpout)
+			waitFor(t, "records fetched", func() bool { return ks.cl.BufferedFetchRecords() > 0 })
+		}
+		return []fixture{
+			{name: "group", cfg: map[string]string{"brokers": b.brokers, "topics": topic}, opened: waitBuffered},
+			{name: "partitions", cfg: map[string]string{"brokers": b.brokers, "topics": topic, "assign": "partitions", "start": "earliest"}, opened: waitBuffered},
+		}
+	}
+	fixtures["bolt:kafka"] = func(t *testing.T, _ string) []fixture {
+		b := fakeKafka(t)
+		topic := b.topic(t, 2)
+		return []fixture{
+			{name: "json", cfg: map[string]string{"brokers": b.brokers, "topic": topic}},
+			{name: "keyed", cfg: map[string]string{"brokers": b.brokers, "topic": topic, "key_field": "i", "value_field": "s"}},
+		}
+	}
+}
+
+// waitFor polls cond (no fixed sleeps) for up to a minute.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func openKafkaSpout(t *testing.T, cfg map[string]string, ctx component.Context) *kafkaSpout {
+	t.Helper()
+	s, err := NewSpout("kafka", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx.Outputs = []tuple.StreamDecl{{Name: "default", Fields: kafkaFields}}
+	if err := s.Open(ctx, &recorder{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s.(*kafkaSpout)
+}
+
+// pull calls Next until want tuples were emitted in total.
+func pull(t *testing.T, s component.Spout, out *recorder, want int) {
+	t.Helper()
+	waitFor(t, fmt.Sprintf("%d tuples (have %d)", want, len(out.emits)), func() bool {
+		if _, err := s.Next(64, out); err != nil {
+			t.Fatal(err)
+		}
+		return len(out.emits) >= want
+	})
+}
+
+func values(t *testing.T, out *recorder) []string {
+	var vs []string
+	for _, v := range out.decode(t) {
+		vs = append(vs, v[0].AsString())
+	}
+	return vs
+}
+
+// TestKafkaSpoutAtLeastOnce: offsets are committed only up to the oldest
+// record whose tree has not completed; a failed record is replayed; a
+// spout that stops with trees pending is followed by one that reads them
+// again, so nothing is lost.
+func TestKafkaSpoutAtLeastOnce(t *testing.T) {
+	for _, b := range kafkaTargets(t) {
+		t.Run(b.name, func(t *testing.T) {
+			topic := b.topic(t, 3)
+			b.produce(t, topic, 0, 300)
+			cfg := map[string]string{"brokers": b.brokers, "topics": topic, "group": "g-" + topic, "commit_interval": "1ms"}
+			s := openKafkaSpout(t, cfg, ackingContext("k", 0, 1, cfg, &memState{m: map[string][]byte{}}))
+			out := &recorder{}
+			pull(t, s, out, 300)
+			ids := make([]uint64, len(out.emits))
+			for i, e := range out.emits {
+				ids[i] = e.msgID
+			}
+			// Fail the first ten, ack the rest: they come back.
+			if err := s.Fail(ids[:10], out); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Ack(ids[10:], out); err != nil {
+				t.Fatal(err)
+			}
+			pull(t, s, out, 310)
+			replayed := values(t, out)[300:]
+			if !slices.Equal(replayed, values(t, out)[:10]) {
+				t.Fatalf("replayed %v, want the failed %v", replayed, values(t, out)[:10])
+			}
+			// Ack five of the replays; stop with five pending.
+			if err := s.Ack([]uint64{ids[0], ids[1], ids[2], ids[3], ids[4]}, out); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			// Committed: everything but what precedes the oldest pending
+			// record in its partition.
+			want := map[int64]int64{0: 100, 1: 100, 2: 100}
+			for _, f := range out.decode(t)[5:10] {
+				want[f[3].I] = min(want[f[3].I], f[4].I)
+			}
+			if c := b.committed(t, "g-"+topic, topic); c != want[0]+want[1]+want[2] {
+				t.Fatalf("committed %d of 300 with 5 trees pending, want %v", c, want)
+			}
+			s2 := openKafkaSpout(t, cfg, ackingContext("k", 0, 1, cfg, &memState{m: map[string][]byte{}}))
+			out2 := &recorder{}
+			pull(t, s2, out2, 5)
+			got := values(t, out2)
+			for _, v := range values(t, out)[5:10] {
+				if !slices.Contains(got, v) {
+					t.Errorf("pending record %s not read again (got %v)", v, got)
+				}
+			}
+			// Headers and fields.
+			f := out.decode(t)[0]
+			if f[1].AsString() != strings.Replace(f[0].AsString(), "v", "k", 1) || f[2].AsString() != topic || f[6].AsString() != `{"h":"x"}` {
+				t.Errorf("fields %v", f)
+			}
+		})
+	}
+}
+
+// TestKafkaSpoutDeadLetter: a record that fails max_retries times goes to
+// the dead-letter topic with headers naming its source, and its offset is
+// committed past.
+func TestKafkaSpoutDeadLetter(t *testing.T) {
+	b := fakeKafka(t)
+	topic, dlq := b.topic(t, 1), b.topic(t, 1)
+	b.produce(t, topic, 0, 3)
+	cfg := map[string]string{"brokers": b.brokers, "topics": topic, "max_retries": "2", "dead_letter_topic": dlq}
+	s := openKafkaSpout(t, cfg, ackingContext("k", 0, 1, cfg, &memState{m: map[string][]byte{}}))
+	out := &recorder{}
+	pull(t, s, out, 3)
+	poison := out.emits[1].msgID
+	if err := s.Ack([]uint64{out.emits[0].msgID, out.emits[2].msgID}, out); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Fail([]uint64{poison}, out); err != nil {
+		t.Fatal(err)
+	}
+	pull(t, s, out, 4)
+	if err := s.Fail([]uint64{poison}, out); err != nil {
+		t.Fatal(err)
+	}
+	cl := b.client(t, kgo.ConsumeTopics(dlq), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	var got *kgo.Record
+	waitFor(t, "dead letter", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) { got = r })
+		return got != nil
+	})
+	hs := map[string]string{}
+	for _, h := range got.Headers {
+		hs[h.Key] = string(h.Value)
+	}
+	if string(got.Value) != "v1" || hs["ardea-source"] != topic+"/0/1" || hs["ardea-failures"] != "2" || hs["ardea-component"] != "k" {
+		t.Fatalf("dead letter %q headers %v", got.Value, hs)
+	}
+	if s.positions()[topicPart{topic, 0}] != 3 {
+		t.Fatalf("position %v, want 3 (the dead letter is done)", s.positions())
+	}
+}
+
+// TestKafkaSpoutPartitionsAndCheckpoints: assign=partitions spreads the
+// partitions over the tasks, keeps positions in task state (restored: the
+// next task goes on exactly there), starts at a timestamp, and effectively
+// once commits a snapshot's positions only when its checkpoint is global.
+func TestKafkaSpoutPartitionsAndCheckpoints(t *testing.T) {
+	for _, b := range kafkaTargets(t) {
+		t.Run(b.name, func(t *testing.T) {
+			topic := b.topic(t, 4)
+			b.produce(t, topic, 0, 40)
+			group := "g-" + topic
+			cfg := map[string]string{"brokers": b.brokers, "topics": topic, "group": group}
+			var states []*memState
+			var spouts []*kafkaSpout
+			outs := []*recorder{{}, {}}
+			for i := range 2 {
+				st := &memState{m: map[string][]byte{}}
+				ctx := taskContext("k", i, 2, cfg, nil, nil)
+				ctx.State, ctx.Checkpointing = st, true
+				states, spouts = append(states, st), append(spouts, openKafkaSpout(t, cfg, ctx))
+			}
+			waitFor(t, "40 records over two tasks", func() bool {
+				for i, s := range spouts {
+					if _, err := s.Next(64, outs[i]); err != nil {
+						t.Fatal(err)
+					}
+				}
+				return len(outs[0].emits)+len(outs[1].emits) >= 40
+			})
+			if len(outs[0].emits) != 20 || len(outs[1].emits) != 20 {
+				t.Fatalf("tasks read %d and %d records, want 20 each (two partitions each)", len(outs[0].emits), len(outs[1].emits))
+			}
+			for i, s := range spouts {
+				if err := s.Snapshot(7, outs[i]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if c := b.committed(t, group, topic); c != 0 {
+				t.Fatalf("committed %d before the checkpoint is global", c)
+			}
+			for i, s := range spouts {
+				if err := s.CheckpointCommitted(7, outs[i]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if c := b.committed(t, group, topic); c != 40 {
+				t.Fatalf("committed %d after the checkpoint, want 40", c)
+			}
+			// More input; task 0 restarts from its state: it reads only
+			// the new records of its partitions.
+			b.produce(t, topic, 40, 8)
+			spouts[0].Close()
+			ctx := taskContext("k", 0, 2, cfg, nil, nil)
+			ctx.State, ctx.Checkpointing = states[0], true
+			s0 := openKafkaSpout(t, cfg, ctx)
+			out := &recorder{}
+			pull(t, s0, out, 4)
+			for _, v := range values(t, out) {
+				var n int
+				fmt.Sscanf(v, "v%d", &n)
+				if n < 40 {
+					t.Fatalf("restored task read %s again", v)
+				}
+			}
+			// Rescaled to one task: it has both states' positions.
+			merged := &memState{m: map[string][]byte{}}
+			for _, st := range states {
+				for k, v := range st.m {
+					merged.m[k] = v
+				}
+			}
+			ctx = taskContext("k", 0, 1, cfg, nil, nil)
+			ctx.State, ctx.Checkpointing = merged, true
+			one := openKafkaSpout(t, cfg, ctx)
+			t.Logf("merged %v", one.savedPositions())
+			out = &recorder{}
+			pull(t, one, out, 4)
+			for _, v := range values(t, out) {
+				var n int
+				fmt.Sscanf(v, "v%d", &n)
+				if n < 40 {
+					t.Fatalf("rescaled task read %s again", v)
+				}
+			}
+		})
+	}
+}
+
+// TestKafkaSpoutStartAtTimestamp: start=timestamp reads from the first
+// record at or after start_time.
+func TestKafkaSpoutStartAtTimestamp(t *testing.T) {
+	b := fakeKafka(t)
+	topic := b.topic(t, 1)
+	cl := b.client(t)
+	base := time.UnixMilli(1_700_000_000_000)
+	for i := range 10 {
+		r := &kgo.Record{Topic: topic, Value: fmt.Appendf(nil, "v%d", i), Timestamp: base.Add(time.Duration(i) * time.Minute)}
+		if err := cl.ProduceSync(context.Background(), r).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := map[string]string{"brokers": b.brokers, "topics": topic, "assign": "partitions", "start": "timestamp",
+		"start_time": base.Add(6 * time.Minute).UTC().Format(time.RFC3339)}
+	s := openKafkaSpout(t, cfg, taskContext("k", 0, 1, cfg, nil, nil))
+	out := &recorder{}
+	pull(t, s, out, 4)
+	if got := values(t, out); !slices.Equal(got, []string{"v6", "v7", "v8", "v9"}) {
+		t.Fatalf("read %v", got)
+	}
+}
+
+// TestKafkaConfigErrors: bad configs fail at validation with the field
+// named.
+func TestKafkaConfigErrors(t *testing.T) {
+	for _, tc := range []struct {
+		kind string
+		cfg  map[string]string
+		want string
+	}{
+		{KindSpout, map[string]string{"brokers": "x:1", "topics": "a", "start": "offset"}, `"start"`},
+		{KindSpout, map[string]string{"brokers": "x:1", "topics": "a", "start": "timestamp", "assign": "partitions", "start_time": "yesterday"}, `"start_time"`},
+		{KindSpout, map[string]string{"brokers": "x:1", "topics": "(", "topic_regex": "true"}, `"topics"`},
+		{KindSpout, map[string]string{"brokers": "x:1", "topics": "a", "max_retries": "3"}, `"max_retries"`},
+		{KindSpout, map[string]string{"brokers": "x:1", "topics": "a", "partitions": "0,x", "assign": "partitions"}, `"partitions"`},
+		{KindSpout, map[string]string{"brokers": " , ", "topics": "a"}, `"brokers"`},
+		{KindBolt, map[string]string{"brokers": "x:1"}, `"topic"`},
+	} {
+		var err error
+		if tc.kind == KindSpout {
+			_, err = NewSpout("kafka", tc.cfg)
+		} else {
+			_, err = NewBolt("kafka", tc.cfg)
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s %v: err %v, want one naming %s", tc.kind, tc.cfg, err, tc.want)
+		}
+	}
+}
+
+// realKafka is the real broker of ARDEA_KAFKA_BROKERS (set by hand or by
+// the testbroker package), or nil.
+func realKafka(t *testing.T) *kafkaBroker {
+	if v := os.Getenv("ARDEA_KAFKA_BROKERS"); v != "" {
+		return &kafkaBroker{name: "broker", brokers: v}
+	}
+	return nil
+}

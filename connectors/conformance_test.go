@@ -93,92 +93,95 @@ func TestSpoutConformance(t *testing.T) {
 		if spec.Kind != KindSpout || fixtures["spout:"+spec.Name] == nil {
 			continue
 		}
-		for _, fx := range fixtures["spout:"+spec.Name](t, t.TempDir()) {
-			t.Run(spec.Name+"/"+fx.name, func(t *testing.T) {
-				if err := spec.Validate("c", fx.cfg); err != nil {
-					t.Fatalf("fixture config invalid: %v", err)
-				}
-				// Close before Open is safe.
-				s, err := NewSpout(spec.Name, fx.cfg)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := s.Close(); err != nil {
-					t.Fatalf("Close before Open: %v", err)
-				}
-				// Open fails clearly when the context lacks the declared outputs.
-				bad := map[string][]string{}
-				for k, v := range spec.Outputs {
-					bad[k] = append(v, "extra")
-				}
-				s, _ = NewSpout(spec.Name, fx.cfg)
-				if err := s.Open(taskContext("c", 0, 1, fx.cfg, bad, nil), &recorder{}); err == nil || !strings.Contains(err.Error(), `"c"`) {
-					t.Errorf("Open with mismatched outputs = %v, want an error naming the component", err)
-				}
-				_ = s.Close()
-
-				s, _ = NewSpout(spec.Name, fx.cfg)
-				ctx := taskContext("c", 0, 1, fx.cfg, spec.Outputs, nil)
-				out := &recorder{}
-				if err := s.Open(ctx, out); err != nil {
-					t.Fatalf("Open: %v", err)
-				}
-				if fx.opened != nil {
-					fx.opened(t, s)
-				}
-				if err := s.Activate(); err != nil {
-					t.Fatalf("Activate: %v", err)
-				}
-				done := false
-				for i := 0; i < 200 && !done; i++ {
-					max := 1 + i%7
-					before := len(out.emits)
-					st, err := s.Next(max, out)
+		// A fixture that needs a broker it cannot have skips its own subtest.
+		t.Run(spec.Name, func(t *testing.T) {
+			for _, fx := range fixtures["spout:"+spec.Name](t, t.TempDir()) {
+				t.Run(fx.name, func(t *testing.T) {
+					if err := spec.Validate("c", fx.cfg); err != nil {
+						t.Fatalf("fixture config invalid: %v", err)
+					}
+					// Close before Open is safe.
+					s, err := NewSpout(spec.Name, fx.cfg)
 					if err != nil {
-						t.Fatalf("Next: %v", err)
+						t.Fatal(err)
 					}
-					if n := len(out.emits) - before; n > max {
-						t.Fatalf("Next(%d) emitted %d", max, n)
+					if err := s.Close(); err != nil {
+						t.Fatalf("Close before Open: %v", err)
 					}
-					if st != component.Emitted && st != component.Idle && st != component.Done {
-						t.Fatalf("Next: bad status %d", st)
+					// Open fails clearly when the context lacks the declared outputs.
+					bad := map[string][]string{}
+					for k, v := range spec.Outputs {
+						bad[k] = append(v, "extra")
 					}
-					done = st == component.Done
-				}
-				checkEmits(t, ctx, out)
-				if fx.finite && !done {
-					t.Fatal("finite spout never returned Done")
-				}
-				if !fx.finite && (done || len(out.emits) == 0) {
-					t.Fatalf("endless spout: done=%v, %d emits", done, len(out.emits))
-				}
-				if done {
-					n := len(out.emits)
-					for range 3 {
-						if st, err := s.Next(10, out); st != component.Done || err != nil {
-							t.Fatalf("Next after Done = %v, %v", st, err)
+					s, _ = NewSpout(spec.Name, fx.cfg)
+					if err := s.Open(taskContext("c", 0, 1, fx.cfg, bad, nil), &recorder{}); err == nil || !strings.Contains(err.Error(), `"c"`) {
+						t.Errorf("Open with mismatched outputs = %v, want an error naming the component", err)
+					}
+					_ = s.Close()
+
+					s, _ = NewSpout(spec.Name, fx.cfg)
+					ctx := taskContext("c", 0, 1, fx.cfg, spec.Outputs, nil)
+					out := &recorder{}
+					if err := s.Open(ctx, out); err != nil {
+						t.Fatalf("Open: %v", err)
+					}
+					if fx.opened != nil {
+						fx.opened(t, s)
+					}
+					if err := s.Activate(); err != nil {
+						t.Fatalf("Activate: %v", err)
+					}
+					done := false
+					for i := 0; i < 200 && !done; i++ {
+						max := 1 + i%7
+						before := len(out.emits)
+						st, err := s.Next(max, out)
+						if err != nil {
+							t.Fatalf("Next: %v", err)
+						}
+						if n := len(out.emits) - before; n > max {
+							t.Fatalf("Next(%d) emitted %d", max, n)
+						}
+						if st != component.Emitted && st != component.Idle && st != component.Done {
+							t.Fatalf("Next: bad status %d", st)
+						}
+						done = st == component.Done
+					}
+					checkEmits(t, ctx, out)
+					if fx.finite && !done {
+						t.Fatal("finite spout never returned Done")
+					}
+					if !fx.finite && (done || len(out.emits) == 0) {
+						t.Fatalf("endless spout: done=%v, %d emits", done, len(out.emits))
+					}
+					if done {
+						n := len(out.emits)
+						for range 3 {
+							if st, err := s.Next(10, out); st != component.Done || err != nil {
+								t.Fatalf("Next after Done = %v, %v", st, err)
+							}
+						}
+						if len(out.emits) != n {
+							t.Fatal("emitted after Done")
 						}
 					}
-					if len(out.emits) != n {
-						t.Fatal("emitted after Done")
+					if err := s.Ack([]uint64{1, 2}, out); err != nil {
+						t.Errorf("Ack: %v", err)
 					}
-				}
-				if err := s.Ack([]uint64{1, 2}, out); err != nil {
-					t.Errorf("Ack: %v", err)
-				}
-				if err := s.Fail(nil, out); err != nil {
-					t.Errorf("Fail: %v", err)
-				}
-				if err := s.Deactivate(); err != nil {
-					t.Errorf("Deactivate: %v", err)
-				}
-				for i := range 2 {
-					if err := s.Close(); err != nil {
-						t.Fatalf("Close #%d: %v", i+1, err)
+					if err := s.Fail(nil, out); err != nil {
+						t.Errorf("Fail: %v", err)
 					}
-				}
-			})
-		}
+					if err := s.Deactivate(); err != nil {
+						t.Errorf("Deactivate: %v", err)
+					}
+					for i := range 2 {
+						if err := s.Close(); err != nil {
+							t.Fatalf("Close #%d: %v", i+1, err)
+						}
+					}
+				})
+			}
+		})
 	}
 }
 
@@ -203,45 +206,47 @@ func TestBoltConformance(t *testing.T) {
 		if spec.Kind != KindBolt || fixtures["bolt:"+spec.Name] == nil {
 			continue
 		}
-		for _, fx := range fixtures["bolt:"+spec.Name](t, t.TempDir()) {
-			t.Run(spec.Name+"/"+fx.name, func(t *testing.T) {
-				b, err := NewBolt(spec.Name, fx.cfg)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := b.Close(); err != nil {
-					t.Fatalf("Close before Prepare: %v", err)
-				}
-				b, _ = NewBolt(spec.Name, fx.cfg)
-				ctx := taskContext("c", 0, 1, fx.cfg, spec.Outputs, conformanceInputs)
-				out := &recorder{}
-				if err := b.Prepare(ctx, out); err != nil {
-					t.Fatalf("Prepare: %v", err)
-				}
-				for _, in := range [][]byte{mixedBatch(100), batch(), mixedBatch(1)} {
-					if err := b.Execute(in, out); err != nil {
-						t.Fatalf("Execute: %v", err)
+		t.Run(spec.Name, func(t *testing.T) {
+			for _, fx := range fixtures["bolt:"+spec.Name](t, t.TempDir()) {
+				t.Run(fx.name, func(t *testing.T) {
+					b, err := NewBolt(spec.Name, fx.cfg)
+					if err != nil {
+						t.Fatal(err)
 					}
-				}
-				if err := b.Execute([]byte{1, 0, 0, 0, 9}, out); err == nil || !strings.Contains(err.Error(), `"c"`) {
-					t.Errorf("Execute(malformed batch) = %v, want an error naming the component", err)
-				}
-				if err := b.Tick(out); err != nil {
-					t.Fatalf("Tick: %v", err)
-				}
-				if err := b.Finish(out); err != nil {
-					t.Fatalf("Finish: %v", err)
-				}
-				checkEmits(t, ctx, out)
-				if len(spec.Outputs) == 0 && len(out.emits) > 0 {
-					t.Errorf("bolt without outputs emitted %d tuples", len(out.emits))
-				}
-				for i := range 2 {
 					if err := b.Close(); err != nil {
-						t.Fatalf("Close #%d: %v", i+1, err)
+						t.Fatalf("Close before Prepare: %v", err)
 					}
-				}
-			})
-		}
+					b, _ = NewBolt(spec.Name, fx.cfg)
+					ctx := taskContext("c", 0, 1, fx.cfg, spec.Outputs, conformanceInputs)
+					out := &recorder{}
+					if err := b.Prepare(ctx, out); err != nil {
+						t.Fatalf("Prepare: %v", err)
+					}
+					for _, in := range [][]byte{mixedBatch(100), batch(), mixedBatch(1)} {
+						if err := b.Execute(in, out); err != nil {
+							t.Fatalf("Execute: %v", err)
+						}
+					}
+					if err := b.Execute([]byte{1, 0, 0, 0, 9}, out); err == nil || !strings.Contains(err.Error(), `"c"`) {
+						t.Errorf("Execute(malformed batch) = %v, want an error naming the component", err)
+					}
+					if err := b.Tick(out); err != nil {
+						t.Fatalf("Tick: %v", err)
+					}
+					if err := b.Finish(out); err != nil {
+						t.Fatalf("Finish: %v", err)
+					}
+					checkEmits(t, ctx, out)
+					if len(spec.Outputs) == 0 && len(out.emits) > 0 {
+						t.Errorf("bolt without outputs emitted %d tuples", len(out.emits))
+					}
+					for i := range 2 {
+						if err := b.Close(); err != nil {
+							t.Fatalf("Close #%d: %v", i+1, err)
+						}
+					}
+				})
+			}
+		})
 	}
 }

@@ -1,0 +1,399 @@
+package connectors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+	plog "github.com/apache/pulsar-client-go/pulsar/log"
+
+	"github.com/ardea-dev/ardea/internal/component"
+	"github.com/ardea-dev/ardea/internal/tuple"
+)
+
+// The pulsar spout subscribes to Pulsar topics (pulsar-client-go). Each
+// message becomes a tuple (value, key, topic, message_id, publish_time,
+// properties). At most once a message is acked as it is emitted; at least
+// once when its tuple tree completes, and a failed tree nacks it (Pulsar
+// redelivers it after nack_delay; with max_retries Pulsar's dead-letter
+// policy moves a message delivered that many times to dead_letter_topic).
+// A Shared or Key_Shared subscription spreads messages over the spout's
+// tasks; Failover and Exclusive keep one reader at a time.
+//
+// The pulsar sink sends every tuple as a message (key from key_field,
+// value from value_field or a JSON object of every field) and acks the
+// tuple once Pulsar stored it.
+
+func init() {
+	Register(Spec{
+		Name:    "pulsar",
+		Kind:    KindSpout,
+		Summary: "Subscribes to Apache Pulsar topics; acks on tuple-tree completion (at least once), nacks on failure, dead-letter topic after max_retries.",
+		Fields: []FieldSpec{
+			{Name: "url", Type: TypeString, Required: true, Doc: "service URL (pulsar://host:6650)"},
+			{Name: "topics", Type: TypeString, Required: true, Doc: "comma-separated topics, or a regular expression with topics_pattern"},
+			{Name: "topics_pattern", Type: TypeBool, Default: "false", Doc: "topics is a regular expression (persistent://tenant/ns/<regex>)"},
+			{Name: "subscription", Type: TypeString, Default: "", Doc: "subscription name; empty: ardea-<topology>-<component>"},
+			{Name: "type", Type: TypeEnum, Enum: []string{"shared", "key_shared", "failover", "exclusive"}, Default: "shared", Doc: "subscription type"},
+			{Name: "start", Type: TypeEnum, Enum: []string{"latest", "earliest"}, Default: "earliest", Doc: "where a new subscription starts"},
+			{Name: "nack_delay", Type: TypeDuration, Default: "1s", Min: "1ms", Doc: "how long Pulsar waits before redelivering a nacked message"},
+			{Name: "max_retries", Type: TypeInt, Default: "0", Min: "0", Doc: "at least once: a message delivered this many times goes to dead_letter_topic; 0 = redeliver forever"},
+			{Name: "dead_letter_topic", Type: TypeString, Default: "", Doc: "topic that receives messages given up after max_retries; required with max_retries"},
+		},
+		Outputs: map[string][]string{"default": pulsarFields},
+	}, SpoutFactory(newPulsarSpout))
+	Register(Spec{
+		Name:    "pulsar",
+		Kind:    KindBolt,
+		Summary: "Sends tuples to an Apache Pulsar topic; acks each tuple once Pulsar stored its message.",
+		Fields: []FieldSpec{
+			{Name: "url", Type: TypeString, Required: true, Doc: "service URL (pulsar://host:6650)"},
+			{Name: "topic", Type: TypeString, Required: true, Doc: "topic to send to"},
+			{Name: "key_field", Type: TypeString, Default: "", Doc: "input field used as the message key; empty: none"},
+			{Name: "value_field", Type: TypeString, Default: "", Doc: "input field used as the payload; empty: a JSON object of every field"},
+			{Name: "timeout", Type: TypeDuration, Default: "30s", Min: "1ms", Doc: "how long a batch waits for Pulsar"},
+		},
+	}, BoltFactory(newPulsarSink))
+}
+
+var pulsarFields = []string{"value", "key", "topic", "message_id", "publish_time", "properties"}
+
+var pulsarTypes = map[string]pulsar.SubscriptionType{"shared": pulsar.Shared, "key_shared": pulsar.KeyShared,
+	"failover": pulsar.Failover, "exclusive": pulsar.Exclusive}
+
+type pulsarSpout struct {
+	url, topics, sub, subType, start, dlq string
+	pattern                               bool
+	nackDelay                             time.Duration
+	maxRetries                            int
+
+	comp    string
+	stream0 uint16
+	client  pulsar.Client
+	cons    pulsar.Consumer
+	acking  bool
+	next    uint64
+	pending map[uint64]pulsar.Message
+	metric  func(string, int64)
+	vals    []byte
+	props   []byte
+}
+
+func newPulsarSpout(cfg Config) (component.Spout, error) {
+	s := &pulsarSpout{url: cfg.String("url"), topics: cfg.String("topics"), pattern: cfg.Bool("topics_pattern"),
+		sub: cfg.String("subscription"), subType: cfg.String("type"), start: cfg.String("start"),
+		nackDelay: cfg.Duration("nack_delay"), maxRetries: int(cfg.Int("max_retries")), dlq: cfg.String("dead_letter_topic")}
+	if len(splitList(s.topics)) == 0 {
+		return nil, errors.New(`config "topics": no topic`)
+	}
+	if s.maxRetries > 0 && s.dlq == "" {
+		return nil, errors.New(`config "max_retries": needs "dead_letter_topic", the topic that receives the messages given up`)
+	}
+	return s, nil
+}
+
+func (s *pulsarSpout) errorf(format string, args ...any) error {
+	return fmt.Errorf("component %q: pulsar spout (topics %s): %w", s.comp, s.topics, fmt.Errorf(format, args...))
+}
+
+// pulsarClient connects quietly (pulsar-client-go logs through logrus by
+// default; its messages go to the task's logger instead).
+func pulsarClient(url string, log *slog.Logger) (pulsar.Client, error) {
+	opts := pulsar.ClientOptions{URL: url, OperationTimeout: 30 * time.Second, ConnectionTimeout: 10 * time.Second}
+	if log != nil {
+		opts.Logger = plog.NewLoggerWithSlog(log)
+	}
+	return pulsar.NewClient(opts)
+}
+
+func (s *pulsarSpout) Open(ctx component.Context, _ component.Collector) error {
+	s.comp = ctx.Component
+	st, err := outputStream(ctx, "pulsar spout", "default", len(pulsarFields))
+	if err != nil {
+		return err
+	}
+	s.stream0 = st
+	s.metric = ctx.Metric
+	if s.metric == nil {
+		s.metric = func(string, int64) {}
+	}
+	if s.sub == "" {
+		s.sub = "ardea-" + ctx.Topology + "-" + ctx.Component
+	}
+	if s.client, err = pulsarClient(s.url, ctx.Logger); err != nil {
+		return s.errorf("connect %s: %w", s.url, err)
+	}
+	opts := pulsar.ConsumerOptions{SubscriptionName: s.sub, Type: pulsarTypes[s.subType],
+		NackRedeliveryDelay: s.nackDelay, ReceiverQueueSize: 1000,
+		SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest}
+	if s.start == "latest" {
+		opts.SubscriptionInitialPosition = pulsar.SubscriptionPositionLatest
+	}
+	if s.pattern {
+		opts.TopicsPattern = s.topics
+	} else {
+		opts.Topics = splitList(s.topics)
+	}
+	if s.maxRetries > 0 {
+		opts.DLQ = &pulsar.DLQPolicy{MaxDeliveries: uint32(s.maxRetries), DeadLetterTopic: s.dlq}
+	}
+	if s.cons, err = s.client.Subscribe(opts); err != nil {
+		s.client.Close()
+		s.client = nil
+		return s.errorf("subscribe %s: %w", s.sub, err)
+	}
+	s.acking = ctx.Acking
+	s.pending = map[uint64]pulsar.Message{}
+	return nil
+}
+
+func (s *pulsarSpout) Next(max int, out component.Collector) (component.Status, error) {
+	n := 0
+	for n < max {
+		var cm pulsar.ConsumerMessage
+		select {
+		case cm = <-s.cons.Chan():
+		default:
+			if n == 0 {
+				return component.Idle, nil
+			}
+			return component.Emitted, nil
+		}
+		m := cm.Message
+		s.props = s.props[:0]
+		if p := m.Properties(); len(p) > 0 {
+			s.props = append(s.props, '{')
+			for i, k := range slices.Sorted(maps.Keys(p)) {
+				if i > 0 {
+					s.props = append(s.props, ',')
+				}
+				s.props = append(appendJSONString(s.props, []byte(k)), ':')
+				s.props = appendJSONString(s.props, []byte(p[k]))
+			}
+			s.props = append(s.props, '}')
+		}
+		s.vals = tuple.AppendValues(s.vals[:0], tuple.Str(string(m.Payload())), tuple.Str(m.Key()), tuple.Str(m.Topic()),
+			tuple.Str(m.ID().String()), tuple.Int(m.PublishTime().UnixMilli()), tuple.Str(string(s.props)))
+		var id uint64
+		if s.acking {
+			s.next++
+			id = s.next
+			s.pending[id] = m
+		}
+		if err := out.Emit(s.stream0, tuple.NoTask, id, nil, s.vals); err != nil {
+			return component.Emitted, err
+		}
+		if !s.acking {
+			if err := s.cons.Ack(m); err != nil {
+				return component.Emitted, s.errorf("ack: %w", err)
+			}
+		}
+		s.metric("pulsar_messages", 1)
+		n++
+	}
+	return component.Emitted, nil
+}
+
+// Ack acknowledges the messages of completed trees.
+func (s *pulsarSpout) Ack(ids []uint64, _ component.Collector) error {
+	for _, id := range ids {
+		if m := s.pending[id]; m != nil {
+			delete(s.pending, id)
+			if err := s.cons.Ack(m); err != nil {
+				return s.errorf("ack: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+// Fail nacks them: Pulsar redelivers them after nack_delay (to any task
+// of a shared subscription), or moves them to the dead-letter topic.
+func (s *pulsarSpout) Fail(ids []uint64, _ component.Collector) error {
+	for _, id := range ids {
+		if m := s.pending[id]; m != nil {
+			delete(s.pending, id)
+			s.cons.Nack(m)
+			s.metric("pulsar_nacked", 1)
+		}
+	}
+	return nil
+}
+
+func (s *pulsarSpout) Activate() error   { return nil }
+func (s *pulsarSpout) Deactivate() error { return nil }
+
+// Close leaves unacked messages to Pulsar's redelivery.
+func (s *pulsarSpout) Close() error {
+	if s.cons != nil {
+		s.cons.Close()
+		s.cons = nil
+	}
+	if s.client != nil {
+		s.client.Close()
+		s.client = nil
+	}
+	return nil
+}
+
+type pulsarSink struct {
+	url, topic, keyField, valueField string
+	timeout                          time.Duration
+
+	comp     string
+	client   pulsar.Client
+	prod     pulsar.Producer
+	keys     [][][]byte
+	keyIdx   []int
+	valueIdx []int
+	vals     []tuple.Value
+	metric   func(string, int64)
+}
+
+func newPulsarSink(cfg Config) (component.Bolt, error) {
+	return &pulsarSink{url: cfg.String("url"), topic: cfg.String("topic"), keyField: cfg.String("key_field"),
+		valueField: cfg.String("value_field"), timeout: cfg.Duration("timeout")}, nil
+}
+
+func (s *pulsarSink) errorf(format string, args ...any) error {
+	return fmt.Errorf("component %q: pulsar sink (topic %s): %w", s.comp, s.topic, fmt.Errorf(format, args...))
+}
+
+func (s *pulsarSink) Prepare(ctx component.Context, _ component.Collector) error {
+	s.comp = ctx.Component
+	s.metric = ctx.Metric
+	if s.metric == nil {
+		s.metric = func(string, int64) {}
+	}
+	for _, in := range ctx.Inputs {
+		var ks [][]byte
+		for _, name := range in.Fields {
+			ks = append(ks, append(appendJSONString(nil, []byte(name)), ':'))
+		}
+		s.keys = append(s.keys, ks)
+		ki, vi := -1, -1
+		for _, f := range []struct {
+			cfg, name string
+			idx       *int
+		}{{"key_field", s.keyField, &ki}, {"value_field", s.valueField, &vi}} {
+			if f.name == "" {
+				continue
+			}
+			if *f.idx = slices.Index(in.Fields, f.name); *f.idx < 0 {
+				return fmt.Errorf("component %q: pulsar sink: config %q: input from %q has no field %q (fields %v)", s.comp, f.cfg, in.Component, f.name, in.Fields)
+			}
+		}
+		s.keyIdx, s.valueIdx = append(s.keyIdx, ki), append(s.valueIdx, vi)
+	}
+	var err error
+	if s.client, err = pulsarClient(s.url, ctx.Logger); err != nil {
+		return s.errorf("connect %s: %w", s.url, err)
+	}
+	if s.prod, err = s.client.CreateProducer(pulsar.ProducerOptions{Topic: s.topic, SendTimeout: s.timeout}); err != nil {
+		s.client.Close()
+		s.client = nil
+		return s.errorf("producer: %w", err)
+	}
+	return nil
+}
+
+func (s *pulsarSink) Execute(batch []byte, out component.Collector) error {
+	r, err := tuple.NewBatchReader(batch)
+	if err != nil {
+		return s.errorf("%w", err)
+	}
+	var ids []uint64
+	var results []chan error
+	for i := 0; ; i++ {
+		rec, ok, err := r.Next()
+		if err != nil {
+			return s.errorf("%w", err)
+		}
+		if !ok {
+			break
+		}
+		if s.vals, _, err = tuple.DecodeValues(s.vals[:0], rec.Values); err != nil {
+			return s.errorf("record %d: %w", i, err)
+		}
+		in := int(rec.Input)
+		if in >= len(s.keys) {
+			return s.errorf("record %d: input index %d, but the task has %d inputs", i, rec.Input, len(s.keys))
+		}
+		msg := &pulsar.ProducerMessage{}
+		field := func(i int) ([]byte, bool) {
+			if i >= len(s.vals) {
+				return nil, false
+			}
+			if v := s.vals[i]; v.Kind == tuple.String || v.Kind == tuple.Bytes {
+				return append([]byte{}, v.B...), true
+			}
+			return appendScalar([]byte{}, s.vals[i]), true
+		}
+		bad := false
+		if k := s.keyIdx[in]; k >= 0 {
+			kb, ok := field(k)
+			msg.Key, bad = string(kb), !ok
+		}
+		if v := s.valueIdx[in]; v >= 0 {
+			var ok bool
+			msg.Payload, ok = field(v)
+			bad = bad || !ok
+		} else {
+			msg.Payload = appendJSONObject(nil, s.keys[in], s.vals)
+		}
+		if bad {
+			s.metric("pulsar_bad_records", 1)
+			out.Fail(rec.TupleID)
+			continue
+		}
+		ch := make(chan error, 1)
+		s.prod.SendAsync(context.Background(), msg, func(_ pulsar.MessageID, _ *pulsar.ProducerMessage, err error) { ch <- err })
+		ids, results = append(ids, rec.TupleID), append(results, ch)
+	}
+	if len(results) == 0 {
+		return nil
+	}
+	if err := s.prod.Flush(); err != nil {
+		s.metric("pulsar_send_errors", 1)
+	}
+	timer := time.NewTimer(s.timeout + time.Second) // SendTimeout fails each send first
+	defer timer.Stop()
+	for i, ch := range results {
+		select {
+		case err := <-ch:
+			if err != nil {
+				s.metric("pulsar_send_errors", 1)
+				out.Fail(ids[i])
+				continue
+			}
+			s.metric("pulsar_messages", 1)
+			out.Ack(ids[i])
+		case <-timer.C:
+			for _, id := range ids[i:] {
+				out.Fail(id)
+			}
+			return nil
+		}
+	}
+	return nil
+}
+
+func (s *pulsarSink) Tick(component.Collector) error   { return nil }
+func (s *pulsarSink) Finish(component.Collector) error { return nil }
+
+func (s *pulsarSink) Close() error {
+	if s.prod != nil {
+		s.prod.Close()
+		s.prod = nil
+	}
+	if s.client != nil {
+		s.client.Close()
+		s.client = nil
+	}
+	return nil
+}

@@ -308,6 +308,28 @@ func TestKafkaSpoutDeadLetter(t *testing.T) {
 	if s.positions()[topicPart{topic, 0}] != 3 {
 		t.Fatalf("position %v, want 3 (the dead letter is done)", s.positions())
 	}
+
+	// ardea dlq: list, replay into the source topic (the spout reads it
+	// again), and the list is empty after.
+	ctx := context.Background()
+	dl, err := DeadLetters(ctx, "test", "k", "builtin:kafka", cfg)
+	if err != nil || len(dl) != 1 || dl[0].Value != "v1" || dl[0].Source != topic+"/0/1" || dl[0].Failures != 2 || dl[0].Destination != "kafka:"+dlq {
+		t.Fatalf("DeadLetters = %+v, %v", dl, err)
+	}
+	if dl, err := ReplayDeadLetters(ctx, "test", "k", "builtin:kafka", cfg); err != nil || len(dl) != 1 {
+		t.Fatalf("ReplayDeadLetters = %+v, %v", dl, err)
+	}
+	before := len(out.emits)
+	pull(t, s, out, before+1)
+	if v := values(t, out)[before]; v != "v1" {
+		t.Fatalf("after the replay the spout read %s, want v1", v)
+	}
+	if dl, err := DeadLetters(ctx, "test", "k", "builtin:kafka", cfg); err != nil || len(dl) != 0 {
+		t.Fatalf("DeadLetters after the replay = %+v, %v", dl, err)
+	}
+	if _, err := DeadLetters(ctx, "test", "g", "builtin:generator", nil); !errors.Is(err, ErrNoDeadLetters) || !strings.Contains(err.Error(), `"g"`) {
+		t.Fatalf("DeadLetters of a generator: %v", err)
+	}
 }
 
 // TestKafkaSpoutPartitionsAndCheckpoints: assign=partitions spreads the

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -140,6 +141,23 @@ func TestPulsarAtLeastOnce(t *testing.T) {
 	m, err := dc.Receive(rctx)
 	if err != nil || string(m.Payload()) != "m000" {
 		t.Fatalf("dead letter: %v %v", m, err)
+	}
+	// ardea dlq: list them, replay them into the source topic (the spout
+	// reads m000 again), then none is left.
+	dl, err := DeadLetters(rctx, "test", "p", "builtin:pulsar", cfg)
+	if err != nil || len(dl) != 1 || dl[0].Value != "m000" || !strings.HasPrefix(dl[0].Source, topic+" ") {
+		t.Fatalf("DeadLetters = %+v, %v", dl, err)
+	}
+	if dl, err := ReplayDeadLetters(rctx, "test", "p", "builtin:pulsar", cfg); err != nil || len(dl) != 1 {
+		t.Fatalf("ReplayDeadLetters = %+v, %v", dl, err)
+	}
+	before := len(out.emits)
+	pull(t, sp, out, before+1)
+	if v := values(t, out)[before]; v != "m000" {
+		t.Fatalf("after the replay the spout read %s, want m000", v)
+	}
+	if dl, err := DeadLetters(rctx, "test", "p", "builtin:pulsar", cfg); err != nil || len(dl) != 0 {
+		t.Fatalf("DeadLetters after the replay = %+v, %v", dl, err)
 	}
 
 	// Sink.

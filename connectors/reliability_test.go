@@ -1,6 +1,8 @@
 package connectors
 
 import (
+	"errors"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -337,6 +339,23 @@ func TestFileSpoutDeadLetter(t *testing.T) {
 	}
 	if got := readAll(t, dead); got != "2\tpoison\n" {
 		t.Fatalf("dead letter file holds %q", got)
+	}
+	ctx := context.Background()
+	dl, err := DeadLetters(ctx, "t", "lines", "builtin:file", cfg)
+	if err != nil || len(dl) != 1 || dl[0].Value != "poison" || dl[0].Source != path+":2" || dl[0].Failures != 2 {
+		t.Fatalf("DeadLetters = %+v, %v", dl, err)
+	}
+	if _, err := ReplayDeadLetters(ctx, "t", "lines", "builtin:file", cfg); err != nil {
+		t.Fatal(err)
+	}
+	if got := readAll(t, path); got != "good\npoison\npoison\n" {
+		t.Fatalf("after the replay the input holds %q", got)
+	}
+	if dl, err := DeadLetters(ctx, "t", "lines", "builtin:file", cfg); err != nil || len(dl) != 0 {
+		t.Fatalf("DeadLetters after the replay = %+v, %v", dl, err)
+	}
+	if _, err := DeadLetters(ctx, "t", "lines", "builtin:file", map[string]string{"path": path}); !errors.Is(err, ErrNoDeadLetters) {
+		t.Fatalf("DeadLetters without dead_letter: %v", err)
 	}
 }
 

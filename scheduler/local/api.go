@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ardea-dev/ardea"
+	"github.com/ardea-dev/ardea/connectors"
 	"github.com/ardea-dev/ardea/scheduler/statemgr"
 )
 
@@ -51,6 +53,8 @@ func (d *Daemon) routes() http.Handler {
 	mux.HandleFunc("POST /api/v1/topologies/{name}/rollback", d.handleRollback)
 	mux.HandleFunc("GET /api/v1/topologies/{name}/history", d.handleHistory)
 	mux.HandleFunc("POST /api/v1/topologies/{name}/apply", d.handleApply)
+	mux.HandleFunc("GET /api/v1/topologies/{name}/dlq", d.handleDeadLetters)
+	mux.HandleFunc("POST /api/v1/topologies/{name}/dlq/replay", d.handleDeadLetters)
 	return mux
 }
 
@@ -416,6 +420,60 @@ func (d *Daemon) handleApply(w http.ResponseWriter, r *http.Request) {
 	res, err := t.apply(r.Context(), req)
 	if err != nil {
 		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+// DeadLetterResult is what GET/POST .../dlq answer: the dead letters of
+// the topology's spouts (listed, or replayed into their sources).
+type DeadLetterResult struct {
+	Replayed    bool                    `json:"replayed"`
+	DeadLetters []connectors.DeadLetter `json:"dead_letters"`
+}
+
+// handleDeadLetters lists (GET) or replays (POST .../dlq/replay) the dead
+// letters of every spout that keeps them, or of ?component= only.
+func (d *Daemon) handleDeadLetters(w http.ResponseWriter, r *http.Request) {
+	t, err := d.get(r.PathValue("name"))
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	t.mu.Lock()
+	top := t.top
+	t.mu.Unlock()
+	if top == nil {
+		writeErr(w, newErr(ErrNotFound, "topology %q is not loaded yet", t.name))
+		return
+	}
+	only := r.URL.Query().Get("component")
+	replay := r.Method == http.MethodPost
+	res := DeadLetterResult{Replayed: replay, DeadLetters: []connectors.DeadLetter{}}
+	found := false
+	for _, c := range top.Components {
+		builtin, ok := strings.CutPrefix(c.Module, ardea.BuiltinPrefix)
+		if c.Kind != ardea.Spout || (only != "" && c.Name != only) || !ok {
+			continue
+		}
+		found = found || only != ""
+		cfg := connectors.ResolvePaths(string(c.Kind), builtin, c.Config, top.Path)
+		list := connectors.DeadLetters
+		if replay {
+			list = connectors.ReplayDeadLetters
+		}
+		dl, err := list(r.Context(), top.Name, c.Name, c.Module, cfg)
+		if errors.Is(err, connectors.ErrNoDeadLetters) && only == "" {
+			continue
+		}
+		if err != nil {
+			writeErr(w, newErr(ErrBadRequest, "%v", err))
+			return
+		}
+		res.DeadLetters = append(res.DeadLetters, dl...)
+	}
+	if only != "" && !found {
+		writeErr(w, newErr(ErrNotFound, "topology %q has no built-in spout %q", t.name, only))
 		return
 	}
 	writeJSON(w, http.StatusOK, res)

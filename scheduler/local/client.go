@@ -152,3 +152,17 @@ func (c *Client) Apply(ctx context.Context, name string, req ApplyRequest) (Appl
 	var out ApplyResult
 	return out, c.do(ctx, http.MethodPost, "/api/v1/topologies/"+url.PathEscape(name)+"/apply", req, &out)
 }
+
+// DeadLetters lists the dead letters of a topology's spouts (component ""
+// means all), or with replay sends them back to their sources.
+func (c *Client) DeadLetters(ctx context.Context, name, component string, replay bool) (DeadLetterResult, error) {
+	var out DeadLetterResult
+	path, method := "/api/v1/topologies/"+url.PathEscape(name)+"/dlq", http.MethodGet
+	if replay {
+		path, method = path+"/replay", http.MethodPost
+	}
+	if component != "" {
+		path += "?component=" + url.QueryEscape(component)
+	}
+	return out, c.do(ctx, method, path, nil, &out)
+}

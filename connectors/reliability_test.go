@@ -1,8 +1,8 @@
 package connectors
 
 import (
-	"errors"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"

@@ -393,6 +393,12 @@ func (s *kafkaSink) writeAhead(upto uint64) error {
 		return nil
 	}
 	offs, err := s.adm.FetchOffsets(ctx, s.marker)
+	for kerr.IsRetriable(err) && ctx.Err() == nil {
+		// COORDINATOR_NOT_AVAILABLE while a new cluster creates its
+		// offsets topic, and the like.
+		time.Sleep(100 * time.Millisecond)
+		offs, err = s.adm.FetchOffsets(ctx, s.marker)
+	}
 	if errors.Is(err, kerr.GroupIDNotFound) {
 		err = nil // nothing written yet
 	}

@@ -42,8 +42,9 @@ func lines(from, to int) (ids []uint64, ls []string) {
 // record; a record Kafka refuses (an injected broker error) fails its
 // tuple; a tuple without the configured field fails alone.
 func TestKafkaSinkAtLeastOnce(t *testing.T) {
-	for _, b := range kafkaTargets(t) {
-		t.Run(b.name, func(t *testing.T) {
+	for _, target := range kafkaTargets() {
+		t.Run(target.name, func(t *testing.T) {
+			b := target.get(t)
 			topic := b.topic(t, 2)
 			cfg := map[string]string{"brokers": b.brokers, "topic": topic, "value_field": "line", "key_field": "line", "timeout": "2s"}
 			s := openKafkaSink(t, cfg, ackingContext("out", 0, 1, cfg, &memState{m: map[string][]byte{}}))
@@ -100,8 +101,9 @@ func TestKafkaSinkAtLeastOnce(t *testing.T) {
 // already written writes nothing again, and one restarted before they
 // were written writes them.
 func TestKafkaSinkExactlyOnce(t *testing.T) {
-	for _, b := range kafkaTargets(t) {
-		t.Run(b.name, func(t *testing.T) {
+	for _, target := range kafkaTargets() {
+		t.Run(target.name, func(t *testing.T) {
+			b := target.get(t)
 			topic := b.topic(t, 2)
 			cfg := map[string]string{"brokers": b.brokers, "topic": topic, "value_field": "line", "transactional_id": "tx-" + topic}
 			eoCtx := func(st *memState) component.Context {

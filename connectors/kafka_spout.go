@@ -361,7 +361,12 @@ func (s *kafkaSpout) ownedOffsets() (map[string]map[int32]kgo.Offset, error) {
 	out := map[string]map[int32]kgo.Offset{}
 	var committed kadm.OffsetResponses
 	if s.start == "committed" {
-		if committed, err = s.adm.FetchOffsets(cctx, s.group); errors.Is(err, kerr.GroupIDNotFound) {
+		committed, err = s.adm.FetchOffsets(cctx, s.group)
+		for kerr.IsRetriable(err) && cctx.Err() == nil {
+			time.Sleep(100 * time.Millisecond) // a new cluster creating its offsets topic
+			committed, err = s.adm.FetchOffsets(cctx, s.group)
+		}
+		if errors.Is(err, kerr.GroupIDNotFound) {
 			err = nil // nothing committed yet
 		}
 		if err != nil {

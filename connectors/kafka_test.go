@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -17,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/ardea-dev/ardea/internal/component"
+	"github.com/ardea-dev/ardea/internal/testbroker"
 	"github.com/ardea-dev/ardea/internal/tuple"
 )
 
@@ -126,14 +126,21 @@ func fakeKafka(t *testing.T) *kafkaBroker {
 	return &kafkaBroker{name: "kfake", brokers: strings.Join(c.ListenAddrs(), ","), fake: c}
 }
 
-// kafkaTargets are the brokers every Kafka test runs against: kfake, and
-// a real Kafka when one is available (realKafka).
-func kafkaTargets(t *testing.T) []*kafkaBroker {
-	out := []*kafkaBroker{fakeKafka(t)}
-	if b := realKafka(t); b != nil {
-		out = append(out, b)
+// kafkaTarget is a broker a Kafka test runs against; get starts or finds
+// it inside the target's subtest (so a missing real broker skips only
+// that subtest).
+type kafkaTarget struct {
+	name string
+	get  func(t *testing.T) *kafkaBroker
+}
+
+// kafkaTargets are kfake and a real Apache Kafka broker (testbroker: one
+// started from Kafka's jars, or ARDEA_KAFKA_BROKERS).
+func kafkaTargets() []kafkaTarget {
+	return []kafkaTarget{
+		{"kfake", fakeKafka},
+		{"broker", func(t *testing.T) *kafkaBroker { return &kafkaBroker{name: "broker", brokers: testbroker.Kafka(t)} }},
 	}
-	return out
 }
 
 func init() {
@@ -210,8 +217,9 @@ func values(t *testing.T, out *recorder) []string {
 // spout that stops with trees pending is followed by one that reads them
 // again, so nothing is lost.
 func TestKafkaSpoutAtLeastOnce(t *testing.T) {
-	for _, b := range kafkaTargets(t) {
-		t.Run(b.name, func(t *testing.T) {
+	for _, target := range kafkaTargets() {
+		t.Run(target.name, func(t *testing.T) {
+			b := target.get(t)
 			topic := b.topic(t, 3)
 			b.produce(t, topic, 0, 300)
 			cfg := map[string]string{"brokers": b.brokers, "topics": topic, "group": "g-" + topic, "commit_interval": "1ms"}
@@ -337,8 +345,9 @@ func TestKafkaSpoutDeadLetter(t *testing.T) {
 // next task goes on exactly there), starts at a timestamp, and effectively
 // once commits a snapshot's positions only when its checkpoint is global.
 func TestKafkaSpoutPartitionsAndCheckpoints(t *testing.T) {
-	for _, b := range kafkaTargets(t) {
-		t.Run(b.name, func(t *testing.T) {
+	for _, target := range kafkaTargets() {
+		t.Run(target.name, func(t *testing.T) {
+			b := target.get(t)
 			topic := b.topic(t, 4)
 			b.produce(t, topic, 0, 40)
 			group := "g-" + topic
@@ -468,13 +477,4 @@ func TestKafkaConfigErrors(t *testing.T) {
 			t.Errorf("%s %v: err %v, want one naming %s", tc.kind, tc.cfg, err, tc.want)
 		}
 	}
-}
-
-// realKafka is the real broker of ARDEA_KAFKA_BROKERS (set by hand or by
-// the testbroker package), or nil.
-func realKafka(t *testing.T) *kafkaBroker {
-	if v := os.Getenv("ARDEA_KAFKA_BROKERS"); v != "" {
-		return &kafkaBroker{name: "broker", brokers: v}
-	}
-	return nil
 }

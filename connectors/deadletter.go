@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"strconv"
 	"strings"
@@ -243,7 +244,7 @@ func pulsarDeadLetters(ctx context.Context, component string, c Config, replay b
 	if topic == "" {
 		return nil, fmt.Errorf("config %q unset: %w", "dead_letter_topic", ErrNoDeadLetters)
 	}
-	client, err := pulsar.NewClient(pulsar.ClientOptions{URL: c.String("url"), OperationTimeout: 30 * time.Second})
+	client, err := pulsarClient(c.String("url"), slog.New(slog.DiscardHandler))
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ package connectors
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sort"
 	"strings"
@@ -31,7 +32,7 @@ func pulsarTopic() string {
 
 func pulsarProduce(t *testing.T, url, topic string, n int) {
 	t.Helper()
-	cl, err := pulsar.NewClient(pulsar.ClientOptions{URL: url})
+	cl, err := pulsarClient(url, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +127,7 @@ func TestPulsarAtLeastOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The third failure sends it to the dead-letter topic.
-	cl, err := pulsar.NewClient(pulsar.ClientOptions{URL: url})
+	cl, err := pulsarClient(url, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

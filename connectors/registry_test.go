@@ -37,7 +37,7 @@ func TestSpecsOrderAndJSON(t *testing.T) {
 	for _, s := range Specs() {
 		got = append(got, s.Kind+":"+s.Name)
 	}
-	if strings.Join(got, " ") != "spout:file spout:generator spout:http spout:jetstream spout:kafka bolt:file bolt:jetstream bolt:kafka" {
+	if strings.Join(got, " ") != "spout:file spout:generator spout:http spout:jetstream spout:kafka spout:pulsar bolt:file bolt:jetstream bolt:kafka bolt:pulsar" {
 		t.Errorf("Specs = %v", got)
 	}
 	b, err := json.Marshal(Specs())
@@ -112,10 +112,10 @@ func TestRegisterPanics(t *testing.T) {
 }
 
 func TestNewUnknown(t *testing.T) {
-	if _, err := NewSpout("kafka9", nil); err == nil || err.Error() != `unknown builtin spout "kafka9" (known: file, generator, http, jetstream, kafka)` {
+	if _, err := NewSpout("kafka9", nil); err == nil || err.Error() != `unknown builtin spout "kafka9" (known: file, generator, http, jetstream, kafka, pulsar)` {
 		t.Errorf("NewSpout = %v", err)
 	}
-	if _, err := NewBolt("generator", nil); err == nil || !strings.Contains(err.Error(), `unknown builtin bolt "generator" (known: file, jetstream, kafka)`) {
+	if _, err := NewBolt("generator", nil); err == nil || !strings.Contains(err.Error(), `unknown builtin bolt "generator" (known: file, jetstream, kafka, pulsar)`) {
 		t.Errorf("NewBolt = %v", err)
 	}
 	if err := ValidateConfig(KindBolt, "nope", "c", nil); err == nil || err.Error() != `component "c": unknown builtin bolt "nope"` {

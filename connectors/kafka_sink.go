@@ -135,7 +135,10 @@ func (s *kafkaSink) Prepare(ctx component.Context, _ component.Collector) error 
 		s.topicIdx, s.keyIdx, s.valueIdx = append(s.topicIdx, ti), append(s.keyIdx, ki), append(s.valueIdx, vi)
 	}
 	opts := []kgo.Opt{kgo.SeedBrokers(splitList(s.brokers)...), kgo.ClientID("ardea-" + ctx.Topology + "-" + ctx.Component),
-		kgo.ProduceRequestTimeout(s.timeout), kgo.RecordDeliveryTimeout(s.timeout)}
+		kgo.ProduceRequestTimeout(s.timeout), kgo.RecordDeliveryTimeout(s.timeout),
+		// Each batch is produced whole and then waited for: lingering
+		// would only delay the acks.
+		kgo.ProducerLinger(0)}
 	s.eo = ctx.Checkpointing
 	if s.eo {
 		if ctx.State == nil {

@@ -278,7 +278,10 @@ func (s *kafkaSpout) Open(ctx component.Context, _ component.Collector) error {
 		if s.reset == "latest" || s.start == "latest" {
 			reset = kgo.NewOffset().AtEnd()
 		}
+		// Static membership: a task restarted after a crash takes its
+		// place in the group at once instead of after the session timeout.
 		opts = append(opts, kgo.ConsumerGroup(s.group), kgo.DisableAutoCommit(), kgo.ConsumeResetOffset(reset),
+			kgo.InstanceID(s.group+"-"+strconv.Itoa(s.task)), kgo.SessionTimeout(10*time.Second),
 			kgo.OnPartitionsRevoked(s.revoked), kgo.OnPartitionsLost(s.revoked))
 		if s.regex {
 			opts = append(opts, kgo.ConsumeRegex())

@@ -25,6 +25,11 @@ import (
 // also says whether a rollback has finished) and the sink file has grown
 // since. It returns the time from the kill to that growth.
 func killAndRecover(t *testing.T, d *clusterDaemon, name, sink string, r *rand.Rand, ready func(local.Status) bool) time.Duration {
+	return killAndRecoverBy(t, d, name, func() int64 { return fileSize(sink) }, r, ready)
+}
+
+// killAndRecoverBy is killAndRecover with the sink's progress read by progress.
+func killAndRecoverBy(t *testing.T, d *clusterDaemon, name string, progress func() int64, r *rand.Rand, ready func(local.Status) bool) time.Duration {
 	t.Helper()
 	st := d.status(t, name)
 	if st.State != local.StateRunning {
@@ -46,10 +51,10 @@ func killAndRecover(t *testing.T, d *clusterDaemon, name, sink string, r *rand.R
 			return false, why
 		}
 		if base < 0 {
-			base = fileSize(sink)
+			base = progress()
 			return false, "running; sink at " + strconv.FormatInt(base, 10)
 		}
-		return fileSize(sink) > base, "sink not growing"
+		return progress() > base, "sink not growing"
 	})
 	return time.Since(killed)
 }

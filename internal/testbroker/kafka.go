@@ -58,7 +58,7 @@ func startKafka(script string) (string, error) {
 	fetch := exec.CommandContext(ctx, "bash", script)
 	fetch.Env = append(os.Environ(), "ARDEA_KAFKA_FETCH_ONLY=1")
 	if out, err := fetch.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("fetching the Kafka jars with Maven (%s): %v\n%s", script, err, pulsarTail(out, 60))
+		return "", fmt.Errorf("fetching the Kafka jars with Maven (%s): %w\n%s", script, err, pulsarTail(out, 60))
 	}
 	dir, err := os.MkdirTemp("", "ardea-kafka-")
 	if err != nil {
@@ -107,7 +107,7 @@ func startKafka(script string) (string, error) {
 		select {
 		case <-tick.C:
 		case werr := <-exited:
-			return "", fmt.Errorf("kafka broker exited before it was ready (%v); log %s:\n%s", werr, logPath, pulsarLogTail(logPath))
+			return "", fmt.Errorf("kafka broker exited before it was ready (%w); log %s:\n%s", werr, logPath, pulsarLogTail(logPath))
 		case <-deadline:
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 			return "", fmt.Errorf("kafka broker not ready after %v; log %s:\n%s", kafkaStartTimeout, logPath, pulsarLogTail(logPath))

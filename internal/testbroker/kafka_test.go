@@ -5,6 +5,7 @@ package testbroker
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,11 +19,11 @@ func TestKafka(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a Kafka broker")
 	}
-	brokers := Kafka(t)
+	seeds := kgo.SeedBrokers(strings.Split(Kafka(t), ",")...) // ARDEA_KAFKA_BROKERS may list several
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	topic := fmt.Sprintf("tb-%d", time.Now().UnixNano())
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers))
+	cl, err := kgo.NewClient(seeds)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +36,7 @@ func TestKafka(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	tx, err := kgo.NewClient(kgo.SeedBrokers(brokers), kgo.TransactionalID("tb-"+topic))
+	tx, err := kgo.NewClient(seeds, kgo.TransactionalID("tb-"+topic))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +52,7 @@ func TestKafka(t *testing.T) {
 	if err := tx.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		t.Fatal(err)
 	}
-	cons, err := kgo.NewClient(kgo.SeedBrokers(brokers), kgo.ConsumerGroup("g-"+topic), kgo.ConsumeTopics(topic),
+	cons, err := kgo.NewClient(seeds, kgo.ConsumerGroup("g-"+topic), kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 	if err != nil {
 		t.Fatal(err)

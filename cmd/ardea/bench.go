@@ -12,6 +12,7 @@ import (
 
 	"github.com/ardea-dev/ardea/examples/wordcount"
 	"github.com/ardea-dev/ardea/internal/bench"
+	"github.com/ardea-dev/ardea/internal/testbroker"
 	"github.com/ardea-dev/ardea/scheduler"
 )
 
@@ -157,5 +158,50 @@ again at half the measured peak rate and reports its latency (half_rate).`,
 	sw.Flags().StringVar(&so.Lang, "lang", "rust", "language of the split and count modules: "+strings.Join(wordcount.Languages, ", "))
 	sw.Flags().BoolVar(&swapJSON, "json", false, "print one JSON object")
 	cmd.AddCommand(sw)
+	cmd.AddCommand(newBenchKafkaCmd(g))
+	return cmd
+}
+
+func newBenchKafkaCmd(g *globalFlags) *cobra.Command {
+	var (
+		o      bench.KafkaOptions
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "kafka",
+		Short: "Records/s from Kafka through one wasm bolt back to Kafka, beside a plain franz-go consume-produce loop",
+		Long: `kafka fills a topic, copies it to another with a plain franz-go loop, then
+with Ardea (builtin:kafka -> split.wasm (Rust) -> builtin:kafka, at least once), and
+reports both rates. Without --brokers it starts a real single-node Kafka
+from Kafka's jars (needs the source tree, Java 17+ and Maven).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.Brokers == "" {
+				b, err := testbroker.StartKafka()
+				if err != nil {
+					return err
+				}
+				o.Brokers = b
+			}
+			o.CacheDir = g.cacheDir
+			res, err := bench.Kafka(cmd.Context(), o)
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			if asJSON {
+				return json.NewEncoder(w).Encode(res)
+			}
+			fmt.Fprintf(w, "%d records of %d bytes, Kafka -> one bolt -> Kafka, %d CPUs\n", res.Records, res.ValueBytes, res.CPUs)
+			fmt.Fprintf(w, "  franz-go consume-produce loop: %.0f records/s\n", res.BaselinePerSec)
+			fmt.Fprintf(w, "  ardea (at least once):          %.0f records/s (%.2f of the loop; first output after %.2f s)\n",
+				res.ArdeaPerSec, res.Ratio, res.ArdeaStartupSecs)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&o.Brokers, "brokers", "", "seed brokers (default: start a real Kafka from its jars)")
+	cmd.Flags().IntVar(&o.Records, "records", 500_000, "records to move")
+	cmd.Flags().IntVar(&o.Size, "size", 100, "value bytes")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
 	return cmd
 }

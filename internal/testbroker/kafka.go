@@ -167,3 +167,18 @@ func needJava(t testing.TB, what, env, libs string) {
 		}
 	}
 }
+
+// StartKafka starts a real broker outside a test (ardea bench kafka): the
+// same broker Kafka starts, gone when this process exits. It needs the
+// source tree (kafka/start.sh), java 17+ and mvn (or cached jars).
+func StartKafka() (string, error) {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		return "", fmt.Errorf("testbroker: cannot locate kafka/start.sh")
+	}
+	script := filepath.Join(filepath.Dir(file), "kafka", "start.sh")
+	if _, err := os.Stat(script); err != nil {
+		return "", fmt.Errorf("testbroker: %w (run from the source tree, or give --brokers)", err)
+	}
+	return startKafka(script)
+}

@@ -62,6 +62,15 @@ func TestConformanceCoversRegistry(t *testing.T) {
 		if fixtures[s.Kind+":"+s.Name] == nil {
 			t.Errorf("%s %q has no conformance fixture: add one to fixtures in conformance_test.go", s.Kind, s.Name)
 		}
+		if s.Kind == KindSpout && s.Name != "generator" && s.Name != "http" {
+			found := false
+			for k := range sources {
+				found = found || strings.HasPrefix(k+"/", s.Name+"/")
+			}
+			if !found {
+				t.Errorf("spout %q has no delivery fixture: add one to sources (delivery_conformance_test.go)", s.Name)
+			}
+		}
 		if err := s.Validate("c", nil); err != nil && !strings.Contains(err.Error(), "required") {
 			t.Errorf("%s %q: empty config fails for another reason than required keys: %v", s.Kind, s.Name, err)
 		}

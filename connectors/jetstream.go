@@ -67,6 +67,7 @@ type jsSpout struct {
 	next    uint64                   // message ids, at least once
 	pending map[uint64]jetstream.Msg // awaiting the tree's outcome
 	vals    []byte
+	metric  func(name string, delta int64)
 }
 
 func newJetStreamSpout(cfg Config) (component.Spout, error) {
@@ -80,6 +81,10 @@ func (s *jsSpout) errorf(format string, args ...any) error {
 
 func (s *jsSpout) Open(ctx component.Context, _ component.Collector) error {
 	s.comp = ctx.Component
+	s.metric = ctx.Metric
+	if s.metric == nil {
+		s.metric = func(string, int64) {}
+	}
 	st, err := outputStream(ctx, "jetstream spout", "default", 2)
 	if err != nil {
 		return err
@@ -135,6 +140,7 @@ func (s *jsSpout) Next(max int, out component.Collector) (component.Status, erro
 				return component.Emitted, s.errorf("ack: %w", err)
 			}
 		}
+		s.metric("jetstream_messages", 1)
 		n++
 	}
 	if err := batch.Error(); err != nil && n == 0 {
@@ -167,6 +173,7 @@ func (s *jsSpout) Fail(ids []uint64, _ component.Collector) error {
 			if err := m.Nak(); err != nil {
 				return s.errorf("nak: %w", err)
 			}
+			s.metric("jetstream_nacked", 1)
 		}
 	}
 	return nil

@@ -182,3 +182,22 @@ func TestJetStreamSink(t *testing.T) {
 	}
 	var _ component.Bolt = b
 }
+
+func init() {
+	sources["jetstream"] = func(t *testing.T) sourceFixture {
+		url, js := jetStreamServer(t, 0)
+		return sourceFixture{
+			// A short ack_wait: JetStream redelivers what a stopped spout
+			// left pending after it.
+			cfg: map[string]string{"url": url, "stream": "S", "ack_wait": "200ms"},
+			feed: func(t *testing.T, p []string) {
+				for _, v := range p {
+					if _, err := js.Publish(context.Background(), "s.x", []byte(v)); err != nil {
+						t.Fatal(err)
+					}
+				}
+			},
+			payload: func(v []tuple.Value) string { return string(v[1].B) },
+		}
+	}
+}

@@ -478,3 +478,24 @@ func TestKafkaConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+func init() {
+	for _, assign := range []string{"group", "partitions"} {
+		sources["kafka/"+assign] = func(t *testing.T) sourceFixture {
+			b := fakeKafka(t)
+			topic := b.topic(t, 3)
+			return sourceFixture{
+				cfg: map[string]string{"brokers": b.brokers, "topics": topic, "assign": assign, "start": "committed", "commit_interval": "1ms"},
+				feed: func(t *testing.T, p []string) {
+					cl := b.client(t)
+					for _, v := range p {
+						if err := cl.ProduceSync(context.Background(), &kgo.Record{Topic: topic, Value: []byte(v)}).FirstErr(); err != nil {
+							t.Fatal(err)
+						}
+					}
+				},
+				payload: func(v []tuple.Value) string { return v[0].AsString() },
+			}
+		}
+	}
+}

@@ -208,3 +208,34 @@ func TestPulsarAtLeastOnce(t *testing.T) {
 		t.Fatalf("topic holds %v", got)
 	}
 }
+
+func init() {
+	sources["pulsar"] = func(t *testing.T) sourceFixture {
+		url := testbroker.Pulsar(t)
+		topic := pulsarTopic()
+		return sourceFixture{
+			cfg:     map[string]string{"url": url, "topics": topic, "nack_delay": "50ms"},
+			feed:    func(t *testing.T, p []string) { pulsarSend(t, url, topic, p) },
+			payload: func(v []tuple.Value) string { return v[0].AsString() },
+		}
+	}
+}
+
+func pulsarSend(t *testing.T, url, topic string, payloads []string) {
+	t.Helper()
+	cl, err := pulsarClient(url, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	p, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for _, v := range payloads {
+		if _, err := p.Send(context.Background(), &pulsar.ProducerMessage{Payload: []byte(v)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

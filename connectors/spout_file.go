@@ -77,6 +77,7 @@ type fileSpout struct {
 	pending map[uint64]*pendingLine
 	replay  []uint64
 	replays int
+	metric  func(name string, delta int64)
 	emitted int // lines emitted, replays included (pacing)
 
 	// Dead letters (at least once): lines given up after maxRetries fails.
@@ -97,6 +98,10 @@ func newFileSpout(cfg Config) (component.Spout, error) {
 
 func (s *fileSpout) Open(ctx component.Context, _ component.Collector) error {
 	s.comp = ctx.Component
+	s.metric = ctx.Metric
+	if s.metric == nil {
+		s.metric = func(string, int64) {}
+	}
 	s.task, s.par = taskOf(ctx)
 	stream, err := outputStream(ctx, "file spout", "default", 1)
 	if err != nil {
@@ -171,6 +176,7 @@ func (s *fileSpout) Next(budget int, out component.Collector) (component.Status,
 			if p := s.pending[id]; p != nil {
 				s.replays++
 				s.emitted++
+				s.metric("file_replayed", 1)
 				s.vals = appendStringValues(s.vals[:0], p.line)
 				if err := out.Emit(s.stream, tuple.NoTask, id, nil, s.vals); err != nil {
 					return component.Emitted, err
@@ -205,6 +211,8 @@ func (s *fileSpout) Next(budget int, out component.Collector) (component.Status,
 			return component.Emitted, err
 		}
 		s.emitted++
+		s.metric("file_lines", 1)
+		s.metric("file_bytes", int64(len(line)))
 		n++
 	}
 	if !s.eof {
@@ -368,6 +376,7 @@ func (s *fileSpout) deadLetter(id uint64, line []byte) error {
 		return fmt.Errorf("component %q: file spout: dead letter %s: %w", s.comp, s.deadPath, err)
 	}
 	s.deadLetters++
+	s.metric("file_dead_letters", 1)
 	return s.dead.Sync()
 }
 

@@ -78,10 +78,12 @@ type topicPart struct {
 
 // kflight is a record whose tuple tree has not completed (at least once).
 type kflight struct {
-	rec     *kgo.Record
-	track   *partTrack
-	slot    int64 // offset, the record's place in track
-	retries int
+	rec      *kgo.Record
+	track    *partTrack
+	slot     int64 // offset, the record's place in track
+	retries  int
+	timeouts int  // of retries, trees that timed out
+	timedOut bool // the outcome about to be failed timed out
 }
 
 // partTrack follows one partition's records in flight, in offset order, so
@@ -694,6 +696,10 @@ func (s *kafkaSpout) Fail(ids []uint64, _ component.Collector) error {
 			continue
 		}
 		f.retries++
+		if f.timedOut {
+			f.timeouts++
+			f.timedOut = false
+		}
 		if s.maxRetries > 0 && f.retries >= s.maxRetries {
 			if err := s.deadLetter(f); err != nil {
 				return err
@@ -708,6 +714,28 @@ func (s *kafkaSpout) Fail(ids []uint64, _ component.Collector) error {
 	return nil
 }
 
+// NoteTimeouts marks the trees about to be failed that timed out.
+func (s *kafkaSpout) NoteTimeouts(ids []uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, id := range ids {
+		if f := s.flights[id]; f != nil {
+			f.timedOut = true
+		}
+	}
+}
+
+// failureText says how a record's trees ended.
+func failureText(failures, timeouts int) string {
+	switch {
+	case timeouts == 0:
+		return fmt.Sprintf("failed by a bolt %d times", failures)
+	case timeouts == failures:
+		return fmt.Sprintf("timed out %d times (a bolt trapped, stalled or was lost)", failures)
+	}
+	return fmt.Sprintf("failed %d times: %d failed by a bolt, %d timed out (a bolt trapped, stalled or was lost)", failures, failures-timeouts, timeouts)
+}
+
 // deadLetter produces a given-up record to the dead-letter topic with
 // headers naming its source, and waits until it is stored.
 func (s *kafkaSpout) deadLetter(f *kflight) error {
@@ -717,7 +745,7 @@ func (s *kafkaSpout) deadLetter(f *kflight) error {
 		kgo.RecordHeader{Key: "ardea-component", Value: []byte(s.comp)},
 		kgo.RecordHeader{Key: "ardea-source", Value: []byte(fmt.Sprintf("%s/%d/%d", r.Topic, r.Partition, r.Offset))},
 		kgo.RecordHeader{Key: "ardea-failures", Value: []byte(strconv.Itoa(f.retries))},
-		kgo.RecordHeader{Key: "ardea-error", Value: []byte("tuple tree failed " + strconv.Itoa(f.retries) + " times")})
+		kgo.RecordHeader{Key: "ardea-error", Value: []byte(failureText(f.retries, f.timeouts))})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := s.cl.ProduceSync(ctx, &kgo.Record{Topic: s.dlqTopic, Key: r.Key, Value: r.Value, Headers: hs, Timestamp: r.Timestamp}).FirstErr(); err != nil {

@@ -295,6 +295,7 @@ func TestKafkaSpoutDeadLetter(t *testing.T) {
 		t.Fatal(err)
 	}
 	pull(t, s, out, 4)
+	s.NoteTimeouts([]uint64{poison}) // the second time its tree times out
 	if err := s.Fail([]uint64{poison}, out); err != nil {
 		t.Fatal(err)
 	}
@@ -310,7 +311,8 @@ func TestKafkaSpoutDeadLetter(t *testing.T) {
 	for _, h := range got.Headers {
 		hs[h.Key] = string(h.Value)
 	}
-	if string(got.Value) != "v1" || hs["ardea-source"] != topic+"/0/1" || hs["ardea-failures"] != "2" || hs["ardea-component"] != "k" {
+	if string(got.Value) != "v1" || hs["ardea-source"] != topic+"/0/1" || hs["ardea-failures"] != "2" || hs["ardea-component"] != "k" ||
+		hs["ardea-error"] != "failed 2 times: 1 failed by a bolt, 1 timed out (a bolt trapped, stalled or was lost)" {
 		t.Fatalf("dead letter %q headers %v", got.Value, hs)
 	}
 	if s.positions()[topicPart{topic, 0}] != 3 {
@@ -321,7 +323,8 @@ func TestKafkaSpoutDeadLetter(t *testing.T) {
 	// again), and the list is empty after.
 	ctx := context.Background()
 	dl, err := DeadLetters(ctx, "test", "k", "builtin:kafka", cfg)
-	if err != nil || len(dl) != 1 || dl[0].Value != "v1" || dl[0].Source != topic+"/0/1" || dl[0].Failures != 2 || dl[0].Destination != "kafka:"+dlq {
+	if err != nil || len(dl) != 1 || dl[0].Value != "v1" || dl[0].Source != topic+"/0/1" || dl[0].Failures != 2 || dl[0].Destination != "kafka:"+dlq ||
+		!strings.Contains(dl[0].Error, "timed out") {
 		t.Fatalf("DeadLetters = %+v, %v", dl, err)
 	}
 	if dl, err := ReplayDeadLetters(ctx, "test", "k", "builtin:kafka", cfg); err != nil || len(dl) != 1 {

@@ -83,6 +83,15 @@ type Spout interface {
 	Close() error
 }
 
+// FailureNoter is implemented by spouts that record why trees failed (in
+// their dead letters): NoteTimeouts is called just before Fail with the ids
+// among those failed whose trees timed out (no outcome within the message
+// timeout: a bolt trapped, stalled or was lost) rather than being failed by
+// a bolt.
+type FailureNoter interface {
+	NoteTimeouts(msgIDs []uint64)
+}
+
 // Snapshotter is implemented by components that keep part of their
 // checkpointed state outside the task State (effectively once): Snapshot
 // runs at a checkpoint barrier, before the task's State is saved, and puts

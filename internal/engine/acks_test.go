@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -145,6 +146,11 @@ func (b *flakyBolt) Close() error                     { return nil }
 // ackingSM starts a one-container stream manager, at least once, for a
 // spout (task 1) feeding a bolt (task 2).
 func ackingSM(t *testing.T, maxPending int) (*bus.StreamManager, *plan.Plan) {
+	return ackingSMTimeout(t, maxPending, 0)
+}
+
+// ackingSMTimeout is ackingSM with a message timeout (0: the default).
+func ackingSMTimeout(t *testing.T, maxPending int, timeout time.Duration) (*bus.StreamManager, *plan.Plan) {
 	t.Helper()
 	b := ardea.NewBuilder("acks")
 	b.Spout("src", "builtin:generator")
@@ -167,7 +173,7 @@ func ackingSM(t *testing.T, maxPending int) (*bus.StreamManager, *plan.Plan) {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	sm, err := bus.NewStreamManager(bus.Options{Plan: p, Container: 1, Conn: nc, Acking: true, MaxSpoutPending: maxPending})
+	sm, err := bus.NewStreamManager(bus.Options{Plan: p, Container: 1, Conn: nc, Acking: true, MaxSpoutPending: maxPending, MessageTimeout: timeout})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,6 +286,81 @@ func TestPoisonKeyDoesNotBlockOthers(t *testing.T) {
 	for id := uint64(1); id <= n; id++ {
 		if want := map[bool]int{true: 0, false: 1}[id%10 == 0]; spout.acked[id] != want {
 			t.Fatalf("message %d acked %d times, want %d", id, spout.acked[id], want)
+		}
+	}
+}
+
+// noteSpout is a replaySpout that records which failed ids it was told
+// timed out.
+type noteSpout struct {
+	*replaySpout
+	timedOut map[uint64]bool
+}
+
+func (s *noteSpout) NoteTimeouts(ids []uint64) {
+	for _, id := range ids {
+		s.timedOut[id] = true
+	}
+}
+
+// dropBolt drops (neither acks nor fails) the first delivery of every
+// multiple of 4, fails the first delivery of every other multiple of 3 and
+// acks the rest.
+type dropBolt struct{ flakyBolt }
+
+func (b *dropBolt) Execute(batch []byte, out component.Collector) error {
+	r, err := tuple.NewBatchReader(batch)
+	if err != nil {
+		return err
+	}
+	for {
+		rec, ok, err := r.Next()
+		if err != nil || !ok {
+			return err
+		}
+		vals, _, err := tuple.DecodeValues(nil, rec.Values)
+		if err != nil {
+			return err
+		}
+		v := vals[0].I
+		switch {
+		case b.failed[v]:
+			err = out.Ack(rec.TupleID)
+		case v%4 == 0:
+			b.failed[v] = true
+		case v%3 == 0:
+			b.failed[v] = true
+			err = out.Fail(rec.TupleID)
+		default:
+			err = out.Ack(rec.TupleID)
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// TestSpoutHearsTimeouts: a spout that is a component.FailureNoter is told
+// which of its failed trees timed out (a bolt dropped the tuple) rather
+// than being failed by a bolt.
+func TestSpoutHearsTimeouts(t *testing.T) {
+	sm, _ := ackingSMTimeout(t, 50, 300*time.Millisecond)
+	const n = 40
+	spout := &noteSpout{&replaySpout{n: n, acks: sm.SpoutAcks(1), maxPending: 50, acked: map[uint64]int{}}, map[uint64]bool{}}
+	bolt := &dropBolt{flakyBolt{failed: map[int64]bool{}}}
+	reg := metrics.NewRegistry()
+	src := &engine.Task{ID: 1, Component: "src", Spout: spout, Outbox: sm.Outbox(1), Metrics: reg.Component("src"), Acks: sm.SpoutAcks(1)}
+	sink := &engine.Task{ID: 2, Component: "sink", Bolt: bolt, Inbox: sm.Inbox(2), Outbox: sm.Outbox(2), Metrics: reg.Component("sink")}
+	src.SetActive(true)
+	if err := engine.Run(context.Background(), []*engine.Task{src, sink}, slog.New(slog.DiscardHandler)); err != nil {
+		t.Fatal(err)
+	}
+	for id := uint64(1); id <= n; id++ {
+		if want := id%4 == 0; spout.timedOut[id] != want {
+			t.Errorf("message %d: told timed out %v, want %v", id, spout.timedOut[id], want)
+		}
+		if spout.acked[id] != 1 {
+			t.Errorf("message %d acked %d times", id, spout.acked[id])
 		}
 	}
 }

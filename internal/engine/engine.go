@@ -453,8 +453,8 @@ func drainTrees(ctx context.Context, t *Task, out *counting, res *outcomes) erro
 // outcomes passes a spout's tree outcomes to its Ack and Fail (runner
 // goroutine only).
 type outcomes struct {
-	buf           []acker.Result
-	acked, failed []uint64
+	buf                     []acker.Result
+	acked, failed, timedOut []uint64
 }
 
 // ready is the channel to wait on for outcomes (nil, never ready, when the
@@ -474,7 +474,7 @@ func (o *outcomes) deliver(t *Task, out *counting) error {
 	if len(o.buf) == 0 {
 		return nil
 	}
-	o.acked, o.failed = o.acked[:0], o.failed[:0]
+	o.acked, o.failed, o.timedOut = o.acked[:0], o.failed[:0], o.timedOut[:0]
 	var failed, timedOut int64
 	for _, r := range o.buf {
 		switch r.Outcome {
@@ -483,6 +483,7 @@ func (o *outcomes) deliver(t *Task, out *counting) error {
 			t.Metrics.Complete.Observe(r.Latency.Nanoseconds())
 		case acker.TimedOut:
 			o.failed = append(o.failed, r.MsgID)
+			o.timedOut = append(o.timedOut, r.MsgID)
 			timedOut++
 		default:
 			o.failed = append(o.failed, r.MsgID)
@@ -498,6 +499,9 @@ func (o *outcomes) deliver(t *Task, out *counting) error {
 		}
 	}
 	if len(o.failed) > 0 {
+		if n, ok := t.Spout.(component.FailureNoter); ok && len(o.timedOut) > 0 {
+			n.NoteTimeouts(o.timedOut)
+		}
 		if err := t.Spout.Fail(o.failed, out); err != nil {
 			return err
 		}

@@ -121,7 +121,7 @@ func (a *ackState) apply(op acker.Op, root acker.RootID, xor uint64, now time.Ti
 	var r acker.Result
 	var done bool
 	if op == acker.OpFail {
-		r, done = a.ledger.Fail(root, now)
+		r, done = a.ledger.FailBy(root, uint32(xor), now)
 	} else {
 		r, done = a.ledger.Update(root, xor, now)
 	}
@@ -363,7 +363,7 @@ func (o *Outbox) Fail(tupleID uint64) error {
 		return nil
 	}
 	for _, r := range o.anchors.Fail(tupleID) {
-		o.toRoot(acker.OpFail, r, 0)
+		o.toRoot(acker.OpFail, r, uint64(o.task))
 	}
 	return nil
 }

@@ -82,8 +82,8 @@ type kflight struct {
 	track    *partTrack
 	slot     int64 // offset, the record's place in track
 	retries  int
-	timeouts int  // of retries, trees that timed out
-	timedOut bool // the outcome about to be failed timed out
+	timeouts int    // of retries, trees that timed out
+	last     string // how the last tree failed
 }
 
 // partTrack follows one partition's records in flight, in offset order, so
@@ -696,10 +696,6 @@ func (s *kafkaSpout) Fail(ids []uint64, _ component.Collector) error {
 			continue
 		}
 		f.retries++
-		if f.timedOut {
-			f.timeouts++
-			f.timedOut = false
-		}
 		if s.maxRetries > 0 && f.retries >= s.maxRetries {
 			if err := s.deadLetter(f); err != nil {
 				return err
@@ -714,26 +710,33 @@ func (s *kafkaSpout) Fail(ids []uint64, _ component.Collector) error {
 	return nil
 }
 
-// NoteTimeouts marks the trees about to be failed that timed out.
-func (s *kafkaSpout) NoteTimeouts(ids []uint64) {
+// NoteFailures records how the trees about to be failed ended.
+func (s *kafkaSpout) NoteFailures(fs []component.Failure) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, id := range ids {
-		if f := s.flights[id]; f != nil {
-			f.timedOut = true
+	for _, x := range fs {
+		f := s.flights[x.MsgID]
+		if f == nil {
+			continue
+		}
+		switch {
+		case x.TimedOut:
+			f.timeouts++
+			f.last = "timed out (a bolt trapped, stalled or was lost)"
+		case x.By != "":
+			f.last = "failed by " + x.By
+		default:
+			f.last = "failed by a bolt"
 		}
 	}
 }
 
 // failureText says how a record's trees ended.
-func failureText(failures, timeouts int) string {
-	switch {
-	case timeouts == 0:
-		return fmt.Sprintf("failed by a bolt %d times", failures)
-	case timeouts == failures:
-		return fmt.Sprintf("timed out %d times (a bolt trapped, stalled or was lost)", failures)
+func failureText(failures, timeouts int, last string) string {
+	if last == "" {
+		last = "failed"
 	}
-	return fmt.Sprintf("failed %d times: %d failed by a bolt, %d timed out (a bolt trapped, stalled or was lost)", failures, failures-timeouts, timeouts)
+	return fmt.Sprintf("%d failures (%d timed out); last: %s", failures, timeouts, last)
 }
 
 // deadLetter produces a given-up record to the dead-letter topic with
@@ -745,7 +748,7 @@ func (s *kafkaSpout) deadLetter(f *kflight) error {
 		kgo.RecordHeader{Key: "ardea-component", Value: []byte(s.comp)},
 		kgo.RecordHeader{Key: "ardea-source", Value: []byte(fmt.Sprintf("%s/%d/%d", r.Topic, r.Partition, r.Offset))},
 		kgo.RecordHeader{Key: "ardea-failures", Value: []byte(strconv.Itoa(f.retries))},
-		kgo.RecordHeader{Key: "ardea-error", Value: []byte(failureText(f.retries, f.timeouts))})
+		kgo.RecordHeader{Key: "ardea-error", Value: []byte(failureText(f.retries, f.timeouts, f.last))})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := s.cl.ProduceSync(ctx, &kgo.Record{Topic: s.dlqTopic, Key: r.Key, Value: r.Value, Headers: hs, Timestamp: r.Timestamp}).FirstErr(); err != nil {

@@ -295,7 +295,7 @@ func TestKafkaSpoutDeadLetter(t *testing.T) {
 		t.Fatal(err)
 	}
 	pull(t, s, out, 4)
-	s.NoteTimeouts([]uint64{poison}) // the second time its tree times out
+	s.NoteFailures([]component.Failure{{MsgID: poison, By: "parse[0] version abc"}})
 	if err := s.Fail([]uint64{poison}, out); err != nil {
 		t.Fatal(err)
 	}
@@ -312,7 +312,7 @@ func TestKafkaSpoutDeadLetter(t *testing.T) {
 		hs[h.Key] = string(h.Value)
 	}
 	if string(got.Value) != "v1" || hs["ardea-source"] != topic+"/0/1" || hs["ardea-failures"] != "2" || hs["ardea-component"] != "k" ||
-		hs["ardea-error"] != "failed 2 times: 1 failed by a bolt, 1 timed out (a bolt trapped, stalled or was lost)" {
+		hs["ardea-error"] != "2 failures (0 timed out); last: failed by parse[0] version abc" {
 		t.Fatalf("dead letter %q headers %v", got.Value, hs)
 	}
 	if s.positions()[topicPart{topic, 0}] != 3 {
@@ -324,7 +324,7 @@ func TestKafkaSpoutDeadLetter(t *testing.T) {
 	ctx := context.Background()
 	dl, err := DeadLetters(ctx, "test", "k", "builtin:kafka", cfg)
 	if err != nil || len(dl) != 1 || dl[0].Value != "v1" || dl[0].Source != topic+"/0/1" || dl[0].Failures != 2 || dl[0].Destination != "kafka:"+dlq ||
-		!strings.Contains(dl[0].Error, "timed out") {
+		!strings.Contains(dl[0].Error, "parse[0] version abc") {
 		t.Fatalf("DeadLetters = %+v, %v", dl, err)
 	}
 	if dl, err := ReplayDeadLetters(ctx, "test", "k", "builtin:kafka", cfg); err != nil || len(dl) != 1 {

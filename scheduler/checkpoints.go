@@ -99,6 +99,24 @@ func (c *Container) Checkpoint(id uint64) {
 	}
 }
 
+// describeTask names a task of plan p: "component[index] version v".
+func (c *Container) describeTask(p *plan.Plan, task uint32) string {
+	if int(task) >= len(p.Tasks) || task == 0 {
+		return fmt.Sprintf("task %d", task)
+	}
+	pt := p.Tasks[task]
+	name := p.Components[pt.Component].Name
+	s := fmt.Sprintf("%s[%d]", name, pt.Index)
+	v := c.o.Versions[name] // a remote task: the topology's version
+	if pt.Container == c.o.Container {
+		v = c.Version(task) // a local one may run a swapped version
+	}
+	if v != "" {
+		s += " version " + v[:min(12, len(v))]
+	}
+	return s
+}
+
 // NotifyGlobal tells every running task of the container that checkpoint
 // id is global.
 func (c *Container) NotifyGlobal(id uint64) {
@@ -113,6 +131,10 @@ func (c *Container) NotifyGlobal(id uint64) {
 
 // wireCheckpoints makes a new task take part in checkpoints.
 func (c *Container) wireCheckpoints(t *engine.Task, p *plan.Plan) {
+	if t.Spout != nil {
+		// Spouts name the instances that failed their tuples (dead letters).
+		t.DescribeTask = func(task uint32) string { return c.describeTask(p, task) }
+	}
 	if c.o.Checkpoints == nil {
 		return
 	}

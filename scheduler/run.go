@@ -121,6 +121,7 @@ func Run(ctx context.Context, o RunOptions) (*Result, error) {
 
 	// Modules: compile each once, before anything starts.
 	modules := map[string]*host.Module{}
+	versions := map[string]string{} // the module's SHA-256, as ardea local names versions
 	for _, c := range t.Components {
 		if strings.HasPrefix(c.Module, ardea.BuiltinPrefix) {
 			continue
@@ -134,6 +135,8 @@ func Run(ctx context.Context, o RunOptions) (*Result, error) {
 			return nil, fmt.Errorf("component %s: %w", c.Name, err)
 		}
 		modules[c.Name] = m
+		sum := m.SHA256()
+		versions[c.Name] = hex.EncodeToString(sum[:])
 	}
 
 	srv, err := bus.StartServer(bus.ServerOptions{Logger: log, Port: -1})
@@ -179,7 +182,7 @@ func Run(ctx context.Context, o RunOptions) (*Result, error) {
 			return nil, fmt.Errorf("container %d: connect to NATS: %w", cn, err)
 		}
 		c, err := StartContainer(runCtx, ContainerOptions{
-			Topology: t, Plan: p, Container: cn, Conn: nc, OwnConn: true, Runtime: rt, Modules: modules,
+			Topology: t, Plan: p, Container: cn, Conn: nc, OwnConn: true, Runtime: rt, Modules: modules, Versions: versions,
 			Metrics: o.Metrics, Logger: log, Bus: o.Bus, Active: true, Checkpoints: ckpt, OnSwap: o.OnSwap,
 		})
 		if err != nil {

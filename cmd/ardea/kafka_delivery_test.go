@@ -243,3 +243,76 @@ func TestKafkaEffectivelyOnceUnderKills(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestKafkaPoisonToDeadLetters: records a bolt fails every time go to the
+// dead-letter topic after max_retries, with headers naming their source and
+// the instance that failed them, while `ardea run` goes on.
+func TestKafkaPoisonToDeadLetters(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "in", "dlq"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	brokers := c.ListenAddrs()[0]
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers), kgo.ConsumeTopics("dlq"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for i := range 5 {
+		if err := cl.ProduceSync(context.Background(), &kgo.Record{Topic: "in", Value: fmt.Appendf(nil, "r%d", i)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	topo := filepath.Join(t.TempDir(), "poison.yaml")
+	yaml := fmt.Sprintf(`name: poison
+config: {topology.reliability: at_least_once}
+spouts:
+  - name: in
+    module: builtin:kafka
+    config: {brokers: "%s", topics: in, max_retries: "2", dead_letter_topic: dlq}
+bolts:
+  - name: failing
+    module: %s
+    inputs: [{from: in}]
+`, brokers, repoPath("wasm-sdk/c/testdata/failall.wasm"))
+	if err := os.WriteFile(topo, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if code, _, stderr := runArdea(t, "run", topo, "--duration", "8s"); code != 0 {
+			t.Errorf("ardea run: exit %d: %s", code, stderr)
+		}
+	}()
+	var got []*kgo.Record
+	deadline := time.Now().Add(time.Minute)
+	for len(got) < 5 && time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) { got = append(got, r) })
+		cancel()
+	}
+	if len(got) != 5 {
+		t.Fatalf("%d dead letters, want 5", len(got))
+	}
+	for _, r := range got {
+		hs := map[string]string{}
+		for _, h := range r.Headers {
+			hs[h.Key] = string(h.Value)
+		}
+		if hs["ardea-failures"] != "2" || !strings.HasPrefix(hs["ardea-source"], "in/0/") ||
+			!strings.Contains(hs["ardea-error"], "last: failed by failing[0] version ") {
+			t.Errorf("dead letter %s: headers %v", r.Value, hs)
+		}
+	}
+	t.Logf("a dead letter's error: %s", func() string {
+		for _, h := range got[0].Headers {
+			if h.Key == "ardea-error" {
+				return string(h.Value)
+			}
+		}
+		return ""
+	}())
+	<-done
+}

@@ -48,6 +48,8 @@ type Result struct {
 	Root    RootID
 	MsgID   uint64
 	Outcome Outcome
+	// FailedBy is the task that failed the tree (Failed; 0: unknown).
+	FailedBy uint32
 	// Latency is the complete latency: from Start to the outcome.
 	Latency time.Duration
 }
@@ -231,13 +233,20 @@ func (l *Ledger) Update(root RootID, xor uint64, now time.Time) (r Result, done 
 // and returns its result. A root that is not pending is counted as unknown
 // and ignored (done == false).
 func (l *Ledger) Fail(root RootID, now time.Time) (r Result, done bool) {
+	return l.FailBy(root, 0, now)
+}
+
+// FailBy is Fail naming the task that failed the tuple.
+func (l *Ledger) FailBy(root RootID, by uint32, now time.Time) (r Result, done bool) {
 	t := l.trees[root.Key]
 	if t == nil || t.task != root.SpoutTask {
 		l.stats.Unknown++
 		return Result{}, false
 	}
 	l.stats.Failed++
-	return l.end(root, t, Failed, now), true
+	r = l.end(root, t, Failed, now)
+	r.FailedBy = by
+	return r, true
 }
 
 func (l *Ledger) end(root RootID, t *tree, o Outcome, now time.Time) Result {

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 )
 
@@ -18,7 +19,8 @@ import (
 //	        u8   op: 1 update (XOR into the tree), 2 fail
 //	        u32  root spout task (nonzero)
 //	        u64  root key (nonzero)
-//	        u64  xor (update); 0 for fail
+//	        u64  xor (update); for fail, the task that failed the
+//	             tuple (below 2^32; 0: unknown)
 //
 // The length must be exactly 12 + 21*n. One message carries the updates
 // and fails for every root owned by the destination container that the
@@ -43,7 +45,7 @@ const (
 type Entry struct {
 	Op   Op
 	Root RootID
-	Xor  uint64 // OpUpdate only; 0 for OpFail
+	Xor  uint64 // OpUpdate: XOR; OpFail: the failing task (0: unknown)
 }
 
 // ErrBadMessage wraps every decoding error.
@@ -67,13 +69,14 @@ func NewBatch(from uint32) *Batch {
 // Update appends an OpUpdate entry.
 func (b *Batch) Update(root RootID, xor uint64) { b.add(OpUpdate, root, xor) }
 
-// Fail appends an OpFail entry.
-func (b *Batch) Fail(root RootID) { b.add(OpFail, root, 0) }
+// Fail appends an OpFail entry; by is the task that failed the tuple (0:
+// unknown).
+func (b *Batch) Fail(root RootID, by uint32) { b.add(OpFail, root, uint64(by)) }
 
-// Add appends e (its Xor is ignored for OpFail).
+// Add appends e (the Xor of an OpFail is its failing task, cut to 32 bits).
 func (b *Batch) Add(e Entry) {
 	if e.Op == OpFail {
-		e.Xor = 0
+		e.Xor = uint64(uint32(e.Xor))
 	}
 	b.add(e.Op, e.Root, e.Xor)
 }
@@ -138,8 +141,8 @@ func DecodeMessage(msg []byte, dst []Entry) (from uint32, entries []Entry, err e
 			err = fmt.Errorf("unknown op %d", op)
 		case root.SpoutTask == 0 || root.Key == 0:
 			err = fmt.Errorf("root %v: spout task and key must be nonzero", root)
-		case op == OpFail && xor != 0:
-			err = fmt.Errorf("fail of root %v carries xor %016x", root, xor)
+		case op == OpFail && xor > math.MaxUint32:
+			err = fmt.Errorf("fail of root %v names task %d", root, xor)
 		}
 		if err != nil {
 			return 0, dst[:first], fmt.Errorf("%w: from container %d: entry %d: %w", ErrBadMessage, from, i, err)

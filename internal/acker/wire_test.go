@@ -15,11 +15,11 @@ func TestWireRoundTrip(t *testing.T) {
 	}
 	want := []Entry{
 		{Op: OpUpdate, Root: RootID{1, 0xdeadbeef}, Xor: 0x0123456789abcdef},
-		{Op: OpFail, Root: RootID{0xffffffff, 1}},
+		{Op: OpFail, Root: RootID{0xffffffff, 1}, Xor: 0xffffffff},
 		{Op: OpUpdate, Root: RootID{7, ^uint64(0)}, Xor: 0},
 	}
 	b.Update(want[0].Root, want[0].Xor)
-	b.Fail(want[1].Root)
+	b.Fail(want[1].Root, 0xffffffff)
 	b.Add(want[2])
 	if b.Len() != 3 || len(b.Bytes()) != WireHeaderSize+3*WireEntrySize {
 		t.Fatalf("len %d, %d bytes", b.Len(), len(b.Bytes()))
@@ -33,8 +33,8 @@ func TestWireRoundTrip(t *testing.T) {
 		t.Fatalf("from %d entries %v, want 3 %v", from, got, want)
 	}
 	b.Reset()
-	b.Add(Entry{Op: OpFail, Root: RootID{2, 2}, Xor: 99}) // Xor of a fail is dropped
-	if _, got, err := DecodeMessage(b.Bytes(), nil); err != nil || len(got) != 1 || got[0].Xor != 0 {
+	b.Add(Entry{Op: OpFail, Root: RootID{2, 2}, Xor: 1<<32 | 99}) // a fail's Xor is its task: 32 bits
+	if _, got, err := DecodeMessage(b.Bytes(), nil); err != nil || len(got) != 1 || got[0].Xor != 99 {
 		t.Fatalf("after Reset: %v %v", got, err)
 	}
 }
@@ -61,7 +61,7 @@ func TestWireRefuses(t *testing.T) {
 		{"op", mod(func(b []byte) []byte { b[12] = 3; return b }), "unknown op 3"},
 		{"task 0", mod(func(b []byte) []byte { binary.LittleEndian.PutUint32(b[13:], 0); return b }), "must be nonzero"},
 		{"key 0", mod(func(b []byte) []byte { binary.LittleEndian.PutUint64(b[17:], 0); return b }), "must be nonzero"},
-		{"fail with xor", mod(func(b []byte) []byte { b[12] = byte(OpFail); return b }), "carries xor"},
+		{"fail by a task beyond 32 bits", mod(func(b []byte) []byte { b[12] = byte(OpFail); b[29] = 1; return b }), "names task"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -83,7 +83,7 @@ func FuzzDecodeMessage(f *testing.F) {
 	b := NewBatch(2)
 	f.Add(b.Bytes())
 	b.Update(RootID{1, 2}, 3)
-	b.Fail(RootID{4, 5})
+	b.Fail(RootID{4, 5}, 0)
 	f.Add(bytes.Clone(b.Bytes()))
 	f.Add([]byte{1, 0, 0, 0, 1, 0, 0, 0, 255, 255, 255, 255})
 	f.Fuzz(func(t *testing.T, msg []byte) {

@@ -83,13 +83,22 @@ type Spout interface {
 	Close() error
 }
 
+// Failure says how one tree failed.
+type Failure struct {
+	MsgID uint64
+	// TimedOut: no outcome within the message timeout (a bolt trapped,
+	// stalled or was lost); otherwise a bolt failed the tuple.
+	TimedOut bool
+	// By names the instance that failed it: "component[index] version v"
+	// ("" when unknown or timed out).
+	By string
+}
+
 // FailureNoter is implemented by spouts that record why trees failed (in
-// their dead letters): NoteTimeouts is called just before Fail with the ids
-// among those failed whose trees timed out (no outcome within the message
-// timeout: a bolt trapped, stalled or was lost) rather than being failed by
-// a bolt.
+// their dead letters): NoteFailures is called just before Fail with how
+// each of those trees failed.
 type FailureNoter interface {
-	NoteTimeouts(msgIDs []uint64)
+	NoteFailures(fs []Failure)
 }
 
 // Snapshotter is implemented by components that keep part of their

@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -295,11 +296,13 @@ func TestPoisonKeyDoesNotBlockOthers(t *testing.T) {
 type noteSpout struct {
 	*replaySpout
 	timedOut map[uint64]bool
+	by       map[uint64]string
 }
 
-func (s *noteSpout) NoteTimeouts(ids []uint64) {
-	for _, id := range ids {
-		s.timedOut[id] = true
+func (s *noteSpout) NoteFailures(fs []component.Failure) {
+	for _, f := range fs {
+		s.timedOut[f.MsgID] = f.TimedOut
+		s.by[f.MsgID] = f.By
 	}
 }
 
@@ -341,16 +344,17 @@ func (b *dropBolt) Execute(batch []byte, out component.Collector) error {
 }
 
 // TestSpoutHearsTimeouts: a spout that is a component.FailureNoter is told
-// which of its failed trees timed out (a bolt dropped the tuple) rather
-// than being failed by a bolt.
+// which of its failed trees timed out (a bolt dropped the tuple) and which
+// task failed the others.
 func TestSpoutHearsTimeouts(t *testing.T) {
 	sm, _ := ackingSMTimeout(t, 50, 300*time.Millisecond)
 	const n = 40
-	spout := &noteSpout{&replaySpout{n: n, acks: sm.SpoutAcks(1), maxPending: 50, acked: map[uint64]int{}}, map[uint64]bool{}}
+	spout := &noteSpout{&replaySpout{n: n, acks: sm.SpoutAcks(1), maxPending: 50, acked: map[uint64]int{}}, map[uint64]bool{}, map[uint64]string{}}
 	bolt := &dropBolt{flakyBolt{failed: map[int64]bool{}}}
 	reg := metrics.NewRegistry()
 	src := &engine.Task{ID: 1, Component: "src", Spout: spout, Outbox: sm.Outbox(1), Metrics: reg.Component("src"), Acks: sm.SpoutAcks(1)}
 	sink := &engine.Task{ID: 2, Component: "sink", Bolt: bolt, Inbox: sm.Inbox(2), Outbox: sm.Outbox(2), Metrics: reg.Component("sink")}
+	src.DescribeTask = func(task uint32) string { return fmt.Sprintf("task %d", task) }
 	src.SetActive(true)
 	if err := engine.Run(context.Background(), []*engine.Task{src, sink}, slog.New(slog.DiscardHandler)); err != nil {
 		t.Fatal(err)
@@ -358,6 +362,9 @@ func TestSpoutHearsTimeouts(t *testing.T) {
 	for id := uint64(1); id <= n; id++ {
 		if want := id%4 == 0; spout.timedOut[id] != want {
 			t.Errorf("message %d: told timed out %v, want %v", id, spout.timedOut[id], want)
+		}
+		if want := map[bool]string{true: "task 2"}[id%3 == 0 && id%4 != 0]; spout.by[id] != want {
+			t.Errorf("message %d: told failed by %q, want %q", id, spout.by[id], want)
 		}
 		if spout.acked[id] != 1 {
 			t.Errorf("message %d acked %d times", id, spout.acked[id])

@@ -66,6 +66,9 @@ type Task struct {
 	// holding that batch, so that the previous version can retry it.
 	Probation atomic.Bool
 	TxState   TxState
+	// DescribeTask names a task of the topology for a spout's records of
+	// failures ("component[index] version v"); nil: not named.
+	DescribeTask func(task uint32) string
 	// Retry is executed before the inbox's next batch.
 	Retry *bus.Delivery
 
@@ -453,8 +456,9 @@ func drainTrees(ctx context.Context, t *Task, out *counting, res *outcomes) erro
 // outcomes passes a spout's tree outcomes to its Ack and Fail (runner
 // goroutine only).
 type outcomes struct {
-	buf                     []acker.Result
-	acked, failed, timedOut []uint64
+	buf           []acker.Result
+	acked, failed []uint64
+	failures      []component.Failure
 }
 
 // ready is the channel to wait on for outcomes (nil, never ready, when the
@@ -474,7 +478,8 @@ func (o *outcomes) deliver(t *Task, out *counting) error {
 	if len(o.buf) == 0 {
 		return nil
 	}
-	o.acked, o.failed, o.timedOut = o.acked[:0], o.failed[:0], o.timedOut[:0]
+	o.acked, o.failed, o.failures = o.acked[:0], o.failed[:0], o.failures[:0]
+	noter, noting := t.Spout.(component.FailureNoter)
 	var failed, timedOut int64
 	for _, r := range o.buf {
 		switch r.Outcome {
@@ -483,11 +488,20 @@ func (o *outcomes) deliver(t *Task, out *counting) error {
 			t.Metrics.Complete.Observe(r.Latency.Nanoseconds())
 		case acker.TimedOut:
 			o.failed = append(o.failed, r.MsgID)
-			o.timedOut = append(o.timedOut, r.MsgID)
 			timedOut++
+			if noting {
+				o.failures = append(o.failures, component.Failure{MsgID: r.MsgID, TimedOut: true})
+			}
 		default:
 			o.failed = append(o.failed, r.MsgID)
 			failed++
+			if noting {
+				f := component.Failure{MsgID: r.MsgID}
+				if r.FailedBy != 0 && t.DescribeTask != nil {
+					f.By = t.DescribeTask(r.FailedBy)
+				}
+				o.failures = append(o.failures, f)
+			}
 		}
 	}
 	t.Metrics.Acked.Add(int64(len(o.acked)))
@@ -499,8 +513,8 @@ func (o *outcomes) deliver(t *Task, out *counting) error {
 		}
 	}
 	if len(o.failed) > 0 {
-		if n, ok := t.Spout.(component.FailureNoter); ok && len(o.timedOut) > 0 {
-			n.NoteTimeouts(o.timedOut)
+		if noting {
+			noter.NoteFailures(o.failures)
 		}
 		if err := t.Spout.Fail(o.failed, out); err != nil {
 			return err

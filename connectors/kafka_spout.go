@@ -283,7 +283,7 @@ func (s *kafkaSpout) Open(ctx component.Context, _ component.Collector) error {
 		// Static membership: a task restarted after a crash takes its
 		// place in the group at once instead of after the session timeout.
 		opts = append(opts, kgo.ConsumerGroup(s.group), kgo.DisableAutoCommit(), kgo.ConsumeResetOffset(reset),
-			kgo.InstanceID(s.group+"-"+strconv.Itoa(s.task)), kgo.SessionTimeout(10*time.Second),
+			kgo.InstanceID(s.instanceID()), kgo.SessionTimeout(10*time.Second),
 			kgo.OnPartitionsRevoked(s.revoked), kgo.OnPartitionsLost(s.revoked))
 		if s.regex {
 			opts = append(opts, kgo.ConsumeRegex())
@@ -810,10 +810,20 @@ func (s *kafkaSpout) Close() error {
 		_ = s.commit(pos)
 	}
 	s.cl.Close()
+	if s.assign == "group" {
+		// A static member does not leave on close; leave explicitly so
+		// that its partitions move now (a crashed task never gets here:
+		// its successor takes its place at once instead).
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, _ = s.adm.LeaveGroup(ctx, kadm.LeaveGroup(s.group).InstanceIDs(s.instanceID()).Reason("ardea task closed"))
+		cancel()
+	}
 	s.adm.Close()
 	s.cl, s.adm = nil, nil
 	return nil
 }
+
+func (s *kafkaSpout) instanceID() string { return s.group + "-" + strconv.Itoa(s.task) }
 
 func firstCommitError(resp *kmsg.OffsetCommitResponse) int16 {
 	if resp == nil {

@@ -502,3 +502,55 @@ func init() {
 		}
 	}
 }
+
+// TestKafkaSpoutRebalance: two tasks of a group-mode spout share a topic
+// while a producer keeps writing; the second joins while the first is
+// reading (a rebalance moves partitions to it), then the first leaves (its
+// partitions move back, their in-flight records read again by the new
+// owner): every record is acked, and the group's committed offsets reach
+// the end of every partition.
+func TestKafkaSpoutRebalance(t *testing.T) {
+	b := fakeKafka(t)
+	topic := b.topic(t, 4)
+	produced := 0
+	produce := func(n int) { b.produce(t, topic, produced, n); produced += n }
+	produce(100)
+	cfg := map[string]string{"brokers": b.brokers, "topics": topic, "group": "g-" + topic, "commit_interval": "1ms"}
+	acked := map[string]bool{}
+	step := func(s *kafkaSpout, out *recorder) int {
+		if _, err := s.Next(32, out); err != nil {
+			t.Fatal(err)
+		}
+		var ids []uint64
+		for _, e := range out.emits {
+			vals, _, _ := tuple.DecodeValues(nil, e.values)
+			acked[vals[0].AsString()] = true
+			ids = append(ids, e.msgID)
+		}
+		n := len(out.emits)
+		out.emits = out.emits[:0]
+		if err := s.Ack(ids, out); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	a := openKafkaSpout(t, cfg, ackingContext("k", 0, 2, cfg, &memState{m: map[string][]byte{}}))
+	outA, outB := &recorder{}, &recorder{}
+	waitFor(t, "the first task reading", func() bool { return step(a, outA) > 0 })
+	bs := openKafkaSpout(t, cfg, ackingContext("k", 1, 2, cfg, &memState{m: map[string][]byte{}}))
+	waitFor(t, "the second task reading its partitions", func() bool {
+		produce(4)
+		step(a, outA)
+		return step(bs, outB) > 0
+	})
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	produce(100)
+	waitFor(t, "every record acked", func() bool { step(bs, outB); return len(acked) == produced })
+	waitFor(t, "offsets committed to the end", func() bool {
+		step(bs, outB)
+		return b.committed(t, "g-"+topic, topic) == int64(produced)
+	})
+	t.Logf("%d records over the rebalances", produced)
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"os"
 	"strconv"
@@ -12,6 +13,8 @@ import (
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -19,16 +22,18 @@ import (
 
 // Dead letters: records a spout gave up on after max_retries failed tuple
 // trees, kept where the spout's config says (a file for builtin:file, a
-// topic for builtin:kafka and builtin:pulsar). DeadLetters lists those not
+// topic for builtin:kafka and builtin:pulsar, a subject for
+// builtin:jetstream). DeadLetters lists those not
 // yet replayed; ReplayDeadLetters sends them back to the spout's source,
 // where the running topology reads them again, and marks them replayed:
 // Kafka by the committed offset of group "<group>-dlq" on the dead-letter
-// topic, Pulsar by acking them on subscription "ardea-dlq".
+// topic, Pulsar by acking them on subscription "ardea-dlq", JetStream by
+// acking them on durable consumer "ardea-dlq-<hash of the subject>".
 
 // DeadLetter is one given-up record.
 type DeadLetter struct {
 	Component   string `json:"component"`
-	Destination string `json:"destination"` // file:<path>, kafka:<topic>, pulsar:<topic>
+	Destination string `json:"destination"` // file:<path>, kafka:<topic>, pulsar:<topic>, jetstream:<subject>
 	Source      string `json:"source"`      // where it was read: line number, topic/partition/offset, message id
 	Failures    int    `json:"failures,omitempty"`
 	Error       string `json:"error,omitempty"`
@@ -68,6 +73,8 @@ func deadLetters(ctx context.Context, topology, component, module string, cfg ma
 		dl, err = kafkaDeadLetters(ctx, topology, component, c, replay)
 	case "pulsar":
 		dl, err = pulsarDeadLetters(ctx, component, c, replay)
+	case "jetstream":
+		dl, err = jetStreamDeadLetters(ctx, component, c, replay)
 	default:
 		return nil, fmt.Errorf("component %q (%s): %w", component, module, ErrNoDeadLetters)
 	}
@@ -296,6 +303,90 @@ func pulsarDeadLetters(ctx context.Context, component string, c Config, replay b
 		}
 		if err := cons.Ack(m); err != nil {
 			return nil, err
+		}
+	}
+}
+
+// jetStreamDeadLetters reads the dead-letter subject from the stream that
+// captures it: listing from after the ardea-dlq consumer's ack floor,
+// replaying through that consumer (publish to Ardea-Subject, then ack).
+func jetStreamDeadLetters(ctx context.Context, component string, c Config, replay bool) ([]DeadLetter, error) {
+	subj := c.String("dead_letter_subject")
+	if subj == "" {
+		return nil, fmt.Errorf("config %q unset: %w", "dead_letter_subject", ErrNoDeadLetters)
+	}
+	nc, err := nats.Connect(c.String("url"), nats.Name("ardea dlq"))
+	if err != nil {
+		return nil, err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, err
+	}
+	stream, err := js.StreamNameBySubject(ctx, subj)
+	if err != nil {
+		return nil, fmt.Errorf("no stream captures %s: %w", subj, err)
+	}
+	h := fnv.New32a()
+	h.Write([]byte(subj))
+	cons, err := js.CreateOrUpdateConsumer(ctx, stream, jetstream.ConsumerConfig{Durable: fmt.Sprintf("ardea-dlq-%08x", h.Sum32()),
+		FilterSubject: subj, AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Minute})
+	if err != nil {
+		return nil, err
+	}
+	info, err := cons.Info(ctx)
+	if err != nil {
+		return nil, err
+	}
+	letter := func(m jetstream.Msg) DeadLetter {
+		hd := m.Headers()
+		n, _ := strconv.Atoi(hd.Get("Ardea-Failures"))
+		return DeadLetter{Component: component, Destination: "jetstream:" + subj, Source: hd.Get("Ardea-Subject") + " " + hd.Get("Ardea-Source"),
+			Failures: n, Error: hd.Get("Ardea-Error"), Value: string(m.Data())}
+	}
+	var out []DeadLetter
+	if !replay {
+		if info.NumPending == 0 {
+			return nil, nil
+		}
+		oc, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subj},
+			DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: info.AckFloor.Stream + 1})
+		if err != nil {
+			return nil, err
+		}
+		for uint64(len(out)) < info.NumPending {
+			m, err := oc.Next(jetstream.FetchMaxWait(5 * time.Second))
+			if err != nil {
+				return nil, fmt.Errorf("read %s: %w", subj, err)
+			}
+			out = append(out, letter(m))
+		}
+		return out, nil
+	}
+	for {
+		batch, err := cons.FetchNoWait(256)
+		if err != nil {
+			return nil, err
+		}
+		n := 0
+		for m := range batch.Messages() {
+			n++
+			d := letter(m)
+			src := m.Headers().Get("Ardea-Subject")
+			if src == "" {
+				return nil, fmt.Errorf("dead letter on %s has no Ardea-Subject header", subj)
+			}
+			if _, err := js.Publish(ctx, src, m.Data()); err != nil {
+				return nil, fmt.Errorf("replay to %s: %w", src, err)
+			}
+			if err := m.DoubleAck(ctx); err != nil {
+				return nil, err
+			}
+			out = append(out, d)
+		}
+		if n == 0 {
+			return out, nil
 		}
 	}
 }

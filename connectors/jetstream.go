@@ -2,7 +2,9 @@ package connectors
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -39,6 +41,8 @@ func init() {
 			{Name: "durable", Type: TypeString, Default: "", Doc: "durable consumer name; empty: ardea-<topology>-<component>"},
 			{Name: "batch", Type: TypeInt, Default: "256", Min: "1", Doc: "most messages fetched at once"},
 			{Name: "ack_wait", Type: TypeDuration, Default: "30s", Min: "1ms", Doc: "JetStream redelivers a message not acked within this"},
+			{Name: "max_retries", Type: TypeInt, Default: "0", Min: "0", Doc: "at least once: a message delivered this many times whose tree fails goes to dead_letter_subject; 0 = redeliver forever"},
+			{Name: "dead_letter_subject", Type: TypeString, Default: "", Doc: "subject (captured by a JetStream stream) that receives the messages given up, with headers saying where they came from; required with max_retries"},
 		},
 		Outputs: map[string][]string{"default": {"subject", "data"}},
 	}, SpoutFactory(newJetStreamSpout))
@@ -68,11 +72,22 @@ type jsSpout struct {
 	pending map[uint64]jetstream.Msg // awaiting the tree's outcome
 	vals    []byte
 	metric  func(name string, delta int64)
+
+	maxRetries int
+	dlq        string
+	js         jetstream.JetStream
+	topology   string
+	why        map[uint64]string // how a pending message's tree failed (NoteFailures)
 }
 
 func newJetStreamSpout(cfg Config) (component.Spout, error) {
-	return &jsSpout{url: cfg.String("url"), stream: cfg.String("stream"), subject: cfg.String("subject"),
-		durable: cfg.String("durable"), batch: int(cfg.Int("batch")), ackWait: cfg.Duration("ack_wait")}, nil
+	s := &jsSpout{url: cfg.String("url"), stream: cfg.String("stream"), subject: cfg.String("subject"),
+		durable: cfg.String("durable"), batch: int(cfg.Int("batch")), ackWait: cfg.Duration("ack_wait"),
+		maxRetries: int(cfg.Int("max_retries")), dlq: cfg.String("dead_letter_subject")}
+	if s.maxRetries > 0 && s.dlq == "" {
+		return nil, errors.New(`config "max_retries": needs "dead_letter_subject", the subject that receives the messages given up`)
+	}
+	return s, nil
 }
 
 func (s *jsSpout) errorf(format string, args ...any) error {
@@ -101,6 +116,7 @@ func (s *jsSpout) Open(ctx component.Context, _ component.Collector) error {
 	if err != nil {
 		return s.errorf("%w", err)
 	}
+	s.js, s.topology, s.why = js, ctx.Topology, map[uint64]string{}
 	cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	str, err := js.Stream(cctx, s.stream)
@@ -165,17 +181,73 @@ func (s *jsSpout) Ack(ids []uint64, _ component.Collector) error {
 	return nil
 }
 
-// Fail naks them: JetStream redelivers them (to any task of the spout).
+// Fail naks them: JetStream redelivers them (to any task of the spout). A
+// message delivered max_retries times goes to the dead-letter subject and
+// is terminated instead.
 func (s *jsSpout) Fail(ids []uint64, _ component.Collector) error {
 	for _, id := range ids {
-		if m := s.pending[id]; m != nil {
-			delete(s.pending, id)
-			if err := m.Nak(); err != nil {
-				return s.errorf("nak: %w", err)
+		m := s.pending[id]
+		if m == nil {
+			continue
+		}
+		delete(s.pending, id)
+		why := s.why[id]
+		delete(s.why, id)
+		if s.maxRetries > 0 {
+			if md, err := m.Metadata(); err == nil && md.NumDelivered >= uint64(s.maxRetries) {
+				if err := s.deadLetter(m, md, why); err == nil {
+					continue
+				}
+				// Not stored: nak, and try again at its next failure.
 			}
-			s.metric("jetstream_nacked", 1)
+		}
+		if err := m.Nak(); err != nil {
+			return s.errorf("nak: %w", err)
+		}
+		s.metric("jetstream_nacked", 1)
+	}
+	return nil
+}
+
+// NoteFailures records how the trees about to be failed ended.
+func (s *jsSpout) NoteFailures(fs []component.Failure) {
+	for _, f := range fs {
+		switch {
+		case f.TimedOut:
+			s.why[f.MsgID] = "timed out (a bolt trapped, stalled or was lost)"
+		case f.By != "":
+			s.why[f.MsgID] = "failed by " + f.By
 		}
 	}
+}
+
+// deadLetter publishes a given-up message to the dead-letter subject with
+// headers naming its source, then terminates it (no more redelivery).
+func (s *jsSpout) deadLetter(m jetstream.Msg, md *jetstream.MsgMetadata, why string) error {
+	dl := nats.NewMsg(s.dlq)
+	dl.Data = m.Data()
+	for k, vs := range m.Headers() {
+		dl.Header[k] = vs
+	}
+	if why == "" {
+		why = "failed"
+	}
+	dl.Header.Set("Ardea-Topology", s.topology)
+	dl.Header.Set("Ardea-Component", s.comp)
+	dl.Header.Set("Ardea-Subject", m.Subject())
+	dl.Header.Set("Ardea-Source", fmt.Sprintf("%s/%d", md.Stream, md.Sequence.Stream))
+	dl.Header.Set("Ardea-Failures", strconv.FormatUint(md.NumDelivered, 10))
+	dl.Header.Set("Ardea-Error", fmt.Sprintf("%d deliveries; last: %s", md.NumDelivered, why))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := s.js.PublishMsg(ctx, dl); err != nil {
+		s.metric("jetstream_dead_letter_errors", 1)
+		return s.errorf("dead letter to %s (is it captured by a stream?): %w", s.dlq, err)
+	}
+	if err := m.Term(); err != nil {
+		return s.errorf("term: %w", err)
+	}
+	s.metric("jetstream_dead_letters", 1)
 	return nil
 }
 

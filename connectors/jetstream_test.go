@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -199,5 +200,79 @@ func init() {
 			},
 			payload: func(v []tuple.Value) string { return string(v[1].B) },
 		}
+	}
+}
+
+// TestJetStreamDeadLetters: a message whose tree fails max_retries times
+// goes to the dead-letter subject (with headers naming its source and how
+// it failed) and is not redelivered; ardea dlq lists it and replays it
+// into its subject, where the spout reads it again.
+func TestJetStreamDeadLetters(t *testing.T) {
+	url, js := jetStreamServer(t, 3)
+	ctx := context.Background()
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "DLQ", Subjects: []string{"dlq.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewSpout("jetstream", map[string]string{"url": url, "stream": "S", "max_retries": "2"}); err == nil || !strings.Contains(err.Error(), "dead_letter_subject") {
+		t.Fatalf("max_retries without dead_letter_subject: %v", err)
+	}
+	cfg := map[string]string{"url": url, "stream": "S", "durable": "dl", "max_retries": "2", "dead_letter_subject": "dlq.s"}
+	s, err := NewSpout("jetstream", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sctx := taskContext("c", 0, 1, cfg, map[string][]string{"default": {"subject", "data"}}, nil)
+	sctx.Acking = true
+	out := &recorder{}
+	if err := s.Open(sctx, out); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	next := func(want string) uint64 {
+		t.Helper()
+		var id uint64
+		waitFor(t, "message "+want, func() bool {
+			before := len(out.emits)
+			if _, err := s.Next(10, out); err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range out.emits[before:] {
+				vals, _, _ := tuple.DecodeValues(nil, e.values)
+				if string(vals[1].B) == want {
+					id = e.msgID
+				} else if err := s.Ack([]uint64{e.msgID}, out); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return id != 0
+		})
+		return id
+	}
+	id := next("m1")
+	if err := s.Fail([]uint64{id}, out); err != nil {
+		t.Fatal(err)
+	}
+	id = next("m1") // redelivered
+	s.(component.FailureNoter).NoteFailures([]component.Failure{{MsgID: id, By: "parse[0] version abc"}})
+	if err := s.Fail([]uint64{id}, out); err != nil {
+		t.Fatal(err)
+	}
+	var dl []DeadLetter
+	waitFor(t, "the dead letter", func() bool {
+		dl, err = DeadLetters(ctx, "test", "c", "builtin:jetstream", cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(dl) == 1
+	})
+	if d := dl[0]; d.Value != "m1" || d.Source != "s.1 S/2" || d.Failures != 2 || d.Error != "2 deliveries; last: failed by parse[0] version abc" || d.Destination != "jetstream:dlq.s" {
+		t.Fatalf("dead letter %+v", d)
+	}
+	if dl, err := ReplayDeadLetters(ctx, "test", "c", "builtin:jetstream", cfg); err != nil || len(dl) != 1 {
+		t.Fatalf("ReplayDeadLetters = %+v, %v", dl, err)
+	}
+	next("m1") // back from the replay
+	if dl, err := DeadLetters(ctx, "test", "c", "builtin:jetstream", cfg); err != nil || len(dl) != 0 {
+		t.Fatalf("DeadLetters after the replay = %+v, %v", dl, err)
 	}
 }

@@ -3,12 +3,16 @@ package connectors
 import (
 	"bufio"
 	"bytes"
+	"crypto/subtle"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -16,9 +20,13 @@ import (
 	"github.com/ardea-dev/ardea/internal/tuple"
 )
 
-// The http spout ingests lines POSTed to an HTTP endpoint: every line of a
-// request body becomes a tuple (line). Each task listens on its own port
-// (port + task index).
+// The http spout ingests lines or JSON POSTed to an HTTP endpoint: every
+// line of a text body becomes a tuple (line); a JSON body (Content-Type
+// application/json) is one value or an array of values, each becoming a
+// tuple holding its compact JSON text; a body that is not valid JSON is
+// refused whole (400) so nothing of it is half taken. With token set, a
+// request must carry "Authorization: Bearer <token>" (else 401). Each task
+// listens on its own port (port + task index).
 //
 // At most once the request is answered 202 Accepted as soon as its lines
 // are emitted. At least once it is answered only when every line's tuple
@@ -38,6 +46,7 @@ func init() {
 			{Name: "max_body_bytes", Type: TypeInt, Default: "4194304", Min: "1", Doc: "largest request body"},
 			{Name: "queue", Type: TypeInt, Default: "64", Min: "1", Doc: "requests waiting for the spout before 429"},
 			{Name: "timeout", Type: TypeDuration, Default: "60s", Min: "1ms", Doc: "longest a request waits for its lines to be processed (then 503)"},
+			{Name: "token", Type: TypeString, Default: "", Doc: "bearer token every request must carry (Authorization: Bearer <token>); empty: none"},
 		},
 		Outputs: map[string][]string{"default": {"line"}},
 	}, SpoutFactory(newHTTPSpout))
@@ -56,6 +65,7 @@ type httpSpout struct {
 	maxBody       int64
 	queueLen      int
 	timeout       time.Duration
+	token         []byte
 	comp          string
 	stream        uint16
 	acking        bool
@@ -76,7 +86,7 @@ type httpSpout struct {
 
 func newHTTPSpout(cfg Config) (component.Spout, error) {
 	return &httpSpout{listen: cfg.String("listen"), path: cfg.String("path"), maxBody: cfg.Int("max_body_bytes"),
-		queueLen: int(cfg.Int("queue")), timeout: cfg.Duration("timeout")}, nil
+		queueLen: int(cfg.Int("queue")), timeout: cfg.Duration("timeout"), token: []byte(cfg.String("token"))}, nil
 }
 
 func (s *httpSpout) errorf(format string, args ...any) error {
@@ -131,17 +141,32 @@ func (s *httpSpout) Open(ctx component.Context, _ component.Collector) error {
 // handle runs on the HTTP server's goroutines: it queues the request and
 // waits for the spout's verdict.
 func (s *httpSpout) handle(w http.ResponseWriter, r *http.Request) {
+	if len(s.token) > 0 {
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || subtle.ConstantTimeCompare([]byte(got), s.token) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="ardea"`)
+			http.Error(w, "missing or wrong bearer token", http.StatusUnauthorized)
+			return
+		}
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody))
 	if err != nil {
 		http.Error(w, fmt.Sprintf("request body: %v (max_body_bytes %d)", err, s.maxBody), http.StatusRequestEntityTooLarge)
 		return
 	}
 	req := &httpRequest{done: make(chan int, 1)}
-	sc := bufio.NewScanner(bytes.NewReader(body))
-	sc.Buffer(make([]byte, 64<<10), int(s.maxBody))
-	for sc.Scan() {
-		if line := bytes.TrimSuffix(sc.Bytes(), []byte{'\r'}); len(line) > 0 {
-			req.lines = append(req.lines, bytes.Clone(line))
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt == "application/json" {
+		if req.lines, err = jsonValues(body); err != nil {
+			http.Error(w, fmt.Sprintf("JSON body: %v (nothing of it was taken)", err), http.StatusBadRequest)
+			return
+		}
+	} else {
+		sc := bufio.NewScanner(bytes.NewReader(body))
+		sc.Buffer(make([]byte, 64<<10), int(s.maxBody))
+		for sc.Scan() {
+			if line := bytes.TrimSuffix(sc.Bytes(), []byte{'\r'}); len(line) > 0 {
+				req.lines = append(req.lines, bytes.Clone(line))
+			}
 		}
 	}
 	if len(req.lines) == 0 {
@@ -252,4 +277,30 @@ func (s *httpSpout) Close() error {
 		}
 	})
 	return s.closeErr
+}
+
+// jsonValues splits a JSON body into the compact text of each value: the
+// elements of a top-level array, or the one value.
+func jsonValues(body []byte) ([][]byte, error) {
+	var raw json.RawMessage
+	if err := json.Unmarshal(body, &raw); err != nil {
+		return nil, err
+	}
+	var items []json.RawMessage
+	if t := bytes.TrimLeft(raw, " \t\r\n"); len(t) > 0 && t[0] == '[' {
+		if err := json.Unmarshal(raw, &items); err != nil {
+			return nil, err
+		}
+	} else {
+		items = []json.RawMessage{raw}
+	}
+	out := make([][]byte, 0, len(items))
+	for _, it := range items {
+		var b bytes.Buffer
+		if err := json.Compact(&b, it); err != nil {
+			return nil, err
+		}
+		out = append(out, b.Bytes())
+	}
+	return out, nil
 }

@@ -99,3 +99,69 @@ func TestHTTPSpoutAtLeastOnce(t *testing.T) {
 		s.Close()
 	}
 }
+
+// do sends one request and returns the status, the Retry-After and
+// WWW-Authenticate headers (synchronously).
+func do(t *testing.T, url, ctype, token, body string) (int, http.Header) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", ctype)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode, resp.Header
+}
+
+// TestHTTPSpoutTokenJSONAndBackPressure: without the bearer token a
+// request is refused (401); a JSON array becomes one tuple per element (its
+// compact JSON), a malformed JSON body is refused whole (400) with nothing
+// emitted; a full queue answers 429 with Retry-After.
+func TestHTTPSpoutTokenJSONAndBackPressure(t *testing.T) {
+	cfg := map[string]string{"listen": "127.0.0.1:0", "token": "s3cret", "queue": "1"}
+	s, err := NewSpout("http", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &recorder{}
+	if err := s.Open(taskContext("c", 0, 1, cfg, map[string][]string{"default": {"line"}}, nil), out); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	url := "http://" + s.(*httpSpout).Addr() + "/ingest"
+	for _, tok := range []string{"", "wrong"} {
+		if code, h := do(t, url, "text/plain", tok, "a\n"); code != http.StatusUnauthorized || !strings.HasPrefix(h.Get("WWW-Authenticate"), "Bearer") {
+			t.Fatalf("token %q: status %d, WWW-Authenticate %q", tok, code, h.Get("WWW-Authenticate"))
+		}
+	}
+	if code, _ := do(t, url, "application/json", "s3cret", `[{"a":1}, {"b": [2, 3]`); code != http.StatusBadRequest {
+		t.Fatalf("malformed JSON: status %d, want 400", code)
+	}
+	jsonDone := make(chan int, 1)
+	go func() {
+		code, _ := do(t, url, "application/json; charset=utf-8", "s3cret", `[{"a": 1}, "x", 7]`)
+		jsonDone <- code
+	}()
+	waitFor(t, "the JSON request queued", func() bool { return len(s.(*httpSpout).queue) == 1 })
+	// The queue (1) holds that request until Next takes it: the next one
+	// finds no room.
+	if code, h := do(t, url, "text/plain", "s3cret", "b\n"); code != http.StatusTooManyRequests || h.Get("Retry-After") == "" {
+		t.Fatalf("full queue: status %d, Retry-After %q", code, h.Get("Retry-After"))
+	}
+	waitFor(t, "three tuples", func() bool {
+		if _, err := s.Next(10, out); err != nil {
+			t.Fatal(err)
+		}
+		return len(out.emits) >= 3
+	})
+	if got := out.lines(t); !slices.Equal(got, []string{`{"a":1}`, `"x"`, `7`}) {
+		t.Fatalf("tuples %q", got)
+	}
+	if code := <-jsonDone; code != http.StatusAccepted {
+		t.Fatalf("JSON array: status %d, want 202 once emitted", code)
+	}
+}

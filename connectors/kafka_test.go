@@ -76,6 +76,14 @@ func (b *kafkaBroker) produce(t *testing.T, topic string, from, n int) {
 	}
 }
 
+// produceValue writes one record with value v.
+func (b *kafkaBroker) produceValue(t *testing.T, topic string, i int, v string) {
+	t.Helper()
+	if err := b.client(t).ProduceSync(context.Background(), &kgo.Record{Topic: topic, Value: []byte(v)}).FirstErr(); err != nil {
+		t.Fatalf("record %d: %v", i, err)
+	}
+}
+
 // consume reads every committed record of topic (read_committed) until
 // want records arrived or the bound passes, and returns their values.
 func (b *kafkaBroker) consume(t *testing.T, topic string, want int) []string {
@@ -152,18 +160,33 @@ func init() {
 			ks := s.(*kafkaSpout)
 			waitFor(t, "records fetched", func() bool { return ks.cl.BufferedFetchRecords() > 0 })
 		}
-		return []fixture{
+		fxs := []fixture{
 			{name: "group", cfg: map[string]string{"brokers": b.brokers, "topics": topic}, opened: waitBuffered},
 			{name: "partitions", cfg: map[string]string{"brokers": b.brokers, "topics": topic, "assign": "partitions", "start": "earliest"}, opened: waitBuffered},
+			{name: "regex", cfg: map[string]string{"brokers": b.brokers, "topics": "^" + topic[:3] + ".*", "topic_regex": "true", "group": "regex"}, opened: waitBuffered},
+			{name: "regex partitions at offset", cfg: map[string]string{"brokers": b.brokers, "topics": "^" + topic + "$", "topic_regex": "true",
+				"assign": "partitions", "start": "offset", "start_offset": "5", "partitions": "0,2"}, opened: waitBuffered},
 		}
+		if testbroker.KafkaAvailable() {
+			real := &kafkaBroker{name: "broker", brokers: testbroker.Kafka(t)}
+			rt := real.topic(t, 3)
+			real.produce(t, rt, 0, 60)
+			fxs = append(fxs, fixture{name: "real broker", cfg: map[string]string{"brokers": real.brokers, "topics": rt}, opened: waitBuffered})
+		}
+		return fxs
 	}
 	fixtures["bolt:kafka"] = func(t *testing.T, _ string) []fixture {
 		b := fakeKafka(t)
 		topic := b.topic(t, 2)
-		return []fixture{
+		fxs := []fixture{
 			{name: "json", cfg: map[string]string{"brokers": b.brokers, "topic": topic}},
 			{name: "keyed", cfg: map[string]string{"brokers": b.brokers, "topic": topic, "key_field": "i", "value_field": "s"}},
 		}
+		if testbroker.KafkaAvailable() {
+			real := &kafkaBroker{name: "broker", brokers: testbroker.Kafka(t)}
+			fxs = append(fxs, fixture{name: "real broker", cfg: map[string]string{"brokers": real.brokers, "topic": real.topic(t, 2), "key_field": "i"}})
+		}
+		return fxs
 	}
 }
 
@@ -452,6 +475,36 @@ func TestKafkaSpoutStartAtTimestamp(t *testing.T) {
 	if got := values(t, out); !slices.Equal(got, []string{"v6", "v7", "v8", "v9"}) {
 		t.Fatalf("read %v", got)
 	}
+
+	// start=offset, and start=latest (only what comes after the start).
+	cfg = map[string]string{"brokers": b.brokers, "topics": topic, "assign": "partitions", "start": "offset", "start_offset": "8"}
+	s = openKafkaSpout(t, cfg, taskContext("k", 0, 1, cfg, nil, nil))
+	out = &recorder{}
+	pull(t, s, out, 2)
+	if got := values(t, out); !slices.Equal(got, []string{"v8", "v9"}) {
+		t.Fatalf("start=offset read %v", got)
+	}
+	for _, assign := range []string{"partitions", "group"} {
+		cfg = map[string]string{"brokers": b.brokers, "topics": topic, "assign": assign, "start": "latest", "group": "latest-" + assign}
+		s = openKafkaSpout(t, cfg, taskContext("k", 0, 1, cfg, nil, nil))
+		out = &recorder{}
+		for range 20 {
+			if _, err := s.Next(10, out); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		if len(out.emits) != 0 {
+			t.Fatalf("start=latest (%s) read %v before anything new", assign, values(t, out))
+		}
+		if err := cl.ProduceSync(context.Background(), &kgo.Record{Topic: topic, Value: []byte("new-" + assign)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		pull(t, s, out, 1)
+		if got := values(t, out); !slices.Equal(got, []string{"new-" + assign}) {
+			t.Fatalf("start=latest (%s) read %v", assign, got)
+		}
+	}
 }
 
 // TestKafkaConfigErrors: bad configs fail at validation with the field
@@ -483,6 +536,21 @@ func TestKafkaConfigErrors(t *testing.T) {
 }
 
 func init() {
+	if testbroker.KafkaAvailable() {
+		sources["kafka/broker"] = func(t *testing.T) sourceFixture {
+			b := &kafkaBroker{name: "broker", brokers: testbroker.Kafka(t)}
+			topic := b.topic(t, 3)
+			return sourceFixture{
+				cfg: map[string]string{"brokers": b.brokers, "topics": topic, "group": "g-" + topic, "commit_interval": "1ms"},
+				feed: func(t *testing.T, p []string) {
+					for i, v := range p {
+						b.produceValue(t, topic, i, v)
+					}
+				},
+				payload: func(v []tuple.Value) string { return v[0].AsString() },
+			}
+		}
+	}
 	for _, assign := range []string{"group", "partitions"} {
 		sources["kafka/"+assign] = func(t *testing.T) sourceFixture {
 			b := fakeKafka(t)

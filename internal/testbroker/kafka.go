@@ -182,3 +182,22 @@ func StartKafka() (string, error) {
 	}
 	return startKafka(script)
 }
+
+// KafkaAvailable reports whether Kafka(t) can give a broker (or must:
+// ARDEA_REQUIRE_TOOLCHAINS=1), for suites that add a real-broker case
+// only where one can run.
+func KafkaAvailable() bool {
+	if os.Getenv("ARDEA_KAFKA_BROKERS") != "" || os.Getenv("ARDEA_REQUIRE_TOOLCHAINS") == "1" {
+		return true
+	}
+	for _, tool := range []string{"bash", "java"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return false
+		}
+	}
+	if _, err := exec.LookPath("mvn"); err == nil {
+		return true
+	}
+	_, err := os.Stat(filepath.Join(cacheDir(), "kafka-4.1.1", "libs", ".complete"))
+	return err == nil
+}

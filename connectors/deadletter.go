@@ -3,6 +3,7 @@ package connectors
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -84,7 +85,7 @@ func deadLetters(ctx context.Context, topology, component, module string, cfg ma
 	return dl, nil
 }
 
-// fileDeadLetters reads the dead-letter file ("<line number><TAB><line>").
+// fileDeadLetters reads the dead-letter file (a JSON object per line).
 // Replaying appends the lines to the spout's input file (a spout reading
 // it still running picks them up at the end) and empties the dead-letter
 // file.
@@ -105,12 +106,12 @@ func fileDeadLetters(component string, c Config, replay bool) ([]DeadLetter, err
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), 64<<20)
 	for n := 1; sc.Scan(); n++ {
-		line, val, ok := strings.Cut(sc.Text(), "\t")
-		if !ok {
-			return nil, fmt.Errorf("%s:%d: want <line number><TAB><line>", path, n)
+		var d fileDeadLetter
+		if err := json.Unmarshal(sc.Bytes(), &d); err != nil {
+			return nil, fmt.Errorf("%s:%d: not a dead letter: %w", path, n, err)
 		}
-		out = append(out, DeadLetter{Component: component, Destination: "file:" + path, Source: c.String("path") + ":" + line,
-			Failures: int(c.Int("max_retries")), Value: val})
+		out = append(out, DeadLetter{Component: component, Destination: "file:" + path, Source: c.String("path") + ":" + strconv.FormatUint(d.Line, 10),
+			Failures: d.Failures, Error: d.Error, Value: d.Value})
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)

@@ -329,6 +329,7 @@ func TestFileSpoutDeadLetter(t *testing.T) {
 	nextAll(t, s, 8, out, 5)
 	s.Ack([]uint64{1}, out)
 	for range 2 {
+		s.(component.FailureNoter).NoteFailures([]component.Failure{{MsgID: 2, By: "parse[0] version abc"}})
 		if err := s.Fail([]uint64{2}, out); err != nil {
 			t.Fatal(err)
 		}
@@ -337,12 +338,12 @@ func TestFileSpoutDeadLetter(t *testing.T) {
 	if st, err := s.Next(8, out); err != nil || st != component.Done {
 		t.Fatalf("after the dead letter: %v %v, want done", st, err)
 	}
-	if got := readAll(t, dead); got != "2\tpoison\n" {
+	if got := readAll(t, dead); got != `{"line":2,"topology":"test","component":"lines","failures":2,"error":"2 failures; last: failed by parse[0] version abc","value":"poison"}`+"\n" {
 		t.Fatalf("dead letter file holds %q", got)
 	}
 	ctx := context.Background()
 	dl, err := DeadLetters(ctx, "t", "lines", "builtin:file", cfg)
-	if err != nil || len(dl) != 1 || dl[0].Value != "poison" || dl[0].Source != path+":2" || dl[0].Failures != 2 {
+	if err != nil || len(dl) != 1 || dl[0].Value != "poison" || dl[0].Source != path+":2" || dl[0].Failures != 2 || !strings.Contains(dl[0].Error, "parse[0] version abc") {
 		t.Fatalf("DeadLetters = %+v, %v", dl, err)
 	}
 	if _, err := ReplayDeadLetters(ctx, "t", "lines", "builtin:file", cfg); err != nil {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -38,7 +39,7 @@ func init() {
 			{Name: "max_line_bytes", Type: TypeInt, Default: "1048576", Min: "1", Doc: "longest accepted line in bytes; a longer line fails the task"},
 			{Name: "rate", Type: TypeFloat, Default: "0", Min: "0", Doc: "lines per second per task (replays included); 0 = as fast as possible"},
 			{Name: "max_retries", Type: TypeInt, Default: "0", Min: "0", Doc: "at least once: a line that failed this many times is written to dead_letter instead of replayed again; 0 = replay forever"},
-			{Name: "dead_letter", Type: TypePath, Default: "", Doc: "file that receives lines given up after max_retries (\"<line number><TAB><line>\"); required with max_retries"},
+			{Name: "dead_letter", Type: TypePath, Default: "", Doc: "file that receives lines given up after max_retries, one JSON object each (line number, topology, component, failures, error, value); required with max_retries"},
 		},
 		Outputs: map[string][]string{"default": {"line"}},
 	}, SpoutFactory(newFileSpout))
@@ -48,9 +49,10 @@ func init() {
 const fileSpoutBuffer = 256 << 10
 
 type fileSpout struct {
-	path    string
-	maxLine int
-	rate    float64
+	topology string
+	path     string
+	maxLine  int
+	rate     float64
 
 	// Pacing with rate > 0: a token bucket of half a second of lines.
 	now    func() time.Time
@@ -97,7 +99,7 @@ func newFileSpout(cfg Config) (component.Spout, error) {
 }
 
 func (s *fileSpout) Open(ctx component.Context, _ component.Collector) error {
-	s.comp = ctx.Component
+	s.comp, s.topology = ctx.Component, ctx.Topology
 	s.metric = ctx.Metric
 	if s.metric == nil {
 		s.metric = func(string, int64) {}
@@ -233,6 +235,7 @@ type pendingLine struct {
 	off   int64 // byte offset of the line's start
 	line  []byte
 	fails int
+	last  string // how its last tree failed (NoteFailures)
 }
 
 // savePosition records where a restarted instance goes on: the next line,
@@ -349,7 +352,7 @@ func (s *fileSpout) Fail(ids []uint64, _ component.Collector) error {
 			continue
 		}
 		if p.fails++; s.maxRetries > 0 && p.fails >= s.maxRetries {
-			if err := s.deadLetter(id, p.line); err != nil {
+			if err := s.deadLetter(id, p); err != nil {
 				return err
 			}
 			delete(s.pending, id)
@@ -360,9 +363,35 @@ func (s *fileSpout) Fail(ids []uint64, _ component.Collector) error {
 	return nil
 }
 
-// deadLetter appends a given-up line to the dead-letter file (synced: the
-// line is acked by being dropped from pending).
-func (s *fileSpout) deadLetter(id uint64, line []byte) error {
+// NoteFailures records how the trees about to be failed ended.
+func (s *fileSpout) NoteFailures(fs []component.Failure) {
+	for _, f := range fs {
+		if p := s.pending[f.MsgID]; p != nil {
+			switch {
+			case f.TimedOut:
+				p.last = "timed out (a bolt trapped, stalled or was lost)"
+			case f.By != "":
+				p.last = "failed by " + f.By
+			default:
+				p.last = "failed by a bolt"
+			}
+		}
+	}
+}
+
+// fileDeadLetter is one line of the dead-letter file.
+type fileDeadLetter struct {
+	Line      uint64 `json:"line"`
+	Topology  string `json:"topology"`
+	Component string `json:"component"`
+	Failures  int    `json:"failures"`
+	Error     string `json:"error"`
+	Value     string `json:"value"`
+}
+
+// deadLetter appends a given-up line to the dead-letter file as a JSON
+// object (synced: the line is acked by being dropped from pending).
+func (s *fileSpout) deadLetter(id uint64, p *pendingLine) error {
 	if s.dead == nil {
 		f, err := os.OpenFile(s.deadPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		if err != nil {
@@ -370,9 +399,16 @@ func (s *fileSpout) deadLetter(id uint64, line []byte) error {
 		}
 		s.dead = f
 	}
-	rec := append(strconv.AppendUint(nil, id, 10), '\t')
-	rec = append(append(rec, line...), '\n')
-	if _, err := s.dead.Write(rec); err != nil {
+	last := p.last
+	if last == "" {
+		last = "failed"
+	}
+	rec, err := json.Marshal(fileDeadLetter{Line: id, Topology: s.topology, Component: s.comp, Failures: p.fails,
+		Error: fmt.Sprintf("%d failures; last: %s", p.fails, last), Value: string(p.line)})
+	if err != nil {
+		return fmt.Errorf("component %q: file spout: dead letter: %w", s.comp, err)
+	}
+	if _, err := s.dead.Write(append(rec, '\n')); err != nil {
 		return fmt.Errorf("component %q: file spout: dead letter %s: %w", s.comp, s.deadPath, err)
 	}
 	s.deadLetters++

@@ -3,6 +3,7 @@ package connectors
 import (
 	"encoding/binary"
 	"fmt"
+	"time"
 
 	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/tuple"
@@ -39,4 +40,88 @@ func taskOf(ctx component.Context) (index, parallelism int64) {
 		p = 1
 	}
 	return int64(ctx.TaskIndex), p
+}
+
+// fieldBytes is field i of vals as record bytes: a string's or bytes'
+// content, a number's or bool's text; ok is false when there is no field i.
+func fieldBytes(vals []tuple.Value, i int) (b []byte, ok bool) {
+	if i >= len(vals) {
+		return nil, false
+	}
+	if v := vals[i]; v.Kind == tuple.String || v.Kind == tuple.Bytes {
+		return append([]byte{}, v.B...), true
+	}
+	return appendScalar([]byte{}, vals[i]), true
+}
+
+// failureText says how a tuple tree failed, for dead letters.
+func failureText(f component.Failure) string {
+	switch {
+	case f.TimedOut:
+		return "timed out (a bolt trapped, stalled or was lost)"
+	case f.By != "":
+		return "failed by " + f.By
+	}
+	return "failed by a bolt"
+}
+
+// sendResult is one asynchronous write's outcome (index in its batch).
+type sendResult struct {
+	i   int
+	err error
+}
+
+// batchSends tracks a sink's asynchronous writes of one input batch: add
+// one per tuple sent, have the write's callback call done once, then
+// await. One channel per batch, sized to it, so a callback never blocks.
+type batchSends struct {
+	ids     []uint64
+	results chan sendResult
+}
+
+func newBatchSends(n int) *batchSends {
+	return &batchSends{results: make(chan sendResult, n)}
+}
+
+// add records tuple id as sent and returns the index its callback reports.
+func (b *batchSends) add(id uint64) int {
+	b.ids = append(b.ids, id)
+	return len(b.ids) - 1
+}
+
+func (b *batchSends) done(i int, err error) { b.results <- sendResult{i, err} }
+
+// await acks each tuple whose write succeeded and fails those whose write
+// failed or did not finish within timeout (a write may still land later:
+// a duplicate, never a loss). It returns how many were stored, failed and
+// timed out.
+func (b *batchSends) await(out component.Collector, timeout time.Duration) (stored, failed, timedOut int) {
+	if len(b.ids) == 0 {
+		return 0, 0, 0
+	}
+	finished := make([]bool, len(b.ids))
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	for range b.ids {
+		select {
+		case r := <-b.results:
+			finished[r.i] = true
+			if r.err != nil {
+				out.Fail(b.ids[r.i])
+				failed++
+			} else {
+				out.Ack(b.ids[r.i])
+				stored++
+			}
+		case <-timer.C:
+			for i, f := range finished {
+				if !f {
+					out.Fail(b.ids[i])
+					timedOut++
+				}
+			}
+			return stored, failed, timedOut
+		}
+	}
+	return stored, failed, timedOut
 }

@@ -212,12 +212,7 @@ func (s *jsSpout) Fail(ids []uint64, _ component.Collector) error {
 // NoteFailures records how the trees about to be failed ended.
 func (s *jsSpout) NoteFailures(fs []component.Failure) {
 	for _, f := range fs {
-		switch {
-		case f.TimedOut:
-			s.why[f.MsgID] = "timed out (a bolt trapped, stalled or was lost)"
-		case f.By != "":
-			s.why[f.MsgID] = "failed by " + f.By
-		}
+		s.why[f.MsgID] = failureText(f)
 	}
 }
 

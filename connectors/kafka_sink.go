@@ -187,27 +187,20 @@ func (s *kafkaSink) record(input int, vals []tuple.Value) (*kgo.Record, error) {
 		}
 		r.Topic = string(vals[i].B)
 	}
-	field := func(i int) ([]byte, error) {
-		if i >= len(vals) {
-			return nil, fmt.Errorf("tuple has %d fields", len(vals))
-		}
-		if v := vals[i]; v.Kind == tuple.String || v.Kind == tuple.Bytes {
-			return append([]byte{}, v.B...), nil
-		}
-		return appendScalar([]byte{}, vals[i]), nil
-	}
-	var err error
+	var ok bool
 	if i := s.keyIdx[input]; i >= 0 {
-		if r.Key, err = field(i); err != nil {
-			return nil, err
+		if r.Key, ok = fieldBytes(vals, i); !ok {
+			return nil, fmt.Errorf("key field %q: the tuple has %d fields", s.keyField, len(vals))
 		}
 	}
 	if i := s.valueIdx[input]; i >= 0 {
-		r.Value, err = field(i)
+		if r.Value, ok = fieldBytes(vals, i); !ok {
+			return nil, fmt.Errorf("value field %q: the tuple has %d fields", s.valueField, len(vals))
+		}
 	} else {
 		r.Value = appendJSONObject(nil, s.keys[input], vals)
 	}
-	return r, err
+	return r, nil
 }
 
 func (s *kafkaSink) Execute(batch []byte, out component.Collector) error {
@@ -215,12 +208,7 @@ func (s *kafkaSink) Execute(batch []byte, out component.Collector) error {
 	if err != nil {
 		return s.errorf("%w", err)
 	}
-	type sent struct {
-		id  uint64
-		err error
-	}
-	var results []sent
-	var wait []chan error
+	sends := newBatchSends(r.Count())
 	for i := 0; ; i++ {
 		rec, ok, err := r.Next()
 		if err != nil {
@@ -249,34 +237,15 @@ func (s *kafkaSink) Execute(batch []byte, out component.Collector) error {
 			out.Ack(rec.TupleID)
 			continue
 		}
-		ch := make(chan error, 1)
-		s.cl.Produce(context.Background(), kr, func(_ *kgo.Record, err error) { ch <- err })
-		results, wait = append(results, sent{id: rec.TupleID}), append(wait, ch)
+		n := sends.add(rec.TupleID)
+		s.cl.Produce(context.Background(), kr, func(_ *kgo.Record, err error) { sends.done(n, err) })
 	}
 	// An idempotent producer keeps retrying a record it may have sent, so
-	// the wait is bounded here: a record not stored within timeout fails
-	// its tuple (it may still be stored later: a duplicate, never a loss).
-	timer := time.NewTimer(s.timeout)
-	defer timer.Stop()
-	for i, ch := range wait {
-		var err error
-		select {
-		case err = <-ch:
-		case <-timer.C:
-			for _, r := range results[i:] {
-				out.Fail(r.id)
-			}
-			s.metric("kafka_produce_timeouts", int64(len(results)-i))
-			return nil
-		}
-		if err != nil {
-			s.metric("kafka_produce_errors", 1)
-			out.Fail(results[i].id)
-			continue
-		}
-		s.metric("kafka_records", 1)
-		out.Ack(results[i].id)
-	}
+	// the wait is bounded here.
+	stored, failed, timedOut := sends.await(out, s.timeout)
+	s.metric("kafka_records", int64(stored))
+	s.metric("kafka_produce_errors", int64(failed))
+	s.metric("kafka_produce_timeouts", int64(timedOut))
 	return nil
 }
 

@@ -561,20 +561,15 @@ func (s *kafkaSpout) NoteFailures(fs []component.Failure) {
 		if f == nil {
 			continue
 		}
-		switch {
-		case x.TimedOut:
+		if x.TimedOut {
 			f.timeouts++
-			f.last = "timed out (a bolt trapped, stalled or was lost)"
-		case x.By != "":
-			f.last = "failed by " + x.By
-		default:
-			f.last = "failed by a bolt"
 		}
+		f.last = failureText(x)
 	}
 }
 
 // failureText says how a record's trees ended.
-func failureText(failures, timeouts int, last string) string {
+func kafkaFailureText(failures, timeouts int, last string) string {
 	if last == "" {
 		last = "failed"
 	}
@@ -590,7 +585,7 @@ func (s *kafkaSpout) deadLetter(f *kflight) error {
 		kgo.RecordHeader{Key: "ardea-component", Value: []byte(s.comp)},
 		kgo.RecordHeader{Key: "ardea-source", Value: []byte(fmt.Sprintf("%s/%d/%d", r.Topic, r.Partition, r.Offset))},
 		kgo.RecordHeader{Key: "ardea-failures", Value: []byte(strconv.Itoa(f.retries))},
-		kgo.RecordHeader{Key: "ardea-error", Value: []byte(failureText(f.retries, f.timeouts, f.last))})
+		kgo.RecordHeader{Key: "ardea-error", Value: []byte(kafkaFailureText(f.retries, f.timeouts, f.last))})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := s.cl.ProduceSync(ctx, &kgo.Record{Topic: s.dlqTopic, Key: r.Key, Value: r.Value, Headers: hs, Timestamp: r.Timestamp}).FirstErr(); err != nil {

@@ -307,8 +307,7 @@ func (s *pulsarSink) Execute(batch []byte, out component.Collector) error {
 	if err != nil {
 		return s.errorf("%w", err)
 	}
-	var ids []uint64
-	var results []chan error
+	sends := newBatchSends(r.Count())
 	for i := 0; ; i++ {
 		rec, ok, err := r.Next()
 		if err != nil {
@@ -325,61 +324,34 @@ func (s *pulsarSink) Execute(batch []byte, out component.Collector) error {
 			return s.errorf("record %d: input index %d, but the task has %d inputs", i, rec.Input, len(s.keys))
 		}
 		msg := &pulsar.ProducerMessage{}
-		field := func(i int) ([]byte, bool) {
-			if i >= len(s.vals) {
-				return nil, false
-			}
-			if v := s.vals[i]; v.Kind == tuple.String || v.Kind == tuple.Bytes {
-				return append([]byte{}, v.B...), true
-			}
-			return appendScalar([]byte{}, s.vals[i]), true
-		}
-		bad := false
+		good := true
 		if k := s.keyIdx[in]; k >= 0 {
-			kb, ok := field(k)
-			msg.Key, bad = string(kb), !ok
+			var kb []byte
+			kb, good = fieldBytes(s.vals, k)
+			msg.Key = string(kb)
 		}
-		if v := s.valueIdx[in]; v >= 0 {
-			var ok bool
-			msg.Payload, ok = field(v)
-			bad = bad || !ok
-		} else {
+		if v := s.valueIdx[in]; v < 0 {
 			msg.Payload = appendJSONObject(nil, s.keys[in], s.vals)
+		} else if good {
+			msg.Payload, good = fieldBytes(s.vals, v)
 		}
-		if bad {
+		if !good {
 			s.metric("pulsar_bad_records", 1)
 			out.Fail(rec.TupleID)
 			continue
 		}
-		ch := make(chan error, 1)
-		s.prod.SendAsync(context.Background(), msg, func(_ pulsar.MessageID, _ *pulsar.ProducerMessage, err error) { ch <- err })
-		ids, results = append(ids, rec.TupleID), append(results, ch)
+		n := sends.add(rec.TupleID)
+		s.prod.SendAsync(context.Background(), msg, func(_ pulsar.MessageID, _ *pulsar.ProducerMessage, err error) { sends.done(n, err) })
 	}
-	if len(results) == 0 {
+	if len(sends.ids) == 0 {
 		return nil
 	}
 	if err := s.prod.Flush(); err != nil {
 		s.metric("pulsar_send_errors", 1)
 	}
-	timer := time.NewTimer(s.timeout + time.Second) // SendTimeout fails each send first
-	defer timer.Stop()
-	for i, ch := range results {
-		select {
-		case err := <-ch:
-			if err != nil {
-				s.metric("pulsar_send_errors", 1)
-				out.Fail(ids[i])
-				continue
-			}
-			s.metric("pulsar_messages", 1)
-			out.Ack(ids[i])
-		case <-timer.C:
-			for _, id := range ids[i:] {
-				out.Fail(id)
-			}
-			return nil
-		}
-	}
+	stored, failed, timedOut := sends.await(out, s.timeout+time.Second) // SendTimeout fails each send first
+	s.metric("pulsar_messages", int64(stored))
+	s.metric("pulsar_send_errors", int64(failed+timedOut))
 	return nil
 }
 

@@ -367,14 +367,7 @@ func (s *fileSpout) Fail(ids []uint64, _ component.Collector) error {
 func (s *fileSpout) NoteFailures(fs []component.Failure) {
 	for _, f := range fs {
 		if p := s.pending[f.MsgID]; p != nil {
-			switch {
-			case f.TimedOut:
-				p.last = "timed out (a bolt trapped, stalled or was lost)"
-			case f.By != "":
-				p.last = "failed by " + f.By
-			default:
-				p.last = "failed by a bolt"
-			}
+			p.last = failureText(f)
 		}
 	}
 }

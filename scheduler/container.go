@@ -217,13 +217,15 @@ func newTask(ctx context.Context, t *ardea.Topology, p *plan.Plan, id uint32, sm
 	pt := p.Tasks[id]
 	pc := &p.Components[pt.Component]
 	tc := t.Components[pt.Component]
-	m := reg.Component(pc.Name)
+	m := reg.Task(pc.Name, id)
 	cctx := component.Context{
 		Context:      p.TaskContext(id),
 		Logger:       log.With("topology", p.Topology, "component", pc.Name, "task", id),
 		State:        state,
 		MaxKeyGroups: pc.MaxKeyGroups,
 		Metric:       func(name string, d int64) { m.Custom(name).Add(d) },
+		Gauge:        func(name string, v float64) { m.UserGauge(name).Set(v) },
+		Observe:      func(name string, v int64) { m.UserHistogram(name).Observe(v) },
 		Acking:       sm.Acking(),
 	}
 	task := &engine.Task{

@@ -51,6 +51,10 @@ type Context struct {
 	MaxKeyGroups int
 	// Metric adds delta to the component's custom counter name.
 	Metric func(name string, delta int64)
+	// Gauge sets the component's user gauge name; Observe records a value
+	// (an integer, e.g. microseconds or bytes) in its user histogram name.
+	Gauge   func(name string, value float64)
+	Observe func(name string, value int64)
 	// Acking is set when the topology runs at-least-once: a spout emits
 	// with nonzero message ids and its Ack and Fail are called with them
 	// (Fail: replay the tuple); a bolt acks or fails every input tuple

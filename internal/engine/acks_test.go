@@ -197,8 +197,8 @@ func TestSpoutAcksReplayAndPending(t *testing.T) {
 	spout := &replaySpout{n: n, acks: sm.SpoutAcks(1), maxPending: maxPending, acked: map[uint64]int{}}
 	bolt := &flakyBolt{failed: map[int64]bool{}}
 	reg := metrics.NewRegistry()
-	src := &engine.Task{ID: 1, Component: "src", Spout: spout, Outbox: sm.Outbox(1), Metrics: reg.Component("src"), Acks: sm.SpoutAcks(1)}
-	sink := &engine.Task{ID: 2, Component: "sink", Bolt: bolt, Inbox: sm.Inbox(2), Outbox: sm.Outbox(2), Metrics: reg.Component("sink")}
+	src := &engine.Task{ID: 1, Component: "src", Spout: spout, Outbox: sm.Outbox(1), Metrics: reg.Task("src", 1), Acks: sm.SpoutAcks(1)}
+	sink := &engine.Task{ID: 2, Component: "sink", Bolt: bolt, Inbox: sm.Inbox(2), Outbox: sm.Outbox(2), Metrics: reg.Task("sink", 2)}
 	src.SetActive(true)
 	if err := engine.Run(context.Background(), []*engine.Task{src, sink}, slog.New(slog.DiscardHandler)); err != nil {
 		t.Fatal(err)
@@ -268,8 +268,8 @@ func TestPoisonKeyDoesNotBlockOthers(t *testing.T) {
 	spout := &replaySpout{n: n, acks: sm.SpoutAcks(1), maxPending: 4, acked: map[uint64]int{}, inNext: true}
 	bolt := &poisonBolt{}
 	reg := metrics.NewRegistry()
-	src := &engine.Task{ID: 1, Component: "src", Spout: spout, Outbox: sm.Outbox(1), Metrics: reg.Component("src"), Acks: sm.SpoutAcks(1)}
-	sink := &engine.Task{ID: 2, Component: "sink", Bolt: bolt, Inbox: sm.Inbox(2), Outbox: sm.Outbox(2), Metrics: reg.Component("sink")}
+	src := &engine.Task{ID: 1, Component: "src", Spout: spout, Outbox: sm.Outbox(1), Metrics: reg.Task("src", 1), Acks: sm.SpoutAcks(1)}
+	sink := &engine.Task{ID: 2, Component: "sink", Bolt: bolt, Inbox: sm.Inbox(2), Outbox: sm.Outbox(2), Metrics: reg.Task("sink", 2)}
 	src.SetActive(true)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -352,8 +352,8 @@ func TestSpoutHearsTimeouts(t *testing.T) {
 	spout := &noteSpout{&replaySpout{n: n, acks: sm.SpoutAcks(1), maxPending: 50, acked: map[uint64]int{}}, map[uint64]bool{}, map[uint64]string{}}
 	bolt := &dropBolt{flakyBolt{failed: map[int64]bool{}}}
 	reg := metrics.NewRegistry()
-	src := &engine.Task{ID: 1, Component: "src", Spout: spout, Outbox: sm.Outbox(1), Metrics: reg.Component("src"), Acks: sm.SpoutAcks(1)}
-	sink := &engine.Task{ID: 2, Component: "sink", Bolt: bolt, Inbox: sm.Inbox(2), Outbox: sm.Outbox(2), Metrics: reg.Component("sink")}
+	src := &engine.Task{ID: 1, Component: "src", Spout: spout, Outbox: sm.Outbox(1), Metrics: reg.Task("src", 1), Acks: sm.SpoutAcks(1)}
+	sink := &engine.Task{ID: 2, Component: "sink", Bolt: bolt, Inbox: sm.Inbox(2), Outbox: sm.Outbox(2), Metrics: reg.Task("sink", 2)}
 	src.DescribeTask = func(task uint32) string { return fmt.Sprintf("task %d", task) }
 	src.SetActive(true)
 	if err := engine.Run(context.Background(), []*engine.Task{src, sink}, slog.New(slog.DiscardHandler)); err != nil {

@@ -144,12 +144,12 @@ func TestBarrierAlignment(t *testing.T) {
 	var tasks []*engine.Task
 	for _, s := range []*seqSpout{s1, s2} {
 		id := uint32(s.task)
-		tk := &engine.Task{ID: id, Component: "src", Spout: s, Outbox: sm.Outbox(id), Metrics: reg.Component("src"), Checkpoints: rec}
+		tk := &engine.Task{ID: id, Component: "src", Spout: s, Outbox: sm.Outbox(id), Metrics: reg.Task("src", id), Checkpoints: rec}
 		tk.SetActive(true)
 		tasks = append(tasks, tk)
 	}
 	tasks = append(tasks, &engine.Task{ID: 3, Component: "sink", Bolt: bolt, Inbox: sm.Inbox(3), Outbox: sm.Outbox(3),
-		Metrics: reg.Component("sink"), Checkpoints: rec, Upstream: []uint32{1, 2}})
+		Metrics: reg.Task("sink", 2), Checkpoints: rec, Upstream: []uint32{1, 2}})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- engine.Run(ctx, tasks, slog.New(slog.DiscardHandler)) }()

@@ -652,6 +652,7 @@ func runBolt(ctx context.Context, t *Task) (err error) {
 		}
 		if d.SentAt > 0 {
 			t.Metrics.Delivery.Observe(start.UnixNano() - d.SentAt)
+			t.Metrics.Process.Observe(end.UnixNano() - d.SentAt)
 		}
 		t.Inbox.Release(d)
 		queued, _ := t.Inbox.Pending()

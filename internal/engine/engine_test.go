@@ -112,8 +112,8 @@ func TestDeactivateActivate(t *testing.T) {
 	spout := &lifeSpout{values: tuple.AppendValues(nil, tuple.Str("hello"))}
 	bolt := &countBolt{}
 	reg := metrics.NewRegistry()
-	src := &engine.Task{ID: 1, Component: "src", Spout: spout, Outbox: sm.Outbox(1), Metrics: reg.Component("src"), SpoutBatch: 1}
-	sink := &engine.Task{ID: 2, Component: "sink", Bolt: bolt, Inbox: sm.Inbox(2), Outbox: sm.Outbox(2), Metrics: reg.Component("sink")}
+	src := &engine.Task{ID: 1, Component: "src", Spout: spout, Outbox: sm.Outbox(1), Metrics: reg.Task("src", 1), SpoutBatch: 1}
+	sink := &engine.Task{ID: 2, Component: "sink", Bolt: bolt, Inbox: sm.Inbox(2), Outbox: sm.Outbox(2), Metrics: reg.Task("sink", 2)}
 	src.SetActive(true)
 	done := make(chan error, 1)
 	go func() { done <- engine.Run(ctx, []*engine.Task{src, sink}, slog.New(slog.DiscardHandler)) }()

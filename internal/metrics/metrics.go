@@ -7,6 +7,7 @@
 package metrics
 
 import (
+	"maps"
 	"math"
 	"math/bits"
 	"sort"
@@ -27,6 +28,7 @@ const (
 	ExecuteLatency   = "__execute-latency"          // per batch, ns
 	DeliveryLatency  = "__delivery-latency"         // emit-to-execute, ns
 	BackPressureTime = "__time-spent-back-pressure" // ns a component's tasks waited on downstream
+	ProcessLatency   = "__process-latency"          // per tuple, ns
 )
 
 // Counter is a monotonically increasing count.
@@ -96,9 +98,17 @@ func (h *Histogram) Quantile(q float64) float64 {
 	return math.Ldexp(1, 63)
 }
 
-// Component groups one component's metrics.
+// Gauge holds the last value set (a float64).
+type Gauge struct{ bits atomic.Uint64 }
+
+func (g *Gauge) Set(v float64) { g.bits.Store(math.Float64bits(v)) }
+func (g *Gauge) Load() float64 { return math.Float64frombits(g.bits.Load()) }
+
+// Component holds one instance's metrics (Registry.Task), or the sum of a
+// component's instances (Registry.Component).
 type Component struct {
 	Name      string
+	Task      int // -1 for a component's sum
 	Emitted   Counter
 	Executed  Counter
 	NextCalls Counter
@@ -109,29 +119,40 @@ type Component struct {
 	Failed      Counter
 	TimedOut    Counter
 	BackPressNs Counter
-	ExecLatency Histogram
+	ExecLatency Histogram // per batch
+	Process     Histogram // per tuple: a batch's execute time over its tuples
 	Delivery    Histogram
 	Complete    Histogram // spouts: complete latency of acked trees
 	mu          sync.Mutex
 	custom      map[string]*Counter
+	gauges      map[string]*Gauge
+	hists       map[string]*Histogram
 }
 
-// Custom returns the named custom counter, creating it on first use.
-func (c *Component) Custom(name string) *Counter {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.custom == nil {
-		c.custom = map[string]*Counter{}
+// Custom returns the named user counter, creating it on first use.
+func (c *Component) Custom(name string) *Counter { return get(&c.mu, &c.custom, name) }
+
+// UserGauge returns the named user gauge, creating it on first use.
+func (c *Component) UserGauge(name string) *Gauge { return get(&c.mu, &c.gauges, name) }
+
+// UserHistogram returns the named user histogram, creating it on first use.
+func (c *Component) UserHistogram(name string) *Histogram { return get(&c.mu, &c.hists, name) }
+
+func get[T any](mu *sync.Mutex, m *map[string]*T, name string) *T {
+	mu.Lock()
+	defer mu.Unlock()
+	if *m == nil {
+		*m = map[string]*T{}
 	}
-	ctr := c.custom[name]
-	if ctr == nil {
-		ctr = &Counter{}
-		c.custom[name] = ctr
+	v := (*m)[name]
+	if v == nil {
+		v = new(T)
+		(*m)[name] = v
 	}
-	return ctr
+	return v
 }
 
-// CustomSnapshot copies the custom counters.
+// CustomSnapshot copies the user counters.
 func (c *Component) CustomSnapshot() map[string]int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -142,39 +163,114 @@ func (c *Component) CustomSnapshot() map[string]int64 {
 	return out
 }
 
-// Registry holds the components of one topology.
+// User lists the user metrics: counters, gauges and histograms by name.
+func (c *Component) User() (counters map[string]*Counter, gauges map[string]*Gauge, hists map[string]*Histogram) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.custom), maps.Clone(c.gauges), maps.Clone(c.hists)
+}
+
+// addTo adds c's counters and histograms into sum.
+func (c *Component) addTo(sum *Component) {
+	sum.Emitted.Add(c.Emitted.Load())
+	sum.Executed.Add(c.Executed.Load())
+	sum.NextCalls.Add(c.NextCalls.Load())
+	sum.Acked.Add(c.Acked.Load())
+	sum.Failed.Add(c.Failed.Load())
+	sum.TimedOut.Add(c.TimedOut.Load())
+	sum.BackPressNs.Add(c.BackPressNs.Load())
+	sum.ExecLatency.merge(&c.ExecLatency)
+	sum.Process.merge(&c.Process)
+	sum.Delivery.merge(&c.Delivery)
+	sum.Complete.merge(&c.Complete)
+	for k, v := range c.CustomSnapshot() {
+		sum.Custom(k).Add(v)
+	}
+}
+
+func (h *Histogram) merge(o *Histogram) {
+	for i := range o.buckets {
+		if n := o.buckets[i].Load(); n != 0 {
+			h.buckets[i].Add(n)
+		}
+	}
+	h.count.Add(o.count.Load())
+	h.sum.Add(o.sum.Load())
+}
+
+// Sum is the histogram's total in nanoseconds.
+func (h *Histogram) Sum() int64 { return h.sum.Load() }
+
+type instanceKey struct {
+	comp string
+	task uint32
+}
+
+// Registry holds the instances of one container (or of a whole topology
+// run in one process).
 type Registry struct {
 	mu    sync.Mutex
-	comps map[string]*Component
+	insts map[instanceKey]*Component
 	start time.Time
 }
 
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry {
-	return &Registry{comps: map[string]*Component{}, start: time.Now()}
+	return &Registry{insts: map[instanceKey]*Component{}, start: time.Now()}
 }
 
-// Component returns the named component's metrics, creating them on first use.
-func (r *Registry) Component(name string) *Component {
+// Task returns one instance's metrics, creating them on first use. A
+// restarted or swapped instance keeps counting in the same object.
+func (r *Registry) Task(component string, task uint32) *Component {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	c := r.comps[name]
+	k := instanceKey{component, task}
+	c := r.insts[k]
 	if c == nil {
-		c = &Component{Name: name}
-		r.comps[name] = c
+		c = &Component{Name: component, Task: int(task)}
+		r.insts[k] = c
 	}
 	return c
 }
 
-// Components lists all components by name.
-func (r *Registry) Components() []*Component {
+// Instances lists every instance, by component and task.
+func (r *Registry) Instances() []*Component {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := make([]*Component, 0, len(r.comps))
-	for _, c := range r.comps {
+	out := make([]*Component, 0, len(r.insts))
+	for _, c := range r.insts {
 		out = append(out, c)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	r.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Name != out[j].Name {
+			return out[i].Name < out[j].Name
+		}
+		return out[i].Task < out[j].Task
+	})
+	return out
+}
+
+// Component returns the sum of the named component's instances: a copy
+// made now (writing to it changes nothing).
+func (r *Registry) Component(name string) *Component {
+	sum := &Component{Name: name, Task: -1}
+	for _, c := range r.Instances() {
+		if c.Name == name {
+			c.addTo(sum)
+		}
+	}
+	return sum
+}
+
+// Components lists every component's sum (see Component), by name.
+func (r *Registry) Components() []*Component {
+	var out []*Component
+	for _, c := range r.Instances() {
+		if len(out) == 0 || out[len(out)-1].Name != c.Name {
+			out = append(out, &Component{Name: c.Name, Task: -1})
+		}
+		c.addTo(out[len(out)-1])
+	}
 	return out
 }
 

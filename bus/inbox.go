@@ -91,6 +91,9 @@ type Inbox struct {
 	space       chan struct{} // closed and replaced when local capacity frees
 	batchesIn   atomic.Int64
 	tuplesIn    atomic.Int64
+	bytesIn     atomic.Int64
+	remoteIn    atomic.Int64 // tuples received from other containers
+	remoteBytes atomic.Int64
 }
 
 type grantToSend struct {
@@ -238,6 +241,7 @@ func (in *Inbox) enqueue(d Delivery) {
 	if d.Barrier == 0 && !d.EOS {
 		in.batchesIn.Add(1)
 		in.tuplesIn.Add(int64(d.Tuples))
+		in.bytesIn.Add(int64(d.size))
 	}
 }
 
@@ -267,6 +271,8 @@ func (in *Inbox) putRemote(d Delivery) bool {
 	}
 	in.remoteHeld += int64(d.size)
 	in.enqueue(d)
+	in.remoteIn.Add(int64(d.Tuples))
+	in.remoteBytes.Add(int64(d.size))
 	return true
 }
 
@@ -448,13 +454,17 @@ func (in *Inbox) Pending() (batches int, bytes int64) {
 type InboxStats struct {
 	BatchesReceived int64
 	TuplesReceived  int64
+	BytesReceived   int64
 	QueuedBatches   int   // not yet returned by Next
 	QueuedBytes     int64 // bytes of QueuedBatches
 	LocalHeldBytes  int64 // from local senders: queued or taken and not released
 	RemoteHeldBytes int64 // from other containers: queued or taken and not released
 	MaxHeldBytes    int64 // high-water mark of LocalHeldBytes + RemoteHeldBytes
 	EOSReceived     int   // upstream tasks that have ended
-	Upstream        int   // upstream tasks
+	// RemoteTuples and RemoteBytes: received from other containers (the
+	// rest came from this container's tasks).
+	RemoteTuples, RemoteBytes int64
+	Upstream                  int // upstream tasks
 }
 
 // Stats returns a snapshot of the counters.
@@ -464,6 +474,7 @@ func (in *Inbox) Stats() InboxStats {
 	return InboxStats{
 		BatchesReceived: in.batchesIn.Load(),
 		TuplesReceived:  in.tuplesIn.Load(),
+		BytesReceived:   in.bytesIn.Load(),
 		QueuedBatches:   len(in.q) - in.head,
 		QueuedBytes:     in.queuedBytes,
 		LocalHeldBytes:  in.localHeld,
@@ -471,5 +482,7 @@ func (in *Inbox) Stats() InboxStats {
 		MaxHeldBytes:    in.maxHeld,
 		EOSReceived:     len(in.eos),
 		Upstream:        len(in.upstream),
+		RemoteTuples:    in.remoteIn.Load(),
+		RemoteBytes:     in.remoteBytes.Load(),
 	}
 }

@@ -41,12 +41,17 @@ func newLink(dst uint32, container int, done <-chan struct{}) *link {
 // is counted as o's blocked time); without block it reports false when the
 // credit is short.
 func (l *link) acquire(ctx context.Context, n int64, block bool, o *Outbox) (bool, error) {
+	waited := false
 	return o.waitFor(ctx, block, l.done, func() (bool, <-chan struct{}) {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		if l.open && (l.credit >= n || l.credit >= l.window) {
 			l.credit -= n
 			return true, nil
+		}
+		if !waited && block {
+			waited = true
+			o.creditWaits.Add(1)
 		}
 		return false, l.wake
 	})

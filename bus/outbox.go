@@ -73,6 +73,9 @@ type Outbox struct {
 	tuplesSent   atomic.Int64
 	batchesSent  atomic.Int64
 	bytesSent    atomic.Int64
+	remoteTuples atomic.Int64 // of tuplesSent, to other containers
+	remoteBytes  atomic.Int64
+	creditWaits  atomic.Int64 // sends that found no credit on a link and waited
 	blockedNanos atomic.Int64
 	blockedSince atomic.Int64 // unix ns when the current wait began; 0 if not waiting
 	acks, fails  atomic.Int64
@@ -365,6 +368,10 @@ func (o *Outbox) send(ctx context.Context, d *dest, b *pendingBatch, block bool)
 	o.tuplesSent.Add(int64(tuples))
 	o.batchesSent.Add(1)
 	o.bytesSent.Add(int64(n))
+	if d.inbox == nil {
+		o.remoteTuples.Add(int64(tuples))
+		o.remoteBytes.Add(int64(n))
+	}
 	return true, nil
 }
 
@@ -479,6 +486,11 @@ type OutboxStats struct {
 	BytesSent    int64 // data message bytes (header included)
 	BlockedNanos int64
 	Acks, Fails  int64
+	// Of TuplesSent and BytesSent, what went to other containers over
+	// NATS; the rest stayed in this container.
+	RemoteTuples, RemoteBytes int64
+	// CreditWaits counts sends that found a link out of credit and waited.
+	CreditWaits int64
 }
 
 // Stats returns a snapshot of the counters.
@@ -491,6 +503,9 @@ func (o *Outbox) Stats() OutboxStats {
 		BlockedNanos: o.BlockedNanos(),
 		Acks:         o.acks.Load(),
 		Fails:        o.fails.Load(),
+		RemoteTuples: o.remoteTuples.Load(),
+		RemoteBytes:  o.remoteBytes.Load(),
+		CreditWaits:  o.creditWaits.Load(),
 	}
 	for i := range o.emitted {
 		s.Emitted[i] = o.emitted[i].Load()

@@ -129,6 +129,9 @@ type instance struct {
 	timeout  time.Duration
 	pages    uint32
 	maxTuple int
+	// instantiate: how long instantiation and _initialize took.
+	instantiate time.Duration
+	pagesUsed   atomic.Uint32
 
 	ctx    context.Context // per instance, reused by every call
 	cancel context.CancelFunc
@@ -243,7 +246,9 @@ func (m *Module) newInstance(ctx context.Context, kind string, ic InstanceConfig
 		WithSysWalltime().WithSysNanotime().WithSysNanosleep().
 		WithRandSource(rand.Reader)
 	in.begin(callInit)
+	t0 := time.Now()
 	wm, err := e.r.InstantiateModule(in.ctx, cm, mc)
+	in.instantiate = time.Since(t0)
 	timedOut := in.callStart.Swap(0) == -1
 	if err != nil || timedOut {
 		if wm != nil {
@@ -253,6 +258,9 @@ func (m *Module) newInstance(ctx context.Context, kind string, ic InstanceConfig
 	}
 	in.wm = wm
 	in.mem = wm.ExportedMemory("memory")
+	if in.mem != nil {
+		in.pagesUsed.Store(in.mem.Size() / 65536)
+	}
 	if g, ok := wm.ExportedGlobal(wasmrewrite.InterruptGlobal).(api.MutableGlobal); ok {
 		in.interrupt = g
 	}
@@ -308,6 +316,9 @@ func (in *instance) call(id callID, arg uint64, out component.Collector) (int32,
 	err := fn.CallWithStack(in.ctx, in.stack)
 	timedOut := in.callStart.Swap(0) == -1
 	in.out = nil
+	if in.mem != nil {
+		in.pagesUsed.Store(in.mem.Size() / 65536) // read by UsageOf from another goroutine
+	}
 	if err != nil || timedOut || in.fault != nil {
 		return 0, in.fail(id, err, timedOut)
 	}
@@ -396,6 +407,29 @@ func (in *instance) exitError(name string, ee *sys.ExitError) error {
 		msg += "\nguest stderr:" + tail
 	}
 	return &callError{msg: msg, kind: kind, cause: ee}
+}
+
+// Usage is what an instance reports for metrics.
+type Usage struct {
+	MemoryPages      uint32        // linear memory in use, 64 KiB pages
+	MemoryLimitPages uint32        // the cap
+	Instantiate      time.Duration // instantiation and _initialize
+	Compile          time.Duration // compiling its module (0: from the cache)
+}
+
+// UsageOf reports a spout's or bolt's usage if it is a wasm instance.
+func UsageOf(c any) (Usage, bool) {
+	var in *instance
+	switch v := c.(type) {
+	case *spout:
+		in = v.in
+	case *bolt:
+		in = v.in
+	default:
+		return Usage{}, false
+	}
+	return Usage{MemoryPages: in.pagesUsed.Load(), MemoryLimitPages: in.pages,
+		Instantiate: in.instantiate, Compile: in.module.c.compileTime}, true
 }
 
 // memoryUse describes the memory limit and use for errors.

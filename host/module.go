@@ -2,6 +2,7 @@ package host
 
 import (
 	"github.com/ardea-dev/ardea/internal/wasmrewrite"
+	"time"
 
 	"bytes"
 	"context"
@@ -32,6 +33,8 @@ type compiled struct {
 
 	mu       sync.Mutex
 	byEngine map[engineKey]wazero.CompiledModule
+	// compileTime: the first compile (from wazero's file cache when warm).
+	compileTime time.Duration
 }
 
 // Name is the module's file (or the name given to CompileBytes).
@@ -86,19 +89,22 @@ func (rt *Runtime) CompileBytes(ctx context.Context, name string, wasm []byte) (
 			return nil, fmt.Errorf("host: %s: %w", name, err)
 		}
 	}
+	t0 := time.Now()
 	cm, err := e.r.CompileModule(ctx, code)
 	if err != nil {
 		return nil, fmt.Errorf("host: compile %s: %w", name, err)
 	}
+	took := time.Since(t0)
 	if err := validate(name, cm, e.r); err != nil {
 		_ = cm.Close(ctx)
 		return nil, err
 	}
 	c = &compiled{
-		sha:      sha,
-		wasm:     slices.Clone(code),
-		exports:  cm.ExportedFunctions(),
-		byEngine: map[engineKey]wazero.CompiledModule{k: cm},
+		sha:         sha,
+		wasm:        slices.Clone(code),
+		exports:     cm.ExportedFunctions(),
+		byEngine:    map[engineKey]wazero.CompiledModule{k: cm},
+		compileTime: took,
 	}
 	rt.mu.Lock()
 	if prev, ok := rt.compiled[sha]; ok { // compiled concurrently

@@ -46,6 +46,9 @@ type ContainerOptions struct {
 	// OnSwap hears how each task's swap went (swap.go).
 	Versions map[string]string
 	OnSwap   func(SwapEvent)
+	// OnTaskError hears a task that failed (a trap, a failed call), for
+	// the exceptions the tracker reports. Called with the container locked.
+	OnTaskError func(component string, task uint32, err error)
 }
 
 // Container is one running container: a stream manager and its tasks.

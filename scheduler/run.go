@@ -23,6 +23,7 @@ import (
 	"github.com/ardea-dev/ardea/internal/checkpoint"
 	"github.com/ardea-dev/ardea/internal/metrics"
 	"github.com/ardea-dev/ardea/internal/plan"
+	"github.com/ardea-dev/ardea/sinks"
 )
 
 // RunOptions configures an in-process run (`ardea run`).
@@ -49,6 +50,11 @@ type RunOptions struct {
 	// Container.Swap); OnSwap hears the containers' swap events.
 	Started func(containers []*Container, rt *host.Runtime)
 	OnSwap  func(SwapEvent)
+	// MetricsConfig, when set, runs a metrics manager over the run's
+	// containers with these sinks (and MetricsSinks), collecting every
+	// interval and once more at the end.
+	MetricsConfig *sinks.Config
+	MetricsSinks  map[string]sinks.Sink
 }
 
 // Result describes a finished run.
@@ -208,6 +214,18 @@ func Run(ctx context.Context, o RunOptions) (*Result, error) {
 				c.Checkpoint(id)
 			}
 		})
+	}
+	if o.MetricsConfig != nil {
+		exc := &sinks.ExceptionLog{Topology: t.Name}
+		for _, c := range containers {
+			c.o.OnTaskError = func(component string, task uint32, err error) { exc.Record(component, int(task), err.Error()) }
+		}
+		stopMetrics, err := startRunMetrics(ctx, MetricsOptions{Config: o.MetricsConfig, Topology: t.Name,
+			Registry: o.Metrics, Logger: log, Extra: o.MetricsSinks}, containers, exc)
+		if err != nil {
+			return nil, err
+		}
+		defer stopMetrics()
 	}
 	start := time.Now()
 	if o.Started != nil {

@@ -41,6 +41,12 @@ func (c *Container) taskExited(id uint32, err error) {
 	c.exited[id] = err
 	if err == nil {
 		c.finished[id] = true
+	} else if f := c.o.OnTaskError; f != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, engine.ErrSwitched) && !errors.Is(err, bus.ErrClosed) {
+		comp := ""
+		if p := c.runPlan; int(id) < len(p.Tasks) {
+			comp = p.Components[p.Tasks[id].Component].Name
+		}
+		f(comp, id, err)
 	}
 	if sw := c.sw; sw != nil && sw.waiting[id] {
 		delete(sw.waiting, id)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
@@ -148,7 +149,7 @@ func ParseConfig(name string, b []byte) (*Config, error) {
 	var d deployment
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
-	if err := dec.Decode(&d); err != nil {
+	if err := dec.Decode(&d); err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	if d.Metrics == nil {

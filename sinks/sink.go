@@ -19,6 +19,16 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 )
 
+// OpenTelemetry instrumentation scopes. OpenTelemetry names must start with
+// a letter, so Ardea's instruments drop Heron's leading "__" and the
+// manager puts it back for instruments of SystemScope
+// ("execute-count" -> "__execute-count"). UserScope holds the guests'
+// metrics under their own names.
+const (
+	SystemScope = "github.com/ardea-dev/ardea"
+	UserScope   = "github.com/ardea-dev/ardea/user"
+)
+
 // Kind tells how a Sample's value reads.
 type Kind uint8
 

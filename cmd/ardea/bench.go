@@ -70,6 +70,11 @@ again at half the measured peak rate and reports its latency (half_rate).`,
 				return nil
 			}
 			o.Logger, o.CacheDir, o.HalfRate = log, g.cacheDir, !noHalf
+			switch o.Metrics {
+			case "off", "on", "compare":
+			default:
+				return usageError{fmt.Errorf("--metrics %q: want off, on or compare", o.Metrics)}
+			}
 			switch reliability {
 			case "", "at-most-once", "at_most_once":
 				o.Reliability = ""
@@ -89,8 +94,15 @@ again at half the measured peak rate and reports its latency (half_rate).`,
 				enc := json.NewEncoder(w)
 				return enc.Encode(res)
 			}
-			fmt.Fprintf(w, "word count in %s, %d containers (%s), %s measured after %s warmup, %d CPUs\n",
-				res.Lang, res.Containers, res.Parallelism, o.Duration, o.Warmup, res.CPUs)
+			fmt.Fprintf(w, "word count in %s, %d containers (%s), %s measured after %s warmup, %d CPUs, metrics %s\n",
+				res.Lang, res.Containers, res.Parallelism, o.Duration, o.Warmup, res.CPUs, res.Metrics)
+			if mc := res.MetricsCompare; mc != nil {
+				fmt.Fprintf(w, "  metrics off:  %v words/s\n  metrics on (all sinks, every %gs): %v words/s\n  on/off: %.3f\n",
+					roundAll(mc.OffPerSec), mc.IntervalSec, roundAll(mc.OnPerSec), mc.Ratio)
+				fmt.Fprintf(w, "  received: %d graphite lines, %d scribe entries, %d OTLP exports, %d Prometheus scrapes\n",
+					mc.GraphiteLines, mc.ScribeEntries, mc.OTLPExports, mc.PrometheusScrap)
+				return nil
+			}
 			fmt.Fprintf(w, "  ardea (wasm + NATS): %12.0f words/s   p50 %.3f ms   p99 %.3f ms\n", res.TuplesPerSec, res.P50Ms, res.P99Ms)
 			fmt.Fprintf(w, "  plain Go baseline:   %12.0f words/s\n", res.NativeTuplesPerSec)
 			fmt.Fprintf(w, "  ratio:               %12.2f\n", res.Ratio)
@@ -122,6 +134,8 @@ again at half the measured peak rate and reports its latency (half_rate).`,
 	wc.Flags().StringVar(&reliability, "reliability", "at-most-once", "also measure this delivery mode beside at-most-once: at-least-once or effectively-once")
 	wc.Flags().IntVar(&o.MaxSpoutPending, "max-spout-pending", 1000, "topology.max.spout.pending of the reliability phase")
 	wc.Flags().BoolVar(&noHalf, "no-half-rate", false, "skip the half-peak-rate latency phase")
+	wc.Flags().StringVar(&o.Metrics, "metrics", "off", "off; on: every phase with all metrics sinks enabled (local receivers); compare: peak phase off, on, off, on")
+	wc.Flags().DurationVar(&o.MetricsInterval, "metrics-interval", time.Second, "metrics collection interval with --metrics on or compare")
 	cmd.AddCommand(wc)
 
 	var so bench.SwapOptions
@@ -204,4 +218,12 @@ from Kafka's jars (needs the source tree, Java 17+ and Maven).`,
 	cmd.Flags().IntVar(&o.Size, "size", 100, "value bytes")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
 	return cmd
+}
+
+func roundAll(v []float64) []float64 {
+	out := make([]float64, len(v))
+	for i, x := range v {
+		out[i] = float64(int64(x + 0.5))
+	}
+	return out
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/ardea-dev/ardea/scheduler/hostproc"
 	"github.com/ardea-dev/ardea/scheduler/local"
 	"github.com/ardea-dev/ardea/scheduler/packing"
+	"github.com/ardea-dev/ardea/sinks"
 )
 
 func defaultDataDir() string {
@@ -40,7 +41,7 @@ func defaultDataDir() string {
 }
 
 func newLocalCmd(g *globalFlags) *cobra.Command {
-	var dataDir, listen string
+	var dataDir, listen, config string
 	cmd := &cobra.Command{
 		Use:   "local",
 		Short: "Run the Ardea daemon on this machine (NATS + JetStream, API, topology managers, scheduler)",
@@ -50,7 +51,13 @@ that the other commands talk to, a topology manager per topology, and a
 scheduler that runs each container as its own 'ardea host' process and
 restarts it with back-off when it dies. Topologies stored as running are
 resumed when the daemon starts again. Stop it with Ctrl-C or SIGTERM: every
-container process stops with it.`,
+container process stops with it.
+
+Metrics: every container's metrics manager collects Heron's metrics and
+forwards them to its topology manager (the tracker API, /metrics on the API
+address for Prometheus). --config names a deployment file whose metrics:
+section adds sinks (Prometheus listener, Graphite, Scribe, OTLP, file; see
+docs/metrics.md).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := g.logger()
@@ -64,7 +71,13 @@ container process stops with it.`,
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			hostArgs := []string{"--log-format", "json", "--log-level", "info", "host"}
-			d, err := local.Start(ctx, local.Options{DataDir: dataDir, Listen: listen, HostPath: exe, HostArgs: hostArgs, Logger: log})
+			var mc *sinks.Config
+			if config != "" {
+				if mc, err = sinks.LoadConfig(config); err != nil {
+					return usageError{err}
+				}
+			}
+			d, err := local.Start(ctx, local.Options{DataDir: dataDir, Listen: listen, HostPath: exe, HostArgs: hostArgs, Logger: log, Metrics: mc})
 			if err != nil {
 				return err
 			}
@@ -78,11 +91,13 @@ container process stops with it.`,
 	}
 	cmd.Flags().StringVar(&dataDir, "data-dir", defaultDataDir(), "where NATS stores its data, container logs and the compile cache")
 	cmd.Flags().StringVar(&listen, "listen", local.DefaultListen, "API address")
+	cmd.Flags().StringVar(&config, "config", "", "deployment file (its metrics: section configures the metrics sinks)")
 	return cmd
 }
 
 func newHostCmd(g *globalFlags) *cobra.Command {
 	var o hostproc.Options
+	var metricsJSON string
 	cmd := &cobra.Command{
 		Use:    "host",
 		Short:  "Run one container of a topology (started by ardea local)",
@@ -97,6 +112,12 @@ func newHostCmd(g *globalFlags) *cobra.Command {
 				return usageError{errors.New("host needs --nats, --topology and --container")}
 			}
 			o.Logger = log
+			if metricsJSON != "" {
+				o.Metrics = &sinks.Config{}
+				if err := json.Unmarshal([]byte(metricsJSON), o.Metrics); err != nil {
+					return usageError{fmt.Errorf("--metrics-config: %w", err)}
+				}
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			return hostproc.Run(ctx, o)
@@ -107,6 +128,7 @@ func newHostCmd(g *globalFlags) *cobra.Command {
 	cmd.Flags().StringVar(&o.Topology, "topology", "", "topology name")
 	cmd.Flags().IntVar(&o.Container, "container", 0, "container id (1..)")
 	cmd.Flags().StringVar(&o.DataDir, "data-dir", defaultDataDir(), "compile cache location")
+	cmd.Flags().StringVar(&metricsJSON, "metrics-config", "", "the deployment's metrics section, as JSON")
 	return cmd
 }
 
@@ -483,19 +505,29 @@ fields-grouped stateful bolt keeps exact state.`,
 
 func newLogsCmd() *cobra.Command {
 	var (
-		cf    clientFlags
-		lines int
+		cf        clientFlags
+		lines     int
+		container int
 	)
 	cmd := &cobra.Command{
 		Use:   "logs NAME [COMPONENT[/INDEX]]",
-		Short: "Show a topology's logs, or one component's or instance's (count/2)",
+		Short: "Show a topology's logs, or one component's or instance's (count/2), or one container's (--container)",
 		Args:  cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			inst := ""
 			if len(args) == 2 {
 				inst = args[1]
 			}
-			out, err := cf.client().Logs(cmd.Context(), args[0], inst, lines)
+			var out []string
+			var err error
+			if container > 0 {
+				if inst != "" {
+					return usageError{errors.New("give either COMPONENT[/INDEX] or --container")}
+				}
+				out, err = cf.client().ContainerLogs(cmd.Context(), args[0], container, lines)
+			} else {
+				out, err = cf.client().Logs(cmd.Context(), args[0], inst, lines)
+			}
 			if err != nil {
 				return err
 			}
@@ -507,6 +539,7 @@ func newLogsCmd() *cobra.Command {
 	}
 	cf.add(cmd)
 	cmd.Flags().IntVarP(&lines, "lines", "n", 200, "at most this many of the last lines")
+	cmd.Flags().IntVar(&container, "container", 0, "one container's whole log (tracker API /containers/{id}/logs)")
 	return cmd
 }
 

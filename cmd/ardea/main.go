@@ -82,7 +82,7 @@ Start with:
 		}
 	}
 	root.AddCommand(newRunCmd(g), newBuildCmd(g), newBenchCmd(g), newVersionCmd(),
-		newLocalCmd(g), newHostCmd(g), newSubmitCmd(g), newListCmd(), newStatusCmd(),
+		newLocalCmd(g), newHostCmd(g), newSubmitCmd(g), newListCmd(), newStatusCmd(), newMetricsCmd(),
 		newActionCmd("activate", "Resume a topology's spouts"),
 		newActionCmd("deactivate", "Pause a topology's spouts (bolts drain what is in flight)"),
 		newActionCmd("kill", "Stop a topology and remove it (and its modules unless --keep)"),

@@ -29,7 +29,7 @@ func (s *syncBuf) String() string {
 
 func TestProgressShowsRatesAndBackPressure(t *testing.T) {
 	reg := metrics.NewRegistry()
-	c := reg.Component("split")
+	c := reg.Task("split", 1)
 	var buf syncBuf
 	stop := startProgress(&buf, reg)
 	// Keep the counters moving until a redraw shows them.
@@ -56,8 +56,8 @@ func TestProgressShowsRatesAndBackPressure(t *testing.T) {
 
 func TestSummaryTable(t *testing.T) {
 	reg := metrics.NewRegistry()
-	reg.Component("count").Executed.Add(42)
-	reg.Component("count").Delivery.Observe(int64(2 * time.Millisecond))
+	reg.Task("count", 1).Executed.Add(42)
+	reg.Task("count", 1).Delivery.Observe(int64(2 * time.Millisecond))
 	var b bytes.Buffer
 	printSummary(&b, reg, time.Second)
 	if !strings.Contains(b.String(), "count") || !strings.Contains(b.String(), "42") {

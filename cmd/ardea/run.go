@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"strconv"
 	"time"
@@ -13,6 +15,7 @@ import (
 	"github.com/ardea-dev/ardea/internal/build"
 	"github.com/ardea-dev/ardea/internal/metrics"
 	"github.com/ardea-dev/ardea/scheduler"
+	"github.com/ardea-dev/ardea/sinks"
 )
 
 func newRunCmd(g *globalFlags) *cobra.Command {
@@ -21,6 +24,7 @@ func newRunCmd(g *globalFlags) *cobra.Command {
 		duration   time.Duration
 		sets       []string
 		quiet      bool
+		config     string
 	)
 	cmd := &cobra.Command{
 		Use:   "run TOPOLOGY.yaml",
@@ -54,6 +58,23 @@ shown on stderr; --quiet turns it off.`,
 				}
 			}
 			reg := metrics.NewRegistry()
+			var mc *sinks.Config
+			var extra map[string]sinks.Sink
+			if config != "" {
+				if mc, err = sinks.LoadConfig(config); err != nil {
+					return usageError{err}
+				}
+				if mc.Prometheus != nil && mc.Prometheus.Listen != "" {
+					prom := sinks.NewPrometheus()
+					stopProm, addr, err := servePrometheus(mc.Prometheus.Listen, prom)
+					if err != nil {
+						return err
+					}
+					defer stopProm()
+					log.Info("prometheus exposition", "url", "http://"+addr+"/metrics")
+					extra = map[string]sinks.Sink{"prometheus": prom}
+				}
+			}
 			showProgress := !quiet && term.IsTerminal(int(os.Stderr.Fd()))
 			stop := func() {}
 			if showProgress {
@@ -61,7 +82,7 @@ shown on stderr; --quiet turns it off.`,
 			}
 			res, err := scheduler.Run(cmd.Context(), scheduler.RunOptions{
 				Topology: t, Containers: containers, Duration: duration, Logger: log,
-				CacheDir: g.cacheDir, Metrics: reg,
+				CacheDir: g.cacheDir, Metrics: reg, MetricsConfig: mc, MetricsSinks: extra,
 			})
 			stop()
 			if err != nil {
@@ -82,7 +103,21 @@ shown on stderr; --quiet turns it off.`,
 	cmd.Flags().DurationVar(&duration, "duration", 0, "stop after this long (0: run until the input is exhausted)")
 	cmd.Flags().StringArrayVar(&sets, "set", nil, "override a setting: COMPONENT.KEY=VALUE, COMPONENT.parallelism=N, COMPONENT.module=PATH or topology.KEY=VALUE (repeatable)")
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print nothing but errors")
+	cmd.Flags().StringVar(&config, "config", "", "deployment file: its metrics: section runs a metrics manager with those sinks (docs/metrics.md)")
 	return cmd
+}
+
+// servePrometheus serves p at addr/metrics until stop is called.
+func servePrometheus(addr string, p http.Handler) (stop func(), bound string, err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, "", fmt.Errorf("metrics.prometheus.listen %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", p)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	return func() { _ = srv.Close() }, ln.Addr().String(), nil
 }
 
 func newBuildCmd(g *globalFlags) *cobra.Command {

@@ -90,7 +90,6 @@ func Swap(ctx context.Context, o SwapOptions) (*SwapResult, error) {
 		return nil, err
 	}
 	reg := metrics.NewRegistry()
-	cm := reg.Component("count")
 	var mu sync.Mutex
 	var pauses []time.Duration
 	res := &SwapResult{Lang: o.Lang, CPUs: runtime.NumCPU()}
@@ -108,12 +107,12 @@ func Swap(ctx context.Context, o SwapOptions) (*SwapResult, error) {
 		// Windows of 100 ms: the baseline over the warmup's second half,
 		// then every window while the swaps run.
 		var windows []float64
-		last, lastAt := cm.Executed.Load(), time.Now()
+		last, lastAt := reg.Component("count").Executed.Load(), time.Now()
 		tick := time.NewTicker(100 * time.Millisecond)
 		defer tick.Stop()
 		sample := func() float64 {
 			<-tick.C
-			now, n := time.Now(), cm.Executed.Load()
+			now, n := time.Now(), reg.Component("count").Executed.Load()
 			r := float64(n-last) / now.Sub(lastAt).Seconds()
 			last, lastAt = n, now
 			return r

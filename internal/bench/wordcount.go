@@ -43,6 +43,29 @@ type WordCountOptions struct {
 	Reliability string
 	CacheDir    string
 	Logger      *slog.Logger
+	// Metrics: "off" (default) runs without a metrics manager; "on" runs
+	// every phase with all sinks enabled against local receivers
+	// (receivers.go), collecting every MetricsInterval (default 1 s, ten
+	// times Ardea's default rate); "compare" measures the peak phase off,
+	// on, off, on and reports both.
+	Metrics         string
+	MetricsInterval time.Duration
+
+	lastReceivers *receivers // of the last phase run with metrics on
+}
+
+// MetricsComparison is `--metrics compare`: the peak throughput with
+// metrics off and with every sink on, each the mean of its runs.
+type MetricsComparison struct {
+	OffPerSec []float64 `json:"off_tuples_per_sec"`
+	OnPerSec  []float64 `json:"on_tuples_per_sec"`
+	// Ratio is mean(on) / mean(off).
+	Ratio           float64 `json:"ratio"`
+	IntervalSec     float64 `json:"interval_sec"`
+	GraphiteLines   int64   `json:"graphite_lines"`
+	ScribeEntries   int64   `json:"scribe_entries"`
+	OTLPExports     int64   `json:"otlp_exports"`
+	PrometheusScrap int64   `json:"prometheus_scrapes"`
 }
 
 // Phase is one measured run.
@@ -68,19 +91,21 @@ type Phase struct {
 
 // WordCountResult is what `ardea bench wordcount --json` prints.
 type WordCountResult struct {
-	TuplesPerSec       float64 `json:"tuples_per_sec"`
-	P50Ms              float64 `json:"p50_ms"`
-	P99Ms              float64 `json:"p99_ms"`
-	NativeTuplesPerSec float64 `json:"native_tuples_per_sec"`
-	Ratio              float64 `json:"ratio"`
-	HalfRate           *Phase  `json:"half_rate,omitempty"`
-	Reliable           *Phase  `json:"reliability,omitempty"`
-	Lang               string  `json:"lang"`
-	Containers         int     `json:"containers"`
-	Parallelism        string  `json:"parallelism"`
-	DurationSec        float64 `json:"duration_sec"`
-	CPUs               int     `json:"cpus"`
-	GoVersion          string  `json:"go_version"`
+	TuplesPerSec       float64            `json:"tuples_per_sec"`
+	P50Ms              float64            `json:"p50_ms"`
+	P99Ms              float64            `json:"p99_ms"`
+	NativeTuplesPerSec float64            `json:"native_tuples_per_sec"`
+	Ratio              float64            `json:"ratio"`
+	HalfRate           *Phase             `json:"half_rate,omitempty"`
+	Metrics            string             `json:"metrics"`
+	MetricsCompare     *MetricsComparison `json:"metrics_compare,omitempty"`
+	Reliable           *Phase             `json:"reliability,omitempty"`
+	Lang               string             `json:"lang"`
+	Containers         int                `json:"containers"`
+	Parallelism        string             `json:"parallelism"`
+	DurationSec        float64            `json:"duration_sec"`
+	CPUs               int                `json:"cpus"`
+	GoVersion          string             `json:"go_version"`
 }
 
 func (o *WordCountOptions) defaults() {
@@ -110,6 +135,12 @@ func (o *WordCountOptions) defaults() {
 	if o.MaxSpoutPending <= 0 {
 		o.MaxSpoutPending = 1000
 	}
+	if o.Metrics == "" {
+		o.Metrics = "off"
+	}
+	if o.MetricsInterval <= 0 {
+		o.MetricsInterval = time.Second
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -135,6 +166,9 @@ func WordCount(ctx context.Context, o WordCountOptions) (*WordCountResult, error
 			return nil, err
 		}
 	}
+	if o.Metrics == "compare" {
+		return o.compareMetrics(ctx, dir)
+	}
 	peak, err := o.phase(ctx, dir, 0, "")
 	if err != nil {
 		return nil, err
@@ -143,7 +177,7 @@ func WordCount(ctx context.Context, o WordCountOptions) (*WordCountResult, error
 		TuplesPerSec: peak.TuplesPerSec, P50Ms: peak.P50Ms, P99Ms: peak.P99Ms,
 		Lang: o.Lang, Containers: o.Containers, DurationSec: o.Duration.Seconds(), CPUs: runtime.NumCPU(),
 		Parallelism: fmt.Sprintf("lines=%d split=%d count=%d", o.Spouts, o.Split, o.Count),
-		GoVersion:   runtime.Version(),
+		GoVersion:   runtime.Version(), Metrics: o.Metrics,
 	}
 	res.NativeTuplesPerSec = nativeWordCount(ctx, o.Spouts, o.Split, o.Count, o.Warmup, o.Duration)
 	if res.NativeTuplesPerSec > 0 {
@@ -177,6 +211,15 @@ func WordCount(ctx context.Context, o WordCountOptions) (*WordCountResult, error
 // phase runs the wasm topology once; rate is sentences/s per spout task
 // (0 = as fast as possible); mode is topology.reliability ("": default).
 func (o *WordCountOptions) phase(ctx context.Context, dir string, rate float64, mode string) (*Phase, error) {
+	var recv *receivers
+	if o.Metrics == "on" {
+		var err error
+		if recv, err = startReceivers(dir, o.MetricsInterval, o.Logger); err != nil {
+			return nil, err
+		}
+		defer recv.stop()
+	}
+	o.lastReceivers = recv
 	b := ardea.NewBuilder("bench-wordcount")
 	if mode != "" {
 		b.Set("topology.reliability", mode).Set("topology.max.spout.pending", strconv.Itoa(o.MaxSpoutPending)).
@@ -191,7 +234,6 @@ func (o *WordCountOptions) phase(ctx context.Context, dir string, rate float64, 
 		return nil, err
 	}
 	reg := metrics.NewRegistry()
-	cm, sm := reg.Component("count"), reg.Component("lines")
 	type mark struct {
 		at       time.Time
 		executed int64
@@ -206,6 +248,7 @@ func (o *WordCountOptions) phase(ctx context.Context, dir string, rate float64, 
 		for _, c := range reg.Components() {
 			bp += c.BackPressNs.Load()
 		}
+		cm, sm := reg.Component("count"), reg.Component("lines")
 		return mark{time.Now(), cm.Executed.Load(), bp, cm.Delivery.Snapshot(),
 			sm.Acked.Load(), sm.Failed.Load() + sm.TimedOut.Load(), sm.Complete.Snapshot()}
 	}
@@ -221,7 +264,7 @@ func (o *WordCountOptions) phase(ctx context.Context, dir string, rate float64, 
 		// modules is not part of the measurement.
 		poll := time.NewTicker(5 * time.Millisecond)
 		defer poll.Stop()
-		for cm.Executed.Load() == 0 {
+		for reg.Component("count").Executed.Load() == 0 {
 			select {
 			case <-runCtx.Done():
 				return
@@ -241,9 +284,11 @@ func (o *WordCountOptions) phase(ctx context.Context, dir string, rate float64, 
 		}
 		end = take()
 	}()
-	res, err := scheduler.Run(runCtx, scheduler.RunOptions{
-		Topology: t, Containers: o.Containers, Logger: o.Logger, CacheDir: o.CacheDir, Metrics: reg,
-	})
+	ro := scheduler.RunOptions{Topology: t, Containers: o.Containers, Logger: o.Logger, CacheDir: o.CacheDir, Metrics: reg}
+	if recv != nil {
+		ro.MetricsConfig, ro.MetricsSinks = recv.cfg, recv.extra
+	}
+	res, err := scheduler.Run(runCtx, ro)
 	cancel()
 	wg.Wait()
 	if err != nil {
@@ -366,4 +411,48 @@ func nativeWordCount(ctx context.Context, spouts, splits, counts int, warmup, du
 	}
 	wg.Wait()
 	return float64(c1-c0) / t1.Sub(t0).Seconds()
+}
+
+// compareMetrics measures the peak phase with metrics off and on,
+// alternating (off, on, off, on) so that drift in the machine's speed hits
+// both alike.
+func (o *WordCountOptions) compareMetrics(ctx context.Context, dir string) (*WordCountResult, error) {
+	mc := &MetricsComparison{IntervalSec: o.MetricsInterval.Seconds()}
+	for range 2 {
+		for _, mode := range []string{"off", "on"} {
+			o.Metrics = mode
+			ph, err := o.phase(ctx, dir, 0, "")
+			if err != nil {
+				return nil, err
+			}
+			if mode == "off" {
+				mc.OffPerSec = append(mc.OffPerSec, ph.TuplesPerSec)
+				continue
+			}
+			mc.OnPerSec = append(mc.OnPerSec, ph.TuplesPerSec)
+			r := o.lastReceivers
+			if err := r.check(); err != nil {
+				return nil, err
+			}
+			mc.GraphiteLines += r.graphiteLines.Load()
+			mc.ScribeEntries += r.scribeEntries.Load()
+			mc.OTLPExports += r.otlpExports.Load()
+			mc.PrometheusScrap += r.scrapes.Load()
+		}
+	}
+	o.Metrics = "compare"
+	mean := func(v []float64) float64 {
+		var s float64
+		for _, x := range v {
+			s += x
+		}
+		return s / float64(len(v))
+	}
+	if off := mean(mc.OffPerSec); off > 0 {
+		mc.Ratio = mean(mc.OnPerSec) / off
+	}
+	return &WordCountResult{TuplesPerSec: mean(mc.OnPerSec), Lang: o.Lang, Containers: o.Containers,
+		DurationSec: o.Duration.Seconds(), CPUs: runtime.NumCPU(), GoVersion: runtime.Version(),
+		Parallelism: fmt.Sprintf("lines=%d split=%d count=%d", o.Spouts, o.Split, o.Count),
+		Metrics:     "compare", MetricsCompare: mc}, nil
 }

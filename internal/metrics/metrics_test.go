@@ -54,7 +54,7 @@ func TestRegistryConcurrent(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for k := 0; k < 1000; k++ {
-				c := r.Component("split")
+				c := r.Task("split", uint32(i%2)) // two instances, four goroutines each
 				c.Emitted.Add(1)
 				c.Custom("words").Add(2)
 				c.Delivery.Observe(int64(k))
@@ -66,7 +66,14 @@ func TestRegistryConcurrent(t *testing.T) {
 	if c.Emitted.Load() != 8000 || c.CustomSnapshot()["words"] != 16000 || c.Delivery.Count() != 8000 {
 		t.Fatalf("emitted=%d custom=%v delivery=%d", c.Emitted.Load(), c.CustomSnapshot(), c.Delivery.Count())
 	}
-	if len(r.Components()) != 1 {
-		t.Fatalf("components = %d", len(r.Components()))
+	if len(r.Components()) != 1 || len(r.Instances()) != 2 {
+		t.Fatalf("components = %d, instances = %d", len(r.Components()), len(r.Instances()))
+	}
+	if r.Task("split", 1).Emitted.Load() != 4000 {
+		t.Fatalf("instance 1 emitted %d", r.Task("split", 1).Emitted.Load())
+	}
+	r.Component("split").Emitted.Add(1) // a copy: the instances do not change
+	if r.Component("split").Emitted.Load() != 8000 {
+		t.Fatal("writing to a component's sum changed it")
 	}
 }

@@ -209,3 +209,9 @@ func DecodePlan(b []byte) (PlanDoc, error) {
 	}
 	return d, nil
 }
+
+// MetricsSubject is where a topology's hosts forward their metrics
+// batches (sinks.Batch JSON) to the TM, once per metrics interval.
+func MetricsSubject(tenant, topology string) string {
+	return "ardea." + tenant + "." + topology + ".ctl.metrics"
+}

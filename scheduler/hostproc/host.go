@@ -20,6 +20,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -34,6 +35,7 @@ import (
 	"github.com/ardea-dev/ardea/scheduler"
 	"github.com/ardea-dev/ardea/scheduler/ctl"
 	"github.com/ardea-dev/ardea/scheduler/statemgr"
+	"github.com/ardea-dev/ardea/sinks"
 )
 
 // Options configures one host process.
@@ -45,6 +47,9 @@ type Options struct {
 	// DataDir holds the compilation cache.
 	DataDir string
 	Logger  *slog.Logger
+	// Metrics configures the container's metrics manager (nil: collect and
+	// forward to the TM, no other sinks).
+	Metrics *sinks.Config
 }
 
 // proc is Run's state.
@@ -83,6 +88,22 @@ type proc struct {
 	finalStates map[uint32]*host.MemoryState
 	// Live switch (switch.go).
 	sw switchProgress
+	// Metrics (metrics.go): one registry for every container this process
+	// runs, so counters stay cumulative across re-plans; live is the
+	// running container for the collector's goroutine.
+	reg  *metrics.Registry
+	live atomic.Pointer[scheduler.Container]
+	exc  *sinks.ExceptionLog
+}
+
+// setCur records the running container (nil: none).
+func (h *proc) setCur(r *running) {
+	h.cur = r
+	if r == nil {
+		h.live.Store(nil)
+	} else {
+		h.live.Store(r.c)
+	}
 }
 
 // running is the container currently running and how to stop it.
@@ -104,9 +125,12 @@ func Run(ctx context.Context, o Options) error {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	exc := &sinks.ExceptionLog{Topology: o.Topology, Container: o.Container}
+	log = slog.New(&exceptionHandler{Handler: log.Handler(), log: exc, task: -1})
 	log = log.With("topology", o.Topology, "container", o.Container)
 	h := &proc{o: o, log: log, state: ctl.HostStarting, commands: make(chan ctl.Command, 16),
-		versions: map[string]string{}, swapEvents: make(chan scheduler.SwapEvent, 256)}
+		versions: map[string]string{}, swapEvents: make(chan scheduler.SwapEvent, 256),
+		reg: metrics.NewRegistry(), exc: exc}
 	nc, err := nats.Connect(o.NATSURL, nats.Name(fmt.Sprintf("ardea-host-%s-%d", o.Topology, o.Container)),
 		nats.MaxReconnects(-1))
 	if err != nil {
@@ -126,6 +150,12 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	defer func() { h.rt.Close(context.Background()) }()
+	stopMetrics, err := h.startMetrics(ctx)
+	if err != nil {
+		h.fail(err)
+		return err
+	}
+	defer stopMetrics()
 
 	sub, err := nc.Subscribe(ctl.CommandSubject(o.Tenant, o.Topology), func(m *nats.Msg) {
 		var c ctl.Command
@@ -189,7 +219,7 @@ func Run(ctx context.Context, o Options) error {
 			}
 			h.cur.c.Close()
 			h.cur.cancel()
-			h.cur = nil
+			h.setCur(nil)
 			if err != nil {
 				h.fail(err)
 				return err
@@ -323,9 +353,10 @@ func (h *proc) replan(ctx context.Context, u statemgr.PlanUpdate) error {
 	runCtx, cancel := context.WithCancel(ctx)
 	c, err := scheduler.StartContainer(runCtx, scheduler.ContainerOptions{
 		Topology: h.top, Plan: doc.Plan, Container: h.o.Container, Conn: h.nc, Runtime: h.rt,
-		Modules: h.mods, Metrics: metrics.NewRegistry(), Logger: h.log, Active: doc.Active, States: states,
+		Modules: h.mods, Metrics: h.reg, Logger: h.log, Active: doc.Active, States: states,
 		Checkpoints: h.checkpointing(doc),
 		Versions:    maps.Clone(h.versions),
+		OnTaskError: func(component string, task uint32, err error) { h.exc.Record(component, int(task), err.Error()) },
 		OnSwap: func(ev scheduler.SwapEvent) {
 			select {
 			case h.swapEvents <- ev:
@@ -344,7 +375,8 @@ func (h *proc) replan(ctx context.Context, u statemgr.PlanUpdate) error {
 	}
 	r := &running{c: c, cancel: cancel, done: make(chan error, 1), plan: doc.Plan}
 	go func() { r.done <- c.Run(runCtx) }()
-	h.cur, h.final = r, nil
+	h.setCur(r)
+	h.final = nil
 	h.state = ctl.HostRunning
 	h.log.Info("running plan", "revision", u.Revision, "tasks", len(scheduler.ContainerTasks(doc.Plan, h.o.Container)),
 		"active", doc.Active, "handoff_epoch", doc.HandoffEpoch)
@@ -366,7 +398,7 @@ func (h *proc) stop() {
 	h.cur.cancel()
 	<-h.cur.done
 	h.cur.c.Close()
-	h.cur = nil
+	h.setCur(nil)
 }
 
 func (h *proc) command(ctx context.Context, c ctl.Command) error {
@@ -441,7 +473,7 @@ func (h *proc) handoff(ctx context.Context, epoch uint64) error {
 			}
 		}
 		r.c.Close()
-		h.cur = nil
+		h.setCur(nil)
 	}
 	h.handedOff = epoch
 	h.state = ctl.HostStopped

@@ -14,6 +14,7 @@ import (
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/connectors"
 	"github.com/ardea-dev/ardea/scheduler/statemgr"
+	"github.com/ardea-dev/ardea/ui"
 )
 
 // SubmitRequest is POST /api/v1/topologies.
@@ -55,11 +56,9 @@ func (d *Daemon) routes() http.Handler {
 	mux.HandleFunc("POST /api/v1/topologies/{name}/apply", d.handleApply)
 	mux.HandleFunc("GET /api/v1/topologies/{name}/dlq", d.handleDeadLetters)
 	mux.HandleFunc("POST /api/v1/topologies/{name}/dlq/replay", d.handleDeadLetters)
+	mux.Handle("GET /metrics", d.prom)
+	ui.NewTracker(d).Register(mux)
 	return mux
-}
-
-type apiError struct {
-	Error string `json:"error"`
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
@@ -80,7 +79,7 @@ func writeErr(w http.ResponseWriter, err error) {
 	case errors.Is(err, ErrBadState), errors.Is(err, statemgr.ErrLocked), errors.Is(err, statemgr.ErrConflict):
 		code = http.StatusConflict
 	}
-	writeJSON(w, code, apiError{Error: err.Error()})
+	ui.WriteErrorCode(w, code, err.Error())
 }
 
 func (d *Daemon) handleList(w http.ResponseWriter, r *http.Request) {

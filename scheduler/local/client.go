@@ -1,6 +1,10 @@
 package local
 
 import (
+	"github.com/ardea-dev/ardea/sinks"
+
+	"github.com/ardea-dev/ardea/ui"
+
 	"github.com/ardea-dev/ardea/scheduler/statemgr"
 
 	"bytes"
@@ -62,9 +66,9 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 		return err
 	}
 	if resp.StatusCode >= 300 {
-		var ae apiError
-		if json.Unmarshal(data, &ae) == nil && ae.Error != "" {
-			return &APIError{Status: resp.StatusCode, Message: ae.Error}
+		var ae ui.Error
+		if json.Unmarshal(data, &ae) == nil && ae.Message != "" {
+			return &APIError{Status: resp.StatusCode, Message: ae.Message}
 		}
 		return &APIError{Status: resp.StatusCode, Message: strings.TrimSpace(string(data))}
 	}
@@ -165,4 +169,40 @@ func (c *Client) DeadLetters(ctx context.Context, name, component string, replay
 		path += "?component=" + url.QueryEscape(component)
 	}
 	return out, c.do(ctx, method, path, nil, &out)
+}
+
+// LogicalPlan is the tracker's logical plan.
+func (c *Client) LogicalPlan(ctx context.Context, name string) (ui.LogicalPlan, error) {
+	var out ui.LogicalPlan
+	return out, c.do(ctx, http.MethodGet, "/api/v1/topologies/"+url.PathEscape(name)+"/logicalplan", nil, &out)
+}
+
+// Metrics is the tracker's /metrics for one component: names empty asks
+// for all; interval in seconds.
+func (c *Client) Metrics(ctx context.Context, name, component string, names []string, interval int64) (ui.MetricsAnswer, error) {
+	q := url.Values{"component": {component}, "metricname": names}
+	if interval > 0 {
+		q.Set("interval", fmt.Sprint(interval))
+	}
+	var out ui.MetricsAnswer
+	return out, c.do(ctx, http.MethodGet, "/api/v1/topologies/"+url.PathEscape(name)+"/metrics?"+q.Encode(), nil, &out)
+}
+
+// ExceptionSummary is the tracker's exceptions folded over instances.
+func (c *Client) ExceptionSummary(ctx context.Context, name, component string) ([]sinks.Exception, error) {
+	q := url.Values{}
+	if component != "" {
+		q.Set("component", component)
+	}
+	var out []sinks.Exception
+	return out, c.do(ctx, http.MethodGet, "/api/v1/topologies/"+url.PathEscape(name)+"/exceptionsummary?"+q.Encode(), nil, &out)
+}
+
+// ContainerLogs is a container's last lines.
+func (c *Client) ContainerLogs(ctx context.Context, name string, container, lines int) ([]string, error) {
+	var out struct {
+		Lines []string `json:"lines"`
+	}
+	p := fmt.Sprintf("/api/v1/topologies/%s/containers/%d/logs?lines=%d", url.PathEscape(name), container, lines)
+	return out.Lines, c.do(ctx, http.MethodGet, p, nil, &out)
 }

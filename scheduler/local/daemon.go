@@ -27,6 +27,8 @@ import (
 	"github.com/ardea-dev/ardea/host"
 	"github.com/ardea-dev/ardea/scheduler/launcher"
 	"github.com/ardea-dev/ardea/scheduler/statemgr"
+	"github.com/ardea-dev/ardea/sinks"
+	"github.com/ardea-dev/ardea/ui"
 )
 
 // DefaultListen is where the API listens and the CLI looks by default.
@@ -49,6 +51,10 @@ type Options struct {
 	// MaxRestarts and Backoff tune the supervisor (zero: its defaults).
 	MaxRestarts int
 	Backoff     launcher.BackoffPolicy
+	// Metrics is the deployment's metrics section (nil: collection on,
+	// forwarded to the TMs, no external sinks). Its Prometheus listener,
+	// if any, serves the same exposition as the API's /metrics.
+	Metrics *sinks.Config
 }
 
 // Daemon is a running `ardea local`.
@@ -65,6 +71,10 @@ type Daemon struct {
 
 	mu  sync.Mutex
 	tms map[string]*tm
+
+	// prom is every topology's latest metrics as a Prometheus exposition.
+	prom     *sinks.Prometheus
+	promHTTP *http.Server
 
 	// validator compiles swapped-in modules before anything changes.
 	validatorOnce sync.Once
@@ -95,7 +105,10 @@ func Start(ctx context.Context, o Options) (*Daemon, error) {
 		return nil, fmt.Errorf("local: data dir: %w", err)
 	}
 	hn, _ := os.Hostname()
-	d := &Daemon{o: o, id: "ardea-local@" + hn + ":" + abs, log: log, tms: map[string]*tm{}}
+	d := &Daemon{o: o, id: "ardea-local@" + hn + ":" + abs, log: log, tms: map[string]*tm{}, prom: sinks.NewPrometheus()}
+	if err := o.Metrics.Validate(); err != nil {
+		return nil, fmt.Errorf("local: %w", err)
+	}
 	for _, dir := range []string{"nats", "logs", "cache"} {
 		if err := os.MkdirAll(filepath.Join(o.DataDir, dir), 0o755); err != nil {
 			return nil, fmt.Errorf("local: data dir: %w", err)
@@ -127,6 +140,18 @@ func Start(ctx context.Context, o Options) (*Daemon, error) {
 			log.Error("API server", "err", err)
 		}
 	}()
+	if pc := o.Metrics; pc != nil && pc.Prometheus != nil && pc.Prometheus.Listen != "" {
+		pln, err := net.Listen("tcp", pc.Prometheus.Listen)
+		if err != nil {
+			d.Close(context.Background())
+			return nil, fmt.Errorf("local: metrics.prometheus.listen %s: %w", pc.Prometheus.Listen, err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", d.prom)
+		d.promHTTP = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = d.promHTTP.Serve(pln) }()
+		log.Info("prometheus exposition", "url", "http://"+pln.Addr().String()+"/metrics")
+	}
 	if err := d.resume(ctx); err != nil {
 		d.Close(context.Background())
 		return nil, err
@@ -187,6 +212,9 @@ func (d *Daemon) Close(ctx context.Context) error {
 	if d.http != nil {
 		errs = append(errs, d.http.Shutdown(ctx))
 	}
+	if d.promHTTP != nil {
+		errs = append(errs, d.promHTTP.Shutdown(ctx))
+	}
 	if d.nc != nil {
 		d.nc.Close()
 	}
@@ -237,9 +265,9 @@ func (d *Daemon) get(name string) (*tm, error) {
 
 // API errors, mapped to HTTP status codes.
 var (
-	ErrNotFound   = errors.New("not found")
+	ErrNotFound   = ui.ErrNotFound
 	ErrExists     = errors.New("already exists")
-	ErrBadRequest = errors.New("bad request")
+	ErrBadRequest = ui.ErrBadRequest
 	ErrBadState   = errors.New("not possible in this state")
 )
 

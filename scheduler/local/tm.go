@@ -23,6 +23,7 @@ import (
 	"github.com/ardea-dev/ardea/scheduler/launcher"
 	"github.com/ardea-dev/ardea/scheduler/packing"
 	"github.com/ardea-dev/ardea/scheduler/statemgr"
+	"github.com/ardea-dev/ardea/sinks"
 )
 
 // Execution states (statemgr.ExecState.State).
@@ -60,12 +61,15 @@ type tm struct {
 	started  time.Time
 	stopping bool
 	lostTo   string     // set when another daemon took the TM lock (stepDown)
+	msub     *nats.Subscription
+	hist     *sinks.History // the containers' metrics and exceptions (metrics.go)
 	ckpt     *ckptState // effectively once (checkpoint.go)
 	crashed  bool       // a container died (effectively once: a swap in progress fails)
 }
 
 func (d *Daemon) newTM(name string) *tm {
-	return &tm{d: d, name: name, log: d.log.With("topology", name), hbs: map[int]ctl.Heartbeat{}}
+	return &tm{d: d, name: name, log: d.log.With("topology", name), hbs: map[int]ctl.Heartbeat{},
+		hist: sinks.NewHistory(0)}
 }
 
 // start takes the TM lock, loads the topology, publishes a plan if none is
@@ -132,6 +136,10 @@ func (t *tm) start(ctx context.Context, state string) error {
 	if err != nil {
 		t.stopTM()
 		return fmt.Errorf("topology %s: subscribe heartbeats: %w", t.name, err)
+	}
+	if err := t.subscribeMetrics(); err != nil {
+		t.stopTM()
+		return err
 	}
 	if err := t.startCheckpoints(ctx, runCtx); err != nil {
 		t.stopTM()
@@ -224,7 +232,12 @@ func (t *tm) launch(ctx context.Context, container int) error {
 	args := append(slices.Clone(t.d.o.HostArgs),
 		"--nats", t.d.srv.ClientURL(), "--tenant", t.d.store.Tenant(), "--topology", t.name,
 		"--container", strconv.Itoa(container), "--data-dir", t.d.o.DataDir)
-	err := t.d.sup.Start(ctx, launcher.ProcessSpec{ID: t.procID(container), Path: t.d.o.HostPath, Args: args})
+	margs, err := t.d.hostMetricsArgs()
+	if err != nil {
+		return err
+	}
+	args = append(args, margs...)
+	err = t.d.sup.Start(ctx, launcher.ProcessSpec{ID: t.procID(container), Path: t.d.o.HostPath, Args: args})
 	if err != nil {
 		return fmt.Errorf("topology %s: start container %d: %w", t.name, container, err)
 	}
@@ -364,6 +377,12 @@ func (t *tm) stopTM() {
 	if t.sub != nil {
 		_ = t.sub.Unsubscribe()
 	}
+	t.mu.Lock()
+	msub := t.msub
+	t.mu.Unlock()
+	if msub != nil {
+		_ = msub.Unsubscribe()
+	}
 	t.stopCheckpoints()
 	if t.cancel != nil {
 		t.cancel()
@@ -424,6 +443,7 @@ func (t *tm) kill(ctx context.Context, keep bool) error {
 	t.mu.Unlock()
 	t.stopContainers(ctx)
 	t.stopTM()
+	t.d.prom.Forget(t.name, -1)
 	if err := t.d.removeStored(ctx, t.name, keep); err != nil {
 		return err
 	}

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ardea-dev/ardea/internal/metrics"
+	"github.com/ardea-dev/ardea/ui"
+)
+
+// The columns `ardea metrics` shows per instance, in order.
+var metricsColumns = []struct{ name, title string }{
+	{metrics.EmitCount + "/default", "EMIT"},
+	{metrics.ExecuteCount, "EXECUTE"},
+	{metrics.AckCount, "ACK"},
+	{metrics.FailCount, "FAIL"},
+	{metrics.ExecuteLatency, "EXEC-LAT"},
+	{metrics.ProcessLatency, "PROC-LAT"},
+	{metrics.CompleteLatency, "COMPL-LAT"},
+	{metrics.BackPressureTime, "BACKPRESS"},
+}
+
+func newMetricsCmd() *cobra.Command {
+	var (
+		cf       clientFlags
+		asJSON   bool
+		interval time.Duration
+		names    []string
+	)
+	cmd := &cobra.Command{
+		Use:   "metrics NAME [COMPONENT]",
+		Short: "Show a topology's metrics per instance over the last interval (tracker API)",
+		Long: `Show Heron's metrics per instance of every component (or of COMPONENT)
+over the last --interval, from the topology manager's history: counts are
+increases within the interval, latencies means. --metric NAME (repeatable)
+lists other metrics, e.g. a user metric or __stmgr__'s __tuples-sent/remote.`,
+		Args: cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c := cf.client()
+			ctx := cmd.Context()
+			name := args[0]
+			var comps []string
+			if len(args) == 2 {
+				comps = []string{args[1]}
+			} else {
+				lp, err := c.LogicalPlan(ctx, name)
+				if err != nil {
+					return err
+				}
+				for _, lc := range lp.Components {
+					comps = append(comps, lc.Name)
+				}
+			}
+			secs := int64(interval / time.Second)
+			if secs < 1 {
+				return usageError{fmt.Errorf("--interval %s: at least 1s", interval)}
+			}
+			var answers []ui.MetricsAnswer
+			for _, comp := range comps {
+				a, err := c.Metrics(ctx, name, comp, names, secs)
+				if err != nil {
+					return err
+				}
+				answers = append(answers, a)
+			}
+			w := cmd.OutOrStdout()
+			if asJSON {
+				return json.NewEncoder(w).Encode(answers)
+			}
+			printMetrics(w, answers, names)
+			return nil
+		},
+	}
+	cf.add(cmd)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the tracker's JSON")
+	cmd.Flags().DurationVar(&interval, "interval", time.Minute, "how far back to look")
+	cmd.Flags().StringArrayVar(&names, "metric", nil, "a metric to show (repeatable; default: Heron's main ones)")
+	return cmd
+}
+
+func printMetrics(w io.Writer, answers []ui.MetricsAnswer, names []string) {
+	type col struct{ name, title string }
+	var cols []col
+	if len(names) > 0 {
+		for _, n := range names {
+			cols = append(cols, col{n, n})
+		}
+	} else {
+		for _, c := range metricsColumns {
+			cols = append(cols, col{c.name, c.title})
+		}
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "COMPONENT\tINSTANCE\t")
+	for _, c := range cols {
+		fmt.Fprint(tw, c.title, "\t")
+	}
+	fmt.Fprintln(tw)
+	for _, a := range answers {
+		var insts []string
+		for _, m := range a.Metrics {
+			for inst := range m {
+				if !slices.Contains(insts, inst) {
+					insts = append(insts, inst)
+				}
+			}
+		}
+		slices.SortFunc(insts, func(x, y string) int {
+			xi, ex := strconv.Atoi(x)
+			yi, ey := strconv.Atoi(y)
+			if ex == nil && ey == nil {
+				return xi - yi
+			}
+			if x < y {
+				return -1
+			}
+			if x > y {
+				return 1
+			}
+			return 0
+		})
+		if len(insts) == 0 {
+			fmt.Fprintf(tw, "%s\t(no metrics in the last %ds yet)\t\n", a.Component, a.Interval)
+			continue
+		}
+		for _, inst := range insts {
+			fmt.Fprintf(tw, "%s\t%s\t", a.Component, inst)
+			for _, c := range cols {
+				v, ok := a.Metrics[c.name][inst]
+				switch {
+				case !ok:
+					fmt.Fprint(tw, "-\t")
+				case isLatency(c.name):
+					fmt.Fprint(tw, time.Duration(v).Round(time.Microsecond), "\t")
+				case c.name == metrics.BackPressureTime:
+					fmt.Fprint(tw, time.Duration(v).Round(time.Millisecond), "\t")
+				default:
+					fmt.Fprint(tw, strconv.FormatFloat(v, 'f', -1, 64), "\t")
+				}
+			}
+			fmt.Fprintln(tw)
+		}
+	}
+	tw.Flush()
+}
+
+func isLatency(name string) bool {
+	return name == metrics.ExecuteLatency || name == metrics.ProcessLatency || name == metrics.CompleteLatency
+}

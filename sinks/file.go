@@ -1,0 +1,67 @@
+package sinks
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+)
+
+// File appends one JSON object per sample and line:
+//
+//	{"time":"...","topology":"wc","component":"count","task":3,"container":1,"name":"__execute-count","kind":"counter","value":1200,"delta":300}
+//
+// Exceptions are lines with "exception" set. One writer goroutine.
+type File struct {
+	f *os.File
+	w *bufio.Writer
+}
+
+// NewFile opens (appends to) the file.
+func NewFile(c FileConfig) (*File, error) {
+	f, err := os.OpenFile(c.Path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("file sink: %w", err)
+	}
+	return &File{f: f, w: bufio.NewWriterSize(f, 64<<10)}, nil
+}
+
+type fileLine struct {
+	Time time.Time `json:"time"`
+	*Sample
+}
+
+type fileException struct {
+	Time      time.Time  `json:"time"`
+	Exception *Exception `json:"exception"`
+}
+
+// Write appends the batch and flushes it.
+func (s *File) Write(_ context.Context, b *Batch) error {
+	enc := json.NewEncoder(s.w)
+	for i := range b.Samples {
+		if err := enc.Encode(fileLine{Time: b.Time, Sample: &b.Samples[i]}); err != nil {
+			return fmt.Errorf("file sink: %w", err)
+		}
+	}
+	for i := range b.Exceptions {
+		if err := enc.Encode(fileException{Time: b.Time, Exception: &b.Exceptions[i]}); err != nil {
+			return fmt.Errorf("file sink: %w", err)
+		}
+	}
+	if err := s.w.Flush(); err != nil {
+		return fmt.Errorf("file sink: %w", err)
+	}
+	return nil
+}
+
+// Close flushes and closes the file.
+func (s *File) Close() error {
+	err := s.w.Flush()
+	if cerr := s.f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

@@ -1,0 +1,299 @@
+package sinks
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	colmetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
+	"google.golang.org/protobuf/proto"
+)
+
+// instrumented is a meter provider with one observable counter and gauge
+// whose values the test sets.
+type instrumented struct {
+	reader  *sdkmetric.ManualReader
+	count   atomic.Int64
+	latency atomic.Int64
+}
+
+func newInstrumented(t *testing.T) *instrumented {
+	t.Helper()
+	in := &instrumented{reader: sdkmetric.NewManualReader()}
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(in.reader))
+	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	m := mp.Meter(SystemScope)
+	c, err := m.Int64ObservableCounter("execute-count")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := m.Float64ObservableGauge("execute-latency")
+	if err != nil {
+		t.Fatal(err)
+	}
+	attrs := metric.WithAttributes(attribute.String("topology", "wc"), attribute.String("component", "count"),
+		attribute.Int("task", 3), attribute.Int("container", 1))
+	if _, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		o.ObserveInt64(c, in.count.Load(), attrs)
+		o.ObserveFloat64(g, float64(in.latency.Load()), attrs)
+		return nil
+	}, c, g); err != nil {
+		t.Fatal(err)
+	}
+	return in
+}
+
+func find(t *testing.T, b *Batch, name string) Sample {
+	t.Helper()
+	for _, s := range b.Samples {
+		if s.FullName() == name {
+			return s
+		}
+	}
+	t.Fatalf("no %s in %+v", name, b.Samples)
+	return Sample{}
+}
+
+func TestManagerSamplesDeltasAndFile(t *testing.T) {
+	in := newInstrumented(t)
+	path := filepath.Join(t.TempDir(), "metrics.jsonl")
+	var forwarded []*Batch
+	exc := &ExceptionLog{Topology: "wc", Container: 1}
+	m, err := NewManager(ManagerOptions{Config: &Config{File: &FileConfig{Path: path}}, Topology: "wc", Container: 1,
+		Reader: in.reader, Exceptions: exc.Drain, Forward: func(b *Batch) { forwarded = append(forwarded, b) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.count.Store(100)
+	in.latency.Store(2500)
+	b1 := m.Collect(context.Background())
+	in.count.Store(160)
+	exc.Record("count", 3, "trap: boom")
+	b2 := m.Collect(context.Background())
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s := find(t, b1, "__execute-count"); s.Kind != Counter || s.Value != 100 || s.Delta != 100 || s.Component != "count" || s.Task != 3 || s.Container != 1 {
+		t.Errorf("first collection: %+v", s)
+	}
+	if s := find(t, b2, "__execute-count"); s.Value != 160 || s.Delta != 60 {
+		t.Errorf("second collection: value %v delta %v, want 160 and 60", s.Value, s.Delta)
+	}
+	if s := find(t, b2, "__execute-latency"); s.Kind != Gauge || s.Value != 2500 {
+		t.Errorf("gauge %+v", s)
+	}
+	if len(forwarded) != 2 || len(b2.Exceptions) != 1 || b2.Exceptions[0].Message != "trap: boom" {
+		t.Errorf("forwarded %d batches; exceptions %+v", len(forwarded), b2.Exceptions)
+	}
+	if s := find(t, b2, "__sink-dropped/file"); s.Value != 0 {
+		t.Errorf("file sink dropped %v batches", s.Value)
+	}
+
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var counts []float64
+	var exceptions int
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var line map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+			t.Fatalf("file sink line %q: %v", sc.Text(), err)
+		}
+		if line["name"] == "__execute-count" {
+			counts = append(counts, line["delta"].(float64))
+			if line["kind"] != "counter" || line["component"] != "count" || line["time"] == nil {
+				t.Errorf("file line %v", line)
+			}
+		}
+		if line["exception"] != nil {
+			exceptions++
+		}
+	}
+	if len(counts) != 2 || counts[0] != 100 || counts[1] != 60 || exceptions != 1 {
+		t.Errorf("file sink: execute-count deltas %v, %d exceptions; want [100 60] and 1", counts, exceptions)
+	}
+}
+
+// blockingSink blocks every Write until released: the manager must go on
+// collecting, dropping batches the sink cannot take.
+type blockingSink struct {
+	release chan struct{}
+	writes  atomic.Int64
+}
+
+func (s *blockingSink) Write(ctx context.Context, _ *Batch) error {
+	select {
+	case <-s.release:
+	case <-ctx.Done():
+	}
+	s.writes.Add(1)
+	return nil
+}
+func (s *blockingSink) Close() error { return nil }
+
+func TestManagerSlowSinkNeverBlocks(t *testing.T) {
+	in := newInstrumented(t)
+	slow := &blockingSink{release: make(chan struct{})}
+	m, err := NewManager(ManagerOptions{Config: &Config{QueueBatches: 2}, Topology: "wc", Reader: in.reader,
+		Extra: map[string]Sink{"slow": slow}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last *Batch
+	for range 10 {
+		last = m.Collect(context.Background()) // would hang if a sink could block collection
+	}
+	// One batch is being written, two are queued: at least 7 were dropped
+	// by the time of the tenth collection's own count.
+	if s := find(t, last, "__sink-dropped/slow"); s.Value < 6 {
+		t.Errorf("dropped %v batches, want at least 6", s.Value)
+	}
+	close(slow.release)
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := slow.writes.Load(); n < 1 || n > 3 {
+		t.Errorf("slow sink wrote %d batches, want 1..3", n)
+	}
+}
+
+func TestOTLPSinkExportsToReceiver(t *testing.T) {
+	var mu sync.Mutex
+	var got []*colmetricpb.ExportMetricsServiceRequest
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		req := &colmetricpb.ExportMetricsServiceRequest{}
+		if r.URL.Path != "/v1/metrics" || r.Header.Get("Content-Type") != "application/x-protobuf" || proto.Unmarshal(body, req) != nil {
+			http.Error(w, "bad export", http.StatusBadRequest)
+			return
+		}
+		if r.Header.Get("X-Tenant") != "acme" {
+			http.Error(w, "no tenant header", http.StatusUnauthorized)
+			return
+		}
+		mu.Lock()
+		got = append(got, req)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		out, _ := proto.Marshal(&colmetricpb.ExportMetricsServiceResponse{})
+		_, _ = w.Write(out)
+	}))
+	defer srv.Close()
+	in := newInstrumented(t)
+	m, err := NewManager(ManagerOptions{Topology: "wc", Reader: in.reader, Config: &Config{
+		OTLP: &OTLPConfig{Endpoint: srv.URL + "/v1/metrics", Headers: map[string]string{"X-Tenant": "acme"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.count.Store(42)
+	m.Collect(context.Background())
+	if err := m.Close(); err != nil { // waits for the queued export
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 1 {
+		t.Fatalf("receiver got %d exports, want 1", len(got))
+	}
+	var found bool
+	for _, rm := range got[0].ResourceMetrics {
+		for _, sm := range rm.ScopeMetrics {
+			for _, md := range sm.Metrics {
+				if md.Name != "execute-count" {
+					continue
+				}
+				dp := md.GetSum().DataPoints[0]
+				attrs := map[string]string{}
+				for _, kv := range dp.Attributes {
+					attrs[kv.Key] = kv.Value.String()
+				}
+				found = dp.GetAsInt() == 42 && md.GetSum().IsMonotonic && strings.Contains(attrs["component"], "count")
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no monotonic __execute-count = 42 for count in %v", got[0])
+	}
+}
+
+func TestPrometheusExposition(t *testing.T) {
+	p := NewPrometheus()
+	at := time.Unix(1_700_000_000, 0)
+	_ = p.Write(context.Background(), &Batch{Time: at, Topology: "wc", Container: 2, Samples: []Sample{
+		{Name: "__execute-count", Kind: Counter, Topology: "wc", Component: "count", Task: 5, Container: 2, Value: 1200},
+		{Name: "__emit-count", Stream: "default", Kind: Counter, Topology: "wc", Component: "split", Task: 3, Container: 2, Value: 7},
+		{Name: "__execute-latency", Kind: Gauge, Topology: "wc", Component: "count", Task: 5, Container: 2, Value: 1500.5},
+		{Name: "__tuples-sent", Peer: "remote", Kind: Counter, Topology: "wc", Component: "__stmgr__", Task: -1, Container: 2, Value: 9},
+	}})
+	rec := httptest.NewRecorder()
+	p.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body := rec.Body.String()
+	for _, want := range []string{
+		`ardea_execute_count_total{component="count",container="2",peer="",stream="",task="5",topology="wc"} 1200`,
+		`ardea_emit_count_total{component="split",container="2",peer="",stream="default",task="3",topology="wc"} 7`,
+		`ardea_execute_latency{component="count",container="2",peer="",stream="",task="5",topology="wc"} 1500.5`,
+		`ardea_tuples_sent_total{component="__stmgr__",container="2",peer="remote",stream="",task="",topology="wc"} 9`,
+		"# TYPE ardea_execute_count_total counter",
+		"# TYPE ardea_execute_latency gauge",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("exposition lacks %s\n%s", want, body)
+		}
+	}
+	p.Forget("wc", -1)
+	rec = httptest.NewRecorder()
+	p.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	if strings.Contains(rec.Body.String(), "ardea_") {
+		t.Errorf("series left after Forget:\n%s", rec.Body.String())
+	}
+}
+
+func TestParseConfig(t *testing.T) {
+	c, err := ParseConfig("deploy.yaml", []byte(`
+metrics:
+  interval: 5s
+  graphite: {address: 127.0.0.1:2003}
+  file: {path: /tmp/m.jsonl}
+`))
+	if err != nil || c.Every() != 5*time.Second || c.Graphite.Address != "127.0.0.1:2003" || c.File == nil {
+		t.Fatalf("%+v, %v", c, err)
+	}
+	if c, err := ParseConfig("empty.yaml", nil); err != nil || c.Every() != DefaultInterval {
+		t.Errorf("empty file: %+v, %v", c, err)
+	}
+	for _, tc := range []struct{ yaml, want string }{
+		{"metrics: {graphite: {prefix: x}}", "deploy.yaml: metrics.graphite.address: required"},
+		{"metrics: {scribe: {}}", "metrics.scribe.address: required"},
+		{"metrics: {otlp: {}}", "metrics.otlp.endpoint: required"},
+		{"metrics: {file: {}}", "metrics.file.path: required"},
+		{"metrics: {interval: soon}", "want a duration"},
+		{"metrics: {grafite: {}}", "field grafite not found"},
+	} {
+		_, err := ParseConfig("deploy.yaml", []byte(tc.yaml))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want it to say %q", tc.yaml, err, tc.want)
+		}
+	}
+	// The JSON form hosts get round-trips.
+	b, _ := json.Marshal(c)
+	var back Config
+	if err := json.Unmarshal(b, &back); err != nil || back.Every() != 5*time.Second || back.Graphite == nil {
+		t.Errorf("JSON round trip: %s -> %+v, %v", b, back, err)
+	}
+}

@@ -232,11 +232,11 @@ type MetricsAnswer struct {
 // TimelineAnswer is /metrics/timeline: per metric, per instance, per step
 // start (unix seconds) a value.
 type TimelineAnswer struct {
-	Topology  string                                    `json:"topology"`
-	Component string                                    `json:"component"`
-	StartTime int64                                     `json:"starttime"`
-	EndTime   int64                                     `json:"endtime"`
-	Step      int64                                     `json:"step"` // seconds
+	Topology  string                                   `json:"topology"`
+	Component string                                   `json:"component"`
+	StartTime int64                                    `json:"starttime"`
+	EndTime   int64                                    `json:"endtime"`
+	Step      int64                                    `json:"step"` // seconds
 	Timeline  map[string]map[string]map[string]float64 `json:"timeline"`
 }
 

@@ -60,11 +60,11 @@ type tm struct {
 	hbs      map[int]ctl.Heartbeat
 	started  time.Time
 	stopping bool
-	lostTo   string     // set when another daemon took the TM lock (stepDown)
+	lostTo   string // set when another daemon took the TM lock (stepDown)
 	msub     *nats.Subscription
 	hist     *sinks.History // the containers' metrics and exceptions (metrics.go)
-	ckpt     *ckptState // effectively once (checkpoint.go)
-	crashed  bool       // a container died (effectively once: a swap in progress fails)
+	ckpt     *ckptState     // effectively once (checkpoint.go)
+	crashed  bool           // a container died (effectively once: a swap in progress fails)
 }
 
 func (d *Daemon) newTM(name string) *tm {

@@ -38,13 +38,13 @@ type clusterDaemon struct {
 
 // startDaemon starts `ardea local` on dataDir with an API port picked by
 // the kernel, and learns the port from its first stdout line.
-func startDaemon(t *testing.T, dataDir string) *clusterDaemon {
+func startDaemon(t *testing.T, dataDir string, extra ...string) *clusterDaemon {
 	t.Helper()
 	logf, err := os.CreateTemp(t.TempDir(), "daemon-*.log")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(ardeaBin, "--cache-dir", cacheDir(t), "local", "--data-dir", dataDir, "--listen", "127.0.0.1:0")
+	cmd := exec.Command(ardeaBin, append([]string{"--cache-dir", cacheDir(t), "local", "--data-dir", dataDir, "--listen", "127.0.0.1:0"}, extra...)...)
 	cmd.Stderr = logf
 	// If the test binary dies (a go test timeout), the daemon stops too,
 	// and it takes its containers with it.

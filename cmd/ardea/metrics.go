@@ -62,9 +62,15 @@ lists other metrics, e.g. a user metric or __stmgr__'s __tuples-sent/remote.`,
 			if secs < 1 {
 				return usageError{fmt.Errorf("--interval %s: at least 1s", interval)}
 			}
+			// One component: the tracker checks the metric names (an unknown
+			// one is an error); every component: each shows what it has.
+			ask := names
+			if len(args) == 1 {
+				ask = nil
+			}
 			var answers []ui.MetricsAnswer
 			for _, comp := range comps {
-				a, err := c.Metrics(ctx, name, comp, names, secs)
+				a, err := c.Metrics(ctx, name, comp, ask, secs)
 				if err != nil {
 					return err
 				}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -54,5 +55,63 @@ func TestMetricsCommand(t *testing.T) {
 	b, err := os.ReadFile(metricsFile)
 	if err != nil || !strings.Contains(string(b), `"name":"__execute-count"`) {
 		t.Errorf("the hosts' file sink: %v, %.300s", err, b)
+	}
+}
+
+// TestRunWithMetricsConfig: `ardea run --config` collects once more when
+// the finite word count ends, so the file sink's last __execute-count of
+// count adds up to every word of the input; a bad deployment file is
+// refused naming the field.
+func TestRunWithMetricsConfig(t *testing.T) {
+	dir := t.TempDir()
+	metricsFile := filepath.Join(dir, "metrics.jsonl")
+	deploy := filepath.Join(dir, "deploy.yaml")
+	if err := os.WriteFile(deploy, []byte("metrics:\n  interval: 1h\n  file: {path: "+metricsFile+"}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := runArdea(t, "run", repoPath("examples/wordcount/topology.yaml"), "--quiet", "--config", deploy,
+		"--set", "out.path="+filepath.Join(dir, "counts.tsv"))
+	if code != 0 {
+		t.Fatalf("run: exit %d: %s", code, errOut)
+	}
+	input, err := os.ReadFile(repoPath("examples/wordcount/input.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	words := len(strings.Fields(string(input)))
+	b, err := os.ReadFile(metricsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := map[float64]float64{} // task -> latest cumulative count
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var s struct {
+			Name      string  `json:"name"`
+			Component string  `json:"component"`
+			Task      float64 `json:"task"`
+			Value     float64 `json:"value"`
+		}
+		if err := json.Unmarshal([]byte(l), &s); err != nil {
+			t.Fatalf("%q: %v", l, err)
+		}
+		if s.Name == "__execute-count" && s.Component == "count" {
+			last[s.Task] = s.Value
+		}
+	}
+	var sum float64
+	for _, v := range last {
+		sum += v
+	}
+	if int(sum) != words || len(last) == 0 {
+		t.Errorf("count executed %v words by the file sink (%d tasks), the input has %d", sum, len(last), words)
+	}
+
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte("metrics:\n  graphite: {prefix: x}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut = runArdea(t, "run", repoPath("examples/wordcount/topology.yaml"), "--quiet", "--config", bad)
+	if code == 0 || !strings.Contains(errOut, "bad.yaml: metrics.graphite.address: required") {
+		t.Errorf("bad deployment file: exit %d: %s", code, errOut)
 	}
 }

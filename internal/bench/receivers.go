@@ -62,11 +62,10 @@ func startReceivers(dir string, interval time.Duration, log *slog.Logger) (*rece
 		}
 	}()
 	// Scribe.
-	sl, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return fail(err)
-	}
-	stopScribe, err := sinks.ServeScribe(sl, func(entries int) { r.scribeEntries.Add(int64(entries)) })
+	stopScribe, scribeAddr, err := sinks.ServeScribe("127.0.0.1:0", func(es []sinks.ScribeEntry) bool {
+		r.scribeEntries.Add(int64(len(es)))
+		return true
+	})
 	if err != nil {
 		return fail(err)
 	}
@@ -109,7 +108,7 @@ func startReceivers(dir string, interval time.Duration, log *slog.Logger) (*rece
 	r.cfg = &sinks.Config{
 		Interval: sinks.Duration(interval),
 		Graphite: &sinks.GraphiteConfig{Address: gl.Addr().String()},
-		Scribe:   &sinks.ScribeConfig{Address: sl.Addr().String()},
+		Scribe:   &sinks.ScribeConfig{Address: scribeAddr},
 		OTLP:     &sinks.OTLPConfig{Endpoint: "http://" + ol.Addr().String() + "/v1/metrics"},
 		File:     &sinks.FileConfig{Path: path},
 	}

@@ -1,0 +1,8 @@
+// Package scribe is the Thrift code for Scribe's Log call (client,
+// processor and types), generated from scribe.thrift by Debian's thrift
+// compiler 0.17 for github.com/apache/thrift v0.17.0. Do not edit the
+// generated files; see README.md.
+package scribe
+
+//go:generate thrift --gen go:package_prefix=github.com/ardea-dev/ardea/sinks/internal/,skip_remote -out .. scribe.thrift
+//go:generate gofmt -w GoUnusedProtection__.go scribe-consts.go scribe.go

@@ -1,0 +1,443 @@
+package sinks
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/apache/thrift/lib/go/thrift"
+
+	"github.com/ardea-dev/ardea/sinks/internal/scribe"
+)
+
+const (
+	scribeDefaultCategory = "ardea"
+	scribeConnectTimeout  = 3 * time.Second
+	scribeSocketTimeout   = 5 * time.Second // each read and write of a Log call
+	scribeMinBackoff      = 100 * time.Millisecond
+	scribeMaxBackoff      = 10 * time.Second
+	scribeMaxPending      = 10000 // entries kept for the next Write
+)
+
+var (
+	errScribeClosed = errors.New("scribe: sink closed")
+	// errScribeTryLater: the server answered TRY_LATER; the entries are
+	// kept for the next Write.
+	errScribeTryLater = errors.New("server answered TRY_LATER")
+)
+
+// Scribe sends each batch to a Scribe server as one Thrift Log call
+// (framed transport, binary protocol), one LogEntry per sample in the
+// configured category. An entry's message is a compact JSON object:
+//
+//	{"timestamp":1700000000,"topology":"wc","component":"count","source":"3","name":"__execute-count","kind":"counter","value":300}
+//
+// timestamp is the batch's time in Unix seconds, source is Sample.Source,
+// name Sample.FullName; value is Delta for counters (Heron's per-interval
+// counts) and Value for gauges (null when it is NaN or infinite, which
+// JSON cannot hold). The batch's exceptions are not sent.
+//
+// The connection is made on the first Write (3 s connect timeout, 5 s for
+// each read and write) and kept. When a Log call fails the connection is
+// closed and redialled on a later Write, with back-off between attempts
+// (100 ms doubling to 10 s); a Write during back-off only buffers. Entries
+// not acknowledged with OK — the server answered TRY_LATER, the call
+// failed or could not be made — stay pending and are sent again, ahead of
+// the next batch's, in the next Write's Log call. At most 10 000 entries
+// are pending; past that the oldest are dropped and counted by Dropped.
+// Delivery is at least once: a call that fails after the server took it
+// is sent again.
+//
+// Concurrency: Write must be called from one goroutine at a time (the
+// manager's writer for this sink). Dropped and Sent may be called from any
+// goroutine at any time; so may Close, which interrupts a Write in
+// progress and discards what is pending.
+type Scribe struct {
+	cfg  ScribeConfig
+	log  *slog.Logger
+	tcfg *thrift.TConfiguration
+	dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	now  func() time.Time // the back-off's clock
+
+	mu     sync.Mutex // guards trans and closed against Close
+	trans  thrift.TTransport
+	closed bool
+
+	// Owned by the writer.
+	client       *scribe.ScribeClient // nil: not connected
+	pending      []*scribe.LogEntry   // oldest first
+	backoff      time.Duration
+	retryAt      time.Time
+	failing      bool  // since the last OK (log once)
+	droppedSince int64 // entries dropped since then
+
+	dropped atomic.Int64
+	sent    atomic.Int64
+}
+
+// NewScribe returns the sink for cfg (Address required, Category "ardea"
+// by default); it connects on the first Write. log may be nil.
+func NewScribe(cfg ScribeConfig, log *slog.Logger) (*Scribe, error) {
+	if cfg.Address == "" {
+		return nil, errors.New("scribe: address is required")
+	}
+	if cfg.Category == "" {
+		cfg.Category = scribeDefaultCategory
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	d := &net.Dialer{Timeout: scribeConnectTimeout}
+	return &Scribe{
+		cfg:  cfg,
+		log:  log,
+		tcfg: &thrift.TConfiguration{ConnectTimeout: scribeConnectTimeout, SocketTimeout: scribeSocketTimeout},
+		dial: d.DialContext,
+		now:  time.Now,
+	}, nil
+}
+
+// Dropped counts the entries dropped from a full pending buffer.
+func (s *Scribe) Dropped() int64 { return s.dropped.Load() }
+
+// Sent counts the entries the server acknowledged with OK.
+func (s *Scribe) Sent() int64 { return s.sent.Load() }
+
+// Write sends the batch's entries, after those still pending, in one Log
+// call. It returns an error when they could not be delivered now (they
+// stay pending for the next Write) or when some had to be dropped.
+func (s *Scribe) Write(ctx context.Context, b *Batch) error {
+	if s.isClosed() {
+		return errScribeClosed
+	}
+	var encErr error
+	for i := range b.Samples {
+		e, err := s.entry(b, &b.Samples[i])
+		if err != nil {
+			if encErr == nil {
+				encErr = err
+			}
+			continue
+		}
+		s.pending = append(s.pending, e)
+	}
+	dropped := s.trim()
+	err := s.flush(ctx)
+	if err == nil && dropped > 0 { // what is left was sent, but not everything
+		err = fmt.Errorf("scribe %s: pending buffer full, %d entries dropped", s.cfg.Address, dropped)
+	}
+	return errors.Join(err, encErr)
+}
+
+// scribeMessage is an entry's message; the field order is the JSON's.
+type scribeMessage struct {
+	Timestamp int64       `json:"timestamp"`
+	Topology  string      `json:"topology"`
+	Component string      `json:"component"`
+	Source    string      `json:"source"`
+	Name      string      `json:"name"`
+	Kind      Kind        `json:"kind"`
+	Value     scribeValue `json:"value"`
+}
+
+// scribeValue is a float64 that encodes NaN and ±Inf as null.
+type scribeValue float64
+
+func (v scribeValue) MarshalJSON() ([]byte, error) {
+	f := float64(v)
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return []byte("null"), nil
+	}
+	return json.Marshal(f)
+}
+
+func (s *Scribe) entry(b *Batch, sm *Sample) (*scribe.LogEntry, error) {
+	m := scribeMessage{
+		Timestamp: b.Time.Unix(),
+		Topology:  sm.Topology,
+		Component: sm.Component,
+		Source:    sm.Source(),
+		Name:      sm.FullName(),
+		Kind:      sm.Kind,
+		Value:     scribeValue(sm.Value),
+	}
+	if m.Topology == "" {
+		m.Topology = b.Topology
+	}
+	if sm.Kind == Counter {
+		m.Value = scribeValue(sm.Delta)
+	}
+	msg, err := json.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("scribe: encode %s: %w", m.Name, err)
+	}
+	return &scribe.LogEntry{Category: s.cfg.Category, Message: string(msg)}, nil
+}
+
+// trim drops the oldest pending entries past scribeMaxPending and returns
+// how many.
+func (s *Scribe) trim() int {
+	n := len(s.pending) - scribeMaxPending
+	if n <= 0 {
+		return 0
+	}
+	s.pending = slices.Delete(s.pending, 0, n)
+	s.dropped.Add(int64(n))
+	if s.droppedSince == 0 {
+		s.log.Warn("scribe: pending buffer full, dropping the oldest entries",
+			"address", s.cfg.Address, "max_pending", scribeMaxPending)
+	}
+	s.droppedSince += int64(n)
+	return n
+}
+
+// flush sends everything pending in one Log call.
+func (s *Scribe) flush(ctx context.Context) error {
+	if len(s.pending) == 0 {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return s.unsent(fmt.Errorf("scribe %s: %w", s.cfg.Address, err))
+	}
+	c, trans, err := s.connection(ctx)
+	if err != nil {
+		return s.unsent(err)
+	}
+	// Closing the transport wakes a call blocked in I/O when ctx ends.
+	stop := context.AfterFunc(ctx, func() { _ = trans.Close() })
+	rc, err := c.Log(ctx, s.pending)
+	interrupted := !stop()
+	if err != nil {
+		if interrupted {
+			err = fmt.Errorf("%w (%w)", ctx.Err(), err)
+		}
+		s.disconnect()
+		s.failed()
+		return s.unsent(fmt.Errorf("scribe %s: Log: %w", s.cfg.Address, err))
+	}
+	if interrupted { // the call completed, but its connection is closed
+		s.disconnect()
+	}
+	s.backoff = 0 // the server answers
+	switch rc {
+	case scribe.ResultCode_OK:
+	case scribe.ResultCode_TRY_LATER:
+		return s.unsent(fmt.Errorf("scribe %s: %w", s.cfg.Address, errScribeTryLater))
+	default:
+		return s.unsent(fmt.Errorf("scribe %s: unknown result code %d", s.cfg.Address, rc))
+	}
+	n := len(s.pending)
+	s.sent.Add(int64(n))
+	clear(s.pending)
+	s.pending = s.pending[:0]
+	if s.failing {
+		s.log.Info("scribe: delivering again", "address", s.cfg.Address,
+			"entries", n, "dropped_meanwhile", s.droppedSince)
+	}
+	s.failing, s.droppedSince = false, 0
+	return nil
+}
+
+// unsent notes that the pending entries could not be delivered and
+// returns err.
+func (s *Scribe) unsent(err error) error {
+	if !s.failing {
+		s.log.Warn("scribe: entries not delivered; keeping them for the next write",
+			"address", s.cfg.Address, "pending", len(s.pending), "err", err)
+		s.failing = true
+	}
+	return err
+}
+
+// connection returns the client, dialling when there is none and the
+// back-off allows.
+func (s *Scribe) connection(ctx context.Context) (*scribe.ScribeClient, thrift.TTransport, error) {
+	if s.client != nil {
+		s.mu.Lock()
+		trans := s.trans
+		s.mu.Unlock()
+		if trans != nil {
+			return s.client, trans, nil
+		}
+		s.client = nil // Close ran
+	}
+	if s.isClosed() {
+		return nil, nil, errScribeClosed
+	}
+	if now := s.now(); now.Before(s.retryAt) {
+		return nil, nil, fmt.Errorf("scribe %s: not connected, next attempt in %v",
+			s.cfg.Address, s.retryAt.Sub(now).Round(time.Millisecond))
+	}
+	conn, err := s.dial(ctx, "tcp", s.cfg.Address)
+	if err != nil {
+		s.failed()
+		return nil, nil, fmt.Errorf("scribe %s: connect: %w", s.cfg.Address, err)
+	}
+	trans := thrift.NewTFramedTransportConf(thrift.NewTSocketFromConnConf(conn, s.tcfg), s.tcfg)
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		_ = trans.Close()
+		return nil, nil, errScribeClosed
+	}
+	s.trans = trans
+	s.mu.Unlock()
+	s.client = scribe.NewScribeClientFactory(trans, thrift.NewTBinaryProtocolFactoryConf(s.tcfg))
+	s.log.Debug("scribe: connected", "address", s.cfg.Address)
+	return s.client, trans, nil
+}
+
+// failed backs off before the next dial.
+func (s *Scribe) failed() {
+	s.backoff = min(max(2*s.backoff, scribeMinBackoff), scribeMaxBackoff)
+	s.retryAt = s.now().Add(s.backoff)
+}
+
+func (s *Scribe) disconnect() {
+	s.mu.Lock()
+	t := s.trans
+	s.trans = nil
+	s.mu.Unlock()
+	if t != nil {
+		_ = t.Close()
+	}
+	s.client = nil
+}
+
+func (s *Scribe) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// Close closes the connection, interrupting a Write in progress; what is
+// pending is discarded. Later Writes fail.
+func (s *Scribe) Close() error {
+	s.mu.Lock()
+	t := s.trans
+	s.trans, s.closed = nil, true
+	s.mu.Unlock()
+	if t != nil {
+		if err := t.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+			return fmt.Errorf("scribe %s: close: %w", s.cfg.Address, err)
+		}
+	}
+	return nil
+}
+
+// ScribeEntry is one entry a Scribe server received.
+type ScribeEntry struct{ Category, Message string }
+
+// ServeScribe runs a Scribe server (the Log call over a framed transport,
+// binary protocol) on addr ("127.0.0.1:0" picks a port) until stop is
+// called; bound is the address it listens on. onLog hears each call's
+// entries, one call at a time per connection, and answers whether they
+// were taken (false: TRY_LATER). stop closes the connections still open
+// and returns once the server's goroutines are done. `ardea bench` uses it
+// as a local receiver.
+func ServeScribe(addr string, onLog func([]ScribeEntry) bool) (stop func(), bound string, err error) {
+	sock, err := thrift.NewTServerSocket(addr)
+	if err != nil {
+		return nil, "", fmt.Errorf("scribe server %s: %w", addr, err)
+	}
+	if err := sock.Listen(); err != nil {
+		return nil, "", fmt.Errorf("scribe server %s: %w", addr, err)
+	}
+	bound = sock.Addr().String()
+	st := newScribeServerTransport(sock)
+	cfg := &thrift.TConfiguration{}
+	srv := thrift.NewTSimpleServer4(scribe.NewScribeProcessor(scribeFuncHandler(onLog)), st,
+		thrift.NewTFramedTransportFactoryConf(thrift.NewTTransportFactory(), cfg),
+		thrift.NewTBinaryProtocolFactoryConf(cfg))
+	srv.SetLogger(thrift.NopLogger)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		// Not Serve: it would listen again if stop came first.
+		_ = srv.AcceptLoop()
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			st.closeConns()
+			_ = srv.Stop()
+			<-done
+		})
+	}, bound, nil
+}
+
+type scribeFuncHandler func([]ScribeEntry) bool
+
+func (h scribeFuncHandler) Log(_ context.Context, msgs []*scribe.LogEntry) (scribe.ResultCode, error) {
+	es := make([]ScribeEntry, len(msgs))
+	for i, m := range msgs {
+		es[i] = ScribeEntry{Category: m.Category, Message: m.Message}
+	}
+	if !h(es) {
+		return scribe.ResultCode_TRY_LATER, nil
+	}
+	return scribe.ResultCode_OK, nil
+}
+
+// scribeServerTransport is a TServerSocket that keeps the connections it
+// accepts, so that a server can be stopped while clients are connected:
+// TSimpleServer.Stop waits for every connection to end and (with
+// thrift.ServerStopTimeout at its default, 0) never closes them itself.
+type scribeServerTransport struct {
+	*thrift.TServerSocket
+	mu      sync.Mutex
+	conns   map[*scribeServerConn]struct{}
+	stopped bool
+}
+
+func newScribeServerTransport(sock *thrift.TServerSocket) *scribeServerTransport {
+	return &scribeServerTransport{TServerSocket: sock, conns: map[*scribeServerConn]struct{}{}}
+}
+
+func (t *scribeServerTransport) Accept() (thrift.TTransport, error) {
+	c, err := t.TServerSocket.Accept()
+	if err != nil {
+		return nil, err
+	}
+	sc := &scribeServerConn{TTransport: c, t: t}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.stopped {
+		_ = c.Close() // the server fails on it at once
+	} else {
+		t.conns[sc] = struct{}{}
+	}
+	return sc, nil
+}
+
+// closeConns closes the connections open and those accepted from now on.
+func (t *scribeServerTransport) closeConns() {
+	t.mu.Lock()
+	t.stopped = true
+	conns := t.conns
+	t.conns = map[*scribeServerConn]struct{}{}
+	t.mu.Unlock()
+	for c := range conns {
+		_ = c.TTransport.Close()
+	}
+}
+
+type scribeServerConn struct {
+	thrift.TTransport
+	t *scribeServerTransport
+}
+
+func (c *scribeServerConn) Close() error {
+	c.t.mu.Lock()
+	delete(c.t.conns, c)
+	c.t.mu.Unlock()
+	return c.TTransport.Close()
+}

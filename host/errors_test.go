@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -131,6 +132,10 @@ func TestMisbehavingGuests(t *testing.T) {
 			[]string{who + `: ardea_execute: emit on stream "default": tuple of 2097159 bytes exceeds the limit of 1048576 bytes`}},
 		{"error", 0, 0, ErrGuest,
 			[]string{who + ": something went wrong in mode error"}},
+		{"badmetric", 0, 0, ErrABIViolation,
+			[]string{who + `: ardea_execute: metric name "9 lives": must start with a letter`}},
+		{"manymetrics", 0, 0, ErrABIViolation,
+			[]string{who + ": ardea_execute: metric: more than 1024 distinct metric names"}},
 	}
 	for _, c := range cases {
 		t.Run(c.mode, func(t *testing.T) {
@@ -282,4 +287,33 @@ func TestDeadlineOverridesShortenTheWatchdogTick(t *testing.T) {
 	b := misbehaving(t, mod, "loop", ic)
 	err := b.Execute(batchOf(1, "x"), &recorder{})
 	mustContain(t, err, "call ardea_execute exceeded the 1s deadline")
+}
+
+func TestUserMetrics(t *testing.T) {
+	t.Parallel()
+	rt := newRuntime(t, Config{})
+	mod := compile(t, rt, "misbehave")
+	b, err := mod.NewBolt(context.Background(), instanceConfig("misbehave"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	counters := map[string]int64{}
+	gauges := map[string]float64{}
+	observed := map[string][]int64{}
+	cctx := taskContext("misbehave", map[string]string{"mode": "usermetrics"}, wordStream)
+	cctx.Metric = func(n string, d int64) { counters[n] += d }
+	cctx.Gauge = func(n string, v float64) { gauges[n] = v }
+	cctx.Observe = func(n string, v int64) { observed[n] = append(observed[n], v) }
+	if err := b.Prepare(cctx, &recorder{}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if err := b.Execute(batchOf(uint64(i+1), "x"), &recorder{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if counters["user.count"] != 6 || gauges["user.gauge"] != 2.5 ||
+		!slices.Equal(observed["user.size"], []int64{42, 8, 42, 8}) {
+		t.Fatalf("counters %v, gauges %v, observed %v", counters, gauges, observed)
+	}
 }

@@ -28,6 +28,7 @@ type hostFunc struct {
 var (
 	tI32 = api.ValueTypeI32
 	tI64 = api.ValueTypeI64
+	tF64 = api.ValueTypeF64
 )
 
 // hostFuncs is exactly the import table of ABI.md.
@@ -41,6 +42,8 @@ var hostFuncs = []hostFunc{
 	{"state_write", []api.ValueType{tI32, tI32}, nil, []string{"ptr", "len"}, hostStateWrite},
 	{"state_scan", []api.ValueType{tI32, tI32, tI32, tI32}, []api.ValueType{tI32}, []string{"pptr", "plen", "bufptr", "bufcap"}, hostStateScan},
 	{"metric", []api.ValueType{tI32, tI32, tI64}, nil, []string{"nptr", "nlen", "delta"}, hostMetric},
+	{"gauge", []api.ValueType{tI32, tI32, tF64}, nil, []string{"nptr", "nlen", "value"}, hostGauge},
+	{"observe", []api.ValueType{tI32, tI32, tI64}, nil, []string{"nptr", "nlen", "value"}, hostObserve},
 	{"now", nil, []api.ValueType{tI64}, nil, hostNow},
 }
 
@@ -314,22 +317,67 @@ func (in *instance) appendScan(k, v []byte) bool {
 
 func hostMetric(ctx context.Context, _ api.Module, stack []uint64) {
 	in := callerOf(ctx)
-	b := in.read("metric name", u32(stack[0]), u32(stack[1]))
-	if in.metric == nil {
-		return
+	if name, ok := in.metricName(u32(stack[0]), u32(stack[1])); ok && in.metric != nil {
+		in.metric(name, int64(stack[2]))
 	}
+}
+
+func hostGauge(ctx context.Context, _ api.Module, stack []uint64) {
+	in := callerOf(ctx)
+	if name, ok := in.metricName(u32(stack[0]), u32(stack[1])); ok && in.gauge != nil {
+		in.gauge(name, api.DecodeF64(stack[2]))
+	}
+}
+
+func hostObserve(ctx context.Context, _ api.Module, stack []uint64) {
+	in := callerOf(ctx)
+	if name, ok := in.metricName(u32(stack[0]), u32(stack[1])); ok && in.observe != nil {
+		in.observe(name, int64(stack[2]))
+	}
+}
+
+// metricName reads a user metric name from guest memory and interns it, so
+// a name allocates once per instance. Counters, gauges and histograms share
+// the maxMetricNames budget: a guest cannot grow the host's series without
+// bound.
+func (in *instance) metricName(ptr, n uint32) (string, bool) {
+	b := in.read("metric name", ptr, n)
 	name, ok := in.metricNames[string(b)]
 	if !ok {
 		if len(in.metricNames) >= maxMetricNames {
-			in.violate("metric: more than %d distinct counter names", maxMetricNames)
+			in.violate("metric: more than %d distinct metric names", maxMetricNames)
 		}
 		name = string(b)
+		if !validMetricName(name) {
+			in.violate("metric name %q: must start with a letter and hold at most %d letters, digits, '_', '.', '/' or '-'", name, maxMetricNameLen)
+		}
 		in.metricNames[name] = name
 	}
-	in.metric(name, int64(stack[2]))
+	return name, in.metric != nil || in.gauge != nil || in.observe != nil
 }
 
-const maxMetricNames = 1024
+const (
+	maxMetricNames   = 1024
+	maxMetricNameLen = 255
+)
+
+// validMetricName is OpenTelemetry's instrument name syntax, which every
+// sink (Prometheus, Graphite, Scribe) can carry after its own escaping.
+func validMetricName(s string) bool {
+	if len(s) == 0 || len(s) > maxMetricNameLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z':
+		case i > 0 && ('0' <= c && c <= '9' || c == '_' || c == '.' || c == '/' || c == '-'):
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 func hostNow(_ context.Context, _ api.Module, stack []uint64) {
 	stack[0] = uint64(time.Now().UnixNano())

@@ -161,6 +161,8 @@ type instance struct {
 	outFields      []int
 	state          component.State
 	metric         func(string, int64)
+	gauge          func(string, float64)
+	observe        func(string, int64)
 	metricNames    map[string]string
 	scanBuf        []byte
 	scanCount      int
@@ -519,7 +521,7 @@ func (in *instance) open(id callID, ctx component.Context, out component.Collect
 	if in.state == nil {
 		in.state = NewMemoryState(ctx.MaxKeyGroups)
 	}
-	in.metric = ctx.Metric
+	in.metric, in.gauge, in.observe = ctx.Metric, ctx.Gauge, ctx.Observe
 	in.scratch = ctx.Context.Encode(in.scratch[:0])
 	if err := in.input(in.scratch); err != nil {
 		return err

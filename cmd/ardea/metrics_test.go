@@ -83,7 +83,9 @@ func TestRunWithMetricsConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	last := map[float64]float64{} // task -> latest cumulative count
+	last := map[float64]float64{}    // task -> latest cumulative count
+	perLine := map[float64]float64{} // split task -> lines observed (user histogram)
+	meanSeen := false
 	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
 		var s struct {
 			Name      string  `json:"name"`
@@ -97,6 +99,13 @@ func TestRunWithMetricsConfig(t *testing.T) {
 		if s.Name == "__execute-count" && s.Component == "count" {
 			last[s.Task] = s.Value
 		}
+		// The Go split bolt's user histogram, through the ABI's observe.
+		if s.Name == "split.words_per_line.count" && s.Component == "split" {
+			perLine[s.Task] = s.Value
+		}
+		if s.Name == "split.words_per_line" && s.Component == "split" && s.Value > 0 {
+			meanSeen = true
+		}
 	}
 	var sum float64
 	for _, v := range last {
@@ -104,6 +113,14 @@ func TestRunWithMetricsConfig(t *testing.T) {
 	}
 	if int(sum) != words || len(last) == 0 {
 		t.Errorf("count executed %v words by the file sink (%d tasks), the input has %d", sum, len(last), words)
+	}
+	lines := strings.Count(string(input), "\n")
+	sum = 0
+	for _, v := range perLine {
+		sum += v
+	}
+	if int(sum) != lines || !meanSeen {
+		t.Errorf("user histogram split.words_per_line counted %v lines (mean seen: %v), the input has %d", sum, meanSeen, lines)
 	}
 
 	bad := filepath.Join(dir, "bad.yaml")

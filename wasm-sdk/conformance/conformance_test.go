@@ -130,10 +130,30 @@ func (l *logs) String() string {
 	return strings.Join(l.lines, "\n")
 }
 
-// counters records custom metrics.
+// counters records user metrics: counters, gauges and observations.
 type counters struct {
-	mu sync.Mutex
-	m  map[string]int64
+	mu       sync.Mutex
+	m        map[string]int64
+	gauges   map[string]float64
+	observed map[string][]int64
+}
+
+func (c *counters) gauge(name string, v float64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gauges == nil {
+		c.gauges = map[string]float64{}
+	}
+	c.gauges[name] = v
+}
+
+func (c *counters) observe(name string, v int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.observed == nil {
+		c.observed = map[string][]int64{}
+	}
+	c.observed[name] = append(c.observed[name], v)
 }
 
 func (c *counters) add(name string, d int64) {
@@ -214,6 +234,8 @@ func boltContext(r *rig) component.Context {
 		State:        r.state,
 		MaxKeyGroups: 256,
 		Metric:       r.metrics.add,
+		Gauge:        r.metrics.gauge,
+		Observe:      r.metrics.observe,
 	}
 }
 
@@ -365,6 +387,35 @@ func TestProbeBolt(t *testing.T) {
 			emits, _ = r.out.take()
 			same(t, "execute after restart", "emits", emits, []string{"emit stream=0 msg=0 anchors=[31] s:p-a i:4"})
 			_ = b2.Close()
+		})
+	}
+}
+
+// TestProbeBoltUserMetrics checks the gauge and histogram imports (the
+// counter is covered by TestProbeBolt).
+func TestProbeBoltUserMetrics(t *testing.T) {
+	for _, lang := range languages {
+		t.Run(lang, func(t *testing.T) {
+			r := newRig(t)
+			b := r.bolt(t, guest(lang, "probe_bolt"))
+			if err := b.Execute(batch(word{"metrics", 41}, word{"a", 42}), r.out); err != nil {
+				t.Fatalf("execute: %v", err)
+			}
+			emits, acks := r.out.take()
+			same(t, "metrics", "emits", emits, []string{"emit stream=0 msg=0 anchors=[42] s:p-a i:1"})
+			same(t, "metrics", "acks", acks, []string{"ack 41", "ack 42"})
+			r.metrics.mu.Lock()
+			defer r.metrics.mu.Unlock()
+			if g, ok := r.metrics.gauges["probe.gauge"]; !ok || g != 2.5 {
+				t.Errorf("gauge probe.gauge = %v (set: %v), want 2.5", g, ok)
+			}
+			if got := r.metrics.observed["probe.size"]; !slices.Equal(got, []int64{7, 1000}) {
+				t.Errorf("histogram probe.size observed %v, want [7 1000]", got)
+			}
+			if got := r.metrics.m["probe.words"]; got != 1 {
+				t.Errorf("counter probe.words = %d, want 1", got)
+			}
+			_ = b.Close()
 		})
 	}
 }

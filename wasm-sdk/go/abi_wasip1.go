@@ -28,6 +28,12 @@ func hostStateScan(prefix string, bptr unsafe.Pointer, bcap uint32) int32
 //go:wasmimport ardea metric
 func hostMetric(name string, delta int64)
 
+//go:wasmimport ardea gauge
+func hostGauge(name string, value float64)
+
+//go:wasmimport ardea observe
+func hostObserve(name string, value int64)
+
 //go:wasmimport ardea now
 func hostNow() int64
 
@@ -45,8 +51,10 @@ func (wasmHost) stateWrite(ops []byte) { hostStateWrite(ptr(ops), uint32(len(ops
 func (wasmHost) stateScan(prefix string, buf []byte) int32 {
 	return hostStateScan(prefix, ptr(buf), uint32(len(buf)))
 }
-func (wasmHost) metric(name string, delta int64) { hostMetric(name, delta) }
-func (wasmHost) now() int64                      { return hostNow() }
+func (wasmHost) metric(name string, delta int64)  { hostMetric(name, delta) }
+func (wasmHost) gauge(name string, value float64) { hostGauge(name, value) }
+func (wasmHost) observe(name string, value int64) { hostObserve(name, value) }
+func (wasmHost) now() int64                       { return hostNow() }
 
 // global is the module's runtime. The input buffer it hands out stays
 // reachable from it, and Go's garbage collector does not move objects, so

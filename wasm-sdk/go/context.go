@@ -134,6 +134,15 @@ func (c *Context) State() *State { return &c.r.state }
 // summed in the guest and sent once per host call.
 func (c *Context) Metric(name string, delta int64) { c.r.addMetric(name, delta) }
 
+// Gauge sets the task's user gauge name to value; the last value set in a
+// metrics interval is exported. It goes to the host at once.
+func (c *Context) Gauge(name string, value float64) { c.r.host.gauge(name, value) }
+
+// Observe records value in the task's user histogram name (exported as the
+// interval's mean and count; use nanoseconds for durations). It goes to the
+// host at once.
+func (c *Context) Observe(name string, value int64) { c.r.host.observe(name, value) }
+
 // Now is the host's wall clock.
 func (c *Context) Now() time.Time { return time.Unix(0, c.r.host.now()) }
 

@@ -22,6 +22,8 @@ type fakeHost struct {
 	errors   []string
 	metrics  map[string]int64
 	metricN  int // metric calls
+	gauges   map[string]float64
+	observed map[string][]int64
 	nowNanos int64
 
 	gets, writes, scans int
@@ -47,6 +49,18 @@ func (h *fakeHost) emit(ops []byte) {
 func (h *fakeHost) log(level int32, msg string) { h.logs = append(h.logs, logLine{level, msg}) }
 func (h *fakeHost) error(msg string)            { h.errors = append(h.errors, msg) }
 func (h *fakeHost) metric(name string, d int64) { h.metrics[name] += d; h.metricN++ }
+func (h *fakeHost) gauge(name string, v float64) {
+	if h.gauges == nil {
+		h.gauges = map[string]float64{}
+	}
+	h.gauges[name] = v
+}
+func (h *fakeHost) observe(name string, v int64) {
+	if h.observed == nil {
+		h.observed = map[string][]int64{}
+	}
+	h.observed[name] = append(h.observed[name], v)
+}
 func (h *fakeHost) now() int64                  { return h.nowNanos }
 
 func (h *fakeHost) stateGet(key string, buf []byte) int32 {

@@ -26,6 +26,8 @@ type hostAPI interface {
 	stateWrite(ops []byte)
 	stateScan(prefix string, buf []byte) int32
 	metric(name string, delta int64)
+	gauge(name string, value float64)
+	observe(name string, value int64)
 	now() int64
 }
 

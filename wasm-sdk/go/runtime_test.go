@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -389,6 +390,8 @@ func TestMetricsAndLogs(t *testing.T) {
 			ctx.Metric("tuples", 1)
 			ctx.Metric("bytes", int64(len(tp.Raw())))
 			ctx.Metric("zero", 0)
+			ctx.Gauge("depth", float64(len(tp.Raw())))
+			ctx.Observe("size", int64(len(tp.Raw())))
 			return nil
 		},
 	})
@@ -413,6 +416,10 @@ func TestMetricsAndLogs(t *testing.T) {
 	x.mustOK(x.execute(batchOf(nil)), 0, "execute")
 	if x.h.metricN != 4 || x.h.metrics["tuples"] != 4 {
 		t.Errorf("second call: metric calls %d: %v", x.h.metricN, x.h.metrics)
+	}
+	// Gauges keep the last value; every observation reaches the host.
+	if x.h.gauges["depth"] != 2 || !slices.Equal(x.h.observed["size"], []int64{2, 2, 2, 2}) {
+		t.Errorf("gauges %v, observed %v", x.h.gauges, x.h.observed)
 	}
 }
 

@@ -24,7 +24,7 @@ import (
 	"github.com/ardea-dev/ardea/internal/tuple"
 )
 
-const i32, i64 = api.ValueTypeI32, api.ValueTypeI64
+const i32, i64, f64 = api.ValueTypeI32, api.ValueTypeI64, api.ValueTypeF64
 
 // abiImports and abiExports are ABI.md's tables.
 var abiImports = map[string][2][]api.ValueType{
@@ -37,6 +37,8 @@ var abiImports = map[string][2][]api.ValueType{
 	"state_write":  {{i32, i32}, nil},
 	"state_scan":   {{i32, i32, i32, i32}, {i32}},
 	"metric":       {{i32, i32, i64}, nil},
+	"gauge":        {{i32, i32, f64}, nil},
+	"observe":      {{i32, i32, i64}, nil},
 	"now":          {nil, {i64}},
 }
 
@@ -112,6 +114,8 @@ func (h *miniHost) module(ctx context.Context, t *testing.T, rt wazero.Runtime) 
 		return 4 // only "count 0"; the examples do not scan
 	})
 	fn("metric", func(_ context.Context, m api.Module, np, nn uint32, d int64) {})
+	fn("gauge", func(_ context.Context, m api.Module, np, nn uint32, v float64) {})
+	fn("observe", func(_ context.Context, m api.Module, np, nn uint32, v int64) {})
 	fn("now", func(context.Context) int64 { return 1 })
 	if _, err := b.Instantiate(ctx); err != nil {
 		t.Fatal(err)

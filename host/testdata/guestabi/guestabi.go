@@ -38,6 +38,12 @@ func hostStateScan(pptr unsafe.Pointer, plen uint32, bptr unsafe.Pointer, bcap u
 //go:wasmimport ardea metric
 func hostMetric(nptr unsafe.Pointer, nlen uint32, delta int64)
 
+//go:wasmimport ardea gauge
+func hostGauge(nptr unsafe.Pointer, nlen uint32, value float64)
+
+//go:wasmimport ardea observe
+func hostObserve(nptr unsafe.Pointer, nlen uint32, value int64)
+
 //go:wasmimport ardea now
 func hostNow() int64
 
@@ -246,6 +252,18 @@ func Scan(prefix []byte) []byte {
 func Metric(name string, delta int64) {
 	b := unsafe.Slice(unsafe.StringData(name), len(name))
 	hostMetric(ptr(b), uint32(len(b)), delta)
+}
+
+// Gauge sets the user gauge name.
+func Gauge(name string, v float64) {
+	b := unsafe.Slice(unsafe.StringData(name), len(name))
+	hostGauge(ptr(b), uint32(len(b)), v)
+}
+
+// Observe records v in the user histogram name.
+func Observe(name string, v int64) {
+	b := unsafe.Slice(unsafe.StringData(name), len(name))
+	hostObserve(ptr(b), uint32(len(b)), v)
 }
 
 // Now is the host's wall clock in Unix nanoseconds.

@@ -15,6 +15,9 @@
 //	oversized  emits a 2 MiB tuple
 //	error      reports an error text and returns -1
 //	closeemit  ardea_close emits (not allowed)
+//	badmetric   sets a gauge with an invalid name
+//	manymetrics observes into new histogram names until the host stops it
+//	usermetrics adds to a counter, sets a gauge and observes twice
 //	stdio      prepare writes to stdout and stderr and calls ardea.log
 //
 // One fixture for all of them keeps the committed .wasm files few (each Go
@@ -23,6 +26,7 @@ package main
 
 import (
 	"os"
+	"strconv"
 	"unsafe"
 
 	g "github.com/ardea-dev/ardea/host/testdata/guestabi"
@@ -92,6 +96,17 @@ func execute(n int32) int32 {
 		out.Emit(0, 0, 0, g.AppendBytes(g.Begin(nil, 1), make([]byte, 2<<20)))
 	case "error":
 		return g.Fail("something went wrong in mode error")
+	case "badmetric":
+		g.Gauge("9 lives", 1)
+	case "manymetrics":
+		for i := 0; ; i++ {
+			g.Observe("m"+strconv.Itoa(i), 1)
+		}
+	case "usermetrics":
+		g.Metric("user.count", 3)
+		g.Gauge("user.gauge", 2.5)
+		g.Observe("user.size", 42)
+		g.Observe("user.size", 8)
 	}
 	out.Flush()
 	return 0

@@ -6,7 +6,8 @@
 // anchored on the line, then acks the line. Words are emitted as views of
 // the input line (ardea.Text), so splitting allocates nothing per word;
 // ASCII bytes are classified with a table, other runes with
-// unicode.IsSpace.
+// unicode.IsSpace. Each line's word count goes to the user histogram
+// split.words_per_line (exported as its mean and count, docs/metrics.md).
 //
 // Build (see ../BUILD.md):
 //
@@ -20,14 +21,23 @@ import (
 	ardea "github.com/ardea-dev/ardea/wasm-sdk/go"
 )
 
-type split struct{ ardea.BaseBolt }
+type split struct {
+	ardea.BaseBolt
+	ctx *ardea.Context
+}
+
+func (s *split) Prepare(ctx *ardea.Context) error {
+	s.ctx = ctx
+	return nil
+}
 
 // asciiSpace marks the ASCII bytes unicode.IsSpace accepts; a table load
 // is cheaper than unicode.IsSpace's switch for the common ASCII case.
 var asciiSpace = [utf8.RuneSelf]bool{'\t': true, '\n': true, '\v': true, '\f': true, '\r': true, ' ': true}
 
-func (split) Execute(t ardea.Tuple, c *ardea.BoltCollector) error {
+func (s *split) Execute(t ardea.Tuple, c *ardea.BoltCollector) error {
 	line := t.BytesView(0)
+	words := 0
 	start := -1 // start of the current word, or -1 between words
 	for i := 0; i < len(line); {
 		var space bool
@@ -42,6 +52,7 @@ func (split) Execute(t ardea.Tuple, c *ardea.BoltCollector) error {
 		if space {
 			if start >= 0 {
 				c.EmitAnchored(t, ardea.Text(line[start:i]))
+				words++
 				start = -1
 			}
 		} else if start < 0 {
@@ -51,12 +62,14 @@ func (split) Execute(t ardea.Tuple, c *ardea.BoltCollector) error {
 	}
 	if start >= 0 {
 		c.EmitAnchored(t, ardea.Text(line[start:]))
+		words++
 	}
+	s.ctx.Observe("split.words_per_line", int64(words))
 	c.Ack(t)
 	return nil
 }
 
 // A module built with -buildmode=c-shared runs init functions, not main.
-func init() { ardea.RegisterBolt(split{}) }
+func init() { ardea.RegisterBolt(&split{}) }
 
 func main() {}

@@ -78,6 +78,11 @@ func (p *probe) execute(t, prev ardea.Tuple, hasPrev bool, c *ardea.BoltCollecto
 			return err
 		}
 		c.EmitDirectAnchored(uint32(task), "default", []ardea.Tuple{t}, w, int64(0))
+	case w == "metrics":
+		p.ctx.Gauge("probe.gauge", 2.5)
+		p.ctx.Observe("probe.size", 7)
+		p.ctx.Observe("probe.size", 1000)
+		p.ctx.Metric("probe.words", 0)
 	case w == "multi":
 		anchors := []ardea.Tuple{t}
 		if hasPrev {

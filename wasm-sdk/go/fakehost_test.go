@@ -61,7 +61,7 @@ func (h *fakeHost) observe(name string, v int64) {
 	}
 	h.observed[name] = append(h.observed[name], v)
 }
-func (h *fakeHost) now() int64                  { return h.nowNanos }
+func (h *fakeHost) now() int64 { return h.nowNanos }
 
 func (h *fakeHost) stateGet(key string, buf []byte) int32 {
 	h.gets++

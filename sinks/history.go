@@ -327,3 +327,44 @@ func (h *History) ExceptionSummary(component string) []Exception {
 	}
 	return out
 }
+
+// Rates returns, for each counter of component (names: all when empty),
+// by metric and instance, its increase per second over the newest
+// collection interval; and each gauge's newest value. A series whose
+// newest point is older than three of its own intervals before the
+// history's newest batch (the instance is gone) is left out, so a rate
+// drops to zero within one interval of a stop and a removed instance
+// disappears. It is what a live view shows; Aggregate is for windows.
+func (h *History) Rates(component string, names []string) map[string]map[string]float64 {
+	out := map[string]map[string]float64{}
+	h.mu.Lock()
+	newest := h.last.UnixMilli()
+	h.mu.Unlock()
+	h.each(component, names, func(id seriesID, se *series) {
+		n := len(se.pts)
+		last := se.pts[n-1]
+		var v float64
+		if se.kind == Counter {
+			if n < 2 {
+				return
+			}
+			span := last.t - se.pts[n-2].t
+			if span <= 0 || newest-last.t > 3*span {
+				return
+			}
+			v = last.d * 1000 / float64(span)
+		} else {
+			if n >= 2 && newest-last.t > 3*(last.t-se.pts[n-2].t) {
+				return
+			}
+			v = last.v
+		}
+		m := out[id.name]
+		if m == nil {
+			m = map[string]float64{}
+			out[id.name] = m
+		}
+		m[InstanceName(id.task, id.container)] += v
+	})
+	return out
+}

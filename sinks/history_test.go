@@ -119,3 +119,37 @@ func TestExceptionLogDedup(t *testing.T) {
 		t.Errorf("%d pending kept, want the cap %d", n, maxPending)
 	}
 }
+
+func TestHistoryRates(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	h := NewHistory(time.Hour)
+	ctx := context.Background()
+	// Task 3 reports every 2 s; task 4 stops after its second batch.
+	for i, d := range []float64{10, 40, 60, 0} {
+		s := []Sample{
+			{Name: "__execute-count", Kind: Counter, Component: "count", Task: 3, Container: 1, Delta: d},
+			{Name: "__execute-latency", Kind: Gauge, Component: "count", Task: 3, Container: 1, Value: float64(i)},
+		}
+		if i < 2 {
+			s = append(s, Sample{Name: "__execute-count", Kind: Counter, Component: "count", Task: 4, Container: 1, Delta: 8})
+		}
+		_ = h.Write(ctx, batchAt(t0, 2*(i+1), s...))
+		r := h.Rates("count", nil)
+		want3 := map[int]float64{0: -1, 1: 20, 2: 30, 3: 0}[i]
+		if got, ok := r["__execute-count"]["3"]; want3 >= 0 && got != want3 || want3 < 0 && ok {
+			t.Errorf("batch %d: task 3 rate %v (present %v), want %v", i, got, ok, want3)
+		}
+		if got := r["__execute-latency"]["3"]; got != float64(i) {
+			t.Errorf("batch %d: latency %v, want the newest value %d", i, got, i)
+		}
+		// Task 4's newest point is 2 s old after batch 2 (one interval:
+		// still shown), 4 s after batch 3 (two): still within three.
+		if got, ok := r["__execute-count"]["4"]; i == 1 && got != 4 || i == 0 && ok {
+			t.Errorf("batch %d: task 4 rate %v (present %v)", i, got, ok)
+		}
+	}
+	_ = h.Write(ctx, batchAt(t0, 20, Sample{Name: "__execute-count", Kind: Counter, Component: "count", Task: 3, Container: 1}))
+	if _, ok := h.Rates("count", nil)["__execute-count"]["4"]; ok {
+		t.Error("a stopped instance's rate is still shown 16 s after its last batch")
+	}
+}

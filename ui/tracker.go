@@ -94,14 +94,22 @@ type Input struct {
 //go:embed openapi.yaml
 var openAPI []byte
 
-// Tracker serves the API.
+// Tracker serves the API, the live event stream and the web UI.
 type Tracker struct {
-	src Source
-	now func() time.Time
+	src  Source
+	now  func() time.Time
+	live *live
 }
 
+// DefaultPeriod is how often the event stream pushes a snapshot.
+const DefaultPeriod = time.Second
+
 // NewTracker returns the API over src.
-func NewTracker(src Source) *Tracker { return &Tracker{src: src, now: time.Now} }
+func NewTracker(src Source) *Tracker {
+	t := &Tracker{src: src, now: time.Now}
+	t.live = &live{t: t, period: DefaultPeriod, cache: map[string]cached{}}
+	return t
+}
 
 // Register adds the tracker's routes to mux (all GET, under /api/v1).
 func (t *Tracker) Register(mux *http.ServeMux) {
@@ -121,6 +129,9 @@ func (t *Tracker) Register(mux *http.ServeMux) {
 	mux.HandleFunc(p+"exceptions", t.exceptions)
 	mux.HandleFunc(p+"exceptionsummary", t.exceptionSummary)
 	mux.HandleFunc(p+"containers/{id}/logs", t.containerLogs)
+	mux.HandleFunc("GET /api/v1/events", t.live.events)
+	mux.Handle("GET /ui/", http.StripPrefix("/ui/", assets()))
+	mux.HandleFunc("GET /{$}", index)
 }
 
 // Error is the body of every error answer.

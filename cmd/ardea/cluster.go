@@ -82,6 +82,7 @@ docs/metrics.md).`,
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "ardea local: API %s  NATS %s  data %s\n", d.URL(), d.NATSURL(), dataDir)
+			fmt.Fprintf(cmd.OutOrStdout(), "UI: %s/\n", d.URL())
 			<-ctx.Done()
 			fmt.Fprintln(cmd.OutOrStdout(), "ardea local: stopping")
 			sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -87,7 +87,7 @@ Start with:
 		newActionCmd("deactivate", "Pause a topology's spouts (bolts drain what is in flight)"),
 		newActionCmd("kill", "Stop a topology and remove it (and its modules unless --keep)"),
 		newRestartCmd(), newUpdateCmd(), newLogsCmd(), newWaitCmd(),
-		newSwapCmd(g), newRollbackCmd(), newHistoryCmd(), newApplyCmd(g), newDLQCmd())
+		newSwapCmd(g), newRollbackCmd(), newHistoryCmd(), newApplyCmd(g), newDLQCmd(), newDemoCmd(g))
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
 	for _, c := range root.Commands() {
 		if c.Args != nil {

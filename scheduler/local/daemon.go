@@ -68,6 +68,9 @@ type Daemon struct {
 	sup   *launcher.Supervisor
 	ln    net.Listener
 	http  *http.Server
+	// endRequests cancels every request's context (event streams).
+	endRequests context.CancelFunc
+	langs       moduleLanguages
 
 	mu  sync.Mutex
 	tms map[string]*tm
@@ -134,7 +137,12 @@ func Start(ctx context.Context, o Options) (*Daemon, error) {
 	}
 	d.sup = launcher.New(launcher.Options{Logger: log, LogDir: filepath.Join(o.DataDir, "logs"),
 		MaxRestarts: o.MaxRestarts, Backoff: o.Backoff, OnChange: d.onProcess})
-	d.http = &http.Server{Handler: d.routes(), ReadHeaderTimeout: 10 * time.Second}
+	// Requests' contexts end at Close, so the UI's event streams let the
+	// server shut down.
+	baseCtx, endRequests := context.WithCancel(context.Background())
+	d.endRequests = endRequests
+	d.http = &http.Server{Handler: d.routes(), ReadHeaderTimeout: 10 * time.Second,
+		BaseContext: func(net.Listener) context.Context { return baseCtx }}
 	go func() {
 		if err := d.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("API server", "err", err)
@@ -210,6 +218,7 @@ func (d *Daemon) Close(ctx context.Context) error {
 		errs = append(errs, d.sup.Close(ctx))
 	}
 	if d.http != nil {
+		d.endRequests()
 		errs = append(errs, d.http.Shutdown(ctx))
 	}
 	if d.promHTTP != nil {

@@ -91,6 +91,9 @@ func (d *Daemon) LogicalPlan(ctx context.Context, name string) (ui.LogicalPlan, 
 		lc := ui.LogicalComponent{Name: c.Name, Kind: string(c.Kind), Module: c.Module, Language: language(c),
 			Version: mods[c.Name], Parallelism: c.Parallelism, Config: map[string]string{},
 			Outputs: []ui.Stream{}, Inputs: []ui.Input{}}
+		if lc.Language == "wasm" && lc.Version != "" {
+			lc.Language = d.languageOf(ctx, lc.Version)
+		}
 		for k, v := range c.Config {
 			lc.Config[k] = v
 		}

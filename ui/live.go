@@ -393,7 +393,7 @@ func (t *Tracker) liveTopology(ctx context.Context, name string, now time.Time, 
 		}
 		tl := h.Timeline(c.Name, nil, start, now, 10*time.Second)
 		var s Series
-		for ts := start.Unix(); ts <= now.Unix(); ts += lt.Step {
+		for ts := start.Unix(); ts+lt.Step <= now.Unix(); ts += lt.Step { // complete steps only
 			s.Times = append(s.Times, ts)
 			var n float64
 			for name, insts := range tl {

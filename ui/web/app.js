@@ -365,8 +365,8 @@ function refreshComponent() {
   if (pin.dataset.fresh && document.activeElement !== pin) { pin.value = c.parallelism; delete pin.dataset.fresh; }
   const tasks = Object.keys(c.instances ?? {}).sort((a, b) => a - b);
   const keys = ['emit', 'execute', 'ack', 'fail', 'execute_latency_ms', 'process_latency_ms', 'back_pressure', 'wasm_pages'];
-  $('#instances').innerHTML = `<p class="muted">Rates per second over the newest interval; latencies in ms.</p>
-    <table aria-label="Instances of ${esc(c.name)}"><thead><tr><th>Task</th>${keys.map((k) => `<th class="num">${k.replaceAll('_', ' ')}</th>`).join('')}</tr></thead><tbody>
+  $('#instances').innerHTML = `<p class="muted">Rates per second over the newest metrics interval.</p>
+    <table aria-label="Instances of ${esc(c.name)}"><thead><tr><th>Task</th>${keys.map((k) => `<th class="num">${k.replace(/_ms$/, '').replaceAll('_', ' ')}</th>`).join('')}</tr></thead><tbody>
     ${tasks.map((task) => `<tr data-task="${esc(task)}"><td>${esc(task)}</td>${keys.map((k) => {
       const v = c.instances[task][k];
       return `<td class="num">${k === 'back_pressure' ? ((v ?? 0) * 100).toFixed(1) + '%' : k.endsWith('_ms') ? fmtMs(v) : fmtNum(v)}</td>`;

@@ -215,6 +215,19 @@ impl Context {
         }
     }
 
+    /// Sets the task's user gauge `name` to `value` (the last value set in
+    /// a metrics interval is exported). Sent to the host at once.
+    pub fn gauge(&mut self, name: &str, value: f64) {
+        self.host.gauge(name, value)
+    }
+
+    /// Records `value` in the task's user histogram `name` (exported as
+    /// the interval's mean and `<name>.count`; use nanoseconds for
+    /// durations). Sent to the host at once.
+    pub fn observe(&mut self, name: &str, value: i64) {
+        self.host.observe(name, value)
+    }
+
     /// The host's wall clock, Unix nanoseconds.
     pub fn now_nanos(&self) -> i64 {
         self.host.now()

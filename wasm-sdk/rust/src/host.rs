@@ -19,6 +19,10 @@ pub trait Host {
     fn state_scan(&self, prefix: &[u8], buf: &mut [u8]) -> i32;
     /// `ardea.metric`: adds delta to a custom counter.
     fn metric(&self, name: &str, delta: i64);
+    /// `ardea.gauge`: sets a user gauge.
+    fn gauge(&self, name: &str, value: f64);
+    /// `ardea.observe`: records a value in a user histogram.
+    fn observe(&self, name: &str, value: i64);
     /// `ardea.now`: Unix nanoseconds.
     fn now(&self) -> i64;
 }
@@ -41,6 +45,10 @@ mod imports {
         pub fn ardea_state_scan(pptr: *const u8, plen: usize, bptr: *mut u8, bcap: usize) -> i32;
         #[link_name = "metric"]
         pub fn ardea_metric(nptr: *const u8, nlen: usize, delta: i64);
+        #[link_name = "gauge"]
+        pub fn ardea_gauge(nptr: *const u8, nlen: usize, value: f64);
+        #[link_name = "observe"]
+        pub fn ardea_observe(nptr: *const u8, nlen: usize, value: i64);
         #[link_name = "now"]
         pub fn ardea_now() -> i64;
     }
@@ -72,6 +80,12 @@ impl Host for WasmHost {
     }
     fn metric(&self, name: &str, delta: i64) {
         unsafe { imports::ardea_metric(name.as_ptr(), name.len(), delta) }
+    }
+    fn gauge(&self, name: &str, value: f64) {
+        unsafe { imports::ardea_gauge(name.as_ptr(), name.len(), value) }
+    }
+    fn observe(&self, name: &str, value: i64) {
+        unsafe { imports::ardea_observe(name.as_ptr(), name.len(), value) }
     }
     fn now(&self) -> i64 {
         unsafe { imports::ardea_now() }

@@ -57,6 +57,10 @@ pub struct Recorded {
     pub metrics: BTreeMap<String, i64>,
     /// `metric` calls.
     pub metric_calls: usize,
+    /// User gauges (the last value set).
+    pub gauges: BTreeMap<String, f64>,
+    /// User histograms: every value observed, in order.
+    pub observed: BTreeMap<String, Vec<i64>>,
     /// What `now` returns.
     pub now: i64,
 }
@@ -138,6 +142,12 @@ impl Host for TestHost {
         let mut r = self.rec.borrow_mut();
         r.metric_calls += 1;
         *r.metrics.entry(name.to_string()).or_insert(0) += delta;
+    }
+    fn gauge(&self, name: &str, value: f64) {
+        self.rec.borrow_mut().gauges.insert(name.to_string(), value);
+    }
+    fn observe(&self, name: &str, value: i64) {
+        self.rec.borrow_mut().observed.entry(name.to_string()).or_default().push(value);
     }
     fn now(&self) -> i64 {
         self.rec.borrow().now

@@ -14,6 +14,8 @@ fn context_config_log_metric_now() {
     let mut bolt = FnBolt::new(|tp, c| {
         c.metric("seen", 1);
         c.metric("other", 2);
+        c.gauge("depth", tp.str(0).len() as f64 + 0.5);
+        c.observe("size", tp.str(0).len() as i64);
         c.warn(&format!("got {}", tp.str(0)));
         assert_eq!(c.config_int("limit", 0).unwrap(), 42);
         assert_eq!(c.config_int("missing", 5).unwrap(), 5);
@@ -39,6 +41,8 @@ fn context_config_log_metric_now() {
     assert_eq!(r.metrics.get("seen"), Some(&2));
     assert_eq!(r.metrics.get("other"), Some(&4));
     assert_eq!(r.metric_calls, 4, "one metric call per name per host call");
+    assert_eq!(r.gauges.get("depth"), Some(&1.5));
+    assert_eq!(r.observed.get("size"), Some(&vec![1, 1]), "every observation reaches the host");
 }
 
 #[test]

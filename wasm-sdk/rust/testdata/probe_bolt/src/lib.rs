@@ -58,6 +58,12 @@ impl Probe {
                 let task: u32 = w["direct:".len()..].parse()?;
                 c.emit_direct_anchored(task, "default", [t], (w, 0i64));
             }
+            "metrics" => {
+                c.gauge("probe.gauge", 2.5);
+                c.observe("probe.size", 7);
+                c.observe("probe.size", 1000);
+                c.metric("probe.words", 0);
+            }
             "multi" => match self.prev {
                 Some(p) => c.emit_multi_anchored("default", [t.id(), p], ("multi", 2i64)),
                 None => c.emit_multi_anchored("default", [t], ("multi", 2i64)),

@@ -206,7 +206,7 @@ func TestEmbeddedSDK(t *testing.T) {
 	}
 }
 
-const i32, i64 = api.ValueTypeI32, api.ValueTypeI64
+const i32, i64, f64 = api.ValueTypeI32, api.ValueTypeI64, api.ValueTypeF64
 
 // The ABI's exports by kind (ABI.md).
 var (
@@ -237,6 +237,8 @@ var (
 		"state_write": {{i32, i32}, nil},
 		"state_scan":  {{i32, i32, i32, i32}, {i32}},
 		"metric":      {{i32, i32, i64}, nil},
+		"gauge":       {{i32, i32, f64}, nil},
+		"observe":     {{i32, i32, i64}, nil},
 		"now":         {nil, {i64}},
 	}
 )

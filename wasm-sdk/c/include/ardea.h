@@ -365,6 +365,15 @@ void ardea_log_str(int level, ardea_str msg);
  * the guest and sent once per host call. */
 void ardea_metric(const char *name, int64_t delta);
 
+/* Set the task's user gauge name to value (the last value set in a metrics
+ * interval is exported). Sent to the host at once. */
+void ardea_gauge(const char *name, double value);
+
+/* Record value in the task's user histogram name (exported as the
+ * interval's mean and <name>.count; use nanoseconds for durations). Sent
+ * to the host at once. */
+void ardea_observe(const char *name, int64_t value);
+
 /* The host's wall clock, Unix nanoseconds. */
 int64_t ardea_now(void);
 

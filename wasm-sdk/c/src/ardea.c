@@ -48,6 +48,8 @@ ARDEA_IMPORT("state_write") void ardea_host_state_write(const void *ops, uint32_
 ARDEA_IMPORT("state_scan")
 int32_t ardea_host_state_scan(const void *prefix, uint32_t plen, void *buf, uint32_t cap);
 ARDEA_IMPORT("metric") void ardea_host_metric(const void *name, uint32_t len, int64_t delta);
+ARDEA_IMPORT("gauge") void ardea_host_gauge(const void *name, uint32_t len, double value);
+ARDEA_IMPORT("observe") void ardea_host_observe(const void *name, uint32_t len, int64_t value);
 ARDEA_IMPORT("now") int64_t ardea_host_now(void);
 
 /* ---- little-endian helpers ------------------------------------------ */
@@ -595,6 +597,10 @@ void ardea_metric(const char *name, int64_t delta) {
     m->len = n;
     m->delta = delta;
 }
+
+void ardea_gauge(const char *name, double value) { ardea_host_gauge(name, (uint32_t)strlen(name), value); }
+
+void ardea_observe(const char *name, int64_t value) { ardea_host_observe(name, (uint32_t)strlen(name), value); }
 
 int64_t ardea_now(void) { return ardea_host_now(); }
 

@@ -21,6 +21,11 @@ static size_t h_idxsize;
 char h_metric_name[16][64];
 int64_t h_metric_delta[16];
 int h_nmetric;
+char h_gauge_name[64];
+double h_gauge_value;
+char h_observe_name[16][64];
+int64_t h_observe_value[16];
+int h_nobserve;
 
 void host_reset(void) {
     h_ops.n = 0;
@@ -37,6 +42,9 @@ void host_reset(void) {
     if (h_idx)
         memset(h_idx, 0, h_idxsize * sizeof(int));
     h_nmetric = 0;
+    h_gauge_name[0] = 0;
+    h_gauge_value = 0;
+    h_nobserve = 0;
 }
 
 void ardea_host_emit(const void *ops, uint32_t len) {
@@ -171,6 +179,16 @@ void ardea_host_metric(const void *name, uint32_t len, int64_t delta) {
     if (h_nmetric < 16) {
         snprintf(h_metric_name[h_nmetric], 64, "%.*s", (int)len, (const char *)name);
         h_metric_delta[h_nmetric++] = delta;
+    }
+}
+void ardea_host_gauge(const void *name, uint32_t len, double value) {
+    snprintf(h_gauge_name, sizeof h_gauge_name, "%.*s", (int)len, (const char *)name);
+    h_gauge_value = value;
+}
+void ardea_host_observe(const void *name, uint32_t len, int64_t value) {
+    if (h_nobserve < 16) {
+        snprintf(h_observe_name[h_nobserve], 64, "%.*s", (int)len, (const char *)name);
+        h_observe_value[h_nobserve++] = value;
     }
 }
 int64_t ardea_host_now(void) { return 1234567890123456789LL; }

@@ -91,6 +91,9 @@ static int tick_misc(void) {
     ardea_metric("m.a", 2);
     ardea_metric("m.b", 1);
     ardea_metric("m.a", 3);
+    ardea_gauge("g", 2.5);
+    ardea_observe("h", 7);
+    ardea_observe("h", 1000);
     ardea_log_warn("tick");
     return 0;
 }
@@ -114,6 +117,10 @@ void test_misc(void) {
     CHECK(h_nmetric == 2 && strcmp(h_metric_name[0], "m.a") == 0 && h_metric_delta[0] == 5 &&
               strcmp(h_metric_name[1], "m.b") == 0 && h_metric_delta[1] == 1,
           "metrics");
+    CHECK(strcmp(h_gauge_name, "g") == 0 && h_gauge_value == 2.5, "gauge %s = %g", h_gauge_name, h_gauge_value);
+    CHECK(h_nobserve == 2 && strcmp(h_observe_name[0], "h") == 0 && h_observe_value[0] == 7 &&
+              strcmp(h_observe_name[1], "h") == 0 && h_observe_value[1] == 1000,
+          "observe: every value reaches the host");
     CHECK(h_nlog == 2 && h_log_level[1] == 4, "warn log");
     t_finish = finish_emit;
     CHECK(ardea_export_finish() == 0 && h_emits == 1, "finish emit");

@@ -88,6 +88,11 @@ extern kv *h_state;
 extern char h_metric_name[16][64];
 extern int64_t h_metric_delta[16];
 extern int h_nmetric;
+extern char h_gauge_name[64];
+extern double h_gauge_value;
+extern char h_observe_name[16][64];
+extern int64_t h_observe_value[16];
+extern int h_nobserve;
 
 void host_reset(void);
 int state_find(const void *k, size_t n);

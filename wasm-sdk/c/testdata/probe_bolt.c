@@ -71,6 +71,11 @@ static int run(const ardea_tuple *t) {
         ardea_fatal("probe panic");
     if (ardea_str_eq(w, "log")) {
         ardea_log_warn("probe log");
+    } else if (ardea_str_eq(w, "metrics")) {
+        ardea_gauge("probe.gauge", 2.5);
+        ardea_observe("probe.size", 7);
+        ardea_observe("probe.size", 1000);
+        ardea_metric("probe.words", 0);
     } else if (ardea_str_eq(w, "config")) {
         char pairs[4096];
         size_t at = 0;

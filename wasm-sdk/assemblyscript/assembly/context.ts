@@ -1,7 +1,7 @@
 // The task's context (decoded from the open/prepare blob), logging and
 // custom metrics.
 
-import { hostLog, hostMetric, hostNow } from "./host";
+import { hostLog, hostMetric, hostGauge, hostObserve, hostNow } from "./host";
 import { scratch, scratchUTF8, decodeUTF8 } from "./raw";
 import { Call, setCallError } from "./call";
 import { State } from "./state";
@@ -168,6 +168,25 @@ export class Context {
   /** Adds delta to the component's custom counter name (summed per call). */
   metric(name: string, delta: i64 = 1): void {
     addMetric(name, delta);
+  }
+
+  /**
+   * Sets the task's user gauge name to value (the last value set in a
+   * metrics interval is exported). Sent to the host at once.
+   */
+  gauge(name: string, value: f64): void {
+    let n = scratchUTF8(name);
+    hostGauge(scratch.ptr, n, value);
+  }
+
+  /**
+   * Records value in the task's user histogram name (exported as the
+   * interval's mean and <name>.count; nanoseconds for durations). Sent to
+   * the host at once.
+   */
+  observe(name: string, value: i64): void {
+    let n = scratchUTF8(name);
+    hostObserve(scratch.ptr, n, value);
   }
 
   /** The host's wall clock, Unix nanoseconds. */

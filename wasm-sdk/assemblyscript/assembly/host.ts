@@ -30,5 +30,13 @@ export declare function hostStateScan(pptr: usize, plen: i32, bptr: usize, bcap:
 export declare function hostMetric(nptr: usize, nlen: i32, delta: i64): void;
 
 // @ts-ignore: decorator
+@external("ardea", "gauge")
+export declare function hostGauge(nptr: usize, nlen: i32, value: f64): void;
+
+// @ts-ignore: decorator
+@external("ardea", "observe")
+export declare function hostObserve(nptr: usize, nlen: i32, value: i64): void;
+
+// @ts-ignore: decorator
 @external("ardea", "now")
 export declare function hostNow(): i64;

@@ -69,6 +69,8 @@ class Guest {
     }
     this.state = new Map(); // hex key -> Uint8Array
     this.metrics = new Map();
+    this.gauges = new Map();
+    this.observed = new Map(); // name -> [values]
     this.reset();
     const mem = () => new Uint8Array(this.x.memory.buffer);
     const bytes = (p, n) => mem().slice(p, p + n);
@@ -122,6 +124,11 @@ class Guest {
       metric: (np, nn, delta) => {
         const name = text(np, nn);
         this.metrics.set(name, (this.metrics.get(name) || 0n) + delta);
+      },
+      gauge: (np, nn, v) => { this.gauges.set(text(np, nn), v); },
+      observe: (np, nn, v) => {
+        const name = text(np, nn);
+        this.observed.set(name, [...(this.observed.get(name) || []), v]);
       },
       now: () => 1700000000000000000n,
     };
@@ -467,11 +474,17 @@ function probeBoltChecks(mod) {
   ];
   check("probe_bolt/scan delete direct", g.rc === 0 && g.emitted() === encodeOps(ops2), g.emitted() + g.errors);
   check("probe_bolt/delete written", g.writes === 1 && !g.state.has("61") && g.state.has("62"));
+  g.withInput("ardea_execute", words(["metrics"], 30));
+  check("probe_bolt/gauge", g.rc === 0 && g.gauges.get("probe.gauge") === 2.5, String(g.gauges.get("probe.gauge")) + g.errors);
+  check("probe_bolt/observe", JSON.stringify((g.observed.get("probe.size") || []).map(String)) === '["7","1000"]',
+    String(g.observed.get("probe.size")));
+  check("probe_bolt/metrics word acks", g.emitted() === encodeOps(["ack,30"]), g.emitted());
   g.call("ardea_tick");
   g.call("ardea_tick");
   check("probe_bolt/tick", g.emitted() === encodeOps([`emit,1,4294967295,0,-,s:${hx("tick")} s:${hx("2")}`]), g.emitted());
   g.call("ardea_finish");
-  check("probe_bolt/finish", g.emitted() === encodeOps([`emit,1,4294967295,0,-,s:${hx("finish")} s:${hx("10")}`]), g.emitted());
+  // 11: the ten words above and "metrics".
+  check("probe_bolt/finish", g.emitted() === encodeOps([`emit,1,4294967295,0,-,s:${hx("finish")} s:${hx("11")}`]), g.emitted());
   // An untracked tuple (id 0): no anchors, no ack.
   g.withInput("ardea_execute", encodeBatch([[0, 3, 0, encodeValues(`s:${hx("b")}`)]]));
   check("probe_bolt/untracked", g.emitted() === encodeOps([`emit,0,4294967295,0,-,s:${hx("p-b")} i:2`]), g.emitted());

@@ -64,6 +64,12 @@ class Probe extends Bolt {
       let task = U32.parseInt(t.string(0).substring(7));
       c.emitDirectAnchored(task, "default", [t]).stringView(t.payloadPtr(0), t.payloadLen(0)).int(0);
       c.ack(t);
+    } else if (t.equals(0, "metrics")) {
+      this.ctx.gauge("probe.gauge", 2.5);
+      this.ctx.observe("probe.size", 7);
+      this.ctx.observe("probe.size", 1000);
+      this.ctx.metric("probe.words", 0);
+      c.ack(t);
     } else if (t.equals(0, "multi")) {
       let anchors: Tuple[] = prev !== null ? [t, prev] : [t];
       c.emitMultiAnchored("default", anchors).string("multi").int(2);

@@ -59,7 +59,8 @@ type LiveComponent struct {
 	// Rates per second over the newest interval: emit, execute, ack, fail,
 	// timeout.
 	Rates map[string]float64 `json:"rates"`
-	// Windows: "10m", "1h", "3h" -> counter name -> total.
+	// Windows: "10m", "1h", "3h" -> counter name -> total, and the mean
+	// latencies (execute, process, complete, in ms) over the window.
 	Windows map[string]map[string]float64 `json:"windows"`
 	// Latencies in ms (newest means): execute, process, complete.
 	Latency map[string]float64 `json:"latency"`
@@ -350,6 +351,11 @@ func (t *Tracker) liveTopology(ctx context.Context, name string, now time.Time, 
 				m := map[string]float64{}
 				for _, k := range strings.Fields(counterKeys) {
 					m[k], _ = sumByPrefix(agg, "__"+k+"-count")
+				}
+				for k, n := range map[string]string{"execute": mExecLat, "process": mProcLat, "complete": mCompLat} {
+					if per, ok := agg[n]; ok {
+						m[k+"_latency_ms"] = mean(per) / 1e6
+					}
 				}
 				lc.Windows[w.key] = m
 			}

@@ -122,7 +122,7 @@ test('change the parallelism of count to 3 and see three instances', async () =>
   await shot('parallelism-3');
 });
 
-test('swap count and see the new version', async () => {
+test('swap count, see the new version, roll back', async () => {
   assert.ok(swapModule, 'ARDEA_SWAP is not set');
   const before = await page.locator('#comp-info').getAttribute('data-version');
   assert.ok(before);
@@ -133,12 +133,27 @@ test('swap count and see the new version', async () => {
     const v = await page.locator('#comp-info').getAttribute('data-version');
     return v && v !== before;
   });
+  const swapped = await page.locator('#comp-info').getAttribute('data-version');
+  // One instance's log tail.
+  await page.locator('#log-of').selectOption('count/0');
+  await until('count/0 log lines', async () => {
+    const text = await page.locator('#log').textContent();
+    return text.includes('"component":"count"') && !text.includes('"index":1') && !text.includes('"index":2');
+  });
   await page.goto(`${base}/#/t/wordcount`);
   await until('the graph shows it', async () => {
     const v = await page.locator('#graph a.node[data-component="count"]').getAttribute('data-version');
     return v && v !== before;
   });
   await shot('swapped');
+
+  // Roll back: the previous version returns.
+  await page.goto(`${base}/#/t/wordcount/c/count`);
+  await until('the page loaded', async () => (await page.locator('#comp-info').getAttribute('data-version')) === swapped);
+  await page.getByRole('button', { name: 'Roll back' }).click();
+  await confirmDialog();
+  await until('the old version back', async () => (await page.locator('#comp-info').getAttribute('data-version')) === before);
+  await shot('rolled-back');
 });
 
 test('a trapping bolt\'s exception appears with its count', async () => {

@@ -180,6 +180,7 @@ function buildTopology() {
       <th>Component</th><th class="num">Emit/s</th><th class="num">Execute/s</th>
       <th class="num">Emitted</th><th class="num">Executed</th><th class="num">Acked</th><th class="num">Failed</th>
       <th class="num">Exec latency</th><th class="num">Process latency</th><th class="num">Complete latency</th>
+      <th class="num hide-narrow">Exec latency (window)</th>
       <th class="num">Back pressure</th><th class="num">Capacity</th><th class="num">Exceptions</th>
     </tr></thead><tbody id="counters"></tbody></table>
   </section>
@@ -227,6 +228,7 @@ function refreshTopology() {
       <td class="num" data-field="emit-rate">${fmtNum(c.rates.emit)}</td><td class="num" data-field="execute-rate">${fmtNum(c.rates.execute)}</td>
       <td class="num">${fmtNum(w.emit)}</td><td class="num">${fmtNum(w.execute)}</td><td class="num">${fmtNum(w.ack)}</td><td class="num">${fmtNum(w.fail)}</td>
       <td class="num">${fmtMs(c.latency.execute)}</td><td class="num">${fmtMs(c.latency.process)}</td><td class="num">${fmtMs(c.latency.complete)}</td>
+      <td class="num hide-narrow">${fmtMs(w.execute_latency_ms ?? (c.kind === 'spout' ? w.complete_latency_ms : undefined))}</td>
       <td class="num">${(c.back_pressure * 100).toFixed(1)}%</td><td class="num">${c.capacity.toFixed(2)}</td>
       <td class="num" data-field="exceptions">${c.exceptions}</td></tr>`;
   }).join('');
@@ -326,7 +328,10 @@ function buildComponent() {
   <section aria-labelledby="inst-h"><h2 id="inst-h">Instances</h2><div id="instances"></div></section>
   <section aria-labelledby="cphys-h"><h2 id="cphys-h">Where it runs</h2><div id="physical"></div></section>
   <section aria-labelledby="cexc-h"><h2 id="cexc-h">Exceptions</h2><div id="exceptions"></div></section>
-  <section aria-labelledby="log-h"><h2 id="log-h">Log tail</h2><pre class="log" id="log" tabindex="0" aria-live="off"></pre></section>`;
+  <section aria-labelledby="log-h"><h2 id="log-h">Log tail</h2>
+    <div class="bar"><label>Instance <select id="log-of"><option value="">all instances</option></select></label></div>
+    <pre class="log" id="log" tabindex="0" aria-live="off"></pre></section>`;
+  $('#log-of').onchange = () => { ui.logTick = 0; tailLog(comp); };
   const pin = $('#parallelism');
   pin.dataset.fresh = '1';
   $('#scale').onsubmit = async (e) => {
@@ -372,13 +377,22 @@ function refreshComponent() {
       return `<td class="num">${k === 'back_pressure' ? ((v ?? 0) * 100).toFixed(1) + '%' : k.endsWith('_ms') ? fmtMs(v) : fmtNum(v)}</td>`;
     }).join('')}</tr>`).join('')}</tbody></table>`;
   $('#physical').innerHTML = physicalTable(t, c.name);
+  const sel = $('#log-of');
+  const names = instancesOf(t.physical, c.name).map((i) => i.name).sort();
+  const have = [...sel.options].slice(1).map((o) => o.value);
+  if (names.join() !== have.join()) {
+    const cur = sel.value;
+    sel.innerHTML = '<option value="">all instances</option>' + names.map((n) => `<option>${esc(n)}</option>`).join('');
+    sel.value = names.includes(cur) ? cur : '';
+  }
   $('#exceptions').innerHTML = exceptionTable(t.exceptions.filter((e) => e.component === c.name));
   if (ui.logTick++ % 3 === 0) tailLog(c.name);
 }
 
 async function tailLog(comp) {
   try {
-    const res = await fetch(`${API}${topoPath(ui.route.topology)}/logs?instance=${encodeURIComponent(comp)}&lines=100`);
+    const inst = $('#log-of')?.value || comp;
+    const res = await fetch(`${API}${topoPath(ui.route.topology)}/logs?instance=${encodeURIComponent(inst)}&lines=100`);
     const lines = await res.json();
     const pre = $('#log');
     if (!pre || ui.route.component !== comp) return;

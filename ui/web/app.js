@@ -366,6 +366,7 @@ function refreshComponent() {
   }
   $('#comp-info').textContent = `${c.kind} · ${c.language}${c.version ? ' ' + c.version.slice(0, 12) : ''} · ×${c.parallelism} · ${c.module}`;
   $('#comp-info').dataset.version = c.version || '';
+  $('#swap').hidden = c.language === 'builtin'; // built-in components have no module to swap
   const pin = $('#parallelism');
   if (pin.dataset.fresh && document.activeElement !== pin) { pin.value = c.parallelism; delete pin.dataset.fresh; }
   const tasks = Object.keys(c.instances ?? {}).sort((a, b) => a - b);

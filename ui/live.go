@@ -99,10 +99,12 @@ type LiveTopology struct {
 	// Hosts: "container-N" -> cpu (cores busy over the newest interval),
 	// rss (bytes), goroutines: the host processes' own metrics.
 	Hosts      map[string]map[string]float64 `json:"hosts"`
-	Exceptions []sinks.Exception             `json:"exceptions"`
-	Series     map[string]Series             `json:"series"`
-	Step       int64                         `json:"step"` // seconds per series point
-	Errors     map[string]string             `json:"errors,omitempty"`
+	Exceptions []sinks.Exception             `json:"exceptions"` // folded over instances
+	// InstanceExceptions are per instance (component, task, message).
+	InstanceExceptions []sinks.Exception `json:"instance_exceptions"`
+	Series             map[string]Series `json:"series"`
+	Step               int64             `json:"step"` // seconds per series point
+	Errors             map[string]string `json:"errors,omitempty"`
 }
 
 // Snapshot is one event.
@@ -390,6 +392,8 @@ func (t *Tracker) liveTopology(ctx context.Context, name string, now time.Time, 
 	}
 	lt.Exceptions = h.ExceptionSummary("")
 	slices.SortFunc(lt.Exceptions, func(a, b sinks.Exception) int { return b.Last.Compare(a.Last) })
+	lt.InstanceExceptions = h.Exceptions("")
+	slices.Reverse(lt.InstanceExceptions) // newest first
 	lt.Step = 10
 	start := now.Add(-10 * time.Minute).Truncate(10 * time.Second)
 	for _, c := range lp.Components {

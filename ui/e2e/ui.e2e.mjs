@@ -164,6 +164,13 @@ test('a trapping bolt\'s exception appears with its count', async () => {
   assert.match(msg, /probe panic/);
   await until('the node flags it', async () => (await page.locator('#graph a.node[data-component="probe"] [data-field="rate"]').textContent()).includes('exc'));
   await shot('exceptions');
+  // The component page lists them per instance.
+  await page.goto(`${base}/#/t/trap/c/probe`);
+  await until('the instance\'s exception', async () => {
+    const row = page.locator('#exceptions tr[data-component="probe"]').first();
+    return (await row.count()) > 0 && /task \d+/.test(await row.textContent()) && /probe panic/.test(await row.textContent());
+  });
+  await shot('instance-exceptions');
 });
 
 test('narrow window and keyboard: the page works at 420 px and nodes take focus', async () => {

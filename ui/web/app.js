@@ -386,7 +386,7 @@ function refreshComponent() {
     sel.innerHTML = '<option value="">all instances</option>' + names.map((n) => `<option>${esc(n)}</option>`).join('');
     sel.value = names.includes(cur) ? cur : '';
   }
-  $('#exceptions').innerHTML = exceptionTable(t.exceptions.filter((e) => e.component === c.name));
+  $('#exceptions').innerHTML = exceptionTable((t.instance_exceptions ?? []).filter((e) => e.component === c.name));
   if (ui.logTick++ % 3 === 0) tailLog(c.name);
 }
 

@@ -251,7 +251,7 @@ function graphSVG(t) {
     const rate = c.kind === 'spout' ? c.rates.emit : c.rates.execute;
     const ver = c.version ? ' ' + c.version.slice(0, 8) : '';
     const href = routeHash({ page: 'component', topology: ui.route.topology, component: c.name });
-    return `<a href="${href}" class="node" data-component="${esc(c.name)}" data-version="${esc(c.version || '')}" data-parallelism="${c.parallelism}"
+    return `<a href="${href}" class="node${c.exceptions ? ' failing' : ''}" data-component="${esc(c.name)}" data-version="${esc(c.version || '')}" data-parallelism="${c.parallelism}"
         aria-label="${esc(c.name)}: ${esc(c.kind)}, ${fmtNum(rate)} tuples per second">
       <rect x="${n.x}" y="${n.y}" width="${w}" height="${h}" fill="${heat(overlayValue(c, ui.overlay))}"/>
       <text class="title" x="${n.x + 8}" y="${n.y + 18}">${esc(c.name)} ×${c.parallelism}</text>
@@ -292,7 +292,7 @@ function physicalTable(t, component) {
       const rows = list.length ? list : [{ name: '–', state: '' }];
       return rows.map((i, k) => `<tr data-container="${c.id}" data-instance="${esc(i.name)}">
         ${k === 0 ? `<td rowspan="${rows.length}">${c.id}</td><td class="num" rowspan="${rows.length}">${c.pid || '–'}</td>
-          <td rowspan="${rows.length}">${esc(c.process)} / ${esc(c.host)}${c.last_error ? `<br><span class="err">${esc(c.last_error)}</span>` : ''}</td>
+          <td rowspan="${rows.length}">${esc(c.process)} / ${esc(c.host)}${c.last_error ? `<br><span class="err" title="${esc(c.last_error)}">${esc(firstLine(c.last_error, 80))}</span>` : ''}</td>
           <td class="num" rowspan="${rows.length}">${host.cpu != null ? (host.cpu * 100).toFixed(0) + '%' : '–'}</td>
           <td class="num" rowspan="${rows.length}">${fmtBytes(host.rss)}</td>
           <td class="num" rowspan="${rows.length}">${c.restarts}</td>` : ''}
@@ -308,7 +308,20 @@ function exceptionTable(list) {
   return `<table aria-label="Exceptions"><thead><tr><th>Component</th><th class="num">Count</th><th>First seen</th><th>Last seen</th><th>Message</th></tr></thead><tbody>
     ${list.map((e) => `<tr data-component="${esc(e.component)}"><td>${esc(e.component)}${e.task >= 0 ? ` / task ${e.task}` : ''}</td>
       <td class="num" data-field="count">${e.count}</td><td>${new Date(e.first).toLocaleString()}</td><td>${new Date(e.last).toLocaleString()}</td>
-      <td style="white-space:pre-wrap">${esc(e.message)}</td></tr>`).join('')}</tbody></table>`;
+      <td class="msg">${messageCell(e.message)}</td></tr>`).join('')}</tbody></table>`;
+}
+
+// firstLine is a message's first line, cut to max characters.
+function firstLine(s, max) {
+  const l = String(s).split('\n')[0];
+  return l.length > max ? l.slice(0, max - 1) + '…' : l;
+}
+
+// messageCell shows a message's first line; the rest (a stack) folds.
+function messageCell(m) {
+  const i = m.indexOf('\n');
+  if (i < 0) return esc(m);
+  return `${esc(m.slice(0, i))}<details><summary>details</summary><pre>${esc(m.slice(i + 1))}</pre></details>`;
 }
 
 // Component.

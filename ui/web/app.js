@@ -5,7 +5,7 @@
 // typing in a field is never interrupted.
 import {
   esc, fmtNum, fmtMs, fmtDuration, fmtBytes, parseRoute, routeHash, filterSort,
-  layout, edgePath, overlayValue, heat, instancesOf, sparkPoints, toBase64,
+  layout, edgePath, overlayValue, heat, instancesOf, sparkPoints, toBase64, formatLogLine,
 } from './lib.js';
 
 const API = '/api/v1';
@@ -411,7 +411,7 @@ async function tailLog(comp) {
     const pre = $('#log');
     if (!pre || ui.route.component !== comp) return;
     const atEnd = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
-    pre.textContent = Array.isArray(lines) ? lines.join('\n') : lines.message ?? '';
+    pre.textContent = Array.isArray(lines) ? lines.map(formatLogLine).join('\n') : lines.message ?? '';
     if (atEnd) pre.scrollTop = pre.scrollHeight;
   } catch { /* the next snapshot tries again */ }
 }

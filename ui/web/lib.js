@@ -180,3 +180,22 @@ export function toBase64(buf) {
   for (let i = 0; i < bytes.length; i += 0x8000) s += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
   return btoa(s);
 }
+
+/**
+ * A container log line (JSON, as the host writes it) as
+ * "15:04:05.000 INFO msg key=value ..."; the routing keys every line
+ * carries (time, level, msg, topology, container) are not repeated.
+ * Lines that are not JSON objects are returned as they are.
+ */
+export function formatLogLine(line) {
+  let o;
+  try { o = JSON.parse(line); } catch { return line; }
+  if (!o || typeof o !== 'object' || Array.isArray(o)) return line;
+  const t = typeof o.time === 'string' ? o.time.replace(/^.*T(\d\d:\d\d:\d\d(\.\d{1,3})?).*$/, '$1') : '';
+  const skip = new Set(['time', 'level', 'msg', 'topology', 'container']);
+  const kv = Object.entries(o).filter(([k]) => !skip.has(k)).map(([k, v]) => {
+    const s = typeof v === 'string' ? v : JSON.stringify(v);
+    return `${k}=${/[\s"=]/.test(s) ? JSON.stringify(s) : s}`;
+  });
+  return [t, String(o.level ?? '').padEnd(5), o.msg ?? '', ...kv].filter((x) => x !== '').join(' ');
+}

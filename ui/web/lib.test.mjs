@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
   esc, fmtNum, fmtMs, fmtDuration, fmtBytes, parseRoute, routeHash, filterSort,
-  layout, edgePath, overlayValue, heat, instancesOf, sparkPoints, toBase64,
+  layout, edgePath, overlayValue, heat, instancesOf, sparkPoints, toBase64, formatLogLine,
 } from './lib.js';
 
 test('esc escapes markup', () => {
@@ -105,4 +105,12 @@ test('toBase64 encodes bytes, including large buffers', () => {
   assert.equal(toBase64(new Uint8Array([0, 97, 115, 109]).buffer), 'AGFzbQ==');
   const big = new Uint8Array(100000).map((_, i) => i % 251);
   assert.equal(toBase64(big.buffer), Buffer.from(big).toString('base64'));
+});
+
+test('formatLogLine shortens the host\'s JSON lines', () => {
+  const l = '{"time":"2026-12-04T01:59:37.837856118Z","level":"INFO","msg":"instance started","topology":"trap","container":1,"component":"probe","task":2,"note":"two words"}';
+  assert.equal(formatLogLine(l), '01:59:37.837 INFO  instance started component=probe task=2 note="two words"');
+  assert.equal(formatLogLine('plain text'), 'plain text');
+  assert.equal(formatLogLine('[1,2]'), '[1,2]');
+  assert.equal(formatLogLine('{"level":"WARN","msg":"m","n":1.5}'), 'WARN  m n=1.5');
 });

@@ -51,11 +51,8 @@ type Graphite struct {
 	closed bool
 
 	// Owned by the writer.
-	pending      lineQueue
-	backoff      time.Duration
-	retryAt      time.Time
-	failing      bool  // since the last successful write (log once)
-	droppedSince int64 // lines dropped since then
+	pending lineQueue
+	retry   redial
 
 	dropped atomic.Int64
 	sent    atomic.Int64
@@ -76,7 +73,8 @@ func NewGraphite(cfg GraphiteConfig, log *slog.Logger) (*Graphite, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	d := &net.Dialer{Timeout: graphiteTimeout}
-	return &Graphite{cfg: cfg, prefix: graphiteSegments(nil, cfg.Prefix), log: log, dial: d.DialContext, now: time.Now}, nil
+	return &Graphite{cfg: cfg, prefix: graphiteSegments(nil, cfg.Prefix), log: log, dial: d.DialContext, now: time.Now,
+		retry: redial{min: graphiteMinBackoff, max: graphiteMaxBackoff}}, nil
 }
 
 // Write buffers the batch's lines and sends everything buffered. It
@@ -101,10 +99,9 @@ func (g *Graphite) Write(ctx context.Context, b *Batch) error {
 	dropped := g.pending.trim(g.cfg.BufferBytes)
 	if dropped > 0 {
 		g.dropped.Add(int64(dropped))
-		if g.droppedSince == 0 {
+		if g.retry.dropping(dropped) {
 			g.log.Warn("graphite: buffer full, dropping the oldest lines", "address", g.cfg.Address, "buffer_bytes", g.cfg.BufferBytes)
 		}
-		g.droppedSince += int64(dropped)
 	}
 	err := g.flush(ctx)
 	if err == nil && dropped > 0 { // what is left was sent, but not everything
@@ -196,10 +193,9 @@ func (g *Graphite) flush(ctx context.Context) error {
 		}
 		return g.unsent(err)
 	}
-	if g.failing {
-		g.log.Info("graphite: sending again", "address", g.cfg.Address, "dropped", g.droppedSince)
+	if was, dropped := g.retry.delivered(); was {
+		g.log.Info("graphite: sending again", "address", g.cfg.Address, "dropped", dropped)
 	}
-	g.failing, g.droppedSince, g.backoff = false, 0, 0
 	return nil
 }
 
@@ -214,8 +210,8 @@ func (g *Graphite) connection(ctx context.Context) (net.Conn, error) {
 	case c != nil:
 		return c, nil
 	}
-	if now := g.now(); now.Before(g.retryAt) {
-		return nil, fmt.Errorf("not connected, next attempt in %v", g.retryAt.Sub(now).Round(time.Millisecond))
+	if wait := g.retry.wait(g.now()); wait > 0 {
+		return nil, fmt.Errorf("not connected, next attempt in %v", wait)
 	}
 	c, err := g.dial(ctx, "tcp", g.cfg.Address)
 	if err != nil {
@@ -241,21 +237,15 @@ func (g *Graphite) disconnect(c net.Conn) {
 	_ = c.Close()
 }
 
-// failed schedules the next dial. The back-off is reset only by a
-// successful write, so a server that accepts and then resets is not
-// dialled in a tight loop.
-func (g *Graphite) failed() {
-	g.backoff = min(max(2*g.backoff, graphiteMinBackoff), graphiteMaxBackoff)
-	g.retryAt = g.now().Add(g.backoff)
-}
+// failed schedules the next dial (reset only by a successful write).
+func (g *Graphite) failed() { g.retry.failed(g.now()) }
 
 // unsent logs the first failure of a run and returns err with context.
 func (g *Graphite) unsent(err error) error {
 	if errors.Is(err, errGraphiteClosed) {
 		return err
 	}
-	if !g.failing {
-		g.failing = true
+	if g.retry.undelivered() {
 		g.log.Warn("graphite: cannot send, buffering", "address", g.cfg.Address, "err", err)
 	} else {
 		g.log.Debug("graphite: cannot send", "address", g.cfg.Address, "err", err)

@@ -355,8 +355,8 @@ func TestGraphiteBackoff(t *testing.T) {
 		if err := g.Write(context.Background(), testBatch(time.Unix(int64(i), 0), 1)); err == nil {
 			t.Fatalf("step %d: write succeeded", i)
 		}
-		if dials != st.wantDials || g.backoff != st.wantWait {
-			t.Fatalf("step %d: %d dials, back-off %v; want %d, %v", i, dials, g.backoff, st.wantDials, st.wantWait)
+		if dials != st.wantDials || g.retry.backoff != st.wantWait {
+			t.Fatalf("step %d: %d dials, back-off %v; want %d, %v", i, dials, g.retry.backoff, st.wantDials, st.wantWait)
 		}
 	}
 	up = true
@@ -364,8 +364,8 @@ func TestGraphiteBackoff(t *testing.T) {
 	if err := g.Write(context.Background(), &Batch{}); err != nil {
 		t.Fatal(err)
 	}
-	if g.backoff != 0 || g.pending.len() != 0 {
-		t.Errorf("after sending: back-off %v, %d lines buffered", g.backoff, g.pending.len())
+	if g.retry.backoff != 0 || g.pending.len() != 0 {
+		t.Errorf("after sending: back-off %v, %d lines buffered", g.retry.backoff, g.pending.len())
 	}
 	poll(t, "every buffered line", func() bool { return len(srv.got()) == 5*len(steps) })
 }

@@ -72,12 +72,9 @@ type Scribe struct {
 	closed bool
 
 	// Owned by the writer.
-	client       *scribe.ScribeClient // nil: not connected
-	pending      []*scribe.LogEntry   // oldest first
-	backoff      time.Duration
-	retryAt      time.Time
-	failing      bool  // since the last OK (log once)
-	droppedSince int64 // entries dropped since then
+	client  *scribe.ScribeClient // nil: not connected
+	pending []*scribe.LogEntry   // oldest first
+	retry   redial
 
 	dropped atomic.Int64
 	sent    atomic.Int64
@@ -97,11 +94,12 @@ func NewScribe(cfg ScribeConfig, log *slog.Logger) (*Scribe, error) {
 	}
 	d := &net.Dialer{Timeout: scribeConnectTimeout}
 	return &Scribe{
-		cfg:  cfg,
-		log:  log,
-		tcfg: &thrift.TConfiguration{ConnectTimeout: scribeConnectTimeout, SocketTimeout: scribeSocketTimeout},
-		dial: d.DialContext,
-		now:  time.Now,
+		cfg:   cfg,
+		log:   log,
+		tcfg:  &thrift.TConfiguration{ConnectTimeout: scribeConnectTimeout, SocketTimeout: scribeSocketTimeout},
+		dial:  d.DialContext,
+		now:   time.Now,
+		retry: redial{min: scribeMinBackoff, max: scribeMaxBackoff},
 	}, nil
 }
 
@@ -191,11 +189,10 @@ func (s *Scribe) trim() int {
 	}
 	s.pending = slices.Delete(s.pending, 0, n)
 	s.dropped.Add(int64(n))
-	if s.droppedSince == 0 {
+	if s.retry.dropping(n) {
 		s.log.Warn("scribe: pending buffer full, dropping the oldest entries",
 			"address", s.cfg.Address, "max_pending", scribeMaxPending)
 	}
-	s.droppedSince += int64(n)
 	return n
 }
 
@@ -226,7 +223,7 @@ func (s *Scribe) flush(ctx context.Context) error {
 	if interrupted { // the call completed, but its connection is closed
 		s.disconnect()
 	}
-	s.backoff = 0 // the server answers
+	s.retry.answered()
 	switch rc {
 	case scribe.ResultCode_OK:
 	case scribe.ResultCode_TRY_LATER:
@@ -238,21 +235,19 @@ func (s *Scribe) flush(ctx context.Context) error {
 	s.sent.Add(int64(n))
 	clear(s.pending)
 	s.pending = s.pending[:0]
-	if s.failing {
+	if was, dropped := s.retry.delivered(); was {
 		s.log.Info("scribe: delivering again", "address", s.cfg.Address,
-			"entries", n, "dropped_meanwhile", s.droppedSince)
+			"entries", n, "dropped_meanwhile", dropped)
 	}
-	s.failing, s.droppedSince = false, 0
 	return nil
 }
 
 // unsent notes that the pending entries could not be delivered and
 // returns err.
 func (s *Scribe) unsent(err error) error {
-	if !s.failing {
+	if s.retry.undelivered() {
 		s.log.Warn("scribe: entries not delivered; keeping them for the next write",
 			"address", s.cfg.Address, "pending", len(s.pending), "err", err)
-		s.failing = true
 	}
 	return err
 }
@@ -272,9 +267,8 @@ func (s *Scribe) connection(ctx context.Context) (*scribe.ScribeClient, thrift.T
 	if s.isClosed() {
 		return nil, nil, errScribeClosed
 	}
-	if now := s.now(); now.Before(s.retryAt) {
-		return nil, nil, fmt.Errorf("scribe %s: not connected, next attempt in %v",
-			s.cfg.Address, s.retryAt.Sub(now).Round(time.Millisecond))
+	if wait := s.retry.wait(s.now()); wait > 0 {
+		return nil, nil, fmt.Errorf("scribe %s: not connected, next attempt in %v", s.cfg.Address, wait)
 	}
 	conn, err := s.dial(ctx, "tcp", s.cfg.Address)
 	if err != nil {
@@ -296,10 +290,7 @@ func (s *Scribe) connection(ctx context.Context) (*scribe.ScribeClient, thrift.T
 }
 
 // failed backs off before the next dial.
-func (s *Scribe) failed() {
-	s.backoff = min(max(2*s.backoff, scribeMinBackoff), scribeMaxBackoff)
-	s.retryAt = s.now().Add(s.backoff)
-}
+func (s *Scribe) failed() { s.retry.failed(s.now()) }
 
 func (s *Scribe) disconnect() {
 	s.mu.Lock()

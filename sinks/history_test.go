@@ -153,3 +153,23 @@ func TestHistoryRates(t *testing.T) {
 		t.Error("a stopped instance's rate is still shown 16 s after its last batch")
 	}
 }
+
+// TestHistoryPruneBound checks that batched pruning keeps a series within
+// 1 % (plus one point) of its retention.
+func TestHistoryPruneBound(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	h := NewHistory(100 * time.Second)
+	s := Sample{Name: "__execute-count", Kind: Counter, Component: "count", Task: 1, Container: 1, Delta: 1}
+	for sec := 0; sec < 1000; sec++ {
+		_ = h.Write(context.Background(), batchAt(t0, sec, s))
+		h.mu.Lock()
+		n := len(h.series["count"][seriesID{"count", 1, 1, "__execute-count"}].pts)
+		h.mu.Unlock()
+		if n > 102 {
+			t.Fatalf("second %d: %d points held for a 100 s retention at 1 s", sec, n)
+		}
+	}
+	if got := h.Aggregate("count", nil, t0, t0.Add(time.Hour))["__execute-count"]["1"]; got < 100 || got > 102 {
+		t.Errorf("%v points after pruning, want 100-102", got)
+	}
+}

@@ -67,8 +67,14 @@ bolts:
 }
 
 // produceKeyed writes the keyed input to topic in, paced over about ten
-// seconds so that kills land while it flows.
-func produceKeyed(t *testing.T, cl *kgo.Client) (wait func()) {
+// seconds so that kills land while it flows. The last `reserve` chunks
+// are held back, in order after the rest, until release is called once
+// for each (wait releases what is left and waits for the end): on a slow
+// machine the paced part can be used up before the last kill (the
+// topology starts late and catches up), and a recovery is only proven by
+// new output, so each kill releases fresh input once the topology runs
+// again.
+func produceKeyed(t *testing.T, cl *kgo.Client, reserve int) (release func(), wait func()) {
 	t.Helper()
 	in := filepath.Join(t.TempDir(), "input.txt")
 	if err := keyed.WriteInput(in, kafkaKeys, kafkaPerKey); err != nil {
@@ -79,16 +85,21 @@ func produceKeyed(t *testing.T, cl *kgo.Client) (wait func()) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	const chunk = 500
+	chunks := (len(lines) + chunk - 1) / chunk
+	released := make(chan struct{}, reserve)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		const chunk = 500
 		tick := time.NewTicker(100 * time.Millisecond)
 		defer tick.Stop()
-		for i := 0; i < len(lines); i += chunk {
+		for c := 0; c < chunks; c++ {
+			if c >= chunks-reserve {
+				<-released
+			}
 			var recs []*kgo.Record
-			for _, l := range lines[i:min(i+chunk, len(lines))] {
+			for _, l := range lines[c*chunk : min((c+1)*chunk, len(lines))] {
 				recs = append(recs, &kgo.Record{Topic: "in", Value: []byte(l)})
 			}
 			if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
@@ -98,7 +109,19 @@ func produceKeyed(t *testing.T, cl *kgo.Client) (wait func()) {
 			<-tick.C
 		}
 	}()
-	return wg.Wait
+	n := 0
+	release = func() {
+		if n < reserve {
+			n++
+			released <- struct{}{}
+		}
+	}
+	return release, func() {
+		for n < reserve {
+			release()
+		}
+		wg.Wait()
+	}
 }
 
 // outputReader follows topic out (read_committed) and keeps every record.
@@ -196,11 +219,23 @@ func runKafkaKills(t *testing.T, reliability string, seed uint64) *outputReader 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go out.run(ctx, t, brokers)
-	produced := produceKeyed(t, cl)
+	const kills = 3
+	release, produced := produceKeyed(t, cl, kills)
 	waitFor(t, time.Minute, "output", func() (bool, string) { return out.count() > 0, "none yet" })
 	r := rand.New(rand.NewPCG(seed, seed+1))
-	for k := 1; k <= 3; k++ {
-		rec := killAndRecoverBy(t, d, "kk", out.count, r, func(st local.Status) bool {
+	for k := 1; k <= kills; k++ {
+		// The first progress reading is taken once the topology runs
+		// again: fresh input then proves it processes.
+		first := true
+		progress := func() int64 {
+			n := out.count()
+			if first {
+				first = false
+				release()
+			}
+			return n
+		}
+		rec := killAndRecoverBy(t, d, "kk", progress, r, func(st local.Status) bool {
 			c := st.Checkpoints
 			return c == nil || c.Rollbacks >= k && !c.RollingBack
 		})

@@ -46,7 +46,30 @@ func (b *kafkaBroker) topic(t *testing.T, parts int) string {
 	if err != nil || resp.Err != nil {
 		t.Fatalf("create topic %s: %v %v", name, err, resp.Err)
 	}
-	return name
+	// A real broker answers before every partition has a leader; a
+	// produce with a short timeout right away can then fail. Wait until
+	// the metadata shows them all led.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		td, err := adm.ListTopics(context.Background(), name)
+		d, ok := td[name]
+		if err == nil && ok && d.Err == nil && len(d.Partitions) == parts && allLed(d.Partitions) {
+			return name
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("topic %s: partitions without a leader after 30 s: %v %+v", name, err, d)
+		}
+		time.Sleep(50 * time.Millisecond) // polling interval
+	}
+}
+
+func allLed(ps kadm.PartitionDetails) bool {
+	for _, p := range ps {
+		if p.Err != nil || p.Leader < 0 {
+			return false
+		}
+	}
+	return true
 }
 
 func (b *kafkaBroker) client(t *testing.T, opts ...kgo.Opt) *kgo.Client {

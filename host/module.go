@@ -83,9 +83,24 @@ func (rt *Runtime) CompileBytes(ctx context.Context, name string, wasm []byte) (
 	// Deadlines: instrument every loop with a check of an exported global
 	// the watchdog can set (see internal/wasmrewrite); this replaces
 	// wazero's far more expensive WithCloseOnContextDone.
-	code := wasm
+	//
+	// Before that, two rewrites for Go's output (other modules come back
+	// unchanged): jumps through a function's dispatch loop go straight to
+	// their target when they can (wasmrewrite.ThreadJumps), and small
+	// constant-size memory.fill/memory.copy, which wazero turns into calls
+	// to memmove, become loads and stores (wasmrewrite.InlineMemOps).
+	code, _, err := wasmrewrite.ThreadJumps(wasm)
+	if err == nil {
+		code, _, _, err = wasmrewrite.InlineMemOps(code)
+	}
+	if err != nil {
+		if !rt.noTermination {
+			return nil, fmt.Errorf("host: %s: %w", name, err)
+		}
+		code = wasm // an optimisation only: wazero may still accept it
+	}
 	if !rt.noTermination {
-		if code, err = wasmrewrite.InstrumentLoops(wasm); err != nil {
+		if code, err = wasmrewrite.InstrumentLoops(code); err != nil {
 			return nil, fmt.Errorf("host: %s: %w", name, err)
 		}
 	}

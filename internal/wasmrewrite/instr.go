@@ -152,69 +152,88 @@ func skipLocals(b []byte, p int) (int, error) {
 // invalid module that used them would become valid, and could clear the
 // interrupt or stop yielding.
 func loopSites(body []byte, p int, globals uint32, sites []int) ([]int, error) {
-	n := len(body)
-	for p < n {
+	for p < len(body) {
 		at := p
 		op := body[p]
-		p++
-		var err error
-		switch opImm[op] {
-		case immNone:
-		case immBlock:
-			p, err = skipBlockType(body, p)
-		case immLoop:
-			if p, err = skipBlockType(body, p); err == nil {
-				sites = append(sites, p)
+		next, err := skipInstr(body, p)
+		if err == nil {
+			switch opImm[op] {
+			case immLoop:
+				sites = append(sites, skipBlockTypeAt(body, at))
+			case immGlobal:
+				if g, _, e := readU32(body, at+1); e != nil {
+					err = e
+				} else if g >= globals {
+					err = fmt.Errorf("global index %d out of range (the module has %d globals)", g, globals)
+				}
 			}
-		case immLEB:
-			p, err = skipLEB(body, p)
-		case immGlobal:
-			var g uint32
-			if g, p, err = readU32(body, p); err == nil && g >= globals {
-				err = fmt.Errorf("global index %d out of range (the module has %d globals)", g, globals)
-			}
-		case immLEB2:
-			if p, err = skipLEB(body, p); err == nil {
-				p, err = skipLEB(body, p)
-			}
-		case immBrTable:
-			p, err = skipBrTable(body, p)
-		case immSelectT:
-			var k uint32
-			k, p, err = readU32(body, p)
-			for ; err == nil && k > 0; k-- {
-				p, err = skipValType(body, p)
-			}
-		case immTryTable:
-			p, err = skipTryTable(body, p)
-		case immMemarg:
-			p, err = skipMemarg(body, p)
-		case immF32:
-			p += 4
-		case immF64:
-			p += 8
-		case immHeapType:
-			p, err = skipLEB(body, p)
-		case immMisc:
-			p, err = skipMisc(body, p)
-		case immSIMD:
-			p, err = skipSIMD(body, p)
-		case immAtomic:
-			p, err = skipAtomic(body, p)
-		default:
-			err = unknownOp("0x%02x", op)
-		}
-		if err == nil && p > n {
-			err = errTruncated
 		}
 		if err != nil {
-			if err == errTruncated {
-				err = fmt.Errorf("opcode 0x%02x: immediate runs past the end of the function body", op)
-			}
 			return sites, &bodyError{off: at, err: err}
 		}
+		p = next
 	}
 	return sites, nil
+}
+
+// skipBlockTypeAt is the offset past the block type of the (valid) block,
+// loop or if instruction at body[at].
+func skipBlockTypeAt(body []byte, at int) int {
+	p, _ := skipBlockType(body, at+1)
+	return p
+}
+
+// skipInstr returns the offset just past the instruction at body[p:]. An
+// opcode it does not know, or an immediate running past the end of body,
+// is an error.
+func skipInstr(body []byte, p int) (int, error) {
+	op := body[p]
+	p++
+	var err error
+	switch opImm[op] {
+	case immNone:
+	case immBlock, immLoop:
+		p, err = skipBlockType(body, p)
+	case immLEB, immGlobal:
+		p, err = skipLEB(body, p)
+	case immLEB2:
+		if p, err = skipLEB(body, p); err == nil {
+			p, err = skipLEB(body, p)
+		}
+	case immBrTable:
+		p, err = skipBrTable(body, p)
+	case immSelectT:
+		var k uint32
+		k, p, err = readU32(body, p)
+		for ; err == nil && k > 0; k-- {
+			p, err = skipValType(body, p)
+		}
+	case immTryTable:
+		p, err = skipTryTable(body, p)
+	case immMemarg:
+		p, err = skipMemarg(body, p)
+	case immF32:
+		p += 4
+	case immF64:
+		p += 8
+	case immHeapType:
+		p, err = skipLEB(body, p)
+	case immMisc:
+		p, err = skipMisc(body, p)
+	case immSIMD:
+		p, err = skipSIMD(body, p)
+	case immAtomic:
+		p, err = skipAtomic(body, p)
+	default:
+		err = unknownOp("0x%02x", op)
+	}
+	if err == nil && p > len(body) {
+		err = errTruncated
+	}
+	if err == errTruncated {
+		err = fmt.Errorf("opcode 0x%02x: immediate runs past the end of the function body", op)
+	}
+	return p, err
 }
 
 func skipBrTable(b []byte, p int) (int, error) {

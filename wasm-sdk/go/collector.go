@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"unsafe"
 
 	"github.com/ardea-dev/ardea/internal/tuple"
 )
@@ -253,51 +254,98 @@ func (r *runtime) streamIndex(si int, stream string) int {
 // they are inlined and the anchor Tuple is not copied.
 func (r *runtime) emitDefault(msgID, anchor uint64, values []any) {
 	si := r.defStream
-	if si < 0 || len(values) != r.defFields || !r.canEmit {
+	at := len(r.out)
+	if si < 0 || len(values) != r.defFields || !r.canEmit || at >= outFlush {
 		r.emitDefaultSlow(msgID, anchor, values)
 		return
 	}
-	nv := len(values)
-	var b []byte
-	if anchor == 0 {
-		b = append(r.out, tuple.OpEmit, byte(si), byte(si>>8),
-			0xff, 0xff, 0xff, 0xff, // not direct
-			byte(msgID), byte(msgID>>8), byte(msgID>>16), byte(msgID>>24),
-			byte(msgID>>32), byte(msgID>>40), byte(msgID>>48), byte(msgID>>56),
-			0, 0, byte(nv), byte(nv>>8))
-	} else {
-		b = append(r.out, tuple.OpEmit, byte(si), byte(si>>8),
-			0xff, 0xff, 0xff, 0xff,
-			byte(msgID), byte(msgID>>8), byte(msgID>>16), byte(msgID>>24),
-			byte(msgID>>32), byte(msgID>>40), byte(msgID>>48), byte(msgID>>56),
-			1, 0,
-			byte(anchor), byte(anchor>>8), byte(anchor>>16), byte(anchor>>24),
-			byte(anchor>>32), byte(anchor>>40), byte(anchor>>48), byte(anchor>>56),
-			byte(nv), byte(nv>>8))
+	// Everything is written into r.out's spare capacity with 8-byte
+	// stores (a Go guest pays per instruction and per call, and append
+	// is both); r.out only grows when the whole op is written, so giving
+	// up half way leaves it unchanged. Each write may store up to 8
+	// bytes past what it means to, hence the 8 spare bytes in the checks.
+	room := cap(r.out) - at
+	if room < emitHeader+10+8 {
+		r.emitDefaultSlow(msgID, anchor, values)
+		return
 	}
+	p := unsafe.Add(unsafe.Pointer(unsafe.SliceData(r.out)), at)
+	nv := uint64(len(values))
+	// op, stream, direct = none, msgID, anchor count, [anchor], value count.
+	*(*uint64)(p) = uint64(tuple.OpEmit) | uint64(si)<<8 | 0xffffffff<<24 | msgID<<56
+	n := emitHeader // bytes written
+	if anchor == 0 {
+		*(*uint64)(unsafe.Add(p, 8)) = msgID >> 8
+		*(*uint64)(unsafe.Add(p, 16)) = nv << 8
+	} else {
+		*(*uint64)(unsafe.Add(p, 8)) = msgID>>8 | 1<<56
+		*(*uint64)(unsafe.Add(p, 16)) = anchor << 8
+		*(*uint64)(unsafe.Add(p, 24)) = anchor>>56 | nv<<8
+		n += 8
+	}
+	n += 2
 	for _, v := range values {
+		var b []byte
 		if x, ok := v.(Text); ok {
-			n := len(x)
-			b = append(append(b, byte(KindString), byte(n), byte(n>>8), byte(n>>16), byte(n>>24)), x...)
+			b = x
 		} else if x, ok := v.(int64); ok {
-			b = append(b, byte(KindInt), byte(x), byte(x>>8), byte(x>>16), byte(x>>24),
-				byte(x>>32), byte(x>>40), byte(x>>48), byte(x>>56))
+			if room-n < 9+8 {
+				r.emitDefaultSlow(msgID, anchor, values)
+				return
+			}
+			q := unsafe.Add(p, n)
+			*(*uint64)(q) = uint64(KindInt) | uint64(x)<<8
+			*(*uint64)(unsafe.Add(q, 8)) = uint64(x) >> 56
+			n += 9
+			continue
 		} else if x, ok := v.(string); ok {
-			n := len(x)
-			b = append(append(b, byte(KindString), byte(n), byte(n>>8), byte(n>>16), byte(n>>24)), x...)
+			b = unsafe.Slice(unsafe.StringData(x), len(x))
 		} else if x, ok := v.(int); ok {
-			b = append(b, byte(KindInt), byte(x), byte(x>>8), byte(x>>16), byte(x>>24),
-				byte(x>>32), byte(x>>40), byte(x>>48), byte(x>>56))
+			if room-n < 9+8 {
+				r.emitDefaultSlow(msgID, anchor, values)
+				return
+			}
+			q := unsafe.Add(p, n)
+			*(*uint64)(q) = uint64(KindInt) | uint64(x)<<8
+			*(*uint64)(unsafe.Add(q, 8)) = uint64(x) >> 56
+			n += 9
+			continue
 		} else {
 			r.emitDefaultSlow(msgID, anchor, values)
 			return
 		}
+		// A string field: tag, length, bytes.
+		l := len(b)
+		if l > room-n-5-8 {
+			r.emitDefaultSlow(msgID, anchor, values)
+			return
+		}
+		q := unsafe.Add(p, n)
+		*(*uint64)(q) = uint64(KindString) | uint64(l)<<8
+		q = unsafe.Add(q, 5)
+		src := unsafe.Pointer(unsafe.SliceData(b))
+		// Short values (most keys and words) without a call to memmove:
+		// two overlapping loads and stores cover 4 to 16 bytes.
+		switch {
+		case l >= 8 && l <= 16:
+			x, y := *(*uint64)(src), *(*uint64)(unsafe.Add(src, l-8))
+			*(*uint64)(q) = x
+			*(*uint64)(unsafe.Add(q, l-8)) = y
+		case l >= 4 && l < 8:
+			x, y := *(*uint32)(src), *(*uint32)(unsafe.Add(src, l-4))
+			*(*uint32)(q) = x
+			*(*uint32)(unsafe.Add(q, l-4)) = y
+		case l > 0 && l < 4:
+			x, y, z := *(*byte)(src), *(*byte)(unsafe.Add(src, l/2)), *(*byte)(unsafe.Add(src, l-1))
+			*(*byte)(q) = x
+			*(*byte)(unsafe.Add(q, l/2)) = y
+			*(*byte)(unsafe.Add(q, l-1)) = z
+		case l > 16:
+			copy(unsafe.Slice((*byte)(q), l), b)
+		}
+		n += 5 + l
 	}
-	if len(b) >= outFlush {
-		r.emitDefaultSlow(msgID, anchor, values)
-		return
-	}
-	r.out = b
+	r.out = r.out[:at+n]
 	r.sc.emitted++
 }
 
@@ -435,6 +483,21 @@ func badValue(stream, field string, i int, t reflect.Type) error {
 }
 
 func (r *runtime) ackFail(op byte, id uint64) {
+	// The usual case, small enough to be inlined into Ack: the tuple
+	// being executed, not yet acked or failed, with room in the buffer.
+	if at := len(r.out); id == r.ackable && id != 0 && at < outFlush && cap(r.out)-at >= 16 {
+		r.ackable, r.curDone = 0, true
+		p := unsafe.Add(unsafe.Pointer(unsafe.SliceData(r.out)), at)
+		*(*uint64)(p) = uint64(op) | id<<8
+		*(*uint64)(unsafe.Add(p, 8)) = id >> 56
+		r.out = r.out[:at+9]
+		return
+	}
+	r.ackFailSlow(op, id)
+}
+
+// ackFailSlow is ackFail for everything else.
+func (r *runtime) ackFailSlow(op byte, id uint64) {
 	if id == 0 {
 		return
 	}
@@ -444,7 +507,7 @@ func (r *runtime) ackFail(op byte, id uint64) {
 		if r.curDone {
 			return
 		}
-		r.curDone = true
+		r.ackable, r.curDone = 0, true
 	}
 	if !r.canEmit {
 		r.setEmitErr(errors.New("ack or fail during " + r.call + ": not allowed there by the ABI"))

@@ -59,6 +59,7 @@ type runtime struct {
 	cur        uint64
 	curDone    bool
 	autoAnchor uint64
+	ackable    uint64 // cur while it may still be acked or failed in this call, else 0 (ackFail's fast path)
 
 	offs    []uint32 // field offsets of the current input tuple
 	state   State
@@ -356,18 +357,18 @@ func (r *runtime) execute(n int32) (code int32) {
 			}
 		}
 		t := Tuple{in: &inputs[idx], raw: vals, offs: offs, id: binary.LittleEndian.Uint64(rec[6:]), src: binary.LittleEndian.Uint32(rec[2:]), idx: idx}
-		r.cur, r.curDone = t.id, false
+		r.cur, r.curDone, r.ackable = t.id, false, t.id
 		if !r.manualAck {
 			r.autoAnchor = t.id
 		}
 		if err := bolt.Execute(t, bc); err != nil {
-			r.cur, r.autoAnchor = 0, 0
+			r.cur, r.autoAnchor, r.ackable = 0, 0, 0
 			return r.fail(tupleError{t, err})
 		}
 		if !r.manualAck && t.id != 0 && !r.curDone {
 			r.ackFail(tuple.OpAck, t.id)
 		}
-		r.cur, r.autoAnchor = 0, 0
+		r.cur, r.autoAnchor, r.ackable = 0, 0, 0
 	}
 	if off != len(src) {
 		return r.fail(r.batchError(src))

@@ -33,7 +33,7 @@ import (
 var (
 	spaces    = []string{"\t", "\n", "\v", "\f", "\r", " ", "\u0085", "\u00a0", "\u1680", "\u2000", "\u2005", "\u200a", "\u2028", "\u2029", "\u202f", "\u205f", "\u3000"}
 	nonSpaces = []string{"\u200b", "\u180e", "\u2060", "\ufeff", "\u001f", "\x00"}
-	words     = []string{"heron", "naïve", "東京", "Zürich", "a", "THE", "x-y", "42", "—", "🦀", "e\u0301", "\xff", "\xe6\x9d", "a\xc0b"}
+	words     = []string{"heron", "Constantinople-1453", "abcdefgh", "abcdefghijklmnopq", "naïve", "東京", "Zürich", "a", "THE", "x-y", "42", "—", "🦀", "e\u0301", "\xff", "\xe6\x9d", "a\xc0b"}
 )
 
 // splitLines builds lines mixing all of the above, deterministically.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	runtimedebug "runtime/debug"
+	"unsafe"
 
 	"github.com/ardea-dev/ardea/internal/tuple"
 )
@@ -346,17 +347,21 @@ func (r *runtime) execute(n int32) (code int32) {
 			return r.fail(r.batchError(src))
 		}
 		vals := rec[recordHeader-4:]
+		k0 := uint16(0)
 		if len(vals) >= 7 && vals[0] == 1 && vals[1] == 0 && (vals[2] == byte(KindString) || vals[2] == byte(KindBytes)) &&
 			uint64(binary.LittleEndian.Uint32(vals[3:])) == uint64(len(vals)-7) {
 			// One string or bytes field (split's lines, count's words).
 			offs = append(offs[:0], 2)
+			if n := len(vals) - 7; n < 0xffff {
+				k0 = uint16(n + 1)
+			}
 		} else {
 			var ok bool
 			if offs, ok = scanFast(offs[:0], vals); !ok {
 				return r.fail(r.batchError(src))
 			}
 		}
-		t := Tuple{in: &inputs[idx], raw: vals, offs: offs, id: binary.LittleEndian.Uint64(rec[6:]), src: binary.LittleEndian.Uint32(rec[2:]), idx: idx}
+		t := Tuple{in: &inputs[idx], raw: vals, offs: offs, id: binary.LittleEndian.Uint64(rec[6:]), src: binary.LittleEndian.Uint32(rec[2:]), idx: idx, k0: k0}
 		r.cur, r.curDone, r.ackable = t.id, false, t.id
 		if !r.manualAck {
 			r.autoAnchor = t.id
@@ -366,7 +371,15 @@ func (r *runtime) execute(n int32) (code int32) {
 			return r.fail(tupleError{t, err})
 		}
 		if !r.manualAck && t.id != 0 && !r.curDone {
-			r.ackFail(tuple.OpAck, t.id)
+			// ackFail's fast path by hand (a call costs more than this).
+			if at := len(r.out); at < outFlush && cap(r.out)-at >= 16 {
+				p := unsafe.Add(unsafe.Pointer(unsafe.SliceData(r.out)), at)
+				*(*uint64)(p) = uint64(tuple.OpAck) | t.id<<8
+				*(*uint64)(unsafe.Add(p, 8)) = t.id >> 56
+				r.out = r.out[:at+9]
+			} else {
+				r.ackFail(tuple.OpAck, t.id)
+			}
 		}
 		r.cur, r.autoAnchor, r.ackable = 0, 0, 0
 	}

@@ -77,6 +77,10 @@ type Tuple struct {
 	id   uint64
 	src  uint32
 	idx  uint16
+	// k0 is 1 + the payload length of the tuple's only field when it is
+	// a string or bytes shorter than 65535 bytes (then the payload is
+	// raw[7:]), else 0. It fits in padding: Tuple stays 9 words.
+	k0 uint16
 }
 
 // scanValues validates a values block that must span all of b and records
@@ -419,17 +423,19 @@ func StateKeyAt(t Tuple, fields ...int) string {
 // BytesView (valid only during the current call). Pass it to the State
 // methods whose names end in Bytes, which copy a key they keep.
 func StateKeyView(t Tuple, field string) []byte {
-	// The usual case without a call (a call costs a Go guest more than
-	// this whole function): the field named last time, a string or bytes.
+	// The usual case, small enough to be inlined: the tuple's only field
+	// (a string or bytes, see Tuple.k0), named as last time (the name
+	// compared by pointer).
+	if in := t.in; t.k0 != 0 && in.lastIdx == 1 && len(field) == len(in.last) && unsafe.StringData(field) == unsafe.StringData(in.last) {
+		e := 6 + int(t.k0)
+		return t.raw[7:e:e]
+	}
+	return stateKeyView(t, field)
+}
+
+// stateKeyView is StateKeyView for any field.
+func stateKeyView(t Tuple, field string) []byte {
 	if in := t.in; in != nil && in.lastIdx > 0 && len(field) == len(in.last) && unsafe.StringData(field) == unsafe.StringData(in.last) {
-		if i := in.lastIdx - 1; uint(i) < uint(len(t.offs)) {
-			if o := int(t.offs[i]); uint(o)+5 <= uint(len(t.raw)) {
-				if k := Kind(t.raw[o]); k == KindString || k == KindBytes {
-					n := int(binary.LittleEndian.Uint32(t.raw[o+1:]))
-					return t.raw[o+5 : o+5+n : o+5+n]
-				}
-			}
-		}
 		return t.keyView(in.lastIdx - 1)
 	}
 	return t.keyView(t.mustIndex(field))

@@ -34,8 +34,7 @@ func (b *count) Execute(t ardea.Tuple, c *ardea.BoltCollector) error {
 	word := ardea.StateKeyView(t, "word")
 	n := b.state.AddIntBytes(word, 1)
 	c.EmitAnchored(t, ardea.Text(word), n)
-	c.Ack(t)
-	return nil
+	return nil // acks the word (automatic acking)
 }
 
 // A module built with -buildmode=c-shared runs init functions, not main.

@@ -136,6 +136,8 @@ func TestMisbehavingGuests(t *testing.T) {
 			[]string{who + `: ardea_execute: metric name "9 lives": must start with a letter`}},
 		{"manymetrics", 0, 0, ErrABIViolation,
 			[]string{who + ": ardea_execute: metric: more than 1024 distinct metric names"}},
+		{"badobserve", 0, 0, ErrABIViolation,
+			[]string{who + ": ardea_execute: observe_many values: range 4294967280+32 is outside linear memory"}},
 	}
 	for _, c := range cases {
 		t.Run(c.mode, func(t *testing.T) {
@@ -313,7 +315,8 @@ func TestUserMetrics(t *testing.T) {
 		}
 	}
 	if counters["user.count"] != 6 || gauges["user.gauge"] != 2.5 ||
-		!slices.Equal(observed["user.size"], []int64{42, 8, 42, 8}) {
+		!slices.Equal(observed["user.size"], []int64{42, 8, 42, 8}) ||
+		!slices.Equal(observed["user.many"], []int64{1, -2, 3, 1, -2, 3}) {
 		t.Fatalf("counters %v, gauges %v, observed %v", counters, gauges, observed)
 	}
 }

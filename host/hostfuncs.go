@@ -44,6 +44,7 @@ var hostFuncs = []hostFunc{
 	{"metric", []api.ValueType{tI32, tI32, tI64}, nil, []string{"nptr", "nlen", "delta"}, hostMetric},
 	{"gauge", []api.ValueType{tI32, tI32, tF64}, nil, []string{"nptr", "nlen", "value"}, hostGauge},
 	{"observe", []api.ValueType{tI32, tI32, tI64}, nil, []string{"nptr", "nlen", "value"}, hostObserve},
+	{"observe_many", []api.ValueType{tI32, tI32, tI32, tI32}, nil, []string{"nptr", "nlen", "vptr", "count"}, hostObserveMany},
 	{"now", nil, []api.ValueType{tI64}, nil, hostNow},
 }
 
@@ -333,6 +334,25 @@ func hostObserve(ctx context.Context, _ api.Module, stack []uint64) {
 	in := callerOf(ctx)
 	if name, ok := in.metricName(u32(stack[0]), u32(stack[1])); ok && in.observe != nil {
 		in.observe(name, int64(stack[2]))
+	}
+}
+
+// maxObserveMany bounds one observe_many call (8 bytes a value: 512 KiB).
+const maxObserveMany = 1 << 16
+
+// hostObserveMany is observe for count i64 values at vptr: one call for a
+// guest's observations of one histogram in a lifecycle call.
+func hostObserveMany(ctx context.Context, _ api.Module, stack []uint64) {
+	in := callerOf(ctx)
+	n := u32(stack[3])
+	if n > maxObserveMany {
+		in.violate("observe_many: %d values in one call (at most %d)", n, maxObserveMany)
+	}
+	b := in.read("observe_many values", u32(stack[2]), n*8)
+	if name, ok := in.metricName(u32(stack[0]), u32(stack[1])); ok && in.observe != nil {
+		for i := 0; i+8 <= len(b); i += 8 {
+			in.observe(name, int64(binary.LittleEndian.Uint64(b[i:])))
+		}
 	}
 }
 

@@ -34,6 +34,9 @@ func hostGauge(name string, value float64)
 //go:wasmimport ardea observe
 func hostObserve(name string, value int64)
 
+//go:wasmimport ardea observe_many
+func hostObserveMany(name string, vptr unsafe.Pointer, count uint32)
+
 //go:wasmimport ardea now
 func hostNow() int64
 
@@ -54,7 +57,10 @@ func (wasmHost) stateScan(prefix string, buf []byte) int32 {
 func (wasmHost) metric(name string, delta int64)  { hostMetric(name, delta) }
 func (wasmHost) gauge(name string, value float64) { hostGauge(name, value) }
 func (wasmHost) observe(name string, value int64) { hostObserve(name, value) }
-func (wasmHost) now() int64                       { return hostNow() }
+func (wasmHost) observeMany(name string, values []int64) {
+	hostObserveMany(name, unsafe.Pointer(unsafe.SliceData(values)), uint32(len(values)))
+}
+func (wasmHost) now() int64 { return hostNow() }
 
 // global is the module's runtime. The input buffer it hands out stays
 // reachable from it, and Go's garbage collector does not move objects, so

@@ -283,6 +283,7 @@ func (discardHost) stateScan(string, []byte) int32 { return 4 }
 func (discardHost) metric(string, int64)           {}
 func (discardHost) gauge(string, float64)          {}
 func (discardHost) observe(string, int64)          {}
+func (discardHost) observeMany(string, []int64)    {}
 func (discardHost) now() int64                     { return 0 }
 
 // TestCountAllocations: a count-like bolt (StateKeyView, AddIntBytes,

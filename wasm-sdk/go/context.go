@@ -8,6 +8,7 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/ardea-dev/ardea/internal/tuple"
 )
@@ -139,9 +140,39 @@ func (c *Context) Metric(name string, delta int64) { c.r.addMetric(name, delta) 
 func (c *Context) Gauge(name string, value float64) { c.r.host.gauge(name, value) }
 
 // Observe records value in the task's user histogram name (exported as the
-// interval's mean and count; use nanoseconds for durations). It goes to the
-// host at once.
-func (c *Context) Observe(name string, value int64) { c.r.host.observe(name, value) }
+// interval's mean and count; use nanoseconds for durations). A call's
+// observations go to the host together when it returns, with one
+// observe_many per histogram (and whenever 1024 are pending).
+func (c *Context) Observe(name string, value int64) { c.r.observe(name, value) }
+
+// maxObserved is how many observations of one histogram the SDK holds
+// before it sends them.
+const maxObserved = 1024
+
+func (r *runtime) observe(name string, value int64) {
+	for i := range r.observed {
+		o := &r.observed[i]
+		if len(o.name) == len(name) && (unsafe.StringData(o.name) == unsafe.StringData(name) || o.name == name) {
+			o.values = append(o.values, value)
+			if len(o.values) >= maxObserved {
+				r.host.observeMany(o.name, o.values)
+				o.values = o.values[:0]
+			}
+			return
+		}
+	}
+	r.observed = append(r.observed, observed{name: name, values: append(make([]int64, 0, 16), value)})
+}
+
+// flushObserved sends the pending observations.
+func (r *runtime) flushObserved() {
+	for i := range r.observed {
+		if o := &r.observed[i]; len(o.values) > 0 {
+			r.host.observeMany(o.name, o.values)
+			o.values = o.values[:0]
+		}
+	}
+}
 
 // Now is the host's wall clock.
 func (c *Context) Now() time.Time { return time.Unix(0, c.r.host.now()) }

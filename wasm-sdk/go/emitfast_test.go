@@ -2,7 +2,9 @@ package ardea
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -67,5 +69,45 @@ func TestAckFastPath(t *testing.T) {
 	ops := x.h.ops()
 	if len(ops) != 2 || ops[0].Code != tuple.OpAck || ops[0].MsgID != 1 || ops[1].Code != tuple.OpAck || ops[1].MsgID != 2 {
 		t.Fatalf("ops = %+v, want acks of 1 and 2", ops)
+	}
+}
+
+// TestObserveBatched checks that a call's observations reach the host in
+// one observe_many per histogram, in order, also when the call fails, and
+// that 1024 pending observations are sent at once.
+func TestObserveBatched(t *testing.T) {
+	var ctx *Context
+	fail := false
+	b := &funcBolt{
+		prepare: func(c *Context) error { ctx = c; return nil },
+		exec: func(tp Tuple, c *BoltCollector) error {
+			ctx.Observe("a", 1)
+			ctx.Observe("b", 2)
+			ctx.Observe(string([]byte{'a'}), 3) // same name, another pointer
+			if fail {
+				return errors.New("boom")
+			}
+			return nil
+		},
+	}
+	x := newHarness(t, nil, b)
+	x.prepare(wordContext("word", "count"))
+	x.mustOK(x.execute(batchOf([]tuple.Value{tuple.Str("w")})), 0, "execute")
+	if got := x.h.observed; !slices.Equal(got["a"], []int64{1, 3}) || !slices.Equal(got["b"], []int64{2}) || x.h.observeCalls != 2 {
+		t.Fatalf("observed %v in %d calls, want a=[1 3] b=[2] in 2", got, x.h.observeCalls)
+	}
+	x.h.reset()
+	x.h.observed, x.h.observeCalls = nil, 0
+	fail = true
+	x.mustFail(x.execute(batchOf([]tuple.Value{tuple.Str("w")})), "boom")
+	if got := x.h.observed; !slices.Equal(got["a"], []int64{1, 3}) || x.h.observeCalls != 2 {
+		t.Fatalf("after a failed call: observed %v in %d calls", got, x.h.observeCalls)
+	}
+	x.h.observed, x.h.observeCalls = nil, 0
+	for i := range 2*maxObserved + 1 {
+		x.r.observe("c", int64(i))
+	}
+	if n := len(x.h.observed["c"]); n != 2*maxObserved || x.h.observeCalls != 2 {
+		t.Fatalf("%d observations sent in %d calls before the call ended, want %d in 2", n, x.h.observeCalls, 2*maxObserved)
 	}
 }

@@ -14,17 +14,18 @@ import (
 // fakeHost is an in-memory implementation of the host imports, with the
 // same copy-if-it-fits semantics as the real host. It records every call.
 type fakeHost struct {
-	t        testing.TB
-	state    map[string][]byte
-	emits    [][]byte // one entry per emit call
-	noRecord bool     // count emit and state_write calls without keeping their bytes (benchmarks)
-	logs     []logLine
-	errors   []string
-	metrics  map[string]int64
-	metricN  int // metric calls
-	gauges   map[string]float64
-	observed map[string][]int64
-	nowNanos int64
+	t            testing.TB
+	state        map[string][]byte
+	emits        [][]byte // one entry per emit call
+	noRecord     bool     // count emit and state_write calls without keeping their bytes (benchmarks)
+	logs         []logLine
+	errors       []string
+	metrics      map[string]int64
+	metricN      int // metric calls
+	gauges       map[string]float64
+	observed     map[string][]int64
+	observeCalls int // observe_many calls
+	nowNanos     int64
 
 	gets, writes, scans int
 	writeOps            [][]byte // state_write payloads
@@ -54,6 +55,12 @@ func (h *fakeHost) gauge(name string, v float64) {
 		h.gauges = map[string]float64{}
 	}
 	h.gauges[name] = v
+}
+func (h *fakeHost) observeMany(name string, vs []int64) {
+	h.observeCalls++
+	for _, v := range vs {
+		h.observe(name, v)
+	}
 }
 func (h *fakeHost) observe(name string, v int64) {
 	if h.observed == nil {

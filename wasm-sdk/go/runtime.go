@@ -29,6 +29,7 @@ type hostAPI interface {
 	metric(name string, delta int64)
 	gauge(name string, value float64)
 	observe(name string, value int64)
+	observeMany(name string, values []int64)
 	now() int64
 }
 
@@ -67,6 +68,15 @@ type runtime struct {
 	sc      SpoutCollector
 	bc      BoltCollector
 	metrics map[string]int64
+	// Observations not yet sent, by histogram (few per component: a
+	// slice searched by the name's pointer first).
+	observed []observed
+}
+
+// observed holds one histogram's pending observations.
+type observed struct {
+	name   string
+	values []int64
 }
 
 func newRuntime(h hostAPI) *runtime {
@@ -116,6 +126,7 @@ func (r *runtime) end(status int32) int32 {
 	r.state.flush()
 	r.flushOut()
 	r.flushMetrics()
+	r.flushObserved()
 	return status
 }
 
@@ -126,6 +137,7 @@ func (r *runtime) fail(err error) int32 {
 	r.out = r.out[:0]
 	r.state.discard()
 	r.flushMetrics()
+	r.flushObserved()
 	r.host.error(r.call + ": " + err.Error())
 	return -1
 }

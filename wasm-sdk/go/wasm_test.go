@@ -39,6 +39,7 @@ var abiImports = map[string][2][]api.ValueType{
 	"metric":       {{i32, i32, i64}, nil},
 	"gauge":        {{i32, i32, f64}, nil},
 	"observe":      {{i32, i32, i64}, nil},
+	"observe_many": {{i32, i32, i32, i32}, nil},
 	"now":          {nil, {i64}},
 }
 
@@ -116,6 +117,7 @@ func (h *miniHost) module(ctx context.Context, t *testing.T, rt wazero.Runtime) 
 	fn("metric", func(_ context.Context, m api.Module, np, nn uint32, d int64) {})
 	fn("gauge", func(_ context.Context, m api.Module, np, nn uint32, v float64) {})
 	fn("observe", func(_ context.Context, m api.Module, np, nn uint32, v int64) {})
+	fn("observe_many", func(_ context.Context, m api.Module, np, nn, vp, n uint32) {})
 	fn("now", func(context.Context) int64 { return 1 })
 	if _, err := b.Instantiate(ctx); err != nil {
 		t.Fatal(err)

@@ -44,6 +44,12 @@ func hostGauge(nptr unsafe.Pointer, nlen uint32, value float64)
 //go:wasmimport ardea observe
 func hostObserve(nptr unsafe.Pointer, nlen uint32, value int64)
 
+//go:wasmimport ardea observe_many
+func hostObserveMany(nptr unsafe.Pointer, nlen uint32, vptr unsafe.Pointer, count uint32)
+
+//go:wasmimport ardea observe_many
+func hostObserveManyRaw(nptr unsafe.Pointer, nlen uint32, vptr uint32, count uint32)
+
 //go:wasmimport ardea now
 func hostNow() int64
 
@@ -264,6 +270,19 @@ func Gauge(name string, v float64) {
 func Observe(name string, v int64) {
 	b := unsafe.Slice(unsafe.StringData(name), len(name))
 	hostObserve(ptr(b), uint32(len(b)), v)
+}
+
+// ObserveMany records vs in the user histogram name with one host call.
+func ObserveMany(name string, vs []int64) {
+	b := unsafe.Slice(unsafe.StringData(name), len(name))
+	hostObserveMany(ptr(b), uint32(len(b)), unsafe.Pointer(unsafe.SliceData(vs)), uint32(len(vs)))
+}
+
+// ObserveManyAt is observe_many with a raw values address, for tests of
+// the host's bounds checks.
+func ObserveManyAt(name string, vptr uint32, count uint32) {
+	b := unsafe.Slice(unsafe.StringData(name), len(name))
+	hostObserveManyRaw(ptr(b), uint32(len(b)), vptr, count)
 }
 
 // Now is the host's wall clock in Unix nanoseconds.

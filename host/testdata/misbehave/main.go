@@ -17,7 +17,9 @@
 //	closeemit  ardea_close emits (not allowed)
 //	badmetric   sets a gauge with an invalid name
 //	manymetrics observes into new histogram names until the host stops it
-//	usermetrics adds to a counter, sets a gauge and observes twice
+//	usermetrics adds to a counter, sets a gauge and observes twice, then
+//	            three values with one observe_many
+//	badobserve  calls observe_many with values outside linear memory
 //	stdio      prepare writes to stdout and stderr and calls ardea.log
 //
 // One fixture for all of them keeps the committed .wasm files few (each Go
@@ -107,6 +109,9 @@ func execute(n int32) int32 {
 		g.Gauge("user.gauge", 2.5)
 		g.Observe("user.size", 42)
 		g.Observe("user.size", 8)
+		g.ObserveMany("user.many", []int64{1, -2, 3})
+	case "badobserve":
+		g.ObserveManyAt("user.many", 0xfffffff0, 4)
 	}
 	out.Flush()
 	return 0

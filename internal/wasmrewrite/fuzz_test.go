@@ -56,6 +56,67 @@ func FuzzInstrumentLoops(f *testing.F) {
 	})
 }
 
+// FuzzThreadJumps: for any input, ThreadJumps must not panic or modify its
+// input. If it succeeds, the output is the input with only the counted br
+// depths lowered (the same as the input when it counts none), threading it
+// again changes nothing, and if wazero accepts the input it must accept the
+// output, and the output instrumented whenever the input can be.
+//
+// Run with: go test -run '^$' -fuzz FuzzThreadJumps ./internal/wasmrewrite
+func FuzzThreadJumps(f *testing.F) {
+	for _, wasm := range testModules() {
+		f.Add(wasm)
+	}
+	for _, tc := range threadCases {
+		f.Add(tc.build(origDepth))
+	}
+	ctx := context.Background()
+	r := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCoreFeatures(fuzzFeatures))
+	f.Cleanup(func() { _ = r.Close(ctx) })
+	f.Fuzz(func(t *testing.T, in []byte) {
+		orig := bytes.Clone(in)
+		out, n, err := ThreadJumps(in)
+		if !bytes.Equal(in, orig) {
+			t.Fatal("ThreadJumps modified its input")
+		}
+		if err != nil {
+			if out != nil || n != 0 {
+				t.Fatalf("output (%d bytes) or count (%d) returned with an error", len(out), n)
+			}
+			return
+		}
+		if n == 0 {
+			if !bytes.Equal(out, in) {
+				t.Fatal("nothing threaded, but the output differs from the input")
+			}
+			return
+		}
+		checkThreaded(t, in, out, n)
+		if again, n2, err := ThreadJumps(out); err != nil || n2 != 0 || !bytes.Equal(again, out) {
+			t.Fatalf("ThreadJumps on its own output: %d more jumps, err %v", n2, err)
+		}
+		if implausibleCounts(in) {
+			return
+		}
+		if err := compile(ctx, r, in); err != nil {
+			return
+		}
+		if err := compile(ctx, r, out); err != nil {
+			t.Fatalf("wazero accepts the input but not the output: %v", err)
+		}
+		_, errIn := InstrumentLoops(in)
+		both, errOut := InstrumentLoops(out)
+		if (errIn == nil) != (errOut == nil) {
+			t.Fatalf("InstrumentLoops: error %v on the input, %v on the output", errIn, errOut)
+		}
+		if errOut == nil {
+			if err := compile(ctx, r, both); err != nil {
+				t.Fatalf("wazero accepts the input but not the output instrumented: %v", err)
+			}
+		}
+	})
+}
+
 // compile compiles wasm with wazero, turning a panic into an error: wazero
 // v1.12.0's validator panics on some malformed input (with exception
 // handling enabled, a throw of a tag whose type index is out of range;

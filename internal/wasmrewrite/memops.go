@@ -39,13 +39,13 @@ const MaxInlineMem = 1024
 // i64.const 0 i64.store offset=OFF+k` (or the matching load and store),
 // with narrower ones for the tail.
 //
-// Two differences remain, both only for an address computation that
-// would wrap around 2^32 or run past the end of memory: the memarg offset
-// is added without wrapping (the store traps where the wrapped address
-// would have been in bounds), and a fill or copy out of bounds traps
-// before writing anything where the stores write the ones before the
-// first out of bounds. Go's code never does either; in both cases the
-// call traps and the instance is failed.
+// One difference remains, only for an address computation that would
+// wrap around 2^32: the memarg offset is added without wrapping, so the
+// stores trap where the wrapped address would have been in bounds. Go's
+// code never does that; the call traps and the instance is failed. Out of
+// bounds, the stores trap before writing anything, as memory.fill and
+// memory.copy do: the first access covers the top of the range (of both
+// ranges for a copy).
 //
 // Everything else is copied byte for byte; a module without such
 // operations comes back unchanged. It fails on a malformed module or an
@@ -89,7 +89,10 @@ func InlineMemOps(wasm []byte) (out []byte, fills, copies int, err error) {
 		}
 		return append(dst, body[prev:]...), len(m.edits), nil
 	})
-	return out, fills, copies, err
+	if err != nil { // the counts may include bodies before the one in error
+		return nil, 0, 0, err
+	}
+	return out, fills, copies, nil
 }
 
 // memEdit replaces body[start:end] with loads and stores: zeros over
@@ -101,11 +104,22 @@ type memEdit struct {
 	src        *addr
 }
 
-// addr is a matched address: base (instructions that push an i32) plus
-// a constant.
+// addr is a matched address: base (a local.get), followed by i32.wrap_i64
+// if wrap (an i64 local), plus a constant.
 type addr struct {
 	base []byte
+	wrap bool
 	off  uint32
+}
+
+// appendBase appends the instructions that push the address's base as an
+// i32.
+func (a *addr) appendBase(dst []byte) []byte {
+	dst = append(dst, a.base...)
+	if a.wrap {
+		dst = append(dst, 0xA7) // i32.wrap_i64
+	}
+	return dst
 }
 
 // memMatcher walks one body, remembering where the last instructions
@@ -178,7 +192,8 @@ func (m *memMatcher) addrEnding(i int) (addr, int, bool) {
 		return addr{}, 0, false
 	}
 	if ls, le, ok := m.at(j, 0); ok && j < m.n-1 && m.body[ls] == 0x20 { // an i64 local
-		return addr{base: m.body[ls : le+1 : le+1], off: uint32(off)}, j, true // with the i32.wrap_i64
+		// Not m.body[ls:] up to the i32.wrap_i64: the add may lie between.
+		return addr{base: m.body[ls:le], wrap: true, off: uint32(off)}, j, true
 	}
 	return addr{}, 0, false
 }
@@ -215,7 +230,7 @@ func (m *memMatcher) copy(end int) {
 		return
 	}
 	d, first, ok := m.addrEnding(sfirst - 1)
-	if !ok || !bytes.Equal(d.base, src.base) {
+	if !ok || !bytes.Equal(d.base, src.base) || d.wrap != src.wrap {
 		return
 	}
 	n := uint64(size)
@@ -227,7 +242,11 @@ func (m *memMatcher) copy(end int) {
 	m.edits = append(m.edits, memEdit{start: s, end: end, size: uint32(size), dst: d, src: &src})
 }
 
-// appendTo appends the loads and stores that replace the operation.
+// appendTo appends the loads and stores that replace the operation, from
+// the highest offset down: wazero checks an access against the memory's
+// bounds unless one at a higher offset from the same base was checked
+// already, so this order needs one check (two for a copy whose
+// destination lies above its source) instead of one per access.
 func (e *memEdit) appendTo(dst []byte) []byte {
 	// Widths from 8 bytes down: store opcode, load opcode (zero-extending
 	// to i64), alignment exponent.
@@ -236,23 +255,36 @@ func (e *memEdit) appendTo(dst []byte) []byte {
 		store, load byte
 		align       byte
 	}{{8, 0x37, 0x29, 3}, {4, 0x3E, 0x35, 2}, {2, 0x3D, 0x33, 1}, {1, 0x3C, 0x31, 0}}
-	k := uint32(0)
-	for _, w := range widths { // every 8 bytes, then at most one of each narrower width
-		for e.size-k >= w.n {
-			dst = append(dst, e.dst.base...)
-			if e.src == nil {
-				dst = append(dst, 0x42, 0x00) // i64.const 0
-			} else {
-				dst = append(dst, e.src.base...)
-				dst = append(dst, w.load, w.align)
-				dst = appendU32(dst, e.src.off+k)
-			}
-			dst = append(dst, w.store, w.align)
-			dst = appendU32(dst, e.dst.off+k)
-			k += w.n
+	// The tail (at most one of each narrower width) at the top, then the
+	// 8-byte words, all top down.
+	words := e.size / 8 * 8
+	at := e.size
+	for _, w := range widths[1:] {
+		if (e.size-words)&w.n != 0 {
+			at -= w.n
+			dst = e.appendAccess(dst, w.store, w.load, w.align, at)
 		}
 	}
+	for at > 0 {
+		at -= 8
+		dst = e.appendAccess(dst, widths[0].store, widths[0].load, widths[0].align, at)
+	}
 	return dst
+}
+
+// appendAccess appends one load-and-store (or store of zero) at offset k
+// of the range.
+func (e *memEdit) appendAccess(dst []byte, store, load, align byte, k uint32) []byte {
+	dst = e.dst.appendBase(dst)
+	if e.src == nil {
+		dst = append(dst, 0x42, 0x00) // i64.const 0
+	} else {
+		dst = e.src.appendBase(dst)
+		dst = append(dst, load, align)
+		dst = appendU32(dst, e.src.off+k)
+	}
+	dst = append(dst, store, align)
+	return appendU32(dst, e.dst.off+k)
 }
 
 // readS64 decodes a whole signed LEB128 i64 (i64.const's immediate).
@@ -311,9 +343,10 @@ func rewriteBodies(wasm []byte, fn func(body []byte, p int, dst []byte) ([]byte,
 	if err != nil {
 		return nil, 0, fmt.Errorf("wasmrewrite: code section at offset %#x: function count: %w", s.start, err)
 	}
-	code := appendU32(make([]byte, 0, s.end-s.body+s.end/16), count)
+	// The count keeps its encoding: only what changes is re-encoded.
+	code := append(make([]byte, 0, s.end-s.body+s.end/16), wasm[s.body:p]...)
 	var buf []byte
-	total := 0
+	total, changed := 0, false
 	for i := uint32(0); i < count; i++ {
 		fnIdx := uint64(importedFuncs) + uint64(i)
 		size, start, err := readU32(sec, p)
@@ -350,11 +383,17 @@ func rewriteBodies(wasm []byte, fn func(body []byte, p int, dst []byte) ([]byte,
 			code = append(code, newIns...)
 			buf = newIns
 			total += k
+			changed = true
 		}
 		p = end
 	}
 	if p != s.end {
 		return nil, 0, fmt.Errorf("wasmrewrite: code section at offset %#x: %d bytes after the last function body", s.start, s.end-p)
+	}
+	if !changed {
+		// Byte for byte, even where a size is not encoded in the fewest
+		// bytes (appendSectionHeader would shorten it).
+		return append([]byte(nil), wasm...), 0, nil
 	}
 	if uint64(len(code)) > math.MaxUint32 {
 		return nil, 0, errors.New("wasmrewrite: code section too large")

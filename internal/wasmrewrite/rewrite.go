@@ -1,7 +1,7 @@
 // Package wasmrewrite rewrites WebAssembly modules before Ardea compiles
 // them.
 //
-// Its one transformation, InstrumentLoops, gives the host a cheap way to
+// Its main transformation, InstrumentLoops, gives the host a cheap way to
 // stop a guest call that runs too long. wazero can do that itself
 // (RuntimeConfig.WithCloseOnContextDone), but it does so by leaving native
 // code for Go at every loop header, and Go's wasm output has a loop at the
@@ -22,9 +22,21 @@
 // or descheduled. That costs one exit to Go per YieldInterval iterations
 // instead of one per iteration.
 //
-// The rewrite works on the binary format directly, preserving everything it
-// does not need to change byte for byte, so it is fast (milliseconds for a
-// multi-megabyte Go guest) and needs no WebAssembly toolchain.
+// Two more transformations speed up Go guests and leave other modules as
+// they are; the host runs them before InstrumentLoops. ThreadJumps: Go's
+// output makes every function with jumps a dispatch loop (a br_table at
+// the loop head picks the block to run) and every jump a br back to that
+// loop head; ThreadJumps sends each forward jump straight to its target
+// block instead. That is safe for deadlines: a forward branch cannot form
+// a cycle, so every cycle still crosses a loop head and its check. In the
+// word-count example it threads 12,141 jumps of the count guest and makes
+// the Go count bolt about 1.3-1.5x as fast. InlineMemOps replaces small
+// constant-size memory.fill and memory.copy, which wazero turns into calls
+// to memmove, by loads and stores.
+//
+// The rewrites work on the binary format directly, preserving everything
+// they do not need to change byte for byte, so they are fast (milliseconds
+// for a multi-megabyte Go guest) and need no WebAssembly toolchain.
 package wasmrewrite
 
 import (

@@ -36,10 +36,12 @@ import (
 // Go source's loops) still go through the dispatch loop.
 //
 // The pattern is matched exactly: a void loop whose body starts with
-// void blocks, local.get and br_table, and a jump of exactly i32.const,
-// local.set of that local and br to that loop. Functions using exception
-// handling are left alone. Everything else is copied byte for byte, so
-// a module that is not Go's output comes back unchanged (n == 0).
+// void blocks, local.get and br_table, and a jump of exactly i32.const K
+// (K >= 0), local.set of that local and br to that loop, where the label K
+// selects (the default if K is beyond the table) is one of the loop's
+// blocks. Functions using exception handling are left alone. Everything
+// else is copied byte for byte, so a module that is not Go's output comes
+// back unchanged (n == 0).
 // ThreadJumps fails on a malformed module or an opcode it does not know,
 // like InstrumentLoops.
 func ThreadJumps(wasm []byte) (out []byte, n int, err error) {
@@ -70,7 +72,9 @@ func ThreadJumps(wasm []byte) (out []byte, n int, err error) {
 	if err != nil {
 		return nil, 0, fmt.Errorf("wasmrewrite: code section at offset %#x: function count: %w", s.start, err)
 	}
-	code := appendU32(make([]byte, 0, s.end-s.body), count)
+	// The count keeps its encoding, which may not be the shortest: only
+	// what changes is re-encoded.
+	code := append(make([]byte, 0, s.end-s.body), wasm[s.body:p]...)
 	var body []byte
 	var th threader
 	for i := uint32(0); i < count; i++ {
@@ -109,6 +113,11 @@ func ThreadJumps(wasm []byte) (out []byte, n int, err error) {
 	}
 	if p != s.end {
 		return nil, 0, fmt.Errorf("wasmrewrite: code section at offset %#x: %d bytes after the last function body", s.start, s.end-p)
+	}
+	if n == 0 {
+		// Byte for byte, even where the section size is not encoded in
+		// the fewest bytes (appendSectionHeader would shorten it).
+		return append([]byte(nil), wasm...), 0, nil
 	}
 	if uint64(len(code)) > math.MaxUint32 {
 		return nil, 0, errors.New("wasmrewrite: code section too large")
@@ -149,9 +158,12 @@ type threader struct {
 }
 
 // plan walks one function body, the instructions at body[p:], and records
-// the br depths to change; it returns how many.
+// the br depths to change; it returns how many. A function using exception
+// handling gets none, but is still walked to the end, so that an unknown
+// opcode or a truncated immediate after the first try is still an error.
 func (th *threader) plan(body []byte, p int) (int, error) {
 	th.stack, th.edits = th.stack[:0], th.edits[:0]
+	eh := false
 	for p < len(body) {
 		at := p
 		op := body[p]
@@ -164,17 +176,25 @@ func (th *threader) plan(body []byte, p int) (int, error) {
 			th.stack = append(th.stack, frame{start: at})
 		case 0x03: // loop
 			th.stack = append(th.stack, frame{start: at, disp: parseDispatch(body, at)})
-		case 0x06, 0x1F, 0x18, 0x07, 0x19: // try, try_table, delegate, catch, catch_all
-			th.edits = th.edits[:0]
-			return 0, nil // exception handling: leave the function alone
-		case 0x0B: // end
+		case 0x06, 0x1F: // try, try_table: exception handling
+			th.stack = append(th.stack, frame{start: at})
+			eh = true
+		case 0x07, 0x19: // catch, catch_all
+			eh = true
+		case 0x0B, 0x18: // end, delegate (which ends a try)
 			if len(th.stack) > 0 {
 				th.stack = th.stack[:len(th.stack)-1]
 			}
+			eh = eh || op == 0x18
 		case 0x41: // i32.const: maybe a jump
-			th.jump(body, at, next)
+			if !eh {
+				th.jump(body, at, next)
+			}
 		}
 		p = next
+	}
+	if eh {
+		th.edits = th.edits[:0]
 	}
 	return len(th.edits), nil
 }

@@ -341,6 +341,7 @@ func (r *runtime) execute(n int32) (code int32) {
 	// block with scanFast; on any malformation batchError re-reads the
 	// batch to describe the first problem.
 	bolt, bc, inputs := r.bolt, &r.bc, r.ctx.inputs
+	r.cur, r.autoAnchor, r.ackable = 0, 0, 0
 	offs := r.offs[:0] // field offsets, reused for every tuple
 	defer func() { r.offs = offs }()
 	off := 4
@@ -374,15 +375,22 @@ func (r *runtime) execute(n int32) (code int32) {
 			}
 		}
 		t := Tuple{in: &inputs[idx], raw: vals, offs: offs, id: binary.LittleEndian.Uint64(rec[6:]), src: binary.LittleEndian.Uint32(rec[2:]), idx: idx, k0: k0}
-		r.cur, r.curDone, r.ackable = t.id, false, t.id
-		if !r.manualAck {
-			r.autoAnchor = t.id
+		// An untracked tuple (id 0, every tuple at most once) needs no
+		// acking state: cur, ackable and autoAnchor are 0 between tuples.
+		if t.id != 0 {
+			r.cur, r.curDone, r.ackable = t.id, false, t.id
+			if !r.manualAck {
+				r.autoAnchor = t.id
+			}
 		}
 		if err := bolt.Execute(t, bc); err != nil {
 			r.cur, r.autoAnchor, r.ackable = 0, 0, 0
 			return r.fail(tupleError{t, err})
 		}
-		if !r.manualAck && t.id != 0 && !r.curDone {
+		if t.id == 0 {
+			continue
+		}
+		if !r.manualAck && !r.curDone {
 			// ackFail's fast path by hand (a call costs more than this).
 			if at := len(r.out); at < outFlush && cap(r.out)-at >= 16 {
 				p := unsafe.Add(unsafe.Pointer(unsafe.SliceData(r.out)), at)

@@ -138,6 +138,8 @@ func TestMisbehavingGuests(t *testing.T) {
 			[]string{who + ": ardea_execute: metric: more than 1024 distinct metric names"}},
 		{"badobserve", 0, 0, ErrABIViolation,
 			[]string{who + ": ardea_execute: observe_many values: range 4294967280+32 is outside linear memory"}},
+		{"bigobserve", 0, 0, ErrABIViolation,
+			[]string{who + ": ardea_execute: observe_many: 65537 values in one call (at most 65536)"}},
 	}
 	for _, c := range cases {
 		t.Run(c.mode, func(t *testing.T) {

@@ -1,8 +1,6 @@
 package wasmrewrite
 
 import (
-	"errors"
-	"fmt"
 	"math"
 )
 
@@ -45,89 +43,14 @@ import (
 // ThreadJumps fails on a malformed module or an opcode it does not know,
 // like InstrumentLoops.
 func ThreadJumps(wasm []byte) (out []byte, n int, err error) {
-	secs, err := splitSections(wasm)
-	if err != nil {
-		return nil, 0, err
-	}
-	var importedFuncs uint32
-	codeSec := -1
-	for i, s := range secs {
-		switch s.id {
-		case secImport:
-			var mi moduleInfo
-			if err := mi.scanImports(wasm[s.body:s.end]); err != nil {
-				return nil, 0, fmt.Errorf("wasmrewrite: import section at offset %#x: %w", s.start, err)
-			}
-			importedFuncs = mi.importedFuncs
-		case secCode:
-			codeSec = i
-		}
-	}
-	if codeSec < 0 {
-		return append([]byte(nil), wasm...), 0, nil
-	}
-	s := secs[codeSec]
-	sec := wasm[:s.end]
-	count, p, err := readU32(sec, s.body)
-	if err != nil {
-		return nil, 0, fmt.Errorf("wasmrewrite: code section at offset %#x: function count: %w", s.start, err)
-	}
-	// The count keeps its encoding, which may not be the shortest: only
-	// what changes is re-encoded.
-	code := append(make([]byte, 0, s.end-s.body), wasm[s.body:p]...)
-	var body []byte
 	var th threader
-	for i := uint32(0); i < count; i++ {
-		fn := uint64(importedFuncs) + uint64(i)
-		size, start, err := readU32(sec, p)
-		if err == nil && uint64(size) > uint64(len(sec)-start) {
-			err = errTruncated
+	return rewriteBodies(wasm, func(body []byte, p int, dst []byte) ([]byte, int, error) {
+		k, err := th.plan(body, p)
+		if err != nil || k == 0 {
+			return nil, 0, err
 		}
-		if err != nil {
-			return nil, 0, fmt.Errorf("wasmrewrite: function %d (code entry %d) at offset %#x: body size: %w", fn, i, p, err)
-		}
-		end := start + int(size)
-		ins, err := skipLocals(wasm[:end], start)
-		if err != nil {
-			return nil, 0, fmt.Errorf("wasmrewrite: function %d (code entry %d) at offset %#x: locals: %w", fn, i, start, err)
-		}
-		k, err := th.plan(wasm[:end], ins)
-		if err != nil {
-			var be *bodyError
-			off := start
-			if errors.As(err, &be) {
-				off = be.off
-			}
-			return nil, 0, fmt.Errorf("wasmrewrite: function %d (code entry %d): %w at offset %#x (body offset %d)",
-				fn, i, err, off, off-start)
-		}
-		if k == 0 {
-			code = append(code, wasm[p:end]...)
-		} else {
-			body = th.apply(body[:0], wasm[start:end], start)
-			code = appendU32(code, uint32(len(body)))
-			code = append(code, body...)
-			n += k
-		}
-		p = end
-	}
-	if p != s.end {
-		return nil, 0, fmt.Errorf("wasmrewrite: code section at offset %#x: %d bytes after the last function body", s.start, s.end-p)
-	}
-	if n == 0 {
-		// Byte for byte, even where the section size is not encoded in
-		// the fewest bytes (appendSectionHeader would shorten it).
-		return append([]byte(nil), wasm...), 0, nil
-	}
-	if uint64(len(code)) > math.MaxUint32 {
-		return nil, 0, errors.New("wasmrewrite: code section too large")
-	}
-	out = make([]byte, 0, len(wasm))
-	out = append(out, wasm[:s.start]...)
-	out = appendSectionHeader(out, secCode, len(code))
-	out = append(out, code...)
-	out = append(out, wasm[s.end:]...)
-	return out, n, nil
+		return th.apply(dst, body[p:], p), k, nil
+	})
 }
 
 // dispatch is a loop recognised as a dispatch loop: its body starts with

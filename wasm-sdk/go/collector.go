@@ -286,33 +286,31 @@ func (r *runtime) emitDefault(msgID, anchor uint64, values []any) {
 	n += 2
 	for _, v := range values {
 		var b []byte
+		var i int64
+		isInt := false
 		if x, ok := v.(Text); ok {
 			b = x
 		} else if x, ok := v.(int64); ok {
-			if room-n < 9+8 {
-				r.emitDefaultSlow(msgID, anchor, values)
-				return
-			}
-			q := unsafe.Add(p, n)
-			*(*uint64)(q) = uint64(KindInt) | uint64(x)<<8
-			*(*uint64)(unsafe.Add(q, 8)) = uint64(x) >> 56
-			n += 9
-			continue
+			i, isInt = x, true
 		} else if x, ok := v.(string); ok {
 			b = unsafe.Slice(unsafe.StringData(x), len(x))
 		} else if x, ok := v.(int); ok {
+			i, isInt = int64(x), true
+		} else {
+			r.emitDefaultSlow(msgID, anchor, values)
+			return
+		}
+		if isInt {
+			// An int field: tag, 8 bytes.
 			if room-n < 9+8 {
 				r.emitDefaultSlow(msgID, anchor, values)
 				return
 			}
 			q := unsafe.Add(p, n)
-			*(*uint64)(q) = uint64(KindInt) | uint64(x)<<8
-			*(*uint64)(unsafe.Add(q, 8)) = uint64(x) >> 56
+			*(*uint64)(q) = uint64(KindInt) | uint64(i)<<8
+			*(*uint64)(unsafe.Add(q, 8)) = uint64(i) >> 56
 			n += 9
 			continue
-		} else {
-			r.emitDefaultSlow(msgID, anchor, values)
-			return
 		}
 		// A string field: tag, length, bytes.
 		l := len(b)

@@ -20,6 +20,7 @@
 //	usermetrics adds to a counter, sets a gauge and observes twice, then
 //	            three values with one observe_many
 //	badobserve  calls observe_many with values outside linear memory
+//	bigobserve  calls observe_many with more values than one call may carry
 //	stdio      prepare writes to stdout and stderr and calls ardea.log
 //
 // One fixture for all of them keeps the committed .wasm files few (each Go
@@ -112,6 +113,8 @@ func execute(n int32) int32 {
 		g.ObserveMany("user.many", []int64{1, -2, 3})
 	case "badobserve":
 		g.ObserveManyAt("user.many", 0xfffffff0, 4)
+	case "bigobserve":
+		g.ObserveManyAt("user.many", 0, 1<<16+1)
 	}
 	out.Flush()
 	return 0

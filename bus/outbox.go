@@ -150,15 +150,33 @@ func (o *Outbox) build(tab *tables) error {
 // tree and a bolt's anchors (u64 LE input tuple ids) extend theirs (ack.go).
 // Emit never blocks.
 func (o *Outbox) Emit(stream uint16, direct uint32, msgID uint64, anchors []byte, values []byte) error {
+	if int(stream) >= len(o.streams) {
+		return fmt.Errorf("bus: component %s task %d: emit on undeclared stream index %d", o.comp.Name, o.task, stream)
+	}
+	spans, n, err := tuple.FieldSpans(o.spans[:0], values)
+	o.spans = spans
+	if err != nil {
+		return fmt.Errorf("bus: component %s task %d stream %s: values: %w", o.comp.Name, o.task, o.streams[stream].name, err)
+	}
+	if n != len(values) {
+		return fmt.Errorf("bus: component %s task %d stream %s: %d bytes after the values block", o.comp.Name, o.task, o.streams[stream].name, len(values)-n)
+	}
+	return o.EmitSpans(stream, direct, msgID, anchors, values, spans)
+}
+
+// EmitSpans is Emit for a values block the caller has already split with
+// tuple.FieldSpans (spans, covering all of values), so that a tuple the
+// host has parsed to check it is not parsed again.
+func (o *Outbox) EmitSpans(stream uint16, direct uint32, msgID uint64, anchors, values []byte, spans []int) error {
 	o.beginEmit(msgID, anchors)
-	if err := o.emit(stream, direct, values); err != nil {
+	if err := o.emit(stream, direct, values, spans); err != nil {
 		o.cur = emitTrack{}
 		return err
 	}
 	return o.endEmit(msgID)
 }
 
-func (o *Outbox) emit(stream uint16, direct uint32, values []byte) error {
+func (o *Outbox) emit(stream uint16, direct uint32, values []byte, spans []int) error {
 	if o.done {
 		return fmt.Errorf("component %s task %d: emit after finish: %w", o.comp.Name, o.task, ErrFinished)
 	}
@@ -166,14 +184,6 @@ func (o *Outbox) emit(stream uint16, direct uint32, values []byte) error {
 		return fmt.Errorf("bus: component %s task %d: emit on undeclared stream index %d", o.comp.Name, o.task, stream)
 	}
 	sr := &o.streams[stream]
-	spans, n, err := tuple.FieldSpans(o.spans[:0], values)
-	o.spans = spans
-	if err != nil {
-		return fmt.Errorf("bus: component %s task %d stream %s: values: %w", o.comp.Name, o.task, sr.name, err)
-	}
-	if n != len(values) {
-		return fmt.Errorf("bus: component %s task %d stream %s: %d bytes after the values block", o.comp.Name, o.task, sr.name, len(values)-n)
-	}
 	if direct != tuple.NoTask {
 		return o.emitDirect(sr, stream, direct, values)
 	}

@@ -157,7 +157,13 @@ func hostEmit(ctx context.Context, _ api.Module, stack []uint64) {
 		switch op.Code {
 		case tuple.OpEmit:
 			in.checkEmit(op, len(spans)/2)
-			if err := in.out.Emit(op.Stream, op.Direct, op.MsgID, op.Anchors, op.Values); err != nil {
+			var err error
+			if in.spanOut != nil {
+				err = in.spanOut.EmitSpans(op.Stream, op.Direct, op.MsgID, op.Anchors, op.Values, spans)
+			} else {
+				err = in.out.Emit(op.Stream, op.Direct, op.MsgID, op.Anchors, op.Values)
+			}
+			if err != nil {
 				in.hostFailure(fmt.Sprintf("emit on stream %q", in.outNames[op.Stream]), err)
 			}
 		case tuple.OpAck:

@@ -147,7 +147,8 @@ type instance struct {
 
 	// current call
 	cur     callID
-	out     component.Collector // nil when the call may not emit
+	out     component.Collector     // nil when the call may not emit
+	spanOut component.SpanCollector // out, when it takes parsed values (else nil)
 	errText []byte
 	fault   error
 
@@ -313,11 +314,12 @@ func (in *instance) call(id callID, arg uint64, out component.Collector) (int32,
 		return 0, fmt.Errorf("%s: module %s does not export %s", in.label, in.module.name, callNames[id])
 	}
 	in.out = out
+	in.spanOut, _ = out.(component.SpanCollector)
 	in.stack[0] = arg
 	in.begin(id)
 	err := fn.CallWithStack(in.ctx, in.stack)
 	timedOut := in.callStart.Swap(0) == -1
-	in.out = nil
+	in.out, in.spanOut = nil, nil
 	if in.mem != nil {
 		in.pagesUsed.Store(in.mem.Size() / 65536) // read by UsageOf from another goroutine
 	}

@@ -32,6 +32,15 @@ type Collector interface {
 	Fail(tupleID uint64) error
 }
 
+// SpanCollector is a Collector that also takes a values block already
+// split by tuple.FieldSpans (spans covers all of values), so that a caller
+// that has parsed a tuple to check it does not make the collector parse
+// it again. The wasm host uses it when its collector has it.
+type SpanCollector interface {
+	Collector
+	EmitSpans(stream uint16, direct uint32, msgID uint64, anchors, values []byte, spans []int) error
+}
+
 // State is a task's host-side key/value store. Keys are assigned to key
 // groups by tuple.StateKeyHash. Get's result is only valid until the next
 // call. Scan calls fn for each key with the prefix in ascending key order.

@@ -31,7 +31,7 @@ type Inbox interface {
 
 // Outbox is the part of a bus outbox a task writes.
 type Outbox interface {
-	component.Collector
+	component.SpanCollector
 	Flush(ctx context.Context, force bool) error
 	Finish(ctx context.Context) error
 	BlockedNanos() int64
@@ -231,6 +231,10 @@ type counting struct {
 func (c *counting) Emit(stream uint16, direct uint32, msgID uint64, anchors, values []byte) error {
 	c.emitted++
 	return c.Outbox.Emit(stream, direct, msgID, anchors, values)
+}
+func (c *counting) EmitSpans(stream uint16, direct uint32, msgID uint64, anchors, values []byte, spans []int) error {
+	c.emitted++
+	return c.Outbox.EmitSpans(stream, direct, msgID, anchors, values, spans)
 }
 func (c *counting) Ack(id uint64) error  { c.acked++; return c.Outbox.Ack(id) }
 func (c *counting) Fail(id uint64) error { c.failed++; return c.Outbox.Fail(id) }

@@ -183,7 +183,7 @@ func Run(ctx context.Context, o RunOptions) (*Result, error) {
 		ckpt = &Checkpointing{Store: store, Report: func(id uint64, task uint32, err error) { coord.Report(runCtx, id, task, err) }}
 	}
 	for cn := 1; cn <= p.Containers; cn++ {
-		nc, err := nats.Connect(srv.ClientURL(), nats.Name(fmt.Sprintf("ardea-%s-container-%d", t.Name, cn)))
+		nc, err := nats.Connect(srv.ClientURL(), nats.Name(fmt.Sprintf("ardea-%s-container-%d", t.Name, cn)), nats.InProcessServer(srv.NATS()))
 		if err != nil {
 			return nil, fmt.Errorf("container %d: connect to NATS: %w", cn, err)
 		}

@@ -1,6 +1,7 @@
 package bus
 
 import (
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -77,46 +78,53 @@ func TestShuffleAndNoneEven(t *testing.T) {
 	}
 }
 
+// TestFieldsGrouping checks the route's key group table against the rule
+// state uses (tuple.KeyGroup, tuple.TaskIndexForKeyGroup), with a power of
+// two key groups (masked) and without (modulo).
 func TestFieldsGrouping(t *testing.T) {
-	p := buildPlan(t, 2, []compSpec{
-		{name: "spout", kind: "spout", containers: []int{1, 2}},
-		{name: "bolt", kind: "bolt", containers: []int{1, 2, 1, 2, 2}, maxKG: 64},
-	}, []edgeSpec{{from: "spout", to: "bolt", grouping: plan.Fields, fieldIdx: []int{0}}})
-	c := newCluster(t, p, nil)
-	bolts := c.tasks("bolt")
-	got := sendAndDrain(t, c, c.tasks("spout"), 3000, keyN, bolts)
-	where := map[string]uint32{}
-	total := 0
-	for task, rs := range got {
-		total += len(rs)
-		for _, r := range rs {
-			if prev, ok := where[r.key]; ok && prev != task {
-				t.Fatalf("key %q went to tasks %d and %d", r.key, prev, task)
+	for _, maxKG := range []int{64, 100} {
+		t.Run(fmt.Sprint(maxKG), func(t *testing.T) {
+			p := buildPlan(t, 2, []compSpec{
+				{name: "spout", kind: "spout", containers: []int{1, 2}},
+				{name: "bolt", kind: "bolt", containers: []int{1, 2, 1, 2, 2}, maxKG: maxKG},
+			}, []edgeSpec{{from: "spout", to: "bolt", grouping: plan.Fields, fieldIdx: []int{0}}})
+			c := newCluster(t, p, nil)
+			bolts := c.tasks("bolt")
+			got := sendAndDrain(t, c, c.tasks("spout"), 3000, keyN, bolts)
+			where := map[string]uint32{}
+			total := 0
+			for task, rs := range got {
+				total += len(rs)
+				for _, r := range rs {
+					if prev, ok := where[r.key]; ok && prev != task {
+						t.Fatalf("key %q went to tasks %d and %d", r.key, prev, task)
+					}
+					where[r.key] = task
+					v := values(r.key, 0)
+					spans, _, err := tuple.FieldSpans(nil, v)
+					if err != nil {
+						t.Fatal(err)
+					}
+					kg := tuple.KeyGroup(tuple.HashFields(v, spans, []int{0}), maxKG)
+					want := bolts[tuple.TaskIndexForKeyGroup(kg, maxKG, len(bolts))]
+					if task != want {
+						t.Fatalf("key %q at task %d, key group %d maps to task %d", r.key, task, kg, want)
+					}
+				}
 			}
-			where[r.key] = task
-			v := values(r.key, 0)
-			spans, _, err := tuple.FieldSpans(nil, v)
-			if err != nil {
-				t.Fatal(err)
+			if total != 6000 {
+				t.Fatalf("got %d tuples, want 6000", total)
 			}
-			kg := tuple.KeyGroup(tuple.HashFields(v, spans, []int{0}), 64)
-			want := bolts[tuple.TaskIndexForKeyGroup(kg, 64, len(bolts))]
-			if task != want {
-				t.Fatalf("key %q at task %d, key group %d maps to task %d", r.key, task, kg, want)
+			used := 0
+			for _, b := range bolts {
+				if len(got[b]) > 0 {
+					used++
+				}
 			}
-		}
-	}
-	if total != 6000 {
-		t.Fatalf("got %d tuples, want 6000", total)
-	}
-	used := 0
-	for _, b := range bolts {
-		if len(got[b]) > 0 {
-			used++
-		}
-	}
-	if used < 3 {
-		t.Errorf("676 keys reached only %d of 5 tasks: %v", used, counts(got))
+			if used < 3 {
+				t.Errorf("676 keys reached only %d of 5 tasks: %v", used, counts(got))
+			}
+		})
 	}
 }
 

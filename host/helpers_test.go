@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -220,4 +221,25 @@ func mustContain(t *testing.T, err error, parts ...string) {
 			t.Fatalf("error %q\ndoes not contain %q", err, p)
 		}
 	}
+}
+
+// spanRecorder is a recorder that also takes parsed values
+// (component.SpanCollector); it checks the spans it gets against
+// tuple.FieldSpans and counts the emits that came that way.
+type spanRecorder struct {
+	recorder
+	viaSpans int
+	badSpans error
+}
+
+func (r *spanRecorder) EmitSpans(stream uint16, direct uint32, msgID uint64, anchors, values []byte, spans []int) error {
+	want, n, err := tuple.FieldSpans(nil, values)
+	switch {
+	case err != nil:
+		r.badSpans = err
+	case n != len(values) || !slices.Equal(spans, want):
+		r.badSpans = fmt.Errorf("values %x: spans %v, want %v (%d of %d bytes)", values, spans, want, n, len(values))
+	}
+	r.viaSpans++
+	return r.recorder.Emit(stream, direct, msgID, anchors, values)
 }

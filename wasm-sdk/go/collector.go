@@ -112,7 +112,7 @@ type emitter struct{ r *runtime }
 // automatic ack mode (the default) it is anchored on the tuple being
 // executed.
 func (e *emitter) Emit(values ...any) {
-	e.r.emitDefault(0, e.r.autoAnchor, values)
+	emitDefault(e.r, 0, e.r.autoAnchor, values)
 }
 
 // EmitTo emits a tuple on a declared stream (anchored like Emit).
@@ -142,7 +142,7 @@ type SpoutCollector struct {
 
 // EmitWithID emits a tracked tuple on the "default" stream.
 func (c *SpoutCollector) EmitWithID(msgID uint64, values ...any) {
-	c.r.emitDefault(msgID, 0, values)
+	emitDefault(c.r, msgID, 0, values)
 }
 
 // EmitToWithID emits a tracked tuple on a declared stream.
@@ -170,7 +170,7 @@ type BoltCollector struct{ emitter }
 // EmitAnchored emits a tuple on the "default" stream anchored on an input
 // tuple, so that its failure fails the anchor's tuple tree.
 func (c *BoltCollector) EmitAnchored(anchor Tuple, values ...any) {
-	c.r.emitDefault(0, anchor.id, values)
+	emitDefault(c.r, 0, anchor.id, values)
 }
 
 // EmitAnchoredTo emits an anchored tuple on a declared stream.
@@ -245,18 +245,19 @@ func (r *runtime) streamIndex(si int, stream string) int {
 	return si
 }
 
-// emitDefault emits on the default stream with at most one anchor (0:
-// none). Its fast path encodes values of the common kinds (Text, int64,
-// string, int) in place; anything else (another kind, a wrong value
-// count, an emit that is not allowed now, a full output buffer) leaves
-// r.out unchanged and goes to emit, which does the checks, the general
-// encoding and the flush. The Emit wrappers make this one call, so that
-// they are inlined and the anchor Tuple is not copied.
-func (r *runtime) emitDefault(msgID, anchor uint64, values []any) {
+// emitDefaultGo is emitDefault (emit_other.go, emit_wasm.go) in Go: it
+// emits on the default stream with at most one anchor (0: none). Its fast
+// path encodes values of the common kinds (Text, int64, string, int) in
+// place; anything else (another kind, a wrong value count, an emit that
+// is not allowed now, a full output buffer) leaves r.out unchanged and
+// goes to emit, which does the checks, the general encoding and the
+// flush. The Emit wrappers make this one call, so that they are inlined
+// and the anchor Tuple is not copied.
+func (r *runtime) emitDefaultGo(msgID, anchor uint64, values []any) {
 	si := r.defStream
 	at := len(r.out)
 	if si < 0 || len(values) != r.defFields || !r.canEmit || at >= outFlush {
-		r.emitDefaultSlow(msgID, anchor, values)
+		emitDefaultSlow(r, msgID, anchor, values)
 		return
 	}
 	// Everything is written into r.out's spare capacity with 8-byte
@@ -266,7 +267,7 @@ func (r *runtime) emitDefault(msgID, anchor uint64, values []any) {
 	// bytes past what it means to, hence the 8 spare bytes in the checks.
 	room := cap(r.out) - at
 	if room < emitHeader+10+8 {
-		r.emitDefaultSlow(msgID, anchor, values)
+		emitDefaultSlow(r, msgID, anchor, values)
 		return
 	}
 	p := unsafe.Add(unsafe.Pointer(unsafe.SliceData(r.out)), at)
@@ -297,13 +298,13 @@ func (r *runtime) emitDefault(msgID, anchor uint64, values []any) {
 		} else if x, ok := v.(int); ok {
 			i, isInt = int64(x), true
 		} else {
-			r.emitDefaultSlow(msgID, anchor, values)
+			emitDefaultSlow(r, msgID, anchor, values)
 			return
 		}
 		if isInt {
 			// An int field: tag, 8 bytes.
 			if room-n < 9+8 {
-				r.emitDefaultSlow(msgID, anchor, values)
+				emitDefaultSlow(r, msgID, anchor, values)
 				return
 			}
 			q := unsafe.Add(p, n)
@@ -315,7 +316,7 @@ func (r *runtime) emitDefault(msgID, anchor uint64, values []any) {
 		// A string field: tag, length, bytes.
 		l := len(b)
 		if l > room-n-5-8 {
-			r.emitDefaultSlow(msgID, anchor, values)
+			emitDefaultSlow(r, msgID, anchor, values)
 			return
 		}
 		q := unsafe.Add(p, n)
@@ -347,9 +348,9 @@ func (r *runtime) emitDefault(msgID, anchor uint64, values []any) {
 	r.sc.emitted++
 }
 
-// emitDefaultSlow is emit on the default stream, for what emitDefault
-// does not handle.
-func (r *runtime) emitDefaultSlow(msgID, anchor uint64, values []any) {
+// emitDefaultSlow is emit on the default stream, for what the fast paths
+// (emitDefaultGo, emit_wasm.s) do not handle.
+func emitDefaultSlow(r *runtime, msgID, anchor uint64, values []any) {
 	r.emit(r.defStream, defaultStream, tuple.NoTask, msgID, anchor, values)
 }
 

@@ -40,7 +40,7 @@ func TestEmitDefaultMatchesEmit(t *testing.T) {
 				// not depend on which path ran.
 				for spare := 0; spare <= len(want)+24; spare += max(1, len(want)/16) {
 					r.out = append(make([]byte, 0, 3+spare), "pre"...)
-					r.emitDefault(0, anchor, vals)
+					r.emitDefaultGo(0, anchor, vals)
 					if got := r.out[3:]; !bytes.Equal(got, want) || string(r.out[:3]) != "pre" {
 						t.Fatalf("len %d, %v, anchor %x, %d spare bytes:\n got %x\nwant %x", n, fmt.Sprint(vals...), anchor, spare, got, want)
 					}

@@ -71,6 +71,9 @@ type runtime struct {
 	// Observations not yet sent, by histogram (few per component: a
 	// slice searched by the name's pointer first).
 	observed []observed
+	// types holds the type words of Text, string, int64 and int in an
+	// interface value, for emit_wasm.s.
+	types [4]uintptr
 }
 
 // observed holds one histogram's pending observations.
@@ -81,11 +84,15 @@ type observed struct {
 
 func newRuntime(h hostAPI) *runtime {
 	r := &runtime{host: h, defStream: -1}
+	r.types = [4]uintptr{typeWord(Text(nil)), typeWord(""), typeWord(int64(0)), typeWord(0)}
 	r.sc.r = r
 	r.bc.r = r
 	r.state.init(r)
 	return r
 }
+
+// typeWord is the type word of v (the first word of an interface value).
+func typeWord(v any) uintptr { return *(*uintptr)(unsafe.Pointer(&v)) }
 
 func (r *runtime) register(s Spout, b Bolt) {
 	if r.spout != nil || r.bolt != nil {

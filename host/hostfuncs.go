@@ -147,9 +147,10 @@ func hostEmit(ctx context.Context, _ api.Module, stack []uint64) {
 	if in.out == nil {
 		in.violate("emit is not allowed here (only open, next, ack and fail of a spout and prepare, execute, tick and finish of a bolt may emit)")
 	}
+	op := &in.op
 	off := 0
 	for off < len(b) {
-		op, next, spans, err := tuple.NextOp(b, off, in.spans)
+		next, spans, err := op.Decode(b, off, in.spans)
 		in.spans = spans
 		if err != nil {
 			in.violate("emit: malformed op: %v", err)
@@ -182,7 +183,7 @@ func hostEmit(ctx context.Context, _ api.Module, stack []uint64) {
 // checkEmit applies the ABI's emit checks. Whether a direct task belongs
 // to a direct-grouping subscriber is left to the collector (the task
 // context does not carry subscriber groupings).
-func (in *instance) checkEmit(op tuple.Op, nfields int) {
+func (in *instance) checkEmit(op *tuple.Op, nfields int) {
 	if int(op.Stream) >= len(in.outFields) {
 		in.violate("emit on stream index %d, which is not declared (declared streams: %s)",
 			op.Stream, in.streamList())

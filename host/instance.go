@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ardea-dev/ardea/internal/component"
+	"github.com/ardea-dev/ardea/internal/tuple"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/sys"
@@ -149,6 +150,7 @@ type instance struct {
 	cur     callID
 	out     component.Collector     // nil when the call may not emit
 	spanOut component.SpanCollector // out, when it takes parsed values (else nil)
+	op      tuple.Op                // hostEmit's decoded op, reused
 	errText []byte
 	fault   error
 

@@ -210,3 +210,25 @@ func TestFieldSpansRejectsBadBool(t *testing.T) {
 		t.Fatal("NextOp accepted an emit with a bool payload of 2")
 	}
 }
+
+// TestDecodeReusesOp: Decode into one Op gives each op exactly what NextOp
+// gives, whatever the previous op left in it (spans only mean something
+// for an emit).
+func TestDecodeReusesOp(t *testing.T) {
+	var buf []byte
+	buf = AppendEmit(buf, 1, 5, 9, []uint64{7, 8}, AppendValues(nil, Str("a"), Int(2)))
+	buf = append(buf, OpAck)
+	buf = binary.LittleEndian.AppendUint64(buf, 42)
+	buf = AppendEmit(buf, 0, NoTask, 0, nil, AppendValues(nil, Str("b")))
+	var op Op
+	var spans []int
+	for off := 0; off < len(buf); {
+		want, wnext, wspans, werr := NextOp(buf, off, nil)
+		next, s, err := op.Decode(buf, off, spans)
+		spans = s
+		if err != nil || werr != nil || next != wnext || !reflect.DeepEqual(op, want) || (op.Code == OpEmit && !slices.Equal(spans, wspans)) {
+			t.Fatalf("op at %d: Decode %+v %v %d %v, NextOp %+v %v %d %v", off, op, spans, next, err, want, wspans, wnext, werr)
+		}
+		off = next
+	}
+}

@@ -107,3 +107,90 @@ func appendEmitOp(b []byte, anchors []uint64, values []byte) []byte {
 	}
 	return append(b, values...)
 }
+
+// TestStateWasm runs State.AddInt's fast path written in WebAssembly
+// (state_wasm.s) in a guest, testdata/emitcheck in mode=state, against a
+// plain map: keys of every length up to 40 bytes (the hash and the key
+// compare distinguish up to 8, 9-16 and longer), keys that share their
+// first 8 bytes, enough keys that the cache's index grows and probes
+// collide, values of another length (counted as 0), and several batches,
+// so that keys are found cached, first changed in a batch, and changed
+// again. The host's state must end with the same counts.
+func TestStateWasm(t *testing.T) {
+	ctx := context.Background()
+	rt := wazero.NewRuntime(ctx)
+	defer rt.Close(ctx)
+	wasi_snapshot_preview1.MustInstantiate(ctx, rt)
+	host := &miniHost{state: map[string][]byte{}}
+	host.module(ctx, t, rt)
+	g := load(t, ctx, rt, "testdata/emitcheck.wasm")
+	g.h = host
+	bctx := tuple.Context{Topology: "t", Component: "emitcheck", TaskID: 2, Parallelism: 1,
+		Config:  map[string]string{"mode": "state"},
+		Outputs: []tuple.StreamDecl{{Name: "default", Fields: []string{"w", "n"}}},
+		Inputs:  []tuple.InputDecl{{Component: "up", Stream: "default", Fields: []string{"w"}}}}
+	g.mustOK(g.call("ardea_prepare", g.input(bctx.Encode(nil))), "prepare")
+	host.state["preset"] = binary.LittleEndian.AppendUint64(nil, 1000) // from before a restart
+
+	var words []string
+	for n := 0; n <= 40; n++ {
+		words = append(words, strings.Repeat(string(rune('a'+n%26)), n))
+	}
+	for i := 0; i < 3000; i++ {
+		words = append(words, fmt.Sprintf("key-%d", i), fmt.Sprintf("prefix12-%0*d", i%30, i))
+	}
+	words = append(words, "preset", "=key-7", "key-7", "=abcdefgh", "abcdefgh", "=x", "x", "héllo")
+	model := map[string]int64{"preset": 1000}
+	put := map[string]bool{} // the last change was the 3-byte put
+	for batch := 0; batch < 4; batch++ {
+		var w tuple.BatchWriter
+		w.Reset()
+		var want []int64
+		for i := range words {
+			wd := words[(i*7+batch*13)%len(words)] // a different order each time
+			w.Append(0, 1, 0, tuple.AppendValues(nil, tuple.Str(wd)))
+			if k, ok := strings.CutPrefix(wd, "="); ok {
+				model[k], put[k] = 0, true
+				want = append(want, 0)
+				continue
+			}
+			model[wd] += int64(len(wd)) + 1
+			put[wd] = false
+			want = append(want, model[wd])
+		}
+		host.ops = host.ops[:0]
+		g.mustOK(g.call("ardea_execute", g.input(w.Buf)), "execute")
+		var spans []int
+		i := 0
+		for off := 0; off < len(host.ops); i++ {
+			var op tuple.Op
+			var err error
+			op, off, spans, err = tuple.NextOp(host.ops, off, spans)
+			if err != nil {
+				t.Fatal(err)
+			}
+			vals, _, err := tuple.DecodeValues(nil, op.Values)
+			if err != nil || len(vals) != 2 || i >= len(want) {
+				t.Fatalf("batch %d op %d: %+v %v", batch, i, vals, err)
+			}
+			if vals[1].I != want[i] {
+				t.Fatalf("batch %d op %d: %q counted %d, want %d", batch, i, vals[0].AsString(), vals[1].I, want[i])
+			}
+		}
+		if i != len(want) {
+			t.Fatalf("batch %d: %d emits, want %d", batch, i, len(want))
+		}
+	}
+	for k, v := range model {
+		got := host.state[k]
+		if put[k] {
+			if string(got) != "abc" {
+				t.Errorf("host state %q = %x, want the put \"abc\"", k, got)
+			}
+			continue
+		}
+		if len(got) != 8 || int64(binary.LittleEndian.Uint64(got)) != v {
+			t.Errorf("host state %q = %x, want %d", k, got, v)
+		}
+	}
+}

@@ -433,7 +433,14 @@ func (s *State) putInt(i int, v int64) {
 
 // AddInt adds delta to the int64 under key (absent counts as 0) and returns
 // the new value.
-func (s *State) AddInt(key string, delta int64) int64 {
+func (s *State) AddInt(key string, delta int64) int64 { return addInt(s, key, delta) }
+
+// addIntSlow is addIntGo as a function, for state_wasm.s.
+func addIntSlow(s *State, key string, delta int64) int64 { return s.addIntGo(key, delta) }
+
+// addIntGo is AddInt in Go; addInt (state_other.go, state_wasm.s) is it
+// or its fast path in WebAssembly, which falls back to it.
+func (s *State) addIntGo(key string, delta int64) int64 {
 	// slotOf, inlined by hand: a call costs a Go guest as much as the
 	// hash and the probe together.
 	k := key

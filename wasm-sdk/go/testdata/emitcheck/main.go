@@ -1,20 +1,47 @@
 //go:build wasip1
 
-// Command emitcheck is a test bolt for the SDK's emit fast path
-// (emit_wasm.s): for each input tuple it emits its string field w in
-// every shape the fast path handles and in two it leaves to the general
-// encoder. TestEmitWasm compares the bytes with the Go encoder's. Build:
+// Command emitcheck is a test bolt for the SDK's fast paths written in
+// WebAssembly. With config mode=emit (emit_wasm.s) it emits each input
+// tuple's string field w in every shape the fast path handles and in two
+// it leaves to the general encoder; TestEmitWasm compares the bytes with
+// the Go encoder's. With mode=state (state_wasm.s) it adds len(w)+1 to
+// the state counter w and emits (w, new value), or for w = "=k" puts a
+// 3-byte value under k (which AddInt then counts as 0) and emits (w, 0);
+// TestStateWasm checks every value. Build:
 //
 //	GOOS=wasip1 GOARCH=wasm go build -trimpath -buildmode=c-shared -ldflags='-s -w' -o wasm-sdk/go/testdata/emitcheck.wasm ./wasm-sdk/go/testdata/emitcheck
 package main
 
-import ardea "github.com/ardea-dev/ardea/wasm-sdk/go"
+import (
+	"strings"
 
-type emitcheck struct{ ardea.BaseBolt }
+	ardea "github.com/ardea-dev/ardea/wasm-sdk/go"
+)
 
-func (emitcheck) Execute(t ardea.Tuple, c *ardea.BoltCollector) error {
+type emitcheck struct {
+	ardea.BaseBolt
+	state *ardea.State
+	mode  string
+}
+
+func (b *emitcheck) Prepare(ctx *ardea.Context) error {
+	b.state = ctx.State()
+	b.mode = ctx.ConfigOr("mode", "emit")
+	return nil
+}
+
+func (b *emitcheck) Execute(t ardea.Tuple, c *ardea.BoltCollector) error {
 	w := t.BytesView(0)
 	n := int64(len(w))
+	if b.mode == "state" {
+		if k, ok := strings.CutPrefix(string(w), "="); ok {
+			b.state.Put(k, []byte("abc"))
+			c.EmitAnchored(t, ardea.Text(w), int64(0))
+			return nil
+		}
+		c.EmitAnchored(t, ardea.Text(w), b.state.AddIntBytes(w, n+1))
+		return nil
+	}
 	c.EmitAnchored(t, ardea.Text(w), n*-0x123456789ab)     // Text, int64
 	c.Emit(string(w), int(n))                              // string, int; plain (anchored automatically)
 	c.EmitAnchored(t, n<<40|n, ardea.Text(w))              // int64, Text
@@ -24,6 +51,6 @@ func (emitcheck) Execute(t ardea.Tuple, c *ardea.BoltCollector) error {
 	return nil
 }
 
-func init() { ardea.RegisterBolt(emitcheck{}) }
+func init() { ardea.RegisterBolt(&emitcheck{}) }
 
 func main() {}

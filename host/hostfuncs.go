@@ -147,20 +147,25 @@ func hostEmit(ctx context.Context, _ api.Module, stack []uint64) {
 	if in.out == nil {
 		in.violate("emit is not allowed here (only open, next, ack and fail of a spout and prepare, execute, tick and finish of a bolt may emit)")
 	}
-	op := &in.op
+	// This loop runs once per emitted tuple: the op and the spans buffer
+	// are reused, and the checks only call out when one fails.
+	op, spans, sc := &in.op, in.spans, in.spanOut
+	defer func() { in.spans = spans }()
 	off := 0
 	for off < len(b) {
-		next, spans, err := op.Decode(b, off, in.spans)
-		in.spans = spans
+		next, sp, err := op.Decode(b, off, spans)
+		spans = sp
 		if err != nil {
 			in.violate("emit: malformed op: %v", err)
 		}
 		switch op.Code {
 		case tuple.OpEmit:
-			in.checkEmit(op, len(spans)/2)
+			if s := int(op.Stream); s >= len(in.outFields) || in.outFields[s] != len(spans)/2 || len(op.Values) > in.maxTuple {
+				in.checkEmit(op, len(spans)/2)
+			}
 			var err error
-			if in.spanOut != nil {
-				err = in.spanOut.EmitSpans(op.Stream, op.Direct, op.MsgID, op.Anchors, op.Values, spans)
+			if sc != nil {
+				err = sc.EmitSpans(op.Stream, op.Direct, op.MsgID, op.Anchors, op.Values, spans)
 			} else {
 				err = in.out.Emit(op.Stream, op.Direct, op.MsgID, op.Anchors, op.Values)
 			}
@@ -180,7 +185,8 @@ func hostEmit(ctx context.Context, _ api.Module, stack []uint64) {
 	}
 }
 
-// checkEmit applies the ABI's emit checks. Whether a direct task belongs
+// checkEmit applies the ABI's emit checks (hostEmit tests them inline and
+// calls this to report the one that failed). Whether a direct task belongs
 // to a direct-grouping subscriber is left to the collector (the task
 // context does not carry subscriber groupings).
 func (in *instance) checkEmit(op *tuple.Op, nfields int) {

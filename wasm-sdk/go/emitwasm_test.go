@@ -24,18 +24,7 @@ import (
 // and batches large enough that the output buffer fills and is flushed
 // in the middle of a call.
 func TestEmitWasm(t *testing.T) {
-	ctx := context.Background()
-	rt := wazero.NewRuntime(ctx)
-	defer rt.Close(ctx)
-	wasi_snapshot_preview1.MustInstantiate(ctx, rt)
-	host := &miniHost{state: map[string][]byte{}}
-	host.module(ctx, t, rt)
-	g := load(t, ctx, rt, "testdata/emitcheck.wasm")
-	g.h = host
-	bctx := tuple.Context{Topology: "t", Component: "emitcheck", TaskID: 2, Parallelism: 1,
-		Outputs: []tuple.StreamDecl{{Name: "default", Fields: []string{"a", "b"}}},
-		Inputs:  []tuple.InputDecl{{Component: "up", Stream: "default", Fields: []string{"w"}}}}
-	g.mustOK(g.call("ardea_prepare", g.input(bctx.Encode(nil))), "prepare")
+	g, host := emitcheck(t, "emit")
 
 	var words []string
 	for n := 0; n <= 40; n++ {
@@ -117,19 +106,7 @@ func appendEmitOp(b []byte, anchors []uint64, values []byte) []byte {
 // so that keys are found cached, first changed in a batch, and changed
 // again. The host's state must end with the same counts.
 func TestStateWasm(t *testing.T) {
-	ctx := context.Background()
-	rt := wazero.NewRuntime(ctx)
-	defer rt.Close(ctx)
-	wasi_snapshot_preview1.MustInstantiate(ctx, rt)
-	host := &miniHost{state: map[string][]byte{}}
-	host.module(ctx, t, rt)
-	g := load(t, ctx, rt, "testdata/emitcheck.wasm")
-	g.h = host
-	bctx := tuple.Context{Topology: "t", Component: "emitcheck", TaskID: 2, Parallelism: 1,
-		Config:  map[string]string{"mode": "state"},
-		Outputs: []tuple.StreamDecl{{Name: "default", Fields: []string{"w", "n"}}},
-		Inputs:  []tuple.InputDecl{{Component: "up", Stream: "default", Fields: []string{"w"}}}}
-	g.mustOK(g.call("ardea_prepare", g.input(bctx.Encode(nil))), "prepare")
+	g, host := emitcheck(t, "state")
 	host.state["preset"] = binary.LittleEndian.AppendUint64(nil, 1000) // from before a restart
 
 	var words []string
@@ -193,4 +170,23 @@ func TestStateWasm(t *testing.T) {
 			t.Errorf("host state %q = %x, want %d", k, got, v)
 		}
 	}
+}
+
+// emitcheck prepares testdata/emitcheck.wasm in a fresh runtime with one
+// string input field and two output fields, in the given mode.
+func emitcheck(t *testing.T, mode string) (*guest, *miniHost) {
+	ctx := context.Background()
+	rt := wazero.NewRuntime(ctx)
+	t.Cleanup(func() { rt.Close(ctx) })
+	wasi_snapshot_preview1.MustInstantiate(ctx, rt)
+	host := &miniHost{state: map[string][]byte{}}
+	host.module(ctx, t, rt)
+	g := load(t, ctx, rt, "testdata/emitcheck.wasm")
+	g.h = host
+	bctx := tuple.Context{Topology: "t", Component: "emitcheck", TaskID: 2, Parallelism: 1,
+		Config:  map[string]string{"mode": mode},
+		Outputs: []tuple.StreamDecl{{Name: "default", Fields: []string{"a", "b"}}},
+		Inputs:  []tuple.InputDecl{{Component: "up", Stream: "default", Fields: []string{"w"}}}}
+	g.mustOK(g.call("ardea_prepare", g.input(bctx.Encode(nil))), "prepare")
+	return g, host
 }

@@ -15,6 +15,10 @@ import "github.com/ardea-dev/ardea/internal/tuple"
 // TestEmitWasm runs it in a guest (testdata/emitcheck) and checks its
 // output against the Go encoder.
 //
+// go:noescape is true of it and of emitDefaultSlow (values does not escape
+// there, per the compiler's -m), and keeps an Emit's variadic values and
+// their boxed ints and slices on the caller's stack.
+//
 //go:noescape
 func emitDefault(r *runtime, msgID, anchor uint64, values []any)
 

@@ -9,5 +9,6 @@ package ardea
 // anything is changed. TestStateWasm runs it in a guest
 // (testdata/emitcheck) against the Go implementation.
 //
-//go:noescape
+// Not go:noescape: addIntGo's key escapes (it reaches the host through an
+// interface), so the key must not be a view of the caller's stack.
 func addInt(s *State, key string, delta int64) int64

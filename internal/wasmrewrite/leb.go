@@ -1,6 +1,9 @@
 package wasmrewrite
 
-import "errors"
+import (
+	"errors"
+	"math"
+)
 
 // The rewrite only needs the length of most LEB128 immediates, not their
 // value: a LEB128 number ends at the first byte without the continuation bit
@@ -146,4 +149,40 @@ func skipLimits(b []byte, p int) (int, error) {
 		return p, err
 	}
 	return skipLEB(b, p)
+}
+
+// readS32 decodes a whole signed LEB128 i32 (i32.const's immediate).
+func readS32(b []byte) (int32, bool) {
+	v, ok := readSLEB(b, 5)
+	if !ok || v < math.MinInt32 || v > math.MaxInt32 {
+		return 0, false
+	}
+	return int32(v), true
+}
+
+// readS64 decodes a whole signed LEB128 i64 (i64.const's immediate).
+func readS64(b []byte) (int64, bool) { return readSLEB(b, 10) }
+
+// readSLEB decodes a signed LEB128 number that must span all of b in at
+// most max bytes.
+func readSLEB(b []byte, max int) (int64, bool) {
+	var v int64
+	var shift uint
+	for i, c := range b {
+		if i == max {
+			return 0, false
+		}
+		v |= int64(c&0x7f) << shift
+		shift += 7
+		if c < 0x80 {
+			if i != len(b)-1 {
+				return 0, false
+			}
+			if shift < 64 && c&0x40 != 0 {
+				v |= -1 << shift
+			}
+			return v, true
+		}
+	}
+	return 0, false
 }

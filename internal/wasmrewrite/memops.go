@@ -284,26 +284,3 @@ func (e *memEdit) appendAccess(dst []byte, store, load, align byte, k uint32) []
 	dst = append(dst, store, align)
 	return appendU32(dst, e.dst.off+k)
 }
-
-// readS64 decodes a whole signed LEB128 i64 (i64.const's immediate).
-func readS64(b []byte) (int64, bool) {
-	var v int64
-	var shift uint
-	for i, c := range b {
-		if i == 10 {
-			return 0, false
-		}
-		v |= int64(c&0x7f) << shift
-		shift += 7
-		if c < 0x80 {
-			if i != len(b)-1 {
-				return 0, false
-			}
-			if shift < 64 && c&0x40 != 0 {
-				v |= -1 << shift
-			}
-			return v, true
-		}
-	}
-	return 0, false
-}

@@ -1,8 +1,6 @@
 package wasmrewrite
 
-import (
-	"math"
-)
+import ()
 
 // ThreadJumps returns a copy of the module in which jumps that go through a
 // dispatch loop go straight to their target, and how many it redirected.
@@ -204,30 +202,4 @@ func parseDispatch(body []byte, at int) *dispatch {
 		labels = append(labels, l)
 	}
 	return &dispatch{local: local, starts: starts, labels: labels}
-}
-
-// readS32 decodes a whole signed LEB128 i32 (i32.const's immediate).
-func readS32(b []byte) (int32, bool) {
-	var v int64
-	var shift uint
-	for i, c := range b {
-		if i == 5 {
-			return 0, false
-		}
-		v |= int64(c&0x7f) << shift
-		shift += 7
-		if c < 0x80 {
-			if i != len(b)-1 {
-				return 0, false
-			}
-			if c&0x40 != 0 {
-				v |= -1 << shift
-			}
-			if v < math.MinInt32 || v > math.MaxInt32 {
-				return 0, false
-			}
-			return int32(v), true
-		}
-	}
-	return 0, false
 }

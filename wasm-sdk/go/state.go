@@ -441,48 +441,9 @@ func addIntSlow(s *State, key string, delta int64) int64 { return s.addIntGo(key
 // addIntGo is AddInt in Go; addInt (state_other.go, state_wasm.s) is it
 // or its fast path in WebAssembly, which falls back to it.
 func (s *State) addIntGo(key string, delta int64) int64 {
-	// slotOf, inlined by hand: a call costs a Go guest as much as the
-	// hash and the probe together.
-	k := key
-	n := len(k)
-	x := s.seed ^ uint64(n)*0x9e3779b97f4a7c15
-	var pre uint64
-	switch {
-	case n > 8:
-		pre = le64(k)
-		for r := k; len(r) > 8; r = r[8:] {
-			x = bits.RotateLeft64((x^le64(r))*0x9e3779b97f4a7c15, 29)
-		}
-		x ^= le64(k[n-8:])
-	case n >= 4:
-		pre = uint64(le32(k)) | uint64(le32(k[n-4:]))<<((8*(n-4))&63)
-		x ^= pre
-	case n > 0:
-		pre = uint64(k[0]) | uint64(k[n/2])<<((8*(n/2))&63) | uint64(k[n-1])<<((8*(n-1))&63)
-		x ^= pre
-	}
-	x ^= x >> 33
-	x *= 0xff51afd7ed558ccd
-	x ^= x >> 33
-	h := uint32(x)
-	i := -1
-	if len(s.index) > 0 {
-		mask := uint32(len(s.index) - 1)
-		for c := h & mask; ; c = (c + 1) & mask { // ends: the index is at most half full
-			j := s.index[c]
-			if j == 0 {
-				break
-			}
-			if e := &s.slots[j-1]; e.hash == h && e.pre == pre && int(e.klen) == n &&
-				(n <= 8 || string(s.keys[e.koff+8:e.koff+e.klen]) == k[8:]) {
-				i = int(j - 1)
-				break
-			}
-		}
-	}
-	if i < 0 {
-		i = s.miss(key, pre, h)
-	}
+	// The WebAssembly build's hot path is state_wasm.s; this one can
+	// afford the call to lookup.
+	i := s.lookup(key)
 	e := &s.slots[i]
 	if e.vlen != 8 {
 		var zero [8]byte
@@ -490,10 +451,7 @@ func (s *State) addIntGo(key string, delta int64) int64 {
 	}
 	v := int64(binary.LittleEndian.Uint64(e.inl[:])) + delta
 	binary.LittleEndian.PutUint64(e.inl[:], uint64(v))
-	if !e.dirty {
-		e.dirty = true
-		s.dirty = append(s.dirty, uint32(i))
-	}
+	s.touch(i)
 	return v
 }
 

@@ -84,6 +84,36 @@ func TestEmitWasm(t *testing.T) {
 	}
 }
 
+// TestEmitWasmBadValues: a wrong value count and an unsupported value
+// leave the WebAssembly fast path for the general checks, which fail the
+// call with a message naming the stream and field, and emit nothing.
+func TestEmitWasmBadValues(t *testing.T) {
+	for _, c := range []struct{ word, want string }{
+		{"count", `emit on stream "default": 1 values for 2 declared fields`},
+		{"type", `field 1 (b): unsupported type struct {}`},
+	} {
+		t.Run(c.word, func(t *testing.T) {
+			g, host := emitcheck(t, "bad")
+			var w tuple.BatchWriter
+			w.Reset()
+			w.Append(0, 1, 5, tuple.AppendValues(nil, tuple.Str(c.word)))
+			if code := g.call("ardea_execute", g.input(w.Buf)); code >= 0 {
+				t.Fatalf("execute = %d, want a failure", code)
+			}
+			if len(host.errors) != 1 || !strings.Contains(host.errors[0], c.want) {
+				t.Fatalf("errors %q, want one containing %q", host.errors, c.want)
+			}
+			for off := 0; off < len(host.ops); {
+				op, next, _, err := tuple.NextOp(host.ops, off, nil)
+				if err != nil || op.Code == tuple.OpEmit {
+					t.Fatalf("op %+v (%v) written for a failed emit", op, err)
+				}
+				off = next
+			}
+		})
+	}
+}
+
 // appendEmitOp appends an emit op on stream 0 with no direct task and no
 // message id, as the ABI encodes it.
 func appendEmitOp(b []byte, anchors []uint64, values []byte) []byte {

@@ -7,7 +7,9 @@
 // the Go encoder's. With mode=state (state_wasm.s) it adds len(w)+1 to
 // the state counter w and emits (w, new value), or for w = "=k" puts a
 // 3-byte value under k (which AddInt then counts as 0) and emits (w, 0);
-// TestStateWasm checks every value. Build:
+// TestStateWasm checks every value. With mode=bad it emits one value, or
+// for w other than "count" an unsupported one, which must fail the call
+// (TestEmitWasmBadValues). Build:
 //
 //	GOOS=wasip1 GOARCH=wasm go build -trimpath -buildmode=c-shared -ldflags='-s -w' -o wasm-sdk/go/testdata/emitcheck.wasm ./wasm-sdk/go/testdata/emitcheck
 package main
@@ -40,6 +42,16 @@ func (b *emitcheck) Execute(t ardea.Tuple, c *ardea.BoltCollector) error {
 			return nil
 		}
 		c.EmitAnchored(t, ardea.Text(w), b.state.AddIntBytes(w, n+1))
+		return nil
+	}
+	if b.mode == "bad" {
+		// What the fast path must leave to the general path's checks: a
+		// wrong value count, an unsupported value.
+		if string(w) == "count" {
+			c.EmitAnchored(t, ardea.Text(w))
+		} else {
+			c.EmitAnchored(t, ardea.Text(w), struct{}{})
+		}
 		return nil
 	}
 	c.EmitAnchored(t, ardea.Text(w), n*-0x123456789ab)     // Text, int64

@@ -160,6 +160,14 @@ func TestGoGuestInterrupted(t *testing.T) {
 	// loop itself keeps sink in a register and writes nothing): a change
 	// shows the call is running guest code, and in mode "loop" it can only
 	// end by the interrupt.
+	interruptExecuteOnceRunning(t, m)
+}
+
+// interruptExecuteOnceRunning calls ardea_execute and interrupts it once
+// linear memory has changed: entering the call writes to the Go stack in
+// linear memory, so a change shows the call is running guest code.
+func interruptExecuteOnceRunning(t *testing.T, m api.Module) {
+	t.Helper()
 	before, _ := m.Memory().Read(0, m.Memory().Size())
 	before = bytes.Clone(before)
 	interruptCall(t, m, "ardea_execute", func() bool {

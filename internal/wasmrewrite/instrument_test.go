@@ -398,18 +398,21 @@ func TestPreservesEverythingElse(t *testing.T) {
 	}
 }
 
-func TestErrors(t *testing.T) {
-	withImport := func(bodies ...[]byte) []byte {
-		var ts []uint64
-		for range bodies {
-			ts = append(ts, 0)
-		}
-		return module(
-			types(functype(nil, nil)),
-			sec(secImport, vec(cat(name("env"), name("f"), []byte{0x00}, u(0)))),
-			funcs(ts...),
-			code(bodies...))
+// withImport is a module that imports env.f and defines one func() per
+// body (function indexes from 1), for the error tests.
+func withImport(bodies ...[]byte) []byte {
+	var ts []uint64
+	for range bodies {
+		ts = append(ts, 0)
 	}
+	return module(
+		types(functype(nil, nil)),
+		sec(secImport, vec(cat(name("env"), name("f"), []byte{0x00}, u(0)))),
+		funcs(ts...),
+		code(bodies...))
+}
+
+func TestErrors(t *testing.T) {
 	spin := spinModule()
 	twice := instrument(t, spin)
 	tests := []struct {

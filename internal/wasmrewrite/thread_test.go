@@ -689,17 +689,6 @@ func TestThreadedLoopInterrupted(t *testing.T) {
 }
 
 func TestThreadJumpsErrors(t *testing.T) {
-	withImport := func(bodies ...[]byte) []byte {
-		var ts []uint64
-		for range bodies {
-			ts = append(ts, 0)
-		}
-		return module(
-			types(functype(nil, nil)),
-			sec(secImport, vec(cat(name("env"), name("f"), []byte{0x00}, u(0)))),
-			funcs(ts...),
-			code(bodies...))
-	}
 	// rawFn is a function body with no end added, for truncations.
 	rawFn := func(b ...[]byte) []byte { c := cat(b...); return cat(u(uint64(len(c))), c) }
 	// goFn is a dispatch loop with a forward jump, as in the "forward
@@ -884,12 +873,7 @@ func TestThreadedGoGuestInterrupted(t *testing.T) {
 	out, _ := thread(t, readFile(t, misbehaveWasm))
 	m := instantiateGoGuestWith(t, instrument(t, out), wazero.NewRuntimeConfig())
 	prepareMisbehave(t, m, "mode", "loop")
-	before, _ := m.Memory().Read(0, m.Memory().Size())
-	before = bytes.Clone(before)
-	interruptCall(t, m, "ardea_execute", func() bool {
-		now, _ := m.Memory().Read(0, m.Memory().Size())
-		return !bytes.Equal(now, before)
-	}, 0)
+	interruptExecuteOnceRunning(t, m)
 }
 
 // BenchmarkThreadJumps rewrites the word-count count guest.

@@ -66,6 +66,7 @@ type Outbox struct {
 	ctrlWake    chan struct{} // closed and replaced when a step is posted
 	ctrlPending atomic.Bool
 	holding     uint64 // the switch epoch routes are held for, 0 if none
+	holdBounded bool   // Flush waits once more than HoldBytes are held
 	held        []byte // held tuples (hold has the layout)
 	heldTuples  int
 
@@ -278,7 +279,7 @@ func (o *Outbox) Flush(ctx context.Context, force bool) error {
 	if o.ackOut != nil {
 		o.sendAcks()
 	}
-	if o.ctrlPending.Load() || (o.holding != 0 && len(o.held) > o.sm.opts.HoldBytes) {
+	if o.ctrlPending.Load() || o.overHold() {
 		if err := o.applyCtrl(ctx); err != nil {
 			return err
 		}

@@ -41,17 +41,24 @@ import (
 // outboxCtrl is one posted re-plan step: a hold (comps set) or a reroute
 // (tab set).
 type outboxCtrl struct {
-	epoch uint64
-	comps []int
-	tab   *tables
+	epoch   uint64
+	comps   []int
+	bounded bool
+	tab     *tables
 }
 
 // Hold posts step 1 for this outbox: stop routing to the tasks of comps
 // (component ids) and mark them with epoch. It may be called from any
 // goroutine; the outbox's owner applies it at its next Flush (Kick its
 // task's inbox, or wake a paused spout, so that it flushes soon).
-func (o *Outbox) Hold(epoch uint64, comps []int) {
-	o.post(outboxCtrl{epoch: epoch, comps: slices.Clone(comps)})
+//
+// With bounded set, Flush waits for the reroute once more than HoldBytes
+// are held. Unset it for a task downstream of a switching component: that
+// component's tasks stop only after executing their queued input, and a
+// wait here would hold them back through back pressure, so the switch
+// could never finish. Such a task holds what it emits until the reroute.
+func (o *Outbox) Hold(epoch uint64, comps []int, bounded bool) {
+	o.post(outboxCtrl{epoch: epoch, comps: slices.Clone(comps), bounded: bounded})
 }
 
 func (o *Outbox) post(c outboxCtrl) {
@@ -82,13 +89,13 @@ func (o *Outbox) applyCtrl(ctx context.Context) error {
 			if c.tab != nil {
 				err = o.reroute(ctx, c.tab)
 			} else {
-				err = o.hold1(ctx, c.epoch, c.comps)
+				err = o.hold1(ctx, c.epoch, c.comps, c.bounded)
 			}
 			if err != nil {
 				return err
 			}
 		}
-		if o.holding == 0 || len(o.held) <= o.sm.opts.HoldBytes {
+		if !o.overHold() {
 			return nil
 		}
 		if err := o.waitCtrl(ctx, wake); err != nil {
@@ -133,12 +140,19 @@ func (o *Outbox) awaitReroute(ctx context.Context) error {
 	}
 }
 
+// overHold reports whether Flush must wait for the reroute: a bounded
+// hold has more than HoldBytes.
+func (o *Outbox) overHold() bool {
+	return o.holding != 0 && o.holdBounded && len(o.held) > o.sm.opts.HoldBytes
+}
+
 // hold1 applies a hold: flush everything, mark the held components' tasks,
 // and hold their routes from now on.
-func (o *Outbox) hold1(ctx context.Context, epoch uint64, comps []int) error {
+func (o *Outbox) hold1(ctx context.Context, epoch uint64, comps []int, bounded bool) error {
 	if o.done {
 		return nil // ended: its end-of-stream counts as a mark
 	}
+	o.holdBounded = bounded
 	for si := range o.streams {
 		for ri := range o.streams[si].routes {
 			if r := &o.streams[si].routes[ri]; slices.Contains(comps, r.comp) {

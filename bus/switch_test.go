@@ -62,7 +62,7 @@ func TestSwitchHoldMarkAdopt(t *testing.T) {
 	for _, id := range old {
 		c.inbox(id).Arm(epoch)
 	}
-	ob.Hold(epoch, []int{1})
+	ob.Hold(epoch, []int{1}, true)
 	if err := ob.Flush(ctx, false); err != nil {
 		t.Fatal(err)
 	}
@@ -132,6 +132,46 @@ func TestSwitchHoldMarkAdopt(t *testing.T) {
 		if b := c.sms[ct].BadMessages(); b != 0 {
 			t.Errorf("container %d: %d bad messages", ct, b)
 		}
+	}
+}
+
+// TestUnboundedHoldDoesNotWait: an outbox held without a bound (a task
+// below a switching component) keeps flushing past HoldBytes, and what it
+// held leaves with the reroute.
+func TestUnboundedHoldDoesNotWait(t *testing.T) {
+	p := buildPlan(t, 1, []compSpec{
+		{name: "spout", kind: "spout", containers: []int{1}},
+		{name: "bolt", kind: "bolt", containers: []int{1}},
+	}, []edgeSpec{{from: "spout", to: "bolt", grouping: plan.Shuffle}})
+	c := newCluster(t, p, func(o *Options) { o.HoldBytes = 1 << 10 })
+	ob, ctx := c.outbox(1), ctxT(t)
+	const epoch, n = 7, 1000
+	ob.Hold(epoch, []int{1}, false)
+	if err := ob.Flush(ctx, true); err != nil { // applies the hold
+		t.Fatal(err)
+	}
+	for i := range n {
+		if err := ob.Emit(0, tuple.NoTask, 0, nil, values(fmt.Sprintf("k%d", i), int64(i))); err != nil {
+			t.Fatal(err)
+		}
+		if err := ob.Flush(ctx, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if e, held := ob.Holding(); e != epoch || held != n {
+		t.Fatalf("holding epoch %d with %d tuples, want %d with %d", e, held, epoch, n)
+	}
+	if ob.Blocked() {
+		t.Fatal("an unbounded hold waited")
+	}
+	if _, err := c.sms[1].Adopt(p); err != nil {
+		t.Fatal(err)
+	}
+	if err := ob.Finish(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := drainAll(t, c, p.Components[1].Tasks); len(got[2]) != n {
+		t.Fatalf("%d tuples delivered after the reroute, want %d", len(got[2]), n)
 	}
 }
 

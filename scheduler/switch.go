@@ -17,10 +17,12 @@ import (
 // container's other tasks keep running (bus/switch.go has the data-path
 // side):
 //
-//  1. PrepareSwitch: outboxes that feed a switching component hold their
-//     tuples for it and mark its tasks; the switching tasks stop once their
-//     input before the marks is executed (SwitchStopped is closed); their
-//     state can then be handed off (SwitchStates).
+//  1. PrepareSwitch: outboxes of other components that feed a switching
+//     component hold their tuples for it and mark its tasks; the switching
+//     tasks stop once their input before the marks is executed
+//     (SwitchStopped is closed) and mark their own downstream tasks; their
+//     state can then be handed off (SwitchStates). Holds are unbounded
+//     below a switching component (Outbox.Hold says why).
 //  2. Adopt: the stream manager switches to the new plan; outboxes reroute
 //     and send what they held. Every container adopts before step 3.
 //  3. StartSwitched: the switching components' tasks of the new plan start
@@ -99,15 +101,20 @@ func (c *Container) PrepareSwitch(epoch uint64, comps []int) error {
 		}
 		return false
 	}
+	below := downstreamOf(p, comps)
 	sw := &switching{epoch: epoch, comps: slices.Clone(comps), waiting: map[uint32]bool{}, stopped: make(chan struct{})}
 	c.group.Hold()
 	for _, t := range c.tasks {
 		comp := p.Tasks[t.ID].Component
-		if feeds(comp) {
-			c.sm.Outbox(t.ID).Hold(epoch, comps)
+		switches := slices.Contains(comps, comp)
+		// A switching task does not hold: it sends by the old plan until
+		// it stops and then marks its downstream tasks (markDownstream),
+		// so a switching component it feeds stops after it.
+		if !switches && feeds(comp) {
+			c.sm.Outbox(t.ID).Hold(epoch, comps, !below[comp])
 			c.kick(t)
 		}
-		if !slices.Contains(comps, comp) {
+		if !switches {
 			continue
 		}
 		sw.waiting[t.ID] = true
@@ -123,6 +130,28 @@ func (c *Container) PrepareSwitch(epoch uint64, comps []int) error {
 	c.sw = sw
 	c.runLog.Info("switch prepared", "epoch", epoch, "stopping", len(sw.waiting))
 	return nil
+}
+
+// downstreamOf returns the components that some component of comps
+// reaches through one or more streams (comps themselves only if one feeds
+// another). Back pressure from such a component's tasks reaches the
+// switching tasks above it.
+func downstreamOf(p *plan.Plan, comps []int) map[int]bool {
+	below := map[int]bool{}
+	next := slices.Clone(comps)
+	for len(next) > 0 {
+		comp := next[len(next)-1]
+		next = next[:len(next)-1]
+		for _, s := range p.Components[comp].Outputs {
+			for _, sub := range s.Subscribers {
+				if !below[sub.Component] {
+					below[sub.Component] = true
+					next = append(next, sub.Component)
+				}
+			}
+		}
+	}
+	return below
 }
 
 // SwitchStopped is closed once every switching task has stopped (nil if no

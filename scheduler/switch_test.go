@@ -13,6 +13,7 @@ import (
 
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/bus"
+	"github.com/ardea-dev/ardea/connectors"
 	"github.com/ardea-dev/ardea/examples/wordcount"
 	"github.com/ardea-dev/ardea/host"
 	"github.com/ardea-dev/ardea/internal/engine"
@@ -256,6 +257,52 @@ func TestLiveRescaleKeepsOtherComponentsRunning(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestLiveRescaleChainedSwitchingComponents rescales two components of
+// which one feeds the other, directly or through a bolt that stays, with
+// a hold bound far below what the switch holds. The upstream one must
+// execute its queued input before it stops; a bounded hold on its path to
+// the other would wait on a reroute that cannot come before it stops.
+func TestLiveRescaleChainedSwitchingComponents(t *testing.T) {
+	lines := testLines(60000)
+	want := wordcount.Reference(lines)
+	for _, relay := range []bool{false, true} {
+		t.Run(fmt.Sprintf("relay=%v", relay), func(t *testing.T) {
+			dir := t.TempDir()
+			in, out := filepath.Join(dir, "in.txt"), filepath.Join(dir, "counts.tsv")
+			writeLines(t, in, lines)
+			top := wordcountWasmTopology(t, in, out, 2, 2)
+			if relay {
+				top = relayTopology(t, in, out)
+			}
+			lt := startLiveWith(t, top, 2, func(o *ContainerOptions) { o.Bus.HoldBytes = 4 << 10 })
+			executed := func() int64 { return lt.reg.Component("count").Executed.Load() }
+			at := executed()
+			waitUntil(t, func() bool { return executed() > at+15000 }, "count to execute 15000 more words")
+			lt.switchTo(map[string]int{"split": 3, "count": 3}, false)
+			lt.wait()
+			compareCounts(t, readCounts(t, out), want)
+		})
+	}
+}
+
+// relayTopology is the word count with a second split bolt, relay,
+// between split and count; splitting a word gives the word.
+func relayTopology(t *testing.T, in, out string) *ardea.Topology {
+	t.Helper()
+	split := repoPath(t, "examples/wordcount/go/split.wasm")
+	b := ardea.NewBuilder("wordcount")
+	b.Spout("lines", "builtin:file").Config("path", in)
+	b.Bolt("split", split).Parallelism(2).Shuffle("lines").Output("default", "word")
+	b.Bolt("relay", split).Parallelism(2).Shuffle("split").Output("default", "word")
+	b.Bolt("count", repoPath(t, "examples/wordcount/go/count.wasm")).Parallelism(2).Fields("relay", "word").Output("default", "word", "count")
+	b.Bolt("out", "builtin:file").Config("path", out).Fields("count", "word")
+	tp, err := b.BuildWith(ardea.ValidateOptions{Builtins: connectors.Outputs, BuiltinConfig: connectors.ValidateConfig})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tp
 }
 
 func waitUntil(t *testing.T, ok func() bool, what string) {

@@ -146,21 +146,27 @@ func (o *Outbox) overHold() bool {
 	return o.holding != 0 && o.holdBounded && len(o.held) > o.sm.opts.HoldBytes
 }
 
+// holdRoutes holds the routes to comps' tasks from now on (batches
+// already built still leave).
+func (o *Outbox) holdRoutes(epoch uint64, comps []int, bounded bool) {
+	o.holdBounded = bounded
+	for si := range o.streams {
+		for ri := range o.streams[si].routes {
+			if r := &o.streams[si].routes[ri]; slices.Contains(comps, r.comp) {
+				r.held = true
+				o.holding = epoch
+			}
+		}
+	}
+}
+
 // hold1 applies a hold: flush everything, mark the held components' tasks,
 // and hold their routes from now on.
 func (o *Outbox) hold1(ctx context.Context, epoch uint64, comps []int, bounded bool) error {
 	if o.done {
 		return nil // ended: its end-of-stream counts as a mark
 	}
-	o.holdBounded = bounded
-	for si := range o.streams {
-		for ri := range o.streams[si].routes {
-			if r := &o.streams[si].routes[ri]; slices.Contains(comps, r.comp) {
-				r.held = true
-			}
-		}
-	}
-	o.holding = epoch
+	o.holdRoutes(epoch, comps, bounded)
 	if err := o.flush(ctx, true); err != nil {
 		return err
 	}
@@ -201,16 +207,23 @@ func (o *Outbox) signal(ctx context.Context, kind MsgKind, v uint64, to func(*de
 // that has not had end-of-stream, after everything already sent: a
 // switching task calls it once it has stopped, so that a receiver knows
 // (Inbox.AwaitMarks) when all of the old instance's output has arrived and
-// the new instance's output cannot overtake it. Owner goroutine only (the
-// task's loop has ended).
-func (o *Outbox) MarkDownstream(ctx context.Context, epoch uint64) error {
+// the new instance's output cannot overtake it. From then on the routes
+// to the tasks of comps (the switching components it feeds) are held, so
+// that whatever the next instance emits before its first Flush applies the
+// reroute still goes by the new plan. Owner goroutine only (the task's
+// loop has ended).
+func (o *Outbox) MarkDownstream(ctx context.Context, epoch uint64, comps []int) error {
 	if o.done {
 		return nil // its end-of-stream counts as a mark
 	}
 	if err := o.flush(ctx, true); err != nil {
 		return err
 	}
-	return o.signal(ctx, MsgMark, epoch, notEnded)
+	if err := o.signal(ctx, MsgMark, epoch, notEnded); err != nil {
+		return err
+	}
+	o.holdRoutes(epoch, comps, false)
+	return nil
 }
 
 // notEnded selects the downstream tasks that have not had end-of-stream.

@@ -267,7 +267,7 @@ func TestMarkDownstreamOrdersOutput(t *testing.T) {
 						return
 					}
 				}
-				done <- ob.MarkDownstream(ctx, epoch)
+				done <- ob.MarkDownstream(ctx, epoch, nil)
 			}()
 			// Consume concurrently until the marks are in (the sender needs
 			// room, local capacity or credit, for its last batches), then
@@ -301,5 +301,59 @@ func TestMarkDownstreamOrdersOutput(t *testing.T) {
 				t.Fatalf("%d tuples queued when the marks arrived, want %d", len(got), n)
 			}
 		})
+	}
+}
+
+// TestMarkDownstreamHoldsSwitchedRoutes: after a stopped switching task
+// marked its downstream tasks, what its outbox gets before the reroute
+// (the next instance's first emits) is held for the switching components
+// it feeds and leaves by the new plan.
+func TestMarkDownstreamHoldsSwitchedRoutes(t *testing.T) {
+	p := buildPlan(t, 2, []compSpec{
+		{name: "spout", kind: "spout", containers: []int{1}},
+		{name: "bolt", kind: "bolt", containers: []int{1}},
+	}, []edgeSpec{{from: "spout", to: "bolt", grouping: plan.Fields, fieldIdx: []int{0}}})
+	c := newCluster(t, p, nil)
+	ob, ctx := c.outbox(1), ctxT(t)
+	const epoch, n = 9, 500
+	if err := ob.MarkDownstream(ctx, epoch, []int{1}); err != nil {
+		t.Fatal(err)
+	}
+	key := func(i int) string { return fmt.Sprintf("k%d", i%31) }
+	for i := range n {
+		if err := ob.Emit(0, tuple.NoTask, 0, nil, values(key(i), int64(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if e, held := ob.Holding(); e != epoch || held != n {
+		t.Fatalf("holding epoch %d with %d tuples after the marks, want %d with %d", e, held, epoch, n)
+	}
+	np := *p
+	np.Tasks = append(slices.Clone(p.Tasks), plan.Task{ID: 3, Component: 1, Index: 1, Container: 2})
+	np.Components = slices.Clone(p.Components)
+	np.Components[1].Tasks = []uint32{2, 3}
+	np.Components[1].Parallelism = 2
+	for ct := 1; ct <= 2; ct++ {
+		if _, err := c.sms[ct].Adopt(&np); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := ob.Finish(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c.p = &np
+	got := drainAll(t, c, np.Components[1].Tasks)
+	total := 0
+	for task, recs := range got {
+		total += len(recs)
+		for _, r := range recs {
+			kg := tuple.KeyGroup(tuple.HashBytes(tuple.HashSeed, []byte(r.key)), tuple.DefaultMaxKeyGroups)
+			if want := np.Components[1].Tasks[tuple.TaskIndexForKeyGroup(kg, tuple.DefaultMaxKeyGroups, 2)]; task != want {
+				t.Fatalf("key %s went to task %d, want %d (the new plan)", r.key, task, want)
+			}
+		}
+	}
+	if total != n {
+		t.Fatalf("%d tuples delivered, want %d", total, n)
 	}
 }

@@ -192,14 +192,15 @@ const markDrainTimeout = 20 * time.Second
 func (c *Container) markDownstream(t *engine.Task) {
 	c.mu.Lock()
 	var epoch uint64
+	var comps []int
 	if c.sw != nil {
-		epoch = c.sw.epoch
+		epoch, comps = c.sw.epoch, c.sw.comps
 	}
 	c.mu.Unlock()
 	if epoch == 0 {
 		return
 	}
-	if err := c.sm.Outbox(t.ID).MarkDownstream(c.group.Context(), epoch); err != nil {
+	if err := c.sm.Outbox(t.ID).MarkDownstream(c.group.Context(), epoch, comps); err != nil {
 		c.runLog.Warn("switch marks not sent downstream", "component", t.Component, "task", t.ID, "err", err)
 	}
 }

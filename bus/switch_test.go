@@ -91,13 +91,9 @@ func TestSwitchHoldMarkAdopt(t *testing.T) {
 	waitFor(t, ob.Blocked, "Flush to wait on the held tuples")
 
 	// The new plan: a third bolt task in container 2.
-	np := *p
-	np.Tasks = append(slices.Clone(p.Tasks), plan.Task{ID: 4, Component: 1, Index: 2, Container: 2})
-	np.Components = slices.Clone(p.Components)
-	np.Components[1].Tasks = []uint32{2, 3, 4}
-	np.Components[1].Parallelism = 3
+	np := withBoltTask(p, 2)
 	for ct := 2; ct >= 1; ct-- { // the receiver of the new task first or last: either works
-		if retired, err := c.sms[ct].Adopt(&np); err != nil || len(retired) != 0 {
+		if retired, err := c.sms[ct].Adopt(np); err != nil || len(retired) != 0 {
 			t.Fatalf("container %d: adopt: retired %d, %v", ct, len(retired), err)
 		}
 	}
@@ -107,7 +103,7 @@ func TestSwitchHoldMarkAdopt(t *testing.T) {
 	if err := ob.Finish(ctx); err != nil {
 		t.Fatal(err)
 	}
-	c.p = &np
+	c.p = np
 	got := drainAll(t, c, np.Components[1].Tasks)
 	seen := map[int64]bool{}
 	for _, r := range before {
@@ -119,8 +115,7 @@ func TestSwitchHoldMarkAdopt(t *testing.T) {
 				t.Fatalf("tuple %d delivered twice", r.seq)
 			}
 			seen[r.seq] = true
-			kg := tuple.KeyGroup(tuple.HashBytes(tuple.HashSeed, []byte(r.key)), tuple.DefaultMaxKeyGroups)
-			if want := np.Components[1].Tasks[tuple.TaskIndexForKeyGroup(kg, tuple.DefaultMaxKeyGroups, 3)]; task != want {
+			if want := keyOwner(np, r.key); task != want {
 				t.Fatalf("key %s went to task %d after the switch, want %d", r.key, task, want)
 			}
 		}
@@ -216,20 +211,16 @@ func TestFinishedSenderEndsNewTasks(t *testing.T) {
 	if got := drain(t, c.inbox(2)); len(got) != 1 {
 		t.Fatalf("bolt/0 got %d tuples, want 1", len(got))
 	}
-	np := *p
-	np.Tasks = append(slices.Clone(p.Tasks), plan.Task{ID: 3, Component: 1, Index: 1, Container: 2})
-	np.Components = slices.Clone(p.Components)
-	np.Components[1].Tasks = []uint32{2, 3}
-	np.Components[1].Parallelism = 2
+	np := withBoltTask(p, 2)
 	for ct := 1; ct <= 2; ct++ {
-		if _, err := c.sms[ct].Adopt(&np); err != nil {
+		if _, err := c.sms[ct].Adopt(np); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if err := ob.Finish(ctx); err != nil {
 		t.Fatal(err)
 	}
-	c.p = &np
+	c.p = np
 	if got := drain(t, c.inbox(3)); len(got) != 0 {
 		t.Fatalf("the new task got %d tuples, want none (only end-of-stream)", len(got))
 	}
@@ -328,27 +319,22 @@ func TestMarkDownstreamHoldsSwitchedRoutes(t *testing.T) {
 	if e, held := ob.Holding(); e != epoch || held != n {
 		t.Fatalf("holding epoch %d with %d tuples after the marks, want %d with %d", e, held, epoch, n)
 	}
-	np := *p
-	np.Tasks = append(slices.Clone(p.Tasks), plan.Task{ID: 3, Component: 1, Index: 1, Container: 2})
-	np.Components = slices.Clone(p.Components)
-	np.Components[1].Tasks = []uint32{2, 3}
-	np.Components[1].Parallelism = 2
+	np := withBoltTask(p, 2)
 	for ct := 1; ct <= 2; ct++ {
-		if _, err := c.sms[ct].Adopt(&np); err != nil {
+		if _, err := c.sms[ct].Adopt(np); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if err := ob.Finish(ctx); err != nil {
 		t.Fatal(err)
 	}
-	c.p = &np
+	c.p = np
 	got := drainAll(t, c, np.Components[1].Tasks)
 	total := 0
 	for task, recs := range got {
 		total += len(recs)
 		for _, r := range recs {
-			kg := tuple.KeyGroup(tuple.HashBytes(tuple.HashSeed, []byte(r.key)), tuple.DefaultMaxKeyGroups)
-			if want := np.Components[1].Tasks[tuple.TaskIndexForKeyGroup(kg, tuple.DefaultMaxKeyGroups, 2)]; task != want {
+			if want := keyOwner(np, r.key); task != want {
 				t.Fatalf("key %s went to task %d, want %d (the new plan)", r.key, task, want)
 			}
 		}
@@ -356,4 +342,24 @@ func TestMarkDownstreamHoldsSwitchedRoutes(t *testing.T) {
 	if total != n {
 		t.Fatalf("%d tuples delivered, want %d", total, n)
 	}
+}
+
+// withBoltTask returns a live re-plan of p with one more task of component
+// 1 (the bolt), in container ct, with the next task id.
+func withBoltTask(p *plan.Plan, ct int) *plan.Plan {
+	np := *p
+	id := uint32(len(p.Tasks))
+	bolt := p.Components[1]
+	np.Tasks = append(slices.Clone(p.Tasks), plan.Task{ID: id, Component: 1, Index: len(bolt.Tasks), Container: ct})
+	np.Components = slices.Clone(p.Components)
+	np.Components[1].Tasks = append(slices.Clone(bolt.Tasks), id)
+	np.Components[1].Parallelism = len(bolt.Tasks) + 1
+	return &np
+}
+
+// keyOwner is the bolt task that fields grouping sends key to under p.
+func keyOwner(p *plan.Plan, key string) uint32 {
+	tasks := p.Components[1].Tasks
+	kg := tuple.KeyGroup(tuple.HashBytes(tuple.HashSeed, []byte(key)), tuple.DefaultMaxKeyGroups)
+	return tasks[tuple.TaskIndexForKeyGroup(kg, tuple.DefaultMaxKeyGroups, len(tasks))]
 }

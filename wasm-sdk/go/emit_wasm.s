@@ -15,6 +15,11 @@
 #include "textflag.h"
 #include "funcdata.h"
 
+// STORE_TAG_LEN writes a value's tag byte (kind) and its u32 length (R11)
+// at q = p+n (R5+R6), and leaves q in R13. It stores 8 bytes: the
+// caller's room check covers them.
+#define STORE_TAG_LEN(kind) Get R5; Get R6; I64Add; Tee R13; I32WrapI64; Get R11; I64Const $8; I64Shl; I64Const kind; I64Or; I64Store $0
+
 // func emitDefault(r *runtime, msgID, anchor uint64, values []any)
 TEXT ·emitDefault(SB), NOSPLIT, $48-48
 	NO_LOCAL_POINTERS
@@ -193,17 +198,7 @@ slow:
 					BrIf slow
 
 					// Tag and length, then the bytes at q = p+n+5.
-					Get R5
-					Get R6
-					I64Add
-					Tee R13
-					I32WrapI64
-					Get R11
-					I64Const $8
-					I64Shl
-					I64Const $const_asmKindString
-					I64Or
-					I64Store $0
+					STORE_TAG_LEN($const_asmKindString)
 
 					Get R13
 					I64Const $5
@@ -363,17 +358,7 @@ slow:
 					I64Load $0
 					Set R11
 
-					Get R5
-					Get R6
-					I64Add
-					Tee R13
-					I32WrapI64
-					Get R11
-					I64Const $8
-					I64Shl
-					I64Const $const_asmKindInt
-					I64Or
-					I64Store $0
+					STORE_TAG_LEN($const_asmKindInt)
 
 					Get R13
 					I32WrapI64

@@ -14,6 +14,9 @@
 #include "textflag.h"
 #include "funcdata.h"
 
+// LOAD_LAST8 pushes the 8 bytes that end at base+n (n >= 8).
+#define LOAD_LAST8(base, n) Get base; Get n; I64Add; I64Const $8; I64Sub; I32WrapI64; I64Load $0
+
 // func addInt(s *State, key string, delta int64) int64
 TEXT ·addInt(SB), NOSPLIT, $40-40
 	NO_LOCAL_POINTERS
@@ -74,13 +77,7 @@ slow:
 				BrIf mix
 			End
 			Get R3
-			Get R1
-			Get R2
-			I64Add
-			I64Const $8
-			I64Sub
-			I32WrapI64
-			I64Load $0
+			LOAD_LAST8(R1, R2)
 			I64Xor
 			Set R3
 		Else
@@ -289,20 +286,8 @@ slow:
 					Get R2
 					I64GtS
 					If
-						Get R11
-						Get R2
-						I64Add
-						I64Const $8
-						I64Sub
-						I32WrapI64
-						I64Load $0
-						Get R1
-						Get R2
-						I64Add
-						I64Const $8
-						I64Sub
-						I32WrapI64
-						I64Load $0
+						LOAD_LAST8(R11, R2)
+						LOAD_LAST8(R1, R2)
 						I64Eq
 						BrIf found
 					End

@@ -40,6 +40,9 @@ func BuildPlan(t *ardea.Topology, containers int, pack Packer) (*plan.Plan, erro
 	if _, err := DeliverySettings(t); err != nil {
 		return nil, err
 	}
+	if _, err := RecoverySettings(t); err != nil {
+		return nil, err
+	}
 	p := &plan.Plan{Tenant: DefaultTenant, Topology: t.Name, Settings: t.Config}
 	ids := map[string]int{}
 	for i, c := range t.Components {

@@ -34,9 +34,15 @@ func CheckpointSubject(tenant, topology string) string {
 
 // CheckpointReport is one task's outcome for one checkpoint.
 type CheckpointReport struct {
-	ID    uint64 `json:"id"`
-	Task  uint32 `json:"task"`
-	Error string `json:"error,omitempty"`
+	ID   uint64 `json:"id"`
+	Task uint32 `json:"task"`
+	// Generation is the rollback generation (PlanDoc.Generation) the
+	// reporting task runs in: the TM counts a report only when it is the
+	// topology's current generation, so a task that restarted from another
+	// checkpoint (or a process that woke after it was fenced) can never
+	// complete a checkpoint of this lineage.
+	Generation uint64 `json:"generation,omitempty"`
+	Error      string `json:"error,omitempty"`
 }
 
 // Host states, as reported in heartbeats.
@@ -141,8 +147,11 @@ const (
 
 // Command is a TM -> hosts message.
 type Command struct {
-	Op         string   `json:"op"`
-	Epoch      uint64   `json:"epoch,omitempty"`
+	Op    string `json:"op"`
+	Epoch uint64 `json:"epoch,omitempty"`
+	// Generation (OpCheckpoint): the rollback generation the checkpoint
+	// belongs to; a host running another generation ignores it.
+	Generation uint64   `json:"generation,omitempty"`
 	Components []string `json:"components,omitempty"`
 	// OpSwap, OpSwapCommit: the module (artifact sha256) per component;
 	// OpSwap: the tasks to swap (empty: all) and their probation.

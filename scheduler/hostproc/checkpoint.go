@@ -47,7 +47,7 @@ func (h *proc) checkpointing(doc ctl.PlanDoc) *scheduler.Checkpointing {
 	}
 	subj := ctl.CheckpointSubject(h.o.Tenant, h.o.Topology)
 	return &scheduler.Checkpointing{Store: h.ckptStore, Key: doc.CheckpointKey, Report: func(id uint64, task uint32, err error) {
-		r := ctl.CheckpointReport{ID: id, Task: task}
+		r := ctl.CheckpointReport{ID: id, Task: task, Generation: doc.Generation}
 		if err != nil {
 			r.Error = err.Error()
 		}

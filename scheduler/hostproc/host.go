@@ -429,13 +429,16 @@ func (h *proc) command(ctx context.Context, c ctl.Command) error {
 			h.log.Error("swap commit", "err", err)
 		}
 	case ctl.OpGlobal:
+		if c.Generation != h.doc.Generation {
+			return nil // another lineage's checkpoint (docs/delivery.md)
+		}
 		if h.cur != nil {
 			h.cur.c.NotifyGlobal(c.Epoch)
 		}
 		return nil
 	case ctl.OpCheckpoint:
 		switch {
-		case c.Epoch == 0:
+		case c.Epoch == 0, c.Generation != h.doc.Generation:
 		case h.cur != nil:
 			h.cur.c.Checkpoint(c.Epoch)
 		case h.state == ctl.HostFinished:

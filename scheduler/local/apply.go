@@ -203,8 +203,12 @@ func hasBuiltinSwap(changes []Change, cur, next *ardea.Topology) bool {
 
 // applyPaused stores next's modules and replans with the spouts paused.
 func (t *tm) applyPaused(ctx context.Context, next *ardea.Topology, doc ctl.PlanDoc, req ApplyRequest, rec statemgr.Topology) error {
-	t.opMu.Lock()
-	defer t.opMu.Unlock()
+	ctx, done, err := t.beginOp(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	defer t.holdBase(rec)()
 	mods := map[string]string{}
 	for _, c := range next.Components {
 		if c.ModuleKind() == ardea.ModuleBuiltin {

@@ -12,11 +12,13 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/internal/checkpoint"
 	"github.com/ardea-dev/ardea/scheduler"
 	"github.com/ardea-dev/ardea/scheduler/ctl"
 	"github.com/ardea-dev/ardea/scheduler/hostproc"
 	"github.com/ardea-dev/ardea/scheduler/launcher"
+	"github.com/ardea-dev/ardea/scheduler/statemgr"
 )
 
 // Effectively once in `ardea local`: the TM runs a scheduler.Coordinator
@@ -30,15 +32,44 @@ import (
 // rewind, the file sink truncates). Nothing sent before the rollback
 // reaches a restarted task: every sender stopped before any task restarts.
 
-// ckptState is a TM's effectively-once machinery (nil otherwise).
+// ckptState is a TM's effectively-once machinery (nil otherwise). Its
+// fields are guarded by tm.mu.
+//
+// Lineage (docs/delivery.md, "The lineage invariant"): every task runs in a
+// generation, the PlanDoc.Generation of the plan it started from. A
+// checkpoint report counts only if it comes from the current generation
+// and no container died since that generation started (fenced false).
+// When a container dies the TM fences at once (before the supervisor
+// restarts it): reports are refused, no checkpoint begins, the operation in
+// flight is cancelled, and the recovery loop rolls every task back to the
+// last global checkpoint taken before the death, as a new generation.
 type ckptState struct {
 	coord    *scheduler.Coordinator
 	sub      *nats.Subscription
 	interval time.Duration
+	recovery scheduler.Recovery
+
+	gen     uint64 // the running lineage's generation
+	fenced  bool   // a container died; the rollback has not run the new generation yet
+	crashes uint64 // fences so far; a rollback started for fewer starts over
+	kick    chan string
+	// committed is the plan a rollback returns to: the last one whose
+	// checkpoint series has a restorable state (a paused replan commits its
+	// new plan once its first checkpoint is global). committedRec is the
+	// stored spec and modules of that plan while an uncommitted replan
+	// changed them (nil otherwise).
+	committed    ctl.PlanDoc
+	committedRec *statemgr.Topology
+	// replanning is set while a paused replan runs: checkpoints are not
+	// begun by the interval (the replan takes its first one itself).
+	replanning bool
 	// rolling is set while a rollback runs: checkpoints are not sent.
 	rolling  bool
 	rollback time.Time // when the last rollback began (status)
 	count    int       // rollbacks so far
+	lastWhy  string    // what caused the last rollback
+	restored uint64    // checkpoint the running generation restored
+	skipped  []string  // checkpoints the last rollback found damaged
 }
 
 // newCheckpointKey names one submission's checkpoints.
@@ -49,10 +80,18 @@ func newCheckpointKey(name string) string {
 }
 
 // startCheckpoints sets up the coordinator if the topology runs
-// effectively once. t.doc must be set.
-func (t *tm) startCheckpoints(ctx, runCtx context.Context) error {
+// effectively once, and starts the recovery loop (owned by t.wg). t.doc
+// must be set. A plan stored by an earlier TM (a daemon restart, or a TM
+// taking over) is first moved to a new generation restoring the last
+// intact global checkpoint, so the containers it launches resume from
+// there, not from whatever the stored plan named.
+func (t *tm) startCheckpoints(ctx, runCtx context.Context, resumed bool) error {
 	del, err := scheduler.DeliverySettings(t.top)
 	if err != nil || del.Mode != scheduler.EffectivelyOnce {
+		return err
+	}
+	rs, err := scheduler.RecoverySettings(t.top)
+	if err != nil {
 		return err
 	}
 	t.mu.Lock()
@@ -68,21 +107,39 @@ func (t *tm) startCheckpoints(ctx, runCtx context.Context) error {
 		t.doc, t.planRev = doc, rev
 		t.mu.Unlock()
 	}
-	js, err := jetstream.New(t.d.nc)
+	store, err := t.checkpointStore(ctx)
 	if err != nil {
-		return fmt.Errorf("topology %s: checkpoints: %w", t.name, err)
-	}
-	store, err := checkpoint.NewJetStreamStore(ctx, js, checkpoint.JetStreamOptions{Bucket: hostproc.CheckpointBucket(t.d.store.Tenant())})
-	if err != nil {
-		return fmt.Errorf("topology %s: %w", t.name, err)
+		return err
 	}
 	coord, err := scheduler.NewCoordinator(ctx, store, doc.CheckpointKey, doc.Plan, t.log)
 	if err != nil {
 		return err
 	}
-	cs := &ckptState{coord: coord, interval: del.CheckpointInterval}
+	cs := &ckptState{coord: coord, interval: del.CheckpointInterval, recovery: rs, kick: make(chan string, 1)}
+	if resumed {
+		// Every container starts from the last intact global checkpoint
+		// (its spouts' positions included), as a new generation.
+		id, skipped, err := t.restorable(ctx, store, doc)
+		if err != nil {
+			return err
+		}
+		doc.Hold, doc.Restore, doc.Generation = 0, id, newGeneration()
+		rev, err := t.putPlan(ctx, doc)
+		if err != nil {
+			return err
+		}
+		cs.skipped = skipped
+		t.mu.Lock()
+		t.doc, t.planRev = doc, rev
+		t.mu.Unlock()
+		t.log.Info("effectively once: resuming from the last global checkpoint", "checkpoint", id, "generation", doc.Generation)
+	}
+	cs.gen, cs.committed, cs.restored = doc.Generation, doc, doc.Restore
 	coord.OnGlobal = func(id uint64) {
-		if err := t.command(ctl.Command{Op: ctl.OpGlobal, Epoch: id}); err != nil {
+		t.mu.Lock()
+		gen := cs.gen
+		t.mu.Unlock()
+		if err := t.command(ctl.Command{Op: ctl.OpGlobal, Epoch: id, Generation: gen}); err != nil {
 			t.log.Warn("global checkpoint not announced", "checkpoint", id, "err", err)
 		}
 	}
@@ -90,6 +147,13 @@ func (t *tm) startCheckpoints(ctx, runCtx context.Context) error {
 		var r ctl.CheckpointReport
 		if err := json.Unmarshal(m.Data, &r); err != nil {
 			t.log.Warn("bad checkpoint report", "err", err)
+			return
+		}
+		t.mu.Lock()
+		ok := !cs.fenced && r.Generation == cs.gen
+		t.mu.Unlock()
+		if !ok {
+			t.log.Debug("checkpoint report of another generation refused", "checkpoint", r.ID, "task", r.Task, "generation", r.Generation)
 			return
 		}
 		var rerr error
@@ -104,23 +168,46 @@ func (t *tm) startCheckpoints(ctx, runCtx context.Context) error {
 	t.mu.Lock()
 	t.ckpt = cs
 	t.mu.Unlock()
-	go coord.Run(runCtx, cs.interval, t.checkpointReady, func(id uint64) {
-		if err := t.command(ctl.Command{Op: ctl.OpCheckpoint, Epoch: id}); err != nil {
-			t.log.Warn("checkpoint not sent", "checkpoint", id, "err", err)
-		}
+	t.goroutine(func() {
+		coord.Run(runCtx, cs.interval, t.checkpointReady, func(id uint64) {
+			t.mu.Lock()
+			gen := cs.gen
+			t.mu.Unlock()
+			if err := t.command(ctl.Command{Op: ctl.OpCheckpoint, Epoch: id, Generation: gen}); err != nil {
+				t.log.Warn("checkpoint not sent", "checkpoint", id, "err", err)
+			}
+		})
 	})
-	t.log.Info("effectively once: checkpoints", "interval", cs.interval, "key", doc.CheckpointKey, "global", coord.Global())
+	t.goroutine(func() { t.recoveryLoop(runCtx, cs) })
+	t.log.Info("effectively once: checkpoints", "interval", cs.interval, "key", doc.CheckpointKey, "global", coord.Global(),
+		"recovery_timeout", rs.Timeout)
 	return nil
 }
 
+// checkpointStore opens the tenant's checkpoint object store.
+func (t *tm) checkpointStore(ctx context.Context) (checkpoint.Store, error) {
+	js, err := jetstream.New(t.d.nc)
+	if err != nil {
+		return nil, fmt.Errorf("topology %s: checkpoints: %w", t.name, err)
+	}
+	store, err := checkpoint.NewJetStreamStore(ctx, js, checkpoint.JetStreamOptions{Bucket: hostproc.CheckpointBucket(t.d.store.Tenant())})
+	if err != nil {
+		return nil, fmt.Errorf("topology %s: %w", t.name, err)
+	}
+	return store, nil
+}
+
+func newGeneration() uint64 { return uint64(time.Now().UnixNano()) }
+
 // checkpointReady: a checkpoint begins only while the topology runs, no
-// rollback is under way, and every container runs (or has finished) the
+// rollback or replan is under way, no container died since the running
+// generation started, and every container runs (or has finished) the
 // current plan; one begun earlier would wait for containers that cannot
 // take it.
 func (t *tm) checkpointReady() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.ckpt == nil || t.ckpt.rolling || t.state != StateRunning {
+	if t.ckpt == nil || t.ckpt.rolling || t.ckpt.fenced || t.ckpt.replanning || t.state != StateRunning {
 		return false
 	}
 	for c := 1; c <= t.doc.Plan.Containers; c++ {
@@ -132,83 +219,268 @@ func (t *tm) checkpointReady() bool {
 	return true
 }
 
-// onContainerExit starts a rollback when a container of an effectively-once
-// topology died (the supervisor restarts it after its back-off).
+// onContainerExit fences an effectively-once topology when one of its
+// containers died (the supervisor restarts it after its back-off): see
+// fence.
 func (t *tm) onContainerExit(ps launcher.ProcessStatus) {
-	t.mu.Lock()
-	cs, state := t.ckpt, t.state
-	t.mu.Unlock()
-	if cs == nil || (state != StateRunning && state != StatePaused) {
-		return
+	why := ps.ID + " exited"
+	if ps.LastExit != "" {
+		why += " (" + ps.LastExit + ")"
 	}
-	t.mu.Lock()
-	t.crashed = true
-	t.mu.Unlock()
-	go t.rollback(ps.ID)
+	t.fence(why)
 }
 
-// rollbackTimeout bounds each step of a rollback.
-const rollbackTimeout = 2 * time.Minute
+// errCrashed is the cause an operation's context is cancelled with when a
+// container dies under it (effectively once).
+var errCrashed = errors.New("a container died; the topology rolls back to its last global checkpoint")
 
-// rollback restarts every task from the last global checkpoint.
-func (t *tm) rollback(why string) {
-	t.opMu.Lock()
-	defer t.opMu.Unlock()
+// fence stops the running lineage at once: from now on no checkpoint
+// report counts and none begins, the operation in flight is cancelled
+// (errCrashed), and the recovery loop rolls the topology back. It does not
+// block (it runs on the supervisor's callback, before the restart).
+func (t *tm) fence(why string) {
 	t.mu.Lock()
 	cs := t.ckpt
 	if cs == nil || t.stopping || (t.state != StateRunning && t.state != StatePaused) {
 		t.mu.Unlock()
 		return
 	}
-	cs.rolling, cs.rollback = true, time.Now()
-	doc := t.doc
+	cs.fenced = true
+	cs.crashes++
+	cancel := t.opCancel
 	t.mu.Unlock()
-	defer func() {
+	cs.coord.Restart() // what was in flight can no longer become global
+	if cancel != nil {
+		cancel(errCrashed)
+	}
+	select {
+	case cs.kick <- why:
+	default: // a rollback is pending; it sees the new crash count
+	}
+	t.log.Warn("effectively once: fenced; rolling back to the last global checkpoint", "cause", why, "global", cs.coord.Global())
+}
+
+// errSuperseded: another container died while a rollback ran; it starts
+// over (new generation).
+var errSuperseded = errors.New("another container died during the rollback")
+
+// recoveryLoop runs rollbacks until ctx ends.
+func (t *tm) recoveryLoop(ctx context.Context, cs *ckptState) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case why := <-cs.kick:
+			t.recover(ctx, cs, why)
+		}
+	}
+}
+
+// recover rolls the topology back to its last intact global checkpoint,
+// starting over when another container dies meanwhile, and fails the
+// topology if that does not succeed within the recovery timeout.
+func (t *tm) recover(ctx context.Context, cs *ckptState, why string) {
+	began := time.Now()
+	deadline := began.Add(cs.recovery.Timeout)
+	for {
+		select {
+		case w := <-cs.kick: // folded into this attempt
+			why = w
+		default:
+		}
+		t.mu.Lock()
+		if t.stopping || (t.state != StateRunning && t.state != StatePaused) {
+			t.mu.Unlock()
+			return
+		}
+		crashes := cs.crashes
+		cs.rolling, cs.rollback, cs.lastWhy = true, time.Now(), why
+		t.mu.Unlock()
+		err := t.rollbackOnce(ctx, cs, crashes, deadline)
 		t.mu.Lock()
 		cs.rolling = false
 		t.mu.Unlock()
-	}()
-	ctx := context.Background()
-	gen := uint64(time.Now().UnixNano())
-	t.log.Warn("rolling back to the last global checkpoint", "cause", why, "checkpoint", cs.coord.Global(), "generation", gen)
-
-	// 1. Every host stops its container.
-	hold := doc
-	hold.Hold, hold.Restore, hold.Generation = gen, 0, doc.Generation
-	if err := t.publish(ctx, hold); err != nil {
-		t.log.Error("rollback: publish the hold plan", "err", err)
+		switch {
+		case err == nil:
+			t.log.Info("rolled back", "cause", why, "took", time.Since(began).Round(time.Millisecond))
+			return
+		case errors.Is(err, errSuperseded):
+			continue
+		case ctx.Err() != nil:
+			return
+		}
+		t.failTopology(fmt.Sprintf("effectively once: could not recover from %q: %v", why, err))
 		return
 	}
-	if err := t.waitContainers(ctx, rollbackTimeout, "stop for the rollback", func(h ctl.Heartbeat) bool {
-		return h.Held == gen && h.State == ctl.HostStopped
-	}); err != nil {
-		t.log.Error("rollback: containers did not stop", "err", err)
-		return
-	}
-	// 2. Every task restarts from the last global checkpoint.
-	cs.coord.Restart()
-	run := doc
-	run.Hold, run.Restore, run.Generation = 0, cs.coord.Global(), gen
-	if err := t.publish(ctx, run); err != nil {
-		t.log.Error("rollback: publish the plan", "err", err)
-		return
-	}
-	t.mu.Lock()
-	cs.count++
-	t.mu.Unlock()
-	t.log.Info("rolled back", "checkpoint", run.Restore, "generation", gen, "took", time.Since(cs.rollback).Round(time.Millisecond))
 }
 
-// publish stores doc as the current plan.
-func (t *tm) publish(ctx context.Context, doc ctl.PlanDoc) error {
-	rev, err := t.putPlan(ctx, doc)
+// rollbackOnce: (1) every container stops (the committed plan with Hold),
+// (2) the newest intact global checkpoint is chosen, (3) every task
+// restarts from it as a new generation, (4) every container runs it.
+func (t *tm) rollbackOnce(ctx context.Context, cs *ckptState, crashes uint64, deadline time.Time) error {
+	gen := newGeneration()
+	t.mu.Lock()
+	// committed.Active follows activate/deactivate (setActive).
+	base, baseRec, active := cs.committed, cs.committedRec, cs.committed.Active
+	t.mu.Unlock()
+	if baseRec != nil {
+		// An uncommitted replan changed the stored spec or modules: the
+		// plan rolled back to runs with the ones it had.
+		top, err := t.restoreRecord(ctx, baseRec)
+		if err != nil {
+			return err
+		}
+		t.mu.Lock()
+		t.top, cs.committedRec = top, nil
+		t.mu.Unlock()
+	}
+	hold := base
+	hold.Hold, hold.Restore, hold.Generation = gen, 0, base.Generation
+	if err := t.publishRecovery(ctx, cs, crashes, hold); err != nil {
+		return err
+	}
+	t.fitContainers(ctx, base.Plan.Containers)
+	if err := t.waitRecovery(ctx, cs, crashes, deadline, "stop for the rollback", func(h ctl.Heartbeat) bool {
+		return h.Held == gen && h.State == ctl.HostStopped
+	}); err != nil {
+		return err
+	}
+	store, err := t.checkpointStore(ctx)
 	if err != nil {
 		return err
+	}
+	id, skipped, err := t.restorable(ctx, store, base)
+	if err != nil {
+		return err
+	}
+	if base.CheckpointKey != cs.coord.Key() {
+		if err := cs.coord.Resume(ctx, base.CheckpointKey, base.Plan); err != nil {
+			return err
+		}
+	}
+	cs.coord.Restart()
+	run := base
+	run.Hold, run.Restore, run.Generation, run.Active = 0, id, gen, active
+	t.mu.Lock()
+	if cs.crashes != crashes {
+		t.mu.Unlock()
+		return errSuperseded
+	}
+	cs.gen, cs.committed, cs.restored, cs.skipped = gen, run, id, skipped
+	cs.fenced = false
+	t.mu.Unlock()
+	if err := t.publishRecovery(ctx, cs, crashes, run); err != nil {
+		return err
+	}
+	t.mu.Lock()
+	rev := t.planRev
+	cs.count++
+	t.mu.Unlock()
+	t.log.Warn("rolling back: every task restarts from the checkpoint", "checkpoint", id, "generation", gen, "skipped", skipped)
+	return t.waitRecovery(ctx, cs, crashes, deadline, "run the restored checkpoint", func(h ctl.Heartbeat) bool {
+		return h.PlanRevision == rev && (h.State == ctl.HostRunning || h.State == ctl.HostFinished)
+	})
+}
+
+// restorable is the newest global checkpoint of doc's series whose every
+// snapshot is intact, with one line per newer one it skipped; 0 if the
+// series never had one. A series with globals none of which is intact is
+// an error: the topology must not start empty.
+func (t *tm) restorable(ctx context.Context, store checkpoint.Store, doc ctl.PlanDoc) (uint64, []string, error) {
+	return restorableCheckpoint(ctx, store, doc)
+}
+
+// publishRecovery publishes a rollback's plan unless another container
+// died since the rollback began.
+func (t *tm) publishRecovery(ctx context.Context, cs *ckptState, crashes uint64, doc ctl.PlanDoc) error {
+	t.pubMu.Lock()
+	defer t.pubMu.Unlock()
+	t.mu.Lock()
+	stale := cs.crashes != crashes
+	t.mu.Unlock()
+	if stale {
+		return errSuperseded
+	}
+	rev, err := t.putPlan(ctx, doc)
+	if err != nil {
+		return fmt.Errorf("publish the plan: %w", err)
 	}
 	t.mu.Lock()
 	t.doc, t.planRev = doc, rev
 	t.mu.Unlock()
 	return nil
+}
+
+// waitRecovery waits until every container passes ok, another container
+// dies (errSuperseded), the topology stops, or the deadline passes.
+func (t *tm) waitRecovery(ctx context.Context, cs *ckptState, crashes uint64, deadline time.Time, what string, ok func(ctl.Heartbeat) bool) error {
+	for {
+		t.mu.Lock()
+		n, stale, state := t.doc.Plan.Containers, cs.crashes != crashes, t.state
+		done := true
+		var behind []int
+		for c := 1; c <= n; c++ {
+			if h, seen := t.hbs[c]; !seen || !ok(h) {
+				done = false
+				behind = append(behind, c)
+			}
+		}
+		t.mu.Unlock()
+		switch {
+		case stale:
+			return errSuperseded
+		case state != StateRunning && state != StatePaused:
+			return fmt.Errorf("the topology is %s", state)
+		case done:
+			return nil
+		case time.Now().After(deadline):
+			return fmt.Errorf("containers %v did not %s within the recovery timeout (topology.recovery.timeout)", behind, what)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// fitContainers makes the supervisor run containers 1..n of the topology
+// (a rollback to a plan with another container count).
+func (t *tm) fitContainers(ctx context.Context, n int) {
+	have := t.maxLaunched()
+	for c := n + 1; c <= have; c++ {
+		if err := t.d.sup.Remove(ctx, t.procID(c)); err != nil && !errors.Is(err, launcher.ErrUnknown) {
+			t.log.Warn("stop container no longer in the plan", "container", c, "err", err)
+		}
+	}
+	for c := 1; c <= n; c++ {
+		if _, ok := t.d.sup.Status(t.procID(c)); !ok {
+			if err := t.launch(ctx, c); err != nil {
+				t.log.Warn("launch container", "container", c, "err", err)
+			}
+		}
+	}
+}
+
+// restoreRecord stores rec's spec and modules as the topology's again.
+func (t *tm) restoreRecord(ctx context.Context, base *statemgr.Topology) (*ardea.Topology, error) {
+	top, err := parseSpec(t.name, base.Spec)
+	if err != nil {
+		return nil, err
+	}
+	for range 5 {
+		rec, err := t.d.store.GetTopology(ctx, t.name)
+		if err != nil {
+			return nil, err
+		}
+		rec.Spec, rec.Modules = base.Spec, base.Modules
+		if _, err = t.d.store.UpdateTopology(ctx, rec, rec.Revision); err == nil {
+			return top, nil
+		} else if !errors.Is(err, statemgr.ErrConflict) {
+			return nil, fmt.Errorf("restore the topology's spec: %w", err)
+		}
+	}
+	return nil, fmt.Errorf("restore the topology's spec: %w", statemgr.ErrConflict)
 }
 
 func (t *tm) stopCheckpoints() {
@@ -220,24 +492,30 @@ func (t *tm) stopCheckpoints() {
 	}
 }
 
+// firstCheckpointTimeout bounds the wait for a replanned topology's first
+// checkpoint.
+const firstCheckpointTimeout = 2 * time.Minute
+
 // firstCheckpoint takes the first checkpoint of a replanned
 // effectively-once topology (its spouts paused), then resumes the spouts:
-// from then on a failure rolls back to the new plan's own checkpoints.
+// from then on a failure rolls back to the new plan's own checkpoints (the
+// new plan is committed). A container dying before that rolls the
+// topology back to the previous plan's last global checkpoint.
 func (t *tm) firstCheckpoint(ctx context.Context, cs *ckptState, doc ctl.PlanDoc, active bool) error {
 	cs.coord.Reset(doc.CheckpointKey, doc.Plan)
 	id, err := cs.coord.Begin()
 	if err != nil {
 		return err
 	}
-	cmd := ctl.Command{Op: ctl.OpCheckpoint, Epoch: id}
+	cmd := ctl.Command{Op: ctl.OpCheckpoint, Epoch: id, Generation: doc.Generation}
 	if err := t.command(cmd); err != nil {
 		return err
 	}
-	deadline := time.Now().Add(rollbackTimeout)
+	deadline := time.Now().Add(firstCheckpointTimeout)
 	resend := time.Now().Add(resendEvery)
 	for cs.coord.Global() < id {
 		if time.Now().After(deadline) {
-			return fmt.Errorf("topology %s: the first checkpoint of the new plan was not stored within %v", t.name, rollbackTimeout)
+			return fmt.Errorf("topology %s: the first checkpoint of the new plan was not stored within %v", t.name, firstCheckpointTimeout)
 		}
 		if time.Now().After(resend) {
 			if err := t.command(cmd); err != nil {
@@ -251,12 +529,34 @@ func (t *tm) firstCheckpoint(ctx context.Context, cs *ckptState, doc ctl.PlanDoc
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+	doc.Active = active
+	if err := t.publishOp(ctx, doc); err != nil {
+		return err
+	}
+	t.mu.Lock()
+	cs.committed, cs.committedRec, cs.restored = doc, nil, 0
+	t.mu.Unlock()
 	if !active {
 		return nil
 	}
-	doc.Active = true
-	if err := t.publish(ctx, doc); err != nil {
+	return t.command(ctl.Command{Op: ctl.OpActivate})
+}
+
+// publishOp stores doc as the current plan for an operation whose context
+// is ctx: not once the operation was cancelled (a rollback or a failure
+// owns the plan then).
+func (t *tm) publishOp(ctx context.Context, doc ctl.PlanDoc) error {
+	t.pubMu.Lock()
+	defer t.pubMu.Unlock()
+	if err := context.Cause(ctx); err != nil {
 		return err
 	}
-	return t.command(ctl.Command{Op: ctl.OpActivate})
+	rev, err := t.putPlan(ctx, doc)
+	if err != nil {
+		return err
+	}
+	t.mu.Lock()
+	t.doc, t.planRev = doc, rev
+	t.mu.Unlock()
+	return nil
 }

@@ -101,9 +101,14 @@ func (d *Daemon) validate(ctx context.Context, name string, kind ardea.Kind, dat
 // to start or fails a batch on probation is rolled back everywhere, with
 // the reason. Success records the version as the component's module.
 func (t *tm) swap(ctx context.Context, req SwapRequest) (SwapResult, error) {
-	ctx = context.WithoutCancel(ctx) // a swap under way finishes or rolls back
-	t.opMu.Lock()
-	defer t.opMu.Unlock()
+	// A swap under way finishes or rolls back whatever the client does;
+	// recCtx outlives a cancelled operation, to record how it ended.
+	recCtx := context.WithoutCancel(ctx)
+	ctx, done, err := t.beginOp(recCtx)
+	if err != nil {
+		return SwapResult{}, err
+	}
+	defer done()
 	start := time.Now()
 	t.mu.Lock()
 	state, top, doc, eo := t.state, t.top, t.doc, t.ckpt != nil
@@ -151,11 +156,13 @@ func (t *tm) swap(ctx context.Context, req SwapRequest) (SwapResult, error) {
 		// that checkpoint restarts every task on the previous version
 		// (hosts load committed versions only).
 		if err := t.awaitCheckpoint(ctx); err != nil {
+			if cause := opAborted(ctx); cause != nil {
+				entry.Status, entry.Reason = VersionFailed, cause.Error()+"; nothing was swapped"
+				t.record(recCtx, entry, "")
+				return SwapResult{}, newErr(ErrBadState, "swap %s/%s failed before it began: %v", t.name, c.Name, cause)
+			}
 			return SwapResult{}, err
 		}
-		t.mu.Lock()
-		t.crashed = false
-		t.mu.Unlock()
 	}
 	var all []uint32
 	for _, pc := range doc.Plan.Components {
@@ -181,14 +188,18 @@ func (t *tm) swap(ctx context.Context, req SwapRequest) (SwapResult, error) {
 			if reason == "" {
 				reason = err.Error()
 			}
-			t.mu.Lock()
-			crashed := t.crashed
-			t.mu.Unlock()
-			if eo && crashed {
-				// The rollback to the last checkpoint restarts every task
-				// on the previous (committed) version.
+			if cause := opAborted(ctx); cause != nil {
+				// Effectively once, a container died: the rollback to the
+				// last global checkpoint taken before it restarts every
+				// task on the previous (committed) version. A failed
+				// topology keeps the previous version too.
+				if eo && errors.Is(cause, errCrashed) {
+					reason = "a container died during the swap; the topology rolled back to its last global checkpoint with the previous version"
+				} else {
+					reason = cause.Error()
+				}
 				entry.Status, entry.Reason = VersionRolledBack, reason
-				t.record(ctx, entry, "")
+				t.record(recCtx, entry, "")
 				res.Status, res.Reason, res.Took = VersionRolledBack, reason, time.Since(start).Round(time.Millisecond).String()
 				return res, newErr(ErrBadState, "swap %s/%s rolled back to %s: %s", t.name, c.Name, short(prev), reason)
 			}
@@ -207,9 +218,20 @@ func (t *tm) swap(ctx context.Context, req SwapRequest) (SwapResult, error) {
 		}
 		res.Tasks += len(tasks)
 	}
+	// The commit and the rollback's plan exclude each other (pubMu): a
+	// container that died before this point rolls the swap back.
+	t.pubMu.Lock()
+	if cause := opAborted(ctx); cause != nil {
+		t.pubMu.Unlock()
+		entry.Status, entry.Reason = VersionRolledBack, cause.Error()
+		t.record(recCtx, entry, "")
+		res.Status, res.Reason, res.Took = VersionRolledBack, cause.Error(), time.Since(start).Round(time.Millisecond).String()
+		return res, newErr(ErrBadState, "swap %s/%s rolled back to %s: %v", t.name, c.Name, short(prev), cause)
+	}
 	t.commitModule(sha, c.Name)
 	entry.Status = VersionActive
-	t.record(ctx, entry, req.Source)
+	t.record(recCtx, entry, req.Source)
+	t.pubMu.Unlock()
 	res.Status, res.Took = VersionActive, time.Since(start).Round(time.Millisecond).String()
 	t.log.Info("module swapped", "component", c.Name, "version", sha, "previous", prev, "tasks", res.Tasks, "took", res.Took)
 	return res, nil
@@ -237,16 +259,7 @@ func (t *tm) swapPhaseTimed(ctx context.Context, comp, version string, tasks []u
 	t.mu.Unlock()
 	var reason string
 	var pause time.Duration
-	crashed := func() bool {
-		if t.crashed && reason == "" {
-			reason = "a container died while the new version ran; the topology rolls back to its last global checkpoint with the previous version"
-		}
-		return t.crashed
-	}
 	failed := func(h ctl.Heartbeat) bool {
-		if crashed() {
-			return true
-		}
 		if s := h.Swap; s != nil && s.Epoch == epoch && (s.RolledBack > 0 || (len(s.Errors) > 0 && s.Targeted == 0)) {
 			if reason == "" {
 				reason = strings.Join(s.Errors, "; ")
@@ -277,7 +290,6 @@ func (t *tm) swapPhaseTimed(ctx context.Context, comp, version string, tasks []u
 	deadline := time.Now().Add(probation)
 	for time.Now().Before(deadline) {
 		t.mu.Lock()
-		crashed()
 		for c := 1; c <= n; c++ {
 			if h, ok := t.hbs[c]; ok {
 				failed(h)

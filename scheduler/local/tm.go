@@ -42,6 +42,10 @@ const (
 //
 // Concurrency: mu guards the fields below it; opMu serialises lifecycle
 // operations (a rescale takes seconds and must not interleave with a kill).
+// A rollback (effectively once) and a failure do not wait for opMu: they
+// cancel the operation in flight (opCancel) and take pubMu, which every
+// publication of a plan holds, so a cancelled operation cannot publish
+// over them. wg owns the TM's goroutines; stopTM waits for them.
 type tm struct {
 	d      *Daemon
 	name   string
@@ -50,6 +54,8 @@ type tm struct {
 	cancel context.CancelFunc
 	sub    *nats.Subscription
 	opMu   sync.Mutex
+	pubMu  sync.Mutex
+	wg     sync.WaitGroup
 
 	mu       sync.Mutex
 	top      *ardea.Topology
@@ -64,12 +70,16 @@ type tm struct {
 	msub     *nats.Subscription
 	hist     *sinks.History // the containers' metrics and exceptions (metrics.go)
 	ckpt     *ckptState     // effectively once (checkpoint.go)
-	crashed  bool           // a container died (effectively once: a swap in progress fails)
+	// opCancel cancels the lifecycle operation in flight (nil: none).
+	opCancel context.CancelCauseFunc
+	// lost is the pid of each container's process declared lost (fence.go)
+	// until its replacement reports.
+	lost map[int]int
 }
 
 func (d *Daemon) newTM(name string) *tm {
 	return &tm{d: d, name: name, log: d.log.With("topology", name), hbs: map[int]ctl.Heartbeat{},
-		hist: sinks.NewHistory(0)}
+		hist: sinks.NewHistory(0), lost: map[int]int{}}
 }
 
 // start takes the TM lock, loads the topology, publishes a plan if none is
@@ -84,7 +94,7 @@ func (t *tm) start(ctx context.Context, state string) error {
 		return fmt.Errorf("topology %s: %w", t.name, err)
 	}
 	t.lock = lock
-	go t.keepLock(runCtx, lock)
+	go t.keepLock(runCtx, lock) // ends with runCtx; not in wg: stepDown takes opMu, which kill holds while it waits for wg
 	rec, err := t.d.store.GetTopology(ctx, t.name)
 	if err != nil {
 		t.stopTM()
@@ -96,6 +106,7 @@ func (t *tm) start(ctx context.Context, state string) error {
 		return err
 	}
 	var doc ctl.PlanDoc
+	resumed := false // a plan an earlier TM published
 	b, rev, err := t.d.store.GetPhysicalPlan(ctx, t.name)
 	switch {
 	case errors.Is(err, statemgr.ErrNotFound):
@@ -117,6 +128,7 @@ func (t *tm) start(ctx context.Context, state string) error {
 			t.stopTM()
 			return err
 		}
+		resumed = true
 		if doc.Active != (state == StateRunning) {
 			doc.Active = state == StateRunning
 			if rev, err = t.putPlan(ctx, doc); err != nil {
@@ -141,10 +153,11 @@ func (t *tm) start(ctx context.Context, state string) error {
 		t.stopTM()
 		return err
 	}
-	if err := t.startCheckpoints(ctx, runCtx); err != nil {
+	if err := t.startCheckpoints(ctx, runCtx, resumed); err != nil {
 		t.stopTM()
 		return err
 	}
+	t.goroutine(func() { t.watchHeartbeats(runCtx) })
 	for c := 1; c <= doc.Plan.Containers; c++ {
 		if err := t.launch(ctx, c); err != nil {
 			t.stopContainers(ctx)
@@ -251,6 +264,12 @@ func (t *tm) onHeartbeat(m *nats.Msg) {
 		return
 	}
 	t.mu.Lock()
+	if pid, ok := t.lost[hb.Container]; ok && pid == hb.PID {
+		t.mu.Unlock()
+		return // a lost process woke: fenced, and about to die
+	} else if ok {
+		delete(t.lost, hb.Container) // its replacement
+	}
 	t.hbs[hb.Container] = hb
 	finished := t.state == StateRunning || t.state == StatePaused
 	for c := 1; finished && c <= t.doc.Plan.Containers; c++ {
@@ -287,34 +306,93 @@ func (t *tm) finish() {
 
 // failed records FAILED when a container keeps crashing.
 func (t *tm) failed(ps launcher.ProcessStatus) {
-	t.opMu.Lock()
-	defer t.opMu.Unlock()
+	msg := fmt.Sprintf("%s keeps failing (%d restarts, last %s)", ps.ID, ps.Restarts, ps.LastExit)
+	if e := lastLine(ps.LastError); e != "" {
+		msg += ": " + e
+	}
+	t.failTopology(msg)
+}
+
+// errFailed is the cause an operation's context is cancelled with when
+// the topology fails under it.
+var errFailed = errors.New("the topology failed")
+
+// failTopology ends a running or paused topology FAILED with msg: the
+// operation in flight is cancelled, the state is recorded, and every
+// container is stopped (the supervisor keeps their records, so `ardea
+// status` still shows every container and the failure). It does not wait
+// for the operation to return: a topology that cannot make progress must
+// reach its terminal state within a bounded time.
+func (t *tm) failTopology(msg string) {
 	t.mu.Lock()
 	if t.state != StateRunning && t.state != StatePaused {
 		t.mu.Unlock()
 		return
 	}
-	msg := fmt.Sprintf("%s keeps failing (%d restarts, last %s)", ps.ID, ps.Restarts, ps.LastExit)
-	if e := lastLine(ps.LastError); e != "" {
-		msg += ": " + e
-	}
 	t.state, t.message = StateFailed, msg
+	cancel := t.opCancel
 	n := t.doc.Plan.Containers
 	t.mu.Unlock()
+	if cancel != nil {
+		cancel(errFailed)
+	}
 	t.log.Error("topology failed", "reason", msg)
-	if _, err := t.d.store.SetState(context.Background(), t.name, statemgr.ExecState{State: StateFailed, Message: msg, Updated: time.Now()}); err != nil {
+	ctx := context.WithoutCancel(context.Background())
+	if _, err := t.d.store.SetState(ctx, t.name, statemgr.ExecState{State: StateFailed, Message: msg, Updated: time.Now()}); err != nil {
 		t.log.Error("record FAILED", "err", err)
 	}
-	// The other containers stop too (a topology missing a container would
-	// emit partial results); the supervisor keeps their records, so
-	// `ardea status` still shows every container and the failure.
+	// The other containers stop too: a topology missing a container would
+	// emit partial results.
 	for c := 1; c <= max(n, t.maxLaunched()); c++ {
-		if id := t.procID(c); id != ps.ID {
-			if err := t.d.sup.Stop(context.Background(), id); err != nil && !errors.Is(err, launcher.ErrUnknown) {
-				t.log.Warn("stop a container of a failed topology", "container", c, "err", err)
-			}
+		if err := t.d.sup.Stop(ctx, t.procID(c)); err != nil && !errors.Is(err, launcher.ErrUnknown) {
+			t.log.Warn("stop a container of a failed topology", "container", c, "err", err)
 		}
 	}
+}
+
+// beginOp starts a lifecycle operation: it holds opMu until done is
+// called, and its context is cancelled (with errCrashed or errFailed as
+// the cause) when a container dies under it in an effectively-once
+// topology or the topology fails. An operation cannot begin while a
+// rollback runs.
+func (t *tm) beginOp(ctx context.Context) (context.Context, func(), error) {
+	t.opMu.Lock()
+	opCtx, cancel := context.WithCancelCause(ctx)
+	t.mu.Lock()
+	if cs := t.ckpt; cs != nil && (cs.fenced || cs.rolling) {
+		t.mu.Unlock()
+		cancel(nil)
+		t.opMu.Unlock()
+		return nil, nil, newErr(ErrBadState, "topology %s is rolling back to its last global checkpoint; try again when it runs", t.name)
+	}
+	t.opCancel = cancel
+	t.mu.Unlock()
+	return opCtx, func() {
+		t.mu.Lock()
+		t.opCancel = nil
+		t.mu.Unlock()
+		cancel(nil)
+		t.opMu.Unlock()
+	}, nil
+}
+
+// opAborted says why an operation's context ended: a container died
+// (effectively once: the rollback puts the topology back), the topology
+// failed, or nil.
+func opAborted(ctx context.Context) error {
+	if c := context.Cause(ctx); errors.Is(c, errCrashed) || errors.Is(c, errFailed) {
+		return c
+	}
+	return nil
+}
+
+// goroutine runs f on a goroutine stopTM waits for.
+func (t *tm) goroutine(f func()) {
+	t.wg.Add(1)
+	go func() {
+		defer t.wg.Done()
+		f()
+	}()
 }
 
 // lastLine is the most telling line of a stderr tail: the last error a
@@ -387,6 +465,7 @@ func (t *tm) stopTM() {
 	if t.cancel != nil {
 		t.cancel()
 	}
+	t.wg.Wait()
 	t.mu.Lock()
 	lock := t.lock
 	t.mu.Unlock()
@@ -397,8 +476,11 @@ func (t *tm) stopTM() {
 
 // setActive is activate/deactivate.
 func (t *tm) setActive(ctx context.Context, on bool) error {
-	t.opMu.Lock()
-	defer t.opMu.Unlock()
+	ctx, done, err := t.beginOp(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
 	t.mu.Lock()
 	state := t.state
 	doc := t.doc
@@ -412,15 +494,17 @@ func (t *tm) setActive(ctx context.Context, on bool) error {
 		want, op = StateRunning, ctl.OpActivate
 	}
 	doc.Active = on
-	rev, err := t.putPlan(ctx, doc)
-	if err != nil {
+	if err := t.publishOp(ctx, doc); err != nil {
 		return err
 	}
 	if _, err := t.d.store.SetState(ctx, t.name, statemgr.ExecState{State: want, Updated: time.Now()}); err != nil {
 		return err
 	}
 	t.mu.Lock()
-	t.doc, t.planRev, t.state = doc, rev, want
+	t.state = want
+	if cs := t.ckpt; cs != nil {
+		cs.committed.Active = on
+	}
 	t.mu.Unlock()
 	return t.command(ctl.Command{Op: op})
 }
@@ -468,12 +552,19 @@ func (t *tm) restart(ctx context.Context, container int) error {
 		if container != 0 && c != container {
 			continue
 		}
+		// Effectively once, a restarted container loses its tasks' state:
+		// the topology rolls back as for a crash.
+		t.fence(fmt.Sprintf("container %d restarted by request", c))
 		if err := t.d.sup.Restart(ctx, t.procID(c)); err != nil {
 			return fmt.Errorf("topology %s: restart container %d: %w", t.name, c, err)
 		}
 	}
 	return nil
 }
+
+// HostLost is the host state status shows for a container declared lost
+// (no heartbeat for topology.heartbeat.missed intervals; fence.go).
+const HostLost = "LOST"
 
 // Status is what `ardea status` shows.
 type Status struct {
@@ -497,6 +588,18 @@ type CheckpointStatus struct {
 	// the beginning).
 	RestoredFrom uint64 `json:"restored_from"`
 	RollingBack  bool   `json:"rolling_back,omitempty"`
+	// Generation is the running lineage (PlanDoc.Generation); Fenced is
+	// set from a container's death until the rollback runs the next one.
+	Generation uint64 `json:"generation,omitempty"`
+	Fenced     bool   `json:"fenced,omitempty"`
+	// LastRollback is what caused the last rollback; Skipped names the
+	// newer checkpoints it found damaged and did not restore.
+	LastRollback string   `json:"last_rollback,omitempty"`
+	Skipped      []string `json:"skipped,omitempty"`
+	// LastError is the last checkpoint failure (a task could not store),
+	// LastErrorAt when it happened.
+	LastError   string    `json:"last_error,omitempty"`
+	LastErrorAt time.Time `json:"last_error_at,omitzero"`
 }
 
 // ComponentStatus is one component of the logical plan.
@@ -550,7 +653,8 @@ func (t *tm) status() Status {
 		Uptime: time.Since(t.started).Round(time.Second).String()}
 	if cs := t.ckpt; cs != nil {
 		st.Checkpoints = &CheckpointStatus{Global: cs.coord.Global(), Failed: cs.coord.Failed(), Rollbacks: cs.count,
-			RestoredFrom: t.doc.Restore, RollingBack: cs.rolling}
+			RestoredFrom: cs.restored, RollingBack: cs.rolling || cs.fenced, Generation: cs.gen, Fenced: cs.fenced,
+			LastRollback: cs.lastWhy, Skipped: cs.skipped}
 	}
 	for _, c := range t.top.Components {
 		cs := ComponentStatus{Name: c.Name, Kind: string(c.Kind), Module: c.Module, Parallelism: c.Parallelism}
@@ -581,6 +685,10 @@ func (t *tm) status() Status {
 			// The last heartbeat came from a process that has since
 			// died; its counters are not this process's.
 			hb, ok = ctl.Heartbeat{}, false
+		}
+		if pid, lost := t.lost[c]; lost && (cs.PID == 0 || cs.PID == pid) {
+			cs.Host, ok = HostLost, false
+			cs.LastSeen = time.Since(hb.Time).Round(time.Millisecond).String() + " ago"
 		}
 		if ok {
 			cs.Host = hb.State

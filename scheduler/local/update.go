@@ -13,6 +13,7 @@ import (
 
 	"github.com/ardea-dev/ardea/scheduler"
 	"github.com/ardea-dev/ardea/scheduler/ctl"
+	"github.com/ardea-dev/ardea/scheduler/statemgr"
 )
 
 // Rescale timeouts: generous guards, not expectations.
@@ -51,9 +52,11 @@ func (t *tm) update(ctx context.Context, parallelism map[string]int) error {
 	// Once started, the protocol finishes or rolls back whatever the
 	// client does (an interrupted `ardea update` must not leave the
 	// containers stopped).
-	ctx = context.WithoutCancel(ctx)
-	t.opMu.Lock()
-	defer t.opMu.Unlock()
+	ctx, done, err := t.beginOp(context.WithoutCancel(ctx))
+	if err != nil {
+		return err
+	}
+	defer done()
 	t.mu.Lock()
 	state, top, doc, eo := t.state, t.top.Clone(), t.doc, t.ckpt != nil
 	t.mu.Unlock()
@@ -100,6 +103,13 @@ func (t *tm) update(ctx context.Context, parallelism map[string]int) error {
 	}
 	t.setMessage("updating (paused): " + describe(parallelism))
 	defer t.setMessage("")
+	if eo {
+		rec, err := t.d.store.GetTopology(ctx, t.name)
+		if err != nil {
+			return err
+		}
+		defer t.holdBase(rec)()
+	}
 	if err := t.replanPaused(ctx, top, doc, p, nil); err != nil {
 		return err
 	}
@@ -121,6 +131,9 @@ func (t *tm) replanPaused(ctx context.Context, top *ardea.Topology, doc ctl.Plan
 		return err
 	}
 	if err := t.waitQuiescent(ctx, since); err != nil {
+		if cause := opAborted(ctx); cause != nil {
+			return fmt.Errorf("topology %s: the replan did not complete: %w", t.name, cause)
+		}
 		_ = t.command(ctl.Command{Op: activateOp(wasActive)})
 		return err
 	}
@@ -130,6 +143,12 @@ func (t *tm) replanPaused(ctx context.Context, top *ardea.Topology, doc ctl.Plan
 	// handed off reload their own key groups (ownership is unchanged), the
 	// others keep running (same plan, no restart).
 	rollback := func(err error) error {
+		if cause := opAborted(ctx); cause != nil {
+			// A container died (the rollback to the last global
+			// checkpoint puts the previous plan back) or the topology
+			// failed: the plan is theirs now.
+			return fmt.Errorf("topology %s: the replan did not complete: %w", t.name, cause)
+		}
 		old := doc
 		old.Active, old.HandoffEpoch = wasActive, epoch
 		if rev, perr := t.putPlan(ctx, old); perr == nil {
@@ -162,15 +181,17 @@ func (t *tm) replanPaused(ctx context.Context, top *ardea.Topology, doc ctl.Plan
 	cs := t.ckpt
 	t.mu.Unlock()
 	if cs != nil {
-		// Effectively once: the new plan gets a new checkpoint series and
-		// runs with its spouts paused until its first checkpoint is global.
-		newDoc.CheckpointKey, newDoc.Active = newCheckpointKey(t.name), false
+		// Effectively once: the new plan gets a new checkpoint series (a
+		// new generation) and runs with its spouts paused until its first
+		// checkpoint is global; until then a rollback returns to the
+		// previous plan, spec and modules (committed, committedRec).
+		newDoc.CheckpointKey, newDoc.Active, newDoc.Generation = newCheckpointKey(t.name), false, newGeneration()
 		t.mu.Lock()
-		cs.rolling = true
+		cs.replanning = true
 		t.mu.Unlock()
 		defer func() {
 			t.mu.Lock()
-			cs.rolling = false
+			cs.replanning = false
 			t.mu.Unlock()
 		}()
 	}
@@ -188,12 +209,21 @@ func (t *tm) replanPaused(ctx context.Context, top *ardea.Topology, doc ctl.Plan
 		// daemon restart, which re-reads the stored plan, not the spec.
 		t.log.Error("store the updated topology", "err", err)
 	}
-	rev, err := t.putPlan(ctx, newDoc)
-	if err != nil {
+	if cs != nil {
+		// The new generation's reports count from here on (the previous
+		// plan's tasks have all stopped: they handed off).
+		t.mu.Lock()
+		if !cs.fenced {
+			cs.gen = newDoc.Generation
+		}
+		t.mu.Unlock()
+	}
+	if err := t.publishOp(ctx, newDoc); err != nil {
 		return rollback(err)
 	}
 	t.mu.Lock()
-	t.top, t.doc, t.planRev = top, newDoc, rev
+	t.top = top
+	rev := t.planRev
 	t.mu.Unlock()
 	for c := p.Containers + 1; c <= doc.Plan.Containers; c++ {
 		if err := t.d.sup.Remove(ctx, t.procID(c)); err != nil {
@@ -204,6 +234,9 @@ func (t *tm) replanPaused(ctx context.Context, top *ardea.Topology, doc ctl.Plan
 		if err := t.launch(ctx, c); err != nil {
 			return err
 		}
+	}
+	if cs != nil && opAborted(ctx) != nil {
+		return fmt.Errorf("topology %s: the replan did not complete: %w", t.name, context.Cause(ctx))
 	}
 	// 4. Resume.
 	if err := t.waitContainers(ctx, resumeTimeout, "run the new plan", func(h ctl.Heartbeat) bool {
@@ -223,6 +256,27 @@ func (t *tm) replanPaused(ctx context.Context, top *ardea.Topology, doc ctl.Plan
 	}
 	t.log.Info("topology replanned with its spouts paused", "plan_revision", rev)
 	return nil
+}
+
+// holdBase keeps rec (the stored spec and modules before an operation
+// changes them) for a rollback until the operation's new plan is
+// committed (effectively once). The function it returns forgets it unless
+// a rollback is pending.
+func (t *tm) holdBase(rec statemgr.Topology) func() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	cs := t.ckpt
+	if cs == nil {
+		return func() {}
+	}
+	cs.committedRec = &rec
+	return func() {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if !cs.fenced && !cs.rolling {
+			cs.committedRec = nil
+		}
+	}
 }
 
 func activateOp(on bool) string {

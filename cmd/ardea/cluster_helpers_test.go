@@ -31,6 +31,7 @@ import (
 type clusterDaemon struct {
 	cmd     *exec.Cmd
 	server  string // host:port of the API
+	natsURL string // the embedded NATS server
 	dataDir string
 	logPath string
 	exited  chan struct{} // closed once the process has been waited for
@@ -63,6 +64,9 @@ func startDaemon(t *testing.T, dataDir string, extra ...string) *clusterDaemon {
 		for sc.Scan() {
 			if rest, ok := strings.CutPrefix(sc.Text(), "ardea local: API "); ok {
 				if f := strings.Fields(rest); len(f) > 0 {
+					if len(f) >= 3 && f[1] == "NATS" {
+						d.natsURL = f[2] // read after the send below
+					}
 					select {
 					case urls <- f[0]:
 					default:

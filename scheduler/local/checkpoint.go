@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -387,7 +388,23 @@ func (t *tm) rollbackOnce(ctx context.Context, cs *ckptState, crashes uint64, de
 // series never had one. A series with globals none of which is intact is
 // an error: the topology must not start empty.
 func (t *tm) restorable(ctx context.Context, store checkpoint.Store, doc ctl.PlanDoc) (uint64, []string, error) {
-	return restorableCheckpoint(ctx, store, doc)
+	id, skipped, err := restorableCheckpoint(ctx, store, doc)
+	if err != nil {
+		return 0, skipped, err
+	}
+	// What this TM saw become global, and what the plan last restored,
+	// also say the series had checkpoints: their records being gone must
+	// not start the topology empty.
+	known := doc.Restore
+	t.mu.Lock()
+	if cs := t.ckpt; cs != nil && cs.coord.Key() == doc.CheckpointKey {
+		known = max(known, cs.coord.Global())
+	}
+	t.mu.Unlock()
+	if id == 0 && known != 0 {
+		return 0, skipped, fmt.Errorf("checkpoint series %s had global checkpoint %d, but the store holds none that can be restored; not starting the stateful topology empty", doc.CheckpointKey, known)
+	}
+	return id, skipped, nil
 }
 
 // publishRecovery publishes a rollback's plan unless another container
@@ -474,6 +491,17 @@ func (t *tm) restoreRecord(ctx context.Context, base *statemgr.Topology) (*ardea
 			return nil, err
 		}
 		rec.Spec, rec.Modules = base.Spec, base.Modules
+		// Versions the uncommitted operation made active are rolled back
+		// with it; those it marked replaced are what they were.
+		if n := len(base.History); n <= len(rec.History) {
+			later := slices.Clone(rec.History[n:])
+			for i := range later {
+				if later[i].Status == VersionActive {
+					later[i].Status, later[i].Reason = VersionRolledBack, "a container died before the change was committed; the topology rolled back to its last global checkpoint"
+				}
+			}
+			rec.History = append(slices.Clone(base.History), later...)
+		}
 		if _, err = t.d.store.UpdateTopology(ctx, rec, rec.Revision); err == nil {
 			return top, nil
 		} else if !errors.Is(err, statemgr.ErrConflict) {

@@ -150,12 +150,16 @@ func (t *tm) swap(ctx context.Context, req SwapRequest) (SwapResult, error) {
 	if probation <= 0 {
 		probation = defaultProbation
 	}
+	t.log.Info("swap begins", "component", c.Name, "version", sha, "previous", prev, "effectively_once", eo)
 	if eo {
 		// Effectively once the swap follows a fresh global checkpoint: a
 		// new version that fails kills its container, and the rollback to
 		// that checkpoint restarts every task on the previous version
 		// (hosts load committed versions only).
-		if err := t.awaitCheckpoint(ctx); err != nil {
+		t.setMessage("swap " + c.Name + ": waiting for a fresh global checkpoint")
+		err := t.awaitCheckpoint(ctx)
+		t.setMessage("")
+		if err != nil {
 			if cause := opAborted(ctx); cause != nil {
 				entry.Status, entry.Reason = VersionFailed, cause.Error()+"; nothing was swapped"
 				t.record(recCtx, entry, "")

@@ -272,6 +272,9 @@ func (t *tm) onHeartbeat(m *nats.Msg) {
 	}
 	t.hbs[hb.Container] = hb
 	finished := t.state == StateRunning || t.state == StatePaused
+	if cs := t.ckpt; cs != nil && (cs.fenced || cs.rolling) {
+		finished = false // a container died: its output may yet be rolled back
+	}
 	for c := 1; finished && c <= t.doc.Plan.Containers; c++ {
 		h, ok := t.hbs[c]
 		finished = ok && h.State == ctl.HostFinished && h.PlanRevision == t.planRev

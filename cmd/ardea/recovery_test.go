@@ -1,0 +1,277 @@
+//go:build linux
+
+package main
+
+import (
+	"context"
+	"encoding/binary"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ardea-dev/ardea/examples/keyed"
+	"github.com/ardea-dev/ardea/scheduler/local"
+)
+
+// Recovery under faults in the middle of operations (docs/delivery.md,
+// "The lineage invariant"; docs/reliability.md has the whole matrix).
+
+// submitKeyed writes keys*perKey keyed records and submits the keyed
+// example effectively once over 2 containers at rate records/s.
+func submitKeyed(t *testing.T, d *clusterDaemon, name string, keys, perKey, rate int, extra ...string) (out string) {
+	t.Helper()
+	dir := t.TempDir()
+	in := filepath.Join(dir, "input.txt")
+	out = filepath.Join(dir, "records.tsv")
+	if err := keyed.WriteInput(in, keys, perKey); err != nil {
+		t.Fatal(err)
+	}
+	args := append([]string{"submit", repoPath("examples/keyed/topology.yaml"), "--name", name,
+		"--set", "lines.path=" + in, "--set", "out.path=" + out, "--set", "topology.containers=2",
+		"--set", "topology.reliability=effectively_once", "--set", "topology.checkpoint.interval=300ms",
+		"--set", "lines.rate=" + strconv.Itoa(rate)}, extra...)
+	d.ok(t, args...)
+	waitFor(t, time.Minute, "a global checkpoint", func() (bool, string) {
+		st := d.status(t, name)
+		return st.Checkpoints != nil && st.Checkpoints.Global > 0, st.State
+	})
+	return out
+}
+
+// withCustomSection returns a copy of a module with a custom section
+// appended: the same code under another version (sha256).
+func withCustomSection(t *testing.T, src string) string {
+	t.Helper()
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name, payload := "ardea-test", []byte(time.Now().String())
+	body := append(binary.AppendUvarint(nil, uint64(len(name))), name...)
+	body = append(body, payload...)
+	b = append(b, 0) // custom section
+	b = binary.AppendUvarint(b, uint64(len(body)))
+	b = append(b, body...)
+	out := filepath.Join(t.TempDir(), filepath.Base(src))
+	if err := os.WriteFile(out, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func killContainer(t *testing.T, st local.Status, c int) int {
+	t.Helper()
+	pid := st.Containers[c-1].PID
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatalf("kill container %d (pid %d): %v", c, pid, err)
+	}
+	return pid
+}
+
+// TestClusterEffectivelyOnceKillAtSwapStart: a container killed in the
+// first moments of a swap (while the swap waits for its checkpoint) rolls
+// the topology back at once, to a checkpoint taken before the kill; the
+// swap reports that it failed (exit non-zero, history), and the output is
+// exactly a fault-free run's.
+func TestClusterEffectivelyOnceKillAtSwapStart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs host processes")
+	}
+	const keys, perKey = 400, 500
+	d := startDaemon(t, t.TempDir())
+	// Checkpoints every 2 s: the swap waits up to that long for its
+	// checkpoint, the moment this test kills a container in.
+	out := submitKeyed(t, d, "eok", keys, perKey, 20000, "--set", "topology.checkpoint.interval=2s") // about 10 s of input
+	mod := withCustomSection(t, repoPath("examples/keyed/go/seqstate.wasm"))
+	swap := exec.Command(ardeaBin, "--server", d.server, "swap", "eok", "seqstate", mod, "--probation", "2s")
+	var stderr strings.Builder
+	swap.Stderr = &stderr
+	if err := swap.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var st local.Status
+	waitFor(t, time.Minute, "the swap to wait for its checkpoint", func() (bool, string) {
+		st = d.status(t, "eok")
+		return strings.Contains(st.Message, "waiting for a fresh global checkpoint"), st.Message
+	})
+	killContainer(t, st, 2)
+	err := swap.Wait()
+	if err == nil || !strings.Contains(stderr.String(), "container died") {
+		t.Fatalf("swap with a container killed at its start: err %v, stderr %s", err, stderr.String())
+	}
+	t.Logf("swap: %s", strings.TrimSpace(stderr.String()))
+	hist := d.ok(t, "history", "eok")
+	if !strings.Contains(hist, local.VersionFailed) && !strings.Contains(hist, local.VersionRolledBack) {
+		t.Fatalf("history does not show the failed swap:\n%s", hist)
+	}
+	waitFor(t, 3*time.Minute, "eok to finish", func() (bool, string) {
+		st := d.status(t, "eok")
+		return st.State == local.StateFinished, st.State
+	})
+	if err := keyed.CheckExact(out, keys, perKey); err != nil {
+		t.Fatal(err)
+	}
+	if st := d.status(t, "eok"); st.Checkpoints.Rollbacks < 1 {
+		t.Fatalf("%d rollbacks after a kill", st.Checkpoints.Rollbacks)
+	}
+}
+
+// TestClusterEffectivelyOnceDaemonRestartResumes: the daemon is killed
+// (its containers die with it) while an effectively-once topology runs
+// with an appending sink, and restarted on the same data dir: the
+// topology resumes from its last global checkpoint, not from the
+// beginning, so the appended output holds every record exactly once.
+func TestClusterEffectivelyOnceDaemonRestartResumes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs host processes")
+	}
+	const keys, perKey = 400, 500
+	data := t.TempDir()
+	d := startDaemon(t, data)
+	out := submitKeyed(t, d, "eor", keys, perKey, 20000, "--set", "out.append=true")
+	waitFor(t, time.Minute, "output and a few checkpoints", func() (bool, string) {
+		st := d.status(t, "eor")
+		return fileSize(out) > 0 && st.Checkpoints.Global >= 3, st.State
+	})
+	before := d.status(t, "eor").Checkpoints.Global
+	killed := time.Now()
+	d.sigkill(t)
+	d = startDaemon(t, data)
+	var resumed time.Duration
+	base := int64(-1)
+	waitFor(t, 2*time.Minute, "the topology to resume", func() (bool, string) {
+		st := d.status(t, "eor")
+		if st.State == local.StateFinished {
+			return true, ""
+		}
+		if ok, why := allRunning(st); !ok {
+			return false, why
+		}
+		if base < 0 {
+			base = fileSize(out)
+			return false, "running"
+		}
+		resumed = time.Since(killed)
+		return fileSize(out) > base, "sink not growing"
+	})
+	st := d.status(t, "eor")
+	if st.Checkpoints.RestoredFrom == 0 {
+		t.Fatalf("after the daemon restart the topology restored checkpoint 0 (global was %d before the kill)", before)
+	}
+	t.Logf("daemon kill: resumed from checkpoint %d (global %d at the kill), tuples flowing %.2fs after the kill",
+		st.Checkpoints.RestoredFrom, before, resumed.Seconds())
+	waitFor(t, 3*time.Minute, "eor to finish", func() (bool, string) {
+		st := d.status(t, "eor")
+		return st.State == local.StateFinished, st.State
+	})
+	if err := keyed.CheckExact(out, keys, perKey); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestClusterEffectivelyOnceUnrecoverableFails: every checkpoint snapshot
+// is deleted from the store, then a container is killed. No checkpoint can
+// be restored and the topology must not start empty: it ends FAILED with
+// the reason, within the recovery timeout; `ardea wait` exits non-zero and
+// every container is stopped.
+func TestClusterEffectivelyOnceUnrecoverableFails(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs host processes")
+	}
+	d := startDaemon(t, t.TempDir())
+	submitKeyed(t, d, "eou", 400, 500, 20000, "--set", "topology.recovery.timeout=20s")
+	nc, err := nats.Connect(d.natsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	obs, err := js.ObjectStore(ctx, "ardea_checkpoints_default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Checkpoints keep coming: stop the topology's progress first by
+	// pausing it, then delete every snapshot (the global marker stays).
+	d.ok(t, "deactivate", "eou")
+	infos, err := obs.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deleted := 0
+	for _, in := range infos {
+		if !strings.HasSuffix(in.Name, "/GLOBAL") {
+			if err := obs.Delete(ctx, in.Name); err != nil {
+				t.Fatal(err)
+			}
+			deleted++
+		}
+	}
+	if deleted == 0 {
+		t.Fatal("no snapshot to delete")
+	}
+	killed := time.Now()
+	killContainer(t, d.status(t, "eou"), 1)
+	code, _, stderr := cli(t, "--server", d.server, "wait", "eou", "--timeout", "3m")
+	if code == 0 || !strings.Contains(stderr, "failed") {
+		t.Fatalf("ardea wait on an unrecoverable topology: exit %d, %s", code, stderr)
+	}
+	t.Logf("FAILED %.1fs after the kill: %s", time.Since(killed).Seconds(), strings.TrimSpace(stderr))
+	waitFor(t, time.Minute, "every container stopped", func() (bool, string) {
+		for _, c := range d.status(t, "eou").Containers {
+			if c.PID != 0 && alive(c.PID) {
+				return false, "container still running"
+			}
+		}
+		return true, ""
+	})
+}
+
+// TestClusterPausedContainerIsFenced: a container stopped with SIGSTOP is
+// declared lost after topology.heartbeat.missed intervals, shown LOST,
+// killed and replaced; the effectively-once topology rolls back and its
+// output is exact.
+func TestClusterPausedContainerIsFenced(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs host processes")
+	}
+	const keys, perKey = 400, 500
+	d := startDaemon(t, t.TempDir())
+	out := submitKeyed(t, d, "eop", keys, perKey, 20000, "--set", "topology.heartbeat.missed=4")
+	st := d.status(t, "eop")
+	pid := st.Containers[0].PID
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stopped := time.Now()
+	defer syscall.Kill(pid, syscall.SIGCONT)
+	sawLost := false
+	waitFor(t, time.Minute, "the paused container to be replaced", func() (bool, string) {
+		st := d.status(t, "eop")
+		c := st.Containers[0]
+		sawLost = sawLost || c.Host == local.HostLost
+		return c.PID != pid && c.PID != 0 && !alive(pid), c.Host
+	})
+	t.Logf("paused container replaced %.2fs after SIGSTOP (lost shown: %v)", time.Since(stopped).Seconds(), sawLost)
+	waitFor(t, 3*time.Minute, "eop to finish", func() (bool, string) {
+		st := d.status(t, "eop")
+		return st.State == local.StateFinished, st.State
+	})
+	if err := keyed.CheckExact(out, keys, perKey); err != nil {
+		t.Fatal(err)
+	}
+	if st := d.status(t, "eop"); st.Checkpoints.Rollbacks < 1 {
+		t.Fatalf("%d rollbacks after a lost container", st.Checkpoints.Rollbacks)
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -20,10 +22,19 @@ const (
 	ServerMaxPending = 256 << 20
 )
 
+// JetStream watchdog defaults (ServerOptions.HealInterval, HealMinFree).
+const (
+	DefaultHealInterval = time.Second
+	DefaultHealMinFree  = 16 << 20
+	// healMaxBackoff bounds the wait between two restarts of JetStream
+	// that did not clear the fault.
+	healMaxBackoff = 30 * time.Second
+)
+
 // ServerOptions configures StartServer.
 type ServerOptions struct {
 	// Logger receives the server's log lines (Debug/Trace at slog debug
-	// level). Nil silences the server.
+	// level) and the JetStream watchdog's. Nil silences the server.
 	Logger *slog.Logger
 	// JetStream enables JetStream with its files under StoreDir.
 	JetStream bool
@@ -35,11 +46,42 @@ type ServerOptions struct {
 	// ReadyTimeout bounds the wait for the server to accept connections;
 	// default 10s.
 	ReadyTimeout time.Duration
+	// HealInterval is how often the JetStream watchdog checks the server
+	// (see Server); default DefaultHealInterval, negative: no watchdog.
+	HealInterval time.Duration
+	// HealMinFree is the free space (bytes) StoreDir's file system needs
+	// before the watchdog restarts a faulty JetStream; default
+	// DefaultHealMinFree.
+	HealMinFree int64
 }
 
 // Server is an in-process NATS server.
+//
+// With JetStream, a watchdog goroutine heals the faults that nats-server
+// does not recover from by itself. A write error in a stream's files (most
+// often "no space left on device") makes a standalone nats-server refuse
+// every later write to that stream, without replying to the publisher, until
+// the stream is loaded again; in a cluster it disables JetStream
+// altogether. Every HealInterval the watchdog asks the server's health check
+// for streams with a write error and whether JetStream is enabled; on a fault
+// it logs an error, and once StoreDir's file system has HealMinFree bytes
+// free it restarts JetStream (every stream is loaded again from its files,
+// which drops a record cut short by the failed write), backing off from 1 s
+// to 30 s while that does not help. JetStreamFault reports the current
+// fault.
 type Server struct {
-	ns *server.Server
+	ns      *server.Server
+	opts    *server.Options // as started, cloned for a JetStream restart
+	log     *slog.Logger
+	minFree int64
+	stop    chan struct{}
+	done    chan struct{} // closed when the watchdog returned (nil: none)
+	once    sync.Once
+
+	mu       sync.Mutex
+	fault    error
+	faultAt  time.Time
+	restarts int
 }
 
 // StartServer starts an embedded NATS server and waits until it accepts
@@ -65,14 +107,21 @@ func StartServer(o ServerOptions) (*Server, error) {
 		MaxPending: ServerMaxPending,
 		JetStream:  o.JetStream,
 		StoreDir:   o.StoreDir,
+		// The banner is a dozen lines of ASCII art at every (re)start.
+		DisableJetStreamBanner: true,
 	}
+	started := opts.Clone()
 	ns, err := server.NewServer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("bus: embedded NATS server: %w", err)
 	}
-	if o.Logger != nil {
-		debug := o.Logger.Enabled(context.Background(), slog.LevelDebug)
-		ns.SetLoggerV2(natsLogger{o.Logger.With("component", "nats-server")}, debug, false, false)
+	log := o.Logger
+	if log != nil {
+		log = log.With("component", "nats-server")
+		debug := log.Enabled(context.Background(), slog.LevelDebug)
+		ns.SetLoggerV2(natsLogger{log}, debug, false, false)
+	} else {
+		log = slog.New(slog.DiscardHandler)
 	}
 	ns.Start()
 	timeout := o.ReadyTimeout
@@ -84,7 +133,19 @@ func StartServer(o ServerOptions) (*Server, error) {
 		ns.WaitForShutdown()
 		return nil, fmt.Errorf("bus: embedded NATS server on %s:%d not ready after %s", host, port, timeout)
 	}
-	return &Server{ns: ns}, nil
+	s := &Server{ns: ns, opts: started, log: log, minFree: o.HealMinFree, stop: make(chan struct{})}
+	if s.minFree <= 0 {
+		s.minFree = DefaultHealMinFree
+	}
+	if o.JetStream && o.HealInterval >= 0 {
+		every := o.HealInterval
+		if every == 0 {
+			every = DefaultHealInterval
+		}
+		s.done = make(chan struct{})
+		go s.watch(every)
+	}
+	return s, nil
 }
 
 // ClientURL is the URL clients connect to (nats://host:port).
@@ -93,14 +154,130 @@ func (s *Server) ClientURL() string { return s.ns.ClientURL() }
 // NATS returns the underlying server (for JetStream administration).
 func (s *Server) NATS() *server.Server { return s.ns }
 
-// Shutdown stops the server and waits until it has stopped. It is safe to
-// call more than once.
+// Shutdown stops the watchdog and the server and waits until both have
+// stopped. It is safe to call more than once.
 func (s *Server) Shutdown() {
+	s.once.Do(func() { close(s.stop) })
+	if s.done != nil {
+		<-s.done
+	}
 	s.ns.Shutdown()
 	s.ns.WaitForShutdown()
 }
 
-// natsLogger adapts server.Logger to slog.
+// JetStreamFault returns the JetStream fault the watchdog is healing (nil
+// when JetStream is healthy) and when it was first seen.
+func (s *Server) JetStreamFault() (error, time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.fault, s.faultAt
+}
+
+// JetStreamRestarts counts the watchdog's restarts of JetStream.
+func (s *Server) JetStreamRestarts() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.restarts
+}
+
+// watch is the JetStream watchdog (see Server); Shutdown waits for it.
+func (s *Server) watch(every time.Duration) {
+	defer close(s.done)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	backoff := time.Second
+	var next, waitLogged time.Time
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+		}
+		problem := s.jetStreamProblem()
+		s.mu.Lock()
+		had, since := s.fault, s.faultAt
+		if problem == nil {
+			s.fault = nil
+		} else if had == nil {
+			s.fault, s.faultAt = problem, time.Now()
+		}
+		s.mu.Unlock()
+		if problem == nil {
+			if had != nil {
+				s.log.Info("JetStream healthy again", "fault", had.Error(), "after", time.Since(since).Round(time.Millisecond))
+			}
+			backoff, next = time.Second, time.Time{}
+			continue
+		}
+		if had == nil {
+			s.log.Error("JetStream fault: writes to the affected streams fail until it is healed; JetStream is restarted once the store has space",
+				"err", problem.Error(), "store_dir", s.opts.StoreDir, "min_free", s.minFree)
+		}
+		if time.Now().Before(next) {
+			continue
+		}
+		if free, ok := freeBytes(s.opts.StoreDir); ok && free < uint64(s.minFree) {
+			if time.Since(waitLogged) >= 30*time.Second {
+				s.log.Warn("JetStream fault: waiting for free space before restarting JetStream",
+					"err", problem.Error(), "store_dir", s.opts.StoreDir, "free", free, "min_free", s.minFree)
+				waitLogged = time.Now()
+			}
+			continue
+		}
+		select {
+		case <-s.stop:
+			return
+		default:
+		}
+		s.log.Warn("restarting JetStream to clear a fault", "err", problem.Error())
+		err := s.restartJetStream()
+		s.mu.Lock()
+		s.restarts++
+		s.mu.Unlock()
+		if err != nil {
+			s.log.Error("JetStream restart failed", "err", err)
+		}
+		next = time.Now().Add(backoff)
+		backoff = min(2*backoff, healMaxBackoff)
+	}
+}
+
+// jetStreamProblem returns what keeps JetStream from storing, or nil.
+func (s *Server) jetStreamProblem() error {
+	if !s.ns.JetStreamEnabled() {
+		return errors.New("JetStream is disabled")
+	}
+	hs := s.ns.Healthz(&server.HealthzOptions{Details: true})
+	var errs []error
+	for _, e := range hs.Errors {
+		if e.Type == server.HealthzErrorStream && strings.Contains(e.Error, "write error") {
+			errs = append(errs, errors.New(e.Error))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// restartJetStream shuts JetStream down and enables it again with the
+// options the server started with (nats-server's own path to re-enable
+// JetStream, a reload of unchanged options, see its ReloadOptions):
+// every stream is loaded again from its files.
+func (s *Server) restartJetStream() error {
+	if s.ns.JetStreamEnabled() {
+		if err := s.ns.ShutdownJetStream(); err != nil {
+			return fmt.Errorf("bus: shut JetStream down: %w", err)
+		}
+	}
+	if err := s.ns.ReloadOptions(s.opts.Clone()); err != nil {
+		return fmt.Errorf("bus: enable JetStream again: %w", err)
+	}
+	if !s.ns.JetStreamEnabled() {
+		return errors.New("bus: JetStream still disabled after a restart")
+	}
+	return nil
+}
+
+// natsLogger adapts server.Logger to slog: notices are Info, warnings Warn,
+// errors and fatal errors Error, debug and trace lines Debug.
 type natsLogger struct{ l *slog.Logger }
 
 func (n natsLogger) Noticef(f string, v ...any) { n.l.Info(fmt.Sprintf(f, v...)) }

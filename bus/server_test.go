@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 )
@@ -69,5 +70,79 @@ func TestStartServerJetStreamAndLogs(t *testing.T) {
 func TestStartServerErrors(t *testing.T) {
 	if _, err := StartServer(ServerOptions{JetStream: true}); err == nil {
 		t.Error("JetStream without StoreDir: no error")
+	}
+}
+
+// TestNATSLoggerLevels: the server's notices are Info, warnings Warn,
+// errors and fatal errors Error, debug and trace lines Debug.
+func TestNATSLoggerLevels(t *testing.T) {
+	var logs syncBuf
+	l := natsLogger{slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+	l.Noticef("n %d", 1)
+	l.Warnf("w %d", 2)
+	l.Errorf("e %d", 3)
+	l.Fatalf("f %d", 4)
+	l.Debugf("d %d", 5)
+	l.Tracef("t %d", 6)
+	for _, want := range []string{`level=INFO msg="n 1"`, `level=WARN msg="w 2"`, `level=ERROR msg="e 3"`,
+		`level=ERROR msg="f 4" fatal=true`, `level=DEBUG msg="d 5"`, `level=DEBUG msg="t 6" trace=true`} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("log lacks %s:\n%s", want, logs.String())
+		}
+	}
+}
+
+// TestWatchdogReenablesJetStream: JetStream disabled at run time (as
+// nats-server does in a cluster when it runs out of space) is enabled again
+// by the watchdog, its streams and their messages intact; the fault is
+// logged at ERROR and cleared.
+func TestWatchdogReenablesJetStream(t *testing.T) {
+	var logs syncBuf
+	s, err := StartServer(ServerOptions{
+		Logger:    slog.New(slog.NewTextHandler(&logs, nil)),
+		JetStream: true, StoreDir: t.TempDir(), Port: -1,
+		HealInterval: 20 * time.Millisecond, HealMinFree: 1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown()
+	nc, err := nats.Connect(s.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := nc.JetStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.AddStream(&nats.StreamConfig{Name: "T", Subjects: []string{"t.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.Publish("t.x", []byte("before")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.NATS().DisableJetStream(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool {
+		_, err := js.Publish("t.x", []byte("after"), nats.AckWait(time.Second))
+		return err == nil
+	}, "the watchdog to enable JetStream again")
+	m, err := js.GetMsg("T", 1)
+	if err != nil {
+		t.Fatalf("message 1 after the restart: %v", err)
+	}
+	if string(m.Data) != "before" {
+		t.Fatalf("message 1 after the restart: %q", m.Data)
+	}
+	if s.JetStreamRestarts() == 0 {
+		t.Error("no restart counted")
+	}
+	waitFor(t, func() bool { f, _ := s.JetStreamFault(); return f == nil }, "the fault to clear")
+	for _, want := range []string{`level=ERROR msg="JetStream fault`, "JetStream is disabled", "JetStream healthy again"} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("log lacks %q:\n%s", want, logs.String())
+		}
 	}
 }

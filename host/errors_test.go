@@ -114,7 +114,8 @@ func TestMisbehavingGuests(t *testing.T) {
 		{"loop", 0, time.Second, ErrDeadlineExceeded,
 			[]string{who + ": call ardea_execute exceeded the 1s deadline"}},
 		{"bomb", 128, 0, ErrMemoryLimit,
-			[]string{who + ": call ardea_execute: guest ran out of memory at its limit of 128 pages (8 MiB", "fatal error: out of memory"}},
+			[]string{who + ": call ardea_execute: guest ran out of memory: memory.grow to ",
+				" pages was refused at the limit wasm.memory.pages = 128 (8 MiB, ", " pages in use)", "fatal error: out of memory"}},
 		// A Go reactor that panics prints the panic and its goroutine
 		// trace to stderr, then traps (unreachable).
 		{"panic", 0, 0, ErrTrap,

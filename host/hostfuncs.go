@@ -133,6 +133,15 @@ func (in *instance) write(what string, ptr uint32, b []byte) {
 
 func u32(v uint64) uint32 { return uint32(v) }
 
+// overLimit fails the current call because the guest pushed a host
+// resource past its limit (kind ErrStateLimit or ErrEmitLimit); the message
+// names the limit's config key, its value and the use. It does not return.
+func (in *instance) overLimit(kind error, format string, args ...any) {
+	e := &callError{msg: fmt.Sprintf("%s: %s: %s", in.label, callNames[in.cur], fmt.Sprintf(format, args...)), kind: kind}
+	in.fault = e
+	panic(&violation{e})
+}
+
 // st is the task's state; using it before open/prepare is a violation.
 func (in *instance) st() component.State {
 	if in.state == nil {
@@ -146,6 +155,10 @@ func hostEmit(ctx context.Context, _ api.Module, stack []uint64) {
 	b := in.read("emit", u32(stack[0]), u32(stack[1]))
 	if in.out == nil {
 		in.violate("emit is not allowed here (only open, next, ack and fail of a spout and prepare, execute, tick and finish of a bolt may emit)")
+	}
+	if in.emitted += int64(len(b)); in.emitted > in.lim.EmitMaxBytesPerCall {
+		in.overLimit(ErrEmitLimit, "emit: the call emitted %d bytes, over the limit emit.max.bytes.per.call = %d",
+			in.emitted, in.lim.EmitMaxBytesPerCall)
 	}
 	// This loop runs once per emitted tuple: the op and the spans buffer
 	// are reused, and the checks only call out when one fails.
@@ -222,9 +235,14 @@ func hostLog(ctx context.Context, _ api.Module, stack []uint64) {
 	in := callerOf(ctx)
 	msg := in.read("log", u32(stack[1]), u32(stack[2]))
 	lvl := slog.Level(int32(u32(stack[0])))
-	if in.log.Enabled(context.Background(), lvl) {
-		in.log.LogAttrs(context.Background(), lvl, string(msg), slog.String("stream", "log"))
+	if !in.log.Enabled(context.Background(), lvl) {
+		return
 	}
+	if len(msg) > in.lim.LogMaxLineBytes {
+		in.logs.writeCut(lvl, msg, "log", in.lim.LogMaxLineBytes)
+		return
+	}
+	in.logs.write(lvl, msg, "log")
 }
 
 func hostError(ctx context.Context, _ api.Module, stack []uint64) {
@@ -254,7 +272,51 @@ func hostStatePut(ctx context.Context, _ api.Module, stack []uint64) {
 	in := callerOf(ctx)
 	key := in.read("state_put key", u32(stack[0]), u32(stack[1]))
 	val := in.read("state_put value", u32(stack[2]), u32(stack[3]))
-	in.st().Put(key, val)
+	if len(key) > in.lim.StateMaxKeyBytes || len(val) > in.lim.StateMaxValueBytes {
+		in.entryOverLimit("state_put", key, val)
+	}
+	st := in.st()
+	if in.bounded == nil {
+		st.Put(key, val)
+		return
+	}
+	if size, ok := in.bounded.PutWithin(key, val, in.lim.StateMaxBytes); !ok {
+		in.stateOverLimit("state_put", size)
+	}
+}
+
+// boundedState is a component.State that knows its size and can refuse a
+// write over a limit (MemoryState). A State without it is bounded per key
+// and value only.
+type boundedState interface {
+	component.State
+	PutWithin(key, value []byte, limit int64) (int64, bool)
+	Bytes() int64
+}
+
+// entryOverLimit fails the call for a key or value over its limit.
+func (in *instance) entryOverLimit(what string, key, val []byte) {
+	if len(key) > in.lim.StateMaxKeyBytes {
+		in.overLimit(ErrStateLimit, "%s: key of %d bytes, over the limit state.max.key.bytes = %d",
+			what, len(key), in.lim.StateMaxKeyBytes)
+	}
+	in.overLimit(ErrStateLimit, "%s: value of %d bytes (key %q), over the limit state.max.value.bytes = %d",
+		what, len(val), shortKey(key), in.lim.StateMaxValueBytes)
+}
+
+// stateOverLimit fails the call for a write that would take the state to
+// size bytes.
+func (in *instance) stateOverLimit(what string, size int64) {
+	in.overLimit(ErrStateLimit, "%s: host-side state would reach %d bytes, over the limit state.max.bytes = %d",
+		what, size, in.lim.StateMaxBytes)
+}
+
+// shortKey is a key for an error message: at most 64 bytes of it.
+func shortKey(k []byte) string {
+	if len(k) > 64 {
+		return string(k[:64]) + "..."
+	}
+	return string(k)
 }
 
 func hostStateDelete(ctx context.Context, _ api.Module, stack []uint64) {
@@ -267,7 +329,15 @@ func hostStateDelete(ctx context.Context, _ api.Module, stack []uint64) {
 func hostStateWrite(ctx context.Context, _ api.Module, stack []uint64) {
 	in := callerOf(ctx)
 	b := in.read("state_write", u32(stack[0]), u32(stack[1]))
+	var grow int64 // what the puts add at most: the state's growth bound
 	for pass := 0; pass < 2; pass++ {
+		if pass == 1 && in.bounded != nil {
+			if size := in.bounded.Bytes(); size+grow > in.lim.StateMaxBytes {
+				if after := in.sizeAfterWrite(b, size); after > in.lim.StateMaxBytes && after > size {
+					in.stateOverLimit("state_write", after)
+				}
+			}
+		}
 		for off := 0; off < len(b); {
 			if len(b)-off < 5 {
 				in.violate("state_write: truncated op at offset %d", off)
@@ -285,7 +355,12 @@ func hostStateWrite(ctx context.Context, _ api.Module, stack []uint64) {
 			}
 			switch op {
 			case 1:
-				if pass == 1 {
+				if pass == 0 {
+					if kl > in.lim.StateMaxKeyBytes || vl > in.lim.StateMaxValueBytes {
+						in.entryOverLimit("state_write", key, b[vs:vs+vl])
+					}
+					grow += int64(kl + vl)
+				} else {
 					in.st().Put(key, b[vs:vs+vl])
 				}
 			case 2:
@@ -301,6 +376,33 @@ func hostStateWrite(ctx context.Context, _ api.Module, stack []uint64) {
 			off = vs + vl
 		}
 	}
+}
+
+// sizeAfterWrite is the size the state would have after a state_write
+// batch b (already checked) that starts from size bytes: the slow path,
+// taken only when the batch might take the state over its limit.
+func (in *instance) sizeAfterWrite(b []byte, size int64) int64 {
+	entry := map[string]int64{} // keys written so far: their entry size (0: deleted)
+	for off := 0; off < len(b); {
+		op := b[off]
+		kl := int(binary.LittleEndian.Uint32(b[off+1:]))
+		key := b[off+5 : off+5+kl]
+		vl := int(binary.LittleEndian.Uint32(b[off+5+kl:]))
+		old, seen := entry[string(key)]
+		if !seen {
+			if v, ok := in.bounded.Get(key); ok {
+				old = int64(kl + len(v))
+			}
+		}
+		var now int64
+		if op == 1 {
+			now = int64(kl + vl)
+		}
+		size += now - old
+		entry[string(key)] = now
+		off += 9 + kl + vl
+	}
+	return size
 }
 
 func hostStateScan(ctx context.Context, _ api.Module, stack []uint64) {

@@ -18,6 +18,7 @@ import (
 	"github.com/ardea-dev/ardea/internal/tuple"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/sys"
 )
 
@@ -31,6 +32,11 @@ type InstanceConfig struct {
 	MemoryLimitPages uint32
 	// CallTimeout overrides Config.CallTimeout (0 = keep).
 	CallTimeout time.Duration
+	// MaxTupleBytes overrides Config.MaxTupleBytes (0 = keep).
+	MaxTupleBytes int
+	// Limits overrides Config.Limits field by field (zero fields keep the
+	// runtime's).
+	Limits Limits
 	// Logger overrides Config.Logger as the base of the instance's logger
 	// (nil = keep). The host adds topology, component and task attributes;
 	// guest log lines, stdout and stderr go there. component.Context.Logger
@@ -47,6 +53,11 @@ var (
 	ErrMemoryLimit      = errors.New("memory limit reached")
 	ErrExited           = errors.New("guest exited")
 	ErrClosed           = errors.New("instance closed")
+	// ErrStateLimit: a state write went over state.max.bytes,
+	// state.max.value.bytes or state.max.key.bytes.
+	ErrStateLimit = errors.New("state limit reached")
+	// ErrEmitLimit: a call emitted more than emit.max.bytes.per.call.
+	ErrEmitLimit = errors.New("emit limit reached")
 )
 
 // callError is an instance failure: a complete message plus its kind and
@@ -130,6 +141,9 @@ type instance struct {
 	timeout  time.Duration
 	pages    uint32
 	maxTuple int
+	lim      Limits
+	memLim   *memoryLimiter // the linear memory: enforces pages, sees refused grows
+	logs     *logGate
 	// instantiate: how long instantiation and _initialize took.
 	instantiate time.Duration
 	pagesUsed   atomic.Uint32
@@ -153,6 +167,7 @@ type instance struct {
 	op      tuple.Op                // hostEmit's decoded op, reused
 	errText []byte
 	fault   error
+	emitted int64 // bytes handed to emit during the call
 
 	opened, closed, down bool
 	dead                 error
@@ -163,6 +178,7 @@ type instance struct {
 	outNames       []string
 	outFields      []int
 	state          component.State
+	bounded        boundedState // state, when it can bound its size (MemoryState)
 	metric         func(string, int64)
 	gauge          func(string, float64)
 	observe        func(string, int64)
@@ -208,7 +224,15 @@ func (m *Module) newInstance(ctx context.Context, kind string, ic InstanceConfig
 	if timeout <= 0 {
 		timeout = rt.cfg.CallTimeout
 	}
-	k := engineKey{pages: pages, noTermination: rt.noTermination}
+	maxTuple := ic.MaxTupleBytes
+	if maxTuple <= 0 {
+		maxTuple = rt.cfg.MaxTupleBytes
+	}
+	if err := ic.Limits.check(); err != nil {
+		return nil, fmt.Errorf("%w (%s)", err, label)
+	}
+	lim := ic.Limits.or(rt.cfg.Limits)
+	k := engineKey{noTermination: rt.noTermination}
 	e, err := rt.engine(ctx, k)
 	if err != nil {
 		return nil, err
@@ -216,6 +240,10 @@ func (m *Module) newInstance(ctx context.Context, kind string, ic InstanceConfig
 	cm, err := m.c.forEngine(ctx, m.name, k, e)
 	if err != nil {
 		return nil, fmt.Errorf("host: %s: %w", label, err)
+	}
+	if md, ok := cm.ExportedMemories()["memory"]; ok && md.Min() > pages {
+		return nil, fmt.Errorf("host: %s: module %s starts with %d pages of memory (%s), over the limit wasm.memory.pages = %d",
+			label, m.name, md.Min(), sizeString(uint64(md.Min())*65536), pages)
 	}
 	rt.mu.Lock()
 	rt.seq++
@@ -227,13 +255,16 @@ func (m *Module) newInstance(ctx context.Context, kind string, ic InstanceConfig
 		base = rt.log
 	}
 	log := base.With("topology", ic.Topology, "component", ic.Component, "task", ic.TaskID)
+	logs := newLogGate(log, lim.LogMaxBytesPerSecond, rt.now)
 	in := &instance{
 		rt: rt, module: m, kind: kind, label: label, log: log,
-		timeout: timeout, pages: pages, maxTuple: rt.cfg.MaxTupleBytes,
+		timeout: timeout, pages: pages, maxTuple: maxTuple, lim: lim,
+		memLim:      &memoryLimiter{limit: uint64(pages) * 65536},
+		logs:        logs,
 		stack:       make([]uint64, 1), // every ABI call has <= 1 param and 1 result
 		metricNames: map[string]string{},
-		stdout:      newLineWriter(log, "stdout", slog.LevelInfo),
-		stderr:      newLineWriter(log, "stderr", slog.LevelWarn),
+		stdout:      newLineWriter(logs, "stdout", slog.LevelInfo, lim.LogMaxLineBytes),
+		stderr:      newLineWriter(logs, "stderr", slog.LevelWarn, lim.LogMaxLineBytes),
 	}
 	in.scanFn = in.appendScan
 	cctx, cancel := context.WithCancel(context.Background())
@@ -252,7 +283,7 @@ func (m *Module) newInstance(ctx context.Context, kind string, ic InstanceConfig
 		WithRandSource(rand.Reader)
 	in.begin(callInit)
 	t0 := time.Now()
-	wm, err := e.r.InstantiateModule(in.ctx, cm, mc)
+	wm, err := e.r.InstantiateModule(experimental.WithMemoryAllocator(in.ctx, in.memLim), cm, mc)
 	in.instantiate = time.Since(t0)
 	timedOut := in.callStart.Swap(0) == -1
 	if err != nil || timedOut {
@@ -301,6 +332,8 @@ func (in *instance) begin(id callID) {
 	in.cur = id
 	in.errText = in.errText[:0]
 	in.fault = nil
+	in.emitted = 0
+	in.memLim.refused = 0
 	in.stderr.begin()
 	in.callStart.Store(in.rt.now())
 }
@@ -325,6 +358,9 @@ func (in *instance) call(id callID, arg uint64, out component.Collector) (int32,
 	if in.mem != nil {
 		in.pagesUsed.Store(in.mem.Size() / 65536) // read by UsageOf from another goroutine
 	}
+	if in.logs.pending.Load() {
+		in.logs.report(false) // lines dropped in a second that is over
+	}
 	if err != nil || timedOut || in.fault != nil {
 		return 0, in.fail(id, err, timedOut)
 	}
@@ -333,6 +369,19 @@ func (in *instance) call(id callID, arg uint64, out component.Collector) (int32,
 		return rc, in.guestError(id, rc)
 	}
 	return rc, nil
+}
+
+// forgive takes paused nanoseconds, during which the process did not run,
+// off the running call's time (at most the time since it started: a call
+// that began during the pause is not charged for it either). It runs on
+// the watchdog goroutine; the compare-and-swap leaves a call that ended
+// or timed out meanwhile alone.
+func (in *instance) forgive(paused, now int64) {
+	start := in.callStart.Load()
+	if start <= 0 {
+		return
+	}
+	in.callStart.CompareAndSwap(start, start+min(paused, max(now-start, 0)))
 }
 
 // checkDeadline runs on the watchdog goroutine.
@@ -351,6 +400,11 @@ func (in *instance) guestError(id callID, rc int32) error {
 	msg := fmt.Sprintf("%s: %s", in.label, in.errText)
 	if len(in.errText) == 0 {
 		msg = fmt.Sprintf("%s: %s returned %d without reporting an error text", in.label, callNames[id], rc)
+	}
+	if in.memLim.refused != 0 {
+		// The guest handled a refused grow (a C malloc returning NULL)
+		// and gave up: say what it ran into.
+		msg += fmt.Sprintf(" (during the call %s)", in.refusedGrow())
 	}
 	return in.kill(&callError{msg: msg, kind: ErrGuest})
 }
@@ -377,10 +431,12 @@ func (in *instance) fail(id callID, err error, timedOut bool) error {
 		// AssemblyScript abort): lead with its words.
 		msg = fmt.Sprintf("%s: call %s trapped: %s: %v", in.label, name, in.errText, err)
 	}
-	if strings.Contains(tail, "out of memory") {
+	if in.memLim.refused != 0 || strings.Contains(tail, "out of memory") {
 		kind = ErrMemoryLimit
-		msg = fmt.Sprintf("%s: call %s: guest ran out of memory at its limit of %s: %v",
-			in.label, name, in.memoryUse(), err)
+		msg = fmt.Sprintf("%s: call %s: %s: %v", in.label, name, in.outOfMemory(), err)
+		if len(in.errText) > 0 {
+			msg = fmt.Sprintf("%s: call %s trapped: %s: %s: %v", in.label, name, in.errText, in.outOfMemory(), err)
+		}
 	}
 	if tail != "" {
 		msg += "\nguest stderr:" + tail
@@ -401,10 +457,9 @@ func (in *instance) exitError(name string, ee *sys.ExitError) error {
 		msg = fmt.Sprintf("%s: call %s: instance was closed (the guest exited or the runtime closed)", in.label, name)
 		kind = ErrClosed
 	default:
-		if strings.Contains(tail, "out of memory") || (in.mem != nil && in.mem.Size()/65536+64 >= in.pages) {
+		if in.memLim.refused != 0 || strings.Contains(tail, "out of memory") || (in.mem != nil && in.mem.Size()/65536+64 >= in.pages) {
 			kind = ErrMemoryLimit
-			msg = fmt.Sprintf("%s: call %s: guest ran out of memory at its limit of %s and exited with code %d",
-				in.label, name, in.memoryUse(), code)
+			msg = fmt.Sprintf("%s: call %s: %s, and exited with code %d", in.label, name, in.outOfMemory(), code)
 		} else {
 			msg = fmt.Sprintf("%s: call %s: guest exited with code %d", in.label, name, code)
 		}
@@ -421,6 +476,10 @@ type Usage struct {
 	MemoryLimitPages uint32        // the cap
 	Instantiate      time.Duration // instantiation and _initialize
 	Compile          time.Duration // compiling its module (0: from the cache)
+	// LogDroppedLines and LogDroppedBytes count the guest's log lines
+	// (log calls, stdout, stderr) dropped over log.max.bytes.per.second
+	// since the instance started.
+	LogDroppedLines, LogDroppedBytes int64
 }
 
 // UsageOf reports a spout's or bolt's usage if it is a wasm instance.
@@ -435,16 +494,67 @@ func UsageOf(c any) (Usage, bool) {
 		return Usage{}, false
 	}
 	return Usage{MemoryPages: in.pagesUsed.Load(), MemoryLimitPages: in.pages,
-		Instantiate: in.instantiate, Compile: in.module.c.compileTime}, true
+		Instantiate: in.instantiate, Compile: in.module.c.compileTime,
+		LogDroppedLines: in.logs.droppedLines.Load(), LogDroppedBytes: in.logs.droppedBytes.Load()}, true
 }
 
-// memoryUse describes the memory limit and use for errors.
-func (in *instance) memoryUse() string {
-	if in.mem == nil {
-		return fmt.Sprintf("%d pages (%s)", in.pages, sizeString(uint64(in.pages)*65536))
+// outOfMemory says that the guest ran out of memory, naming the limit, its
+// value and the use (and the grow that was refused, when one was).
+func (in *instance) outOfMemory() string {
+	if in.memLim.refused != 0 {
+		return "guest ran out of memory: " + in.refusedGrow()
 	}
-	return fmt.Sprintf("%d pages (%s, %d in use)", in.pages, sizeString(uint64(in.pages)*65536), in.mem.Size()/65536)
+	return "guest ran out of memory at " + in.memoryUse()
 }
+
+// refusedGrow describes the last grow refused during the call.
+func (in *instance) refusedGrow() string {
+	return fmt.Sprintf("memory.grow to %d pages was refused at %s", in.memLim.refused/65536, in.memoryUse())
+}
+
+// memoryUse names the memory limit, its value and the use, for errors.
+func (in *instance) memoryUse() string {
+	use := fmt.Sprintf("the limit wasm.memory.pages = %d (%s", in.pages, sizeString(uint64(in.pages)*65536))
+	if in.mem != nil {
+		use += fmt.Sprintf(", %d pages in use", in.mem.Size()/65536)
+	}
+	return use + ")"
+}
+
+// memoryLimiter is an instance's linear memory, handed to wazero as its
+// experimental.MemoryAllocator: it refuses to grow past limit bytes
+// (wasm.memory.pages; wazero's own runtime limit is wasm's 4 GiB) and
+// records the refused size, so that the trap that follows in a guest of
+// any language (Go prints "out of memory", C, Rust and AssemblyScript
+// abort or hit unreachable) is reported as the memory limit. wazero calls
+// it on the guest's goroutine only, as does the instance.
+type memoryLimiter struct {
+	buf     []byte
+	limit   uint64 // bytes
+	refused uint64 // bytes asked for by the last refused grow of the call; 0 none
+}
+
+func (m *memoryLimiter) Allocate(capacity, _ uint64) experimental.LinearMemory {
+	m.buf = make([]byte, 0, min(capacity, m.limit))
+	return m
+}
+
+// Reallocate grows the memory to size bytes as wazero's own allocator does
+// (append: amortised, zeroed; memories never shrink), or refuses with nil.
+func (m *memoryLimiter) Reallocate(size uint64) []byte {
+	switch {
+	case size > m.limit:
+		m.refused = size
+		return nil
+	case size <= uint64(cap(m.buf)):
+		m.buf = m.buf[:size]
+	default:
+		m.buf = append(m.buf, make([]byte, size-uint64(len(m.buf)))...)
+	}
+	return m.buf
+}
+
+func (m *memoryLimiter) Free() { m.buf = nil }
 
 func sizeString(b uint64) string {
 	if b >= 1<<20 && b%(1<<20) == 0 {
@@ -472,6 +582,7 @@ func (in *instance) shutdown() {
 	in.cancel()
 	in.stdout.flush()
 	in.stderr.flush()
+	in.logs.report(true)
 }
 
 // input copies b into the guest buffer, asking the guest for a bigger one
@@ -524,6 +635,16 @@ func (in *instance) open(id callID, ctx component.Context, out component.Collect
 	in.state = ctx.State
 	if in.state == nil {
 		in.state = NewMemoryState(ctx.MaxKeyGroups)
+	}
+	in.bounded, _ = in.state.(boundedState)
+	if in.bounded != nil {
+		// A state restored from a checkpoint or moved in by a rescale
+		// may already be over a limit lowered since: it is not refused
+		// (writes that shrink it work), but not silently either.
+		if size := in.bounded.Bytes(); size > in.lim.StateMaxBytes {
+			in.log.Warn(fmt.Sprintf("host-side state holds %d bytes, over the limit state.max.bytes = %d: writes that grow it will fail the instance",
+				size, in.lim.StateMaxBytes), "state_bytes", size, "limit", in.lim.StateMaxBytes)
+		}
 	}
 	in.metric, in.gauge, in.observe = ctx.Metric, ctx.Gauge, ctx.Observe
 	in.scratch = ctx.Context.Encode(in.scratch[:0])

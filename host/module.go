@@ -75,7 +75,7 @@ func (rt *Runtime) CompileBytes(ctx context.Context, name string, wasm []byte) (
 		return &Module{rt: rt, name: name, c: c}, nil
 	}
 
-	k := engineKey{pages: rt.cfg.MemoryLimitPages, noTermination: rt.noTermination}
+	k := engineKey{noTermination: rt.noTermination}
 	e, err := rt.engine(ctx, k)
 	if err != nil {
 		return nil, err
@@ -131,8 +131,8 @@ func (rt *Runtime) CompileBytes(ctx context.Context, name string, wasm []byte) (
 	return &Module{rt: rt, name: name, c: c}, nil
 }
 
-// forEngine returns the module compiled for a wazero runtime (a different
-// memory limit needs its own runtime; the code comes from the cache).
+// forEngine returns the module compiled for a wazero runtime (the code
+// comes from the cache).
 func (c *compiled) forEngine(ctx context.Context, name string, k engineKey, e *engine) (wazero.CompiledModule, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -141,7 +141,7 @@ func (c *compiled) forEngine(ctx context.Context, name string, k engineKey, e *e
 	}
 	cm, err := e.r.CompileModule(ctx, c.wasm)
 	if err != nil {
-		return nil, fmt.Errorf("compile %s for a memory limit of %d pages: %w", name, k.pages, err)
+		return nil, fmt.Errorf("compile %s: %w", name, err)
 	}
 	c.byEngine[k] = cm
 	return cm, nil

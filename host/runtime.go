@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,12 +30,20 @@ import (
 // ABIVersion is the guest ABI version this host speaks.
 const ABIVersion = 1
 
-// Defaults for Config and InstanceConfig zero values.
+// Defaults for Config and InstanceConfig zero values. The topology keys
+// that set them are in host/README.md ("Limits").
 const (
 	DefaultMemoryLimitPages = 1024 // 64 MiB
 	DefaultCallTimeout      = 10 * time.Second
 	DefaultMaxTupleBytes    = 1 << 20
-	minWatchdogTick         = 10 * time.Millisecond
+	// Host-side resources a guest can push on, per instance.
+	DefaultStateMaxBytes        = 256 << 20 // keys + values of one task's state
+	DefaultStateMaxValueBytes   = 16 << 20
+	DefaultStateMaxKeyBytes     = 64 << 10
+	DefaultLogMaxLineBytes      = 16 << 10 // longer log lines are cut
+	DefaultLogMaxBytesPerSecond = 64 << 10 // beyond it log lines are dropped
+	DefaultEmitMaxBytesPerCall  = 64 << 20
+	minWatchdogTick             = 10 * time.Millisecond
 )
 
 // Config configures a Runtime. Zero values take the defaults.
@@ -51,6 +60,84 @@ type Config struct {
 	// MaxTupleBytes caps the encoded values block of one emitted tuple
 	// (default 1 MiB).
 	MaxTupleBytes int
+	// Limits bounds what each instance may make the host hold or write;
+	// its zero fields take the Default* values.
+	Limits Limits
+}
+
+// Limits bounds the host resources one instance can push on. Zero fields
+// keep the runtime's value (in Config: the defaults). Exceeding a hard
+// limit fails the instance (ErrStateLimit, ErrEmitLimit); the log limits
+// cut or drop lines instead.
+type Limits struct {
+	// StateMaxBytes caps the task's host-side state, keys + values
+	// (state.max.bytes): a state_put or state_write that would grow it
+	// beyond fails the instance.
+	StateMaxBytes int64
+	// StateMaxValueBytes and StateMaxKeyBytes cap one value and one key
+	// (state.max.value.bytes, state.max.key.bytes).
+	StateMaxValueBytes int
+	StateMaxKeyBytes   int
+	// LogMaxLineBytes caps one log line (a log call, or a line of stdout
+	// or stderr; log.max.line.bytes): longer ones are cut and marked.
+	LogMaxLineBytes int
+	// LogMaxBytesPerSecond caps the guest's log output per second
+	// (log.max.bytes.per.second): lines beyond it are dropped and counted,
+	// and one line per second says how many.
+	LogMaxBytesPerSecond int64
+	// EmitMaxBytesPerCall caps the bytes a guest call hands to emit
+	// (emit.max.bytes.per.call).
+	EmitMaxBytesPerCall int64
+}
+
+// or returns l with its zero fields taken from d.
+func (l Limits) or(d Limits) Limits {
+	if l.StateMaxBytes <= 0 {
+		l.StateMaxBytes = d.StateMaxBytes
+	}
+	if l.StateMaxValueBytes <= 0 {
+		l.StateMaxValueBytes = d.StateMaxValueBytes
+	}
+	if l.StateMaxKeyBytes <= 0 {
+		l.StateMaxKeyBytes = d.StateMaxKeyBytes
+	}
+	if l.LogMaxLineBytes <= 0 {
+		l.LogMaxLineBytes = d.LogMaxLineBytes
+	}
+	if l.LogMaxBytesPerSecond <= 0 {
+		l.LogMaxBytesPerSecond = d.LogMaxBytesPerSecond
+	}
+	if l.EmitMaxBytesPerCall <= 0 {
+		l.EmitMaxBytesPerCall = d.EmitMaxBytesPerCall
+	}
+	return l
+}
+
+// DefaultLimits are the limits of a Config that sets none.
+var DefaultLimits = Limits{
+	StateMaxBytes:        DefaultStateMaxBytes,
+	StateMaxValueBytes:   DefaultStateMaxValueBytes,
+	StateMaxKeyBytes:     DefaultStateMaxKeyBytes,
+	LogMaxLineBytes:      DefaultLogMaxLineBytes,
+	LogMaxBytesPerSecond: DefaultLogMaxBytesPerSecond,
+	EmitMaxBytesPerCall:  DefaultEmitMaxBytesPerCall,
+}
+
+// minLogLineBytes is the smallest log.max.line.bytes: room for the marker
+// of a cut line.
+const minLogLineBytes = 64
+
+// check refuses limits no instance could work with, naming the key.
+func (l Limits) check() error {
+	switch {
+	case l.StateMaxValueBytes > math.MaxInt32:
+		return fmt.Errorf("host: state.max.value.bytes %d exceeds the 2 GiB ABI limit", l.StateMaxValueBytes)
+	case l.StateMaxKeyBytes > math.MaxInt32:
+		return fmt.Errorf("host: state.max.key.bytes %d exceeds the 2 GiB ABI limit", l.StateMaxKeyBytes)
+	case l.LogMaxLineBytes > 0 && l.LogMaxLineBytes < minLogLineBytes:
+		return fmt.Errorf("host: log.max.line.bytes %d: want at least %d", l.LogMaxLineBytes, minLogLineBytes)
+	}
+	return nil
 }
 
 // Runtime compiles and instantiates Ardea modules. It is safe for
@@ -75,16 +162,17 @@ type Runtime struct {
 	wmu       sync.Mutex
 	watched   map[*instance]struct{}
 	minTO     atomic.Int64 // smallest call timeout seen, ns
+	paused    atomic.Int64 // ns the watchdog found the process not running (forgiven)
 	wake      chan struct{}
 	stop      chan struct{}
 	stoppedWG sync.WaitGroup
 }
 
-// engineKey selects a wazero runtime: the memory limit is a per-runtime
-// setting in wazero, so there is one runtime per distinct limit. They share
-// one compilation cache (memory limits do not affect compiled code).
+// engineKey selects a wazero runtime. Memory limits are not part of it:
+// every wazero runtime allows wasm's 65536 pages, and each instance's own
+// limit is enforced by its memory allocator (memoryLimiter), which also
+// sees the grows it refuses.
 type engineKey struct {
-	pages         uint32
 	noTermination bool
 }
 
@@ -109,6 +197,10 @@ func NewRuntime(ctx context.Context, cfg Config) (*Runtime, error) {
 	if cfg.MaxTupleBytes <= 0 {
 		cfg.MaxTupleBytes = DefaultMaxTupleBytes
 	}
+	if err := cfg.Limits.check(); err != nil {
+		return nil, err
+	}
+	cfg.Limits = cfg.Limits.or(DefaultLimits)
 	rt := &Runtime{
 		cfg:      cfg,
 		log:      cfg.Logger,
@@ -173,7 +265,6 @@ func (rt *Runtime) engine(ctx context.Context, k engineKey) (*engine, error) {
 	}
 	rc := wazero.NewRuntimeConfigCompiler().
 		WithCompilationCache(rt.cache).
-		WithMemoryLimitPages(k.pages).
 		WithCloseOnContextDone(false) // deadlines use instrumented loops instead
 	r := wazero.NewRuntimeWithConfig(ctx, rc)
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, r); err != nil {
@@ -222,12 +313,21 @@ func (rt *Runtime) tick() time.Duration {
 	return max(time.Duration(rt.minTO.Load())/10, minWatchdogTick)
 }
 
-// watchdog cancels the context of every instance whose current call has run
-// past its deadline; wazero (WithCloseOnContextDone) then stops the guest.
+// watchdog interrupts every instance whose current call has run past its
+// deadline (checkDeadline).
+//
+// Deadlines count the time the process runs, on the monotonic clock: a
+// tick that comes more than a whole tick late means the process was not
+// running in between (SIGSTOP, a suspended VM or laptop, a debugger), and
+// that gap is taken off every running call's time (forgive) before the
+// deadlines are checked. A call is charged at least one tick per tick, so
+// a loop still fails its deadline however late the ticks come.
 func (rt *Runtime) watchdog() {
 	defer rt.stoppedWG.Done()
-	t := time.NewTimer(rt.tick())
+	tick := rt.tick()
+	t := time.NewTimer(tick)
 	defer t.Stop()
+	last := rt.now()
 	for {
 		select {
 		case <-rt.stop:
@@ -236,11 +336,31 @@ func (rt *Runtime) watchdog() {
 		case <-t.C:
 		}
 		now := rt.now()
+		paused := pausedFor(now-last, tick)
+		if paused > 0 {
+			rt.paused.Add(paused)
+		}
 		rt.wmu.Lock()
 		for in := range rt.watched {
+			if paused > 0 {
+				in.forgive(paused, now)
+			}
 			in.checkDeadline(now)
 		}
 		rt.wmu.Unlock()
-		t.Reset(rt.tick())
+		last = now
+		tick = rt.tick()
+		t.Reset(tick)
 	}
+}
+
+// pausedFor is how much of the elapsed time between two watchdog ticks
+// the process was not running, for a timer of tick: a timer fires late by
+// a scheduling delay; one later than a whole extra tick means the process
+// was stopped for the time beyond the tick.
+func pausedFor(elapsed int64, tick time.Duration) int64 {
+	if late := elapsed - int64(tick); late > int64(tick) {
+		return late
+	}
+	return 0
 }

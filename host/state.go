@@ -3,6 +3,7 @@ package host
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"sync"
@@ -30,6 +31,9 @@ type MemoryState struct {
 	max    int
 	groups []map[string][]byte // index = key group; nil until used
 	n      int
+	// size is the bytes held: the sum of len(key)+len(value) over every
+	// key (what state.max.bytes bounds; map and slice overhead not counted).
+	size int64
 	// journal holds, during a transaction (Begin), each written key's
 	// value before its first write (nil: the key was absent).
 	journal map[string]*[]byte
@@ -66,15 +70,35 @@ func (s *MemoryState) Get(key []byte) ([]byte, bool) {
 
 // Put stores a copy of value under key.
 func (s *MemoryState) Put(key, value []byte) {
+	s.PutWithin(key, value, math.MaxInt64)
+}
+
+// PutWithin stores a copy of value under key unless that would make the
+// state hold more than limit bytes (Bytes) and more than it holds now: a
+// write that does not grow the state is always done, so a state already
+// over a lowered limit can still shrink. It returns the bytes the state
+// holds (or would hold, when refused) after the write and whether it was
+// done, at the cost of one Put.
+func (s *MemoryState) PutWithin(key, value []byte, limit int64) (int64, bool) {
 	kg := s.KeyGroupOf(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	g := s.groups[kg]
+	old, ok := g[string(key)]
+	after := s.size + int64(len(value))
+	if ok {
+		after -= int64(len(old))
+	} else {
+		after += int64(len(key))
+	}
+	if after > limit && after > s.size {
+		return after, false
+	}
+	s.size = after
 	if g == nil {
 		g = map[string][]byte{}
 		s.groups[kg] = g
 	}
-	old, ok := g[string(key)]
 	if s.journal != nil {
 		s.record(key, old, ok)
 	}
@@ -89,6 +113,15 @@ func (s *MemoryState) Put(key, value []byte) {
 		}
 		g[string(key)] = bytes.Clone(value)
 	}
+	return after, true
+}
+
+// Bytes is what the state holds: the sum of len(key)+len(value) over
+// every key (state.max.bytes bounds it for a wasm instance's writes).
+func (s *MemoryState) Bytes() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.size
 }
 
 // Delete removes key.
@@ -103,6 +136,7 @@ func (s *MemoryState) Delete(key []byte) {
 		}
 		delete(g, string(key))
 		s.n--
+		s.size -= int64(len(key) + len(old))
 	}
 }
 
@@ -222,15 +256,21 @@ func (s *MemoryState) ImportGroup(kg int, m map[string][]byte) error {
 		return fmt.Errorf("host: state: key group %d out of range [0, %d)", kg, s.max)
 	}
 	g := make(map[string][]byte, len(m))
+	var size int64
 	for k, v := range m {
 		if got := s.KeyGroupOf([]byte(k)); got != kg {
 			return fmt.Errorf("host: state: key %q belongs to key group %d, not %d", k, got, kg)
 		}
 		g[k] = bytes.Clone(v)
+		size += int64(len(k) + len(v))
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.n += len(g) - len(s.groups[kg])
+	for k, v := range s.groups[kg] {
+		size -= int64(len(k) + len(v))
+	}
+	s.size += size
 	if len(g) == 0 {
 		g = nil
 	}

@@ -3,17 +3,110 @@ package host
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
+	"unicode/utf8"
 )
 
 const (
-	maxLineBytes  = 16 << 10 // longer lines are split
-	crashLines    = 40       // lines of a call kept for its crash report
+	crashLines    = 40 // lines of a call kept for its crash report
 	crashLineSize = 512
 )
+
+// logGate is where an instance's guest output goes to its logger: log
+// calls, stdout and stderr lines. It lets through at most max bytes of
+// messages per one-second window and drops the rest, counting them; after
+// a window that dropped lines, one warning says how many (at the next line,
+// at the end of a call, or when the instance closes).
+type logGate struct {
+	log   *slog.Logger
+	max   int64
+	clock func() int64 // monotonic ns
+
+	mu           sync.Mutex
+	window       int64 // start of the current window (0: none yet)
+	used         int64 // bytes written in it
+	lines, bytes int64 // dropped in it, not yet reported
+	dropped      bool  // the window dropped lines
+	pending      atomic.Bool
+	droppedLines atomic.Int64 // since the instance started (Usage)
+	droppedBytes atomic.Int64
+}
+
+func newLogGate(log *slog.Logger, maxPerSecond int64, clock func() int64) *logGate {
+	return &logGate{log: log, max: maxPerSecond, clock: clock}
+}
+
+// write logs msg at lvl, tagged with stream, unless the window's budget is
+// spent.
+func (g *logGate) write(lvl slog.Level, msg []byte, stream string) {
+	if g.admit(len(msg)) {
+		g.log.LogAttrs(context.Background(), lvl, string(msg), slog.String("stream", stream))
+	}
+}
+
+// writeCut logs the first bytes of a line longer than maxLine, with a
+// marker saying so, the whole at most maxLine bytes.
+func (g *logGate) writeCut(lvl slog.Level, msg []byte, stream string, maxLine int) {
+	mark := fmt.Sprintf(" ...[line of %d bytes cut at log.max.line.bytes = %d]", len(msg), maxLine)
+	keep := max(maxLine-len(mark), 0)
+	for keep > 0 && keep < len(msg) && !utf8.RuneStart(msg[keep]) {
+		keep-- // do not split a character
+	}
+	if g.admit(keep + len(mark)) {
+		g.log.LogAttrs(context.Background(), lvl, string(msg[:keep])+mark,
+			slog.String("stream", stream), slog.Int("bytes", len(msg)))
+	}
+}
+
+// admit charges n bytes to the current window, or counts a dropped line.
+func (g *logGate) admit(n int) bool {
+	now := g.clock()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.window == 0 || now-g.window >= int64(time.Second) {
+		g.reportLocked()
+		g.window, g.used = now, 0
+	}
+	if g.used+int64(n) > g.max {
+		g.lines++
+		g.bytes += int64(n)
+		g.dropped = true
+		g.pending.Store(true)
+		g.droppedLines.Add(1)
+		g.droppedBytes.Add(int64(n))
+		return false
+	}
+	g.used += int64(n)
+	return true
+}
+
+// report logs the drops of a window that is over (or, with final, of the
+// current one too: the instance is closing).
+func (g *logGate) report(final bool) {
+	now := g.clock()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if final || now-g.window >= int64(time.Second) {
+		g.reportLocked()
+	}
+}
+
+func (g *logGate) reportLocked() {
+	if !g.dropped {
+		return
+	}
+	g.log.LogAttrs(context.Background(), slog.LevelWarn,
+		fmt.Sprintf("dropped %d guest log lines (%d bytes) in one second, over the limit log.max.bytes.per.second = %d",
+			g.lines, g.bytes, g.max),
+		slog.String("stream", "log"), slog.Int64("dropped_lines", g.lines), slog.Int64("dropped_bytes", g.bytes))
+	g.lines, g.bytes, g.dropped = 0, 0, false
+	g.pending.Store(false)
+}
 
 // lineWriter is a guest's stdout or stderr: it logs every complete line
 // through slog (tagged with stream=stdout|stderr on top of the instance's
@@ -22,9 +115,10 @@ const (
 // panic or "fatal error: out of memory" there, followed by its traceback).
 type lineWriter struct {
 	mu        sync.Mutex
-	log       *slog.Logger
+	out       *logGate
 	stream    string
 	level     slog.Level
+	maxLine   int // longer lines are split (log.max.line.bytes)
 	partial   []byte
 	callSeq   atomic.Int64 // bumped at every call start, without mu
 	headSeq   int64        // callSeq that head belongs to
@@ -32,8 +126,8 @@ type lineWriter struct {
 	truncated bool
 }
 
-func newLineWriter(log *slog.Logger, stream string, level slog.Level) *lineWriter {
-	return &lineWriter{log: log, stream: stream, level: level}
+func newLineWriter(out *logGate, stream string, level slog.Level, maxLine int) *lineWriter {
+	return &lineWriter{out: out, stream: stream, level: level, maxLine: maxLine}
 }
 
 func (w *lineWriter) Write(p []byte) (int, error) {
@@ -43,12 +137,23 @@ func (w *lineWriter) Write(p []byte) (int, error) {
 	for len(p) > 0 {
 		i := bytes.IndexByte(p, '\n')
 		if i < 0 {
-			w.partial = append(w.partial, p...)
-			if len(w.partial) >= maxLineBytes {
-				w.line(w.partial)
-				w.partial = w.partial[:0]
+			for len(p) > 0 { // split a long line into pieces of maxLine bytes
+				take := min(len(p), w.maxLine-len(w.partial))
+				w.partial = append(w.partial, p[:take]...)
+				p = p[take:]
+				if len(w.partial) >= w.maxLine {
+					w.line(w.partial)
+					w.partial = w.partial[:0]
+				}
 			}
 			break
+		}
+		for i > w.maxLine-len(w.partial) { // a long line: pieces of maxLine bytes
+			take := w.maxLine - len(w.partial)
+			w.partial = append(w.partial, p[:take]...)
+			w.line(w.partial)
+			w.partial = w.partial[:0]
+			p, i = p[take:], i-take
 		}
 		if len(w.partial) > 0 {
 			w.partial = append(w.partial, p[:i]...)
@@ -67,8 +172,7 @@ func (w *lineWriter) line(b []byte) {
 	if len(b) == 0 {
 		return
 	}
-	s := string(b)
-	w.log.LogAttrs(context.Background(), w.level, s, slog.String("stream", w.stream))
+	w.out.write(w.level, b, w.stream)
 	if seq := w.callSeq.Load(); seq != w.headSeq {
 		w.headSeq, w.head, w.truncated = seq, w.head[:0], false
 	}
@@ -76,10 +180,11 @@ func (w *lineWriter) line(b []byte) {
 		w.truncated = true
 		return
 	}
-	if len(s) > crashLineSize {
-		s = s[:crashLineSize] + "..."
+	if len(b) > crashLineSize {
+		w.head = append(w.head, string(b[:crashLineSize])+"...")
+		return
 	}
-	w.head = append(w.head, s)
+	w.head = append(w.head, string(b))
 }
 
 // flush logs a pending partial line.

@@ -275,3 +275,51 @@ func TestClusterPausedContainerIsFenced(t *testing.T) {
 		t.Fatalf("%d rollbacks after a lost container", st.Checkpoints.Rollbacks)
 	}
 }
+
+// TestClusterEffectivelyOnceKillDuringRescale: a container killed while a
+// paused rescale runs (before the new plan's first checkpoint commits it)
+// rolls the topology back to the previous plan and its last global
+// checkpoint; `ardea update` exits non-zero, the parallelism is the old
+// one, and the output is exactly a fault-free run's.
+func TestClusterEffectivelyOnceKillDuringRescale(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs host processes")
+	}
+	const keys, perKey = 400, 500
+	d := startDaemon(t, t.TempDir())
+	out := submitKeyed(t, d, "eou", keys, perKey, 20000)
+	update := exec.Command(ardeaBin, "--server", d.server, "update", "eou", "--component-parallelism", "seqstate:3")
+	var stderr strings.Builder
+	update.Stderr = &stderr
+	if err := update.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var st local.Status
+	waitFor(t, time.Minute, "the paused rescale to begin", func() (bool, string) {
+		st = d.status(t, "eou")
+		return strings.Contains(st.Message, "updating (paused)"), st.Message
+	})
+	killContainer(t, st, 1)
+	err := update.Wait()
+	if err == nil || !strings.Contains(stderr.String(), "did not complete") {
+		t.Fatalf("update with a container killed during it: err %v, stderr %s", err, stderr.String())
+	}
+	t.Logf("update: %s", strings.TrimSpace(stderr.String()))
+	waitFor(t, time.Minute, "the rollback", func() (bool, string) {
+		st := d.status(t, "eou")
+		ok, why := allRunning(st)
+		return ok && st.Checkpoints.Rollbacks >= 1 && !st.Checkpoints.RollingBack, why
+	})
+	for _, c := range d.status(t, "eou").Components {
+		if c.Name == "seqstate" && c.Parallelism != 2 {
+			t.Fatalf("seqstate runs %d tasks after the rolled-back rescale, want 2", c.Parallelism)
+		}
+	}
+	waitFor(t, 3*time.Minute, "eou to finish", func() (bool, string) {
+		st := d.status(t, "eou")
+		return st.State == local.StateFinished, st.State
+	})
+	if err := keyed.CheckExact(out, keys, perKey); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -203,6 +203,21 @@ type PlanDoc struct {
 	Hold         uint64 `json:"hold,omitempty"`
 	Restore      uint64 `json:"restore,omitempty"`
 	Generation   uint64 `json:"generation,omitempty"`
+	// Base (effectively once) is set while this plan is not committed (a
+	// paused replan before its first checkpoint is global): the plan, and
+	// the topology's stored spec and modules, that a rollback returns to,
+	// kept here so that a daemon restarted in that window returns to them
+	// too.
+	Base *BasePlan `json:"base,omitempty"`
+}
+
+// BasePlan is the committed plan an uncommitted one replaces.
+type BasePlan struct {
+	Doc     PlanDoc           `json:"doc"`
+	Spec    string            `json:"spec"`
+	Modules map[string]string `json:"modules,omitempty"`
+	// History is how many module-history entries the topology had.
+	History int `json:"history"`
 }
 
 // EncodePlan and DecodePlan (de)serialise a PlanDoc.

@@ -7,7 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
+	"maps"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -60,7 +60,7 @@ type ckptState struct {
 	// stored spec and modules of that plan while an uncommitted replan
 	// changed them (nil otherwise).
 	committed    ctl.PlanDoc
-	committedRec *statemgr.Topology
+	committedRec *ctl.BasePlan
 	// replanning is set while a paused replan runs: checkpoints are not
 	// begun by the interval (the replan takes its first one itself).
 	replanning bool
@@ -117,6 +117,19 @@ func (t *tm) startCheckpoints(ctx, runCtx context.Context, resumed bool) error {
 		return err
 	}
 	cs := &ckptState{coord: coord, interval: del.CheckpointInterval, recovery: rs, kick: make(chan string, 1)}
+	if resumed && doc.Base != nil {
+		// The daemon stopped during a replan that had not committed: the
+		// topology returns to the plan, spec and modules before it.
+		top, err := t.restoreRecord(ctx, doc.Base)
+		if err != nil {
+			return err
+		}
+		t.log.Warn("effectively once: a replan had not committed when the topology manager stopped; returning to the previous plan")
+		doc = doc.Base.Doc
+		t.mu.Lock()
+		t.top = top
+		t.mu.Unlock()
+	}
 	if resumed {
 		// Every container starts from the last intact global checkpoint
 		// (its spouts' positions included), as a new generation.
@@ -479,9 +492,11 @@ func (t *tm) fitContainers(ctx context.Context, n int) {
 	}
 }
 
-// restoreRecord stores rec's spec and modules as the topology's again.
-func (t *tm) restoreRecord(ctx context.Context, base *statemgr.Topology) (*ardea.Topology, error) {
-	top, err := parseSpec(t.name, base.Spec)
+// restoreRecord stores base's spec and modules as the topology's again.
+// Versions the uncommitted operation made active are rolled back with it,
+// and the ones it marked replaced are active again.
+func (t *tm) restoreRecord(ctx context.Context, base *ctl.BasePlan) (*ardea.Topology, error) {
+	top, err := parseSpec(t.name, []byte(base.Spec))
 	if err != nil {
 		return nil, err
 	}
@@ -490,18 +505,8 @@ func (t *tm) restoreRecord(ctx context.Context, base *statemgr.Topology) (*ardea
 		if err != nil {
 			return nil, err
 		}
-		rec.Spec, rec.Modules = base.Spec, base.Modules
-		// Versions the uncommitted operation made active are rolled back
-		// with it; those it marked replaced are what they were.
-		if n := len(base.History); n <= len(rec.History) {
-			later := slices.Clone(rec.History[n:])
-			for i := range later {
-				if later[i].Status == VersionActive {
-					later[i].Status, later[i].Reason = VersionRolledBack, "a container died before the change was committed; the topology rolled back to its last global checkpoint"
-				}
-			}
-			rec.History = append(slices.Clone(base.History), later...)
-		}
+		rec.Spec, rec.Modules = []byte(base.Spec), maps.Clone(base.Modules)
+		rollBackHistory(rec.History, base)
 		if _, err = t.d.store.UpdateTopology(ctx, rec, rec.Revision); err == nil {
 			return top, nil
 		} else if !errors.Is(err, statemgr.ErrConflict) {
@@ -509,6 +514,32 @@ func (t *tm) restoreRecord(ctx context.Context, base *statemgr.Topology) (*ardea
 		}
 	}
 	return nil, fmt.Errorf("restore the topology's spec: %w", statemgr.ErrConflict)
+}
+
+// rollBackHistory marks the versions made active after base as rolled
+// back, and makes each component's base version active again.
+func rollBackHistory(h []statemgr.ModuleVersion, base *ctl.BasePlan) {
+	n := min(base.History, len(h))
+	for i := n; i < len(h); i++ {
+		if h[i].Status == VersionActive {
+			h[i].Status, h[i].Reason = VersionRolledBack, "a container died before the change was committed; the topology rolled back to its last global checkpoint"
+		}
+	}
+	for i := n - 1; i >= 0; i-- {
+		e := &h[i]
+		if e.Status == VersionReplaced && base.Modules[e.Component] == e.Version && !activeBefore(h[:n], e.Component) {
+			e.Status = VersionActive
+		}
+	}
+}
+
+func activeBefore(h []statemgr.ModuleVersion, comp string) bool {
+	for _, e := range h {
+		if e.Component == comp && e.Status == VersionActive {
+			return true
+		}
+	}
+	return false
 }
 
 func (t *tm) stopCheckpoints() {
@@ -557,7 +588,7 @@ func (t *tm) firstCheckpoint(ctx context.Context, cs *ckptState, doc ctl.PlanDoc
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	doc.Active = active
+	doc.Active, doc.Base = active, nil
 	if err := t.publishOp(ctx, doc); err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 	"time"
@@ -101,8 +102,6 @@ func (t *tm) update(ctx context.Context, parallelism map[string]int) error {
 	if err != nil {
 		return newErr(ErrBadRequest, "%v", err)
 	}
-	t.setMessage("updating (paused): " + describe(parallelism))
-	defer t.setMessage("")
 	if eo {
 		rec, err := t.d.store.GetTopology(ctx, t.name)
 		if err != nil {
@@ -110,6 +109,8 @@ func (t *tm) update(ctx context.Context, parallelism map[string]int) error {
 		}
 		defer t.holdBase(rec)()
 	}
+	t.setMessage("updating (paused): " + describe(parallelism))
+	defer t.setMessage("")
 	if err := t.replanPaused(ctx, top, doc, p, nil); err != nil {
 		return err
 	}
@@ -188,6 +189,12 @@ func (t *tm) replanPaused(ctx context.Context, top *ardea.Topology, doc ctl.Plan
 		newDoc.CheckpointKey, newDoc.Active, newDoc.Generation = newCheckpointKey(t.name), false, newGeneration()
 		t.mu.Lock()
 		cs.replanning = true
+		if b := cs.committedRec; b != nil {
+			base := *b
+			base.Doc = cs.committed
+			base.Doc.Base = nil
+			newDoc.Base = &base
+		}
 		t.mu.Unlock()
 		defer func() {
 			t.mu.Lock()
@@ -269,7 +276,7 @@ func (t *tm) holdBase(rec statemgr.Topology) func() {
 	if cs == nil {
 		return func() {}
 	}
-	cs.committedRec = &rec
+	cs.committedRec = &ctl.BasePlan{Spec: string(rec.Spec), Modules: maps.Clone(rec.Modules), History: len(rec.History)}
 	return func() {
 		t.mu.Lock()
 		defer t.mu.Unlock()

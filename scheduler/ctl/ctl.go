@@ -26,6 +26,22 @@ func CommandSubject(tenant, topology string) string {
 	return "ardea." + tenant + "." + topology + ".ctl.cmd"
 }
 
+// AliveSubject is where a topology's hosts publish Alive beats.
+func AliveSubject(tenant, topology string) string {
+	return "ardea." + tenant + "." + topology + ".ctl.alive"
+}
+
+// Alive is a host process's liveness beat, sent every HeartbeatInterval
+// by a goroutine of its own: it keeps coming while the host's main loop is
+// busy (restoring a large checkpoint, compiling modules), and stops only
+// when the process does not run (stopped, wedged in the runtime, cut off).
+// The TM declares a container lost on missing beats (fencing).
+type Alive struct {
+	Container int       `json:"container"`
+	PID       int       `json:"pid"`
+	Time      time.Time `json:"time"`
+}
+
 // CheckpointSubject is where hosts report each task's checkpoint save
 // (CheckpointReport) to their TM (effectively once).
 func CheckpointSubject(tenant, topology string) string {

@@ -180,6 +180,13 @@ func Run(ctx context.Context, o Options) error {
 	}
 	tick := time.NewTicker(ctl.HeartbeatInterval)
 	defer tick.Stop()
+	aliveCtx, stopAlive := context.WithCancel(ctx)
+	aliveDone := make(chan struct{})
+	go func() {
+		defer close(aliveDone)
+		h.beAlive(aliveCtx)
+	}()
+	defer func() { stopAlive(); <-aliveDone }()
 	defer h.stop()
 	h.heartbeat()
 	for {
@@ -530,6 +537,23 @@ func (h *proc) fail(err error) {
 	if h.nc != nil {
 		h.heartbeat()
 		_ = h.nc.Flush()
+	}
+}
+
+// beAlive publishes an Alive beat every HeartbeatInterval until ctx ends.
+// It touches only immutable fields of h (it runs beside Run's loop).
+func (h *proc) beAlive(ctx context.Context) {
+	subj := ctl.AliveSubject(h.o.Tenant, h.o.Topology)
+	tick := time.NewTicker(ctl.HeartbeatInterval)
+	defer tick.Stop()
+	for {
+		b, _ := json.Marshal(ctl.Alive{Container: h.o.Container, PID: os.Getpid(), Time: time.Now()})
+		_ = h.nc.Publish(subj, b) // a lost beat is made up for by the next
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
 	}
 }
 

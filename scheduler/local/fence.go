@@ -2,9 +2,12 @@ package local
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"syscall"
 	"time"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/ardea-dev/ardea/scheduler"
 	"github.com/ardea-dev/ardea/scheduler/ctl"
@@ -20,6 +23,18 @@ import (
 // first: the lineage it ran in can no longer complete a checkpoint (its
 // reports carry the old generation and are refused), and the topology
 // rolls back to the last global checkpoint.
+
+// onAlive records a host's liveness beat, with the time it arrived.
+func (t *tm) onAlive(m *nats.Msg) {
+	var a ctl.Alive
+	if err := json.Unmarshal(m.Data, &a); err != nil || a.Container < 1 {
+		return
+	}
+	a.Time = time.Now()
+	t.mu.Lock()
+	t.alive[a.Container] = a
+	t.mu.Unlock()
+}
 
 // watchHeartbeats declares lost containers until ctx ends.
 func (t *tm) watchHeartbeats(ctx context.Context) {
@@ -50,9 +65,9 @@ type silentContainer struct {
 	last time.Time
 }
 
-// silentContainers lists the running processes that sent a heartbeat once
-// and none for limit. A process that has not sent its first one yet is
-// still starting (compiling modules) and is not judged.
+// silentContainers lists the running processes that sent a liveness beat
+// once and none for limit. A process that has not sent its first one yet
+// is still starting and is not judged.
 func (t *tm) silentContainers(limit time.Duration) []silentContainer {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -61,7 +76,7 @@ func (t *tm) silentContainers(limit time.Duration) []silentContainer {
 	}
 	var out []silentContainer
 	for c := 1; c <= t.doc.Plan.Containers; c++ {
-		hb, ok := t.hbs[c]
+		hb, ok := t.alive[c]
 		if !ok {
 			continue
 		}
@@ -69,6 +84,7 @@ func (t *tm) silentContainers(limit time.Duration) []silentContainer {
 		if !ok || ps.State != launcher.StateRunning || ps.PID == 0 || hb.PID != ps.PID {
 			continue
 		}
+		// Judged on the TM's clock: when the beat arrived.
 		if since := time.Since(hb.Time); since > limit {
 			if t.lost[c] != ps.PID {
 				out = append(out, silentContainer{id: c, pid: ps.PID, last: hb.Time})

@@ -92,4 +92,3 @@ func poll(t *testing.T, what string, cond func() bool) {
 		time.Sleep(10 * time.Millisecond) // polling interval, not a correctness wait
 	}
 }
-

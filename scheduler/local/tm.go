@@ -75,11 +75,14 @@ type tm struct {
 	// lost is the pid of each container's process declared lost (fence.go)
 	// until its replacement reports.
 	lost map[int]int
+	// alive is each container's last liveness beat, Time when it arrived.
+	alive map[int]ctl.Alive
+	asub  *nats.Subscription
 }
 
 func (d *Daemon) newTM(name string) *tm {
 	return &tm{d: d, name: name, log: d.log.With("topology", name), hbs: map[int]ctl.Heartbeat{},
-		hist: sinks.NewHistory(0), lost: map[int]int{}}
+		hist: sinks.NewHistory(0), lost: map[int]int{}, alive: map[int]ctl.Alive{}}
 }
 
 // start takes the TM lock, loads the topology, publishes a plan if none is
@@ -148,6 +151,11 @@ func (t *tm) start(ctx context.Context, state string) error {
 	if err != nil {
 		t.stopTM()
 		return fmt.Errorf("topology %s: subscribe heartbeats: %w", t.name, err)
+	}
+	t.asub, err = t.d.nc.Subscribe(ctl.AliveSubject(t.d.store.Tenant(), t.name), t.onAlive)
+	if err != nil {
+		t.stopTM()
+		return fmt.Errorf("topology %s: subscribe liveness beats: %w", t.name, err)
 	}
 	if err := t.subscribeMetrics(); err != nil {
 		t.stopTM()
@@ -457,6 +465,9 @@ func cutPrefix(s, p string) (string, bool) {
 func (t *tm) stopTM() {
 	if t.sub != nil {
 		_ = t.sub.Unsubscribe()
+	}
+	if t.asub != nil {
+		_ = t.asub.Unsubscribe()
 	}
 	t.mu.Lock()
 	msub := t.msub

@@ -4,9 +4,12 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/examples/keyed"
@@ -20,37 +23,8 @@ import (
 func TestEffectivelyOnceKillDuringRollback(t *testing.T) {
 	_, c := startDaemon(t)
 	const keys, perKey = 200, 300
-	dir := t.TempDir()
-	in, out := filepath.Join(dir, "in.txt"), filepath.Join(dir, "records.tsv")
-	if err := keyed.WriteInput(in, keys, perKey); err != nil {
-		t.Fatal(err)
-	}
-	b := ardea.NewBuilder("eok")
-	b.Set("topology.packing.containers", "2")
-	b.Set("topology.reliability", "effectively_once")
-	b.Set("topology.checkpoint.interval", "200ms")
-	b.Spout("lines", "builtin:file").Config("path", in).Config("rate", "10000")
-	b.Bolt("parse", "parse.wasm").Shuffle("lines").Output("default", "key", "seq")
-	b.Bolt("seqstate", "seqstate.wasm").Parallelism(2).Fields("parse", "key").Output("default", "key", "seq", "count")
-	b.Bolt("out", "builtin:file").Config("path", out).Fields("seqstate", "key")
-	top, err := b.BuildWith(ardea.ValidateOptions{SkipModuleCheck: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec, err := top.Format()
-	if err != nil {
-		t.Fatal(err)
-	}
-	mods := map[string][]byte{}
-	for _, m := range []string{"parse", "seqstate"} {
-		if mods[m], err = os.ReadFile(filepath.Join("..", "..", "examples", "keyed", "go", m+".wasm")); err != nil {
-			t.Fatal(err)
-		}
-	}
+	out := submitKeyedEO(t, c, "eok", keys, perKey, 10000)
 	ctx := context.Background()
-	if _, err := c.Submit(ctx, local.SubmitRequest{Name: "eok", Spec: string(spec), Modules: mods}); err != nil {
-		t.Fatal(err)
-	}
 	status := func() local.Status {
 		st, err := c.Status(ctx, "eok")
 		if err != nil {
@@ -81,6 +55,44 @@ func TestEffectivelyOnceKillDuringRollback(t *testing.T) {
 		first, second, st.Checkpoints.Rollbacks, st.Checkpoints.LastRollback, st.Checkpoints.RestoredFrom)
 }
 
+// submitKeyedEO submits the keyed example effectively once over 2
+// containers reading keys*perKey records at rate records/s, and returns
+// its output file.
+func submitKeyedEO(t *testing.T, c *local.Client, name string, keys, perKey, rate int) string {
+	t.Helper()
+	dir := t.TempDir()
+	in, out := filepath.Join(dir, "in.txt"), filepath.Join(dir, "records.tsv")
+	if err := keyed.WriteInput(in, keys, perKey); err != nil {
+		t.Fatal(err)
+	}
+	b := ardea.NewBuilder(name)
+	b.Set("topology.packing.containers", "2")
+	b.Set("topology.reliability", "effectively_once")
+	b.Set("topology.checkpoint.interval", "200ms")
+	b.Spout("lines", "builtin:file").Config("path", in).Config("rate", strconv.Itoa(rate))
+	b.Bolt("parse", "parse.wasm").Shuffle("lines").Output("default", "key", "seq")
+	b.Bolt("seqstate", "seqstate.wasm").Parallelism(2).Fields("parse", "key").Output("default", "key", "seq", "count")
+	b.Bolt("out", "builtin:file").Config("path", out).Fields("seqstate", "key")
+	top, err := b.BuildWith(ardea.ValidateOptions{SkipModuleCheck: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := top.Format()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mods := map[string][]byte{}
+	for _, m := range []string{"parse", "seqstate"} {
+		if mods[m], err = os.ReadFile(filepath.Join("..", "..", "examples", "keyed", "go", m+".wasm")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.Submit(context.Background(), local.SubmitRequest{Name: name, Spec: string(spec), Modules: mods}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 // poll waits (2 minutes at most) until cond holds.
 func poll(t *testing.T, what string, cond func() bool) {
 	t.Helper()
@@ -90,5 +102,39 @@ func poll(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("%s: not within 2m", what)
 		}
 		time.Sleep(10 * time.Millisecond) // polling interval, not a correctness wait
+	}
+}
+
+// TestDaemonLeavesNoGoroutines: an effectively-once topology runs, a
+// container is killed (fence, rollback, heartbeat watch), and the daemon
+// closes: every goroutine the daemon and its topology managers started
+// has ended.
+func TestDaemonLeavesNoGoroutines(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	d, err := local.Start(context.Background(), local.Options{
+		DataDir: t.TempDir(), Listen: "127.0.0.1:0", HostPath: ardeaBin,
+		HostArgs: []string{"--log-format", "json", "--log-level", "info", "host"}, MaxRestarts: 2,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := local.NewClient(d.URL())
+	submitKeyedEO(t, c, "eol", 100, 200, 5000)
+	status := func() local.Status {
+		st, err := c.Status(context.Background(), "eol")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	poll(t, "a global checkpoint", func() bool { st := status(); return st.Checkpoints != nil && st.Checkpoints.Global > 0 })
+	if err := syscall.Kill(status().Containers[0].PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "a rollback", func() bool { st := status(); return st.Checkpoints.Rollbacks > 0 && !st.Checkpoints.RollingBack })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := d.Close(ctx); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -16,6 +16,7 @@ import (
 //
 //	<root>/<topology>/GLOBAL                       the global marker
 //	<root>/<topology>/<checkpoint id, 20 digits>/<task>.snap
+//	<root>/<topology>/<checkpoint id, 20 digits>/GLOBAL   the checkpoint was global
 //
 // A write goes to a temporary file in the same directory, is fsynced,
 // renamed over the target and the directory is fsynced, so a crash leaves
@@ -50,7 +51,11 @@ func (s *DirStore) snapPath(topology string, id uint64, task uint32) string {
 }
 
 func (s *DirStore) globalPath(topology string) string {
-	return filepath.Join(s.root, topology, "GLOBAL")
+	return filepath.Join(s.root, topology, markerName)
+}
+
+func (s *DirStore) markerPath(topology string, id uint64) string {
+	return filepath.Join(s.ckptDir(topology, id), markerName)
 }
 
 // Save implements Store.
@@ -177,13 +182,58 @@ func (s *DirStore) SetGlobal(ctx context.Context, topology string, id uint64) er
 	if id == cur {
 		return nil
 	}
-	if err := os.MkdirAll(s.topoDir(topology), 0o755); err != nil {
+	marker := seal(kindGlobal, topology, id, 0, nil)
+	if err := s.mkdirs(topology, id); err != nil {
 		return fmt.Errorf("checkpoint: topology %q: recording global checkpoint %d: %w", topology, id, err)
 	}
-	if err := writeAtomic(s.globalPath(topology), seal(kindGlobal, topology, id, 0, nil)); err != nil {
+	if err := writeAtomic(s.markerPath(topology, id), marker); err != nil {
+		return fmt.Errorf("checkpoint: topology %q: recording global checkpoint %d: %w", topology, id, err)
+	}
+	if err := writeAtomic(s.globalPath(topology), marker); err != nil {
+		os.Remove(s.markerPath(topology, id))
 		return fmt.Errorf("checkpoint: topology %q: recording global checkpoint %d: %w", topology, id, err)
 	}
 	return nil
+}
+
+// Globals implements Store.
+func (s *DirStore) Globals(ctx context.Context, topology string) ([]uint64, error) {
+	if err := checkTopology(topology); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("checkpoint: topology %q: listing global checkpoints: %w", topology, err)
+	}
+	ents, err := os.ReadDir(s.topoDir(topology))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: topology %q: listing global checkpoints: %w", topology, err)
+	}
+	var ids []uint64
+	var bad []error
+	for _, e := range ents {
+		id, ok := parseID(e.Name())
+		if !ok || !e.IsDir() {
+			continue
+		}
+		path := s.markerPath(topology, id)
+		b, err := os.ReadFile(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("checkpoint: topology %q checkpoint %d: global marker: %w", topology, id, err)
+		}
+		if err := openMarker(b, topology, id); err != nil {
+			bad = append(bad, fmt.Errorf("checkpoint: topology %q checkpoint %d: %s %s %w: %w", topology, id, globalLabel, path, ErrCorrupt, err))
+			continue
+		}
+		ids = append(ids, id)
+	}
+	last, err := s.Global(ctx, topology)
+	return withLast(ids, last, err, bad)
 }
 
 // Global implements Store.
@@ -226,11 +276,8 @@ func (s *DirStore) Checkpoints(ctx context.Context, topology string) ([]uint64, 
 	}
 	var ids []uint64
 	for _, e := range ents {
-		if !e.IsDir() || len(e.Name()) != 20 {
-			continue
-		}
-		id, err := strconv.ParseUint(e.Name(), 10, 64)
-		if err != nil || id == 0 {
+		id, ok := parseID(e.Name())
+		if !ok || !e.IsDir() {
 			continue
 		}
 		snaps, err := os.ReadDir(filepath.Join(s.topoDir(topology), e.Name()))

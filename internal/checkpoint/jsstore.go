@@ -2,11 +2,11 @@ package checkpoint
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -16,6 +16,22 @@ import (
 // DefaultBucket is the object store JetStreamStore uses by default.
 const DefaultBucket = "ardea_checkpoints"
 
+// DefaultMaxBytes is the cap Ardea's daemon and hosts give a tenant's
+// checkpoint bucket (JetStreamOptions.MaxBytes): 8 GiB, room for the
+// retained global checkpoints (topology.checkpoint.retain, 3 by default)
+// and the one in progress of many topologies. A Save beyond it fails at
+// once ("maximum bytes exceeded"), so checkpoints cannot take the space of
+// the other streams (the state manager's buckets).
+const DefaultMaxBytes = 8 << 30
+
+// minMaxBytes is the smallest cap NewJetStreamStore halves a cap down to
+// when the server cannot reserve it.
+const minMaxBytes = 64 << 20
+
+// errCodeStorageResources is nats-server's JSStorageResourcesExceededErr:
+// the server cannot reserve a stream's MaxBytes.
+const errCodeStorageResources jetstream.ErrorCode = 10047
+
 // JetStreamOptions configures NewJetStreamStore.
 type JetStreamOptions struct {
 	// Bucket is the object store's name (created if missing); default
@@ -24,7 +40,11 @@ type JetStreamOptions struct {
 	// Replicas of the bucket's stream (clustered servers); default 1.
 	Replicas int
 	// MaxBytes caps the bucket; 0: no cap. A Save that does not fit fails
-	// and leaves the older checkpoints as they were.
+	// and leaves the older checkpoints as they were. nats-server reserves
+	// a stream's MaxBytes out of its storage limit (by default 75% of the
+	// disk space free when it started, plus what it holds): a cap it
+	// cannot reserve is halved until it can, down to 64 MiB (see
+	// JetStreamStore.MaxBytes).
 	MaxBytes int64
 	// Memory keeps the bucket in memory instead of files (tests).
 	Memory bool
@@ -34,6 +54,7 @@ type JetStreamOptions struct {
 //
 //	<topology>/GLOBAL                              the global marker
 //	<topology>/<checkpoint id, 20 digits>/<task>   a task's snapshot
+//	<topology>/<checkpoint id, 20 digits>/GLOBAL   the checkpoint was global
 //
 // The object store chunks large blobs (128 KiB chunks) and checks their
 // SHA-256 on read; the envelope's CRC-32C and names are checked on top.
@@ -48,10 +69,11 @@ type JetStreamOptions struct {
 // bucket), which holds the live checkpoints of its topologies only.
 // Safe for concurrent use.
 type JetStreamStore struct {
-	bucket string
-	obs    jetstream.ObjectStore
-	stream jetstream.Stream
-	mu     sync.Mutex // serialises SetGlobal's read-check-write
+	bucket   string
+	maxBytes int64
+	obs      jetstream.ObjectStore
+	stream   jetstream.Stream
+	mu       sync.Mutex // serialises SetGlobal's read-check-write
 }
 
 var _ Store = (*JetStreamStore)(nil)
@@ -65,22 +87,36 @@ func NewJetStreamStore(ctx context.Context, js jetstream.JetStream, o JetStreamO
 	if o.Memory {
 		storage = jetstream.MemoryStorage
 	}
-	obs, err := js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
+	cfg := jetstream.ObjectStoreConfig{
 		Bucket:      o.Bucket,
 		Description: "Ardea checkpoints: <topology>/<checkpoint id>/<task> and <topology>/GLOBAL",
 		Storage:     storage,
 		Replicas:    o.Replicas,
 		MaxBytes:    o.MaxBytes,
-	})
+	}
+	obs, err := js.CreateOrUpdateObjectStore(ctx, cfg)
+	for err != nil && cfg.MaxBytes/2 >= minMaxBytes && isCode(err, errCodeStorageResources) {
+		cfg.MaxBytes /= 2
+		obs, err = js.CreateOrUpdateObjectStore(ctx, cfg)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("checkpoint: object store %s: %w", o.Bucket, err)
+		return nil, fmt.Errorf("checkpoint: object store %s (max bytes %d): %w", o.Bucket, cfg.MaxBytes, err)
 	}
 	stream, err := js.Stream(ctx, "OBJ_"+o.Bucket)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: object store %s: its stream: %w", o.Bucket, err)
 	}
-	return &JetStreamStore{bucket: o.Bucket, obs: obs, stream: stream}, nil
+	return &JetStreamStore{bucket: o.Bucket, obs: obs, stream: stream, maxBytes: cfg.MaxBytes}, nil
 }
+
+func isCode(err error, code jetstream.ErrorCode) bool {
+	var api *jetstream.APIError
+	return errors.As(err, &api) && api.ErrorCode == code
+}
+
+// MaxBytes is the bucket's cap (0: none): JetStreamOptions.MaxBytes, or
+// less if the server could not reserve it.
+func (s *JetStreamStore) MaxBytes() int64 { return s.maxBytes }
 
 // ObjectStore returns the underlying object store (administration, tests).
 func (s *JetStreamStore) ObjectStore() jetstream.ObjectStore { return s.obs }
@@ -89,7 +125,11 @@ func snapName(topology string, id uint64, task uint32) string {
 	return fmt.Sprintf("%s/%020d/%d", topology, id, task)
 }
 
-func globalName(topology string) string { return topology + "/GLOBAL" }
+func globalName(topology string) string { return topology + "/" + markerName }
+
+func markerObject(topology string, id uint64) string {
+	return fmt.Sprintf("%s/%020d/%s", topology, id, markerName)
+}
 
 func objNotFound(err error) bool {
 	return errors.Is(err, jetstream.ErrObjectNotFound) || errors.Is(err, jetstream.ErrKeyNotFound)
@@ -137,6 +177,61 @@ func (s *JetStreamStore) dropBroken(ctx context.Context, name string) error {
 	return s.stream.Purge(ctx, jetstream.WithPurgeSubject(s.metaSubject(name)))
 }
 
+// get reads object name whole; see readChunks.
+func (s *JetStreamStore) get(ctx context.Context, name string) ([]byte, error) {
+	info, err := s.obs.GetInfo(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return s.readChunks(ctx, info)
+}
+
+// readChunks reads an object's chunks one by one with direct gets of the
+// next message on its chunk subject and checks their count, size and
+// SHA-256 against its metadata: ErrCorrupt otherwise. A chunk the server
+// finds damaged in its files (it skips the record), or one a failed write
+// never stored, is an error at once, where the object store's reader (an
+// ordered consumer) waits for it until its context ends.
+func (s *JetStreamStore) readChunks(ctx context.Context, info *jetstream.ObjectInfo) ([]byte, error) {
+	subj := "$O." + s.bucket + ".C." + info.NUID
+	buf := make([]byte, 0, info.Size)
+	h := sha256.New()
+	seq := uint64(1)
+	for n := range info.Chunks {
+		m, err := s.stream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subj))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return nil, fmt.Errorf("%w: %d of its %d chunks can be read from stream %s (the server drops a record it finds damaged in its files)", ErrCorrupt, n, info.Chunks, s.stream.CachedInfo().Config.Name)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("chunk %d of %d: %w", n+1, info.Chunks, err)
+		}
+		buf = append(buf, m.Data...)
+		h.Write(m.Data)
+		seq = m.Sequence + 1
+	}
+	if uint64(len(buf)) != info.Size {
+		return nil, fmt.Errorf("%w: %d bytes in its chunks, its metadata says %d", ErrCorrupt, len(buf), info.Size)
+	}
+	if want := "SHA-256=" + base64.URLEncoding.EncodeToString(h.Sum(nil)); want != info.Digest {
+		return nil, fmt.Errorf("%w: SHA-256 of its chunks %s, its metadata says %s", ErrCorrupt, want, info.Digest)
+	}
+	return buf, nil
+}
+
+// checkChunks compares the chunks of an object in the stream with its
+// metadata.
+func (s *JetStreamStore) checkChunks(ctx context.Context, info *jetstream.ObjectInfo) error {
+	chunks := "$O." + s.bucket + ".C." + info.NUID
+	si, err := s.stream.Info(ctx, jetstream.WithSubjectFilter(chunks))
+	if err != nil {
+		return fmt.Errorf("checking its chunks: %w", err)
+	}
+	if got := si.State.Subjects[chunks]; got != uint64(info.Chunks) {
+		return fmt.Errorf("%w: %d of its %d chunks (%d bytes) are in stream %s", ErrCorrupt, got, info.Chunks, info.Size, si.Config.Name)
+	}
+	return nil
+}
+
 func (s *JetStreamStore) metaSubject(name string) string {
 	return "$O." + s.bucket + ".M." + base64.URLEncoding.EncodeToString([]byte(name))
 }
@@ -147,12 +242,12 @@ func (s *JetStreamStore) Load(ctx context.Context, topology string, id uint64, t
 		return nil, err
 	}
 	name := snapName(topology, id, task)
-	b, err := s.obs.GetBytes(ctx, name)
+	b, err := s.get(ctx, name)
 	switch {
 	case objNotFound(err):
 		return nil, fmt.Errorf("%s: no snapshot (object %s/%s): %w", where(topology, id, task), s.bucket, name, ErrNotFound)
-	case errors.Is(err, jetstream.ErrDigestMismatch):
-		return nil, fmt.Errorf("%s: object %s/%s %w: %w", where(topology, id, task), s.bucket, name, ErrCorrupt, err)
+	case errors.Is(err, ErrCorrupt):
+		return nil, fmt.Errorf("%s: object %s/%s %w", where(topology, id, task), s.bucket, name, err)
 	case err != nil:
 		return nil, fmt.Errorf("%s: load object %s/%s: %w", where(topology, id, task), s.bucket, name, err)
 	}
@@ -183,10 +278,64 @@ func (s *JetStreamStore) SetGlobal(ctx context.Context, topology string, id uint
 	if id == cur {
 		return nil
 	}
-	if _, err := s.obs.PutBytes(ctx, globalName(topology), seal(kindGlobal, topology, id, 0, nil)); err != nil {
-		return fmt.Errorf("checkpoint: topology %q: recording global checkpoint %d in %s: %w", topology, id, s.bucket, err)
+	marker := seal(kindGlobal, topology, id, 0, nil)
+	if _, err := s.obs.PutBytes(ctx, markerObject(topology, id), marker); err != nil {
+		err = fmt.Errorf("checkpoint: topology %q: recording global checkpoint %d in %s: %w", topology, id, s.bucket, err)
+		if rerr := s.dropBroken(context.WithoutCancel(ctx), markerObject(topology, id)); rerr != nil {
+			err = fmt.Errorf("%w (and removing the partial object: %w)", err, rerr)
+		}
+		return err
+	}
+	if _, err := s.obs.PutBytes(ctx, globalName(topology), marker); err != nil {
+		err = fmt.Errorf("checkpoint: topology %q: recording global checkpoint %d in %s: %w", topology, id, s.bucket, err)
+		if rerr := s.deleteObject(context.WithoutCancel(ctx), markerObject(topology, id)); rerr != nil {
+			err = fmt.Errorf("%w (and removing the marker of checkpoint %d: %w)", err, id, rerr)
+		}
+		if rerr := s.dropBroken(context.WithoutCancel(ctx), globalName(topology)); rerr != nil {
+			err = fmt.Errorf("%w (and removing the partial object: %w)", err, rerr)
+		}
+		return err
 	}
 	return nil
+}
+
+// Globals implements Store.
+func (s *JetStreamStore) Globals(ctx context.Context, topology string) ([]uint64, error) {
+	if err := checkTopology(topology); err != nil {
+		return nil, err
+	}
+	ckpts, err := s.snapshots(ctx, topology)
+	if err != nil {
+		return nil, err
+	}
+	var ids []uint64
+	var bad []error
+	for id, c := range ckpts {
+		if !c.marker {
+			continue
+		}
+		name := markerObject(topology, id)
+		b, err := s.get(ctx, name)
+		switch {
+		case objNotFound(err):
+			continue // deleted since the listing
+		case err == nil:
+			err = openMarker(b, topology, id)
+			if err != nil {
+				err = fmt.Errorf("%w: %w", ErrCorrupt, err)
+			}
+		}
+		if errors.Is(err, ErrCorrupt) {
+			bad = append(bad, fmt.Errorf("checkpoint: topology %q checkpoint %d: %s %s/%s %w", topology, id, globalLabel, s.bucket, name, err))
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("checkpoint: topology %q checkpoint %d: %s %s/%s: %w", topology, id, globalLabel, s.bucket, name, err)
+		}
+		ids = append(ids, id)
+	}
+	last, err := s.Global(ctx, topology)
+	return withLast(ids, last, err, bad)
 }
 
 // Global implements Store.
@@ -195,12 +344,12 @@ func (s *JetStreamStore) Global(ctx context.Context, topology string) (uint64, e
 		return 0, err
 	}
 	name := globalName(topology)
-	b, err := s.obs.GetBytes(ctx, name)
+	b, err := s.get(ctx, name)
 	switch {
 	case objNotFound(err):
 		return 0, nil
-	case errors.Is(err, jetstream.ErrDigestMismatch):
-		return 0, fmt.Errorf("checkpoint: topology %q: %s %s/%s %w: %w", topology, globalLabel, s.bucket, name, ErrCorrupt, err)
+	case errors.Is(err, ErrCorrupt):
+		return 0, fmt.Errorf("checkpoint: topology %q: %s %s/%s %w", topology, globalLabel, s.bucket, name, err)
 	case err != nil:
 		return 0, fmt.Errorf("checkpoint: topology %q: global checkpoint: %w", topology, err)
 	}
@@ -211,8 +360,15 @@ func (s *JetStreamStore) Global(ctx context.Context, topology string) (uint64, e
 	return id, nil
 }
 
-// snapshots lists the topology's snapshot objects: id -> object names.
-func (s *JetStreamStore) snapshots(ctx context.Context, topology string) (map[uint64][]string, error) {
+// ckptObjects are the objects of one checkpoint.
+type ckptObjects struct {
+	names  []string // every object: snapshots and marker
+	snaps  int      // snapshots
+	marker bool     // the checkpoint's global marker
+}
+
+// snapshots lists the topology's checkpoint objects by checkpoint id.
+func (s *JetStreamStore) snapshots(ctx context.Context, topology string) (map[uint64]*ckptObjects, error) {
 	infos, err := s.obs.List(ctx)
 	if errors.Is(err, jetstream.ErrNoObjectsFound) {
 		return nil, nil
@@ -220,22 +376,32 @@ func (s *JetStreamStore) snapshots(ctx context.Context, topology string) (map[ui
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: topology %q: listing %s: %w", topology, s.bucket, err)
 	}
-	out := map[uint64][]string{}
+	out := map[uint64]*ckptObjects{}
 	prefix := topology + "/"
 	for _, in := range infos {
 		rest, ok := strings.CutPrefix(in.Name, prefix)
 		if !ok {
 			continue
 		}
-		idStr, _, ok := strings.Cut(rest, "/")
-		if !ok || len(idStr) != 20 {
+		idStr, obj, ok := strings.Cut(rest, "/")
+		if !ok {
 			continue
 		}
-		id, err := strconv.ParseUint(idStr, 10, 64)
-		if err != nil || id == 0 {
+		id, ok := parseID(idStr)
+		if !ok {
 			continue
 		}
-		out[id] = append(out[id], in.Name)
+		c := out[id]
+		if c == nil {
+			c = &ckptObjects{}
+			out[id] = c
+		}
+		c.names = append(c.names, in.Name)
+		if obj == markerName {
+			c.marker = true
+		} else {
+			c.snaps++
+		}
 	}
 	return out, nil
 }
@@ -250,8 +416,10 @@ func (s *JetStreamStore) Checkpoints(ctx context.Context, topology string) ([]ui
 		return nil, err
 	}
 	ids := make([]uint64, 0, len(snaps))
-	for id := range snaps {
-		ids = append(ids, id)
+	for id, c := range snaps {
+		if c.snaps > 0 {
+			ids = append(ids, id)
+		}
 	}
 	slices.Sort(ids)
 	return ids, nil
@@ -289,11 +457,11 @@ func (s *JetStreamStore) deleteWhere(ctx context.Context, topology string, match
 	if err != nil {
 		return err
 	}
-	for id, names := range snaps {
+	for id, c := range snaps {
 		if !match(id) {
 			continue
 		}
-		for _, name := range names {
+		for _, name := range c.names {
 			if err := s.deleteObject(ctx, name); err != nil {
 				return fmt.Errorf("checkpoint: topology %q: deleting checkpoint %d (object %s/%s): %w", topology, id, s.bucket, name, err)
 			}

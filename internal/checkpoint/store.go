@@ -1,11 +1,14 @@
 package checkpoint
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"slices"
+	"strconv"
 
 	"github.com/ardea-dev/ardea/internal/names"
 )
@@ -37,12 +40,22 @@ type Store interface {
 	// was saved, ErrCorrupt if it does not check out.
 	Load(ctx context.Context, topology string, id uint64, task uint32) ([]byte, error)
 	// SetGlobal records id as the topology's last global checkpoint (stored
-	// by every task). An id older than the recorded one is refused
-	// (ErrInvalid); the same id again is a no-op.
+	// by every task): first a marker beside the checkpoint's snapshots (see
+	// Globals), then the topology's marker. An id older than the recorded
+	// one is refused (ErrInvalid); the same id again is a no-op.
 	SetGlobal(ctx context.Context, topology string, id uint64) error
 	// Global returns the last global checkpoint, 0 if none was recorded,
 	// ErrCorrupt if the record does not check out.
 	Global(ctx context.Context, topology string) (uint64, error)
+	// Globals returns the topology's retained global checkpoints, newest
+	// first: each checkpoint SetGlobal recorded (it leaves a marker of its
+	// own beside the checkpoint's snapshots) and that was not deleted
+	// since, and the last global checkpoint. Retention is the caller's:
+	// DeleteBefore and Delete remove a checkpoint's marker with its
+	// snapshots. A damaged marker is left out, and reported in an error
+	// wrapping ErrCorrupt that comes with the list of the intact ones;
+	// any other error comes with a nil list.
+	Globals(ctx context.Context, topology string) ([]uint64, error)
 	// Checkpoints returns the ids that have at least one snapshot,
 	// ascending.
 	Checkpoints(ctx context.Context, topology string) ([]uint64, error)
@@ -173,4 +186,46 @@ func openGlobal(b []byte, topology string) (uint64, error) {
 		return 0, fmt.Errorf("global marker with %d data bytes and checkpoint %d", len(data), id)
 	}
 	return id, nil
+}
+
+// openMarker decodes the global marker kept beside the snapshots of
+// checkpoint id: it must name that checkpoint.
+func openMarker(b []byte, topology string, id uint64) error {
+	got, err := openGlobal(b, topology)
+	if err != nil {
+		return err
+	}
+	if got != id {
+		return fmt.Errorf("holds the marker of checkpoint %d", got)
+	}
+	return nil
+}
+
+// markerName is the file or object name of a checkpoint's global marker,
+// beside its snapshots.
+const markerName = "GLOBAL"
+
+// parseID reads a zero-padded checkpoint id (a directory or name part).
+func parseID(s string) (uint64, bool) {
+	if len(s) != 20 {
+		return 0, false
+	}
+	id, err := strconv.ParseUint(s, 10, 64)
+	return id, err == nil && id != 0
+}
+
+// withLast completes Globals: the checkpoints with an intact marker of
+// their own (ids), the last global checkpoint (global's), newest first,
+// and the damaged markers (bad) joined in an error wrapping ErrCorrupt.
+func withLast(ids []uint64, last uint64, lastErr error, bad []error) ([]uint64, error) {
+	switch {
+	case errors.Is(lastErr, ErrCorrupt):
+		bad = append(bad, lastErr)
+	case lastErr != nil:
+		return nil, lastErr
+	case last != 0 && !slices.Contains(ids, last):
+		ids = append(ids, last)
+	}
+	slices.SortFunc(ids, func(a, b uint64) int { return cmp.Compare(b, a) })
+	return ids, errors.Join(bad...)
 }

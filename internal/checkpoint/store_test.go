@@ -74,7 +74,8 @@ func newJetStreamStore(t testing.TB, o JetStreamOptions) *JetStreamStore {
 }
 
 // storeUnderTest is a Store plus a way to overwrite what it holds for a
-// snapshot (task > 0) or the global marker (task 0) with raw bytes.
+// snapshot (task > 0), the marker of global checkpoint id (task 0) or the
+// topology's global marker (id and task 0) with raw bytes.
 type storeUnderTest struct {
 	Store
 	raw func(t *testing.T, topology string, id uint64, task uint32, b []byte)
@@ -90,6 +91,8 @@ var implementations = map[string]func(t *testing.T) storeUnderTest{
 			path := s.globalPath(topology)
 			if task != 0 {
 				path = s.snapPath(topology, id, task)
+			} else if id != 0 {
+				path = s.markerPath(topology, id)
 			}
 			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 				t.Fatal(err)
@@ -105,6 +108,8 @@ var implementations = map[string]func(t *testing.T) storeUnderTest{
 			name := globalName(topology)
 			if task != 0 {
 				name = snapName(topology, id, task)
+			} else if id != 0 {
+				name = markerObject(topology, id)
 			}
 			if _, err := s.obs.PutBytes(ctxT(t), name, b); err != nil {
 				t.Fatal(err)
@@ -292,6 +297,59 @@ var conformance = []struct {
 			t.Fatalf("other topology: %v", got)
 		}
 	}},
+	{"retained globals", func(t *testing.T, s storeUnderTest) {
+		ctx := ctxT(t)
+		globals := func(want ...uint64) {
+			t.Helper()
+			got, err := s.Globals(ctx, "wc")
+			if err != nil || !slices.Equal(got, want) {
+				t.Fatalf("globals %v %v, want %v", got, err, want)
+			}
+		}
+		globals()
+		for id := uint64(1); id <= 6; id++ {
+			mustSave(t, s, "wc", id, 1, []byte{byte(id)})
+		}
+		for _, id := range []uint64{1, 3, 5} {
+			if err := s.SetGlobal(ctx, "wc", id); err != nil {
+				t.Fatal(err)
+			}
+		}
+		globals(5, 3, 1)
+		if got := ids(t, s, "wc"); !slices.Equal(got, []uint64{1, 2, 3, 4, 5, 6}) {
+			t.Fatalf("checkpoints %v", got)
+		}
+		if err := s.DeleteBefore(ctx, "wc", 3); err != nil {
+			t.Fatal(err)
+		}
+		globals(5, 3)
+		if err := s.Delete(ctx, "wc", 3); err != nil {
+			t.Fatal(err)
+		}
+		globals(5)
+		if err := s.SetGlobal(ctx, "wc", 6); err != nil {
+			t.Fatal(err)
+		}
+		globals(6, 5)
+		if got, err := s.Globals(ctx, "other"); err != nil || len(got) != 0 {
+			t.Fatalf("other topology: %v %v", got, err)
+		}
+		// A damaged marker: the intact ones, and an error naming it.
+		s.raw(t, "wc", 5, 0, seal(kindGlobal, "wc", 4, 0, nil))
+		got, err := s.Globals(ctx, "wc")
+		wantErr(t, err, ErrCorrupt, `topology "wc" checkpoint 5`, "marker of checkpoint 4")
+		if !slices.Equal(got, []uint64{6}) {
+			t.Fatalf("globals with a damaged marker: %v", got)
+		}
+		// A damaged topology marker: the checkpoints' own markers remain.
+		s.raw(t, "wc", 5, 0, seal(kindGlobal, "wc", 5, 0, nil))
+		s.raw(t, "wc", 0, 0, []byte("damaged"))
+		got, err = s.Globals(ctx, "wc")
+		wantErr(t, err, ErrCorrupt, `topology "wc"`, "global")
+		if !slices.Equal(got, []uint64{6, 5}) {
+			t.Fatalf("globals with a damaged topology marker: %v", got)
+		}
+	}},
 	{"invalid arguments", func(t *testing.T, s storeUnderTest) {
 		ctx := ctxT(t)
 		for _, topo := range []string{"", "a/b", "a.b", "a b", strings.Repeat("x", 129)} {
@@ -302,6 +360,8 @@ var conformance = []struct {
 			_, err = s.Global(ctx, topo)
 			wantErr(t, err, ErrInvalid)
 			_, err = s.Checkpoints(ctx, topo)
+			wantErr(t, err, ErrInvalid)
+			_, err = s.Globals(ctx, topo)
 			wantErr(t, err, ErrInvalid)
 		}
 		wantErr(t, s.Save(ctx, "wc", 0, 1, nil), ErrInvalid, "checkpoint 0")
@@ -379,7 +439,7 @@ func TestDirStoreLayout(t *testing.T) {
 		}
 		return err
 	})
-	want := []string{"wc/00000000000000000012/7.snap", "wc/GLOBAL"}
+	want := []string{"wc/00000000000000000012/7.snap", "wc/00000000000000000012/GLOBAL", "wc/GLOBAL"}
 	if !slices.Equal(files, want) {
 		t.Fatalf("files %v, want %v", files, want)
 	}
@@ -457,10 +517,10 @@ func TestJetStreamDeleteLeavesNoTombstones(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Live: checkpoint 20's three snapshots and the global marker, one
-	// chunk and one metadata message each.
-	if info.State.Msgs != 8 {
-		t.Fatalf("stream holds %d messages, want 8", info.State.Msgs)
+	// Live: checkpoint 20's three snapshots and global marker, and the
+	// topology's global marker, one chunk and one metadata message each.
+	if info.State.Msgs != 10 {
+		t.Fatalf("stream holds %d messages, want 10", info.State.Msgs)
 	}
 	if got := ids(t, s, "wc"); !slices.Equal(got, []uint64{20}) {
 		t.Fatalf("checkpoints %v", got)

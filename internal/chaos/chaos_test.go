@@ -1,0 +1,963 @@
+//go:build linux
+
+package chaos
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ardea-dev/ardea"
+	"github.com/ardea-dev/ardea/examples/keyed"
+)
+
+// The fault matrix (docs/reliability.md): every row of Schedule against a
+// real `ardea local` daemon and real `ardea host` processes built from
+// this tree. Environment:
+//
+//	ARDEA_CHAOS_LONG=1      the long schedule (three seeds a row, up to three faults a run, bigger input)
+//	ARDEA_CHAOS_SEED=N      the schedule's seed (default 20)
+//	ARDEA_CHAOS_ROWS=RE     only rows whose name matches RE
+//	ARDEA_CHAOS_ALL=1       also the rows in KnownFailing
+//	ARDEA_CHAOS_REPORT=F    write the matrix as JSON to F
+
+const (
+	tenant = "default"
+	// hangLimit bounds each wait of a row: a hang detector far above any
+	// expected time, never a timing assertion.
+	hangLimit = 3 * time.Minute
+	// flowLimit bounds the wait for data to flow after the submit.
+	flowLimit = 90 * time.Second
+	// probation is the swap rows' probation.
+	probation = 4 * time.Second
+)
+
+func repoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+var (
+	buildOnce sync.Once
+	built     struct {
+		bin, cache, wazero, hog string
+		err                     error
+	}
+)
+
+// binaries builds the ardea binary and the abusive guest once per test
+// process, into a temporary directory, and makes the shared caches.
+func binaries(t *testing.T) (bin, cache, wazero string) {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "ardea-chaos")
+		if err != nil {
+			built.err = err
+			return
+		}
+		built.bin = filepath.Join(dir, "ardea")
+		built.cache = filepath.Join(dir, "cache")
+		// The hosts' compile cache (D/wazero) is shared between the
+		// rows' data dirs: compiling the modules again in every row
+		// would only add seconds to each.
+		built.wazero = filepath.Join(dir, "wazero")
+		built.hog = filepath.Join(dir, "hog.wasm")
+		for _, d := range []string{built.cache, built.wazero} {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				built.err = err
+				return
+			}
+		}
+		cmd := exec.Command("go", "build", "-o", built.bin, "./cmd/ardea")
+		cmd.Dir = repoRoot()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			built.err = fmt.Errorf("building ardea: %v\n%s", err, out)
+		}
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
+	}
+	return built.bin, built.cache, built.wazero
+}
+
+// hogModule builds the abusive guest (testdata/hog) once.
+var hogOnce sync.Once
+
+func hogModule(t *testing.T) string {
+	t.Helper()
+	var err error
+	hogOnce.Do(func() {
+		cmd := exec.Command("go", "build", "-trimpath", "-buildmode=c-shared", "-ldflags=-s -w", "-o", built.hog, "./internal/chaos/testdata/hog")
+		cmd.Dir = repoRoot()
+		cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
+		if out, e := cmd.CombinedOutput(); e != nil {
+			err = fmt.Errorf("building testdata/hog: %v\n%s", e, out)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, e := os.Stat(built.hog); e != nil {
+		t.Fatalf("testdata/hog was not built: %v", e)
+	}
+	return built.hog
+}
+
+// TestFaultMatrix runs the schedule, one subtest per row, and prints the
+// matrix.
+func TestFaultMatrix(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the fault matrix runs daemons and host processes and kills them")
+	}
+	long := os.Getenv("ARDEA_CHAOS_LONG") == "1"
+	seed := uint64(20)
+	if s := os.Getenv("ARDEA_CHAOS_SEED"); s != "" {
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("ARDEA_CHAOS_SEED=%q: %v", s, err)
+		}
+		seed = v
+	}
+	var only *regexp.Regexp
+	if s := os.Getenv("ARDEA_CHAOS_ROWS"); s != "" {
+		only = regexp.MustCompile(s)
+	}
+	all := os.Getenv("ARDEA_CHAOS_ALL") == "1"
+	binaries(t)
+	var matrix Matrix
+	for _, row := range Schedule(seed, long) {
+		if only != nil && !only.MatchString(row.Name()) {
+			continue
+		}
+		res := Result{Row: row.Name(), Fault: row.Fault, Mode: row.Mode, Seed: row.Seed, Lost: -1, Dups: -1, More: -1, BadCounts: -1, WaitExit: -1}
+		t.Run(row.Name(), func(t *testing.T) {
+			if why, ok := KnownFailing[row.Key()]; ok && !all {
+				res.Verdict, res.Why = Skipped, "known failing: "+why
+				t.Skipf("known failing (ARDEA_CHAOS_ALL=1 runs it): %s", why)
+			}
+			began := time.Now()
+			defer func() {
+				res.Took = time.Since(began).Seconds()
+				if res.Verdict == "" {
+					res.Verdict, res.Why = Fail, "the row stopped before a verdict (see the log)"
+				}
+				t.Logf("%s: %s lost %s dups %s recovery %s terminal %s: %s %s", row.Name(), res.Verdict, figure(res.Lost), figure(res.Dups),
+					seconds(res.RecoverySec), res.Terminal, res.Message, res.Why)
+				if res.Verdict == Fail {
+					t.Errorf("%s: %s", row.Name(), res.Why)
+				}
+			}()
+			runRow(t, row, &res)
+		})
+		matrix = append(matrix, res)
+	}
+	t.Logf("fault matrix (seed %d, long %v):\n%s", seed, long, matrix.Table())
+	if p := os.Getenv("ARDEA_CHAOS_REPORT"); p != "" {
+		if err := matrix.WriteJSON(p, seed, long); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// rowRun is one row in progress.
+type rowRun struct {
+	t    *testing.T
+	row  Row
+	res  *Result
+	name string
+	dir  string
+	data string
+	log  string
+	in   string
+	out  string
+	topo string
+	d    *Daemon
+	w    *Watcher
+	// expectFailed: the row may end FAILED (no intact checkpoint to
+	// restore); intactOlder: it may not (one was left).
+	mayFail bool
+	notes   []string
+}
+
+func (r *rowRun) note(format string, args ...any) {
+	s := fmt.Sprintf(format, args...)
+	r.notes = append(r.notes, s)
+	r.t.Log(s)
+}
+
+// fail ends the row: the verdict FAIL with why (and the notes).
+type rowFailure struct{ why string }
+
+func (r *rowRun) fatalf(format string, args ...any) {
+	panic(rowFailure{fmt.Sprintf(format, args...)})
+}
+
+func runRow(t *testing.T, row Row, res *Result) {
+	bin, cache, wazero := binaries(t)
+	r := &rowRun{t: t, row: row, res: res, name: strings.NewReplacer("+", "-").Replace(string(row.Fault)), dir: t.TempDir()}
+	r.data = filepath.Join(r.dir, "data")
+	r.log = filepath.Join(r.dir, "daemon.log")
+	defer func() {
+		if p := recover(); p != nil {
+			f, ok := p.(rowFailure)
+			if !ok {
+				panic(p)
+			}
+			res.Verdict, res.Why = Fail, f.why
+			if len(r.notes) > 0 {
+				res.Why += " [" + strings.Join(r.notes, "; ") + "]"
+			}
+			r.dumpLogs()
+		}
+	}()
+	if err := os.MkdirAll(r.data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(wazero, filepath.Join(r.data, "wazero")); err != nil {
+		t.Fatal(err)
+	}
+	if row.Fault == DiskFull {
+		// The JetStream store on a tmpfs of its own: 96 MiB holds the
+		// modules, the state manager's buckets and the checkpoints.
+		nats := filepath.Join(r.data, "nats")
+		if err := MountTmpfs(nats, 96<<20); err != nil {
+			res.Verdict, res.Why = Skipped, err.Error()
+			t.Skipf("disk-full row: %v", err)
+		}
+		t.Cleanup(func() {
+			if err := Unmount(nats); err != nil {
+				t.Errorf("unmount %s: %v", nats, err)
+			}
+		})
+	}
+	d, err := StartDaemon(bin, cache, r.data, r.log)
+	if err != nil {
+		r.fatalf("start the daemon: %v", err)
+	}
+	r.d = d
+	t.Cleanup(func() {
+		if r.w != nil {
+			r.w.Close()
+		}
+		if err := r.d.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	if row.Fault.Guest() {
+		r.guestRow()
+		return
+	}
+	r.submitKeyed()
+	r.watch()
+	r.waitFlowing()
+	switch row.Fault {
+	case HostKill, Checkpoint:
+		for i, p := range row.Picks {
+			r.hostKill(i, p)
+		}
+	case DaemonKill, HostDaemonKill:
+		for i, p := range row.Picks {
+			r.daemonKill(i, p, row.Fault == HostDaemonKill)
+		}
+	case HostStop:
+		for i, p := range row.Picks {
+			r.hostStop(i, p)
+		}
+	case DiskFull:
+		r.diskFull(row.Picks[0])
+	case SwapStart, SwapTasks, SwapProbation:
+		r.swap(row.Picks[0])
+	case RescalePrepare, RescaleHandoff, RescaleSwitch, Apply:
+		r.replan(row.Picks[0])
+	case CkptCorrupt, CkptDelete:
+		r.damageCheckpoint(row.Picks[0])
+	default:
+		r.fatalf("no driver for fault %s", row.Fault)
+	}
+	r.finish()
+}
+
+// submitKeyed writes the input and the topology (examples/keyed with
+// the committed modules, the row's mode and pacing, an appending sink)
+// and submits it.
+func (r *rowRun) submitKeyed() {
+	r.in = filepath.Join(r.dir, "input.txt")
+	r.out = filepath.Join(r.dir, "records.tsv")
+	if err := keyed.WriteInput(r.in, r.row.Keys, r.row.PerKey); err != nil {
+		r.t.Fatal(err)
+	}
+	r.topo = r.writeTopology("topology.yaml", nil)
+	if code, out, errOut, err := r.d.CLI("submit", r.topo, "--name", r.name); err != nil || code != 0 {
+		r.fatalf("ardea submit: exit %d %v: %s %s", code, err, out, errOut)
+	}
+}
+
+// writeTopology renders examples/keyed/topology.yaml with the row's
+// settings and extra --set style overrides into the row's directory.
+func (r *rowRun) writeTopology(file string, extra []string) string {
+	root := repoRoot()
+	top, err := ardea.LoadFile(filepath.Join(root, "examples", "keyed", "topology.yaml"))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	sets := []string{
+		"lines.path=" + r.in, "lines.rate=" + strconv.Itoa(r.row.Rate),
+		"parse.module=" + filepath.Join(root, "examples", "keyed", "go", "parse.wasm"),
+		"seqstate.module=" + filepath.Join(root, "examples", "keyed", "go", "seqstate.wasm"),
+		// Appending: a re-execution after a restart shows as duplicates
+		// instead of being hidden by a truncated file. Effectively once,
+		// a task restored from a checkpoint still truncates the file to
+		// the length the checkpoint recorded (connectors/bolt_file.go).
+		"out.path=" + r.out, "out.append=true",
+		"topology.containers=3", "topology.reliability=" + r.row.Mode,
+	}
+	if r.row.Mode == EffectivelyOnce {
+		interval := "300ms"
+		if r.row.Fault == CkptCorrupt || r.row.Fault == CkptDelete {
+			// Time to damage the newest checkpoint and kill a container
+			// before the next one becomes global.
+			interval = "1s"
+		}
+		sets = append(sets, "topology.checkpoint.interval="+interval)
+	} else {
+		sets = append(sets, "topology.message.timeout=3s", "topology.max.spout.pending=1000")
+	}
+	if r.row.Fault == HostStop {
+		// Lost after 4 missed heartbeats (2 s); the stop lasts longer.
+		sets = append(sets, "topology.heartbeat.missed=4")
+	}
+	for _, s := range append(sets, extra...) {
+		if err := top.Set(s); err != nil {
+			r.t.Fatalf("set %s: %v", s, err)
+		}
+	}
+	b, err := top.Format()
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	p := filepath.Join(r.dir, file)
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		r.t.Fatal(err)
+	}
+	return p
+}
+
+func (r *rowRun) watch() {
+	if r.w != nil {
+		r.w.Close()
+	}
+	w, err := Watch(r.d.NATS, tenant, r.name)
+	if err != nil {
+		r.fatalf("watch the control subjects: %v", err)
+	}
+	r.w = w
+}
+
+func (r *rowRun) status() Status {
+	st, err := r.d.Status(r.name)
+	if err != nil {
+		r.fatalf("status: %v", err)
+	}
+	return st
+}
+
+// poll calls cond every 25 ms until it holds; limit is a hang detector.
+func (r *rowRun) poll(limit time.Duration, what string, cond func() (bool, string)) {
+	deadline := time.Now().Add(limit)
+	for {
+		ok, detail := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			r.fatalf("%s: not within %v (last seen: %s)", what, limit, detail)
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}
+
+// waitFlowing waits until the sink has output and, effectively once, a
+// checkpoint is global.
+func (r *rowRun) waitFlowing() {
+	r.poll(flowLimit, "data flowing after the submit", func() (bool, string) {
+		st := r.status()
+		if Terminal(st.State) {
+			r.fatalf("the topology is %s before any fault: %s", st.State, st.Errors())
+		}
+		if r.row.Mode == EffectivelyOnce && (st.Checkpoints == nil || st.Checkpoints.Global == 0) {
+			return false, "no global checkpoint yet; state " + st.State
+		}
+		return size(r.out) > 0, "sink empty; state " + st.State
+	})
+}
+
+// running returns the status, failing the row if the topology is no
+// longer running: the fault must strike while data flows.
+func (r *rowRun) running(before string) Status {
+	st := r.status()
+	if st.State != StateRunning || len(st.Containers) == 0 {
+		r.fatalf("the topology is %s before %s: the input was used up too soon (%s)", st.State, before, st.Errors())
+	}
+	return st
+}
+
+func rollbacks(st Status) int {
+	if st.Checkpoints == nil {
+		return 0
+	}
+	return st.Checkpoints.Rollbacks
+}
+
+// recovered waits until tuples flow again after a fault at faultAt and
+// returns the seconds it took (or to a terminal state). Flowing again:
+// every container runs the current plan, none of dead is alive, no
+// container is stopped, effectively once no rollback is running (and,
+// with wantRollback, one more rollback than before happened), and the
+// sink grew after that.
+func (r *rowRun) recovered(faultAt time.Time, dead []int, rollbacksBefore int, wantRollback bool) float64 {
+	base := int64(-1)
+	var took float64
+	r.poll(hangLimit, "tuples flowing again after the fault", func() (bool, string) {
+		st, err := r.d.Status(r.name)
+		if err != nil {
+			return false, err.Error()
+		}
+		if Terminal(st.State) {
+			took = time.Since(faultAt).Seconds()
+			return true, ""
+		}
+		ok, why := st.Running()
+		for _, pid := range dead {
+			if Alive(pid) {
+				ok, why = false, fmt.Sprintf("killed process %d still alive", pid)
+			}
+		}
+		for _, c := range st.Containers {
+			if Stopped(c.PID) {
+				ok, why = false, fmt.Sprintf("container %d (pid %d) is stopped", c.ID, c.PID)
+			}
+		}
+		if c := st.Checkpoints; ok && c != nil {
+			if c.RollingBack || c.Fenced {
+				ok, why = false, "rolling back"
+			} else if wantRollback && c.Rollbacks <= rollbacksBefore {
+				ok, why = false, fmt.Sprintf("%d rollbacks, %d before the fault", c.Rollbacks, rollbacksBefore)
+			}
+		}
+		if !ok {
+			base = -1
+			return false, why
+		}
+		if base < 0 {
+			base = size(r.out)
+			return false, "running; sink at " + strconv.FormatInt(base, 10)
+		}
+		took = time.Since(faultAt).Seconds()
+		return size(r.out) > base, "sink not growing"
+	})
+	return took
+}
+
+func (r *rowRun) pickContainer(st Status, p Pick) Container {
+	return st.Containers[p.Container%len(st.Containers)]
+}
+
+// hostKill: kill -9 of a container (Checkpoint: just after a checkpoint
+// begins).
+func (r *rowRun) hostKill(i int, p Pick) {
+	time.Sleep(p.Delay) // the seed's "when"
+	var ckpt <-chan Event
+	if r.row.Fault == Checkpoint {
+		ckpt = r.w.Arm(func(e Event) bool { return e.Kind == "cmd" && e.Cmd.Op == "checkpoint" })
+		select {
+		case e := <-ckpt:
+			r.note("kill %d: checkpoint %d began", i+1, e.Cmd.Epoch)
+		case <-time.After(time.Minute):
+			r.fatalf("no checkpoint began within a minute")
+		}
+	}
+	st := r.running("a kill")
+	c := r.pickContainer(st, p)
+	faultAt := time.Now()
+	if err := KillHost(c.PID); err != nil {
+		r.fatalf("kill container %d (pid %d): %v", c.ID, c.PID, err)
+	}
+	r.res.Injected++
+	r.res.RecoverySec = append(r.res.RecoverySec, r.recovered(faultAt, []int{c.PID}, rollbacks(st), r.row.Mode == EffectivelyOnce))
+}
+
+// daemonKill: kill -9 of the daemon (with host: of a container first,
+// then the daemon after the seed's gap), restarted on the same data dir.
+func (r *rowRun) daemonKill(i int, p Pick, host bool) {
+	time.Sleep(p.Delay)
+	st := r.running("the daemon kill")
+	hosts := []int{}
+	for _, c := range st.Containers {
+		hosts = append(hosts, c.PID)
+	}
+	faultAt := time.Now()
+	if host {
+		c := r.pickContainer(st, p)
+		if err := KillHost(c.PID); err != nil {
+			r.fatalf("kill container %d: %v", c.ID, err)
+		}
+		time.Sleep(p.Gap)
+	}
+	if err := r.d.Kill(); err != nil {
+		r.fatalf("kill -9 the daemon: %v", err)
+	}
+	r.res.Injected++
+	d, err := StartDaemon(r.d.Bin, r.d.CacheDir, r.data, r.log)
+	if err != nil {
+		r.fatalf("restart the daemon on its data dir: %v", err)
+	}
+	r.d = d
+	r.watch()
+	r.res.RecoverySec = append(r.res.RecoverySec, r.recovered(faultAt, hosts, 0, false))
+	if st := r.status(); st.Checkpoints != nil {
+		r.note("daemon kill %d: resumed from checkpoint %d", i+1, st.Checkpoints.RestoredFrom)
+	}
+}
+
+// hostStop: SIGSTOP of a container for the seed's hold (longer than the
+// 2 s heartbeat timeout), then SIGCONT.
+func (r *rowRun) hostStop(i int, p Pick) {
+	time.Sleep(p.Delay)
+	st := r.running("the stop")
+	c := r.pickContainer(st, p)
+	faultAt := time.Now()
+	if err := StopHost(c.PID); err != nil {
+		r.fatalf("SIGSTOP container %d: %v", c.ID, err)
+	}
+	r.res.Injected++
+	hold := 2500*time.Millisecond + p.Hold/2
+	cont := time.AfterFunc(hold, func() { ContHost(c.PID) })
+	r.t.Cleanup(func() { cont.Stop(); ContHost(c.PID) })
+	r.res.RecoverySec = append(r.res.RecoverySec, r.recovered(faultAt, nil, rollbacks(st), false))
+	// Flowing again may come before the SIGCONT (the stopped container
+	// was fenced and replaced): make sure it has been sent.
+	r.poll(hold+time.Minute, "the SIGCONT", func() (bool, string) { return time.Since(faultAt) > hold, "holding" })
+	replaced := !Alive(c.PID)
+	r.note("stop %d: container %d (pid %d) stopped %.1fs; replaced by the system: %v", i+1, c.ID, c.PID, hold.Seconds(), replaced)
+}
+
+// diskFull: the JetStream store's tmpfs filled for the seed's hold, then
+// freed.
+func (r *rowRun) diskFull(p Pick) {
+	time.Sleep(p.Delay)
+	st := r.running("filling the disk")
+	dir := filepath.Join(r.data, "nats")
+	faultAt := time.Now()
+	n, release, err := FillDisk(dir)
+	if err != nil {
+		r.fatalf("fill %s: %v", dir, err)
+	}
+	r.res.Injected++
+	r.note("filled %s with %d MiB (%d bytes free) for %.1fs", dir, n>>20, FreeBytes(dir), p.Hold.Seconds())
+	var once sync.Once
+	free := func() {
+		once.Do(func() {
+			if err := release(); err != nil {
+				r.t.Errorf("free the disk: %v", err)
+			}
+		})
+	}
+	timer := time.AfterFunc(p.Hold, free)
+	defer func() { timer.Stop(); free() }()
+	r.res.RecoverySec = append(r.res.RecoverySec, r.recovered(faultAt, nil, rollbacks(st), false))
+	r.poll(p.Hold+time.Minute, "the disk freed", func() (bool, string) { return time.Since(faultAt) > p.Hold, "full" })
+}
+
+// withCustomSection copies a module with a custom section appended: the
+// same code under another version (sha256).
+func (r *rowRun) withCustomSection(src string) string {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	name, payload := "ardea-chaos", []byte(r.row.Name()+" "+time.Now().String())
+	body := append(binary.AppendUvarint(nil, uint64(len(name))), name...)
+	body = append(body, payload...)
+	b = append(b, 0)
+	b = binary.AppendUvarint(b, uint64(len(body)))
+	b = append(b, body...)
+	out := filepath.Join(r.dir, filepath.Base(src))
+	if err := os.WriteFile(out, b, 0o644); err != nil {
+		r.t.Fatal(err)
+	}
+	return out
+}
+
+// swap: kill -9 of a container in a phase of `ardea swap` of seqstate
+// (the same code under a new version): as the swap begins, as the hosts
+// swap the tasks, or while the new version is on probation.
+func (r *rowRun) swap(p Pick) {
+	mod := r.withCustomSection(filepath.Join(repoRoot(), "examples", "keyed", "go", "seqstate.wasm"))
+	time.Sleep(p.Delay)
+	st := r.running("the swap")
+	c := r.pickContainer(st, p)
+	swapCmd := r.w.Arm(func(e Event) bool { return e.Kind == "cmd" && e.Cmd.Op == "swap" })
+	begins := strings.Count(Tail(r.d.LogPath, 1<<30), `"msg":"swap begins"`)
+	cmd, err := r.d.Start("swap", r.name, "seqstate", mod, "--probation", probation.String())
+	if err != nil {
+		r.fatalf("start ardea swap: %v", err)
+	}
+	var faultAt time.Time
+	switch r.row.Fault {
+	case SwapStart:
+		r.poll(time.Minute, "the daemon to log \"swap begins\"", func() (bool, string) {
+			if cmd.Done() {
+				code, out, _ := cmd.Wait(0)
+				r.fatalf("ardea swap ended (exit %d) before the fault: %s", code, out)
+			}
+			return strings.Count(Tail(r.d.LogPath, 1<<30), `"msg":"swap begins"`) > begins, "not yet"
+		})
+	case SwapTasks:
+		r.await(swapCmd, cmd, "the swap command to the hosts")
+	case SwapProbation:
+		e := r.await(swapCmd, cmd, "the swap command to the hosts")
+		swapped := r.w.Arm(func(h Event) bool {
+			s := h.HB.Swap
+			return h.Kind == "hb" && s != nil && s.Epoch == e.Cmd.Epoch && s.Targeted > 0 && s.Swapped >= s.Targeted
+		})
+		r.await(swapped, cmd, "a host to report its tasks swapped")
+		time.Sleep(p.Delay % (probation / 2)) // into the probation
+		if cmd.Done() {
+			r.fatalf("the swap finished its probation before the fault")
+		}
+	}
+	st = r.running("the kill in the swap")
+	c = r.pickContainer(st, p)
+	faultAt = time.Now()
+	if err := KillHost(c.PID); err != nil {
+		r.fatalf("kill container %d: %v", c.ID, err)
+	}
+	r.res.Injected++
+	r.res.RecoverySec = append(r.res.RecoverySec, r.recovered(faultAt, []int{c.PID}, rollbacks(st), r.row.Mode == EffectivelyOnce))
+	code, out, err := cmd.Wait(hangLimit)
+	if err != nil {
+		r.fatalf("ardea swap: %v", err)
+	}
+	_, hist, _, _ := r.d.CLI("history", r.name)
+	r.note("ardea swap exit %d: %s; history: %s", code, firstLine(out), lastLine(hist))
+}
+
+// await waits for an armed event; the operation ending first, or a
+// minute passing, fails the row.
+func (r *rowRun) await(ch <-chan Event, op *Command, what string) Event {
+	deadline := time.After(time.Minute)
+	for {
+		select {
+		case e := <-ch:
+			return e
+		case <-deadline:
+			r.fatalf("%s: not within a minute", what)
+		case <-time.After(25 * time.Millisecond):
+			if op != nil && op.Done() {
+				code, out, _ := op.Wait(0)
+				r.fatalf("%s: the operation ended first (exit %d): %s", what, code, out)
+			}
+		}
+	}
+}
+
+// replan: kill -9 of a container in a phase of `ardea update
+// --component-parallelism seqstate:3` or of `ardea apply` (a changed
+// file: seqstate at 3 tasks and the sink's flush interval, a replan with
+// the spouts paused). Phases: prepare (the spouts pause, or a live
+// switch's prepare is sent), handoff (state handed off by key group),
+// switch (a host runs the new plan).
+func (r *rowRun) replan(p Pick) {
+	phase := r.row.Phase
+	switch r.row.Fault {
+	case RescalePrepare:
+		phase = PhasePrepare
+	case RescaleHandoff:
+		phase = PhaseHandoff
+	case RescaleSwitch:
+		phase = PhaseSwitch
+	}
+	var args []string
+	if r.row.Fault == Apply {
+		changed := r.writeTopology("changed.yaml", []string{"seqstate.parallelism=3", "out.flush_interval=500ms"})
+		args = []string{"apply", r.name, changed}
+	} else {
+		args = []string{"update", r.name, "--component-parallelism", "seqstate:3"}
+	}
+	time.Sleep(p.Delay)
+	st := r.running("the " + args[0])
+	rev0 := st.PlanRevision
+	opStart := uint64(time.Now().UnixNano())
+	var ch <-chan Event
+	switch phase {
+	case PhasePrepare:
+		ch = r.w.Arm(func(e Event) bool {
+			return e.Kind == "cmd" && (e.Cmd.Op == "deactivate" || e.Cmd.Op == "switch-prepare")
+		})
+	case PhaseHandoff:
+		ch = r.w.Arm(func(e Event) bool {
+			return (e.Kind == "cmd" && e.Cmd.Op == "handoff") || (e.Kind == "hb" && e.HB.HandoffDone >= opStart)
+		})
+	case PhaseSwitch:
+		ch = r.w.Arm(func(e Event) bool { return e.Kind == "hb" && e.HB.PlanRevision > rev0 })
+	}
+	cmd, err := r.d.Start(args...)
+	if err != nil {
+		r.fatalf("start ardea %s: %v", args[0], err)
+	}
+	e := r.await(ch, cmd, "the "+phase+" phase of ardea "+args[0])
+	st = r.running("the kill in the " + phase + " phase")
+	c := r.pickContainer(st, p)
+	faultAt := time.Now()
+	if err := KillHost(c.PID); err != nil {
+		r.fatalf("kill container %d: %v", c.ID, err)
+	}
+	r.res.Injected++
+	r.note("%s: killed container %d in the %s phase (%s %s)", args[0], c.ID, phase, e.Kind, e.Cmd.Op)
+	r.res.RecoverySec = append(r.res.RecoverySec, r.recovered(faultAt, []int{c.PID}, rollbacks(st), r.row.Mode == EffectivelyOnce))
+	code, out, err := cmd.Wait(hangLimit)
+	if err != nil {
+		r.fatalf("ardea %s: %v", args[0], err)
+	}
+	r.note("ardea %s exit %d: %s", args[0], code, firstLine(out))
+}
+
+// damageCheckpoint: right after a checkpoint becomes global, its task
+// snapshots are overwritten with garbage (corrupt) or deleted, then a
+// container is killed so that a rollback must restore.
+func (r *rowRun) damageCheckpoint(p Pick) {
+	ctx := context.Background()
+	store, err := OpenCheckpoints(ctx, r.d.NATS, tenant)
+	if err != nil {
+		r.fatalf("open the checkpoint store: %v", err)
+	}
+	defer store.Close()
+	time.Sleep(p.Delay)
+	r.running("damaging a checkpoint")
+	e := r.await(r.w.Arm(func(e Event) bool { return e.Kind == "cmd" && e.Cmd.Op == "global" && e.Cmd.Epoch >= 2 }), nil, "a global checkpoint")
+	id := e.Cmd.Epoch
+	names, err := store.Snapshots(ctx, r.name, id)
+	if err != nil || len(names) == 0 {
+		r.fatalf("the snapshots of global checkpoint %d: %v (%d found)", id, err, len(names))
+	}
+	ids, err := store.Checkpoints(ctx, r.name)
+	if err != nil {
+		r.fatalf("list checkpoints: %v", err)
+	}
+	var older []uint64
+	for _, o := range ids {
+		if o < id {
+			if s, _ := store.Snapshots(ctx, r.name, o); len(s) >= len(names) {
+				older = append(older, o)
+			}
+		}
+	}
+	if r.row.Fault == CkptCorrupt {
+		err = store.Corrupt(ctx, names)
+	} else {
+		err = store.Delete(ctx, names)
+	}
+	if err != nil {
+		r.fatalf("damage checkpoint %d: %v", id, err)
+	}
+	st := r.running("the kill after the damage")
+	c := r.pickContainer(st, p)
+	faultAt := time.Now()
+	if err := KillHost(c.PID); err != nil {
+		r.fatalf("kill container %d: %v", c.ID, err)
+	}
+	r.res.Injected++
+	if g := st.Checkpoints.Global; g != id {
+		r.fatalf("checkpoint %d became global before the kill (damaged %d): the injection missed", g, id)
+	}
+	// With no complete older checkpoint left nothing can be restored:
+	// the row must then end FAILED with the reason (or, if something
+	// did restore, exact).
+	r.mayFail = len(older) == 0
+	r.note("%s %d snapshots of global checkpoint %d; complete older checkpoints: %v", map[bool]string{true: "corrupted", false: "deleted"}[r.row.Fault == CkptCorrupt], len(names), id, older)
+	r.res.RecoverySec = append(r.res.RecoverySec, r.recovered(faultAt, []int{c.PID}, rollbacks(st), true))
+}
+
+// finish waits for a terminal state, runs `ardea wait`, checks the
+// output and decides the verdict.
+func (r *rowRun) finish() {
+	var st Status
+	r.poll(hangLimit, "a terminal state (FINISHED or FAILED)", func() (bool, string) {
+		var err error
+		st, err = r.d.Status(r.name)
+		if err != nil {
+			return false, err.Error()
+		}
+		return Terminal(st.State), fmt.Sprintf("state %s %s", st.State, st.Message)
+	})
+	r.res.Terminal, r.res.Message = st.State, firstLine(st.Errors())
+	code, _, errOut, err := r.d.CLI("wait", r.name, "--timeout", "1m")
+	if err != nil {
+		r.fatalf("ardea wait: %v", err)
+	}
+	r.res.WaitExit = code
+	rep, err := Check(r.row.Mode, r.row.Keys, r.row.PerKey, r.out)
+	if err != nil {
+		r.fatalf("check the output: %v", err)
+	}
+	r.res.Lost, r.res.Dups, r.res.More, r.res.BadCounts = rep.Lost, rep.Duplicates, rep.MoreProduced, rep.BadCounts
+	r.t.Logf("checker: %s", rep.Summary())
+	var why []string
+	switch {
+	case st.State == StateFailed && r.mayFail:
+		// Unrecoverable: FAILED with the reason, `ardea wait` non-zero,
+		// and never started over (nothing re-executed).
+		if strings.TrimSpace(st.Message) == "" {
+			why = append(why, "FAILED without a reason")
+		}
+		if code == 0 {
+			why = append(why, "ardea wait exits 0 on a FAILED topology")
+		}
+		if rep.Duplicates > 0 || rep.MoreProduced > 0 || rep.BadCounts > 0 || rep.Malformed > 0 {
+			why = append(why, "output re-executed or inconsistent before FAILED: "+rep.Summary())
+		}
+	case st.State != StateFinished:
+		why = append(why, fmt.Sprintf("ended %s (%s), not FINISHED", st.State, firstLine(st.Errors())))
+	default:
+		if code != 0 {
+			why = append(why, fmt.Sprintf("ardea wait exit %d on a FINISHED topology: %s", code, firstLine(errOut)))
+		}
+		if !rep.OK() {
+			why = append(why, rep.Summary())
+		}
+	}
+	if len(why) > 0 {
+		r.fatalf("%s", strings.Join(why, "; "))
+	}
+	r.res.Verdict = Pass
+	r.res.Why = strings.Join(r.notes, "; ")
+}
+
+// guestRow: a bolt that abuses host resources (testdata/hog). The row
+// passes when the topology ends FAILED with a message that names the
+// limit, or when the abuse stays bounded (state: the host's memory; log:
+// the container's log files) although the guest tried far more.
+func (r *rowRun) guestRow() {
+	hog := hogModule(r.t)
+	const lines, rate = 300, 50 // 1 MiB of abuse a line: 300 MiB in 6 s
+	in := filepath.Join(r.dir, "in.txt")
+	if err := os.WriteFile(in, []byte(strings.Repeat("x\n", lines)), 0o644); err != nil {
+		r.t.Fatal(err)
+	}
+	mode := "state"
+	if r.row.Fault == GuestLogFlood {
+		mode = "log"
+	}
+	topo := filepath.Join(r.dir, "hog.yaml")
+	spec := fmt.Sprintf(`name: %s
+config:
+  topology.reliability: %s
+  topology.checkpoint.interval: 2s
+spouts:
+  - name: lines
+    module: builtin:file
+    config: {path: %q, rate: "%d"}
+bolts:
+  - name: hog
+    module: %q
+    config: {hog.mode: %s}
+    inputs: [{from: lines}]
+`, r.name, r.row.Mode, in, rate, hog, mode)
+	if err := os.WriteFile(topo, []byte(spec), 0o644); err != nil {
+		r.t.Fatal(err)
+	}
+	if code, out, errOut, err := r.d.CLI("submit", topo, "--name", r.name); err != nil || code != 0 {
+		r.fatalf("ardea submit: exit %d %v: %s %s", code, err, out, errOut)
+	}
+	faultAt := time.Now()
+	var st Status
+	var maxRSS int64
+	var executed int64
+	r.poll(hangLimit, "the abusive guest's topology to end", func() (bool, string) {
+		var err error
+		st, err = r.d.Status(r.name)
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, c := range st.Containers {
+			maxRSS = max(maxRSS, RSS(c.PID))
+		}
+		for _, in := range st.Instances("hog") {
+			executed = max(executed, in.Executed)
+		}
+		return Terminal(st.State), fmt.Sprintf("state %s, hog executed %d", st.State, executed)
+	})
+	r.res.Injected = 1
+	r.res.Terminal, r.res.Message = st.State, firstLine(st.Errors())
+	r.res.RecoverySec = []float64{time.Since(faultAt).Seconds()}
+	code, _, _, err := r.d.CLI("wait", r.name, "--timeout", "1m")
+	if err != nil {
+		r.fatalf("ardea wait: %v", err)
+	}
+	r.res.WaitExit = code
+	logs, _ := filepath.Glob(filepath.Join(r.data, "logs", r.name+"_*"))
+	var logBytes int64
+	for _, l := range logs {
+		logBytes += size(l)
+	}
+	r.note("hog (%s) executed %d tuples (%d MiB of abuse); host RSS peak %d MiB; container logs %d MiB", mode, executed, executed, maxRSS>>20, logBytes>>20)
+	named := regexp.MustCompile(`(?i)limit`).MatchString(st.Errors()) && regexp.MustCompile(`(?i)`+mode).MatchString(st.Errors())
+	switch {
+	case st.State == StateFailed && named && code != 0:
+		r.res.Verdict = Pass
+	case st.State == StateFailed && named:
+		r.fatalf("FAILED naming the limit, but ardea wait exits 0")
+	case st.State == StateFailed:
+		r.fatalf("FAILED without naming a %s limit: %s", mode, firstLine(st.Errors()))
+	case mode == "state" && executed >= 200 && maxRSS < 256<<20:
+		r.res.Verdict = Pass // bounded
+	case mode == "log" && executed >= 128 && logBytes < 32<<20:
+		r.res.Verdict = Pass // bounded
+	default:
+		r.fatalf("ended %s with the abuse unbounded: the guest %s %d MiB (host RSS peak %d MiB, logs %d MiB) and no limit stopped it",
+			st.State, map[string]string{"state": "put", "log": "logged"}[mode], executed, maxRSS>>20, logBytes>>20)
+	}
+	r.res.Why = strings.Join(r.notes, "; ")
+}
+
+func (r *rowRun) dumpLogs() {
+	r.t.Logf("daemon log (tail):\n%s", Tail(r.log, 3000))
+	logs, _ := filepath.Glob(filepath.Join(r.data, "logs", "*"))
+	for _, l := range logs {
+		r.t.Logf("%s (tail):\n%s", filepath.Base(l), Tail(l, 1500))
+	}
+}
+
+func size(path string) int64 {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return -1
+	}
+	return fi.Size()
+}
+
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		return strings.Join(strings.Fields(s[i+1:]), " ")
+	}
+	return s
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}

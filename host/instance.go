@@ -602,6 +602,14 @@ func (in *instance) input(b []byte) error {
 			return err
 		}
 		ptr := uint32(p)
+		if uint64(ptr)+uint64(want) > uint64(in.mem.Size()) && in.memLim.refused != 0 {
+			// The guest could not allocate the buffer and said so with
+			// a null pointer (or none at all).
+			return in.kill(&callError{
+				msg:  fmt.Sprintf("%s: ardea_buffer(%d) returned %d: %s", in.label, want, ptr, in.outOfMemory()),
+				kind: ErrMemoryLimit,
+			})
+		}
 		if uint64(ptr)+uint64(want) > uint64(in.mem.Size()) {
 			return in.kill(&callError{
 				msg: fmt.Sprintf("%s: ardea_buffer(%d) returned %d: the buffer is outside linear memory (%d bytes): %v",

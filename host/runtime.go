@@ -125,7 +125,7 @@ var DefaultLimits = Limits{
 
 // minLogLineBytes is the smallest log.max.line.bytes: room for the marker
 // of a cut line.
-const minLogLineBytes = 64
+const minLogLineBytes = 128
 
 // check refuses limits no instance could work with, naming the key.
 func (l Limits) check() error {

@@ -22,12 +22,23 @@
 //	badobserve  calls observe_many with values outside linear memory
 //	bigobserve  calls observe_many with more values than one call may carry
 //	stdio      prepare writes to stdout and stderr and calls ardea.log
+//	statebomb  state_put of bomb.value.bytes-byte values (default 8 MiB)
+//	           under new keys, bomb.puts times (0: until the host stops it)
+//	statewrite the same through state_write, 4 values per batch
+//	bigkey     state_put with a 128 KiB key
+//	logflood   flood.lines (default 1) ardea.log calls of flood.line.bytes
+//	           bytes each (default 16 MiB)
+//	printflood the same through stdout
+//	emitflood  emits 512 KiB tuples, one emit call each, until stopped
+//	wait       logs "waiting for release", then loops until the state
+//	           holds the key "release"
 //
 // One fixture for all of them keeps the committed .wasm files few (each Go
 // guest is ~1.8 MB).
 package main
 
 import (
+	"encoding/binary"
 	"os"
 	"strconv"
 	"unsafe"
@@ -38,6 +49,7 @@ import (
 var (
 	mode  string
 	iters int
+	cfg   map[string]string
 	out   g.Out
 	hog   [][]byte
 	sink  int
@@ -48,6 +60,7 @@ func prepare(n int32) int32 {
 	c := g.ParseContext(g.Input(n))
 	mode = c.Config["mode"]
 	iters = g.Atoi(c.Config["spin.iters"])
+	cfg = c.Config
 	if mode == "stdio" {
 		os.Stdout.WriteString("hello from stdout\nsecond line\npartial")
 		os.Stderr.WriteString("hello from stderr\n")
@@ -111,6 +124,57 @@ func execute(n int32) int32 {
 		g.Observe("user.size", 42)
 		g.Observe("user.size", 8)
 		g.ObserveMany("user.many", []int64{1, -2, 3})
+	case "statebomb", "statewrite":
+		size, puts := intOr("bomb.value.bytes", 8<<20), intOr("bomb.puts", 0)
+		v := make([]byte, size)
+		var batch []byte
+		for i := 0; puts == 0 || i < puts; i++ {
+			key := []byte("bomb/" + strconv.Itoa(i))
+			if mode == "statebomb" {
+				g.Put(key, v)
+				continue
+			}
+			batch = append(batch, 1)
+			batch = binary.LittleEndian.AppendUint32(batch, uint32(len(key)))
+			batch = append(batch, key...)
+			batch = binary.LittleEndian.AppendUint32(batch, uint32(len(v)))
+			batch = append(batch, v...)
+			if i%4 == 3 {
+				g.Write(batch)
+				batch = batch[:0]
+			}
+		}
+		if len(batch) > 0 {
+			g.Write(batch)
+		}
+	case "bigkey":
+		g.Put(make([]byte, 128<<10), []byte("v"))
+	case "logflood", "printflood":
+		line := make([]byte, intOr("flood.line.bytes", 16<<20))
+		for i := range line {
+			line[i] = 'x'
+		}
+		for range intOr("flood.lines", 1) {
+			if mode == "logflood" {
+				hostLog(0, unsafe.Pointer(unsafe.SliceData(line)), uint32(len(line)))
+			} else {
+				os.Stdout.Write(line)
+				os.Stdout.WriteString("\n")
+			}
+		}
+	case "emitflood":
+		values := g.AppendBytes(g.Begin(nil, 1), make([]byte, 512<<10))
+		for {
+			out.Emit(0, 0, 0, values)
+			out.Flush()
+		}
+	case "wait":
+		g.Log(0, "waiting for release")
+		for {
+			if _, ok := g.Get([]byte("release")); ok {
+				break
+			}
+		}
 	case "badobserve":
 		g.ObserveManyAt("user.many", 0xfffffff0, 4)
 	case "bigobserve":
@@ -118,6 +182,19 @@ func execute(n int32) int32 {
 	}
 	out.Flush()
 	return 0
+}
+
+// hostLog is ardea.log, here to log a long line without copying it.
+//
+//go:wasmimport ardea log
+func hostLog(level int32, ptr unsafe.Pointer, n uint32)
+
+// intOr is the config value of key as an integer, or def.
+func intOr(key string, def int) int {
+	if v, ok := cfg[key]; ok {
+		return g.Atoi(v)
+	}
+	return def
 }
 
 //go:wasmexport ardea_tick

@@ -21,6 +21,11 @@ import (
 // TestDeadlineNotChargedForStoppedTime, run TestStopHelper as the child.
 const stopHelperEnv = "ARDEA_HOST_TEST_STOP_HELPER"
 
+// stopCacheEnv passes the parent's compilation cache to the child, which
+// then does not compile the fixture again (wazero's file cache is safe to
+// share between processes: it writes by rename).
+const stopCacheEnv = "ARDEA_HOST_TEST_STOP_CACHE"
+
 // stopTimeout is the child's call deadline; it is stopped for twice that.
 const stopTimeout = time.Second
 
@@ -34,8 +39,9 @@ func TestDeadlineNotChargedForStoppedTime(t *testing.T) {
 	if os.Getenv(stopHelperEnv) != "" {
 		t.Skip("in the helper process")
 	}
+	compile(t, newRuntime(t, Config{}), "misbehave") // into the cache the child uses
 	cmd := exec.Command(os.Args[0], "-test.run=^TestStopHelper$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), stopHelperEnv+"=1")
+	cmd.Env = append(os.Environ(), stopHelperEnv+"=1", stopCacheEnv+"="+cacheDir)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	stdin, err := cmd.StdinPipe()
@@ -101,7 +107,7 @@ func TestStopHelper(t *testing.T) {
 		t.Skip("the child process of TestDeadlineNotChargedForStoppedTime")
 	}
 	log := slog.New(slog.NewTextHandler(os.Stdout, nil))
-	rt := newRuntime(t, Config{Logger: log})
+	rt := newRuntime(t, Config{Logger: log, CacheDir: os.Getenv(stopCacheEnv)})
 	ic := instanceConfig("waiter")
 	ic.CallTimeout = stopTimeout
 	b, err := compile(t, rt, "misbehave").NewBolt(context.Background(), ic)

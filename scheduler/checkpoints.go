@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -24,23 +25,78 @@ import (
 // stored it. Recovery restarts every task from the last global checkpoint.
 
 // Checkpointing connects a container to the checkpoint store and the
-// coordinator.
+// coordinator. One Checkpointing may serve several containers of a
+// topology (task ids are unique in it).
 type Checkpointing struct {
 	Store checkpoint.Store
 	// Key names the topology's checkpoints in Store (default: the
 	// topology's name).
 	Key string
 	// Report is told each task's outcome for a checkpoint (err nil:
-	// stored). It must not block for long: it runs on the task's goroutine.
+	// stored). It must not block for long: it runs on the goroutine that
+	// wrote the snapshot.
 	Report func(id uint64, task uint32, err error)
+
+	mu     sync.Mutex
+	writes map[uint32]*taskWrites
 }
 
-// saveTimeout bounds one snapshot write.
-const saveTimeout = 30 * time.Second
+// taskWrites are one task's snapshot writes: at most one being written
+// and one waiting, in checkpoint order.
+type taskWrites struct {
+	running bool       // a writer drains next
+	next    *snapWrite // waiting; a newer snapshot replaces it
+}
 
-// Save implements engine.Checkpointer: it stores the task's state for
-// checkpoint id (on the task's goroutine, so the state is a consistent cut)
-// and reports the outcome.
+type snapWrite struct {
+	id   uint64
+	data []byte
+}
+
+// Checkpoint storage defaults (CheckpointStorageSettings).
+const (
+	DefaultSaveTimeout = 5 * time.Second
+	DefaultRetain      = 3
+)
+
+// CheckpointStorage holds the settings of checkpoint storage
+// (docs/delivery.md, "Storage").
+type CheckpointStorage struct {
+	// SaveTimeout (topology.checkpoint.save.timeout, default 5s) bounds
+	// the write of one task's snapshot: a write that has not ended by then
+	// fails the checkpoint.
+	SaveTimeout time.Duration
+	// Retain (topology.checkpoint.retain, default 3) is how many global
+	// checkpoints the coordinator keeps: a rollback restores the newest
+	// intact one (RestorableCheckpoint).
+	Retain int
+}
+
+// CheckpointStorageSettings reads and checks topology.checkpoint.save.timeout
+// (100ms to 10m) and topology.checkpoint.retain (1 to 100) from a
+// topology's settings.
+func CheckpointStorageSettings(topology string, settings map[string]string) (CheckpointStorage, error) {
+	cs := CheckpointStorage{SaveTimeout: DefaultSaveTimeout, Retain: DefaultRetain}
+	if v, ok := settings["topology.checkpoint.save.timeout"]; ok {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 100*time.Millisecond || d > 10*time.Minute {
+			return cs, fmt.Errorf("topology %s: topology.checkpoint.save.timeout %q: want a duration from 100ms to 10m such as 5s", topology, v)
+		}
+		cs.SaveTimeout = d
+	}
+	if v, ok := settings["topology.checkpoint.retain"]; ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 100 {
+			return cs, fmt.Errorf("topology %s: topology.checkpoint.retain %q: want an integer from 1 to 100 (global checkpoints kept)", topology, v)
+		}
+		cs.Retain = n
+	}
+	return cs, nil
+}
+
+// Save implements engine.Checkpointer: it takes the task's snapshot for
+// checkpoint id on the task's goroutine (so the state is a consistent cut)
+// and hands it to the task's writer; see saveState.
 func (c *Container) Save(ctx context.Context, t *engine.Task, id uint64) {
 	c.mu.Lock()
 	st := c.states[t.ID]
@@ -48,27 +104,104 @@ func (c *Container) Save(ctx context.Context, t *engine.Task, id uint64) {
 	c.saveState(ctx, id, t.ID, st)
 }
 
+// saveState snapshots st for checkpoint id and queues the write. The task
+// goes on at once: the snapshot is a copy, and the outcome is reported by
+// the writer once the write ended (stored only after the store accepted
+// it), so a slow or failing store never stalls the task's data for longer
+// than taking the copy. Each task has one writer at a time, a goroutine of
+// the container's group (Run waits for it), writing in checkpoint order
+// with at most one snapshot waiting: a newer one replaces it, and the
+// replaced checkpoint is reported failed at once.
 func (c *Container) saveState(ctx context.Context, id uint64, task uint32, st *host.MemoryState) {
 	cp := c.o.Checkpoints
-	var err error
 	if st == nil {
-		err = fmt.Errorf("task %d has no state in container %d", task, c.o.Container)
-	} else {
-		sctx, cancel := context.WithTimeout(ctx, saveTimeout)
-		key := cp.Key
-		if key == "" {
-			key = c.o.Topology.Name
+		if ctx.Err() == nil {
+			err := fmt.Errorf("task %d has no state in container %d", task, c.o.Container)
+			c.runLog.Error("checkpoint not stored", "checkpoint", id, "task", task, "err", err)
+			cp.Report(id, task, err)
 		}
-		err = cp.Store.Save(sctx, key, id, task, st.Snapshot())
-		cancel()
+		return
 	}
+	w := &snapWrite{id: id, data: st.Snapshot()}
+	cp.mu.Lock()
+	if cp.writes == nil {
+		cp.writes = map[uint32]*taskWrites{}
+	}
+	tw := cp.writes[task]
+	if tw == nil {
+		tw = &taskWrites{}
+		cp.writes[task] = tw
+	}
+	dropped := tw.next
+	if dropped != nil && dropped.id > id {
+		dropped, w = w, dropped // never replace a newer snapshot
+	}
+	tw.next = w
+	start := !tw.running
+	tw.running = true
+	cp.mu.Unlock()
+	if dropped != nil {
+		err := fmt.Errorf("task %d: snapshot of checkpoint %d dropped unwritten: checkpoint %d was taken while an earlier write was still in progress (the checkpoint store is slow or failing)", task, dropped.id, w.id)
+		c.runLog.Error("checkpoint not stored", "checkpoint", dropped.id, "task", task, "err", err)
+		cp.Report(dropped.id, task, err)
+	}
+	if start {
+		c.group.GoFunc(func(gctx context.Context) error {
+			c.writeSnapshots(gctx, task, tw)
+			return nil
+		})
+	}
+}
+
+// writeSnapshots is a task's writer: it writes the task's queued
+// snapshots until none is left.
+func (c *Container) writeSnapshots(ctx context.Context, task uint32, tw *taskWrites) {
+	cp := c.o.Checkpoints
+	for {
+		cp.mu.Lock()
+		w := tw.next
+		tw.next = nil
+		if w == nil {
+			tw.running = false
+			cp.mu.Unlock()
+			return
+		}
+		cp.mu.Unlock()
+		c.writeSnapshot(ctx, task, w)
+	}
+}
+
+// writeSnapshot stores one snapshot within the save timeout and reports
+// the outcome (nothing when the container is stopping).
+func (c *Container) writeSnapshot(ctx context.Context, task uint32, w *snapWrite) {
+	cp := c.o.Checkpoints
+	if ctx.Err() != nil {
+		return
+	}
+	key := cp.Key
+	if key == "" {
+		key = c.o.Topology.Name
+	}
+	timeout := DefaultSaveTimeout
+	if cs, err := CheckpointStorageSettings(c.o.Topology.Name, c.o.Topology.Config); err == nil {
+		timeout = cs.SaveTimeout
+	}
+	start := time.Now()
+	sctx, cancel := context.WithTimeout(ctx, timeout)
+	err := cp.Store.Save(sctx, key, w.id, task, w.data)
+	timedOut := sctx.Err() != nil
+	cancel()
 	if err != nil && ctx.Err() != nil {
 		return // stopping: not a failure of the checkpoint
 	}
 	if err != nil {
-		c.runLog.Error("checkpoint not stored", "checkpoint", id, "task", task, "err", err)
+		if timedOut {
+			err = fmt.Errorf("not stored within topology.checkpoint.save.timeout %s: %w", timeout, err)
+		}
+		c.runLog.Error("checkpoint not stored", "checkpoint", w.id, "task", task, "bytes", len(w.data),
+			"after", time.Since(start).Round(time.Millisecond), "err", err)
 	}
-	cp.Report(id, task, err)
+	cp.Report(w.id, task, err)
 }
 
 // Checkpoint takes checkpoint id in this container: its running spouts
@@ -85,12 +218,16 @@ func (c *Container) Checkpoint(id uint64) {
 	if c.group != nil {
 		ctx = c.group.Context()
 	}
+	// A finished task's snapshot is written by a goroutine of the group,
+	// which is safe to add to only while one of its tasks runs.
+	running := slices.ContainsFunc(c.tasks, func(t *engine.Task) bool { _, ended := c.exited[t.ID]; return !ended })
 	for _, t := range c.tasks {
 		err, ended := c.exited[t.ID]
 		switch {
 		case ended && err == nil && c.finished[t.ID]:
-			st := c.states[t.ID]
-			go c.saveState(ctx, id, t.ID, st)
+			if running && ctx.Err() == nil {
+				c.saveState(ctx, id, t.ID, c.states[t.ID])
+			}
 		case ended:
 			go c.o.Checkpoints.Report(id, t.ID, fmt.Errorf("task %d is not running", t.ID))
 		case t.Spout != nil:
@@ -176,10 +313,13 @@ type Coordinator struct {
 	topology string
 	log      *slog.Logger
 
-	mu      sync.Mutex
-	tracker *checkpoint.Tracker
-	tasks   []uint32
-	failed  int // checkpoints abandoned because a task could not store
+	mu        sync.Mutex
+	tracker   *checkpoint.Tracker
+	tasks     []uint32
+	retain    int
+	failed    int // checkpoints that failed: a task could not store, or not in time
+	lastErr   error
+	lastErrAt time.Time
 
 	// OnGlobal, if set before Run, is called (not under a lock) each time
 	// a checkpoint becomes global: the caller tells every container, whose
@@ -188,21 +328,36 @@ type Coordinator struct {
 }
 
 // NewCoordinator starts after the store's last global checkpoint under key
-// (the Checkpointing key).
+// (the Checkpointing key). It keeps the plan's topology.checkpoint.retain
+// newest global checkpoints (CheckpointStorageSettings).
 func NewCoordinator(ctx context.Context, store checkpoint.Store, key string, p *plan.Plan, log *slog.Logger) (*Coordinator, error) {
+	cs, err := CheckpointStorageSettings(p.Topology, p.Settings)
+	if err != nil {
+		return nil, err
+	}
 	latest, err := store.Global(ctx, key)
 	if err != nil {
 		return nil, fmt.Errorf("topology %s: read the last global checkpoint: %w", p.Topology, err)
 	}
-	c := &Coordinator{store: store, topology: key, log: log, tracker: checkpoint.NewTracker(latest)}
+	c := &Coordinator{store: store, topology: key, log: log, tracker: checkpoint.NewTracker(latest), retain: cs.Retain}
 	c.SetPlan(p)
 	return c, nil
 }
 
-// SetPlan sets the tasks later checkpoints include.
+// fail records a failed checkpoint (c.mu held): counted, and the last error.
+func (c *Coordinator) fail(err error) {
+	c.failed++
+	c.lastErr, c.lastErrAt = err, time.Now()
+}
+
+// SetPlan sets the tasks later checkpoints include (and the retention of
+// the plan's settings, if they are valid).
 func (c *Coordinator) SetPlan(p *plan.Plan) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if cs, err := CheckpointStorageSettings(p.Topology, p.Settings); err == nil {
+		c.retain = cs.Retain
+	}
 	c.tasks = c.tasks[:0]
 	for i := 1; i < len(p.Tasks); i++ {
 		if !p.Tasks[i].Retired {
@@ -222,22 +377,25 @@ func (c *Coordinator) Begin() (uint64, error) {
 		return 0, err
 	}
 	for _, a := range abandoned {
-		c.log.Warn("checkpoint abandoned: not stored by every task in time", "checkpoint", a)
+		c.fail(fmt.Errorf("checkpoint %d abandoned: not stored by every task before checkpoint %d began", a, id))
+		c.log.Error("checkpoint failed: not stored by every task in time; the last global checkpoint stays the one to restore",
+			"checkpoint", a, "global", c.tracker.Latest())
 	}
 	return id, nil
 }
 
 // Report records one task's outcome. A task that could not store fails
-// the checkpoint loudly; the last global checkpoint stays the one to
-// restore. When the last task stored it, the checkpoint becomes global and
-// older ones are deleted.
+// the checkpoint loudly (counted in Failed, kept as LastError); the last
+// global checkpoint stays the one to restore. When the last task stored
+// it, the checkpoint becomes global and what retention no longer needs is
+// deleted (see prune).
 func (c *Coordinator) Report(ctx context.Context, id uint64, task uint32, err error) {
 	c.mu.Lock()
 	if err != nil {
 		aerr := c.tracker.Abandon(id)
 		latest := c.tracker.Latest()
 		if aerr == nil {
-			c.failed++
+			c.fail(fmt.Errorf("checkpoint %d: task %d: %w", id, task, err))
 		}
 		c.mu.Unlock()
 		if aerr == nil {
@@ -257,16 +415,55 @@ func (c *Coordinator) Report(ctx context.Context, id uint64, task uint32, err er
 	if !global {
 		return
 	}
-	if err := c.store.SetGlobal(ctx, c.topology, id); err != nil {
+	c.mu.Lock()
+	key, retain := c.topology, c.retain
+	c.mu.Unlock()
+	if err := c.store.SetGlobal(ctx, key, id); err != nil {
+		c.mu.Lock()
+		c.fail(fmt.Errorf("checkpoint %d stored by every task but not recorded as global: %w", id, err))
+		c.mu.Unlock()
 		c.log.Error("checkpoint stored by every task but not recorded as global", "checkpoint", id, "err", err)
 		return
 	}
-	if err := c.store.DeleteBefore(ctx, c.topology, id); err != nil {
-		c.log.Warn("older checkpoints not deleted", "checkpoint", id, "err", err)
-	}
+	c.prune(ctx, key, id, retain)
 	c.log.Debug("checkpoint global", "checkpoint", id)
 	if c.OnGlobal != nil {
 		c.OnGlobal(id)
+	}
+}
+
+// prune deletes what the retained global checkpoints do not need once
+// global became global: every checkpoint older than the retain-th newest
+// global one, and the checkpoints between that one and global that never
+// became global (failed or abandoned). With a damaged global marker only
+// the older checkpoints go.
+func (c *Coordinator) prune(ctx context.Context, key string, global uint64, retain int) {
+	globals, err := c.store.Globals(ctx, key)
+	if err != nil {
+		c.log.Warn("retained global checkpoints not listed", "checkpoint", global, "err", err)
+	}
+	if len(globals) == 0 || globals[0] != global {
+		return // the store does not hold the global just recorded: delete nothing
+	}
+	keep := globals[:min(retain, len(globals))]
+	oldest := keep[len(keep)-1]
+	if err := c.store.DeleteBefore(ctx, key, oldest); err != nil {
+		c.log.Warn("older checkpoints not deleted", "checkpoint", global, "before", oldest, "err", err)
+	}
+	if err != nil {
+		return
+	}
+	ids, err := c.store.Checkpoints(ctx, key)
+	if err != nil {
+		c.log.Warn("checkpoints not listed", "checkpoint", global, "err", err)
+		return
+	}
+	for _, id := range ids {
+		if id > oldest && id < global && !slices.Contains(keep, id) {
+			if err := c.store.Delete(ctx, key, id); err != nil {
+				c.log.Warn("failed checkpoint not deleted", "checkpoint", id, "err", err)
+			}
+		}
 	}
 }
 
@@ -297,11 +494,30 @@ func (c *Coordinator) Global() uint64 {
 	return c.tracker.Latest()
 }
 
-// Failed counts checkpoints abandoned because a task could not store.
+// Failed counts the checkpoints that failed: a task could not store its
+// snapshot (its write failed or did not end within
+// topology.checkpoint.save.timeout), not every task stored it in time, or
+// it could not be recorded as global.
 func (c *Coordinator) Failed() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.failed
+}
+
+// LastError returns the last checkpoint failure, with its cause, and when
+// it happened (nil: none since the coordinator started).
+func (c *Coordinator) LastError() (error, time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lastErr, c.lastErrAt
+}
+
+// Retain is how many global checkpoints are kept
+// (topology.checkpoint.retain).
+func (c *Coordinator) Retain() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.retain
 }
 
 // Run begins a checkpoint every interval, when ready reports true (nil:
@@ -330,10 +546,16 @@ func (c *Coordinator) Run(ctx context.Context, interval time.Duration, ready fun
 				continue
 			}
 			c.mu.Lock()
+			missing := c.tracker.Missing(last)
 			err := c.tracker.Abandon(last)
+			if err == nil {
+				c.fail(fmt.Errorf("checkpoint %d not stored by every task within %s (tasks %v did not report)", last, giveUp, missing))
+			}
+			latest := c.tracker.Latest()
 			c.mu.Unlock()
 			if err == nil {
-				c.log.Warn("checkpoint abandoned: not stored by every task in time", "checkpoint", last, "after", time.Since(begun).Round(time.Millisecond))
+				c.log.Error("checkpoint failed: not stored by every task in time; the last global checkpoint stays the one to restore",
+					"checkpoint", last, "after", time.Since(begun).Round(time.Millisecond), "missing", missing, "global", latest)
 			}
 		}
 		id, err := c.Begin()

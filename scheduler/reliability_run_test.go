@@ -65,9 +65,15 @@ func TestWordCountDeliveryModes(t *testing.T) {
 				if res.GlobalCheckpoint == 0 || res.FailedCheckpoints != 0 {
 					t.Errorf("global checkpoint %d, %d failed", res.GlobalCheckpoint, res.FailedCheckpoints)
 				}
+				// Retention: the global checkpoint and at most DefaultRetain-1
+				// older global ones (and checkpoints begun after it).
+				globals, err := store.Globals(context.Background(), top.Name)
+				if err != nil || len(globals) == 0 || len(globals) > DefaultRetain || globals[0] != res.GlobalCheckpoint {
+					t.Errorf("store holds global checkpoints %v (%v), global %d", globals, err, res.GlobalCheckpoint)
+				}
 				ids, err := store.Checkpoints(context.Background(), top.Name)
-				if err != nil || len(ids) == 0 || ids[0] < res.GlobalCheckpoint {
-					t.Errorf("store holds checkpoints %v (%v), global %d", ids, err, res.GlobalCheckpoint)
+				if err != nil || len(globals) == 0 || len(ids) == 0 || ids[0] < globals[len(globals)-1] {
+					t.Errorf("store holds checkpoints %v (%v), retained globals %v", ids, err, globals)
 				}
 				t.Logf("global checkpoint %d", res.GlobalCheckpoint)
 			}

@@ -204,7 +204,7 @@ func (t *tm) checkpointStore(ctx context.Context) (checkpoint.Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("topology %s: checkpoints: %w", t.name, err)
 	}
-	store, err := checkpoint.NewJetStreamStore(ctx, js, checkpoint.JetStreamOptions{Bucket: hostproc.CheckpointBucket(t.d.store.Tenant())})
+	store, err := checkpoint.NewJetStreamStore(ctx, js, checkpoint.JetStreamOptions{Bucket: hostproc.CheckpointBucket(t.d.store.Tenant()), MaxBytes: checkpoint.DefaultMaxBytes})
 	if err != nil {
 		return nil, fmt.Errorf("topology %s: %w", t.name, err)
 	}

@@ -261,12 +261,12 @@ func newTask(ctx context.Context, t *ardea.Topology, p *plan.Plan, id uint32, sm
 			return nil, fmt.Errorf("component %s: %w", pc.Name, err)
 		}
 	} else {
-		lim, err := readLimits(tc.Config, "")
+		lim, err := instanceLimits(t, tc)
 		if err != nil {
-			return nil, fmt.Errorf("component %s: %w", pc.Name, err)
+			return nil, err
 		}
 		ic := host.InstanceConfig{Topology: p.Topology, Component: pc.Name, TaskID: id,
-			MemoryLimitPages: lim.pages, CallTimeout: lim.timeout}
+			MemoryLimitPages: lim.pages, CallTimeout: lim.timeout, MaxTupleBytes: lim.maxTuple, Limits: lim.host}
 		if tc.Kind == ardea.Spout {
 			task.Spout, err = mod.NewSpout(ctx, ic)
 		} else {

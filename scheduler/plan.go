@@ -43,6 +43,9 @@ func BuildPlan(t *ardea.Topology, containers int, pack Packer) (*plan.Plan, erro
 	if _, err := RecoverySettings(t); err != nil {
 		return nil, err
 	}
+	if err := CheckLimits(t); err != nil {
+		return nil, err
+	}
 	p := &plan.Plan{Tenant: DefaultTenant, Topology: t.Name, Settings: t.Config}
 	ids := map[string]int{}
 	for i, c := range t.Components {

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -119,6 +120,7 @@ func Run(ctx context.Context, o RunOptions) (*Result, error) {
 	rt, err := host.NewRuntime(ctx, host.Config{
 		Logger: log, CacheDir: filepath.Join(o.CacheDir, "wazero"),
 		MemoryLimitPages: lim.pages, CallTimeout: lim.timeout, MaxTupleBytes: lim.maxTuple,
+		Limits: lim.host,
 	})
 	if err != nil {
 		return nil, err
@@ -261,16 +263,103 @@ func Run(ctx context.Context, o RunOptions) (*Result, error) {
 	return res, err
 }
 
+// limits are a wasm instance's limits as set in a config (zero: not set).
 type limits struct {
 	pages    uint32
 	timeout  time.Duration
 	maxTuple int
+	host     host.Limits
+}
+
+// byteLimits are the host.Limits keys: integers (bytes) within [min, max];
+// host/README.md has their defaults.
+var byteLimits = []struct {
+	key      string
+	min, max int64
+	set      func(*host.Limits, int64)
+}{
+	{"state.max.bytes", 1, math.MaxInt64, func(l *host.Limits, v int64) { l.StateMaxBytes = v }},
+	{"state.max.value.bytes", 1, math.MaxInt32, func(l *host.Limits, v int64) { l.StateMaxValueBytes = int(v) }},
+	{"state.max.key.bytes", 1, math.MaxInt32, func(l *host.Limits, v int64) { l.StateMaxKeyBytes = int(v) }},
+	{"log.max.line.bytes", 128, math.MaxInt32, func(l *host.Limits, v int64) { l.LogMaxLineBytes = int(v) }},
+	{"log.max.bytes.per.second", 1, math.MaxInt64, func(l *host.Limits, v int64) { l.LogMaxBytesPerSecond = v }},
+	{"emit.max.bytes.per.call", 1, math.MaxInt64, func(l *host.Limits, v int64) { l.EmitMaxBytesPerCall = v }},
+}
+
+// instanceLimits are the limits of one wasm component's instances: its
+// own config's keys over the topology's topology.* ones (max.tuple.bytes
+// is topology-wide: the stream managers size their batches by it).
+func instanceLimits(t *ardea.Topology, c *ardea.Component) (limits, error) {
+	top, err := readLimits(t.Config, "topology.")
+	if err != nil {
+		return limits{}, fmt.Errorf("topology %s: %w", t.Name, err)
+	}
+	own, err := readLimits(c.Config, "")
+	if err != nil {
+		return limits{}, fmt.Errorf("component %s: %w", c.Name, err)
+	}
+	l := own
+	l.maxTuple = top.maxTuple
+	if l.pages == 0 {
+		l.pages = top.pages
+	}
+	if l.timeout == 0 {
+		l.timeout = top.timeout
+	}
+	h, th := &l.host, top.host
+	for _, f := range []struct{ own, top *int64 }{
+		{&h.StateMaxBytes, &th.StateMaxBytes}, {&h.LogMaxBytesPerSecond, &th.LogMaxBytesPerSecond},
+		{&h.EmitMaxBytesPerCall, &th.EmitMaxBytesPerCall},
+	} {
+		if *f.own == 0 {
+			*f.own = *f.top
+		}
+	}
+	for _, f := range []struct{ own, top *int }{
+		{&h.StateMaxValueBytes, &th.StateMaxValueBytes}, {&h.StateMaxKeyBytes, &th.StateMaxKeyBytes},
+		{&h.LogMaxLineBytes, &th.LogMaxLineBytes},
+	} {
+		if *f.own == 0 {
+			*f.own = *f.top
+		}
+	}
+	return l, nil
+}
+
+// CheckLimits checks the wasm limits of a topology and of each of its
+// wasm components (builtins take no such keys), so that a bad value is
+// refused when the plan is built rather than when an instance starts.
+func CheckLimits(t *ardea.Topology) error {
+	if _, err := readLimits(t.Config, "topology."); err != nil {
+		return fmt.Errorf("topology %s: %w", t.Name, err)
+	}
+	for _, c := range t.Components {
+		if strings.HasPrefix(c.Module, ardea.BuiltinPrefix) {
+			continue
+		}
+		if _, err := instanceLimits(t, c); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // readLimits reads the wasm limits under prefix ("topology." or "" for a
-// component's own config: wasm.memory.pages, wasm.call.timeout).
+// component's own config): wasm.memory.pages, wasm.call.timeout, the
+// byteLimits keys and (topology only) max.tuple.bytes.
 func readLimits(cfg map[string]string, prefix string) (limits, error) {
 	var l limits
+	for _, b := range byteLimits {
+		v, ok := cfg[prefix+b.key]
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < b.min || n > b.max {
+			return l, fmt.Errorf("%s%s %q: want an integer number of bytes from %d to %d", prefix, b.key, v, b.min, b.max)
+		}
+		b.set(&l.host, n)
+	}
 	if v, ok := cfg[prefix+"wasm.memory.pages"]; ok {
 		n, err := strconv.ParseUint(v, 10, 32)
 		if err != nil || n < 1 || n > 65536 {

@@ -1,0 +1,130 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ardea-dev/ardea"
+	"github.com/ardea-dev/ardea/connectors"
+	"github.com/ardea-dev/ardea/host"
+)
+
+func TestInstanceLimits(t *testing.T) {
+	tp := wordcountTopo(t, 1, 1)
+	for _, s := range []string{
+		"topology.wasm.memory.pages=512", "topology.wasm.call.timeout=3s", "topology.max.tuple.bytes=4096",
+		"topology.state.max.bytes=1000000", "topology.state.max.value.bytes=5000", "topology.log.max.bytes.per.second=100",
+		"count.wasm.memory.pages=256", "count.state.max.bytes=2000000", "count.state.max.key.bytes=100",
+		"count.log.max.line.bytes=200", "count.emit.max.bytes.per.call=300",
+	} {
+		if err := tp.Set(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := map[string]limits{
+		"split": {pages: 512, timeout: 3 * time.Second, maxTuple: 4096,
+			host: host.Limits{StateMaxBytes: 1000000, StateMaxValueBytes: 5000, LogMaxBytesPerSecond: 100}},
+		"count": {pages: 256, timeout: 3 * time.Second, maxTuple: 4096,
+			host: host.Limits{StateMaxBytes: 2000000, StateMaxValueBytes: 5000, StateMaxKeyBytes: 100,
+				LogMaxLineBytes: 200, LogMaxBytesPerSecond: 100, EmitMaxBytesPerCall: 300}},
+	}
+	for _, c := range tp.Components {
+		w, ok := want[c.Name]
+		if !ok {
+			continue
+		}
+		got, err := instanceLimits(tp, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != w {
+			t.Errorf("component %s: limits %+v, want %+v", c.Name, got, w)
+		}
+	}
+	if _, err := BuildPlan(tp, 1, RoundRobin); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestBuildPlanRefusesBadLimits(t *testing.T) {
+	for _, tc := range []struct{ set, want string }{
+		{"topology.state.max.bytes=256MiB", `topology wc: topology.state.max.bytes "256MiB": want an integer number of bytes from 1 to 9223372036854775807`},
+		{"topology.emit.max.bytes.per.call=0", `topology wc: topology.emit.max.bytes.per.call "0": want an integer number of bytes from 1`},
+		{"count.log.max.line.bytes=10", `component count: log.max.line.bytes "10": want an integer number of bytes from 128 to 2147483647`},
+		{"split.state.max.value.bytes=3000000000", `component split: state.max.value.bytes "3000000000": want an integer number of bytes from 1 to 2147483647`},
+		{"count.state.max.key.bytes=-1", `component count: state.max.key.bytes "-1"`},
+		{"count.log.max.bytes.per.second=x", `component count: log.max.bytes.per.second "x"`},
+		{"count.wasm.memory.pages=0", `component count: wasm.memory.pages "0": want 1..65536`},
+	} {
+		tp := wordcountTopo(t, 1, 1)
+		if err := tp.Set(tc.set); err != nil {
+			t.Fatal(err)
+		}
+		_, err := BuildPlan(tp, 1, RoundRobin)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err = %v, want %q", tc.set, err, tc.want)
+		}
+	}
+	// A builtin's config is its own: the keys mean nothing there.
+	tp := wordcountTopo(t, 1, 1)
+	if err := tp.Set("out.state.max.bytes=whatever"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := BuildPlan(tp, 1, RoundRobin); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRunEnforcesLimits runs the misbehaving host fixture through Run:
+// limits set in the topology's and the component's config reach the
+// instance, and the run fails with the error naming them.
+func TestRunEnforcesLimits(t *testing.T) {
+	in := filepath.Join(t.TempDir(), "in.txt")
+	writeLines(t, in, []string{"go"})
+	cache := t.TempDir()
+	for _, tc := range []struct {
+		name     string
+		topo     map[string]string
+		victim   map[string]string
+		kind     error
+		want     string
+		wantMore string
+	}{
+		{"state limit of the component", nil,
+			map[string]string{"mode": "statebomb", "bomb.value.bytes": "100000", "state.max.bytes": "1000000"},
+			host.ErrStateLimit, "component victim task 2: ardea_execute: state_put: host-side state would reach 1000060 bytes, over the limit state.max.bytes = 1000000", ""},
+		{"emit limit of the topology", map[string]string{"topology.emit.max.bytes.per.call": "1048576"},
+			map[string]string{"mode": "emitflood"},
+			host.ErrEmitLimit, "component victim task 2: ardea_execute: emit: the call emitted 1048624 bytes, over the limit emit.max.bytes.per.call = 1048576", ""},
+		{"memory limit of the topology", map[string]string{"topology.wasm.memory.pages": "320"},
+			map[string]string{"mode": "bomb"},
+			host.ErrMemoryLimit, "component victim task 2: call ardea_execute: guest ran out of memory: memory.grow to ", "pages was refused at the limit wasm.memory.pages = 320 (20 MiB"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := ardea.NewBuilder("limits")
+			for k, v := range tc.topo {
+				b.Set(k, v)
+			}
+			b.Spout("lines", "builtin:file").Config("path", in)
+			v := b.Bolt("victim", repoPath(t, "host/testdata/misbehave.wasm")).Shuffle("lines").Output("default", "word")
+			for k, val := range tc.victim {
+				v.Config(k, val)
+			}
+			tp, err := b.BuildWith(ardea.ValidateOptions{Builtins: connectors.Outputs, BuiltinConfig: connectors.ValidateConfig})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = Run(context.Background(), RunOptions{Topology: tp, CacheDir: cache, Duration: time.Minute})
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), tc.wantMore) {
+				t.Fatalf("err = %v\nwant it to contain %q and %q", err, tc.want, tc.wantMore)
+			}
+			if !errors.Is(err, tc.kind) {
+				t.Fatalf("errors.Is(%v, %v) = false", err, tc.kind)
+			}
+		})
+	}
+}

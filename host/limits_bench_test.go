@@ -1,0 +1,56 @@
+package host
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+)
+
+// The host paths the limits sit on, measured without them (the commit
+// before) and with them; host/README.md has the figures.
+
+// BenchmarkStateCount: the echo bolt counting words in state — per tuple
+// one state_get and one state_put (checked against state.max.key.bytes,
+// state.max.value.bytes and state.max.bytes) and one emit of (word,
+// count), for 1024-tuple batches of 1024 distinct words.
+func BenchmarkStateCount(b *testing.B) {
+	const n = 1024
+	batch := wordBatch(n)
+	bolt := preparedBolt(b, newRuntime(b, Config{}), "echo", map[string]string{"echo.count": "1"})
+	out := &discard{}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := bolt.Execute(batch, out); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "tuples/s")
+}
+
+// BenchmarkGuestLog: 100 ardea.log calls of 100 bytes per guest call into
+// an enabled handler that writes to io.Discard (with the limits, all but
+// the first 64 KiB of each second are dropped and counted).
+func BenchmarkGuestLog(b *testing.B) {
+	const lines = 100
+	rt := newRuntime(b, Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	bolt, err := compile(b, rt, "misbehave").NewBolt(context.Background(), instanceConfig("misbehave"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer bolt.Close()
+	cfg := map[string]string{"mode": "logflood", "flood.lines": "100", "flood.line.bytes": "100"}
+	if err := bolt.Prepare(taskContext("misbehave", cfg, wordStream), &discard{}); err != nil {
+		b.Fatal(err)
+	}
+	batch, out := batchOf(1, "x"), &discard{}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := bolt.Execute(batch, out); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*lines), "ns/line")
+}

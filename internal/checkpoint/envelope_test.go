@@ -5,8 +5,8 @@ import (
 	"testing"
 )
 
-// FuzzUnseal: unseal never panics, and whatever it accepts is exactly the
-// envelope seal builds for the same key and data.
+// FuzzUnseal: unseal, openGlobal and openMarker never panic, and whatever
+// they accept is exactly the envelope seal builds for the same key and data.
 func FuzzUnseal(f *testing.F) {
 	f.Add(seal(kindSnap, "wc", 3, 2, []byte("state")))
 	f.Add(seal(kindSnap, "wc", 3, 2, nil))
@@ -16,6 +16,11 @@ func FuzzUnseal(f *testing.F) {
 		if data, err := unseal(b, kindSnap, "wc", 3, 2); err == nil {
 			if !bytes.Equal(seal(kindSnap, "wc", 3, 2, data), b) {
 				t.Fatalf("accepted %x", b)
+			}
+		}
+		if err := openMarker(b, "wc", 9); err == nil {
+			if !bytes.Equal(seal(kindGlobal, "wc", 9, 0, nil), b) {
+				t.Fatalf("accepted marker %x", b)
 			}
 		}
 		if id, err := openGlobal(b, "wc"); err == nil {

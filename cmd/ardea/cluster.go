@@ -345,6 +345,15 @@ func printStatus(w io.Writer, st local.Status) {
 	if c := st.Checkpoints; c != nil {
 		fmt.Fprintf(w, "effectively once: last global checkpoint %d, %d failed, %d rollbacks, running from checkpoint %d\n",
 			c.Global, c.Failed, c.Rollbacks, c.RestoredFrom)
+		if c.Fenced {
+			fmt.Fprintf(w, "  rolling back: %s\n", c.LastRollback)
+		}
+		if c.LastError != "" {
+			fmt.Fprintf(w, "  last failed checkpoint (%s ago): %s\n", time.Since(c.LastErrorAt).Round(time.Second), c.LastError)
+		}
+		for _, s := range c.Skipped {
+			fmt.Fprintf(w, "  skipped on the last rollback: %s\n", s)
+		}
 	}
 	if len(st.Components) > 0 {
 		fmt.Fprintln(w, "\nlogical plan:")

@@ -323,3 +323,77 @@ func TestClusterEffectivelyOnceKillDuringRescale(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestClusterEffectivelyOnceCorruptNewestCheckpoint: the newest global
+// checkpoint's snapshot of one task is overwritten with garbage, then a
+// container is killed. The rollback names the damaged snapshot, falls
+// back to the previous global checkpoint (sources rewound to its
+// positions), and the output is exactly a fault-free run's.
+func TestClusterEffectivelyOnceCorruptNewestCheckpoint(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs host processes")
+	}
+	const keys, perKey = 400, 500
+	d := startDaemon(t, t.TempDir())
+	out := submitKeyed(t, d, "eoc", keys, perKey, 20000)
+	waitFor(t, time.Minute, "three global checkpoints", func() (bool, string) {
+		st := d.status(t, "eoc")
+		return st.Checkpoints.Global >= 3, st.State
+	})
+	// Paused, the topology takes no more checkpoints: the one damaged
+	// below stays the newest.
+	d.ok(t, "deactivate", "eoc")
+	newest := d.status(t, "eoc").Checkpoints.Global
+	nc, err := nats.Connect(d.natsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	obs, err := js.ObjectStore(ctx, "ardea_checkpoints_default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	infos, err := obs.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	damaged := ""
+	for _, in := range infos {
+		// <key>/<20-digit id>/<task>
+		parts := strings.Split(in.Name, "/")
+		if len(parts) == 3 && strings.HasPrefix(parts[0], "eoc-") && parts[2] == "3" {
+			if id, err := strconv.ParseUint(parts[1], 10, 64); err == nil && id == newest {
+				if _, err := obs.PutBytes(ctx, in.Name, []byte("not a snapshot")); err != nil {
+					t.Fatal(err)
+				}
+				damaged = in.Name
+			}
+		}
+	}
+	if damaged == "" {
+		t.Fatalf("no snapshot of checkpoint %d task 3 in the store", newest)
+	}
+	killContainer(t, d.status(t, "eoc"), 1)
+	var st local.Status
+	waitFor(t, time.Minute, "the rollback", func() (bool, string) {
+		st = d.status(t, "eoc") // paused: the containers run, the spouts do not
+		return st.Checkpoints.Rollbacks >= 1 && !st.Checkpoints.RollingBack, st.State
+	})
+	if st.Checkpoints.RestoredFrom >= newest || len(st.Checkpoints.Skipped) == 0 || !strings.Contains(strings.Join(st.Checkpoints.Skipped, " "), "task 3") {
+		t.Fatalf("after damaging checkpoint %d: restored %d, skipped %q", newest, st.Checkpoints.RestoredFrom, st.Checkpoints.Skipped)
+	}
+	t.Logf("damaged %s; restored checkpoint %d; skipped: %s", damaged, st.Checkpoints.RestoredFrom, st.Checkpoints.Skipped)
+	d.ok(t, "activate", "eoc")
+	waitFor(t, 3*time.Minute, "eoc to finish", func() (bool, string) {
+		st := d.status(t, "eoc")
+		return st.State == local.StateFinished, st.State
+	})
+	if err := keyed.CheckExact(out, keys, perKey); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -390,7 +390,10 @@ func (t *tm) rollbackOnce(ctx context.Context, cs *ckptState, crashes uint64, de
 	rev := t.planRev
 	cs.count++
 	t.mu.Unlock()
-	t.log.Warn("rolling back: every task restarts from the checkpoint", "checkpoint", id, "generation", gen, "skipped", skipped)
+	if len(skipped) > 0 {
+		t.log.Error("rolling back past damaged checkpoints", "checkpoint", id, "skipped", skipped)
+	}
+	t.log.Warn("rolling back: every task restarts from the checkpoint", "checkpoint", id, "generation", gen)
 	return t.waitRecovery(ctx, cs, crashes, deadline, "run the restored checkpoint", func(h ctl.Heartbeat) bool {
 		return h.PlanRevision == rev && (h.State == ctl.HostRunning || h.State == ctl.HostFinished)
 	})

@@ -4,12 +4,18 @@ import (
 	"context"
 
 	"github.com/ardea-dev/ardea/internal/checkpoint"
+	"github.com/ardea-dev/ardea/scheduler"
 	"github.com/ardea-dev/ardea/scheduler/ctl"
 )
 
-// restorableCheckpoint is the checkpoint a rollback restores: see
-// tm.restorable.
+// restorableCheckpoint is the checkpoint a rollback of doc restores (see
+// tm.restorable and scheduler.RestorableCheckpoint), with one line per
+// newer global checkpoint it found damaged or gone.
 func restorableCheckpoint(ctx context.Context, store checkpoint.Store, doc ctl.PlanDoc) (uint64, []string, error) {
-	id, err := store.Global(ctx, doc.CheckpointKey)
-	return id, nil, err
+	id, skipped, err := scheduler.RestorableCheckpoint(ctx, store, doc.CheckpointKey, doc.Plan)
+	lines := make([]string, 0, len(skipped))
+	for _, s := range skipped {
+		lines = append(lines, s.Error())
+	}
+	return id, lines, err
 }

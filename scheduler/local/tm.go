@@ -669,6 +669,9 @@ func (t *tm) status() Status {
 		st.Checkpoints = &CheckpointStatus{Global: cs.coord.Global(), Failed: cs.coord.Failed(), Rollbacks: cs.count,
 			RestoredFrom: cs.restored, RollingBack: cs.rolling || cs.fenced, Generation: cs.gen, Fenced: cs.fenced,
 			LastRollback: cs.lastWhy, Skipped: cs.skipped}
+		if err, at := cs.coord.LastError(); err != nil {
+			st.Checkpoints.LastError, st.Checkpoints.LastErrorAt = err.Error(), at
+		}
 	}
 	for _, c := range t.top.Components {
 		cs := ComponentStatus{Name: c.Name, Kind: string(c.Kind), Module: c.Module, Parallelism: c.Parallelism}

@@ -134,6 +134,9 @@ func (t *tm) startCheckpoints(ctx, runCtx context.Context, resumed bool) error {
 		// Every container starts from the last intact global checkpoint
 		// (its spouts' positions included), as a new generation.
 		id, skipped, err := t.restorable(ctx, store, doc)
+		if err != nil && len(skipped) > 0 {
+			err = permanent{err}
+		}
 		if err != nil {
 			return err
 		}
@@ -340,8 +343,11 @@ func (t *tm) rollbackOnce(ctx context.Context, cs *ckptState, crashes uint64, de
 	if baseRec != nil {
 		// An uncommitted replan changed the stored spec or modules: the
 		// plan rolled back to runs with the ones it had.
-		top, err := t.restoreRecord(ctx, baseRec)
-		if err != nil {
+		var top *ardea.Topology
+		if err := t.retry(ctx, cs, crashes, deadline, "restore the topology's spec", func() (err error) {
+			top, err = t.restoreRecord(ctx, baseRec)
+			return err
+		}); err != nil {
 			return err
 		}
 		t.mu.Lock()
@@ -350,7 +356,9 @@ func (t *tm) rollbackOnce(ctx context.Context, cs *ckptState, crashes uint64, de
 	}
 	hold := base
 	hold.Hold, hold.Restore, hold.Generation = gen, 0, base.Generation
-	if err := t.publishRecovery(ctx, cs, crashes, hold); err != nil {
+	if err := t.retry(ctx, cs, crashes, deadline, "publish the hold plan", func() error {
+		return t.publishRecovery(ctx, cs, crashes, hold)
+	}); err != nil {
 		return err
 	}
 	t.fitContainers(ctx, base.Plan.Containers)
@@ -359,12 +367,19 @@ func (t *tm) rollbackOnce(ctx context.Context, cs *ckptState, crashes uint64, de
 	}); err != nil {
 		return err
 	}
-	store, err := t.checkpointStore(ctx)
-	if err != nil {
+	var id uint64
+	var skipped []string
+	if err := t.retry(ctx, cs, crashes, deadline, "find the checkpoint to restore", func() error {
+		store, err := t.checkpointStore(ctx)
+		if err != nil {
+			return err
+		}
+		id, skipped, err = t.restorable(ctx, store, base)
+		if err != nil && len(skipped) > 0 {
+			return permanent{err} // damaged, not unreachable: retrying cannot help
+		}
 		return err
-	}
-	id, skipped, err := t.restorable(ctx, store, base)
-	if err != nil {
+	}); err != nil {
 		return err
 	}
 	if base.CheckpointKey != cs.coord.Key() {
@@ -383,7 +398,9 @@ func (t *tm) rollbackOnce(ctx context.Context, cs *ckptState, crashes uint64, de
 	cs.gen, cs.committed, cs.restored, cs.skipped = gen, run, id, skipped
 	cs.fenced = false
 	t.mu.Unlock()
-	if err := t.publishRecovery(ctx, cs, crashes, run); err != nil {
+	if err := t.retry(ctx, cs, crashes, deadline, "publish the plan", func() error {
+		return t.publishRecovery(ctx, cs, crashes, run)
+	}); err != nil {
 		return err
 	}
 	t.mu.Lock()
@@ -397,6 +414,48 @@ func (t *tm) rollbackOnce(ctx context.Context, cs *ckptState, crashes uint64, de
 	return t.waitRecovery(ctx, cs, crashes, deadline, "run the restored checkpoint", func(h ctl.Heartbeat) bool {
 		return h.PlanRevision == rev && (h.State == ctl.HostRunning || h.State == ctl.HostFinished)
 	})
+}
+
+// permanent marks an error that retrying cannot cure.
+type permanent struct{ error }
+
+func (p permanent) Unwrap() error { return p.error }
+
+// retryEvery is the pause between attempts of a recovery step.
+const retryEvery = 250 * time.Millisecond
+
+// retry runs a recovery step until it succeeds, fails for good (permanent,
+// errSuperseded), another container dies, or the deadline passes: a
+// storage fault (a full disk, JetStream restarting) during a rollback is
+// waited out within the recovery timeout, not taken as the end.
+func (t *tm) retry(ctx context.Context, cs *ckptState, crashes uint64, deadline time.Time, what string, f func() error) error {
+	for {
+		err := f()
+		var p permanent
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, errSuperseded), errors.As(err, &p):
+			return err
+		case time.Now().After(deadline):
+			return fmt.Errorf("%s: %w (until the recovery timeout, topology.recovery.timeout)", what, err)
+		}
+		t.mu.Lock()
+		stale, state := cs.crashes != crashes, t.state
+		t.mu.Unlock()
+		if stale {
+			return errSuperseded
+		}
+		if state != StateRunning && state != StatePaused {
+			return fmt.Errorf("the topology is %s", state)
+		}
+		t.log.Warn("rollback step failed; retrying", "step", what, "err", err)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(retryEvery):
+		}
+	}
 }
 
 // restorable is the newest global checkpoint of doc's series whose every
@@ -418,7 +477,7 @@ func (t *tm) restorable(ctx context.Context, store checkpoint.Store, doc ctl.Pla
 	}
 	t.mu.Unlock()
 	if id == 0 && known != 0 {
-		return 0, skipped, fmt.Errorf("checkpoint series %s had global checkpoint %d, but the store holds none that can be restored; not starting the stateful topology empty", doc.CheckpointKey, known)
+		return 0, skipped, permanent{fmt.Errorf("checkpoint series %s had global checkpoint %d, but the store holds none that can be restored; not starting the stateful topology empty", doc.CheckpointKey, known)}
 	}
 	return id, skipped, nil
 }

@@ -193,6 +193,15 @@ func (d *Daemon) resume(ctx context.Context) error {
 		t := d.newTM(rec.Name)
 		if err := t.start(ctx, st.State); err != nil {
 			d.log.Error("resume topology", "topology", rec.Name, "err", err)
+			var p permanent
+			if errors.As(err, &p) {
+				// It can never run again (no restorable checkpoint): its
+				// terminal state, with the reason.
+				msg := "could not resume after a daemon restart: " + err.Error()
+				if _, serr := d.store.SetState(ctx, rec.Name, statemgr.ExecState{State: StateFailed, Message: msg, Updated: time.Now()}); serr != nil {
+					d.log.Error("record FAILED", "topology", rec.Name, "err", serr)
+				}
+			}
 			continue
 		}
 		d.mu.Lock()

@@ -240,3 +240,71 @@ func TestMemoryStateUpdateDoesNotAllocate(t *testing.T) {
 		t.Fatalf("Put+Get of an existing key: %v allocs, want 0", allocs)
 	}
 }
+
+// TestMemoryStateBytes: Bytes follows every way the state changes, and
+// PutWithin refuses only writes that grow the state over the limit.
+func TestMemoryStateBytes(t *testing.T) {
+	s := NewMemoryState(8)
+	check := func(want int64) {
+		t.Helper()
+		if got := s.Bytes(); got != want {
+			t.Fatalf("Bytes = %d, want %d", got, want)
+		}
+	}
+	s.Put([]byte("ab"), []byte("1234")) // 6
+	s.Put([]byte("c"), []byte("12"))    // 3
+	check(9)
+	s.Put([]byte("ab"), []byte("1")) // shorter in place
+	check(6)
+	s.Delete([]byte("c"))
+	s.Delete([]byte("absent"))
+	check(3)
+	if n, ok := s.PutWithin([]byte("d"), []byte("123456"), 9); ok || n != 10 {
+		t.Fatalf("PutWithin over the limit = %d, %v; want 10, false", n, ok)
+	}
+	check(3)
+	if n, ok := s.PutWithin([]byte("d"), []byte("12345"), 9); !ok || n != 9 {
+		t.Fatalf("PutWithin up to the limit = %d, %v; want 9, true", n, ok)
+	}
+	// Over a limit lowered since: writes that do not grow it still work.
+	if _, ok := s.PutWithin([]byte("d"), []byte("1"), 4); !ok {
+		t.Fatal("a shrinking write over the limit was refused")
+	}
+	check(5)
+	if _, ok := s.PutWithin([]byte("e"), nil, 4); ok {
+		t.Fatal("a growing write over the limit was done")
+	}
+
+	// A transaction rolled back restores the size.
+	s.Begin()
+	s.Put([]byte("ab"), []byte("a much longer value"))
+	s.Delete([]byte("d"))
+	s.Rollback()
+	check(5)
+
+	// Key groups moved out and in, and a snapshot restored.
+	other := NewMemoryState(8)
+	for _, kg := range s.KeyGroups() {
+		if err := other.ImportGroup(kg, s.ExportGroup(kg)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if other.Bytes() != 5 {
+		t.Fatalf("imported state: Bytes = %d, want 5", other.Bytes())
+	}
+	for _, kg := range other.KeyGroups() {
+		if err := other.ImportGroup(kg, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if other.Bytes() != 0 || other.Len() != 0 {
+		t.Fatalf("emptied state: Bytes = %d, Len = %d", other.Bytes(), other.Len())
+	}
+	r, err := RestoreState(s.Snapshot(), 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Bytes() != 5 {
+		t.Fatalf("restored state: Bytes = %d, want 5", r.Bytes())
+	}
+}

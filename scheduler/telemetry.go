@@ -62,6 +62,7 @@ type instruments struct {
 	instantiate, compile                               metric.Float64ObservableGauge
 	smTuplesOut, smBytesOut, smTuplesIn, smBytesIn     metric.Int64ObservableCounter
 	smBackPress, smDropped, smCreditWaits              metric.Int64ObservableCounter
+	logDropped, logDroppedBytes                        metric.Int64ObservableCounter
 	cpu                                                metric.Float64ObservableCounter
 	rss, goroutines                                    metric.Int64ObservableGauge
 }
@@ -72,6 +73,8 @@ const (
 	mPagesLimit  = "__wasm-memory-pages-limit"
 	mInstantiate = "__instantiate-time-ms"
 	mCompile     = "__compile-time-ms"
+	mLogDropped  = "__log-dropped-lines"
+	mLogDroppedB = "__log-dropped-bytes"
 	mTuplesOut   = "__tuples-sent"
 	mBytesOut    = "__bytes-sent"
 	mTuplesIn    = "__tuples-received"
@@ -122,6 +125,8 @@ func NewTelemetry(mp metric.MeterProvider, topology string, container int, reg *
 	in.pagesLimit = ig(mPagesLimit, "{page}", "wasm linear memory cap, 64 KiB pages")
 	in.instantiate = fg(mInstantiate, "ms", "instantiation of the current instance")
 	in.compile = fg(mCompile, "ms", "compiling the instance's module (0: compiled by an earlier run)")
+	in.logDropped = ic(mLogDropped, "{line}", "guest log lines dropped over log.max.bytes.per.second (since the instance started)")
+	in.logDroppedBytes = ic(mLogDroppedB, "By", "guest log bytes dropped over log.max.bytes.per.second (since the instance started)")
 	in.smTuplesOut = ic(mTuplesOut, "{tuple}", "tuple copies sent by the container's instances, by peer (local, remote)")
 	in.smBytesOut = ic(mBytesOut, "By", "batch bytes sent, by peer")
 	in.smTuplesIn = ic(mTuplesIn, "{tuple}", "tuples received for the container's instances, by peer")
@@ -141,6 +146,7 @@ func NewTelemetry(mp metric.MeterProvider, topology string, container int, reg *
 	}
 	r, err := meter.RegisterCallback(t.observe, in.emit, in.execute, in.ack, in.fail, in.timeout, in.next,
 		in.backPress, in.execLat, in.procLat, in.complLat, in.pages, in.pagesLimit, in.instantiate, in.compile,
+		in.logDropped, in.logDroppedBytes,
 		in.smTuplesOut, in.smBytesOut, in.smTuplesIn, in.smBytesIn, in.smBackPress, in.smDropped,
 		in.smCreditWaits, in.cpu, in.rss, in.goroutines)
 	if err != nil {
@@ -235,6 +241,8 @@ func (t *Telemetry) observe(_ context.Context, o metric.Observer) error {
 			o.ObserveInt64(in.pagesLimit, int64(u.MemoryLimitPages), a)
 			o.ObserveFloat64(in.instantiate, float64(u.Instantiate.Microseconds())/1e3, a)
 			o.ObserveFloat64(in.compile, float64(u.Compile.Microseconds())/1e3, a)
+			o.ObserveInt64(in.logDropped, u.LogDroppedLines, a)
+			o.ObserveInt64(in.logDroppedBytes, u.LogDroppedBytes, a)
 		}
 	}
 	if c != nil {

@@ -24,7 +24,11 @@ type ValidateOptions struct {
 	// from it are not checked).
 	Builtins func(kind, name string) (outputs map[string][]string, ok bool)
 	// BuiltinConfig, when set, checks a builtin component's config (for
-	// example connectors.ValidateConfig). Its error is reported as is.
+	// example connectors.ValidateConfig). cfg is the component's config
+	// over the topology's topology.* settings it does not set itself (the
+	// settings that apply to it, such as topology.max.tuple.bytes, which
+	// bounds the builtin's record size settings). Its error is reported as
+	// is.
 	BuiltinConfig func(kind, name, component string, cfg map[string]string) error
 }
 
@@ -187,7 +191,7 @@ func (v *validator) component(c *Component) {
 		v.inputs(c)
 	}
 	if c.ModuleKind() == ModuleBuiltin && v.opts.BuiltinConfig != nil && c.BuiltinName() != "" && v.builtinKnown(c) {
-		if err := v.opts.BuiltinConfig(string(c.Kind), c.BuiltinName(), c.Name, c.Config); err != nil {
+		if err := v.opts.BuiltinConfig(string(c.Kind), c.BuiltinName(), c.Name, v.builtinSettings(c)); err != nil {
 			errs := []error{err}
 			if j, ok := err.(interface{ Unwrap() []error }); ok {
 				errs = j.Unwrap()
@@ -200,6 +204,20 @@ func (v *validator) component(c *Component) {
 			}
 		}
 	}
+}
+
+// builtinSettings is c's config over the topology's topology.* settings.
+func (v *validator) builtinSettings(c *Component) map[string]string {
+	cfg := maps.Clone(c.Config)
+	if cfg == nil {
+		cfg = map[string]string{}
+	}
+	for k, val := range v.t.Config {
+		if _, own := cfg[k]; !own && strings.HasPrefix(k, "topology.") {
+			cfg[k] = val
+		}
+	}
+	return cfg
 }
 
 func (v *validator) builtinKnown(c *Component) bool {

@@ -2,11 +2,13 @@ package connectors
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"io"
 	"log/slog"
 	"os"
 	"strconv"
@@ -103,18 +105,24 @@ func fileDeadLetters(component string, c Config, replay bool) ([]DeadLetter, err
 	}
 	defer f.Close()
 	var out []DeadLetter
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 64<<20)
-	for n := 1; sc.Scan(); n++ {
-		var d fileDeadLetter
-		if err := json.Unmarshal(sc.Bytes(), &d); err != nil {
-			return nil, fmt.Errorf("%s:%d: not a dead letter: %w", path, n, err)
+	// Lines of any length: an oversized line's dead letter holds all of it.
+	r := bufio.NewReaderSize(f, 64<<10)
+	for n := 1; ; n++ {
+		b, err := r.ReadBytes('\n')
+		if len(bytes.TrimSpace(b)) > 0 {
+			var d fileDeadLetter
+			if err := json.Unmarshal(b, &d); err != nil {
+				return nil, fmt.Errorf("%s:%d: not a dead letter: %w", path, n, err)
+			}
+			out = append(out, DeadLetter{Component: component, Destination: "file:" + path, Source: c.String("path") + ":" + strconv.FormatUint(d.Line, 10),
+				Failures: d.Failures, Error: d.Error, Value: d.Value})
 		}
-		out = append(out, DeadLetter{Component: component, Destination: "file:" + path, Source: c.String("path") + ":" + strconv.FormatUint(d.Line, 10),
-			Failures: d.Failures, Error: d.Error, Value: d.Value})
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
 	}
 	if !replay || len(out) == 0 {
 		return out, nil

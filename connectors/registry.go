@@ -68,6 +68,9 @@ type Spec struct {
 	Summary string              `json:"summary"`
 	Fields  []FieldSpec         `json:"fields"`
 	Outputs map[string][]string `json:"outputs,omitempty"` // stream -> fields; nil for sinks
+	// Check, if set, checks the fields together once each is valid on its
+	// own (a limit against the tuple limit); its error names the fields.
+	Check func(c Config) error `json:"-"`
 }
 
 // Module is the module string that selects the connector: "builtin:<name>".
@@ -254,9 +257,11 @@ func ResolvePaths(kind, name string, cfg map[string]string, resolve func(string)
 }
 
 // Validate checks cfg against the spec and returns one error per missing,
-// unknown or malformed key (joined), each naming the component and the key.
-// Keys starting with "topology." are component-level overrides of
-// topology settings and are accepted. component may be "".
+// unknown or malformed key (joined), each naming the component and the key,
+// then the spec's Check. Keys starting with "topology." are component-level
+// overrides of topology settings (or the topology's own settings, passed
+// with WithTopologySettings) and are accepted, as is max.tuple.bytes, the
+// component's tuple limit. component may be "".
 func (s Spec) Validate(component string, cfg map[string]string) error {
 	var errs []error
 	where := fmt.Sprintf("builtin %s %q", s.Kind, s.Name)
@@ -280,7 +285,7 @@ func (s Spec) Validate(component string, cfg map[string]string) error {
 	for _, k := range slices.Sorted(maps.Keys(cfg)) {
 		// topology.* overrides and resources.* (packing, checked by
 		// scheduler/packing) apply to every component.
-		if _, known := s.Field(k); known || strings.HasPrefix(k, "topology.") || strings.HasPrefix(k, "resources.") {
+		if _, known := s.Field(k); known || strings.HasPrefix(k, "topology.") || strings.HasPrefix(k, "resources.") || k == SettingMaxTupleBytes {
 			continue
 		}
 		hint := ""
@@ -288,6 +293,14 @@ func (s Spec) Validate(component string, cfg map[string]string) error {
 			hint = fmt.Sprintf("; did you mean %q?", c)
 		}
 		errs = append(errs, fmt.Errorf("%s: config %q: unknown key (known: %s)%s", where, k, strings.Join(names, ", "), hint))
+	}
+	if _, _, err := TupleLimit(cfg); err != nil {
+		errs = append(errs, fmt.Errorf("%s: %w", where, err))
+	}
+	if len(errs) == 0 && s.Check != nil {
+		if err := s.Check(Config{spec: &s, values: cfg}); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", where, err))
+		}
 	}
 	return errors.Join(errs...)
 }

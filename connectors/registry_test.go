@@ -41,7 +41,7 @@ func TestSpecsOrderAndJSON(t *testing.T) {
 		t.Errorf("Specs = %v", got)
 	}
 	b, err := json.Marshal(Specs())
-	if err != nil || !strings.Contains(string(b), `"name":"max_line_bytes","type":"int","default":"1048576","min":"1"`) {
+	if err != nil || !strings.Contains(string(b), `"name":"max_line_bytes","type":"int","min":"1","doc":"longest accepted line in bytes, at most the tuple limit`) {
 		t.Errorf("Specs JSON = %s, %v", b, err)
 	}
 }

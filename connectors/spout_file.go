@@ -25,9 +25,14 @@ import (
 // lines whose 0-based line number n satisfies n % p == i, so the lines are
 // split evenly and deterministically; no line is emitted twice.
 //
-// A line longer than max_line_bytes fails the task with an error naming the
-// file and the 1-based line number (only the task that owns the line
-// reports it; the others skip it).
+// A line longer than max_line_bytes (at most the tuple limit, and by
+// default equal to it) goes to the dead-letter file when dead_letter is
+// set, with its line number and the reason, and the spout goes on with the
+// next line. Without dead_letter the spout ends its input before that line
+// (a restart begins there) and, once everything it emitted was processed,
+// fails with a *RecordTooLargeError naming the file, the 1-based line
+// number and the limit. Only the task that owns the line does either; the
+// others skip it.
 
 func init() {
 	Register(Spec{
@@ -36,13 +41,24 @@ func init() {
 		Summary: "Emits each line of a text file as a tuple (finite). With parallelism p, task i emits lines n with n % p == i.",
 		Fields: []FieldSpec{
 			{Name: "path", Type: TypePath, Required: true, Doc: "file to read; relative to the topology file's directory"},
-			{Name: "max_line_bytes", Type: TypeInt, Default: "1048576", Min: "1", Doc: "longest accepted line in bytes; a longer line fails the task"},
+			{Name: "max_line_bytes", Type: TypeInt, Default: "", Min: "1", Doc: "longest accepted line in bytes, at most the tuple limit (max.tuple.bytes, topology.max.tuple.bytes: 1 MiB), which is its default; a longer line goes to dead_letter, or without one ends the input there and fails the topology once the lines before it were processed"},
 			{Name: "rate", Type: TypeFloat, Default: "0", Min: "0", Doc: "lines per second per task (replays included); 0 = as fast as possible"},
 			{Name: "max_retries", Type: TypeInt, Default: "0", Min: "0", Doc: "at least once: a line that failed this many times is written to dead_letter instead of replayed again; 0 = replay forever"},
-			{Name: "dead_letter", Type: TypePath, Default: "", Doc: "file that receives lines given up after max_retries, one JSON object each (line number, topology, component, failures, error, value); required with max_retries"},
+			{Name: "dead_letter", Type: TypePath, Default: "", Doc: "file that receives lines given up after max_retries and lines longer than max_line_bytes, one JSON object each (line number, topology, component, failures, error, value); required with max_retries"},
 		},
 		Outputs: map[string][]string{"default": {"line"}},
+		Check:   checkFileSpout,
 	}, SpoutFactory(newFileSpout))
+}
+
+// checkFileSpout refuses a max_line_bytes above the tuple limit: such a
+// line would pass the spout's check only to fail further on.
+func checkFileSpout(c Config) error {
+	limit, setting := c.tupleLimit()
+	if n := c.Int("max_line_bytes"); n > limit {
+		return fmt.Errorf("max_line_bytes %d exceeds %s %d (the largest tuple; lower max_line_bytes or raise %s)", n, setting, limit, setting)
+	}
+	return nil
 }
 
 // fileSpoutBuffer is the read buffer size; longer lines are assembled.
@@ -82,15 +98,26 @@ type fileSpout struct {
 	metric  func(name string, delta int64)
 	emitted int // lines emitted, replays included (pacing)
 
-	// Dead letters (at least once): lines given up after maxRetries fails.
+	// Dead letters: lines given up after maxRetries fails (at least once)
+	// and lines longer than maxLine.
 	maxRetries  int
 	deadPath    string
 	dead        *os.File
 	deadLetters int
+
+	// A line longer than maxLine: tooLong is its error once readLine found
+	// it, longDone says whether s.long holds all of it; failed ends the
+	// input (no dead letters), reported by Next once nothing is pending.
+	longDone bool
+	failed   error
 }
 
 func newFileSpout(cfg Config) (component.Spout, error) {
-	s := &fileSpout{path: cfg.String("path"), maxLine: int(cfg.Int("max_line_bytes")), rate: cfg.Float("rate"), now: time.Now,
+	maxLine := cfg.Int("max_line_bytes")
+	if maxLine == 0 {
+		maxLine, _ = cfg.tupleLimit()
+	}
+	s := &fileSpout{path: cfg.String("path"), maxLine: int(maxLine), rate: cfg.Float("rate"), now: time.Now,
 		maxRetries: int(cfg.Int("max_retries")), deadPath: cfg.String("dead_letter")}
 	if s.maxRetries > 0 && s.deadPath == "" {
 		return nil, errors.New(`config "max_retries": needs "dead_letter", the file that receives the lines given up`)
@@ -197,6 +224,21 @@ func (s *fileSpout) Next(budget int, out component.Collector) (component.Status,
 			s.closeFile()
 			break
 		}
+		if errors.Is(err, errLineTooLong) {
+			var dlErr error
+			if s.deadPath != "" {
+				if dlErr = s.deadLetterLong(number); dlErr == nil {
+					continue
+				}
+			}
+			// End the input before the line: a restart begins there.
+			s.failed = &RecordTooLargeError{Component: s.comp, Spout: "file spout", Source: fmt.Sprintf("%s:%d", s.path, number+1),
+				What: "line", Setting: "max_line_bytes", Limit: int64(s.maxLine), DeadLetter: dlErr}
+			s.off, s.line, s.eof = start, number, true
+			s.savePosition()
+			s.closeFile()
+			break
+		}
 		if err != nil {
 			return component.Emitted, err
 		}
@@ -217,14 +259,17 @@ func (s *fileSpout) Next(budget int, out component.Collector) (component.Status,
 		s.metric("file_bytes", int64(len(line)))
 		n++
 	}
-	if !s.eof {
+	if !s.eof || s.failed != nil {
 		s.savePosition()
 	}
 	switch {
 	case n > 0:
 		return component.Emitted, nil
 	case s.eof && len(s.pending) == 0:
-		return component.Done, nil
+		// After an oversized line without dead letters: everything before
+		// it completed (or, at most once, was emitted); the engine finishes
+		// the stream, then fails the task with the error.
+		return component.Done, s.failed
 	default:
 		return component.Idle, nil // at the end, waiting for outcomes
 	}
@@ -273,9 +318,10 @@ func positionKey(prefix string, maxKG, task, par int) []byte {
 	}
 }
 
-func (s *fileSpout) tooLong() error {
-	return fmt.Errorf("component %q: file spout: %s:%d: line longer than max_line_bytes (%d)", s.comp, s.path, s.line+1, s.maxLine)
-}
+// errLineTooLong is readLine's answer for a line of this task longer than
+// maxLine: s.long holds its start (all of it when s.longDone), the rest is
+// unread.
+var errLineTooLong = errors.New("line longer than max_line_bytes")
 
 // readLine reads the next line and says whether this task emits it. Lines
 // of other tasks are skipped without being copied or checked.
@@ -295,7 +341,8 @@ func (s *fileSpout) readLine() (line []byte, mine bool, err error) {
 		}
 		for errors.Is(err, bufio.ErrBufferFull) {
 			if mine && len(s.long) > s.maxLine+2 {
-				return nil, false, s.tooLong()
+				s.longDone = false
+				return nil, false, errLineTooLong
 			}
 			b, err = s.r.ReadSlice('\n')
 			s.off += int64(len(b))
@@ -317,7 +364,8 @@ func (s *fileSpout) readLine() (line []byte, mine bool, err error) {
 	b = bytes.TrimSuffix(b, []byte{'\n'})
 	b = bytes.TrimSuffix(b, []byte{'\r'})
 	if len(b) > s.maxLine {
-		return nil, false, s.tooLong()
+		s.long, s.longDone = append(s.long[:0], b...), true
+		return nil, false, errLineTooLong
 	}
 	s.line++
 	return b, true, nil
@@ -385,12 +433,8 @@ type fileDeadLetter struct {
 // deadLetter appends a given-up line to the dead-letter file as a JSON
 // object (synced: the line is acked by being dropped from pending).
 func (s *fileSpout) deadLetter(id uint64, p *pendingLine) error {
-	if s.dead == nil {
-		f, err := os.OpenFile(s.deadPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-		if err != nil {
-			return fmt.Errorf("component %q: file spout: dead letter %s: %w", s.comp, s.deadPath, err)
-		}
-		s.dead = f
+	if err := s.openDead(); err != nil {
+		return err
 	}
 	last := p.last
 	if last == "" {
@@ -407,6 +451,103 @@ func (s *fileSpout) deadLetter(id uint64, p *pendingLine) error {
 	s.deadLetters++
 	s.metric("file_dead_letters", 1)
 	return s.dead.Sync()
+}
+
+// openDead opens the dead-letter file for appending.
+func (s *fileSpout) openDead() error {
+	if s.dead != nil {
+		return nil
+	}
+	f, err := os.OpenFile(s.deadPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("component %q: file spout: dead letter %s: %w", s.comp, s.deadPath, err)
+	}
+	s.dead = f
+	return nil
+}
+
+// deadLetterLong moves line number (0-based) of this task, longer than
+// max_line_bytes, to the dead-letter file: its start is in s.long, the
+// rest is read from the file and written as it comes, so memory stays
+// bounded whatever the line's length. The record holds the line number,
+// the whole line and, as its error, its length and the limit. A write
+// that fails is cut off again so the file holds only whole records.
+func (s *fileSpout) deadLetterLong(number int64) (err error) {
+	fail := func(err error) error { return fmt.Errorf("%s: %w", s.deadPath, err) }
+	if s.dead == nil {
+		f, err := os.OpenFile(s.deadPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return err
+		}
+		s.dead = f
+	}
+	fi, err := s.dead.Stat()
+	if err != nil {
+		return fail(err)
+	}
+	defer func() {
+		if err != nil {
+			s.dead.Truncate(fi.Size())
+		}
+	}()
+	head, _ := json.Marshal(struct {
+		Line      uint64 `json:"line"`
+		Topology  string `json:"topology"`
+		Component string `json:"component"`
+	}{uint64(number + 1), s.topology, s.comp})
+	w := bufio.NewWriterSize(s.dead, 64<<10)
+	w.Write(head[:len(head)-1])
+	w.WriteString(`,"value":"`)
+	size := int64(0)
+	var esc, carry []byte
+	emit := func(chunk []byte, final bool) {
+		buf := append(carry, chunk...)
+		if final {
+			buf = bytes.TrimSuffix(bytes.TrimSuffix(buf, []byte{'\n'}), []byte{'\r'})
+		} else if n := len(buf); n > 0 && buf[n-1] == '\r' {
+			// Perhaps the line's "\r\n": decided with the next chunk.
+			esc, carry = jsonChars(esc[:0], buf[:n-1], false)
+			carry = append(carry, '\r')
+			size += int64(n - len(carry))
+			w.Write(esc)
+			return
+		}
+		esc, carry = jsonChars(esc[:0], buf, final)
+		size += int64(len(buf) - len(carry))
+		carry = bytes.Clone(carry)
+		w.Write(esc)
+	}
+	emit(s.long, s.longDone)
+	for !s.longDone {
+		b, rerr := s.r.ReadSlice('\n')
+		s.off += int64(len(b))
+		switch {
+		case rerr == nil || rerr == io.EOF:
+			emit(b, true)
+			s.longDone = true
+		case errors.Is(rerr, bufio.ErrBufferFull):
+			emit(b, false)
+		default:
+			return rerr
+		}
+	}
+	reason, _ := json.Marshal(tooLargeReason("line", size, "max_line_bytes", int64(s.maxLine)))
+	fmt.Fprintf(w, `","failures":0,"error":%s}`+"\n", reason)
+	if err := w.Flush(); err != nil {
+		return fail(err)
+	}
+	if err := s.dead.Sync(); err != nil {
+		return fail(err)
+	}
+	s.long = s.long[:0]
+	if cap(s.long) > 4*fileSpoutBuffer {
+		s.long = nil // do not keep a huge line's buffer
+	}
+	s.line++
+	s.deadLetters++
+	s.metric("file_dead_letters", 1)
+	s.metric("file_oversized", 1)
+	return nil
 }
 
 func (s *fileSpout) Activate() error   { return nil }

@@ -1,0 +1,144 @@
+package connectors
+
+import (
+	"fmt"
+	"maps"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Oversized records. Every tuple a component emits is bounded by the tuple
+// limit that applies to it: its own config's max.tuple.bytes, else
+// topology.max.tuple.bytes (the component's override, then the
+// topology's), else DefaultMaxTupleBytes. A source record larger than the
+// pipeline takes goes to the spout's dead letters where they are
+// configured (with its source position and the reason) and the spout goes
+// on with the next record; otherwise the spout stops reading, lets what
+// it emitted before drain to the sinks, and then fails with a
+// *RecordTooLargeError (the engine's "fail after drain",
+// engine.FailsAfterDrain). The file spout's max_line_bytes, its per-record
+// size setting, may not exceed the limit and defaults to it.
+
+// DefaultMaxTupleBytes is topology.max.tuple.bytes' default
+// (host.DefaultMaxTupleBytes).
+const DefaultMaxTupleBytes = 1 << 20
+
+// Tuple limit settings: a component's own, and the topology-level one (a
+// component may override it in its config too).
+const (
+	SettingMaxTupleBytes         = "max.tuple.bytes"
+	SettingTopologyMaxTupleBytes = "topology.max.tuple.bytes"
+)
+
+// minTupleBytes is the smallest tuple limit (scheduler.readLimits agrees).
+const minTupleBytes = 16
+
+// WithTopologySettings returns cfg with the topology's settings
+// (topology.* keys of the topology config) that cfg does not set itself:
+// the settings that apply to the component, which a builtin reads (the
+// tuple limit) and its validation checks against.
+func WithTopologySettings(cfg, topology map[string]string) map[string]string {
+	out := maps.Clone(cfg)
+	if out == nil {
+		out = map[string]string{}
+	}
+	for k, v := range topology {
+		if _, own := out[k]; !own && strings.HasPrefix(k, "topology.") {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// TupleLimit is the tuple limit that applies to a component whose
+// settings are cfg (its config over the topology's settings), and the
+// setting it comes from ("topology.max.tuple.bytes" for the default).
+func TupleLimit(cfg map[string]string) (limit int64, setting string, err error) {
+	for _, k := range []string{SettingMaxTupleBytes, SettingTopologyMaxTupleBytes} {
+		v, ok := cfg[k]
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil || n < minTupleBytes || n > 1<<31-1 {
+			return 0, k, fmt.Errorf("config %q: want an integer number of bytes from %d to %d, got %q", k, minTupleBytes, 1<<31-1, v)
+		}
+		return n, k, nil
+	}
+	return DefaultMaxTupleBytes, SettingTopologyMaxTupleBytes, nil
+}
+
+// tupleLimit is TupleLimit for a validated config (a bad value was
+// refused by Validate; the default then stands).
+func (c Config) tupleLimit() (int64, string) {
+	n, k, err := TupleLimit(c.values)
+	if err != nil {
+		return DefaultMaxTupleBytes, SettingTopologyMaxTupleBytes
+	}
+	return n, k
+}
+
+// RecordTooLargeError is a spout's error for a record larger than the
+// pipeline takes when it has no dead letters to put it in. It fails after
+// a drain (FailAfterDrain, see engine.FailsAfterDrain): the spout stopped
+// before the record, and what it emitted before reaches the sinks before
+// the task fails.
+type RecordTooLargeError struct {
+	Component string
+	Spout     string // "file spout", "kafka spout", ...
+	Source    string // where the record is: path:line, topic/partition/offset, ...
+	What      string // "line", "record", "message"
+	Size      int64  // its size in bytes; 0: not read to its end (longer than Limit)
+	Setting   string // the limit it exceeds: max_line_bytes, topology.max.tuple.bytes, ...
+	Limit     int64
+	// DeadLetter is why the dead letter could not be written (nil: no
+	// dead letters are configured).
+	DeadLetter error
+}
+
+func (e *RecordTooLargeError) Error() string {
+	size := "longer than"
+	if e.Size > 0 {
+		size = fmt.Sprintf("of %d bytes exceeds", e.Size)
+	}
+	why := "and no dead letters to put it in"
+	if e.DeadLetter != nil {
+		why = "and its dead letter was not written: " + e.DeadLetter.Error()
+	}
+	return fmt.Sprintf("component %q: %s: %s: %s %s %s %d (%s; the spout ended its input there)",
+		e.Component, e.Spout, e.Source, e.What, size, e.Setting, e.Limit, why)
+}
+
+func (e *RecordTooLargeError) Unwrap() error { return e.DeadLetter }
+
+// FailAfterDrain marks the error for the engine: finish the stream first.
+func (e *RecordTooLargeError) FailAfterDrain() {}
+
+// tooLargeReason is the error a dead letter of an oversized record
+// carries.
+func tooLargeReason(what string, size int64, setting string, limit int64) string {
+	return fmt.Sprintf("%s of %d bytes exceeds %s %d", what, size, setting, limit)
+}
+
+// jsonChars appends the JSON string content of s (without quotes) to b;
+// it returns the tail of s that is an incomplete UTF-8 sequence, for the
+// next chunk (final: the last chunk, where such a tail is replaced).
+func jsonChars(b, s []byte, final bool) ([]byte, []byte) {
+	keep := 0
+	if !final {
+		// Back off over a rune cut by the chunk's end.
+		for i := len(s) - 1; i >= 0 && i >= len(s)-utf8.UTFMax; i-- {
+			if utf8.RuneStart(s[i]) {
+				if !utf8.FullRune(s[i:]) {
+					keep = len(s) - i
+				}
+				break
+			}
+		}
+	}
+	q := appendJSONString(b, s[:len(s)-keep])
+	// appendJSONString quotes: drop them.
+	q = append(q[:len(b)], q[len(b)+1:len(q)-1]...)
+	return q, s[len(s)-keep:]
+}

@@ -1,0 +1,253 @@
+package connectors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/ardea-dev/ardea"
+	"github.com/ardea-dev/ardea/internal/component"
+)
+
+// TestMaxLineBytesWithinTupleLimit: max_line_bytes may not exceed the
+// tuple limit that applies to the component (its max.tuple.bytes, else
+// topology.max.tuple.bytes of the component or the topology, else 1 MiB);
+// the refusal names both settings and their values. Through the
+// topology validator, as ardea run, submit and the hosts call it.
+func TestMaxLineBytesWithinTupleLimit(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		topology string // topology-level config lines
+		config   string // the spout's config
+		want     string // "" = valid
+	}{
+		{"default", "", `{path: in.txt}`, ""},
+		{"at the default limit", "", `{path: in.txt, max_line_bytes: "1048576"}`, ""},
+		{"above the default limit", "", `{path: in.txt, max_line_bytes: "2097152"}`,
+			`component "lines" (builtin:file): max_line_bytes 2097152 exceeds topology.max.tuple.bytes 1048576`},
+		{"above the topology's limit", `topology.max.tuple.bytes: "65536"`, `{path: in.txt, max_line_bytes: "65537"}`,
+			`component "lines" (builtin:file): max_line_bytes 65537 exceeds topology.max.tuple.bytes 65536`},
+		{"within a raised limit", `topology.max.tuple.bytes: "4194304"`, `{path: in.txt, max_line_bytes: "2097152"}`, ""},
+		{"default under a lowered limit", `topology.max.tuple.bytes: "65536"`, `{path: in.txt}`, ""},
+		{"above the component's max.tuple.bytes", `topology.max.tuple.bytes: "4194304"`, `{path: in.txt, max.tuple.bytes: "1000", max_line_bytes: "1001"}`,
+			`component "lines" (builtin:file): max_line_bytes 1001 exceeds max.tuple.bytes 1000`},
+		{"above the component's topology override", "", `{path: in.txt, topology.max.tuple.bytes: "1000", max_line_bytes: "2000"}`,
+			`component "lines" (builtin:file): max_line_bytes 2000 exceeds topology.max.tuple.bytes 1000`},
+		{"bad component limit", "", `{path: in.txt, max.tuple.bytes: "lots"}`,
+			`component "lines" (builtin:file): config "max.tuple.bytes": want an integer number of bytes from 16`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			y := "name: big\n"
+			if tc.topology != "" {
+				y += "config:\n  " + tc.topology + "\n"
+			}
+			y += "spouts:\n  - name: lines\n    module: builtin:file\n    config: " + tc.config + "\n" +
+				"bolts:\n  - name: out\n    module: builtin:file\n    config: {path: out.txt}\n    inputs: [lines]\n"
+			top, err := ardea.Parse([]byte(y), "", "big.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = top.Validate(ardea.ValidateOptions{SkipModuleCheck: true, Builtins: Outputs, BuiltinConfig: ValidateConfig})
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("Validate: %v", err)
+				}
+				return
+			}
+			ps := ardea.Problems(err)
+			if len(ps) != 1 || !strings.Contains(ps[0].Error(), tc.want) {
+				t.Fatalf("Validate = %v\nwant one problem containing %s", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestFileSpoutMaxLineFollowsTupleLimit: without max_line_bytes a line
+// may be as long as the tuple limit.
+func TestFileSpoutMaxLineFollowsTupleLimit(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "in.txt")
+	writeFile(t, path, strings.Repeat("a", 64)+"\n"+strings.Repeat("b", 65)+"\n")
+	cfg := WithTopologySettings(map[string]string{"path": path}, map[string]string{"topology.max.tuple.bytes": "64", "topology.other": "x"})
+	if cfg["topology.other"] != "x" || cfg["path"] != path {
+		t.Fatalf("WithTopologySettings = %v", cfg)
+	}
+	s, out := openFileSpout(t, cfg, 0, 1)
+	st, err := s.Next(10, out)
+	for err == nil && st != component.Done {
+		st, err = s.Next(10, out)
+	}
+	if want := fmt.Sprintf("%s:2: line longer than max_line_bytes 64", path); err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("Next = %v, %v; want an error containing %q", st, err, want)
+	}
+	if got := out.lines(t); len(got) != 1 || len(got[0]) != 64 {
+		t.Errorf("lines = %d", len(got))
+	}
+}
+
+// longLine is a line of at least n bytes mixing multi-byte runes, so that
+// chunks of the read buffer cut some of them, and characters JSON escapes.
+func longLine(n int, seed string) string {
+	var b strings.Builder
+	b.WriteString(seed)
+	for b.Len() < n {
+		b.WriteString("é€𝄞x\"\\\t")
+	}
+	return b.String()
+}
+
+// TestFileSpoutOversizedToDeadLetters: lines longer than max_line_bytes
+// (shorter and longer than the read buffer) go whole to the dead-letter file with their line numbers and the
+// reason; the other lines, after them too, are emitted; ardea dlq lists
+// them.
+func TestFileSpoutOversizedToDeadLetters(t *testing.T) {
+	dir := t.TempDir()
+	path, dead := filepath.Join(dir, "in.txt"), filepath.Join(dir, "dead.jsonl")
+	big := longLine(3*fileSpoutBuffer+17, "big")
+	mid := longLine(500, "mid")
+	cut := strings.Repeat("c", fileSpoutBuffer-1)
+	lines := []string{"one", big, "two", mid, "three", cut, "four"}
+	writeFile(t, path, strings.Join(lines, "\r\n")+"\r\n")
+	for _, acking := range []bool{false, true} {
+		t.Run(fmt.Sprint("acking=", acking), func(t *testing.T) {
+			os.Remove(dead)
+			cfg := map[string]string{"path": path, "max_line_bytes": "400", "dead_letter": dead}
+			s, err := NewSpout("file", cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := taskContext("lines", 0, 1, cfg, map[string][]string{"default": {"line"}}, nil)
+			ctx.Acking = acking
+			out := &recorder{}
+			if err := s.Open(ctx, out); err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			for i := 0; ; i++ {
+				st, err := s.Next(2, out)
+				if err != nil {
+					t.Fatalf("Next: %v", err)
+				}
+				if st == component.Done {
+					break
+				}
+				if acking {
+					var ids []uint64
+					for _, e := range out.emits {
+						ids = append(ids, e.msgID)
+					}
+					s.Ack(ids, out)
+				}
+				if i > 100 {
+					t.Fatal("no Done")
+				}
+			}
+			if got := out.lines(t); !slices.Equal(got, []string{"one", "two", "three", "four"}) {
+				t.Fatalf("emitted %q", got)
+			}
+			dl, err := DeadLetters(context.Background(), "test", "lines", "builtin:file", cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []struct {
+				line  int
+				value string
+			}{{2, big}, {4, mid}, {6, cut}}
+			if len(dl) != len(want) {
+				t.Fatalf("%d dead letters, want %d", len(dl), len(want))
+			}
+			for i, w := range want {
+				d := dl[i]
+				if d.Source != fmt.Sprintf("%s:%d", path, w.line) || d.Value != w.value || d.Failures != 0 ||
+					d.Error != fmt.Sprintf("line of %d bytes exceeds max_line_bytes 400", len(w.value)) {
+					t.Errorf("dead letter %d: source %s, %d bytes (want %d), error %q", i, d.Source, len(d.Value), len(w.value), d.Error)
+				}
+			}
+		})
+	}
+}
+
+// TestFileSpoutOversizedFailsAfterPending: without dead letters, at least
+// once, the spout stops before the oversized line, keeps replaying what
+// failed, and reports the error with Done only once every line before it
+// was acked; its saved position is the line, so a restart fails there
+// again instead of skipping it.
+func TestFileSpoutOversizedFailsAfterPending(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "in.txt")
+	writeFile(t, path, "a\nb\n"+strings.Repeat("x", 2*fileSpoutBuffer)+"\nc\n")
+	cfg := map[string]string{"path": path, "max_line_bytes": "1000"}
+	ctx := taskContext("lines", 0, 1, cfg, map[string][]string{"default": {"line"}}, nil)
+	ctx.Acking = true
+	s, err := NewSpout("file", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &recorder{}
+	if err := s.Open(ctx, out); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := s.Next(10, out); st != component.Emitted || err != nil || len(out.emits) != 2 {
+		t.Fatalf("Next = %v, %v after %d emits", st, err, len(out.emits))
+	}
+	// Pending trees: no error yet.
+	if st, err := s.Next(10, out); st != component.Idle || err != nil {
+		t.Fatalf("Next with trees pending = %v, %v; want Idle", st, err)
+	}
+	s.Fail([]uint64{2}, out) // "b" failed: replayed before the error
+	s.Ack([]uint64{1}, out)
+	if st, err := s.Next(10, out); st != component.Emitted || err != nil || len(out.emits) != 3 {
+		t.Fatalf("replay: Next = %v, %v, %d emits", st, err, len(out.emits))
+	}
+	s.Ack([]uint64{2}, out)
+	st, err := s.Next(10, out)
+	var tooLarge *RecordTooLargeError
+	if st != component.Done || !errors.As(err, &tooLarge) || tooLarge.Source != path+":3" {
+		t.Fatalf("Next = %v, %v; want Done and the line", st, err)
+	}
+	s.Close()
+	// A restart with the task's state begins at the line and fails there.
+	s, _ = NewSpout("file", cfg)
+	out = &recorder{}
+	if err := s.Open(ctx, out); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if st, err := s.Next(10, out); st != component.Done || !errors.As(err, &tooLarge) || len(out.emits) != 0 {
+		t.Fatalf("restart: Next = %v, %v, %d emits", st, err, len(out.emits))
+	}
+}
+
+// TestFileSpoutDeadLetterWriteFails: a dead-letter file that cannot be
+// written ends the input before the line, naming why (never a lost line).
+func TestFileSpoutDeadLetterWriteFails(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "in.txt")
+	writeFile(t, path, "a\n"+strings.Repeat("x", 100)+"\nb\n")
+	cfg := map[string]string{"path": path, "max_line_bytes": "10", "dead_letter": filepath.Join(dir, "no", "such", "dir")}
+	s, out := openFileSpout(t, cfg, 0, 1)
+	st, err := s.Next(10, out)
+	for err == nil && st != component.Done {
+		st, err = s.Next(10, out)
+	}
+	if err == nil || !strings.Contains(err.Error(), path+":2: line longer than max_line_bytes 10 (and its dead letter was not written: ") {
+		t.Fatalf("Next = %v, %v", st, err)
+	}
+	if got := out.lines(t); !slices.Equal(got, []string{"a"}) {
+		t.Errorf("lines = %q", got)
+	}
+}
+
+func TestJSONCharsAcrossChunks(t *testing.T) {
+	s := []byte("a€𝄞\"\xff\n" + "é")
+	for cut := range len(s) + 1 {
+		b, carry := jsonChars(nil, s[:cut], false)
+		b, rest := jsonChars(b, append(carry, s[cut:]...), true)
+		if want := appendJSONString(nil, s); string(b) != string(want[1:len(want)-1]) || len(rest) != 0 {
+			t.Fatalf("cut %d: %q, want %q", cut, b, want)
+		}
+	}
+}

@@ -139,6 +139,8 @@ type kafkaSpout struct {
 	startOffset                                                       int64
 	commitEvery                                                       time.Duration
 	maxRetries                                                        int
+	maxTuple                                                          int64  // the tuple limit
+	tupleSetting                                                      string // the setting it comes from
 
 	comp, topology string
 	task, par      int
@@ -162,9 +164,12 @@ type kafkaSpout struct {
 	buffered   []*kgo.Record // polled, not yet emitted (Next's budget)
 	snaps      map[uint64]map[topicPart]int64
 	lastCommit time.Time
-	vals       []byte
-	hdr        []byte
-	posBuf     [8]byte
+	// failed: a record over the tuple limit without a dead-letter topic
+	// ended the input; Next reports it once nothing is in flight.
+	failed error
+	vals   []byte
+	hdr    []byte
+	posBuf [8]byte
 }
 
 func newKafkaSpout(cfg Config) (component.Spout, error) {
@@ -173,6 +178,7 @@ func newKafkaSpout(cfg Config) (component.Spout, error) {
 		startOffset: cfg.Int("start_offset"), startTime: cfg.String("start_time"),
 		keyBytes: cfg.String("key_type") == "bytes", valueBytes: cfg.String("value_type") == "bytes",
 		commitEvery: cfg.Duration("commit_interval"), maxRetries: int(cfg.Int("max_retries")), dlqTopic: cfg.String("dead_letter_topic")}
+	s.maxTuple, s.tupleSetting = cfg.tupleLimit()
 	if len(splitList(s.brokers)) == 0 {
 		return nil, errors.New(`config "brokers": no broker address`)
 	}
@@ -365,6 +371,17 @@ func (s *kafkaSpout) next(max int, out component.Collector) (component.Status, e
 		s.metric("kafka_replayed", 1)
 		n++
 	}
+	if s.failed != nil {
+		// The input ended at an oversized record: replays only, then the
+		// error once every tree completed.
+		switch {
+		case n > 0:
+			return component.Emitted, nil
+		case len(s.flights) == 0:
+			return component.Done, s.failed
+		}
+		return component.Idle, nil
+	}
 	if len(s.buffered) < max-n {
 		s.mu.Unlock()
 		fs := s.cl.PollRecords(nil, max-n-len(s.buffered)) // nil: what is buffered, without waiting
@@ -383,6 +400,26 @@ func (s *kafkaSpout) next(max int, out component.Collector) (component.Status, e
 	}
 	for n < max && len(s.buffered) > 0 {
 		r := s.buffered[0]
+		s.encode(r)
+		if int64(len(s.vals)) > s.maxTuple {
+			if !s.oversized(r) {
+				// Stop before it: its partition's position stays at it,
+				// and what was polled after it is read again after a
+				// restart.
+				clear(s.buffered)
+				s.buffered = nil
+				s.cl.PauseFetchTopics(s.cl.GetConsumeTopics()...)
+				switch {
+				case n > 0:
+					return component.Emitted, nil
+				case len(s.flights) > 0:
+					return component.Idle, nil
+				}
+				return component.Done, s.failed
+			}
+			n++ // the budget counts it (a dead letter was produced)
+			continue
+		}
 		s.buffered[0] = nil
 		s.buffered = s.buffered[1:]
 		tp := topicPart{r.Topic, r.Partition}
@@ -400,7 +437,7 @@ func (s *kafkaSpout) next(max int, out component.Collector) (component.Status, e
 		} else {
 			t.next = r.Offset + 1
 		}
-		if err := s.emit(id, r, out); err != nil {
+		if err := out.Emit(s.stream0, tuple.NoTask, id, nil, s.vals); err != nil {
 			return component.Emitted, err
 		}
 		s.metric("kafka_records", 1)
@@ -415,6 +452,12 @@ func (s *kafkaSpout) next(max int, out component.Collector) (component.Status, e
 }
 
 func (s *kafkaSpout) emit(id uint64, r *kgo.Record, out component.Collector) error {
+	s.encode(r)
+	return out.Emit(s.stream0, tuple.NoTask, id, nil, s.vals)
+}
+
+// encode puts r's tuple in s.vals.
+func (s *kafkaSpout) encode(r *kgo.Record) {
 	s.hdr = s.hdr[:0]
 	if len(r.Headers) > 0 {
 		s.hdr = append(s.hdr, '{')
@@ -437,7 +480,42 @@ func (s *kafkaSpout) emit(id uint64, r *kgo.Record, out component.Collector) err
 	}
 	s.vals = tuple.AppendValues(s.vals[:0], val, key, tuple.Str(r.Topic), tuple.Int(int64(r.Partition)),
 		tuple.Int(r.Offset), tuple.Int(r.Timestamp.UnixMilli()), tuple.Str(string(s.hdr)))
-	return out.Emit(s.stream0, tuple.NoTask, id, nil, s.vals)
+}
+
+// oversized handles buffered[0], r, whose tuple (in s.vals) exceeds the
+// tuple limit: to the dead-letter topic if there is one (true: done, its
+// partition's position moves past it), else (or if the dead letter was not
+// stored) s.failed is set and the input ends before it (false). s.mu is
+// held.
+func (s *kafkaSpout) oversized(r *kgo.Record) bool {
+	size := int64(len(s.vals))
+	src := fmt.Sprintf("%s/%d/%d", r.Topic, r.Partition, r.Offset)
+	var dlErr error
+	if s.dlqTopic != "" {
+		reason := tooLargeReason("record", size, s.tupleSetting, s.maxTuple)
+		if dlErr = s.deadLetterRecord(r, 0, reason); dlErr == nil {
+			s.metric("kafka_oversized", 1)
+			s.buffered[0] = nil
+			s.buffered = s.buffered[1:]
+			tp := topicPart{r.Topic, r.Partition}
+			t := s.tracks[tp]
+			if t == nil {
+				t = &partTrack{tp: tp}
+				s.tracks[tp] = t
+			}
+			if s.acking {
+				t.add(r.Offset)
+				t.finish(r.Offset)
+			} else {
+				t.next = r.Offset + 1
+			}
+			s.savePosition(t)
+			return true
+		}
+	}
+	s.failed = &RecordTooLargeError{Component: s.comp, Spout: fmt.Sprintf("kafka spout (topics %s)", s.topics), Source: src,
+		What: "record", Size: size, Setting: s.tupleSetting, Limit: s.maxTuple, DeadLetter: dlErr}
+	return false
 }
 
 // savePosition records a partition's position in the task state
@@ -579,20 +657,25 @@ func kafkaFailureText(failures, timeouts int, last string) string {
 // deadLetter produces a given-up record to the dead-letter topic with
 // headers naming its source, and waits until it is stored.
 func (s *kafkaSpout) deadLetter(f *kflight) error {
-	r := f.rec
+	return s.deadLetterRecord(f.rec, f.retries, kafkaFailureText(f.retries, f.timeouts, f.last))
+}
+
+// deadLetterRecord produces r to the dead-letter topic with headers naming
+// its source, its failures and why it was given up.
+func (s *kafkaSpout) deadLetterRecord(r *kgo.Record, failures int, why string) error {
 	hs := append(slices.Clone(r.Headers),
 		kgo.RecordHeader{Key: "ardea-topology", Value: []byte(s.topology)},
 		kgo.RecordHeader{Key: "ardea-component", Value: []byte(s.comp)},
 		kgo.RecordHeader{Key: "ardea-source", Value: []byte(fmt.Sprintf("%s/%d/%d", r.Topic, r.Partition, r.Offset))},
-		kgo.RecordHeader{Key: "ardea-failures", Value: []byte(strconv.Itoa(f.retries))},
-		kgo.RecordHeader{Key: "ardea-error", Value: []byte(kafkaFailureText(f.retries, f.timeouts, f.last))})
+		kgo.RecordHeader{Key: "ardea-failures", Value: []byte(strconv.Itoa(failures))},
+		kgo.RecordHeader{Key: "ardea-error", Value: []byte(why)})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := s.cl.ProduceSync(ctx, &kgo.Record{Topic: s.dlqTopic, Key: r.Key, Value: r.Value, Headers: hs, Timestamp: r.Timestamp}).FirstErr(); err != nil {
 		return s.errorf("dead letter to %s: %w", s.dlqTopic, err)
 	}
 	s.metric("kafka_dead_letters", 1)
-	s.log("kafka record sent to the dead-letter topic", "topic", s.dlqTopic, "source", fmt.Sprintf("%s/%d/%d", r.Topic, r.Partition, r.Offset), "failures", f.retries)
+	s.log("kafka record sent to the dead-letter topic", "topic", s.dlqTopic, "source", fmt.Sprintf("%s/%d/%d", r.Topic, r.Partition, r.Offset), "failures", failures, "error", why)
 	return nil
 }
 

@@ -251,3 +251,79 @@ func TestJSONCharsAcrossChunks(t *testing.T) {
 		}
 	}
 }
+
+// TestKafkaSpoutOversized: a record whose tuple exceeds the tuple limit
+// goes to the dead-letter topic with its source and the reason, and the
+// records after it flow; without a dead-letter topic the spout stops
+// before it, waits for the trees in flight, then reports it with Done
+// (fail after drain), and the group's committed offset is the record's,
+// so a restart reads it again instead of skipping it.
+func TestKafkaSpoutOversized(t *testing.T) {
+	b := fakeKafka(t)
+	topic, dlq := b.topic(t, 1), b.topic(t, 1)
+	big := strings.Repeat("B", 2000)
+	for i, v := range []string{"v0", "v1", big, "v3", "v4"} {
+		b.produceValue(t, topic, i, v)
+	}
+	limits := map[string]string{"topology.max.tuple.bytes": "1024"}
+
+	t.Run("dead letters", func(t *testing.T) {
+		cfg := WithTopologySettings(map[string]string{"brokers": b.brokers, "topics": topic, "group": "dl", "dead_letter_topic": dlq}, limits)
+		s := openKafkaSpout(t, cfg, ackingContext("k", 0, 1, cfg, &memState{m: map[string][]byte{}}))
+		out := &recorder{}
+		pull(t, s, out, 4)
+		if got := values(t, out); !slices.Equal(got, []string{"v0", "v1", "v3", "v4"}) {
+			t.Fatalf("emitted %q", got)
+		}
+		var ids []uint64
+		for _, e := range out.emits {
+			ids = append(ids, e.msgID)
+		}
+		if err := s.Ack(ids, out); err != nil {
+			t.Fatal(err)
+		}
+		if pos := s.positions()[topicPart{topic, 0}]; pos != 5 {
+			t.Errorf("position %d, want 5", pos)
+		}
+		dl, err := DeadLetters(context.Background(), "test", "k", "builtin:kafka", cfg)
+		if err != nil || len(dl) != 1 {
+			t.Fatalf("DeadLetters = %+v, %v", dl, err)
+		}
+		want := fmt.Sprintf("record of %d bytes exceeds topology.max.tuple.bytes 1024", len(s.vals))
+		if d := dl[0]; d.Value != big || d.Source != topic+"/0/2" || d.Failures != 0 || !strings.HasPrefix(d.Error, "record of ") || !strings.HasSuffix(d.Error, " bytes exceeds topology.max.tuple.bytes 1024") {
+			t.Errorf("dead letter: source %s, %d bytes, failures %d, error %q (want like %q)", d.Source, len(d.Value), d.Failures, d.Error, want)
+		}
+	})
+
+	t.Run("no dead letters", func(t *testing.T) {
+		cfg := WithTopologySettings(map[string]string{"brokers": b.brokers, "topics": topic, "group": "stop"}, limits)
+		s := openKafkaSpout(t, cfg, ackingContext("k", 0, 1, cfg, &memState{m: map[string][]byte{}}))
+		out := &recorder{}
+		pull(t, s, out, 2)
+		var st component.Status
+		var err error
+		waitFor(t, "the oversized record", func() bool {
+			st, err = s.Next(64, out)
+			return s.failed != nil || err != nil
+		})
+		if st == component.Done || err != nil {
+			t.Fatalf("Next with trees in flight = %v, %v; want them waited for", st, err)
+		}
+		if err := s.Ack([]uint64{out.emits[0].msgID, out.emits[1].msgID}, out); err != nil {
+			t.Fatal(err)
+		}
+		st, err = s.Next(64, out)
+		var tooLarge *RecordTooLargeError
+		if st != component.Done || !errors.As(err, &tooLarge) || tooLarge.Source != topic+"/0/2" ||
+			!strings.Contains(err.Error(), "exceeds topology.max.tuple.bytes 1024 (and no dead letters to put it in") {
+			t.Fatalf("Next = %v, %v", st, err)
+		}
+		if got := values(t, out); !slices.Equal(got, []string{"v0", "v1"}) {
+			t.Errorf("emitted %q", got)
+		}
+		s.Close()
+		if c := b.committed(t, "stop", topic); c != 2 {
+			t.Errorf("committed offset %d, want 2 (the oversized record)", c)
+		}
+	})
+}

@@ -49,6 +49,10 @@ type ContainerOptions struct {
 	// OnTaskError hears a task that failed (a trap, a failed call), for
 	// the exceptions the tracker reports. Called with the container locked.
 	OnTaskError func(component string, task uint32, err error)
+	// OnDrainedFailure hears a spout task that failed after its stream
+	// drained (*engine.DrainedError): the container has already ended its
+	// own spouts' input; a run ends the other containers' (EndInput).
+	OnDrainedFailure func(err error)
 }
 
 // Container is one running container: a stream manager and its tasks.
@@ -165,7 +169,23 @@ func (c *Container) goTask(t *engine.Task) {
 			c.group.GoFunc(func(context.Context) error { return trapped.Err })
 		}
 		c.taskExited(t.ID, err)
+		var drained *engine.DrainedError
+		if errors.As(err, &drained) && c.o.OnDrainedFailure != nil {
+			c.o.OnDrainedFailure(err)
+		}
 	})
+}
+
+// EndInput makes every spout of the container end its input (as if it
+// were exhausted), so that the topology drains and finishes.
+func (c *Container) EndInput() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, t := range c.tasks {
+		if t.Spout != nil {
+			t.EndInput()
+		}
+	}
 }
 
 // TaskInfo reports when a task's current instance started and whether its
@@ -252,6 +272,7 @@ func newTask(ctx context.Context, t *ardea.Topology, p *plan.Plan, id uint32, sm
 	var err error
 	if builtin, ok := strings.CutPrefix(tc.Module, ardea.BuiltinPrefix); ok {
 		cfg := connectors.ResolvePaths(string(tc.Kind), builtin, tc.Config, t.Path)
+		cfg = connectors.WithTopologySettings(cfg, t.Config) // the tuple limit that applies to it
 		if tc.Kind == ardea.Spout {
 			task.Spout, err = connectors.NewSpout(builtin, cfg)
 		} else {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -22,6 +23,7 @@ import (
 	"github.com/ardea-dev/ardea/host"
 	"github.com/ardea-dev/ardea/internal/build"
 	"github.com/ardea-dev/ardea/internal/checkpoint"
+	"github.com/ardea-dev/ardea/internal/engine"
 	"github.com/ardea-dev/ardea/internal/metrics"
 	"github.com/ardea-dev/ardea/internal/plan"
 	"github.com/ardea-dev/ardea/sinks"
@@ -192,6 +194,7 @@ func Run(ctx context.Context, o RunOptions) (*Result, error) {
 		c, err := StartContainer(runCtx, ContainerOptions{
 			Topology: t, Plan: p, Container: cn, Conn: nc, OwnConn: true, Runtime: rt, Modules: modules, Versions: versions,
 			Metrics: o.Metrics, Logger: log, Bus: o.Bus, Active: true, Checkpoints: ckpt, OnSwap: o.OnSwap,
+			OnDrainedFailure: func(error) { endInput(containers) },
 		})
 		if err != nil {
 			nc.Close()
@@ -440,7 +443,10 @@ func (b *Builder) Resolve(ctx context.Context, t *ardea.Topology, c *ardea.Compo
 }
 
 // runContainers runs every container's tasks until all finish; the first
-// error cancels the others and is returned.
+// error cancels the others and is returned. A spout that fails after a
+// drain (*engine.DrainedError) cancels nothing: every spout's input is
+// ended (endInput), every container finishes what was emitted, and its
+// error is returned unless another one came.
 func runContainers(ctx context.Context, containers []*Container) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -448,17 +454,37 @@ func runContainers(ctx context.Context, containers []*Container) error {
 	for _, c := range containers {
 		go func() {
 			err := c.Run(ctx)
-			if err != nil {
+			var drained *engine.DrainedError
+			if err != nil && !errors.As(err, &drained) {
 				cancel(err)
 			}
 			errs <- err
 		}()
 	}
-	var first error
+	var first, drained error
 	for range containers {
-		if err := <-errs; err != nil && first == nil {
+		err := <-errs
+		var d *engine.DrainedError
+		switch {
+		case err == nil:
+		case errors.As(err, &d):
+			if drained == nil {
+				drained = err
+			}
+		case first == nil:
 			first = err
 		}
 	}
+	if first == nil {
+		first = drained
+	}
 	return first
+}
+
+// endInput ends the input of every spout of the run (a spout failed after
+// a drain: the topology drains, then the run fails).
+func endInput(containers []*Container) {
+	for _, c := range containers {
+		c.EndInput()
+	}
 }

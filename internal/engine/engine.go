@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -76,6 +77,7 @@ type Task struct {
 
 	active   atomic.Bool
 	stopReq  atomic.Bool   // StopForSwitch was called
+	endReq   atomic.Bool   // EndInput was called
 	barrier  atomic.Uint64 // spouts: checkpoint requested by RequestBarrier
 	global   atomic.Uint64 // last global checkpoint told by NotifyGlobal
 	told     uint64        // last global checkpoint passed to the component (runner goroutine)
@@ -111,6 +113,41 @@ func (t *Task) Poke() {
 func (t *Task) StopForSwitch() {
 	t.stopReq.Store(true)
 	t.Poke()
+}
+
+// EndInput makes a spout end its input at its next loop as if its Next
+// had returned Done: it stops emitting, waits for its pending trees and
+// finishes its stream, so that what it emitted drains (bolts ignore it).
+// A group calls it on its other spouts when one fails after a drain.
+func (t *Task) EndInput() {
+	t.endReq.Store(true)
+	t.Poke()
+}
+
+// DrainedError is the result of a spout task whose Next returned an error
+// that fails after a drain (FailsAfterDrain): the task ended its stream
+// first, so everything it emitted before went downstream, then failed
+// with Err. A Group does not cancel its other tasks for it: it asks its
+// other spouts to end their input (EndInput), lets every task finish, and
+// Wait returns it unless another task failed.
+type DrainedError struct {
+	Component string
+	Task      uint32
+	Err       error
+}
+
+func (e *DrainedError) Error() string { return e.Err.Error() }
+func (e *DrainedError) Unwrap() error { return e.Err }
+
+// FailsAfterDrain says whether a spout's error asks for its stream to be
+// finished before the task fails: the error (or one it wraps) has a
+// method FailAfterDrain, which a spout's error type declares when the
+// input is still sound up to the failure (a record too large for the
+// pipeline, and no dead letters to put it in), so that what was read
+// before it should reach the sinks.
+func FailsAfterDrain(err error) bool {
+	var f interface{ FailAfterDrain() }
+	return errors.As(err, &f)
 }
 
 // SetActive activates or deactivates a spout task (bolts ignore it).
@@ -151,7 +188,9 @@ func Run(ctx context.Context, tasks []*Task, log *slog.Logger) error {
 }
 
 // Group runs tasks, and more can be added while it runs (a live re-plan).
-// The first task error cancels the others and is what Wait returns.
+// The first task error cancels the others and is what Wait returns; a
+// *DrainedError does not cancel them (it ends the other spouts' input and
+// is returned once every task finished, unless another error came).
 type Group struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
@@ -159,6 +198,10 @@ type Group struct {
 	wg     sync.WaitGroup
 	once   sync.Once
 	first  error
+
+	mu      sync.Mutex
+	drained error   // the first *DrainedError
+	spouts  []*Task // spout tasks started by Go (EndInput on a drained failure)
 }
 
 // NewGroup returns a group whose tasks run under ctx.
@@ -174,6 +217,11 @@ func (g *Group) Context() context.Context { return g.ctx }
 // task's result when it returns: nil (finished or cancelled), ErrSwitched,
 // or its error.
 func (g *Group) Go(t *Task, exited func(error)) {
+	if t.Spout != nil {
+		g.mu.Lock()
+		g.spouts = append(g.spouts, t)
+		g.mu.Unlock()
+	}
 	g.GoFunc(func(ctx context.Context) error {
 		var err error
 		if t.Spout != nil {
@@ -200,7 +248,22 @@ func (g *Group) GoFunc(fn func(ctx context.Context) error) {
 	g.wg.Add(1)
 	go func() {
 		defer g.wg.Done()
-		if err := fn(g.ctx); err != nil && g.ctx.Err() == nil {
+		err := fn(g.ctx)
+		var drained *DrainedError
+		if errors.As(err, &drained) && g.ctx.Err() == nil {
+			g.mu.Lock()
+			if g.drained == nil {
+				g.drained = err
+			}
+			spouts := slices.Clone(g.spouts)
+			g.mu.Unlock()
+			g.log.Info("spout failed after its stream drained; ending the other spouts' input", "component", drained.Component, "task", drained.Task, "err", drained.Err)
+			for _, t := range spouts {
+				t.EndInput()
+			}
+			return
+		}
+		if err != nil && g.ctx.Err() == nil {
 			// The first error is returned (and reported once by the
 			// caller); later ones are usually consequences.
 			g.once.Do(func() { g.first = err })
@@ -214,11 +277,17 @@ func (g *Group) GoFunc(fn func(ctx context.Context) error) {
 func (g *Group) Hold()    { g.wg.Add(1) }
 func (g *Group) Release() { g.wg.Done() }
 
-// Wait waits for every task and returns the first error.
+// Wait waits for every task and returns the first error (a
+// *DrainedError only if no other task failed).
 func (g *Group) Wait() error {
 	g.wg.Wait()
 	g.cancel(nil)
-	return g.first
+	if g.first != nil {
+		return g.first
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.drained
 }
 
 // counting wraps an outbox and counts per task without atomics; the counts
@@ -304,6 +373,9 @@ func runSpout(ctx context.Context, t *Task) (err error) {
 			}
 			return ErrSwitched
 		}
+		if t.endReq.Load() {
+			return endStream(ctx, t, out, &res, nil)
+		}
 		if err := res.deliver(t, out); err != nil {
 			return err
 		}
@@ -374,6 +446,9 @@ func runSpout(ctx context.Context, t *Task) (err error) {
 		st, err := t.Spout.Next(n, out)
 		t.Metrics.NextCalls.Add(1)
 		if err != nil {
+			if FailsAfterDrain(err) {
+				return endStream(ctx, t, out, &res, err)
+			}
 			return err
 		}
 		switch st {
@@ -405,22 +480,33 @@ func runSpout(ctx context.Context, t *Task) (err error) {
 				backoff = idleBackoffMax
 			}
 		case component.Done:
-			if err := drainTrees(ctx, t, out, &res); err != nil {
-				return err
-			}
-			if t.stopReq.Load() {
-				return ErrSwitched
-			}
-			if ctx.Err() != nil {
-				return nil
-			}
-			out.publish(t.Metrics)
-			return busErr(ctx, t, t.Outbox.Finish(ctx))
+			return endStream(ctx, t, out, &res, nil)
 		default:
 			return fmt.Errorf("component %s task %d: next returned unknown status %d", t.Component, t.ID, st)
 		}
 	}
 	return nil
+}
+
+// endStream ends a spout's stream after Done, EndInput or an error that
+// fails after a drain (cause): it waits for the spout's pending trees and
+// sends end of stream downstream behind everything emitted, then returns
+// a *DrainedError for cause (nil: the task finished).
+func endStream(ctx context.Context, t *Task, out *counting, res *outcomes, cause error) error {
+	if err := drainTrees(ctx, t, out, res); err != nil {
+		return err
+	}
+	if t.stopReq.Load() {
+		return ErrSwitched
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	out.publish(t.Metrics)
+	if err := busErr(ctx, t, t.Outbox.Finish(ctx)); err != nil || cause == nil {
+		return err
+	}
+	return &DrainedError{Component: t.Component, Task: t.ID, Err: cause}
 }
 
 // drainTrees runs after a tracking spout returned Done: end-of-stream must

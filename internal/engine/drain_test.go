@@ -1,0 +1,130 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"testing"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/ardea-dev/ardea"
+	"github.com/ardea-dev/ardea/bus"
+	"github.com/ardea-dev/ardea/connectors"
+	"github.com/ardea-dev/ardea/internal/component"
+	"github.com/ardea-dev/ardea/internal/engine"
+	"github.com/ardea-dev/ardea/internal/metrics"
+	"github.com/ardea-dev/ardea/internal/tuple"
+	"github.com/ardea-dev/ardea/scheduler"
+)
+
+// errDrainFirst is a spout error that fails after a drain.
+type errDrainFirst struct{}
+
+func (errDrainFirst) Error() string   { return "record too large" }
+func (errDrainFirst) FailAfterDrain() {}
+
+// failingSpout emits n tuples, one per Next, then fails with err.
+type failingSpout struct {
+	lifeSpout
+	n   int
+	err error
+}
+
+func (s *failingSpout) Next(max int, out component.Collector) (component.Status, error) {
+	if s.n == 0 {
+		return component.Emitted, s.err
+	}
+	s.n--
+	return component.Emitted, out.Emit(0, tuple.NoTask, 0, nil, s.values)
+}
+
+// drainTopology runs a failing spout and an endless one into a counting
+// bolt, in one container, and returns Run's error.
+func drainTopology(t *testing.T, spoutErr error) (error, *countBolt, *lifeSpout) {
+	t.Helper()
+	b := ardea.NewBuilder("drain")
+	b.Spout("bad", "builtin:generator")
+	b.Spout("endless", "builtin:generator")
+	b.Bolt("sink", "builtin:file").Config("path", "unused").Shuffle("bad").Shuffle("endless")
+	tp, err := b.BuildWith(ardea.ValidateOptions{SkipModuleCheck: true, Builtins: connectors.Outputs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := scheduler.BuildPlan(tp, 1, scheduler.RoundRobin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := bus.StartServer(bus.ServerOptions{Port: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sm, err := bus.NewStreamManager(bus.Options{Plan: p, Container: 1, Conn: nc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sm.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer sm.Close()
+	id := func(comp string) uint32 {
+		for _, c := range p.Components {
+			if c.Name == comp {
+				return c.Tasks[0]
+			}
+		}
+		t.Fatalf("no component %s", comp)
+		return 0
+	}
+	values := tuple.AppendValues(nil, tuple.Str("hello"))
+	bad := &failingSpout{lifeSpout: lifeSpout{values: values}, n: 5000, err: spoutErr}
+	endless := &lifeSpout{values: values}
+	bolt := &countBolt{}
+	reg := metrics.NewRegistry()
+	tasks := []*engine.Task{
+		{ID: id("bad"), Component: "bad", Spout: bad, Outbox: sm.Outbox(id("bad")), Metrics: reg.Task("bad", id("bad")), SpoutBatch: 1},
+		{ID: id("endless"), Component: "endless", Spout: endless, Outbox: sm.Outbox(id("endless")), Metrics: reg.Task("endless", id("endless"))},
+		{ID: id("sink"), Component: "sink", Bolt: bolt, Inbox: sm.Inbox(id("sink")), Outbox: sm.Outbox(id("sink")), Metrics: reg.Task("sink", id("sink"))},
+	}
+	for _, task := range tasks[:2] {
+		task.SetActive(true)
+	}
+	return engine.Run(ctx, tasks, slog.New(slog.DiscardHandler)), bolt, endless
+}
+
+// TestFailAfterDrain: a spout error that fails after a drain ends the
+// spout's stream first: every tuple it emitted reaches the bolt, the
+// other spout is told to end its input, every task finishes, and Run
+// returns the error as a *DrainedError. Any other error still cancels
+// the run at once.
+func TestFailAfterDrain(t *testing.T) {
+	err, bolt, endless := drainTopology(t, errDrainFirst{})
+	var drained *engine.DrainedError
+	if !errors.As(err, &drained) || !errors.As(err, new(errDrainFirst)) || drained.Component != "bad" || err.Error() != "record too large" {
+		t.Fatalf("Run = %v, want the spout's error as a *DrainedError", err)
+	}
+	if !engine.FailsAfterDrain(err) || engine.FailsAfterDrain(errors.New("x")) {
+		t.Error("FailsAfterDrain")
+	}
+	// The bolt got all of the failing spout's tuples, and the endless
+	// spout's up to its end of input.
+	if got, min := bolt.tuples.Load(), int64(5000)+endless.nexts.Load(); got != min {
+		t.Errorf("bolt executed %d tuples, want %d (5000 + %d Next calls of the endless spout emitting one each)", got, min, endless.nexts.Load())
+	}
+	if !endless.closed.Load() {
+		t.Error("the endless spout was not closed")
+	}
+
+	err, _, _ = drainTopology(t, errors.New("broken"))
+	if err == nil || err.Error() != "broken" || errors.As(err, &drained) {
+		t.Fatalf("Run with a plain error = %v", err)
+	}
+}

@@ -39,7 +39,7 @@ func (s *stallingStore) Save(ctx context.Context, topology string, id uint64, ta
 // as an error with the cause and the timeout), later checkpoints become
 // global, and the output is exact.
 func TestCheckpointSaveTimeout(t *testing.T) {
-	lines := testLines(60000)
+	lines := testLines(200000)
 	want := wordcount.Reference(lines)
 	in := filepath.Join(t.TempDir(), "in.txt")
 	writeLines(t, in, lines)

@@ -105,7 +105,7 @@ var errStorageFull = errors.New("storage full")
 // global checkpoint stays 1 until a later one is stored, and the output is
 // still exact.
 func TestCheckpointThatCannotBeStored(t *testing.T) {
-	lines := testLines(60000)
+	lines := testLines(200000)
 	want := wordcount.Reference(lines)
 	in := filepath.Join(t.TempDir(), "in.txt")
 	writeLines(t, in, lines)

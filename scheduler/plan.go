@@ -43,6 +43,9 @@ func BuildPlan(t *ardea.Topology, containers int, pack Packer) (*plan.Plan, erro
 	if _, err := RecoverySettings(t); err != nil {
 		return nil, err
 	}
+	if _, err := CheckpointStorageSettings(t.Name, t.Config); err != nil {
+		return nil, err
+	}
 	if err := CheckLimits(t); err != nil {
 		return nil, err
 	}

@@ -342,6 +342,9 @@ func printStatus(w io.Writer, st local.Status) {
 		fmt.Fprintf(w, " (%s)", st.Message)
 	}
 	fmt.Fprintln(w)
+	if st.StorageFault != "" {
+		fmt.Fprintf(w, "storage fault: %s\n", st.StorageFault)
+	}
 	if c := st.Checkpoints; c != nil {
 		fmt.Fprintf(w, "effectively once: last global checkpoint %d, %d failed, %d rollbacks, running from checkpoint %d\n",
 			c.Global, c.Failed, c.Rollbacks, c.RestoredFrom)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -86,13 +87,16 @@ func (h *proc) keepFinalStates() {
 
 // checkpointFinished stores the final states of a finished container's
 // tasks for checkpoint id (states is not modified once kept).
-func checkpointFinished(ctx context.Context, cp *scheduler.Checkpointing, id uint64, states map[uint32]*host.MemoryState) {
+// Each write is bounded by the topology's checkpoint save timeout.
+func checkpointFinished(ctx context.Context, cp *scheduler.Checkpointing, id uint64, states map[uint32]*host.MemoryState, timeout time.Duration) {
 	for task, st := range states {
 		var err error
 		if st == nil {
 			err = fmt.Errorf("task %d has no final state", task)
 		} else {
-			err = cp.Store.Save(ctx, cp.Key, id, task, st.Snapshot())
+			sctx, cancel := context.WithTimeout(ctx, timeout)
+			err = cp.Store.Save(sctx, cp.Key, id, task, st.Snapshot())
+			cancel()
 		}
 		if err != nil && ctx.Err() != nil {
 			return

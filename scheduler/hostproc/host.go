@@ -450,7 +450,11 @@ func (h *proc) command(ctx context.Context, c ctl.Command) error {
 			h.cur.c.Checkpoint(c.Epoch)
 		case h.state == ctl.HostFinished:
 			if cp := h.checkpointing(h.doc); cp != nil {
-				go checkpointFinished(ctx, cp, c.Epoch, h.finalStates)
+				timeout := scheduler.DefaultSaveTimeout
+				if cs, err := scheduler.CheckpointStorageSettings(h.top.Name, h.top.Config); err == nil {
+					timeout = cs.SaveTimeout
+				}
+				go checkpointFinished(ctx, cp, c.Epoch, h.finalStates, timeout)
 			}
 		}
 		return nil

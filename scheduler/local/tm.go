@@ -591,6 +591,9 @@ type Status struct {
 	Containers  []ContainerStatus `json:"containers"`
 	// Checkpoints is set when the topology runs effectively once.
 	Checkpoints *CheckpointStatus `json:"checkpoints,omitempty"`
+	// StorageFault is the daemon's JetStream storage fault, while one
+	// lasts (a full disk: checkpoints and state writes fail until it heals).
+	StorageFault string `json:"storage_fault,omitempty"`
 }
 
 // CheckpointStatus is an effectively-once topology's checkpoint progress.
@@ -665,6 +668,9 @@ func (t *tm) status() Status {
 	defer t.mu.Unlock()
 	st := Status{Name: t.name, State: t.state, Message: t.message, PlanVersion: t.planRev,
 		Uptime: time.Since(t.started).Round(time.Second).String()}
+	if err, at := t.d.srv.JetStreamFault(); err != nil {
+		st.StorageFault = fmt.Sprintf("%v (since %s)", err, at.Format(time.RFC3339))
+	}
 	if cs := t.ckpt; cs != nil {
 		st.Checkpoints = &CheckpointStatus{Global: cs.coord.Global(), Failed: cs.coord.Failed(), Rollbacks: cs.count,
 			RestoredFrom: cs.restored, RollingBack: cs.rolling || cs.fenced, Generation: cs.gen, Fenced: cs.fenced,

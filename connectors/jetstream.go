@@ -78,12 +78,19 @@ type jsSpout struct {
 	js         jetstream.JetStream
 	topology   string
 	why        map[uint64]string // how a pending message's tree failed (NoteFailures)
+
+	maxTuple     int64 // the tuple limit, and the setting it comes from
+	tupleSetting string
+	// failed: a message over the tuple limit without a dead-letter subject
+	// ended the input; Next reports it once nothing is pending.
+	failed error
 }
 
 func newJetStreamSpout(cfg Config) (component.Spout, error) {
 	s := &jsSpout{url: cfg.String("url"), stream: cfg.String("stream"), subject: cfg.String("subject"),
 		durable: cfg.String("durable"), batch: int(cfg.Int("batch")), ackWait: cfg.Duration("ack_wait"),
 		maxRetries: int(cfg.Int("max_retries")), dlq: cfg.String("dead_letter_subject")}
+	s.maxTuple, s.tupleSetting = cfg.tupleLimit()
 	if s.maxRetries > 0 && s.dlq == "" {
 		return nil, errors.New(`config "max_retries": needs "dead_letter_subject", the subject that receives the messages given up`)
 	}
@@ -135,13 +142,27 @@ func (s *jsSpout) Open(ctx component.Context, _ component.Collector) error {
 }
 
 func (s *jsSpout) Next(max int, out component.Collector) (component.Status, error) {
+	if s.failed != nil {
+		if len(s.pending) == 0 {
+			return component.Done, s.failed
+		}
+		return component.Idle, nil
+	}
 	batch, err := s.cons.FetchNoWait(min(max, s.batch))
 	if err != nil {
 		return component.Idle, s.errorf("fetch: %w", err)
 	}
 	n := 0
 	for m := range batch.Messages() {
+		if s.failed != nil {
+			m.Nak() // after the oversized message: left for the next run
+			continue
+		}
 		s.vals = tuple.AppendValues(s.vals[:0], tuple.Str(m.Subject()), tuple.Bin(m.Data()))
+		if size := int64(len(s.vals)); size > s.maxTuple {
+			s.oversized(m, size)
+			continue
+		}
 		var id uint64
 		if s.acking {
 			s.next++
@@ -209,6 +230,30 @@ func (s *jsSpout) Fail(ids []uint64, _ component.Collector) error {
 	return nil
 }
 
+// oversized handles m, whose tuple exceeds the tuple limit: to the
+// dead-letter subject (and terminated) if there is one, else (or if that
+// failed) it is left for redelivery and s.failed ends the input.
+func (s *jsSpout) oversized(m jetstream.Msg, size int64) {
+	md, err := m.Metadata()
+	src := m.Subject()
+	if err == nil {
+		src = fmt.Sprintf("%s/%d", md.Stream, md.Sequence.Stream)
+	}
+	if s.dlq != "" && err == nil {
+		if err = s.deadLetterMsg(m, md, "0", tooLargeReason("message", size, s.tupleSetting, s.maxTuple)); err == nil {
+			s.metric("jetstream_oversized", 1)
+			return
+		}
+	}
+	var dlErr error
+	if s.dlq != "" {
+		dlErr = err
+	}
+	m.Nak()
+	s.failed = &RecordTooLargeError{Component: s.comp, Spout: fmt.Sprintf("jetstream spout (stream %s)", s.stream), Source: src,
+		What: "message", Size: size, Setting: s.tupleSetting, Limit: s.maxTuple, DeadLetter: dlErr}
+}
+
 // NoteFailures records how the trees about to be failed ended.
 func (s *jsSpout) NoteFailures(fs []component.Failure) {
 	for _, f := range fs {
@@ -219,20 +264,26 @@ func (s *jsSpout) NoteFailures(fs []component.Failure) {
 // deadLetter publishes a given-up message to the dead-letter subject with
 // headers naming its source, then terminates it (no more redelivery).
 func (s *jsSpout) deadLetter(m jetstream.Msg, md *jetstream.MsgMetadata, why string) error {
+	if why == "" {
+		why = "failed"
+	}
+	return s.deadLetterMsg(m, md, strconv.FormatUint(md.NumDelivered, 10), fmt.Sprintf("%d deliveries; last: %s", md.NumDelivered, why))
+}
+
+// deadLetterMsg publishes m to the dead-letter subject with headers naming
+// its source, failures and error, then terminates it.
+func (s *jsSpout) deadLetterMsg(m jetstream.Msg, md *jetstream.MsgMetadata, failures, errText string) error {
 	dl := nats.NewMsg(s.dlq)
 	dl.Data = m.Data()
 	for k, vs := range m.Headers() {
 		dl.Header[k] = vs
 	}
-	if why == "" {
-		why = "failed"
-	}
 	dl.Header.Set("Ardea-Topology", s.topology)
 	dl.Header.Set("Ardea-Component", s.comp)
 	dl.Header.Set("Ardea-Subject", m.Subject())
 	dl.Header.Set("Ardea-Source", fmt.Sprintf("%s/%d", md.Stream, md.Sequence.Stream))
-	dl.Header.Set("Ardea-Failures", strconv.FormatUint(md.NumDelivered, 10))
-	dl.Header.Set("Ardea-Error", fmt.Sprintf("%d deliveries; last: %s", md.NumDelivered, why))
+	dl.Header.Set("Ardea-Failures", failures)
+	dl.Header.Set("Ardea-Error", errText)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if _, err := s.js.PublishMsg(ctx, dl); err != nil {

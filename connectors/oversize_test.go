@@ -4,11 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/internal/component"
@@ -326,4 +330,93 @@ func TestKafkaSpoutOversized(t *testing.T) {
 			t.Errorf("committed offset %d, want 2 (the oversized record)", c)
 		}
 	})
+}
+
+// TestJetStreamSpoutOversized: a message over the tuple limit goes to the
+// dead-letter subject (and is terminated) while the others flow; without
+// one the spout leaves it in the stream and ends its input with the error.
+func TestJetStreamSpoutOversized(t *testing.T) {
+	url, js := jetStreamServer(t, 0)
+	ctx := context.Background()
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "DLQ", Subjects: []string{"dlq.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	big := strings.Repeat("B", 300)
+	for _, v := range []string{"m0", big, "m2"} {
+		if _, err := js.Publish(ctx, "s.0", []byte(v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	limits := map[string]string{"topology.max.tuple.bytes": "200"}
+	open := func(t *testing.T, cfg map[string]string) (component.Spout, *recorder) {
+		s, err := NewSpout("jetstream", cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sctx := taskContext("c", 0, 1, cfg, map[string][]string{"default": {"subject", "data"}}, nil)
+		out := &recorder{}
+		if err := s.Open(sctx, out); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s, out
+	}
+	t.Run("dead letters", func(t *testing.T) {
+		cfg := WithTopologySettings(map[string]string{"url": url, "stream": "S", "durable": "dl", "dead_letter_subject": "dlq.s"}, limits)
+		s, out := open(t, cfg)
+		waitFor(t, "two messages", func() bool {
+			if _, err := s.Next(10, out); err != nil {
+				t.Fatal(err)
+			}
+			return len(out.emits) >= 2
+		})
+		dl, err := DeadLetters(ctx, "test", "c", "builtin:jetstream", cfg)
+		if err != nil || len(dl) != 1 {
+			t.Fatalf("DeadLetters = %+v, %v", dl, err)
+		}
+		if d := dl[0]; d.Value != big || d.Source != "s.0 S/2" || d.Failures != 0 || !strings.HasSuffix(d.Error, " bytes exceeds topology.max.tuple.bytes 200") {
+			t.Fatalf("dead letter %+v", d)
+		}
+	})
+	t.Run("no dead letters", func(t *testing.T) {
+		cfg := WithTopologySettings(map[string]string{"url": url, "stream": "S", "durable": "stop"}, limits)
+		s, out := open(t, cfg)
+		var st component.Status
+		var err error
+		waitFor(t, "the oversized message", func() bool {
+			st, err = s.Next(10, out)
+			return err != nil
+		})
+		var tooLarge *RecordTooLargeError
+		if st != component.Done || !errors.As(err, &tooLarge) || tooLarge.Source != "S/2" || len(out.emits) != 1 {
+			t.Fatalf("Next = %v, %v after %d emits", st, err, len(out.emits))
+		}
+	})
+}
+
+// TestHTTPSpoutOversized: a body with a line whose tuple exceeds the
+// tuple limit is refused whole with 413 naming the line and the limit.
+func TestHTTPSpoutOversized(t *testing.T) {
+	cfg := WithTopologySettings(map[string]string{"listen": "127.0.0.1:0"}, map[string]string{"topology.max.tuple.bytes": "100"})
+	s, err := NewSpout("http", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &recorder{}
+	if err := s.Open(taskContext("c", 0, 1, cfg, map[string][]string{"default": {"line"}}, nil), out); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	resp, err := http.Post("http://"+s.(*httpSpout).Addr()+"/ingest", "text/plain", strings.NewReader("ok\n"+strings.Repeat("x", 94)+"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(body), "line 2: a tuple of 101 bytes exceeds topology.max.tuple.bytes 100") {
+		t.Fatalf("status %d: %s", resp.StatusCode, body)
+	}
+	if st, _ := s.Next(10, out); st != component.Idle || len(out.emits) != 0 {
+		t.Fatalf("something of the refused body was taken: %v, %d", st, len(out.emits))
+	}
 }

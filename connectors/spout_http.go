@@ -33,7 +33,11 @@ import (
 // tree has completed (200 OK), or 503 Service Unavailable with Retry-After
 // if one failed or timed out, so the client retries and nothing is lost
 // silently. A full queue answers 429 Too Many Requests (back pressure, no
-// loss). The spout never finishes.
+// loss). A body holding a line or element whose tuple would exceed the
+// tuple limit (max.tuple.bytes, topology.max.tuple.bytes) is refused whole
+// (413, naming the line and the limit): the client is the source to tell,
+// so it neither reaches dead letters nor fails the topology. The spout
+// never finishes.
 
 func init() {
 	Register(Spec{
@@ -82,11 +86,15 @@ type httpSpout struct {
 	closeOnce     sync.Once
 	closeErr      error
 	acceptedLines int64
+	maxTuple      int64 // the tuple limit, and the setting it comes from
+	tupleSetting  string
 }
 
 func newHTTPSpout(cfg Config) (component.Spout, error) {
-	return &httpSpout{listen: cfg.String("listen"), path: cfg.String("path"), maxBody: cfg.Int("max_body_bytes"),
-		queueLen: int(cfg.Int("queue")), timeout: cfg.Duration("timeout"), token: []byte(cfg.String("token"))}, nil
+	s := &httpSpout{listen: cfg.String("listen"), path: cfg.String("path"), maxBody: cfg.Int("max_body_bytes"),
+		queueLen: int(cfg.Int("queue")), timeout: cfg.Duration("timeout"), token: []byte(cfg.String("token"))}
+	s.maxTuple, s.tupleSetting = cfg.tupleLimit()
+	return s, nil
 }
 
 func (s *httpSpout) errorf(format string, args ...any) error {
@@ -172,6 +180,13 @@ func (s *httpSpout) handle(w http.ResponseWriter, r *http.Request) {
 	if len(req.lines) == 0 {
 		w.WriteHeader(http.StatusNoContent)
 		return
+	}
+	for i, l := range req.lines {
+		if size := int64(len(appendStringValues(nil, nil)) + len(l)); size > s.maxTuple {
+			http.Error(w, fmt.Sprintf("line %d: a tuple of %d bytes exceeds %s %d (nothing of the request was taken)", i+1, size, s.tupleSetting, s.maxTuple),
+				http.StatusRequestEntityTooLarge)
+			return
+		}
 	}
 	select {
 	case s.queue <- req:

@@ -292,6 +292,9 @@ func pulsarDeadLetters(ctx context.Context, component string, c Config, replay b
 		props := m.Properties()
 		d := DeadLetter{Component: component, Destination: "pulsar:" + topic, Value: string(m.Payload()),
 			Source: props["REAL_TOPIC"] + " " + props["ORIGIN_MESSAGE_ID"], Failures: int(c.Int("max_retries"))}
+		if e, ok := props["ardea-error"]; ok { // an oversized message, never delivered
+			d.Error, d.Failures = e, 0
+		}
 		out = append(out, d)
 		if !replay {
 			continue

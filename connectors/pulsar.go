@@ -82,12 +82,20 @@ type pulsarSpout struct {
 	metric  func(string, int64)
 	vals    []byte
 	props   []byte
+
+	maxTuple     int64 // the tuple limit, and the setting it comes from
+	tupleSetting string
+	dlqProd      pulsar.Producer // oversized messages to dead_letter_topic
+	// failed: a message over the tuple limit without a dead-letter topic
+	// ended the input; Next reports it once nothing is pending.
+	failed error
 }
 
 func newPulsarSpout(cfg Config) (component.Spout, error) {
 	s := &pulsarSpout{url: cfg.String("url"), topics: cfg.String("topics"), pattern: cfg.Bool("topics_pattern"),
 		sub: cfg.String("subscription"), subType: cfg.String("type"), start: cfg.String("start"),
 		nackDelay: cfg.Duration("nack_delay"), maxRetries: int(cfg.Int("max_retries")), dlq: cfg.String("dead_letter_topic")}
+	s.maxTuple, s.tupleSetting = cfg.tupleLimit()
 	if len(splitList(s.topics)) == 0 {
 		return nil, errors.New(`config "topics": no topic`)
 	}
@@ -153,8 +161,14 @@ func (s *pulsarSpout) Open(ctx component.Context, _ component.Collector) error {
 }
 
 func (s *pulsarSpout) Next(max int, out component.Collector) (component.Status, error) {
+	if s.failed != nil {
+		if len(s.pending) == 0 {
+			return component.Done, s.failed
+		}
+		return component.Idle, nil
+	}
 	n := 0
-	for n < max {
+	for n < max && s.failed == nil {
 		var cm pulsar.ConsumerMessage
 		select {
 		case cm = <-s.cons.Chan():
@@ -179,6 +193,12 @@ func (s *pulsarSpout) Next(max int, out component.Collector) (component.Status, 
 		}
 		s.vals = tuple.AppendValues(s.vals[:0], tuple.Str(string(m.Payload())), tuple.Str(m.Key()), tuple.Str(m.Topic()),
 			tuple.Str(m.ID().String()), tuple.Int(m.PublishTime().UnixMilli()), tuple.Str(string(s.props)))
+		if size := int64(len(s.vals)); size > s.maxTuple {
+			if err := s.oversized(m, size); err != nil {
+				return component.Emitted, err
+			}
+			continue
+		}
 		var id uint64
 		if s.acking {
 			s.next++
@@ -196,7 +216,53 @@ func (s *pulsarSpout) Next(max int, out component.Collector) (component.Status, 
 		s.metric("pulsar_messages", 1)
 		n++
 	}
+	if n == 0 {
+		return component.Idle, nil
+	}
 	return component.Emitted, nil
+}
+
+// oversized handles m, whose tuple exceeds the tuple limit: sent to
+// dead_letter_topic (with the properties Pulsar's own dead letters carry,
+// REAL_TOPIC and ORIGIN_MESSAGE_ID, and ardea-error) and acked if there is
+// one, else (or if that failed) left unacked for redelivery, and s.failed
+// ends the input.
+func (s *pulsarSpout) oversized(m pulsar.Message, size int64) error {
+	reason := tooLargeReason("message", size, s.tupleSetting, s.maxTuple)
+	var dlErr error
+	if s.dlq != "" {
+		if dlErr = s.deadLetter(m, reason); dlErr == nil {
+			s.metric("pulsar_oversized", 1)
+			if err := s.cons.Ack(m); err != nil {
+				return s.errorf("ack: %w", err)
+			}
+			return nil
+		}
+	}
+	s.failed = &RecordTooLargeError{Component: s.comp, Spout: fmt.Sprintf("pulsar spout (topics %s)", s.topics),
+		Source: m.Topic() + " " + m.ID().String(), What: "message", Size: size, Setting: s.tupleSetting, Limit: s.maxTuple, DeadLetter: dlErr}
+	return nil
+}
+
+func (s *pulsarSpout) deadLetter(m pulsar.Message, reason string) error {
+	if s.dlqProd == nil {
+		p, err := s.client.CreateProducer(pulsar.ProducerOptions{Topic: s.dlq})
+		if err != nil {
+			return s.errorf("dead letter producer %s: %w", s.dlq, err)
+		}
+		s.dlqProd = p
+	}
+	props := maps.Clone(m.Properties())
+	if props == nil {
+		props = map[string]string{}
+	}
+	props["REAL_TOPIC"], props["ORIGIN_MESSAGE_ID"], props["ardea-error"] = m.Topic(), m.ID().String(), reason
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := s.dlqProd.Send(ctx, &pulsar.ProducerMessage{Payload: m.Payload(), Key: m.Key(), Properties: props}); err != nil {
+		return s.errorf("dead letter to %s: %w", s.dlq, err)
+	}
+	return nil
 }
 
 // Ack acknowledges the messages of completed trees.
@@ -230,6 +296,10 @@ func (s *pulsarSpout) Deactivate() error { return nil }
 
 // Close leaves unacked messages to Pulsar's redelivery.
 func (s *pulsarSpout) Close() error {
+	if s.dlqProd != nil {
+		s.dlqProd.Close()
+		s.dlqProd = nil
+	}
 	if s.cons != nil {
 		s.cons.Close()
 		s.cons = nil

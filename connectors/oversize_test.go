@@ -12,10 +12,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apache/pulsar-client-go/pulsar"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/internal/component"
+	"github.com/ardea-dev/ardea/internal/testbroker"
 )
 
 // TestMaxLineBytesWithinTupleLimit: max_line_bytes may not exceed the
@@ -418,5 +420,71 @@ func TestHTTPSpoutOversized(t *testing.T) {
 	}
 	if st, _ := s.Next(10, out); st != component.Idle || len(out.emits) != 0 {
 		t.Fatalf("something of the refused body was taken: %v, %d", st, len(out.emits))
+	}
+}
+
+// TestPulsarSpoutOversized: a message over the tuple limit goes to
+// dead_letter_topic (listed by ardea dlq with its source and the reason)
+// and is acked while the others flow; without one the spout leaves it
+// unacked and ends its input with the error.
+func TestPulsarSpoutOversized(t *testing.T) {
+	url := testbroker.Pulsar(t)
+	topic, dlq := pulsarTopic(), pulsarTopic()
+	limits := map[string]string{"topology.max.tuple.bytes": "300"}
+	big := strings.Repeat("B", 400)
+	open := func(t *testing.T, cfg map[string]string) (component.Spout, *recorder) {
+		s, err := NewSpout("pulsar", cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := &recorder{}
+		if err := s.Open(taskContext("c", 0, 1, cfg, map[string][]string{"default": pulsarFields}, nil), out); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s, out
+	}
+	dlCfg := WithTopologySettings(map[string]string{"url": url, "topics": topic, "subscription": "dl", "dead_letter_topic": dlq}, limits)
+	stopCfg := WithTopologySettings(map[string]string{"url": url, "topics": topic, "subscription": "stop"}, limits)
+	sDL, outDL := open(t, dlCfg)
+	sStop, outStop := open(t, stopCfg)
+	cl, err := pulsarClient(url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	p, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for _, v := range []string{"m0", big, "m2"} {
+		if _, err := p.Send(context.Background(), &pulsar.ProducerMessage{Payload: []byte(v)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	waitFor(t, "two messages", func() bool {
+		if _, err := sDL.Next(10, outDL); err != nil {
+			t.Fatal(err)
+		}
+		return len(outDL.emits) >= 2
+	})
+	dl, err := DeadLetters(context.Background(), "test", "c", "builtin:pulsar", dlCfg)
+	if err != nil || len(dl) != 1 {
+		t.Fatalf("DeadLetters = %+v, %v", dl, err)
+	}
+	if d := dl[0]; d.Value != big || !strings.HasPrefix(d.Source, topic+" ") || d.Failures != 0 || !strings.HasSuffix(d.Error, " bytes exceeds topology.max.tuple.bytes 300") {
+		t.Fatalf("dead letter %+v", d)
+	}
+
+	var st component.Status
+	waitFor(t, "the oversized message", func() bool {
+		st, err = sStop.Next(10, outStop)
+		return err != nil
+	})
+	var tooLarge *RecordTooLargeError
+	if st != component.Done || !errors.As(err, &tooLarge) || !strings.HasPrefix(tooLarge.Source, topic+" ") || len(outStop.emits) != 1 {
+		t.Fatalf("Next = %v, %v after %d emits", st, err, len(outStop.emits))
 	}
 }

@@ -3,6 +3,7 @@ package ardea
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -219,5 +220,31 @@ func TestValidateDoesNotModify(t *testing.T) {
 	equalTopology(t, top, before)
 	if top.Component("lines").Outputs != nil {
 		t.Error("Validate filled builtin outputs")
+	}
+}
+
+// TestBuiltinConfigGetsTopologySettings: a builtin's config check sees the
+// topology's topology.* settings under its own config (its own keys win),
+// so it can hold a record size setting to the tuple limit.
+func TestBuiltinConfigGetsTopologySettings(t *testing.T) {
+	top, err := Parse([]byte("name: t\nconfig: {topology.max.tuple.bytes: \"64\", topology.spout.batch: \"8\"}\n"+
+		"spouts:\n  - {name: s, module: builtin:file, config: {path: x, topology.spout.batch: \"2\"}}\n"), "", "v.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]string
+	err = top.Validate(ValidateOptions{Builtins: testBuiltins, BuiltinConfig: func(_, _, _ string, cfg map[string]string) error {
+		got = cfg
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"path": "x", "topology.spout.batch": "2", "topology.max.tuple.bytes": "64"}
+	if !maps.Equal(got, want) {
+		t.Fatalf("BuiltinConfig got %v, want %v", got, want)
+	}
+	if len(top.Component("s").Config) != 2 {
+		t.Errorf("Validate changed the component's config: %v", top.Component("s").Config)
 	}
 }

@@ -184,6 +184,7 @@ func TestLocalOversizedLine(t *testing.T) {
 	if code == 0 || !strings.Contains(stderr, want) {
 		t.Fatalf("ardea wait: exit %d, want non-zero and %q in:\n%s", code, want, stderr)
 	}
+	t.Logf("ardea wait: %s", strings.TrimSpace(stderr))
 	waitFor(t, time.Minute, "the sink closed", func() (bool, string) {
 		for _, c := range d.status(t, "bigd").Containers {
 			if c.PID != 0 && alive(c.PID) {

@@ -78,7 +78,12 @@ type Heartbeat struct {
 	State        string `json:"state"`
 	Active       bool   `json:"active"` // spouts emitting
 	Error        string `json:"error,omitempty"`
-	HandoffDone  uint64 `json:"handoff_done,omitempty"` // last handoff epoch whose state is stored
+	// Fatal (with State FAILED): the failure is in the data or the
+	// topology, not the process (a record too large for the pipeline,
+	// after everything before it drained): restarting the container
+	// cannot help, and the TM fails the topology at once.
+	Fatal       bool   `json:"fatal,omitempty"`
+	HandoffDone uint64 `json:"handoff_done,omitempty"` // last handoff epoch whose state is stored
 	// Held is the rollback generation of a plan that told this host to
 	// stop (PlanDoc.Hold): it runs nothing until the next plan.
 	Held uint64 `json:"held,omitempty"`

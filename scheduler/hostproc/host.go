@@ -29,6 +29,7 @@ import (
 	"github.com/ardea-dev/ardea/connectors"
 	"github.com/ardea-dev/ardea/host"
 	"github.com/ardea-dev/ardea/internal/checkpoint"
+	"github.com/ardea-dev/ardea/internal/engine"
 	"github.com/ardea-dev/ardea/internal/metrics"
 	"github.com/ardea-dev/ardea/internal/plan"
 	"github.com/ardea-dev/ardea/internal/tuple"
@@ -68,6 +69,7 @@ type proc struct {
 	state      string
 	active     bool
 	lastErr    string
+	fatal      bool // lastErr is a data error restarting cannot cure (ctl.Heartbeat.Fatal)
 	handedOff  uint64
 	runDone    chan error
 	commands   chan ctl.Command
@@ -537,6 +539,8 @@ func (h *proc) restore(ctx context.Context, doc ctl.PlanDoc, comps []int) (map[u
 // fail reports a failure in a last heartbeat.
 func (h *proc) fail(err error) {
 	h.state, h.lastErr = ctl.HostFailed, err.Error()
+	var drained *engine.DrainedError
+	h.fatal = errors.As(err, &drained)
 	h.log.Error("container failed", "err", err)
 	if h.nc != nil {
 		h.heartbeat()
@@ -564,7 +568,7 @@ func (h *proc) beAlive(ctx context.Context) {
 func (h *proc) heartbeat() {
 	hb := ctl.Heartbeat{
 		Container: h.o.Container, PID: os.Getpid(), PlanRevision: h.planRev, State: h.state,
-		Active: h.active, Error: h.lastErr, HandoffDone: h.handedOff, Held: h.held, Time: time.Now(),
+		Active: h.active, Error: h.lastErr, Fatal: h.fatal, HandoffDone: h.handedOff, Held: h.held, Time: time.Now(),
 		SwitchPrepared: h.sw.epoch, SwitchAdopted: h.sw.adopted, SwitchRunning: h.sw.running, SwitchError: h.sw.err,
 	}
 	if h.swap != nil {

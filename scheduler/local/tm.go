@@ -78,6 +78,8 @@ type tm struct {
 	// alive is each container's last liveness beat, Time when it arrived.
 	alive map[int]ctl.Alive
 	asub  *nats.Subscription
+	// closed: stopTM waits for wg; goroutine starts no more.
+	closed bool
 }
 
 func (d *Daemon) newTM(name string) *tm {
@@ -279,6 +281,12 @@ func (t *tm) onHeartbeat(m *nats.Msg) {
 		delete(t.lost, hb.Container) // its replacement
 	}
 	t.hbs[hb.Container] = hb
+	if hb.State == ctl.HostFailed && hb.Fatal && (t.state == StateRunning || t.state == StatePaused) {
+		msg := fmt.Sprintf("container %d: %s", hb.Container, hb.Error)
+		t.mu.Unlock()
+		t.goroutine(func() { t.failTopology(msg) })
+		return
+	}
 	finished := t.state == StateRunning || t.state == StatePaused
 	if cs := t.ckpt; cs != nil && (cs.fenced || cs.rolling) {
 		finished = false // a container died: its output may yet be rolled back
@@ -397,8 +405,14 @@ func opAborted(ctx context.Context) error {
 	return nil
 }
 
-// goroutine runs f on a goroutine stopTM waits for.
+// goroutine runs f on a goroutine stopTM waits for; none starts once
+// stopTM has begun to wait.
 func (t *tm) goroutine(f func()) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return
+	}
 	t.wg.Add(1)
 	go func() {
 		defer t.wg.Done()
@@ -479,6 +493,9 @@ func (t *tm) stopTM() {
 	if t.cancel != nil {
 		t.cancel()
 	}
+	t.mu.Lock()
+	t.closed = true
+	t.mu.Unlock()
 	t.wg.Wait()
 	t.mu.Lock()
 	lock := t.lock

@@ -199,3 +199,60 @@ func TestLocalOversizedLine(t *testing.T) {
 		t.Fatalf("sink holds %d lines, want the 10000 before the big one", len(got))
 	}
 }
+
+// TestLocalOversizedLineDrainsEveryContainer: the failing file spout's
+// container also holds the sink, which an endless generator in the other
+// container feeds too. The TM asks every spout to end its input
+// (OpEndInput), so the topology drains: it ends FAILED naming the record,
+// with every line before it in the sink.
+func TestLocalOversizedLineDrainsEveryContainer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs host processes")
+	}
+	dir := t.TempDir()
+	lines := oversizeInput(t, dir)
+	yaml := `name: bigx
+config:
+  topology.containers: 2
+spouts:
+  - name: lines
+    module: builtin:file
+    config: {path: in.txt}
+  - name: gen
+    module: builtin:generator
+    config: {rate: "200"}
+bolts:
+  - name: out
+    module: builtin:file
+    config: {path: out.txt}
+    inputs: [{from: lines}, {from: gen}]
+`
+	topo := filepath.Join(dir, "bigx.yaml")
+	if err := os.WriteFile(topo, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := startDaemon(t, t.TempDir())
+	d.ok(t, "submit", topo)
+	code, _, stderr := cli(t, "--server", d.server, "wait", "bigx", "--timeout", "2m")
+	want := fmt.Sprintf(`%s:10001: line longer than max_line_bytes 1048576`, filepath.Join(dir, "in.txt"))
+	if code == 0 || !strings.Contains(stderr, want) {
+		t.Fatalf("ardea wait: exit %d, want non-zero and %q in:\n%s", code, want, stderr)
+	}
+	waitFor(t, time.Minute, "the containers to stop", func() (bool, string) {
+		for _, c := range d.status(t, "bigx").Containers {
+			if c.PID != 0 && alive(c.PID) {
+				return false, "container still running"
+			}
+		}
+		return true, ""
+	})
+	got := map[string]bool{}
+	for _, l := range readLines(t, filepath.Join(dir, "out.txt")) {
+		got[l] = true
+	}
+	for _, l := range lines[:10000] {
+		if !got[l] {
+			t.Fatalf("line %q before the big one is not in the sink", l)
+		}
+	}
+}

@@ -82,8 +82,13 @@ type Heartbeat struct {
 	// topology, not the process (a record too large for the pipeline,
 	// after everything before it drained): restarting the container
 	// cannot help, and the TM fails the topology at once.
-	Fatal       bool   `json:"fatal,omitempty"`
-	HandoffDone uint64 `json:"handoff_done,omitempty"` // last handoff epoch whose state is stored
+	Fatal bool `json:"fatal,omitempty"`
+	// DrainFailure: a spout of this container stopped before a record it
+	// cannot pass on and fails once the topology drained; the TM asks
+	// every container's spouts to end their input (OpEndInput) so that it
+	// drains.
+	DrainFailure string `json:"drain_failure,omitempty"`
+	HandoffDone  uint64 `json:"handoff_done,omitempty"` // last handoff epoch whose state is stored
 	// Held is the rollback generation of a plan that told this host to
 	// stop (PlanDoc.Hold): it runs nothing until the next plan.
 	Held uint64 `json:"held,omitempty"`
@@ -164,6 +169,10 @@ const (
 	// restarted container uses it).
 	OpSwap       = "swap"
 	OpSwapCommit = "swap-commit"
+	// OpEndInput: every spout ends its input as if it were exhausted (a
+	// spout failed on a record and the topology must drain before it
+	// fails).
+	OpEndInput = "end-input"
 )
 
 // Command is a TM -> hosts message.

@@ -63,17 +63,21 @@ type proc struct {
 	rt    *host.Runtime
 	mods  map[string]*host.Module
 
-	cur        *running
-	doc        ctl.PlanDoc
-	planRev    uint64
-	state      string
-	active     bool
-	lastErr    string
-	fatal      bool // lastErr is a data error restarting cannot cure (ctl.Heartbeat.Fatal)
-	handedOff  uint64
-	runDone    chan error
-	commands   chan ctl.Command
-	finishedAt time.Time
+	cur     *running
+	doc     ctl.PlanDoc
+	planRev uint64
+	state   string
+	active  bool
+	lastErr string
+	fatal   bool // lastErr is a data error restarting cannot cure (ctl.Heartbeat.Fatal)
+	// drainFailure is a local spout's fail-after-drain error
+	// (ctl.Heartbeat.DrainFailure); drained carries it from the task.
+	drainFailure string
+	drained      chan string
+	handedOff    uint64
+	runDone      chan error
+	commands     chan ctl.Command
+	finishedAt   time.Time
 	// final holds the instances' last counters once the container has
 	// finished, so status still shows what its tasks did.
 	final *ctl.Heartbeat
@@ -131,7 +135,7 @@ func Run(ctx context.Context, o Options) error {
 	log = slog.New(&exceptionHandler{Handler: log.Handler(), log: exc, task: -1})
 	log = log.With("topology", o.Topology, "container", o.Container)
 	h := &proc{o: o, log: log, state: ctl.HostStarting, commands: make(chan ctl.Command, 16),
-		versions: map[string]string{}, swapEvents: make(chan scheduler.SwapEvent, 256),
+		versions: map[string]string{}, swapEvents: make(chan scheduler.SwapEvent, 256), drained: make(chan string, 1),
 		reg: metrics.NewRegistry(), exc: exc}
 	nc, err := nats.Connect(o.NATSURL, nats.Name(fmt.Sprintf("ardea-host-%s-%d", o.Topology, o.Container)),
 		nats.MaxReconnects(-1))
@@ -242,6 +246,10 @@ func Run(ctx context.Context, o Options) error {
 				h.fail(err)
 				return err
 			}
+		case msg := <-h.drained:
+			h.drainFailure = msg
+			h.log.Error("a spout stopped before a record it cannot pass on; the topology drains, then fails", "err", msg)
+			h.heartbeat()
 		case ev := <-h.swapEvents:
 			h.swapEvent(ev)
 			h.heartbeat()
@@ -366,6 +374,12 @@ func (h *proc) replan(ctx context.Context, u statemgr.PlanUpdate) error {
 		Checkpoints: h.checkpointing(doc),
 		Versions:    maps.Clone(h.versions),
 		OnTaskError: func(component string, task uint32, err error) { h.exc.Record(component, int(task), err.Error()) },
+		OnDrainedFailure: func(err error) {
+			select {
+			case h.drained <- err.Error():
+			default: // one is reported; the topology drains either way
+			}
+		},
 		OnSwap: func(ev scheduler.SwapEvent) {
 			select {
 			case h.swapEvents <- ev:
@@ -430,6 +444,11 @@ func (h *proc) command(ctx context.Context, c ctl.Command) error {
 	case ctl.OpSwitchRun:
 		if err := h.runSwitch(ctx, c.Epoch); err != nil {
 			return err
+		}
+	case ctl.OpEndInput:
+		if h.cur != nil {
+			h.cur.c.EndInput()
+			h.log.Info("spouts end their input: another container's spout failed on a record")
 		}
 	case ctl.OpSwap:
 		h.startSwap(ctx, c)
@@ -568,7 +587,7 @@ func (h *proc) beAlive(ctx context.Context) {
 func (h *proc) heartbeat() {
 	hb := ctl.Heartbeat{
 		Container: h.o.Container, PID: os.Getpid(), PlanRevision: h.planRev, State: h.state,
-		Active: h.active, Error: h.lastErr, Fatal: h.fatal, HandoffDone: h.handedOff, Held: h.held, Time: time.Now(),
+		Active: h.active, Error: h.lastErr, Fatal: h.fatal, DrainFailure: h.drainFailure, HandoffDone: h.handedOff, Held: h.held, Time: time.Now(),
 		SwitchPrepared: h.sw.epoch, SwitchAdopted: h.sw.adopted, SwitchRunning: h.sw.running, SwitchError: h.sw.err,
 	}
 	if h.swap != nil {

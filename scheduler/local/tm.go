@@ -80,6 +80,8 @@ type tm struct {
 	asub  *nats.Subscription
 	// closed: stopTM waits for wg; goroutine starts no more.
 	closed bool
+	// endingInput: OpEndInput was sent (a spout failed on a record).
+	endingInput bool
 }
 
 func (d *Daemon) newTM(name string) *tm {
@@ -281,10 +283,26 @@ func (t *tm) onHeartbeat(m *nats.Msg) {
 		delete(t.lost, hb.Container) // its replacement
 	}
 	t.hbs[hb.Container] = hb
-	if hb.State == ctl.HostFailed && hb.Fatal && (t.state == StateRunning || t.state == StatePaused) {
-		msg := fmt.Sprintf("container %d: %s", hb.Container, hb.Error)
+	running := t.state == StateRunning || t.state == StatePaused
+	endInput := hb.DrainFailure != "" && !t.endingInput && running
+	if endInput {
+		t.endingInput = true
+	}
+	fatal := hb.State == ctl.HostFailed && hb.Fatal && running
+	if endInput || fatal {
 		t.mu.Unlock()
-		t.goroutine(func() { t.failTopology(msg) })
+		if endInput {
+			// A spout failed on a record: every spout ends its input, the
+			// topology drains, and the failing container then reports
+			// Fatal.
+			if err := t.command(ctl.Command{Op: ctl.OpEndInput}); err != nil {
+				t.log.Warn("end input not sent", "err", err)
+			}
+		}
+		if fatal {
+			msg := fmt.Sprintf("container %d: %s", hb.Container, hb.Error)
+			t.goroutine(func() { t.failTopology(msg) })
+		}
 		return
 	}
 	finished := t.state == StateRunning || t.state == StatePaused

@@ -67,12 +67,13 @@ func binaries(t *testing.T) (bin, cache, wazero string) {
 		}
 		built.bin = filepath.Join(dir, "ardea")
 		built.cache = filepath.Join(dir, "cache")
-		// The hosts' compile cache (D/wazero) is shared between the
-		// rows' data dirs: compiling the modules again in every row
-		// would only add seconds to each.
-		built.wazero = filepath.Join(dir, "wazero")
+		// The compile caches of the hosts (D/wazero) and of the daemon's
+		// module validation (D/cache) are shared between the rows' data
+		// dirs: compiling the same modules again in every row would only
+		// add seconds to each.
+		built.wazero = filepath.Join(dir, "compiled")
 		built.hog = filepath.Join(dir, "hog.wasm")
-		for _, d := range []string{built.cache, built.wazero} {
+		for _, d := range []string{built.cache, filepath.Join(built.wazero, "wazero"), filepath.Join(built.wazero, "cache")} {
 			if err := os.MkdirAll(d, 0o755); err != nil {
 				built.err = err
 				return
@@ -217,14 +218,17 @@ func runRow(t *testing.T, row Row, res *Result) {
 			if len(r.notes) > 0 {
 				res.Why += " [" + strings.Join(r.notes, "; ") + "]"
 			}
+			r.partial()
 			r.dumpLogs()
 		}
 	}()
 	if err := os.MkdirAll(r.data, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink(wazero, filepath.Join(r.data, "wazero")); err != nil {
-		t.Fatal(err)
+	for _, sub := range []string{"wazero", "cache"} {
+		if err := os.Symlink(filepath.Join(wazero, sub), filepath.Join(r.data, sub)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if row.Fault == DiskFull {
 		// The JetStream store on a tmpfs of its own: 96 MiB holds the
@@ -585,7 +589,8 @@ func (r *rowRun) withCustomSection(src string) string {
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	name, payload := "ardea-chaos", []byte(r.row.Name()+" "+time.Now().String())
+	// The same bytes for the same row and seed: compiled once, cached.
+	name, payload := "ardea-chaos", []byte(fmt.Sprintf("%s seed %d", r.row.Name(), r.row.Seed))
 	body := append(binary.AppendUvarint(nil, uint64(len(name))), name...)
 	body = append(body, payload...)
 	b = append(b, 0)
@@ -928,6 +933,37 @@ bolts:
 			st.State, map[string]string{"state": "put", "log": "logged"}[mode], executed, maxRSS>>20, logBytes>>20)
 	}
 	r.res.Why = strings.Join(r.notes, "; ")
+}
+
+// partial records what a failed row left: its state (HUNG if it never
+// reached a terminal one) and the checker's figures on the output so far
+// (duplicates and inconsistencies are meaningful in a partial output;
+// records not yet written are not lost, so Lost stays unmeasured unless
+// the topology finished).
+func (r *rowRun) partial() {
+	if r.d == nil {
+		return
+	}
+	if r.res.Terminal == "" {
+		if st, err := r.d.Status(r.name); err == nil {
+			r.res.Terminal, r.res.Message = "HUNG", st.State+" "+firstLine(st.Errors())
+			if Terminal(st.State) {
+				r.res.Terminal = st.State
+			}
+		} else {
+			r.res.Terminal = "HUNG"
+		}
+	}
+	if r.out == "" || size(r.out) < 0 {
+		return
+	}
+	if rep, err := Check(r.row.Mode, r.row.Keys, r.row.PerKey, r.out); err == nil {
+		r.res.Dups, r.res.More, r.res.BadCounts = rep.Duplicates, rep.MoreProduced, rep.BadCounts
+		if r.res.Terminal == StateFinished {
+			r.res.Lost = rep.Lost
+		}
+		r.t.Logf("checker (output so far): %s", rep.Summary())
+	}
 }
 
 func (r *rowRun) dumpLogs() {

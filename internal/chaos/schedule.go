@@ -42,14 +42,37 @@ var Faults = []Fault{HostKill, DaemonKill, HostDaemonKill, SwapStart, SwapTasks,
 	CkptCorrupt, CkptDelete, GuestStateHog, GuestLogFlood}
 
 // Modes is the delivery modes a fault's rows run in, effectively once
-// first. Checkpoint faults exist only effectively once; a guest's abuse
-// of host resources does not depend on the mode.
+// first. Checkpoint faults exist only effectively once. A guest's abuse
+// of host resources does not depend on the mode: its rows run at least
+// once, so that the hog's state is not written to the checkpoint store
+// every interval.
 func (f Fault) Modes() []string {
 	switch f {
-	case Checkpoint, CkptCorrupt, CkptDelete, GuestStateHog, GuestLogFlood:
+	case Checkpoint, CkptCorrupt, CkptDelete:
 		return []string{EffectivelyOnce}
+	case GuestStateHog, GuestLogFlood:
+		return []string{AtLeastOnce}
 	}
 	return []string{EffectivelyOnce, AtLeastOnce}
+}
+
+// Operation reports whether the fault strikes in a lifecycle operation
+// (swap, rescale, apply).
+func (f Fault) Operation() bool {
+	switch f {
+	case SwapStart, SwapTasks, SwapProbation, RescalePrepare, RescaleHandoff, RescaleSwitch, Apply:
+		return true
+	}
+	return false
+}
+
+// Replan reports whether the fault strikes in a rescale or an apply.
+func (f Fault) Replan() bool {
+	switch f {
+	case RescalePrepare, RescaleHandoff, RescaleSwitch, Apply:
+		return true
+	}
+	return false
 }
 
 // Guest reports whether the row runs the abusive guest instead of the
@@ -123,14 +146,26 @@ func Schedule(seed uint64, long bool) []Row {
 	for rep := range reps {
 		for _, f := range Faults {
 			for _, mode := range f.Modes() {
+				if !long && mode == AtLeastOnce && f.Replan() {
+					// The short schedule (CI) keeps to a few minutes: the
+					// replans at least once (live switches) run in the long
+					// one.
+					continue
+				}
 				r := Row{Fault: f, Mode: mode, Rep: rep, Keys: keys, PerKey: perKey, Rate: rate, Faults: 1}
+				if f.Operation() {
+					// The operation (a swap's validation and compile, a
+					// replan's pause) must reach its phase while data
+					// still flows: twice as long an input.
+					r.Rate /= 2
+				}
 				r.Seed = rowSeed(seed, r.Name())
 				rng := rand.New(rand.NewPCG(r.Seed, seed))
 				switch f {
 				case HostKill, DaemonKill, HostStop, Checkpoint, HostDaemonKill:
 					r.Faults = 1 + rng.IntN(maxFaults)
 				}
-				flow := time.Duration(keys*perKey) * time.Second / time.Duration(rate)
+				flow := time.Duration(keys*perKey) * time.Second / time.Duration(r.Rate)
 				for range r.Faults {
 					r.Picks = append(r.Picks, Pick{
 						Container: rng.IntN(1 << 16),

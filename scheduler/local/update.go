@@ -124,7 +124,14 @@ func (t *tm) update(ctx context.Context, parallelism map[string]int) error {
 // it owns), resume. With modules set (a changed topology: ardea apply),
 // the stored spec and modules are replaced first and the plan carries a
 // new spec revision, so hosts reload them.
-func (t *tm) replanPaused(ctx context.Context, top *ardea.Topology, doc ctl.PlanDoc, p *plan.Plan, modules map[string]string) error {
+func (t *tm) replanPaused(ctx context.Context, top *ardea.Topology, doc ctl.PlanDoc, p *plan.Plan, modules map[string]string) (err error) {
+	defer func() {
+		// A wait cut short by a container's death or the topology's
+		// failure says so, not "context canceled".
+		if cause := opAborted(ctx); err != nil && cause != nil && !errors.Is(err, cause) {
+			err = fmt.Errorf("topology %s: the replan did not complete: %w", t.name, cause)
+		}
+	}()
 	// 1. Quiesce.
 	wasActive := doc.Active
 	since := time.Now()

@@ -88,7 +88,11 @@ type Heartbeat struct {
 	// every container's spouts to end their input (OpEndInput) so that it
 	// drains.
 	DrainFailure string `json:"drain_failure,omitempty"`
-	HandoffDone  uint64 `json:"handoff_done,omitempty"` // last handoff epoch whose state is stored
+	// InputEnded: this host ended its spouts' input (OpEndInput); the TM
+	// resends the command to running hosts that have not (commands are
+	// not stored: a host that was still starting missed it).
+	InputEnded  bool   `json:"input_ended,omitempty"`
+	HandoffDone uint64 `json:"handoff_done,omitempty"` // last handoff epoch whose state is stored
 	// Held is the rollback generation of a plan that told this host to
 	// stop (PlanDoc.Hold): it runs nothing until the next plan.
 	Held uint64 `json:"held,omitempty"`

@@ -74,6 +74,7 @@ type proc struct {
 	// (ctl.Heartbeat.DrainFailure); drained carries it from the task.
 	drainFailure string
 	drained      chan string
+	inputEnded   bool // OpEndInput was applied to the running container
 	handedOff    uint64
 	runDone      chan error
 	commands     chan ctl.Command
@@ -399,6 +400,7 @@ func (h *proc) replan(ctx context.Context, u statemgr.PlanUpdate) error {
 	r := &running{c: c, cancel: cancel, done: make(chan error, 1), plan: doc.Plan}
 	go func() { r.done <- c.Run(runCtx) }()
 	h.setCur(r)
+	h.inputEnded = false
 	h.final = nil
 	h.state = ctl.HostRunning
 	h.log.Info("running plan", "revision", u.Revision, "tasks", len(scheduler.ContainerTasks(doc.Plan, h.o.Container)),
@@ -446,8 +448,9 @@ func (h *proc) command(ctx context.Context, c ctl.Command) error {
 			return err
 		}
 	case ctl.OpEndInput:
-		if h.cur != nil {
+		if h.cur != nil && !h.inputEnded {
 			h.cur.c.EndInput()
+			h.inputEnded = true
 			h.log.Info("spouts end their input: another container's spout failed on a record")
 		}
 	case ctl.OpSwap:
@@ -587,7 +590,7 @@ func (h *proc) beAlive(ctx context.Context) {
 func (h *proc) heartbeat() {
 	hb := ctl.Heartbeat{
 		Container: h.o.Container, PID: os.Getpid(), PlanRevision: h.planRev, State: h.state,
-		Active: h.active, Error: h.lastErr, Fatal: h.fatal, DrainFailure: h.drainFailure, HandoffDone: h.handedOff, Held: h.held, Time: time.Now(),
+		Active: h.active, Error: h.lastErr, Fatal: h.fatal, DrainFailure: h.drainFailure, InputEnded: h.inputEnded, HandoffDone: h.handedOff, Held: h.held, Time: time.Now(),
 		SwitchPrepared: h.sw.epoch, SwitchAdopted: h.sw.adopted, SwitchRunning: h.sw.running, SwitchError: h.sw.err,
 	}
 	if h.swap != nil {

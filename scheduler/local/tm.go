@@ -288,6 +288,9 @@ func (t *tm) onHeartbeat(m *nats.Msg) {
 	if endInput {
 		t.endingInput = true
 	}
+	// A running host that missed the command (it was still starting)
+	// gets it again with each of its heartbeats.
+	endInput = endInput || (t.endingInput && running && hb.State == ctl.HostRunning && !hb.InputEnded)
 	fatal := hb.State == ctl.HostFailed && hb.Fatal && running
 	if endInput || fatal {
 		t.mu.Unlock()

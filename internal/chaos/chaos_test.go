@@ -135,33 +135,57 @@ func TestFaultMatrix(t *testing.T) {
 	}
 	all := os.Getenv("ARDEA_CHAOS_ALL") == "1"
 	binaries(t)
+	// Rows run a few at a time (ARDEA_CHAOS_PARALLEL, default 2): each
+	// has its own daemon, data dir and NATS, and most of a row is paced
+	// data and waiting, not CPU.
+	par := 2
+	if s := os.Getenv("ARDEA_CHAOS_PARALLEL"); s != "" {
+		v, err := strconv.Atoi(s)
+		if err != nil || v < 1 {
+			t.Fatalf("ARDEA_CHAOS_PARALLEL=%q: want a positive integer", s)
+		}
+		par = v
+	}
+	sem := make(chan struct{}, par)
 	var matrix Matrix
 	for _, row := range Schedule(seed, long) {
-		if only != nil && !only.MatchString(row.Name()) {
-			continue
+		if only == nil || only.MatchString(row.Name()) {
+			matrix = append(matrix, Result{Row: row.Name(), Fault: row.Fault, Mode: row.Mode, Seed: row.Seed,
+				Lost: -1, Dups: -1, More: -1, BadCounts: -1, WaitExit: -1})
 		}
-		res := Result{Row: row.Name(), Fault: row.Fault, Mode: row.Mode, Seed: row.Seed, Lost: -1, Dups: -1, More: -1, BadCounts: -1, WaitExit: -1}
-		t.Run(row.Name(), func(t *testing.T) {
-			if why, ok := KnownFailing[row.Key()]; ok && !all {
-				res.Verdict, res.Why = Skipped, "known failing: "+why
-				t.Skipf("known failing (ARDEA_CHAOS_ALL=1 runs it): %s", why)
-			}
-			began := time.Now()
-			defer func() {
-				res.Took = time.Since(began).Seconds()
-				if res.Verdict == "" {
-					res.Verdict, res.Why = Fail, "the row stopped before a verdict (see the log)"
-				}
-				t.Logf("%s: %s lost %s dups %s recovery %s terminal %s: %s %s", row.Name(), res.Verdict, figure(res.Lost), figure(res.Dups),
-					seconds(res.RecoverySec), res.Terminal, res.Message, res.Why)
-				if res.Verdict == Fail {
-					t.Errorf("%s: %s", row.Name(), res.Why)
-				}
-			}()
-			runRow(t, row, &res)
-		})
-		matrix = append(matrix, res)
 	}
+	rows := map[string]Row{}
+	for _, row := range Schedule(seed, long) {
+		rows[row.Name()] = row
+	}
+	t.Run("rows", func(t *testing.T) {
+		for i := range matrix {
+			res := &matrix[i]
+			row := rows[res.Row]
+			t.Run(row.Name(), func(t *testing.T) {
+				if why, ok := KnownFailing[row.Key()]; ok && !all {
+					res.Verdict, res.Why = Skipped, "known failing: "+why
+					t.Skipf("known failing (ARDEA_CHAOS_ALL=1 runs it): %s", why)
+				}
+				t.Parallel()
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				began := time.Now()
+				defer func() {
+					res.Took = time.Since(began).Seconds()
+					if res.Verdict == "" {
+						res.Verdict, res.Why = Fail, "the row stopped before a verdict (see the log)"
+					}
+					t.Logf("%s: %s lost %s dups %s recovery %s terminal %s: %s %s", row.Name(), res.Verdict, figure(res.Lost), figure(res.Dups),
+						seconds(res.RecoverySec), res.Terminal, res.Message, res.Why)
+					if res.Verdict == Fail {
+						t.Errorf("%s: %s", row.Name(), res.Why)
+					}
+				}()
+				runRow(t, row, res)
+			})
+		}
+	})
 	t.Logf("fault matrix (seed %d, long %v):\n%s", seed, long, matrix.Table())
 	if p := os.Getenv("ARDEA_CHAOS_REPORT"); p != "" {
 		if err := matrix.WriteJSON(p, seed, long); err != nil {
@@ -915,7 +939,7 @@ bolts:
 	for _, l := range logs {
 		logBytes += size(l)
 	}
-	r.note("hog (%s) executed %d tuples (%d MiB of abuse); host RSS peak %d MiB; container logs %d MiB", mode, executed, executed, maxRSS>>20, logBytes>>20)
+	r.note("hog (%s) executed %d tuples (%d MiB of abuse); host RSS peak %d MiB; container logs %d KiB", mode, executed, executed, maxRSS>>20, logBytes>>10)
 	named := regexp.MustCompile(`(?i)limit`).MatchString(st.Errors()) && regexp.MustCompile(`(?i)`+mode).MatchString(st.Errors())
 	switch {
 	case st.State == StateFailed && named && code != 0:

@@ -234,7 +234,8 @@ func OpenCheckpoints(ctx context.Context, natsURL, tenant string) (*CheckpointSt
 func (s *CheckpointStore) Close() { s.nc.Close() }
 
 // Snapshots lists the task snapshots of checkpoint id of topology's
-// series (objects "<topology>-<series>/<id, 20 digits>/<task>").
+// series (objects "<topology>-<series>/<id, 20 digits>/<task>"; not the
+// checkpoint's global marker beside them).
 func (s *CheckpointStore) Snapshots(ctx context.Context, topology string, id uint64) ([]string, error) {
 	infos, err := s.obs.List(ctx)
 	if err != nil {
@@ -246,7 +247,7 @@ func (s *CheckpointStore) Snapshots(ctx context.Context, topology string, id uin
 	mid := fmt.Sprintf("/%020d/", id)
 	var out []string
 	for _, in := range infos {
-		if strings.HasPrefix(in.Name, topology+"-") && strings.Contains(in.Name, mid) && !in.Deleted {
+		if strings.HasPrefix(in.Name, topology+"-") && strings.Contains(in.Name, mid) && !strings.HasSuffix(in.Name, "/GLOBAL") && !in.Deleted {
 			out = append(out, in.Name)
 		}
 	}
@@ -267,7 +268,7 @@ func (s *CheckpointStore) Checkpoints(ctx context.Context, topology string) ([]u
 	seen := map[uint64]bool{}
 	for _, in := range infos {
 		parts := strings.Split(in.Name, "/")
-		if len(parts) != 3 || !strings.HasPrefix(parts[0], topology+"-") || in.Deleted {
+		if len(parts) != 3 || parts[2] == "GLOBAL" || !strings.HasPrefix(parts[0], topology+"-") || in.Deleted {
 			continue
 		}
 		if id, err := strconv.ParseUint(parts[1], 10, 64); err == nil {

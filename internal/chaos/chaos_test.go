@@ -30,6 +30,7 @@ import (
 //	ARDEA_CHAOS_ROWS=RE     only rows whose name matches RE
 //	ARDEA_CHAOS_ALL=1       also the rows in KnownFailing
 //	ARDEA_CHAOS_REPORT=F    write the matrix as JSON to F
+//	ARDEA_CHAOS_PARALLEL=N  rows at a time (default 2)
 
 const (
 	tenant = "default"

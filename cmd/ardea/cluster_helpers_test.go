@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ardea-dev/ardea/internal/chaos"
 	"github.com/ardea-dev/ardea/scheduler/ctl"
 	"github.com/ardea-dev/ardea/scheduler/local"
 )
@@ -208,21 +209,7 @@ func waitFor(t *testing.T, limit time.Duration, what string, cond func() (bool, 
 
 // alive reports whether pid is a live process (a zombie is dead: after the
 // daemon is SIGKILLed its children are reparented and may stay unreaped).
-func alive(pid int) bool {
-	if pid <= 0 {
-		return false
-	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 || i+2 >= len(s) {
-		return false
-	}
-	return s[i+2] != 'Z' && s[i+2] != 'X'
-}
+func alive(pid int) bool { return chaos.Alive(pid) }
 
 func hostPIDs(st local.Status) []int {
 	var pids []int

@@ -67,6 +67,23 @@ func withCustomSection(t *testing.T, src string) string {
 	return out
 }
 
+// finishExact waits for topology name to finish, checks that its output
+// holds every record exactly once (keyed.CheckExact), and that it rolled
+// back at least minRollbacks times.
+func finishExact(t *testing.T, d *clusterDaemon, name, out string, keys, perKey, minRollbacks int) {
+	t.Helper()
+	waitFor(t, 3*time.Minute, name+" to finish", func() (bool, string) {
+		st := d.status(t, name)
+		return st.State == local.StateFinished, st.State
+	})
+	if err := keyed.CheckExact(out, keys, perKey); err != nil {
+		t.Fatal(err)
+	}
+	if st := d.status(t, name); st.Checkpoints.Rollbacks < minRollbacks {
+		t.Fatalf("%s: %d rollbacks, want at least %d", name, st.Checkpoints.Rollbacks, minRollbacks)
+	}
+}
+
 func killContainer(t *testing.T, st local.Status, c int) int {
 	t.Helper()
 	pid := st.Containers[c-1].PID
@@ -112,16 +129,7 @@ func TestClusterEffectivelyOnceKillAtSwapStart(t *testing.T) {
 	if !strings.Contains(hist, local.VersionFailed) && !strings.Contains(hist, local.VersionRolledBack) {
 		t.Fatalf("history does not show the failed swap:\n%s", hist)
 	}
-	waitFor(t, 3*time.Minute, "eok to finish", func() (bool, string) {
-		st := d.status(t, "eok")
-		return st.State == local.StateFinished, st.State
-	})
-	if err := keyed.CheckExact(out, keys, perKey); err != nil {
-		t.Fatal(err)
-	}
-	if st := d.status(t, "eok"); st.Checkpoints.Rollbacks < 1 {
-		t.Fatalf("%d rollbacks after a kill", st.Checkpoints.Rollbacks)
-	}
+	finishExact(t, d, "eok", out, keys, perKey, 1)
 }
 
 // TestClusterEffectivelyOnceDaemonRestartResumes: the daemon is killed
@@ -168,13 +176,7 @@ func TestClusterEffectivelyOnceDaemonRestartResumes(t *testing.T) {
 	}
 	t.Logf("daemon kill: resumed from checkpoint %d (global %d at the kill), tuples flowing %.2fs after the kill",
 		st.Checkpoints.RestoredFrom, before, resumed.Seconds())
-	waitFor(t, 3*time.Minute, "eor to finish", func() (bool, string) {
-		st := d.status(t, "eor")
-		return st.State == local.StateFinished, st.State
-	})
-	if err := keyed.CheckExact(out, keys, perKey); err != nil {
-		t.Fatal(err)
-	}
+	finishExact(t, d, "eor", out, keys, perKey, 0)
 }
 
 // TestClusterEffectivelyOnceUnrecoverableFails: every checkpoint snapshot
@@ -264,16 +266,7 @@ func TestClusterPausedContainerIsFenced(t *testing.T) {
 		return c.PID != pid && c.PID != 0 && !alive(pid), c.Host
 	})
 	t.Logf("paused container replaced %.2fs after SIGSTOP (lost shown: %v)", time.Since(stopped).Seconds(), sawLost)
-	waitFor(t, 3*time.Minute, "eop to finish", func() (bool, string) {
-		st := d.status(t, "eop")
-		return st.State == local.StateFinished, st.State
-	})
-	if err := keyed.CheckExact(out, keys, perKey); err != nil {
-		t.Fatal(err)
-	}
-	if st := d.status(t, "eop"); st.Checkpoints.Rollbacks < 1 {
-		t.Fatalf("%d rollbacks after a lost container", st.Checkpoints.Rollbacks)
-	}
+	finishExact(t, d, "eop", out, keys, perKey, 1)
 }
 
 // TestClusterEffectivelyOnceKillDuringRescale: a container killed while a
@@ -315,13 +308,7 @@ func TestClusterEffectivelyOnceKillDuringRescale(t *testing.T) {
 			t.Fatalf("seqstate runs %d tasks after the rolled-back rescale, want 2", c.Parallelism)
 		}
 	}
-	waitFor(t, 3*time.Minute, "eou to finish", func() (bool, string) {
-		st := d.status(t, "eou")
-		return st.State == local.StateFinished, st.State
-	})
-	if err := keyed.CheckExact(out, keys, perKey); err != nil {
-		t.Fatal(err)
-	}
+	finishExact(t, d, "eou", out, keys, perKey, 0)
 }
 
 // TestClusterEffectivelyOnceCorruptNewestCheckpoint: the newest global
@@ -389,11 +376,5 @@ func TestClusterEffectivelyOnceCorruptNewestCheckpoint(t *testing.T) {
 	}
 	t.Logf("damaged %s; restored checkpoint %d; skipped: %s", damaged, st.Checkpoints.RestoredFrom, st.Checkpoints.Skipped)
 	d.ok(t, "activate", "eoc")
-	waitFor(t, 3*time.Minute, "eoc to finish", func() (bool, string) {
-		st := d.status(t, "eoc")
-		return st.State == local.StateFinished, st.State
-	})
-	if err := keyed.CheckExact(out, keys, perKey); err != nil {
-		t.Fatal(err)
-	}
+	finishExact(t, d, "eoc", out, keys, perKey, 0)
 }

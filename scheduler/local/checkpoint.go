@@ -46,6 +46,7 @@ import (
 // last global checkpoint taken before the death, as a new generation.
 type ckptState struct {
 	coord    *scheduler.Coordinator
+	store    checkpoint.Store // the tenant's checkpoint store (restores read it)
 	sub      *nats.Subscription
 	interval time.Duration
 	recovery scheduler.Recovery
@@ -116,7 +117,7 @@ func (t *tm) startCheckpoints(ctx, runCtx context.Context, resumed bool) error {
 	if err != nil {
 		return err
 	}
-	cs := &ckptState{coord: coord, interval: del.CheckpointInterval, recovery: rs, kick: make(chan string, 1)}
+	cs := &ckptState{coord: coord, store: store, interval: del.CheckpointInterval, recovery: rs, kick: make(chan string, 1)}
 	if resumed && doc.Base != nil {
 		// The daemon stopped during a replan that had not committed: the
 		// topology returns to the plan, spec and modules before it.
@@ -369,12 +370,8 @@ func (t *tm) rollbackOnce(ctx context.Context, cs *ckptState, crashes uint64, de
 	}
 	var id uint64
 	var skipped []string
-	if err := t.retry(ctx, cs, crashes, deadline, "find the checkpoint to restore", func() error {
-		store, err := t.checkpointStore(ctx)
-		if err != nil {
-			return err
-		}
-		id, skipped, err = t.restorable(ctx, store, base)
+	if err := t.retry(ctx, cs, crashes, deadline, "find the checkpoint to restore", func() (err error) {
+		id, skipped, err = t.restorable(ctx, cs.store, base)
 		if err != nil && len(skipped) > 0 {
 			return permanent{err} // damaged, not unreachable: retrying cannot help
 		}
@@ -485,13 +482,32 @@ func (t *tm) restorable(ctx context.Context, store checkpoint.Store, doc ctl.Pla
 // publishRecovery publishes a rollback's plan unless another container
 // died since the rollback began.
 func (t *tm) publishRecovery(ctx context.Context, cs *ckptState, crashes uint64, doc ctl.PlanDoc) error {
+	return t.publishIf(ctx, doc, func() error {
+		if cs.crashes != crashes {
+			return errSuperseded
+		}
+		return nil
+	})
+}
+
+// publishOp stores doc as the current plan for an operation whose context
+// is ctx: not once the operation was cancelled (a rollback or a failure
+// owns the plan then).
+func (t *tm) publishOp(ctx context.Context, doc ctl.PlanDoc) error {
+	return t.publishIf(ctx, doc, func() error { return context.Cause(ctx) })
+}
+
+// publishIf stores doc as the current plan if still (checked under t.mu,
+// with pubMu held, so that no other publication comes between) returns
+// nil.
+func (t *tm) publishIf(ctx context.Context, doc ctl.PlanDoc, still func() error) error {
 	t.pubMu.Lock()
 	defer t.pubMu.Unlock()
 	t.mu.Lock()
-	stale := cs.crashes != crashes
+	err := still()
 	t.mu.Unlock()
-	if stale {
-		return errSuperseded
+	if err != nil {
+		return err
 	}
 	rev, err := t.putPlan(ctx, doc)
 	if err != nil {
@@ -661,23 +677,4 @@ func (t *tm) firstCheckpoint(ctx context.Context, cs *ckptState, doc ctl.PlanDoc
 		return nil
 	}
 	return t.command(ctl.Command{Op: ctl.OpActivate})
-}
-
-// publishOp stores doc as the current plan for an operation whose context
-// is ctx: not once the operation was cancelled (a rollback or a failure
-// owns the plan then).
-func (t *tm) publishOp(ctx context.Context, doc ctl.PlanDoc) error {
-	t.pubMu.Lock()
-	defer t.pubMu.Unlock()
-	if err := context.Cause(ctx); err != nil {
-		return err
-	}
-	rev, err := t.putPlan(ctx, doc)
-	if err != nil {
-		return err
-	}
-	t.mu.Lock()
-	t.doc, t.planRev = doc, rev
-	t.mu.Unlock()
-	return nil
 }

@@ -377,7 +377,7 @@ func (t *tm) failTopology(msg string) {
 		cancel(errFailed)
 	}
 	t.log.Error("topology failed", "reason", msg)
-	ctx := context.WithoutCancel(context.Background())
+	ctx := context.Background() // the topology's end is recorded whatever asked for it
 	if _, err := t.d.store.SetState(ctx, t.name, statemgr.ExecState{State: StateFailed, Message: msg, Updated: time.Now()}); err != nil {
 		t.log.Error("record FAILED", "err", err)
 	}

@@ -637,6 +637,12 @@ func (r *rowRun) swap(p Pick) {
 	st := r.running("the swap")
 	c := r.pickContainer(st, p)
 	swapCmd := r.w.Arm(func(e Event) bool { return e.Kind == "cmd" && e.Cmd.Op == "swap" })
+	// Armed before the swap starts: a host may report its tasks swapped
+	// before the watcher has seen the command (the row's only swap).
+	swapped := r.w.Arm(func(h Event) bool {
+		s := h.HB.Swap
+		return h.Kind == "hb" && s != nil && s.Epoch != 0 && s.Targeted > 0 && s.Swapped >= s.Targeted
+	})
 	begins := strings.Count(Tail(r.d.LogPath, 1<<30), `"msg":"swap begins"`)
 	cmd, err := r.d.Start("swap", r.name, "seqstate", mod, "--probation", probation.String())
 	if err != nil {
@@ -655,11 +661,6 @@ func (r *rowRun) swap(p Pick) {
 	case SwapTasks:
 		r.await(swapCmd, cmd, "the swap command to the hosts")
 	case SwapProbation:
-		e := r.await(swapCmd, cmd, "the swap command to the hosts")
-		swapped := r.w.Arm(func(h Event) bool {
-			s := h.HB.Swap
-			return h.Kind == "hb" && s != nil && s.Epoch == e.Cmd.Epoch && s.Targeted > 0 && s.Swapped >= s.Targeted
-		})
 		r.await(swapped, cmd, "a host to report its tasks swapped")
 		time.Sleep(p.Delay % (probation / 2)) // into the probation
 		if cmd.Done() {

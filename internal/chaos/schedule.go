@@ -155,7 +155,14 @@ func Schedule(seed uint64, long bool) []Row {
 					continue
 				}
 				r := Row{Fault: f, Mode: mode, Rep: rep, Keys: keys, PerKey: perKey, Rate: rate, Faults: 1}
-				if f.Operation() {
+				switch {
+				case f == SwapProbation:
+					// The swap's validation, compile and task swaps come
+					// before its probation, which must still see data
+					// flow on a loaded machine: four times as long an
+					// input.
+					r.Rate /= 4
+				case f.Operation():
 					// The operation (a swap's validation and compile, a
 					// replan's pause) must reach its phase while data
 					// still flows: twice as long an input.

@@ -245,6 +245,30 @@ func (c *Container) awaitSwitchedOutput() {
 	}
 }
 
+// keysMove reports whether some key of the switching components comps is
+// owned by another task (or the same task elsewhere) in to than in from.
+// When none moves (a switch rolled back: the plan it adopts is the one it
+// left), each key's tuples keep coming from the same task over the same
+// connection, so Adopt need not wait for the stopped tasks' marks; they
+// may never come if a container died during the switch.
+func keysMove(from, to *plan.Plan, comps []int) bool {
+	for _, ci := range comps {
+		if ci >= len(to.Components) || ci >= len(from.Components) {
+			return true
+		}
+		a, b := from.Components[ci], to.Components[ci]
+		if a.Parallelism != b.Parallelism || a.MaxKeyGroups != b.MaxKeyGroups || !slices.Equal(a.Tasks, b.Tasks) {
+			return true
+		}
+		for _, id := range a.Tasks {
+			if int(id) >= len(to.Tasks) || from.Tasks[id].Container != to.Tasks[id].Container {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // Adopt is step 2: the stream manager switches to p (a live re-plan of the
 // current plan) and the outboxes reroute. Retired tasks' outboxes, and
 // those of tasks that already finished their input, send their held tuples
@@ -256,7 +280,12 @@ func (c *Container) Adopt(p *plan.Plan) error {
 	if sw == nil {
 		return errors.New("adopt a plan without a prepared switch")
 	}
-	c.awaitSwitchedOutput()
+	c.mu.Lock()
+	moved := keysMove(c.runPlan, p, sw.comps)
+	c.mu.Unlock()
+	if moved {
+		c.awaitSwitchedOutput()
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	retired, err := c.sm.Adopt(p)

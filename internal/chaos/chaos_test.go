@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -31,6 +32,7 @@ import (
 //	ARDEA_CHAOS_ALL=1       also the rows in KnownFailing
 //	ARDEA_CHAOS_REPORT=F    write the matrix as JSON to F
 //	ARDEA_CHAOS_PARALLEL=N  rows at a time (default 2)
+//	ARDEA_CHAOS_KEEP=DIR    keep a failed row's logs in DIR/<row>, each host's with its goroutines (SIGQUIT)
 
 const (
 	tenant = "default"
@@ -993,6 +995,27 @@ func (r *rowRun) partial() {
 }
 
 func (r *rowRun) dumpLogs() {
+	keep := os.Getenv("ARDEA_CHAOS_KEEP")
+	if keep != "" {
+		// Every host dumps its goroutines into its log (SIGQUIT), then
+		// the logs are kept for reading.
+		if st, err := r.d.Status(r.name); err == nil {
+			for _, c := range st.Containers {
+				if c.PID > 0 && Alive(c.PID) {
+					_ = syscall.Kill(c.PID, syscall.SIGQUIT)
+				}
+			}
+			time.Sleep(time.Second)
+		}
+		dst := filepath.Join(keep, strings.ReplaceAll(r.row.Name(), "/", "_"))
+		if err := os.CopyFS(dst, os.DirFS(filepath.Join(r.data, "logs"))); err != nil {
+			r.t.Logf("keep the logs: %v", err)
+		}
+		if data, err := os.ReadFile(r.log); err == nil {
+			_ = os.WriteFile(filepath.Join(dst, "daemon.log"), data, 0o644)
+		}
+		r.t.Logf("logs kept in %s", dst)
+	}
 	r.t.Logf("daemon log (tail):\n%s", Tail(r.log, 3000))
 	logs, _ := filepath.Glob(filepath.Join(r.data, "logs", "*"))
 	for _, l := range logs {

@@ -132,8 +132,7 @@ func (r Row) Name() string {
 // Key is the row's name without the repetition.
 func (r Row) Key() string { return string(r.Fault) + "/" + r.Mode }
 
-// Schedule is the matrix for seed: every fault in each of its modes (the
-// short schedule leaves out the replans at least once). The short
+// Schedule is the matrix for seed: every fault in each of its modes. The short
 // schedule injects each fault once into 200 keys x 200 records paced at
 // 8000 lines/s (5 s of data); the long one runs three repetitions with
 // derived seeds, up to three injections per run, into 500 x 400 records
@@ -148,12 +147,6 @@ func Schedule(seed uint64, long bool) []Row {
 	for rep := range reps {
 		for _, f := range Faults {
 			for _, mode := range f.Modes() {
-				if !long && mode == AtLeastOnce && f.Replan() {
-					// The short schedule (CI) keeps to a few minutes: the
-					// replans at least once (live switches) run in the long
-					// one.
-					continue
-				}
 				r := Row{Fault: f, Mode: mode, Rep: rep, Keys: keys, PerKey: perKey, Rate: rate, Faults: 1}
 				switch {
 				case f == SwapProbation:

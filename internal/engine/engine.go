@@ -200,8 +200,9 @@ type Group struct {
 	first  error
 
 	mu      sync.Mutex
-	drained error   // the first *DrainedError
-	spouts  []*Task // spout tasks started by Go (EndInput on a drained failure)
+	drained error         // the first *DrainedError
+	spouts  []*Task       // spout tasks started by Go (EndInput on a drained failure)
+	holds   []func() bool // Hold's stops (context.AfterFunc), last first
 }
 
 // NewGroup returns a group whose tasks run under ctx.
@@ -273,9 +274,30 @@ func (g *Group) GoFunc(fn func(ctx context.Context) error) {
 }
 
 // Hold keeps Wait from returning until Release, while tasks are being
-// replaced (all of a container's tasks may stop for a switch).
-func (g *Group) Hold()    { g.wg.Add(1) }
-func (g *Group) Release() { g.wg.Done() }
+// replaced (all of a container's tasks may stop for a switch), or until
+// the group's context ends: a container stopped in the middle of a switch
+// (a rollback, a re-plan) must not wait for a Release that never comes.
+func (g *Group) Hold() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.wg.Add(1)
+	g.holds = append(g.holds, context.AfterFunc(g.ctx, g.wg.Done))
+}
+
+// Release ends the last Hold (if the context has not already ended it).
+func (g *Group) Release() {
+	g.mu.Lock()
+	if len(g.holds) == 0 {
+		g.mu.Unlock()
+		return
+	}
+	stop := g.holds[len(g.holds)-1]
+	g.holds = g.holds[:len(g.holds)-1]
+	g.mu.Unlock()
+	if stop() {
+		g.wg.Done()
+	}
+}
 
 // Wait waits for every task and returns the first error (a
 // *DrainedError only if no other task failed).

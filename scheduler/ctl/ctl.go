@@ -80,8 +80,9 @@ type Heartbeat struct {
 	Error        string `json:"error,omitempty"`
 	// Fatal (with State FAILED): the failure is in the data or the
 	// topology, not the process (a record too large for the pipeline,
-	// after everything before it drained): restarting the container
-	// cannot help, and the TM fails the topology at once.
+	// after everything before it drained; a guest over state.max.* or
+	// emit.max.bytes.per.call): restarting the container cannot help, and
+	// the TM fails the topology at once.
 	Fatal bool `json:"fatal,omitempty"`
 	// DrainFailure: a spout of this container stopped before a record it
 	// cannot pass on and fails once the topology drained; the TM asks

@@ -333,6 +333,15 @@ func (h *proc) replan(ctx context.Context, u statemgr.PlanUpdate) error {
 		h.heartbeat()
 		return nil
 	}
+	if midSwitch && h.cur != nil && doc.HandoffEpoch == h.sw.epoch && h.handedOff != h.sw.epoch {
+		// The TM abandoned the switch before this host's switching tasks
+		// stopped (a container died during the prepare, so their marks
+		// never come): every task's state is stored under the switch's
+		// epoch, which the restart below loads back.
+		if err := h.handoff(ctx, h.sw.epoch); err != nil {
+			return err
+		}
+	}
 	h.stop()
 	h.sw = switchProgress{}
 	h.finalStates = nil
@@ -400,6 +409,12 @@ func (h *proc) replan(ctx context.Context, u statemgr.PlanUpdate) error {
 	r := &running{c: c, cancel: cancel, done: make(chan error, 1), plan: doc.Plan}
 	go func() { r.done <- c.Run(runCtx) }()
 	h.setCur(r)
+	if s := doc.Switch; s != nil {
+		// Started from a plan a live switch published (this host
+		// restarted during the switch, or was not part of it): its tasks
+		// loaded their key groups, so it has adopted and runs the switch.
+		h.sw = switchProgress{epoch: s.Epoch, adopted: s.Epoch, running: s.Epoch}
+	}
 	h.inputEnded = false
 	h.final = nil
 	h.state = ctl.HostRunning
@@ -561,8 +576,12 @@ func (h *proc) restore(ctx context.Context, doc ctl.PlanDoc, comps []int) (map[u
 // fail reports a failure in a last heartbeat.
 func (h *proc) fail(err error) {
 	h.state, h.lastErr = ctl.HostFailed, err.Error()
+	// Fatal: restarting cannot cure it. A record too large for the
+	// pipeline comes again; a state or emit limit is hit again by the same
+	// input on the same (restored) state, so the topology fails at once
+	// naming the limit instead of after the restart limit.
 	var drained *engine.DrainedError
-	h.fatal = errors.As(err, &drained)
+	h.fatal = errors.As(err, &drained) || errors.Is(err, host.ErrStateLimit) || errors.Is(err, host.ErrEmitLimit)
 	h.log.Error("container failed", "err", err)
 	if h.nc != nil {
 		h.heartbeat()

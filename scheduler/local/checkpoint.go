@@ -237,14 +237,18 @@ func (t *tm) checkpointReady() bool {
 	return true
 }
 
-// onContainerExit fences an effectively-once topology when one of its
-// containers died (the supervisor restarts it after its back-off): see
+// onContainerExit counts the exit and fences an effectively-once topology
+// when one of its containers died (the supervisor restarts it after its back-off): see
 // fence.
 func (t *tm) onContainerExit(ps launcher.ProcessStatus) {
 	why := ps.ID + " exited"
 	if ps.LastExit != "" {
 		why += " (" + ps.LastExit + ")"
 	}
+	t.mu.Lock()
+	t.exits++
+	t.lastExit = why
+	t.mu.Unlock()
 	t.fence(why)
 }
 

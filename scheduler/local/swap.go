@@ -272,7 +272,7 @@ func (t *tm) swapPhaseTimed(ctx context.Context, comp, version string, tasks []u
 		}
 		return false
 	}
-	if err := t.waitSwitch(ctx, startTimeout, n, "swap "+comp, &cmd, func(h ctl.Heartbeat) (bool, error) {
+	if err := t.waitSwitch(ctx, startTimeout, n, "swap "+comp, &cmd, nil, func(h ctl.Heartbeat) (bool, error) {
 		s := h.Swap
 		if failed(h) {
 			return true, nil

@@ -82,6 +82,11 @@ type tm struct {
 	closed bool
 	// endingInput: OpEndInput was sent (a spout failed on a record).
 	endingInput bool
+	// exits counts the containers' process exits and lastExit says which
+	// and how (onContainerExit): a live switch abandons itself when one
+	// exits while it prepares (update_live.go).
+	exits    uint64
+	lastExit string
 }
 
 func (d *Daemon) newTM(name string) *tm {

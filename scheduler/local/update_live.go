@@ -36,7 +36,13 @@ const startTimeout = time.Minute
 //
 // A failure before step 3 publishes the old plan under the same switch:
 // prepared containers adopt it back and restart the stopped tasks from the
-// state they handed off.
+// state they handed off. A container that exits during step 1 fails the
+// switch: its new process knows nothing of it, and the marks its upstream
+// tasks sent went to the dead one, so its switching tasks would never
+// stop. (A host that prepared and did not hand off stores all its tasks'
+// state under the epoch and restarts from the old plan.) A container that
+// exits later restarts from the plan in store (old or new); its tasks load
+// their key groups from the handed-off state and it counts as switched.
 func (t *tm) updateLive(ctx context.Context, top *ardea.Topology, doc ctl.PlanDoc, np *plan.Plan, parallelism map[string]int) error {
 	var names []string
 	for _, ci := range scheduler.ChangedComponents(doc.Plan, np) {
@@ -52,6 +58,20 @@ func (t *tm) updateLive(ctx context.Context, top *ardea.Topology, doc ctl.PlanDo
 	oldN := doc.Plan.Containers
 	sw := &ctl.Switch{Epoch: epoch, Components: names}
 	launched := 0
+	t.mu.Lock()
+	exits := t.exits
+	t.mu.Unlock()
+	// exited fails step 1 once a container exits (see above); it is
+	// checked again just before the new plan is published, since a dead
+	// container's last heartbeat may already report its handoff.
+	exited := func() error {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if t.exits != exits {
+			return fmt.Errorf("%s while the switch prepared", t.lastExit)
+		}
+		return nil
+	}
 
 	rollback := func(cause error) error {
 		old := doc
@@ -70,7 +90,7 @@ func (t *tm) updateLive(ctx context.Context, top *ardea.Topology, doc ctl.PlanDo
 			}
 		}
 		run := ctl.Command{Op: ctl.OpSwitchRun, Epoch: epoch}
-		if err := t.waitSwitch(ctx, handoffTimeout, oldN, "adopt the previous plan", &run, func(h ctl.Heartbeat) (bool, error) {
+		if err := t.waitSwitch(ctx, handoffTimeout, oldN, "adopt the previous plan", &run, nil, func(h ctl.Heartbeat) (bool, error) {
 			return h.PlanRevision == rev && (h.SwitchPrepared != epoch || h.SwitchRunning == epoch), nil
 		}); err != nil {
 			t.log.Error("roll back a failed live update", "err", err)
@@ -84,7 +104,7 @@ func (t *tm) updateLive(ctx context.Context, top *ardea.Topology, doc ctl.PlanDo
 		return err
 	}
 	failed := fmt.Sprintf("switch %d: ", epoch)
-	if err := t.waitSwitch(ctx, handoffTimeout, oldN, "stop the switching tasks and hand off their state", &prepare, func(h ctl.Heartbeat) (bool, error) {
+	if err := t.waitSwitch(ctx, handoffTimeout, oldN, "stop the switching tasks and hand off their state", &prepare, exited, func(h ctl.Heartbeat) (bool, error) {
 		if msg, ok := strings.CutPrefix(h.SwitchError, failed); ok {
 			return false, fmt.Errorf("container %d: %s", h.Container, msg)
 		}
@@ -94,6 +114,9 @@ func (t *tm) updateLive(ctx context.Context, top *ardea.Topology, doc ctl.PlanDo
 	}
 
 	// 2. Adopt.
+	if err := exited(); err != nil {
+		return rollback(fmt.Errorf("topology %s: update: %w", t.name, err))
+	}
 	newDoc := ctl.PlanDoc{Plan: np, Active: doc.Active, HandoffEpoch: epoch, Switch: sw}
 	rev, err := t.putPlan(ctx, newDoc)
 	if err != nil {
@@ -102,7 +125,7 @@ func (t *tm) updateLive(ctx context.Context, top *ardea.Topology, doc ctl.PlanDo
 	t.mu.Lock()
 	t.doc, t.planRev = newDoc, rev
 	t.mu.Unlock()
-	if err := t.waitSwitch(ctx, handoffTimeout, oldN, "adopt the new plan", nil, func(h ctl.Heartbeat) (bool, error) {
+	if err := t.waitSwitch(ctx, handoffTimeout, oldN, "adopt the new plan", nil, nil, func(h ctl.Heartbeat) (bool, error) {
 		return h.SwitchAdopted == epoch, nil
 	}); err != nil {
 		return rollback(err)
@@ -119,9 +142,9 @@ func (t *tm) updateLive(ctx context.Context, top *ardea.Topology, doc ctl.PlanDo
 	if err := t.command(run); err != nil {
 		return err
 	}
-	if err := t.waitSwitch(ctx, resumeTimeout, np.Containers, "start the switched tasks", &run, func(h ctl.Heartbeat) (bool, error) {
+	if err := t.waitSwitch(ctx, resumeTimeout, np.Containers, "start the switched tasks", &run, nil, func(h ctl.Heartbeat) (bool, error) {
 		running := h.State == ctl.HostRunning || h.State == ctl.HostFinished
-		return h.PlanRevision == rev && running && (h.Container > oldN || h.SwitchRunning == epoch), nil
+		return h.PlanRevision == rev && running && h.SwitchRunning == epoch, nil
 	}); err != nil {
 		return err
 	}
@@ -197,8 +220,9 @@ func (t *tm) checkSwitchable(ctx context.Context, names []string) error {
 }
 
 // waitSwitch waits until the latest heartbeats of containers 1..n pass ok,
-// resending cmd (if set) to the hosts that do not pass yet.
-func (t *tm) waitSwitch(ctx context.Context, timeout time.Duration, n int, what string, cmd *ctl.Command, ok func(ctl.Heartbeat) (bool, error)) error {
+// resending cmd (if set) to the hosts that do not pass yet. It fails when
+// guard (if set) does.
+func (t *tm) waitSwitch(ctx context.Context, timeout time.Duration, n int, what string, cmd *ctl.Command, guard func() error, ok func(ctl.Heartbeat) (bool, error)) error {
 	deadline := time.Now().Add(timeout)
 	resend := time.Now().Add(resendEvery)
 	for {
@@ -219,6 +243,9 @@ func (t *tm) waitSwitch(ctx context.Context, timeout time.Duration, n int, what 
 			done = done && pass
 		}
 		t.mu.Unlock()
+		if failed == nil && guard != nil {
+			failed = guard()
+		}
 		switch {
 		case failed != nil:
 			return fmt.Errorf("topology %s: update: %w", t.name, failed)

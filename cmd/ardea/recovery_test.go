@@ -18,7 +18,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ardea-dev/ardea/examples/keyed"
+	"github.com/ardea-dev/ardea/scheduler/ctl"
 	"github.com/ardea-dev/ardea/scheduler/local"
+	"github.com/ardea-dev/ardea/scheduler/statemgr"
 )
 
 // Recovery under faults in the middle of operations (docs/delivery.md,
@@ -377,4 +379,86 @@ func TestClusterEffectivelyOnceCorruptNewestCheckpoint(t *testing.T) {
 	t.Logf("damaged %s; restored checkpoint %d; skipped: %s", damaged, st.Checkpoints.RestoredFrom, st.Checkpoints.Skipped)
 	d.ok(t, "activate", "eoc")
 	finishExact(t, d, "eoc", out, keys, perKey, 0)
+}
+
+// TestClusterEffectivelyOnceDaemonKillInUncommittedReplan: the daemon is
+// killed (SIGKILL) the moment a paused rescale publishes its new plan,
+// before that plan's first checkpoint is global (the plan still names its
+// base, ctl.PlanDoc.Base). The restarted daemon returns to the previous
+// plan, spec and modules and resumes from the last global checkpoint of
+// the previous series: seqstate runs its 2 tasks again and the output is
+// exactly a fault-free run's.
+func TestClusterEffectivelyOnceDaemonKillInUncommittedReplan(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs host processes")
+	}
+	const keys, perKey = 400, 500
+	data := t.TempDir()
+	d := startDaemon(t, data)
+	out := submitKeyed(t, d, "eob", keys, perKey, 20000, "--set", "out.append=true")
+	waitFor(t, time.Minute, "output and a few checkpoints", func() (bool, string) {
+		st := d.status(t, "eob")
+		return fileSize(out) > 0 && st.Checkpoints.Global >= 2, st.State
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	nc, err := nats.Connect(d.natsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	store, err := statemgr.Open(ctx, nc, statemgr.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plans, err := store.WatchPhysicalPlan(ctx, "eob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The watch delivers the current plan first: the one without a base.
+	if doc, err := ctl.DecodePlan((<-plans).Plan); err != nil || doc.Base != nil {
+		t.Fatalf("plan before the rescale: base %v, err %v", doc.Base, err)
+	}
+	update := exec.Command(ardeaBin, "--server", d.server, "update", "eob", "--component-parallelism", "seqstate:3")
+	if err := update.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = update.Wait() }() // it fails: its daemon dies
+	guard := time.After(2 * time.Minute)
+	for seen := false; !seen; {
+		select {
+		case u, ok := <-plans:
+			if !ok {
+				t.Fatal("the plan watch ended")
+			}
+			doc, err := ctl.DecodePlan(u.Plan)
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen = doc.Base != nil
+		case <-guard:
+			t.Fatal("the rescale did not publish a plan with a base within 2m")
+		}
+	}
+	d.sigkill(t) // at once: the new plan's first checkpoint is not global yet
+	cancel()
+	nc.Close()
+
+	d = startDaemon(t, data)
+	waitFor(t, 2*time.Minute, "the topology to resume", func() (bool, string) {
+		st := d.status(t, "eob")
+		ok, why := allRunning(st)
+		return ok || st.State == local.StateFinished, why
+	})
+	if !strings.Contains(readTail(d.logPath, 1<<20), "returning to the previous plan") {
+		t.Fatal("the restarted daemon did not say it returned to the previous plan (the kill came after the commit?)")
+	}
+	st := d.status(t, "eob")
+	for _, c := range st.Components {
+		if c.Name == "seqstate" && c.Parallelism != 2 {
+			t.Fatalf("seqstate runs %d tasks after the daemon restart in an uncommitted rescale, want 2", c.Parallelism)
+		}
+	}
+	t.Logf("daemon killed in the uncommitted rescale: resumed from checkpoint %d on the previous plan", st.Checkpoints.RestoredFrom)
+	finishExact(t, d, "eob", out, keys, perKey, 0)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ardea-dev/ardea/internal/acker"
 	"github.com/ardea-dev/ardea/internal/plan"
+	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/internal/tuple"
 )
 
@@ -112,7 +113,7 @@ func TestAckTreesAcrossContainers(t *testing.T) {
 	for _, m := range mids {
 		in, out := c.inbox(m), c.outbox(m)
 		var ids []uint64
-		waitFor(t, func() bool { ids = append(ids, takeAll(t, in)...); return len(ids) > 0 }, "mid input")
+		testutil.Eventually(t, "mid input", func() bool { ids = append(ids, takeAll(t, in)...); return len(ids) > 0 })
 		for _, id := range ids {
 			if id == 0 {
 				t.Fatal("a tracked tuple arrived with tuple id 0")
@@ -140,7 +141,7 @@ func TestAckTreesAcrossContainers(t *testing.T) {
 		}
 	}
 	var sinkIDs []uint64
-	waitFor(t, func() bool { sinkIDs = append(sinkIDs, takeAll(t, c.inbox(sink))...); return len(sinkIDs) >= sinkWant }, "sink input")
+	testutil.Eventually(t, "sink input", func() bool { sinkIDs = append(sinkIDs, takeAll(t, c.inbox(sink))...); return len(sinkIDs) >= sinkWant })
 	// Nothing completes before the sink acks (the failed tree excepted).
 	if got := sa.Take(nil); len(got) != 1 || got[0].Outcome != acker.Failed {
 		t.Fatalf("before the sink acks: outcomes %+v, want the one failure", got)

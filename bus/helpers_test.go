@@ -268,18 +268,6 @@ func values(key string, seq int64) []byte {
 	return tuple.AppendValues(nil, tuple.Str(key), tuple.Int(seq))
 }
 
-// waitFor polls cond until it holds or 30s pass.
-func waitFor(t testing.TB, cond func() bool, what string) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 func ctxT(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)

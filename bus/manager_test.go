@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/ardea-dev/ardea/internal/plan"
+	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/internal/tuple"
 )
 
@@ -108,14 +109,17 @@ func TestMultiContainerDelivery(t *testing.T) {
 		}
 		// Every byte released was granted back (grants travel
 		// asynchronously, hence the wait).
-		waitFor(t, func() bool {
-			for _, l := range c.sms[ct].Links() {
-				if !l.Open || l.Credit != l.Window {
-					return false
+		testutil.Eventually(t,
+
+			fmt.Sprintf("container %d's links to return to a full window", ct), func() bool {
+				for _, l := range c.sms[ct].Links() {
+					if !l.Open || l.Credit != l.Window {
+						return false
+					}
 				}
-			}
-			return true
-		}, fmt.Sprintf("container %d's links to return to a full window", ct))
+				return true
+			})
+
 	}
 	// The stream has ended: Next keeps returning io.EOF.
 	if _, err := c.inbox(bolts[0]).Next(ctxT(t)); !errors.Is(err, io.EOF) {
@@ -162,7 +166,7 @@ func TestSlowReceiver(t *testing.T) {
 				sendErr <- ob.Finish(ctx)
 			}()
 			// Phase 1: the receiver takes nothing. The sender must block.
-			waitFor(t, ob.Blocked, "the sender to block on back pressure")
+			testutil.Eventually(t, "the sender to block on back pressure", ob.Blocked)
 			if st := in.Stats(); st.LocalHeldBytes+st.RemoteHeldBytes > bound || st.TuplesReceived >= n {
 				t.Fatalf("while blocked: %+v (bound %d)", st, bound)
 			}
@@ -249,7 +253,7 @@ func TestBackPressureScopedToPath(t *testing.T) {
 			}
 			aErr := make(chan error, 1)
 			go func() { aErr <- emitAll(obA) }()
-			waitFor(t, obA.Blocked, "spout a to block on bolt x")
+			testutil.Eventually(t, "spout a to block on bolt x", obA.Blocked)
 
 			// Path b -> y flows to the end while a stays blocked.
 			yGot := make(chan []rec, 1)
@@ -314,7 +318,7 @@ func TestStartOrder(t *testing.T) {
 			sendErr := make(chan error, 1)
 			go func() { sendErr <- ob.Finish(ctxT(t)) }()
 			if senderFirst {
-				waitFor(t, ob.Blocked, "the sender to wait for the link to open")
+				testutil.Eventually(t, "the sender to wait for the link to open", ob.Blocked)
 			}
 			if err := second.Start(ctxT(t)); err != nil {
 				t.Fatal(err)
@@ -411,7 +415,7 @@ func TestCloseEndsWaits(t *testing.T) {
 			}
 		}
 	}()
-	waitFor(t, ob.Blocked, "the sender to block")
+	testutil.Eventually(t, "the sender to block", ob.Blocked)
 	c.sms[1].Close()
 	if err := <-flushErr; !errors.Is(err, ErrClosed) {
 		t.Errorf("Flush after Close: %v", err)
@@ -453,7 +457,7 @@ func TestBadMessagesDropped(t *testing.T) {
 	if err := nc.Publish(c.sms[1].Subjects().Credit(1), []byte{1, 3, 1, 0, 2, 0, 0, 0, 9, 9, 0, 0, 1, 0, 0, 0}); err != nil {
 		t.Fatal(err) // a grant from container 2 for task 0x0909
 	}
-	waitFor(t, func() bool { return c.sms[2].BadMessages() == int64(len(msgs)) && c.sms[1].BadMessages() == 1 }, "bad messages to be counted")
+	testutil.Eventually(t, "bad messages to be counted", func() bool { return c.sms[2].BadMessages() == int64(len(msgs)) && c.sms[1].BadMessages() == 1 })
 	if st := c.inbox(bolt).Stats(); st.BatchesReceived != 0 || st.EOSReceived != 0 {
 		t.Errorf("bad messages reached the inbox: %+v", st)
 	}

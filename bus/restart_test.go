@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/ardea-dev/ardea/internal/plan"
+	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/internal/tuple"
 )
 
@@ -45,7 +46,7 @@ func TestReceiverRestartResetsCredit(t *testing.T) {
 		}
 	}()
 	// The receiver takes nothing: the sender blocks once the window is used.
-	waitFor(t, ob.Blocked, "the sender to block on back pressure")
+	testutil.Eventually(t, "the sender to block on back pressure", ob.Blocked)
 	old := c.sms[2]
 	old.Close() // the container dies without granting anything back
 	blockedAt := sent.Load()

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/ardea-dev/ardea/internal/plan"
+	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/internal/tuple"
 )
 
@@ -69,13 +70,16 @@ func TestBatchingAndLinger(t *testing.T) {
 	if err := ob2.Emit(0, tuple.NoTask, 0, nil, values("k", 1)); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool {
-		if err := ob2.Flush(ctx, false); err != nil {
-			t.Fatal(err)
-		}
-		n, _ := in2.Pending()
-		return n == 1
-	}, "the lingering batch to leave")
+	testutil.Eventually(t,
+
+		"the lingering batch to leave", func() bool {
+			if err := ob2.Flush(ctx, false); err != nil {
+				t.Fatal(err)
+			}
+			n, _ := in2.Pending()
+			return n == 1
+		})
+
 }
 
 // TestPipelineRunnerLoop runs spout -> relay (2 tasks, 2 containers) -> sink
@@ -211,8 +215,8 @@ func TestSlowConsumerIsCounted(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, func() bool { return sm.SlowConsumerEvents() > 0 }, "a slow-consumer event")
-	waitFor(t, func() bool { return strings.Contains(logs.String(), "SLOW CONSUMER") }, "the slow-consumer log line")
+	testutil.Eventually(t, "a slow-consumer event", func() bool { return sm.SlowConsumerEvents() > 0 })
+	testutil.Eventually(t, "the slow-consumer log line", func() bool { return strings.Contains(logs.String(), "SLOW CONSUMER") })
 
 	ob := sm.Outbox(p.Components[0].Tasks[0])
 	if ob.Ack(1) != nil || ob.Fail(2) != nil || ob.Stats().Acks != 1 || ob.Stats().Fails != 1 {

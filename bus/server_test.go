@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/nats-io/nats.go"
 )
 
@@ -125,10 +126,13 @@ func TestWatchdogReenablesJetStream(t *testing.T) {
 	if err := s.NATS().DisableJetStream(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool {
-		_, err := js.Publish("t.x", []byte("after"), nats.AckWait(time.Second))
-		return err == nil
-	}, "the watchdog to enable JetStream again")
+	testutil.Eventually(t,
+
+		"the watchdog to enable JetStream again", func() bool {
+			_, err := js.Publish("t.x", []byte("after"), nats.AckWait(time.Second))
+			return err == nil
+		})
+
 	m, err := js.GetMsg("T", 1)
 	if err != nil {
 		t.Fatalf("message 1 after the restart: %v", err)
@@ -139,7 +143,7 @@ func TestWatchdogReenablesJetStream(t *testing.T) {
 	if s.JetStreamRestarts() == 0 {
 		t.Error("no restart counted")
 	}
-	waitFor(t, func() bool { f, _ := s.JetStreamFault(); return f == nil }, "the fault to clear")
+	testutil.Eventually(t, "the fault to clear", func() bool { f, _ := s.JetStreamFault(); return f == nil })
 	for _, want := range []string{`level=ERROR msg="JetStream fault`, "JetStream is disabled", "JetStream healthy again"} {
 		if !strings.Contains(logs.String(), want) {
 			t.Errorf("log lacks %q:\n%s", want, logs.String())

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ardea-dev/ardea/internal/plan"
+	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/internal/tuple"
 )
 
@@ -88,7 +89,7 @@ func TestSwitchHoldMarkAdopt(t *testing.T) {
 	}
 	flushed := make(chan error, 1)
 	go func() { flushed <- ob.Flush(ctx, true) }()
-	waitFor(t, ob.Blocked, "Flush to wait on the held tuples")
+	testutil.Eventually(t, "Flush to wait on the held tuples", ob.Blocked)
 
 	// The new plan: a third bolt task in container 2.
 	np := withBoltTask(p, 2)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ardea-dev/ardea/examples/wordcount"
 	"github.com/ardea-dev/ardea/host"
+	"github.com/ardea-dev/ardea/internal/testutil"
 )
 
 // swapEvents collects the containers' swap reports.
@@ -70,11 +71,11 @@ func TestSwapKeepsCountsExact(t *testing.T) {
 		return n
 	}
 	at := executed()
-	waitUntil(t, func() bool { return executed() > at+5000 }, "count to execute 5000 words")
+	testutil.Eventually(t, "count to execute 5000 words", func() bool { return executed() > at+5000 })
 	if n := swapAll(rust, "rust", 0); n != 2 {
 		t.Fatalf("swapped %d tasks, want 2", n)
 	}
-	waitUntil(t, func() bool { return len(evs.list()) == 2 }, "both count tasks to run the Rust module")
+	testutil.Eventually(t, "both count tasks to run the Rust module", func() bool { return len(evs.list()) == 2 })
 	for _, c := range lt.containers {
 		for id, tk := range lt.tasksOf("count") {
 			if c.sm.Inbox(id) != nil && c.Version(id) != "rust" {
@@ -83,19 +84,22 @@ func TestSwapKeepsCountsExact(t *testing.T) {
 		}
 	}
 	at = executed()
-	waitUntil(t, func() bool { return executed() > at+5000 }, "count (Rust) to execute 5000 words")
+	testutil.Eventually(t, "count (Rust) to execute 5000 words", func() bool { return executed() > at+5000 })
 	if n := swapAll(trap, "trap", time.Minute); n != 2 {
 		t.Fatalf("swapped %d tasks, want 2", n)
 	}
-	waitUntil(t, func() bool {
-		failed := 0
-		for _, ev := range evs.list() {
-			if ev.Version == "trap" && ev.Err != nil {
-				failed++
+	testutil.Eventually(t,
+
+		"both trapping tasks to be rolled back", func() bool {
+			failed := 0
+			for _, ev := range evs.list() {
+				if ev.Version == "trap" && ev.Err != nil {
+					failed++
+				}
 			}
-		}
-		return failed == 2
-	}, "both trapping tasks to be rolled back")
+			return failed == 2
+		})
+
 	lt.wait()
 	compareCounts(t, readCounts(t, out), want)
 	for _, ev := range evs.list() {

@@ -12,13 +12,14 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/ardea-dev/ardea"
-	"github.com/ardea-dev/ardea/bus"
 	"github.com/ardea-dev/ardea/connectors"
 	"github.com/ardea-dev/ardea/examples/wordcount"
 	"github.com/ardea-dev/ardea/host"
 	"github.com/ardea-dev/ardea/internal/engine"
 	"github.com/ardea-dev/ardea/internal/metrics"
 	"github.com/ardea-dev/ardea/internal/plan"
+	"github.com/ardea-dev/ardea/internal/testutil"
+	"github.com/ardea-dev/ardea/internal/testutil/natstest"
 	"github.com/ardea-dev/ardea/internal/tuple"
 )
 
@@ -66,11 +67,7 @@ func startLiveWith(t *testing.T, top *ardea.Topology, containers int, tune func(
 		}
 		mods[c.Name] = m
 	}
-	srv, err := bus.StartServer(bus.ServerOptions{Port: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown)
+	srv := natstest.Start(t, natstest.Options{})
 	lt := &liveTopology{t: t, top: top, plan: p, reg: metrics.NewRegistry(), rt: rt, mods: mods, url: srv.ClientURL(), tune: tune}
 	runCtx, cancel := context.WithCancel(ctx)
 	t.Cleanup(cancel)
@@ -101,7 +98,7 @@ func (lt *liveTopology) startContainer(ctx context.Context, cn int, p *plan.Plan
 	done := make(chan error, 1)
 	go func() { done <- c.Run(ctx) }()
 	// A switch needs the container's task group: wait until Run made it.
-	waitUntil(t, func() bool { c.mu.Lock(); defer c.mu.Unlock(); return c.group != nil }, "the container to run")
+	testutil.Eventually(t, "the container to run", func() bool { c.mu.Lock(); defer c.mu.Unlock(); return c.group != nil })
 	lt.containers = append(lt.containers, c)
 	lt.done = append(lt.done, done)
 }
@@ -229,7 +226,7 @@ func TestLiveRescaleKeepsOtherComponentsRunning(t *testing.T) {
 			executed := func() int64 { return lt.reg.Component("count").Executed.Load() }
 			for _, step := range tc.steps {
 				at := executed()
-				waitUntil(t, func() bool { return executed() > at+15000 }, "count to execute 15000 more words")
+				testutil.Eventually(t, "count to execute 15000 more words", func() bool { return executed() > at+15000 })
 				rollback := step["rollback"] == 1
 				delete(step, "rollback")
 				lt.switchTo(step, rollback)
@@ -279,7 +276,7 @@ func TestLiveRescaleChainedSwitchingComponents(t *testing.T) {
 			lt := startLiveWith(t, top, 2, func(o *ContainerOptions) { o.Bus.HoldBytes = 4 << 10 })
 			executed := func() int64 { return lt.reg.Component("count").Executed.Load() }
 			at := executed()
-			waitUntil(t, func() bool { return executed() > at+15000 }, "count to execute 15000 more words")
+			testutil.Eventually(t, "count to execute 15000 more words", func() bool { return executed() > at+15000 })
 			lt.switchTo(map[string]int{"split": 3, "count": 3}, false)
 			lt.wait()
 			compareCounts(t, readCounts(t, out), want)
@@ -303,17 +300,6 @@ func relayTopology(t *testing.T, in, out string) *ardea.Topology {
 		t.Fatal(err)
 	}
 	return tp
-}
-
-func waitUntil(t *testing.T, ok func() bool, what string) {
-	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 var _ = fmt.Sprint

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ardea-dev/ardea/internal/testutil"
 )
 
 // carbonCache is a real carbon-cache (Debian's graphite-carbon) listening
@@ -164,7 +166,7 @@ CACHE_QUERY_PORT = %[6]d
 	})
 	c := &carbonCache{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(line)), whisper: whisper, log: logPath}
 	up := false
-	poll(t, "carbon-cache to accept on "+c.Addr, func() bool {
+	testutil.Eventually(t, "carbon-cache to accept on "+c.Addr, func() bool {
 		select {
 		case <-exited:
 			return true
@@ -178,6 +180,7 @@ CACHE_QUERY_PORT = %[6]d
 		up = true
 		return true
 	})
+
 	return c, up
 }
 
@@ -216,16 +219,4 @@ func (c *carbonCache) fetch(t *testing.T, metric string, from int64) map[int64]f
 		pts[ts] = v
 	}
 	return pts
-}
-
-// poll waits for cond, checking every 20 ms, for up to a minute.
-func poll(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond) // the polling interval, not an assertion
-	}
 }

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ardea-dev/ardea/internal/testutil"
 )
 
 // lineServer accepts connections and records every line received.
@@ -184,7 +186,7 @@ func TestGraphiteLines(t *testing.T) {
 	if err := g.Write(context.Background(), b); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "every line", func() bool { return len(srv.got()) >= len(cases) })
+	testutil.Eventually(t, "every line", func() bool { return len(srv.got()) >= len(cases) })
 	got := srv.got()
 	if len(got) != len(cases) {
 		t.Fatalf("%d lines, want %d: %q", len(got), len(cases), got)
@@ -211,13 +213,13 @@ func TestGraphiteReconnect(t *testing.T) {
 	if err := g.Write(ctx, testBatch(time.Unix(epoch, 0), 1)); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "the first batch", func() bool { return len(srv.got()) == 5 })
+	testutil.Eventually(t, "the first batch", func() bool { return len(srv.got()) == 5 })
 	srv.stop()
 
 	// The first writes after the peer closed may still land in the socket
 	// (and be lost, as with any TCP sender); write until one fails.
 	var want []string
-	poll(t, "a write to fail with carbon gone", func() bool {
+	testutil.Eventually(t, "a write to fail with carbon gone", func() bool {
 		epoch++
 		if err := g.Write(ctx, testBatch(time.Unix(epoch, 0), float64(epoch-t0))); err != nil {
 			t.Logf("write failed as expected: %v", err)
@@ -226,6 +228,7 @@ func TestGraphiteReconnect(t *testing.T) {
 		}
 		return false
 	})
+
 	// Down: these only buffer (back-off or a refused dial).
 	for range 2 {
 		epoch++
@@ -236,10 +239,11 @@ func TestGraphiteReconnect(t *testing.T) {
 	}
 
 	srv2 := startLineServer(t, addr)
-	poll(t, "the buffered lines after the reconnect", func() bool {
-		_ = g.Write(ctx, &Batch{Time: time.Unix(epoch, 0)}) // nothing new: flushes only
+	testutil.Eventually(t, "the buffered lines after the reconnect", func() bool {
+		_ = g.Write(ctx, &Batch{Time: time.Unix(epoch, 0)})
 		return len(srv2.got()) >= len(want)
 	})
+
 	if got := srv2.got(); !slices.Equal(got, want) {
 		t.Errorf("after the reconnect got\n%q\nwant\n%q", got, want)
 	}
@@ -294,10 +298,11 @@ func TestGraphiteBufferOverflow(t *testing.T) {
 				return
 			}
 			srv := startLineServer(t, addr)
-			poll(t, "the kept lines", func() bool {
+			testutil.Eventually(t, "the kept lines", func() bool {
 				_ = g.Write(context.Background(), &Batch{})
 				return len(srv.got()) >= len(tc.wantKept)
 			})
+
 			if got := srv.got(); !slices.Equal(got, tc.wantKept) {
 				t.Errorf("delivered %q, want %q", got, tc.wantKept)
 			}
@@ -367,7 +372,7 @@ func TestGraphiteBackoff(t *testing.T) {
 	if g.retry.backoff != 0 || g.pending.len() != 0 {
 		t.Errorf("after sending: back-off %v, %d lines buffered", g.retry.backoff, g.pending.len())
 	}
-	poll(t, "every buffered line", func() bool { return len(srv.got()) == 5*len(steps) })
+	testutil.Eventually(t, "every buffered line", func() bool { return len(srv.got()) == 5*len(steps) })
 }
 
 // TestGraphiteContext: Write gives up when ctx ends, before dialling,
@@ -427,7 +432,7 @@ func TestGraphiteContext(t *testing.T) {
 			if err := g.Write(context.Background(), &Batch{}); err != nil {
 				t.Fatal(err)
 			}
-			poll(t, "the buffered lines", func() bool { return len(srv.got()) >= 5 })
+			testutil.Eventually(t, "the buffered lines", func() bool { return len(srv.got()) >= 5 })
 			if got, want := srv.got(), testBatchLines(1_700_000_000, 300); !slices.Equal(got, want) {
 				t.Errorf("got %q, want %q", got, want)
 			}
@@ -459,7 +464,7 @@ func TestGraphiteConcurrentClose(t *testing.T) {
 			}
 		})
 	}
-	poll(t, "lines to flow", func() bool { return len(srv.got()) >= 100 })
+	testutil.Eventually(t, "lines to flow", func() bool { return len(srv.got()) >= 100 })
 	if err := g.Close(); err != nil {
 		t.Errorf("close: %v", err)
 	}
@@ -502,10 +507,11 @@ func TestGraphiteIntoCarbon(t *testing.T) {
 	}
 	for metric, pts := range want {
 		var got map[int64]float64
-		poll(t, metric+" in whisper", func() bool {
+		testutil.Eventually(t, metric+" in whisper", func() bool {
 			got = c.fetch(t, metric, e1-60)
 			return len(got) >= len(pts)
 		})
+
 		for ts, v := range pts {
 			if got[ts] != v {
 				t.Errorf("%s: whisper has %v, want %v at %d", metric, got, v, ts)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ardea-dev/ardea/bus"
+	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -34,18 +35,6 @@ func (s *syncBuf) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
-}
-
-// eventually polls cond until it holds or d passes.
-func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %s: %s", d, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // mountTmpfs mounts a tmpfs of size under a temporary directory, or skips
@@ -133,7 +122,7 @@ func TestJetStreamStoreHealsAfterDiskFull(t *testing.T) {
 		t.Fatal("save to a full file system: no error")
 	}
 	t.Logf("save on a full disk failed after %s: %v", time.Since(start).Round(time.Millisecond), err)
-	eventually(t, 10*time.Second, "the watchdog reports the fault", func() bool { f, _ := srv.JetStreamFault(); return f != nil })
+	testutil.EventuallyWithin(t, 10*time.Second, "the watchdog reports the fault", func() bool { f, _ := srv.JetStreamFault(); return f != nil })
 	f, _ := srv.JetStreamFault()
 	t.Logf("fault: %v", f)
 	if err := os.Remove(filler); err != nil {
@@ -141,18 +130,19 @@ func TestJetStreamStoreHealsAfterDiskFull(t *testing.T) {
 	}
 	healStart := time.Now()
 	id := uint64(3)
-	eventually(t, 30*time.Second, "saves succeed again after space returned", func() bool {
+	testutil.EventuallyWithin(t, 30*time.Second, "saves succeed again after space returned", func() bool {
 		if err := save(id); err != nil {
 			id++
 			return false
 		}
 		return true
 	})
+
 	t.Logf("healed %s after space returned (checkpoint %d stored)", time.Since(healStart).Round(time.Millisecond), id)
 	mustLoad(t, s, "wc", 1, 1, state)
 	mustLoad(t, s, "wc", id, 1, state)
 	if f, _ := srv.JetStreamFault(); f != nil {
-		eventually(t, 10*time.Second, "the fault clears", func() bool { f, _ := srv.JetStreamFault(); return f == nil })
+		testutil.EventuallyWithin(t, 10*time.Second, "the fault clears", func() bool { f, _ := srv.JetStreamFault(); return f == nil })
 	}
 	if srv.JetStreamRestarts() == 0 {
 		t.Error("healed without a JetStream restart")

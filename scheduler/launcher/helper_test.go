@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/ardea-dev/ardea/internal/testutil"
 )
 
 // helperEnv marks a re-exec of the test binary as a helper child.
@@ -171,18 +173,6 @@ func TestHelperProcess(t *testing.T) {
 	os.Exit(2)
 }
 
-// waitFor polls cond until it holds; the limit only guards against a hang.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // alive reports whether pid exists and is not a zombie.
 func alive(pid int) bool {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
@@ -202,7 +192,7 @@ func alive(pid int) bool {
 func tailValue(t *testing.T, s *Supervisor, id, key string) string {
 	t.Helper()
 	var v string
-	waitFor(t, id+" to print "+key, func() bool {
+	testutil.Eventually(t, id+" to print "+key, func() bool {
 		for _, l := range s.Tail(id, 0) {
 			for _, f := range strings.Fields(l) {
 				if rest, ok := strings.CutPrefix(f, key+"="); ok {
@@ -213,6 +203,7 @@ func tailValue(t *testing.T, s *Supervisor, id, key string) string {
 		}
 		return false
 	})
+
 	return v
 }
 

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ardea-dev/ardea/internal/testutil"
 )
 
 // newSup returns a Supervisor closed at the end of the test.
@@ -40,7 +42,7 @@ func state(s *Supervisor, id string) ProcessStatus {
 
 func waitState(t *testing.T, s *Supervisor, id, want string) ProcessStatus {
 	t.Helper()
-	waitFor(t, id+" "+want, func() bool { return state(s, id).State == want })
+	testutil.Eventually(t, id+" "+want, func() bool { return state(s, id).State == want })
 	return state(s, id)
 }
 
@@ -218,7 +220,7 @@ func TestBackoffThenGiveUp(t *testing.T) {
 	if err := s.Restart(context.Background(), "crash"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "restart after FAILED", func() bool { return state(s, "crash").Restarts >= 4 })
+	testutil.Eventually(t, "restart after FAILED", func() bool { return state(s, "crash").Restarts >= 4 })
 }
 
 func TestBackoffDelay(t *testing.T) {
@@ -260,13 +262,14 @@ func TestStableRunResetsFailures(t *testing.T) {
 				t.Fatal(err)
 			}
 			var pid int
-			waitFor(t, "run 3 running", func() bool {
+			testutil.Eventually(t, "run 3 running", func() bool {
 				st := state(s, "c")
 				pid = st.PID
 				return st.State == StateRunning && slices.ContainsFunc(s.Tail("c", 0), func(l string) bool {
 					return strings.HasPrefix(l, fmt.Sprintf("run=3 pid=%d", st.PID))
 				})
 			})
+
 			if tc.stable {
 				clock.ns.Add(int64(time.Hour))
 			}
@@ -296,7 +299,7 @@ func TestStopDoesNotRestart(t *testing.T) {
 				t.Fatal(err)
 			}
 			// "ready" comes after SIGTERM is ignored.
-			waitFor(t, "ready", func() bool { return slices.Contains(s.Tail("p", 0), "ready") })
+			testutil.Eventually(t, "ready", func() bool { return slices.Contains(s.Tail("p", 0), "ready") })
 			pid := state(s, "p").PID
 			if err := s.Stop(context.Background(), "p"); err != nil {
 				t.Fatal(err)
@@ -342,7 +345,7 @@ func TestRestart(t *testing.T) {
 	if alive(pid1) {
 		t.Fatalf("old pid %d alive", pid1)
 	}
-	waitFor(t, "new pid printed", func() bool {
+	testutil.Eventually(t, "new pid printed", func() bool {
 		return slices.Contains(s.Tail("p", 0), fmt.Sprintf("pid=%d", st.PID))
 	})
 
@@ -358,9 +361,10 @@ func TestRestart(t *testing.T) {
 	if st := state(s2, "q"); st.Restarts != 1 || (st.State != StateRunning && st.State != StateBackoff) {
 		t.Fatalf("after restart in back-off %+v", st)
 	}
-	waitFor(t, "second run's output", func() bool {
+	testutil.Eventually(t, "second run's output", func() bool {
 		return strings.Count(strings.Join(s2.Tail("q", 0), "\n"), "bye") == 2
 	})
+
 }
 
 func TestStartErrors(t *testing.T) {
@@ -420,7 +424,7 @@ func TestNoOrphansAfterStopAllAndClose(t *testing.T) {
 			t.Fatal(err)
 		}
 		gc := tailInt(t, s, id, "grandchild")
-		waitFor(t, "grandchild up", func() bool { return alive(gc) })
+		testutil.Eventually(t, "grandchild up", func() bool { return alive(gc) })
 		pids = append(pids, state(s, id).PID, gc)
 	}
 	// A leader that exits leaves no grandchild behind either.
@@ -430,14 +434,14 @@ func TestNoOrphansAfterStopAllAndClose(t *testing.T) {
 	gc := tailInt(t, s, "t/exit", "grandchild")
 	waitState(t, s, "t/exit", StateBackoff)
 	// SIGKILL was sent before BACKOFF; dying takes the kernel a moment.
-	waitFor(t, fmt.Sprintf("grandchild %d of an exited process to die", gc), func() bool { return !alive(gc) })
+	testutil.Eventually(t, fmt.Sprintf("grandchild %d of an exited process to die", gc), func() bool { return !alive(gc) })
 
 	if err := s.StopAll(ctx); err != nil {
 		t.Fatal(err)
 	}
 	// Leaders are reaped by StopAll; their groups got SIGKILL.
 	for _, pid := range pids {
-		waitFor(t, fmt.Sprintf("pid %d to die after StopAll", pid), func() bool { return !alive(pid) })
+		testutil.Eventually(t, fmt.Sprintf("pid %d to die after StopAll", pid), func() bool { return !alive(pid) })
 	}
 	for _, st := range s.List() {
 		if st.State != StateStopped {
@@ -480,7 +484,7 @@ func TestNoOrphanAfterSupervisorKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
-	waitFor(t, fmt.Sprintf("child %d to die with its supervisor", child), func() bool { return !alive(child) })
+	testutil.Eventually(t, fmt.Sprintf("child %d to die with its supervisor", child), func() bool { return !alive(child) })
 }
 
 // Pdeathsig follows the thread that forked the child, and the Go runtime
@@ -518,15 +522,16 @@ func TestChildSurvivesThreadExits(t *testing.T) {
 		}
 		wg.Wait()
 	}
-	waitFor(t, "locked threads to exit", func() bool {
+	testutil.Eventually(t, "locked threads to exit", func() bool {
 		for _, tid := range ended {
-			// The runtime parks (never ends) the main thread, tid == pid.
+
 			if _, err := os.Stat(fmt.Sprintf("/proc/self/task/%d", tid)); tid != os.Getpid() && !errors.Is(err, os.ErrNotExist) {
 				return false
 			}
 		}
 		return true
 	})
+
 	if sig := tailInt(t, s, "p", "pdeathsig"); sig != int(syscall.SIGKILL) {
 		t.Fatalf("child pdeathsig %d, want SIGKILL", sig)
 	}

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/scheduler/local"
 	"github.com/ardea-dev/ardea/sinks"
 )
@@ -67,7 +68,7 @@ scrape_configs:
 		}
 	})
 	base := "http://" + addr
-	waitFor(t, "prometheus to be ready", func() bool {
+	testutil.Eventually(t, "prometheus to be ready", func() bool {
 		resp, err := http.Get(base + "/-/ready")
 		if err != nil {
 			return false
@@ -75,6 +76,7 @@ scrape_configs:
 		resp.Body.Close()
 		return resp.StatusCode == 200
 	})
+
 	return base
 }
 
@@ -116,15 +118,17 @@ func TestPrometheusScrapesDaemon(t *testing.T) {
 	waitState(t, c, "wcp", local.StateRunning)
 	q := `sum(ardea_execute_count_total{topology="wcp",component="count"})`
 	var first float64
-	waitFor(t, "Prometheus to see count executing", func() bool {
+	testutil.Eventually(t, "Prometheus to see count executing", func() bool {
 		v, ok := promQuery(t, prom, q)
 		first = v
 		return ok && v > 0
 	})
-	waitFor(t, "the Prometheus figure to rise", func() bool {
+
+	testutil.Eventually(t, "the Prometheus figure to rise", func() bool {
 		v, ok := promQuery(t, prom, q)
 		return ok && v > first
 	})
+
 	ctx := context.Background()
 	if _, err := c.Action(ctx, "wcp", "deactivate", nil, nil); err != nil {
 		t.Fatal(err)
@@ -142,7 +146,7 @@ func TestPrometheusScrapesDaemon(t *testing.T) {
 		}
 		return sum
 	}
-	waitFor(t, "count to stop executing after deactivate", func() bool { return own() == 0 })
+	testutil.Eventually(t, "count to stop executing after deactivate", func() bool { return own() == 0 })
 	st, err := c.Status(ctx, "wcp")
 	if err != nil {
 		t.Fatal(err)
@@ -156,10 +160,11 @@ func TestPrometheusScrapesDaemon(t *testing.T) {
 		}
 	}
 	var got float64
-	waitFor(t, fmt.Sprintf("Prometheus to show the settled count %d", executed), func() bool {
+	testutil.Eventually(t, fmt.Sprintf("Prometheus to show the settled count %d", executed), func() bool {
 		v, ok := promQuery(t, prom, q)
 		got = v
 		return ok && v == float64(executed)
 	})
+
 	t.Logf("count executed %d tuples; Prometheus agrees (%v)", executed, got)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/examples/keyed"
+	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/scheduler/local"
 )
 
@@ -32,14 +33,14 @@ func TestEffectivelyOnceKillDuringRollback(t *testing.T) {
 		}
 		return st
 	}
-	poll(t, "a global checkpoint", func() bool { st := status(); return st.Checkpoints != nil && st.Checkpoints.Global > 0 })
+	testutil.Eventually(t, "a global checkpoint", func() bool { st := status(); return st.Checkpoints != nil && st.Checkpoints.Global > 0 })
 	first := status().Containers[0].PID
 	if err := syscall.Kill(first, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	// The second kill lands while the first rollback waits for the
 	// restarted container.
-	poll(t, "the rollback to begin", func() bool { return status().Checkpoints.RollingBack })
+	testutil.Eventually(t, "the rollback to begin", func() bool { return status().Checkpoints.RollingBack })
 	second := status().Containers[1].PID
 	if err := syscall.Kill(second, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -93,18 +94,6 @@ func submitKeyedEO(t *testing.T, c *local.Client, name string, keys, perKey, rat
 	return out
 }
 
-// poll waits (2 minutes at most) until cond holds.
-func poll(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 2m", what)
-		}
-		time.Sleep(10 * time.Millisecond) // polling interval, not a correctness wait
-	}
-}
-
 // TestDaemonLeavesNoGoroutines: an effectively-once topology runs, a
 // container is killed (fence, rollback, heartbeat watch), and the daemon
 // closes: every goroutine the daemon and its topology managers started
@@ -127,11 +116,11 @@ func TestDaemonLeavesNoGoroutines(t *testing.T) {
 		}
 		return st
 	}
-	poll(t, "a global checkpoint", func() bool { st := status(); return st.Checkpoints != nil && st.Checkpoints.Global > 0 })
+	testutil.Eventually(t, "a global checkpoint", func() bool { st := status(); return st.Checkpoints != nil && st.Checkpoints.Global > 0 })
 	if err := syscall.Kill(status().Containers[0].PID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "a rollback", func() bool { st := status(); return st.Checkpoints.Rollbacks > 0 && !st.Checkpoints.RollingBack })
+	testutil.Eventually(t, "a rollback", func() bool { st := status(); return st.Checkpoints.Rollbacks > 0 && !st.Checkpoints.RollingBack })
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := d.Close(ctx); err != nil {

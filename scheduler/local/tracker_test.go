@@ -19,6 +19,7 @@ import (
 
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/examples/wordcount"
+	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/scheduler/local"
 	"github.com/ardea-dev/ardea/sinks"
 	"github.com/ardea-dev/ardea/ui"
@@ -100,18 +101,6 @@ func getJSON(t *testing.T, base, path string, wantStatus int, out any) {
 	}
 }
 
-// waitFor polls cond (every 50 ms) for up to two minutes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond) // polling interval
-	}
-}
-
 // TestTrackerAPI runs the word count under a daemon whose containers
 // collect every 200 ms, and asks every tracker path, good and bad.
 func TestTrackerAPI(t *testing.T) {
@@ -123,7 +112,7 @@ func TestTrackerAPI(t *testing.T) {
 	waitState(t, c, "wc", local.StateRunning)
 
 	var m ui.MetricsAnswer
-	waitFor(t, "count's __execute-count to rise", func() bool {
+	testutil.Eventually(t, "count's __execute-count to rise", func() bool {
 		getJSON(t, base, "metrics?component=count&metricname=__execute-count&interval=60", 200, &m)
 		var sum float64
 		for _, v := range m.Metrics["__execute-count"] {
@@ -131,6 +120,7 @@ func TestTrackerAPI(t *testing.T) {
 		}
 		return sum > 0 && len(m.Metrics["__execute-count"]) == 2
 	})
+
 	if m.Interval != 60 || m.EndTime-m.StartTime != 60 || m.Component != "count" {
 		t.Errorf("metrics answer %+v", m)
 	}
@@ -271,7 +261,7 @@ func TestTrackerAPI(t *testing.T) {
 	}
 
 	// The file sink ran in the hosts.
-	waitFor(t, "the file sink's lines", func() bool {
+	testutil.Eventually(t, "the file sink's lines", func() bool {
 		b, _ := os.ReadFile(metricsFile)
 		return strings.Contains(string(b), `"name":"__execute-count"`)
 	})
@@ -340,10 +330,11 @@ func TestTrackerExceptions(t *testing.T) {
 	var exc []sinks.Exception
 	// Each container process that runs the input traps once, forwards its
 	// exception as it exits, and is restarted (MaxRestarts 2).
-	waitFor(t, "the trap's exception, seen at least twice", func() bool {
+	testutil.Eventually(t, "the trap's exception, seen at least twice", func() bool {
 		getJSON(t, base, "exceptions?component=probe", 200, &exc)
 		return len(exc) == 1 && exc[0].Count >= 2
 	})
+
 	x := exc[0]
 	if !strings.Contains(x.Message, "probe panic") || x.Component != "probe" || x.Container != 1 || x.First.After(x.Last) {
 		t.Errorf("exception %+v", x)

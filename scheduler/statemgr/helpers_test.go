@@ -93,15 +93,3 @@ func createTopo(t testing.TB, s *Store, name string) Topology {
 	top.Revision = rev
 	return top
 }
-
-// waitFor polls cond until it holds; limit only guards against a hang.
-func waitFor(t testing.TB, limit time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", limit, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ardea-dev/ardea/internal/testutil"
 )
 
 func TestTMLockExclusiveAndRelease(t *testing.T) {
@@ -67,7 +69,7 @@ func TestTMLockExpiresWithoutRefresh(t *testing.T) {
 		t.Fatal(err)
 	}
 	var l *Lock
-	waitFor(t, 15*time.Second, "the lock to expire", func() bool {
+	testutil.EventuallyWithin(t, 15*time.Second, "the lock to expire", func() bool {
 		var err error
 		l, err = s.AcquireTMLock(ctx, "wc", "tm-next", ttl)
 		if err != nil && !errors.Is(err, ErrLocked) {
@@ -75,6 +77,7 @@ func TestTMLockExpiresWithoutRefresh(t *testing.T) {
 		}
 		return err == nil
 	})
+
 	took := time.Since(start)
 	t.Logf("lock with ttl %s taken over %s after acquire", ttl, took)
 	if took < ttl {

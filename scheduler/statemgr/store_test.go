@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ardea-dev/ardea/bus"
+	"github.com/ardea-dev/ardea/internal/testutil"
 )
 
 func TestOpenConcurrentAndIdempotent(t *testing.T) {
@@ -358,7 +359,7 @@ func TestWatchPhysicalPlan(t *testing.T) {
 
 	stop()
 	for _, ch := range []<-chan PlanUpdate{early, late} {
-		waitFor(t, 10*time.Second, "watch channel to close", func() bool {
+		testutil.EventuallyWithin(t, 10*time.Second, "watch channel to close", func() bool {
 			select {
 			case _, ok := <-ch:
 				return !ok
@@ -366,6 +367,7 @@ func TestWatchPhysicalPlan(t *testing.T) {
 				return false
 			}
 		})
+
 	}
 }
 
@@ -385,7 +387,7 @@ func TestWatchPhysicalPlanEndsWithConnection(t *testing.T) {
 	}
 	recv(t, ch)
 	nc.Close()
-	waitFor(t, 10*time.Second, "watch channel to close with the connection", func() bool {
+	testutil.EventuallyWithin(t, 10*time.Second, "watch channel to close with the connection", func() bool {
 		select {
 		case _, ok := <-ch:
 			return !ok
@@ -393,4 +395,5 @@ func TestWatchPhysicalPlanEndsWithConnection(t *testing.T) {
 			return false
 		}
 	})
+
 }

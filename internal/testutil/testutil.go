@@ -1,0 +1,101 @@
+// Package testutil holds the helpers every test package shares: a polling
+// wait (Eventually) and golden files (Golden, with -update). Starting an
+// embedded NATS server is in natstest, apart, so that bus's own tests can
+// use this package without an import cycle.
+//
+// Tests wait by polling, never by sleeping a guessed time: the machine is
+// shared and its speed varies. A wait's limit only detects a hang; it is
+// far above any expected time and is never a timing assertion.
+package testutil
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// DefaultLimit is Eventually's hang guard.
+const DefaultLimit = 2 * time.Minute
+
+// pollEvery is how often a wait asks again.
+const pollEvery = 10 * time.Millisecond
+
+// Condition is what a wait polls: true, nil, or (true, _) once what it
+// waits for holds; an error or the string says what it saw until then.
+type Condition interface {
+	func() bool | func() error | func() (bool, string)
+}
+
+// Eventually polls cond every few milliseconds until it holds, and fails t
+// (Fatal: call it from the test's goroutine) if it has not within
+// DefaultLimit, saying what was awaited and what cond last saw.
+func Eventually[C Condition](t testing.TB, what string, cond C) {
+	t.Helper()
+	EventuallyWithin(t, DefaultLimit, what, cond)
+}
+
+// EventuallyWithin is Eventually with its own hang guard.
+func EventuallyWithin[C Condition](t testing.TB, limit time.Duration, what string, cond C) {
+	t.Helper()
+	check := condition(cond)
+	deadline := time.Now().Add(limit)
+	for {
+		ok, seen := check()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			if seen != "" {
+				t.Fatalf("%s: not within %v (last seen: %s)", what, limit, seen)
+			}
+			t.Fatalf("%s: not within %v", what, limit)
+		}
+		time.Sleep(pollEvery) // the polling interval, not a wait for an outcome
+	}
+}
+
+func condition[C Condition](cond C) func() (bool, string) {
+	switch f := any(cond).(type) {
+	case func() bool:
+		return func() (bool, string) { return f(), "" }
+	case func() error:
+		return func() (bool, string) {
+			if err := f(); err != nil {
+				return false, err.Error()
+			}
+			return true, ""
+		}
+	case func() (bool, string):
+		return f
+	}
+	panic("unreachable: Condition has three types")
+}
+
+var update = flag.Bool("update", false, "rewrite golden files with the output the tests produce")
+
+// Golden compares got with the file testdata/<name> of the test's package
+// and fails t with both when they differ. With -update it writes got to
+// the file instead.
+func Golden(t testing.TB, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("golden file %s: %v (run the test with -update to write it)", path, err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("output differs from %s (run the test with -update to accept it)\n--- got:\n%s\n--- want:\n%s", path, got, want)
+	}
+}

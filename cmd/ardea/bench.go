@@ -1,8 +1,8 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strings"
@@ -20,10 +20,14 @@ func newBenchCmd(g *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure end-to-end throughput and latency of built-in benchmark topologies",
+		Example: `  ardea bench wordcount
+  ardea bench wordcount --lang rust --local -o json
+  ardea bench swap
+  ardea bench kafka --brokers localhost:9092`,
 	}
+	positional(cmd)
 	var (
 		o           bench.WordCountOptions
-		asJSON      bool
 		noHalf      bool
 		localMode   bool
 		reliability string
@@ -38,7 +42,10 @@ end to end and the emit-to-execute latency of the count bolt (p50, p99). Then
 runs the same logic as plain Go goroutines and channels in the same process
 (native_tuples_per_sec) and reports the ratio. Finally it runs the topology
 again at half the measured peak rate and reports its latency (half_rate).`,
-		Args: cobra.NoArgs,
+		Example: `  ardea bench wordcount
+  ardea bench wordcount --duration 10s --warmup 2s -o json
+  ardea bench wordcount --lang rust --reliability effectively-once
+  ardea bench wordcount --local   # through ardea local; times recovery from kill -9`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := g.logger()
 			if err != nil {
@@ -59,15 +66,13 @@ again at half the measured peak rate and reports its latency (half_rate).`,
 				if err != nil {
 					return err
 				}
-				w := cmd.OutOrStdout()
-				if asJSON {
-					return json.NewEncoder(w).Encode(res)
-				}
-				fmt.Fprintf(w, "word count in %s through ardea local, %d container processes, %s measured after %s warmup\n",
-					res.Lang, res.Containers, o.Duration, o.Warmup)
-				fmt.Fprintf(w, "  ardea local (wasm + NATS, host processes): %12.0f words/s\n", res.TuplesPerSec)
-				fmt.Fprintf(w, "  kill -9 of a container to tuples flowing again: %.2f s\n", res.RecoverySec)
-				return nil
+				return outputOf(cmd).Print(cmd.OutOrStdout(), res, func(w io.Writer) error {
+					fmt.Fprintf(w, "word count in %s through ardea local, %d container processes, %s measured after %s warmup\n",
+						res.Lang, res.Containers, o.Duration, o.Warmup)
+					fmt.Fprintf(w, "  ardea local (wasm + NATS, host processes): %12.0f words/s\n", res.TuplesPerSec)
+					_, err := fmt.Fprintf(w, "  kill -9 of a container to tuples flowing again: %.2f s\n", res.RecoverySec)
+					return err
+				})
 			}
 			o.Logger, o.CacheDir, o.HalfRate = log, g.cacheDir, !noHalf
 			switch o.Metrics {
@@ -89,39 +94,14 @@ again at half the measured peak rate and reports its latency (half_rate).`,
 			if err != nil {
 				return err
 			}
-			w := cmd.OutOrStdout()
-			if asJSON {
-				enc := json.NewEncoder(w)
-				return enc.Encode(res)
-			}
-			fmt.Fprintf(w, "word count in %s, %d containers (%s), %s measured after %s warmup, %d CPUs, metrics %s\n",
-				res.Lang, res.Containers, res.Parallelism, o.Duration, o.Warmup, res.CPUs, res.Metrics)
-			if mc := res.MetricsCompare; mc != nil {
-				fmt.Fprintf(w, "  metrics off:  %v words/s\n  metrics on (all sinks, every %gs): %v words/s\n  on/off: %.3f\n",
-					roundAll(mc.OffPerSec), mc.IntervalSec, roundAll(mc.OnPerSec), mc.Ratio)
-				fmt.Fprintf(w, "  received: %d graphite lines, %d scribe entries, %d OTLP exports, %d Prometheus scrapes\n",
-					mc.GraphiteLines, mc.ScribeEntries, mc.OTLPExports, mc.PrometheusScrap)
+			return outputOf(cmd).Print(cmd.OutOrStdout(), res, func(w io.Writer) error {
+				printWordCount(w, res, o)
 				return nil
-			}
-			fmt.Fprintf(w, "  ardea (wasm + NATS): %12.0f words/s   p50 %.3f ms   p99 %.3f ms\n", res.TuplesPerSec, res.P50Ms, res.P99Ms)
-			fmt.Fprintf(w, "  plain Go baseline:   %12.0f words/s\n", res.NativeTuplesPerSec)
-			fmt.Fprintf(w, "  ratio:               %12.2f\n", res.Ratio)
-			if h := res.HalfRate; h != nil {
-				fmt.Fprintf(w, "  at half peak (%0.f/s): %10.0f words/s   p50 %.3f ms   p99 %.3f ms\n", h.TargetPerSec, h.TuplesPerSec, h.P50Ms, h.P99Ms)
-			}
-			if r := res.Reliable; r != nil {
-				fmt.Fprintf(w, "  %s: %12.0f words/s (%.2f of at most once)   p50 %.3f ms   p99 %.3f ms\n", r.Mode, r.TuplesPerSec, r.RatioToAtMostOnce, r.P50Ms, r.P99Ms)
-				if r.AckedPerSec > 0 {
-					fmt.Fprintf(w, "    sentences acked: %.0f/s   complete latency p50 %.3f ms   p99 %.3f ms   failed or timed out: %d\n",
-						r.AckedPerSec, r.CompleteP50Ms, r.CompleteP99Ms, r.FailedOrTimedOut)
-				}
-				if r.GlobalCheckpoint > 0 {
-					fmt.Fprintf(w, "    checkpoints every 1s: last global %d, %d failed\n", r.GlobalCheckpoint, r.FailedCheckpoints)
-				}
-			}
-			return nil
+			})
 		},
 	}
+	positional(wc)
+	addOutput(wc, "json")
 	wc.Flags().DurationVar(&o.Duration, "duration", 10*time.Second, "measured interval per phase")
 	wc.Flags().DurationVar(&o.Warmup, "warmup", 2*time.Second, "discarded start of each phase")
 	wc.Flags().IntVar(&o.Containers, "containers", 2, "containers")
@@ -130,7 +110,6 @@ again at half the measured peak rate and reports its latency (half_rate).`,
 	wc.Flags().IntVar(&o.Count, "count", 2, "count parallelism")
 	wc.Flags().StringVar(&o.Lang, "lang", "go", "language of the split and count modules: "+strings.Join(wordcount.Languages, ", "))
 	wc.Flags().BoolVar(&localMode, "local", false, "run through a real daemon (ardea local) and host processes; also measures recovery after kill -9 of a container")
-	wc.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
 	wc.Flags().StringVar(&reliability, "reliability", "at-most-once", "also measure this delivery mode beside at-most-once: at-least-once or effectively-once")
 	wc.Flags().IntVar(&o.MaxSpoutPending, "max-spout-pending", 1000, "topology.max.spout.pending of the reliability phase")
 	wc.Flags().BoolVar(&noHalf, "no-half-rate", false, "skip the half-peak-rate latency phase")
@@ -139,11 +118,11 @@ again at half the measured peak rate and reports its latency (half_rate).`,
 	cmd.AddCommand(wc)
 
 	var so bench.SwapOptions
-	var swapJSON bool
 	sw := &cobra.Command{
 		Use:   "swap",
 		Short: "Swap count's module repeatedly under load: pause per task (p50/p99) and the throughput dip",
-		Args:  cobra.NoArgs,
+		Example: `  ardea bench swap
+  ardea bench swap --lang go --swaps 50 -o json`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !slices.Contains(wordcount.Languages, so.Lang) {
 				return usageError{fmt.Errorf("--lang %q: want one of %s", so.Lang, strings.Join(wordcount.Languages, ", "))}
@@ -153,34 +132,30 @@ again at half the measured peak rate and reports its latency (half_rate).`,
 			if err != nil {
 				return err
 			}
-			w := cmd.OutOrStdout()
-			if swapJSON {
-				return json.NewEncoder(w).Encode(res)
-			}
-			fmt.Fprintf(w, "word count in %s, %d swaps of count (%d task swaps) every %s under full load, %d CPUs\n",
-				res.Lang, res.Swaps, res.Tasks, so.Every, res.CPUs)
-			fmt.Fprintf(w, "  pause per task: p50 %.2f ms   p99 %.2f ms   max %.2f ms\n", res.PauseP50Ms, res.PauseP99Ms, res.PauseMaxMs)
-			fmt.Fprintf(w, "  count throughput: %.0f words/s before, %.0f during the swaps, lowest 100 ms window %.0f (dip %.0f%%)\n",
-				res.BaselinePerSec, res.DuringPerSec, res.MinPerSec, res.DipPct)
-			return nil
+			return outputOf(cmd).Print(cmd.OutOrStdout(), res, func(w io.Writer) error {
+				fmt.Fprintf(w, "word count in %s, %d swaps of count (%d task swaps) every %s under full load, %d CPUs\n",
+					res.Lang, res.Swaps, res.Tasks, so.Every, res.CPUs)
+				fmt.Fprintf(w, "  pause per task: p50 %.2f ms   p99 %.2f ms   max %.2f ms\n", res.PauseP50Ms, res.PauseP99Ms, res.PauseMaxMs)
+				_, err := fmt.Fprintf(w, "  count throughput: %.0f words/s before, %.0f during the swaps, lowest 100 ms window %.0f (dip %.0f%%)\n",
+					res.BaselinePerSec, res.DuringPerSec, res.MinPerSec, res.DipPct)
+				return err
+			})
 		},
 	}
+	positional(sw)
+	addOutput(sw, "json")
 	sw.Flags().IntVar(&so.Swaps, "swaps", 20, "swaps of count")
 	sw.Flags().DurationVar(&so.Every, "every", 500*time.Millisecond, "time between swaps")
 	sw.Flags().DurationVar(&so.Warmup, "warmup", 2*time.Second, "run before the first swap (baseline throughput)")
 	sw.Flags().IntVar(&so.Containers, "containers", 2, "containers")
 	sw.Flags().StringVar(&so.Lang, "lang", "rust", "language of the split and count modules: "+strings.Join(wordcount.Languages, ", "))
-	sw.Flags().BoolVar(&swapJSON, "json", false, "print one JSON object")
 	cmd.AddCommand(sw)
 	cmd.AddCommand(newBenchKafkaCmd(g))
 	return cmd
 }
 
 func newBenchKafkaCmd(g *globalFlags) *cobra.Command {
-	var (
-		o      bench.KafkaOptions
-		asJSON bool
-	)
+	var o bench.KafkaOptions
 	cmd := &cobra.Command{
 		Use:   "kafka",
 		Short: "Records/s from Kafka through one wasm bolt back to Kafka, beside a plain franz-go consume-produce loop",
@@ -188,7 +163,8 @@ func newBenchKafkaCmd(g *globalFlags) *cobra.Command {
 with Ardea (builtin:kafka -> split.wasm (Rust) -> builtin:kafka, at least once), and
 reports both rates. Without --brokers it starts a real single-node Kafka
 from Kafka's jars (needs the source tree, Java 17+ and Maven).`,
-		Args: cobra.NoArgs,
+		Example: `  ardea bench kafka
+  ardea bench kafka --brokers localhost:9092 --records 1000000 -o json`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.Brokers == "" {
 				b, err := testbroker.StartKafka()
@@ -202,21 +178,20 @@ from Kafka's jars (needs the source tree, Java 17+ and Maven).`,
 			if err != nil {
 				return err
 			}
-			w := cmd.OutOrStdout()
-			if asJSON {
-				return json.NewEncoder(w).Encode(res)
-			}
-			fmt.Fprintf(w, "%d records of %d bytes, Kafka -> one bolt -> Kafka, %d CPUs\n", res.Records, res.ValueBytes, res.CPUs)
-			fmt.Fprintf(w, "  franz-go consume-produce loop: %.0f records/s\n", res.BaselinePerSec)
-			fmt.Fprintf(w, "  ardea (at least once):          %.0f records/s (%.2f of the loop; first output after %.2f s)\n",
-				res.ArdeaPerSec, res.Ratio, res.ArdeaStartupSecs)
-			return nil
+			return outputOf(cmd).Print(cmd.OutOrStdout(), res, func(w io.Writer) error {
+				fmt.Fprintf(w, "%d records of %d bytes, Kafka -> one bolt -> Kafka, %d CPUs\n", res.Records, res.ValueBytes, res.CPUs)
+				fmt.Fprintf(w, "  franz-go consume-produce loop: %.0f records/s\n", res.BaselinePerSec)
+				_, err := fmt.Fprintf(w, "  ardea (at least once):          %.0f records/s (%.2f of the loop; first output after %.2f s)\n",
+					res.ArdeaPerSec, res.Ratio, res.ArdeaStartupSecs)
+				return err
+			})
 		},
 	}
+	positional(cmd)
+	addOutput(cmd, "json")
 	cmd.Flags().StringVar(&o.Brokers, "brokers", "", "seed brokers (default: start a real Kafka from its jars)")
 	cmd.Flags().IntVar(&o.Records, "records", 500_000, "records to move")
 	cmd.Flags().IntVar(&o.Size, "size", 100, "value bytes")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
 	return cmd
 }
 
@@ -226,4 +201,33 @@ func roundAll(v []float64) []float64 {
 		out[i] = float64(int64(x + 0.5))
 	}
 	return out
+}
+
+// printWordCount is `ardea bench wordcount`'s table.
+func printWordCount(w io.Writer, res *bench.WordCountResult, o bench.WordCountOptions) {
+	fmt.Fprintf(w, "word count in %s, %d containers (%s), %s measured after %s warmup, %d CPUs, metrics %s\n",
+		res.Lang, res.Containers, res.Parallelism, o.Duration, o.Warmup, res.CPUs, res.Metrics)
+	if mc := res.MetricsCompare; mc != nil {
+		fmt.Fprintf(w, "  metrics off:  %v words/s\n  metrics on (all sinks, every %gs): %v words/s\n  on/off: %.3f\n",
+			roundAll(mc.OffPerSec), mc.IntervalSec, roundAll(mc.OnPerSec), mc.Ratio)
+		fmt.Fprintf(w, "  received: %d graphite lines, %d scribe entries, %d OTLP exports, %d Prometheus scrapes\n",
+			mc.GraphiteLines, mc.ScribeEntries, mc.OTLPExports, mc.PrometheusScrap)
+		return
+	}
+	fmt.Fprintf(w, "  ardea (wasm + NATS): %12.0f words/s   p50 %.3f ms   p99 %.3f ms\n", res.TuplesPerSec, res.P50Ms, res.P99Ms)
+	fmt.Fprintf(w, "  plain Go baseline:   %12.0f words/s\n", res.NativeTuplesPerSec)
+	fmt.Fprintf(w, "  ratio:               %12.2f\n", res.Ratio)
+	if h := res.HalfRate; h != nil {
+		fmt.Fprintf(w, "  at half peak (%0.f/s): %10.0f words/s   p50 %.3f ms   p99 %.3f ms\n", h.TargetPerSec, h.TuplesPerSec, h.P50Ms, h.P99Ms)
+	}
+	if r := res.Reliable; r != nil {
+		fmt.Fprintf(w, "  %s: %12.0f words/s (%.2f of at most once)   p50 %.3f ms   p99 %.3f ms\n", r.Mode, r.TuplesPerSec, r.RatioToAtMostOnce, r.P50Ms, r.P99Ms)
+		if r.AckedPerSec > 0 {
+			fmt.Fprintf(w, "    sentences acked: %.0f/s   complete latency p50 %.3f ms   p99 %.3f ms   failed or timed out: %d\n",
+				r.AckedPerSec, r.CompleteP50Ms, r.CompleteP99Ms, r.FailedOrTimedOut)
+		}
+		if r.GlobalCheckpoint > 0 {
+			fmt.Fprintf(w, "    checkpoints every 1s: last global %d, %d failed\n", r.GlobalCheckpoint, r.FailedCheckpoints)
+		}
+	}
 }

@@ -337,7 +337,8 @@ func TestClusterUsageErrors(t *testing.T) {
 		{[]string{"update", "wc", "--component-parallelism", "count"}, `--component-parallelism "count"`},
 		{[]string{"update", "wc", "--component-parallelism", "count:0"}, `--component-parallelism "count:0"`},
 		{[]string{"update", "wc"}, "at least one --component-parallelism"},
-		{[]string{"submit", endless, "--dry-run", "--format", "xml"}, `--format "xml"`},
+		{[]string{"submit", endless, "--dry-run", "--format", "xml"}, `invalid argument "xml" for "--format" flag`},
+		{[]string{"submit", endless, "--dry-run", "-o", "xml"}, `invalid argument "xml" for "-o, --output" flag: unknown output format; want table, json or yaml`},
 		{[]string{"submit", endless, "--dry-run", "--set", "topology.packing.algorithm=best"}, "topology.packing.algorithm"},
 		{[]string{"host", "--topology", "wc"}, "host needs --nats"},
 	} {

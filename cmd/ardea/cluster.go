@@ -14,11 +14,9 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -58,7 +56,9 @@ forwards them to its topology manager (the tracker API, /metrics on the API
 address for Prometheus). --config names a deployment file whose metrics:
 section adds sinks (Prometheus listener, Graphite, Scribe, OTLP, file; see
 docs/metrics.md).`,
-		Args: cobra.NoArgs,
+		Example: `  ardea local
+  ardea local --listen 0.0.0.0:7780 --data-dir /var/lib/ardea
+  ardea local --config deploy.yaml   # metrics sinks`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := g.logger()
 			if err != nil {
@@ -90,6 +90,7 @@ docs/metrics.md).`,
 			return d.Close(sctx)
 		},
 	}
+	positional(cmd)
 	cmd.Flags().StringVar(&dataDir, "data-dir", defaultDataDir(), "where NATS stores its data, container logs and the compile cache")
 	cmd.Flags().StringVar(&listen, "listen", local.DefaultListen, "API address")
 	cmd.Flags().StringVar(&config, "config", "", "deployment file (its metrics: section configures the metrics sinks)")
@@ -100,10 +101,10 @@ func newHostCmd(g *globalFlags) *cobra.Command {
 	var o hostproc.Options
 	var metricsJSON string
 	cmd := &cobra.Command{
-		Use:    "host",
-		Short:  "Run one container of a topology (started by ardea local)",
-		Hidden: true,
-		Args:   cobra.NoArgs,
+		Use:     "host",
+		Short:   "Run one container of a topology (started by ardea local)",
+		Hidden:  true,
+		Example: "  ardea host --nats nats://127.0.0.1:4222 --topology wordcount --container 1",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := g.logger()
 			if err != nil {
@@ -124,6 +125,7 @@ func newHostCmd(g *globalFlags) *cobra.Command {
 			return hostproc.Run(ctx, o)
 		},
 	}
+	positional(cmd)
 	cmd.Flags().StringVar(&o.NATSURL, "nats", "", "NATS URL")
 	cmd.Flags().StringVar(&o.Tenant, "tenant", scheduler.DefaultTenant, "tenant")
 	cmd.Flags().StringVar(&o.Topology, "topology", "", "topology name")
@@ -153,7 +155,6 @@ func newSubmitCmd(g *globalFlags) *cobra.Command {
 		sets        []string
 		deactivated bool
 		dryRun      bool
-		format      string
 	)
 	cmd := &cobra.Command{
 		Use:   "submit TOPOLOGY.yaml",
@@ -162,9 +163,11 @@ func newSubmitCmd(g *globalFlags) *cobra.Command {
 component source folders are built, the modules are uploaded to the daemon's
 artifact store, and the daemon's scheduler starts its containers.
 --set takes the same overrides as 'ardea run'. --deactivated starts it
-paused. --dry-run prints the packing plan (--format table|json) and starts
+paused. --dry-run prints the packing plan (-o table|json|yaml) and starts
 nothing.`,
-		Args: cobra.ExactArgs(1),
+		Example: `  ardea submit examples/wordcount/topology-endless.yaml
+  ardea submit topology.yaml --name wc2 --set count.parallelism=4 --deactivated
+  ardea submit topology.yaml --dry-run -o json`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			t, err := ardea.LoadFile(args[0])
 			if err != nil {
@@ -182,7 +185,7 @@ nothing.`,
 				return err
 			}
 			if dryRun {
-				return printDryRun(cmd.OutOrStdout(), t, format)
+				return printDryRun(cmd.OutOrStdout(), t, outputOf(cmd).Format())
 			}
 			// Ask the daemon first: no point building and uploading modules
 			// for a name that exists or a daemon that is not there.
@@ -204,12 +207,13 @@ nothing.`,
 			return nil
 		},
 	}
+	positional(cmd, argTopologyFile)
 	cf.add(cmd)
+	addOutput(cmd, "format")
 	cmd.Flags().StringVar(&name, "name", "", "topology name (default: the file's name:)")
 	cmd.Flags().StringArrayVar(&sets, "set", nil, "override a setting, as for 'ardea run' (repeatable)")
 	cmd.Flags().BoolVar(&deactivated, "deactivated", false, "deploy with the spouts paused")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print the packing plan and start nothing")
-	cmd.Flags().StringVar(&format, "format", "table", "dry-run output: table or json")
 	return cmd
 }
 
@@ -267,10 +271,8 @@ func submission(ctx context.Context, g *globalFlags, t *ardea.Topology, name str
 	return req, nil
 }
 
+// printDryRun prints the packing plan the daemon would use.
 func printDryRun(w io.Writer, t *ardea.Topology, format string) error {
-	if !slices.Contains(packing.Formats, format) {
-		return usageError{fmt.Errorf("--format %q: want %s", format, strings.Join(packing.Formats, " or "))}
-	}
 	n := 0
 	for _, c := range t.Components {
 		n += c.Parallelism
@@ -280,140 +282,13 @@ func printDryRun(w io.Writer, t *ardea.Topology, format string) error {
 	if err != nil {
 		return err
 	}
-	return packing.Format(w, pp, format)
+	return printAs(w, format, pp, func(w io.Writer) error { return packing.Format(w, pp, "table") })
 }
 
-func newListCmd() *cobra.Command {
-	var cf clientFlags
-	cmd := &cobra.Command{
-		Use:   "list",
-		Short: "List the daemon's topologies",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			rows, err := cf.client().List(cmd.Context())
-			if err != nil {
-				return err
-			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tSTATE\tCONTAINERS\tINSTANCES\tSUBMITTED")
-			for _, r := range rows {
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\n", r.Name, r.State, r.Containers, r.Instances, r.Submitted)
-			}
-			return tw.Flush()
-		},
-	}
-	cf.add(cmd)
-	return cmd
-}
-
-func newStatusCmd() *cobra.Command {
-	var (
-		cf     clientFlags
-		asJSON bool
-	)
-	cmd := &cobra.Command{
-		Use:   "status NAME",
-		Short: "Show a topology: logical plan, containers with pids, instance states",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			st, err := cf.client().Status(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			w := cmd.OutOrStdout()
-			if asJSON {
-				return json.NewEncoder(w).Encode(st)
-			}
-			printStatus(w, st)
-			return nil
-		},
-	}
-	cf.add(cmd)
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	return cmd
-}
-
-func printStatus(w io.Writer, st local.Status) {
-	fmt.Fprintf(w, "topology %s: %s", st.Name, st.State)
-	if st.Uptime != "" {
-		fmt.Fprintf(w, ", up %s, plan revision %d", st.Uptime, st.PlanVersion)
-	}
-	if st.Message != "" {
-		fmt.Fprintf(w, " (%s)", st.Message)
-	}
-	fmt.Fprintln(w)
-	if st.StorageFault != "" {
-		fmt.Fprintf(w, "storage fault: %s\n", st.StorageFault)
-	}
-	if c := st.Checkpoints; c != nil {
-		fmt.Fprintf(w, "effectively once: last global checkpoint %d, %d failed, %d rollbacks, running from checkpoint %d\n",
-			c.Global, c.Failed, c.Rollbacks, c.RestoredFrom)
-		if c.Fenced {
-			fmt.Fprintf(w, "  rolling back: %s\n", c.LastRollback)
-		}
-		if c.LastError != "" {
-			fmt.Fprintf(w, "  last failed checkpoint (%s ago): %s\n", time.Since(c.LastErrorAt).Round(time.Second), c.LastError)
-		}
-		for _, s := range c.Skipped {
-			fmt.Fprintf(w, "  skipped on the last rollback: %s\n", s)
-		}
-	}
-	if len(st.Components) > 0 {
-		fmt.Fprintln(w, "\nlogical plan:")
-		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "  COMPONENT\tKIND\tPARALLELISM\tMODULE\tINPUTS")
-		for _, c := range st.Components {
-			fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\t%s\n", c.Name, c.Kind, c.Parallelism, c.Module, strings.Join(c.Inputs, " "))
-		}
-		tw.Flush()
-	}
-	if len(st.Containers) > 0 {
-		fmt.Fprintln(w, "\ncontainers:")
-		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		acking := false
-		for _, c := range st.Containers {
-			for _, in := range c.Instances {
-				acking = acking || in.Acked+in.Failed+in.TimedOut > 0
-			}
-		}
-		head := "  CONTAINER\tPID\tPROCESS\tHOST\tRESTARTS\tCPU\tRAM\tINSTANCE\tTASK\tSTATE\tVERSION\tEMITTED\tEXECUTED"
-		if acking {
-			head += "\tACKED\tFAILED\tTIMED OUT"
-		}
-		fmt.Fprintln(tw, head)
-		for _, c := range st.Containers {
-			cpu, ram := "-", "-"
-			if r := c.Resources; r != nil {
-				cpu, ram = packing.FormatCPU(r.CPU), packing.FormatBytes(r.RAM)
-			}
-			for i, in := range c.Instances {
-				if i == 0 {
-					fmt.Fprintf(tw, "  %d\t%d\t%s\t%s\t%d\t%s\t%s\t", c.ID, c.PID, c.Process, c.Host, c.Restarts, cpu, ram)
-				} else {
-					fmt.Fprint(tw, "  \t\t\t\t\t\t\t")
-				}
-				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%d", in.Name, in.Task, in.State, shortVersion(in.Version), in.Emitted, in.Executed)
-				if acking {
-					fmt.Fprintf(tw, "\t%d\t%d\t%d", in.Acked, in.Failed, in.TimedOut)
-				}
-				fmt.Fprintln(tw)
-			}
-			if c.LastError != "" {
-				fmt.Fprintf(tw, "  \t\t\t\t\t\t\tlast error: %s\n", firstLine(c.LastError))
-			} else if c.LastExit != "" {
-				fmt.Fprintf(tw, "  \t\t\t\t\t\t\tprevious process: %s\n", c.LastExit)
-			}
-		}
-		tw.Flush()
-	}
-}
-
-func firstLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i] + " ..."
-	}
-	return s
+var actionExamples = map[string]string{
+	"activate":   "  ardea activate wordcount",
+	"deactivate": "  ardea deactivate wordcount",
+	"kill":       "  ardea kill wordcount\n  ardea kill wordcount --keep   # keep its modules in the artifact store",
 }
 
 // newActionCmd makes activate, deactivate and kill.
@@ -423,9 +298,9 @@ func newActionCmd(action, short string) *cobra.Command {
 		keep bool
 	)
 	cmd := &cobra.Command{
-		Use:   action + " NAME",
-		Short: short,
-		Args:  cobra.ExactArgs(1),
+		Use:     action + " NAME",
+		Short:   short,
+		Example: actionExamples[action],
 		RunE: func(cmd *cobra.Command, args []string) error {
 			q := url.Values{}
 			if keep {
@@ -439,6 +314,7 @@ func newActionCmd(action, short string) *cobra.Command {
 			return nil
 		},
 	}
+	positional(cmd, argTopology)
 	cf.add(cmd)
 	if action == "kill" {
 		cmd.Flags().BoolVar(&keep, "keep", false, "keep the topology's modules in the artifact store")
@@ -454,7 +330,8 @@ func newRestartCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "restart NAME",
 		Short: "Restart a topology's containers (all, or --container N)",
-		Args:  cobra.ExactArgs(1),
+		Example: `  ardea restart wordcount
+  ardea restart wordcount --container 2`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			q := url.Values{}
 			if container > 0 {
@@ -471,6 +348,7 @@ func newRestartCmd() *cobra.Command {
 			return nil
 		},
 	}
+	positional(cmd, argTopology)
 	cf.add(cmd)
 	cmd.Flags().IntVar(&container, "container", 0, "the container to restart (default: all)")
 	return cmd
@@ -489,7 +367,8 @@ pause, in-flight tuples drain, every task's host-side state is handed off per
 key group, the new physical plan starts with each key group's state at the
 task that now owns it, and the spouts resume. No tuple is lost and a
 fields-grouped stateful bolt keeps exact state.`,
-		Args: cobra.ExactArgs(1),
+		Example: `  ardea update wordcount --component-parallelism count:4
+  ardea update wordcount --component-parallelism split:2 --component-parallelism count:3`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req := local.UpdateRequest{Parallelism: map[string]int{}}
 			for _, p := range par {
@@ -511,96 +390,8 @@ fields-grouped stateful bolt keeps exact state.`,
 			return nil
 		},
 	}
+	positional(cmd, argTopology)
 	cf.add(cmd)
 	cmd.Flags().StringArrayVar(&par, "component-parallelism", nil, "COMPONENT:N (repeatable)")
-	return cmd
-}
-
-func newLogsCmd() *cobra.Command {
-	var (
-		cf        clientFlags
-		lines     int
-		container int
-	)
-	cmd := &cobra.Command{
-		Use:   "logs NAME [COMPONENT[/INDEX]]",
-		Short: "Show a topology's logs, or one component's or instance's (count/2), or one container's (--container)",
-		Args:  cobra.RangeArgs(1, 2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			inst := ""
-			if len(args) == 2 {
-				inst = args[1]
-			}
-			var out []string
-			var err error
-			if container > 0 {
-				if inst != "" {
-					return usageError{errors.New("give either COMPONENT[/INDEX] or --container")}
-				}
-				out, err = cf.client().ContainerLogs(cmd.Context(), args[0], container, lines)
-			} else {
-				out, err = cf.client().Logs(cmd.Context(), args[0], inst, lines)
-			}
-			if err != nil {
-				return err
-			}
-			for _, l := range out {
-				fmt.Fprintln(cmd.OutOrStdout(), l)
-			}
-			return nil
-		},
-	}
-	cf.add(cmd)
-	cmd.Flags().IntVarP(&lines, "lines", "n", 200, "at most this many of the last lines")
-	cmd.Flags().IntVar(&container, "container", 0, "one container's whole log (tracker API /containers/{id}/logs)")
-	return cmd
-}
-
-func newWaitCmd() *cobra.Command {
-	var (
-		cf      clientFlags
-		timeout time.Duration
-	)
-	cmd := &cobra.Command{
-		Use:   "wait NAME",
-		Short: "Wait until a topology is FINISHED or KILLED (non-zero exit on failure or timeout)",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			if timeout > 0 {
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithTimeout(ctx, timeout)
-				defer cancel()
-			}
-			c := cf.client()
-			seen := false
-			for {
-				st, err := c.Status(ctx, args[0])
-				switch {
-				case local.NotFound(err) && seen:
-					fmt.Fprintf(cmd.OutOrStdout(), "topology %s: KILLED\n", args[0])
-					return nil
-				case err != nil && ctx.Err() == nil:
-					return err
-				case err == nil:
-					seen = true
-					switch st.State {
-					case local.StateFinished, local.StateKilled:
-						fmt.Fprintf(cmd.OutOrStdout(), "topology %s: %s\n", args[0], st.State)
-						return nil
-					case local.StateFailed:
-						return fmt.Errorf("topology %s failed: %s", args[0], st.Message)
-					}
-				}
-				select {
-				case <-ctx.Done():
-					return fmt.Errorf("topology %s: still not finished after %v", args[0], timeout)
-				case <-time.After(200 * time.Millisecond):
-				}
-			}
-		},
-	}
-	cf.add(cmd)
-	cmd.Flags().DurationVar(&timeout, "timeout", 0, "give up after this long (0: wait forever)")
 	return cmd
 }

@@ -4,7 +4,7 @@ package main
 
 // Helpers of the cluster-mode integration tests (cluster_test.go): an
 // `ardea local` subprocess, a guarded CLI runner, and polling on
-// `ardea status --json`.
+// `ardea status -o json`.
 
 import (
 	"bufio"
@@ -181,11 +181,11 @@ func (d *clusterDaemon) ok(t *testing.T, args ...string) string {
 	return out
 }
 
-// status is `ardea status NAME --json`.
+// status is `ardea status NAME -o json`.
 func (d *clusterDaemon) status(t *testing.T, name string) local.Status {
 	t.Helper()
 	var st local.Status
-	if err := json.Unmarshal([]byte(d.ok(t, "status", name, "--json")), &st); err != nil {
+	if err := json.Unmarshal([]byte(d.ok(t, "status", name, "-o", "json")), &st); err != nil {
 		t.Fatalf("status %s: %v", name, err)
 	}
 	return st

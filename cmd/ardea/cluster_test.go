@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -188,7 +189,7 @@ func TestClusterLifecycle(t *testing.T) {
 	})
 
 	t.Run("logs, restart and dry run", func(t *testing.T) {
-		logs := d.ok(t, "logs", "wc", "count/1")
+		logs := d.ok(t, "logs", "wc", "count/1", "-o", "json")
 		lines := strings.Split(strings.TrimSpace(logs), "\n")
 		if !strings.Contains(logs, `"msg":"instance started"`) {
 			t.Errorf("logs of count/1 lack its start line:\n%s", logs)
@@ -197,6 +198,14 @@ func TestClusterLifecycle(t *testing.T) {
 			if !strings.Contains(l, `"component":"count"`) {
 				t.Errorf("logs of count/1 hold another component's line: %s", l)
 			}
+		}
+		// The default is text, the instance named component/index.
+		text := d.ok(t, "logs", "wc", "count/1")
+		if !regexp.MustCompile(`(?m)^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} INFO  instance started instance=count/1 `).MatchString(text) {
+			t.Errorf("logs of count/1 as text lack its start line:\n%s", text)
+		}
+		if strings.Contains(text, `"msg"`) {
+			t.Errorf("logs as text print JSON:\n%s", text)
 		}
 		if code, _, errOut := cli(t, "logs", "wc", "nosuch/0", "--server", d.server); code != 1 || !strings.Contains(errOut, "nosuch") {
 			t.Errorf("logs of an unknown component: exit %d, %q", code, errOut)
@@ -212,7 +221,7 @@ func TestClusterLifecycle(t *testing.T) {
 				Instances []json.RawMessage `json:"instances"`
 			} `json:"containers"`
 		}
-		out := d.ok(t, "submit", endless, "--dry-run", "--format", "json", "--set", "topology.packing.containers=3")
+		out := d.ok(t, "submit", endless, "--dry-run", "-o", "json", "--set", "topology.packing.containers=3")
 		if err := json.Unmarshal([]byte(out), &plan); err != nil || len(plan.Containers) != 3 {
 			t.Errorf("dry run: %v, %d containers, want 3:\n%s", err, len(plan.Containers), out)
 		}

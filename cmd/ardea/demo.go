@@ -59,7 +59,9 @@ modules built into this binary) and prints the web UI's address. Open it to
 watch the plan, rates, latencies, containers and exceptions, and to
 deactivate, rescale, swap or kill the topology. Ctrl-C stops everything
 and removes the temporary directory (unless --data-dir was given).`,
-		Args: cobra.NoArgs,
+		Example: `  ardea demo
+  ardea demo --rate 2000 --open
+  ardea demo --listen 127.0.0.1:0`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := g.logger()
 			if err != nil {
@@ -117,6 +119,7 @@ and removes the temporary directory (unless --data-dir was given).`,
 			return nil
 		},
 	}
+	positional(cmd)
 	cmd.Flags().StringVar(&listen, "listen", local.DefaultListen, "API and UI address (127.0.0.1:0 picks a free port)")
 	cmd.Flags().StringVar(&dataDir, "data-dir", "", "data directory (default: a temporary one, removed at exit)")
 	cmd.Flags().IntVar(&rate, "rate", 500, "sentences per second the generator emits (0: as fast as possible)")

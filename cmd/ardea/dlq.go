@@ -2,9 +2,12 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+
+	"github.com/ardea-dev/ardea/scheduler/local"
 )
 
 func newDLQCmd() *cobra.Command {
@@ -19,7 +22,9 @@ func newDLQCmd() *cobra.Command {
 whose tuple trees failed max_retries times and went to the spout's
 dead-letter file or topic. --replay sends them back to the topic (or file)
 they came from, where the spout reads them again, and marks them replayed.`,
-		Args: cobra.RangeArgs(1, 2),
+		Example: `  ardea dlq orders
+  ardea dlq orders lines -o json
+  ardea dlq orders --replay`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			comp := ""
 			if len(args) == 2 {
@@ -29,25 +34,31 @@ they came from, where the spout reads them again, and marks them replayed.`,
 			if err != nil {
 				return err
 			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "COMPONENT\tDESTINATION\tSOURCE\tFAILURES\tERROR\tVALUE")
-			for _, d := range res.DeadLetters {
-				v := d.Value
-				if len(v) > 60 {
-					v = v[:57] + "..."
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%q\n", d.Component, d.Destination, d.Source, d.Failures, d.Error, v)
-			}
-			if err := tw.Flush(); err != nil {
-				return err
-			}
-			if replay {
-				fmt.Fprintf(cmd.OutOrStdout(), "replayed %d dead letter(s)\n", len(res.DeadLetters))
-			}
-			return nil
+			return outputOf(cmd).Print(cmd.OutOrStdout(), res, func(w io.Writer) error { return printDLQ(w, res) })
 		},
 	}
+	positional(cmd, argTopology, argComponent.opt())
+	addOutput(cmd)
 	cmd.Flags().BoolVar(&replay, "replay", false, "send the dead letters back to their sources")
 	cf.add(cmd)
 	return cmd
+}
+
+func printDLQ(w io.Writer, res local.DeadLetterResult) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "COMPONENT\tDESTINATION\tSOURCE\tFAILURES\tERROR\tVALUE")
+	for _, d := range res.DeadLetters {
+		v := d.Value
+		if len(v) > 60 {
+			v = v[:57] + "..."
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%q\n", d.Component, d.Destination, d.Source, d.Failures, d.Error, v)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if res.Replayed {
+		fmt.Fprintf(w, "replayed %d dead letter(s)\n", len(res.DeadLetters))
+	}
+	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"runtime/pprof"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -23,12 +24,15 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := newRoot().ExecuteContext(ctx); err != nil {
+		msg := err.Error()
+		if !strings.HasPrefix(msg, "ardea ") { // a usage error names its command already
+			msg = "ardea: " + msg
+		}
+		fmt.Fprintln(os.Stderr, msg)
 		var ue usageError
 		if errors.As(err, &ue) {
-			fmt.Fprintln(os.Stderr, "ardea:", err)
 			os.Exit(2)
 		}
-		fmt.Fprintln(os.Stderr, "ardea:", err)
 		os.Exit(1)
 	}
 }
@@ -54,7 +58,10 @@ server with credit-based flow control.
 
 Start with:
   ardea run examples/wordcount/topology.yaml
-  ardea bench wordcount --json`,
+  ardea bench wordcount -o json
+
+Read commands print tables; -o json or -o yaml prints the same data for
+programs. Instances are named component/index (count/1).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -81,26 +88,41 @@ Start with:
 			profFile.Close()
 		}
 	}
-	root.AddCommand(newRunCmd(g), newBuildCmd(g), newBenchCmd(g), newVersionCmd(),
-		newLocalCmd(g), newHostCmd(g), newSubmitCmd(g), newListCmd(), newStatusCmd(), newMetricsCmd(),
-		newActionCmd("activate", "Resume a topology's spouts"),
-		newActionCmd("deactivate", "Pause a topology's spouts (bolts drain what is in flight)"),
-		newActionCmd("kill", "Stop a topology and remove it (and its modules unless --keep)"),
-		newRestartCmd(), newUpdateCmd(), newLogsCmd(), newWaitCmd(),
-		newSwapCmd(g), newRollbackCmd(), newHistoryCmd(), newApplyCmd(g), newDLQCmd(), newDemoCmd(g))
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
-	for _, c := range root.Commands() {
-		if c.Args != nil {
-			args := c.Args
-			c.Args = func(cmd *cobra.Command, a []string) error {
-				if err := args(cmd, a); err != nil {
-					return usageError{err}
-				}
-				return nil
-			}
+	addGroups(root, g)
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return usageError{fmt.Errorf("%s: %w", c.CommandPath(), err)}
+	})
+	return root
+}
+
+// The command groups of `ardea --help`, in order.
+var commandGroups = []*cobra.Group{
+	{ID: "develop", Title: "Develop:"},
+	{ID: "run", Title: "Run in one process:"},
+	{ID: "operate", Title: "Operate topologies on the daemon:"},
+	{ID: "inspect", Title: "Inspect topologies on the daemon:"},
+	{ID: "daemon", Title: "Daemon:"},
+}
+
+// addGroups adds every command to root in its group.
+func addGroups(root *cobra.Command, g *globalFlags) {
+	root.AddGroup(commandGroups...)
+	add := func(group string, cmds ...*cobra.Command) {
+		for _, c := range cmds {
+			c.GroupID = group
+			root.AddCommand(c)
 		}
 	}
-	return root
+	add("develop", newBuildCmd(g))
+	add("run", newRunCmd(g), newBenchCmd(g))
+	add("operate", newSubmitCmd(g),
+		newActionCmd("activate", "Resume a topology's spouts"),
+		newActionCmd("deactivate", "Pause a topology's spouts (bolts drain what is in flight)"),
+		newUpdateCmd(), newSwapCmd(g), newRollbackCmd(), newApplyCmd(g), newRestartCmd(),
+		newActionCmd("kill", "Stop a topology and remove it (and its modules unless --keep)"))
+	add("inspect", newListCmd(), newStatusCmd(), newHistoryCmd(), newLogsCmd(), newMetricsCmd(), newDLQCmd(), newWaitCmd())
+	add("daemon", newLocalCmd(g), newDemoCmd(g), newHostCmd(g))
+	root.AddCommand(newVersionCmd())
 }
 
 func (g *globalFlags) logger() (*slog.Logger, error) {
@@ -119,10 +141,10 @@ func (g *globalFlags) logger() (*slog.Logger, error) {
 }
 
 func newVersionCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
-		Short: "Print the Ardea version, Go version and ABI version",
-		Args:  cobra.NoArgs,
+	cmd := &cobra.Command{
+		Use:     "version",
+		Short:   "Print the Ardea version, Go version and ABI version",
+		Example: "  ardea version",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			v := Version
 			if bi, ok := debug.ReadBuildInfo(); ok && v == "dev" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
@@ -136,4 +158,6 @@ func newVersionCmd() *cobra.Command {
 			return nil
 		},
 	}
+	positional(cmd)
+	return cmd
 }

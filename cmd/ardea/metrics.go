@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -14,6 +13,14 @@ import (
 	"github.com/ardea-dev/ardea/internal/metrics"
 	"github.com/ardea-dev/ardea/ui"
 )
+
+// componentMetrics is one component's answer as -o json|yaml prints it:
+// the tracker's (metric -> task id -> value) and each task's instance
+// name (task id -> component/index).
+type componentMetrics struct {
+	ui.MetricsAnswer
+	Instances map[string]string `json:"instances"`
+}
 
 // The columns `ardea metrics` shows per instance, in order.
 var metricsColumns = []struct{ name, title string }{
@@ -30,7 +37,6 @@ var metricsColumns = []struct{ name, title string }{
 func newMetricsCmd() *cobra.Command {
 	var (
 		cf       clientFlags
-		asJSON   bool
 		interval time.Duration
 		names    []string
 	)
@@ -40,8 +46,12 @@ func newMetricsCmd() *cobra.Command {
 		Long: `Show Heron's metrics per instance of every component (or of COMPONENT)
 over the last --interval, from the topology manager's history: counts are
 increases within the interval, latencies means. --metric NAME (repeatable)
-lists other metrics, e.g. a user metric or __stmgr__'s __tuples-sent/remote.`,
-		Args: cobra.RangeArgs(1, 2),
+lists other metrics, e.g. a user metric or __stmgr__'s __tuples-sent/remote.
+Instances are named component/index; the tracker's task ids are in the
+TASK column (and "metrics" of -o json, with "instances" naming them).`,
+		Example: `  ardea metrics wordcount
+  ardea metrics wordcount count --interval 30s
+  ardea metrics wordcount __stmgr__ --metric __tuples-sent/remote -o json`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c := cf.client()
 			ctx := cmd.Context()
@@ -68,30 +78,44 @@ lists other metrics, e.g. a user metric or __stmgr__'s __tuples-sent/remote.`,
 			if len(args) == 1 {
 				ask = nil
 			}
-			var answers []ui.MetricsAnswer
+			inst := taskNames(ctx, c, name)
+			answers := []componentMetrics{}
 			for _, comp := range comps {
 				a, err := c.Metrics(ctx, name, comp, ask, secs)
 				if err != nil {
 					return err
 				}
-				answers = append(answers, a)
+				answers = append(answers, componentMetrics{a, metricsInstances(a, inst)})
 			}
-			w := cmd.OutOrStdout()
-			if asJSON {
-				return json.NewEncoder(w).Encode(answers)
-			}
-			printMetrics(w, answers, names)
-			return nil
+			return outputOf(cmd).Print(cmd.OutOrStdout(), answers, func(w io.Writer) error {
+				printMetrics(w, answers, names)
+				return nil
+			})
 		},
 	}
+	positional(cmd, argTopology, argComponent.opt())
 	cf.add(cmd)
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the tracker's JSON")
+	addOutput(cmd, "json")
 	cmd.Flags().DurationVar(&interval, "interval", time.Minute, "how far back to look")
 	cmd.Flags().StringArrayVar(&names, "metric", nil, "a metric to show (repeatable; default: Heron's main ones)")
 	return cmd
 }
 
-func printMetrics(w io.Writer, answers []ui.MetricsAnswer, names []string) {
+// metricsInstances names the tasks of an answer component/index (a
+// container's metrics, keyed container-N, need no name).
+func metricsInstances(a ui.MetricsAnswer, names map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, m := range a.Metrics {
+		for k := range m {
+			if n, ok := names[k]; ok {
+				out[k] = n
+			}
+		}
+	}
+	return out
+}
+
+func printMetrics(w io.Writer, answers []componentMetrics, names []string) {
 	type col struct{ name, title string }
 	var cols []col
 	if len(names) > 0 {
@@ -104,11 +128,12 @@ func printMetrics(w io.Writer, answers []ui.MetricsAnswer, names []string) {
 		}
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprint(tw, "COMPONENT\tINSTANCE\t")
+	fmt.Fprint(tw, "COMPONENT\tINSTANCE\tTASK\t")
 	for _, c := range cols {
 		fmt.Fprint(tw, c.title, "\t")
 	}
 	fmt.Fprintln(tw)
+	var empty []string
 	for _, a := range answers {
 		var insts []string
 		for _, m := range a.Metrics {
@@ -133,11 +158,17 @@ func printMetrics(w io.Writer, answers []ui.MetricsAnswer, names []string) {
 			return 0
 		})
 		if len(insts) == 0 {
-			fmt.Fprintf(tw, "%s\t(no metrics in the last %ds yet)\t\n", a.Component, a.Interval)
+			empty = append(empty, fmt.Sprintf("%s: no metrics in the last %ds yet", a.Component, a.Interval))
 			continue
 		}
 		for _, inst := range insts {
-			fmt.Fprintf(tw, "%s\t%s\t", a.Component, inst)
+			name, task := a.Instances[inst], inst
+			if _, err := strconv.Atoi(inst); err != nil {
+				name, task = inst, "-" // not a task: container-N
+			} else if name == "" {
+				name = "-" // a task the plan no longer has
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t", a.Component, name, task)
 			for _, c := range cols {
 				v, ok := a.Metrics[c.name][inst]
 				switch {
@@ -155,6 +186,9 @@ func printMetrics(w io.Writer, answers []ui.MetricsAnswer, names []string) {
 		}
 	}
 	tw.Flush()
+	for _, e := range empty {
+		fmt.Fprintln(w, e)
+	}
 }
 
 func isLatency(name string) bool {

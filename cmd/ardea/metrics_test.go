@@ -23,20 +23,20 @@ func TestMetricsCommand(t *testing.T) {
 	out := filepath.Join(dir, "counts.tsv")
 	d.ok(t, "submit", repoPath("examples/wordcount/topology-endless.yaml"), "--name", "wcm",
 		"--set", "out.path="+out, "--set", "lines.rate=2000")
-	row := regexp.MustCompile(`(?m)^\s*count\s+\d+\s+\S+\s+[1-9]\d*\s`) // COMPONENT INSTANCE EMIT EXECUTE>0
+	row := regexp.MustCompile(`(?m)^\s*count\s+count/\d+\s+\d+\s+\S+\s+[1-9]\d*\s`) // COMPONENT INSTANCE TASK EMIT EXECUTE>0
 	var table string
 	waitFor(t, 60*time.Second, "ardea metrics to show count executing", func() (bool, string) {
 		table = d.ok(t, "metrics", "wcm", "count", "--interval", "30s")
 		return len(row.FindAllString(table, -1)) == 2, table
 	})
-	for _, col := range []string{"COMPONENT", "INSTANCE", "EMIT", "EXECUTE", "EXEC-LAT", "BACKPRESS"} {
+	for _, col := range []string{"COMPONENT", "INSTANCE", "TASK", "EMIT", "EXECUTE", "EXEC-LAT", "BACKPRESS"} {
 		if !strings.Contains(table, col) {
 			t.Errorf("metrics table lacks %s:\n%s", col, table)
 		}
 	}
 	all := d.ok(t, "metrics", "wcm", "--metric", "__emit-count/default")
 	for _, comp := range []string{"lines", "split", "count"} {
-		if !regexp.MustCompile(`(?m)^\s*` + comp + `\s+\d+\s+[1-9]`).MatchString(all) {
+		if !regexp.MustCompile(`(?m)^\s*` + comp + `\s+` + comp + `/\d+\s+\d+\s+[1-9]`).MatchString(all) {
 			t.Errorf("no emit count for %s:\n%s", comp, all)
 		}
 	}
@@ -48,7 +48,21 @@ func TestMetricsCommand(t *testing.T) {
 	if code == 0 || !strings.Contains(errOut, `no metric "__nope"`) {
 		t.Errorf("an unknown metric: exit %d, %s", code, errOut)
 	}
-	logs := d.ok(t, "logs", "wcm", "--container", "1", "-n", "2")
+	// -o json: the tracker's JSON, every task named component/index.
+	var answers []struct {
+		Component string                        `json:"component"`
+		Metrics   map[string]map[string]float64 `json:"metrics"`
+		Instances map[string]string             `json:"instances"`
+	}
+	if err := json.Unmarshal([]byte(d.ok(t, "metrics", "wcm", "count", "-o", "json")), &answers); err != nil || len(answers) != 1 {
+		t.Fatalf("metrics -o json: %v, %d answers", err, len(answers))
+	}
+	for task := range answers[0].Metrics["__execute-count"] {
+		if n := answers[0].Instances[task]; !regexp.MustCompile(`^count/\d+$`).MatchString(n) {
+			t.Errorf("task %s of count is named %q in -o json", task, n)
+		}
+	}
+	logs := d.ok(t, "logs", "wcm", "--container", "1", "-n", "2", "-o", "json")
 	if n := len(strings.Split(strings.TrimSpace(logs), "\n")); n != 2 || !strings.Contains(logs, `"container":1`) {
 		t.Errorf("logs --container 1 -n 2 printed %d lines:\n%s", n, logs)
 	}

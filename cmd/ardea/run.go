@@ -42,7 +42,9 @@ has been fully processed, or when --duration elapses.
 
 On a terminal, live progress (tuples/s and back pressure per component) is
 shown on stderr; --quiet turns it off.`,
-		Args: cobra.ExactArgs(1),
+		Example: `  ardea run examples/wordcount/topology.yaml
+  ardea run examples/wordcount/topology-endless.yaml --duration 10s --containers 2
+  ardea run examples/wordcount/topology.yaml --set count.module=rust/count.wasm --set count.parallelism=4`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			log, err := g.logger()
 			if err != nil {
@@ -99,6 +101,7 @@ shown on stderr; --quiet turns it off.`,
 			return nil
 		},
 	}
+	positional(cmd, argTopologyFile)
 	cmd.Flags().IntVar(&containers, "containers", 1, "number of containers to pack instances into (round-robin)")
 	cmd.Flags().DurationVar(&duration, "duration", 0, "stop after this long (0: run until the input is exhausted)")
 	cmd.Flags().StringArrayVar(&sets, "set", nil, "override a setting: COMPONENT.KEY=VALUE, COMPONENT.parallelism=N, COMPONENT.module=PATH or topology.KEY=VALUE (repeatable)")
@@ -134,8 +137,11 @@ The language is detected from the folder:
   package.json + assembly/  AssemblyScript (wasm-sdk/assemblyscript): asc from node_modules
   .c files                  C (wasm-sdk/c): clang --target=wasm32-wasi -mexec-model=reactor
 Every module is built as a WASI reactor. A missing toolchain is reported with
-the Debian or npm package to install. See docs/sdk/.`,
-		Args: cobra.ExactArgs(1),
+the Debian or npm package to install. See docs/sdk/.
+
+(-o here names the output file: build prints no data.)`,
+		Example: `  ardea build examples/wordcount/go/split
+  ardea build examples/wordcount/rust/count -o /tmp/count.wasm`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := args[0]
 			if out == "" {
@@ -152,6 +158,7 @@ the Debian or npm package to install. See docs/sdk/.`,
 			return nil
 		},
 	}
+	positional(cmd, posArg{name: "DIR", what: "a component source folder (Go, Rust, C or AssemblyScript)"})
 	cmd.Flags().StringVarP(&out, "output", "o", "", "output .wasm file (default: DIR.wasm)")
 	return cmd
 }

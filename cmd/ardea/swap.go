@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/ardea-dev/ardea/internal/build"
 	"github.com/ardea-dev/ardea/scheduler"
 	"github.com/ardea-dev/ardea/scheduler/local"
+	"github.com/ardea-dev/ardea/scheduler/statemgr"
 )
 
 // moduleBytes reads a .wasm file, or builds a component folder (Go, Rust,
@@ -67,7 +69,8 @@ version, and the swap is rolled back everywhere with the reason; so is a
 version that fails too many tuples or is much slower than the old one.
 --canary N swaps N tasks first and the rest only after they pass the
 probation.`,
-		Args: cobra.ExactArgs(3),
+		Example: `  ardea swap wordcount count ./count-v2.wasm
+  ardea swap wordcount count examples/wordcount/rust/count --canary 1 --probation 30s`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			data, err := moduleBytes(cmd.Context(), g, args[2])
 			if err != nil {
@@ -89,6 +92,8 @@ probation.`,
 			return nil
 		},
 	}
+	positional(cmd, argTopology, argComponent,
+		posArg{name: "MODULE", what: "the new module: a .wasm file or a component folder"})
 	cf.add(cmd)
 	cmd.Flags().IntVar(&canary, "canary", 0, "swap this many tasks first; the rest once they pass the probation")
 	cmd.Flags().DurationVar(&probation, "probation", 10*time.Second, "how long new instances are watched (a failure rolls the swap back)")
@@ -101,8 +106,8 @@ func newRollbackCmd() *cobra.Command {
 	var cf clientFlags
 	cmd := &cobra.Command{
 		Use:   "rollback NAME COMPONENT",
-		Short: "Swap a component back to its previous module version",
-		Args:  cobra.ExactArgs(2),
+		Short:   "Swap a component back to its previous module version",
+		Example: "  ardea rollback wordcount count",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			res, err := cf.client().Rollback(cmd.Context(), args[0], args[1], os.Getenv("USER"))
 			if err != nil {
@@ -112,6 +117,7 @@ func newRollbackCmd() *cobra.Command {
 			return nil
 		},
 	}
+	positional(cmd, argTopology, argComponent)
 	cf.add(cmd)
 	return cmd
 }
@@ -121,24 +127,34 @@ func newHistoryCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "history NAME",
 		Short: "Every module version of every component: when, by whom, status",
-		Args:  cobra.ExactArgs(1),
+		Example: `  ardea history wordcount
+  ardea history wordcount -o yaml`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			hist, err := cf.client().History(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "COMPONENT\tVERSION\tAT\tBY\tSTATUS\tSOURCE\tREASON")
-			for _, h := range hist {
-				reason, _, _ := strings.Cut(h.Reason, "\n") // a trap's stack trace: first line only
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", h.Component, shortVersion(h.Version),
-					h.At.Local().Format(time.DateTime), h.By, h.Status, h.Source, reason)
+			if hist == nil {
+				hist = []statemgr.ModuleVersion{}
 			}
-			return tw.Flush()
+			return outputOf(cmd).Print(cmd.OutOrStdout(), hist, func(w io.Writer) error { return printHistory(w, hist) })
 		},
 	}
+	positional(cmd, argTopology)
 	cf.add(cmd)
+	addOutput(cmd)
 	return cmd
+}
+
+func printHistory(w io.Writer, hist []statemgr.ModuleVersion) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "COMPONENT\tVERSION\tAT\tBY\tSTATUS\tSOURCE\tREASON")
+	for _, h := range hist {
+		reason, _, _ := strings.Cut(h.Reason, "\n") // a trap's stack trace: first line only
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", h.Component, shortVersion(h.Version),
+			h.At.Local().Format(time.DateTime), h.By, h.Status, h.Source, reason)
+	}
+	return tw.Flush()
 }
 
 func shortVersion(sha string) string {
@@ -168,7 +184,9 @@ the spouts paused: in-flight tuples drain, every kept component's state is
 handed off by key group, and the new plan starts with it. A change that
 cannot be applied (a component that others still read from removed, a
 component changing kind) is refused before anything changes.`,
-		Args: cobra.ExactArgs(2),
+		Example: `  ardea apply wordcount topology.yaml --dry-run
+  ardea apply wordcount topology.yaml
+  ardea apply wordcount topology.yaml --set count.parallelism=4 -o json`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			t, err := ardea.LoadFile(args[1])
 			if err != nil {
@@ -192,31 +210,40 @@ component changing kind) is refused before anything changes.`,
 			if err != nil {
 				return err
 			}
-			w := cmd.OutOrStdout()
-			if len(res.Changes) == 0 {
-				fmt.Fprintf(w, "topology %s already matches %s\n", args[0], args[1])
-				return nil
-			}
-			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "CHANGE\tCOMPONENT\tDETAIL")
-			for _, c := range res.Changes {
-				fmt.Fprintf(tw, "%s\t%s\t%s\n", c.Kind, c.Component, c.Detail)
-			}
-			tw.Flush()
-			verb := "would apply"
-			if res.Applied {
-				verb = "applied"
-			}
-			fmt.Fprintf(w, "%s: %s (%d containers)", verb, res.How, res.Containers)
-			if res.Took != "" {
-				fmt.Fprintf(w, " in %s", res.Took)
-			}
-			fmt.Fprintln(w)
-			return nil
+			return outputOf(cmd).Print(cmd.OutOrStdout(), res, func(w io.Writer) error {
+				return printApply(w, res, args[0], args[1])
+			})
 		},
 	}
+	positional(cmd, argTopology, argTopologyFile)
 	cf.add(cmd)
+	addOutput(cmd)
 	cmd.Flags().StringArrayVar(&sets, "set", nil, "override a setting: comp.key=v, comp.parallelism=N, topology.KEY=V (repeatable)")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print the diff and how it would apply; change nothing")
 	return cmd
+}
+
+func printApply(w io.Writer, res local.ApplyResult, name, file string) error {
+	if len(res.Changes) == 0 {
+		_, err := fmt.Fprintf(w, "topology %s already matches %s\n", name, file)
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "CHANGE\tCOMPONENT\tDETAIL")
+	for _, c := range res.Changes {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", c.Kind, c.Component, c.Detail)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	verb := "would apply"
+	if res.Applied {
+		verb = "applied"
+	}
+	fmt.Fprintf(w, "%s: %s (%d containers)", verb, res.How, res.Containers)
+	if res.Took != "" {
+		fmt.Fprintf(w, " in %s", res.Took)
+	}
+	_, err := fmt.Fprintln(w)
+	return err
 }

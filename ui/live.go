@@ -70,8 +70,23 @@ type LiveComponent struct {
 	BackPressure float64 `json:"back_pressure"`
 	Capacity     float64 `json:"capacity"`
 	Exceptions   int64   `json:"exceptions"`
-	// Instances: task -> the newest rates and gauges of that instance.
+	// Instances: component/index -> the newest rates and gauges of that
+	// instance (keyed by task id when the source cannot name its tasks);
+	// Tasks: component/index -> task id.
 	Instances map[string]map[string]float64 `json:"instances"`
+	Tasks     map[string]int                `json:"tasks"`
+}
+
+// InstanceNamer is a Source that names a topology's tasks component/index
+// (task id -> name). The live view names instances with it.
+type InstanceNamer interface {
+	InstanceNames(ctx context.Context, name string) (map[int]string, error)
+}
+
+// InstanceException is an exception with its instance's name.
+type InstanceException struct {
+	sinks.Exception
+	Instance string `json:"instance,omitempty"` // component/index
 }
 
 // Edge is a stream from one component to a subscriber.
@@ -100,8 +115,9 @@ type LiveTopology struct {
 	// rss (bytes), goroutines: the host processes' own metrics.
 	Hosts      map[string]map[string]float64 `json:"hosts"`
 	Exceptions []sinks.Exception             `json:"exceptions"` // folded over instances
-	// InstanceExceptions are per instance (component, task, message).
-	InstanceExceptions []sinks.Exception `json:"instance_exceptions"`
+	// InstanceExceptions are per instance (component, task, instance,
+	// message).
+	InstanceExceptions []InstanceException `json:"instance_exceptions"`
 	Series             map[string]Series `json:"series"`
 	Step               int64             `json:"step"` // seconds per series point
 	Errors             map[string]string `json:"errors,omitempty"`
@@ -298,13 +314,24 @@ func (t *Tracker) liveTopology(ctx context.Context, name string, now time.Time, 
 	if err != nil {
 		return nil, err
 	}
+	names := map[int]string{}
+	if n, ok := t.src.(InstanceNamer); ok {
+		if m, err := n.InstanceNames(ctx, name); err == nil {
+			names = m
+		}
+	}
 	lt := &LiveTopology{Info: info, Components: []LiveComponent{}, Edges: []Edge{}, Series: map[string]Series{}}
 	emitRate := map[[2]string]float64{} // component, stream -> tuples/s
 	for _, c := range lp.Components {
 		lc := LiveComponent{LogicalComponent: c, Rates: map[string]float64{}, Windows: map[string]map[string]float64{},
-			Latency: map[string]float64{}, Instances: map[string]map[string]float64{}}
+			Latency: map[string]float64{}, Instances: map[string]map[string]float64{}, Tasks: map[string]int{}}
 		rates := h.Rates(c.Name, nil)
-		inst := func(i, k string, v float64) {
+		inst := func(task, k string, v float64) {
+			i := task
+			if id, err := strconv.Atoi(task); err == nil && names[id] != "" {
+				i = names[id]
+				lc.Tasks[i] = id
+			}
 			if lc.Instances[i] == nil {
 				lc.Instances[i] = map[string]float64{}
 			}
@@ -392,8 +419,12 @@ func (t *Tracker) liveTopology(ctx context.Context, name string, now time.Time, 
 	}
 	lt.Exceptions = h.ExceptionSummary("")
 	slices.SortFunc(lt.Exceptions, func(a, b sinks.Exception) int { return b.Last.Compare(a.Last) })
-	lt.InstanceExceptions = h.Exceptions("")
-	slices.Reverse(lt.InstanceExceptions) // newest first
+	ex := h.Exceptions("")
+	slices.Reverse(ex) // newest first
+	lt.InstanceExceptions = make([]InstanceException, len(ex))
+	for i, e := range ex {
+		lt.InstanceExceptions[i] = InstanceException{Exception: e, Instance: names[e.Task]}
+	}
 	lt.Step = 10
 	start := now.Add(-10 * time.Minute).Truncate(10 * time.Second)
 	for _, c := range lp.Components {

@@ -2,9 +2,7 @@ package main
 
 import (
 	"bytes"
-	"flag"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,35 +12,12 @@ import (
 
 	"github.com/ardea-dev/ardea/connectors"
 	"github.com/ardea-dev/ardea/internal/metrics"
+	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/scheduler/local"
 	"github.com/ardea-dev/ardea/scheduler/packing"
 	"github.com/ardea-dev/ardea/scheduler/statemgr"
 	"github.com/ardea-dev/ardea/ui"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/ with what the code prints")
-
-// golden compares got with testdata/<name>, or writes it with -update.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -run %s -update to write it)", err, t.Name())
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from what the code prints (go test -update rewrites it)\n--- got:\n%s\n--- want:\n%s", path, got, want)
-	}
-}
 
 // outputCases are one value of each read command, with its table.
 func outputCases() []struct {
@@ -114,7 +89,8 @@ func outputCases() []struct {
 }
 
 // TestPrinter: every read command's value in each -o format, against
-// golden files (go test -run TestPrinter -update rewrites them).
+// golden files (testutil.Golden; go test -run TestPrinter -update
+// rewrites them).
 func TestPrinter(t *testing.T) {
 	defer func(l *time.Location) { time.Local = l }(time.Local)
 	time.Local = time.UTC // history prints local times
@@ -125,7 +101,7 @@ func TestPrinter(t *testing.T) {
 				if err := printAs(&b, format, tc.v, tc.table); err != nil {
 					t.Fatal(err)
 				}
-				golden(t, filepath.Join("output", tc.name+"."+format), b.Bytes())
+				testutil.Golden(t, filepath.Join("output", tc.name+"."+format), b.Bytes())
 			})
 		}
 	}

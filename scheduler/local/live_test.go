@@ -96,6 +96,16 @@ func TestLiveEvents(t *testing.T) {
 			t.Errorf("edge %+v", e)
 		}
 	}
+	// Instances are named component/index; Tasks keeps their task ids.
+	cnt := component(lt, "count")
+	for _, name := range []string{"count/0", "count/1"} {
+		if cnt.Instances[name] == nil || cnt.Tasks[name] == 0 {
+			t.Errorf("count's instance %s: %v, task %d (instances %v)", name, cnt.Instances[name], cnt.Tasks[name], cnt.Instances)
+		}
+	}
+	if cnt.Tasks["count/0"] == cnt.Tasks["count/1"] {
+		t.Errorf("count's instances have one task id: %v", cnt.Tasks)
+	}
 	if w := component(lt, "count").Windows["10m"]["execute"]; w <= 0 {
 		t.Errorf("count executed %v in the 10 min window", w)
 	}

@@ -3,6 +3,7 @@ package local
 import (
 	"context"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/ardea-dev/ardea"
@@ -139,6 +140,27 @@ func (d *Daemon) PackingPlan(ctx context.Context, name string) (any, error) {
 		return nil, err
 	}
 	return packed, nil
+}
+
+// InstanceNames names the tasks of the plan in use component/index
+// (ui.InstanceNamer); a retired task (a rescale removed it) keeps the name
+// it had.
+func (d *Daemon) InstanceNames(ctx context.Context, name string) (map[int]string, error) {
+	t, err := d.get(name)
+	if err != nil {
+		return nil, d.notRunning(ctx, name, err)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p := t.doc.Plan
+	out := make(map[int]string, len(p.Tasks))
+	for id, task := range p.Tasks {
+		if id == 0 || task.Component < 0 || task.Component >= len(p.Components) {
+			continue // Tasks[0] is unused
+		}
+		out[id] = p.Components[task.Component].Name + "/" + strconv.Itoa(task.Index)
+	}
+	return out, nil
 }
 
 // PhysicalPlan is the containers with their processes and instances.

@@ -5,7 +5,7 @@
 // typing in a field is never interrupted.
 import {
   esc, fmtNum, fmtMs, fmtDuration, fmtBytes, parseRoute, routeHash, filterSort,
-  layout, edgePath, overlayValue, heat, instancesOf, sparkPoints, toBase64, formatLogLine,
+  layout, edgePath, overlayValue, heat, instancesOf, sparkPoints, toBase64, formatLogLine, taskNames, byInstance,
 } from './lib.js';
 
 const API = '/api/v1';
@@ -281,7 +281,7 @@ function physicalTable(t, component) {
   const cs = t.physical?.containers ?? [];
   if (!cs.length) return `<p class="muted">${esc(t.errors?.physical ?? 'no containers')}</p>`;
   const insts = {};
-  for (const c of t.components) for (const [task, m] of Object.entries(c.instances ?? {})) insts[task] = m;
+  for (const c of t.components) for (const [name, m] of Object.entries(c.instances ?? {})) insts[name] = m;
   return `<table aria-label="Containers and instances"><thead><tr>
     <th>Container</th><th class="num">PID</th><th>Process</th><th class="num">CPU</th><th class="num">Memory</th><th class="num">Restarts</th>
     <th>Instance</th><th>State</th><th class="num">Wasm pages</th><th class="num">Execute/s</th><th></th></tr></thead><tbody>
@@ -296,8 +296,8 @@ function physicalTable(t, component) {
           <td class="num" rowspan="${rows.length}">${host.cpu != null ? (host.cpu * 100).toFixed(0) + '%' : '–'}</td>
           <td class="num" rowspan="${rows.length}">${fmtBytes(host.rss)}</td>
           <td class="num" rowspan="${rows.length}">${c.restarts}</td>` : ''}
-        <td>${esc(i.name)}${i.task != null ? ` <span class="muted">task ${i.task}</span>` : ''}</td><td>${esc(i.state)}</td>
-        <td class="num">${fmtNum(insts[i.task]?.wasm_pages)}</td><td class="num">${fmtNum(insts[i.task]?.execute)}</td>
+        <td${i.task != null ? ` title="task ${i.task}"` : ''}>${esc(i.name)}</td><td>${esc(i.state)}</td>
+        <td class="num">${fmtNum(insts[i.name]?.wasm_pages)}</td><td class="num">${fmtNum(insts[i.name]?.execute)}</td>
         ${k === 0 ? `<td rowspan="${rows.length}"><button data-restart="${c.id}" aria-label="Restart container ${c.id}">Restart</button></td>` : ''}
       </tr>`).join('');
     }).join('')}</tbody></table>`;
@@ -306,7 +306,7 @@ function physicalTable(t, component) {
 function exceptionTable(list) {
   if (!list?.length) return '<p class="muted">No exceptions.</p>';
   return `<table aria-label="Exceptions"><thead><tr><th>Component</th><th class="num">Count</th><th>First seen</th><th>Last seen</th><th>Message</th></tr></thead><tbody>
-    ${list.map((e) => `<tr data-component="${esc(e.component)}"><td>${esc(e.component)}${e.task >= 0 ? ` / task ${e.task}` : ''}</td>
+    ${list.map((e) => `<tr data-component="${esc(e.component)}"><td${e.task >= 0 ? ` title="task ${e.task}"` : ''}>${esc(e.instance || e.component + (e.task >= 0 ? ` / task ${e.task}` : ''))}</td>
       <td class="num" data-field="count">${e.count}</td><td>${new Date(e.first).toLocaleString()}</td><td>${new Date(e.last).toLocaleString()}</td>
       <td class="msg">${messageCell(e.message)}</td></tr>`).join('')}</tbody></table>`;
 }
@@ -382,17 +382,18 @@ function refreshComponent() {
   $('#swap').hidden = c.language === 'builtin'; // built-in components have no module to swap
   const pin = $('#parallelism');
   if (pin.dataset.fresh && document.activeElement !== pin) { pin.value = c.parallelism; delete pin.dataset.fresh; }
-  const tasks = Object.keys(c.instances ?? {}).sort((a, b) => a - b);
+  const insts = Object.keys(c.instances ?? {}).sort(byInstance);
   const keys = ['emit', 'execute', 'ack', 'fail', 'execute_latency_ms', 'process_latency_ms', 'back_pressure', 'wasm_pages'];
   $('#instances').innerHTML = `<p class="muted">Rates per second over the newest metrics interval.</p>
-    <table aria-label="Instances of ${esc(c.name)}"><thead><tr><th>Task</th>${keys.map((k) => `<th class="num">${k.replace(/_ms$/, '').replaceAll('_', ' ')}</th>`).join('')}</tr></thead><tbody>
-    ${tasks.map((task) => `<tr data-task="${esc(task)}"><td>${esc(task)}</td>${keys.map((k) => {
-      const v = c.instances[task][k];
+    <table aria-label="Instances of ${esc(c.name)}"><thead><tr><th>Instance</th>${keys.map((k) => `<th class="num">${k.replace(/_ms$/, '').replaceAll('_', ' ')}</th>`).join('')}</tr></thead><tbody>
+    ${insts.map((name) => `<tr data-instance="${esc(name)}" data-task="${esc(c.tasks?.[name] ?? name)}"><td title="task ${esc(c.tasks?.[name] ?? name)}">${esc(name)}</td>${keys.map((k) => {
+      const v = c.instances[name][k];
       return `<td class="num">${k === 'back_pressure' ? ((v ?? 0) * 100).toFixed(1) + '%' : k.endsWith('_ms') ? fmtMs(v) : fmtNum(v)}</td>`;
     }).join('')}</tr>`).join('')}</tbody></table>`;
   $('#physical').innerHTML = physicalTable(t, c.name);
   const sel = $('#log-of');
-  const names = instancesOf(t.physical, c.name).map((i) => i.name).sort();
+  ui.taskNames = taskNames(t.physical);
+  const names = instancesOf(t.physical, c.name).map((i) => i.name).sort(byInstance);
   const have = [...sel.options].slice(1).map((o) => o.value);
   if (names.join() !== have.join()) {
     const cur = sel.value;
@@ -411,7 +412,7 @@ async function tailLog(comp) {
     const pre = $('#log');
     if (!pre || ui.route.component !== comp) return;
     const atEnd = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
-    pre.textContent = Array.isArray(lines) ? lines.map(formatLogLine).join('\n') : lines.message ?? '';
+    pre.textContent = Array.isArray(lines) ? lines.map((l) => formatLogLine(l, ui.taskNames ?? {})).join('\n') : lines.message ?? '';
     if (atEnd) pre.scrollTop = pre.scrollHeight;
   } catch { /* the next snapshot tries again */ }
 }

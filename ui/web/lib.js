@@ -184,18 +184,41 @@ export function toBase64(buf) {
 /**
  * A container log line (JSON, as the host writes it) as
  * "15:04:05.000 INFO msg key=value ..."; the routing keys every line
- * carries (time, level, msg, topology, container) are not repeated.
+ * carries (time, level, msg, topology, container) are not repeated, and
+ * an instance's component and task are shown as instance=component/index
+ * when names (task id -> component/index) knows the task.
  * Lines that are not JSON objects are returned as they are.
  */
-export function formatLogLine(line) {
+export function formatLogLine(line, names = {}) {
   let o;
   try { o = JSON.parse(line); } catch { return line; }
   if (!o || typeof o !== 'object' || Array.isArray(o)) return line;
   const t = typeof o.time === 'string' ? o.time.replace(/^.*T(\d\d:\d\d:\d\d(\.\d{1,3})?).*$/, '$1') : '';
   const skip = new Set(['time', 'level', 'msg', 'topology', 'container']);
+  const inst = o.task != null ? names[String(o.task)] : undefined;
+  const named = typeof o.component === 'string' && typeof inst === 'string' && inst.startsWith(o.component + '/');
+  if (named) { skip.add('component'); skip.add('task'); }
   const kv = Object.entries(o).filter(([k]) => !skip.has(k)).map(([k, v]) => {
     const s = typeof v === 'string' ? v : JSON.stringify(v);
     return `${k}=${/[\s"=]/.test(s) ? JSON.stringify(s) : s}`;
   });
+  if (named) kv.unshift(`instance=${inst}`);
   return [t, String(o.level ?? '').padEnd(5), o.msg ?? '', ...kv].filter((x) => x !== '').join(' ');
+}
+
+/** Task id -> component/index, from a physical plan's instances. */
+export function taskNames(physical) {
+  const out = {};
+  for (const i of instancesOf(physical)) if (i.task != null) out[String(i.task)] = i.name;
+  return out;
+}
+
+/** Orders instance names by component, then numeric index (count/2 before count/10). */
+export function byInstance(a, b) {
+  const [ca, ia] = String(a).split('/');
+  const [cb, ib] = String(b).split('/');
+  if (ca !== cb) return ca < cb ? -1 : 1;
+  const na = Number(ia), nb = Number(ib);
+  if (Number.isFinite(na) && Number.isFinite(nb)) return na - nb;
+  return String(a) < String(b) ? -1 : String(a) > String(b) ? 1 : 0;
 }

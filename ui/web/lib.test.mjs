@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
   esc, fmtNum, fmtMs, fmtDuration, fmtBytes, parseRoute, routeHash, filterSort,
-  layout, edgePath, overlayValue, heat, instancesOf, sparkPoints, toBase64, formatLogLine,
+  layout, edgePath, overlayValue, heat, instancesOf, sparkPoints, toBase64, formatLogLine, taskNames, byInstance,
 } from './lib.js';
 
 test('esc escapes markup', () => {
@@ -113,4 +113,17 @@ test('formatLogLine shortens the host\'s JSON lines', () => {
   assert.equal(formatLogLine('plain text'), 'plain text');
   assert.equal(formatLogLine('[1,2]'), '[1,2]');
   assert.equal(formatLogLine('{"level":"WARN","msg":"m","n":1.5}'), 'WARN  m n=1.5');
+});
+
+test('formatLogLine names an instance component/index', () => {
+  const l = '{"time":"2026-12-04T01:59:37.837Z","level":"INFO","msg":"instance started","component":"count","task":3,"index":1}';
+  assert.equal(formatLogLine(l, { 3: 'count/1' }), '01:59:37.837 INFO  instance started instance=count/1 index=1');
+  // A task the names give to another component keeps its fields.
+  assert.equal(formatLogLine(l, { 3: 'split/0' }), '01:59:37.837 INFO  instance started component=count task=3 index=1');
+});
+
+test('taskNames and byInstance', () => {
+  const physical = { containers: [{ id: 1, instances: [{ name: 'count/10', task: 12 }, { name: 'count/2', task: 4 }] }] };
+  assert.deepEqual(taskNames(physical), { 12: 'count/10', 4: 'count/2' });
+  assert.deepEqual(['count/10', 'split/0', 'count/2'].sort(byInstance), ['count/2', 'count/10', 'split/0']);
 });

@@ -236,14 +236,15 @@ func (c *Container) Checkpoint(id uint64) {
 	}
 }
 
-// describeTask names a task of plan p: "component[index] version v".
+// describeTask names a task of plan p as everywhere a user sees one,
+// component/index: "component/index version v".
 func (c *Container) describeTask(p *plan.Plan, task uint32) string {
 	if int(task) >= len(p.Tasks) || task == 0 {
 		return fmt.Sprintf("task %d", task)
 	}
 	pt := p.Tasks[task]
 	name := p.Components[pt.Component].Name
-	s := fmt.Sprintf("%s[%d]", name, pt.Index)
+	s := fmt.Sprintf("%s/%d", name, pt.Index)
 	v := c.o.Versions[name] // a remote task: the topology's version
 	if pt.Container == c.o.Container {
 		v = c.Version(task) // a local one may run a swapped version

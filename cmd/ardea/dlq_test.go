@@ -44,7 +44,7 @@ bolts:
 		return strings.Count(out, "file:"+dead) == 2, out
 	})
 	out := d.ok(t, "dlq", "dl", "lines")
-	for _, want := range []string{"SOURCE", in + ":1", in + ":2", `"alpha"`, `"beta"`, "last: failed by failing[0] version "} {
+	for _, want := range []string{"SOURCE", in + ":1", in + ":2", `"alpha"`, `"beta"`, "last: failed by failing/0 version "} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("ardea dlq output lacks %q:\n%s", want, out)
 		}

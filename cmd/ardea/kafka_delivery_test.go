@@ -337,7 +337,7 @@ bolts:
 			hs[h.Key] = string(h.Value)
 		}
 		if hs["ardea-failures"] != "2" || !strings.HasPrefix(hs["ardea-source"], "in/0/") ||
-			!strings.Contains(hs["ardea-error"], "last: failed by failing[0] version ") {
+			!strings.Contains(hs["ardea-error"], "last: failed by failing/0 version ") {
 			t.Errorf("dead letter %s: headers %v", r.Value, hs)
 		}
 	}

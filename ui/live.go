@@ -118,9 +118,9 @@ type LiveTopology struct {
 	// InstanceExceptions are per instance (component, task, instance,
 	// message).
 	InstanceExceptions []InstanceException `json:"instance_exceptions"`
-	Series             map[string]Series `json:"series"`
-	Step               int64             `json:"step"` // seconds per series point
-	Errors             map[string]string `json:"errors,omitempty"`
+	Series             map[string]Series   `json:"series"`
+	Step               int64               `json:"step"` // seconds per series point
+	Errors             map[string]string   `json:"errors,omitempty"`
 }
 
 // Snapshot is one event.
@@ -314,82 +314,11 @@ func (t *Tracker) liveTopology(ctx context.Context, name string, now time.Time, 
 	if err != nil {
 		return nil, err
 	}
-	names := map[int]string{}
-	if n, ok := t.src.(InstanceNamer); ok {
-		if m, err := n.InstanceNames(ctx, name); err == nil {
-			names = m
-		}
-	}
+	names := t.instanceNames(ctx, name)
 	lt := &LiveTopology{Info: info, Components: []LiveComponent{}, Edges: []Edge{}, Series: map[string]Series{}}
 	emitRate := map[[2]string]float64{} // component, stream -> tuples/s
 	for _, c := range lp.Components {
-		lc := LiveComponent{LogicalComponent: c, Rates: map[string]float64{}, Windows: map[string]map[string]float64{},
-			Latency: map[string]float64{}, Instances: map[string]map[string]float64{}, Tasks: map[string]int{}}
-		rates := h.Rates(c.Name, nil)
-		inst := func(task, k string, v float64) {
-			i := task
-			if id, err := strconv.Atoi(task); err == nil && names[id] != "" {
-				i = names[id]
-				lc.Tasks[i] = id
-			}
-			if lc.Instances[i] == nil {
-				lc.Instances[i] = map[string]float64{}
-			}
-			lc.Instances[i][k] += v
-		}
-		for _, k := range strings.Fields(counterKeys) {
-			total, per := sumByPrefix(rates, "__"+k+"-count")
-			lc.Rates[k] = total
-			for i, v := range per {
-				inst(i, k, v)
-			}
-		}
-		for n, insts := range rates {
-			if s, ok := strings.CutPrefix(n, mEmit+"/"); ok {
-				for _, v := range insts {
-					emitRate[[2]string{c.Name, s}] += v
-				}
-			}
-		}
-		for k, n := range map[string]string{"execute": mExecLat, "process": mProcLat, "complete": mCompLat} {
-			if per, ok := rates[n]; ok {
-				lc.Latency[k] = mean(per) / 1e6
-				for i, v := range per {
-					inst(i, k+"_latency_ms", v/1e6)
-				}
-			}
-		}
-		if per, ok := rates[mBackPress]; ok {
-			lc.BackPressure = mean(per) / 1e9
-			for i, v := range per {
-				inst(i, "back_pressure", v/1e9)
-			}
-		}
-		if per, ok := rates[mPages]; ok {
-			for i, v := range per {
-				inst(i, "wasm_pages", v)
-			}
-		}
-		lc.Capacity = lc.Rates["execute"] * lc.Latency["execute"] / 1e3 / float64(max(1, c.Parallelism))
-		for _, e := range h.ExceptionSummary(c.Name) {
-			lc.Exceptions += e.Count
-		}
-		if full {
-			for _, w := range windows {
-				agg := h.Aggregate(c.Name, nil, now.Add(-w.d), now)
-				m := map[string]float64{}
-				for _, k := range strings.Fields(counterKeys) {
-					m[k], _ = sumByPrefix(agg, "__"+k+"-count")
-				}
-				for k, n := range map[string]string{"execute": mExecLat, "process": mProcLat, "complete": mCompLat} {
-					if per, ok := agg[n]; ok {
-						m[k+"_latency_ms"] = mean(per) / 1e6
-					}
-				}
-				lc.Windows[w.key] = m
-			}
-		}
-		lt.Components = append(lt.Components, lc)
+		lt.Components = append(lt.Components, liveComponent(c, h, names, now, full, emitRate))
 	}
 	for _, c := range lp.Components {
 		for _, in := range c.Inputs {
@@ -464,4 +393,88 @@ func (t *Tracker) liveTopology(ctx context.Context, name string, now time.Time, 
 		lt.Errors = nil
 	}
 	return lt, nil
+}
+
+// instanceNames names the topology's tasks component/index, when the
+// source can (InstanceNamer); else none (instances keep their task ids).
+func (t *Tracker) instanceNames(ctx context.Context, name string) map[int]string {
+	if n, ok := t.src.(InstanceNamer); ok {
+		if m, err := n.InstanceNames(ctx, name); err == nil {
+			return m
+		}
+	}
+	return map[int]string{}
+}
+
+// liveComponent is one component's live figures; it adds the rates of
+// its output streams to emitRate (component, stream -> tuples/s).
+func liveComponent(c LogicalComponent, h *sinks.History, names map[int]string, now time.Time, full bool,
+	emitRate map[[2]string]float64) LiveComponent {
+	lc := LiveComponent{LogicalComponent: c, Rates: map[string]float64{}, Windows: map[string]map[string]float64{},
+		Latency: map[string]float64{}, Instances: map[string]map[string]float64{}, Tasks: map[string]int{}}
+	rates := h.Rates(c.Name, nil)
+	inst := func(task, k string, v float64) {
+		i := task
+		if id, err := strconv.Atoi(task); err == nil && names[id] != "" {
+			i = names[id]
+			lc.Tasks[i] = id
+		}
+		if lc.Instances[i] == nil {
+			lc.Instances[i] = map[string]float64{}
+		}
+		lc.Instances[i][k] += v
+	}
+	for _, k := range strings.Fields(counterKeys) {
+		total, per := sumByPrefix(rates, "__"+k+"-count")
+		lc.Rates[k] = total
+		for i, v := range per {
+			inst(i, k, v)
+		}
+	}
+	for n, insts := range rates {
+		if s, ok := strings.CutPrefix(n, mEmit+"/"); ok {
+			for _, v := range insts {
+				emitRate[[2]string{c.Name, s}] += v
+			}
+		}
+	}
+	for k, n := range map[string]string{"execute": mExecLat, "process": mProcLat, "complete": mCompLat} {
+		if per, ok := rates[n]; ok {
+			lc.Latency[k] = mean(per) / 1e6
+			for i, v := range per {
+				inst(i, k+"_latency_ms", v/1e6)
+			}
+		}
+	}
+	if per, ok := rates[mBackPress]; ok {
+		lc.BackPressure = mean(per) / 1e9
+		for i, v := range per {
+			inst(i, "back_pressure", v/1e9)
+		}
+	}
+	if per, ok := rates[mPages]; ok {
+		for i, v := range per {
+			inst(i, "wasm_pages", v)
+		}
+	}
+	lc.Capacity = lc.Rates["execute"] * lc.Latency["execute"] / 1e3 / float64(max(1, c.Parallelism))
+	for _, e := range h.ExceptionSummary(c.Name) {
+		lc.Exceptions += e.Count
+	}
+	if full {
+		for _, w := range windows {
+			agg := h.Aggregate(c.Name, nil, now.Add(-w.d), now)
+			m := map[string]float64{}
+			for _, k := range strings.Fields(counterKeys) {
+				m[k], _ = sumByPrefix(agg, "__"+k+"-count")
+			}
+			for k, n := range map[string]string{"execute": mExecLat, "process": mProcLat, "complete": mCompLat} {
+				if per, ok := agg[n]; ok {
+					m[k+"_latency_ms"] = mean(per) / 1e6
+				}
+			}
+			lc.Windows[w.key] = m
+		}
+	}
+	return lc
 }

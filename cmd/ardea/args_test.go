@@ -2,10 +2,15 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ardea-dev/ardea/scheduler/local"
 )
 
 // TestMissingArguments: a missing argument is named with what it is and
@@ -134,5 +139,50 @@ func TestCompletionScripts(t *testing.T) {
 		if !strings.Contains(out.String(), "ardea") || out.Len() < 500 {
 			t.Errorf("completion %s: %.200s", shell, out.String())
 		}
+	}
+}
+
+// TestCompletionFromDaemon: topology names come from the daemon's list,
+// component and instance names from the topology's status.
+func TestCompletionFromDaemon(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /api/v1/topologies", func(w http.ResponseWriter, _ *http.Request) {
+		_ = json.NewEncoder(w).Encode([]local.Summary{{Name: "wordcount"}, {Name: "keyed"}})
+	})
+	mux.HandleFunc("GET /api/v1/topologies/wordcount", func(w http.ResponseWriter, _ *http.Request) {
+		_ = json.NewEncoder(w).Encode(local.Status{Name: "wordcount",
+			Components: []local.ComponentStatus{{Name: "lines"}, {Name: "count"}},
+			Containers: []local.ContainerStatus{{ID: 1, Instances: []local.InstanceStatus{{Name: "lines/0", Task: 1}, {Name: "count/0", Task: 2}}}}})
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"status", ""}, []string{"wordcount", "keyed"}},
+		{[]string{"kill", ""}, []string{"wordcount", "keyed"}},
+		{[]string{"swap", "wordcount", ""}, []string{"lines", "count"}},
+		{[]string{"metrics", "wordcount", ""}, []string{"lines", "count"}},
+		{[]string{"logs", "wordcount", ""}, []string{"lines", "count", "lines/0", "count/0"}},
+		{[]string{"rollback", "nosuch", ""}, nil},  // a 404: nothing
+		{[]string{"status", "wordcount", ""}, nil}, // no second argument
+		{[]string{"status", "-o", ""}, []string{"table", "json", "yaml"}},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			root := newRoot()
+			var out bytes.Buffer
+			root.SetOut(&out)
+			root.SetErr(&bytes.Buffer{})
+			root.SetArgs(append([]string{"__complete", "--server", srv.Listener.Addr().String()}, tc.args...))
+			if err := root.Execute(); err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+			got := lines[:len(lines)-1] // the last line is the directive
+			if strings.Join(got, " ") != strings.Join(tc.want, " ") || lines[len(lines)-1] != ":4" {
+				t.Errorf("completions %q, want %q then :4", lines, tc.want)
+			}
+		})
 	}
 }

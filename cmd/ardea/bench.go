@@ -25,7 +25,11 @@ func newBenchCmd(g *globalFlags) *cobra.Command {
   ardea bench swap
   ardea bench kafka --brokers localhost:9092`,
 	}
-	positional(cmd)
+	cmd.AddCommand(newBenchWordCountCmd(g), newBenchSwapCmd(g), newBenchKafkaCmd(g))
+	return cmd
+}
+
+func newBenchWordCountCmd(g *globalFlags) *cobra.Command {
 	var (
 		o           bench.WordCountOptions
 		noHalf      bool
@@ -115,8 +119,10 @@ again at half the measured peak rate and reports its latency (half_rate).`,
 	wc.Flags().BoolVar(&noHalf, "no-half-rate", false, "skip the half-peak-rate latency phase")
 	wc.Flags().StringVar(&o.Metrics, "metrics", "off", "off; on: every phase with all metrics sinks enabled (local receivers); compare: peak phase off, on, off, on")
 	wc.Flags().DurationVar(&o.MetricsInterval, "metrics-interval", time.Second, "metrics collection interval with --metrics on or compare")
-	cmd.AddCommand(wc)
+	return wc
+}
 
+func newBenchSwapCmd(g *globalFlags) *cobra.Command {
 	var so bench.SwapOptions
 	sw := &cobra.Command{
 		Use:   "swap",
@@ -149,9 +155,7 @@ again at half the measured peak rate and reports its latency (half_rate).`,
 	sw.Flags().DurationVar(&so.Warmup, "warmup", 2*time.Second, "run before the first swap (baseline throughput)")
 	sw.Flags().IntVar(&so.Containers, "containers", 2, "containers")
 	sw.Flags().StringVar(&so.Lang, "lang", "rust", "language of the split and count modules: "+strings.Join(wordcount.Languages, ", "))
-	cmd.AddCommand(sw)
-	cmd.AddCommand(newBenchKafkaCmd(g))
-	return cmd
+	return sw
 }
 
 func newBenchKafkaCmd(g *globalFlags) *cobra.Command {

@@ -179,7 +179,7 @@ func TestOutputFlag(t *testing.T) {
 // TestEveryReadCommandHasOutput: the commands that print data take -o;
 // every command has examples and a group.
 func TestEveryReadCommandHasOutput(t *testing.T) {
-	reads := []string{"list", "status", "history", "logs", "metrics", "dlq", "apply", "submit",
+	reads := []string{"list", "status", "history", "logs", "metrics", "dlq", "apply", "submit", "swap", "rollback",
 		"bench wordcount", "bench swap", "bench kafka"}
 	root := newRoot()
 	for _, path := range reads {

@@ -87,14 +87,17 @@ probation.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s/%s: %s -> %s (%s, %d tasks, longest pause %.1f ms, %s)\n", args[0], res.Component,
-				shortVersion(res.Previous), shortVersion(res.Version), res.Status, res.Tasks, res.MaxPauseMs, res.Took)
-			return nil
+			return outputOf(cmd).Print(cmd.OutOrStdout(), res, func(w io.Writer) error {
+				_, err := fmt.Fprintf(w, "%s/%s: %s -> %s (%s, %d tasks, longest pause %.1f ms, %s)\n", args[0], res.Component,
+					shortVersion(res.Previous), shortVersion(res.Version), res.Status, res.Tasks, res.MaxPauseMs, res.Took)
+				return err
+			})
 		},
 	}
 	positional(cmd, argTopology, argComponent,
-		posArg{name: "MODULE", what: "the new module: a .wasm file or a component folder"})
+		posArg{name: "MODULE", what: "the new module: a .wasm file or a component folder", exts: []string{"wasm"}})
 	cf.add(cmd)
+	addOutput(cmd)
 	cmd.Flags().IntVar(&canary, "canary", 0, "swap this many tasks first; the rest once they pass the probation")
 	cmd.Flags().DurationVar(&probation, "probation", 10*time.Second, "how long new instances are watched (a failure rolls the swap back)")
 	cmd.Flags().Float64Var(&failRate, "max-fail-rate", 0.05, "on probation, roll back if a new instance fails more than this share of its tuples")
@@ -105,7 +108,7 @@ probation.`,
 func newRollbackCmd() *cobra.Command {
 	var cf clientFlags
 	cmd := &cobra.Command{
-		Use:   "rollback NAME COMPONENT",
+		Use:     "rollback NAME COMPONENT",
 		Short:   "Swap a component back to its previous module version",
 		Example: "  ardea rollback wordcount count",
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -113,12 +116,15 @@ func newRollbackCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s/%s: back to %s (%d tasks)\n", args[0], res.Component, shortVersion(res.Version), res.Tasks)
-			return nil
+			return outputOf(cmd).Print(cmd.OutOrStdout(), res, func(w io.Writer) error {
+				_, err := fmt.Fprintf(w, "%s/%s: back to %s (%d tasks)\n", args[0], res.Component, shortVersion(res.Version), res.Tasks)
+				return err
+			})
 		},
 	}
 	positional(cmd, argTopology, argComponent)
 	cf.add(cmd)
+	addOutput(cmd)
 	return cmd
 }
 

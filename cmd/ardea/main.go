@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -140,24 +141,34 @@ func (g *globalFlags) logger() (*slog.Logger, error) {
 	return nil, usageError{fmt.Errorf("--log-format %q: want text or json", g.logFormat)}
 }
 
+// versionInfo is what `ardea version -o json|yaml` prints.
+type versionInfo struct {
+	Version string `json:"version"`
+	ABI     int    `json:"abi"`
+	Go      string `json:"go"`
+}
+
 func newVersionCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:     "version",
-		Short:   "Print the Ardea version, Go version and ABI version",
-		Example: "  ardea version",
+		Use:   "version",
+		Short: "Print the Ardea version, Go version and ABI version",
+		Example: `  ardea version
+  ardea version -o json`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			v := Version
-			if bi, ok := debug.ReadBuildInfo(); ok && v == "dev" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-				v = bi.Main.Version
-			}
-			goVer := "unknown"
+			v := versionInfo{Version: Version, ABI: 1, Go: "unknown"}
 			if bi, ok := debug.ReadBuildInfo(); ok {
-				goVer = bi.GoVersion
+				if v.Version == "dev" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+					v.Version = bi.Main.Version
+				}
+				v.Go = bi.GoVersion
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "ardea %s (abi v1, %s)\n", v, goVer)
-			return nil
+			return outputOf(cmd).Print(cmd.OutOrStdout(), v, func(w io.Writer) error {
+				_, err := fmt.Fprintf(w, "ardea %s (abi v%d, %s)\n", v.Version, v.ABI, v.Go)
+				return err
+			})
 		},
 	}
 	positional(cmd)
+	addOutput(cmd)
 	return cmd
 }

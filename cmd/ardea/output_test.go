@@ -179,7 +179,7 @@ func TestOutputFlag(t *testing.T) {
 // TestEveryReadCommandHasOutput: the commands that print data take -o;
 // every command has examples and a group.
 func TestEveryReadCommandHasOutput(t *testing.T) {
-	reads := []string{"list", "status", "history", "logs", "metrics", "dlq", "apply", "submit", "swap", "rollback",
+	reads := []string{"list", "status", "history", "logs", "metrics", "dlq", "apply", "submit", "swap", "rollback", "version",
 		"bench wordcount", "bench swap", "bench kafka"}
 	root := newRoot()
 	for _, path := range reads {
@@ -207,4 +207,24 @@ func TestEveryReadCommandHasOutput(t *testing.T) {
 		}
 	}
 	walk(root)
+}
+
+// TestPrintLogs: `ardea logs` in each -o format (text by default, the
+// hosts' lines as they are with -o json, a YAML list with -o yaml).
+func TestPrintLogs(t *testing.T) {
+	lines := []string{
+		`{"time":"2026-12-04T10:30:00.123456Z","level":"INFO","msg":"instance started","topology":"wc","container":1,"component":"count","task":3,"index":1}`,
+		`{"time":"2026-12-04T10:30:01Z","level":"WARN","msg":"guest log","topology":"wc","container":1,"component":"count","task":3,"line":"two words"}`,
+		`panic: runtime error: index out of range [3] with length 3`,
+	}
+	names := func() map[string]string { return map[string]string{"3": "count/1"} }
+	for _, format := range outputFormats {
+		t.Run(format, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := printLogs(&b, format, lines, names); err != nil {
+				t.Fatal(err)
+			}
+			testutil.Golden(t, filepath.Join("output", "logs."+format), b.Bytes())
+		})
+	}
 }

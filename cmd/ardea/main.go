@@ -99,7 +99,7 @@ programs. Instances are named component/index (count/1).`,
 // The command groups of `ardea --help`, in order.
 var commandGroups = []*cobra.Group{
 	{ID: "develop", Title: "Develop:"},
-	{ID: "run", Title: "Run in one process:"},
+	{ID: "run", Title: "Run and measure:"},
 	{ID: "operate", Title: "Operate topologies on the daemon:"},
 	{ID: "inspect", Title: "Inspect topologies on the daemon:"},
 	{ID: "daemon", Title: "Daemon:"},

@@ -109,17 +109,14 @@ func TestMultiContainerDelivery(t *testing.T) {
 		}
 		// Every byte released was granted back (grants travel
 		// asynchronously, hence the wait).
-		testutil.Eventually(t,
-
-			fmt.Sprintf("container %d's links to return to a full window", ct), func() bool {
-				for _, l := range c.sms[ct].Links() {
-					if !l.Open || l.Credit != l.Window {
-						return false
-					}
+		testutil.Eventually(t, fmt.Sprintf("container %d's links to return to a full window", ct), func() bool {
+			for _, l := range c.sms[ct].Links() {
+				if !l.Open || l.Credit != l.Window {
+					return false
 				}
-				return true
-			})
-
+			}
+			return true
+		})
 	}
 	// The stream has ended: Next keeps returning io.EOF.
 	if _, err := c.inbox(bolts[0]).Next(ctxT(t)); !errors.Is(err, io.EOF) {

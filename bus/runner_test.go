@@ -70,16 +70,13 @@ func TestBatchingAndLinger(t *testing.T) {
 	if err := ob2.Emit(0, tuple.NoTask, 0, nil, values("k", 1)); err != nil {
 		t.Fatal(err)
 	}
-	testutil.Eventually(t,
-
-		"the lingering batch to leave", func() bool {
-			if err := ob2.Flush(ctx, false); err != nil {
-				t.Fatal(err)
-			}
-			n, _ := in2.Pending()
-			return n == 1
-		})
-
+	testutil.Eventually(t, "the lingering batch to leave", func() bool {
+		if err := ob2.Flush(ctx, false); err != nil {
+			t.Fatal(err)
+		}
+		n, _ := in2.Pending()
+		return n == 1
+	})
 }
 
 // TestPipelineRunnerLoop runs spout -> relay (2 tasks, 2 containers) -> sink

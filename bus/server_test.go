@@ -126,13 +126,10 @@ func TestWatchdogReenablesJetStream(t *testing.T) {
 	if err := s.NATS().DisableJetStream(); err != nil {
 		t.Fatal(err)
 	}
-	testutil.Eventually(t,
-
-		"the watchdog to enable JetStream again", func() bool {
-			_, err := js.Publish("t.x", []byte("after"), nats.AckWait(time.Second))
-			return err == nil
-		})
-
+	testutil.Eventually(t, "the watchdog to enable JetStream again", func() bool {
+		_, err := js.Publish("t.x", []byte("after"), nats.AckWait(time.Second))
+		return err == nil
+	})
 	m, err := js.GetMsg("T", 1)
 	if err != nil {
 		t.Fatalf("message 1 after the restart: %v", err)

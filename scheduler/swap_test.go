@@ -88,18 +88,15 @@ func TestSwapKeepsCountsExact(t *testing.T) {
 	if n := swapAll(trap, "trap", time.Minute); n != 2 {
 		t.Fatalf("swapped %d tasks, want 2", n)
 	}
-	testutil.Eventually(t,
-
-		"both trapping tasks to be rolled back", func() bool {
-			failed := 0
-			for _, ev := range evs.list() {
-				if ev.Version == "trap" && ev.Err != nil {
-					failed++
-				}
+	testutil.Eventually(t, "both trapping tasks to be rolled back", func() bool {
+		failed := 0
+		for _, ev := range evs.list() {
+			if ev.Version == "trap" && ev.Err != nil {
+				failed++
 			}
-			return failed == 2
-		})
-
+		}
+		return failed == 2
+	})
 	lt.wait()
 	compareCounts(t, readCounts(t, out), want)
 	for _, ev := range evs.list() {

@@ -180,7 +180,6 @@ CACHE_QUERY_PORT = %[6]d
 		up = true
 		return true
 	})
-
 	return c, up
 }
 

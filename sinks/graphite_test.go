@@ -228,7 +228,6 @@ func TestGraphiteReconnect(t *testing.T) {
 		}
 		return false
 	})
-
 	// Down: these only buffer (back-off or a refused dial).
 	for range 2 {
 		epoch++
@@ -240,10 +239,9 @@ func TestGraphiteReconnect(t *testing.T) {
 
 	srv2 := startLineServer(t, addr)
 	testutil.Eventually(t, "the buffered lines after the reconnect", func() bool {
-		_ = g.Write(ctx, &Batch{Time: time.Unix(epoch, 0)})
+		_ = g.Write(ctx, &Batch{Time: time.Unix(epoch, 0)}) // nothing new: flushes only
 		return len(srv2.got()) >= len(want)
 	})
-
 	if got := srv2.got(); !slices.Equal(got, want) {
 		t.Errorf("after the reconnect got\n%q\nwant\n%q", got, want)
 	}
@@ -302,7 +300,6 @@ func TestGraphiteBufferOverflow(t *testing.T) {
 				_ = g.Write(context.Background(), &Batch{})
 				return len(srv.got()) >= len(tc.wantKept)
 			})
-
 			if got := srv.got(); !slices.Equal(got, tc.wantKept) {
 				t.Errorf("delivered %q, want %q", got, tc.wantKept)
 			}
@@ -511,7 +508,6 @@ func TestGraphiteIntoCarbon(t *testing.T) {
 			got = c.fetch(t, metric, e1-60)
 			return len(got) >= len(pts)
 		})
-
 		for ts, v := range pts {
 			if got[ts] != v {
 				t.Errorf("%s: whisper has %v, want %v at %d", metric, got, v, ts)

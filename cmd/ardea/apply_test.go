@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ardea-dev/ardea/examples/wordcount"
+	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/scheduler/local"
 )
 
@@ -76,7 +77,7 @@ func TestClusterApply(t *testing.T) {
 	base := wordcountYAML(t, dir, in, out, "")
 	d := startDaemon(t, t.TempDir())
 	d.ok(t, "submit", base, "--name", "ap", "--set", "topology.containers=2")
-	waitFor(t, time.Minute, "ap running", func() (bool, string) { return allRunning(d.status(t, "ap")) })
+	testutil.EventuallyWithin(t, time.Minute, "ap running", func() (bool, string) { return allRunning(d.status(t, "ap")) })
 
 	two := wordcountYAML(t, dir, in, out, out2)
 	dry := d.ok(t, "apply", "ap", two, "--dry-run")
@@ -90,7 +91,7 @@ func TestClusterApply(t *testing.T) {
 	if names := componentNames(d.status(t, "ap")); !strings.Contains(names, "out2:1") {
 		t.Fatalf("after apply the components are %s", names)
 	}
-	waitFor(t, time.Minute, "the added sink receiving", func() (bool, string) { return fileSize(out2) > 0, "empty" })
+	testutil.EventuallyWithin(t, time.Minute, "the added sink receiving", func() (bool, string) { return fileSize(out2) > 0, "empty" })
 
 	t.Logf("%s", strings.TrimSpace(d.ok(t, "apply", "ap", base)))
 	if names := componentNames(d.status(t, "ap")); strings.Contains(names, "out2") {
@@ -101,7 +102,7 @@ func TestClusterApply(t *testing.T) {
 	if !strings.Contains(res, "applied: live rescale") {
 		t.Fatalf("parallelism change: %s", res)
 	}
-	waitFor(t, time.Minute, "three count instances", func() (bool, string) {
+	testutil.EventuallyWithin(t, time.Minute, "three count instances", func() (bool, string) {
 		st := d.status(t, "ap")
 		n := 0
 		for _, c := range st.Containers {
@@ -126,7 +127,7 @@ func TestClusterApply(t *testing.T) {
 	if st := d.status(t, "ap"); st.State != local.StateRunning {
 		t.Fatalf("the input was used up before the changes ended (%s): the test needs a larger input", st.State)
 	}
-	waitFor(t, 3*time.Minute, "ap to finish", func() (bool, string) {
+	testutil.EventuallyWithin(t, 3*time.Minute, "ap to finish", func() (bool, string) {
 		st := d.status(t, "ap")
 		return st.State == local.StateFinished, st.State
 	})

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/ardea-dev/ardea/internal/chaos"
+	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/scheduler/ctl"
 	"github.com/ardea-dev/ardea/scheduler/local"
 )
@@ -191,22 +192,6 @@ func (d *clusterDaemon) status(t *testing.T, name string) local.Status {
 	return st
 }
 
-// waitFor polls cond until it holds; limit is only a failure guard.
-func waitFor(t *testing.T, limit time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for {
-		ok, detail := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v (last seen: %s)", what, limit, detail)
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
-}
-
 // alive reports whether pid is a live process (a zombie is dead: after the
 // daemon is SIGKILLed its children are reparented and may stay unreaped).
 func alive(pid int) bool { return chaos.Alive(pid) }
@@ -270,7 +255,7 @@ func (d *clusterDaemon) nextHeartbeats(t *testing.T, name string, after map[int]
 	t.Helper()
 	var st local.Status
 	var at map[int]time.Time
-	waitFor(t, 10*time.Second, "a new heartbeat of every container", func() (bool, string) {
+	testutil.EventuallyWithin(t, 10*time.Second, "a new heartbeat of every container", func() (bool, string) {
 		now := time.Now()
 		st = d.status(t, name)
 		at = heartbeats(st, now)
@@ -290,7 +275,7 @@ func (d *clusterDaemon) nextHeartbeats(t *testing.T, name string, after map[int]
 func (d *clusterDaemon) waitGrowing(t *testing.T, name, what string, from int64, f func(local.Status) int64) int64 {
 	t.Helper()
 	var v int64
-	waitFor(t, 30*time.Second, what+" growing past "+strconv.FormatInt(from, 10), func() (bool, string) {
+	testutil.EventuallyWithin(t, 30*time.Second, what+" growing past "+strconv.FormatInt(from, 10), func() (bool, string) {
 		v = f(d.status(t, name))
 		return v > from, strconv.FormatInt(v, 10)
 	})

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/scheduler/ctl"
 	"github.com/ardea-dev/ardea/scheduler/local"
 )
@@ -53,7 +54,7 @@ func TestClusterLifecycle(t *testing.T) {
 			t.Fatalf("list does not show wc RUNNING:\n%s", list)
 		}
 		var st local.Status
-		waitFor(t, 60*time.Second, "every container and instance running", func() (bool, string) {
+		testutil.EventuallyWithin(t, 60*time.Second, "every container and instance running", func() (bool, string) {
 			st = d.status(t, "wc")
 			return allRunning(st)
 		})
@@ -69,7 +70,7 @@ func TestClusterLifecycle(t *testing.T) {
 		sink, _ := instance(st, "out/0")
 		d.waitGrowing(t, "wc", "spout lines/0 emitted", spout.Emitted, emitted("lines/0"))
 		d.waitGrowing(t, "wc", "sink out/0 executed", sink.Executed, executed("out/0"))
-		waitFor(t, 10*time.Second, "the sink writing "+out, func() (bool, string) {
+		testutil.EventuallyWithin(t, 10*time.Second, "the sink writing "+out, func() (bool, string) {
 			n := fileSize(out)
 			return n > 0, strconv.FormatInt(n, 10) + " bytes"
 		})
@@ -102,7 +103,7 @@ func TestClusterLifecycle(t *testing.T) {
 		// Quiet once two heartbeats in a row of every container carry the
 		// same spout and sink counters (in-flight tuples drain first).
 		st, at := d.nextHeartbeats(t, "wc", nil)
-		waitFor(t, 30*time.Second, "spout and sink stop while paused", func() (bool, string) {
+		testutil.EventuallyWithin(t, 30*time.Second, "spout and sink stop while paused", func() (bool, string) {
 			var next local.Status
 			next, at = d.nextHeartbeats(t, "wc", at)
 			e0, e1 := emitted("lines/0")(st), emitted("lines/0")(next)
@@ -126,7 +127,7 @@ func TestClusterLifecycle(t *testing.T) {
 		}
 		d.waitGrowing(t, "wc", "spout lines/0 emitted after activate", paused, emitted("lines/0"))
 		d.waitGrowing(t, "wc", "sink out/0 executed after activate", sinkPaused, executed("out/0"))
-		waitFor(t, 10*time.Second, "the file grows after activate", func() (bool, string) {
+		testutil.EventuallyWithin(t, 10*time.Second, "the file grows after activate", func() (bool, string) {
 			s := fileSize(out)
 			return s > size, strconv.FormatInt(s, 10)
 		})
@@ -145,7 +146,7 @@ func TestClusterLifecycle(t *testing.T) {
 		killed := time.Now()
 		var newPID int
 		var respawned, flowing time.Duration
-		waitFor(t, 30*time.Second, "the killed container back and its spout emitting", func() (bool, string) {
+		testutil.EventuallyWithin(t, 30*time.Second, "the killed container back and its spout emitting", func() (bool, string) {
 			st = d.status(t, "wc")
 			_, c := instance(st, "lines/0")
 			if c.PID != victim.PID && c.PID > 0 && respawned == 0 {
@@ -212,7 +213,7 @@ func TestClusterLifecycle(t *testing.T) {
 		}
 		before := d.status(t, "wc").Containers[0]
 		d.ok(t, "restart", "wc", "--container", "1")
-		waitFor(t, 30*time.Second, "container 1 runs in a new process after restart", func() (bool, string) {
+		testutil.EventuallyWithin(t, 30*time.Second, "container 1 runs in a new process after restart", func() (bool, string) {
 			c := d.status(t, "wc").Containers[0]
 			return c.PID != 0 && c.PID != before.PID && c.Host == "RUNNING", fmt.Sprintf("pid %d host %s", c.PID, c.Host)
 		})
@@ -240,7 +241,7 @@ func TestClusterLifecycle(t *testing.T) {
 			}
 		}
 		d = startDaemon(top, dataDir)
-		waitFor(t, 60*time.Second, "wc running again after the daemon restart", func() (bool, string) {
+		testutil.EventuallyWithin(t, 60*time.Second, "wc running again after the daemon restart", func() (bool, string) {
 			st = d.status(t, "wc")
 			return allRunning(st)
 		})
@@ -260,7 +261,7 @@ func TestClusterLifecycle(t *testing.T) {
 		if o := d.ok(t, "kill", "wc"); !strings.Contains(o, "topology wc: KILLED") {
 			t.Fatalf("kill printed %q", o)
 		}
-		waitFor(t, 15*time.Second, "no host process left after kill", func() (bool, string) {
+		testutil.EventuallyWithin(t, 15*time.Second, "no host process left after kill", func() (bool, string) {
 			for _, pid := range old {
 				if alive(pid) {
 					return false, fmt.Sprintf("pid %d alive", pid)
@@ -284,13 +285,13 @@ func TestClusterLifecycle(t *testing.T) {
 	t.Run("SIGKILL of the daemon takes its containers", func(t *testing.T) {
 		d.ok(t, append([]string{"submit", endless, "--name", "wc2"}, sets...)...)
 		var st local.Status
-		waitFor(t, 60*time.Second, "wc2 running", func() (bool, string) {
+		testutil.EventuallyWithin(t, 60*time.Second, "wc2 running", func() (bool, string) {
 			st = d.status(t, "wc2")
 			return allRunning(st)
 		})
 		pids := hostPIDs(st)
 		d.sigkill(t)
-		waitFor(t, 15*time.Second, "host processes dead after the daemon's SIGKILL", func() (bool, string) {
+		testutil.EventuallyWithin(t, 15*time.Second, "host processes dead after the daemon's SIGKILL", func() (bool, string) {
 			for _, pid := range pids {
 				if alive(pid) {
 					return false, fmt.Sprintf("pid %d alive", pid)
@@ -301,7 +302,7 @@ func TestClusterLifecycle(t *testing.T) {
 		// A daemon started at once on the same data dir takes over the TM
 		// lock its killed predecessor still holds and resumes wc2.
 		d = startDaemon(t, dataDir)
-		waitFor(t, 60*time.Second, "wc2 resumed right after the daemon's SIGKILL", func() (bool, string) {
+		testutil.EventuallyWithin(t, 60*time.Second, "wc2 resumed right after the daemon's SIGKILL", func() (bool, string) {
 			st = d.status(t, "wc2")
 			return allRunning(st)
 		})
@@ -324,7 +325,7 @@ func TestClusterRescaleExact(t *testing.T) {
 		"--set", "lines.path="+in, "--set", "out.path="+out, "--set", "out.append=true", "--set", "topology.containers=2")
 	// Rescale as soon as the spout emits, well before the input is used up.
 	var before local.Status
-	waitFor(t, 60*time.Second, "wcf reading its input", func() (bool, string) {
+	testutil.EventuallyWithin(t, 60*time.Second, "wcf reading its input", func() (bool, string) {
 		before = d.status(t, "wcf")
 		if before.State != local.StateRunning {
 			return false, "state " + before.State
@@ -445,7 +446,7 @@ func TestClusterErrors(t *testing.T) {
 		d.ok(t, "submit", misbehaveTopology(t, fixture("abiv2"), nil, ""))
 		start := time.Now()
 		var st local.Status
-		waitFor(t, 60*time.Second, "the crashing container FAILED", func() (bool, string) {
+		testutil.EventuallyWithin(t, 60*time.Second, "the crashing container FAILED", func() (bool, string) {
 			st = d.status(t, "bad")
 			if len(st.Containers) != 1 {
 				return false, fmt.Sprintf("%d containers", len(st.Containers))
@@ -486,7 +487,7 @@ func TestClusterUpdateWhileStarting(t *testing.T) {
 	d.ok(t, "update", "early", "--component-parallelism", "split:3")
 	t.Logf("update right after submit took %v", time.Since(start).Round(time.Millisecond))
 	var st local.Status
-	waitFor(t, 30*time.Second, "every instance of the new plan running", func() (bool, string) {
+	testutil.EventuallyWithin(t, 30*time.Second, "every instance of the new plan running", func() (bool, string) {
 		st = d.status(t, "early")
 		return allRunning(st)
 	})
@@ -519,18 +520,18 @@ bolts:
 	}
 	d.ok(t, "submit", path)
 	var healthy int
-	waitFor(t, 30*time.Second, "the healthy container running", func() (bool, string) {
+	testutil.EventuallyWithin(t, 30*time.Second, "the healthy container running", func() (bool, string) {
 		st := d.status(t, "half")
 		in, c := instance(st, "lines/0")
 		healthy = c.PID
 		return in.State == "RUNNING" && healthy != 0, fmt.Sprintf("lines/0 %s, pid %d", in.State, c.PID)
 	})
 	var st local.Status
-	waitFor(t, 60*time.Second, "the topology FAILED", func() (bool, string) {
+	testutil.EventuallyWithin(t, 60*time.Second, "the topology FAILED", func() (bool, string) {
 		st = d.status(t, "half")
 		return st.State == local.StateFailed, "state " + st.State
 	})
-	waitFor(t, 30*time.Second, "the healthy container stopped", func() (bool, string) {
+	testutil.EventuallyWithin(t, 30*time.Second, "the healthy container stopped", func() (bool, string) {
 		return !alive(healthy), fmt.Sprintf("pid %d alive", healthy)
 	})
 	st = d.status(t, "half")

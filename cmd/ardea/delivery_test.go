@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ardea-dev/ardea/examples/keyed"
+	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/scheduler/local"
 )
 
@@ -41,7 +42,7 @@ func killAndRecoverBy(t *testing.T, d *clusterDaemon, name string, progress func
 		t.Fatalf("kill container %d (pid %d): %v", c.ID, c.PID, err)
 	}
 	var base int64 = -1
-	waitFor(t, 3*time.Minute, "tuples flowing again after killing container "+strconv.Itoa(c.ID), func() (bool, string) {
+	testutil.EventuallyWithin(t, 3*time.Minute, "tuples flowing again after killing container "+strconv.Itoa(c.ID), func() (bool, string) {
 		st := d.status(t, name)
 		if st.State == local.StateFinished {
 			return true, ""
@@ -79,13 +80,13 @@ func TestClusterAtLeastOnceUnderKills(t *testing.T) {
 		"--set", "topology.containers=3", "--set", "topology.reliability=at_least_once",
 		"--set", "topology.message.timeout=3s", "--set", "topology.max.spout.pending=1000",
 		"--set", "lines.rate=80000") // about 12 s of input: time for three kills
-	waitFor(t, time.Minute, "the sink growing", func() (bool, string) { return fileSize(out) > 0, "empty" })
+	testutil.EventuallyWithin(t, time.Minute, "the sink growing", func() (bool, string) { return fileSize(out) > 0, "empty" })
 	r := rand.New(rand.NewPCG(5, 6))
 	for k := 1; k <= 3; k++ {
 		rec := killAndRecover(t, d, "alo", out, r, func(local.Status) bool { return true })
 		t.Logf("at least once: recovery after kill %d: %.2fs", k, rec.Seconds())
 	}
-	waitFor(t, 5*time.Minute, "alo to finish", func() (bool, string) {
+	testutil.EventuallyWithin(t, 5*time.Minute, "alo to finish", func() (bool, string) {
 		st := d.status(t, "alo")
 		return st.State == local.StateFinished, st.State
 	})
@@ -116,7 +117,7 @@ func TestClusterEffectivelyOnceUnderKills(t *testing.T) {
 		"--set", "topology.containers=3", "--set", "topology.reliability=effectively_once",
 		"--set", "topology.checkpoint.interval=300ms",
 		"--set", "lines.rate=80000") // about 12 s of input: time for three kills
-	waitFor(t, time.Minute, "a global checkpoint", func() (bool, string) {
+	testutil.EventuallyWithin(t, time.Minute, "a global checkpoint", func() (bool, string) {
 		st := d.status(t, "eo")
 		if st.Checkpoints == nil {
 			t.Fatal("status shows no checkpoints for an effectively-once topology")
@@ -134,13 +135,13 @@ func TestClusterEffectivelyOnceUnderKills(t *testing.T) {
 		t.Logf("effectively once: recovery after kill %d: %.2fs (rolled back to checkpoint %d; global was %d at the kill)",
 			k, rec.Seconds(), st.Checkpoints.RestoredFrom, before)
 		if k < 3 {
-			waitFor(t, time.Minute, "a new global checkpoint", func() (bool, string) {
+			testutil.EventuallyWithin(t, time.Minute, "a new global checkpoint", func() (bool, string) {
 				st := d.status(t, "eo")
 				return st.State != local.StateRunning || st.Checkpoints.Global > st.Checkpoints.RestoredFrom, st.State
 			})
 		}
 	}
-	waitFor(t, 5*time.Minute, "eo to finish", func() (bool, string) {
+	testutil.EventuallyWithin(t, 5*time.Minute, "eo to finish", func() (bool, string) {
 		st := d.status(t, "eo")
 		return st.State == local.StateFinished, st.State
 	})
@@ -171,12 +172,12 @@ func TestClusterEffectivelyOnceRescale(t *testing.T) {
 	d.ok(t, "submit", repoPath("examples/keyed/topology.yaml"), "--name", "eor",
 		"--set", "lines.path="+in, "--set", "out.path="+out, "--set", "topology.containers=2",
 		"--set", "topology.checkpoint.interval=300ms", "--set", "lines.rate=30000") // about 20 s of input
-	waitFor(t, time.Minute, "a global checkpoint", func() (bool, string) {
+	testutil.EventuallyWithin(t, time.Minute, "a global checkpoint", func() (bool, string) {
 		st := d.status(t, "eor")
 		return st.Checkpoints != nil && st.Checkpoints.Global > 0, st.State
 	})
 	t.Logf("%s", strings.TrimSpace(d.ok(t, "update", "eor", "--component-parallelism", "seqstate:3")))
-	waitFor(t, time.Minute, "a checkpoint of the new plan after the first", func() (bool, string) {
+	testutil.EventuallyWithin(t, time.Minute, "a checkpoint of the new plan after the first", func() (bool, string) {
 		st := d.status(t, "eor")
 		return st.Checkpoints.Global > 1, fmt.Sprint(st.Checkpoints.Global)
 	})
@@ -185,7 +186,7 @@ func TestClusterEffectivelyOnceRescale(t *testing.T) {
 		return st.Checkpoints.Rollbacks >= 1 && !st.Checkpoints.RollingBack
 	})
 	t.Logf("recovery after the kill: %.2fs", rec.Seconds())
-	waitFor(t, 3*time.Minute, "eor to finish", func() (bool, string) {
+	testutil.EventuallyWithin(t, 3*time.Minute, "eor to finish", func() (bool, string) {
 		st := d.status(t, "eor")
 		return st.State == local.StateFinished, st.State
 	})

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ardea-dev/ardea/internal/testutil"
 )
 
 // TestDLQ: records a bolt fails max_retries times end in the file spout's
@@ -39,7 +41,7 @@ bolts:
 	}
 	d := startDaemon(t, t.TempDir())
 	d.ok(t, "submit", topo)
-	waitFor(t, time.Minute, "two dead letters", func() (bool, string) {
+	testutil.EventuallyWithin(t, time.Minute, "two dead letters", func() (bool, string) {
 		out := d.ok(t, "dlq", "dl")
 		return strings.Count(out, "file:"+dead) == 2, out
 	})

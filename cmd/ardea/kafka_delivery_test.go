@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/ardea-dev/ardea/examples/keyed"
+	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/scheduler/local"
 )
 
@@ -221,7 +222,7 @@ func runKafkaKills(t *testing.T, reliability string, seed uint64) *outputReader 
 	go out.run(ctx, t, brokers)
 	const kills = 3
 	release, produced := produceKeyed(t, cl, kills)
-	waitFor(t, time.Minute, "output", func() (bool, string) { return out.count() > 0, "none yet" })
+	testutil.EventuallyWithin(t, time.Minute, "output", func() (bool, string) { return out.count() > 0, "none yet" })
 	r := rand.New(rand.NewPCG(seed, seed+1))
 	for k := 1; k <= kills; k++ {
 		// The first progress reading is taken once the topology runs
@@ -244,7 +245,7 @@ func runKafkaKills(t *testing.T, reliability string, seed uint64) *outputReader 
 	produced()
 	t0 := time.Now()
 	const total = kafkaKeys * kafkaPerKey
-	waitFor(t, 3*time.Minute, "every record in topic out", func() (bool, string) {
+	testutil.EventuallyWithin(t, 3*time.Minute, "every record in topic out", func() (bool, string) {
 		n := out.distinct()
 		return n >= total, fmt.Sprintf("%d of %d", n, total)
 	})

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ardea-dev/ardea/internal/testutil"
 )
 
 // TestMetricsCommand runs `ardea local --config` with a file sink and a
@@ -25,7 +27,7 @@ func TestMetricsCommand(t *testing.T) {
 		"--set", "out.path="+out, "--set", "lines.rate=2000")
 	row := regexp.MustCompile(`(?m)^\s*count\s+count/\d+\s+\d+\s+\S+\s+[1-9]\d*\s`) // COMPONENT INSTANCE TASK EMIT EXECUTE>0
 	var table string
-	waitFor(t, 60*time.Second, "ardea metrics to show count executing", func() (bool, string) {
+	testutil.EventuallyWithin(t, 60*time.Second, "ardea metrics to show count executing", func() (bool, string) {
 		table = d.ok(t, "metrics", "wcm", "count", "--interval", "30s")
 		return len(row.FindAllString(table, -1)) == 2, table
 	})

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ardea-dev/ardea/internal/testutil"
 )
 
 // oversizeInput writes in.txt into dir: 10,000 lines, one line of 50 MB,
@@ -185,7 +187,7 @@ func TestLocalOversizedLine(t *testing.T) {
 		t.Fatalf("ardea wait: exit %d, want non-zero and %q in:\n%s", code, want, stderr)
 	}
 	t.Logf("ardea wait: %s", strings.TrimSpace(stderr))
-	waitFor(t, time.Minute, "the sink closed", func() (bool, string) {
+	testutil.EventuallyWithin(t, time.Minute, "the sink closed", func() (bool, string) {
 		for _, c := range d.status(t, "bigd").Containers {
 			if c.PID != 0 && alive(c.PID) {
 				return false, "container still running"
@@ -238,7 +240,7 @@ bolts:
 	if code == 0 || !strings.Contains(stderr, want) {
 		t.Fatalf("ardea wait: exit %d, want non-zero and %q in:\n%s", code, want, stderr)
 	}
-	waitFor(t, time.Minute, "the containers to stop", func() (bool, string) {
+	testutil.EventuallyWithin(t, time.Minute, "the containers to stop", func() (bool, string) {
 		for _, c := range d.status(t, "bigx").Containers {
 			if c.PID != 0 && alive(c.PID) {
 				return false, "container still running"

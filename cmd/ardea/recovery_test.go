@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ardea-dev/ardea/examples/keyed"
+	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/scheduler/ctl"
 	"github.com/ardea-dev/ardea/scheduler/local"
 	"github.com/ardea-dev/ardea/scheduler/statemgr"
@@ -41,7 +42,7 @@ func submitKeyed(t *testing.T, d *clusterDaemon, name string, keys, perKey, rate
 		"--set", "topology.reliability=effectively_once", "--set", "topology.checkpoint.interval=300ms",
 		"--set", "lines.rate=" + strconv.Itoa(rate)}, extra...)
 	d.ok(t, args...)
-	waitFor(t, time.Minute, "a global checkpoint", func() (bool, string) {
+	testutil.EventuallyWithin(t, time.Minute, "a global checkpoint", func() (bool, string) {
 		st := d.status(t, name)
 		return st.Checkpoints != nil && st.Checkpoints.Global > 0, st.State
 	})
@@ -74,7 +75,7 @@ func withCustomSection(t *testing.T, src string) string {
 // back at least minRollbacks times.
 func finishExact(t *testing.T, d *clusterDaemon, name, out string, keys, perKey, minRollbacks int) {
 	t.Helper()
-	waitFor(t, 3*time.Minute, name+" to finish", func() (bool, string) {
+	testutil.EventuallyWithin(t, 3*time.Minute, name+" to finish", func() (bool, string) {
 		st := d.status(t, name)
 		return st.State == local.StateFinished, st.State
 	})
@@ -117,7 +118,7 @@ func TestClusterEffectivelyOnceKillAtSwapStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	var st local.Status
-	waitFor(t, time.Minute, "the swap to wait for its checkpoint", func() (bool, string) {
+	testutil.EventuallyWithin(t, time.Minute, "the swap to wait for its checkpoint", func() (bool, string) {
 		st = d.status(t, "eok")
 		return strings.Contains(st.Message, "waiting for a fresh global checkpoint"), st.Message
 	})
@@ -147,7 +148,7 @@ func TestClusterEffectivelyOnceDaemonRestartResumes(t *testing.T) {
 	data := t.TempDir()
 	d := startDaemon(t, data)
 	out := submitKeyed(t, d, "eor", keys, perKey, 20000, "--set", "out.append=true")
-	waitFor(t, time.Minute, "output and a few checkpoints", func() (bool, string) {
+	testutil.EventuallyWithin(t, time.Minute, "output and a few checkpoints", func() (bool, string) {
 		st := d.status(t, "eor")
 		return fileSize(out) > 0 && st.Checkpoints.Global >= 3, st.State
 	})
@@ -157,7 +158,7 @@ func TestClusterEffectivelyOnceDaemonRestartResumes(t *testing.T) {
 	d = startDaemon(t, data)
 	var resumed time.Duration
 	base := int64(-1)
-	waitFor(t, 2*time.Minute, "the topology to resume", func() (bool, string) {
+	testutil.EventuallyWithin(t, 2*time.Minute, "the topology to resume", func() (bool, string) {
 		st := d.status(t, "eor")
 		if st.State == local.StateFinished {
 			return true, ""
@@ -232,7 +233,7 @@ func TestClusterEffectivelyOnceUnrecoverableFails(t *testing.T) {
 		t.Fatalf("ardea wait on an unrecoverable topology: exit %d, %s", code, stderr)
 	}
 	t.Logf("FAILED %.1fs after the kill: %s", time.Since(killed).Seconds(), strings.TrimSpace(stderr))
-	waitFor(t, time.Minute, "every container stopped", func() (bool, string) {
+	testutil.EventuallyWithin(t, time.Minute, "every container stopped", func() (bool, string) {
 		for _, c := range d.status(t, "eou").Containers {
 			if c.PID != 0 && alive(c.PID) {
 				return false, "container still running"
@@ -261,7 +262,7 @@ func TestClusterPausedContainerIsFenced(t *testing.T) {
 	stopped := time.Now()
 	defer syscall.Kill(pid, syscall.SIGCONT)
 	sawLost := false
-	waitFor(t, time.Minute, "the paused container to be replaced", func() (bool, string) {
+	testutil.EventuallyWithin(t, time.Minute, "the paused container to be replaced", func() (bool, string) {
 		st := d.status(t, "eop")
 		c := st.Containers[0]
 		sawLost = sawLost || c.Host == local.HostLost
@@ -290,7 +291,7 @@ func TestClusterEffectivelyOnceKillDuringRescale(t *testing.T) {
 		t.Fatal(err)
 	}
 	var st local.Status
-	waitFor(t, time.Minute, "the paused rescale to begin", func() (bool, string) {
+	testutil.EventuallyWithin(t, time.Minute, "the paused rescale to begin", func() (bool, string) {
 		st = d.status(t, "eou")
 		return strings.Contains(st.Message, "updating (paused)"), st.Message
 	})
@@ -300,7 +301,7 @@ func TestClusterEffectivelyOnceKillDuringRescale(t *testing.T) {
 		t.Fatalf("update with a container killed during it: err %v, stderr %s", err, stderr.String())
 	}
 	t.Logf("update: %s", strings.TrimSpace(stderr.String()))
-	waitFor(t, time.Minute, "the rollback", func() (bool, string) {
+	testutil.EventuallyWithin(t, time.Minute, "the rollback", func() (bool, string) {
 		st := d.status(t, "eou")
 		ok, why := allRunning(st)
 		return ok && st.Checkpoints.Rollbacks >= 1 && !st.Checkpoints.RollingBack, why
@@ -325,7 +326,7 @@ func TestClusterEffectivelyOnceCorruptNewestCheckpoint(t *testing.T) {
 	const keys, perKey = 400, 500
 	d := startDaemon(t, t.TempDir())
 	out := submitKeyed(t, d, "eoc", keys, perKey, 20000)
-	waitFor(t, time.Minute, "three global checkpoints", func() (bool, string) {
+	testutil.EventuallyWithin(t, time.Minute, "three global checkpoints", func() (bool, string) {
 		st := d.status(t, "eoc")
 		return st.Checkpoints.Global >= 3, st.State
 	})
@@ -369,7 +370,7 @@ func TestClusterEffectivelyOnceCorruptNewestCheckpoint(t *testing.T) {
 	}
 	killContainer(t, d.status(t, "eoc"), 1)
 	var st local.Status
-	waitFor(t, time.Minute, "the rollback", func() (bool, string) {
+	testutil.EventuallyWithin(t, time.Minute, "the rollback", func() (bool, string) {
 		st = d.status(t, "eoc") // paused: the containers run, the spouts do not
 		return st.Checkpoints.Rollbacks >= 1 && !st.Checkpoints.RollingBack, st.State
 	})
@@ -396,7 +397,7 @@ func TestClusterEffectivelyOnceDaemonKillInUncommittedReplan(t *testing.T) {
 	data := t.TempDir()
 	d := startDaemon(t, data)
 	out := submitKeyed(t, d, "eob", keys, perKey, 20000, "--set", "out.append=true")
-	waitFor(t, time.Minute, "output and a few checkpoints", func() (bool, string) {
+	testutil.EventuallyWithin(t, time.Minute, "output and a few checkpoints", func() (bool, string) {
 		st := d.status(t, "eob")
 		return fileSize(out) > 0 && st.Checkpoints.Global >= 2, st.State
 	})
@@ -445,7 +446,7 @@ func TestClusterEffectivelyOnceDaemonKillInUncommittedReplan(t *testing.T) {
 	nc.Close()
 
 	d = startDaemon(t, data)
-	waitFor(t, 2*time.Minute, "the topology to resume", func() (bool, string) {
+	testutil.EventuallyWithin(t, 2*time.Minute, "the topology to resume", func() (bool, string) {
 		st := d.status(t, "eob")
 		ok, why := allRunning(st)
 		return ok || st.State == local.StateFinished, why

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ardea-dev/ardea/examples/keyed"
 	"github.com/ardea-dev/ardea/examples/wordcount"
+	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/scheduler/local"
 )
 
@@ -59,7 +60,7 @@ func TestClusterSwap(t *testing.T) {
 	d.ok(t, "submit", repoPath("examples/wordcount/topology.yaml"), "--name", "sw",
 		"--set", "lines.path="+in, "--set", "out.path="+out, "--set", "topology.containers=2",
 		"--set", "lines.rate=20000") // about 20 s of input: time for every swap on a slow machine
-	waitFor(t, time.Minute, "sw running", func() (bool, string) { return allRunning(d.status(t, "sw")) })
+	testutil.EventuallyWithin(t, time.Minute, "sw running", func() (bool, string) { return allRunning(d.status(t, "sw")) })
 	if v := countVersions(d.status(t, "sw")); len(v) != 1 || v[""] != 0 {
 		t.Fatalf("count versions at the start: %v, want one", v)
 	}
@@ -98,7 +99,7 @@ func TestClusterSwap(t *testing.T) {
 	if st := d.status(t, "sw"); st.State != local.StateRunning {
 		t.Fatalf("the input was used up before the swaps ended (%s): the test needs a larger input", st.State)
 	}
-	waitFor(t, 3*time.Minute, "sw to finish", func() (bool, string) {
+	testutil.EventuallyWithin(t, 3*time.Minute, "sw to finish", func() (bool, string) {
 		st := d.status(t, "sw")
 		return st.State == local.StateFinished, st.State
 	})
@@ -138,7 +139,7 @@ func TestClusterEffectivelyOnceSwap(t *testing.T) {
 	d.ok(t, "submit", repoPath("examples/keyed/topology.yaml"), "--name", "eos",
 		"--set", "lines.path="+in, "--set", "out.path="+out, "--set", "topology.containers=2",
 		"--set", "topology.checkpoint.interval=300ms", "--set", "lines.rate=30000") // about 20 s of input
-	waitFor(t, time.Minute, "a global checkpoint", func() (bool, string) {
+	testutil.EventuallyWithin(t, time.Minute, "a global checkpoint", func() (bool, string) {
 		st := d.status(t, "eos")
 		return st.Checkpoints != nil && st.Checkpoints.Global > 0, st.State
 	})
@@ -148,7 +149,7 @@ func TestClusterEffectivelyOnceSwap(t *testing.T) {
 		t.Fatalf("swap of a trapping module, effectively once: exit %d, %s", code, stderr)
 	}
 	t.Logf("%s", strings.TrimSpace(stderr))
-	waitFor(t, time.Minute, "the rollback", func() (bool, string) {
+	testutil.EventuallyWithin(t, time.Minute, "the rollback", func() (bool, string) {
 		st := d.status(t, "eos")
 		ok, why := allRunning(st)
 		return ok && st.Checkpoints.Rollbacks > before.Checkpoints.Rollbacks && !st.Checkpoints.RollingBack, why
@@ -160,7 +161,7 @@ func TestClusterEffectivelyOnceSwap(t *testing.T) {
 			}
 		}
 	}
-	waitFor(t, 3*time.Minute, "eos to finish", func() (bool, string) {
+	testutil.EventuallyWithin(t, 3*time.Minute, "eos to finish", func() (bool, string) {
 		st := d.status(t, "eos")
 		return st.State == local.StateFinished, st.State
 	})
@@ -180,7 +181,7 @@ func TestClusterSwapHealth(t *testing.T) {
 	// At least once, so that tuples carry ids a bolt can fail.
 	d.ok(t, "submit", repoPath("examples/wordcount/topology-endless.yaml"), "--name", "hl",
 		"--set", "out.path="+out, "--set", "topology.containers=2", "--set", "topology.reliability=at_least_once")
-	waitFor(t, time.Minute, "hl running", func() (bool, string) { return allRunning(d.status(t, "hl")) })
+	testutil.EventuallyWithin(t, time.Minute, "hl running", func() (bool, string) { return allRunning(d.status(t, "hl")) })
 	before := countVersions(d.status(t, "hl"))
 	code, _, stderr := cli(t, "--server", d.server, "swap", "hl", "count", repoPath("wasm-sdk/c/testdata/failall.wasm"),
 		"--canary", "1", "--probation", "5s")

@@ -137,7 +137,6 @@ func TestJetStreamStoreHealsAfterDiskFull(t *testing.T) {
 		}
 		return true
 	})
-
 	t.Logf("healed %s after space returned (checkpoint %d stored)", time.Since(healStart).Round(time.Millisecond), id)
 	mustLoad(t, s, "wc", 1, 1, state)
 	mustLoad(t, s, "wc", id, 1, state)

@@ -203,7 +203,6 @@ func tailValue(t *testing.T, s *Supervisor, id, key string) string {
 		}
 		return false
 	})
-
 	return v
 }
 

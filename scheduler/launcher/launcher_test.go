@@ -269,7 +269,6 @@ func TestStableRunResetsFailures(t *testing.T) {
 					return strings.HasPrefix(l, fmt.Sprintf("run=3 pid=%d", st.PID))
 				})
 			})
-
 			if tc.stable {
 				clock.ns.Add(int64(time.Hour))
 			}
@@ -364,7 +363,6 @@ func TestRestart(t *testing.T) {
 	testutil.Eventually(t, "second run's output", func() bool {
 		return strings.Count(strings.Join(s2.Tail("q", 0), "\n"), "bye") == 2
 	})
-
 }
 
 func TestStartErrors(t *testing.T) {
@@ -524,14 +522,13 @@ func TestChildSurvivesThreadExits(t *testing.T) {
 	}
 	testutil.Eventually(t, "locked threads to exit", func() bool {
 		for _, tid := range ended {
-
+			// The runtime parks (never ends) the main thread, tid == pid.
 			if _, err := os.Stat(fmt.Sprintf("/proc/self/task/%d", tid)); tid != os.Getpid() && !errors.Is(err, os.ErrNotExist) {
 				return false
 			}
 		}
 		return true
 	})
-
 	if sig := tailInt(t, s, "p", "pdeathsig"); sig != int(syscall.SIGKILL) {
 		t.Fatalf("child pdeathsig %d, want SIGKILL", sig)
 	}

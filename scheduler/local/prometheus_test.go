@@ -76,7 +76,6 @@ scrape_configs:
 		resp.Body.Close()
 		return resp.StatusCode == 200
 	})
-
 	return base
 }
 
@@ -123,12 +122,10 @@ func TestPrometheusScrapesDaemon(t *testing.T) {
 		first = v
 		return ok && v > 0
 	})
-
 	testutil.Eventually(t, "the Prometheus figure to rise", func() bool {
 		v, ok := promQuery(t, prom, q)
 		return ok && v > first
 	})
-
 	ctx := context.Background()
 	if _, err := c.Action(ctx, "wcp", "deactivate", nil, nil); err != nil {
 		t.Fatal(err)
@@ -165,6 +162,5 @@ func TestPrometheusScrapesDaemon(t *testing.T) {
 		got = v
 		return ok && v == float64(executed)
 	})
-
 	t.Logf("count executed %d tuples; Prometheus agrees (%v)", executed, got)
 }

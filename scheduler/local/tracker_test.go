@@ -120,7 +120,6 @@ func TestTrackerAPI(t *testing.T) {
 		}
 		return sum > 0 && len(m.Metrics["__execute-count"]) == 2
 	})
-
 	if m.Interval != 60 || m.EndTime-m.StartTime != 60 || m.Component != "count" {
 		t.Errorf("metrics answer %+v", m)
 	}
@@ -334,7 +333,6 @@ func TestTrackerExceptions(t *testing.T) {
 		getJSON(t, base, "exceptions?component=probe", 200, &exc)
 		return len(exc) == 1 && exc[0].Count >= 2
 	})
-
 	x := exc[0]
 	if !strings.Contains(x.Message, "probe panic") || x.Component != "probe" || x.Container != 1 || x.First.After(x.Last) {
 		t.Errorf("exception %+v", x)

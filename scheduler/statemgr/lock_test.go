@@ -77,7 +77,6 @@ func TestTMLockExpiresWithoutRefresh(t *testing.T) {
 		}
 		return err == nil
 	})
-
 	took := time.Since(start)
 	t.Logf("lock with ttl %s taken over %s after acquire", ttl, took)
 	if took < ttl {

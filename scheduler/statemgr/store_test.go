@@ -367,7 +367,6 @@ func TestWatchPhysicalPlan(t *testing.T) {
 				return false
 			}
 		})
-
 	}
 }
 
@@ -395,5 +394,4 @@ func TestWatchPhysicalPlanEndsWithConnection(t *testing.T) {
 			return false
 		}
 	})
-
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/ardea-dev/ardea/internal/names"
 	"github.com/ardea-dev/ardea/internal/plan"
 )
 
@@ -306,7 +307,7 @@ func NewStreamManager(o Options) (*StreamManager, error) {
 
 func subjTenant(p *plan.Plan) string {
 	if p.Tenant == "" {
-		return DefaultTenant
+		return names.DefaultTenant
 	}
 	return p.Tenant
 }

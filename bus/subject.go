@@ -4,10 +4,9 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-)
 
-// DefaultTenant is the tenant used when a plan names none.
-const DefaultTenant = "default"
+	"github.com/ardea-dev/ardea/internal/names"
+)
 
 // Subject kinds (the fourth token).
 const (
@@ -30,10 +29,10 @@ type Subjects struct {
 
 // NewSubjects checks that tenant and topology are valid subject tokens (non
 // empty, no '.', '*', '>' or whitespace) and returns the subject builder. An
-// empty tenant means DefaultTenant.
+// empty tenant means names.DefaultTenant.
 func NewSubjects(tenant, topology string) (Subjects, error) {
 	if tenant == "" {
-		tenant = DefaultTenant
+		tenant = names.DefaultTenant
 	}
 	if err := checkToken("tenant", tenant); err != nil {
 		return Subjects{}, err
@@ -41,7 +40,7 @@ func NewSubjects(tenant, topology string) (Subjects, error) {
 	if err := checkToken("topology", topology); err != nil {
 		return Subjects{}, err
 	}
-	return Subjects{prefix: "ardea." + tenant + "." + topology + "."}, nil
+	return Subjects{prefix: names.Subject(tenant, topology) + "."}, nil
 }
 
 func checkToken(what, s string) error {

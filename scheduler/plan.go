@@ -9,13 +9,11 @@ import (
 	"strconv"
 
 	"github.com/ardea-dev/ardea"
+	"github.com/ardea-dev/ardea/internal/names"
 	"github.com/ardea-dev/ardea/internal/plan"
 	"github.com/ardea-dev/ardea/internal/tuple"
 	"github.com/ardea-dev/ardea/scheduler/packing"
 )
-
-// DefaultTenant is the tenant of topologies submitted without one.
-const DefaultTenant = "default"
 
 // MaxKeyGroups reads topology.max.keygroups (default tuple.DefaultMaxKeyGroups).
 func MaxKeyGroups(t *ardea.Topology) (int, error) {
@@ -49,7 +47,7 @@ func BuildPlan(t *ardea.Topology, containers int, pack Packer) (*plan.Plan, erro
 	if err := CheckLimits(t); err != nil {
 		return nil, err
 	}
-	p := &plan.Plan{Tenant: DefaultTenant, Topology: t.Name, Settings: t.Config}
+	p := &plan.Plan{Tenant: names.DefaultTenant, Topology: t.Name, Settings: t.Config}
 	ids := map[string]int{}
 	for i, c := range t.Components {
 		ids[c.Name] = i

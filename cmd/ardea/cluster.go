@@ -24,6 +24,7 @@ import (
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/connectors"
 	"github.com/ardea-dev/ardea/host"
+	"github.com/ardea-dev/ardea/internal/names"
 	"github.com/ardea-dev/ardea/scheduler"
 	"github.com/ardea-dev/ardea/scheduler/hostproc"
 	"github.com/ardea-dev/ardea/scheduler/local"
@@ -127,7 +128,7 @@ func newHostCmd(g *globalFlags) *cobra.Command {
 	}
 	positional(cmd)
 	cmd.Flags().StringVar(&o.NATSURL, "nats", "", "NATS URL")
-	cmd.Flags().StringVar(&o.Tenant, "tenant", scheduler.DefaultTenant, "tenant")
+	cmd.Flags().StringVar(&o.Tenant, "tenant", names.DefaultTenant, "tenant")
 	cmd.Flags().StringVar(&o.Topology, "topology", "", "topology name")
 	cmd.Flags().IntVar(&o.Container, "container", 0, "container id (1..)")
 	cmd.Flags().StringVar(&o.DataDir, "data-dir", defaultDataDir(), "compile cache location")

@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ardea-dev/ardea/internal/names"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -152,7 +153,7 @@ func Watch(natsURL, tenant, topology string) (*Watcher, error) {
 		return nil, err
 	}
 	w := &Watcher{nc: nc}
-	base := "ardea." + tenant + "." + topology + ".ctl."
+	base := names.Subject(tenant, topology, "ctl") + "."
 	for kind, subj := range map[string]string{"cmd": base + "cmd", "hb": base + "hb"} {
 		if _, err := nc.Subscribe(subj, func(m *nats.Msg) { w.deliver(kind, m.Data) }); err != nil {
 			nc.Close()

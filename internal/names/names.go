@@ -3,6 +3,8 @@
 // tenants.
 package names
 
+import "strings"
+
 // MaxLen is the longest name accepted.
 const MaxLen = 128
 
@@ -18,4 +20,32 @@ func Valid(s string) bool {
 		}
 	}
 	return true
+}
+
+// DefaultTenant is the tenant of everything that names none: a plan, a
+// state manager, a host, a daemon started without --tenant.
+const DefaultTenant = "default"
+
+// Subject is the one builder of Ardea's NATS subjects:
+//
+//	ardea.<tenant>.<topology>.<tokens...>
+//
+// Tenant and topology come first so that a tenant's traffic is fenced by
+// one permission (ardea.<tenant>.>). An empty tenant means DefaultTenant.
+// It does not check the tokens (bus.NewSubjects and the callers'
+// validation do).
+func Subject(tenant, topology string, tokens ...string) string {
+	if tenant == "" {
+		tenant = DefaultTenant
+	}
+	var b strings.Builder
+	b.WriteString("ardea.")
+	b.WriteString(tenant)
+	b.WriteByte('.')
+	b.WriteString(topology)
+	for _, t := range tokens {
+		b.WriteByte('.')
+		b.WriteString(t)
+	}
+	return b.String()
 }

@@ -19,3 +19,19 @@ func TestValid(t *testing.T) {
 		}
 	}
 }
+
+func TestSubject(t *testing.T) {
+	for _, tc := range []struct {
+		tenant, topology string
+		tokens           []string
+		want             string
+	}{
+		{"acme", "wc", []string{"ctl", "hb"}, "ardea.acme.wc.ctl.hb"},
+		{"", "wc", []string{"data", "2"}, "ardea.default.wc.data.2"},
+		{"acme", "wc", nil, "ardea.acme.wc"},
+	} {
+		if got := Subject(tc.tenant, tc.topology, tc.tokens...); got != tc.want {
+			t.Errorf("Subject(%q, %q, %q) = %q, want %q", tc.tenant, tc.topology, tc.tokens, got, tc.want)
+		}
+	}
+}

@@ -13,22 +13,23 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ardea-dev/ardea/internal/names"
 	"github.com/ardea-dev/ardea/internal/plan"
 )
 
 // HeartbeatSubject is where a topology's hosts publish heartbeats.
 func HeartbeatSubject(tenant, topology string) string {
-	return "ardea." + tenant + "." + topology + ".ctl.hb"
+	return names.Subject(tenant, topology, "ctl", "hb")
 }
 
 // CommandSubject is where a topology's TM publishes commands to its hosts.
 func CommandSubject(tenant, topology string) string {
-	return "ardea." + tenant + "." + topology + ".ctl.cmd"
+	return names.Subject(tenant, topology, "ctl", "cmd")
 }
 
 // AliveSubject is where a topology's hosts publish Alive beats.
 func AliveSubject(tenant, topology string) string {
-	return "ardea." + tenant + "." + topology + ".ctl.alive"
+	return names.Subject(tenant, topology, "ctl", "alive")
 }
 
 // Alive is a host process's liveness beat, sent every HeartbeatInterval
@@ -45,7 +46,7 @@ type Alive struct {
 // CheckpointSubject is where hosts report each task's checkpoint save
 // (CheckpointReport) to their TM (effectively once).
 func CheckpointSubject(tenant, topology string) string {
-	return "ardea." + tenant + "." + topology + ".ctl.ckpt"
+	return names.Subject(tenant, topology, "ctl", "ckpt")
 }
 
 // CheckpointReport is one task's outcome for one checkpoint.
@@ -272,5 +273,5 @@ func DecodePlan(b []byte) (PlanDoc, error) {
 // MetricsSubject is where a topology's hosts forward their metrics
 // batches (sinks.Batch JSON) to the TM, once per metrics interval.
 func MetricsSubject(tenant, topology string) string {
-	return "ardea." + tenant + "." + topology + ".ctl.metrics"
+	return names.Subject(tenant, topology, "ctl", "metrics")
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/ardea-dev/ardea/internal/checkpoint"
 	"github.com/ardea-dev/ardea/internal/engine"
 	"github.com/ardea-dev/ardea/internal/metrics"
+	"github.com/ardea-dev/ardea/internal/names"
 	"github.com/ardea-dev/ardea/internal/plan"
 	"github.com/ardea-dev/ardea/internal/tuple"
 	"github.com/ardea-dev/ardea/scheduler"
@@ -126,7 +127,7 @@ type running struct {
 // it).
 func Run(ctx context.Context, o Options) error {
 	if o.Tenant == "" {
-		o.Tenant = scheduler.DefaultTenant
+		o.Tenant = names.DefaultTenant
 	}
 	log := o.Logger
 	if log == nil {

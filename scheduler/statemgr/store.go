@@ -13,9 +13,6 @@ import (
 	"github.com/ardea-dev/ardea/internal/names"
 )
 
-// DefaultTenant is the tenant used when Options.Tenant is empty.
-const DefaultTenant = "default"
-
 // Errors returned (wrapped, with the topology, key or digest named) by Store
 // methods. Test with errors.Is.
 var (
@@ -55,7 +52,7 @@ const lockMarkerTTL = time.Minute
 // Options configures Open.
 type Options struct {
 	// Tenant namespaces every bucket: letters, digits, '_' and '-'.
-	// Default DefaultTenant.
+	// Default names.DefaultTenant.
 	Tenant string
 	// Logger receives debug lines about bucket setup and lock hand-overs.
 	// Nil discards them.
@@ -87,7 +84,7 @@ type Store struct {
 func Open(ctx context.Context, nc *nats.Conn, opts Options) (*Store, error) {
 	tenant := opts.Tenant
 	if tenant == "" {
-		tenant = DefaultTenant
+		tenant = names.DefaultTenant
 	}
 	if !names.Valid(tenant) {
 		return nil, fmt.Errorf("statemgr: tenant %s: %w", nameProblem(tenant), ErrInvalid)

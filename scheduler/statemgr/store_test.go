@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ardea-dev/ardea/bus"
+	"github.com/ardea-dev/ardea/internal/names"
 	"github.com/ardea-dev/ardea/internal/testutil"
 )
 
@@ -37,8 +38,8 @@ func TestOpenConcurrentAndIdempotent(t *testing.T) {
 			t.Fatalf("Open %d: %v", i, err)
 		}
 	}
-	if got := stores[0].Tenant(); got != DefaultTenant {
-		t.Errorf("tenant %q, want %q", got, DefaultTenant)
+	if got := stores[0].Tenant(); got != names.DefaultTenant {
+		t.Errorf("tenant %q, want %q", got, names.DefaultTenant)
 	}
 	// A write through one Store is visible through every other, and a
 	// later Open keeps the data.

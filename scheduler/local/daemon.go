@@ -71,6 +71,9 @@ type Daemon struct {
 	// endRequests cancels every request's context (event streams).
 	endRequests context.CancelFunc
 	langs       moduleLanguages
+	// servers waits for the API's and the Prometheus exposition's Serve
+	// goroutines (Close shuts the servers down, then waits).
+	servers sync.WaitGroup
 
 	mu  sync.Mutex
 	tms map[string]*tm
@@ -143,11 +146,11 @@ func Start(ctx context.Context, o Options) (*Daemon, error) {
 	d.endRequests = endRequests
 	d.http = &http.Server{Handler: d.routes(), ReadHeaderTimeout: 10 * time.Second,
 		BaseContext: func(net.Listener) context.Context { return baseCtx }}
-	go func() {
+	d.servers.Go(func() {
 		if err := d.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("API server", "err", err)
 		}
-	}()
+	})
 	if pc := o.Metrics; pc != nil && pc.Prometheus != nil && pc.Prometheus.Listen != "" {
 		pln, err := net.Listen("tcp", pc.Prometheus.Listen)
 		if err != nil {
@@ -157,7 +160,7 @@ func Start(ctx context.Context, o Options) (*Daemon, error) {
 		mux := http.NewServeMux()
 		mux.Handle("GET /metrics", d.prom)
 		d.promHTTP = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-		go func() { _ = d.promHTTP.Serve(pln) }()
+		d.servers.Go(func() { _ = d.promHTTP.Serve(pln) })
 		log.Info("prometheus exposition", "url", "http://"+pln.Addr().String()+"/metrics")
 	}
 	if err := d.resume(ctx); err != nil {
@@ -233,6 +236,7 @@ func (d *Daemon) Close(ctx context.Context) error {
 	if d.promHTTP != nil {
 		errs = append(errs, d.promHTTP.Shutdown(ctx))
 	}
+	d.servers.Wait()
 	if d.nc != nil {
 		d.nc.Close()
 	}
@@ -257,7 +261,7 @@ func (d *Daemon) onProcess(ps launcher.ProcessStatus) {
 		return
 	}
 	if ps.State == launcher.StateFailed {
-		go t.failed(ps)
+		t.goroutine(func() { t.failed(ps) })
 	} else {
 		// A container died and will be restarted: an effectively-once
 		// topology rolls back to its last global checkpoint.

@@ -138,7 +138,7 @@ test('swap count, see the new version, roll back', async () => {
   await page.locator('#log-of').selectOption('count/0');
   await until('count/0 log lines', async () => {
     const text = await page.locator('#log').textContent();
-    return text.includes('component=count') && text.includes('index=0') && !/index=[12]\b/.test(text);
+    return text.includes('instance=count/0') && !/instance=count\/[12]\b/.test(text);
   });
   await page.goto(`${base}/#/t/wordcount`);
   await until('the graph shows it', async () => {

@@ -2,6 +2,7 @@ package connectors
 
 import (
 	"bufio"
+	"context"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
@@ -100,9 +101,9 @@ func (s *fileSink) errorf(format string, args ...any) error {
 	return fmt.Errorf("component %q task %d: file sink %s: %w", s.comp, s.task, s.path, fmt.Errorf(format, args...))
 }
 
-func (s *fileSink) Prepare(ctx component.Context, _ component.Collector) error {
-	s.comp, s.task = ctx.Component, ctx.TaskID
-	s.path = sinkPath(s.path, ctx)
+func (s *fileSink) Prepare(ctx context.Context, tc component.Context, _ component.Collector) error {
+	s.comp, s.task = tc.Component, tc.TaskID
+	s.path = sinkPath(s.path, tc)
 	if err := os.MkdirAll(filepath.Dir(s.path), 0o755); err != nil {
 		return s.errorf("%w", err)
 	}
@@ -111,9 +112,9 @@ func (s *fileSink) Prepare(ctx component.Context, _ component.Collector) error {
 		flags = os.O_CREATE | os.O_WRONLY | os.O_APPEND
 	}
 	restore := int64(-1)
-	if ctx.State != nil {
-		s.state = ctx.State
-		s.lenKey = positionKey("ardea.file.length.", ctx.MaxKeyGroups, int(ctx.TaskIndex), int(max(1, ctx.Parallelism)))
+	if tc.State != nil {
+		s.state = tc.State
+		s.lenKey = positionKey("ardea.file.length.", tc.MaxKeyGroups, int(tc.TaskIndex), int(max(1, tc.Parallelism)))
 		if v, ok := s.state.Get(s.lenKey); ok && len(v) == 8 {
 			restore = int64(binary.LittleEndian.Uint64(v))
 			flags = os.O_CREATE | os.O_WRONLY | os.O_APPEND
@@ -135,8 +136,8 @@ func (s *fileSink) Prepare(ctx component.Context, _ component.Collector) error {
 	}
 	s.f = f
 	s.w = bufio.NewWriterSize(f, fileSinkBuffer)
-	s.keys = make([][][]byte, len(ctx.Inputs))
-	for i, in := range ctx.Inputs {
+	s.keys = make([][][]byte, len(tc.Inputs))
+	for i, in := range tc.Inputs {
 		for _, name := range in.Fields {
 			s.keys[i] = append(s.keys[i], append(appendJSONString(nil, []byte(name)), ':'))
 		}
@@ -145,7 +146,7 @@ func (s *fileSink) Prepare(ctx component.Context, _ component.Collector) error {
 	return nil
 }
 
-func (s *fileSink) Execute(batch []byte, out component.Collector) error {
+func (s *fileSink) Execute(ctx context.Context, batch []byte, out component.Collector) error {
 	if s.w == nil {
 		return s.errorf("Execute before Prepare or after Close")
 	}
@@ -211,7 +212,7 @@ func (s *fileSink) fail(out component.Collector, err error) error {
 
 // Snapshot (effectively once) flushes the output and records the file's
 // length in the task state, the length a restore truncates back to.
-func (s *fileSink) Snapshot(uint64, component.Collector) error {
+func (s *fileSink) Snapshot(context.Context, uint64, component.Collector) error {
 	if s.w == nil || s.state == nil {
 		return nil
 	}
@@ -365,7 +366,7 @@ func (s *fileSink) maybeFlush() error {
 	return nil
 }
 
-func (s *fileSink) Tick(component.Collector) error {
+func (s *fileSink) Tick(context.Context, component.Collector) error {
 	if s.w == nil {
 		return nil
 	}
@@ -373,7 +374,7 @@ func (s *fileSink) Tick(component.Collector) error {
 }
 
 // Finish flushes and syncs the file to disk.
-func (s *fileSink) Finish(component.Collector) error {
+func (s *fileSink) Finish(context.Context, component.Collector) error {
 	if s.w == nil {
 		return nil
 	}
@@ -388,7 +389,7 @@ func (s *fileSink) Finish(component.Collector) error {
 }
 
 // Close flushes and closes the file; it is safe to call more than once.
-func (s *fileSink) Close() error {
+func (s *fileSink) Close(ctx context.Context) error {
 	if s.f == nil {
 		return nil
 	}

@@ -1,6 +1,7 @@
 package connectors
 
 import (
+	"context"
 	"encoding/json"
 	"math"
 	"os"
@@ -36,18 +37,18 @@ func runSink(t *testing.T, cfg map[string]string, index, parallelism int, batche
 		t.Fatal(err)
 	}
 	out := &recorder{}
-	if err := b.Prepare(taskContext("out", index, parallelism, cfg, nil, sinkInputs), out); err != nil {
+	if err := b.Prepare(context.Background(), taskContext("out", index, parallelism, cfg, nil, sinkInputs), out); err != nil {
 		t.Fatal(err)
 	}
 	for _, in := range batches {
-		if err := b.Execute(in, out); err != nil {
+		if err := b.Execute(context.Background(), in, out); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := b.Finish(out); err != nil {
+	if err := b.Finish(context.Background(), out); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Close(); err != nil {
+	if err := b.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if len(out.emits) != 0 {
@@ -168,45 +169,45 @@ func TestFileSinkFlushInterval(t *testing.T) {
 	clock := &fakeClock{t: time.Unix(1000, 0)}
 	b.(*fileSink).now = clock.now
 	out := &recorder{}
-	if err := b.Prepare(taskContext("out", 0, 1, cfg, nil, sinkInputs), out); err != nil {
+	if err := b.Prepare(context.Background(), taskContext("out", 0, 1, cfg, nil, sinkInputs), out); err != nil {
 		t.Fatal(err)
 	}
-	defer b.Close()
+	defer b.Close(context.Background())
 	one := batch(rec{0, []tuple.Value{tuple.Str("a")}})
-	if err := b.Execute(one, out); err != nil {
+	if err := b.Execute(context.Background(), one, out); err != nil {
 		t.Fatal(err)
 	}
 	if got := readFile(t, path); got != "" {
 		t.Fatalf("flushed before the interval: %q", got)
 	}
 	clock.advance(1999 * time.Millisecond)
-	if err := b.Tick(out); err != nil {
+	if err := b.Tick(context.Background(), out); err != nil {
 		t.Fatal(err)
 	}
 	if got := readFile(t, path); got != "" {
 		t.Fatalf("flushed before the interval: %q", got)
 	}
 	clock.advance(time.Millisecond)
-	if err := b.Tick(out); err != nil {
+	if err := b.Tick(context.Background(), out); err != nil {
 		t.Fatal(err)
 	}
 	if got := readFile(t, path); got != "a\n" {
 		t.Fatalf("after the interval (Tick) = %q", got)
 	}
-	if err := b.Execute(one, out); err != nil {
+	if err := b.Execute(context.Background(), one, out); err != nil {
 		t.Fatal(err)
 	}
 	clock.advance(3 * time.Second)
-	if err := b.Execute(one, out); err != nil {
+	if err := b.Execute(context.Background(), one, out); err != nil {
 		t.Fatal(err)
 	}
 	if got := readFile(t, path); got != "a\na\na\n" {
 		t.Fatalf("after the interval (Execute) = %q", got)
 	}
-	if err := b.Execute(one, out); err != nil {
+	if err := b.Execute(context.Background(), one, out); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Finish(out); err != nil {
+	if err := b.Finish(context.Background(), out); err != nil {
 		t.Fatal(err)
 	}
 	if got := readFile(t, path); got != "a\na\na\na\n" {
@@ -219,7 +220,7 @@ func TestFileSinkErrors(t *testing.T) {
 	blocker := filepath.Join(dir, "file")
 	writeFile(t, blocker, "")
 	b, _ := NewBolt("file", map[string]string{"path": filepath.Join(blocker, "out.tsv")})
-	err := b.Prepare(taskContext("out", 0, 1, nil, nil, sinkInputs), &recorder{})
+	err := b.Prepare(context.Background(), taskContext("out", 0, 1, nil, nil, sinkInputs), &recorder{})
 	if err == nil || !strings.Contains(err.Error(), `component "out" task 1: file sink`) {
 		t.Errorf("Prepare under a file = %v", err)
 	}
@@ -237,11 +238,11 @@ func TestFileSinkErrors(t *testing.T) {
 	// JSON needs the record's input to be declared.
 	path := filepath.Join(dir, "j.jsonl")
 	b, _ = NewBolt("file", map[string]string{"path": path, "format": "json"})
-	if err := b.Prepare(taskContext("out", 0, 1, nil, nil, sinkInputs[:1]), &recorder{}); err != nil {
+	if err := b.Prepare(context.Background(), taskContext("out", 0, 1, nil, nil, sinkInputs[:1]), &recorder{}); err != nil {
 		t.Fatal(err)
 	}
-	defer b.Close()
-	err = b.Execute(batch(rec{3, []tuple.Value{tuple.Str("x")}}), &recorder{})
+	defer b.Close(context.Background())
+	err = b.Execute(context.Background(), batch(rec{3, []tuple.Value{tuple.Str("x")}}), &recorder{})
 	if err == nil || !strings.Contains(err.Error(), "input index 3, but the task has 1 inputs") {
 		t.Errorf("Execute(undeclared input) = %v", err)
 	}

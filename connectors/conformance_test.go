@@ -1,6 +1,7 @@
 package connectors
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -114,7 +115,7 @@ func TestSpoutConformance(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					if err := s.Close(); err != nil {
+					if err := s.Close(context.Background()); err != nil {
 						t.Fatalf("Close before Open: %v", err)
 					}
 					// Open fails clearly when the context lacks the declared outputs.
@@ -123,28 +124,28 @@ func TestSpoutConformance(t *testing.T) {
 						bad[k] = append(v, "extra")
 					}
 					s, _ = NewSpout(spec.Name, fx.cfg)
-					if err := s.Open(taskContext("c", 0, 1, fx.cfg, bad, nil), &recorder{}); err == nil || !strings.Contains(err.Error(), `"c"`) {
+					if err := s.Open(context.Background(), taskContext("c", 0, 1, fx.cfg, bad, nil), &recorder{}); err == nil || !strings.Contains(err.Error(), `"c"`) {
 						t.Errorf("Open with mismatched outputs = %v, want an error naming the component", err)
 					}
-					_ = s.Close()
+					_ = s.Close(context.Background())
 
 					s, _ = NewSpout(spec.Name, fx.cfg)
 					ctx := taskContext("c", 0, 1, fx.cfg, spec.Outputs, nil)
 					out := &recorder{}
-					if err := s.Open(ctx, out); err != nil {
+					if err := s.Open(context.Background(), ctx, out); err != nil {
 						t.Fatalf("Open: %v", err)
 					}
 					if fx.opened != nil {
 						fx.opened(t, s)
 					}
-					if err := s.Activate(); err != nil {
+					if err := s.Activate(context.Background()); err != nil {
 						t.Fatalf("Activate: %v", err)
 					}
 					done := false
 					for i := 0; i < 200 && !done; i++ {
 						max := 1 + i%7
 						before := len(out.emits)
-						st, err := s.Next(max, out)
+						st, err := s.Next(context.Background(), max, out)
 						if err != nil {
 							t.Fatalf("Next: %v", err)
 						}
@@ -166,7 +167,7 @@ func TestSpoutConformance(t *testing.T) {
 					if done {
 						n := len(out.emits)
 						for range 3 {
-							if st, err := s.Next(10, out); st != component.Done || err != nil {
+							if st, err := s.Next(context.Background(), 10, out); st != component.Done || err != nil {
 								t.Fatalf("Next after Done = %v, %v", st, err)
 							}
 						}
@@ -174,17 +175,17 @@ func TestSpoutConformance(t *testing.T) {
 							t.Fatal("emitted after Done")
 						}
 					}
-					if err := s.Ack([]uint64{1, 2}, out); err != nil {
+					if err := s.Ack(context.Background(), []uint64{1, 2}, out); err != nil {
 						t.Errorf("Ack: %v", err)
 					}
-					if err := s.Fail(nil, out); err != nil {
+					if err := s.Fail(context.Background(), nil, out); err != nil {
 						t.Errorf("Fail: %v", err)
 					}
-					if err := s.Deactivate(); err != nil {
+					if err := s.Deactivate(context.Background()); err != nil {
 						t.Errorf("Deactivate: %v", err)
 					}
 					for i := range 2 {
-						if err := s.Close(); err != nil {
+						if err := s.Close(context.Background()); err != nil {
 							t.Fatalf("Close #%d: %v", i+1, err)
 						}
 					}
@@ -222,27 +223,27 @@ func TestBoltConformance(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					if err := b.Close(); err != nil {
+					if err := b.Close(context.Background()); err != nil {
 						t.Fatalf("Close before Prepare: %v", err)
 					}
 					b, _ = NewBolt(spec.Name, fx.cfg)
 					ctx := taskContext("c", 0, 1, fx.cfg, spec.Outputs, conformanceInputs)
 					out := &recorder{}
-					if err := b.Prepare(ctx, out); err != nil {
+					if err := b.Prepare(context.Background(), ctx, out); err != nil {
 						t.Fatalf("Prepare: %v", err)
 					}
 					for _, in := range [][]byte{mixedBatch(100), batch(), mixedBatch(1)} {
-						if err := b.Execute(in, out); err != nil {
+						if err := b.Execute(context.Background(), in, out); err != nil {
 							t.Fatalf("Execute: %v", err)
 						}
 					}
-					if err := b.Execute([]byte{1, 0, 0, 0, 9}, out); err == nil || !strings.Contains(err.Error(), `"c"`) {
+					if err := b.Execute(context.Background(), []byte{1, 0, 0, 0, 9}, out); err == nil || !strings.Contains(err.Error(), `"c"`) {
 						t.Errorf("Execute(malformed batch) = %v, want an error naming the component", err)
 					}
-					if err := b.Tick(out); err != nil {
+					if err := b.Tick(context.Background(), out); err != nil {
 						t.Fatalf("Tick: %v", err)
 					}
-					if err := b.Finish(out); err != nil {
+					if err := b.Finish(context.Background(), out); err != nil {
 						t.Fatalf("Finish: %v", err)
 					}
 					checkEmits(t, ctx, out)
@@ -250,7 +251,7 @@ func TestBoltConformance(t *testing.T) {
 						t.Errorf("bolt without outputs emitted %d tuples", len(out.emits))
 					}
 					for i := range 2 {
-						if err := b.Close(); err != nil {
+						if err := b.Close(context.Background()); err != nil {
 							t.Fatalf("Close #%d: %v", i+1, err)
 						}
 					}

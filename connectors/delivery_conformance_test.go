@@ -1,6 +1,7 @@
 package connectors
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -50,7 +51,7 @@ func openSource(t *testing.T, name string, cfg map[string]string, acking bool, s
 	if len(metrics) > 0 {
 		ctx.Metric = func(n string, d int64) { metrics[0][n] += d }
 	}
-	if err := s.Open(ctx, &recorder{}); err != nil {
+	if err := s.Open(context.Background(), ctx, &recorder{}); err != nil {
 		t.Fatal(err)
 	}
 	return s
@@ -64,7 +65,7 @@ func pullUntil(t *testing.T, s component.Spout, out *recorder, what string, done
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s (%d emits)", what, len(out.emits))
 		}
-		st, err := s.Next(16, out)
+		st, err := s.Next(context.Background(), 16, out)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -107,7 +108,7 @@ func TestSpoutDeliveryConformance(t *testing.T) {
 					}
 					return len(seen) == len(payloads)
 				})
-				if err := s.Close(); err != nil {
+				if err := s.Close(context.Background()); err != nil {
 					t.Fatal(err)
 				}
 				// Metrics: the connector counted the records it emitted.
@@ -120,10 +121,10 @@ func TestSpoutDeliveryConformance(t *testing.T) {
 					t.Errorf("no %s_* metric counts the %d records emitted: %v", prefix, len(payloads), metrics)
 				}
 				s2 := openSource(t, name, fx.cfg, false, st)
-				defer s2.Close()
+				defer s2.Close(context.Background())
 				out2 := &recorder{}
 				for range 20 {
-					if _, err := s2.Next(16, out2); err != nil {
+					if _, err := s2.Next(context.Background(), 16, out2); err != nil {
 						t.Fatal(err)
 					}
 					time.Sleep(5 * time.Millisecond)
@@ -168,10 +169,10 @@ func TestSpoutDeliveryConformance(t *testing.T) {
 						failIDs = append(failIDs, idOf[p])
 					}
 				}
-				if err := s.Ack(ackIDs, out); err != nil {
+				if err := s.Ack(context.Background(), ackIDs, out); err != nil {
 					t.Fatal(err)
 				}
-				if err := s.Fail(failIDs, out); err != nil {
+				if err := s.Fail(context.Background(), failIDs, out); err != nil {
 					t.Fatal(err)
 				}
 				// The failed ones come back (with ids of their own or not).
@@ -191,15 +192,15 @@ func TestSpoutDeliveryConformance(t *testing.T) {
 				for p, id := range replayed {
 					again, acked[p] = append(again, id), true
 				}
-				if err := s.Ack(again, out); err != nil {
+				if err := s.Ack(context.Background(), again, out); err != nil {
 					t.Fatal(err)
 				}
 				// Stop with 15 trees pending; a new spout brings them back.
-				if err := s.Close(); err != nil {
+				if err := s.Close(context.Background()); err != nil {
 					t.Fatal(err)
 				}
 				s2 := openSource(t, name, fx.cfg, true, &memState{m: map[string][]byte{}})
-				defer s2.Close()
+				defer s2.Close(context.Background())
 				out2 := &recorder{}
 				pullUntil(t, s2, out2, "the pending records after the restart", func() bool {
 					var ids []uint64
@@ -208,7 +209,7 @@ func TestSpoutDeliveryConformance(t *testing.T) {
 						acked[fx.payload(vals)] = true
 						ids = append(ids, e.msgID)
 					}
-					if err := s2.Ack(ids, out2); err != nil {
+					if err := s2.Ack(context.Background(), ids, out2); err != nil {
 						t.Fatal(err)
 					}
 					out2.emits = out2.emits[:0]
@@ -245,10 +246,10 @@ func TestSinkOutcomeConformance(t *testing.T) {
 					ctx := taskContext("c", 0, 1, fx.cfg, spec.Outputs, conformanceInputs)
 					ctx.Acking = true
 					out := &recorder{}
-					if err := b.Prepare(ctx, out); err != nil {
+					if err := b.Prepare(context.Background(), ctx, out); err != nil {
 						t.Fatal(err)
 					}
-					defer b.Close()
+					defer b.Close(context.Background())
 					var w tuple.BatchWriter
 					w.Reset()
 					const n = 40
@@ -260,7 +261,7 @@ func TestSinkOutcomeConformance(t *testing.T) {
 						}
 						w.Append(0, 7, uint64(i+1), vals)
 					}
-					if err := b.Execute(w.Buf, out); err != nil {
+					if err := b.Execute(context.Background(), w.Buf, out); err != nil {
 						t.Fatal(err)
 					}
 					seen := map[uint64]int{}

@@ -2,6 +2,7 @@ package connectors
 
 import (
 	"bytes"
+	"context"
 	"flag"
 	"log/slog"
 	"os"
@@ -114,7 +115,7 @@ func drain(t *testing.T, s component.Spout, max int, out *recorder, limit int) {
 	t.Helper()
 	for i := 0; i < limit; i++ {
 		before := len(out.emits)
-		st, err := s.Next(max, out)
+		st, err := s.Next(context.Background(), max, out)
 		if err != nil {
 			t.Fatalf("Next: %v", err)
 		}

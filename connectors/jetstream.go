@@ -101,21 +101,21 @@ func (s *jsSpout) errorf(format string, args ...any) error {
 	return fmt.Errorf("component %q: jetstream spout (stream %s): %w", s.comp, s.stream, fmt.Errorf(format, args...))
 }
 
-func (s *jsSpout) Open(ctx component.Context, _ component.Collector) error {
-	s.comp = ctx.Component
-	s.metric = ctx.Metric
+func (s *jsSpout) Open(ctx context.Context, tc component.Context, _ component.Collector) error {
+	s.comp = tc.Component
+	s.metric = tc.Metric
 	if s.metric == nil {
 		s.metric = func(string, int64) {}
 	}
-	st, err := outputStream(ctx, "jetstream spout", "default", 2)
+	st, err := outputStream(tc, "jetstream spout", "default", 2)
 	if err != nil {
 		return err
 	}
 	s.stream0 = st
 	if s.durable == "" {
-		s.durable = "ardea-" + ctx.Topology + "-" + ctx.Component
+		s.durable = "ardea-" + tc.Topology + "-" + tc.Component
 	}
-	s.nc, err = nats.Connect(s.url, nats.Name("ardea "+ctx.Topology+"/"+ctx.Component))
+	s.nc, err = nats.Connect(s.url, nats.Name("ardea "+tc.Topology+"/"+tc.Component))
 	if err != nil {
 		return s.errorf("connect %s: %w", s.url, err)
 	}
@@ -123,8 +123,8 @@ func (s *jsSpout) Open(ctx component.Context, _ component.Collector) error {
 	if err != nil {
 		return s.errorf("%w", err)
 	}
-	s.js, s.topology, s.why = js, ctx.Topology, map[uint64]string{}
-	cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	s.js, s.topology, s.why = js, tc.Topology, map[uint64]string{}
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	str, err := js.Stream(cctx, s.stream)
 	if err != nil {
@@ -136,12 +136,12 @@ func (s *jsSpout) Open(ctx component.Context, _ component.Collector) error {
 	if err != nil {
 		return s.errorf("consumer %s: %w", s.durable, err)
 	}
-	s.acking = ctx.Acking
+	s.acking = tc.Acking
 	s.pending = map[uint64]jetstream.Msg{}
 	return nil
 }
 
-func (s *jsSpout) Next(max int, out component.Collector) (component.Status, error) {
+func (s *jsSpout) Next(ctx context.Context, max int, out component.Collector) (component.Status, error) {
 	if s.failed != nil {
 		if len(s.pending) == 0 {
 			return component.Done, s.failed
@@ -160,7 +160,7 @@ func (s *jsSpout) Next(max int, out component.Collector) (component.Status, erro
 		}
 		s.vals = tuple.AppendValues(s.vals[:0], tuple.Str(m.Subject()), tuple.Bin(m.Data()))
 		if size := int64(len(s.vals)); size > s.maxTuple {
-			s.oversized(m, size)
+			s.oversized(ctx, m, size)
 			continue
 		}
 		var id uint64
@@ -190,7 +190,7 @@ func (s *jsSpout) Next(max int, out component.Collector) (component.Status, erro
 }
 
 // Ack acknowledges the messages of completed trees to JetStream.
-func (s *jsSpout) Ack(ids []uint64, _ component.Collector) error {
+func (s *jsSpout) Ack(ctx context.Context, ids []uint64, _ component.Collector) error {
 	for _, id := range ids {
 		if m := s.pending[id]; m != nil {
 			delete(s.pending, id)
@@ -205,7 +205,7 @@ func (s *jsSpout) Ack(ids []uint64, _ component.Collector) error {
 // Fail naks them: JetStream redelivers them (to any task of the spout). A
 // message delivered max_retries times goes to the dead-letter subject and
 // is terminated instead.
-func (s *jsSpout) Fail(ids []uint64, _ component.Collector) error {
+func (s *jsSpout) Fail(ctx context.Context, ids []uint64, _ component.Collector) error {
 	for _, id := range ids {
 		m := s.pending[id]
 		if m == nil {
@@ -216,7 +216,7 @@ func (s *jsSpout) Fail(ids []uint64, _ component.Collector) error {
 		delete(s.why, id)
 		if s.maxRetries > 0 {
 			if md, err := m.Metadata(); err == nil && md.NumDelivered >= uint64(s.maxRetries) {
-				if err := s.deadLetter(m, md, why); err == nil {
+				if err := s.deadLetter(ctx, m, md, why); err == nil {
 					continue
 				}
 				// Not stored: nak, and try again at its next failure.
@@ -233,14 +233,14 @@ func (s *jsSpout) Fail(ids []uint64, _ component.Collector) error {
 // oversized handles m, whose tuple exceeds the tuple limit: to the
 // dead-letter subject (and terminated) if there is one, else (or if that
 // failed) it is left for redelivery and s.failed ends the input.
-func (s *jsSpout) oversized(m jetstream.Msg, size int64) {
+func (s *jsSpout) oversized(ctx context.Context, m jetstream.Msg, size int64) {
 	md, err := m.Metadata()
 	src := m.Subject()
 	if err == nil {
 		src = fmt.Sprintf("%s/%d", md.Stream, md.Sequence.Stream)
 	}
 	if s.dlq != "" && err == nil {
-		if err = s.deadLetterMsg(m, md, "0", tooLargeReason("message", size, s.tupleSetting, s.maxTuple)); err == nil {
+		if err = s.deadLetterMsg(ctx, m, md, "0", tooLargeReason("message", size, s.tupleSetting, s.maxTuple)); err == nil {
 			s.metric("jetstream_oversized", 1)
 			return
 		}
@@ -263,16 +263,16 @@ func (s *jsSpout) NoteFailures(fs []component.Failure) {
 
 // deadLetter publishes a given-up message to the dead-letter subject with
 // headers naming its source, then terminates it (no more redelivery).
-func (s *jsSpout) deadLetter(m jetstream.Msg, md *jetstream.MsgMetadata, why string) error {
+func (s *jsSpout) deadLetter(ctx context.Context, m jetstream.Msg, md *jetstream.MsgMetadata, why string) error {
 	if why == "" {
 		why = "failed"
 	}
-	return s.deadLetterMsg(m, md, strconv.FormatUint(md.NumDelivered, 10), fmt.Sprintf("%d deliveries; last: %s", md.NumDelivered, why))
+	return s.deadLetterMsg(ctx, m, md, strconv.FormatUint(md.NumDelivered, 10), fmt.Sprintf("%d deliveries; last: %s", md.NumDelivered, why))
 }
 
 // deadLetterMsg publishes m to the dead-letter subject with headers naming
 // its source, failures and error, then terminates it.
-func (s *jsSpout) deadLetterMsg(m jetstream.Msg, md *jetstream.MsgMetadata, failures, errText string) error {
+func (s *jsSpout) deadLetterMsg(ctx context.Context, m jetstream.Msg, md *jetstream.MsgMetadata, failures, errText string) error {
 	dl := nats.NewMsg(s.dlq)
 	dl.Data = m.Data()
 	for k, vs := range m.Headers() {
@@ -284,7 +284,7 @@ func (s *jsSpout) deadLetterMsg(m jetstream.Msg, md *jetstream.MsgMetadata, fail
 	dl.Header.Set("Ardea-Source", fmt.Sprintf("%s/%d", md.Stream, md.Sequence.Stream))
 	dl.Header.Set("Ardea-Failures", failures)
 	dl.Header.Set("Ardea-Error", errText)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if _, err := s.js.PublishMsg(ctx, dl); err != nil {
 		s.metric("jetstream_dead_letter_errors", 1)
@@ -297,11 +297,11 @@ func (s *jsSpout) deadLetterMsg(m jetstream.Msg, md *jetstream.MsgMetadata, fail
 	return nil
 }
 
-func (s *jsSpout) Activate() error   { return nil }
-func (s *jsSpout) Deactivate() error { return nil }
+func (s *jsSpout) Activate(ctx context.Context) error   { return nil }
+func (s *jsSpout) Deactivate(ctx context.Context) error { return nil }
 
 // Close leaves unacked messages to JetStream's redelivery.
-func (s *jsSpout) Close() error {
+func (s *jsSpout) Close(ctx context.Context) error {
 	if s.nc != nil {
 		s.nc.Close()
 		s.nc = nil
@@ -331,18 +331,18 @@ func (s *jsSink) errorf(format string, args ...any) error {
 	return fmt.Errorf("component %q: jetstream sink (subject %s): %w", s.comp, s.subject, fmt.Errorf(format, args...))
 }
 
-func (s *jsSink) Prepare(ctx component.Context, _ component.Collector) error {
-	s.comp = ctx.Component
+func (s *jsSink) Prepare(ctx context.Context, tc component.Context, _ component.Collector) error {
+	s.comp = tc.Component
 	var err error
-	s.nc, err = nats.Connect(s.url, nats.Name("ardea "+ctx.Topology+"/"+ctx.Component))
+	s.nc, err = nats.Connect(s.url, nats.Name("ardea "+tc.Topology+"/"+tc.Component))
 	if err != nil {
 		return s.errorf("connect %s: %w", s.url, err)
 	}
 	if s.js, err = jetstream.New(s.nc); err != nil {
 		return s.errorf("%w", err)
 	}
-	s.keys = make([][][]byte, len(ctx.Inputs))
-	for i, in := range ctx.Inputs {
+	s.keys = make([][][]byte, len(tc.Inputs))
+	for i, in := range tc.Inputs {
 		for _, name := range in.Fields {
 			s.keys[i] = append(s.keys[i], append(appendJSONString(nil, []byte(name)), ':'))
 		}
@@ -350,7 +350,7 @@ func (s *jsSink) Prepare(ctx component.Context, _ component.Collector) error {
 	return nil
 }
 
-func (s *jsSink) Execute(batch []byte, out component.Collector) error {
+func (s *jsSink) Execute(ctx context.Context, batch []byte, out component.Collector) error {
 	r, err := tuple.NewBatchReader(batch)
 	if err != nil {
 		return s.errorf("%w", err)
@@ -397,10 +397,10 @@ func (s *jsSink) Execute(batch []byte, out component.Collector) error {
 	return nil
 }
 
-func (s *jsSink) Tick(component.Collector) error   { return nil }
-func (s *jsSink) Finish(component.Collector) error { return nil }
+func (s *jsSink) Tick(context.Context, component.Collector) error   { return nil }
+func (s *jsSink) Finish(context.Context, component.Collector) error { return nil }
 
-func (s *jsSink) Close() error {
+func (s *jsSink) Close(ctx context.Context) error {
 	if s.nc != nil {
 		s.nc.Close()
 		s.nc = nil

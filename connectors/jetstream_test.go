@@ -74,12 +74,12 @@ func TestJetStreamSpoutAtLeastOnce(t *testing.T) {
 	ctx := taskContext("c", 0, 1, cfg, map[string][]string{"default": {"subject", "data"}}, nil)
 	ctx.Acking = true
 	out := &recorder{}
-	if err := s.Open(ctx, out); err != nil {
+	if err := s.Open(context.Background(), ctx, out); err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	defer s.Close(context.Background())
 	for range 10 {
-		if _, err := s.Next(100, out); err != nil {
+		if _, err := s.Next(context.Background(), 100, out); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -101,16 +101,16 @@ func TestJetStreamSpoutAtLeastOnce(t *testing.T) {
 	if info.NumAckPending != 20 {
 		t.Fatalf("%d messages pending acks before any tree completed, want 20", info.NumAckPending)
 	}
-	if err := s.Ack(ids[1:], out); err != nil {
+	if err := s.Ack(context.Background(), ids[1:], out); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Fail(ids[:1], out); err != nil {
+	if err := s.Fail(context.Background(), ids[:1], out); err != nil {
 		t.Fatal(err)
 	}
 	out.emits = nil
 	deadline := time.Now().Add(30 * time.Second)
 	for len(out.emits) == 0 && time.Now().Before(deadline) {
-		if _, err := s.Next(100, out); err != nil {
+		if _, err := s.Next(context.Background(), 100, out); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -122,7 +122,7 @@ func TestJetStreamSpoutAtLeastOnce(t *testing.T) {
 	if string(vals[1].B) != data[ids[0]] {
 		t.Fatalf("redelivered %q, want %q", vals[1].B, data[ids[0]])
 	}
-	if err := s.Ack([]uint64{out.emits[0].msgID}, out); err != nil {
+	if err := s.Ack(context.Background(), []uint64{out.emits[0].msgID}, out); err != nil {
 		t.Fatal(err)
 	}
 	waitAcked := time.Now().Add(30 * time.Second)
@@ -149,16 +149,16 @@ func TestJetStreamSink(t *testing.T) {
 	}
 	ctx := taskContext("c", 0, 1, cfg, nil, []tuple.InputDecl{{Component: "up", Stream: "default", Fields: []string{"word", "count"}}})
 	out := &recorder{}
-	if err := b.Prepare(ctx, out); err != nil {
+	if err := b.Prepare(context.Background(), ctx, out); err != nil {
 		t.Fatal(err)
 	}
-	defer b.Close()
+	defer b.Close(context.Background())
 	var w tuple.BatchWriter
 	w.Reset()
 	for i := range 5 {
 		w.Append(0, 1, uint64(i+1), tuple.AppendValues(nil, tuple.Str(fmt.Sprintf("w%d", i)), tuple.Int(int64(i))))
 	}
-	if err := b.Execute(w.Buf, out); err != nil {
+	if err := b.Execute(context.Background(), w.Buf, out); err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(out.acks, []uint64{1, 2, 3, 4, 5}) || len(out.fails) != 0 {
@@ -224,23 +224,23 @@ func TestJetStreamDeadLetters(t *testing.T) {
 	sctx := taskContext("c", 0, 1, cfg, map[string][]string{"default": {"subject", "data"}}, nil)
 	sctx.Acking = true
 	out := &recorder{}
-	if err := s.Open(sctx, out); err != nil {
+	if err := s.Open(context.Background(), sctx, out); err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	defer s.Close(context.Background())
 	next := func(want string) uint64 {
 		t.Helper()
 		var id uint64
 		waitFor(t, "message "+want, func() bool {
 			before := len(out.emits)
-			if _, err := s.Next(10, out); err != nil {
+			if _, err := s.Next(context.Background(), 10, out); err != nil {
 				t.Fatal(err)
 			}
 			for _, e := range out.emits[before:] {
 				vals, _, _ := tuple.DecodeValues(nil, e.values)
 				if string(vals[1].B) == want {
 					id = e.msgID
-				} else if err := s.Ack([]uint64{e.msgID}, out); err != nil {
+				} else if err := s.Ack(context.Background(), []uint64{e.msgID}, out); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -249,12 +249,12 @@ func TestJetStreamDeadLetters(t *testing.T) {
 		return id
 	}
 	id := next("m1")
-	if err := s.Fail([]uint64{id}, out); err != nil {
+	if err := s.Fail(context.Background(), []uint64{id}, out); err != nil {
 		t.Fatal(err)
 	}
 	id = next("m1") // redelivered
 	s.(component.FailureNoter).NoteFailures([]component.Failure{{MsgID: id, By: "parse[0] version abc"}})
-	if err := s.Fail([]uint64{id}, out); err != nil {
+	if err := s.Fail(context.Background(), []uint64{id}, out); err != nil {
 		t.Fatal(err)
 	}
 	var dl []DeadLetter

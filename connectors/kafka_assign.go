@@ -23,8 +23,8 @@ import (
 
 // ownedOffsets lists the partitions this task reads (assign=partitions)
 // and where each starts: the position in the task's state, else per start.
-func (s *kafkaSpout) ownedOffsets() (map[string]map[int32]kgo.Offset, error) {
-	cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+func (s *kafkaSpout) ownedOffsets(ctx context.Context) (map[string]map[int32]kgo.Offset, error) {
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	var all []topicPart
 	var details kadm.TopicDetails

@@ -99,9 +99,9 @@ func (s *kafkaSink) errorf(format string, args ...any) error {
 	return fmt.Errorf("component %q: kafka sink (topic %s): %w", s.comp, s.topic, fmt.Errorf(format, args...))
 }
 
-func (s *kafkaSink) Prepare(ctx component.Context, _ component.Collector) error {
-	s.comp = ctx.Component
-	s.metric = ctx.Metric
+func (s *kafkaSink) Prepare(ctx context.Context, tc component.Context, _ component.Collector) error {
+	s.comp = tc.Component
+	s.metric = tc.Metric
 	if s.metric == nil {
 		s.metric = func(string, int64) {}
 	}
@@ -114,7 +114,7 @@ func (s *kafkaSink) Prepare(ctx component.Context, _ component.Collector) error 
 		}
 		return 0, fmt.Errorf("component %q: kafka sink: config %q: input from %q has no field %q (fields %v)", s.comp, cfgKey, in.Component, name, in.Fields)
 	}
-	for _, in := range ctx.Inputs {
+	for _, in := range tc.Inputs {
 		var ks [][]byte
 		for _, name := range in.Fields {
 			ks = append(ks, append(appendJSONString(nil, []byte(name)), ':'))
@@ -134,14 +134,14 @@ func (s *kafkaSink) Prepare(ctx component.Context, _ component.Collector) error 
 		}
 		s.topicIdx, s.keyIdx, s.valueIdx = append(s.topicIdx, ti), append(s.keyIdx, ki), append(s.valueIdx, vi)
 	}
-	opts := []kgo.Opt{kgo.SeedBrokers(splitList(s.brokers)...), kgo.ClientID("ardea-" + ctx.Topology + "-" + ctx.Component),
+	opts := []kgo.Opt{kgo.SeedBrokers(splitList(s.brokers)...), kgo.ClientID("ardea-" + tc.Topology + "-" + tc.Component),
 		kgo.ProduceRequestTimeout(s.timeout), kgo.RecordDeliveryTimeout(s.timeout),
 		// Each batch is produced whole and then waited for: lingering
 		// would only delay the acks.
 		kgo.ProducerLinger(0)}
-	s.eo = ctx.Checkpointing
+	s.eo = tc.Checkpointing
 	if s.eo {
-		if ctx.State == nil {
+		if tc.State == nil {
 			return s.errorf("effectively once needs task state")
 		}
 		if s.topic == "" {
@@ -149,14 +149,14 @@ func (s *kafkaSink) Prepare(ctx component.Context, _ component.Collector) error 
 		}
 		prefix := s.txnPrefix
 		if prefix == "" {
-			prefix = "ardea-" + ctx.Topology + "-" + ctx.Component
+			prefix = "ardea-" + tc.Topology + "-" + tc.Component
 		}
-		s.txnID = prefix + "-" + strconv.Itoa(int(ctx.TaskIndex))
+		s.txnID = prefix + "-" + strconv.Itoa(int(tc.TaskIndex))
 		s.marker = s.txnID + "-marker"
 		s.markTP = topicPart{s.topic, 0}
-		ti, par := taskOf(ctx)
-		s.state = ctx.State
-		s.seqKey = positionKey("ardea.kafka.sink.seq.", ctx.MaxKeyGroups, int(ti), int(par))
+		ti, par := taskOf(tc)
+		s.state = tc.State
+		s.seqKey = positionKey("ardea.kafka.sink.seq.", tc.MaxKeyGroups, int(ti), int(par))
 		s.walBase = "ardea.kafka.sink.wal." + string(s.seqKey) + "."
 		s.pending = map[uint64]uint64{}
 		// The marker's TxnOffsetCommit is sent by hand; the protocol
@@ -173,7 +173,7 @@ func (s *kafkaSink) Prepare(ctx component.Context, _ component.Collector) error 
 	if s.eo {
 		// Fence a previous incarnation and finish what the checkpoint we
 		// start from holds.
-		return s.writeAhead(0)
+		return s.writeAhead(ctx, 0)
 	}
 	return nil
 }
@@ -203,7 +203,7 @@ func (s *kafkaSink) record(input int, vals []tuple.Value) (*kgo.Record, error) {
 	return r, nil
 }
 
-func (s *kafkaSink) Execute(batch []byte, out component.Collector) error {
+func (s *kafkaSink) Execute(ctx context.Context, batch []byte, out component.Collector) error {
 	r, err := tuple.NewBatchReader(batch)
 	if err != nil {
 		return s.errorf("%w", err)
@@ -238,7 +238,7 @@ func (s *kafkaSink) Execute(batch []byte, out component.Collector) error {
 			continue
 		}
 		n := sends.add(rec.TupleID)
-		s.cl.Produce(context.Background(), kr, func(_ *kgo.Record, err error) { sends.done(n, err) })
+		s.cl.Produce(ctx, kr, func(_ *kgo.Record, err error) { sends.done(n, err) })
 	}
 	// An idempotent producer keeps retrying a record it may have sent, so
 	// the wait is bounded here.
@@ -303,7 +303,7 @@ func decodeKafkaRecords(b []byte) ([]*kgo.Record, error) {
 
 // Snapshot (effectively once) moves the interval's records into the state
 // under the next sequence number: the checkpoint holds them.
-func (s *kafkaSink) Snapshot(id uint64, _ component.Collector) error {
+func (s *kafkaSink) Snapshot(ctx context.Context, id uint64, _ component.Collector) error {
 	if s.nbuf == 0 {
 		return nil
 	}
@@ -329,7 +329,7 @@ func (s *kafkaSink) walKey(seq uint64) []byte {
 }
 
 // CheckpointCommitted writes the records of checkpoints up to id.
-func (s *kafkaSink) CheckpointCommitted(id uint64, _ component.Collector) error {
+func (s *kafkaSink) CheckpointCommitted(ctx context.Context, id uint64, _ component.Collector) error {
 	var upto uint64
 	for cid, seq := range s.pending {
 		if cid <= id {
@@ -340,13 +340,13 @@ func (s *kafkaSink) CheckpointCommitted(id uint64, _ component.Collector) error 
 	if upto == 0 {
 		return nil
 	}
-	return s.writeAhead(upto)
+	return s.writeAhead(ctx, upto)
 }
 
 // writeAhead writes every stashed sequence up to upto (0: all) that the
 // marker does not show written, one transaction each, in order.
-func (s *kafkaSink) writeAhead(upto uint64) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*s.timeout)
+func (s *kafkaSink) writeAhead(ctx context.Context, upto uint64) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*s.timeout)
 	defer cancel()
 	type wal struct {
 		seq uint64
@@ -459,21 +459,21 @@ func (s *kafkaSink) commitMarker(ctx context.Context, seq uint64) error {
 	return nil
 }
 
-func (s *kafkaSink) Tick(component.Collector) error { return nil }
+func (s *kafkaSink) Tick(context.Context, component.Collector) error { return nil }
 
 // Finish (effectively once) writes what the last interval produced: the
 // input has ended, so no checkpoint will cover it.
-func (s *kafkaSink) Finish(component.Collector) error {
+func (s *kafkaSink) Finish(ctx context.Context, _ component.Collector) error {
 	if !s.eo || s.nbuf == 0 {
 		return nil
 	}
 	s.stash()
-	return s.writeAhead(0)
+	return s.writeAhead(ctx, 0)
 }
 
 // Close stashes records not yet covered by a checkpoint into the state (a
 // live re-plan hands the state to the next task, which writes them).
-func (s *kafkaSink) Close() error {
+func (s *kafkaSink) Close(ctx context.Context) error {
 	if s.cl == nil {
 		return nil
 	}

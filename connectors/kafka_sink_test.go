@@ -1,6 +1,7 @@
 package connectors
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -24,10 +25,10 @@ func openKafkaSink(t *testing.T, cfg map[string]string, ctx component.Context) *
 		t.Fatal(err)
 	}
 	ctx.Inputs = kafkaSinkInputs
-	if err := b.Prepare(ctx, &recorder{}); err != nil {
+	if err := b.Prepare(context.Background(), ctx, &recorder{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { b.Close() })
+	t.Cleanup(func() { b.Close(context.Background()) })
 	return b.(*kafkaSink)
 }
 
@@ -56,7 +57,7 @@ func TestKafkaSinkAtLeastOnce(t *testing.T) {
 			s := openKafkaSink(t, cfg, ackingContext("out", 0, 1, cfg, &memState{m: map[string][]byte{}}))
 			out := &recorder{}
 			ids, ls := lines(0, 50)
-			if err := s.Execute(trackedBatch(ids, ls...), out); err != nil {
+			if err := s.Execute(context.Background(), trackedBatch(ids, ls...), out); err != nil {
 				t.Fatal(err)
 			}
 			if len(out.acks) != 50 || len(out.fails) != 0 {
@@ -73,7 +74,7 @@ func TestKafkaSinkAtLeastOnce(t *testing.T) {
 			w.Append(0, 1, 99, tuple.AppendValues(nil))
 			w.Append(0, 1, 100, tuple.AppendValues(nil, tuple.Str("ok")))
 			out = &recorder{}
-			if err := s.Execute(w.Buf, out); err != nil {
+			if err := s.Execute(context.Background(), w.Buf, out); err != nil {
 				t.Fatal(err)
 			}
 			if !slices.Equal(out.fails, []uint64{99}) || !slices.Equal(out.acks, []uint64{100}) {
@@ -91,7 +92,7 @@ func TestKafkaSinkAtLeastOnce(t *testing.T) {
 			})
 			out = &recorder{}
 			ids, ls = lines(50, 53)
-			if err := s.Execute(trackedBatch(ids, ls...), out); err != nil {
+			if err := s.Execute(context.Background(), trackedBatch(ids, ls...), out); err != nil {
 				t.Fatal(err)
 			}
 			if len(out.fails) != 3 || len(out.acks) != 0 {
@@ -121,10 +122,10 @@ func TestKafkaSinkExactlyOnce(t *testing.T) {
 			s := openKafkaSink(t, cfg, eoCtx(st))
 			out := &recorder{}
 			ids, ls := lines(0, 20)
-			if err := s.Execute(trackedBatch(ids, ls...), out); err != nil {
+			if err := s.Execute(context.Background(), trackedBatch(ids, ls...), out); err != nil {
 				t.Fatal(err)
 			}
-			if err := s.Snapshot(1, out); err != nil {
+			if err := s.Snapshot(context.Background(), 1, out); err != nil {
 				t.Fatal(err)
 			}
 			// The checkpoint's state holds the records (a copy, as a save does).
@@ -133,13 +134,13 @@ func TestKafkaSinkExactlyOnce(t *testing.T) {
 				atCheckpoint.m[k] = slices.Clone(v)
 			}
 			ids, ls2 := lines(20, 30)
-			if err := s.Execute(trackedBatch(ids, ls2...), out); err != nil {
+			if err := s.Execute(context.Background(), trackedBatch(ids, ls2...), out); err != nil {
 				t.Fatal(err)
 			}
 			if got := b.consumeFor(t, topic, 1, 2*time.Second); len(got) != 0 {
 				t.Fatalf("records visible before the checkpoint is global: %v", got)
 			}
-			if err := s.CheckpointCommitted(1, out); err != nil {
+			if err := s.CheckpointCommitted(context.Background(), 1, out); err != nil {
 				t.Fatal(err)
 			}
 			got := b.consume(t, topic, 20)
@@ -151,7 +152,7 @@ func TestKafkaSinkExactlyOnce(t *testing.T) {
 			s.cl.Close()
 			s.cl = nil
 			s2 := openKafkaSink(t, cfg, eoCtx(atCheckpoint))
-			if err := s2.Finish(out); err != nil {
+			if err := s2.Finish(context.Background(), out); err != nil {
 				t.Fatal(err)
 			}
 			// Restart from a checkpoint whose records never got written.
@@ -159,10 +160,10 @@ func TestKafkaSinkExactlyOnce(t *testing.T) {
 			s3cfg := map[string]string{"brokers": b.brokers, "topic": topic, "value_field": "line", "transactional_id": "tx3-" + topic}
 			s3 := openKafkaSink(t, s3cfg, eoCtx(st3))
 			ids, ls3 := lines(30, 35)
-			if err := s3.Execute(trackedBatch(ids, ls3...), out); err != nil {
+			if err := s3.Execute(context.Background(), trackedBatch(ids, ls3...), out); err != nil {
 				t.Fatal(err)
 			}
-			if err := s3.Snapshot(4, out); err != nil {
+			if err := s3.Snapshot(context.Background(), 4, out); err != nil {
 				t.Fatal(err)
 			}
 			s3.cl.Close()

@@ -242,30 +242,30 @@ func (s *kafkaSpout) errorf(format string, args ...any) error {
 	return fmt.Errorf("component %q: kafka spout (topics %s): %w", s.comp, s.topics, fmt.Errorf(format, args...))
 }
 
-func (s *kafkaSpout) Open(ctx component.Context, _ component.Collector) error {
-	s.comp, s.topology = ctx.Component, ctx.Topology
-	st, err := outputStream(ctx, "kafka spout", "default", len(kafkaFields))
+func (s *kafkaSpout) Open(ctx context.Context, tc component.Context, _ component.Collector) error {
+	s.comp, s.topology = tc.Component, tc.Topology
+	st, err := outputStream(tc, "kafka spout", "default", len(kafkaFields))
 	if err != nil {
 		return err
 	}
 	s.stream0 = st
-	ti, par := taskOf(ctx)
-	s.task, s.par, s.maxKG = int(ti), int(par), ctx.MaxKeyGroups
+	ti, par := taskOf(tc)
+	s.task, s.par, s.maxKG = int(ti), int(par), tc.MaxKeyGroups
 	if s.maxKG <= 0 {
 		s.maxKG = tuple.DefaultMaxKeyGroups
 	}
 	s.log = func(string, ...any) {}
-	if ctx.Logger != nil {
-		s.log = ctx.Logger.Info
+	if tc.Logger != nil {
+		s.log = tc.Logger.Info
 	}
-	s.metric = ctx.Metric
+	s.metric = tc.Metric
 	if s.metric == nil {
 		s.metric = func(string, int64) {}
 	}
 	if s.group == "" {
-		s.group = "ardea-" + ctx.Topology + "-" + ctx.Component
+		s.group = "ardea-" + tc.Topology + "-" + tc.Component
 	}
-	s.state, s.acking, s.eo = ctx.State, ctx.Acking, ctx.Checkpointing
+	s.state, s.acking, s.eo = tc.State, tc.Acking, tc.Checkpointing
 	if s.eo {
 		s.assign = "partitions" // positions live in the checkpointed state
 	}
@@ -274,7 +274,7 @@ func (s *kafkaSpout) Open(ctx component.Context, _ component.Collector) error {
 	if s.state == nil && s.assign == "partitions" {
 		return s.errorf("assign=partitions needs task state")
 	}
-	opts := []kgo.Opt{kgo.SeedBrokers(splitList(s.brokers)...), kgo.ClientID("ardea-" + ctx.Topology + "-" + ctx.Component),
+	opts := []kgo.Opt{kgo.SeedBrokers(splitList(s.brokers)...), kgo.ClientID("ardea-" + tc.Topology + "-" + tc.Component),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted())}
 	admCl, err := kgo.NewClient(kgo.SeedBrokers(splitList(s.brokers)...))
 	if err != nil {
@@ -296,7 +296,7 @@ func (s *kafkaSpout) Open(ctx component.Context, _ component.Collector) error {
 		}
 		opts = append(opts, kgo.ConsumeTopics(splitList(s.topics)...))
 	} else {
-		offsets, err := s.ownedOffsets()
+		offsets, err := s.ownedOffsets(ctx)
 		if err != nil {
 			s.adm.Close()
 			return err
@@ -338,20 +338,20 @@ func (s *kafkaSpout) revoked(ctx context.Context, cl *kgo.Client, lost map[strin
 	}
 }
 
-func (s *kafkaSpout) Next(max int, out component.Collector) (component.Status, error) {
-	st, err := s.next(max, out)
+func (s *kafkaSpout) Next(ctx context.Context, max int, out component.Collector) (component.Status, error) {
+	st, err := s.next(ctx, max, out)
 	if err == nil && !s.eo && time.Since(s.lastCommit) >= s.commitEvery {
 		// Committed outside the lock: a group rebalance's callback takes it.
 		s.lastCommit = time.Now()
 		s.mu.Lock()
 		pos := s.positions()
 		s.mu.Unlock()
-		err = s.commit(pos)
+		err = s.commit(ctx, pos)
 	}
 	return st, err
 }
 
-func (s *kafkaSpout) next(max int, out component.Collector) (component.Status, error) {
+func (s *kafkaSpout) next(ctx context.Context, max int, out component.Collector) (component.Status, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := 0
@@ -402,7 +402,7 @@ func (s *kafkaSpout) next(max int, out component.Collector) (component.Status, e
 		r := s.buffered[0]
 		s.encode(r)
 		if int64(len(s.vals)) > s.maxTuple {
-			if !s.oversized(r) {
+			if !s.oversized(ctx, r) {
 				// Stop before it: its partition's position stays at it,
 				// and what was polled after it is read again after a
 				// restart.
@@ -487,13 +487,13 @@ func (s *kafkaSpout) encode(r *kgo.Record) {
 // partition's position moves past it), else (or if the dead letter was not
 // stored) s.failed is set and the input ends before it (false). s.mu is
 // held.
-func (s *kafkaSpout) oversized(r *kgo.Record) bool {
+func (s *kafkaSpout) oversized(ctx context.Context, r *kgo.Record) bool {
 	size := int64(len(s.vals))
 	src := fmt.Sprintf("%s/%d/%d", r.Topic, r.Partition, r.Offset)
 	var dlErr error
 	if s.dlqTopic != "" {
 		reason := tooLargeReason("record", size, s.tupleSetting, s.maxTuple)
-		if dlErr = s.deadLetterRecord(r, 0, reason); dlErr == nil {
+		if dlErr = s.deadLetterRecord(ctx, r, 0, reason); dlErr == nil {
 			s.metric("kafka_oversized", 1)
 			s.buffered[0] = nil
 			s.buffered = s.buffered[1:]
@@ -539,11 +539,11 @@ func (s *kafkaSpout) positions() map[topicPart]int64 {
 }
 
 // commit commits positions to the group (not under s.mu).
-func (s *kafkaSpout) commit(pos map[topicPart]int64) error {
+func (s *kafkaSpout) commit(ctx context.Context, pos map[topicPart]int64) error {
 	if len(pos) == 0 {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if s.assign == "group" {
 		offs := map[string]map[int32]kgo.EpochOffset{}
@@ -586,7 +586,7 @@ func (s *kafkaSpout) commitDone(err error) error {
 }
 
 // Ack marks the records of completed trees done.
-func (s *kafkaSpout) Ack(ids []uint64, _ component.Collector) error {
+func (s *kafkaSpout) Ack(ctx context.Context, ids []uint64, _ component.Collector) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, id := range ids {
@@ -603,7 +603,7 @@ func (s *kafkaSpout) Ack(ids []uint64, _ component.Collector) error {
 
 // Fail queues the records for replay from Next; one failed max_retries
 // times goes to the dead-letter topic instead.
-func (s *kafkaSpout) Fail(ids []uint64, _ component.Collector) error {
+func (s *kafkaSpout) Fail(ctx context.Context, ids []uint64, _ component.Collector) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, id := range ids {
@@ -617,7 +617,7 @@ func (s *kafkaSpout) Fail(ids []uint64, _ component.Collector) error {
 		}
 		f.retries++
 		if s.maxRetries > 0 && f.retries >= s.maxRetries {
-			if err := s.deadLetter(f); err != nil {
+			if err := s.deadLetter(ctx, f); err != nil {
 				return err
 			}
 			delete(s.flights, id)
@@ -656,20 +656,20 @@ func kafkaFailureText(failures, timeouts int, last string) string {
 
 // deadLetter produces a given-up record to the dead-letter topic with
 // headers naming its source, and waits until it is stored.
-func (s *kafkaSpout) deadLetter(f *kflight) error {
-	return s.deadLetterRecord(f.rec, f.retries, kafkaFailureText(f.retries, f.timeouts, f.last))
+func (s *kafkaSpout) deadLetter(ctx context.Context, f *kflight) error {
+	return s.deadLetterRecord(ctx, f.rec, f.retries, kafkaFailureText(f.retries, f.timeouts, f.last))
 }
 
 // deadLetterRecord produces r to the dead-letter topic with headers naming
 // its source, its failures and why it was given up.
-func (s *kafkaSpout) deadLetterRecord(r *kgo.Record, failures int, why string) error {
+func (s *kafkaSpout) deadLetterRecord(ctx context.Context, r *kgo.Record, failures int, why string) error {
 	hs := append(slices.Clone(r.Headers),
 		kgo.RecordHeader{Key: "ardea-topology", Value: []byte(s.topology)},
 		kgo.RecordHeader{Key: "ardea-component", Value: []byte(s.comp)},
 		kgo.RecordHeader{Key: "ardea-source", Value: []byte(fmt.Sprintf("%s/%d/%d", r.Topic, r.Partition, r.Offset))},
 		kgo.RecordHeader{Key: "ardea-failures", Value: []byte(strconv.Itoa(failures))},
 		kgo.RecordHeader{Key: "ardea-error", Value: []byte(why)})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if err := s.cl.ProduceSync(ctx, &kgo.Record{Topic: s.dlqTopic, Key: r.Key, Value: r.Value, Headers: hs, Timestamp: r.Timestamp}).FirstErr(); err != nil {
 		return s.errorf("dead letter to %s: %w", s.dlqTopic, err)
@@ -681,7 +681,7 @@ func (s *kafkaSpout) deadLetterRecord(r *kgo.Record, failures int, why string) e
 
 // Snapshot (effectively once) remembers the positions checkpoint id holds
 // (they are in the task state already) to commit once it is global.
-func (s *kafkaSpout) Snapshot(id uint64, _ component.Collector) error {
+func (s *kafkaSpout) Snapshot(ctx context.Context, id uint64, _ component.Collector) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.snaps[id] = s.positions()
@@ -690,7 +690,7 @@ func (s *kafkaSpout) Snapshot(id uint64, _ component.Collector) error {
 
 // CheckpointCommitted commits the positions of the newest snapshot at or
 // before checkpoint id and forgets the older ones.
-func (s *kafkaSpout) CheckpointCommitted(id uint64, _ component.Collector) error {
+func (s *kafkaSpout) CheckpointCommitted(ctx context.Context, id uint64, _ component.Collector) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var best uint64
@@ -710,31 +710,35 @@ func (s *kafkaSpout) CheckpointCommitted(id uint64, _ component.Collector) error
 	}
 	s.mu.Unlock()
 	defer s.mu.Lock()
-	return s.commit(pos)
+	return s.commit(ctx, pos)
 }
 
-func (s *kafkaSpout) Activate() error   { return nil }
-func (s *kafkaSpout) Deactivate() error { return nil }
+func (s *kafkaSpout) Activate(ctx context.Context) error   { return nil }
+func (s *kafkaSpout) Deactivate(ctx context.Context) error { return nil }
 
 // Close commits what is complete (not effectively once: there only a
 // global checkpoint's positions are committed) and leaves the rest to be
 // read again.
-func (s *kafkaSpout) Close() error {
+func (s *kafkaSpout) Close(ctx context.Context) error {
 	if s.cl == nil {
 		return nil
 	}
+	// The commit and the leave below run even if the caller gave up: they
+	// spare the next reader a re-read and a rebalance wait. Each is
+	// bounded by its own timeout.
+	ctx = context.WithoutCancel(ctx)
 	if !s.eo {
 		s.mu.Lock()
 		pos := s.positions()
 		s.mu.Unlock()
-		_ = s.commit(pos)
+		_ = s.commit(ctx, pos)
 	}
 	s.cl.Close()
 	if s.assign == "group" {
 		// A static member does not leave on close; leave explicitly so
 		// that its partitions move now (a crashed task never gets here:
 		// its successor takes its place at once instead).
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		_, _ = s.adm.LeaveGroup(ctx, kadm.LeaveGroup(s.group).InstanceIDs(s.instanceID()).Reason("ardea task closed"))
 		cancel()
 	}

@@ -232,10 +232,10 @@ func openKafkaSpout(t *testing.T, cfg map[string]string, ctx component.Context) 
 		t.Fatal(err)
 	}
 	ctx.Outputs = []tuple.StreamDecl{{Name: "default", Fields: kafkaFields}}
-	if err := s.Open(ctx, &recorder{}); err != nil {
+	if err := s.Open(context.Background(), ctx, &recorder{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.Close() })
+	t.Cleanup(func() { s.Close(context.Background()) })
 	return s.(*kafkaSpout)
 }
 
@@ -243,7 +243,7 @@ func openKafkaSpout(t *testing.T, cfg map[string]string, ctx component.Context) 
 func pull(t *testing.T, s component.Spout, out *recorder, want int) {
 	t.Helper()
 	waitFor(t, fmt.Sprintf("%d tuples (have %d)", want, len(out.emits)), func() bool {
-		if _, err := s.Next(64, out); err != nil {
+		if _, err := s.Next(context.Background(), 64, out); err != nil {
 			t.Fatal(err)
 		}
 		return len(out.emits) >= want
@@ -277,10 +277,10 @@ func TestKafkaSpoutAtLeastOnce(t *testing.T) {
 				ids[i] = e.msgID
 			}
 			// Fail the first ten, ack the rest: they come back.
-			if err := s.Fail(ids[:10], out); err != nil {
+			if err := s.Fail(context.Background(), ids[:10], out); err != nil {
 				t.Fatal(err)
 			}
-			if err := s.Ack(ids[10:], out); err != nil {
+			if err := s.Ack(context.Background(), ids[10:], out); err != nil {
 				t.Fatal(err)
 			}
 			pull(t, s, out, 310)
@@ -289,10 +289,10 @@ func TestKafkaSpoutAtLeastOnce(t *testing.T) {
 				t.Fatalf("replayed %v, want the failed %v", replayed, values(t, out)[:10])
 			}
 			// Ack five of the replays; stop with five pending.
-			if err := s.Ack([]uint64{ids[0], ids[1], ids[2], ids[3], ids[4]}, out); err != nil {
+			if err := s.Ack(context.Background(), []uint64{ids[0], ids[1], ids[2], ids[3], ids[4]}, out); err != nil {
 				t.Fatal(err)
 			}
-			if err := s.Close(); err != nil {
+			if err := s.Close(context.Background()); err != nil {
 				t.Fatal(err)
 			}
 			// Committed: everything but what precedes the oldest pending
@@ -334,15 +334,15 @@ func TestKafkaSpoutDeadLetter(t *testing.T) {
 	out := &recorder{}
 	pull(t, s, out, 3)
 	poison := out.emits[1].msgID
-	if err := s.Ack([]uint64{out.emits[0].msgID, out.emits[2].msgID}, out); err != nil {
+	if err := s.Ack(context.Background(), []uint64{out.emits[0].msgID, out.emits[2].msgID}, out); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Fail([]uint64{poison}, out); err != nil {
+	if err := s.Fail(context.Background(), []uint64{poison}, out); err != nil {
 		t.Fatal(err)
 	}
 	pull(t, s, out, 4)
 	s.NoteFailures([]component.Failure{{MsgID: poison, By: "parse[0] version abc"}})
-	if err := s.Fail([]uint64{poison}, out); err != nil {
+	if err := s.Fail(context.Background(), []uint64{poison}, out); err != nil {
 		t.Fatal(err)
 	}
 	cl := b.client(t, kgo.ConsumeTopics(dlq), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
@@ -412,7 +412,7 @@ func TestKafkaSpoutPartitionsAndCheckpoints(t *testing.T) {
 			}
 			waitFor(t, "40 records over two tasks", func() bool {
 				for i, s := range spouts {
-					if _, err := s.Next(64, outs[i]); err != nil {
+					if _, err := s.Next(context.Background(), 64, outs[i]); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -422,7 +422,7 @@ func TestKafkaSpoutPartitionsAndCheckpoints(t *testing.T) {
 				t.Fatalf("tasks read %d and %d records, want 20 each (two partitions each)", len(outs[0].emits), len(outs[1].emits))
 			}
 			for i, s := range spouts {
-				if err := s.Snapshot(7, outs[i]); err != nil {
+				if err := s.Snapshot(context.Background(), 7, outs[i]); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -430,7 +430,7 @@ func TestKafkaSpoutPartitionsAndCheckpoints(t *testing.T) {
 				t.Fatalf("committed %d before the checkpoint is global", c)
 			}
 			for i, s := range spouts {
-				if err := s.CheckpointCommitted(7, outs[i]); err != nil {
+				if err := s.CheckpointCommitted(context.Background(), 7, outs[i]); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -440,7 +440,7 @@ func TestKafkaSpoutPartitionsAndCheckpoints(t *testing.T) {
 			// More input; task 0 restarts from its state: it reads only
 			// the new records of its partitions.
 			b.produce(t, topic, 40, 8)
-			spouts[0].Close()
+			spouts[0].Close(context.Background())
 			ctx := taskContext("k", 0, 2, cfg, nil, nil)
 			ctx.State, ctx.Checkpointing = states[0], true
 			s0 := openKafkaSpout(t, cfg, ctx)
@@ -512,7 +512,7 @@ func TestKafkaSpoutStartAtTimestamp(t *testing.T) {
 		s = openKafkaSpout(t, cfg, taskContext("k", 0, 1, cfg, nil, nil))
 		out = &recorder{}
 		for range 20 {
-			if _, err := s.Next(10, out); err != nil {
+			if _, err := s.Next(context.Background(), 10, out); err != nil {
 				t.Fatal(err)
 			}
 			time.Sleep(5 * time.Millisecond)
@@ -609,7 +609,7 @@ func TestKafkaSpoutRebalance(t *testing.T) {
 	cfg := map[string]string{"brokers": b.brokers, "topics": topic, "group": "g-" + topic, "commit_interval": "1ms"}
 	acked := map[string]bool{}
 	step := func(s *kafkaSpout, out *recorder) int {
-		if _, err := s.Next(32, out); err != nil {
+		if _, err := s.Next(context.Background(), 32, out); err != nil {
 			t.Fatal(err)
 		}
 		var ids []uint64
@@ -620,7 +620,7 @@ func TestKafkaSpoutRebalance(t *testing.T) {
 		}
 		n := len(out.emits)
 		out.emits = out.emits[:0]
-		if err := s.Ack(ids, out); err != nil {
+		if err := s.Ack(context.Background(), ids, out); err != nil {
 			t.Fatal(err)
 		}
 		return n
@@ -634,7 +634,7 @@ func TestKafkaSpoutRebalance(t *testing.T) {
 		step(a, outA)
 		return step(bs, outB) > 0
 	})
-	if err := a.Close(); err != nil {
+	if err := a.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	produce(100)

@@ -83,9 +83,9 @@ func TestFileSpoutMaxLineFollowsTupleLimit(t *testing.T) {
 		t.Fatalf("WithTopologySettings = %v", cfg)
 	}
 	s, out := openFileSpout(t, cfg, 0, 1)
-	st, err := s.Next(10, out)
+	st, err := s.Next(context.Background(), 10, out)
 	for err == nil && st != component.Done {
-		st, err = s.Next(10, out)
+		st, err = s.Next(context.Background(), 10, out)
 	}
 	if want := fmt.Sprintf("%s:2: line longer than max_line_bytes 64", path); err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("Next = %v, %v; want an error containing %q", st, err, want)
@@ -129,12 +129,12 @@ func TestFileSpoutOversizedToDeadLetters(t *testing.T) {
 			ctx := taskContext("lines", 0, 1, cfg, map[string][]string{"default": {"line"}}, nil)
 			ctx.Acking = acking
 			out := &recorder{}
-			if err := s.Open(ctx, out); err != nil {
+			if err := s.Open(context.Background(), ctx, out); err != nil {
 				t.Fatal(err)
 			}
-			defer s.Close()
+			defer s.Close(context.Background())
 			for i := 0; ; i++ {
-				st, err := s.Next(2, out)
+				st, err := s.Next(context.Background(), 2, out)
 				if err != nil {
 					t.Fatalf("Next: %v", err)
 				}
@@ -146,7 +146,7 @@ func TestFileSpoutOversizedToDeadLetters(t *testing.T) {
 					for _, e := range out.emits {
 						ids = append(ids, e.msgID)
 					}
-					s.Ack(ids, out)
+					s.Ack(context.Background(), ids, out)
 				}
 				if i > 100 {
 					t.Fatal("no Done")
@@ -193,36 +193,36 @@ func TestFileSpoutOversizedFailsAfterPending(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := &recorder{}
-	if err := s.Open(ctx, out); err != nil {
+	if err := s.Open(context.Background(), ctx, out); err != nil {
 		t.Fatal(err)
 	}
-	if st, err := s.Next(10, out); st != component.Emitted || err != nil || len(out.emits) != 2 {
+	if st, err := s.Next(context.Background(), 10, out); st != component.Emitted || err != nil || len(out.emits) != 2 {
 		t.Fatalf("Next = %v, %v after %d emits", st, err, len(out.emits))
 	}
 	// Pending trees: no error yet.
-	if st, err := s.Next(10, out); st != component.Idle || err != nil {
+	if st, err := s.Next(context.Background(), 10, out); st != component.Idle || err != nil {
 		t.Fatalf("Next with trees pending = %v, %v; want Idle", st, err)
 	}
-	s.Fail([]uint64{2}, out) // "b" failed: replayed before the error
-	s.Ack([]uint64{1}, out)
-	if st, err := s.Next(10, out); st != component.Emitted || err != nil || len(out.emits) != 3 {
+	s.Fail(context.Background(), []uint64{2}, out) // "b" failed: replayed before the error
+	s.Ack(context.Background(), []uint64{1}, out)
+	if st, err := s.Next(context.Background(), 10, out); st != component.Emitted || err != nil || len(out.emits) != 3 {
 		t.Fatalf("replay: Next = %v, %v, %d emits", st, err, len(out.emits))
 	}
-	s.Ack([]uint64{2}, out)
-	st, err := s.Next(10, out)
+	s.Ack(context.Background(), []uint64{2}, out)
+	st, err := s.Next(context.Background(), 10, out)
 	var tooLarge *RecordTooLargeError
 	if st != component.Done || !errors.As(err, &tooLarge) || tooLarge.Source != path+":3" {
 		t.Fatalf("Next = %v, %v; want Done and the line", st, err)
 	}
-	s.Close()
+	s.Close(context.Background())
 	// A restart with the task's state begins at the line and fails there.
 	s, _ = NewSpout("file", cfg)
 	out = &recorder{}
-	if err := s.Open(ctx, out); err != nil {
+	if err := s.Open(context.Background(), ctx, out); err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
-	if st, err := s.Next(10, out); st != component.Done || !errors.As(err, &tooLarge) || len(out.emits) != 0 {
+	defer s.Close(context.Background())
+	if st, err := s.Next(context.Background(), 10, out); st != component.Done || !errors.As(err, &tooLarge) || len(out.emits) != 0 {
 		t.Fatalf("restart: Next = %v, %v, %d emits", st, err, len(out.emits))
 	}
 }
@@ -235,9 +235,9 @@ func TestFileSpoutDeadLetterWriteFails(t *testing.T) {
 	writeFile(t, path, "a\n"+strings.Repeat("x", 100)+"\nb\n")
 	cfg := map[string]string{"path": path, "max_line_bytes": "10", "dead_letter": filepath.Join(dir, "no", "such", "dir")}
 	s, out := openFileSpout(t, cfg, 0, 1)
-	st, err := s.Next(10, out)
+	st, err := s.Next(context.Background(), 10, out)
 	for err == nil && st != component.Done {
-		st, err = s.Next(10, out)
+		st, err = s.Next(context.Background(), 10, out)
 	}
 	if err == nil || !strings.Contains(err.Error(), path+":2: line longer than max_line_bytes 10 (and its dead letter was not written: ") {
 		t.Fatalf("Next = %v, %v", st, err)
@@ -285,7 +285,7 @@ func TestKafkaSpoutOversized(t *testing.T) {
 		for _, e := range out.emits {
 			ids = append(ids, e.msgID)
 		}
-		if err := s.Ack(ids, out); err != nil {
+		if err := s.Ack(context.Background(), ids, out); err != nil {
 			t.Fatal(err)
 		}
 		if pos := s.positions()[topicPart{topic, 0}]; pos != 5 {
@@ -309,16 +309,16 @@ func TestKafkaSpoutOversized(t *testing.T) {
 		var st component.Status
 		var err error
 		waitFor(t, "the oversized record", func() bool {
-			st, err = s.Next(64, out)
+			st, err = s.Next(context.Background(), 64, out)
 			return s.failed != nil || err != nil
 		})
 		if st == component.Done || err != nil {
 			t.Fatalf("Next with trees in flight = %v, %v; want them waited for", st, err)
 		}
-		if err := s.Ack([]uint64{out.emits[0].msgID, out.emits[1].msgID}, out); err != nil {
+		if err := s.Ack(context.Background(), []uint64{out.emits[0].msgID, out.emits[1].msgID}, out); err != nil {
 			t.Fatal(err)
 		}
-		st, err = s.Next(64, out)
+		st, err = s.Next(context.Background(), 64, out)
 		var tooLarge *RecordTooLargeError
 		if st != component.Done || !errors.As(err, &tooLarge) || tooLarge.Source != topic+"/0/2" ||
 			!strings.Contains(err.Error(), "exceeds topology.max.tuple.bytes 1024 (and no dead letters to put it in") {
@@ -327,7 +327,7 @@ func TestKafkaSpoutOversized(t *testing.T) {
 		if got := values(t, out); !slices.Equal(got, []string{"v0", "v1"}) {
 			t.Errorf("emitted %q", got)
 		}
-		s.Close()
+		s.Close(context.Background())
 		if c := b.committed(t, "stop", topic); c != 2 {
 			t.Errorf("committed offset %d, want 2 (the oversized record)", c)
 		}
@@ -357,17 +357,17 @@ func TestJetStreamSpoutOversized(t *testing.T) {
 		}
 		sctx := taskContext("c", 0, 1, cfg, map[string][]string{"default": {"subject", "data"}}, nil)
 		out := &recorder{}
-		if err := s.Open(sctx, out); err != nil {
+		if err := s.Open(context.Background(), sctx, out); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { s.Close() })
+		t.Cleanup(func() { s.Close(context.Background()) })
 		return s, out
 	}
 	t.Run("dead letters", func(t *testing.T) {
 		cfg := WithTopologySettings(map[string]string{"url": url, "stream": "S", "durable": "dl", "dead_letter_subject": "dlq.s"}, limits)
 		s, out := open(t, cfg)
 		waitFor(t, "two messages", func() bool {
-			if _, err := s.Next(10, out); err != nil {
+			if _, err := s.Next(context.Background(), 10, out); err != nil {
 				t.Fatal(err)
 			}
 			return len(out.emits) >= 2
@@ -386,7 +386,7 @@ func TestJetStreamSpoutOversized(t *testing.T) {
 		var st component.Status
 		var err error
 		waitFor(t, "the oversized message", func() bool {
-			st, err = s.Next(10, out)
+			st, err = s.Next(context.Background(), 10, out)
 			return err != nil
 		})
 		var tooLarge *RecordTooLargeError
@@ -405,10 +405,10 @@ func TestHTTPSpoutOversized(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := &recorder{}
-	if err := s.Open(taskContext("c", 0, 1, cfg, map[string][]string{"default": {"line"}}, nil), out); err != nil {
+	if err := s.Open(context.Background(), taskContext("c", 0, 1, cfg, map[string][]string{"default": {"line"}}, nil), out); err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	defer s.Close(context.Background())
 	resp, err := http.Post("http://"+s.(*httpSpout).Addr()+"/ingest", "text/plain", strings.NewReader("ok\n"+strings.Repeat("x", 94)+"\n"))
 	if err != nil {
 		t.Fatal(err)
@@ -418,7 +418,7 @@ func TestHTTPSpoutOversized(t *testing.T) {
 	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(body), "line 2: a tuple of 101 bytes exceeds topology.max.tuple.bytes 100") {
 		t.Fatalf("status %d: %s", resp.StatusCode, body)
 	}
-	if st, _ := s.Next(10, out); st != component.Idle || len(out.emits) != 0 {
+	if st, _ := s.Next(context.Background(), 10, out); st != component.Idle || len(out.emits) != 0 {
 		t.Fatalf("something of the refused body was taken: %v, %d", st, len(out.emits))
 	}
 }
@@ -438,10 +438,10 @@ func TestPulsarSpoutOversized(t *testing.T) {
 			t.Fatal(err)
 		}
 		out := &recorder{}
-		if err := s.Open(taskContext("c", 0, 1, cfg, map[string][]string{"default": pulsarFields}, nil), out); err != nil {
+		if err := s.Open(context.Background(), taskContext("c", 0, 1, cfg, map[string][]string{"default": pulsarFields}, nil), out); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { s.Close() })
+		t.Cleanup(func() { s.Close(context.Background()) })
 		return s, out
 	}
 	dlCfg := WithTopologySettings(map[string]string{"url": url, "topics": topic, "subscription": "dl", "dead_letter_topic": dlq}, limits)
@@ -465,7 +465,7 @@ func TestPulsarSpoutOversized(t *testing.T) {
 	}
 
 	waitFor(t, "two messages", func() bool {
-		if _, err := sDL.Next(10, outDL); err != nil {
+		if _, err := sDL.Next(context.Background(), 10, outDL); err != nil {
 			t.Fatal(err)
 		}
 		return len(outDL.emits) >= 2
@@ -480,7 +480,7 @@ func TestPulsarSpoutOversized(t *testing.T) {
 
 	var st component.Status
 	waitFor(t, "the oversized message", func() bool {
-		st, err = sStop.Next(10, outStop)
+		st, err = sStop.Next(context.Background(), 10, outStop)
 		return err != nil
 	})
 	var tooLarge *RecordTooLargeError

@@ -119,21 +119,21 @@ func pulsarClient(url string, log *slog.Logger) (pulsar.Client, error) {
 	return pulsar.NewClient(opts)
 }
 
-func (s *pulsarSpout) Open(ctx component.Context, _ component.Collector) error {
-	s.comp = ctx.Component
-	st, err := outputStream(ctx, "pulsar spout", "default", len(pulsarFields))
+func (s *pulsarSpout) Open(ctx context.Context, tc component.Context, _ component.Collector) error {
+	s.comp = tc.Component
+	st, err := outputStream(tc, "pulsar spout", "default", len(pulsarFields))
 	if err != nil {
 		return err
 	}
 	s.stream0 = st
-	s.metric = ctx.Metric
+	s.metric = tc.Metric
 	if s.metric == nil {
 		s.metric = func(string, int64) {}
 	}
 	if s.sub == "" {
-		s.sub = "ardea-" + ctx.Topology + "-" + ctx.Component
+		s.sub = "ardea-" + tc.Topology + "-" + tc.Component
 	}
-	if s.client, err = pulsarClient(s.url, ctx.Logger); err != nil {
+	if s.client, err = pulsarClient(s.url, tc.Logger); err != nil {
 		return s.errorf("connect %s: %w", s.url, err)
 	}
 	opts := pulsar.ConsumerOptions{SubscriptionName: s.sub, Type: pulsarTypes[s.subType],
@@ -155,12 +155,12 @@ func (s *pulsarSpout) Open(ctx component.Context, _ component.Collector) error {
 		s.client = nil
 		return s.errorf("subscribe %s: %w", s.sub, err)
 	}
-	s.acking = ctx.Acking
+	s.acking = tc.Acking
 	s.pending = map[uint64]pulsar.Message{}
 	return nil
 }
 
-func (s *pulsarSpout) Next(max int, out component.Collector) (component.Status, error) {
+func (s *pulsarSpout) Next(ctx context.Context, max int, out component.Collector) (component.Status, error) {
 	if s.failed != nil {
 		if len(s.pending) == 0 {
 			return component.Done, s.failed
@@ -194,7 +194,7 @@ func (s *pulsarSpout) Next(max int, out component.Collector) (component.Status, 
 		s.vals = tuple.AppendValues(s.vals[:0], tuple.Str(string(m.Payload())), tuple.Str(m.Key()), tuple.Str(m.Topic()),
 			tuple.Str(m.ID().String()), tuple.Int(m.PublishTime().UnixMilli()), tuple.Str(string(s.props)))
 		if size := int64(len(s.vals)); size > s.maxTuple {
-			if err := s.oversized(m, size); err != nil {
+			if err := s.oversized(ctx, m, size); err != nil {
 				return component.Emitted, err
 			}
 			continue
@@ -227,11 +227,11 @@ func (s *pulsarSpout) Next(max int, out component.Collector) (component.Status, 
 // REAL_TOPIC and ORIGIN_MESSAGE_ID, and ardea-error) and acked if there is
 // one, else (or if that failed) left unacked for redelivery, and s.failed
 // ends the input.
-func (s *pulsarSpout) oversized(m pulsar.Message, size int64) error {
+func (s *pulsarSpout) oversized(ctx context.Context, m pulsar.Message, size int64) error {
 	reason := tooLargeReason("message", size, s.tupleSetting, s.maxTuple)
 	var dlErr error
 	if s.dlq != "" {
-		if dlErr = s.deadLetter(m, reason); dlErr == nil {
+		if dlErr = s.deadLetter(ctx, m, reason); dlErr == nil {
 			s.metric("pulsar_oversized", 1)
 			if err := s.cons.Ack(m); err != nil {
 				return s.errorf("ack: %w", err)
@@ -244,7 +244,7 @@ func (s *pulsarSpout) oversized(m pulsar.Message, size int64) error {
 	return nil
 }
 
-func (s *pulsarSpout) deadLetter(m pulsar.Message, reason string) error {
+func (s *pulsarSpout) deadLetter(ctx context.Context, m pulsar.Message, reason string) error {
 	if s.dlqProd == nil {
 		p, err := s.client.CreateProducer(pulsar.ProducerOptions{Topic: s.dlq})
 		if err != nil {
@@ -257,7 +257,7 @@ func (s *pulsarSpout) deadLetter(m pulsar.Message, reason string) error {
 		props = map[string]string{}
 	}
 	props["REAL_TOPIC"], props["ORIGIN_MESSAGE_ID"], props["ardea-error"] = m.Topic(), m.ID().String(), reason
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if _, err := s.dlqProd.Send(ctx, &pulsar.ProducerMessage{Payload: m.Payload(), Key: m.Key(), Properties: props}); err != nil {
 		return s.errorf("dead letter to %s: %w", s.dlq, err)
@@ -266,7 +266,7 @@ func (s *pulsarSpout) deadLetter(m pulsar.Message, reason string) error {
 }
 
 // Ack acknowledges the messages of completed trees.
-func (s *pulsarSpout) Ack(ids []uint64, _ component.Collector) error {
+func (s *pulsarSpout) Ack(ctx context.Context, ids []uint64, _ component.Collector) error {
 	for _, id := range ids {
 		if m := s.pending[id]; m != nil {
 			delete(s.pending, id)
@@ -280,7 +280,7 @@ func (s *pulsarSpout) Ack(ids []uint64, _ component.Collector) error {
 
 // Fail nacks them: Pulsar redelivers them after nack_delay (to any task
 // of a shared subscription), or moves them to the dead-letter topic.
-func (s *pulsarSpout) Fail(ids []uint64, _ component.Collector) error {
+func (s *pulsarSpout) Fail(ctx context.Context, ids []uint64, _ component.Collector) error {
 	for _, id := range ids {
 		if m := s.pending[id]; m != nil {
 			delete(s.pending, id)
@@ -291,11 +291,11 @@ func (s *pulsarSpout) Fail(ids []uint64, _ component.Collector) error {
 	return nil
 }
 
-func (s *pulsarSpout) Activate() error   { return nil }
-func (s *pulsarSpout) Deactivate() error { return nil }
+func (s *pulsarSpout) Activate(ctx context.Context) error   { return nil }
+func (s *pulsarSpout) Deactivate(ctx context.Context) error { return nil }
 
 // Close leaves unacked messages to Pulsar's redelivery.
-func (s *pulsarSpout) Close() error {
+func (s *pulsarSpout) Close(ctx context.Context) error {
 	if s.dlqProd != nil {
 		s.dlqProd.Close()
 		s.dlqProd = nil
@@ -334,13 +334,13 @@ func (s *pulsarSink) errorf(format string, args ...any) error {
 	return fmt.Errorf("component %q: pulsar sink (topic %s): %w", s.comp, s.topic, fmt.Errorf(format, args...))
 }
 
-func (s *pulsarSink) Prepare(ctx component.Context, _ component.Collector) error {
-	s.comp = ctx.Component
-	s.metric = ctx.Metric
+func (s *pulsarSink) Prepare(ctx context.Context, tc component.Context, _ component.Collector) error {
+	s.comp = tc.Component
+	s.metric = tc.Metric
 	if s.metric == nil {
 		s.metric = func(string, int64) {}
 	}
-	for _, in := range ctx.Inputs {
+	for _, in := range tc.Inputs {
 		var ks [][]byte
 		for _, name := range in.Fields {
 			ks = append(ks, append(appendJSONString(nil, []byte(name)), ':'))
@@ -361,7 +361,7 @@ func (s *pulsarSink) Prepare(ctx component.Context, _ component.Collector) error
 		s.keyIdx, s.valueIdx = append(s.keyIdx, ki), append(s.valueIdx, vi)
 	}
 	var err error
-	if s.client, err = pulsarClient(s.url, ctx.Logger); err != nil {
+	if s.client, err = pulsarClient(s.url, tc.Logger); err != nil {
 		return s.errorf("connect %s: %w", s.url, err)
 	}
 	if s.prod, err = s.client.CreateProducer(pulsar.ProducerOptions{Topic: s.topic, SendTimeout: s.timeout}); err != nil {
@@ -372,7 +372,7 @@ func (s *pulsarSink) Prepare(ctx component.Context, _ component.Collector) error
 	return nil
 }
 
-func (s *pulsarSink) Execute(batch []byte, out component.Collector) error {
+func (s *pulsarSink) Execute(ctx context.Context, batch []byte, out component.Collector) error {
 	r, err := tuple.NewBatchReader(batch)
 	if err != nil {
 		return s.errorf("%w", err)
@@ -411,7 +411,7 @@ func (s *pulsarSink) Execute(batch []byte, out component.Collector) error {
 			continue
 		}
 		n := sends.add(rec.TupleID)
-		s.prod.SendAsync(context.Background(), msg, func(_ pulsar.MessageID, _ *pulsar.ProducerMessage, err error) { sends.done(n, err) })
+		s.prod.SendAsync(ctx, msg, func(_ pulsar.MessageID, _ *pulsar.ProducerMessage, err error) { sends.done(n, err) })
 	}
 	if len(sends.ids) == 0 {
 		return nil
@@ -425,10 +425,10 @@ func (s *pulsarSink) Execute(batch []byte, out component.Collector) error {
 	return nil
 }
 
-func (s *pulsarSink) Tick(component.Collector) error   { return nil }
-func (s *pulsarSink) Finish(component.Collector) error { return nil }
+func (s *pulsarSink) Tick(context.Context, component.Collector) error   { return nil }
+func (s *pulsarSink) Finish(context.Context, component.Collector) error { return nil }
 
-func (s *pulsarSink) Close() error {
+func (s *pulsarSink) Close(ctx context.Context) error {
 	if s.prod != nil {
 		s.prod.Close()
 		s.prod = nil

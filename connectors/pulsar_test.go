@@ -85,10 +85,10 @@ func TestPulsarAtLeastOnce(t *testing.T) {
 	}
 	ctx := ackingContext("p", 0, 1, cfg, &memState{m: map[string][]byte{}})
 	ctx.Outputs = []tuple.StreamDecl{{Name: "default", Fields: pulsarFields}}
-	if err := sp.Open(ctx, &recorder{}); err != nil {
+	if err := sp.Open(context.Background(), ctx, &recorder{}); err != nil {
 		t.Fatal(err)
 	}
-	defer sp.Close()
+	defer sp.Close(context.Background())
 	pulsarProduce(t, url, topic, 10)
 	out := &recorder{}
 	pull(t, sp, out, 10)
@@ -107,11 +107,11 @@ func TestPulsarAtLeastOnce(t *testing.T) {
 			acks = append(acks, e.msgID)
 		}
 	}
-	if err := sp.Ack(acks, out); err != nil {
+	if err := sp.Ack(context.Background(), acks, out); err != nil {
 		t.Fatal(err)
 	}
 	for delivery := 1; delivery < 3; delivery++ {
-		if err := sp.Fail(poisonIDs, out); err != nil {
+		if err := sp.Fail(context.Background(), poisonIDs, out); err != nil {
 			t.Fatal(err)
 		}
 		before := len(out.emits)
@@ -123,7 +123,7 @@ func TestPulsarAtLeastOnce(t *testing.T) {
 		}
 		poisonIDs = []uint64{last.msgID}
 	}
-	if err := sp.Fail(poisonIDs, out); err != nil {
+	if err := sp.Fail(context.Background(), poisonIDs, out); err != nil {
 		t.Fatal(err)
 	}
 	// The third failure sends it to the dead-letter topic.
@@ -169,10 +169,10 @@ func TestPulsarAtLeastOnce(t *testing.T) {
 	}
 	bctx := ackingContext("out", 0, 1, scfg, &memState{m: map[string][]byte{}})
 	bctx.Inputs = []tuple.InputDecl{{Component: "up", Stream: "default", Fields: []string{"line"}}}
-	if err := b.Prepare(bctx, &recorder{}); err != nil {
+	if err := b.Prepare(context.Background(), bctx, &recorder{}); err != nil {
 		t.Fatal(err)
 	}
-	defer b.Close()
+	defer b.Close(context.Background())
 	oc, err := cl.Subscribe(pulsar.ConsumerOptions{Topic: outTopic, SubscriptionName: "check", SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
 	if err != nil {
 		t.Fatal(err)
@@ -183,13 +183,13 @@ func TestPulsarAtLeastOnce(t *testing.T) {
 	w.Reset()
 	w.Buf = append(w.Buf, trackedBatch(ids, ls...)...)
 	sout := &recorder{}
-	if err := b.Execute(trackedBatch(ids, ls...), sout); err != nil {
+	if err := b.Execute(context.Background(), trackedBatch(ids, ls...), sout); err != nil {
 		t.Fatal(err)
 	}
 	var bad tuple.BatchWriter
 	bad.Reset()
 	bad.Append(0, 1, 77, tuple.AppendValues(nil))
-	if err := b.Execute(bad.Buf, sout); err != nil {
+	if err := b.Execute(context.Background(), bad.Buf, sout); err != nil {
 		t.Fatal(err)
 	}
 	if len(sout.acks) != 20 || !slices.Equal(sout.fails, []uint64{77}) {

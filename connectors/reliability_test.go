@@ -28,7 +28,7 @@ func ackingContext(comp string, index, par int, cfg map[string]string, st compon
 func nextAll(t *testing.T, s component.Spout, budget int, out *recorder, limit int) component.Status {
 	t.Helper()
 	for range limit {
-		st, err := s.Next(budget, out)
+		st, err := s.Next(context.Background(), budget, out)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -58,7 +58,7 @@ func TestFileSpoutAtLeastOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := &recorder{}
-	if err := s.Open(ackingContext("lines", 0, 1, cfg, st), out); err != nil {
+	if err := s.Open(context.Background(), ackingContext("lines", 0, 1, cfg, st), out); err != nil {
 		t.Fatal(err)
 	}
 	if got := nextAll(t, s, 8, out, 10); got != component.Idle {
@@ -78,12 +78,12 @@ func TestFileSpoutAtLeastOnce(t *testing.T) {
 			acked = append(acked, id)
 		}
 	}
-	s.Ack(acked, out)
+	s.Ack(context.Background(), acked, out)
 	s.(*fileSpout).savePosition()
 	if got := resumeLine(t, st, s.(*fileSpout).posKey); got != 3 {
 		t.Fatalf("saved position at line %d, want 3 (the oldest pending)", got)
 	}
-	s.Fail([]uint64{4, 12}, out)
+	s.Fail(context.Background(), []uint64{4, 12}, out)
 	out.emits = nil
 	if got := nextAll(t, s, 8, out, 10); got != component.Idle {
 		t.Fatalf("after the replays: %v, want idle", got)
@@ -91,18 +91,18 @@ func TestFileSpoutAtLeastOnce(t *testing.T) {
 	if got := out.lines(t); !slices.Equal(got, []string{"line-03", "line-11"}) || out.emits[0].msgID != 4 || out.emits[1].msgID != 12 {
 		t.Fatalf("replayed %v (ids %d, %d)", got, out.emits[0].msgID, out.emits[1].msgID)
 	}
-	s.Ack([]uint64{4, 12}, out)
-	if got, err := s.Next(8, out); err != nil || got != component.Done {
+	s.Ack(context.Background(), []uint64{4, 12}, out)
+	if got, err := s.Next(context.Background(), 8, out); err != nil || got != component.Done {
 		t.Fatalf("everything acked: %v %v, want done", got, err)
 	}
-	s.Close()
+	s.Close(context.Background())
 
 	// Without acking, ids are 0 and nothing is kept.
 	s2, _ := NewSpout("file", cfg)
 	out2 := &recorder{}
 	ctx := ackingContext("lines", 0, 1, cfg, nil)
 	ctx.Acking = false
-	if err := s2.Open(ctx, out2); err != nil {
+	if err := s2.Open(context.Background(), ctx, out2); err != nil {
 		t.Fatal(err)
 	}
 	drain(t, s2, 8, out2, 10)
@@ -142,16 +142,16 @@ func TestGeneratorReplayAndRewind(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := &recorder{}
-	if err := s.Open(ackingContext("gen", 1, 2, cfg, st), out); err != nil {
+	if err := s.Open(context.Background(), ackingContext("gen", 1, 2, cfg, st), out); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Next(10, out); err != nil {
+	if _, err := s.Next(context.Background(), 10, out); err != nil {
 		t.Fatal(err)
 	}
 	first := slices.Clone(out.emits)
-	s.Fail([]uint64{3}, out)
+	s.Fail(context.Background(), []uint64{3}, out)
 	out.emits = nil
-	if _, err := s.Next(10, out); err != nil {
+	if _, err := s.Next(context.Background(), 10, out); err != nil {
 		t.Fatal(err)
 	}
 	if out.emits[0].msgID != 3 || string(out.emits[0].values) != string(first[2].values) {
@@ -164,18 +164,18 @@ func TestGeneratorReplayAndRewind(t *testing.T) {
 	// an uninterrupted generator emits.
 	s2, _ := NewSpout("generator", cfg)
 	out2 := &recorder{}
-	if err := s2.Open(ackingContext("gen", 1, 2, cfg, st), out2); err != nil {
+	if err := s2.Open(context.Background(), ackingContext("gen", 1, 2, cfg, st), out2); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s2.Next(5, out2); err != nil {
+	if _, err := s2.Next(context.Background(), 5, out2); err != nil {
 		t.Fatal(err)
 	}
 	ref, _ := NewSpout("generator", cfg)
 	outRef := &recorder{}
-	if err := ref.Open(ackingContext("gen", 1, 2, cfg, nil), outRef); err != nil {
+	if err := ref.Open(context.Background(), ackingContext("gen", 1, 2, cfg, nil), outRef); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ref.Next(25, outRef); err != nil {
+	if _, err := ref.Next(context.Background(), 25, outRef); err != nil {
 		t.Fatal(err)
 	}
 	for i, e := range out2.emits {
@@ -184,14 +184,14 @@ func TestGeneratorReplayAndRewind(t *testing.T) {
 		}
 	}
 	// Done only once every sentence was acked.
-	s2.Ack(seq(1, 40), out2)
+	s2.Ack(context.Background(), seq(1, 40), out2)
 	for range 10 {
-		if _, err := s2.Next(100, out2); err != nil {
+		if _, err := s2.Next(context.Background(), 100, out2); err != nil {
 			t.Fatal(err)
 		}
 	}
-	s2.Ack(seq(1, 40), out2)
-	if st, err := s2.Next(100, out2); err != nil || st != component.Done {
+	s2.Ack(context.Background(), seq(1, 40), out2)
+	if st, err := s2.Next(context.Background(), 100, out2); err != nil || st != component.Done {
 		t.Fatalf("all acked: %v %v", st, err)
 	}
 }
@@ -238,28 +238,28 @@ func TestFileSinkAtLeastOnceAndCheckpoints(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := &checkingCollector{t: t, path: path, lines: map[uint64]string{7: "a", 8: "b"}}
-	if err := b.Prepare(ctx, out); err != nil {
+	if err := b.Prepare(context.Background(), ctx, out); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Execute(trackedBatch([]uint64{7, 0, 8}, "a", "untracked", "b"), out); err != nil {
+	if err := b.Execute(context.Background(), trackedBatch([]uint64{7, 0, 8}, "a", "untracked", "b"), out); err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(out.acks, []uint64{7, 8}) {
 		t.Fatalf("acks %v, want [7 8]", out.acks)
 	}
 	snap := b.(component.Snapshotter)
-	if err := snap.Snapshot(1, out); err != nil {
+	if err := snap.Snapshot(context.Background(), 1, out); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Execute(trackedBatch([]uint64{0}, "after the checkpoint"), out); err != nil {
+	if err := b.Execute(context.Background(), trackedBatch([]uint64{0}, "after the checkpoint"), out); err != nil {
 		t.Fatal(err)
 	}
-	b.Close()
+	b.Close(context.Background())
 	b2, _ := NewBolt("file", cfg)
-	if err := b2.Prepare(ctx, &recorder{}); err != nil {
+	if err := b2.Prepare(context.Background(), ctx, &recorder{}); err != nil {
 		t.Fatal(err)
 	}
-	b2.Close()
+	b2.Close(context.Background())
 	got, _ := os.ReadFile(path)
 	if string(got) != "a\nuntracked\nb\n" {
 		t.Fatalf("after the restore the file holds %q", got)
@@ -279,12 +279,12 @@ func TestFileSpoutRate(t *testing.T) {
 	clock := &fakeClock{t: time.Unix(1000, 0)}
 	s.(*fileSpout).now = clock.now
 	out := &recorder{}
-	if err := s.Open(taskContext("lines", 0, 1, cfg, map[string][]string{"default": {"line"}}, nil), out); err != nil {
+	if err := s.Open(context.Background(), taskContext("lines", 0, 1, cfg, map[string][]string{"default": {"line"}}, nil), out); err != nil {
 		t.Fatal(err)
 	}
 	next := func() (component.Status, int) {
 		before := len(out.emits)
-		st, err := s.Next(100, out)
+		st, err := s.Next(context.Background(), 100, out)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -322,20 +322,20 @@ func TestFileSpoutDeadLetter(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := &recorder{}
-	if err := s.Open(ackingContext("lines", 0, 1, cfg, nil), out); err != nil {
+	if err := s.Open(context.Background(), ackingContext("lines", 0, 1, cfg, nil), out); err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	defer s.Close(context.Background())
 	nextAll(t, s, 8, out, 5)
-	s.Ack([]uint64{1}, out)
+	s.Ack(context.Background(), []uint64{1}, out)
 	for range 2 {
 		s.(component.FailureNoter).NoteFailures([]component.Failure{{MsgID: 2, By: "parse[0] version abc"}})
-		if err := s.Fail([]uint64{2}, out); err != nil {
+		if err := s.Fail(context.Background(), []uint64{2}, out); err != nil {
 			t.Fatal(err)
 		}
 		nextAll(t, s, 8, out, 5)
 	}
-	if st, err := s.Next(8, out); err != nil || st != component.Done {
+	if st, err := s.Next(context.Background(), 8, out); err != nil || st != component.Done {
 		t.Fatalf("after the dead letter: %v %v, want done", st, err)
 	}
 	if got := readAll(t, dead); got != `{"line":2,"topology":"test","component":"lines","failures":2,"error":"2 failures; last: failed by parse[0] version abc","value":"poison"}`+"\n" {

@@ -3,6 +3,7 @@ package connectors
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -125,14 +126,14 @@ func newFileSpout(cfg Config) (component.Spout, error) {
 	return s, nil
 }
 
-func (s *fileSpout) Open(ctx component.Context, _ component.Collector) error {
-	s.comp, s.topology = ctx.Component, ctx.Topology
-	s.metric = ctx.Metric
+func (s *fileSpout) Open(ctx context.Context, tc component.Context, _ component.Collector) error {
+	s.comp, s.topology = tc.Component, tc.Topology
+	s.metric = tc.Metric
 	if s.metric == nil {
 		s.metric = func(string, int64) {}
 	}
-	s.task, s.par = taskOf(ctx)
-	stream, err := outputStream(ctx, "file spout", "default", 1)
+	s.task, s.par = taskOf(tc)
+	stream, err := outputStream(tc, "file spout", "default", 1)
 	if err != nil {
 		return err
 	}
@@ -149,12 +150,12 @@ func (s *fileSpout) Open(ctx component.Context, _ component.Collector) error {
 		return fmt.Errorf("component %q: file spout: %s: %w", s.comp, s.path, err)
 	}
 	s.f = f
-	if ctx.State != nil {
+	if tc.State != nil {
 		// The read position lives in the task's host-side state, so a
 		// container restarted by a re-plan (a live rescale) goes on where
 		// its predecessor stopped instead of emitting the file again.
-		s.state = ctx.State
-		s.posKey = positionKey("ardea.file.position.", ctx.MaxKeyGroups, int(s.task), int(s.par))
+		s.state = tc.State
+		s.posKey = positionKey("ardea.file.position.", tc.MaxKeyGroups, int(s.task), int(s.par))
 		if v, ok := s.state.Get(s.posKey); ok && len(v) == 16 {
 			s.off = int64(binary.LittleEndian.Uint64(v))
 			s.line = int64(binary.LittleEndian.Uint64(v[8:]))
@@ -165,16 +166,16 @@ func (s *fileSpout) Open(ctx component.Context, _ component.Collector) error {
 		}
 	}
 	s.r = bufio.NewReaderSize(f, fileSpoutBuffer)
-	if ctx.Acking {
+	if tc.Acking {
 		s.pending = map[uint64]*pendingLine{}
 	}
-	if ctx.Logger != nil {
-		ctx.Logger.Debug("file spout open", "path", s.path, "task_index", s.task, "parallelism", s.par)
+	if tc.Logger != nil {
+		tc.Logger.Debug("file spout open", "path", s.path, "task_index", s.task, "parallelism", s.par)
 	}
 	return nil
 }
 
-func (s *fileSpout) Next(budget int, out component.Collector) (component.Status, error) {
+func (s *fileSpout) Next(ctx context.Context, budget int, out component.Collector) (component.Status, error) {
 	if s.r == nil && !s.eof {
 		return component.Done, fmt.Errorf("component %q: file spout: Next before Open", s.comp)
 	}
@@ -384,7 +385,7 @@ func (s *fileSpout) closeFile() error {
 	return err
 }
 
-func (s *fileSpout) Ack(ids []uint64, _ component.Collector) error {
+func (s *fileSpout) Ack(ctx context.Context, ids []uint64, _ component.Collector) error {
 	for _, id := range ids {
 		delete(s.pending, id)
 	}
@@ -393,7 +394,7 @@ func (s *fileSpout) Ack(ids []uint64, _ component.Collector) error {
 
 // Fail queues the lines for Next to emit again, with the same message id;
 // a line that failed max_retries times goes to the dead-letter file.
-func (s *fileSpout) Fail(ids []uint64, _ component.Collector) error {
+func (s *fileSpout) Fail(ctx context.Context, ids []uint64, _ component.Collector) error {
 	for _, id := range ids {
 		p := s.pending[id]
 		if p == nil {
@@ -550,11 +551,11 @@ func (s *fileSpout) deadLetterLong(number int64) (err error) {
 	return nil
 }
 
-func (s *fileSpout) Activate() error   { return nil }
-func (s *fileSpout) Deactivate() error { return nil }
+func (s *fileSpout) Activate(ctx context.Context) error   { return nil }
+func (s *fileSpout) Deactivate(ctx context.Context) error { return nil }
 
 // Close releases the files; it is safe to call more than once.
-func (s *fileSpout) Close() error {
+func (s *fileSpout) Close(ctx context.Context) error {
 	s.r = nil
 	if s.dead != nil {
 		s.dead.Close()

@@ -1,6 +1,7 @@
 package connectors
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -18,10 +19,10 @@ func openFileSpout(t *testing.T, cfg map[string]string, index, parallelism int) 
 		t.Fatal(err)
 	}
 	out := &recorder{}
-	if err := s.Open(taskContext("lines", index, parallelism, cfg, map[string][]string{"default": {"line"}}, nil), out); err != nil {
+	if err := s.Open(context.Background(), taskContext("lines", index, parallelism, cfg, map[string][]string{"default": {"line"}}, nil), out); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.Close() })
+	t.Cleanup(func() { s.Close(context.Background()) })
 	return s, out
 }
 
@@ -80,7 +81,7 @@ func TestFileSpoutRespectsMax(t *testing.T) {
 	var counts []int
 	for range 6 {
 		before := len(out.emits)
-		st, err := s.Next(4, out)
+		st, err := s.Next(context.Background(), 4, out)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -117,7 +118,7 @@ func TestFileSpoutLongLine(t *testing.T) {
 			var err error
 			var st component.Status
 			for i := 0; i < 10 && err == nil; i++ {
-				st, err = s.Next(100, out)
+				st, err = s.Next(context.Background(), 100, out)
 			}
 			// The spout ends its input before the line and reports it with
 			// Done, for the engine to fail the task after the drain.
@@ -145,16 +146,16 @@ func TestFileSpoutMissingFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = s.Open(taskContext("lines", 0, 1, nil, map[string][]string{"default": {"line"}}, nil), &recorder{})
+	err = s.Open(context.Background(), taskContext("lines", 0, 1, nil, map[string][]string{"default": {"line"}}, nil), &recorder{})
 	if err == nil || !strings.Contains(err.Error(), `component "lines"`) || !strings.Contains(err.Error(), path) {
 		t.Fatalf("Open = %v, want an error naming the component and %s", err, path)
 	}
-	if err := s.Close(); err != nil {
+	if err := s.Close(context.Background()); err != nil {
 		t.Errorf("Close after failed Open: %v", err)
 	}
 	// A directory is refused too.
 	s, _ = NewSpout("file", map[string]string{"path": t.TempDir()})
-	err = s.Open(taskContext("lines", 0, 1, nil, map[string][]string{"default": {"line"}}, nil), &recorder{})
+	err = s.Open(context.Background(), taskContext("lines", 0, 1, nil, map[string][]string{"default": {"line"}}, nil), &recorder{})
 	if err == nil || !strings.Contains(err.Error(), "is a directory") {
 		t.Fatalf("Open(dir) = %v", err)
 	}
@@ -206,25 +207,25 @@ func TestFileSpoutResumesFromState(t *testing.T) {
 					t.Fatal(err)
 				}
 				out := &recorder{}
-				if err := s.Open(ctx, out); err != nil {
+				if err := s.Open(context.Background(), ctx, out); err != nil {
 					t.Fatal(err)
 				}
-				if _, err := s.Next(2, out); err != nil {
+				if _, err := s.Next(context.Background(), 2, out); err != nil {
 					t.Fatal(err)
 				}
 				got = append(got, out.lines(t)...)
-				s.Close()
+				s.Close(context.Background())
 			}
 			s, err := NewSpout("file", cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
 			out := &recorder{}
-			if err := s.Open(ctx, out); err != nil {
+			if err := s.Open(context.Background(), ctx, out); err != nil {
 				t.Fatal(err)
 			}
 			drain(t, s, 4, out, 100)
-			s.Close()
+			s.Close(context.Background())
 			got = append(got, out.lines(t)...)
 			for j, l := range got {
 				if want := all[i+j*p]; l != want {

@@ -1,6 +1,7 @@
 package connectors
 
 import (
+	"context"
 	"encoding/binary"
 	"time"
 
@@ -135,22 +136,22 @@ func newGenerator(cfg Config) (component.Spout, error) {
 	}, nil
 }
 
-func (g *generator) Open(ctx component.Context, _ component.Collector) error {
-	stream, err := outputStream(ctx, "generator spout", "default", 1)
+func (g *generator) Open(ctx context.Context, tc component.Context, _ component.Collector) error {
+	stream, err := outputStream(tc, "generator spout", "default", 1)
 	if err != nil {
 		return err
 	}
 	g.stream = stream
-	task, par := taskOf(ctx)
+	task, par := taskOf(tc)
 	g.base = uint64(g.seed + task)
-	if ctx.State != nil {
-		g.state = ctx.State
-		g.posKey = positionKey("ardea.generator.position.", ctx.MaxKeyGroups, int(task), int(par))
+	if tc.State != nil {
+		g.state = tc.State
+		g.posKey = positionKey("ardea.generator.position.", tc.MaxKeyGroups, int(task), int(par))
 		if v, ok := g.state.Get(g.posKey); ok && len(v) == 8 {
 			g.emitted = int64(binary.LittleEndian.Uint64(v))
 		}
 	}
-	if ctx.Acking {
+	if tc.Acking {
 		g.acking, g.pending = true, map[uint64]bool{}
 	}
 	if g.rate > 0 {
@@ -171,7 +172,7 @@ func pick(base, seq uint64) []byte {
 	return corpusValues[z%uint64(len(corpusValues))]
 }
 
-func (g *generator) Next(budget int, out component.Collector) (component.Status, error) {
+func (g *generator) Next(ctx context.Context, budget int, out component.Collector) (component.Status, error) {
 	more := g.count == 0 || g.emitted < g.count
 	if !more && len(g.replay) == 0 {
 		if len(g.pending) > 0 {
@@ -242,14 +243,14 @@ func (g *generator) savePosition() {
 	g.state.Put(g.posKey, g.posBuf[:])
 }
 
-func (g *generator) Ack(ids []uint64, _ component.Collector) error {
+func (g *generator) Ack(ctx context.Context, ids []uint64, _ component.Collector) error {
 	for _, id := range ids {
 		delete(g.pending, id)
 	}
 	return nil
 }
 
-func (g *generator) Fail(ids []uint64, _ component.Collector) error {
+func (g *generator) Fail(ctx context.Context, ids []uint64, _ component.Collector) error {
 	for _, id := range ids {
 		if g.pending[id] {
 			g.replay = append(g.replay, id)
@@ -258,6 +259,6 @@ func (g *generator) Fail(ids []uint64, _ component.Collector) error {
 	return nil
 }
 
-func (g *generator) Activate() error   { return nil }
-func (g *generator) Deactivate() error { return nil }
-func (g *generator) Close() error      { return nil }
+func (g *generator) Activate(ctx context.Context) error   { return nil }
+func (g *generator) Deactivate(ctx context.Context) error { return nil }
+func (g *generator) Close(ctx context.Context) error      { return nil }

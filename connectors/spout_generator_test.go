@@ -1,6 +1,8 @@
 package connectors
 
 import (
+	"context"
+
 	"github.com/ardea-dev/ardea/host"
 
 	"slices"
@@ -20,7 +22,7 @@ func openGenerator(t testing.TB, cfg map[string]string, index int, clock *fakeCl
 		g.now = clock.now
 	}
 	out := &recorder{}
-	if err := g.Open(taskContext("gen", index, 4, cfg, map[string][]string{"default": {"line"}}, nil), out); err != nil {
+	if err := g.Open(context.Background(), taskContext("gen", index, 4, cfg, map[string][]string{"default": {"line"}}, nil), out); err != nil {
 		t.Fatal(err)
 	}
 	return g, out
@@ -45,7 +47,7 @@ func TestGeneratorCount(t *testing.T) {
 	var statuses []component.Status
 	for range 5 {
 		before := len(out.emits)
-		st, err := g.Next(10, out)
+		st, err := g.Next(context.Background(), 10, out)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -96,7 +98,7 @@ func TestGeneratorRateIdle(t *testing.T) {
 	g, out := openGenerator(t, map[string]string{"rate": "10"}, 0, clock)
 	next := func(max int) (component.Status, int) {
 		before := len(out.emits)
-		st, err := g.Next(max, out)
+		st, err := g.Next(context.Background(), max, out)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -159,7 +161,7 @@ func TestGeneratorNoAllocations(t *testing.T) {
 	// The task's real state updates the position in place.
 	g.state = host.NewMemoryState(0)
 	d := &discard{buf: make([]byte, 0, 1024)}
-	if allocs := testing.AllocsPerRun(100, func() { g.Next(1024, d) }); allocs != 0 {
+	if allocs := testing.AllocsPerRun(100, func() { g.Next(context.Background(), 1024, d) }); allocs != 0 {
 		t.Errorf("Next allocates %.1f times per call", allocs)
 	}
 }
@@ -171,7 +173,7 @@ func BenchmarkGeneratorNext(b *testing.B) {
 	b.ResetTimer()
 	for left := b.N; left > 0; {
 		n := min(left, 1024)
-		if _, err := g.Next(n, d); err != nil {
+		if _, err := g.Next(context.Background(), n, d); err != nil {
 			b.Fatal(err)
 		}
 		left -= n

@@ -3,6 +3,7 @@ package connectors
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
@@ -108,9 +109,9 @@ func (s *httpSpout) Addr() string {
 	return s.addr
 }
 
-func (s *httpSpout) Open(ctx component.Context, _ component.Collector) error {
-	s.comp = ctx.Component
-	st, err := outputStream(ctx, "http spout", "default", 1)
+func (s *httpSpout) Open(ctx context.Context, tc component.Context, _ component.Collector) error {
+	s.comp = tc.Component
+	st, err := outputStream(tc, "http spout", "default", 1)
 	if err != nil {
 		return err
 	}
@@ -124,7 +125,7 @@ func (s *httpSpout) Open(ctx component.Context, _ component.Collector) error {
 		return s.errorf("listen %q: port: %w", s.listen, err)
 	}
 	if p != 0 {
-		p += int(ctx.TaskIndex)
+		p += int(tc.TaskIndex)
 	}
 	s.ln, err = net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(p)))
 	if err != nil {
@@ -133,15 +134,15 @@ func (s *httpSpout) Open(ctx component.Context, _ component.Collector) error {
 	s.mu.Lock()
 	s.addr = s.ln.Addr().String()
 	s.mu.Unlock()
-	s.acking = ctx.Acking
+	s.acking = tc.Acking
 	s.queue = make(chan *httpRequest, s.queueLen)
 	s.byID = map[uint64]*httpRequest{}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+s.path, s.handle)
 	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go s.srv.Serve(s.ln)
-	if ctx.Logger != nil {
-		ctx.Logger.Info("http spout listening", "addr", s.addr, "path", s.path)
+	if tc.Logger != nil {
+		tc.Logger.Info("http spout listening", "addr", s.addr, "path", s.path)
 	}
 	return nil
 }
@@ -209,7 +210,7 @@ func (s *httpSpout) handle(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (s *httpSpout) Next(max int, out component.Collector) (component.Status, error) {
+func (s *httpSpout) Next(ctx context.Context, max int, out component.Collector) (component.Status, error) {
 	n := 0
 	for n < max {
 		if s.cur == nil {
@@ -250,12 +251,12 @@ func (s *httpSpout) Next(max int, out component.Collector) (component.Status, er
 }
 
 // Ack and Fail settle the lines' requests (at least once).
-func (s *httpSpout) Ack(ids []uint64, _ component.Collector) error {
+func (s *httpSpout) Ack(ctx context.Context, ids []uint64, _ component.Collector) error {
 	s.settle(ids, false)
 	return nil
 }
 
-func (s *httpSpout) Fail(ids []uint64, _ component.Collector) error {
+func (s *httpSpout) Fail(ctx context.Context, ids []uint64, _ component.Collector) error {
 	s.settle(ids, true)
 	return nil
 }
@@ -278,11 +279,11 @@ func (s *httpSpout) settle(ids []uint64, failed bool) {
 	}
 }
 
-func (s *httpSpout) Activate() error   { return nil }
-func (s *httpSpout) Deactivate() error { return nil }
+func (s *httpSpout) Activate(ctx context.Context) error   { return nil }
+func (s *httpSpout) Deactivate(ctx context.Context) error { return nil }
 
 // Close stops listening; requests still waiting get 503 (retry).
-func (s *httpSpout) Close() error {
+func (s *httpSpout) Close(ctx context.Context) error {
 	s.closeOnce.Do(func() {
 		if s.srv == nil {
 			return

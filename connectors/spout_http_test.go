@@ -1,6 +1,7 @@
 package connectors
 
 import (
+	"context"
 	"net/http"
 	"slices"
 	"strings"
@@ -50,7 +51,7 @@ func TestHTTPSpoutAtLeastOnce(t *testing.T) {
 		ctx := taskContext("c", 0, 1, cfg, map[string][]string{"default": {"line"}}, nil)
 		ctx.Acking = acking
 		out := &recorder{}
-		if err := s.Open(ctx, out); err != nil {
+		if err := s.Open(context.Background(), ctx, out); err != nil {
 			t.Fatal(err)
 		}
 		url := "http://" + s.(*httpSpout).Addr() + "/ingest"
@@ -58,7 +59,7 @@ func TestHTTPSpoutAtLeastOnce(t *testing.T) {
 		emitAll := func(n int) {
 			deadline := time.Now().Add(10 * time.Second)
 			for len(out.emits) < n && time.Now().Before(deadline) {
-				if _, err := s.Next(10, out); err != nil {
+				if _, err := s.Next(context.Background(), 10, out); err != nil {
 					t.Fatal(err)
 				}
 				time.Sleep(time.Millisecond)
@@ -75,28 +76,28 @@ func TestHTTPSpoutAtLeastOnce(t *testing.T) {
 			if code := <-first; code != http.StatusAccepted {
 				t.Fatalf("at most once: status %d, want 202", code)
 			}
-			s.Close()
+			s.Close(context.Background())
 			continue
 		}
 		ids := []uint64{out.emits[0].msgID, out.emits[1].msgID, out.emits[2].msgID}
-		s.Ack(ids[:2], out)
+		s.Ack(context.Background(), ids[:2], out)
 		select {
 		case code := <-first:
 			t.Fatalf("answered %d before every line was processed", code)
 		case <-time.After(50 * time.Millisecond):
 		}
-		s.Ack(ids[2:], out)
+		s.Ack(context.Background(), ids[2:], out)
 		if code := <-first; code != http.StatusOK {
 			t.Fatalf("status %d, want 200", code)
 		}
 		second := post(url, "x\ny\n")
 		emitAll(5)
-		s.Ack([]uint64{out.emits[3].msgID}, out)
-		s.Fail([]uint64{out.emits[4].msgID}, out)
+		s.Ack(context.Background(), []uint64{out.emits[3].msgID}, out)
+		s.Fail(context.Background(), []uint64{out.emits[4].msgID}, out)
 		if code := <-second; code != http.StatusServiceUnavailable {
 			t.Fatalf("a failed line: status %d, want 503", code)
 		}
-		s.Close()
+		s.Close(context.Background())
 	}
 }
 
@@ -128,10 +129,10 @@ func TestHTTPSpoutTokenJSONAndBackPressure(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := &recorder{}
-	if err := s.Open(taskContext("c", 0, 1, cfg, map[string][]string{"default": {"line"}}, nil), out); err != nil {
+	if err := s.Open(context.Background(), taskContext("c", 0, 1, cfg, map[string][]string{"default": {"line"}}, nil), out); err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	defer s.Close(context.Background())
 	url := "http://" + s.(*httpSpout).Addr() + "/ingest"
 	for _, tok := range []string{"", "wrong"} {
 		if code, h := do(t, url, "text/plain", tok, "a\n"); code != http.StatusUnauthorized || !strings.HasPrefix(h.Get("WWW-Authenticate"), "Bearer") {
@@ -162,7 +163,7 @@ func TestHTTPSpoutTokenJSONAndBackPressure(t *testing.T) {
 		t.Fatalf("full queue: status %d, Retry-After %q", code, h.Get("Retry-After"))
 	}
 	waitFor(t, "three tuples", func() bool {
-		if _, err := s.Next(10, out); err != nil {
+		if _, err := s.Next(context.Background(), 10, out); err != nil {
 			t.Fatal(err)
 		}
 		return len(out.emits) >= 3

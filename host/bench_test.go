@@ -28,10 +28,10 @@ func preparedBolt(tb testing.TB, rt *Runtime, fixtureName string, cfg map[string
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if err := bolt.Prepare(taskContext(fixtureName, cfg, wordStream, countStream), &discard{}); err != nil {
+	if err := bolt.Prepare(context.Background(), taskContext(fixtureName, cfg, wordStream, countStream), &discard{}); err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() { _ = bolt.Close() })
+	tb.Cleanup(func() { _ = bolt.Close(context.Background()) })
 	return bolt
 }
 
@@ -57,7 +57,7 @@ func BenchmarkExecuteBatch(b *testing.B) {
 			b.SetBytes(int64(len(batch)))
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				if err := bolt.Execute(batch, out); err != nil {
+				if err := bolt.Execute(context.Background(), batch, out); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -78,7 +78,7 @@ func BenchmarkCallOverhead(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				if err := bolt.Tick(out); err != nil {
+				if err := bolt.Tick(context.Background(), out); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -100,7 +100,7 @@ func BenchmarkDeadlineCost(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				if err := bolt.Execute(batch, out); err != nil {
+				if err := bolt.Execute(context.Background(), batch, out); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -121,11 +121,11 @@ func TestExecuteAllocations(t *testing.T) {
 		rt.noTermination = m.noTermination
 		bolt := preparedBolt(t, rt, "echo", nil)
 		out := &discard{}
-		if err := bolt.Execute(batch, out); err != nil { // warm up buffers
+		if err := bolt.Execute(context.Background(), batch, out); err != nil { // warm up buffers
 			t.Fatal(err)
 		}
 		allocs := testing.AllocsPerRun(50, func() {
-			if err := bolt.Execute(batch, out); err != nil {
+			if err := bolt.Execute(context.Background(), batch, out); err != nil {
 				t.Fatal(err)
 			}
 		})

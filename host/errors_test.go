@@ -92,7 +92,7 @@ func misbehaving(t *testing.T, mod *Module, mode string, ic InstanceConfig) comp
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Prepare(taskContext(ic.Component, map[string]string{"mode": mode}, wordStream), &recorder{}); err != nil {
+	if err := b.Prepare(context.Background(), taskContext(ic.Component, map[string]string{"mode": mode}, wordStream), &recorder{}); err != nil {
 		t.Fatal(err)
 	}
 	return b
@@ -148,7 +148,7 @@ func TestMisbehavingGuests(t *testing.T) {
 			ic.MemoryLimitPages, ic.CallTimeout = c.pages, c.limit
 			b := misbehaving(t, mod, c.mode, ic)
 			rec := &recorder{}
-			err := b.Execute(batchOf(1, "x"), rec)
+			err := b.Execute(context.Background(), batchOf(1, "x"), rec)
 			mustContain(t, err, c.want...)
 			if !errors.Is(err, c.kind) {
 				t.Fatalf("errors.Is(%v, %v) = false", err, c.kind)
@@ -157,13 +157,13 @@ func TestMisbehavingGuests(t *testing.T) {
 				t.Fatal("a failing call delivered emits")
 			}
 			// Dead: every later call returns the same error.
-			if err2 := b.Execute(batchOf(2, "y"), rec); err2 != err {
+			if err2 := b.Execute(context.Background(), batchOf(2, "y"), rec); err2 != err {
 				t.Fatalf("second execute: %v, want the same error", err2)
 			}
-			if err2 := b.Tick(rec); err2 != err {
+			if err2 := b.Tick(context.Background(), rec); err2 != err {
 				t.Fatalf("tick: %v, want the same error", err2)
 			}
-			if err2 := b.Close(); err2 != err {
+			if err2 := b.Close(context.Background()); err2 != err {
 				t.Fatalf("close: %v, want the same error", err2)
 			}
 		})
@@ -171,10 +171,10 @@ func TestMisbehavingGuests(t *testing.T) {
 
 	t.Run("emit in close", func(t *testing.T) {
 		b := misbehaving(t, mod, "closeemit", instanceConfig("misbehave"))
-		if err := b.Execute(batchOf(1, "x"), &recorder{}); err != nil {
+		if err := b.Execute(context.Background(), batchOf(1, "x"), &recorder{}); err != nil {
 			t.Fatal(err)
 		}
-		mustContain(t, b.Close(), who+": ardea_close: emit is not allowed here")
+		mustContain(t, b.Close(context.Background()), who+": ardea_close: emit is not allowed here")
 	})
 }
 
@@ -199,10 +199,10 @@ func TestWasmTraps(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := b.Prepare(taskContext(c.name, nil, wordStream), &recorder{}); err != nil {
+		if err := b.Prepare(context.Background(), taskContext(c.name, nil, wordStream), &recorder{}); err != nil {
 			t.Fatal(err)
 		}
-		err = b.Execute(batchOf(1, "x"), &recorder{})
+		err = b.Execute(context.Background(), batchOf(1, "x"), &recorder{})
 		mustContain(t, err, "component "+c.name+" task 7: call ardea_execute failed: "+c.want, "wasm stack trace:", "ardea_execute")
 		if !errors.Is(err, ErrTrap) {
 			t.Fatalf("%v is not ErrTrap", err)
@@ -222,18 +222,18 @@ func TestFailureIsolated(t *testing.T) {
 			ic.MemoryLimitPages, ic.CallTimeout = 128, time.Second
 			bad := misbehaving(t, mod, mode, ic)
 			good := misbehaving(t, mod, "ok", instanceConfig("misbehave"))
-			if err := good.Execute(batchOf(1, "x"), &recorder{}); err != nil {
+			if err := good.Execute(context.Background(), batchOf(1, "x"), &recorder{}); err != nil {
 				t.Fatal(err)
 			}
-			if err := bad.Execute(batchOf(1, "x"), &recorder{}); err == nil {
+			if err := bad.Execute(context.Background(), batchOf(1, "x"), &recorder{}); err == nil {
 				t.Fatal("want an error")
 			}
 			for i := 0; i < 3; i++ {
-				if err := good.Execute(batchOf(1, "x"), &recorder{}); err != nil {
+				if err := good.Execute(context.Background(), batchOf(1, "x"), &recorder{}); err != nil {
 					t.Fatalf("sibling failed after %s: %v", mode, err)
 				}
 			}
-			if err := good.Close(); err != nil {
+			if err := good.Close(context.Background()); err != nil {
 				t.Fatal(err)
 			}
 		})
@@ -250,7 +250,7 @@ func TestHostSideFailures(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := b.Prepare(taskContext("echo", nil, wordStream), &recorder{}); err != nil {
+		if err := b.Prepare(context.Background(), taskContext("echo", nil, wordStream), &recorder{}); err != nil {
 			t.Fatal(err)
 		}
 		return b
@@ -259,21 +259,21 @@ func TestHostSideFailures(t *testing.T) {
 	// A panic in a host function (here: in the collector) fails only the
 	// instance.
 	b := prepared()
-	err := b.Execute(batchOf(1, "x"), &recorder{panics: true})
+	err := b.Execute(context.Background(), batchOf(1, "x"), &recorder{panics: true})
 	mustContain(t, err, "component echo task 7: call ardea_execute failed: collector exploded", "wasm stack trace:")
-	if err2 := b.Execute(batchOf(1, "x"), &recorder{}); err2 != err {
+	if err2 := b.Execute(context.Background(), batchOf(1, "x"), &recorder{}); err2 != err {
 		t.Fatalf("after host panic: %v, want the same error", err2)
 	}
 
 	// A collector error fails the instance and is wrapped.
 	gone := errors.New("downstream is gone")
 	b = prepared()
-	err = b.Execute(batchOf(1, "x"), &recorder{errOn: gone})
+	err = b.Execute(context.Background(), batchOf(1, "x"), &recorder{errOn: gone})
 	mustContain(t, err, `component echo task 7: ardea_execute: emit on stream "default": downstream is gone`)
 	if !errors.Is(err, gone) {
 		t.Fatalf("%v does not wrap the collector error", err)
 	}
-	if err := prepared().Close(); err != nil {
+	if err := prepared().Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -290,7 +290,7 @@ func TestDeadlineOverridesShortenTheWatchdogTick(t *testing.T) {
 	ic := instanceConfig("misbehave")
 	ic.CallTimeout = time.Second
 	b := misbehaving(t, mod, "loop", ic)
-	err := b.Execute(batchOf(1, "x"), &recorder{})
+	err := b.Execute(context.Background(), batchOf(1, "x"), &recorder{})
 	mustContain(t, err, "call ardea_execute exceeded the 1s deadline")
 }
 
@@ -309,11 +309,11 @@ func TestUserMetrics(t *testing.T) {
 	cctx.Metric = func(n string, d int64) { counters[n] += d }
 	cctx.Gauge = func(n string, v float64) { gauges[n] = v }
 	cctx.Observe = func(n string, v int64) { observed[n] = append(observed[n], v) }
-	if err := b.Prepare(cctx, &recorder{}); err != nil {
+	if err := b.Prepare(context.Background(), cctx, &recorder{}); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 2 {
-		if err := b.Execute(batchOf(uint64(i+1), "x"), &recorder{}); err != nil {
+		if err := b.Execute(context.Background(), batchOf(uint64(i+1), "x"), &recorder{}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -37,13 +37,13 @@ func TestBoltLifecycle(t *testing.T) {
 	tc.Metric = met.add
 	st := tc.State.(*MemoryState)
 
-	if err := b.Execute(batchOf(1, "x"), &rec); err == nil {
+	if err := b.Execute(context.Background(), batchOf(1, "x"), &rec); err == nil {
 		t.Fatal("execute before prepare: want an error")
 	}
-	if err := b.Prepare(tc, &rec); err != nil {
+	if err := b.Prepare(context.Background(), tc, &rec); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Execute(batchOf(11, "a", "b", "a"), &rec); err != nil {
+	if err := b.Execute(context.Background(), batchOf(11, "a", "b", "a"), &rec); err != nil {
 		t.Fatal(err)
 	}
 	want := []emitted{
@@ -63,7 +63,7 @@ func TestBoltLifecycle(t *testing.T) {
 	if got := met.get("echo.tuples"); got != 3 {
 		t.Fatalf("metric echo.tuples = %d, want 3", got)
 	}
-	if err := b.Tick(&rec); err != nil {
+	if err := b.Tick(context.Background(), &rec); err != nil {
 		t.Fatal(err)
 	}
 	// "-b" deletes b's count (state_delete); a batch larger than the first
@@ -72,7 +72,7 @@ func TestBoltLifecycle(t *testing.T) {
 	for i := range big {
 		big[i] = "-b"
 	}
-	if err := b.Execute(batchOf(100, big...), &rec); err != nil {
+	if err := b.Execute(context.Background(), batchOf(100, big...), &rec); err != nil {
 		t.Fatal(err)
 	}
 	if got := len(rec.take()); got != 5000 {
@@ -85,7 +85,7 @@ func TestBoltLifecycle(t *testing.T) {
 	// calls state_get again with a bigger one (the counter then restarts,
 	// as the value is not 8 bytes).
 	st.Put([]byte("k:z"), make([]byte, 40))
-	if err := b.Execute(batchOf(200, "z", "c", "d", "e", "f", "g", "h"), &rec); err != nil {
+	if err := b.Execute(context.Background(), batchOf(200, "z", "c", "d", "e", "f", "g", "h"), &rec); err != nil {
 		t.Fatal(err)
 	}
 	if got := rec.take(); len(got) != 14 || !reflect.DeepEqual(got[1].Values, strInt("z", 1)) {
@@ -94,7 +94,7 @@ func TestBoltLifecycle(t *testing.T) {
 	// Finish scans k: (state_scan; the result outgrows the guest's first
 	// buffer, so it asks twice), emits the counts in key order and replaces
 	// them by "finished" (state_write).
-	if err := b.Finish(&rec); err != nil {
+	if err := b.Finish(context.Background(), &rec); err != nil {
 		t.Fatal(err)
 	}
 	want = nil
@@ -114,15 +114,15 @@ func TestBoltLifecycle(t *testing.T) {
 	if v, _ := st.Get([]byte("batches")); !reflect.DeepEqual(v, int64Value(3)) {
 		t.Fatalf("batches = %v, want 3", v)
 	}
-	if err := b.Close(); err != nil {
+	if err := b.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	err = b.Execute(batchOf(1, "x"), &rec)
+	err = b.Execute(context.Background(), batchOf(1, "x"), &rec)
 	if !errors.Is(err, ErrClosed) {
 		t.Fatalf("execute after close: %v, want ErrClosed", err)
 	}
 	mustContain(t, err, "component echo task 7", "closed")
-	if err := b.Close(); err != nil {
+	if err := b.Close(context.Background()); err != nil {
 		t.Fatalf("second close: %v", err)
 	}
 }
@@ -141,7 +141,7 @@ func TestSpoutLifecycle(t *testing.T) {
 		tuple.StreamDecl{Name: "default", Fields: []string{"n", "ts"}})
 	tc.Metric = met.add
 	before := time.Now().UnixNano()
-	if err := s.Open(tc, &rec); err != nil {
+	if err := s.Open(context.Background(), tc, &rec); err != nil {
 		t.Fatal(err)
 	}
 	check := func(st component.Status, wantSt component.Status, ids ...uint64) {
@@ -162,38 +162,38 @@ func TestSpoutLifecycle(t *testing.T) {
 			}
 		}
 	}
-	st, err := s.Next(2, &rec)
+	st, err := s.Next(context.Background(), 2, &rec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	check(st, component.Emitted, 1, 2)
-	if err := s.Deactivate(); err != nil {
+	if err := s.Deactivate(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	st, err = s.Next(2, &rec)
+	st, err = s.Next(context.Background(), 2, &rec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	check(st, component.Idle)
-	if err := s.Activate(); err != nil {
+	if err := s.Activate(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	st, err = s.Next(10, &rec)
+	st, err = s.Next(context.Background(), 10, &rec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	check(st, component.Done, 3, 4, 5)
-	if err := s.Ack([]uint64{1, 2}, &rec); err != nil {
+	if err := s.Ack(context.Background(), []uint64{1, 2}, &rec); err != nil {
 		t.Fatal(err)
 	}
 	if got := met.get("acked"); got != 2 {
 		t.Fatalf("acked metric = %d, want 2", got)
 	}
-	if err := s.Fail([]uint64{3}, &rec); err != nil {
+	if err := s.Fail(context.Background(), []uint64{3}, &rec); err != nil {
 		t.Fatal(err)
 	}
 	check(component.Emitted, component.Emitted, 3) // replayed
-	if err := s.Close(); err != nil {
+	if err := s.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -214,13 +214,13 @@ func TestRestartKeepsState(t *testing.T) {
 		var rec recorder
 		tc := taskContext("echo", map[string]string{"echo.count": "1"}, wordStream, countStream)
 		tc.State = st
-		if err := b.Prepare(tc, &rec); err != nil {
+		if err := b.Prepare(context.Background(), tc, &rec); err != nil {
 			t.Fatal(err)
 		}
-		if err := b.Execute(batchOf(1, words...), &rec); err != nil {
+		if err := b.Execute(context.Background(), batchOf(1, words...), &rec); err != nil {
 			t.Fatal(err)
 		}
-		if err := b.Close(); err != nil {
+		if err := b.Close(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		return rec.take()
@@ -244,10 +244,10 @@ func TestGuestOutputReachesSlog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Prepare(taskContext("loud", map[string]string{"mode": "stdio"}, wordStream), &recorder{}); err != nil {
+	if err := b.Prepare(context.Background(), taskContext("loud", map[string]string{"mode": "stdio"}, wordStream), &recorder{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Close(); err != nil { // flushes the partial stdout line
+	if err := b.Close(context.Background()); err != nil { // flushes the partial stdout line
 		t.Fatal(err)
 	}
 	want := []struct{ msg, level, stream string }{

@@ -729,11 +729,11 @@ func appendIDs(dst []byte, ids []uint64) []byte {
 
 type spout struct{ in *instance }
 
-func (s *spout) Open(ctx component.Context, out component.Collector) error {
-	return s.in.open(callOpen, ctx, out)
+func (s *spout) Open(ctx context.Context, tc component.Context, out component.Collector) error {
+	return s.in.open(callOpen, tc, out)
 }
 
-func (s *spout) Next(n int, out component.Collector) (component.Status, error) {
+func (s *spout) Next(ctx context.Context, n int, out component.Collector) (component.Status, error) {
 	in := s.in
 	if err := in.ready(callNext); err != nil {
 		return component.Idle, err
@@ -752,23 +752,23 @@ func (s *spout) Next(n int, out component.Collector) (component.Status, error) {
 	})
 }
 
-func (s *spout) Ack(ids []uint64, out component.Collector) error {
+func (s *spout) Ack(ctx context.Context, ids []uint64, out component.Collector) error {
 	return s.in.ids(callAck, ids, out)
 }
-func (s *spout) Fail(ids []uint64, out component.Collector) error {
+func (s *spout) Fail(ctx context.Context, ids []uint64, out component.Collector) error {
 	return s.in.ids(callFail, ids, out)
 }
-func (s *spout) Activate() error   { return s.in.simple(callActivate, nil) }
-func (s *spout) Deactivate() error { return s.in.simple(callDeactivate, nil) }
-func (s *spout) Close() error      { return s.in.closeTask() }
+func (s *spout) Activate(ctx context.Context) error   { return s.in.simple(callActivate, nil) }
+func (s *spout) Deactivate(ctx context.Context) error { return s.in.simple(callDeactivate, nil) }
+func (s *spout) Close(ctx context.Context) error      { return s.in.closeTask() }
 
 type bolt struct{ in *instance }
 
-func (b *bolt) Prepare(ctx component.Context, out component.Collector) error {
-	return b.in.open(callPrepare, ctx, out)
+func (b *bolt) Prepare(ctx context.Context, tc component.Context, out component.Collector) error {
+	return b.in.open(callPrepare, tc, out)
 }
 
-func (b *bolt) Execute(batch []byte, out component.Collector) error {
+func (b *bolt) Execute(ctx context.Context, batch []byte, out component.Collector) error {
 	in := b.in
 	if err := in.ready(callExecute); err != nil {
 		return err
@@ -780,6 +780,10 @@ func (b *bolt) Execute(batch []byte, out component.Collector) error {
 	return err
 }
 
-func (b *bolt) Tick(out component.Collector) error   { return b.in.simple(callTick, out) }
-func (b *bolt) Finish(out component.Collector) error { return b.in.simple(callFinish, out) }
-func (b *bolt) Close() error                         { return b.in.closeTask() }
+func (b *bolt) Tick(ctx context.Context, out component.Collector) error {
+	return b.in.simple(callTick, out)
+}
+func (b *bolt) Finish(ctx context.Context, out component.Collector) error {
+	return b.in.simple(callFinish, out)
+}
+func (b *bolt) Close(ctx context.Context) error { return b.in.closeTask() }

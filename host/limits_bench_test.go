@@ -23,7 +23,7 @@ func BenchmarkStateCount(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if err := bolt.Execute(batch, out); err != nil {
+		if err := bolt.Execute(context.Background(), batch, out); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -55,16 +55,16 @@ func benchGuestLog(b *testing.B, lim Limits) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer bolt.Close()
+	defer bolt.Close(context.Background())
 	cfg := map[string]string{"mode": "logflood", "flood.lines": "100", "flood.line.bytes": "100"}
-	if err := bolt.Prepare(taskContext("misbehave", cfg, wordStream), &discard{}); err != nil {
+	if err := bolt.Prepare(context.Background(), taskContext("misbehave", cfg, wordStream), &discard{}); err != nil {
 		b.Fatal(err)
 	}
 	batch, out := batchOf(1, "x"), &discard{}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if err := bolt.Execute(batch, out); err != nil {
+		if err := bolt.Execute(context.Background(), batch, out); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -29,10 +29,10 @@ func limitBolt(t *testing.T, mod *Module, ic InstanceConfig, mode string, config
 		cfg[k] = v
 	}
 	tc := taskContext(ic.Component, cfg, wordStream)
-	if err := b.Prepare(tc, &recorder{}); err != nil {
+	if err := b.Prepare(context.Background(), tc, &recorder{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = b.Close() })
+	t.Cleanup(func() { _ = b.Close(context.Background()) })
 	return b, tc.State.(*MemoryState)
 }
 
@@ -44,7 +44,7 @@ func mustFailWith(t *testing.T, b component.Bolt, err, kind error, parts ...stri
 	if !errors.Is(err, kind) {
 		t.Fatalf("errors.Is(%v, %v) = false", err, kind)
 	}
-	if err2 := b.Execute(batchOf(2, "y"), &discard{}); err2 != err {
+	if err2 := b.Execute(context.Background(), batchOf(2, "y"), &discard{}); err2 != err {
 		t.Fatalf("after the failure: %v, want the same error", err2)
 	}
 }
@@ -62,7 +62,7 @@ func TestStateLimits(t *testing.T) {
 
 	t.Run("state_put over state.max.bytes", func(t *testing.T) {
 		b, st := limitBolt(t, mod, small(Limits{StateMaxBytes: 1 << 20}), "statebomb", map[string]string{"bomb.value.bytes": "100000"})
-		err := b.Execute(batchOf(1, "x"), &discard{})
+		err := b.Execute(context.Background(), batchOf(1, "x"), &discard{})
 		// Ten entries of 6+100000 bytes fit; the eleventh (key bomb/10)
 		// would take the state to 1100067 bytes.
 		mustFailWith(t, b, err, ErrStateLimit,
@@ -74,7 +74,7 @@ func TestStateLimits(t *testing.T) {
 
 	t.Run("state_write over state.max.bytes applies none of the batch", func(t *testing.T) {
 		b, st := limitBolt(t, mod, small(Limits{StateMaxBytes: 1 << 20}), "statewrite", map[string]string{"bomb.value.bytes": "100000"})
-		err := b.Execute(batchOf(1, "x"), &discard{})
+		err := b.Execute(context.Background(), batchOf(1, "x"), &discard{})
 		// Batches of four: 8 entries fit, the third batch would take
 		// the state to 12 entries (bomb/10 and bomb/11 have 7-byte keys).
 		mustFailWith(t, b, err, ErrStateLimit,
@@ -89,7 +89,7 @@ func TestStateLimits(t *testing.T) {
 		// values. The first one is refused.
 		b, st := limitBolt(t, mod, instanceConfig("misbehave"), "statebomb",
 			map[string]string{"bomb.value.bytes": strconv.Itoa(32 << 20), "bomb.puts": "64"})
-		err := b.Execute(batchOf(1, "x"), &discard{})
+		err := b.Execute(context.Background(), batchOf(1, "x"), &discard{})
 		mustFailWith(t, b, err, ErrStateLimit,
 			who+`state_put: value of 33554432 bytes (key "bomb/0"), over the limit state.max.value.bytes = 16777216`)
 		if st.Len() != 0 {
@@ -99,13 +99,13 @@ func TestStateLimits(t *testing.T) {
 
 	t.Run("value over state.max.value.bytes in state_write", func(t *testing.T) {
 		b, _ := limitBolt(t, mod, small(Limits{StateMaxValueBytes: 1000}), "statewrite", map[string]string{"bomb.value.bytes": "1001"})
-		mustFailWith(t, b, b.Execute(batchOf(1, "x"), &discard{}), ErrStateLimit,
+		mustFailWith(t, b, b.Execute(context.Background(), batchOf(1, "x"), &discard{}), ErrStateLimit,
 			who+`state_write: value of 1001 bytes (key "bomb/0"), over the limit state.max.value.bytes = 1000`)
 	})
 
 	t.Run("key over state.max.key.bytes", func(t *testing.T) {
 		b, _ := limitBolt(t, mod, instanceConfig("misbehave"), "bigkey", nil)
-		mustFailWith(t, b, b.Execute(batchOf(1, "x"), &discard{}), ErrStateLimit,
+		mustFailWith(t, b, b.Execute(context.Background(), batchOf(1, "x"), &discard{}), ErrStateLimit,
 			who+"state_put: key of 131072 bytes, over the limit state.max.key.bytes = 65536")
 	})
 
@@ -117,11 +117,11 @@ func TestStateLimits(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer b.Close()
+		defer b.Close(context.Background())
 		tc := taskContext("misbehave", map[string]string{"mode": "statebomb", "bomb.value.bytes": "10", "bomb.puts": "3"}, wordStream)
 		st := tc.State.(*MemoryState)
 		st.Put([]byte("restored"), make([]byte, 2000)) // as from a checkpoint taken under a higher limit
-		if err := b.Prepare(tc, &recorder{}); err != nil {
+		if err := b.Prepare(context.Background(), tc, &recorder{}); err != nil {
 			t.Fatal(err)
 		}
 		found := false
@@ -132,7 +132,7 @@ func TestStateLimits(t *testing.T) {
 			t.Fatalf("no warning about the restored state in %v", logs.records(t))
 		}
 		// Growing it further fails the instance.
-		mustFailWith(t, b, b.Execute(batchOf(1, "x"), &discard{}), ErrStateLimit,
+		mustFailWith(t, b, b.Execute(context.Background(), batchOf(1, "x"), &discard{}), ErrStateLimit,
 			who+"state_put: host-side state would reach 2024 bytes, over the limit state.max.bytes = 1000")
 	})
 }
@@ -152,7 +152,7 @@ func TestStateBombMemory(t *testing.T) {
 	}
 	before, rssBefore := heap(), procStatus("VmRSS")
 	b, st := limitBolt(t, mod, instanceConfig("misbehave"), "statebomb", nil)
-	err := b.Execute(batchOf(1, "x"), &discard{})
+	err := b.Execute(context.Background(), batchOf(1, "x"), &discard{})
 	mustFailWith(t, b, err, ErrStateLimit, "state_put: host-side state would reach ", "over the limit state.max.bytes = 268435456")
 	grown := heap() - before
 	t.Logf("state bomb: state %d bytes in %d keys; Go heap in use grew by %d MiB; process RSS %s before, %s after, peak %s",
@@ -191,7 +191,7 @@ func TestEmitLimit(t *testing.T) {
 	// the call at the 128th.
 	b, _ := limitBolt(t, mod, instanceConfig("misbehave"), "emitflood", nil)
 	out := &discard{}
-	mustFailWith(t, b, b.Execute(batchOf(1, "x"), out), ErrEmitLimit,
+	mustFailWith(t, b, b.Execute(context.Background(), batchOf(1, "x"), out), ErrEmitLimit,
 		who+"emit: the call emitted 67111936 bytes, over the limit emit.max.bytes.per.call = 67108864")
 	if out.n != 127 {
 		t.Fatalf("%d tuples delivered, want the 127 within the limit", out.n)
@@ -200,7 +200,7 @@ func TestEmitLimit(t *testing.T) {
 	ic := instanceConfig("misbehave")
 	ic.Limits.EmitMaxBytesPerCall = 1 << 20
 	b, _ = limitBolt(t, mod, ic, "emitflood", nil)
-	mustFailWith(t, b, b.Execute(batchOf(1, "x"), &discard{}), ErrEmitLimit,
+	mustFailWith(t, b, b.Execute(context.Background(), batchOf(1, "x"), &discard{}), ErrEmitLimit,
 		who+"emit: the call emitted 1048624 bytes, over the limit emit.max.bytes.per.call = 1048576") // at the second
 
 	// The limit is per call: an echo bolt re-emitting a 100-word batch
@@ -212,13 +212,13 @@ func TestEmitLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer eb.Close()
-	if err := eb.Prepare(taskContext("echo", nil, wordStream, countStream), &discard{}); err != nil {
+	defer eb.Close(context.Background())
+	if err := eb.Prepare(context.Background(), taskContext("echo", nil, wordStream, countStream), &discard{}); err != nil {
 		t.Fatal(err)
 	}
 	batch := wordBatch(100)
 	for range 50 {
-		if err := eb.Execute(batch, &discard{}); err != nil {
+		if err := eb.Execute(context.Background(), batch, &discard{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -250,7 +250,7 @@ func TestLogLimits(t *testing.T) {
 		ic := instanceConfig("misbehave")
 		ic.Logger = logs.logger()
 		b, _ := limitBolt(t, mod, ic, "logflood", nil) // one line of 16 MiB
-		if err := b.Execute(batchOf(1, "x"), &discard{}); err != nil {
+		if err := b.Execute(context.Background(), batchOf(1, "x"), &discard{}); err != nil {
 			t.Fatal(err)
 		}
 		lines, reports := guestLines(t, &logs, "log")
@@ -269,11 +269,11 @@ func TestLogLimits(t *testing.T) {
 		const n, size = 2000, 1000
 		b, _ := limitBolt(t, mod, ic, mode, map[string]string{"flood.lines": strconv.Itoa(n), "flood.line.bytes": strconv.Itoa(size)})
 		t0 := time.Now()
-		if err := b.Execute(batchOf(1, "x"), &discard{}); err != nil {
+		if err := b.Execute(context.Background(), batchOf(1, "x"), &discard{}); err != nil {
 			t.Fatal(err)
 		}
 		u, _ := UsageOf(b)
-		if err := b.Close(); err != nil { // reports the drops of the last second
+		if err := b.Close(context.Background()); err != nil { // reports the drops of the last second
 			t.Fatal(err)
 		}
 		seconds := time.Since(t0).Seconds()
@@ -384,10 +384,10 @@ func TestMemoryLimitNamedInEveryLanguage(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := b.Prepare(taskContext(c.name, nil, wordStream), &recorder{}); err != nil {
+		if err := b.Prepare(context.Background(), taskContext(c.name, nil, wordStream), &recorder{}); err != nil {
 			t.Fatal(err)
 		}
-		mustFailWith(t, b, b.Execute(batchOf(1, "x"), &discard{}), ErrMemoryLimit,
+		mustFailWith(t, b, b.Execute(context.Background(), batchOf(1, "x"), &discard{}), ErrMemoryLimit,
 			"component "+c.name+" task 7: call ardea_execute: guest ran out of memory: "+c.want, "wasm error: unreachable")
 	}
 
@@ -407,10 +407,10 @@ func TestMemoryLimitNamedInEveryLanguage(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := b.Prepare(taskContext("probe", nil, wordStream), &recorder{}); err != nil {
+		if err := b.Prepare(context.Background(), taskContext("probe", nil, wordStream), &recorder{}); err != nil {
 			t.Fatal(err)
 		}
-		err = b.Execute(batchOf(1, strings.Repeat("x", 4<<20)), &discard{})
+		err = b.Execute(context.Background(), batchOf(1, strings.Repeat("x", 4<<20)), &discard{})
 		mustFailWith(t, b, err, ErrMemoryLimit, "component probe task 7: call ardea_buffer",
 			"guest ran out of memory: memory.grow to ", fmt.Sprintf(" pages was refused at the limit wasm.memory.pages = %d (", pages), " pages in use)")
 		t.Logf("%s: %s", lang, strings.SplitN(err.Error(), "\n", 2)[0])

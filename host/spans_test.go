@@ -20,10 +20,10 @@ func TestEmitSpans(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := b.Prepare(taskContext("echo", map[string]string{"echo.count": "1"}, wordStream, countStream), col); err != nil {
+		if err := b.Prepare(context.Background(), taskContext("echo", map[string]string{"echo.count": "1"}, wordStream, countStream), col); err != nil {
 			t.Fatal(err)
 		}
-		if err := b.Execute(batchOf(11, "a", "bb", "a", "a longer word than sixteen bytes"), col); err != nil {
+		if err := b.Execute(context.Background(), batchOf(11, "a", "bb", "a", "a longer word than sixteen bytes"), col); err != nil {
 			t.Fatal(err)
 		}
 		return rec.take()

@@ -116,7 +116,7 @@ func TestStopHelper(t *testing.T) {
 	}
 	tc := taskContext("waiter", map[string]string{"mode": "wait"}, wordStream)
 	st := tc.State.(*MemoryState)
-	if err := b.Prepare(tc, &recorder{}); err != nil {
+	if err := b.Prepare(context.Background(), tc, &recorder{}); err != nil {
 		t.Fatal(err)
 	}
 	go func() { // the parent's word releases the waiting guest
@@ -133,10 +133,10 @@ func TestStopHelper(t *testing.T) {
 		}
 		return "ok"
 	}
-	fmt.Printf("phase 1: %s\n", result(b.Execute(batchOf(1, "x"), &recorder{})))
+	fmt.Printf("phase 1: %s\n", result(b.Execute(context.Background(), batchOf(1, "x"), &recorder{})))
 	fmt.Printf("forgiven: %v of stopped time\n", time.Duration(rt.paused.Load()))
 	st.Delete([]byte("release"))
-	fmt.Printf("phase 2: %s\n", result(b.Execute(batchOf(2, "y"), &recorder{})))
+	fmt.Printf("phase 2: %s\n", result(b.Execute(context.Background(), batchOf(2, "y"), &recorder{})))
 }
 
 // processState is the state letter of a process in /proc (T: stopped).

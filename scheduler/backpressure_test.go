@@ -21,8 +21,8 @@ type slowBolt struct {
 	seen  *atomic.Int64
 }
 
-func (b *slowBolt) Prepare(component.Context, component.Collector) error { return nil }
-func (b *slowBolt) Execute(batch []byte, _ component.Collector) error {
+func (b *slowBolt) Prepare(context.Context, component.Context, component.Collector) error { return nil }
+func (b *slowBolt) Execute(ctx context.Context, batch []byte, _ component.Collector) error {
 	r, err := tuple.NewBatchReader(batch)
 	if err != nil {
 		return err
@@ -40,9 +40,9 @@ func (b *slowBolt) Execute(batch []byte, _ component.Collector) error {
 	time.Sleep(b.pause) // the behaviour under test: a bolt slower than its input
 	return nil
 }
-func (b *slowBolt) Tick(component.Collector) error   { return nil }
-func (b *slowBolt) Finish(component.Collector) error { return nil }
-func (b *slowBolt) Close() error                     { return nil }
+func (b *slowBolt) Tick(context.Context, component.Collector) error   { return nil }
+func (b *slowBolt) Finish(context.Context, component.Collector) error { return nil }
+func (b *slowBolt) Close(ctx context.Context) error                   { return nil }
 
 var slowSeen = map[string]*atomic.Int64{}
 

@@ -18,16 +18,16 @@ type tickBolt struct {
 	cancel context.CancelFunc
 }
 
-func (b *tickBolt) Prepare(component.Context, component.Collector) error { return nil }
-func (b *tickBolt) Execute([]byte, component.Collector) error            { return nil }
-func (b *tickBolt) Tick(component.Collector) error {
+func (b *tickBolt) Prepare(context.Context, component.Context, component.Collector) error { return nil }
+func (b *tickBolt) Execute(context.Context, []byte, component.Collector) error            { return nil }
+func (b *tickBolt) Tick(context.Context, component.Collector) error {
 	if b.ticks.Add(1) == 3 {
 		b.cancel()
 	}
 	return nil
 }
-func (b *tickBolt) Finish(component.Collector) error { return nil }
-func (b *tickBolt) Close() error                     { return nil }
+func (b *tickBolt) Finish(context.Context, component.Collector) error { return nil }
+func (b *tickBolt) Close(ctx context.Context) error                   { return nil }
 
 var tickState struct {
 	ticks  atomic.Int64

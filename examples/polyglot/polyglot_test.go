@@ -119,9 +119,9 @@ func TestUpperKeepsTheWord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer b.Close()
+	defer b.Close(context.Background())
 	rec := &recorder{}
-	err = b.Prepare(component.Context{
+	err = b.Prepare(context.Background(), component.Context{
 		Context: tuple.Context{Topology: "polyglot", Component: "upper", TaskID: 1, Parallelism: 1,
 			Outputs: []tuple.StreamDecl{{Name: "default", Fields: []string{"word", "upper"}}},
 			Inputs:  []tuple.InputDecl{{Component: "split", Stream: "default", Fields: []string{"word"}}}},
@@ -136,7 +136,7 @@ func TestUpperKeepsTheWord(t *testing.T) {
 	for i, s := range words {
 		w.Append(0, 1, uint64(i+1), tuple.AppendValues(nil, tuple.Str(s)))
 	}
-	if err := b.Execute(w.Buf, rec); err != nil {
+	if err := b.Execute(context.Background(), w.Buf, rec); err != nil {
 		t.Fatal(err)
 	}
 	want := [][2]string{{"heron", "HERON"}, {"naïve", "NAÏVE"}, {"東京", "東京"}, {"x-Y", "X-Y"}, {"", ""}}

@@ -91,14 +91,14 @@ func instance(t *testing.T, rt *host.Runtime, wasm []byte, name string, state *h
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = b.Close() })
+	t.Cleanup(func() { _ = b.Close(context.Background()) })
 	cctx := component.Context{
 		Context: tuple.Context{Topology: "wc", Component: name, TaskID: 1, Parallelism: 1,
 			Outputs: []tuple.StreamDecl{{Name: "default", Fields: out}},
 			Inputs:  []tuple.InputDecl{{Component: "up", Stream: "default", Fields: in}}},
 		State: state, MaxKeyGroups: 256, Metric: func(string, int64) {},
 	}
-	if err := b.Prepare(cctx, rec); err != nil {
+	if err := b.Prepare(context.Background(), cctx, rec); err != nil {
 		t.Fatal(err)
 	}
 	return b
@@ -140,7 +140,7 @@ func TestSplitMatchesStringsFields(t *testing.T) {
 			rec := &recorder{}
 			b := instance(t, newRuntime(t), split, "split", host.NewMemoryState(256), []string{"line"}, []string{"word"}, rec)
 			for i := 0; i < len(lines); i += 500 {
-				if err := b.Execute(stringBatch(uint64(i+1), lines[i:i+500]), rec); err != nil {
+				if err := b.Execute(context.Background(), stringBatch(uint64(i+1), lines[i:i+500]), rec); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -183,13 +183,13 @@ func TestCountStateIsSharedAcrossLanguages(t *testing.T) {
 						want[w]++
 						wantInts = append(wantInts, want[w])
 					}
-					if err := b.Execute(stringBatch(1, ws), rec); err != nil {
+					if err := b.Execute(context.Background(), stringBatch(1, ws), rec); err != nil {
 						t.Fatal(err)
 					}
 					if !slices.Equal(rec.words, ws) || !slices.Equal(rec.ints, wantInts) {
 						t.Fatalf("%s emitted %q %v, want %q %v", lang, rec.words, rec.ints, ws, wantInts)
 					}
-					if err := b.Close(); err != nil {
+					if err := b.Close(context.Background()); err != nil {
 						t.Fatal(err)
 					}
 				}

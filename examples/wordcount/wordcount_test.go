@@ -41,7 +41,7 @@ func bolt(b *testing.B, wasm []byte, name string, in, out []string) component.Bo
 		Logger: slog.New(slog.DiscardHandler), State: host.NewMemoryState(256), MaxKeyGroups: 256,
 		Metric: func(string, int64) {},
 	}
-	if err := bl.Prepare(cctx, &counter{}); err != nil {
+	if err := bl.Prepare(context.Background(), cctx, &counter{}); err != nil {
 		b.Fatal(err)
 	}
 	return bl
@@ -67,7 +67,7 @@ func BenchmarkSplitBolt(b *testing.B) {
 			out := &counter{}
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				if err := bl.Execute(w.Buf, out); err != nil {
+				if err := bl.Execute(context.Background(), w.Buf, out); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -97,7 +97,7 @@ func BenchmarkCountBolt(b *testing.B) {
 			out := &counter{}
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				if err := bl.Execute(w.Buf, out); err != nil {
+				if err := bl.Execute(context.Background(), w.Buf, out); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -123,7 +123,7 @@ func runUpper(t *testing.T, wasm string) []string {
 		t.Fatal(err)
 	}
 	rec := &recorder{}
-	err = b.Prepare(component.Context{
+	err = b.Prepare(context.Background(), component.Context{
 		Context: tuple.Context{
 			Topology: "t", Component: "upper", TaskID: 1, Parallelism: 1,
 			Outputs: []tuple.StreamDecl{{Name: "default", Fields: []string{"word", "n"}}},
@@ -141,10 +141,10 @@ func runUpper(t *testing.T, wasm string) []string {
 	for i, w := range []string{"héron", "x", "héron"} {
 		bw.Append(0, 2, uint64(i+1), tuple.AppendValues(nil, tuple.Str(w)))
 	}
-	if err := b.Execute(bw.Buf, rec); err != nil {
+	if err := b.Execute(context.Background(), bw.Buf, rec); err != nil {
 		t.Fatal(err)
 	}
-	_ = b.Close()
+	_ = b.Close(context.Background())
 	return rec.ops
 }
 

@@ -5,9 +5,18 @@
 //
 // Concurrency: a task's Spout or Bolt is driven by exactly one goroutine; no
 // method is called concurrently with another on the same value.
+//
+// Contexts: every method takes the caller's context first. The engine
+// passes the task's context, cancelled when the task stops; a component
+// takes its deadlines from it (context.WithTimeout(ctx, ...)) instead of
+// starting from context.Background(). Close is called with a context that
+// is not cancelled with the task (context.WithoutCancel of it), so a
+// component can still flush and release what it holds; it bounds its own
+// waits there.
 package component
 
 import (
+	"context"
 	"log/slog"
 
 	"github.com/ardea-dev/ardea/internal/tuple"
@@ -77,9 +86,9 @@ type Context struct {
 
 // Spout is a source task.
 type Spout interface {
-	Open(ctx Context, out Collector) error
+	Open(ctx context.Context, tc Context, out Collector) error
 	// Next emits up to max tuples.
-	Next(max int, out Collector) (Status, error)
+	Next(ctx context.Context, max int, out Collector) (Status, error)
 	// Ack reports message ids whose tuple trees completed; Fail those
 	// that failed or timed out: the spout should emit them again. Replay
 	// from Next (queue the ids in Fail, as Storm's spouts do): replays then
@@ -89,11 +98,11 @@ type Spout interface {
 	// is pending (Idle while it waits for outcomes). Emitting from Fail is
 	// allowed but bypasses the budget; Ack and Fail keep being called after
 	// Done until no tree of the task is pending.
-	Ack(msgIDs []uint64, out Collector) error
-	Fail(msgIDs []uint64, out Collector) error
-	Activate() error
-	Deactivate() error
-	Close() error
+	Ack(ctx context.Context, msgIDs []uint64, out Collector) error
+	Fail(ctx context.Context, msgIDs []uint64, out Collector) error
+	Activate(ctx context.Context) error
+	Deactivate(ctx context.Context) error
+	Close(ctx context.Context) error
 }
 
 // Failure says how one tree failed.
@@ -120,7 +129,7 @@ type FailureNoter interface {
 // what the checkpoint must hold into the State (the file sink flushes and
 // records its file's length, to truncate back to on a restore).
 type Snapshotter interface {
-	Snapshot(id uint64, out Collector) error
+	Snapshot(ctx context.Context, id uint64, out Collector) error
 }
 
 // CheckpointListener is implemented by components that act once a
@@ -131,17 +140,17 @@ type Snapshotter interface {
 // id stands for every checkpoint up to it) and come on the task's
 // goroutine between other calls.
 type CheckpointListener interface {
-	CheckpointCommitted(id uint64, out Collector) error
+	CheckpointCommitted(ctx context.Context, id uint64, out Collector) error
 }
 
 // Bolt is a processing task.
 type Bolt interface {
-	Prepare(ctx Context, out Collector) error
+	Prepare(ctx context.Context, tc Context, out Collector) error
 	// Execute processes an input batch in the ABI v1 batch format
 	// (tuple.BatchReader reads it). batch is only valid during the call.
-	Execute(batch []byte, out Collector) error
-	Tick(out Collector) error
+	Execute(ctx context.Context, batch []byte, out Collector) error
+	Tick(ctx context.Context, out Collector) error
 	// Finish is called once every upstream task has finished (finite input).
-	Finish(out Collector) error
-	Close() error
+	Finish(ctx context.Context, out Collector) error
+	Close(ctx context.Context) error
 }

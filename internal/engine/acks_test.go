@@ -40,11 +40,11 @@ type replaySpout struct {
 	queue  []uint64
 }
 
-func (s *replaySpout) Open(component.Context, component.Collector) error { return nil }
+func (s *replaySpout) Open(context.Context, component.Context, component.Collector) error { return nil }
 func (s *replaySpout) emit(id uint64, out component.Collector) error {
 	return out.Emit(0, tuple.NoTask, id, nil, tuple.AppendValues(nil, tuple.Int(int64(id))))
 }
-func (s *replaySpout) Next(budget int, out component.Collector) (component.Status, error) {
+func (s *replaySpout) Next(ctx context.Context, budget int, out component.Collector) (component.Status, error) {
 	if p := s.acks.Pending(); p+budget > s.maxPending {
 		s.overBudget++
 	}
@@ -79,7 +79,7 @@ func (s *replaySpout) Next(budget int, out component.Collector) (component.Statu
 	}
 	return component.Emitted, nil
 }
-func (s *replaySpout) Ack(ids []uint64, _ component.Collector) error {
+func (s *replaySpout) Ack(ctx context.Context, ids []uint64, _ component.Collector) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, id := range ids {
@@ -87,7 +87,7 @@ func (s *replaySpout) Ack(ids []uint64, _ component.Collector) error {
 	}
 	return nil
 }
-func (s *replaySpout) Fail(ids []uint64, out component.Collector) error {
+func (s *replaySpout) Fail(ctx context.Context, ids []uint64, out component.Collector) error {
 	if s.inNext {
 		s.replays += len(ids)
 		s.queue = append(s.queue, ids...)
@@ -101,9 +101,9 @@ func (s *replaySpout) Fail(ids []uint64, out component.Collector) error {
 	}
 	return nil
 }
-func (s *replaySpout) Activate() error   { return nil }
-func (s *replaySpout) Deactivate() error { return nil }
-func (s *replaySpout) Close() error      { return nil }
+func (s *replaySpout) Activate(ctx context.Context) error   { return nil }
+func (s *replaySpout) Deactivate(ctx context.Context) error { return nil }
+func (s *replaySpout) Close(ctx context.Context) error      { return nil }
 
 // flakyBolt fails the first delivery of every multiple of 3 and acks the
 // rest.
@@ -112,8 +112,10 @@ type flakyBolt struct {
 	fails  int
 }
 
-func (b *flakyBolt) Prepare(component.Context, component.Collector) error { return nil }
-func (b *flakyBolt) Execute(batch []byte, out component.Collector) error {
+func (b *flakyBolt) Prepare(context.Context, component.Context, component.Collector) error {
+	return nil
+}
+func (b *flakyBolt) Execute(ctx context.Context, batch []byte, out component.Collector) error {
 	r, err := tuple.NewBatchReader(batch)
 	if err != nil {
 		return err
@@ -140,9 +142,9 @@ func (b *flakyBolt) Execute(batch []byte, out component.Collector) error {
 		}
 	}
 }
-func (b *flakyBolt) Tick(component.Collector) error   { return nil }
-func (b *flakyBolt) Finish(component.Collector) error { return nil }
-func (b *flakyBolt) Close() error                     { return nil }
+func (b *flakyBolt) Tick(context.Context, component.Collector) error   { return nil }
+func (b *flakyBolt) Finish(context.Context, component.Collector) error { return nil }
+func (b *flakyBolt) Close(ctx context.Context) error                   { return nil }
 
 // ackingSM starts a one-container stream manager, at least once, for a
 // spout (task 1) feeding a bolt (task 2).
@@ -228,8 +230,10 @@ func TestSpoutAcksReplayAndPending(t *testing.T) {
 // "key") and acks the others.
 type poisonBolt struct{ fails atomic.Int64 }
 
-func (b *poisonBolt) Prepare(component.Context, component.Collector) error { return nil }
-func (b *poisonBolt) Execute(batch []byte, out component.Collector) error {
+func (b *poisonBolt) Prepare(context.Context, component.Context, component.Collector) error {
+	return nil
+}
+func (b *poisonBolt) Execute(ctx context.Context, batch []byte, out component.Collector) error {
 	r, err := tuple.NewBatchReader(batch)
 	if err != nil {
 		return err
@@ -255,9 +259,9 @@ func (b *poisonBolt) Execute(batch []byte, out component.Collector) error {
 		}
 	}
 }
-func (b *poisonBolt) Tick(component.Collector) error   { return nil }
-func (b *poisonBolt) Finish(component.Collector) error { return nil }
-func (b *poisonBolt) Close() error                     { return nil }
+func (b *poisonBolt) Tick(context.Context, component.Collector) error   { return nil }
+func (b *poisonBolt) Finish(context.Context, component.Collector) error { return nil }
+func (b *poisonBolt) Close(ctx context.Context) error                   { return nil }
 
 // TestPoisonKeyDoesNotBlockOthers: tuples of one key fail every time and
 // are replayed forever, yet every other message is acked, with a small
@@ -311,7 +315,7 @@ func (s *noteSpout) NoteFailures(fs []component.Failure) {
 // acks the rest.
 type dropBolt struct{ flakyBolt }
 
-func (b *dropBolt) Execute(batch []byte, out component.Collector) error {
+func (b *dropBolt) Execute(ctx context.Context, batch []byte, out component.Collector) error {
 	r, err := tuple.NewBatchReader(batch)
 	if err != nil {
 		return err

@@ -37,7 +37,7 @@ func (t *Task) RequestBarrier(id uint64) {
 // the barrier leaves before it), Save, then the barrier downstream.
 func checkpointTask(ctx context.Context, t *Task, out *counting, id uint64) error {
 	if s, ok := t.snapshotter(); ok {
-		if err := s.Snapshot(id, out); err != nil {
+		if err := s.Snapshot(ctx, id, out); err != nil {
 			return err
 		}
 	}
@@ -72,7 +72,7 @@ func (t *Task) NotifyGlobal(id uint64) {
 
 // tellGlobal passes a newer global checkpoint to the component (runner
 // goroutine).
-func (t *Task) tellGlobal(out *counting) error {
+func (t *Task) tellGlobal(ctx context.Context, out *counting) error {
 	id := t.global.Load()
 	if id <= t.told {
 		return nil
@@ -88,7 +88,7 @@ func (t *Task) tellGlobal(out *counting) error {
 	if !ok {
 		return nil
 	}
-	return l.CheckpointCommitted(id, out)
+	return l.CheckpointCommitted(ctx, id, out)
 }
 
 func (t *Task) snapshotter() (component.Snapshotter, bool) {

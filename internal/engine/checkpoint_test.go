@@ -27,8 +27,8 @@ type seqSpout struct {
 	emitted atomic.Int64
 }
 
-func (s *seqSpout) Open(component.Context, component.Collector) error { return nil }
-func (s *seqSpout) Next(max int, out component.Collector) (component.Status, error) {
+func (s *seqSpout) Open(context.Context, component.Context, component.Collector) error { return nil }
+func (s *seqSpout) Next(ctx context.Context, max int, out component.Collector) (component.Status, error) {
 	for range min(max, 16) {
 		n := s.emitted.Load() + 1
 		if err := out.Emit(0, tuple.NoTask, 0, nil, tuple.AppendValues(nil, tuple.Int(s.task), tuple.Int(n))); err != nil {
@@ -38,11 +38,11 @@ func (s *seqSpout) Next(max int, out component.Collector) (component.Status, err
 	}
 	return component.Emitted, nil
 }
-func (s *seqSpout) Ack([]uint64, component.Collector) error  { return nil }
-func (s *seqSpout) Fail([]uint64, component.Collector) error { return nil }
-func (s *seqSpout) Activate() error                          { return nil }
-func (s *seqSpout) Deactivate() error                        { return nil }
-func (s *seqSpout) Close() error                             { return nil }
+func (s *seqSpout) Ack(context.Context, []uint64, component.Collector) error  { return nil }
+func (s *seqSpout) Fail(context.Context, []uint64, component.Collector) error { return nil }
+func (s *seqSpout) Activate(ctx context.Context) error                        { return nil }
+func (s *seqSpout) Deactivate(ctx context.Context) error                      { return nil }
+func (s *seqSpout) Close(ctx context.Context) error                           { return nil }
 
 // lastSeen keeps, per source spout, the last sequence number executed and
 // fails on a gap or a repeat (each channel in order, exactly once).
@@ -51,8 +51,8 @@ type lastSeen struct {
 	err  error
 }
 
-func (b *lastSeen) Prepare(component.Context, component.Collector) error { return nil }
-func (b *lastSeen) Execute(batch []byte, _ component.Collector) error {
+func (b *lastSeen) Prepare(context.Context, component.Context, component.Collector) error { return nil }
+func (b *lastSeen) Execute(ctx context.Context, batch []byte, _ component.Collector) error {
 	r, err := tuple.NewBatchReader(batch)
 	if err != nil {
 		return err
@@ -72,9 +72,9 @@ func (b *lastSeen) Execute(batch []byte, _ component.Collector) error {
 		b.last[v[0].I] = v[1].I
 	}
 }
-func (b *lastSeen) Tick(component.Collector) error   { return nil }
-func (b *lastSeen) Finish(component.Collector) error { return nil }
-func (b *lastSeen) Close() error                     { return nil }
+func (b *lastSeen) Tick(context.Context, component.Collector) error   { return nil }
+func (b *lastSeen) Finish(context.Context, component.Collector) error { return nil }
+func (b *lastSeen) Close(ctx context.Context) error                   { return nil }
 
 // recorder is a Checkpointer that records what each task had done at each
 // checkpoint: a spout's emitted count, the bolt's last seen per source.

@@ -31,7 +31,7 @@ type failingSpout struct {
 	err error
 }
 
-func (s *failingSpout) Next(max int, out component.Collector) (component.Status, error) {
+func (s *failingSpout) Next(ctx context.Context, max int, out component.Collector) (component.Status, error) {
 	if s.n == 0 {
 		return component.Emitted, s.err
 	}

@@ -369,11 +369,13 @@ const idleBackoffMax = 10 * time.Millisecond
 
 func runSpout(ctx context.Context, t *Task) (err error) {
 	out := &counting{Outbox: t.Outbox}
-	if err := t.Spout.Open(t.Context, out); err != nil {
+	if err := t.Spout.Open(ctx, t.Context, out); err != nil {
 		return err
 	}
 	defer func() {
-		if cerr := t.Spout.Close(); cerr != nil && err == nil && ctx.Err() == nil {
+		// Close runs even when the task was cancelled (a stop): the
+		// spout still releases what it holds, within its own bounds.
+		if cerr := t.Spout.Close(context.WithoutCancel(ctx)); cerr != nil && err == nil && ctx.Err() == nil {
 			err = cerr
 		}
 	}()
@@ -398,7 +400,7 @@ func runSpout(ctx context.Context, t *Task) (err error) {
 		if t.endReq.Load() {
 			return endStream(ctx, t, out, &res, nil)
 		}
-		if err := res.deliver(t, out); err != nil {
+		if err := res.deliver(ctx, t, out); err != nil {
 			return err
 		}
 		if id := t.barrier.Swap(0); id != 0 {
@@ -406,7 +408,7 @@ func runSpout(ctx context.Context, t *Task) (err error) {
 				return err
 			}
 		}
-		if err := t.tellGlobal(out); err != nil {
+		if err := t.tellGlobal(ctx, out); err != nil {
 			return err
 		}
 		if !t.active.Load() {
@@ -418,7 +420,7 @@ func runSpout(ctx context.Context, t *Task) (err error) {
 				continue
 			}
 			if wasActive {
-				if err := t.Spout.Deactivate(); err != nil {
+				if err := t.Spout.Deactivate(ctx); err != nil {
 					return err
 				}
 				wasActive = false
@@ -443,7 +445,7 @@ func runSpout(ctx context.Context, t *Task) (err error) {
 			continue
 		}
 		if !wasActive {
-			if err := t.Spout.Activate(); err != nil {
+			if err := t.Spout.Activate(ctx); err != nil {
 				return err
 			}
 			wasActive = true
@@ -465,7 +467,7 @@ func runSpout(ctx context.Context, t *Task) (err error) {
 				continue
 			}
 		}
-		st, err := t.Spout.Next(n, out)
+		st, err := t.Spout.Next(ctx, n, out)
 		t.Metrics.NextCalls.Add(1)
 		if err != nil {
 			if FailsAfterDrain(err) {
@@ -541,14 +543,14 @@ func drainTrees(ctx context.Context, t *Task, out *counting, res *outcomes) erro
 	}
 	for ctx.Err() == nil && !t.stopReq.Load() {
 		ready := t.Acks.Ready()
-		if err := res.deliver(t, out); err != nil {
+		if err := res.deliver(ctx, t, out); err != nil {
 			return err
 		}
 		if err := flush(ctx, t, out, true); err != nil {
 			return err
 		}
 		if t.Acks.Pending() == 0 {
-			if err := res.deliver(t, out); err != nil { // complete at once
+			if err := res.deliver(ctx, t, out); err != nil { // complete at once
 				return err
 			}
 			if t.Acks.Pending() == 0 {
@@ -582,7 +584,7 @@ func (o *outcomes) ready(t *Task) <-chan struct{} {
 	return t.Acks.Ready()
 }
 
-func (o *outcomes) deliver(t *Task, out *counting) error {
+func (o *outcomes) deliver(ctx context.Context, t *Task, out *counting) error {
 	if t.Acks == nil {
 		return nil
 	}
@@ -620,7 +622,7 @@ func (o *outcomes) deliver(t *Task, out *counting) error {
 	t.Metrics.Failed.Add(failed)
 	t.Metrics.TimedOut.Add(timedOut)
 	if len(o.acked) > 0 {
-		if err := t.Spout.Ack(o.acked, out); err != nil {
+		if err := t.Spout.Ack(ctx, o.acked, out); err != nil {
 			return err
 		}
 	}
@@ -628,7 +630,7 @@ func (o *outcomes) deliver(t *Task, out *counting) error {
 		if noting {
 			noter.NoteFailures(o.failures)
 		}
-		if err := t.Spout.Fail(o.failed, out); err != nil {
+		if err := t.Spout.Fail(ctx, o.failed, out); err != nil {
 			return err
 		}
 	}
@@ -637,11 +639,13 @@ func (o *outcomes) deliver(t *Task, out *counting) error {
 
 func runBolt(ctx context.Context, t *Task) (err error) {
 	out := &counting{Outbox: t.Outbox}
-	if err := t.Bolt.Prepare(t.Context, out); err != nil {
+	if err := t.Bolt.Prepare(ctx, t.Context, out); err != nil {
 		return err
 	}
 	defer func() {
-		if cerr := t.Bolt.Close(); cerr != nil && err == nil && ctx.Err() == nil {
+		// Close runs even when the task was cancelled (a stop): the
+		// bolt still flushes and releases, within its own bounds.
+		if cerr := t.Bolt.Close(context.WithoutCancel(ctx)); cerr != nil && err == nil && ctx.Err() == nil {
 			err = cerr
 		}
 	}()
@@ -667,7 +671,7 @@ func runBolt(ctx context.Context, t *Task) (err error) {
 		al = newAlignment(t)
 	}
 	for {
-		if err := t.tellGlobal(out); err != nil {
+		if err := t.tellGlobal(ctx, out); err != nil {
 			return err
 		}
 		if t.stopReq.Load() && (al == nil || al.idle()) {
@@ -708,7 +712,7 @@ func runBolt(ctx context.Context, t *Task) (err error) {
 		}
 		if err != nil {
 			if errors.Is(err, io.EOF) {
-				if err := t.Bolt.Finish(out); err != nil {
+				if err := t.Bolt.Finish(ctx, out); err != nil {
 					return err
 				}
 				out.publish(t.Metrics)
@@ -731,7 +735,7 @@ func runBolt(ctx context.Context, t *Task) (err error) {
 				return ErrSwitched
 			}
 			if t.TickEvery > 0 && waitCtx.Err() != nil {
-				if err := t.Bolt.Tick(out); err != nil {
+				if err := t.Bolt.Tick(ctx, out); err != nil {
 					return err
 				}
 				if err := flush(ctx, t, out, true); err != nil {
@@ -744,9 +748,9 @@ func runBolt(ctx context.Context, t *Task) (err error) {
 		}
 		start := time.Now()
 		if t.Probation.Load() {
-			err = executeTx(t, d, out)
+			err = executeTx(ctx, t, d, out)
 		} else {
-			err = t.Bolt.Execute(d.Batch, out)
+			err = t.Bolt.Execute(ctx, d.Batch, out)
 		}
 		end := time.Now()
 		if err != nil {
@@ -772,7 +776,7 @@ func runBolt(ctx context.Context, t *Task) (err error) {
 			return err
 		}
 		if t.TickEvery > 0 && !end.Before(nextTick) {
-			if err := t.Bolt.Tick(out); err != nil {
+			if err := t.Bolt.Tick(ctx, out); err != nil {
 				return err
 			}
 			if err := flush(ctx, t, out, true); err != nil {

@@ -26,32 +26,34 @@ type lifeSpout struct {
 	values                                               []byte
 }
 
-func (s *lifeSpout) Open(component.Context, component.Collector) error { return nil }
-func (s *lifeSpout) Next(_ int, out component.Collector) (component.Status, error) {
+func (s *lifeSpout) Open(context.Context, component.Context, component.Collector) error { return nil }
+func (s *lifeSpout) Next(ctx context.Context, _ int, out component.Collector) (component.Status, error) {
 	if s.inactive.Load() {
 		s.nextWhileInactive.Add(1)
 	}
 	s.nexts.Add(1)
 	return component.Emitted, out.Emit(0, tuple.NoTask, 0, nil, s.values)
 }
-func (s *lifeSpout) Ack([]uint64, component.Collector) error  { return nil }
-func (s *lifeSpout) Fail([]uint64, component.Collector) error { return nil }
-func (s *lifeSpout) Activate() error {
+func (s *lifeSpout) Ack(context.Context, []uint64, component.Collector) error  { return nil }
+func (s *lifeSpout) Fail(context.Context, []uint64, component.Collector) error { return nil }
+func (s *lifeSpout) Activate(ctx context.Context) error {
 	s.activations.Add(1)
 	s.inactive.Store(false)
 	return nil
 }
-func (s *lifeSpout) Deactivate() error {
+func (s *lifeSpout) Deactivate(ctx context.Context) error {
 	s.deactivations.Add(1)
 	s.inactive.Store(true)
 	return nil
 }
-func (s *lifeSpout) Close() error { s.closed.Store(true); return nil }
+func (s *lifeSpout) Close(ctx context.Context) error { s.closed.Store(true); return nil }
 
 type countBolt struct{ tuples atomic.Int64 }
 
-func (b *countBolt) Prepare(component.Context, component.Collector) error { return nil }
-func (b *countBolt) Execute(batch []byte, _ component.Collector) error {
+func (b *countBolt) Prepare(context.Context, component.Context, component.Collector) error {
+	return nil
+}
+func (b *countBolt) Execute(ctx context.Context, batch []byte, _ component.Collector) error {
 	r, err := tuple.NewBatchReader(batch)
 	if err != nil {
 		return err
@@ -59,9 +61,9 @@ func (b *countBolt) Execute(batch []byte, _ component.Collector) error {
 	b.tuples.Add(int64(r.Count()))
 	return nil
 }
-func (b *countBolt) Tick(component.Collector) error   { return nil }
-func (b *countBolt) Finish(component.Collector) error { return nil }
-func (b *countBolt) Close() error                     { return nil }
+func (b *countBolt) Tick(context.Context, component.Collector) error   { return nil }
+func (b *countBolt) Finish(context.Context, component.Collector) error { return nil }
+func (b *countBolt) Close(ctx context.Context) error                   { return nil }
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"time"
 
@@ -38,12 +39,12 @@ func (a *alignment) idle() bool {
 
 // executeTx runs one batch with no effect unless it succeeds: state writes
 // go through a transaction and output is buffered, then passed on.
-func executeTx(t *Task, d bus.Delivery, out *counting) error {
+func executeTx(ctx context.Context, t *Task, d bus.Delivery, out *counting) error {
 	if t.TxState != nil {
 		t.TxState.Begin()
 	}
 	var buf txCollector
-	if err := t.Bolt.Execute(d.Batch, &buf); err != nil {
+	if err := t.Bolt.Execute(ctx, d.Batch, &buf); err != nil {
 		if t.TxState != nil {
 			t.TxState.Rollback()
 		}

@@ -83,7 +83,7 @@ func (d *Daemon) validate(ctx context.Context, name string, kind ardea.Kind, dat
 		return err
 	}
 	ic := host.InstanceConfig{Topology: "validate", Component: name, TaskID: 1}
-	var closer interface{ Close() error }
+	var closer interface{ Close(context.Context) error }
 	if kind == ardea.Spout {
 		closer, err = mod.NewSpout(ctx, ic)
 	} else {
@@ -92,7 +92,7 @@ func (d *Daemon) validate(ctx context.Context, name string, kind ardea.Kind, dat
 	if err != nil {
 		return err
 	}
-	closer.Close()
+	closer.Close(ctx)
 	return nil
 }
 

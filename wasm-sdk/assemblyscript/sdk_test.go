@@ -156,7 +156,7 @@ func newBolt(t *testing.T, path, name string, cfg map[string]string, in []string
 		Metric: func(n string, d int64) { metrics[n] += d },
 	}
 	out := &collector{}
-	if err := b.Prepare(cctx, out); err != nil {
+	if err := b.Prepare(context.Background(), cctx, out); err != nil {
 		t.Fatal(err)
 	}
 	return b, out, metrics
@@ -176,7 +176,7 @@ func words(first uint64, ws ...string) []byte {
 func TestAbortThroughHost(t *testing.T) {
 	b, out, _ := newBolt(t, "testdata/abort.wasm", "aborter", nil, []string{"word"},
 		tuple.StreamDecl{Name: "default", Fields: []string{"word"}})
-	err := b.Execute(words(1, "x"), out)
+	err := b.Execute(context.Background(), words(1, "x"), out)
 	if err == nil {
 		t.Fatal("execute succeeded")
 	}
@@ -192,7 +192,7 @@ func TestProbeThroughHost(t *testing.T) {
 	b, out, metrics := newBolt(t, "testdata/probe_bolt.wasm", "probe", map[string]string{"prefix": "p-"}, []string{"word"},
 		tuple.StreamDecl{Name: "default", Fields: []string{"word", "n"}},
 		tuple.StreamDecl{Name: "events", Fields: []string{"kind", "detail"}})
-	if err := b.Execute(words(1, "a", "b", "a", "fail", "multi"), out); err != nil {
+	if err := b.Execute(context.Background(), words(1, "a", "b", "a", "fail", "multi"), out); err != nil {
 		t.Fatal(err)
 	}
 	var got []string
@@ -211,14 +211,14 @@ func TestProbeThroughHost(t *testing.T) {
 	if metrics["probe.words"] != 3 {
 		t.Errorf("probe.words = %d, want 3", metrics["probe.words"])
 	}
-	err := b.Execute(words(10, "error"), out)
+	err := b.Execute(context.Background(), words(10, "error"), out)
 	if err == nil || !strings.Contains(err.Error(), "probe error: bad word") {
 		t.Fatalf("error word: %v", err)
 	}
 	b2, out2, _ := newBolt(t, "testdata/probe_bolt.wasm", "probe", nil, []string{"word"},
 		tuple.StreamDecl{Name: "default", Fields: []string{"word", "n"}},
 		tuple.StreamDecl{Name: "events", Fields: []string{"kind", "detail"}})
-	err = b2.Execute(words(1, "panic"), out2)
+	err = b2.Execute(context.Background(), words(1, "panic"), out2)
 	if err == nil || !strings.Contains(err.Error(), "probe panic") {
 		t.Fatalf("panic word: %v", err)
 	}
@@ -253,7 +253,7 @@ func TestWordCountThroughHost(t *testing.T) {
 	for i, l := range lines {
 		w.Append(0, 1, uint64(i+1), tuple.AppendValues(nil, tuple.Str(l)))
 	}
-	if err := split.Execute(w.Buf, sout); err != nil {
+	if err := split.Execute(context.Background(), w.Buf, sout); err != nil {
 		t.Fatal(err)
 	}
 	if len(sout.acks) != len(lines) {
@@ -263,7 +263,7 @@ func TestWordCountThroughHost(t *testing.T) {
 	for i, e := range sout.emits {
 		w.Append(0, 2, uint64(i+1), tuple.AppendValues(nil, e.values...))
 	}
-	if err := count.Execute(w.Buf, cout); err != nil {
+	if err := count.Execute(context.Background(), w.Buf, cout); err != nil {
 		t.Fatal(err)
 	}
 	got := map[string]int64{}

@@ -362,7 +362,7 @@ func newBolt(t testing.TB, rt *host.Runtime, path, name string, state component.
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = b.Close() })
+	t.Cleanup(func() { _ = b.Close(context.Background()) })
 	ctx := component.Context{
 		Context: tuple.Context{
 			Topology: "wordcount", Component: name, TaskID: 1, Parallelism: 1,
@@ -371,7 +371,7 @@ func newBolt(t testing.TB, rt *host.Runtime, path, name string, state component.
 		},
 		State: state, MaxKeyGroups: 256, Metric: func(string, int64) {},
 	}
-	if err := b.Prepare(ctx, &collector{}); err != nil {
+	if err := b.Prepare(context.Background(), ctx, &collector{}); err != nil {
 		t.Fatal(err)
 	}
 	return b
@@ -424,7 +424,7 @@ func TestWordCount(t *testing.T) {
 	split := newBolt(t, rt, "../../examples/wordcount/c/split.wasm", "split", host.NewMemoryState(256),
 		[]string{"line"}, []string{"word"})
 	out := &collector{}
-	if err := split.Execute(batchOf(1, lines...), out); err != nil {
+	if err := split.Execute(context.Background(), batchOf(1, lines...), out); err != nil {
 		t.Fatal(err)
 	}
 	var want []string
@@ -454,14 +454,14 @@ func TestWordCount(t *testing.T) {
 	half := len(want) / 2
 	got := &collector{}
 	count := newBolt(t, rt, "../../examples/wordcount/c/count.wasm", "count", state, []string{"word"}, []string{"word", "count"})
-	if err := count.Execute(batchOf(1, want[:half]...), got); err != nil {
+	if err := count.Execute(context.Background(), batchOf(1, want[:half]...), got); err != nil {
 		t.Fatal(err)
 	}
-	if err := count.Close(); err != nil {
+	if err := count.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	count2 := newBolt(t, rt, "../../examples/wordcount/c/count.wasm", "count", state, []string{"word"}, []string{"word", "count"})
-	if err := count2.Execute(batchOf(1, want[half:]...), got); err != nil {
+	if err := count2.Execute(context.Background(), batchOf(1, want[half:]...), got); err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(got.words, wantOut) {
@@ -500,7 +500,7 @@ func TestGuestFailures(t *testing.T) {
 		} else {
 			b = probe()
 		}
-		err := b.Execute(batchOf(1, tc.word), &collector{})
+		err := b.Execute(context.Background(), batchOf(1, tc.word), &collector{})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s %q: error %v, want it to contain %q", tc.path, tc.word, err, tc.want)
 		}

@@ -258,7 +258,7 @@ func (r *rig) boltWith(t *testing.T, path string, extra map[string]string) compo
 	for k, v := range extra {
 		bc.Config[k] = v
 	}
-	if err := b.Prepare(bc, r.out); err != nil {
+	if err := b.Prepare(context.Background(), bc, r.out); err != nil {
 		t.Fatalf("prepare: %v", err)
 	}
 	return b
@@ -309,7 +309,7 @@ func TestProbeBolt(t *testing.T) {
 
 			// Batch 1: counting, untracked tuples, fail, log, config,
 			// multi-anchoring and a direct emit.
-			err := b.Execute(batch(
+			err := b.Execute(context.Background(), batch(
 				word{"a", 11}, word{"b", 12}, word{"a", 13}, word{"log", 14}, word{"fail", 15},
 				word{"config", 16}, word{"multi", 17}, word{"direct:5", 18}, word{"a", 0},
 			), r.out)
@@ -344,7 +344,7 @@ func TestProbeBolt(t *testing.T) {
 			}
 
 			// Batch 2: scan and delete.
-			if err := b.Execute(batch(word{"scan", 21}, word{"delete:b", 22}, word{"scan", 23}), r.out); err != nil {
+			if err := b.Execute(context.Background(), batch(word{"scan", 21}, word{"delete:b", 22}, word{"scan", 23}), r.out); err != nil {
 				t.Fatalf("execute 2: %v", err)
 			}
 			emits, acks = r.out.take()
@@ -361,11 +361,11 @@ func TestProbeBolt(t *testing.T) {
 
 			// Ticks and finish.
 			for range 2 {
-				if err := b.Tick(r.out); err != nil {
+				if err := b.Tick(context.Background(), r.out); err != nil {
 					t.Fatalf("tick: %v", err)
 				}
 			}
-			if err := b.Finish(r.out); err != nil {
+			if err := b.Finish(context.Background(), r.out); err != nil {
 				t.Fatalf("finish: %v", err)
 			}
 			emits, acks = r.out.take()
@@ -375,18 +375,18 @@ func TestProbeBolt(t *testing.T) {
 				"emit stream=1 msg=0 anchors=[] s:finish s:12",
 			})
 			same(t, "tick, tick, finish", "acks", acks, nil)
-			if err := b.Close(); err != nil {
+			if err := b.Close(context.Background()); err != nil {
 				t.Errorf("close: %v", err)
 			}
 
 			// The state belongs to the task: a new instance goes on counting.
 			b2 := r.bolt(t, guest(lang, "probe_bolt"))
-			if err := b2.Execute(batch(word{"a", 31}), r.out); err != nil {
+			if err := b2.Execute(context.Background(), batch(word{"a", 31}), r.out); err != nil {
 				t.Fatalf("execute after restart: %v", err)
 			}
 			emits, _ = r.out.take()
 			same(t, "execute after restart", "emits", emits, []string{"emit stream=0 msg=0 anchors=[31] s:p-a i:4"})
-			_ = b2.Close()
+			_ = b2.Close(context.Background())
 		})
 	}
 }
@@ -398,7 +398,7 @@ func TestProbeBoltUserMetrics(t *testing.T) {
 		t.Run(lang, func(t *testing.T) {
 			r := newRig(t)
 			b := r.bolt(t, guest(lang, "probe_bolt"))
-			if err := b.Execute(batch(word{"metrics", 41}, word{"a", 42}), r.out); err != nil {
+			if err := b.Execute(context.Background(), batch(word{"metrics", 41}, word{"a", 42}), r.out); err != nil {
 				t.Fatalf("execute: %v", err)
 			}
 			emits, acks := r.out.take()
@@ -415,7 +415,7 @@ func TestProbeBoltUserMetrics(t *testing.T) {
 			if got := r.metrics.m["probe.words"]; got != 1 {
 				t.Errorf("counter probe.words = %d, want 1", got)
 			}
-			_ = b.Close()
+			_ = b.Close(context.Background())
 		})
 	}
 }
@@ -432,7 +432,7 @@ func TestProbeBoltFailures(t *testing.T) {
 			t.Run(lang+"/"+tc.word, func(t *testing.T) {
 				r := newRig(t)
 				b := r.bolt(t, guest(lang, "probe_bolt"))
-				err := b.Execute(batch(word{"a", 1}, word{tc.word, 2}), r.out)
+				err := b.Execute(context.Background(), batch(word{"a", 1}, word{tc.word, 2}), r.out)
 				if err == nil {
 					t.Fatalf("execute %q: no error", tc.word)
 				}
@@ -441,15 +441,15 @@ func TestProbeBoltFailures(t *testing.T) {
 						t.Errorf("execute %q: error %q does not contain %q", tc.word, err, want)
 					}
 				}
-				if err := b.Tick(r.out); err == nil {
+				if err := b.Tick(context.Background(), r.out); err == nil {
 					t.Errorf("tick after a failure: the instance should stay failed")
 				}
 				// Another instance of the same module still works.
 				b2 := r.bolt(t, guest(lang, "probe_bolt"))
-				if err := b2.Execute(batch(word{"z", 3}), r.out); err != nil {
+				if err := b2.Execute(context.Background(), batch(word{"z", 3}), r.out); err != nil {
 					t.Errorf("a fresh instance after the failure: %v", err)
 				}
-				_ = b2.Close()
+				_ = b2.Close(context.Background())
 			})
 		}
 	}
@@ -466,7 +466,7 @@ func TestProbeSpout(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer s.Close()
+			defer s.Close(context.Background())
 			ctx := component.Context{
 				Context: tuple.Context{
 					Topology: "conformance", Component: "probe", TaskID: 3, Parallelism: 1,
@@ -475,7 +475,7 @@ func TestProbeSpout(t *testing.T) {
 				},
 				State: r.state, MaxKeyGroups: 256, Metric: r.metrics.add,
 			}
-			if err := s.Open(ctx, r.out); err != nil {
+			if err := s.Open(context.Background(), ctx, r.out); err != nil {
 				t.Fatalf("open: %v", err)
 			}
 			if !r.log.has("INFO opened probe task 3") {
@@ -483,7 +483,7 @@ func TestProbeSpout(t *testing.T) {
 			}
 			next := func() component.Status {
 				t.Helper()
-				st, err := s.Next(2, r.out)
+				st, err := s.Next(context.Background(), 2, r.out)
 				if err != nil {
 					t.Fatalf("next: %v", err)
 				}
@@ -507,11 +507,11 @@ func TestProbeSpout(t *testing.T) {
 				t.Fatalf("first next: status %v, want more", st)
 			}
 			collect()
-			if err := s.Fail([]uint64{2}, r.out); err != nil {
+			if err := s.Fail(context.Background(), []uint64{2}, r.out); err != nil {
 				t.Fatalf("fail: %v", err)
 			}
 			collect()
-			if err := s.Ack([]uint64{1}, r.out); err != nil {
+			if err := s.Ack(context.Background(), []uint64{1}, r.out); err != nil {
 				t.Fatalf("ack: %v", err)
 			}
 			collect()
@@ -535,16 +535,16 @@ func TestProbeSpout(t *testing.T) {
 				"emit stream=0 msg=4 anchors=[] s:w4 i:4",
 				"emit stream=0 msg=5 anchors=[] s:w5 i:5",
 			})
-			if err := s.Ack([]uint64{2, 3, 4, 5}, r.out); err != nil {
+			if err := s.Ack(context.Background(), []uint64{2, 3, 4, 5}, r.out); err != nil {
 				t.Fatalf("ack: %v", err)
 			}
 			if got := r.metrics.get("probe.acked"); got != 5 {
 				t.Errorf("metric probe.acked = %d, want 5", got)
 			}
-			if err := s.Deactivate(); err != nil {
+			if err := s.Deactivate(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			if err := s.Activate(); err != nil {
+			if err := s.Activate(context.Background()); err != nil {
 				t.Fatal(err)
 			}
 			for _, want := range []string{"INFO deactivated", "INFO activated"} {
@@ -599,7 +599,7 @@ func TestBadGuests(t *testing.T) {
 				Topology: "conformance", Component: "probe", TaskID: taskID, Logger: slog.New(r.log),
 			})
 			if err == nil {
-				err = b.Prepare(boltContext(r), r.out)
+				err = b.Prepare(context.Background(), boltContext(r), r.out)
 			}
 			if tc.stage == "start" {
 				check(err)
@@ -608,7 +608,7 @@ func TestBadGuests(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = b.Execute(batch(word{"x", 1}), r.out)
+			err = b.Execute(context.Background(), batch(word{"x", 1}), r.out)
 			check(err)
 			if !errors.Is(err, host.ErrTrap) && !errors.Is(err, host.ErrGuest) {
 				t.Errorf("execute: error %v is neither a trap nor a guest error", err)
@@ -627,7 +627,7 @@ func TestProbeBoltAckModes(t *testing.T) {
 		t.Run(lang, func(t *testing.T) {
 			r := newRig(t)
 			b := r.bolt(t, guest(lang, "probe_bolt"))
-			if err := b.Execute(batch(word{"auto", 41}, word{"twice", 42}, word{"fail", 43}, word{"auto", 0}), r.out); err != nil {
+			if err := b.Execute(context.Background(), batch(word{"auto", 41}, word{"twice", 42}, word{"fail", 43}, word{"auto", 0}), r.out); err != nil {
 				t.Fatalf("execute (automatic): %v", err)
 			}
 			emits, acks := r.out.take()
@@ -636,11 +636,11 @@ func TestProbeBoltAckModes(t *testing.T) {
 				"emit stream=0 msg=0 anchors=[] s:auto i:0",
 			})
 			same(t, "automatic", "acks and fails", acks, []string{"ack 41", "ack 42", "fail 43"})
-			_ = b.Close()
+			_ = b.Close(context.Background())
 
 			m := newRig(t)
 			mb := m.boltWith(t, guest(lang, "probe_bolt"), map[string]string{"ack": "manual"})
-			if err := mb.Execute(batch(word{"auto", 51}, word{"twice", 52}, word{"a", 53}), m.out); err != nil {
+			if err := mb.Execute(context.Background(), batch(word{"auto", 51}, word{"twice", 52}, word{"a", 53}), m.out); err != nil {
 				t.Fatalf("execute (manual): %v", err)
 			}
 			emits, acks = m.out.take()
@@ -649,7 +649,7 @@ func TestProbeBoltAckModes(t *testing.T) {
 				"emit stream=0 msg=0 anchors=[53] s:p-a i:1",
 			})
 			same(t, "manual", "acks and fails", acks, []string{"ack 52", "ack 53"})
-			_ = mb.Close()
+			_ = mb.Close(context.Background())
 		})
 	}
 }

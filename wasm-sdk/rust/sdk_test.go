@@ -241,7 +241,7 @@ func TestPanicReachesHost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = b.Prepare(component.Context{
+	err = b.Prepare(context.Background(), component.Context{
 		Context: tuple.Context{
 			Topology: "t", Component: "probe", TaskID: 7, Parallelism: 1,
 			Outputs: []tuple.StreamDecl{{Name: "default", Fields: []string{"word", "n"}}, {Name: "events", Fields: []string{"kind", "detail"}}},
@@ -257,7 +257,7 @@ func TestPanicReachesHost(t *testing.T) {
 	var bw tuple.BatchWriter
 	bw.Reset()
 	bw.Append(0, 3, 1, tuple.AppendValues(nil, tuple.Str("panic")))
-	err = b.Execute(bw.Buf, discard{})
+	err = b.Execute(context.Background(), bw.Buf, discard{})
 	if err == nil {
 		t.Fatal("execute of a panicking tuple: no error")
 	}

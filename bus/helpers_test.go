@@ -20,7 +20,7 @@ import (
 var testServer *Server
 
 func TestMain(m *testing.M) {
-	s, err := StartServer(ServerOptions{Port: -1})
+	s, err := StartServer(context.Background(), ServerOptions{Port: -1})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

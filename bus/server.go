@@ -85,8 +85,9 @@ type Server struct {
 }
 
 // StartServer starts an embedded NATS server and waits until it accepts
-// connections. It installs no signal handlers.
-func StartServer(o ServerOptions) (*Server, error) {
+// connections. It installs no signal handlers. ctx carries the values the
+// logger's handler reads; the server runs until Shutdown, not until ctx ends.
+func StartServer(ctx context.Context, o ServerOptions) (*Server, error) {
 	port := o.Port
 	if port == 0 {
 		port = -1
@@ -118,7 +119,7 @@ func StartServer(o ServerOptions) (*Server, error) {
 	log := o.Logger
 	if log != nil {
 		log = log.With("component", "nats-server")
-		debug := log.Enabled(context.Background(), slog.LevelDebug)
+		debug := log.Enabled(ctx, slog.LevelDebug)
 		ns.SetLoggerV2(natsLogger{log}, debug, false, false)
 	} else {
 		log = slog.New(slog.DiscardHandler)

@@ -2,6 +2,7 @@ package bus
 
 import (
 	"bytes"
+	"context"
 	"log/slog"
 	"strings"
 	"sync"
@@ -31,7 +32,7 @@ func (s *syncBuf) String() string {
 
 func TestStartServerJetStreamAndLogs(t *testing.T) {
 	var logs syncBuf
-	s, err := StartServer(ServerOptions{
+	s, err := StartServer(context.Background(), ServerOptions{
 		Logger:    slog.New(slog.NewTextHandler(&logs, nil)),
 		JetStream: true,
 		StoreDir:  t.TempDir(),
@@ -69,7 +70,7 @@ func TestStartServerJetStreamAndLogs(t *testing.T) {
 }
 
 func TestStartServerErrors(t *testing.T) {
-	if _, err := StartServer(ServerOptions{JetStream: true}); err == nil {
+	if _, err := StartServer(context.Background(), ServerOptions{JetStream: true}); err == nil {
 		t.Error("JetStream without StoreDir: no error")
 	}
 }
@@ -99,7 +100,7 @@ func TestNATSLoggerLevels(t *testing.T) {
 // logged at ERROR and cleared.
 func TestWatchdogReenablesJetStream(t *testing.T) {
 	var logs syncBuf
-	s, err := StartServer(ServerOptions{
+	s, err := StartServer(context.Background(), ServerOptions{
 		Logger:    slog.New(slog.NewTextHandler(&logs, nil)),
 		JetStream: true, StoreDir: t.TempDir(), Port: -1,
 		HealInterval: 20 * time.Millisecond, HealMinFree: 1,

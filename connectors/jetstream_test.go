@@ -21,7 +21,7 @@ import (
 // stream "S" on subjects s.>, holding n messages "m<i>" on s.<i%3>.
 func jetStreamServer(t *testing.T, n int) (url string, js jetstream.JetStream) {
 	t.Helper()
-	srv, err := bus.StartServer(bus.ServerOptions{Port: -1, JetStream: true, StoreDir: t.TempDir()})
+	srv, err := bus.StartServer(context.Background(), bus.ServerOptions{Port: -1, JetStream: true, StoreDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

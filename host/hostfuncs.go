@@ -235,7 +235,7 @@ func hostLog(ctx context.Context, _ api.Module, stack []uint64) {
 	in := callerOf(ctx)
 	msg := in.read("log", u32(stack[1]), u32(stack[2]))
 	lvl := slog.Level(int32(u32(stack[0])))
-	if !in.log.Enabled(context.Background(), lvl) {
+	if !in.log.Enabled(ctx, lvl) {
 		return
 	}
 	if len(msg) > in.lim.LogMaxLineBytes {

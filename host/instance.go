@@ -255,7 +255,10 @@ func (m *Module) newInstance(ctx context.Context, kind string, ic InstanceConfig
 		base = rt.log
 	}
 	log := base.With("topology", ic.Topology, "component", ic.Component, "task", ic.TaskID)
-	logs := newLogGate(log, lim.LogMaxBytesPerSecond, rt.now)
+	// The instance outlives this call: its context keeps ctx's values but
+	// not its cancellation or deadline (shutdown cancels it).
+	life := context.WithoutCancel(ctx)
+	logs := newLogGate(life, log, lim.LogMaxBytesPerSecond, rt.now)
 	in := &instance{
 		rt: rt, module: m, kind: kind, label: label, log: log,
 		timeout: timeout, pages: pages, maxTuple: maxTuple, lim: lim,
@@ -267,7 +270,7 @@ func (m *Module) newInstance(ctx context.Context, kind string, ic InstanceConfig
 		stderr:      newLineWriter(logs, "stderr", slog.LevelWarn, lim.LogMaxLineBytes),
 	}
 	in.scanFn = in.appendScan
-	cctx, cancel := context.WithCancel(context.Background())
+	cctx, cancel := context.WithCancel(life)
 	in.ctx = context.WithValue(cctx, instanceKey{}, in)
 	in.cancel = cancel
 	rt.watch(in)
@@ -577,7 +580,8 @@ func (in *instance) shutdown() {
 	in.down = true
 	in.rt.unwatch(in)
 	if in.wm != nil {
-		_ = in.wm.Close(context.Background())
+		// in.ctx may be cancelled already (a deadline): close regardless.
+		_ = in.wm.Close(context.WithoutCancel(in.ctx))
 	}
 	in.cancel()
 	in.stdout.flush()

@@ -309,7 +309,7 @@ func TestLogGate(t *testing.T) {
 	t.Parallel()
 	var logs logBuffer
 	var now int64 = 1
-	g := newLogGate(logs.logger(), 100, func() int64 { return now })
+	g := newLogGate(context.Background(), logs.logger(), 100, func() int64 { return now })
 	line := make([]byte, 30)
 	for range 10 { // 3 fit the first second, 7 are dropped
 		g.write(slog.LevelInfo, line, "log")

@@ -23,6 +23,7 @@ const (
 // a window that dropped lines, one warning says how many (at the next line,
 // at the end of a call, or when the instance closes).
 type logGate struct {
+	ctx   context.Context // the instance's: values for the handler, never cancelled
 	log   *slog.Logger
 	max   int64
 	clock func() int64 // monotonic ns
@@ -37,15 +38,15 @@ type logGate struct {
 	droppedBytes atomic.Int64
 }
 
-func newLogGate(log *slog.Logger, maxPerSecond int64, clock func() int64) *logGate {
-	return &logGate{log: log, max: maxPerSecond, clock: clock}
+func newLogGate(ctx context.Context, log *slog.Logger, maxPerSecond int64, clock func() int64) *logGate {
+	return &logGate{ctx: ctx, log: log, max: maxPerSecond, clock: clock}
 }
 
 // write logs msg at lvl, tagged with stream, unless the window's budget is
 // spent.
 func (g *logGate) write(lvl slog.Level, msg []byte, stream string) {
 	if g.admit(len(msg)) {
-		g.log.LogAttrs(context.Background(), lvl, string(msg), slog.String("stream", stream))
+		g.log.LogAttrs(g.ctx, lvl, string(msg), slog.String("stream", stream))
 	}
 }
 
@@ -58,7 +59,7 @@ func (g *logGate) writeCut(lvl slog.Level, msg []byte, stream string, maxLine in
 		keep-- // do not split a character
 	}
 	if g.admit(keep + len(mark)) {
-		g.log.LogAttrs(context.Background(), lvl, string(msg[:keep])+mark,
+		g.log.LogAttrs(g.ctx, lvl, string(msg[:keep])+mark,
 			slog.String("stream", stream), slog.Int("bytes", len(msg)))
 	}
 }
@@ -100,7 +101,7 @@ func (g *logGate) reportLocked() {
 	if !g.dropped {
 		return
 	}
-	g.log.LogAttrs(context.Background(), slog.LevelWarn,
+	g.log.LogAttrs(g.ctx, slog.LevelWarn,
 		fmt.Sprintf("dropped %d guest log lines (%d bytes) in one second, over the limit log.max.bytes.per.second = %d",
 			g.lines, g.bytes, g.max),
 		slog.String("stream", "log"), slog.Int64("dropped_lines", g.lines), slog.Int64("dropped_bytes", g.bytes))

@@ -207,14 +207,14 @@ func (c *Container) writeSnapshot(ctx context.Context, task uint32, w *snapWrite
 // Checkpoint takes checkpoint id in this container: its running spouts
 // save their state and send the barrier at their next loop (bolts follow
 // when the barriers reach them); tasks that already finished their input
-// store their final state at once.
-func (c *Container) Checkpoint(id uint64) {
+// store their final state at once. Those saves run under the tasks' group
+// context while tasks run (they end with the container), else under ctx.
+func (c *Container) Checkpoint(ctx context.Context, id uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.o.Checkpoints == nil {
 		return
 	}
-	ctx := context.Background()
 	if c.group != nil {
 		ctx = c.group.Context()
 	}

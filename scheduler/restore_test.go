@@ -82,7 +82,7 @@ func newTestCoordinator(t *testing.T, store checkpoint.Store, p *plan.Plan) (*Co
 // down.
 func jetStreamStore(t *testing.T, dir string) (store *checkpoint.JetStreamStore, stop func()) {
 	t.Helper()
-	srv, err := bus.StartServer(bus.ServerOptions{Port: -1, JetStream: true, StoreDir: dir})
+	srv, err := bus.StartServer(context.Background(), bus.ServerOptions{Port: -1, JetStream: true, StoreDir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}

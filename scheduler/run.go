@@ -127,7 +127,9 @@ func Run(ctx context.Context, o RunOptions) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer rt.Close(context.Background())
+	// The runtime closes even when ctx was cancelled (that is how a run
+	// ends): only its cancellation is dropped.
+	defer rt.Close(context.WithoutCancel(ctx))
 
 	// Modules: compile each once, before anything starts.
 	modules := map[string]*host.Module{}
@@ -149,7 +151,7 @@ func Run(ctx context.Context, o RunOptions) (*Result, error) {
 		versions[c.Name] = hex.EncodeToString(sum[:])
 	}
 
-	srv, err := bus.StartServer(bus.ServerOptions{Logger: log, Port: -1})
+	srv, err := bus.StartServer(ctx, bus.ServerOptions{Logger: log, Port: -1})
 	if err != nil {
 		return nil, err
 	}
@@ -216,7 +218,7 @@ func Run(ctx context.Context, o RunOptions) (*Result, error) {
 		}
 		go coord.Run(runCtx, del.CheckpointInterval, nil, func(id uint64) {
 			for _, c := range containers {
-				c.Checkpoint(id)
+				c.Checkpoint(runCtx, id)
 			}
 		})
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -36,7 +37,10 @@ func startRunMetrics(ctx context.Context, o MetricsOptions, containers []*Contai
 		for _, t := range tels {
 			_ = t.Close()
 		}
-		_ = mp.Shutdown(context.Background())
+		// Runs when the run ends, its ctx cancelled: bounded, not cancelled.
+		sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		_ = mp.Shutdown(sctx)
+		scancel()
 	}
 	for _, c := range containers {
 		t, err := NewTelemetry(mp, o.Topology, c.o.Container, o.Registry, func() *Container { return c })
@@ -46,7 +50,7 @@ func startRunMetrics(ctx context.Context, o MetricsOptions, containers []*Contai
 		}
 		tels = append(tels, t)
 	}
-	mgr, err := sinks.NewManager(sinks.ManagerOptions{
+	mgr, err := sinks.NewManager(ctx, sinks.ManagerOptions{
 		Config: o.Config, Logger: o.Logger, Topology: o.Topology, Reader: reader, Extra: o.Extra,
 		Exceptions: exc.Drain,
 		BeforeCollect: func() error {

@@ -51,8 +51,9 @@ type Manager struct {
 }
 
 // NewManager builds the configured sinks (they connect lazily, so a
-// receiver that is down is not an error here).
-func NewManager(o ManagerOptions) (*Manager, error) {
+// receiver that is down is not an error here). Their writers run until
+// Close, whatever becomes of ctx (its values are kept).
+func NewManager(ctx context.Context, o ManagerOptions) (*Manager, error) {
 	if o.Config == nil {
 		o.Config = &Config{}
 	}
@@ -66,7 +67,7 @@ func NewManager(o ManagerOptions) (*Manager, error) {
 		return nil, errors.New("sinks: metrics manager needs a reader")
 	}
 	m := &Manager{o: o, log: o.Logger, prev: map[string]float64{}}
-	sinks, err := Build(o.Config, o.Logger)
+	sinks, err := Build(ctx, o.Config, o.Logger)
 	if err != nil {
 		return nil, err
 	}
@@ -83,14 +84,14 @@ func NewManager(o ManagerOptions) (*Manager, error) {
 		depth = 16
 	}
 	for _, n := range names {
-		m.queues = append(m.queues, newQueue(n, sinks[n], depth, o.Logger))
+		m.queues = append(m.queues, newQueue(ctx, n, sinks[n], depth, o.Logger))
 	}
 	return m, nil
 }
 
 // Build creates the sinks a Config names (Prometheus excepted: its
 // exposition is served by whoever holds the data, see Prometheus).
-func Build(c *Config, log *slog.Logger) (map[string]Sink, error) {
+func Build(ctx context.Context, c *Config, log *slog.Logger) (map[string]Sink, error) {
 	out := map[string]Sink{}
 	var err error
 	fail := func(name string, e error) error {
@@ -110,7 +111,7 @@ func Build(c *Config, log *slog.Logger) (map[string]Sink, error) {
 		}
 	}
 	if c.OTLP != nil {
-		if out["otlp"], err = NewOTLP(*c.OTLP, log.With("sink", "otlp")); err != nil {
+		if out["otlp"], err = NewOTLP(ctx, *c.OTLP, log.With("sink", "otlp")); err != nil {
 			return nil, fail("otlp", err)
 		}
 	}
@@ -130,7 +131,8 @@ func (m *Manager) Run(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
-			m.Collect(context.Background())
+			// The last collection is the point of stopping: not cancelled.
+			m.Collect(context.WithoutCancel(ctx))
 			return
 		case <-tick.C:
 			m.Collect(ctx)
@@ -286,8 +288,11 @@ type queue struct {
 	done    chan struct{}
 }
 
-func newQueue(name string, s Sink, depth int, log *slog.Logger) *queue {
-	ctx, cancel := context.WithCancel(context.Background())
+// newQueue starts the queue's writer; it runs until close (not until ctx
+// ends: the last collection comes after that), so its context keeps only
+// ctx's values.
+func newQueue(ctx context.Context, name string, s Sink, depth int, log *slog.Logger) *queue {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	q := &queue{name: name, sink: s, log: log.With("sink", name), ch: make(chan *Batch, depth),
 		ctx: ctx, cancel: cancel, done: make(chan struct{})}
 	go q.run()

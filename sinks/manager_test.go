@@ -72,7 +72,7 @@ func TestManagerSamplesDeltasAndFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "metrics.jsonl")
 	var forwarded []*Batch
 	exc := &ExceptionLog{Topology: "wc", Container: 1}
-	m, err := NewManager(ManagerOptions{Config: &Config{File: &FileConfig{Path: path}}, Topology: "wc", Container: 1,
+	m, err := NewManager(context.Background(), ManagerOptions{Config: &Config{File: &FileConfig{Path: path}}, Topology: "wc", Container: 1,
 		Reader: in.reader, Exceptions: exc.Drain, Forward: func(b *Batch) { forwarded = append(forwarded, b) }})
 	if err != nil {
 		t.Fatal(err)
@@ -150,7 +150,7 @@ func (s *blockingSink) Close() error { return nil }
 func TestManagerSlowSinkNeverBlocks(t *testing.T) {
 	in := newInstrumented(t)
 	slow := &blockingSink{release: make(chan struct{})}
-	m, err := NewManager(ManagerOptions{Config: &Config{QueueBatches: 2}, Topology: "wc", Reader: in.reader,
+	m, err := NewManager(context.Background(), ManagerOptions{Config: &Config{QueueBatches: 2}, Topology: "wc", Reader: in.reader,
 		Extra: map[string]Sink{"slow": slow}})
 	if err != nil {
 		t.Fatal(err)
@@ -196,7 +196,7 @@ func TestOTLPSinkExportsToReceiver(t *testing.T) {
 	}))
 	defer srv.Close()
 	in := newInstrumented(t)
-	m, err := NewManager(ManagerOptions{Topology: "wc", Reader: in.reader, Config: &Config{
+	m, err := NewManager(context.Background(), ManagerOptions{Topology: "wc", Reader: in.reader, Config: &Config{
 		OTLP: &OTLPConfig{Endpoint: srv.URL + "/v1/metrics", Headers: map[string]string{"X-Tenant": "acme"}}}})
 	if err != nil {
 		t.Fatal(err)

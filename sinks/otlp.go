@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 )
@@ -11,21 +12,22 @@ import (
 // OTLP exports each collection as is (cumulative sums and gauges, with the
 // instance's attributes) over OTLP/HTTP with protobuf bodies.
 type OTLP struct {
-	exp *otlpmetrichttp.Exporter
-	log *slog.Logger
+	exp  *otlpmetrichttp.Exporter
+	log  *slog.Logger
+	life context.Context // the constructor's ctx without its cancellation, for Close
 }
 
 // NewOTLP creates the exporter (it connects on the first export).
-func NewOTLP(c OTLPConfig, log *slog.Logger) (*OTLP, error) {
+func NewOTLP(ctx context.Context, c OTLPConfig, log *slog.Logger) (*OTLP, error) {
 	opts := []otlpmetrichttp.Option{otlpmetrichttp.WithEndpointURL(c.Endpoint)}
 	if len(c.Headers) > 0 {
 		opts = append(opts, otlpmetrichttp.WithHeaders(c.Headers))
 	}
-	exp, err := otlpmetrichttp.New(context.Background(), opts...)
+	exp, err := otlpmetrichttp.New(ctx, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("otlp sink: %w", err)
 	}
-	return &OTLP{exp: exp, log: log}, nil
+	return &OTLP{exp: exp, log: log, life: context.WithoutCancel(ctx)}, nil
 }
 
 // Write exports the batch's collection; a forwarded batch (no collection)
@@ -40,5 +42,11 @@ func (s *OTLP) Write(ctx context.Context, b *Batch) error {
 	return nil
 }
 
-// Close shuts the exporter down.
-func (s *OTLP) Close() error { return s.exp.Shutdown(context.Background()) }
+// Close shuts the exporter down, waiting at most 5 seconds for what it
+// still sends (Close runs after the caller's work has ended, so its ctx is
+// not the bound).
+func (s *OTLP) Close() error {
+	ctx, cancel := context.WithTimeout(s.life, 5*time.Second)
+	defer cancel()
+	return s.exp.Shutdown(ctx)
+}

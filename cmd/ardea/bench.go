@@ -171,7 +171,7 @@ from Kafka's jars (needs the source tree, Java 17+ and Maven).`,
   ardea bench kafka --brokers localhost:9092 --records 1000000 -o json`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.Brokers == "" {
-				b, err := testbroker.StartKafka()
+				b, err := testbroker.StartKafka(cmd.Context())
 				if err != nil {
 					return err
 				}

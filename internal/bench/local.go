@@ -66,7 +66,14 @@ func WordCountLocal(ctx context.Context, o LocalOptions) (*LocalResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer d.Close(context.Background())
+	// Cleanups below run however the bench ends, ctx cancelled or not, each
+	// bounded.
+	cleanupCtx := context.WithoutCancel(ctx)
+	defer func() {
+		cctx, cancel := context.WithTimeout(cleanupCtx, 30*time.Second)
+		defer cancel()
+		d.Close(cctx)
+	}()
 	split, count, err := wordcount.Modules(o.Lang)
 	if err != nil {
 		return nil, err
@@ -89,7 +96,11 @@ func WordCountLocal(ctx context.Context, o LocalOptions) (*LocalResult, error) {
 		Modules: map[string][]byte{"split": split, "count": count}}); err != nil {
 		return nil, err
 	}
-	defer c.Action(context.Background(), "bench", "kill", url.Values{}, nil)
+	defer func() {
+		cctx, cancel := context.WithTimeout(cleanupCtx, 30*time.Second)
+		defer cancel()
+		c.Action(cctx, "bench", "kill", url.Values{}, nil)
+	}()
 
 	counted := func() (int64, *local.Status, error) {
 		st, err := c.Status(ctx, "bench")

@@ -31,7 +31,7 @@ type receivers struct {
 	graphiteLines, scribeEntries, otlpExports, scrapes atomic.Int64
 }
 
-func startReceivers(dir string, interval time.Duration, log *slog.Logger) (*receivers, error) {
+func startReceivers(ctx context.Context, dir string, interval time.Duration, log *slog.Logger) (*receivers, error) {
 	r := &receivers{}
 	var closers []func()
 	fail := func(err error) (*receivers, error) {
@@ -85,7 +85,9 @@ func startReceivers(dir string, interval time.Duration, log *slog.Logger) (*rece
 	closers = append(closers, func() { _ = osrv.Close() })
 	// Prometheus: the exposition, scraped every second.
 	prom := sinks.NewPrometheus()
-	ctx, cancel := context.WithCancel(context.Background())
+	// The scraper runs until the receivers close (their closers cancel
+	// it), not until ctx ends.
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		t := time.NewTicker(time.Second)

@@ -214,7 +214,7 @@ func (o *WordCountOptions) phase(ctx context.Context, dir string, rate float64, 
 	var recv *receivers
 	if o.Metrics == "on" {
 		var err error
-		if recv, err = startReceivers(dir, o.MetricsInterval, o.Logger); err != nil {
+		if recv, err = startReceivers(ctx, dir, o.MetricsInterval, o.Logger); err != nil {
 			return nil, err
 		}
 		defer recv.stop()

@@ -82,7 +82,7 @@ func fill(t *testing.T, dir string) string {
 func TestJetStreamStoreHealsAfterDiskFull(t *testing.T) {
 	dir := mountTmpfs(t, "256m")
 	var logs syncBuf
-	srv, err := bus.StartServer(bus.ServerOptions{Port: -1, JetStream: true, StoreDir: dir,
+	srv, err := bus.StartServer(context.Background(), bus.ServerOptions{Port: -1, JetStream: true, StoreDir: dir,
 		Logger:       slog.New(slog.NewTextHandler(&logs, nil)),
 		HealInterval: 50 * time.Millisecond, HealMinFree: 4 << 20})
 	if err != nil {
@@ -201,7 +201,7 @@ func TestJetStreamStoreDamagedFiles(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
 			open := func() (*bus.Server, *JetStreamStore) {
-				srv, err := bus.StartServer(bus.ServerOptions{Port: -1, JetStream: true, StoreDir: dir})
+				srv, err := bus.StartServer(context.Background(), bus.ServerOptions{Port: -1, JetStream: true, StoreDir: dir})
 				if err != nil {
 					t.Fatal(err)
 				}

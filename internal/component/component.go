@@ -9,7 +9,7 @@
 // Contexts: every method takes the caller's context first. The engine
 // passes the task's context, cancelled when the task stops; a component
 // takes its deadlines from it (context.WithTimeout(ctx, ...)) instead of
-// starting from context.Background(). Close is called with a context that
+// starting a background context. Close is called with a context that
 // is not cancelled with the task (context.WithoutCancel of it), so a
 // component can still flush and release what it holds; it bounds its own
 // waits there.

@@ -166,7 +166,7 @@ func ackingSMTimeout(t *testing.T, maxPending int, timeout time.Duration) (*bus.
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := bus.StartServer(bus.ServerOptions{Port: -1})
+	srv, err := bus.StartServer(context.Background(), bus.ServerOptions{Port: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

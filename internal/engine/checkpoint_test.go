@@ -117,7 +117,7 @@ func TestBarrierAlignment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := bus.StartServer(bus.ServerOptions{Port: -1})
+	srv, err := bus.StartServer(context.Background(), bus.ServerOptions{Port: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -55,7 +55,7 @@ func drainTopology(t *testing.T, spoutErr error) (error, *countBolt, *lifeSpout)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := bus.StartServer(bus.ServerOptions{Port: -1})
+	srv, err := bus.StartServer(context.Background(), bus.ServerOptions{Port: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

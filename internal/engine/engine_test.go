@@ -90,7 +90,7 @@ func TestDeactivateActivate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := bus.StartServer(bus.ServerOptions{Port: -1})
+	srv, err := bus.StartServer(context.Background(), bus.ServerOptions{Port: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -45,17 +45,19 @@ func Kafka(t testing.TB) string {
 	}
 	script := brokerScript(t, "kafka")
 	needJava(t, "Kafka", "ARDEA_KAFKA_BROKERS", filepath.Join(cacheDir(), "kafka-4.1.1", "libs"))
-	kafkaShared.once.Do(func() { kafkaShared.brokers, kafkaShared.err = startKafka(script) })
+	kafkaShared.once.Do(func() { kafkaShared.brokers, kafkaShared.err = startKafka(t.Context(), script) })
 	if kafkaShared.err != nil {
 		t.Fatalf("testbroker: %v", kafkaShared.err)
 	}
 	return kafkaShared.brokers
 }
 
-func startKafka(script string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+// startKafka fetches the jars and starts a broker, waiting under ctx; the
+// broker process itself outlives ctx (it is shared by the tests after).
+func startKafka(ctx context.Context, script string) (string, error) {
+	fctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
-	fetch := exec.CommandContext(ctx, "bash", script)
+	fetch := exec.CommandContext(fctx, "bash", script)
 	fetch.Env = append(os.Environ(), "ARDEA_KAFKA_FETCH_ONLY=1")
 	if out, err := fetch.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("fetching the Kafka jars with Maven (%s): %w\n%s", script, err, pulsarTail(out, 60))
@@ -97,7 +99,7 @@ func startKafka(script string) (string, error) {
 	for {
 		// Ready: the broker answers metadata and its controller has
 		// registered it.
-		rctx, rcancel := context.WithTimeout(context.Background(), 2*time.Second)
+		rctx, rcancel := context.WithTimeout(ctx, 2*time.Second)
 		m, err := adm.BrokerMetadata(rctx)
 		rcancel()
 		if err == nil && len(m.Brokers) > 0 {
@@ -171,7 +173,7 @@ func needJava(t testing.TB, what, env, libs string) {
 // StartKafka starts a real broker outside a test (ardea bench kafka): the
 // same broker Kafka starts, gone when this process exits. It needs the
 // source tree (kafka/start.sh), java 17+ and mvn (or cached jars).
-func StartKafka() (string, error) {
+func StartKafka(ctx context.Context) (string, error) {
 	_, file, _, ok := runtime.Caller(0)
 	if !ok {
 		return "", fmt.Errorf("testbroker: cannot locate kafka/start.sh")
@@ -180,7 +182,7 @@ func StartKafka() (string, error) {
 	if _, err := os.Stat(script); err != nil {
 		return "", fmt.Errorf("testbroker: %w (run from the source tree, or give --brokers)", err)
 	}
-	return startKafka(script)
+	return startKafka(ctx, script)
 }
 
 // KafkaAvailable reports whether Kafka(t) can give a broker (or must:

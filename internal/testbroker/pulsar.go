@@ -56,7 +56,7 @@ func Pulsar(t testing.TB) string {
 	script := pulsarScript(t)
 	pulsarNeedTools(t)
 
-	fetchCtx, cancel := context.WithTimeout(context.Background(), pulsarFetchTimeout)
+	fetchCtx, cancel := context.WithTimeout(t.Context(), pulsarFetchTimeout)
 	defer cancel()
 	fetch := exec.CommandContext(fetchCtx, "bash", script)
 	fetch.Env = append(os.Environ(), "ARDEA_PULSAR_FETCH_ONLY=1")

@@ -157,7 +157,8 @@ func Run(ctx context.Context, o Options) error {
 		h.fail(err)
 		return err
 	}
-	defer func() { h.rt.Close(context.Background()) }()
+	// The runtime closes however the host ends, ctx cancelled or not.
+	defer func() { h.rt.Close(context.WithoutCancel(ctx)) }()
 	stopMetrics, err := h.startMetrics(ctx)
 	if err != nil {
 		h.fail(err)
@@ -348,7 +349,7 @@ func (h *proc) replan(ctx context.Context, u statemgr.PlanUpdate) error {
 	h.finalStates = nil
 	if h.doc.Plan != nil && doc.SpecRevision != h.doc.SpecRevision {
 		// The topology itself changed (ardea apply): its spec and modules.
-		h.rt.Close(context.Background())
+		h.rt.Close(ctx)
 		if err := h.load(ctx); err != nil {
 			return err
 		}
@@ -487,7 +488,7 @@ func (h *proc) command(ctx context.Context, c ctl.Command) error {
 		switch {
 		case c.Epoch == 0, c.Generation != h.doc.Generation:
 		case h.cur != nil:
-			h.cur.c.Checkpoint(c.Epoch)
+			h.cur.c.Checkpoint(ctx, c.Epoch)
 		case h.state == ctl.HostFinished:
 			if cp := h.checkpointing(h.doc); cp != nil {
 				timeout := scheduler.DefaultSaveTimeout

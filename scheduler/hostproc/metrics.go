@@ -35,7 +35,7 @@ func (h *proc) startMetrics(ctx context.Context) (stop func(), err error) {
 	if err != nil {
 		return nil, err
 	}
-	mgr, err := sinks.NewManager(sinks.ManagerOptions{
+	mgr, err := sinks.NewManager(ctx, sinks.ManagerOptions{
 		Config: h.o.Metrics, Logger: h.log, Topology: h.o.Topology, Container: h.o.Container,
 		Reader: reader, BeforeCollect: tel.SyncUserMetrics, Exceptions: h.exc.Drain, Forward: h.forwardMetrics,
 	})
@@ -52,7 +52,11 @@ func (h *proc) startMetrics(ctx context.Context) (stop func(), err error) {
 		_ = h.nc.FlushTimeout(2 * time.Second)
 		_ = mgr.Close()
 		_ = tel.Close()
-		_ = mp.Shutdown(context.Background())
+		// The caller's ctx has usually ended by now (the host stops):
+		// the last export still gets its bounded chance.
+		sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		_ = mp.Shutdown(sctx)
+		scancel()
 	}, nil
 }
 

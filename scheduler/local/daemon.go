@@ -125,7 +125,7 @@ func Start(ctx context.Context, o Options) (*Daemon, error) {
 		return nil, fmt.Errorf("local: API listen on %s: %w", o.Listen, err)
 	}
 	d.ln = ln
-	if d.srv, err = bus.StartServer(bus.ServerOptions{Logger: log, JetStream: true, StoreDir: filepath.Join(o.DataDir, "nats"), Port: -1}); err != nil {
+	if d.srv, err = bus.StartServer(ctx, bus.ServerOptions{Logger: log, JetStream: true, StoreDir: filepath.Join(o.DataDir, "nats"), Port: -1}); err != nil {
 		ln.Close()
 		return nil, err
 	}

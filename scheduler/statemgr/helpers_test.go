@@ -23,7 +23,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	s, err := bus.StartServer(bus.ServerOptions{JetStream: true, StoreDir: dir, Port: -1})
+	s, err := bus.StartServer(context.Background(), bus.ServerOptions{JetStream: true, StoreDir: dir, Port: -1})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

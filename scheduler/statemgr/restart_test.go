@@ -2,6 +2,7 @@ package statemgr
 
 import (
 	"bytes"
+	"context"
 	"testing"
 	"time"
 
@@ -13,7 +14,7 @@ import (
 func TestSurvivesServerRestart(t *testing.T) {
 	dir := t.TempDir()
 	start := func() *bus.Server {
-		srv, err := bus.StartServer(bus.ServerOptions{JetStream: true, StoreDir: dir, Port: -1})
+		srv, err := bus.StartServer(context.Background(), bus.ServerOptions{JetStream: true, StoreDir: dir, Port: -1})
 		if err != nil {
 			t.Fatal(err)
 		}

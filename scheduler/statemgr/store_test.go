@@ -15,7 +15,7 @@ import (
 )
 
 func TestOpenConcurrentAndIdempotent(t *testing.T) {
-	srv, err := bus.StartServer(bus.ServerOptions{JetStream: true, StoreDir: t.TempDir(), Port: -1})
+	srv, err := bus.StartServer(context.Background(), bus.ServerOptions{JetStream: true, StoreDir: t.TempDir(), Port: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,7 @@ func Start(t testing.TB, o Options) *bus.Server {
 	if o.JetStream && so.StoreDir == "" {
 		so.StoreDir = t.TempDir()
 	}
-	s, err := bus.StartServer(so)
+	s, err := bus.StartServer(t.Context(), so)
 	if err != nil {
 		t.Fatalf("start the embedded NATS server: %v", err)
 	}

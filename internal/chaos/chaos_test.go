@@ -744,11 +744,13 @@ func (r *rowRun) replan(p Pick) {
 	case PhaseSwitch:
 		ch = r.w.Arm(func(e Event) bool { return e.Kind == "hb" && e.HB.PlanRevision > rev0 })
 	}
+	began := time.Now()
 	cmd, err := r.d.Start(args...)
 	if err != nil {
 		r.fatalf("start ardea %s: %v", args[0], err)
 	}
 	e := r.await(ch, cmd, "the "+phase+" phase of ardea "+args[0])
+	reached := time.Since(began)
 	st = r.running("the kill in the " + phase + " phase")
 	c := r.pickContainer(st, p)
 	faultAt := time.Now()
@@ -756,7 +758,7 @@ func (r *rowRun) replan(p Pick) {
 		r.fatalf("kill container %d: %v", c.ID, err)
 	}
 	r.res.Injected++
-	r.note("%s: killed container %d in the %s phase (%s %s)", args[0], c.ID, phase, e.Kind, e.Cmd.Op)
+	r.note("%s: killed container %d in the %s phase (%s %s, %.1f s in)", args[0], c.ID, phase, e.Kind, e.Cmd.Op, reached.Seconds())
 	r.res.RecoverySec = append(r.res.RecoverySec, r.recovered(faultAt, []int{c.PID}, rollbacks(st), r.row.Mode == EffectivelyOnce))
 	code, out, err := cmd.Wait(hangLimit)
 	if err != nil {

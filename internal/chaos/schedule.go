@@ -149,11 +149,12 @@ func Schedule(seed uint64, long bool) []Row {
 			for _, mode := range f.Modes() {
 				r := Row{Fault: f, Mode: mode, Rep: rep, Keys: keys, PerKey: perKey, Rate: rate, Faults: 1}
 				switch {
-				case f == SwapProbation:
+				case f == SwapProbation || f == Apply:
 					// The swap's validation, compile and task swaps come
 					// before its probation, which must still see data
-					// flow on a loaded machine: four times as long an
-					// input.
+					// flow on a loaded machine; an apply validates every
+					// module before it pauses the spouts: four times as
+					// long an input.
 					r.Rate /= 4
 				case f.Operation():
 					// The operation (a swap's validation and compile, a

@@ -115,7 +115,7 @@ func Start(ctx context.Context, o Options) (*Daemon, error) {
 	if err := o.Metrics.Validate(); err != nil {
 		return nil, fmt.Errorf("local: %w", err)
 	}
-	for _, dir := range []string{"nats", "logs", "cache"} {
+	for _, dir := range []string{"nats", "logs", "wazero"} {
 		if err := os.MkdirAll(filepath.Join(o.DataDir, dir), 0o755); err != nil {
 			return nil, fmt.Errorf("local: data dir: %w", err)
 		}

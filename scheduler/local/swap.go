@@ -72,7 +72,11 @@ const defaultProbation = 10 * time.Second
 func (d *Daemon) validate(ctx context.Context, name string, kind ardea.Kind, data []byte) error {
 	d.validatorOnce.Do(func() {
 		d.validator, d.validatorErr = host.NewRuntime(context.Background(), host.Config{
-			Logger: d.log, CacheDir: filepath.Join(d.o.DataDir, "cache", "validate"),
+			// The hosts' compilation cache (hostproc: <data-dir>/wazero):
+			// a module the hosts already run validates without compiling
+			// again. wazero keys it by the module's bytes and writes it by
+			// rename, so processes can share it.
+			Logger: d.log, CacheDir: filepath.Join(d.o.DataDir, "wazero"),
 		})
 	})
 	if d.validatorErr != nil {

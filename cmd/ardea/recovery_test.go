@@ -265,8 +265,8 @@ func TestClusterPausedContainerIsFenced(t *testing.T) {
 	testutil.EventuallyWithin(t, time.Minute, "the paused container to be replaced", func() (bool, string) {
 		st := d.status(t, "eop")
 		c := st.Containers[0]
-		sawLost = sawLost || c.Host == local.HostLost
-		return c.PID != pid && c.PID != 0 && !alive(pid), c.Host
+		sawLost = sawLost || c.Host == ctl.HostLost
+		return c.PID != pid && c.PID != 0 && !alive(pid), string(c.Host)
 	})
 	t.Logf("paused container replaced %.2fs after SIGSTOP (lost shown: %v)", time.Since(stopped).Seconds(), sawLost)
 	finishExact(t, d, "eop", out, keys, perKey, 1)

@@ -1,11 +1,20 @@
 // Package ctl is the control protocol between a topology manager (in the
 // `ardea local` daemon) and its containers (`ardea host` processes): the
-// subjects, the heartbeat a host publishes, the commands a TM sends, and the
+// typed gateway between them (gateway.go: Commands, what a manager asks of
+// its containers; Manager, what a container reports), its two
+// implementations (in-process calls, local.go; NATS request/reply with
+// versioned messages, nats.go), the subjects, the messages, and the
 // physical-plan document the TM stores in the state manager.
 //
 // Subjects carry the tenant and topology like the data subjects
 // (bus.Subjects): ardea.<tenant>.<topology>.ctl.hb for heartbeats (host ->
-// TM) and ardea.<tenant>.<topology>.ctl.cmd for commands (TM -> every host).
+// TM), .ctl.cmd for requests (TM -> every host; each replies on the
+// request's inbox), .ctl.alive, .ctl.ckpt and .ctl.metrics.
+//
+// A plan is state, not a command: the TM stores it in the state manager
+// (PlanDoc) and containers watch it, so a container that starts or
+// restarts reads the current one. Starting and stopping a container is its
+// runtime's (the launcher's processes, or goroutines in process).
 package ctl
 
 import (
@@ -38,6 +47,7 @@ func AliveSubject(tenant, topology string) string {
 // when the process does not run (stopped, wedged in the runtime, cut off).
 // The TM declares a container lost on missing beats (fencing).
 type Alive struct {
+	V         int       `json:"v"`
 	Container int       `json:"container"`
 	PID       int       `json:"pid"`
 	Time      time.Time `json:"time"`
@@ -51,6 +61,7 @@ func CheckpointSubject(tenant, topology string) string {
 
 // CheckpointReport is one task's outcome for one checkpoint.
 type CheckpointReport struct {
+	V    int    `json:"v"`
 	ID   uint64 `json:"id"`
 	Task uint32 `json:"task"`
 	// Generation is the rollback generation (PlanDoc.Generation) the
@@ -62,23 +73,33 @@ type CheckpointReport struct {
 	Error      string `json:"error,omitempty"`
 }
 
-// Host states, as reported in heartbeats.
+// HostState is a container's state, as reported in heartbeats.
+type HostState string
+
+// Host states.
 const (
-	HostStarting = "STARTING" // compiling modules, waiting for a plan
-	HostRunning  = "RUNNING"
-	HostFinished = "FINISHED" // every local task finished its finite input
-	HostStopped  = "STOPPED"  // handed off its state for a re-plan; waits for the next plan
-	HostFailed   = "FAILED"
+	HostStarting HostState = "STARTING" // compiling modules, waiting for a plan
+	HostRunning  HostState = "RUNNING"
+	HostFinished HostState = "FINISHED" // every local task finished its finite input
+	HostStopped  HostState = "STOPPED"  // handed off its state for a re-plan; waits for the next plan
+	HostFailed   HostState = "FAILED"
+	// HostLost is never reported: the manager shows it for a container it
+	// declared lost (no liveness beats) until its replacement reports.
+	HostLost HostState = "LOST"
+	// HostPending is never reported either: status shows it for a task no
+	// heartbeat of the current plan has named yet.
+	HostPending HostState = "PENDING"
 )
 
 // Heartbeat is what a host publishes every HeartbeatInterval.
 type Heartbeat struct {
-	Container    int    `json:"container"`
-	PID          int    `json:"pid"`
-	PlanRevision uint64 `json:"plan_revision"`
-	State        string `json:"state"`
-	Active       bool   `json:"active"` // spouts emitting
-	Error        string `json:"error,omitempty"`
+	V            int       `json:"v"`
+	Container    int       `json:"container"`
+	PID          int       `json:"pid"`
+	PlanRevision uint64    `json:"plan_revision"`
+	State        HostState `json:"state"`
+	Active       bool      `json:"active"` // spouts emitting
+	Error        string    `json:"error,omitempty"`
 	// Fatal (with State FAILED): the failure is in the data or the
 	// topology, not the process (a record too large for the pipeline,
 	// after everything before it drained; a guest over state.max.* or
@@ -122,12 +143,12 @@ type Heartbeat struct {
 
 // Instance is one task's report.
 type Instance struct {
-	Task      uint32 `json:"task"`
-	Component string `json:"component"`
-	Index     int    `json:"index"`
-	State     string `json:"state"` // RUNNING, FINISHED, FAILED
-	Emitted   int64  `json:"emitted"`
-	Executed  int64  `json:"executed"`
+	Task      uint32    `json:"task"`
+	Component string    `json:"component"`
+	Index     int       `json:"index"`
+	State     HostState `json:"state"` // RUNNING, FINISHED, FAILED
+	Emitted   int64     `json:"emitted"`
+	Executed  int64     `json:"executed"`
 	// Version is the module version (artifact sha256) the task runs;
 	// LatencyNs its execute time per tuple (a moving average).
 	Version   string `json:"version,omitempty"`
@@ -146,55 +167,43 @@ type Instance struct {
 // HeartbeatInterval is how often hosts report.
 const HeartbeatInterval = 500 * time.Millisecond
 
-// Commands.
+// Op names a request of the control protocol.
+type Op string
+
+// Requests (Commands' methods).
 const (
-	OpActivate   = "activate"
-	OpDeactivate = "deactivate"
+	OpActivate   Op = "activate"
+	OpDeactivate Op = "deactivate"
 	// OpHandoff: stop the container and store every bolt task's state per
 	// key group under Epoch, then report HandoffDone = Epoch and wait for
 	// the next plan.
-	OpHandoff = "handoff"
+	OpHandoff Op = "handoff"
 	// OpSwitchPrepare starts a live switch of Components under Epoch: hold
 	// the tuples bound for them, let their tasks finish their input, store
 	// those tasks' state per key group under Epoch, then report
 	// HandoffDone = Epoch. Other tasks keep running.
-	OpSwitchPrepare = "switch-prepare"
+	OpSwitchPrepare Op = "switch-prepare"
 	// OpSwitchRun: start the switching components' tasks of the adopted
 	// plan (every container has adopted it), then report SwitchRunning.
-	OpSwitchRun = "switch-run"
+	OpSwitchRun Op = "switch-run"
 	// OpCheckpoint (effectively once): take checkpoint Epoch; each task
 	// reports its save on CheckpointSubject.
-	OpCheckpoint = "checkpoint"
+	OpCheckpoint Op = "checkpoint"
 	// OpGlobal (effectively once): checkpoint Epoch is global; tasks that
 	// hold work for it commit it (a lost message is made up for by the
 	// next one: it stands for every checkpoint up to its Epoch).
-	OpGlobal = "global"
+	OpGlobal Op = "global"
 	// OpSwap: replace the module of Components[0]'s tasks (Tasks, or all)
 	// with Modules[component], on probation for Probation; report
 	// SwapProgress. OpSwapCommit: the version stays (probation ends, and a
 	// restarted container uses it).
-	OpSwap       = "swap"
-	OpSwapCommit = "swap-commit"
+	OpSwap       Op = "swap"
+	OpSwapCommit Op = "swap-commit"
 	// OpEndInput: every spout ends its input as if it were exhausted (a
 	// spout failed on a record and the topology must drain before it
 	// fails).
-	OpEndInput = "end-input"
+	OpEndInput Op = "end-input"
 )
-
-// Command is a TM -> hosts message.
-type Command struct {
-	Op    string `json:"op"`
-	Epoch uint64 `json:"epoch,omitempty"`
-	// Generation (OpCheckpoint): the rollback generation the checkpoint
-	// belongs to; a host running another generation ignores it.
-	Generation uint64   `json:"generation,omitempty"`
-	Components []string `json:"components,omitempty"`
-	// OpSwap, OpSwapCommit: the module (artifact sha256) per component;
-	// OpSwap: the tasks to swap (empty: all) and their probation.
-	Modules   map[string]string `json:"modules,omitempty"`
-	Tasks     []uint32          `json:"tasks,omitempty"`
-	Probation time.Duration     `json:"probation,omitempty"`
-}
 
 // SwapProgress is a host's report on the swap of Epoch: tasks targeted
 // here, swapped (running the new version), rolled back (failed on

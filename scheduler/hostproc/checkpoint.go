@@ -2,7 +2,6 @@ package hostproc
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -46,14 +45,12 @@ func (h *proc) checkpointing(doc ctl.PlanDoc) *scheduler.Checkpointing {
 	if h.ckptStore == nil {
 		return nil
 	}
-	subj := ctl.CheckpointSubject(h.o.Tenant, h.o.Topology)
 	return &scheduler.Checkpointing{Store: h.ckptStore, Key: doc.CheckpointKey, Report: func(id uint64, task uint32, err error) {
 		r := ctl.CheckpointReport{ID: id, Task: task, Generation: doc.Generation}
 		if err != nil {
 			r.Error = err.Error()
 		}
-		b, _ := json.Marshal(r)
-		if perr := h.nc.Publish(subj, b); perr != nil {
+		if perr := h.report.CheckpointSaved(h.ctx, r); perr != nil {
 			h.log.Warn("checkpoint report not sent; the checkpoint will be given up", "checkpoint", id, "task", task, "err", perr)
 		}
 	}}

@@ -56,18 +56,22 @@ type Options struct {
 
 // proc is Run's state.
 type proc struct {
-	o     Options
-	log   *slog.Logger
-	nc    *nats.Conn
-	store *statemgr.Store
-	top   *ardea.Topology
-	rt    *host.Runtime
-	mods  map[string]*host.Module
+	o   Options
+	log *slog.Logger
+	// ctx is Run's: the process's lifetime, for reports sent from
+	// callbacks (checkpoint saves, metrics batches).
+	ctx    context.Context
+	nc     *nats.Conn
+	report ctl.Reporter
+	store  *statemgr.Store
+	top    *ardea.Topology
+	rt     *host.Runtime
+	mods   map[string]*host.Module
 
 	cur     *running
 	doc     ctl.PlanDoc
 	planRev uint64
-	state   string
+	state   ctl.HostState
 	active  bool
 	lastErr string
 	fatal   bool // lastErr is a data error restarting cannot cure (ctl.Heartbeat.Fatal)
@@ -78,7 +82,7 @@ type proc struct {
 	inputEnded   bool // OpEndInput was applied to the running container
 	handedOff    uint64
 	runDone      chan error
-	commands     chan ctl.Command
+	commands     chan command // the manager's requests (commands.go)
 	finishedAt   time.Time
 	// final holds the instances' last counters once the container has
 	// finished, so status still shows what its tasks did.
@@ -136,7 +140,7 @@ func Run(ctx context.Context, o Options) error {
 	exc := &sinks.ExceptionLog{Topology: o.Topology, Container: o.Container}
 	log = slog.New(&exceptionHandler{Handler: log.Handler(), log: exc, task: -1})
 	log = log.With("topology", o.Topology, "container", o.Container)
-	h := &proc{o: o, log: log, state: ctl.HostStarting, commands: make(chan ctl.Command, 16),
+	h := &proc{o: o, log: log, ctx: ctx, state: ctl.HostStarting, commands: make(chan command, 16),
 		versions: map[string]string{}, swapEvents: make(chan scheduler.SwapEvent, 256), drained: make(chan string, 1),
 		reg: metrics.NewRegistry(), exc: exc}
 	nc, err := nats.Connect(o.NATSURL, nats.Name(fmt.Sprintf("ardea-host-%s-%d", o.Topology, o.Container)),
@@ -145,7 +149,7 @@ func Run(ctx context.Context, o Options) error {
 		return fmt.Errorf("host: topology %s container %d: connect to NATS %s: %w", o.Topology, o.Container, o.NATSURL, err)
 	}
 	defer nc.Close()
-	h.nc = nc
+	h.nc, h.report = nc, ctl.NewNATSReporter(nc, o.Tenant, o.Topology)
 	if h.store, err = statemgr.Open(ctx, nc, statemgr.Options{Tenant: o.Tenant, Logger: log}); err != nil {
 		return fmt.Errorf("host: %w", err)
 	}
@@ -166,22 +170,11 @@ func Run(ctx context.Context, o Options) error {
 	}
 	defer stopMetrics()
 
-	sub, err := nc.Subscribe(ctl.CommandSubject(o.Tenant, o.Topology), func(m *nats.Msg) {
-		var c ctl.Command
-		if err := json.Unmarshal(m.Data, &c); err != nil {
-			log.Warn("bad command", "err", err)
-			return
-		}
-		select {
-		case h.commands <- c:
-		default:
-			log.Warn("command queue full; command dropped", "op", c.Op)
-		}
-	})
+	stopCommands, err := ctl.ServeCommands(ctx, nc, o.Tenant, o.Topology, o.Container, commandQueue{h}, log)
 	if err != nil {
-		return fmt.Errorf("host: subscribe commands: %w", err)
+		return fmt.Errorf("host: %w", err)
 	}
-	defer sub.Unsubscribe()
+	defer stopCommands()
 
 	plans, err := h.store.WatchPhysicalPlan(ctx, o.Topology)
 	if err != nil {
@@ -223,9 +216,12 @@ func Run(ctx context.Context, o Options) error {
 				return err
 			}
 		case c := <-h.commands:
-			if err := h.command(ctx, c); err != nil {
+			if err := c.run(ctx); err != nil {
 				h.fail(err)
 				return err
+			}
+			if c.heartbeat {
+				h.heartbeat()
 			}
 		case err := <-done:
 			if err == nil {
@@ -443,70 +439,6 @@ func (h *proc) stop() {
 	h.setCur(nil)
 }
 
-func (h *proc) command(ctx context.Context, c ctl.Command) error {
-	switch c.Op {
-	case ctl.OpActivate, ctl.OpDeactivate:
-		h.active = c.Op == ctl.OpActivate
-		if h.cur != nil {
-			h.cur.c.SetActive(h.active)
-		}
-		h.log.Info("spouts "+c.Op+"d", "active", h.active)
-	case ctl.OpHandoff:
-		if c.Epoch == 0 || c.Epoch == h.handedOff {
-			return nil
-		}
-		if err := h.handoff(ctx, c.Epoch); err != nil {
-			return err
-		}
-	case ctl.OpSwitchPrepare:
-		h.prepareSwitch(c)
-	case ctl.OpSwitchRun:
-		if err := h.runSwitch(ctx, c.Epoch); err != nil {
-			return err
-		}
-	case ctl.OpEndInput:
-		if h.cur != nil && !h.inputEnded {
-			h.cur.c.EndInput()
-			h.inputEnded = true
-			h.log.Info("spouts end their input: another container's spout failed on a record")
-		}
-	case ctl.OpSwap:
-		h.startSwap(ctx, c)
-	case ctl.OpSwapCommit:
-		if err := h.commitSwap(ctx, c); err != nil {
-			h.log.Error("swap commit", "err", err)
-		}
-	case ctl.OpGlobal:
-		if c.Generation != h.doc.Generation {
-			return nil // another lineage's checkpoint (docs/delivery.md)
-		}
-		if h.cur != nil {
-			h.cur.c.NotifyGlobal(c.Epoch)
-		}
-		return nil
-	case ctl.OpCheckpoint:
-		switch {
-		case c.Epoch == 0, c.Generation != h.doc.Generation:
-		case h.cur != nil:
-			h.cur.c.Checkpoint(ctx, c.Epoch)
-		case h.state == ctl.HostFinished:
-			if cp := h.checkpointing(h.doc); cp != nil {
-				timeout := scheduler.DefaultSaveTimeout
-				if cs, err := scheduler.CheckpointStorageSettings(h.top.Name, h.top.Config); err == nil {
-					timeout = cs.SaveTimeout
-				}
-				go checkpointFinished(ctx, cp, c.Epoch, h.finalStates, timeout)
-			}
-		}
-		return nil
-	default:
-		h.log.Warn("unknown command", "op", c.Op)
-		return nil
-	}
-	h.heartbeat()
-	return nil
-}
-
 // handoff stops the container and stores every bolt task's state, key
 // group by key group, under epoch.
 func (h *proc) handoff(ctx context.Context, epoch uint64) error {
@@ -594,12 +526,10 @@ func (h *proc) fail(err error) {
 // beAlive publishes an Alive beat every HeartbeatInterval until ctx ends.
 // It touches only immutable fields of h (it runs beside Run's loop).
 func (h *proc) beAlive(ctx context.Context) {
-	subj := ctl.AliveSubject(h.o.Tenant, h.o.Topology)
 	tick := time.NewTicker(ctl.HeartbeatInterval)
 	defer tick.Stop()
 	for {
-		b, _ := json.Marshal(ctl.Alive{Container: h.o.Container, PID: os.Getpid(), Time: time.Now()})
-		_ = h.nc.Publish(subj, b) // a lost beat is made up for by the next
+		_ = h.report.Alive(ctx, ctl.Alive{Container: h.o.Container, PID: os.Getpid(), Time: time.Now()}) // a lost beat is made up for by the next
 		select {
 		case <-ctx.Done():
 			return
@@ -625,18 +555,14 @@ func (h *proc) heartbeat() {
 	case h.final != nil && h.state == ctl.HostFinished:
 		hb.Instances, hb.TuplesSent, hb.TuplesReceived = h.final.Instances, h.final.TuplesSent, h.final.TuplesReceived
 	}
-	b, err := json.Marshal(hb)
-	if err != nil {
-		return
-	}
-	if err := h.nc.Publish(ctl.HeartbeatSubject(h.o.Tenant, h.o.Topology), b); err != nil {
+	if err := h.report.Heartbeat(h.ctx, hb); err != nil {
 		h.log.Warn("heartbeat not sent", "err", err)
 	}
 }
 
 // counters adds the running container's instances and tuple counters to
 // hb, each instance in state.
-func (h *proc) counters(hb *ctl.Heartbeat, state string) {
+func (h *proc) counters(hb *ctl.Heartbeat, state ctl.HostState) {
 	p := h.cur.plan
 	sm := h.cur.c.StreamManager()
 	for _, id := range scheduler.ContainerTasks(p, h.o.Container) {

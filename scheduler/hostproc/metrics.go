@@ -2,7 +2,6 @@ package hostproc
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
 	"sync"
 	"time"
@@ -12,7 +11,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 
 	"github.com/ardea-dev/ardea/scheduler"
-	"github.com/ardea-dev/ardea/scheduler/ctl"
 	"github.com/ardea-dev/ardea/sinks"
 )
 
@@ -63,12 +61,7 @@ func (h *proc) startMetrics(ctx context.Context) (stop func(), err error) {
 // forwardMetrics publishes a batch to the topology manager.
 func (h *proc) forwardMetrics(b *sinks.Batch) {
 	for _, part := range splitBatch(b) {
-		data, err := json.Marshal(part)
-		if err != nil {
-			h.log.Warn("metrics: encode batch", "err", err)
-			return
-		}
-		if err := h.nc.Publish(ctl.MetricsSubject(h.o.Tenant, h.o.Topology), data); err != nil {
+		if err := h.report.Metrics(h.ctx, part); err != nil {
 			h.log.Warn("metrics: forward batch", "err", err)
 		}
 	}

@@ -18,15 +18,15 @@ type swapState struct {
 	version  string
 }
 
-// startSwap obeys OpSwap: it compiles the new version beside the running
+// startSwap obeys a swap order: it compiles the new version beside the running
 // one, then has the container swap the targeted local tasks. A version
 // that does not compile is reported, and nothing changes.
-func (h *proc) startSwap(ctx context.Context, c ctl.Command) {
-	if c.Epoch == 0 || len(c.Components) != 1 || (h.swap != nil && h.swap.progress.Epoch == c.Epoch) {
+func (h *proc) startSwap(ctx context.Context, c ctl.SwapOrder) {
+	if c.Epoch == 0 || c.Component == "" || (h.swap != nil && h.swap.progress.Epoch == c.Epoch) {
 		return // malformed, or already handled (a resend)
 	}
-	comp := c.Components[0]
-	s := &swapState{progress: ctl.SwapProgress{Epoch: c.Epoch}, comp: comp, version: c.Modules[comp]}
+	comp := c.Component
+	s := &swapState{progress: ctl.SwapProgress{Epoch: c.Epoch}, comp: comp, version: c.Module}
 	h.swap = s
 	fail := func(err error) {
 		s.progress.Errors = append(s.progress.Errors, fmt.Sprintf("container %d: %v", h.o.Container, err))
@@ -78,11 +78,11 @@ func (h *proc) swapEvent(ev scheduler.SwapEvent) {
 	s.progress.MaxPause = max(s.progress.MaxPause, ev.Pause)
 }
 
-// commitSwap obeys OpSwapCommit: probation ends and the version is the
+// commitSwap obeys a swap commit: probation ends and the version is the
 // component's module from now on (a container restarted by a new plan
 // loads it).
-func (h *proc) commitSwap(ctx context.Context, c ctl.Command) error {
-	for comp, version := range c.Modules {
+func (h *proc) commitSwap(ctx context.Context, modules map[string]string) error {
+	for comp, version := range modules {
 		if h.versions[comp] == version {
 			continue // a resend
 		}

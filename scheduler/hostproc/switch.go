@@ -37,29 +37,29 @@ func componentIDs(p *plan.Plan, names []string) ([]int, error) {
 // prepareSwitch obeys OpSwitchPrepare. A host that cannot take part says
 // why in its heartbeat (SwitchError) instead of failing: the TM rolls the
 // switch back.
-func (h *proc) prepareSwitch(c ctl.Command) {
-	if c.Epoch == 0 || c.Epoch == h.sw.epoch {
+func (h *proc) prepareSwitch(epoch uint64, components []string) {
+	if epoch == 0 || epoch == h.sw.epoch {
 		return
 	}
 	fail := func(err error) {
-		h.sw = switchProgress{err: fmt.Sprintf("switch %d: %v", c.Epoch, err)}
-		h.log.Warn("cannot take part in a live switch", "epoch", c.Epoch, "err", err)
+		h.sw = switchProgress{err: fmt.Sprintf("switch %d: %v", epoch, err)}
+		h.log.Warn("cannot take part in a live switch", "epoch", epoch, "err", err)
 	}
 	if h.cur == nil {
 		fail(fmt.Errorf("container %d is not running (%s)", h.o.Container, h.state))
 		return
 	}
-	ids, err := componentIDs(h.cur.plan, c.Components)
+	ids, err := componentIDs(h.cur.plan, components)
 	if err != nil {
 		fail(err)
 		return
 	}
-	if err := h.cur.c.PrepareSwitch(c.Epoch, ids); err != nil {
+	if err := h.cur.c.PrepareSwitch(epoch, ids); err != nil {
 		fail(err)
 		return
 	}
-	h.sw = switchProgress{epoch: c.Epoch, comps: ids, stopped: h.cur.c.SwitchStopped()}
-	h.log.Info("live switch prepared", "epoch", c.Epoch, "components", c.Components)
+	h.sw = switchProgress{epoch: epoch, comps: ids, stopped: h.cur.c.SwitchStopped()}
+	h.log.Info("live switch prepared", "epoch", epoch, "components", components)
 }
 
 // switchStopped hands off the stopped tasks' state per key group.

@@ -4,13 +4,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ardea-dev/ardea"
@@ -47,7 +45,6 @@ import (
 type ckptState struct {
 	coord    *scheduler.Coordinator
 	store    checkpoint.Store // the tenant's checkpoint store (restores read it)
-	sub      *nats.Subscription
 	interval time.Duration
 	recovery scheduler.Recovery
 
@@ -157,31 +154,9 @@ func (t *tm) startCheckpoints(ctx, runCtx context.Context, resumed bool) error {
 		t.mu.Lock()
 		gen := cs.gen
 		t.mu.Unlock()
-		if err := t.command(ctl.Command{Op: ctl.OpGlobal, Epoch: id, Generation: gen}); err != nil {
+		if err := t.ctl.Global(runCtx, id, gen); err != nil {
 			t.log.Warn("global checkpoint not announced", "checkpoint", id, "err", err)
 		}
-	}
-	cs.sub, err = t.d.nc.Subscribe(ctl.CheckpointSubject(t.d.store.Tenant(), t.name), func(m *nats.Msg) {
-		var r ctl.CheckpointReport
-		if err := json.Unmarshal(m.Data, &r); err != nil {
-			t.log.Warn("bad checkpoint report", "err", err)
-			return
-		}
-		t.mu.Lock()
-		ok := !cs.fenced && r.Generation == cs.gen
-		t.mu.Unlock()
-		if !ok {
-			t.log.Debug("checkpoint report of another generation refused", "checkpoint", r.ID, "task", r.Task, "generation", r.Generation)
-			return
-		}
-		var rerr error
-		if r.Error != "" {
-			rerr = errors.New(r.Error)
-		}
-		coord.Report(runCtx, r.ID, r.Task, rerr)
-	})
-	if err != nil {
-		return fmt.Errorf("topology %s: subscribe checkpoint reports: %w", t.name, err)
 	}
 	t.mu.Lock()
 	t.ckpt = cs
@@ -191,7 +166,7 @@ func (t *tm) startCheckpoints(ctx, runCtx context.Context, resumed bool) error {
 			t.mu.Lock()
 			gen := cs.gen
 			t.mu.Unlock()
-			if err := t.command(ctl.Command{Op: ctl.OpCheckpoint, Epoch: id, Generation: gen}); err != nil {
+			if err := t.ctl.Checkpoint(runCtx, id, gen); err != nil {
 				t.log.Warn("checkpoint not sent", "checkpoint", id, "err", err)
 			}
 		})
@@ -235,21 +210,6 @@ func (t *tm) checkpointReady() bool {
 		}
 	}
 	return true
-}
-
-// onContainerExit counts the exit and fences an effectively-once topology
-// when one of its containers died (the supervisor restarts it after its back-off): see
-// fence.
-func (t *tm) onContainerExit(ps launcher.ProcessStatus) {
-	why := ps.ID + " exited"
-	if ps.LastExit != "" {
-		why += " (" + ps.LastExit + ")"
-	}
-	t.mu.Lock()
-	t.exits++
-	t.lastExit = why
-	t.mu.Unlock()
-	t.fence(why)
 }
 
 // errCrashed is the cause an operation's context is cancelled with when a
@@ -624,13 +584,22 @@ func activeBefore(h []statemgr.ModuleVersion, comp string) bool {
 	return false
 }
 
-func (t *tm) stopCheckpoints() {
+// CheckpointSaved counts one task's checkpoint save (ctl.Manager): only a
+// report of the running lineage's generation, and none once it is fenced.
+func (t *tm) CheckpointSaved(r ctl.CheckpointReport) {
 	t.mu.Lock()
 	cs := t.ckpt
+	ok := cs != nil && !cs.fenced && r.Generation == cs.gen
 	t.mu.Unlock()
-	if cs != nil && cs.sub != nil {
-		cs.sub.Unsubscribe()
+	if !ok {
+		t.log.Debug("checkpoint report of another generation refused", "checkpoint", r.ID, "task", r.Task, "generation", r.Generation)
+		return
 	}
+	var rerr error
+	if r.Error != "" {
+		rerr = errors.New(r.Error)
+	}
+	cs.coord.Report(t.runCtx, r.ID, r.Task, rerr)
 }
 
 // firstCheckpointTimeout bounds the wait for a replanned topology's first
@@ -648,8 +617,8 @@ func (t *tm) firstCheckpoint(ctx context.Context, cs *ckptState, doc ctl.PlanDoc
 	if err != nil {
 		return err
 	}
-	cmd := ctl.Command{Op: ctl.OpCheckpoint, Epoch: id, Generation: doc.Generation}
-	if err := t.command(cmd); err != nil {
+	send := func() error { return t.ctl.Checkpoint(ctx, id, doc.Generation) }
+	if err := send(); err != nil {
 		return err
 	}
 	deadline := time.Now().Add(firstCheckpointTimeout)
@@ -659,7 +628,7 @@ func (t *tm) firstCheckpoint(ctx context.Context, cs *ckptState, doc ctl.PlanDoc
 			return fmt.Errorf("topology %s: the first checkpoint of the new plan was not stored within %v", t.name, firstCheckpointTimeout)
 		}
 		if time.Now().After(resend) {
-			if err := t.command(cmd); err != nil {
+			if err := send(); err != nil {
 				return err
 			}
 			resend = time.Now().Add(resendEvery)
@@ -680,5 +649,5 @@ func (t *tm) firstCheckpoint(ctx context.Context, cs *ckptState, doc ctl.PlanDoc
 	if !active {
 		return nil
 	}
-	return t.command(ctl.Command{Op: ctl.OpActivate})
+	return t.ctl.Activate(ctx)
 }

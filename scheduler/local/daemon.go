@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -252,8 +253,9 @@ func (d *Daemon) onProcess(ps launcher.ProcessStatus) {
 	if ps.State != launcher.StateFailed && ps.State != launcher.StateBackoff {
 		return
 	}
-	name, _, ok := strings.Cut(ps.ID, "/container-")
-	if !ok {
+	name, num, ok := strings.Cut(ps.ID, "/container-")
+	container, err := strconv.Atoi(num)
+	if !ok || err != nil {
 		return
 	}
 	t, err := d.get(name)
@@ -265,7 +267,11 @@ func (d *Daemon) onProcess(ps launcher.ProcessStatus) {
 	} else {
 		// A container died and will be restarted: an effectively-once
 		// topology rolls back to its last global checkpoint.
-		t.onContainerExit(ps)
+		var how error
+		if ps.LastExit != "" {
+			how = errors.New(ps.LastExit)
+		}
+		t.Exited(container, how)
 	}
 }
 

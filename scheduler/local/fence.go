@@ -2,12 +2,9 @@ package local
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"syscall"
 	"time"
-
-	"github.com/nats-io/nats.go"
 
 	"github.com/ardea-dev/ardea/scheduler"
 	"github.com/ardea-dev/ardea/scheduler/ctl"
@@ -24,12 +21,9 @@ import (
 // reports carry the old generation and are refused), and the topology
 // rolls back to the last global checkpoint.
 
-// onAlive records a host's liveness beat, with the time it arrived.
-func (t *tm) onAlive(m *nats.Msg) {
-	var a ctl.Alive
-	if err := json.Unmarshal(m.Data, &a); err != nil || a.Container < 1 {
-		return
-	}
+// Alive records a host's liveness beat, with the time it arrived
+// (ctl.Manager).
+func (t *tm) Alive(a ctl.Alive) {
 	a.Time = time.Now()
 	t.mu.Lock()
 	t.alive[a.Container] = a
@@ -109,4 +103,38 @@ func (t *tm) declareLost(c silentContainer, limit time.Duration) {
 	if err := syscall.Kill(-c.pid, syscall.SIGKILL); err != nil {
 		t.log.Warn("kill a lost container", "container", c.id, "pid", c.pid, "err", err)
 	}
+}
+
+// upContainers lists the containers whose process runs and sent a
+// liveness beat in the last two intervals: the ones a request waits for
+// (ctl.NATSClientOptions.Expected). It takes t.mu: no caller of t.ctl may
+// hold it.
+func (t *tm) upContainers() []int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var up []int
+	for c, a := range t.alive {
+		if time.Since(a.Time) > 2*ctl.HeartbeatInterval || t.lost[c] == a.PID {
+			continue
+		}
+		if ps, ok := t.d.sup.Status(t.procID(c)); ok && ps.State == launcher.StateRunning && ps.PID == a.PID {
+			up = append(up, c)
+		}
+	}
+	return up
+}
+
+// Exited records a container's exit (ctl.Manager): the exits count (a
+// live switch abandons itself when one exits while it prepares) and an
+// effectively-once topology is fenced for a rollback.
+func (t *tm) Exited(container int, err error) {
+	why := t.procID(container) + " exited"
+	if err != nil {
+		why += " (" + err.Error() + ")"
+	}
+	t.mu.Lock()
+	t.exits++
+	t.lastExit = why
+	t.mu.Unlock()
+	t.fence(why)
 }

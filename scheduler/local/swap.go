@@ -217,7 +217,7 @@ func (t *tm) swap(ctx context.Context, req SwapRequest) (SwapResult, error) {
 				t.log.Error("swap: roll back", "component", c.Name, "err", rerr)
 				reason += " (and the rollback failed: " + rerr.Error() + ")"
 			}
-			t.commitModule(prev, c.Name)
+			t.commitModule(ctx, prev, c.Name)
 			entry.Status, entry.Reason = VersionRolledBack, reason
 			t.record(ctx, entry, "")
 			res.Status, res.Reason, res.Took = VersionRolledBack, reason, time.Since(start).Round(time.Millisecond).String()
@@ -236,7 +236,7 @@ func (t *tm) swap(ctx context.Context, req SwapRequest) (SwapResult, error) {
 		res.Status, res.Reason, res.Took = VersionRolledBack, cause.Error(), time.Since(start).Round(time.Millisecond).String()
 		return res, newErr(ErrBadState, "swap %s/%s rolled back to %s: %v", t.name, c.Name, short(prev), cause)
 	}
-	t.commitModule(sha, c.Name)
+	t.commitModule(ctx, sha, c.Name)
 	entry.Status = VersionActive
 	t.record(recCtx, entry, req.Source)
 	t.pubMu.Unlock()
@@ -257,9 +257,9 @@ func (t *tm) swapPhase(ctx context.Context, comp, version string, tasks []uint32
 func (t *tm) swapPhaseTimed(ctx context.Context, comp, version string, tasks []uint32, probation time.Duration, hl health) (string, time.Duration, error) {
 	epoch := uint64(time.Now().UnixNano())
 	base := t.instances(tasks)
-	cmd := ctl.Command{Op: ctl.OpSwap, Epoch: epoch, Components: []string{comp}, Modules: map[string]string{comp: version},
-		Tasks: tasks, Probation: probation}
-	if err := t.command(cmd); err != nil {
+	order := ctl.SwapOrder{Epoch: epoch, Component: comp, Module: version, Tasks: tasks, Probation: probation}
+	send := func() error { return t.ctl.Swap(ctx, order) }
+	if err := send(); err != nil {
 		return "", 0, err
 	}
 	t.mu.Lock()
@@ -276,7 +276,7 @@ func (t *tm) swapPhaseTimed(ctx context.Context, comp, version string, tasks []u
 		}
 		return false
 	}
-	if err := t.waitSwitch(ctx, startTimeout, n, "swap "+comp, &cmd, nil, func(h ctl.Heartbeat) (bool, error) {
+	if err := t.waitSwitch(ctx, startTimeout, n, "swap "+comp, send, nil, func(h ctl.Heartbeat) (bool, error) {
 		s := h.Swap
 		if failed(h) {
 			return true, nil
@@ -321,11 +321,11 @@ func (t *tm) swapPhaseTimed(ctx context.Context, comp, version string, tasks []u
 
 // commitModule makes version the component's module on every host
 // (probation ends; restarted containers load it).
-func (t *tm) commitModule(version, comp string) {
+func (t *tm) commitModule(ctx context.Context, version, comp string) {
 	if version == "" {
 		return
 	}
-	if err := t.command(ctl.Command{Op: ctl.OpSwapCommit, Components: []string{comp}, Modules: map[string]string{comp: version}}); err != nil {
+	if err := t.ctl.CommitSwap(ctx, map[string]string{comp: version}); err != nil {
 		t.log.Warn("swap commit not sent", "component", comp, "err", err)
 	}
 }

@@ -13,8 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/connectors"
 	"github.com/ardea-dev/ardea/internal/plan"
@@ -52,10 +50,15 @@ type tm struct {
 	log    *slog.Logger
 	lock   *statemgr.Lock
 	cancel context.CancelFunc
-	sub    *nats.Subscription
-	opMu   sync.Mutex
-	pubMu  sync.Mutex
-	wg     sync.WaitGroup
+	// runCtx lives as long as the TM (cancelled by stopTM).
+	runCtx context.Context
+	// ctl is the gateway to the containers (NATS); stopReports ends the
+	// delivery of their reports to the TM's ctl.Manager methods.
+	ctl         ctl.Commands
+	stopReports func()
+	opMu        sync.Mutex
+	pubMu       sync.Mutex
+	wg          sync.WaitGroup
 
 	mu       sync.Mutex
 	top      *ardea.Topology
@@ -66,8 +69,7 @@ type tm struct {
 	hbs      map[int]ctl.Heartbeat
 	started  time.Time
 	stopping bool
-	lostTo   string // set when another daemon took the TM lock (stepDown)
-	msub     *nats.Subscription
+	lostTo   string         // set when another daemon took the TM lock (stepDown)
 	hist     *sinks.History // the containers' metrics and exceptions (metrics.go)
 	ckpt     *ckptState     // effectively once (checkpoint.go)
 	// opCancel cancels the lifecycle operation in flight (nil: none).
@@ -77,7 +79,6 @@ type tm struct {
 	lost map[int]int
 	// alive is each container's last liveness beat, Time when it arrived.
 	alive map[int]ctl.Alive
-	asub  *nats.Subscription
 	// closed: stopTM waits for wg; goroutine starts no more.
 	closed bool
 	// endingInput: OpEndInput was sent (a spout failed on a record).
@@ -99,7 +100,9 @@ func (d *Daemon) newTM(name string) *tm {
 // execution state to run in (RUNNING or PAUSED).
 func (t *tm) start(ctx context.Context, state string) error {
 	runCtx, cancel := context.WithCancel(context.Background())
-	t.cancel = cancel
+	t.cancel, t.runCtx = cancel, runCtx
+	t.ctl = ctl.NewNATSClient(t.d.nc, ctl.NATSClientOptions{Tenant: t.d.store.Tenant(), Topology: t.name,
+		Expected: t.upContainers, Logger: t.log})
 	lock, err := t.d.store.AcquireTMLock(ctx, t.name, t.d.id, t.d.lockTTL())
 	if err != nil {
 		cancel()
@@ -156,24 +159,18 @@ func (t *tm) start(ctx context.Context, state string) error {
 	t.mu.Lock()
 	t.top, t.doc, t.planRev, t.state, t.started = top, doc, rev, state, time.Now()
 	t.mu.Unlock()
-	t.sub, err = t.d.nc.Subscribe(ctl.HeartbeatSubject(t.d.store.Tenant(), t.name), t.onHeartbeat)
-	if err != nil {
-		t.stopTM()
-		return fmt.Errorf("topology %s: subscribe heartbeats: %w", t.name, err)
-	}
-	t.asub, err = t.d.nc.Subscribe(ctl.AliveSubject(t.d.store.Tenant(), t.name), t.onAlive)
-	if err != nil {
-		t.stopTM()
-		return fmt.Errorf("topology %s: subscribe liveness beats: %w", t.name, err)
-	}
-	if err := t.subscribeMetrics(); err != nil {
-		t.stopTM()
-		return err
-	}
 	if err := t.startCheckpoints(ctx, runCtx, resumed); err != nil {
 		t.stopTM()
 		return err
 	}
+	stop, err := ctl.ServeManager(t.d.nc, t.d.store.Tenant(), t.name, t, t.log)
+	if err != nil {
+		t.stopTM()
+		return fmt.Errorf("topology %s: %w", t.name, err)
+	}
+	t.mu.Lock()
+	t.stopReports = stop
+	t.mu.Unlock()
 	t.goroutine(func() { t.watchHeartbeats(runCtx) })
 	for c := 1; c <= doc.Plan.Containers; c++ {
 		if err := t.launch(ctx, c); err != nil {
@@ -242,8 +239,11 @@ func (t *tm) stepDown(why error) {
 	t.lostTo = why.Error()
 	t.mu.Unlock()
 	t.log.Error("another daemon manages this topology now; stopping this daemon's containers", "err", why)
-	if t.sub != nil {
-		_ = t.sub.Unsubscribe()
+	t.mu.Lock()
+	stop := t.stopReports
+	t.mu.Unlock()
+	if stop != nil {
+		stop()
 	}
 	t.stopContainers(context.Background())
 }
@@ -274,12 +274,10 @@ func (t *tm) launch(ctx context.Context, container int) error {
 	return nil
 }
 
-func (t *tm) onHeartbeat(m *nats.Msg) {
-	var hb ctl.Heartbeat
-	if err := json.Unmarshal(m.Data, &hb); err != nil {
-		t.log.Warn("bad heartbeat", "err", err)
-		return
-	}
+// Heartbeat records a container's heartbeat (ctl.Manager): a spout that
+// failed on a record makes every spout end its input; a fatal failure
+// fails the topology; every container finished makes it FINISHED.
+func (t *tm) Heartbeat(hb ctl.Heartbeat) {
 	t.mu.Lock()
 	if pid, ok := t.lost[hb.Container]; ok && pid == hb.PID {
 		t.mu.Unlock()
@@ -303,9 +301,11 @@ func (t *tm) onHeartbeat(m *nats.Msg) {
 			// A spout failed on a record: every spout ends its input, the
 			// topology drains, and the failing container then reports
 			// Fatal.
-			if err := t.command(ctl.Command{Op: ctl.OpEndInput}); err != nil {
-				t.log.Warn("end input not sent", "err", err)
-			}
+			t.goroutine(func() {
+				if err := t.ctl.EndInput(t.runCtx); err != nil {
+					t.log.Warn("end input not sent", "err", err)
+				}
+			})
 		}
 		if fatal {
 			msg := fmt.Sprintf("container %d: %s", hb.Container, hb.Error)
@@ -503,19 +503,12 @@ func cutPrefix(s, p string) (string, bool) {
 // stopTM releases the lock and stops following heartbeats; the containers
 // are left to the caller.
 func (t *tm) stopTM() {
-	if t.sub != nil {
-		_ = t.sub.Unsubscribe()
-	}
-	if t.asub != nil {
-		_ = t.asub.Unsubscribe()
-	}
 	t.mu.Lock()
-	msub := t.msub
+	stop := t.stopReports
 	t.mu.Unlock()
-	if msub != nil {
-		_ = msub.Unsubscribe()
+	if stop != nil {
+		stop()
 	}
-	t.stopCheckpoints()
 	if t.cancel != nil {
 		t.cancel()
 	}
@@ -546,9 +539,8 @@ func (t *tm) setActive(ctx context.Context, on bool) error {
 		return newErr(ErrBadState, "topology %s is %s", t.name, state)
 	}
 	want := StatePaused
-	op := ctl.OpDeactivate
 	if on {
-		want, op = StateRunning, ctl.OpActivate
+		want = StateRunning
 	}
 	doc.Active = on
 	if err := t.publishOp(ctx, doc); err != nil {
@@ -563,15 +555,7 @@ func (t *tm) setActive(ctx context.Context, on bool) error {
 		cs.committed.Active = on
 	}
 	t.mu.Unlock()
-	return t.command(ctl.Command{Op: op})
-}
-
-func (t *tm) command(c ctl.Command) error {
-	b, _ := json.Marshal(c)
-	if err := t.d.nc.Publish(ctl.CommandSubject(t.d.store.Tenant(), t.name), b); err != nil {
-		return fmt.Errorf("topology %s: send %s: %w", t.name, c.Op, err)
-	}
-	return t.d.nc.Flush()
+	return t.spouts(ctx, on)
 }
 
 // kill stops everything and removes the topology (and its artifacts unless
@@ -618,10 +602,6 @@ func (t *tm) restart(ctx context.Context, container int) error {
 	}
 	return nil
 }
-
-// HostLost is the host state status shows for a container declared lost
-// (no heartbeat for topology.heartbeat.missed intervals; fence.go).
-const HostLost = "LOST"
 
 // Status is what `ardea status` shows.
 type Status struct {
@@ -673,12 +653,12 @@ type ComponentStatus struct {
 
 // ContainerStatus is one container of the packing/physical plan.
 type ContainerStatus struct {
-	ID       int    `json:"id"`
-	PID      int    `json:"pid"`
-	Process  string `json:"process"` // supervisor state
-	Host     string `json:"host"`    // heartbeat state
-	Restarts int    `json:"restarts"`
-	LastExit string `json:"last_exit,omitempty"` // how the previous process ended
+	ID       int           `json:"id"`
+	PID      int           `json:"pid"`
+	Process  string        `json:"process"` // supervisor state
+	Host     ctl.HostState `json:"host"`    // heartbeat state
+	Restarts int           `json:"restarts"`
+	LastExit string        `json:"last_exit,omitempty"` // how the previous process ended
 	// Resources the packing plan requests for the container (instances
 	// plus padding; docs/packing.md).
 	Resources *packing.Resources `json:"resources,omitempty"`
@@ -689,11 +669,11 @@ type ContainerStatus struct {
 
 // InstanceStatus is one task.
 type InstanceStatus struct {
-	Name     string `json:"name"` // component/index
-	Task     uint32 `json:"task"`
-	State    string `json:"state"`
-	Emitted  int64  `json:"emitted"`
-	Executed int64  `json:"executed"`
+	Name     string        `json:"name"` // component/index
+	Task     uint32        `json:"task"`
+	State    ctl.HostState `json:"state"`
+	Emitted  int64         `json:"emitted"`
+	Executed int64         `json:"executed"`
 	// Version is the module version (artifact sha256) the instance runs.
 	Version string `json:"version,omitempty"`
 	// At least once (ctl.Instance): acks and fails of a bolt's input; a
@@ -753,7 +733,7 @@ func (t *tm) status() Status {
 			hb, ok = ctl.Heartbeat{}, false
 		}
 		if pid, lost := t.lost[c]; lost && (cs.PID == 0 || cs.PID == pid) {
-			cs.Host, ok = HostLost, false
+			cs.Host, ok = ctl.HostLost, false
 			cs.LastSeen = time.Since(hb.Time).Round(time.Millisecond).String() + " ago"
 		}
 		if ok {
@@ -769,7 +749,7 @@ func (t *tm) status() Status {
 		}
 		for _, id := range scheduler.ContainerTasks(p, c) {
 			task := p.Tasks[id]
-			is := InstanceStatus{Name: p.Components[task.Component].Name + "/" + strconv.Itoa(task.Index), Task: id, State: "PENDING"}
+			is := InstanceStatus{Name: p.Components[task.Component].Name + "/" + strconv.Itoa(task.Index), Task: id, State: ctl.HostPending}
 			if in, ok := byTask[id]; ok && hb.PlanRevision == t.planRev {
 				is.State, is.Emitted, is.Executed, is.Since = in.State, in.Emitted, in.Executed, in.Since
 				is.Acked, is.Failed, is.TimedOut = in.Acked, in.Failed, in.TimedOut

@@ -135,14 +135,14 @@ func (t *tm) replanPaused(ctx context.Context, top *ardea.Topology, doc ctl.Plan
 	// 1. Quiesce.
 	wasActive := doc.Active
 	since := time.Now()
-	if err := t.command(ctl.Command{Op: ctl.OpDeactivate}); err != nil {
+	if err := t.ctl.Deactivate(ctx); err != nil {
 		return err
 	}
 	if err := t.waitQuiescent(ctx, since); err != nil {
 		if cause := opAborted(ctx); cause != nil {
 			return fmt.Errorf("topology %s: the replan did not complete: %w", t.name, cause)
 		}
-		_ = t.command(ctl.Command{Op: activateOp(wasActive)})
+		_ = t.spouts(context.WithoutCancel(ctx), wasActive)
 		return err
 	}
 	// 2. Hand off.
@@ -166,10 +166,10 @@ func (t *tm) replanPaused(ctx context.Context, top *ardea.Topology, doc ctl.Plan
 		} else {
 			t.log.Error("roll back a failed update", "err", perr)
 		}
-		_ = t.command(ctl.Command{Op: activateOp(wasActive)})
+		_ = t.spouts(context.WithoutCancel(ctx), wasActive)
 		return fmt.Errorf("%w (rolled back to the previous plan)", err)
 	}
-	if err := t.command(ctl.Command{Op: ctl.OpHandoff, Epoch: epoch}); err != nil {
+	if err := t.ctl.Handoff(ctx, epoch); err != nil {
 		return rollback(err)
 	}
 	if err := t.waitContainers(ctx, handoffTimeout, "hand off their state", func(h ctl.Heartbeat) bool { return h.HandoffDone == epoch }); err != nil {
@@ -293,11 +293,12 @@ func (t *tm) holdBase(rec statemgr.Topology) func() {
 	}
 }
 
-func activateOp(on bool) string {
+// spouts starts (on) or pauses every container's spouts.
+func (t *tm) spouts(ctx context.Context, on bool) error {
 	if on {
-		return ctl.OpActivate
+		return t.ctl.Activate(ctx)
 	}
-	return ctl.OpDeactivate
+	return t.ctl.Deactivate(ctx)
 }
 
 func describe(par map[string]int) string {
@@ -352,7 +353,7 @@ func (t *tm) waitQuiescent(ctx context.Context, since time.Time) error {
 			return newErr(ErrBadState, "cannot update topology %s: container %d already finished its input", t.name, finished)
 		}
 		if resend {
-			if err := t.command(ctl.Command{Op: ctl.OpDeactivate}); err != nil {
+			if err := t.ctl.Deactivate(ctx); err != nil {
 				return err
 			}
 		}

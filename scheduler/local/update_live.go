@@ -89,8 +89,8 @@ func (t *tm) updateLive(ctx context.Context, top *ardea.Topology, doc ctl.PlanDo
 				t.log.Warn("stop a container of the abandoned plan", "container", c, "err", err)
 			}
 		}
-		run := ctl.Command{Op: ctl.OpSwitchRun, Epoch: epoch}
-		if err := t.waitSwitch(ctx, handoffTimeout, oldN, "adopt the previous plan", &run, nil, func(h ctl.Heartbeat) (bool, error) {
+		run := func() error { return t.ctl.RunSwitch(ctx, epoch) }
+		if err := t.waitSwitch(ctx, handoffTimeout, oldN, "adopt the previous plan", run, nil, func(h ctl.Heartbeat) (bool, error) {
 			return h.PlanRevision == rev && (h.SwitchPrepared != epoch || h.SwitchRunning == epoch), nil
 		}); err != nil {
 			t.log.Error("roll back a failed live update", "err", err)
@@ -99,12 +99,12 @@ func (t *tm) updateLive(ctx context.Context, top *ardea.Topology, doc ctl.PlanDo
 	}
 
 	// 1. Prepare.
-	prepare := ctl.Command{Op: ctl.OpSwitchPrepare, Epoch: epoch, Components: names}
-	if err := t.command(prepare); err != nil {
+	prepare := func() error { return t.ctl.PrepareSwitch(ctx, epoch, names) }
+	if err := prepare(); err != nil {
 		return err
 	}
 	failed := fmt.Sprintf("switch %d: ", epoch)
-	if err := t.waitSwitch(ctx, handoffTimeout, oldN, "stop the switching tasks and hand off their state", &prepare, exited, func(h ctl.Heartbeat) (bool, error) {
+	if err := t.waitSwitch(ctx, handoffTimeout, oldN, "stop the switching tasks and hand off their state", prepare, exited, func(h ctl.Heartbeat) (bool, error) {
 		if msg, ok := strings.CutPrefix(h.SwitchError, failed); ok {
 			return false, fmt.Errorf("container %d: %s", h.Container, msg)
 		}
@@ -138,11 +138,11 @@ func (t *tm) updateLive(ctx context.Context, top *ardea.Topology, doc ctl.PlanDo
 			return rollback(err)
 		}
 	}
-	run := ctl.Command{Op: ctl.OpSwitchRun, Epoch: epoch}
-	if err := t.command(run); err != nil {
+	run := func() error { return t.ctl.RunSwitch(ctx, epoch) }
+	if err := run(); err != nil {
 		return err
 	}
-	if err := t.waitSwitch(ctx, resumeTimeout, np.Containers, "start the switched tasks", &run, nil, func(h ctl.Heartbeat) (bool, error) {
+	if err := t.waitSwitch(ctx, resumeTimeout, np.Containers, "start the switched tasks", run, nil, func(h ctl.Heartbeat) (bool, error) {
 		running := h.State == ctl.HostRunning || h.State == ctl.HostFinished
 		return h.PlanRevision == rev && running && h.SwitchRunning == epoch, nil
 	}); err != nil {
@@ -186,7 +186,7 @@ func (t *tm) checkSwitchable(ctx context.Context, names []string) error {
 			if !ok || h.State != ctl.HostRunning || h.PlanRevision != t.planRev {
 				state := "not reporting"
 				if ok {
-					state = h.State
+					state = string(h.State)
 				}
 				notReady = newErr(ErrBadState, "cannot update topology %s now: container %d is %s", t.name, c, state)
 				continue
@@ -220,11 +220,11 @@ func (t *tm) checkSwitchable(ctx context.Context, names []string) error {
 }
 
 // waitSwitch waits until the latest heartbeats of containers 1..n pass ok,
-// resending cmd (if set) to the hosts that do not pass yet. It fails when
-// guard (if set) does.
-func (t *tm) waitSwitch(ctx context.Context, timeout time.Duration, n int, what string, cmd *ctl.Command, guard func() error, ok func(ctl.Heartbeat) (bool, error)) error {
+// making the request again (resend, if set) for the hosts that do not
+// pass yet. It fails when guard (if set) does.
+func (t *tm) waitSwitch(ctx context.Context, timeout time.Duration, n int, what string, resend func() error, guard func() error, ok func(ctl.Heartbeat) (bool, error)) error {
 	deadline := time.Now().Add(timeout)
-	resend := time.Now().Add(resendEvery)
+	again := time.Now().Add(resendEvery)
 	for {
 		t.mu.Lock()
 		state := t.state
@@ -256,11 +256,11 @@ func (t *tm) waitSwitch(ctx context.Context, timeout time.Duration, n int, what 
 		case time.Now().After(deadline):
 			return fmt.Errorf("topology %s: update: the containers did not %s within %v", t.name, what, timeout)
 		}
-		if cmd != nil && time.Now().After(resend) {
-			if err := t.command(*cmd); err != nil {
+		if resend != nil && time.Now().After(again) {
+			if err := resend(); err != nil {
 				return err
 			}
-			resend = time.Now().Add(resendEvery)
+			again = time.Now().Add(resendEvery)
 		}
 		select {
 		case <-ctx.Done():

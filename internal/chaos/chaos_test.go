@@ -271,7 +271,7 @@ func runRow(t *testing.T, row Row, res *Result) {
 			}
 		})
 	}
-	d, err := StartDaemon(bin, cache, r.data, r.log)
+	d, err := StartDaemon(r.t.Context(), bin, cache, r.data, r.log)
 	if err != nil {
 		r.fatalf("start the daemon: %v", err)
 	}
@@ -548,7 +548,7 @@ func (r *rowRun) daemonKill(i int, p Pick, host bool) {
 		r.fatalf("kill -9 the daemon: %v", err)
 	}
 	r.res.Injected++
-	d, err := StartDaemon(r.d.Bin, r.d.CacheDir, r.data, r.log)
+	d, err := StartDaemon(r.t.Context(), r.d.Bin, r.d.CacheDir, r.data, r.log)
 	if err != nil {
 		r.fatalf("restart the daemon on its data dir: %v", err)
 	}

@@ -30,6 +30,7 @@ type Daemon struct {
 	LogPath  string // the daemon's stderr (JSON log lines, level info)
 	PID      int
 
+	ctx    context.Context // StartDaemon's: bounds the CLI commands
 	cmd    *exec.Cmd
 	exited chan struct{}
 }
@@ -37,7 +38,8 @@ type Daemon struct {
 // StartDaemon starts `ardea local` on dataDir with an API port picked by
 // the kernel and waits (30 s at most) for it to print its addresses. Its
 // log goes to logPath (appended: a restarted daemon continues the file).
-func StartDaemon(bin, cacheDir, dataDir, logPath string) (*Daemon, error) {
+// CLI commands end with ctx.
+func StartDaemon(ctx context.Context, bin, cacheDir, dataDir, logPath string) (*Daemon, error) {
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
@@ -56,7 +58,7 @@ func StartDaemon(bin, cacheDir, dataDir, logPath string) (*Daemon, error) {
 		logf.Close()
 		return nil, err
 	}
-	d := &Daemon{Bin: bin, CacheDir: cacheDir, DataDir: dataDir, LogPath: logPath, PID: cmd.Process.Pid, cmd: cmd, exited: make(chan struct{})}
+	d := &Daemon{ctx: ctx, Bin: bin, CacheDir: cacheDir, DataDir: dataDir, LogPath: logPath, PID: cmd.Process.Pid, cmd: cmd, exited: make(chan struct{})}
 	type addrs struct{ api, nats string }
 	got := make(chan addrs, 1)
 	go func() {
@@ -267,7 +269,7 @@ const CLIGuard = 3 * time.Minute
 // CLI runs `ardea ARGS --server API` and returns its exit code and output.
 // A command still running after CLIGuard is killed: an error.
 func (d *Daemon) CLI(args ...string) (int, string, string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), CLIGuard)
+	ctx, cancel := context.WithTimeout(d.ctx, CLIGuard)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, d.Bin, append([]string{"--cache-dir", d.CacheDir, "--server", d.API}, args...)...)
 	var out, errb bytes.Buffer

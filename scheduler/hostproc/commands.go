@@ -101,7 +101,7 @@ func (q commandQueue) Checkpoint(_ context.Context, epoch, gen uint64) error {
 				if cs, err := scheduler.CheckpointStorageSettings(h.top.Name, h.top.Config); err == nil {
 					timeout = cs.SaveTimeout
 				}
-				go checkpointFinished(ctx, cp, epoch, h.finalStates, timeout)
+				h.bg.Go(func() { checkpointFinished(ctx, cp, epoch, h.finalStates, timeout) })
 			}
 		}
 		return nil

@@ -20,6 +20,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -61,6 +62,7 @@ type proc struct {
 	// ctx is Run's: the process's lifetime, for reports sent from
 	// callbacks (checkpoint saves, metrics batches).
 	ctx    context.Context
+	bg     sync.WaitGroup // checkpoint saves of a finished container; Run waits for them
 	nc     *nats.Conn
 	report ctl.Reporter
 	store  *statemgr.Store
@@ -149,6 +151,7 @@ func Run(ctx context.Context, o Options) error {
 		return fmt.Errorf("host: topology %s container %d: connect to NATS %s: %w", o.Topology, o.Container, o.NATSURL, err)
 	}
 	defer nc.Close()
+	defer h.bg.Wait() // bounded: each save has its timeout
 	h.nc, h.report = nc, ctl.NewNATSReporter(nc, o.Tenant, o.Topology)
 	if h.store, err = statemgr.Open(ctx, nc, statemgr.Options{Tenant: o.Tenant, Logger: log}); err != nil {
 		return fmt.Errorf("host: %w", err)

@@ -176,7 +176,7 @@ func (d *Daemon) Submit(ctx context.Context, req SubmitRequest) error {
 	}
 	t := d.newTM(req.Name)
 	if err := t.start(ctx, state); err != nil {
-		_ = d.store.DeleteTopology(context.Background(), req.Name)
+		_ = d.store.DeleteTopology(context.WithoutCancel(ctx), req.Name)
 		return err
 	}
 	d.mu.Lock()

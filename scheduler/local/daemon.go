@@ -60,6 +60,9 @@ type Options struct {
 
 // Daemon is a running `ardea local`.
 type Daemon struct {
+	// ctx is the daemon's lifetime: Start's values without its
+	// cancellation (the daemon ends at Close, not when Start returns).
+	ctx   context.Context
 	o     Options
 	id    string
 	log   *slog.Logger
@@ -112,7 +115,7 @@ func Start(ctx context.Context, o Options) (*Daemon, error) {
 		return nil, fmt.Errorf("local: data dir: %w", err)
 	}
 	hn, _ := os.Hostname()
-	d := &Daemon{o: o, id: "ardea-local@" + hn + ":" + abs, log: log, tms: map[string]*tm{}, prom: sinks.NewPrometheus()}
+	d := &Daemon{ctx: context.WithoutCancel(ctx), o: o, id: "ardea-local@" + hn + ":" + abs, log: log, tms: map[string]*tm{}, prom: sinks.NewPrometheus()}
 	if err := o.Metrics.Validate(); err != nil {
 		return nil, fmt.Errorf("local: %w", err)
 	}
@@ -136,14 +139,14 @@ func Start(ctx context.Context, o Options) (*Daemon, error) {
 		return nil, fmt.Errorf("local: connect to NATS: %w", err)
 	}
 	if d.store, err = statemgr.Open(ctx, d.nc, statemgr.Options{Tenant: o.Tenant, Logger: log}); err != nil {
-		d.Close(context.Background())
+		d.Close(d.ctx)
 		return nil, err
 	}
 	d.sup = launcher.New(launcher.Options{Logger: log, LogDir: filepath.Join(o.DataDir, "logs"),
 		MaxRestarts: o.MaxRestarts, Backoff: o.Backoff, OnChange: d.onProcess})
 	// Requests' contexts end at Close, so the UI's event streams let the
 	// server shut down.
-	baseCtx, endRequests := context.WithCancel(context.Background())
+	baseCtx, endRequests := context.WithCancel(d.ctx)
 	d.endRequests = endRequests
 	d.http = &http.Server{Handler: d.routes(), ReadHeaderTimeout: 10 * time.Second,
 		BaseContext: func(net.Listener) context.Context { return baseCtx }}
@@ -155,7 +158,7 @@ func Start(ctx context.Context, o Options) (*Daemon, error) {
 	if pc := o.Metrics; pc != nil && pc.Prometheus != nil && pc.Prometheus.Listen != "" {
 		pln, err := net.Listen("tcp", pc.Prometheus.Listen)
 		if err != nil {
-			d.Close(context.Background())
+			d.Close(d.ctx)
 			return nil, fmt.Errorf("local: metrics.prometheus.listen %s: %w", pc.Prometheus.Listen, err)
 		}
 		mux := http.NewServeMux()
@@ -165,7 +168,7 @@ func Start(ctx context.Context, o Options) (*Daemon, error) {
 		log.Info("prometheus exposition", "url", "http://"+pln.Addr().String()+"/metrics")
 	}
 	if err := d.resume(ctx); err != nil {
-		d.Close(context.Background())
+		d.Close(d.ctx)
 		return nil, err
 	}
 	log.Info("ardea local started", "api", d.URL(), "nats", d.srv.ClientURL(), "data_dir", o.DataDir)

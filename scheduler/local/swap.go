@@ -71,7 +71,7 @@ const defaultProbation = 10 * time.Second
 // the kind's exports) before anything changes.
 func (d *Daemon) validate(ctx context.Context, name string, kind ardea.Kind, data []byte) error {
 	d.validatorOnce.Do(func() {
-		d.validator, d.validatorErr = host.NewRuntime(context.Background(), host.Config{
+		d.validator, d.validatorErr = host.NewRuntime(d.ctx, host.Config{
 			// The hosts' compilation cache (hostproc: <data-dir>/wazero):
 			// a module the hosts already run validates without compiling
 			// again. wazero keys it by the module's bytes and writes it by

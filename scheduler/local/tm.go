@@ -91,16 +91,17 @@ type tm struct {
 }
 
 func (d *Daemon) newTM(name string) *tm {
-	return &tm{d: d, name: name, log: d.log.With("topology", name), hbs: map[int]ctl.Heartbeat{},
+	t := &tm{d: d, name: name, log: d.log.With("topology", name), hbs: map[int]ctl.Heartbeat{},
 		hist: sinks.NewHistory(0), lost: map[int]int{}, alive: map[int]ctl.Alive{}}
+	t.runCtx, t.cancel = context.WithCancel(d.ctx)
+	return t
 }
 
 // start takes the TM lock, loads the topology, publishes a plan if none is
 // stored (a new submission) and launches the containers. state is the
 // execution state to run in (RUNNING or PAUSED).
 func (t *tm) start(ctx context.Context, state string) error {
-	runCtx, cancel := context.WithCancel(context.Background())
-	t.cancel, t.runCtx = cancel, runCtx
+	runCtx, cancel := t.runCtx, t.cancel
 	t.ctl = ctl.NewNATSClient(t.d.nc, ctl.NATSClientOptions{Tenant: t.d.store.Tenant(), Topology: t.name,
 		Expected: t.upContainers, Logger: t.log})
 	lock, err := t.d.store.AcquireTMLock(ctx, t.name, t.d.id, t.d.lockTTL())
@@ -109,7 +110,7 @@ func (t *tm) start(ctx context.Context, state string) error {
 		return fmt.Errorf("topology %s: %w", t.name, err)
 	}
 	t.lock = lock
-	go t.keepLock(runCtx, lock) // ends with runCtx; not in wg: stepDown takes opMu, which kill holds while it waits for wg
+	t.goroutine(func() { t.keepLock(runCtx, lock) }) // ends with runCtx
 	rec, err := t.d.store.GetTopology(ctx, t.name)
 	if err != nil {
 		t.stopTM()
@@ -233,7 +234,9 @@ func (t *tm) keepLock(ctx context.Context, lock *statemgr.Lock) {
 // daemon stops its containers and answers every request for the topology
 // with the reason.
 func (t *tm) stepDown(why error) {
-	t.opMu.Lock()
+	if !t.lockOp() {
+		return
+	}
 	defer t.opMu.Unlock()
 	t.mu.Lock()
 	t.lostTo = why.Error()
@@ -245,7 +248,7 @@ func (t *tm) stepDown(why error) {
 	if stop != nil {
 		stop()
 	}
-	t.stopContainers(context.Background())
+	t.stopContainers(t.runCtx)
 }
 
 func (t *tm) putPlan(ctx context.Context, doc ctl.PlanDoc) (uint64, error) {
@@ -326,13 +329,29 @@ func (t *tm) Heartbeat(hb ctl.Heartbeat) {
 	}
 	t.mu.Unlock()
 	if finished {
-		go t.finish()
+		t.goroutine(t.finish)
 	}
+}
+
+// lockOp takes opMu, or gives up (false) when the TM stops: a TM
+// goroutine that waits for opMu must not block stopTM, which kill calls
+// with opMu held and which waits for the TM's goroutines.
+func (t *tm) lockOp() bool {
+	for !t.opMu.TryLock() {
+		select {
+		case <-t.runCtx.Done():
+			return false
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	return true
 }
 
 // finish records FINISHED and stops the containers.
 func (t *tm) finish() {
-	t.opMu.Lock()
+	if !t.lockOp() {
+		return
+	}
 	defer t.opMu.Unlock()
 	t.mu.Lock()
 	late := t.state != StateFinished || t.stopping // killed meanwhile
@@ -340,7 +359,7 @@ func (t *tm) finish() {
 	if late {
 		return
 	}
-	ctx := context.Background()
+	ctx := t.runCtx
 	if _, err := t.d.store.SetState(ctx, t.name, statemgr.ExecState{State: StateFinished, Updated: time.Now(),
 		Message: "every spout finished its input and every tuple was processed"}); err != nil {
 		t.log.Error("record FINISHED", "err", err)
@@ -382,7 +401,7 @@ func (t *tm) failTopology(msg string) {
 		cancel(errFailed)
 	}
 	t.log.Error("topology failed", "reason", msg)
-	ctx := context.Background() // the topology's end is recorded whatever asked for it
+	ctx := context.WithoutCancel(t.runCtx) // the topology's end is recorded whatever asked for it
 	if _, err := t.d.store.SetState(ctx, t.name, statemgr.ExecState{State: StateFailed, Message: msg, Updated: time.Now()}); err != nil {
 		t.log.Error("record FAILED", "err", err)
 	}
@@ -520,7 +539,9 @@ func (t *tm) stopTM() {
 	lock := t.lock
 	t.mu.Unlock()
 	if lock != nil {
-		_ = lock.Release(context.Background())
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(t.runCtx), 5*time.Second)
+		_ = lock.Release(ctx)
+		cancel()
 	}
 }
 

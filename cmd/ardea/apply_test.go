@@ -129,7 +129,7 @@ func TestClusterApply(t *testing.T) {
 	}
 	testutil.EventuallyWithin(t, 3*time.Minute, "ap to finish", func() (bool, string) {
 		st := d.status(t, "ap")
-		return st.State == local.StateFinished, st.State
+		return st.State == local.StateFinished, string(st.State)
 	})
 	got, err := wordcount.ReadCounts(out, true)
 	if err != nil {

@@ -220,7 +220,7 @@ func instance(st local.Status, name string) (local.InstanceStatus, local.Contain
 // current plan and every instance reports RUNNING.
 func allRunning(st local.Status) (bool, string) {
 	if st.State != local.StateRunning || len(st.Containers) == 0 {
-		return false, "state " + st.State
+		return false, "state " + string(st.State)
 	}
 	for _, c := range st.Containers {
 		if c.Process != "RUNNING" || c.Host != ctl.HostRunning || !alive(c.PID) {

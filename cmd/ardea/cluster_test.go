@@ -328,7 +328,7 @@ func TestClusterRescaleExact(t *testing.T) {
 	testutil.EventuallyWithin(t, 60*time.Second, "wcf reading its input", func() (bool, string) {
 		before = d.status(t, "wcf")
 		if before.State != local.StateRunning {
-			return false, "state " + before.State
+			return false, "state " + string(before.State)
 		}
 		n := emitted("lines/0")(before)
 		split, _ := instance(before, "split/0")
@@ -529,7 +529,7 @@ bolts:
 	var st local.Status
 	testutil.EventuallyWithin(t, 60*time.Second, "the topology FAILED", func() (bool, string) {
 		st = d.status(t, "half")
-		return st.State == local.StateFailed, "state " + st.State
+		return st.State == local.StateFailed, "state " + string(st.State)
 	})
 	testutil.EventuallyWithin(t, 30*time.Second, "the healthy container stopped", func() (bool, string) {
 		return !alive(healthy), fmt.Sprintf("pid %d alive", healthy)

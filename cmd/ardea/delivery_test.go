@@ -88,7 +88,7 @@ func TestClusterAtLeastOnceUnderKills(t *testing.T) {
 	}
 	testutil.EventuallyWithin(t, 5*time.Minute, "alo to finish", func() (bool, string) {
 		st := d.status(t, "alo")
-		return st.State == local.StateFinished, st.State
+		return st.State == local.StateFinished, string(st.State)
 	})
 	dups, err := keyed.CheckAtLeastOnce(out, keys, perKey)
 	if err != nil {
@@ -122,7 +122,7 @@ func TestClusterEffectivelyOnceUnderKills(t *testing.T) {
 		if st.Checkpoints == nil {
 			t.Fatal("status shows no checkpoints for an effectively-once topology")
 		}
-		return st.Checkpoints.Global > 0, st.State
+		return st.Checkpoints.Global > 0, string(st.State)
 	})
 	r := rand.New(rand.NewPCG(7, 8))
 	for k := 1; k <= 3; k++ {
@@ -137,13 +137,13 @@ func TestClusterEffectivelyOnceUnderKills(t *testing.T) {
 		if k < 3 {
 			testutil.EventuallyWithin(t, time.Minute, "a new global checkpoint", func() (bool, string) {
 				st := d.status(t, "eo")
-				return st.State != local.StateRunning || st.Checkpoints.Global > st.Checkpoints.RestoredFrom, st.State
+				return st.State != local.StateRunning || st.Checkpoints.Global > st.Checkpoints.RestoredFrom, string(st.State)
 			})
 		}
 	}
 	testutil.EventuallyWithin(t, 5*time.Minute, "eo to finish", func() (bool, string) {
 		st := d.status(t, "eo")
-		return st.State == local.StateFinished, st.State
+		return st.State == local.StateFinished, string(st.State)
 	})
 	if err := keyed.CheckExact(out, keys, perKey); err != nil {
 		t.Fatal(err)
@@ -174,7 +174,7 @@ func TestClusterEffectivelyOnceRescale(t *testing.T) {
 		"--set", "topology.checkpoint.interval=300ms", "--set", "lines.rate=30000") // about 20 s of input
 	testutil.EventuallyWithin(t, time.Minute, "a global checkpoint", func() (bool, string) {
 		st := d.status(t, "eor")
-		return st.Checkpoints != nil && st.Checkpoints.Global > 0, st.State
+		return st.Checkpoints != nil && st.Checkpoints.Global > 0, string(st.State)
 	})
 	t.Logf("%s", strings.TrimSpace(d.ok(t, "update", "eor", "--component-parallelism", "seqstate:3")))
 	testutil.EventuallyWithin(t, time.Minute, "a checkpoint of the new plan after the first", func() (bool, string) {
@@ -188,7 +188,7 @@ func TestClusterEffectivelyOnceRescale(t *testing.T) {
 	t.Logf("recovery after the kill: %.2fs", rec.Seconds())
 	testutil.EventuallyWithin(t, 3*time.Minute, "eor to finish", func() (bool, string) {
 		st := d.status(t, "eor")
-		return st.State == local.StateFinished, st.State
+		return st.State == local.StateFinished, string(st.State)
 	})
 	if err := keyed.CheckExact(out, keys, perKey); err != nil {
 		t.Fatal(err)

@@ -151,6 +151,19 @@ func printStatus(w io.Writer, st local.Status) {
 		}
 		tw.Flush()
 	}
+	if len(st.Transitions) > 0 {
+		fmt.Fprintln(w, "\nstate changes:")
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "  AT\tFROM\tTO\tWHY")
+		for _, tr := range st.Transitions {
+			from := string(tr.From)
+			if from == "" {
+				from = "-"
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", tr.At.Format(time.TimeOnly), from, tr.To, firstLine(tr.Why))
+		}
+		tw.Flush()
+	}
 }
 
 func firstLine(s string) string {

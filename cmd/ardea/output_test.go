@@ -44,6 +44,10 @@ func outputCases() []struct {
 			{ID: 2, PID: 4243, Process: "running", Host: "RUNNING", Restarts: 1, LastExit: "killed by signal 9",
 				Instances: []local.InstanceStatus{{Name: "count/0", Task: 2, State: "RUNNING", Executed: 520}}},
 		},
+		Transitions: []local.Transition{
+			{To: local.StatePaused, At: at, Why: "submitted"},
+			{From: local.StatePaused, To: local.StateRunning, At: at.Add(time.Minute), Why: "activated"},
+		},
 	}
 	hist := []statemgr.ModuleVersion{
 		{Component: "count", Version: "0123456789abcdef0123", At: at, By: "ana", Status: "replaced", Source: "/src/count"},

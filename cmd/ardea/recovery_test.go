@@ -44,7 +44,7 @@ func submitKeyed(t *testing.T, d *clusterDaemon, name string, keys, perKey, rate
 	d.ok(t, args...)
 	testutil.EventuallyWithin(t, time.Minute, "a global checkpoint", func() (bool, string) {
 		st := d.status(t, name)
-		return st.Checkpoints != nil && st.Checkpoints.Global > 0, st.State
+		return st.Checkpoints != nil && st.Checkpoints.Global > 0, string(st.State)
 	})
 	return out
 }
@@ -77,7 +77,7 @@ func finishExact(t *testing.T, d *clusterDaemon, name, out string, keys, perKey,
 	t.Helper()
 	testutil.EventuallyWithin(t, 3*time.Minute, name+" to finish", func() (bool, string) {
 		st := d.status(t, name)
-		return st.State == local.StateFinished, st.State
+		return st.State == local.StateFinished, string(st.State)
 	})
 	if err := keyed.CheckExact(out, keys, perKey); err != nil {
 		t.Fatal(err)
@@ -150,7 +150,7 @@ func TestClusterEffectivelyOnceDaemonRestartResumes(t *testing.T) {
 	out := submitKeyed(t, d, "eor", keys, perKey, 20000, "--set", "out.append=true")
 	testutil.EventuallyWithin(t, time.Minute, "output and a few checkpoints", func() (bool, string) {
 		st := d.status(t, "eor")
-		return fileSize(out) > 0 && st.Checkpoints.Global >= 3, st.State
+		return fileSize(out) > 0 && st.Checkpoints.Global >= 3, string(st.State)
 	})
 	before := d.status(t, "eor").Checkpoints.Global
 	killed := time.Now()
@@ -328,7 +328,7 @@ func TestClusterEffectivelyOnceCorruptNewestCheckpoint(t *testing.T) {
 	out := submitKeyed(t, d, "eoc", keys, perKey, 20000)
 	testutil.EventuallyWithin(t, time.Minute, "three global checkpoints", func() (bool, string) {
 		st := d.status(t, "eoc")
-		return st.Checkpoints.Global >= 3, st.State
+		return st.Checkpoints.Global >= 3, string(st.State)
 	})
 	// Paused, the topology takes no more checkpoints: the one damaged
 	// below stays the newest.
@@ -372,7 +372,7 @@ func TestClusterEffectivelyOnceCorruptNewestCheckpoint(t *testing.T) {
 	var st local.Status
 	testutil.EventuallyWithin(t, time.Minute, "the rollback", func() (bool, string) {
 		st = d.status(t, "eoc") // paused: the containers run, the spouts do not
-		return st.Checkpoints.Rollbacks >= 1 && !st.Checkpoints.RollingBack, st.State
+		return st.Checkpoints.Rollbacks >= 1 && !st.Checkpoints.RollingBack, string(st.State)
 	})
 	if st.Checkpoints.RestoredFrom >= newest || len(st.Checkpoints.Skipped) == 0 || !strings.Contains(strings.Join(st.Checkpoints.Skipped, " "), "task 3") {
 		t.Fatalf("after damaging checkpoint %d: restored %d, skipped %q", newest, st.Checkpoints.RestoredFrom, st.Checkpoints.Skipped)
@@ -399,7 +399,7 @@ func TestClusterEffectivelyOnceDaemonKillInUncommittedReplan(t *testing.T) {
 	out := submitKeyed(t, d, "eob", keys, perKey, 20000, "--set", "out.append=true")
 	testutil.EventuallyWithin(t, time.Minute, "output and a few checkpoints", func() (bool, string) {
 		st := d.status(t, "eob")
-		return fileSize(out) > 0 && st.Checkpoints.Global >= 2, st.State
+		return fileSize(out) > 0 && st.Checkpoints.Global >= 2, string(st.State)
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -101,7 +101,7 @@ func TestClusterSwap(t *testing.T) {
 	}
 	testutil.EventuallyWithin(t, 3*time.Minute, "sw to finish", func() (bool, string) {
 		st := d.status(t, "sw")
-		return st.State == local.StateFinished, st.State
+		return st.State == local.StateFinished, string(st.State)
 	})
 	got, err := wordcount.ReadCounts(out, true)
 	if err != nil {
@@ -141,7 +141,7 @@ func TestClusterEffectivelyOnceSwap(t *testing.T) {
 		"--set", "topology.checkpoint.interval=300ms", "--set", "lines.rate=30000") // about 20 s of input
 	testutil.EventuallyWithin(t, time.Minute, "a global checkpoint", func() (bool, string) {
 		st := d.status(t, "eos")
-		return st.Checkpoints != nil && st.Checkpoints.Global > 0, st.State
+		return st.Checkpoints != nil && st.Checkpoints.Global > 0, string(st.State)
 	})
 	before := d.status(t, "eos")
 	code, _, stderr := cli(t, "--server", d.server, "swap", "eos", "seqstate", repoPath("wasm-sdk/c/testdata/abort.wasm"), "--probation", "5s")
@@ -163,7 +163,7 @@ func TestClusterEffectivelyOnceSwap(t *testing.T) {
 	}
 	testutil.EventuallyWithin(t, 3*time.Minute, "eos to finish", func() (bool, string) {
 		st := d.status(t, "eos")
-		return st.State == local.StateFinished, st.State
+		return st.State == local.StateFinished, string(st.State)
 	})
 	if err := keyed.CheckExact(out, keys, perKey); err != nil {
 		t.Fatal(err)

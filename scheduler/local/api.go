@@ -32,7 +32,7 @@ type SubmitRequest struct {
 // Summary is one row of GET /api/v1/topologies.
 type Summary struct {
 	Name       string `json:"name"`
-	State      string `json:"state"`
+	State      State  `json:"state"`
 	Containers int    `json:"containers"`
 	Instances  int    `json:"instances"`
 	Submitted  string `json:"submitted"`
@@ -92,7 +92,7 @@ func (d *Daemon) handleList(w http.ResponseWriter, r *http.Request) {
 	for _, rec := range tops {
 		s := Summary{Name: rec.Name, Submitted: rec.SubmittedAt.Format(time.RFC3339)}
 		if st, err := d.store.GetState(r.Context(), rec.Name); err == nil {
-			s.State = st.State
+			s.State = State(st.State)
 		}
 		if t, err := d.get(rec.Name); err == nil {
 			st := t.status()
@@ -202,7 +202,7 @@ func (d *Daemon) handleStatus(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, newErr(ErrNotFound, "no topology named %q", name))
 		return
 	}
-	writeJSON(w, http.StatusOK, Status{Name: name, State: st.State, Message: st.Message})
+	writeJSON(w, http.StatusOK, Status{Name: name, State: State(st.State), Message: st.Message})
 }
 
 func (d *Daemon) handleAction(w http.ResponseWriter, r *http.Request) {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -58,7 +59,7 @@ func startDaemon(t *testing.T) (*local.Daemon, *local.Client) {
 	return d, local.NewClient(d.URL())
 }
 
-func waitState(t *testing.T, c *local.Client, name, want string) local.Status {
+func waitState(t *testing.T, c *local.Client, name string, want local.State) local.Status {
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
@@ -123,7 +124,15 @@ func TestFiniteWordCountThroughDaemon(t *testing.T) {
 	if _, err := c.Action(ctx, "wcf", "activate", nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	waitState(t, c, "wcf", local.StateFinished)
+	fin := waitState(t, c, "wcf", local.StateFinished)
+	// The TM's state machine shows each change, with why.
+	var changes []string
+	for _, tr := range fin.Transitions {
+		changes = append(changes, fmt.Sprintf("%s>%s %s", tr.From, tr.To, tr.Why))
+	}
+	if want := []string{">PAUSED submitted", "PAUSED>RUNNING activated", "RUNNING>FINISHED every container finished its input"}; !slices.Equal(changes, want) {
+		t.Errorf("state changes %q, want %q", changes, want)
+	}
 
 	want := wordcount.Reference(lines)
 	got, err := wordcount.ReadCounts(out, false)

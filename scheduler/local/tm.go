@@ -24,15 +24,6 @@ import (
 	"github.com/ardea-dev/ardea/sinks"
 )
 
-// Execution states (statemgr.ExecState.State).
-const (
-	StateRunning  = "RUNNING"
-	StatePaused   = "PAUSED"
-	StateFinished = "FINISHED"
-	StateKilled   = "KILLED"
-	StateFailed   = "FAILED"
-)
-
 // tm is the topology manager of one topology. It holds the topology's TM
 // lock in the state manager, publishes its physical plan, runs its
 // containers through the daemon's supervisor, tracks their heartbeats and
@@ -60,18 +51,20 @@ type tm struct {
 	pubMu       sync.Mutex
 	wg          sync.WaitGroup
 
-	mu       sync.Mutex
-	top      *ardea.Topology
-	doc      ctl.PlanDoc
-	planRev  uint64
-	state    string
-	message  string
-	hbs      map[int]ctl.Heartbeat
-	started  time.Time
-	stopping bool
-	lostTo   string         // set when another daemon took the TM lock (stepDown)
-	hist     *sinks.History // the containers' metrics and exceptions (metrics.go)
-	ckpt     *ckptState     // effectively once (checkpoint.go)
+	mu      sync.Mutex
+	top     *ardea.Topology
+	doc     ctl.PlanDoc
+	planRev uint64
+	state   State // changed only by setState (state.go)
+	// transitions are the last state changes, for status.
+	transitions []Transition
+	message     string
+	hbs         map[int]ctl.Heartbeat
+	started     time.Time
+	stopping    bool
+	lostTo      string         // set when another daemon took the TM lock (stepDown)
+	hist        *sinks.History // the containers' metrics and exceptions (metrics.go)
+	ckpt        *ckptState     // effectively once (checkpoint.go)
 	// opCancel cancels the lifecycle operation in flight (nil: none).
 	opCancel context.CancelCauseFunc
 	// lost is the pid of each container's process declared lost (fence.go)
@@ -100,7 +93,7 @@ func (d *Daemon) newTM(name string) *tm {
 // start takes the TM lock, loads the topology, publishes a plan if none is
 // stored (a new submission) and launches the containers. state is the
 // execution state to run in (RUNNING or PAUSED).
-func (t *tm) start(ctx context.Context, state string) error {
+func (t *tm) start(ctx context.Context, state State) error {
 	runCtx, cancel := t.runCtx, t.cancel
 	t.ctl = ctl.NewNATSClient(t.d.nc, ctl.NATSClientOptions{Tenant: t.d.store.Tenant(), Topology: t.name,
 		Expected: t.upContainers, Logger: t.log})
@@ -153,13 +146,22 @@ func (t *tm) start(ctx context.Context, state string) error {
 			}
 		}
 	}
-	if _, err := t.d.store.SetState(ctx, t.name, statemgr.ExecState{State: state, Updated: time.Now()}); err != nil {
+	if _, err := t.d.store.SetState(ctx, t.name, statemgr.ExecState{State: string(state), Updated: time.Now()}); err != nil {
 		t.stopTM()
 		return err
 	}
 	t.mu.Lock()
-	t.top, t.doc, t.planRev, t.state, t.started = top, doc, rev, state, time.Now()
+	t.top, t.doc, t.planRev, t.started = top, doc, rev, time.Now()
+	why := "submitted"
+	if resumed {
+		why = "resumed from the stored plan"
+	}
+	err = t.setState(state, why)
 	t.mu.Unlock()
+	if err != nil {
+		t.stopTM()
+		return err
+	}
 	if err := t.startCheckpoints(ctx, runCtx, resumed); err != nil {
 		t.stopTM()
 		return err
@@ -325,7 +327,7 @@ func (t *tm) Heartbeat(hb ctl.Heartbeat) {
 		finished = ok && h.State == ctl.HostFinished && h.PlanRevision == t.planRev
 	}
 	if finished {
-		t.state = StateFinished
+		finished = t.setState(StateFinished, "every container finished its input") == nil
 	}
 	t.mu.Unlock()
 	if finished {
@@ -360,7 +362,7 @@ func (t *tm) finish() {
 		return
 	}
 	ctx := t.runCtx
-	if _, err := t.d.store.SetState(ctx, t.name, statemgr.ExecState{State: StateFinished, Updated: time.Now(),
+	if _, err := t.d.store.SetState(ctx, t.name, statemgr.ExecState{State: string(StateFinished), Updated: time.Now(),
 		Message: "every spout finished its input and every tuple was processed"}); err != nil {
 		t.log.Error("record FINISHED", "err", err)
 	}
@@ -389,11 +391,11 @@ var errFailed = errors.New("the topology failed")
 // reach its terminal state within a bounded time.
 func (t *tm) failTopology(msg string) {
 	t.mu.Lock()
-	if t.state != StateRunning && t.state != StatePaused {
+	if !t.state.live() || t.setState(StateFailed, msg) != nil {
 		t.mu.Unlock()
 		return
 	}
-	t.state, t.message = StateFailed, msg
+	t.message = msg
 	cancel := t.opCancel
 	n := t.doc.Plan.Containers
 	t.mu.Unlock()
@@ -402,7 +404,7 @@ func (t *tm) failTopology(msg string) {
 	}
 	t.log.Error("topology failed", "reason", msg)
 	ctx := context.WithoutCancel(t.runCtx) // the topology's end is recorded whatever asked for it
-	if _, err := t.d.store.SetState(ctx, t.name, statemgr.ExecState{State: StateFailed, Message: msg, Updated: time.Now()}); err != nil {
+	if _, err := t.d.store.SetState(ctx, t.name, statemgr.ExecState{State: string(StateFailed), Message: msg, Updated: time.Now()}); err != nil {
 		t.log.Error("record FAILED", "err", err)
 	}
 	// The other containers stop too: a topology missing a container would
@@ -567,11 +569,18 @@ func (t *tm) setActive(ctx context.Context, on bool) error {
 	if err := t.publishOp(ctx, doc); err != nil {
 		return err
 	}
-	if _, err := t.d.store.SetState(ctx, t.name, statemgr.ExecState{State: want, Updated: time.Now()}); err != nil {
+	if _, err := t.d.store.SetState(ctx, t.name, statemgr.ExecState{State: string(want), Updated: time.Now()}); err != nil {
 		return err
 	}
+	why := "deactivated"
+	if on {
+		why = "activated"
+	}
 	t.mu.Lock()
-	t.state = want
+	if err := t.setState(want, why); err != nil {
+		t.mu.Unlock()
+		return newErr(ErrBadState, "%v", err)
+	}
 	if cs := t.ckpt; cs != nil {
 		cs.committed.Active = on
 	}
@@ -585,7 +594,8 @@ func (t *tm) kill(ctx context.Context, keep bool) error {
 	t.opMu.Lock()
 	defer t.opMu.Unlock()
 	t.mu.Lock()
-	t.state, t.stopping = StateKilled, true
+	_ = t.setState(StateKilled, "killed") // from any state but KILLED, which it is already
+	t.stopping = true
 	t.mu.Unlock()
 	t.stopContainers(ctx)
 	t.stopTM()
@@ -627,7 +637,7 @@ func (t *tm) restart(ctx context.Context, container int) error {
 // Status is what `ardea status` shows.
 type Status struct {
 	Name        string            `json:"name"`
-	State       string            `json:"state"`
+	State       State             `json:"state"`
 	Message     string            `json:"message,omitempty"`
 	Uptime      string            `json:"uptime"`
 	PlanVersion uint64            `json:"plan_revision"`
@@ -638,6 +648,9 @@ type Status struct {
 	// StorageFault is the daemon's JetStream storage fault, while one
 	// lasts (a full disk: checkpoints and state writes fail until it heals).
 	StorageFault string `json:"storage_fault,omitempty"`
+	// Transitions are the topology manager's last state changes, oldest
+	// first (state.go), since it started in this daemon.
+	Transitions []Transition `json:"transitions,omitempty"`
 }
 
 // CheckpointStatus is an effectively-once topology's checkpoint progress.
@@ -710,7 +723,7 @@ type InstanceStatus struct {
 func (t *tm) status() Status {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	st := Status{Name: t.name, State: t.state, Message: t.message, PlanVersion: t.planRev,
+	st := Status{Name: t.name, State: t.state, Message: t.message, PlanVersion: t.planRev, Transitions: slices.Clone(t.transitions),
 		Uptime: time.Since(t.started).Round(time.Second).String()}
 	if err, at := t.d.srv.JetStreamFault(); err != nil {
 		st.StorageFault = fmt.Sprintf("%v (since %s)", err, at.Format(time.RFC3339))

@@ -55,7 +55,7 @@ func (d *Daemon) Topology(ctx context.Context, name string) (ui.Topology, error)
 		t.mu.Lock()
 		out.Started, out.PlanRevision = t.started, t.planRev
 		t.mu.Unlock()
-		out.State, out.Message, out.Containers = st.State, st.Message, len(st.Containers)
+		out.State, out.Message, out.Containers = string(st.State), st.Message, len(st.Containers)
 		for _, c := range st.Containers {
 			out.Instances += len(c.Instances)
 		}

@@ -163,7 +163,7 @@ func TestTrackerAPI(t *testing.T) {
 
 	var info ui.Topology
 	getJSON(t, base, "info", 200, &info)
-	if info.Name != "wc" || info.State != local.StateRunning || info.Containers != 2 || info.Instances != 6 || info.Reliability != "at_most_once" {
+	if info.Name != "wc" || info.State != string(local.StateRunning) || info.Containers != 2 || info.Instances != 6 || info.Reliability != "at_most_once" {
 		t.Errorf("info %+v", info)
 	}
 	getJSON(t, base, "executionstate", 200, &info)

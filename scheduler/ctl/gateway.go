@@ -167,8 +167,10 @@ type requests struct {
 	send func(ctx context.Context, r Request) error
 }
 
-func (q requests) Activate(ctx context.Context) error   { return q.send(ctx, Request{Op: OpActivate}) }
-func (q requests) Deactivate(ctx context.Context) error { return q.send(ctx, Request{Op: OpDeactivate}) }
+func (q requests) Activate(ctx context.Context) error { return q.send(ctx, Request{Op: OpActivate}) }
+func (q requests) Deactivate(ctx context.Context) error {
+	return q.send(ctx, Request{Op: OpDeactivate})
+}
 func (q requests) Checkpoint(ctx context.Context, epoch, gen uint64) error {
 	return q.send(ctx, Request{Op: OpCheckpoint, Epoch: epoch, Generation: gen})
 }

@@ -88,7 +88,9 @@ func (m *manager) Alive(a ctl.Alive) { m.add(fmt.Sprintf("alive %d", a.Container
 func (m *manager) CheckpointSaved(r ctl.CheckpointReport) {
 	m.add(fmt.Sprintf("ckpt %d task %d gen %d %s", r.ID, r.Task, r.Generation, r.Error))
 }
-func (m *manager) Metrics(b *sinks.Batch) { m.add(fmt.Sprintf("metrics %s %d", b.Topology, len(b.Samples))) }
+func (m *manager) Metrics(b *sinks.Batch) {
+	m.add(fmt.Sprintf("metrics %s %d", b.Topology, len(b.Samples)))
+}
 func (m *manager) Exited(c int, err error) {
 	m.add(fmt.Sprintf("exited %d %v", c, err))
 }

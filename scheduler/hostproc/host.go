@@ -2,11 +2,17 @@
 // topology running under `ardea local`. It reads the topology and its
 // modules from the state manager, follows the physical plan the topology
 // manager publishes, runs its part of it (a stream manager and its
-// instances), publishes heartbeats, and obeys the TM's commands
-// (activate, deactivate, hand off state for a re-plan).
+// instances), reports through a ctl.Reporter (heartbeats, liveness beats,
+// checkpoint saves, metrics batches), and accepts the TM's requests as a
+// ctl.Commands (commands.go; served over NATS by ctl.ServeCommands).
 //
-// Concurrency: Run owns everything; the NATS callbacks only forward
-// commands to Run's loop through a channel.
+// Concurrency: Run's loop owns every field of proc. The gateway's
+// callback only queues each accepted request for the loop (a full queue
+// refuses it, and the TM sees the refusal). Goroutines: Run's loop; the
+// liveness beat (beAlive, which touches only immutable fields); the
+// running container's tasks (scheduler.Container, ended and waited for
+// on every re-plan and at exit); the metrics manager; the checkpoint
+// saves of a finished container (h.bg). Run waits for all of them.
 package hostproc
 
 import (

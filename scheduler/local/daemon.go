@@ -4,8 +4,23 @@
 // topology, and a supervisor that runs each container as its own `ardea
 // host` process and restarts it when it dies.
 //
-// Concurrency: the daemon's map of topology managers is guarded by mu;
-// each tm documents its own locking.
+// A topology manager (tm.go) is a state machine (state.go: typed states, a
+// transition table, every change logged and shown by status). It talks to
+// its containers only through the typed control gateway (ctl.Commands,
+// over NATS) and receives their reports as a ctl.Manager; the plan it
+// publishes is state in the state manager, which the containers watch.
+//
+// Goroutines: the daemon owns its HTTP servers' (d.servers, waited for by
+// Close); each TM owns every goroutine it starts (tm.goroutine: its lock
+// keeper, heartbeat watch, checkpoint coordinator, recovery loop, finish,
+// failure), and stopTM waits for them; the NATS client runs the report
+// callbacks; the launcher owns the host processes' waiters.
+//
+// Lock order: Daemon.mu before tm.mu; tm.opMu (one lifecycle operation at
+// a time) before tm.pubMu (a plan publication) before tm.mu (the TM's
+// fields). No caller of tm.ctl holds tm.mu (a request asks tm for the
+// containers that are up). A goroutine that waits for opMu gives up when
+// the TM stops (lockOp): kill holds opMu while it waits for them.
 package local
 
 import (

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ardea-dev/ardea/internal/testutil"
 )
 
 // stopHelperEnv makes the test binary, re-executed by
@@ -71,7 +73,7 @@ func TestDeadlineNotChargedForStoppedTime(t *testing.T) {
 		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, func() bool { return processState(pid) == "T" }, "the child to stop")
+		testutil.Eventually(t, "the child to stop", func() bool { return processState(pid) == "T" })
 		// The fault itself: the child stays stopped for twice its
 		// deadline (not a wait for a condition).
 		time.Sleep(2 * stopTimeout)
@@ -150,16 +152,4 @@ func processState(pid int) string {
 		return string(b[i+2])
 	}
 	return ""
-}
-
-// waitFor polls cond until it holds (a guard of a minute).
-func waitFor(t *testing.T, cond func() bool, what string) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
 }

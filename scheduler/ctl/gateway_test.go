@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ardea-dev/ardea/bus"
 	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/internal/testutil/natstest"
 	"github.com/ardea-dev/ardea/scheduler/ctl"
@@ -240,13 +241,7 @@ func TestLocalExited(t *testing.T) {
 // another protocol version (or none) is refused with an error naming both
 // versions, and never reaches the container or the manager.
 func TestNATSRefusesOtherVersions(t *testing.T) {
-	srv := natstest.Start(t, natstest.Options{})
-	c := &container{}
-	stop, err := ctl.ServeCommands(t.Context(), natstest.Connect(t, srv), "acme", "top", 1, c, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stop()
+	srv, c := serveOne(t)
 	mgr := &manager{}
 	stopM, err := ctl.ServeManager(natstest.Connect(t, srv), "acme", "top", mgr, nil)
 	if err != nil {
@@ -309,13 +304,7 @@ func TestNATSRefusesOtherVersions(t *testing.T) {
 // answer is waited for up to ReplyWait, then left to the fencing: the call
 // does not fail, and the others' answers count.
 func TestNATSClientSilentContainer(t *testing.T) {
-	srv := natstest.Start(t, natstest.Options{})
-	c := &container{}
-	stop, err := ctl.ServeCommands(t.Context(), natstest.Connect(t, srv), "acme", "top", 1, c, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stop()
+	srv, c := serveOne(t)
 	cl := ctl.NewNATSClient(natstest.Connect(t, srv), ctl.NATSClientOptions{Tenant: "acme", Topology: "top",
 		Expected: func() []int { return []int{1, 2} }, ReplyWait: 50 * time.Millisecond})
 	if err := cl.Activate(t.Context()); err != nil {
@@ -342,6 +331,18 @@ func TestRequestCallUnknown(t *testing.T) {
 	if got := c.got(); len(got) != 0 {
 		t.Fatalf("the container got %q", got)
 	}
+}
+
+// serveOne starts a NATS server and container 1 of acme/top on it.
+func serveOne(t *testing.T) (*bus.Server, *container) {
+	srv := natstest.Start(t, natstest.Options{})
+	c := &container{}
+	stop, err := ctl.ServeCommands(t.Context(), natstest.Connect(t, srv), "acme", "top", 1, c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	return srv, c
 }
 
 func mustJSON(t *testing.T, v any) []byte {

@@ -129,7 +129,7 @@ func TestClusterEffectivelyOnceKillAtSwapStart(t *testing.T) {
 	}
 	t.Logf("swap: %s", strings.TrimSpace(stderr.String()))
 	hist := d.ok(t, "history", "eok")
-	if !strings.Contains(hist, local.VersionFailed) && !strings.Contains(hist, local.VersionRolledBack) {
+	if !strings.Contains(hist, string(local.VersionFailed)) && !strings.Contains(hist, string(local.VersionRolledBack)) {
 		t.Fatalf("history does not show the failed swap:\n%s", hist)
 	}
 	finishExact(t, d, "eok", out, keys, perKey, 1)

@@ -15,13 +15,16 @@ import (
 	"time"
 )
 
-// Process states reported in ProcessStatus.State.
+// State is a supervised process's state (ProcessStatus.State).
+type State string
+
+// Process states.
 const (
-	StateStarting = "STARTING"
-	StateRunning  = "RUNNING"
-	StateBackoff  = "BACKOFF"
-	StateFailed   = "FAILED"
-	StateStopped  = "STOPPED"
+	StateStarting State = "STARTING"
+	StateRunning  State = "RUNNING"
+	StateBackoff  State = "BACKOFF" // exited; restarted after a back-off
+	StateFailed   State = "FAILED"  // exited too often in a row: not restarted
+	StateStopped  State = "STOPPED"
 )
 
 // Defaults used for zero Options fields.
@@ -109,7 +112,7 @@ type ProcessSpec struct {
 type ProcessStatus struct {
 	ID        string
 	PID       int    // pid of the live run; 0 when none (BACKOFF, FAILED, STOPPED)
-	State     string // one of the State constants
+	State     State
 	Restarts  int    // automatic and user restarts since Start
 	StartedAt time.Time
 	LastExit  string // e.g. "exit status 2", "signal: killed"

@@ -40,9 +40,9 @@ func state(s *Supervisor, id string) ProcessStatus {
 	return st
 }
 
-func waitState(t *testing.T, s *Supervisor, id, want string) ProcessStatus {
+func waitState(t *testing.T, s *Supervisor, id string, want State) ProcessStatus {
 	t.Helper()
-	testutil.Eventually(t, id+" "+want, func() bool { return state(s, id).State == want })
+	testutil.Eventually(t, id+" "+string(want), func() bool { return state(s, id).State == want })
 	return state(s, id)
 }
 
@@ -185,13 +185,13 @@ func TestBackoffThenGiveUp(t *testing.T) {
 	}
 
 	evs := rec.events()
-	var states []string
+	var states []State
 	for _, e := range evs {
 		states = append(states, e.State)
 	}
-	run := []string{StateStarting, StateRunning}
-	want := slices.Concat(run, []string{StateBackoff}, run, []string{StateBackoff}, run,
-		[]string{StateBackoff}, run, []string{StateFailed})
+	run := []State{StateStarting, StateRunning}
+	want := slices.Concat(run, []State{StateBackoff}, run, []State{StateBackoff}, run,
+		[]State{StateBackoff}, run, []State{StateFailed})
 	if !slices.Equal(states, want) {
 		t.Fatalf("states %v\nwant   %v", states, want)
 	}

@@ -92,7 +92,7 @@ func (d *Daemon) handleList(w http.ResponseWriter, r *http.Request) {
 	for _, rec := range tops {
 		s := Summary{Name: rec.Name, Submitted: rec.SubmittedAt.Format(time.RFC3339)}
 		if st, err := d.store.GetState(r.Context(), rec.Name); err == nil {
-			s.State = State(st.State)
+			s.State = st.State
 		}
 		if t, err := d.get(rec.Name); err == nil {
 			st := t.status()
@@ -202,7 +202,7 @@ func (d *Daemon) handleStatus(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, newErr(ErrNotFound, "no topology named %q", name))
 		return
 	}
-	writeJSON(w, http.StatusOK, Status{Name: name, State: State(st.State), Message: st.Message})
+	writeJSON(w, http.StatusOK, Status{Name: name, State: st.State, Message: st.Message})
 }
 
 func (d *Daemon) handleAction(w http.ResponseWriter, r *http.Request) {

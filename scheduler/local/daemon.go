@@ -209,18 +209,18 @@ func (d *Daemon) resume(ctx context.Context) error {
 			d.log.Warn("topology without an execution state", "topology", rec.Name, "err", err)
 			continue
 		}
-		if state := State(st.State); !state.live() {
+		if !live(st.State) {
 			continue
 		}
 		t := d.newTM(rec.Name)
-		if err := t.start(ctx, State(st.State)); err != nil {
+		if err := t.start(ctx, st.State); err != nil {
 			d.log.Error("resume topology", "topology", rec.Name, "err", err)
 			var p permanent
 			if errors.As(err, &p) {
 				// It can never run again (no restorable checkpoint): its
 				// terminal state, with the reason.
 				msg := "could not resume after a daemon restart: " + err.Error()
-				if _, serr := d.store.SetState(ctx, rec.Name, statemgr.ExecState{State: string(StateFailed), Message: msg, Updated: time.Now()}); serr != nil {
+				if _, serr := d.store.SetState(ctx, rec.Name, statemgr.ExecState{State: StateFailed, Message: msg, Updated: time.Now()}); serr != nil {
 					d.log.Error("record FAILED", "topology", rec.Name, "err", serr)
 				}
 			}

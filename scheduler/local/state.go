@@ -4,19 +4,21 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/ardea-dev/ardea/scheduler/statemgr"
 )
 
 // State is a topology's execution state, as the TM runs it and as it is
-// stored in the state manager (statemgr.ExecState.State).
-type State string
+// stored in the state manager (defined there: statemgr.State).
+type State = statemgr.State
 
-// Execution states.
+// Execution states (statemgr's).
 const (
-	StateRunning  State = "RUNNING"
-	StatePaused   State = "PAUSED"
-	StateFinished State = "FINISHED" // every spout finished its input and every tuple was processed
-	StateKilled   State = "KILLED"
-	StateFailed   State = "FAILED"
+	StateRunning  = statemgr.StateRunning
+	StatePaused   = statemgr.StatePaused
+	StateFinished = statemgr.StateFinished
+	StateKilled   = statemgr.StateKilled
+	StateFailed   = statemgr.StateFailed
 )
 
 // transitions is the TM's state machine: the states each state may move
@@ -32,13 +34,8 @@ var transitions = map[State][]State{
 	StateKilled:   nil,
 }
 
-// Terminal reports a state the topology never leaves but for a kill.
-func (s State) Terminal() bool {
-	return s == StateFinished || s == StateFailed || s == StateKilled
-}
-
 // live reports a state in which the topology's containers run.
-func (s State) live() bool { return s == StateRunning || s == StatePaused }
+func live(s State) bool { return s == StateRunning || s == StatePaused }
 
 // Transition is one change of a topology's state, as `ardea status` shows
 // it.

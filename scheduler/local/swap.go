@@ -15,13 +15,13 @@ import (
 	"github.com/ardea-dev/ardea/scheduler/statemgr"
 )
 
-// Version statuses in a topology's history (statemgr.ModuleVersion).
+// Version statuses in a topology's history (statemgr's).
 const (
-	VersionActive     = "active"
-	VersionReplaced   = "replaced"
-	VersionRolledBack = "rolled back"
-	VersionRefused    = "refused"
-	VersionFailed     = "failed"
+	VersionActive     = statemgr.VersionActive
+	VersionReplaced   = statemgr.VersionReplaced
+	VersionRolledBack = statemgr.VersionRolledBack
+	VersionRefused    = statemgr.VersionRefused
+	VersionFailed     = statemgr.VersionFailed
 )
 
 // SwapRequest is POST /api/v1/topologies/{name}/swap.
@@ -52,12 +52,12 @@ type health struct {
 
 // SwapResult is the answer to a swap or a rollback.
 type SwapResult struct {
-	Component string `json:"component"`
-	Version   string `json:"version"`
-	Previous  string `json:"previous"`
-	Status    string `json:"status"`
-	Reason    string `json:"reason,omitempty"`
-	Tasks     int    `json:"tasks"`
+	Component string                 `json:"component"`
+	Version   string                 `json:"version"`
+	Previous  string                 `json:"previous"`
+	Status    statemgr.VersionStatus `json:"status"`
+	Reason    string                 `json:"reason,omitempty"`
+	Tasks     int                    `json:"tasks"`
 	// Took is the whole swap, probation included; MaxPauseMs the longest
 	// time a task took no input because of it.
 	Took       string  `json:"took"`

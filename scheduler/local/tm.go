@@ -146,7 +146,7 @@ func (t *tm) start(ctx context.Context, state State) error {
 			}
 		}
 	}
-	if _, err := t.d.store.SetState(ctx, t.name, statemgr.ExecState{State: string(state), Updated: time.Now()}); err != nil {
+	if _, err := t.d.store.SetState(ctx, t.name, statemgr.ExecState{State: state, Updated: time.Now()}); err != nil {
 		t.stopTM()
 		return err
 	}
@@ -362,7 +362,7 @@ func (t *tm) finish() {
 		return
 	}
 	ctx := t.runCtx
-	if _, err := t.d.store.SetState(ctx, t.name, statemgr.ExecState{State: string(StateFinished), Updated: time.Now(),
+	if _, err := t.d.store.SetState(ctx, t.name, statemgr.ExecState{State: StateFinished, Updated: time.Now(),
 		Message: "every spout finished its input and every tuple was processed"}); err != nil {
 		t.log.Error("record FINISHED", "err", err)
 	}
@@ -391,7 +391,7 @@ var errFailed = errors.New("the topology failed")
 // reach its terminal state within a bounded time.
 func (t *tm) failTopology(msg string) {
 	t.mu.Lock()
-	if !t.state.live() || t.setState(StateFailed, msg) != nil {
+	if !live(t.state) || t.setState(StateFailed, msg) != nil {
 		t.mu.Unlock()
 		return
 	}
@@ -404,7 +404,7 @@ func (t *tm) failTopology(msg string) {
 	}
 	t.log.Error("topology failed", "reason", msg)
 	ctx := context.WithoutCancel(t.runCtx) // the topology's end is recorded whatever asked for it
-	if _, err := t.d.store.SetState(ctx, t.name, statemgr.ExecState{State: string(StateFailed), Message: msg, Updated: time.Now()}); err != nil {
+	if _, err := t.d.store.SetState(ctx, t.name, statemgr.ExecState{State: StateFailed, Message: msg, Updated: time.Now()}); err != nil {
 		t.log.Error("record FAILED", "err", err)
 	}
 	// The other containers stop too: a topology missing a container would
@@ -569,7 +569,7 @@ func (t *tm) setActive(ctx context.Context, on bool) error {
 	if err := t.publishOp(ctx, doc); err != nil {
 		return err
 	}
-	if _, err := t.d.store.SetState(ctx, t.name, statemgr.ExecState{State: string(want), Updated: time.Now()}); err != nil {
+	if _, err := t.d.store.SetState(ctx, t.name, statemgr.ExecState{State: want, Updated: time.Now()}); err != nil {
 		return err
 	}
 	why := "deactivated"
@@ -687,12 +687,12 @@ type ComponentStatus struct {
 
 // ContainerStatus is one container of the packing/physical plan.
 type ContainerStatus struct {
-	ID       int           `json:"id"`
-	PID      int           `json:"pid"`
-	Process  string        `json:"process"` // supervisor state
-	Host     ctl.HostState `json:"host"`    // heartbeat state
-	Restarts int           `json:"restarts"`
-	LastExit string        `json:"last_exit,omitempty"` // how the previous process ended
+	ID       int            `json:"id"`
+	PID      int            `json:"pid"`
+	Process  launcher.State `json:"process"` // supervisor state
+	Host     ctl.HostState  `json:"host"`    // heartbeat state
+	Restarts int            `json:"restarts"`
+	LastExit string         `json:"last_exit,omitempty"` // how the previous process ended
 	// Resources the packing plan requests for the container (instances
 	// plus padding; docs/packing.md).
 	Resources *packing.Resources `json:"resources,omitempty"`

@@ -38,7 +38,7 @@ func (d *Daemon) Topology(ctx context.Context, name string) (ui.Topology, error)
 	}
 	out := ui.Topology{Name: name, Submitted: rec.SubmittedAt, SubmittedBy: rec.SubmittedBy, Config: map[string]string{}}
 	if st, err := d.store.GetState(ctx, name); err == nil {
-		out.State, out.Message = st.State, st.Message
+		out.State, out.Message = string(st.State), st.Message
 	}
 	top, err := parseSpec(name, rec.Spec)
 	if err != nil {

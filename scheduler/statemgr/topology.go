@@ -44,6 +44,18 @@ type topologyRecord struct {
 	History     []ModuleVersion   `json:"history,omitempty"`
 }
 
+// VersionStatus is what became of a module version (ModuleVersion.Status).
+type VersionStatus string
+
+// Version statuses.
+const (
+	VersionActive     VersionStatus = "active"
+	VersionReplaced   VersionStatus = "replaced"
+	VersionRolledBack VersionStatus = "rolled back" // it failed on probation and the previous version is back
+	VersionRefused    VersionStatus = "refused"     // validation refused it
+	VersionFailed     VersionStatus = "failed"
+)
+
 // ModuleVersion is one version of one component's module.
 type ModuleVersion struct {
 	Component string    `json:"component"`
@@ -52,9 +64,7 @@ type ModuleVersion struct {
 	Previous  string    `json:"previous,omitempty"`
 	At        time.Time `json:"at"`
 	By        string    `json:"by,omitempty"`
-	// Status: active, replaced, rolled back (it failed on probation and
-	// the previous version is back), refused (validation), failed.
-	Status string `json:"status"`
+	Status VersionStatus `json:"status"`
 	Reason string `json:"reason,omitempty"`
 	Canary int    `json:"canary,omitempty"`
 }
@@ -232,16 +242,25 @@ func (s *Store) deleteDependents(ctx context.Context, name string) error {
 	return s.deleteHandoff(ctx, name+"/")
 }
 
+// State is a topology's execution state: the one definition, which the
+// topology manager's state machine runs (scheduler/local/state.go).
+type State string
+
 // Execution states of a topology.
 const (
-	StateRunning  = "RUNNING"
-	StatePaused   = "PAUSED"
-	StateKilled   = "KILLED"
-	StateFinished = "FINISHED"
-	StateFailed   = "FAILED"
+	StateRunning  State = "RUNNING"
+	StatePaused   State = "PAUSED"
+	StateKilled   State = "KILLED"
+	StateFinished State = "FINISHED" // every spout finished its input and every tuple was processed
+	StateFailed   State = "FAILED"
 )
 
-func validState(s string) bool {
+// Terminal reports a state the topology never leaves but for a kill.
+func (s State) Terminal() bool {
+	return s == StateFinished || s == StateFailed || s == StateKilled
+}
+
+func validState(s State) bool {
 	switch s {
 	case StateRunning, StatePaused, StateKilled, StateFinished, StateFailed:
 		return true
@@ -253,7 +272,7 @@ func validState(s string) bool {
 type ExecState struct {
 	// State is one of StateRunning, StatePaused, StateKilled,
 	// StateFinished, StateFailed.
-	State   string `json:"state"`
+	State   State  `json:"state"`
 	Message string `json:"message,omitempty"`
 	// Updated is when the state was set; SetState fills in the current
 	// time if it is zero.

@@ -141,7 +141,22 @@ func (s *JetStreamStore) Save(ctx context.Context, topology string, id uint64, t
 		return err
 	}
 	name := snapName(topology, id, task)
-	if _, err := s.obs.PutBytes(ctx, name, seal(kindSnap, topology, id, task, data)); err != nil {
+	info, err := s.obs.PutBytes(ctx, name, seal(kindSnap, topology, id, task, data))
+	if err == nil {
+		// Put can succeed with chunks missing: chunks published while a
+		// store fault made the server drop writes without a reply, then
+		// the metadata after JetStream was restarted. A checkpoint must
+		// not be reported saved unless it can be read back.
+		var stored uint64
+		if stored, err = s.storedChunks(ctx, info.NUID); err == nil && stored != uint64(info.Chunks) {
+			// Unless a save of the same name replaced it meanwhile (Put
+			// purges the replaced object's chunks).
+			if cur, gerr := s.obs.GetInfo(ctx, name); gerr != nil || cur.NUID == info.NUID {
+				err = fmt.Errorf("%d of its %d chunks stored (a store fault while saving)", stored, info.Chunks)
+			}
+		}
+	}
+	if err != nil {
 		err = fmt.Errorf("%s: save to object %s/%s: %w", where(topology, id, task), s.bucket, name, err)
 		if rerr := s.dropBroken(context.WithoutCancel(ctx), name); rerr != nil {
 			err = fmt.Errorf("%w (and removing the partial object: %w)", err, rerr)
@@ -151,8 +166,18 @@ func (s *JetStreamStore) Save(ctx context.Context, topology string, id uint64, t
 	return nil
 }
 
-// dropBroken removes the metadata of object name if its chunks are not all
-// in the stream. nats.go publishes an object's chunks and then its metadata
+// storedChunks counts the chunk messages of object nuid in the stream.
+func (s *JetStreamStore) storedChunks(ctx context.Context, nuid string) (uint64, error) {
+	chunks := "$O." + s.bucket + ".C." + nuid
+	si, err := s.stream.Info(ctx, jetstream.WithSubjectFilter(chunks))
+	if err != nil {
+		return 0, err
+	}
+	return si.State.Subjects[chunks], nil
+}
+
+// dropBroken removes object name (its metadata, then what chunks it has)
+// if its chunks are not all in the stream. nats.go publishes an object's chunks and then its metadata
 // asynchronously, so when the bucket is full the metadata can be stored
 // although chunks were refused; Put then purges the chunks and returns an
 // error, leaving an object that every reader waits for until its context
@@ -166,15 +191,17 @@ func (s *JetStreamStore) dropBroken(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	chunks := "$O." + s.bucket + ".C." + info.NUID
-	si, err := s.stream.Info(ctx, jetstream.WithSubjectFilter(chunks))
+	stored, err := s.storedChunks(ctx, info.NUID)
 	if err != nil {
 		return err
 	}
-	if si.State.Subjects[chunks] == uint64(info.Chunks) {
+	if stored == uint64(info.Chunks) {
 		return nil
 	}
-	return s.stream.Purge(ctx, jetstream.WithPurgeSubject(s.metaSubject(name)))
+	if err := s.stream.Purge(ctx, jetstream.WithPurgeSubject(s.metaSubject(name))); err != nil {
+		return err
+	}
+	return s.stream.Purge(ctx, jetstream.WithPurgeSubject("$O."+s.bucket+".C."+info.NUID))
 }
 
 // get reads object name whole; see readChunks.

@@ -111,9 +111,9 @@ type ProcessSpec struct {
 // ProcessStatus is a snapshot of one supervised process.
 type ProcessStatus struct {
 	ID        string
-	PID       int    // pid of the live run; 0 when none (BACKOFF, FAILED, STOPPED)
+	PID       int // pid of the live run; 0 when none (BACKOFF, FAILED, STOPPED)
 	State     State
-	Restarts  int    // automatic and user restarts since Start
+	Restarts  int // automatic and user restarts since Start
 	StartedAt time.Time
 	LastExit  string // e.g. "exit status 2", "signal: killed"
 	LastError string // stderr tail of the last failed run, or the start error

@@ -58,15 +58,15 @@ const (
 
 // ModuleVersion is one version of one component's module.
 type ModuleVersion struct {
-	Component string    `json:"component"`
-	Version   string    `json:"version"` // the artifact's sha256 (hex)
-	Source    string    `json:"source,omitempty"`
-	Previous  string    `json:"previous,omitempty"`
-	At        time.Time `json:"at"`
-	By        string    `json:"by,omitempty"`
-	Status VersionStatus `json:"status"`
-	Reason string `json:"reason,omitempty"`
-	Canary int    `json:"canary,omitempty"`
+	Component string        `json:"component"`
+	Version   string        `json:"version"` // the artifact's sha256 (hex)
+	Source    string        `json:"source,omitempty"`
+	Previous  string        `json:"previous,omitempty"`
+	At        time.Time     `json:"at"`
+	By        string        `json:"by,omitempty"`
+	Status    VersionStatus `json:"status"`
+	Reason    string        `json:"reason,omitempty"`
+	Canary    int           `json:"canary,omitempty"`
 }
 
 func encodeTopology(t Topology) ([]byte, error) {

@@ -426,6 +426,14 @@ func (t *tm) awaitCheckpoint(ctx context.Context) error {
 	limit := max(10*cs.interval, 30*time.Second)
 	deadline := time.Now().Add(limit)
 	for cs.coord.Global() <= g0 {
+		t.mu.Lock()
+		state := t.state
+		t.mu.Unlock()
+		if !live(state) {
+			// Finished (every container ended its input: no checkpoint
+			// comes), failed or killed meanwhile.
+			return newErr(ErrBadState, "swap in topology %s: the topology is %s", t.name, state)
+		}
 		if time.Now().After(deadline) {
 			return newErr(ErrBadState, "swap in topology %s: no checkpoint became global within %v to swap at", t.name, limit)
 		}

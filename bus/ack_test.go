@@ -33,12 +33,12 @@ func takeAll(t *testing.T, in *Inbox) []uint64 {
 	t.Helper()
 	var ids []uint64
 	for {
-		d, ok, err := in.TryNext()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !ok {
+		d, ok := in.TryNext()
+		if !ok || d.Kind == DeliveryEnd {
 			return ids
+		}
+		if d.Kind != DeliveryData {
+			t.Fatalf("TryNext: a %v delivery, want data", d.Kind)
 		}
 		r, err := tuple.NewBatchReader(d.Batch)
 		if err != nil {
@@ -265,15 +265,20 @@ func TestBarriersInOrder(t *testing.T) {
 	for {
 		d, err := in.Next(ctx)
 		if err != nil {
-			break // io.EOF once both ended
+			t.Fatal(err)
 		}
-		switch {
-		case d.Barrier != 0:
-			seq[d.SourceTask] = append(seq[d.SourceTask], ev{"barrier", int(d.Barrier)})
-		case d.EOS:
+		if d.Kind == DeliveryEnd {
+			break // once both ended
+		}
+		switch d.Kind {
+		case DeliveryBarrier:
+			seq[d.SourceTask] = append(seq[d.SourceTask], ev{"barrier", int(d.ID)})
+		case DeliverySourceEnd:
 			seq[d.SourceTask] = append(seq[d.SourceTask], ev{"eos", 0})
-		default:
+		case DeliveryData:
 			seq[d.SourceTask] = append(seq[d.SourceTask], ev{"data", d.Tuples})
+		default:
+			t.Fatalf("a %v delivery", d.Kind)
 		}
 		in.Release(d)
 	}

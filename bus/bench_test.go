@@ -2,9 +2,7 @@ package bus
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strconv"
 	"sync"
@@ -24,11 +22,11 @@ func sink(b *testing.B, c *cluster, tasks []uint32) *sync.WaitGroup {
 			ctx := context.Background()
 			for {
 				d, err := in.Next(ctx)
-				if errors.Is(err, io.EOF) {
-					return
-				}
 				if err != nil {
 					b.Error(err)
+					return
+				}
+				if d.Kind == DeliveryEnd {
 					return
 				}
 				in.Release(d)

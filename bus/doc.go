@@ -17,11 +17,18 @@
 //	spout: for { status := spout.Next(max, ob); ob.Flush(ctx, status == Idle) }
 //	       then ob.Finish(ctx) when it is Done
 //	bolt:  for {
-//	           d, ok, err := in.TryNext()
-//	           if !ok && err == nil { ob.Flush(ctx, true); d, err = in.Next(ctx) }
-//	           if err == io.EOF { bolt.Finish(ob); ob.Finish(ctx); break }
-//	           bolt.Execute(d.Batch, ob); in.Release(d); ob.Flush(ctx, false)
+//	           d, ok := in.TryNext()
+//	           if !ok { ob.Flush(ctx, true); d, err = in.Next(ctx) } // err: ctx or ErrClosed
+//	           switch d.Kind {
+//	           case DeliveryData: bolt.Execute(d.Batch, ob); in.Release(d); ob.Flush(ctx, false)
+//	           case DeliveryEnd: bolt.Finish(ob); ob.Finish(ctx); return
+//	           case DeliveryKick: ob.Flush(ctx, true) // applies a posted re-plan step
+//	           case DeliverySwitch: ob.Flush(ctx, true); ob.MarkDownstream(ctx, d.ID, comps); return
+//	           }
 //	       }
+//
+// Control reaches the runner as a DeliveryKind, never as an error: Next's
+// error only says that the wait ended (ctx, ErrClosed).
 //
 // Flush is the only call that waits on downstream capacity, so back pressure
 // stops exactly the tasks whose output is headed for a full inbox or an

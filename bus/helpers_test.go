@@ -2,9 +2,7 @@ package bus
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -210,18 +208,23 @@ func decode(dst uint32, d Delivery, out []rec) ([]rec, error) {
 	}
 }
 
-// drainErr consumes an inbox until io.EOF, releasing every delivery.
+// drainErr consumes an inbox until its input ends (DeliveryEnd), releasing
+// every delivery; any other kind but data is an error.
 func drainErr(in *Inbox) ([]rec, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	var out []rec
 	for {
 		d, err := in.Next(ctx)
-		if errors.Is(err, io.EOF) {
-			return out, nil
-		}
 		if err != nil {
 			return out, fmt.Errorf("inbox %d: %w", in.Task(), err)
+		}
+		switch d.Kind {
+		case DeliveryEnd:
+			return out, nil
+		case DeliveryData:
+		default:
+			return out, fmt.Errorf("inbox %d: a %v delivery, want data or the end", in.Task(), d.Kind)
 		}
 		out, err = decode(in.Task(), d, out)
 		in.Release(d)

@@ -2,8 +2,7 @@ package bus
 
 import (
 	"context"
-	"errors"
-	"io"
+	"fmt"
 	"sync"
 	"sync/atomic"
 
@@ -11,23 +10,60 @@ import (
 	"github.com/ardea-dev/ardea/internal/plan"
 )
 
-// ErrSwitch is returned by Next once the inbox is armed for a live re-plan
-// (Arm), every upstream task has sent its switch mark for that epoch (or
-// ended), and every batch before the marks has been returned: the task has
-// processed all its input under the old plan and stops for the switch.
-var ErrSwitch = errors.New("bus: input complete for a live re-plan")
+// DeliveryKind says what a Delivery from Inbox.Next is. Control travels
+// beside the data as a kind, not as an error: Next's error is only for a
+// wait that ended (the context, ErrClosed).
+type DeliveryKind uint8
 
-// ErrKicked is returned once by Next after Kick: the runner should flush its
-// outbox (which applies a posted re-plan step) and call Next again.
-var ErrKicked = errors.New("bus: kicked")
+const (
+	// DeliveryData is a batch of tuples (Batch, Tuples, Roots); release it
+	// once consumed. The zero kind.
+	DeliveryData DeliveryKind = iota
+	// DeliveryBarrier is checkpoint barrier ID from SourceTask, in order
+	// with its data (queued only with Options.Checkpoints).
+	DeliveryBarrier
+	// DeliverySourceEnd is SourceTask's end of stream, in order with its
+	// data (queued only with Options.Checkpoints, for the Aligner).
+	DeliverySourceEnd
+	// DeliveryEnd is the end of the task's input: every upstream task
+	// (plan.UpstreamTasks of its component, and those a live re-plan
+	// added) has ended and every batch has been returned. It is returned
+	// again by every later call; a spout's inbox returns it at once.
+	DeliveryEnd
+	// DeliverySwitch says the task has executed all its input under the
+	// old plan of a live re-plan and stops for the switch: the inbox was
+	// armed for epoch ID (Arm), every upstream task has sent its switch
+	// mark for it (or ended) and every batch before the marks has been
+	// returned. Returned by every call while armed.
+	DeliverySwitch
+	// DeliveryKick is returned once after Kick: the runner flushes its
+	// outbox (which applies a posted re-plan step), takes the control
+	// posted to it, and calls Next again.
+	DeliveryKick
+)
 
-// Delivery is one batch for a task.
+var deliveryKinds = [...]string{"data", "barrier", "source-end", "end", "switch", "kick"}
+
+func (k DeliveryKind) String() string {
+	if int(k) < len(deliveryKinds) {
+		return deliveryKinds[k]
+	}
+	return fmt.Sprintf("DeliveryKind(%d)", k)
+}
+
+// Delivery is what Inbox.Next returns: a batch for the task, a marker
+// from one upstream task in order with its data (a checkpoint barrier,
+// its end of stream), or a signal about the whole input (its end, a
+// switch, a kick). Kind says which; it is a value, so taking one
+// allocates nothing.
 type Delivery struct {
 	// Batch is the ABI v1 input batch, ready to copy into the guest. It is
 	// valid until Release.
 	Batch []byte
-	// SourceTask is the task that emitted every tuple of the batch.
+	// SourceTask is the task that emitted every tuple of the batch, or
+	// sent the barrier or end of stream.
 	SourceTask uint32
+	Kind       DeliveryKind
 	// SentAt is when the batch's first tuple was appended, unix ns (sender's
 	// clock).
 	SentAt int64
@@ -36,11 +72,9 @@ type Delivery struct {
 	// Roots is the batch's roots trailer (at least once; header.go), valid
 	// until Release. Next registers it in the task's anchors.
 	Roots []byte
-	// Barrier, when nonzero, makes this delivery checkpoint barrier
-	// Barrier from SourceTask (no batch); EOS makes it SourceTask's
-	// end-of-stream. Both are queued only with Options.Checkpoints.
-	Barrier uint64
-	EOS     bool
+	// ID is the checkpoint id of a DeliveryBarrier and the switch epoch
+	// of a DeliverySwitch.
+	ID uint64
 
 	size      int           // bytes charged: the data message, header included
 	container int           // sending container if remote, 0 if local
@@ -156,9 +190,9 @@ func (in *Inbox) putMark(src uint32, epoch uint64) bool {
 	return true
 }
 
-// Arm makes Next return ErrSwitch once every upstream task has sent its
-// switch mark for epoch (or ended) and the batches before the marks are
-// consumed; Arm(0) disarms.
+// Arm makes Next return a DeliverySwitch for epoch once every upstream
+// task has sent its switch mark for epoch (or ended) and the batches
+// before the marks are consumed; Arm(0) disarms.
 func (in *Inbox) Arm(epoch uint64) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
@@ -195,7 +229,8 @@ func (in *Inbox) AwaitMarks(ctx context.Context, epoch uint64, srcs []uint32) er
 	}
 }
 
-// Kick makes a Next (waiting or the next one) return ErrKicked once.
+// Kick makes a Next (waiting or the next one) return a DeliveryKick once,
+// when no batch is queued. It may be called from any goroutine.
 func (in *Inbox) Kick() {
 	in.mu.Lock()
 	defer in.mu.Unlock()
@@ -238,7 +273,7 @@ func (in *Inbox) enqueue(d Delivery) {
 	}
 	close(in.avail)
 	in.avail = make(chan struct{})
-	if d.Barrier == 0 && !d.EOS {
+	if d.Kind == DeliveryData {
 		in.batchesIn.Add(1)
 		in.tuplesIn.Add(int64(d.Tuples))
 		in.bytesIn.Add(int64(d.size))
@@ -286,7 +321,7 @@ func (in *Inbox) putEOS(src uint32) bool {
 	}
 	in.eos[src] = true
 	if in.sm.opts.Checkpoints {
-		in.enqueue(Delivery{SourceTask: src, EOS: true})
+		in.enqueue(Delivery{Kind: DeliverySourceEnd, SourceTask: src})
 	}
 	in.wake()
 	return true
@@ -301,41 +336,27 @@ func (in *Inbox) putBarrier(src uint32, id uint64) bool {
 	if !in.upstream[src] {
 		return false
 	}
-	in.enqueue(Delivery{SourceTask: src, Barrier: id})
+	in.enqueue(Delivery{Kind: DeliveryBarrier, SourceTask: src, ID: id})
 	return true
 }
 
-// Next returns the next batch, waiting until one is queued. It returns
-// io.EOF once every upstream task (plan.UpstreamTasks of the task's
-// component) has sent end-of-stream and every batch has been returned; a
-// task without upstream tasks (a spout) gets io.EOF at once. It returns
-// ctx's error, or ErrClosed after the stream manager is closed. Every
-// Delivery must be passed to Release once consumed; holding one holds its
-// local capacity or link credit, so release it before waiting for the next.
+// Next returns what comes next for the task, waiting until there is
+// something: the next queued delivery (a batch, or with checkpoints a
+// barrier or an upstream task's end of stream), else DeliveryEnd once the
+// input has ended, else DeliveryKick once after Kick, else DeliverySwitch
+// once an armed switch's input is complete. Its error is ctx's, or
+// ErrClosed after the stream manager is closed. Every DeliveryData must be
+// passed to Release once consumed (the other kinds may be; it does
+// nothing); holding one holds its local capacity or link credit, so
+// release it before waiting for the next.
 func (in *Inbox) Next(ctx context.Context) (Delivery, error) {
 	for {
 		in.mu.Lock()
-		if in.head < len(in.q) {
-			d := in.q[in.head]
-			in.q[in.head] = Delivery{}
-			in.head++
-			in.queuedBytes -= int64(d.size)
+		d, ok := in.take()
+		if ok {
 			in.mu.Unlock()
 			in.track(d)
 			return d, nil
-		}
-		if len(in.eos) == len(in.upstream) {
-			in.mu.Unlock()
-			return Delivery{}, io.EOF
-		}
-		if in.kicked {
-			in.kicked = false
-			in.mu.Unlock()
-			return Delivery{}, ErrKicked
-		}
-		if in.switchReady() {
-			in.mu.Unlock()
-			return Delivery{}, ErrSwitch
 		}
 		ch := in.avail
 		// About to wait: grant back whatever is still held back, so that
@@ -354,28 +375,39 @@ func (in *Inbox) Next(ctx context.Context) (Delivery, error) {
 	}
 }
 
-// TryNext is Next without waiting: ok is false when nothing is queued (and
-// the stream has not ended). The runner uses it to learn that its input is
-// idle, flushes its Outbox with force, and then calls Next.
-func (in *Inbox) TryNext() (d Delivery, ok bool, err error) {
+// TryNext is Next without waiting: ok is false when Next would wait. The
+// runner uses it to learn that its input is idle, flushes its Outbox with
+// force, and then calls Next.
+func (in *Inbox) TryNext() (d Delivery, ok bool) {
 	in.mu.Lock()
-	if in.head < len(in.q) {
+	d, ok = in.take()
+	in.mu.Unlock()
+	if ok {
+		in.track(d)
+	}
+	return d, ok
+}
+
+// take returns what Next returns without waiting, in this order: a queued
+// delivery, the end of the input, a kick, a complete switch; ok is false
+// when there is none. in.mu must be held.
+func (in *Inbox) take() (d Delivery, ok bool) {
+	switch {
+	case in.head < len(in.q):
 		d = in.q[in.head]
 		in.q[in.head] = Delivery{}
 		in.head++
 		in.queuedBytes -= int64(d.size)
-		in.mu.Unlock()
-		in.track(d)
-		return d, true, nil
+		return d, true
+	case len(in.eos) == len(in.upstream):
+		return Delivery{Kind: DeliveryEnd}, true
+	case in.kicked:
+		in.kicked = false
+		return Delivery{Kind: DeliveryKick}, true
+	case in.switchReady():
+		return Delivery{Kind: DeliverySwitch, ID: in.armed}, true
 	}
-	defer in.mu.Unlock()
-	if len(in.eos) == len(in.upstream) {
-		return Delivery{}, false, io.EOF
-	}
-	if in.switchReady() {
-		return Delivery{}, false, ErrSwitch
-	}
-	return Delivery{}, false, nil
+	return Delivery{}, false
 }
 
 // track registers a batch's roots as its tuples reach the task, so that

@@ -74,7 +74,7 @@ type Options struct {
 	MaxSpoutPending int
 	// Checkpoints (effectively once) queues checkpoint barriers and
 	// end-of-stream markers in the inboxes in order with the data, as
-	// deliveries (Delivery.Barrier, Delivery.EOS), for the task's Aligner.
+	// deliveries (DeliveryBarrier, DeliverySourceEnd), for the task's Aligner.
 	Checkpoints bool
 }
 
@@ -585,7 +585,7 @@ func (sm *StreamManager) Close() error {
 
 // Inbox returns a local task's inbox, or nil if the task is not in this
 // container. A task without upstream tasks (a spout) has an empty inbox
-// whose Next returns io.EOF.
+// whose Next returns DeliveryEnd.
 func (sm *StreamManager) Inbox(task uint32) *Inbox {
 	tab := sm.tab.Load()
 	if int(task) >= len(tab.inboxes) {

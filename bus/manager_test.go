@@ -3,7 +3,6 @@ package bus
 import (
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"testing"
 	"time"
@@ -118,9 +117,9 @@ func TestMultiContainerDelivery(t *testing.T) {
 			return true
 		})
 	}
-	// The stream has ended: Next keeps returning io.EOF.
-	if _, err := c.inbox(bolts[0]).Next(ctxT(t)); !errors.Is(err, io.EOF) {
-		t.Errorf("Next after the end: %v", err)
+	// The stream has ended: Next keeps returning its end.
+	if d, err := c.inbox(bolts[0]).Next(ctxT(t)); err != nil || d.Kind != DeliveryEnd {
+		t.Errorf("Next after the end: %v, %v", d.Kind, err)
 	}
 }
 
@@ -177,11 +176,11 @@ func TestSlowReceiver(t *testing.T) {
 			var got []rec
 			for {
 				d, err := in.Next(ctx)
-				if errors.Is(err, io.EOF) {
-					break
-				}
 				if err != nil {
 					t.Fatal(err)
+				}
+				if d.Kind == DeliveryEnd {
+					break
 				}
 				if st := in.Stats(); st.LocalHeldBytes+st.RemoteHeldBytes > bound {
 					t.Fatalf("held %d bytes, bound %d", st.LocalHeldBytes+st.RemoteHeldBytes, bound)
@@ -385,9 +384,9 @@ func TestCloseEndsWaits(t *testing.T) {
 	ob, in := c.outbox(c.tasks("spout")[0]), c.inbox(c.tasks("bolt")[0])
 	nextErr := make(chan error, 1)
 	go func() {
-		_, err := c.inbox(c.tasks("spout")[0]).Next(ctxT(t)) // a spout's inbox ends at once
-		if !errors.Is(err, io.EOF) {
-			nextErr <- fmt.Errorf("spout inbox: %v", err)
+		d, err := c.inbox(c.tasks("spout")[0]).Next(ctxT(t)) // a spout's inbox ends at once
+		if err != nil || d.Kind != DeliveryEnd {
+			nextErr <- fmt.Errorf("spout inbox: %v, %v", d.Kind, err)
 			return
 		}
 		for {

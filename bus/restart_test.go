@@ -65,6 +65,9 @@ func TestReceiverRestartResetsCredit(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if d.Kind != DeliveryData {
+			t.Fatalf("a %v delivery, want data", d.Kind)
+		}
 		var recs []rec
 		if recs, err = decode(bolt, d, recs); err != nil {
 			t.Fatal(err)

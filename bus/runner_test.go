@@ -2,8 +2,7 @@ package bus
 
 import (
 	"context"
-	"errors"
-	"io"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -39,14 +38,14 @@ func TestBatchingAndLinger(t *testing.T) {
 		t.Fatalf("%d batches queued after Flush(false), want the 2 sealed ones", n)
 	}
 	for range 2 {
-		d, ok, err := in.TryNext()
-		if !ok || err != nil || d.Tuples != 10 {
-			t.Fatalf("TryNext: %v %v, %d tuples", ok, err, d.Tuples)
+		d, ok := in.TryNext()
+		if !ok || d.Kind != DeliveryData || d.Tuples != 10 {
+			t.Fatalf("TryNext: %v %v, %d tuples", ok, d.Kind, d.Tuples)
 		}
 		in.Release(d)
 	}
-	if _, ok, err := in.TryNext(); ok || err != nil {
-		t.Fatalf("TryNext on an empty inbox: %v %v", ok, err)
+	if d, ok := in.TryNext(); ok {
+		t.Fatalf("TryNext on an empty inbox: a %v delivery", d.Kind)
 	}
 	if err := ob.Flush(ctx, true); err != nil {
 		t.Fatal(err)
@@ -139,18 +138,22 @@ func TestPipelineRunnerLoop(t *testing.T) {
 func relay(ctx context.Context, in *Inbox, ob *Outbox) error {
 	var vals []tuple.Value
 	for {
-		d, ok, err := in.TryNext()
-		if !ok && err == nil {
+		d, ok := in.TryNext()
+		if !ok {
 			if err := ob.Flush(ctx, true); err != nil { // input idle: flush now
 				return err
 			}
-			d, err = in.Next(ctx)
+			var err error
+			if d, err = in.Next(ctx); err != nil {
+				return err
+			}
 		}
-		if errors.Is(err, io.EOF) {
+		switch d.Kind {
+		case DeliveryEnd:
 			return ob.Finish(ctx)
-		}
-		if err != nil {
-			return err
+		case DeliveryData:
+		default:
+			return fmt.Errorf("relay: a %v delivery", d.Kind)
 		}
 		r, err := tuple.NewBatchReader(d.Batch)
 		if err != nil {

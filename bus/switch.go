@@ -22,8 +22,8 @@ import (
 //     waits, which is back pressure, not loss).
 //  2. The switching tasks' inboxes are armed (Inbox.Arm): once every
 //     upstream task's mark has arrived and the input before it has been
-//     executed, Next returns ErrSwitch and the task stops; its state can be
-//     handed off.
+//     executed, Next returns a DeliverySwitch and the task stops; its state
+//     can be handed off.
 //     A stopped task's outbox then marks its own downstream tasks
 //     (MarkDownstream); a receiver that waits for those marks
 //     (Inbox.AwaitMarks) before the new instances start has the old

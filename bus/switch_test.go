@@ -14,20 +14,23 @@ import (
 	"github.com/ardea-dev/ardea/internal/tuple"
 )
 
-// drainUntil consumes an inbox until Next returns stop, releasing every
-// delivery.
-func drainUntil(t *testing.T, in *Inbox, stop error) []rec {
+// drainUntil consumes an inbox until Next returns a delivery of kind stop,
+// releasing every delivery; any other kind but data fails the test.
+func drainUntil(t *testing.T, in *Inbox, stop DeliveryKind) []rec {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var out []rec
 	for {
 		d, err := in.Next(ctx)
-		if errors.Is(err, stop) {
-			return out
-		}
 		if err != nil {
 			t.Fatalf("inbox %d: %v", in.Task(), err)
+		}
+		if d.Kind == stop {
+			return out
+		}
+		if d.Kind != DeliveryData {
+			t.Fatalf("inbox %d: a %v delivery, want data or %v", in.Task(), d.Kind, stop)
 		}
 		out, err = decode(in.Task(), d, out)
 		in.Release(d)
@@ -40,7 +43,7 @@ func drainUntil(t *testing.T, in *Inbox, stop error) []rec {
 // TestSwitchHoldMarkAdopt drives a live re-plan through the stream
 // managers: a fields-grouped bolt goes from 2 tasks to 3 (the new one in
 // another container). Tuples emitted before the hold reach the old tasks,
-// which see ErrSwitch once their input before the marks is consumed;
+// which see a DeliverySwitch once their input before the marks is consumed;
 // tuples emitted during the switch are held (past HoldBytes Flush waits)
 // and leave after Adopt by the new routing; nothing is lost or duplicated.
 func TestSwitchHoldMarkAdopt(t *testing.T) {
@@ -72,7 +75,7 @@ func TestSwitchHoldMarkAdopt(t *testing.T) {
 	}
 	var before []rec
 	for _, id := range old {
-		before = append(before, drainUntil(t, c.inbox(id), ErrSwitch)...)
+		before = append(before, drainUntil(t, c.inbox(id), DeliverySwitch)...)
 	}
 	if len(before) != n/2 {
 		t.Fatalf("the old tasks executed %d tuples before the switch, want %d", len(before), n/2)
@@ -171,7 +174,7 @@ func TestUnboundedHoldDoesNotWait(t *testing.T) {
 	}
 }
 
-// TestKickWakesNext: Kick makes a waiting Next return ErrKicked once.
+// TestKickWakesNext: Kick makes a waiting Next return a DeliveryKick once.
 func TestKickWakesNext(t *testing.T) {
 	p := buildPlan(t, 1, []compSpec{
 		{name: "spout", kind: "spout", containers: []int{1}},
@@ -181,14 +184,15 @@ func TestKickWakesNext(t *testing.T) {
 	in := c.inbox(2)
 	var wg sync.WaitGroup
 	var err error
-	wg.Go(func() { _, err = in.Next(ctxT(t)) })
+	var d Delivery
+	wg.Go(func() { d, err = in.Next(ctxT(t)) })
 	in.Kick()
 	wg.Wait()
-	if !errors.Is(err, ErrKicked) {
-		t.Fatalf("Next after Kick: %v, want ErrKicked", err)
+	if err != nil || d.Kind != DeliveryKick {
+		t.Fatalf("Next after Kick: %v, %v; want a kick", d.Kind, err)
 	}
-	if _, ok, err := in.TryNext(); ok || err != nil {
-		t.Fatalf("TryNext after the kick was consumed: ok %v err %v", ok, err)
+	if d, ok := in.TryNext(); ok {
+		t.Fatalf("TryNext after the kick was consumed: a %v delivery", d.Kind)
 	}
 }
 
@@ -267,11 +271,12 @@ func TestMarkDownstreamOrdersOutput(t *testing.T) {
 			var got []rec
 			marked := false
 			for {
-				d, ok, err := in.TryNext()
-				if err != nil {
-					t.Fatal(err)
+				d, ok := in.TryNext()
+				if ok && d.Kind != DeliveryData {
+					t.Fatalf("TryNext: a %v delivery", d.Kind)
 				}
 				if ok {
+					var err error
 					got, err = decode(in.Task(), d, got)
 					in.Release(d)
 					if err != nil {

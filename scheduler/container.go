@@ -161,9 +161,6 @@ func (c *Container) goTask(t *engine.Task) {
 		if handled {
 			return
 		}
-		if errors.Is(err, engine.ErrSwitched) {
-			c.markDownstream(t)
-		}
 		var trapped *engine.Trapped
 		if errors.As(err, &trapped) {
 			c.group.GoFunc(func(context.Context) error { return trapped.Err })

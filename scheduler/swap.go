@@ -79,8 +79,7 @@ func (c *Container) Swap(comp string, mod *host.Module, version string, tasks []
 			s.until = time.Now().Add(probation)
 		}
 		c.swaps[t.ID] = s
-		t.StopForSwitch()
-		c.kick(t)
+		t.StopForSwap()
 		out = append(out, t.ID)
 	}
 	return out, nil
@@ -163,9 +162,12 @@ func (c *Container) restart(t *engine.Task, v versioned, probation bool, retry *
 		nt.SetActive(c.active)
 	}
 	c.wireCheckpoints(nt, p)
-	nt.TxState = st
-	nt.Probation.Store(probation)
-	nt.Retry = retry
+	if probation {
+		nt.BeginProbation(st)
+	}
+	if retry != nil {
+		nt.Retry(*retry)
+	}
 	if i := slices.Index(c.tasks, t); i >= 0 {
 		c.tasks[i] = nt
 	}
@@ -197,7 +199,7 @@ func (c *Container) EndProbation(comp string, force bool) (remaining int) {
 			continue
 		}
 		if force || !now.Before(s.until) {
-			t.Probation.Store(false)
+			t.EndProbation()
 			delete(c.swaps, t.ID)
 			continue
 		}

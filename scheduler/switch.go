@@ -20,8 +20,9 @@ import (
 //  1. PrepareSwitch: outboxes of other components that feed a switching
 //     component hold their tuples for it and mark its tasks; the switching
 //     tasks stop once their input before the marks is executed
-//     (SwitchStopped is closed) and mark their own downstream tasks; their
-//     state can then be handed off (SwitchStates). Holds are unbounded
+//     (engine.Task.StopForSwitch) and mark their own downstream tasks
+//     before their loops end (SwitchStopped is closed once all ended);
+//     their state can then be handed off (SwitchStates). Holds are unbounded
 //     below a switching component (Outbox.Hold says why).
 //  2. Adopt: the stream manager switches to the new plan; outboxes reroute
 //     and send what they held. Every container adopts before step 3.
@@ -61,13 +62,8 @@ func (c *Container) taskExited(id uint32, err error) {
 // kick makes a running task flush soon (applying posted re-plan steps);
 // c.mu must be held.
 func (c *Container) kick(t *engine.Task) {
-	if _, gone := c.exited[t.ID]; gone {
-		return
-	}
-	if t.Spout != nil {
+	if _, gone := c.exited[t.ID]; !gone {
 		t.Poke()
-	} else if in := c.sm.Inbox(t.ID); in != nil {
-		in.Kick()
 	}
 }
 
@@ -108,7 +104,7 @@ func (c *Container) PrepareSwitch(epoch uint64, comps []int) error {
 		comp := p.Tasks[t.ID].Component
 		switches := slices.Contains(comps, comp)
 		// A switching task does not hold: it sends by the old plan until
-		// it stops and then marks its downstream tasks (markDownstream),
+		// it stops and then marks its downstream tasks (StopForSwitch),
 		// so a switching component it feeds stops after it.
 		if !switches && feeds(comp) {
 			c.sm.Outbox(t.ID).Hold(epoch, comps, !below[comp])
@@ -118,11 +114,7 @@ func (c *Container) PrepareSwitch(epoch uint64, comps []int) error {
 			continue
 		}
 		sw.waiting[t.ID] = true
-		if t.Spout != nil {
-			t.StopForSwitch()
-		} else {
-			c.sm.Inbox(t.ID).Arm(epoch)
-		}
+		t.StopForSwitch(epoch, comps)
 	}
 	if len(sw.waiting) == 0 {
 		close(sw.stopped)
@@ -186,24 +178,6 @@ func (c *Container) SwitchStates() map[uint32]*host.MemoryState {
 // container that died mid-switch never sends them, and the switch (or its
 // rollback) must go on without that ordering.
 const markDrainTimeout = 20 * time.Second
-
-// markDownstream runs on a switching task's goroutine once its loop has
-// stopped: its outbox marks every downstream task after its last batch.
-func (c *Container) markDownstream(t *engine.Task) {
-	c.mu.Lock()
-	var epoch uint64
-	var comps []int
-	if c.sw != nil {
-		epoch, comps = c.sw.epoch, c.sw.comps
-	}
-	c.mu.Unlock()
-	if epoch == 0 {
-		return
-	}
-	if err := c.sm.Outbox(t.ID).MarkDownstream(c.group.Context(), epoch, comps); err != nil {
-		c.runLog.Warn("switch marks not sent downstream", "component", t.Component, "task", t.ID, "err", err)
-	}
-}
 
 // awaitSwitchedOutput waits until every local task that reads from a
 // switching component (and does not switch itself) has queued all the

@@ -23,13 +23,7 @@ type Checkpointer interface {
 // in order with its data. A newer request replaces an older one not yet
 // taken.
 func (t *Task) RequestBarrier(id uint64) {
-	for {
-		cur := t.barrier.Load()
-		if cur >= id || t.barrier.CompareAndSwap(cur, id) {
-			break
-		}
-	}
-	t.Poke()
+	t.post(func(c *control) { c.barrier = max(c.barrier, id) }, false)
 }
 
 // checkpointTask snapshots the task for checkpoint id and forwards the
@@ -45,35 +39,20 @@ func checkpointTask(ctx context.Context, t *Task, out *counting, id uint64) erro
 		return err
 	}
 	t.Checkpoints.Save(ctx, t, id)
-	if b, ok := t.Outbox.(interface {
-		Barrier(ctx context.Context, id uint64) error
-	}); ok {
-		return busErr(ctx, t, b.Barrier(ctx, id))
-	}
-	return nil
+	return busErr(ctx, t, t.Outbox.Barrier(ctx, id))
 }
 
 // NotifyGlobal tells the task that checkpoint id is global; a component
 // that is a component.CheckpointListener hears of it at the task's next
 // loop (a spout's, or a bolt's next batch or kick).
 func (t *Task) NotifyGlobal(id uint64) {
-	for {
-		cur := t.global.Load()
-		if cur >= id || t.global.CompareAndSwap(cur, id) {
-			break
-		}
-	}
-	if t.Spout != nil {
-		t.Poke()
-	} else if k, ok := t.Inbox.(interface{ Kick() }); ok {
-		k.Kick()
-	}
+	t.post(func(c *control) { c.global = max(c.global, id) }, true)
 }
 
 // tellGlobal passes a newer global checkpoint to the component (runner
 // goroutine).
 func (t *Task) tellGlobal(ctx context.Context, out *counting) error {
-	id := t.global.Load()
+	id := t.ctl.global
 	if id <= t.told {
 		return nil
 	}
@@ -134,10 +113,10 @@ func (a *alignment) handle(t *Task, d bus.Delivery) (bool, error) {
 	}
 	var ev checkpoint.Event
 	var err error
-	switch {
-	case d.Barrier != 0:
-		ev, err = a.al.Barrier(src, d.Barrier)
-	case d.EOS:
+	switch d.Kind {
+	case bus.DeliveryBarrier:
+		ev, err = a.al.Barrier(src, d.ID)
+	case bus.DeliverySourceEnd:
 		ev, err = a.al.Finish(src)
 	default:
 		return false, nil
@@ -179,7 +158,7 @@ func (a *alignment) checkpointed() {
 // hold keeps a delivery of a blocked channel; a data batch is copied and
 // its inbox capacity (or link credit) released.
 func (a *alignment) hold(t *Task, d bus.Delivery) {
-	if d.Barrier == 0 && !d.EOS {
+	if d.Kind == bus.DeliveryData {
 		c := bus.Delivery{Batch: slices.Clone(d.Batch), SourceTask: d.SourceTask, SentAt: d.SentAt, Tuples: d.Tuples}
 		t.Inbox.Release(d)
 		d = c

@@ -2,15 +2,22 @@
 // bolt, hands the output to the task's stream-manager outbox, flushes at batch
 // boundaries (where back pressure is felt) and propagates end of stream.
 //
+// Data and control travel apart: a bolt's runner switches on the kind of
+// each bus.Delivery its inbox returns (data, a barrier, an upstream task's
+// end, the end of the input, a switch, a kick), and what other goroutines
+// ask of a task reaches its runner through the task's mailbox (control.go).
+//
 // Concurrency: each Task is owned by exactly one goroutine from Run until it
-// returns; Activate/Deactivate may be called from any goroutine.
+// returns; its methods (SetActive, StopForSwap, StopForSwitch, EndInput,
+// RequestBarrier, NotifyGlobal, BeginProbation, EndProbation, Retry, Poke)
+// may be called from any goroutine. Lock order: a task's mailbox lock is a
+// leaf; the inbox is kicked after it is released.
 package engine
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"slices"
 	"sync"
@@ -23,22 +30,31 @@ import (
 	"github.com/ardea-dev/ardea/internal/metrics"
 )
 
-// Inbox is the part of a bus inbox a bolt task reads.
+// Inbox is the part of a bus inbox a bolt task reads (*bus.Inbox).
 type Inbox interface {
 	Next(ctx context.Context) (bus.Delivery, error)
 	Release(d bus.Delivery)
 	Pending() (batches int, bytes int64)
+	Kick()
+	Arm(epoch uint64)
 }
 
-// Outbox is the part of a bus outbox a task writes.
+// Outbox is the part of a bus outbox a task writes (*bus.Outbox).
 type Outbox interface {
 	component.SpanCollector
 	Flush(ctx context.Context, force bool) error
 	Finish(ctx context.Context) error
+	Barrier(ctx context.Context, id uint64) error
+	MarkDownstream(ctx context.Context, epoch uint64, comps []int) error
 	BlockedNanos() int64
 }
 
 // Task is one spout or bolt instance wired to its stream manager.
+//
+// Its exported fields are its configuration: set before the task starts
+// (Group.Go, Run) and never changed afterwards. What other goroutines ask
+// of it while it runs goes through its methods, which post to its mailbox
+// (control.go).
 type Task struct {
 	ID        uint32
 	Component string
@@ -62,27 +78,15 @@ type Task struct {
 	// upstream tasks a bolt aligns barriers from (checkpoint.go).
 	Checkpoints Checkpointer
 	Upstream    []uint32
-	// Probation (swap.go): the task's module was just swapped in. A batch
-	// it fails on leaves no effect and ends the task with a *Trapped error
-	// holding that batch, so that the previous version can retry it.
-	Probation atomic.Bool
-	TxState   TxState
 	// DescribeTask names a task of the topology for a spout's records of
 	// failures ("component[index] version v"); nil: not named.
 	DescribeTask func(task uint32) string
-	// Retry is executed before the inbox's next batch.
-	Retry *bus.Delivery
 
 	latency atomic.Int64 // EWMA of the execute time per tuple, ns (Latency)
 
-	active   atomic.Bool
-	stopReq  atomic.Bool   // StopForSwitch was called
-	endReq   atomic.Bool   // EndInput was called
-	barrier  atomic.Uint64 // spouts: checkpoint requested by RequestBarrier
-	global   atomic.Uint64 // last global checkpoint told by NotifyGlobal
-	told     uint64        // last global checkpoint passed to the component (runner goroutine)
-	activeCh chan struct{} // closed and replaced on every state change
-	mu       sync.Mutex
+	mail mailbox // control posted by the methods (control.go)
+	ctl  control // runner goroutine only: the control it took last
+	told uint64  // runner goroutine only: last global checkpoint passed to the component
 }
 
 // SpoutAcks is the at-least-once side of a spout task (bus.SpoutAcks).
@@ -95,33 +99,6 @@ type SpoutAcks interface {
 	Available() int
 	// Pending is the number of trees without an outcome yet.
 	Pending() int
-}
-
-// Poke wakes a paused spout so that it flushes its outbox (which applies a
-// posted re-plan step). Bolts are kicked through their inbox instead.
-func (t *Task) Poke() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.activeCh != nil {
-		close(t.activeCh)
-		t.activeCh = make(chan struct{})
-	}
-}
-
-// StopForSwitch makes a spout flush and return ErrSwitched at its next
-// loop (a live re-plan of its component).
-func (t *Task) StopForSwitch() {
-	t.stopReq.Store(true)
-	t.Poke()
-}
-
-// EndInput makes a spout end its input at its next loop as if its Next
-// had returned Done: it stops emitting, waits for its pending trees and
-// finishes its stream, so that what it emitted drains (bolts ignore it).
-// A group calls it on its other spouts when one fails after a drain.
-func (t *Task) EndInput() {
-	t.endReq.Store(true)
-	t.Poke()
 }
 
 // DrainedError is the result of a spout task whose Next returned an error
@@ -150,31 +127,10 @@ func FailsAfterDrain(err error) bool {
 	return errors.As(err, &f)
 }
 
-// SetActive activates or deactivates a spout task (bolts ignore it).
-func (t *Task) SetActive(on bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.activeCh == nil {
-		t.activeCh = make(chan struct{})
-	}
-	if t.active.Swap(on) != on {
-		close(t.activeCh)
-		t.activeCh = make(chan struct{})
-	}
-}
-
-func (t *Task) changed() <-chan struct{} {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.activeCh == nil {
-		t.activeCh = make(chan struct{})
-	}
-	return t.activeCh
-}
-
-// ErrSwitched is a task's result when it stopped for a live re-plan: a
-// bolt whose inbox returned bus.ErrSwitch, or a spout told StopForSwitch.
-// It is not a failure; the task's state is ready to be handed off.
+// ErrSwitched is a task's result when it stopped for a swap (StopForSwap)
+// or a live re-plan (StopForSwitch: a spout at once, a bolt once its inbox
+// returned bus.DeliverySwitch; both marked their downstream tasks). It is
+// not a failure; the task's state is ready to be handed off.
 var ErrSwitched = errors.New("engine: task stopped for a live re-plan")
 
 // Run runs every task until all of them finished (finite input) or ctx is
@@ -391,19 +347,18 @@ func runSpout(ctx context.Context, t *Task) (err error) {
 	backoff := 50 * time.Microsecond
 	var timer *time.Timer
 	for ctx.Err() == nil {
-		if t.stopReq.Load() {
-			if err := flush(ctx, t, out, true); err != nil {
-				return err
-			}
-			return ErrSwitched
+		t.refresh()
+		if t.ctl.stop != stopNone {
+			return t.stopped(ctx, out, t.ctl.epoch)
 		}
-		if t.endReq.Load() {
+		if t.ctl.end {
 			return endStream(ctx, t, out, &res, nil)
 		}
 		if err := res.deliver(ctx, t, out); err != nil {
 			return err
 		}
-		if id := t.barrier.Swap(0); id != 0 {
+		if id := t.ctl.barrier; id != 0 {
+			t.ctl.barrier = 0
 			if err := checkpointTask(ctx, t, out, id); err != nil {
 				return err
 			}
@@ -411,14 +366,7 @@ func runSpout(ctx context.Context, t *Task) (err error) {
 		if err := t.tellGlobal(ctx, out); err != nil {
 			return err
 		}
-		if !t.active.Load() {
-			// Take the change channel, then check again: an activation
-			// after that (say, during the flush below) closes this one.
-			// Only a paused spout pays for the lock.
-			changed := t.changed()
-			if t.active.Load() {
-				continue
-			}
+		if !t.ctl.active {
 			if wasActive {
 				if err := t.Spout.Deactivate(ctx); err != nil {
 					return err
@@ -431,12 +379,17 @@ func runSpout(ctx context.Context, t *Task) (err error) {
 					return err
 				}
 			}
-			// A paused spout still hears how its trees ended (Heron too).
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-changed:
-			case <-res.ready(t):
+			// Take the mailbox's wake-up channel; if something was posted
+			// since the top of the loop (say, during the flush above), go
+			// round at once. A paused spout still hears how its trees
+			// ended (Heron too).
+			if wake, posted := t.mail.take(&t.ctl); !posted {
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-wake:
+				case <-res.ready(t):
+				}
 			}
 			// Woken by an activation or a Poke: apply what was posted.
 			if err := flush(ctx, t, out, true); err != nil {
@@ -458,11 +411,13 @@ func runSpout(ctx context.Context, t *Task) (err error) {
 				if err := flush(ctx, t, out, true); err != nil {
 					return err
 				}
-				select {
-				case <-ctx.Done():
-					return nil
-				case <-ready:
-				case <-t.changed():
+				if wake, posted := t.mail.take(&t.ctl); !posted {
+					select {
+					case <-ctx.Done():
+						return nil
+					case <-ready:
+					case <-wake:
+					}
 				}
 				continue
 			}
@@ -520,8 +475,8 @@ func endStream(ctx context.Context, t *Task, out *counting, res *outcomes, cause
 	if err := drainTrees(ctx, t, out, res); err != nil {
 		return err
 	}
-	if t.stopReq.Load() {
-		return ErrSwitched
+	if t.ctl.stop != stopNone {
+		return t.stopped(ctx, out, t.ctl.epoch)
 	}
 	if ctx.Err() != nil {
 		return nil
@@ -541,7 +496,10 @@ func drainTrees(ctx context.Context, t *Task, out *counting, res *outcomes) erro
 	if t.Acks == nil {
 		return nil
 	}
-	for ctx.Err() == nil && !t.stopReq.Load() {
+	for ctx.Err() == nil {
+		if t.refresh(); t.ctl.stop != stopNone {
+			return nil
+		}
 		ready := t.Acks.Ready()
 		if err := res.deliver(ctx, t, out); err != nil {
 			return err
@@ -558,10 +516,12 @@ func drainTrees(ctx context.Context, t *Task, out *counting, res *outcomes) erro
 			}
 			continue
 		}
-		select {
-		case <-ctx.Done():
-		case <-ready:
-		case <-t.changed():
+		if wake, posted := t.mail.take(&t.ctl); !posted {
+			select {
+			case <-ctx.Done():
+			case <-ready:
+			case <-wake:
+			}
 		}
 	}
 	return nil
@@ -671,23 +631,20 @@ func runBolt(ctx context.Context, t *Task) (err error) {
 		al = newAlignment(t)
 	}
 	for {
+		t.refresh()
 		if err := t.tellGlobal(ctx, out); err != nil {
 			return err
 		}
-		if t.stopReq.Load() && (al == nil || al.idle()) {
+		if t.ctl.stop == stopSwap && (al == nil || al.idle()) {
 			// A swap: stop at this batch boundary; the next instance takes
 			// over the same inbox, outbox and state.
-			if err := flush(ctx, t, out, true); err != nil {
-				return err
-			}
-			out.publish(t.Metrics)
-			return ErrSwitched
+			return t.stopped(ctx, out, 0)
 		}
 		var d bus.Delivery
-		var err error
 		switch {
-		case t.Retry != nil:
-			d, t.Retry = *t.Retry, nil
+		case len(t.ctl.retry) > 0:
+			d = t.ctl.retry[0]
+			t.ctl.retry = t.ctl.retry[1:]
 		case al != nil && len(al.released) > 0:
 			d = al.pop()
 		case al != nil && al.due != 0:
@@ -699,55 +656,60 @@ func runBolt(ctx context.Context, t *Task) (err error) {
 			al.checkpointed()
 			continue
 		default:
-			d, err = t.Inbox.Next(waitCtx)
+			var err error
+			if d, err = t.Inbox.Next(waitCtx); err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				if t.TickEvery > 0 && waitCtx.Err() != nil {
+					if err := t.Bolt.Tick(ctx, out); err != nil {
+						return err
+					}
+					if err := flush(ctx, t, out, true); err != nil {
+						return err
+					}
+					armTick()
+					continue
+				}
+				return busErr(ctx, t, err)
+			}
 		}
-		if err == nil && al != nil {
-			handled, herr := al.handle(t, d)
-			if herr != nil {
-				return herr
+		switch d.Kind {
+		case bus.DeliveryData, bus.DeliveryBarrier, bus.DeliverySourceEnd:
+			if al != nil {
+				handled, err := al.handle(t, d)
+				if err != nil {
+					return err
+				}
+				if handled {
+					continue
+				}
 			}
-			if handled {
-				continue
+			if d.Kind != bus.DeliveryData {
+				continue // a marker with no alignment to take it
 			}
+		case bus.DeliveryEnd:
+			if err := t.Bolt.Finish(ctx, out); err != nil {
+				return err
+			}
+			out.publish(t.Metrics)
+			return busErr(ctx, t, t.Outbox.Finish(ctx))
+		case bus.DeliveryKick:
+			// Apply a posted re-plan step; the loop takes the mail.
+			if err := flush(ctx, t, out, true); err != nil {
+				return err
+			}
+			continue
+		case bus.DeliverySwitch:
+			t.refresh() // the switching components (StopForSwitch)
+			return t.stopped(ctx, out, d.ID)
+		default:
+			return fmt.Errorf("component %s task %d: a delivery of unknown kind %v", t.Component, t.ID, d.Kind)
 		}
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				if err := t.Bolt.Finish(ctx, out); err != nil {
-					return err
-				}
-				out.publish(t.Metrics)
-				return busErr(ctx, t, t.Outbox.Finish(ctx))
-			}
-			if ctx.Err() != nil {
-				return nil
-			}
-			if errors.Is(err, bus.ErrKicked) {
-				if err := flush(ctx, t, out, true); err != nil {
-					return err
-				}
-				continue
-			}
-			if errors.Is(err, bus.ErrSwitch) {
-				if err := flush(ctx, t, out, true); err != nil {
-					return err
-				}
-				out.publish(t.Metrics)
-				return ErrSwitched
-			}
-			if t.TickEvery > 0 && waitCtx.Err() != nil {
-				if err := t.Bolt.Tick(ctx, out); err != nil {
-					return err
-				}
-				if err := flush(ctx, t, out, true); err != nil {
-					return err
-				}
-				armTick()
-				continue
-			}
-			return busErr(ctx, t, err)
-		}
+		t.refresh() // probation may have ended while the runner waited
 		start := time.Now()
-		if t.Probation.Load() {
+		var err error
+		if t.ctl.probation {
 			err = executeTx(ctx, t, d, out)
 		} else {
 			err = t.Bolt.Execute(ctx, d.Batch, out)

@@ -40,18 +40,19 @@ func (a *alignment) idle() bool {
 // executeTx runs one batch with no effect unless it succeeds: state writes
 // go through a transaction and output is buffered, then passed on.
 func executeTx(ctx context.Context, t *Task, d bus.Delivery, out *counting) error {
-	if t.TxState != nil {
-		t.TxState.Begin()
+	tx := t.ctl.tx
+	if tx != nil {
+		tx.Begin()
 	}
 	var buf txCollector
 	if err := t.Bolt.Execute(ctx, d.Batch, &buf); err != nil {
-		if t.TxState != nil {
-			t.TxState.Rollback()
+		if tx != nil {
+			tx.Rollback()
 		}
 		return &Trapped{Delivery: d, Err: err}
 	}
-	if t.TxState != nil {
-		t.TxState.Commit()
+	if tx != nil {
+		tx.Commit()
 	}
 	return buf.replay(out)
 }

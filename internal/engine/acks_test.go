@@ -18,6 +18,7 @@ import (
 	"github.com/ardea-dev/ardea/internal/engine"
 	"github.com/ardea-dev/ardea/internal/metrics"
 	"github.com/ardea-dev/ardea/internal/plan"
+	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/internal/tuple"
 	"github.com/ardea-dev/ardea/scheduler"
 )
@@ -279,7 +280,7 @@ func TestPoisonKeyDoesNotBlockOthers(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- engine.Run(ctx, []*engine.Task{src, sink}, slog.New(slog.DiscardHandler)) }()
 	good := int64(n - n/10)
-	waitFor(t, "every good message acked and the bad ones replayed", func() bool {
+	testutil.Eventually(t, "every good message acked and the bad ones replayed", func() bool {
 		return reg.Component("src").Acked.Load() == good && bolt.fails.Load() > 3*n/10
 	})
 	cancel()

@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/engine"
 	"github.com/ardea-dev/ardea/internal/metrics"
+	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/internal/tuple"
 	"github.com/ardea-dev/ardea/scheduler"
 )
@@ -65,17 +65,6 @@ func (b *countBolt) Tick(context.Context, component.Collector) error   { return 
 func (b *countBolt) Finish(context.Context, component.Collector) error { return nil }
 func (b *countBolt) Close(ctx context.Context) error                   { return nil }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 // TestDeactivateActivate: a deactivated spout gets Deactivate once and
 // no Next until it is activated again; its downstream keeps running.
 func TestDeactivateActivate(t *testing.T) {
@@ -120,12 +109,12 @@ func TestDeactivateActivate(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- engine.Run(ctx, []*engine.Task{src, sink}, slog.New(slog.DiscardHandler)) }()
 
-	waitFor(t, "tuples to reach the bolt", func() bool { return bolt.tuples.Load() > 10 })
+	testutil.Eventually(t, "tuples to reach the bolt", func() bool { return bolt.tuples.Load() > 10 })
 	src.SetActive(false)
-	waitFor(t, "Deactivate", func() bool { return spout.deactivations.Load() == 1 })
+	testutil.Eventually(t, "Deactivate", func() bool { return spout.deactivations.Load() == 1 })
 	src.SetActive(false) // no second Deactivate for the same state
 	src.SetActive(true)
-	waitFor(t, "Activate and more Next calls", func() bool {
+	testutil.Eventually(t, "Activate and more Next calls", func() bool {
 		return spout.activations.Load() == 1 && spout.nexts.Load() > 0 && bolt.tuples.Load() > 20
 	})
 	cancel()

@@ -14,6 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/tuple"
 )
@@ -36,17 +37,16 @@ import (
 // after flush_interval has passed since the last flush.
 
 func init() {
-	Register(Spec{
+	register(plugin.RegisterBolt(plugin.Spec{
 		Name:    "file",
-		Kind:    KindBolt,
 		Summary: "Writes every input tuple as a line of a file (tab-separated or JSON lines).",
-		Fields: []FieldSpec{
-			{Name: "path", Type: TypePath, Required: true, Doc: "file to write; task i of p > 1 writes <path>.<i>; relative to the topology file's directory"},
-			{Name: "format", Type: TypeEnum, Default: "tsv", Enum: []string{"tsv", "json"}, Doc: "tsv: tab-separated fields; json: one object per line keyed by field name"},
-			{Name: "flush_interval", Type: TypeDuration, Default: "1s", Min: "1ms", Doc: "longest time buffered output waits before it is written (checked on each batch and tick)"},
-			{Name: "append", Type: TypeBool, Default: "false", Doc: "append to an existing file instead of truncating it"},
+		Fields: []plugin.Field{
+			{Name: "path", Type: plugin.TypePath, Required: true, Doc: "file to write; task i of p > 1 writes <path>.<i>; relative to the topology file's directory"},
+			{Name: "format", Type: plugin.TypeEnum, Default: "tsv", Enum: []string{"tsv", "json"}, Doc: "tsv: tab-separated fields; json: one object per line keyed by field name"},
+			{Name: "flush_interval", Type: plugin.TypeDuration, Default: "1s", Min: "1ms", Doc: "longest time buffered output waits before it is written (checked on each batch and tick)"},
+			{Name: "append", Type: plugin.TypeBool, Default: "false", Doc: "append to an existing file instead of truncating it"},
 		},
-	}, BoltFactory(newFileSink))
+	}, newFileSink))
 }
 
 const fileSinkBuffer = 256 << 10
@@ -79,14 +79,19 @@ type fileSink struct {
 	tracked []uint64 // at least once: tuple ids of the batch, acked once written
 }
 
-func newFileSink(cfg Config) (component.Bolt, error) {
-	return &fileSink{
-		path:     cfg.String("path"),
-		json:     cfg.String("format") == "json",
-		interval: cfg.Duration("flush_interval"),
-		append:   cfg.Bool("append"),
+func newFileSink(cfg plugin.Config) (component.Bolt, error) {
+	r := cfg.Reader()
+	s := &fileSink{
+		path:     r.String("path"),
+		json:     r.String("format") == "json",
+		interval: r.Duration("flush_interval"),
+		append:   r.Bool("append"),
 		now:      time.Now,
-	}, nil
+	}
+	if err := r.Err(); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // sinkPath is the file a task writes.

@@ -21,30 +21,66 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	ardea "github.com/ardea-dev/ardea"
+	"github.com/ardea-dev/ardea/connectors/plugin"
 )
 
 // Dead letters: records a spout gave up on after max_retries failed tuple
 // trees, kept where the spout's config says (a file for builtin:file, a
 // topic for builtin:kafka and builtin:pulsar, a subject for
-// builtin:jetstream). DeadLetters lists those not
-// yet replayed; ReplayDeadLetters sends them back to the spout's source,
-// where the running topology reads them again, and marks them replayed:
-// Kafka by the committed offset of group "<group>-dlq" on the dead-letter
-// topic, Pulsar by acking them on subscription "ardea-dlq", JetStream by
-// acking them on durable consumer "ardea-dlq-<hash of the subject>".
+// builtin:jetstream). The spouts write them; the dead-letter destinations
+// registered here under the spouts' names list those not yet replayed and
+// replay them: send them back to the spout's source, where the running
+// topology reads them again, and mark them replayed (Kafka by the
+// committed offset of group "<group>-dlq" on the dead-letter topic,
+// Pulsar by acking them on subscription "ardea-dlq", JetStream by acking
+// them on durable consumer "ardea-dlq-<hash of the subject>", a file by
+// emptying it).
 
-// DeadLetter is one given-up record.
-type DeadLetter struct {
-	Component   string `json:"component"`
-	Destination string `json:"destination"` // file:<path>, kafka:<topic>, pulsar:<topic>, jetstream:<subject>
-	Source      string `json:"source"`      // where it was read: line number, topic/partition/offset, message id
-	Failures    int    `json:"failures,omitempty"`
-	Error       string `json:"error,omitempty"`
-	Value       string `json:"value"`
+func init() {
+	register(plugin.RegisterDeadLetter(plugin.Spec{
+		Name:    "file",
+		Summary: "The dead-letter file of builtin:file: one JSON object per line (line number, topology, component, failures, error, value). Replay appends the values to the input file (a spout still reading it picks them up at its end) and empties the dead-letter file.",
+		Fields: []plugin.Field{
+			{Name: "path", Type: plugin.TypePath, Required: true, Doc: "the spout's input file, where replayed lines are appended"},
+			{Name: "dead_letter", Type: plugin.TypePath, Doc: "the dead-letter file; unset: the spout keeps no dead letters"},
+		},
+	}, newFileDeadLetters))
+	register(plugin.RegisterDeadLetter(plugin.Spec{
+		Name:    "kafka",
+		Summary: "The dead-letter topic of builtin:kafka, headers ardea-source (topic/partition/offset), ardea-failures and ardea-error. Listing reads it from the offsets group <group>-dlq committed; replay produces each record to its source topic and commits the topic's end for that group.",
+		Fields: []plugin.Field{
+			{Name: "brokers", Type: plugin.TypeString, Required: true, Doc: "comma-separated seed brokers (host:port)"},
+			{Name: "group", Type: plugin.TypeString, Doc: "the spout's consumer group; replays are tracked by group <group>-dlq; empty: ardea-<topology>-<component>"},
+			{Name: "dead_letter_topic", Type: plugin.TypeString, Doc: "the dead-letter topic; unset: the spout keeps no dead letters"},
+		},
+	}, newKafkaDeadLetters))
+	register(plugin.RegisterDeadLetter(plugin.Spec{
+		Name:    "pulsar",
+		Summary: "The dead-letter topic of builtin:pulsar (Pulsar's dead-letter policy: properties REAL_TOPIC and ORIGIN_MESSAGE_ID; oversized messages with ardea-error), read on subscription ardea-dlq. Replay sends each message to REAL_TOPIC and acks it.",
+		Fields: []plugin.Field{
+			{Name: "url", Type: plugin.TypeString, Required: true, Doc: "service URL (pulsar://host:6650)"},
+			{Name: "max_retries", Type: plugin.TypeInt, Default: "0", Min: "0", Doc: "deliveries before a message became a dead letter (reported as its failures)"},
+			{Name: "dead_letter_topic", Type: plugin.TypeString, Doc: "the dead-letter topic; unset: the spout keeps no dead letters"},
+		},
+	}, newPulsarDeadLetters))
+	register(plugin.RegisterDeadLetter(plugin.Spec{
+		Name:    "jetstream",
+		Summary: "The dead-letter subject of builtin:jetstream (headers Ardea-Subject, Ardea-Source, Ardea-Failures, Ardea-Error), read from the stream that captures it after the ack floor of durable consumer ardea-dlq-<hash>. Replay publishes each message to its Ardea-Subject and acks it on that consumer.",
+		Fields: []plugin.Field{
+			{Name: "url", Type: plugin.TypeString, Required: true, Doc: "NATS server URL"},
+			{Name: "dead_letter_subject", Type: plugin.TypeString, Doc: "the dead-letter subject; unset: the spout keeps no dead letters"},
+		},
+	}, newJetStreamDeadLetters))
 }
 
-// ErrNoDeadLetters is returned for a component that keeps no dead letters.
-var ErrNoDeadLetters = errors.New("keeps no dead letters")
+// DeadLetter is one given-up record (plugin.DeadLetter).
+type DeadLetter = plugin.DeadLetter
+
+// ErrNoDeadLetters is returned (wrapped) for a component that keeps no
+// dead letters.
+var ErrNoDeadLetters = plugin.ErrNoDeadLetters
 
 // DeadLetters lists the dead letters of one spout (module builtin:<name>
 // with config cfg; relative paths already resolved) not yet replayed.
@@ -60,42 +96,108 @@ func ReplayDeadLetters(ctx context.Context, topology, component, module string, 
 }
 
 func deadLetters(ctx context.Context, topology, component, module string, cfg map[string]string, replay bool) ([]DeadLetter, error) {
-	name, ok := strings.CutPrefix(module, "builtin:")
+	name, ok := strings.CutPrefix(module, ardea.BuiltinPrefix)
 	if !ok {
 		return nil, fmt.Errorf("component %q: %w (dead letters are kept by built-in spouts)", component, ErrNoDeadLetters)
 	}
-	_, c, err := build(KindSpout, name, cfg)
+	e, err := env()
 	if err != nil {
+		return nil, err
+	}
+	st, err := e.NewDeadLetterStore(name, plugin.DeadLetterOwner{Topology: topology, Component: component}, cfg)
+	if err != nil {
+		if ce := (*plugin.ConfigError)(nil); errors.As(err, &ce) && ce.Component == component {
+			return nil, err // names the component already
+		}
 		return nil, fmt.Errorf("component %q: %w", component, err)
 	}
 	var dl []DeadLetter
-	switch name {
-	case "file":
-		dl, err = fileDeadLetters(component, c, replay)
-	case "kafka":
-		dl, err = kafkaDeadLetters(ctx, topology, component, c, replay)
-	case "pulsar":
-		dl, err = pulsarDeadLetters(ctx, component, c, replay)
-	case "jetstream":
-		dl, err = jetStreamDeadLetters(ctx, component, c, replay)
-	default:
-		return nil, fmt.Errorf("component %q (%s): %w", component, module, ErrNoDeadLetters)
+	if replay {
+		dl, err = st.Replay(ctx)
+	} else {
+		dl, err = st.List(ctx)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("component %q: dead letters: %w", component, err)
+		return nil, fmt.Errorf("component %q (%s): dead letters: %w", component, module, err)
 	}
 	return dl, nil
+}
+
+// deadLetterStore is a store from one function (replay: send them back).
+type deadLetterStore func(ctx context.Context, replay bool) ([]DeadLetter, error)
+
+func (f deadLetterStore) List(ctx context.Context) ([]DeadLetter, error)   { return f(ctx, false) }
+func (f deadLetterStore) Replay(ctx context.Context) ([]DeadLetter, error) { return f(ctx, true) }
+
+// noDestination is the error of a spout config without a destination.
+func noDestination(field string) error {
+	return fmt.Errorf("config %q unset: %w", field, ErrNoDeadLetters)
+}
+
+func newFileDeadLetters(cfg plugin.Config, owner plugin.DeadLetterOwner) (plugin.DeadLetterStore, error) {
+	r := cfg.Reader()
+	path, dead := r.String("path"), r.String("dead_letter")
+	if err := r.Err(); err != nil {
+		return nil, err
+	}
+	if dead == "" {
+		return nil, noDestination("dead_letter")
+	}
+	return deadLetterStore(func(_ context.Context, replay bool) ([]DeadLetter, error) {
+		return fileDeadLetters(owner.Component, path, dead, replay)
+	}), nil
+}
+
+func newKafkaDeadLetters(cfg plugin.Config, owner plugin.DeadLetterOwner) (plugin.DeadLetterStore, error) {
+	r := cfg.Reader()
+	brokers, group, topic := r.String("brokers"), r.String("group"), r.String("dead_letter_topic")
+	if err := r.Err(); err != nil {
+		return nil, err
+	}
+	if topic == "" {
+		return nil, noDestination("dead_letter_topic")
+	}
+	if group == "" {
+		group = "ardea-" + owner.Topology + "-" + owner.Component
+	}
+	return deadLetterStore(func(ctx context.Context, replay bool) ([]DeadLetter, error) {
+		return kafkaDeadLetters(ctx, owner.Component, brokers, group+"-dlq", topic, replay)
+	}), nil
+}
+
+func newPulsarDeadLetters(cfg plugin.Config, owner plugin.DeadLetterOwner) (plugin.DeadLetterStore, error) {
+	r := cfg.Reader()
+	url, topic, failures := r.String("url"), r.String("dead_letter_topic"), int(r.Int("max_retries"))
+	if err := r.Err(); err != nil {
+		return nil, err
+	}
+	if topic == "" {
+		return nil, noDestination("dead_letter_topic")
+	}
+	return deadLetterStore(func(ctx context.Context, replay bool) ([]DeadLetter, error) {
+		return pulsarDeadLetters(ctx, owner.Component, url, topic, failures, replay)
+	}), nil
+}
+
+func newJetStreamDeadLetters(cfg plugin.Config, owner plugin.DeadLetterOwner) (plugin.DeadLetterStore, error) {
+	r := cfg.Reader()
+	url, subj := r.String("url"), r.String("dead_letter_subject")
+	if err := r.Err(); err != nil {
+		return nil, err
+	}
+	if subj == "" {
+		return nil, noDestination("dead_letter_subject")
+	}
+	return deadLetterStore(func(ctx context.Context, replay bool) ([]DeadLetter, error) {
+		return jetStreamDeadLetters(ctx, owner.Component, url, subj, replay)
+	}), nil
 }
 
 // fileDeadLetters reads the dead-letter file (a JSON object per line).
 // Replaying appends the lines to the spout's input file (a spout reading
 // it still running picks them up at the end) and empties the dead-letter
 // file.
-func fileDeadLetters(component string, c Config, replay bool) ([]DeadLetter, error) {
-	path := c.String("dead_letter")
-	if path == "" {
-		return nil, fmt.Errorf("config %q unset: %w", "dead_letter", ErrNoDeadLetters)
-	}
+func fileDeadLetters(component, input, path string, replay bool) ([]DeadLetter, error) {
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -114,7 +216,7 @@ func fileDeadLetters(component string, c Config, replay bool) ([]DeadLetter, err
 			if err := json.Unmarshal(b, &d); err != nil {
 				return nil, fmt.Errorf("%s:%d: not a dead letter: %w", path, n, err)
 			}
-			out = append(out, DeadLetter{Component: component, Destination: "file:" + path, Source: c.String("path") + ":" + strconv.FormatUint(d.Line, 10),
+			out = append(out, DeadLetter{Component: component, Destination: "file:" + path, Source: input + ":" + strconv.FormatUint(d.Line, 10),
 				Failures: d.Failures, Error: d.Error, Value: d.Value})
 		}
 		if err == io.EOF {
@@ -127,7 +229,7 @@ func fileDeadLetters(component string, c Config, replay bool) ([]DeadLetter, err
 	if !replay || len(out) == 0 {
 		return out, nil
 	}
-	in, err := os.OpenFile(c.String("path"), os.O_WRONLY|os.O_APPEND, 0)
+	in, err := os.OpenFile(input, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -145,18 +247,11 @@ func fileDeadLetters(component string, c Config, replay bool) ([]DeadLetter, err
 	return out, os.Truncate(path, 0)
 }
 
-func kafkaDeadLetters(ctx context.Context, topology, component string, c Config, replay bool) ([]DeadLetter, error) {
-	topic := c.String("dead_letter_topic")
-	if topic == "" {
-		return nil, fmt.Errorf("config %q unset: %w", "dead_letter_topic", ErrNoDeadLetters)
-	}
-	group := c.String("group")
-	if group == "" {
-		group = "ardea-" + topology + "-" + component
-	}
-	group += "-dlq"
+// kafkaDeadLetters reads topic from the offsets group committed; replaying
+// produces each record to its source topic and commits the topic's end.
+func kafkaDeadLetters(ctx context.Context, component, brokers, group, topic string, replay bool) ([]DeadLetter, error) {
 	// Dead letters are produced outside transactions: offsets are dense.
-	cl, err := kgo.NewClient(kgo.SeedBrokers(splitList(c.String("brokers"))...))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(splitList(brokers)...))
 	if err != nil {
 		return nil, err
 	}
@@ -255,12 +350,8 @@ func kafkaDeadLetters(ctx context.Context, topology, component string, c Config,
 // pulsarDeadLetters reads the dead-letter topic on subscription ardea-dlq:
 // listing leaves the messages there, replaying sends each to the topic it
 // came from and acks it.
-func pulsarDeadLetters(ctx context.Context, component string, c Config, replay bool) ([]DeadLetter, error) {
-	topic := c.String("dead_letter_topic")
-	if topic == "" {
-		return nil, fmt.Errorf("config %q unset: %w", "dead_letter_topic", ErrNoDeadLetters)
-	}
-	client, err := pulsarClient(c.String("url"), slog.New(slog.DiscardHandler))
+func pulsarDeadLetters(ctx context.Context, component, url, topic string, failures int, replay bool) ([]DeadLetter, error) {
+	client, err := pulsarClient(url, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return nil, err
 	}
@@ -291,7 +382,7 @@ func pulsarDeadLetters(ctx context.Context, component string, c Config, replay b
 		}
 		props := m.Properties()
 		d := DeadLetter{Component: component, Destination: "pulsar:" + topic, Value: string(m.Payload()),
-			Source: props["REAL_TOPIC"] + " " + props["ORIGIN_MESSAGE_ID"], Failures: int(c.Int("max_retries"))}
+			Source: props["REAL_TOPIC"] + " " + props["ORIGIN_MESSAGE_ID"], Failures: failures}
 		if e, ok := props["ardea-error"]; ok { // an oversized message, never delivered
 			d.Error, d.Failures = e, 0
 		}
@@ -322,12 +413,8 @@ func pulsarDeadLetters(ctx context.Context, component string, c Config, replay b
 // jetStreamDeadLetters reads the dead-letter subject from the stream that
 // captures it: listing from after the ardea-dlq consumer's ack floor,
 // replaying through that consumer (publish to Ardea-Subject, then ack).
-func jetStreamDeadLetters(ctx context.Context, component string, c Config, replay bool) ([]DeadLetter, error) {
-	subj := c.String("dead_letter_subject")
-	if subj == "" {
-		return nil, fmt.Errorf("config %q unset: %w", "dead_letter_subject", ErrNoDeadLetters)
-	}
-	nc, err := nats.Connect(c.String("url"), nats.Name("ardea dlq"))
+func jetStreamDeadLetters(ctx context.Context, component, url, subj string, replay bool) ([]DeadLetter, error) {
+	nc, err := nats.Connect(url, nats.Name("ardea dlq"))
 	if err != nil {
 		return nil, err
 	}

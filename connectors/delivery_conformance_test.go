@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/tuple"
 )
@@ -41,7 +42,7 @@ var sources = map[string]func(t *testing.T) sourceFixture{
 func openSource(t *testing.T, name string, cfg map[string]string, acking bool, st *memState, metrics ...map[string]int64) component.Spout {
 	t.Helper()
 	name, _, _ = strings.Cut(name, "/")
-	spec, _ := Lookup(KindSpout, name)
+	spec, _ := plugin.Default().Lookup(plugin.KindSpout, name)
 	s, err := NewSpout(name, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -226,58 +227,4 @@ func seenAll(seen map[string]int) []struct{} {
 		n += c
 	}
 	return make([]struct{}, n)
-}
-
-// TestSinkOutcomeConformance: at least once, every sink gives each tracked
-// input tuple exactly one outcome (ack once written, or fail), for good
-// tuples and tuples of another shape alike, and keeps going.
-func TestSinkOutcomeConformance(t *testing.T) {
-	for _, spec := range Specs() {
-		if spec.Kind != KindBolt || fixtures["bolt:"+spec.Name] == nil {
-			continue
-		}
-		t.Run(spec.Name, func(t *testing.T) {
-			for _, fx := range fixtures["bolt:"+spec.Name](t, t.TempDir()) {
-				t.Run(fx.name, func(t *testing.T) {
-					b, err := NewBolt(spec.Name, fx.cfg)
-					if err != nil {
-						t.Fatal(err)
-					}
-					ctx := taskContext("c", 0, 1, fx.cfg, spec.Outputs, conformanceInputs)
-					ctx.Acking = true
-					out := &recorder{}
-					if err := b.Prepare(context.Background(), ctx, out); err != nil {
-						t.Fatal(err)
-					}
-					defer b.Close(context.Background())
-					var w tuple.BatchWriter
-					w.Reset()
-					const n = 40
-					for i := range n {
-						vals := tuple.AppendValues(nil, tuple.Str(fmt.Sprintf("w%d", i)), tuple.Int(int64(i)), tuple.Float(0.5),
-							tuple.Boolean(true), tuple.Bin([]byte{1}), tuple.NullValue())
-						if i%10 == 3 {
-							vals = tuple.AppendValues(nil, tuple.Str("short")) // another shape
-						}
-						w.Append(0, 7, uint64(i+1), vals)
-					}
-					if err := b.Execute(context.Background(), w.Buf, out); err != nil {
-						t.Fatal(err)
-					}
-					seen := map[uint64]int{}
-					for _, id := range append(append([]uint64{}, out.acks...), out.fails...) {
-						seen[id]++
-					}
-					for id := uint64(1); id <= n; id++ {
-						if seen[id] != 1 {
-							t.Errorf("tuple %d got %d outcomes, want 1 (acks %v fails %v)", id, seen[id], out.acks, out.fails)
-						}
-					}
-					if len(out.acks) < n-4 {
-						t.Errorf("only %d of %d well-formed tuples acked", len(out.acks), n-4)
-					}
-				})
-			}
-		})
-	}
 }

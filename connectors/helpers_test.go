@@ -3,7 +3,6 @@ package connectors
 import (
 	"bytes"
 	"context"
-	"flag"
 	"log/slog"
 	"os"
 	"sort"
@@ -14,8 +13,6 @@ import (
 	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/tuple"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 // recorder is a Collector that keeps copies of what it is given, like the
 // runner's collector does.

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/tuple"
 )
@@ -30,32 +31,30 @@ import (
 // fails fails its tuple).
 
 func init() {
-	Register(Spec{
+	register(plugin.RegisterSpout(plugin.Spec{
 		Name:    "jetstream",
-		Kind:    KindSpout,
 		Summary: "Reads a NATS JetStream stream through a durable pull consumer; acks on tuple-tree completion (at least once), naks on failure.",
-		Fields: []FieldSpec{
-			{Name: "url", Type: TypeString, Required: true, Doc: "NATS server URL"},
-			{Name: "stream", Type: TypeString, Required: true, Doc: "JetStream stream to read"},
-			{Name: "subject", Type: TypeString, Default: "", Doc: "only messages on this subject (wildcards allowed); empty: all of the stream"},
-			{Name: "durable", Type: TypeString, Default: "", Doc: "durable consumer name; empty: ardea-<topology>-<component>"},
-			{Name: "batch", Type: TypeInt, Default: "256", Min: "1", Doc: "most messages fetched at once"},
-			{Name: "ack_wait", Type: TypeDuration, Default: "30s", Min: "1ms", Doc: "JetStream redelivers a message not acked within this"},
-			{Name: "max_retries", Type: TypeInt, Default: "0", Min: "0", Doc: "at least once: a message delivered this many times whose tree fails goes to dead_letter_subject; 0 = redeliver forever"},
-			{Name: "dead_letter_subject", Type: TypeString, Default: "", Doc: "subject (captured by a JetStream stream) that receives the messages given up, with headers saying where they came from; required with max_retries"},
+		Fields: []plugin.Field{
+			{Name: "url", Type: plugin.TypeString, Required: true, Doc: "NATS server URL"},
+			{Name: "stream", Type: plugin.TypeString, Required: true, Doc: "JetStream stream to read"},
+			{Name: "subject", Type: plugin.TypeString, Default: "", Doc: "only messages on this subject (wildcards allowed); empty: all of the stream"},
+			{Name: "durable", Type: plugin.TypeString, Default: "", Doc: "durable consumer name; empty: ardea-<topology>-<component>"},
+			{Name: "batch", Type: plugin.TypeInt, Default: "256", Min: "1", Doc: "most messages fetched at once"},
+			{Name: "ack_wait", Type: plugin.TypeDuration, Default: "30s", Min: "1ms", Doc: "JetStream redelivers a message not acked within this"},
+			{Name: "max_retries", Type: plugin.TypeInt, Default: "0", Min: "0", Doc: "at least once: a message delivered this many times whose tree fails goes to dead_letter_subject; 0 = redeliver forever"},
+			{Name: "dead_letter_subject", Type: plugin.TypeString, Default: "", Doc: "subject (captured by a JetStream stream) that receives the messages given up, with headers saying where they came from; required with max_retries"},
 		},
 		Outputs: map[string][]string{"default": {"subject", "data"}},
-	}, SpoutFactory(newJetStreamSpout))
-	Register(Spec{
+	}, newJetStreamSpout))
+	register(plugin.RegisterBolt(plugin.Spec{
 		Name:    "jetstream",
-		Kind:    KindBolt,
 		Summary: "Publishes every tuple to a NATS JetStream subject as a JSON object; acks tuples once JetStream stored them.",
-		Fields: []FieldSpec{
-			{Name: "url", Type: TypeString, Required: true, Doc: "NATS server URL"},
-			{Name: "subject", Type: TypeString, Required: true, Doc: "subject to publish to (a stream must capture it)"},
-			{Name: "timeout", Type: TypeDuration, Default: "10s", Min: "1ms", Doc: "how long a batch waits for JetStream's acknowledgements"},
+		Fields: []plugin.Field{
+			{Name: "url", Type: plugin.TypeString, Required: true, Doc: "NATS server URL"},
+			{Name: "subject", Type: plugin.TypeString, Required: true, Doc: "subject to publish to (a stream must capture it)"},
+			{Name: "timeout", Type: plugin.TypeDuration, Default: "10s", Min: "1ms", Doc: "how long a batch waits for JetStream's acknowledgements"},
 		},
-	}, BoltFactory(newJetStreamSink))
+	}, newJetStreamSink))
 }
 
 type jsSpout struct {
@@ -86,11 +85,15 @@ type jsSpout struct {
 	failed error
 }
 
-func newJetStreamSpout(cfg Config) (component.Spout, error) {
-	s := &jsSpout{url: cfg.String("url"), stream: cfg.String("stream"), subject: cfg.String("subject"),
-		durable: cfg.String("durable"), batch: int(cfg.Int("batch")), ackWait: cfg.Duration("ack_wait"),
-		maxRetries: int(cfg.Int("max_retries")), dlq: cfg.String("dead_letter_subject")}
-	s.maxTuple, s.tupleSetting = cfg.tupleLimit()
+func newJetStreamSpout(cfg plugin.Config) (component.Spout, error) {
+	r := cfg.Reader()
+	s := &jsSpout{url: r.String("url"), stream: r.String("stream"), subject: r.String("subject"),
+		durable: r.String("durable"), batch: int(r.Int("batch")), ackWait: r.Duration("ack_wait"),
+		maxRetries: int(r.Int("max_retries")), dlq: r.String("dead_letter_subject")}
+	s.maxTuple, s.tupleSetting = r.TupleLimit()
+	if err := r.Err(); err != nil {
+		return nil, err
+	}
 	if s.maxRetries > 0 && s.dlq == "" {
 		return nil, errors.New(`config "max_retries": needs "dead_letter_subject", the subject that receives the messages given up`)
 	}
@@ -323,8 +326,13 @@ type jsSink struct {
 	futures []jetstream.PubAckFuture
 }
 
-func newJetStreamSink(cfg Config) (component.Bolt, error) {
-	return &jsSink{url: cfg.String("url"), subject: cfg.String("subject"), timeout: cfg.Duration("timeout")}, nil
+func newJetStreamSink(cfg plugin.Config) (component.Bolt, error) {
+	r := cfg.Reader()
+	s := &jsSink{url: r.String("url"), subject: r.String("subject"), timeout: r.Duration("timeout")}
+	if err := r.Err(); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 func (s *jsSink) errorf(format string, args ...any) error {

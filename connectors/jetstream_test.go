@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ardea-dev/ardea/bus"
+	"github.com/ardea-dev/ardea/connectors/plugin/conformance"
 	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/tuple"
 )
@@ -274,5 +275,27 @@ func TestJetStreamDeadLetters(t *testing.T) {
 	next("m1") // back from the replay
 	if dl, err := DeadLetters(ctx, "test", "c", "builtin:jetstream", cfg); err != nil || len(dl) != 0 {
 		t.Fatalf("DeadLetters after the replay = %+v, %v", dl, err)
+	}
+}
+
+func init() {
+	deadLetterFixtures["jetstream"] = func(t *testing.T) conformance.DeadLetterFixture {
+		url, js := jetStreamServer(t, 0)
+		if _, err := js.CreateStream(t.Context(), jetstream.StreamConfig{Name: "DLQ", Subjects: []string{"dlq.>"}}); err != nil {
+			t.Fatal(err)
+		}
+		cfg := map[string]string{"url": url, "stream": "S", "durable": "dl", "ack_wait": "200ms", "max_retries": "1"}
+		return conformance.DeadLetterFixture{Name: "embedded",
+			Config:        with(cfg, "dead_letter_subject", "dlq.s"),
+			NoDestination: cfg,
+			Feed: func(t *testing.T, p []string) {
+				for _, v := range p {
+					if _, err := js.Publish(t.Context(), "s.x", []byte(v)); err != nil {
+						t.Fatal(err)
+					}
+				}
+			},
+			Payload: func(v []tuple.Value) string { return string(v[1].B) },
+		}
 	}
 }

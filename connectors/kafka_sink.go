@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 
+	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/tuple"
 )
@@ -39,20 +40,19 @@ import (
 // at most one interval's output (plus any not yet committed).
 
 func init() {
-	Register(Spec{
+	register(plugin.RegisterBolt(plugin.Spec{
 		Name:    "kafka",
-		Kind:    KindBolt,
 		Summary: "Produces tuples to Kafka (franz-go): idempotent; transactional and exactly once with effectively-once checkpoints.",
-		Fields: []FieldSpec{
-			{Name: "brokers", Type: TypeString, Required: true, Doc: "comma-separated seed brokers (host:port)"},
-			{Name: "topic", Type: TypeString, Default: "", Doc: "topic to produce to (required unless topic_field)"},
-			{Name: "topic_field", Type: TypeString, Default: "", Doc: "input field holding each record's topic"},
-			{Name: "key_field", Type: TypeString, Default: "", Doc: "input field used as the record key (Kafka partitions by it); empty: no key"},
-			{Name: "value_field", Type: TypeString, Default: "", Doc: "input field used as the record value; empty: a JSON object of every field"},
-			{Name: "transactional_id", Type: TypeString, Default: "", Doc: "effectively once: prefix of the transactional ids (one per task); empty: ardea-<topology>-<component>"},
-			{Name: "timeout", Type: TypeDuration, Default: "30s", Min: "1ms", Doc: "how long a batch (or a transaction) waits for Kafka"},
+		Fields: []plugin.Field{
+			{Name: "brokers", Type: plugin.TypeString, Required: true, Doc: "comma-separated seed brokers (host:port)"},
+			{Name: "topic", Type: plugin.TypeString, Default: "", Doc: "topic to produce to (required unless topic_field)"},
+			{Name: "topic_field", Type: plugin.TypeString, Default: "", Doc: "input field holding each record's topic"},
+			{Name: "key_field", Type: plugin.TypeString, Default: "", Doc: "input field used as the record key (Kafka partitions by it); empty: no key"},
+			{Name: "value_field", Type: plugin.TypeString, Default: "", Doc: "input field used as the record value; empty: a JSON object of every field"},
+			{Name: "transactional_id", Type: plugin.TypeString, Default: "", Doc: "effectively once: prefix of the transactional ids (one per task); empty: ardea-<topology>-<component>"},
+			{Name: "timeout", Type: plugin.TypeDuration, Default: "30s", Min: "1ms", Doc: "how long a batch (or a transaction) waits for Kafka"},
 		},
-	}, BoltFactory(newKafkaSink))
+	}, newKafkaSink))
 }
 
 type kafkaSink struct {
@@ -82,10 +82,14 @@ type kafkaSink struct {
 	pending map[uint64]uint64 // checkpoint id -> sequence of its records
 }
 
-func newKafkaSink(cfg Config) (component.Bolt, error) {
-	s := &kafkaSink{brokers: cfg.String("brokers"), topic: cfg.String("topic"), topicField: cfg.String("topic_field"),
-		keyField: cfg.String("key_field"), valueField: cfg.String("value_field"), txnPrefix: cfg.String("transactional_id"),
-		timeout: cfg.Duration("timeout")}
+func newKafkaSink(cfg plugin.Config) (component.Bolt, error) {
+	r := cfg.Reader()
+	s := &kafkaSink{brokers: r.String("brokers"), topic: r.String("topic"), topicField: r.String("topic_field"),
+		keyField: r.String("key_field"), valueField: r.String("value_field"), txnPrefix: r.String("transactional_id"),
+		timeout: r.Duration("timeout")}
+	if err := r.Err(); err != nil {
+		return nil, err
+	}
 	if len(splitList(s.brokers)) == 0 {
 		return nil, errors.New(`config "brokers": no broker address`)
 	}

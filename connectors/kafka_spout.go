@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/tuple"
 )
@@ -44,29 +45,28 @@ import (
 // start=offset and start=timestamp need.
 
 func init() {
-	Register(Spec{
+	register(plugin.RegisterSpout(plugin.Spec{
 		Name:    "kafka",
-		Kind:    KindSpout,
 		Summary: "Reads Kafka topics (franz-go); commits offsets only for fully processed records; replays from an offset or a timestamp.",
-		Fields: []FieldSpec{
-			{Name: "brokers", Type: TypeString, Required: true, Doc: "comma-separated seed brokers (host:port)"},
-			{Name: "topics", Type: TypeString, Required: true, Doc: "comma-separated topics, or regular expressions with topic_regex"},
-			{Name: "topic_regex", Type: TypeBool, Default: "false", Doc: "topics are regular expressions matched against every topic's name"},
-			{Name: "group", Type: TypeString, Default: "", Doc: "consumer group offsets are committed to; empty: ardea-<topology>-<component>"},
-			{Name: "assign", Type: TypeEnum, Enum: []string{"group", "partitions"}, Default: "group", Doc: "group: Kafka's group protocol spreads partitions over the tasks; partitions: the spout does, keeping positions in task state (used by effectively once whatever is set)"},
-			{Name: "partitions", Type: TypeString, Default: "", Doc: "assign=partitions: comma-separated partition numbers to read (of every topic); empty: all"},
-			{Name: "start", Type: TypeEnum, Enum: []string{"committed", "earliest", "latest", "offset", "timestamp"}, Default: "committed", Doc: "where a partition without a saved position starts: the group's committed offset (else reset), the earliest or latest offset, start_offset, or the first record at or after start_time (offset and timestamp need assign=partitions)"},
-			{Name: "reset", Type: TypeEnum, Enum: []string{"earliest", "latest"}, Default: "earliest", Doc: "start=committed: where a partition without a committed offset starts"},
-			{Name: "start_offset", Type: TypeInt, Default: "0", Min: "0", Doc: "start=offset: the offset every partition starts at"},
-			{Name: "start_time", Type: TypeString, Default: "", Doc: "start=timestamp: RFC 3339 time or Unix milliseconds"},
-			{Name: "key_type", Type: TypeEnum, Enum: []string{"string", "bytes"}, Default: "string", Doc: "type of the key field"},
-			{Name: "value_type", Type: TypeEnum, Enum: []string{"string", "bytes"}, Default: "string", Doc: "type of the value field"},
-			{Name: "commit_interval", Type: TypeDuration, Default: "1s", Min: "1ms", Doc: "at most and at least once: how often positions are committed"},
-			{Name: "max_retries", Type: TypeInt, Default: "0", Min: "0", Doc: "at least once: a record that failed this many times goes to dead_letter_topic instead of being replayed again; 0 = replay forever"},
-			{Name: "dead_letter_topic", Type: TypeString, Default: "", Doc: "topic that receives records given up after max_retries (headers say where they came from); required with max_retries"},
+		Fields: []plugin.Field{
+			{Name: "brokers", Type: plugin.TypeString, Required: true, Doc: "comma-separated seed brokers (host:port)"},
+			{Name: "topics", Type: plugin.TypeString, Required: true, Doc: "comma-separated topics, or regular expressions with topic_regex"},
+			{Name: "topic_regex", Type: plugin.TypeBool, Default: "false", Doc: "topics are regular expressions matched against every topic's name"},
+			{Name: "group", Type: plugin.TypeString, Default: "", Doc: "consumer group offsets are committed to; empty: ardea-<topology>-<component>"},
+			{Name: "assign", Type: plugin.TypeEnum, Enum: []string{"group", "partitions"}, Default: "group", Doc: "group: Kafka's group protocol spreads partitions over the tasks; partitions: the spout does, keeping positions in task state (used by effectively once whatever is set)"},
+			{Name: "partitions", Type: plugin.TypeString, Default: "", Doc: "assign=partitions: comma-separated partition numbers to read (of every topic); empty: all"},
+			{Name: "start", Type: plugin.TypeEnum, Enum: []string{"committed", "earliest", "latest", "offset", "timestamp"}, Default: "committed", Doc: "where a partition without a saved position starts: the group's committed offset (else reset), the earliest or latest offset, start_offset, or the first record at or after start_time (offset and timestamp need assign=partitions)"},
+			{Name: "reset", Type: plugin.TypeEnum, Enum: []string{"earliest", "latest"}, Default: "earliest", Doc: "start=committed: where a partition without a committed offset starts"},
+			{Name: "start_offset", Type: plugin.TypeInt, Default: "0", Min: "0", Doc: "start=offset: the offset every partition starts at"},
+			{Name: "start_time", Type: plugin.TypeString, Default: "", Doc: "start=timestamp: RFC 3339 time or Unix milliseconds"},
+			{Name: "key_type", Type: plugin.TypeEnum, Enum: []string{"string", "bytes"}, Default: "string", Doc: "type of the key field"},
+			{Name: "value_type", Type: plugin.TypeEnum, Enum: []string{"string", "bytes"}, Default: "string", Doc: "type of the value field"},
+			{Name: "commit_interval", Type: plugin.TypeDuration, Default: "1s", Min: "1ms", Doc: "at most and at least once: how often positions are committed"},
+			{Name: "max_retries", Type: plugin.TypeInt, Default: "0", Min: "0", Doc: "at least once: a record that failed this many times goes to dead_letter_topic instead of being replayed again; 0 = replay forever"},
+			{Name: "dead_letter_topic", Type: plugin.TypeString, Default: "", Doc: "topic that receives records given up after max_retries (headers say where they came from); required with max_retries"},
 		},
 		Outputs: map[string][]string{"default": kafkaFields},
-	}, SpoutFactory(newKafkaSpout))
+	}, newKafkaSpout))
 }
 
 var kafkaFields = []string{"value", "key", "topic", "partition", "offset", "timestamp", "headers"}
@@ -172,13 +172,18 @@ type kafkaSpout struct {
 	posBuf [8]byte
 }
 
-func newKafkaSpout(cfg Config) (component.Spout, error) {
-	s := &kafkaSpout{brokers: cfg.String("brokers"), topics: cfg.String("topics"), regex: cfg.Bool("topic_regex"),
-		group: cfg.String("group"), assign: cfg.String("assign"), start: cfg.String("start"), reset: cfg.String("reset"),
-		startOffset: cfg.Int("start_offset"), startTime: cfg.String("start_time"),
-		keyBytes: cfg.String("key_type") == "bytes", valueBytes: cfg.String("value_type") == "bytes",
-		commitEvery: cfg.Duration("commit_interval"), maxRetries: int(cfg.Int("max_retries")), dlqTopic: cfg.String("dead_letter_topic")}
-	s.maxTuple, s.tupleSetting = cfg.tupleLimit()
+func newKafkaSpout(cfg plugin.Config) (component.Spout, error) {
+	r := cfg.Reader()
+	s := &kafkaSpout{brokers: r.String("brokers"), topics: r.String("topics"), regex: r.Bool("topic_regex"),
+		group: r.String("group"), assign: r.String("assign"), start: r.String("start"), reset: r.String("reset"),
+		startOffset: r.Int("start_offset"), startTime: r.String("start_time"),
+		keyBytes: r.String("key_type") == "bytes", valueBytes: r.String("value_type") == "bytes",
+		commitEvery: r.Duration("commit_interval"), maxRetries: int(r.Int("max_retries")), dlqTopic: r.String("dead_letter_topic")}
+	s.maxTuple, s.tupleSetting = r.TupleLimit()
+	partitions := r.String("partitions")
+	if err := r.Err(); err != nil {
+		return nil, err
+	}
 	if len(splitList(s.brokers)) == 0 {
 		return nil, errors.New(`config "brokers": no broker address`)
 	}
@@ -192,7 +197,7 @@ func newKafkaSpout(cfg Config) (component.Spout, error) {
 			}
 		}
 	}
-	for _, p := range splitList(cfg.String("partitions")) {
+	for _, p := range splitList(partitions) {
 		n, err := strconv.ParseInt(p, 10, 32)
 		if err != nil || n < 0 {
 			return nil, fmt.Errorf(`config "partitions": %q is not a partition number`, p)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -15,6 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/ardea-dev/ardea/connectors/plugin"
+	"github.com/ardea-dev/ardea/connectors/plugin/conformance"
 	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/testbroker"
 	"github.com/ardea-dev/ardea/internal/tuple"
@@ -534,20 +537,20 @@ func TestKafkaSpoutStartAtTimestamp(t *testing.T) {
 // named.
 func TestKafkaConfigErrors(t *testing.T) {
 	for _, tc := range []struct {
-		kind string
+		kind plugin.Kind
 		cfg  map[string]string
 		want string
 	}{
-		{KindSpout, map[string]string{"brokers": "x:1", "topics": "a", "start": "offset"}, `"start"`},
-		{KindSpout, map[string]string{"brokers": "x:1", "topics": "a", "start": "timestamp", "assign": "partitions", "start_time": "yesterday"}, `"start_time"`},
-		{KindSpout, map[string]string{"brokers": "x:1", "topics": "(", "topic_regex": "true"}, `"topics"`},
-		{KindSpout, map[string]string{"brokers": "x:1", "topics": "a", "max_retries": "3"}, `"max_retries"`},
-		{KindSpout, map[string]string{"brokers": "x:1", "topics": "a", "partitions": "0,x", "assign": "partitions"}, `"partitions"`},
-		{KindSpout, map[string]string{"brokers": " , ", "topics": "a"}, `"brokers"`},
-		{KindBolt, map[string]string{"brokers": "x:1"}, `"topic"`},
+		{plugin.KindSpout, map[string]string{"brokers": "x:1", "topics": "a", "start": "offset"}, `"start"`},
+		{plugin.KindSpout, map[string]string{"brokers": "x:1", "topics": "a", "start": "timestamp", "assign": "partitions", "start_time": "yesterday"}, `"start_time"`},
+		{plugin.KindSpout, map[string]string{"brokers": "x:1", "topics": "(", "topic_regex": "true"}, `"topics"`},
+		{plugin.KindSpout, map[string]string{"brokers": "x:1", "topics": "a", "max_retries": "3"}, `"max_retries"`},
+		{plugin.KindSpout, map[string]string{"brokers": "x:1", "topics": "a", "partitions": "0,x", "assign": "partitions"}, `"partitions"`},
+		{plugin.KindSpout, map[string]string{"brokers": " , ", "topics": "a"}, `"brokers"`},
+		{plugin.KindBolt, map[string]string{"brokers": "x:1"}, `"topic"`},
 	} {
 		var err error
-		if tc.kind == KindSpout {
+		if tc.kind == plugin.KindSpout {
 			_, err = NewSpout("kafka", tc.cfg)
 		} else {
 			_, err = NewBolt("kafka", tc.cfg)
@@ -644,4 +647,29 @@ func TestKafkaSpoutRebalance(t *testing.T) {
 		return b.committed(t, "g-"+topic, topic) == int64(produced)
 	})
 	t.Logf("%d records over the rebalances", produced)
+}
+
+func init() {
+	deadLetterFixtures["kafka"] = func(t *testing.T) conformance.DeadLetterFixture {
+		b := fakeKafka(t)
+		topic, dlq := b.topic(t, 2), b.topic(t, 1)
+		cfg := map[string]string{"brokers": b.brokers, "topics": topic, "group": "g-" + topic, "commit_interval": "1ms", "max_retries": "1"}
+		return conformance.DeadLetterFixture{Name: "kfake",
+			Config:        with(cfg, "dead_letter_topic", dlq),
+			NoDestination: cfg,
+			Feed: func(t *testing.T, p []string) {
+				for i, v := range p {
+					b.produceValue(t, topic, i, v)
+				}
+			},
+			Payload: func(v []tuple.Value) string { return v[0].AsString() },
+		}
+	}
+}
+
+// with is a copy of cfg with key set to v.
+func with(cfg map[string]string, key, v string) map[string]string {
+	out := maps.Clone(cfg)
+	out[key] = v
+	return out
 }

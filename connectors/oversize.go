@@ -2,10 +2,9 @@ package connectors
 
 import (
 	"fmt"
-	"maps"
-	"strconv"
-	"strings"
 	"unicode/utf8"
+
+	"github.com/ardea-dev/ardea/connectors/plugin"
 )
 
 // Oversized records. Every tuple a component emits is bounded by the tuple
@@ -20,63 +19,17 @@ import (
 // engine.FailsAfterDrain). The file spout's max_line_bytes, its per-record
 // size setting, may not exceed the limit and defaults to it.
 
-// DefaultMaxTupleBytes is topology.max.tuple.bytes' default
-// (host.DefaultMaxTupleBytes).
-const DefaultMaxTupleBytes = 1 << 20
-
-// Tuple limit settings: a component's own, and the topology-level one (a
-// component may override it in its config too).
+// The tuple limit's default and settings (package plugin defines them).
 const (
-	SettingMaxTupleBytes         = "max.tuple.bytes"
-	SettingTopologyMaxTupleBytes = "topology.max.tuple.bytes"
+	DefaultMaxTupleBytes         = plugin.DefaultMaxTupleBytes
+	SettingMaxTupleBytes         = plugin.SettingMaxTupleBytes
+	SettingTopologyMaxTupleBytes = plugin.SettingTopologyMaxTupleBytes
 )
 
-// minTupleBytes is the smallest tuple limit (scheduler.readLimits agrees).
-const minTupleBytes = 16
-
-// WithTopologySettings returns cfg with the topology's settings
-// (topology.* keys of the topology config) that cfg does not set itself:
-// the settings that apply to the component, which a builtin reads (the
-// tuple limit) and its validation checks against.
+// WithTopologySettings returns cfg with the topology's settings that cfg
+// does not set itself (plugin.WithTopologySettings).
 func WithTopologySettings(cfg, topology map[string]string) map[string]string {
-	out := maps.Clone(cfg)
-	if out == nil {
-		out = map[string]string{}
-	}
-	for k, v := range topology {
-		if _, own := out[k]; !own && strings.HasPrefix(k, "topology.") {
-			out[k] = v
-		}
-	}
-	return out
-}
-
-// TupleLimit is the tuple limit that applies to a component whose
-// settings are cfg (its config over the topology's settings), and the
-// setting it comes from ("topology.max.tuple.bytes" for the default).
-func TupleLimit(cfg map[string]string) (limit int64, setting string, err error) {
-	for _, k := range []string{SettingMaxTupleBytes, SettingTopologyMaxTupleBytes} {
-		v, ok := cfg[k]
-		if !ok {
-			continue
-		}
-		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-		if err != nil || n < minTupleBytes || n > 1<<31-1 {
-			return 0, k, fmt.Errorf("config %q: want an integer number of bytes from %d to %d, got %q", k, minTupleBytes, 1<<31-1, v)
-		}
-		return n, k, nil
-	}
-	return DefaultMaxTupleBytes, SettingTopologyMaxTupleBytes, nil
-}
-
-// tupleLimit is TupleLimit for a validated config (a bad value was
-// refused by Validate; the default then stands).
-func (c Config) tupleLimit() (int64, string) {
-	n, k, err := TupleLimit(c.values)
-	if err != nil {
-		return DefaultMaxTupleBytes, SettingTopologyMaxTupleBytes
-	}
-	return n, k
+	return plugin.WithTopologySettings(cfg, topology)
 }
 
 // RecordTooLargeError is a spout's error for a record larger than the

@@ -12,6 +12,7 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 	plog "github.com/apache/pulsar-client-go/pulsar/log"
 
+	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/tuple"
 )
@@ -30,35 +31,33 @@ import (
 // tuple once Pulsar stored it.
 
 func init() {
-	Register(Spec{
+	register(plugin.RegisterSpout(plugin.Spec{
 		Name:    "pulsar",
-		Kind:    KindSpout,
 		Summary: "Subscribes to Apache Pulsar topics; acks on tuple-tree completion (at least once), nacks on failure, dead-letter topic after max_retries.",
-		Fields: []FieldSpec{
-			{Name: "url", Type: TypeString, Required: true, Doc: "service URL (pulsar://host:6650)"},
-			{Name: "topics", Type: TypeString, Required: true, Doc: "comma-separated topics, or a regular expression with topics_pattern"},
-			{Name: "topics_pattern", Type: TypeBool, Default: "false", Doc: "topics is a regular expression (persistent://tenant/ns/<regex>)"},
-			{Name: "subscription", Type: TypeString, Default: "", Doc: "subscription name; empty: ardea-<topology>-<component>"},
-			{Name: "type", Type: TypeEnum, Enum: []string{"shared", "key_shared", "failover", "exclusive"}, Default: "shared", Doc: "subscription type"},
-			{Name: "start", Type: TypeEnum, Enum: []string{"latest", "earliest"}, Default: "earliest", Doc: "where a new subscription starts"},
-			{Name: "nack_delay", Type: TypeDuration, Default: "1s", Min: "1ms", Doc: "how long Pulsar waits before redelivering a nacked message"},
-			{Name: "max_retries", Type: TypeInt, Default: "0", Min: "0", Doc: "at least once: a message delivered this many times goes to dead_letter_topic; 0 = redeliver forever"},
-			{Name: "dead_letter_topic", Type: TypeString, Default: "", Doc: "topic that receives messages given up after max_retries; required with max_retries"},
+		Fields: []plugin.Field{
+			{Name: "url", Type: plugin.TypeString, Required: true, Doc: "service URL (pulsar://host:6650)"},
+			{Name: "topics", Type: plugin.TypeString, Required: true, Doc: "comma-separated topics, or a regular expression with topics_pattern"},
+			{Name: "topics_pattern", Type: plugin.TypeBool, Default: "false", Doc: "topics is a regular expression (persistent://tenant/ns/<regex>)"},
+			{Name: "subscription", Type: plugin.TypeString, Default: "", Doc: "subscription name; empty: ardea-<topology>-<component>"},
+			{Name: "type", Type: plugin.TypeEnum, Enum: []string{"shared", "key_shared", "failover", "exclusive"}, Default: "shared", Doc: "subscription type"},
+			{Name: "start", Type: plugin.TypeEnum, Enum: []string{"latest", "earliest"}, Default: "earliest", Doc: "where a new subscription starts"},
+			{Name: "nack_delay", Type: plugin.TypeDuration, Default: "1s", Min: "1ms", Doc: "how long Pulsar waits before redelivering a nacked message"},
+			{Name: "max_retries", Type: plugin.TypeInt, Default: "0", Min: "0", Doc: "at least once: a message delivered this many times goes to dead_letter_topic; 0 = redeliver forever"},
+			{Name: "dead_letter_topic", Type: plugin.TypeString, Default: "", Doc: "topic that receives messages given up after max_retries; required with max_retries"},
 		},
 		Outputs: map[string][]string{"default": pulsarFields},
-	}, SpoutFactory(newPulsarSpout))
-	Register(Spec{
+	}, newPulsarSpout))
+	register(plugin.RegisterBolt(plugin.Spec{
 		Name:    "pulsar",
-		Kind:    KindBolt,
 		Summary: "Sends tuples to an Apache Pulsar topic; acks each tuple once Pulsar stored its message.",
-		Fields: []FieldSpec{
-			{Name: "url", Type: TypeString, Required: true, Doc: "service URL (pulsar://host:6650)"},
-			{Name: "topic", Type: TypeString, Required: true, Doc: "topic to send to"},
-			{Name: "key_field", Type: TypeString, Default: "", Doc: "input field used as the message key; empty: none"},
-			{Name: "value_field", Type: TypeString, Default: "", Doc: "input field used as the payload; empty: a JSON object of every field"},
-			{Name: "timeout", Type: TypeDuration, Default: "30s", Min: "1ms", Doc: "how long a batch waits for Pulsar"},
+		Fields: []plugin.Field{
+			{Name: "url", Type: plugin.TypeString, Required: true, Doc: "service URL (pulsar://host:6650)"},
+			{Name: "topic", Type: plugin.TypeString, Required: true, Doc: "topic to send to"},
+			{Name: "key_field", Type: plugin.TypeString, Default: "", Doc: "input field used as the message key; empty: none"},
+			{Name: "value_field", Type: plugin.TypeString, Default: "", Doc: "input field used as the payload; empty: a JSON object of every field"},
+			{Name: "timeout", Type: plugin.TypeDuration, Default: "30s", Min: "1ms", Doc: "how long a batch waits for Pulsar"},
 		},
-	}, BoltFactory(newPulsarSink))
+	}, newPulsarSink))
 }
 
 var pulsarFields = []string{"value", "key", "topic", "message_id", "publish_time", "properties"}
@@ -91,11 +90,15 @@ type pulsarSpout struct {
 	failed error
 }
 
-func newPulsarSpout(cfg Config) (component.Spout, error) {
-	s := &pulsarSpout{url: cfg.String("url"), topics: cfg.String("topics"), pattern: cfg.Bool("topics_pattern"),
-		sub: cfg.String("subscription"), subType: cfg.String("type"), start: cfg.String("start"),
-		nackDelay: cfg.Duration("nack_delay"), maxRetries: int(cfg.Int("max_retries")), dlq: cfg.String("dead_letter_topic")}
-	s.maxTuple, s.tupleSetting = cfg.tupleLimit()
+func newPulsarSpout(cfg plugin.Config) (component.Spout, error) {
+	r := cfg.Reader()
+	s := &pulsarSpout{url: r.String("url"), topics: r.String("topics"), pattern: r.Bool("topics_pattern"),
+		sub: r.String("subscription"), subType: r.String("type"), start: r.String("start"),
+		nackDelay: r.Duration("nack_delay"), maxRetries: int(r.Int("max_retries")), dlq: r.String("dead_letter_topic")}
+	s.maxTuple, s.tupleSetting = r.TupleLimit()
+	if err := r.Err(); err != nil {
+		return nil, err
+	}
 	if len(splitList(s.topics)) == 0 {
 		return nil, errors.New(`config "topics": no topic`)
 	}
@@ -325,9 +328,14 @@ type pulsarSink struct {
 	metric   func(string, int64)
 }
 
-func newPulsarSink(cfg Config) (component.Bolt, error) {
-	return &pulsarSink{url: cfg.String("url"), topic: cfg.String("topic"), keyField: cfg.String("key_field"),
-		valueField: cfg.String("value_field"), timeout: cfg.Duration("timeout")}, nil
+func newPulsarSink(cfg plugin.Config) (component.Bolt, error) {
+	r := cfg.Reader()
+	s := &pulsarSink{url: r.String("url"), topic: r.String("topic"), keyField: r.String("key_field"),
+		valueField: r.String("value_field"), timeout: r.Duration("timeout")}
+	if err := r.Err(); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 func (s *pulsarSink) errorf(format string, args ...any) error {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsar"
 
+	"github.com/ardea-dev/ardea/connectors/plugin/conformance"
 	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/testbroker"
 	"github.com/ardea-dev/ardea/internal/tuple"
@@ -236,6 +237,20 @@ func pulsarSend(t *testing.T, url, topic string, payloads []string) {
 	for _, v := range payloads {
 		if _, err := p.Send(context.Background(), &pulsar.ProducerMessage{Payload: []byte(v)}); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+func init() {
+	deadLetterFixtures["pulsar"] = func(t *testing.T) conformance.DeadLetterFixture {
+		url := testbroker.Pulsar(t)
+		topic, dlq := pulsarTopic(), pulsarTopic()
+		cfg := map[string]string{"url": url, "topics": topic, "nack_delay": "50ms", "max_retries": "1"}
+		return conformance.DeadLetterFixture{Name: "standalone",
+			Config:        with(cfg, "dead_letter_topic", dlq),
+			NoDestination: cfg,
+			Feed:          func(t *testing.T, p []string) { pulsarSend(t, url, topic, p) },
+			Payload:       func(v []tuple.Value) string { return v[0].AsString() },
 		}
 	}
 }

@@ -6,48 +6,51 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	ardea "github.com/ardea-dev/ardea"
-	"github.com/ardea-dev/ardea/internal/component"
+	"github.com/ardea-dev/ardea/connectors/plugin"
 )
 
-func TestLookupIsByKindAndName(t *testing.T) {
-	sp, ok := Lookup(KindSpout, "file")
-	if !ok || sp.Kind != KindSpout || sp.Outputs["default"][0] != "line" {
-		t.Fatalf("spout file = %+v, %v", sp, ok)
+// lookup is the default environment's spec of a builtin.
+func lookup(t *testing.T, kind plugin.Kind, name string) plugin.Spec {
+	t.Helper()
+	s, ok := plugin.Default().Lookup(kind, name)
+	if !ok {
+		t.Fatalf("%s %q not registered", kind, name)
 	}
-	b, ok := Lookup(KindBolt, "file")
-	if !ok || b.Kind != KindBolt || b.Outputs != nil {
-		t.Fatalf("bolt file = %+v, %v", b, ok)
-	}
-	if _, ok := Lookup(KindBolt, "generator"); ok {
-		t.Error("generator is not a bolt")
-	}
-	// Lookup returns copies.
-	sp.Outputs["default"][0] = "changed"
-	sp.Fields[0].Name = "changed"
-	if again, _ := Lookup(KindSpout, "file"); again.Outputs["default"][0] != "line" || again.Fields[0].Name != "path" {
-		t.Error("Lookup exposes the registry's spec")
-	}
+	return s
 }
 
-func TestSpecsOrderAndJSON(t *testing.T) {
-	var got []string
-	for _, s := range Specs() {
-		got = append(got, s.Kind+":"+s.Name)
+func TestBuiltinsRegistered(t *testing.T) {
+	if err := RegistrationError(); err != nil {
+		t.Fatal(err)
 	}
-	if strings.Join(got, " ") != "spout:file spout:generator spout:http spout:jetstream spout:kafka spout:pulsar bolt:file bolt:jetstream bolt:kafka bolt:pulsar" {
+	sp := lookup(t, plugin.KindSpout, "file")
+	if sp.Outputs["default"][0] != "line" {
+		t.Fatalf("spout file = %+v", sp)
+	}
+	if b := lookup(t, plugin.KindBolt, "file"); b.Outputs != nil {
+		t.Fatalf("bolt file = %+v", b)
+	}
+	if _, ok := plugin.Default().Lookup(plugin.KindBolt, "generator"); ok {
+		t.Error("generator is not a bolt")
+	}
+	var got []string
+	for _, s := range plugin.Default().Specs(plugin.KindSpout, plugin.KindBolt, plugin.KindDeadLetter) {
+		got = append(got, string(s.Kind)+":"+s.Name)
+	}
+	if strings.Join(got, " ") != "spout:file spout:generator spout:http spout:jetstream spout:kafka spout:pulsar bolt:file bolt:jetstream bolt:kafka bolt:pulsar "+
+		"dead-letter:file dead-letter:jetstream dead-letter:kafka dead-letter:pulsar" {
 		t.Errorf("Specs = %v", got)
 	}
-	b, err := json.Marshal(Specs())
+	b, err := json.Marshal(plugin.Default().Specs(plugin.KindSpout))
 	if err != nil || !strings.Contains(string(b), `"name":"max_line_bytes","type":"int","min":"1","doc":"longest accepted line in bytes, at most the tuple limit`) {
 		t.Errorf("Specs JSON = %s, %v", b, err)
 	}
 }
 
 func TestSpecValidate(t *testing.T) {
-	spec, _ := Lookup(KindSpout, "generator")
+	spec := lookup(t, plugin.KindSpout, "generator")
 	if err := spec.Validate("gen", map[string]string{"rate": "2.5", "count": "10", "seed": "-3", "topology.tick.tuple.freq.ms": "5", "resources.ram": "2GiB"}); err != nil {
 		t.Errorf("valid config: %v", err)
 	}
@@ -71,82 +74,32 @@ func TestSpecValidate(t *testing.T) {
 			t.Errorf("error %d = %q\nwant      %q", i, errs[i], w)
 		}
 	}
-	fs, _ := Lookup(KindSpout, "file")
+	fs := lookup(t, plugin.KindSpout, "file")
 	if err := fs.Validate("lines", map[string]string{"path": ""}); err == nil ||
 		err.Error() != `component "lines" (builtin:file): config "path": required (file to read; relative to the topology file's directory)` {
 		t.Errorf("empty required = %v", err)
 	}
 }
 
-func TestRegisterPanics(t *testing.T) {
-	spout := func(Config) (component.Spout, error) { return nil, nil }
-	bolt := func(Config) (component.Bolt, error) { return nil, nil }
-	for name, tc := range map[string]struct {
-		spec    Spec
-		factory any
-		want    string
-	}{
-		"duplicate":      {Spec{Name: "file", Kind: KindSpout}, spout, `spout "file" registered twice`},
-		"wrong factory":  {Spec{Name: "x1", Kind: KindSpout}, bolt, "does not build a spout"},
-		"no factory":     {Spec{Name: "x2", Kind: KindBolt}, nil, "does not build a bolt"},
-		"bad kind":       {Spec{Name: "x3", Kind: "sink"}, bolt, `kind "sink" is not spout or bolt`},
-		"bad type":       {Spec{Name: "x4", Kind: KindBolt, Fields: []FieldSpec{{Name: "a", Type: "text"}}}, bolt, `unknown type "text"`},
-		"enum no values": {Spec{Name: "x5", Kind: KindBolt, Fields: []FieldSpec{{Name: "a", Type: TypeEnum}}}, bolt, "Enum must be set"},
-		"bad default":    {Spec{Name: "x6", Kind: KindBolt, Fields: []FieldSpec{{Name: "a", Type: TypeInt, Default: "x"}}}, bolt, "default: expected an integer"},
-		"default < min":  {Spec{Name: "x7", Kind: KindBolt, Fields: []FieldSpec{{Name: "a", Type: TypeInt, Default: "0", Min: "1"}}}, bolt, "must be >= 1"},
-		"dup field":      {Spec{Name: "x8", Kind: KindBolt, Fields: []FieldSpec{{Name: "a", Type: TypeInt}, {Name: "a", Type: TypeInt}}}, bolt, "duplicate"},
-	} {
-		func() {
-			defer func() {
-				r := recover()
-				if r == nil || !strings.Contains(r.(string), tc.want) {
-					t.Errorf("%s: panic = %v, want %q", name, r, tc.want)
-				}
-			}()
-			Register(tc.spec, tc.factory)
-		}()
-	}
-	if _, ok := Lookup(KindSpout, "x1"); ok {
-		t.Error("a rejected spec was registered")
-	}
-}
-
 func TestNewUnknown(t *testing.T) {
-	if _, err := NewSpout("kafka9", nil); err == nil || err.Error() != `unknown builtin spout "kafka9" (known: file, generator, http, jetstream, kafka, pulsar)` {
+	if _, err := NewSpout("kafka9", nil); err == nil || err.Error() != `unknown builtin spout "kafka9" (known: file, generator, http, jetstream, kafka, pulsar); did you mean "kafka"?` {
 		t.Errorf("NewSpout = %v", err)
 	}
 	if _, err := NewBolt("generator", nil); err == nil || !strings.Contains(err.Error(), `unknown builtin bolt "generator" (known: file, jetstream, kafka, pulsar)`) {
 		t.Errorf("NewBolt = %v", err)
 	}
-	if err := ValidateConfig(KindBolt, "nope", "c", nil); err == nil || err.Error() != `component "c": unknown builtin bolt "nope"` {
+	if err := ValidateConfig("bolt", "nope", "c", nil); err == nil || !strings.HasPrefix(err.Error(), `component "c": unknown builtin bolt "nope" (known: file, `) {
 		t.Errorf("ValidateConfig = %v", err)
 	}
 }
 
-func TestConfigDefaultsAndRaw(t *testing.T) {
-	spec, _ := Lookup(KindBolt, "file")
-	c := Config{spec: &spec, values: map[string]string{"path": "p", "topology.x": "1"}}
-	if c.String("path") != "p" || c.String("format") != "tsv" || c.Duration("flush_interval") != time.Second || c.Bool("append") {
-		t.Errorf("getters: %q %q %v %v", c.String("path"), c.String("format"), c.Duration("flush_interval"), c.Bool("append"))
-	}
-	if c.Raw()["topology.x"] != "1" {
-		t.Error("Raw lost a key")
-	}
-	defer func() {
-		if r := recover(); r == nil {
-			t.Error("getter of an undeclared key did not panic")
-		}
-	}()
-	c.Int("nope")
-}
-
 func TestResolvePaths(t *testing.T) {
 	cfg := map[string]string{"path": "in.txt", "max_line_bytes": "10"}
-	got := ResolvePaths(KindSpout, "file", cfg, func(p string) string { return filepath.Join("/base", p) })
+	got := ResolvePaths("spout", "file", cfg, func(p string) string { return filepath.Join("/base", p) })
 	if got["path"] != "/base/in.txt" || got["max_line_bytes"] != "10" || cfg["path"] != "in.txt" {
 		t.Errorf("ResolvePaths = %v (input %v)", got, cfg)
 	}
-	if got := ResolvePaths(KindSpout, "nope", nil, nil); got == nil || len(got) != 0 {
+	if got := ResolvePaths("spout", "nope", nil, nil); got == nil || len(got) != 0 {
 		t.Errorf("unknown = %v", got)
 	}
 }
@@ -162,7 +115,7 @@ func TestTopologyValidation(t *testing.T) {
 	if got := top.Component("lines").Outputs["default"]; len(got) != 1 || got[0] != "line" {
 		t.Errorf("builtin outputs not applied: %v", top.Component("lines").Outputs)
 	}
-	cfg := ResolvePaths(KindSpout, "file", top.Component("lines").Config, top.Path)
+	cfg := ResolvePaths("spout", "file", top.Component("lines").Config, top.Path)
 	if want, _ := filepath.Abs("../testdata/topologies/input.txt"); cfg["path"] != want {
 		t.Errorf("resolved path = %q, want %q", cfg["path"], want)
 	}

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/tuple"
 )
@@ -36,27 +37,31 @@ import (
 // others skip it.
 
 func init() {
-	Register(Spec{
+	register(plugin.RegisterSpout(plugin.Spec{
 		Name:    "file",
-		Kind:    KindSpout,
 		Summary: "Emits each line of a text file as a tuple (finite). With parallelism p, task i emits lines n with n % p == i.",
-		Fields: []FieldSpec{
-			{Name: "path", Type: TypePath, Required: true, Doc: "file to read; relative to the topology file's directory"},
-			{Name: "max_line_bytes", Type: TypeInt, Default: "", Min: "1", Doc: "longest accepted line in bytes, at most the tuple limit (max.tuple.bytes, topology.max.tuple.bytes: 1 MiB), which is its default; a longer line goes to dead_letter, or without one ends the input there and fails the topology once the lines before it were processed"},
-			{Name: "rate", Type: TypeFloat, Default: "0", Min: "0", Doc: "lines per second per task (replays included); 0 = as fast as possible"},
-			{Name: "max_retries", Type: TypeInt, Default: "0", Min: "0", Doc: "at least once: a line that failed this many times is written to dead_letter instead of replayed again; 0 = replay forever"},
-			{Name: "dead_letter", Type: TypePath, Default: "", Doc: "file that receives lines given up after max_retries and lines longer than max_line_bytes, one JSON object each (line number, topology, component, failures, error, value); required with max_retries"},
+		Fields: []plugin.Field{
+			{Name: "path", Type: plugin.TypePath, Required: true, Doc: "file to read; relative to the topology file's directory"},
+			{Name: "max_line_bytes", Type: plugin.TypeInt, Default: "", Min: "1", Doc: "longest accepted line in bytes, at most the tuple limit (max.tuple.bytes, topology.max.tuple.bytes: 1 MiB), which is its default; a longer line goes to dead_letter, or without one ends the input there and fails the topology once the lines before it were processed"},
+			{Name: "rate", Type: plugin.TypeFloat, Default: "0", Min: "0", Doc: "lines per second per task (replays included); 0 = as fast as possible"},
+			{Name: "max_retries", Type: plugin.TypeInt, Default: "0", Min: "0", Doc: "at least once: a line that failed this many times is written to dead_letter instead of replayed again; 0 = replay forever"},
+			{Name: "dead_letter", Type: plugin.TypePath, Default: "", Doc: "file that receives lines given up after max_retries and lines longer than max_line_bytes, one JSON object each (line number, topology, component, failures, error, value); required with max_retries"},
 		},
 		Outputs: map[string][]string{"default": {"line"}},
 		Check:   checkFileSpout,
-	}, SpoutFactory(newFileSpout))
+	}, newFileSpout))
 }
 
 // checkFileSpout refuses a max_line_bytes above the tuple limit: such a
 // line would pass the spout's check only to fail further on.
-func checkFileSpout(c Config) error {
-	limit, setting := c.tupleLimit()
-	if n := c.Int("max_line_bytes"); n > limit {
+func checkFileSpout(c plugin.Config) error {
+	r := c.Reader()
+	limit, setting := r.TupleLimit()
+	n := r.Int("max_line_bytes")
+	if err := r.Err(); err != nil {
+		return err
+	}
+	if n > limit {
 		return fmt.Errorf("max_line_bytes %d exceeds %s %d (the largest tuple; lower max_line_bytes or raise %s)", n, setting, limit, setting)
 	}
 	return nil
@@ -113,13 +118,17 @@ type fileSpout struct {
 	failed   error
 }
 
-func newFileSpout(cfg Config) (component.Spout, error) {
-	maxLine := cfg.Int("max_line_bytes")
+func newFileSpout(cfg plugin.Config) (component.Spout, error) {
+	r := cfg.Reader()
+	maxLine := r.Int("max_line_bytes")
 	if maxLine == 0 {
-		maxLine, _ = cfg.tupleLimit()
+		maxLine, _ = r.TupleLimit()
 	}
-	s := &fileSpout{path: cfg.String("path"), maxLine: int(maxLine), rate: cfg.Float("rate"), now: time.Now,
-		maxRetries: int(cfg.Int("max_retries")), deadPath: cfg.String("dead_letter")}
+	s := &fileSpout{path: r.String("path"), maxLine: int(maxLine), rate: r.Float("rate"), now: time.Now,
+		maxRetries: int(r.Int("max_retries")), deadPath: r.String("dead_letter")}
+	if err := r.Err(); err != nil {
+		return nil, err
+	}
 	if s.maxRetries > 0 && s.deadPath == "" {
 		return nil, errors.New(`config "max_retries": needs "dead_letter", the file that receives the lines given up`)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"time"
 
+	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/tuple"
 )
@@ -22,17 +23,16 @@ import (
 // allocates nothing.
 
 func init() {
-	Register(Spec{
+	register(plugin.RegisterSpout(plugin.Spec{
 		Name:    "generator",
-		Kind:    KindSpout,
 		Summary: "Emits random English sentences from a built-in corpus, optionally rate-limited and bounded.",
-		Fields: []FieldSpec{
-			{Name: "rate", Type: TypeFloat, Default: "0", Min: "0", Doc: "tuples per second per task; 0 = as fast as possible"},
-			{Name: "count", Type: TypeInt, Default: "0", Min: "0", Doc: "tuples per task before the spout is done; 0 = endless"},
-			{Name: "seed", Type: TypeInt, Default: "1", Doc: "random seed; task i uses seed + i"},
+		Fields: []plugin.Field{
+			{Name: "rate", Type: plugin.TypeFloat, Default: "0", Min: "0", Doc: "tuples per second per task; 0 = as fast as possible"},
+			{Name: "count", Type: plugin.TypeInt, Default: "0", Min: "0", Doc: "tuples per task before the spout is done; 0 = endless"},
+			{Name: "seed", Type: plugin.TypeInt, Default: "1", Doc: "random seed; task i uses seed + i"},
 		},
 		Outputs: map[string][]string{"default": {"line"}},
-	}, SpoutFactory(newGenerator))
+	}, newGenerator))
 }
 
 // corpus is the generator's text: varied sentences, some with punctuation,
@@ -127,13 +127,13 @@ type generator struct {
 	replay  []uint64
 }
 
-func newGenerator(cfg Config) (component.Spout, error) {
-	return &generator{
-		rate:  cfg.Float("rate"),
-		count: cfg.Int("count"),
-		seed:  cfg.Int("seed"),
-		now:   time.Now,
-	}, nil
+func newGenerator(cfg plugin.Config) (component.Spout, error) {
+	r := cfg.Reader()
+	g := &generator{rate: r.Float("rate"), count: r.Int("count"), seed: r.Int("seed"), now: time.Now}
+	if err := r.Err(); err != nil {
+		return nil, err
+	}
+	return g, nil
 }
 
 func (g *generator) Open(ctx context.Context, tc component.Context, _ component.Collector) error {

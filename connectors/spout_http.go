@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/tuple"
 )
@@ -41,20 +42,19 @@ import (
 // never finishes.
 
 func init() {
-	Register(Spec{
+	register(plugin.RegisterSpout(plugin.Spec{
 		Name:    "http",
-		Kind:    KindSpout,
 		Summary: "Ingests lines POSTed over HTTP; at least once, answers only when every line was fully processed (200) or failed (503).",
-		Fields: []FieldSpec{
-			{Name: "listen", Type: TypeString, Default: "127.0.0.1:8088", Doc: "host:port of task 0; task i listens on port + i (port 0: any free port)"},
-			{Name: "path", Type: TypeString, Default: "/ingest", Doc: "URL path that accepts POST"},
-			{Name: "max_body_bytes", Type: TypeInt, Default: "4194304", Min: "1", Doc: "largest request body"},
-			{Name: "queue", Type: TypeInt, Default: "64", Min: "1", Doc: "requests waiting for the spout before 429"},
-			{Name: "timeout", Type: TypeDuration, Default: "60s", Min: "1ms", Doc: "longest a request waits for its lines to be processed (then 503)"},
-			{Name: "token", Type: TypeString, Default: "", Doc: "bearer token every request must carry (Authorization: Bearer <token>); empty: none"},
+		Fields: []plugin.Field{
+			{Name: "listen", Type: plugin.TypeString, Default: "127.0.0.1:8088", Doc: "host:port of task 0; task i listens on port + i (port 0: any free port)"},
+			{Name: "path", Type: plugin.TypeString, Default: "/ingest", Doc: "URL path that accepts POST"},
+			{Name: "max_body_bytes", Type: plugin.TypeInt, Default: "4194304", Min: "1", Doc: "largest request body"},
+			{Name: "queue", Type: plugin.TypeInt, Default: "64", Min: "1", Doc: "requests waiting for the spout before 429"},
+			{Name: "timeout", Type: plugin.TypeDuration, Default: "60s", Min: "1ms", Doc: "longest a request waits for its lines to be processed (then 503)"},
+			{Name: "token", Type: plugin.TypeString, Default: "", Doc: "bearer token every request must carry (Authorization: Bearer <token>); empty: none"},
 		},
 		Outputs: map[string][]string{"default": {"line"}},
-	}, SpoutFactory(newHTTPSpout))
+	}, newHTTPSpout))
 }
 
 // httpRequest is one POST waiting for its lines to be processed.
@@ -91,10 +91,14 @@ type httpSpout struct {
 	tupleSetting  string
 }
 
-func newHTTPSpout(cfg Config) (component.Spout, error) {
-	s := &httpSpout{listen: cfg.String("listen"), path: cfg.String("path"), maxBody: cfg.Int("max_body_bytes"),
-		queueLen: int(cfg.Int("queue")), timeout: cfg.Duration("timeout"), token: []byte(cfg.String("token"))}
-	s.maxTuple, s.tupleSetting = cfg.tupleLimit()
+func newHTTPSpout(cfg plugin.Config) (component.Spout, error) {
+	r := cfg.Reader()
+	s := &httpSpout{listen: r.String("listen"), path: r.String("path"), maxBody: r.Int("max_body_bytes"),
+		queueLen: int(r.Int("queue")), timeout: r.Duration("timeout"), token: []byte(r.String("token"))}
+	s.maxTuple, s.tupleSetting = r.TupleLimit()
+	if err := r.Err(); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 

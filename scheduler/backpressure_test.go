@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/bus"
 	"github.com/ardea-dev/ardea/connectors"
+	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/metrics"
 	"github.com/ardea-dev/ardea/internal/tuple"
@@ -46,13 +48,25 @@ func (b *slowBolt) Close(ctx context.Context) error                   { return n
 
 var slowSeen = map[string]*atomic.Int64{}
 
-func init() {
-	connectors.Register(connectors.Spec{
-		Name: "test-slow", Kind: connectors.KindBolt, Summary: "test: a deliberately slow sink",
-		Fields: []connectors.FieldSpec{{Name: "id", Type: connectors.TypeString, Required: true, Doc: "counter id"}},
-	}, connectors.BoltFactory(func(cfg connectors.Config) (component.Bolt, error) {
-		return &slowBolt{pause: time.Millisecond, seen: slowSeen[cfg.String("id")]}, nil
-	}))
+var registerSlowBoltOnce = sync.OnceValue(func() error {
+	return plugin.RegisterBolt(plugin.Spec{
+		Name: "test-slow", Summary: "test: a deliberately slow sink",
+		Fields: []plugin.Field{{Name: "id", Type: plugin.TypeString, Required: true, Doc: "counter id"}},
+	}, func(cfg plugin.Config) (component.Bolt, error) {
+		id, err := cfg.String("id")
+		if err != nil {
+			return nil, err
+		}
+		return &slowBolt{pause: time.Millisecond, seen: slowSeen[id]}, nil
+	})
+})
+
+// registerSlowBolt registers builtin:test-slow in the default environment (once).
+func registerSlowBolt(t *testing.T) {
+	t.Helper()
+	if err := registerSlowBoltOnce(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestSlowBoltBackPressure: a slow bolt behind a fast spout and a wasm split
@@ -60,6 +74,7 @@ func init() {
 // within the flow-control bound, and the upstream waits (back pressure is
 // recorded) instead of dropping.
 func TestSlowBoltBackPressure(t *testing.T) {
+	registerSlowBolt(t)
 	const sentences = 4000
 	var seen atomic.Int64
 	slowSeen[t.Name()] = &seen

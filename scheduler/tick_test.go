@@ -3,11 +3,13 @@ package scheduler
 import (
 	"context"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/connectors"
+	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/internal/component"
 )
 
@@ -34,16 +36,25 @@ var tickState struct {
 	cancel context.CancelFunc
 }
 
-func init() {
-	connectors.Register(connectors.Spec{Name: "test-tick", Kind: connectors.KindBolt, Summary: "test: counts ticks"},
-		connectors.BoltFactory(func(connectors.Config) (component.Bolt, error) {
+var registerTickBoltOnce = sync.OnceValue(func() error {
+	return plugin.RegisterBolt(plugin.Spec{Name: "test-tick", Summary: "test: counts ticks"},
+		func(plugin.Config) (component.Bolt, error) {
 			return &tickBolt{ticks: &tickState.ticks, cancel: tickState.cancel}, nil
-		}))
+		})
+})
+
+// registerTickBolt registers builtin:test-tick in the default environment (once).
+func registerTickBolt(t *testing.T) {
+	t.Helper()
+	if err := registerTickBoltOnce(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestTicksReachIdleBolt: an idle bolt (its spout emits nothing for a long
 // time) still gets ticks at topology.tick.tuple.freq.ms.
 func TestTicksReachIdleBolt(t *testing.T) {
+	registerTickBolt(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	tickState.cancel = cancel

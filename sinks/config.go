@@ -2,71 +2,61 @@ package sinks
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/ardea-dev/ardea/connectors/plugin"
 )
 
 // Config is the `metrics:` section of a deployment file (ardea local
-// --config, ardea run --config). Sinks left out are off.
+// --config, ardea run --config): the collection interval, the queue bound,
+// and the metrics sinks to run, each under its registered name (`ardea
+// builtins --kind metrics-sink` lists them with their fields). Sinks left
+// out are off.
 //
 //	metrics:
 //	  interval: 10s
 //	  prometheus: {listen: 127.0.0.1:9464}
 //	  graphite:   {address: 127.0.0.1:2003, prefix: ardea}
 //	  scribe:     {address: 127.0.0.1:1463, category: ardea}
-//	  otlp:       {endpoint: http://127.0.0.1:4318/v1/metrics}
+//	  otlp:       {endpoint: http://127.0.0.1:4318/v1/metrics, headers: {Authorization: "Bearer x"}}
 //	  file:       {path: /var/log/ardea/metrics.jsonl}
+//
+// The JSON form (what `ardea local` hands its hosts) has the same shape.
 type Config struct {
 	// Interval between collections (Heron's metrics manager: 60 s; here 10 s
 	// by default so the tracker's last minute is useful).
-	Interval   Duration          `yaml:"interval" json:"interval,omitempty"`
-	Prometheus *PrometheusConfig `yaml:"prometheus" json:"prometheus,omitempty"`
-	Graphite   *GraphiteConfig   `yaml:"graphite" json:"graphite,omitempty"`
-	Scribe     *ScribeConfig     `yaml:"scribe" json:"scribe,omitempty"`
-	OTLP       *OTLPConfig       `yaml:"otlp" json:"otlp,omitempty"`
-	File       *FileConfig       `yaml:"file" json:"file,omitempty"`
+	Interval Duration
 	// QueueBatches bounds each sink's queue (default 16 batches); a sink
 	// that falls behind drops the oldest batches it has not taken.
-	QueueBatches int `yaml:"queue_batches" json:"queue_batches,omitempty"`
+	QueueBatches int
+	// Sinks are the sinks to run by name (a registered metrics-sink
+	// plugin), each with its config: field -> value, the pairs of a map
+	// field as "<field>.<key>" (YAML: a nested mapping).
+	Sinks map[string]map[string]string
 }
 
-// PrometheusConfig: a /metrics exposition. `ardea local` always serves
-// /metrics on its API address too; Listen adds a listener of its own.
-type PrometheusConfig struct {
-	Listen string `yaml:"listen" json:"listen,omitempty"`
-}
+// The keys of the metrics section that are not sinks.
+const (
+	keyInterval     = "interval"
+	keyQueueBatches = "queue_batches"
+)
 
-// GraphiteConfig: the plaintext protocol over TCP,
-// "prefix.topology.component.source.metric value epoch".
-type GraphiteConfig struct {
-	Address string `yaml:"address" json:"address"`
-	Prefix  string `yaml:"prefix" json:"prefix,omitempty"` // default "ardea"
-	// BufferBytes bounds what is kept while carbon is unreachable
-	// (default 1 MiB); past it the oldest lines are dropped and counted.
-	BufferBytes int `yaml:"buffer_bytes" json:"buffer_bytes,omitempty"`
-}
-
-// ScribeConfig: Thrift Log calls over a framed transport.
-type ScribeConfig struct {
-	Address  string `yaml:"address" json:"address"`
-	Category string `yaml:"category" json:"category,omitempty"` // default "ardea"
-}
-
-// OTLPConfig: OTLP over HTTP (protobuf).
-type OTLPConfig struct {
-	Endpoint string            `yaml:"endpoint" json:"endpoint"` // full URL, e.g. http://host:4318/v1/metrics
-	Headers  map[string]string `yaml:"headers" json:"headers,omitempty"`
-}
-
-// FileConfig: one JSON object per sample and line.
-type FileConfig struct {
-	Path string `yaml:"path" json:"path"`
-}
+// PrometheusSink is the Prometheus exposition's name. It is registered
+// like any sink (its spec, its factory), but Build leaves it out: the
+// exposition is served by the process holding every container's batches
+// (the daemon, or ardea run), on PrometheusListen.
+const PrometheusSink = "prometheus"
 
 // DefaultInterval is the collection interval when none is set.
 const DefaultInterval = 10 * time.Second
@@ -102,32 +92,210 @@ func (c *Config) Every() time.Duration {
 	return time.Duration(c.Interval)
 }
 
-// Validate checks the sinks' required fields, naming the field.
-func (c *Config) Validate() error {
+// PrometheusListen is the address the Prometheus exposition has of its own
+// ("" when none: `ardea local` serves /metrics on its API address anyway).
+func (c *Config) PrometheusListen() string {
+	if c == nil {
+		return ""
+	}
+	return c.Sinks[PrometheusSink]["listen"]
+}
+
+// Validate checks the section against the default plugin environment:
+// every sink is a registered metrics sink, and its config is valid for
+// its spec. Each error names the field as the file does
+// ("metrics.graphite.address: required (...)").
+func (c *Config) Validate() error { return c.ValidateIn(plugin.Default()) }
+
+// ValidateIn is Validate against env.
+func (c *Config) ValidateIn(env *plugin.Environment) error {
 	if c == nil {
 		return nil
+	}
+	if env == plugin.Default() && initErr != nil {
+		return fmt.Errorf("sinks: the built-in metrics sinks are not all registered: %w", initErr)
 	}
 	var errs []error
 	if c.Interval < 0 {
 		errs = append(errs, errors.New("metrics.interval: must not be negative"))
 	}
-	if c.Graphite != nil && c.Graphite.Address == "" {
-		errs = append(errs, errors.New("metrics.graphite.address: required"))
-	}
-	if c.Scribe != nil && c.Scribe.Address == "" {
-		errs = append(errs, errors.New("metrics.scribe.address: required"))
-	}
-	if c.OTLP != nil && c.OTLP.Endpoint == "" {
-		errs = append(errs, errors.New("metrics.otlp.endpoint: required"))
-	}
-	if c.File != nil && c.File.Path == "" {
-		errs = append(errs, errors.New("metrics.file.path: required"))
-	}
 	if c.QueueBatches < 0 {
 		errs = append(errs, errors.New("metrics.queue_batches: must not be negative"))
 	}
+	for _, name := range slices.Sorted(maps.Keys(c.Sinks)) {
+		spec, ok := env.Lookup(plugin.KindMetricsSink, name)
+		if !ok {
+			known := env.Names(plugin.KindMetricsSink)
+			hint := ""
+			if s := closest(name, known); s != "" {
+				hint = fmt.Sprintf("; did you mean %q?", s)
+			}
+			errs = append(errs, fmt.Errorf("metrics.%s: unknown metrics sink (known: %s, and interval, queue_batches)%s", name, strings.Join(known, ", "), hint))
+			continue
+		}
+		if err := spec.Validate("", c.Sinks[name]); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	return errors.Join(errs...)
 }
+
+// closest is the name in names a typo of s most likely meant ("" if none
+// is close).
+func closest(s string, names []string) string {
+	best, bestD := "", max(1, len(s)/3)+1
+	for _, n := range names {
+		if d := levenshtein(s, n); d < bestD {
+			best, bestD = n, d
+		}
+	}
+	return best
+}
+
+func levenshtein(a, b string) int {
+	prev, cur := make([]int, len(b)+1), make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			c := 1
+			if a[i-1] == b[j-1] {
+				c = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+c)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// UnmarshalYAML reads the section: interval, queue_batches, and every
+// other key a sink with its config (a mapping of scalars; a map field a
+// nested mapping of scalars, or its pairs as "<field>.<key>"). Names and
+// fields are checked by Validate.
+func (c *Config) UnmarshalYAML(n *yaml.Node) error {
+	*c = Config{}
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return nil
+	}
+	if n.Kind != yaml.MappingNode {
+		return fmt.Errorf("line %d: metrics: want a mapping", n.Line)
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		switch k.Value {
+		case keyInterval:
+			if err := v.Decode(&c.Interval); err != nil {
+				return fmt.Errorf("line %d: metrics.interval: %w", v.Line, err)
+			}
+		case keyQueueBatches:
+			q, err := strconv.Atoi(v.Value)
+			if v.Kind != yaml.ScalarNode || err != nil {
+				return fmt.Errorf("line %d: metrics.queue_batches: want an integer, got %q", v.Line, v.Value)
+			}
+			c.QueueBatches = q
+		default:
+			cfg, err := sinkConfig(k.Value, v)
+			if err != nil {
+				return err
+			}
+			if _, dup := c.Sinks[k.Value]; dup {
+				return fmt.Errorf("line %d: metrics.%s: given twice", k.Line, k.Value)
+			}
+			if c.Sinks == nil {
+				c.Sinks = map[string]map[string]string{}
+			}
+			c.Sinks[k.Value] = cfg
+		}
+	}
+	return nil
+}
+
+// sinkConfig flattens one sink's mapping into its config.
+func sinkConfig(name string, n *yaml.Node) (map[string]string, error) {
+	cfg := map[string]string{}
+	if n.Kind == yaml.ScalarNode && (n.Tag == "!!null" || n.Value == "") {
+		return cfg, nil // "file:" with nothing: Validate names what is required
+	}
+	if n.Kind != yaml.MappingNode {
+		return nil, fmt.Errorf("line %d: metrics.%s: want a mapping of the sink's fields", n.Line, name)
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		switch v.Kind {
+		case yaml.ScalarNode:
+			cfg[k.Value] = scalar(v)
+		case yaml.MappingNode:
+			for j := 0; j+1 < len(v.Content); j += 2 {
+				kk, vv := v.Content[j], v.Content[j+1]
+				if vv.Kind != yaml.ScalarNode {
+					return nil, fmt.Errorf("line %d: metrics.%s.%s.%s: want a single value", vv.Line, name, k.Value, kk.Value)
+				}
+				cfg[k.Value+"."+kk.Value] = scalar(vv)
+			}
+		default:
+			return nil, fmt.Errorf("line %d: metrics.%s.%s: want a single value or a mapping", v.Line, name, k.Value)
+		}
+	}
+	return cfg, nil
+}
+
+// scalar is a scalar node's text ("" for null).
+func scalar(n *yaml.Node) string {
+	if n.Tag == "!!null" {
+		return ""
+	}
+	return n.Value
+}
+
+// doc is the section as a document: interval, queue_batches, then each
+// sink with map fields nested, the shape UnmarshalYAML reads.
+func (c *Config) doc() map[string]any {
+	out := map[string]any{}
+	if c.Interval != 0 {
+		out[keyInterval] = time.Duration(c.Interval).String()
+	}
+	if c.QueueBatches != 0 {
+		out[keyQueueBatches] = c.QueueBatches
+	}
+	for name, cfg := range c.Sinks {
+		m := map[string]any{}
+		for k, v := range cfg {
+			if field, key, ok := strings.Cut(k, "."); ok {
+				sub, _ := m[field].(map[string]string)
+				if sub == nil {
+					sub = map[string]string{}
+					m[field] = sub
+				}
+				sub[key] = v
+				continue
+			}
+			m[k] = v
+		}
+		out[name] = m
+	}
+	return out
+}
+
+// MarshalJSON writes the section in its file's shape.
+func (c Config) MarshalJSON() ([]byte, error) { return json.Marshal(c.doc()) }
+
+// UnmarshalJSON reads the JSON form (which is YAML).
+func (c *Config) UnmarshalJSON(b []byte) error {
+	var n yaml.Node
+	if err := yaml.Unmarshal(b, &n); err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
+	if n.Kind == yaml.DocumentNode && len(n.Content) == 1 {
+		return c.UnmarshalYAML(n.Content[0])
+	}
+	return c.UnmarshalYAML(&n)
+}
+
+// MarshalYAML writes the section in its file's shape.
+func (c Config) MarshalYAML() (any, error) { return c.doc(), nil }
 
 // deployment is the part of a deployment file this package reads.
 type deployment struct {

@@ -14,6 +14,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/ardea-dev/ardea/connectors/plugin"
 )
 
 // ManagerOptions configures a container's metrics manager.
@@ -37,6 +39,9 @@ type ManagerOptions struct {
 	// Extra sinks beside the configured ones (e.g. `ardea run`'s
 	// Prometheus exposition).
 	Extra map[string]Sink
+	// Plugins is where the configured sinks are looked up (nil: the
+	// default environment, with the built-ins).
+	Plugins *plugin.Environment
 }
 
 // Manager is a container's metrics manager (Heron's metrics manager):
@@ -57,8 +62,8 @@ func NewManager(ctx context.Context, o ManagerOptions) (*Manager, error) {
 	if o.Config == nil {
 		o.Config = &Config{}
 	}
-	if err := o.Config.Validate(); err != nil {
-		return nil, err
+	if o.Plugins == nil {
+		o.Plugins = plugin.Default()
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -67,7 +72,7 @@ func NewManager(ctx context.Context, o ManagerOptions) (*Manager, error) {
 		return nil, errors.New("sinks: metrics manager needs a reader")
 	}
 	m := &Manager{o: o, log: o.Logger, prev: map[string]float64{}}
-	sinks, err := Build(ctx, o.Config, o.Logger)
+	sinks, err := BuildIn(ctx, o.Plugins, o.Config, o.Logger)
 	if err != nil {
 		return nil, err
 	}
@@ -87,40 +92,6 @@ func NewManager(ctx context.Context, o ManagerOptions) (*Manager, error) {
 		m.queues = append(m.queues, newQueue(ctx, n, sinks[n], depth, o.Logger))
 	}
 	return m, nil
-}
-
-// Build creates the sinks a Config names (Prometheus excepted: its
-// exposition is served by whoever holds the data, see Prometheus).
-func Build(ctx context.Context, c *Config, log *slog.Logger) (map[string]Sink, error) {
-	out := map[string]Sink{}
-	var err error
-	fail := func(name string, e error) error {
-		for _, s := range out {
-			_ = s.Close()
-		}
-		return fmt.Errorf("metrics.%s: %w", name, e)
-	}
-	if c.Graphite != nil {
-		if out["graphite"], err = NewGraphite(*c.Graphite, log.With("sink", "graphite")); err != nil {
-			return nil, fail("graphite", err)
-		}
-	}
-	if c.Scribe != nil {
-		if out["scribe"], err = NewScribe(*c.Scribe, log.With("sink", "scribe")); err != nil {
-			return nil, fail("scribe", err)
-		}
-	}
-	if c.OTLP != nil {
-		if out["otlp"], err = NewOTLP(ctx, *c.OTLP, log.With("sink", "otlp")); err != nil {
-			return nil, fail("otlp", err)
-		}
-	}
-	if c.File != nil {
-		if out["file"], err = NewFile(*c.File); err != nil {
-			return nil, fail("file", err)
-		}
-	}
-	return out, nil
 }
 
 // Run collects every interval until ctx ends, then collects once more so

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,6 +20,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	colmetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
+	"go.yaml.in/yaml/v3"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -72,7 +74,7 @@ func TestManagerSamplesDeltasAndFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "metrics.jsonl")
 	var forwarded []*Batch
 	exc := &ExceptionLog{Topology: "wc", Container: 1}
-	m, err := NewManager(context.Background(), ManagerOptions{Config: &Config{File: &FileConfig{Path: path}}, Topology: "wc", Container: 1,
+	m, err := NewManager(context.Background(), ManagerOptions{Config: &Config{Sinks: map[string]map[string]string{"file": {"path": path}}}, Topology: "wc", Container: 1,
 		Reader: in.reader, Exceptions: exc.Drain, Forward: func(b *Batch) { forwarded = append(forwarded, b) }})
 	if err != nil {
 		t.Fatal(err)
@@ -197,7 +199,7 @@ func TestOTLPSinkExportsToReceiver(t *testing.T) {
 	defer srv.Close()
 	in := newInstrumented(t)
 	m, err := NewManager(context.Background(), ManagerOptions{Topology: "wc", Reader: in.reader, Config: &Config{
-		OTLP: &OTLPConfig{Endpoint: srv.URL + "/v1/metrics", Headers: map[string]string{"X-Tenant": "acme"}}}})
+		Sinks: map[string]map[string]string{"otlp": {"endpoint": srv.URL + "/v1/metrics", "headers.X-Tenant": "acme"}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,32 +270,98 @@ func TestParseConfig(t *testing.T) {
 	c, err := ParseConfig("deploy.yaml", []byte(`
 metrics:
   interval: 5s
+  queue_batches: 4
+  prometheus: {listen: 127.0.0.1:9464}
   graphite: {address: 127.0.0.1:2003}
+  otlp: {endpoint: http://x/v1/metrics, headers: {Authorization: Bearer t, X-Tenant: acme}}
   file: {path: /tmp/m.jsonl}
 `))
-	if err != nil || c.Every() != 5*time.Second || c.Graphite.Address != "127.0.0.1:2003" || c.File == nil {
-		t.Fatalf("%+v, %v", c, err)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if c, err := ParseConfig("empty.yaml", nil); err != nil || c.Every() != DefaultInterval {
+	want := map[string]map[string]string{
+		"prometheus": {"listen": "127.0.0.1:9464"},
+		"graphite":   {"address": "127.0.0.1:2003"},
+		"otlp":       {"endpoint": "http://x/v1/metrics", "headers.Authorization": "Bearer t", "headers.X-Tenant": "acme"},
+		"file":       {"path": "/tmp/m.jsonl"},
+	}
+	if c.Every() != 5*time.Second || c.QueueBatches != 4 || !reflect.DeepEqual(c.Sinks, want) || c.PrometheusListen() != "127.0.0.1:9464" {
+		t.Fatalf("%+v", c)
+	}
+	if c, err := ParseConfig("empty.yaml", nil); err != nil || c.Every() != DefaultInterval || len(c.Sinks) != 0 || c.PrometheusListen() != "" {
 		t.Errorf("empty file: %+v, %v", c, err)
 	}
+	if c, err := ParseConfig("nulls.yaml", []byte("metrics:\n  file:\n")); err == nil || !strings.Contains(err.Error(), "metrics.file.path: required") {
+		t.Errorf("a sink without fields: %+v, %v", c, err)
+	}
 	for _, tc := range []struct{ yaml, want string }{
-		{"metrics: {graphite: {prefix: x}}", "deploy.yaml: metrics.graphite.address: required"},
+		{"metrics: {graphite: {prefix: x}}", "deploy.yaml: metrics.graphite.address: required (carbon's plaintext listener (host:port))"},
 		{"metrics: {scribe: {}}", "metrics.scribe.address: required"},
 		{"metrics: {otlp: {}}", "metrics.otlp.endpoint: required"},
 		{"metrics: {file: {}}", "metrics.file.path: required"},
 		{"metrics: {interval: soon}", "want a duration"},
-		{"metrics: {grafite: {}}", "field grafite not found"},
+		{"metrics: {queue_batches: many}", `line 1: metrics.queue_batches: want an integer, got "many"`},
+		{"metrics: {queue_batches: -1}", "metrics.queue_batches: must not be negative"},
+		{"metrics: {interval: -1s}", "metrics.interval: must not be negative"},
+		{"metrics: {grafite: {}}", `metrics.grafite: unknown metrics sink (known: file, graphite, otlp, prometheus, scribe, and interval, queue_batches); did you mean "graphite"?`},
+		{"metrics: {graphite: {adress: x}}", `metrics.graphite.adress: unknown key (known: address, prefix, buffer_bytes); did you mean "address"?`},
+		{"metrics: {graphite: {address: x, buffer_bytes: 0}}", "metrics.graphite.buffer_bytes: must be >= 1, got 0"},
+		{"metrics: {graphite: [a]}", "line 1: metrics.graphite: want a mapping of the sink's fields"},
+		{"metrics: {graphite: {address: [a]}}", "line 1: metrics.graphite.address: want a single value or a mapping"},
+		{"metrics: {otlp: {endpoint: x, headers: {a: [b]}}}", "line 1: metrics.otlp.headers.a: want a single value"},
+		{"metrics: {otlp: {endpoint: x, headers: y}}", `metrics.otlp.headers: a map: give its pairs as headers.<key>`},
+		{"metrics: [1]", "line 1: metrics: want a mapping"},
+		{"metric: {}", "field metric not found"},
 	} {
 		_, err := ParseConfig("deploy.yaml", []byte(tc.yaml))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want it to say %q", tc.yaml, err, tc.want)
 		}
 	}
-	// The JSON form hosts get round-trips.
-	b, _ := json.Marshal(c)
+	// The JSON form hosts get round-trips, in the file's shape.
+	b, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"otlp":{"endpoint":"http://x/v1/metrics","headers":{"Authorization":"Bearer t","X-Tenant":"acme"}}`) ||
+		!strings.Contains(string(b), `"interval":"5s"`) {
+		t.Errorf("JSON form %s", b)
+	}
 	var back Config
-	if err := json.Unmarshal(b, &back); err != nil || back.Every() != 5*time.Second || back.Graphite == nil {
+	if err := json.Unmarshal(b, &back); err != nil || !reflect.DeepEqual(back, *c) {
 		t.Errorf("JSON round trip: %s -> %+v, %v", b, back, err)
+	}
+	// So does the YAML one.
+	y, err := yaml.Marshal(map[string]any{"metrics": c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, err := ParseConfig("again.yaml", y); err != nil || !reflect.DeepEqual(*again, *c) {
+		t.Errorf("YAML round trip: %s -> %+v, %v", y, again, err)
+	}
+}
+
+// TestBuildNamesTheSink: a sink whose factory fails is named, and what
+// was built before it is closed; the Prometheus exposition is not built
+// in a container.
+func TestBuildNamesTheSink(t *testing.T) {
+	got, err := Build(t.Context(), &Config{Sinks: map[string]map[string]string{
+		"prometheus": {"listen": "127.0.0.1:0"},
+		"file":       {"path": filepath.Join(t.TempDir(), "m.jsonl")},
+	}}, nil)
+	if err != nil || len(got) != 1 || got["file"] == nil {
+		t.Fatalf("Build = %v, %v; want the file sink only", got, err)
+	}
+	for _, s := range got {
+		if err := s.Close(); err != nil {
+			t.Error(err)
+		}
+	}
+	_, err = Build(t.Context(), &Config{Sinks: map[string]map[string]string{"file": {"path": filepath.Join(t.TempDir(), "no", "such", "dir", "m.jsonl")}}}, nil)
+	if err == nil || !strings.HasPrefix(err.Error(), "metrics.file: file sink: ") {
+		t.Errorf("Build with a bad path = %v, want it to name metrics.file", err)
+	}
+	if _, err := Build(t.Context(), &Config{Sinks: map[string]map[string]string{"nope": {}}}, nil); err == nil || !strings.Contains(err.Error(), "metrics.nope: unknown metrics sink") {
+		t.Errorf("Build of an unknown sink = %v", err)
 	}
 }

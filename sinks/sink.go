@@ -1,7 +1,10 @@
 // Package sinks holds Ardea's metrics manager and the sinks it exports to:
 // Prometheus, Graphite (plaintext), Scribe (Thrift), OTLP (HTTP) and files
 // (JSON lines), plus the history a topology manager keeps for the tracker
-// API.
+// API. The sinks are metrics-sink plugins registered from init in the
+// default plugin environment (connectors/plugin), where code outside this
+// module registers its own: a deployment file's metrics: section names
+// them, and Build makes those it names.
 //
 // Every container runs one Manager. At each interval it collects the
 // container's OpenTelemetry instruments (Heron's metric names, recorded by
@@ -12,11 +15,8 @@
 package sinks
 
 import (
-	"context"
-	"strconv"
-	"time"
-
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"github.com/ardea-dev/ardea/connectors/plugin"
+	"github.com/ardea-dev/ardea/sinks/metric"
 )
 
 // OpenTelemetry instrumentation scopes. OpenTelemetry names must start with
@@ -29,106 +29,22 @@ const (
 	UserScope   = "github.com/ardea-dev/ardea/user"
 )
 
-// Kind tells how a Sample's value reads.
-type Kind uint8
-
-const (
-	// Counter: Value is cumulative since the instance started; Delta is the
-	// increase since the previous export (Heron's per-interval count).
-	Counter Kind = iota
-	// Gauge: Value is the current value (latencies: the mean over the last
-	// interval, as Heron reports them).
-	Gauge
+// The metrics data (package sinks/metric, apart so that the plugin
+// registry can name it).
+type (
+	Kind      = metric.Kind
+	Sample    = metric.Sample
+	Exception = metric.Exception
+	Batch     = metric.Batch
 )
 
-func (k Kind) String() string {
-	if k == Counter {
-		return "counter"
-	}
-	return "gauge"
-}
+// Sample kinds.
+const (
+	Counter = metric.Counter
+	Gauge   = metric.Gauge
+)
 
-// MarshalText writes "counter" or "gauge".
-func (k Kind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
-
-// UnmarshalText reads "counter" or "gauge".
-func (k *Kind) UnmarshalText(b []byte) error {
-	if string(b) == "counter" {
-		*k = Counter
-	} else {
-		*k = Gauge
-	}
-	return nil
-}
-
-// Sample is one metric of one instance, or of a whole container (Task -1),
-// at one collection.
-type Sample struct {
-	Name      string `json:"name"` // Heron's name, e.g. "__execute-count"
-	Kind      Kind   `json:"kind"`
-	Topology  string `json:"topology"`
-	Component string `json:"component"` // "__stmgr__" / "__host__" for container metrics
-	Task      int    `json:"task"`      // -1: container-level
-	Container int    `json:"container"`
-	// Stream, when set, is the output stream a per-stream count is for;
-	// Peer names the other side of a stream-manager count ("local" or
-	// "remote").
-	Stream string  `json:"stream,omitempty"`
-	Peer   string  `json:"peer,omitempty"`
-	Value  float64 `json:"value"`
-	Delta  float64 `json:"delta,omitempty"`
-}
-
-// Source is the instance a sample is for ("3" for task 3) or its
-// container ("container-1").
-func (s *Sample) Source() string {
-	if s.Task < 0 {
-		return "container-" + strconv.Itoa(s.Container)
-	}
-	return strconv.Itoa(s.Task)
-}
-
-// FullName is the name with its stream or peer, Heron style:
-// "__emit-count/default".
-func (s *Sample) FullName() string {
-	switch {
-	case s.Stream != "":
-		return s.Name + "/" + s.Stream
-	case s.Peer != "":
-		return s.Name + "/" + s.Peer
-	}
-	return s.Name
-}
-
-// Exception is an error a task raised (a trap, a failed call, an error
-// it logged), deduplicated within one batch.
-type Exception struct {
-	Topology  string    `json:"topology"`
-	Component string    `json:"component"`
-	Task      int       `json:"task"`
-	Container int       `json:"container"`
-	Message   string    `json:"message"`
-	Count     int64     `json:"count"`
-	First     time.Time `json:"first"`
-	Last      time.Time `json:"last"`
-}
-
-// Batch is one collection of a container's metrics.
-type Batch struct {
-	Time       time.Time   `json:"time"`
-	Topology   string      `json:"topology"`
-	Container  int         `json:"container"`
-	Samples    []Sample    `json:"samples"`
-	Exceptions []Exception `json:"exceptions,omitempty"`
-	// OTel is the collection the samples were made from (nil when the
-	// batch was forwarded); the OTLP sink exports it as is.
-	OTel *metricdata.ResourceMetrics `json:"-"`
-}
-
-// Sink receives batches. Write is called from one goroutine per sink, in
-// order; it may block (the queue in front of it absorbs that) but should
-// give up when ctx ends.
-type Sink interface {
-	Write(ctx context.Context, b *Batch) error
-	Close() error
-}
+// Sink receives batches (plugin.MetricsSink). Write is called from one
+// goroutine per sink, in order; it may block (the queue in front of it
+// absorbs that) but should give up when ctx ends.
+type Sink = plugin.MetricsSink

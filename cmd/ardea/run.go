@@ -66,9 +66,9 @@ shown on stderr; --quiet turns it off.`,
 				if mc, err = sinks.LoadConfig(config); err != nil {
 					return usageError{err}
 				}
-				if mc.Prometheus != nil && mc.Prometheus.Listen != "" {
+				if listen := mc.PrometheusListen(); listen != "" {
 					prom := sinks.NewPrometheus()
-					stopProm, addr, err := servePrometheus(mc.Prometheus.Listen, prom)
+					stopProm, addr, err := servePrometheus(listen, prom)
 					if err != nil {
 						return err
 					}

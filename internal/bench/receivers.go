@@ -109,10 +109,12 @@ func startReceivers(ctx context.Context, dir string, interval time.Duration, log
 	_ = os.Remove(path)
 	r.cfg = &sinks.Config{
 		Interval: sinks.Duration(interval),
-		Graphite: &sinks.GraphiteConfig{Address: gl.Addr().String()},
-		Scribe:   &sinks.ScribeConfig{Address: scribeAddr},
-		OTLP:     &sinks.OTLPConfig{Endpoint: "http://" + ol.Addr().String() + "/v1/metrics"},
-		File:     &sinks.FileConfig{Path: path},
+		Sinks: map[string]map[string]string{
+			"graphite": {"address": gl.Addr().String()},
+			"scribe":   {"address": scribeAddr},
+			"otlp":     {"endpoint": "http://" + ol.Addr().String() + "/v1/metrics"},
+			"file":     {"path": path},
+		},
 	}
 	r.extra = map[string]sinks.Sink{"prometheus": prom}
 	r.stop = func() {

@@ -170,11 +170,11 @@ func Start(ctx context.Context, o Options) (*Daemon, error) {
 			log.Error("API server", "err", err)
 		}
 	})
-	if pc := o.Metrics; pc != nil && pc.Prometheus != nil && pc.Prometheus.Listen != "" {
-		pln, err := net.Listen("tcp", pc.Prometheus.Listen)
+	if addr := o.Metrics.PrometheusListen(); addr != "" {
+		pln, err := net.Listen("tcp", addr)
 		if err != nil {
 			d.Close(d.ctx)
-			return nil, fmt.Errorf("local: metrics.prometheus.listen %s: %w", pc.Prometheus.Listen, err)
+			return nil, fmt.Errorf("local: metrics.prometheus.listen %s: %w", addr, err)
 		}
 		mux := http.NewServeMux()
 		mux.Handle("GET /metrics", d.prom)

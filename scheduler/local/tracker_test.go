@@ -106,7 +106,7 @@ func getJSON(t *testing.T, base, path string, wantStatus int, out any) {
 func TestTrackerAPI(t *testing.T) {
 	metricsFile := filepath.Join(t.TempDir(), "metrics.jsonl")
 	d, c := startMetricsDaemon(t, &sinks.Config{Interval: sinks.Duration(200 * time.Millisecond),
-		File: &sinks.FileConfig{Path: metricsFile}})
+		Sinks: map[string]map[string]string{"file": {"path": metricsFile}}})
 	submitEndless(t, c, "wc", filepath.Join(t.TempDir(), "counts.tsv"))
 	base := d.URL() + "/api/v1/topologies/wc/"
 	waitState(t, c, "wc", local.StateRunning)

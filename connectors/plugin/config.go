@@ -51,7 +51,7 @@ func (c Config) field(name string, types ...FieldType) (Field, string, error) {
 		return Field{}, "", c.spec.errf(c.component, name, "not a field of the spec (fields: %s)", strings.Join(c.spec.fieldNames(), ", "))
 	}
 	if !slices.Contains(types, f.Type) {
-		return Field{}, "", c.spec.errf(c.component, name, "a %s field, read as %s", f.Type, types[0])
+		return Field{}, "", c.spec.errf(c.component, name, "declared %s, read as %s", f.Type, types[0])
 	}
 	if v, ok := c.values[name]; ok && v != "" {
 		return f, v, nil

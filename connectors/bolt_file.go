@@ -38,8 +38,9 @@ import (
 
 func init() {
 	register(plugin.RegisterBolt(plugin.Spec{
-		Name:    "file",
-		Summary: "Writes every input tuple as a line of a file (tab-separated or JSON lines).",
+		Name: "file",
+		Summary: "Writes every input tuple as a line of a file: tab-separated (`\\t \\n \\r \\\\` escaped) or a JSON object keyed by field name; with parallelism p, task i writes `<path>.<i>`. " +
+			"At least once it acks a line once it is in the file; effectively once it truncates back to a checkpoint's length on a restore.",
 		Fields: []plugin.Field{
 			{Name: "path", Type: plugin.TypePath, Required: true, Doc: "file to write; task i of p > 1 writes <path>.<i>; relative to the topology file's directory"},
 			{Name: "format", Type: plugin.TypeEnum, Default: "tsv", Enum: []string{"tsv", "json"}, Doc: "tsv: tab-separated fields; json: one object per line keyed by field name"},

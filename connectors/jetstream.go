@@ -32,8 +32,9 @@ import (
 
 func init() {
 	register(plugin.RegisterSpout(plugin.Spec{
-		Name:    "jetstream",
-		Summary: "Reads a NATS JetStream stream through a durable pull consumer; acks on tuple-tree completion (at least once), naks on failure.",
+		Name: "jetstream",
+		Summary: "Reads a NATS JetStream stream through a durable pull consumer shared by the tasks (`subject`, `data` as bytes). " +
+			"At most once it acks a message as it emits it, at least once when its tuple tree completes; a failed tree naks it (JetStream redelivers it, as any message not acked within ack_wait).",
 		Fields: []plugin.Field{
 			{Name: "url", Type: plugin.TypeString, Required: true, Doc: "NATS server URL"},
 			{Name: "stream", Type: plugin.TypeString, Required: true, Doc: "JetStream stream to read"},

@@ -46,8 +46,9 @@ import (
 
 func init() {
 	register(plugin.RegisterSpout(plugin.Spec{
-		Name:    "kafka",
-		Summary: "Reads Kafka topics (franz-go); commits offsets only for fully processed records; replays from an offset or a timestamp.",
+		Name: "kafka",
+		Summary: "Reads Kafka topics with franz-go (`value`, `key`, `topic`, `partition`, `offset`, `timestamp`, `headers`; docs/connectors.md). " +
+			"Commits offsets only for fully processed records, replays failed ones; effectively once the positions are in the checkpoint, committed when it is global; starts at an offset or a timestamp.",
 		Fields: []plugin.Field{
 			{Name: "brokers", Type: plugin.TypeString, Required: true, Doc: "comma-separated seed brokers (host:port)"},
 			{Name: "topics", Type: plugin.TypeString, Required: true, Doc: "comma-separated topics, or regular expressions with topic_regex"},

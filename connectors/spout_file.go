@@ -38,8 +38,9 @@ import (
 
 func init() {
 	register(plugin.RegisterSpout(plugin.Spec{
-		Name:    "file",
-		Summary: "Emits each line of a text file as a tuple (finite). With parallelism p, task i emits lines n with n % p == i.",
+		Name: "file",
+		Summary: "Emits each line of a text file as a tuple (`line`), finite. With parallelism p, task i reads lines n with n % p == i. " +
+			"Replayable: at least once a line's message id is its line number, and the read position is in the task state.",
 		Fields: []plugin.Field{
 			{Name: "path", Type: plugin.TypePath, Required: true, Doc: "file to read; relative to the topology file's directory"},
 			{Name: "max_line_bytes", Type: plugin.TypeInt, Default: "", Min: "1", Doc: "longest accepted line in bytes, at most the tuple limit (max.tuple.bytes, topology.max.tuple.bytes: 1 MiB), which is its default; a longer line goes to dead_letter, or without one ends the input there and fails the topology once the lines before it were processed"},

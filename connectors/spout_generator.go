@@ -24,8 +24,9 @@ import (
 
 func init() {
 	register(plugin.RegisterSpout(plugin.Spec{
-		Name:    "generator",
-		Summary: "Emits random English sentences from a built-in corpus, optionally rate-limited and bounded.",
+		Name: "generator",
+		Summary: "Emits English sentences from a built-in corpus (`line`), optionally paced and bounded. " +
+			"Sentence k of a task is a hash of (seed + task, k): replayable, its position (k) is in the task state.",
 		Fields: []plugin.Field{
 			{Name: "rate", Type: plugin.TypeFloat, Default: "0", Min: "0", Doc: "tuples per second per task; 0 = as fast as possible"},
 			{Name: "count", Type: plugin.TypeInt, Default: "0", Min: "0", Doc: "tuples per task before the spout is done; 0 = endless"},

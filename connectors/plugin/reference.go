@@ -50,16 +50,16 @@ func (e *Environment) WriteReference(w io.Writer) error {
 }
 
 func writeSpec(b *bytes.Buffer, s Spec) {
-	title := s.Name
+	title := "`" + s.Module() + "`"
 	switch s.Kind {
-	case KindSpout, KindBolt, KindDeadLetter:
-		title = s.Module()
+	case KindDeadLetter:
+		title = "Dead letters of `" + s.Module() + "`"
 	case KindMetricsSink:
-		title = "metrics." + s.Name
+		title = "`metrics." + s.Name + "`"
 	}
-	fmt.Fprintf(b, "\n#### `%s`\n\n%s\n", title, s.Summary)
+	fmt.Fprintf(b, "\n#### %s\n\n%s\n", title, text(s.Summary))
 	if len(s.Fields) > 0 {
-		b.WriteString("\n| field | type | default | |\n|---|---|---|---|\n")
+		b.WriteString("\n| field | type | default | doc |\n|---|---|---|---|\n")
 		for _, f := range s.Fields {
 			typ := string(f.Type)
 			if f.Type == TypeEnum {
@@ -91,4 +91,21 @@ func writeSpec(b *bytes.Buffer, s Spec) {
 }
 
 // cell escapes text for a table cell.
-func cell(s string) string { return strings.ReplaceAll(s, "|", "\\|") }
+func cell(s string) string { return strings.ReplaceAll(text(s), "|", "\\|") }
+
+// text escapes '<' outside code spans, so that "ardea-<topology>" is not
+// read as an HTML tag.
+func text(s string) string {
+	var b strings.Builder
+	code := false
+	for _, r := range s {
+		switch {
+		case r == '`':
+			code = !code
+		case r == '<' && !code:
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}

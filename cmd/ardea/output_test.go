@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ardea-dev/ardea/connectors"
+	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/internal/metrics"
 	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/scheduler/local"
@@ -75,6 +76,15 @@ func outputCases() []struct {
 		{Component: "lines", Destination: "file:/data/dead.txt", Source: "/data/in.txt:2", Failures: 2,
 			Value: strings.Repeat("long value ", 8)},
 	}}
+	bi := []builtin{
+		{Kind: plugin.KindSpout, Name: "tail", Use: "module: builtin:tail", Summary: "Follows a file.", Outputs: map[string][]string{"default": {"line"}},
+			Fields: []plugin.Field{
+				{Name: "path", Type: plugin.TypePath, Required: true, Doc: "the file"},
+				{Name: "from", Type: plugin.TypeEnum, Enum: []string{"start", "end"}, Default: "end", Doc: "where it begins"},
+				{Name: "poll", Type: plugin.TypeDuration, Default: "1s", Min: "1ms", Doc: "how often it looks"},
+			}},
+		{Kind: plugin.KindMetricsSink, Name: "null", Use: "metrics.null", Summary: "Drops every batch.", Fields: []plugin.Field{}},
+	}
 	apply := local.ApplyResult{How: "live rescale", Parallelism: map[string]int{"count": 3, "lines": 1}, Containers: 2,
 		Changes: []local.Change{{Kind: "parallelism", Component: "count", Detail: "2 -> 3"}}}
 	return []struct {
@@ -89,6 +99,7 @@ func outputCases() []struct {
 		{"metrics", mets, func(w io.Writer) error { printMetrics(w, mets, nil); return nil }},
 		{"dlq", dlq, func(w io.Writer) error { return printDLQ(w, dlq) }},
 		{"apply", apply, func(w io.Writer) error { return printApply(w, apply, "wordcount", "t.yaml") }},
+		{"builtins", bi, func(w io.Writer) error { return printBuiltins(w, bi) }},
 	}
 }
 
@@ -184,7 +195,7 @@ func TestOutputFlag(t *testing.T) {
 // every command has examples and a group.
 func TestEveryReadCommandHasOutput(t *testing.T) {
 	reads := []string{"list", "status", "history", "logs", "metrics", "dlq", "apply", "submit", "swap", "rollback", "version",
-		"bench wordcount", "bench swap", "bench kafka"}
+		"bench wordcount", "bench swap", "bench kafka", "builtins"}
 	root := newRoot()
 	for _, path := range reads {
 		c, _, err := root.Find(strings.Fields(path))

@@ -1,6 +1,7 @@
 package sinks
 
 import (
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -147,5 +148,24 @@ func TestSinkConformance(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			conformance.TestMetricsSink(t, plugin.Default(), name, sinkFixtures[name](t))
 		})
+	}
+}
+
+// TestRegistrationErrorReported: a built-in sink the registry refused is
+// not a panic at init; validating and building a section report it.
+func TestRegistrationErrorReported(t *testing.T) {
+	saved := initErr
+	t.Cleanup(func() { initErr = saved })
+	register(errors.New(`plugin: register metrics sink "x": summary: empty`))
+	want := `sinks: the built-in metrics sinks are not all registered: plugin: register metrics sink "x"`
+	if err := (&Config{}).Validate(); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Validate = %v", err)
+	}
+	if _, err := Build(t.Context(), &Config{}, nil); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Build = %v", err)
+	}
+	// Another environment does not depend on the built-ins.
+	if err := (&Config{}).ValidateIn(plugin.NewEmptyEnvironment()); err != nil {
+		t.Errorf("ValidateIn(an empty environment) = %v", err)
 	}
 }

@@ -19,7 +19,10 @@ func TestRegistrationErrorReported(t *testing.T) {
 		"NewSpout":       func() error { _, err := NewSpout("generator", nil); return err }(),
 		"NewBolt":        func() error { _, err := NewBolt("file", map[string]string{"path": "x"}); return err }(),
 		"ValidateConfig": ValidateConfig("spout", "generator", "g", nil),
-		"DeadLetters":    func() error { _, err := DeadLetters(t.Context(), "t", "c", "builtin:file", map[string]string{"path": "x"}); return err }(),
+		"DeadLetters": func() error {
+			_, err := DeadLetters(t.Context(), "t", "c", "builtin:file", map[string]string{"path": "x"})
+			return err
+		}(),
 	} {
 		if err == nil || !strings.Contains(err.Error(), `connectors: the built-ins are not all registered: plugin: register spout "x"`) {
 			t.Errorf("%s = %v", name, err)

@@ -64,12 +64,6 @@ func register(err error) { initErr = errors.Join(initErr, err) }
 // refused (nil when every one is registered).
 func RegistrationError() error { return initErr }
 
-// PrometheusConfig: a /metrics exposition. `ardea local` always serves
-// /metrics on its API address too; Listen adds a listener of its own.
-type PrometheusConfig struct {
-	Listen string
-}
-
 // GraphiteConfig: the plaintext protocol over TCP,
 // "prefix.topology.component.source.metric value epoch".
 type GraphiteConfig struct {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/ardea-dev/ardea/internal/suggest"
 )
 
 // TopologyError is one problem found while loading or validating a topology.
@@ -78,47 +80,9 @@ func Problems(err error) []*TopologyError {
 	return out
 }
 
-// closest returns the candidate nearest to s by edit distance, if it is near
-// enough to be a plausible typo.
-func closest(s string, candidates []string) (string, bool) {
-	best, bestD := "", max(1, len(s)/3)+1
-	for _, c := range candidates {
-		if d := editDistance(s, c); d < bestD {
-			best, bestD = c, d
-		}
-	}
-	return best, best != ""
-}
-
 func didYouMean(s string, candidates []string) string {
-	if c, ok := closest(s, candidates); ok {
+	if c := suggest.Closest(s, candidates); c != "" {
 		return fmt.Sprintf("; did you mean %q?", c)
 	}
 	return ""
-}
-
-// editDistance is the optimal string alignment distance (Levenshtein plus
-// transpositions of adjacent characters).
-func editDistance(a, b string) int {
-	d := make([][]int, len(a)+1)
-	for i := range d {
-		d[i] = make([]int, len(b)+1)
-		d[i][0] = i
-	}
-	for j := range d[0] {
-		d[0][j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
-			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
-			}
-		}
-	}
-	return d[len(a)][len(b)]
 }

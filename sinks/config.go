@@ -16,6 +16,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/ardea-dev/ardea/connectors/plugin"
+	"github.com/ardea-dev/ardea/internal/suggest"
 )
 
 // Config is the `metrics:` section of a deployment file (ardea local
@@ -127,7 +128,7 @@ func (c *Config) ValidateIn(env *plugin.Environment) error {
 		if !ok {
 			known := env.Names(plugin.KindMetricsSink)
 			hint := ""
-			if s := closest(name, known); s != "" {
+			if s := suggest.Closest(name, known); s != "" {
 				hint = fmt.Sprintf("; did you mean %q?", s)
 			}
 			errs = append(errs, fmt.Errorf("metrics.%s: unknown metrics sink (known: %s, and interval, queue_batches)%s", name, strings.Join(known, ", "), hint))
@@ -138,37 +139,6 @@ func (c *Config) ValidateIn(env *plugin.Environment) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// closest is the name in names a typo of s most likely meant ("" if none
-// is close).
-func closest(s string, names []string) string {
-	best, bestD := "", max(1, len(s)/3)+1
-	for _, n := range names {
-		if d := levenshtein(s, n); d < bestD {
-			best, bestD = n, d
-		}
-	}
-	return best
-}
-
-func levenshtein(a, b string) int {
-	prev, cur := make([]int, len(b)+1), make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			c := 1
-			if a[i-1] == b[j-1] {
-				c = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+c)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // UnmarshalYAML reads the section: interval, queue_batches, and every

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/ardea-dev/ardea/internal/suggest"
 )
 
 // ErrDuplicate is returned (wrapped) when a kind and name are registered
@@ -174,7 +176,7 @@ func (e *Environment) Names(kind Kind) []string {
 func (e *Environment) unknown(kind Kind, name string) error {
 	names := e.Names(kind)
 	hint := ""
-	if c := suggest(name, names); c != "" {
+	if c := suggest.Closest(name, names); c != "" {
 		hint = fmt.Sprintf("; did you mean %q?", c)
 	}
 	what := "builtin " + kindText(kind)

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	ardea "github.com/ardea-dev/ardea"
+	"github.com/ardea-dev/ardea/internal/suggest"
 )
 
 // Kind is what a plugin is.
@@ -313,7 +314,7 @@ func (s Spec) Validate(component string, cfg map[string]string) error {
 			continue
 		}
 		hint := ""
-		if c := suggest(k, s.fieldNames()); c != "" {
+		if c := suggest.Closest(k, s.fieldNames()); c != "" {
 			hint = fmt.Sprintf("; did you mean %q?", c)
 		}
 		errs = append(errs, s.errf(component, k, "unknown key (known: %s)%s", strings.Join(s.fieldNames(), ", "), hint))
@@ -353,34 +354,4 @@ func (s Spec) Parse(component string, cfg map[string]string) (Config, error) {
 		values = map[string]string{}
 	}
 	return Config{spec: &spec, component: component, values: values}, nil
-}
-
-// suggest returns the name closest to s if it is a plausible typo.
-func suggest(s string, names []string) string {
-	best, bestD := "", max(1, len(s)/3)+1
-	for _, n := range names {
-		if d := distance(s, n); d < bestD {
-			best, bestD = n, d
-		}
-	}
-	return best
-}
-
-func distance(a, b string) int {
-	prev, cur := make([]int, len(b)+1), make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			c := 1
-			if a[i-1] == b[j-1] {
-				c = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+c)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

@@ -8,8 +8,8 @@ func TestClosest(t *testing.T) {
 		{"intervall", "interval"},
 		{"promethues", "prometheus"}, // a transposition is one edit
 		{"grafite", "graphite"},
-		{"scribe", ""},   // nothing close
-		{"i", ""},        // too short to guess
+		{"scribe", ""}, // nothing close
+		{"i", ""},      // too short to guess
 		{"interval", "interval"},
 	} {
 		if got := Closest(tc.in, names); got != tc.want {

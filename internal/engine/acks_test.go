@@ -9,18 +9,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/bus"
-	"github.com/ardea-dev/ardea/connectors"
 	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/engine"
 	"github.com/ardea-dev/ardea/internal/metrics"
 	"github.com/ardea-dev/ardea/internal/plan"
 	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/internal/tuple"
-	"github.com/ardea-dev/ardea/scheduler"
 )
 
 // replaySpout emits message ids 1..n once each, replays failed ones from
@@ -159,32 +155,7 @@ func ackingSMTimeout(t *testing.T, maxPending int, timeout time.Duration) (*bus.
 	b := ardea.NewBuilder("acks")
 	b.Spout("src", "builtin:generator")
 	b.Bolt("sink", "builtin:file").Config("path", "unused").Shuffle("src")
-	tp, err := b.BuildWith(ardea.ValidateOptions{SkipModuleCheck: true, Builtins: connectors.Outputs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := scheduler.BuildPlan(tp, 1, scheduler.RoundRobin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := bus.StartServer(context.Background(), bus.ServerOptions{Port: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown)
-	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	sm, err := bus.NewStreamManager(bus.Options{Plan: p, Container: 1, Conn: nc, Acking: true, MaxSpoutPending: maxPending, MessageTimeout: timeout})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sm.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sm.Close() })
+	sm, p := startSM(t, b, bus.Options{Acking: true, MaxSpoutPending: maxPending, MessageTimeout: timeout})
 	return sm, p
 }
 

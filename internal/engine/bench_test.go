@@ -5,16 +5,12 @@ import (
 	"log/slog"
 	"testing"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/bus"
-	"github.com/ardea-dev/ardea/connectors"
 	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/engine"
 	"github.com/ardea-dev/ardea/internal/metrics"
 	"github.com/ardea-dev/ardea/internal/tuple"
-	"github.com/ardea-dev/ardea/scheduler"
 )
 
 // finiteSpout emits n copies of values, as many per Next as it may, then
@@ -53,32 +49,7 @@ func BenchmarkTaskLoop(b *testing.B) {
 	bd := ardea.NewBuilder("loop")
 	bd.Spout("src", "builtin:generator")
 	bd.Bolt("sink", "builtin:file").Config("path", "unused").Shuffle("src")
-	tp, err := bd.BuildWith(ardea.ValidateOptions{SkipModuleCheck: true, Builtins: connectors.Outputs})
-	if err != nil {
-		b.Fatal(err)
-	}
-	p, err := scheduler.BuildPlan(tp, 1, scheduler.RoundRobin)
-	if err != nil {
-		b.Fatal(err)
-	}
-	srv, err := bus.StartServer(context.Background(), bus.ServerOptions{Port: -1})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer srv.Shutdown()
-	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer nc.Close()
-	sm, err := bus.NewStreamManager(bus.Options{Plan: p, Container: 1, Conn: nc})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := sm.Start(context.Background()); err != nil {
-		b.Fatal(err)
-	}
-	defer sm.Close()
+	sm, _ := startSM(b, bd, bus.Options{})
 	spout := &finiteSpout{n: b.N, values: tuple.AppendValues(nil, tuple.Str("hello"))}
 	bolt := &countBolt{}
 	reg := metrics.NewRegistry()

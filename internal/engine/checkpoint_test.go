@@ -9,16 +9,12 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/bus"
-	"github.com/ardea-dev/ardea/connectors"
 	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/engine"
 	"github.com/ardea-dev/ardea/internal/metrics"
 	"github.com/ardea-dev/ardea/internal/tuple"
-	"github.com/ardea-dev/ardea/scheduler"
 )
 
 // seqSpout emits (task, i) for i = 1, 2, ... as fast as it may.
@@ -109,32 +105,7 @@ func TestBarrierAlignment(t *testing.T) {
 	b := ardea.NewBuilder("align")
 	b.Spout("src", "builtin:generator").Parallelism(2)
 	b.Bolt("sink", "builtin:file").Config("path", "unused").Shuffle("src")
-	tp, err := b.BuildWith(ardea.ValidateOptions{SkipModuleCheck: true, Builtins: connectors.Outputs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := scheduler.BuildPlan(tp, 1, scheduler.RoundRobin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := bus.StartServer(context.Background(), bus.ServerOptions{Port: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
-	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	sm, err := bus.NewStreamManager(bus.Options{Plan: p, Container: 1, Conn: nc, Checkpoints: true, InboxBytes: 8 << 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sm.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer sm.Close()
+	sm, _ := startSM(t, b, bus.Options{Checkpoints: true, InboxBytes: 8 << 10})
 
 	s1, s2 := &seqSpout{task: 1}, &seqSpout{task: 2}
 	bolt := &lastSeen{last: map[int64]int64{}}

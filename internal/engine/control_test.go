@@ -10,18 +10,14 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/bus"
-	"github.com/ardea-dev/ardea/connectors"
 	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/engine"
 	"github.com/ardea-dev/ardea/internal/metrics"
 	"github.com/ardea-dev/ardea/internal/plan"
 	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/internal/tuple"
-	"github.com/ardea-dev/ardea/scheduler"
 )
 
 // pacedSpout emits 1, 2, ... up to what the test allows, then idles; it
@@ -158,32 +154,7 @@ func newPipeline(t *testing.T) *pipeline {
 	b.Spout("src", "builtin:generator")
 	b.Bolt("mid", "mid.wasm").Output(ardea.DefaultStream, "v").Shuffle("src")
 	b.Bolt("sink", "builtin:file").Config("path", "unused").Shuffle("mid")
-	tp, err := b.BuildWith(ardea.ValidateOptions{SkipModuleCheck: true, Builtins: connectors.Outputs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := scheduler.BuildPlan(tp, 1, scheduler.RoundRobin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := bus.StartServer(t.Context(), bus.ServerOptions{Port: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown)
-	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	sm, err := bus.NewStreamManager(bus.Options{Plan: p, Container: 1, Conn: nc})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sm.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sm.Close() })
+	sm, p := startSM(t, b, bus.Options{})
 	pl := &pipeline{t: t, sm: sm, p: p, reg: metrics.NewRegistry(), spout: &pacedSpout{}, sink: &collectBolt{seen: map[int64]int{}},
 		exited: make(chan error, 4), srcExited: make(chan error, 1), done: make(chan error, 1)}
 	task := func(name string) uint32 {

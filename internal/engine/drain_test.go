@@ -6,16 +6,12 @@ import (
 	"log/slog"
 	"testing"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/bus"
-	"github.com/ardea-dev/ardea/connectors"
 	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/engine"
 	"github.com/ardea-dev/ardea/internal/metrics"
 	"github.com/ardea-dev/ardea/internal/tuple"
-	"github.com/ardea-dev/ardea/scheduler"
 )
 
 // errDrainFirst is a spout error that fails after a drain.
@@ -47,34 +43,9 @@ func drainTopology(t *testing.T, spoutErr error) (error, *countBolt, *lifeSpout)
 	b.Spout("bad", "builtin:generator")
 	b.Spout("endless", "builtin:generator")
 	b.Bolt("sink", "builtin:file").Config("path", "unused").Shuffle("bad").Shuffle("endless")
-	tp, err := b.BuildWith(ardea.ValidateOptions{SkipModuleCheck: true, Builtins: connectors.Outputs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := scheduler.BuildPlan(tp, 1, scheduler.RoundRobin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := bus.StartServer(context.Background(), bus.ServerOptions{Port: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
-	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	ctx, cancel := context.WithCancel(context.Background())
+	sm, p := startSM(t, b, bus.Options{})
+	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	sm, err := bus.NewStreamManager(bus.Options{Plan: p, Container: 1, Conn: nc})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sm.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer sm.Close()
 	id := func(comp string) uint32 {
 		for _, c := range p.Components {
 			if c.Name == comp {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ardea-dev/ardea/connectors/plugin"
+	"github.com/ardea-dev/ardea/connectors/plugin/conformance"
 	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/tuple"
 )
@@ -39,7 +40,7 @@ var sources = map[string]func(t *testing.T) sourceFixture{
 
 // openSource opens spout name ("<connector>[/<variant>]"); metrics, if
 // set, receives its metric deltas.
-func openSource(t *testing.T, name string, cfg map[string]string, acking bool, st *memState, metrics ...map[string]int64) component.Spout {
+func openSource(t *testing.T, name string, cfg map[string]string, acking bool, st *conformance.MemState, metrics ...map[string]int64) component.Spout {
 	t.Helper()
 	name, _, _ = strings.Cut(name, "/")
 	spec, _ := plugin.Default().Lookup(plugin.KindSpout, name)
@@ -92,7 +93,7 @@ func TestSpoutDeliveryConformance(t *testing.T) {
 			}
 			t.Run("at_most_once", func(t *testing.T) {
 				fx := mk(t)
-				st := &memState{m: map[string][]byte{}}
+				st := conformance.NewMemState()
 				if fx.beforeOpen {
 					fx.feed(t, payloads)
 				}
@@ -139,7 +140,7 @@ func TestSpoutDeliveryConformance(t *testing.T) {
 				if fx.beforeOpen {
 					fx.feed(t, payloads)
 				}
-				s := openSource(t, name, fx.cfg, true, &memState{m: map[string][]byte{}})
+				s := openSource(t, name, fx.cfg, true, conformance.NewMemState())
 				if !fx.beforeOpen {
 					fx.feed(t, payloads)
 				}
@@ -200,7 +201,7 @@ func TestSpoutDeliveryConformance(t *testing.T) {
 				if err := s.Close(context.Background()); err != nil {
 					t.Fatal(err)
 				}
-				s2 := openSource(t, name, fx.cfg, true, &memState{m: map[string][]byte{}})
+				s2 := openSource(t, name, fx.cfg, true, conformance.NewMemState())
 				defer s2.Close(context.Background())
 				out2 := &recorder{}
 				pullUntil(t, s2, out2, "the pending records after the restart", func() bool {

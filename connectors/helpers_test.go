@@ -3,13 +3,11 @@ package connectors
 import (
 	"bytes"
 	"context"
-	"log/slog"
 	"os"
-	"sort"
-	"strings"
 	"testing"
 	"time"
 
+	"github.com/ardea-dev/ardea/connectors/plugin/conformance"
 	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/tuple"
 )
@@ -63,48 +61,12 @@ func (r *recorder) lines(t *testing.T) []string {
 	return out
 }
 
-type memState struct{ m map[string][]byte }
-
-func (s *memState) Get(k []byte) ([]byte, bool) { v, ok := s.m[string(k)]; return v, ok }
-func (s *memState) Put(k, v []byte)             { s.m[string(k)] = bytes.Clone(v) }
-func (s *memState) Delete(k []byte)             { delete(s.m, string(k)) }
-func (s *memState) Scan(prefix []byte, fn func(k, v []byte) bool) {
-	var keys []string
-	for k := range s.m {
-		if strings.HasPrefix(k, string(prefix)) {
-			keys = append(keys, k)
-		}
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		if !fn([]byte(k), s.m[k]) {
-			return
-		}
-	}
-}
-
-// taskContext builds a task context; outputs come from the spec unless
-// given.
+// taskContext builds a task context (conformance.NewTaskContext) of
+// topology "test".
 func taskContext(comp string, index, parallelism int, cfg map[string]string, outputs map[string][]string, inputs []tuple.InputDecl) component.Context {
-	ctx := component.Context{
-		Context: tuple.Context{
-			Topology: "test", Component: comp, TaskID: uint32(index + 1),
-			TaskIndex: uint32(index), Parallelism: uint32(parallelism), Config: cfg, Inputs: inputs,
-		},
-		Logger:       slog.New(slog.DiscardHandler),
-		State:        &memState{m: map[string][]byte{}},
-		MaxKeyGroups: tuple.DefaultMaxKeyGroups,
-		Metric:       func(string, int64) {},
-	}
-	names := make([]string, 0, len(outputs))
-	for s := range outputs {
-		names = append(names, s)
-	}
-	sort.Strings(names)
-	for _, s := range names {
-		ctx.Outputs = append(ctx.Outputs, tuple.StreamDecl{Name: s, Fields: outputs[s]})
-	}
-	return ctx
+	c := conformance.NewTaskContext(comp, index, parallelism, cfg, outputs, inputs)
+	c.Context.Topology = "test"
+	return c
 }
 
 // drain calls Next until Done (at most limit calls), checking max.

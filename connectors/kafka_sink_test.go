@@ -12,6 +12,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/ardea-dev/ardea/connectors/plugin/conformance"
 	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/tuple"
 )
@@ -54,7 +55,7 @@ func TestKafkaSinkAtLeastOnce(t *testing.T) {
 				// (kfake only), too tight for a real first produce.
 				cfg["timeout"] = "20s"
 			}
-			s := openKafkaSink(t, cfg, ackingContext("out", 0, 1, cfg, &memState{m: map[string][]byte{}}))
+			s := openKafkaSink(t, cfg, ackingContext("out", 0, 1, cfg, conformance.NewMemState()))
 			out := &recorder{}
 			ids, ls := lines(0, 50)
 			if err := s.Execute(context.Background(), trackedBatch(ids, ls...), out); err != nil {
@@ -113,12 +114,12 @@ func TestKafkaSinkExactlyOnce(t *testing.T) {
 			b := target.get(t)
 			topic := b.topic(t, 2)
 			cfg := map[string]string{"brokers": b.brokers, "topic": topic, "value_field": "line", "transactional_id": "tx-" + topic}
-			eoCtx := func(st *memState) component.Context {
+			eoCtx := func(st *conformance.MemState) component.Context {
 				ctx := taskContext("out", 0, 1, cfg, nil, nil)
 				ctx.State, ctx.Checkpointing = st, true
 				return ctx
 			}
-			st := &memState{m: map[string][]byte{}}
+			st := conformance.NewMemState()
 			s := openKafkaSink(t, cfg, eoCtx(st))
 			out := &recorder{}
 			ids, ls := lines(0, 20)
@@ -129,10 +130,8 @@ func TestKafkaSinkExactlyOnce(t *testing.T) {
 				t.Fatal(err)
 			}
 			// The checkpoint's state holds the records (a copy, as a save does).
-			atCheckpoint := &memState{m: map[string][]byte{}}
-			for k, v := range st.m {
-				atCheckpoint.m[k] = slices.Clone(v)
-			}
+			atCheckpoint := conformance.NewMemState()
+			st.Scan(nil, func(k, v []byte) bool { atCheckpoint.Put(k, v); return true }) // Put copies
 			ids, ls2 := lines(20, 30)
 			if err := s.Execute(context.Background(), trackedBatch(ids, ls2...), out); err != nil {
 				t.Fatal(err)
@@ -156,7 +155,7 @@ func TestKafkaSinkExactlyOnce(t *testing.T) {
 				t.Fatal(err)
 			}
 			// Restart from a checkpoint whose records never got written.
-			st3 := &memState{m: map[string][]byte{}}
+			st3 := conformance.NewMemState()
 			s3cfg := map[string]string{"brokers": b.brokers, "topic": topic, "value_field": "line", "transactional_id": "tx3-" + topic}
 			s3 := openKafkaSink(t, s3cfg, eoCtx(st3))
 			ids, ls3 := lines(30, 35)

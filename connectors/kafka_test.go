@@ -272,7 +272,7 @@ func TestKafkaSpoutAtLeastOnce(t *testing.T) {
 			topic := b.topic(t, 3)
 			b.produce(t, topic, 0, 300)
 			cfg := map[string]string{"brokers": b.brokers, "topics": topic, "group": "g-" + topic, "commit_interval": "1ms"}
-			s := openKafkaSpout(t, cfg, ackingContext("k", 0, 1, cfg, &memState{m: map[string][]byte{}}))
+			s := openKafkaSpout(t, cfg, ackingContext("k", 0, 1, cfg, conformance.NewMemState()))
 			out := &recorder{}
 			pull(t, s, out, 300)
 			ids := make([]uint64, len(out.emits))
@@ -307,7 +307,7 @@ func TestKafkaSpoutAtLeastOnce(t *testing.T) {
 			if c := b.committed(t, "g-"+topic, topic); c != want[0]+want[1]+want[2] {
 				t.Fatalf("committed %d of 300 with 5 trees pending, want %v", c, want)
 			}
-			s2 := openKafkaSpout(t, cfg, ackingContext("k", 0, 1, cfg, &memState{m: map[string][]byte{}}))
+			s2 := openKafkaSpout(t, cfg, ackingContext("k", 0, 1, cfg, conformance.NewMemState()))
 			out2 := &recorder{}
 			pull(t, s2, out2, 5)
 			got := values(t, out2)
@@ -333,7 +333,7 @@ func TestKafkaSpoutDeadLetter(t *testing.T) {
 	topic, dlq := b.topic(t, 1), b.topic(t, 1)
 	b.produce(t, topic, 0, 3)
 	cfg := map[string]string{"brokers": b.brokers, "topics": topic, "max_retries": "2", "dead_letter_topic": dlq}
-	s := openKafkaSpout(t, cfg, ackingContext("k", 0, 1, cfg, &memState{m: map[string][]byte{}}))
+	s := openKafkaSpout(t, cfg, ackingContext("k", 0, 1, cfg, conformance.NewMemState()))
 	out := &recorder{}
 	pull(t, s, out, 3)
 	poison := out.emits[1].msgID
@@ -404,11 +404,11 @@ func TestKafkaSpoutPartitionsAndCheckpoints(t *testing.T) {
 			b.produce(t, topic, 0, 40)
 			group := "g-" + topic
 			cfg := map[string]string{"brokers": b.brokers, "topics": topic, "group": group}
-			var states []*memState
+			var states []*conformance.MemState
 			var spouts []*kafkaSpout
 			outs := []*recorder{{}, {}}
 			for i := range 2 {
-				st := &memState{m: map[string][]byte{}}
+				st := conformance.NewMemState()
 				ctx := taskContext("k", i, 2, cfg, nil, nil)
 				ctx.State, ctx.Checkpointing = st, true
 				states, spouts = append(states, st), append(spouts, openKafkaSpout(t, cfg, ctx))
@@ -457,11 +457,9 @@ func TestKafkaSpoutPartitionsAndCheckpoints(t *testing.T) {
 				}
 			}
 			// Rescaled to one task: it has both states' positions.
-			merged := &memState{m: map[string][]byte{}}
+			merged := conformance.NewMemState()
 			for _, st := range states {
-				for k, v := range st.m {
-					merged.m[k] = v
-				}
+				st.Scan(nil, func(k, v []byte) bool { merged.Put(k, v); return true })
 			}
 			ctx = taskContext("k", 0, 1, cfg, nil, nil)
 			ctx.State, ctx.Checkpointing = merged, true
@@ -628,10 +626,10 @@ func TestKafkaSpoutRebalance(t *testing.T) {
 		}
 		return n
 	}
-	a := openKafkaSpout(t, cfg, ackingContext("k", 0, 2, cfg, &memState{m: map[string][]byte{}}))
+	a := openKafkaSpout(t, cfg, ackingContext("k", 0, 2, cfg, conformance.NewMemState()))
 	outA, outB := &recorder{}, &recorder{}
 	waitFor(t, "the first task reading", func() bool { return step(a, outA) > 0 })
-	bs := openKafkaSpout(t, cfg, ackingContext("k", 1, 2, cfg, &memState{m: map[string][]byte{}}))
+	bs := openKafkaSpout(t, cfg, ackingContext("k", 1, 2, cfg, conformance.NewMemState()))
 	waitFor(t, "the second task reading its partitions", func() bool {
 		produce(4)
 		step(a, outA)

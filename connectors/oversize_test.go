@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ardea-dev/ardea"
+	"github.com/ardea-dev/ardea/connectors/plugin/conformance"
 	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/testbroker"
 )
@@ -275,7 +276,7 @@ func TestKafkaSpoutOversized(t *testing.T) {
 
 	t.Run("dead letters", func(t *testing.T) {
 		cfg := WithTopologySettings(map[string]string{"brokers": b.brokers, "topics": topic, "group": "dl", "dead_letter_topic": dlq}, limits)
-		s := openKafkaSpout(t, cfg, ackingContext("k", 0, 1, cfg, &memState{m: map[string][]byte{}}))
+		s := openKafkaSpout(t, cfg, ackingContext("k", 0, 1, cfg, conformance.NewMemState()))
 		out := &recorder{}
 		pull(t, s, out, 4)
 		if got := values(t, out); !slices.Equal(got, []string{"v0", "v1", "v3", "v4"}) {
@@ -303,7 +304,7 @@ func TestKafkaSpoutOversized(t *testing.T) {
 
 	t.Run("no dead letters", func(t *testing.T) {
 		cfg := WithTopologySettings(map[string]string{"brokers": b.brokers, "topics": topic, "group": "stop"}, limits)
-		s := openKafkaSpout(t, cfg, ackingContext("k", 0, 1, cfg, &memState{m: map[string][]byte{}}))
+		s := openKafkaSpout(t, cfg, ackingContext("k", 0, 1, cfg, conformance.NewMemState()))
 		out := &recorder{}
 		pull(t, s, out, 2)
 		var st component.Status

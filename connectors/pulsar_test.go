@@ -84,7 +84,7 @@ func TestPulsarAtLeastOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := ackingContext("p", 0, 1, cfg, &memState{m: map[string][]byte{}})
+	ctx := ackingContext("p", 0, 1, cfg, conformance.NewMemState())
 	ctx.Outputs = []tuple.StreamDecl{{Name: "default", Fields: pulsarFields}}
 	if err := sp.Open(context.Background(), ctx, &recorder{}); err != nil {
 		t.Fatal(err)
@@ -168,7 +168,7 @@ func TestPulsarAtLeastOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bctx := ackingContext("out", 0, 1, scfg, &memState{m: map[string][]byte{}})
+	bctx := ackingContext("out", 0, 1, scfg, conformance.NewMemState())
 	bctx.Inputs = []tuple.InputDecl{{Component: "up", Stream: "default", Fields: []string{"line"}}}
 	if err := b.Prepare(context.Background(), bctx, &recorder{}); err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ardea-dev/ardea/connectors/plugin/conformance"
 	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/tuple"
 )
@@ -52,7 +53,7 @@ func TestFileSpoutAtLeastOnce(t *testing.T) {
 	}
 	writeFile(t, path, b.String())
 	cfg := map[string]string{"path": path, "max_line_bytes": "100"}
-	st := &memState{m: map[string][]byte{}}
+	st := conformance.NewMemState()
 	s, err := NewSpout("file", cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -114,7 +115,7 @@ func TestFileSpoutAtLeastOnce(t *testing.T) {
 }
 
 // resumeLine is the line number a restarted instance would go on from.
-func resumeLine(t *testing.T, st *memState, key []byte) int64 {
+func resumeLine(t *testing.T, st *conformance.MemState, key []byte) int64 {
 	t.Helper()
 	v, ok := st.Get(key)
 	if !ok || len(v) != 16 {
@@ -136,7 +137,7 @@ func seq(from, to uint64) []uint64 {
 // last one stopped (what a checkpoint restore relies on).
 func TestGeneratorReplayAndRewind(t *testing.T) {
 	cfg := map[string]string{"count": "40"}
-	st := &memState{m: map[string][]byte{}}
+	st := conformance.NewMemState()
 	s, err := NewSpout("generator", cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -230,7 +231,7 @@ func (c *checkingCollector) Ack(id uint64) error {
 func TestFileSinkAtLeastOnceAndCheckpoints(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "out.tsv")
 	cfg := map[string]string{"path": path}
-	st := &memState{m: map[string][]byte{}}
+	st := conformance.NewMemState()
 	ctx := taskContext("out", 0, 1, cfg, nil, []tuple.InputDecl{{Component: "x", Stream: "default", Fields: []string{"line"}}})
 	ctx.State = st
 	b, err := NewBolt("file", cfg)

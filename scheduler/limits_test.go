@@ -1,15 +1,10 @@
 package scheduler
 
 import (
-	"context"
-	"errors"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/ardea-dev/ardea"
-	"github.com/ardea-dev/ardea/connectors"
 	"github.com/ardea-dev/ardea/host"
 )
 
@@ -76,55 +71,5 @@ func TestBuildPlanRefusesBadLimits(t *testing.T) {
 	}
 	if _, err := BuildPlan(tp, 1, RoundRobin); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// TestRunEnforcesLimits runs the misbehaving host fixture through Run:
-// limits set in the topology's and the component's config reach the
-// instance, and the run fails with the error naming them.
-func TestRunEnforcesLimits(t *testing.T) {
-	in := filepath.Join(t.TempDir(), "in.txt")
-	writeLines(t, in, []string{"go"})
-	cache := t.TempDir()
-	for _, tc := range []struct {
-		name     string
-		topo     map[string]string
-		victim   map[string]string
-		kind     error
-		want     string
-		wantMore string
-	}{
-		{"state limit of the component", nil,
-			map[string]string{"mode": "statebomb", "bomb.value.bytes": "100000", "state.max.bytes": "1000000"},
-			host.ErrStateLimit, "component victim task 2: ardea_execute: state_put: host-side state would reach 1000060 bytes, over the limit state.max.bytes = 1000000", ""},
-		{"emit limit of the topology", map[string]string{"topology.emit.max.bytes.per.call": "1048576"},
-			map[string]string{"mode": "emitflood"},
-			host.ErrEmitLimit, "component victim task 2: ardea_execute: emit: the call emitted 1048624 bytes, over the limit emit.max.bytes.per.call = 1048576", ""},
-		{"memory limit of the topology", map[string]string{"topology.wasm.memory.pages": "320"},
-			map[string]string{"mode": "bomb"},
-			host.ErrMemoryLimit, "component victim task 2: call ardea_execute: guest ran out of memory: memory.grow to ", "pages was refused at the limit wasm.memory.pages = 320 (20 MiB"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			b := ardea.NewBuilder("limits")
-			for k, v := range tc.topo {
-				b.Set(k, v)
-			}
-			b.Spout("lines", "builtin:file").Config("path", in)
-			v := b.Bolt("victim", repoPath(t, "host/testdata/misbehave.wasm")).Shuffle("lines").Output("default", "word")
-			for k, val := range tc.victim {
-				v.Config(k, val)
-			}
-			tp, err := b.BuildWith(ardea.ValidateOptions{Builtins: connectors.Outputs, BuiltinConfig: connectors.ValidateConfig})
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, err = Run(context.Background(), RunOptions{Topology: tp, CacheDir: cache, Duration: time.Minute})
-			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), tc.wantMore) {
-				t.Fatalf("err = %v\nwant it to contain %q and %q", err, tc.want, tc.wantMore)
-			}
-			if !errors.Is(err, tc.kind) {
-				t.Fatalf("errors.Is(%v, %v) = false", err, tc.kind)
-			}
-		})
 	}
 }

@@ -1,8 +1,6 @@
 package scheduler
 
 import (
-	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -12,7 +10,6 @@ import (
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/connectors"
 	"github.com/ardea-dev/ardea/examples/wordcount"
-	"github.com/ardea-dev/ardea/internal/metrics"
 )
 
 // repoPath returns a path relative to the repository root.
@@ -98,74 +95,4 @@ func compareCounts(t *testing.T, got, want map[string]int64) {
 			t.Errorf("unexpected word %q", w)
 		}
 	}
-}
-
-func TestWordCountMatchesReference(t *testing.T) {
-	lines := testLines(3000)
-	want := wordcount.Reference(lines)
-	var total int64
-	for _, n := range want {
-		total += n
-	}
-	in := filepath.Join(t.TempDir(), "in.txt")
-	writeLines(t, in, lines)
-	builder := &Builder{}
-	cache := t.TempDir()
-	for _, tc := range []struct{ split, count, containers int }{
-		{1, 1, 1},
-		{2, 2, 1},
-		{2, 3, 2},
-		{3, 2, 3},
-		{4, 4, 5},
-	} {
-		t.Run(fmt.Sprintf("split%d-count%d-containers%d", tc.split, tc.count, tc.containers), func(t *testing.T) {
-			out := filepath.Join(t.TempDir(), "counts.tsv")
-			reg := metrics.NewRegistry()
-			res, err := Run(context.Background(), RunOptions{
-				Topology: wordcountWasmTopology(t, in, out, tc.split, tc.count), Containers: tc.containers,
-				CacheDir: cache, Builder: builder, Metrics: reg,
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !res.Finished {
-				t.Fatal("run did not finish its input")
-			}
-			compareCounts(t, readCounts(t, out), want)
-			if got := reg.Component("count").Executed.Load(); got != total {
-				t.Errorf("count executed %d tuples, want %d", got, total)
-			}
-			if got := reg.Component("lines").Emitted.Load(); got != int64(len(lines)) {
-				t.Errorf("lines emitted %d, want %d", got, len(lines))
-			}
-		})
-	}
-}
-
-// TestExampleTopologyFile runs examples/wordcount/topology.yaml as `ardea
-// run` does, building the Go component folders on demand.
-func TestExampleTopologyFile(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds Go components")
-	}
-	tp, err := ardea.LoadFile(repoPath(t, "examples/wordcount/topology.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(t.TempDir(), "counts.tsv")
-	if err := tp.Set("out.path=" + out); err != nil {
-		t.Fatal(err)
-	}
-	res, err := Run(context.Background(), RunOptions{Topology: tp, Containers: 2, CacheDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !res.Finished {
-		t.Fatal("not finished")
-	}
-	data, err := os.ReadFile(repoPath(t, "examples/wordcount/input.txt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	compareCounts(t, readCounts(t, out), wordcount.Reference(strings.Split(string(data), "\n")))
 }

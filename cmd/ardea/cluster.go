@@ -22,8 +22,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ardea-dev/ardea"
-	"github.com/ardea-dev/ardea/connectors"
-	"github.com/ardea-dev/ardea/host"
 	"github.com/ardea-dev/ardea/internal/names"
 	"github.com/ardea-dev/ardea/scheduler"
 	"github.com/ardea-dev/ardea/scheduler/hostproc"
@@ -218,58 +216,10 @@ nothing.`,
 	return cmd
 }
 
-// submission resolves a topology for the daemon: modules built and read,
-// built-in file paths made absolute.
+// submission resolves a topology for the daemon (local.NewSubmission),
+// compiling each module to refuse a bad one before anything starts.
 func submission(ctx context.Context, g *globalFlags, t *ardea.Topology, name string) (local.SubmitRequest, error) {
-	req := local.SubmitRequest{Name: name, Modules: map[string][]byte{}}
-	if u := os.Getenv("USER"); u != "" {
-		req.By = u
-	}
-	cache := g.cacheDir
-	if cache == "" {
-		cache = scheduler.DefaultCacheDir()
-	}
-	var b scheduler.Builder
-	// Compiling each module here refuses a bad one (not wasm, a forbidden
-	// import, a WASI command, missing exports) before anything starts.
-	rt, err := host.NewRuntime(ctx, host.Config{CacheDir: filepath.Join(cache, "wazero")})
-	if err != nil {
-		return req, err
-	}
-	defer rt.Close(context.Background())
-	out := t.Clone()
-	out.Name = name
-	for _, c := range out.Components {
-		if builtin := c.BuiltinName(); builtin != "" {
-			c.Config = connectors.ResolvePaths(string(c.Kind), builtin, c.Config, func(p string) string {
-				abs, err := filepath.Abs(t.Path(p))
-				if err != nil {
-					return t.Path(p)
-				}
-				return abs
-			})
-			continue
-		}
-		path, err := b.Resolve(ctx, t, t.Component(c.Name), filepath.Join(cache, "modules"))
-		if err != nil {
-			return req, err
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return req, fmt.Errorf("component %s: %w", c.Name, err)
-		}
-		if _, err := rt.CompileBytes(ctx, path, data); err != nil {
-			return req, fmt.Errorf("component %s: %w", c.Name, err)
-		}
-		req.Modules[c.Name] = data
-		c.Module = c.Name + ".wasm"
-	}
-	spec, err := out.Format()
-	if err != nil {
-		return req, err
-	}
-	req.Spec = string(spec)
-	return req, nil
+	return local.NewSubmission(ctx, t, local.SubmissionOptions{Name: name, CacheDir: g.cacheDir, Compile: true, By: os.Getenv("USER")})
 }
 
 // printDryRun prints the packing plan the daemon would use.

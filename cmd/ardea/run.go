@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"strconv"
 	"time"
@@ -14,7 +12,7 @@ import (
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/internal/build"
 	"github.com/ardea-dev/ardea/internal/metrics"
-	"github.com/ardea-dev/ardea/scheduler"
+	"github.com/ardea-dev/ardea/scheduler/local"
 	"github.com/ardea-dev/ardea/sinks"
 )
 
@@ -61,20 +59,9 @@ shown on stderr; --quiet turns it off.`,
 			}
 			reg := metrics.NewRegistry()
 			var mc *sinks.Config
-			var extra map[string]sinks.Sink
 			if config != "" {
 				if mc, err = sinks.LoadConfig(config); err != nil {
 					return usageError{err}
-				}
-				if listen := mc.PrometheusListen(); listen != "" {
-					prom := sinks.NewPrometheus()
-					stopProm, addr, err := servePrometheus(listen, prom)
-					if err != nil {
-						return err
-					}
-					defer stopProm()
-					log.Info("prometheus exposition", "url", "http://"+addr+"/metrics")
-					extra = map[string]sinks.Sink{"prometheus": prom}
 				}
 			}
 			showProgress := !quiet && term.IsTerminal(int(os.Stderr.Fd()))
@@ -82,9 +69,12 @@ shown on stderr; --quiet turns it off.`,
 			if showProgress {
 				stop = startProgress(os.Stderr, reg)
 			}
-			res, err := scheduler.Run(cmd.Context(), scheduler.RunOptions{
+			if !cmd.Flags().Changed("containers") {
+				containers = 0 // the topology's packing settings, else one
+			}
+			res, err := local.Run(cmd.Context(), local.RunOptions{
 				Topology: t, Containers: containers, Duration: duration, Logger: log,
-				CacheDir: g.cacheDir, Metrics: reg, MetricsConfig: mc, MetricsSinks: extra,
+				CacheDir: g.cacheDir, Metrics: reg, MetricsConfig: mc,
 			})
 			stop()
 			if err != nil {
@@ -108,19 +98,6 @@ shown on stderr; --quiet turns it off.`,
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print nothing but errors")
 	cmd.Flags().StringVar(&config, "config", "", "deployment file: its metrics: section runs a metrics manager with those sinks (docs/metrics.md)")
 	return cmd
-}
-
-// servePrometheus serves p at addr/metrics until stop is called.
-func servePrometheus(addr string, p http.Handler) (stop func(), bound string, err error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, "", fmt.Errorf("metrics.prometheus.listen %s: %w", addr, err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", p)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	return func() { _ = srv.Close() }, ln.Addr().String(), nil
 }
 
 func newBuildCmd(g *globalFlags) *cobra.Command {

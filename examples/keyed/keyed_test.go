@@ -9,6 +9,7 @@ import (
 
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/scheduler"
+	"github.com/ardea-dev/ardea/scheduler/local"
 )
 
 func write(t *testing.T, lines ...string) string {
@@ -76,7 +77,7 @@ func TestExampleRuns(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			res, err := scheduler.Run(context.Background(), scheduler.RunOptions{Topology: top, Containers: 2, CacheDir: cache})
+			res, err := local.Run(context.Background(), local.RunOptions{Topology: top, Containers: 2, CacheDir: cache})
 			if err != nil {
 				t.Fatal(err)
 			}

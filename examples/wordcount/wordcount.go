@@ -79,3 +79,52 @@ func ReadCounts(path string, strict bool) (map[string]int64, error) {
 	}
 	return got, nil
 }
+
+// TestLines is a deterministic input of n lines for tests: repeated words,
+// unicode, mixed white space and empty lines.
+func TestLines(n int) []string {
+	words := []string{"heron", "stream", "bolt", "spout", "tuple", "naïve", "東京", "Zürich", "a", "the", "THE", "x-y", "42", "3.14", "—"}
+	seps := []string{" ", "  ", "\t", " \u00a0 ", "\u2003"}
+	x := uint32(7)
+	next := func() uint32 { x = x*1664525 + 1013904223; return x >> 8 }
+	out := make([]string, n)
+	for i := range out {
+		if i%17 == 0 {
+			out[i] = ""
+			continue
+		}
+		var b strings.Builder
+		if i%5 == 0 {
+			b.WriteString("\t ")
+		}
+		k := int(next()%12) + 1
+		for j := 0; j < k; j++ {
+			if j > 0 {
+				b.WriteString(seps[next()%uint32(len(seps))])
+			}
+			b.WriteString(words[next()%uint32(len(words))])
+		}
+		out[i] = b.String()
+	}
+	return out
+}
+
+// CompareCounts lists how got differs from want (nil: equal): distinct
+// words, each word's count, and words that should not be there.
+func CompareCounts(got, want map[string]int64) []string {
+	var diffs []string
+	if len(got) != len(want) {
+		diffs = append(diffs, fmt.Sprintf("%d distinct words, want %d", len(got), len(want)))
+	}
+	for w, n := range want {
+		if got[w] != n {
+			diffs = append(diffs, fmt.Sprintf("word %q: count %d, want %d", w, got[w], n))
+		}
+	}
+	for w := range got {
+		if _, ok := want[w]; !ok {
+			diffs = append(diffs, fmt.Sprintf("unexpected word %q", w))
+		}
+	}
+	return diffs
+}

@@ -13,7 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/ardea-dev/ardea"
-	"github.com/ardea-dev/ardea/scheduler"
+	"github.com/ardea-dev/ardea/scheduler/local"
 )
 
 // KafkaOptions configures the Kafka benchmark.
@@ -112,7 +112,7 @@ bolts:
 	done := make(chan error, 1)
 	start = time.Now()
 	go func() {
-		_, err := scheduler.Run(runCtx, scheduler.RunOptions{Topology: top, CacheDir: o.CacheDir})
+		_, err := local.Run(runCtx, local.RunOptions{Topology: top, CacheDir: o.CacheDir})
 		done <- err
 	}()
 	var first time.Time

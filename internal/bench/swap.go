@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,9 +14,9 @@ import (
 
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/examples/wordcount"
-	"github.com/ardea-dev/ardea/host"
 	"github.com/ardea-dev/ardea/internal/metrics"
 	"github.com/ardea-dev/ardea/scheduler"
+	"github.com/ardea-dev/ardea/scheduler/local"
 )
 
 // SwapOptions configures the swap benchmark.
@@ -96,77 +97,29 @@ func Swap(ctx context.Context, o SwapOptions) (*SwapResult, error) {
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var benchErr error
-	started := func(containers []*scheduler.Container, rt *host.Runtime) {
-		defer cancel()
-		fail := func(err error) { benchErr = err }
-		mod, err := rt.CompileBytes(runCtx, "count.wasm", count)
-		if err != nil {
-			fail(err)
-			return
-		}
-		// Windows of 100 ms: the baseline over the warmup's second half,
-		// then every window while the swaps run.
-		var windows []float64
-		last, lastAt := reg.Component("count").Executed.Load(), time.Now()
-		tick := time.NewTicker(100 * time.Millisecond)
-		defer tick.Stop()
-		sample := func() float64 {
-			<-tick.C
-			now, n := time.Now(), reg.Component("count").Executed.Load()
-			r := float64(n-last) / now.Sub(lastAt).Seconds()
-			last, lastAt = n, now
-			return r
-		}
-		for start := time.Now(); time.Since(start) < o.Warmup; {
-			r := sample()
-			if time.Since(start) > o.Warmup/2 {
-				windows = append(windows, r)
-			}
-		}
-		var sum float64
-		for _, w := range windows {
-			sum += w
-		}
-		res.BaselinePerSec = sum / float64(max(1, len(windows)))
-		res.MinPerSec = res.BaselinePerSec
-		var during []float64
-		next := time.Now()
-		for i := 0; i < o.Swaps; {
-			if !time.Now().Before(next) {
-				for _, c := range containers {
-					ids, err := c.Swap("count", mod, "v"+strconv.Itoa(i), nil, 0)
-					if err != nil {
-						fail(err)
-						return
-					}
-					res.Tasks += len(ids)
-				}
-				i++
-				next = time.Now().Add(o.Every)
-			}
-			r := sample()
-			during = append(during, r)
-			res.MinPerSec = min(res.MinPerSec, r)
-		}
-		for range 3 { // the last swap's windows
-			r := sample()
-			during = append(during, r)
-			res.MinPerSec = min(res.MinPerSec, r)
-		}
-		sum = 0
-		for _, w := range during {
-			sum += w
-		}
-		res.DuringPerSec = sum / float64(len(during))
-		res.Swaps = o.Swaps
+	var wg sync.WaitGroup // the swapping goroutine, waited for after the run
+	// Two versions of count with the same code: the second carries a
+	// custom section, so each swap installs a new version.
+	mods := [][]byte{count, withCustomSection(count, "ardea-bench-swap", "v2")}
+	started := func(d *local.Daemon, name string) {
+		wg.Go(func() {
+			defer cancel()
+			benchErr = swapLoop(runCtx, o, res, reg, func(i int) (int, error) {
+				r, err := d.Swap(runCtx, name, local.SwapRequest{Component: "count", Module: mods[(i+1)%2],
+					Source: "bench-v" + strconv.Itoa(i), Probation: time.Millisecond})
+				return r.Tasks, err
+			})
+		})
 	}
-	_, err = scheduler.Run(runCtx, scheduler.RunOptions{Topology: t, Containers: o.Containers, CacheDir: o.CacheDir, Metrics: reg,
+	_, err = local.Run(runCtx, local.RunOptions{Topology: t, Containers: o.Containers, CacheDir: o.CacheDir, Metrics: reg,
 		Started: started,
 		OnSwap: func(ev scheduler.SwapEvent) {
 			mu.Lock()
 			defer mu.Unlock()
 			pauses = append(pauses, ev.Pause)
 		}})
+	cancel()
+	wg.Wait()
 	if err != nil {
 		return nil, err
 	}
@@ -190,4 +143,118 @@ func Swap(ctx context.Context, o SwapOptions) (*SwapResult, error) {
 		res.DipPct = 100 * (1 - res.MinPerSec/res.BaselinePerSec)
 	}
 	return res, nil
+}
+
+// swapLoop measures count's throughput in 100 ms windows: the baseline
+// over the warmup's second half, then every window while swap (the i-th
+// swap, returning the tasks it swapped) runs Swaps times, one every Every,
+// and three windows after the last.
+func swapLoop(ctx context.Context, o SwapOptions, res *SwapResult, reg *metrics.Registry, swap func(i int) (int, error)) error {
+	// Wait for words to flow: compiling and starting is not measured.
+	poll := time.NewTicker(5 * time.Millisecond)
+	for reg.Component("count").Executed.Load() == 0 {
+		select {
+		case <-ctx.Done():
+			poll.Stop()
+			return nil
+		case <-poll.C:
+		}
+	}
+	poll.Stop()
+	var windows []float64
+	last, lastAt := reg.Component("count").Executed.Load(), time.Now()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	sample := func() (float64, bool) {
+		select {
+		case <-ctx.Done():
+			return 0, false
+		case <-tick.C:
+		}
+		now, n := time.Now(), reg.Component("count").Executed.Load()
+		r := float64(n-last) / now.Sub(lastAt).Seconds()
+		last, lastAt = n, now
+		return r, true
+	}
+	for start := time.Now(); time.Since(start) < o.Warmup; {
+		r, ok := sample()
+		if !ok {
+			return nil
+		}
+		if time.Since(start) > o.Warmup/2 {
+			windows = append(windows, r)
+		}
+	}
+	var sum float64
+	for _, w := range windows {
+		sum += w
+	}
+	res.BaselinePerSec = sum / float64(max(1, len(windows)))
+	res.MinPerSec = res.BaselinePerSec
+	// The swaps run beside the sampling: a swap through the topology
+	// manager takes a while (validation, probation, commit).
+	type swapped struct {
+		tasks int
+		err   error
+	}
+	done := make(chan swapped, 1)
+	var during []float64
+	next, i, inFlight := time.Now(), 0, false
+	for i < o.Swaps || inFlight {
+		if !inFlight && i < o.Swaps && !time.Now().Before(next) {
+			inFlight = true
+			go func(i int) {
+				n, err := swap(i)
+				done <- swapped{n, err}
+			}(i)
+		}
+		select {
+		case sw := <-done:
+			inFlight = false
+			if sw.err != nil {
+				return sw.err
+			}
+			res.Tasks += sw.tasks
+			i++
+			next = time.Now().Add(o.Every)
+			continue
+		default:
+		}
+		r, ok := sample()
+		if !ok {
+			if inFlight {
+				<-done
+			}
+			return nil
+		}
+		during = append(during, r)
+		res.MinPerSec = min(res.MinPerSec, r)
+	}
+	for range 3 { // the last swap's windows
+		r, ok := sample()
+		if !ok {
+			return nil
+		}
+		during = append(during, r)
+		res.MinPerSec = min(res.MinPerSec, r)
+	}
+	sum = 0
+	for _, w := range during {
+		sum += w
+	}
+	res.DuringPerSec = sum / float64(max(1, len(during)))
+	res.Swaps = o.Swaps
+	return nil
+}
+
+// withCustomSection returns a copy of a wasm module with a custom section
+// (name, payload) appended: the same code under another digest.
+func withCustomSection(mod []byte, name, payload string) []byte {
+	body := binary.AppendUvarint(nil, uint64(len(name)))
+	body = append(body, name...)
+	body = append(body, payload...)
+	out := append([]byte(nil), mod...)
+	out = append(out, 0) // custom section id
+	out = binary.AppendUvarint(out, uint64(len(body)))
+	return append(out, body...)
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/ardea-dev/ardea/internal/metrics"
 	"github.com/ardea-dev/ardea/internal/tuple"
 	"github.com/ardea-dev/ardea/scheduler"
+	"github.com/ardea-dev/ardea/scheduler/local"
 )
 
 // WordCountOptions configures the word-count benchmark.
@@ -284,11 +285,11 @@ func (o *WordCountOptions) phase(ctx context.Context, dir string, rate float64, 
 		}
 		end = take()
 	}()
-	ro := scheduler.RunOptions{Topology: t, Containers: o.Containers, Logger: o.Logger, CacheDir: o.CacheDir, Metrics: reg}
+	ro := local.RunOptions{Topology: t, Containers: o.Containers, Logger: o.Logger, CacheDir: o.CacheDir, Metrics: reg}
 	if recv != nil {
 		ro.MetricsConfig, ro.MetricsSinks = recv.cfg, recv.extra
 	}
-	res, err := scheduler.Run(runCtx, ro)
+	res, err := local.Run(runCtx, ro)
 	cancel()
 	wg.Wait()
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -98,4 +99,10 @@ func Golden(t testing.TB, name string, got []byte) {
 	if !bytes.Equal(got, want) {
 		t.Errorf("output differs from %s (run the test with -update to accept it)\n--- got:\n%s\n--- want:\n%s", path, got, want)
 	}
+}
+
+// RepoPath returns a path relative to the repository root.
+func RepoPath(rel string) string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", rel)
 }

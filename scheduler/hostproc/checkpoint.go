@@ -27,6 +27,10 @@ func (h *proc) openCheckpoints(ctx context.Context) error {
 	if del.Mode != scheduler.EffectivelyOnce {
 		return nil
 	}
+	if h.o.CheckpointStore != nil {
+		h.ckptStore = h.o.CheckpointStore
+		return nil
+	}
 	js, err := jetstream.New(h.nc)
 	if err != nil {
 		return fmt.Errorf("host: checkpoints: %w", err)

@@ -33,6 +33,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/ardea-dev/ardea"
+	"github.com/ardea-dev/ardea/bus"
 	"github.com/ardea-dev/ardea/connectors"
 	"github.com/ardea-dev/ardea/host"
 	"github.com/ardea-dev/ardea/internal/checkpoint"
@@ -59,6 +60,30 @@ type Options struct {
 	// Metrics configures the container's metrics manager (nil: collect and
 	// forward to the TM, no other sinks).
 	Metrics *sinks.Config
+
+	// In process (`ardea run`: the container is a set of goroutines of its
+	// daemon's process), these replace what a host process does on its own.
+	// Conn is the NATS connection to use (owned by the caller) instead of
+	// dialling NATSURL. Reporter receives the reports and Serve attaches
+	// the container's Commands to its manager (returning the detach), in
+	// place of the NATS control subjects. Registry holds the instances'
+	// metrics (nil: a new one). PID names this run of the container in
+	// its reports (0: the process id). OnStop hears each container the
+	// host stops, before it is closed (the run's flow-control figures).
+	Conn     *nats.Conn
+	Reporter ctl.Reporter
+	Serve    func(ctl.Commands) (stop func())
+	Registry *metrics.Registry
+	PID      int
+	OnStop   func(*scheduler.Container)
+	// OnSwap hears each task's swap event (its pause), from the task's
+	// goroutine.
+	OnSwap func(scheduler.SwapEvent)
+	// CheckpointStore keeps an effectively-once topology's checkpoints
+	// (nil: the tenant's JetStream object store); Bus tunes the stream
+	// managers (zero values take bus defaults).
+	CheckpointStore checkpoint.Store
+	Bus             bus.Options
 }
 
 // proc is Run's state.
@@ -96,7 +121,7 @@ type proc struct {
 	// finished, so status still shows what its tasks did.
 	final *ctl.Heartbeat
 	// Effectively once (checkpoint.go): nil store otherwise.
-	ckptStore *checkpoint.JetStreamStore
+	ckptStore checkpoint.Store
 	held      uint64 // rollback generation this host stopped for
 	// Swaps (swap.go): the last swap command, the version of each
 	// component's module, and the containers' per-task swap events.
@@ -148,17 +173,31 @@ func Run(ctx context.Context, o Options) error {
 	exc := &sinks.ExceptionLog{Topology: o.Topology, Container: o.Container}
 	log = slog.New(&exceptionHandler{Handler: log.Handler(), log: exc, task: -1})
 	log = log.With("topology", o.Topology, "container", o.Container)
+	if o.Registry == nil {
+		o.Registry = metrics.NewRegistry()
+	}
+	if o.PID == 0 {
+		o.PID = os.Getpid()
+	}
 	h := &proc{o: o, log: log, ctx: ctx, state: ctl.HostStarting, commands: make(chan command, 16),
 		versions: map[string]string{}, swapEvents: make(chan scheduler.SwapEvent, 256), drained: make(chan string, 1),
-		reg: metrics.NewRegistry(), exc: exc}
-	nc, err := nats.Connect(o.NATSURL, nats.Name(fmt.Sprintf("ardea-host-%s-%d", o.Topology, o.Container)),
-		nats.MaxReconnects(-1))
-	if err != nil {
-		return fmt.Errorf("host: topology %s container %d: connect to NATS %s: %w", o.Topology, o.Container, o.NATSURL, err)
+		reg: o.Registry, exc: exc}
+	nc := o.Conn
+	if nc == nil {
+		var err error
+		nc, err = nats.Connect(o.NATSURL, nats.Name(fmt.Sprintf("ardea-host-%s-%d", o.Topology, o.Container)),
+			nats.MaxReconnects(-1))
+		if err != nil {
+			return fmt.Errorf("host: topology %s container %d: connect to NATS %s: %w", o.Topology, o.Container, o.NATSURL, err)
+		}
+		defer nc.Close()
 	}
-	defer nc.Close()
 	defer h.bg.Wait() // bounded: each save has its timeout
-	h.nc, h.report = nc, ctl.NewNATSReporter(nc, o.Tenant, o.Topology)
+	h.nc, h.report = nc, o.Reporter
+	if h.report == nil {
+		h.report = ctl.NewNATSReporter(nc, o.Tenant, o.Topology)
+	}
+	var err error
 	if h.store, err = statemgr.Open(ctx, nc, statemgr.Options{Tenant: o.Tenant, Logger: log}); err != nil {
 		return fmt.Errorf("host: %w", err)
 	}
@@ -179,11 +218,15 @@ func Run(ctx context.Context, o Options) error {
 	}
 	defer stopMetrics()
 
-	stopCommands, err := ctl.ServeCommands(ctx, nc, o.Tenant, o.Topology, o.Container, commandQueue{h}, log)
-	if err != nil {
-		return fmt.Errorf("host: %w", err)
+	if o.Serve != nil {
+		defer o.Serve(commandQueue{h})()
+	} else {
+		stopCommands, err := ctl.ServeCommands(ctx, nc, o.Tenant, o.Topology, o.Container, commandQueue{h}, log)
+		if err != nil {
+			return fmt.Errorf("host: %w", err)
+		}
+		defer stopCommands()
 	}
-	defer stopCommands()
 
 	plans, err := h.store.WatchPhysicalPlan(ctx, o.Topology)
 	if err != nil {
@@ -238,9 +281,7 @@ func Run(ctx context.Context, o Options) error {
 				h.counters(h.final, ctl.HostFinished)
 				h.keepFinalStates()
 			}
-			h.cur.c.Close()
-			h.cur.cancel()
-			h.setCur(nil)
+			h.closeCur()
 			if err != nil {
 				h.fail(err)
 				return err
@@ -302,7 +343,7 @@ func (h *proc) load(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("host: component %s: module %s: %w", c.Name, sha, err)
 		}
-		m, err := rt.CompileBytes(ctx, c.Name+".wasm", data)
+		m, err := rt.CompileBytes(ctx, moduleName(rec, c.Name, sha), data)
 		if err != nil {
 			return fmt.Errorf("host: component %s: %w", c.Name, err)
 		}
@@ -387,7 +428,7 @@ func (h *proc) replan(ctx context.Context, u statemgr.PlanUpdate) error {
 	runCtx, cancel := context.WithCancel(ctx)
 	c, err := scheduler.StartContainer(runCtx, scheduler.ContainerOptions{
 		Topology: h.top, Plan: doc.Plan, Container: h.o.Container, Conn: h.nc, Runtime: h.rt,
-		Modules: h.mods, Metrics: h.reg, Logger: h.log, Active: doc.Active, States: states,
+		Modules: h.mods, Metrics: h.reg, Logger: h.log, Active: doc.Active, States: states, Bus: h.o.Bus,
 		Checkpoints: h.checkpointing(doc),
 		Versions:    maps.Clone(h.versions),
 		OnTaskError: func(component string, task uint32, err error) { h.exc.Record(component, int(task), err.Error()) },
@@ -398,6 +439,9 @@ func (h *proc) replan(ctx context.Context, u statemgr.PlanUpdate) error {
 			}
 		},
 		OnSwap: func(ev scheduler.SwapEvent) {
+			if h.o.OnSwap != nil {
+				h.o.OnSwap(ev)
+			}
 			select {
 			case h.swapEvents <- ev:
 			default:
@@ -431,6 +475,17 @@ func (h *proc) replan(ctx context.Context, u statemgr.PlanUpdate) error {
 	return nil
 }
 
+// moduleName names a component's module in errors: the source it was
+// submitted or swapped in from, else NAME.wasm.
+func moduleName(rec statemgr.Topology, comp, sha string) string {
+	for i := len(rec.History) - 1; i >= 0; i-- {
+		if h := rec.History[i]; h.Component == comp && h.Version == sha && h.Source != "" {
+			return h.Source
+		}
+	}
+	return comp + ".wasm"
+}
+
 func samePlan(a, b *plan.Plan) bool {
 	x, err1 := json.Marshal(a)
 	y, err2 := json.Marshal(b)
@@ -444,7 +499,16 @@ func (h *proc) stop() {
 	}
 	h.cur.cancel()
 	<-h.cur.done
+	h.closeCur()
+}
+
+// closeCur closes the running container, whose tasks have ended.
+func (h *proc) closeCur() {
+	if h.o.OnStop != nil {
+		h.o.OnStop(h.cur.c)
+	}
 	h.cur.c.Close()
+	h.cur.cancel()
 	h.setCur(nil)
 }
 
@@ -468,8 +532,7 @@ func (h *proc) handoff(ctx context.Context, epoch uint64) error {
 				}
 			}
 		}
-		r.c.Close()
-		h.setCur(nil)
+		h.closeCur()
 	}
 	h.handedOff = epoch
 	h.state = ctl.HostStopped
@@ -538,7 +601,7 @@ func (h *proc) beAlive(ctx context.Context) {
 	tick := time.NewTicker(ctl.HeartbeatInterval)
 	defer tick.Stop()
 	for {
-		_ = h.report.Alive(ctx, ctl.Alive{Container: h.o.Container, PID: os.Getpid(), Time: time.Now()}) // a lost beat is made up for by the next
+		_ = h.report.Alive(ctx, ctl.Alive{Container: h.o.Container, PID: h.o.PID, Time: time.Now()}) // a lost beat is made up for by the next
 		select {
 		case <-ctx.Done():
 			return
@@ -549,7 +612,7 @@ func (h *proc) beAlive(ctx context.Context) {
 
 func (h *proc) heartbeat() {
 	hb := ctl.Heartbeat{
-		Container: h.o.Container, PID: os.Getpid(), PlanRevision: h.planRev, State: h.state,
+		Container: h.o.Container, PID: h.o.PID, PlanRevision: h.planRev, State: h.state,
 		Active: h.active, Error: h.lastErr, Fatal: h.fatal, DrainFailure: h.drainFailure, InputEnded: h.inputEnded, HandoffDone: h.handedOff, Held: h.held, Time: time.Now(),
 		SwitchPrepared: h.sw.epoch, SwitchAdopted: h.sw.adopted, SwitchRunning: h.sw.running, SwitchError: h.sw.err,
 	}

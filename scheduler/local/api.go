@@ -24,7 +24,10 @@ type SubmitRequest struct {
 	// built-in file paths absolute).
 	Spec string `json:"spec"`
 	// Modules holds each wasm component's module bytes (base64 in JSON).
-	Modules     map[string][]byte `json:"modules"`
+	Modules map[string][]byte `json:"modules"`
+	// Sources names where each module came from (its file on the
+	// submitter's machine): the module's name in errors and history.
+	Sources     map[string]string `json:"sources,omitempty"`
 	Deactivated bool              `json:"deactivated,omitempty"`
 	By          string            `json:"by,omitempty"`
 }
@@ -153,7 +156,11 @@ func (d *Daemon) Submit(ctx context.Context, req SubmitRequest) error {
 			return fmt.Errorf("component %s: store module: %w", c.Name, err)
 		}
 		mods[c.Name] = sha
-		history = append(history, statemgr.ModuleVersion{Component: c.Name, Version: sha, Source: c.Module,
+		source := c.Module
+		if s := req.Sources[c.Name]; s != "" {
+			source = s
+		}
+		history = append(history, statemgr.ModuleVersion{Component: c.Name, Version: sha, Source: source,
 			At: time.Now(), By: req.By, Status: VersionActive})
 	}
 	spec, err := top.Format()
@@ -374,6 +381,16 @@ func (d *Daemon) handleSwap(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, res)
+}
+
+// Swap swaps a component's module in a running topology (POST
+// .../swap): validated, on probation, committed or rolled back.
+func (d *Daemon) Swap(ctx context.Context, name string, req SwapRequest) (SwapResult, error) {
+	t, err := d.get(name)
+	if err != nil {
+		return SwapResult{}, err
+	}
+	return t.swap(ctx, req)
 }
 
 func (d *Daemon) handleRollback(w http.ResponseWriter, r *http.Request) {

@@ -179,6 +179,9 @@ func (t *tm) startCheckpoints(ctx, runCtx context.Context, resumed bool) error {
 
 // checkpointStore opens the tenant's checkpoint object store.
 func (t *tm) checkpointStore(ctx context.Context) (checkpoint.Store, error) {
+	if s := t.d.o.CheckpointStore; s != nil {
+		return s, nil
+	}
 	js, err := jetstream.New(t.d.nc)
 	if err != nil {
 		return nil, fmt.Errorf("topology %s: checkpoints: %w", t.name, err)

@@ -41,6 +41,9 @@ import (
 
 	"github.com/ardea-dev/ardea/bus"
 	"github.com/ardea-dev/ardea/host"
+	"github.com/ardea-dev/ardea/internal/checkpoint"
+	"github.com/ardea-dev/ardea/internal/metrics"
+	"github.com/ardea-dev/ardea/scheduler"
 	"github.com/ardea-dev/ardea/scheduler/launcher"
 	"github.com/ardea-dev/ardea/scheduler/statemgr"
 	"github.com/ardea-dev/ardea/sinks"
@@ -71,6 +74,34 @@ type Options struct {
 	// forwarded to the TMs, no external sinks). Its Prometheus listener,
 	// if any, serves the same exposition as the API's /metrics.
 	Metrics *sinks.Config
+
+	// InProcess runs every container as goroutines of this process (the
+	// same host code, over in-process NATS connections and the TMs'
+	// in-process gateways) instead of `ardea host` processes: `ardea run`.
+	// HostPath is then not needed. FailFast fails a topology when a
+	// container fails instead of restarting it (in process only).
+	InProcess bool
+	FailFast  bool
+	// NoAPI starts no HTTP API (nor Prometheus listener): a daemon driven
+	// through its methods (`ardea run`).
+	NoAPI bool
+	// CacheDir holds the compilation cache (CacheDir/wazero); default
+	// DataDir.
+	CacheDir string
+	// Registry receives the in-process containers' instance metrics (nil:
+	// one per container run). OnContainerStop hears each in-process
+	// container a host stops, before it is closed; OnSwap each task's swap
+	// event.
+	Registry        *metrics.Registry
+	OnContainerStop func(*scheduler.Container)
+	OnSwap          func(scheduler.SwapEvent)
+	// CheckpointStore keeps effectively-once checkpoints (in process only;
+	// nil: the tenant's JetStream object store). Bus tunes the in-process
+	// containers' stream managers. MetricsSinks hear every metrics batch
+	// the TMs receive, beside the daemon's own Prometheus exposition.
+	CheckpointStore checkpoint.Store
+	Bus             bus.Options
+	MetricsSinks    map[string]sinks.Sink
 }
 
 // Daemon is a running `ardea local`.
@@ -84,7 +115,7 @@ type Daemon struct {
 	srv   *bus.Server
 	nc    *nats.Conn
 	store *statemgr.Store
-	sup   *launcher.Supervisor
+	sup   containerRuntime // processes (launcher) or in process (inproc.go)
 	ln    net.Listener
 	http  *http.Server
 	// endRequests cancels every request's context (event streams).
@@ -113,8 +144,11 @@ func Start(ctx context.Context, o Options) (*Daemon, error) {
 	if o.DataDir == "" {
 		return nil, errors.New("local: a data dir is required")
 	}
-	if o.HostPath == "" {
+	if o.HostPath == "" && !o.InProcess {
 		return nil, errors.New("local: no host command")
+	}
+	if !o.InProcess && (o.CheckpointStore != nil || o.Registry != nil || o.OnContainerStop != nil || o.OnSwap != nil) {
+		return nil, errors.New("local: a checkpoint store, a registry, OnContainerStop or OnSwap needs in-process containers")
 	}
 	if o.Listen == "" {
 		o.Listen = DefaultListen
@@ -134,42 +168,49 @@ func Start(ctx context.Context, o Options) (*Daemon, error) {
 	if err := o.Metrics.Validate(); err != nil {
 		return nil, fmt.Errorf("local: %w", err)
 	}
-	for _, dir := range []string{"nats", "logs", "wazero"} {
-		if err := os.MkdirAll(filepath.Join(o.DataDir, dir), 0o755); err != nil {
+	for _, dir := range []string{filepath.Join(o.DataDir, "nats"), filepath.Join(o.DataDir, "logs"), filepath.Join(d.cacheDir(), "wazero")} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("local: data dir: %w", err)
 		}
 	}
-	ln, err := net.Listen("tcp", o.Listen)
-	if err != nil {
-		return nil, fmt.Errorf("local: API listen on %s: %w", o.Listen, err)
+	if !o.NoAPI {
+		if d.ln, err = net.Listen("tcp", o.Listen); err != nil {
+			return nil, fmt.Errorf("local: API listen on %s: %w", o.Listen, err)
+		}
 	}
-	d.ln = ln
 	if d.srv, err = bus.StartServer(ctx, bus.ServerOptions{Logger: log, JetStream: true, StoreDir: filepath.Join(o.DataDir, "nats"), Port: -1}); err != nil {
-		ln.Close()
+		d.closeListener()
 		return nil, err
 	}
-	if d.nc, err = nats.Connect(d.srv.ClientURL(), nats.Name("ardea-local")); err != nil {
+	if d.nc, err = nats.Connect(d.srv.ClientURL(), nats.Name("ardea-local"), nats.InProcessServer(d.srv.NATS())); err != nil {
 		d.srv.Shutdown()
-		ln.Close()
+		d.closeListener()
 		return nil, fmt.Errorf("local: connect to NATS: %w", err)
 	}
 	if d.store, err = statemgr.Open(ctx, d.nc, statemgr.Options{Tenant: o.Tenant, Logger: log}); err != nil {
 		d.Close(d.ctx)
 		return nil, err
 	}
-	d.sup = launcher.New(launcher.Options{Logger: log, LogDir: filepath.Join(o.DataDir, "logs"),
-		MaxRestarts: o.MaxRestarts, Backoff: o.Backoff, OnChange: d.onProcess})
-	// Requests' contexts end at Close, so the UI's event streams let the
-	// server shut down.
-	baseCtx, endRequests := context.WithCancel(d.ctx)
-	d.endRequests = endRequests
-	d.http = &http.Server{Handler: d.routes(), ReadHeaderTimeout: 10 * time.Second,
-		BaseContext: func(net.Listener) context.Context { return baseCtx }}
-	d.servers.Go(func() {
-		if err := d.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("API server", "err", err)
-		}
-	})
+	if o.InProcess {
+		d.sup = newInProcess(d)
+	} else {
+		d.sup = processes{Supervisor: launcher.New(launcher.Options{Logger: log, LogDir: filepath.Join(o.DataDir, "logs"),
+			MaxRestarts: o.MaxRestarts, Backoff: o.Backoff, OnChange: d.onProcess}), d: d}
+	}
+	if !o.NoAPI {
+		// Requests' contexts end at Close, so the UI's event streams let the
+		// server shut down.
+		baseCtx, endRequests := context.WithCancel(d.ctx)
+		d.endRequests = endRequests
+		d.http = &http.Server{Handler: d.routes(), ReadHeaderTimeout: 10 * time.Second,
+			BaseContext: func(net.Listener) context.Context { return baseCtx }}
+		ln := d.ln
+		d.servers.Go(func() {
+			if err := d.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error("API server", "err", err)
+			}
+		})
+	}
 	if addr := o.Metrics.PrometheusListen(); addr != "" {
 		pln, err := net.Listen("tcp", addr)
 		if err != nil {
@@ -186,12 +227,31 @@ func Start(ctx context.Context, o Options) (*Daemon, error) {
 		d.Close(d.ctx)
 		return nil, err
 	}
-	log.Info("ardea local started", "api", d.URL(), "nats", d.srv.ClientURL(), "data_dir", o.DataDir)
+	log.Info("ardea local started", "api", d.URL(), "nats", d.srv.ClientURL(), "data_dir", o.DataDir, "in_process", o.InProcess)
 	return d, nil
 }
 
-// URL is the API's base URL.
-func (d *Daemon) URL() string { return "http://" + d.ln.Addr().String() }
+// URL is the API's base URL ("" without an API).
+func (d *Daemon) URL() string {
+	if d.ln == nil {
+		return ""
+	}
+	return "http://" + d.ln.Addr().String()
+}
+
+func (d *Daemon) closeListener() {
+	if d.ln != nil {
+		d.ln.Close()
+	}
+}
+
+// cacheDir holds the compilation cache (its wazero folder).
+func (d *Daemon) cacheDir() string {
+	if d.o.CacheDir != "" {
+		return d.o.CacheDir
+	}
+	return d.o.DataDir
+}
 
 // NATSURL is the embedded NATS server's client URL.
 func (d *Daemon) NATSURL() string { return d.srv.ClientURL() }
@@ -256,6 +316,13 @@ func (d *Daemon) Close(ctx context.Context) error {
 		errs = append(errs, d.promHTTP.Shutdown(ctx))
 	}
 	d.servers.Wait()
+	// No request validates a module any more: the validator's runtime
+	// (made at the first swap or apply, if any) closes. Do orders this
+	// after its making.
+	d.validatorOnce.Do(func() {})
+	if d.validator != nil {
+		errs = append(errs, d.validator.Close(ctx))
+	}
 	if d.nc != nil {
 		d.nc.Close()
 	}

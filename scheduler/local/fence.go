@@ -3,7 +3,6 @@ package local
 import (
 	"context"
 	"fmt"
-	"syscall"
 	"time"
 
 	"github.com/ardea-dev/ardea/scheduler"
@@ -98,9 +97,7 @@ func (t *tm) declareLost(c silentContainer, limit time.Duration) {
 	t.mu.Unlock()
 	t.log.Error("container lost; replacing it", "container", c.id, "pid", c.pid, "limit", limit, "reason", why)
 	t.fence(why)
-	// The group: the host and anything it started. SIGKILL reaches a
-	// stopped process too.
-	if err := syscall.Kill(-c.pid, syscall.SIGKILL); err != nil {
+	if err := t.d.sup.kill(t.procID(c.id), c.pid); err != nil {
 		t.log.Warn("kill a lost container", "container", c.id, "pid", c.pid, "err", err)
 	}
 }

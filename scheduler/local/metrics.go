@@ -19,6 +19,11 @@ func (t *tm) Metrics(b *sinks.Batch) {
 	}
 	_ = t.hist.Write(t.runCtx, b)
 	_ = t.d.prom.Write(t.runCtx, b)
+	for name, s := range t.d.o.MetricsSinks {
+		if err := s.Write(t.runCtx, b); err != nil {
+			t.log.Warn("metrics sink", "sink", name, "err", err)
+		}
+	}
 }
 
 // hostMetricsArgs passes the deployment's metrics section to a host.

@@ -1,6 +1,7 @@
 package local
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"time"
@@ -62,6 +63,10 @@ func (t *tm) setState(to State, why string) error {
 		return fmt.Errorf("topology %s: no transition from %s to %s", t.name, stateName(from), to)
 	}
 	t.state = to
+	if t.changed != nil {
+		close(t.changed)
+	}
+	t.changed = make(chan struct{})
 	t.transitions = append(t.transitions, Transition{From: from, To: to, At: time.Now(), Why: why})
 	if n := len(t.transitions); n > maxTransitions {
 		t.transitions = slices.Delete(t.transitions, 0, n-maxTransitions)
@@ -75,4 +80,22 @@ func stateName(s State) string {
 		return "NEW"
 	}
 	return string(s)
+}
+
+// awaitState waits until the TM's state is one of states (returning it)
+// or ctx ends.
+func (t *tm) awaitState(ctx context.Context, states ...State) (State, error) {
+	for {
+		t.mu.Lock()
+		st, ch := t.state, t.changed
+		t.mu.Unlock()
+		if slices.Contains(states, st) {
+			return st, nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return st, ctx.Err()
+		}
+	}
 }

@@ -76,7 +76,7 @@ func (d *Daemon) validate(ctx context.Context, name string, kind ardea.Kind, dat
 			// a module the hosts already run validates without compiling
 			// again. wazero keys it by the module's bytes and writes it by
 			// rename, so processes can share it.
-			Logger: d.log, CacheDir: filepath.Join(d.o.DataDir, "wazero"),
+			Logger: d.log, CacheDir: filepath.Join(d.cacheDir(), "wazero"),
 		})
 	})
 	if d.validatorErr != nil {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -42,9 +41,11 @@ type tm struct {
 	cancel context.CancelFunc
 	// runCtx lives as long as the TM (cancelled by stopTM).
 	runCtx context.Context
-	// ctl is the gateway to the containers (NATS); stopReports ends the
-	// delivery of their reports to the TM's ctl.Manager methods.
+	// ctl is the gateway to the containers (NATS, or local in process);
+	// stopReports ends the delivery of their reports over NATS to the
+	// TM's ctl.Manager methods.
 	ctl         ctl.Commands
+	local       *ctl.Local
 	stopReports func()
 	opMu        sync.Mutex
 	pubMu       sync.Mutex
@@ -55,6 +56,11 @@ type tm struct {
 	doc     ctl.PlanDoc
 	planRev uint64
 	state   State // changed only by setState (state.go)
+	// changed is closed (and replaced) at every state change; finished
+	// is closed once finish has recorded FINISHED and stopped the
+	// containers.
+	changed  chan struct{}
+	finished chan struct{}
 	// transitions are the last state changes, for status.
 	transitions []Transition
 	message     string
@@ -84,7 +90,8 @@ type tm struct {
 
 func (d *Daemon) newTM(name string) *tm {
 	t := &tm{d: d, name: name, log: d.log.With("topology", name), hbs: map[int]ctl.Heartbeat{},
-		hist: sinks.NewHistory(0), lost: map[int]int{}, alive: map[int]ctl.Alive{}}
+		hist: sinks.NewHistory(0), lost: map[int]int{}, alive: map[int]ctl.Alive{}, changed: make(chan struct{}),
+		finished: make(chan struct{})}
 	t.runCtx, t.cancel = context.WithCancel(d.ctx)
 	return t
 }
@@ -94,8 +101,13 @@ func (d *Daemon) newTM(name string) *tm {
 // execution state to run in (RUNNING or PAUSED).
 func (t *tm) start(ctx context.Context, state State) error {
 	runCtx, cancel := t.runCtx, t.cancel
-	t.ctl = ctl.NewNATSClient(t.d.nc, ctl.NATSClientOptions{Tenant: t.d.store.Tenant(), Topology: t.name,
-		Expected: t.upContainers, Logger: t.log})
+	if t.d.o.InProcess {
+		t.local = ctl.NewLocal(t)
+		t.ctl = t.local
+	} else {
+		t.ctl = ctl.NewNATSClient(t.d.nc, ctl.NATSClientOptions{Tenant: t.d.store.Tenant(), Topology: t.name,
+			Expected: t.upContainers, Logger: t.log})
+	}
 	lock, err := t.d.store.AcquireTMLock(ctx, t.name, t.d.id, t.d.lockTTL())
 	if err != nil {
 		cancel()
@@ -165,14 +177,16 @@ func (t *tm) start(ctx context.Context, state State) error {
 		t.stopTM()
 		return err
 	}
-	stop, err := ctl.ServeManager(t.d.nc, t.d.store.Tenant(), t.name, t, t.log)
-	if err != nil {
-		t.stopTM()
-		return fmt.Errorf("topology %s: %w", t.name, err)
+	if t.local == nil {
+		stop, err := ctl.ServeManager(t.d.nc, t.d.store.Tenant(), t.name, t, t.log)
+		if err != nil {
+			t.stopTM()
+			return fmt.Errorf("topology %s: %w", t.name, err)
+		}
+		t.mu.Lock()
+		t.stopReports = stop
+		t.mu.Unlock()
 	}
-	t.mu.Lock()
-	t.stopReports = stop
-	t.mu.Unlock()
 	t.goroutine(func() { t.watchHeartbeats(runCtx) })
 	for c := 1; c <= doc.Plan.Containers; c++ {
 		if err := t.launch(ctx, c); err != nil {
@@ -263,16 +277,7 @@ func (t *tm) putPlan(ctx context.Context, doc ctl.PlanDoc) (uint64, error) {
 func (t *tm) procID(container int) string { return t.name + "/container-" + strconv.Itoa(container) }
 
 func (t *tm) launch(ctx context.Context, container int) error {
-	args := append(slices.Clone(t.d.o.HostArgs),
-		"--nats", t.d.srv.ClientURL(), "--tenant", t.d.store.Tenant(), "--topology", t.name,
-		"--container", strconv.Itoa(container), "--data-dir", t.d.o.DataDir)
-	margs, err := t.d.hostMetricsArgs()
-	if err != nil {
-		return err
-	}
-	args = append(args, margs...)
-	err = t.d.sup.Start(ctx, launcher.ProcessSpec{ID: t.procID(container), Path: t.d.o.HostPath, Args: args})
-	if err != nil {
+	if err := t.d.sup.start(ctx, t, container); err != nil {
 		return fmt.Errorf("topology %s: start container %d: %w", t.name, container, err)
 	}
 	return nil
@@ -350,6 +355,7 @@ func (t *tm) lockOp() bool {
 
 // finish records FINISHED and stops the containers.
 func (t *tm) finish() {
+	defer close(t.finished)
 	if !t.lockOp() {
 		return
 	}
@@ -372,8 +378,11 @@ func (t *tm) finish() {
 // failed records FAILED when a container keeps crashing.
 func (t *tm) failed(ps launcher.ProcessStatus) {
 	msg := fmt.Sprintf("%s keeps failing (%d restarts, last %s)", ps.ID, ps.Restarts, ps.LastExit)
-	if e := lastLine(ps.LastError); e != "" {
+	if e := lastLine(ps.LastError); e != "" && e != ps.LastExit {
 		msg += ": " + e
+	}
+	if t.d.o.FailFast {
+		msg = fmt.Sprintf("%s failed: %s", ps.ID, ps.LastExit)
 	}
 	t.failTopology(msg)
 }

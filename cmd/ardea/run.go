@@ -27,11 +27,16 @@ func newRunCmd(g *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run TOPOLOGY.yaml",
 		Short: "Run a topology in this process until its input is exhausted",
-		Long: `Run a topology in this one process: every container is a set of
-goroutines with its own stream manager, and containers exchange tuples only
-through an embedded NATS server. Go component folders named as modules are
-built first. The run ends with exit status 0 when every spout's finite input
-has been fully processed, or when --duration elapses.
+		Long: `Run a topology in this one process, under the same topology manager as
+'ardea local' (with no API, its state in a temporary directory): every
+container is a set of goroutines with its own stream manager, and containers
+exchange tuples only through an embedded NATS server. Go component folders
+named as modules are built first. The run ends with exit status 0 when every
+spout's finite input has been fully processed, or when --duration elapses; a
+container that fails ends it with its error (it is not restarted).
+
+--containers sets topology.packing.containers; without it the topology's
+packing settings apply, or one container.
 
 --set overrides settings without editing the file:
   --set count.parallelism=4           a component's parallelism

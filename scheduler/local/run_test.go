@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -23,6 +24,7 @@ import (
 	"github.com/ardea-dev/ardea/bus"
 	"github.com/ardea-dev/ardea/connectors"
 	"github.com/ardea-dev/ardea/connectors/plugin"
+	"github.com/ardea-dev/ardea/examples/keyed"
 	"github.com/ardea-dev/ardea/examples/wordcount"
 	"github.com/ardea-dev/ardea/host"
 	"github.com/ardea-dev/ardea/internal/checkpoint"
@@ -659,5 +661,54 @@ func TestRunLeavesNoGoroutines(t *testing.T) {
 	}
 	if res.Finished || reg.Component("split").Executed.Load() == 0 {
 		t.Fatalf("finished %v, split executed %d: want a run cut short after it processed tuples", res.Finished, reg.Component("split").Executed.Load())
+	}
+}
+
+// TestInProcessRestartEffectivelyOnce: a daemon whose containers run in
+// process (as under ardea run, but restarting them) restarts a container
+// of an effectively-once topology while the data flows; the topology rolls
+// back to its last global checkpoint and the output is exactly a
+// fault-free run's. Then the daemon closes with no goroutine left.
+func TestInProcessRestartEffectivelyOnce(t *testing.T) {
+	// nats.go's JetStream context starts a goroutine for its async
+	// publishes that waits on the connection's status channel; a
+	// connection closed while the channel is being set up leaves it
+	// waiting on a nil channel for good (a restarted container's). An
+	// `ardea host` process exits, which ends it.
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent(),
+		goleak.IgnoreTopFunction("github.com/nats-io/nats.go/jetstream.(*jetStream).resetPendingAcksOnReconnect"))
+	d, err := local.Start(context.Background(), local.Options{
+		DataDir: t.TempDir(), Listen: "127.0.0.1:0", InProcess: true, MaxRestarts: 3,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := local.NewClient(d.URL())
+	const keys, perKey = 100, 300
+	out := submitKeyedEO(t, c, "ipr", keys, perKey, 5000)
+	status := func() local.Status {
+		st, err := c.Status(context.Background(), "ipr")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	testutil.Eventually(t, "a global checkpoint", func() bool { st := status(); return st.Checkpoints != nil && st.Checkpoints.Global > 0 })
+	before := status().Containers[0].PID
+	if _, err := c.Action(context.Background(), "ipr", "restart", url.Values{"container": {"1"}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	st := waitState(t, c, "ipr", local.StateFinished)
+	if err := keyed.CheckExact(out, keys, perKey); err != nil {
+		t.Fatal(err)
+	}
+	if st.Checkpoints.Rollbacks < 1 {
+		t.Fatalf("no rollback after the restart: %+v", *st.Checkpoints)
+	}
+	t.Logf("container 1 run %d restarted; %d rollbacks, restored checkpoint %d", before, st.Checkpoints.Rollbacks, st.Checkpoints.RestoredFrom)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := d.Close(ctx); err != nil {
+		t.Fatal(err)
 	}
 }

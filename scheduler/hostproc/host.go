@@ -281,7 +281,13 @@ func Run(ctx context.Context, o Options) error {
 				h.counters(h.final, ctl.HostFinished)
 				h.keepFinalStates()
 			}
+			fin := h.cur.c
 			h.closeCur()
+			if err == nil {
+				// The metrics manager's last collections still read the
+				// finished container's final counters.
+				h.live.Store(fin)
+			}
 			if err != nil {
 				h.fail(err)
 				return err

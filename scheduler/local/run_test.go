@@ -591,10 +591,9 @@ func TestCheckpointSaveTimeout(t *testing.T) {
 
 // TestRunLeavesNoGoroutines: a run (its daemon, topology manager, in-process
 // containers and their tasks) owns every goroutine it starts: none is left
-// once Run returns, whether the input ran out (effectively once, over two
-// containers, with a module swapped through the manager while it ran,
-// then effectively once) or
-// the run was cut short by its Duration.
+// once Run returns, whether the input ran out (at least once over two
+// containers with a module swapped through the manager while it ran, then
+// effectively once) or the run was cut short by its context.
 func TestRunLeavesNoGoroutines(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	lines := wordcount.TestLines(200000)
@@ -655,7 +654,23 @@ func TestRunLeavesNoGoroutines(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := metrics.NewRegistry()
-	res, err = local.Run(context.Background(), local.RunOptions{Topology: tp, CacheDir: t.TempDir(), Metrics: reg, Duration: 500 * time.Millisecond})
+	// Cut short once tuples flowed (ctx ends the run, not an error).
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	wg.Go(func() {
+		defer cancel()
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for reg.Component("split").Executed.Load() == 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	})
+	res, err = local.Run(ctx, local.RunOptions{Topology: tp, CacheDir: t.TempDir(), Metrics: reg})
+	wg.Wait()
 	if err != nil {
 		t.Fatal(err)
 	}

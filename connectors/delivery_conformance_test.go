@@ -11,6 +11,7 @@ import (
 	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/connectors/plugin/conformance"
 	"github.com/ardea-dev/ardea/internal/component"
+	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/internal/tuple"
 )
 
@@ -59,22 +60,22 @@ func openSource(t *testing.T, name string, cfg map[string]string, acking bool, s
 	return s
 }
 
-// pullUntil calls Next until done reports true.
+// pullUntil calls Next until done reports true: at once again while the
+// spout emits, polling while it is idle.
 func pullUntil(t *testing.T, s component.Spout, out *recorder, what string, done func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !done() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s (%d emits)", what, len(out.emits))
+	testutil.Eventually(t, what, func() (bool, string) {
+		for !done() {
+			st, err := s.Next(context.Background(), 16, out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st != component.Emitted {
+				return false, fmt.Sprintf("%d emits", len(out.emits))
+			}
 		}
-		st, err := s.Next(context.Background(), 16, out)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if st != component.Emitted {
-			time.Sleep(2 * time.Millisecond)
-		}
-	}
+		return true, ""
+	})
 }
 
 // TestSpoutDeliveryConformance: for every external source,
@@ -129,7 +130,7 @@ func TestSpoutDeliveryConformance(t *testing.T) {
 					if _, err := s2.Next(context.Background(), 16, out2); err != nil {
 						t.Fatal(err)
 					}
-					time.Sleep(5 * time.Millisecond)
+					time.Sleep(5 * time.Millisecond) // a window in which nothing may come, not a wait
 				}
 				for _, v := range out2.decode(t) {
 					t.Errorf("restarted spout emitted %q again at most once", fx.payload(v))

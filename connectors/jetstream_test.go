@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -15,6 +14,7 @@ import (
 	"github.com/ardea-dev/ardea/bus"
 	"github.com/ardea-dev/ardea/connectors/plugin/conformance"
 	"github.com/ardea-dev/ardea/internal/component"
+	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/internal/tuple"
 )
 
@@ -109,13 +109,12 @@ func TestJetStreamSpoutAtLeastOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	out.emits = nil
-	deadline := time.Now().Add(30 * time.Second)
-	for len(out.emits) == 0 && time.Now().Before(deadline) {
+	testutil.Eventually(t, "the failed message redelivered", func() bool {
 		if _, err := s.Next(context.Background(), 100, out); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return len(out.emits) > 0
+	})
 	if len(out.emits) != 1 {
 		t.Fatalf("%d redeliveries, want 1", len(out.emits))
 	}
@@ -126,17 +125,13 @@ func TestJetStreamSpoutAtLeastOnce(t *testing.T) {
 	if err := s.Ack(context.Background(), []uint64{out.emits[0].msgID}, out); err != nil {
 		t.Fatal(err)
 	}
-	waitAcked := time.Now().Add(30 * time.Second)
-	for {
-		info, _ = cons.Info(context.Background())
-		if info.NumAckPending == 0 || time.Now().After(waitAcked) {
-			break
+	testutil.Eventually(t, "no message pending acks", func() (bool, string) {
+		info, err := cons.Info(context.Background())
+		if err != nil {
+			return false, err.Error()
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	if info.NumAckPending != 0 {
-		t.Fatalf("%d messages still pending acks", info.NumAckPending)
-	}
+		return info.NumAckPending == 0, fmt.Sprintf("%d messages still pending acks", info.NumAckPending)
+	})
 }
 
 // TestJetStreamSink: tuples become JSON messages, and each is acked once
@@ -232,7 +227,7 @@ func TestJetStreamDeadLetters(t *testing.T) {
 	next := func(want string) uint64 {
 		t.Helper()
 		var id uint64
-		waitFor(t, "message "+want, func() bool {
+		testutil.Eventually(t, "message "+want, func() bool {
 			before := len(out.emits)
 			if _, err := s.Next(context.Background(), 10, out); err != nil {
 				t.Fatal(err)
@@ -259,7 +254,7 @@ func TestJetStreamDeadLetters(t *testing.T) {
 		t.Fatal(err)
 	}
 	var dl []DeadLetter
-	waitFor(t, "the dead letter", func() bool {
+	testutil.Eventually(t, "the dead letter", func() bool {
 		dl, err = DeadLetters(ctx, "test", "c", "builtin:jetstream", cfg)
 		if err != nil {
 			t.Fatal(err)

@@ -20,6 +20,7 @@ import (
 	"github.com/ardea-dev/ardea/connectors/plugin/conformance"
 	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/testbroker"
+	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/internal/tuple"
 )
 
@@ -52,18 +53,15 @@ func (b *kafkaBroker) topic(t *testing.T, parts int) string {
 	// A real broker answers before every partition has a leader; a
 	// produce with a short timeout right away can then fail. Wait until
 	// the metadata shows them all led.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testutil.Eventually(t, "topic "+name+": every partition led", func() (bool, string) {
 		td, err := adm.ListTopics(context.Background(), name)
 		d, ok := td[name]
 		if err == nil && ok && d.Err == nil && len(d.Partitions) == parts && allLed(d.Partitions) {
-			return name
+			return true, ""
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("topic %s: partitions without a leader after 30 s: %v %+v", name, err, d)
-		}
-		time.Sleep(50 * time.Millisecond) // polling interval
-	}
+		return false, fmt.Sprintf("%v %+v", err, d)
+	})
+	return name
 }
 
 func allLed(ps kadm.PartitionDetails) bool {
@@ -184,7 +182,7 @@ func init() {
 		b.produce(t, topic, 0, 60)
 		waitBuffered := func(t *testing.T, s component.Spout) {
 			ks := s.(*kafkaSpout)
-			waitFor(t, "records fetched", func() bool { return ks.cl.BufferedFetchRecords() > 0 })
+			testutil.Eventually(t, "records fetched", func() bool { return ks.cl.BufferedFetchRecords() > 0 })
 		}
 		fxs := []fixture{
 			{name: "group", cfg: map[string]string{"brokers": b.brokers, "topics": topic}, opened: waitBuffered},
@@ -216,18 +214,6 @@ func init() {
 	}
 }
 
-// waitFor polls cond (no fixed sleeps) for up to a minute.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func openKafkaSpout(t *testing.T, cfg map[string]string, ctx component.Context) *kafkaSpout {
 	t.Helper()
 	s, err := NewSpout("kafka", cfg)
@@ -245,11 +231,11 @@ func openKafkaSpout(t *testing.T, cfg map[string]string, ctx component.Context) 
 // pull calls Next until want tuples were emitted in total.
 func pull(t *testing.T, s component.Spout, out *recorder, want int) {
 	t.Helper()
-	waitFor(t, fmt.Sprintf("%d tuples (have %d)", want, len(out.emits)), func() bool {
+	testutil.Eventually(t, fmt.Sprintf("%d tuples", want), func() (bool, string) {
 		if _, err := s.Next(context.Background(), 64, out); err != nil {
 			t.Fatal(err)
 		}
-		return len(out.emits) >= want
+		return len(out.emits) >= want, fmt.Sprintf("%d tuples", len(out.emits))
 	})
 }
 
@@ -350,7 +336,7 @@ func TestKafkaSpoutDeadLetter(t *testing.T) {
 	}
 	cl := b.client(t, kgo.ConsumeTopics(dlq), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	var got *kgo.Record
-	waitFor(t, "dead letter", func() bool {
+	testutil.Eventually(t, "dead letter", func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 		defer cancel()
 		cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) { got = r })
@@ -413,7 +399,7 @@ func TestKafkaSpoutPartitionsAndCheckpoints(t *testing.T) {
 				ctx.State, ctx.Checkpointing = st, true
 				states, spouts = append(states, st), append(spouts, openKafkaSpout(t, cfg, ctx))
 			}
-			waitFor(t, "40 records over two tasks", func() bool {
+			testutil.Eventually(t, "40 records over two tasks", func() bool {
 				for i, s := range spouts {
 					if _, err := s.Next(context.Background(), 64, outs[i]); err != nil {
 						t.Fatal(err)
@@ -516,7 +502,7 @@ func TestKafkaSpoutStartAtTimestamp(t *testing.T) {
 			if _, err := s.Next(context.Background(), 10, out); err != nil {
 				t.Fatal(err)
 			}
-			time.Sleep(5 * time.Millisecond)
+			time.Sleep(5 * time.Millisecond) // a window in which nothing may come, not a wait
 		}
 		if len(out.emits) != 0 {
 			t.Fatalf("start=latest (%s) read %v before anything new", assign, values(t, out))
@@ -628,9 +614,9 @@ func TestKafkaSpoutRebalance(t *testing.T) {
 	}
 	a := openKafkaSpout(t, cfg, ackingContext("k", 0, 2, cfg, conformance.NewMemState()))
 	outA, outB := &recorder{}, &recorder{}
-	waitFor(t, "the first task reading", func() bool { return step(a, outA) > 0 })
+	testutil.Eventually(t, "the first task reading", func() bool { return step(a, outA) > 0 })
 	bs := openKafkaSpout(t, cfg, ackingContext("k", 1, 2, cfg, conformance.NewMemState()))
-	waitFor(t, "the second task reading its partitions", func() bool {
+	testutil.Eventually(t, "the second task reading its partitions", func() bool {
 		produce(4)
 		step(a, outA)
 		return step(bs, outB) > 0
@@ -639,8 +625,8 @@ func TestKafkaSpoutRebalance(t *testing.T) {
 		t.Fatal(err)
 	}
 	produce(100)
-	waitFor(t, "every record acked", func() bool { step(bs, outB); return len(acked) == produced })
-	waitFor(t, "offsets committed to the end", func() bool {
+	testutil.Eventually(t, "every record acked", func() bool { step(bs, outB); return len(acked) == produced })
+	testutil.Eventually(t, "offsets committed to the end", func() bool {
 		step(bs, outB)
 		return b.committed(t, "g-"+topic, topic) == int64(produced)
 	})

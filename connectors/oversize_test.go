@@ -19,6 +19,7 @@ import (
 	"github.com/ardea-dev/ardea/connectors/plugin/conformance"
 	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/testbroker"
+	"github.com/ardea-dev/ardea/internal/testutil"
 )
 
 // TestMaxLineBytesWithinTupleLimit: max_line_bytes may not exceed the
@@ -309,7 +310,7 @@ func TestKafkaSpoutOversized(t *testing.T) {
 		pull(t, s, out, 2)
 		var st component.Status
 		var err error
-		waitFor(t, "the oversized record", func() bool {
+		testutil.Eventually(t, "the oversized record", func() bool {
 			st, err = s.Next(context.Background(), 64, out)
 			return s.failed != nil || err != nil
 		})
@@ -367,7 +368,7 @@ func TestJetStreamSpoutOversized(t *testing.T) {
 	t.Run("dead letters", func(t *testing.T) {
 		cfg := WithTopologySettings(map[string]string{"url": url, "stream": "S", "durable": "dl", "dead_letter_subject": "dlq.s"}, limits)
 		s, out := open(t, cfg)
-		waitFor(t, "two messages", func() bool {
+		testutil.Eventually(t, "two messages", func() bool {
 			if _, err := s.Next(context.Background(), 10, out); err != nil {
 				t.Fatal(err)
 			}
@@ -386,7 +387,7 @@ func TestJetStreamSpoutOversized(t *testing.T) {
 		s, out := open(t, cfg)
 		var st component.Status
 		var err error
-		waitFor(t, "the oversized message", func() bool {
+		testutil.Eventually(t, "the oversized message", func() bool {
 			st, err = s.Next(context.Background(), 10, out)
 			return err != nil
 		})
@@ -465,7 +466,7 @@ func TestPulsarSpoutOversized(t *testing.T) {
 		}
 	}
 
-	waitFor(t, "two messages", func() bool {
+	testutil.Eventually(t, "two messages", func() bool {
 		if _, err := sDL.Next(context.Background(), 10, outDL); err != nil {
 			t.Fatal(err)
 		}
@@ -480,7 +481,7 @@ func TestPulsarSpoutOversized(t *testing.T) {
 	}
 
 	var st component.Status
-	waitFor(t, "the oversized message", func() bool {
+	testutil.Eventually(t, "the oversized message", func() bool {
 		st, err = sStop.Next(context.Background(), 10, outStop)
 		return err != nil
 	})

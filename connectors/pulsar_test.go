@@ -17,6 +17,7 @@ import (
 	"github.com/ardea-dev/ardea/connectors/plugin/conformance"
 	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/testbroker"
+	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/internal/tuple"
 )
 
@@ -60,7 +61,7 @@ func init() {
 		return []fixture{{name: "minimal", cfg: map[string]string{"url": url, "topics": topic}, opened: func(t *testing.T, s component.Spout) {
 			pulsarProduce(t, url, topic, 20)
 			ps := s.(*pulsarSpout)
-			waitFor(t, "messages received", func() bool { return len(ps.cons.Chan()) > 0 })
+			testutil.Eventually(t, "messages received", func() bool { return len(ps.cons.Chan()) > 0 })
 		}}}
 	}
 	fixtures["bolt:pulsar"] = func(t *testing.T, _ string) []fixture {

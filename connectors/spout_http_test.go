@@ -2,6 +2,7 @@ package connectors
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -9,16 +10,14 @@ import (
 	"time"
 
 	"github.com/ardea-dev/ardea/internal/component"
+	"github.com/ardea-dev/ardea/internal/testutil"
 )
 
 func init() {
 	fixtures["spout:http"] = func(t *testing.T, _ string) []fixture {
 		return []fixture{{name: "minimal", cfg: map[string]string{"listen": "127.0.0.1:0"}, opened: func(t *testing.T, s component.Spout) {
 			go http.Post("http://"+s.(*httpSpout).Addr()+"/ingest", "text/plain", strings.NewReader("a\nb\nc\n"))
-			deadline := time.Now().Add(10 * time.Second)
-			for len(s.(*httpSpout).queue) == 0 && time.Now().Before(deadline) {
-				time.Sleep(time.Millisecond)
-			}
+			testutil.Eventually(t, "the request queued", func() bool { return len(s.(*httpSpout).queue) > 0 })
 		}}}
 	}
 }
@@ -57,13 +56,12 @@ func TestHTTPSpoutAtLeastOnce(t *testing.T) {
 		url := "http://" + s.(*httpSpout).Addr() + "/ingest"
 		first := post(url, "one\ntwo\r\n\nthree\n")
 		emitAll := func(n int) {
-			deadline := time.Now().Add(10 * time.Second)
-			for len(out.emits) < n && time.Now().Before(deadline) {
+			testutil.Eventually(t, fmt.Sprintf("%d emits", n), func() (bool, string) {
 				if _, err := s.Next(context.Background(), 10, out); err != nil {
 					t.Fatal(err)
 				}
-				time.Sleep(time.Millisecond)
-			}
+				return len(out.emits) >= n, fmt.Sprintf("%d emits", len(out.emits))
+			})
 			if len(out.emits) != n {
 				t.Fatalf("%d emits, want %d", len(out.emits), n)
 			}
@@ -156,13 +154,13 @@ func TestHTTPSpoutTokenJSONAndBackPressure(t *testing.T) {
 		resp.Body.Close()
 		jsonDone <- resp.StatusCode
 	}()
-	waitFor(t, "the JSON request queued", func() bool { return len(s.(*httpSpout).queue) == 1 })
+	testutil.Eventually(t, "the JSON request queued", func() bool { return len(s.(*httpSpout).queue) == 1 })
 	// The queue (1) holds that request until Next takes it: the next one
 	// finds no room.
 	if code, h := do(t, url, "text/plain", "s3cret", "b\n"); code != http.StatusTooManyRequests || h.Get("Retry-After") == "" {
 		t.Fatalf("full queue: status %d, Retry-After %q", code, h.Get("Retry-After"))
 	}
-	waitFor(t, "three tuples", func() bool {
+	testutil.Eventually(t, "three tuples", func() bool {
 		if _, err := s.Next(context.Background(), 10, out); err != nil {
 			t.Fatal(err)
 		}

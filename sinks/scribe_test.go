@@ -17,6 +17,7 @@ import (
 
 	"github.com/apache/thrift/lib/go/thrift"
 
+	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/sinks/internal/scribe"
 )
 
@@ -142,18 +143,6 @@ func newTestScribe(t *testing.T, cfg ScribeConfig) *Scribe {
 		}
 	})
 	return s
-}
-
-// scribeEventually polls cond every 10 ms for up to 30 s.
-func scribeEventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond) // the polling interval, not an assertion
-	}
 }
 
 // scribeBatch is n gauges of component "c", tasks first..first+n-1, value
@@ -357,7 +346,7 @@ func TestScribeReconnects(t *testing.T) {
 	r1 := &scribeRecorder{}
 	_, stop1 := startScribeServer(t, addr, r1)
 	// Writes of empty batches retry (once the back-off allows).
-	scribeEventually(t, "the entries after the server came up", func() bool {
+	testutil.Eventually(t, "the entries after the server came up", func() bool {
 		return s.Write(ctx, &Batch{Time: at}) == nil
 	})
 	if got, want := scribeMsgs(r1.takenEntries()), scribeBatchMessages(at.Unix(), 0, 3); !reflect.DeepEqual(got, want) {
@@ -371,7 +360,7 @@ func TestScribeReconnects(t *testing.T) {
 	}
 	r2 := &scribeRecorder{}
 	startScribeServer(t, addr, r2)
-	scribeEventually(t, "the entries after the server restarted", func() bool {
+	testutil.Eventually(t, "the entries after the server restarted", func() bool {
 		return s.Write(ctx, &Batch{Time: at}) == nil
 	})
 	if got, want := scribeMsgs(r2.takenEntries()), scribeBatchMessages(at.Add(time.Minute).Unix(), 3, 2); !reflect.DeepEqual(got, want) {
@@ -406,7 +395,7 @@ func TestScribeOverflowDropsOldest(t *testing.T) {
 	}
 	r := &scribeRecorder{}
 	startScribeServer(t, addr, r)
-	scribeEventually(t, "the pending entries after the server came up", func() bool {
+	testutil.Eventually(t, "the pending entries after the server came up", func() bool {
 		return s.Write(ctx, &Batch{Time: at}) == nil
 	})
 	// The newest scribeMaxPending made it, in one call, in order.
@@ -445,7 +434,7 @@ func TestScribeWriteEndsWithContext(t *testing.T) {
 	errc := make(chan error, 1)
 	go func() { errc <- s.Write(ctx, scribeBatch(at, 0, 2)) }()
 	// The server has the call (its handler is blocked) before ctx ends.
-	scribeEventually(t, "the server to get the call", func() bool {
+	testutil.Eventually(t, "the server to get the call", func() bool {
 		return r.blockedCalls() == 1
 	})
 	cancel()

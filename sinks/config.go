@@ -47,10 +47,11 @@ type Config struct {
 	Sinks map[string]map[string]string
 }
 
-// The keys of the metrics section that are not sinks.
+// The keys of the metrics section that are not sinks (no metrics sink may
+// be registered under them).
 const (
-	keyInterval     = "interval"
-	keyQueueBatches = "queue_batches"
+	keyInterval     = plugin.MetricsKeyInterval
+	keyQueueBatches = plugin.MetricsKeyQueueBatches
 )
 
 // PrometheusSink is the Prometheus exposition's name. It is registered
@@ -131,7 +132,7 @@ func (c *Config) ValidateIn(env *plugin.Environment) error {
 			if s := suggest.Closest(name, known); s != "" {
 				hint = fmt.Sprintf("; did you mean %q?", s)
 			}
-			errs = append(errs, fmt.Errorf("metrics.%s: unknown metrics sink (known: %s, and interval, queue_batches)%s", name, strings.Join(known, ", "), hint))
+			errs = append(errs, fmt.Errorf("metrics.%s: unknown metrics sink (known: %s, and %s, %s)%s", name, strings.Join(known, ", "), keyInterval, keyQueueBatches, hint))
 			continue
 		}
 		if err := spec.Validate("", c.Sinks[name]); err != nil {

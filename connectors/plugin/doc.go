@@ -15,7 +15,9 @@
 // with defaults, minimums and docs; a component's output streams) and a
 // typed factory, through RegisterSpout, RegisterBolt, RegisterDeadLetter
 // and RegisterMetricsSink. Registration returns an error for an invalid
-// spec, a nil factory or a name registered twice: it never panics. The
+// spec, a nil factory, a name registered twice or a metrics sink named
+// after a setting of the metrics section (interval, queue_batches): it
+// never panics. The
 // registry validates a config against the Spec before a factory runs, so a
 // bad config is refused naming the component (or the metrics section),
 // the field and the plugin; factories read typed values through Config,

@@ -26,6 +26,10 @@ func (nopSpout) Close(context.Context) error                            { return
 
 func spoutOK(plugin.Config) (plugin.Spout, error) { return nopSpout{}, nil }
 
+func sinkOK(context.Context, plugin.Config, *slog.Logger) (plugin.MetricsSink, error) {
+	return nil, errors.New("not built in these tests")
+}
+
 func spec(name string, fields ...plugin.Field) plugin.Spec {
 	return plugin.Spec{Name: name, Summary: "a test plugin", Fields: fields}
 }
@@ -86,6 +90,12 @@ func TestRegisterRefuses(t *testing.T) {
 			s.Outputs = map[string][]string{"default": {"a"}}
 			return env.RegisterMetricsSink(s, func(context.Context, plugin.Config, *slog.Logger) (plugin.MetricsSink, error) { return nil, nil })
 		}, `register metrics sink "x13": outputs: a metrics sink has no output streams`},
+		"metrics sink named interval": {func() error {
+			return env.RegisterMetricsSink(spec(plugin.MetricsKeyInterval), sinkOK)
+		}, `register metrics sink "interval": name "interval": reserved, metrics.interval is a setting of the metrics section, not a sink`},
+		"metrics sink named queue_batches": {func() error {
+			return env.RegisterMetricsSink(spec("queue_batches"), sinkOK)
+		}, `register metrics sink "queue_batches": name "queue_batches": reserved, metrics.queue_batches is a setting`},
 		"empty stream": {func() error {
 			s := spec("x14")
 			s.Outputs = map[string][]string{"default": {}}
@@ -102,6 +112,14 @@ func TestRegisterRefuses(t *testing.T) {
 	}
 	if names := env.Names(plugin.KindSpout); len(names) != 1 || names[0] != "dup" {
 		t.Errorf("registered after the refusals: %v", names)
+	}
+	if names := env.Names(plugin.KindMetricsSink); len(names) != 0 {
+		t.Errorf("metrics sinks registered after the refusals: %v", names)
+	}
+	// Only a metrics sink's name is reserved: the keys are not the
+	// section's elsewhere.
+	if err := env.RegisterSpout(spec(plugin.MetricsKeyInterval), spoutOK); err != nil {
+		t.Errorf("a spout named interval: %v", err)
 	}
 }
 

@@ -22,6 +22,15 @@ const (
 	KindMetricsSink Kind = "metrics-sink" // a deployment file's metrics.<name>
 )
 
+// The keys of a deployment file's metrics section that are the section's
+// own settings, not sinks (package sinks reads them): a metrics sink of
+// one of these names could never be configured, so registering one is
+// refused.
+const (
+	MetricsKeyInterval     = "interval"      // metrics.interval: the collection interval
+	MetricsKeyQueueBatches = "queue_batches" // metrics.queue_batches: each sink's queue bound
+)
+
 // Kinds are every kind, in listing order.
 var Kinds = []Kind{KindSpout, KindBolt, KindDeadLetter, KindMetricsSink}
 
@@ -189,6 +198,9 @@ func (s Spec) check() error {
 	}
 	if !s.Kind.Valid() {
 		return fmt.Errorf("kind %q: want one of %v", s.Kind, Kinds)
+	}
+	if s.Kind == KindMetricsSink && (s.Name == MetricsKeyInterval || s.Name == MetricsKeyQueueBatches) {
+		return fmt.Errorf("name %q: reserved, metrics.%s is a setting of the metrics section, not a sink", s.Name, s.Name)
 	}
 	if strings.TrimSpace(s.Summary) == "" {
 		return errors.New("summary: empty (ardea builtins and the reference print it)")

@@ -102,7 +102,7 @@ func runDeadLetter(t *testing.T, env *plugin.Environment, spout string, spoutSpe
 	// back) until the bad ones are listed.
 	failBad := func(p string) bool { return !strings.HasPrefix(p, "dl-") }
 	var listed []plugin.DeadLetter
-	testutil.Eventually(t, "the failed records listed as dead letters", func() (bool, string) {
+	testutil.EventuallyWithin(t, waitLimit, "the failed records listed as dead letters", func() (bool, string) {
 		r.pump(failBad)
 		if len(r.seenSet(slices.Concat(good, bad))) < len(good)+len(bad) {
 			return false, fmt.Sprintf("emitted %v", r.seen)
@@ -134,7 +134,7 @@ func runDeadLetter(t *testing.T, env *plugin.Environment, spout string, spoutSpe
 		fx.Replayed(t, values)
 	}
 	r.seen = map[string]int{}
-	testutil.Eventually(t, "the replayed records read again", func() (bool, string) {
+	testutil.EventuallyWithin(t, waitLimit, "the replayed records read again", func() (bool, string) {
 		if r.done {
 			r.close()
 			r.open()
@@ -142,7 +142,7 @@ func runDeadLetter(t *testing.T, env *plugin.Environment, spout string, spoutSpe
 		r.pump(func(string) bool { return true })
 		return len(r.seenSet(bad)) == len(bad), fmt.Sprintf("emitted since the replay %v", r.seen)
 	})
-	testutil.Eventually(t, "no dead letters listed after the replay", func() (bool, string) {
+	testutil.EventuallyWithin(t, waitLimit, "no dead letters listed after the replay", func() (bool, string) {
 		dl, err := store.List(ctx)
 		if err != nil {
 			t.Fatalf("List after Replay: %v", err)

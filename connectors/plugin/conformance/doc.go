@@ -22,4 +22,12 @@
 //
 // Recorder, MemState and NewTaskContext are the pieces the suites drive
 // components with, for a plugin's own tests.
+//
+// The package's own tests run each suite against a tiny correct plugin of
+// its kind, and against variants with one flaw each (a spout that ignores
+// its count or emits after Done, a bolt that loses records or acks twice,
+// a dead-letter destination that loses a letter or replays nowhere, a
+// metrics sink that ignores its config or blocks past its context, ...),
+// each in a process of its own, to see the suite fail saying what is
+// wrong.
 package conformance

@@ -9,7 +9,13 @@ import (
 	"sync"
 
 	"github.com/ardea-dev/ardea/connectors/plugin"
+	"github.com/ardea-dev/ardea/internal/testutil"
 )
+
+// waitLimit is the suites' hang guard on what they wait for (the
+// package's own tests shorten it to see a plugin that never delivers
+// caught quickly).
+var waitLimit = testutil.DefaultLimit
 
 // Recorder is a Collector that keeps copies of what it is given, as the
 // engine's collector does. It is safe for concurrent use.

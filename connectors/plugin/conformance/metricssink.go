@@ -107,7 +107,7 @@ func TestMetricsSink(t *testing.T, env *plugin.Environment, name string, fixture
 				defer close(returned)
 				_ = s.Write(ended, written[0]) // an error or not: it returns
 			}()
-			testutil.Eventually(t, "a Write with an ended context returns", func() bool {
+			testutil.EventuallyWithin(t, waitLimit, "a Write with an ended context returns", func() bool {
 				select {
 				case <-returned:
 					return true

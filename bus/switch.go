@@ -326,7 +326,7 @@ func (o *Outbox) rerouteDirect(sr *streamRoutes, direct uint32, values []byte) e
 }
 
 // Adopt switches the stream manager to p, a live re-plan of its current
-// plan (scheduler.RescalePlan: task ids stable, no task moves between
+// plan (planner.RescalePlan: task ids stable, no task moves between
 // containers). Tasks that stay keep their inbox and outbox; new local tasks
 // get new ones; every inbox learns its new upstream tasks; links to new
 // remote tasks are created and opened. Each outbox that stays is posted a

@@ -33,7 +33,7 @@ const (
 	mBackPress = "__time-spent-back-pressure"
 	mTimeout   = "__timeout-count"
 	mPages     = "__wasm-memory-pages"
-	// hostComponent is scheduler.HostComponent (ui does not import the
+	// hostComponent is container.HostComponent (ui does not import the
 	// scheduler).
 	hostComponent = "__host__"
 	counterKeys   = "emit execute ack fail timeout"

@@ -8,12 +8,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ardea-dev/ardea/scheduler/settings"
+
 	"github.com/spf13/cobra"
 
 	"github.com/ardea-dev/ardea/examples/wordcount"
 	"github.com/ardea-dev/ardea/internal/bench"
 	"github.com/ardea-dev/ardea/internal/testbroker"
-	"github.com/ardea-dev/ardea/scheduler"
 )
 
 func newBenchCmd(g *globalFlags) *cobra.Command {
@@ -88,9 +89,9 @@ again at half the measured peak rate and reports its latency (half_rate).`,
 			case "", "at-most-once", "at_most_once":
 				o.Reliability = ""
 			case "at-least-once", "at_least_once":
-				o.Reliability = scheduler.AtLeastOnce
+				o.Reliability = settings.AtLeastOnce
 			case "effectively-once", "effectively_once":
-				o.Reliability = scheduler.EffectivelyOnce
+				o.Reliability = settings.EffectivelyOnce
 			default:
 				return usageError{fmt.Errorf("--reliability %q: want at-most-once, at-least-once or effectively-once", reliability)}
 			}

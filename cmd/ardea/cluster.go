@@ -19,11 +19,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ardea-dev/ardea/scheduler/planner"
+
 	"github.com/spf13/cobra"
 
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/internal/names"
-	"github.com/ardea-dev/ardea/scheduler"
 	"github.com/ardea-dev/ardea/scheduler/hostproc"
 	"github.com/ardea-dev/ardea/scheduler/local"
 	"github.com/ardea-dev/ardea/scheduler/packing"
@@ -180,7 +181,7 @@ nothing.`,
 			if name == "" {
 				name = t.Name
 			}
-			if err := scheduler.Prepare(t); err != nil {
+			if err := planner.Prepare(t); err != nil {
 				return err
 			}
 			if dryRun {
@@ -229,7 +230,7 @@ func printDryRun(w io.Writer, t *ardea.Topology, format string) error {
 		n += c.Parallelism
 	}
 	// The daemon's default: one container per four instances.
-	_, pp, err := scheduler.PackPlan(t, (n+3)/4)
+	_, pp, err := planner.PackPlan(t, (n+3)/4)
 	if err != nil {
 		return err
 	}

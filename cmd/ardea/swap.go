@@ -10,11 +10,13 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/ardea-dev/ardea/scheduler/modules"
+	"github.com/ardea-dev/ardea/scheduler/planner"
+
 	"github.com/spf13/cobra"
 
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/internal/build"
-	"github.com/ardea-dev/ardea/scheduler"
 	"github.com/ardea-dev/ardea/scheduler/local"
 	"github.com/ardea-dev/ardea/scheduler/statemgr"
 )
@@ -31,7 +33,7 @@ func moduleBytes(ctx context.Context, g *globalFlags, path string) ([]byte, erro
 	}
 	cache := g.cacheDir
 	if cache == "" {
-		cache = scheduler.DefaultCacheDir()
+		cache = modules.DefaultCacheDir()
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -203,7 +205,7 @@ component changing kind) is refused before anything changes.`,
 					return usageError{fmt.Errorf("--set %s: %w", s, err)}
 				}
 			}
-			if err := scheduler.Prepare(t); err != nil {
+			if err := planner.Prepare(t); err != nil {
 				return err
 			}
 			sub, err := submission(cmd.Context(), g, t, args[0])

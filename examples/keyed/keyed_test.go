@@ -7,8 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ardea-dev/ardea/scheduler/settings"
+
 	"github.com/ardea-dev/ardea"
-	"github.com/ardea-dev/ardea/scheduler"
 	"github.com/ardea-dev/ardea/scheduler/local"
 )
 
@@ -65,7 +66,7 @@ func TestExampleRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	cache := t.TempDir()
-	for _, mode := range []string{scheduler.AtMostOnce, scheduler.AtLeastOnce, scheduler.EffectivelyOnce} {
+	for _, mode := range []string{settings.AtMostOnce, settings.AtLeastOnce, settings.EffectivelyOnce} {
 		t.Run(mode, func(t *testing.T) {
 			top, err := ardea.LoadFile("topology.yaml")
 			if err != nil {

@@ -12,10 +12,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ardea-dev/ardea/scheduler/container"
+	"github.com/ardea-dev/ardea/scheduler/modules"
+
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/examples/wordcount"
 	"github.com/ardea-dev/ardea/internal/metrics"
-	"github.com/ardea-dev/ardea/scheduler"
 	"github.com/ardea-dev/ardea/scheduler/local"
 )
 
@@ -67,7 +69,7 @@ func Swap(ctx context.Context, o SwapOptions) (*SwapResult, error) {
 		o.Lang = "rust"
 	}
 	if o.CacheDir == "" {
-		o.CacheDir = scheduler.DefaultCacheDir()
+		o.CacheDir = modules.DefaultCacheDir()
 	}
 	split, count, err := wordcount.Modules(o.Lang)
 	if err != nil {
@@ -113,7 +115,7 @@ func Swap(ctx context.Context, o SwapOptions) (*SwapResult, error) {
 	}
 	_, err = local.Run(runCtx, local.RunOptions{Topology: t, Containers: o.Containers, CacheDir: o.CacheDir, Metrics: reg,
 		Started: started,
-		OnSwap: func(ev scheduler.SwapEvent) {
+		OnSwap: func(ev container.SwapEvent) {
 			mu.Lock()
 			defer mu.Unlock()
 			pauses = append(pauses, ev.Pause)

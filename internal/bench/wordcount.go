@@ -15,12 +15,14 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ardea-dev/ardea/scheduler/modules"
+	"github.com/ardea-dev/ardea/scheduler/settings"
+
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/connectors"
 	"github.com/ardea-dev/ardea/examples/wordcount"
 	"github.com/ardea-dev/ardea/internal/metrics"
 	"github.com/ardea-dev/ardea/internal/tuple"
-	"github.com/ardea-dev/ardea/scheduler"
 	"github.com/ardea-dev/ardea/scheduler/local"
 )
 
@@ -146,7 +148,7 @@ func (o *WordCountOptions) defaults() {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	if o.CacheDir == "" {
-		o.CacheDir = scheduler.DefaultCacheDir()
+		o.CacheDir = modules.DefaultCacheDir()
 	}
 }
 
@@ -195,7 +197,7 @@ func WordCount(ctx context.Context, o WordCountOptions) (*WordCountResult, error
 		half.TargetPerSec = target
 		res.HalfRate = half
 	}
-	if o.Reliability != "" && o.Reliability != scheduler.AtMostOnce {
+	if o.Reliability != "" && o.Reliability != settings.AtMostOnce {
 		rel, err := o.phase(ctx, dir, 0, o.Reliability)
 		if err != nil {
 			return nil, err

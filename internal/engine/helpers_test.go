@@ -3,13 +3,14 @@ package engine_test
 import (
 	"testing"
 
+	"github.com/ardea-dev/ardea/scheduler/planner"
+
 	"github.com/nats-io/nats.go"
 
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/bus"
 	"github.com/ardea-dev/ardea/connectors"
 	"github.com/ardea-dev/ardea/internal/plan"
-	"github.com/ardea-dev/ardea/scheduler"
 )
 
 // startSM builds b's topology into a one-container plan and starts its
@@ -21,7 +22,7 @@ func startSM(tb testing.TB, b *ardea.Builder, o bus.Options) (*bus.StreamManager
 	if err != nil {
 		tb.Fatal(err)
 	}
-	p, err := scheduler.BuildPlan(tp, 1, scheduler.RoundRobin)
+	p, err := planner.BuildPlan(tp, 1, planner.RoundRobin)
 	if err != nil {
 		tb.Fatal(err)
 	}

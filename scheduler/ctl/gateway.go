@@ -210,7 +210,7 @@ func decode[T any](what string, data []byte, version func(*T) int) (T, error) {
 }
 
 // DecodeRequest, DecodeReply, DecodeHeartbeat, DecodeAlive,
-// DecodeCheckpointReport and DecodeMetrics decode one message each,
+// DecodeCheckpointReport and decodeMetrics decode one message each,
 // refusing another version with an error wrapping ErrVersion.
 func DecodeRequest(b []byte) (Request, error) {
 	return decode("request", b, func(r *Request) int { return r.V })
@@ -238,7 +238,7 @@ type MetricsReport struct {
 	Batch *sinks.Batch `json:"batch"`
 }
 
-func DecodeMetrics(b []byte) (*sinks.Batch, error) {
+func decodeMetrics(b []byte) (*sinks.Batch, error) {
 	m, err := decode("metrics batch", b, func(m *MetricsReport) int { return m.V })
 	if err != nil {
 		return nil, err

@@ -15,9 +15,9 @@ import (
 	"github.com/ardea-dev/ardea/sinks"
 )
 
-// DefaultReplyWait bounds how long a NATS request waits for the replies
+// defaultReplyWait bounds how long a NATS request waits for the replies
 // of the containers that are up.
-const DefaultReplyWait = time.Second
+const defaultReplyWait = time.Second
 
 // NATSClient is the manager's side of the NATS gateway: each Commands call
 // is one request on the topology's command subject, answered by every
@@ -41,7 +41,7 @@ type NATSClientOptions struct {
 	// is starting, stopped or dead (it learns the state from the plan and
 	// its manager's next requests). nil: wait for none.
 	Expected func() []int
-	// ReplyWait bounds the wait for replies (DefaultReplyWait if 0).
+	// ReplyWait bounds the wait for replies (defaultReplyWait if 0).
 	ReplyWait time.Duration
 	Logger    *slog.Logger
 }
@@ -50,7 +50,7 @@ type NATSClientOptions struct {
 func NewNATSClient(nc *nats.Conn, o NATSClientOptions) *NATSClient {
 	c := &NATSClient{nc: nc, subject: CommandSubject(o.Tenant, o.Topology), expected: o.Expected, wait: o.ReplyWait, log: o.Logger}
 	if c.wait <= 0 {
-		c.wait = DefaultReplyWait
+		c.wait = defaultReplyWait
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
@@ -221,7 +221,7 @@ func ServeManager(nc *nats.Conn, tenant, topology string, m Manager, log *slog.L
 			}
 		},
 		MetricsSubject(tenant, topology): func(msg *nats.Msg) {
-			if b, err := DecodeMetrics(msg.Data); err != nil {
+			if b, err := decodeMetrics(msg.Data); err != nil {
 				refuse("metrics", err)
 			} else {
 				m.Metrics(b)

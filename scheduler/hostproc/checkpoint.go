@@ -5,11 +5,15 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ardea-dev/ardea/scheduler/container"
+	"github.com/ardea-dev/ardea/scheduler/coordinator"
+	"github.com/ardea-dev/ardea/scheduler/planner"
+	"github.com/ardea-dev/ardea/scheduler/settings"
+
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ardea-dev/ardea/host"
 	"github.com/ardea-dev/ardea/internal/checkpoint"
-	"github.com/ardea-dev/ardea/scheduler"
 	"github.com/ardea-dev/ardea/scheduler/ctl"
 )
 
@@ -20,11 +24,11 @@ func CheckpointBucket(tenant string) string { return "ardea_checkpoints_" + tena
 // snapshots go to the tenant's JetStream object store, and each task's
 // outcome is reported to the TM on the checkpoint subject.
 func (h *proc) openCheckpoints(ctx context.Context) error {
-	del, err := scheduler.DeliverySettings(h.top)
+	del, err := settings.DeliverySettings(h.top)
 	if err != nil {
 		return err
 	}
-	if del.Mode != scheduler.EffectivelyOnce {
+	if del.Mode != settings.EffectivelyOnce {
 		return nil
 	}
 	if h.o.CheckpointStore != nil {
@@ -45,11 +49,11 @@ func (h *proc) openCheckpoints(ctx context.Context) error {
 
 // checkpointing is the container's Checkpointing for the plan doc (nil when
 // the topology does not run effectively once).
-func (h *proc) checkpointing(doc ctl.PlanDoc) *scheduler.Checkpointing {
+func (h *proc) checkpointing(doc ctl.PlanDoc) *container.Checkpointing {
 	if h.ckptStore == nil {
 		return nil
 	}
-	return &scheduler.Checkpointing{Store: h.ckptStore, Key: doc.CheckpointKey, Report: func(id uint64, task uint32, err error) {
+	return &container.Checkpointing{Store: h.ckptStore, Key: doc.CheckpointKey, Report: func(id uint64, task uint32, err error) {
 		r := ctl.CheckpointReport{ID: id, Task: task, Generation: doc.Generation}
 		if err != nil {
 			r.Error = err.Error()
@@ -66,7 +70,7 @@ func (h *proc) restoreCheckpoint(ctx context.Context, doc ctl.PlanDoc) (map[uint
 	if h.ckptStore == nil || doc.Restore == 0 {
 		return nil, false, nil
 	}
-	states, err := scheduler.LoadStates(ctx, h.ckptStore, doc.CheckpointKey, doc.Plan, h.o.Container, doc.Restore)
+	states, err := coordinator.LoadStates(ctx, h.ckptStore, doc.CheckpointKey, doc.Plan, h.o.Container, doc.Restore)
 	if err != nil {
 		return nil, false, fmt.Errorf("host: %w", err)
 	}
@@ -81,7 +85,7 @@ func (h *proc) keepFinalStates() {
 		return
 	}
 	h.finalStates = map[uint32]*host.MemoryState{}
-	for _, id := range scheduler.ContainerTasks(h.cur.plan, h.o.Container) {
+	for _, id := range planner.ContainerTasks(h.cur.plan, h.o.Container) {
 		h.finalStates[id] = h.cur.c.State(id)
 	}
 }
@@ -89,7 +93,7 @@ func (h *proc) keepFinalStates() {
 // checkpointFinished stores the final states of a finished container's
 // tasks for checkpoint id (states is not modified once kept).
 // Each write is bounded by the topology's checkpoint save timeout.
-func checkpointFinished(ctx context.Context, cp *scheduler.Checkpointing, id uint64, states map[uint32]*host.MemoryState, timeout time.Duration) {
+func checkpointFinished(ctx context.Context, cp *container.Checkpointing, id uint64, states map[uint32]*host.MemoryState, timeout time.Duration) {
 	for task, st := range states {
 		var err error
 		if st == nil {

@@ -4,7 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/ardea-dev/ardea/scheduler"
+	"github.com/ardea-dev/ardea/scheduler/settings"
+
 	"github.com/ardea-dev/ardea/scheduler/ctl"
 )
 
@@ -97,8 +98,8 @@ func (q commandQueue) Checkpoint(_ context.Context, epoch, gen uint64) error {
 			h.cur.c.Checkpoint(ctx, epoch)
 		case h.state == ctl.HostFinished:
 			if cp := h.checkpointing(h.doc); cp != nil {
-				timeout := scheduler.DefaultSaveTimeout
-				if cs, err := scheduler.CheckpointStorageSettings(h.top.Name, h.top.Config); err == nil {
+				timeout := settings.DefaultSaveTimeout
+				if cs, err := settings.CheckpointStorageSettings(h.top.Name, h.top.Config); err == nil {
 					timeout = cs.SaveTimeout
 				}
 				h.bg.Go(func() { checkpointFinished(ctx, cp, epoch, h.finalStates, timeout) })

@@ -10,7 +10,7 @@
 // callback only queues each accepted request for the loop (a full queue
 // refuses it, and the TM sees the refusal). Goroutines: Run's loop; the
 // liveness beat (beAlive, which touches only immutable fields); the
-// running container's tasks (scheduler.Container, ended and waited for
+// running container's tasks (container.Container, ended and waited for
 // on every re-plan and at exit); the metrics manager; the checkpoint
 // saves of a finished container (h.bg). Run waits for all of them.
 package hostproc
@@ -30,6 +30,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ardea-dev/ardea/scheduler/container"
+	"github.com/ardea-dev/ardea/scheduler/planner"
+
 	"github.com/nats-io/nats.go"
 
 	"github.com/ardea-dev/ardea"
@@ -42,7 +45,6 @@ import (
 	"github.com/ardea-dev/ardea/internal/names"
 	"github.com/ardea-dev/ardea/internal/plan"
 	"github.com/ardea-dev/ardea/internal/tuple"
-	"github.com/ardea-dev/ardea/scheduler"
 	"github.com/ardea-dev/ardea/scheduler/ctl"
 	"github.com/ardea-dev/ardea/scheduler/statemgr"
 	"github.com/ardea-dev/ardea/sinks"
@@ -75,10 +77,10 @@ type Options struct {
 	Serve    func(ctl.Commands) (stop func())
 	Registry *metrics.Registry
 	PID      int
-	OnStop   func(*scheduler.Container)
+	OnStop   func(*container.Container)
 	// OnSwap hears each task's swap event (its pause), from the task's
 	// goroutine.
-	OnSwap func(scheduler.SwapEvent)
+	OnSwap func(container.SwapEvent)
 	// CheckpointStore keeps an effectively-once topology's checkpoints
 	// (nil: the tenant's JetStream object store); Bus tunes the stream
 	// managers (zero values take bus defaults).
@@ -127,7 +129,7 @@ type proc struct {
 	// component's module, and the containers' per-task swap events.
 	swap       *swapState
 	versions   map[string]string
-	swapEvents chan scheduler.SwapEvent
+	swapEvents chan container.SwapEvent
 	// finalStates are the tasks' states once every local task finished:
 	// later checkpoints store them as they are.
 	finalStates map[uint32]*host.MemoryState
@@ -137,7 +139,7 @@ type proc struct {
 	// runs, so counters stay cumulative across re-plans; live is the
 	// running container for the collector's goroutine.
 	reg  *metrics.Registry
-	live atomic.Pointer[scheduler.Container]
+	live atomic.Pointer[container.Container]
 	exc  *sinks.ExceptionLog
 }
 
@@ -153,7 +155,7 @@ func (h *proc) setCur(r *running) {
 
 // running is the container currently running and how to stop it.
 type running struct {
-	c      *scheduler.Container
+	c      *container.Container
 	cancel context.CancelFunc
 	done   chan error // Run's result, once
 	plan   *plan.Plan
@@ -180,7 +182,7 @@ func Run(ctx context.Context, o Options) error {
 		o.PID = os.Getpid()
 	}
 	h := &proc{o: o, log: log, ctx: ctx, state: ctl.HostStarting, commands: make(chan command, 16),
-		versions: map[string]string{}, swapEvents: make(chan scheduler.SwapEvent, 256), drained: make(chan string, 1),
+		versions: map[string]string{}, swapEvents: make(chan container.SwapEvent, 256), drained: make(chan string, 1),
 		reg: o.Registry, exc: exc}
 	nc := o.Conn
 	if nc == nil {
@@ -432,7 +434,7 @@ func (h *proc) replan(ctx context.Context, u statemgr.PlanUpdate) error {
 		}
 	}
 	runCtx, cancel := context.WithCancel(ctx)
-	c, err := scheduler.StartContainer(runCtx, scheduler.ContainerOptions{
+	c, err := container.Start(runCtx, container.Options{
 		Topology: h.top, Plan: doc.Plan, Container: h.o.Container, Conn: h.nc, Runtime: h.rt,
 		Modules: h.mods, Metrics: h.reg, Logger: h.log, Active: doc.Active, States: states, Bus: h.o.Bus,
 		Checkpoints: h.checkpointing(doc),
@@ -444,7 +446,7 @@ func (h *proc) replan(ctx context.Context, u statemgr.PlanUpdate) error {
 			default: // one is reported; the topology drains either way
 			}
 		},
-		OnSwap: func(ev scheduler.SwapEvent) {
+		OnSwap: func(ev container.SwapEvent) {
 			if h.o.OnSwap != nil {
 				h.o.OnSwap(ev)
 			}
@@ -459,7 +461,7 @@ func (h *proc) replan(ctx context.Context, u statemgr.PlanUpdate) error {
 		cancel()
 		return err
 	}
-	for _, id := range scheduler.ContainerTasks(doc.Plan, h.o.Container) {
+	for _, id := range planner.ContainerTasks(doc.Plan, h.o.Container) {
 		t := doc.Plan.Tasks[id]
 		h.log.Info("instance started", "component", doc.Plan.Components[t.Component].Name, "task", id, "index", t.Index)
 	}
@@ -475,7 +477,7 @@ func (h *proc) replan(ctx context.Context, u statemgr.PlanUpdate) error {
 	h.inputEnded = false
 	h.final = nil
 	h.state = ctl.HostRunning
-	h.log.Info("running plan", "revision", u.Revision, "tasks", len(scheduler.ContainerTasks(doc.Plan, h.o.Container)),
+	h.log.Info("running plan", "revision", u.Revision, "tasks", len(planner.ContainerTasks(doc.Plan, h.o.Container)),
 		"active", doc.Active, "handoff_epoch", doc.HandoffEpoch)
 	h.heartbeat()
 	return nil
@@ -528,7 +530,7 @@ func (h *proc) handoff(ctx context.Context, epoch uint64) error {
 	}
 	if r != nil {
 		p := r.plan
-		for _, id := range scheduler.ContainerTasks(p, h.o.Container) {
+		for _, id := range planner.ContainerTasks(p, h.o.Container) {
 			st := r.c.State(id)
 			comp := p.Components[p.Tasks[id].Component].Name
 			for _, kg := range st.KeyGroups() {
@@ -554,7 +556,7 @@ func (h *proc) restore(ctx context.Context, doc ctl.PlanDoc, comps []int) (map[u
 	}
 	p := doc.Plan
 	out := map[uint32]*host.MemoryState{}
-	for _, id := range scheduler.ContainerTasks(p, h.o.Container) {
+	for _, id := range planner.ContainerTasks(p, h.o.Container) {
 		t := p.Tasks[id]
 		if comps != nil && !slices.Contains(comps, t.Component) {
 			continue
@@ -643,7 +645,7 @@ func (h *proc) heartbeat() {
 func (h *proc) counters(hb *ctl.Heartbeat, state ctl.HostState) {
 	p := h.cur.plan
 	sm := h.cur.c.StreamManager()
-	for _, id := range scheduler.ContainerTasks(p, h.o.Container) {
+	for _, id := range planner.ContainerTasks(p, h.o.Container) {
 		t := p.Tasks[id]
 		in := ctl.Instance{Task: id, Component: p.Components[t.Component].Name, Index: t.Index, State: state}
 		in.Since, in.Finished = h.cur.c.TaskInfo(id)

@@ -6,11 +6,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ardea-dev/ardea/scheduler/container"
+
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
 
-	"github.com/ardea-dev/ardea/scheduler"
 	"github.com/ardea-dev/ardea/sinks"
 )
 
@@ -29,7 +30,7 @@ func (h *proc) startMetrics(ctx context.Context) (stop func(), err error) {
 		attribute.String("service.name", "ardea"),
 		attribute.String("ardea.topology", h.o.Topology),
 		attribute.Int("ardea.container", h.o.Container))))
-	tel, err := scheduler.NewTelemetry(mp, h.o.Topology, h.o.Container, h.reg, h.live.Load)
+	tel, err := container.NewTelemetry(mp, h.o.Topology, h.o.Container, h.reg, h.live.Load)
 	if err != nil {
 		return nil, err
 	}

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/ardea-dev/ardea/scheduler/container"
+	"github.com/ardea-dev/ardea/scheduler/planner"
+
 	"github.com/ardea-dev/ardea/host"
-	"github.com/ardea-dev/ardea/scheduler"
 	"github.com/ardea-dev/ardea/scheduler/ctl"
 )
 
@@ -34,7 +36,7 @@ func (h *proc) startSwap(ctx context.Context, c ctl.SwapOrder) {
 	}
 	var tasks []uint32
 	if h.cur != nil {
-		for _, id := range scheduler.ContainerTasks(h.cur.plan, h.o.Container) {
+		for _, id := range planner.ContainerTasks(h.cur.plan, h.o.Container) {
 			if h.cur.plan.Components[h.cur.plan.Tasks[id].Component].Name == comp && (len(c.Tasks) == 0 || slices.Contains(c.Tasks, id)) {
 				tasks = append(tasks, id)
 			}
@@ -64,7 +66,7 @@ func (h *proc) startSwap(ctx context.Context, c ctl.SwapOrder) {
 }
 
 // swapEvent counts one task's outcome (from the container's OnSwap).
-func (h *proc) swapEvent(ev scheduler.SwapEvent) {
+func (h *proc) swapEvent(ev container.SwapEvent) {
 	s := h.swap
 	if s == nil || ev.Component != s.comp || ev.Version != s.version {
 		return

@@ -9,18 +9,20 @@ import (
 	"maps"
 	"time"
 
+	"github.com/ardea-dev/ardea/scheduler/coordinator"
+	"github.com/ardea-dev/ardea/scheduler/settings"
+
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/internal/checkpoint"
-	"github.com/ardea-dev/ardea/scheduler"
 	"github.com/ardea-dev/ardea/scheduler/ctl"
 	"github.com/ardea-dev/ardea/scheduler/hostproc"
 	"github.com/ardea-dev/ardea/scheduler/launcher"
 	"github.com/ardea-dev/ardea/scheduler/statemgr"
 )
 
-// Effectively once in `ardea local`: the TM runs a scheduler.Coordinator
+// Effectively once in `ardea local`: the TM runs a coordinator.Coordinator
 // (checkpoints every topology.checkpoint.interval, sent to the hosts as
 // OpCheckpoint, saves reported on ctl.CheckpointSubject, snapshots in the
 // tenant's JetStream object store). When a container dies, the TM rolls
@@ -43,10 +45,10 @@ import (
 // flight is cancelled, and the recovery loop rolls every task back to the
 // last global checkpoint taken before the death, as a new generation.
 type ckptState struct {
-	coord    *scheduler.Coordinator
+	coord    *coordinator.Coordinator
 	store    checkpoint.Store // the tenant's checkpoint store (restores read it)
 	interval time.Duration
-	recovery scheduler.Recovery
+	recovery settings.Recovery
 
 	gen     uint64 // the running lineage's generation
 	fenced  bool   // a container died; the rollback has not run the new generation yet
@@ -85,11 +87,11 @@ func newCheckpointKey(name string) string {
 // intact global checkpoint, so the containers it launches resume from
 // there, not from whatever the stored plan named.
 func (t *tm) startCheckpoints(ctx, runCtx context.Context, resumed bool) error {
-	del, err := scheduler.DeliverySettings(t.top)
-	if err != nil || del.Mode != scheduler.EffectivelyOnce {
+	del, err := settings.DeliverySettings(t.top)
+	if err != nil || del.Mode != settings.EffectivelyOnce {
 		return err
 	}
-	rs, err := scheduler.RecoverySettings(t.top)
+	rs, err := settings.RecoverySettings(t.top)
 	if err != nil {
 		return err
 	}
@@ -110,7 +112,7 @@ func (t *tm) startCheckpoints(ctx, runCtx context.Context, resumed bool) error {
 	if err != nil {
 		return err
 	}
-	coord, err := scheduler.NewCoordinator(ctx, store, doc.CheckpointKey, doc.Plan, t.log)
+	coord, err := coordinator.NewCoordinator(ctx, store, doc.CheckpointKey, doc.Plan, t.log)
 	if err != nil {
 		return err
 	}

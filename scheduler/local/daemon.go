@@ -37,13 +37,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ardea-dev/ardea/scheduler/container"
+
 	"github.com/nats-io/nats.go"
 
 	"github.com/ardea-dev/ardea/bus"
 	"github.com/ardea-dev/ardea/host"
 	"github.com/ardea-dev/ardea/internal/checkpoint"
 	"github.com/ardea-dev/ardea/internal/metrics"
-	"github.com/ardea-dev/ardea/scheduler"
 	"github.com/ardea-dev/ardea/scheduler/launcher"
 	"github.com/ardea-dev/ardea/scheduler/statemgr"
 	"github.com/ardea-dev/ardea/sinks"
@@ -93,8 +94,8 @@ type Options struct {
 	// container a host stops, before it is closed; OnSwap each task's swap
 	// event.
 	Registry        *metrics.Registry
-	OnContainerStop func(*scheduler.Container)
-	OnSwap          func(scheduler.SwapEvent)
+	OnContainerStop func(*container.Container)
+	OnSwap          func(container.SwapEvent)
 	// CheckpointStore keeps effectively-once checkpoints (in process only;
 	// nil: the tenant's JetStream object store). Bus tunes the in-process
 	// containers' stream managers. MetricsSinks hear every metrics batch

@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/ardea-dev/ardea/scheduler"
+	"github.com/ardea-dev/ardea/scheduler/settings"
+
 	"github.com/ardea-dev/ardea/scheduler/ctl"
 	"github.com/ardea-dev/ardea/scheduler/launcher"
 )
@@ -31,7 +32,7 @@ func (t *tm) Alive(a ctl.Alive) {
 
 // watchHeartbeats declares lost containers until ctx ends.
 func (t *tm) watchHeartbeats(ctx context.Context) {
-	rs, err := scheduler.RecoverySettings(t.top)
+	rs, err := settings.RecoverySettings(t.top)
 	if err != nil {
 		t.log.Warn("heartbeat watch off", "err", err)
 		return

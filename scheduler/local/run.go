@@ -10,12 +10,16 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ardea-dev/ardea/scheduler/container"
+	"github.com/ardea-dev/ardea/scheduler/modules"
+	"github.com/ardea-dev/ardea/scheduler/planner"
+	"github.com/ardea-dev/ardea/scheduler/settings"
+
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/bus"
 	"github.com/ardea-dev/ardea/internal/checkpoint"
 	"github.com/ardea-dev/ardea/internal/metrics"
 	"github.com/ardea-dev/ardea/internal/plan"
-	"github.com/ardea-dev/ardea/scheduler"
 	"github.com/ardea-dev/ardea/scheduler/packing"
 	"github.com/ardea-dev/ardea/sinks"
 )
@@ -32,7 +36,7 @@ type RunOptions struct {
 	Duration time.Duration
 	Logger   *slog.Logger
 	// CacheDir holds built modules and wazero's compilation cache
-	// (default scheduler.DefaultCacheDir()).
+	// (default modules.DefaultCacheDir()).
 	CacheDir string
 	// DataDir holds the state manager's JetStream data (default: a
 	// temporary directory removed when Run returns).
@@ -41,7 +45,7 @@ type RunOptions struct {
 	Metrics *metrics.Registry
 	// Builder builds Go source folders (shared across runs: each folder
 	// is built once per process).
-	Builder *scheduler.Builder
+	Builder *modules.Builder
 	// Bus tunes the stream managers (zero values take bus defaults).
 	Bus bus.Options
 	// CheckpointStore keeps an effectively-once topology's checkpoints
@@ -53,7 +57,7 @@ type RunOptions struct {
 	MetricsConfig *sinks.Config
 	MetricsSinks  map[string]sinks.Sink
 	// OnSwap hears each task's swap event (its pause).
-	OnSwap func(scheduler.SwapEvent)
+	OnSwap func(container.SwapEvent)
 	// Started, if set, is called once the topology manager has launched
 	// the containers, with the daemon (for swaps, updates, status).
 	Started func(d *Daemon, name string)
@@ -102,7 +106,7 @@ func Run(ctx context.Context, o RunOptions) (*Result, error) {
 		o.Metrics = metrics.NewRegistry()
 	}
 	if o.CacheDir == "" {
-		o.CacheDir = scheduler.DefaultCacheDir()
+		o.CacheDir = modules.DefaultCacheDir()
 	}
 	t := o.Topology.Clone()
 	if t.Config == nil {
@@ -115,10 +119,10 @@ func Run(ctx context.Context, o RunOptions) (*Result, error) {
 			t.Config[packing.KeyContainers] = "1"
 		}
 	}
-	if err := scheduler.Prepare(t); err != nil {
+	if err := planner.Prepare(t); err != nil {
 		return nil, err
 	}
-	if err := scheduler.CheckLimits(t); err != nil {
+	if err := settings.CheckLimits(t); err != nil {
 		return nil, err
 	}
 	sub, err := NewSubmission(ctx, t, SubmissionOptions{CacheDir: o.CacheDir, Builder: o.Builder, Compile: true})
@@ -205,7 +209,7 @@ type runStats struct {
 	slow int64
 }
 
-func (s *runStats) add(c *scheduler.Container) {
+func (s *runStats) add(c *container.Container) {
 	sm := c.StreamManager()
 	p := c.Plan()
 	s.mu.Lock()

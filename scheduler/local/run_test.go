@@ -20,6 +20,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ardea-dev/ardea/scheduler/modules"
+	"github.com/ardea-dev/ardea/scheduler/settings"
+
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/bus"
 	"github.com/ardea-dev/ardea/connectors"
@@ -32,7 +35,6 @@ import (
 	"github.com/ardea-dev/ardea/internal/metrics"
 	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/internal/tuple"
-	"github.com/ardea-dev/ardea/scheduler"
 	"github.com/ardea-dev/ardea/scheduler/local"
 	"go.uber.org/goleak"
 )
@@ -85,7 +87,7 @@ func TestWordCountMatchesReference(t *testing.T) {
 	}
 	in := filepath.Join(t.TempDir(), "in.txt")
 	writeLines(t, in, lines)
-	builder := &scheduler.Builder{}
+	builder := &modules.Builder{}
 	cache := t.TempDir()
 	for _, tc := range []struct{ split, count, containers int }{
 		{1, 1, 1},
@@ -265,8 +267,8 @@ func TestWordCountDeliveryModes(t *testing.T) {
 	want := wordcount.Reference(lines)
 	in := filepath.Join(t.TempDir(), "in.txt")
 	writeLines(t, in, lines)
-	builder, cache := &scheduler.Builder{}, t.TempDir()
-	for _, mode := range []string{scheduler.AtLeastOnce, scheduler.EffectivelyOnce} {
+	builder, cache := &modules.Builder{}, t.TempDir()
+	for _, mode := range []string{settings.AtLeastOnce, settings.EffectivelyOnce} {
 		t.Run(mode, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "counts.tsv")
 			top := wordcountWasmTopology(t, in, out, 2, 3)
@@ -293,21 +295,21 @@ func TestWordCountDeliveryModes(t *testing.T) {
 			compareCounts(t, got, want)
 			spout := reg.Component("lines")
 			switch mode {
-			case scheduler.AtLeastOnce:
+			case settings.AtLeastOnce:
 				if a := spout.Acked.Load(); a != int64(len(lines)) || spout.Failed.Load()+spout.TimedOut.Load() != 0 {
 					t.Errorf("spout trees: %d acked (want %d), %d failed, %d timed out", a, len(lines), spout.Failed.Load(), spout.TimedOut.Load())
 				}
 				if reg.Component("count").Acked.Load() == 0 {
 					t.Error("count acked nothing")
 				}
-			case scheduler.EffectivelyOnce:
+			case settings.EffectivelyOnce:
 				if res.GlobalCheckpoint == 0 || res.FailedCheckpoints != 0 {
 					t.Errorf("global checkpoint %d, %d failed", res.GlobalCheckpoint, res.FailedCheckpoints)
 				}
-				// Retention: the global checkpoint and at most scheduler.DefaultRetain-1
+				// Retention: the global checkpoint and at most settings.DefaultRetain-1
 				// older global ones (and checkpoints begun after it).
 				globals, err := store.Globals(context.Background(), res.CheckpointKey)
-				if err != nil || len(globals) == 0 || len(globals) > scheduler.DefaultRetain || globals[0] != res.GlobalCheckpoint {
+				if err != nil || len(globals) == 0 || len(globals) > settings.DefaultRetain || globals[0] != res.GlobalCheckpoint {
 					t.Errorf("store holds global checkpoints %v (%v), global %d", globals, err, res.GlobalCheckpoint)
 				}
 				ids, err := store.Checkpoints(context.Background(), res.CheckpointKey)
@@ -355,7 +357,7 @@ func TestCheckpointThatCannotBeStored(t *testing.T) {
 	store := &failingStore{Store: dir, fail: map[uint64]bool{2: true, 3: true}}
 	out := filepath.Join(t.TempDir(), "counts.tsv")
 	top := wordcountWasmTopology(t, in, out, 2, 2)
-	top.Config["topology.reliability"] = scheduler.EffectivelyOnce
+	top.Config["topology.reliability"] = settings.EffectivelyOnce
 	top.Config["topology.checkpoint.interval"] = "5ms"
 	var logs bytes.Buffer
 	var mu sync.Mutex
@@ -562,7 +564,7 @@ func TestCheckpointSaveTimeout(t *testing.T) {
 	store := &stallingStore{Store: dir, stall: map[uint64]bool{2: true, 3: true}}
 	out := filepath.Join(t.TempDir(), "counts.tsv")
 	top := wordcountWasmTopology(t, in, out, 2, 2)
-	top.Config["topology.reliability"] = scheduler.EffectivelyOnce
+	top.Config["topology.reliability"] = settings.EffectivelyOnce
 	top.Config["topology.checkpoint.interval"] = "5ms"
 	top.Config["topology.checkpoint.save.timeout"] = "200ms"
 	var logs bytes.Buffer
@@ -601,7 +603,7 @@ func TestRunLeavesNoGoroutines(t *testing.T) {
 	writeLines(t, in, lines)
 	out := filepath.Join(t.TempDir(), "counts.tsv")
 	top := wordcountWasmTopology(t, in, out, 2, 2)
-	top.Config["topology.reliability"] = scheduler.AtLeastOnce
+	top.Config["topology.reliability"] = settings.AtLeastOnce
 	var swapped local.SwapResult
 	var swapErr error
 	var wg sync.WaitGroup
@@ -636,7 +638,7 @@ func TestRunLeavesNoGoroutines(t *testing.T) {
 	// Effectively once: the checkpoint coordinator's goroutines too.
 	out = filepath.Join(t.TempDir(), "counts.tsv")
 	top = wordcountWasmTopology(t, in, out, 2, 2)
-	top.Config["topology.reliability"] = scheduler.EffectivelyOnce
+	top.Config["topology.reliability"] = settings.EffectivelyOnce
 	top.Config["topology.checkpoint.interval"] = "20ms"
 	if res, err = local.Run(context.Background(), local.RunOptions{Topology: top, Containers: 2, CacheDir: t.TempDir()}); err != nil {
 		t.Fatal(err)

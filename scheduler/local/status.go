@@ -6,7 +6,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/ardea-dev/ardea/scheduler"
+	"github.com/ardea-dev/ardea/scheduler/planner"
+
 	"github.com/ardea-dev/ardea/scheduler/ctl"
 	"github.com/ardea-dev/ardea/scheduler/launcher"
 	"github.com/ardea-dev/ardea/scheduler/packing"
@@ -125,7 +126,7 @@ func (t *tm) status() Status {
 	// Packing is deterministic: the same topology and container count give
 	// the plan in use.
 	var pp *packing.Plan
-	if _, packed, err := scheduler.PackPlan(t.top, p.Containers); err == nil && len(packed.Containers) == p.Containers {
+	if _, packed, err := planner.PackPlan(t.top, p.Containers); err == nil && len(packed.Containers) == p.Containers {
 		pp = packed
 	}
 	for c := 1; c <= p.Containers; c++ {
@@ -159,7 +160,7 @@ func (t *tm) status() Status {
 		for _, in := range hb.Instances {
 			byTask[in.Task] = in
 		}
-		for _, id := range scheduler.ContainerTasks(p, c) {
+		for _, id := range planner.ContainerTasks(p, c) {
 			task := p.Tasks[id]
 			is := InstanceStatus{Name: p.Components[task.Component].Name + "/" + strconv.Itoa(task.Index), Task: id, State: ctl.HostPending}
 			if in, ok := byTask[id]; ok && hb.PlanRevision == t.planRev {

@@ -6,10 +6,11 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/ardea-dev/ardea/scheduler/modules"
+
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/connectors"
 	"github.com/ardea-dev/ardea/host"
-	"github.com/ardea-dev/ardea/scheduler"
 )
 
 // SubmissionOptions says how NewSubmission resolves a topology.
@@ -17,10 +18,10 @@ type SubmissionOptions struct {
 	// Name is the topology's name in the daemon (default the file's).
 	Name string
 	// CacheDir holds built modules (CacheDir/modules) and the compilation
-	// cache (CacheDir/wazero); default scheduler.DefaultCacheDir().
+	// cache (CacheDir/wazero); default modules.DefaultCacheDir().
 	CacheDir string
 	// Builder builds Go source folders (nil: a new one).
-	Builder *scheduler.Builder
+	Builder *modules.Builder
 	// Compile compiles each module here, so that a bad one (not wasm, a
 	// forbidden import, a WASI command, missing exports) is refused before
 	// anything starts.
@@ -36,10 +37,10 @@ func NewSubmission(ctx context.Context, t *ardea.Topology, o SubmissionOptions) 
 		o.Name = t.Name
 	}
 	if o.CacheDir == "" {
-		o.CacheDir = scheduler.DefaultCacheDir()
+		o.CacheDir = modules.DefaultCacheDir()
 	}
 	if o.Builder == nil {
-		o.Builder = &scheduler.Builder{}
+		o.Builder = &modules.Builder{}
 	}
 	req := SubmitRequest{Name: o.Name, Modules: map[string][]byte{}, Sources: map[string]string{}, By: o.By}
 	var rt *host.Runtime

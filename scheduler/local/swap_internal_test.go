@@ -5,9 +5,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ardea-dev/ardea/scheduler/coordinator"
+
 	"github.com/ardea-dev/ardea/internal/checkpoint"
 	"github.com/ardea-dev/ardea/internal/plan"
-	"github.com/ardea-dev/ardea/scheduler"
 )
 
 // TestAwaitCheckpointEndsWithTheTopology: an effectively-once swap that
@@ -20,7 +21,7 @@ func TestAwaitCheckpointEndsWithTheTopology(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := &plan.Plan{Topology: "wc", Containers: 1}
-	coord, err := scheduler.NewCoordinator(t.Context(), store, "wc-key", p, slog.New(slog.DiscardHandler))
+	coord, err := coordinator.NewCoordinator(t.Context(), store, "wc-key", p, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,10 +12,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ardea-dev/ardea/scheduler/planner"
+
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/connectors"
 	"github.com/ardea-dev/ardea/internal/plan"
-	"github.com/ardea-dev/ardea/scheduler"
 	"github.com/ardea-dev/ardea/scheduler/ctl"
 	"github.com/ardea-dev/ardea/scheduler/launcher"
 	"github.com/ardea-dev/ardea/scheduler/statemgr"
@@ -674,7 +675,7 @@ func validateStored() ardea.ValidateOptions {
 // buildPlanContainers repacks top after a parallelism change: round robin
 // keeps the container count n (unless the topology sets its own).
 func buildPlanContainers(top *ardea.Topology, n int) (*plan.Plan, error) {
-	p, _, err := scheduler.PackPlan(top, n)
+	p, _, err := planner.PackPlan(top, n)
 	return p, err
 }
 
@@ -699,7 +700,7 @@ func buildPlan(top *ardea.Topology) (*plan.Plan, error) {
 	for _, c := range top.Components {
 		n += c.Parallelism
 	}
-	p, _, err := scheduler.PackPlan(top, (n+3)/4)
+	p, _, err := planner.PackPlan(top, (n+3)/4)
 	return p, err
 }
 

@@ -6,9 +6,11 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ardea-dev/ardea/scheduler/planner"
+	"github.com/ardea-dev/ardea/scheduler/settings"
+
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/internal/build"
-	"github.com/ardea-dev/ardea/scheduler"
 	"github.com/ardea-dev/ardea/sinks"
 	"github.com/ardea-dev/ardea/ui"
 )
@@ -47,7 +49,7 @@ func (d *Daemon) Topology(ctx context.Context, name string) (ui.Topology, error)
 	for k, v := range top.Config {
 		out.Config[k] = v
 	}
-	if del, err := scheduler.DeliverySettings(top); err == nil {
+	if del, err := settings.DeliverySettings(top); err == nil {
 		out.Reliability = del.Mode
 	}
 	if t, err := d.get(name); err == nil {
@@ -135,7 +137,7 @@ func (d *Daemon) PackingPlan(ctx context.Context, name string) (any, error) {
 	t.mu.Lock()
 	top, p := t.top, t.doc.Plan
 	t.mu.Unlock()
-	_, packed, err := scheduler.PackPlan(top, p.Containers)
+	_, packed, err := planner.PackPlan(top, p.Containers)
 	if err != nil {
 		return nil, err
 	}

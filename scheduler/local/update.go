@@ -3,6 +3,7 @@ package local
 import (
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/internal/plan"
+	"github.com/ardea-dev/ardea/scheduler/planner"
 
 	"context"
 	"errors"
@@ -12,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ardea-dev/ardea/scheduler"
 	"github.com/ardea-dev/ardea/scheduler/ctl"
 	"github.com/ardea-dev/ardea/scheduler/statemgr"
 )
@@ -82,18 +82,18 @@ func (t *tm) update(ctx context.Context, parallelism map[string]int) error {
 	t.mu.Lock()
 	cur := t.top
 	t.mu.Unlock()
-	live, err := scheduler.LiveRescalePlan(cur, doc.Plan, parallelism)
+	live, err := planner.LiveRescalePlan(cur, doc.Plan, parallelism)
 	if eo && err == nil {
 		// Effectively once the rescale pauses: its checkpoints are per
 		// task, so the new plan starts a new series (replanPaused).
-		err = fmt.Errorf("%w: effectively once", scheduler.ErrNotLive)
+		err = fmt.Errorf("%w: effectively once", planner.ErrNotLive)
 	}
 	switch {
 	case err == nil:
 		t.setMessage("updating live: " + describe(parallelism))
 		defer t.setMessage("")
 		return t.updateLive(ctx, top, doc, live, parallelism)
-	case errors.Is(err, scheduler.ErrNotLive):
+	case errors.Is(err, planner.ErrNotLive):
 		t.log.Info("the rescale moves instances; pausing the topology for it", "why", err)
 	default:
 		return newErr(ErrBadRequest, "%v", err)

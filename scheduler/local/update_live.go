@@ -6,9 +6,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ardea-dev/ardea/scheduler/planner"
+
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/internal/plan"
-	"github.com/ardea-dev/ardea/scheduler"
 	"github.com/ardea-dev/ardea/scheduler/ctl"
 )
 
@@ -45,7 +46,7 @@ const startTimeout = time.Minute
 // their key groups from the handed-off state and it counts as switched.
 func (t *tm) updateLive(ctx context.Context, top *ardea.Topology, doc ctl.PlanDoc, np *plan.Plan, parallelism map[string]int) error {
 	var names []string
-	for _, ci := range scheduler.ChangedComponents(doc.Plan, np) {
+	for _, ci := range planner.ChangedComponents(doc.Plan, np) {
 		names = append(names, np.Components[ci].Name)
 	}
 	if len(names) == 0 {

@@ -180,7 +180,7 @@ type Container struct {
 
 // Instance is one instance (task) of a component. (Component, Index) is its
 // identity across repacks; TaskID is derived: global task ids run 1..n over
-// the components in request order, then by index, as scheduler.BuildPlan
+// the components in request order, then by index, as planner.BuildPlan
 // numbers them, so a repack that changes a component's parallelism renumbers
 // the tasks of the components after it.
 type Instance struct {
@@ -204,7 +204,7 @@ func (p *Plan) Instances() int {
 }
 
 // Assignment returns the container of every task, indexed by task id (index
-// 0 unused): the shape of scheduler.Packer's result.
+// 0 unused): the shape of planner.Packer's result.
 func (p *Plan) Assignment() []int {
 	out := make([]int, p.Instances()+1)
 	for _, c := range p.Containers {

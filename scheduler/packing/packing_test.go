@@ -273,7 +273,7 @@ func TestPackDeterministicAndAssignment(t *testing.T) {
 	if !reflect.DeepEqual(a, b) {
 		t.Fatal("two packs of one request differ")
 	}
-	// The same assignment as scheduler.RoundRobin: task id t -> (t-1)%2+1.
+	// The same assignment as planner.RoundRobin: task id t -> (t-1)%2+1.
 	want := []int{0, 1, 2, 1, 2, 1, 2}
 	if got := a.Assignment(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("Assignment() = %v, want %v", got, want)

@@ -1,9 +1,11 @@
-package scheduler
+package planner
 
 import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ardea-dev/ardea/scheduler/settings"
 
 	"github.com/ardea-dev/ardea"
 )
@@ -12,12 +14,12 @@ import (
 // the plan is built with an error naming the setting.
 func TestRecoverySettings(t *testing.T) {
 	top := &ardea.Topology{Name: "wc", Config: map[string]string{}}
-	r, err := RecoverySettings(top)
-	if err != nil || r.Timeout != DefaultRecoveryTimeout || r.MissedHeartbeats != DefaultMissedHeartbeats {
+	r, err := settings.RecoverySettings(top)
+	if err != nil || r.Timeout != settings.DefaultRecoveryTimeout || r.MissedHeartbeats != settings.DefaultMissedHeartbeats {
 		t.Fatalf("defaults %+v %v", r, err)
 	}
 	top.Config = map[string]string{"topology.recovery.timeout": "90s", "topology.heartbeat.missed": "4"}
-	if r, err = RecoverySettings(top); err != nil || r.Timeout != 90*time.Second || r.MissedHeartbeats != 4 {
+	if r, err = settings.RecoverySettings(top); err != nil || r.Timeout != 90*time.Second || r.MissedHeartbeats != 4 {
 		t.Fatalf("set %+v %v", r, err)
 	}
 	for _, tc := range []struct{ key, value string }{

@@ -1,4 +1,4 @@
-package scheduler
+package container
 
 import (
 	"context"
@@ -37,7 +37,7 @@ func (s *swapEvents) list() []SwapEvent {
 // components keep their instances, and the final counts are exact, each
 // word's count stepping by one.
 func TestSwapKeepsCountsExact(t *testing.T) {
-	lines := testLines(30000)
+	lines := wordcount.TestLines(30000)
 	want := wordcount.Reference(lines)
 	dir := t.TempDir()
 	in, out := filepath.Join(dir, "in.txt"), filepath.Join(dir, "counts.tsv")
@@ -47,13 +47,13 @@ func TestSwapKeepsCountsExact(t *testing.T) {
 	// Paced (at least 6 s of input), so that the input cannot run out
 	// before both swaps, however fast or slow (race detector) the run is.
 	top.Component("lines").Config["rate"] = "5000"
-	lt := startLiveWith(t, top, 2, func(o *ContainerOptions) { o.OnSwap = evs.add })
+	lt := startLiveWith(t, top, 2, func(o *Options) { o.OnSwap = evs.add })
 	ctx := context.Background()
-	rust, err := lt.rt.Compile(ctx, repoPath(t, "examples/wordcount/rust/count.wasm"))
+	rust, err := lt.rt.Compile(ctx, testutil.RepoPath("examples/wordcount/rust/count.wasm"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	trap, err := lt.rt.Compile(ctx, repoPath(t, "wasm-sdk/c/testdata/abort.wasm"))
+	trap, err := lt.rt.Compile(ctx, testutil.RepoPath("wasm-sdk/c/testdata/abort.wasm"))
 	if err != nil {
 		t.Fatal(err)
 	}

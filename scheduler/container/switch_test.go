@@ -1,4 +1,4 @@
-package scheduler
+package container
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ardea-dev/ardea/scheduler/planner"
 
 	"github.com/nats-io/nats.go"
 
@@ -35,7 +37,7 @@ type liveTopology struct {
 	rt         *host.Runtime
 	mods       map[string]*host.Module
 	url        string
-	tune       func(*ContainerOptions)
+	tune       func(*Options)
 }
 
 func startLive(t *testing.T, top *ardea.Topology, containers int) *liveTopology {
@@ -44,10 +46,10 @@ func startLive(t *testing.T, top *ardea.Topology, containers int) *liveTopology 
 }
 
 // startLiveWith is startLive with each container's options passed to tune.
-func startLiveWith(t *testing.T, top *ardea.Topology, containers int, tune func(*ContainerOptions)) *liveTopology {
+func startLiveWith(t *testing.T, top *ardea.Topology, containers int, tune func(*Options)) *liveTopology {
 	t.Helper()
 	ctx := context.Background()
-	p, err := BuildPlan(top, containers, RoundRobin)
+	p, err := planner.BuildPlan(top, containers, planner.RoundRobin)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,14 +85,14 @@ func (lt *liveTopology) startContainer(ctx context.Context, cn int, p *plan.Plan
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := ContainerOptions{
+	o := Options{
 		Topology: lt.top, Plan: p, Container: cn, Conn: nc, OwnConn: true, Runtime: lt.rt, Modules: lt.mods,
 		Metrics: lt.reg, Active: true, Logger: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}
 	if lt.tune != nil {
 		lt.tune(&o)
 	}
-	c, err := StartContainer(ctx, o)
+	c, err := Start(ctx, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,11 +117,11 @@ func (lt *liveTopology) switchTo(par map[string]int, rollback bool) {
 	t := lt.t
 	t.Helper()
 	old := lt.plan
-	np, err := RescalePlan(old, par, func(_ string, index int) int { return index%old.Containers + 1 })
+	np, err := planner.RescalePlan(old, par, func(_ string, index int) int { return index%old.Containers + 1 })
 	if err != nil {
 		t.Fatal(err)
 	}
-	ci := ChangedComponents(old, np)
+	ci := planner.ChangedComponents(old, np)
 	if rollback {
 		np = old
 	}
@@ -205,7 +207,7 @@ func (lt *liveTopology) tasksOf(comp string) map[uint32]*engine.Task {
 // task loops), no tuple is lost or counted twice, and each word's state
 // follows its key group.
 func TestLiveRescaleKeepsOtherComponentsRunning(t *testing.T) {
-	lines := testLines(60000)
+	lines := wordcount.TestLines(60000)
 	want := wordcount.Reference(lines)
 	for _, tc := range []struct {
 		name  string
@@ -262,7 +264,7 @@ func TestLiveRescaleKeepsOtherComponentsRunning(t *testing.T) {
 // execute its queued input before it stops; a bounded hold on its path to
 // the other would wait on a reroute that cannot come before it stops.
 func TestLiveRescaleChainedSwitchingComponents(t *testing.T) {
-	lines := testLines(60000)
+	lines := wordcount.TestLines(60000)
 	want := wordcount.Reference(lines)
 	for _, relay := range []bool{false, true} {
 		t.Run(fmt.Sprintf("relay=%v", relay), func(t *testing.T) {
@@ -273,7 +275,7 @@ func TestLiveRescaleChainedSwitchingComponents(t *testing.T) {
 			if relay {
 				top = relayTopology(t, in, out)
 			}
-			lt := startLiveWith(t, top, 2, func(o *ContainerOptions) { o.Bus.HoldBytes = 4 << 10 })
+			lt := startLiveWith(t, top, 2, func(o *Options) { o.Bus.HoldBytes = 4 << 10 })
 			executed := func() int64 { return lt.reg.Component("count").Executed.Load() }
 			at := executed()
 			testutil.Eventually(t, "count to execute 15000 more words", func() bool { return executed() > at+15000 })
@@ -288,12 +290,12 @@ func TestLiveRescaleChainedSwitchingComponents(t *testing.T) {
 // between split and count; splitting a word gives the word.
 func relayTopology(t *testing.T, in, out string) *ardea.Topology {
 	t.Helper()
-	split := repoPath(t, "examples/wordcount/go/split.wasm")
+	split := testutil.RepoPath("examples/wordcount/go/split.wasm")
 	b := ardea.NewBuilder("wordcount")
 	b.Spout("lines", "builtin:file").Config("path", in)
 	b.Bolt("split", split).Parallelism(2).Shuffle("lines").Output("default", "word")
 	b.Bolt("relay", split).Parallelism(2).Shuffle("split").Output("default", "word")
-	b.Bolt("count", repoPath(t, "examples/wordcount/go/count.wasm")).Parallelism(2).Fields("relay", "word").Output("default", "word", "count")
+	b.Bolt("count", testutil.RepoPath("examples/wordcount/go/count.wasm")).Parallelism(2).Fields("relay", "word").Output("default", "word", "count")
 	b.Bolt("out", "builtin:file").Config("path", out).Fields("count", "word")
 	tp, err := b.BuildWith(ardea.ValidateOptions{Builtins: connectors.Outputs, BuiltinConfig: connectors.ValidateConfig})
 	if err != nil {

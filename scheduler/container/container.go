@@ -1,4 +1,4 @@
-package scheduler
+package container
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ardea-dev/ardea/scheduler/planner"
+
 	"github.com/nats-io/nats.go"
 
 	"github.com/ardea-dev/ardea"
@@ -20,11 +22,12 @@ import (
 	"github.com/ardea-dev/ardea/internal/engine"
 	"github.com/ardea-dev/ardea/internal/metrics"
 	"github.com/ardea-dev/ardea/internal/plan"
+	"github.com/ardea-dev/ardea/scheduler/settings"
 )
 
-// ContainerOptions describes one container of a physical plan: its stream
+// Options describes one container of a physical plan: its stream
 // manager and the instances the plan places in it.
-type ContainerOptions struct {
+type Options struct {
 	Topology  *ardea.Topology
 	Plan      *plan.Plan
 	Container int
@@ -58,7 +61,7 @@ type ContainerOptions struct {
 // Container is one running container: a stream manager and its tasks.
 // Tasks run when Run is called; SetActive may be called concurrently.
 type Container struct {
-	o  ContainerOptions
+	o  Options
 	sm *bus.StreamManager
 
 	mu       sync.Mutex // guards the fields below (tasks are added by a switch)
@@ -76,9 +79,9 @@ type Container struct {
 	modules  map[uint32]versioned // tasks whose module was swapped
 }
 
-// StartContainer starts the container's stream manager and creates its
+// Start starts the container's stream manager and creates its
 // task instances (guests are instantiated and opened when Run starts them).
-func StartContainer(ctx context.Context, o ContainerOptions) (*Container, error) {
+func Start(ctx context.Context, o Options) (*Container, error) {
 	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -88,14 +91,14 @@ func StartContainer(ctx context.Context, o ContainerOptions) (*Container, error)
 	}
 	bo := o.Bus
 	bo.Plan, bo.Container, bo.Conn, bo.Logger = o.Plan, o.Container, o.Conn, log.With("container", o.Container)
-	del, err := DeliverySettings(o.Topology)
+	del, err := settings.DeliverySettings(o.Topology)
 	if err != nil {
 		return nil, err
 	}
 	switch del.Mode {
-	case AtLeastOnce:
+	case settings.AtLeastOnce:
 		bo.Acking, bo.MessageTimeout, bo.MaxSpoutPending = true, del.MessageTimeout, del.MaxSpoutPending
-	case EffectivelyOnce:
+	case settings.EffectivelyOnce:
 		if o.Checkpoints == nil || o.Checkpoints.Store == nil || o.Checkpoints.Report == nil {
 			return nil, fmt.Errorf("topology %s: topology.reliability effectively_once: container %d has no checkpoint store", o.Topology.Name, o.Container)
 		}
@@ -113,7 +116,7 @@ func StartContainer(ctx context.Context, o ContainerOptions) (*Container, error)
 	c := &Container{o: o, sm: sm, states: map[uint32]*host.MemoryState{}, active: o.Active,
 		exited: map[uint32]error{}, finished: map[uint32]bool{}, runLog: log, runPlan: o.Plan,
 		since: map[uint32]time.Time{}, swaps: map[uint32]*swapping{}, modules: map[uint32]versioned{}}
-	for _, id := range ContainerTasks(o.Plan, o.Container) {
+	for _, id := range planner.ContainerTasks(o.Plan, o.Container) {
 		pc := &o.Plan.Components[o.Plan.Tasks[id].Component]
 		st := o.States[id]
 		if st == nil {
@@ -252,14 +255,14 @@ func newTask(ctx context.Context, t *ardea.Topology, p *plan.Plan, id uint32, sm
 		ID: id, Component: pc.Name, Index: pt.Index, Context: cctx,
 		Outbox: sm.Outbox(id), Metrics: m,
 	}
-	if v, where, ok := settingOf(t, tc, "topology.tick.tuple.freq.ms"); ok && tc.Kind == ardea.Bolt {
+	if v, where, ok := settings.Lookup(t, tc, "topology.tick.tuple.freq.ms"); ok && tc.Kind == ardea.Bolt {
 		ms, err := strconv.Atoi(v)
 		if err != nil || ms < 1 {
 			return nil, fmt.Errorf("%s: topology.tick.tuple.freq.ms %q: want a positive integer (milliseconds)", where, v)
 		}
 		task.TickEvery = time.Duration(ms) * time.Millisecond
 	}
-	if v, where, ok := settingOf(t, tc, "topology.spout.batch"); ok && tc.Kind == ardea.Spout {
+	if v, where, ok := settings.Lookup(t, tc, "topology.spout.batch"); ok && tc.Kind == ardea.Spout {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
 			return nil, fmt.Errorf("%s: topology.spout.batch %q: want a positive integer", where, v)
@@ -279,12 +282,12 @@ func newTask(ctx context.Context, t *ardea.Topology, p *plan.Plan, id uint32, sm
 			return nil, fmt.Errorf("component %s: %w", pc.Name, err)
 		}
 	} else {
-		lim, err := instanceLimits(t, tc)
+		lim, err := settings.InstanceLimits(t, tc)
 		if err != nil {
 			return nil, err
 		}
 		ic := host.InstanceConfig{Topology: p.Topology, Component: pc.Name, TaskID: id,
-			MemoryLimitPages: lim.pages, CallTimeout: lim.timeout, MaxTupleBytes: lim.maxTuple, Limits: lim.host}
+			MemoryLimitPages: lim.Pages, CallTimeout: lim.Timeout, MaxTupleBytes: lim.MaxTuple, Limits: lim.Host}
 		if tc.Kind == ardea.Spout {
 			task.Spout, err = mod.NewSpout(ctx, ic)
 		} else {

@@ -1,12 +1,11 @@
-// Package scheduler turns a topology into a running one: logical plan ->
-// packing plan -> physical plan, and (in this first cut) runs every container
-// in one process over an embedded NATS server (`ardea run`).
-package scheduler
+package planner
 
 import (
 	"fmt"
 	"sort"
 	"strconv"
+
+	"github.com/ardea-dev/ardea/scheduler/settings"
 
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/internal/names"
@@ -15,8 +14,8 @@ import (
 	"github.com/ardea-dev/ardea/scheduler/packing"
 )
 
-// MaxKeyGroups reads topology.max.keygroups (default tuple.DefaultMaxKeyGroups).
-func MaxKeyGroups(t *ardea.Topology) (int, error) {
+// maxKeyGroups reads topology.max.keygroups (default tuple.DefaultMaxKeyGroups).
+func maxKeyGroups(t *ardea.Topology) (int, error) {
 	v, ok := t.Config["topology.max.keygroups"]
 	if !ok {
 		return tuple.DefaultMaxKeyGroups, nil
@@ -31,20 +30,20 @@ func MaxKeyGroups(t *ardea.Topology) (int, error) {
 // BuildPlan resolves a validated topology into a physical plan packed into
 // the given number of containers with Pack.
 func BuildPlan(t *ardea.Topology, containers int, pack Packer) (*plan.Plan, error) {
-	maxKG, err := MaxKeyGroups(t)
+	maxKG, err := maxKeyGroups(t)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := DeliverySettings(t); err != nil {
+	if _, err := settings.DeliverySettings(t); err != nil {
 		return nil, err
 	}
-	if _, err := RecoverySettings(t); err != nil {
+	if _, err := settings.RecoverySettings(t); err != nil {
 		return nil, err
 	}
-	if _, err := CheckpointStorageSettings(t.Name, t.Config); err != nil {
+	if _, err := settings.CheckpointStorageSettings(t.Name, t.Config); err != nil {
 		return nil, err
 	}
-	if err := CheckLimits(t); err != nil {
+	if err := settings.CheckLimits(t); err != nil {
 		return nil, err
 	}
 	p := &plan.Plan{Tenant: names.DefaultTenant, Topology: t.Name, Settings: t.Config}

@@ -1,4 +1,4 @@
-package scheduler
+package container
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/ardea-dev/ardea/scheduler/planner"
 
 	"github.com/ardea-dev/ardea/bus"
 	"github.com/ardea-dev/ardea/host"
@@ -301,7 +303,7 @@ func (c *Container) StartSwitched(states map[uint32]*host.MemoryState) error {
 		}
 	}
 	ctx := c.group.Context()
-	for _, id := range ContainerTasks(p, c.o.Container) {
+	for _, id := range planner.ContainerTasks(p, c.o.Container) {
 		pc := &p.Components[p.Tasks[id].Component]
 		if !slices.Contains(sw.comps, pc.ID) {
 			continue

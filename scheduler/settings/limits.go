@@ -1,37 +1,24 @@
-package scheduler
+package settings
 
 import (
-	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/ardea-dev/ardea"
-	"github.com/ardea-dev/ardea/connectors"
 	"github.com/ardea-dev/ardea/host"
-	"github.com/ardea-dev/ardea/internal/build"
 )
 
-// Prepare applies built-in outputs and validates the topology against the
-// built-in component registry. It is what `ardea run` checks before starting.
-func Prepare(t *ardea.Topology) error {
-	t.ApplyBuiltinOutputs(connectors.Outputs)
-	return t.Validate(ardea.ValidateOptions{Builtins: connectors.Outputs, BuiltinConfig: connectors.ValidateConfig})
-}
-
-// limits are a wasm instance's limits as set in a config (zero: not set).
-type limits struct {
-	pages    uint32
-	timeout  time.Duration
-	maxTuple int
-	host     host.Limits
+// Limits are a wasm instance's limits as set in a config (zero: not set):
+// wasm.memory.pages, wasm.call.timeout, max.tuple.bytes (topology-wide)
+// and the host-side limits (byteLimits).
+type Limits struct {
+	Pages    uint32
+	Timeout  time.Duration
+	MaxTuple int
+	Host     host.Limits
 }
 
 // byteLimits are the host.Limits keys: integers (bytes) within [min, max];
@@ -49,27 +36,27 @@ var byteLimits = []struct {
 	{"emit.max.bytes.per.call", 1, math.MaxInt64, func(l *host.Limits, v int64) { l.EmitMaxBytesPerCall = v }},
 }
 
-// instanceLimits are the limits of one wasm component's instances: its
+// InstanceLimits are the limits of one wasm component's instances: its
 // own config's keys over the topology's topology.* ones (max.tuple.bytes
 // is topology-wide: the stream managers size their batches by it).
-func instanceLimits(t *ardea.Topology, c *ardea.Component) (limits, error) {
+func InstanceLimits(t *ardea.Topology, c *ardea.Component) (Limits, error) {
 	top, err := readLimits(t.Config, "topology.")
 	if err != nil {
-		return limits{}, fmt.Errorf("topology %s: %w", t.Name, err)
+		return Limits{}, fmt.Errorf("topology %s: %w", t.Name, err)
 	}
 	own, err := readLimits(c.Config, "")
 	if err != nil {
-		return limits{}, fmt.Errorf("component %s: %w", c.Name, err)
+		return Limits{}, fmt.Errorf("component %s: %w", c.Name, err)
 	}
 	l := own
-	l.maxTuple = top.maxTuple
-	if l.pages == 0 {
-		l.pages = top.pages
+	l.MaxTuple = top.MaxTuple
+	if l.Pages == 0 {
+		l.Pages = top.Pages
 	}
-	if l.timeout == 0 {
-		l.timeout = top.timeout
+	if l.Timeout == 0 {
+		l.Timeout = top.Timeout
 	}
-	h, th := &l.host, top.host
+	h, th := &l.Host, top.Host
 	for _, f := range []struct{ own, top *int64 }{
 		{&h.StateMaxBytes, &th.StateMaxBytes}, {&h.LogMaxBytesPerSecond, &th.LogMaxBytesPerSecond},
 		{&h.EmitMaxBytesPerCall, &th.EmitMaxBytesPerCall},
@@ -100,7 +87,7 @@ func CheckLimits(t *ardea.Topology) error {
 		if strings.HasPrefix(c.Module, ardea.BuiltinPrefix) {
 			continue
 		}
-		if _, err := instanceLimits(t, c); err != nil {
+		if _, err := InstanceLimits(t, c); err != nil {
 			return err
 		}
 	}
@@ -110,8 +97,8 @@ func CheckLimits(t *ardea.Topology) error {
 // readLimits reads the wasm limits under prefix ("topology." or "" for a
 // component's own config): wasm.memory.pages, wasm.call.timeout, the
 // byteLimits keys and (topology only) max.tuple.bytes.
-func readLimits(cfg map[string]string, prefix string) (limits, error) {
-	var l limits
+func readLimits(cfg map[string]string, prefix string) (Limits, error) {
+	var l Limits
 	for _, b := range byteLimits {
 		v, ok := cfg[prefix+b.key]
 		if !ok {
@@ -121,21 +108,21 @@ func readLimits(cfg map[string]string, prefix string) (limits, error) {
 		if err != nil || n < b.min || n > b.max {
 			return l, fmt.Errorf("%s%s %q: want an integer number of bytes from %d to %d", prefix, b.key, v, b.min, b.max)
 		}
-		b.set(&l.host, n)
+		b.set(&l.Host, n)
 	}
 	if v, ok := cfg[prefix+"wasm.memory.pages"]; ok {
 		n, err := strconv.ParseUint(v, 10, 32)
 		if err != nil || n < 1 || n > 65536 {
 			return l, fmt.Errorf("%swasm.memory.pages %q: want 1..65536 (64 KiB pages)", prefix, v)
 		}
-		l.pages = uint32(n)
+		l.Pages = uint32(n)
 	}
 	if v, ok := cfg[prefix+"wasm.call.timeout"]; ok {
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 {
 			return l, fmt.Errorf("%swasm.call.timeout %q: want a positive duration such as 10s", prefix, v)
 		}
-		l.timeout = d
+		l.Timeout = d
 	}
 	if prefix != "" {
 		if v, ok := cfg[prefix+"max.tuple.bytes"]; ok {
@@ -143,61 +130,18 @@ func readLimits(cfg map[string]string, prefix string) (limits, error) {
 			if err != nil || n < 16 {
 				return l, fmt.Errorf("%smax.tuple.bytes %q: want an integer >= 16", prefix, v)
 			}
-			l.maxTuple = n
+			l.MaxTuple = n
 		}
 	}
 	return l, nil
 }
 
-// settingOf reads a setting from the component's config, then the
+// Lookup reads a setting from the component's config, then the
 // topology's, and says where it came from for error messages.
-func settingOf(t *ardea.Topology, c *ardea.Component, key string) (v, where string, ok bool) {
+func Lookup(t *ardea.Topology, c *ardea.Component, key string) (v, where string, ok bool) {
 	if v, ok := c.Config[key]; ok {
 		return v, "component " + c.Name, true
 	}
 	v, ok = t.Config[key]
 	return v, "topology " + t.Name, ok
-}
-
-// DefaultCacheDir is the user cache dir + /ardea (or a temp dir).
-func DefaultCacheDir() string {
-	if d, err := os.UserCacheDir(); err == nil {
-		return filepath.Join(d, "ardea")
-	}
-	return filepath.Join(os.TempDir(), "ardea-cache")
-}
-
-// Builder resolves component modules to .wasm files, building Go source
-// folders once per process. Safe for concurrent use.
-type Builder struct {
-	mu    sync.Mutex
-	built map[string]string
-}
-
-// Resolve returns the .wasm path of a non-builtin component.
-func (b *Builder) Resolve(ctx context.Context, t *ardea.Topology, c *ardea.Component, outDir string) (string, error) {
-	path := t.ResolvedModule(c)
-	st, err := os.Stat(path)
-	if err != nil {
-		return "", fmt.Errorf("component %s: module %s: %w", c.Name, path, err)
-	}
-	if !st.IsDir() {
-		return path, nil
-	}
-	abs, _ := filepath.Abs(path)
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if out, ok := b.built[abs]; ok {
-		return out, nil
-	}
-	sum := sha256.Sum256([]byte(abs))
-	out := filepath.Join(outDir, filepath.Base(abs)+"-"+hex.EncodeToString(sum[:6])+".wasm")
-	if _, err := build.Build(ctx, abs, out); err != nil {
-		return "", fmt.Errorf("component %s: %w", c.Name, err)
-	}
-	if b.built == nil {
-		b.built = map[string]string{}
-	}
-	b.built[abs] = out
-	return out, nil
 }

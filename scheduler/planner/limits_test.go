@@ -1,4 +1,4 @@
-package scheduler
+package planner
 
 import (
 	"strings"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ardea-dev/ardea/host"
+	"github.com/ardea-dev/ardea/scheduler/settings"
 )
 
 func TestInstanceLimits(t *testing.T) {
@@ -20,11 +21,11 @@ func TestInstanceLimits(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	want := map[string]limits{
-		"split": {pages: 512, timeout: 3 * time.Second, maxTuple: 4096,
-			host: host.Limits{StateMaxBytes: 1000000, StateMaxValueBytes: 5000, LogMaxBytesPerSecond: 100}},
-		"count": {pages: 256, timeout: 3 * time.Second, maxTuple: 4096,
-			host: host.Limits{StateMaxBytes: 2000000, StateMaxValueBytes: 5000, StateMaxKeyBytes: 100,
+	want := map[string]settings.Limits{
+		"split": {Pages: 512, Timeout: 3 * time.Second, MaxTuple: 4096,
+			Host: host.Limits{StateMaxBytes: 1000000, StateMaxValueBytes: 5000, LogMaxBytesPerSecond: 100}},
+		"count": {Pages: 256, Timeout: 3 * time.Second, MaxTuple: 4096,
+			Host: host.Limits{StateMaxBytes: 2000000, StateMaxValueBytes: 5000, StateMaxKeyBytes: 100,
 				LogMaxLineBytes: 200, LogMaxBytesPerSecond: 100, EmitMaxBytesPerCall: 300}},
 	}
 	for _, c := range tp.Components {
@@ -32,7 +33,7 @@ func TestInstanceLimits(t *testing.T) {
 		if !ok {
 			continue
 		}
-		got, err := instanceLimits(tp, c)
+		got, err := settings.InstanceLimits(tp, c)
 		if err != nil {
 			t.Fatal(err)
 		}

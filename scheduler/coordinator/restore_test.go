@@ -1,4 +1,4 @@
-package scheduler
+package coordinator
 
 import (
 	"bytes"
@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ardea-dev/ardea/scheduler/settings"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -107,14 +109,14 @@ func jetStreamStore(t *testing.T, dir string) (store *checkpoint.JetStreamStore,
 // topology.checkpoint.retain global checkpoints (3 by default, 2 here) and
 // deletes the failed checkpoints among them.
 func TestCheckpointRetention(t *testing.T) {
-	for _, retain := range []int{DefaultRetain, 2} {
+	for _, retain := range []int{settings.DefaultRetain, 2} {
 		t.Run(fmt.Sprint(retain), func(t *testing.T) {
 			store, err := checkpoint.NewDirStore(t.TempDir())
 			if err != nil {
 				t.Fatal(err)
 			}
 			p := restorePlan()
-			if retain != DefaultRetain {
+			if retain != settings.DefaultRetain {
 				p.Settings["topology.checkpoint.retain"] = fmt.Sprint(retain)
 			}
 			coord, _ := newTestCoordinator(t, store, p)

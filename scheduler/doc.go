@@ -1,0 +1,22 @@
+// Package scheduler holds nothing itself: its subpackages turn a topology
+// into a running one, each named for what it holds.
+//
+//   - planner: logical plan -> packing plan -> physical plan, re-plans
+//     (rescale, live switch), and the checks a topology passes first.
+//   - settings: what a topology's config says about how it runs
+//     (delivery mode, recovery, checkpoint storage, wasm limits).
+//   - container: one container's runtime (its stream manager and tasks:
+//     start, run, checkpoints, swaps, live switches, telemetry).
+//   - coordinator: checkpoint coordination for effectively once (begin,
+//     reports, global, retention, the restorable checkpoint).
+//   - modules: resolving and building component modules (the build cache).
+//   - ctl: the typed control gateway between a topology manager and its
+//     containers.
+//   - local: the daemon (`ardea local`): API, topology managers, the
+//     container runtimes (processes, in process) and `ardea run`.
+//   - hostproc: the `ardea host` process (one container).
+//   - launcher: the process supervisor; statemgr: the state manager;
+//     packing: packing algorithms.
+//
+// docs/architecture.md draws them with the data and control paths.
+package scheduler

@@ -12,9 +12,9 @@
 //   - modules: resolving and building component modules (the build cache).
 //   - ctl: the typed control gateway between a topology manager and its
 //     containers.
-//   - local: the daemon (`ardea local`): API, topology managers, the
-//     container runtimes (processes, in process) and `ardea run`.
-//   - hostproc: the `ardea host` process (one container).
+//   - daemon: `ardea local` (and `ardea run`, in process): the API, the
+//     topology managers, the container runtimes (processes, in process).
+//   - hostprocess: the `ardea host` process (one container).
 //   - launcher: the process supervisor; statemgr: the state manager;
 //     packing: packing algorithms.
 //

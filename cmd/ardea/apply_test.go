@@ -12,7 +12,7 @@ import (
 
 	"github.com/ardea-dev/ardea/examples/wordcount"
 	"github.com/ardea-dev/ardea/internal/testutil"
-	"github.com/ardea-dev/ardea/scheduler/local"
+	"github.com/ardea-dev/ardea/scheduler/daemon"
 )
 
 // wordcountYAML is the word count with absolute module paths, optionally
@@ -54,7 +54,7 @@ bolts:
 	return p
 }
 
-func componentNames(st local.Status) string {
+func componentNames(st daemon.Status) string {
 	var names []string
 	for _, c := range st.Components {
 		names = append(names, fmt.Sprintf("%s:%d", c.Name, c.Parallelism))
@@ -124,12 +124,12 @@ func TestClusterApply(t *testing.T) {
 	if code == 0 || !strings.Contains(stderr, "count") {
 		t.Fatalf("removing a component that out still reads from: exit %d, %s", code, stderr)
 	}
-	if st := d.status(t, "ap"); st.State != local.StateRunning {
+	if st := d.status(t, "ap"); st.State != daemon.StateRunning {
 		t.Fatalf("the input was used up before the changes ended (%s): the test needs a larger input", st.State)
 	}
 	testutil.EventuallyWithin(t, 3*time.Minute, "ap to finish", func() (bool, string) {
 		st := d.status(t, "ap")
-		return st.State == local.StateFinished, string(st.State)
+		return st.State == daemon.StateFinished, string(st.State)
 	})
 	got, err := wordcount.ReadCounts(out, true)
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ardea-dev/ardea/scheduler/local"
+	"github.com/ardea-dev/ardea/scheduler/daemon"
 )
 
 // posArg is one positional argument.
@@ -84,12 +84,12 @@ func checkArgs(path string, specs []posArg, args []string) error {
 const completionTimeout = 2 * time.Second
 
 // completionClient is a client for the daemon a command would talk to.
-func completionClient(cmd *cobra.Command) *local.Client {
-	server := local.DefaultListen // commands without --server
+func completionClient(cmd *cobra.Command) *daemon.Client {
+	server := daemon.DefaultListen // commands without --server
 	if f := cmd.Flags().Lookup("server"); f != nil {
 		server = f.Value.String() // its default is ARDEA_SERVER's
 	}
-	c := local.NewClient(server)
+	c := daemon.NewClient(server)
 	c.HTTP.Timeout = completionTimeout
 	return c
 }
@@ -111,9 +111,9 @@ func completeTopologies(cmd *cobra.Command, _ []string) []string {
 }
 
 // completionStatus is the status of the topology args[0] names.
-func completionStatus(cmd *cobra.Command, args []string) (local.Status, bool) {
+func completionStatus(cmd *cobra.Command, args []string) (daemon.Status, bool) {
 	if len(args) == 0 {
-		return local.Status{}, false
+		return daemon.Status{}, false
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), completionTimeout)
 	defer cancel()
@@ -128,7 +128,7 @@ func completeComponents(cmd *cobra.Command, args []string) []string {
 	return completeComponentsOf(st)
 }
 
-func completeComponentsOf(st local.Status) []string {
+func completeComponentsOf(st daemon.Status) []string {
 	var out []string
 	for _, c := range st.Components {
 		out = append(out, c.Name)

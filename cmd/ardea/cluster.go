@@ -25,8 +25,8 @@ import (
 
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/internal/names"
-	"github.com/ardea-dev/ardea/scheduler/hostproc"
-	"github.com/ardea-dev/ardea/scheduler/local"
+	"github.com/ardea-dev/ardea/scheduler/daemon"
+	"github.com/ardea-dev/ardea/scheduler/hostprocess"
 	"github.com/ardea-dev/ardea/scheduler/packing"
 	"github.com/ardea-dev/ardea/sinks"
 )
@@ -77,7 +77,7 @@ docs/metrics.md).`,
 					return usageError{err}
 				}
 			}
-			d, err := local.Start(ctx, local.Options{DataDir: dataDir, Listen: listen, HostPath: exe, HostArgs: hostArgs, Logger: log, Metrics: mc})
+			d, err := daemon.Start(ctx, daemon.Options{DataDir: dataDir, Listen: listen, HostPath: exe, HostArgs: hostArgs, Logger: log, Metrics: mc})
 			if err != nil {
 				return err
 			}
@@ -92,13 +92,13 @@ docs/metrics.md).`,
 	}
 	positional(cmd)
 	cmd.Flags().StringVar(&dataDir, "data-dir", defaultDataDir(), "where NATS stores its data, container logs and the compile cache")
-	cmd.Flags().StringVar(&listen, "listen", local.DefaultListen, "API address")
+	cmd.Flags().StringVar(&listen, "listen", daemon.DefaultListen, "API address")
 	cmd.Flags().StringVar(&config, "config", "", "deployment file (its metrics: section configures the metrics sinks)")
 	return cmd
 }
 
 func newHostCmd(g *globalFlags) *cobra.Command {
-	var o hostproc.Options
+	var o hostprocess.Options
 	var metricsJSON string
 	cmd := &cobra.Command{
 		Use:     "host",
@@ -122,7 +122,7 @@ func newHostCmd(g *globalFlags) *cobra.Command {
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			return hostproc.Run(ctx, o)
+			return hostprocess.Run(ctx, o)
 		},
 	}
 	positional(cmd)
@@ -141,12 +141,12 @@ type clientFlags struct{ server string }
 func (f *clientFlags) add(cmd *cobra.Command) {
 	def := os.Getenv("ARDEA_SERVER")
 	if def == "" {
-		def = local.DefaultListen
+		def = daemon.DefaultListen
 	}
 	cmd.Flags().StringVar(&f.server, "server", def, "the daemon's API address (env ARDEA_SERVER)")
 }
 
-func (f *clientFlags) client() *local.Client { return local.NewClient(f.server) }
+func (f *clientFlags) client() *daemon.Client { return daemon.NewClient(f.server) }
 
 func newSubmitCmd(g *globalFlags) *cobra.Command {
 	var (
@@ -191,7 +191,7 @@ nothing.`,
 			// for a name that exists or a daemon that is not there.
 			if _, err := cf.client().Status(cmd.Context(), name); err == nil {
 				return fmt.Errorf("topology %s already exists (kill it first, or submit with another --name)", name)
-			} else if !local.NotFound(err) {
+			} else if !daemon.NotFound(err) {
 				return err
 			}
 			req, err := submission(cmd.Context(), g, t, name)
@@ -217,10 +217,10 @@ nothing.`,
 	return cmd
 }
 
-// submission resolves a topology for the daemon (local.NewSubmission),
+// submission resolves a topology for the daemon (daemon.NewSubmission),
 // compiling each module to refuse a bad one before anything starts.
-func submission(ctx context.Context, g *globalFlags, t *ardea.Topology, name string) (local.SubmitRequest, error) {
-	return local.NewSubmission(ctx, t, local.SubmissionOptions{Name: name, CacheDir: g.cacheDir, Compile: true, By: os.Getenv("USER")})
+func submission(ctx context.Context, g *globalFlags, t *ardea.Topology, name string) (daemon.SubmitRequest, error) {
+	return daemon.NewSubmission(ctx, t, daemon.SubmissionOptions{Name: name, CacheDir: g.cacheDir, Compile: true, By: os.Getenv("USER")})
 }
 
 // printDryRun prints the packing plan the daemon would use.
@@ -322,7 +322,7 @@ fields-grouped stateful bolt keeps exact state.`,
 		Example: `  ardea update wordcount --component-parallelism count:4
   ardea update wordcount --component-parallelism split:2 --component-parallelism count:3`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			req := local.UpdateRequest{Parallelism: map[string]int{}}
+			req := daemon.UpdateRequest{Parallelism: map[string]int{}}
 			for _, p := range par {
 				comp, n, ok := strings.Cut(p, ":")
 				v, err := strconv.Atoi(n)

@@ -26,7 +26,7 @@ import (
 	"github.com/ardea-dev/ardea/internal/chaos"
 	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/scheduler/ctl"
-	"github.com/ardea-dev/ardea/scheduler/local"
+	"github.com/ardea-dev/ardea/scheduler/daemon"
 )
 
 // clusterDaemon is an `ardea local` subprocess.
@@ -183,9 +183,9 @@ func (d *clusterDaemon) ok(t *testing.T, args ...string) string {
 }
 
 // status is `ardea status NAME -o json`.
-func (d *clusterDaemon) status(t *testing.T, name string) local.Status {
+func (d *clusterDaemon) status(t *testing.T, name string) daemon.Status {
 	t.Helper()
-	var st local.Status
+	var st daemon.Status
 	if err := json.Unmarshal([]byte(d.ok(t, "status", name, "-o", "json")), &st); err != nil {
 		t.Fatalf("status %s: %v", name, err)
 	}
@@ -196,7 +196,7 @@ func (d *clusterDaemon) status(t *testing.T, name string) local.Status {
 // daemon is SIGKILLed its children are reparented and may stay unreaped).
 func alive(pid int) bool { return chaos.Alive(pid) }
 
-func hostPIDs(st local.Status) []int {
+func hostPIDs(st daemon.Status) []int {
 	var pids []int
 	for _, c := range st.Containers {
 		pids = append(pids, c.PID)
@@ -205,7 +205,7 @@ func hostPIDs(st local.Status) []int {
 }
 
 // instance finds component/index in a status.
-func instance(st local.Status, name string) (local.InstanceStatus, local.ContainerStatus) {
+func instance(st daemon.Status, name string) (daemon.InstanceStatus, daemon.ContainerStatus) {
 	for _, c := range st.Containers {
 		for _, in := range c.Instances {
 			if in.Name == name {
@@ -213,13 +213,13 @@ func instance(st local.Status, name string) (local.InstanceStatus, local.Contain
 			}
 		}
 	}
-	return local.InstanceStatus{}, local.ContainerStatus{}
+	return daemon.InstanceStatus{}, daemon.ContainerStatus{}
 }
 
 // allRunning reports whether every container's process and host run the
 // current plan and every instance reports RUNNING.
-func allRunning(st local.Status) (bool, string) {
-	if st.State != local.StateRunning || len(st.Containers) == 0 {
+func allRunning(st daemon.Status) (bool, string) {
+	if st.State != daemon.StateRunning || len(st.Containers) == 0 {
 		return false, "state " + string(st.State)
 	}
 	for _, c := range st.Containers {
@@ -237,7 +237,7 @@ func allRunning(st local.Status) (bool, string) {
 
 // heartbeats estimates when each container's latest heartbeat was sent,
 // from the status's "last seen ... ago".
-func heartbeats(st local.Status, readAt time.Time) map[int]time.Time {
+func heartbeats(st daemon.Status, readAt time.Time) map[int]time.Time {
 	at := map[int]time.Time{}
 	for _, cs := range st.Containers {
 		if d, err := time.ParseDuration(strings.TrimSuffix(cs.LastSeen, " ago")); err == nil {
@@ -251,9 +251,9 @@ func heartbeats(st local.Status, readAt time.Time) map[int]time.Time {
 // than the one in after (nil: any), and returns that status and the
 // heartbeats' times. Counters of a status read this way are all newer
 // than those of the status that gave after.
-func (d *clusterDaemon) nextHeartbeats(t *testing.T, name string, after map[int]time.Time) (local.Status, map[int]time.Time) {
+func (d *clusterDaemon) nextHeartbeats(t *testing.T, name string, after map[int]time.Time) (daemon.Status, map[int]time.Time) {
 	t.Helper()
-	var st local.Status
+	var st daemon.Status
 	var at map[int]time.Time
 	testutil.EventuallyWithin(t, 10*time.Second, "a new heartbeat of every container", func() (bool, string) {
 		now := time.Now()
@@ -272,7 +272,7 @@ func (d *clusterDaemon) nextHeartbeats(t *testing.T, name string, after map[int]
 }
 
 // waitGrowing waits until the counter read by f exceeds its value in from.
-func (d *clusterDaemon) waitGrowing(t *testing.T, name, what string, from int64, f func(local.Status) int64) int64 {
+func (d *clusterDaemon) waitGrowing(t *testing.T, name, what string, from int64, f func(daemon.Status) int64) int64 {
 	t.Helper()
 	var v int64
 	testutil.EventuallyWithin(t, 30*time.Second, what+" growing past "+strconv.FormatInt(from, 10), func() (bool, string) {
@@ -282,12 +282,12 @@ func (d *clusterDaemon) waitGrowing(t *testing.T, name, what string, from int64,
 	return v
 }
 
-func emitted(name string) func(local.Status) int64 {
-	return func(st local.Status) int64 { in, _ := instance(st, name); return in.Emitted }
+func emitted(name string) func(daemon.Status) int64 {
+	return func(st daemon.Status) int64 { in, _ := instance(st, name); return in.Emitted }
 }
 
-func executed(name string) func(local.Status) int64 {
-	return func(st local.Status) int64 { in, _ := instance(st, name); return in.Executed }
+func executed(name string) func(daemon.Status) int64 {
+	return func(st daemon.Status) int64 { in, _ := instance(st, name); return in.Executed }
 }
 
 func fileSize(path string) int64 {

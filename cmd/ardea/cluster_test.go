@@ -21,7 +21,7 @@ import (
 
 	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/scheduler/ctl"
-	"github.com/ardea-dev/ardea/scheduler/local"
+	"github.com/ardea-dev/ardea/scheduler/daemon"
 )
 
 // TestClusterLifecycle runs the endless word count through one daemon:
@@ -53,7 +53,7 @@ func TestClusterLifecycle(t *testing.T) {
 		if !found {
 			t.Fatalf("list does not show wc RUNNING:\n%s", list)
 		}
-		var st local.Status
+		var st daemon.Status
 		testutil.EventuallyWithin(t, 60*time.Second, "every container and instance running", func() (bool, string) {
 			st = d.status(t, "wc")
 			return allRunning(st)
@@ -104,14 +104,14 @@ func TestClusterLifecycle(t *testing.T) {
 		// same spout and sink counters (in-flight tuples drain first).
 		st, at := d.nextHeartbeats(t, "wc", nil)
 		testutil.EventuallyWithin(t, 30*time.Second, "spout and sink stop while paused", func() (bool, string) {
-			var next local.Status
+			var next daemon.Status
 			next, at = d.nextHeartbeats(t, "wc", at)
 			e0, e1 := emitted("lines/0")(st), emitted("lines/0")(next)
 			x0, x1 := executed("out/0")(st), executed("out/0")(next)
 			st = next
 			return e0 == e1 && x0 == x1, fmt.Sprintf("emitted %d -> %d, sink executed %d -> %d", e0, e1, x0, x1)
 		})
-		if st.State != local.StatePaused {
+		if st.State != daemon.StatePaused {
 			t.Errorf("state %s while deactivated, want PAUSED", st.State)
 		}
 		paused, sinkPaused, size := emitted("lines/0")(st), executed("out/0")(st), fileSize(out)
@@ -284,7 +284,7 @@ func TestClusterLifecycle(t *testing.T) {
 
 	t.Run("SIGKILL of the daemon takes its containers", func(t *testing.T) {
 		d.ok(t, append([]string{"submit", endless, "--name", "wc2"}, sets...)...)
-		var st local.Status
+		var st daemon.Status
 		testutil.EventuallyWithin(t, 60*time.Second, "wc2 running", func() (bool, string) {
 			st = d.status(t, "wc2")
 			return allRunning(st)
@@ -324,10 +324,10 @@ func TestClusterRescaleExact(t *testing.T) {
 	d.ok(t, "submit", repoPath("examples/wordcount/topology.yaml"), "--name", "wcf",
 		"--set", "lines.path="+in, "--set", "out.path="+out, "--set", "out.append=true", "--set", "topology.containers=2")
 	// Rescale as soon as the spout emits, well before the input is used up.
-	var before local.Status
+	var before daemon.Status
 	testutil.EventuallyWithin(t, 60*time.Second, "wcf reading its input", func() (bool, string) {
 		before = d.status(t, "wcf")
-		if before.State != local.StateRunning {
+		if before.State != daemon.StateRunning {
 			return false, "state " + string(before.State)
 		}
 		n := emitted("lines/0")(before)
@@ -352,7 +352,7 @@ func TestClusterRescaleExact(t *testing.T) {
 	if counts != 4 {
 		t.Fatalf("count has parallelism %d after the update, want 4", counts)
 	}
-	if st.State == local.StateRunning {
+	if st.State == daemon.StateRunning {
 		if in, _ := instance(st, "count/3"); in.Name == "" {
 			t.Fatalf("status after the update has no count/3: %+v", st.Containers)
 		}
@@ -445,7 +445,7 @@ func TestClusterErrors(t *testing.T) {
 		// wrong: every host process fails as it starts the instance.
 		d.ok(t, "submit", misbehaveTopology(t, fixture("abiv2"), nil, ""))
 		start := time.Now()
-		var st local.Status
+		var st daemon.Status
 		testutil.EventuallyWithin(t, 60*time.Second, "the crashing container FAILED", func() (bool, string) {
 			st = d.status(t, "bad")
 			if len(st.Containers) != 1 {
@@ -462,7 +462,7 @@ func TestClusterErrors(t *testing.T) {
 		if !strings.Contains(c.LastError, "victim") || !strings.Contains(c.LastError, "ABI version mismatch") {
 			t.Errorf("last error %q does not say which component failed and why", c.LastError)
 		}
-		if st.State != local.StateFailed || !strings.Contains(st.Message, "victim") {
+		if st.State != daemon.StateFailed || !strings.Contains(st.Message, "victim") {
 			t.Errorf("topology state %s (%s), want FAILED naming victim", st.State, st.Message)
 		}
 		if alive(c.PID) {
@@ -486,7 +486,7 @@ func TestClusterUpdateWhileStarting(t *testing.T) {
 	start := time.Now()
 	d.ok(t, "update", "early", "--component-parallelism", "split:3")
 	t.Logf("update right after submit took %v", time.Since(start).Round(time.Millisecond))
-	var st local.Status
+	var st daemon.Status
 	testutil.EventuallyWithin(t, 30*time.Second, "every instance of the new plan running", func() (bool, string) {
 		st = d.status(t, "early")
 		return allRunning(st)
@@ -526,10 +526,10 @@ bolts:
 		healthy = c.PID
 		return in.State == "RUNNING" && healthy != 0, fmt.Sprintf("lines/0 %s, pid %d", in.State, c.PID)
 	})
-	var st local.Status
+	var st daemon.Status
 	testutil.EventuallyWithin(t, 60*time.Second, "the topology FAILED", func() (bool, string) {
 		st = d.status(t, "half")
-		return st.State == local.StateFailed, "state " + string(st.State)
+		return st.State == daemon.StateFailed, "state " + string(st.State)
 	})
 	testutil.EventuallyWithin(t, 30*time.Second, "the healthy container stopped", func() (bool, string) {
 		return !alive(healthy), fmt.Sprintf("pid %d alive", healthy)

@@ -15,7 +15,7 @@ import (
 
 	ardea "github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/examples/wordcount"
-	"github.com/ardea-dev/ardea/scheduler/local"
+	"github.com/ardea-dev/ardea/scheduler/daemon"
 	"github.com/ardea-dev/ardea/sinks"
 )
 
@@ -87,7 +87,7 @@ and removes the temporary directory (unless --data-dir was given).`,
 				hostArgs = append(hostArgs, "--cache-dir", g.cacheDir)
 			}
 			hostArgs = append(hostArgs, "host")
-			d, err := local.Start(ctx, local.Options{DataDir: dataDir, Listen: listen, HostPath: exe, HostArgs: hostArgs,
+			d, err := daemon.Start(ctx, daemon.Options{DataDir: dataDir, Listen: listen, HostPath: exe, HostArgs: hostArgs,
 				Logger: log, Metrics: &sinks.Config{Interval: sinks.Duration(interval)}})
 			if err != nil {
 				return err
@@ -101,7 +101,7 @@ and removes the temporary directory (unless --data-dir was given).`,
 			if err != nil {
 				return err
 			}
-			if _, err := local.NewClient(d.URL()).Submit(ctx, local.SubmitRequest{Name: "wordcount", Spec: spec, Modules: mods, By: "demo"}); err != nil {
+			if _, err := daemon.NewClient(d.URL()).Submit(ctx, daemon.SubmitRequest{Name: "wordcount", Spec: spec, Modules: mods, By: "demo"}); err != nil {
 				return err
 			}
 			url := d.URL() + "/#/t/wordcount"
@@ -120,7 +120,7 @@ and removes the temporary directory (unless --data-dir was given).`,
 		},
 	}
 	positional(cmd)
-	cmd.Flags().StringVar(&listen, "listen", local.DefaultListen, "API and UI address (127.0.0.1:0 picks a free port)")
+	cmd.Flags().StringVar(&listen, "listen", daemon.DefaultListen, "API and UI address (127.0.0.1:0 picks a free port)")
 	cmd.Flags().StringVar(&dataDir, "data-dir", "", "data directory (default: a temporary one, removed at exit)")
 	cmd.Flags().IntVar(&rate, "rate", 500, "sentences per second the generator emits (0: as fast as possible)")
 	cmd.Flags().DurationVar(&interval, "metrics-interval", 2*time.Second, "metrics collection interval (how often the UI's figures move)")

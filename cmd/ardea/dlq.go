@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ardea-dev/ardea/scheduler/local"
+	"github.com/ardea-dev/ardea/scheduler/daemon"
 )
 
 func newDLQCmd() *cobra.Command {
@@ -44,7 +44,7 @@ they came from, where the spout reads them again, and marks them replayed.`,
 	return cmd
 }
 
-func printDLQ(w io.Writer, res local.DeadLetterResult) error {
+func printDLQ(w io.Writer, res daemon.DeadLetterResult) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "COMPONENT\tDESTINATION\tSOURCE\tFAILURES\tERROR\tVALUE")
 	for _, d := range res.DeadLetters {

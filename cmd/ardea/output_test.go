@@ -14,7 +14,7 @@ import (
 	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/internal/metrics"
 	"github.com/ardea-dev/ardea/internal/testutil"
-	"github.com/ardea-dev/ardea/scheduler/local"
+	"github.com/ardea-dev/ardea/scheduler/daemon"
 	"github.com/ardea-dev/ardea/scheduler/packing"
 	"github.com/ardea-dev/ardea/scheduler/statemgr"
 	"github.com/ardea-dev/ardea/ui"
@@ -27,27 +27,27 @@ func outputCases() []struct {
 	table func(io.Writer) error
 } {
 	at := time.Date(2026, 12, 4, 10, 30, 0, 0, time.UTC)
-	rows := []local.Summary{
+	rows := []daemon.Summary{
 		{Name: "wordcount", State: "RUNNING", Containers: 2, Instances: 6, Submitted: "2026-12-04T10:30:00Z"},
 		{Name: "keyed", State: "PAUSED", Containers: 1, Instances: 3, Submitted: "2026-12-04T11:00:00Z"},
 	}
-	st := local.Status{Name: "wordcount", State: "RUNNING", Uptime: "1m30s", PlanVersion: 2,
-		Components: []local.ComponentStatus{
+	st := daemon.Status{Name: "wordcount", State: "RUNNING", Uptime: "1m30s", PlanVersion: 2,
+		Components: []daemon.ComponentStatus{
 			{Name: "lines", Kind: "spout", Module: "builtin:generator", Parallelism: 1},
 			{Name: "count", Kind: "bolt", Module: "count.wasm", Parallelism: 2, Inputs: []string{"lines:default:fields"}},
 		},
-		Containers: []local.ContainerStatus{
+		Containers: []daemon.ContainerStatus{
 			{ID: 1, PID: 4242, Process: "running", Host: "RUNNING", Resources: &packing.Resources{CPU: 2, RAM: 2 << 30},
-				Instances: []local.InstanceStatus{
+				Instances: []daemon.InstanceStatus{
 					{Name: "lines/0", Task: 1, State: "RUNNING", Emitted: 1000, Version: "builtin"},
 					{Name: "count/1", Task: 3, State: "RUNNING", Executed: 480, Version: "0123456789abcdef0123"},
 				}},
 			{ID: 2, PID: 4243, Process: "running", Host: "RUNNING", Restarts: 1, LastExit: "killed by signal 9",
-				Instances: []local.InstanceStatus{{Name: "count/0", Task: 2, State: "RUNNING", Executed: 520}}},
+				Instances: []daemon.InstanceStatus{{Name: "count/0", Task: 2, State: "RUNNING", Executed: 520}}},
 		},
-		Transitions: []local.Transition{
-			{To: local.StatePaused, At: at, Why: "submitted"},
-			{From: local.StatePaused, To: local.StateRunning, At: at.Add(time.Minute), Why: "activated"},
+		Transitions: []daemon.Transition{
+			{To: daemon.StatePaused, At: at, Why: "submitted"},
+			{From: daemon.StatePaused, To: daemon.StateRunning, At: at.Add(time.Minute), Why: "activated"},
 		},
 	}
 	hist := []statemgr.ModuleVersion{
@@ -70,7 +70,7 @@ func outputCases() []struct {
 		MetricsAnswer: ui.MetricsAnswer{Topology: "wordcount", Component: "split", Interval: 60, Metrics: map[string]map[string]float64{}},
 		Instances:     map[string]string{},
 	}}
-	dlq := local.DeadLetterResult{DeadLetters: []connectors.DeadLetter{
+	dlq := daemon.DeadLetterResult{DeadLetters: []connectors.DeadLetter{
 		{Component: "lines", Destination: "file:/data/dead.txt", Source: "/data/in.txt:1", Failures: 2,
 			Error: "last: failed by count", Value: "alpha"},
 		{Component: "lines", Destination: "file:/data/dead.txt", Source: "/data/in.txt:2", Failures: 2,
@@ -85,15 +85,15 @@ func outputCases() []struct {
 			}},
 		{Kind: plugin.KindMetricsSink, Name: "null", Use: "metrics.null", Summary: "Drops every batch.", Fields: []plugin.Field{}},
 	}
-	apply := local.ApplyResult{How: "live rescale", Parallelism: map[string]int{"count": 3, "lines": 1}, Containers: 2,
-		Changes: []local.Change{{Kind: "parallelism", Component: "count", Detail: "2 -> 3"}}}
+	apply := daemon.ApplyResult{How: "live rescale", Parallelism: map[string]int{"count": 3, "lines": 1}, Containers: 2,
+		Changes: []daemon.Change{{Kind: "parallelism", Component: "count", Detail: "2 -> 3"}}}
 	return []struct {
 		name  string
 		v     any
 		table func(io.Writer) error
 	}{
 		{"list", rows, func(w io.Writer) error { return printList(w, rows) }},
-		{"list-empty", []local.Summary{}, func(w io.Writer) error { return printList(w, nil) }},
+		{"list-empty", []daemon.Summary{}, func(w io.Writer) error { return printList(w, nil) }},
 		{"status", st, func(w io.Writer) error { printStatus(w, st); return nil }},
 		{"history", hist, func(w io.Writer) error { return printHistory(w, hist) }},
 		{"metrics", mets, func(w io.Writer) error { printMetrics(w, mets, nil); return nil }},

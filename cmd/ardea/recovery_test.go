@@ -20,7 +20,7 @@ import (
 	"github.com/ardea-dev/ardea/examples/keyed"
 	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/scheduler/ctl"
-	"github.com/ardea-dev/ardea/scheduler/local"
+	"github.com/ardea-dev/ardea/scheduler/daemon"
 	"github.com/ardea-dev/ardea/scheduler/statemgr"
 )
 
@@ -77,7 +77,7 @@ func finishExact(t *testing.T, d *clusterDaemon, name, out string, keys, perKey,
 	t.Helper()
 	testutil.EventuallyWithin(t, 3*time.Minute, name+" to finish", func() (bool, string) {
 		st := d.status(t, name)
-		return st.State == local.StateFinished, string(st.State)
+		return st.State == daemon.StateFinished, string(st.State)
 	})
 	if err := keyed.CheckExact(out, keys, perKey); err != nil {
 		t.Fatal(err)
@@ -87,7 +87,7 @@ func finishExact(t *testing.T, d *clusterDaemon, name, out string, keys, perKey,
 	}
 }
 
-func killContainer(t *testing.T, st local.Status, c int) int {
+func killContainer(t *testing.T, st daemon.Status, c int) int {
 	t.Helper()
 	pid := st.Containers[c-1].PID
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
@@ -117,7 +117,7 @@ func TestClusterEffectivelyOnceKillAtSwapStart(t *testing.T) {
 	if err := swap.Start(); err != nil {
 		t.Fatal(err)
 	}
-	var st local.Status
+	var st daemon.Status
 	testutil.EventuallyWithin(t, time.Minute, "the swap to wait for its checkpoint", func() (bool, string) {
 		st = d.status(t, "eok")
 		return strings.Contains(st.Message, "waiting for a fresh global checkpoint"), st.Message
@@ -129,7 +129,7 @@ func TestClusterEffectivelyOnceKillAtSwapStart(t *testing.T) {
 	}
 	t.Logf("swap: %s", strings.TrimSpace(stderr.String()))
 	hist := d.ok(t, "history", "eok")
-	if !strings.Contains(hist, string(local.VersionFailed)) && !strings.Contains(hist, string(local.VersionRolledBack)) {
+	if !strings.Contains(hist, string(daemon.VersionFailed)) && !strings.Contains(hist, string(daemon.VersionRolledBack)) {
 		t.Fatalf("history does not show the failed swap:\n%s", hist)
 	}
 	finishExact(t, d, "eok", out, keys, perKey, 1)
@@ -160,7 +160,7 @@ func TestClusterEffectivelyOnceDaemonRestartResumes(t *testing.T) {
 	base := int64(-1)
 	testutil.EventuallyWithin(t, 2*time.Minute, "the topology to resume", func() (bool, string) {
 		st := d.status(t, "eor")
-		if st.State == local.StateFinished {
+		if st.State == daemon.StateFinished {
 			return true, ""
 		}
 		if ok, why := allRunning(st); !ok {
@@ -290,7 +290,7 @@ func TestClusterEffectivelyOnceKillDuringRescale(t *testing.T) {
 	if err := update.Start(); err != nil {
 		t.Fatal(err)
 	}
-	var st local.Status
+	var st daemon.Status
 	testutil.EventuallyWithin(t, time.Minute, "the paused rescale to begin", func() (bool, string) {
 		st = d.status(t, "eou")
 		return strings.Contains(st.Message, "updating (paused)"), st.Message
@@ -369,7 +369,7 @@ func TestClusterEffectivelyOnceCorruptNewestCheckpoint(t *testing.T) {
 		t.Fatalf("no snapshot of checkpoint %d task 3 in the store", newest)
 	}
 	killContainer(t, d.status(t, "eoc"), 1)
-	var st local.Status
+	var st daemon.Status
 	testutil.EventuallyWithin(t, time.Minute, "the rollback", func() (bool, string) {
 		st = d.status(t, "eoc") // paused: the containers run, the spouts do not
 		return st.Checkpoints.Rollbacks >= 1 && !st.Checkpoints.RollingBack, string(st.State)
@@ -449,7 +449,7 @@ func TestClusterEffectivelyOnceDaemonKillInUncommittedReplan(t *testing.T) {
 	testutil.EventuallyWithin(t, 2*time.Minute, "the topology to resume", func() (bool, string) {
 		st := d.status(t, "eob")
 		ok, why := allRunning(st)
-		return ok || st.State == local.StateFinished, why
+		return ok || st.State == daemon.StateFinished, why
 	})
 	if !strings.Contains(readTail(d.logPath, 1<<20), "returning to the previous plan") {
 		t.Fatal("the restarted daemon did not say it returned to the previous plan (the kill came after the commit?)")

@@ -12,7 +12,7 @@ import (
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/internal/build"
 	"github.com/ardea-dev/ardea/internal/metrics"
-	"github.com/ardea-dev/ardea/scheduler/local"
+	"github.com/ardea-dev/ardea/scheduler/daemon"
 	"github.com/ardea-dev/ardea/sinks"
 )
 
@@ -77,7 +77,7 @@ shown on stderr; --quiet turns it off.`,
 			if !cmd.Flags().Changed("containers") {
 				containers = 0 // the topology's packing settings, else one
 			}
-			res, err := local.Run(cmd.Context(), local.RunOptions{
+			res, err := daemon.Run(cmd.Context(), daemon.RunOptions{
 				Topology: t, Containers: containers, Duration: duration, Logger: log,
 				CacheDir: g.cacheDir, Metrics: reg, MetricsConfig: mc,
 			})

@@ -17,7 +17,7 @@ import (
 
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/internal/build"
-	"github.com/ardea-dev/ardea/scheduler/local"
+	"github.com/ardea-dev/ardea/scheduler/daemon"
 	"github.com/ardea-dev/ardea/scheduler/statemgr"
 )
 
@@ -82,7 +82,7 @@ probation.`,
 			if abs, err := filepath.Abs(src); err == nil {
 				src = abs
 			}
-			res, err := cf.client().Swap(cmd.Context(), args[0], local.SwapRequest{
+			res, err := cf.client().Swap(cmd.Context(), args[0], daemon.SwapRequest{
 				Component: args[1], Module: data, Source: src, Canary: canary, Probation: probation, By: os.Getenv("USER"),
 				MaxFailRate: failRate, MaxLatencyFactor: latFactor,
 			})
@@ -212,7 +212,7 @@ component changing kind) is refused before anything changes.`,
 			if err != nil {
 				return err
 			}
-			res, err := cf.client().Apply(cmd.Context(), args[0], local.ApplyRequest{
+			res, err := cf.client().Apply(cmd.Context(), args[0], daemon.ApplyRequest{
 				Spec: sub.Spec, Modules: sub.Modules, DryRun: dryRun, By: os.Getenv("USER"),
 			})
 			if err != nil {
@@ -231,7 +231,7 @@ component changing kind) is refused before anything changes.`,
 	return cmd
 }
 
-func printApply(w io.Writer, res local.ApplyResult, name, file string) error {
+func printApply(w io.Writer, res daemon.ApplyResult, name, file string) error {
 	if len(res.Changes) == 0 {
 		_, err := fmt.Fprintf(w, "topology %s already matches %s\n", name, file)
 		return err

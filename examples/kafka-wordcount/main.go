@@ -28,7 +28,7 @@ import (
 
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/examples/wordcount"
-	"github.com/ardea-dev/ardea/scheduler/local"
+	"github.com/ardea-dev/ardea/scheduler/daemon"
 )
 
 func main() {
@@ -98,7 +98,7 @@ func run(brokers, reliability string, verbose bool) error {
 	done := make(chan error, 1)
 	start := time.Now()
 	go func() {
-		_, err := local.Run(runCtx, local.RunOptions{Topology: t, Logger: log})
+		_, err := daemon.Run(runCtx, daemon.RunOptions{Topology: t, Logger: log})
 		done <- err
 	}()
 	got, ended, err := awaitCounts(runCtx, brokers, want, done)

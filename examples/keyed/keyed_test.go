@@ -10,7 +10,7 @@ import (
 	"github.com/ardea-dev/ardea/scheduler/settings"
 
 	"github.com/ardea-dev/ardea"
-	"github.com/ardea-dev/ardea/scheduler/local"
+	"github.com/ardea-dev/ardea/scheduler/daemon"
 )
 
 func write(t *testing.T, lines ...string) string {
@@ -78,7 +78,7 @@ func TestExampleRuns(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			res, err := local.Run(context.Background(), local.RunOptions{Topology: top, Containers: 2, CacheDir: cache})
+			res, err := daemon.Run(context.Background(), daemon.RunOptions{Topology: top, Containers: 2, CacheDir: cache})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -16,7 +16,7 @@ import (
 	"github.com/ardea-dev/ardea/host"
 	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/tuple"
-	"github.com/ardea-dev/ardea/scheduler/local"
+	"github.com/ardea-dev/ardea/scheduler/daemon"
 )
 
 func readTSV(t *testing.T, path string) map[string]int64 {
@@ -41,7 +41,7 @@ func run(t *testing.T, topology string, containers int) map[string]int64 {
 	if err := top.Validate(ardea.ValidateOptions{Builtins: connectors.Outputs, BuiltinConfig: connectors.ValidateConfig}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := local.Run(context.Background(), local.RunOptions{Topology: top, Containers: containers, CacheDir: t.TempDir()})
+	res, err := daemon.Run(context.Background(), daemon.RunOptions{Topology: top, Containers: containers, CacheDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ import (
 	"github.com/ardea-dev/ardea/host"
 	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/tuple"
-	"github.com/ardea-dev/ardea/scheduler/local"
+	"github.com/ardea-dev/ardea/scheduler/daemon"
 )
 
 // spaces are every rune unicode.IsSpace accepts, and near misses it does
@@ -242,7 +242,7 @@ func TestWordCountEveryLanguage(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, err := local.Run(context.Background(), local.RunOptions{Topology: top, Containers: 2, CacheDir: d})
+			res, err := daemon.Run(context.Background(), daemon.RunOptions{Topology: top, Containers: 2, CacheDir: d})
 			if err != nil {
 				t.Fatal(err)
 			}

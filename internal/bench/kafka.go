@@ -13,7 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/ardea-dev/ardea"
-	"github.com/ardea-dev/ardea/scheduler/local"
+	"github.com/ardea-dev/ardea/scheduler/daemon"
 )
 
 // KafkaOptions configures the Kafka benchmark.
@@ -112,7 +112,7 @@ bolts:
 	done := make(chan error, 1)
 	start = time.Now()
 	go func() {
-		_, err := local.Run(runCtx, local.RunOptions{Topology: top, CacheDir: o.CacheDir})
+		_, err := daemon.Run(runCtx, daemon.RunOptions{Topology: top, CacheDir: o.CacheDir})
 		done <- err
 	}()
 	var first time.Time

@@ -11,7 +11,7 @@ import (
 
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/examples/wordcount"
-	"github.com/ardea-dev/ardea/scheduler/local"
+	"github.com/ardea-dev/ardea/scheduler/daemon"
 )
 
 // LocalOptions configures `ardea bench wordcount --local`: the word count
@@ -62,7 +62,7 @@ func WordCountLocal(ctx context.Context, o LocalOptions) (*LocalResult, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	d, err := local.Start(ctx, local.Options{DataDir: dir, Listen: "127.0.0.1:0", HostPath: o.HostPath, HostArgs: o.HostArgs, Logger: log})
+	d, err := daemon.Start(ctx, daemon.Options{DataDir: dir, Listen: "127.0.0.1:0", HostPath: o.HostPath, HostArgs: o.HostArgs, Logger: log})
 	if err != nil {
 		return nil, err
 	}
@@ -91,8 +91,8 @@ func WordCountLocal(ctx context.Context, o LocalOptions) (*LocalResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := local.NewClient(d.URL())
-	if _, err := c.Submit(ctx, local.SubmitRequest{Name: "bench", Spec: string(spec),
+	c := daemon.NewClient(d.URL())
+	if _, err := c.Submit(ctx, daemon.SubmitRequest{Name: "bench", Spec: string(spec),
 		Modules: map[string][]byte{"split": split, "count": count}}); err != nil {
 		return nil, err
 	}
@@ -102,7 +102,7 @@ func WordCountLocal(ctx context.Context, o LocalOptions) (*LocalResult, error) {
 		c.Action(cctx, "bench", "kill", url.Values{}, nil)
 	}()
 
-	counted := func() (int64, *local.Status, error) {
+	counted := func() (int64, *daemon.Status, error) {
 		st, err := c.Status(ctx, "bench")
 		if err != nil {
 			return 0, nil, err

@@ -18,7 +18,7 @@ import (
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/examples/wordcount"
 	"github.com/ardea-dev/ardea/internal/metrics"
-	"github.com/ardea-dev/ardea/scheduler/local"
+	"github.com/ardea-dev/ardea/scheduler/daemon"
 )
 
 // SwapOptions configures the swap benchmark.
@@ -103,17 +103,17 @@ func Swap(ctx context.Context, o SwapOptions) (*SwapResult, error) {
 	// Two versions of count with the same code: the second carries a
 	// custom section, so each swap installs a new version.
 	mods := [][]byte{count, withCustomSection(count, "ardea-bench-swap", "v2")}
-	started := func(d *local.Daemon, name string) {
+	started := func(d *daemon.Daemon, name string) {
 		wg.Go(func() {
 			defer cancel()
 			benchErr = swapLoop(runCtx, o, res, reg, func(i int) (int, error) {
-				r, err := d.Swap(runCtx, name, local.SwapRequest{Component: "count", Module: mods[(i+1)%2],
+				r, err := d.Swap(runCtx, name, daemon.SwapRequest{Component: "count", Module: mods[(i+1)%2],
 					Source: "bench-v" + strconv.Itoa(i), Probation: time.Millisecond})
 				return r.Tasks, err
 			})
 		})
 	}
-	_, err = local.Run(runCtx, local.RunOptions{Topology: t, Containers: o.Containers, CacheDir: o.CacheDir, Metrics: reg,
+	_, err = daemon.Run(runCtx, daemon.RunOptions{Topology: t, Containers: o.Containers, CacheDir: o.CacheDir, Metrics: reg,
 		Started: started,
 		OnSwap: func(ev container.SwapEvent) {
 			mu.Lock()

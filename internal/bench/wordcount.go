@@ -23,7 +23,7 @@ import (
 	"github.com/ardea-dev/ardea/examples/wordcount"
 	"github.com/ardea-dev/ardea/internal/metrics"
 	"github.com/ardea-dev/ardea/internal/tuple"
-	"github.com/ardea-dev/ardea/scheduler/local"
+	"github.com/ardea-dev/ardea/scheduler/daemon"
 )
 
 // WordCountOptions configures the word-count benchmark.
@@ -287,11 +287,11 @@ func (o *WordCountOptions) phase(ctx context.Context, dir string, rate float64, 
 		}
 		end = take()
 	}()
-	ro := local.RunOptions{Topology: t, Containers: o.Containers, Logger: o.Logger, CacheDir: o.CacheDir, Metrics: reg}
+	ro := daemon.RunOptions{Topology: t, Containers: o.Containers, Logger: o.Logger, CacheDir: o.CacheDir, Metrics: reg}
 	if recv != nil {
 		ro.MetricsConfig, ro.MetricsSinks = recv.cfg, recv.extra
 	}
-	res, err := local.Run(runCtx, ro)
+	res, err := daemon.Run(runCtx, ro)
 	cancel()
 	wg.Wait()
 	if err != nil {

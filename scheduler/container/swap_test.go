@@ -10,6 +10,7 @@ import (
 	"github.com/ardea-dev/ardea/examples/wordcount"
 	"github.com/ardea-dev/ardea/host"
 	"github.com/ardea-dev/ardea/internal/testutil"
+	"github.com/ardea-dev/ardea/internal/testutil/wordcounttest"
 )
 
 // swapEvents collects the containers' swap reports.
@@ -41,9 +42,9 @@ func TestSwapKeepsCountsExact(t *testing.T) {
 	want := wordcount.Reference(lines)
 	dir := t.TempDir()
 	in, out := filepath.Join(dir, "in.txt"), filepath.Join(dir, "counts.tsv")
-	writeLines(t, in, lines)
+	wordcounttest.WriteLines(t, in, lines)
 	var evs swapEvents
-	top := wordcountWasmTopology(t, in, out, 2, 2)
+	top := wordcounttest.Topology(t, in, out, 2, 2)
 	// Paced (at least 6 s of input), so that the input cannot run out
 	// before both swaps, however fast or slow (race detector) the run is.
 	top.Component("lines").Config["rate"] = "5000"
@@ -98,7 +99,7 @@ func TestSwapKeepsCountsExact(t *testing.T) {
 		return failed == 2
 	})
 	lt.wait()
-	compareCounts(t, readCounts(t, out), want)
+	wordcounttest.CompareCounts(t, wordcounttest.ReadCounts(t, out), want)
 	for _, ev := range evs.list() {
 		if ev.Version == "trap" && ev.Err != nil && ev.Previous != "rust" {
 			t.Errorf("task %d rolled back to %q, want rust", ev.Task, ev.Previous)

@@ -22,6 +22,7 @@ import (
 	"github.com/ardea-dev/ardea/internal/plan"
 	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/internal/testutil/natstest"
+	"github.com/ardea-dev/ardea/internal/testutil/wordcounttest"
 	"github.com/ardea-dev/ardea/internal/tuple"
 )
 
@@ -222,8 +223,8 @@ func TestLiveRescaleKeepsOtherComponentsRunning(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			in, out := filepath.Join(dir, "in.txt"), filepath.Join(dir, "counts.tsv")
-			writeLines(t, in, lines)
-			lt := startLive(t, wordcountWasmTopology(t, in, out, 2, 2), 2)
+			wordcounttest.WriteLines(t, in, lines)
+			lt := startLive(t, wordcounttest.Topology(t, in, out, 2, 2), 2)
 			before := lt.tasksOf(tc.still)
 			executed := func() int64 { return lt.reg.Component("count").Executed.Load() }
 			for _, step := range tc.steps {
@@ -242,7 +243,7 @@ func TestLiveRescaleKeepsOtherComponentsRunning(t *testing.T) {
 				}
 			}
 			lt.wait()
-			compareCounts(t, readCounts(t, out), want)
+			wordcounttest.CompareCounts(t, wordcounttest.ReadCounts(t, out), want)
 			after := lt.tasksOf(tc.still)
 			for id, tk := range before {
 				if after[id] != tk {
@@ -270,8 +271,8 @@ func TestLiveRescaleChainedSwitchingComponents(t *testing.T) {
 		t.Run(fmt.Sprintf("relay=%v", relay), func(t *testing.T) {
 			dir := t.TempDir()
 			in, out := filepath.Join(dir, "in.txt"), filepath.Join(dir, "counts.tsv")
-			writeLines(t, in, lines)
-			top := wordcountWasmTopology(t, in, out, 2, 2)
+			wordcounttest.WriteLines(t, in, lines)
+			top := wordcounttest.Topology(t, in, out, 2, 2)
 			if relay {
 				top = relayTopology(t, in, out)
 			}
@@ -281,7 +282,7 @@ func TestLiveRescaleChainedSwitchingComponents(t *testing.T) {
 			testutil.Eventually(t, "count to execute 15000 more words", func() bool { return executed() > at+15000 })
 			lt.switchTo(map[string]int{"split": 3, "count": 3}, false)
 			lt.wait()
-			compareCounts(t, readCounts(t, out), want)
+			wordcounttest.CompareCounts(t, wordcounttest.ReadCounts(t, out), want)
 		})
 	}
 }

@@ -243,7 +243,7 @@ func (s *Store) deleteDependents(ctx context.Context, name string) error {
 }
 
 // State is a topology's execution state: the one definition, which the
-// topology manager's state machine runs (scheduler/local/state.go).
+// topology manager's state machine runs (scheduler/daemon/state.go).
 type State string
 
 // Execution states of a topology.

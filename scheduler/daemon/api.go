@@ -1,0 +1,496 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ardea-dev/ardea"
+	"github.com/ardea-dev/ardea/connectors"
+	"github.com/ardea-dev/ardea/scheduler/statemgr"
+	"github.com/ardea-dev/ardea/ui"
+)
+
+// SubmitRequest is POST /api/v1/topologies.
+type SubmitRequest struct {
+	Name string `json:"name"`
+	// Spec is the topology YAML as resolved by the CLI (overrides applied,
+	// built-in file paths absolute).
+	Spec string `json:"spec"`
+	// Modules holds each wasm component's module bytes (base64 in JSON).
+	Modules map[string][]byte `json:"modules"`
+	// Sources names where each module came from (its file on the
+	// submitter's machine): the module's name in errors and history.
+	Sources     map[string]string `json:"sources,omitempty"`
+	Deactivated bool              `json:"deactivated,omitempty"`
+	By          string            `json:"by,omitempty"`
+}
+
+// Summary is one row of GET /api/v1/topologies.
+type Summary struct {
+	Name       string `json:"name"`
+	State      State  `json:"state"`
+	Containers int    `json:"containers"`
+	Instances  int    `json:"instances"`
+	Submitted  string `json:"submitted"`
+}
+
+// UpdateRequest is POST /api/v1/topologies/{name}/update.
+type UpdateRequest struct {
+	Parallelism map[string]int `json:"parallelism"`
+}
+
+func (d *Daemon) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /api/v1/topologies", d.handleList)
+	mux.HandleFunc("POST /api/v1/topologies", d.handleSubmit)
+	mux.HandleFunc("GET /api/v1/topologies/{name}", d.handleStatus)
+	mux.HandleFunc("POST /api/v1/topologies/{name}/{action}", d.handleAction)
+	mux.HandleFunc("GET /api/v1/topologies/{name}/logs", d.handleLogs)
+	mux.HandleFunc("POST /api/v1/topologies/{name}/swap", d.handleSwap)
+	mux.HandleFunc("POST /api/v1/topologies/{name}/rollback", d.handleRollback)
+	mux.HandleFunc("GET /api/v1/topologies/{name}/history", d.handleHistory)
+	mux.HandleFunc("POST /api/v1/topologies/{name}/apply", d.handleApply)
+	mux.HandleFunc("GET /api/v1/topologies/{name}/dlq", d.handleDeadLetters)
+	mux.HandleFunc("POST /api/v1/topologies/{name}/dlq/replay", d.handleDeadLetters)
+	mux.Handle("GET /metrics", d.prom)
+	ui.NewTracker(d).Register(mux)
+	return mux
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeErr(w http.ResponseWriter, err error) {
+	code := http.StatusInternalServerError
+	switch {
+	case errors.Is(err, ErrNotFound), errors.Is(err, statemgr.ErrNotFound):
+		code = http.StatusNotFound
+	case errors.Is(err, ErrExists), errors.Is(err, statemgr.ErrExists):
+		code = http.StatusConflict
+	case errors.Is(err, ErrBadRequest), errors.Is(err, statemgr.ErrInvalid):
+		code = http.StatusBadRequest
+	case errors.Is(err, ErrBadState), errors.Is(err, statemgr.ErrLocked), errors.Is(err, statemgr.ErrConflict):
+		code = http.StatusConflict
+	}
+	ui.WriteErrorCode(w, code, err.Error())
+}
+
+func (d *Daemon) handleList(w http.ResponseWriter, r *http.Request) {
+	tops, err := d.store.ListTopologies(r.Context())
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	out := []Summary{}
+	for _, rec := range tops {
+		s := Summary{Name: rec.Name, Submitted: rec.SubmittedAt.Format(time.RFC3339)}
+		if st, err := d.store.GetState(r.Context(), rec.Name); err == nil {
+			s.State = st.State
+		}
+		if t, err := d.get(rec.Name); err == nil {
+			st := t.status()
+			s.State = st.State
+			s.Containers = len(st.Containers)
+			for _, c := range st.Containers {
+				s.Instances += len(c.Instances)
+			}
+		}
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (d *Daemon) handleSubmit(w http.ResponseWriter, r *http.Request) {
+	var req SubmitRequest
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<30)).Decode(&req); err != nil {
+		writeErr(w, newErr(ErrBadRequest, "submit: %v", err))
+		return
+	}
+	if err := d.Submit(r.Context(), req); err != nil {
+		writeErr(w, err)
+		return
+	}
+	t, err := d.get(req.Name)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, t.status())
+}
+
+// Submit stores a topology and its modules and starts its topology manager.
+func (d *Daemon) Submit(ctx context.Context, req SubmitRequest) error {
+	if _, err := d.store.GetTopology(ctx, req.Name); err == nil {
+		return newErr(ErrExists, "topology %s already exists (kill it first, or submit with another --name)", req.Name)
+	}
+	top, err := parseSpec(req.Name, []byte(req.Spec))
+	if err != nil {
+		return newErr(ErrBadRequest, "%v", err)
+	}
+	if top.Name != req.Name {
+		top.Name = req.Name
+	}
+	mods := map[string]string{}
+	var history []statemgr.ModuleVersion
+	for _, c := range top.Components {
+		if c.ModuleKind().String() == "builtin" {
+			continue
+		}
+		data, ok := req.Modules[c.Name]
+		if !ok {
+			return newErr(ErrBadRequest, "component %s: no module uploaded", c.Name)
+		}
+		sha, err := d.store.PutArtifact(ctx, c.Name+".wasm", data)
+		if err != nil {
+			return fmt.Errorf("component %s: store module: %w", c.Name, err)
+		}
+		mods[c.Name] = sha
+		source := c.Module
+		if s := req.Sources[c.Name]; s != "" {
+			source = s
+		}
+		history = append(history, statemgr.ModuleVersion{Component: c.Name, Version: sha, Source: source,
+			At: time.Now(), By: req.By, Status: VersionActive})
+	}
+	spec, err := top.Format()
+	if err != nil {
+		return err
+	}
+	if _, err := buildPlan(top); err != nil {
+		return newErr(ErrBadRequest, "%v", err)
+	}
+	if _, err := d.store.CreateTopology(ctx, statemgr.Topology{
+		Name: req.Name, Spec: spec, Modules: mods, SubmittedAt: time.Now(), SubmittedBy: req.By, History: history,
+	}); errors.Is(err, statemgr.ErrExists) {
+		return newErr(ErrExists, "topology %s already exists (kill it first, or submit with another --name)", req.Name)
+	} else if err != nil {
+		return err
+	}
+	state := StateRunning
+	if req.Deactivated {
+		state = StatePaused
+	}
+	t := d.newTM(req.Name)
+	if err := t.start(ctx, state); err != nil {
+		_ = d.store.DeleteTopology(context.WithoutCancel(ctx), req.Name)
+		return err
+	}
+	d.mu.Lock()
+	d.tms[req.Name] = t
+	d.mu.Unlock()
+	return nil
+}
+
+func (d *Daemon) handleStatus(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	t, err := d.get(name)
+	if err == nil {
+		writeJSON(w, http.StatusOK, t.status())
+		return
+	}
+	if errors.Is(err, ErrBadState) { // managed by another daemon
+		writeErr(w, err)
+		return
+	}
+	// Not managed now: a finished, failed or killed-but-kept topology.
+	st, err := d.store.GetState(r.Context(), name)
+	if err != nil {
+		writeErr(w, newErr(ErrNotFound, "no topology named %q", name))
+		return
+	}
+	writeJSON(w, http.StatusOK, Status{Name: name, State: st.State, Message: st.Message})
+}
+
+func (d *Daemon) handleAction(w http.ResponseWriter, r *http.Request) {
+	name, action := r.PathValue("name"), r.PathValue("action")
+	t, err := d.get(name)
+	if err != nil {
+		if errors.Is(err, ErrBadState) { // managed by another daemon
+			writeErr(w, err)
+			return
+		}
+		if _, serr := d.store.GetState(r.Context(), name); serr == nil && action == "kill" {
+			// No topology manager: it finished or failed before a daemon
+			// restart. Killing it just removes it.
+			if err := d.removeStored(r.Context(), name, r.URL.Query().Get("keep") == "true"); err != nil {
+				writeErr(w, err)
+				return
+			}
+			writeJSON(w, http.StatusOK, Status{Name: name, State: StateKilled})
+			return
+		}
+		if _, serr := d.store.GetState(r.Context(), name); serr == nil {
+			err = newErr(ErrBadState, "topology %s is not running (it finished, failed or was killed)", name)
+		}
+		writeErr(w, err)
+		return
+	}
+	ctx := r.Context()
+	switch action {
+	case "activate", "deactivate":
+		err = t.setActive(ctx, action == "activate")
+	case "kill":
+		err = t.kill(ctx, r.URL.Query().Get("keep") == "true")
+		if err == nil {
+			d.mu.Lock()
+			delete(d.tms, name)
+			d.mu.Unlock()
+		}
+	case "restart":
+		c := 0
+		if v := r.URL.Query().Get("container"); v != "" {
+			if c, err = strconv.Atoi(v); err != nil {
+				err = newErr(ErrBadRequest, "container %q", v)
+			}
+		}
+		if err == nil {
+			err = t.restart(ctx, c)
+		}
+	case "update":
+		var req UpdateRequest
+		if err = json.NewDecoder(r.Body).Decode(&req); err != nil {
+			err = newErr(ErrBadRequest, "update: %v", err)
+		} else {
+			err = t.update(ctx, req.Parallelism)
+		}
+	default:
+		err = newErr(ErrNotFound, "unknown action %q (activate, deactivate, kill, restart, update)", action)
+	}
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	if action == "kill" {
+		writeJSON(w, http.StatusOK, Status{Name: name, State: StateKilled})
+		return
+	}
+	writeJSON(w, http.StatusOK, t.status())
+}
+
+// handleLogs serves a container's log lines, filtered to one component or
+// instance: ?instance=count/2 or ?instance=count, ?container=N, ?lines=N.
+func (d *Daemon) handleLogs(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	t, err := d.get(name)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	q := r.URL.Query()
+	lines := 200
+	if v := q.Get("lines"); v != "" {
+		if lines, err = strconv.Atoi(v); err != nil || lines < 1 {
+			writeErr(w, newErr(ErrBadRequest, "lines %q", v))
+			return
+		}
+	}
+	var containers []int
+	component, task := "", uint32(0)
+	if inst := q.Get("instance"); inst != "" {
+		comp, idx, hasIdx := strings.Cut(inst, "/")
+		component = comp
+		if hasIdx {
+			i, err := strconv.Atoi(idx)
+			if err != nil {
+				writeErr(w, newErr(ErrBadRequest, "instance %q: want component/index", inst))
+				return
+			}
+			c, id, err := t.containerOf(comp, i)
+			if err != nil {
+				writeErr(w, err)
+				return
+			}
+			containers, task = []int{c}, id
+		} else if _, _, err := t.containerOf(comp, 0); err != nil {
+			writeErr(w, err)
+			return
+		}
+	}
+	if v := q.Get("container"); v != "" {
+		c, err := strconv.Atoi(v)
+		if err != nil {
+			writeErr(w, newErr(ErrBadRequest, "container %q", v))
+			return
+		}
+		containers = []int{c}
+	}
+	if containers == nil {
+		for _, c := range t.status().Containers {
+			containers = append(containers, c.ID)
+		}
+	}
+	// Each container's last matching lines, read from the end of its log.
+	var out []string
+	for _, c := range containers {
+		tail, err := tailLines(d.sup.LogPath(t.procID(c)), lines, func(l string) bool { return keepLine(l, component, task) })
+		if err != nil {
+			continue // no log yet
+		}
+		out = append(out, tail...)
+	}
+	if len(out) > lines {
+		out = out[len(out)-lines:]
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// keepLine filters JSON log lines by component and task.
+func keepLine(line, component string, task uint32) bool {
+	if component == "" {
+		return true
+	}
+	var rec map[string]any
+	if json.Unmarshal([]byte(line), &rec) != nil {
+		return false
+	}
+	if rec["component"] != component {
+		return false
+	}
+	if task == 0 {
+		return true
+	}
+	n, ok := rec["task"].(float64)
+	return ok && uint32(n) == task
+}
+
+func (d *Daemon) handleSwap(w http.ResponseWriter, r *http.Request) {
+	t, err := d.get(r.PathValue("name"))
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	var req SwapRequest
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		writeErr(w, newErr(ErrBadRequest, "swap: %v", err))
+		return
+	}
+	res, err := t.swap(r.Context(), req)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+// Swap swaps a component's module in a running topology (POST
+// .../swap): validated, on probation, committed or rolled back.
+func (d *Daemon) Swap(ctx context.Context, name string, req SwapRequest) (SwapResult, error) {
+	t, err := d.get(name)
+	if err != nil {
+		return SwapResult{}, err
+	}
+	return t.swap(ctx, req)
+}
+
+func (d *Daemon) handleRollback(w http.ResponseWriter, r *http.Request) {
+	t, err := d.get(r.PathValue("name"))
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	comp := r.URL.Query().Get("component")
+	if comp == "" {
+		writeErr(w, newErr(ErrBadRequest, "rollback: no component given"))
+		return
+	}
+	res, err := t.rollbackModule(r.Context(), comp, r.URL.Query().Get("by"))
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+// handleHistory lists every module version of every component.
+func (d *Daemon) handleHistory(w http.ResponseWriter, r *http.Request) {
+	rec, err := d.store.GetTopology(r.Context(), r.PathValue("name"))
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, rec.History)
+}
+
+func (d *Daemon) handleApply(w http.ResponseWriter, r *http.Request) {
+	t, err := d.get(r.PathValue("name"))
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	var req ApplyRequest
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		writeErr(w, newErr(ErrBadRequest, "apply: %v", err))
+		return
+	}
+	res, err := t.apply(r.Context(), req)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+// DeadLetterResult is what GET/POST .../dlq answer: the dead letters of
+// the topology's spouts (listed, or replayed into their sources).
+type DeadLetterResult struct {
+	Replayed    bool                    `json:"replayed"`
+	DeadLetters []connectors.DeadLetter `json:"dead_letters"`
+}
+
+// handleDeadLetters lists (GET) or replays (POST .../dlq/replay) the dead
+// letters of every spout that keeps them, or of ?component= only.
+func (d *Daemon) handleDeadLetters(w http.ResponseWriter, r *http.Request) {
+	t, err := d.get(r.PathValue("name"))
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	t.mu.Lock()
+	top := t.top
+	t.mu.Unlock()
+	if top == nil {
+		writeErr(w, newErr(ErrNotFound, "topology %q is not loaded yet", t.name))
+		return
+	}
+	only := r.URL.Query().Get("component")
+	replay := r.Method == http.MethodPost
+	res := DeadLetterResult{Replayed: replay, DeadLetters: []connectors.DeadLetter{}}
+	found := false
+	for _, c := range top.Components {
+		builtin, ok := strings.CutPrefix(c.Module, ardea.BuiltinPrefix)
+		if c.Kind != ardea.Spout || (only != "" && c.Name != only) || !ok {
+			continue
+		}
+		found = found || only != ""
+		cfg := connectors.ResolvePaths(string(c.Kind), builtin, c.Config, top.Path)
+		list := connectors.DeadLetters
+		if replay {
+			list = connectors.ReplayDeadLetters
+		}
+		dl, err := list(r.Context(), top.Name, c.Name, c.Module, cfg)
+		if errors.Is(err, connectors.ErrNoDeadLetters) && only == "" {
+			continue
+		}
+		if err != nil {
+			writeErr(w, newErr(ErrBadRequest, "%v", err))
+			return
+		}
+		res.DeadLetters = append(res.DeadLetters, dl...)
+	}
+	if only != "" && !found {
+		writeErr(w, newErr(ErrNotFound, "topology %q has no built-in spout %q", t.name, only))
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}

@@ -1,0 +1,238 @@
+package daemon
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ardea-dev/ardea"
+	"github.com/ardea-dev/ardea/scheduler/ctl"
+	"github.com/ardea-dev/ardea/scheduler/statemgr"
+)
+
+// ApplyRequest is POST /api/v1/topologies/{name}/apply: a topology file
+// resolved by the CLI as for a submit.
+type ApplyRequest struct {
+	Spec    string            `json:"spec"`
+	Modules map[string][]byte `json:"modules"`
+	DryRun  bool              `json:"dry_run,omitempty"`
+	By      string            `json:"by,omitempty"`
+}
+
+// Change is one difference between the running topology and a file.
+type Change struct {
+	Kind      string `json:"kind"` // add, remove, parallelism, module, inputs, config, outputs
+	Component string `json:"component"`
+	Detail    string `json:"detail"`
+}
+
+// ApplyResult is the diff, how it is (or would be) applied, and the plan.
+type ApplyResult struct {
+	Changes []Change `json:"changes"`
+	// How: "nothing", "swap" (module changes only, task by task), "live
+	// rescale" (parallelism only), or "paused" (the spouts pause while the
+	// plan changes; state is kept by key group).
+	How         string         `json:"how"`
+	Parallelism map[string]int `json:"parallelism"`
+	Containers  int            `json:"containers"`
+	Applied     bool           `json:"applied"`
+	Took        string         `json:"took,omitempty"`
+}
+
+func digest(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// diffTopologies lists what changes from cur (with its module digests) to
+// next (with its module bytes).
+func diffTopologies(cur *ardea.Topology, curMods map[string]string, next *ardea.Topology, nextMods map[string][]byte) []Change {
+	var out []Change
+	for _, c := range next.Components {
+		old := cur.Component(c.Name)
+		if old == nil {
+			out = append(out, Change{"add", c.Name, fmt.Sprintf("%s %s, parallelism %d, inputs %s", c.Kind, c.Module, c.Parallelism, inputsOf(c))})
+			continue
+		}
+		if old.Parallelism != c.Parallelism {
+			out = append(out, Change{"parallelism", c.Name, fmt.Sprintf("%d -> %d", old.Parallelism, c.Parallelism)})
+		}
+		if b, ok := nextMods[c.Name]; ok && digest(b) != curMods[c.Name] {
+			out = append(out, Change{"module", c.Name, fmt.Sprintf("%s -> %s", short(curMods[c.Name]), short(digest(b)))})
+		} else if (old.ModuleKind() == ardea.ModuleBuiltin || c.ModuleKind() == ardea.ModuleBuiltin) && old.Module != c.Module {
+			out = append(out, Change{"module", c.Name, old.Module + " -> " + c.Module})
+		}
+		if a, b := inputsOf(old), inputsOf(c); a != b {
+			out = append(out, Change{"inputs", c.Name, a + " -> " + b})
+		}
+		if !maps.Equal(old.Config, c.Config) {
+			out = append(out, Change{"config", c.Name, fmt.Sprintf("%v -> %v", old.Config, c.Config)})
+		}
+		if fmt.Sprint(old.Outputs) != fmt.Sprint(c.Outputs) {
+			out = append(out, Change{"outputs", c.Name, fmt.Sprintf("%v -> %v", old.Outputs, c.Outputs)})
+		}
+	}
+	for _, c := range cur.Components {
+		if next.Component(c.Name) == nil {
+			out = append(out, Change{"remove", c.Name, fmt.Sprintf("%s %s, parallelism %d", c.Kind, c.Module, c.Parallelism)})
+		}
+	}
+	return out
+}
+
+func inputsOf(c *ardea.Component) string {
+	var parts []string
+	for _, in := range c.Inputs {
+		p := in.From + ":" + in.StreamName() + ":" + in.GroupingName()
+		if len(in.Fields) > 0 {
+			p += "(" + strings.Join(in.Fields, ",") + ")"
+		}
+		parts = append(parts, p)
+	}
+	slices.Sort(parts)
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, " ")
+}
+
+// apply changes the running topology into the one in req: module changes
+// alone are swapped task by task, parallelism changes alone rescale live,
+// anything else (components added or removed, inputs regrouped, config)
+// replans with the spouts paused, keeping every kept component's state by
+// key group. Changes that cannot be applied are refused with the reason
+// before anything changes.
+func (t *tm) apply(ctx context.Context, req ApplyRequest) (ApplyResult, error) {
+	ctx = context.WithoutCancel(ctx)
+	start := time.Now()
+	next, err := parseSpec(t.name, []byte(req.Spec))
+	if err != nil {
+		return ApplyResult{}, newErr(ErrBadRequest, "apply to topology %s: %v", t.name, err)
+	}
+	next.Name = t.name
+	t.mu.Lock()
+	cur, doc, state, eo := t.top.Clone(), t.doc, t.state, t.ckpt != nil
+	t.mu.Unlock()
+	if state != StateRunning && state != StatePaused {
+		return ApplyResult{}, newErr(ErrBadState, "cannot apply to topology %s: it is %s", t.name, state)
+	}
+	rec, err := t.d.store.GetTopology(ctx, t.name)
+	if err != nil {
+		return ApplyResult{}, err
+	}
+	changes := diffTopologies(cur, rec.Modules, next, req.Modules)
+	res := ApplyResult{Changes: changes, Parallelism: map[string]int{}}
+	for _, c := range next.Components {
+		res.Parallelism[c.Name] = c.Parallelism
+	}
+	kinds := map[string]bool{}
+	for _, ch := range changes {
+		kinds[ch.Kind] = true
+	}
+	for _, c := range next.Components {
+		if old := cur.Component(c.Name); old != nil && old.Kind != c.Kind {
+			return res, newErr(ErrBadRequest, "apply to topology %s refused: component %s changes from %s to %s; remove it and add it under another name", t.name, c.Name, old.Kind, c.Kind)
+		}
+		if c.ModuleKind() != ardea.ModuleBuiltin {
+			if _, ok := req.Modules[c.Name]; !ok {
+				return res, newErr(ErrBadRequest, "apply to topology %s: component %s: no module uploaded", t.name, c.Name)
+			}
+		}
+	}
+	p, err := buildPlanContainers(next, doc.Plan.Containers)
+	if err != nil {
+		return res, newErr(ErrBadRequest, "apply to topology %s refused: %v", t.name, err)
+	}
+	res.Containers = p.Containers
+	switch {
+	case len(changes) == 0:
+		res.How = "nothing"
+	case len(kinds) == 1 && kinds["module"] && !hasBuiltinSwap(changes, cur, next):
+		res.How = "swap"
+	case len(kinds) == 1 && kinds["parallelism"]:
+		res.How = "live rescale"
+	default:
+		res.How = "paused"
+	}
+	if eo && res.How == "live rescale" {
+		res.How = "paused" // effectively once, a new plan starts a new checkpoint series
+	}
+	if req.DryRun || res.How == "nothing" {
+		return res, nil
+	}
+	switch res.How {
+	case "swap":
+		for _, ch := range changes {
+			if _, err := t.swap(ctx, SwapRequest{Component: ch.Component, Module: req.Modules[ch.Component], Source: next.Component(ch.Component).Module, By: req.By}); err != nil {
+				return res, err
+			}
+		}
+	case "live rescale":
+		par := map[string]int{}
+		for _, ch := range changes {
+			par[ch.Component] = next.Component(ch.Component).Parallelism
+		}
+		if err := t.update(ctx, par); err != nil {
+			return res, err
+		}
+	case "paused":
+		if err := t.applyPaused(ctx, next, doc, req, rec); err != nil {
+			return res, err
+		}
+	}
+	res.Applied, res.Took = true, time.Since(start).Round(time.Millisecond).String()
+	t.log.Info("topology changed", "how", res.How, "changes", len(changes), "took", res.Took)
+	return res, nil
+}
+
+// hasBuiltinSwap reports a module change to or from a built-in component,
+// which a swap cannot do.
+func hasBuiltinSwap(changes []Change, cur, next *ardea.Topology) bool {
+	for _, ch := range changes {
+		if ch.Kind == "module" && (cur.Component(ch.Component).ModuleKind() == ardea.ModuleBuiltin || next.Component(ch.Component).ModuleKind() == ardea.ModuleBuiltin) {
+			return true
+		}
+	}
+	return false
+}
+
+// applyPaused stores next's modules and replans with the spouts paused.
+func (t *tm) applyPaused(ctx context.Context, next *ardea.Topology, doc ctl.PlanDoc, req ApplyRequest, rec statemgr.Topology) error {
+	ctx, done, err := t.beginOp(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	defer t.holdBase(rec)()
+	mods := map[string]string{}
+	for _, c := range next.Components {
+		if c.ModuleKind() == ardea.ModuleBuiltin {
+			continue
+		}
+		data := req.Modules[c.Name]
+		if err := t.d.validate(ctx, c.Name+".wasm", c.Kind, data); err != nil {
+			return newErr(ErrBadRequest, "apply to topology %s refused, nothing changed: component %s: %v", t.name, c.Name, err)
+		}
+		sha, err := t.d.store.PutArtifact(ctx, c.Name+".wasm", data)
+		if err != nil {
+			return err
+		}
+		mods[c.Name] = sha
+		if rec.Modules[c.Name] != sha {
+			t.record(ctx, statemgr.ModuleVersion{Component: c.Name, Version: sha, Previous: rec.Modules[c.Name], Source: c.Module,
+				At: time.Now(), By: req.By, Status: VersionActive}, "")
+		}
+	}
+	p, err := buildPlanContainers(next, doc.Plan.Containers)
+	if err != nil {
+		return newErr(ErrBadRequest, "%v", err)
+	}
+	t.setMessage("applying a changed topology (paused)")
+	defer t.setMessage("")
+	return t.replanPaused(ctx, next, doc, p, mods)
+}

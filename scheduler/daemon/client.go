@@ -1,0 +1,208 @@
+package daemon
+
+import (
+	"github.com/ardea-dev/ardea/sinks"
+
+	"github.com/ardea-dev/ardea/ui"
+
+	"github.com/ardea-dev/ardea/scheduler/statemgr"
+
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Client talks to a daemon's API.
+type Client struct {
+	Base string // e.g. http://127.0.0.1:7780
+	HTTP *http.Client
+}
+
+// NewClient makes a client for server ("host:port" or a URL).
+func NewClient(server string) *Client {
+	if !strings.Contains(server, "://") {
+		server = "http://" + server
+	}
+	return &Client{Base: strings.TrimRight(server, "/"), HTTP: &http.Client{Timeout: 10 * time.Minute}}
+}
+
+// ErrUnreachable is returned when no daemon answers.
+var ErrUnreachable = errors.New("no ardea daemon answers")
+
+func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.Base+path, rd)
+	if err != nil {
+		return err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.HTTP.Do(req)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) && ctx.Err() == nil {
+			return fmt.Errorf("%w at %s (start one with `ardea local`, or point --server / ARDEA_SERVER at it): %v", ErrUnreachable, c.Base, ue.Err)
+		}
+		return err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode >= 300 {
+		var ae ui.Error
+		if json.Unmarshal(data, &ae) == nil && ae.Message != "" {
+			return &APIError{Status: resp.StatusCode, Message: ae.Message}
+		}
+		return &APIError{Status: resp.StatusCode, Message: strings.TrimSpace(string(data))}
+	}
+	if out != nil {
+		return json.Unmarshal(data, out)
+	}
+	return nil
+}
+
+// APIError is an error the daemon returned.
+type APIError struct {
+	Status  int
+	Message string
+}
+
+func (e *APIError) Error() string { return e.Message }
+
+// NotFound reports whether err is the daemon's 404.
+func NotFound(err error) bool {
+	var ae *APIError
+	return errors.As(err, &ae) && ae.Status == http.StatusNotFound
+}
+
+func (c *Client) List(ctx context.Context) ([]Summary, error) {
+	var out []Summary
+	return out, c.do(ctx, http.MethodGet, "/api/v1/topologies", nil, &out)
+}
+
+func (c *Client) Submit(ctx context.Context, req SubmitRequest) (Status, error) {
+	var out Status
+	return out, c.do(ctx, http.MethodPost, "/api/v1/topologies", req, &out)
+}
+
+func (c *Client) Status(ctx context.Context, name string) (Status, error) {
+	var out Status
+	return out, c.do(ctx, http.MethodGet, "/api/v1/topologies/"+url.PathEscape(name), nil, &out)
+}
+
+// Action runs activate, deactivate, kill, restart or update.
+func (c *Client) Action(ctx context.Context, name, action string, query url.Values, body any) (Status, error) {
+	var out Status
+	p := "/api/v1/topologies/" + url.PathEscape(name) + "/" + action
+	if len(query) > 0 {
+		p += "?" + query.Encode()
+	}
+	return out, c.do(ctx, http.MethodPost, p, body, &out)
+}
+
+// Logs returns log lines of a topology, optionally of one instance
+// ("count/2") or component ("count").
+func (c *Client) Logs(ctx context.Context, name, instance string, lines int) ([]string, error) {
+	q := url.Values{}
+	if instance != "" {
+		q.Set("instance", instance)
+	}
+	if lines > 0 {
+		q.Set("lines", fmt.Sprint(lines))
+	}
+	var out []string
+	return out, c.do(ctx, http.MethodGet, "/api/v1/topologies/"+url.PathEscape(name)+"/logs?"+q.Encode(), nil, &out)
+}
+
+// Swap replaces a component's module in a running topology.
+func (c *Client) Swap(ctx context.Context, name string, req SwapRequest) (SwapResult, error) {
+	var out SwapResult
+	return out, c.do(ctx, http.MethodPost, "/api/v1/topologies/"+url.PathEscape(name)+"/swap", req, &out)
+}
+
+// Rollback swaps a component back to its previous version.
+func (c *Client) Rollback(ctx context.Context, name, component, by string) (SwapResult, error) {
+	var out SwapResult
+	q := url.Values{"component": {component}, "by": {by}}
+	return out, c.do(ctx, http.MethodPost, "/api/v1/topologies/"+url.PathEscape(name)+"/rollback?"+q.Encode(), nil, &out)
+}
+
+// History lists every module version of every component of a topology.
+func (c *Client) History(ctx context.Context, name string) ([]statemgr.ModuleVersion, error) {
+	var out []statemgr.ModuleVersion
+	return out, c.do(ctx, http.MethodGet, "/api/v1/topologies/"+url.PathEscape(name)+"/history", nil, &out)
+}
+
+// Apply changes a running topology into the one in req (or, with DryRun,
+// only says how).
+func (c *Client) Apply(ctx context.Context, name string, req ApplyRequest) (ApplyResult, error) {
+	var out ApplyResult
+	return out, c.do(ctx, http.MethodPost, "/api/v1/topologies/"+url.PathEscape(name)+"/apply", req, &out)
+}
+
+// DeadLetters lists the dead letters of a topology's spouts (component ""
+// means all), or with replay sends them back to their sources.
+func (c *Client) DeadLetters(ctx context.Context, name, component string, replay bool) (DeadLetterResult, error) {
+	var out DeadLetterResult
+	path, method := "/api/v1/topologies/"+url.PathEscape(name)+"/dlq", http.MethodGet
+	if replay {
+		path, method = path+"/replay", http.MethodPost
+	}
+	if component != "" {
+		path += "?component=" + url.QueryEscape(component)
+	}
+	return out, c.do(ctx, method, path, nil, &out)
+}
+
+// LogicalPlan is the tracker's logical plan.
+func (c *Client) LogicalPlan(ctx context.Context, name string) (ui.LogicalPlan, error) {
+	var out ui.LogicalPlan
+	return out, c.do(ctx, http.MethodGet, "/api/v1/topologies/"+url.PathEscape(name)+"/logicalplan", nil, &out)
+}
+
+// Metrics is the tracker's /metrics for one component: names empty asks
+// for all; interval in seconds.
+func (c *Client) Metrics(ctx context.Context, name, component string, names []string, interval int64) (ui.MetricsAnswer, error) {
+	q := url.Values{"component": {component}, "metricname": names}
+	if interval > 0 {
+		q.Set("interval", fmt.Sprint(interval))
+	}
+	var out ui.MetricsAnswer
+	return out, c.do(ctx, http.MethodGet, "/api/v1/topologies/"+url.PathEscape(name)+"/metrics?"+q.Encode(), nil, &out)
+}
+
+// ExceptionSummary is the tracker's exceptions folded over instances.
+func (c *Client) ExceptionSummary(ctx context.Context, name, component string) ([]sinks.Exception, error) {
+	q := url.Values{}
+	if component != "" {
+		q.Set("component", component)
+	}
+	var out []sinks.Exception
+	return out, c.do(ctx, http.MethodGet, "/api/v1/topologies/"+url.PathEscape(name)+"/exceptionsummary?"+q.Encode(), nil, &out)
+}
+
+// ContainerLogs is a container's last lines.
+func (c *Client) ContainerLogs(ctx context.Context, name string, container, lines int) ([]string, error) {
+	var out struct {
+		Lines []string `json:"lines"`
+	}
+	p := fmt.Sprintf("/api/v1/topologies/%s/containers/%d/logs?lines=%d", url.PathEscape(name), container, lines)
+	return out.Lines, c.do(ctx, http.MethodGet, p, nil, &out)
+}

@@ -1,0 +1,400 @@
+// Package daemon is `ardea local`: one daemon on one machine with an
+// embedded NATS server (JetStream on, data under the data dir), the state
+// manager on it, the HTTP+JSON API the CLI talks to, a topology manager per
+// topology, and a supervisor that runs each container as its own `ardea
+// host` process and restarts it when it dies.
+//
+// A topology manager (tm.go) is a state machine (state.go: typed states, a
+// transition table, every change logged and shown by status). It talks to
+// its containers only through the typed control gateway (ctl.Commands,
+// over NATS) and receives their reports as a ctl.Manager; the plan it
+// publishes is state in the state manager, which the containers watch.
+//
+// Goroutines: the daemon owns its HTTP servers' (d.servers, waited for by
+// Close); each TM owns every goroutine it starts (tm.goroutine: its lock
+// keeper, heartbeat watch, checkpoint coordinator, recovery loop, finish,
+// failure), and stopTM waits for them; the NATS client runs the report
+// callbacks; the launcher owns the host processes' waiters.
+//
+// Lock order: Daemon.mu before tm.mu; tm.opMu (one lifecycle operation at
+// a time) before tm.pubMu (a plan publication) before tm.mu (the TM's
+// fields). No caller of tm.ctl holds tm.mu (a request asks tm for the
+// containers that are up). A goroutine that waits for opMu gives up when
+// the TM stops (lockOp): kill holds opMu while it waits for them.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ardea-dev/ardea/scheduler/container"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/ardea-dev/ardea/bus"
+	"github.com/ardea-dev/ardea/host"
+	"github.com/ardea-dev/ardea/internal/checkpoint"
+	"github.com/ardea-dev/ardea/internal/metrics"
+	"github.com/ardea-dev/ardea/scheduler/launcher"
+	"github.com/ardea-dev/ardea/scheduler/statemgr"
+	"github.com/ardea-dev/ardea/sinks"
+	"github.com/ardea-dev/ardea/ui"
+)
+
+// DefaultListen is where the API listens and the CLI looks by default.
+const DefaultListen = "127.0.0.1:7780"
+
+// Options configures the daemon.
+type Options struct {
+	DataDir string // NATS storage, logs, compilation cache
+	Listen  string // API address (default DefaultListen; port 0 picks one)
+	// HostPath and HostArgs start a container: HostPath HostArgs... --nats
+	// URL --tenant T --topology NAME --container N --data-dir D. The CLI
+	// passes its own executable and "host".
+	HostPath string
+	HostArgs []string
+	Tenant   string
+	Logger   *slog.Logger
+	// TMLockTTL is the topology managers' lock TTL (10s); a daemon that
+	// stalls longer loses its locks.
+	TMLockTTL time.Duration
+	// MaxRestarts and Backoff tune the supervisor (zero: its defaults).
+	MaxRestarts int
+	Backoff     launcher.BackoffPolicy
+	// Metrics is the deployment's metrics section (nil: collection on,
+	// forwarded to the TMs, no external sinks). Its Prometheus listener,
+	// if any, serves the same exposition as the API's /metrics.
+	Metrics *sinks.Config
+
+	// InProcess runs every container as goroutines of this process (the
+	// same host code, over in-process NATS connections and the TMs'
+	// in-process gateways) instead of `ardea host` processes: `ardea run`.
+	// HostPath is then not needed. FailFast fails a topology when a
+	// container fails instead of restarting it (in process only).
+	InProcess bool
+	FailFast  bool
+	// NoAPI starts no HTTP API (nor Prometheus listener): a daemon driven
+	// through its methods (`ardea run`).
+	NoAPI bool
+	// CacheDir holds the compilation cache (CacheDir/wazero); default
+	// DataDir.
+	CacheDir string
+	// Registry receives the in-process containers' instance metrics (nil:
+	// one per container run). OnContainerStop hears each in-process
+	// container a host stops, before it is closed; OnSwap each task's swap
+	// event.
+	Registry        *metrics.Registry
+	OnContainerStop func(*container.Container)
+	OnSwap          func(container.SwapEvent)
+	// CheckpointStore keeps effectively-once checkpoints (in process only;
+	// nil: the tenant's JetStream object store). Bus tunes the in-process
+	// containers' stream managers. MetricsSinks hear every metrics batch
+	// the TMs receive, beside the daemon's own Prometheus exposition.
+	CheckpointStore checkpoint.Store
+	Bus             bus.Options
+	MetricsSinks    map[string]sinks.Sink
+}
+
+// Daemon is a running `ardea local`.
+type Daemon struct {
+	// ctx is the daemon's lifetime: Start's values without its
+	// cancellation (the daemon ends at Close, not when Start returns).
+	ctx   context.Context
+	o     Options
+	id    string
+	log   *slog.Logger
+	srv   *bus.Server
+	nc    *nats.Conn
+	store *statemgr.Store
+	sup   containerRuntime // processes (launcher) or in process (inproc.go)
+	ln    net.Listener
+	http  *http.Server
+	// endRequests cancels every request's context (event streams).
+	endRequests context.CancelFunc
+	langs       moduleLanguages
+	// servers waits for the API's and the Prometheus exposition's Serve
+	// goroutines (Close shuts the servers down, then waits).
+	servers sync.WaitGroup
+
+	mu  sync.Mutex
+	tms map[string]*tm
+
+	// prom is every topology's latest metrics as a Prometheus exposition.
+	prom     *sinks.Prometheus
+	promHTTP *http.Server
+
+	// validator compiles swapped-in modules before anything changes.
+	validatorOnce sync.Once
+	validator     *host.Runtime
+	validatorErr  error
+}
+
+// Start starts the daemon and resumes the topologies the state manager
+// holds as running or paused.
+func Start(ctx context.Context, o Options) (*Daemon, error) {
+	if o.DataDir == "" {
+		return nil, errors.New("local: a data dir is required")
+	}
+	if o.HostPath == "" && !o.InProcess {
+		return nil, errors.New("local: no host command")
+	}
+	if !o.InProcess && (o.CheckpointStore != nil || o.Registry != nil || o.OnContainerStop != nil || o.OnSwap != nil) {
+		return nil, errors.New("local: a checkpoint store, a registry, OnContainerStop or OnSwap needs in-process containers")
+	}
+	if o.Listen == "" {
+		o.Listen = DefaultListen
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	// One daemon per data dir: an id stable across restarts lets a daemon
+	// take over the TM locks a killed predecessor still holds.
+	abs, err := filepath.Abs(o.DataDir)
+	if err != nil {
+		return nil, fmt.Errorf("local: data dir: %w", err)
+	}
+	hn, _ := os.Hostname()
+	d := &Daemon{ctx: context.WithoutCancel(ctx), o: o, id: "ardea-local@" + hn + ":" + abs, log: log, tms: map[string]*tm{}, prom: sinks.NewPrometheus()}
+	if err := o.Metrics.Validate(); err != nil {
+		return nil, fmt.Errorf("local: %w", err)
+	}
+	for _, dir := range []string{filepath.Join(o.DataDir, "nats"), filepath.Join(o.DataDir, "logs"), filepath.Join(d.cacheDir(), "wazero")} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("local: data dir: %w", err)
+		}
+	}
+	if !o.NoAPI {
+		if d.ln, err = net.Listen("tcp", o.Listen); err != nil {
+			return nil, fmt.Errorf("local: API listen on %s: %w", o.Listen, err)
+		}
+	}
+	if d.srv, err = bus.StartServer(ctx, bus.ServerOptions{Logger: log, JetStream: true, StoreDir: filepath.Join(o.DataDir, "nats"), Port: -1}); err != nil {
+		d.closeListener()
+		return nil, err
+	}
+	if d.nc, err = nats.Connect(d.srv.ClientURL(), nats.Name("ardea-local"), nats.InProcessServer(d.srv.NATS())); err != nil {
+		d.srv.Shutdown()
+		d.closeListener()
+		return nil, fmt.Errorf("local: connect to NATS: %w", err)
+	}
+	if d.store, err = statemgr.Open(ctx, d.nc, statemgr.Options{Tenant: o.Tenant, Logger: log}); err != nil {
+		d.Close(d.ctx)
+		return nil, err
+	}
+	if o.InProcess {
+		d.sup = newInProcess(d)
+	} else {
+		d.sup = processes{Supervisor: launcher.New(launcher.Options{Logger: log, LogDir: filepath.Join(o.DataDir, "logs"),
+			MaxRestarts: o.MaxRestarts, Backoff: o.Backoff, OnChange: d.onProcess}), d: d}
+	}
+	if !o.NoAPI {
+		// Requests' contexts end at Close, so the UI's event streams let the
+		// server shut down.
+		baseCtx, endRequests := context.WithCancel(d.ctx)
+		d.endRequests = endRequests
+		d.http = &http.Server{Handler: d.routes(), ReadHeaderTimeout: 10 * time.Second,
+			BaseContext: func(net.Listener) context.Context { return baseCtx }}
+		ln := d.ln
+		d.servers.Go(func() {
+			if err := d.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error("API server", "err", err)
+			}
+		})
+	}
+	if addr := o.Metrics.PrometheusListen(); addr != "" {
+		pln, err := net.Listen("tcp", addr)
+		if err != nil {
+			d.Close(d.ctx)
+			return nil, fmt.Errorf("local: metrics.prometheus.listen %s: %w", addr, err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", d.prom)
+		d.promHTTP = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		d.servers.Go(func() { _ = d.promHTTP.Serve(pln) })
+		log.Info("prometheus exposition", "url", "http://"+pln.Addr().String()+"/metrics")
+	}
+	if err := d.resume(ctx); err != nil {
+		d.Close(d.ctx)
+		return nil, err
+	}
+	log.Info("ardea local started", "api", d.URL(), "nats", d.srv.ClientURL(), "data_dir", o.DataDir, "in_process", o.InProcess)
+	return d, nil
+}
+
+// URL is the API's base URL ("" without an API).
+func (d *Daemon) URL() string {
+	if d.ln == nil {
+		return ""
+	}
+	return "http://" + d.ln.Addr().String()
+}
+
+func (d *Daemon) closeListener() {
+	if d.ln != nil {
+		d.ln.Close()
+	}
+}
+
+// cacheDir holds the compilation cache (its wazero folder).
+func (d *Daemon) cacheDir() string {
+	if d.o.CacheDir != "" {
+		return d.o.CacheDir
+	}
+	return d.o.DataDir
+}
+
+// NATSURL is the embedded NATS server's client URL.
+func (d *Daemon) NATSURL() string { return d.srv.ClientURL() }
+
+// resume restarts a topology manager for every topology stored as running
+// or paused (after a daemon restart).
+func (d *Daemon) resume(ctx context.Context) error {
+	tops, err := d.store.ListTopologies(ctx)
+	if err != nil {
+		return err
+	}
+	for _, rec := range tops {
+		st, err := d.store.GetState(ctx, rec.Name)
+		if err != nil {
+			d.log.Warn("topology without an execution state", "topology", rec.Name, "err", err)
+			continue
+		}
+		if !live(st.State) {
+			continue
+		}
+		t := d.newTM(rec.Name)
+		if err := t.start(ctx, st.State); err != nil {
+			d.log.Error("resume topology", "topology", rec.Name, "err", err)
+			var p permanent
+			if errors.As(err, &p) {
+				// It can never run again (no restorable checkpoint): its
+				// terminal state, with the reason.
+				msg := "could not resume after a daemon restart: " + err.Error()
+				if _, serr := d.store.SetState(ctx, rec.Name, statemgr.ExecState{State: StateFailed, Message: msg, Updated: time.Now()}); serr != nil {
+					d.log.Error("record FAILED", "topology", rec.Name, "err", serr)
+				}
+			}
+			continue
+		}
+		d.mu.Lock()
+		d.tms[rec.Name] = t
+		d.mu.Unlock()
+		d.log.Info("topology resumed", "topology", rec.Name, "state", st.State)
+	}
+	return nil
+}
+
+// Close stops every container process, the API and NATS. Topologies stay
+// in the state manager and resume at the next Start.
+func (d *Daemon) Close(ctx context.Context) error {
+	d.mu.Lock()
+	tms := d.tms
+	d.tms = map[string]*tm{}
+	d.mu.Unlock()
+	for _, t := range tms {
+		t.stopTM()
+	}
+	var errs []error
+	if d.sup != nil {
+		errs = append(errs, d.sup.Close(ctx))
+	}
+	if d.http != nil {
+		d.endRequests()
+		errs = append(errs, d.http.Shutdown(ctx))
+	}
+	if d.promHTTP != nil {
+		errs = append(errs, d.promHTTP.Shutdown(ctx))
+	}
+	d.servers.Wait()
+	// No request validates a module any more: the validator's runtime
+	// (made at the first swap or apply, if any) closes. Do orders this
+	// after its making.
+	d.validatorOnce.Do(func() {})
+	if d.validator != nil {
+		errs = append(errs, d.validator.Close(ctx))
+	}
+	if d.nc != nil {
+		d.nc.Close()
+	}
+	if d.srv != nil {
+		d.srv.Shutdown()
+	}
+	return errors.Join(errs...)
+}
+
+// onProcess marks a topology FAILED when the supervisor gives up on one of
+// its containers.
+func (d *Daemon) onProcess(ps launcher.ProcessStatus) {
+	if ps.State != launcher.StateFailed && ps.State != launcher.StateBackoff {
+		return
+	}
+	name, num, ok := strings.Cut(ps.ID, "/container-")
+	container, err := strconv.Atoi(num)
+	if !ok || err != nil {
+		return
+	}
+	t, err := d.get(name)
+	if err != nil {
+		return
+	}
+	if ps.State == launcher.StateFailed {
+		t.goroutine(func() { t.failed(ps) })
+	} else {
+		// A container died and will be restarted: an effectively-once
+		// topology rolls back to its last global checkpoint.
+		var how error
+		if ps.LastExit != "" {
+			how = errors.New(ps.LastExit)
+		}
+		t.Exited(container, how)
+	}
+}
+
+func (d *Daemon) get(name string) (*tm, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	t, ok := d.tms[name]
+	if !ok {
+		return nil, newErr(ErrNotFound, "no running topology named %q", name)
+	}
+	t.mu.Lock()
+	lost := t.lostTo
+	t.mu.Unlock()
+	if lost != "" {
+		return nil, newErr(ErrBadState, "topology %s is managed by another daemon now (this one lost its manager lock: %s)", name, lost)
+	}
+	return t, nil
+}
+
+// API errors, mapped to HTTP status codes.
+var (
+	ErrNotFound   = ui.ErrNotFound
+	ErrExists     = errors.New("already exists")
+	ErrBadRequest = ui.ErrBadRequest
+	ErrBadState   = errors.New("not possible in this state")
+)
+
+// apiErr is an error of one of the kinds above whose text is only its
+// message (the kind picks the HTTP status; it is not repeated to users).
+type apiErr struct {
+	kind error
+	msg  string
+}
+
+func (e *apiErr) Error() string { return e.msg }
+func (e *apiErr) Unwrap() error { return e.kind }
+
+func newErr(kind error, format string, args ...any) error {
+	return &apiErr{kind: kind, msg: fmt.Sprintf(format, args...)}
+}

@@ -1,0 +1,159 @@
+package daemon_test
+
+// The daemon in this process (so that -race sees its topology managers,
+// heartbeat handling and API) with real `ardea host` processes built from
+// cmd/ardea.
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ardea-dev/ardea"
+	"github.com/ardea-dev/ardea/examples/wordcount"
+	"github.com/ardea-dev/ardea/scheduler/daemon"
+)
+
+var ardeaBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "ardea-local-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	ardeaBin = filepath.Join(dir, "ardea")
+	out, err := exec.Command("go", "build", "-o", ardeaBin, "github.com/ardea-dev/ardea/cmd/ardea").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "build ardea: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func startDaemon(t *testing.T) (*daemon.Daemon, *daemon.Client) {
+	t.Helper()
+	d, err := daemon.Start(context.Background(), daemon.Options{
+		DataDir: t.TempDir(), Listen: "127.0.0.1:0", HostPath: ardeaBin,
+		HostArgs: []string{"--log-format", "json", "--log-level", "info", "host"}, MaxRestarts: 2,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := d.Close(ctx); err != nil {
+			t.Errorf("close daemon: %v", err)
+		}
+	})
+	return d, daemon.NewClient(d.URL())
+}
+
+func waitState(t *testing.T, c *daemon.Client, name string, want daemon.State) daemon.Status {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		st, err := c.Status(context.Background(), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.State == want {
+			return st
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("topology %s is %s (%s), want %s", name, st.State, st.Message, want)
+		}
+		time.Sleep(20 * time.Millisecond) // polling interval, not a correctness wait
+	}
+}
+
+// TestFiniteWordCountThroughDaemon submits the word count deactivated,
+// activates it, waits for FINISHED and checks every count.
+func TestFiniteWordCountThroughDaemon(t *testing.T) {
+	_, c := startDaemon(t)
+	dir := t.TempDir()
+	var lines []string
+	for i := range 3000 {
+		lines = append(lines, fmt.Sprintf("w%d common w%d\u00a0tail", i%97, i%13))
+	}
+	in := filepath.Join(dir, "in.txt")
+	if err := os.WriteFile(in, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "counts.tsv")
+	b := ardea.NewBuilder("wcf")
+	b.Set("topology.packing.containers", "2")
+	b.Spout("lines", "builtin:file").Config("path", in)
+	b.Bolt("split", "split.wasm").Parallelism(2).Shuffle("lines").Output("default", "word")
+	b.Bolt("count", "count.wasm").Parallelism(2).Fields("split", "word").Output("default", "word", "count")
+	b.Bolt("out", "builtin:file").Config("path", out).Fields("count", "word")
+	top, err := b.BuildWith(ardea.ValidateOptions{SkipModuleCheck: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := top.Format()
+	if err != nil {
+		t.Fatal(err)
+	}
+	split, count, err := wordcount.Modules("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	req := daemon.SubmitRequest{Name: "wcf", Spec: string(spec), Modules: map[string][]byte{"split": split, "count": count}, Deactivated: true}
+	st, err := c.Submit(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.State != daemon.StatePaused || len(st.Containers) != 2 {
+		t.Fatalf("after submit --deactivated: %s with %d containers", st.State, len(st.Containers))
+	}
+	if _, err := c.Submit(ctx, req); err == nil || !strings.Contains(err.Error(), "wcf already exists") {
+		t.Errorf("second submit: %v", err)
+	}
+	if _, err := c.Action(ctx, "wcf", "activate", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	fin := waitState(t, c, "wcf", daemon.StateFinished)
+	// The TM's state machine shows each change, with why.
+	var changes []string
+	for _, tr := range fin.Transitions {
+		changes = append(changes, fmt.Sprintf("%s>%s %s", tr.From, tr.To, tr.Why))
+	}
+	if want := []string{">PAUSED submitted", "PAUSED>RUNNING activated", "RUNNING>FINISHED every container finished its input"}; !slices.Equal(changes, want) {
+		t.Errorf("state changes %q, want %q", changes, want)
+	}
+
+	want := wordcount.Reference(lines)
+	got, err := wordcount.ReadCounts(out, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) {
+		t.Errorf("%d words, want %d", len(got), len(want))
+	}
+	for w, n := range want {
+		if got[w] != n {
+			t.Errorf("word %q: %d, want %d", w, got[w], n)
+		}
+	}
+	if _, err := c.Action(ctx, "wcf", "activate", nil, nil); err == nil {
+		t.Error("activating a finished topology succeeded")
+	}
+	if _, err := c.Action(ctx, "wcf", "kill", url.Values{"keep": {"true"}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Status(ctx, "wcf"); !daemon.NotFound(err) {
+		t.Errorf("status after kill: %v", err)
+	}
+}

@@ -1,0 +1,129 @@
+package daemon
+
+import (
+	"context"
+	"strings"
+	"sync"
+)
+
+// moduleLanguages caches the source language of uploaded modules by
+// version (sha256): a module's bytes never change under its version.
+type moduleLanguages struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+// languageOf returns version's language from its producers section, or
+// "wasm" when the module does not say (or cannot be read).
+func (d *Daemon) languageOf(ctx context.Context, version string) string {
+	d.langs.mu.Lock()
+	l, ok := d.langs.m[version]
+	d.langs.mu.Unlock()
+	if ok {
+		return l
+	}
+	data, err := d.store.GetArtifact(ctx, version)
+	if err != nil {
+		return "wasm" // not cached: a later call may read it
+	}
+	l = producersLanguage(data)
+	d.langs.mu.Lock()
+	if d.langs.m == nil {
+		d.langs.m = map[string]string{}
+	}
+	d.langs.m[version] = l
+	d.langs.mu.Unlock()
+	return l
+}
+
+// producersLanguage reads the "language" field of a WebAssembly module's
+// producers custom section (the tool-conventions format: Go writes it;
+// rustc and clang do unless the build strips custom sections) and maps it
+// to Ardea's language names. "wasm" when absent or malformed.
+func producersLanguage(b []byte) string {
+	if len(b) < 8 || string(b[:4]) != "\x00asm" {
+		return "wasm"
+	}
+	b = b[8:]
+	for len(b) > 0 {
+		id := b[0]
+		n, k := uleb32(b[1:])
+		if k == 0 || uint64(1+k)+uint64(n) > uint64(len(b)) {
+			return "wasm"
+		}
+		body := b[1+k : 1+k+int(n)]
+		b = b[1+k+int(n):]
+		if id != 0 {
+			continue
+		}
+		name, rest, ok := wasmName(body)
+		if !ok || name != "producers" {
+			continue
+		}
+		fields, k := uleb32(rest)
+		if k == 0 {
+			return "wasm"
+		}
+		rest = rest[k:]
+		for range fields {
+			var field string
+			if field, rest, ok = wasmName(rest); !ok {
+				return "wasm"
+			}
+			count, k := uleb32(rest)
+			if k == 0 {
+				return "wasm"
+			}
+			rest = rest[k:]
+			for range count {
+				var value string
+				if value, rest, ok = wasmName(rest); !ok {
+					return "wasm"
+				}
+				if _, rest, ok = wasmName(rest); !ok { // version
+					return "wasm"
+				}
+				if field == "language" {
+					return languageName(value)
+				}
+			}
+		}
+	}
+	return "wasm"
+}
+
+func languageName(v string) string {
+	switch l := strings.ToLower(v); {
+	case l == "go":
+		return "go"
+	case l == "rust":
+		return "rust"
+	case strings.HasPrefix(l, "c++"):
+		return "c++"
+	case l == "c" || strings.HasPrefix(l, "c8") || strings.HasPrefix(l, "c9") || strings.HasPrefix(l, "c1"):
+		return "c"
+	case l == "assemblyscript":
+		return "assemblyscript"
+	default:
+		return l
+	}
+}
+
+func uleb32(b []byte) (uint32, int) {
+	var v uint32
+	for i := 0; i < len(b) && i < 5; i++ {
+		v |= uint32(b[i]&0x7f) << (7 * i)
+		if b[i] < 0x80 {
+			return v, i + 1
+		}
+	}
+	return 0, 0
+}
+
+func wasmName(b []byte) (string, []byte, bool) {
+	n, k := uleb32(b)
+	if k == 0 || uint64(k)+uint64(n) > uint64(len(b)) {
+		return "", nil, false
+	}
+	return string(b[k : k+int(n)]), b[k+int(n):], true
+}

@@ -1,0 +1,234 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/ardea-dev/ardea/scheduler/container"
+	"github.com/ardea-dev/ardea/scheduler/modules"
+	"github.com/ardea-dev/ardea/scheduler/planner"
+	"github.com/ardea-dev/ardea/scheduler/settings"
+
+	"github.com/ardea-dev/ardea"
+	"github.com/ardea-dev/ardea/bus"
+	"github.com/ardea-dev/ardea/internal/checkpoint"
+	"github.com/ardea-dev/ardea/internal/metrics"
+	"github.com/ardea-dev/ardea/internal/plan"
+	"github.com/ardea-dev/ardea/scheduler/packing"
+	"github.com/ardea-dev/ardea/sinks"
+)
+
+// RunOptions configures a run in this process (`ardea run`).
+type RunOptions struct {
+	Topology *ardea.Topology
+	// Containers is the number of containers (topology.packing.containers
+	// over the file's); 0 takes the topology's packing settings, or one
+	// container when it has none.
+	Containers int
+	// Duration ends the run after this long (0: when the input is
+	// exhausted, or when ctx ends).
+	Duration time.Duration
+	Logger   *slog.Logger
+	// CacheDir holds built modules and wazero's compilation cache
+	// (default modules.DefaultCacheDir()).
+	CacheDir string
+	// DataDir holds the state manager's JetStream data (default: a
+	// temporary directory removed when Run returns).
+	DataDir string
+	// Metrics receives the instances' metrics (a new registry if nil).
+	Metrics *metrics.Registry
+	// Builder builds Go source folders (shared across runs: each folder
+	// is built once per process).
+	Builder *modules.Builder
+	// Bus tunes the stream managers (zero values take bus defaults).
+	Bus bus.Options
+	// CheckpointStore keeps an effectively-once topology's checkpoints
+	// (default: the state manager's JetStream object store).
+	CheckpointStore checkpoint.Store
+	// MetricsConfig is the deployment's metrics section: each container
+	// runs a metrics manager with its sinks (its Prometheus listener, if
+	// any, serves the run's exposition). MetricsSinks hear every batch.
+	MetricsConfig *sinks.Config
+	MetricsSinks  map[string]sinks.Sink
+	// OnSwap hears each task's swap event (its pause).
+	OnSwap func(container.SwapEvent)
+	// Started, if set, is called once the topology manager has launched
+	// the containers, with the daemon (for swaps, updates, status).
+	Started func(d *Daemon, name string)
+}
+
+// Result describes a finished run.
+type Result struct {
+	Plan     *plan.Plan
+	Metrics  *metrics.Registry
+	Elapsed  time.Duration
+	Finished bool // every task finished its finite input
+	// MaxHeldBytes is, per bolt task, the high-water mark of input bytes its
+	// inbox held (queued or being executed): the memory bound flow control
+	// keeps.
+	MaxHeldBytes map[uint32]int64
+	// GlobalCheckpoint is the last checkpoint every task stored (effectively
+	// once), FailedCheckpoints those abandoned because a task could not.
+	GlobalCheckpoint  uint64
+	FailedCheckpoints int
+	// SlowConsumerEvents counts NATS slow-consumer drops (always 0 unless
+	// flow control is broken).
+	SlowConsumerEvents int64
+	// Transitions are the topology's state changes.
+	Transitions []Transition
+	// CheckpointKey names the run's checkpoints in the checkpoint store
+	// (effectively once).
+	CheckpointKey string
+}
+
+// Run runs a topology in this process under the same topology manager as
+// `ardea local`: a daemon with no API, its state manager on a JetStream in
+// a temporary directory, and each container as goroutines running the
+// `ardea host` code over in-process NATS connections and an in-process
+// control gateway. A container that fails is not restarted: the topology
+// fails (FailFast).
+//
+// Run returns when the topology finished its input (Result.Finished), when
+// Duration elapsed or ctx ended (not an error), or with the failure that
+// ended it FAILED.
+func Run(ctx context.Context, o RunOptions) (*Result, error) {
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if o.Metrics == nil {
+		o.Metrics = metrics.NewRegistry()
+	}
+	if o.CacheDir == "" {
+		o.CacheDir = modules.DefaultCacheDir()
+	}
+	t := o.Topology.Clone()
+	if t.Config == nil {
+		t.Config = map[string]string{}
+	}
+	if o.Containers > 0 {
+		t.Config[packing.KeyContainers] = strconv.Itoa(o.Containers)
+	} else if _, set := t.Config[packing.KeyContainers]; !set {
+		if _, set := t.Config["topology.containers"]; !set {
+			t.Config[packing.KeyContainers] = "1"
+		}
+	}
+	if err := planner.Prepare(t); err != nil {
+		return nil, err
+	}
+	if err := settings.CheckLimits(t); err != nil {
+		return nil, err
+	}
+	sub, err := NewSubmission(ctx, t, SubmissionOptions{CacheDir: o.CacheDir, Builder: o.Builder, Compile: true})
+	if err != nil {
+		return nil, err
+	}
+	dir := o.DataDir
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "ardea-run-"); err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(dir)
+	}
+	st := &runStats{held: map[uint32]int64{}}
+	d, err := Start(ctx, Options{
+		DataDir: dir, CacheDir: o.CacheDir, Logger: log, NoAPI: true, InProcess: true, FailFast: true,
+		Metrics: o.MetricsConfig, MetricsSinks: o.MetricsSinks, Registry: o.Metrics, Bus: o.Bus,
+		CheckpointStore: o.CheckpointStore, OnContainerStop: st.add, OnSwap: o.OnSwap,
+	})
+	if err != nil {
+		return nil, err
+	}
+	// The daemon closes however the run ends, ctx cancelled or not.
+	defer d.Close(context.WithoutCancel(ctx))
+	start := time.Now()
+	if err := d.Submit(ctx, sub); err != nil {
+		return nil, err
+	}
+	tmgr, err := d.get(sub.Name)
+	if err != nil {
+		return nil, err
+	}
+	if o.Started != nil {
+		o.Started(d, sub.Name)
+	}
+	waitCtx := ctx
+	if o.Duration > 0 {
+		var cancel context.CancelFunc
+		waitCtx, cancel = context.WithTimeout(ctx, o.Duration)
+		defer cancel()
+	}
+	state, werr := tmgr.awaitState(waitCtx, StateFinished, StateFailed, StateKilled)
+	if werr == nil && state == StateFinished {
+		select { // finish records FINISHED and stops the containers
+		case <-tmgr.finished:
+		case <-waitCtx.Done():
+		}
+	}
+	tmgr.stopTM() // waits for the TM's goroutines: the finish stops every container
+	res := &Result{Metrics: o.Metrics, Elapsed: time.Since(start), Finished: werr == nil && state == StateFinished}
+	tmgr.mu.Lock()
+	res.Plan, res.CheckpointKey = tmgr.doc.Plan, tmgr.doc.CheckpointKey
+	res.Transitions = append([]Transition(nil), tmgr.transitions...)
+	msg := tmgr.message
+	if cs := tmgr.ckpt; cs != nil {
+		res.GlobalCheckpoint, res.FailedCheckpoints = cs.coord.Global(), cs.coord.Failed()
+	}
+	tmgr.mu.Unlock()
+	if err := d.sup.Close(context.WithoutCancel(ctx)); err != nil {
+		log.Warn("stop the containers", "err", err)
+	}
+	res.MaxHeldBytes, res.SlowConsumerEvents = st.result()
+	switch {
+	case werr != nil && !errors.Is(werr, context.DeadlineExceeded) && !errors.Is(werr, context.Canceled):
+		return res, werr
+	case werr == nil && state == StateFailed:
+		if rt, ok := d.sup.(*inProcess); ok {
+			if c, err := rt.failure(tmgr, res.Plan.Containers); err != nil {
+				return res, fmt.Errorf("topology %s failed: container %d: %w", sub.Name, c, err)
+			}
+		}
+		return res, fmt.Errorf("topology %s failed: %s", sub.Name, msg)
+	case werr == nil && state == StateKilled:
+		return res, fmt.Errorf("topology %s was killed", sub.Name)
+	}
+	return res, nil
+}
+
+// runStats gathers the flow-control figures of each container a host
+// stops (Options.OnContainerStop), across re-plans and restarts.
+type runStats struct {
+	mu   sync.Mutex
+	held map[uint32]int64
+	slow int64
+}
+
+func (s *runStats) add(c *container.Container) {
+	sm := c.StreamManager()
+	p := c.Plan()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.slow += sm.SlowConsumerEvents()
+	for _, id := range sm.LocalTasks() {
+		if p.Components[p.Tasks[id].Component].Kind != string(ardea.Bolt) {
+			continue
+		}
+		if h := sm.Inbox(id).Stats().MaxHeldBytes; h > s.held[id] {
+			s.held[id] = h
+		} else if _, ok := s.held[id]; !ok {
+			s.held[id] = h
+		}
+	}
+}
+
+func (s *runStats) result() (map[uint32]int64, int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.held, s.slow
+}

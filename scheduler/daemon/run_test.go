@@ -1,0 +1,693 @@
+package daemon_test
+
+// ardea run's behaviour: daemon.Run, the topology manager of `ardea local`
+// with its containers in this process (these tests ran against the
+// one-process runner it replaced, and assert the same).
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ardea-dev/ardea/scheduler/modules"
+	"github.com/ardea-dev/ardea/scheduler/settings"
+
+	"github.com/ardea-dev/ardea"
+	"github.com/ardea-dev/ardea/bus"
+	"github.com/ardea-dev/ardea/connectors"
+	"github.com/ardea-dev/ardea/connectors/plugin"
+	"github.com/ardea-dev/ardea/examples/keyed"
+	"github.com/ardea-dev/ardea/examples/wordcount"
+	"github.com/ardea-dev/ardea/host"
+	"github.com/ardea-dev/ardea/internal/checkpoint"
+	icomponent "github.com/ardea-dev/ardea/internal/component"
+	"github.com/ardea-dev/ardea/internal/metrics"
+	"github.com/ardea-dev/ardea/internal/testutil"
+	"github.com/ardea-dev/ardea/internal/testutil/wordcounttest"
+	"github.com/ardea-dev/ardea/internal/tuple"
+	"github.com/ardea-dev/ardea/scheduler/daemon"
+	"go.uber.org/goleak"
+)
+
+func TestWordCountMatchesReference(t *testing.T) {
+	lines := wordcount.TestLines(3000)
+	want := wordcount.Reference(lines)
+	var total int64
+	for _, n := range want {
+		total += n
+	}
+	in := filepath.Join(t.TempDir(), "in.txt")
+	wordcounttest.WriteLines(t, in, lines)
+	builder := &modules.Builder{}
+	cache := t.TempDir()
+	for _, tc := range []struct{ split, count, containers int }{
+		{1, 1, 1},
+		{2, 2, 1},
+		{2, 3, 2},
+		{3, 2, 3},
+		{4, 4, 5},
+	} {
+		t.Run(fmt.Sprintf("split%d-count%d-containers%d", tc.split, tc.count, tc.containers), func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "counts.tsv")
+			reg := metrics.NewRegistry()
+			res, err := daemon.Run(context.Background(), daemon.RunOptions{
+				Topology: wordcounttest.Topology(t, in, out, tc.split, tc.count), Containers: tc.containers,
+				CacheDir: cache, Builder: builder, Metrics: reg,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !res.Finished {
+				t.Fatal("run did not finish its input")
+			}
+			wordcounttest.CompareCounts(t, wordcounttest.ReadCounts(t, out), want)
+			if got := reg.Component("count").Executed.Load(); got != total {
+				t.Errorf("count executed %d tuples, want %d", got, total)
+			}
+			if got := reg.Component("lines").Emitted.Load(); got != int64(len(lines)) {
+				t.Errorf("lines emitted %d, want %d", got, len(lines))
+			}
+		})
+	}
+}
+
+// TestExampleTopologyFile runs examples/wordcount/topology.yaml as `ardea
+// run` does, building the Go component folders on demand.
+func TestExampleTopologyFile(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds Go components")
+	}
+	tp, err := ardea.LoadFile(testutil.RepoPath("examples/wordcount/topology.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "counts.tsv")
+	if err := tp.Set("out.path=" + out); err != nil {
+		t.Fatal(err)
+	}
+	res, err := daemon.Run(context.Background(), daemon.RunOptions{Topology: tp, Containers: 2, CacheDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Finished {
+		t.Fatal("not finished")
+	}
+	data, err := os.ReadFile(testutil.RepoPath("examples/wordcount/input.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wordcounttest.CompareCounts(t, wordcounttest.ReadCounts(t, out), wordcount.Reference(strings.Split(string(data), "\n")))
+}
+
+// slowBolt is deliberately slow: it pauses on every batch and counts the
+// tuples it saw.
+type slowBolt struct {
+	pause time.Duration
+	seen  *atomic.Int64
+}
+
+func (b *slowBolt) Prepare(context.Context, icomponent.Context, icomponent.Collector) error {
+	return nil
+}
+func (b *slowBolt) Execute(ctx context.Context, batch []byte, _ icomponent.Collector) error {
+	r, err := tuple.NewBatchReader(batch)
+	if err != nil {
+		return err
+	}
+	for {
+		_, ok, err := r.Next()
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		b.seen.Add(1)
+	}
+	time.Sleep(b.pause) // the behaviour under test: a bolt slower than its input
+	return nil
+}
+func (b *slowBolt) Tick(context.Context, icomponent.Collector) error   { return nil }
+func (b *slowBolt) Finish(context.Context, icomponent.Collector) error { return nil }
+func (b *slowBolt) Close(ctx context.Context) error                    { return nil }
+
+var slowSeen = map[string]*atomic.Int64{}
+
+var registerSlowBoltOnce = sync.OnceValue(func() error {
+	return plugin.RegisterBolt(plugin.Spec{
+		Name: "test-slow", Summary: "test: a deliberately slow sink",
+		Fields: []plugin.Field{{Name: "id", Type: plugin.TypeString, Required: true, Doc: "counter id"}},
+	}, func(cfg plugin.Config) (icomponent.Bolt, error) {
+		id, err := cfg.String("id")
+		if err != nil {
+			return nil, err
+		}
+		return &slowBolt{pause: time.Millisecond, seen: slowSeen[id]}, nil
+	})
+})
+
+// registerSlowBolt registers builtin:test-slow in the default environment (once).
+func registerSlowBolt(t *testing.T) {
+	t.Helper()
+	if err := registerSlowBoltOnce(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSlowBoltBackPressure: a slow bolt behind a fast spout and a wasm split
+// over two containers with small windows: nothing is lost, queues stay
+// within the flow-control bound, and the upstream waits (back pressure is
+// recorded) instead of dropping.
+func TestSlowBoltBackPressure(t *testing.T) {
+	registerSlowBolt(t)
+	const sentences = 4000
+	var seen atomic.Int64
+	slowSeen[t.Name()] = &seen
+	b := ardea.NewBuilder("slow")
+	b.Spout("lines", "builtin:generator").Config("count", "4000")
+	b.Bolt("split", testutil.RepoPath("examples/wordcount/go/split.wasm")).Shuffle("lines").Output("default", "word")
+	b.Bolt("slow", "builtin:test-slow").Parallelism(2).Config("id", t.Name()).Fields("split", "word").NoOutputs()
+	tp, err := b.BuildWith(ardea.ValidateOptions{Builtins: connectors.Outputs, BuiltinConfig: connectors.ValidateConfig})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const window, inbox = 16 << 10, 16 << 10
+	reg := metrics.NewRegistry()
+	res, err := daemon.Run(context.Background(), daemon.RunOptions{
+		Topology: tp, Containers: 2, CacheDir: t.TempDir(), Metrics: reg,
+		Bus: bus.Options{BatchMaxBytes: 4 << 10, LinkWindowBytes: window, InboxBytes: inbox},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Finished {
+		t.Fatal("not finished")
+	}
+	words := reg.Component("split").Emitted.Load()
+	if got := reg.Component("lines").Emitted.Load(); got != sentences {
+		t.Fatalf("lines emitted %d, want %d", got, sentences)
+	}
+	if seen.Load() != words || reg.Component("slow").Executed.Load() != words {
+		t.Fatalf("slow bolt saw %d tuples (executed metric %d), split emitted %d: tuples lost", seen.Load(), reg.Component("slow").Executed.Load(), words)
+	}
+	if res.SlowConsumerEvents != 0 {
+		t.Fatalf("%d NATS slow-consumer events", res.SlowConsumerEvents)
+	}
+	// Memory bound: local capacity + one window per remote container, plus
+	// one batch that may exceed it (a batch larger than the window still
+	// goes through when the link has its full window).
+	bound := int64(inbox + window + 64<<10)
+	for id, held := range res.MaxHeldBytes {
+		if held > bound {
+			t.Errorf("task %d held %d bytes, bound %d", id, held, bound)
+		}
+	}
+	t.Logf("words %d, max held %v, back pressure split=%v lines=%v", words, res.MaxHeldBytes, time.Duration(reg.Component("split").BackPressNs.Load()), time.Duration(reg.Component("lines").BackPressNs.Load()))
+	if bp := reg.Component("split").BackPressNs.Load() + reg.Component("lines").BackPressNs.Load(); bp == 0 {
+		t.Error("no back pressure recorded upstream of the slow bolt")
+	}
+}
+
+// TestWordCountDeliveryModes runs the wasm word count (Go SDK bolts, which
+// anchor and ack automatically) in each reliability mode over several
+// containers: the counts are exact, each word's count goes up by one line
+// by line, at least once acks every line, and effectively once makes
+// checkpoints global while the data flows.
+func TestWordCountDeliveryModes(t *testing.T) {
+	lines := wordcount.TestLines(100000)
+	want := wordcount.Reference(lines)
+	in := filepath.Join(t.TempDir(), "in.txt")
+	wordcounttest.WriteLines(t, in, lines)
+	builder, cache := &modules.Builder{}, t.TempDir()
+	for _, mode := range []string{settings.AtLeastOnce, settings.EffectivelyOnce} {
+		t.Run(mode, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "counts.tsv")
+			top := wordcounttest.Topology(t, in, out, 2, 3)
+			top.Config["topology.reliability"] = mode
+			top.Config["topology.checkpoint.interval"] = "10ms"
+			top.Config["topology.spout.batch"] = "64"
+			reg := metrics.NewRegistry()
+			store, err := checkpoint.NewDirStore(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := daemon.Run(context.Background(), daemon.RunOptions{Topology: top, Containers: 2, CacheDir: cache, Builder: builder,
+				Metrics: reg, CheckpointStore: store})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !res.Finished {
+				t.Fatal("run did not finish its input")
+			}
+			got, err := wordcount.ReadCounts(out, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wordcounttest.CompareCounts(t, got, want)
+			spout := reg.Component("lines")
+			switch mode {
+			case settings.AtLeastOnce:
+				if a := spout.Acked.Load(); a != int64(len(lines)) || spout.Failed.Load()+spout.TimedOut.Load() != 0 {
+					t.Errorf("spout trees: %d acked (want %d), %d failed, %d timed out", a, len(lines), spout.Failed.Load(), spout.TimedOut.Load())
+				}
+				if reg.Component("count").Acked.Load() == 0 {
+					t.Error("count acked nothing")
+				}
+			case settings.EffectivelyOnce:
+				if res.GlobalCheckpoint == 0 || res.FailedCheckpoints != 0 {
+					t.Errorf("global checkpoint %d, %d failed", res.GlobalCheckpoint, res.FailedCheckpoints)
+				}
+				// Retention: the global checkpoint and at most settings.DefaultRetain-1
+				// older global ones (and checkpoints begun after it).
+				globals, err := store.Globals(context.Background(), res.CheckpointKey)
+				if err != nil || len(globals) == 0 || len(globals) > settings.DefaultRetain || globals[0] != res.GlobalCheckpoint {
+					t.Errorf("store holds global checkpoints %v (%v), global %d", globals, err, res.GlobalCheckpoint)
+				}
+				ids, err := store.Checkpoints(context.Background(), res.CheckpointKey)
+				if err != nil || len(globals) == 0 || len(ids) == 0 || ids[0] < globals[len(globals)-1] {
+					t.Errorf("store holds checkpoints %v (%v), retained globals %v", ids, err, globals)
+				}
+				t.Logf("global checkpoint %d", res.GlobalCheckpoint)
+			}
+		})
+	}
+}
+
+// failingStore fails every Save of the checkpoints in fail.
+type failingStore struct {
+	checkpoint.Store
+	mu   sync.Mutex
+	fail map[uint64]bool
+}
+
+func (s *failingStore) Save(ctx context.Context, topology string, id uint64, task uint32, data []byte) error {
+	s.mu.Lock()
+	bad := s.fail[id]
+	s.mu.Unlock()
+	if bad {
+		return fmt.Errorf("checkpoint %d task %d: %w", id, task, errStorageFull)
+	}
+	return s.Store.Save(ctx, topology, id, task, data)
+}
+
+var errStorageFull = errors.New("storage full")
+
+// TestCheckpointThatCannotBeStored: checkpoints 2 and 3 cannot be written;
+// they fail (counted, logged as errors), the data keeps flowing, the last
+// global checkpoint stays 1 until a later one is stored, and the output is
+// still exact.
+func TestCheckpointThatCannotBeStored(t *testing.T) {
+	lines := wordcount.TestLines(200000)
+	want := wordcount.Reference(lines)
+	in := filepath.Join(t.TempDir(), "in.txt")
+	wordcounttest.WriteLines(t, in, lines)
+	dir, err := checkpoint.NewDirStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := &failingStore{Store: dir, fail: map[uint64]bool{2: true, 3: true}}
+	out := filepath.Join(t.TempDir(), "counts.tsv")
+	top := wordcounttest.Topology(t, in, out, 2, 2)
+	top.Config["topology.reliability"] = settings.EffectivelyOnce
+	top.Config["topology.checkpoint.interval"] = "5ms"
+	var logs bytes.Buffer
+	var mu sync.Mutex
+	res, err := daemon.Run(context.Background(), daemon.RunOptions{Topology: top, Containers: 2, CacheDir: t.TempDir(), CheckpointStore: store,
+		Logger: slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, &slog.HandlerOptions{Level: slog.LevelError}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wordcounttest.CompareCounts(t, wordcounttest.ReadCounts(t, out), want)
+	if res.FailedCheckpoints < 1 {
+		t.Fatalf("%d failed checkpoints, want at least 1", res.FailedCheckpoints)
+	}
+	mu.Lock()
+	log := logs.String()
+	mu.Unlock()
+	if !strings.Contains(log, "checkpoint failed") || !strings.Contains(log, "storage full") {
+		t.Errorf("the failure was not logged as an error:\n%s", log)
+	}
+	g, err := dir.Global(context.Background(), res.CheckpointKey)
+	if err != nil || (g != 1 && g < 4) {
+		t.Fatalf("global checkpoint %d (%v): want 1 or one stored after the failures", g, err)
+	}
+	if _, err := dir.Load(context.Background(), res.CheckpointKey, g, 1); err != nil {
+		t.Fatalf("the global checkpoint %d is not usable: %v", g, err)
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// tickBolt counts ticks and cancels the run after the third, so the test
+// waits for behaviour, not for time.
+type tickBolt struct {
+	ticks  *atomic.Int64
+	cancel context.CancelFunc
+}
+
+func (b *tickBolt) Prepare(context.Context, icomponent.Context, icomponent.Collector) error {
+	return nil
+}
+func (b *tickBolt) Execute(context.Context, []byte, icomponent.Collector) error { return nil }
+func (b *tickBolt) Tick(context.Context, icomponent.Collector) error {
+	if b.ticks.Add(1) == 3 {
+		b.cancel()
+	}
+	return nil
+}
+func (b *tickBolt) Finish(context.Context, icomponent.Collector) error { return nil }
+func (b *tickBolt) Close(ctx context.Context) error                    { return nil }
+
+var tickState struct {
+	ticks  atomic.Int64
+	cancel context.CancelFunc
+}
+
+var registerTickBoltOnce = sync.OnceValue(func() error {
+	return plugin.RegisterBolt(plugin.Spec{Name: "test-tick", Summary: "test: counts ticks"},
+		func(plugin.Config) (icomponent.Bolt, error) {
+			return &tickBolt{ticks: &tickState.ticks, cancel: tickState.cancel}, nil
+		})
+})
+
+// registerTickBolt registers builtin:test-tick in the default environment (once).
+func registerTickBolt(t *testing.T) {
+	t.Helper()
+	if err := registerTickBoltOnce(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestTicksReachIdleBolt: an idle bolt (its spout emits nothing for a long
+// time) still gets ticks at topology.tick.tuple.freq.ms.
+func TestTicksReachIdleBolt(t *testing.T) {
+	registerTickBolt(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	tickState.cancel = cancel
+	b := ardea.NewBuilder("ticks")
+	b.Set("topology.tick.tuple.freq.ms", "20")
+	b.Spout("lines", "builtin:generator").Config("rate", "0.001")
+	b.Bolt("ticker", "builtin:test-tick").Shuffle("lines").NoOutputs()
+	tp, err := b.BuildWith(ardea.ValidateOptions{Builtins: connectors.Outputs, BuiltinConfig: connectors.ValidateConfig})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := daemon.Run(ctx, daemon.RunOptions{Topology: tp, CacheDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Finished {
+		t.Fatal("an endless run cannot finish its input")
+	}
+	if n := tickState.ticks.Load(); n < 3 {
+		t.Fatalf("%d ticks, want at least 3", n)
+	}
+}
+
+func TestTickSettingValidated(t *testing.T) {
+	b := ardea.NewBuilder("ticks")
+	b.Set("topology.tick.tuple.freq.ms", "soon")
+	b.Spout("lines", "builtin:generator").Config("count", "1")
+	b.Bolt("out", "builtin:file").Config("path", t.TempDir()+"/x").Shuffle("lines")
+	tp, err := b.BuildWith(ardea.ValidateOptions{Builtins: connectors.Outputs, BuiltinConfig: connectors.ValidateConfig})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = daemon.Run(context.Background(), daemon.RunOptions{Topology: tp, CacheDir: t.TempDir()})
+	if err == nil || !strings.Contains(err.Error(), "topology.tick.tuple.freq.ms") || !strings.Contains(err.Error(), "topology ticks") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestRunEnforcesLimits runs the misbehaving host fixture through Run:
+// limits set in the topology's and the component's config reach the
+// instance, and the run fails with the error naming them.
+func TestRunEnforcesLimits(t *testing.T) {
+	in := filepath.Join(t.TempDir(), "in.txt")
+	wordcounttest.WriteLines(t, in, []string{"go"})
+	cache := t.TempDir()
+	for _, tc := range []struct {
+		name     string
+		topo     map[string]string
+		victim   map[string]string
+		kind     error
+		want     string
+		wantMore string
+	}{
+		{"state limit of the component", nil,
+			map[string]string{"mode": "statebomb", "bomb.value.bytes": "100000", "state.max.bytes": "1000000"},
+			host.ErrStateLimit, "component victim task 2: ardea_execute: state_put: host-side state would reach 1000060 bytes, over the limit state.max.bytes = 1000000", ""},
+		{"emit limit of the topology", map[string]string{"topology.emit.max.bytes.per.call": "1048576"},
+			map[string]string{"mode": "emitflood"},
+			host.ErrEmitLimit, "component victim task 2: ardea_execute: emit: the call emitted 1048624 bytes, over the limit emit.max.bytes.per.call = 1048576", ""},
+		{"memory limit of the topology", map[string]string{"topology.wasm.memory.pages": "320"},
+			map[string]string{"mode": "bomb"},
+			host.ErrMemoryLimit, "component victim task 2: call ardea_execute: guest ran out of memory: memory.grow to ", "pages was refused at the limit wasm.memory.pages = 320 (20 MiB"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := ardea.NewBuilder("limits")
+			for k, v := range tc.topo {
+				b.Set(k, v)
+			}
+			b.Spout("lines", "builtin:file").Config("path", in)
+			v := b.Bolt("victim", testutil.RepoPath("host/testdata/misbehave.wasm")).Shuffle("lines").Output("default", "word")
+			for k, val := range tc.victim {
+				v.Config(k, val)
+			}
+			tp, err := b.BuildWith(ardea.ValidateOptions{Builtins: connectors.Outputs, BuiltinConfig: connectors.ValidateConfig})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = daemon.Run(context.Background(), daemon.RunOptions{Topology: tp, CacheDir: cache, Duration: time.Minute})
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), tc.wantMore) {
+				t.Fatalf("err = %v\nwant it to contain %q and %q", err, tc.want, tc.wantMore)
+			}
+			if !errors.Is(err, tc.kind) {
+				t.Fatalf("errors.Is(%v, %v) = false", err, tc.kind)
+			}
+		})
+	}
+}
+
+// stallingStore never ends a Save of the checkpoints in stall before its
+// context does: a store that hangs (a JetStream stream that stopped
+// answering, a wedged disk).
+type stallingStore struct {
+	checkpoint.Store
+	mu    sync.Mutex
+	stall map[uint64]bool
+}
+
+func (s *stallingStore) Save(ctx context.Context, topology string, id uint64, task uint32, data []byte) error {
+	s.mu.Lock()
+	hang := s.stall[id]
+	s.mu.Unlock()
+	if hang {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return s.Store.Save(ctx, topology, id, task, data)
+}
+
+// TestCheckpointSaveTimeout: snapshot writes that hang are given up after
+// topology.checkpoint.save.timeout, the checkpoint fails (counted, logged
+// as an error with the cause and the timeout), later checkpoints become
+// global, and the output is exact.
+func TestCheckpointSaveTimeout(t *testing.T) {
+	lines := wordcount.TestLines(200000)
+	want := wordcount.Reference(lines)
+	in := filepath.Join(t.TempDir(), "in.txt")
+	wordcounttest.WriteLines(t, in, lines)
+	dir, err := checkpoint.NewDirStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := &stallingStore{Store: dir, stall: map[uint64]bool{2: true, 3: true}}
+	out := filepath.Join(t.TempDir(), "counts.tsv")
+	top := wordcounttest.Topology(t, in, out, 2, 2)
+	top.Config["topology.reliability"] = settings.EffectivelyOnce
+	top.Config["topology.checkpoint.interval"] = "5ms"
+	top.Config["topology.checkpoint.save.timeout"] = "200ms"
+	var logs bytes.Buffer
+	var mu sync.Mutex
+	res, err := daemon.Run(context.Background(), daemon.RunOptions{Topology: top, Containers: 2, CacheDir: t.TempDir(), CheckpointStore: store,
+		Logger: slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, &slog.HandlerOptions{Level: slog.LevelError}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wordcounttest.CompareCounts(t, wordcounttest.ReadCounts(t, out), want)
+	if res.FailedCheckpoints < 1 {
+		t.Fatalf("%d failed checkpoints, want at least 1", res.FailedCheckpoints)
+	}
+	mu.Lock()
+	log := logs.String()
+	mu.Unlock()
+	if !strings.Contains(log, "not stored within topology.checkpoint.save.timeout 200ms") || !strings.Contains(log, "context deadline exceeded") {
+		t.Errorf("the timeout was not logged as an error with its cause:\n%s", log)
+	}
+	t.Logf("failed writes ended after %v", regexp.MustCompile(`after=\S+`).FindAllString(log, 4))
+	g, err := dir.Global(context.Background(), res.CheckpointKey)
+	if err != nil || (g != 1 && g < 4) {
+		t.Fatalf("global checkpoint %d (%v): want 1 or one stored after the failures", g, err)
+	}
+}
+
+// TestRunLeavesNoGoroutines: a run (its daemon, topology manager, in-process
+// containers and their tasks) owns every goroutine it starts: none is left
+// once Run returns, whether the input ran out (at least once over two
+// containers with a module swapped through the manager while it ran, then
+// effectively once) or the run was cut short by its context.
+func TestRunLeavesNoGoroutines(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	lines := wordcount.TestLines(200000)
+	in := filepath.Join(t.TempDir(), "in.txt")
+	wordcounttest.WriteLines(t, in, lines)
+	out := filepath.Join(t.TempDir(), "counts.tsv")
+	top := wordcounttest.Topology(t, in, out, 2, 2)
+	top.Config["topology.reliability"] = settings.AtLeastOnce
+	var swapped daemon.SwapResult
+	var swapErr error
+	var wg sync.WaitGroup
+	res, err := daemon.Run(context.Background(), daemon.RunOptions{Topology: top, Containers: 2, CacheDir: t.TempDir(),
+		Started: func(d *daemon.Daemon, name string) {
+			wg.Go(func() {
+				// The same code under another digest (a custom section
+				// appended): a new version.
+				mod := append(append([]byte(nil), wordcount.CountWasm...), 0, 5, 2, 'v', '2', 'o', 'k')
+				swapped, swapErr = d.Swap(context.Background(), name, daemon.SwapRequest{Component: "count",
+					Module: mod, Source: "go/count.wasm+v2", Probation: time.Millisecond})
+			})
+		}})
+	wg.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Finished {
+		t.Fatal("run did not finish its input")
+	}
+	wordcounttest.CompareCounts(t, wordcounttest.ReadCounts(t, out), wordcount.Reference(lines))
+	// The swap either ran while the data flowed or found the topology
+	// finished; it never hangs or fails otherwise.
+	if swapErr != nil && !strings.Contains(swapErr.Error(), "FINISHED") {
+		t.Errorf("swap: %v", swapErr)
+	}
+	t.Logf("swap: %+v (%v); transitions %v", swapped, swapErr, res.Transitions)
+	if n := len(res.Transitions); n == 0 || res.Transitions[n-1].To != daemon.StateFinished {
+		t.Errorf("transitions %v: want the last one to FINISHED", res.Transitions)
+	}
+
+	// Effectively once: the checkpoint coordinator's goroutines too.
+	out = filepath.Join(t.TempDir(), "counts.tsv")
+	top = wordcounttest.Topology(t, in, out, 2, 2)
+	top.Config["topology.reliability"] = settings.EffectivelyOnce
+	top.Config["topology.checkpoint.interval"] = "20ms"
+	if res, err = daemon.Run(context.Background(), daemon.RunOptions{Topology: top, Containers: 2, CacheDir: t.TempDir()}); err != nil {
+		t.Fatal(err)
+	}
+	if !res.Finished || res.GlobalCheckpoint == 0 {
+		t.Fatalf("finished %v, global checkpoint %d", res.Finished, res.GlobalCheckpoint)
+	}
+	wordcounttest.CompareCounts(t, wordcounttest.ReadCounts(t, out), wordcount.Reference(lines))
+
+	endless := ardea.NewBuilder("endless")
+	endless.Spout("lines", "builtin:generator").Config("rate", "0").Config("count", "0")
+	endless.Bolt("split", testutil.RepoPath("examples/wordcount/go/split.wasm")).Shuffle("lines").Output("default", "word")
+	tp, err := endless.BuildWith(ardea.ValidateOptions{Builtins: connectors.Outputs, BuiltinConfig: connectors.ValidateConfig})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := metrics.NewRegistry()
+	// Cut short once tuples flowed (ctx ends the run, not an error).
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	wg.Go(func() {
+		defer cancel()
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for reg.Component("split").Executed.Load() == 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	})
+	res, err = daemon.Run(ctx, daemon.RunOptions{Topology: tp, CacheDir: t.TempDir(), Metrics: reg})
+	wg.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Finished || reg.Component("split").Executed.Load() == 0 {
+		t.Fatalf("finished %v, split executed %d: want a run cut short after it processed tuples", res.Finished, reg.Component("split").Executed.Load())
+	}
+}
+
+// TestInProcessRestartEffectivelyOnce: a daemon whose containers run in
+// process (as under ardea run, but restarting them) restarts a container
+// of an effectively-once topology while the data flows; the topology rolls
+// back to its last global checkpoint and the output is exactly a
+// fault-free run's. Then the daemon closes with no goroutine left.
+func TestInProcessRestartEffectivelyOnce(t *testing.T) {
+	// nats.go's JetStream context starts a goroutine for its async
+	// publishes that waits on the connection's status channel; a
+	// connection closed while the channel is being set up leaves it
+	// waiting on a nil channel for good (a restarted container's). An
+	// `ardea host` process exits, which ends it.
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent(),
+		goleak.IgnoreTopFunction("github.com/nats-io/nats.go/jetstream.(*jetStream).resetPendingAcksOnReconnect"))
+	d, err := daemon.Start(context.Background(), daemon.Options{
+		DataDir: t.TempDir(), Listen: "127.0.0.1:0", InProcess: true, MaxRestarts: 3,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := daemon.NewClient(d.URL())
+	const keys, perKey = 100, 300
+	out := submitKeyedEO(t, c, "ipr", keys, perKey, 5000)
+	status := func() daemon.Status {
+		st, err := c.Status(context.Background(), "ipr")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	testutil.Eventually(t, "a global checkpoint", func() bool { st := status(); return st.Checkpoints != nil && st.Checkpoints.Global > 0 })
+	before := status().Containers[0].PID
+	if _, err := c.Action(context.Background(), "ipr", "restart", url.Values{"container": {"1"}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	st := waitState(t, c, "ipr", daemon.StateFinished)
+	if err := keyed.CheckExact(out, keys, perKey); err != nil {
+		t.Fatal(err)
+	}
+	if st.Checkpoints.Rollbacks < 1 {
+		t.Fatalf("no rollback after the restart: %+v", *st.Checkpoints)
+	}
+	t.Logf("container 1 run %d restarted; %d rollbacks, restored checkpoint %d", before, st.Checkpoints.Rollbacks, st.Checkpoints.RestoredFrom)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := d.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,63 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"syscall"
+
+	"github.com/ardea-dev/ardea/scheduler/launcher"
+)
+
+// containerRuntime runs a daemon's containers: each as an `ardea host`
+// process under the launcher (processes, `ardea local`), or as goroutines
+// of the daemon's own process (inproc.go, `ardea run`). A topology manager
+// drives both the same way; only how a container starts, stops and is
+// killed differs. Ids are tm.procID's; states and restarts follow the
+// launcher's (a container that exits is restarted after a back-off until
+// it fails too often in a row, then it is FAILED).
+type containerRuntime interface {
+	// start starts container c of t (launcher.ErrDuplicate if it runs).
+	start(ctx context.Context, t *tm, c int) error
+	Stop(ctx context.Context, id string) error
+	Restart(ctx context.Context, id string) error
+	Remove(ctx context.Context, id string) error
+	Status(id string) (launcher.ProcessStatus, bool)
+	List() []launcher.ProcessStatus
+	// LogPath is the file the container's output goes to ("" in process:
+	// it logs to the daemon's logger).
+	LogPath(id string) string
+	// kill ends a container that was declared lost (ps is its status when
+	// it was): its replacement is started as after any exit.
+	kill(id string, pid int) error
+	Close(ctx context.Context) error
+}
+
+// processes runs each container as an `ardea host` process.
+type processes struct {
+	*launcher.Supervisor
+	d *Daemon
+}
+
+func (p processes) start(ctx context.Context, t *tm, container int) error {
+	d := p.d
+	args := append(slices.Clone(d.o.HostArgs),
+		"--nats", d.srv.ClientURL(), "--tenant", d.store.Tenant(), "--topology", t.name,
+		"--container", strconv.Itoa(container), "--data-dir", d.o.DataDir)
+	margs, err := d.hostMetricsArgs()
+	if err != nil {
+		return err
+	}
+	args = append(args, margs...)
+	return p.Start(ctx, launcher.ProcessSpec{ID: t.procID(container), Path: d.o.HostPath, Args: args})
+}
+
+// kill sends SIGKILL to the host's process group (the host and anything
+// it started; it reaches a stopped process too).
+func (p processes) kill(id string, pid int) error {
+	if pid <= 0 {
+		return fmt.Errorf("container %s: no process to kill", id)
+	}
+	return syscall.Kill(-pid, syscall.SIGKILL)
+}

@@ -1,0 +1,479 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ardea-dev/ardea"
+	"github.com/ardea-dev/ardea/host"
+	"github.com/ardea-dev/ardea/scheduler/ctl"
+	"github.com/ardea-dev/ardea/scheduler/statemgr"
+)
+
+// Version statuses in a topology's history (statemgr's).
+const (
+	VersionActive     = statemgr.VersionActive
+	VersionReplaced   = statemgr.VersionReplaced
+	VersionRolledBack = statemgr.VersionRolledBack
+	VersionRefused    = statemgr.VersionRefused
+	VersionFailed     = statemgr.VersionFailed
+)
+
+// SwapRequest is POST /api/v1/topologies/{name}/swap.
+type SwapRequest struct {
+	Component string `json:"component"`
+	// Module is the new module's bytes (base64 in JSON); Source says where
+	// it came from (a path, for the history).
+	Module []byte `json:"module"`
+	Source string `json:"source,omitempty"`
+	// Canary swaps this many tasks first and the rest only once they have
+	// passed Probation (default 10s) without failing.
+	Canary    int           `json:"canary,omitempty"`
+	Probation time.Duration `json:"probation,omitempty"`
+	By        string        `json:"by,omitempty"`
+	// Health on probation, besides failed batches: a swapped task that
+	// fails more than MaxFailRate of its input tuples (default 0.05, from
+	// 100 tuples on), or whose execute time per tuple exceeds
+	// MaxLatencyFactor times its time before the swap (default 10, and by
+	// more than 1 ms), makes the swap roll back.
+	MaxFailRate      float64 `json:"max_fail_rate,omitempty"`
+	MaxLatencyFactor float64 `json:"max_latency_factor,omitempty"`
+}
+
+// health is the probation's limits.
+type health struct {
+	maxFailRate, maxLatencyFactor float64
+}
+
+// SwapResult is the answer to a swap or a rollback.
+type SwapResult struct {
+	Component string                 `json:"component"`
+	Version   string                 `json:"version"`
+	Previous  string                 `json:"previous"`
+	Status    statemgr.VersionStatus `json:"status"`
+	Reason    string                 `json:"reason,omitempty"`
+	Tasks     int                    `json:"tasks"`
+	// Took is the whole swap, probation included; MaxPauseMs the longest
+	// time a task took no input because of it.
+	Took       string  `json:"took"`
+	MaxPauseMs float64 `json:"max_pause_ms"`
+}
+
+const defaultProbation = 10 * time.Second
+
+// validate compiles a module as the hosts will (import allowlist,
+// exports) and instantiates it once as a component of kind (ABI version,
+// the kind's exports) before anything changes.
+func (d *Daemon) validate(ctx context.Context, name string, kind ardea.Kind, data []byte) error {
+	d.validatorOnce.Do(func() {
+		d.validator, d.validatorErr = host.NewRuntime(d.ctx, host.Config{
+			// The hosts' compilation cache (hostprocess: <data-dir>/wazero):
+			// a module the hosts already run validates without compiling
+			// again. wazero keys it by the module's bytes and writes it by
+			// rename, so processes can share it.
+			Logger: d.log, CacheDir: filepath.Join(d.cacheDir(), "wazero"),
+		})
+	})
+	if d.validatorErr != nil {
+		return d.validatorErr
+	}
+	mod, err := d.validator.CompileBytes(ctx, name, data)
+	if err != nil {
+		return err
+	}
+	ic := host.InstanceConfig{Topology: "validate", Component: name, TaskID: 1}
+	var closer interface{ Close(context.Context) error }
+	if kind == ardea.Spout {
+		closer, err = mod.NewSpout(ctx, ic)
+	} else {
+		closer, err = mod.NewBolt(ctx, ic)
+	}
+	if err != nil {
+		return err
+	}
+	closer.Close(ctx)
+	return nil
+}
+
+// swap replaces component comp's module in the running topology: canary
+// tasks first (if asked), each phase on probation; a version that fails
+// to start or fails a batch on probation is rolled back everywhere, with
+// the reason. Success records the version as the component's module.
+func (t *tm) swap(ctx context.Context, req SwapRequest) (SwapResult, error) {
+	// A swap under way finishes or rolls back whatever the client does;
+	// recCtx outlives a cancelled operation, to record how it ended.
+	recCtx := context.WithoutCancel(ctx)
+	ctx, done, err := t.beginOp(recCtx)
+	if err != nil {
+		return SwapResult{}, err
+	}
+	defer done()
+	start := time.Now()
+	t.mu.Lock()
+	state, top, doc, eo := t.state, t.top, t.doc, t.ckpt != nil
+	t.mu.Unlock()
+	if state != StateRunning && state != StatePaused {
+		return SwapResult{}, newErr(ErrBadState, "cannot swap a module of topology %s: it is %s", t.name, state)
+	}
+	c := top.Component(req.Component)
+	switch {
+	case c == nil:
+		return SwapResult{}, newErr(ErrBadRequest, "swap in topology %s: no component %q", t.name, req.Component)
+	case c.ModuleKind() == ardea.ModuleBuiltin:
+		return SwapResult{}, newErr(ErrBadRequest, "swap in topology %s: component %s is built in (%s); only WebAssembly modules can be swapped", t.name, c.Name, c.Module)
+	case len(req.Module) == 0:
+		return SwapResult{}, newErr(ErrBadRequest, "swap %s/%s: no module uploaded", t.name, c.Name)
+	}
+	rec, err := t.d.store.GetTopology(ctx, t.name)
+	if err != nil {
+		return SwapResult{}, err
+	}
+	prev := rec.Modules[c.Name]
+	entry := statemgr.ModuleVersion{Component: c.Name, Source: req.Source, Previous: prev, At: time.Now(), By: req.By, Canary: req.Canary}
+	if err := t.d.validate(ctx, c.Name+".wasm", c.Kind, req.Module); err != nil {
+		entry.Status, entry.Reason = VersionRefused, err.Error()
+		t.record(ctx, entry, "")
+		return SwapResult{}, newErr(ErrBadRequest, "swap %s/%s refused, nothing changed: %v", t.name, c.Name, err)
+	}
+	sha, err := t.d.store.PutArtifact(ctx, c.Name+".wasm", req.Module)
+	if err != nil {
+		return SwapResult{}, err
+	}
+	entry.Version = sha
+	res := SwapResult{Component: c.Name, Version: sha, Previous: prev}
+	if sha == prev {
+		res.Status = "unchanged"
+		return res, nil
+	}
+	probation := req.Probation
+	if probation <= 0 {
+		probation = defaultProbation
+	}
+	t.log.Info("swap begins", "component", c.Name, "version", sha, "previous", prev, "effectively_once", eo)
+	if eo {
+		// Effectively once the swap follows a fresh global checkpoint: a
+		// new version that fails kills its container, and the rollback to
+		// that checkpoint restarts every task on the previous version
+		// (hosts load committed versions only).
+		t.setMessage("swap " + c.Name + ": waiting for a fresh global checkpoint")
+		err := t.awaitCheckpoint(ctx)
+		t.setMessage("")
+		if err != nil {
+			if cause := opAborted(ctx); cause != nil {
+				entry.Status, entry.Reason = VersionFailed, cause.Error()+"; nothing was swapped"
+				t.record(recCtx, entry, "")
+				return SwapResult{}, newErr(ErrBadState, "swap %s/%s failed before it began: %v", t.name, c.Name, cause)
+			}
+			return SwapResult{}, err
+		}
+	}
+	var all []uint32
+	for _, pc := range doc.Plan.Components {
+		if pc.Name == c.Name {
+			all = pc.Tasks
+		}
+	}
+	phases := [][]uint32{all}
+	if n := req.Canary; n > 0 && n < len(all) {
+		phases = [][]uint32{all[:n], all[n:]}
+	}
+	hl := health{maxFailRate: req.MaxFailRate, maxLatencyFactor: req.MaxLatencyFactor}
+	if hl.maxFailRate <= 0 {
+		hl.maxFailRate = 0.05
+	}
+	if hl.maxLatencyFactor <= 0 {
+		hl.maxLatencyFactor = 10
+	}
+	for _, tasks := range phases {
+		reason, pause, err := t.swapPhaseTimed(ctx, c.Name, sha, tasks, probation, hl)
+		res.MaxPauseMs = max(res.MaxPauseMs, float64(pause.Microseconds())/1000)
+		if err != nil || reason != "" {
+			if reason == "" {
+				reason = err.Error()
+			}
+			if cause := opAborted(ctx); cause != nil {
+				// Effectively once, a container died: the rollback to the
+				// last global checkpoint taken before it restarts every
+				// task on the previous (committed) version. A failed
+				// topology keeps the previous version too.
+				if eo && errors.Is(cause, errCrashed) {
+					reason = "a container died during the swap; the topology rolled back to its last global checkpoint with the previous version"
+				} else {
+					reason = cause.Error()
+				}
+				entry.Status, entry.Reason = VersionRolledBack, reason
+				t.record(recCtx, entry, "")
+				res.Status, res.Reason, res.Took = VersionRolledBack, reason, time.Since(start).Round(time.Millisecond).String()
+				return res, newErr(ErrBadState, "swap %s/%s rolled back to %s: %s", t.name, c.Name, short(prev), reason)
+			}
+			// Put the previous version back on every task (those that
+			// already run it are skipped by the hosts).
+			if _, rerr := t.swapPhase(ctx, c.Name, prev, all, 0); rerr != nil {
+				t.log.Error("swap: roll back", "component", c.Name, "err", rerr)
+				reason += " (and the rollback failed: " + rerr.Error() + ")"
+			}
+			t.commitModule(ctx, prev, c.Name)
+			entry.Status, entry.Reason = VersionRolledBack, reason
+			t.record(ctx, entry, "")
+			res.Status, res.Reason, res.Took = VersionRolledBack, reason, time.Since(start).Round(time.Millisecond).String()
+			t.log.Warn("swap rolled back", "component", c.Name, "version", sha, "reason", reason)
+			return res, newErr(ErrBadState, "swap %s/%s rolled back to %s: %s", t.name, c.Name, short(prev), reason)
+		}
+		res.Tasks += len(tasks)
+	}
+	// The commit and the rollback's plan exclude each other (pubMu): a
+	// container that died before this point rolls the swap back.
+	t.pubMu.Lock()
+	if cause := opAborted(ctx); cause != nil {
+		t.pubMu.Unlock()
+		entry.Status, entry.Reason = VersionRolledBack, cause.Error()
+		t.record(recCtx, entry, "")
+		res.Status, res.Reason, res.Took = VersionRolledBack, cause.Error(), time.Since(start).Round(time.Millisecond).String()
+		return res, newErr(ErrBadState, "swap %s/%s rolled back to %s: %v", t.name, c.Name, short(prev), cause)
+	}
+	t.commitModule(ctx, sha, c.Name)
+	entry.Status = VersionActive
+	t.record(recCtx, entry, req.Source)
+	t.pubMu.Unlock()
+	res.Status, res.Took = VersionActive, time.Since(start).Round(time.Millisecond).String()
+	t.log.Info("module swapped", "component", c.Name, "version", sha, "previous", prev, "tasks", res.Tasks, "took", res.Took)
+	return res, nil
+}
+
+// swapPhase swaps tasks to version and waits for every host's report,
+// then for probation. It returns why the version was rolled back ("" if
+// it was not) or an error if the hosts did not answer.
+func (t *tm) swapPhase(ctx context.Context, comp, version string, tasks []uint32, probation time.Duration) (string, error) {
+	reason, _, err := t.swapPhaseTimed(ctx, comp, version, tasks, probation, health{})
+	return reason, err
+}
+
+// swapPhaseTimed is swapPhase that also returns the longest pause.
+func (t *tm) swapPhaseTimed(ctx context.Context, comp, version string, tasks []uint32, probation time.Duration, hl health) (string, time.Duration, error) {
+	epoch := uint64(time.Now().UnixNano())
+	base := t.instances(tasks)
+	order := ctl.SwapOrder{Epoch: epoch, Component: comp, Module: version, Tasks: tasks, Probation: probation}
+	send := func() error { return t.ctl.Swap(ctx, order) }
+	if err := send(); err != nil {
+		return "", 0, err
+	}
+	t.mu.Lock()
+	n := t.doc.Plan.Containers
+	t.mu.Unlock()
+	var reason string
+	var pause time.Duration
+	failed := func(h ctl.Heartbeat) bool {
+		if s := h.Swap; s != nil && s.Epoch == epoch && (s.RolledBack > 0 || (len(s.Errors) > 0 && s.Targeted == 0)) {
+			if reason == "" {
+				reason = strings.Join(s.Errors, "; ")
+			}
+			return true
+		}
+		return false
+	}
+	if err := t.waitSwitch(ctx, startTimeout, n, "swap "+comp, send, nil, func(h ctl.Heartbeat) (bool, error) {
+		s := h.Swap
+		if failed(h) {
+			return true, nil
+		}
+		done := s != nil && s.Epoch == epoch && s.Swapped+s.RolledBack >= s.Targeted
+		if done {
+			pause = max(pause, s.MaxPause)
+		}
+		return done, nil
+	}); err != nil {
+		return "", 0, err
+	}
+	if reason != "" || probation == 0 {
+		return reason, pause, nil
+	}
+	// Probation: any task that fails a batch is rolled back by its host
+	// at once (the batch retried by the previous version); here the
+	// version is given up everywhere.
+	deadline := time.Now().Add(probation)
+	for time.Now().Before(deadline) {
+		t.mu.Lock()
+		for c := 1; c <= n; c++ {
+			if h, ok := t.hbs[c]; ok {
+				failed(h)
+			}
+		}
+		t.mu.Unlock()
+		if reason == "" && hl.maxFailRate > 0 {
+			reason = hl.check(base, t.instances(tasks))
+		}
+		if reason != "" {
+			return reason, pause, nil
+		}
+		select {
+		case <-ctx.Done():
+			return "", pause, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return "", pause, nil
+}
+
+// commitModule makes version the component's module on every host
+// (probation ends; restarted containers load it).
+func (t *tm) commitModule(ctx context.Context, version, comp string) {
+	if version == "" {
+		return
+	}
+	if err := t.ctl.CommitSwap(ctx, map[string]string{comp: version}); err != nil {
+		t.log.Warn("swap commit not sent", "component", comp, "err", err)
+	}
+}
+
+// record appends entry to the topology's history; when the entry is
+// active, it becomes the component's module (and source, if given, its
+// module in the spec) and the previous active version is marked replaced.
+func (t *tm) record(ctx context.Context, entry statemgr.ModuleVersion, source string) {
+	for range 5 {
+		rec, err := t.d.store.GetTopology(ctx, t.name)
+		if err != nil {
+			t.log.Error("swap: read the topology", "err", err)
+			return
+		}
+		if entry.Status == VersionActive {
+			for i := range rec.History {
+				if h := &rec.History[i]; h.Component == entry.Component && h.Status == VersionActive {
+					h.Status = VersionReplaced
+				}
+			}
+			if rec.Modules == nil {
+				rec.Modules = map[string]string{}
+			}
+			rec.Modules[entry.Component] = entry.Version
+			if source != "" {
+				t.mu.Lock()
+				top := t.top.Clone()
+				t.mu.Unlock()
+				if c := top.Component(entry.Component); c != nil {
+					c.Module = source
+					if spec, err := top.Format(); err == nil {
+						rec.Spec = spec
+						t.mu.Lock()
+						t.top = top
+						t.mu.Unlock()
+					}
+				}
+			}
+		}
+		rec.History = append(rec.History, entry)
+		if _, err := t.d.store.UpdateTopology(ctx, rec, rec.Revision); err == nil {
+			return
+		} else if !errors.Is(err, statemgr.ErrConflict) {
+			t.log.Error("swap: record the version", "err", err)
+			return
+		}
+	}
+}
+
+// rollbackModule swaps comp back to the version before its active one.
+func (t *tm) rollbackModule(ctx context.Context, comp, by string) (SwapResult, error) {
+	rec, err := t.d.store.GetTopology(ctx, t.name)
+	if err != nil {
+		return SwapResult{}, err
+	}
+	cur := rec.Modules[comp]
+	if cur == "" {
+		return SwapResult{}, newErr(ErrBadRequest, "rollback in topology %s: component %q has no module", t.name, comp)
+	}
+	prev := ""
+	for i := len(rec.History) - 1; i >= 0; i-- {
+		h := rec.History[i]
+		if h.Component == comp && h.Version == cur && h.Status == VersionActive && h.Previous != "" {
+			prev = h.Previous
+			break
+		}
+	}
+	if prev == "" {
+		return SwapResult{}, newErr(ErrBadState, "rollback in topology %s: component %s runs its first version; there is nothing to go back to", t.name, comp)
+	}
+	data, err := t.d.store.GetArtifact(ctx, prev)
+	if err != nil {
+		return SwapResult{}, err
+	}
+	source := ""
+	for _, h := range rec.History {
+		if h.Component == comp && h.Version == prev && h.Source != "" {
+			source = h.Source
+		}
+	}
+	return t.swap(ctx, SwapRequest{Component: comp, Module: data, Source: source, By: by, Probation: time.Millisecond})
+}
+
+func short(sha string) string {
+	if len(sha) > 12 {
+		return sha[:12]
+	}
+	return sha
+}
+
+// awaitCheckpoint waits until a checkpoint newer than the current global
+// one is global (effectively once).
+func (t *tm) awaitCheckpoint(ctx context.Context) error {
+	t.mu.Lock()
+	cs := t.ckpt
+	t.mu.Unlock()
+	g0 := cs.coord.Global()
+	limit := max(10*cs.interval, 30*time.Second)
+	deadline := time.Now().Add(limit)
+	for cs.coord.Global() <= g0 {
+		t.mu.Lock()
+		state := t.state
+		t.mu.Unlock()
+		if !live(state) {
+			// Finished (every container ended its input: no checkpoint
+			// comes), failed or killed meanwhile.
+			return newErr(ErrBadState, "swap in topology %s: the topology is %s", t.name, state)
+		}
+		if time.Now().After(deadline) {
+			return newErr(ErrBadState, "swap in topology %s: no checkpoint became global within %v to swap at", t.name, limit)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// instances returns the latest heartbeat report of each of tasks.
+func (t *tm) instances(tasks []uint32) map[uint32]ctl.Instance {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := map[uint32]ctl.Instance{}
+	for _, h := range t.hbs {
+		for _, in := range h.Instances {
+			if slices.Contains(tasks, in.Task) {
+				out[in.Task] = in
+			}
+		}
+	}
+	return out
+}
+
+// check compares swapped tasks' reports with those from before the swap
+// and says why the new version is unhealthy ("" if it is not).
+func (hl health) check(before, now map[uint32]ctl.Instance) string {
+	for id, in := range now {
+		b := before[id]
+		executed, failed := in.Executed-b.Executed, in.Failed-b.Failed
+		if executed >= 100 && float64(failed) > hl.maxFailRate*float64(executed) {
+			return fmt.Sprintf("%s task %d failed %d of %d tuples on probation (more than %.0f%%)", in.Component, id, failed, executed, 100*hl.maxFailRate)
+		}
+		if b.LatencyNs > 0 && in.LatencyNs > int64(hl.maxLatencyFactor*float64(b.LatencyNs)) && in.LatencyNs-b.LatencyNs > int64(time.Millisecond) {
+			return fmt.Sprintf("%s task %d takes %v per tuple on probation, %v before (more than %.0fx)", in.Component, id,
+				time.Duration(in.LatencyNs), time.Duration(b.LatencyNs), hl.maxLatencyFactor)
+		}
+	}
+	return ""
+}

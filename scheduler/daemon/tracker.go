@@ -1,0 +1,211 @@
+package daemon
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/ardea-dev/ardea/scheduler/planner"
+	"github.com/ardea-dev/ardea/scheduler/settings"
+
+	"github.com/ardea-dev/ardea"
+	"github.com/ardea-dev/ardea/internal/build"
+	"github.com/ardea-dev/ardea/sinks"
+	"github.com/ardea-dev/ardea/ui"
+)
+
+// The daemon is the tracker API's source (ui.Source).
+
+// Topologies lists every stored topology.
+func (d *Daemon) Topologies(ctx context.Context) ([]ui.Topology, error) {
+	recs, err := d.store.ListTopologies(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ui.Topology, 0, len(recs))
+	for _, rec := range recs {
+		if t, err := d.Topology(ctx, rec.Name); err == nil {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
+// Topology is one topology's info, state and settings.
+func (d *Daemon) Topology(ctx context.Context, name string) (ui.Topology, error) {
+	rec, err := d.store.GetTopology(ctx, name)
+	if err != nil {
+		return ui.Topology{}, newErr(ErrNotFound, "no topology named %q", name)
+	}
+	out := ui.Topology{Name: name, Submitted: rec.SubmittedAt, SubmittedBy: rec.SubmittedBy, Config: map[string]string{}}
+	if st, err := d.store.GetState(ctx, name); err == nil {
+		out.State, out.Message = string(st.State), st.Message
+	}
+	top, err := parseSpec(name, rec.Spec)
+	if err != nil {
+		return ui.Topology{}, err
+	}
+	for k, v := range top.Config {
+		out.Config[k] = v
+	}
+	if del, err := settings.DeliverySettings(top); err == nil {
+		out.Reliability = del.Mode
+	}
+	if t, err := d.get(name); err == nil {
+		st := t.status()
+		t.mu.Lock()
+		out.Started, out.PlanRevision = t.started, t.planRev
+		t.mu.Unlock()
+		out.State, out.Message, out.Containers = string(st.State), st.Message, len(st.Containers)
+		for _, c := range st.Containers {
+			out.Instances += len(c.Instances)
+		}
+	}
+	return out, nil
+}
+
+// topologyOf returns the running TM's topology, else the stored one.
+func (d *Daemon) topologyOf(ctx context.Context, name string) (*ardea.Topology, map[string]string, error) {
+	rec, err := d.store.GetTopology(ctx, name)
+	if err != nil {
+		return nil, nil, newErr(ErrNotFound, "no topology named %q", name)
+	}
+	if t, err := d.get(name); err == nil {
+		t.mu.Lock()
+		top := t.top
+		t.mu.Unlock()
+		if top != nil {
+			return top, rec.Modules, nil
+		}
+	}
+	top, err := parseSpec(name, rec.Spec)
+	return top, rec.Modules, err
+}
+
+// LogicalPlan lists the components and their streams.
+func (d *Daemon) LogicalPlan(ctx context.Context, name string) (ui.LogicalPlan, error) {
+	top, mods, err := d.topologyOf(ctx, name)
+	if err != nil {
+		return ui.LogicalPlan{}, err
+	}
+	lp := ui.LogicalPlan{Topology: name, Components: []ui.LogicalComponent{}}
+	for _, c := range top.Components {
+		lc := ui.LogicalComponent{Name: c.Name, Kind: string(c.Kind), Module: c.Module, Language: language(c),
+			Version: mods[c.Name], Parallelism: c.Parallelism, Config: map[string]string{},
+			Outputs: []ui.Stream{}, Inputs: []ui.Input{}}
+		if lc.Language == "wasm" && lc.Version != "" {
+			lc.Language = d.languageOf(ctx, lc.Version)
+		}
+		for k, v := range c.Config {
+			lc.Config[k] = v
+		}
+		for _, sn := range c.StreamNames() {
+			lc.Outputs = append(lc.Outputs, ui.Stream{Name: sn, Fields: c.Outputs[sn]})
+		}
+		for _, in := range c.Inputs {
+			lc.Inputs = append(lc.Inputs, ui.Input{From: in.From, Stream: in.StreamName(), Grouping: in.GroupingName(), Fields: in.Fields})
+		}
+		lp.Components = append(lp.Components, lc)
+	}
+	return lp, nil
+}
+
+// language names a component's language: its source folder's, "builtin",
+// or "wasm" for a module given as a file.
+func language(c *ardea.Component) string {
+	switch c.ModuleKind() {
+	case ardea.ModuleBuiltin:
+		return "builtin"
+	case ardea.ModuleSource:
+		if st, err := os.Stat(c.Module); err == nil && st.IsDir() {
+			if l, err := build.Detect(c.Module); err == nil {
+				return string(l)
+			}
+		}
+	}
+	return "wasm"
+}
+
+// PackingPlan is the packing plan in use: per container its resources and
+// instances.
+func (d *Daemon) PackingPlan(ctx context.Context, name string) (any, error) {
+	t, err := d.get(name)
+	if err != nil {
+		return nil, d.notRunning(ctx, name, err)
+	}
+	t.mu.Lock()
+	top, p := t.top, t.doc.Plan
+	t.mu.Unlock()
+	_, packed, err := planner.PackPlan(top, p.Containers)
+	if err != nil {
+		return nil, err
+	}
+	return packed, nil
+}
+
+// InstanceNames names the tasks of the plan in use component/index
+// (ui.InstanceNamer); a retired task (a rescale removed it) keeps the name
+// it had.
+func (d *Daemon) InstanceNames(ctx context.Context, name string) (map[int]string, error) {
+	t, err := d.get(name)
+	if err != nil {
+		return nil, d.notRunning(ctx, name, err)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p := t.doc.Plan
+	out := make(map[int]string, len(p.Tasks))
+	for id, task := range p.Tasks {
+		if id == 0 || task.Component < 0 || task.Component >= len(p.Components) {
+			continue // Tasks[0] is unused
+		}
+		out[id] = p.Components[task.Component].Name + "/" + strconv.Itoa(task.Index)
+	}
+	return out, nil
+}
+
+// PhysicalPlan is the containers with their processes and instances.
+func (d *Daemon) PhysicalPlan(ctx context.Context, name string) (any, error) {
+	t, err := d.get(name)
+	if err != nil {
+		return nil, d.notRunning(ctx, name, err)
+	}
+	st := t.status()
+	return map[string]any{"topology": name, "state": st.State, "plan_revision": st.PlanVersion,
+		"containers": st.Containers}, nil
+}
+
+// History is the topology manager's metrics history.
+func (d *Daemon) History(ctx context.Context, name string) (*sinks.History, error) {
+	t, err := d.get(name)
+	if err != nil {
+		return nil, d.notRunning(ctx, name, err)
+	}
+	return t.hist, nil
+}
+
+// ContainerLogs returns a container's last lines.
+func (d *Daemon) ContainerLogs(ctx context.Context, name string, container, lines int) ([]string, error) {
+	t, err := d.get(name)
+	if err != nil {
+		return nil, d.notRunning(ctx, name, err)
+	}
+	t.mu.Lock()
+	n := t.doc.Plan.Containers
+	t.mu.Unlock()
+	if container < 1 || container > n {
+		return nil, newErr(ErrNotFound, "topology %s has containers 1..%d, not %d", name, n, container)
+	}
+	return tailLines(d.sup.LogPath(t.procID(container)), lines, func(string) bool { return true })
+}
+
+// notRunning explains why a topology has no topology manager here.
+func (d *Daemon) notRunning(ctx context.Context, name string, err error) error {
+	if _, serr := d.store.GetState(ctx, name); serr == nil && !strings.Contains(err.Error(), "another daemon") {
+		return newErr(ErrNotFound, "topology %s is not running (it finished, failed or was killed): it has no live plan or metrics", name)
+	}
+	return err
+}
+
+var _ ui.Source = (*Daemon)(nil)

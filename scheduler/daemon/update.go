@@ -1,0 +1,411 @@
+package daemon
+
+import (
+	"github.com/ardea-dev/ardea"
+	"github.com/ardea-dev/ardea/internal/plan"
+	"github.com/ardea-dev/ardea/scheduler/planner"
+
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/ardea-dev/ardea/scheduler/ctl"
+	"github.com/ardea-dev/ardea/scheduler/statemgr"
+)
+
+// Rescale timeouts: generous guards, not expectations.
+const (
+	quiesceTimeout = 2 * time.Minute
+	handoffTimeout = time.Minute
+	resumeTimeout  = 2 * time.Minute
+)
+
+// update changes component parallelism live. When the repacked plan keeps
+// every instance where it is, only the rescaled components' tasks are
+// replaced and the rest keep running (updateLive). Otherwise (the repack
+// moves instances or drops a container) the whole topology pauses:
+//
+//  1. deactivate the spouts and wait until the topology is quiescent:
+//     every container reports (after the deactivation) that its inboxes
+//     hold nothing and no task waits to send, and the tuples sent and
+//     received, summed over all containers, stay the same over three
+//     heartbeats;
+//  2. hand off: every host stops its container and stores each task's
+//     host-side state per key group under a new epoch;
+//  3. publish the new plan (same containers, new parallelism) naming that
+//     epoch; every host starts its part and each task loads the key groups
+//     it now owns, so state follows its keys;
+//  4. wait for every container to run the new plan, then restore the
+//     previous activation.
+//
+// No tuple is lost (nothing is in flight at the switch) and fields
+// grouping stays consistent (key groups and routing change together). The
+// whole topology pauses for the switch: unlike Heron, which cannot rescale
+// stateful components at all, but not yet without a pause.
+func (t *tm) update(ctx context.Context, parallelism map[string]int) error {
+	if len(parallelism) == 0 {
+		return newErr(ErrBadRequest, "update: no --component-parallelism given")
+	}
+	// Once started, the protocol finishes or rolls back whatever the
+	// client does (an interrupted `ardea update` must not leave the
+	// containers stopped).
+	ctx, done, err := t.beginOp(context.WithoutCancel(ctx))
+	if err != nil {
+		return err
+	}
+	defer done()
+	t.mu.Lock()
+	state, top, doc, eo := t.state, t.top.Clone(), t.doc, t.ckpt != nil
+	t.mu.Unlock()
+	if state != StateRunning && state != StatePaused {
+		return newErr(ErrBadState, "cannot update topology %s: it is %s", t.name, state)
+	}
+	names := make([]string, 0, len(parallelism))
+	for name := range parallelism {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		c := top.Component(name)
+		if c == nil {
+			return newErr(ErrBadRequest, "update topology %s: no component %q", t.name, name)
+		}
+		c.Parallelism = parallelism[name]
+	}
+	if err := top.Validate(validateStored()); err != nil {
+		return newErr(ErrBadRequest, "update topology %s: %v", t.name, err)
+	}
+	t.mu.Lock()
+	cur := t.top
+	t.mu.Unlock()
+	live, err := planner.LiveRescalePlan(cur, doc.Plan, parallelism)
+	if eo && err == nil {
+		// Effectively once the rescale pauses: its checkpoints are per
+		// task, so the new plan starts a new series (replanPaused).
+		err = fmt.Errorf("%w: effectively once", planner.ErrNotLive)
+	}
+	switch {
+	case err == nil:
+		t.setMessage("updating live: " + describe(parallelism))
+		defer t.setMessage("")
+		return t.updateLive(ctx, top, doc, live, parallelism)
+	case errors.Is(err, planner.ErrNotLive):
+		t.log.Info("the rescale moves instances; pausing the topology for it", "why", err)
+	default:
+		return newErr(ErrBadRequest, "%v", err)
+	}
+	p, err := buildPlanContainers(top, doc.Plan.Containers)
+	if err != nil {
+		return newErr(ErrBadRequest, "%v", err)
+	}
+	if eo {
+		rec, err := t.d.store.GetTopology(ctx, t.name)
+		if err != nil {
+			return err
+		}
+		defer t.holdBase(rec)()
+	}
+	t.setMessage("updating (paused): " + describe(parallelism))
+	defer t.setMessage("")
+	if err := t.replanPaused(ctx, top, doc, p, nil); err != nil {
+		return err
+	}
+	t.log.Info("topology updated", "parallelism", describe(parallelism))
+	return nil
+}
+
+// replanPaused moves the topology to plan p of top with its spouts paused:
+// quiesce (in-flight tuples drain), hand every task's state off per key
+// group, publish p (hosts restart on it, each task loading the key groups
+// it owns), resume. With modules set (a changed topology: ardea apply),
+// the stored spec and modules are replaced first and the plan carries a
+// new spec revision, so hosts reload them.
+func (t *tm) replanPaused(ctx context.Context, top *ardea.Topology, doc ctl.PlanDoc, p *plan.Plan, modules map[string]string) (err error) {
+	defer func() {
+		// A wait cut short by a container's death or the topology's
+		// failure says so, not "context canceled".
+		if cause := opAborted(ctx); err != nil && cause != nil && !errors.Is(err, cause) {
+			err = fmt.Errorf("topology %s: the replan did not complete: %w", t.name, cause)
+		}
+	}()
+	// 1. Quiesce.
+	wasActive := doc.Active
+	since := time.Now()
+	if err := t.ctl.Deactivate(ctx); err != nil {
+		return err
+	}
+	if err := t.waitQuiescent(ctx, since); err != nil {
+		if cause := opAborted(ctx); cause != nil {
+			return fmt.Errorf("topology %s: the replan did not complete: %w", t.name, cause)
+		}
+		_ = t.spouts(context.WithoutCancel(ctx), wasActive)
+		return err
+	}
+	// 2. Hand off.
+	epoch := uint64(time.Now().UnixNano())
+	// rollback republishes the old plan naming this epoch: containers that
+	// handed off reload their own key groups (ownership is unchanged), the
+	// others keep running (same plan, no restart).
+	rollback := func(err error) error {
+		if cause := opAborted(ctx); cause != nil {
+			// A container died (the rollback to the last global
+			// checkpoint puts the previous plan back) or the topology
+			// failed: the plan is theirs now.
+			return fmt.Errorf("topology %s: the replan did not complete: %w", t.name, cause)
+		}
+		old := doc
+		old.Active, old.HandoffEpoch = wasActive, epoch
+		if rev, perr := t.putPlan(ctx, old); perr == nil {
+			t.mu.Lock()
+			t.doc, t.planRev = old, rev
+			t.mu.Unlock()
+		} else {
+			t.log.Error("roll back a failed update", "err", perr)
+		}
+		_ = t.spouts(context.WithoutCancel(ctx), wasActive)
+		return fmt.Errorf("%w (rolled back to the previous plan)", err)
+	}
+	if err := t.ctl.Handoff(ctx, epoch); err != nil {
+		return rollback(err)
+	}
+	if err := t.waitContainers(ctx, handoffTimeout, "hand off their state", func(h ctl.Heartbeat) bool { return h.HandoffDone == epoch }); err != nil {
+		return rollback(err)
+	}
+	// 3. New plan, then the spec it came from.
+	spec, err := top.Format()
+	if err != nil {
+		return rollback(err)
+	}
+	rec, err := t.d.store.GetTopology(ctx, t.name)
+	if err != nil {
+		return rollback(err)
+	}
+	newDoc := ctl.PlanDoc{Plan: p, Active: wasActive, HandoffEpoch: epoch, SpecRevision: doc.SpecRevision, CheckpointKey: doc.CheckpointKey}
+	t.mu.Lock()
+	cs := t.ckpt
+	t.mu.Unlock()
+	if cs != nil {
+		// Effectively once: the new plan gets a new checkpoint series (a
+		// new generation) and runs with its spouts paused until its first
+		// checkpoint is global; until then a rollback returns to the
+		// previous plan, spec and modules (committed, committedRec).
+		newDoc.CheckpointKey, newDoc.Active, newDoc.Generation = newCheckpointKey(t.name), false, newGeneration()
+		t.mu.Lock()
+		cs.replanning = true
+		if b := cs.committedRec; b != nil {
+			base := *b
+			base.Doc = cs.committed
+			base.Doc.Base = nil
+			newDoc.Base = &base
+		}
+		t.mu.Unlock()
+		defer func() {
+			t.mu.Lock()
+			cs.replanning = false
+			t.mu.Unlock()
+		}()
+	}
+	if modules != nil {
+		rec.Modules = modules
+		newDoc.SpecRevision++
+	}
+	rec.Spec = spec
+	if _, err := t.d.store.UpdateTopology(ctx, rec, rec.Revision); err != nil {
+		if modules != nil {
+			// Hosts would reload the old spec with the new plan.
+			return rollback(fmt.Errorf("store the changed topology: %w", err))
+		}
+		// The plan in use is the new one; a stale spec only matters for a
+		// daemon restart, which re-reads the stored plan, not the spec.
+		t.log.Error("store the updated topology", "err", err)
+	}
+	if cs != nil {
+		// The new generation's reports count from here on (the previous
+		// plan's tasks have all stopped: they handed off).
+		t.mu.Lock()
+		if !cs.fenced {
+			cs.gen = newDoc.Generation
+		}
+		t.mu.Unlock()
+	}
+	if err := t.publishOp(ctx, newDoc); err != nil {
+		return rollback(err)
+	}
+	t.mu.Lock()
+	t.top = top
+	rev := t.planRev
+	t.mu.Unlock()
+	for c := p.Containers + 1; c <= doc.Plan.Containers; c++ {
+		if err := t.d.sup.Remove(ctx, t.procID(c)); err != nil {
+			t.log.Warn("stop container no longer in the plan", "container", c, "err", err)
+		}
+	}
+	for c := doc.Plan.Containers + 1; c <= p.Containers; c++ {
+		if err := t.launch(ctx, c); err != nil {
+			return err
+		}
+	}
+	if cs != nil && opAborted(ctx) != nil {
+		return fmt.Errorf("topology %s: the replan did not complete: %w", t.name, context.Cause(ctx))
+	}
+	// 4. Resume.
+	if err := t.waitContainers(ctx, resumeTimeout, "run the new plan", func(h ctl.Heartbeat) bool {
+		return h.PlanRevision == rev && (h.State == ctl.HostRunning || h.State == ctl.HostFinished)
+	}); err != nil {
+		return err
+	}
+	if cs != nil {
+		if err := t.firstCheckpoint(ctx, cs, newDoc, wasActive); err != nil {
+			return err
+		}
+	}
+	for _, c := range p.Components {
+		if err := t.d.store.DeleteKeyGroupStates(ctx, t.name, c.Name, epoch); err != nil {
+			t.log.Warn("delete handed-off state", "component", c.Name, "err", err)
+		}
+	}
+	t.log.Info("topology replanned with its spouts paused", "plan_revision", rev)
+	return nil
+}
+
+// holdBase keeps rec (the stored spec and modules before an operation
+// changes them) for a rollback until the operation's new plan is
+// committed (effectively once). The function it returns forgets it unless
+// a rollback is pending.
+func (t *tm) holdBase(rec statemgr.Topology) func() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	cs := t.ckpt
+	if cs == nil {
+		return func() {}
+	}
+	cs.committedRec = &ctl.BasePlan{Spec: string(rec.Spec), Modules: maps.Clone(rec.Modules), History: len(rec.History)}
+	return func() {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if !cs.fenced && !cs.rolling {
+			cs.committedRec = nil
+		}
+	}
+}
+
+// spouts starts (on) or pauses every container's spouts.
+func (t *tm) spouts(ctx context.Context, on bool) error {
+	if on {
+		return t.ctl.Activate(ctx)
+	}
+	return t.ctl.Deactivate(ctx)
+}
+
+func describe(par map[string]int) string {
+	var parts []string
+	for k, v := range par {
+		parts = append(parts, fmt.Sprintf("%s:%d", k, v))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ",")
+}
+
+func (t *tm) setMessage(m string) {
+	t.mu.Lock()
+	t.message = m
+	t.mu.Unlock()
+}
+
+// waitQuiescent waits until no tuple is in flight anywhere (see update).
+func (t *tm) waitQuiescent(ctx context.Context, since time.Time) error {
+	deadline := time.Now().Add(quiesceTimeout)
+	var last [2]int64
+	stable := 0
+	for {
+		t.mu.Lock()
+		n, state := t.doc.Plan.Containers, t.state
+		var sent, recv int64
+		ok, resend := true, false
+		finished := 0
+		for c := 1; c <= n; c++ {
+			h, seen := t.hbs[c]
+			if seen && h.State == ctl.HostFinished {
+				finished = c
+			}
+			if !seen || !h.Time.After(since) || h.Active || h.HeldBytes != 0 || h.BlockedOutboxes != 0 ||
+				(h.State != ctl.HostRunning && h.State != ctl.HostFinished) {
+				ok = false
+			}
+			// Still active a heartbeat after the deactivation: the host
+			// missed it (commands are not stored; it was still starting,
+			// or it restarted).
+			resend = resend || seen && h.Active && h.Time.After(since.Add(ctl.HeartbeatInterval))
+			sent += h.TuplesSent
+			recv += h.TuplesReceived
+		}
+		t.mu.Unlock()
+		if state != StateRunning && state != StatePaused {
+			return newErr(ErrBadState, "cannot update topology %s: it is %s", t.name, state)
+		}
+		if finished > 0 {
+			// Its tasks are gone and so is their state (a finite spout's
+			// read position): a re-plan would run them again.
+			return newErr(ErrBadState, "cannot update topology %s: container %d already finished its input", t.name, finished)
+		}
+		if resend {
+			if err := t.ctl.Deactivate(ctx); err != nil {
+				return err
+			}
+		}
+		// Counters are per process (a restarted container starts from
+		// zero), so quiescence is "nothing held and nothing moving", not
+		// "sent == received".
+		if ok {
+			if stable > 0 && last == [2]int64{sent, recv} {
+				stable++
+			} else {
+				stable = 1
+			}
+			last = [2]int64{sent, recv}
+			if stable >= 3 {
+				return nil
+			}
+		} else {
+			stable = 0
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("topology %s: update: the topology did not drain within %v", t.name, quiesceTimeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(ctl.HeartbeatInterval):
+		}
+	}
+}
+
+// waitContainers waits until every container's latest heartbeat passes ok.
+func (t *tm) waitContainers(ctx context.Context, timeout time.Duration, what string, ok func(ctl.Heartbeat) bool) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		t.mu.Lock()
+		n := t.doc.Plan.Containers
+		done := true
+		for c := 1; c <= n && done; c++ {
+			h, seen := t.hbs[c]
+			done = seen && ok(h)
+		}
+		t.mu.Unlock()
+		if done {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("topology %s: update: the containers did not %s within %v", t.name, what, timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}

@@ -219,10 +219,8 @@ func (s *runStats) add(c *container.Container) {
 		if p.Components[p.Tasks[id].Component].Kind != string(ardea.Bolt) {
 			continue
 		}
-		if h := sm.Inbox(id).Stats().MaxHeldBytes; h > s.held[id] {
-			s.held[id] = h
-		} else if _, ok := s.held[id]; !ok {
-			s.held[id] = h
+		if h := sm.Inbox(id).Stats().MaxHeldBytes; h >= s.held[id] {
+			s.held[id] = h // the high-water mark over the task's runs
 		}
 	}
 }

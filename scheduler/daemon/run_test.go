@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ardea-dev/ardea/scheduler/container"
 	"github.com/ardea-dev/ardea/scheduler/modules"
 	"github.com/ardea-dev/ardea/scheduler/settings"
 
@@ -689,5 +690,23 @@ func TestInProcessRestartEffectivelyOnce(t *testing.T) {
 	defer cancel()
 	if err := d.Close(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestStartRefusesInProcessOptions: what only in-process containers can
+// use (a Go checkpoint store, a shared registry, container and swap
+// hooks) is refused, naming it, for a daemon whose containers are
+// processes.
+func TestStartRefusesInProcessOptions(t *testing.T) {
+	for name, o := range map[string]daemon.Options{
+		"checkpoint store": {CheckpointStore: &failingStore{}},
+		"registry":         {Registry: metrics.NewRegistry()},
+		"swap hook":        {OnSwap: func(container.SwapEvent) {}},
+	} {
+		o.DataDir, o.HostPath, o.NoAPI = t.TempDir(), "/bin/true", true
+		_, err := daemon.Start(context.Background(), o)
+		if err == nil || !strings.Contains(err.Error(), "needs in-process containers") {
+			t.Errorf("%s: err = %v, want it refused", name, err)
+		}
 	}
 }

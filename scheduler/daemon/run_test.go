@@ -554,13 +554,20 @@ func TestCheckpointSaveTimeout(t *testing.T) {
 	}
 }
 
+// natsStatusWaiter is nats.go's, not ours: its JetStream context starts a
+// goroutine for async publishes that waits on the connection's status
+// channel, and a connection closed while that is set up (an in-process
+// container's, as it stops) leaves it waiting on a nil channel for good.
+// An `ardea host` process exits, which ends it.
+var natsStatusWaiter = goleak.IgnoreTopFunction("github.com/nats-io/nats.go/jetstream.(*jetStream).resetPendingAcksOnReconnect")
+
 // TestRunLeavesNoGoroutines: a run (its daemon, topology manager, in-process
 // containers and their tasks) owns every goroutine it starts: none is left
 // once Run returns, whether the input ran out (at least once over two
 // containers with a module swapped through the manager while it ran, then
 // effectively once) or the run was cut short by its context.
 func TestRunLeavesNoGoroutines(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent(), natsStatusWaiter)
 	lines := wordcount.TestLines(200000)
 	in := filepath.Join(t.TempDir(), "in.txt")
 	wordcounttest.WriteLines(t, in, lines)
@@ -650,13 +657,7 @@ func TestRunLeavesNoGoroutines(t *testing.T) {
 // back to its last global checkpoint and the output is exactly a
 // fault-free run's. Then the daemon closes with no goroutine left.
 func TestInProcessRestartEffectivelyOnce(t *testing.T) {
-	// nats.go's JetStream context starts a goroutine for its async
-	// publishes that waits on the connection's status channel; a
-	// connection closed while the channel is being set up leaves it
-	// waiting on a nil channel for good (a restarted container's). An
-	// `ardea host` process exits, which ends it.
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent(),
-		goleak.IgnoreTopFunction("github.com/nats-io/nats.go/jetstream.(*jetStream).resetPendingAcksOnReconnect"))
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent(), natsStatusWaiter)
 	d, err := daemon.Start(context.Background(), daemon.Options{
 		DataDir: t.TempDir(), Listen: "127.0.0.1:0", InProcess: true, MaxRestarts: 3,
 	})

@@ -6,6 +6,7 @@
 
 import { hostError, hostLog, hostNow } from "./host";
 import { Call } from "./call";
+import { Tuple } from "./tuple";
 import { scratch, scratchUTF8 } from "./raw";
 
 // Abort messages are built in static memory: abort may run because the
@@ -48,16 +49,19 @@ function abortStr(s: string | null): void {
   }
 }
 
-function abortNum(v: u32): void {
+function abortNum(v: u64): void {
   if (v >= 10) abortNum(v / 10);
-  abortByte(48 + v % 10);
+  abortByte(48 + <u32>(v % 10));
 }
 
 /**
  * The module's `abort` (asc --use abort=...):
  * a failed assertion, a `throw` or a runtime error (out of bounds, out of
  * memory, ...). It reports "<call>: <message> at <file>:<line>:<column>"
- * with ardea.error and traps; the host fails the instance with that text.
+ * with ardea.error and traps; in execute the message names the tuple as
+ * a failed call does ("Execute: tuple <id> from <component>/<stream> task
+ * <source>: <message> at ..."). The host reads ardea_cursor to learn which
+ * record of the batch it was and fails that tuple (wasm-sdk/ABI.md).
  */
 export function ardeaAbort(message: string | null = null, fileName: string | null = null, line: u32 = 0, column: u32 = 0): void {
   if (aborting) unreachable();
@@ -65,6 +69,21 @@ export function ardeaAbort(message: string | null = null, fileName: string | nul
   abortLen = 0;
   if (Call.name.length > 0) {
     abortStr(Call.name);
+    abortStr(": ");
+  }
+  if (Call.tuplePtr != 0) {
+    let t = changetype<Tuple>(Call.tuplePtr);
+    abortStr("tuple ");
+    abortNum(t.id_);
+    let i = t.in_;
+    if (i !== null) {
+      abortStr(" from ");
+      abortStr(i.component);
+      abortByte(47);
+      abortStr(i.stream);
+    }
+    abortStr(" task ");
+    abortNum(t.src_);
     abortStr(": ");
   }
   abortStr(message !== null ? message : "abort");

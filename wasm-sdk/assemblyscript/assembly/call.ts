@@ -13,6 +13,9 @@ export class Call {
    * emits anchor on (the tuple being executed in automatic mode, else 0). */
   static manualAck: bool = false;
   static cur: u64 = 0;
+  /** The address of the Tuple execute is running (0 outside it), for
+   * abort's message (an address: call.ts cannot import tuple.ts). */
+  static tuplePtr: usize = 0;
   static curDone: bool = false;
   static autoAnchor: u64 = 0;
 }
@@ -24,10 +27,11 @@ export function setCallError(message: string): void {
 
 /**
  * Fails the current lifecycle call with `message` when it returns: the SDK
- * reports it to the host with `ardea.error` and returns an error code, and
- * the host fails the task instance. Unlike `throw` (which traps at once),
- * the method keeps running until it returns; in `execute` the rest of the
- * batch is skipped. Emits and state changes of the call are dropped.
+ * reports it to the host with `ardea.error` and returns an error code. In
+ * `execute` the host fails the tuple being executed (and runs the rest of
+ * the batch in a fresh instance); in other methods it fails the task
+ * instance. Unlike `throw` (which traps at once), the method keeps running
+ * until it returns. Emits and state changes of the call are dropped.
  */
 export function failCall(message: string): void {
   setCallError(message);

@@ -44,7 +44,12 @@ export abstract class Spout {
 /**
  * Processes tuples. Extend it, override what you need and register an
  * instance with registerBolt. To fail just one tuple (and have its spout
- * replay it) call c.fail(t); `throw` (or failCall) fails the task instance.
+ * replay it) call c.fail(t). A `throw`, an abort or failCall in execute
+ * fails the tuple being executed: the SDK keeps its batch position in
+ * ardea_cursor, and the host discards what the call emitted, starts a
+ * fresh instance (host-side state kept, guest memory lost) and runs the
+ * rest of the batch (wasm-sdk/ABI.md, docs/delivery.md). In the other
+ * methods they fail the task instance.
  */
 export abstract class Bolt {
   /** Called once before anything else. */

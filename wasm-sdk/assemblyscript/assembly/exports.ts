@@ -19,3 +19,4 @@ export function ardea_execute(len: i32): i32 { return rt.execute(len); }
 export function ardea_tick(): i32 { return rt.tick(); }
 export function ardea_finish(): i32 { return rt.finish(); }
 export function ardea_close(): i32 { return rt.close(); }
+export function ardea_cursor(): usize { return rt.cursor(); }

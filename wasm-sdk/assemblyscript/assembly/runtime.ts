@@ -23,6 +23,15 @@ class In {
   static cap: i32 = 0;
 }
 
+// The cursor (ardea_cursor): a u32 in static memory, outside the GC heap,
+// so its address is fixed for the instance's life. execute stores the index
+// of the batch record it is about to hand to the bolt, once per record; when
+// the call fails or traps the host reads it to learn which tuple failed.
+const CURSOR: usize = memory.data(4);
+
+/** The address of the cursor (the ardea_cursor export). */
+export function cursor(): usize { return CURSOR; }
+
 class Rt {
   static ctx: Context | null = null;
   static ready: bool = false;
@@ -198,6 +207,7 @@ const REC_HEADER: i32 = 14;
 
 export function execute(n: i32): i32 {
   begin("Execute", true);
+  store<u32>(CURSOR, 0);
   let e = check("ardea_execute", true);
   if (e === null) e = inputLen(n);
   if (e !== null) return fail(e);
@@ -212,6 +222,7 @@ export function execute(n: i32): i32 {
   let off = 4;
   let count = load<u32>(src);
   for (let pos = 0; count > 0; count--, pos++) {
+    store<u32>(CURSOR, pos);
     if (n - off < 4 + REC_HEADER) return fail(batchError(src, n));
     let l = <i32>load<u32>(src + <usize>off);
     if (l < REC_HEADER || n - off - 4 < l) return fail(batchError(src, n));
@@ -242,12 +253,14 @@ export function execute(n: i32): i32 {
     t.pos_ = pos;
     t.in_ = unchecked(inputs[idx]);
     Call.cur = t.id_;
+    Call.tuplePtr = changetype<usize>(t);
     Call.curDone = false;
     Call.autoAnchor = Call.manualAck ? 0 : t.id_;
     bolt.execute(t, c);
     seal(); // a wrong value count is this tuple's error
     if (Call.error === null && !Call.manualAck && !Call.curDone) ackOp(OP_ACK, t.id_);
     Call.cur = 0;
+    Call.tuplePtr = 0;
     Call.autoAnchor = 0;
     if (Call.error !== null) {
       return fail("tuple " + t.id_.toString() + " from " + t.component + "/" + t.stream + " task " +

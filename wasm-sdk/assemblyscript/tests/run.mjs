@@ -177,6 +177,12 @@ class Guest {
     return this.call(name, this.input(b));
   }
 
+  // cursor reads the u32 at ardea_cursor(): the batch record execute is
+  // (or was, when it failed) processing.
+  cursor() {
+    return new DataView(this.x.memory.buffer).getUint32(this.x.ardea_cursor(), true);
+  }
+
   emitted() {
     return toHex(Buffer.concat(this.emits.map((e) => Buffer.from(e))));
   }
@@ -488,12 +494,15 @@ function probeBoltChecks(mod) {
   // An untracked tuple (id 0): no anchors, no ack.
   g.withInput("ardea_execute", encodeBatch([[0, 3, 0, encodeValues(`s:${hx("b")}`)]]));
   check("probe_bolt/untracked", g.emitted() === encodeOps([`emit,0,4294967295,0,-,s:${hx("p-b")} i:2`]), g.emitted());
+  check("probe_bolt/cursor after a good batch", g.cursor() === 0, String(g.cursor()));
   g.withInput("ardea_execute", words(["c", "error", "d"], 30));
   check("probe_bolt/error", g.rc < 0 && !g.trapped && g.errors.length === 1 && g.errors[0].includes("probe error: bad word") &&
     g.emits.length === 0 && g.writes === 0 && !g.state.has("63"), JSON.stringify([g.rc, g.errors, g.writes]));
-  g.withInput("ardea_execute", words(["panic"], 40));
-  check("probe_bolt/panic", g.trapped && g.errors.length === 1 && g.errors[0].includes("probe panic") && / at .+:\d+:\d+$/.test(g.errors[0]),
-    JSON.stringify(g.errors));
+  check("probe_bolt/error cursor", g.cursor() === 1, String(g.cursor()));
+  g.withInput("ardea_execute", words(["x", "y", "panic", "z"], 40));
+  check("probe_bolt/panic", g.trapped && g.errors.length === 1 &&
+    /^Execute: tuple 42 from words\/default task 3: probe panic at .+:\d+:\d+$/.test(g.errors[0]), JSON.stringify(g.errors));
+  check("probe_bolt/panic cursor", g.cursor() === 2, String(g.cursor()));
 }
 
 function probeSpoutChecks(mod) {
@@ -555,9 +564,18 @@ function miscChecks(boltMod) {
 function abortChecks(mod) {
   const g = new Guest(mod);
   g.withInput("ardea_prepare", encodeContext({ outputs: [["default", ["word"]]], inputs: [["up", "default", ["word"]]] }));
-  g.withInput("ardea_execute", encodeBatch([[0, 1, 1, encodeValues(`s:${hx("x")}`)]]));
-  check("abort/trap with message", g.trapped && g.errors.length === 1 && g.errors[0] === "Execute: as abort",
-    JSON.stringify(g.errors));
+  const batch = (ws) => encodeBatch(ws.map((w, i) => [0, 1, i + 1, encodeValues(`s:${hx(w)}`)]));
+  g.withInput("ardea_execute", batch(["x", "abort"]));
+  check("abort/trap with message", g.trapped && g.errors.length === 1 &&
+    g.errors[0] === "Execute: tuple 2 from up/default task 1: as abort", JSON.stringify(g.errors));
+  check("abort/cursor", g.cursor() === 1, String(g.cursor()));
+  // A trap leaves the instance unusable: the host starts a fresh one.
+  const h = new Guest(mod);
+  h.withInput("ardea_prepare", encodeContext({ outputs: [["default", ["word"]]], inputs: [["up", "default", ["word"]]] }));
+  h.withInput("ardea_execute", batch(["x", "y", "z", "throw", "w"]));
+  check("abort/throw names the tuple and the user's source", h.trapped && h.errors.length === 1 &&
+    /^Execute: tuple 4 from up\/default task 1: as throw at assembly\/index\.ts:\d+:\d+$/.test(h.errors[0]), JSON.stringify(h.errors));
+  check("abort/throw cursor", h.cursor() === 3, String(h.cursor()));
 }
 
 const hx = (s) => Buffer.from(s).toString("hex");

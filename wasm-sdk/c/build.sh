@@ -36,6 +36,7 @@ reactor "$sdk/testdata/probe_bolt.wasm" "$sdk/testdata/probe_bolt.c"
 reactor "$sdk/testdata/probe_spout.wasm" "$sdk/testdata/probe_spout.c"
 reactor "$sdk/testdata/abort.wasm" "$sdk/testdata/abort.c"
 reactor "$sdk/testdata/failall.wasm" "$sdk/testdata/failall.c"
+reactor "$sdk/testdata/trap.wasm" "$sdk/testdata/trap.c"
 reactor "$sdk/testdata/badabi.wasm" -DARDEA_TEST_ABI_VERSION=2 "$sdk/testdata/badabi.c"
 
 # A WASI command (exports _start), which the host must refuse.

@@ -28,6 +28,7 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/ardea-dev/ardea/host"
 	"github.com/ardea-dev/ardea/internal/component"
@@ -214,6 +215,7 @@ var (
 		"ardea_abi_version": {nil, {i32}},
 		"ardea_buffer":      {{i32}, {i32}},
 		"ardea_close":       {nil, {i32}},
+		"ardea_cursor":      {nil, {i32}},
 	}
 	boltExports = map[string][2][]api.ValueType{
 		"ardea_prepare": {{i32}, {i32}},
@@ -254,6 +256,7 @@ func TestGuestModules(t *testing.T) {
 		{"testdata/probe_bolt.wasm", false},
 		{"testdata/probe_spout.wasm", false},
 		{"testdata/abort.wasm", false},
+		{"testdata/trap.wasm", false},
 		{"testdata/badabi.wasm", false},
 		{"testdata/command.wasm", true},
 		{"../../examples/wordcount/c/split.wasm", false},
@@ -504,5 +507,175 @@ func TestGuestFailures(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s %q: error %v, want it to contain %q", tc.path, tc.word, err, tc.want)
 		}
+	}
+}
+
+// guest is a C module instantiated by the test itself (not the host), so
+// that a test sees the raw exports: what a failed call leaves in the
+// cursor and the exact text the guest reported with ardea.error.
+type guest struct {
+	t      *testing.T
+	ctx    context.Context
+	mod    api.Module
+	errors []string // ardea.error texts
+	emits  int      // ardea.emit calls
+}
+
+func newGuest(t *testing.T, path string) *guest {
+	t.Helper()
+	ctx := context.Background()
+	g := &guest{t: t, ctx: ctx}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (build it with wasm-sdk/c/build.sh)", err)
+	}
+	rt := wazero.NewRuntime(ctx)
+	t.Cleanup(func() { _ = rt.Close(ctx) })
+	wasi_snapshot_preview1.MustInstantiate(ctx, rt)
+	str := func(m api.Module, p, n uint32) string {
+		b, ok := m.Memory().Read(p, n)
+		if !ok {
+			t.Errorf("guest passed %d bytes at %d, outside its memory", n, p)
+		}
+		return string(b)
+	}
+	_, err = rt.NewHostModuleBuilder("ardea").
+		NewFunctionBuilder().WithFunc(func(_ context.Context, m api.Module, p, n uint32) { g.emits++ }).Export("emit").
+		NewFunctionBuilder().WithFunc(func(context.Context, api.Module, int32, uint32, uint32) {}).Export("log").
+		NewFunctionBuilder().WithFunc(func(_ context.Context, m api.Module, p, n uint32) {
+		g.errors = append(g.errors, str(m, p, n))
+	}).Export("error").
+		NewFunctionBuilder().WithFunc(func(context.Context, uint32, uint32, uint32, uint32) int32 { return -1 }).Export("state_get").
+		NewFunctionBuilder().WithFunc(func(context.Context, uint32, uint32) {}).Export("state_write").
+		NewFunctionBuilder().WithFunc(func(_ context.Context, m api.Module, _, _, p, n uint32) int32 {
+		if n >= 4 {
+			m.Memory().WriteUint32Le(p, 0)
+		}
+		return 4
+	}).Export("state_scan").
+		NewFunctionBuilder().WithFunc(func(context.Context, uint32, uint32, int64) {}).Export("metric").
+		NewFunctionBuilder().WithFunc(func(context.Context, uint32, uint32, float64) {}).Export("gauge").
+		NewFunctionBuilder().WithFunc(func(context.Context, uint32, uint32, int64) {}).Export("observe").
+		NewFunctionBuilder().WithFunc(func(context.Context) int64 { return 1 }).Export("now").
+		Instantiate(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.mod, err = rt.InstantiateWithConfig(ctx, b, wazero.NewModuleConfig().WithStartFunctions("_initialize"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// call calls an export; a trap is returned as an error.
+func (g *guest) call(name string, args ...uint64) (int32, error) {
+	g.t.Helper()
+	f := g.mod.ExportedFunction(name)
+	if f == nil {
+		g.t.Fatalf("no export %s", name)
+	}
+	res, err := f.Call(g.ctx, args...)
+	if err != nil {
+		return 0, err
+	}
+	if len(res) == 0 {
+		return 0, nil
+	}
+	return int32(uint32(res[0])), nil
+}
+
+// input copies b into the guest's buffer and returns its length.
+func (g *guest) input(b []byte) uint64 {
+	g.t.Helper()
+	p, err := g.call("ardea_buffer", uint64(len(b)))
+	if err != nil || p == 0 {
+		g.t.Fatalf("ardea_buffer(%d) = %d, %v", len(b), p, err)
+	}
+	if !g.mod.Memory().Write(uint32(p), b) {
+		g.t.Fatal("buffer outside memory")
+	}
+	return uint64(len(b))
+}
+
+func (g *guest) prepare(in, out []string) {
+	g.t.Helper()
+	c := tuple.Context{
+		Topology: "t", Component: "trap", TaskID: 1, Parallelism: 1,
+		Outputs: []tuple.StreamDecl{{Name: "default", Fields: out}},
+		Inputs:  []tuple.InputDecl{{Component: "up", Stream: "default", Fields: in}},
+	}
+	if rc, err := g.call("ardea_prepare", g.input(c.Encode(nil))); rc != 0 || err != nil {
+		g.t.Fatalf("prepare = %d, %v; errors %q", rc, err, g.errors)
+	}
+}
+
+// cursor reads the u32 that ardea_cursor points to.
+func (g *guest) cursor() uint32 {
+	g.t.Helper()
+	p, err := g.call("ardea_cursor")
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	v, ok := g.mod.Memory().ReadUint32Le(uint32(p))
+	if !ok {
+		g.t.Fatalf("cursor %d outside memory", p)
+	}
+	return v
+}
+
+// TestGuestCursor: after a failed or trapped ardea_execute the cursor
+// names the failing record, and the guest reported the failure's text,
+// with the source location where the C code gives one.
+func TestGuestCursor(t *testing.T) {
+	for _, tc := range []struct {
+		word string
+		trap bool
+		want string // the ardea.error text
+	}{
+		{"abort", true, "Execute: abort() called"},
+		{"assert", true, "Execute: wasm-sdk/c/testdata/trap.c:26: assertion failed: w.len == 0 (in execute)"},
+		{"fail", true, "Execute: wasm-sdk/c/testdata/trap.c:28: bad word fail"},
+		{"error", false, "Execute: tuple 12 from up/default task 2: wasm-sdk/c/testdata/trap.c:30: bad word error"},
+		{"trap", true, ""},
+	} {
+		t.Run(tc.word, func(t *testing.T) {
+			g := newGuest(t, "testdata/trap.wasm")
+			g.prepare([]string{"word"}, []string{"word"})
+			batch := batchOf(10, "a", "b", tc.word, "c")
+			p0, _ := g.call("ardea_cursor")
+			rc, err := g.call("ardea_execute", g.input(batch))
+			if tc.trap && err == nil {
+				t.Fatalf("execute = %d, want a trap", rc)
+			}
+			if !tc.trap && (err != nil || rc >= 0) {
+				t.Fatalf("execute = %d, %v; want < 0", rc, err)
+			}
+			if got := g.cursor(); got != 2 {
+				t.Errorf("cursor = %d, want 2 (the record of %q)", got, tc.word)
+			}
+			if p, _ := g.call("ardea_cursor"); p != p0 {
+				t.Errorf("ardea_cursor moved from %d to %d", p0, p)
+			}
+			var want []string
+			if tc.want != "" {
+				want = []string{tc.want}
+			}
+			if !slices.Equal(g.errors, want) {
+				t.Errorf("reported %q, want %q", g.errors, want)
+			}
+			if g.emits != 0 {
+				t.Errorf("%d emit calls from a failed call", g.emits)
+			}
+		})
+	}
+	// A batch that succeeds leaves the cursor on its last record.
+	g := newGuest(t, "testdata/trap.wasm")
+	g.prepare([]string{"word"}, []string{"word"})
+	if rc, err := g.call("ardea_execute", g.input(batchOf(1, "a", "b", "c", "d", "e"))); rc != 0 || err != nil {
+		t.Fatalf("execute = %d, %v; errors %q", rc, err, g.errors)
+	}
+	if got := g.cursor(); got != 4 {
+		t.Errorf("cursor after 5 records = %d, want 4", got)
 	}
 }

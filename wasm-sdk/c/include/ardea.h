@@ -17,9 +17,11 @@
  * cache of the task's host-side state (one state_write per host call).
  *
  * Conventions:
- *   - Callbacks return ARDEA_OK (0) on success. To fail the call (and with
- *     it the task instance) return ardea_errorf(...), which records the
- *     error text and returns ARDEA_ERR (-1).
+ *   - Callbacks return ARDEA_OK (0) on success. To fail the call return
+ *     ardea_errorf(...) or ARDEA_ERROR(...), which record the error text
+ *     and return ARDEA_ERR (-1). A failed execute fails its tuple (the
+ *     host knows which from the cursor the SDK exports); any other failed
+ *     call fails the task instance.
  *   - ardea_str is a view: a pointer and a length, not NUL-terminated
  *     unless documented. Views of input tuples are valid only during the
  *     callback that received the tuple.
@@ -345,10 +347,27 @@ const char *ardea_emit_error(void);
 int ardea_errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int ardea_error(const char *msg);
 
-/* Report msg to the host (ardea.error) and trap: the instance fails and
- * the host's error leads with the text. For what cannot go on. */
+/* ARDEA_ERROR(fmt, ...): ardea_errorf with the caller's file:line before
+ * the text ("split.c:12: bad word x"):
+ *     if (bad) return ARDEA_ERROR("bad word %s", w);                    */
+#define ARDEA_ERROR(...) ardea_errorf_at(__FILE__, __LINE__, __VA_ARGS__)
+int ardea_errorf_at(const char *file, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Report msg to the host (ardea.error) and trap, like a Go panic. In a
+ * bolt's execute this fails the tuple being executed: the host reads
+ * which one from the SDK's cursor (export ardea_cursor), fails it by the
+ * topology's delivery mode, and runs the rest of the batch in a fresh
+ * instance (guest memory is lost; host-side state is kept). Elsewhere it
+ * fails the instance. abort() and a failed assert() do the same, with
+ * "abort() called" and the assertion's text and file:line. */
 __attribute__((noreturn)) void ardea_fatal(const char *msg);
 __attribute__((noreturn, format(printf, 1, 2))) void ardea_fatalf(const char *fmt, ...);
+/* ARDEA_FAIL(fmt, ...): ardea_fatalf with the caller's file:line before
+ * the text, so the host's report points at the line:
+ *     if (!ok) ARDEA_FAIL("no state for %s", key);                       */
+#define ARDEA_FAIL(...) ardea_fatal_at(__FILE__, __LINE__, __VA_ARGS__)
+__attribute__((noreturn, format(printf, 3, 4))) void ardea_fatal_at(const char *file, int line, const char *fmt,
+                                                                    ...);
 
 /* A log line (printf-style) at a level; the host tags it with the
  * topology, component and task. */

@@ -185,6 +185,30 @@ void ardea_fatalf(const char *fmt, ...) {
     ardea_fatal(buf);
 }
 
+/* at_prefix writes "file:line: " to buf (cap bytes) and returns its length. */
+static size_t at_prefix(char *buf, size_t cap, const char *file, int line) {
+    int n = snprintf(buf, cap, "%s:%d: ", file ? file : "?", line);
+    return n < 0 ? 0 : (size_t)n < cap ? (size_t)n : cap - 1;
+}
+
+void ardea_fatal_at(const char *file, int line, const char *fmt, ...) {
+    char buf[ERR_CAP];
+    size_t n = at_prefix(buf, sizeof buf, file, line);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf + n, sizeof buf - n, fmt, ap);
+    va_end(ap);
+    ardea_fatal(buf);
+}
+
+#if defined(__wasm__) && !defined(ARDEA_NO_ABORT_HOOK)
+/* A failed assert() says which, where, before it traps (wasi-libc's
+ * prints to stderr and aborts). */
+__attribute__((noreturn)) void __assert_fail(const char *expr, const char *file, int line, const char *func) {
+    ardea_fatalf("%s:%d: assertion failed: %s (in %s)", file, line, expr, func);
+}
+#endif
+
 #if defined(__wasm__) && !defined(ARDEA_NO_ABORT_HOOK)
 /* abort() (also reached from a failed assert) says so before it traps,
  * so the host's error names it; wasi-libc's abort traps silently. */
@@ -217,6 +241,16 @@ int ardea_errorf(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(rt.err, sizeof rt.err, fmt, ap);
+    va_end(ap);
+    rt.has_err = true;
+    return ARDEA_ERR;
+}
+
+int ardea_errorf_at(const char *file, int line, const char *fmt, ...) {
+    size_t n = at_prefix(rt.err, sizeof rt.err, file, line);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(rt.err + n, sizeof rt.err - n, fmt, ap);
     va_end(ap);
     rt.has_err = true;
     return ARDEA_ERR;
@@ -1756,6 +1790,14 @@ ARDEA_EXPORT("ardea_deactivate") int32_t ardea_export_deactivate(void) { return 
 
 #define RECORD_HEADER (4 + 2 + 4 + 8)
 
+/* The index of the batch record being executed (ABI "A failing tuple"):
+ * stored once per record, read by the host after a failed or trapped
+ * ardea_execute. Volatile so that the store is in memory before user
+ * code runs, whatever it inlines. */
+static volatile uint32_t cursor;
+
+ARDEA_EXPORT("ardea_cursor") uint32_t *ardea_export_cursor(void) { return (uint32_t *)(uintptr_t)&cursor; }
+
 ARDEA_EXPORT("ardea_execute") int32_t ardea_export_execute(int32_t n) {
     begin("Execute", true);
     int32_t rc = check("ardea_execute", true);
@@ -1765,6 +1807,7 @@ ARDEA_EXPORT("ardea_execute") int32_t ardea_export_execute(int32_t n) {
         return failf("input length %" PRId32 " exceeds the %zu-byte buffer from ardea_buffer", n, rt.incap);
     const uint8_t *src = rt.in;
     size_t len = (size_t)n;
+    cursor = 0;
     if (len < 4)
         return failf("batch: %zu-byte header", len);
     int (*exec)(const ardea_tuple *) = component()->bolt->execute;
@@ -1776,6 +1819,7 @@ ARDEA_EXPORT("ardea_execute") int32_t ardea_export_execute(int32_t n) {
     }
     uint32_t count = le32(src);
     for (uint32_t r = 0; r < count; r++) {
+        cursor = r;
         if (len - off < RECORD_HEADER)
             return failf("batch record %" PRIu32 ": truncated header (%" PRIu32 " records announced)", r, count);
         uint32_t l = le32(src + off);
@@ -1864,3 +1908,35 @@ ARDEA_EXPORT("ardea_close") int32_t ardea_export_close(void) {
     rt.ready = false;
     return end(0);
 }
+
+#if !defined(__wasm__)
+/* ardea_test_reset makes the SDK as a fresh instance's (native builds):
+ * what a host does after a trap, by starting a new instance. The test
+ * harness calls it after a trap and before preparing again. */
+void ardea_test_reset(void) {
+    free(rt.in);
+    free(rt.out);
+    free(rt.ctxmem);
+    free(rt.incache);
+    free(rt.offs);
+    for (size_t i = 0; i < rt.nmetrics; i++)
+        free(rt.metrics[i].name);
+    memset(&rt, 0, sizeof rt);
+    rt.def_stream = -1;
+    rt.call = "";
+    for (size_t i = 0; i < st.nslots; i++)
+        value_free(&st.slots[i]);
+    for (size_t i = 0; i < st.ngrave; i++)
+        free(st.grave[i]);
+    free(st.index);
+    free(st.slots);
+    free(st.keys);
+    free(st.dirty);
+    free(st.vbuf);
+    free(st.sbuf);
+    free(st.wbuf);
+    free(st.grave);
+    memset(&st, 0, sizeof st);
+    cursor = 0;
+}
+#endif

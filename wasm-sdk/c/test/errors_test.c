@@ -93,3 +93,77 @@ void test_failures(void) {
     expect_failure("fatal", exec_fatal, true, "Execute: probe panic");
     finish_test();
 }
+
+/* The cursor: the index of the record being executed, seen by user code
+ * and left on the failing record for the host. */
+static uint32_t seen[8];
+static int nseen;
+static const char *fail_word;
+static int fail_how; /* 0 fatal, 1 returned ARDEA_ERROR, 2 ARDEA_FAIL */
+static int fail_line;
+
+static int exec_cursor(const ardea_tuple *t) {
+    if (nseen < 8)
+        seen[nseen++] = *ardea_export_cursor();
+    if (ardea_str_eq(ardea_tuple_str(t, 0), fail_word)) {
+        switch (fail_how) {
+        case 1:
+            fail_line = __LINE__ + 1;
+            return ARDEA_ERROR("bad word %s", fail_word);
+        case 2:
+            fail_line = __LINE__ + 1;
+            ARDEA_FAIL("bad word %s", fail_word);
+        default:
+            ardea_fatal("probe panic");
+        }
+    }
+    return 0;
+}
+
+void test_cursor(void) {
+    start("errors/cursor");
+    decl out = {"default", 2, count_fields}, in = {"", 1, word_fields};
+    buf b = {0};
+    const char *w[] = {"a", "b", "c", "d"};
+    words_batch(&b, w, 4, 9);
+    uint32_t *cur = ardea_export_cursor();
+    CHECK(cur == ardea_export_cursor(), "the cursor moved");
+
+    /* a batch that succeeds: one index per record */
+    host_reset();
+    prepare_with(&bolt_comp, &out, 1, &in, 1);
+    t_execute = exec_cursor;
+    nseen = 0;
+    fail_word = "none";
+    CHECK(ardea_export_execute(put_input(&b)) == 0, "execute: %s", h_error);
+    CHECK(nseen == 4 && seen[0] == 0 && seen[1] == 1 && seen[2] == 2 && seen[3] == 3, "cursor seen %d: %u %u %u %u",
+          nseen, seen[0], seen[1], seen[2], seen[3]);
+
+    for (fail_how = 0; fail_how < 3; fail_how++) {
+        char want[128];
+        host_reset();
+        prepare_with(&bolt_comp, &out, 1, &in, 1);
+        nseen = 0;
+        fail_word = "c";
+        trapped = 0;
+        volatile int32_t rc = 0;
+        trap_armed = 1;
+        if (setjmp(trap_jb) == 0)
+            rc = ardea_export_execute(put_input(&b));
+        trap_armed = 0;
+        CHECK(fail_how == 1 ? (rc < 0 && trapped == 0) : trapped == 1, "how %d: rc %d trapped %d", fail_how, rc,
+              trapped);
+        CHECK(*cur == 2, "how %d: cursor %u after failing on record 2", fail_how, *cur);
+        CHECK(h_errors == 1, "how %d: %d error reports", fail_how, h_errors);
+        if (fail_how == 0)
+            snprintf(want, sizeof want, "Execute: probe panic");
+        else if (fail_how == 1)
+            snprintf(want, sizeof want, "Execute: tuple 11 from c0/s0 task 3: %s:%d: bad word c", __FILE__, fail_line);
+        else
+            snprintf(want, sizeof want, "Execute: %s:%d: bad word c", __FILE__, fail_line);
+        CHECK(strcmp(h_error, want) == 0, "how %d: error %s, want %s", fail_how, h_error, want);
+        ardea_test_reset(); /* as the host starts a fresh instance */
+    }
+    free(b.p);
+    finish_test();
+}

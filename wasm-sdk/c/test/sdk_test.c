@@ -46,6 +46,7 @@ int main(int argc, char **argv) {
     test_state_bounds();
     test_errors();
     test_failures();
+    test_cursor();
     test_untracked();
     test_spout();
     test_misc();

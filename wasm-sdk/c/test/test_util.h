@@ -32,6 +32,8 @@ int32_t ardea_export_execute(int32_t n);
 int32_t ardea_export_tick(void);
 int32_t ardea_export_finish(void);
 int32_t ardea_export_close(void);
+uint32_t *ardea_export_cursor(void);
+void ardea_test_reset(void);
 
 /* ---- results (test_util.c) ---- */
 extern int passed, failed;
@@ -173,6 +175,7 @@ void test_state_api(void);    /* state_test.c */
 void test_state_bounds(void); /* state_test.c */
 void test_errors(void);       /* errors_test.c */
 void test_failures(void);     /* errors_test.c */
+void test_cursor(void);       /* errors_test.c */
 void test_untracked(void);    /* runtime_test.c */
 void test_spout(void);        /* runtime_test.c */
 void test_misc(void);         /* runtime_test.c */

@@ -103,5 +103,12 @@ func exportTick() int32 { return global.tick() }
 //go:wasmexport ardea_finish
 func exportFinish() int32 { return global.finish() }
 
+// ardea_cursor (ABI.md "A failing tuple"): the address of the index of
+// the batch record ardea_execute is processing, which the host reads when
+// the call fails or traps.
+//
+//go:wasmexport ardea_cursor
+func exportCursor() unsafe.Pointer { return unsafe.Pointer(&global.cursor) }
+
 //go:wasmexport ardea_close
 func exportClose() int32 { return global.close() }

@@ -4,7 +4,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	runtimedebug "runtime/debug"
+	"reflect"
+	goruntime "runtime"
+	"strings"
 	"unsafe"
 
 	"github.com/ardea-dev/ardea/internal/tuple"
@@ -43,6 +45,12 @@ type runtime struct {
 
 	in  []byte // the input buffer handed out by ardea_buffer
 	out []byte // pending emit ops
+
+	// cursor is the index of the batch record ardea_execute is at (the
+	// ABI's ardea_cursor points at it); batch is that call's input, which
+	// a panic's report reads the failing record from.
+	cursor uint32
+	batch  []byte
 
 	ctx       *Context
 	defStream int    // index of the "default" output stream, or -1
@@ -120,7 +128,7 @@ func (r *runtime) input(n int32) ([]byte, error) {
 
 // begin starts a lifecycle call.
 func (r *runtime) begin(call string, mayEmit bool) {
-	r.call, r.canEmit, r.emitErr = call, mayEmit, nil
+	r.call, r.canEmit, r.emitErr, r.batch = call, mayEmit, nil, nil
 }
 
 // end completes a successful call: one state_write with the dirty state,
@@ -149,22 +157,107 @@ func (r *runtime) fail(err error) int32 {
 	return -1
 }
 
-// guard turns a panic in user code into the call's error. Use it as
-// `defer r.guard(&code)`.
+// guard turns a panic in user code into the call's error: "panic: <value>
+// at <file>:<line> (<function>)", naming the innermost frame outside the
+// Go runtime and this SDK (the user's code). In Execute the error names
+// the tuple (the record at the cursor). Use it as `defer r.guard(&code)`.
 func (r *runtime) guard(code *int32) {
 	p := recover()
 	if p == nil {
 		return
 	}
-	msg := fmt.Sprint(p)
-	if err, ok := p.(error); ok {
+	var err error = &PanicError{Value: p, Frame: userFrame()}
+	if r.call == "Execute" && r.batch != nil {
+		if t, ok := r.recordAt(r.cursor); ok {
+			err = tupleError{t, err}
+		}
+	}
+	r.cur, r.autoAnchor, r.ackable = 0, 0, 0
+	*code = r.fail(err)
+}
+
+// PanicError is the error a recovered panic of a component's method
+// becomes: the panic value and the innermost frame of the component's own
+// code when it panicked.
+type PanicError struct {
+	Value any
+	Frame goruntime.Frame // Function, File and Line; zero if not found
+}
+
+func (e *PanicError) Error() string {
+	msg := fmt.Sprint(e.Value)
+	if err, ok := e.Value.(error); ok {
 		msg = err.Error()
 	}
-	stack := runtimedebug.Stack()
-	if len(stack) > 4096 {
-		stack = stack[:4096]
+	if e.Frame.Function == "" {
+		return "panic: " + msg
 	}
-	*code = r.fail(fmt.Errorf("panic: %s\n%s", msg, stack))
+	return fmt.Sprintf("panic: %s at %s:%d (%s)", msg, e.Frame.File, e.Frame.Line, e.Frame.Function)
+}
+
+// Unwrap returns the panic value if it is an error.
+func (e *PanicError) Unwrap() error {
+	err, _ := e.Value.(error)
+	return err
+}
+
+// sdkPkg is this package's import path.
+var sdkPkg = reflect.TypeOf(runtime{}).PkgPath()
+
+// userFrame is the innermost frame of the panicking stack that belongs
+// neither to the Go runtime nor to this SDK (its packages, tests aside);
+// if there is none, the innermost frame outside the runtime.
+func userFrame() goruntime.Frame {
+	var pcs [64]uintptr
+	n := goruntime.Callers(3, pcs[:]) // from the deferred guard's caller
+	frames := goruntime.CallersFrames(pcs[:n])
+	var first goruntime.Frame
+	for {
+		f, more := frames.Next()
+		if f.Function != "" && !strings.HasPrefix(f.Function, "runtime.") {
+			sdk := (strings.HasPrefix(f.Function, sdkPkg+".") || strings.HasPrefix(f.Function, sdkPkg+"/")) &&
+				!strings.HasSuffix(f.File, "_test.go")
+			if !sdk {
+				return f
+			}
+			if first.Function == "" {
+				first = f
+			}
+		}
+		if !more {
+			return first
+		}
+	}
+}
+
+// recordAt is record i of the current batch as a Tuple (for messages:
+// the cold path of a failing tuple).
+func (r *runtime) recordAt(i uint32) (Tuple, bool) {
+	src := r.batch
+	if len(src) < 4 || i >= binary.LittleEndian.Uint32(src) {
+		return Tuple{}, false
+	}
+	off := 4
+	for j := uint32(0); ; j++ {
+		if len(src)-off < recordHeader {
+			return Tuple{}, false
+		}
+		l := int(binary.LittleEndian.Uint32(src[off:]))
+		if l < recordHeader-4 || len(src)-off-4 < l {
+			return Tuple{}, false
+		}
+		rec := src[off+4 : off+4+l]
+		off += 4 + l
+		if j < i {
+			continue
+		}
+		idx := binary.LittleEndian.Uint16(rec)
+		if int(idx) >= len(r.ctx.inputs) {
+			return Tuple{}, false
+		}
+		return Tuple{in: &r.ctx.inputs[idx], raw: rec[recordHeader-4:], id: binary.LittleEndian.Uint64(rec[6:]),
+			src: binary.LittleEndian.Uint32(rec[2:]), idx: idx}, true
+	}
 }
 
 func (r *runtime) kindError(export string, wantBolt bool) error {
@@ -344,6 +437,7 @@ func (r *runtime) execute(n int32) (code int32) {
 	if len(src) < 4 {
 		return r.fail(r.batchError(src))
 	}
+	r.batch, r.cursor = src, 0
 	// The hot loop parses records in place and validates each values
 	// block with scanFast; on any malformation batchError re-reads the
 	// batch to describe the first problem.
@@ -352,7 +446,8 @@ func (r *runtime) execute(n int32) (code int32) {
 	offs := r.offs[:0] // field offsets, reused for every tuple
 	defer func() { r.offs = offs }()
 	off := 4
-	for count := binary.LittleEndian.Uint32(src); count > 0; count-- {
+	for i, count := uint32(0), binary.LittleEndian.Uint32(src); i < count; i++ {
+		r.cursor = i // ardea_cursor: the record a failure is about
 		if len(src)-off < recordHeader {
 			return r.fail(r.batchError(src))
 		}

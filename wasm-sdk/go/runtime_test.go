@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"math"
+	"regexp"
+	goruntime "runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -271,20 +273,74 @@ func TestErrorDropsPendingWork(t *testing.T) {
 func ctxState(c *BoltCollector) *State { return &c.r.state }
 
 func TestPanicIsReported(t *testing.T) {
+	_, file, _, _ := goruntime.Caller(0)
 	x := newHarness(t, nil, &funcBolt{exec: func(tp Tuple, c *BoltCollector) error {
 		c.Emit("w", 1)
-		var m map[string]int
-		m["x"] = 1 // a runtime panic
+		if tp.ID() == 2 {
+			var m map[string]int
+			m["x"] = 1 // a runtime panic
+		}
 		return nil
 	}})
 	x.prepare(wordContext("word", "count"))
-	x.mustFail(x.execute(batchOf([]tuple.Value{tuple.Str("a")})), "Execute: panic: assignment to entry in nil map")
-	if !strings.Contains(x.h.errors[0], "goroutine") || len(x.h.emits) != 0 {
-		t.Errorf("error %q / %d emits", x.h.errors[0], len(x.h.emits))
+	x.mustFail(x.execute(batchOf([]tuple.Value{tuple.Str("a")}, []tuple.Value{tuple.Str("b")}, []tuple.Value{tuple.Str("c")})),
+		"Execute: tuple 2 from split/default task 7: panic: assignment to entry in nil map at "+file+":")
+	// The frame named is the component's (the closure above), not the
+	// runtime's or the SDK's; the cursor is at the failing record.
+	if !regexp.MustCompile(`:\d+ \(github.com/ardea-dev/ardea/wasm-sdk/go\.TestPanicIsReported\.func1\)$`).MatchString(x.h.errors[0]) {
+		t.Errorf("error %q does not end with the user's frame", x.h.errors[0])
+	}
+	if x.r.cursor != 1 || len(x.h.emits) != 0 {
+		t.Errorf("cursor %d (want 1), %d emits", x.r.cursor, len(x.h.emits))
 	}
 	// The instance can still be driven (the host fails it, but nothing breaks).
 	x.r.bolt.(*funcBolt).exec = nil
 	x.mustOK(x.execute(batchOf([]tuple.Value{tuple.Str("a")})), 0, "execute after panic")
+
+	// A panic inside the SDK, caused by the component (a field index out of
+	// range), names the component's call, not the SDK's frame.
+	x.r.bolt.(*funcBolt).exec = func(tp Tuple, c *BoltCollector) error {
+		_ = tp.String(5)
+		return nil
+	}
+	x.h.errors = nil
+	x.mustFail(x.execute(batchOf([]tuple.Value{tuple.Str("a")})), "Execute: tuple 1 from split/default task 7: panic: ")
+	if !strings.HasSuffix(x.h.errors[0], "(github.com/ardea-dev/ardea/wasm-sdk/go.TestPanicIsReported.func2)") || x.r.cursor != 0 {
+		t.Errorf("error %q, cursor %d", x.h.errors[0], x.r.cursor)
+	}
+
+	// Panics outside Execute are reported the same way, without a tuple.
+	y := newHarness(t, nil, &funcBolt{prepare: func(*Context) error { panic(errors.New("no config")) }})
+	wc := wordContext("w")
+	y.mustFail(y.r.prepare(y.put(wc.Encode(nil))), "Prepare: panic: no config at "+file+":")
+	if !strings.HasSuffix(y.h.errors[0], "TestPanicIsReported.func3)") {
+		t.Errorf("error %q", y.h.errors[0])
+	}
+}
+
+// The cursor is the index of the record being executed: one store per
+// record, the value the host reads when a call fails.
+func TestCursor(t *testing.T) {
+	var seen []uint32
+	var x *harness
+	x = newHarness(t, nil, &funcBolt{exec: func(tp Tuple, c *BoltCollector) error {
+		seen = append(seen, x.r.cursor)
+		if tp.String(0) == "bad" {
+			return errors.New("bad tuple")
+		}
+		return nil
+	}})
+	x.prepare(wordContext("word", "count"))
+	x.mustOK(x.execute(batchOf([]tuple.Value{tuple.Str("a")}, []tuple.Value{tuple.Str("b")}, []tuple.Value{tuple.Str("c")})), 0, "execute")
+	if !slices.Equal(seen, []uint32{0, 1, 2}) {
+		t.Errorf("cursor during Execute %v, want [0 1 2]", seen)
+	}
+	seen = nil
+	x.mustFail(x.execute(batchOf([]tuple.Value{tuple.Str("a")}, []tuple.Value{tuple.Str("bad")}, []tuple.Value{tuple.Str("c")})),
+		"Execute: tuple 2 from split/default task 7: bad tuple")
+	if x.r.cursor != 1 || !slices.Equal(seen, []uint32{0, 1}) {
+		t.Errorf("cursor %d after the failure at record 1 (seen %v)", x.r.cursor, seen)
+	}
 }
 
 func TestWrongKindAndOrder(t *testing.T) {

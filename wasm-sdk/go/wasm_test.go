@@ -13,6 +13,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -57,6 +58,7 @@ var abiExports = map[string][2][]api.ValueType{
 	"ardea_tick":        {nil, {i32}},
 	"ardea_finish":      {nil, {i32}},
 	"ardea_close":       {nil, {i32}},
+	"ardea_cursor":      {nil, {i32}},
 }
 
 // miniHost is just enough of a host to run a module.
@@ -301,4 +303,64 @@ func TestWordCountModules(t *testing.T) {
 	}
 	count.mustOK(count.call("ardea_finish"), "count finish")
 	count.mustOK(count.call("ardea_close"), "count close")
+}
+
+// TestCursorAndPanicInWasm runs the conformance bolt (testdata/probe_bolt)
+// in wazero: ardea_cursor points at the index of the record being executed,
+// and a panic in the component's Execute is reported with ardea.error as
+// "panic: <value> at <file>:<line> (<function>)" naming the component's
+// frame (runtime.Callers works in a Go guest), the call returning < 0.
+func TestCursorAndPanicInWasm(t *testing.T) {
+	ctx := context.Background()
+	rt := wazero.NewRuntime(ctx)
+	defer rt.Close(ctx)
+	wasi_snapshot_preview1.MustInstantiate(ctx, rt)
+	host := &miniHost{state: map[string][]byte{}}
+	host.module(ctx, t, rt)
+	g := load(t, ctx, rt, "testdata/probe_bolt.wasm")
+	g.h = host
+	bctx := tuple.Context{Topology: "p", Component: "probe", TaskID: 2, Parallelism: 1,
+		Outputs: []tuple.StreamDecl{{Name: "default", Fields: []string{"word", "count"}}, {Name: "events", Fields: []string{"kind", "detail"}}},
+		Inputs:  []tuple.InputDecl{{Component: "words", Stream: "default", Fields: []string{"word"}}}}
+	g.mustOK(g.call("ardea_prepare", g.input(bctx.Encode(nil))), "prepare")
+	cursor := func() uint32 {
+		p := g.call("ardea_cursor")
+		v, ok := g.m.Memory().ReadUint32Le(uint32(p))
+		if !ok {
+			t.Fatalf("ardea_cursor = %d: out of memory", p)
+		}
+		return v
+	}
+	if p1, p2 := g.call("ardea_cursor"), g.call("ardea_cursor"); p1 != p2 || p1 == 0 {
+		t.Fatalf("ardea_cursor moved: %d, %d", p1, p2)
+	}
+	batch := func(words ...string) []byte {
+		var w tuple.BatchWriter
+		w.Reset()
+		for i, wd := range words {
+			w.Append(0, 1, uint64(10+i), tuple.AppendValues(nil, tuple.Str(wd)))
+		}
+		return w.Buf
+	}
+	g.mustOK(g.call("ardea_execute", g.input(batch("a", "b", "c"))), "execute")
+	if c := cursor(); c != 2 {
+		t.Errorf("cursor after 3 records = %d, want 2", c)
+	}
+	if code := g.call("ardea_execute", g.input(batch("a", "b", "panic", "c"))); code >= 0 {
+		t.Fatalf("execute of a panicking record = %d", code)
+	}
+	if c := cursor(); c != 2 {
+		t.Errorf("cursor after a panic at record 2 = %d", c)
+	}
+	want := regexp.MustCompile(`^Execute: tuple 12 from words/default task 1: panic: probe panic at \S*wasm-sdk/go/testdata/probe_bolt/main\.go:\d+ \(main\.\(\*probe\)\.execute\)$`)
+	t.Logf("reported: %q", host.errors)
+	if len(host.errors) != 1 || !want.MatchString(host.errors[0]) {
+		t.Fatalf("errors %q, want one matching %s", host.errors, want)
+	}
+	// An error returned for one record leaves the cursor there too.
+	host.errors = nil
+	if code := g.call("ardea_execute", g.input(batch("error"))); code >= 0 || cursor() != 0 || len(host.errors) != 1 ||
+		!strings.Contains(host.errors[0], "probe error: bad word") {
+		t.Fatalf("execute of an erring record = %d, cursor %d, errors %q", code, cursor(), host.errors)
+	}
 }

@@ -160,6 +160,18 @@ func hostEmit(ctx context.Context, _ api.Module, stack []uint64) {
 		in.overLimit(ErrEmitLimit, "emit: the call emitted %d bytes, over the limit emit.max.bytes.per.call = %d",
 			in.emitted, in.lim.EmitMaxBytesPerCall)
 	}
+	if in.buffering {
+		// Routed once the call succeeded (routePending): a failing
+		// tuple's call leaves nothing behind.
+		in.pending = append(in.pending, b...)
+		return
+	}
+	in.route(b)
+}
+
+// route decodes, checks and hands to the collector a sequence of emit
+// ops. A violation panics (violate, hostFailure) with in.fault set.
+func (in *instance) route(b []byte) {
 	// This loop runs once per emitted tuple: the op and the spans buffer
 	// are reused, and the checks only call out when one fails.
 	op, spans, sc := &in.op, in.spans, in.spanOut

@@ -42,6 +42,16 @@ type InstanceConfig struct {
 	// guest log lines, stdout and stderr go there. component.Context.Logger
 	// is not used: the instance logs before open (in _initialize).
 	Logger *slog.Logger
+	// OnTupleFailure decides what becomes of the tuple a bolt's
+	// ardea_execute failed on, when the module exports ardea_cursor
+	// (failing.go): nil fails the tuple (a fail op for its tuple id goes
+	// to the collector) and a fresh instance processes the rest of the
+	// batch; an error ends Execute with it. Unset: every failing tuple is
+	// failed.
+	OnTupleFailure func(TupleFailure) error
+	// MaxConsecutiveFailures fails the instance when that many tuples in
+	// a row failed (topology.bolt.max_consecutive_failures; 0 = 100).
+	MaxConsecutiveFailures int
 }
 
 // Error kinds of failed instances, matched with errors.Is. Violations of
@@ -92,6 +102,7 @@ const (
 	callTick
 	callFinish
 	callClose
+	callCursor
 	numCalls
 )
 
@@ -99,6 +110,7 @@ var callNames = [numCalls]string{
 	"_initialize", "ardea_abi_version", "ardea_buffer",
 	"ardea_open", "ardea_next", "ardea_ack", "ardea_fail", "ardea_activate", "ardea_deactivate",
 	"ardea_prepare", "ardea_execute", "ardea_tick", "ardea_finish", "ardea_close",
+	"ardea_cursor",
 }
 
 const (
@@ -168,6 +180,15 @@ type instance struct {
 	errText []byte
 	fault   error
 	emitted int64 // bytes handed to emit during the call
+	// buffering: the call's emits are kept in pending and routed only
+	// once the call succeeded (a bolt with a cursor: failing.go).
+	buffering bool
+	pending   []byte
+	// cursorPtr is where ardea_cursor says the record index lives (0:
+	// the module has no cursor); failedAt is the record a failed execute
+	// was processing (-1: unknown).
+	cursorPtr uint32
+	failedAt  int
 
 	opened, closed, down bool
 	dead                 error
@@ -207,7 +228,9 @@ func (m *Module) NewBolt(ctx context.Context, ic InstanceConfig) (component.Bolt
 	if err != nil {
 		return nil, err
 	}
-	return &bolt{in}, nil
+	b := &bolt{in: in, ic: ic}
+	b.live.Store(in)
+	return b, nil
 }
 
 func (m *Module) newInstance(ctx context.Context, kind string, ic InstanceConfig) (*instance, error) {
@@ -327,6 +350,11 @@ func (m *Module) newInstance(ctx context.Context, kind string, ic InstanceConfig
 		in.shutdown()
 		return nil, fmt.Errorf("host: %s: %w", label, err)
 	}
+	if kind == kindBolt && in.fns[callCursor] != nil {
+		if err := in.initCursor(); err != nil {
+			return nil, err
+		}
+	}
 	return in, nil
 }
 
@@ -336,6 +364,8 @@ func (in *instance) begin(id callID) {
 	in.errText = in.errText[:0]
 	in.fault = nil
 	in.emitted = 0
+	in.pending = in.pending[:0]
+	in.failedAt = -1
 	in.memLim.refused = 0
 	in.stderr.begin()
 	in.callStart.Store(in.rt.now())
@@ -357,7 +387,6 @@ func (in *instance) call(id callID, arg uint64, out component.Collector) (int32,
 	in.begin(id)
 	err := fn.CallWithStack(in.ctx, in.stack)
 	timedOut := in.callStart.Swap(0) == -1
-	in.out, in.spanOut = nil, nil
 	if in.mem != nil {
 		in.pagesUsed.Store(in.mem.Size() / 65536) // read by UsageOf from another goroutine
 	}
@@ -365,12 +394,23 @@ func (in *instance) call(id callID, arg uint64, out component.Collector) (int32,
 		in.logs.report(false) // lines dropped in a second that is over
 	}
 	if err != nil || timedOut || in.fault != nil {
+		in.out, in.spanOut = nil, nil
+		in.readCursor(id)
 		return 0, in.fail(id, err, timedOut)
 	}
 	rc := int32(uint32(in.stack[0]))
 	if rc < 0 && id != callBuffer && id != callABIVersion {
+		in.out, in.spanOut = nil, nil
+		in.readCursor(id)
 		return rc, in.guestError(id, rc)
 	}
+	if in.buffering && len(in.pending) > 0 {
+		if err := in.routePending(); err != nil {
+			in.out, in.spanOut = nil, nil
+			return 0, err
+		}
+	}
+	in.out, in.spanOut = nil, nil
 	return rc, nil
 }
 
@@ -492,7 +532,7 @@ func UsageOf(c any) (Usage, bool) {
 	case *spout:
 		in = v.in
 	case *bolt:
-		in = v.in
+		in = v.live.Load()
 	default:
 		return Usage{}, false
 	}
@@ -766,9 +806,21 @@ func (s *spout) Activate(ctx context.Context) error   { return s.in.simple(callA
 func (s *spout) Deactivate(ctx context.Context) error { return s.in.simple(callDeactivate, nil) }
 func (s *spout) Close(ctx context.Context) error      { return s.in.closeTask() }
 
-type bolt struct{ in *instance }
+// bolt is a bolt task's instance. A module with a cursor gets a fresh
+// instance after a failing tuple (failing.go); the task's goroutine uses
+// in, other goroutines (UsageOf) live.
+type bolt struct {
+	in          *instance
+	live        atomic.Pointer[instance]
+	ic          InstanceConfig
+	tc          component.Context // what Prepare was given, for a fresh instance
+	consecutive int               // tuples failed in a row
+	batch       []byte            // a batch without its failed records
+	restarts    atomic.Int64
+}
 
 func (b *bolt) Prepare(ctx context.Context, tc component.Context, out component.Collector) error {
+	b.tc = tc
 	return b.in.open(callPrepare, tc, out)
 }
 
@@ -776,6 +828,9 @@ func (b *bolt) Execute(ctx context.Context, batch []byte, out component.Collecto
 	in := b.in
 	if err := in.ready(callExecute); err != nil {
 		return err
+	}
+	if in.cursorPtr != 0 {
+		return b.executeIsolated(ctx, batch, out)
 	}
 	if err := in.input(batch); err != nil {
 		return err

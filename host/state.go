@@ -34,9 +34,21 @@ type MemoryState struct {
 	// size is the bytes held: the sum of len(key)+len(value) over every
 	// key (what state.max.bytes bounds; map and slice overhead not counted).
 	size int64
-	// journal holds, during a transaction (Begin), each written key's
-	// value before its first write (nil: the key was absent).
-	journal map[string]*[]byte
+	// The undo log (Mark, UndoTo, Release): while depth > 0, every write
+	// appends the key and its previous value (undoBuf) and an entry
+	// (undo); undoing replays the entries backwards. Reused from call to
+	// call, so a write costs two copies and no allocation.
+	undo    []undoEntry
+	undoBuf []byte
+	depth   int
+	txMark  int // Begin's mark
+}
+
+// undoEntry is one write to undo: the key is undoBuf[k:v], its previous
+// value undoBuf[v:end] (absent: the key did not exist).
+type undoEntry struct {
+	k, v, end int
+	present   bool
 }
 
 var _ component.State = (*MemoryState)(nil)
@@ -99,7 +111,7 @@ func (s *MemoryState) PutWithin(key, value []byte, limit int64) (int64, bool) {
 		g = map[string][]byte{}
 		s.groups[kg] = g
 	}
-	if s.journal != nil {
+	if s.depth > 0 {
 		s.record(key, old, ok)
 	}
 	switch {
@@ -131,7 +143,7 @@ func (s *MemoryState) Delete(key []byte) {
 	defer s.mu.Unlock()
 	g := s.groups[kg]
 	if old, ok := g[string(key)]; ok {
-		if s.journal != nil {
+		if s.depth > 0 {
 			s.record(key, old, true)
 		}
 		delete(g, string(key))
@@ -140,49 +152,115 @@ func (s *MemoryState) Delete(key []byte) {
 	}
 }
 
-// record keeps key's value before its first write of the transaction;
-// s.mu must be held.
+// record appends key's value before a write to the undo log; s.mu must
+// be held.
 func (s *MemoryState) record(key, old []byte, ok bool) {
-	if _, seen := s.journal[string(key)]; seen {
+	k := len(s.undoBuf)
+	s.undoBuf = append(s.undoBuf, key...)
+	v := len(s.undoBuf)
+	if ok {
+		s.undoBuf = append(s.undoBuf, old...)
+	}
+	s.undo = append(s.undo, undoEntry{k: k, v: v, end: len(s.undoBuf), present: ok})
+}
+
+// Mark opens an undo scope: the writes from now on can be undone with
+// UndoTo(mark) until the matching Release. Scopes nest (a batch on
+// probation holds a transaction, and each of its calls a scope of its
+// own). One goroutine at a time: the task's.
+func (s *MemoryState) Mark() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.depth++
+	return len(s.undo)
+}
+
+// UndoTo undoes the writes since mark, newest first (the scope stays
+// open).
+func (s *MemoryState) UndoTo(mark int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if mark >= len(s.undo) {
 		return
 	}
-	var prev *[]byte
-	if ok {
-		c := bytes.Clone(old)
-		prev = &c
+	depth := s.depth
+	s.depth = 0 // the undoing writes are not logged
+	for i := len(s.undo) - 1; i >= mark; i-- {
+		e := s.undo[i]
+		key := s.undoBuf[e.k:e.v]
+		if e.present {
+			s.putLocked(key, s.undoBuf[e.v:e.end])
+		} else {
+			s.deleteLocked(key)
+		}
 	}
-	s.journal[string(key)] = prev
+	s.depth = depth
+	s.undoBuf = s.undoBuf[:s.undo[mark].k]
+	s.undo = s.undo[:mark]
+}
+
+// Release closes the scope Mark opened; the outermost one forgets the
+// log (its writes stay).
+func (s *MemoryState) Release(mark int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.depth > 0 {
+		s.depth--
+	}
+	if s.depth == 0 {
+		s.undo = s.undo[:0]
+		if cap(s.undoBuf) > maxIdleUndo {
+			s.undoBuf = nil // one huge batch of writes: do not keep its copy
+		}
+		s.undoBuf = s.undoBuf[:0]
+	}
+}
+
+// maxIdleUndo bounds the undo buffer kept between calls.
+const maxIdleUndo = 4 << 20
+
+// putLocked stores value under key, unbounded and unlogged unless the
+// log is on; s.mu must be held.
+func (s *MemoryState) putLocked(key, value []byte) {
+	kg := s.KeyGroupOf(key)
+	g := s.groups[kg]
+	if g == nil {
+		g = map[string][]byte{}
+		s.groups[kg] = g
+	}
+	old, ok := g[string(key)]
+	if ok {
+		s.size += int64(len(value) - len(old))
+	} else {
+		s.size += int64(len(key) + len(value))
+		s.n++
+	}
+	g[string(key)] = bytes.Clone(value)
+}
+
+// deleteLocked removes key; s.mu must be held.
+func (s *MemoryState) deleteLocked(key []byte) {
+	g := s.groups[s.KeyGroupOf(key)]
+	if old, ok := g[string(key)]; ok {
+		delete(g, string(key))
+		s.n--
+		s.size -= int64(len(key) + len(old))
+	}
 }
 
 // Begin starts a transaction: the writes until Commit or Rollback can be
 // undone (a swapped-in module on probation: a batch it fails on leaves the
-// state as it was). One at a time, from the task's goroutine.
-func (s *MemoryState) Begin() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.journal = map[string]*[]byte{}
-}
+// state as it was). One at a time, from the task's goroutine; it nests
+// with Mark's scopes.
+func (s *MemoryState) Begin() { s.txMark = s.Mark() }
 
 // Commit keeps the transaction's writes.
-func (s *MemoryState) Commit() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.journal = nil
-}
+func (s *MemoryState) Commit() { s.Release(s.txMark) }
 
 // Rollback undoes the transaction's writes.
 func (s *MemoryState) Rollback() {
-	s.mu.Lock()
-	j := s.journal
-	s.journal = nil
-	s.mu.Unlock()
-	for k, prev := range j {
-		if prev == nil {
-			s.Delete([]byte(k))
-		} else {
-			s.Put([]byte(k), *prev)
-		}
-	}
+	s.UndoTo(s.txMark)
+	s.Release(s.txMark)
 }
 
 type kv struct {

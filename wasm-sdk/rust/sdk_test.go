@@ -10,11 +10,18 @@ import (
 	"context"
 	"io/fs"
 	"log/slog"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/ardea-dev/ardea/host"
 	"github.com/ardea-dev/ardea/internal/component"
@@ -222,9 +229,22 @@ func (discard) Emit(uint16, uint32, uint64, []byte, []byte) error { return nil }
 func (discard) Ack(uint64) error                                  { return nil }
 func (discard) Fail(uint64) error                                 { return nil }
 
-// TestPanicReachesHost: the SDK's panic hook reports the message and its
-// source location with ardea.error before the trap, and the host leads
-// its error with that text.
+// ops records what a bolt sends: acks and fails by tuple id, emits.
+type ops struct {
+	emits       int
+	acks, fails []uint64
+}
+
+func (o *ops) Emit(uint16, uint32, uint64, []byte, []byte) error { o.emits++; return nil }
+func (o *ops) Ack(id uint64) error                               { o.acks = append(o.acks, id); return nil }
+func (o *ops) Fail(id uint64) error                              { o.fails = append(o.fails, id); return nil }
+
+// TestPanicReachesHost: a tuple whose execute panics, through the host.
+// The module exports ardea_cursor, so a host that isolates failing tuples
+// fails just that tuple and runs the rest of the batch on a fresh
+// instance; a host that does not fails the call, leading its error with
+// the text the SDK's panic hook reported (TestCursorInWazero checks the
+// text and the cursor themselves).
 func TestPanicReachesHost(t *testing.T) {
 	ctx := context.Background()
 	log := &logLines{}
@@ -254,16 +274,160 @@ func TestPanicReachesHost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var bw tuple.BatchWriter
-	bw.Reset()
-	bw.Append(0, 3, 1, tuple.AppendValues(nil, tuple.Str("panic")))
-	err = b.Execute(context.Background(), bw.Buf, discard{})
-	if err == nil {
-		t.Fatal("execute of a panicking tuple: no error")
-	}
-	for _, want := range []string{"Execute: panic: probe panic", "(at probe_bolt/src/lib.rs:"} {
-		if !strings.Contains(err.Error(), want) {
+	out := &ops{}
+	err = b.Execute(context.Background(), words(1, "x", "panic", "y"), out)
+	if err != nil {
+		if want := "Execute: tuple 2 from words/default task 1: panic: probe panic at probe_bolt/src/lib.rs:"; !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not contain %q", err, want)
+		}
+		return
+	}
+	if out.emits != 2 || !slices.Equal(out.acks, []uint64{1, 3}) || !slices.Equal(out.fails, []uint64{2}) {
+		t.Errorf("emits %d, acks %v, fails %v; want 2 emits, acks [1 3], fails [2]", out.emits, out.acks, out.fails)
+	}
+}
+
+// guest runs a module in plain wazero with a fake "ardea" module that
+// records error reports: what the host sees of a failing call.
+type guest struct {
+	mod    api.Module
+	errors []string
+}
+
+func newGuest(t *testing.T, path string) *guest {
+	t.Helper()
+	ctx := context.Background()
+	wasm, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := wazero.NewRuntime(ctx)
+	t.Cleanup(func() { _ = r.Close(ctx) })
+	if _, err := wasi_snapshot_preview1.Instantiate(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	cm, err := r.CompileModule(ctx, wasm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &guest{}
+	// Every other import does nothing and returns 0 (state_get: -1, absent).
+	hb := r.NewHostModuleBuilder("ardea")
+	for _, f := range cm.ImportedFunctions() {
+		mod, name, _ := f.Import()
+		if mod != "ardea" || name == "error" {
+			continue
+		}
+		res := uint64(0)
+		if name == "state_get" {
+			res = uint64(math.MaxUint32) // i32 -1
+		}
+		hb.NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(func(_ context.Context, _ api.Module, stack []uint64) {
+			for i := range stack {
+				stack[i] = res
+			}
+		}), f.ParamTypes(), f.ResultTypes()).Export(name)
+	}
+	hb.NewFunctionBuilder().WithFunc(func(_ context.Context, m api.Module, p, n uint32) {
+		b, ok := m.Memory().Read(p, n)
+		if !ok {
+			t.Errorf("error text at %d+%d out of memory bounds", p, n)
+		}
+		g.errors = append(g.errors, string(b))
+	}).Export("error")
+	if _, err := hb.Instantiate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	g.mod, err = r.InstantiateModule(ctx, cm, wazero.NewModuleConfig().WithStartFunctions("_initialize"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// call writes in into the guest's buffer and calls fn(len(in)).
+func (g *guest) call(t *testing.T, fn string, in []byte) (int32, error) {
+	t.Helper()
+	ctx := context.Background()
+	res, err := g.mod.ExportedFunction("ardea_buffer").Call(ctx, uint64(len(in)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !g.mod.Memory().Write(uint32(res[0]), in) {
+		t.Fatalf("buffer at %d out of bounds", res[0])
+	}
+	g.errors = nil
+	res, err = g.mod.ExportedFunction(fn).Call(ctx, uint64(len(in)))
+	if err != nil {
+		return 0, err
+	}
+	return int32(res[0]), nil
+}
+
+func (g *guest) cursor(t *testing.T) uint32 {
+	t.Helper()
+	res, err := g.mod.ExportedFunction("ardea_cursor").Call(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, ok := g.mod.Memory().ReadUint32Le(uint32(res[0]))
+	if !ok {
+		t.Fatalf("cursor address %d out of bounds", res[0])
+	}
+	return v
+}
+
+func words(first uint64, ws ...string) []byte {
+	var w tuple.BatchWriter
+	w.Reset()
+	for i, s := range ws {
+		w.Append(0, 1, first+uint64(i), tuple.AppendValues(nil, tuple.Str(s)))
+	}
+	return w.Buf
+}
+
+// probeContext is the conformance probe's context: outputs default
+// (word, n) and events, input words/default (word).
+func probeContext() []byte {
+	return (&tuple.Context{Topology: "t", Component: "probe", TaskID: 3, Parallelism: 1,
+		Outputs: []tuple.StreamDecl{{Name: "default", Fields: []string{"word", "n"}}, {Name: "events", Fields: []string{"kind", "detail"}}},
+		Inputs:  []tuple.InputDecl{{Component: "words", Stream: "default", Fields: []string{"word"}}}}).Encode(nil)
+}
+
+// TestCursorInWazero: a panic (a trap after the SDK's hook reported it)
+// and an error returned by execute each leave the index of the failing
+// record in the cursor (ardea_cursor), and the error report names the
+// tuple and, for a panic, the user's source location.
+func TestCursorInWazero(t *testing.T) {
+	for _, tc := range []struct {
+		words  []string
+		cursor uint32
+		trap   bool
+		want   string
+	}{
+		{[]string{"a", "b", "panic", "c"}, 2, true, `^Execute: tuple 3 from words/default task 1: panic: probe panic at probe_bolt/src/lib\.rs:\d+:\d+$`},
+		{[]string{"panic"}, 0, true, `^Execute: tuple 1 from words/default task 1: panic: probe panic at probe_bolt/src/lib\.rs:\d+:\d+$`},
+		{[]string{"log", "fail", "error", "x"}, 2, false, `^Execute: tuple 3 from words/default task 1: probe error: bad word$`},
+	} {
+		g := newGuest(t, "testdata/probe_bolt.wasm")
+		if rc, err := g.call(t, "ardea_prepare", probeContext()); err != nil || rc != 0 {
+			t.Fatalf("prepare: %d %v %q", rc, err, g.errors)
+		}
+		if rc, err := g.call(t, "ardea_execute", words(1, "ok", "ok2")); err != nil || rc != 0 {
+			t.Fatalf("execute ok: %d %v %q", rc, err, g.errors)
+		}
+		rc, err := g.call(t, "ardea_execute", words(1, tc.words...))
+		if tc.trap && err == nil {
+			t.Fatalf("%q: execute did not trap (rc %d)", tc.words, rc)
+		}
+		if !tc.trap && (err != nil || rc >= 0) {
+			t.Fatalf("%q: execute: rc %d, err %v; want rc < 0", tc.words, rc, err)
+		}
+		if got := g.cursor(t); got != tc.cursor {
+			t.Errorf("%q: cursor %d, want %d", tc.words, got, tc.cursor)
+		}
+		if len(g.errors) != 1 || !regexp.MustCompile(tc.want).MatchString(g.errors[0]) {
+			t.Errorf("%q: errors %q, want one matching %s", tc.words, g.errors, tc.want)
 		}
 	}
 }

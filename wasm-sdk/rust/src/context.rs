@@ -52,7 +52,7 @@ impl Logger {
 pub struct Context {
     pub(crate) host: Rc<dyn Host>,
     pub(crate) blob: ContextBlob,
-    pub(crate) inputs: Vec<Rc<Input>>,
+    pub(crate) inputs: Rc<Vec<Rc<Input>>>,
     pub(crate) state: State,
     pub(crate) out: Vec<u8>,
     metrics: Vec<(String, i64)>,
@@ -79,7 +79,7 @@ impl Context {
             logger: Logger { host: host.clone() },
             host,
             blob: ContextBlob::default(),
-            inputs: Vec::new(),
+            inputs: Rc::new(Vec::new()),
             out: Vec::new(),
             metrics: Vec::new(),
             emit_err: None,
@@ -109,7 +109,7 @@ impl Context {
             self.def_stream = i;
             self.def_fields = blob.outputs[i].fields.len();
         }
-        self.inputs = blob.inputs.iter().cloned().map(Rc::new).collect();
+        self.inputs = Rc::new(blob.inputs.iter().cloned().map(Rc::new).collect());
         self.blob = blob;
         self.state.discard();
         Ok(())

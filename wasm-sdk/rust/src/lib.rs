@@ -22,7 +22,9 @@
 //! Build a component folder with `ardea build DIR` (or see
 //! `docs/sdk/rust.md` for the plain rustc and cargo commands). Build with
 //! `-C panic=abort`: a panic is reported to the host with `ardea.error`
-//! (message and location) and then traps, which fails the instance.
+//! (`Execute: tuple 3 from lines/default task 1: panic: MESSAGE at
+//! src/lib.rs:LINE:COL`) and then traps; in `execute` the host fails just
+//! that tuple (the SDK's `ardea_cursor` names it), elsewhere the instance.
 //!
 //! The crate has no dependencies and builds with rustc 1.63 or newer.
 
@@ -129,6 +131,10 @@ macro_rules! __ardea_exports {
             #[no_mangle]
             pub extern "C" fn ardea_deactivate() -> i32 {
                 __ardea_rt().activate(false)
+            }
+            #[no_mangle]
+            pub extern "C" fn ardea_cursor() -> *const u32 {
+                __ardea_rt().cursor_ptr()
             }
             #[no_mangle]
             pub extern "C" fn ardea_execute(n: i32) -> i32 {

@@ -69,9 +69,13 @@ pub trait Spout {
 /// Processes tuples. Every method has a default (a no-op; `execute` acks
 /// the tuple): implement what you need.
 ///
-/// Returning an error (or panicking) fails the task instance; to fail just
-/// one tuple (and have its spout replay it) call `c.fail(t)` and return
-/// `Ok(())`.
+/// An error returned from (or a panic in) `execute` fails that tuple: the
+/// SDK stores which record of the batch was executing (`ardea_cursor`), the
+/// host drops what the call emitted and wrote to state, restarts the
+/// instance with its state kept and fails the tuple by the topology's
+/// delivery mode, then runs the rest of the batch. An error or panic in
+/// another method fails the task instance. To fail a tuple without an
+/// error call `c.fail(t)` and return `Ok(())`.
 pub trait Bolt {
     /// Called once before anything else.
     fn prepare(&mut self, _ctx: &mut Context) -> Result {
@@ -107,11 +111,47 @@ pub enum Component {
 thread_local! {
     /// The current lifecycle call, for the panic hook's message.
     static CALL: Cell<&'static str> = const { Cell::new("") };
+    /// The tuple whose `execute` is running (a `*const Tuple`), or null:
+    /// the panic hook names it.
+    static TUPLE: Cell<*const ()> = const { Cell::new(std::ptr::null()) };
 }
 
 /// The lifecycle call under way ("" outside one).
 pub fn current_call() -> &'static str {
     CALL.with(|c| c.get())
+}
+
+/// The text a panic reports (with `ardea.error` in a module, as the call's
+/// error in [`crate::testing::Tester`]): the call, the tuple being executed,
+/// the message and where user code panicked, e.g.
+/// `Execute: tuple 3 from lines/default task 1: panic: no word at src/lib.rs:12:9`.
+pub(crate) fn panic_text(payload: &(dyn std::any::Any + Send), loc: Option<&std::panic::Location<'_>>) -> String {
+    let msg = if let Some(s) = payload.downcast_ref::<&str>() {
+        s.to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "Box<dyn Any>".to_string()
+    };
+    let mut text = String::new();
+    let call = current_call();
+    if !call.is_empty() {
+        text += call;
+        text += ": ";
+    }
+    let t = TUPLE.with(|c| c.get());
+    if call == "Execute" && !t.is_null() {
+        // SAFETY: TUPLE is set only while the tuple it points to is alive
+        // (around the user's execute), on this thread.
+        let t = unsafe { &*(t as *const Tuple<'static>) };
+        text += &format!("tuple {} from {}/{} task {}: ", t.id, t.input.component, t.input.stream, t.src);
+    }
+    text += "panic: ";
+    text += &msg;
+    if let Some(l) = loc {
+        text += &format!(" at {}:{}:{}", l.file(), l.line(), l.column());
+    }
+    text
 }
 
 /// Runs the component: one per module, driven by the ABI exports (or by
@@ -123,11 +163,13 @@ pub struct Runtime {
     offs: Vec<u32>,
     ready: bool,
     done: bool,
+    /// The index of the batch record being executed (`ardea_cursor`).
+    cursor: u32,
 }
 
 impl Runtime {
     pub fn new(host: Rc<dyn Host>, comp: Component) -> Runtime {
-        Runtime { comp, ctx: Context::new(host), inbuf: Vec::new(), offs: Vec::new(), ready: false, done: false }
+        Runtime { comp, ctx: Context::new(host), inbuf: Vec::new(), offs: Vec::new(), ready: false, done: false, cursor: 0 }
     }
 
     /// The input buffer, at least `size` bytes. It is replaced only when
@@ -173,14 +215,37 @@ impl Runtime {
     /// Reports msg as the call's error and drops what the call had not
     /// sent yet (emit ops, dirty state).
     fn fail(&mut self, msg: String) -> i32 {
+        let text = format!("{}: {}", self.ctx.call, msg);
+        self.fail_text(&text)
+    }
+
+    /// Fails the call with a complete error text (a panic's, which names
+    /// the call itself): what [`crate::testing::Tester`] does when a call
+    /// panics, as a module reports the panic before it traps.
+    pub fn fail_text(&mut self, text: &str) -> i32 {
+        TUPLE.with(|c| c.set(std::ptr::null()));
         self.ctx.can_emit = false;
         self.ctx.out.clear();
         self.ctx.state.discard();
         self.ctx.flush_metrics();
-        let text = format!("{}: {}", self.ctx.call, msg);
-        self.ctx.host.error(&text);
+        self.ctx.cur = 0;
+        self.ctx.auto_anchor = 0;
+        self.ctx.host.error(text);
         CALL.with(|c| c.set(""));
         -1
+    }
+
+    /// The 0-based index of the batch record the last `execute` processed
+    /// last: after a failing `execute`, the failing tuple's (ABI
+    /// `ardea_cursor`).
+    pub fn cursor(&self) -> u32 {
+        self.cursor
+    }
+
+    /// The cursor's address, fixed for the runtime's life (the
+    /// `ardea_cursor` export).
+    pub fn cursor_ptr(&self) -> *const u32 {
+        &self.cursor
     }
 
     fn kind_error(&self, export: &str, want_bolt: bool) -> String {
@@ -352,17 +417,20 @@ impl Runtime {
             };
             return self.fail(e);
         }
-        let Runtime { comp, ctx, inbuf, offs, .. } = self;
+        let Runtime { comp, ctx, inbuf, offs, cursor, .. } = self;
         let b = match comp {
             Component::Bolt(b) => b,
             Component::Spout(_) => unreachable!(),
         };
         let src = &inbuf[..n as usize];
-        let inputs = std::mem::take(&mut ctx.inputs);
+        let inputs = ctx.inputs.clone();
         let mut off = 4usize;
         let mut res = Ok(());
         let count = le32(src);
         for i in 0..count {
+            // The cursor: one store per record, read by the host only if
+            // the call fails.
+            *cursor = i;
             if src.len() - off < RECORD_HEADER {
                 res = Err(format!("batch record {}: short record header", i));
                 break;
@@ -398,7 +466,9 @@ impl Runtime {
             if !ctx.manual_ack {
                 ctx.auto_anchor = t.id;
             }
+            TUPLE.with(|c| c.set(&t as *const Tuple as *const ()));
             let r = b.execute(&t, &mut BoltCollector { ctx });
+            TUPLE.with(|c| c.set(std::ptr::null()));
             if r.is_ok() && !ctx.manual_ack && t.id != 0 && !ctx.cur_done {
                 ctx.ack_fail(OP_ACK, t.id);
             }
@@ -412,7 +482,6 @@ impl Runtime {
         if res.is_ok() && off != src.len() {
             res = Err(format!("batch: {} trailing bytes after {} records", src.len() - off, count));
         }
-        ctx.inputs = inputs;
         match res {
             Ok(()) => self.end(0),
             Err(e) => self.fail(e),
@@ -483,18 +552,12 @@ pub mod __private {
             // SAFETY: single-threaded; exports do not nest.
             let rt = unsafe { &mut *std::ptr::addr_of_mut!(RT) };
             if rt.is_none() {
+                // A panic anywhere (user code or the SDK) reports its text
+                // and location with ardea.error; then, built with
+                // panic=abort, the module traps and the host fails the
+                // tuple the cursor names.
                 std::panic::set_hook(Box::new(|info| {
-                    let msg = if let Some(s) = info.payload().downcast_ref::<&str>() {
-                        s.to_string()
-                    } else if let Some(s) = info.payload().downcast_ref::<String>() {
-                        s.clone()
-                    } else {
-                        "Box<dyn Any>".to_string()
-                    };
-                    let at = info.location().map(|l| format!(" (at {}:{}:{})", l.file(), l.line(), l.column())).unwrap_or_default();
-                    let call = super::super::current_call();
-                    let text = if call.is_empty() { format!("panic: {}{}", msg, at) } else { format!("{}: panic: {}{}", call, msg, at) };
-                    report_panic(&text);
+                    report_panic(&super::super::panic_text(info.payload(), info.location()));
                 }));
                 *rt = Some(Runtime::new(Rc::new(WasmHost), make()));
             }

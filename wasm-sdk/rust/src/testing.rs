@@ -16,9 +16,11 @@
 //! let ops = t.take_ops();
 //! ```
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::rc::Rc;
+use std::sync::Once;
 
 use crate::codec::{decode_ops, encode_batch, encode_msgids, encode_values, le32, ContextBlob, Input, Op, Record, Stream, Value};
 use crate::host::Host;
@@ -154,9 +156,42 @@ impl Host for TestHost {
     }
 }
 
+thread_local! {
+    /// Whether a Tester call is under way on this thread (its panics are
+    /// captured, not printed).
+    static CAPTURE: Cell<bool> = const { Cell::new(false) };
+    /// The text of the last captured panic.
+    static PANIC: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+/// Installs, once, a panic hook that captures the text of panics in
+/// Tester calls (as the SDK's hook in a module does) and leaves other
+/// panics to the previous hook.
+fn capture_panics() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let prev = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if CAPTURE.with(|c| c.get()) {
+                let text = crate::runtime::panic_text(info.payload(), info.location());
+                PANIC.with(|p| *p.borrow_mut() = Some(text));
+            } else {
+                prev(info)
+            }
+        }));
+    });
+}
+
 /// Drives a component through the ABI as the host would. Each method
 /// returns the call's error text (what the component reported with
 /// `ardea.error`) as `Err`.
+///
+/// A panic in a call fails it as in a module: the error is the text the
+/// SDK reports there (`Execute: tuple 3 from lines/default task 1: panic:
+/// MESSAGE at src/lib.rs:LINE:COL`), what the call emitted and wrote to
+/// state is dropped, and [`Tester::cursor`] names the failing record of a
+/// batch. (The host would then start a fresh instance; the Tester keeps
+/// the component as the panic left it.)
 pub struct Tester {
     rt: Runtime,
     host: Rc<TestHost>,
@@ -198,6 +233,28 @@ impl Tester {
         Ok(code)
     }
 
+    /// Runs one lifecycle call, turning a panic into the call's error.
+    fn call(&mut self, f: impl FnOnce(&mut Runtime) -> i32) -> i32 {
+        capture_panics();
+        CAPTURE.with(|c| c.set(true));
+        let r = catch_unwind(AssertUnwindSafe(|| f(&mut self.rt)));
+        CAPTURE.with(|c| c.set(false));
+        match r {
+            Ok(code) => code,
+            Err(_) => {
+                let text = PANIC.with(|p| p.borrow_mut().take()).unwrap_or_else(|| "panic".to_string());
+                self.rt.fail_text(&text)
+            }
+        }
+    }
+
+    /// The index of the batch record the last `execute` was processing
+    /// (after a failed `execute`: the failing tuple's, as `ardea_cursor`
+    /// tells the host).
+    pub fn cursor(&self) -> u32 {
+        self.rt.cursor()
+    }
+
     fn put(&mut self, b: &[u8]) -> i32 {
         self.rt.input_mut(b.len()).copy_from_slice(b);
         b.len() as i32
@@ -206,14 +263,14 @@ impl Tester {
     /// `ardea_prepare` with a context.
     pub fn prepare(&mut self, ctx: &ContextBlob) -> Result<(), String> {
         let n = self.put(&ctx.encode());
-        let c = self.rt.prepare(n);
+        let c = self.call(|rt| rt.prepare(n));
         self.result(c).map(|_| ())
     }
 
     /// `ardea_open` with a context.
     pub fn open(&mut self, ctx: &ContextBlob) -> Result<(), String> {
         let n = self.put(&ctx.encode());
-        let c = self.rt.open(n);
+        let c = self.call(|rt| rt.open(n));
         self.result(c).map(|_| ())
     }
 
@@ -225,7 +282,7 @@ impl Tester {
     /// `ardea_execute` with an encoded batch.
     pub fn execute_raw(&mut self, batch: &[u8]) -> Result<(), String> {
         let n = self.put(batch);
-        let c = self.rt.execute(n);
+        let c = self.call(|rt| rt.execute(n));
         self.result(c).map(|_| ())
     }
 
@@ -238,7 +295,7 @@ impl Tester {
 
     /// `ardea_next`.
     pub fn next(&mut self, max: i32) -> Result<Status, String> {
-        let c = self.rt.next(max);
+        let c = self.call(|rt| rt.next(max));
         match self.result(c)? {
             0 => Ok(Status::More),
             1 => Ok(Status::Idle),
@@ -250,44 +307,44 @@ impl Tester {
     /// `ardea_ack` with message ids.
     pub fn ack(&mut self, ids: &[u64]) -> Result<(), String> {
         let n = self.put(&encode_msgids(ids));
-        let c = self.rt.ack_fail(n, false);
+        let c = self.call(|rt| rt.ack_fail(n, false));
         self.result(c).map(|_| ())
     }
 
     /// `ardea_fail` with message ids.
     pub fn fail(&mut self, ids: &[u64]) -> Result<(), String> {
         let n = self.put(&encode_msgids(ids));
-        let c = self.rt.ack_fail(n, true);
+        let c = self.call(|rt| rt.ack_fail(n, true));
         self.result(c).map(|_| ())
     }
 
     /// `ardea_activate`.
     pub fn activate(&mut self) -> Result<(), String> {
-        let c = self.rt.activate(true);
+        let c = self.call(|rt| rt.activate(true));
         self.result(c).map(|_| ())
     }
 
     /// `ardea_deactivate`.
     pub fn deactivate(&mut self) -> Result<(), String> {
-        let c = self.rt.activate(false);
+        let c = self.call(|rt| rt.activate(false));
         self.result(c).map(|_| ())
     }
 
     /// `ardea_tick`.
     pub fn tick(&mut self) -> Result<(), String> {
-        let c = self.rt.tick();
+        let c = self.call(|rt| rt.tick());
         self.result(c).map(|_| ())
     }
 
     /// `ardea_finish`.
     pub fn finish(&mut self) -> Result<(), String> {
-        let c = self.rt.finish();
+        let c = self.call(|rt| rt.finish());
         self.result(c).map(|_| ())
     }
 
     /// `ardea_close`.
     pub fn close(&mut self) -> Result<(), String> {
-        let c = self.rt.close();
+        let c = self.call(|rt| rt.close());
         self.result(c).map(|_| ())
     }
 

@@ -8,11 +8,13 @@ use crate::codec::{self, field_at, le32, le64, Input, Kind, Value, KEY_SEP};
 /// (`"word"`). A name the tuple's stream does not declare, or an index
 /// past the last field, panics (the panic fails the call).
 pub trait FieldIndex {
+    #[track_caller]
     fn field_index(&self, t: &Tuple<'_>) -> usize;
 }
 
 impl FieldIndex for usize {
     #[inline]
+    #[track_caller]
     fn field_index(&self, t: &Tuple<'_>) -> usize {
         if *self >= t.offs.len() {
             t.no_field_index(*self)
@@ -23,6 +25,7 @@ impl FieldIndex for usize {
 
 impl FieldIndex for &str {
     #[inline]
+    #[track_caller]
     fn field_index(&self, t: &Tuple<'_>) -> usize {
         match t.index(self) {
             Some(i) if i < t.offs.len() => i,
@@ -33,6 +36,7 @@ impl FieldIndex for &str {
 
 impl FieldIndex for &String {
     #[inline]
+    #[track_caller]
     fn field_index(&self, t: &Tuple<'_>) -> usize {
         self.as_str().field_index(t)
     }
@@ -119,18 +123,21 @@ impl<'a> Tuple<'a> {
 
     /// The kind of a field.
     #[inline]
+    #[track_caller]
     pub fn kind<F: FieldIndex>(&self, f: F) -> Kind {
         let i = f.field_index(self);
         Kind::from_tag(self.raw[self.offs[i] as usize]).unwrap_or(Kind::Null)
     }
 
     /// Whether a field is null.
+    #[track_caller]
     pub fn is_null<F: FieldIndex>(&self, f: F) -> bool {
         self.kind(f) == Kind::Null
     }
 
     /// A field's value.
     #[inline]
+    #[track_caller]
     pub fn value<F: FieldIndex>(&self, f: F) -> Value<'a> {
         let i = f.field_index(self);
         field_at(self.raw, self.offs[i] as usize)
@@ -143,6 +150,7 @@ impl<'a> Tuple<'a> {
 
     /// A string or bytes field's bytes, without copying.
     #[inline]
+    #[track_caller]
     pub fn bytes<F: FieldIndex>(&self, f: F) -> &'a [u8] {
         let i = f.field_index(self);
         let o = self.offs[i] as usize;
@@ -159,6 +167,7 @@ impl<'a> Tuple<'a> {
     /// A string or bytes field as a `&str`, without copying. It panics if
     /// the bytes are not UTF-8 (use [`Tuple::bytes`] to read any bytes).
     #[inline]
+    #[track_caller]
     pub fn str<F: FieldIndex>(&self, f: F) -> &'a str {
         let i = f.field_index(self);
         let b = self.bytes(i);
@@ -169,12 +178,14 @@ impl<'a> Tuple<'a> {
     }
 
     /// A string or bytes field as a new String (see [`Tuple::str`]).
+    #[track_caller]
     pub fn string<F: FieldIndex>(&self, f: F) -> String {
         self.str(f).to_string()
     }
 
     /// An int64 field.
     #[inline]
+    #[track_caller]
     pub fn int<F: FieldIndex>(&self, f: F) -> i64 {
         let i = f.field_index(self);
         let o = self.offs[i] as usize;
@@ -187,6 +198,7 @@ impl<'a> Tuple<'a> {
 
     /// A float64 field.
     #[inline]
+    #[track_caller]
     pub fn float<F: FieldIndex>(&self, f: F) -> f64 {
         let i = f.field_index(self);
         let o = self.offs[i] as usize;
@@ -199,6 +211,7 @@ impl<'a> Tuple<'a> {
 
     /// A bool field.
     #[inline]
+    #[track_caller]
     pub fn bool<F: FieldIndex>(&self, f: F) -> bool {
         let i = f.field_index(self);
         let o = self.offs[i] as usize;
@@ -214,6 +227,7 @@ impl<'a> Tuple<'a> {
     /// null as nothing. For a single grouping field this is the state key
     /// the ABI's rule for state that moves with its keys asks for.
     #[inline]
+    #[track_caller]
     pub fn payload<F: FieldIndex>(&self, f: F) -> &'a [u8] {
         let i = f.field_index(self);
         let o = self.offs[i] as usize;
@@ -237,6 +251,7 @@ impl<'a> Tuple<'a> {
     /// Caveat (ABI v1): the host hashes a state key only up to its first
     /// 0x1F byte, so a payload containing 0x1F (the int64 31, say) gives a
     /// key whose state stays in another key group when rescaled.
+    #[track_caller]
     pub fn append_state_key<F: FieldIndex + Copy>(&self, dst: &mut Vec<u8>, fields: &[F]) {
         for (n, f) in fields.iter().enumerate() {
             if n > 0 {
@@ -247,6 +262,7 @@ impl<'a> Tuple<'a> {
     }
 
     /// The state key of the given fields (see [`Tuple::append_state_key`]).
+    #[track_caller]
     pub fn state_key<F: FieldIndex + Copy>(&self, fields: &[F]) -> Vec<u8> {
         let mut k = Vec::new();
         self.append_state_key(&mut k, fields);
@@ -255,6 +271,7 @@ impl<'a> Tuple<'a> {
 
     /// The fields-grouping hash of the given fields (FNV-1a 64 over their
     /// payloads joined with 0x00): what the host routes the tuple by.
+    #[track_caller]
     pub fn grouping_hash<F: FieldIndex + Copy>(&self, fields: &[F]) -> u64 {
         codec::tuple_hash(fields.iter().map(|f| self.value(*f)))
     }
@@ -273,6 +290,7 @@ impl<'a> Tuple<'a> {
 
     #[cold]
     #[inline(never)]
+    #[track_caller]
     fn wrong_kind(&self, i: usize, tag: u8, want: &str) -> ! {
         let got = Kind::from_tag(tag).map(|k| k.name()).unwrap_or("invalid");
         panic!("ardea: field {}{} is {}, not {}", i, self.field_name(i), got, want)
@@ -280,12 +298,14 @@ impl<'a> Tuple<'a> {
 
     #[cold]
     #[inline(never)]
+    #[track_caller]
     fn no_field_index(&self, i: usize) -> ! {
         panic!("ardea: field index {} out of range: the tuple from {}/{} has {} fields", i, self.input.component, self.input.stream, self.offs.len())
     }
 
     #[cold]
     #[inline(never)]
+    #[track_caller]
     fn no_field_name(&self, name: &str) -> ! {
         panic!("ardea: stream {}/{} has no field {:?} (fields {:?})", self.input.component, self.input.stream, name, self.input.fields)
     }

@@ -116,3 +116,63 @@ fn tuple_accessors_by_name_and_kind_errors() {
     let e = std::panic::catch_unwind(|| t.int(9usize)).unwrap_err();
     assert!(e.downcast_ref::<String>().unwrap().contains("out of range"));
 }
+
+/// A batch of one-word tuples on input 0 from task 1, ids from `first`.
+fn word_batch(first: u64, words: &[&str]) -> Vec<u8> {
+    let vals: Vec<Vec<u8>> = words
+        .iter()
+        .map(|w| {
+            let mut v = Vec::new();
+            encode_values(&[Value::str(w)], &mut v);
+            v
+        })
+        .collect();
+    let recs: Vec<Record> = vals.iter().enumerate().map(|(i, v)| Record { input: 0, source: 1, id: first + i as u64, values: v }).collect();
+    encode_batch(&recs)
+}
+
+#[test]
+fn panic_fails_the_call_naming_tuple_and_location_and_sets_the_cursor() {
+    let mut t = Tester::bolt(FnBolt::new(|tp, c| {
+        if tp.str(0) == "boom" {
+            panic!("no {}", "boom");
+        }
+        c.emit_anchored(tp, (tp.str(0), 1i64));
+        c.ack(tp);
+        Ok(())
+    }));
+    t.prepare(&words_ctx()).unwrap();
+    let line = line!() - 7;
+    let err = t.execute_raw(&word_batch(10, &["a", "b", "boom", "c"])).unwrap_err();
+    let want = format!("Execute: tuple 12 from split/default task 1: panic: no boom at src/tests/runtime.rs:{}:13", line);
+    assert_eq!(err, want);
+    assert_eq!(t.cursor(), 2, "the cursor names the failing record");
+    assert!(t.take_ops_text().is_empty(), "a failed call sends nothing");
+    // An error returned by execute: the same cursor, the error's text.
+    let mut t = Tester::bolt(FnBolt::new(|tp, _| if tp.str(0) == "bad" { Err("bad word".into()) } else { Ok(()) }));
+    t.prepare(&words_ctx()).unwrap();
+    t.execute_raw(&word_batch(1, &["x", "bad"])).unwrap_err();
+    assert_eq!(t.cursor(), 1);
+    assert_eq!(t.host().rec.borrow().errors.last().unwrap(), "Execute: tuple 2 from split/default task 1: bad word");
+    // The component keeps working after a failed call.
+    t.execute_raw(&word_batch(3, &["y"])).unwrap();
+    assert_eq!(t.cursor(), 0);
+    // A panic outside execute names the call.
+    let mut b = FnBolt::new(|_, _| Ok(()));
+    b.tick = Box::new(|_| panic!("tick boom"));
+    let mut t = Tester::bolt(b);
+    t.prepare(&words_ctx()).unwrap();
+    let err = t.tick().unwrap_err();
+    assert!(err.starts_with("Tick: panic: tick boom at src/tests/runtime.rs:"), "{}", err);
+}
+
+#[test]
+fn absent_field_by_name_names_the_field_and_the_tuples_fields() {
+    let mut t = Tester::bolt(FnBolt::new(|tp, _| {
+        tp.str("token");
+        Ok(())
+    }));
+    t.prepare(&words_ctx()).unwrap();
+    let err = t.execute_values(5, &[Value::str("w")]).unwrap_err();
+    assert!(err.starts_with("Execute: tuple 5 from split/default task 1: panic: ardea: stream split/default has no field \"token\" (fields [\"word\"])"), "{}", err);
+}

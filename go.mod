@@ -5,6 +5,7 @@ go 1.26.4
 require (
 	github.com/apache/pulsar-client-go v0.19.0
 	github.com/apache/thrift v0.17.0
+	github.com/ardea-dev/ardea/wasm-sdk/go v0.1.0
 	github.com/nats-io/nats-server/v2 v2.15.2
 	github.com/nats-io/nats.go v1.55.0
 	github.com/prometheus/client_golang v1.25.0
@@ -191,5 +192,9 @@ require (
 	sigs.k8s.io/structured-merge-diff/v4 v4.4.2 // indirect
 	sigs.k8s.io/yaml v1.4.0 // indirect
 )
+
+// The Go SDK is a module of its own (wasm-sdk/go, no dependencies); the
+// platform's examples, fixtures and tests build against this checkout's copy.
+replace github.com/ardea-dev/ardea/wasm-sdk/go => ./wasm-sdk/go
 
 tool github.com/go-task/task/v3/cmd/task

@@ -1,7 +1,7 @@
 // Package build compiles component source folders to WebAssembly modules.
 // Go components are built with the Go toolchain as WASI reactors:
 //
-//	GOOS=wasip1 GOARCH=wasm go build -trimpath -buildmode=c-shared -ldflags='-s -w' -o OUT DIR
+//	GOOS=wasip1 GOARCH=wasm go build -trimpath -buildmode=c-shared -o OUT DIR
 package build
 
 import (
@@ -107,7 +107,7 @@ func buildGo(ctx context.Context, dir, absOut string) error {
 	if err != nil {
 		return fmt.Errorf("building %s needs the Go toolchain (go 1.26 or newer on PATH): %w", dir, err)
 	}
-	cmd := exec.CommandContext(ctx, goBin, "build", "-trimpath", "-buildmode=c-shared", "-ldflags=-s -w", "-o", absOut, ".")
+	cmd := exec.CommandContext(ctx, goBin, "build", "-trimpath", "-buildmode=c-shared", "-o", absOut, ".")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
 	var stderr bytes.Buffer

@@ -8,7 +8,7 @@ import (
 	"reflect"
 	"unsafe"
 
-	"github.com/ardea-dev/ardea/internal/tuple"
+	"github.com/ardea-dev/ardea/wasm-sdk/go/internal/tuple"
 )
 
 // Text is a string field given as bytes: Emit(Text(b)) encodes b as a

@@ -10,7 +10,7 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
-	"github.com/ardea-dev/ardea/internal/tuple"
+	"github.com/ardea-dev/ardea/wasm-sdk/go/internal/tuple"
 )
 
 // Context describes the task: its topology, component, position, config and

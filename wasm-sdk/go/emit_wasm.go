@@ -2,7 +2,7 @@
 
 package ardea
 
-import "github.com/ardea-dev/ardea/internal/tuple"
+import "github.com/ardea-dev/ardea/wasm-sdk/go/internal/tuple"
 
 // emitDefault emits on the default stream with at most one anchor (0:
 // none). It is emitDefaultGo's fast path written in WebAssembly

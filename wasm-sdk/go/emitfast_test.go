@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ardea-dev/ardea/internal/tuple"
+	"github.com/ardea-dev/ardea/wasm-sdk/go/internal/tuple"
 )
 
 // TestEmitDefaultMatchesEmit checks emitDefault's fast path (8-byte stores

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ardea-dev/ardea/internal/tuple"
+	"github.com/ardea-dev/ardea/wasm-sdk/go/internal/tuple"
 )
 
 // fakeHost is an in-memory implementation of the host imports, with the

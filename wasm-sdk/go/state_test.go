@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ardea-dev/ardea/internal/tuple"
+	"github.com/ardea-dev/ardea/wasm-sdk/go/internal/tuple"
 )
 
 // stateBolt runs fn for each tuple with the task's state.

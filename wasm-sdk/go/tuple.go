@@ -7,7 +7,7 @@ import (
 	"slices"
 	"unsafe"
 
-	"github.com/ardea-dev/ardea/internal/tuple"
+	"github.com/ardea-dev/ardea/wasm-sdk/go/internal/tuple"
 )
 
 // Kind is a field's type (the ABI's tag).

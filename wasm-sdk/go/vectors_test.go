@@ -17,7 +17,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ardea-dev/ardea/internal/tuple"
+	"github.com/ardea-dev/ardea/wasm-sdk/go/internal/tuple"
 )
 
 const vectorDir = "../testdata"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Rebuilds the Go SDK's conformance guests (wasm-sdk/conformance/SPEC.md).
+# Rebuilds the Go SDK's conformance guests (wasm-sdk/conformance/SPEC.md),
+# inside the SDK's own module (wasm-sdk/go).
 set -euo pipefail
-cd "$(dirname "$0")/../../.."
+cd "$(dirname "$0")/.."
 for g in probe_bolt probe_spout emitcheck; do
-	GOOS=wasip1 GOARCH=wasm CGO_ENABLED=0 go build -trimpath -buildmode=c-shared -ldflags='-s -w' \
-		-o "wasm-sdk/go/testdata/$g.wasm" "./wasm-sdk/go/testdata/$g"
+	GOOS=wasip1 GOARCH=wasm CGO_ENABLED=0 go build -trimpath -buildmode=c-shared \
+		-o "testdata/$g.wasm" "./testdata/$g"
 done

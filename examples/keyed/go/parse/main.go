@@ -7,7 +7,7 @@
 //
 // Build (see ../BUILD.md):
 //
-//	GOOS=wasip1 GOARCH=wasm go build -trimpath -buildmode=c-shared -ldflags='-s -w' -o examples/keyed/go/parse.wasm ./examples/keyed/go/parse
+//	GOOS=wasip1 GOARCH=wasm go build -trimpath -buildmode=c-shared -o examples/keyed/go/parse.wasm ./examples/keyed/go/parse
 package main
 
 import (

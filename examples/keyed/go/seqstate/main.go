@@ -8,7 +8,7 @@
 //
 // Build (see ../BUILD.md):
 //
-//	GOOS=wasip1 GOARCH=wasm go build -trimpath -buildmode=c-shared -ldflags='-s -w' -o examples/keyed/go/seqstate.wasm ./examples/keyed/go/seqstate
+//	GOOS=wasip1 GOARCH=wasm go build -trimpath -buildmode=c-shared -o examples/keyed/go/seqstate.wasm ./examples/keyed/go/seqstate
 package main
 
 import (

@@ -11,7 +11,7 @@
 //
 // Build (see ../BUILD.md):
 //
-//	GOOS=wasip1 GOARCH=wasm go build -trimpath -buildmode=c-shared -ldflags='-s -w' -o examples/wordcount/go/count.wasm ./examples/wordcount/go/count
+//	GOOS=wasip1 GOARCH=wasm go build -trimpath -buildmode=c-shared -o examples/wordcount/go/count.wasm ./examples/wordcount/go/count
 package main
 
 import ardea "github.com/ardea-dev/ardea/wasm-sdk/go"

@@ -12,7 +12,7 @@
 //
 // Build (see ../BUILD.md):
 //
-//	GOOS=wasip1 GOARCH=wasm go build -trimpath -buildmode=c-shared -ldflags='-s -w' -o examples/wordcount/go/split.wasm ./examples/wordcount/go/split
+//	GOOS=wasip1 GOARCH=wasm go build -trimpath -buildmode=c-shared -o examples/wordcount/go/split.wasm ./examples/wordcount/go/split
 package main
 
 import (

@@ -11,7 +11,7 @@
 // for w other than "count" an unsupported one, which must fail the call
 // (TestEmitWasmBadValues). Build:
 //
-//	GOOS=wasip1 GOARCH=wasm go build -trimpath -buildmode=c-shared -ldflags='-s -w' -o wasm-sdk/go/testdata/emitcheck.wasm ./wasm-sdk/go/testdata/emitcheck
+//	GOOS=wasip1 GOARCH=wasm go build -trimpath -buildmode=c-shared -o wasm-sdk/go/testdata/emitcheck.wasm ./wasm-sdk/go/testdata/emitcheck
 package main
 
 import (

@@ -3,7 +3,7 @@
 // Command probe_bolt is the Go SDK's conformance bolt
 // (wasm-sdk/conformance/SPEC.md). Build (wasm-sdk/go/testdata/build.sh):
 //
-//	GOOS=wasip1 GOARCH=wasm go build -trimpath -buildmode=c-shared -ldflags='-s -w' -o wasm-sdk/go/testdata/probe_bolt.wasm ./wasm-sdk/go/testdata/probe_bolt
+//	GOOS=wasip1 GOARCH=wasm go build -trimpath -buildmode=c-shared -o wasm-sdk/go/testdata/probe_bolt.wasm ./wasm-sdk/go/testdata/probe_bolt
 package main
 
 import (

@@ -3,7 +3,7 @@
 // Command probe_spout is the Go SDK's conformance spout
 // (wasm-sdk/conformance/SPEC.md). Build (wasm-sdk/go/testdata/build.sh):
 //
-//	GOOS=wasip1 GOARCH=wasm go build -trimpath -buildmode=c-shared -ldflags='-s -w' -o wasm-sdk/go/testdata/probe_spout.wasm ./wasm-sdk/go/testdata/probe_spout
+//	GOOS=wasip1 GOARCH=wasm go build -trimpath -buildmode=c-shared -o wasm-sdk/go/testdata/probe_spout.wasm ./wasm-sdk/go/testdata/probe_spout
 package main
 
 import (

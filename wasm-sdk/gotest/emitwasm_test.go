@@ -1,6 +1,6 @@
 //go:build !wasip1
 
-package ardea_test
+package gotest
 
 import (
 	"context"
@@ -211,7 +211,7 @@ func emitcheck(t *testing.T, mode string) (*guest, *miniHost) {
 	wasi_snapshot_preview1.MustInstantiate(ctx, rt)
 	host := &miniHost{state: map[string][]byte{}}
 	host.module(ctx, t, rt)
-	g := load(t, ctx, rt, "testdata/emitcheck.wasm")
+	g := load(t, ctx, rt, "../go/testdata/emitcheck.wasm")
 	g.h = host
 	bctx := tuple.Context{Topology: "t", Component: "emitcheck", TaskID: 2, Parallelism: 1,
 		Config:  map[string]string{"mode": mode},

@@ -1,6 +1,6 @@
 //go:build !wasip1
 
-package ardea_test
+package gotest
 
 // Checks the committed word-count modules (examples/wordcount/*.wasm, built
 // from source with the SDK, see examples/wordcount/BUILD.md) against ABI.md
@@ -317,7 +317,7 @@ func TestCursorAndPanicInWasm(t *testing.T) {
 	wasi_snapshot_preview1.MustInstantiate(ctx, rt)
 	host := &miniHost{state: map[string][]byte{}}
 	host.module(ctx, t, rt)
-	g := load(t, ctx, rt, "testdata/probe_bolt.wasm")
+	g := load(t, ctx, rt, "../go/testdata/probe_bolt.wasm")
 	g.h = host
 	bctx := tuple.Context{Topology: "p", Component: "probe", TaskID: 2, Parallelism: 1,
 		Outputs: []tuple.StreamDecl{{Name: "default", Fields: []string{"word", "count"}}, {Name: "events", Fields: []string{"kind", "detail"}}},

@@ -1,0 +1,3 @@
+module github.com/ardea-dev/ardea/wasm-sdk/go
+
+go 1.24

@@ -110,5 +110,14 @@ func exportFinish() int32 { return global.finish() }
 //go:wasmexport ardea_cursor
 func exportCursor() unsafe.Pointer { return unsafe.Pointer(&global.cursor) }
 
+// ardea_manifest (ABI.md "Manifest"): u32 length, then the component's
+// manifest as JSON; valid until the next call into the guest.
+//
+//go:wasmexport ardea_manifest
+func exportManifest() unsafe.Pointer {
+	global.manifestBuf = global.manifestBlob()
+	return ptr(global.manifestBuf)
+}
+
 //go:wasmexport ardea_close
 func exportClose() int32 { return global.close() }

@@ -300,7 +300,7 @@ func TestCountAllocations(t *testing.T) {
 			c.Ack(tp)
 			return nil
 		},
-	})
+	}, nil)
 	ctx := wordContext("word", "count")
 	if code := x.r.prepare(x.put(ctx.Encode(nil))); code != 0 {
 		t.Fatal("prepare failed")

@@ -96,17 +96,29 @@ func (BaseBolt) Close() error                { return nil }
 // function: a module built with -buildmode=c-shared runs package
 // initialization when the host instantiates it, but never runs main.
 // A module registers exactly one component.
-func RegisterSpout(s Spout) {
+//
+// The declarations (Emits, ConfigKeys) are optional: they go into the
+// module's manifest (ardea build stores it; ardea run and submit check
+// the topology against it, and a topology may then omit outputs:).
+func RegisterSpout(s Spout, decls ...Declaration) {
 	if s == nil {
 		panic("ardea: RegisterSpout(nil)")
 	}
-	global.register(s, nil)
+	global.register(s, nil, decls)
 }
 
-// RegisterBolt makes b this module's component; see RegisterSpout.
-func RegisterBolt(b Bolt) {
+// RegisterBolt makes b this module's component; see RegisterSpout. A
+// bolt may also declare the input fields it reads by name (Reads).
+//
+//	func init() {
+//		ardea.RegisterBolt(&split{},
+//			ardea.Reads("line"),
+//			ardea.Emits("default", "word"),
+//			ardea.ConfigKeys("min_length"))
+//	}
+func RegisterBolt(b Bolt, decls ...Declaration) {
 	if b == nil {
 		panic("ardea: RegisterBolt(nil)")
 	}
-	global.register(nil, b)
+	global.register(nil, b, decls)
 }

@@ -172,7 +172,7 @@ func newHarness(t testing.TB, s Spout, b Bolt) *harness {
 	h := newFakeHost(t)
 	r := newRuntime(h)
 	if s != nil || b != nil {
-		r.register(s, b)
+		r.register(s, b, nil)
 	}
 	return &harness{t: t, h: h, r: r}
 }

@@ -52,14 +52,16 @@ type runtime struct {
 	cursor uint32
 	batch  []byte
 
-	ctx       *Context
-	defStream int    // index of the "default" output stream, or -1
-	defFields int    // its number of fields
-	ready     bool   // open/prepare succeeded
-	done      bool   // the spout reported Done
-	call      string // current lifecycle method, for messages
-	canEmit   bool
-	emitErr   error
+	ctx         *Context
+	manifest    manifest // what the component declared at registration
+	manifestBuf []byte   // ardea_manifest's last answer
+	defStream   int      // index of the "default" output stream, or -1
+	defFields   int      // its number of fields
+	ready       bool     // open/prepare succeeded
+	done        bool     // the spout reported Done
+	call        string   // current lifecycle method, for messages
+	canEmit     bool
+	emitErr     error
 
 	// Acking (automatic mode unless the bolt asked for manual acking):
 	// cur is the id of the tuple being executed, curDone whether it was
@@ -102,11 +104,15 @@ func newRuntime(h hostAPI) *runtime {
 // typeWord is the type word of v (the first word of an interface value).
 func typeWord(v any) uintptr { return *(*uintptr)(unsafe.Pointer(&v)) }
 
-func (r *runtime) register(s Spout, b Bolt) {
+func (r *runtime) register(s Spout, b Bolt, decls []Declaration) {
 	if r.spout != nil || r.bolt != nil {
 		panic("ardea: a component is already registered; a module registers exactly one spout or bolt")
 	}
-	r.spout, r.bolt = s, b
+	m, err := newManifest(b != nil, decls)
+	if err != nil {
+		panic("ardea: " + err.Error())
+	}
+	r.spout, r.bolt, r.manifest = s, b, m
 }
 
 // buffer returns the input buffer, at least size bytes. It is replaced

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"unsafe"
 
 	"github.com/ardea-dev/ardea/wasm-sdk/go/internal/tuple"
@@ -220,7 +221,16 @@ func (t Tuple) Index(field string) int {
 }
 
 // Kind is the kind of field i.
-func (t Tuple) Kind(i int) Kind { return Kind(t.raw[t.offs[i]]) }
+func (t Tuple) Kind(i int) Kind { return Kind(t.raw[t.off(i)]) }
+
+// off is the offset of field i's tag; an index past the tuple's fields
+// panics with a FieldError.
+func (t *Tuple) off(i int) int {
+	if uint(i) >= uint(len(t.offs)) {
+		t.noField("", i)
+	}
+	return int(t.offs[i])
+}
 
 // IsNull reports whether field i is null.
 func (t Tuple) IsNull(i int) bool { return t.Kind(i) == KindNull }
@@ -228,7 +238,7 @@ func (t Tuple) IsNull(i int) bool { return t.Kind(i) == KindNull }
 // payload is field i's bytes after the tag and length prefix (the bytes
 // fields grouping hashes).
 func (t *Tuple) payload(i int) (Kind, []byte) {
-	o := int(t.offs[i])
+	o := t.off(i)
 	k := Kind(t.raw[o])
 	switch k {
 	case KindBytes, KindString:
@@ -294,7 +304,7 @@ func (t Tuple) Bytes(i int) []byte { return slices.Clone(t.text(i, "bytes")) }
 // Emit it as a string with Text(b) or look a map up with m[string(b)]
 // without allocating.
 func (t Tuple) BytesView(i int) []byte {
-	o := int(t.offs[i])
+	o := t.off(i)
 	if k := Kind(t.raw[o]); k == KindString || k == KindBytes {
 		n := int(binary.LittleEndian.Uint32(t.raw[o+1:]))
 		return t.raw[o+5 : o+5+n : o+5+n]
@@ -364,10 +374,60 @@ func (t Tuple) Copy() Tuple {
 
 func (t Tuple) mustIndex(field string) int {
 	i := t.Index(field)
-	if i < 0 {
-		panic(fmt.Errorf("ardea: stream %s/%s has no field %q (fields %q)", t.Component(), t.Stream(), field, t.Fields()))
+	if i < 0 || i >= len(t.offs) {
+		t.noField(field, i)
 	}
 	return i
+}
+
+// FieldError is the panic value of an accessor asked for a field the
+// tuple does not have: a name its stream does not declare, or an index
+// past its fields. Like any panic in Execute, it fails the tuple, with
+// this message.
+type FieldError struct {
+	Component, Stream string   // where the tuple comes from
+	Name              string   // the field name asked for ("" if by index)
+	Index             int      // the index asked for (by name: -1, or the declared index the tuple lacks)
+	Fields            []string // the fields the tuple's stream declares
+	Len               int      // the tuple's number of values
+}
+
+func (e *FieldError) Error() string {
+	from := "the tuple"
+	if e.Component != "" || e.Stream != "" {
+		from += " from " + e.Component + "/" + e.Stream
+	}
+	has := fmt.Sprintf("%d values", e.Len)
+	if len(e.Fields) > 0 {
+		has = "fields " + quoteList(e.Fields)
+	} else if e.Len == 1 {
+		has = "1 value"
+	}
+	if e.Name != "" {
+		if e.Index >= 0 {
+			return fmt.Sprintf("ardea: %s declares field %q at index %d but has %d values", from, e.Name, e.Index, e.Len)
+		}
+		return fmt.Sprintf("ardea: %s has no field %q (it has %s)", from, e.Name, has)
+	}
+	return fmt.Sprintf("ardea: field index %d is out of range: %s has %s", e.Index, from, has)
+}
+
+// noField panics with a FieldError.
+//
+//go:noinline
+func (t *Tuple) noField(name string, i int) {
+	panic(&FieldError{Component: t.Component(), Stream: t.Stream(), Name: name, Index: i, Fields: t.Fields(), Len: len(t.offs)})
+}
+
+func quoteList(names []string) string {
+	b := make([]byte, 0, 16*len(names))
+	for i, n := range names {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = strconv.AppendQuote(b, n)
+	}
+	return string(b)
 }
 
 // StringByName returns the declared field as a string (see String).
@@ -446,7 +506,7 @@ func StateKeyViewAt(t Tuple, i int) []byte { return t.keyView(i) }
 
 // keyView is field i's payload, with the string and bytes kinds first.
 func (t *Tuple) keyView(i int) []byte {
-	o := int(t.offs[i])
+	o := t.off(i)
 	if k := Kind(t.raw[o]); k == KindString || k == KindBytes {
 		n := int(binary.LittleEndian.Uint32(t.raw[o+1:]))
 		return t.raw[o+5 : o+5+n : o+5+n]

@@ -6,10 +6,7 @@
 #   examples/polyglot/upper.wasm
 # Runs `npm ci` here first if the compiler is not installed. Each module is
 # compiled exactly as `ardea build DIR` does it (internal/build/assemblyscript.go):
-#   asc assembly/index.ts -O3 --runtime incremental --exportStart _initialize \
-#     --use abort=~lib/ardea-sdk/assembly/abort/ardeaAbort \
-#     --use trace=~lib/ardea-sdk/assembly/abort/ardeaTrace \
-#     --use seed=~lib/ardea-sdk/assembly/abort/ardeaSeed \
+#   asc assembly/index.ts <the flags in asc-flags.json> \
 #     --config <empty> --path <dir holding ardea-sdk> --noColors -o OUT
 # Usage: wasm-sdk/assemblyscript/build.sh   (from any directory)
 set -euo pipefail
@@ -30,14 +27,14 @@ mkdir -p "$tmp/lib/ardea-sdk/assembly"
 cp "$here/package.json" "$here/index.ts" "$here/exports.ts" "$tmp/lib/ardea-sdk/"
 cp "$here"/assembly/*.ts "$tmp/lib/ardea-sdk/assembly/"
 echo '{}' > "$tmp/asconfig.json"
+# The flags of asc-flags.json, as ardea build (embed.go's Flags) and the
+# test harness use them.
+mapfile -t flags < <(node -e 'for (const f of JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"))) console.log(f)' "$here/asc-flags.json")
 
 build() { # build SOURCE_DIR OUT.wasm
   local src=$1 out=$2
   echo "asc $src -> $out"
-  (cd "$src" && "$asc" assembly/index.ts -O3 --runtime incremental --exportStart _initialize \
-    --use abort=~lib/ardea-sdk/assembly/abort/ardeaAbort \
-    --use trace=~lib/ardea-sdk/assembly/abort/ardeaTrace \
-    --use seed=~lib/ardea-sdk/assembly/abort/ardeaSeed \
+  (cd "$src" && "$asc" assembly/index.ts "${flags[@]}" \
     --config "$tmp/asconfig.json" --path "$tmp/lib" --noColors -o "$tmp/out.wasm")
   mv "$tmp/out.wasm" "$out"
 }

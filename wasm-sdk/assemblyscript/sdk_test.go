@@ -80,8 +80,9 @@ func TestPinnedCompiler(t *testing.T) {
 	}
 }
 
-// TestEmbed checks that the embedded SDK is the whole package a build
-// needs.
+// TestEmbed checks that the embedded SDK is exactly the npm package:
+// what `npm pack` packs (package.json's "files") is what ardea embeds and
+// `ardea sdk export` writes.
 func TestEmbed(t *testing.T) {
 	var names []string
 	err := fs.WalkDir(assdk.FS, ".", func(p string, d fs.DirEntry, err error) error {
@@ -93,22 +94,66 @@ func TestEmbed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	disk, err := filepath.Glob("assembly/*.ts")
+	for _, want := range []string{"package.json", "README.md", "index.ts", "exports.ts", "asc-flags.json",
+		"assembly/index.ts", "assembly/manifest.ts", "testing/index.mjs", "testing/index.d.ts"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("the embedded SDK lacks %s (has %q)", want, names)
+		}
+	}
+	npm, err := exec.LookPath("npm")
+	if err != nil {
+		skipOrFail(t, "npm not found (Debian: apt-get install nodejs npm): %v", err)
+	}
+	out, err := exec.Command(npm, "pack", "--dry-run", "--json", "--offline").Output()
+	if err != nil {
+		t.Fatalf("npm pack --dry-run: %v", err)
+	}
+	var packed []struct {
+		Files []struct{ Path string }
+	}
+	if err := json.Unmarshal(out, &packed); err != nil || len(packed) != 1 {
+		t.Fatalf("npm pack --dry-run --json: %v\n%s", err, out)
+	}
+	var want []string
+	for _, f := range packed[0].Files {
+		want = append(want, f.Path)
+	}
+	slices.Sort(want)
+	slices.Sort(names)
+	if !slices.Equal(names, want) {
+		t.Fatalf("embedded %q, npm pack packs %q", names, want)
+	}
+}
+
+// TestVersions: the manifest's SDK version and the flags are the
+// package's.
+func TestVersions(t *testing.T) {
+	var pkg struct{ Version string }
+	b, err := assdk.FS.ReadFile("package.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := append([]string{"exports.ts", "index.ts", "package.json"}, disk...)
-	slices.Sort(want)
-	if !slices.Equal(names, want) {
-		t.Fatalf("embedded %q, want %q", names, want)
+	if err := json.Unmarshal(b, &pkg); err != nil {
+		t.Fatal(err)
+	}
+	src, err := assdk.FS.ReadFile("assembly/manifest.ts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `export const SDK_VERSION: string = "` + pkg.Version + `";`; !strings.Contains(string(src), want) {
+		t.Errorf("assembly/manifest.ts does not say %s", want)
+	}
+	if !slices.Contains(assdk.Flags, "-O3") || !slices.Contains(assdk.Flags, "_initialize") {
+		t.Errorf("Flags %q", assdk.Flags)
 	}
 }
 
 // collector records a bolt's output.
 type collector struct {
-	emits []emit
-	acks  []uint64
-	fails []uint64
+	emits    []emit
+	acks     []uint64
+	fails    []uint64
+	failures []host.TupleFailure // tuples the host failed (ardea_cursor)
 }
 
 type emit struct {
@@ -149,7 +194,13 @@ func newBolt(t *testing.T, path, name string, cfg map[string]string, in []string
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := m.NewBolt(ctx, host.InstanceConfig{Topology: "t", Component: name, TaskID: 3})
+	out := &collector{}
+	b, err := m.NewBolt(ctx, host.InstanceConfig{Topology: "t", Component: name, TaskID: 3,
+		OnTupleFailure: func(f host.TupleFailure) error {
+			f.Values = bytes.Clone(f.Values)
+			out.failures = append(out.failures, f)
+			return nil
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +211,6 @@ func newBolt(t *testing.T, path, name string, cfg map[string]string, in []string
 		Logger: slog.New(slog.DiscardHandler), State: host.NewMemoryState(256), MaxKeyGroups: 256,
 		Metric: func(n string, d int64) { metrics[n] += d },
 	}
-	out := &collector{}
 	if err := b.Prepare(context.Background(), cctx, out); err != nil {
 		t.Fatal(err)
 	}
@@ -322,18 +372,32 @@ func words(first uint64, ws ...string) []byte {
 	return w.Buf
 }
 
-// TestAbortThroughHost: an AssemblyScript abort fails the instance with
-// its message, and the host names the component and task.
+// TestAbortThroughHost: an AssemblyScript abort or throw fails the tuple
+// it happened on, with its message (and a throw's location in the user's
+// source); the host runs the rest of the batch.
 func TestAbortThroughHost(t *testing.T) {
 	b, out, _ := newBolt(t, "testdata/abort.wasm", "aborter", nil, []string{"word"},
 		tuple.StreamDecl{Name: "default", Fields: []string{"word"}})
-	err := b.Execute(context.Background(), words(1, "abort"), out)
-	if err == nil {
-		t.Fatal("execute succeeded")
+	if err := b.Execute(context.Background(), words(1, "x", "abort", "y", "throw", "z"), out); err != nil {
+		t.Fatal(err)
 	}
-	for _, want := range []string{"Execute: tuple 1 from up/default task 1: as abort", "aborter", "task 3"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("error %q does not contain %q", err, want)
+	var got []string
+	for _, e := range out.emits {
+		got = append(got, e.values[0].AsString())
+	}
+	if !slices.Equal(got, []string{"x", "y", "z"}) || !slices.Equal(out.fails, []uint64{2, 4}) || !slices.Equal(out.acks, []uint64{1, 3, 5}) {
+		t.Fatalf("emits %q acks %v fails %v; want [x y z], [1 3 5], [2 4]", got, out.acks, out.fails)
+	}
+	if len(out.failures) != 2 {
+		t.Fatalf("%d tuple failures, want 2", len(out.failures))
+	}
+	for i, want := range []string{
+		"Execute: tuple 2 from up/default task 1: as abort",
+		"Execute: tuple 4 from up/default task 1: as throw at assembly/index.ts:",
+	} {
+		f := out.failures[i]
+		if f.Err == nil || !strings.Contains(f.Err.Error(), want) || f.TupleID != uint64(2+2*i) {
+			t.Errorf("failure %d: tuple %d, %v; want tuple %d and %q", i, f.TupleID, f.Err, 2+2*i, want)
 		}
 	}
 }
@@ -362,16 +426,13 @@ func TestProbeThroughHost(t *testing.T) {
 	if metrics["probe.words"] != 3 {
 		t.Errorf("probe.words = %d, want 3", metrics["probe.words"])
 	}
-	err := b.Execute(context.Background(), words(10, "error"), out)
-	if err == nil || !strings.Contains(err.Error(), "probe error: bad word") {
-		t.Fatalf("error word: %v", err)
+	if err := b.Execute(context.Background(), words(10, "error", "panic"), out); err != nil {
+		t.Fatal(err)
 	}
-	b2, out2, _ := newBolt(t, "testdata/probe_bolt.wasm", "probe", nil, []string{"word"},
-		tuple.StreamDecl{Name: "default", Fields: []string{"word", "n"}},
-		tuple.StreamDecl{Name: "events", Fields: []string{"kind", "detail"}})
-	err = b2.Execute(context.Background(), words(1, "panic"), out2)
-	if err == nil || !strings.Contains(err.Error(), "probe panic") {
-		t.Fatalf("panic word: %v", err)
+	if !slices.Equal(out.fails, []uint64{4, 10, 11}) || len(out.failures) != 2 ||
+		!strings.Contains(out.failures[0].Err.Error(), "probe error: bad word") ||
+		!strings.Contains(out.failures[1].Err.Error(), "probe panic") {
+		t.Fatalf("fails %v, failures %v", out.fails, out.failures)
 	}
 }
 

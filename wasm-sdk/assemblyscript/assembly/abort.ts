@@ -87,7 +87,10 @@ export function ardeaAbort(message: string | null = null, fileName: string | nul
     abortStr(": ");
   }
   abortStr(message !== null ? message : "abort");
-  if (fileName !== null) {
+  // The SDK's own checks (a field read by a name the stream lacks, a
+  // field of the wrong kind) say what is wrong; their place in the SDK
+  // would not help.
+  if (fileName !== null && !fileName.startsWith("~lib/ardea-sdk/")) {
     abortStr(" at ");
     abortStr(fileName);
     abortByte(58);

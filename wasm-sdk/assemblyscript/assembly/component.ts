@@ -67,25 +67,88 @@ export abstract class Bolt {
   close(): void {}
 }
 
+/** One declared output stream: its name and field names. */
+export class DeclaredStream {
+  constructor(public stream: string, public fields: string[]) {}
+}
+
+/**
+ * What a component declares about itself at registration, for its
+ * manifest (the ardea_manifest export; `ardea build` stores it in the
+ * module, `ardea inspect` prints it, `ardea run` and `ardea submit` check
+ * the topology against it before anything starts). registerSpout and
+ * registerBolt return it:
+ *
+ *   registerBolt(new Upper())
+ *     .emits("default", ["line"])   // each output stream, in order
+ *     .reads(["line"])              // input fields read by name
+ *     .config(["min_length"]);      // config keys read
+ *
+ * Each part is optional; what is not declared is not checked. With
+ * outputs declared, a topology may leave out the component's `outputs:`.
+ */
+export class Declare {
+  outputs: DeclaredStream[] | null = null;
+  inputs: string[] | null = null;
+  configKeys: string[] | null = null;
+
+  /** Declares an output stream and its fields (call once per stream, in order). */
+  emits(stream: string, fields: string[]): Declare {
+    let o = this.outputs;
+    if (o === null) {
+      o = [];
+      this.outputs = o;
+    }
+    o.push(new DeclaredStream(stream, fields));
+    return this;
+  }
+
+  /** Declares the input fields the bolt reads by name (added to earlier ones). */
+  reads(fields: string[]): Declare {
+    let i = this.inputs;
+    if (i === null) {
+      i = [];
+      this.inputs = i;
+    }
+    for (let j = 0; j < fields.length; j++) i.push(fields[j]);
+    return this;
+  }
+
+  /** Declares the config keys the component reads (added to earlier ones). */
+  config(keys: string[]): Declare {
+    let c = this.configKeys;
+    if (c === null) {
+      c = [];
+      this.configKeys = c;
+    }
+    for (let j = 0; j < keys.length; j++) c.push(keys[j]);
+    return this;
+  }
+}
+
 /** The registered component. */
 export class Registered {
   static spout: Spout | null = null;
   static bolt: Bolt | null = null;
+  static decl: Declare = new Declare();
 }
 
 /**
  * Makes s this module's component. Call it at the top level of the entry
- * file (it runs from _initialize). A module registers exactly one component.
+ * file (it runs from _initialize). A module registers exactly one
+ * component. Declare its outputs and config on the result (see Declare).
  */
-export function registerSpout(s: Spout): void {
+export function registerSpout(s: Spout): Declare {
   checkUnregistered();
   Registered.spout = s;
+  return Registered.decl;
 }
 
-/** Makes b this module's component; see registerSpout. */
-export function registerBolt(b: Bolt): void {
+/** Makes b this module's component; see registerSpout and Declare. */
+export function registerBolt(b: Bolt): Declare {
   checkUnregistered();
   Registered.bolt = b;
+  return Registered.decl;
 }
 
 function checkUnregistered(): void {

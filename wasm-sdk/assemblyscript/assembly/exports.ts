@@ -5,6 +5,7 @@
 // (AssemblyScript makes only the entry file's exports into wasm exports.)
 
 import * as rt from "./runtime";
+import { manifest } from "./manifest";
 
 export function ardea_abi_version(): i32 { return rt.ABI_VERSION; }
 export function ardea_buffer(size: i32): usize { return rt.buffer(size); }
@@ -20,3 +21,4 @@ export function ardea_tick(): i32 { return rt.tick(); }
 export function ardea_finish(): i32 { return rt.finish(); }
 export function ardea_close(): i32 { return rt.close(); }
 export function ardea_cursor(): usize { return rt.cursor(); }
+export function ardea_manifest(): usize { return manifest(); }

@@ -10,6 +10,7 @@ export { Context, Stream, Input, Logger, Level, logger } from "./context";
 export { Tuple } from "./tuple";
 export { State, StateIterator, DEFAULT_CACHE_ENTRIES, DEFAULT_CACHE_BYTES } from "./state";
 export { Emit, SpoutCollector, BoltCollector, NO_TASK } from "./collector";
-export { Spout, Bolt, Status, registerSpout, registerBolt } from "./component";
+export { Spout, Bolt, Status, registerSpout, registerBolt, Declare, DeclaredStream } from "./component";
+export { SDK_VERSION, manifestJSON } from "./manifest";
 export { ABI_VERSION } from "./runtime";
 export { ardeaAbort, ardeaTrace, ardeaSeed } from "./abort";

@@ -165,8 +165,8 @@ export class Tuple {
   private must(field: string): i32 {
     let i = this.index(field);
     if (i < 0) {
-      throw new Error("ardea: stream " + this.component + "/" + this.stream + " has no field \"" + field +
-        "\" (fields: " + this.fields.join(", ") + ")");
+      throw new Error("ardea: no field \"" + field + "\" in the tuple from " + this.component + "/" + this.stream +
+        " (its fields: " + this.fields.join(", ") + ")");
     }
     return i;
   }

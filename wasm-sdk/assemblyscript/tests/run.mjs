@@ -9,11 +9,10 @@
 //   node tests/run.mjs            (npm test; needs `npm ci` first)
 //
 // The last line is "N passed, N failed"; the exit code is 1 on a failure.
-import { execFileSync } from "node:child_process";
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import * as harness from "../testing/index.mjs";
 
 const sdkDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const vectorsDir = process.env.ARDEA_VECTORS || path.resolve(sdkDir, "..", "testdata");
@@ -30,163 +29,28 @@ function check(name, ok, detail) {
   return ok;
 }
 
-// ---- building the test guests ----
+// ---- the harness (ardea-sdk/testing): compiler and fake host ----
 
-function compile(entry, out) {
-  const asc = path.join(sdkDir, "node_modules", ".bin", "asc");
-  if (!fs.existsSync(asc)) {
-    throw new Error(`${asc} is missing: run \`npm ci\` in ${sdkDir}`);
-  }
-  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "ardea-as-test-"));
-  fs.symlinkSync(sdkDir, path.join(tmp, "ardea-sdk"));
-  try {
-    execFileSync(asc, [
-      entry, "-O3", "--runtime", "incremental", "--exportStart", "_initialize",
-      "--use", "abort=~lib/ardea-sdk/assembly/abort/ardeaAbort",
-      "--use", "trace=~lib/ardea-sdk/assembly/abort/ardeaTrace",
-      "--use", "seed=~lib/ardea-sdk/assembly/abort/ardeaSeed",
-      "--path", tmp, "-o", out,
-    ], { cwd: sdkDir, stdio: ["ignore", "inherit", "inherit"] });
-  } finally {
-    fs.rmSync(tmp, { recursive: true, force: true });
-  }
-  return fs.readFileSync(out);
+function compile(entry) {
+  return harness.compile(entry, { dir: sdkDir });
 }
 
-// ---- the fake host ----
+class Guest extends harness.Guest {
+  // The checks below read state by hex key and metrics by name.
+  constructor(module) {
+    super(module);
+    this.metrics = this.counters;
+  }
+
+  emitted() {
+    return toHex(super.emitted());
+  }
+}
 
 const dec = new TextDecoder();
 const enc = new TextEncoder();
 const toHex = (b) => Buffer.from(b).toString("hex");
 const fromHex = (s) => Uint8Array.from(Buffer.from(s, "hex"));
-
-class Guest {
-  constructor(module) {
-    for (const imp of WebAssembly.Module.imports(module)) {
-      if (imp.module !== "ardea" && imp.module !== "wasi_snapshot_preview1") {
-        throw new Error(`guest imports ${imp.module}.${imp.name}`);
-      }
-    }
-    this.state = new Map(); // hex key -> Uint8Array
-    this.metrics = new Map();
-    this.gauges = new Map();
-    this.observed = new Map(); // name -> [values]
-    this.reset();
-    const mem = () => new Uint8Array(this.x.memory.buffer);
-    const bytes = (p, n) => mem().slice(p, p + n);
-    const text = (p, n) => dec.decode(bytes(p, n));
-    const ardea = {
-      emit: (p, n) => { this.emits.push(bytes(p, n)); },
-      log: (level, p, n) => { this.logs.push({ level, text: text(p, n) }); },
-      error: (p, n) => { this.errors.push(text(p, n)); },
-      state_get: (kp, kn, vp, vcap) => {
-        this.gets++;
-        const v = this.state.get(toHex(bytes(kp, kn)));
-        if (v === undefined) return -1;
-        if (v.length <= vcap) mem().set(v, vp);
-        return v.length;
-      },
-      state_put: (kp, kn, vp, vn) => { this.state.set(toHex(bytes(kp, kn)), bytes(vp, vn)); },
-      state_delete: (kp, kn) => { this.state.delete(toHex(bytes(kp, kn))); },
-      state_write: (p, n) => {
-        this.writes++;
-        const b = Buffer.from(bytes(p, n));
-        for (let o = 0; o < b.length;) {
-          const op = b[o];
-          const kl = b.readUInt32LE(o + 1);
-          const k = b.subarray(o + 5, o + 5 + kl).toString("hex");
-          const vl = b.readUInt32LE(o + 5 + kl);
-          const v = Uint8Array.from(b.subarray(o + 9 + kl, o + 9 + kl + vl));
-          o += 9 + kl + vl;
-          if (op === 1) this.state.set(k, v);
-          else if (op === 2) this.state.delete(k);
-          else throw new Error(`state_write op ${op}`);
-        }
-      },
-      state_scan: (pp, pn, bp, bcap) => {
-        const prefix = toHex(bytes(pp, pn));
-        const keys = [...this.state.keys()].filter((k) => k.startsWith(prefix)).sort();
-        const parts = [Buffer.alloc(4)];
-        parts[0].writeUInt32LE(keys.length);
-        for (const k of keys) {
-          const kb = Buffer.from(k, "hex");
-          const v = Buffer.from(this.state.get(k));
-          const h = Buffer.alloc(4);
-          h.writeUInt32LE(kb.length);
-          const hv = Buffer.alloc(4);
-          hv.writeUInt32LE(v.length);
-          parts.push(h, kb, hv, v);
-        }
-        const out = Buffer.concat(parts);
-        if (out.length <= bcap) mem().set(out, bp);
-        return out.length;
-      },
-      metric: (np, nn, delta) => {
-        const name = text(np, nn);
-        this.metrics.set(name, (this.metrics.get(name) || 0n) + delta);
-      },
-      gauge: (np, nn, v) => { this.gauges.set(text(np, nn), v); },
-      observe: (np, nn, v) => {
-        const name = text(np, nn);
-        this.observed.set(name, [...(this.observed.get(name) || []), v]);
-      },
-      now: () => 1700000000000000000n,
-    };
-    const wasi = new Proxy({}, { get: (_, name) => () => { throw new Error(`unexpected WASI call ${String(name)}`); } });
-    this.inst = new WebAssembly.Instance(module, { ardea, wasi_snapshot_preview1: wasi });
-    this.x = this.inst.exports;
-    this.bufPtr = 0;
-    this.bufCap = 0;
-    if (this.x._initialize) this.x._initialize();
-  }
-
-  reset() {
-    this.emits = [];
-    this.logs = [];
-    this.errors = [];
-    this.gets = 0;
-    this.writes = 0;
-  }
-
-  // input copies bytes into the guest's buffer, asking for a new one only
-  // when it needs more room (as the host does).
-  input(b) {
-    if (b.length > this.bufCap || this.bufPtr === 0) {
-      this.bufPtr = this.x.ardea_buffer(b.length);
-      this.bufCap = b.length;
-    }
-    new Uint8Array(this.x.memory.buffer).set(b, this.bufPtr);
-    return b.length;
-  }
-
-  // call runs one export; rc is null after a trap.
-  call(name, ...args) {
-    this.reset();
-    try {
-      this.rc = this.x[name](...args);
-      this.trapped = false;
-    } catch (e) {
-      if (!(e instanceof WebAssembly.RuntimeError)) throw e;
-      this.rc = null;
-      this.trapped = true;
-    }
-    return this.rc;
-  }
-
-  withInput(name, b) {
-    return this.call(name, this.input(b));
-  }
-
-  // cursor reads the u32 at ardea_cursor(): the batch record execute is
-  // (or was, when it failed) processing.
-  cursor() {
-    return new DataView(this.x.memory.buffer).getUint32(this.x.ardea_cursor(), true);
-  }
-
-  emitted() {
-    return toHex(Buffer.concat(this.emits.map((e) => Buffer.from(e))));
-  }
-}
 
 // ---- encodings the tests build inputs with ----
 
@@ -195,21 +59,12 @@ function u32(v) { const b = Buffer.alloc(4); b.writeUInt32LE(v >>> 0); return b;
 function u64(v) { const b = Buffer.alloc(8); b.writeBigUInt64LE(BigInt(v)); return b; }
 function str(s) { const b = Buffer.from(enc.encode(s)); return Buffer.concat([u32(b.length), b]); }
 
-function encodeContext({ topology = "test", component = "c", taskId = 1, taskIndex = 0, parallelism = 1,
-  config = {}, outputs = [], inputs = [] }) {
-  const parts = [str(topology), str(component), u32(taskId), u32(taskIndex), u32(parallelism)];
-  const keys = Object.keys(config).sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
-  parts.push(u32(keys.length));
-  for (const k of keys) parts.push(str(k), str(config[k]));
-  parts.push(u16(outputs.length));
-  for (const [name, fields] of outputs) {
-    parts.push(str(name), u16(fields.length), ...fields.map(str));
-  }
-  parts.push(u16(inputs.length));
-  for (const [comp, stream, fields] of inputs) {
-    parts.push(str(comp), str(stream), u16(fields.length), ...fields.map(str));
-  }
-  return Buffer.concat(parts);
+function encodeContext({ outputs = [], inputs = [], ...rest }) {
+  return harness.encodeContext({
+    component: "c", ...rest,
+    outputs: outputs.map(([stream, fields]) => ({ stream, fields })),
+    inputs: inputs.map(([component, stream, fields]) => ({ component, stream, fields })),
+  });
 }
 
 // batch encodes records [input, source, id, valuesBytes].
@@ -460,8 +315,8 @@ function probeBoltChecks(mod) {
   check("probe_bolt/execute rc", g.rc === 0, g.errors.join());
   check("probe_bolt/one state_write per call", g.writes === 1, `${g.writes} writes`);
   check("probe_bolt/one state_get per new key", g.gets === 2, `${g.gets} gets`);
-  check("probe_bolt/state", g.state.get("61") && Buffer.from(g.state.get("61")).readBigInt64LE() === 2n &&
-    Buffer.from(g.state.get("62")).readBigInt64LE() === 1n);
+  check("probe_bolt/state", g.state.m.get("61") && Buffer.from(g.state.m.get("61")).readBigInt64LE() === 2n &&
+    Buffer.from(g.state.m.get("62")).readBigInt64LE() === 1n);
   check("probe_bolt/metric", g.metrics.get("probe.words") === 3n, String(g.metrics.get("probe.words")));
   check("probe_bolt/warn log", g.logs.length === 1 && g.logs[0].level === 4 && g.logs[0].text === "probe log");
   check("probe_bolt/one emit call", g.emits.length === 1, `${g.emits.length}`);
@@ -479,7 +334,7 @@ function probeBoltChecks(mod) {
     `emit,0,5,0,22,s:${hx("direct:5")} i:0`, "ack,22",
   ];
   check("probe_bolt/scan delete direct", g.rc === 0 && g.emitted() === encodeOps(ops2), g.emitted() + g.errors);
-  check("probe_bolt/delete written", g.writes === 1 && !g.state.has("61") && g.state.has("62"));
+  check("probe_bolt/delete written", g.writes === 1 && !g.state.m.has("61") && g.state.m.has("62"));
   g.withInput("ardea_execute", words(["metrics"], 30));
   check("probe_bolt/gauge", g.rc === 0 && g.gauges.get("probe.gauge") === 2.5, String(g.gauges.get("probe.gauge")) + g.errors);
   check("probe_bolt/observe", JSON.stringify((g.observed.get("probe.size") || []).map(String)) === '["7","1000"]',
@@ -497,7 +352,7 @@ function probeBoltChecks(mod) {
   check("probe_bolt/cursor after a good batch", g.cursor() === 0, String(g.cursor()));
   g.withInput("ardea_execute", words(["c", "error", "d"], 30));
   check("probe_bolt/error", g.rc < 0 && !g.trapped && g.errors.length === 1 && g.errors[0].includes("probe error: bad word") &&
-    g.emits.length === 0 && g.writes === 0 && !g.state.has("63"), JSON.stringify([g.rc, g.errors, g.writes]));
+    g.emits.length === 0 && g.writes === 0 && !g.state.m.has("63"), JSON.stringify([g.rc, g.errors, g.writes]));
   check("probe_bolt/error cursor", g.cursor() === 1, String(g.cursor()));
   g.withInput("ardea_execute", words(["x", "y", "panic", "z"], 40));
   check("probe_bolt/panic", g.trapped && g.errors.length === 1 &&
@@ -553,10 +408,10 @@ function miscChecks(boltMod) {
   run("state");
   const big = Buffer.from(Array.from({ length: 100 }, (_, i) => i)).toString("hex");
   check("misc/state", g.rc === 0 && out() === `big=${big} int=-3 r=-3 has=no absent=null`, out() + g.errors);
-  check("misc/state written once", g.writes === 1 && toHex(g.state.get(hx("big"))) === big &&
-    Buffer.from(g.state.get(hx("int"))).readBigInt64LE() === -3n && !g.state.has(hx("gone")), `${g.writes} writes`);
+  check("misc/state written once", g.writes === 1 && toHex(g.state.m.get(hx("big"))) === big &&
+    Buffer.from(g.state.m.get(hx("int"))).readBigInt64LE() === -3n && !g.state.m.has(hx("gone")), `${g.writes} writes`);
   run("many");
-  const keys = [...g.state.keys()].filter((k) => k.startsWith(hx("k")));
+  const keys = [...g.state.m.keys()].filter((k) => k.startsWith(hx("k")));
   check("misc/cache bound flushes", g.rc === 0 && g.writes > 1 && keys.length === 3000 && out() === "scanned 3000 first=k10000",
     `${g.rc} ${g.writes} writes, ${keys.length} keys, ${out()} ${g.errors}`);
 }
@@ -595,12 +450,129 @@ function encodeOps(ops) {
   return Buffer.concat(parts).toString("hex");
 }
 
+
+// ---- the harness's testers (ardea-sdk/testing) ----
+
+const same = (a, b) => JSON.stringify(a, (_, v) => (typeof v === "bigint" ? `${v}n` : v)) ===
+  JSON.stringify(b, (_, v) => (typeof v === "bigint" ? `${v}n` : v));
+const show = (v) => JSON.stringify(v, (_, x) => (typeof x === "bigint" ? `${x}n` : x));
+
+function checkThrows(name, f, re) {
+  let msg = "did not throw";
+  try {
+    f();
+  } catch (e) {
+    msg = re.test(e.message) ? "" : `threw ${e.message}`;
+  }
+  check(name, msg === "", msg);
+}
+
+function harnessChecks(boltMod, spoutMod, probeMod) {
+  // The manifest, exactly.
+  const b = harness.bolt(boltMod, { config: { prefix: "> " } });
+  check("harness/manifest", same(b.manifest, {
+    manifest: 1, sdk: { language: "assemblyscript", version: "0.1.0" }, kind: "bolt",
+    outputs: [{ stream: "default", fields: ["line"] }, { stream: "counts", fields: ["line", "n"] }],
+    inputs: ["line"], config: ["prefix"],
+  }), show(b.manifest));
+  const sp = harness.spout(spoutMod, { config: { count: "3" } });
+  check("harness/spout manifest", same(sp.manifest, {
+    manifest: 1, sdk: { language: "assemblyscript", version: "0.1.0" }, kind: "spout",
+    outputs: [{ stream: "default", fields: ["line"] }], config: ["count"],
+  }), show(sp.manifest));
+  const pm = new harness.Guest(probeMod).manifest();
+  check("harness/undeclared manifest", same(pm, { manifest: 1, sdk: { language: "assemblyscript", version: "0.1.0" }, kind: "bolt" }), show(pm));
+
+  // A batch: emits per stream, anchors, acks, metrics, state before and after.
+  b.state.set("a", 5n);
+  const r = b.execute([{ line: "a" }, ["b"], { line: "fail" }, { line: "a" }]);
+  check("harness/prepare logged", same(r.prepare && r.prepare.logTexts(), ["prepared"]), show(r.prepare && r.prepare.logs));
+  check("harness/emits default", same(r.values("default"), [["> A"], ["> B"], ["> A"]]), show(r.emits));
+  check("harness/emits counts", same(r.values("counts"), [["a", 6n], ["b", 1n], ["a", 7n]]), show(r.emits));
+  check("harness/anchors", same(r.emits.default.map((e) => e.anchors), [[1n], [2n], [4n]]), show(r.emits.default));
+  check("harness/acks and fails", same(r.acked, [1n, 2n, 4n]) && same(r.failed, [3n]) && r.tupleErrors.length === 0,
+    show([r.acked, r.failed, r.tupleErrors]));
+  check("harness/ids", same(r.ids, [1n, 2n, 3n, 4n]), show(r.ids));
+  check("harness/state before and after", same(r.stateBefore.toInts(), { a: 5n }) && same(r.stateAfter.toInts(), { a: 7n, b: 1n }),
+    show([r.stateBefore.toInts(), r.stateAfter.toInts()]));
+  check("harness/call metrics", same(r.metrics.counters, { lines: 3n }) && same(r.metrics.histograms, { length: [1n, 1n, 1n] }),
+    show(r.metrics));
+
+  // A throw, a missing field and failCall each fail their tuple only; the
+  // rest of the batch runs in a fresh instance with the state kept.
+  const f = b.execute([{ line: "x" }, { line: "boom" }, { line: "y" }, { line: "nope" }, { line: "error" }, { line: "z" }]);
+  check("harness/failing tuples", same(f.failed, [6n, 8n, 9n]) && same(f.acked, [5n, 7n, 10n]), show([f.acked, f.failed]));
+  check("harness/failing tuples' emits discarded", same(f.values("default"), [["> X"], ["> Y"], ["> Z"]]), show(f.emits));
+  check("harness/failed try's state discarded", !f.stateAfter.has("boom") && f.stateAfter.int("x") === 1n && f.stateAfter.int("z") === 1n,
+    show(f.stateAfter.toInts()));
+  check("harness/restarts", f.restarts === 3, String(f.restarts));
+  const te = f.tupleErrors.map((e) => [e.index, e.id, e.error]);
+  check("harness/tuple errors", te.length === 3 &&
+    same(te.map((e) => e.slice(0, 2)), [[1, 6n], [3, 8n], [4, 9n]]) &&
+    /^Execute: tuple 6 from upstream\/default task 1: boom line at tests\/declared_bolt\.ts:\d+:\d+$/.test(te[0][2]) &&
+    te[1][2] === `Execute: tuple 8 from upstream/default task 1: ardea: no field "word" in the tuple from upstream/default (its fields: line)` &&
+    te[2][2] === "Execute: tuple 9 from upstream/default task 1: error line", show(te));
+  // Counters sent before a tuple failed stay counted (the SDK sends them
+  // when a call fails; a trap loses the ones not sent): 3 from the first
+  // batch; x, y (failCall's try) and x, y, z (the last try).
+  check("harness/metrics kept across restarts", b.metrics.counters.lines === 8n, show(b.metrics));
+
+  // tick, finish, close.
+  const t1 = b.tick();
+  const t2 = b.tick();
+  check("harness/ticks", same(t1.values("counts"), [["tick", 1n]]) && same(t2.values("counts"), [["tick", 2n]]) &&
+    t1.emits.counts[0].anchors.length === 0, show([t1.emits, t2.emits]));
+  const fin = b.finish();
+  // The fresh instance after the last failing tuple saw only x, y and z.
+  check("harness/finish", same(fin.logs, [{ level: 4, text: "finished 3" }]), show(fin.logs));
+  check("harness/close", b.close().errors.length === 0);
+
+  // Untracked tuples: id 0, nothing anchored or acked.
+  const u = harness.bolt(boltMod, { tracked: false }).execute([{ line: "q" }]);
+  check("harness/untracked", same(u.ids, [0n]) && u.acked.length === 0 && same(u.emits.default[0].anchors, []), show(u));
+
+  // Declarations are checked.
+  checkThrows("harness/undeclared config key", () => harness.bolt(boltMod, { config: { prefx: "x" } }),
+    /config key "prefx" is not one the component declares \(prefix\)/);
+  checkThrows("harness/input without a read field", () => harness.bolt(boltMod, { inputs: [{ component: "lines", stream: "default", fields: ["text"] }] }),
+    /input lines\/default has fields \[text\], but the bolt reads \[line\]: missing line/);
+  checkThrows("harness/outputs differ", () => harness.bolt(boltMod, { outputs: { default: ["word"] } }),
+    /outputs default: \[word\] differ from the ones the component declares: default: \[line\], counts: \[line, n\]/);
+  checkThrows("harness/kind", () => harness.spout(boltMod), /registers a bolt, not a spout/);
+  checkThrows("harness/wrong tuple field", () => harness.bolt(boltMod).execute([{ word: "x" }]), /fields word are not in input/);
+
+  // An undeclared module with the context given.
+  const p = harness.bolt(probeMod, {
+    component: "probe", config: { prefix: "p-" },
+    outputs: { default: ["word", "n"], events: ["kind", "detail"] },
+    inputs: [{ component: "words", stream: "default", fields: ["word"] }],
+  });
+  const pr = p.execute([["a"], ["error"], ["panic"], ["a"]]);
+  check("harness/probe", same(pr.values("default"), [["p-a", 1n], ["p-a", 2n]]) && same(pr.failed, [2n, 3n]) &&
+    pr.tupleErrors[1].error.includes("probe panic"), show([pr.emits, pr.failed, pr.tupleErrors]));
+  check("harness/probe tick", same(p.tick().values("events"), [["tick", "1"]]));
+
+  // A spout: next with a budget, ack and fail, replay, activate and deactivate.
+  const n1 = sp.next(2);
+  check("harness/spout next budget", n1.status === "more" && same(n1.values(), [["line 1"], ["line 2"]]) &&
+    same(n1.emits.default.map((e) => e.msgId), [1n, 2n]), show(n1));
+  check("harness/spout fail", sp.fail([2n]).errors.length === 0);
+  const a = sp.ack([1n]);
+  check("harness/spout ack", same(a.metrics.counters, { acked: 1n }), show(a.metrics));
+  const d = sp.drain({ max: 10 });
+  check("harness/spout drain", d.status === "done" && same(d.values(), [["line 2"], ["line 3"]]), show(d));
+  check("harness/spout activate", same(sp.deactivate().logTexts(), ["deactivated"]) && same(sp.activate().logTexts(), ["activated"]));
+  const ten = harness.spout(spoutMod).drain({ max: 4 });
+  check("harness/spout default count", ten.values().length === 10 && ten.status === "done", show(ten.values()));
+  checkThrows("harness/spout bad config fails the call", () => harness.spout(spoutMod, { config: { count: "x" } }).next(),
+    /open failed \(the host would fail the task instance\): Open: config count of component spout: invalid integer "x"/);
+}
+
 // ---- main ----
 
-const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "ardea-as-wasm-"));
-try {
-  const boltMod = new WebAssembly.Module(compile("tests/bolt.ts", path.join(tmp, "bolt.wasm")));
-  const spoutMod = new WebAssembly.Module(compile("tests/spout.ts", path.join(tmp, "spout.wasm")));
+{
+  const boltMod = await compile("tests/bolt.ts");
+  const spoutMod = await compile("tests/spout.ts");
   const vectors = loadVectors();
   const counts = Object.fromEntries(Object.entries(vectors).map(([k, v]) => [k, v.length]));
   for (const [name, errs] of runVectors(boltMod, spoutMod, vectors)) check(name, errs.length === 0, errs.join("; "));
@@ -628,12 +600,13 @@ try {
     check(`mutated ${file} vector is caught`, res.length > 0 && res.some(([, errs]) => errs.length > 0));
   }
 
+  harnessChecks(await compile("tests/declared_bolt.ts"), await compile("tests/declared_spout.ts"),
+    harness.load(path.join(sdkDir, "testdata", "probe_bolt.wasm")));
+
   for (const [file, fn] of [["probe_bolt.wasm", probeBoltChecks], ["probe_spout.wasm", probeSpoutChecks], ["abort.wasm", abortChecks]]) {
     const p = path.join(sdkDir, "testdata", file);
     if (check(`testdata/${file} exists`, fs.existsSync(p))) fn(new WebAssembly.Module(fs.readFileSync(p)));
   }
-} finally {
-  fs.rmSync(tmp, { recursive: true, force: true });
 }
 console.log(`${passed} passed, ${failed} failed`);
 process.exit(failed > 0 ? 1 : 0);

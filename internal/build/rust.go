@@ -59,7 +59,7 @@ func (e rustEnv) build(ctx context.Context, dir, absOut string) error {
 	}
 	if cargo, err := e.lookPath("cargo"); err == nil {
 		if rustc, err := e.lookPath("rustc"); err == nil && hasTarget(ctx, rustc, absDir, "wasm32-wasip1") {
-			return buildCargo(ctx, cargo, absDir, absOut)
+			return e.buildCargo(ctx, cargo, man, absDir, absOut)
 		}
 	}
 	rustc, target := e.plainRustc(ctx, absDir)
@@ -117,22 +117,44 @@ func runTool(cmd *exec.Cmd, what string) ([]byte, error) {
 }
 
 // buildCargo runs cargo with a temporary target directory and copies the
-// crate's cdylib to absOut.
-func buildCargo(ctx context.Context, cargo, dir, absOut string) error {
+// crate's cdylib to absOut. A crate whose ardea dependency has no path
+// (`ardea = "0.1"`: the registry's, which may not be reachable or
+// published) gets the SDK embedded in this binary instead, through a
+// [patch] given on the command line; a crate with no other dependency is
+// then built --offline, so no registry is asked.
+func (e rustEnv) buildCargo(ctx context.Context, cargo string, man *manifest, dir, absOut string) error {
 	tmp, err := os.MkdirTemp("", "ardea-cargo-")
 	if err != nil {
 		return fmt.Errorf("build %s: %w", dir, err)
 	}
 	defer os.RemoveAll(tmp)
 	name := filepath.Base(dir)
-	cmd := exec.CommandContext(ctx, cargo, "build", "--release", "--target", "wasm32-wasip1",
+	remap := []string{"--remap-path-prefix=" + dir + "=" + name}
+	var patch []string
+	if man.ardeaPath == "" {
+		sdkDir := filepath.Join(tmp, "ardea")
+		if err := writeFS(e.sdk, sdkDir); err != nil {
+			return fmt.Errorf("build %s: writing the Rust SDK: %w", dir, err)
+		}
+		patch = []string{"--config", "patch.crates-io.ardea.path=" + tomlQuote(sdkDir)}
+		if len(man.deps) == 0 {
+			patch = append(patch, "--offline")
+		}
+		remap = append(remap, "--remap-path-prefix="+sdkDir+"=ardea")
+	}
+	var flags []string
+	for _, r := range remap {
+		flags = append(flags, tomlQuote(r))
+	}
+	args := []string{"build", "--release", "--target", "wasm32-wasip1",
 		"--message-format=json-render-diagnostics",
 		// Panics abort: the SDK's panic hook has reported the message.
 		"--config", `profile.release.panic="abort"`,
 		"--config", `profile.release.debug=0`,
 		"--config", `profile.release.strip=true`,
 		// Reproducible: no absolute source paths in the module.
-		"--config", fmt.Sprintf("build.rustflags=[%q]", "--remap-path-prefix="+dir+"="+name))
+		"--config", "build.rustflags=[" + strings.Join(flags, ", ") + "]"}
+	cmd := exec.CommandContext(ctx, cargo, append(args, patch...)...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "CARGO_TARGET_DIR="+tmp)
 	out, err := runTool(cmd, "cargo build of Rust component "+dir)
@@ -176,6 +198,11 @@ func buildCargo(ctx context.Context, cargo, dir, absOut string) error {
 		return fmt.Errorf("build %s: %w", dir, err)
 	}
 	return nil
+}
+
+// tomlQuote writes s as a TOML basic string.
+func tomlQuote(s string) string {
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
 }
 
 // rustFlags are wasm-sdk/rust/build.sh's.

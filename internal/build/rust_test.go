@@ -148,38 +148,73 @@ func runUpper(t *testing.T, wasm string) []string {
 	return rec.ops
 }
 
-// TestBuildRustCrate builds a tiny crate in a temporary folder, once with
-// the SDK as a path dependency and once with the SDK embedded in this
-// binary (a registry-style dependency), and runs both through the host.
+// cargoPath is the environment that builds with cargo (rustup's
+// wasm32-wasip1 target). Without it the test is skipped, or, with
+// ARDEA_REQUIRE_TOOLCHAINS=1 on a machine with rustup (CI adds the target
+// there: .ci/run), failed; a machine without rustup has no cargo path to
+// test.
+func cargoPath(t *testing.T) rustEnv {
+	t.Helper()
+	if _, err := exec.LookPath("cargo"); err == nil && hasTarget(context.Background(), "rustc", ".", "wasm32-wasip1") {
+		return defaultRustEnv
+	}
+	msg := "no cargo with the wasm32-wasip1 target (rustup target add wasm32-wasip1)"
+	if _, err := exec.LookPath("rustup"); err == nil && os.Getenv("ARDEA_REQUIRE_TOOLCHAINS") == "1" {
+		t.Fatal(msg + " (ARDEA_REQUIRE_TOOLCHAINS=1 and rustup is installed)")
+	}
+	t.Skip(msg)
+	return rustEnv{}
+}
+
+// TestBuildRustCrate builds a tiny crate in a temporary folder on both
+// paths (cargo, and rustc alone), with the SDK as an absolute path
+// dependency, as a copy in the crate's folder (what `ardea new` writes:
+// `ardea = { path = "ardea-sdk" }`) and as a registry dependency
+// (`ardea = "0.1"`, served by the SDK embedded in this binary, with no
+// registry asked), and runs each module through the host.
 func TestBuildRustCrate(t *testing.T) {
 	needRust(t)
 	sdk := filepath.Join(repoRoot(t), "wasm-sdk", "rust")
 	want := []string{"emit HÉRON 1 @1", "ack 1", "emit X 1 @2", "ack 2", "emit HÉRON 2 @3", "ack 3"}
-	for name, dep := range map[string]string{
-		"path":     "ardea = { path = " + strconv.Quote(sdk) + " }",
-		"embedded": `ardea = "0.1"`,
-	} {
-		t.Run(name, func(t *testing.T) {
-			dir := filepath.Join(t.TempDir(), "upper-bolt")
-			writeCrate(t, dir, "[package]\nname = \"upper-bolt\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[lib]\ncrate-type = [\"cdylib\"]\n\n[dependencies]\n"+dep+"\n", upperLib)
-			if lang, err := Detect(dir); err != nil || lang != Rust {
-				t.Fatalf("Detect = %q, %v", lang, err)
-			}
-			out := filepath.Join(t.TempDir(), "upper.wasm")
-			if _, err := Build(context.Background(), dir, out); err != nil {
-				t.Fatal(err)
-			}
-			b, err := os.ReadFile(out)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if bytes.Contains(b, []byte(dir)) || bytes.Contains(b, []byte(os.TempDir()+"/ardea-")) {
-				t.Errorf("the module holds a build path")
-			}
-			if got := runUpper(t, out); !slices.Equal(got, want) {
-				t.Errorf("ops %q, want %q", got, want)
-			}
-		})
+	paths := []struct {
+		name string
+		env  func(*testing.T) rustEnv
+	}{{"cargo", cargoPath}, {"rustc", rustcOnly}}
+	deps := []struct{ name, dep string }{
+		{"path", "ardea = { path = " + strconv.Quote(sdk) + " }"},
+		{"copy", `ardea = { path = "ardea-sdk" }`},
+		{"embedded", `ardea = "0.1"`},
+	}
+	for _, p := range paths {
+		for _, d := range deps {
+			t.Run(p.name+"/"+d.name, func(t *testing.T) {
+				env := p.env(t)
+				dir := filepath.Join(t.TempDir(), "upper-bolt")
+				writeCrate(t, dir, "[package]\nname = \"upper-bolt\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[lib]\ncrate-type = [\"cdylib\"]\n\n[dependencies]\n"+d.dep+"\n", upperLib)
+				if d.name == "copy" {
+					if err := writeFS(defaultRustEnv.sdk, filepath.Join(dir, "ardea-sdk")); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if lang, err := Detect(dir); err != nil || lang != Rust {
+					t.Fatalf("Detect = %q, %v", lang, err)
+				}
+				out := filepath.Join(t.TempDir(), "upper.wasm")
+				if err := env.build(context.Background(), dir, out); err != nil {
+					t.Fatal(err)
+				}
+				b, err := os.ReadFile(out)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if bytes.Contains(b, []byte(dir)) || bytes.Contains(b, []byte(os.TempDir()+"/ardea-")) {
+					t.Errorf("the module holds a build path")
+				}
+				if got := runUpper(t, out); !slices.Equal(got, want) {
+					t.Errorf("ops %q, want %q", got, want)
+				}
+			})
+		}
 	}
 }
 
@@ -187,12 +222,9 @@ func TestBuildRustCrate(t *testing.T) {
 // the committed examples were built with, `ardea build` gives the same
 // bytes as wasm-sdk/rust/build.sh.
 func TestBuildRustMatchesBuildScript(t *testing.T) {
-	needRust(t)
+	env := rustcOnly(t)
 	ctx := context.Background()
-	if cargo, err := exec.LookPath("cargo"); err == nil && cargo != "" && hasTarget(ctx, "rustc", ".", "wasm32-wasip1") {
-		t.Skip("cargo with wasm32-wasip1 is installed: ardea build uses it, build.sh uses Debian's rustc")
-	}
-	rustc, _ := defaultRustEnv.plainRustc(ctx, ".")
+	rustc, _ := env.plainRustc(ctx, ".")
 	if v, err := exec.Command(rustc, "--version").Output(); err != nil || !strings.HasPrefix(string(v), "rustc 1.63.0") {
 		t.Skipf("the committed modules were built with rustc 1.63.0, not %s (%s)", rustc, v)
 	}
@@ -200,7 +232,7 @@ func TestBuildRustMatchesBuildScript(t *testing.T) {
 	// One example suffices: sdk_test.go checks every module against build.sh.
 	for _, ex := range []string{"split"} {
 		out := filepath.Join(t.TempDir(), ex+".wasm")
-		if _, err := Build(ctx, filepath.Join(root, "examples", "wordcount", "rust", ex), out); err != nil {
+		if err := env.build(ctx, filepath.Join(root, "examples", "wordcount", "rust", ex), out); err != nil {
 			t.Fatal(err)
 		}
 		got, _ := os.ReadFile(out)

@@ -1,12 +1,15 @@
 // Package rustsdk holds the Rust guest SDK (the `ardea` crate) as an
-// embedded file system, so that `ardea build` can compile Rust components
-// outside this repository: it writes these sources to a temporary folder
-// and builds them with the component (internal/build/rust.go).
+// embedded file system: exactly the crate `cargo package` packs
+// (Cargo.toml, README.md, src/ with the test harness src/testing.rs), so
+// that `ardea sdk export --lang rust DIR` and `ardea new --lang rust` write
+// it out and `ardea build` compiles Rust components outside this
+// repository with no registry access (internal/build/rust.go).
 package rustsdk
 
 import "embed"
 
-// FS holds Cargo.toml and src/ of the crate.
+// FS holds the crate: Cargo.toml, README.md and src/. Its root is the
+// crate's folder (what goes into a project's ardea-sdk/).
 //
-//go:embed Cargo.toml src
+//go:embed Cargo.toml README.md src
 var FS embed.FS

@@ -174,8 +174,9 @@ func TestCommittedModulesAreFresh(t *testing.T) {
 	}
 }
 
-// TestEmbeddedSources: the embedded crate is complete (ardea build
-// compiles it outside the repository).
+// TestEmbeddedSources: the embedded crate is exactly what cargo packages
+// (Cargo.toml's include list: Cargo.toml, README.md, every .rs under src),
+// byte for byte.
 func TestEmbeddedSources(t *testing.T) {
 	var names []string
 	err := fs.WalkDir(rustsdk.FS, ".", func(p string, d fs.DirEntry, err error) error {
@@ -187,28 +188,73 @@ func TestEmbeddedSources(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var disk []string // every .rs under src, the tests' folder too
+	disk := []string{"Cargo.toml", "README.md"}
 	err = filepath.WalkDir("src", func(p string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".rs") {
-			disk = append(disk, p)
+		if err == nil && !d.IsDir() {
+			disk = append(disk, filepath.ToSlash(p))
 		}
 		return err
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(names) != len(disk)+1 {
-		t.Fatalf("embedded %q, want Cargo.toml and %q", names, disk)
+	slices.Sort(names)
+	slices.Sort(disk)
+	if !slices.Equal(names, disk) {
+		t.Fatalf("embedded %q, want %q", names, disk)
 	}
-	for _, p := range append(disk, "Cargo.toml") {
-		b, err := rustsdk.FS.ReadFile(filepath.ToSlash(p))
+	for _, p := range disk {
+		b, err := rustsdk.FS.ReadFile(p)
 		if err != nil {
 			t.Fatal(err)
 		}
-		d, _ := os.ReadFile(p)
+		d, _ := os.ReadFile(filepath.FromSlash(p))
 		if !bytes.Equal(b, d) {
 			t.Errorf("embedded %s differs from the file", p)
 		}
+	}
+}
+
+// TestCargoPackage: the crate packages on its own, offline (cargo
+// builds the packed copy, so no file outside the include list is needed),
+// and the package holds what the embedded copy holds; and its own tests
+// pass under cargo.
+func TestCargoPackage(t *testing.T) {
+	cargo, err := exec.LookPath("cargo")
+	if err != nil {
+		missing(t, "no cargo (rustup, or apt-get install cargo)")
+	}
+	env := []string{"CARGO_TARGET_DIR=" + t.TempDir()}
+	cmd := exec.Command(cargo, "package", "--offline", "--allow-dirty", "--list")
+	cmd.Env = append(os.Environ(), env...)
+	list, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("cargo package --list: %v", err)
+	}
+	var packed []string
+	for _, l := range strings.Fields(string(list)) {
+		switch l {
+		case ".cargo_vcs_info.json", "Cargo.toml.orig", "Cargo.lock": // cargo's own
+		default:
+			packed = append(packed, l)
+		}
+	}
+	var embedded []string
+	_ = fs.WalkDir(rustsdk.FS, ".", func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			embedded = append(embedded, p)
+		}
+		return err
+	})
+	slices.Sort(packed)
+	slices.Sort(embedded)
+	if !slices.Equal(packed, embedded) {
+		t.Errorf("cargo packs %q, the embedded crate holds %q", packed, embedded)
+	}
+	run(t, ".", env, cargo, "package", "--offline", "--allow-dirty")
+	out := run(t, ".", env, cargo, "test", "--offline", "--quiet")
+	if !strings.Contains(out, "test result: ok.") {
+		t.Errorf("cargo test:\n%s", out)
 	}
 }
 

@@ -153,6 +153,12 @@ func (t *Task) BeginProbation(state TxState) {
 	t.post(func(c *control) { c.probation, c.tx = true, state }, false)
 }
 
+// OnProbation reports whether the bolt runs its batches on probation. It
+// is for the runner's goroutine only: a component's callbacks during
+// Execute (a failing tuple on probation fails the batch, and the previous
+// version retries it).
+func (t *Task) OnProbation() bool { return t.ctl.probation }
+
 // EndProbation ends a bolt's probation: from its next batch on, batches
 // run directly again.
 func (t *Task) EndProbation() {

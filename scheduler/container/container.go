@@ -52,6 +52,11 @@ type Options struct {
 	// OnTaskError hears a task that failed (a trap, a failed call), for
 	// the exceptions the tracker reports. Called with the container locked.
 	OnTaskError func(component string, task uint32, err error)
+	// DeadLetterTuples (effectively once) are the tuples, by TupleHash,
+	// that failed after topology.bolt.max_tuple_rollbacks rollbacks: when
+	// one fails again it goes to its bolt's dead letters, without a
+	// rollback (failing.go).
+	DeadLetterTuples map[uint64]bool
 	// OnDrainedFailure hears a spout task that failed after its stream
 	// drained (*engine.DrainedError): the container has already ended its
 	// own spouts' input; a run ends the other containers' (EndInput).
@@ -61,8 +66,10 @@ type Options struct {
 // Container is one running container: a stream manager and its tasks.
 // Tasks run when Run is called; SetActive may be called concurrently.
 type Container struct {
-	o  Options
-	sm *bus.StreamManager
+	o    Options
+	sm   *bus.StreamManager
+	mode string      // topology.reliability (settings.AtMostOnce, ...)
+	dead deadLetters // a bolt's given-up tuples (failing.go)
 
 	mu       sync.Mutex // guards the fields below (tasks are added by a switch)
 	tasks    []*engine.Task
@@ -113,7 +120,7 @@ func Start(ctx context.Context, o Options) (*Container, error) {
 	if err := sm.Start(ctx); err != nil {
 		return nil, fmt.Errorf("container %d: %w", o.Container, err)
 	}
-	c := &Container{o: o, sm: sm, states: map[uint32]*host.MemoryState{}, active: o.Active,
+	c := &Container{o: o, sm: sm, mode: del.Mode, states: map[uint32]*host.MemoryState{}, active: o.Active,
 		exited: map[uint32]error{}, finished: map[uint32]bool{}, runLog: log, runPlan: o.Plan,
 		since: map[uint32]time.Time{}, swaps: map[uint32]*swapping{}, modules: map[uint32]versioned{}}
 	for _, id := range planner.ContainerTasks(o.Plan, o.Container) {
@@ -123,7 +130,7 @@ func Start(ctx context.Context, o Options) (*Container, error) {
 			st = host.NewMemoryState(pc.MaxKeyGroups)
 		}
 		c.states[id] = st
-		task, err := newTask(ctx, o.Topology, o.Plan, id, sm, o.Runtime, o.Modules[pc.Name], st, o.Metrics, log)
+		task, err := newTask(ctx, o.Topology, o.Plan, id, sm, o.Runtime, o.Modules[pc.Name], st, o.Metrics, log, c.tupleFailed)
 		if err != nil {
 			c.Close()
 			return nil, err
@@ -236,7 +243,8 @@ func (c *Container) Close() {
 }
 
 func newTask(ctx context.Context, t *ardea.Topology, p *plan.Plan, id uint32, sm *bus.StreamManager,
-	rt *host.Runtime, mod *host.Module, state *host.MemoryState, reg *metrics.Registry, log *slog.Logger) (*engine.Task, error) {
+	rt *host.Runtime, mod *host.Module, state *host.MemoryState, reg *metrics.Registry, log *slog.Logger,
+	fail func(*engine.Task, host.TupleFailure) error) (*engine.Task, error) {
 	pt := p.Tasks[id]
 	pc := &p.Components[pt.Component]
 	tc := t.Components[pt.Component]
@@ -288,6 +296,16 @@ func newTask(ctx context.Context, t *ardea.Topology, p *plan.Plan, id uint32, sm
 		}
 		ic := host.InstanceConfig{Topology: p.Topology, Component: pc.Name, TaskID: id,
 			MemoryLimitPages: lim.Pages, CallTimeout: lim.Timeout, MaxTupleBytes: lim.MaxTuple, Limits: lim.Host}
+		if tc.Kind == ardea.Bolt {
+			fs, err := settings.BoltFailureSettings(t, tc)
+			if err != nil {
+				return nil, err
+			}
+			ic.MaxConsecutiveFailures = fs.MaxConsecutive
+			if fail != nil {
+				ic.OnTupleFailure = func(f host.TupleFailure) error { return fail(task, f) }
+			}
+		}
 		if tc.Kind == ardea.Spout {
 			task.Spout, err = mod.NewSpout(ctx, ic)
 		} else {

@@ -119,6 +119,11 @@ type Heartbeat struct {
 	// Held is the rollback generation of a plan that told this host to
 	// stop (PlanDoc.Hold): it runs nothing until the next plan.
 	Held uint64 `json:"held,omitempty"`
+	// TupleRollback (effectively once): a bolt task of this container
+	// failed on a tuple, its container stopped, and the topology is to
+	// roll back to its last checkpoint (docs/delivery.md, "A failing
+	// tuple").
+	TupleRollback *TupleRollback `json:"tuple_rollback,omitempty"`
 	// Swap is the progress of the last swap command.
 	Swap *SwapProgress `json:"swap,omitempty"`
 	// Live switch progress (OpSwitchPrepare, a plan naming the switch,
@@ -254,6 +259,23 @@ type PlanDoc struct {
 	// kept here so that a daemon restarted in that window returns to them
 	// too.
 	Base *BasePlan `json:"base,omitempty"`
+	// DeadLetterTuples (effectively once) are the tuples (hashes, 16 hex
+	// digits: container.TupleHash) that caused topology.bolt.max_tuple_rollbacks
+	// rollbacks: when one fails again its bolt writes it to its dead
+	// letters instead of asking for another rollback.
+	DeadLetterTuples []string `json:"dead_letter_tuples,omitempty"`
+}
+
+// TupleRollback is a host's request for a rollback because a bolt task
+// failed on a tuple (effectively once).
+type TupleRollback struct {
+	// Generation is the plan generation the tuple failed in: a request is
+	// counted once per generation.
+	Generation uint64 `json:"generation"`
+	Component  string `json:"component"`
+	Task       uint32 `json:"task"`
+	Hash       string `json:"hash"` // container.TupleHash, 16 hex digits
+	Error      string `json:"error"`
 }
 
 // BasePlan is the committed plan an uncommitted one replaces.

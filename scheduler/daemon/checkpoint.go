@@ -357,6 +357,7 @@ func (t *tm) rollbackOnce(ctx context.Context, cs *ckptState, crashes uint64, de
 	run := base
 	run.Hold, run.Restore, run.Generation, run.Active = 0, id, gen, active
 	t.mu.Lock()
+	run.DeadLetterTuples = t.deadLetterTuples()
 	if cs.crashes != crashes {
 		t.mu.Unlock()
 		return errSuperseded

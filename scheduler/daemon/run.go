@@ -77,6 +77,9 @@ type Result struct {
 	// once), FailedCheckpoints those abandoned because a task could not.
 	GlobalCheckpoint  uint64
 	FailedCheckpoints int
+	// Rollbacks counts the rollbacks to a checkpoint (effectively once:
+	// a failing tuple asks for one).
+	Rollbacks int
 	// SlowConsumerEvents counts NATS slow-consumer drops (always 0 unless
 	// flow control is broken).
 	SlowConsumerEvents int64
@@ -178,7 +181,7 @@ func Run(ctx context.Context, o RunOptions) (*Result, error) {
 	res.Transitions = append([]Transition(nil), tmgr.transitions...)
 	msg := tmgr.message
 	if cs := tmgr.ckpt; cs != nil {
-		res.GlobalCheckpoint, res.FailedCheckpoints = cs.coord.Global(), cs.coord.Failed()
+		res.GlobalCheckpoint, res.FailedCheckpoints, res.Rollbacks = cs.coord.Global(), cs.coord.Failed(), cs.count
 	}
 	tmgr.mu.Unlock()
 	if err := d.sup.Close(context.WithoutCancel(ctx)); err != nil {

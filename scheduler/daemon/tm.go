@@ -87,6 +87,8 @@ type tm struct {
 	// exits while it prepares (update_live.go).
 	exits    uint64
 	lastExit string
+	// poison counts the rollbacks failing tuples caused (failing.go).
+	poison tupleRollbacks
 }
 
 func (d *Daemon) newTM(name string) *tm {
@@ -288,6 +290,9 @@ func (t *tm) launch(ctx context.Context, container int) error {
 // failed on a record makes every spout end its input; a fatal failure
 // fails the topology; every container finished makes it FINISHED.
 func (t *tm) Heartbeat(hb ctl.Heartbeat) {
+	if hb.TupleRollback != nil {
+		t.tupleRollback(hb.Container, *hb.TupleRollback)
+	}
 	t.mu.Lock()
 	if pid, ok := t.lost[hb.Container]; ok && pid == hb.PID {
 		t.mu.Unlock()

@@ -141,6 +141,9 @@ type proc struct {
 	reg  *metrics.Registry
 	live atomic.Pointer[container.Container]
 	exc  *sinks.ExceptionLog
+	// rollback is this host's request for a rollback after a failing
+	// tuple (effectively once), until a plan of another generation runs.
+	rollback *ctl.TupleRollback
 }
 
 // setCur records the running container (nil: none).
@@ -290,6 +293,12 @@ func Run(ctx context.Context, o Options) error {
 				// finished container's final counters.
 				h.live.Store(fin)
 			}
+			if r, ok := container.IsTupleRollback(err); ok && h.ckptStore != nil {
+				// Effectively once: the topology rolls back; this host
+				// waits for the plan that says so (failing.go).
+				h.askRollback(r)
+				continue
+			}
 			if err != nil {
 				h.fail(err)
 				return err
@@ -437,9 +446,10 @@ func (h *proc) replan(ctx context.Context, u statemgr.PlanUpdate) error {
 	c, err := container.Start(runCtx, container.Options{
 		Topology: h.top, Plan: doc.Plan, Container: h.o.Container, Conn: h.nc, Runtime: h.rt,
 		Modules: h.mods, Metrics: h.reg, Logger: h.log, Active: doc.Active, States: states, Bus: h.o.Bus,
-		Checkpoints: h.checkpointing(doc),
-		Versions:    maps.Clone(h.versions),
-		OnTaskError: func(component string, task uint32, err error) { h.exc.Record(component, int(task), err.Error()) },
+		Checkpoints:      h.checkpointing(doc),
+		DeadLetterTuples: deadLetterTuples(doc),
+		Versions:         maps.Clone(h.versions),
+		OnTaskError:      func(component string, task uint32, err error) { h.exc.Record(component, int(task), err.Error()) },
 		OnDrainedFailure: func(err error) {
 			select {
 			case h.drained <- err.Error():
@@ -464,6 +474,9 @@ func (h *proc) replan(ctx context.Context, u statemgr.PlanUpdate) error {
 	for _, id := range planner.ContainerTasks(doc.Plan, h.o.Container) {
 		t := doc.Plan.Tasks[id]
 		h.log.Info("instance started", "component", doc.Plan.Components[t.Component].Name, "task", id, "index", t.Index)
+	}
+	if h.rollback != nil && h.rollback.Generation != doc.Generation {
+		h.rollback = nil
 	}
 	r := &running{c: c, cancel: cancel, done: make(chan error, 1), plan: doc.Plan}
 	go func() { r.done <- c.Run(runCtx) }()
@@ -622,6 +635,7 @@ func (h *proc) heartbeat() {
 	hb := ctl.Heartbeat{
 		Container: h.o.Container, PID: h.o.PID, PlanRevision: h.planRev, State: h.state,
 		Active: h.active, Error: h.lastErr, Fatal: h.fatal, DrainFailure: h.drainFailure, InputEnded: h.inputEnded, HandoffDone: h.handedOff, Held: h.held, Time: time.Now(),
+		TupleRollback:  h.rollback,
 		SwitchPrepared: h.sw.epoch, SwitchAdopted: h.sw.adopted, SwitchRunning: h.sw.running, SwitchError: h.sw.err,
 	}
 	if h.swap != nil {

@@ -1,0 +1,226 @@
+package container
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ardea-dev/ardea/host"
+	"github.com/ardea-dev/ardea/internal/engine"
+	"github.com/ardea-dev/ardea/scheduler/settings"
+)
+
+// A failing tuple (docs/delivery.md, "A failing tuple"): a bolt whose
+// module exports ardea_cursor fails the tuple its execute failed on, not
+// the instance (host/failing.go). What becomes of the tuple is decided
+// here, by the topology's delivery mode:
+//
+//   - at least once: a fail op for it fails its tree; the spout replays
+//     it, and after its max_retries writes it to its dead letters;
+//   - at most once: it is dropped and counted in __fail-count (the same
+//     fail op, which nothing tracks);
+//   - effectively once: the task fails with a *TupleRollback, and the
+//     host process asks the topology manager to roll the topology back to
+//     its last checkpoint (ctl.Heartbeat.TupleRollback). The manager counts
+//     the rollbacks each tuple caused (by TupleHash); once a tuple caused
+//     topology.bolt.max_tuple_rollbacks of them it is named in the plan
+//     (Options.DeadLetterTuples), and its next failure writes it to the
+//     bolt's dead letters (topology.bolt.dead_letter) instead.
+//
+// On probation (a swapped-in version) a failing tuple fails the batch as
+// any other failure of the new version: the previous version comes back
+// and executes the batch again.
+//
+// Every case records an exception (OnTaskError) naming the component,
+// task, module version, the tuple and the guest's message.
+
+// TupleRollback is a bolt task's result when a tuple failed effectively
+// once: the topology rolls back to its last global checkpoint.
+type TupleRollback struct {
+	Component string
+	Task      uint32
+	Version   string
+	Hash      uint64 // TupleHash
+	Tuple     string // host.FormatTuple
+	Err       error
+}
+
+func (e *TupleRollback) Error() string {
+	return fmt.Sprintf("%s: tuple %s failed (effectively once: the topology rolls back to its last checkpoint): %v",
+		describe(e.Component, e.Task, e.Version), e.Tuple, e.Err)
+}
+func (e *TupleRollback) Unwrap() error { return e.Err }
+
+// TupleHash identifies a tuple across rollbacks: FNV-1a 64 over the
+// component's name, a 0 byte and the tuple's values block.
+func TupleHash(component string, values []byte) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(component))
+	h.Write([]byte{0})
+	h.Write(values)
+	return h.Sum64()
+}
+
+func describe(component string, task uint32, version string) string {
+	s := fmt.Sprintf("component %s task %d", component, task)
+	if version != "" {
+		s += " version " + version[:min(12, len(version))]
+	}
+	return s
+}
+
+// tupleFailed is the container's answer to a failing tuple
+// (host.InstanceConfig.OnTupleFailure); it runs on the task's goroutine.
+func (c *Container) tupleFailed(t *engine.Task, f host.TupleFailure) error {
+	if t.OnProbation() {
+		return f.Err
+	}
+	version := c.Version(t.ID)
+	who := describe(f.Component, f.Task, version)
+	tupleText := host.FormatTuple(f.Values)
+	var fate string
+	switch c.mode {
+	case settings.EffectivelyOnce:
+		h := TupleHash(f.Component, f.Values)
+		if !c.o.DeadLetterTuples[h] {
+			return &TupleRollback{Component: f.Component, Task: f.Task, Version: version, Hash: h, Tuple: tupleText, Err: f.Err}
+		}
+		fate = "it failed again after topology.bolt.max_tuple_rollbacks rollbacks: " + c.deadLetter(t, f, version, h)
+	case settings.AtLeastOnce:
+		fate = "its tree fails (the spout replays it, or after its max_retries writes it to its dead letters)"
+		noteTupleFailure(c.o.Topology.Name, f.Task, guestMessage(f.Err))
+	default:
+		fate = "dropped (at most once), counted in __fail-count"
+	}
+	err := fmt.Errorf("%s: tuple %s failed; %s: %v", who, tupleText, fate, f.Err)
+	c.runLog.Warn("a tuple failed", "component", f.Component, "task", f.Task, "version", version,
+		"tuple", tupleText, "consecutive", f.Consecutive, "fate", fate, "err", guestMessage(f.Err))
+	if fn := c.o.OnTaskError; fn != nil {
+		fn(f.Component, f.Task, err)
+	}
+	return nil
+}
+
+// guestMessage is a failed call's error in one line: its first line,
+// and for a trap whose message is only on the guest's stderr (a Go panic)
+// the first line printed there.
+func guestMessage(err error) string {
+	s := err.Error()
+	first, rest, _ := strings.Cut(s, "\n")
+	if _, tail, ok := strings.Cut(rest, "guest stderr:\n"); ok {
+		line, _, _ := strings.Cut(strings.TrimSpace(tail), "\n")
+		first += " (" + strings.TrimSpace(line) + ")"
+	}
+	return first
+}
+
+// deadLetters appends a container's given-up bolt tuples to their files.
+type deadLetters struct {
+	mu sync.Mutex
+}
+
+// boltDeadLetter is one line of a bolt's dead-letter file.
+type boltDeadLetter struct {
+	Time      time.Time `json:"time"`
+	Topology  string    `json:"topology"`
+	Component string    `json:"component"`
+	Task      uint32    `json:"task"`
+	Version   string    `json:"version,omitempty"`
+	Hash      string    `json:"hash"`
+	Error     string    `json:"error"`
+	Tuple     string    `json:"tuple"`  // host.FormatTuple: at most 256 bytes of payload, escaped
+	Values    []byte    `json:"values"` // the whole ABI values block (base64)
+}
+
+// deadLetter writes a given-up tuple to its bolt's dead-letter file and
+// says where it went.
+func (c *Container) deadLetter(_ *engine.Task, f host.TupleFailure, version string, h uint64) string {
+	tc := c.o.Topology.Component(f.Component)
+	fs := settings.BoltFailures{}
+	if tc != nil {
+		fs, _ = settings.BoltFailureSettings(c.o.Topology, tc) // checked when the task was made
+	}
+	if fs.DeadLetter == "" {
+		return "dropped (the bolt keeps no dead letters: set topology.bolt.dead_letter)"
+	}
+	rec, err := json.Marshal(boltDeadLetter{Time: time.Now().UTC(), Topology: c.o.Topology.Name, Component: f.Component,
+		Task: f.Task, Version: version, Hash: fmt.Sprintf("%016x", h), Error: f.Err.Error(),
+		Tuple: host.FormatTuple(f.Values), Values: f.Values})
+	written := false
+	if err == nil {
+		written, err = c.dead.write(fs.DeadLetter, fmt.Sprintf("%016x", h), append(rec, '\n'))
+	}
+	if err != nil {
+		c.runLog.Error("bolt dead letter not written", "component", f.Component, "task", f.Task, "err", err)
+		return fmt.Sprintf("dropped (writing its dead letter to %s failed: %v)", fs.DeadLetter, err)
+	}
+	if !written {
+		return "already in the dead letters " + fs.DeadLetter + " (a rollback since replayed it)"
+	}
+	return "written to the dead letters " + fs.DeadLetter
+}
+
+// write appends line to the file at path unless a line with the same
+// hash is there already: a rollback to a checkpoint taken before the
+// tuple was dead-lettered replays it, and it must be written once (the
+// tuple is known by its hash, so equal tuples share one dead letter).
+func (d *deadLetters) write(path, hash string, line []byte) (bool, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	old, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return false, err
+	}
+	if bytes.Contains(old, []byte(`"hash":"`+hash+`"`)) {
+		return false, nil
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return false, err
+	}
+	_, err = f.Write(line)
+	if serr := f.Sync(); err == nil {
+		err = serr
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err == nil, err
+}
+
+// The last failing tuple's error of each bolt task, by topology, so that
+// a spout in the same process writes it into a dead letter (at least
+// once: the ack message names only the task that failed a tree).
+var lastFailures sync.Map // failureKey -> string
+
+type failureKey struct {
+	topology string
+	task     uint32
+}
+
+func noteTupleFailure(topology string, task uint32, msg string) {
+	lastFailures.Store(failureKey{topology, task}, msg)
+}
+
+// lastTupleFailure is the error of the last tuple task failed in this
+// process ("" if none).
+func lastTupleFailure(topology string, task uint32) string {
+	if v, ok := lastFailures.Load(failureKey{topology, task}); ok {
+		return v.(string)
+	}
+	return ""
+}
+
+// IsTupleRollback reports whether err asks for a rollback for a failing
+// tuple, and returns it.
+func IsTupleRollback(err error) (*TupleRollback, bool) {
+	var r *TupleRollback
+	ok := errors.As(err, &r)
+	return r, ok
+}

@@ -600,6 +600,18 @@ function harnessChecks(boltMod, spoutMod, probeMod) {
     check(`mutated ${file} vector is caught`, res.length > 0 && res.some(([, errs]) => errs.length > 0));
   }
 
+  // The examples declare their outputs and the fields they read.
+  const repo = path.resolve(sdkDir, "..", "..");
+  for (const [file, outputs, inputs] of [
+    ["examples/wordcount/assemblyscript/split.wasm", [{ stream: "default", fields: ["word"] }], undefined],
+    ["examples/wordcount/assemblyscript/count.wasm", [{ stream: "default", fields: ["word", "count"] }], ["word"]],
+    ["examples/polyglot/upper.wasm", [{ stream: "default", fields: ["word", "upper"] }], ["word"]],
+  ]) {
+    const p = path.join(repo, file);
+    if (!fs.existsSync(p)) continue; // the package outside the repository
+    const m = new harness.Guest(harness.load(p)).manifest();
+    check(`${file} manifest`, m && m.kind === "bolt" && same(m.outputs, outputs) && same(m.inputs, inputs), show(m));
+  }
   harnessChecks(await compile("tests/declared_bolt.ts"), await compile("tests/declared_spout.ts"),
     harness.load(path.join(sdkDir, "testdata", "probe_bolt.wasm")));
 

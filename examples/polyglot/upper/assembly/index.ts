@@ -27,4 +27,5 @@ class Upper extends Bolt {
   }
 }
 
-registerBolt(new Upper());
+// The manifest (ardea build stores it; ardea run checks the topology with it).
+registerBolt(new Upper()).emits("default", ["word", "upper"]).reads(["word"]);

@@ -29,4 +29,5 @@ class Count extends Bolt {
   }
 }
 
-registerBolt(new Count());
+// The manifest (ardea build stores it; ardea run checks the topology with it).
+registerBolt(new Count()).emits("default", ["word", "count"]).reads(["word"]);

@@ -73,4 +73,6 @@ class Split extends Bolt {
   }
 }
 
-registerBolt(new Split());
+// The manifest (ardea build stores it; ardea run checks the topology with
+// it). split reads field 0 by position, whatever its name: no reads.
+registerBolt(new Split()).emits("default", ["word"]);

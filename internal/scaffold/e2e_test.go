@@ -1,0 +1,144 @@
+package scaffold_test
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/ardea-dev/ardea/internal/build"
+	"github.com/ardea-dev/ardea/internal/scaffold"
+	"github.com/ardea-dev/ardea/internal/testutil"
+)
+
+// ardeaBin is the CLI, built once by TestMain.
+var ardeaBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "ardea-scaffold-test")
+	if err != nil {
+		panic(err)
+	}
+	ardeaBin = filepath.Join(dir, "ardea")
+	cmd := exec.Command("go", "build", "-o", ardeaBin, "./cmd/ardea")
+	cmd.Dir = testutil.RepoPath("")
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err != nil {
+		panic(fmt.Sprintf("building ardea: %v", err))
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// offlineEnv is the environment of a user's shell with no network: the
+// Go proxy off (the SDK comes from the project's replace), and the same
+// HOME, PATH and caches as this process (cargo's and npm's --offline read
+// their caches).
+func offlineEnv() []string {
+	env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		return strings.HasPrefix(kv, "GOFLAGS=") || strings.HasPrefix(kv, "GOPROXY=") || strings.HasPrefix(kv, "GOWORK=")
+	})
+	return append(env, "GOPROXY=off", "GOFLAGS=-mod=mod", "GOWORK=off")
+}
+
+// toolchain says what a language's project needs on PATH to test and
+// build, or "" when it is there.
+func toolchain(lang build.Language) string {
+	var need []string
+	switch lang {
+	case build.Go:
+		need = []string{"go"}
+	case build.Rust:
+		need = []string{"cargo"}
+	case build.C:
+		need = []string{"make", "cc", "clang"}
+	case build.AssemblyScript:
+		need = []string{"node", "npm"}
+	}
+	for _, n := range need {
+		if _, err := exec.LookPath(n); err != nil {
+			return n
+		}
+	}
+	return ""
+}
+
+// sh runs a command line in dir, offline, and fails the test with its
+// output when it fails.
+func sh(t *testing.T, dir, line string) string {
+	t.Helper()
+	cmd := exec.Command("sh", "-c", line)
+	cmd.Dir = dir
+	cmd.Env = offlineEnv()
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("in %s: %s: %v\n%s", dir, line, err, out.String())
+	}
+	return out.String()
+}
+
+// TestNewProjectEndToEnd follows a project's README from nothing, in a
+// folder outside the checkout and with no network: ardea new -> the
+// language's test command -> ardea build -> ardea run topology.yaml, and
+// checks what the topology wrote.
+func TestNewProjectEndToEnd(t *testing.T) {
+	bolt := []string{"ARDEA RUNS WEBASSEMBLY", "DONE", "HELLO WORLD", "ONE BOLT", "TWO BOLTS"}
+	var spout []string
+	for i := 1; i <= 10; i++ {
+		spout = append(spout, fmt.Sprintf("line %d", i))
+	}
+	slices.Sort(spout)
+	for _, lang := range build.Languages {
+		for _, kind := range []scaffold.Kind{scaffold.Bolt, scaffold.Spout} {
+			t.Run(string(lang)+"/"+string(kind), func(t *testing.T) {
+				if missing := toolchain(lang); missing != "" {
+					if os.Getenv("ARDEA_REQUIRE_TOOLCHAINS") == "1" {
+						t.Fatalf("%s is not on PATH (ARDEA_REQUIRE_TOOLCHAINS=1)", missing)
+					}
+					t.Skipf("%s is not on PATH", missing)
+				}
+				name := "my-" + string(kind)
+				dir := filepath.Join(t.TempDir(), name)
+				cache := t.TempDir()
+				sh(t, filepath.Dir(dir), fmt.Sprintf("%s new %s %s --lang %s --dir %s", ardeaBin, kind, name, lang, dir))
+				for _, f := range []string{"README.md", "topology.yaml", scaffold.SDKDir} {
+					if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+						t.Fatalf("ardea new wrote no %s: %v", f, err)
+					}
+				}
+				c := scaffold.CommandsFor(lang, name)
+				readme, _ := os.ReadFile(filepath.Join(dir, "README.md"))
+				for _, line := range []string{c.Test, c.Build, c.Run} {
+					if !strings.Contains(string(readme), line) {
+						t.Errorf("README.md does not give %q", line)
+					}
+				}
+				sh(t, dir, c.Test)
+				sh(t, dir, ardeaBin+" --cache-dir "+cache+" "+strings.TrimPrefix(c.Build, "ardea "))
+				if _, err := os.Stat(filepath.Join(dir, name+".wasm")); err != nil {
+					t.Fatalf("ardea build wrote no module: %v", err)
+				}
+				sh(t, dir, ardeaBin+" --cache-dir "+cache+" "+strings.TrimPrefix(c.Run, "ardea "))
+				b, err := os.ReadFile(filepath.Join(dir, "output.txt"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := strings.Split(strings.TrimSpace(string(b)), "\n")
+				slices.Sort(got)
+				want := bolt
+				if kind == scaffold.Spout {
+					want = spout
+				}
+				if !slices.Equal(got, want) {
+					t.Errorf("output.txt:\n%s\nwant (in any order):\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+				}
+			})
+		}
+	}
+}

@@ -146,4 +146,3 @@ Existing files are not written over unless --force.`,
 	_ = cmd.RegisterFlagCompletionFunc("lang", cobra.FixedCompletions(langNames, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
-

@@ -16,7 +16,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -88,7 +90,7 @@ func nativeTest(t *testing.T) string {
 		}
 		native.bin = filepath.Join(tmpDir, "sdk_test")
 		args := []string{"-std=c11", "-O1", "-Wall", "-Wextra", "-Werror", "-I", "include", "-o", native.bin}
-		args = append(append(args, srcs...), "src/ardea.c")
+		args = append(append(args, srcs...), "src/ardea.c", "src/ardea_test.c")
 		cmd := exec.Command(cc, args...)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			native.err = fmt.Errorf("%s: %w\n%s", cmd, err, out)
@@ -191,8 +193,26 @@ func mutate(t *testing.T, b []byte) []byte {
 	return nil
 }
 
+// TestEmbeddedSDK: FS holds exactly the SDK's files (what `ardea sdk
+// export --lang c` writes), equal to the files on disk, and Version is
+// the header's ARDEA_SDK_VERSION.
 func TestEmbeddedSDK(t *testing.T) {
-	for _, p := range []string{csdk.Header, csdk.Source} {
+	var got []string
+	err := fs.WalkDir(csdk.FS, ".", func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			got = append(got, p)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{csdk.Readme, csdk.Header, csdk.HarnessHeader, csdk.Source, csdk.HarnessSource}
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("FS holds %q, want %q", got, want)
+	}
+	for _, p := range want {
 		emb, err := csdk.FS.ReadFile(p)
 		if err != nil {
 			t.Fatal(err)
@@ -205,6 +225,10 @@ func TestEmbeddedSDK(t *testing.T) {
 			t.Errorf("embedded %s differs from the file", p)
 		}
 	}
+	h, _ := csdk.FS.ReadFile(csdk.Header)
+	if def := fmt.Sprintf("#define ARDEA_SDK_VERSION %q\n", csdk.Version); !bytes.Contains(h, []byte(def)) {
+		t.Errorf("%s does not hold %q", csdk.Header, def)
+	}
 }
 
 const i32, i64, f64 = api.ValueTypeI32, api.ValueTypeI64, api.ValueTypeF64
@@ -216,6 +240,7 @@ var (
 		"ardea_buffer":      {{i32}, {i32}},
 		"ardea_close":       {nil, {i32}},
 		"ardea_cursor":      {nil, {i32}},
+		"ardea_manifest":    {nil, {i32}},
 	}
 	boltExports = map[string][2][]api.ValueType{
 		"ardea_prepare": {{i32}, {i32}},
@@ -357,11 +382,19 @@ func newHost(t testing.TB) *host.Runtime {
 
 func newBolt(t testing.TB, rt *host.Runtime, path, name string, state component.State, in, out []string) component.Bolt {
 	t.Helper()
+	return newBoltWith(t, rt, path, name, state, in, out, nil)
+}
+
+// newBoltWith is newBolt with the host's OnTupleFailure.
+func newBoltWith(t testing.TB, rt *host.Runtime, path, name string, state component.State, in, out []string,
+	onFailure func(host.TupleFailure) error) component.Bolt {
+	t.Helper()
 	m, err := rt.Compile(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := m.NewBolt(context.Background(), host.InstanceConfig{Topology: "wordcount", Component: name, TaskID: 1})
+	b, err := m.NewBolt(context.Background(), host.InstanceConfig{Topology: "wordcount", Component: name, TaskID: 1,
+		OnTupleFailure: onFailure})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -484,29 +517,48 @@ func TestWordCount(t *testing.T) {
 	// examples/wordcount TestCountStateIsSharedAcrossLanguages.
 }
 
-// TestGuestFailures: the SDK's fatal errors and abort() reach the host's
-// error with their text.
+// TestGuestFailures: the SDK's fatal errors, a returned error and abort()
+// fail the tuple under the real host (the modules export ardea_cursor),
+// with the guest's text in the failure; the rest of the batch runs.
 func TestGuestFailures(t *testing.T) {
 	rt := newHost(t)
-	probe := func() component.Bolt {
-		return newBolt(t, rt, "testdata/probe_bolt.wasm", "probe", host.NewMemoryState(256), []string{"word"},
-			[]string{"word", "n"})
-	}
 	for _, tc := range []struct{ path, word, want string }{
 		{"testdata/probe_bolt.wasm", "panic", "Execute: probe panic"},
-		{"testdata/probe_bolt.wasm", "error", "Execute: tuple 1 from up/default task 2: probe error: bad word"},
-		{"testdata/abort.wasm", "x", "Execute: abort() called"},
+		{"testdata/probe_bolt.wasm", "error", "Execute: tuple 2 from up/default task 2: probe error: bad word"},
+		{"testdata/trap.wasm", "abort", "Execute: abort() called"},
+		{"testdata/trap.wasm", "assert", "Execute: wasm-sdk/c/testdata/trap.c:26: assertion failed: w.len == 0 (in execute)"},
+		{"testdata/trap.wasm", "fail", "Execute: wasm-sdk/c/testdata/trap.c:28: bad word fail"},
 	} {
-		var b component.Bolt
-		if tc.path == "testdata/abort.wasm" {
-			b = newBolt(t, rt, tc.path, "abort", host.NewMemoryState(256), []string{"word"}, []string{"word", "n"})
-		} else {
-			b = probe()
-		}
-		err := b.Execute(context.Background(), batchOf(1, tc.word), &collector{})
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s %q: error %v, want it to contain %q", tc.path, tc.word, err, tc.want)
-		}
+		t.Run(filepath.Base(tc.path)+"/"+tc.word, func(t *testing.T) {
+			var failures []host.TupleFailure
+			b := newBoltWith(t, rt, tc.path, "probe", host.NewMemoryState(256), []string{"word"}, []string{"word", "n"},
+				func(f host.TupleFailure) error {
+					failures = append(failures, f)
+					return nil
+				})
+			if tc.path == "testdata/trap.wasm" {
+				// trap emits one field
+				b = newBoltWith(t, rt, tc.path, "trap", host.NewMemoryState(256), []string{"word"}, []string{"word"},
+					func(f host.TupleFailure) error {
+						failures = append(failures, f)
+						return nil
+					})
+			}
+			out := &collector{}
+			if err := b.Execute(context.Background(), batchOf(1, "a", tc.word, "b"), out); err != nil {
+				t.Fatalf("execute: %v", err)
+			}
+			if len(failures) != 1 || failures[0].TupleID != 2 || failures[0].Err == nil ||
+				!strings.Contains(failures[0].Err.Error(), tc.want) {
+				t.Fatalf("failures %+v, want tuple 2 with %q", failures, tc.want)
+			}
+			if !slices.Equal(out.fails, []uint64{2}) {
+				t.Errorf("fails %v, want [2]", out.fails)
+			}
+			if !slices.Equal(out.acks, []uint64{1, 3}) {
+				t.Errorf("acks %v, want [1 3]", out.acks)
+			}
+		})
 	}
 }
 
@@ -677,5 +729,45 @@ func TestGuestCursor(t *testing.T) {
 	}
 	if got := g.cursor(); got != 4 {
 		t.Errorf("cursor after 5 records = %d, want 4", got)
+	}
+}
+
+// TestGuestManifest: ardea_manifest returns the declarations as ABI.md's
+// JSON, without calling the host (the guest is not prepared).
+func TestGuestManifest(t *testing.T) {
+	sdk := `"sdk":{"language":"c","version":"` + csdk.Version + `"}`
+	for _, tc := range []struct{ path, want string }{
+		{"../../examples/wordcount/c/split.wasm",
+			`{"manifest":1,` + sdk + `,"kind":"bolt","outputs":[{"stream":"default","fields":["word"]}]}`},
+		{"../../examples/wordcount/c/count.wasm",
+			`{"manifest":1,` + sdk + `,"kind":"bolt","outputs":[{"stream":"default","fields":["word","count"]}],"inputs":["word"]}`},
+		{"testdata/probe_bolt.wasm", `{"manifest":1,` + sdk + `,"kind":"bolt"}`},
+		{"testdata/probe_spout.wasm", `{"manifest":1,` + sdk + `,"kind":"spout"}`},
+	} {
+		t.Run(filepath.Base(tc.path), func(t *testing.T) {
+			g := newGuest(t, tc.path)
+			p, err := g.call("ardea_manifest")
+			if err != nil {
+				t.Fatal(err)
+			}
+			n, ok := g.mod.Memory().ReadUint32Le(uint32(p))
+			if !ok {
+				t.Fatalf("manifest pointer %d outside memory", p)
+			}
+			b, ok := g.mod.Memory().Read(uint32(p)+4, n)
+			if !ok {
+				t.Fatalf("manifest of %d bytes outside memory", n)
+			}
+			if string(b) != tc.want {
+				t.Errorf("manifest\n%s\nwant\n%s", b, tc.want)
+			}
+			var m map[string]any
+			if err := json.Unmarshal(b, &m); err != nil {
+				t.Errorf("not JSON: %v", err)
+			}
+			if g.emits != 0 || len(g.errors) != 0 {
+				t.Errorf("the manifest called the host: %d emits, errors %q", g.emits, g.errors)
+			}
+		})
 	}
 }

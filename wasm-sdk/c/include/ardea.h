@@ -46,6 +46,9 @@ extern "C" {
 /* ABI version this SDK implements (the module's ardea_abi_version). */
 #define ARDEA_ABI_VERSION 1
 
+/* This SDK's version (the manifest's sdk.version). */
+#define ARDEA_SDK_VERSION "0.1.0"
+
 /* Return codes of callbacks. */
 #define ARDEA_OK 0
 #define ARDEA_ERR (-1)
@@ -196,12 +199,26 @@ bool ardea_tuple_bool(const ardea_tuple *t, size_t i);
 /* Field i (string or bytes) as a malloc'd NUL-terminated copy; free() it. */
 char *ardea_tuple_strdup(const ardea_tuple *t, size_t i);
 
-/* The same by declared field name; an undeclared name is fatal. */
+/* The same by declared field name. A name the tuple's stream does not
+ * declare is fatal, with the caller's file:line, the name and the
+ * stream's fields in the message; in execute that fails the tuple (see
+ * ardea_fatal). Declare the names a bolt reads with ARDEA_READS. (These
+ * are macros passing __FILE__ and __LINE__ to the *_at functions.) */
 ardea_str ardea_tuple_str_by_name(const ardea_tuple *t, const char *field);
 ardea_str ardea_tuple_bytes_by_name(const ardea_tuple *t, const char *field);
 int64_t ardea_tuple_int_by_name(const ardea_tuple *t, const char *field);
 double ardea_tuple_float_by_name(const ardea_tuple *t, const char *field);
 bool ardea_tuple_bool_by_name(const ardea_tuple *t, const char *field);
+ardea_str ardea_tuple_str_by_name_at(const ardea_tuple *t, const char *field, const char *file, int line);
+ardea_str ardea_tuple_bytes_by_name_at(const ardea_tuple *t, const char *field, const char *file, int line);
+int64_t ardea_tuple_int_by_name_at(const ardea_tuple *t, const char *field, const char *file, int line);
+double ardea_tuple_float_by_name_at(const ardea_tuple *t, const char *field, const char *file, int line);
+bool ardea_tuple_bool_by_name_at(const ardea_tuple *t, const char *field, const char *file, int line);
+#define ardea_tuple_str_by_name(t, f) ardea_tuple_str_by_name_at(t, f, __FILE__, __LINE__)
+#define ardea_tuple_bytes_by_name(t, f) ardea_tuple_bytes_by_name_at(t, f, __FILE__, __LINE__)
+#define ardea_tuple_int_by_name(t, f) ardea_tuple_int_by_name_at(t, f, __FILE__, __LINE__)
+#define ardea_tuple_float_by_name(t, f) ardea_tuple_float_by_name_at(t, f, __FILE__, __LINE__)
+#define ardea_tuple_bool_by_name(t, f) ardea_tuple_bool_by_name_at(t, f, __FILE__, __LINE__)
 
 /* A copy of t that owns its values (one malloc); release it with
  * ardea_tuple_free. Returns ARDEA_OK, or ARDEA_ERR if out of memory. */
@@ -499,10 +516,44 @@ typedef struct ardea_spout {
     int (*close)(void);
 } ardea_spout;
 
+/* ---------------------------------------------------------------------
+ * Declarations: what the component emits, reads and is configured with.
+ * `ardea build` stores them in the module (its manifest, the export
+ * ardea_manifest, ABI.md); `ardea inspect` prints them; `ardea run` and
+ * `ardea submit` check the topology against them before anything starts
+ * (a topology may then omit the component's `outputs:`). Optional: a
+ * module without declarations runs unchecked. Give them to
+ * ARDEA_REGISTER_BOLT / ARDEA_REGISTER_SPOUT after the component:
+ *
+ *     ARDEA_REGISTER_BOLT(upper, ARDEA_EMITS("default", "line"), ARDEA_READS("line"));
+ *     ARDEA_REGISTER_SPOUT(lines, ARDEA_EMITS("default", "line"), ARDEA_CONFIG("count"));
+ * ------------------------------------------------------------------- */
+
+typedef enum ardea_decl_kind {
+    ARDEA_DECL_END = 0,    /* ends the list */
+    ARDEA_DECL_EMITS = 1,  /* names: the stream, then its fields */
+    ARDEA_DECL_READS = 2,  /* names: input fields read by name */
+    ARDEA_DECL_CONFIG = 3  /* names: config keys read */
+} ardea_decl_kind;
+
+typedef struct ardea_decl {
+    ardea_decl_kind kind;
+    const char *const *names; /* NULL-terminated */
+} ardea_decl;
+
+/* ARDEA_EMITS(stream, field...): an output stream and its fields, in
+ * order (stream index i is the i-th ARDEA_EMITS). */
+#define ARDEA_EMITS(...) {ARDEA_DECL_EMITS, (const char *const[]){__VA_ARGS__, NULL}}
+/* ARDEA_READS(field...): input fields the bolt reads by name. */
+#define ARDEA_READS(...) {ARDEA_DECL_READS, (const char *const[]){__VA_ARGS__, NULL}}
+/* ARDEA_CONFIG(key...): config keys the component reads. */
+#define ARDEA_CONFIG(...) {ARDEA_DECL_CONFIG, (const char *const[]){__VA_ARGS__, NULL}}
+
 /* The module's component: exactly one of spout and bolt is set. */
 typedef struct ardea_component {
     const ardea_spout *spout;
     const ardea_bolt *bolt;
+    const ardea_decl *decls; /* ends with ARDEA_DECL_END; NULL: none */
 } ardea_component;
 
 /* Defined by ARDEA_REGISTER_BOLT / ARDEA_REGISTER_SPOUT: a module that
@@ -511,13 +562,23 @@ typedef struct ardea_component {
 extern const ardea_component ardea_registered_component;
 
 /* Register this module's component, at file scope, with the name of an
- * ardea_bolt or ardea_spout object:
+ * ardea_bolt or ardea_spout object and optional declarations:
  *
  *     static const ardea_bolt split = { .execute = split_execute };
- *     ARDEA_REGISTER_BOLT(split);
+ *     ARDEA_REGISTER_BOLT(split, ARDEA_EMITS("default", "word"), ARDEA_READS("line"));
  */
-#define ARDEA_REGISTER_BOLT(b) const ardea_component ardea_registered_component = {0, &(b)}
-#define ARDEA_REGISTER_SPOUT(s) const ardea_component ardea_registered_component = {&(s), 0}
+#define ARDEA_REGISTER_BOLT(...)                                                                       \
+    const ardea_component ardea_registered_component = {                                               \
+        0, &(ARDEA_FIRST_(__VA_ARGS__, 0)), (const ardea_decl[]){ARDEA_REST_(__VA_ARGS__, {ARDEA_DECL_END, 0})}}
+#define ARDEA_REGISTER_SPOUT(...)                                                                      \
+    const ardea_component ardea_registered_component = {                                               \
+        &(ARDEA_FIRST_(__VA_ARGS__, 0)), 0, (const ardea_decl[]){ARDEA_REST_(__VA_ARGS__, {ARDEA_DECL_END, 0})}}
+#define ARDEA_FIRST_(a, ...) a
+#define ARDEA_REST_(a, ...) __VA_ARGS__
+
+/* The manifest's JSON (ABI.md "Manifest") of the registered component,
+ * NUL-terminated, valid until the next call. */
+const char *ardea_manifest_json(void);
 
 #ifdef __cplusplus
 }

@@ -23,6 +23,7 @@
 #define ARDEA_IMPORT(name) __attribute__((import_module("ardea"), import_name(name)))
 #define ARDEA_EXPORT(name) __attribute__((export_name(name)))
 #define ARDEA_TRAP() __builtin_trap()
+#define READ_HOOK(what, name) ((void)0)
 #else
 #define ARDEA_IMPORT(name)
 #define ARDEA_EXPORT(name)
@@ -30,6 +31,14 @@ __attribute__((noreturn)) void ardea_test_trap(void);
 #define ARDEA_TRAP() ardea_test_trap()
 /* Tests swap the registered component through this pointer. */
 const ardea_component *ardea_test_component;
+/* The test harness (ardea_test.c) watches reads by name: what 0 is an
+ * input field (by-name accessors), 1 a config key. */
+void (*ardea_test_read_hook)(int what, const char *name);
+#define READ_HOOK(what, name)                                                                          \
+    do {                                                                                               \
+        if (ardea_test_read_hook)                                                                      \
+            ardea_test_read_hook(what, name);                                                          \
+    } while (0)
 #endif
 
 /* badabi.wasm (a test guest) is built with -DARDEA_TEST_ABI_VERSION=2. */
@@ -532,6 +541,7 @@ static int32_t setup(int32_t n) {
 const ardea_context *ardea_get_context(void) { return rt.have_ctx ? &rt.ctx : NULL; }
 
 static const ardea_config_entry *config_entry(const ardea_context *ctx, const char *key) {
+    READ_HOOK(1, key);
     if (!ctx)
         return NULL;
     size_t n = strlen(key);
@@ -664,15 +674,31 @@ static const char *field_name(const ardea_tuple *t, size_t i) {
     return NULL;
 }
 
+/* The caller's location during a by-name accessor (NULL otherwise), put
+ * before the text of its fatal errors. */
+static const char *at_file;
+static int at_line;
+
+__attribute__((noreturn, format(printf, 1, 2))) static void fatal_here(const char *fmt, ...) {
+    char buf[ERR_CAP];
+    size_t n = at_file ? at_prefix(buf, sizeof buf, at_file, at_line) : 0;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf + n, sizeof buf - n, fmt, ap);
+    va_end(ap);
+    at_file = NULL;
+    ardea_fatal(buf);
+}
+
 __attribute__((noreturn)) static void bad_index(const ardea_tuple *t, size_t i) {
-    ardea_fatalf("ardea: field index %zu out of range (the tuple has %" PRIu32 " fields)", i, t->nfields);
+    fatal_here("ardea: field index %zu out of range (the tuple has %" PRIu32 " fields)", i, t->nfields);
 }
 
 __attribute__((noreturn)) static void wrong_kind(const ardea_tuple *t, size_t i, int got, const char *want) {
     const char *name = field_name(t, i);
     if (name)
-        ardea_fatalf("ardea: field %zu (%s) is %s, not %s", i, name, kind_name(got), want);
-    ardea_fatalf("ardea: field %zu is %s, not %s", i, kind_name(got), want);
+        fatal_here("ardea: field %zu (%s) is %s, not %s", i, name, kind_name(got), want);
+    fatal_here("ardea: field %zu is %s, not %s", i, kind_name(got), want);
 }
 
 static inline const uint8_t *field_at(const ardea_tuple *t, size_t i) {
@@ -716,10 +742,16 @@ int ardea_tuple_index(const ardea_tuple *t, const char *field) {
 }
 
 static size_t must_index(const ardea_tuple *t, const char *field) {
+    READ_HOOK(0, field);
     int i = ardea_tuple_index(t, field);
     if (i < 0) {
         ardea_str c = ardea_tuple_component(t), s = ardea_tuple_stream(t);
-        ardea_fatalf("ardea: stream %s/%s has no field \"%s\"", c.ptr, s.ptr, field);
+        char names[512] = "";
+        size_t at = 0, n = t->in ? t->in->nfields : 0;
+        for (size_t k = 0; k < n && at < sizeof names; k++)
+            at += (size_t)snprintf(names + at, sizeof names - at, "%s%s", k ? ", " : "", t->in->fields[k].ptr);
+        fatal_here("ardea: no field \"%s\" in the tuple from %s/%s (its fields: %s)", field, c.len ? c.ptr : "?",
+                   s.len ? s.ptr : "?", n ? names : "none declared");
     }
     return (size_t)i;
 }
@@ -799,11 +831,24 @@ ardea_value ardea_tuple_value(const ardea_tuple *t, size_t i) {
     return ardea_val_null();
 }
 
-ardea_str ardea_tuple_str_by_name(const ardea_tuple *t, const char *f) { return ardea_tuple_str(t, must_index(t, f)); }
-ardea_str ardea_tuple_bytes_by_name(const ardea_tuple *t, const char *f) { return ardea_tuple_bytes(t, must_index(t, f)); }
-int64_t ardea_tuple_int_by_name(const ardea_tuple *t, const char *f) { return ardea_tuple_int(t, must_index(t, f)); }
-double ardea_tuple_float_by_name(const ardea_tuple *t, const char *f) { return ardea_tuple_float(t, must_index(t, f)); }
-bool ardea_tuple_bool_by_name(const ardea_tuple *t, const char *f) { return ardea_tuple_bool(t, must_index(t, f)); }
+/* The by-name accessors: the header's macros call the *_at forms with
+ * the caller's location; the plain functions remain for callers that
+ * take their address or #undef the macros. */
+#define BY_NAME(type, name, get)                                                                       \
+    type(name)(const ardea_tuple * t, const char *f) { return get(t, must_index(t, f)); }              \
+    type name##_at(const ardea_tuple *t, const char *f, const char *file, int line) {                  \
+        at_file = file;                                                                                \
+        at_line = line;                                                                                \
+        type v = get(t, must_index(t, f));                                                             \
+        at_file = NULL;                                                                                \
+        return v;                                                                                      \
+    }
+BY_NAME(ardea_str, ardea_tuple_str_by_name, ardea_tuple_str)
+BY_NAME(ardea_str, ardea_tuple_bytes_by_name, ardea_tuple_bytes)
+BY_NAME(int64_t, ardea_tuple_int_by_name, ardea_tuple_int)
+BY_NAME(double, ardea_tuple_float_by_name, ardea_tuple_float)
+BY_NAME(bool, ardea_tuple_bool_by_name, ardea_tuple_bool)
+#undef BY_NAME
 
 int ardea_tuple_clone(const ardea_tuple *t, ardea_tuple *dst) {
     size_t ob = (size_t)t->nfields * sizeof(uint32_t);
@@ -1477,7 +1522,8 @@ static size_t entry(const uint8_t *k, size_t n, size_t vlen) {
 }
 
 bool ardea_state_get(const void *key, size_t klen, ardea_str *value) {
-    slot *e = &st.slots[lookup(key, klen)];
+    size_t at = lookup(key, klen); /* may grow st.slots: index it after */
+    slot *e = &st.slots[at];
     if (e->vlen < 0) {
         if (value) {
             value->ptr = "";
@@ -1513,7 +1559,8 @@ void ardea_state_delete(const void *key, size_t klen) {
 }
 
 bool ardea_state_get_int(const void *key, size_t klen, int64_t *v) {
-    slot *e = &st.slots[lookup(key, klen)];
+    size_t at = lookup(key, klen); /* may grow st.slots: index it after */
+    slot *e = &st.slots[at];
     if (e->vlen != 8)
         return false;
     *v = (int64_t)le64(e->v.inl);
@@ -1638,6 +1685,130 @@ int ardea_state_scan(const void *prefix, size_t plen, ardea_scan_fn fn, void *ar
     st.sbuf = buf;
     st.scap = cap;
     return rc;
+}
+
+/* ---- manifest ------------------------------------------------------------ */
+
+typedef struct {
+    char *p;
+    size_t n, cap;
+} sbuf;
+
+static void sput(sbuf *b, const char *s, size_t n) {
+    if (b->n + n + 1 > b->cap) {
+        size_t c = b->cap ? 2 * b->cap : 256;
+        while (c < b->n + n + 1)
+            c *= 2;
+        b->p = xrealloc(b->p, c);
+        b->cap = c;
+    }
+    memcpy(b->p + b->n, s, n);
+    b->n += n;
+    b->p[b->n] = 0;
+}
+
+static void scat(sbuf *b, const char *s) { sput(b, s, strlen(s)); }
+
+/* sjson appends s as a JSON string. */
+static void sjson(sbuf *b, const char *s) {
+    scat(b, "\"");
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        char e[8];
+        if (*p == '"' || *p == '\\') {
+            e[0] = '\\';
+            e[1] = (char)*p;
+            sput(b, e, 2);
+        } else if (*p < 0x20) {
+            snprintf(e, sizeof e, "\\u%04x", *p);
+            scat(b, e);
+        } else {
+            sput(b, (const char *)p, 1);
+        }
+    }
+    scat(b, "\"");
+}
+
+/* names_json appends the names of every declaration of a kind, once each
+ * in first-declared order, as a JSON array; it returns false if none. */
+static bool names_json(sbuf *b, const ardea_decl *d, ardea_decl_kind kind) {
+    bool any = false;
+    for (const ardea_decl *x = d; x && x->kind != ARDEA_DECL_END; x++) {
+        if (x->kind != kind || !x->names)
+            continue;
+        for (const char *const *n = x->names; *n; n++) {
+            bool seen = false;
+            for (const ardea_decl *y = d; y <= x && !seen; y++) {
+                if (y->kind != kind || !y->names)
+                    continue;
+                for (const char *const *m = y->names; *m && (y < x || m < n); m++)
+                    if (strcmp(*m, *n) == 0) {
+                        seen = true;
+                        break;
+                    }
+            }
+            if (seen)
+                continue;
+            scat(b, any ? "," : "[");
+            sjson(b, *n);
+            any = true;
+        }
+    }
+    if (any)
+        scat(b, "]");
+    return any;
+}
+
+static sbuf manifest;
+
+const char *ardea_manifest_json(void) {
+    const ardea_component *c = component();
+    const ardea_decl *d = c->decls;
+    sbuf *b = &manifest;
+    b->n = 0;
+    scat(b, "{\"manifest\":1,\"sdk\":{\"language\":\"c\",\"version\":");
+    sjson(b, ARDEA_SDK_VERSION);
+    scat(b, "},\"kind\":");
+    sjson(b, c->bolt ? "bolt" : c->spout ? "spout" : "");
+    bool outs = false;
+    for (const ardea_decl *x = d; x && x->kind != ARDEA_DECL_END; x++) {
+        if (x->kind != ARDEA_DECL_EMITS || !x->names || !x->names[0])
+            continue;
+        scat(b, outs ? ",{\"stream\":" : ",\"outputs\":[{\"stream\":");
+        sjson(b, x->names[0]);
+        scat(b, ",\"fields\":[");
+        for (const char *const *n = x->names + 1; *n; n++) {
+            if (n > x->names + 1)
+                scat(b, ",");
+            sjson(b, *n);
+        }
+        scat(b, "]}");
+        outs = true;
+    }
+    if (outs)
+        scat(b, "]");
+    size_t mark = b->n;
+    scat(b, ",\"inputs\":");
+    if (!names_json(b, d, ARDEA_DECL_READS))
+        b->n = mark;
+    mark = b->n;
+    scat(b, ",\"config\":");
+    if (!names_json(b, d, ARDEA_DECL_CONFIG))
+        b->n = mark;
+    scat(b, "}");
+    return b->p;
+}
+
+/* ardea_manifest returns u32 len, then the JSON (ABI "Manifest"). It
+ * calls no host import. */
+ARDEA_EXPORT("ardea_manifest") uint8_t *ardea_export_manifest(void) {
+    static uint8_t *out;
+    const char *j = ardea_manifest_json();
+    size_t n = strlen(j);
+    free(out);
+    out = xmalloc(4 + n);
+    put32(out, (uint32_t)n);
+    memcpy(out + 4, j, n);
+    return out;
 }
 
 /* ---- lifecycle ------------------------------------------------------------ */
@@ -1937,6 +2108,6 @@ void ardea_test_reset(void) {
     free(st.wbuf);
     free(st.grave);
     memset(&st, 0, sizeof st);
-    cursor = 0;
+    /* The cursor stays: the host reads it after the failed call. */
 }
 #endif

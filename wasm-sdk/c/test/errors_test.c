@@ -61,6 +61,15 @@ static int exec_no_text(const ardea_tuple *t) {
     return -3;
 }
 
+typedef struct {
+    int32_t n, rc;
+} exec_call;
+
+static void call_execute(void *arg) {
+    exec_call *c = arg;
+    c->rc = ardea_export_execute(c->n);
+}
+
 static void expect_failure(const char *what, int (*exec)(const ardea_tuple *), bool traps, const char *text) {
     decl out = {"default", 2, count_fields}, in = {"", 1, word_fields};
     buf b = {0};
@@ -69,13 +78,10 @@ static void expect_failure(const char *what, int (*exec)(const ardea_tuple *), b
     host_reset();
     prepare_with(&bolt_comp, &out, 1, &in, 1);
     t_execute = exec;
-    trapped = 0;
-    int32_t rc = 0;
-    trap_armed = 1;
-    if (setjmp(trap_jb) == 0)
-        rc = ardea_export_execute(put_input(&b));
-    trap_armed = 0;
-    CHECK(traps ? trapped == 1 : (rc < 0 && trapped == 0), "%s: rc %d trapped %d", what, rc, trapped);
+    exec_call c = {put_input(&b), 0};
+    bool trapped = guarded(call_execute, &c);
+    int32_t rc = c.rc;
+    CHECK(traps ? trapped : (rc < 0 && !trapped), "%s: rc %d trapped %d", what, rc, trapped);
     CHECK(strstr(h_error, text) != NULL, "%s: error text %s, want %s", what, h_error, text);
     CHECK(h_ops.n == 0, "%s: ops sent", what);
     free(b.p);
@@ -89,7 +95,7 @@ void test_failures(void) {
     expect_failure("returned", exec_fail_after_put, false, "Execute: tuple 9 from c0/s0 task 3: probe error: bad word");
     expect_failure("no text", exec_no_text, false, "returned -3 without an error text");
     expect_failure("kind", exec_wrong_kind, true, "Execute: ardea: field 0 (word) is string, not int64");
-    expect_failure("name", exec_bad_name, true, "ardea: stream c0/s0 has no field \"nope\"");
+    expect_failure("name", exec_bad_name, true, "errors_test.c:52: ardea: no field \"nope\" in the tuple from c0/s0 (its fields: word)");
     expect_failure("fatal", exec_fatal, true, "Execute: probe panic");
     finish_test();
 }
@@ -145,14 +151,10 @@ void test_cursor(void) {
         prepare_with(&bolt_comp, &out, 1, &in, 1);
         nseen = 0;
         fail_word = "c";
-        trapped = 0;
-        volatile int32_t rc = 0;
-        trap_armed = 1;
-        if (setjmp(trap_jb) == 0)
-            rc = ardea_export_execute(put_input(&b));
-        trap_armed = 0;
-        CHECK(fail_how == 1 ? (rc < 0 && trapped == 0) : trapped == 1, "how %d: rc %d trapped %d", fail_how, rc,
-              trapped);
+        exec_call c = {put_input(&b), 0};
+        bool trapped = guarded(call_execute, &c);
+        int32_t rc = c.rc;
+        CHECK(fail_how == 1 ? (rc < 0 && !trapped) : trapped, "how %d: rc %d trapped %d", fail_how, rc, trapped);
         CHECK(*cur == 2, "how %d: cursor %u after failing on record 2", fail_how, *cur);
         CHECK(h_errors == 1, "how %d: %d error reports", fail_how, h_errors);
         if (fail_how == 0)
@@ -162,7 +164,6 @@ void test_cursor(void) {
         else
             snprintf(want, sizeof want, "Execute: %s:%d: bad word c", __FILE__, fail_line);
         CHECK(strcmp(h_error, want) == 0, "how %d: error %s, want %s", fail_how, h_error, want);
-        ardea_test_reset(); /* as the host starts a fresh instance */
     }
     free(b.p);
     finish_test();

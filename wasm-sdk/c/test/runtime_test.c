@@ -109,19 +109,20 @@ void test_misc(void) {
     t_prepare = prep_misc;
     CHECK(prepare_with(&bolt_comp, &out, 1, &in, 1) == 0, "prepare: %s", h_error);
     t_prepare = NULL;
-    CHECK(h_nlog == 1 && strcmp(h_log[0], "prepared comp task 7 of 2") == 0 && h_log_level[0] == 0, "log %s",
-          h_log[0]);
+    int level = -1;
+    const char *line = ardea_test_log_at(H, 0, &level);
+    CHECK(ardea_test_logs(H) == 1 && strcmp(line, "prepared comp task 7 of 2") == 0 && level == 0, "log %s", line);
     t_tick = tick_misc;
     CHECK(ardea_export_tick() == 0, "tick");
     t_tick = NULL;
-    CHECK(h_nmetric == 2 && strcmp(h_metric_name[0], "m.a") == 0 && h_metric_delta[0] == 5 &&
-              strcmp(h_metric_name[1], "m.b") == 0 && h_metric_delta[1] == 1,
-          "metrics");
-    CHECK(strcmp(h_gauge_name, "g") == 0 && h_gauge_value == 2.5, "gauge %s = %g", h_gauge_name, h_gauge_value);
-    CHECK(h_nobserve == 2 && strcmp(h_observe_name[0], "h") == 0 && h_observe_value[0] == 7 &&
-              strcmp(h_observe_name[1], "h") == 0 && h_observe_value[1] == 1000,
+    CHECK(ardea_test_calls(H, "metric") == 2 && ardea_test_counter(H, "m.a") == 5 && ardea_test_counter(H, "m.b") == 1,
+          "metrics: one call per name, deltas summed");
+    double g = 0;
+    CHECK(ardea_test_gauge(H, "g", &g) && g == 2.5, "gauge g = %g", g);
+    const int64_t *obs = NULL;
+    CHECK(ardea_test_observations(H, "h", &obs) == 2 && obs[0] == 7 && obs[1] == 1000,
           "observe: every value reaches the host");
-    CHECK(h_nlog == 2 && h_log_level[1] == 4, "warn log");
+    CHECK(ardea_test_logs(H) == 2 && ardea_test_log_at(H, 1, &level) && level == 4, "warn log");
     t_finish = finish_emit;
     CHECK(ardea_export_finish() == 0 && h_emits == 1, "finish emit");
     t_finish = NULL;

@@ -13,18 +13,18 @@ static int exec_count(const ardea_tuple *t) {
 }
 
 static int64_t host_int(const char *k) {
-    int i = state_find(k, strlen(k));
-    if (i < 0 || h_state[i].vn != 8)
-        return -1;
-    return (int64_t)rd64(h_state[i].v);
+    int64_t v;
+    return ardea_test_state_get_int(H, k, strlen(k), &v) ? v : -1;
 }
+
+static bool host_has(const char *k) { return ardea_test_state_get(H, k, strlen(k), NULL); }
 
 void test_state_cache(void) {
     start("state/write-back cache");
     decl out = {"default", 2, count_fields}, in = {"", 1, word_fields};
     host_reset();
     CHECK(prepare_with(&bolt_comp, &out, 1, &in, 1) == 0, "prepare: %s", h_error);
-    state_set("the", 3, "\x05\0\0\0\0\0\0\0", 8); /* counts survive in the host */
+    ardea_test_state_put_int(H, "the", 3, 5); /* counts survive in the host */
     t_execute = exec_count;
     const char *words[] = {"the", "cat", "the", "a", "cat", "the"};
     buf b = {0};
@@ -38,7 +38,7 @@ void test_state_cache(void) {
     /* the last op is ack 105; the emit before it: ("the", 8) anchored on 105 */
     CHECK(h_ops.n > 9 && h_ops.p[h_ops.n - 9] == 2 && rd64(h_ops.p + h_ops.n - 8) == 105, "last op is not ack 105");
     /* second batch: cached, no gets; one write */
-    h_state_gets = h_state_writes = 0;
+    ardea_test_clear(H); /* the records and call counts */
     CHECK(ardea_export_execute(put_input(&b)) == 0, "execute 2: %s", h_error);
     CHECK(h_state_gets == 0 && h_state_writes == 1, "gets %d writes %d", h_state_gets, h_state_writes);
     CHECK(host_int("the") == 11, "the = %" PRId64, host_int("the"));
@@ -96,14 +96,14 @@ void test_state_api(void) {
     start("state/api");
     decl out = {"default", 2, count_fields}, in = {"", 1, word_fields};
     host_reset();
-    state_set("gone", 4, "x", 1);
+    ardea_test_state_put(H, "gone", 4, "x", 1);
     prepare_with(&bolt_comp, &out, 1, &in, 1);
     t_execute = exec_state_api;
     buf b = {0};
     const char *w[] = {"x"};
     words_batch(&b, w, 1, 0);
     CHECK(ardea_export_execute(put_input(&b)) == 0, "execute: %s", h_error);
-    CHECK(state_find("k1copy", 6) < 0 && state_find("gone", 4) < 0 && state_find("k1", 2) >= 0, "host state after call");
+    CHECK(!host_has("k1copy") && !host_has("gone") && host_has("k1"), "host state after call");
     free(b.p);
     finish_test();
 }
@@ -138,10 +138,8 @@ void test_state_bounds(void) {
     int bad = 0;
     for (int i = 0; i < 70000; i++) {
         int n = snprintf(k, sizeof k, "k%d", i);
-        int at = state_find(k, (size_t)n);
         int64_t v = 0;
-        if (at >= 0 && h_state[at].vn == 8)
-            memcpy(&v, h_state[at].v, 8);
+        ardea_test_state_get_int(H, k, (size_t)n, &v);
         if (v != 1 && bad++ == 0)
             memcpy(first_bad, k, sizeof k);
     }

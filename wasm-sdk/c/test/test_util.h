@@ -9,6 +9,7 @@
 
 #define _DEFAULT_SOURCE 1
 #include "ardea.h"
+#include "ardea_test.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -70,38 +71,23 @@ uint64_t rd64(const uint8_t *p);
 uint32_t rd32(const uint8_t *p);
 uint16_t rd16(const uint8_t *p);
 
-/* ---- the host test double (fake_host.c) ---- */
-extern buf h_ops;   /* every emitted op, concatenated */
-extern int h_emits; /* emit calls */
-extern char h_error[4096];
-extern int h_errors;
-extern char h_log[64][256];
-extern int h_log_level[64];
-extern int h_nlog;
-extern int h_state_gets, h_state_writes;
-typedef struct {
-    char *k;
-    size_t kn;
-    uint8_t *v;
-    size_t vn;
-    bool gone; /* deleted (the entry keeps its index cell) */
-} kv;
-extern kv *h_state;
-extern char h_metric_name[16][64];
-extern int64_t h_metric_delta[16];
-extern int h_nmetric;
-extern char h_gauge_name[64];
-extern double h_gauge_value;
-extern char h_observe_name[16][64];
-extern int64_t h_observe_value[16];
-extern int h_nobserve;
+/* ---- the host: the public test harness (include/ardea_test.h) ----
+ * The tests drive the SDK's exports directly and read the harness's
+ * records through these names (fake_host.c). */
+extern ardea_test *H;
+buf hops(void);          /* every emitted op, concatenated */
+const char *herr(void);  /* the last error text reported, or "" */
+#define h_ops (hops())
+#define h_error (herr())
+#define h_emits ((int)ardea_test_calls(H, "emit"))
+#define h_errors ((int)ardea_test_calls(H, "error"))
+#define h_state_gets ((int)ardea_test_calls(H, "state_get"))
+#define h_state_writes ((int)ardea_test_calls(H, "state_write"))
 
+/* host_reset starts a new harness: no records, no state. */
 void host_reset(void);
-int state_find(const void *k, size_t n);
-void state_set(const void *k, size_t kn, const void *v, size_t vn);
-
-extern jmp_buf trap_jb;
-extern int trap_armed, trapped;
+/* guarded calls fn(arg) and returns whether the SDK trapped. */
+bool guarded(void (*fn)(void *), void *arg);
 
 /* ---- components under test: function pointers set per test (fake_host.c) ---- */
 extern int (*t_execute)(const ardea_tuple *t);
@@ -179,5 +165,6 @@ void test_cursor(void);       /* errors_test.c */
 void test_untracked(void);    /* runtime_test.c */
 void test_spout(void);        /* runtime_test.c */
 void test_misc(void);         /* runtime_test.c */
+void test_harness(void);      /* harness_test.c */
 
 #endif

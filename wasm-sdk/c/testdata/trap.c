@@ -36,4 +36,4 @@ static int execute(const ardea_tuple *t) {
 
 static const ardea_bolt bolt = {.execute = execute};
 
-ARDEA_REGISTER_BOLT(bolt);
+ARDEA_REGISTER_BOLT(bolt, ARDEA_EMITS("default", "word"));

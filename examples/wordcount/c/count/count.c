@@ -30,4 +30,4 @@ static int execute(const ardea_tuple *t) {
 
 static const ardea_bolt count = {.execute = execute};
 
-ARDEA_REGISTER_BOLT(count);
+ARDEA_REGISTER_BOLT(count, ARDEA_EMITS("default", "word", "count"), ARDEA_READS("word"));

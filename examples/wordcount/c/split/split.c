@@ -81,4 +81,4 @@ static int execute(const ardea_tuple *t) {
 
 static const ardea_bolt split = {.execute = execute};
 
-ARDEA_REGISTER_BOLT(split);
+ARDEA_REGISTER_BOLT(split, ARDEA_EMITS("default", "word"));

@@ -6,11 +6,12 @@ package build
 //
 //	clang --target=wasm32-wasi -mexec-model=reactor -O2 -I SDK/include -I DIR \
 //	    -ffile-prefix-map=DIR=. -ffile-prefix-map=SDK=ardea-sdk \
-//	    -Wl,--strip-all -Wl,--stack-first -Wl,-z,stack-size=1048576 \
+//	    -Wl,--strip-debug -Wl,--stack-first -Wl,-z,stack-size=1048576 \
 //	    -o OUT DIR/*.c SDK/src/ardea.c
 //
-// No debug info, a stripped module and mapped paths make the build
-// reproducible; wasm-sdk/c/build.sh uses the same flags.
+// No debug info (--strip-debug) and mapped paths make the build
+// reproducible; the wasm name section stays, so a trap's stack trace names
+// the component's functions. wasm-sdk/c/build.sh uses the same flags.
 
 import (
 	"bytes"
@@ -30,7 +31,7 @@ import (
 // cFlags are the compile and link flags after the target and exec model.
 var cFlags = []string{
 	"-O2",
-	"-Wl,--strip-all",
+	"-Wl,--strip-debug",
 	"-Wl,--stack-first",
 	"-Wl,-z,stack-size=1048576",
 }

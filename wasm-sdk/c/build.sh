@@ -6,7 +6,8 @@
 #
 # Needs Debian's clang, lld, wasi-libc and libclang-rt-14-dev-wasm32
 # (apt-get install clang lld wasi-libc libclang-rt-14-dev-wasm32).
-# Builds are reproducible: no debug info, stripped, paths relative to the
+# Builds are reproducible: no debug info (--strip-debug; the name section
+# stays, so a trap's stack names the functions), paths relative to the
 # repository root (and -ffile-prefix-map for any absolute one), so a second
 # run gives the same bytes. The flags are those of `ardea build` for C
 # (internal/build/c.go); the word-count modules built by either are equal.
@@ -22,7 +23,7 @@ if ! command -v "$CLANG" >/dev/null 2>&1; then
 fi
 
 sdk=wasm-sdk/c
-flags=(-O2 -I "$sdk/include" "-ffile-prefix-map=$root=." -Wl,--strip-all -Wl,--stack-first -Wl,-z,stack-size=1048576)
+flags=(-O2 -I "$sdk/include" "-ffile-prefix-map=$root=." -Wl,--strip-debug -Wl,--stack-first -Wl,-z,stack-size=1048576)
 
 # reactor OUT [FLAG...] SRC...: a WASI reactor module of SRC and the SDK.
 reactor() {

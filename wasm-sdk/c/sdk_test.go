@@ -552,6 +552,9 @@ func TestGuestFailures(t *testing.T) {
 				!strings.Contains(failures[0].Err.Error(), tc.want) {
 				t.Fatalf("failures %+v, want tuple 2 with %q", failures, tc.want)
 			}
+			if msg := failures[0].Err.Error(); tc.word != "error" && !strings.Contains(msg, ".execute(") {
+				t.Errorf("the trap's stack does not name the component's execute (the name section): %s", msg)
+			}
 			if !slices.Equal(out.fails, []uint64{2}) {
 				t.Errorf("fails %v, want [2]", out.fails)
 			}

@@ -6,7 +6,7 @@
  * WASI reactor together with src/ardea.c:
  *
  *     clang --target=wasm32-wasi -mexec-model=reactor -O2 -I wasm-sdk/c/include \
- *         -Wl,--strip-all -o bolt.wasm bolt.c wasm-sdk/c/src/ardea.c
+ *         -Wl,--strip-debug -o bolt.wasm bolt.c wasm-sdk/c/src/ardea.c
  *
  * or simply `ardea build DIR` for a folder of .c files (the SDK is
  * embedded in the ardea binary). Documentation: docs/sdk/c.md.

@@ -4,7 +4,7 @@
  * Build (wasm-sdk/c/build.sh), from the repository root:
  *
  *   clang --target=wasm32-wasi -mexec-model=reactor -O2 -I wasm-sdk/c/include -ffile-prefix-map=$PWD=. \
- *       -Wl,--strip-all -Wl,--stack-first -Wl,-z,stack-size=1048576 \
+ *       -Wl,--strip-debug -Wl,--stack-first -Wl,-z,stack-size=1048576 \
  *       -o wasm-sdk/c/testdata/failall.wasm wasm-sdk/c/testdata/failall.c wasm-sdk/c/src/ardea.c
  */
 #include "ardea.h"

@@ -8,7 +8,7 @@
  * Build (wasm-sdk/c/build.sh; see ../BUILD.md), from the repository root:
  *
  *   clang --target=wasm32-wasi -mexec-model=reactor -O2 -I wasm-sdk/c/include -ffile-prefix-map=$PWD=. \
- *       -Wl,--strip-all -Wl,--stack-first -Wl,-z,stack-size=1048576 \
+ *       -Wl,--strip-debug -Wl,--stack-first -Wl,-z,stack-size=1048576 \
  *       -o examples/wordcount/c/split.wasm examples/wordcount/c/split/split.c wasm-sdk/c/src/ardea.c
  *
  * or: ardea build examples/wordcount/c/split -o examples/wordcount/c/split.wasm

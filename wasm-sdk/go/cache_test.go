@@ -62,15 +62,15 @@ func TestStateBytesKeys(t *testing.T) {
 			t.Errorf("ScanBytes = %q", seen)
 		}
 	})
-	x.h.state["beta"] = []byte("old")
+	x.h.State["beta"] = []byte("old")
 	x.mustOK(x.execute(batchOf(nil)), 0, "execute")
 	want := map[string][]byte{"alpha": int64le(5), "gamma": []byte("g")}
-	if len(x.h.state) != len(want) {
-		t.Errorf("host state %q", x.h.state)
+	if len(x.h.State) != len(want) {
+		t.Errorf("host state %q", x.h.State)
 	}
 	for k, v := range want {
-		if !bytes.Equal(x.h.state[k], v) {
-			t.Errorf("host %s = %x, want %x", k, x.h.state[k], v)
+		if !bytes.Equal(x.h.State[k], v) {
+			t.Errorf("host %s = %x, want %x", k, x.h.State[k], v)
 		}
 	}
 }
@@ -111,8 +111,8 @@ func TestStateValueSizes(t *testing.T) {
 		}
 	})
 	x.mustOK(x.execute(batchOf(nil)), 0, "execute")
-	if _, ok := x.h.state["k"]; ok || !bytes.Equal(x.h.state["long"], int64le(4)) {
-		t.Errorf("host state %q", x.h.state)
+	if _, ok := x.h.State["k"]; ok || !bytes.Equal(x.h.State["long"], int64le(4)) {
+		t.Errorf("host state %q", x.h.State)
 	}
 }
 
@@ -159,12 +159,12 @@ func TestStateManyKeys(t *testing.T) {
 			x.r.state.maxEntries, x.r.state.maxBytes, x.r.state.maxProbe = bounds.entries, bounds.bytes, bounds.probe
 			x.mustOK(x.execute(batchOf(nil)), 0, "execute")
 			for k, v := range ref {
-				if got := x.h.state[k]; !bytes.Equal(got, int64le(v)) {
+				if got := x.h.State[k]; !bytes.Equal(got, int64le(v)) {
 					t.Fatalf("host %q = %x, want %d", k, got, v)
 				}
 			}
-			if len(x.h.state) != len(ref) {
-				t.Errorf("host has %d keys, want %d", len(x.h.state), len(ref))
+			if len(x.h.State) != len(ref) {
+				t.Errorf("host has %d keys, want %d", len(x.h.State), len(ref))
 			}
 		})
 	}
@@ -183,12 +183,12 @@ func TestStatePutOfAGetValueAcrossEviction(t *testing.T) {
 		st.Put("copy-small", small) // the cache is full: this insert empties it
 		st.Put("copy-large", large)
 	})
-	x.h.state["small"] = []byte("tiny value")
-	x.h.state["large"] = big
+	x.h.State["small"] = []byte("tiny value")
+	x.h.State["large"] = big
 	x.r.state.maxEntries = 6
 	x.mustOK(x.execute(batchOf(nil)), 0, "execute")
-	if string(x.h.state["copy-small"]) != "tiny value" || !bytes.Equal(x.h.state["copy-large"], big) {
-		t.Errorf("copies: %q, %d bytes", x.h.state["copy-small"], len(x.h.state["copy-large"]))
+	if string(x.h.State["copy-small"]) != "tiny value" || !bytes.Equal(x.h.State["copy-large"], big) {
+		t.Errorf("copies: %q, %d bytes", x.h.State["copy-small"], len(x.h.State["copy-large"]))
 	}
 }
 

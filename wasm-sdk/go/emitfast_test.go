@@ -93,21 +93,21 @@ func TestObserveBatched(t *testing.T) {
 	x := newHarness(t, nil, b)
 	x.prepare(wordContext("word", "count"))
 	x.mustOK(x.execute(batchOf([]tuple.Value{tuple.Str("w")})), 0, "execute")
-	if got := x.h.observed; !slices.Equal(got["a"], []int64{1, 3}) || !slices.Equal(got["b"], []int64{2}) || x.h.observeCalls != 2 {
-		t.Fatalf("observed %v in %d calls, want a=[1 3] b=[2] in 2", got, x.h.observeCalls)
+	if got := x.h.Observed; !slices.Equal(got["a"], []int64{1, 3}) || !slices.Equal(got["b"], []int64{2}) || x.h.ObserveCalls != 2 {
+		t.Fatalf("observed %v in %d calls, want a=[1 3] b=[2] in 2", got, x.h.ObserveCalls)
 	}
-	x.h.reset()
-	x.h.observed, x.h.observeCalls = nil, 0
+	x.h.Reset()
+	x.h.Observed, x.h.ObserveCalls = nil, 0
 	fail = true
 	x.mustFail(x.execute(batchOf([]tuple.Value{tuple.Str("w")})), "boom")
-	if got := x.h.observed; !slices.Equal(got["a"], []int64{1, 3}) || x.h.observeCalls != 2 {
-		t.Fatalf("after a failed call: observed %v in %d calls", got, x.h.observeCalls)
+	if got := x.h.Observed; !slices.Equal(got["a"], []int64{1, 3}) || x.h.ObserveCalls != 2 {
+		t.Fatalf("after a failed call: observed %v in %d calls", got, x.h.ObserveCalls)
 	}
-	x.h.observed, x.h.observeCalls = nil, 0
+	x.h.Observed, x.h.ObserveCalls = nil, 0
 	for i := range 2*maxObserved + 1 {
 		x.r.observe("c", int64(i))
 	}
-	if n := len(x.h.observed["c"]); n != 2*maxObserved || x.h.observeCalls != 2 {
-		t.Fatalf("%d observations sent in %d calls before the call ended, want %d in 2", n, x.h.observeCalls, 2*maxObserved)
+	if n := len(x.h.Observed["c"]); n != 2*maxObserved || x.h.ObserveCalls != 2 {
+		t.Fatalf("%d observations sent in %d calls before the call ended, want %d in 2", n, x.h.ObserveCalls, 2*maxObserved)
 	}
 }

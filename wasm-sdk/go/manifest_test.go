@@ -104,15 +104,15 @@ func TestFieldErrors(t *testing.T) {
 		{func(tp Tuple) { StateKey(tp, "word") }, `ardea: the tuple from split/default has no field "word" (it has fields "token", "n")`},
 	} {
 		read = tc.read
-		x.h.errors = nil
+		x.h.Errors = nil
 		x.mustFail(x.execute(b), "Execute: tuple 1 from split/default task 7: panic: "+tc.want+" at ")
-		if !strings.Contains(x.h.errors[0], "TestFieldErrors") {
-			t.Errorf("%q does not name the test's frame", x.h.errors[0])
+		if !strings.Contains(x.h.Errors[0], "TestFieldErrors") {
+			t.Errorf("%q does not name the test's frame", x.h.Errors[0])
 		}
 	}
 	// A declared field the tuple lacks (fewer values than fields).
 	read = func(tp Tuple) { tp.IntByName("n") }
-	x.h.errors = nil
+	x.h.Errors = nil
 	x.mustFail(x.execute(batchOf([]tuple.Value{tuple.Str("a")})), `the tuple from split/default declares field "n" at index 1 but has 1 values`)
 	var fe *FieldError
 	if err := error(&PanicError{Value: &FieldError{Name: "x", Index: -1}}); !errors.As(err, &fe) || fe.Name != "x" {

@@ -53,13 +53,14 @@ type runtime struct {
 	batch  []byte
 
 	ctx         *Context
-	manifest    manifest // what the component declared at registration
-	manifestBuf []byte   // ardea_manifest's last answer
-	defStream   int      // index of the "default" output stream, or -1
-	defFields   int      // its number of fields
-	ready       bool     // open/prepare succeeded
-	done        bool     // the spout reported Done
-	call        string   // current lifecycle method, for messages
+	manifest    manifest      // what the component declared at registration
+	manifestBuf []byte        // ardea_manifest's last answer
+	decls       []Declaration // as registered (for ardeatest)
+	defStream   int           // index of the "default" output stream, or -1
+	defFields   int           // its number of fields
+	ready       bool          // open/prepare succeeded
+	done        bool          // the spout reported Done
+	call        string        // current lifecycle method, for messages
 	canEmit     bool
 	emitErr     error
 
@@ -112,7 +113,7 @@ func (r *runtime) register(s Spout, b Bolt, decls []Declaration) {
 	if err != nil {
 		panic("ardea: " + err.Error())
 	}
-	r.spout, r.bolt, r.manifest = s, b, m
+	r.spout, r.bolt, r.manifest, r.decls = s, b, m, decls
 }
 
 // buffer returns the input buffer, at least size bytes. It is replaced

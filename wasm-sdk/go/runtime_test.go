@@ -12,11 +12,12 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/ardea-dev/ardea/wasm-sdk/go/internal/fakehost"
 	"github.com/ardea-dev/ardea/wasm-sdk/go/internal/tuple"
 )
 
 func TestBufferStaysPut(t *testing.T) {
-	r := newRuntime(newFakeHost(t))
+	r := newRuntime(hostAdapter{newFakeHost(t)})
 	a := r.buffer(10)
 	if len(a) < 10 {
 		t.Fatalf("buffer(10) has %d bytes", len(a))
@@ -37,7 +38,7 @@ func TestContextAccessors(t *testing.T) {
 	var got *Context
 	x := newHarness(t, nil, &funcBolt{prepare: func(c *Context) error { got = c; return nil }})
 	x.prepare(wordContext("word", "count"))
-	x.h.nowNanos = 1_700_000_000_123_456_789
+	x.h.NowNanos = 1_700_000_000_123_456_789
 	if got.Topology() != "wc" || got.Component() != "count" || got.TaskID() != 4 || got.TaskIndex() != 1 || got.Parallelism() != 2 {
 		t.Errorf("context = %s %s %d %d %d", got.Topology(), got.Component(), got.TaskID(), got.TaskIndex(), got.Parallelism())
 	}
@@ -65,7 +66,7 @@ func TestContextAccessors(t *testing.T) {
 	if in := got.Inputs(); len(in) != 2 || in[1].Stream != "pairs" || in[1].Fields[1] != "v" {
 		t.Errorf("Inputs = %+v", in)
 	}
-	if got.Now().UnixNano() != x.h.nowNanos {
+	if got.Now().UnixNano() != x.h.NowNanos {
 		t.Errorf("Now = %v", got.Now())
 	}
 }
@@ -87,8 +88,8 @@ func TestExecuteEmitsAndAcks(t *testing.T) {
 	if strings.Join(seen, ",") != "split/default a,split/default héllo" {
 		t.Errorf("seen %q", seen)
 	}
-	if len(x.h.emits) != 1 {
-		t.Fatalf("%d emit calls, want 1", len(x.h.emits))
+	if len(x.h.Emits) != 1 {
+		t.Fatalf("%d emit calls, want 1", len(x.h.Emits))
 	}
 	want := tuple.AppendEmit(nil, 0, tuple.NoTask, 0, []uint64{1}, tuple.AppendValues(nil, tuple.Str("a"), tuple.Int(1)))
 	want = tuple.AppendEmit(want, 1, tuple.NoTask, 0, nil, tuple.AppendValues(nil, tuple.Str("a")))
@@ -96,8 +97,8 @@ func TestExecuteEmitsAndAcks(t *testing.T) {
 	want = tuple.AppendEmit(want, 0, tuple.NoTask, 0, []uint64{2}, tuple.AppendValues(nil, tuple.Str("héllo"), tuple.Int(6)))
 	want = tuple.AppendEmit(want, 1, tuple.NoTask, 0, nil, tuple.AppendValues(nil, tuple.Str("héllo")))
 	want = tuple.AppendAck(want, 2)
-	if !bytes.Equal(x.h.emits[0], want) {
-		t.Errorf("ops\n%x\nwant\n%x", x.h.emits[0], want)
+	if !bytes.Equal(x.h.Emits[0], want) {
+		t.Errorf("ops\n%x\nwant\n%x", x.h.Emits[0], want)
 	}
 }
 
@@ -223,8 +224,8 @@ func TestEmitErrorsFailTheCall(t *testing.T) {
 			}})
 			x.prepare(wordContext("word", "count"))
 			x.mustFail(x.execute(batchOf([]tuple.Value{tuple.Str("x")})), tc.want)
-			if len(x.h.emits) != 0 || x.h.writes != 0 {
-				t.Errorf("a failed call sent %d emit and %d state calls", len(x.h.emits), x.h.writes)
+			if len(x.h.Emits) != 0 || x.h.Writes != 0 {
+				t.Errorf("a failed call sent %d emit and %d state calls", len(x.h.Emits), x.h.Writes)
 			}
 		})
 	}
@@ -239,7 +240,7 @@ func TestEmitOutsideEmittingCalls(t *testing.T) {
 	x.prepare(wordContext("word", "count"))
 	x.mustOK(x.execute(batchOf(nil)), 0, "execute")
 	x.mustFail(x.r.close(), "emit on stream \"default\" during Close")
-	if len(x.h.emits) != 0 {
+	if len(x.h.Emits) != 0 {
 		t.Error("Close emitted")
 	}
 }
@@ -258,11 +259,11 @@ func TestErrorDropsPendingWork(t *testing.T) {
 	x.prepare(wordContext("word", "count"))
 	x.mustFail(x.execute(batchOf([]tuple.Value{tuple.Str("a")}, []tuple.Value{tuple.Str("b")})),
 		"Execute: tuple 2 from split/default task 7: boom")
-	if len(x.h.emits) != 0 || x.h.writes != 0 || len(x.h.state) != 0 {
-		t.Errorf("failed call sent %d emits, %d state writes", len(x.h.emits), x.h.writes)
+	if len(x.h.Emits) != 0 || x.h.Writes != 0 || len(x.h.State) != 0 {
+		t.Errorf("failed call sent %d emits, %d state writes", len(x.h.Emits), x.h.Writes)
 	}
-	if x.h.metrics["seen"] != 2 {
-		t.Errorf("metrics %v (sent even when the call fails)", x.h.metrics)
+	if x.h.Metrics["seen"] != 2 {
+		t.Errorf("metrics %v (sent even when the call fails)", x.h.Metrics)
 	}
 	if x.r.state.cached("k") {
 		t.Error("cache kept an unwritten entry")
@@ -287,11 +288,11 @@ func TestPanicIsReported(t *testing.T) {
 		"Execute: tuple 2 from split/default task 7: panic: assignment to entry in nil map at "+file+":")
 	// The frame named is the component's (the closure above), not the
 	// runtime's or the SDK's; the cursor is at the failing record.
-	if !regexp.MustCompile(`:\d+ \(github.com/ardea-dev/ardea/wasm-sdk/go\.TestPanicIsReported\.func1\)$`).MatchString(x.h.errors[0]) {
-		t.Errorf("error %q does not end with the user's frame", x.h.errors[0])
+	if !regexp.MustCompile(`:\d+ \(github.com/ardea-dev/ardea/wasm-sdk/go\.TestPanicIsReported\.func1\)$`).MatchString(x.h.Errors[0]) {
+		t.Errorf("error %q does not end with the user's frame", x.h.Errors[0])
 	}
-	if x.r.cursor != 1 || len(x.h.emits) != 0 {
-		t.Errorf("cursor %d (want 1), %d emits", x.r.cursor, len(x.h.emits))
+	if x.r.cursor != 1 || len(x.h.Emits) != 0 {
+		t.Errorf("cursor %d (want 1), %d emits", x.r.cursor, len(x.h.Emits))
 	}
 	// The instance can still be driven (the host fails it, but nothing breaks).
 	x.r.bolt.(*funcBolt).exec = nil
@@ -303,18 +304,18 @@ func TestPanicIsReported(t *testing.T) {
 		_ = tp.String(5)
 		return nil
 	}
-	x.h.errors = nil
+	x.h.Errors = nil
 	x.mustFail(x.execute(batchOf([]tuple.Value{tuple.Str("a")})), "Execute: tuple 1 from split/default task 7: panic: ")
-	if !strings.HasSuffix(x.h.errors[0], "(github.com/ardea-dev/ardea/wasm-sdk/go.TestPanicIsReported.func2)") || x.r.cursor != 0 {
-		t.Errorf("error %q, cursor %d", x.h.errors[0], x.r.cursor)
+	if !strings.HasSuffix(x.h.Errors[0], "(github.com/ardea-dev/ardea/wasm-sdk/go.TestPanicIsReported.func2)") || x.r.cursor != 0 {
+		t.Errorf("error %q, cursor %d", x.h.Errors[0], x.r.cursor)
 	}
 
 	// Panics outside Execute are reported the same way, without a tuple.
 	y := newHarness(t, nil, &funcBolt{prepare: func(*Context) error { panic(errors.New("no config")) }})
 	wc := wordContext("w")
 	y.mustFail(y.r.prepare(y.put(wc.Encode(nil))), "Prepare: panic: no config at "+file+":")
-	if !strings.HasSuffix(y.h.errors[0], "TestPanicIsReported.func3)") {
-		t.Errorf("error %q", y.h.errors[0])
+	if !strings.HasSuffix(y.h.Errors[0], "TestPanicIsReported.func3)") {
+		t.Errorf("error %q", y.h.Errors[0])
 	}
 }
 
@@ -395,8 +396,8 @@ func TestTickFinishCloseDispatch(t *testing.T) {
 	x.mustOK(x.r.tick(), 0, "tick")
 	x.mustOK(x.r.finish(), 0, "finish")
 	x.mustFail(x.r.close(), "Close: close failed")
-	if strings.Join(calls, ",") != "tick,finish,close" || len(x.h.emits) != 2 {
-		t.Errorf("calls %q, %d emit calls", calls, len(x.h.emits))
+	if strings.Join(calls, ",") != "tick,finish,close" || len(x.h.Emits) != 2 {
+		t.Errorf("calls %q, %d emit calls", calls, len(x.h.Emits))
 	}
 	x.r.bolt.(*funcBolt).tick = func(*BoltCollector) error { return errors.New("tick failed") }
 	x.mustFail(x.r.tick(), "Tick: tick failed")
@@ -414,10 +415,10 @@ func TestLargeOutputIsFlushedIn64KiBChunks(t *testing.T) {
 	}})
 	x.prepare(wordContext("word", "count"))
 	x.mustOK(x.execute(batchOf(nil)), 0, "execute")
-	if len(x.h.emits) < 3 {
-		t.Fatalf("%d emit calls", len(x.h.emits))
+	if len(x.h.Emits) < 3 {
+		t.Fatalf("%d emit calls", len(x.h.Emits))
 	}
-	for i, e := range x.h.emits[:len(x.h.emits)-1] {
+	for i, e := range x.h.Emits[:len(x.h.Emits)-1] {
 		if len(e) < outFlush || len(e) > outFlush+len(big)+64 {
 			t.Errorf("emit call %d has %d bytes", i, len(e))
 		}
@@ -452,30 +453,30 @@ func TestMetricsAndLogs(t *testing.T) {
 		},
 	})
 	x.prepare(wordContext("word"))
-	want := []logLine{
-		{LevelInfo, `ready component=count task=4 note="two words" empty="" err="x=y"`},
-		{LevelDebug, "odd !BADKEY=dangling"},
-		{LevelWarn, "w 1"}, {LevelError, "e f"}, {LevelError, "plain"}, {LevelDebug, "d"}, {LevelInfo, "i"}, {LevelWarn, "w"},
+	want := []fakehost.Log{
+		{Level: LevelInfo, Msg: `ready component=count task=4 note="two words" empty="" err="x=y"`},
+		{Level: LevelDebug, Msg: "odd !BADKEY=dangling"},
+		{Level: LevelWarn, Msg: "w 1"}, {Level: LevelError, Msg: "e f"}, {Level: LevelError, Msg: "plain"}, {Level: LevelDebug, Msg: "d"}, {Level: LevelInfo, Msg: "i"}, {Level: LevelWarn, Msg: "w"},
 	}
-	if len(x.h.logs) != len(want) {
-		t.Fatalf("logs %q", x.h.logs)
+	if len(x.h.Logs) != len(want) {
+		t.Fatalf("logs %q", x.h.Logs)
 	}
 	for i := range want {
-		if x.h.logs[i] != want[i] {
-			t.Errorf("log %d = %+v, want %+v", i, x.h.logs[i], want[i])
+		if x.h.Logs[i] != want[i] {
+			t.Errorf("log %d = %+v, want %+v", i, x.h.Logs[i], want[i])
 		}
 	}
 	x.mustOK(x.execute(batchOf(nil, nil, nil)), 0, "execute")
-	if x.h.metricN != 2 || x.h.metrics["tuples"] != 3 || x.h.metrics["bytes"] != 6 {
-		t.Errorf("metric calls %d: %v", x.h.metricN, x.h.metrics)
+	if x.h.MetricCalls != 2 || x.h.Metrics["tuples"] != 3 || x.h.Metrics["bytes"] != 6 {
+		t.Errorf("metric calls %d: %v", x.h.MetricCalls, x.h.Metrics)
 	}
 	x.mustOK(x.execute(batchOf(nil)), 0, "execute")
-	if x.h.metricN != 4 || x.h.metrics["tuples"] != 4 {
-		t.Errorf("second call: metric calls %d: %v", x.h.metricN, x.h.metrics)
+	if x.h.MetricCalls != 4 || x.h.Metrics["tuples"] != 4 {
+		t.Errorf("second call: metric calls %d: %v", x.h.MetricCalls, x.h.Metrics)
 	}
 	// Gauges keep the last value; every observation reaches the host.
-	if x.h.gauges["depth"] != 2 || !slices.Equal(x.h.observed["size"], []int64{2, 2, 2, 2}) {
-		t.Errorf("gauges %v, observed %v", x.h.gauges, x.h.observed)
+	if x.h.Gauges["depth"] != 2 || !slices.Equal(x.h.Observed["size"], []int64{2, 2, 2, 2}) {
+		t.Errorf("gauges %v, observed %v", x.h.Gauges, x.h.Observed)
 	}
 }
 
@@ -517,7 +518,7 @@ func TestExecuteAllocations(t *testing.T) {
 		return nil
 	}})
 	x.prepare(wordContext("word"))
-	x.h.noRecord = true
+	x.h.NoRecord = true
 	var recs [][]tuple.Value
 	for range 100 {
 		recs = append(recs, []tuple.Value{tuple.Str("the quick brown fox jumps over the lazy dog")})
@@ -525,9 +526,9 @@ func TestExecuteAllocations(t *testing.T) {
 	n := x.put(batchOf(recs...))
 	x.mustOK(x.r.execute(n), 0, "execute")
 	allocs := testing.AllocsPerRun(20, func() {
-		x.h.emits = x.h.emits[:0]
+		x.h.Emits = x.h.Emits[:0]
 		if x.r.execute(n) != 0 {
-			t.Fatal(x.h.errors)
+			t.Fatal(x.h.Errors)
 		}
 	})
 	if allocs != 0 {
@@ -588,14 +589,14 @@ func BenchmarkExecute(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			x := newHarness(b, nil, &funcBolt{exec: bc.exec})
 			x.prepare(wordContext(bc.out...))
-			x.h.noRecord = true
+			x.h.NoRecord = true
 			n := x.put(bc.batch)
 			b.ReportAllocs()
 			for b.Loop() {
-				x.h.emits = x.h.emits[:0]
-				x.h.writeOps = x.h.writeOps[:0]
+				x.h.Emits = x.h.Emits[:0]
+				x.h.WriteOps = x.h.WriteOps[:0]
 				if x.r.execute(n) != 0 {
-					b.Fatal(x.h.errors)
+					b.Fatal(x.h.Errors)
 				}
 			}
 		})

@@ -65,8 +65,8 @@ func TestSpoutNextLoop(t *testing.T) {
 	x.open(wordContext("word", "count"))
 	// max 2: Next is called until two tuples are out, in one emit call.
 	x.mustOK(x.r.next(2), 0, "next")
-	if s.calls != 2 || len(x.h.emits) != 1 || len(x.h.ops()) != 2 {
-		t.Fatalf("calls %d, emit calls %d", s.calls, len(x.h.emits))
+	if s.calls != 2 || len(x.h.Emits) != 1 || len(x.h.ops()) != 2 {
+		t.Fatalf("calls %d, emit calls %d", s.calls, len(x.h.Emits))
 	}
 	// max 10: one more tuple, then Idle ends the call.
 	x.mustOK(x.r.next(10), int32(Idle), "next")
@@ -84,7 +84,7 @@ func TestSpoutNextLoop(t *testing.T) {
 		t.Error("Next called after Done")
 	}
 	// Ack and Fail get the ids; Fail may emit (replay).
-	x.h.reset()
+	x.h.Reset()
 	x.mustOK(x.r.ackFailIDs(x.put(msgIDs(1, 2)), false), 0, "ack")
 	x.mustOK(x.r.ackFailIDs(x.put(msgIDs(3)), true), 0, "fail")
 	if !slices.Equal(s.acked, []uint64{1, 2}) || !slices.Equal(s.replays, []uint64{3}) {
@@ -118,8 +118,8 @@ func TestSpoutMoreWithoutEmitReturns(t *testing.T) {
 	x := newHarness(t, sp, nil)
 	x.open(wordContext("word"))
 	x.mustOK(x.r.next(100), 0, "next")
-	if calls != 1 || len(x.h.emits) != 0 {
-		t.Errorf("%d Next calls, %d emit calls", calls, len(x.h.emits))
+	if calls != 1 || len(x.h.Emits) != 0 {
+		t.Errorf("%d Next calls, %d emit calls", calls, len(x.h.Emits))
 	}
 	sp.next = func(c *SpoutCollector) (Status, error) { return More, errors.New("source broke") }
 	x.mustFail(x.r.next(1), "Next: source broke")
@@ -136,11 +136,11 @@ func TestSpoutBatchEmits(t *testing.T) {
 	sp := &batchSpout{}
 	x := newHarness(t, sp, nil)
 	x.open(wordContext("word"))
-	if x.h.writes != 1 || len(x.h.state["opened"]) != 1 {
-		t.Fatalf("Open's state write: %d writes", x.h.writes)
+	if x.h.Writes != 1 || len(x.h.State["opened"]) != 1 {
+		t.Fatalf("Open's state write: %d writes", x.h.Writes)
 	}
 	x.mustOK(x.r.next(50), 0, "next")
-	if ops := x.h.ops(); len(ops) != 50 || len(x.h.emits) != 1 {
+	if ops := x.h.ops(); len(ops) != 50 || len(x.h.Emits) != 1 {
 		t.Errorf("%d ops", len(ops))
 	}
 	sp.emitOnActivate = true

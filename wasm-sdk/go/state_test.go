@@ -32,7 +32,7 @@ func TestStateWriteBack(t *testing.T) {
 			t.Errorf("GetInt(%s) = %d %v after AddInt = %d", w, v, ok, n)
 		}
 	})
-	x.h.state["a"] = binary.LittleEndian.AppendUint64(nil, 10)
+	x.h.State["a"] = binary.LittleEndian.AppendUint64(nil, 10)
 	words := func(ws ...string) []byte {
 		var recs [][]tuple.Value
 		for _, w := range ws {
@@ -42,12 +42,12 @@ func TestStateWriteBack(t *testing.T) {
 	}
 	x.mustOK(x.execute(words("a", "b", "a", "c", "b", "a")), 0, "execute")
 	// Three distinct keys: three state_get misses, one state_write.
-	if x.h.gets != 3 || x.h.writes != 1 {
-		t.Errorf("%d gets, %d writes; want 3, 1", x.h.gets, x.h.writes)
+	if x.h.Gets != 3 || x.h.Writes != 1 {
+		t.Errorf("%d gets, %d writes; want 3, 1", x.h.Gets, x.h.Writes)
 	}
 	want := map[string]int64{"a": 13, "b": 2, "c": 1}
 	for k, v := range want {
-		if got := int64(binary.LittleEndian.Uint64(x.h.state[k])); got != v {
+		if got := int64(binary.LittleEndian.Uint64(x.h.State[k])); got != v {
 			t.Errorf("host state %s = %d, want %d", k, got, v)
 		}
 	}
@@ -60,20 +60,20 @@ func TestStateWriteBack(t *testing.T) {
 		w = binary.LittleEndian.AppendUint32(w, 8)
 		w = binary.LittleEndian.AppendUint64(w, uint64(want[k]))
 	}
-	if !bytes.Equal(x.h.writeOps[0], w) {
-		t.Errorf("state_write\n%x\nwant\n%x", x.h.writeOps[0], w)
+	if !bytes.Equal(x.h.WriteOps[0], w) {
+		t.Errorf("state_write\n%x\nwant\n%x", x.h.WriteOps[0], w)
 	}
 	// Cached now: no more gets; one write per call; deletes are ops 2.
-	x.h.reset()
+	x.h.Reset()
 	x.mustOK(x.execute(words("a", "del")), 0, "execute")
-	if x.h.gets != 1 || x.h.writes != 1 { // "del" is new
-		t.Errorf("%d gets, %d writes; want 1, 1", x.h.gets, x.h.writes)
+	if x.h.Gets != 1 || x.h.Writes != 1 { // "del" is new
+		t.Errorf("%d gets, %d writes; want 1, 1", x.h.Gets, x.h.Writes)
 	}
-	if _, ok := x.h.state["a"]; ok || !bytes.Contains(x.h.writeOps[0], []byte{2, 1, 0, 0, 0, 'a', 0, 0, 0, 0}) {
-		t.Errorf("delete not written: %x", x.h.writeOps[0])
+	if _, ok := x.h.State["a"]; ok || !bytes.Contains(x.h.WriteOps[0], []byte{2, 1, 0, 0, 0, 'a', 0, 0, 0, 0}) {
+		t.Errorf("delete not written: %x", x.h.WriteOps[0])
 	}
 	// A call that changes nothing writes nothing.
-	x.h.reset()
+	x.h.Reset()
 	x.r.bolt.(*funcBolt).exec = func(tp Tuple, c *BoltCollector) error {
 		if v, ok := x.r.state.Get("a"); ok || v != nil {
 			t.Error("deleted key still readable")
@@ -84,18 +84,18 @@ func TestStateWriteBack(t *testing.T) {
 		return nil
 	}
 	x.mustOK(x.execute(words("x")), 0, "execute")
-	if x.h.writes != 0 || x.h.gets != 1 {
-		t.Errorf("%d writes, %d gets for a read-only call", x.h.writes, x.h.gets)
+	if x.h.Writes != 0 || x.h.Gets != 1 {
+		t.Errorf("%d writes, %d gets for a read-only call", x.h.Writes, x.h.Gets)
 	}
 }
 
 func TestStatePrepareEmptiesCache(t *testing.T) {
 	x := stateBolt(t, func(st *State, tp Tuple) { st.AddInt("k", 1) })
 	x.mustOK(x.execute(batchOf(nil)), 0, "execute")
-	x.h.state["k"] = binary.LittleEndian.AppendUint64(nil, 100) // e.g. a restart with moved state
+	x.h.State["k"] = binary.LittleEndian.AppendUint64(nil, 100) // e.g. a restart with moved state
 	x.prepare(wordContext("word"))
 	x.mustOK(x.execute(batchOf(nil)), 0, "execute")
-	if v := binary.LittleEndian.Uint64(x.h.state["k"]); v != 101 {
+	if v := binary.LittleEndian.Uint64(x.h.State["k"]); v != 101 {
 		t.Errorf("k = %d, want 101", v)
 	}
 }
@@ -110,14 +110,14 @@ func TestStateEviction(t *testing.T) {
 	x.r.state.maxEntries = 4
 	x.r.state.maxBytes = 200
 	x.mustOK(x.execute(batchOf(nil)), 0, "execute")
-	if x.h.writes < 3 || len(x.h.state) != 11 || len(x.h.state["big"]) != 300 {
-		t.Errorf("%d writes, %d keys", x.h.writes, len(x.h.state))
+	if x.h.Writes < 3 || len(x.h.State) != 11 || len(x.h.State["big"]) != 300 {
+		t.Errorf("%d writes, %d keys", x.h.Writes, len(x.h.State))
 	}
 	if x.r.state.entries() > 4 {
 		t.Errorf("cache holds %d entries", x.r.state.entries())
 	}
 	for i := range 10 {
-		if v := binary.LittleEndian.Uint64(x.h.state[fmt.Sprintf("k%d", i)]); v != uint64(i) {
+		if v := binary.LittleEndian.Uint64(x.h.State[fmt.Sprintf("k%d", i)]); v != uint64(i) {
 			t.Errorf("k%d = %d", i, v)
 		}
 	}
@@ -143,20 +143,20 @@ func TestStateLargeValuesAndScan(t *testing.T) {
 			return k != "p/2"
 		})
 	})
-	x.h.state["big"] = big
-	x.h.state["p/0"] = []byte("gone")
-	x.h.state["p/3"] = []byte("three")
+	x.h.State["big"] = big
+	x.h.State["p/0"] = []byte("gone")
+	x.h.State["p/3"] = []byte("three")
 	x.mustOK(x.execute(batchOf(nil)), 0, "execute")
 	if got := strings.Join(scanned, ","); got != "p/1=5000,q,p/2=3,q" {
 		t.Errorf("scan = %q", got)
 	}
-	if v, ok := x.h.state["q"]; !ok || len(v) != 0 {
+	if v, ok := x.h.State["q"]; !ok || len(v) != 0 {
 		t.Errorf("empty value not stored: %v %v", v, ok)
 	}
 	// "big" needs two state_get calls (the first finds the buffer too
 	// small); the scan's flush is the call's only state_write.
-	if x.h.gets != 2 || x.h.writes != 1 {
-		t.Errorf("%d gets, %d writes", x.h.gets, x.h.writes)
+	if x.h.Gets != 2 || x.h.Writes != 1 {
+		t.Errorf("%d gets, %d writes", x.h.Gets, x.h.Writes)
 	}
 }
 

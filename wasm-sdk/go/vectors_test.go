@@ -303,7 +303,7 @@ func TestVectorsOps(t *testing.T) {
 			x.prepare(ctx)
 			x.mustOK(x.execute(batchOf(nil)), 0, name)
 		}
-		if got := x.h.allEmitted(); !bytes.Equal(got, enc) {
+		if got := x.h.AllEmitted(); !bytes.Equal(got, enc) {
 			t.Errorf("%s: emitted\n%x\nwant\n%x", name, got, enc)
 		}
 	}

@@ -23,7 +23,7 @@ import (
 
 // poisonModules are the poison bolts (host/testdata/poison): each
 // upper-cases lines and fails on a line containing "poison".
-var poisonModules = []string{"raw"}
+var poisonModules = []string{"raw", "go", "rust", "c", "assemblyscript"}
 
 // TestPoisonTuple runs lines with two poison ones through each poison
 // bolt between the file spout and the file sink in each delivery mode,

@@ -11,6 +11,7 @@ package gotest
 import (
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"os"
 	"regexp"
@@ -59,6 +60,7 @@ var abiExports = map[string][2][]api.ValueType{
 	"ardea_finish":      {nil, {i32}},
 	"ardea_close":       {nil, {i32}},
 	"ardea_cursor":      {nil, {i32}},
+	"ardea_manifest":    {nil, {i32}},
 }
 
 // miniHost is just enough of a host to run a module.
@@ -362,5 +364,35 @@ func TestCursorAndPanicInWasm(t *testing.T) {
 	if code := g.call("ardea_execute", g.input(batch("error"))); code >= 0 || cursor() != 0 || len(host.errors) != 1 ||
 		!strings.Contains(host.errors[0], "probe error: bad word") {
 		t.Fatalf("execute of an erring record = %d, cursor %d, errors %q", code, cursor(), host.errors)
+	}
+}
+
+// TestManifestExport reads the manifest of the Go examples through
+// ardea_manifest (u32 length, then JSON), as ardea build does: what they
+// declared at registration, with the SDK's language and version.
+func TestManifestExport(t *testing.T) {
+	ctx := context.Background()
+	rt := wazero.NewRuntime(ctx)
+	defer rt.Close(ctx)
+	wasi_snapshot_preview1.MustInstantiate(ctx, rt)
+	host := &miniHost{state: map[string][]byte{}}
+	host.module(ctx, t, rt)
+	for path, want := range map[string]string{
+		"../../examples/wordcount/go/split.wasm": `{"manifest":1,"sdk":{"language":"go","version":"0.1.0"},"kind":"bolt","outputs":[{"stream":"default","fields":["word"]}]}`,
+		"../../examples/wordcount/go/count.wasm": `{"manifest":1,"sdk":{"language":"go","version":"0.1.0"},"kind":"bolt","outputs":[{"stream":"default","fields":["word","count"]}],"inputs":["word"]}`,
+		"../../examples/keyed/go/seqstate.wasm":  `{"manifest":1,"sdk":{"language":"go","version":"0.1.0"},"kind":"bolt","outputs":[{"stream":"default","fields":["key","seq","count"]}],"inputs":["key"]}`,
+		"../go/testdata/probe_spout.wasm":        `{"manifest":1,"sdk":{"language":"go","version":"0.1.0"},"kind":"spout"}`,
+	} {
+		g := load(t, ctx, rt, path)
+		p := uint32(g.call("ardea_manifest"))
+		n, ok := g.m.Memory().ReadUint32Le(p)
+		b, ok2 := g.m.Memory().Read(p+4, n)
+		if !ok || !ok2 {
+			t.Fatalf("%s: ardea_manifest = %d: out of memory", path, p)
+		}
+		if string(b) != want || !json.Valid(b) {
+			t.Errorf("%s: manifest\n%s\nwant\n%s", path, b, want)
+		}
+		g.m.Close(ctx)
 	}
 }

@@ -41,6 +41,8 @@ func (b *parse) Execute(t ardea.Tuple, c *ardea.BoltCollector) error {
 	return nil
 }
 
-func init() { ardea.RegisterBolt(&parse{}) }
+// parse reads its input's only field (the line) by index, so it declares
+// no Reads.
+func init() { ardea.RegisterBolt(&parse{}, ardea.Emits("default", "key", "seq")) }
 
 func main() {}

@@ -44,6 +44,8 @@ func (b *seqstate) Execute(t ardea.Tuple, c *ardea.BoltCollector) error {
 	return nil
 }
 
-func init() { ardea.RegisterBolt(&seqstate{}) }
+func init() {
+	ardea.RegisterBolt(&seqstate{}, ardea.Reads("key"), ardea.Emits("default", "key", "seq", "count"))
+}
 
 func main() {}

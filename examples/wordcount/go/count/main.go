@@ -38,6 +38,8 @@ func (b *count) Execute(t ardea.Tuple, c *ardea.BoltCollector) error {
 }
 
 // A module built with -buildmode=c-shared runs init functions, not main.
-func init() { ardea.RegisterBolt(&count{}) }
+func init() {
+	ardea.RegisterBolt(&count{}, ardea.Reads("word"), ardea.Emits("default", "word", "count"))
+}
 
 func main() {}

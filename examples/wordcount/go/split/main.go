@@ -94,6 +94,8 @@ func (s *split) Execute(t ardea.Tuple, c *ardea.BoltCollector) error {
 }
 
 // A module built with -buildmode=c-shared runs init functions, not main.
-func init() { ardea.RegisterBolt(&split{}) }
+// split reads its input's only field (the line) by index, whatever its
+// name, so it declares no Reads.
+func init() { ardea.RegisterBolt(&split{}, ardea.Emits("default", "word")) }
 
 func main() {}

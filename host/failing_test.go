@@ -216,3 +216,72 @@ func TestStateUndoScopes(t *testing.T) {
 		t.Fatalf("d = %q, log %d entries: want the write kept and the log empty", v, len(s.undo))
 	}
 }
+
+// TestTrapReportPointsAtUserCode: a trap's report names the user's
+// function (demangled for Rust), with file:line where the module has
+// DWARF (C), and folds the SDK's and the runtime's frames into one line
+// per run.
+func TestTrapReportPointsAtUserCode(t *testing.T) {
+	t.Parallel()
+	rt := newRuntime(t, Config{})
+	lines := tuple.StreamDecl{Name: "default", Fields: []string{"line"}}
+	for _, c := range []struct {
+		lang      string
+		want, not []string
+	}{
+		{"raw", []string{"wasm stack trace:\n\t... 3 SDK/runtime frames\n\tmain.execute.func1(i32) i32\n\tgithub.com_ardea_dev_ardea_host_testdata_guestabi.Records(i32) i32\n\tmain.execute(i32) i32\n\t... 1 SDK/runtime frame"},
+			[]string{"runtime.gopanic", "\t.main"}},
+		{"rust", []string{"poison tuple: poison x at host/testdata/poison/rust/src/lib.rs:15:13", "SDK/runtime frames\n\t<poison::Upper as ardea::runtime::Bolt>::execute(i32,i32,i32,i32)\n\t... "},
+			[]string{"_ZN", "std::panicking", "dlmalloc"}},
+		{"c", []string{"poison.c:24: poison tuple: poison x", "SDK/runtime frames\n\texecute(i32) i32\n\t\t0x", ": host/testdata/poison/c/poison.c:", "\t... 1 SDK/runtime frame"},
+			[]string{"ardea_fatal", "ardea_export_execute"}},
+		{"assemblyscript", []string{"poison tuple: poison x at assembly/index.ts:13:7", "wasm stack trace:\n\t... 4 SDK/runtime frames"},
+			[]string{"~lib/"}},
+	} {
+		var got error
+		ic := instanceConfig("poison")
+		ic.OnTupleFailure = func(f TupleFailure) error { got = f.Err; return nil }
+		b, err := compile(t, rt, "poison/"+c.lang).NewBolt(context.Background(), ic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rec recorder
+		tc := taskContext("poison", nil, lines)
+		tc.Context.Inputs = []tuple.InputDecl{{Component: "lines", Stream: "default", Fields: []string{"line"}}}
+		if err := b.Prepare(context.Background(), tc, &rec); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Execute(context.Background(), batchOf(1, "a", "poison x"), &rec); err != nil {
+			t.Fatal(err)
+		}
+		_ = b.Close(context.Background())
+		if got == nil {
+			t.Fatalf("%s: no failing tuple", c.lang)
+		}
+		report, _, _ := strings.Cut(got.Error(), "\nguest stderr:")
+		for _, w := range c.want {
+			if !strings.Contains(report, w) {
+				t.Errorf("%s: report\n%s\ndoes not contain %q", c.lang, report, w)
+			}
+		}
+		for _, n := range c.not {
+			if strings.Contains(report, n) {
+				t.Errorf("%s: report\n%s\ncontains %q", c.lang, report, n)
+			}
+		}
+	}
+}
+
+func TestDemangleRust(t *testing.T) {
+	for in, want := range map[string]string{
+		"_ZN3std9panicking20rust_panic_with_hook17h6ac9107c42850161E":                              "std::panicking::rust_panic_with_hook",
+		"_ZN54_$LT$poison..Upper$u20$as$u20$ardea..runtime..Bolt$GT$7execute17h1bbb30d585c0fcc4E":  "<poison::Upper as ardea::runtime::Bolt>::execute",
+		"_ZN3std9panicking19begin_panic_handler28_$u7b$$u7b$closure$u7d$$u7d$17h8ef066ac4d1e7406E": "std::panicking::begin_panic_handler::{{closure}}",
+		"main.execute": "main.execute",
+		"_ZN3bad":      "_ZN3bad",
+	} {
+		if got := demangleRust(in); got != want {
+			t.Errorf("demangleRust(%s) = %s, want %s", in, got, want)
+		}
+	}
+}

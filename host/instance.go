@@ -481,6 +481,7 @@ func (in *instance) fail(id callID, err error, timedOut bool) error {
 			msg = fmt.Sprintf("%s: call %s trapped: %s: %s: %v", in.label, name, in.errText, in.outOfMemory(), err)
 		}
 	}
+	msg = foldTrace(msg)
 	if tail != "" {
 		msg += "\nguest stderr:" + tail
 	}

@@ -402,6 +402,24 @@ func TestAbortThroughHost(t *testing.T) {
 	}
 }
 
+// TestTrapNamesUserFunction: a trap that is not an abort (a division by
+// zero) shows the user's function by name in the host's stack trace (the
+// name section that --debug keeps; -O3 still inlines small functions into
+// their callers), and fails only its tuple.
+func TestTrapNamesUserFunction(t *testing.T) {
+	b, out, _ := newBolt(t, "testdata/abort.wasm", "aborter", nil, []string{"word"},
+		tuple.StreamDecl{Name: "default", Fields: []string{"word"}})
+	if err := b.Execute(context.Background(), words(1, "x", "divzero"), out); err != nil {
+		t.Fatal(err)
+	}
+	if len(out.failures) != 1 || out.failures[0].TupleID != 2 {
+		t.Fatalf("failures %v, want tuple 2", out.failures)
+	}
+	if msg := out.failures[0].Err.Error(); !strings.Contains(msg, "assembly/index/average") {
+		t.Errorf("trap %q does not name the user's function average", msg)
+	}
+}
+
 // TestProbeThroughHost runs the probe bolt's main paths on the real host.
 func TestProbeThroughHost(t *testing.T) {
 	b, out, metrics := newBolt(t, "testdata/probe_bolt.wasm", "probe", map[string]string{"prefix": "p-"}, []string{"word"},

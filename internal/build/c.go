@@ -1,8 +1,11 @@
 package build
 
-// C components: every .c file of the folder, compiled with the C guest SDK
-// (wasm-sdk/c, embedded) as a WASI reactor by Debian's clang with
-// wasi-libc, lld and compiler-rt's wasm32 builtins:
+// C components: every .c file of the folder except unit tests (*_test.c,
+// built natively with the SDK's harness by `make test`), compiled with the
+// C guest SDK as a WASI reactor by Debian's clang with wasi-libc, lld and
+// compiler-rt's wasm32 builtins. The SDK is the project's own copy in
+// ardea-sdk/ (what `ardea new` writes) when it has one, else the copy
+// embedded in the binary (wasm-sdk/c):
 //
 //	clang --target=wasm32-wasi -mexec-model=reactor -O2 -I SDK/include -I DIR \
 //	    -ffile-prefix-map=DIR=. -ffile-prefix-map=SDK=ardea-sdk \
@@ -135,22 +138,45 @@ func (tc cToolchain) find(ctx context.Context) (string, error) {
 
 // cSources lists the .c files of dir by name, sorted (the link order,
 // hence the module's bytes, must not depend on the directory's order).
+// Unit tests (*_test.c) are not part of the component; subfolders, such
+// as the project's ardea-sdk/, are not read.
 func cSources(dir string) ([]string, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("component source %s: %w", dir, err)
 	}
-	var srcs []string
+	var srcs, tests []string
 	for _, e := range entries {
-		if !e.IsDir() && filepath.Ext(e.Name()) == ".c" {
-			srcs = append(srcs, e.Name())
+		if e.IsDir() || filepath.Ext(e.Name()) != ".c" {
+			continue
 		}
+		if strings.HasSuffix(e.Name(), "_test.c") {
+			tests = append(tests, e.Name())
+			continue
+		}
+		srcs = append(srcs, e.Name())
 	}
 	sort.Strings(srcs)
 	if len(srcs) == 0 {
+		if len(tests) > 0 {
+			return nil, fmt.Errorf("component source %s: no .c files besides unit tests (%s)", dir, strings.Join(tests, ", "))
+		}
 		return nil, fmt.Errorf("component source %s: no .c files", dir)
 	}
 	return srcs, nil
+}
+
+// projectCSDK is the project's own SDK folder (relative to dir, as
+// `ardea new` writes it) when it holds the header and the runtime.
+const projectCSDK = "ardea-sdk"
+
+func hasProjectCSDK(dir string) bool {
+	for _, p := range []string{csdk.Header, csdk.Source} {
+		if fi, err := os.Stat(filepath.Join(dir, projectCSDK, filepath.FromSlash(p))); err != nil || fi.IsDir() {
+			return false
+		}
+	}
+	return true
 }
 
 // writeCSDK writes the embedded SDK to a new temporary directory.
@@ -176,14 +202,16 @@ func writeCSDK() (string, error) {
 }
 
 // cArgs are clang's arguments for the sources of dir (absolute; clang runs
-// there, so srcs are relative to it) with the SDK in sdk.
+// there, so srcs are relative to it) with the SDK in sdk (absolute, or
+// relative to dir for the project's own copy).
 func cArgs(dir, sdk, absOut string, srcs []string) []string {
 	args := []string{"--target=wasm32-wasi", "-mexec-model=reactor"}
 	args = append(args, cFlags...)
-	args = append(args,
-		"-I", filepath.Join(sdk, "include"), "-I", dir,
-		"-ffile-prefix-map="+dir+"=.", "-ffile-prefix-map="+sdk+"=ardea-sdk",
-		"-o", absOut)
+	args = append(args, "-I", filepath.Join(sdk, "include"), "-I", dir, "-ffile-prefix-map="+dir+"=.")
+	if filepath.IsAbs(sdk) {
+		args = append(args, "-ffile-prefix-map="+sdk+"=ardea-sdk")
+	}
+	args = append(args, "-o", absOut)
 	args = append(args, srcs...)
 	return append(args, filepath.Join(sdk, filepath.FromSlash(csdk.Source)))
 }
@@ -201,18 +229,23 @@ func buildC(ctx context.Context, dir, absOut string) error {
 	if err != nil {
 		return fmt.Errorf("build %s: %w", dir, err)
 	}
-	sdk, err := writeCSDK()
-	if err != nil {
-		return err
+	sdk := projectCSDK
+	if !hasProjectCSDK(absDir) {
+		if sdk, err = writeCSDK(); err != nil {
+			return err
+		}
+		defer os.RemoveAll(sdk)
 	}
-	defer os.RemoveAll(sdk)
 	cmd := exec.CommandContext(ctx, clang, cArgs(absDir, sdk, absOut, srcs)...)
 	cmd.Dir = absDir
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	cmd.Stdout = &stderr
 	if err := cmd.Run(); err != nil {
-		msg := strings.TrimSpace(strings.ReplaceAll(stderr.String(), sdk, "ardea-sdk"))
+		msg := strings.TrimSpace(stderr.String())
+		if filepath.IsAbs(sdk) {
+			msg = strings.ReplaceAll(msg, sdk, "ardea-sdk")
+		}
 		if strings.Contains(msg, "undefined symbol: ardea_registered_component") {
 			msg += "\n(no component is registered: add ARDEA_REGISTER_BOLT(name) or ARDEA_REGISTER_SPOUT(name) to one file)"
 		}

@@ -12,6 +12,8 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+
+	csdk "github.com/ardea-dev/ardea/wasm-sdk/c"
 )
 
 // needC skips (or fails, with ARDEA_REQUIRE_TOOLCHAINS=1) when the C
@@ -171,6 +173,56 @@ func TestBuildCReproducible(t *testing.T) {
 			t.Errorf("ardea build of examples/wordcount/c/%s differs from the committed %s.wasm "+
 				"(rebuild with wasm-sdk/c/build.sh; its flags must match internal/build/c.go)", name, name)
 		}
+	}
+}
+
+// TestBuildCProject: in a project as `ardea new` makes it, the unit test
+// (*_test.c, native, with the harness) is not compiled into the module,
+// and the project's own SDK copy in ardea-sdk/ is used.
+func TestBuildCProject(t *testing.T) {
+	needC(t)
+	dir := t.TempDir()
+	files := map[string]string{
+		// Built with the project's SDK only: its ardea.h defines PROJECT_SDK.
+		"upper.c": "#include \"ardea.h\"\n#ifndef PROJECT_SDK\n#error not the project's SDK\n#endif\n" +
+			"static const ardea_bolt upper = {0};\nARDEA_REGISTER_BOLT(upper, ARDEA_EMITS(\"default\", \"line\"));\n",
+		"upper_test.c": "#error a unit test is not part of the module\n",
+	}
+	writeFiles(t, dir, files)
+	for _, p := range []string{csdk.Header, csdk.Source, csdk.HarnessHeader, csdk.HarnessSource} {
+		b, err := csdk.FS.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p == csdk.Header {
+			b = append([]byte("#define PROJECT_SDK 1\n"), b...)
+		}
+		dst := filepath.Join(dir, "ardea-sdk", filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dst, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := filepath.Join(t.TempDir(), "upper.wasm")
+	if _, err := Build(context.Background(), dir, out); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(b, []byte(dir)) {
+		t.Errorf("the module contains the path %s", dir)
+	}
+
+	// Only unit tests: said so.
+	only := t.TempDir()
+	writeFiles(t, only, map[string]string{"upper_test.c": "int main(void) { return 0; }\n"})
+	_, err = Build(context.Background(), only, filepath.Join(t.TempDir(), "x.wasm"))
+	if err == nil || !strings.Contains(err.Error(), "no .c files besides unit tests (upper_test.c)") {
+		t.Errorf("a folder of unit tests only: %v", err)
 	}
 }
 

@@ -23,6 +23,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -33,7 +34,9 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/ardea-dev/ardea/host"
+	"github.com/ardea-dev/ardea/internal/build"
 	"github.com/ardea-dev/ardea/internal/component"
+	"github.com/ardea-dev/ardea/internal/scaffold"
 	"github.com/ardea-dev/ardea/internal/tuple"
 	csdk "github.com/ardea-dev/ardea/wasm-sdk/c"
 )
@@ -517,6 +520,9 @@ func TestWordCount(t *testing.T) {
 	// examples/wordcount TestCountStateIsSharedAcrossLanguages.
 }
 
+// userFrame matches the bolt's execute function in a wasm stack trace.
+var userFrame = regexp.MustCompile(`(?m)(^|[\s.])execute\(`)
+
 // TestGuestFailures: the SDK's fatal errors, a returned error and abort()
 // fail the tuple under the real host (the modules export ardea_cursor),
 // with the guest's text in the failure; the rest of the batch runs.
@@ -552,7 +558,7 @@ func TestGuestFailures(t *testing.T) {
 				!strings.Contains(failures[0].Err.Error(), tc.want) {
 				t.Fatalf("failures %+v, want tuple 2 with %q", failures, tc.want)
 			}
-			if msg := failures[0].Err.Error(); tc.word != "error" && !strings.Contains(msg, ".execute(") {
+			if msg := failures[0].Err.Error(); tc.word != "error" && !userFrame.MatchString(msg) {
 				t.Errorf("the trap's stack does not name the component's execute (the name section): %s", msg)
 			}
 			if !slices.Equal(out.fails, []uint64{2}) {
@@ -770,6 +776,58 @@ func TestGuestManifest(t *testing.T) {
 			}
 			if g.emits != 0 || len(g.errors) != 0 {
 				t.Errorf("the manifest called the host: %d emits, errors %q", g.emits, g.errors)
+			}
+		})
+	}
+}
+
+// TestNewProject renders the C templates of `ardea new` (bolt and spout)
+// outside the repository, runs the project's `make test` (the unit test,
+// natively, with the harness), builds it with `ardea build` and reads the
+// module's manifest. internal/scaffold's end-to-end test also runs them.
+func TestNewProject(t *testing.T) {
+	makeBin := needTool(t, "make", "apt-get install make", "make")
+	needTool(t, "a native C compiler", "apt-get install gcc", "cc")
+	needTool(t, "clang", "apt-get install clang lld wasi-libc libclang-rt-14-dev-wasm32", "clang")
+	sdk := `"sdk":{"language":"c","version":"` + csdk.Version + `"}`
+	for _, tc := range []struct {
+		kind     scaffold.Kind
+		manifest string
+	}{
+		{scaffold.Bolt, `{"manifest":1,` + sdk + `,"kind":"bolt","outputs":[{"stream":"default","fields":["line"]}],"inputs":["line"]}`},
+		{scaffold.Spout, `{"manifest":1,` + sdk + `,"kind":"spout","outputs":[{"stream":"default","fields":["line"]}],"config":["count"]}`},
+	} {
+		t.Run(string(tc.kind), func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "my-"+string(tc.kind))
+			p, err := scaffold.New(scaffold.Options{Kind: tc.kind, Name: "my-" + string(tc.kind), Lang: build.C, Dir: dir})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range []string{"Makefile", "README.md", "topology.yaml", ".gitignore", "my-" + string(tc.kind) + ".c",
+				"my-" + string(tc.kind) + "_test.c", "ardea-sdk/include/ardea.h", "ardea-sdk/src/ardea_test.c"} {
+				if !slices.Contains(p.Files, f) {
+					t.Errorf("the project has no %s (files %q)", f, p.Files)
+				}
+			}
+			cmd := exec.Command(makeBin, "test")
+			cmd.Dir = dir
+			out, err := cmd.CombinedOutput()
+			if err != nil || !bytes.Contains(out, []byte(", 0 failed")) {
+				t.Fatalf("make test: %v\n%s", err, out)
+			}
+			mod := filepath.Join(dir, "my-"+string(tc.kind)+".wasm")
+			if _, err := build.Build(context.Background(), dir, mod); err != nil {
+				t.Fatal(err)
+			}
+			g := newGuest(t, mod)
+			ptr, err := g.call("ardea_manifest")
+			if err != nil {
+				t.Fatal(err)
+			}
+			n, _ := g.mod.Memory().ReadUint32Le(uint32(ptr))
+			m, _ := g.mod.Memory().Read(uint32(ptr)+4, n)
+			if string(m) != tc.manifest {
+				t.Errorf("manifest\n%s\nwant\n%s", m, tc.manifest)
 			}
 		})
 	}

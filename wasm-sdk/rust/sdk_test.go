@@ -203,6 +203,14 @@ func TestEmbeddedSources(t *testing.T) {
 	if !slices.Equal(names, disk) {
 		t.Fatalf("embedded %q, want %q", names, disk)
 	}
+	// The version manifests carry is the crate's.
+	toml, _ := os.ReadFile("Cargo.toml")
+	man, _ := os.ReadFile("src/manifest.rs")
+	v := regexp.MustCompile(`(?m)^version = "([^"]+)"`).FindSubmatch(toml)
+	mv := regexp.MustCompile(`SDK_VERSION: &str = "([^"]+)"`).FindSubmatch(man)
+	if v == nil || mv == nil || string(v[1]) != string(mv[1]) {
+		t.Errorf("Cargo.toml's version %q and src/manifest.rs's SDK_VERSION %q differ", v, mv)
+	}
 	for _, p := range disk {
 		b, err := rustsdk.FS.ReadFile(p)
 		if err != nil {
@@ -474,6 +482,47 @@ func TestCursorInWazero(t *testing.T) {
 		}
 		if len(g.errors) != 1 || !regexp.MustCompile(tc.want).MatchString(g.errors[0]) {
 			t.Errorf("%q: errors %q, want one matching %s", tc.words, g.errors, tc.want)
+		}
+	}
+}
+
+// manifest calls ardea_manifest and returns the JSON it points to.
+func (g *guest) manifest(t *testing.T) string {
+	t.Helper()
+	res, err := g.mod.ExportedFunction("ardea_manifest").Call(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, ok := g.mod.Memory().ReadUint32Le(uint32(res[0]))
+	if !ok {
+		t.Fatalf("manifest address %d out of bounds", res[0])
+	}
+	b, ok := g.mod.Memory().Read(uint32(res[0])+4, n)
+	if !ok {
+		t.Fatalf("manifest of %d bytes at %d out of bounds", n, res[0])
+	}
+	return string(b)
+}
+
+// TestManifestInWazero: each module's ardea_manifest export gives the
+// JSON of ABI.md with what its registration declares, before any other
+// call and calling no host import, twice the same.
+func TestManifestInWazero(t *testing.T) {
+	const sdk = `{"manifest":1,"sdk":{"language":"rust","version":"0.1.0"},`
+	for path, want := range map[string]string{
+		"../../examples/wordcount/rust/split.wasm": sdk + `"kind":"bolt","outputs":[{"stream":"default","fields":["word"]}]}`,
+		"../../examples/wordcount/rust/count.wasm": sdk + `"kind":"bolt","outputs":[{"stream":"default","fields":["word","count"]}],"inputs":["word"]}`,
+		"testdata/probe_bolt.wasm":                 sdk + `"kind":"bolt"}`,
+		"testdata/probe_spout.wasm":                sdk + `"kind":"spout"}`,
+	} {
+		g := newGuest(t, path)
+		for range 2 {
+			if got := g.manifest(t); got != want {
+				t.Errorf("%s: manifest %s, want %s", path, got, want)
+			}
+		}
+		if len(g.errors) != 0 {
+			t.Errorf("%s: errors %q", path, g.errors)
 		}
 	}
 }

@@ -142,6 +142,9 @@ impl Context {
 
     /// A configuration value.
     pub fn config(&self, key: &str) -> Option<&str> {
+        // Natively, ardea::testing checks keys against the declarations.
+        #[cfg(not(target_arch = "wasm32"))]
+        crate::testing::note_config(key);
         self.blob.config.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
     }
 

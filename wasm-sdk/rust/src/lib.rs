@@ -32,6 +32,7 @@
 pub mod codec;
 mod context;
 mod host;
+mod manifest;
 mod runtime;
 mod state;
 pub mod testing;
@@ -41,6 +42,7 @@ mod values;
 pub use codec::{ContextBlob, Input, Kind, Record, Stream, Value, KEY_SEP};
 pub use context::{BoltCollector, Context, Logger, SpoutCollector, LEVEL_DEBUG, LEVEL_ERROR, LEVEL_INFO, LEVEL_WARN};
 pub use host::Host;
+pub use manifest::{Declarations, MANIFEST_VERSION, SDK_VERSION};
 pub use runtime::{current_call, Bolt, Component, Error, Result, Runtime, Spout, Status};
 #[doc(hidden)]
 pub use runtime::__private;
@@ -59,46 +61,86 @@ pub const ABI_VERSION: i32 = 1;
 /// ```
 ///
 /// The expression is evaluated once, when the host first calls the module.
+/// Declarations may follow, each optional, in any order (see
+/// [`Declarations`]): the streams and fields the bolt emits, the input
+/// fields it reads by name and the config keys it reads. They make the
+/// module's manifest (`ardea_manifest`), which `ardea run` checks the
+/// topology against, and [`testing::Tester`] checks the bolt against:
+///
+/// ```ignore
+/// ardea::register_bolt!(Split, emits: [("default", ["word"])], reads: ["line"], config: ["min_length"]);
+/// ```
 #[macro_export]
 macro_rules! register_bolt {
-    ($make:expr) => {
-        $crate::__ardea_exports!($crate::Component::Bolt(::std::boxed::Box::new($make)));
+    ($make:expr $(, $key:ident : [$($val:tt)*])* $(,)?) => {
+        $crate::__ardea_exports!(
+            "bolt",
+            $crate::Component::Bolt(::std::boxed::Box::new($make)),
+            $crate::__ardea_declarations!($($key: [$($val)*]),*)
+        );
     };
 }
 
 /// Registers a spout as the module's component and emits the ABI exports
-/// (see [`register_bolt!`]).
+/// (see [`register_bolt!`]; a spout declares `emits` and `config`):
+///
+/// ```ignore
+/// ardea::register_spout!(Lines::default(), emits: [("default", ["line"])], config: ["count"]);
+/// ```
 #[macro_export]
 macro_rules! register_spout {
-    ($make:expr) => {
-        $crate::__ardea_exports!($crate::Component::Spout(::std::boxed::Box::new($make)));
+    ($make:expr $(, $key:ident : [$($val:tt)*])* $(,)?) => {
+        $crate::__ardea_exports!(
+            "spout",
+            $crate::Component::Spout(::std::boxed::Box::new($make)),
+            $crate::__ardea_declarations!($($key: [$($val)*]),*)
+        );
+    };
+}
+
+/// A [`testing::Tester`] for the component the crate registers, with its
+/// declarations (use it in the crate's tests; the registration must be at
+/// the crate root):
+///
+/// ```ignore
+/// let mut t = ardea::tester!();
+/// t.start().unwrap();
+/// ```
+#[macro_export]
+macro_rules! tester {
+    () => {
+        $crate::testing::Tester::with_declarations(crate::__ardea_component(), crate::__ardea_declarations())
     };
 }
 
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __ardea_exports {
-    ($make:expr) => {
-        // Natively (cargo test) there are no exports, but the component
-        // is still used, so it draws no dead-code warnings.
-        #[cfg(not(target_arch = "wasm32"))]
-        const _: () = {
-            #[allow(dead_code)]
-            fn __ardea_component() -> $crate::Component {
-                $make
-            }
-        };
+    ($kind:literal, $make:expr, $decl:expr) => {
+        /// The registered component (the registration macro's expression).
+        #[doc(hidden)]
+        #[allow(dead_code)]
+        fn __ardea_component() -> $crate::Component {
+            $make
+        }
+        /// What the registration declares.
+        #[doc(hidden)]
+        #[allow(dead_code)]
+        fn __ardea_declarations() -> $crate::Declarations {
+            $decl
+        }
         #[cfg(target_arch = "wasm32")]
         const _: () = {
-            fn __ardea_component() -> $crate::Component {
-                $make
-            }
             fn __ardea_rt() -> &'static mut $crate::Runtime {
                 $crate::__private::runtime(__ardea_component)
             }
             #[no_mangle]
             pub extern "C" fn ardea_abi_version() -> i32 {
                 $crate::ABI_VERSION
+            }
+            #[no_mangle]
+            pub extern "C" fn ardea_manifest() -> *const u8 {
+                $crate::__private::manifest($kind, __ardea_declarations)
             }
             #[no_mangle]
             pub extern "C" fn ardea_buffer(size: i32) -> *mut u8 {
@@ -155,7 +197,6 @@ macro_rules! __ardea_exports {
         };
     };
 }
-
 
 #[cfg(test)]
 mod tests;

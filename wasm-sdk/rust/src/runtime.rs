@@ -535,7 +535,7 @@ impl Runtime {
 #[doc(hidden)]
 pub mod __private {
     #[cfg(target_arch = "wasm32")]
-    pub use self::wasm::runtime;
+    pub use self::wasm::{manifest, runtime};
 
     #[cfg(target_arch = "wasm32")]
     mod wasm {
@@ -544,6 +544,20 @@ pub mod __private {
         use std::rc::Rc;
 
         static mut RT: Option<Runtime> = None;
+        static mut MANIFEST: Vec<u8> = Vec::new();
+
+        /// The `ardea_manifest` export: `u32 len` and the manifest's JSON,
+        /// valid until the next call. It calls no host import and does not
+        /// create the component.
+        pub fn manifest(kind: &str, decl: fn() -> crate::Declarations) -> *const u8 {
+            let json = decl().manifest_json(kind);
+            // SAFETY: single-threaded; exports do not nest.
+            let m = unsafe { &mut *std::ptr::addr_of_mut!(MANIFEST) };
+            m.clear();
+            m.extend_from_slice(&(json.len() as u32).to_le_bytes());
+            m.extend_from_slice(json.as_bytes());
+            m.as_ptr()
+        }
 
         /// The module's runtime, created on first use with the
         /// component `make` returns. Wasm runs one thread, and every

@@ -22,5 +22,6 @@ mod values; // values.txt, batch.txt
 
 // Behaviour beyond the vectors.
 mod emit;
+mod harness;
 mod runtime;
 mod state;

@@ -27,6 +27,9 @@ impl FieldIndex for &str {
     #[inline]
     #[track_caller]
     fn field_index(&self, t: &Tuple<'_>) -> usize {
+        // Natively, ardea::testing checks reads against the declarations.
+        #[cfg(not(target_arch = "wasm32"))]
+        crate::testing::note_read(self);
         match t.index(self) {
             Some(i) if i < t.offs.len() => i,
             _ => t.no_field_name(self),

@@ -26,7 +26,7 @@ impl Bolt for Count {
         // The key is a view of the input word; the cache copies it only
         // when the word is new to it, and the word is emitted from the
         // same view, so counting allocates nothing.
-        let word = t.bytes(0);
+        let word = t.bytes("word");
         let n = c.state().add_int(word, 1);
         c.emit_anchored(t, (Text(word), n));
         c.ack(t);
@@ -34,32 +34,24 @@ impl Bolt for Count {
     }
 }
 
-ardea::register_bolt!(Count);
+// The declarations make the module's manifest: `ardea run` checks the
+// topology's streams against them before it starts.
+ardea::register_bolt!(Count, emits: [("default", ["word", "count"])], reads: ["word"]);
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-    use ardea::testing::Tester;
-    use ardea::{ContextBlob, Input, Stream, Value};
-
     #[test]
     fn counts_in_host_state() {
-        let mut t = Tester::bolt(Count);
-        t.prepare(&ContextBlob {
-            component: "count".into(),
-            outputs: vec![Stream::new("default", &["word", "count"])],
-            inputs: vec![Input::new("split", "default", &["word"])],
-            ..ContextBlob::default()
-        })
-        .unwrap();
-        t.host().rec.borrow_mut().state.insert(b"b".to_vec(), 41i64.to_le_bytes().to_vec());
-        t.execute_values(1, &[Value::str("a")]).unwrap();
-        t.execute_values(2, &[Value::str("b")]).unwrap();
-        t.execute_values(3, &[Value::str("a")]).unwrap();
+        let mut t = ardea::tester!();
+        t.set_state_int("b", 41);
+        t.start().unwrap();
+        for (id, w) in [(1, "a"), (2, "b"), (3, "a")] {
+            t.execute_strs(id, &[w]).unwrap();
+        }
         assert_eq!(
             t.take_ops_text(),
             ["emit s0 [1] (\"a\", 1)", "ack 1", "emit s0 [2] (\"b\", 42)", "ack 2", "emit s0 [3] (\"a\", 2)", "ack 3"]
         );
-        assert_eq!(t.host().rec.borrow().state.get(&b"a"[..]), Some(&2i64.to_le_bytes().to_vec()));
+        assert_eq!(t.state_int("a"), Some(2));
     }
 }

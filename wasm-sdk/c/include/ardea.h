@@ -2,14 +2,16 @@
  * ardea.h - the Ardea guest SDK for C (ABI v1, see wasm-sdk/ABI.md).
  *
  * Write a spout or a bolt as a struct of callbacks, register it with
- * ARDEA_REGISTER_BOLT or ARDEA_REGISTER_SPOUT, and build the module as a
- * WASI reactor together with src/ardea.c:
+ * ARDEA_REGISTER_BOLT or ARDEA_REGISTER_SPOUT (with its declarations:
+ * ARDEA_EMITS, ARDEA_READS, ARDEA_CONFIG), and build the module as a WASI
+ * reactor together with src/ardea.c:
  *
  *     clang --target=wasm32-wasi -mexec-model=reactor -O2 -I wasm-sdk/c/include \
  *         -Wl,--strip-debug -o bolt.wasm bolt.c wasm-sdk/c/src/ardea.c
  *
  * or simply `ardea build DIR` for a folder of .c files (the SDK is
- * embedded in the ardea binary). Documentation: docs/sdk/c.md.
+ * embedded in the ardea binary). Test it natively with the harness,
+ * ardea_test.h. Documentation: docs/sdk/c.md.
  *
  * The SDK has no dependencies besides wasi-libc. It implements the ABI's
  * encodings itself, batches every emit of a host call into one buffer

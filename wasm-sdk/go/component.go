@@ -63,8 +63,13 @@ func (BaseSpout) Close() error                         { return nil }
 
 // Bolt processes tuples. Embed BaseBolt and override what you need.
 //
-// Returning an error (or panicking) fails the task instance; to fail just
-// one tuple (and have its spout replay it) call c.Fail(t) and return nil.
+// An error returned by Execute, or a panic in it, fails that tuple: the
+// SDK reports it (a panic with the file, line and function of the
+// component's code) and the host, knowing the tuple from ardea_cursor,
+// fails it by the topology's delivery mode and goes on with a fresh
+// instance (host-side state kept; the instance's memory is not). Elsewhere
+// an error or panic fails the instance. c.Fail(t) fails a tuple without
+// either.
 type Bolt interface {
 	// Prepare is called once before anything else.
 	Prepare(ctx *Context) error

@@ -1056,7 +1056,7 @@ int ardea_test_start(ardea_test *h) {
     if (!h->comp || (!h->comp->bolt && !h->comp->spout))
         return fail_call(h, "ardea_test_start: no component registered");
     /* outputs and inputs from the declarations unless the test set them */
-    if (!h->outs_set)
+    if (!h->outs_set && h->nouts == 0)
         for (const ardea_decl *d = decls(h); d && d->kind != ARDEA_DECL_END; d++)
             if (d->kind == ARDEA_DECL_EMITS && d->names && d->names[0]) {
                 size_t nf = 0;

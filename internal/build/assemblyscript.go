@@ -17,11 +17,15 @@ import (
 )
 
 // buildAssemblyScript compiles assembly/index.ts of an AssemblyScript
-// component with asc:
+// component with asc and the SDK's flags (assdk.Flags, the package's
+// asc-flags.json, which its test harness compiles with too):
 //
-//	asc assembly/index.ts -O3 --runtime incremental --exportStart _initialize \
+//	asc assembly/index.ts -O3 --debug --runtime incremental --exportStart _initialize \
 //	  --use abort=~lib/ardea-sdk/assembly/abort/ardeaAbort (and trace, seed) \
 //	  --path <the SDK embedded in ardea> -o OUT
+//
+// --debug keeps the name section (traps name the user's functions) and
+// changes no other byte of the -O3 module.
 //
 // asc comes from node_modules/.bin of dir or a parent folder, else from
 // PATH. "ardea-sdk" resolves to the project's own node_modules/ardea-sdk

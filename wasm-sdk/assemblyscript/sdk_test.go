@@ -510,3 +510,55 @@ func TestWordCountThroughHost(t *testing.T) {
 		}
 	}
 }
+
+// TestTemplateLockfiles: the lockfiles of `ardea new`'s AssemblyScript
+// projects pin the compiler this package is tested with, with the same
+// integrity hashes as this package's lockfile, so `npm install --offline`
+// in a new project needs only the tarballs `npm ci` here put in npm's
+// cache.
+func TestTemplateLockfiles(t *testing.T) {
+	type lock struct {
+		Packages map[string]struct {
+			Version   string
+			Integrity string
+		}
+	}
+	read := func(p string) lock {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var l lock
+		if err := json.Unmarshal(b, &l); err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		return l
+	}
+	sdk := read("package-lock.json")
+	for _, kind := range []string{"bolt", "spout"} {
+		dir := filepath.Join("..", "..", "internal", "scaffold", "templates", "assemblyscript", kind)
+		l := read(filepath.Join(dir, "package-lock.json.tmpl"))
+		n := 0
+		for name, p := range sdk.Packages {
+			if !strings.HasPrefix(name, "node_modules/") {
+				continue
+			}
+			n++
+			if q := l.Packages[name]; q.Version != p.Version || q.Integrity != p.Integrity {
+				t.Errorf("%s lockfile: %s %s %s, want %s %s", kind, name, q.Version, q.Integrity, p.Version, p.Integrity)
+			}
+		}
+		if n == 0 || l.Packages["node_modules/assemblyscript"].Version != assdk.ASCVersion {
+			t.Errorf("%s lockfile: assemblyscript %q, want %s", kind, l.Packages["node_modules/assemblyscript"].Version, assdk.ASCVersion)
+		}
+		pkg, err := os.ReadFile(filepath.Join(dir, "package.json.tmpl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{`"assemblyscript": "` + assdk.ASCVersion + `"`, `"ardea-sdk": "file:./{{.SDKDir}}"`} {
+			if !strings.Contains(string(pkg), want) {
+				t.Errorf("%s package.json.tmpl lacks %s", kind, want)
+			}
+		}
+	}
+}

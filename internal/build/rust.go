@@ -151,7 +151,9 @@ func (e rustEnv) buildCargo(ctx context.Context, cargo string, man *manifest, di
 		// Panics abort: the SDK's panic hook has reported the message.
 		"--config", `profile.release.panic="abort"`,
 		"--config", `profile.release.debug=0`,
-		"--config", `profile.release.strip=true`,
+		// Keep the wasm name section (function names in trap stack
+		// traces); drop only debug info.
+		"--config", `profile.release.strip="debuginfo"`,
 		// Reproducible: no absolute source paths in the module.
 		"--config", "build.rustflags=[" + strings.Join(flags, ", ") + "]"}
 	cmd := exec.CommandContext(ctx, cargo, append(args, patch...)...)
@@ -254,7 +256,7 @@ func (e rustEnv) buildRustc(ctx context.Context, rustc, target string, man *mani
 	}
 	wasm := filepath.Join(tmp, man.crate+".wasm")
 	args = append(rustFlags(man.edition, target), "--crate-type", "cdylib", "--crate-name", man.crate,
-		"-C", "lto", "-C", "strip=symbols",
+		"-C", "lto", "-C", "strip=debuginfo",
 		"--remap-path-prefix", sdkDir+"=ardea", "--remap-path-prefix", dir+"="+man.crate,
 		"--extern", "ardea="+rlib, "-L", "dependency="+tmp, "-o", wasm, src)
 	if _, err := runTool(exec.CommandContext(ctx, rustc, args...), "rustc build of Rust component "+dir); err != nil {

@@ -210,6 +210,11 @@ func TestBuildRustCrate(t *testing.T) {
 				if bytes.Contains(b, []byte(dir)) || bytes.Contains(b, []byte(os.TempDir()+"/ardea-")) {
 					t.Errorf("the module holds a build path")
 				}
+				// The name section is kept (traps name the functions): the
+				// SDK's mangled function names are in the module.
+				if !bytes.Contains(b, []byte("_ZN5ardea")) {
+					t.Errorf("the module has no function names (name section stripped)")
+				}
 				if got := runUpper(t, out); !slices.Equal(got, want) {
 					t.Errorf("ops %q, want %q", got, want)
 				}

@@ -474,6 +474,11 @@ func TestCursorInWazero(t *testing.T) {
 		if tc.trap && err == nil {
 			t.Fatalf("%q: execute did not trap (rc %d)", tc.words, rc)
 		}
+		// The module keeps its name section: the trap's stack trace names
+		// the user's execute.
+		if tc.trap && !strings.Contains(err.Error(), "probe_bolt..Probe$u20$as$u20$ardea..runtime..Bolt$GT$7execute") {
+			t.Errorf("%q: the trap's stack trace does not name the probe's execute:\n%v", tc.words, err)
+		}
 		if !tc.trap && (err != nil || rc >= 0) {
 			t.Fatalf("%q: execute: rc %d, err %v; want rc < 0", tc.words, rc, err)
 		}

@@ -14,7 +14,7 @@
 // or with plain rustc (see ../BUILD.md for the exact flags):
 //
 //   /usr/bin/rustc --edition 2021 --crate-type cdylib --crate-name count --target wasm32-wasi \
-//     -C opt-level=3 -C panic=abort -C codegen-units=1 -C lto -C strip=symbols -C debuginfo=0 \
+//     -C opt-level=3 -C panic=abort -C codegen-units=1 -C lto -C strip=debuginfo -C debuginfo=0 \
 //     --extern ardea=libardea.rlib -o examples/wordcount/rust/count.wasm examples/wordcount/rust/count/src/lib.rs
 
 use ardea::{Bolt, BoltCollector, Result, Text, Tuple};

@@ -4,7 +4,7 @@
 // building the SDK into libardea.rlib):
 //
 //   /usr/bin/rustc --edition 2021 --crate-type bin --crate-name command --target wasm32-wasi \
-//     -C opt-level=3 -C panic=abort -C codegen-units=1 -C lto -C strip=symbols -C debuginfo=0 \
+//     -C opt-level=3 -C panic=abort -C codegen-units=1 -C lto -C strip=debuginfo -C debuginfo=0 \
 //     --extern ardea=libardea.rlib -o wasm-sdk/rust/testdata/command.wasm wasm-sdk/rust/testdata/command/src/main.rs
 
 struct Ack;

@@ -2,7 +2,7 @@
 // (wasm-sdk/rust/build.sh, after building the SDK into libardea.rlib):
 //
 //   /usr/bin/rustc --edition 2021 --crate-type cdylib --crate-name probe_bolt --target wasm32-wasi \
-//     -C opt-level=3 -C panic=abort -C codegen-units=1 -C lto -C strip=symbols -C debuginfo=0 \
+//     -C opt-level=3 -C panic=abort -C codegen-units=1 -C lto -C strip=debuginfo -C debuginfo=0 \
 //     --extern ardea=libardea.rlib -o wasm-sdk/rust/testdata/probe_bolt.wasm wasm-sdk/rust/testdata/probe_bolt/src/lib.rs
 
 use ardea::{Bolt, BoltCollector, Context, Result, Tuple};

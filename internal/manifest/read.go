@@ -1,0 +1,150 @@
+package manifest
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+)
+
+// ExportName is the optional export that returns the manifest.
+const ExportName = "ardea_manifest"
+
+// Options bound the throwaway instance Read and Call run.
+type Options struct {
+	// MemoryPages caps the instance's linear memory (64 KiB pages; default
+	// 1024, 64 MiB, the host's default).
+	MemoryPages uint32
+	// Timeout bounds instantiation and the call (default 10s).
+	Timeout time.Duration
+	// Cache, if set, keeps the compiled module (wazero's compilation cache).
+	Cache wazero.CompilationCache
+}
+
+// Read returns a module's manifest: its "ardea.manifest" custom section if
+// it has one, else what its ardea_manifest export returns (Call), else nil
+// (the module has no manifest: it runs unchecked).
+func Read(ctx context.Context, module []byte, o Options) (*Manifest, error) {
+	data, ok, err := Section(module)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		m, err := Decode(data)
+		if err != nil {
+			return nil, fmt.Errorf("custom section %s: %w", SectionName, err)
+		}
+		return m, nil
+	}
+	ex, err := Exports(module)
+	if err != nil {
+		return nil, err
+	}
+	if kind, ok := ex[ExportName]; !ok || kind != 0 {
+		return nil, nil
+	}
+	data, err = Call(ctx, module, o)
+	if err != nil {
+		return nil, err
+	}
+	m, err := Decode(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", ExportName, err)
+	}
+	return m, nil
+}
+
+// Call instantiates module in a throwaway wazero runtime and returns the
+// bytes its ardea_manifest export points at. WASI has no files, arguments
+// or environment; every other import (the ardea host functions) is a stub
+// that fails the call, since a manifest needs no host. Memory is capped and
+// the whole call has a deadline.
+func Call(ctx context.Context, module []byte, o Options) ([]byte, error) {
+	if o.MemoryPages == 0 {
+		o.MemoryPages = 1024
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 10 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	rc := wazero.NewRuntimeConfig().WithMemoryLimitPages(o.MemoryPages).WithCloseOnContextDone(true)
+	if o.Cache != nil {
+		rc = rc.WithCompilationCache(o.Cache)
+	}
+	r := wazero.NewRuntimeWithConfig(ctx, rc)
+	defer r.Close(context.WithoutCancel(ctx))
+	cm, err := r.CompileModule(ctx, module)
+	if err != nil {
+		return nil, fmt.Errorf("read the manifest: compile: %w", err)
+	}
+	if _, err := wasi_snapshot_preview1.Instantiate(ctx, r); err != nil {
+		return nil, fmt.Errorf("read the manifest: %w", err)
+	}
+	stubs := map[string]wazero.HostModuleBuilder{}
+	for _, f := range cm.ImportedFunctions() {
+		mod, name, _ := f.Import()
+		if mod == wasi_snapshot_preview1.ModuleName {
+			continue
+		}
+		b, ok := stubs[mod]
+		if !ok {
+			b = r.NewHostModuleBuilder(mod)
+			stubs[mod] = b
+		}
+		what := mod + "." + name
+		b.NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(func(context.Context, api.Module, []uint64) {
+			panic(fmt.Errorf("%s called while reading the manifest (%s must call no host function)", what, ExportName))
+		}), f.ParamTypes(), f.ResultTypes()).Export(name)
+	}
+	for mod, b := range stubs {
+		if _, err := b.Instantiate(ctx); err != nil {
+			return nil, fmt.Errorf("read the manifest: stub %s: %w", mod, err)
+		}
+	}
+	inst, err := r.InstantiateModule(ctx, cm, wazero.NewModuleConfig().WithName("").WithStartFunctions("_initialize"))
+	if err != nil {
+		return nil, fmt.Errorf("read the manifest: instantiate: %w", deadline(ctx, err))
+	}
+	fn := inst.ExportedFunction(ExportName)
+	if fn == nil {
+		return nil, fmt.Errorf("read the manifest: no export %s", ExportName)
+	}
+	if d := fn.Definition(); len(d.ParamTypes()) != 0 || len(d.ResultTypes()) != 1 || d.ResultTypes()[0] != api.ValueTypeI32 {
+		return nil, fmt.Errorf("read the manifest: export %s has the wrong signature (want () -> i32)", ExportName)
+	}
+	res, err := fn.Call(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read the manifest: %s: %w", ExportName, deadline(ctx, err))
+	}
+	mem := inst.Memory()
+	if mem == nil {
+		return nil, errors.New("read the manifest: the module exports no memory")
+	}
+	ptr := uint32(res[0])
+	hdr, ok := mem.Read(ptr, 4)
+	if !ok {
+		return nil, fmt.Errorf("read the manifest: %s returned %d, outside memory (%d bytes)", ExportName, ptr, mem.Size())
+	}
+	n := binary.LittleEndian.Uint32(hdr)
+	if n > MaxSize {
+		return nil, fmt.Errorf("read the manifest: %s says %d bytes, more than the %d a manifest may hold", ExportName, n, MaxSize)
+	}
+	data, ok := mem.Read(ptr+4, n)
+	if !ok {
+		return nil, fmt.Errorf("read the manifest: %s's %d bytes at %d run past the memory's end (%d bytes)", ExportName, n, ptr+4, mem.Size())
+	}
+	return append([]byte(nil), data...), nil
+}
+
+func deadline(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("%w (deadline exceeded)", err)
+	}
+	return err
+}

@@ -144,3 +144,33 @@ func TestExecuteAllocations(t *testing.T) {
 // WithCloseOnContextDone: a channel, a goroutine and a closure
 // (CloseModuleOnCanceledOrTimeout).
 const wazeroCallAllocs = 3
+
+// BenchmarkFailingTupleCost: what a bolt with ardea_cursor pays when no
+// tuple fails (host/failing.go): its emits are kept until the call
+// succeeded and then routed, and its state writes are logged to be
+// undoable. The same echo bolt without (echo.wasm) and with the export
+// (echocursor.wasm): "execute" as BenchmarkExecuteBatch, "state" as
+// BenchmarkStateCount.
+func BenchmarkFailingTupleCost(b *testing.B) {
+	const n = 1024
+	batch := wordBatch(n)
+	for _, c := range []struct {
+		name string
+		cfg  map[string]string
+	}{{"execute", nil}, {"state", map[string]string{"echo.count": "1"}}} {
+		for _, fx := range []string{"echo", "echocursor"} {
+			b.Run(c.name+"/"+fx, func(b *testing.B) {
+				bolt := preparedBolt(b, newRuntime(b, Config{}), fx, c.cfg)
+				out := &discard{}
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					if err := bolt.Execute(context.Background(), batch, out); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "tuples/s")
+			})
+		}
+	}
+}

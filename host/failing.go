@@ -24,6 +24,15 @@ import (
 // for its tuple id) and runs the rest of the batch. A module without the
 // cursor fails the instance as before.
 
+// failingTuples is a measuring switch, not a setting: linked with
+// -ldflags=-X=github.com/ardea-dev/ardea/host.failingTuples=off, a module
+// with a cursor runs as one without (no buffered emits, no undo log), so
+// that a benchmark can compare the two on the same modules
+// (docs/performance.md).
+var failingTuples = "on"
+
+var isolating = failingTuples != "off"
+
 // DefaultMaxConsecutiveFailures is topology.bolt.max_consecutive_failures'
 // default.
 const DefaultMaxConsecutiveFailures = 100

@@ -830,7 +830,7 @@ func (b *bolt) Execute(ctx context.Context, batch []byte, out component.Collecto
 	if err := in.ready(callExecute); err != nil {
 		return err
 	}
-	if in.cursorPtr != 0 {
+	if in.cursorPtr != 0 && isolating {
 		return b.executeIsolated(ctx, batch, out)
 	}
 	if err := in.input(batch); err != nil {

@@ -212,29 +212,56 @@ func (e *PanicError) Unwrap() error {
 var sdkPkg = reflect.TypeOf(runtime{}).PkgPath()
 
 // userFrame is the innermost frame of the panicking stack that belongs
-// neither to the Go runtime nor to this SDK (its packages, tests aside);
-// if there is none, the innermost frame outside the runtime.
+// to the component's code: neither to the Go runtime, nor to this SDK
+// (its packages, tests aside), nor to the standard library (a package
+// path without a dot in its first element, but main), so that a panic in
+// strings.Repeat names the component's call. Failing that, the innermost
+// frame outside the runtime and the SDK, or outside the runtime.
 func userFrame() goruntime.Frame {
 	var pcs [64]uintptr
 	n := goruntime.Callers(3, pcs[:]) // from the deferred guard's caller
 	frames := goruntime.CallersFrames(pcs[:n])
-	var first goruntime.Frame
+	var notSDK, notRuntime goruntime.Frame
 	for {
 		f, more := frames.Next()
 		if f.Function != "" && !strings.HasPrefix(f.Function, "runtime.") {
+			if notRuntime.Function == "" {
+				notRuntime = f
+			}
 			sdk := (strings.HasPrefix(f.Function, sdkPkg+".") || strings.HasPrefix(f.Function, sdkPkg+"/")) &&
 				!strings.HasSuffix(f.File, "_test.go")
 			if !sdk {
-				return f
-			}
-			if first.Function == "" {
-				first = f
+				if !stdlib(f.Function) {
+					return f
+				}
+				if notSDK.Function == "" {
+					notSDK = f
+				}
 			}
 		}
 		if !more {
-			return first
+			break
 		}
 	}
+	if notSDK.Function != "" {
+		return notSDK
+	}
+	return notRuntime
+}
+
+// stdlib reports whether a function (as runtime.Frame names it) is in a
+// standard library package.
+func stdlib(fn string) bool {
+	pkg := fn
+	if i := strings.LastIndexByte(pkg, '/'); i >= 0 {
+		if j := strings.IndexByte(pkg[i:], '.'); j >= 0 {
+			pkg = pkg[:i+j]
+		}
+	} else if j := strings.IndexByte(pkg, '.'); j >= 0 {
+		pkg = pkg[:j]
+	}
+	first, _, _ := strings.Cut(pkg, "/")
+	return pkg != "main" && !strings.Contains(first, ".")
 }
 
 // recordAt is record i of the current batch as a Tuple (for messages:

@@ -310,11 +310,28 @@ func TestPanicIsReported(t *testing.T) {
 		t.Errorf("error %q, cursor %d", x.h.Errors[0], x.r.cursor)
 	}
 
+	// A panic inside the standard library names the component's call.
+	x.r.bolt.(*funcBolt).exec = func(tp Tuple, c *BoltCollector) error {
+		_ = strings.Repeat("x", -1)
+		return nil
+	}
+	x.h.Errors = nil
+	x.mustFail(x.execute(batchOf([]tuple.Value{tuple.Str("a")})), "panic: strings: negative Repeat count at "+file+":")
+	if !strings.HasSuffix(x.h.Errors[0], "(github.com/ardea-dev/ardea/wasm-sdk/go.TestPanicIsReported.func3)") {
+		t.Errorf("error %q", x.h.Errors[0])
+	}
+	for fn, want := range map[string]bool{"strings.Repeat": true, "main.(*probe).execute": false, "encoding/json.Marshal": true,
+		"example.com/x/y.F": false, "github.com/a/b.(*T).M": false, "internal/abi.X": true, "my-upper/sub.F": true} {
+		if stdlib(fn) != want {
+			t.Errorf("stdlib(%q) = %v", fn, !want)
+		}
+	}
+
 	// Panics outside Execute are reported the same way, without a tuple.
 	y := newHarness(t, nil, &funcBolt{prepare: func(*Context) error { panic(errors.New("no config")) }})
 	wc := wordContext("w")
 	y.mustFail(y.r.prepare(y.put(wc.Encode(nil))), "Prepare: panic: no config at "+file+":")
-	if !strings.HasSuffix(y.h.Errors[0], "TestPanicIsReported.func3)") {
+	if !strings.HasSuffix(y.h.Errors[0], "TestPanicIsReported.func4)") {
 		t.Errorf("error %q", y.h.Errors[0])
 	}
 }

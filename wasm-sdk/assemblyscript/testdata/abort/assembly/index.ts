@@ -1,5 +1,5 @@
 // abort: a bolt that fails on purpose. By its input word (field 0):
-//   "abort": calls abort("as abort");
+//   "abort" or "panic": calls abort("as abort");
 //   "throw": throws new Error("as throw");
 //   "divzero": divides by zero in average (a trap without abort: the
 //              host's stack trace names average, from the name section;
@@ -29,7 +29,7 @@ function average(s: string, n: i32): i32 {
 
 class Abort extends Bolt {
   execute(t: Tuple, c: BoltCollector): void {
-    if (t.equals(0, "abort")) abort("as abort");
+    if (t.equals(0, "abort") || t.equals(0, "panic")) abort("as abort");
     if (t.equals(0, "throw")) throw new Error("as throw");
     if (t.equals(0, "divzero")) {
       c.emit().string(average(t.string(0), 0).toString());

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -23,6 +24,7 @@ import (
 	"github.com/ardea-dev/ardea/examples/wordcount"
 	"github.com/ardea-dev/ardea/host"
 	"github.com/ardea-dev/ardea/internal/component"
+	"github.com/ardea-dev/ardea/internal/manifest"
 	"github.com/ardea-dev/ardea/internal/tuple"
 	assdk "github.com/ardea-dev/ardea/wasm-sdk/assemblyscript"
 )
@@ -559,6 +561,37 @@ func TestTemplateLockfiles(t *testing.T) {
 			if !strings.Contains(string(pkg), want) {
 				t.Errorf("%s package.json.tmpl lacks %s", kind, want)
 			}
+		}
+	}
+}
+
+// TestManifests: the committed modules' ardea_manifest output decodes
+// with the platform's strict decoder (internal/manifest) and says what the
+// components declare.
+func TestManifests(t *testing.T) {
+	for _, tc := range []struct {
+		path    string
+		kind    string
+		outputs map[string][]string
+		inputs  []string
+	}{
+		{"testdata/probe_bolt.wasm", "bolt", nil, nil},
+		{"testdata/probe_spout.wasm", "spout", nil, nil},
+		{"../../examples/wordcount/assemblyscript/split.wasm", "bolt", map[string][]string{"default": {"word"}}, nil},
+		{"../../examples/wordcount/assemblyscript/count.wasm", "bolt", map[string][]string{"default": {"word", "count"}}, []string{"word"}},
+		{"../../examples/polyglot/upper.wasm", "bolt", map[string][]string{"default": {"word", "upper"}}, []string{"word"}},
+	} {
+		wasm, err := os.ReadFile(tc.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := manifest.Read(context.Background(), wasm, manifest.Options{})
+		if err != nil || m == nil {
+			t.Fatalf("%s: manifest %v, %v", tc.path, m, err)
+		}
+		if m.SDK.Language != "assemblyscript" || m.SDK.Version != "0.1.0" || m.Kind != tc.kind ||
+			!reflect.DeepEqual(m.OutputMap(), tc.outputs) || !slices.Equal(m.Inputs, tc.inputs) || m.Config != nil {
+			t.Errorf("%s: manifest %+v", tc.path, m)
 		}
 	}
 }

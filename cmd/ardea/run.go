@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -121,6 +122,14 @@ The language is detected from the folder:
 Every module is built as a WASI reactor. A missing toolchain is reported with
 the Debian or npm package to install. See docs/sdk/.
 
+A module without the SDK's exports (ardea_abi_version, ardea_buffer and a
+spout's or a bolt's lifecycle exports) is refused: it was not built with an
+Ardea SDK. The component's manifest (its SDK, kind, output streams and
+fields, the input fields it reads by name, its config keys), which the SDK
+returns from ardea_manifest, is stored in the module's ardea.manifest
+custom section: ardea inspect prints it, ardea run and submit check the
+topology against it.
+
 (-o here names the output file: build prints no data.)`,
 		Example: `  ardea build examples/wordcount/go/split
   ardea build examples/wordcount/rust/count -o /tmp/count.wasm`,
@@ -147,11 +156,15 @@ the Debian or npm package to install. See docs/sdk/.
 
 func absDir(dir string) (string, error) {
 	st, err := os.Stat(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("%s: no such folder: expected a component source folder (a Go module, a Cargo crate, "+
+			"an AssemblyScript package or C files; create one with ardea new)", dir)
+	}
 	if err != nil {
 		return "", err
 	}
 	if !st.IsDir() {
-		return "", fmt.Errorf("%s is not a directory", dir)
+		return "", fmt.Errorf("%s is not a folder: expected a component source folder (to inspect a module, use ardea inspect)", dir)
 	}
 	for len(dir) > 1 && dir[len(dir)-1] == '/' {
 		dir = dir[:len(dir)-1]

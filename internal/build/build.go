@@ -13,6 +13,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	mf "github.com/ardea-dev/ardea/internal/manifest"
 )
 
 // Language of a component source folder.
@@ -73,6 +75,10 @@ func Detect(dir string) (Language, error) {
 
 // Build compiles the component in dir to out and returns out.
 func Build(ctx context.Context, dir, out string) (string, error) {
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("build %s: no such folder: expected a component source folder (a Go module, "+
+			"a Cargo crate, an AssemblyScript package or C files; create one with ardea new)", dir)
+	}
 	lang, err := Detect(dir)
 	if err != nil {
 		return "", err
@@ -99,7 +105,72 @@ func Build(ctx context.Context, dir, out string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if err := finish(ctx, dir, absOut); err != nil {
+		return "", err
+	}
 	return out, nil
+}
+
+// finish checks that the module built from dir is an Ardea component (the
+// SDK's exports) and stores its manifest, if the SDK exports one, in the
+// module's ardea.manifest custom section (wasm-sdk/ABI.md).
+func finish(ctx context.Context, dir, path string) error {
+	mod, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("build %s: %w", dir, err)
+	}
+	if err := CheckExports(mod); err != nil {
+		return fmt.Errorf("build %s: %s: %w", dir, path, err)
+	}
+	m, err := mf.Read(ctx, mod, mf.Options{})
+	if err != nil {
+		return fmt.Errorf("build %s: %s: %w", dir, path, err)
+	}
+	if m == nil {
+		return nil // an SDK without ardea_manifest: the module runs unchecked
+	}
+	data, err := m.Encode()
+	if err != nil {
+		return err
+	}
+	if mod, err = mf.WithSection(mod, data); err != nil {
+		return fmt.Errorf("build %s: %s: %w", dir, path, err)
+	}
+	return os.WriteFile(path, mod, 0o644)
+}
+
+// CheckExports refuses a module that lacks the exports every Ardea SDK
+// gives a component (ardea_abi_version, ardea_buffer, memory, and a spout's
+// or a bolt's lifecycle exports), naming what is missing.
+func CheckExports(mod []byte) error {
+	ex, err := mf.Exports(mod)
+	if err != nil {
+		return err
+	}
+	var missing []string
+	need := func(names ...string) {
+		for _, n := range names {
+			if _, ok := ex[n]; !ok {
+				missing = append(missing, n)
+			}
+		}
+	}
+	need("ardea_abi_version", "ardea_buffer", "memory")
+	_, spout := ex["ardea_open"]
+	_, bolt := ex["ardea_prepare"]
+	switch {
+	case spout && !bolt:
+		need("ardea_next", "ardea_ack", "ardea_fail", "ardea_activate", "ardea_deactivate", "ardea_close")
+	case bolt && !spout:
+		need("ardea_execute", "ardea_tick", "ardea_finish", "ardea_close")
+	case !spout && !bolt:
+		missing = append(missing, "ardea_open (a spout) or ardea_prepare (a bolt)")
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return fmt.Errorf("not an Ardea component: missing %s; it was not built with an Ardea SDK "+
+		"(register the component with the SDK of its language, docs/sdk/)", strings.Join(missing, ", "))
 }
 
 func buildGo(ctx context.Context, dir, absOut string) error {

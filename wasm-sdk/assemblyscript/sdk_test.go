@@ -417,6 +417,7 @@ func TestTrapNamesUserFunction(t *testing.T) {
 	if len(out.failures) != 1 || out.failures[0].TupleID != 2 {
 		t.Fatalf("failures %v, want tuple 2", out.failures)
 	}
+	t.Logf("%v", out.failures[0].Err)
 	if msg := out.failures[0].Err.Error(); !strings.Contains(msg, "assembly/index/average") {
 		t.Errorf("trap %q does not name the user's function average", msg)
 	}

@@ -174,3 +174,27 @@ func BenchmarkFailingTupleCost(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkFailingTuple: a 2-tuple batch whose second tuple fails (a Go
+// panic in the raw poison bolt): the failed call, the undo, a fresh
+// instance of the 1.9 MB module with its prepare, and the re-run of the
+// first tuple.
+func BenchmarkFailingTuple(b *testing.B) {
+	ic := instanceConfig("poison")
+	ic.MaxConsecutiveFailures = 1 << 30
+	bolt, err := compile(b, newRuntime(b, Config{}), "poison/raw").NewBolt(context.Background(), ic)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer bolt.Close(context.Background())
+	if err := bolt.Prepare(context.Background(), taskContext("poison", nil, wordStream), &discard{}); err != nil {
+		b.Fatal(err)
+	}
+	batch, out := batchOf(1, "a", "poison"), &discard{}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := bolt.Execute(context.Background(), batch, out); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

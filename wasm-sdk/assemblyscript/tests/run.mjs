@@ -1,10 +1,13 @@
-// Tests of the AssemblyScript SDK under node: it compiles the vector test
-// guests (tests/bolt.ts, tests/spout.ts) with asc, runs them against a fake
-// host (the `ardea` imports in JavaScript), and checks every vector of
-// wasm-sdk/testdata byte for byte; then it drives the committed probe
-// guests (testdata/probe_*.wasm, testdata/abort.wasm) through the same
-// fake host to check the runtime's behaviour (write-back state cache,
-// metrics, errors, abort).
+// Tests of the AssemblyScript SDK under node, on its own test harness
+// (testing/index.mjs, ardea-sdk/testing): it compiles the vector test
+// guests (tests/bolt.ts, tests/spout.ts) as ardea build does, runs them
+// against the harness's fake host (the `ardea` imports in JavaScript), and
+// checks every vector of wasm-sdk/testdata byte for byte; it drives the
+// committed probe guests (testdata/probe_*.wasm, testdata/abort.wasm)
+// through the same fake host to check the runtime's behaviour (write-back
+// state cache, metrics, errors, abort, the cursor); it checks the
+// examples' manifests; and it tests the harness's testers with a declared
+// bolt and spout (tests/declared_*.ts).
 //
 //   node tests/run.mjs            (npm test; needs `npm ci` first)
 //

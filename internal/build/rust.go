@@ -120,8 +120,8 @@ func runTool(cmd *exec.Cmd, what string) ([]byte, error) {
 // crate's cdylib to absOut. A crate whose ardea dependency has no path
 // (`ardea = "0.1"`: the registry's, which may not be reachable or
 // published) gets the SDK embedded in this binary instead, through a
-// [patch] given on the command line; a crate with no other dependency is
-// then built --offline, so no registry is asked.
+// [patch] given on the command line. A crate with no dependency besides
+// ardea is built --offline, so no registry is asked.
 func (e rustEnv) buildCargo(ctx context.Context, cargo string, man *manifest, dir, absOut string) error {
 	tmp, err := os.MkdirTemp("", "ardea-cargo-")
 	if err != nil {
@@ -137,10 +137,10 @@ func (e rustEnv) buildCargo(ctx context.Context, cargo string, man *manifest, di
 			return fmt.Errorf("build %s: writing the Rust SDK: %w", dir, err)
 		}
 		patch = []string{"--config", "patch.crates-io.ardea.path=" + tomlQuote(sdkDir)}
-		if len(man.deps) == 0 {
-			patch = append(patch, "--offline")
-		}
 		remap = append(remap, "--remap-path-prefix="+sdkDir+"=ardea")
+	}
+	if len(man.deps) == 0 {
+		patch = append(patch, "--offline")
 	}
 	var flags []string
 	for _, r := range remap {

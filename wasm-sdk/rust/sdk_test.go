@@ -24,7 +24,9 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/ardea-dev/ardea/host"
+	"github.com/ardea-dev/ardea/internal/build"
 	"github.com/ardea-dev/ardea/internal/component"
+	"github.com/ardea-dev/ardea/internal/scaffold"
 	"github.com/ardea-dev/ardea/internal/tuple"
 	rustsdk "github.com/ardea-dev/ardea/wasm-sdk/rust"
 )
@@ -529,5 +531,41 @@ func TestManifestInWazero(t *testing.T) {
 		if len(g.errors) != 0 {
 			t.Errorf("%s: errors %q", path, g.errors)
 		}
+	}
+}
+
+// TestTemplates: `ardea new` renders the Rust bolt and spout projects
+// (internal/scaffold/templates/rust), and their unit tests pass natively
+// with every rustc found (rustc --test against the project's ardea-sdk/
+// copy, as on Debian's path) and with cargo test --offline. Building and
+// running them is internal/scaffold's end-to-end test.
+func TestTemplates(t *testing.T) {
+	rustcs := compilers(t)
+	for _, kind := range []scaffold.Kind{scaffold.Bolt, scaffold.Spout} {
+		t.Run(string(kind), func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "my-"+string(kind))
+			if _, err := scaffold.New(scaffold.Options{Kind: kind, Name: "my-" + string(kind), Lang: build.Rust, Dir: dir}); err != nil {
+				t.Fatal(err)
+			}
+			for _, rustc := range rustcs {
+				tmp := t.TempDir()
+				rlib := filepath.Join(tmp, "libardea.rlib")
+				run(t, dir, nil, rustc, "--edition", "2021", "--crate-type", "rlib", "--crate-name", "ardea", "ardea-sdk/src/lib.rs", "-o", rlib)
+				bin := filepath.Join(tmp, "tests")
+				run(t, dir, nil, rustc, "--edition", "2021", "-D", "warnings", "--test", "--crate-name", "my_"+string(kind),
+					"--extern", "ardea="+rlib, "-L", "dependency="+tmp, "src/lib.rs", "-o", bin)
+				if out := run(t, dir, nil, bin); !strings.Contains(out, "test result: ok. 2 passed") {
+					t.Errorf("%s: %s", rustc, out)
+				}
+			}
+			cargo, err := exec.LookPath("cargo")
+			if err != nil {
+				missing(t, "no cargo")
+			}
+			out := run(t, dir, []string{"CARGO_TARGET_DIR=" + t.TempDir()}, cargo, "test", "--offline")
+			if !strings.Contains(out, "test result: ok. 2 passed") {
+				t.Errorf("cargo test --offline:\n%s", out)
+			}
+		})
 	}
 }

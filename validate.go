@@ -30,6 +30,19 @@ type ValidateOptions struct {
 	// bounds the builtin's record size settings). Its error is reported as
 	// is.
 	BuiltinConfig func(kind, name, component string, cfg map[string]string) error
+	// BuiltinNames, when set, lists the builtins of a kind (for example
+	// connectors.Names), so that an unknown builtin is reported with the
+	// list and the closest name.
+	BuiltinNames func(kind string) []string
+	// Manifests holds the manifests of the components' modules by component
+	// name (manifest.Read; ApplyManifestOutputs fills the outputs a
+	// topology omits from them). A component with no entry is not checked.
+	// With one, Validate refuses a module of the other kind, outputs that
+	// differ from the declared ones, an input stream that lacks a field the
+	// bolt reads by name, and config keys the module does not declare
+	// (keys with a dot, the host's settings such as wasm.memory.pages, are
+	// not checked).
+	Manifests map[string]*Manifest
 }
 
 // ReservedNames may not be used as component names ("topology" is the prefix
@@ -190,6 +203,7 @@ func (v *validator) component(c *Component) {
 	if c.Kind == Bolt {
 		v.inputs(c)
 	}
+	v.manifest(c)
 	if c.ModuleKind() == ModuleBuiltin && v.opts.BuiltinConfig != nil && c.BuiltinName() != "" && v.builtinKnown(c) {
 		if err := v.opts.BuiltinConfig(string(c.Kind), c.BuiltinName(), c.Name, v.builtinSettings(c)); err != nil {
 			errs := []error{err}
@@ -241,7 +255,7 @@ func (v *validator) module(c *Component) {
 		}
 		if v.opts.Builtins != nil {
 			if _, ok := v.opts.Builtins(string(c.Kind), name); !ok {
-				v.add(c, "module", "unknown builtin %s %q", c.Kind, name)
+				v.add(c, "module", "unknown builtin %s %q%s", c.Kind, name, v.builtinList(c, name))
 			}
 		}
 		return
@@ -323,6 +337,7 @@ func (v *validator) inputs(c *Component) {
 			}
 			continue
 		}
+		v.reads(c, field, up, k.stream, fields)
 		if g != GroupingFields {
 			continue
 		}

@@ -46,6 +46,10 @@ func Outputs(kind, name string) (map[string][]string, bool) {
 	return plugin.Default().Outputs(kind, name)
 }
 
+// Names lists the builtin spouts or bolts (kind "spout" or "bolt"), sorted;
+// it has the signature of ardea.ValidateOptions.BuiltinNames.
+func Names(kind string) []string { return plugin.Default().Names(plugin.Kind(kind)) }
+
 // ValidateConfig checks a builtin component's config; it has the signature
 // of ardea.ValidateOptions.BuiltinConfig.
 func ValidateConfig(kind, name, component string, cfg map[string]string) error {

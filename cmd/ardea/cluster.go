@@ -27,6 +27,7 @@ import (
 	"github.com/ardea-dev/ardea/internal/names"
 	"github.com/ardea-dev/ardea/scheduler/daemon"
 	"github.com/ardea-dev/ardea/scheduler/hostprocess"
+	"github.com/ardea-dev/ardea/scheduler/modules"
 	"github.com/ardea-dev/ardea/scheduler/packing"
 	"github.com/ardea-dev/ardea/sinks"
 )
@@ -181,7 +182,8 @@ nothing.`,
 			if name == "" {
 				name = t.Name
 			}
-			if err := planner.Prepare(t); err != nil {
+			builder, err := prepare(cmd.Context(), g, t)
+			if err != nil {
 				return err
 			}
 			if dryRun {
@@ -194,7 +196,7 @@ nothing.`,
 			} else if !daemon.NotFound(err) {
 				return err
 			}
-			req, err := submission(cmd.Context(), g, t, name)
+			req, err := submission(cmd.Context(), g, t, name, builder)
 			if err != nil {
 				return err
 			}
@@ -217,10 +219,26 @@ nothing.`,
 	return cmd
 }
 
+// prepare checks t against the builtins and against its modules'
+// manifests (planner.PrepareWith), building source folders to read theirs;
+// outputs t omits are filled from the manifests. The builder it returns
+// knows the folders it built, for submission.
+func prepare(ctx context.Context, g *globalFlags, t *ardea.Topology) (*modules.Builder, error) {
+	b, cacheDir := &modules.Builder{}, g.cacheDir
+	if cacheDir == "" {
+		cacheDir = modules.DefaultCacheDir()
+	}
+	manifests, err := b.Manifests(ctx, t, filepath.Join(cacheDir, "modules"), cacheDir)
+	if err != nil {
+		return nil, err
+	}
+	return b, planner.PrepareWith(t, manifests)
+}
+
 // submission resolves a topology for the daemon (daemon.NewSubmission),
 // compiling each module to refuse a bad one before anything starts.
-func submission(ctx context.Context, g *globalFlags, t *ardea.Topology, name string) (daemon.SubmitRequest, error) {
-	return daemon.NewSubmission(ctx, t, daemon.SubmissionOptions{Name: name, CacheDir: g.cacheDir, Compile: true, By: os.Getenv("USER")})
+func submission(ctx context.Context, g *globalFlags, t *ardea.Topology, name string, b *modules.Builder) (daemon.SubmitRequest, error) {
+	return daemon.NewSubmission(ctx, t, daemon.SubmissionOptions{Name: name, CacheDir: g.cacheDir, Builder: b, Compile: true, By: os.Getenv("USER")})
 }
 
 // printDryRun prints the packing plan the daemon would use.

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/ardea-dev/ardea/scheduler/modules"
-	"github.com/ardea-dev/ardea/scheduler/planner"
 
 	"github.com/spf13/cobra"
 
@@ -205,10 +204,11 @@ component changing kind) is refused before anything changes.`,
 					return usageError{fmt.Errorf("--set %s: %w", s, err)}
 				}
 			}
-			if err := planner.Prepare(t); err != nil {
+			builder, err := prepare(cmd.Context(), g, t)
+			if err != nil {
 				return err
 			}
-			sub, err := submission(cmd.Context(), g, t, args[0])
+			sub, err := submission(cmd.Context(), g, t, args[0], builder)
 			if err != nil {
 				return err
 			}

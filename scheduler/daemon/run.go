@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
@@ -122,7 +123,14 @@ func Run(ctx context.Context, o RunOptions) (*Result, error) {
 			t.Config[packing.KeyContainers] = "1"
 		}
 	}
-	if err := planner.Prepare(t); err != nil {
+	if o.Builder == nil {
+		o.Builder = &modules.Builder{} // NewSubmission finds the folders it built
+	}
+	manifests, err := o.Builder.Manifests(ctx, t, filepath.Join(o.CacheDir, "modules"), o.CacheDir)
+	if err != nil {
+		return nil, err
+	}
+	if err := planner.PrepareWith(t, manifests); err != nil {
 		return nil, err
 	}
 	if err := settings.CheckLimits(t); err != nil {

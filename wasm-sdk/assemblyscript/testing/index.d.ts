@@ -71,6 +71,8 @@ export interface Options {
   state?: State | Record<string, Uint8Array | string | bigint>;
   now?: bigint;
   strict?: boolean;
+  /** Don't print failing tuples' errors to stderr. */
+  quiet?: boolean;
 }
 
 export class BoltTester {

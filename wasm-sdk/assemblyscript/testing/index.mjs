@@ -576,7 +576,8 @@ function fmtOutputs(outs) {
  * taskId, taskIndex, parallelism, state (a State or {key: value}), now
  * (bigint Unix ns, the clock; settable later as tester.now), tracked
  * (default true: tuples get ids 1, 2, ...; false: id 0, untracked),
- * strict (default true: config keys must be declared).
+ * strict (default true: config keys must be declared), quiet (default
+ * false: a failing tuple's error is also printed to stderr).
  */
 export class BoltTester extends Tester {
   constructor(module, opts = {}) {
@@ -662,6 +663,7 @@ export class BoltTester extends Tester {
       const bad = recs[i];
       r.errors.push(msg);
       r.tupleErrors.push({ index: bad.index, id: bad.id, error: msg });
+      if (!this.opts.quiet) console.error(`ardea-sdk/testing: tuple ${bad.index} of the batch (id ${bad.id}) failed: ${msg}`);
       if (bad.id !== 0n) r.failed.push(bad.id);
       this.restart(r);
       recs = recs.filter((_, j) => j !== i);

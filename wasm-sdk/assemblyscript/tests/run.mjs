@@ -472,7 +472,7 @@ function checkThrows(name, f, re) {
 
 function harnessChecks(boltMod, spoutMod, probeMod) {
   // The manifest, exactly.
-  const b = harness.bolt(boltMod, { config: { prefix: "> " } });
+  const b = harness.bolt(boltMod, { config: { prefix: "> " }, quiet: true });
   check("harness/manifest", same(b.manifest, {
     manifest: 1, sdk: { language: "assemblyscript", version: "0.1.0" }, kind: "bolt",
     outputs: [{ stream: "default", fields: ["line"] }, { stream: "counts", fields: ["line", "n"] }],
@@ -546,7 +546,7 @@ function harnessChecks(boltMod, spoutMod, probeMod) {
 
   // An undeclared module with the context given.
   const p = harness.bolt(probeMod, {
-    component: "probe", config: { prefix: "p-" },
+    component: "probe", quiet: true, config: { prefix: "p-" },
     outputs: { default: ["word", "n"], events: ["kind", "detail"] },
     inputs: [{ component: "words", stream: "default", fields: ["word"] }],
   });

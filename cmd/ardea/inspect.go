@@ -106,9 +106,13 @@ func printStatus(w io.Writer, st daemon.Status) {
 	if len(st.Components) > 0 {
 		fmt.Fprintln(w, "\nlogical plan:")
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "  COMPONENT\tKIND\tPARALLELISM\tMODULE\tINPUTS")
+		fmt.Fprintln(tw, "  COMPONENT\tKIND\tLANGUAGE\tPARALLELISM\tMODULE\tINPUTS")
 		for _, c := range st.Components {
-			fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\t%s\n", c.Name, c.Kind, c.Parallelism, c.Module, strings.Join(c.Inputs, " "))
+			lang := c.Language
+			if lang == "" {
+				lang = "-"
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%s\t%s\n", c.Name, c.Kind, lang, c.Parallelism, c.Module, strings.Join(c.Inputs, " "))
 		}
 		tw.Flush()
 	}

@@ -114,7 +114,7 @@ func addGroups(root *cobra.Command, g *globalFlags) {
 			root.AddCommand(c)
 		}
 	}
-	add("develop", newNewCmd(), newBuildCmd(g), newSDKCmd(), newBuiltinsCmd())
+	add("develop", newNewCmd(), newBuildCmd(g), newInspectCmd(), newSDKCmd(), newBuiltinsCmd())
 	add("run", newRunCmd(g), newBenchCmd(g))
 	add("operate", newSubmitCmd(g),
 		newActionCmd("activate", "Resume a topology's spouts"),

@@ -196,7 +196,7 @@ func (d *Daemon) handleStatus(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	t, err := d.get(name)
 	if err == nil {
-		writeJSON(w, http.StatusOK, t.status())
+		writeJSON(w, http.StatusOK, d.withLanguages(r.Context(), t.status()))
 		return
 	}
 	if errors.Is(err, ErrBadState) { // managed by another daemon

@@ -4,6 +4,10 @@ import (
 	"context"
 	"strings"
 	"sync"
+	"time"
+
+	"github.com/ardea-dev/ardea"
+	"github.com/ardea-dev/ardea/internal/manifest"
 )
 
 // moduleLanguages caches the source language of uploaded modules by
@@ -26,7 +30,7 @@ func (d *Daemon) languageOf(ctx context.Context, version string) string {
 	if err != nil {
 		return "wasm" // not cached: a later call may read it
 	}
-	l = producersLanguage(data)
+	l = moduleLanguage(ctx, data)
 	d.langs.mu.Lock()
 	if d.langs.m == nil {
 		d.langs.m = map[string]string{}
@@ -34,6 +38,16 @@ func (d *Daemon) languageOf(ctx context.Context, version string) string {
 	d.langs.m[version] = l
 	d.langs.mu.Unlock()
 	return l
+}
+
+// moduleLanguage is the SDK language a module's manifest names (its
+// ardea.manifest section, else its ardea_manifest export), else its
+// producers section's.
+func moduleLanguage(ctx context.Context, data []byte) string {
+	if m, err := manifest.Read(ctx, data, manifest.Options{Timeout: 5 * time.Second}); err == nil && m != nil {
+		return m.SDK.Language
+	}
+	return producersLanguage(data)
 }
 
 // producersLanguage reads the "language" field of a WebAssembly module's
@@ -126,4 +140,29 @@ func wasmName(b []byte) (string, []byte, bool) {
 		return "", nil, false
 	}
 	return string(b[k : k+int(n)]), b[k+int(n):], true
+}
+
+// withLanguages fills the language of st's components: builtin, or the
+// language their module's manifest (else producers section) names. It reads
+// the topology's modules from the store, outside the topology's lock.
+func (d *Daemon) withLanguages(ctx context.Context, st Status) Status {
+	if len(st.Components) == 0 {
+		return st
+	}
+	rec, err := d.store.GetTopology(ctx, st.Name)
+	if err != nil {
+		return st
+	}
+	for i := range st.Components {
+		c := &st.Components[i]
+		switch {
+		case strings.HasPrefix(c.Module, ardea.BuiltinPrefix):
+			c.Language = "builtin"
+		case rec.Modules[c.Name] != "":
+			c.Language = d.languageOf(ctx, rec.Modules[c.Name])
+		default:
+			c.Language = "wasm"
+		}
+	}
+	return st
 }

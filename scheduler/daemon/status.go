@@ -62,6 +62,9 @@ type ComponentStatus struct {
 	Module      string   `json:"module"`
 	Parallelism int      `json:"parallelism"`
 	Inputs      []string `json:"inputs,omitempty"` // "from:stream:grouping"
+	// Language is the module's SDK language from its manifest (go, rust, c,
+	// assemblyscript), builtin, or wasm when the module does not say.
+	Language string `json:"language,omitempty"`
 }
 
 // ContainerStatus is one container of the packing/physical plan.

@@ -1,0 +1,208 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ardea-dev/ardea/internal/manifest"
+)
+
+// The C word-count modules: built with the C SDK, which exports
+// ardea_manifest (split declares default: [word]; count reads word by name
+// and declares default: [word, count]).
+func cModule(name string) string { return repoPath("examples/wordcount/c/" + name + ".wasm") }
+
+// withManifest copies module into dir with a hand-made manifest section.
+func withManifest(t *testing.T, module, dir, name, json string) string {
+	t.Helper()
+	data, err := os.ReadFile(module)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := manifest.WithSection(data, []byte(json))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestInspectModule(t *testing.T) {
+	code, stdout, stderr := runArdea(t, "inspect", cModule("count"), "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var info moduleInfo
+	if err := json.Unmarshal([]byte(stdout), &info); err != nil {
+		t.Fatalf("%v: %s", err, stdout)
+	}
+	m := info.Manifest
+	if info.Source != "export" || m == nil || m.SDK.Language != "c" || m.Kind != "bolt" ||
+		strings.Join(m.OutputMap()["default"], ",") != "word,count" || strings.Join(m.Inputs, ",") != "word" {
+		t.Fatalf("inspect -o json: %s", stdout)
+	}
+	// A hand-made section is what inspect reads first.
+	mod := withManifest(t, cModule("split"), t.TempDir(), "split.wasm",
+		`{"manifest":1,"sdk":{"language":"rust","version":"9.9.9"},"kind":"bolt","outputs":[{"stream":"default","fields":["token"]}],"inputs":["line"],"config":["min_length"]}`)
+	code, stdout, stderr = runArdea(t, "inspect", mod)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"stored in the ardea.manifest section", "rust 9.9.9", "kind:      bolt",
+		"default: [token]", "[line] (read by name)", "[min_length]"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("inspect does not print %q:\n%s", want, stdout)
+		}
+	}
+	code, stdout, _ = runArdea(t, "inspect", fixture("echo"), "-o", "yaml")
+	if code != 0 || !strings.Contains(stdout, "source: none") || !strings.Contains(stdout, "manifest: null") {
+		t.Fatalf("a module without a manifest: exit %d:\n%s", code, stdout)
+	}
+	code, _, stderr = runArdea(t, "inspect", filepath.Join(t.TempDir(), "nope.wasm"))
+	if code == 0 || !strings.Contains(stderr, "nope.wasm: no such module") {
+		t.Fatalf("missing module: exit %d: %s", code, stderr)
+	}
+}
+
+// manifestTopology writes a word count over the C modules, with the
+// given lines in place of the split bolt's extra lines.
+func manifestTopology(t *testing.T, dir, split, count, splitExtra string) string {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(dir, "in.txt"), []byte("a b c\nb c\nc\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	yaml := `name: mf
+spouts:
+  - name: lines
+    module: builtin:file
+    config: {path: in.txt}
+bolts:
+  - name: split
+    module: ` + split + `
+    inputs: [lines]
+` + splitExtra + `  - name: count
+    module: ` + count + `
+    inputs: [{from: split, grouping: fields, fields: [word]}]
+  - name: out
+    module: builtin:file
+    config: {path: out.tsv}
+    inputs: [count]
+`
+	p := filepath.Join(dir, "topology.yaml")
+	if err := os.WriteFile(p, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestRunOutputsFromManifest: a topology without outputs: runs with the
+// streams the modules declare.
+func TestRunOutputsFromManifest(t *testing.T) {
+	dir := t.TempDir()
+	top := manifestTopology(t, dir, cModule("split"), cModule("count"), "")
+	code, _, stderr := runArdea(t, "run", top, "--quiet")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	out, err := os.ReadFile(filepath.Join(dir, "out.tsv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(out), "c\t3") || !strings.Contains(string(out), "b\t2") {
+		t.Fatalf("out.tsv:\n%s", out)
+	}
+}
+
+// TestRunRefusesManifestMismatch: what the topology says against what the
+// modules declare, refused before anything starts, naming the component,
+// both field lists and file:line.
+func TestRunRefusesManifestMismatch(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		split      func(dir string) string
+		splitExtra string
+		want       []string
+	}{
+		{"outputs differ", func(string) string { return cModule("split") }, "    outputs: {default: [token]}\n", []string{
+			`topology.yaml:10:5: bolt "split": outputs default: [token] but the module declares default: [word]`,
+			`topology.yaml:13:14: bolt "count": reads [word] by name but split's stream "default" has fields [token] (missing word)`,
+		}},
+		{"upstream declares other fields", func(dir string) string {
+			return withManifest(t, cModule("split"), dir, "split.wasm",
+				`{"manifest":1,"sdk":{"language":"c","version":"0.1.0"},"kind":"bolt","outputs":[{"stream":"default","fields":["token"]}]}`)
+		}, "", []string{
+			`topology.yaml:12:14: bolt "count": reads [word] by name but split's stream "default" has fields [token] (missing word)`,
+		}},
+		{"a spout module as a bolt", func(dir string) string {
+			return withManifest(t, cModule("split"), dir, "split.wasm",
+				`{"manifest":1,"sdk":{"language":"c","version":"0.1.0"},"kind":"spout","outputs":[{"stream":"default","fields":["word"]}]}`)
+		}, "", []string{`bolt "split": module `, `split.wasm is a spout (its manifest says kind: spout), not a bolt`}},
+		{"undeclared config key", func(dir string) string {
+			return withManifest(t, cModule("split"), dir, "split.wasm",
+				`{"manifest":1,"sdk":{"language":"c","version":"0.1.0"},"kind":"bolt","outputs":[{"stream":"default","fields":["word"]}],"config":["min_length"]}`)
+		}, "    config: {min_lenght: 3}\n", []string{
+			`topology.yaml:10:14: bolt "split": config.min_lenght: the module reads no config key "min_lenght" (it declares: min_length); did you mean "min_length"?`,
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			top := manifestTopology(t, dir, tc.split(dir), cModule("count"), tc.splitExtra)
+			code, _, stderr := runArdea(t, "run", top, "--quiet")
+			if code == 0 {
+				t.Fatalf("exit 0; want a refusal")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr does not contain\n  %s\n%s", w, stderr)
+				}
+			}
+			if _, err := os.Stat(filepath.Join(dir, "out.tsv")); err == nil {
+				t.Error("the topology started (out.tsv was written)")
+			}
+		})
+	}
+}
+
+// TestRunUncheckedWithoutManifest: a module without a manifest runs as
+// before, its outputs taken from the topology.
+func TestRunUncheckedWithoutManifest(t *testing.T) {
+	dir := t.TempDir()
+	top := manifestTopology(t, dir, fixture("echo"), cModule("count"), "    outputs: {default: [word]}\n")
+	code, _, stderr := runArdea(t, "run", top, "--quiet")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+}
+
+// Part of issue 22's errors: each names what is missing or wrong.
+func TestCLIErrorsNameWhatIsMissing(t *testing.T) {
+	code, _, stderr := runArdea(t, "run")
+	if code == 0 || !strings.Contains(stderr, "ardea run: missing TOPOLOGY.yaml, a topology file") {
+		t.Errorf("run without arguments: exit %d: %s", code, stderr)
+	}
+	missing := filepath.Join(t.TempDir(), "my-bolt")
+	code, _, stderr = runArdea(t, "build", missing)
+	if code == 0 || !strings.Contains(stderr, missing+": no such folder: expected a component source folder") {
+		t.Errorf("build of a missing folder: exit %d: %s", code, stderr)
+	}
+	code, _, stderr = runArdea(t, "build", missing, "-o", filepath.Join(t.TempDir(), "x.wasm"))
+	if code == 0 || !strings.Contains(stderr, missing+": no such folder: expected a component source folder") {
+		t.Errorf("build -o of a missing folder: exit %d: %s", code, stderr)
+	}
+	dir := t.TempDir()
+	top := filepath.Join(dir, "topology.yaml")
+	if err := os.WriteFile(top, []byte("name: x\nspouts:\n  - {name: s, module: builtin:generator}\nbolts:\n  - {name: out, module: builtin:fiel, inputs: [s]}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr = runArdea(t, "run", top, "--quiet")
+	if code == 0 || !strings.Contains(stderr, `topology.yaml:5:17: bolt "out": module: unknown builtin bolt "fiel" (builtin bolts: builtin:file, `) ||
+		!strings.Contains(stderr, `did you mean "builtin:file"?`) {
+		t.Errorf("unknown builtin: exit %d: %s", code, stderr)
+	}
+}

@@ -34,7 +34,10 @@ container is a set of goroutines with its own stream manager, and containers
 exchange tuples only through an embedded NATS server. Go component folders
 named as modules are built first. The run ends with exit status 0 when every
 spout's finite input has been fully processed, or when --duration elapses; a
-container that fails ends it with its error (it is not restarted).
+container that fails ends it with its error (it is not restarted); every
+sink still writes out what it accepted (a file sink flushes and closes its
+file), and the per-component summary printed before the error says how
+many tuples each component executed.
 
 --containers sets topology.packing.containers; without it the topology's
 packing settings apply, or one container.
@@ -84,6 +87,12 @@ shown on stderr; --quiet turns it off.`,
 			})
 			stop()
 			if err != nil {
+				if !quiet && res != nil && len(reg.Components()) > 0 {
+					// What each component did before the failure: every
+					// sink's file holds what it executed (docs/topology.md).
+					fmt.Fprintf(os.Stderr, "ardea: topology %s failed after %s; until then:\n", t.Name, res.Elapsed.Round(time.Millisecond))
+					printSummary(os.Stderr, reg, res.Elapsed)
+				}
 				return err
 			}
 			if !quiet {

@@ -33,8 +33,8 @@ func outputCases() []struct {
 	}
 	st := daemon.Status{Name: "wordcount", State: "RUNNING", Uptime: "1m30s", PlanVersion: 2,
 		Components: []daemon.ComponentStatus{
-			{Name: "lines", Kind: "spout", Module: "builtin:generator", Parallelism: 1},
-			{Name: "count", Kind: "bolt", Module: "count.wasm", Parallelism: 2, Inputs: []string{"lines:default:fields"}},
+			{Name: "lines", Kind: "spout", Module: "builtin:generator", Parallelism: 1, Language: "builtin"},
+			{Name: "count", Kind: "bolt", Module: "count.wasm", Parallelism: 2, Inputs: []string{"lines:default:fields"}, Language: "rust"},
 		},
 		Containers: []daemon.ContainerStatus{
 			{ID: 1, PID: 4242, Process: "running", Host: "RUNNING", Resources: &packing.Resources{CPU: 2, RAM: 2 << 30},

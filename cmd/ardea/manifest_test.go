@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -204,5 +205,42 @@ func TestCLIErrorsNameWhatIsMissing(t *testing.T) {
 	if code == 0 || !strings.Contains(stderr, `topology.yaml:5:17: bolt "out": module: unknown builtin bolt "fiel" (builtin bolts: builtin:file, `) ||
 		!strings.Contains(stderr, `did you mean "builtin:file"?`) {
 		t.Errorf("unknown builtin: exit %d: %s", code, stderr)
+	}
+}
+
+// TestBuildThenInspectAndRun: a real SDK-built module, from source: ardea
+// build stores the manifest, ardea inspect reads it from the section, and
+// a topology without outputs: runs on it.
+func TestBuildThenInspectAndRun(t *testing.T) {
+	if _, err := exec.LookPath("clang"); err != nil {
+		t.Skip("no clang: the C SDK cannot be built here")
+	}
+	dir := t.TempDir()
+	mod := filepath.Join(dir, "split.wasm")
+	if code, _, stderr := runArdea(t, "build", repoPath("examples/wordcount/c/split"), "-o", mod); code != 0 {
+		if strings.Contains(stderr, "apt-get install") {
+			t.Skipf("C toolchain incomplete: %s", stderr)
+		}
+		t.Fatalf("build: exit %d: %s", code, stderr)
+	}
+	code, stdout, stderr := runArdea(t, "inspect", mod, "-o", "json")
+	if code != 0 {
+		t.Fatalf("inspect: exit %d: %s", code, stderr)
+	}
+	var info moduleInfo
+	if err := json.Unmarshal([]byte(stdout), &info); err != nil {
+		t.Fatal(err)
+	}
+	if info.Source != "section" || info.Manifest == nil || info.Manifest.SDK.Language != "c" ||
+		strings.Join(info.Manifest.OutputMap()["default"], ",") != "word" {
+		t.Fatalf("inspect of the built module: %s", stdout)
+	}
+	top := manifestTopology(t, dir, mod, cModule("count"), "")
+	if code, _, stderr := runArdea(t, "run", top, "--quiet"); code != 0 {
+		t.Fatalf("run: exit %d: %s", code, stderr)
+	}
+	out, err := os.ReadFile(filepath.Join(dir, "out.tsv"))
+	if err != nil || !strings.Contains(string(out), "c\t3") {
+		t.Fatalf("out.tsv: %q, %v", out, err)
 	}
 }

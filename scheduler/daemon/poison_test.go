@@ -19,6 +19,7 @@ import (
 	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/scheduler/daemon"
 	"github.com/ardea-dev/ardea/scheduler/settings"
+	"github.com/ardea-dev/ardea/sinks"
 )
 
 // poisonModules are the poison bolts (host/testdata/poison): each
@@ -75,8 +76,10 @@ func TestPoisonTuple(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				var hist *sinks.History
 				res, err := daemon.Run(context.Background(), daemon.RunOptions{Topology: top, Containers: 2, CacheDir: cache,
-					Metrics: reg, CheckpointStore: store, Duration: 2 * time.Minute})
+					Metrics: reg, CheckpointStore: store, Duration: 2 * time.Minute,
+					Started: func(d *daemon.Daemon, name string) { hist, _ = d.History(context.Background(), name) }})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -89,6 +92,22 @@ func TestPoisonTuple(t *testing.T) {
 				slices.Sort(sorted)
 				if !slices.Equal(got, sorted) {
 					t.Fatalf("output: %d lines, want %d (each other line once)\nmissing or extra: %v", len(got), len(sorted), diff(got, sorted))
+				}
+				// Each failure is an exception naming the component, task,
+				// version, tuple and the guest's message.
+				var exc []string
+				for _, e := range hist.Exceptions("upper") {
+					exc = append(exc, e.Message)
+				}
+				found := 0
+				for _, m := range exc {
+					if strings.Contains(m, "component upper task 2 version ") && strings.Contains(m, `tuple ["poison 40"]`) &&
+						strings.Contains(m, "poison tuple: poison 40") {
+						found++
+					}
+				}
+				if found == 0 {
+					t.Errorf("no exception names upper's task, version, the tuple [\"poison 40\"] and its message: %q", exc)
 				}
 				upper, spout := reg.Component("upper"), reg.Component("lines")
 				switch mode {

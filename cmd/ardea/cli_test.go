@@ -259,15 +259,20 @@ func TestBenchWordCountJSON(t *testing.T) {
 	}
 }
 
-// probeTopology writes a topology feeding the lines "a" and "panic" to one
+// probeTopology writes a topology feeding the lines "panic" and "a" to one
 // SDK test guest (wasm-sdk/<lang>/testdata/<name>.wasm) named probe.
 func probeTopology(t *testing.T, lang, name string) string {
 	t.Helper()
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "in.txt"), []byte("a\npanic\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "in.txt"), []byte("panic\na\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// A failing tuple fails only the tuple (docs/delivery.md, "A failing
+	// tuple"); with max_consecutive_failures 1 the first one fails the
+	// instance, and the run ends naming the guest's message.
 	yaml := fmt.Sprintf(`name: probe
+config:
+  topology.bolt.max_consecutive_failures: 1
 spouts:
   - name: lines
     module: builtin:file

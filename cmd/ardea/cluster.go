@@ -163,6 +163,10 @@ func newSubmitCmd(g *globalFlags) *cobra.Command {
 		Long: `Submit a topology to the daemon (ardea local): it is validated here,
 component source folders are built, the modules are uploaded to the daemon's
 artifact store, and the daemon's scheduler starts its containers.
+As with 'ardea run', the topology is first checked against each module's
+manifest (ardea inspect MODULE): outputs: may be left out when the module
+declares them, and outputs, fields read by name, kind or config keys that
+disagree with it are refused naming the component and file:line.
 --set takes the same overrides as 'ardea run'. --deactivated starts it
 paused. --dry-run prints the packing plan (-o table|json|yaml) and starts
 nothing.`,

@@ -39,6 +39,14 @@ sink still writes out what it accepted (a file sink flushes and closes its
 file), and the per-component summary printed before the error says how
 many tuples each component executed.
 
+Before anything starts, each wasm component is checked against its module's
+manifest (what its SDK declares; ardea inspect MODULE prints it): outputs:
+may be left out when the module declares them; outputs that differ, a bolt
+reading by name a field its input stream lacks, a spout module under bolts
+(or the reverse) and config keys the module does not read are refused,
+naming the component, both lists and file:line. A module without a manifest
+runs unchecked (docs/topology.md, "Manifests").
+
 --containers sets topology.packing.containers; without it the topology's
 packing settings apply, or one container.
 

@@ -1,0 +1,77 @@
+package manifest
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Tiny hand-assembled modules for what an SDK never does: call a host
+// function from ardea_manifest, loop forever, point outside memory.
+
+func vec(items ...[]byte) []byte {
+	out := appendULEB(nil, uint32(len(items)))
+	for _, it := range items {
+		out = append(out, it...)
+	}
+	return out
+}
+
+func name(s string) []byte { return append(appendULEB(nil, uint32(len(s))), s...) }
+
+func sec(id byte, body []byte) []byte {
+	return append(append([]byte{id}, appendULEB(nil, uint32(len(body)))...), body...)
+}
+
+// tinyModule exports memory (1 page) and ardea_manifest with code body
+// (the function's instructions, without the final end), importing
+// ardea.log (i32, i32) -> () if withImport.
+func tinyModule(withImport bool, code []byte) []byte {
+	const i32 = 0x7f
+	m := append([]byte(nil), wasmHeader...)
+	m = append(m, sec(1, vec(
+		[]byte{0x60, 2, i32, i32, 0},  // type 0: (i32, i32) -> ()
+		[]byte{0x60, 0, 1, i32}))...) // type 1: () -> i32
+	fn := uint32(0)
+	if withImport {
+		m = append(m, sec(2, vec(append(append(name("ardea"), name("log")...), 0x00, 0)))...)
+		fn = 1
+	}
+	m = append(m, sec(3, vec([]byte{1}))...)       // one function of type 1
+	m = append(m, sec(5, vec([]byte{0x00, 1}))...) // memory min 1 page
+	m = append(m, sec(7, vec(
+		append(name("memory"), 0x02, 0),
+		append(append(name(ExportName), 0x00), appendULEB(nil, fn)...)))...)
+	body := append([]byte{0}, append(code, 0x0b)...) // no locals, code, end
+	m = append(m, sec(10, vec(append(appendULEB(nil, uint32(len(body))), body...)))...)
+	return m
+}
+
+func TestCallRefusesMisbehaviour(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name   string
+		module []byte
+		want   string
+	}{
+		{"calls a host function", tinyModule(true, []byte{0x41, 0, 0x41, 0, 0x10, 0, 0x41, 0}),
+			"ardea.log called while reading the manifest (ardea_manifest must call no host function)"},
+		{"loops forever", tinyModule(false, []byte{0x03, 0x40, 0x0c, 0, 0x0b, 0x41, 0}), "deadline exceeded"},
+		{"points outside memory", tinyModule(false, []byte{0x41, 0xff, 0xff, 0x03}), "outside memory"},
+		{"returns an empty manifest", tinyModule(false, []byte{0x41, 0}), "ardea_manifest: manifest: empty"}, // length 0 at 0
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if ex, err := Exports(tc.module); err != nil || ex[ExportName] != 0 {
+				t.Fatalf("hand-made module: exports %v, %v", ex, err)
+			}
+			m, err := Read(ctx, tc.module, Options{Timeout: 300 * time.Millisecond})
+			if err == nil || m != nil {
+				t.Fatalf("Read = %+v, %v; want an error", m, err)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %q does not contain %q", err, tc.want)
+			}
+		})
+	}
+}

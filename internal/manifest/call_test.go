@@ -31,7 +31,7 @@ func tinyModule(withImport bool, code []byte) []byte {
 	const i32 = 0x7f
 	m := append([]byte(nil), wasmHeader...)
 	m = append(m, sec(1, vec(
-		[]byte{0x60, 2, i32, i32, 0},  // type 0: (i32, i32) -> ()
+		[]byte{0x60, 2, i32, i32, 0}, // type 0: (i32, i32) -> ()
 		[]byte{0x60, 0, 1, i32}))...) // type 1: () -> i32
 	fn := uint32(0)
 	if withImport {

@@ -177,6 +177,9 @@ type rig struct {
 	out     *recorder
 	metrics *counters
 	state   *host.MemoryState
+	// onFailure is the bolts' InstanceConfig.OnTupleFailure (nil: the
+	// host's default).
+	onFailure func(host.TupleFailure) error
 }
 
 // cacheDir shares compiled code between the tests' runtimes.
@@ -250,6 +253,7 @@ func (r *rig) boltWith(t *testing.T, path string, extra map[string]string) compo
 	m := r.compile(t, path)
 	b, err := m.NewBolt(context.Background(), host.InstanceConfig{
 		Topology: "conformance", Component: "probe", TaskID: taskID, Logger: slog.New(r.log),
+		OnTupleFailure: r.onFailure,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -420,9 +424,13 @@ func TestProbeBoltUserMetrics(t *testing.T) {
 	}
 }
 
-// TestProbeBoltFailures checks that a returned error and the language's
-// own panic fail the instance with the component, the task and the
-// guest's message, and leave the host running.
+// TestProbeBoltFailures checks the failing-tuple rule (ABI.md, "A failing
+// tuple (cursor)") in every SDK: a returned error and the language's own
+// panic for one tuple fail that tuple alone, reported with the component,
+// the task, the tuple id and the guest's message; the tuples before and
+// after it are processed once, and the instance goes on. When the host
+// decides the failure ends the instance (OnTupleFailure returns an
+// error), Execute returns it and the instance stays failed.
 func TestProbeBoltFailures(t *testing.T) {
 	for _, lang := range languages {
 		for _, tc := range []struct{ word, want string }{
@@ -431,10 +439,50 @@ func TestProbeBoltFailures(t *testing.T) {
 		} {
 			t.Run(lang+"/"+tc.word, func(t *testing.T) {
 				r := newRig(t)
+				var failures []host.TupleFailure
+				r.onFailure = func(f host.TupleFailure) error {
+					f.Values = nil
+					failures = append(failures, f)
+					return nil
+				}
 				b := r.bolt(t, guest(lang, "probe_bolt"))
+				if err := b.Execute(context.Background(), batch(word{"a", 1}, word{tc.word, 2}, word{"z", 3}), r.out); err != nil {
+					t.Fatalf("execute %q: %v (a failing tuple must not fail the instance)", tc.word, err)
+				}
+				emits, acks := r.out.take()
+				same(t, tc.word, "emits", emits, []string{
+					"emit stream=0 msg=0 anchors=[1] s:p-a i:1",
+					"emit stream=0 msg=0 anchors=[3] s:p-z i:1",
+				})
+				// The failed tuple is failed before the rest of the batch
+				// runs again, so only the set is specified.
+				slices.Sort(acks)
+				same(t, tc.word, "acks", acks, []string{"ack 1", "ack 3", "fail 2"})
+				if len(failures) != 1 {
+					t.Fatalf("%d failures reported, want 1: %+v", len(failures), failures)
+				}
+				f := failures[0]
+				if f.Component != "probe" || f.Task != taskID || f.TupleID != 2 || f.Consecutive != 1 {
+					t.Errorf("failure %+v: want component probe, task %d, tuple 2, the first in a row", f, taskID)
+				}
+				if f.Err == nil || !strings.Contains(f.Err.Error(), tc.want) {
+					t.Errorf("failure error %v does not contain %q", f.Err, tc.want)
+				}
+				// The fresh instance goes on.
+				if err := b.Execute(context.Background(), batch(word{"y", 4}), r.out); err != nil {
+					t.Fatalf("execute after a failing tuple: %v", err)
+				}
+				if _, acks := r.out.take(); !slices.Equal(acks, []string{"ack 4"}) {
+					t.Errorf("acks after a failing tuple: %v, want [ack 4]", acks)
+				}
+				_ = b.Close(context.Background())
+
+				// The host may end the instance instead.
+				r.onFailure = func(f host.TupleFailure) error { return f.Err }
+				b = r.bolt(t, guest(lang, "probe_bolt"))
 				err := b.Execute(context.Background(), batch(word{"a", 1}, word{tc.word, 2}), r.out)
 				if err == nil {
-					t.Fatalf("execute %q: no error", tc.word)
+					t.Fatalf("execute %q with a failure that ends the instance: no error", tc.word)
 				}
 				for _, want := range []string{fmt.Sprintf("component probe task %d", taskID), tc.want} {
 					if !strings.Contains(err.Error(), want) {
@@ -442,14 +490,8 @@ func TestProbeBoltFailures(t *testing.T) {
 					}
 				}
 				if err := b.Tick(context.Background(), r.out); err == nil {
-					t.Errorf("tick after a failure: the instance should stay failed")
+					t.Errorf("tick after a failure that ended the instance: the instance should stay failed")
 				}
-				// Another instance of the same module still works.
-				b2 := r.bolt(t, guest(lang, "probe_bolt"))
-				if err := b2.Execute(context.Background(), batch(word{"z", 3}), r.out); err != nil {
-					t.Errorf("a fresh instance after the failure: %v", err)
-				}
-				_ = b2.Close(context.Background())
 			})
 		}
 	}

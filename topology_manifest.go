@@ -1,6 +1,7 @@
 package ardea
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -135,4 +136,27 @@ func (v *validator) builtinList(c *Component, name string) string {
 		list[i] = BuiltinPrefix + n
 	}
 	return fmt.Sprintf(" (builtin %ss: %s)%s", c.Kind, strings.Join(list, ", "), hint)
+}
+
+// CheckManifest checks one component of t against a module's manifest, as
+// Validate does with ValidateOptions.Manifests, and returns the problems
+// found with that component (for a swap: the new module must fit where the
+// old one runs). A nil m passes.
+func (t *Topology) CheckManifest(component string, m *Manifest) error {
+	if m == nil {
+		return nil
+	}
+	if t.Component(component) == nil {
+		return fmt.Errorf("no component %q", component)
+	}
+	v := &validator{t: t, opts: ValidateOptions{SkipModuleCheck: true, Manifests: map[string]*Manifest{component: m}},
+		byName: map[string]*Component{}}
+	v.run()
+	var errs []error
+	for _, e := range v.errs {
+		if te, ok := e.(*TopologyError); ok && te.Component == component {
+			errs = append(errs, e)
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -135,3 +135,34 @@ func TestUnknownBuiltinListsTheBuiltins(t *testing.T) {
 		t.Fatalf("got  %v\nwant %s", err, want)
 	}
 }
+
+func TestCheckManifestForASwap(t *testing.T) {
+	yaml := strings.Replace(manifestTopology, "%s", "    outputs: {default: [word]}", 1)
+	yaml = strings.Replace(yaml, "    inputs: [upper]\n", "    inputs: [upper]\n    outputs: [word, n]\n", 1)
+	top, err := Parse([]byte(yaml), ".", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	top.ApplyBuiltinOutputs(testBuiltins)
+	same := boltManifest([]ManifestOutput{{Stream: "default", Fields: []string{"word"}}}, []string{"line"}, nil)
+	if err := top.CheckManifest("upper", same); err != nil {
+		t.Fatalf("a module declaring what runs: %v", err)
+	}
+	if err := top.CheckManifest("upper", nil); err != nil {
+		t.Fatalf("no manifest: %v", err)
+	}
+	other := boltManifest([]ManifestOutput{{Stream: "default", Fields: []string{"token"}}}, []string{"text"}, nil)
+	err = top.CheckManifest("upper", other)
+	for _, want := range []string{`bolt "upper": outputs default: [word] but the module declares default: [token]`,
+		`bolt "upper": reads [text] by name but lines's stream "default" has fields [line]`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("CheckManifest = %v, want %q", err, want)
+		}
+	}
+	if err := top.CheckManifest("upper", &Manifest{Manifest: 1, Kind: "spout"}); err == nil || !strings.Contains(err.Error(), "is a spout") {
+		t.Errorf("a spout module for a bolt: %v", err)
+	}
+	if err := top.CheckManifest("nope", same); err == nil {
+		t.Error("an unknown component passed")
+	}
+}

@@ -7,8 +7,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ardea-dev/ardea/internal/manifest"
+	"github.com/ardea-dev/ardea/internal/testutil"
 )
 
 // The C word-count modules: built with the C SDK, which exports
@@ -243,4 +245,39 @@ func TestBuildThenInspectAndRun(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "c\t3") {
 		t.Fatalf("out.tsv: %q, %v", out, err)
 	}
+}
+
+// TestClusterSwapChecksManifest: under the daemon, ardea status names each
+// component's language from its manifest, and a swap to a module whose
+// manifest disagrees with the component (other output fields) is refused
+// before anything changes.
+func TestClusterSwapChecksManifest(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs host processes")
+	}
+	dir := t.TempDir()
+	in := filepath.Join(dir, "words.txt")
+	writeWords(t, in, 400_000, 4, 2000)
+	top := manifestTopology(t, dir, cModule("split"), repoPath("examples/wordcount/rust/count.wasm"), "")
+	d := startDaemon(t, t.TempDir())
+	d.ok(t, "submit", top, "--name", "mfswap", "--set", "lines.path="+in, "--set", "lines.rate=20000")
+	testutil.EventuallyWithin(t, time.Minute, "mfswap running", func() (bool, string) { return allRunning(d.status(t, "mfswap")) })
+	langs := map[string]string{}
+	for _, c := range d.status(t, "mfswap").Components {
+		langs[c.Name] = c.Language
+	}
+	if langs["lines"] != "builtin" || langs["split"] != "c" || langs["count"] != "rust" || langs["out"] != "builtin" {
+		t.Errorf("languages in ardea status: %v", langs)
+	}
+	bad := withManifest(t, cModule("count"), t.TempDir(), "count.wasm",
+		`{"manifest":1,"sdk":{"language":"c","version":"0.1.0"},"kind":"bolt","outputs":[{"stream":"default","fields":["token","n"]}],"inputs":["word"]}`)
+	code, _, stderr := cli(t, "--server", d.server, "swap", "mfswap", "count", bad)
+	if code == 0 || !strings.Contains(stderr, `swap mfswap/count refused, nothing changed: it does not fit the topology`) ||
+		!strings.Contains(stderr, `outputs default: [word, count] but the module declares default: [token, n]`) {
+		t.Fatalf("swap to a module declaring other outputs: exit %d: %s", code, stderr)
+	}
+	if v := countVersions(d.status(t, "mfswap")); v[sha(t, repoPath("examples/wordcount/rust/count.wasm"))] != 1 {
+		t.Fatalf("after the refused swap count runs %v, want the Rust module", v)
+	}
+	d.ok(t, "kill", "mfswap")
 }

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -165,4 +166,19 @@ func (d *Daemon) withLanguages(ctx context.Context, st Status) Status {
 		}
 	}
 	return st
+}
+
+// checkManifest checks a module about to replace component's against the
+// topology (ardea.Topology.CheckManifest): its manifest's kind, outputs,
+// fields read by name and config keys must fit. A module without a
+// manifest is not checked.
+func checkManifest(ctx context.Context, top *ardea.Topology, component string, module []byte) error {
+	m, err := manifest.Read(ctx, module, manifest.Options{Timeout: 5 * time.Second})
+	if err != nil {
+		return fmt.Errorf("its manifest: %w", err)
+	}
+	if err := top.CheckManifest(component, m); err != nil {
+		return fmt.Errorf("it does not fit the topology: %w", err)
+	}
+	return nil
 }

@@ -135,7 +135,11 @@ func (t *tm) swap(ctx context.Context, req SwapRequest) (SwapResult, error) {
 	}
 	prev := rec.Modules[c.Name]
 	entry := statemgr.ModuleVersion{Component: c.Name, Source: req.Source, Previous: prev, At: time.Now(), By: req.By, Canary: req.Canary}
-	if err := t.d.validate(ctx, c.Name+".wasm", c.Kind, req.Module); err != nil {
+	err = t.d.validate(ctx, c.Name+".wasm", c.Kind, req.Module)
+	if err == nil {
+		err = checkManifest(ctx, top, c.Name, req.Module)
+	}
+	if err != nil {
 		entry.Status, entry.Reason = VersionRefused, err.Error()
 		t.record(ctx, entry, "")
 		return SwapResult{}, newErr(ErrBadRequest, "swap %s/%s refused, nothing changed: %v", t.name, c.Name, err)

@@ -61,7 +61,9 @@ func newSwapCmd(g *globalFlags) *cobra.Command {
 		Use:   "swap NAME COMPONENT MODULE",
 		Short: "Replace a component's module in a running topology (a .wasm or a component folder)",
 		Long: `Replace the module of a component while the topology runs. The new module
-is validated (ABI version, imports, exports) and compiled beside the old one;
+is validated (ABI version, imports, exports; its manifest, if it has one, must
+fit the component: kind, outputs, fields read by name, config keys) and
+compiled beside the old one;
 each task stops at a batch boundary, its input waits in its inbox, and the
 new instance starts with the same task id and host-side state. Other
 components keep running. The new version runs on probation: a batch it fails

@@ -209,3 +209,30 @@ func TestExports(t *testing.T) {
 		t.Errorf("export kinds: memory %d, ardea_execute %d", ex["memory"], ex["ardea_execute"])
 	}
 }
+
+// FuzzModuleBytes: whatever the bytes, reading sections and exports and
+// appending the manifest section never panic, and an appended section is
+// read back unchanged.
+func FuzzModuleBytes(f *testing.F) {
+	if mod, err := os.ReadFile(fixture); err == nil {
+		f.Add(mod[:min(len(mod), 4096)])
+	}
+	f.Add(append([]byte(nil), wasmHeader...))
+	f.Add(append(append([]byte(nil), wasmHeader...), 0, 5, 4, 'a', 'b', 'c', 'd'))
+	f.Add([]byte("\x00asm\x01\x00\x00\x00\x07\xff\xff\xff\xff\x0f"))
+	f.Fuzz(func(t *testing.T, mod []byte) {
+		_, _, serr := Section(mod)
+		_, _ = Exports(mod)
+		out, err := WithSection(mod, []byte(goodJSON))
+		if err != nil {
+			return
+		}
+		if serr == nil && !bytes.HasPrefix(out, wasmHeader) {
+			t.Fatal("WithSection lost the header")
+		}
+		data, ok, err := Section(out)
+		if err != nil || !ok || string(data) != goodJSON {
+			t.Fatalf("appended section read back as %q, %v, %v", data, ok, err)
+		}
+	})
+}

@@ -120,6 +120,7 @@ func finish(ctx context.Context, dir, path string) error {
 		return fmt.Errorf("build %s: %w", dir, err)
 	}
 	if err := CheckExports(mod); err != nil {
+		os.Remove(path) // refused: no module is left behind
 		return fmt.Errorf("build %s: %s: %w", dir, path, err)
 	}
 	m, err := mf.Read(ctx, mod, mf.Options{})

@@ -81,6 +81,9 @@ func TestBuildRefusesModuleWithoutSDK(t *testing.T) {
 	if err == nil {
 		t.Fatal("a module without the SDK's exports was built")
 	}
+	if _, err := os.Stat(out); err == nil {
+		t.Error("the refused module was left at the output path")
+	}
 	for _, want := range []string{dir, "missing ardea_abi_version, ardea_buffer, ardea_open (a spout) or ardea_prepare (a bolt)",
 		"not built with an Ardea SDK"} {
 		if !strings.Contains(err.Error(), want) {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ardea-dev/ardea/internal/tuple"
 )
@@ -283,5 +284,26 @@ func TestDemangleRust(t *testing.T) {
 		if got := demangleRust(in); got != want {
 			t.Errorf("demangleRust(%s) = %s, want %s", in, got, want)
 		}
+	}
+}
+
+// TestFailingTupleDeadline: a tuple that loops until the call's deadline
+// fails alone; the rest of the batch goes on in a fresh instance.
+func TestFailingTupleDeadline(t *testing.T) {
+	t.Parallel()
+	rt := newRuntime(t, Config{})
+	var failed []TupleFailure
+	ic := instanceConfig("poison")
+	ic.CallTimeout = time.Second
+	ic.OnTupleFailure = func(f TupleFailure) error { failed = append(failed, f); return nil }
+	b, _, rec := poisonBolt(t, rt, ic)
+	if err := b.Execute(context.Background(), batchOf(1, "a", "loop", "b"), rec); err != nil {
+		t.Fatal(err)
+	}
+	if got := words(rec.take()); !reflect.DeepEqual(got, []string{"A", "B"}) || !reflect.DeepEqual(rec.fails, []uint64{2}) {
+		t.Fatalf("emitted %q, failed %v: want A, B and tuple 2 failed", got, rec.fails)
+	}
+	if len(failed) != 1 || !errors.Is(failed[0].Err, ErrDeadlineExceeded) {
+		t.Fatalf("failures %+v: want one, the deadline", failed)
 	}
 }

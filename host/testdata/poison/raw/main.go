@@ -9,7 +9,8 @@
 // containing "poison" panics (the Go runtime prints the panic and exits
 // with code 2); one containing "fault" returns an error ("bad tuple
 // <line> at main.go:NN", as the SDKs report a source location); one
-// containing "trap" divides by zero (a Go runtime error, then the same).
+// containing "trap" divides by zero (a Go runtime error, then the same);
+// one containing "loop" loops until the call's deadline stops it.
 package main
 
 import (
@@ -26,6 +27,7 @@ var (
 	vals   []byte
 	key    []byte
 	zero   int
+	spin   int
 )
 
 //go:wasmexport ardea_cursor
@@ -59,6 +61,10 @@ func execute(n int32) int32 {
 			return
 		case bytes.Contains(s, []byte("trap")):
 			_ = 1 / zero
+		case bytes.Contains(s, []byte("loop")):
+			for zero == 0 {
+				spin++
+			}
 		}
 		vals = g.AppendStr(g.Begin(vals[:0], 1), up)
 		out.Emit(0, 0, r.TupleID, vals)

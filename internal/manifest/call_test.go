@@ -27,24 +27,40 @@ func sec(id byte, body []byte) []byte {
 // tinyModule exports memory (1 page) and ardea_manifest with code body
 // (the function's instructions, without the final end), importing
 // ardea.log (i32, i32) -> () if withImport.
-func tinyModule(withImport bool, code []byte) []byte {
+func tinyModule(withImport bool, code []byte) []byte { return tinyModuleInit(withImport, code, nil) }
+
+// tinyModuleInit is tinyModule with an _initialize export of type () -> ()
+// running init, when init is not nil.
+func tinyModuleInit(withImport bool, code, init []byte) []byte {
 	const i32 = 0x7f
 	m := append([]byte(nil), wasmHeader...)
 	m = append(m, sec(1, vec(
 		[]byte{0x60, 2, i32, i32, 0}, // type 0: (i32, i32) -> ()
-		[]byte{0x60, 0, 1, i32}))...) // type 1: () -> i32
+		[]byte{0x60, 0, 1, i32},      // type 1: () -> i32
+		[]byte{0x60, 0, 0}))...)      // type 2: () -> ()
 	fn := uint32(0)
 	if withImport {
 		m = append(m, sec(2, vec(append(append(name("ardea"), name("log")...), 0x00, 0)))...)
 		fn = 1
 	}
-	m = append(m, sec(3, vec([]byte{1}))...)       // one function of type 1
-	m = append(m, sec(5, vec([]byte{0x00, 1}))...) // memory min 1 page
-	m = append(m, sec(7, vec(
+	funcs, exports := [][]byte{{1}}, [][]byte{
 		append(name("memory"), 0x02, 0),
-		append(append(name(ExportName), 0x00), appendULEB(nil, fn)...)))...)
-	body := append([]byte{0}, append(code, 0x0b)...) // no locals, code, end
-	m = append(m, sec(10, vec(append(appendULEB(nil, uint32(len(body))), body...)))...)
+		append(append(name(ExportName), 0x00), appendULEB(nil, fn)...)}
+	bodies := [][]byte{code}
+	if init != nil {
+		funcs = append(funcs, []byte{2})
+		exports = append(exports, append(append(name("_initialize"), 0x00), appendULEB(nil, fn+1)...))
+		bodies = append(bodies, init)
+	}
+	m = append(m, sec(3, vec(funcs...))...)
+	m = append(m, sec(5, vec([]byte{0x00, 1}))...) // memory min 1 page
+	m = append(m, sec(7, vec(exports...))...)
+	var code10 [][]byte
+	for _, b := range bodies {
+		body := append([]byte{0}, append(b, 0x0b)...) // no locals, code, end
+		code10 = append(code10, append(appendULEB(nil, uint32(len(body))), body...))
+	}
+	m = append(m, sec(10, vec(code10...))...)
 	return m
 }
 
@@ -56,7 +72,9 @@ func TestCallRefusesMisbehaviour(t *testing.T) {
 		want   string
 	}{
 		{"calls a host function", tinyModule(true, []byte{0x41, 0, 0x41, 0, 0x10, 0, 0x41, 0}),
-			"ardea.log called while reading the manifest (ardea_manifest must call no host function)"},
+			"ardea.log called by ardea_manifest (it must call no host function)"},
+		{"initializes by calling a host function", tinyModuleInit(true, []byte{0x41, 0}, []byte{0x41, 0, 0x41, 0, 0x10, 0}),
+			"ardea.log called while the module initialized (_initialize)"},
 		{"loops forever", tinyModule(false, []byte{0x03, 0x40, 0x0c, 0, 0x0b, 0x41, 0}), "deadline exceeded"},
 		{"points outside memory", tinyModule(false, []byte{0x41, 0xff, 0xff, 0x03}), "outside memory"},
 		{"returns an empty manifest", tinyModule(false, []byte{0x41, 0}), "ardea_manifest: manifest: empty"}, // length 0 at 0

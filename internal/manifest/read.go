@@ -86,6 +86,7 @@ func Call(ctx context.Context, module []byte, o Options) ([]byte, error) {
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, r); err != nil {
 		return nil, fmt.Errorf("read the manifest: %w", err)
 	}
+	phase := "while the module initialized (_initialize): its initialization must call no host function for the manifest to be read"
 	stubs := map[string]wazero.HostModuleBuilder{}
 	for _, f := range cm.ImportedFunctions() {
 		mod, name, _ := f.Import()
@@ -99,7 +100,7 @@ func Call(ctx context.Context, module []byte, o Options) ([]byte, error) {
 		}
 		what := mod + "." + name
 		b.NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(func(context.Context, api.Module, []uint64) {
-			panic(fmt.Errorf("%s called while reading the manifest (%s must call no host function)", what, ExportName))
+			panic(fmt.Errorf("%s called %s", what, phase))
 		}), f.ParamTypes(), f.ResultTypes()).Export(name)
 	}
 	for mod, b := range stubs {
@@ -111,6 +112,7 @@ func Call(ctx context.Context, module []byte, o Options) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read the manifest: instantiate: %w", deadline(ctx, err))
 	}
+	phase = "by " + ExportName + " (it must call no host function)"
 	fn := inst.ExportedFunction(ExportName)
 	if fn == nil {
 		return nil, fmt.Errorf("read the manifest: no export %s", ExportName)

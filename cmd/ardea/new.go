@@ -73,6 +73,8 @@ func newSDKCmd() *cobra.Command {
 		Short: "The guest SDKs this binary carries: list them, write one out",
 		Long: `The ardea binary carries the Go, Rust, C and AssemblyScript SDKs at the
 versions it was built with, so a component builds with no registry access.`,
+		Example: `  ardea sdk list
+  ardea sdk export --lang rust ./vendor/ardea`,
 	}
 	cmd.AddCommand(newSDKListCmd(), newSDKExportCmd())
 	return cmd

@@ -154,10 +154,18 @@ func TestClusterEffectivelyOnceSwap(t *testing.T) {
 		ok, why := allRunning(st)
 		return ok && st.Checkpoints.Rollbacks > before.Checkpoints.Rollbacks && !st.Checkpoints.RollingBack, why
 	})
+	// go/seqstate is a source folder: its version is what ardea build made
+	// of it (the module plus its manifest section), as before the swap.
+	original := map[string]string{}
+	for _, c := range before.Containers {
+		for _, in := range c.Instances {
+			original[in.Name] = in.Version
+		}
+	}
 	for _, c := range d.status(t, "eos").Containers {
 		for _, in := range c.Instances {
-			if strings.HasPrefix(in.Name, "seqstate/") && in.Version != sha(t, repoPath("examples/keyed/go/seqstate.wasm")) {
-				t.Fatalf("%s runs %s after the rollback, want the original module", in.Name, in.Version)
+			if strings.HasPrefix(in.Name, "seqstate/") && (in.Version == "" || in.Version != original[in.Name]) {
+				t.Fatalf("%s runs %q after the rollback, want the original module %q", in.Name, in.Version, original[in.Name])
 			}
 		}
 	}

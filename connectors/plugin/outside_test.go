@@ -32,7 +32,10 @@ func TestOutsideModule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b = append(b, []byte("\nrequire github.com/ardea-dev/ardea v0.0.0\n\nreplace github.com/ardea-dev/ardea => "+root+"\n")...)
+	// Replace directives apply only in the main module, so the copy names
+	// the Go SDK's module (a module of its own inside the checkout) too.
+	b = append(b, []byte("\nrequire github.com/ardea-dev/ardea v0.0.0\n\nreplace github.com/ardea-dev/ardea => "+root+
+		"\n\nreplace github.com/ardea-dev/ardea/wasm-sdk/go => "+filepath.Join(root, "wasm-sdk", "go")+"\n")...)
 	if err := os.WriteFile(mod, b, 0o644); err != nil {
 		t.Fatal(err)
 	}

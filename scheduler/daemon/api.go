@@ -155,6 +155,7 @@ func (d *Daemon) Submit(ctx context.Context, req SubmitRequest) error {
 		if err != nil {
 			return fmt.Errorf("component %s: store module: %w", c.Name, err)
 		}
+		d.rememberLanguage(ctx, sha, data)
 		mods[c.Name] = sha
 		source := c.Module
 		if s := req.Sources[c.Name]; s != "" {

@@ -222,6 +222,7 @@ func (t *tm) applyPaused(ctx context.Context, next *ardea.Topology, doc ctl.Plan
 		if err != nil {
 			return err
 		}
+		t.d.rememberLanguage(ctx, sha, data)
 		mods[c.Name] = sha
 		if rec.Modules[c.Name] != sha {
 			t.record(ctx, statemgr.ModuleVersion{Component: c.Name, Version: sha, Previous: rec.Modules[c.Name], Source: c.Module,

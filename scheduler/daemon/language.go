@@ -41,12 +41,36 @@ func (d *Daemon) languageOf(ctx context.Context, version string) string {
 	return l
 }
 
-// moduleLanguage is the SDK language a module's manifest names (its
-// ardea.manifest section, else its ardea_manifest export), else its
-// producers section's.
-func moduleLanguage(ctx context.Context, data []byte) string {
+// rememberLanguage records the language of a module stored under version,
+// reading its manifest the way a submit checks it (the ardea.manifest
+// section, else the ardea_manifest export, which compiles the module in a
+// throwaway instance). It runs when a module is uploaded, so status and
+// tracker calls only look it up.
+func (d *Daemon) rememberLanguage(ctx context.Context, version string, data []byte) {
+	l := ""
 	if m, err := manifest.Read(ctx, data, manifest.Options{Timeout: 5 * time.Second}); err == nil && m != nil {
-		return m.SDK.Language
+		l = m.SDK.Language
+	} else {
+		l = moduleLanguage(ctx, data)
+	}
+	d.langs.mu.Lock()
+	if d.langs.m == nil {
+		d.langs.m = map[string]string{}
+	}
+	d.langs.m[version] = l
+	d.langs.mu.Unlock()
+}
+
+// moduleLanguage is the SDK language a module's ardea.manifest section
+// names, else its producers section's. It never calls the module's
+// ardea_manifest export: that compiles the module (about a second for a
+// Go one), and status and tracker calls must stay cheap. (A module
+// uploaded to this daemon has its language from rememberLanguage.)
+func moduleLanguage(_ context.Context, data []byte) string {
+	if b, ok, err := manifest.Section(data); err == nil && ok {
+		if m, err := manifest.Decode(b); err == nil {
+			return m.SDK.Language
+		}
 	}
 	return producersLanguage(data)
 }

@@ -148,6 +148,7 @@ func (t *tm) swap(ctx context.Context, req SwapRequest) (SwapResult, error) {
 	if err != nil {
 		return SwapResult{}, err
 	}
+	t.d.rememberLanguage(ctx, sha, req.Module)
 	entry.Version = sha
 	res := SwapResult{Component: c.Name, Version: sha, Previous: prev}
 	if sha == prev {

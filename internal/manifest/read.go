@@ -20,7 +20,9 @@ type Options struct {
 	// MemoryPages caps the instance's linear memory (64 KiB pages; default
 	// 1024, 64 MiB, the host's default).
 	MemoryPages uint32
-	// Timeout bounds instantiation and the call (default 10s).
+	// Timeout bounds instantiation (the module's _initialize) and the call
+	// (default 10s); compiling is not counted (it depends on the module's
+	// size and the machine, not on what the guest does).
 	Timeout time.Duration
 	// Cache, if set, keeps the compiled module (wazero's compilation cache).
 	Cache wazero.CompilationCache
@@ -71,8 +73,6 @@ func Call(ctx context.Context, module []byte, o Options) ([]byte, error) {
 	if o.Timeout <= 0 {
 		o.Timeout = 10 * time.Second
 	}
-	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
-	defer cancel()
 	rc := wazero.NewRuntimeConfig().WithMemoryLimitPages(o.MemoryPages).WithCloseOnContextDone(true)
 	if o.Cache != nil {
 		rc = rc.WithCompilationCache(o.Cache)
@@ -83,6 +83,8 @@ func Call(ctx context.Context, module []byte, o Options) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read the manifest: compile: %w", err)
 	}
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, r); err != nil {
 		return nil, fmt.Errorf("read the manifest: %w", err)
 	}

@@ -18,7 +18,7 @@ import (
 // ardea-sdk/testing). It is what `ardea sdk export --lang assemblyscript
 // DIR` writes.
 //
-//go:embed package.json README.md index.ts exports.ts asc-flags.json assembly/*.ts assembly/tsconfig.json testing/*
+//go:embed package.json README.md LICENSE index.ts exports.ts asc-flags.json assembly/*.ts assembly/tsconfig.json testing/*
 var FS embed.FS
 
 // PackageName is the import name of the SDK ("ardea-sdk").

@@ -22,10 +22,11 @@ const (
 	HarnessHeader = "include/ardea_test.h"
 	HarnessSource = "src/ardea_test.c"
 	Readme        = "README.md"
+	License       = "LICENSE"
 )
 
 // FS holds the SDK: Header, Source, HarnessHeader, HarnessSource and
 // Readme, at its root.
 //
-//go:embed include/ardea.h include/ardea_test.h src/ardea.c src/ardea_test.c README.md
+//go:embed include/ardea.h include/ardea_test.h src/ardea.c src/ardea_test.c README.md LICENSE
 var FS embed.FS

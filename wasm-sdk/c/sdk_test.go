@@ -210,7 +210,7 @@ func TestEmbeddedSDK(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{csdk.Readme, csdk.Header, csdk.HarnessHeader, csdk.Source, csdk.HarnessSource}
+	want := []string{csdk.Readme, csdk.License, csdk.Header, csdk.HarnessHeader, csdk.Source, csdk.HarnessSource}
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
 		t.Errorf("FS holds %q, want %q", got, want)

@@ -13,7 +13,7 @@ import (
 // new` (which write them into a project's ardea-sdk folder, the target of
 // its go.mod's replace). A guest (GOOS=wasip1) never carries them.
 //
-//go:embed go.mod README.md *.go *.s internal ardeatest
+//go:embed go.mod README.md LICENSE *.go *.s internal ardeatest
 var source embed.FS
 
 // SourceFS is this SDK as a Go module, rooted at its go.mod: what `ardea

@@ -41,7 +41,7 @@ func TestSourceFS(t *testing.T) {
 			return fs.SkipDir
 		}
 		ext := filepath.Ext(p)
-		if !d.IsDir() && !strings.HasSuffix(p, "_test.go") && (ext == ".go" || ext == ".s" || p == "go.mod" || p == "README.md") {
+		if !d.IsDir() && !strings.HasSuffix(p, "_test.go") && (ext == ".go" || ext == ".s" || p == "go.mod" || p == "README.md" || p == "LICENSE") {
 			want = append(want, p)
 		}
 		return nil

@@ -11,5 +11,5 @@ import "embed"
 // FS holds the crate: Cargo.toml, README.md and src/. Its root is the
 // crate's folder (what goes into a project's ardea-sdk/).
 //
-//go:embed Cargo.toml README.md src
+//go:embed Cargo.toml README.md LICENSE src
 var FS embed.FS

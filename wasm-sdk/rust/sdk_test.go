@@ -194,7 +194,7 @@ func TestCommittedModulesAreFresh(t *testing.T) {
 }
 
 // TestEmbeddedSources: the embedded crate is exactly what cargo packages
-// (Cargo.toml's include list: Cargo.toml, README.md, every .rs under src),
+// (Cargo.toml's include list: Cargo.toml, README.md, LICENSE, every .rs under src),
 // byte for byte.
 func TestEmbeddedSources(t *testing.T) {
 	var names []string
@@ -207,7 +207,7 @@ func TestEmbeddedSources(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	disk := []string{"Cargo.toml", "README.md"}
+	disk := []string{"Cargo.toml", "README.md", "LICENSE"}
 	err = filepath.WalkDir("src", func(p string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {
 			disk = append(disk, filepath.ToSlash(p))

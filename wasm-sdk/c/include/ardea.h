@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: Apache-2.0
  * ardea.h - the Ardea guest SDK for C (ABI v1, see wasm-sdk/ABI.md).
  *
  * Write a spout or a bolt as a struct of callbacks, register it with

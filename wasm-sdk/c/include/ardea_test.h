@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: Apache-2.0
  * ardea_test.h - the C SDK's test harness: runs a spout or a bolt
  * natively, with no wasm runtime. src/ardea_test.c stands in for the host
  * (the ardea.* imports), so a unit test is the component's .c files, the

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: Apache-2.0
  * ardea.c - the Ardea guest SDK for C: the ABI v1 runtime (exports,
  * imports, codec, emit buffer, state cache). See ardea.h for the API and
  * wasm-sdk/ABI.md for the contract.

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: Apache-2.0
  * ardea_test.c - the C SDK's test harness (see include/ardea_test.h): the
  * host's imports for a native build of src/ardea.c, and the harness that
  * drives the component through the SDK's exports as the host would.

@@ -2,9 +2,11 @@
 // platform module's internal/tuple): Ardea's language-neutral tuple
 // encoding (ABI v1, see wasm-sdk/ABI.md) and the record formats built on
 // it: input batches, emit ops and the task context blob. The SDK module
-// has no dependencies, so it carries its own; both pass the shared vectors
-// in wasm-sdk/testdata (vectors_test.go here and there), which keeps them
-// equal.
+// has no dependencies, so it carries its own. The copy is derived, never
+// edited here: the platform's TestSDKCopy (internal/tuple/sdkcopy_test.go)
+// fails when a file differs from the platform's but for its leading
+// comments, and its -update rewrites the copy. Both pass the shared vectors
+// in wasm-sdk/testdata.
 //
 // Encoding, little-endian throughout:
 //

@@ -86,7 +86,12 @@ func writeErr(w http.ResponseWriter, err error) {
 }
 
 func (d *Daemon) handleList(w http.ResponseWriter, r *http.Request) {
-	tops, err := d.store.ListTopologies(r.Context())
+	sp, err := d.space(r.Context())
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	tops, err := sp.store.ListTopologies(r.Context())
 	if err != nil {
 		writeErr(w, err)
 		return
@@ -94,10 +99,10 @@ func (d *Daemon) handleList(w http.ResponseWriter, r *http.Request) {
 	out := []Summary{}
 	for _, rec := range tops {
 		s := Summary{Name: rec.Name, Submitted: rec.SubmittedAt.Format(time.RFC3339)}
-		if st, err := d.store.GetState(r.Context(), rec.Name); err == nil {
+		if st, err := sp.store.GetState(r.Context(), rec.Name); err == nil {
 			s.State = st.State
 		}
-		if t, err := d.get(rec.Name); err == nil {
+		if t, err := d.getIn(sp.tenant, rec.Name); err == nil {
 			st := t.status()
 			s.State = st.State
 			s.Containers = len(st.Containers)
@@ -121,7 +126,7 @@ func (d *Daemon) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	t, err := d.get(req.Name)
+	t, err := d.get(r.Context(), req.Name)
 	if err != nil {
 		writeErr(w, err)
 		return
@@ -131,7 +136,11 @@ func (d *Daemon) handleSubmit(w http.ResponseWriter, r *http.Request) {
 
 // Submit stores a topology and its modules and starts its topology manager.
 func (d *Daemon) Submit(ctx context.Context, req SubmitRequest) error {
-	if _, err := d.store.GetTopology(ctx, req.Name); err == nil {
+	sp, err := d.space(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := sp.store.GetTopology(ctx, req.Name); err == nil {
 		return newErr(ErrExists, "topology %s already exists (kill it first, or submit with another --name)", req.Name)
 	}
 	top, err := parseSpec(req.Name, []byte(req.Spec))
@@ -151,7 +160,7 @@ func (d *Daemon) Submit(ctx context.Context, req SubmitRequest) error {
 		if !ok {
 			return newErr(ErrBadRequest, "component %s: no module uploaded", c.Name)
 		}
-		sha, err := d.store.PutArtifact(ctx, c.Name+".wasm", data)
+		sha, err := sp.store.PutArtifact(ctx, c.Name+".wasm", data)
 		if err != nil {
 			return fmt.Errorf("component %s: store module: %w", c.Name, err)
 		}
@@ -171,7 +180,7 @@ func (d *Daemon) Submit(ctx context.Context, req SubmitRequest) error {
 	if _, err := buildPlan(top); err != nil {
 		return newErr(ErrBadRequest, "%v", err)
 	}
-	if _, err := d.store.CreateTopology(ctx, statemgr.Topology{
+	if _, err := sp.store.CreateTopology(ctx, statemgr.Topology{
 		Name: req.Name, Spec: spec, Modules: mods, SubmittedAt: time.Now(), SubmittedBy: req.By, History: history,
 	}); errors.Is(err, statemgr.ErrExists) {
 		return newErr(ErrExists, "topology %s already exists (kill it first, or submit with another --name)", req.Name)
@@ -182,22 +191,22 @@ func (d *Daemon) Submit(ctx context.Context, req SubmitRequest) error {
 	if req.Deactivated {
 		state = StatePaused
 	}
-	t := d.newTM(req.Name)
+	t := d.newTM(sp, req.Name)
 	if err := t.start(ctx, state); err != nil {
-		_ = d.store.DeleteTopology(context.WithoutCancel(ctx), req.Name)
+		_ = sp.store.DeleteTopology(context.WithoutCancel(ctx), req.Name)
 		return err
 	}
 	d.mu.Lock()
-	d.tms[req.Name] = t
+	sp.tms[req.Name] = t
 	d.mu.Unlock()
 	return nil
 }
 
 func (d *Daemon) handleStatus(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
-	t, err := d.get(name)
+	t, err := d.get(r.Context(), name)
 	if err == nil {
-		writeJSON(w, http.StatusOK, d.withLanguages(r.Context(), t.status()))
+		writeJSON(w, http.StatusOK, d.withLanguages(r.Context(), t.sp, t.status()))
 		return
 	}
 	if errors.Is(err, ErrBadState) { // managed by another daemon
@@ -205,7 +214,12 @@ func (d *Daemon) handleStatus(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// Not managed now: a finished, failed or killed-but-kept topology.
-	st, err := d.store.GetState(r.Context(), name)
+	sp, err := d.space(r.Context())
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	st, err := sp.store.GetState(r.Context(), name)
 	if err != nil {
 		writeErr(w, newErr(ErrNotFound, "no topology named %q", name))
 		return
@@ -215,23 +229,28 @@ func (d *Daemon) handleStatus(w http.ResponseWriter, r *http.Request) {
 
 func (d *Daemon) handleAction(w http.ResponseWriter, r *http.Request) {
 	name, action := r.PathValue("name"), r.PathValue("action")
-	t, err := d.get(name)
+	t, err := d.get(r.Context(), name)
 	if err != nil {
 		if errors.Is(err, ErrBadState) { // managed by another daemon
 			writeErr(w, err)
 			return
 		}
-		if _, serr := d.store.GetState(r.Context(), name); serr == nil && action == "kill" {
+		sp, serr := d.space(r.Context())
+		if serr != nil {
+			writeErr(w, serr)
+			return
+		}
+		if _, serr := sp.store.GetState(r.Context(), name); serr == nil && action == "kill" {
 			// No topology manager: it finished or failed before a daemon
 			// restart. Killing it just removes it.
-			if err := d.removeStored(r.Context(), name, r.URL.Query().Get("keep") == "true"); err != nil {
+			if err := d.removeStored(r.Context(), sp, name, r.URL.Query().Get("keep") == "true"); err != nil {
 				writeErr(w, err)
 				return
 			}
 			writeJSON(w, http.StatusOK, Status{Name: name, State: StateKilled})
 			return
 		}
-		if _, serr := d.store.GetState(r.Context(), name); serr == nil {
+		if _, serr := sp.store.GetState(r.Context(), name); serr == nil {
 			err = newErr(ErrBadState, "topology %s is not running (it finished, failed or was killed)", name)
 		}
 		writeErr(w, err)
@@ -245,7 +264,7 @@ func (d *Daemon) handleAction(w http.ResponseWriter, r *http.Request) {
 		err = t.kill(ctx, r.URL.Query().Get("keep") == "true")
 		if err == nil {
 			d.mu.Lock()
-			delete(d.tms, name)
+			delete(t.sp.tms, name)
 			d.mu.Unlock()
 		}
 	case "restart":
@@ -283,7 +302,7 @@ func (d *Daemon) handleAction(w http.ResponseWriter, r *http.Request) {
 // instance: ?instance=count/2 or ?instance=count, ?container=N, ?lines=N.
 func (d *Daemon) handleLogs(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
-	t, err := d.get(name)
+	t, err := d.get(r.Context(), name)
 	if err != nil {
 		writeErr(w, err)
 		return
@@ -366,7 +385,7 @@ func keepLine(line, component string, task uint32) bool {
 }
 
 func (d *Daemon) handleSwap(w http.ResponseWriter, r *http.Request) {
-	t, err := d.get(r.PathValue("name"))
+	t, err := d.get(r.Context(), r.PathValue("name"))
 	if err != nil {
 		writeErr(w, err)
 		return
@@ -387,7 +406,7 @@ func (d *Daemon) handleSwap(w http.ResponseWriter, r *http.Request) {
 // Swap swaps a component's module in a running topology (POST
 // .../swap): validated, on probation, committed or rolled back.
 func (d *Daemon) Swap(ctx context.Context, name string, req SwapRequest) (SwapResult, error) {
-	t, err := d.get(name)
+	t, err := d.get(ctx, name)
 	if err != nil {
 		return SwapResult{}, err
 	}
@@ -395,7 +414,7 @@ func (d *Daemon) Swap(ctx context.Context, name string, req SwapRequest) (SwapRe
 }
 
 func (d *Daemon) handleRollback(w http.ResponseWriter, r *http.Request) {
-	t, err := d.get(r.PathValue("name"))
+	t, err := d.get(r.Context(), r.PathValue("name"))
 	if err != nil {
 		writeErr(w, err)
 		return
@@ -415,7 +434,12 @@ func (d *Daemon) handleRollback(w http.ResponseWriter, r *http.Request) {
 
 // handleHistory lists every module version of every component.
 func (d *Daemon) handleHistory(w http.ResponseWriter, r *http.Request) {
-	rec, err := d.store.GetTopology(r.Context(), r.PathValue("name"))
+	sp, err := d.space(r.Context())
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	rec, err := sp.store.GetTopology(r.Context(), r.PathValue("name"))
 	if err != nil {
 		writeErr(w, err)
 		return
@@ -424,7 +448,7 @@ func (d *Daemon) handleHistory(w http.ResponseWriter, r *http.Request) {
 }
 
 func (d *Daemon) handleApply(w http.ResponseWriter, r *http.Request) {
-	t, err := d.get(r.PathValue("name"))
+	t, err := d.get(r.Context(), r.PathValue("name"))
 	if err != nil {
 		writeErr(w, err)
 		return
@@ -452,7 +476,7 @@ type DeadLetterResult struct {
 // handleDeadLetters lists (GET) or replays (POST .../dlq/replay) the dead
 // letters of every spout that keeps them, or of ?component= only.
 func (d *Daemon) handleDeadLetters(w http.ResponseWriter, r *http.Request) {
-	t, err := d.get(r.PathValue("name"))
+	t, err := d.get(r.Context(), r.PathValue("name"))
 	if err != nil {
 		writeErr(w, err)
 		return

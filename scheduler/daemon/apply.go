@@ -121,7 +121,7 @@ func (t *tm) apply(ctx context.Context, req ApplyRequest) (ApplyResult, error) {
 	if state != StateRunning && state != StatePaused {
 		return ApplyResult{}, newErr(ErrBadState, "cannot apply to topology %s: it is %s", t.name, state)
 	}
-	rec, err := t.d.store.GetTopology(ctx, t.name)
+	rec, err := t.sp.store.GetTopology(ctx, t.name)
 	if err != nil {
 		return ApplyResult{}, err
 	}
@@ -218,7 +218,7 @@ func (t *tm) applyPaused(ctx context.Context, next *ardea.Topology, doc ctl.Plan
 		if err := t.d.validate(ctx, c.Name+".wasm", c.Kind, data); err != nil {
 			return newErr(ErrBadRequest, "apply to topology %s refused, nothing changed: component %s: %v", t.name, c.Name, err)
 		}
-		sha, err := t.d.store.PutArtifact(ctx, c.Name+".wasm", data)
+		sha, err := t.sp.store.PutArtifact(ctx, c.Name+".wasm", data)
 		if err != nil {
 			return err
 		}

@@ -184,11 +184,11 @@ func (t *tm) checkpointStore(ctx context.Context) (checkpoint.Store, error) {
 	if s := t.d.o.CheckpointStore; s != nil {
 		return s, nil
 	}
-	js, err := jetstream.New(t.d.nc)
+	js, err := jetstream.New(t.sp.nc)
 	if err != nil {
 		return nil, fmt.Errorf("topology %s: checkpoints: %w", t.name, err)
 	}
-	store, err := checkpoint.NewJetStreamStore(ctx, js, checkpoint.JetStreamOptions{Bucket: hostprocess.CheckpointBucket(t.d.store.Tenant()), MaxBytes: checkpoint.DefaultMaxBytes})
+	store, err := checkpoint.NewJetStreamStore(ctx, js, checkpoint.JetStreamOptions{Bucket: hostprocess.CheckpointBucket(t.sp.store.Tenant()), MaxBytes: checkpoint.DefaultMaxBytes})
 	if err != nil {
 		return nil, fmt.Errorf("topology %s: %w", t.name, err)
 	}
@@ -549,13 +549,13 @@ func (t *tm) restoreRecord(ctx context.Context, base *ctl.BasePlan) (*ardea.Topo
 		return nil, err
 	}
 	for range 5 {
-		rec, err := t.d.store.GetTopology(ctx, t.name)
+		rec, err := t.sp.store.GetTopology(ctx, t.name)
 		if err != nil {
 			return nil, err
 		}
 		rec.Spec, rec.Modules = []byte(base.Spec), maps.Clone(base.Modules)
 		rollBackHistory(rec.History, base)
-		if _, err = t.d.store.UpdateTopology(ctx, rec, rec.Revision); err == nil {
+		if _, err = t.sp.store.UpdateTopology(ctx, rec, rec.Revision); err == nil {
 			return top, nil
 		} else if !errors.Is(err, statemgr.ErrConflict) {
 			return nil, fmt.Errorf("restore the topology's spec: %w", err)

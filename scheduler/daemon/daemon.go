@@ -33,7 +33,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -63,8 +62,16 @@ type Options struct {
 	// passes its own executable and "host".
 	HostPath string
 	HostArgs []string
-	Tenant   string
-	Logger   *slog.Logger
+	// Tenant is the default tenant: the one of calls that carry no
+	// principal (default names.DefaultTenant).
+	Tenant string
+	// TenantConn connects the daemon for a tenant (a user of the tenant's
+	// NATS account that manages its buckets); nil: every tenant uses the
+	// daemon's own connection. Tenants lists the tenants whose topologies
+	// resume at Start (nil: the default tenant only).
+	TenantConn func(ctx context.Context, tenant string) (*nats.Conn, error)
+	Tenants    func(ctx context.Context) ([]string, error)
+	Logger     *slog.Logger
 	// TMLockTTL is the topology managers' lock TTL (10s); a daemon that
 	// stalls longer loses its locks.
 	TMLockTTL time.Duration
@@ -109,16 +116,15 @@ type Options struct {
 type Daemon struct {
 	// ctx is the daemon's lifetime: Start's values without its
 	// cancellation (the daemon ends at Close, not when Start returns).
-	ctx   context.Context
-	o     Options
-	id    string
-	log   *slog.Logger
-	srv   *bus.Server
-	nc    *nats.Conn
-	store *statemgr.Store
-	sup   containerRuntime // processes (launcher) or in process (inproc.go)
-	ln    net.Listener
-	http  *http.Server
+	ctx  context.Context
+	o    Options
+	id   string
+	log  *slog.Logger
+	srv  *bus.Server
+	nc   *nats.Conn
+	sup  containerRuntime // processes (launcher) or in process (inproc.go)
+	ln   net.Listener
+	http *http.Server
 	// endRequests cancels every request's context (event streams).
 	endRequests context.CancelFunc
 	langs       moduleLanguages
@@ -126,8 +132,11 @@ type Daemon struct {
 	// goroutines (Close shuts the servers down, then waits).
 	servers sync.WaitGroup
 
-	mu  sync.Mutex
-	tms map[string]*tm
+	mu sync.Mutex
+	// spaces are the tenants' spaces (space.go), opened on first use;
+	// spaceMu serialises opening one.
+	spaces  map[string]*space
+	spaceMu sync.Mutex
 
 	// prom is every topology's latest metrics as a Prometheus exposition.
 	prom     *sinks.Prometheus
@@ -165,7 +174,7 @@ func Start(ctx context.Context, o Options) (*Daemon, error) {
 		return nil, fmt.Errorf("local: data dir: %w", err)
 	}
 	hn, _ := os.Hostname()
-	d := &Daemon{ctx: context.WithoutCancel(ctx), o: o, id: "ardea-local@" + hn + ":" + abs, log: log, tms: map[string]*tm{}, prom: sinks.NewPrometheus()}
+	d := &Daemon{ctx: context.WithoutCancel(ctx), o: o, id: "ardea-local@" + hn + ":" + abs, log: log, spaces: map[string]*space{}, prom: sinks.NewPrometheus()}
 	if err := o.Metrics.Validate(); err != nil {
 		return nil, fmt.Errorf("local: %w", err)
 	}
@@ -188,7 +197,7 @@ func Start(ctx context.Context, o Options) (*Daemon, error) {
 		d.closeListener()
 		return nil, fmt.Errorf("local: connect to NATS: %w", err)
 	}
-	if d.store, err = statemgr.Open(ctx, d.nc, statemgr.Options{Tenant: o.Tenant, Logger: log}); err != nil {
+	if _, err = d.spaceOf(ctx, d.defaultTenant()); err != nil {
 		d.Close(d.ctx)
 		return nil, err
 	}
@@ -258,14 +267,35 @@ func (d *Daemon) cacheDir() string {
 func (d *Daemon) NATSURL() string { return d.srv.ClientURL() }
 
 // resume restarts a topology manager for every topology stored as running
-// or paused (after a daemon restart).
+// or paused (after a daemon restart), in every tenant's space.
 func (d *Daemon) resume(ctx context.Context) error {
-	tops, err := d.store.ListTopologies(ctx)
+	tenants := []string{d.defaultTenant()}
+	if d.o.Tenants != nil {
+		ts, err := d.o.Tenants(ctx)
+		if err != nil {
+			return fmt.Errorf("local: list tenants: %w", err)
+		}
+		tenants = ts
+	}
+	for _, tenant := range tenants {
+		sp, err := d.spaceOf(ctx, tenant)
+		if err != nil {
+			return err
+		}
+		if err := d.resumeSpace(ctx, sp); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (d *Daemon) resumeSpace(ctx context.Context, sp *space) error {
+	tops, err := sp.store.ListTopologies(ctx)
 	if err != nil {
 		return err
 	}
 	for _, rec := range tops {
-		st, err := d.store.GetState(ctx, rec.Name)
+		st, err := sp.store.GetState(ctx, rec.Name)
 		if err != nil {
 			d.log.Warn("topology without an execution state", "topology", rec.Name, "err", err)
 			continue
@@ -273,7 +303,7 @@ func (d *Daemon) resume(ctx context.Context) error {
 		if !live(st.State) {
 			continue
 		}
-		t := d.newTM(rec.Name)
+		t := d.newTM(sp, rec.Name)
 		if err := t.start(ctx, st.State); err != nil {
 			d.log.Error("resume topology", "topology", rec.Name, "err", err)
 			var p permanent
@@ -281,16 +311,16 @@ func (d *Daemon) resume(ctx context.Context) error {
 				// It can never run again (no restorable checkpoint): its
 				// terminal state, with the reason.
 				msg := "could not resume after a daemon restart: " + err.Error()
-				if _, serr := d.store.SetState(ctx, rec.Name, statemgr.ExecState{State: StateFailed, Message: msg, Updated: time.Now()}); serr != nil {
+				if _, serr := sp.store.SetState(ctx, rec.Name, statemgr.ExecState{State: StateFailed, Message: msg, Updated: time.Now()}); serr != nil {
 					d.log.Error("record FAILED", "topology", rec.Name, "err", serr)
 				}
 			}
 			continue
 		}
 		d.mu.Lock()
-		d.tms[rec.Name] = t
+		sp.tms[rec.Name] = t
 		d.mu.Unlock()
-		d.log.Info("topology resumed", "topology", rec.Name, "state", st.State)
+		t.log.Info("topology resumed", "state", st.State)
 	}
 	return nil
 }
@@ -299,8 +329,13 @@ func (d *Daemon) resume(ctx context.Context) error {
 // in the state manager and resume at the next Start.
 func (d *Daemon) Close(ctx context.Context) error {
 	d.mu.Lock()
-	tms := d.tms
-	d.tms = map[string]*tm{}
+	var tms []*tm
+	for _, sp := range d.spaces {
+		for _, t := range sp.tms {
+			tms = append(tms, t)
+		}
+		sp.tms = map[string]*tm{}
+	}
 	d.mu.Unlock()
 	for _, t := range tms {
 		t.stopTM()
@@ -324,6 +359,11 @@ func (d *Daemon) Close(ctx context.Context) error {
 	if d.validator != nil {
 		errs = append(errs, d.validator.Close(ctx))
 	}
+	for _, sp := range d.spacesNow() {
+		if sp.ownNC {
+			sp.nc.Close()
+		}
+	}
 	if d.nc != nil {
 		d.nc.Close()
 	}
@@ -339,12 +379,12 @@ func (d *Daemon) onProcess(ps launcher.ProcessStatus) {
 	if ps.State != launcher.StateFailed && ps.State != launcher.StateBackoff {
 		return
 	}
-	name, num, ok := strings.Cut(ps.ID, "/container-")
+	tenant, name, num, ok := parseProcID(ps.ID)
 	container, err := strconv.Atoi(num)
 	if !ok || err != nil {
 		return
 	}
-	t, err := d.get(name)
+	t, err := d.getIn(tenant, name)
 	if err != nil {
 		return
 	}
@@ -361,10 +401,21 @@ func (d *Daemon) onProcess(ps launcher.ProcessStatus) {
 	}
 }
 
-func (d *Daemon) get(name string) (*tm, error) {
+// get returns the running topology manager of topology name in the space
+// of the tenant ctx acts for.
+func (d *Daemon) get(ctx context.Context, name string) (*tm, error) {
+	return d.getIn(d.tenantOf(ctx), name)
+}
+
+// getIn returns tenant's running topology manager of topology name.
+func (d *Daemon) getIn(tenant, name string) (*tm, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	t, ok := d.tms[name]
+	var t *tm
+	ok := false
+	if sp := d.spaces[tenant]; sp != nil {
+		t, ok = sp.tms[name]
+	}
 	if !ok {
 		return nil, newErr(ErrNotFound, "no running topology named %q", name)
 	}

@@ -179,7 +179,7 @@ func (r *inProcess) run(ctx context.Context, p *inproc, pid int) error {
 	defer nc.Close()
 	local := t.local
 	return hostprocess.Run(ctx, hostprocess.Options{
-		Tenant: d.store.Tenant(), Topology: t.name, Container: c, DataDir: d.cacheDir(),
+		Tenant: t.sp.tenant, Topology: t.name, Container: c, DataDir: d.cacheDir(),
 		Logger: d.log, Metrics: d.o.Metrics, Conn: nc, Reporter: local.Reporter(),
 		Serve: func(cmds ctl.Commands) func() {
 			local.Attach(c, cmds)

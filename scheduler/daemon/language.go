@@ -20,14 +20,17 @@ type moduleLanguages struct {
 
 // languageOf returns version's language from its producers section, or
 // "wasm" when the module does not say (or cannot be read).
-func (d *Daemon) languageOf(ctx context.Context, version string) string {
+func (d *Daemon) languageOf(ctx context.Context, sp *space, version string) string {
 	d.langs.mu.Lock()
 	l, ok := d.langs.m[version]
 	d.langs.mu.Unlock()
 	if ok {
 		return l
 	}
-	data, err := d.store.GetArtifact(ctx, version)
+	if sp == nil {
+		return "wasm"
+	}
+	data, err := sp.store.GetArtifact(ctx, version)
 	if err != nil {
 		return "wasm" // not cached: a later call may read it
 	}
@@ -170,11 +173,11 @@ func wasmName(b []byte) (string, []byte, bool) {
 // withLanguages fills the language of st's components: builtin, or the
 // language their module's manifest (else producers section) names. It reads
 // the topology's modules from the store, outside the topology's lock.
-func (d *Daemon) withLanguages(ctx context.Context, st Status) Status {
+func (d *Daemon) withLanguages(ctx context.Context, sp *space, st Status) Status {
 	if len(st.Components) == 0 {
 		return st
 	}
-	rec, err := d.store.GetTopology(ctx, st.Name)
+	rec, err := sp.store.GetTopology(ctx, st.Name)
 	if err != nil {
 		return st
 	}
@@ -184,7 +187,7 @@ func (d *Daemon) withLanguages(ctx context.Context, st Status) Status {
 		case strings.HasPrefix(c.Module, ardea.BuiltinPrefix):
 			c.Language = "builtin"
 		case rec.Modules[c.Name] != "":
-			c.Language = d.languageOf(ctx, rec.Modules[c.Name])
+			c.Language = d.languageOf(ctx, sp, rec.Modules[c.Name])
 		default:
 			c.Language = "wasm"
 		}

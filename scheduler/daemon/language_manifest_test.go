@@ -20,7 +20,7 @@ func TestModuleLanguageFromManifest(t *testing.T) {
 			t.Fatal(err)
 		}
 		d.rememberLanguage(context.Background(), lang+"-version", data)
-		if got := d.languageOf(context.Background(), lang+"-version"); got != lang {
+		if got := d.languageOf(context.Background(), nil, lang+"-version"); got != lang {
 			t.Errorf("%s/split.wasm: language %q", lang, got)
 		}
 	}

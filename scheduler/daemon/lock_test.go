@@ -11,6 +11,7 @@ import (
 
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/connectors"
+	"github.com/ardea-dev/ardea/scheduler/statemgr"
 )
 
 // TestTMLockLossAndTakeover: a TM whose lock disappears acquires it again
@@ -47,12 +48,12 @@ func TestTMLockLossAndTakeover(t *testing.T) {
 	if err := d.Submit(ctx, SubmitRequest{Name: "locked", Spec: string(spec)}); err != nil {
 		t.Fatal(err)
 	}
-	tm, err := d.get("locked")
+	tm, err := d.get(ctx, "locked")
 	if err != nil {
 		t.Fatal(err)
 	}
 	holder := func() string {
-		owner, err := d.store.TMLocation(ctx, "locked")
+		owner, err := defaultStore(d).TMLocation(ctx, "locked")
 		if err != nil {
 			return err.Error()
 		}
@@ -81,7 +82,7 @@ func TestTMLockLossAndTakeover(t *testing.T) {
 		defer tm.mu.Unlock()
 		return tm.lock != first && holder() == d.id
 	})
-	if _, err := d.get("locked"); err != nil {
+	if _, err := d.get(ctx, "locked"); err != nil {
 		t.Fatalf("after re-acquiring: %v", err)
 	}
 
@@ -92,16 +93,16 @@ func TestTMLockLossAndTakeover(t *testing.T) {
 	if err := second.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	other, err := d.store.AcquireTMLock(ctx, "locked", "another-daemon", time.Minute)
+	other, err := defaultStore(d).AcquireTMLock(ctx, "locked", "another-daemon", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer other.Release(ctx)
 	poll("the TM to step down", func() bool {
-		_, err := d.get("locked")
+		_, err := d.get(ctx, "locked")
 		return err != nil
 	})
-	_, err = d.get("locked")
+	_, err = d.get(ctx, "locked")
 	if !errors.Is(err, ErrBadState) || !strings.Contains(err.Error(), "another-daemon") {
 		t.Fatalf("request after the takeover: %v, want one naming the other daemon", err)
 	}
@@ -109,4 +110,11 @@ func TestTMLockLossAndTakeover(t *testing.T) {
 		ps, ok := d.sup.Status(tm.procID(1))
 		return !ok || ps.PID == 0
 	})
+}
+
+// defaultStore is the state manager of d's default tenant.
+func defaultStore(d *Daemon) *statemgr.Store {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.spaces[d.defaultTenant()].store
 }

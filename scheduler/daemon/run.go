@@ -162,7 +162,7 @@ func Run(ctx context.Context, o RunOptions) (*Result, error) {
 	if err := d.Submit(ctx, sub); err != nil {
 		return nil, err
 	}
-	tmgr, err := d.get(sub.Name)
+	tmgr, err := d.get(ctx, sub.Name)
 	if err != nil {
 		return nil, err
 	}

@@ -43,7 +43,7 @@ type processes struct {
 func (p processes) start(ctx context.Context, t *tm, container int) error {
 	d := p.d
 	args := append(slices.Clone(d.o.HostArgs),
-		"--nats", d.srv.ClientURL(), "--tenant", d.store.Tenant(), "--topology", t.name,
+		"--nats", d.srv.ClientURL(), "--tenant", t.sp.tenant, "--topology", t.name,
 		"--container", strconv.Itoa(container), "--data-dir", d.o.DataDir)
 	margs, err := d.hostMetricsArgs()
 	if err != nil {

@@ -129,7 +129,7 @@ func (t *tm) swap(ctx context.Context, req SwapRequest) (SwapResult, error) {
 	case len(req.Module) == 0:
 		return SwapResult{}, newErr(ErrBadRequest, "swap %s/%s: no module uploaded", t.name, c.Name)
 	}
-	rec, err := t.d.store.GetTopology(ctx, t.name)
+	rec, err := t.sp.store.GetTopology(ctx, t.name)
 	if err != nil {
 		return SwapResult{}, err
 	}
@@ -144,7 +144,7 @@ func (t *tm) swap(ctx context.Context, req SwapRequest) (SwapResult, error) {
 		t.record(ctx, entry, "")
 		return SwapResult{}, newErr(ErrBadRequest, "swap %s/%s refused, nothing changed: %v", t.name, c.Name, err)
 	}
-	sha, err := t.d.store.PutArtifact(ctx, c.Name+".wasm", req.Module)
+	sha, err := t.sp.store.PutArtifact(ctx, c.Name+".wasm", req.Module)
 	if err != nil {
 		return SwapResult{}, err
 	}
@@ -340,7 +340,7 @@ func (t *tm) commitModule(ctx context.Context, version, comp string) {
 // module in the spec) and the previous active version is marked replaced.
 func (t *tm) record(ctx context.Context, entry statemgr.ModuleVersion, source string) {
 	for range 5 {
-		rec, err := t.d.store.GetTopology(ctx, t.name)
+		rec, err := t.sp.store.GetTopology(ctx, t.name)
 		if err != nil {
 			t.log.Error("swap: read the topology", "err", err)
 			return
@@ -371,7 +371,7 @@ func (t *tm) record(ctx context.Context, entry statemgr.ModuleVersion, source st
 			}
 		}
 		rec.History = append(rec.History, entry)
-		if _, err := t.d.store.UpdateTopology(ctx, rec, rec.Revision); err == nil {
+		if _, err := t.sp.store.UpdateTopology(ctx, rec, rec.Revision); err == nil {
 			return
 		} else if !errors.Is(err, statemgr.ErrConflict) {
 			t.log.Error("swap: record the version", "err", err)
@@ -382,7 +382,7 @@ func (t *tm) record(ctx context.Context, entry statemgr.ModuleVersion, source st
 
 // rollbackModule swaps comp back to the version before its active one.
 func (t *tm) rollbackModule(ctx context.Context, comp, by string) (SwapResult, error) {
-	rec, err := t.d.store.GetTopology(ctx, t.name)
+	rec, err := t.sp.store.GetTopology(ctx, t.name)
 	if err != nil {
 		return SwapResult{}, err
 	}
@@ -401,7 +401,7 @@ func (t *tm) rollbackModule(ctx context.Context, comp, by string) (SwapResult, e
 	if prev == "" {
 		return SwapResult{}, newErr(ErrBadState, "rollback in topology %s: component %s runs its first version; there is nothing to go back to", t.name, comp)
 	}
-	data, err := t.d.store.GetArtifact(ctx, prev)
+	data, err := t.sp.store.GetArtifact(ctx, prev)
 	if err != nil {
 		return SwapResult{}, err
 	}

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ardea-dev/ardea/internal/names"
+
 	"github.com/ardea-dev/ardea/scheduler/planner"
 
 	"github.com/ardea-dev/ardea"
@@ -36,6 +38,7 @@ import (
 // over them. wg owns the TM's goroutines; stopTM waits for them.
 type tm struct {
 	d      *Daemon
+	sp     *space // the tenant's space the topology lives in
 	name   string
 	log    *slog.Logger
 	lock   *statemgr.Lock
@@ -91,8 +94,12 @@ type tm struct {
 	poison tupleRollbacks
 }
 
-func (d *Daemon) newTM(name string) *tm {
-	t := &tm{d: d, name: name, log: d.log.With("topology", name), hbs: map[int]ctl.Heartbeat{},
+func (d *Daemon) newTM(sp *space, name string) *tm {
+	log := d.log.With("topology", name)
+	if sp.tenant != names.DefaultTenant {
+		log = log.With("tenant", sp.tenant)
+	}
+	t := &tm{d: d, sp: sp, name: name, log: log, hbs: map[int]ctl.Heartbeat{},
 		hist: sinks.NewHistory(0), lost: map[int]int{}, alive: map[int]ctl.Alive{}, changed: make(chan struct{}),
 		finished: make(chan struct{})}
 	t.runCtx, t.cancel = context.WithCancel(d.ctx)
@@ -108,17 +115,17 @@ func (t *tm) start(ctx context.Context, state State) error {
 		t.local = ctl.NewLocal(t)
 		t.ctl = t.local
 	} else {
-		t.ctl = ctl.NewNATSClient(t.d.nc, ctl.NATSClientOptions{Tenant: t.d.store.Tenant(), Topology: t.name,
+		t.ctl = ctl.NewNATSClient(t.sp.nc, ctl.NATSClientOptions{Tenant: t.sp.store.Tenant(), Topology: t.name,
 			Expected: t.upContainers, Logger: t.log})
 	}
-	lock, err := t.d.store.AcquireTMLock(ctx, t.name, t.d.id, t.d.lockTTL())
+	lock, err := t.sp.store.AcquireTMLock(ctx, t.name, t.d.id, t.d.lockTTL())
 	if err != nil {
 		cancel()
 		return fmt.Errorf("topology %s: %w", t.name, err)
 	}
 	t.lock = lock
 	t.goroutine(func() { t.keepLock(runCtx, lock) }) // ends with runCtx
-	rec, err := t.d.store.GetTopology(ctx, t.name)
+	rec, err := t.sp.store.GetTopology(ctx, t.name)
 	if err != nil {
 		t.stopTM()
 		return err
@@ -130,7 +137,7 @@ func (t *tm) start(ctx context.Context, state State) error {
 	}
 	var doc ctl.PlanDoc
 	resumed := false // a plan an earlier TM published
-	b, rev, err := t.d.store.GetPhysicalPlan(ctx, t.name)
+	b, rev, err := t.sp.store.GetPhysicalPlan(ctx, t.name)
 	switch {
 	case errors.Is(err, statemgr.ErrNotFound):
 		p, err := buildPlan(top)
@@ -160,7 +167,7 @@ func (t *tm) start(ctx context.Context, state State) error {
 			}
 		}
 	}
-	if _, err := t.d.store.SetState(ctx, t.name, statemgr.ExecState{State: state, Updated: time.Now()}); err != nil {
+	if _, err := t.sp.store.SetState(ctx, t.name, statemgr.ExecState{State: state, Updated: time.Now()}); err != nil {
 		t.stopTM()
 		return err
 	}
@@ -181,7 +188,7 @@ func (t *tm) start(ctx context.Context, state State) error {
 		return err
 	}
 	if t.local == nil {
-		stop, err := ctl.ServeManager(t.d.nc, t.d.store.Tenant(), t.name, t, t.log)
+		stop, err := ctl.ServeManager(t.sp.nc, t.sp.store.Tenant(), t.name, t, t.log)
 		if err != nil {
 			t.stopTM()
 			return fmt.Errorf("topology %s: %w", t.name, err)
@@ -223,7 +230,7 @@ func (t *tm) keepLock(ctx context.Context, lock *statemgr.Lock) {
 		}
 		t.log.Error("lost the topology manager lock; acquiring it again", "err", err)
 		for {
-			l, err := t.d.store.AcquireTMLock(ctx, t.name, t.d.id, t.d.lockTTL())
+			l, err := t.sp.store.AcquireTMLock(ctx, t.name, t.d.id, t.d.lockTTL())
 			if err == nil {
 				t.mu.Lock()
 				t.lock, lock = l, l
@@ -274,10 +281,10 @@ func (t *tm) putPlan(ctx context.Context, doc ctl.PlanDoc) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return t.d.store.PutPhysicalPlan(ctx, t.name, b)
+	return t.sp.store.PutPhysicalPlan(ctx, t.name, b)
 }
 
-func (t *tm) procID(container int) string { return t.name + "/container-" + strconv.Itoa(container) }
+func (t *tm) procID(container int) string { return procID(t.sp.tenant, t.name, container) }
 
 func (t *tm) launch(ctx context.Context, container int) error {
 	if err := t.d.sup.start(ctx, t, container); err != nil {
@@ -373,7 +380,7 @@ func (t *tm) finish() {
 		return
 	}
 	ctx := t.runCtx
-	if _, err := t.d.store.SetState(ctx, t.name, statemgr.ExecState{State: StateFinished, Updated: time.Now(),
+	if _, err := t.sp.store.SetState(ctx, t.name, statemgr.ExecState{State: StateFinished, Updated: time.Now(),
 		Message: "every spout finished its input and every tuple was processed"}); err != nil {
 		t.log.Error("record FINISHED", "err", err)
 	}
@@ -418,7 +425,7 @@ func (t *tm) failTopology(msg string) {
 	}
 	t.log.Error("topology failed", "reason", msg)
 	ctx := context.WithoutCancel(t.runCtx) // the topology's end is recorded whatever asked for it
-	if _, err := t.d.store.SetState(ctx, t.name, statemgr.ExecState{State: StateFailed, Message: msg, Updated: time.Now()}); err != nil {
+	if _, err := t.sp.store.SetState(ctx, t.name, statemgr.ExecState{State: StateFailed, Message: msg, Updated: time.Now()}); err != nil {
 		t.log.Error("record FAILED", "err", err)
 	}
 	// The other containers stop too: a topology missing a container would
@@ -583,7 +590,7 @@ func (t *tm) setActive(ctx context.Context, on bool) error {
 	if err := t.publishOp(ctx, doc); err != nil {
 		return err
 	}
-	if _, err := t.d.store.SetState(ctx, t.name, statemgr.ExecState{State: want, Updated: time.Now()}); err != nil {
+	if _, err := t.sp.store.SetState(ctx, t.name, statemgr.ExecState{State: want, Updated: time.Now()}); err != nil {
 		return err
 	}
 	why := "deactivated"
@@ -614,7 +621,7 @@ func (t *tm) kill(ctx context.Context, keep bool) error {
 	t.stopContainers(ctx)
 	t.stopTM()
 	t.d.prom.Forget(t.name, -1)
-	if err := t.d.removeStored(ctx, t.name, keep); err != nil {
+	if err := t.d.removeStored(ctx, t.sp, t.name, keep); err != nil {
 		return err
 	}
 	t.log.Info("topology killed", "kept_artifacts", keep)
@@ -713,17 +720,17 @@ func buildPlan(top *ardea.Topology) (*plan.Plan, error) {
 // unless keep or another topology uses them. Its TM and containers must be
 // stopped already (or never have run: a finished or failed topology after a
 // daemon restart).
-func (d *Daemon) removeStored(ctx context.Context, name string, keep bool) error {
-	rec, err := d.store.GetTopology(ctx, name)
+func (d *Daemon) removeStored(ctx context.Context, sp *space, name string, keep bool) error {
+	rec, err := sp.store.GetTopology(ctx, name)
 	if err != nil {
 		return err
 	}
-	if err := d.store.DeleteTopology(ctx, name); err != nil {
+	if err := sp.store.DeleteTopology(ctx, name); err != nil {
 		return err
 	}
 	if !keep {
 		inUse := map[string]bool{}
-		others, err := d.store.ListTopologies(ctx)
+		others, err := sp.store.ListTopologies(ctx)
 		if err != nil {
 			return err
 		}
@@ -734,7 +741,7 @@ func (d *Daemon) removeStored(ctx context.Context, name string, keep bool) error
 		}
 		for _, sha := range rec.Modules {
 			if !inUse[sha] {
-				if err := d.store.DeleteArtifact(ctx, sha); err != nil && !errors.Is(err, statemgr.ErrNotFound) {
+				if err := sp.store.DeleteArtifact(ctx, sha); err != nil && !errors.Is(err, statemgr.ErrNotFound) {
 					d.log.Warn("delete artifact", "sha256", sha, "err", err)
 				}
 			}

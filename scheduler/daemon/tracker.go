@@ -19,7 +19,11 @@ import (
 
 // Topologies lists every stored topology.
 func (d *Daemon) Topologies(ctx context.Context) ([]ui.Topology, error) {
-	recs, err := d.store.ListTopologies(ctx)
+	sp, err := d.space(ctx)
+	if err != nil {
+		return nil, err
+	}
+	recs, err := sp.store.ListTopologies(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -34,12 +38,16 @@ func (d *Daemon) Topologies(ctx context.Context) ([]ui.Topology, error) {
 
 // Topology is one topology's info, state and settings.
 func (d *Daemon) Topology(ctx context.Context, name string) (ui.Topology, error) {
-	rec, err := d.store.GetTopology(ctx, name)
+	sp, err := d.space(ctx)
+	if err != nil {
+		return ui.Topology{}, err
+	}
+	rec, err := sp.store.GetTopology(ctx, name)
 	if err != nil {
 		return ui.Topology{}, newErr(ErrNotFound, "no topology named %q", name)
 	}
 	out := ui.Topology{Name: name, Submitted: rec.SubmittedAt, SubmittedBy: rec.SubmittedBy, Config: map[string]string{}}
-	if st, err := d.store.GetState(ctx, name); err == nil {
+	if st, err := sp.store.GetState(ctx, name); err == nil {
 		out.State, out.Message = string(st.State), st.Message
 	}
 	top, err := parseSpec(name, rec.Spec)
@@ -52,7 +60,7 @@ func (d *Daemon) Topology(ctx context.Context, name string) (ui.Topology, error)
 	if del, err := settings.DeliverySettings(top); err == nil {
 		out.Reliability = del.Mode
 	}
-	if t, err := d.get(name); err == nil {
+	if t, err := d.get(ctx, name); err == nil {
 		st := t.status()
 		t.mu.Lock()
 		out.Started, out.PlanRevision = t.started, t.planRev
@@ -67,11 +75,15 @@ func (d *Daemon) Topology(ctx context.Context, name string) (ui.Topology, error)
 
 // topologyOf returns the running TM's topology, else the stored one.
 func (d *Daemon) topologyOf(ctx context.Context, name string) (*ardea.Topology, map[string]string, error) {
-	rec, err := d.store.GetTopology(ctx, name)
+	sp, err := d.space(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	rec, err := sp.store.GetTopology(ctx, name)
 	if err != nil {
 		return nil, nil, newErr(ErrNotFound, "no topology named %q", name)
 	}
-	if t, err := d.get(name); err == nil {
+	if t, err := d.get(ctx, name); err == nil {
 		t.mu.Lock()
 		top := t.top
 		t.mu.Unlock()
@@ -95,7 +107,9 @@ func (d *Daemon) LogicalPlan(ctx context.Context, name string) (ui.LogicalPlan, 
 			Version: mods[c.Name], Parallelism: c.Parallelism, Config: map[string]string{},
 			Outputs: []ui.Stream{}, Inputs: []ui.Input{}}
 		if lc.Language == "wasm" && lc.Version != "" {
-			lc.Language = d.languageOf(ctx, lc.Version)
+			if sp, err := d.space(ctx); err == nil {
+				lc.Language = d.languageOf(ctx, sp, lc.Version)
+			}
 		}
 		for k, v := range c.Config {
 			lc.Config[k] = v
@@ -130,7 +144,7 @@ func language(c *ardea.Component) string {
 // PackingPlan is the packing plan in use: per container its resources and
 // instances.
 func (d *Daemon) PackingPlan(ctx context.Context, name string) (any, error) {
-	t, err := d.get(name)
+	t, err := d.get(ctx, name)
 	if err != nil {
 		return nil, d.notRunning(ctx, name, err)
 	}
@@ -148,7 +162,7 @@ func (d *Daemon) PackingPlan(ctx context.Context, name string) (any, error) {
 // (ui.InstanceNamer); a retired task (a rescale removed it) keeps the name
 // it had.
 func (d *Daemon) InstanceNames(ctx context.Context, name string) (map[int]string, error) {
-	t, err := d.get(name)
+	t, err := d.get(ctx, name)
 	if err != nil {
 		return nil, d.notRunning(ctx, name, err)
 	}
@@ -167,7 +181,7 @@ func (d *Daemon) InstanceNames(ctx context.Context, name string) (map[int]string
 
 // PhysicalPlan is the containers with their processes and instances.
 func (d *Daemon) PhysicalPlan(ctx context.Context, name string) (any, error) {
-	t, err := d.get(name)
+	t, err := d.get(ctx, name)
 	if err != nil {
 		return nil, d.notRunning(ctx, name, err)
 	}
@@ -178,7 +192,7 @@ func (d *Daemon) PhysicalPlan(ctx context.Context, name string) (any, error) {
 
 // History is the topology manager's metrics history.
 func (d *Daemon) History(ctx context.Context, name string) (*sinks.History, error) {
-	t, err := d.get(name)
+	t, err := d.get(ctx, name)
 	if err != nil {
 		return nil, d.notRunning(ctx, name, err)
 	}
@@ -187,7 +201,7 @@ func (d *Daemon) History(ctx context.Context, name string) (*sinks.History, erro
 
 // ContainerLogs returns a container's last lines.
 func (d *Daemon) ContainerLogs(ctx context.Context, name string, container, lines int) ([]string, error) {
-	t, err := d.get(name)
+	t, err := d.get(ctx, name)
 	if err != nil {
 		return nil, d.notRunning(ctx, name, err)
 	}
@@ -202,7 +216,11 @@ func (d *Daemon) ContainerLogs(ctx context.Context, name string, container, line
 
 // notRunning explains why a topology has no topology manager here.
 func (d *Daemon) notRunning(ctx context.Context, name string, err error) error {
-	if _, serr := d.store.GetState(ctx, name); serr == nil && !strings.Contains(err.Error(), "another daemon") {
+	sp, serr := d.space(ctx)
+	if serr != nil {
+		return serr
+	}
+	if _, serr := sp.store.GetState(ctx, name); serr == nil && !strings.Contains(err.Error(), "another daemon") {
 		return newErr(ErrNotFound, "topology %s is not running (it finished, failed or was killed): it has no live plan or metrics", name)
 	}
 	return err

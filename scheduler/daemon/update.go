@@ -103,7 +103,7 @@ func (t *tm) update(ctx context.Context, parallelism map[string]int) error {
 		return newErr(ErrBadRequest, "%v", err)
 	}
 	if eo {
-		rec, err := t.d.store.GetTopology(ctx, t.name)
+		rec, err := t.sp.store.GetTopology(ctx, t.name)
 		if err != nil {
 			return err
 		}
@@ -180,7 +180,7 @@ func (t *tm) replanPaused(ctx context.Context, top *ardea.Topology, doc ctl.Plan
 	if err != nil {
 		return rollback(err)
 	}
-	rec, err := t.d.store.GetTopology(ctx, t.name)
+	rec, err := t.sp.store.GetTopology(ctx, t.name)
 	if err != nil {
 		return rollback(err)
 	}
@@ -214,7 +214,7 @@ func (t *tm) replanPaused(ctx context.Context, top *ardea.Topology, doc ctl.Plan
 		newDoc.SpecRevision++
 	}
 	rec.Spec = spec
-	if _, err := t.d.store.UpdateTopology(ctx, rec, rec.Revision); err != nil {
+	if _, err := t.sp.store.UpdateTopology(ctx, rec, rec.Revision); err != nil {
 		if modules != nil {
 			// Hosts would reload the old spec with the new plan.
 			return rollback(fmt.Errorf("store the changed topology: %w", err))
@@ -264,7 +264,7 @@ func (t *tm) replanPaused(ctx context.Context, top *ardea.Topology, doc ctl.Plan
 		}
 	}
 	for _, c := range p.Components {
-		if err := t.d.store.DeleteKeyGroupStates(ctx, t.name, c.Name, epoch); err != nil {
+		if err := t.sp.store.DeleteKeyGroupStates(ctx, t.name, c.Name, epoch); err != nil {
 			t.log.Warn("delete handed-off state", "component", c.Name, "err", err)
 		}
 	}

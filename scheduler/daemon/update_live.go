@@ -156,16 +156,16 @@ func (t *tm) updateLive(ctx context.Context, top *ardea.Topology, doc ctl.PlanDo
 	t.mu.Unlock()
 	if spec, err := top.Format(); err != nil {
 		t.log.Error("format the updated topology", "err", err)
-	} else if rec, err := t.d.store.GetTopology(ctx, t.name); err != nil {
+	} else if rec, err := t.sp.store.GetTopology(ctx, t.name); err != nil {
 		t.log.Error("read the topology to update it", "err", err)
 	} else {
 		rec.Spec = spec
-		if _, err := t.d.store.UpdateTopology(ctx, rec, rec.Revision); err != nil {
+		if _, err := t.sp.store.UpdateTopology(ctx, rec, rec.Revision); err != nil {
 			t.log.Error("store the updated topology", "err", err)
 		}
 	}
 	for _, name := range names {
-		if err := t.d.store.DeleteKeyGroupStates(ctx, t.name, name, epoch); err != nil {
+		if err := t.sp.store.DeleteKeyGroupStates(ctx, t.name, name, epoch); err != nil {
 			t.log.Warn("delete handed-off state", "component", name, "err", err)
 		}
 	}

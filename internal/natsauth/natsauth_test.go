@@ -272,6 +272,11 @@ func TestHostJetStreamFenced(t *testing.T) {
 		"$JS.API.STREAM.DELETE.KV_ardea_A_plans",
 		"$JS.API.STREAM.PURGE.KV_ardea_A_topologies",
 		"$JS.API.STREAM.PURGE.OBJ_ardea_A_artifacts",
+		"$JS.API.CONSUMER.CREATE.OBJ_ardea_A_artifacts.x",
+		"$JS.API.CONSUMER.CREATE.OBJ_ardea_A_handoff.x.$O.ardea_A_handoff.M.*",
+		"$JS.API.CONSUMER.DURABLE.CREATE.KV_ardea_A_plans.x",
+		"$JS.API.CONSUMER.DELETE.KV_ardea_A_topologies.x",
+		"$JS.API.DIRECT.GET.KV_ardea_A_topologies",
 		"$JS.API.STREAM.RESTORE.KV_ardea_A_topologies",
 		"$JS.API.STREAM.CREATE.evil",
 		"$JS.API.DIRECT.GET.KV_ardea_A_topologies.$KV.ardea_A_topologies.other",
@@ -396,6 +401,19 @@ func TestSwitchingAccountRefused(t *testing.T) {
 	}
 }
 
+// recv waits for the server's answer on ch; the bound only keeps a broken
+// server from hanging the test.
+func recv[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(time.Minute):
+		t.Fatalf("no %s within a minute", what)
+		panic("unreachable")
+	}
+}
+
 func mustDecode(t *testing.T, s string) string {
 	t.Helper()
 	b, err := base64.RawURLEncoding.DecodeString(s)
@@ -421,10 +439,10 @@ func TestRevokeHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The server's answer, then it closes the connection.
-	if err := <-errs; !errors.Is(err, nats.ErrAuthRevoked) {
+	if err := recv(t, errs, "the revoked host's error"); !errors.Is(err, nats.ErrAuthRevoked) {
 		t.Fatalf("revoked host: %v, want %v", err, nats.ErrAuthRevoked)
 	}
-	<-closed
+	recv(t, closed, "the revoked host's connection to close")
 	if h.IsConnected() {
 		t.Fatal("revoked host still connected")
 	}

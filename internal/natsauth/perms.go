@@ -43,7 +43,10 @@ func TenantBuckets(tenant string) Buckets {
 //   - artifacts (read), key-group handoff and checkpoints (read and
 //     write): an object's metadata by direct get, its chunks through an
 //     ordered consumer, a put publishes chunks and metadata on the
-//     bucket's subjects and purges an overwritten object's old chunks.
+//     bucket's subjects and purges an overwritten object's old chunks;
+//   - deleting the consumers it made (the client deletes its ordered
+//     consumers when a read or a watch ends; consumer names are random, so
+//     this is per stream, not per consumer).
 func HostPermissions(tenant, topology string) jwt.Permissions {
 	if tenant == "" {
 		tenant = names.DefaultTenant
@@ -71,14 +74,15 @@ func HostPermissions(tenant, topology string) jwt.Permissions {
 	// writes.
 	for _, o := range []string{b.Artifacts, b.Handoff, b.Checkpoints} {
 		p.Pub.Allow.Add(
-			api+"DIRECT.GET."+obj(o)+".>",
-			api+"STREAM.MSG.GET."+obj(o),
-			api+"CONSUMER.CREATE."+obj(o)+".>",
+			api+"DIRECT.GET."+obj(o),                        // by sequence (the checkpoint store's chunk reads)
+			api+"DIRECT.GET."+obj(o)+".$O."+o+".M.*",        // an object's metadata
+			api+"CONSUMER.CREATE."+obj(o)+".*.$O."+o+".C.*", // an object's chunks
 			api+"CONSUMER.DELETE."+obj(o)+".*",
 		)
 	}
 	for _, o := range []string{b.Handoff, b.Checkpoints} {
-		p.Pub.Allow.Add("$O."+o+".>", api+"STREAM.PURGE."+obj(o))
+		p.Pub.Allow.Add("$O."+o+".C.*", "$O."+o+".M.*")
+		p.Pub.Allow.Add(api + "STREAM.PURGE." + obj(o))
 	}
 	p.Sub.Allow.Add(own, inbox)
 	// Replies to the daemon's control requests (to its inbox): one per

@@ -71,6 +71,14 @@ func validID(id string) bool {
 	return true
 }
 
+// ValidTokenFormat reports whether tok has a token's shape
+// (ardea_<id>_<secret>), for a client's check before it sends or saves
+// one; only the server can say whether it is valid.
+func ValidTokenFormat(tok string) bool {
+	_, _, err := parseToken(tok)
+	return err == nil
+}
+
 // ValidTokenID reports whether id has the shape of a token id (12 hex
 // digits), for the API's and the CLI's argument checks.
 func ValidTokenID(id string) bool { return validID(id) }

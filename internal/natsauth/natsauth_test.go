@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -647,5 +648,48 @@ func TestCredsFromEnvironment(t *testing.T) {
 	t.Setenv(EnvInbox, "")
 	if opts, err := ClientOptionsFromEnv(); err != nil || opts != nil {
 		t.Fatalf("%v %v", opts, err)
+	}
+}
+
+func TestRemoveTenant(t *testing.T) {
+	e := start(t)
+	errs := make(chan error, 8)
+	dc, err := e.m.DaemonCreds("A")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.connect(t, dc, nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { errs <- err }))
+	b := e.daemon(t, "B")
+	aKey, _ := e.m.AccountKey("A")
+	if err := e.m.RemoveTenant("A"); err != nil {
+		t.Fatal(err)
+	}
+	if err := recv(t, errs, "A's daemon's error"); !errors.Is(err, nats.ErrAuthRevoked) {
+		t.Fatalf("A's daemon: %v, want %v", err, nats.ErrAuthRevoked)
+	}
+	_, err = nats.Connect(e.srv.ClientURL(), append(dc.Options(), nats.NoReconnect())...)
+	authRefused(t, "a removed tenant's credential", err)
+	if _, err := e.m.DaemonCreds("A"); !errors.Is(err, ErrNoTenant) {
+		t.Fatalf("DaemonCreds of a removed tenant: %v", err)
+	}
+	if got := e.m.Tenants(); !slices.Equal(got, []string{"B"}) {
+		t.Fatalf("tenants %v", got)
+	}
+	if err := b.Flush(); err != nil {
+		t.Fatalf("B after A's removal: %v", err)
+	}
+	// A tenant of the same name again is a new account.
+	if err := e.m.AddTenant("A", Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	if k, _ := e.m.AccountKey("A"); k == aKey {
+		t.Fatal("the new A has the old account key")
+	}
+	e.daemon(t, "A")
+	if err := e.m.AddTenant("a.b", Limits{}); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("AddTenant(a.b): %v", err)
+	}
+	if _, err := e.m.HostCreds("B", "x>"); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("HostCreds(B, x>): %v", err)
 	}
 }

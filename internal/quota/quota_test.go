@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/ardea-dev/ardea/sinks"
 )
 
 func TestCheck(t *testing.T) {
@@ -117,6 +119,10 @@ func TestConfig(t *testing.T) {
 	small.Instances, small.JetStreamMemory = 8, 64<<20
 	if got := c.For("small"); got != small {
 		t.Fatalf("small: %+v, want %+v", got, small)
+	}
+	// The metrics section's reader takes the same file.
+	if _, err := sinks.ParseConfig("deploy.yaml", []byte(deployment)); err != nil {
+		t.Fatalf("the metrics reader refuses a file with quotas: %v", err)
 	}
 	// No section: no quotas.
 	if c, err := ParseConfig("x", []byte("metrics: {interval: 5s}\n")); err != nil || c.For("x") != (Quotas{}) {

@@ -3,9 +3,11 @@ package quota
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/sinks"
 )
 
@@ -185,5 +187,29 @@ func TestOverridesJSON(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(`[1]`), &o); err == nil {
 		t.Fatal("an array was taken for quotas")
+	}
+}
+
+func TestComponents(t *testing.T) {
+	top := &ardea.Topology{Name: "wc", Config: map[string]string{"topology.wasm.memory.pages": "512"},
+		Components: []*ardea.Component{
+			{Name: "gen", Kind: ardea.Spout, Module: "builtin:generator", Parallelism: 2},
+			{Name: "split", Kind: ardea.Bolt, Module: "split.wasm", Parallelism: 3},
+			{Name: "count", Kind: ardea.Bolt, Module: "count.wasm", Parallelism: 2, Config: map[string]string{"wasm.memory.pages": "128"}},
+		}}
+	comps, err := Components(top)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []ComponentUsage{{Instances: 2}, {Instances: 3, Wasm: true, MemoryPages: 512}, {Instances: 2, Wasm: true, MemoryPages: 128}}
+	if !slices.Equal(comps, want) {
+		t.Fatalf("components %+v, want %+v", comps, want)
+	}
+	if u := TopologyUsage(2, comps); u.WasmMemoryPages != 3*512+2*128 || u.Instances != 7 {
+		t.Fatalf("usage %+v", u)
+	}
+	top.Components[2].Config["wasm.memory.pages"] = "lots"
+	if _, err := Components(top); err == nil || !strings.Contains(err.Error(), "wasm.memory.pages") {
+		t.Fatalf("a bad memory limit: %v", err)
 	}
 }

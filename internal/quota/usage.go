@@ -1,11 +1,17 @@
 package quota
 
-import "math"
+import (
+	"math"
+
+	"github.com/ardea-dev/ardea"
+	"github.com/ardea-dev/ardea/host"
+	"github.com/ardea-dev/ardea/scheduler/settings"
+)
 
 // DefaultMemoryPages is the memory limit of a wasm instance whose
-// config does not set wasm.memory.pages (host.DefaultMemoryLimitPages,
-// 64 MiB); TopologyUsage counts it for ComponentUsage.MemoryPages 0.
-const DefaultMemoryPages = 1024
+// config does not set wasm.memory.pages (64 MiB); TopologyUsage counts
+// it for ComponentUsage.MemoryPages 0.
+const DefaultMemoryPages = host.DefaultMemoryLimitPages
 
 // ComponentUsage is what TopologyUsage needs of one component: its
 // instances (parallelism), whether they are wasm instances (builtins
@@ -60,4 +66,24 @@ func ContainerRates(q Quotas, containers int) (tuplesPerSec, bytesPerSec float64
 		return math.Max(float64(rate)/float64(containers), math.SmallestNonzeroFloat64)
 	}
 	return share(q.TuplesPerSecond), share(q.BytesPerSecond)
+}
+
+// Components lists t's components for TopologyUsage: each one's
+// parallelism, whether it runs as wasm (not a builtin) and its instances'
+// memory limit from its config and the topology's
+// (settings.InstanceLimits).
+func Components(t *ardea.Topology) ([]ComponentUsage, error) {
+	out := make([]ComponentUsage, 0, len(t.Components))
+	for _, c := range t.Components {
+		cu := ComponentUsage{Instances: max(1, c.Parallelism)}
+		if c.BuiltinName() == "" {
+			l, err := settings.InstanceLimits(t, c)
+			if err != nil {
+				return nil, err
+			}
+			cu.Wasm, cu.MemoryPages = true, l.Pages
+		}
+		out = append(out, cu)
+	}
+	return out, nil
 }

@@ -76,6 +76,14 @@ type Options struct {
 	// end-of-stream markers in the inboxes in order with the data, as
 	// deliveries (DeliveryBarrier, DeliverySourceEnd), for the task's Aligner.
 	Checkpoints bool
+	// TuplesPerSecond and BytesPerSecond cap what this container's
+	// outboxes hand to the bus, local and remote data batches alike
+	// (ratelimit.go): a token bucket each, holding RateBurst of the rate;
+	// a send over the rate waits, as for credit, so its spouts are held
+	// back and nothing is dropped. Zero: unlimited. A tenant's rate is
+	// divided among its containers by the daemon (internal/quota).
+	TuplesPerSecond float64
+	BytesPerSecond  float64
 }
 
 // StreamManager moves one container's tuples: an Outbox and an Inbox for
@@ -122,6 +130,8 @@ type StreamManager struct {
 	ctrlBuf   []CtrlEntry // onCredit only (callbacks of one subscription are serial)
 
 	ack *ackState // nil: at most once
+
+	rate atomic.Pointer[rateLimiter] // nil: no rate limit (ratelimit.go)
 
 	slowConsumers atomic.Int64
 	badMessages   atomic.Int64
@@ -252,6 +262,9 @@ func NewStreamManager(o Options) (*StreamManager, error) {
 	if o.InboxBytes <= 0 {
 		o.InboxBytes = DefaultInboxBytes
 	}
+	if !(o.TuplesPerSecond >= 0) || !(o.BytesPerSecond >= 0) || math.IsInf(o.TuplesPerSecond, 0) || math.IsInf(o.BytesPerSecond, 0) {
+		return nil, fmt.Errorf("bus: rate limit %v tuples/s, %v bytes/s: want finite numbers >= 0 (0: unlimited)", o.TuplesPerSecond, o.BytesPerSecond)
+	}
 	if o.HoldBytes <= 0 {
 		o.HoldBytes = DefaultHoldBytes
 	}
@@ -275,6 +288,7 @@ func NewStreamManager(o Options) (*StreamManager, error) {
 	if o.Acking {
 		sm.ack = newAckState(sm, o)
 	}
+	sm.rate.Store(newRateLimiter(o.TuplesPerSecond, o.BytesPerSecond, nil))
 	tab, err := sm.buildTables(p, nil)
 	if err != nil {
 		return nil, err

@@ -80,6 +80,7 @@ type Outbox struct {
 	blockedNanos atomic.Int64
 	blockedSince atomic.Int64 // unix ns when the current wait began; 0 if not waiting
 	acks, fails  atomic.Int64
+	rateTimer    *time.Timer // the rate limit's waits (ratelimit.go)
 
 	// At least once (ack.go): nil ack means at most once.
 	ack     *ackState
@@ -344,10 +345,19 @@ func (o *Outbox) send(ctx context.Context, d *dest, b *pendingBatch, block bool)
 	n := len(b.buf)
 	tuples := b.count
 	sentAt := b.first.UnixNano()
+	rl := o.sm.rate.Load()
 	if d.inbox != nil {
+		if rl != nil {
+			if ok, err := o.takeRate(ctx, rl, tuples, n, block); !ok || err != nil {
+				return false, err
+			}
+		}
 		dl := Delivery{Batch: b.batch(), Roots: b.roots, SourceTask: o.task, SentAt: sentAt, Tuples: tuples, size: n, pb: b}
 		ok, err := d.inbox.putLocal(ctx, dl, block, o)
 		if !ok || err != nil {
+			if rl != nil {
+				rl.refund(tuples, n)
+			}
 			return false, err
 		}
 	} else {
@@ -357,8 +367,16 @@ func (o *Outbox) send(ctx context.Context, d *dest, b *pendingBatch, block bool)
 			b.trailed = true
 			n = len(b.buf)
 		}
+		if rl != nil {
+			if ok, err := o.takeRate(ctx, rl, tuples, n, block); !ok || err != nil {
+				return false, err
+			}
+		}
 		ok, err := d.link.acquire(ctx, int64(n), block, o)
 		if !ok || err != nil {
+			if rl != nil {
+				rl.refund(tuples, n)
+			}
 			return false, err
 		}
 		putHeader(b.buf, MsgData, d.task, o.task, sentAt)

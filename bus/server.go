@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats-server/v2/server"
 )
 
@@ -53,6 +54,26 @@ type ServerOptions struct {
 	// before the watchdog restarts a faulty JetStream; default
 	// DefaultHealMinFree.
 	HealMinFree int64
+	// Accounts runs the server in operator mode: every client must present
+	// a user JWT signed by an account the operator signed, and lands in that
+	// account (its subjects, its JetStream). Nil: no authentication and one
+	// account for every client (`ardea run`, tests). internal/natsauth
+	// builds it.
+	Accounts *Accounts
+}
+
+// Accounts is the operator mode of ServerOptions.
+type Accounts struct {
+	// Operator is the trusted operator's (self-signed) claims.
+	Operator *jwt.OperatorClaims
+	// SystemAccount is the system account's public key; its JWT must be
+	// in Resolver before the server starts.
+	SystemAccount string
+	// Resolver holds the account JWTs by public key. Its owner adds
+	// accounts at run time (a new account is fetched at its first
+	// connection) and pushes updates (limits, revocations) to the running
+	// server with UpdateAccountClaims.
+	Resolver server.AccountResolver
 }
 
 // Server is an in-process NATS server.
@@ -99,6 +120,9 @@ func StartServer(ctx context.Context, o ServerOptions) (*Server, error) {
 	if o.JetStream && o.StoreDir == "" {
 		return nil, errors.New("bus: embedded NATS server: JetStream needs a StoreDir")
 	}
+	if a := o.Accounts; a != nil && (a.Operator == nil || a.SystemAccount == "" || a.Resolver == nil) {
+		return nil, errors.New("bus: embedded NATS server: operator mode needs the operator, the system account and a resolver")
+	}
 	opts := &server.Options{
 		Host:       host,
 		Port:       port,
@@ -110,6 +134,11 @@ func StartServer(ctx context.Context, o ServerOptions) (*Server, error) {
 		StoreDir:   o.StoreDir,
 		// The banner is a dozen lines of ASCII art at every (re)start.
 		DisableJetStreamBanner: true,
+	}
+	if a := o.Accounts; a != nil {
+		opts.TrustedOperators = []*jwt.OperatorClaims{a.Operator}
+		opts.SystemAccount = a.SystemAccount
+		opts.AccountResolver = a.Resolver
 	}
 	started := opts.Clone()
 	ns, err := server.NewServer(opts)

@@ -3,14 +3,19 @@ package bus
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/ardea-dev/ardea/internal/testutil"
+	"github.com/nats-io/jwt/v2"
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nkeys"
+
+	"github.com/ardea-dev/ardea/internal/testutil"
 )
 
 type syncBuf struct {
@@ -146,5 +151,76 @@ func TestWatchdogReenablesJetStream(t *testing.T) {
 		if !strings.Contains(logs.String(), want) {
 			t.Errorf("log lacks %q:\n%s", want, logs.String())
 		}
+	}
+}
+
+// TestOperatorMode: with Accounts the server refuses a client without a
+// user JWT, admits one of a trusted account, and a JetStream restart by the
+// watchdog keeps the account's streams.
+func TestOperatorMode(t *testing.T) {
+	op, _ := nkeys.CreateOperator()
+	opPub, _ := op.PublicKey()
+	sys, _ := nkeys.CreateAccount()
+	sysPub, _ := sys.PublicKey()
+	acc, _ := nkeys.CreateAccount()
+	accPub, _ := acc.PublicKey()
+	oc := jwt.NewOperatorClaims(opPub)
+	oc.SystemAccount = sysPub
+	res := &server.MemAccResolver{}
+	for _, ac := range []*jwt.AccountClaims{jwt.NewAccountClaims(sysPub), jwt.NewAccountClaims(accPub)} {
+		if ac.Subject == accPub {
+			ac.Limits.JetStreamLimits = jwt.JetStreamLimits{MemoryStorage: -1, DiskStorage: -1, Streams: -1, Consumer: -1}
+		}
+		token, err := ac.Encode(op)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := res.Store(ac.Subject, token); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := StartServer(t.Context(), ServerOptions{Accounts: &Accounts{Operator: oc}}); err == nil {
+		t.Error("operator mode without a resolver: no error")
+	}
+	s, err := StartServer(t.Context(), ServerOptions{JetStream: true, StoreDir: t.TempDir(), HealInterval: -1,
+		Accounts: &Accounts{Operator: oc, SystemAccount: sysPub, Resolver: res}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown()
+	if _, err := nats.Connect(s.ClientURL(), nats.NoReconnect()); !errors.Is(err, nats.ErrAuthorization) {
+		t.Fatalf("no credentials: %v, want %v", err, nats.ErrAuthorization)
+	}
+	ukp, _ := nkeys.CreateUser()
+	upub, _ := ukp.PublicKey()
+	seed, _ := ukp.Seed()
+	token, err := jwt.NewUserClaims(upub).Encode(acc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect(s.ClientURL(), nats.UserJWTAndSeed(token, string(seed)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := nc.JetStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.AddStream(&nats.StreamConfig{Name: "T", Subjects: []string{"t.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.Publish("t.x", []byte("before")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.restartJetStream(); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, "the account's stream after a JetStream restart", func() bool {
+		_, err := js.Publish("t.x", []byte("after"), nats.AckWait(time.Second))
+		return err == nil
+	})
+	if m, err := js.GetMsg("T", 1); err != nil || string(m.Data) != "before" {
+		t.Fatalf("message 1 after the restart: %v %v", m, err)
 	}
 }

@@ -271,6 +271,8 @@ func (c Config) MarshalYAML() (any, error) { return c.doc(), nil }
 // deployment is the part of a deployment file this package reads.
 type deployment struct {
 	Metrics *Config `yaml:"metrics"`
+	// Quotas is read by internal/quota (quota.ParseConfig).
+	Quotas yaml.Node `yaml:"quotas"`
 }
 
 // LoadConfig reads the metrics section of a deployment file. A file without

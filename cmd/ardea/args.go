@@ -83,13 +83,16 @@ func checkArgs(path string, specs []posArg, args []string) error {
 // shell must not hang on a missing one.
 const completionTimeout = 2 * time.Second
 
-// completionClient is a client for the daemon a command would talk to.
+// completionClient is a client for the daemon a command would talk to,
+// with the token it would send (clientctx.go).
 func completionClient(cmd *cobra.Command) *daemon.Client {
-	server := daemon.DefaultListen // commands without --server
-	if f := cmd.Flags().Lookup("server"); f != nil {
-		server = f.Value.String() // its default is ARDEA_SERVER's
+	var cf clientFlags
+	for name, dst := range map[string]*string{"server": &cf.server, "token": &cf.token, "context": &cf.context} {
+		if f := cmd.Flags().Lookup(name); f != nil {
+			*dst = f.Value.String()
+		}
 	}
-	c := daemon.NewClient(server)
+	c := cf.client()
 	c.HTTP.Timeout = completionTimeout
 	return c
 }

@@ -136,19 +136,6 @@ func newHostCmd(g *globalFlags) *cobra.Command {
 	return cmd
 }
 
-// clientFlags adds --server to a command.
-type clientFlags struct{ server string }
-
-func (f *clientFlags) add(cmd *cobra.Command) {
-	def := os.Getenv("ARDEA_SERVER")
-	if def == "" {
-		def = daemon.DefaultListen
-	}
-	cmd.Flags().StringVar(&f.server, "server", def, "the daemon's API address (env ARDEA_SERVER)")
-}
-
-func (f *clientFlags) client() *daemon.Client { return daemon.NewClient(f.server) }
-
 func newSubmitCmd(g *globalFlags) *cobra.Command {
 	var (
 		cf          clientFlags

@@ -103,6 +103,7 @@ var commandGroups = []*cobra.Group{
 	{ID: "operate", Title: "Operate topologies on the daemon:"},
 	{ID: "inspect", Title: "Inspect topologies on the daemon:"},
 	{ID: "daemon", Title: "Daemon:"},
+	{ID: "access", Title: "Tenants, tokens and login:"},
 }
 
 // addGroups adds every command to root in its group.
@@ -123,6 +124,7 @@ func addGroups(root *cobra.Command, g *globalFlags) {
 		newActionCmd("kill", "Stop a topology and remove it (and its modules unless --keep)"))
 	add("inspect", newListCmd(), newStatusCmd(), newHistoryCmd(), newLogsCmd(), newMetricsCmd(), newDLQCmd(), newWaitCmd())
 	add("daemon", newLocalCmd(g), newDemoCmd(g), newHostCmd(g))
+	add("access", newLoginCmd(), newContextCmd(), newTenantCmd(), newTokenCmd())
 	root.AddCommand(newVersionCmd())
 }
 

@@ -78,7 +78,7 @@ type Principal struct {
 	TokenID string    `json:"token_id"`
 	Name    string    `json:"name,omitempty"` // the token's description, e.g. "ci" or "alice"
 	Scope   Scope     `json:"scope"`
-	Expires time.Time `json:"expires,omitempty"` // zero: never
+	Expires time.Time `json:"expires,omitzero"` // zero: never
 }
 
 // String names the principal in logs and the audit log (never the secret).

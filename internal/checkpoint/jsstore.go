@@ -48,6 +48,10 @@ type JetStreamOptions struct {
 	MaxBytes int64
 	// Memory keeps the bucket in memory instead of files (tests).
 	Memory bool
+	// Bind opens an existing bucket without creating or updating it (a
+	// host's NATS credential may not manage buckets, internal/natsauth);
+	// MaxBytes then reports the bucket's cap.
+	Bind bool
 }
 
 // JetStreamStore is a Store in a NATS JetStream object store. Object names:
@@ -93,6 +97,17 @@ func NewJetStreamStore(ctx context.Context, js jetstream.JetStream, o JetStreamO
 		Storage:     storage,
 		Replicas:    o.Replicas,
 		MaxBytes:    o.MaxBytes,
+	}
+	if o.Bind {
+		stream, err := js.Stream(ctx, "OBJ_"+o.Bucket)
+		if err != nil {
+			return nil, fmt.Errorf("checkpoint: object store %s: its stream: %w", o.Bucket, err)
+		}
+		obs, err := js.ObjectStore(ctx, o.Bucket)
+		if err != nil {
+			return nil, fmt.Errorf("checkpoint: object store %s: %w", o.Bucket, err)
+		}
+		return &JetStreamStore{bucket: o.Bucket, obs: obs, stream: stream, maxBytes: stream.CachedInfo().Config.MaxBytes}, nil
 	}
 	obs, err := js.CreateOrUpdateObjectStore(ctx, cfg)
 	for err != nil && cfg.MaxBytes/2 >= minMaxBytes && isCode(err, errCodeStorageResources) {

@@ -23,6 +23,9 @@ import (
 type Client struct {
 	Base string // e.g. http://127.0.0.1:7780
 	HTTP *http.Client
+	// Token, if set, is sent on every request as
+	// "Authorization: Bearer <Token>" (internal/auth).
+	Token string
 }
 
 // NewClient makes a client for server ("host:port" or a URL).
@@ -52,6 +55,9 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	if c.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Token)
+	}
 	resp, err := c.HTTP.Do(req)
 	if err != nil {
 		var ue *url.Error
@@ -76,6 +82,12 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 		return json.Unmarshal(data, out)
 	}
 	return nil
+}
+
+// Do sends one API request: body (if not nil) as JSON, the answer decoded
+// into out (if not nil); an error answer is an *APIError.
+func (c *Client) Do(ctx context.Context, method, path string, body, out any) error {
+	return c.do(ctx, method, path, body, out)
 }
 
 // APIError is an error the daemon returned.

@@ -39,7 +39,7 @@ func (h *proc) openCheckpoints(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("host: checkpoints: %w", err)
 	}
-	store, err := checkpoint.NewJetStreamStore(ctx, js, checkpoint.JetStreamOptions{Bucket: CheckpointBucket(h.o.Tenant), MaxBytes: checkpoint.DefaultMaxBytes})
+	store, err := checkpoint.NewJetStreamStore(ctx, js, checkpoint.JetStreamOptions{Bucket: CheckpointBucket(h.o.Tenant), MaxBytes: checkpoint.DefaultMaxBytes, Bind: h.bind})
 	if err != nil {
 		return fmt.Errorf("host: %w", err)
 	}

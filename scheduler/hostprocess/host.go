@@ -43,6 +43,7 @@ import (
 	"github.com/ardea-dev/ardea/internal/engine"
 	"github.com/ardea-dev/ardea/internal/metrics"
 	"github.com/ardea-dev/ardea/internal/names"
+	"github.com/ardea-dev/ardea/internal/natsauth"
 	"github.com/ardea-dev/ardea/internal/plan"
 	"github.com/ardea-dev/ardea/internal/tuple"
 	"github.com/ardea-dev/ardea/scheduler/ctl"
@@ -102,6 +103,9 @@ type proc struct {
 	top    *ardea.Topology
 	rt     *host.Runtime
 	mods   map[string]*host.Module
+	// bind: the host connected with a credential that may not manage
+	// buckets (natsauth), so it opens the daemon's buckets as they are.
+	bind bool
 
 	cur     *running
 	doc     ctl.PlanDoc
@@ -189,9 +193,15 @@ func Run(ctx context.Context, o Options) error {
 		reg: o.Registry, exc: exc}
 	nc := o.Conn
 	if nc == nil {
-		var err error
-		nc, err = nats.Connect(o.NATSURL, nats.Name(fmt.Sprintf("ardea-host-%s-%d", o.Topology, o.Container)),
-			nats.MaxReconnects(-1))
+		// The credential (operator mode, internal/natsauth) comes from the
+		// environment, never the command line; without one, none is sent.
+		auth, err := natsauth.ClientOptionsFromEnv()
+		if err != nil {
+			return fmt.Errorf("host: topology %s container %d: %w", o.Topology, o.Container, err)
+		}
+		h.bind = auth != nil
+		nc, err = nats.Connect(o.NATSURL, append([]nats.Option{nats.Name(fmt.Sprintf("ardea-host-%s-%d", o.Topology, o.Container)),
+			nats.MaxReconnects(-1)}, auth...)...)
 		if err != nil {
 			return fmt.Errorf("host: topology %s container %d: connect to NATS %s: %w", o.Topology, o.Container, o.NATSURL, err)
 		}
@@ -203,7 +213,7 @@ func Run(ctx context.Context, o Options) error {
 		h.report = ctl.NewNATSReporter(nc, o.Tenant, o.Topology)
 	}
 	var err error
-	if h.store, err = statemgr.Open(ctx, nc, statemgr.Options{Tenant: o.Tenant, Logger: log}); err != nil {
+	if h.store, err = statemgr.Open(ctx, nc, statemgr.Options{Tenant: o.Tenant, Logger: log, Bind: h.bind}); err != nil {
 		return fmt.Errorf("host: %w", err)
 	}
 	if err := h.load(ctx); err != nil {

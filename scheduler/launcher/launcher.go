@@ -106,6 +106,9 @@ type ProcessSpec struct {
 	Args []string // arguments, without argv[0]
 	Env  []string // nil inherits the supervisor's environment
 	Dir  string   // working directory; empty means the supervisor's
+	// Cgroup is the tenant's CPU cgroup each run starts in (Cgroups.Tenant);
+	// nil runs it where the supervisor runs.
+	Cgroup *Slice
 }
 
 // ProcessStatus is a snapshot of one supervised process.
@@ -183,8 +186,9 @@ func New(opts Options) *Supervisor {
 }
 
 type spawnReq struct {
-	cmd *exec.Cmd
-	err chan error
+	cmd    *exec.Cmd
+	cgroup *Slice
+	err    chan error
 }
 
 // spawner forks every child. Pdeathsig fires when the forking thread exits,
@@ -194,19 +198,20 @@ type spawnReq struct {
 func (s *Supervisor) spawner() {
 	runtime.LockOSThread()
 	defer close(s.spawnDone)
+	var thread spawnThread // cgroup.go: a child starts in its tenant's cgroup
 	for {
 		select {
 		case r := <-s.spawnReqs:
-			r.err <- r.cmd.Start()
+			r.err <- thread.start(r.cmd, r.cgroup)
 		case <-s.closing:
 			return
 		}
 	}
 }
 
-// startCmd starts cmd on the spawner thread.
-func (s *Supervisor) startCmd(cmd *exec.Cmd) error {
-	r := spawnReq{cmd: cmd, err: make(chan error, 1)}
+// startCmd starts cmd on the spawner thread, in cgroup if not nil.
+func (s *Supervisor) startCmd(cmd *exec.Cmd, cgroup *Slice) error {
+	r := spawnReq{cmd: cmd, cgroup: cgroup, err: make(chan error, 1)}
 	select {
 	case s.spawnReqs <- r:
 		return <-r.err

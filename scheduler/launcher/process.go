@@ -263,7 +263,7 @@ func (s *Supervisor) spawn(p *proc, spec ProcessSpec) (*run, error) {
 	if cmd.Err != nil { // lookup of a bare name in PATH failed
 		err = cmd.Err
 	} else {
-		err = s.startCmd(cmd)
+		err = s.startCmd(cmd, spec.Cgroup)
 	}
 	// The child has its copies; ours must go for the readers to see EOF.
 	outW.Close()

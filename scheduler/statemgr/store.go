@@ -57,6 +57,10 @@ type Options struct {
 	// Logger receives debug lines about bucket setup and lock hand-overs.
 	// Nil discards them.
 	Logger *slog.Logger
+	// Bind opens the tenant's existing buckets without creating or
+	// updating them: a host's NATS credential may not manage buckets
+	// (internal/natsauth); the daemon creates them.
+	Bind bool
 }
 
 // Store is the state manager of one tenant. All methods are safe for
@@ -111,6 +115,14 @@ func Open(ctx context.Context, nc *nats.Conn, opts Options) (*Store, error) {
 		{kindTMLock, &s.locks, "Ardea topology manager locks (per-key TTL), key <topology>", lockMarkerTTL},
 	}
 	for _, b := range kvs {
+		if opts.Bind {
+			kv, err := js.KeyValue(ctx, s.bucket(b.kind))
+			if err != nil {
+				return nil, fmt.Errorf("statemgr: tenant %q: key-value bucket %s: %w", tenant, s.bucket(b.kind), err)
+			}
+			*b.dst = kv
+			continue
+		}
 		kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 			Bucket:         s.bucket(b.kind),
 			Description:    b.desc,
@@ -132,6 +144,14 @@ func Open(ctx context.Context, nc *nats.Conn, opts Options) (*Store, error) {
 		{kindHandoff, &s.handoff, "Ardea key-group state handoff, object name <topology>/<component>/<epoch>/<key group>"},
 	}
 	for _, b := range objs {
+		if opts.Bind {
+			os, err := js.ObjectStore(ctx, s.bucket(b.kind))
+			if err != nil {
+				return nil, fmt.Errorf("statemgr: tenant %q: object store %s: %w", tenant, s.bucket(b.kind), err)
+			}
+			*b.dst = os
+			continue
+		}
 		os, err := js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
 			Bucket:      s.bucket(b.kind),
 			Description: b.desc,

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"io/fs"
 	"log/slog"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,13 +17,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tetratelabs/wazero"
-	"github.com/tetratelabs/wazero/api"
-
 	"github.com/ardea-dev/ardea/examples/wordcount"
 	"github.com/ardea-dev/ardea/host"
 	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/manifest"
+	"github.com/ardea-dev/ardea/internal/testutil/wasmguest"
 	"github.com/ardea-dev/ardea/internal/tuple"
 	assdk "github.com/ardea-dev/ardea/wasm-sdk/assemblyscript"
 )
@@ -219,97 +216,6 @@ func newBolt(t *testing.T, path, name string, cfg map[string]string, in []string
 	return b, out, metrics
 }
 
-// cursorGuest runs a module in plain wazero with a fake "ardea" module
-// that records error reports: what the host sees of a failing tuple.
-type cursorGuest struct {
-	mod    api.Module
-	errors []string
-}
-
-func newCursorGuest(t *testing.T, path string) *cursorGuest {
-	t.Helper()
-	ctx := context.Background()
-	wasm, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := wazero.NewRuntime(ctx)
-	t.Cleanup(func() { r.Close(ctx) })
-	g := &cursorGuest{}
-	read := func(m api.Module, p, n uint32) []byte {
-		b, ok := m.Memory().Read(p, n)
-		if !ok {
-			t.Fatalf("guest passed %d bytes at %d, out of memory bounds", n, p)
-		}
-		return bytes.Clone(b)
-	}
-	cm, err := r.CompileModule(ctx, wasm)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Every other import does nothing and returns 0 (state_get: -1, absent).
-	hb := r.NewHostModuleBuilder("ardea")
-	for _, f := range cm.ImportedFunctions() {
-		mod, name, _ := f.Import()
-		if mod != "ardea" || name == "error" {
-			continue
-		}
-		res := uint64(0)
-		if name == "state_get" {
-			res = uint64(math.MaxUint32) // i32 -1
-		}
-		hb.NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(func(_ context.Context, _ api.Module, stack []uint64) {
-			for i := range stack {
-				stack[i] = res
-			}
-		}), f.ParamTypes(), f.ResultTypes()).Export(name)
-	}
-	hb.NewFunctionBuilder().WithFunc(func(ctx context.Context, m api.Module, p, n uint32) {
-		g.errors = append(g.errors, string(read(m, p, n)))
-	}).Export("error")
-	if _, err := hb.Instantiate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	mod, err := r.InstantiateModule(ctx, cm, wazero.NewModuleConfig().WithStartFunctions("_initialize"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	g.mod = mod
-	return g
-}
-
-// call writes in into the guest's buffer and calls fn(len(in)).
-func (g *cursorGuest) call(t *testing.T, fn string, in []byte) (int32, error) {
-	t.Helper()
-	ctx := context.Background()
-	res, err := g.mod.ExportedFunction("ardea_buffer").Call(ctx, uint64(len(in)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !g.mod.Memory().Write(uint32(res[0]), in) {
-		t.Fatalf("buffer at %d out of bounds", res[0])
-	}
-	g.errors = nil
-	res, err = g.mod.ExportedFunction(fn).Call(ctx, uint64(len(in)))
-	if err != nil {
-		return 0, err
-	}
-	return int32(res[0]), nil
-}
-
-func (g *cursorGuest) cursor(t *testing.T) uint32 {
-	t.Helper()
-	res, err := g.mod.ExportedFunction("ardea_cursor").Call(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, ok := g.mod.Memory().ReadUint32Le(uint32(res[0]))
-	if !ok {
-		t.Fatalf("cursor address %d out of bounds", res[0])
-	}
-	return v
-}
-
 // TestCursorInWazero: a throw, an abort and a failed call each leave the
 // index of the failing record in the cursor, and the error report names
 // the tuple and, for a throw, the user's source location.
@@ -326,52 +232,43 @@ func TestCursorInWazero(t *testing.T) {
 		{[]string{"abort"}, 0, `^Execute: tuple 1 from up/default task 1: as abort$`},
 		{[]string{"a", "b", "c", "d", "e", "abort"}, 5, `^Execute: tuple 6 from up/default task 1: as abort$`},
 	} {
-		g := newCursorGuest(t, "testdata/abort.wasm")
-		if rc, err := g.call(t, "ardea_prepare", cctx); err != nil || rc != 0 {
-			t.Fatalf("prepare: %d %v %q", rc, err, g.errors)
+		g := wasmguest.New(t, "testdata/abort.wasm")
+		if rc, err := g.Call(t, "ardea_prepare", cctx); err != nil || rc != 0 {
+			t.Fatalf("prepare: %d %v %q", rc, err, g.Errors)
 		}
-		if rc, err := g.call(t, "ardea_execute", words(1, "ok")); err != nil || rc != 0 {
-			t.Fatalf("execute ok: %d %v %q", rc, err, g.errors)
+		if rc, err := g.Call(t, "ardea_execute", wasmguest.Words(1, "ok")); err != nil || rc != 0 {
+			t.Fatalf("execute ok: %d %v %q", rc, err, g.Errors)
 		}
-		_, err := g.call(t, "ardea_execute", words(1, tc.words...))
+		_, err := g.Call(t, "ardea_execute", wasmguest.Words(1, tc.words...))
 		if err == nil {
 			t.Fatalf("%q: execute did not trap", tc.words)
 		}
-		if got := g.cursor(t); got != tc.cursor {
+		if got := g.Cursor(t); got != tc.cursor {
 			t.Errorf("%q: cursor %d, want %d", tc.words, got, tc.cursor)
 		}
-		if len(g.errors) != 1 || !regexp.MustCompile(tc.want).MatchString(g.errors[0]) {
-			t.Errorf("%q: errors %q, want one matching %s", tc.words, g.errors, tc.want)
+		if len(g.Errors) != 1 || !regexp.MustCompile(tc.want).MatchString(g.Errors[0]) {
+			t.Errorf("%q: errors %q, want one matching %s", tc.words, g.Errors, tc.want)
 		}
 	}
 	// A call failed with failCall (the probe's "error") returns < 0 with the
 	// cursor on its record.
-	g := newCursorGuest(t, "testdata/probe_bolt.wasm")
+	g := wasmguest.New(t, "testdata/probe_bolt.wasm")
 	pctx := (&tuple.Context{Topology: "t", Component: "probe", TaskID: 3, Parallelism: 1,
 		Outputs: []tuple.StreamDecl{{Name: "default", Fields: []string{"word", "n"}}, {Name: "events", Fields: []string{"kind", "detail"}}},
 		Inputs:  []tuple.InputDecl{{Component: "words", Stream: "default", Fields: []string{"word"}}}}).Encode(nil)
-	if rc, err := g.call(t, "ardea_prepare", pctx); err != nil || rc != 0 {
-		t.Fatalf("prepare: %d %v %q", rc, err, g.errors)
+	if rc, err := g.Call(t, "ardea_prepare", pctx); err != nil || rc != 0 {
+		t.Fatalf("prepare: %d %v %q", rc, err, g.Errors)
 	}
-	rc, err := g.call(t, "ardea_execute", words(7, "log", "fail", "error", "x"))
+	rc, err := g.Call(t, "ardea_execute", wasmguest.Words(7, "log", "fail", "error", "x"))
 	if err != nil || rc >= 0 {
 		t.Fatalf("execute: rc %d, err %v; want rc < 0", rc, err)
 	}
-	if got := g.cursor(t); got != 2 {
+	if got := g.Cursor(t); got != 2 {
 		t.Errorf("failCall: cursor %d, want 2", got)
 	}
-	if len(g.errors) != 1 || g.errors[0] != "Execute: tuple 9 from words/default task 1: probe error: bad word" {
-		t.Errorf("failCall: errors %q", g.errors)
+	if len(g.Errors) != 1 || g.Errors[0] != "Execute: tuple 9 from words/default task 1: probe error: bad word" {
+		t.Errorf("failCall: errors %q", g.Errors)
 	}
-}
-
-func words(first uint64, ws ...string) []byte {
-	var w tuple.BatchWriter
-	w.Reset()
-	for i, s := range ws {
-		w.Append(0, 1, first+uint64(i), tuple.AppendValues(nil, tuple.Str(s)))
-	}
-	return w.Buf
 }
 
 // TestAbortThroughHost: an AssemblyScript abort or throw fails the tuple
@@ -380,7 +277,7 @@ func words(first uint64, ws ...string) []byte {
 func TestAbortThroughHost(t *testing.T) {
 	b, out, _ := newBolt(t, "testdata/abort.wasm", "aborter", nil, []string{"word"},
 		tuple.StreamDecl{Name: "default", Fields: []string{"word"}})
-	if err := b.Execute(context.Background(), words(1, "x", "abort", "y", "throw", "z"), out); err != nil {
+	if err := b.Execute(context.Background(), wasmguest.Words(1, "x", "abort", "y", "throw", "z"), out); err != nil {
 		t.Fatal(err)
 	}
 	var got []string
@@ -411,7 +308,7 @@ func TestAbortThroughHost(t *testing.T) {
 func TestTrapNamesUserFunction(t *testing.T) {
 	b, out, _ := newBolt(t, "testdata/abort.wasm", "aborter", nil, []string{"word"},
 		tuple.StreamDecl{Name: "default", Fields: []string{"word"}})
-	if err := b.Execute(context.Background(), words(1, "x", "divzero"), out); err != nil {
+	if err := b.Execute(context.Background(), wasmguest.Words(1, "x", "divzero"), out); err != nil {
 		t.Fatal(err)
 	}
 	if len(out.failures) != 1 || out.failures[0].TupleID != 2 {
@@ -428,7 +325,7 @@ func TestProbeThroughHost(t *testing.T) {
 	b, out, metrics := newBolt(t, "testdata/probe_bolt.wasm", "probe", map[string]string{"prefix": "p-"}, []string{"word"},
 		tuple.StreamDecl{Name: "default", Fields: []string{"word", "n"}},
 		tuple.StreamDecl{Name: "events", Fields: []string{"kind", "detail"}})
-	if err := b.Execute(context.Background(), words(1, "a", "b", "a", "fail", "multi"), out); err != nil {
+	if err := b.Execute(context.Background(), wasmguest.Words(1, "a", "b", "a", "fail", "multi"), out); err != nil {
 		t.Fatal(err)
 	}
 	var got []string
@@ -447,7 +344,7 @@ func TestProbeThroughHost(t *testing.T) {
 	if metrics["probe.words"] != 3 {
 		t.Errorf("probe.words = %d, want 3", metrics["probe.words"])
 	}
-	if err := b.Execute(context.Background(), words(10, "error", "panic"), out); err != nil {
+	if err := b.Execute(context.Background(), wasmguest.Words(10, "error", "panic"), out); err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(out.fails, []uint64{4, 10, 11}) || len(out.failures) != 2 ||

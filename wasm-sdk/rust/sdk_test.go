@@ -10,7 +10,6 @@ import (
 	"context"
 	"io/fs"
 	"log/slog"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,14 +18,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tetratelabs/wazero"
-	"github.com/tetratelabs/wazero/api"
-	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
-
 	"github.com/ardea-dev/ardea/host"
 	"github.com/ardea-dev/ardea/internal/build"
 	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/scaffold"
+	"github.com/ardea-dev/ardea/internal/testutil/wasmguest"
 	"github.com/ardea-dev/ardea/internal/tuple"
 	rustsdk "github.com/ardea-dev/ardea/wasm-sdk/rust"
 )
@@ -345,7 +341,7 @@ func TestPanicReachesHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := &ops{}
-	err = b.Execute(context.Background(), words(1, "x", "panic", "y"), out)
+	err = b.Execute(context.Background(), wasmguest.Words(1, "x", "panic", "y"), out)
 	if err != nil {
 		if want := "Execute: tuple 2 from words/default task 1: panic: probe panic at probe_bolt/src/lib.rs:"; !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not contain %q", err, want)
@@ -355,105 +351,6 @@ func TestPanicReachesHost(t *testing.T) {
 	if out.emits != 2 || !slices.Equal(out.acks, []uint64{1, 3}) || !slices.Equal(out.fails, []uint64{2}) {
 		t.Errorf("emits %d, acks %v, fails %v; want 2 emits, acks [1 3], fails [2]", out.emits, out.acks, out.fails)
 	}
-}
-
-// guest runs a module in plain wazero with a fake "ardea" module that
-// records error reports: what the host sees of a failing call.
-type guest struct {
-	mod    api.Module
-	errors []string
-}
-
-func newGuest(t *testing.T, path string) *guest {
-	t.Helper()
-	ctx := context.Background()
-	wasm, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := wazero.NewRuntime(ctx)
-	t.Cleanup(func() { _ = r.Close(ctx) })
-	if _, err := wasi_snapshot_preview1.Instantiate(ctx, r); err != nil {
-		t.Fatal(err)
-	}
-	cm, err := r.CompileModule(ctx, wasm)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := &guest{}
-	// Every other import does nothing and returns 0 (state_get: -1, absent).
-	hb := r.NewHostModuleBuilder("ardea")
-	for _, f := range cm.ImportedFunctions() {
-		mod, name, _ := f.Import()
-		if mod != "ardea" || name == "error" {
-			continue
-		}
-		res := uint64(0)
-		if name == "state_get" {
-			res = uint64(math.MaxUint32) // i32 -1
-		}
-		hb.NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(func(_ context.Context, _ api.Module, stack []uint64) {
-			for i := range stack {
-				stack[i] = res
-			}
-		}), f.ParamTypes(), f.ResultTypes()).Export(name)
-	}
-	hb.NewFunctionBuilder().WithFunc(func(_ context.Context, m api.Module, p, n uint32) {
-		b, ok := m.Memory().Read(p, n)
-		if !ok {
-			t.Errorf("error text at %d+%d out of memory bounds", p, n)
-		}
-		g.errors = append(g.errors, string(b))
-	}).Export("error")
-	if _, err := hb.Instantiate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	g.mod, err = r.InstantiateModule(ctx, cm, wazero.NewModuleConfig().WithStartFunctions("_initialize"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return g
-}
-
-// call writes in into the guest's buffer and calls fn(len(in)).
-func (g *guest) call(t *testing.T, fn string, in []byte) (int32, error) {
-	t.Helper()
-	ctx := context.Background()
-	res, err := g.mod.ExportedFunction("ardea_buffer").Call(ctx, uint64(len(in)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !g.mod.Memory().Write(uint32(res[0]), in) {
-		t.Fatalf("buffer at %d out of bounds", res[0])
-	}
-	g.errors = nil
-	res, err = g.mod.ExportedFunction(fn).Call(ctx, uint64(len(in)))
-	if err != nil {
-		return 0, err
-	}
-	return int32(res[0]), nil
-}
-
-func (g *guest) cursor(t *testing.T) uint32 {
-	t.Helper()
-	res, err := g.mod.ExportedFunction("ardea_cursor").Call(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, ok := g.mod.Memory().ReadUint32Le(uint32(res[0]))
-	if !ok {
-		t.Fatalf("cursor address %d out of bounds", res[0])
-	}
-	return v
-}
-
-func words(first uint64, ws ...string) []byte {
-	var w tuple.BatchWriter
-	w.Reset()
-	for i, s := range ws {
-		w.Append(0, 1, first+uint64(i), tuple.AppendValues(nil, tuple.Str(s)))
-	}
-	return w.Buf
 }
 
 // probeContext is the conformance probe's context: outputs default
@@ -479,14 +376,14 @@ func TestCursorInWazero(t *testing.T) {
 		{[]string{"panic"}, 0, true, `^Execute: tuple 1 from words/default task 1: panic: probe panic at probe_bolt/src/lib\.rs:\d+:\d+$`},
 		{[]string{"log", "fail", "error", "x"}, 2, false, `^Execute: tuple 3 from words/default task 1: probe error: bad word$`},
 	} {
-		g := newGuest(t, "testdata/probe_bolt.wasm")
-		if rc, err := g.call(t, "ardea_prepare", probeContext()); err != nil || rc != 0 {
-			t.Fatalf("prepare: %d %v %q", rc, err, g.errors)
+		g := wasmguest.New(t, "testdata/probe_bolt.wasm")
+		if rc, err := g.Call(t, "ardea_prepare", probeContext()); err != nil || rc != 0 {
+			t.Fatalf("prepare: %d %v %q", rc, err, g.Errors)
 		}
-		if rc, err := g.call(t, "ardea_execute", words(1, "ok", "ok2")); err != nil || rc != 0 {
-			t.Fatalf("execute ok: %d %v %q", rc, err, g.errors)
+		if rc, err := g.Call(t, "ardea_execute", wasmguest.Words(1, "ok", "ok2")); err != nil || rc != 0 {
+			t.Fatalf("execute ok: %d %v %q", rc, err, g.Errors)
 		}
-		rc, err := g.call(t, "ardea_execute", words(1, tc.words...))
+		rc, err := g.Call(t, "ardea_execute", wasmguest.Words(1, tc.words...))
 		if tc.trap && err == nil {
 			t.Fatalf("%q: execute did not trap (rc %d)", tc.words, rc)
 		}
@@ -498,31 +395,13 @@ func TestCursorInWazero(t *testing.T) {
 		if !tc.trap && (err != nil || rc >= 0) {
 			t.Fatalf("%q: execute: rc %d, err %v; want rc < 0", tc.words, rc, err)
 		}
-		if got := g.cursor(t); got != tc.cursor {
+		if got := g.Cursor(t); got != tc.cursor {
 			t.Errorf("%q: cursor %d, want %d", tc.words, got, tc.cursor)
 		}
-		if len(g.errors) != 1 || !regexp.MustCompile(tc.want).MatchString(g.errors[0]) {
-			t.Errorf("%q: errors %q, want one matching %s", tc.words, g.errors, tc.want)
+		if len(g.Errors) != 1 || !regexp.MustCompile(tc.want).MatchString(g.Errors[0]) {
+			t.Errorf("%q: errors %q, want one matching %s", tc.words, g.Errors, tc.want)
 		}
 	}
-}
-
-// manifest calls ardea_manifest and returns the JSON it points to.
-func (g *guest) manifest(t *testing.T) string {
-	t.Helper()
-	res, err := g.mod.ExportedFunction("ardea_manifest").Call(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, ok := g.mod.Memory().ReadUint32Le(uint32(res[0]))
-	if !ok {
-		t.Fatalf("manifest address %d out of bounds", res[0])
-	}
-	b, ok := g.mod.Memory().Read(uint32(res[0])+4, n)
-	if !ok {
-		t.Fatalf("manifest of %d bytes at %d out of bounds", n, res[0])
-	}
-	return string(b)
 }
 
 // TestManifestInWazero: each module's ardea_manifest export gives the
@@ -536,14 +415,14 @@ func TestManifestInWazero(t *testing.T) {
 		"testdata/probe_bolt.wasm":                 sdk + `"kind":"bolt"}`,
 		"testdata/probe_spout.wasm":                sdk + `"kind":"spout"}`,
 	} {
-		g := newGuest(t, path)
+		g := wasmguest.New(t, path)
 		for range 2 {
-			if got := g.manifest(t); got != want {
+			if got := g.Manifest(t); got != want {
 				t.Errorf("%s: manifest %s, want %s", path, got, want)
 			}
 		}
-		if len(g.errors) != 0 {
-			t.Errorf("%s: errors %q", path, g.errors)
+		if len(g.Errors) != 0 {
+			t.Errorf("%s: errors %q", path, g.Errors)
 		}
 	}
 }

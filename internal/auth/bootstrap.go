@@ -1,0 +1,107 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// AdminTokenFile is the name of the bootstrap admin token's file in the
+// daemon's data directory.
+const AdminTokenFile = "admin.token"
+
+// Bootstrapped is what Bootstrap did.
+type Bootstrapped struct {
+	// Token is the admin token ("ardea_<id>_<secret>").
+	Token string
+	// Path is the file holding it, mode 0600.
+	Path string
+	// Minted is true when Bootstrap made a new token (first start, or the
+	// file's token was no longer valid), false when it reused the file's.
+	Minted bool
+	// Tenant is true when Bootstrap created the default tenant.
+	Tenant bool
+}
+
+// Bootstrap makes sure an operator can reach a daemon from its first
+// start: it creates the default tenant if it is missing, and returns an
+// admin token written to <dataDir>/admin.token (mode 0600; dataDir is
+// created mode 0700 if missing). On a later start it reuses the file's
+// token while it still authenticates with scope admin; otherwise (the
+// file is missing, unreadable, or its token was revoked, expired or
+// belongs to a bucket that was wiped) it mints a new one (named
+// "bootstrap", never expiring) and replaces the file. A file with a
+// looser mode is tightened to 0600.
+func (s *Store) Bootstrap(ctx context.Context, dataDir string) (Bootstrapped, error) {
+	out := Bootstrapped{Path: filepath.Join(dataDir, AdminTokenFile)}
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return out, fmt.Errorf("auth: bootstrap: %w", err)
+	}
+	if _, err := s.CreateTenant(ctx, AdminTenant, "bootstrap"); err == nil {
+		out.Tenant = true
+	} else if !errors.Is(err, ErrExists) {
+		return out, fmt.Errorf("auth: bootstrap: %w", err)
+	}
+	b, err := os.ReadFile(out.Path)
+	switch {
+	case err == nil:
+		tok := strings.TrimSpace(string(b))
+		p, aerr := s.Authenticate(ctx, tok)
+		if aerr == nil && p.Scope == ScopeAdmin {
+			if err := os.Chmod(out.Path, 0o600); err != nil {
+				return out, fmt.Errorf("auth: bootstrap: %w", err)
+			}
+			out.Token = tok
+			return out, nil
+		}
+		if aerr != nil && !errors.Is(aerr, ErrUnauthenticated) {
+			return out, fmt.Errorf("auth: bootstrap: check %s: %w", out.Path, aerr)
+		}
+		s.log.Info("the admin token file's token is no longer valid; minting a new one", "path", out.Path)
+	case errors.Is(err, fs.ErrNotExist):
+	default:
+		return out, fmt.Errorf("auth: bootstrap: %w", err)
+	}
+	_, tok, err := s.CreateToken(ctx, TokenSpec{Tenant: AdminTenant, Scope: ScopeAdmin, Name: "bootstrap", By: "bootstrap"})
+	if err != nil {
+		return out, fmt.Errorf("auth: bootstrap: %w", err)
+	}
+	if err := WriteSecretFile(out.Path, []byte(tok+"\n")); err != nil {
+		return out, fmt.Errorf("auth: bootstrap: %w", err)
+	}
+	out.Token, out.Minted = tok, true
+	return out, nil
+}
+
+// WriteSecretFile writes data to path with mode 0600, atomically: a
+// temporary file in the same directory (created 0600, so the secret is
+// never readable by others, not even briefly), synced, then renamed over
+// path.
+func WriteSecretFile(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp) // after a successful rename, there is nothing to remove
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}

@@ -1,0 +1,92 @@
+package natsauth
+
+import (
+	"time"
+
+	"github.com/nats-io/jwt/v2"
+
+	"github.com/ardea-dev/ardea/internal/names"
+)
+
+// HostInboxPrefix is the inbox prefix of topology's host users: replies to
+// their requests (JetStream API calls, publish acks) and their watches'
+// deliveries come on <prefix>.>, the only inbox they may subscribe to.
+func HostInboxPrefix(topology string) string { return "_INBOX_" + topology }
+
+// Buckets are tenant's JetStream streams as the state manager
+// (scheduler/statemgr: ardea_<tenant>_<kind>) and the checkpoint store
+// (hostprocess.CheckpointBucket) name them: key-value buckets are streams
+// KV_<bucket>, object stores OBJ_<bucket>.
+type Buckets struct {
+	Topologies, Plans, State, TMLock string // key-value buckets
+	Artifacts, Handoff, Checkpoints  string // object stores
+}
+
+// TenantBuckets returns tenant's bucket names.
+func TenantBuckets(tenant string) Buckets {
+	b := func(kind string) string { return "ardea_" + tenant + "_" + kind }
+	return Buckets{Topologies: b("topologies"), Plans: b("plans"), State: b("state"), TMLock: b("tmlock"),
+		Artifacts: b("artifacts"), Handoff: b("handoff"), Checkpoints: "ardea_checkpoints_" + tenant}
+}
+
+// HostPermissions are the permissions of a host user of (tenant,
+// topology) (package doc, "Credentials"). The host's JetStream use, as
+// the state manager and the checkpoint store do it with nats.go's
+// jetstream package:
+//
+//   - binding to the tenant's buckets: stream info of each;
+//   - its topology's record and plans: a direct get of the last message on
+//     the key's subject ($JS.API.DIRECT.GET.<stream>.<subject>), and the
+//     physical plan watch: an ordered consumer whose create request names
+//     its filter subject ($JS.API.CONSUMER.CREATE.<stream>.<name>.<filter>),
+//     so both are fenced to the topology's keys;
+//   - artifacts (read), key-group handoff and checkpoints (read and
+//     write): an object's metadata by direct get, its chunks through an
+//     ordered consumer, a put publishes chunks and metadata on the
+//     bucket's subjects and purges an overwritten object's old chunks;
+//   - deleting the consumers it made (the client deletes its ordered
+//     consumers when a read or a watch ends; consumer names are random, so
+//     this is per stream, not per consumer).
+func HostPermissions(tenant, topology string) jwt.Permissions {
+	if tenant == "" {
+		tenant = names.DefaultTenant
+	}
+	b := TenantBuckets(tenant)
+	own := names.Subject(tenant, topology, ">")
+	inbox := HostInboxPrefix(topology) + ".>"
+	const api = "$JS.API."
+	kv := func(bucket string) string { return "KV_" + bucket }
+	obj := func(bucket string) string { return "OBJ_" + bucket }
+
+	var p jwt.Permissions
+	p.Pub.Allow.Add(own)
+	for _, s := range []string{kv(b.Topologies), kv(b.Plans), kv(b.State), kv(b.TMLock),
+		obj(b.Artifacts), obj(b.Handoff), obj(b.Checkpoints)} {
+		p.Pub.Allow.Add(api + "STREAM.INFO." + s)
+	}
+	p.Pub.Allow.Add(
+		api+"DIRECT.GET."+kv(b.Topologies)+".$KV."+b.Topologies+"."+topology,
+		api+"DIRECT.GET."+kv(b.Plans)+".$KV."+b.Plans+"."+topology+".>",
+		api+"CONSUMER.CREATE."+kv(b.Plans)+".*.$KV."+b.Plans+"."+topology+".>",
+		api+"CONSUMER.DELETE."+kv(b.Plans)+".*",
+	)
+	// Object stores: metadata gets, chunk consumers; writes where the host
+	// writes.
+	for _, o := range []string{b.Artifacts, b.Handoff, b.Checkpoints} {
+		p.Pub.Allow.Add(
+			api+"DIRECT.GET."+obj(o),                        // by sequence (the checkpoint store's chunk reads)
+			api+"DIRECT.GET."+obj(o)+".$O."+o+".M.*",        // an object's metadata
+			api+"CONSUMER.CREATE."+obj(o)+".*.$O."+o+".C.*", // an object's chunks
+			api+"CONSUMER.DELETE."+obj(o)+".*",
+		)
+	}
+	for _, o := range []string{b.Handoff, b.Checkpoints} {
+		p.Pub.Allow.Add("$O."+o+".C.*", "$O."+o+".M.*")
+		p.Pub.Allow.Add(api + "STREAM.PURGE." + obj(o))
+	}
+	p.Sub.Allow.Add(own, inbox)
+	// Replies to the daemon's control requests (to its inbox): one per
+	// request received, within a minute.
+	p.Resp = &jwt.ResponsePermission{MaxMsgs: 1, Expires: time.Minute}
+	return p
+}

@@ -481,3 +481,23 @@ func TestGuardFeedsTheAuditLog(t *testing.T) {
 		t.Errorf("record 0: params %v tenant %q scope %q", log.recs[0].Params, log.recs[0].Tenant, log.recs[0].Scope)
 	}
 }
+
+// BenchmarkGuard is the layer's cost on an authenticated read and on a
+// state-changing call (the fake Authenticator costs a map lookup).
+func BenchmarkGuard(b *testing.B) {
+	g, err := New(Options{Listen: "127.0.0.1:7780", Auth: tokens, Routes: DefaultRoutes()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := g.Wrap(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	for _, q := range []req{
+		{path: "/api/v1/topologies/wc/metrics", token: "tok-read"},
+		{method: "POST", path: "/api/v1/topologies/wc/update", token: "tok-operate", body: `{"parallelism":{"count":2}}`},
+	} {
+		b.Run(q.method+q.path, func(b *testing.B) {
+			for b.Loop() {
+				q.do(h)
+			}
+		})
+	}
+}

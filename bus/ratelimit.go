@@ -66,7 +66,11 @@ func (b *bucket) short(n float64) time.Duration {
 	if b.rate <= 0 || b.tokens >= n {
 		return 0
 	}
-	return time.Duration((n - b.tokens) / b.rate * float64(time.Second))
+	ns := (n - b.tokens) / b.rate * float64(time.Second)
+	if ns >= math.MaxInt64 {
+		return math.MaxInt64 // a rate so small that the wait has no end in sight
+	}
+	return max(1, time.Duration(ns))
 }
 
 // newRateLimiter returns nil when both rates are unlimited (zero).

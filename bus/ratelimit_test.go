@@ -3,6 +3,7 @@ package bus
 import (
 	"context"
 	"errors"
+	"math"
 	"testing"
 	"time"
 
@@ -45,6 +46,11 @@ func TestRateLimiterBuckets(t *testing.T) {
 	s := r.stats()
 	if s.Tuples != 100+50+10+100 || s.Waits != 3 {
 		t.Fatalf("stats %+v: want 260 tuples taken in 3 waits", s)
+	}
+	// A tiny rate waits (almost) for ever rather than overflowing to no wait.
+	tiny := newRateLimiter(1e-12, 0, func() time.Time { return now })
+	if w, _ := tiny.reserve(1e6, 0, true); w != math.MaxInt64 {
+		t.Fatalf("a tiny rate: wait %v, want the longest", w)
 	}
 	if newRateLimiter(0, 0, nil) != nil {
 		t.Fatal("no rates gave a limiter")

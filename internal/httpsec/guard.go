@@ -199,16 +199,12 @@ func canonHost(h string) string {
 
 // hostOK checks the Host header against the allow-list.
 func (g *Guard) hostOK(hostHeader string) (string, bool) {
-	h, p, err := net.SplitHostPort(hostHeader)
-	if err != nil {
-		h, p = hostHeader, "" // no port
-	}
-	h = canonHost(h)
+	h, p := splitHostPort(hostHeader, g.scheme())
 	refuse := fmt.Sprintf("host %q is not this API's (DNS rebinding protection): call it as 127.0.0.1:%s or localhost:%s, or add the name to the daemon's allowed hosts", truncate(hostHeader, 100), g.port, g.port)
 	if h == "" {
 		return refuse, false
 	}
-	if g.hosts[h] || (p != "" && g.hosts[h+":"+p]) {
+	if g.hosts[h] || g.hosts[h+":"+p] {
 		return "", true
 	}
 	if p != g.port {
@@ -231,11 +227,37 @@ func (g *Guard) originOK(r *http.Request) bool {
 	if g.origins[o] {
 		return true
 	}
-	scheme := "http"
-	if g.o.TLS {
-		scheme = "https"
+	u, err := url.Parse(o)
+	if err != nil || u.Scheme != g.scheme() || u.Path != "" || u.User != nil {
+		return false
 	}
-	return o == scheme+"://"+strings.ToLower(r.Host)
+	oh, op := splitHostPort(u.Host, u.Scheme)
+	rh, rp := splitHostPort(r.Host, g.scheme())
+	return oh != "" && oh == rh && op == rp
+}
+
+// scheme is the API's URL scheme.
+func (g *Guard) scheme() string {
+	if g.o.TLS {
+		return "https"
+	}
+	return "http"
+}
+
+// splitHostPort splits a Host header or an origin's host into its
+// canonical host and its port, the scheme's default when it has none.
+func splitHostPort(hostport, scheme string) (string, string) {
+	h, p, err := net.SplitHostPort(hostport)
+	if err != nil {
+		h, p = hostport, ""
+	}
+	if p == "" {
+		p = "80"
+		if scheme == "https" {
+			p = "443"
+		}
+	}
+	return canonHost(h), p
 }
 
 // StateChanging reports whether method changes state (needs JSON and the

@@ -142,7 +142,7 @@ func TestGuardRules(t *testing.T) {
 		{"forged host", req{path: "/api/v1/topologies", token: "tok-read", host: "evil.example:7780"}, 421, "DNS rebinding"},
 		{"forged host on health", req{path: "/healthz", host: "evil.example:7780"}, 421, "DNS rebinding"},
 		{"right host, wrong port", req{path: "/healthz", host: "127.0.0.1:8080"}, 421, ""},
-		{"no port", req{path: "/healthz", host: "localhost"}, 421, ""},
+		{"no port (80)", req{path: "/healthz", host: "localhost"}, 421, ""},
 		{"localhost", req{path: "/healthz", host: "localhost:7780"}, 200, ""},
 		{"localhost.", req{path: "/healthz", host: "LOCALHOST.:7780"}, 200, ""},
 		{"ipv6 loopback", req{path: "/healthz", host: "[::1]:7780"}, 200, ""},
@@ -289,6 +289,31 @@ func TestGuardWildcardListen(t *testing.T) {
 	} {
 		if w := (req{path: "/healthz", host: host}).do(h); w.Code != want {
 			t.Errorf("host %s: %d, want %d", host, w.Code, want)
+		}
+	}
+}
+
+// TestGuardDefaultPorts: behind port 443 or 80 browsers leave the port
+// out of Host and Origin.
+func TestGuardDefaultPorts(t *testing.T) {
+	_, h := newGuard(t, func(o *Options) { o.Listen, o.TLS = "127.0.0.1:443", true })
+	for _, tc := range []struct {
+		host, origin string
+		want         int
+	}{
+		{"localhost", "https://localhost", 200},
+		{"localhost:443", "https://localhost", 200},
+		{"localhost", "https://localhost:443", 200},
+		{"localhost", "http://localhost", 403},
+		{"localhost", "https://localhost:8443", 403},
+		{"localhost:80", "", 421},
+	} {
+		w := req{method: "POST", path: "/api/v1/topologies/wc/activate", token: "tok-operate", host: tc.host, hdr: map[string]string{"Origin": tc.origin}}.do(h)
+		if tc.origin == "" {
+			w = req{path: "/healthz", host: tc.host}.do(h)
+		}
+		if w.Code != tc.want {
+			t.Errorf("host %s origin %s: %d, want %d (%s)", tc.host, tc.origin, w.Code, tc.want, w.Body)
 		}
 	}
 }

@@ -140,6 +140,16 @@ func TestNoCredentialsRefusedAtConnect(t *testing.T) {
 	authRefused(t, "user and password", err)
 	_, err = nats.Connect(e.srv.ClientURL(), nats.NoReconnect(), nats.Token("secret"))
 	authRefused(t, "token", err)
+	// The daemon's in-process connection authenticates with its credential.
+	dc, err := e.m.DaemonCreds("A")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect(e.srv.ClientURL(), append(dc.Options(), nats.InProcessServer(e.srv.NATS()))...)
+	if err != nil {
+		t.Fatalf("in process, the daemon's credential: %v", err)
+	}
+	nc.Close()
 }
 
 func TestHostSubscribeFenced(t *testing.T) {

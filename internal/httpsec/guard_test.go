@@ -526,3 +526,33 @@ func BenchmarkGuard(b *testing.B) {
 		})
 	}
 }
+
+// TestEveryRouteNeedsAToken: each route of the table, called without a
+// token, answers 401 unless it is public (health and the UI's shell).
+func TestEveryRouteNeedsAToken(t *testing.T) {
+	_, h := newGuard(t, nil)
+	for _, rt := range DefaultRoutes() {
+		method, path, ok := strings.Cut(rt.Pattern, " ")
+		methods := []string{method}
+		if !ok {
+			path, methods = method, []string{"GET", "POST", "PUT", "DELETE"}
+		}
+		path = strings.ReplaceAll(path, "{$}", "")
+		for strings.Contains(path, "{") {
+			i, j := strings.Index(path, "{"), strings.Index(path, "}")
+			path = path[:i] + "x" + path[j+1:]
+		}
+		if strings.HasSuffix(path, "/") && rt.Pattern != "GET /{$}" {
+			path += "sub" // a path under a subtree pattern (the catch-all: not the UI's page)
+		}
+		for _, m := range methods {
+			want := 401
+			if rt.Public {
+				want = 200
+			}
+			if w := (req{method: m, path: path}).do(h); w.Code != want {
+				t.Errorf("%s %s (route %q) without a token: %d, want %d", m, path, rt.Pattern, w.Code, want)
+			}
+		}
+	}
+}

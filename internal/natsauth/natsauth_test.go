@@ -525,6 +525,13 @@ func TestJetStreamLimitsPerAccount(t *testing.T) {
 		_, pubErr = js.Publish(ctx, "s1", payload)
 	}
 	apiErr(pubErr, 10002, "resource limits exceeded for account")
+	u, err := e.m.Usage("C")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.Streams != 2 || u.Consumers != 1 || u.DiskBytes == 0 || u.Limits.DiskBytes != 1<<20 {
+		t.Fatalf("C's usage %+v", u)
+	}
 
 	// Another tenant is not limited by C's limits.
 	ajs, err := jetstream.New(e.daemon(t, "A"))

@@ -274,6 +274,10 @@ func StateChanging(method string) bool {
 func (g *Guard) serve(w http.ResponseWriter, r *http.Request, rt Route, next http.Handler) {
 	unsafe := StateChanging(r.Method)
 	audit.SetCall(r.Context(), rt.Action, firstWildcard(r, rt.Pattern))
+	if err := checkPath(r, rt.Pattern); err != nil {
+		WriteError(w, err)
+		return
+	}
 
 	if !g.originOK(r) {
 		WriteError(w, &Error{Status: http.StatusForbidden, Message: fmt.Sprintf(
@@ -421,6 +425,37 @@ func firstWildcard(r *http.Request, pattern string) string {
 		return ""
 	}
 	return r.PathValue(pattern[i+1 : i+j])
+}
+
+// checkPath refuses control characters anywhere in the path, and a
+// wildcard's value (a topology's, tenant's or token's name) that is "." or
+// "..", or holds a "/" (an escaped %2F): no handler should have to think
+// about them.
+func checkPath(r *http.Request, pattern string) error {
+	bad := func(s string) bool {
+		return strings.IndexFunc(s, func(c rune) bool { return c < 0x20 || c == 0x7f }) >= 0
+	}
+	if bad(r.URL.Path) {
+		return &Error{Status: http.StatusBadRequest, Message: fmt.Sprintf("path %q: control characters", truncate(r.URL.Path, 100))}
+	}
+	for rest := pattern; ; {
+		i := strings.IndexByte(rest, '{')
+		if i < 0 {
+			return nil
+		}
+		j := strings.IndexByte(rest[i:], '}')
+		if j < 0 {
+			return nil
+		}
+		name := strings.TrimSuffix(rest[i+1:i+j], "...")
+		rest = rest[i+j+1:]
+		if name == "$" {
+			continue
+		}
+		if v := r.PathValue(name); v == "." || v == ".." || strings.Contains(v, "/") {
+			return &Error{Status: http.StatusBadRequest, Message: fmt.Sprintf("path: %s %q is not a name", name, truncate(v, 100))}
+		}
+	}
 }
 
 func truncate(s string, n int) string {

@@ -201,6 +201,12 @@ func TestGuardRules(t *testing.T) {
 		{"metrics token reads nothing else", req{path: "/api/v1/topologies", token: "tok-metrics"}, 403, "needs read"},
 		{"preflight is refused", req{method: "OPTIONS", path: "/api/v1/topologies/wc/kill", hdr: map[string]string{"Origin": "http://127.0.0.1:7780"}}, 401, ""},
 
+		// Names in paths.
+		{"escaped slash in a name", req{method: "POST", path: "/api/v1/topologies/..%2Fother/kill", token: "tok-deploy"}, 400, "is not a name"},
+		{"dot-dot name", req{path: "/api/v1/topologies/%2E%2E", token: "tok-read"}, 400, "is not a name"},
+		{"control character", req{path: "/api/v1/topologies/w%0Ac", token: "tok-read"}, 400, "control characters"},
+		{"control character before auth", req{path: "/api/v1/topologies/w%00c"}, 400, "control characters"},
+
 		// Body limits.
 		{"oversized by Content-Length", req{method: "POST", path: "/api/v1/topologies/wc/update", token: "tok-operate", body: big}, 413, "at most 1048576 bytes (1 MiB)"},
 		{"oversized before auth", req{method: "POST", path: "/api/v1/topologies/wc/update", body: big}, 413, ""},

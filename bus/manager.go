@@ -265,6 +265,7 @@ func NewStreamManager(o Options) (*StreamManager, error) {
 	if !(o.TuplesPerSecond >= 0) || !(o.BytesPerSecond >= 0) || math.IsInf(o.TuplesPerSecond, 0) || math.IsInf(o.BytesPerSecond, 0) {
 		return nil, fmt.Errorf("bus: rate limit %v tuples/s, %v bytes/s: want finite numbers >= 0 (0: unlimited)", o.TuplesPerSecond, o.BytesPerSecond)
 	}
+	o.BatchMaxTuples, o.BatchMaxBytes = rateBatches(o.TuplesPerSecond, o.BytesPerSecond, o.BatchMaxTuples, o.BatchMaxBytes)
 	if o.HoldBytes <= 0 {
 		o.HoldBytes = DefaultHoldBytes
 	}

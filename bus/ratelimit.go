@@ -66,7 +66,29 @@ func (b *bucket) short(n float64) time.Duration {
 	if b.rate <= 0 || b.tokens >= n {
 		return 0
 	}
-	return time.Duration((n - b.tokens) / b.rate * float64(time.Second))
+	ns := (n - b.tokens) / b.rate * float64(time.Second)
+	if ns >= math.MaxInt64 {
+		return math.MaxInt64 // a rate so small that the wait has no end in sight
+	}
+	return max(1, time.Duration(ns))
+}
+
+// minRateBatchBytes is the least BatchMaxBytes a byte rate lowers it to.
+const minRateBatchBytes = 4 << 10
+
+// rateBatches caps the batch limits at what the rate limit's buckets
+// hold (RateBurst of the rate), so that one batch waits at most about
+// RateBurst for its tokens: at 2 000 tuples/s a 4 096-tuple batch would
+// wait 2 s (and, at least once, its tuple trees might time out before it
+// leaves), a 200-tuple one 100 ms.
+func rateBatches(tuplesPerSec, bytesPerSec float64, maxTuples, maxBytes int) (int, int) {
+	if tuplesPerSec > 0 {
+		maxTuples = min(maxTuples, max(1, int(tuplesPerSec*RateBurst.Seconds())))
+	}
+	if bytesPerSec > 0 {
+		maxBytes = min(maxBytes, max(minRateBatchBytes, int(bytesPerSec*RateBurst.Seconds())))
+	}
+	return maxTuples, maxBytes
 }
 
 // newRateLimiter returns nil when both rates are unlimited (zero).
@@ -161,7 +183,8 @@ func (sm *StreamManager) RateStats() RateStats {
 
 // SetRate changes the container's rate limit (zero: unlimited) for the
 // sends that reserve after it; a send already waiting keeps its wait.
-// The counters of RateStats start again from zero.
+// The counters of RateStats start again from zero. The batch limits stay
+// those NewStreamManager set (capped by the rate it was given).
 func (sm *StreamManager) SetRate(tuplesPerSec, bytesPerSec float64) {
 	sm.rate.Store(newRateLimiter(tuplesPerSec, bytesPerSec, nil))
 }

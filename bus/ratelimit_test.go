@@ -3,6 +3,7 @@ package bus
 import (
 	"context"
 	"errors"
+	"math"
 	"testing"
 	"time"
 
@@ -45,6 +46,27 @@ func TestRateLimiterBuckets(t *testing.T) {
 	s := r.stats()
 	if s.Tuples != 100+50+10+100 || s.Waits != 3 {
 		t.Fatalf("stats %+v: want 260 tuples taken in 3 waits", s)
+	}
+	// A tiny rate waits (almost) for ever rather than overflowing to no wait.
+	tiny := newRateLimiter(1e-12, 0, func() time.Time { return now })
+	if w, _ := tiny.reserve(1e6, 0, true); w != math.MaxInt64 {
+		t.Fatalf("a tiny rate: wait %v, want the longest", w)
+	}
+	// Batches are capped at what a bucket holds.
+	for _, tc := range []struct {
+		tps, bps         float64
+		tuples, bytes    int
+		wantT, wantBytes int
+	}{
+		{0, 0, 4096, 64 << 10, 4096, 64 << 10},
+		{2000, 0, 4096, 64 << 10, 200, 64 << 10},
+		{1, 0, 4096, 64 << 10, 1, 64 << 10},
+		{1e9, 100 << 10, 4096, 64 << 10, 4096, 10240},
+		{0, 1, 4096, 64 << 10, 4096, minRateBatchBytes},
+	} {
+		if gt, gb := rateBatches(tc.tps, tc.bps, tc.tuples, tc.bytes); gt != tc.wantT || gb != tc.wantBytes {
+			t.Errorf("rateBatches(%v, %v): %d tuples, %d bytes; want %d, %d", tc.tps, tc.bps, gt, gb, tc.wantT, tc.wantBytes)
+		}
 	}
 	if newRateLimiter(0, 0, nil) != nil {
 		t.Fatal("no rates gave a limiter")
@@ -127,9 +149,9 @@ func TestRateLimitWaitEnds(t *testing.T) {
 		{name: "spout", kind: "spout", containers: []int{1}},
 		{name: "bolt", kind: "bolt", containers: []int{2}},
 	}, []edgeSpec{{from: "spout", to: "bolt", grouping: plan.Shuffle}})
-	c := newCluster(t, p, func(o *Options) { o.TuplesPerSecond = 1; o.BatchMaxTuples = 10 })
+	c := newCluster(t, p, func(o *Options) { o.TuplesPerSecond = 1 })
 	ob := c.outbox(c.tasks("spout")[0])
-	const n = 30 // three batches of 10; the bucket holds 1: the first waits 9 s
+	const n = 30 // batches of one tuple (the bucket holds one): the first goes, the second waits 1 s
 	for i := range n {
 		if err := ob.Emit(0, tuple.NoTask, 0, nil, values("k", int64(i))); err != nil {
 			t.Fatal(err)
@@ -144,8 +166,8 @@ func TestRateLimitWaitEnds(t *testing.T) {
 		t.Fatalf("flush: %v, want context.Canceled", err)
 	}
 	rs := c.sms[1].RateStats()
-	if rs.Tuples != 0 || rs.Waits != 1 || ob.Blocked() {
-		t.Fatalf("after the cancelled wait: %+v blocked %v; want one wait and its 10 tokens given back", rs, ob.Blocked())
+	if rs.Tuples != 1 || rs.Waits != 1 || ob.Blocked() {
+		t.Fatalf("after the cancelled wait: %+v blocked %v; want the first tuple taken, one wait and its token given back", rs, ob.Blocked())
 	}
 	c.sms[1].SetRate(0, 0)
 	done := make(chan map[uint32][]rec, 1)

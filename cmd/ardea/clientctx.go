@@ -226,3 +226,14 @@ func defaultContextName(server string) string {
 	}
 	return s
 }
+
+// saveLocalContext saves a local daemon's address and its admin token
+// (auth.Store.Bootstrap's) as the current context, named by the address,
+// so that the CLI talks to it with no flags, as minikube or kind set the
+// current kubeconfig context when they start a cluster. It returns the
+// contexts file's path, for the daemon to print.
+func saveLocalContext(server, adminToken string) (string, error) {
+	return saveContext(defaultContextName(server), clientContext{
+		Server: normServer(server), Token: adminToken, Tenant: auth.AdminTenant, Scope: auth.ScopeAdmin,
+	})
+}

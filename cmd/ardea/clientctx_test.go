@@ -208,3 +208,20 @@ func TestContextCommands(t *testing.T) {
 		t.Fatalf("after deleting the current context: %+v", ep)
 	}
 }
+
+func TestSaveLocalContext(t *testing.T) {
+	isolateContexts(t)
+	if _, err := saveContext("other", clientContext{Server: "http://h9:9", Token: "T9"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := saveLocalContext("127.0.0.1:7781", "ardea_admin"); err != nil {
+		t.Fatal(err)
+	}
+	ep, err := resolveEndpoint("", "", "")
+	if err != nil || ep.Server != "http://127.0.0.1:7781" || ep.Token != "ardea_admin" || ep.Context != "127.0.0.1:7781" {
+		t.Fatalf("after saveLocalContext: %+v, %v", ep, err)
+	}
+	if ep, _ := resolveEndpoint("h9:9", "", ""); ep.Token != "T9" {
+		t.Fatalf("the other context's token is gone: %+v", ep)
+	}
+}

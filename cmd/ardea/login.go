@@ -45,6 +45,9 @@ the context (default: SERVER's host:port).`,
 			if err != nil {
 				return err
 			}
+			if token != "" && token != "-" {
+				fmt.Fprintln(cmd.ErrOrStderr(), "ardea login: a token on the command line is visible to other local users (ps) and stays in the shell's history; --token - reads it from stdin")
+			}
 			if name == "" {
 				name = defaultContextName(server)
 			}

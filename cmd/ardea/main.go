@@ -125,6 +125,7 @@ func addGroups(root *cobra.Command, g *globalFlags) {
 	add("inspect", newListCmd(), newStatusCmd(), newHistoryCmd(), newLogsCmd(), newMetricsCmd(), newDLQCmd(), newWaitCmd())
 	add("daemon", newLocalCmd(g), newDemoCmd(g), newHostCmd(g))
 	add("access", newLoginCmd(), newContextCmd(), newTenantCmd(), newTokenCmd())
+	add("access", newAuditCmd())
 	root.AddCommand(newVersionCmd())
 }
 

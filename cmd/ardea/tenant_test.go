@@ -78,6 +78,9 @@ func TestTenantsAndTokensCLI(t *testing.T) {
 	if !strings.Contains(out, "as tenant default (scope admin)") || !strings.Contains(out, "context local") {
 		t.Fatalf("login said %q", out)
 	}
+	if _, stderr, err := runCLI(t, "", "login", srv.URL, "--token", admin, "--context", "local"); err != nil || !strings.Contains(stderr, "visible to other local users") {
+		t.Fatalf("login with the token as an argument: %v; stderr %q, want a warning", err, stderr)
+	}
 	path, _ := contextsPath()
 	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("contexts file: %v, %v", fi, err)

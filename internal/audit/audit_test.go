@@ -102,6 +102,19 @@ func TestLogAppendQuery(t *testing.T) {
 			}
 		})
 	}
+	// Since across windows: 5 records after mid, the newest 6 asked.
+	mid := time.Now()
+	for i := range 5 {
+		if err := l.Append(ctx, audit.Record{Time: time.Now(), Tenant: "acme", Action: audit.ActionSwap, Target: fmt.Sprint("late", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, err := l.Query(ctx, audit.Filter{Since: mid, Limit: 6}); err != nil || targets(got) != "late0,late1,late2,late3,late4" {
+		t.Fatalf("since mid, limit 6: %s (%v)", targets(got), err)
+	}
+	if got, err := l.Query(ctx, audit.Filter{Tenant: "globex", Limit: 2}); err != nil || targets(got) != "wc25,wc28" {
+		t.Fatalf("globex, limit 2, behind 5 newer acme records: %s (%v)", targets(got), err)
+	}
 	if _, err := l.Query(ctx, audit.Filter{Tenant: "a.>"}); err == nil {
 		t.Fatal("a tenant filter with subject wildcards: accepted")
 	}
@@ -519,5 +532,48 @@ func TestEventsTicketThroughTheChain(t *testing.T) {
 	})
 	if a.call(t, "GET", "/api/v1/events?ticket="+url.QueryEscape(tk.Ticket), "", "", "") != 401 {
 		t.Fatal("a ticket was redeemed twice")
+	}
+}
+
+// BenchmarkAppend is one record appended and acknowledged by the embedded
+// server, on disk: what the audit middleware adds to a recorded call.
+func BenchmarkAppend(b *testing.B) {
+	nc := natstest.Connect(b, natstest.Start(b, natstest.Options{JetStream: true}))
+	l, err := audit.Open(b.Context(), nc, audit.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	rec := audit.Record{Time: time.Now(), Principal: "acme/ci (token 0123456789ab)", TokenID: "0123456789ab", Tenant: "acme",
+		Scope: auth.ScopeDeploy, Action: audit.ActionKill, Target: "wordcount", Method: "POST", Path: "/api/v1/topologies/wordcount/kill",
+		Params: map[string]any{"keep": "true"}, Result: audit.Result{OK: true, Code: 200}, Source: "127.0.0.1:50000"}
+	for b.Loop() {
+		if err := l.Append(b.Context(), rec); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkQuery reads the newest 100 of 10000 records (half of them one
+// tenant's): a query reads every record it selects.
+func BenchmarkQuery(b *testing.B) {
+	nc := natstest.Connect(b, natstest.Start(b, natstest.Options{JetStream: true}))
+	l, err := audit.Open(b.Context(), nc, audit.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range 10000 {
+		r := audit.Record{Tenant: []string{"acme", "globex"}[i%2], Action: audit.ActionUpdate, Target: "wc", Result: audit.Result{OK: true, Code: 200}}
+		if err := l.Append(b.Context(), r); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, f := range []audit.Filter{{}, {Tenant: "acme"}} {
+		b.Run("tenant="+f.Tenant, func(b *testing.B) {
+			for b.Loop() {
+				if recs, err := l.Query(b.Context(), f); err != nil || len(recs) != audit.DefaultLimit {
+					b.Fatalf("%d records, %v", len(recs), err)
+				}
+			}
+		})
 	}
 }

@@ -117,73 +117,114 @@ func (l *Log) Append(ctx context.Context, rec Record) error {
 const fetchBatch = 256
 
 // Query returns the records f selects, oldest first: the newest f.Limit
-// of those at or after f.Since.
+// of those at or after f.Since. It reads backwards from the stream's end
+// in growing windows of sequence numbers (the limit, then four times more
+// each round) and stops once it has the limit, reached the stream's start
+// or a record stored before Since, so asking for the newest hundred costs
+// about a hundred records, not the stream.
 func (l *Log) Query(ctx context.Context, f Filter) ([]Record, error) {
-	cfg := jetstream.ConsumerConfig{
-		AckPolicy:         jetstream.AckNonePolicy,
-		DeliverPolicy:     jetstream.DeliverAllPolicy,
-		FilterSubject:     subjectPrefix + ".>",
-		MemoryStorage:     true,
-		InactiveThreshold: time.Minute, // the server removes it if this call dies before deleting it
-	}
+	subject := subjectPrefix + ".>"
 	if f.Tenant != "" {
 		if !names.Valid(f.Tenant) {
 			return nil, errorf("tenant %q: want letters, digits, '_' or '-'", f.Tenant)
 		}
-		cfg.FilterSubject = subjectOf(f.Tenant)
+		subject = subjectOf(f.Tenant)
 	}
-	if !f.Since.IsZero() {
-		since := f.Since
-		cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &since
-	}
-	cons, err := l.js.CreateConsumer(ctx, l.stream, cfg)
+	s, err := l.js.Stream(ctx, l.stream)
 	if err != nil {
 		return nil, errorf("read %s: %w", l.stream, err)
+	}
+	st := s.CachedInfo().State
+	limit := f.limit()
+	var recs []Record // oldest first
+	if st.Msgs == 0 {
+		return []Record{}, nil
+	}
+	window, end := uint64(limit), st.LastSeq
+	for {
+		start := st.FirstSeq
+		if end-st.FirstSeq >= window {
+			start = end - window + 1
+		}
+		got, oldest, err := l.read(ctx, subject, start, end, f.Since)
+		if err != nil {
+			return nil, err
+		}
+		recs = append(got, recs...)
+		if len(recs) >= limit || start == st.FirstSeq || (!oldest.IsZero() && oldest.Before(f.Since)) {
+			break
+		}
+		end, window = start-1, window*4
+	}
+	if len(recs) > limit {
+		recs = recs[len(recs)-limit:]
+	}
+	return recs, nil
+}
+
+// read returns the records of subject stored at sequences start..end
+// with a time at or after since, oldest first, and when the first message
+// it saw was stored (a record's time is when its request came, its stored
+// time later: if that is before since, so is every earlier record's).
+func (l *Log) read(ctx context.Context, subject string, start, end uint64, since time.Time) ([]Record, time.Time, error) {
+	cons, err := l.js.CreateConsumer(ctx, l.stream, jetstream.ConsumerConfig{
+		AckPolicy:         jetstream.AckNonePolicy,
+		DeliverPolicy:     jetstream.DeliverByStartSequencePolicy,
+		OptStartSeq:       start,
+		FilterSubject:     subject,
+		MemoryStorage:     true,
+		InactiveThreshold: time.Minute, // the server removes it if this call dies before deleting it
+	})
+	if err != nil {
+		return nil, time.Time{}, errorf("read %s: %w", l.stream, err)
 	}
 	defer func() {
 		_ = l.js.DeleteConsumer(context.WithoutCancel(ctx), l.stream, cons.CachedInfo().Name)
 	}()
-	limit := f.limit()
-	ring := make([]Record, 0, min(limit, fetchBatch))
-	next := 0 // where the ring's oldest record is once it is full
+	var (
+		recs   []Record
+		oldest time.Time
+	)
 	if cons.CachedInfo().NumPending == 0 {
-		return ring, nil
+		return nil, oldest, nil
 	}
 	for {
 		batch, err := cons.FetchNoWait(fetchBatch)
 		if err != nil {
-			return nil, errorf("read %s: %w", l.stream, err)
+			return nil, oldest, errorf("read %s: %w", l.stream, err)
 		}
 		n, done := 0, false
 		for msg := range batch.Messages() {
 			n++
-			if meta, err := msg.Metadata(); err == nil && meta.NumPending == 0 {
-				done = true
-			}
-			var rec Record
-			// Skip what is not a record (rather than hide the others) and
-			// what is older than since: a record's time is when its
-			// request came, its stored time later, so the consumer's start
-			// time selects a superset.
-			if json.Unmarshal(msg.Data(), &rec) != nil || rec.Time.Before(f.Since) {
+			meta, err := msg.Metadata()
+			if err != nil {
 				continue
 			}
-			if len(ring) < limit {
-				ring = append(ring, rec)
-			} else {
-				ring[next] = rec
-				next = (next + 1) % limit
+			if meta.Sequence.Stream > end {
+				done = true // appended since the query began, or read by the previous window
+				continue
 			}
+			if meta.NumPending == 0 || meta.Sequence.Stream == end {
+				done = true
+			}
+			if oldest.IsZero() {
+				oldest = meta.Timestamp
+			}
+			var rec Record
+			// Skip what is not a record rather than hide the others.
+			if json.Unmarshal(msg.Data(), &rec) != nil || rec.Time.Before(since) {
+				continue
+			}
+			recs = append(recs, rec)
 		}
 		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
-			return nil, errorf("read %s: %w", l.stream, err)
+			return nil, oldest, errorf("read %s: %w", l.stream, err)
 		}
 		if done || n == 0 {
-			break
+			return recs, oldest, nil
 		}
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return nil, oldest, err
 		}
 	}
-	return append(ring[next:], ring[:next]...), nil
 }

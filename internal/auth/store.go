@@ -494,7 +494,7 @@ func (s *Store) RevokeToken(ctx context.Context, id, by string) (Token, error) {
 			return Token{}, err
 		}
 		if _, err := s.kv.Update(ctx, tokenPrefix+id, b, rev); err != nil {
-			if errors.Is(err, jetstream.ErrKeyExists) { // the revision moved: read again
+			if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) { // the revision moved: read again
 				continue
 			}
 			return Token{}, fmt.Errorf("auth: revoke token %s: %w", id, err)

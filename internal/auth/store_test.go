@@ -486,3 +486,35 @@ func TestBootstrap(t *testing.T) {
 		t.Errorf("data dir holds %d entries, want admin.token only (no temporary files left)", len(entries))
 	}
 }
+
+// TestConcurrentRevokes: revocations racing on one record all succeed
+// (a lost compare-and-set reads again) and the first one's mark stays.
+func TestConcurrentRevokes(t *testing.T) {
+	st, _, _ := testStore(t, Options{})
+	ctx := t.Context()
+	mustTenant(t, st, "acme")
+	tok, _ := mustToken(t, st, TokenSpec{Tenant: "acme", Scope: ScopeRead})
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	bys := make([]string, 4)
+	for i := range errs {
+		wg.Go(func() {
+			var got Token
+			got, errs[i] = st.RevokeToken(ctx, tok.ID, fmt.Sprint("admin", i))
+			bys[i] = got.RevokedBy
+		})
+	}
+	wg.Wait()
+	final, err := st.Token(ctx, tok.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, err := range errs {
+		if err != nil || bys[i] != final.RevokedBy {
+			t.Errorf("revoke %d: %v, revoked by %q; the record says %q", i, err, bys[i], final.RevokedBy)
+		}
+	}
+	if final.State != StateRevoked {
+		t.Fatalf("final = %+v", final)
+	}
+}

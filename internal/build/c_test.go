@@ -130,6 +130,7 @@ func TestBuildC(t *testing.T) {
 // (built by wasm-sdk/c/build.sh with the same flags) with the clang
 // version it was built with.
 func TestBuildCReproducible(t *testing.T) {
+	t.Parallel()
 	needC(t)
 	var mods [][]byte
 	for range 2 {
@@ -269,6 +270,7 @@ func TestBuildCProject(t *testing.T) {
 }
 
 func TestBuildCCompileError(t *testing.T) {
+	t.Parallel()
 	needC(t)
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{"bad.c": "#include \"ardea.h\"\nint broken( {\n"})

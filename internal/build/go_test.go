@@ -15,6 +15,7 @@ import (
 // no -ldflags=-s, the module keeps its name section: a trap's stack names
 // the component's functions.
 func TestBuildGoExamples(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("no go on PATH")
 	}

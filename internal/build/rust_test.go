@@ -173,6 +173,7 @@ func cargoPath(t *testing.T) rustEnv {
 // (`ardea = "0.1"`, served by the SDK embedded in this binary, with no
 // registry asked), and runs each module through the host.
 func TestBuildRustCrate(t *testing.T) {
+	t.Parallel()
 	needRust(t)
 	sdk := filepath.Join(repoRoot(t), "wasm-sdk", "rust")
 	want := []string{"emit HÉRON 1 @1", "ack 1", "emit X 1 @2", "ack 2", "emit HÉRON 2 @3", "ack 3"}
@@ -188,6 +189,7 @@ func TestBuildRustCrate(t *testing.T) {
 	for _, p := range paths {
 		for _, d := range deps {
 			t.Run(p.name+"/"+d.name, func(t *testing.T) {
+				t.Parallel()
 				env := p.env(t)
 				dir := filepath.Join(t.TempDir(), "upper-bolt")
 				writeCrate(t, dir, "[package]\nname = \"upper-bolt\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[lib]\ncrate-type = [\"cdylib\"]\n\n[dependencies]\n"+d.dep+"\n", upperLib)
@@ -227,6 +229,7 @@ func TestBuildRustCrate(t *testing.T) {
 // the committed examples were built with, `ardea build` gives the same
 // bytes as wasm-sdk/rust/build.sh.
 func TestBuildRustMatchesBuildScript(t *testing.T) {
+	t.Parallel()
 	env := rustcOnly(t)
 	ctx := context.Background()
 	rustc, _ := env.plainRustc(ctx, ".")
@@ -314,6 +317,7 @@ func TestBuildRustcOnlyRefusesDependencies(t *testing.T) {
 
 // TestBuildRustErrors: a bin crate and a compile error are reported.
 func TestBuildRustErrors(t *testing.T) {
+	t.Parallel()
 	env := rustcOnly(t)
 	bin := filepath.Join(t.TempDir(), "bin")
 	writeCrate(t, bin, "[package]\nname = \"bin\"\n", "")

@@ -199,16 +199,12 @@ func canonHost(h string) string {
 
 // hostOK checks the Host header against the allow-list.
 func (g *Guard) hostOK(hostHeader string) (string, bool) {
-	h, p, err := net.SplitHostPort(hostHeader)
-	if err != nil {
-		h, p = hostHeader, "" // no port
-	}
-	h = canonHost(h)
+	h, p := splitHostPort(hostHeader, g.scheme())
 	refuse := fmt.Sprintf("host %q is not this API's (DNS rebinding protection): call it as 127.0.0.1:%s or localhost:%s, or add the name to the daemon's allowed hosts", truncate(hostHeader, 100), g.port, g.port)
 	if h == "" {
 		return refuse, false
 	}
-	if g.hosts[h] || (p != "" && g.hosts[h+":"+p]) {
+	if g.hosts[h] || g.hosts[h+":"+p] {
 		return "", true
 	}
 	if p != g.port {
@@ -231,11 +227,37 @@ func (g *Guard) originOK(r *http.Request) bool {
 	if g.origins[o] {
 		return true
 	}
-	scheme := "http"
-	if g.o.TLS {
-		scheme = "https"
+	u, err := url.Parse(o)
+	if err != nil || u.Scheme != g.scheme() || u.Path != "" || u.User != nil {
+		return false
 	}
-	return o == scheme+"://"+strings.ToLower(r.Host)
+	oh, op := splitHostPort(u.Host, u.Scheme)
+	rh, rp := splitHostPort(r.Host, g.scheme())
+	return oh != "" && oh == rh && op == rp
+}
+
+// scheme is the API's URL scheme.
+func (g *Guard) scheme() string {
+	if g.o.TLS {
+		return "https"
+	}
+	return "http"
+}
+
+// splitHostPort splits a Host header or an origin's host into its
+// canonical host and its port, the scheme's default when it has none.
+func splitHostPort(hostport, scheme string) (string, string) {
+	h, p, err := net.SplitHostPort(hostport)
+	if err != nil {
+		h, p = hostport, ""
+	}
+	if p == "" {
+		p = "80"
+		if scheme == "https" {
+			p = "443"
+		}
+	}
+	return canonHost(h), p
 }
 
 // StateChanging reports whether method changes state (needs JSON and the
@@ -252,6 +274,10 @@ func StateChanging(method string) bool {
 func (g *Guard) serve(w http.ResponseWriter, r *http.Request, rt Route, next http.Handler) {
 	unsafe := StateChanging(r.Method)
 	audit.SetCall(r.Context(), rt.Action, firstWildcard(r, rt.Pattern))
+	if err := checkPath(r, rt.Pattern); err != nil {
+		WriteError(w, err)
+		return
+	}
 
 	if !g.originOK(r) {
 		WriteError(w, &Error{Status: http.StatusForbidden, Message: fmt.Sprintf(
@@ -399,6 +425,37 @@ func firstWildcard(r *http.Request, pattern string) string {
 		return ""
 	}
 	return r.PathValue(pattern[i+1 : i+j])
+}
+
+// checkPath refuses control characters anywhere in the path, and a
+// wildcard's value (a topology's, tenant's or token's name) that is "." or
+// "..", or holds a "/" (an escaped %2F): no handler should have to think
+// about them.
+func checkPath(r *http.Request, pattern string) error {
+	bad := func(s string) bool {
+		return strings.IndexFunc(s, func(c rune) bool { return c < 0x20 || c == 0x7f }) >= 0
+	}
+	if bad(r.URL.Path) {
+		return &Error{Status: http.StatusBadRequest, Message: fmt.Sprintf("path %q: control characters", truncate(r.URL.Path, 100))}
+	}
+	for rest := pattern; ; {
+		i := strings.IndexByte(rest, '{')
+		if i < 0 {
+			return nil
+		}
+		j := strings.IndexByte(rest[i:], '}')
+		if j < 0 {
+			return nil
+		}
+		name := strings.TrimSuffix(rest[i+1:i+j], "...")
+		rest = rest[i+j+1:]
+		if name == "$" {
+			continue
+		}
+		if v := r.PathValue(name); v == "." || v == ".." || strings.Contains(v, "/") {
+			return &Error{Status: http.StatusBadRequest, Message: fmt.Sprintf("path: %s %q is not a name", name, truncate(v, 100))}
+		}
+	}
 }
 
 func truncate(s string, n int) string {

@@ -142,7 +142,7 @@ func TestGuardRules(t *testing.T) {
 		{"forged host", req{path: "/api/v1/topologies", token: "tok-read", host: "evil.example:7780"}, 421, "DNS rebinding"},
 		{"forged host on health", req{path: "/healthz", host: "evil.example:7780"}, 421, "DNS rebinding"},
 		{"right host, wrong port", req{path: "/healthz", host: "127.0.0.1:8080"}, 421, ""},
-		{"no port", req{path: "/healthz", host: "localhost"}, 421, ""},
+		{"no port (80)", req{path: "/healthz", host: "localhost"}, 421, ""},
 		{"localhost", req{path: "/healthz", host: "localhost:7780"}, 200, ""},
 		{"localhost.", req{path: "/healthz", host: "LOCALHOST.:7780"}, 200, ""},
 		{"ipv6 loopback", req{path: "/healthz", host: "[::1]:7780"}, 200, ""},
@@ -200,6 +200,12 @@ func TestGuardRules(t *testing.T) {
 		{"whoami needs a token", req{path: "/api/v1/whoami"}, 401, "no token"},
 		{"metrics token reads nothing else", req{path: "/api/v1/topologies", token: "tok-metrics"}, 403, "needs read"},
 		{"preflight is refused", req{method: "OPTIONS", path: "/api/v1/topologies/wc/kill", hdr: map[string]string{"Origin": "http://127.0.0.1:7780"}}, 401, ""},
+
+		// Names in paths.
+		{"escaped slash in a name", req{method: "POST", path: "/api/v1/topologies/..%2Fother/kill", token: "tok-deploy"}, 400, "is not a name"},
+		{"dot-dot name", req{path: "/api/v1/topologies/%2E%2E", token: "tok-read"}, 400, "is not a name"},
+		{"control character", req{path: "/api/v1/topologies/w%0Ac", token: "tok-read"}, 400, "control characters"},
+		{"control character before auth", req{path: "/api/v1/topologies/w%00c"}, 400, "control characters"},
 
 		// Body limits.
 		{"oversized by Content-Length", req{method: "POST", path: "/api/v1/topologies/wc/update", token: "tok-operate", body: big}, 413, "at most 1048576 bytes (1 MiB)"},
@@ -289,6 +295,31 @@ func TestGuardWildcardListen(t *testing.T) {
 	} {
 		if w := (req{path: "/healthz", host: host}).do(h); w.Code != want {
 			t.Errorf("host %s: %d, want %d", host, w.Code, want)
+		}
+	}
+}
+
+// TestGuardDefaultPorts: behind port 443 or 80 browsers leave the port
+// out of Host and Origin.
+func TestGuardDefaultPorts(t *testing.T) {
+	_, h := newGuard(t, func(o *Options) { o.Listen, o.TLS = "127.0.0.1:443", true })
+	for _, tc := range []struct {
+		host, origin string
+		want         int
+	}{
+		{"localhost", "https://localhost", 200},
+		{"localhost:443", "https://localhost", 200},
+		{"localhost", "https://localhost:443", 200},
+		{"localhost", "http://localhost", 403},
+		{"localhost", "https://localhost:8443", 403},
+		{"localhost:80", "", 421},
+	} {
+		w := req{method: "POST", path: "/api/v1/topologies/wc/activate", token: "tok-operate", host: tc.host, hdr: map[string]string{"Origin": tc.origin}}.do(h)
+		if tc.origin == "" {
+			w = req{path: "/healthz", host: tc.host}.do(h)
+		}
+		if w.Code != tc.want {
+			t.Errorf("host %s origin %s: %d, want %d (%s)", tc.host, tc.origin, w.Code, tc.want, w.Body)
 		}
 	}
 }
@@ -479,5 +510,55 @@ func TestGuardFeedsTheAuditLog(t *testing.T) {
 	}
 	if log.recs[0].Params["keep"] != "true" || log.recs[0].Tenant != "acme" || log.recs[0].Scope != auth.ScopeDeploy {
 		t.Errorf("record 0: params %v tenant %q scope %q", log.recs[0].Params, log.recs[0].Tenant, log.recs[0].Scope)
+	}
+}
+
+// BenchmarkGuard is the layer's cost on an authenticated read and on a
+// state-changing call (the fake Authenticator costs a map lookup).
+func BenchmarkGuard(b *testing.B) {
+	g, err := New(Options{Listen: "127.0.0.1:7780", Auth: tokens, Routes: DefaultRoutes()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := g.Wrap(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	for _, q := range []req{
+		{path: "/api/v1/topologies/wc/metrics", token: "tok-read"},
+		{method: "POST", path: "/api/v1/topologies/wc/update", token: "tok-operate", body: `{"parallelism":{"count":2}}`},
+	} {
+		b.Run(q.method+q.path, func(b *testing.B) {
+			for b.Loop() {
+				q.do(h)
+			}
+		})
+	}
+}
+
+// TestEveryRouteNeedsAToken: each route of the table, called without a
+// token, answers 401 unless it is public (health and the UI's shell).
+func TestEveryRouteNeedsAToken(t *testing.T) {
+	_, h := newGuard(t, nil)
+	for _, rt := range DefaultRoutes() {
+		method, path, ok := strings.Cut(rt.Pattern, " ")
+		methods := []string{method}
+		if !ok {
+			path, methods = method, []string{"GET", "POST", "PUT", "DELETE"}
+		}
+		path = strings.ReplaceAll(path, "{$}", "")
+		for strings.Contains(path, "{") {
+			i, j := strings.Index(path, "{"), strings.Index(path, "}")
+			path = path[:i] + "x" + path[j+1:]
+		}
+		if strings.HasSuffix(path, "/") && rt.Pattern != "GET /{$}" {
+			path += "sub" // a path under a subtree pattern (the catch-all: not the UI's page)
+		}
+		for _, m := range methods {
+			want := 401
+			if rt.Public {
+				want = 200
+			}
+			if w := (req{method: m, path: path}).do(h); w.Code != want {
+				t.Errorf("%s %s (route %q) without a token: %d, want %d", m, path, rt.Pattern, w.Code, want)
+			}
+		}
 	}
 }

@@ -101,4 +101,19 @@
 // operator, the system account and the resolver holding every account
 // JWT. After the server started, Attach(server) lets the Manager push
 // later account changes to it.
+//
+// # Use
+//
+//	m, _ := natsauth.Open(filepath.Join(dataDir, "nats-auth"))
+//	m.AddTenant("default", natsauth.Limits{})   // and each tenant; again to change limits
+//	srv, _ := bus.StartServer(ctx, bus.ServerOptions{..., Accounts: m.ServerAccounts()})
+//	m.Attach(srv.NATS())
+//	dc, _ := m.DaemonCreds(tenant)              // the daemon's connection for that tenant
+//	nc, _ := nats.Connect(url, dc.Options()...)
+//	hc, _ := m.HostCreds(tenant, topology)      // per host process start
+//	natsauth.WriteCreds(path, hc)               // 0600
+//	env = append(env, natsauth.Env(path, hc)...) // the host reads it (ClientOptionsFromEnv)
+//	m.RevokeHost(tenant, topology)              // when the topology is killed
+//	m.Usage(tenant)                             // JetStream usage against the limits
+//	m.RemoveTenant(tenant)
 package natsauth

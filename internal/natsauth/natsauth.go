@@ -443,3 +443,34 @@ func issue(account nkeys.KeyPair, name string, perms *jwt.Permissions, inbox str
 	}
 	return Creds{JWT: token, Seed: string(seed), User: upub, InboxPrefix: inbox}, nil
 }
+
+// Usage is a tenant account's JetStream usage against its limits.
+type Usage struct {
+	MemoryBytes, DiskBytes uint64
+	Streams, Consumers     int
+	Limits                 Limits
+}
+
+// Usage reports tenant's JetStream usage on the attached server.
+func (m *Manager) Usage(tenant string) (Usage, error) {
+	m.mu.Lock()
+	kp, srv := m.tenants[tenant], m.srv
+	var l Limits
+	if ts := m.st.Tenants[tenant]; ts != nil {
+		l = ts.Limits
+	}
+	m.mu.Unlock()
+	if kp == nil {
+		return Usage{}, fmt.Errorf("natsauth: tenant %q: %w", tenant, ErrNoTenant)
+	}
+	if srv == nil {
+		return Usage{}, errors.New("natsauth: no server attached")
+	}
+	pub, _ := kp.PublicKey()
+	acc, err := srv.LookupAccount(pub)
+	if err != nil {
+		return Usage{}, fmt.Errorf("natsauth: tenant %q: %w", tenant, err)
+	}
+	st := acc.JetStreamUsage()
+	return Usage{MemoryBytes: st.Memory, DiskBytes: st.Store, Streams: st.Streams, Consumers: st.Consumers, Limits: l}, nil
+}

@@ -140,6 +140,16 @@ func TestNoCredentialsRefusedAtConnect(t *testing.T) {
 	authRefused(t, "user and password", err)
 	_, err = nats.Connect(e.srv.ClientURL(), nats.NoReconnect(), nats.Token("secret"))
 	authRefused(t, "token", err)
+	// The daemon's in-process connection authenticates with its credential.
+	dc, err := e.m.DaemonCreds("A")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect(e.srv.ClientURL(), append(dc.Options(), nats.InProcessServer(e.srv.NATS()))...)
+	if err != nil {
+		t.Fatalf("in process, the daemon's credential: %v", err)
+	}
+	nc.Close()
 }
 
 func TestHostSubscribeFenced(t *testing.T) {
@@ -515,6 +525,13 @@ func TestJetStreamLimitsPerAccount(t *testing.T) {
 		_, pubErr = js.Publish(ctx, "s1", payload)
 	}
 	apiErr(pubErr, 10002, "resource limits exceeded for account")
+	u, err := e.m.Usage("C")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.Streams != 2 || u.Consumers != 1 || u.DiskBytes == 0 || u.Limits.DiskBytes != 1<<20 {
+		t.Fatalf("C's usage %+v", u)
+	}
 
 	// Another tenant is not limited by C's limits.
 	ajs, err := jetstream.New(e.daemon(t, "A"))

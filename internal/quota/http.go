@@ -9,7 +9,6 @@ import (
 	"net/http"
 
 	"github.com/ardea-dev/ardea/internal/auth"
-	"github.com/ardea-dev/ardea/ui"
 )
 
 // MaxBodyBytes bounds a PUT's body.
@@ -63,26 +62,26 @@ type handler struct{ o HandlerOptions }
 func (h *handler) admit(w http.ResponseWriter, r *http.Request) (string, bool) {
 	p, ok := auth.PrincipalFrom(r.Context())
 	if !ok {
-		ui.WriteErrorCode(w, http.StatusUnauthorized, auth.ErrUnauthenticated.Error())
+		writeError(w, http.StatusUnauthorized, auth.ErrUnauthenticated.Error())
 		return "", false
 	}
 	if !p.Scope.Allows(auth.ScopeAdmin) {
-		ui.WriteErrorCode(w, http.StatusForbidden, fmt.Sprintf("%s: quotas take a token with scope admin", auth.ErrForbidden))
+		writeError(w, http.StatusForbidden, fmt.Sprintf("%s: quotas take a token with scope admin", auth.ErrForbidden))
 		return "", false
 	}
 	tenant := r.PathValue("name")
 	if err := checkTenant(tenant); err != nil {
-		ui.WriteErrorCode(w, http.StatusBadRequest, err.Error())
+		writeError(w, http.StatusBadRequest, err.Error())
 		return "", false
 	}
 	if h.o.Exists != nil {
 		ok, err := h.o.Exists(r.Context(), tenant)
 		if err != nil {
-			ui.WriteErrorCode(w, http.StatusInternalServerError, err.Error())
+			writeError(w, http.StatusInternalServerError, err.Error())
 			return "", false
 		}
 		if !ok {
-			ui.WriteErrorCode(w, http.StatusNotFound, fmt.Sprintf("tenant %s not found", tenant))
+			writeError(w, http.StatusNotFound, fmt.Sprintf("tenant %s not found", tenant))
 			return "", false
 		}
 	}
@@ -103,11 +102,11 @@ func (h *handler) put(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if h.o.Resolver == nil || h.o.Resolver.Store == nil {
-		ui.WriteErrorCode(w, http.StatusInternalServerError, "quota: no store for overrides")
+		writeError(w, http.StatusInternalServerError, "quota: no store for overrides")
 		return
 	}
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		ui.WriteErrorCode(w, http.StatusUnsupportedMediaType, "quotas: want a JSON body (Content-Type: application/json)")
+		writeError(w, http.StatusUnsupportedMediaType, "quotas: want a JSON body (Content-Type: application/json)")
 		return
 	}
 	var o Overrides
@@ -115,18 +114,18 @@ func (h *handler) put(w http.ResponseWriter, r *http.Request) {
 	if err := dec.Decode(&o); err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			ui.WriteErrorCode(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("quotas: body over %d bytes", MaxBodyBytes))
+			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("quotas: body over %d bytes", MaxBodyBytes))
 			return
 		}
-		ui.WriteErrorCode(w, http.StatusBadRequest, "quotas: "+err.Error())
+		writeError(w, http.StatusBadRequest, "quotas: "+err.Error())
 		return
 	}
 	if dec.More() {
-		ui.WriteErrorCode(w, http.StatusBadRequest, "quotas: one JSON object, nothing after it")
+		writeError(w, http.StatusBadRequest, "quotas: one JSON object, nothing after it")
 		return
 	}
 	if err := h.o.Resolver.Store.Put(r.Context(), tenant, o); err != nil {
-		ui.WriteErrorCode(w, http.StatusInternalServerError, err.Error())
+		writeError(w, http.StatusInternalServerError, err.Error())
 		return
 	}
 	h.answer(w, r, tenant)
@@ -151,7 +150,7 @@ func (h *handler) answer(w http.ResponseWriter, r *http.Request, tenant string) 
 	if h.o.Resolver != nil && h.o.Resolver.Store != nil {
 		o, err := h.o.Resolver.Store.Get(ctx, tenant)
 		if err != nil {
-			ui.WriteErrorCode(w, http.StatusInternalServerError, err.Error())
+			writeError(w, http.StatusInternalServerError, err.Error())
 			return
 		}
 		out.Override = o
@@ -160,7 +159,7 @@ func (h *handler) answer(w http.ResponseWriter, r *http.Request, tenant string) 
 	if h.o.Usage != nil {
 		u, err := h.o.Usage(ctx, tenant)
 		if err != nil {
-			ui.WriteErrorCode(w, http.StatusInternalServerError, err.Error())
+			writeError(w, http.StatusInternalServerError, err.Error())
 			return
 		}
 		out.Usage = &u
@@ -168,4 +167,16 @@ func (h *handler) answer(w http.ResponseWriter, r *http.Request, tenant string) 
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	_ = json.NewEncoder(w).Encode(out)
+}
+
+// writeError answers in the API's error shape (ui.Error: status, message,
+// error), without importing ui, which may show quotas one day.
+func writeError(w http.ResponseWriter, code int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(struct {
+		Status  int    `json:"status"`
+		Message string `json:"message"`
+		Error   string `json:"error"`
+	}{code, msg, msg})
 }

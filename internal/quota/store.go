@@ -118,3 +118,14 @@ func (r *Resolver) For(ctx context.Context, tenant string) (Quotas, error) {
 	}
 	return o.Over(q), nil
 }
+
+// Check refuses add on top of tenant's usage if it passes one of the
+// tenant's quotas (CheckAction under For's quotas); action names the
+// request ("submit", "update").
+func (r *Resolver) Check(ctx context.Context, tenant, action string, usage, add Usage) error {
+	q, err := r.For(ctx, tenant)
+	if err != nil {
+		return err
+	}
+	return CheckAction(action, q, usage, add)
+}

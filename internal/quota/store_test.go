@@ -60,6 +60,15 @@ func TestStoreResolver(t *testing.T) {
 	if q, _ := r.For(ctx, "small"); q != cfg.For("small") {
 		t.Fatalf("another tenant took acme's override: %+v", q)
 	}
+	// small: instances 8 from its entry.
+	err = r.Check(ctx, "small", "update", Usage{Topologies: 1, Instances: 6}, Usage{Instances: 3})
+	if err == nil || err.Error() != "quota instances: limit 8, in use 6, this update adds 3" {
+		t.Fatalf("Check: %v", err)
+	}
+	// acme: instances lifted by the override.
+	if err := r.Check(ctx, "acme", "update", Usage{Topologies: 1, Instances: 600}, Usage{Instances: 300}); err != nil {
+		t.Fatalf("Check under an override lifting instances: %v", err)
+	}
 	// Empty overrides delete the key; the file's quotas are back.
 	if err := st.Put(ctx, "acme", Overrides{}); err != nil {
 		t.Fatal(err)

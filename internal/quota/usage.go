@@ -1,8 +1,6 @@
 package quota
 
 import (
-	"math"
-
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/host"
 	"github.com/ardea-dev/ardea/scheduler/settings"
@@ -63,7 +61,7 @@ func ContainerRates(q Quotas, containers int) (tuplesPerSec, bytesPerSec float64
 		if rate <= 0 {
 			return 0
 		}
-		return math.Max(float64(rate)/float64(containers), math.SmallestNonzeroFloat64)
+		return float64(rate) / float64(containers)
 	}
 	return share(q.TuplesPerSecond), share(q.BytesPerSecond)
 }

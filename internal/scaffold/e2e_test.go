@@ -97,6 +97,11 @@ func TestNewProjectEndToEnd(t *testing.T) {
 	for _, lang := range build.Languages {
 		for _, kind := range []scaffold.Kind{scaffold.Bolt, scaffold.Spout} {
 			t.Run(string(lang)+"/"+string(kind), func(t *testing.T) {
+				// The projects are independent (their own folders, module
+				// caches and target dirs; shared Go, cargo and npm caches
+				// are safe for concurrent use) and their tools are mostly
+				// single-threaded: two build at once.
+				t.Parallel()
 				if missing := toolchain(lang); missing != "" {
 					if os.Getenv("ARDEA_REQUIRE_TOOLCHAINS") == "1" {
 						t.Fatalf("%s is not on PATH (ARDEA_REQUIRE_TOOLCHAINS=1)", missing)

@@ -261,3 +261,55 @@ func TestCgroupDetectReasons(t *testing.T) {
 		t.Fatalf("nil Cgroups: %v %v", sl, err)
 	}
 }
+
+// TestCgroupV2Files checks what the cgroup v2 branch writes, on a
+// directory tree shaped like a cgroup2 mount whose root offers cpu (this
+// machine's has none): cpu enabled for the children of each level down
+// to the root, and cpu.max from the quota. Only the file protocol: the
+// kernel's side is TestCgroupCPUQuota's, wherever a cpu controller is.
+func TestCgroupV2Files(t *testing.T) {
+	dir := t.TempDir()
+	point := filepath.Join(dir, "cg")
+	for _, d := range []string{point, filepath.Join(point, "ardea")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "cgroup.subtree_control"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(point, "cgroup.controllers"), []byte("cpuset cpu io memory pids\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mi := filepath.Join(dir, "mountinfo")
+	if err := os.WriteFile(mi, []byte("41 31 0:38 / "+point+" rw,relatime - cgroup2 cgroup2 rw\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	self := filepath.Join(dir, "cgroup")
+	if err := os.WriteFile(self, []byte("0::/\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := detectCgroups(CgroupOptions{}, mi, self)
+	if c.Version() != 2 || c.Dir() != filepath.Join(point, "ardea") {
+		t.Fatalf("version %d dir %q (%s), want 2 at %s/ardea", c.Version(), c.Dir(), c.Reason(), point)
+	}
+	for _, d := range []string{point, filepath.Join(point, "ardea")} {
+		if b, _ := os.ReadFile(filepath.Join(d, "cgroup.subtree_control")); string(b) != "+cpu" {
+			t.Fatalf("%s/cgroup.subtree_control: %q, want +cpu", d, b)
+		}
+	}
+	for _, tc := range []struct {
+		cores float64
+		want  string
+	}{{0.5, "50000 100000"}, {2, "200000 100000"}, {0.001, "1000 100000"}, {0, "max 100000"}} {
+		sl, err := c.Tenant("acme", tc.cores)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := os.ReadFile(filepath.Join(sl.Dir, "cpu.max"))
+		got, _ := sl.CPU()
+		if string(b) != tc.want || (tc.cores >= 0.01 || tc.cores == 0) && got != tc.cores {
+			t.Errorf("%v cores: cpu.max %q (read back %v), want %q", tc.cores, b, got, tc.want)
+		}
+	}
+}

@@ -271,8 +271,10 @@ func (c Config) MarshalYAML() (any, error) { return c.doc(), nil }
 // deployment is the part of a deployment file this package reads.
 type deployment struct {
 	Metrics *Config `yaml:"metrics"`
-	// Quotas is read by internal/quota (quota.ParseConfig).
-	Quotas yaml.Node `yaml:"quotas"`
+	// Quotas is read by internal/quota (quota.ParseConfig), Security by
+	// the daemon (daemon.LoadSecurity).
+	Quotas   yaml.Node `yaml:"quotas"`
+	Security yaml.Node `yaml:"security"`
 }
 
 // LoadConfig reads the metrics section of a deployment file. A file without

@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -208,7 +209,27 @@ func saveContexts(cf contextFile) (string, error) {
 
 // saveContext saves server and token as context name and makes it the
 // current one (ardea login; ardea local saves its admin token so).
+//
+// The read-modify-write holds an exclusive lock on contexts.json.lock, so
+// daemons and logins starting together (tests start many) keep every
+// context.
 func saveContext(name string, c clientContext) (string, error) {
+	path, err := contextsPath()
+	if err != nil {
+		return path, err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return path, fmt.Errorf("contexts: %w", err)
+	}
+	lock, err := os.OpenFile(path+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return path, fmt.Errorf("contexts: %w", err)
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return path, fmt.Errorf("contexts: lock: %w", err)
+	}
+	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) //nolint:errcheck // closing unlocks too
 	cf, _, err := loadContexts()
 	if err != nil {
 		return "", err

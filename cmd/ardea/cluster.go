@@ -40,7 +40,8 @@ func defaultDataDir() string {
 }
 
 func newLocalCmd(g *globalFlags) *cobra.Command {
-	var dataDir, listen, config string
+	var dataDir, listen, config, tlsCert, tlsKey string
+	var selfSigned bool
 	cmd := &cobra.Command{
 		Use:   "local",
 		Short: "Run the Ardea daemon on this machine (NATS + JetStream, API, topology managers, scheduler)",
@@ -59,7 +60,8 @@ section adds sinks (Prometheus listener, Graphite, Scribe, OTLP, file; see
 docs/metrics.md).`,
 		Example: `  ardea local
   ardea local --listen 0.0.0.0:7780 --data-dir /var/lib/ardea
-  ardea local --config deploy.yaml   # metrics sinks`,
+  ardea local --config deploy.yaml   # metrics sinks, quotas, security
+  ardea local --tls                  # a self-signed certificate`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := g.logger()
 			if err != nil {
@@ -73,17 +75,32 @@ docs/metrics.md).`,
 			defer stop()
 			hostArgs := []string{"--log-format", "json", "--log-level", "info", "host"}
 			var mc *sinks.Config
+			var sec daemon.Security
 			if config != "" {
 				if mc, err = sinks.LoadConfig(config); err != nil {
 					return usageError{err}
 				}
+				if sec, err = daemon.LoadSecurity(config); err != nil {
+					return usageError{err}
+				}
 			}
-			d, err := daemon.Start(ctx, daemon.Options{DataDir: dataDir, Listen: listen, HostPath: exe, HostArgs: hostArgs, Logger: log, Metrics: mc})
+			sec.TLSCert, sec.TLSKey, sec.SelfSigned = tlsCert, tlsKey, selfSigned
+			d, err := daemon.Start(ctx, daemon.Options{DataDir: dataDir, Listen: listen, HostPath: exe, HostArgs: hostArgs, Logger: log, Metrics: mc, Security: sec})
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "ardea local: API %s  NATS %s  data %s\n", d.URL(), d.NATSURL(), dataDir)
-			fmt.Fprintf(cmd.OutOrStdout(), "UI: %s/\n", d.URL())
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "ardea local: API %s  NATS %s  data %s\n", d.URL(), d.NATSURL(), dataDir)
+			if fp := d.TLSFingerprint(); fp != "" {
+				fmt.Fprintf(out, "TLS certificate fingerprint (SHA-256): %s\n", fp)
+			}
+			fmt.Fprintf(out, "admin token (tenant default): %s (mode 0600)\n", d.AdminTokenPath())
+			if where, err := saveLocalContext(d.URL(), d.AdminToken()); err != nil {
+				log.Warn("could not save the CLI context; pass --token or ARDEA_TOKEN", "err", err)
+			} else {
+				fmt.Fprintf(out, "CLI context saved: %s (commands on this machine use it)\n", where)
+			}
+			fmt.Fprintf(out, "UI: %s/ (log in with the admin token)\n", d.URL())
 			<-ctx.Done()
 			fmt.Fprintln(cmd.OutOrStdout(), "ardea local: stopping")
 			sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -94,7 +111,10 @@ docs/metrics.md).`,
 	positional(cmd)
 	cmd.Flags().StringVar(&dataDir, "data-dir", defaultDataDir(), "where NATS stores its data, container logs and the compile cache")
 	cmd.Flags().StringVar(&listen, "listen", daemon.DefaultListen, "API address")
-	cmd.Flags().StringVar(&config, "config", "", "deployment file (its metrics: section configures the metrics sinks)")
+	cmd.Flags().StringVar(&config, "config", "", "deployment file (its metrics:, quotas: and security: sections)")
+	cmd.Flags().StringVar(&tlsCert, "tls-cert", "", "serve the API over TLS with this certificate (PEM)")
+	cmd.Flags().StringVar(&tlsKey, "tls-key", "", "the TLS certificate's key (PEM)")
+	cmd.Flags().BoolVar(&selfSigned, "tls", false, "serve the API over TLS with a self-signed certificate made under --data-dir")
 	return cmd
 }
 
@@ -133,6 +153,8 @@ func newHostCmd(g *globalFlags) *cobra.Command {
 	cmd.Flags().IntVar(&o.Container, "container", 0, "container id (1..)")
 	cmd.Flags().StringVar(&o.DataDir, "data-dir", defaultDataDir(), "compile cache location")
 	cmd.Flags().StringVar(&metricsJSON, "metrics-config", "", "the deployment's metrics section, as JSON")
+	cmd.Flags().Float64Var(&o.Bus.TuplesPerSecond, "max-tuples-per-second", 0, "this container's share of its tenant's tuple rate (0: unlimited)")
+	cmd.Flags().Float64Var(&o.Bus.BytesPerSecond, "max-bytes-per-second", 0, "this container's share of its tenant's byte rate (0: unlimited)")
 	return cmd
 }
 

@@ -13,6 +13,10 @@ import (
 
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/connectors"
+	"github.com/ardea-dev/ardea/internal/audit"
+	"github.com/ardea-dev/ardea/internal/auth"
+	"github.com/ardea-dev/ardea/internal/httpsec"
+	"github.com/ardea-dev/ardea/internal/quota"
 	"github.com/ardea-dev/ardea/scheduler/statemgr"
 	"github.com/ardea-dev/ardea/ui"
 )
@@ -46,7 +50,7 @@ type UpdateRequest struct {
 	Parallelism map[string]int `json:"parallelism"`
 }
 
-func (d *Daemon) routes() http.Handler {
+func (d *Daemon) routes() *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/v1/topologies", d.handleList)
 	mux.HandleFunc("POST /api/v1/topologies", d.handleSubmit)
@@ -81,6 +85,8 @@ func writeErr(w http.ResponseWriter, err error) {
 		code = http.StatusBadRequest
 	case errors.Is(err, ErrBadState), errors.Is(err, statemgr.ErrLocked), errors.Is(err, statemgr.ErrConflict):
 		code = http.StatusConflict
+	case errors.Is(err, quota.ErrQuota):
+		code = http.StatusForbidden
 	}
 	ui.WriteErrorCode(w, code, err.Error())
 }
@@ -118,9 +124,15 @@ func (d *Daemon) handleList(w http.ResponseWriter, r *http.Request) {
 
 func (d *Daemon) handleSubmit(w http.ResponseWriter, r *http.Request) {
 	var req SubmitRequest
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<30)).Decode(&req); err != nil {
-		writeErr(w, newErr(ErrBadRequest, "submit: %v", err))
+	if err := httpsec.DecodeJSON(w, r, 0, &req); err != nil {
+		httpsec.WriteError(w, err)
 		return
+	}
+	audit.SetCall(r.Context(), audit.ActionSubmit, req.Name)
+	audit.Param(r.Context(), "modules", req.Modules)
+	audit.Param(r.Context(), "deactivated", req.Deactivated)
+	if p, ok := auth.PrincipalFrom(r.Context()); ok {
+		req.By = p.String() // who did it, as the API knows it, not as the client says
 	}
 	if err := d.Submit(r.Context(), req); err != nil {
 		writeErr(w, err)
@@ -177,8 +189,18 @@ func (d *Daemon) Submit(ctx context.Context, req SubmitRequest) error {
 	if err != nil {
 		return err
 	}
-	if _, err := buildPlan(top); err != nil {
+	p, err := buildPlan(top)
+	if err != nil {
 		return newErr(ErrBadRequest, "%v", err)
+	}
+	add, err := topologyUsage(top, p.Containers)
+	if err != nil {
+		return newErr(ErrBadRequest, "%v", err)
+	}
+	sp.quotaMu.Lock()
+	defer sp.quotaMu.Unlock()
+	if err := d.checkQuota(ctx, sp, "submit", add); err != nil {
+		return err
 	}
 	if _, err := sp.store.CreateTopology(ctx, statemgr.Topology{
 		Name: req.Name, Spec: spec, Modules: mods, SubmittedAt: time.Now(), SubmittedBy: req.By, History: history,
@@ -279,11 +301,12 @@ func (d *Daemon) handleAction(w http.ResponseWriter, r *http.Request) {
 		}
 	case "update":
 		var req UpdateRequest
-		if err = json.NewDecoder(r.Body).Decode(&req); err != nil {
-			err = newErr(ErrBadRequest, "update: %v", err)
-		} else {
-			err = t.update(ctx, req.Parallelism)
+		if err = httpsec.DecodeJSON(w, r, 0, &req); err != nil {
+			httpsec.WriteError(w, err)
+			return
 		}
+		audit.Param(ctx, "parallelism", req.Parallelism)
+		err = t.update(ctx, req.Parallelism)
 	default:
 		err = newErr(ErrNotFound, "unknown action %q (activate, deactivate, kill, restart, update)", action)
 	}
@@ -391,9 +414,14 @@ func (d *Daemon) handleSwap(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req SwapRequest
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		writeErr(w, newErr(ErrBadRequest, "swap: %v", err))
+	if err := httpsec.DecodeJSON(w, r, 0, &req); err != nil {
+		httpsec.WriteError(w, err)
 		return
+	}
+	audit.Param(r.Context(), "component", req.Component)
+	audit.Param(r.Context(), "module", req.Module)
+	if p, ok := auth.PrincipalFrom(r.Context()); ok {
+		req.By = p.String() // who did it, as the API knows it, not as the client says
 	}
 	res, err := t.swap(r.Context(), req)
 	if err != nil {
@@ -454,9 +482,14 @@ func (d *Daemon) handleApply(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req ApplyRequest
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		writeErr(w, newErr(ErrBadRequest, "apply: %v", err))
+	if err := httpsec.DecodeJSON(w, r, 0, &req); err != nil {
+		httpsec.WriteError(w, err)
 		return
+	}
+	audit.Param(r.Context(), "modules", req.Modules)
+
+	if p, ok := auth.PrincipalFrom(r.Context()); ok {
+		req.By = p.String() // who did it, as the API knows it, not as the client says
 	}
 	res, err := t.apply(r.Context(), req)
 	if err != nil {

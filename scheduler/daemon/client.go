@@ -52,7 +52,9 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 	if err != nil {
 		return err
 	}
-	if body != nil {
+	if body != nil || method != http.MethodGet && method != http.MethodHead {
+		// The API takes state-changing calls as JSON only, bodiless ones too
+		// (a form or text/plain POST is what a foreign page can send).
 		req.Header.Set("Content-Type", "application/json")
 	}
 	if c.Token != "" {

@@ -25,6 +25,7 @@ package daemon
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -110,6 +111,11 @@ type Options struct {
 	CheckpointStore checkpoint.Store
 	Bus             bus.Options
 	MetricsSinks    map[string]sinks.Sink
+
+	// Security tunes the API's security (TLS, names, public metrics,
+	// audit retention, quotas). With an API the daemon always requires a
+	// token; with process containers NATS always runs with accounts.
+	Security Security
 }
 
 // Daemon is a running `ardea local`.
@@ -143,6 +149,10 @@ type Daemon struct {
 	promHTTP *http.Server
 
 	// validator compiles swapped-in modules before anything changes.
+	// sec is the daemon's security (security.go): accounts, tokens,
+	// audit, quotas, the API's guard.
+	sec secured
+
 	validatorOnce sync.Once
 	validator     *host.Runtime
 	validatorErr  error
@@ -188,14 +198,36 @@ func Start(ctx context.Context, o Options) (*Daemon, error) {
 			return nil, fmt.Errorf("local: API listen on %s: %w", o.Listen, err)
 		}
 	}
-	if d.srv, err = bus.StartServer(ctx, bus.ServerOptions{Logger: log, JetStream: true, StoreDir: filepath.Join(o.DataDir, "nats"), Port: -1}); err != nil {
+	srvOpts := bus.ServerOptions{Logger: log, JetStream: true, StoreDir: filepath.Join(o.DataDir, "nats"), Port: -1}
+	if !o.InProcess {
+		// Host processes connect over the client port: every client needs
+		// a credential, and lands in its tenant's account.
+		if err := d.openAccounts(); err != nil {
+			d.closeListener()
+			return nil, err
+		}
+		srvOpts.Accounts = d.sec.accounts.ServerAccounts()
+		if d.o.TenantConn == nil {
+			d.o.TenantConn = d.tenantConn
+		}
+	}
+	if d.srv, err = bus.StartServer(ctx, srvOpts); err != nil {
 		d.closeListener()
 		return nil, err
 	}
-	if d.nc, err = nats.Connect(d.srv.ClientURL(), nats.Name("ardea-local"), nats.InProcessServer(d.srv.NATS())); err != nil {
+	if d.sec.accounts != nil {
+		d.sec.accounts.Attach(d.srv.NATS())
+	}
+	if d.nc, err = d.connectAdmin(); err != nil {
 		d.srv.Shutdown()
 		d.closeListener()
 		return nil, fmt.Errorf("local: connect to NATS: %w", err)
+	}
+	if !o.NoAPI {
+		if err := d.openSecurity(ctx); err != nil {
+			d.Close(d.ctx)
+			return nil, err
+		}
 	}
 	if _, err = d.spaceOf(ctx, d.defaultTenant()); err != nil {
 		d.Close(d.ctx)
@@ -206,15 +238,26 @@ func Start(ctx context.Context, o Options) (*Daemon, error) {
 	} else {
 		d.sup = processes{Supervisor: launcher.New(launcher.Options{Logger: log, LogDir: filepath.Join(o.DataDir, "logs"),
 			MaxRestarts: o.MaxRestarts, Backoff: o.Backoff, OnChange: d.onProcess}), d: d}
+		if !o.NoAPI {
+			d.sec.cgroups = launcher.NewCgroups(launcher.CgroupOptions{Logger: log})
+		}
 	}
 	if !o.NoAPI {
 		// Requests' contexts end at Close, so the UI's event streams let the
 		// server shut down.
 		baseCtx, endRequests := context.WithCancel(d.ctx)
 		d.endRequests = endRequests
-		d.http = &http.Server{Handler: d.routes(), ReadHeaderTimeout: 10 * time.Second,
+		h, tc, err := d.apiHandler()
+		if err != nil {
+			d.Close(d.ctx)
+			return nil, err
+		}
+		d.http = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second,
 			BaseContext: func(net.Listener) context.Context { return baseCtx }}
 		ln := d.ln
+		if tc != nil {
+			ln = tls.NewListener(ln, tc)
+		}
 		d.servers.Go(func() {
 			if err := d.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				log.Error("API server", "err", err)
@@ -245,6 +288,9 @@ func Start(ctx context.Context, o Options) (*Daemon, error) {
 func (d *Daemon) URL() string {
 	if d.ln == nil {
 		return ""
+	}
+	if d.sec.cert != nil {
+		return "https://" + d.ln.Addr().String()
 	}
 	return "http://" + d.ln.Addr().String()
 }
@@ -343,6 +389,9 @@ func (d *Daemon) Close(ctx context.Context) error {
 	var errs []error
 	if d.sup != nil {
 		errs = append(errs, d.sup.Close(ctx))
+	}
+	if d.sec.cgroups != nil {
+		errs = append(errs, d.sec.cgroups.Close())
 	}
 	if d.http != nil {
 		d.endRequests()

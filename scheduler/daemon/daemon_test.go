@@ -49,6 +49,7 @@ func startDaemon(t *testing.T) (*daemon.Daemon, *daemon.Client) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	withAdmin(d)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
@@ -56,7 +57,7 @@ func startDaemon(t *testing.T) (*daemon.Daemon, *daemon.Client) {
 			t.Errorf("close daemon: %v", err)
 		}
 	})
-	return d, daemon.NewClient(d.URL())
+	return d, d.Client()
 }
 
 func waitState(t *testing.T, c *daemon.Client, name string, want daemon.State) daemon.Status {

@@ -16,13 +16,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ardea-dev/ardea/internal/auth"
 	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/scheduler/daemon"
 	"github.com/ardea-dev/ardea/sinks"
 )
 
 // startPrometheus runs Debian's prometheus scraping target every second.
-func startPrometheus(t *testing.T, target string) string {
+// It scrapes with the scrape-only token in tokenFile (Prometheus's
+// authorization setting), as a deployment does: /metrics takes a token.
+func startPrometheus(t *testing.T, target, tokenFile string) string {
 	t.Helper()
 	bin, err := exec.LookPath("prometheus")
 	if err != nil {
@@ -36,8 +39,9 @@ func startPrometheus(t *testing.T, target string) string {
 scrape_configs:
   - job_name: ardea
     metrics_path: /metrics
+    authorization: {type: Bearer, credentials_file: %q}
     static_configs: [{targets: [%q]}]
-`, target)
+`, tokenFile, target)
 	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +116,11 @@ func promQuery(t *testing.T, base, q string) (float64, bool) {
 // reports (the containers' own counters) within one scrape.
 func TestPrometheusScrapesDaemon(t *testing.T) {
 	d, c := startMetricsDaemon(t, &sinks.Config{Interval: sinks.Duration(250 * time.Millisecond)})
-	prom := startPrometheus(t, strings.TrimPrefix(d.URL(), "http://"))
+	tokenFile := filepath.Join(t.TempDir(), "scrape.token")
+	if err := os.WriteFile(tokenFile, []byte(newToken(t, d, auth.AdminTenant, auth.ScopeMetrics)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	prom := startPrometheus(t, strings.TrimPrefix(d.URL(), "http://"), tokenFile)
 	submitEndless(t, c, "wcp", filepath.Join(t.TempDir(), "counts.tsv"))
 	waitState(t, c, "wcp", daemon.StateRunning)
 	q := `sum(ardea_execute_count_total{topology="wcp",component="count"})`

@@ -107,7 +107,8 @@ func TestDaemonLeavesNoGoroutines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := daemon.NewClient(d.URL())
+	withAdmin(d)
+	c := d.Client()
 	submitKeyedEO(t, c, "eol", 100, 200, 5000)
 	status := func() daemon.Status {
 		st, err := c.Status(context.Background(), "eol")

@@ -664,7 +664,8 @@ func TestInProcessRestartEffectivelyOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := daemon.NewClient(d.URL())
+	withAdmin(d)
+	c := d.Client()
 	const keys, perKey = 100, 300
 	out := submitKeyedEO(t, c, "ipr", keys, perKey, 5000)
 	status := func() daemon.Status {

@@ -50,7 +50,11 @@ func (p processes) start(ctx context.Context, t *tm, container int) error {
 		return err
 	}
 	args = append(args, margs...)
-	return p.Start(ctx, launcher.ProcessSpec{ID: t.procID(container), Path: d.o.HostPath, Args: args})
+	spec := launcher.ProcessSpec{ID: t.procID(container), Path: d.o.HostPath, Args: args}
+	if err := d.secureHost(ctx, t, container, &spec); err != nil {
+		return err
+	}
+	return p.Start(ctx, spec)
 }
 
 // kill sends SIGKILL to the host's process group (the host and anything

@@ -3,7 +3,9 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/nats-io/nats.go"
 
@@ -28,6 +30,9 @@ type space struct {
 	// tms are the tenant's running topology managers, by topology name.
 	// Guarded by Daemon.mu.
 	tms map[string]*tm
+	// quotaMu serialises the requests that add to the tenant's usage
+	// (submit, update), from their quota check until the addition counts.
+	quotaMu sync.Mutex
 }
 
 // tenantOf is the tenant a call acts for: its principal's, else (a call
@@ -111,11 +116,7 @@ func (d *Daemon) spacesNow() []*space {
 // "<tenant>.<topology>/container-<c>" in another ('.' is in no name, so
 // the id parses back: parseProcID).
 func procID(tenant, topology string, c int) string {
-	id := topology + "/container-" + fmt.Sprint(c)
-	if tenant != names.DefaultTenant {
-		id = tenant + "." + id
-	}
-	return id
+	return procPrefix(tenant, topology) + strconv.Itoa(c)
 }
 
 // parseProcID splits a procID.

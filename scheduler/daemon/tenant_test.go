@@ -61,6 +61,7 @@ func TestTenantSpaces(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		withAdmin(d)
 		return d
 	}
 	closeD := func(d *daemon.Daemon) {

@@ -277,6 +277,11 @@ func (t *tm) stepDown(why error) {
 }
 
 func (t *tm) putPlan(ctx context.Context, doc ctl.PlanDoc) (uint64, error) {
+	if doc.Plan != nil {
+		// The plan's tenant picks its subjects (ardea.<tenant>.<topology>...),
+		// the only ones its hosts' NATS credentials reach.
+		doc.Plan.Tenant = t.sp.tenant
+	}
 	b, err := ctl.EncodePlan(doc)
 	if err != nil {
 		return 0, err
@@ -620,6 +625,7 @@ func (t *tm) kill(ctx context.Context, keep bool) error {
 	t.mu.Unlock()
 	t.stopContainers(ctx)
 	t.stopTM()
+	t.d.revokeHosts(t)
 	t.d.prom.Forget(t.name, -1)
 	if err := t.d.removeStored(ctx, t.sp, t.name, keep); err != nil {
 		return err

@@ -35,6 +35,7 @@ func startMetricsDaemon(t *testing.T, mc *sinks.Config) (*daemon.Daemon, *daemon
 	if err != nil {
 		t.Fatal(err)
 	}
+	withAdmin(d)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
@@ -42,7 +43,7 @@ func startMetricsDaemon(t *testing.T, mc *sinks.Config) (*daemon.Daemon, *daemon
 			t.Errorf("close daemon: %v", err)
 		}
 	})
-	return d, daemon.NewClient(d.URL())
+	return d, d.Client()
 }
 
 // submitEndless submits the endless word count (generator spout) as name.

@@ -79,6 +79,27 @@ func (t *tm) update(ctx context.Context, parallelism map[string]int) error {
 	if err := top.Validate(validateStored()); err != nil {
 		return newErr(ErrBadRequest, "update topology %s: %v", t.name, err)
 	}
+	// The quota check counts the containers the topology has now (a
+	// rescale changes its instances and their memory, not usually its
+	// containers).
+	t.sp.quotaMu.Lock()
+	defer t.sp.quotaMu.Unlock()
+	if t.d.sec.quotas != nil {
+		t.mu.Lock()
+		cur := t.top
+		t.mu.Unlock()
+		was, err := topologyUsage(cur, doc.Plan.Containers)
+		if err != nil {
+			return err
+		}
+		will, err := topologyUsage(top, doc.Plan.Containers)
+		if err != nil {
+			return err
+		}
+		if err := t.d.checkQuota(ctx, t.sp, "update", will.Sub(was)); err != nil {
+			return err
+		}
+	}
 	t.mu.Lock()
 	cur := t.top
 	t.mu.Unlock()

@@ -1,0 +1,363 @@
+package daemon
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ardea-dev/ardea/internal/audit"
+	"github.com/ardea-dev/ardea/internal/auth"
+	"github.com/ardea-dev/ardea/internal/httpsec"
+	"github.com/ardea-dev/ardea/internal/names"
+	"github.com/ardea-dev/ardea/internal/natsauth"
+	"github.com/ardea-dev/ardea/internal/quota"
+	"github.com/ardea-dev/ardea/scheduler/launcher"
+)
+
+// Security is a daemon's security settings beyond what is always on. A
+// daemon with an API always requires a token on it (docs/security.md);
+// one whose containers are processes always runs NATS in operator mode,
+// one account per tenant.
+type Security struct {
+	// Hosts and Origins are further names and browser origins the API is
+	// reached by (httpsec.Options).
+	Hosts   []string
+	Origins []string
+	// TLSCert and TLSKey serve the API over TLS; SelfSigned generates (and
+	// then reuses) a pair under the data dir instead.
+	TLSCert, TLSKey string
+	SelfSigned      bool
+	// PublicMetrics makes GET /metrics public (the deployment file says
+	// so); otherwise it takes a metrics or admin token.
+	PublicMetrics bool
+	// Audit configures the audit log's retention.
+	Audit audit.Options
+	// Quotas is the deployment file's quotas section (nil: unlimited
+	// unless the admin API sets some).
+	Quotas *quota.Config
+}
+
+// secured is what a daemon with an API holds for its security.
+type secured struct {
+	accounts *natsauth.Manager // nil: NATS without accounts (in process)
+	tokens   *auth.Store
+	boot     auth.Bootstrapped
+	audit    *audit.Log
+	quotas   *quota.Resolver
+	guard    *httpsec.Guard
+	cert     *httpsec.Cert
+	cgroups  *launcher.Cgroups
+}
+
+// AdminToken is the default tenant's admin token the daemon made or reused
+// at its first start ("" without an API), and AdminTokenPath its file.
+func (d *Daemon) AdminToken() string { return d.sec.boot.Token }
+
+// AdminTokenPath is the file holding AdminToken (mode 0600).
+func (d *Daemon) AdminTokenPath() string { return d.sec.boot.Path }
+
+// TLSFingerprint is the API certificate's SHA-256 fingerprint ("" without
+// TLS).
+func (d *Daemon) TLSFingerprint() string {
+	if d.sec.cert == nil {
+		return ""
+	}
+	return d.sec.cert.Fingerprint
+}
+
+// openAccounts starts NATS's accounts (operator mode): the manager keeps
+// its keys under the data dir.
+func (d *Daemon) openAccounts() error {
+	m, err := natsauth.Open(filepath.Join(d.o.DataDir, "nats-auth"))
+	if err != nil {
+		return fmt.Errorf("local: NATS accounts: %w", err)
+	}
+	if err := m.AddTenant(d.defaultTenant(), natsauth.Limits{}); err != nil {
+		return fmt.Errorf("local: NATS account of tenant %s: %w", d.defaultTenant(), err)
+	}
+	d.sec.accounts = m
+	return nil
+}
+
+// connectAdmin connects the daemon's own connection: the "ardea" account's
+// user with accounts, else an unauthenticated in-process one.
+func (d *Daemon) connectAdmin() (*nats.Conn, error) {
+	opts := []nats.Option{nats.Name("ardea-local"), nats.InProcessServer(d.srv.NATS())}
+	if m := d.sec.accounts; m != nil {
+		c, err := m.AdminCreds()
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, c.Options()...)
+	}
+	return nats.Connect(d.srv.ClientURL(), opts...)
+}
+
+// tenantConn connects the daemon for tenant: its account's daemon user,
+// made first if the tenant has no account yet (with its quota's JetStream
+// limits).
+func (d *Daemon) tenantConn(ctx context.Context, tenant string) (*nats.Conn, error) {
+	m := d.sec.accounts
+	if err := m.AddTenant(tenant, d.jetStreamLimits(ctx, tenant)); err != nil {
+		return nil, err
+	}
+	c, err := m.DaemonCreds(tenant)
+	if err != nil {
+		return nil, err
+	}
+	return nats.Connect(d.srv.ClientURL(), append(c.Options(), nats.Name("ardea-local-"+tenant), nats.InProcessServer(d.srv.NATS()))...)
+}
+
+// jetStreamLimits are tenant's account limits from its quotas.
+func (d *Daemon) jetStreamLimits(ctx context.Context, tenant string) natsauth.Limits {
+	if d.sec.quotas == nil {
+		return natsauth.Limits{}
+	}
+	q, err := d.sec.quotas.For(ctx, tenant)
+	if err != nil {
+		d.log.Warn("quotas of tenant", "tenant", tenant, "err", err)
+		return natsauth.Limits{}
+	}
+	return natsauth.Limits{MemoryBytes: q.JetStreamMemory, DiskBytes: q.JetStreamDisk}
+}
+
+// openSecurity opens the token store (making the admin token on a first
+// start), the audit log and the quotas, on the daemon's own connection.
+func (d *Daemon) openSecurity(ctx context.Context) error {
+	js, err := jetstream.New(d.nc)
+	if err != nil {
+		return err
+	}
+	if d.sec.tokens, err = auth.Open(ctx, js, auth.Options{Logger: d.log, TenantInUse: d.tenantInUse}); err != nil {
+		return fmt.Errorf("local: token store: %w", err)
+	}
+	if d.sec.boot, err = d.sec.tokens.Bootstrap(ctx, d.o.DataDir); err != nil {
+		return fmt.Errorf("local: admin token: %w", err)
+	}
+	if d.sec.audit, err = audit.Open(ctx, d.nc, d.o.Security.Audit); err != nil {
+		return fmt.Errorf("local: audit log: %w", err)
+	}
+	qs, err := quota.OpenStore(ctx, js)
+	if err != nil {
+		return fmt.Errorf("local: quotas: %w", err)
+	}
+	d.sec.quotas = &quota.Resolver{Config: d.o.Security.Quotas, Store: qs}
+	if d.o.Tenants == nil {
+		d.o.Tenants = d.tenantNames
+	}
+	return nil
+}
+
+// tenantNames lists the tenants (their topologies resume at start).
+func (d *Daemon) tenantNames(ctx context.Context) ([]string, error) {
+	ts, err := d.sec.tokens.Tenants(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := []string{d.defaultTenant()}
+	for _, t := range ts {
+		if t.Name != d.defaultTenant() {
+			out = append(out, t.Name)
+		}
+	}
+	return out, nil
+}
+
+// tenantInUse refuses to delete a tenant that still has topologies.
+func (d *Daemon) tenantInUse(ctx context.Context, tenant string) error {
+	sp, err := d.spaceOf(ctx, tenant)
+	if err != nil {
+		return err
+	}
+	tops, err := sp.store.ListTopologies(ctx)
+	if err != nil {
+		return err
+	}
+	if len(tops) > 0 {
+		return fmt.Errorf("tenant %s has %d topologies (kill them first), e.g. %s", tenant, len(tops), tops[0].Name)
+	}
+	return nil
+}
+
+// apiHandler is the API behind its security layer: the audit log hears
+// every state-changing or refused call, the guard checks host, origin,
+// content type, body size, token and scope before the daemon's mux.
+func (d *Daemon) apiHandler() (http.Handler, *tls.Config, error) {
+	var err error
+	s := d.o.Security
+	switch {
+	case s.TLSCert != "" || s.TLSKey != "":
+		d.sec.cert, err = httpsec.LoadTLS(s.TLSCert, s.TLSKey)
+	case s.SelfSigned:
+		d.sec.cert, err = httpsec.GenerateSelfSigned(d.o.DataDir, s.Hosts)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("local: TLS: %w", err)
+	}
+	d.sec.guard, err = httpsec.New(httpsec.Options{Listen: d.ln.Addr().String(), Hosts: s.Hosts, Origins: s.Origins,
+		TLS: d.sec.cert != nil, Auth: d.sec.tokens, Routes: httpsec.DefaultRoutes(), PublicMetrics: s.PublicMetrics, Log: d.log})
+	if err != nil {
+		return nil, nil, fmt.Errorf("local: API security: %w", err)
+	}
+	mux := d.routes()
+	mux.Handle("GET /healthz", httpsec.Health())
+	mux.Handle("POST /api/v1/tickets", d.sec.guard.Tickets().Handler())
+	mux.Handle("GET /api/v1/audit", audit.Handler(d.sec.audit))
+	d.sec.tokens.Handler().Register(mux)
+	mux.Handle("/api/v1/tenants/{name}/quotas", d.quotaHandler())
+	var tc *tls.Config
+	if d.sec.cert != nil {
+		tc = d.sec.cert.Config
+	}
+	return audit.Middleware(d.sec.audit, d.log, d.sec.guard.Wrap(mux)), tc, nil
+}
+
+// quotaHandler serves a tenant's quotas and usage; a change of its
+// JetStream quotas reaches its NATS account at once.
+func (d *Daemon) quotaHandler() http.Handler {
+	h := quota.Handler(quota.HandlerOptions{Resolver: d.sec.quotas, Usage: d.tenantUsage,
+		Exists: func(ctx context.Context, tenant string) (bool, error) {
+			_, err := d.sec.tokens.Tenant(ctx, tenant)
+			if errors.Is(err, auth.ErrNotFound) {
+				return false, nil
+			}
+			return err == nil, err
+		}})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r)
+		if r.Method == http.MethodPut && d.sec.accounts != nil {
+			tenant := r.PathValue("name")
+			if _, err := d.sec.tokens.Tenant(r.Context(), tenant); err == nil {
+				if err := d.sec.accounts.AddTenant(tenant, d.jetStreamLimits(r.Context(), tenant)); err != nil {
+					d.log.Warn("update the NATS account's limits", "tenant", tenant, "err", err)
+				}
+			}
+		}
+	})
+}
+
+// hostCreds issues container c of t its NATS credential (its tenant's
+// account, its topology's subjects only) in a 0600 file, and returns the
+// environment that hands it to the host (never its command line).
+func (d *Daemon) hostCreds(t *tm, c int) ([]string, error) {
+	m := d.sec.accounts
+	if m == nil {
+		return nil, nil
+	}
+	cr, err := m.HostCreds(t.sp.tenant, t.name)
+	if err != nil {
+		return nil, fmt.Errorf("topology %s: NATS credential: %w", t.name, err)
+	}
+	dir := filepath.Join(d.o.DataDir, "creds")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, procFile(t.procID(c))+".creds")
+	if err := natsauth.WriteCreds(path, cr); err != nil {
+		return nil, err
+	}
+	return natsauth.Env(path, cr), nil
+}
+
+// secureHost gives container c of t what its tenant's security asks: its
+// NATS credential (environment and a 0600 file), its share of the
+// tenant's bus rates (flags) and its tenant's CPU cgroup.
+func (d *Daemon) secureHost(ctx context.Context, t *tm, c int, spec *launcher.ProcessSpec) error {
+	env, err := d.hostCreds(t, c)
+	if err != nil {
+		return err
+	}
+	if env != nil {
+		spec.Env = append(os.Environ(), env...)
+	}
+	if d.sec.quotas == nil {
+		return nil
+	}
+	q, err := d.sec.quotas.For(ctx, t.sp.tenant)
+	if err != nil {
+		return fmt.Errorf("topology %s: quotas of tenant %s: %w", t.name, t.sp.tenant, err)
+	}
+	if q.TuplesPerSecond > 0 || q.BytesPerSecond > 0 {
+		u, err := d.tenantUsage(ctx, t.sp.tenant)
+		if err != nil {
+			return err
+		}
+		n := int(u.Containers)
+		d.mu.Lock()
+		counted := t.sp.tms[t.name] == t
+		d.mu.Unlock()
+		if !counted { // a topology being submitted: its containers count too
+			t.mu.Lock()
+			n += t.doc.Plan.Containers
+			t.mu.Unlock()
+		}
+		n = max(n, 1)
+		tps, bps := quota.ContainerRates(q, n)
+		spec.Args = append(spec.Args, "--max-tuples-per-second", strconv.FormatFloat(tps, 'f', -1, 64),
+			"--max-bytes-per-second", strconv.FormatFloat(bps, 'f', -1, 64))
+	}
+	if q.CPU > 0 && d.sec.cgroups != nil {
+		sl, err := d.sec.cgroups.Tenant(t.sp.tenant, q.CPU)
+		if err != nil {
+			return fmt.Errorf("topology %s: CPU cgroup of tenant %s: %w", t.name, t.sp.tenant, err)
+		}
+		spec.Cgroup = sl
+	}
+	return nil
+}
+
+// revokeHosts revokes every NATS credential issued to t's hosts and
+// removes their files: a killed topology's hosts can no longer connect.
+func (d *Daemon) revokeHosts(t *tm) {
+	m := d.sec.accounts
+	if m == nil {
+		return
+	}
+	if err := m.RevokeHost(t.sp.tenant, t.name); err != nil {
+		t.log.Error("revoke the hosts' NATS credentials", "err", err)
+	}
+	matches, _ := filepath.Glob(filepath.Join(d.o.DataDir, "creds", procFile(procPrefix(t.sp.tenant, t.name))+"*.creds"))
+	for _, f := range matches {
+		_ = os.Remove(f)
+	}
+}
+
+// procFile makes a procID a file name.
+func procFile(id string) string {
+	b := []byte(id)
+	for i, c := range b {
+		if c == '/' {
+			b[i] = '_'
+		}
+	}
+	return string(b)
+}
+
+// procPrefix is the procID of t's containers without the number.
+func procPrefix(tenant, topology string) string {
+	id := topology + "/container-"
+	if tenant != names.DefaultTenant {
+		id = tenant + "." + id
+	}
+	return id
+}
+
+// Client is a client of the daemon's API acting with its admin token (for
+// the CLI of `ardea demo` and tests; the daemon's own self-signed
+// certificate is pinned).
+func (d *Daemon) Client() *Client {
+	c := NewClient(d.URL())
+	c.Token = d.AdminToken()
+	if d.sec.cert != nil {
+		c.HTTP.Transport = &http.Transport{TLSClientConfig: httpsec.PinnedClientTLS(d.sec.cert.Fingerprint)}
+	}
+	return c
+}

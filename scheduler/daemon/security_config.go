@@ -1,0 +1,70 @@
+package daemon
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/ardea-dev/ardea/internal/quota"
+)
+
+// securitySection is a deployment file's security: section.
+type securitySection struct {
+	// PublicMetrics serves GET /metrics without a token.
+	PublicMetrics bool `yaml:"public_metrics"`
+	// Hosts and Origins: further names and browser origins of the API.
+	Hosts   []string `yaml:"hosts"`
+	Origins []string `yaml:"origins"`
+	Audit   struct {
+		MaxAge   string `yaml:"max_age"`   // e.g. 2160h
+		MaxBytes int64  `yaml:"max_bytes"` // bytes
+	} `yaml:"audit"`
+}
+
+// LoadSecurity reads a deployment file's security: and quotas: sections
+// (both optional). Errors name the file, the line and the field.
+func LoadSecurity(path string) (Security, error) {
+	var s Security
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return s, err
+	}
+	var doc struct {
+		Security yaml.Node `yaml:"security"`
+	}
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return s, fmt.Errorf("%s: %w", path, err)
+	}
+	if doc.Security.Kind != 0 {
+		var sec securitySection
+		var buf bytes.Buffer
+		enc := yaml.NewEncoder(&buf)
+		if err := enc.Encode(&doc.Security); err != nil {
+			return s, fmt.Errorf("%s: security: %w", path, err)
+		}
+		dec := yaml.NewDecoder(&buf)
+		dec.KnownFields(true)
+		if err := dec.Decode(&sec); err != nil {
+			return s, fmt.Errorf("%s: security (from line %d): %w (fields: public_metrics, hosts, origins, audit.max_age, audit.max_bytes)", path, doc.Security.Line, err)
+		}
+		s.PublicMetrics, s.Hosts, s.Origins = sec.PublicMetrics, sec.Hosts, sec.Origins
+		if sec.Audit.MaxAge != "" {
+			d, err := time.ParseDuration(sec.Audit.MaxAge)
+			if err != nil || d <= 0 {
+				return s, fmt.Errorf("%s: security.audit.max_age %q: want a positive duration such as 2160h", path, sec.Audit.MaxAge)
+			}
+			s.Audit.MaxAge = d
+		}
+		if sec.Audit.MaxBytes < 0 {
+			return s, fmt.Errorf("%s: security.audit.max_bytes %d: want a size in bytes >= 0", path, sec.Audit.MaxBytes)
+		}
+		s.Audit.MaxBytes = sec.Audit.MaxBytes
+	}
+	if s.Quotas, err = quota.LoadConfig(path); err != nil {
+		return s, err
+	}
+	return s, nil
+}

@@ -22,6 +22,12 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	ardeaBin = filepath.Join(dir, "ardea")
+	// Every `ardea local` the tests start saves its admin token as a CLI
+	// context, and the CLI commands find it by server: in a config dir of
+	// the tests' own, never the user's.
+	if err := os.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config")); err != nil {
+		panic(err)
+	}
 	cmd := exec.Command("go", "build", "-o", ardeaBin, ".")
 	cmd.Stderr = os.Stderr
 	if err := cmd.Run(); err != nil {

@@ -101,13 +101,24 @@ and removes the temporary directory (unless --data-dir was given).`,
 			if err != nil {
 				return err
 			}
-			if _, err := daemon.NewClient(d.URL()).Submit(ctx, daemon.SubmitRequest{Name: "wordcount", Spec: spec, Modules: mods, By: "demo"}); err != nil {
+			if _, err := d.Client().Submit(ctx, daemon.SubmitRequest{Name: "wordcount", Spec: spec, Modules: mods, By: "demo"}); err != nil {
 				return err
 			}
-			url := d.URL() + "/#/t/wordcount"
+			// The UI takes a token: the link carries a short-lived one in its
+			// fragment (never sent to a server, so never in a log).
+			login, err := d.LoginToken(ctx, 12*time.Hour)
+			if err != nil {
+				return err
+			}
+			url := d.URL() + "/#token=" + login
 			w := cmd.OutOrStdout()
 			fmt.Fprintf(w, "ardea demo: API %s  data %s\n", d.URL(), dataDir)
+			fmt.Fprintf(w, "admin token: %s (mode 0600)\n", d.AdminTokenPath())
+			if where, err := saveLocalContext(d.URL(), d.AdminToken()); err == nil {
+				fmt.Fprintf(w, "CLI context saved: %s (ardea list, status... reach this demo)\n", where)
+			}
 			fmt.Fprintf(w, "UI: %s\n", url)
+			fmt.Fprintln(w, "(the link logs you in for 12 hours)")
 			fmt.Fprintln(w, "The endless word count is running. Ctrl-C stops it.")
 			if open {
 				if err := exec.Command("xdg-open", url).Start(); err != nil {

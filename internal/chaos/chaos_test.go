@@ -387,7 +387,7 @@ func (r *rowRun) watch() {
 	if r.w != nil {
 		r.w.Close()
 	}
-	w, err := Watch(r.d.NATS, tenant, r.name)
+	w, err := Watch(r.d.NATS, tenant, r.name, r.d.NATSOptions(tenant)...)
 	if err != nil {
 		r.fatalf("watch the control subjects: %v", err)
 	}
@@ -772,7 +772,7 @@ func (r *rowRun) replan(p Pick) {
 // container is killed so that a rollback must restore.
 func (r *rowRun) damageCheckpoint(p Pick) {
 	ctx := context.Background()
-	store, err := OpenCheckpoints(ctx, r.d.NATS, tenant)
+	store, err := OpenCheckpoints(ctx, r.d.NATS, tenant, r.d.NATSOptions(tenant)...)
 	if err != nil {
 		r.fatalf("open the checkpoint store: %v", err)
 	}

@@ -14,9 +14,13 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/ardea-dev/ardea/internal/natsauth"
+	"github.com/nats-io/nats.go"
 )
 
 // Daemon is an `ardea local` process of the real binary, driven from the
@@ -29,6 +33,9 @@ type Daemon struct {
 	NATS     string // nats://host:port of the embedded server
 	LogPath  string // the daemon's stderr (JSON log lines, level info)
 	PID      int
+	// Token is the daemon's admin token (<data-dir>/admin.token): the CLI
+	// commands and status calls carry it.
+	Token string
 
 	ctx    context.Context // StartDaemon's: bounds the CLI commands
 	cmd    *exec.Cmd
@@ -84,6 +91,12 @@ func StartDaemon(ctx context.Context, bin, cacheDir, dataDir, logPath string) (*
 	select {
 	case a := <-got:
 		d.API, d.NATS = a.api, a.nats
+		tok, err := os.ReadFile(filepath.Join(dataDir, "admin.token"))
+		if err != nil {
+			d.Kill()
+			return nil, fmt.Errorf("ardea local's admin token: %w", err)
+		}
+		d.Token = strings.TrimSpace(string(tok))
 		return d, nil
 	case <-d.exited:
 		return nil, fmt.Errorf("ardea local exited before serving: %s", Tail(logPath, 3000))
@@ -143,7 +156,12 @@ var httpClient = &http.Client{Timeout: 10 * time.Second}
 // prints), decoded into this package's own view of it.
 func (d *Daemon) Status(name string) (Status, error) {
 	var st Status
-	resp, err := httpClient.Get("http://" + d.API + "/api/v1/topologies/" + url.PathEscape(name))
+	req, err := http.NewRequest(http.MethodGet, "http://"+d.API+"/api/v1/topologies/"+url.PathEscape(name), nil)
+	if err != nil {
+		return st, err
+	}
+	req.Header.Set("Authorization", "Bearer "+d.Token)
+	resp, err := httpClient.Do(req)
 	if err != nil {
 		return st, err
 	}
@@ -262,6 +280,25 @@ func (st Status) Errors() string {
 	return strings.TrimSpace(strings.Join(parts, "\n"))
 }
 
+// cliEnv is the CLI's environment: the admin token in ARDEA_TOKEN (never
+// on its command line).
+func (d *Daemon) cliEnv() []string { return append(os.Environ(), "ARDEA_TOKEN="+d.Token) }
+
+// NATSOptions connect the suite's observers (heartbeat watcher, checkpoint
+// reader) to the daemon's NATS as tenant's daemon user: NATS takes a
+// credential, and the suite holds the operator's keys (its data dir).
+func (d *Daemon) NATSOptions(tenant string) []nats.Option {
+	m, err := natsauth.Open(filepath.Join(d.DataDir, "nats-auth"))
+	if err != nil {
+		return []nats.Option{func(*nats.Options) error { return fmt.Errorf("chaos: NATS accounts: %w", err) }}
+	}
+	c, err := m.DaemonCreds(tenant)
+	if err != nil {
+		return []nats.Option{func(*nats.Options) error { return fmt.Errorf("chaos: NATS credential: %w", err) }}
+	}
+	return c.Options()
+}
+
 // CLIGuard bounds one CLI command: far above what any command takes, a
 // hang detector.
 const CLIGuard = 3 * time.Minute
@@ -272,6 +309,7 @@ func (d *Daemon) CLI(args ...string) (int, string, string, error) {
 	ctx, cancel := context.WithTimeout(d.ctx, CLIGuard)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, d.Bin, append([]string{"--cache-dir", d.CacheDir, "--server", d.API}, args...)...)
+	cmd.Env = d.cliEnv()
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -302,6 +340,7 @@ type Command struct {
 func (d *Daemon) Start(args ...string) (*Command, error) {
 	c := &Command{done: make(chan struct{})}
 	c.cmd = exec.Command(d.Bin, append([]string{"--cache-dir", d.CacheDir, "--server", d.API}, args...)...)
+	c.cmd.Env = d.cliEnv()
 	c.cmd.Stdout, c.cmd.Stderr = &c.out, &c.err
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := c.cmd.Start(); err != nil {

@@ -147,8 +147,8 @@ type waiter struct {
 
 // Watch connects to the daemon's NATS and subscribes to the topology's
 // commands and heartbeats.
-func Watch(natsURL, tenant, topology string) (*Watcher, error) {
-	nc, err := nats.Connect(natsURL, nats.MaxReconnects(-1))
+func Watch(natsURL, tenant, topology string, opts ...nats.Option) (*Watcher, error) {
+	nc, err := nats.Connect(natsURL, append(opts, nats.MaxReconnects(-1))...)
 	if err != nil {
 		return nil, err
 	}
@@ -213,8 +213,8 @@ type CheckpointStore struct {
 }
 
 // OpenCheckpoints opens the store of tenant's checkpoints.
-func OpenCheckpoints(ctx context.Context, natsURL, tenant string) (*CheckpointStore, error) {
-	nc, err := nats.Connect(natsURL)
+func OpenCheckpoints(ctx context.Context, natsURL, tenant string, opts ...nats.Option) (*CheckpointStore, error) {
+	nc, err := nats.Connect(natsURL, opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -85,7 +85,7 @@ func writeErr(w http.ResponseWriter, err error) {
 		code = http.StatusBadRequest
 	case errors.Is(err, ErrBadState), errors.Is(err, statemgr.ErrLocked), errors.Is(err, statemgr.ErrConflict):
 		code = http.StatusConflict
-	case errors.Is(err, quota.ErrQuota):
+	case errors.Is(err, quota.ErrQuota), errors.Is(err, ErrForbidden):
 		code = http.StatusForbidden
 	}
 	ui.WriteErrorCode(w, code, err.Error())
@@ -187,6 +187,9 @@ func (d *Daemon) Submit(ctx context.Context, req SubmitRequest) error {
 	}
 	spec, err := top.Format()
 	if err != nil {
+		return err
+	}
+	if err := d.checkBuiltins(sp.tenant, top); err != nil {
 		return err
 	}
 	p, err := buildPlan(top)

@@ -115,6 +115,9 @@ func (t *tm) apply(ctx context.Context, req ApplyRequest) (ApplyResult, error) {
 		return ApplyResult{}, newErr(ErrBadRequest, "apply to topology %s: %v", t.name, err)
 	}
 	next.Name = t.name
+	if err := t.d.checkBuiltins(t.sp.tenant, next); err != nil {
+		return ApplyResult{}, err
+	}
 	t.mu.Lock()
 	cur, doc, state, eo := t.top.Clone(), t.doc, t.state, t.ckpt != nil
 	t.mu.Unlock()

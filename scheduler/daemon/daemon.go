@@ -483,6 +483,9 @@ var (
 	ErrExists     = errors.New("already exists")
 	ErrBadRequest = ui.ErrBadRequest
 	ErrBadState   = errors.New("not possible in this state")
+	// ErrForbidden: the tenant may not do this (403), e.g. a built-in
+	// connector that reaches the machine (builtins_policy.go).
+	ErrForbidden = errors.New("forbidden")
 )
 
 // apiErr is an error of one of the kinds above whose text is only its

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -43,6 +44,10 @@ type Security struct {
 	// Quotas is the deployment file's quotas section (nil: unlimited
 	// unless the admin API sets some).
 	Quotas *quota.Config
+	// TenantBuiltins lists the built-in connectors that reach the machine
+	// (files, ports, addresses) which tenants other than the default one
+	// may use (builtins_policy.go); none by default.
+	TenantBuiltins []string
 }
 
 // secured is what a daemon with an API holds for its security.
@@ -360,4 +365,16 @@ func (d *Daemon) Client() *Client {
 		c.HTTP.Transport = &http.Transport{TLSClientConfig: httpsec.PinnedClientTLS(d.sec.cert.Fingerprint)}
 	}
 	return c
+}
+
+// LoginToken makes a short-lived admin token of the default tenant for a
+// login link (`ardea demo` prints the UI's address with it in the URL's
+// fragment, which browsers never send to a server).
+func (d *Daemon) LoginToken(ctx context.Context, ttl time.Duration) (string, error) {
+	if d.sec.tokens == nil {
+		return "", errors.New("local: no API, no tokens")
+	}
+	_, secret, err := d.sec.tokens.CreateToken(ctx, auth.TokenSpec{Tenant: d.defaultTenant(), Scope: auth.ScopeAdmin,
+		Name: "login link", TTL: ttl, By: "ardea"})
+	return secret, err
 }

@@ -18,7 +18,9 @@ type securitySection struct {
 	// Hosts and Origins: further names and browser origins of the API.
 	Hosts   []string `yaml:"hosts"`
 	Origins []string `yaml:"origins"`
-	Audit   struct {
+	// TenantBuiltins: built-ins that reach the machine, allowed to tenants.
+	TenantBuiltins []string `yaml:"tenant_builtins"`
+	Audit          struct {
 		MaxAge   string `yaml:"max_age"`   // e.g. 2160h
 		MaxBytes int64  `yaml:"max_bytes"` // bytes
 	} `yaml:"audit"`
@@ -48,9 +50,9 @@ func LoadSecurity(path string) (Security, error) {
 		dec := yaml.NewDecoder(&buf)
 		dec.KnownFields(true)
 		if err := dec.Decode(&sec); err != nil {
-			return s, fmt.Errorf("%s: security (from line %d): %w (fields: public_metrics, hosts, origins, audit.max_age, audit.max_bytes)", path, doc.Security.Line, err)
+			return s, fmt.Errorf("%s: security (from line %d): %w (fields: public_metrics, hosts, origins, tenant_builtins, audit.max_age, audit.max_bytes)", path, doc.Security.Line, err)
 		}
-		s.PublicMetrics, s.Hosts, s.Origins = sec.PublicMetrics, sec.Hosts, sec.Origins
+		s.PublicMetrics, s.Hosts, s.Origins, s.TenantBuiltins = sec.PublicMetrics, sec.Hosts, sec.Origins, sec.TenantBuiltins
 		if sec.Audit.MaxAge != "" {
 			d, err := time.ParseDuration(sec.Audit.MaxAge)
 			if err != nil || d <= 0 {

@@ -57,6 +57,8 @@ func TestTenantSpaces(t *testing.T) {
 			DataDir: filepath.Join(dir, "data"), Listen: "127.0.0.1:0", HostPath: ardeaBin,
 			HostArgs: []string{"--log-format", "json", "--log-level", "info", "host"}, MaxRestarts: 2,
 			Tenants: func(context.Context) ([]string, error) { return []string{"default", "acme", "globex"}, nil },
+			// The sinks are files: the operator allows tenants builtin:file.
+			Security: daemon.Security{TenantBuiltins: []string{"file"}},
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -40,6 +40,10 @@ type Options struct {
 	Bus       bus.Options
 	// Active starts the spouts emitting; false deploys them deactivated.
 	Active bool
+	// Restarted: the container's tasks start again within one run of the
+	// topology, not for the first time (component.Context.Restarted). Tasks
+	// a swap or a live switch starts are always restarts.
+	Restarted bool
 	// States, when set, gives a task its host-side state (for example one
 	// restored from a handoff); tasks without an entry start empty.
 	States map[uint32]*host.MemoryState
@@ -130,7 +134,7 @@ func Start(ctx context.Context, o Options) (*Container, error) {
 			st = host.NewMemoryState(pc.MaxKeyGroups)
 		}
 		c.states[id] = st
-		task, err := newTask(ctx, o.Topology, o.Plan, id, sm, o.Runtime, o.Modules[pc.Name], st, o.Metrics, log, c.tupleFailed)
+		task, err := c.newTask(ctx, o.Plan, id, o.Modules[pc.Name], st, o.Restarted)
 		if err != nil {
 			c.Close()
 			return nil, err
@@ -242,9 +246,12 @@ func (c *Container) Close() {
 	}
 }
 
-func newTask(ctx context.Context, t *ardea.Topology, p *plan.Plan, id uint32, sm *bus.StreamManager,
-	rt *host.Runtime, mod *host.Module, state *host.MemoryState, reg *metrics.Registry, log *slog.Logger,
-	fail func(*engine.Task, host.TupleFailure) error) (*engine.Task, error) {
+// newTask makes task id of plan p (not yet running) with its module and
+// host-side state; restarted: the task starts again within this run of
+// the topology (component.Context.Restarted).
+func (c *Container) newTask(ctx context.Context, p *plan.Plan, id uint32, mod *host.Module, state *host.MemoryState,
+	restarted bool) (*engine.Task, error) {
+	t, sm, reg, log, fail := c.o.Topology, c.sm, c.o.Metrics, c.runLog, c.tupleFailed
 	pt := p.Tasks[id]
 	pc := &p.Components[pt.Component]
 	tc := t.Components[pt.Component]
@@ -258,6 +265,7 @@ func newTask(ctx context.Context, t *ardea.Topology, p *plan.Plan, id uint32, sm
 		Gauge:        func(name string, v float64) { m.UserGauge(name).Set(v) },
 		Observe:      func(name string, v int64) { m.UserHistogram(name).Observe(v) },
 		Acking:       sm.Acking(),
+		Restarted:    restarted,
 	}
 	task := &engine.Task{
 		ID: id, Component: pc.Name, Index: pt.Index, Context: cctx,

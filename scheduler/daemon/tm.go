@@ -138,11 +138,12 @@ func (t *tm) start(ctx context.Context, state State) error {
 			t.stopTM()
 			return err
 		}
-		doc = ctl.PlanDoc{Plan: p, Active: state == StateRunning}
-		if rev, err = t.putPlan(ctx, doc); err != nil {
+		doc = ctl.PlanDoc{Plan: p, Active: state == StateRunning, Fresh: true}
+		if rev, err = t.storePlan(ctx, doc); err != nil {
 			t.stopTM()
 			return err
 		}
+		doc.Fresh = false // what the TM derives from it is not
 	case err != nil:
 		t.stopTM()
 		return err
@@ -152,8 +153,9 @@ func (t *tm) start(ctx context.Context, state State) error {
 			return err
 		}
 		resumed = true
-		if doc.Active != (state == StateRunning) {
-			doc.Active = state == StateRunning
+		// A resumed topology has run: its containers start as restarts.
+		if doc.Active != (state == StateRunning) || doc.Fresh {
+			doc.Active, doc.Fresh = state == StateRunning, false
 			if rev, err = t.putPlan(ctx, doc); err != nil {
 				t.stopTM()
 				return err
@@ -269,7 +271,15 @@ func (t *tm) stepDown(why error) {
 	t.stopContainers(t.runCtx)
 }
 
+// putPlan stores doc as the topology's physical plan. Only a new
+// submission's first plan is Fresh (storePlan): every other one is
+// stored without it, whichever plan it was derived from.
 func (t *tm) putPlan(ctx context.Context, doc ctl.PlanDoc) (uint64, error) {
+	doc.Fresh = false
+	return t.storePlan(ctx, doc)
+}
+
+func (t *tm) storePlan(ctx context.Context, doc ctl.PlanDoc) (uint64, error) {
 	b, err := ctl.EncodePlan(doc)
 	if err != nil {
 		return 0, err

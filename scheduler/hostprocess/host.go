@@ -87,6 +87,11 @@ type Options struct {
 	// managers (zero values take bus defaults).
 	CheckpointStore checkpoint.Store
 	Bus             bus.Options
+	// Restarts is how many times the supervisor started this container
+	// before, in this run of the topology (launcher.RestartsEnv for a
+	// process). Above 0, every container the host runs is a restart
+	// (component.Context.Restarted), even one of a Fresh plan.
+	Restarts int
 }
 
 // proc is Run's state.
@@ -148,6 +153,9 @@ type proc struct {
 	// rollback is this host's request for a rollback after a failing
 	// tuple (effectively once), until a plan of another generation runs.
 	rollback *ctl.TupleRollback
+	// started: this host began to start a container (the next one is a
+	// restart, component.Context.Restarted).
+	started bool
 }
 
 // setCur records the running container (nil: none).
@@ -452,10 +460,16 @@ func (h *proc) replan(ctx context.Context, u statemgr.PlanUpdate) error {
 			return err
 		}
 	}
+	// The topology's first start is this host's first container of the
+	// plan its submission began with, in the container's first process;
+	// anything else starts again what ran before (ctl.PlanDoc.Fresh).
+	restarted := !doc.Fresh || h.o.Restarts > 0 || h.started
+	h.started = true
 	runCtx, cancel := context.WithCancel(ctx)
 	c, err := container.Start(runCtx, container.Options{
 		Topology: h.top, Plan: doc.Plan, Container: h.o.Container, Conn: h.nc, Runtime: h.rt,
 		Modules: h.mods, Metrics: h.reg, Logger: h.log, Active: doc.Active, States: states, Bus: h.o.Bus,
+		Restarted:        restarted,
 		Checkpoints:      h.checkpointing(doc),
 		DeadLetterTuples: deadLetterTuples(doc),
 		Versions:         maps.Clone(h.versions),
@@ -501,7 +515,7 @@ func (h *proc) replan(ctx context.Context, u statemgr.PlanUpdate) error {
 	h.final = nil
 	h.state = ctl.HostRunning
 	h.log.Info("running plan", "revision", u.Revision, "tasks", len(planner.ContainerTasks(doc.Plan, h.o.Container)),
-		"active", doc.Active, "handoff_epoch", doc.HandoffEpoch)
+		"active", doc.Active, "handoff_epoch", doc.HandoffEpoch, "restarted", restarted)
 	h.heartbeat()
 	return nil
 }

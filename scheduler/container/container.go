@@ -61,6 +61,10 @@ type Options struct {
 	// one fails again it goes to its bolt's dead letters, without a
 	// rollback (failing.go).
 	DeadLetterTuples map[uint64]bool
+	// Failures keeps the bolt tasks' last failing tuples for the spouts'
+	// dead letters (failing.go); containers of one topology in one
+	// process share it. Nil: the container keeps its own, cleared at Close.
+	Failures *TupleFailures
 	// OnDrainedFailure hears a spout task that failed after its stream
 	// drained (*engine.DrainedError): the container has already ended its
 	// own spouts' input; a run ends the other containers' (EndInput).
@@ -74,6 +78,10 @@ type Container struct {
 	sm   *bus.StreamManager
 	mode string      // topology.reliability (settings.AtMostOnce, ...)
 	dead deadLetters // a bolt's given-up tuples (failing.go)
+	// failures: the bolt tasks' last failing tuples (Options.Failures);
+	// ownFailures: the container made it, and clears it at Close.
+	failures    *TupleFailures
+	ownFailures bool
 
 	mu       sync.Mutex // guards the fields below (tasks are added by a switch)
 	tasks    []*engine.Task
@@ -126,7 +134,11 @@ func Start(ctx context.Context, o Options) (*Container, error) {
 	}
 	c := &Container{o: o, sm: sm, mode: del.Mode, states: map[uint32]*host.MemoryState{}, active: o.Active,
 		exited: map[uint32]error{}, finished: map[uint32]bool{}, runLog: log, runPlan: o.Plan,
-		since: map[uint32]time.Time{}, swaps: map[uint32]*swapping{}, modules: map[uint32]versioned{}}
+		since: map[uint32]time.Time{}, swaps: map[uint32]*swapping{}, modules: map[uint32]versioned{},
+		failures: o.Failures}
+	if c.failures == nil {
+		c.failures, c.ownFailures = &TupleFailures{}, true
+	}
 	for _, id := range planner.ContainerTasks(o.Plan, o.Container) {
 		pc := &o.Plan.Components[o.Plan.Tasks[id].Component]
 		st := o.States[id]
@@ -240,6 +252,9 @@ func (c *Container) State(task uint32) *host.MemoryState {
 // Close stops the stream manager (and closes the NATS connection if the
 // container owns it). Call it after Run returned.
 func (c *Container) Close() {
+	if c.ownFailures {
+		c.failures.Clear()
+	}
 	c.sm.Close()
 	if c.o.OwnConn {
 		c.o.Conn.Close()

@@ -17,6 +17,7 @@ import (
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/connectors"
 	"github.com/ardea-dev/ardea/internal/plan"
+	"github.com/ardea-dev/ardea/scheduler/container"
 	"github.com/ardea-dev/ardea/scheduler/ctl"
 	"github.com/ardea-dev/ardea/scheduler/launcher"
 	"github.com/ardea-dev/ardea/scheduler/statemgr"
@@ -89,6 +90,11 @@ type tm struct {
 	lastExit string
 	// poison counts the rollbacks failing tuples caused (failing.go).
 	poison tupleRollbacks
+	// tupleFailures (in process, `ardea run`): the bolt tasks' last failing
+	// tuples, shared by the topology's containers so that a spout's dead
+	// letter names a bolt's error from another container; it lives as long
+	// as this TM (a topology submitted again starts empty).
+	tupleFailures container.TupleFailures
 }
 
 func (d *Daemon) newTM(name string) *tm {

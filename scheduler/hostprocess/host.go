@@ -87,6 +87,11 @@ type Options struct {
 	// managers (zero values take bus defaults).
 	CheckpointStore checkpoint.Store
 	Bus             bus.Options
+	// TupleFailures keeps the bolt tasks' last failing tuples for the
+	// spouts' dead letters (container.TupleFailures): under `ardea run` the
+	// topology's containers in one process share it. Nil: the host keeps
+	// its own for its lifetime (an `ardea host` process runs one container).
+	TupleFailures *container.TupleFailures
 	// Restarts is how many times the supervisor started this container
 	// before, in this run of the topology (launcher.RestartsEnv for a
 	// process). Above 0, every container the host runs is a restart
@@ -196,6 +201,9 @@ func Run(ctx context.Context, o Options) error {
 	if o.PID == 0 {
 		o.PID = os.Getpid()
 	}
+	if o.TupleFailures == nil {
+		o.TupleFailures = &container.TupleFailures{}
+	}
 	h := &proc{o: o, log: log, ctx: ctx, state: ctl.HostStarting, commands: make(chan command, 16),
 		versions: map[string]string{}, swapEvents: make(chan container.SwapEvent, 256), drained: make(chan string, 1),
 		reg: o.Registry, exc: exc}
@@ -283,6 +291,7 @@ func Run(ctx context.Context, o Options) error {
 			}
 			if u.Deleted {
 				h.stop()
+				h.o.TupleFailures.Clear() // the topology is gone
 				h.state = ctl.HostStopped
 				continue
 			}
@@ -470,6 +479,7 @@ func (h *proc) replan(ctx context.Context, u statemgr.PlanUpdate) error {
 		Topology: h.top, Plan: doc.Plan, Container: h.o.Container, Conn: h.nc, Runtime: h.rt,
 		Modules: h.mods, Metrics: h.reg, Logger: h.log, Active: doc.Active, States: states, Bus: h.o.Bus,
 		Restarted:        restarted,
+		Failures:         h.o.TupleFailures,
 		Checkpoints:      h.checkpointing(doc),
 		DeadLetterTuples: deadLetterTuples(doc),
 		Versions:         maps.Clone(h.versions),

@@ -2,6 +2,7 @@ package connectors
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/binary"
@@ -32,7 +33,12 @@ import (
 //	             "-Inf", invalid UTF-8 becomes U+FFFD.
 //
 // With parallelism > 1, task i writes "<path>.<i>". Parent directories are
-// created. Output is buffered and flushed when the buffer fills, at Finish
+// created. The file is truncated only at the topology's first start (not
+// with append); a restarted task (component.Context.Restarted: its
+// container restarted, a re-plan, a resumed daemon) appends, after cutting
+// off a last line the killed process left half written (endTornLine), so
+// a restart never destroys acked output (docs/delivery.md, "Built-in
+// components"). Output is buffered and flushed when the buffer fills, at Finish
 // (which also syncs to disk) and Close, and at the first Execute or Tick
 // after flush_interval has passed since the last flush.
 
@@ -40,12 +46,13 @@ func init() {
 	register(plugin.RegisterBolt(plugin.Spec{
 		Name: "file",
 		Summary: "Writes every input tuple as a line of a file: tab-separated (`\\t \\n \\r \\\\` escaped) or a JSON object keyed by field name; with parallelism p, task i writes `<path>.<i>`. " +
+			"The topology's first start truncates the file, a restarted task appends to it (a restart never destroys written lines). " +
 			"At least once it acks a line once it is in the file; effectively once it truncates back to a checkpoint's length on a restore.",
 		Fields: []plugin.Field{
 			{Name: "path", Type: plugin.TypePath, Required: true, Doc: "file to write; task i of p > 1 writes <path>.<i>; relative to the topology file's directory"},
 			{Name: "format", Type: plugin.TypeEnum, Default: "tsv", Enum: []string{"tsv", "json"}, Doc: "tsv: tab-separated fields; json: one object per line keyed by field name"},
 			{Name: "flush_interval", Type: plugin.TypeDuration, Default: "1s", Min: "1ms", Doc: "longest time buffered output waits before it is written (checked on each batch and tick)"},
-			{Name: "append", Type: plugin.TypeBool, Default: "false", Doc: "append to an existing file instead of truncating it"},
+			{Name: "append", Type: plugin.TypeBool, Default: "false", Doc: "append to an existing file instead of truncating it at the topology's first start (a restart always appends)"},
 		},
 	}, newFileSink))
 }
@@ -113,8 +120,17 @@ func (s *fileSink) Prepare(ctx context.Context, tc component.Context, _ componen
 	if err := os.MkdirAll(filepath.Dir(s.path), 0o755); err != nil {
 		return s.errorf("%w", err)
 	}
+	// The topology's first start begins the file afresh (unless append);
+	// a restart appends to what the task wrote before (tc.Restarted).
+	// Effectively once a restart restores a checkpoint: to its length
+	// below, or without one (the checkpoint before the first, the whole
+	// input again) afresh as a first start.
+	resume := tc.Restarted && !tc.Checkpointing
 	flags := os.O_CREATE | os.O_WRONLY | os.O_TRUNC
-	if s.append {
+	switch {
+	case resume:
+		flags = os.O_CREATE | os.O_RDWR | os.O_APPEND // endTornLine reads the last line
+	case s.append:
 		flags = os.O_CREATE | os.O_WRONLY | os.O_APPEND
 	}
 	restore := int64(-1)
@@ -139,6 +155,12 @@ func (s *fileSink) Prepare(ctx context.Context, tc component.Context, _ componen
 		s.written = restore
 	} else if fi, err := f.Stat(); err == nil {
 		s.written = fi.Size()
+		if resume && s.written > 0 {
+			if s.written, err = s.endTornLine(f, s.written); err != nil {
+				f.Close()
+				return s.errorf("restart: %w", err)
+			}
+		}
 	}
 	s.f = f
 	s.w = bufio.NewWriterSize(f, fileSinkBuffer)
@@ -150,6 +172,55 @@ func (s *fileSink) Prepare(ctx context.Context, tc component.Context, _ componen
 	}
 	s.lastFlush = s.now()
 	return nil
+}
+
+// endTornLine deals with a last line that a killed process left half
+// written (a write is not atomic against SIGKILL), so that the next line
+// does not continue it. Its tuple was not acked (a line is acked once it
+// is wholly in the file) and is written again. Without append the file is
+// all this run's output: the torn line is cut off. With append the part
+// before the first start may be someone else's, so the line is only ended
+// with a newline. It returns the file's new length.
+func (s *fileSink) endTornLine(f *os.File, size int64) (int64, error) {
+	var last [1]byte
+	if _, err := f.ReadAt(last[:], size-1); err != nil {
+		return 0, err
+	}
+	if last[0] == '\n' {
+		return size, nil
+	}
+	if s.append {
+		if _, err := f.Write([]byte{'\n'}); err != nil {
+			return 0, err
+		}
+		return size + 1, nil
+	}
+	end, err := lastNewline(f, size)
+	if err != nil {
+		return 0, err
+	}
+	if err := f.Truncate(end); err != nil {
+		return 0, err
+	}
+	return end, nil
+}
+
+// lastNewline is the offset just past the last '\n' of f's first size
+// bytes (0 if there is none).
+func lastNewline(f *os.File, size int64) (int64, error) {
+	buf := make([]byte, 64<<10)
+	for end := size; end > 0; {
+		start := max(0, end-int64(len(buf)))
+		b := buf[:end-start]
+		if _, err := f.ReadAt(b, start); err != nil {
+			return 0, err
+		}
+		if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
+			return start + int64(i) + 1, nil
+		}
+		end = start
+	}
+	return 0, nil
 }
 
 func (s *fileSink) Execute(ctx context.Context, batch []byte, out component.Collector) error {

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ardea-dev/ardea/host"
+	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/internal/tuple"
 )
@@ -33,12 +35,22 @@ func sinkBatch() []byte {
 
 func runSink(t *testing.T, cfg map[string]string, index, parallelism int, batches ...[]byte) {
 	t.Helper()
+	runSinkWith(t, cfg, index, parallelism, nil, batches...)
+}
+
+// runSinkWith is runSink with the task context edited by edit (if set).
+func runSinkWith(t *testing.T, cfg map[string]string, index, parallelism int, edit func(*component.Context), batches ...[]byte) {
+	t.Helper()
 	b, err := NewBolt("file", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := &recorder{}
-	if err := b.Prepare(context.Background(), taskContext("out", index, parallelism, cfg, nil, sinkInputs), out); err != nil {
+	tc := taskContext("out", index, parallelism, cfg, nil, sinkInputs)
+	if edit != nil {
+		edit(&tc)
+	}
+	if err := b.Prepare(context.Background(), tc, out); err != nil {
 		t.Fatal(err)
 	}
 	for _, in := range batches {
@@ -142,6 +154,45 @@ func TestFileSinkTruncateOrAppend(t *testing.T) {
 	runSink(t, map[string]string{"path": path, "append": "true"}, 0, 1, one)
 	if got := readFile(t, path); got != "x\nx\n" {
 		t.Errorf("appending sink wrote %q", got)
+	}
+}
+
+// TestFileSinkRestart: a restarted task (component.Context.Restarted)
+// appends to what it wrote instead of truncating, and a last line a
+// killed process left half written is cut off (append: it is ended, the
+// file may hold someone else's lines); effectively once, a restart without
+// a checkpointed length is a restore to the beginning and truncates.
+func TestFileSinkRestart(t *testing.T) {
+	one := batch(rec{0, []tuple.Value{tuple.Str("x")}})
+	restarted := func(tc *component.Context) { tc.Restarted = true }
+	for _, tc := range []struct {
+		name, before string
+		append       bool
+		edit         func(*component.Context)
+		want         string
+	}{
+		{"first start", "old\n", false, nil, "x\n"},
+		{"restart", "a\nb\n", false, restarted, "a\nb\nx\n"},
+		{"restart after a torn line", "a\nb\nhalf a li", false, restarted, "a\nb\nx\n"},
+		{"restart after a torn first line", "half a li", false, restarted, "x\n"},
+		{"append, restart after a torn line", "a\nhalf a li", true, restarted, "a\nhalf a li\nx\n"},
+		{"append, first start", "a\nno newline", true, nil, "a\nno newlinex\n"},
+		{"effectively once, restart to the beginning", "a\nb\n", false, func(tc *component.Context) {
+			tc.Restarted, tc.Checkpointing, tc.State = true, true, host.NewMemoryState(0)
+		}, "x\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "out.tsv")
+			writeFile(t, path, tc.before)
+			cfg := map[string]string{"path": path}
+			if tc.append {
+				cfg["append"] = "true"
+			}
+			runSinkWith(t, cfg, 0, 1, tc.edit, one)
+			if got := readFile(t, path); got != tc.want {
+				t.Errorf("wrote %q, want %q", got, tc.want)
+			}
+		})
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ardea-dev/ardea/internal/auth"
 	"github.com/ardea-dev/ardea/sinks"
 )
 
@@ -137,7 +138,7 @@ type live struct {
 	t      *Tracker
 	period time.Duration
 	mu     sync.Mutex
-	cache  map[string]cached // topology ("" = list only) -> snapshot
+	cache  map[string]cached // tenant, scope, topology ("" = list only) -> snapshot
 }
 
 type cached struct {
@@ -149,8 +150,15 @@ type cached struct {
 // younger than half a period.
 func (l *live) snapshotJSON(ctx context.Context, topology string) []byte {
 	now := l.t.now()
+	// What a snapshot holds depends on who asks (the Source lists the
+	// principal's tenant's topologies only): one cache entry per tenant and
+	// scope, never one tenant's snapshot served to another.
+	key := "\x00" + topology
+	if p, ok := auth.PrincipalFrom(ctx); ok {
+		key = p.Tenant + "\x00" + string(p.Scope) + "\x00" + topology
+	}
 	l.mu.Lock()
-	if c, ok := l.cache[topology]; ok && now.Sub(c.at) < l.period/2 {
+	if c, ok := l.cache[key]; ok && now.Sub(c.at) < l.period/2 {
 		l.mu.Unlock()
 		return c.data
 	}
@@ -161,7 +169,7 @@ func (l *live) snapshotJSON(ctx context.Context, topology string) []byte {
 		b = []byte(fmt.Sprintf(`{"error":%q}`, err.Error()))
 	}
 	l.mu.Lock()
-	l.cache[topology] = cached{at: now, data: b}
+	l.cache[key] = cached{at: now, data: b}
 	l.mu.Unlock()
 	return b
 }

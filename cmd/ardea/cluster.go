@@ -27,6 +27,7 @@ import (
 	"github.com/ardea-dev/ardea/internal/names"
 	"github.com/ardea-dev/ardea/scheduler/daemon"
 	"github.com/ardea-dev/ardea/scheduler/hostprocess"
+	"github.com/ardea-dev/ardea/scheduler/launcher"
 	"github.com/ardea-dev/ardea/scheduler/modules"
 	"github.com/ardea-dev/ardea/scheduler/packing"
 	"github.com/ardea-dev/ardea/sinks"
@@ -135,6 +136,7 @@ func newHostCmd(g *globalFlags) *cobra.Command {
 				return usageError{errors.New("host needs --nats, --topology and --container")}
 			}
 			o.Logger = log
+			o.Restarts, _ = strconv.Atoi(os.Getenv(launcher.RestartsEnv)) // unset: a first start
 			if metricsJSON != "" {
 				o.Metrics = &sinks.Config{}
 				if err := json.Unmarshal([]byte(metricsJSON), o.Metrics); err != nil {

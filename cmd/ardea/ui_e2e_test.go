@@ -4,9 +4,16 @@ package main
 
 import (
 	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -31,8 +38,11 @@ func need(t *testing.T, what, path string) string {
 }
 
 // TestUIInChromium runs ui/e2e/ui.e2e.mjs (Playwright in Debian's headless
-// Chromium) against `ardea demo`, with a trapping topology beside it.
-// Screenshots land in ui/e2e/test-output/.
+// Chromium) against `ardea demo`, with a trapping topology beside it,
+// logged in through the login link the demo prints. Then ui/e2e/auth.e2e.mjs
+// checks login, scopes, the admin pages and that tenant default's read
+// token does not see another tenant's topology. Screenshots land in
+// ui/e2e/test-output/.
 func TestUIInChromium(t *testing.T) {
 	node := need(t, "Node.js", "node")
 	chromium := need(t, "Chromium", "/usr/bin/chromium")
@@ -61,7 +71,7 @@ func TestUIInChromium(t *testing.T) {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
 			if rest, ok := strings.CutPrefix(sc.Text(), "UI: "); ok {
-				urls <- strings.TrimSuffix(rest, "/#/t/wordcount")
+				urls <- strings.TrimSpace(rest)
 			}
 		}
 		_ = demo.Wait()
@@ -75,13 +85,36 @@ func TestUIInChromium(t *testing.T) {
 			t.Logf("demo log:\n%s", b)
 		}
 	})
-	var base string
+	var uiURL string
 	select {
-	case base = <-urls:
+	case uiURL = <-urls:
 	case <-exited:
 		t.Fatal("ardea demo exited before printing the UI address")
 	}
+	base, fragment, _ := strings.Cut(uiURL, "#")
+	base = strings.TrimSuffix(base, "/")
 	server := strings.TrimPrefix(base, "http://")
+	// The admin token: the login link's (#token=...), else the data dir's.
+	admin := ""
+	if m := regexp.MustCompile(`(?:^|&)token=([^&]+)`).FindStringSubmatch(fragment); m != nil {
+		admin, _ = url.QueryUnescape(m[1])
+	} else if b, err := os.ReadFile(filepath.Join(dataDir, "admin.token")); err == nil {
+		admin = strings.TrimSpace(string(b))
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		t.Fatal(err)
+	}
+	if admin == "" {
+		// The UI opens on its login form; without a token it shows nothing else.
+		t.Fatalf("ardea demo printed no login link (%s) and wrote no %s: the UI needs a token", uiURL, filepath.Join(dataDir, "admin.token"))
+	}
+	ardeaAs := func(token string, args ...string) {
+		t.Helper()
+		cmd := exec.Command(ardeaBin, append([]string{"--cache-dir", cacheDir(t)}, args...)...)
+		cmd.Env = append(os.Environ(), "ARDEA_TOKEN="+token)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("ardea %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
 
 	// A topology whose bolt traps on the word "panic" (the Go probe bolt).
 	in := filepath.Join(t.TempDir(), "in.txt")
@@ -95,19 +128,77 @@ func TestUIInChromium(t *testing.T) {
 	if err := os.WriteFile(topo, []byte(spec), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if code, out, errOut := runArdea(t, "submit", topo, "--server", server); code != 0 {
-		t.Fatalf("submit trap: exit %d: %s%s", code, out, errOut)
-	}
+	ardeaAs(admin, "submit", topo, "--server", server)
 
 	shots := filepath.Join(e2e, "test-output")
 	cmd := exec.Command(node, "--test", "--test-reporter=spec", "ui.e2e.mjs")
 	cmd.Dir = e2e
 	cmd.Env = append(os.Environ(), "ARDEA_UI="+base, "ARDEA_SHOTS="+shots, "CHROMIUM="+chromium,
+		"ARDEA_TOKEN="+admin,
 		// The Rust count: same logic, another module version.
 		"ARDEA_SWAP="+repoPath("examples/wordcount/rust/count.wasm"))
 	out, err := cmd.CombinedOutput()
 	t.Logf("ui.e2e.mjs:\n%s", out)
 	if err != nil {
 		t.Fatalf("ui.e2e.mjs: %v", err)
+	}
+
+	// Tenant B, with a topology of its own; tokens of tenant default (A,
+	// which runs the word count) for each scope.
+	api := func(method, path string, body any, out any) {
+		t.Helper()
+		b, _ := json.Marshal(body)
+		req, err := http.NewRequestWithContext(t.Context(), method, base+"/api/v1"+path, bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+admin)
+		req.Header.Set("Content-Type", "application/json")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		if res.StatusCode/100 != 2 {
+			var e struct{ Message string }
+			_ = json.NewDecoder(res.Body).Decode(&e)
+			t.Fatalf("%s %s: %d %s", method, path, res.StatusCode, e.Message)
+		}
+		if out != nil {
+			if err := json.NewDecoder(res.Body).Decode(out); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	token := func(tenant, scope string) string {
+		var nt struct{ Secret string }
+		api(http.MethodPost, "/tokens", map[string]string{"tenant": tenant, "scope": scope, "name": "ui-e2e-" + scope, "expires_in": "1h"}, &nt)
+		return nt.Secret
+	}
+	api(http.MethodPost, "/tenants", map[string]string{"name": "tenant-b"}, nil)
+	inB := filepath.Join(t.TempDir(), "b.txt")
+	if err := os.WriteFile(inB, []byte("b\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	topoB := filepath.Join(t.TempDir(), "b.yaml")
+	specB := strings.ReplaceAll(strings.Replace(spec, "name: trap", "name: b-secret", 1), in, inB)
+	if err := os.WriteFile(topoB, []byte(specB), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ardeaAs(token("tenant-b", "deploy"), "submit", topoB, "--server", server)
+
+	cmd = exec.Command(node, "--test", "--test-reporter=spec", "auth.e2e.mjs")
+	cmd.Dir = e2e
+	cmd.Env = append(os.Environ(), "ARDEA_UI="+base, "ARDEA_SHOTS="+filepath.Join(shots, "auth"), "CHROMIUM="+chromium,
+		"ARDEA_TOKEN="+admin,
+		"ARDEA_READ_TOKEN="+token("default", "read"),
+		"ARDEA_OPERATE_TOKEN="+token("default", "operate"),
+		"ARDEA_DEPLOY_TOKEN="+token("default", "deploy"),
+		"ARDEA_TENANT_A_TOPOLOGY=wordcount",
+		"ARDEA_TENANT_B_TOPOLOGY=b-secret")
+	out, err = cmd.CombinedOutput()
+	t.Logf("auth.e2e.mjs:\n%s", out)
+	if err != nil {
+		t.Fatalf("auth.e2e.mjs: %v", err)
 	}
 }

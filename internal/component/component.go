@@ -82,6 +82,15 @@ type Context struct {
 	// Checkpointing is set when the topology runs effectively once: the
 	// task's State is saved at checkpoints (Snapshotter, CheckpointListener).
 	Checkpointing bool
+	// Restarted is set when the task starts again within one run of its
+	// topology: its container restarted (its process was killed, a
+	// rollback, a re-plan) or the daemon resumed the topology. It is unset
+	// on the topology's first start (a submission, or a submission again
+	// after a kill). A sink that starts its output afresh does so only
+	// then: the file sink truncates its file on a first start and appends
+	// to it on a restart, so a restart never destroys output already
+	// written (and acked).
+	Restarted bool
 }
 
 // Spout is a source task.

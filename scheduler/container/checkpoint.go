@@ -210,7 +210,7 @@ func (c *Container) describeTask(p *plan.Plan, task uint32) string {
 	if v != "" {
 		s += " version " + v[:min(12, len(v))]
 	}
-	if e := lastTupleFailure(c.o.Topology.Name, task); e != "" {
+	if e := c.failures.Last(task); e != "" {
 		s += ": " + e // a failing tuple of that task in this process (failing.go)
 	}
 	return s

@@ -40,6 +40,10 @@ type Options struct {
 	Bus       bus.Options
 	// Active starts the spouts emitting; false deploys them deactivated.
 	Active bool
+	// Restarted: the container's tasks start again within one run of the
+	// topology, not for the first time (component.Context.Restarted). Tasks
+	// a swap or a live switch starts are always restarts.
+	Restarted bool
 	// States, when set, gives a task its host-side state (for example one
 	// restored from a handoff); tasks without an entry start empty.
 	States map[uint32]*host.MemoryState
@@ -57,6 +61,10 @@ type Options struct {
 	// one fails again it goes to its bolt's dead letters, without a
 	// rollback (failing.go).
 	DeadLetterTuples map[uint64]bool
+	// Failures keeps the bolt tasks' last failing tuples for the spouts'
+	// dead letters (failing.go); containers of one topology in one
+	// process share it. Nil: the container keeps its own, cleared at Close.
+	Failures *TupleFailures
 	// OnDrainedFailure hears a spout task that failed after its stream
 	// drained (*engine.DrainedError): the container has already ended its
 	// own spouts' input; a run ends the other containers' (EndInput).
@@ -70,6 +78,10 @@ type Container struct {
 	sm   *bus.StreamManager
 	mode string      // topology.reliability (settings.AtMostOnce, ...)
 	dead deadLetters // a bolt's given-up tuples (failing.go)
+	// failures: the bolt tasks' last failing tuples (Options.Failures);
+	// ownFailures: the container made it, and clears it at Close.
+	failures    *TupleFailures
+	ownFailures bool
 
 	mu       sync.Mutex // guards the fields below (tasks are added by a switch)
 	tasks    []*engine.Task
@@ -122,7 +134,11 @@ func Start(ctx context.Context, o Options) (*Container, error) {
 	}
 	c := &Container{o: o, sm: sm, mode: del.Mode, states: map[uint32]*host.MemoryState{}, active: o.Active,
 		exited: map[uint32]error{}, finished: map[uint32]bool{}, runLog: log, runPlan: o.Plan,
-		since: map[uint32]time.Time{}, swaps: map[uint32]*swapping{}, modules: map[uint32]versioned{}}
+		since: map[uint32]time.Time{}, swaps: map[uint32]*swapping{}, modules: map[uint32]versioned{},
+		failures: o.Failures}
+	if c.failures == nil {
+		c.failures, c.ownFailures = &TupleFailures{}, true
+	}
 	for _, id := range planner.ContainerTasks(o.Plan, o.Container) {
 		pc := &o.Plan.Components[o.Plan.Tasks[id].Component]
 		st := o.States[id]
@@ -130,7 +146,7 @@ func Start(ctx context.Context, o Options) (*Container, error) {
 			st = host.NewMemoryState(pc.MaxKeyGroups)
 		}
 		c.states[id] = st
-		task, err := newTask(ctx, o.Topology, o.Plan, id, sm, o.Runtime, o.Modules[pc.Name], st, o.Metrics, log, c.tupleFailed)
+		task, err := c.newTask(ctx, o.Plan, id, o.Modules[pc.Name], st, o.Restarted)
 		if err != nil {
 			c.Close()
 			return nil, err
@@ -236,15 +252,21 @@ func (c *Container) State(task uint32) *host.MemoryState {
 // Close stops the stream manager (and closes the NATS connection if the
 // container owns it). Call it after Run returned.
 func (c *Container) Close() {
+	if c.ownFailures {
+		c.failures.Clear()
+	}
 	c.sm.Close()
 	if c.o.OwnConn {
 		c.o.Conn.Close()
 	}
 }
 
-func newTask(ctx context.Context, t *ardea.Topology, p *plan.Plan, id uint32, sm *bus.StreamManager,
-	rt *host.Runtime, mod *host.Module, state *host.MemoryState, reg *metrics.Registry, log *slog.Logger,
-	fail func(*engine.Task, host.TupleFailure) error) (*engine.Task, error) {
+// newTask makes task id of plan p (not yet running) with its module and
+// host-side state; restarted: the task starts again within this run of
+// the topology (component.Context.Restarted).
+func (c *Container) newTask(ctx context.Context, p *plan.Plan, id uint32, mod *host.Module, state *host.MemoryState,
+	restarted bool) (*engine.Task, error) {
+	t, sm, reg, log, fail := c.o.Topology, c.sm, c.o.Metrics, c.runLog, c.tupleFailed
 	pt := p.Tasks[id]
 	pc := &p.Components[pt.Component]
 	tc := t.Components[pt.Component]
@@ -258,6 +280,7 @@ func newTask(ctx context.Context, t *ardea.Topology, p *plan.Plan, id uint32, sm
 		Gauge:        func(name string, v float64) { m.UserGauge(name).Set(v) },
 		Observe:      func(name string, v int64) { m.UserHistogram(name).Observe(v) },
 		Acking:       sm.Acking(),
+		Restarted:    restarted,
 	}
 	task := &engine.Task{
 		ID: id, Component: pc.Name, Index: pt.Index, Context: cctx,

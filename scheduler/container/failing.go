@@ -94,7 +94,7 @@ func (c *Container) tupleFailed(t *engine.Task, f host.TupleFailure) error {
 		fate = "it failed again after topology.bolt.max_tuple_rollbacks rollbacks: " + c.deadLetter(t, f, version, h)
 	case settings.AtLeastOnce:
 		fate = "its tree fails (the spout replays it, or after its max_retries writes it to its dead letters)"
-		noteTupleFailure(c.o.Topology.Name, f.Task, guestMessage(f.Err))
+		c.failures.Note(f.Task, guestMessage(f.Err))
 	default:
 		fate = "dropped (at most once), counted in __fail-count"
 	}
@@ -194,27 +194,41 @@ func (d *deadLetters) write(path, hash string, line []byte) (bool, error) {
 	return err == nil, err
 }
 
-// The last failing tuple's error of each bolt task, by topology, so that
-// a spout in the same process writes it into a dead letter (at least
-// once: the ack message names only the task that failed a tree).
-var lastFailures sync.Map // failureKey -> string
-
-type failureKey struct {
-	topology string
-	task     uint32
+// TupleFailures keeps the error of the last tuple each bolt task failed
+// (at least once), so that a spout running in the same process writes it
+// into a dead letter: the ack message names only the task that failed a
+// tree. Its owner is whatever runs a topology's containers in one process
+// and lives as long as that run: the `ardea host` process (one
+// container), or under `ardea run` the topology manager, whose containers
+// share it (a bolt and a spout in two containers of one process). The
+// zero value is ready; it is safe for concurrent use.
+type TupleFailures struct {
+	mu   sync.Mutex
+	last map[uint32]string // by task id
 }
 
-func noteTupleFailure(topology string, task uint32, msg string) {
-	lastFailures.Store(failureKey{topology, task}, msg)
-}
-
-// lastTupleFailure is the error of the last tuple task failed in this
-// process ("" if none).
-func lastTupleFailure(topology string, task uint32) string {
-	if v, ok := lastFailures.Load(failureKey{topology, task}); ok {
-		return v.(string)
+// Note records msg as bolt task's last failing tuple's error.
+func (f *TupleFailures) Note(task uint32, msg string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.last == nil {
+		f.last = map[uint32]string{}
 	}
-	return ""
+	f.last[task] = msg
+}
+
+// Last is the error of the last tuple task failed ("" if none).
+func (f *TupleFailures) Last(task uint32) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.last[task]
+}
+
+// Clear forgets every task's failure.
+func (f *TupleFailures) Clear() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	clear(f.last)
 }
 
 // IsTupleRollback reports whether err asks for a rollback for a failing

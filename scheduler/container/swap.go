@@ -154,7 +154,7 @@ func (c *Container) restart(t *engine.Task, v versioned, probation bool, retry *
 	p := c.runPlan
 	pc := &p.Components[p.Tasks[t.ID].Component]
 	st := c.states[t.ID]
-	nt, err := newTask(c.group.Context(), c.o.Topology, p, t.ID, c.sm, c.o.Runtime, v.mod, st, c.o.Metrics, c.runLog, c.tupleFailed)
+	nt, err := c.newTask(c.group.Context(), p, t.ID, v.mod, st, true)
 	if err != nil {
 		return nil, fmt.Errorf("component %s task %d: %w", pc.Name, t.ID, err)
 	}

@@ -312,7 +312,7 @@ func (c *Container) StartSwitched(states map[uint32]*host.MemoryState) error {
 		if st == nil {
 			st = host.NewMemoryState(pc.MaxKeyGroups)
 		}
-		task, err := newTask(ctx, c.o.Topology, p, id, c.sm, c.o.Runtime, c.o.Modules[pc.Name], st, c.o.Metrics, c.runLog, c.tupleFailed)
+		task, err := c.newTask(ctx, p, id, c.o.Modules[pc.Name], st, true)
 		if err != nil {
 			return err
 		}

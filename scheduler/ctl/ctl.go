@@ -259,6 +259,15 @@ type PlanDoc struct {
 	// kept here so that a daemon restarted in that window returns to them
 	// too.
 	Base *BasePlan `json:"base,omitempty"`
+	// Fresh is set only in the plan a submission starts with, as its TM
+	// first stores it; every later publication clears it (a TM resuming a
+	// topology publishes its plan again without it). A host runs its first
+	// container of a fresh plan as the topology's first start; any other
+	// container it runs (a later plan, a restarted host process, a second
+	// container of the same process) is a restart
+	// (component.Context.Restarted: the file sink appends instead of
+	// truncating).
+	Fresh bool `json:"fresh,omitempty"`
 	// DeadLetterTuples (effectively once) are the tuples (hashes, 16 hex
 	// digits: container.TupleHash) that caused topology.bolt.max_tuple_rollbacks
 	// rollbacks: when one fails again its bolt writes it to its dead

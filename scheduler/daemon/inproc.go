@@ -178,6 +178,9 @@ func (r *inProcess) run(ctx context.Context, p *inproc, pid int) error {
 	}
 	defer nc.Close()
 	local := t.local
+	r.mu.Lock()
+	restarts := p.st.Restarts
+	r.mu.Unlock()
 	return hostprocess.Run(ctx, hostprocess.Options{
 		Tenant: t.sp.tenant, Topology: t.name, Container: c, DataDir: d.cacheDir(),
 		Logger: d.log, Metrics: d.o.Metrics, Conn: nc, Reporter: local.Reporter(),
@@ -186,6 +189,7 @@ func (r *inProcess) run(ctx context.Context, p *inproc, pid int) error {
 			return func() { local.Detach(c) }
 		},
 		Registry: d.o.Registry, PID: pid, OnStop: d.o.OnContainerStop, OnSwap: d.o.OnSwap, CheckpointStore: d.o.CheckpointStore, Bus: d.o.Bus,
+		Restarts: restarts, TupleFailures: &t.tupleFailures,
 	})
 }
 

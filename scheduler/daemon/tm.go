@@ -19,6 +19,7 @@ import (
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/connectors"
 	"github.com/ardea-dev/ardea/internal/plan"
+	"github.com/ardea-dev/ardea/scheduler/container"
 	"github.com/ardea-dev/ardea/scheduler/ctl"
 	"github.com/ardea-dev/ardea/scheduler/launcher"
 	"github.com/ardea-dev/ardea/scheduler/statemgr"
@@ -92,6 +93,11 @@ type tm struct {
 	lastExit string
 	// poison counts the rollbacks failing tuples caused (failing.go).
 	poison tupleRollbacks
+	// tupleFailures (in process, `ardea run`): the bolt tasks' last failing
+	// tuples, shared by the topology's containers so that a spout's dead
+	// letter names a bolt's error from another container; it lives as long
+	// as this TM (a topology submitted again starts empty).
+	tupleFailures container.TupleFailures
 }
 
 func (d *Daemon) newTM(sp *space, name string) *tm {
@@ -145,11 +151,12 @@ func (t *tm) start(ctx context.Context, state State) error {
 			t.stopTM()
 			return err
 		}
-		doc = ctl.PlanDoc{Plan: p, Active: state == StateRunning}
-		if rev, err = t.putPlan(ctx, doc); err != nil {
+		doc = ctl.PlanDoc{Plan: p, Active: state == StateRunning, Fresh: true}
+		if rev, err = t.storePlan(ctx, doc); err != nil {
 			t.stopTM()
 			return err
 		}
+		doc.Fresh = false // what the TM derives from it is not
 	case err != nil:
 		t.stopTM()
 		return err
@@ -159,8 +166,9 @@ func (t *tm) start(ctx context.Context, state State) error {
 			return err
 		}
 		resumed = true
-		if doc.Active != (state == StateRunning) {
-			doc.Active = state == StateRunning
+		// A resumed topology has run: its containers start as restarts.
+		if doc.Active != (state == StateRunning) || doc.Fresh {
+			doc.Active, doc.Fresh = state == StateRunning, false
 			if rev, err = t.putPlan(ctx, doc); err != nil {
 				t.stopTM()
 				return err
@@ -276,7 +284,15 @@ func (t *tm) stepDown(why error) {
 	t.stopContainers(t.runCtx)
 }
 
+// putPlan stores doc as the topology's physical plan. Only a new
+// submission's first plan is Fresh (storePlan): every other one is
+// stored without it, whichever plan it was derived from.
 func (t *tm) putPlan(ctx context.Context, doc ctl.PlanDoc) (uint64, error) {
+	doc.Fresh = false
+	return t.storePlan(ctx, doc)
+}
+
+func (t *tm) storePlan(ctx context.Context, doc ctl.PlanDoc) (uint64, error) {
 	if doc.Plan != nil {
 		// The plan's tenant picks its subjects (ardea.<tenant>.<topology>...),
 		// the only ones its hosts' NATS credentials reach.

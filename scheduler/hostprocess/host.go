@@ -87,6 +87,16 @@ type Options struct {
 	// managers (zero values take bus defaults).
 	CheckpointStore checkpoint.Store
 	Bus             bus.Options
+	// TupleFailures keeps the bolt tasks' last failing tuples for the
+	// spouts' dead letters (container.TupleFailures): under `ardea run` the
+	// topology's containers in one process share it. Nil: the host keeps
+	// its own for its lifetime (an `ardea host` process runs one container).
+	TupleFailures *container.TupleFailures
+	// Restarts is how many times the supervisor started this container
+	// before, in this run of the topology (launcher.RestartsEnv for a
+	// process). Above 0, every container the host runs is a restart
+	// (component.Context.Restarted), even one of a Fresh plan.
+	Restarts int
 }
 
 // proc is Run's state.
@@ -148,6 +158,9 @@ type proc struct {
 	// rollback is this host's request for a rollback after a failing
 	// tuple (effectively once), until a plan of another generation runs.
 	rollback *ctl.TupleRollback
+	// started: this host began to start a container (the next one is a
+	// restart, component.Context.Restarted).
+	started bool
 }
 
 // setCur records the running container (nil: none).
@@ -187,6 +200,9 @@ func Run(ctx context.Context, o Options) error {
 	}
 	if o.PID == 0 {
 		o.PID = os.Getpid()
+	}
+	if o.TupleFailures == nil {
+		o.TupleFailures = &container.TupleFailures{}
 	}
 	h := &proc{o: o, log: log, ctx: ctx, state: ctl.HostStarting, commands: make(chan command, 16),
 		versions: map[string]string{}, swapEvents: make(chan container.SwapEvent, 256), drained: make(chan string, 1),
@@ -275,6 +291,7 @@ func Run(ctx context.Context, o Options) error {
 			}
 			if u.Deleted {
 				h.stop()
+				h.o.TupleFailures.Clear() // the topology is gone
 				h.state = ctl.HostStopped
 				continue
 			}
@@ -452,10 +469,17 @@ func (h *proc) replan(ctx context.Context, u statemgr.PlanUpdate) error {
 			return err
 		}
 	}
+	// The topology's first start is this host's first container of the
+	// plan its submission began with, in the container's first process;
+	// anything else starts again what ran before (ctl.PlanDoc.Fresh).
+	restarted := !doc.Fresh || h.o.Restarts > 0 || h.started
+	h.started = true
 	runCtx, cancel := context.WithCancel(ctx)
 	c, err := container.Start(runCtx, container.Options{
 		Topology: h.top, Plan: doc.Plan, Container: h.o.Container, Conn: h.nc, Runtime: h.rt,
 		Modules: h.mods, Metrics: h.reg, Logger: h.log, Active: doc.Active, States: states, Bus: h.o.Bus,
+		Restarted:        restarted,
+		Failures:         h.o.TupleFailures,
 		Checkpoints:      h.checkpointing(doc),
 		DeadLetterTuples: deadLetterTuples(doc),
 		Versions:         maps.Clone(h.versions),
@@ -501,7 +525,7 @@ func (h *proc) replan(ctx context.Context, u statemgr.PlanUpdate) error {
 	h.final = nil
 	h.state = ctl.HostRunning
 	h.log.Info("running plan", "revision", u.Revision, "tasks", len(planner.ContainerTasks(doc.Plan, h.o.Container)),
-		"active", doc.Active, "handoff_epoch", doc.HandoffEpoch)
+		"active", doc.Active, "handoff_epoch", doc.HandoffEpoch, "restarted", restarted)
 	h.heartbeat()
 	return nil
 }

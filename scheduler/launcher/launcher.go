@@ -111,6 +111,11 @@ type ProcessSpec struct {
 	Cgroup *Slice
 }
 
+// RestartsEnv is set in every run's environment to its
+// ProcessStatus.Restarts (0 for the first run after Start), so that a
+// process tells a restart from its first run.
+const RestartsEnv = "ARDEA_RESTARTS"
+
 // ProcessStatus is a snapshot of one supervised process.
 type ProcessStatus struct {
 	ID        string

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -255,7 +256,12 @@ func (s *Supervisor) spawn(p *proc, spec ProcessSpec) (*run, error) {
 		return nil, fmt.Errorf("stderr pipe: %w", err)
 	}
 	cmd := exec.Command(spec.Path, spec.Args...)
-	cmd.Env, cmd.Dir = spec.Env, spec.Dir
+	env := spec.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	cmd.Env = append(env[:len(env):len(env)], RestartsEnv+"="+strconv.Itoa(p.status().Restarts))
+	cmd.Dir = spec.Dir
 	// *os.File outputs are handed to the child as is: no copying goroutine
 	// in os/exec, and Wait does not wait for the pipes.
 	cmd.Stdout, cmd.Stderr = outW, errW

@@ -6,6 +6,8 @@
 //   ARDEA_SWAP       a .wasm module to swap count to
 //   ARDEA_SHOTS      where screenshots go (one per test)
 //   CHROMIUM         the browser (default /usr/bin/chromium)
+//   ARDEA_TOKEN      a token to log in with (through a login link, as
+//                    `ardea demo` prints it); unset for a daemon that takes none
 // Every wait polls the page (Playwright's expect-style polling); nothing
 // sleeps for a fixed time.
 import { test, before, after } from 'node:test';
@@ -28,6 +30,12 @@ before(async () => {
   page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
   page.setDefaultTimeout(timeout);
   page.on('pageerror', (e) => console.error('page error:', e));
+  const token = process.env.ARDEA_TOKEN;
+  if (token) {
+    // The login link: the page keeps the token in this tab's sessionStorage.
+    await page.goto(`${base}/#token=${encodeURIComponent(token)}`);
+    await page.locator('#who').waitFor({ state: 'visible' });
+  }
 });
 
 after(async () => { await browser?.close(); });

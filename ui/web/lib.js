@@ -53,6 +53,9 @@ export function fmtBytes(b) {
  */
 export function parseRoute(hash) {
   const parts = String(hash || '').replace(/^#\/?/, '').split('/').filter(Boolean).map(decodeURIComponent);
+  if (parts[0] === 'admin') {
+    return { page: 'admin', section: adminSections.includes(parts[1]) ? parts[1] : 'tenants' };
+  }
   if (parts[0] === 't' && parts[1]) {
     if (parts[2] === 'c' && parts[3]) return { page: 'component', topology: parts[1], component: parts[3] };
     return { page: 'topology', topology: parts[1] };
@@ -64,6 +67,7 @@ export function parseRoute(hash) {
 export function routeHash(r) {
   if (r.page === 'component') return `#/t/${encodeURIComponent(r.topology)}/c/${encodeURIComponent(r.component)}`;
   if (r.page === 'topology') return `#/t/${encodeURIComponent(r.topology)}`;
+  if (r.page === 'admin') return `#/admin/${encodeURIComponent(r.section || 'tenants')}`;
   return '#/';
 }
 
@@ -222,3 +226,42 @@ export function byInstance(a, b) {
   if (Number.isFinite(na) && Number.isFinite(nb)) return na - nb;
   return String(a) < String(b) ? -1 : String(a) > String(b) ? 1 : 0;
 }
+
+// ---- login and scopes -------------------------------------------------------
+
+/**
+ * Reads a login link's token from the URL fragment ("#token=T", as
+ * `ardea demo` prints it, possibly followed by "&..."); null without one.
+ */
+export function tokenFromHash(hash) {
+  const m = /^#token=([^&]+)/.exec(String(hash || ''));
+  if (!m) return null;
+  try {
+    const t = decodeURIComponent(m[1]).trim();
+    return t || null;
+  } catch {
+    return null;
+  }
+}
+
+const scopeRank = { read: 1, operate: 2, deploy: 3, admin: 4 };
+
+/**
+ * Whether a token of scope has reaches what need requires (read < operate
+ * < deploy < admin, each including the ones before; metrics is apart and
+ * reaches none of them), as internal/auth's Scope.Allows.
+ */
+export function scopeAllows(has, need) {
+  const h = scopeRank[has] ?? 0;
+  return h > 0 && h >= (scopeRank[need] ?? Infinity);
+}
+
+/** The scope each of the UI's actions takes (httpsec.DefaultRoutes). */
+export const actionScopes = {
+  activate: 'operate', deactivate: 'operate', update: 'operate', restart: 'operate', rollback: 'operate',
+  swap: 'deploy', kill: 'deploy', 'dlq-replay': 'deploy',
+  admin: 'admin',
+};
+
+/** The admin pages, in the order the navigation shows them. */
+export const adminSections = ['tenants', 'tokens', 'quotas', 'audit'];

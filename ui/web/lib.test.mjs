@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import {
   esc, fmtNum, fmtMs, fmtDuration, fmtBytes, parseRoute, routeHash, filterSort,
   layout, edgePath, overlayValue, heat, instancesOf, sparkPoints, toBase64, formatLogLine, taskNames, byInstance,
+  tokenFromHash, scopeAllows, actionScopes, adminSections,
 } from './lib.js';
 
 test('esc escapes markup', () => {
@@ -126,4 +127,32 @@ test('taskNames and byInstance', () => {
   const physical = { containers: [{ id: 1, instances: [{ name: 'count/10', task: 12 }, { name: 'count/2', task: 4 }] }] };
   assert.deepEqual(taskNames(physical), { 12: 'count/10', 4: 'count/2' });
   assert.deepEqual(['count/10', 'split/0', 'count/2'].sort(byInstance), ['count/2', 'count/10', 'split/0']);
+});
+
+test('admin routes round-trip; an unknown section is the tenants page', () => {
+  for (const section of adminSections) assert.deepEqual(parseRoute(routeHash({ page: 'admin', section })), { page: 'admin', section });
+  assert.deepEqual(parseRoute('#/admin'), { page: 'admin', section: 'tenants' });
+  assert.deepEqual(parseRoute('#/admin/nope'), { page: 'admin', section: 'tenants' });
+});
+
+test('a login link\'s token is read from the fragment', () => {
+  assert.equal(tokenFromHash('#token=ardea_ab12_xyz'), 'ardea_ab12_xyz');
+  assert.equal(tokenFromHash('#token=ardea_ab12_xyz&next=1'), 'ardea_ab12_xyz');
+  assert.equal(tokenFromHash('#token=a%2Bb'), 'a+b');
+  for (const h of ['', '#/', '#/t/wc', '#token=', '#xtoken=a', '#token=%E0%A4%A']) assert.equal(tokenFromHash(h), null, h);
+});
+
+test('scopes are ordered; metrics reaches nothing of the UI', () => {
+  assert.ok(scopeAllows('read', 'read'));
+  assert.ok(!scopeAllows('read', 'operate'));
+  assert.ok(scopeAllows('operate', 'operate') && !scopeAllows('operate', 'deploy'));
+  assert.ok(scopeAllows('deploy', 'operate') && scopeAllows('deploy', 'deploy') && !scopeAllows('deploy', 'admin'));
+  for (const need of ['read', 'operate', 'deploy', 'admin']) {
+    assert.ok(scopeAllows('admin', need));
+    assert.ok(!scopeAllows('metrics', need));
+    assert.ok(!scopeAllows(undefined, need));
+  }
+  assert.ok(!scopeAllows('admin', 'bogus'));
+  assert.equal(actionScopes.kill, 'deploy');
+  assert.equal(actionScopes.rollback, 'operate');
 });

@@ -27,6 +27,10 @@ import (
 	rustsdk "github.com/ardea-dev/ardea/wasm-sdk/rust"
 )
 
+// The tests that compile (TestNative, TestCommittedModulesAreFresh,
+// TestCargoPackage, TestTemplates) run in parallel: each works in its own
+// temp folders (CARGO_TARGET_DIR, rustc -o) and only reads the sources.
+
 // debianRustc is the compiler the committed modules are built with.
 const debianRustc = "/usr/bin/rustc"
 
@@ -106,6 +110,7 @@ func run(t *testing.T, dir string, env []string, name string, args ...string) st
 // errors) and runs them against wasm-sdk/testdata, then the word-count
 // examples' tests and a compile check of the test guests.
 func TestNative(t *testing.T) {
+	t.Parallel()
 	testdata, err := filepath.Abs("../testdata")
 	if err != nil {
 		t.Fatal(err)
@@ -113,6 +118,7 @@ func TestNative(t *testing.T) {
 	for _, rustc := range compilers(t) {
 		v := strings.TrimSpace(run(t, ".", nil, rustc, "--version"))
 		t.Run(strings.ReplaceAll(v, " ", "_"), func(t *testing.T) {
+			t.Parallel()
 			tmp := t.TempDir()
 			bin := filepath.Join(tmp, "ardea-tests")
 			run(t, ".", nil, rustc, "--edition", "2021", "-D", "warnings", "--test", "src/lib.rs", "-o", bin)
@@ -162,6 +168,7 @@ var committed = map[string]string{
 // temporary folder and compares the bytes with the committed ones. The
 // bytes depend on the compiler, so it needs the one they were built with.
 func TestCommittedModulesAreFresh(t *testing.T) {
+	t.Parallel()
 	if _, err := os.Stat(debianRustc); err != nil {
 		missing(t, "%s not found (apt-get install rustc libstd-rust-dev-wasm32)", debianRustc)
 	}
@@ -243,6 +250,7 @@ func TestEmbeddedSources(t *testing.T) {
 // and the package holds what the embedded copy holds; and its own tests
 // pass under cargo.
 func TestCargoPackage(t *testing.T) {
+	t.Parallel()
 	cargo := needCargo(t)
 	env := []string{"CARGO_TARGET_DIR=" + t.TempDir()}
 	cmd := exec.Command(cargo, "package", "--offline", "--allow-dirty", "--list")
@@ -433,9 +441,11 @@ func TestManifestInWazero(t *testing.T) {
 // copy, as on Debian's path) and with cargo test --offline. Building and
 // running them is internal/scaffold's end-to-end test.
 func TestTemplates(t *testing.T) {
+	t.Parallel()
 	rustcs := compilers(t)
 	for _, kind := range []scaffold.Kind{scaffold.Bolt, scaffold.Spout} {
 		t.Run(string(kind), func(t *testing.T) {
+			t.Parallel()
 			dir := filepath.Join(t.TempDir(), "my-"+string(kind))
 			if _, err := scaffold.New(scaffold.Options{Kind: kind, Name: "my-" + string(kind), Lang: build.Rust, Dir: dir}); err != nil {
 				t.Fatal(err)

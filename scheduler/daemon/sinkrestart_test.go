@@ -115,7 +115,7 @@ func TestFileSinkSurvivesDaemonRestart(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return d, daemon.NewClient(d.URL())
+		return withAdmin(d), d.Client()
 	}
 	closeDaemon := func(d *daemon.Daemon) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

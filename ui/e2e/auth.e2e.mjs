@@ -161,6 +161,12 @@ test('a login link: the token moves to sessionStorage and leaves the address bar
   assert.equal(await page.evaluate(() => localStorage.length), 0, 'nothing in localStorage');
   assert.equal(await page.evaluate(() => document.cookie), '', 'no cookie');
   assert.ok(await page.locator('#admin-link').isVisible());
+  // The header with everything in it still fits a narrow window.
+  await page.setViewportSize({ width: 420, height: 800 });
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  assert.ok(overflow <= 1, `the page scrolls sideways by ${overflow}px`);
+  await page.screenshot({ path: join(shots, 'narrow-header.png') });
+  await page.setViewportSize({ width: 1280, height: 800 });
   // A reload keeps the session (same tab).
   await page.reload();
   await until(page, 'still logged in', async () => (await page.locator('#who').getAttribute('data-scope')) === 'admin');

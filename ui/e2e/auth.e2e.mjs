@@ -71,6 +71,36 @@ async function until(page, what, fn) {
   }
 }
 
+// watchRequests records the page's API requests with their headers.
+function watchRequests(page) {
+  const seen = [];
+  page.on('request', (r) => {
+    const u = new URL(r.url());
+    if (u.pathname.startsWith('/api/')) seen.push({ method: r.method(), path: u.pathname, query: u.search, headers: r.headers(), body: r.postData() });
+  });
+  return seen;
+}
+
+// checkRequests asserts the API's rules on what the page sent: the token in
+// the Authorization header only (never the URL), JSON on every
+// state-changing call, and only the events stream with a ticket instead.
+function checkRequests(seen) {
+  assert.ok(seen.length > 0);
+  for (const r of seen) {
+    const what = `${r.method} ${r.path}${r.query}`;
+    assert.doesNotMatch(r.query, /token=/, `${what}: a token in the URL`);
+    if (r.path === '/api/v1/events') {
+      assert.match(r.query, /ticket=/, `${what}: the events stream without a ticket`);
+      continue;
+    }
+    assert.match(r.headers.authorization ?? '', /^Bearer ardea_/, `${what}: no Authorization header`);
+    if (r.method !== 'GET') {
+      assert.equal(r.headers['content-type'], 'application/json', `${what}: not JSON`);
+      assert.doesNotThrow(() => JSON.parse(r.body), `${what}: the body is not JSON`);
+    }
+  }
+}
+
 // loginWith logs in through the form.
 async function loginWith(page, token) {
   await page.goto(`${base}/`);
@@ -131,6 +161,12 @@ test('a login link: the token moves to sessionStorage and leaves the address bar
   assert.equal(await page.evaluate(() => localStorage.length), 0, 'nothing in localStorage');
   assert.equal(await page.evaluate(() => document.cookie), '', 'no cookie');
   assert.ok(await page.locator('#admin-link').isVisible());
+  // The header with everything in it still fits a narrow window.
+  await page.setViewportSize({ width: 420, height: 800 });
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  assert.ok(overflow <= 1, `the page scrolls sideways by ${overflow}px`);
+  await page.screenshot({ path: join(shots, 'narrow-header.png') });
+  await page.setViewportSize({ width: 1280, height: 800 });
   // A reload keeps the session (same tab).
   await page.reload();
   await until(page, 'still logged in', async () => (await page.locator('#who').getAttribute('data-scope')) === 'admin');
@@ -143,6 +179,7 @@ test('a login link: the token moves to sessionStorage and leaves the address bar
 
 test('the admin pages: tenants, tokens (secret once), quotas and usage, audit log', async () => {
   const page = await open();
+  const seen = watchRequests(page);
   await loginWith(page, admin);
   await page.locator('#admin-link').click();
   await page.waitForURL(/#\/admin\/tenants$/);
@@ -158,6 +195,13 @@ test('the admin pages: tenants, tokens (secret once), quotas and usage, audit lo
     await page.waitForURL(new RegExp(`#/admin/${section}$`));
   }
   await page.locator(`#tenants tr[data-tenant="${tn}"]`).waitFor();
+  // Delete it again: a DELETE with a JSON body of {}.
+  await page.locator(`#tenants tr[data-tenant="${tn}"]`).getByRole('button', { name: 'Delete' }).click();
+  await confirmDialog(page);
+  await until(page, 'the tenant gone', async () => (await page.locator(`#tenants tr[data-tenant="${tn}"]`).count()) === 0);
+  assert.ok(seen.some((r) => r.method === 'POST' && r.path === '/api/v1/tenants'));
+  assert.ok(seen.some((r) => r.method === 'DELETE' && r.path === `/api/v1/tenants/${tn}`));
+  checkRequests(seen);
   await page.done('admin-tenants');
 });
 
@@ -323,6 +367,24 @@ test('tenant A does not see tenant B\'s topology', async (t) => {
   assert.equal(await page.locator('#graph a.node').count(), 0);
   // The admin of tenant default does not see it either in a snapshot of A's.
   await page.done('tenant-isolation');
+});
+
+test('the events stream: a new ticket on every reconnect', async () => {
+  const page = await open();
+  const seen = watchRequests(page);
+  let aborted = 0;
+  // The first two connections fail (as a dropped stream does); the page
+  // must ask for a new ticket each time, since a ticket is good once.
+  await page.route('**/api/v1/events?*', (route) => (aborted++ < 2 ? route.abort() : route.continue()));
+  await loginWith(page, readTok);
+  await page.locator(`#rows tr[data-topology="${topoA}"]`).waitFor();
+  await until(page, 'live', async () => /^live/.test(await page.locator('#conn').textContent()));
+  const tickets = seen.filter((r) => r.path === '/api/v1/events').map((r) => new URLSearchParams(r.query).get('ticket'));
+  assert.ok(tickets.length >= 3, `${tickets.length} connections`);
+  assert.equal(new Set(tickets).size, tickets.length, 'a ticket was used twice');
+  assert.equal(seen.filter((r) => r.method === 'POST' && r.path === '/api/v1/tickets').length, tickets.length);
+  checkRequests(seen);
+  await page.done();
 });
 
 test('a token revoked during the session returns the page to the login form', async () => {

@@ -210,7 +210,7 @@ func saveContexts(cf contextFile) (string, error) {
 // saveContext saves server and token as context name and makes it the
 // current one (ardea login; ardea local saves its admin token so).
 //
-// The read-modify-write holds an exclusive lock on contexts.json.lock, so
+// The read-modify-write holds an exclusive lock on the contexts' directory, so
 // daemons and logins starting together (tests start many) keep every
 // context.
 func saveContext(name string, c clientContext) (string, error) {
@@ -221,7 +221,9 @@ func saveContext(name string, c clientContext) (string, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return path, fmt.Errorf("contexts: %w", err)
 	}
-	lock, err := os.OpenFile(path+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+	// The lock is on the directory itself: no lock file beside the
+	// contexts.
+	lock, err := os.Open(filepath.Dir(path))
 	if err != nil {
 		return path, fmt.Errorf("contexts: %w", err)
 	}

@@ -90,14 +90,17 @@ docs/metrics.md).`,
 			if err != nil {
 				return err
 			}
+			// The context is saved before the address is printed: whoever
+			// waits for the address (a script, a test) finds the token.
+			where, cerr := saveLocalContext(d.URL(), d.AdminToken())
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "ardea local: API %s  NATS %s  data %s\n", d.URL(), d.NATSURL(), dataDir)
 			if fp := d.TLSFingerprint(); fp != "" {
 				fmt.Fprintf(out, "TLS certificate fingerprint (SHA-256): %s\n", fp)
 			}
 			fmt.Fprintf(out, "admin token (tenant default): %s (mode 0600)\n", d.AdminTokenPath())
-			if where, err := saveLocalContext(d.URL(), d.AdminToken()); err != nil {
-				log.Warn("could not save the CLI context; pass --token or ARDEA_TOKEN", "err", err)
+			if cerr != nil {
+				log.Warn("could not save the CLI context; pass --token or ARDEA_TOKEN", "err", cerr)
 			} else {
 				fmt.Fprintf(out, "CLI context saved: %s (commands on this machine use it)\n", where)
 			}

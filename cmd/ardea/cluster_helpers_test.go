@@ -24,9 +24,12 @@ import (
 	"time"
 
 	"github.com/ardea-dev/ardea/internal/chaos"
+	"github.com/ardea-dev/ardea/internal/names"
+	"github.com/ardea-dev/ardea/internal/natsauth"
 	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/scheduler/ctl"
 	"github.com/ardea-dev/ardea/scheduler/daemon"
+	"github.com/nats-io/nats.go"
 )
 
 // clusterDaemon is an `ardea local` subprocess.
@@ -376,4 +379,20 @@ func planRunningAt(logPath string, since time.Time) (time.Time, bool) {
 		}
 	}
 	return time.Time{}, false
+}
+
+// natsOptions connect a test's observer to the daemon's NATS as the
+// default tenant's daemon user: NATS takes a credential (operator mode),
+// and the test holds the operator's keys (the daemon's data dir).
+func (d *clusterDaemon) natsOptions(t *testing.T) []nats.Option {
+	t.Helper()
+	m, err := natsauth.Open(filepath.Join(d.dataDir, "nats-auth"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := m.DaemonCreds(names.DefaultTenant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.Options()
 }

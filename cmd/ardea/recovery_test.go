@@ -193,7 +193,7 @@ func TestClusterEffectivelyOnceUnrecoverableFails(t *testing.T) {
 	}
 	d := startDaemon(t, t.TempDir())
 	submitKeyed(t, d, "eou", 400, 500, 20000, "--set", "topology.recovery.timeout=20s")
-	nc, err := nats.Connect(d.natsURL)
+	nc, err := nats.Connect(d.natsURL, d.natsOptions(t)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -334,7 +334,7 @@ func TestClusterEffectivelyOnceCorruptNewestCheckpoint(t *testing.T) {
 	// below stays the newest.
 	d.ok(t, "deactivate", "eoc")
 	newest := d.status(t, "eoc").Checkpoints.Global
-	nc, err := nats.Connect(d.natsURL)
+	nc, err := nats.Connect(d.natsURL, d.natsOptions(t)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -403,7 +403,7 @@ func TestClusterEffectivelyOnceDaemonKillInUncommittedReplan(t *testing.T) {
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	nc, err := nats.Connect(d.natsURL)
+	nc, err := nats.Connect(d.natsURL, d.natsOptions(t)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ardea-dev/ardea/internal/auth"
+	"github.com/ardea-dev/ardea/internal/quota"
 )
 
 var argTenant = posArg{name: "NAME", what: "the tenant's name (see ardea tenant list)", complete: completeTenants}
@@ -63,14 +64,22 @@ func newTenantListCmd() *cobra.Command {
 		Short:   "List the tenants and their active tokens",
 		Example: "  ardea tenant list\n  ardea tenant list -o json",
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			c := cf.client()
 			var ts []auth.Tenant
-			if err := cf.client().Do(cmd.Context(), http.MethodGet, "/api/v1/tenants", nil, &ts); err != nil {
+			if err := c.Do(cmd.Context(), http.MethodGet, "/api/v1/tenants", nil, &ts); err != nil {
 				return err
 			}
-			if ts == nil {
-				ts = []auth.Tenant{}
+			// Each tenant's quotas and usage (GET .../quotas).
+			rows := make([]tenantRow, 0, len(ts))
+			for _, t := range ts {
+				row := tenantRow{Tenant: t}
+				var q quota.TenantQuotas
+				if err := c.Do(cmd.Context(), http.MethodGet, "/api/v1/tenants/"+url.PathEscape(t.Name)+"/quotas", nil, &q); err == nil {
+					row.Quotas, row.Usage = &q.Quotas, q.Usage
+				}
+				rows = append(rows, row)
 			}
-			return outputOf(cmd).Print(cmd.OutOrStdout(), ts, func(w io.Writer) error { return printTenants(w, ts) })
+			return outputOf(cmd).Print(cmd.OutOrStdout(), rows, func(w io.Writer) error { return printTenants(w, rows) })
 		},
 	}
 	positional(cmd)
@@ -79,11 +88,24 @@ func newTenantListCmd() *cobra.Command {
 	return cmd
 }
 
-func printTenants(w io.Writer, ts []auth.Tenant) error {
+// tenantRow is a tenant as `ardea tenant list` shows it: with its
+// effective quotas and its usage.
+type tenantRow struct {
+	auth.Tenant
+	Quotas *quota.Quotas `json:"quotas,omitempty" yaml:"quotas,omitempty"`
+	Usage  *quota.Usage  `json:"usage,omitempty" yaml:"usage,omitempty"`
+}
+
+func printTenants(w io.Writer, ts []tenantRow) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tTOKENS\tCREATED\tBY")
+	fmt.Fprintln(tw, "NAME\tTOKENS\tTOPOLOGIES\tINSTANCES\tCONTAINERS\tCREATED\tBY")
 	for _, t := range ts {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", t.Name, t.Tokens, t.Created.Local().Format(time.DateTime), t.CreatedBy)
+		var u quota.Usage
+		if t.Usage != nil {
+			u = *t.Usage
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%s\n", t.Name, t.Tokens, u.Topologies, u.Instances, u.Containers,
+			t.Created.Local().Format(time.DateTime), t.CreatedBy)
 	}
 	return tw.Flush()
 }

@@ -364,7 +364,8 @@ func TestUILoginInChromium(t *testing.T) {
 		"ARDEA_OPERATE_TOKEN="+s.Tokens["acme-operate"],
 		"ARDEA_DEPLOY_TOKEN="+s.Tokens["acme-deploy"],
 		"ARDEA_TENANT_A_TOPOLOGY=acme-wordcount",
-		"ARDEA_TENANT_B_TOPOLOGY=globex-secret")
+		"ARDEA_TENANT_B_TOPOLOGY=globex-secret",
+		"ARDEA_TENANT_B_TOKEN="+s.Tokens["globex-deploy"])
 	out, err := cmd.CombinedOutput()
 	t.Logf("auth.e2e.mjs:\n%s", out)
 	if err != nil {

@@ -176,16 +176,16 @@ func TestUIInChromium(t *testing.T) {
 		return nt.Secret
 	}
 	api(http.MethodPost, "/tenants", map[string]string{"name": "tenant-b"}, nil)
-	inB := filepath.Join(t.TempDir(), "b.txt")
-	if err := os.WriteFile(inB, []byte("b\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	// (A tenant other than default may not use builtin:file: the generator.)
 	topoB := filepath.Join(t.TempDir(), "b.yaml")
-	specB := strings.ReplaceAll(strings.Replace(spec, "name: trap", "name: b-secret", 1), in, inB)
+	specB := "name: b-secret\nspouts:\n  - name: lines\n    module: builtin:generator\n    config: {rate: 5}\n" +
+		"bolts:\n  - name: probe\n    module: " + repoPath("wasm-sdk/go/testdata/probe_bolt.wasm") + "\n" +
+		"    inputs: [{from: lines}]\n    outputs: {default: [word, n], events: [kind, detail]}\n"
 	if err := os.WriteFile(topoB, []byte(specB), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ardeaAs(token("tenant-b", "deploy"), "submit", topoB, "--server", server)
+	tokenB := token("tenant-b", "deploy")
+	ardeaAs(tokenB, "submit", topoB, "--server", server)
 
 	cmd = exec.Command(node, "--test", "--test-reporter=spec", "auth.e2e.mjs")
 	cmd.Dir = e2e
@@ -195,7 +195,8 @@ func TestUIInChromium(t *testing.T) {
 		"ARDEA_OPERATE_TOKEN="+token("default", "operate"),
 		"ARDEA_DEPLOY_TOKEN="+token("default", "deploy"),
 		"ARDEA_TENANT_A_TOPOLOGY=wordcount",
-		"ARDEA_TENANT_B_TOPOLOGY=b-secret")
+		"ARDEA_TENANT_B_TOPOLOGY=b-secret",
+		"ARDEA_TENANT_B_TOKEN="+tokenB)
 	out, err = cmd.CombinedOutput()
 	t.Logf("auth.e2e.mjs:\n%s", out)
 	if err != nil {

@@ -10,6 +10,7 @@
 //   ARDEA_DEPLOY_TOKEN       a deploy token of tenant A (optional)
 //   ARDEA_TENANT_A_TOPOLOGY  a topology of tenant A
 //   ARDEA_TENANT_B_TOPOLOGY  a topology of another tenant, B (optional)
+//   ARDEA_TENANT_B_TOKEN     a token of tenant B (optional)
 //   ARDEA_SHOTS              where screenshots go
 //   CHROMIUM                 the browser (default /usr/bin/chromium)
 // Each test opens its own browser context (its own sessionStorage), so
@@ -362,11 +363,34 @@ test('tenant A does not see tenant B\'s topology', async (t) => {
   await loginWith(page, readTok);
   await page.locator(`#rows tr[data-topology="${topoA}"]`).waitFor();
   assert.equal(await page.locator(`#rows tr[data-topology="${topoB}"]`).count(), 0);
+  // B's topology is answered as a missing one: the same words, no page.
+  const missing = `zz-missing-${Date.now().toString(36)}`;
+  await page.goto(`${base}/#/t/${missing}`);
+  const notFound = await until(page, 'a missing topology\'s error', async () => page.locator('#topo-error').textContent());
   await page.goto(`${base}/#/t/${encodeURIComponent(topoB)}`);
-  await until(page, 'not found', async () => /not found/i.test(await page.locator('#topo-error').textContent()));
+  const want = notFound.replaceAll(missing, topoB);
+  await until(page, `"${want}"`, async () => (await page.locator('#topo-error').textContent()) === want);
   assert.equal(await page.locator('#graph a.node').count(), 0);
-  // The admin of tenant default does not see it either in a snapshot of A's.
-  await page.done('tenant-isolation');
+  await page.screenshot({ path: join(shots, 'tenant-isolation.png'), fullPage: true });
+  // The API says the same (404, the same message) to A's token.
+  const info = async (name) => {
+    const res = await fetch(`${base}/api/v1/topologies/${name}/info`, { headers: { Authorization: `Bearer ${readTok}` } });
+    return [res.status, (await res.json()).message];
+  };
+  const [codeB, msgB] = await info(topoB);
+  const [codeMissing, msgMissing] = await info(missing);
+  assert.equal(codeB, 404);
+  assert.equal(codeMissing, 404);
+  assert.equal(msgB, msgMissing.replaceAll(missing, topoB));
+  await page.done();
+  // Tenant B's own token sees its topology, and not A's.
+  if (env.ARDEA_TENANT_B_TOKEN) {
+    const pb = await open();
+    await loginWith(pb, env.ARDEA_TENANT_B_TOKEN);
+    await pb.locator(`#rows tr[data-topology="${topoB}"]`).waitFor();
+    assert.equal(await pb.locator(`#rows tr[data-topology="${topoA}"]`).count(), 0);
+    await pb.done('tenant-b');
+  }
 });
 
 test('the events stream: a new ticket on every reconnect', async () => {

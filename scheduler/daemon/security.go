@@ -147,7 +147,16 @@ func (d *Daemon) openSecurity(ctx context.Context) error {
 	if d.sec.boot, err = d.sec.tokens.Bootstrap(ctx, d.o.DataDir); err != nil {
 		return fmt.Errorf("local: admin token: %w", err)
 	}
-	if d.sec.audit, err = audit.Open(ctx, d.nc, d.o.Security.Audit); err != nil {
+	ao := d.o.Security.Audit
+	if ao.MaxBytes == 0 {
+		// The stream reserves its bytes from JetStream's store: an eighth
+		// of it at most (a data dir on a small disk still starts).
+		ao.MaxBytes = audit.DefaultMaxBytes
+		if cfg := d.srv.NATS().JetStreamConfig(); cfg != nil && cfg.MaxStore > 0 {
+			ao.MaxBytes = min(ao.MaxBytes, cfg.MaxStore/8)
+		}
+	}
+	if d.sec.audit, err = audit.Open(ctx, d.nc, ao); err != nil {
 		return fmt.Errorf("local: audit log: %w", err)
 	}
 	qs, err := quota.OpenStore(ctx, js)

@@ -149,11 +149,12 @@ func (d *Daemon) openSecurity(ctx context.Context) error {
 	}
 	ao := d.o.Security.Audit
 	if ao.MaxBytes == 0 {
-		// The stream reserves its bytes from JetStream's store: an eighth
-		// of it at most (a data dir on a small disk still starts).
+		// The stream reserves its bytes from JetStream's store: a
+		// thirty-second of it at most (a data dir on a small disk still
+		// starts, and its checkpoints still fit).
 		ao.MaxBytes = audit.DefaultMaxBytes
 		if cfg := d.srv.NATS().JetStreamConfig(); cfg != nil && cfg.MaxStore > 0 {
-			ao.MaxBytes = min(ao.MaxBytes, cfg.MaxStore/8)
+			ao.MaxBytes = min(ao.MaxBytes, cfg.MaxStore/32)
 		}
 	}
 	if d.sec.audit, err = audit.Open(ctx, d.nc, ao); err != nil {

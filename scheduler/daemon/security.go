@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -232,7 +233,57 @@ func (d *Daemon) apiHandler() (http.Handler, *tls.Config, error) {
 	if d.sec.cert != nil {
 		tc = d.sec.cert.Config
 	}
-	return audit.Middleware(d.sec.audit, d.log, d.sec.guard.Wrap(mux)), tc, nil
+	return audit.Middleware(d.sec.audit, d.log, d.sec.guard.Wrap(d.onTenantDelete(mux))), tc, nil
+}
+
+// onTenantDelete passes requests to next and, once a tenant's deletion
+// succeeded, removes what the daemon holds for it: its NATS account (its
+// users are disconnected; a tenant made again under the name gets a new
+// account and an empty JetStream), its CPU cgroup and its space.
+func (d *Daemon) onTenantDelete(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		name, ok := strings.CutPrefix(r.URL.Path, "/api/v1/tenants/")
+		if r.Method != http.MethodDelete || !ok || name == "" || strings.Contains(name, "/") {
+			next.ServeHTTP(w, r)
+			return
+		}
+		rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
+		next.ServeHTTP(rec, r)
+		if rec.code == http.StatusOK {
+			d.tenantDeleted(name)
+		}
+	})
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	code int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	s.code = code
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (d *Daemon) tenantDeleted(tenant string) {
+	d.mu.Lock()
+	sp := d.spaces[tenant]
+	delete(d.spaces, tenant)
+	d.mu.Unlock()
+	if sp != nil && sp.ownNC {
+		sp.nc.Close()
+	}
+	if m := d.sec.accounts; m != nil {
+		if err := m.RemoveTenant(tenant); err != nil && !errors.Is(err, natsauth.ErrNoTenant) {
+			d.log.Error("remove the tenant's NATS account", "tenant", tenant, "err", err)
+		}
+	}
+	if d.sec.cgroups != nil {
+		if err := d.sec.cgroups.RemoveTenant(tenant); err != nil {
+			d.log.Warn("remove the tenant's CPU cgroup", "tenant", tenant, "err", err)
+		}
+	}
+	d.log.Info("tenant deleted", "tenant", tenant)
 }
 
 // quotaHandler serves a tenant's quotas and usage; a change of its

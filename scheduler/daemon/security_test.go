@@ -7,7 +7,9 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +20,7 @@ import (
 	"github.com/ardea-dev/ardea/examples/wordcount"
 	"github.com/ardea-dev/ardea/internal/audit"
 	"github.com/ardea-dev/ardea/internal/auth"
+	"github.com/ardea-dev/ardea/internal/natsauth"
 	"github.com/ardea-dev/ardea/scheduler/daemon"
 )
 
@@ -224,4 +227,69 @@ func submitPausedErr(c *daemon.Client, name string) error {
 	}
 	_, err = c.Submit(context.Background(), req)
 	return err
+}
+
+// TestTenantDeleteRemovesAccount: deleting a tenant (refused while it has
+// topologies) removes its NATS account: a connection of its users is
+// dropped and refused again, and a tenant made again under the name starts
+// empty.
+func TestTenantDeleteRemovesAccount(t *testing.T) {
+	data := t.TempDir()
+	d, err := daemon.Start(context.Background(), daemon.Options{
+		DataDir: data, Listen: "127.0.0.1:0", HostPath: ardeaBin,
+		HostArgs: []string{"--log-format", "json", "--log-level", "info", "host"}, MaxRestarts: 2,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	withAdmin(d)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = d.Close(ctx)
+	})
+	c := d.Client()
+	c.Token = newToken(t, d, "gone", auth.ScopeDeploy)
+	if err := submitPausedErr(c, "wc"); err != nil {
+		t.Fatal(err)
+	}
+	admin := d.Client()
+	var ae *daemon.APIError
+	if err := admin.Do(context.Background(), http.MethodDelete, "/api/v1/tenants/gone", nil, nil); !errors.As(err, &ae) || ae.Status != http.StatusConflict {
+		t.Fatalf("deleting a tenant with a topology: %v, want 409", err)
+	}
+	m, err := natsauth.Open(filepath.Join(data, "nats-auth"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	creds, err := m.DaemonCreds("gone")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := make(chan struct{})
+	nc, err := nats.Connect(d.NATSURL(), append(creds.Options(), nats.NoReconnect(), nats.ClosedHandler(func(*nats.Conn) { close(closed) }))...)
+	if err != nil {
+		t.Fatalf("the tenant's daemon user connects: %v", err)
+	}
+	defer nc.Close()
+	if _, err := c.Action(context.Background(), "wc", "kill", url.Values{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.Do(context.Background(), http.MethodDelete, "/api/v1/tenants/gone", nil, nil); err != nil {
+		t.Fatalf("delete the tenant: %v", err)
+	}
+	select {
+	case <-closed:
+	case <-time.After(time.Minute): // a hang guard: the server drops it at once
+		t.Fatal("a connection of the deleted tenant's account is still open")
+	}
+	if _, err := nats.Connect(d.NATSURL(), append(creds.Options(), nats.NoReconnect())...); err == nil {
+		t.Error("the deleted tenant's credential still connects")
+	}
+	// Made again: a new, empty tenant.
+	c.Token = newToken(t, d, "gone", auth.ScopeDeploy)
+	var list []daemon.Summary
+	if err := c.Do(context.Background(), http.MethodGet, "/api/v1/topologies", nil, &list); err != nil || len(list) != 0 {
+		t.Errorf("the tenant made again lists %v (%v), want none", list, err)
+	}
 }

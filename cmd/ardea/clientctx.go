@@ -209,11 +209,20 @@ func saveContexts(cf contextFile) (string, error) {
 
 // saveContext saves server and token as context name and makes it the
 // current one (ardea login; ardea local saves its admin token so).
-//
-// The read-modify-write holds an exclusive lock on the contexts' directory, so
-// daemons and logins starting together (tests start many) keep every
-// context.
 func saveContext(name string, c clientContext) (string, error) {
+	return updateContexts(func(cf *contextFile, _ string) error {
+		cf.Contexts[name] = c
+		cf.Current = name
+		return nil
+	})
+}
+
+// updateContexts reads contexts.json, lets change edit it and writes it
+// back, holding an exclusive lock on the contexts' directory (no lock file
+// beside the contexts) throughout, so that daemons, logins and context
+// commands running together (tests start many) keep every context. An
+// error from change writes nothing.
+func updateContexts(change func(cf *contextFile, path string) error) (string, error) {
 	path, err := contextsPath()
 	if err != nil {
 		return path, err
@@ -221,23 +230,21 @@ func saveContext(name string, c clientContext) (string, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return path, fmt.Errorf("contexts: %w", err)
 	}
-	// The lock is on the directory itself: no lock file beside the
-	// contexts.
 	lock, err := os.Open(filepath.Dir(path))
 	if err != nil {
 		return path, fmt.Errorf("contexts: %w", err)
 	}
-	defer lock.Close()
+	defer lock.Close() // closing unlocks too
 	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
 		return path, fmt.Errorf("contexts: lock: %w", err)
 	}
-	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) //nolint:errcheck // closing unlocks too
 	cf, _, err := loadContexts()
 	if err != nil {
-		return "", err
+		return path, err
 	}
-	cf.Contexts[name] = c
-	cf.Current = name
+	if err := change(&cf, path); err != nil {
+		return path, err
+	}
 	return saveContexts(cf)
 }
 

@@ -175,18 +175,18 @@ func newContextUseCmd() *cobra.Command {
 		Short:   "Make a saved context the current one",
 		Example: "  ardea context use acme",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cf, path, err := loadContexts()
-			if err != nil {
+			var server string
+			if _, err := updateContexts(func(cf *contextFile, path string) error {
+				c, ok := cf.Contexts[args[0]]
+				if !ok {
+					return noContext(args[0], path)
+				}
+				cf.Current, server = args[0], c.Server
+				return nil
+			}); err != nil {
 				return err
 			}
-			if _, ok := cf.Contexts[args[0]]; !ok {
-				return fmt.Errorf("no context %q in %s (see ardea context list)", args[0], path)
-			}
-			cf.Current = args[0]
-			if _, err := saveContexts(cf); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "context %s (%s) is current\n", args[0], cf.Contexts[args[0]].Server)
+			fmt.Fprintf(cmd.OutOrStdout(), "context %s (%s) is current\n", args[0], server)
 			return nil
 		},
 	}
@@ -200,18 +200,16 @@ func newContextDeleteCmd() *cobra.Command {
 		Short:   "Forget a saved context and its token (the token stays valid: ardea token revoke ends it)",
 		Example: "  ardea context delete acme",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cf, path, err := loadContexts()
-			if err != nil {
-				return err
-			}
-			if _, ok := cf.Contexts[args[0]]; !ok {
-				return fmt.Errorf("no context %q in %s (see ardea context list)", args[0], path)
-			}
-			delete(cf.Contexts, args[0])
-			if cf.Current == args[0] {
-				cf.Current = ""
-			}
-			if _, err := saveContexts(cf); err != nil {
+			if _, err := updateContexts(func(cf *contextFile, path string) error {
+				if _, ok := cf.Contexts[args[0]]; !ok {
+					return noContext(args[0], path)
+				}
+				delete(cf.Contexts, args[0])
+				if cf.Current == args[0] {
+					cf.Current = ""
+				}
+				return nil
+			}); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "context %s deleted\n", args[0])
@@ -220,6 +218,10 @@ func newContextDeleteCmd() *cobra.Command {
 	}
 	positional(cmd, argContext)
 	return cmd
+}
+
+func noContext(name, path string) error {
+	return fmt.Errorf("no context %q in %s (see ardea context list)", name, path)
 }
 
 func sortedContexts(cf contextFile) []string {

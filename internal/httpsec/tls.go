@@ -19,6 +19,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/ardea-dev/ardea/internal/auth"
 )
 
 // Cert is the API's TLS configuration and where it came from.
@@ -168,25 +170,10 @@ func reusable(c *Cert, hosts []string) bool {
 
 // writeFile0600 writes a file readable by its owner only, atomically.
 func writeFile0600(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("tls: %w", err)
-	}
-	name := tmp.Name()
-	err = errors.Join(tmp.Chmod(0o600), write(tmp, data), tmp.Sync(), tmp.Close())
-	if err == nil {
-		err = os.Rename(name, path)
-	}
-	if err != nil {
-		_ = os.Remove(name)
+	if err := auth.WriteSecretFile(path, data); err != nil {
 		return fmt.Errorf("tls: write %s: %w", path, err)
 	}
 	return nil
-}
-
-func write(f *os.File, data []byte) error {
-	_, err := f.Write(data)
-	return err
 }
 
 // PinnedClientTLS is a client configuration that accepts exactly the

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/ardea-dev/ardea/internal/auth"
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats.go"
 )
@@ -61,25 +62,7 @@ func WriteCreds(path string, c Creds) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("natsauth: %w", err)
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("natsauth: %w", err)
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // a no-op once renamed
-	// CreateTemp makes the file 0600 already; say it.
-	if err := f.Chmod(0o600); err != nil {
-		f.Close()
-		return fmt.Errorf("natsauth: %w", err)
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return fmt.Errorf("natsauth: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("natsauth: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := auth.WriteSecretFile(path, b); err != nil {
 		return fmt.Errorf("natsauth: %w", err)
 	}
 	return nil

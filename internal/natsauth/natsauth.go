@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nkeys"
 
 	"github.com/ardea-dev/ardea/bus"
+	"github.com/ardea-dev/ardea/internal/auth"
 	"github.com/ardea-dev/ardea/internal/names"
 )
 
@@ -182,28 +183,7 @@ func (m *Manager) save() error {
 	if err != nil {
 		return fmt.Errorf("natsauth: %w", err)
 	}
-	f, err := os.CreateTemp(m.dir, stateFile+".*")
-	if err != nil {
-		return fmt.Errorf("natsauth: %w", err)
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // a no-op once renamed
-	if err := f.Chmod(0o600); err != nil {
-		f.Close()
-		return fmt.Errorf("natsauth: %w", err)
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return fmt.Errorf("natsauth: %w", err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("natsauth: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("natsauth: %w", err)
-	}
-	if err := os.Rename(tmp, filepath.Join(m.dir, stateFile)); err != nil {
+	if err := auth.WriteSecretFile(filepath.Join(m.dir, stateFile), b); err != nil {
 		return fmt.Errorf("natsauth: %w", err)
 	}
 	return nil

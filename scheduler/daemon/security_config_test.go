@@ -1,0 +1,47 @@
+package daemon
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestLoadSecurity: the deployment file's security: section is read
+// strictly; each bad field is one error naming the file and the field.
+func TestLoadSecurity(t *testing.T) {
+	for _, tc := range []struct {
+		name, yaml, says string
+	}{
+		{"unknown field", "security:\n  public_metric: true\n", "public_metric"},
+		{"bad max_age", "security:\n  audit: {max_age: soon}\n", "security.audit.max_age"},
+		{"negative max_bytes", "security:\n  audit: {max_bytes: -1}\n", "security.audit.max_bytes"},
+		{"wrong type", "security:\n  hosts: 3\n", "security"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "deploy.yaml")
+			if err := os.WriteFile(path, []byte(tc.yaml), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := LoadSecurity(path)
+			if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), tc.says) {
+				t.Errorf("LoadSecurity: %v, want an error naming %s and %q", err, path, tc.says)
+			}
+		})
+	}
+	path := filepath.Join(t.TempDir(), "deploy.yaml")
+	good := "security:\n  public_metrics: true\n  hosts: [ardea.internal]\n  tenant_builtins: [file]\n  audit: {max_age: 24h, max_bytes: 1048576}\n"
+	if err := os.WriteFile(path, []byte(good), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := LoadSecurity(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.PublicMetrics || !slices.Equal(s.Hosts, []string{"ardea.internal"}) || !slices.Equal(s.TenantBuiltins, []string{"file"}) ||
+		s.Audit.MaxAge != 24*time.Hour || s.Audit.MaxBytes != 1<<20 {
+		t.Errorf("LoadSecurity: %+v", s)
+	}
+}

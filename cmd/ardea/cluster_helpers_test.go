@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ardea-dev/ardea/internal/auth"
 	"github.com/ardea-dev/ardea/internal/chaos"
 	"github.com/ardea-dev/ardea/internal/names"
 	"github.com/ardea-dev/ardea/internal/natsauth"
@@ -183,6 +184,20 @@ func (d *clusterDaemon) ok(t *testing.T, args ...string) string {
 		t.Fatalf("ardea %s: exit %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), code, out, errOut)
 	}
 	return out
+}
+
+// client is an API client of the daemon with its admin token
+// (<data-dir>/admin.token): for polls that must not miss a short state,
+// where a CLI process per poll is too slow on a loaded machine.
+func (d *clusterDaemon) client(t *testing.T) *daemon.Client {
+	t.Helper()
+	tok, err := os.ReadFile(filepath.Join(d.dataDir, auth.AdminTokenFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := daemon.NewClient(d.server)
+	c.Token = strings.TrimSpace(string(tok))
+	return c
 }
 
 // status is `ardea status NAME -o json`.

@@ -107,9 +107,12 @@ func TestClusterEffectivelyOnceKillAtSwapStart(t *testing.T) {
 	}
 	const keys, perKey = 400, 500
 	d := startDaemon(t, t.TempDir())
-	// Checkpoints every 2 s: the swap waits up to that long for its
-	// checkpoint, the moment this test kills a container in.
-	out := submitKeyed(t, d, "eok", keys, perKey, 20000, "--set", "topology.checkpoint.interval=2s") // about 10 s of input
+	// Checkpoints every 4 s: the swap waits up to that long for its
+	// checkpoint, the moment this test kills a container in. The input
+	// lasts about 20 s, so the swap begins while it flows even when the
+	// machine is loaded.
+	out := submitKeyed(t, d, "eok", keys, perKey, 10000, "--set", "topology.checkpoint.interval=4s")
+	api := d.client(t)
 	mod := withCustomSection(t, repoPath("examples/keyed/go/seqstate.wasm"))
 	swap := exec.Command(ardeaBin, "--server", d.server, "swap", "eok", "seqstate", mod, "--probation", "2s")
 	var stderr strings.Builder
@@ -117,13 +120,25 @@ func TestClusterEffectivelyOnceKillAtSwapStart(t *testing.T) {
 	if err := swap.Start(); err != nil {
 		t.Fatal(err)
 	}
+	swapDone := make(chan error, 1)
+	go func() { swapDone <- swap.Wait() }()
 	var st daemon.Status
+	// Polled through the API, not a CLI process per poll: the wait lasts
+	// from nothing to 4 s.
 	testutil.EventuallyWithin(t, time.Minute, "the swap to wait for its checkpoint", func() (bool, string) {
-		st = d.status(t, "eok")
-		return strings.Contains(st.Message, "waiting for a fresh global checkpoint"), st.Message
+		var err error
+		if st, err = api.Status(context.Background(), "eok"); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-swapDone:
+			t.Fatalf("the swap ended before this test saw it wait for its checkpoint (%v): %s", err, stderr.String())
+		default:
+		}
+		return strings.Contains(st.Message, "waiting for a fresh global checkpoint"), string(st.State) + " " + st.Message
 	})
 	killContainer(t, st, 2)
-	err := swap.Wait()
+	err := <-swapDone
 	if err == nil || !strings.Contains(stderr.String(), "container died") {
 		t.Fatalf("swap with a container killed at its start: err %v, stderr %s", err, stderr.String())
 	}

@@ -41,7 +41,8 @@ type Telemetry struct {
 
 	mu    sync.Mutex
 	prev  map[histKey]histMark
-	users map[string]bool // user instruments created
+	snaps map[histKey]metrics.HistogramSnapshot // for the interval's quantiles
+	users map[string]bool                       // user instruments created
 	regs  []metric.Registration
 	inst  instruments
 	procs processStats
@@ -57,7 +58,7 @@ type histMark struct{ sum, count int64 }
 
 type instruments struct {
 	emit, execute, ack, fail, timeout, next, backPress metric.Int64ObservableCounter
-	execLat, procLat, complLat                         metric.Float64ObservableGauge
+	execLat, procLat, complLat, procP99                metric.Float64ObservableGauge
 	pages, pagesLimit                                  metric.Int64ObservableGauge
 	instantiate, compile                               metric.Float64ObservableGauge
 	smTuplesOut, smBytesOut, smTuplesIn, smBytesIn     metric.Int64ObservableCounter
@@ -84,6 +85,10 @@ const (
 	mCPU         = "__cpu-seconds"
 	mRSS         = "__rss-bytes"
 	mGoroutines  = "__goroutines"
+	// mProcP99 is the 99th percentile of __process-latency over the
+	// interval (log2 buckets, interpolated inside one: within a factor of
+	// 2); a mean hides the tail a noisy neighbour adds.
+	mProcP99 = "__process-latency-p99"
 )
 
 // NewTelemetry registers the instruments on meter. current returns the
@@ -92,7 +97,7 @@ const (
 func NewTelemetry(mp metric.MeterProvider, topology string, container int, reg *metrics.Registry, current func() *Container) (*Telemetry, error) {
 	meter := mp.Meter(sinks.SystemScope)
 	t := &Telemetry{meter: meter, user: mp.Meter(sinks.UserScope), topology: topology, container: container, reg: reg,
-		current: current, prev: map[histKey]histMark{}, users: map[string]bool{}}
+		current: current, prev: map[histKey]histMark{}, snaps: map[histKey]metrics.HistogramSnapshot{}, users: map[string]bool{}}
 	var errs []error
 	otelName := func(heron string) string { return strings.TrimPrefix(heron, "__") }
 	ic := func(name, unit, desc string) metric.Int64ObservableCounter {
@@ -120,6 +125,7 @@ func NewTelemetry(mp metric.MeterProvider, topology string, container int, reg *
 	in.backPress = ic(metrics.BackPressureTime, "ns", "time the instance waited on downstream")
 	in.execLat = fg(metrics.ExecuteLatency, "ns", "mean execute time per tuple over the interval")
 	in.procLat = fg(metrics.ProcessLatency, "ns", "mean time from emit to executed over the interval")
+	in.procP99 = fg(mProcP99, "ns", "99th percentile of the time from emit to executed over the interval")
 	in.complLat = fg(metrics.CompleteLatency, "ns", "spouts: mean time from emit to tree complete over the interval")
 	in.pages = ig(mPages, "{page}", "wasm linear memory in use, 64 KiB pages")
 	in.pagesLimit = ig(mPagesLimit, "{page}", "wasm linear memory cap, 64 KiB pages")
@@ -145,7 +151,7 @@ func NewTelemetry(mp metric.MeterProvider, topology string, container int, reg *
 		}
 	}
 	r, err := meter.RegisterCallback(t.observe, in.emit, in.execute, in.ack, in.fail, in.timeout, in.next,
-		in.backPress, in.execLat, in.procLat, in.complLat, in.pages, in.pagesLimit, in.instantiate, in.compile,
+		in.backPress, in.execLat, in.procLat, in.procP99, in.complLat, in.pages, in.pagesLimit, in.instantiate, in.compile,
 		in.logDropped, in.logDroppedBytes,
 		in.smTuplesOut, in.smBytesOut, in.smTuplesIn, in.smBytesIn, in.smBackPress, in.smDropped,
 		in.smCreditWaits, in.cpu, in.rss, in.goroutines)
@@ -186,6 +192,18 @@ func (t *Telemetry) mean(key histKey, h *metrics.Histogram) (float64, bool) {
 		return 0, false
 	}
 	return float64(m.sum-p.sum) / float64(m.count-p.count), true
+}
+
+// quantile is the q-quantile of h over the interval since the previous
+// call for key.
+func (t *Telemetry) quantile(key histKey, h *metrics.Histogram, q float64) (float64, bool) {
+	cur := h.Snapshot()
+	d := cur.Sub(t.snaps[key])
+	t.snaps[key] = cur
+	if d.Count() <= 0 {
+		return 0, false
+	}
+	return d.Quantile(q), true
 }
 
 func (t *Telemetry) observe(_ context.Context, o metric.Observer) error {
@@ -232,6 +250,9 @@ func (t *Telemetry) observe(_ context.Context, o metric.Observer) error {
 		t.prev[k] = histMark{sum: sum, count: n}
 		if v, ok := t.mean(histKey{m.Name, m.Task, metrics.ProcessLatency}, &m.Process); ok {
 			o.ObserveFloat64(in.procLat, v, a)
+		}
+		if v, ok := t.quantile(histKey{m.Name, m.Task, mProcP99}, &m.Process, 0.99); ok {
+			o.ObserveFloat64(in.procP99, v, a)
 		}
 		if v, ok := t.mean(histKey{m.Name, m.Task, metrics.CompleteLatency}, &m.Complete); ok {
 			o.ObserveFloat64(in.complLat, v, a)

@@ -127,9 +127,16 @@ func TestTrackerAPI(t *testing.T) {
 	// Every Heron metric a bolt and a spout report.
 	getJSON(t, base, "metrics?component=count&interval=60", 200, &m)
 	for _, name := range []string{"__execute-count", "__emit-count/default", "__ack-count", "__fail-count",
-		"__execute-latency", "__process-latency", "__time-spent-back-pressure", "__wasm-memory-pages", "__instantiate-time-ms"} {
+		"__execute-latency", "__process-latency", "__process-latency-p99", "__time-spent-back-pressure", "__wasm-memory-pages", "__instantiate-time-ms"} {
 		if _, ok := m.Metrics[name]; !ok {
 			t.Errorf("count has no %s: %v", name, keys(m.Metrics))
+		}
+	}
+	// The tail beside the mean: each instance's interval p99 is at least
+	// as long as the shortest emit-to-executed there can be, never 0.
+	for inst, v := range m.Metrics["__process-latency-p99"] {
+		if v <= 0 {
+			t.Errorf("count %s: __process-latency-p99 %v", inst, v)
 		}
 	}
 	getJSON(t, base, "metrics?component=lines&interval=60", 200, &m)

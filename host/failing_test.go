@@ -307,3 +307,30 @@ func TestFailingTupleDeadline(t *testing.T) {
 		t.Fatalf("failures %+v: want one, the deadline", failed)
 	}
 }
+
+// TestFailingTupleMemoryBomb: a tuple that allocates until the instance's
+// memory limit fails alone; the rest of the batch goes on in a fresh
+// instance, which starts with a fresh linear memory.
+func TestFailingTupleMemoryBomb(t *testing.T) {
+	t.Parallel()
+	rt := newRuntime(t, Config{})
+	var failed []TupleFailure
+	ic := instanceConfig("poison")
+	ic.MemoryLimitPages = 256 // 16 MiB
+	ic.OnTupleFailure = func(f TupleFailure) error { failed = append(failed, f); return nil }
+	b, _, rec := poisonBolt(t, rt, ic)
+	if err := b.Execute(context.Background(), batchOf(1, "a", "bomb", "b", "bomb again", "c"), rec); err != nil {
+		t.Fatal(err)
+	}
+	if got := words(rec.take()); !reflect.DeepEqual(got, []string{"A", "B", "C"}) || !reflect.DeepEqual(rec.fails, []uint64{2, 4}) {
+		t.Fatalf("emitted %q, failed %v: want A, B, C and tuples 2 and 4 failed", got, rec.fails)
+	}
+	if len(failed) != 2 {
+		t.Fatalf("failures %+v: want two", failed)
+	}
+	for _, f := range failed {
+		if !errors.Is(f.Err, ErrMemoryLimit) && !errors.Is(f.Err, ErrExited) {
+			t.Fatalf("failure %v: want the memory limit (or the guest's exit on it)", f.Err)
+		}
+	}
+}

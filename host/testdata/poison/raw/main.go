@@ -10,7 +10,10 @@
 // with code 2); one containing "fault" returns an error ("bad tuple
 // <line> at main.go:NN", as the SDKs report a source location); one
 // containing "trap" divides by zero (a Go runtime error, then the same);
-// one containing "loop" loops until the call's deadline stops it.
+// one containing "loop" loops until the call's deadline stops it; one
+// containing "bomb" allocates 1 MiB blocks until the memory limit stops
+// it. The config key "mode" set to "loop" or "bomb" treats every line so
+// (ardea bench tenants: a noisy neighbour whose every tuple fails).
 package main
 
 import (
@@ -28,6 +31,8 @@ var (
 	key    []byte
 	zero   int
 	spin   int
+	mode   string
+	hog    [][]byte
 )
 
 //go:wasmexport ardea_cursor
@@ -35,7 +40,7 @@ func ardeaCursor() int32 { return int32(uintptr(unsafe.Pointer(&cursor))) }
 
 //go:wasmexport ardea_prepare
 func prepare(n int32) int32 {
-	g.ParseContext(g.Input(n))
+	mode = g.ParseContext(g.Input(n)).Config["mode"]
 	return 0
 }
 
@@ -61,9 +66,13 @@ func execute(n int32) int32 {
 			return
 		case bytes.Contains(s, []byte("trap")):
 			_ = 1 / zero
-		case bytes.Contains(s, []byte("loop")):
+		case mode == "loop" || bytes.Contains(s, []byte("loop")):
 			for zero == 0 {
 				spin++
+			}
+		case mode == "bomb" || bytes.Contains(s, []byte("bomb")):
+			for {
+				hog = append(hog, make([]byte, 1<<20))
 			}
 		}
 		vals = g.AppendStr(g.Begin(vals[:0], 1), up)

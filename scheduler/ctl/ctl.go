@@ -208,6 +208,13 @@ const (
 	// spout failed on a record and the topology must drain before it
 	// fails).
 	OpEndInput Op = "end-input"
+	// OpRate sets the container's share of its tenant's bus rates
+	// (TuplesPerSecond, BytesPerSecond; zero: unlimited) on its running
+	// stream manager and on every container the host starts after it.
+	// Added within Version 1: a host that predates it refuses it as an
+	// unknown request (Request.Call), which the manager logs, so neither
+	// side misreads the other.
+	OpRate Op = "rate"
 )
 
 // SwapProgress is a host's report on the swap of Epoch: tasks targeted

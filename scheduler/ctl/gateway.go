@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/ardea-dev/ardea/sinks"
@@ -54,6 +55,10 @@ type Commands interface {
 	CommitSwap(ctx context.Context, modules map[string]string) error
 	// EndInput makes every spout end its input as if it were exhausted.
 	EndInput(ctx context.Context) error
+	// SetRate sets the container's share of its tenant's bus rates, tuples
+	// and bytes per second (zero: unlimited), for its running stream
+	// manager and the containers it starts later.
+	SetRate(ctx context.Context, tuplesPerSec, bytesPerSec float64) error
 }
 
 // SwapOrder is a module swap: Component's tasks (Tasks, or all when
@@ -104,6 +109,10 @@ type Request struct {
 	Modules   map[string]string `json:"modules,omitempty"`
 	Tasks     []uint32          `json:"tasks,omitempty"`
 	Probation time.Duration     `json:"probation,omitempty"`
+	// TuplesPerSecond and BytesPerSecond (OpRate): the container's rate
+	// share; absent: zero, unlimited.
+	TuplesPerSecond float64 `json:"tuples_per_second,omitempty"`
+	BytesPerSecond  float64 `json:"bytes_per_second,omitempty"`
 }
 
 // Reply is a container's answer to a Request: accepted (Error empty) or
@@ -157,6 +166,11 @@ func (r Request) Call(ctx context.Context, c Commands) error {
 		return c.CommitSwap(ctx, r.Modules)
 	case OpEndInput:
 		return c.EndInput(ctx)
+	case OpRate:
+		if !validRate(r.TuplesPerSecond) || !validRate(r.BytesPerSecond) {
+			return fmt.Errorf("ctl: rate request of %v tuples/s, %v bytes/s: want finite numbers >= 0", r.TuplesPerSecond, r.BytesPerSecond)
+		}
+		return c.SetRate(ctx, r.TuplesPerSecond, r.BytesPerSecond)
 	}
 	return fmt.Errorf("ctl: unknown request %q", r.Op)
 }
@@ -195,6 +209,12 @@ func (q requests) CommitSwap(ctx context.Context, modules map[string]string) err
 	return q.send(ctx, Request{Op: OpSwapCommit, Components: comps, Modules: modules})
 }
 func (q requests) EndInput(ctx context.Context) error { return q.send(ctx, Request{Op: OpEndInput}) }
+func (q requests) SetRate(ctx context.Context, tuplesPerSec, bytesPerSec float64) error {
+	return q.send(ctx, Request{Op: OpRate, TuplesPerSecond: tuplesPerSec, BytesPerSecond: bytesPerSec})
+}
+
+// validRate: a rate a stream manager takes (bus.Options.TuplesPerSecond).
+func validRate(r float64) bool { return r >= 0 && !math.IsInf(r, 0) }
 
 // decode unmarshals a control message of kind what and refuses another
 // protocol version.

@@ -63,6 +63,9 @@ func (c *container) CommitSwap(_ context.Context, m map[string]string) error {
 	return c.rec(ctl.OpSwapCommit, " ", m)
 }
 func (c *container) EndInput(context.Context) error { return c.rec(ctl.OpEndInput) }
+func (c *container) SetRate(_ context.Context, tps, bps float64) error {
+	return c.rec(ctl.OpRate, " ", tps, " ", bps)
+}
 
 // manager records the reports it gets.
 type manager struct {
@@ -164,6 +167,8 @@ func TestGateway(t *testing.T) {
 				}, "swap 4 count abc [2 5] 1s"},
 				{func() error { return g.cmds.CommitSwap(ctx, map[string]string{"count": "abc"}) }, "swap-commit map[count:abc]"},
 				{func() error { return g.cmds.EndInput(ctx) }, "end-input"},
+				{func() error { return g.cmds.SetRate(ctx, 2500.5, 65536) }, "rate 2500.5 65536"},
+				{func() error { return g.cmds.SetRate(ctx, 0, 0) }, "rate 0 0"}, // unlimited again
 			}
 			var want []string
 			for _, c := range calls {
@@ -319,11 +324,13 @@ func TestNATSClientSilentContainer(t *testing.T) {
 	}
 }
 
-// TestRequestCallUnknown: a request that names no known op, or a swap
-// without its component and module, is refused, not guessed at.
+// TestRequestCallUnknown: a request that names no known op, a swap
+// without its component and module, or a negative rate is refused, not
+// guessed at.
 func TestRequestCallUnknown(t *testing.T) {
 	c := &container{}
-	for _, r := range []ctl.Request{{Op: "reboot"}, {Op: ctl.OpSwap}, {Op: ctl.OpSwap, Components: []string{"a"}}} {
+	for _, r := range []ctl.Request{{Op: "reboot"}, {Op: ctl.OpSwap}, {Op: ctl.OpSwap, Components: []string{"a"}},
+		{Op: ctl.OpRate, TuplesPerSecond: -1}, {Op: ctl.OpRate, BytesPerSecond: -5}} {
 		if err := r.Call(t.Context(), c); err == nil {
 			t.Errorf("%+v: accepted", r)
 		}
@@ -357,6 +364,7 @@ func FuzzDecodeRequest(f *testing.F) {
 	f.Add([]byte(`{"v":1,"op":"swap","epoch":3,"components":["a"],"modules":{"a":"x"}}`))
 	f.Add([]byte(`{"v":2,"op":"activate"}`))
 	f.Add([]byte(`{"v":1,"op":"checkpoint","epoch":18446744073709551615}`))
+	f.Add([]byte(`{"v":1,"op":"rate","tuples_per_second":2500,"bytes_per_second":-1}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r, err := ctl.DecodeRequest(b)
 		if err != nil {

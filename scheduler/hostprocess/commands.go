@@ -63,6 +63,10 @@ func (q commandQueue) EndInput(context.Context) error {
 	return q.put(ctl.OpEndInput, true, func(context.Context) error { q.h.endInput(); return nil })
 }
 
+func (q commandQueue) SetRate(_ context.Context, tuplesPerSec, bytesPerSec float64) error {
+	return q.put(ctl.OpRate, true, func(context.Context) error { q.h.setRate(tuplesPerSec, bytesPerSec); return nil })
+}
+
 func (q commandQueue) Swap(_ context.Context, s ctl.SwapOrder) error {
 	return q.put(ctl.OpSwap, true, func(ctx context.Context) error { q.h.startSwap(ctx, s); return nil })
 }
@@ -129,4 +133,22 @@ func (h *proc) endInput() {
 		h.inputEnded = true
 		h.log.Info("spouts end their input: another container's spout failed on a record")
 	}
+}
+
+// setRate makes tuplesPerSec and bytesPerSec (zero: unlimited) this
+// host's share of its tenant's bus rates: the running container's stream
+// manager takes them at once (bus.StreamManager.SetRate), and every
+// container the host starts later (a new plan, a restart after a
+// rollback or a re-plan) starts with them instead of the
+// --max-tuples-per-second and --max-bytes-per-second flags' values. The
+// share it already has is not set again (that would refill the buckets).
+func (h *proc) setRate(tuplesPerSec, bytesPerSec float64) {
+	if tuplesPerSec == h.o.Bus.TuplesPerSecond && bytesPerSec == h.o.Bus.BytesPerSecond {
+		return
+	}
+	h.o.Bus.TuplesPerSecond, h.o.Bus.BytesPerSecond = tuplesPerSec, bytesPerSec
+	if h.cur != nil {
+		h.cur.c.StreamManager().SetRate(tuplesPerSec, bytesPerSec)
+	}
+	h.log.Info("bus rate set", "tuples_per_second", tuplesPerSec, "bytes_per_second", bytesPerSec)
 }

@@ -525,7 +525,8 @@ func (h *proc) replan(ctx context.Context, u statemgr.PlanUpdate) error {
 	h.final = nil
 	h.state = ctl.HostRunning
 	h.log.Info("running plan", "revision", u.Revision, "tasks", len(planner.ContainerTasks(doc.Plan, h.o.Container)),
-		"active", doc.Active, "handoff_epoch", doc.HandoffEpoch, "restarted", restarted)
+		"active", doc.Active, "handoff_epoch", doc.HandoffEpoch, "restarted", restarted,
+		"tuples_per_second", h.o.Bus.TuplesPerSecond, "bytes_per_second", h.o.Bus.BytesPerSecond)
 	h.heartbeat()
 	return nil
 }

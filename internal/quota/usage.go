@@ -45,9 +45,11 @@ func TopologyUsage(containers int, comps []ComponentUsage) Usage {
 // stream manager (bus.Options.TuplesPerSecond, BytesPerSecond). Zero
 // stays zero (unlimited). containers counts every running container of
 // every topology of the tenant; when it changes (a submit, a kill, a
-// rescale) the shares change with it, for the containers started after
-// (a running host keeps the share it started with until it restarts or
-// is told the new one, bus.StreamManager.SetRate).
+// rescale) or the quotas do, the daemon computes the shares again and
+// tells every running host its new one (ctl.Commands.SetRate, which the
+// host applies with bus.StreamManager.SetRate and keeps for the
+// containers it starts later); a host that missed it reports another
+// share in its heartbeats and is told again.
 //
 // Equal shares are simple and never let the tenant pass its rate, but a
 // container that sends less than its share leaves the rest unused: a

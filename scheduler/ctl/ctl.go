@@ -142,7 +142,13 @@ type Heartbeat struct {
 	HeldBytes      int64 `json:"held_bytes"`
 	// BlockedOutboxes counts tasks waiting to send (no credit or no room
 	// downstream): what they hold is in flight too.
-	BlockedOutboxes int       `json:"blocked_outboxes"`
+	BlockedOutboxes int `json:"blocked_outboxes"`
+	// TuplesPerSecond and BytesPerSecond are the host's share of its
+	// tenant's bus rates (zero: unlimited), the one its running stream
+	// manager has and its next container starts with: the TM tells a host
+	// that reports another share the current one again (OpRate).
+	TuplesPerSecond float64   `json:"tuples_per_second,omitempty"`
+	BytesPerSecond  float64   `json:"bytes_per_second,omitempty"`
 	Time            time.Time `json:"time"`
 }
 

@@ -287,7 +287,8 @@ func (d *Daemon) tenantDeleted(tenant string) {
 }
 
 // quotaHandler serves a tenant's quotas and usage; a change of its
-// JetStream quotas reaches its NATS account at once.
+// JetStream quotas reaches its NATS account at once, and a change of its
+// rates its running hosts (reshareRates).
 func (d *Daemon) quotaHandler() http.Handler {
 	h := quota.Handler(quota.HandlerOptions{Resolver: d.sec.quotas, Usage: d.tenantUsage,
 		Exists: func(ctx context.Context, tenant string) (bool, error) {
@@ -298,7 +299,8 @@ func (d *Daemon) quotaHandler() http.Handler {
 			return err == nil, err
 		}})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h.ServeHTTP(w, r)
+		rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
+		h.ServeHTTP(rec, r)
 		if r.Method == http.MethodPut && d.sec.accounts != nil {
 			tenant := r.PathValue("name")
 			if _, err := d.sec.tokens.Tenant(r.Context(), tenant); err == nil {
@@ -306,6 +308,9 @@ func (d *Daemon) quotaHandler() http.Handler {
 					d.log.Warn("update the NATS account's limits", "tenant", tenant, "err", err)
 				}
 			}
+		}
+		if r.Method == http.MethodPut && rec.code == http.StatusOK {
+			d.reshareRates(r.Context(), r.PathValue("name"), nil)
 		}
 	})
 }

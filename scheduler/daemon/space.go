@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/nats-io/nats.go"
 
@@ -33,6 +34,12 @@ type space struct {
 	// quotaMu serialises the requests that add to the tenant's usage
 	// (submit, update), from their quota check until the addition counts.
 	quotaMu sync.Mutex
+	// rateMu serialises telling the tenant's hosts their bus rate share
+	// (quota.go: reshareRates, resendRate), so that the last share
+	// computed is the last one sent; share is that share (nil: none
+	// computed yet), read by the heartbeats' check without the lock.
+	rateMu sync.Mutex
+	share  atomic.Pointer[rateShare]
 }
 
 // tenantOf is the tenant a call acts for: its principal's, else (a call

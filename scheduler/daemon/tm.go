@@ -86,6 +86,9 @@ type tm struct {
 	closed bool
 	// endingInput: OpEndInput was sent (a spout failed on a record).
 	endingInput bool
+	// rateResend: a host reported another bus rate share than its
+	// tenant's current one, and the TM is telling its hosts again.
+	rateResend bool
 	// exits counts the containers' process exits and lastExit says which
 	// and how (onContainerExit): a live switch abandons itself when one
 	// exits while it prepares (update_live.go).
@@ -214,6 +217,8 @@ func (t *tm) start(ctx context.Context, state State) error {
 		}
 	}
 	t.log.Info("topology manager started", "containers", doc.Plan.Containers, "state", state, "plan_revision", rev)
+	// Its containers change every share of the tenant's bus rates.
+	t.d.reshareRates(ctx, t.sp.tenant, t)
 	return nil
 }
 
@@ -330,6 +335,19 @@ func (t *tm) Heartbeat(hb ctl.Heartbeat) {
 	}
 	t.hbs[hb.Container] = hb
 	running := t.state == StateRunning || t.state == StatePaused
+	if s := t.sp.share.Load(); s != nil && running && hb.State == ctl.HostRunning && !t.rateResend &&
+		(hb.TuplesPerSecond != s.tuplesPerSec || hb.BytesPerSecond != s.bytesPerSec) {
+		// The host missed its tenant's current rate share (it was
+		// starting, or its process restarted with the share it was first
+		// started with): it is told again, one request at a time.
+		t.rateResend = true
+		defer t.goroutine(func() {
+			t.d.resendRate(t)
+			t.mu.Lock()
+			t.rateResend = false
+			t.mu.Unlock()
+		})
+	}
 	endInput := hb.DrainFailure != "" && !t.endingInput && running
 	if endInput {
 		t.endingInput = true
@@ -406,6 +424,7 @@ func (t *tm) finish() {
 		t.log.Error("record FINISHED", "err", err)
 	}
 	t.stopContainers(ctx)
+	t.d.reshareRates(ctx, t.sp.tenant, nil)
 	t.log.Info("topology finished")
 }
 
@@ -456,6 +475,7 @@ func (t *tm) failTopology(msg string) {
 			t.log.Warn("stop a container of a failed topology", "container", c, "err", err)
 		}
 	}
+	t.goroutine(func() { t.d.reshareRates(ctx, t.sp.tenant, nil) })
 }
 
 // beginOp starts a lifecycle operation: it holds opMu until done is
@@ -474,13 +494,20 @@ func (t *tm) beginOp(ctx context.Context) (context.Context, func(), error) {
 		return nil, nil, newErr(ErrBadState, "topology %s is rolling back to its last global checkpoint; try again when it runs", t.name)
 	}
 	t.opCancel = cancel
+	containers := t.doc.Plan.Containers
 	t.mu.Unlock()
 	return opCtx, func() {
 		t.mu.Lock()
 		t.opCancel = nil
+		changed := t.doc.Plan.Containers != containers
 		t.mu.Unlock()
 		cancel(nil)
 		t.opMu.Unlock()
+		if changed {
+			// An update or apply changed the container count: the
+			// tenant's bus rate shares change with it.
+			t.d.reshareRates(ctx, t.sp.tenant, nil)
+		}
 	}, nil
 }
 
@@ -642,6 +669,7 @@ func (t *tm) kill(ctx context.Context, keep bool) error {
 	t.stopContainers(ctx)
 	t.stopTM()
 	t.d.revokeHosts(t)
+	t.d.reshareRates(ctx, t.sp.tenant, nil) // its containers' shares go to the others
 	t.d.prom.Forget(t.name, -1)
 	if err := t.d.removeStored(ctx, t.sp, t.name, keep); err != nil {
 		return err

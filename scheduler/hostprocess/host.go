@@ -670,7 +670,8 @@ func (h *proc) heartbeat() {
 	hb := ctl.Heartbeat{
 		Container: h.o.Container, PID: h.o.PID, PlanRevision: h.planRev, State: h.state,
 		Active: h.active, Error: h.lastErr, Fatal: h.fatal, DrainFailure: h.drainFailure, InputEnded: h.inputEnded, HandoffDone: h.handedOff, Held: h.held, Time: time.Now(),
-		TupleRollback:  h.rollback,
+		TupleRollback:   h.rollback,
+		TuplesPerSecond: h.o.Bus.TuplesPerSecond, BytesPerSecond: h.o.Bus.BytesPerSecond,
 		SwitchPrepared: h.sw.epoch, SwitchAdopted: h.sw.adopted, SwitchRunning: h.sw.running, SwitchError: h.sw.err,
 	}
 	if h.swap != nil {

@@ -280,6 +280,13 @@ func (b *bolt) executeIsolated(ctx context.Context, batch []byte, out component.
 		if err := out.Fail(id); err != nil {
 			return fmt.Errorf("%s: fail of tuple %d: %w", in.label, id, err)
 		}
+		if ctx.Err() != nil {
+			// A stop while tuples of a batch keep failing: the rest of the
+			// batch is not run (each of its tuples may loop until the call's
+			// deadline), and its tuples are left to the delivery mode as
+			// any tuple in flight at a stop is.
+			return fmt.Errorf("%s: stopped with %d tuples of the batch not run: %w", in.label, recordCount(cur)-1, context.Cause(ctx))
+		}
 		// The rest of the batch, without the record (a copy: the batch
 		// belongs to the caller).
 		if &cur[0] == &batch[0] {

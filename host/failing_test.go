@@ -334,3 +334,34 @@ func TestFailingTupleMemoryBomb(t *testing.T) {
 		}
 	}
 }
+
+// TestFailingTuplesStop: a stop (the context's end) while a batch's
+// tuples each loop until the call's deadline ends Execute after the
+// tuple running then, not after every tuple of the batch has looped.
+func TestFailingTuplesStop(t *testing.T) {
+	t.Parallel()
+	rt := newRuntime(t, Config{})
+	ic := instanceConfig("poison")
+	ic.CallTimeout = 200 * time.Millisecond
+	ic.MaxConsecutiveFailures = 1000
+	b, _, rec := poisonBolt(t, rt, ic)
+	ctx, cancel := context.WithCancel(context.Background())
+	var calls int
+	b.ic.OnTupleFailure = func(TupleFailure) error {
+		if calls++; calls == 2 {
+			cancel() // the stop comes while the second tuple fails
+		}
+		return nil
+	}
+	loops := make([]string, 50)
+	for i := range loops {
+		loops[i] = "loop"
+	}
+	err := b.Execute(ctx, batchOf(1, loops...), rec)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Execute after a stop: %v, want the stop (context.Canceled)", err)
+	}
+	if calls != 2 || len(rec.fails) != 2 {
+		t.Fatalf("%d failures reported, %d tuples failed: want 2 of 50 (nothing run after the stop)", calls, len(rec.fails))
+	}
+}

@@ -24,9 +24,10 @@ func newBenchCmd(g *globalFlags) *cobra.Command {
 		Example: `  ardea bench wordcount
   ardea bench wordcount --lang rust --local -o json
   ardea bench swap
-  ardea bench kafka --brokers localhost:9092`,
+  ardea bench kafka --brokers localhost:9092
+  ardea bench tenants -o json`,
 	}
-	cmd.AddCommand(newBenchWordCountCmd(g), newBenchSwapCmd(g), newBenchKafkaCmd(g))
+	cmd.AddCommand(newBenchWordCountCmd(g), newBenchSwapCmd(g), newBenchKafkaCmd(g), newBenchTenantsCmd(g))
 	return cmd
 }
 
@@ -198,6 +199,75 @@ from Kafka's jars (needs the source tree, Java 17+ and Maven).`,
 	cmd.Flags().IntVar(&o.Records, "records", 500_000, "records to move")
 	cmd.Flags().IntVar(&o.Size, "size", 100, "value bytes")
 	return cmd
+}
+
+func newBenchTenantsCmd(g *globalFlags) *cobra.Command {
+	var o bench.TenantsOptions
+	cmd := &cobra.Command{
+		Use:   "tenants",
+		Short: "Tenant B's word count alone, then beside tenant A's infinite loop, memory bomb and 10x-rate producer",
+		Long: `tenants starts a daemon with real host processes and two tenants. B runs the
+word count at full speed over 2 containers; its words/s and count's p99
+emit-to-executed latency are measured alone, then again while tenant A, with
+a CPU quota (--a-cpu cores, a cgroup where the machine has one) and a bus
+rate quota (--a-rate tuples/s), runs an infinite-loop bolt, a memory bomb and
+a producer offering 10 times its rate quota. It reports B's throughput and
+p99 as ratios to solo, and what A used. A's bolt is
+host/testdata/poison/raw.wasm (the source tree, or --noise); CPU quotas need root or a delegated
+cgroup (cgroup_version 0 in the answer says they were not enforced, and why).`,
+		Example: `  ardea bench tenants
+  ardea bench tenants --duration 30s --a-cpu 0.5 -o json
+  ardea bench tenants --a-cpu 0   # A without a CPU quota, for contrast`,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log, err := g.logger()
+			if err != nil {
+				return err
+			}
+			if !slices.Contains(wordcount.Languages, o.Lang) {
+				return usageError{fmt.Errorf("--lang %q: want one of %s", o.Lang, strings.Join(wordcount.Languages, ", "))}
+			}
+			exe, err := os.Executable()
+			if err != nil {
+				return err
+			}
+			o.HostPath, o.HostArgs, o.Logger = exe, []string{"--log-format", "json", "--log-level", "info", "host"}, log
+			res, err := bench.Tenants(cmd.Context(), o)
+			if err != nil {
+				return err
+			}
+			return outputOf(cmd).Print(cmd.OutOrStdout(), res, func(w io.Writer) error {
+				printTenantsBench(w, res)
+				return nil
+			})
+		},
+	}
+	positional(cmd)
+	addOutput(cmd, "json")
+	cmd.Flags().DurationVar(&o.Duration, "duration", 20*time.Second, "measured interval per phase")
+	cmd.Flags().DurationVar(&o.Warmup, "warmup", 5*time.Second, "discarded start of each phase")
+	cmd.Flags().StringVar(&o.Lang, "lang", "go", "language of B's split and count modules: "+strings.Join(wordcount.Languages, ", "))
+	cmd.Flags().Float64Var(&o.ACPU, "a-cpu", 0.5, "tenant A's CPU quota, cores (0: none, to see what the quota does)")
+	cmd.Flags().Int64Var(&o.ATuplesPerSec, "a-rate", 5000, "tenant A's bus rate quota, tuples/s (its producer offers 10 times this)")
+	cmd.Flags().StringVar(&o.Noise, "noise", "", "A's bolt, with modes loop and bomb (default: host/testdata/poison/raw.wasm in the source tree)")
+	return cmd
+}
+
+// printTenantsBench is `ardea bench tenants`' table.
+func printTenantsBench(w io.Writer, r *bench.TenantsResult) {
+	cg := fmt.Sprintf("cgroup v%d", r.CgroupVersion)
+	switch {
+	case r.ACPUQuota <= 0:
+		cg = "no CPU quota"
+	case r.CgroupVersion == 0:
+		cg = "NOT enforced: " + r.CgroupNote
+	}
+	fmt.Fprintf(w, "tenant B's word count in %s, %d CPUs, %.0f s measured per phase; A: %.2g cores (%s), %d tuples/s\n",
+		r.Lang, r.CPUs, r.DurationSec, r.ACPUQuota, cg, r.ATuplesPerSecQuota)
+	fmt.Fprintf(w, "  B alone:    %10.0f words/s   p99 %8.3f ms   hosts %.2f cores, daemon %.2f\n", r.Solo.WordsPerSec, r.Solo.P99Ms, r.Solo.Cores, r.Solo.DaemonCores)
+	fmt.Fprintf(w, "  B beside A: %10.0f words/s   p99 %8.3f ms   hosts %.2f cores, daemon %.2f\n", r.Beside.WordsPerSec, r.Beside.P99Ms, r.Beside.Cores, r.Beside.DaemonCores)
+	fmt.Fprintf(w, "  ratios: throughput %.2f (target >= 0.70), p99 %.2f (target < 2): target met %v\n", r.ThroughputRatio, r.P99Ratio, r.TargetMet)
+	fmt.Fprintf(w, "  A: %.2f cores; producer %.0f of %.0f tuples/s offered; loop failed %d tuples, bomb %d; states %v\n",
+		r.A.Cores, r.A.ProducerPerSec, r.A.ProducerOffered, r.A.LoopFailed, r.A.BombFailed, r.A.States)
 }
 
 func roundAll(v []float64) []float64 {

@@ -11,6 +11,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/ardea-dev/ardea/internal/bench"
 )
 
 // ardeaBin is the CLI built once for the process-level tests.
@@ -262,6 +264,40 @@ func TestBenchWordCountJSON(t *testing.T) {
 	}
 	if v, _ := res["tuples_per_sec"].(float64); v <= 0 {
 		t.Errorf("tuples_per_sec = %v: nothing was counted", res["tuples_per_sec"])
+	}
+}
+
+// TestBenchTenantsJSON runs `ardea bench tenants` briefly and checks what
+// it says about tenant A, not speed (measured by running it, never
+// asserted): A's loop and bomb really fail tuples and keep running, and
+// its producer, offering 10 times its rate quota, gets no more onto the
+// bus than the quota (with room for the bucket's burst and the window's
+// edges).
+func TestBenchTenantsJSON(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs host processes")
+	}
+	code, out, stderr := runArdea(t, "bench", "tenants", "--duration", "3s", "--warmup", "2s", "--a-rate", "2000", "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var res bench.TenantsResult
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("not one JSON object: %v\n%s", err, out)
+	}
+	if res.Solo.WordsPerSec <= 0 || res.Beside.WordsPerSec <= 0 || res.Solo.P99Ms <= 0 || res.ThroughputRatio <= 0 {
+		t.Errorf("B measured nothing: %s", out)
+	}
+	for _, name := range []string{"loop", "bomb", "flood"} {
+		if st := res.A.States[name]; st != "RUNNING" {
+			t.Errorf("A's %s is %q, want RUNNING: %s", name, st, out)
+		}
+	}
+	if res.A.LoopFailed <= 0 || res.A.BombFailed <= 0 {
+		t.Errorf("A's loop failed %d tuples and its bomb %d; want both > 0: %s", res.A.LoopFailed, res.A.BombFailed, out)
+	}
+	if res.A.ProducerPerSec <= 0 || res.A.ProducerPerSec > 2*float64(res.ATuplesPerSecQuota) {
+		t.Errorf("A's producer got %.0f tuples/s onto the bus with a quota of %d (offering %.0f)", res.A.ProducerPerSec, res.ATuplesPerSecQuota, res.A.ProducerOffered)
 	}
 }
 

@@ -421,6 +421,12 @@ func procPrefix(tenant, topology string) string {
 	return id
 }
 
+// CPUQuotas reports how tenants' CPU quotas are enforced: the cgroup
+// version in use (1 or 2), or 0 with the reason they are not.
+func (d *Daemon) CPUQuotas() (version int, reason string) {
+	return d.sec.cgroups.Version(), d.sec.cgroups.Reason()
+}
+
 // Client is a client of the daemon's API acting with its admin token (for
 // the CLI of `ardea demo` and tests; the daemon's own self-signed
 // certificate is pinned).

@@ -91,7 +91,7 @@ func WordCountLocal(ctx context.Context, o LocalOptions) (*LocalResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := daemon.NewClient(d.URL())
+	c := d.Client() // the daemon's admin token: the API takes one on every call
 	if _, err := c.Submit(ctx, daemon.SubmitRequest{Name: "bench", Spec: string(spec),
 		Modules: map[string][]byte{"split": split, "count": count}}); err != nil {
 		return nil, err

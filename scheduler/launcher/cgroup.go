@@ -32,9 +32,14 @@ import (
 // DefaultCgroupRoot is the cgroup under which tenants' cgroups are made.
 const DefaultCgroupRoot = "ardea"
 
-// cfsPeriod is the CPU bandwidth period, in microseconds (the kernel's
-// default, 100 ms).
-const cfsPeriod = 100000
+// cfsPeriod is the CPU bandwidth period, in microseconds: 10 ms, not the
+// kernel's default 100 ms. A tenant at half a core whose processes spin
+// on both cores runs its quota in a burst at the start of each period
+// and is then throttled; with 100 ms periods that burst took both cores
+// for 25 ms at a time, which showed in another tenant's p99 (ardea bench
+// tenants: 2.2x solo; docs/performance.md). Shorter periods cut the
+// bursts to 2.5 ms for a little more accounting in the kernel.
+const cfsPeriod = 10000
 
 // CgroupOptions configure NewCgroups.
 type CgroupOptions struct {
@@ -113,13 +118,16 @@ func checkCores(cores float64) error {
 	return nil
 }
 
-// quotaMicros is cores as microseconds of CPU per cfsPeriod; -1 for
-// unlimited (0 cores). The kernel takes at least 1 ms.
-func quotaMicros(cores float64) int64 {
+// quotaMicros is cores as microseconds of CPU per period, and the period
+// (cfsPeriod, longer for a quota under 0.1 cores: the kernel takes a
+// quota of at least 1 ms and a period of at most 1 s); quota -1 is
+// unlimited (0 cores).
+func quotaMicros(cores float64) (quota, period int64) {
 	if cores == 0 {
-		return -1
+		return -1, cfsPeriod
 	}
-	return max(1000, int64(math.Round(cores*cfsPeriod)))
+	period = min(max(cfsPeriod, int64(math.Ceil(1000/cores))), 1000000)
+	return max(1000, int64(math.Round(cores*float64(period)))), period
 }
 
 func cleanRoot(root string) (string, error) {

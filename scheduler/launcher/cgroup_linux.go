@@ -264,16 +264,16 @@ func (c *Cgroups) Tenant(tenant string, cores float64) (*Slice, error) {
 			return nil, fmt.Errorf("launcher: cgroup for tenant %s: %w", tenant, err)
 		}
 	}
-	q := quotaMicros(cores)
+	q, period := quotaMicros(cores)
 	var err error
 	if c.version == 2 {
-		v := "max " + strconv.Itoa(cfsPeriod)
+		v := "max " + strconv.FormatInt(period, 10)
 		if q > 0 {
-			v = strconv.FormatInt(q, 10) + " " + strconv.Itoa(cfsPeriod)
+			v = strconv.FormatInt(q, 10) + " " + strconv.FormatInt(period, 10)
 		}
 		err = os.WriteFile(filepath.Join(sl.Dir, "cpu.max"), []byte(v), 0)
 	} else {
-		err = os.WriteFile(filepath.Join(sl.Dir, "cpu.cfs_period_us"), []byte(strconv.Itoa(cfsPeriod)), 0)
+		err = os.WriteFile(filepath.Join(sl.Dir, "cpu.cfs_period_us"), []byte(strconv.FormatInt(period, 10)), 0)
 		if err == nil {
 			err = os.WriteFile(filepath.Join(sl.Dir, "cpu.cfs_quota_us"), []byte(strconv.FormatInt(q, 10)), 0)
 		}

@@ -301,7 +301,7 @@ func TestCgroupV2Files(t *testing.T) {
 	for _, tc := range []struct {
 		cores float64
 		want  string
-	}{{0.5, "50000 100000"}, {2, "200000 100000"}, {0.001, "1000 100000"}, {0, "max 100000"}} {
+	}{{0.5, "5000 10000"}, {2, "20000 10000"}, {0.05, "1000 20000"}, {0.001, "1000 1000000"}, {0, "max 10000"}} {
 		sl, err := c.Tenant("acme", tc.cores)
 		if err != nil {
 			t.Fatal(err)

@@ -32,6 +32,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/ardea-dev/ardea/internal/audit"
 	"github.com/ardea-dev/ardea/internal/auth"
@@ -70,6 +71,14 @@ type Options struct {
 	// Log gets a line per authentication backend failure; nil:
 	// slog.Default().
 	Log *slog.Logger
+	// TenantRate bounds each tenant's authenticated calls per second
+	// (TenantBurst at once; default twice the rate); 0: unlimited. Calls
+	// with an admin token are not counted. Over it a call is refused with
+	// 429 and Retry-After.
+	TenantRate  float64
+	TenantBurst int
+	// now is the limiter's clock (tests); nil: time.Now.
+	now func() time.Time
 }
 
 // Guard is the security layer. Make one with New, wrap the API with Wrap.
@@ -81,6 +90,7 @@ type Guard struct {
 	wildcard bool
 	origins  map[string]bool
 	tickets  *Tickets
+	limit    *tenantLimiter
 	log      *slog.Logger
 }
 
@@ -100,7 +110,8 @@ func New(o Options) (*Guard, error) {
 		o.MaxBody = DefaultMaxBody
 	}
 	g := &Guard{o: o, port: port, hosts: map[string]bool{}, origins: map[string]bool{},
-		local: map[string]bool{"localhost": true, "127.0.0.1": true, "::1": true}, tickets: o.Tickets, log: o.Log}
+		local: map[string]bool{"localhost": true, "127.0.0.1": true, "::1": true}, tickets: o.Tickets, log: o.Log,
+		limit: newTenantLimiter(o.TenantRate, o.TenantBurst, o.now)}
 	if g.tickets == nil {
 		g.tickets = NewTickets(DefaultTicketTTL)
 	}
@@ -321,6 +332,10 @@ func (g *Guard) serve(w http.ResponseWriter, r *http.Request, rt Route, next htt
 		return
 	}
 	audit.SetPrincipal(r.Context(), p)
+	if ok, wait := g.limit.allow(p); !ok {
+		g.limit.tooManyCalls(w, p, wait)
+		return
+	}
 	if !rt.AnyScope && !p.Scope.Allows(rt.Scope) {
 		WriteError(w, &Error{Status: http.StatusForbidden, Message: fmt.Sprintf(
 			"%v: token %s has scope %s; %s %s needs %s", auth.ErrForbidden, p.TokenID, p.Scope, r.Method, r.URL.Path, rt.Scope)})

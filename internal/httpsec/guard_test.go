@@ -562,3 +562,54 @@ func TestEveryRouteNeedsAToken(t *testing.T) {
 		}
 	}
 }
+
+// TestGuardTenantRate: past its burst a tenant's calls are refused with
+// 429, Retry-After and the limit named; another tenant and admin tokens
+// go on; the bucket refills at the rate.
+func TestGuardTenantRate(t *testing.T) {
+	now := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
+	toks := fakeAuth{
+		"tok-acme":   {Tenant: "acme", TokenID: "a", Scope: auth.ScopeRead},
+		"tok-acme2":  {Tenant: "acme", TokenID: "b", Scope: auth.ScopeDeploy},
+		"tok-globex": {Tenant: "globex", TokenID: "g", Scope: auth.ScopeRead},
+		"tok-admin":  {Tenant: "default", TokenID: "x", Scope: auth.ScopeAdmin},
+	}
+	_, h := newGuard(t, func(o *Options) {
+		o.Auth, o.TenantRate, o.TenantBurst = toks, 2, 3
+		o.now = func() time.Time { return now }
+	})
+	get := func(tok string) *httptest.ResponseRecorder {
+		return req{path: "/api/v1/topologies", token: tok}.do(h)
+	}
+	for i := range 3 {
+		if w := get("tok-acme"); w.Code != http.StatusOK {
+			t.Fatalf("acme call %d within the burst: %d %s", i+1, w.Code, w.Body)
+		}
+	}
+	// Every token of the tenant shares its bucket.
+	w := get("tok-acme2")
+	if w.Code != http.StatusTooManyRequests || w.Header().Get("Retry-After") != "1" {
+		t.Fatalf("acme's 4th call: %d, Retry-After %q, want 429 and 1", w.Code, w.Header().Get("Retry-After"))
+	}
+	for _, part := range []string{"tenant acme", "2 calls/s", "bursts of 3", "security.api_rate", "retry in 500ms"} {
+		if !strings.Contains(w.Body.String(), part) {
+			t.Errorf("429 body %s: want %q", w.Body, part)
+		}
+	}
+	for _, tok := range []string{"tok-globex", "tok-admin", "tok-admin", "tok-admin", "tok-admin"} {
+		if w := get(tok); w.Code != http.StatusOK {
+			t.Fatalf("%s beside acme's flood: %d %s", tok, w.Code, w.Body)
+		}
+	}
+	now = now.Add(500 * time.Millisecond) // one call's worth
+	if w := get("tok-acme"); w.Code != http.StatusOK {
+		t.Fatalf("acme after 0.5 s: %d %s", w.Code, w.Body)
+	}
+	if w := get("tok-acme"); w.Code != http.StatusTooManyRequests {
+		t.Fatalf("acme's next call: %d, want 429", w.Code)
+	}
+	// A bad token is refused before it counts against anyone.
+	if w := get("nope"); w.Code != http.StatusUnauthorized {
+		t.Fatalf("unknown token: %d", w.Code)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -39,20 +40,60 @@ func NewClient(server string) *Client {
 // ErrUnreachable is returned when no daemon answers.
 var ErrUnreachable = errors.New("no ardea daemon answers")
 
+// maxRateRetries bounds how often a call refused by the tenant's API
+// rate limit (429, nothing done) is sent again after its Retry-After.
+const maxRateRetries = 20
+
 func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
-	var rd io.Reader
+	var b []byte
 	if body != nil {
-		b, err := json.Marshal(body)
+		var err error
+		if b, err = json.Marshal(body); err != nil {
+			return err
+		}
+	}
+	for attempt := 0; ; attempt++ {
+		status, data, retryAfter, err := c.send(ctx, method, path, body != nil, b)
 		if err != nil {
 			return err
 		}
+		if status == http.StatusTooManyRequests && attempt < maxRateRetries {
+			// The tenant's API rate limit refused the call before anything
+			// ran: it is sent again after the wait the daemon named, as
+			// Kubernetes' clients do.
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(retryAfter):
+			}
+			continue
+		}
+		if status >= 300 {
+			var ae ui.Error
+			if json.Unmarshal(data, &ae) == nil && ae.Message != "" {
+				return &APIError{Status: status, Message: ae.Message}
+			}
+			return &APIError{Status: status, Message: strings.TrimSpace(string(data))}
+		}
+		if out != nil {
+			return json.Unmarshal(data, out)
+		}
+		return nil
+	}
+}
+
+// send makes one request and reads its answer; retryAfter is the
+// answer's Retry-After (1 s when missing or unreadable, at most 10 s).
+func (c *Client) send(ctx context.Context, method, path string, hasBody bool, b []byte) (status int, data []byte, retryAfter time.Duration, err error) {
+	var rd io.Reader
+	if hasBody {
 		rd = bytes.NewReader(b)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.Base+path, rd)
 	if err != nil {
-		return err
+		return 0, nil, 0, err
 	}
-	if body != nil || method != http.MethodGet && method != http.MethodHead {
+	if hasBody || method != http.MethodGet && method != http.MethodHead {
 		// The API takes state-changing calls as JSON only, bodiless ones too
 		// (a form or text/plain POST is what a foreign page can send).
 		req.Header.Set("Content-Type", "application/json")
@@ -64,26 +105,19 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 	if err != nil {
 		var ue *url.Error
 		if errors.As(err, &ue) && ctx.Err() == nil {
-			return fmt.Errorf("%w at %s (start one with `ardea local`, or point --server / ARDEA_SERVER at it): %v", ErrUnreachable, c.Base, ue.Err)
+			return 0, nil, 0, fmt.Errorf("%w at %s (start one with `ardea local`, or point --server / ARDEA_SERVER at it): %v", ErrUnreachable, c.Base, ue.Err)
 		}
-		return err
+		return 0, nil, 0, err
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
+	if data, err = io.ReadAll(resp.Body); err != nil {
+		return 0, nil, 0, err
 	}
-	if resp.StatusCode >= 300 {
-		var ae ui.Error
-		if json.Unmarshal(data, &ae) == nil && ae.Message != "" {
-			return &APIError{Status: resp.StatusCode, Message: ae.Message}
-		}
-		return &APIError{Status: resp.StatusCode, Message: strings.TrimSpace(string(data))}
+	retryAfter = time.Second
+	if n, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && n > 0 {
+		retryAfter = min(time.Duration(n)*time.Second, 10*time.Second)
 	}
-	if out != nil {
-		return json.Unmarshal(data, out)
-	}
-	return nil
+	return resp.StatusCode, data, retryAfter, nil
 }
 
 // Do sends one API request: body (if not nil) as JSON, the answer decoded

@@ -49,6 +49,11 @@ type Security struct {
 	// (files, ports, addresses) which tenants other than the default one
 	// may use (builtins_policy.go); none by default.
 	TenantBuiltins []string
+	// APIRate bounds each tenant's API calls per second, APIBurst at once
+	// (admin tokens are not counted): 0 takes httpsec.DefaultTenantRate and
+	// DefaultTenantBurst, a negative rate turns the limit off.
+	APIRate  float64
+	APIBurst int
 }
 
 // secured is what a daemon with an API holds for its security.
@@ -218,8 +223,16 @@ func (d *Daemon) apiHandler() (http.Handler, *tls.Config, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("local: TLS: %w", err)
 	}
+	rate, burst := s.APIRate, s.APIBurst
+	switch {
+	case rate == 0:
+		rate, burst = httpsec.DefaultTenantRate, httpsec.DefaultTenantBurst
+	case rate < 0:
+		rate = 0 // unlimited
+	}
 	d.sec.guard, err = httpsec.New(httpsec.Options{Listen: d.ln.Addr().String(), Hosts: s.Hosts, Origins: s.Origins,
-		TLS: d.sec.cert != nil, Auth: d.sec.tokens, Routes: httpsec.DefaultRoutes(), PublicMetrics: s.PublicMetrics, Log: d.log})
+		TLS: d.sec.cert != nil, Auth: d.sec.tokens, Routes: httpsec.DefaultRoutes(), PublicMetrics: s.PublicMetrics, Log: d.log,
+		TenantRate: rate, TenantBurst: burst})
 	if err != nil {
 		return nil, nil, fmt.Errorf("local: API security: %w", err)
 	}

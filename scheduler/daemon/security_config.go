@@ -24,6 +24,12 @@ type securitySection struct {
 		MaxAge   string `yaml:"max_age"`   // e.g. 2160h
 		MaxBytes int64  `yaml:"max_bytes"` // bytes
 	} `yaml:"audit"`
+	// APIRate: each tenant's API calls per second and burst (per_second
+	// 0: no limit).
+	APIRate *struct {
+		PerSecond float64 `yaml:"per_second"`
+		Burst     int     `yaml:"burst"`
+	} `yaml:"api_rate"`
 }
 
 // LoadSecurity reads a deployment file's security: and quotas: sections
@@ -50,7 +56,7 @@ func LoadSecurity(path string) (Security, error) {
 		dec := yaml.NewDecoder(&buf)
 		dec.KnownFields(true)
 		if err := dec.Decode(&sec); err != nil {
-			return s, fmt.Errorf("%s: security (from line %d): %w (fields: public_metrics, hosts, origins, tenant_builtins, audit.max_age, audit.max_bytes)", path, doc.Security.Line, err)
+			return s, fmt.Errorf("%s: security (from line %d): %w (fields: public_metrics, hosts, origins, tenant_builtins, audit.max_age, audit.max_bytes, api_rate.per_second, api_rate.burst)", path, doc.Security.Line, err)
 		}
 		s.PublicMetrics, s.Hosts, s.Origins, s.TenantBuiltins = sec.PublicMetrics, sec.Hosts, sec.Origins, sec.TenantBuiltins
 		if sec.Audit.MaxAge != "" {
@@ -64,6 +70,15 @@ func LoadSecurity(path string) (Security, error) {
 			return s, fmt.Errorf("%s: security.audit.max_bytes %d: want a size in bytes >= 0", path, sec.Audit.MaxBytes)
 		}
 		s.Audit.MaxBytes = sec.Audit.MaxBytes
+		if r := sec.APIRate; r != nil {
+			if r.PerSecond < 0 || r.Burst < 0 {
+				return s, fmt.Errorf("%s: security.api_rate {per_second: %g, burst: %d}: want per_second >= 0 (0: no limit) and burst >= 0 (0: twice the rate)", path, r.PerSecond, r.Burst)
+			}
+			s.APIRate, s.APIBurst = r.PerSecond, r.Burst
+			if r.PerSecond == 0 {
+				s.APIRate = -1 // the file turns the limit off
+			}
+		}
 	}
 	if s.Quotas, err = quota.LoadConfig(path); err != nil {
 		return s, err

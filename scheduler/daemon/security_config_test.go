@@ -19,6 +19,8 @@ func TestLoadSecurity(t *testing.T) {
 		{"bad max_age", "security:\n  audit: {max_age: soon}\n", "security.audit.max_age"},
 		{"negative max_bytes", "security:\n  audit: {max_bytes: -1}\n", "security.audit.max_bytes"},
 		{"wrong type", "security:\n  hosts: 3\n", "security"},
+		{"negative api rate", "security:\n  api_rate: {per_second: -5}\n", "security.api_rate"},
+		{"unknown api rate field", "security:\n  api_rate: {rps: 5}\n", "rps"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "deploy.yaml")
@@ -32,7 +34,7 @@ func TestLoadSecurity(t *testing.T) {
 		})
 	}
 	path := filepath.Join(t.TempDir(), "deploy.yaml")
-	good := "security:\n  public_metrics: true\n  hosts: [ardea.internal]\n  tenant_builtins: [file]\n  audit: {max_age: 24h, max_bytes: 1048576}\n"
+	good := "security:\n  public_metrics: true\n  hosts: [ardea.internal]\n  tenant_builtins: [file]\n  audit: {max_age: 24h, max_bytes: 1048576}\n  api_rate: {per_second: 20, burst: 50}\n"
 	if err := os.WriteFile(path, []byte(good), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +43,14 @@ func TestLoadSecurity(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !s.PublicMetrics || !slices.Equal(s.Hosts, []string{"ardea.internal"}) || !slices.Equal(s.TenantBuiltins, []string{"file"}) ||
-		s.Audit.MaxAge != 24*time.Hour || s.Audit.MaxBytes != 1<<20 {
+		s.Audit.MaxAge != 24*time.Hour || s.Audit.MaxBytes != 1<<20 || s.APIRate != 20 || s.APIBurst != 50 {
 		t.Errorf("LoadSecurity: %+v", s)
+	}
+	off := filepath.Join(t.TempDir(), "deploy.yaml")
+	if err := os.WriteFile(off, []byte("security:\n  api_rate: {per_second: 0}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := LoadSecurity(off); err != nil || s.APIRate >= 0 {
+		t.Errorf("api_rate per_second 0: %+v, %v; want the limit off (APIRate < 0)", s, err)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/ardea-dev/ardea/internal/audit"
 	"github.com/ardea-dev/ardea/internal/auth"
@@ -18,22 +17,7 @@ import (
 // refused call again, so a CLI over the rate slows down instead of
 // failing.
 func TestAPIRateLimit(t *testing.T) {
-	d, err := daemon.Start(context.Background(), daemon.Options{
-		DataDir: t.TempDir(), Listen: "127.0.0.1:0", HostPath: ardeaBin,
-		HostArgs: []string{"--log-format", "json", "--log-level", "info", "host"},
-		Security: daemon.Security{APIRate: 1, APIBurst: 3},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	withAdmin(d)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := d.Close(ctx); err != nil {
-			t.Errorf("close daemon: %v", err)
-		}
-	})
+	d := startDaemonWith(t, daemon.Options{Security: daemon.Security{APIRate: 1, APIBurst: 3}})
 	acme := newToken(t, d, "acme", auth.ScopeRead)
 	globex := newToken(t, d, "globex", auth.ScopeRead)
 

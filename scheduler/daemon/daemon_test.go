@@ -42,10 +42,30 @@ func TestMain(m *testing.M) {
 
 func startDaemon(t *testing.T) (*daemon.Daemon, *daemon.Client) {
 	t.Helper()
-	d, err := daemon.Start(context.Background(), daemon.Options{
-		DataDir: t.TempDir(), Listen: "127.0.0.1:0", HostPath: ardeaBin,
-		HostArgs: []string{"--log-format", "json", "--log-level", "info", "host"}, MaxRestarts: 2,
-	})
+	d := startDaemonWith(t, daemon.Options{})
+	return d, d.Client()
+}
+
+// startDaemonWith starts a daemon with o, filling what o leaves empty as
+// startDaemon does (a temp data dir, a kernel-picked port, the test's
+// ardea binary as host, 2 restarts); it registers the admin token and
+// closes the daemon at the end of the test.
+func startDaemonWith(t *testing.T, o daemon.Options) *daemon.Daemon {
+	t.Helper()
+	if o.DataDir == "" {
+		o.DataDir = t.TempDir()
+	}
+	if o.Listen == "" {
+		o.Listen = "127.0.0.1:0"
+	}
+	if o.HostPath == "" {
+		o.HostPath = ardeaBin
+		o.HostArgs = []string{"--log-format", "json", "--log-level", "info", "host"}
+	}
+	if o.MaxRestarts == 0 {
+		o.MaxRestarts = 2
+	}
+	d, err := daemon.Start(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +77,7 @@ func startDaemon(t *testing.T) (*daemon.Daemon, *daemon.Client) {
 			t.Errorf("close daemon: %v", err)
 		}
 	})
-	return d, d.Client()
+	return d
 }
 
 func waitState(t *testing.T, c *daemon.Client, name string, want daemon.State) daemon.Status {

@@ -50,21 +50,7 @@ func TestHostCredsFileIsolation(t *testing.T) {
 	const A, B, top = "acme", "globex", "wc"
 	ctx := context.Background()
 	data := t.TempDir()
-	d, err := daemon.Start(ctx, daemon.Options{
-		DataDir: data, Listen: "127.0.0.1:0", HostPath: ardeaBin,
-		HostArgs: []string{"--log-format", "json", "--log-level", "info", "host"}, MaxRestarts: 2,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	withAdmin(d)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := d.Close(ctx); err != nil {
-			t.Errorf("close daemon: %v", err)
-		}
-	})
+	d := startDaemonWith(t, daemon.Options{DataDir: data})
 
 	// Each tenant submits an endless word count (generator, wasm bolts)
 	// with its deploy token, and waits for it to run in host processes.

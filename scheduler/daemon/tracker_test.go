@@ -28,21 +28,7 @@ import (
 // startMetricsDaemon is startDaemon with a fast metrics interval.
 func startMetricsDaemon(t *testing.T, mc *sinks.Config) (*daemon.Daemon, *daemon.Client) {
 	t.Helper()
-	d, err := daemon.Start(context.Background(), daemon.Options{
-		DataDir: t.TempDir(), Listen: "127.0.0.1:0", HostPath: ardeaBin,
-		HostArgs: []string{"--log-format", "json", "--log-level", "info", "host"}, MaxRestarts: 2, Metrics: mc,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	withAdmin(d)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := d.Close(ctx); err != nil {
-			t.Errorf("close daemon: %v", err)
-		}
-	})
+	d := startDaemonWith(t, daemon.Options{Metrics: mc})
 	return d, d.Client()
 }
 

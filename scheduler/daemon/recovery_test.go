@@ -99,7 +99,13 @@ func submitKeyedEO(t *testing.T, c *daemon.Client, name string, keys, perKey, ra
 // closes: every goroutine the daemon and its topology managers started
 // has ended.
 func TestDaemonLeavesNoGoroutines(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	// nats.go's jetstream async publisher starts resetPendingAcksOnReconnect
+	// per connection; when the connection closes before it reads its status
+	// channel, the channel is already nil and the goroutine blocks forever
+	// (jetstream/publish.go: receive from a nil chan). That is the library's,
+	// not the daemon's, and it shows only in that race.
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent(),
+		goleak.IgnoreTopFunction("github.com/nats-io/nats.go/jetstream.(*jetStream).resetPendingAcksOnReconnect"))
 	d, err := daemon.Start(context.Background(), daemon.Options{
 		DataDir: t.TempDir(), Listen: "127.0.0.1:0", HostPath: ardeaBin,
 		HostArgs: []string{"--log-format", "json", "--log-level", "info", "host"}, MaxRestarts: 2,

@@ -51,7 +51,7 @@ func init() {
 		Name:    "kafka",
 		Summary: "The dead-letter topic of builtin:kafka, headers ardea-source (topic/partition/offset), ardea-failures and ardea-error. Listing reads it from the offsets group <group>-dlq committed; replay produces each record to its source topic and commits the topic's end for that group.",
 		Fields: []plugin.Field{
-			{Name: "brokers", Type: plugin.TypeString, Required: true, Doc: "comma-separated seed brokers (host:port)"},
+			{Name: "brokers", Type: plugin.TypeString, Reach: plugin.ReachBrokers, Required: true, Doc: "comma-separated seed brokers (host:port)"},
 			{Name: "group", Type: plugin.TypeString, Doc: "the spout's consumer group; replays are tracked by group <group>-dlq; empty: ardea-<topology>-<component>"},
 			{Name: "dead_letter_topic", Type: plugin.TypeString, Doc: "the dead-letter topic; unset: the spout keeps no dead letters"},
 		},
@@ -60,7 +60,7 @@ func init() {
 		Name:    "pulsar",
 		Summary: "The dead-letter topic of builtin:pulsar (Pulsar's dead-letter policy: properties REAL_TOPIC and ORIGIN_MESSAGE_ID; oversized messages with ardea-error), read on subscription ardea-dlq. Replay sends each message to REAL_TOPIC and acks it.",
 		Fields: []plugin.Field{
-			{Name: "url", Type: plugin.TypeString, Required: true, Doc: "service URL (pulsar://host:6650)"},
+			{Name: "url", Type: plugin.TypeString, Reach: plugin.ReachURL, Required: true, Doc: "service URL (pulsar://host:6650)"},
 			{Name: "max_retries", Type: plugin.TypeInt, Default: "0", Min: "0", Doc: "deliveries before a message became a dead letter (reported as its failures)"},
 			{Name: "dead_letter_topic", Type: plugin.TypeString, Doc: "the dead-letter topic; unset: the spout keeps no dead letters"},
 		},
@@ -69,7 +69,7 @@ func init() {
 		Name:    "jetstream",
 		Summary: "The dead-letter subject of builtin:jetstream (headers Ardea-Subject, Ardea-Source, Ardea-Failures, Ardea-Error), read from the stream that captures it after the ack floor of durable consumer ardea-dlq-<hash>. Replay publishes each message to its Ardea-Subject and acks it on that consumer.",
 		Fields: []plugin.Field{
-			{Name: "url", Type: plugin.TypeString, Required: true, Doc: "NATS server URL"},
+			{Name: "url", Type: plugin.TypeString, Reach: plugin.ReachURL, Required: true, Doc: "NATS server URL"},
 			{Name: "dead_letter_subject", Type: plugin.TypeString, Doc: "the dead-letter subject; unset: the spout keeps no dead letters"},
 		},
 	}, newJetStreamDeadLetters))

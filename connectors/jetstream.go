@@ -36,7 +36,7 @@ func init() {
 		Summary: "Reads a NATS JetStream stream through a durable pull consumer shared by the tasks (`subject`, `data` as bytes). " +
 			"At most once it acks a message as it emits it, at least once when its tuple tree completes; a failed tree naks it (JetStream redelivers it, as any message not acked within ack_wait).",
 		Fields: []plugin.Field{
-			{Name: "url", Type: plugin.TypeString, Required: true, Doc: "NATS server URL"},
+			{Name: "url", Type: plugin.TypeString, Reach: plugin.ReachURL, Required: true, Doc: "NATS server URL"},
 			{Name: "stream", Type: plugin.TypeString, Required: true, Doc: "JetStream stream to read"},
 			{Name: "subject", Type: plugin.TypeString, Default: "", Doc: "only messages on this subject (wildcards allowed); empty: all of the stream"},
 			{Name: "durable", Type: plugin.TypeString, Default: "", Doc: "durable consumer name; empty: ardea-<topology>-<component>"},
@@ -51,7 +51,7 @@ func init() {
 		Name:    "jetstream",
 		Summary: "Publishes every tuple to a NATS JetStream subject as a JSON object; acks tuples once JetStream stored them.",
 		Fields: []plugin.Field{
-			{Name: "url", Type: plugin.TypeString, Required: true, Doc: "NATS server URL"},
+			{Name: "url", Type: plugin.TypeString, Reach: plugin.ReachURL, Required: true, Doc: "NATS server URL"},
 			{Name: "subject", Type: plugin.TypeString, Required: true, Doc: "subject to publish to (a stream must capture it)"},
 			{Name: "timeout", Type: plugin.TypeDuration, Default: "10s", Min: "1ms", Doc: "how long a batch waits for JetStream's acknowledgements"},
 		},

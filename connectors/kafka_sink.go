@@ -44,7 +44,7 @@ func init() {
 		Name:    "kafka",
 		Summary: "Produces tuples to Kafka (franz-go): idempotent; transactional and exactly once with effectively-once checkpoints.",
 		Fields: []plugin.Field{
-			{Name: "brokers", Type: plugin.TypeString, Required: true, Doc: "comma-separated seed brokers (host:port)"},
+			{Name: "brokers", Type: plugin.TypeString, Reach: plugin.ReachBrokers, Required: true, Doc: "comma-separated seed brokers (host:port)"},
 			{Name: "topic", Type: plugin.TypeString, Default: "", Doc: "topic to produce to (required unless topic_field)"},
 			{Name: "topic_field", Type: plugin.TypeString, Default: "", Doc: "input field holding each record's topic"},
 			{Name: "key_field", Type: plugin.TypeString, Default: "", Doc: "input field used as the record key (Kafka partitions by it); empty: no key"},

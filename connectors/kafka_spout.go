@@ -50,7 +50,7 @@ func init() {
 		Summary: "Reads Kafka topics with franz-go (`value`, `key`, `topic`, `partition`, `offset`, `timestamp`, `headers`; docs/connectors.md). " +
 			"Commits offsets only for fully processed records, replays failed ones; effectively once the positions are in the checkpoint, committed when it is global; starts at an offset or a timestamp.",
 		Fields: []plugin.Field{
-			{Name: "brokers", Type: plugin.TypeString, Required: true, Doc: "comma-separated seed brokers (host:port)"},
+			{Name: "brokers", Type: plugin.TypeString, Reach: plugin.ReachBrokers, Required: true, Doc: "comma-separated seed brokers (host:port)"},
 			{Name: "topics", Type: plugin.TypeString, Required: true, Doc: "comma-separated topics, or regular expressions with topic_regex"},
 			{Name: "topic_regex", Type: plugin.TypeBool, Default: "false", Doc: "topics are regular expressions matched against every topic's name"},
 			{Name: "group", Type: plugin.TypeString, Default: "", Doc: "consumer group offsets are committed to; empty: ardea-<topology>-<component>"},

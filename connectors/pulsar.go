@@ -35,7 +35,7 @@ func init() {
 		Name:    "pulsar",
 		Summary: "Subscribes to Apache Pulsar topics; acks on tuple-tree completion (at least once), nacks on failure, dead-letter topic after max_retries.",
 		Fields: []plugin.Field{
-			{Name: "url", Type: plugin.TypeString, Required: true, Doc: "service URL (pulsar://host:6650)"},
+			{Name: "url", Type: plugin.TypeString, Reach: plugin.ReachURL, Required: true, Doc: "service URL (pulsar://host:6650)"},
 			{Name: "topics", Type: plugin.TypeString, Required: true, Doc: "comma-separated topics, or a regular expression with topics_pattern"},
 			{Name: "topics_pattern", Type: plugin.TypeBool, Default: "false", Doc: "topics is a regular expression (persistent://tenant/ns/<regex>)"},
 			{Name: "subscription", Type: plugin.TypeString, Default: "", Doc: "subscription name; empty: ardea-<topology>-<component>"},
@@ -51,7 +51,7 @@ func init() {
 		Name:    "pulsar",
 		Summary: "Sends tuples to an Apache Pulsar topic; acks each tuple once Pulsar stored its message.",
 		Fields: []plugin.Field{
-			{Name: "url", Type: plugin.TypeString, Required: true, Doc: "service URL (pulsar://host:6650)"},
+			{Name: "url", Type: plugin.TypeString, Reach: plugin.ReachURL, Required: true, Doc: "service URL (pulsar://host:6650)"},
 			{Name: "topic", Type: plugin.TypeString, Required: true, Doc: "topic to send to"},
 			{Name: "key_field", Type: plugin.TypeString, Default: "", Doc: "input field used as the message key; empty: none"},
 			{Name: "value_field", Type: plugin.TypeString, Default: "", Doc: "input field used as the payload; empty: a JSON object of every field"},

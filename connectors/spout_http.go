@@ -47,7 +47,7 @@ func init() {
 		Summary: "Ingests POSTed bodies, one tuple (`line`) per line, or per element of a JSON array body (`Content-Type: application/json`, compact JSON; a malformed one is refused whole, 400). " +
 			"At most once a request gets 202 once its lines are emitted; at least once 200 only when every line's tree completed, 503 + Retry-After if one failed or timed out; 429 when the queue is full.",
 		Fields: []plugin.Field{
-			{Name: "listen", Type: plugin.TypeString, Default: "127.0.0.1:8088", Doc: "host:port of task 0; task i listens on port + i (port 0: any free port)"},
+			{Name: "listen", Type: plugin.TypeString, Reach: plugin.ReachListen, Default: "127.0.0.1:8088", Doc: "host:port of task 0; task i listens on port + i (port 0: any free port)"},
 			{Name: "path", Type: plugin.TypeString, Default: "/ingest", Doc: "URL path that accepts POST"},
 			{Name: "max_body_bytes", Type: plugin.TypeInt, Default: "4194304", Min: "1", Doc: "largest request body"},
 			{Name: "queue", Type: plugin.TypeInt, Default: "64", Min: "1", Doc: "requests waiting for the spout before 429"},

@@ -16,14 +16,14 @@ func init() {
 		Summary: "A Prometheus exposition of every container's latest batch (`ardea_<name>`, counters `_total`; labels topology, component, task, container, stream, peer). " +
 			"`ardea local` always serves it at /metrics on its API address and `ardea run --config` when listen is set; containers do not run it.",
 		Fields: []plugin.Field{
-			{Name: "listen", Type: plugin.TypeString, Doc: "an address of its own to serve GET /metrics on (host:port); empty: none"},
+			{Name: "listen", Type: plugin.TypeString, Reach: plugin.ReachListen, Doc: "an address of its own to serve GET /metrics on (host:port); empty: none"},
 		},
 	}, newPrometheusSink))
 	register(plugin.RegisterMetricsSink(plugin.Spec{
 		Name:    "graphite",
 		Summary: "Graphite's plaintext protocol over TCP, one line per sample: `prefix.topology.component.source.metric value epoch` (counters as their delta). Connects lazily, reconnects with back-off, buffers meanwhile.",
 		Fields: []plugin.Field{
-			{Name: "address", Type: plugin.TypeString, Required: true, Doc: "carbon's plaintext listener (host:port)"},
+			{Name: "address", Type: plugin.TypeString, Reach: plugin.ReachAddress, Required: true, Doc: "carbon's plaintext listener (host:port)"},
 			{Name: "prefix", Type: plugin.TypeString, Default: "ardea", Doc: "first segment of every metric path"},
 			{Name: "buffer_bytes", Type: plugin.TypeInt, Default: "1048576", Min: "1", Doc: "what is kept while carbon is unreachable; past it the oldest lines are dropped and counted"},
 		},
@@ -32,7 +32,7 @@ func init() {
 		Name:    "scribe",
 		Summary: "Scribe's Thrift Log calls over a framed transport, one compact JSON message per sample (exceptions are not sent). Connects lazily, reconnects with back-off, keeps a bounded backlog.",
 		Fields: []plugin.Field{
-			{Name: "address", Type: plugin.TypeString, Required: true, Doc: "the Scribe server (host:port)"},
+			{Name: "address", Type: plugin.TypeString, Reach: plugin.ReachAddress, Required: true, Doc: "the Scribe server (host:port)"},
 			{Name: "category", Type: plugin.TypeString, Default: scribeDefaultCategory, Doc: "the category every entry is logged under"},
 		},
 	}, newScribeSink))
@@ -40,7 +40,7 @@ func init() {
 		Name:    "otlp",
 		Summary: "OTLP over HTTP with protobuf bodies: each collection as it is (cumulative sums and gauges with the instances' attributes).",
 		Fields: []plugin.Field{
-			{Name: "endpoint", Type: plugin.TypeString, Required: true, Doc: "full URL of the receiver's metrics endpoint, e.g. http://127.0.0.1:4318/v1/metrics"},
+			{Name: "endpoint", Type: plugin.TypeString, Reach: plugin.ReachURL, Required: true, Doc: "full URL of the receiver's metrics endpoint, e.g. http://127.0.0.1:4318/v1/metrics"},
 			{Name: "headers", Type: plugin.TypeMap, Doc: "HTTP headers sent with every export, e.g. headers: {Authorization: \"Bearer ...\"}"},
 		},
 	}, newOTLPSink))
@@ -48,7 +48,7 @@ func init() {
 		Name:    "file",
 		Summary: "Appends one JSON object per sample and line (exceptions: lines with \"exception\" set), flushed after every batch.",
 		Fields: []plugin.Field{
-			{Name: "path", Type: plugin.TypeString, Required: true, Doc: "the file to append to (created if missing; relative to the process's working directory)"},
+			{Name: "path", Type: plugin.TypeString, Reach: plugin.ReachPath, Required: true, Doc: "the file to append to (created if missing; relative to the process's working directory)"},
 		},
 	}, newFileSink))
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/ardea-dev/ardea/scheduler/launcher"
 	"github.com/ardea-dev/ardea/scheduler/modules"
 	"github.com/ardea-dev/ardea/scheduler/packing"
+	"github.com/ardea-dev/ardea/scheduler/settings"
 	"github.com/ardea-dev/ardea/sinks"
 )
 
@@ -124,7 +125,7 @@ docs/metrics.md).`,
 
 func newHostCmd(g *globalFlags) *cobra.Command {
 	var o hostprocess.Options
-	var metricsJSON string
+	var metricsJSON, policyJSON string
 	cmd := &cobra.Command{
 		Use:     "host",
 		Short:   "Run one container of a topology (started by ardea local)",
@@ -146,6 +147,9 @@ func newHostCmd(g *globalFlags) *cobra.Command {
 					return usageError{fmt.Errorf("--metrics-config: %w", err)}
 				}
 			}
+			if o.Machine, err = hostMachinePolicy(policyJSON, o.Tenant, o.DataDir); err != nil {
+				return usageError{err}
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			return hostprocess.Run(ctx, o)
@@ -158,6 +162,7 @@ func newHostCmd(g *globalFlags) *cobra.Command {
 	cmd.Flags().IntVar(&o.Container, "container", 0, "container id (1..)")
 	cmd.Flags().StringVar(&o.DataDir, "data-dir", defaultDataDir(), "compile cache location")
 	cmd.Flags().StringVar(&metricsJSON, "metrics-config", "", "the deployment's metrics section, as JSON")
+	cmd.Flags().StringVar(&policyJSON, "machine-policy", "", "what the topology's settings may reach on this machine (settings.MachinePolicy, as JSON); unset: everything for the default tenant, nothing for another")
 	cmd.Flags().Float64Var(&o.Bus.TuplesPerSecond, "max-tuples-per-second", 0, "this container's share of its tenant's tuple rate (0: unlimited)")
 	cmd.Flags().Float64Var(&o.Bus.BytesPerSecond, "max-bytes-per-second", 0, "this container's share of its tenant's byte rate (0: unlimited)")
 	return cmd
@@ -382,4 +387,22 @@ fields-grouped stateful bolt keeps exact state.`,
 	cf.add(cmd)
 	cmd.Flags().StringArrayVar(&par, "component-parallelism", nil, "COMPONENT:N (repeatable)")
 	return cmd
+}
+
+// hostMachinePolicy reads --machine-policy. Without it a host of a tenant
+// other than the default one is confined (nothing on the machine, dead
+// letters under its data dir): a host never trusts a tenant's topology
+// more than the daemon would.
+func hostMachinePolicy(js, tenant, dataDir string) (settings.MachinePolicy, error) {
+	var p settings.MachinePolicy
+	if js == "" {
+		if tenant != names.DefaultTenant {
+			p = settings.MachinePolicy{Confined: true, Tenant: tenant, DeadLetterDir: filepath.Join(dataDir, "dead-letters", tenant)}
+		}
+		return p, nil
+	}
+	if err := json.Unmarshal([]byte(js), &p); err != nil {
+		return p, fmt.Errorf("--machine-policy: %w", err)
+	}
+	return p, nil
 }

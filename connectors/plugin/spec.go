@@ -74,6 +74,35 @@ type Field struct {
 	// ("" = no bound).
 	Min string `json:"min,omitempty"`
 	Doc string `json:"doc"`
+	// Reach says how the field reaches the machine the plugin runs on (a
+	// string field naming an address, a URL or brokers; a path field
+	// reaches it without saying so: Field.Reaches). Every such field goes
+	// through the daemon's machine policy (settings.MachineReach).
+	Reach Reach `json:"reach,omitempty"`
+}
+
+// Reach is how a config value reaches the machine: the file system, or
+// the network.
+type Reach string
+
+// The ways a value reaches the machine.
+const (
+	ReachNone    Reach = ""
+	ReachPath    Reach = "path"    // a file system path
+	ReachListen  Reach = "listen"  // host:port the process listens on
+	ReachURL     Reach = "url"     // URLs it connects to (comma-separated)
+	ReachBrokers Reach = "brokers" // host:port pairs it connects to (comma-separated)
+	ReachAddress Reach = "address" // one host:port it connects to
+)
+
+var reaches = []Reach{ReachNone, ReachPath, ReachListen, ReachURL, ReachBrokers, ReachAddress}
+
+// Reaches is how the field reaches the machine (ReachNone: it does not).
+func (f Field) Reaches() Reach {
+	if f.Type == TypePath {
+		return ReachPath
+	}
+	return f.Reach
 }
 
 // Spec describes a plugin: what `ardea builtins` prints and the
@@ -232,6 +261,9 @@ func (f Field) check() error {
 	}
 	if !slices.Contains(fieldTypes, f.Type) {
 		return fmt.Errorf("unknown type %q (want one of %v)", f.Type, fieldTypes)
+	}
+	if !slices.Contains(reaches, f.Reach) || (f.Reach != ReachNone && f.Type != TypeString && f.Type != TypePath) {
+		return fmt.Errorf("reach %q: want one of %v, on a string or path field", f.Reach, reaches)
 	}
 	if strings.TrimSpace(f.Doc) == "" {
 		return errors.New("doc: empty (ardea builtins and the reference print it)")

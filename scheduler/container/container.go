@@ -61,6 +61,10 @@ type Options struct {
 	// one fails again it goes to its bolt's dead letters, without a
 	// rollback (failing.go).
 	DeadLetterTuples map[uint64]bool
+	// Machine places a bolt's dead letters (settings.MachinePolicy
+	// BoltDeadLetter: under a confined policy, the daemon's place in the
+	// tenant's space; zero: topology.bolt.dead_letter).
+	Machine settings.MachinePolicy
 	// Failures keeps the bolt tasks' last failing tuples for the spouts'
 	// dead letters (failing.go); containers of one topology in one
 	// process share it. Nil: the container keeps its own, cleared at Close.

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"hash/fnv"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/ardea-dev/ardea/host"
@@ -125,8 +127,8 @@ type deadLetters struct {
 	mu sync.Mutex
 }
 
-// boltDeadLetter is one line of a bolt's dead-letter file.
-type boltDeadLetter struct {
+// BoltDeadLetter is one line of a bolt's dead-letter file (JSON).
+type BoltDeadLetter struct {
 	Time      time.Time `json:"time"`
 	Topology  string    `json:"topology"`
 	Component string    `json:"component"`
@@ -142,47 +144,61 @@ type boltDeadLetter struct {
 // says where it went.
 func (c *Container) deadLetter(_ *engine.Task, f host.TupleFailure, version string, h uint64) string {
 	tc := c.o.Topology.Component(f.Component)
-	fs := settings.BoltFailures{}
+	path := ""
 	if tc != nil {
-		fs, _ = settings.BoltFailureSettings(c.o.Topology, tc) // checked when the task was made
+		var err error
+		if path, err = c.o.Machine.BoltDeadLetter(c.o.Topology, tc); err != nil {
+			c.runLog.Error("bolt dead letter refused", "component", f.Component, "task", f.Task, "err", err)
+			return fmt.Sprintf("dropped (%v)", err)
+		}
 	}
-	if fs.DeadLetter == "" {
-		return "dropped (the bolt keeps no dead letters: set topology.bolt.dead_letter)"
+	if path == "" {
+		return "dropped (the bolt keeps no dead letters: set " + settings.KeyDeadLetter + ")"
 	}
-	rec, err := json.Marshal(boltDeadLetter{Time: time.Now().UTC(), Topology: c.o.Topology.Name, Component: f.Component,
+	rec, err := json.Marshal(BoltDeadLetter{Time: time.Now().UTC(), Topology: c.o.Topology.Name, Component: f.Component,
 		Task: f.Task, Version: version, Hash: fmt.Sprintf("%016x", h), Error: f.Err.Error(),
 		Tuple: host.FormatTuple(f.Values), Values: f.Values})
 	written := false
 	if err == nil {
-		written, err = c.dead.write(fs.DeadLetter, fmt.Sprintf("%016x", h), append(rec, '\n'))
+		written, err = c.dead.write(path, fmt.Sprintf("%016x", h), append(rec, '\n'), c.o.Machine.Confined)
 	}
 	if err != nil {
 		c.runLog.Error("bolt dead letter not written", "component", f.Component, "task", f.Task, "err", err)
-		return fmt.Sprintf("dropped (writing its dead letter to %s failed: %v)", fs.DeadLetter, err)
+		return fmt.Sprintf("dropped (writing its dead letter failed: %v)", err)
 	}
 	if !written {
-		return "already in the dead letters " + fs.DeadLetter + " (a rollback since replayed it)"
+		return "already in the dead letters " + path + " (a rollback since replayed it)"
 	}
-	return "written to the dead letters " + fs.DeadLetter
+	return "written to the dead letters " + path
 }
 
 // write appends line to the file at path unless a line with the same
 // hash is there already: a rollback to a checkpoint taken before the
 // tuple was dead-lettered replays it, and it must be written once (the
 // tuple is known by its hash, so equal tuples share one dead letter).
-func (d *deadLetters) write(path, hash string, line []byte) (bool, error) {
+// The file must be a regular one of at most settings.MaxDeadLetterBytes
+// (OpenDeadLetters); confined, its directory is made (0700) and a
+// symbolic link is not followed.
+func (d *deadLetters) write(path, hash string, line []byte, confined bool) (bool, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	old, err := os.ReadFile(path)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
+	flags := os.O_CREATE | os.O_RDWR | os.O_APPEND
+	if confined {
+		flags |= syscall.O_NOFOLLOW
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return false, err
+		}
+	}
+	f, old, err := settings.OpenDeadLetters(path, flags)
+	if err != nil {
 		return false, err
 	}
+	defer f.Close()
 	if bytes.Contains(old, []byte(`"hash":"`+hash+`"`)) {
 		return false, nil
 	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return false, err
+	if int64(len(old)+len(line)) > settings.MaxDeadLetterBytes {
+		return false, fmt.Errorf("dead-letter file %s: a line of %d bytes would take it over its limit of %d bytes (settings.MaxDeadLetterBytes)", path, len(line), settings.MaxDeadLetterBytes)
 	}
 	_, err = f.Write(line)
 	if serr := f.Sync(); err == nil {

@@ -130,6 +130,7 @@ func (d *Daemon) handleSubmit(w http.ResponseWriter, r *http.Request) {
 	}
 	audit.SetCall(r.Context(), audit.ActionSubmit, req.Name)
 	audit.Param(r.Context(), "modules", req.Modules)
+	auditSpec(r.Context(), []byte(req.Spec), nil)
 	audit.Param(r.Context(), "deactivated", req.Deactivated)
 	if p, ok := auth.PrincipalFrom(r.Context()); ok {
 		req.By = p.String() // who did it, as the API knows it, not as the client says
@@ -189,7 +190,7 @@ func (d *Daemon) Submit(ctx context.Context, req SubmitRequest) error {
 	if err != nil {
 		return err
 	}
-	if err := d.checkBuiltins(sp.tenant, top); err != nil {
+	if err := d.checkMachine(ctx, sp.tenant, top); err != nil {
 		return err
 	}
 	p, err := buildPlan(top)
@@ -309,6 +310,7 @@ func (d *Daemon) handleAction(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		audit.Param(ctx, "parallelism", req.Parallelism)
+		t.auditSpec(ctx)
 		err = t.update(ctx, req.Parallelism)
 	default:
 		err = newErr(ErrNotFound, "unknown action %q (activate, deactivate, kill, restart, update)", action)
@@ -490,6 +492,7 @@ func (d *Daemon) handleApply(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	audit.Param(r.Context(), "modules", req.Modules)
+	auditSpec(r.Context(), []byte(req.Spec), nil)
 
 	if p, ok := auth.PrincipalFrom(r.Context()); ok {
 		req.By = p.String() // who did it, as the API knows it, not as the client says
@@ -549,8 +552,17 @@ func (d *Daemon) handleDeadLetters(w http.ResponseWriter, r *http.Request) {
 		}
 		res.DeadLetters = append(res.DeadLetters, dl...)
 	}
+	if !replay { // a bolt's dead letters are listed, not replayed
+		dl, foundBolt, err := d.boltDeadLetters(t.sp.tenant, top, only)
+		if err != nil {
+			writeErr(w, newErr(ErrBadRequest, "%v", err))
+			return
+		}
+		found = found || foundBolt
+		res.DeadLetters = append(res.DeadLetters, dl...)
+	}
 	if only != "" && !found {
-		writeErr(w, newErr(ErrNotFound, "topology %q has no built-in spout %q", t.name, only))
+		writeErr(w, newErr(ErrNotFound, "topology %q has no built-in spout or wasm bolt %q", t.name, only))
 		return
 	}
 	writeJSON(w, http.StatusOK, res)

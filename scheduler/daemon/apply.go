@@ -115,7 +115,7 @@ func (t *tm) apply(ctx context.Context, req ApplyRequest) (ApplyResult, error) {
 		return ApplyResult{}, newErr(ErrBadRequest, "apply to topology %s: %v", t.name, err)
 	}
 	next.Name = t.name
-	if err := t.d.checkBuiltins(t.sp.tenant, next); err != nil {
+	if err := t.d.checkMachine(ctx, t.sp.tenant, next); err != nil {
 		return ApplyResult{}, err
 	}
 	t.mu.Lock()

@@ -1,59 +1,118 @@
 package daemon
 
 import (
-	"slices"
-	"strings"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
 
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/connectors/plugin"
+	"github.com/ardea-dev/ardea/internal/audit"
+	"github.com/ardea-dev/ardea/scheduler/settings"
 )
 
-// A built-in connector runs inside the host process with the daemon's
-// user: builtin:file reads and writes any path that user can, builtin:http
-// listens on the machine's ports, and the Kafka, Pulsar and JetStream
-// connectors reach any address. For the operator's own (default) tenant
-// that is the point; for another tenant it would reach past every other
-// fence (a deploy token could read the daemon's files). So in any other
-// tenant a built-in whose config names a path or an address (a path field,
-// or listen, url, brokers) is refused unless the deployment file's
-// security.tenant_builtins lists it, as Kubernetes refuses hostPath
-// volumes under its restricted pod security standard.
+// A host process runs with the daemon's user: builtin:file reads and
+// writes any path that user can, builtin:http listens on the machine's
+// ports, the Kafka, Pulsar and JetStream connectors reach any address,
+// and topology.bolt.dead_letter (topology-wide or in any component's
+// config, a tenant's own wasm bolt's included) names a file the host
+// appends to. For the operator's own (default) tenant that is the point;
+// for another tenant it would reach past every other fence. So every
+// setting that reaches the machine (settings.MachineReach: one list, from
+// the typed settings keys and the built-ins' typed fields) goes through
+// one policy (settings.MachinePolicy): in a tenant other than the default
+// one it is refused, naming the component and the field, unless the
+// deployment file allows it that tenant (security.tenant_allow: paths and
+// host:port patterns; or security.tenant_builtins: a built-in whole), as
+// Kubernetes refuses hostPath volumes under its restricted pod security
+// standard. The host process checks the same policy again (it receives it
+// from the daemon) when it loads the topology, and a confined tenant's
+// bolts' dead letters go to a file the daemon chooses in the tenant's
+// space (deadLetterDir), never to one the tenant names.
 
-// hostReach names the field through which builtin name (of kind) reaches
-// the machine ("" if none).
-func hostReach(kind ardea.Kind, name string) string {
-	spec, ok := plugin.Default().Lookup(plugin.Kind(kind), name)
-	if !ok {
-		return ""
-	}
-	for _, f := range spec.Fields {
-		if f.Type == plugin.TypePath {
-			return f.Name
-		}
-		switch f.Name {
-		case "listen", "url", "brokers":
-			return f.Name
-		}
-	}
-	return ""
+// TenantAllow is what the admin allows one tenant to reach on the machine
+// (the deployment file's security.tenant_allow.<tenant>).
+type TenantAllow struct {
+	// Paths: absolute files or directories (everything under them).
+	Paths []string `yaml:"paths"`
+	// Addresses: host:port patterns (path.Match wildcards) for brokers,
+	// URLs' hosts and listen addresses.
+	Addresses []string `yaml:"addresses"`
 }
 
-// checkBuiltins refuses, in a tenant other than the default one, the
-// built-in connectors that reach the daemon's machine (hostReach) and that
-// the deployment file does not allow tenants.
-func (d *Daemon) checkBuiltins(tenant string, top *ardea.Topology) error {
+// deadLetterDir is where tenant's bolts' dead letters go: under the data
+// dir, in a directory of the tenant's own.
+func (d *Daemon) deadLetterDir(tenant string) string {
+	return filepath.Join(d.o.DataDir, "dead-letters", tenant)
+}
+
+// machinePolicy is tenant's policy (the zero policy, allowing everything,
+// for the default tenant).
+func (d *Daemon) machinePolicy(tenant string) settings.MachinePolicy {
 	if tenant == d.defaultTenant() {
-		return nil
+		return settings.MachinePolicy{}
 	}
-	for _, c := range top.Components {
-		name, ok := strings.CutPrefix(c.Module, ardea.BuiltinPrefix)
-		if !ok || slices.Contains(d.o.Security.TenantBuiltins, name) {
-			continue
-		}
-		if field := hostReach(c.Kind, name); field != "" {
-			return newErr(ErrForbidden, "component %s: %s reaches the daemon's machine (its %s field); tenant %s may use it only if the deployment file's security.tenant_builtins lists %q",
-				c.Name, c.Module, field, tenant, name)
-		}
+	a := d.o.Security.TenantAllow[tenant]
+	return settings.MachinePolicy{Confined: true, Tenant: tenant, Paths: a.Paths, Addresses: a.Addresses,
+		Builtins: d.o.Security.TenantBuiltins, DeadLetterDir: d.deadLetterDir(tenant)}
+}
+
+// hostPolicyArgs hands tenant's policy to a host process (it checks the
+// topology against it again, and places the dead letters by it), also the
+// default tenant's: a host started without one for a tenant other than
+// names.DefaultTenant confines it.
+func (d *Daemon) hostPolicyArgs(tenant string) ([]string, error) {
+	b, err := json.Marshal(d.machinePolicy(tenant))
+	if err != nil {
+		return nil, err
 	}
-	return nil
+	return []string{"--machine-policy", string(b)}, nil
+}
+
+// checkMachine records in the call's audit record what top reaches on
+// the machine, and refuses what tenant's policy does not allow (403,
+// naming the component and the field).
+func (d *Daemon) checkMachine(ctx context.Context, tenant string, top *ardea.Topology) error {
+	reach := settings.MachineReach(top, plugin.Default())
+	audit.Param(ctx, "reaches", reachStrings(reach))
+	err := d.machinePolicy(tenant).Check(reach)
+	if errors.Is(err, settings.ErrMachine) {
+		return newErr(ErrForbidden, "%v", err)
+	}
+	return err
+}
+
+// reachStrings renders reach for the audit record: one line each.
+func reachStrings(reach []settings.Reach) []string {
+	out := make([]string, 0, len(reach))
+	for _, r := range reach {
+		out = append(out, fmt.Sprintf("%s = %q (%s)", r.Where(), r.Value, r.Kind))
+	}
+	return out
+}
+
+// auditSpec records in the call's audit record the digest of the spec it
+// asked for (the running one, for an update) and what that spec reaches
+// on the machine.
+func auditSpec(ctx context.Context, spec []byte, top *ardea.Topology) {
+	audit.Param(ctx, "spec", audit.BlobOf(spec))
+	if top != nil {
+		audit.Param(ctx, "reaches", reachStrings(settings.MachineReach(top, plugin.Default())))
+	}
+}
+
+// auditSpec records the running topology's spec digest and what it
+// reaches (an update changes parallelism only, and runs that spec).
+func (t *tm) auditSpec(ctx context.Context) {
+	t.mu.Lock()
+	top := t.top
+	t.mu.Unlock()
+	if top == nil {
+		return
+	}
+	if spec, err := top.Format(); err == nil {
+		auditSpec(ctx, spec, top)
+	}
 }

@@ -50,6 +50,11 @@ func (p processes) start(ctx context.Context, t *tm, container int) error {
 		return err
 	}
 	args = append(args, margs...)
+	pargs, err := d.hostPolicyArgs(t.sp.tenant)
+	if err != nil {
+		return err
+	}
+	args = append(args, pargs...)
 	spec := launcher.ProcessSpec{ID: t.procID(container), Path: d.o.HostPath, Args: args}
 	if err := d.secureHost(ctx, t, container, &spec); err != nil {
 		return err

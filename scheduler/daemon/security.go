@@ -49,6 +49,9 @@ type Security struct {
 	// (files, ports, addresses) which tenants other than the default one
 	// may use (builtins_policy.go); none by default.
 	TenantBuiltins []string
+	// TenantAllow is what the admin allows each tenant (by name) to reach
+	// on the machine: paths and host:port patterns (builtins_policy.go).
+	TenantAllow map[string]TenantAllow
 	// APIRate bounds each tenant's API calls per second, APIBurst at once
 	// (admin tokens are not counted): 0 takes httpsec.DefaultTenantRate and
 	// DefaultTenantBurst, a negative rate turns the limit off.

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/ardea-dev/ardea/internal/quota"
+	"github.com/ardea-dev/ardea/scheduler/settings"
 )
 
 // securitySection is a deployment file's security: section.
@@ -20,6 +22,8 @@ type securitySection struct {
 	Origins []string `yaml:"origins"`
 	// TenantBuiltins: built-ins that reach the machine, allowed to tenants.
 	TenantBuiltins []string `yaml:"tenant_builtins"`
+	// TenantAllow: per tenant, the paths and addresses it may reach.
+	TenantAllow map[string]TenantAllow `yaml:"tenant_allow"`
 	Audit          struct {
 		MaxAge   string `yaml:"max_age"`   // e.g. 2160h
 		MaxBytes int64  `yaml:"max_bytes"` // bytes
@@ -56,9 +60,13 @@ func LoadSecurity(path string) (Security, error) {
 		dec := yaml.NewDecoder(&buf)
 		dec.KnownFields(true)
 		if err := dec.Decode(&sec); err != nil {
-			return s, fmt.Errorf("%s: security (from line %d): %w (fields: public_metrics, hosts, origins, tenant_builtins, audit.max_age, audit.max_bytes, api_rate.per_second, api_rate.burst)", path, doc.Security.Line, err)
+			return s, fmt.Errorf("%s: security (from line %d): %w (fields: public_metrics, hosts, origins, tenant_builtins, tenant_allow.<tenant>.paths, tenant_allow.<tenant>.addresses, audit.max_age, audit.max_bytes, api_rate.per_second, api_rate.burst)", path, doc.Security.Line, err)
 		}
 		s.PublicMetrics, s.Hosts, s.Origins, s.TenantBuiltins = sec.PublicMetrics, sec.Hosts, sec.Origins, sec.TenantBuiltins
+		if err := checkTenantAllow(sec.TenantAllow); err != nil {
+			return s, fmt.Errorf("%s: %w", path, err)
+		}
+		s.TenantAllow = sec.TenantAllow
 		if sec.Audit.MaxAge != "" {
 			d, err := time.ParseDuration(sec.Audit.MaxAge)
 			if err != nil || d <= 0 {
@@ -84,4 +92,22 @@ func LoadSecurity(path string) (Security, error) {
 		return s, err
 	}
 	return s, nil
+}
+
+// checkTenantAllow checks security.tenant_allow: absolute paths, host:port
+// patterns.
+func checkTenantAllow(m map[string]TenantAllow) error {
+	for tenant, a := range m {
+		for _, p := range a.Paths {
+			if !filepath.IsAbs(p) {
+				return fmt.Errorf("security.tenant_allow.%s.paths: %q: want an absolute path", tenant, p)
+			}
+		}
+		for _, p := range a.Addresses {
+			if err := settings.CheckPattern(p); err != nil {
+				return fmt.Errorf("security.tenant_allow.%s.addresses: %w", tenant, err)
+			}
+		}
+	}
+	return nil
 }

@@ -38,6 +38,7 @@ import (
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/bus"
 	"github.com/ardea-dev/ardea/connectors"
+	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/host"
 	"github.com/ardea-dev/ardea/internal/checkpoint"
 	"github.com/ardea-dev/ardea/internal/engine"
@@ -47,6 +48,7 @@ import (
 	"github.com/ardea-dev/ardea/internal/plan"
 	"github.com/ardea-dev/ardea/internal/tuple"
 	"github.com/ardea-dev/ardea/scheduler/ctl"
+	"github.com/ardea-dev/ardea/scheduler/settings"
 	"github.com/ardea-dev/ardea/scheduler/statemgr"
 	"github.com/ardea-dev/ardea/sinks"
 )
@@ -97,6 +99,11 @@ type Options struct {
 	// process). Above 0, every container the host runs is a restart
 	// (component.Context.Restarted), even one of a Fresh plan.
 	Restarts int
+	// Machine is what the topology's settings may reach on the machine
+	// (the daemon's policy for the tenant; zero: everything). The host
+	// refuses a topology it does not allow, and places a bolt's dead
+	// letters by it.
+	Machine settings.MachinePolicy
 }
 
 // proc is Run's state.
@@ -366,6 +373,9 @@ func (h *proc) load(ctx context.Context) error {
 	if err := top.Validate(ardea.ValidateOptions{SkipModuleCheck: true, Builtins: connectors.Outputs, BuiltinConfig: connectors.ValidateConfig}); err != nil {
 		return fmt.Errorf("host: %w", err)
 	}
+	if err := h.o.Machine.Check(settings.MachineReach(top, plugin.Default())); err != nil {
+		return fmt.Errorf("host: topology %s: %w", h.o.Topology, err)
+	}
 	h.top = top
 	rt, err := host.NewRuntime(ctx, host.Config{
 		Logger: h.log, CacheDir: filepath.Join(h.o.DataDir, "wazero"),
@@ -482,6 +492,7 @@ func (h *proc) replan(ctx context.Context, u statemgr.PlanUpdate) error {
 		Failures:         h.o.TupleFailures,
 		Checkpoints:      h.checkpointing(doc),
 		DeadLetterTuples: deadLetterTuples(doc),
+		Machine:          h.o.Machine,
 		Versions:         maps.Clone(h.versions),
 		OnTaskError:      func(component string, task uint32, err error) { h.exc.Record(component, int(task), err.Error()) },
 		OnDrainedFailure: func(err error) {

@@ -24,7 +24,7 @@ type securitySection struct {
 	TenantBuiltins []string `yaml:"tenant_builtins"`
 	// TenantAllow: per tenant, the paths and addresses it may reach.
 	TenantAllow map[string]TenantAllow `yaml:"tenant_allow"`
-	Audit          struct {
+	Audit       struct {
 		MaxAge   string `yaml:"max_age"`   // e.g. 2160h
 		MaxBytes int64  `yaml:"max_bytes"` // bytes
 	} `yaml:"audit"`

@@ -21,7 +21,9 @@ func newDLQCmd() *cobra.Command {
 		Long: `dlq lists the dead letters of a running topology's built-in spouts: records
 whose tuple trees failed max_retries times and went to the spout's
 dead-letter file or topic. --replay sends them back to the topic (or file)
-they came from, where the spout reads them again, and marks them replayed.`,
+they came from, where the spout reads them again, and marks them replayed.
+It also lists the tuples its wasm bolts gave up (effectively once, after
+topology.bolt.max_tuple_rollbacks), which are listed, not replayed.`,
 		Example: `  ardea dlq orders
   ardea dlq orders lines -o json
   ardea dlq orders --replay`,

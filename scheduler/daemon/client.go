@@ -205,8 +205,9 @@ func (c *Client) Apply(ctx context.Context, name string, req ApplyRequest) (Appl
 	return out, c.do(ctx, http.MethodPost, "/api/v1/topologies/"+url.PathEscape(name)+"/apply", req, &out)
 }
 
-// DeadLetters lists the dead letters of a topology's spouts (component ""
-// means all), or with replay sends them back to their sources.
+// DeadLetters lists the dead letters of a topology's spouts and wasm
+// bolts (component "" means all), or with replay sends the spouts' back
+// to their sources.
 func (c *Client) DeadLetters(ctx context.Context, name, component string, replay bool) (DeadLetterResult, error) {
 	var out DeadLetterResult
 	path, method := "/api/v1/topologies/"+url.PathEscape(name)+"/dlq", http.MethodGet

@@ -13,6 +13,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
@@ -198,7 +199,8 @@ func newJetStreamDeadLetters(cfg plugin.Config, owner plugin.DeadLetterOwner) (p
 // it still running picks them up at the end) and empties the dead-letter
 // file.
 func fileDeadLetters(component, input, path string, replay bool) ([]DeadLetter, error) {
-	f, err := os.Open(path)
+	// Never blocking (a FIFO is refused, not waited on), and bounded.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -206,9 +208,15 @@ func fileDeadLetters(component, input, path string, replay bool) ([]DeadLetter, 
 		return nil, err
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err != nil {
+		return nil, err
+	} else if !fi.Mode().IsRegular() || fi.Size() > plugin.MaxDeadLetterFileBytes {
+		return nil, fmt.Errorf("dead-letter file %s: want a regular file of at most %d bytes (plugin.MaxDeadLetterFileBytes), it is %s of %d bytes",
+			path, plugin.MaxDeadLetterFileBytes, fi.Mode().Type(), fi.Size())
+	}
 	var out []DeadLetter
 	// Lines of any length: an oversized line's dead letter holds all of it.
-	r := bufio.NewReaderSize(f, 64<<10)
+	r := bufio.NewReaderSize(io.LimitReader(f, plugin.MaxDeadLetterFileBytes), 64<<10)
 	for n := 1; ; n++ {
 		b, err := r.ReadBytes('\n')
 		if len(bytes.TrimSpace(b)) > 0 {

@@ -25,6 +25,10 @@ type DeadLetter struct {
 	Value       string `json:"value"`
 }
 
+// MaxDeadLetterFileBytes bounds a dead-letter file that is read whole (a
+// file spout's, a bolt's): a longer one is neither read nor appended to.
+const MaxDeadLetterFileBytes = 64 << 20
+
 // ErrNoDeadLetters is returned (wrapped) for a spout that keeps no dead
 // letters: it has no dead-letter destination, or its config does not set
 // one.

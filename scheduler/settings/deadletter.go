@@ -6,12 +6,14 @@ import (
 	"io"
 	"os"
 	"syscall"
+
+	"github.com/ardea-dev/ardea/connectors/plugin"
 )
 
 // MaxDeadLetterBytes bounds a bolt's dead-letter file: it is read whole
 // (to write each tuple once, and by `ardea dlq`), so a longer one is
 // neither read nor appended to.
-const MaxDeadLetterBytes = 64 << 20
+const MaxDeadLetterBytes = plugin.MaxDeadLetterFileBytes
 
 // OpenDeadLetters opens a dead-letter file with flags (never blocking:
 // a FIFO or a device is refused, as is a file over MaxDeadLetterBytes)

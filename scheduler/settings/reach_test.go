@@ -12,6 +12,7 @@ import (
 	"github.com/ardea-dev/ardea/connectors"
 	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/scheduler/settings"
+	"github.com/ardea-dev/ardea/sinks"
 )
 
 // TestMachineReach: every setting that reaches the machine is listed, at
@@ -156,5 +157,34 @@ func TestReadDeadLettersBounded(t *testing.T) {
 	}
 	if b, err := settings.ReadDeadLetters(filepath.Join(dir, "missing")); err != nil || b != nil {
 		t.Errorf("a missing file: %q %v, want empty", b, err)
+	}
+}
+
+// TestEveryAddressFieldReaches: a built-in field (spout, bolt, dead-letter
+// store, metrics sink) whose name or doc says it names an address, a URL
+// or brokers is typed as reaching the machine (plugin.Field.Reach), so a
+// new connector cannot add one the machine policy does not see.
+func TestEveryAddressFieldReaches(t *testing.T) {
+	_ = sinks.Config{} // the metrics sinks are registered
+	_ = connectors.Outputs
+	n := 0
+	for _, s := range plugin.Default().Specs() {
+		for _, f := range s.Fields {
+			if f.Reaches() != plugin.ReachNone {
+				n++
+				continue
+			}
+			name := strings.ToLower(f.Name)
+			looks := strings.Contains(f.Doc, "host:port") || strings.Contains(f.Doc, "://")
+			for _, w := range []string{"url", "broker", "listen", "address", "endpoint", "server", "host"} {
+				looks = looks || strings.Contains(name, w)
+			}
+			if looks && f.Type != plugin.TypeBool {
+				t.Errorf("%s %s: field %q looks like an address but is not typed as reaching the machine (plugin.Field.Reach)", s.Kind, s.Name, f.Name)
+			}
+		}
+	}
+	if n < 10 {
+		t.Errorf("only %d fields reach the machine; the built-ins were not registered?", n)
 	}
 }

@@ -21,6 +21,9 @@ func TestLoadSecurity(t *testing.T) {
 		{"wrong type", "security:\n  hosts: 3\n", "security"},
 		{"negative api rate", "security:\n  api_rate: {per_second: -5}\n", "security.api_rate"},
 		{"unknown api rate field", "security:\n  api_rate: {rps: 5}\n", "rps"},
+		{"relative allowed path", "security:\n  tenant_allow: {acme: {paths: [srv/acme]}}\n", "security.tenant_allow.acme.paths"},
+		{"allowed address without port", "security:\n  tenant_allow: {acme: {addresses: [kafka.internal]}}\n", "security.tenant_allow.acme.addresses"},
+		{"unknown tenant_allow field", "security:\n  tenant_allow: {acme: {urls: [x]}}\n", "urls"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "deploy.yaml")
@@ -34,7 +37,7 @@ func TestLoadSecurity(t *testing.T) {
 		})
 	}
 	path := filepath.Join(t.TempDir(), "deploy.yaml")
-	good := "security:\n  public_metrics: true\n  hosts: [ardea.internal]\n  tenant_builtins: [file]\n  audit: {max_age: 24h, max_bytes: 1048576}\n  api_rate: {per_second: 20, burst: 50}\n"
+	good := "security:\n  public_metrics: true\n  hosts: [ardea.internal]\n  tenant_builtins: [file]\n  tenant_allow: {acme: {paths: [/srv/acme], addresses: [\"*.acme:9092\"]}}\n  audit: {max_age: 24h, max_bytes: 1048576}\n  api_rate: {per_second: 20, burst: 50}\n"
 	if err := os.WriteFile(path, []byte(good), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -43,6 +46,7 @@ func TestLoadSecurity(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !s.PublicMetrics || !slices.Equal(s.Hosts, []string{"ardea.internal"}) || !slices.Equal(s.TenantBuiltins, []string{"file"}) ||
+		!slices.Equal(s.TenantAllow["acme"].Paths, []string{"/srv/acme"}) || !slices.Equal(s.TenantAllow["acme"].Addresses, []string{"*.acme:9092"}) ||
 		s.Audit.MaxAge != 24*time.Hour || s.Audit.MaxBytes != 1<<20 || s.APIRate != 20 || s.APIBurst != 50 {
 		t.Errorf("LoadSecurity: %+v", s)
 	}

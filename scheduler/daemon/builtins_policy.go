@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"github.com/ardea-dev/ardea"
@@ -114,5 +115,16 @@ func (t *tm) auditSpec(ctx context.Context) {
 	}
 	if spec, err := top.Format(); err == nil {
 		auditSpec(ctx, spec, top)
+	}
+}
+
+// removeDeadLetters removes the dead letters the daemon kept for t's
+// bolts (a killed topology's, unless its artifacts are kept), so that a
+// topology submitted again under the name starts with none.
+func (d *Daemon) removeDeadLetters(t *tm) {
+	if dir := d.machinePolicy(t.sp.tenant).TopologyDeadLetters(t.name); dir != "" {
+		if err := os.RemoveAll(dir); err != nil {
+			t.log.Warn("remove the bolts' dead letters", "dir", dir, "err", err)
+		}
 	}
 }

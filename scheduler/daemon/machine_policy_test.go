@@ -162,6 +162,14 @@ func TestTenantMachinePolicy(t *testing.T) {
 		t.Errorf("a dead letter's text ran as a command")
 	}
 
+	// Killed, the topology's dead letters go with it.
+	if _, err := c.Action(ctx, "eo", "kill", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Dir(place)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("after kill, eo's dead letters: %v, want them removed", err)
+	}
+
 	// The audit records name the spec's digest and what it reaches.
 	var recs []audit.Record
 	if err := d.Client().Do(ctx, http.MethodGet, "/api/v1/audit?tenant=acme", nil, &recs); err != nil {

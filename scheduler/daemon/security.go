@@ -299,6 +299,11 @@ func (d *Daemon) tenantDeleted(tenant string) {
 			d.log.Warn("remove the tenant's CPU cgroup", "tenant", tenant, "err", err)
 		}
 	}
+	if tenant != d.defaultTenant() {
+		if err := os.RemoveAll(d.deadLetterDir(tenant)); err != nil {
+			d.log.Warn("remove the tenant's dead letters", "tenant", tenant, "err", err)
+		}
+	}
 	d.log.Info("tenant deleted", "tenant", tenant)
 }
 

@@ -669,6 +669,9 @@ func (t *tm) kill(ctx context.Context, keep bool) error {
 	t.stopContainers(ctx)
 	t.stopTM()
 	t.d.revokeHosts(t)
+	if !keep {
+		t.d.removeDeadLetters(t)
+	}
 	t.d.reshareRates(ctx, t.sp.tenant, nil) // its containers' shares go to the others
 	t.d.prom.Forget(t.name, -1)
 	if err := t.d.removeStored(ctx, t.sp, t.name, keep); err != nil {

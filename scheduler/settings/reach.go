@@ -286,7 +286,16 @@ func (p MachinePolicy) BoltDeadLetter(t *ardea.Topology, c *ardea.Component) (st
 	if p.DeadLetterDir == "" {
 		return "", nil
 	}
-	return filepath.Join(p.DeadLetterDir, fileName(t.Name), fileName(c.Name)+".jsonl"), nil
+	return filepath.Join(p.TopologyDeadLetters(t.Name), fileName(c.Name)+".jsonl"), nil
+}
+
+// TopologyDeadLetters is the directory of the daemon's place that holds
+// topology's bolts' dead letters ("" if the policy has none).
+func (p MachinePolicy) TopologyDeadLetters(topology string) string {
+	if p.DeadLetterDir == "" {
+		return ""
+	}
+	return filepath.Join(p.DeadLetterDir, fileName(topology))
 }
 
 // fileName makes a name one path element (names are checked elsewhere;

@@ -28,6 +28,9 @@ func (d *Daemon) boltDeadLetters(tenant string, top *ardea.Topology, only string
 		if err != nil {
 			return nil, found, err
 		}
+		if path == "" && only != "" {
+			return nil, found, fmt.Errorf("component %q: %w (a wasm bolt keeps them effectively once, with %s set)", c.Name, connectors.ErrNoDeadLetters, settings.KeyDeadLetter)
+		}
 		if path == "" {
 			continue
 		}

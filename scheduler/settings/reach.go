@@ -163,11 +163,15 @@ func (p MachinePolicy) Check(rs []Reach) error {
 		} else {
 			how += " allows it"
 		}
-		return fmt.Errorf("%s = %q (a %s) %w; tenant %s may use it only if the deployment file's %s",
-			r.Where(), r.Value, r.Kind, ErrMachine, p.Tenant, how)
+		return fmt.Errorf("%s = %q (%s) %w; tenant %s may use it only if the deployment file's %s",
+			r.Where(), r.Value, reachNames[r.Kind], ErrMachine, p.Tenant, how)
 	}
 	return nil
 }
+
+// reachNames say what a value of each kind is, in an error.
+var reachNames = map[plugin.Reach]string{plugin.ReachPath: "a path", plugin.ReachListen: "an address to listen on",
+	plugin.ReachURL: "a URL", plugin.ReachBrokers: "brokers", plugin.ReachAddress: "an address"}
 
 // Allows says whether the policy allows r.
 func (p MachinePolicy) Allows(r Reach) bool {

@@ -37,6 +37,8 @@ import (
 //
 // Anchors, aliases and merge keys ("<<: *common") work everywhere; top-level
 // keys starting with "x-" are ignored, to hold anchors (as in Compose files).
+// Their expansion is bounded (MaxSpecNodes, MaxSpecValueBytes), and so is
+// the document (MaxSpecBytes): yaml_limits.go.
 
 // LoadFile reads and parses a topology file. It checks the file's structure
 // only; call Validate (or use Load) to check the topology.

@@ -37,6 +37,8 @@ import (
 //
 // Anchors, aliases and merge keys ("<<: *common") work everywhere; top-level
 // keys starting with "x-" are ignored, to hold anchors (as in Compose files).
+// Their expansion is bounded (MaxSpecNodes, MaxSpecValueBytes), and so is
+// the document (MaxSpecBytes): yaml_limits.go.
 
 // LoadFile reads and parses a topology file. It checks the file's structure
 // only; call Validate (or use Load) to check the topology.
@@ -66,8 +68,29 @@ var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 // Parse parses a topology from YAML. dir is the directory relative module
 // paths are resolved against; filename is used in messages. All structural
 // problems (syntax, unknown keys, wrong types) are reported together.
+//
+// A document over MaxSpecBytes, or one that expands (aliases and merge keys
+// followed) to more than MaxSpecNodes nodes or MaxSpecValueBytes bytes of
+// values, is refused with an error wrapping ErrSpecTooLarge.
 func Parse(data []byte, dir, filename string) (*Topology, error) {
-	p := &parser{file: filename, src: &sourceInfo{top: map[string]pos{}, comp: map[*Component]map[string]pos{}}}
+	t, _, err := parse(data, dir, filename, MaxSpecNodes, MaxSpecValueBytes)
+	return t, err
+}
+
+// parse is Parse with the expansion bounds given; it also returns the
+// nodes it read.
+func parse(data []byte, dir, filename string, maxNodes, maxValueBytes int) (*Topology, int, error) {
+	if len(data) > MaxSpecBytes {
+		return nil, 0, sizeError(filename, len(data))
+	}
+	p := &parser{file: filename, src: &sourceInfo{top: map[string]pos{}, comp: map[*Component]map[string]pos{}},
+		b: budget{maxNodes: maxNodes, maxVal: maxValueBytes}}
+	t, err := p.parse(data, dir)
+	return t, p.b.nodes, err
+}
+
+func (p *parser) parse(data []byte, dir string) (*Topology, error) {
+	filename := p.file
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
@@ -88,15 +111,20 @@ func Parse(data []byte, dir, filename string) (*Topology, error) {
 		slices.SortStableFunc(p.errs, func(a, b error) int {
 			return a.(*TopologyError).Line - b.(*TopologyError).Line
 		})
+		if p.dropped > 0 {
+			p.errs = append(p.errs, &TopologyError{File: filename, Msg: fmt.Sprintf("%d more problems not shown", p.dropped)})
+		}
 		return nil, errors.Join(p.errs...)
 	}
 	return t, nil
 }
 
 type parser struct {
-	file string
-	src  *sourceInfo
-	errs []error
+	file    string
+	src     *sourceInfo
+	errs    []error
+	dropped int // problems past maxProblems
+	b       budget
 }
 
 func (p *parser) syntaxError(err error) error {
@@ -129,6 +157,10 @@ func (w where) at(field string) where {
 }
 
 func (p *parser) errf(n *yaml.Node, w where, format string, args ...any) {
+	if len(p.errs) >= maxProblems {
+		p.dropped++
+		return
+	}
 	e := &TopologyError{File: p.file, Component: w.name, Kind: w.kind, Field: w.field, Msg: fmt.Sprintf(format, args...)}
 	if w.name == "" {
 		e.Kind = ""
@@ -189,7 +221,7 @@ func describe(n *yaml.Node) string {
 	case "!!bool":
 		return "the boolean " + n.Value
 	}
-	return strconv.Quote(n.Value)
+	return quoteShort(n.Value)
 }
 
 type entry struct {
@@ -211,12 +243,18 @@ func (p *parser) mapping(n *yaml.Node, w where, known []string) ([]entry, bool) 
 	var merged []entry
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
+		if !p.use(k, w) {
+			return nil, false
+		}
 		if k.Kind != yaml.ScalarNode {
 			p.errf(k, w, "mapping keys must be plain strings, got %s", describe(k))
 			continue
 		}
 		if k.ShortTag() == "!!merge" {
 			merged = append(merged, p.mergeEntries(v, w, known)...)
+			if p.b.over {
+				return nil, false
+			}
 			continue
 		}
 		if prev, dup := seen[k.Value]; dup {
@@ -253,6 +291,9 @@ func (p *parser) mergeEntries(v *yaml.Node, w where, known []string) []entry {
 	var out []entry
 	for _, s := range srcs {
 		es, _ := p.mapping(s, w, known)
+		if p.b.over {
+			return nil
+		}
 		out = append(out, es...)
 	}
 	return out
@@ -273,13 +314,17 @@ func (p *parser) str(n *yaml.Node, w where) (string, bool) {
 		p.errf(n, w, "expected a string, got %s", describe(n))
 		return "", false
 	}
+	if !p.use(n, w) || !p.keep(n, w, len(n.Value)) {
+		return "", false
+	}
 	return n.Value, true
 }
 
 func (p *parser) strList(n *yaml.Node, w where) ([]string, bool) {
 	n = deref(n)
 	if n != nil && n.Kind == yaml.ScalarNode && !isNull(n) {
-		return []string{n.Value}, true
+		s, ok := p.str(n, w)
+		return []string{s}, ok
 	}
 	if n == nil || n.Kind != yaml.SequenceNode {
 		p.errf(n, w, "expected a list of names, got %s", describe(n))
@@ -289,6 +334,9 @@ func (p *parser) strList(n *yaml.Node, w where) ([]string, bool) {
 	ok := true
 	for i, e := range n.Content {
 		s, good := p.str(e, w.at(fmt.Sprintf("[%d]", i)))
+		if p.b.over {
+			return nil, false
+		}
 		ok = ok && good
 		out = append(out, s)
 	}
@@ -307,10 +355,16 @@ func (p *parser) config(n *yaml.Node, w where, fieldPrefix string) map[string]st
 		field := fieldPrefix + "." + e.key
 		p.record(w, field, e.k)
 		v := deref(e.v)
+		if !p.use(v, w.at(field)) || !p.keep(e.k, w.at(field), len(e.key)) {
+			return out
+		}
 		switch {
 		case isNull(v):
 			out[e.key] = ""
 		case v.Kind == yaml.ScalarNode:
+			if !p.keep(v, w.at(field), len(v.Value)) {
+				return out
+			}
 			out[e.key] = v.Value
 		case v.Kind == yaml.SequenceNode:
 			parts := make([]string, 0, len(v.Content))
@@ -318,6 +372,9 @@ func (p *parser) config(n *yaml.Node, w where, fieldPrefix string) map[string]st
 				if s = deref(s); s == nil || s.Kind != yaml.ScalarNode {
 					p.errf(s, w.at(field), "list items must be scalars, got %s", describe(s))
 					continue
+				}
+				if !p.use(s, w.at(field)) || !p.keep(s, w.at(field), len(s.Value)+1) {
+					return out
 				}
 				parts = append(parts, s.Value)
 			}
@@ -366,6 +423,9 @@ func (p *parser) topology(t *Topology, doc *yaml.Node) {
 				continue
 			}
 			for i, cn := range seq.Content {
+				if !p.use(cn, w.at(e.key)) {
+					return
+				}
 				if c := p.component(cn, kind, fmt.Sprintf("%s[%d]", e.key, i)); c != nil {
 					t.Components = append(t.Components, c)
 				}
@@ -484,9 +544,13 @@ func (p *parser) inputs(n *yaml.Node, w where) []Input {
 		field := fmt.Sprintf("inputs[%d]", i)
 		fw := w.at(field)
 		in = deref(in)
+		if !p.use(in, fw) {
+			return out
+		}
 		p.record(w, field, in)
 		if in != nil && in.Kind == yaml.ScalarNode && !isNull(in) {
-			out = append(out, Input{From: in.Value, Stream: DefaultStream, Grouping: GroupingShuffle})
+			from, _ := p.str(in, fw)
+			out = append(out, Input{From: from, Stream: DefaultStream, Grouping: GroupingShuffle})
 			continue
 		}
 		entries, ok := p.mapping(in, fw, inputKeys)

@@ -93,13 +93,19 @@ func (pd *pending) record(r *http.Request, code int, msg string) Record {
 	}
 	if rec.Action == "" {
 		if stateChanging(r.Method) {
-			rec.Action = Action(r.Method + " " + r.URL.Path)
+			rec.Action = Action(r.Method + " " + clip(r.URL.Path, maxPathBytes))
 		} else {
 			rec.Action = ActionRead
 		}
 	}
 	params := map[string]any{}
-	for k, vs := range r.URL.Query() {
+	query := r.URL.Query()
+	if len(query) > maxQueryParams {
+		params["query"] = fmt.Sprintf("%d parameters, not recorded (more than %d)", len(query), maxQueryParams)
+		query = nil
+	}
+	for k, vs := range query {
+		k = clip(k, maxNameBytes)
 		if len(vs) == 1 {
 			params[k] = Redact(k, vs[0])
 		} else {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -23,6 +24,21 @@ type Options struct {
 	MaxBytes int64
 	// Memory keeps the stream in memory (tests); default on disk.
 	Memory bool
+
+	// Refused calls, and calls without a valid token, go to a stream of
+	// their own (RefusedStream, default Stream+"_refused") with its own
+	// size (RefusedMaxBytes, default a quarter of MaxBytes) and MaxAge, so
+	// that a flood of them can never push the records of authenticated
+	// calls out. They are recorded one by one up to RefusedRate a second
+	// (RefusedBurst at once) per tenant and source; past it they are
+	// counted, and one record per tenant, source and SummaryInterval
+	// (ActionRefusedSummary) says how many were not recorded. Defaults:
+	// DefaultRefusedRate, DefaultRefusedBurst, DefaultSummaryInterval.
+	RefusedStream   string
+	RefusedMaxBytes int64
+	RefusedRate     float64
+	RefusedBurst    int
+	SummaryInterval time.Duration
 }
 
 // Defaults of Options.
@@ -36,23 +52,26 @@ const (
 // ardea_audit.none for calls without a valid token (so that a tenant's
 // filter can never match them, whatever the tenant is named). The prefix
 // is apart from the topologies' ardea.<tenant>.> namespace.
+// The refused stream's subjects are refusedPrefix's likewise.
 const (
 	subjectPrefix = "ardea_audit"
-	subjectNone   = subjectPrefix + ".none"
+	refusedPrefix = "ardea_audit_refused"
 )
 
-func subjectOf(tenant string) string {
+func subjectOf(prefix, tenant string) string {
 	if tenant == "" || !names.Valid(tenant) {
-		return subjectNone
+		return prefix + ".none"
 	}
-	return subjectPrefix + ".t." + tenant
+	return prefix + ".t." + tenant
 }
 
-// Log is the audit log on a JetStream stream. Its methods may be called
-// concurrently.
+// Log is the audit log on two JetStream streams: authenticated calls, and
+// refused ones (Options). Its methods may be called concurrently.
 type Log struct {
-	js     jetstream.JetStream
-	stream string
+	js       jetstream.JetStream
+	stream   string
+	refused  string
+	refusals *refusals
 }
 
 // Open creates the stream (or updates its retention to o's) and returns
@@ -68,8 +87,26 @@ func Open(ctx context.Context, nc *nats.Conn, o Options) (*Log, error) {
 	if o.MaxBytes == 0 {
 		o.MaxBytes = DefaultMaxBytes
 	}
-	if o.MaxAge < 0 || o.MaxBytes < 0 {
-		return nil, errorf("retention: max age %v and max bytes %d must not be negative", o.MaxAge, o.MaxBytes)
+	if o.RefusedStream == "" {
+		o.RefusedStream = o.Stream + "_refused"
+	}
+	if o.RefusedMaxBytes == 0 {
+		o.RefusedMaxBytes = max(o.MaxBytes/4, 1)
+	}
+	if o.RefusedRate == 0 {
+		o.RefusedRate = DefaultRefusedRate
+	}
+	if o.RefusedBurst == 0 {
+		o.RefusedBurst = DefaultRefusedBurst
+	}
+	if o.SummaryInterval == 0 {
+		o.SummaryInterval = DefaultSummaryInterval
+	}
+	if o.MaxAge < 0 || o.MaxBytes < 0 || o.RefusedMaxBytes < 0 {
+		return nil, errorf("retention: max age %v and max bytes %d (refused calls: %d) must not be negative", o.MaxAge, o.MaxBytes, o.RefusedMaxBytes)
+	}
+	if o.RefusedRate < 0 || o.RefusedBurst < 0 || o.SummaryInterval < 0 {
+		return nil, errorf("refused calls: rate %g, burst %d and summary interval %v must not be negative", o.RefusedRate, o.RefusedBurst, o.SummaryInterval)
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
@@ -79,36 +116,82 @@ func Open(ctx context.Context, nc *nats.Conn, o Options) (*Log, error) {
 	if o.Memory {
 		storage = jetstream.MemoryStorage
 	}
-	_, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-		Name:        o.Stream,
-		Description: "Ardea's audit log: every state-changing and every refused API call",
-		Subjects:    []string{subjectPrefix + ".>"},
-		Retention:   jetstream.LimitsPolicy,
-		Discard:     jetstream.DiscardOld,
-		MaxAge:      o.MaxAge,
-		MaxBytes:    o.MaxBytes,
-		Storage:     storage,
-		Replicas:    1,
-		DenyDelete:  true, // records leave by retention only
-		DenyPurge:   true,
-	})
-	if err != nil {
-		return nil, errorf("create stream %s: %w", o.Stream, err)
+	for _, sc := range []struct {
+		name, prefix, what string
+		max                int64
+	}{
+		{o.Stream, subjectPrefix, "every state-changing API call with a valid token", o.MaxBytes},
+		{o.RefusedStream, refusedPrefix, "every refused API call and every call without a valid token (rate-limited, the rest summarized)", o.RefusedMaxBytes},
+	} {
+		_, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+			Name:        sc.name,
+			Description: "Ardea's audit log: " + sc.what,
+			Subjects:    []string{sc.prefix + ".>"},
+			Retention:   jetstream.LimitsPolicy,
+			Discard:     jetstream.DiscardOld,
+			MaxAge:      o.MaxAge,
+			MaxBytes:    sc.max,
+			MaxMsgSize:  MaxRecordBytes,
+			Storage:     storage,
+			Replicas:    1,
+			DenyDelete:  true, // records leave by retention only
+			DenyPurge:   true,
+		})
+		if err != nil {
+			return nil, errorf("create stream %s: %w", sc.name, err)
+		}
 	}
-	return &Log{js: js, stream: o.Stream}, nil
+	return &Log{js: js, stream: o.Stream, refused: o.RefusedStream, refusals: newRefusals(o)}, nil
 }
 
-// Append appends rec, once the stream has stored it.
+// refusedRecord reports whether rec goes to the refused stream: a refused
+// call, or one without a valid token.
+func refusedRecord(rec Record) bool {
+	return Refused(rec.Result.Code) || (rec.Principal == "" && rec.Tenant == "")
+}
+
+// Append appends rec, once the stream has stored it, within the bounds
+// of a record (MaxRecordBytes). A refused call's record (or one without
+// a valid token) goes to the refused stream, or past the rate of refusals
+// into its source's summary; summaries whose interval has ended are
+// appended first.
 func (l *Log) Append(ctx context.Context, rec Record) error {
+	now := time.Now()
 	if rec.Time.IsZero() {
-		rec.Time = time.Now()
+		rec.Time = now
 	}
-	data, err := json.Marshal(rec)
+	if err := l.flush(ctx, now, false); err != nil {
+		return err
+	}
+	refused := refusedRecord(rec)
+	if refused && !l.refusals.admit(rec, now) {
+		return nil
+	}
+	return l.publish(ctx, rec, refused)
+}
+
+// publish stores rec in its stream.
+func (l *Log) publish(ctx context.Context, rec Record, refused bool) error {
+	rec, data, err := bound(rec)
 	if err != nil {
 		return errorf("encode record: %w", err)
 	}
-	if _, err := l.js.Publish(ctx, subjectOf(rec.Tenant), data, jetstream.WithExpectStream(l.stream)); err != nil {
-		return errorf("append to %s: %w", l.stream, err)
+	stream, subject := l.stream, subjectOf(subjectPrefix, rec.Tenant)
+	if refused {
+		stream, subject = l.refused, subjectOf(refusedPrefix, rec.Tenant)
+	}
+	if _, err := l.js.Publish(ctx, subject, data, jetstream.WithExpectStream(stream)); err != nil {
+		return errorf("append to %s: %w", stream, err)
+	}
+	return nil
+}
+
+// flush appends the summaries of refused calls that are due (all if all).
+func (l *Log) flush(ctx context.Context, now time.Time, all bool) error {
+	for _, s := range l.refusals.due(now, all) {
+		if err := l.publish(ctx, s, true); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -116,23 +199,44 @@ func (l *Log) Append(ctx context.Context, rec Record) error {
 // fetchBatch is how many records one pull asks for.
 const fetchBatch = 256
 
-// Query returns the records f selects, oldest first: the newest f.Limit
-// of those at or after f.Since. It reads backwards from the stream's end
+// Query returns the records f selects from both streams, oldest first:
+// the newest f.Limit of those at or after f.Since. The summaries of
+// refused calls counted so far are appended first. It reads each stream backwards from the stream's end
 // in growing windows of sequence numbers (the limit, then four times more
 // each round) and stops once it has the limit, reached the stream's start
 // or a record stored before Since, so asking for the newest hundred costs
 // about a hundred records, not the stream.
 func (l *Log) Query(ctx context.Context, f Filter) ([]Record, error) {
-	subject := subjectPrefix + ".>"
-	if f.Tenant != "" {
-		if !names.Valid(f.Tenant) {
-			return nil, errorf("tenant %q: want letters, digits, '_' or '-'", f.Tenant)
-		}
-		subject = subjectOf(f.Tenant)
+	if f.Tenant != "" && !names.Valid(f.Tenant) {
+		return nil, errorf("tenant %q: want letters, digits, '_' or '-'", f.Tenant)
 	}
-	s, err := l.js.Stream(ctx, l.stream)
+	if err := l.flush(ctx, time.Now(), true); err != nil {
+		return nil, err
+	}
+	var all []Record
+	for _, sc := range []struct{ stream, prefix string }{{l.stream, subjectPrefix}, {l.refused, refusedPrefix}} {
+		subject := sc.prefix + ".>"
+		if f.Tenant != "" {
+			subject = subjectOf(sc.prefix, f.Tenant)
+		}
+		recs, err := l.query(ctx, sc.stream, subject, f)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, recs...)
+	}
+	slices.SortStableFunc(all, func(a, b Record) int { return a.Time.Compare(b.Time) })
+	if limit := f.limit(); len(all) > limit {
+		all = all[len(all)-limit:]
+	}
+	return all, nil
+}
+
+// query is Query of one stream's subject.
+func (l *Log) query(ctx context.Context, stream, subject string, f Filter) ([]Record, error) {
+	s, err := l.js.Stream(ctx, stream)
 	if err != nil {
-		return nil, errorf("read %s: %w", l.stream, err)
+		return nil, errorf("read %s: %w", stream, err)
 	}
 	st := s.CachedInfo().State
 	limit := f.limit()
@@ -146,7 +250,7 @@ func (l *Log) Query(ctx context.Context, f Filter) ([]Record, error) {
 		if end-st.FirstSeq >= window {
 			start = end - window + 1
 		}
-		got, oldest, err := l.read(ctx, subject, start, end, f.Since)
+		got, oldest, err := l.read(ctx, stream, subject, start, end, f.Since)
 		if err != nil {
 			return nil, err
 		}
@@ -166,8 +270,8 @@ func (l *Log) Query(ctx context.Context, f Filter) ([]Record, error) {
 // with a time at or after since, oldest first, and when the first message
 // it saw was stored (a record's time is when its request came, its stored
 // time later: if that is before since, so is every earlier record's).
-func (l *Log) read(ctx context.Context, subject string, start, end uint64, since time.Time) ([]Record, time.Time, error) {
-	cons, err := l.js.CreateConsumer(ctx, l.stream, jetstream.ConsumerConfig{
+func (l *Log) read(ctx context.Context, stream, subject string, start, end uint64, since time.Time) ([]Record, time.Time, error) {
+	cons, err := l.js.CreateConsumer(ctx, stream, jetstream.ConsumerConfig{
 		AckPolicy:         jetstream.AckNonePolicy,
 		DeliverPolicy:     jetstream.DeliverByStartSequencePolicy,
 		OptStartSeq:       start,
@@ -176,10 +280,10 @@ func (l *Log) read(ctx context.Context, subject string, start, end uint64, since
 		InactiveThreshold: time.Minute, // the server removes it if this call dies before deleting it
 	})
 	if err != nil {
-		return nil, time.Time{}, errorf("read %s: %w", l.stream, err)
+		return nil, time.Time{}, errorf("read %s: %w", stream, err)
 	}
 	defer func() {
-		_ = l.js.DeleteConsumer(context.WithoutCancel(ctx), l.stream, cons.CachedInfo().Name)
+		_ = l.js.DeleteConsumer(context.WithoutCancel(ctx), stream, cons.CachedInfo().Name)
 	}()
 	var (
 		recs   []Record
@@ -191,7 +295,7 @@ func (l *Log) read(ctx context.Context, subject string, start, end uint64, since
 	for {
 		batch, err := cons.FetchNoWait(fetchBatch)
 		if err != nil {
-			return nil, oldest, errorf("read %s: %w", l.stream, err)
+			return nil, oldest, errorf("read %s: %w", stream, err)
 		}
 		n, done := 0, false
 		for msg := range batch.Messages() {
@@ -218,7 +322,7 @@ func (l *Log) read(ctx context.Context, subject string, start, end uint64, since
 			recs = append(recs, rec)
 		}
 		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
-			return nil, oldest, errorf("read %s: %w", l.stream, err)
+			return nil, oldest, errorf("read %s: %w", stream, err)
 		}
 		if done || n == 0 {
 			return recs, oldest, nil

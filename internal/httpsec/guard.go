@@ -77,6 +77,10 @@ type Options struct {
 	// 429 and Retry-After.
 	TenantRate  float64
 	TenantBurst int
+	// TenantConcurrent bounds each tenant's Expensive calls in flight; 0:
+	// DefaultTenantConcurrent, negative: unlimited. Admin tokens are not
+	// counted. Over it a call is refused with 429 naming the limit.
+	TenantConcurrent int
 	// now is the limiter's clock (tests); nil: time.Now.
 	now func() time.Time
 }
@@ -91,6 +95,7 @@ type Guard struct {
 	origins  map[string]bool
 	tickets  *Tickets
 	limit    *tenantLimiter
+	slots    *tenantSlots
 	log      *slog.Logger
 }
 
@@ -111,7 +116,7 @@ func New(o Options) (*Guard, error) {
 	}
 	g := &Guard{o: o, port: port, hosts: map[string]bool{}, origins: map[string]bool{},
 		local: map[string]bool{"localhost": true, "127.0.0.1": true, "::1": true}, tickets: o.Tickets, log: o.Log,
-		limit: newTenantLimiter(o.TenantRate, o.TenantBurst, o.now)}
+		limit: newTenantLimiter(o.TenantRate, o.TenantBurst, o.now), slots: newTenantSlots(o.TenantConcurrent)}
 	if g.tickets == nil {
 		g.tickets = NewTickets(DefaultTicketTTL)
 	}
@@ -340,6 +345,13 @@ func (g *Guard) serve(w http.ResponseWriter, r *http.Request, rt Route, next htt
 		WriteError(w, &Error{Status: http.StatusForbidden, Message: fmt.Sprintf(
 			"%v: token %s has scope %s; %s %s needs %s", auth.ErrForbidden, p.TokenID, p.Scope, r.Method, r.URL.Path, rt.Scope)})
 		return
+	}
+	if rt.Expensive {
+		if !g.slots.acquire(p) {
+			g.slots.busy(w, r, p)
+			return
+		}
+		defer g.slots.release(p)
 	}
 	next.ServeHTTP(w, r.WithContext(auth.WithPrincipal(r.Context(), p)))
 }

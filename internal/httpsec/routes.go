@@ -30,6 +30,10 @@ type Route struct {
 	// instead of the Authorization header: EventSource cannot send
 	// headers. See Tickets.
 	Ticket bool
+	// Expensive routes (submit, apply, update, swap) parse a topology or
+	// take modules: a tenant may run at most Options.TenantConcurrent of
+	// them at once.
+	Expensive bool
 }
 
 // Sizes of request bodies.
@@ -71,14 +75,14 @@ func DefaultRoutes() []Route {
 		// Operate.
 		{Pattern: "POST " + t + "/activate", Scope: auth.ScopeOperate, Action: audit.ActionActivate},
 		{Pattern: "POST " + t + "/deactivate", Scope: auth.ScopeOperate, Action: audit.ActionDeactivate},
-		{Pattern: "POST " + t + "/update", Scope: auth.ScopeOperate, Action: audit.ActionUpdate},
+		{Pattern: "POST " + t + "/update", Scope: auth.ScopeOperate, Action: audit.ActionUpdate, Expensive: true},
 		{Pattern: "POST " + t + "/restart", Scope: auth.ScopeOperate, Action: audit.ActionRestart},
 		{Pattern: "POST " + t + "/rollback", Scope: auth.ScopeOperate, Action: audit.ActionRollback},
 
 		// Deploy.
-		{Pattern: "POST /api/v1/topologies", Scope: auth.ScopeDeploy, Action: audit.ActionSubmit, MaxBody: DefaultMaxUpload},
-		{Pattern: "POST " + t + "/swap", Scope: auth.ScopeDeploy, Action: audit.ActionSwap, MaxBody: DefaultMaxUpload},
-		{Pattern: "POST " + t + "/apply", Scope: auth.ScopeDeploy, Action: audit.ActionApply, MaxBody: DefaultMaxUpload},
+		{Pattern: "POST /api/v1/topologies", Scope: auth.ScopeDeploy, Action: audit.ActionSubmit, MaxBody: DefaultMaxUpload, Expensive: true},
+		{Pattern: "POST " + t + "/swap", Scope: auth.ScopeDeploy, Action: audit.ActionSwap, MaxBody: DefaultMaxUpload, Expensive: true},
+		{Pattern: "POST " + t + "/apply", Scope: auth.ScopeDeploy, Action: audit.ActionApply, MaxBody: DefaultMaxUpload, Expensive: true},
 		{Pattern: "POST " + t + "/kill", Scope: auth.ScopeDeploy, Action: audit.ActionKill},
 		{Pattern: "POST " + t + "/dlq/replay", Scope: auth.ScopeDeploy, Action: audit.ActionDLQReplay},
 		// Any other action the daemon's POST .../{action} may learn.

@@ -128,6 +128,10 @@ func (d *Daemon) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		httpsec.WriteError(w, err)
 		return
 	}
+	if err := checkRequestParts(req.Spec, req.Sources); err != nil {
+		httpsec.WriteError(w, err)
+		return
+	}
 	audit.SetCall(r.Context(), audit.ActionSubmit, req.Name)
 	audit.Param(r.Context(), "modules", req.Modules)
 	auditSpec(r.Context(), []byte(req.Spec), nil)
@@ -423,6 +427,10 @@ func (d *Daemon) handleSwap(w http.ResponseWriter, r *http.Request) {
 		httpsec.WriteError(w, err)
 		return
 	}
+	if err := checkRequestParts("", map[string]string{req.Component: req.Source}); err != nil {
+		httpsec.WriteError(w, err)
+		return
+	}
 	audit.Param(r.Context(), "component", req.Component)
 	audit.Param(r.Context(), "module", req.Module)
 	if p, ok := auth.PrincipalFrom(r.Context()); ok {
@@ -488,6 +496,10 @@ func (d *Daemon) handleApply(w http.ResponseWriter, r *http.Request) {
 	}
 	var req ApplyRequest
 	if err := httpsec.DecodeJSON(w, r, 0, &req); err != nil {
+		httpsec.WriteError(w, err)
+		return
+	}
+	if err := checkRequestParts(req.Spec, nil); err != nil {
 		httpsec.WriteError(w, err)
 		return
 	}
@@ -566,4 +578,27 @@ func (d *Daemon) handleDeadLetters(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, res)
+}
+
+// maxSourceBytes bounds a module's source (the path it came from, kept in
+// the topology's history).
+const maxSourceBytes = 4096
+
+// checkRequestParts bounds the parts of an upload request besides its
+// modules (which the route's body limit bounds): the spec at
+// ardea.MaxSpecBytes (413), each source at maxSourceBytes (400), before
+// anything parses them.
+func checkRequestParts(spec string, sources map[string]string) error {
+	if len(spec) > ardea.MaxSpecBytes {
+		return &httpsec.Error{Status: http.StatusRequestEntityTooLarge, Message: fmt.Sprintf(
+			"request body: field \"spec\" is %d bytes; a topology spec may have at most %d bytes (1 MiB, ardea.MaxSpecBytes)",
+			len(spec), ardea.MaxSpecBytes)}
+	}
+	for comp, src := range sources {
+		if len(src) > maxSourceBytes {
+			return &httpsec.Error{Status: http.StatusBadRequest, Message: fmt.Sprintf(
+				"request body: field \"sources\": component %.64q: the source is %d bytes; at most %d", comp, len(src), maxSourceBytes)}
+		}
+	}
+	return nil
 }

@@ -1,0 +1,130 @@
+package daemon_test
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/ardea-dev/ardea"
+	"github.com/ardea-dev/ardea/internal/auth"
+	"github.com/ardea-dev/ardea/internal/httpsec"
+	"github.com/ardea-dev/ardea/internal/testutil"
+	"github.com/ardea-dev/ardea/scheduler/daemon"
+)
+
+// mergeBomb is issue 30's 751-byte merge-key bomb: x-aN merges x-a(N-1)
+// ten times, and a component's config merges the deepest level.
+func mergeBomb(depth int) string {
+	var b strings.Builder
+	b.WriteString("name: bomb\nx-a0: &a0 {k: v}\n")
+	for i := 1; i <= depth; i++ {
+		refs := strings.TrimSuffix(strings.Repeat(fmt.Sprintf("*a%d, ", i-1), 10), ", ")
+		fmt.Fprintf(&b, "x-a%d: &a%d {<<: [%s]}\n", i, i, refs)
+	}
+	fmt.Fprintf(&b, "spouts:\n  - name: s\n    module: builtin:generator\n    config: {<<: *a%d}\n", depth)
+	return b.String()
+}
+
+// TestSubmitBoundsSpec: through the daemon's API, a tenant's merge-key bomb
+// is refused by the parser's node bound (400 naming it), and a spec over
+// ardea.MaxSpecBytes is refused with 413 naming the limit before it is
+// parsed, for submit and apply alike.
+func TestSubmitBoundsSpec(t *testing.T) {
+	d := startDaemonWith(t, daemon.Options{})
+	acme := newToken(t, d, "acme", auth.ScopeDeploy)
+
+	code, body := call(t, d, http.MethodPost, "/api/v1/topologies", acme,
+		daemon.SubmitRequest{Name: "bomb", Spec: mergeBomb(8)}, nil)
+	if code != http.StatusBadRequest || !strings.Contains(body, "more than 100000 YAML nodes") || !strings.Contains(body, "ardea.MaxSpecNodes") {
+		t.Errorf("merge-key bomb: %d %s; want 400 naming ardea.MaxSpecNodes", code, body)
+	}
+
+	big := "name: big\nconfig: {topology.pad: " + strings.Repeat("y", ardea.MaxSpecBytes) + "}\n"
+	code, body = call(t, d, http.MethodPost, "/api/v1/topologies", acme,
+		daemon.SubmitRequest{Name: "big", Spec: big}, nil)
+	for _, want := range []string{`field \"spec\"`, fmt.Sprint(ardea.MaxSpecBytes), "ardea.MaxSpecBytes"} {
+		if code != http.StatusRequestEntityTooLarge || !strings.Contains(body, want) {
+			t.Errorf("oversize spec: %d %s; want 413 naming %s", code, body, want)
+		}
+	}
+	// apply: the same bound (the topology need not exist: the body is
+	// checked first only if it does, so submit a small one).
+	small := "name: small\nspouts:\n  - {name: s, module: builtin:generator}\n"
+	if code, body := call(t, d, http.MethodPost, "/api/v1/topologies", acme,
+		daemon.SubmitRequest{Name: "small", Spec: small}, nil); code != http.StatusCreated {
+		t.Fatalf("submit small: %d %s", code, body)
+	}
+	code, body = call(t, d, http.MethodPost, "/api/v1/topologies/small/apply", acme,
+		daemon.ApplyRequest{Spec: big}, nil)
+	if code != http.StatusRequestEntityTooLarge || !strings.Contains(body, "ardea.MaxSpecBytes") {
+		t.Errorf("oversize apply: %d %s; want 413 naming ardea.MaxSpecBytes", code, body)
+	}
+}
+
+// TestExpensiveCallsPerTenant: a tenant runs at most
+// httpsec.DefaultTenantConcurrent submits, applies, updates and swaps at
+// once. Two submits whose bodies the test holds open keep both of acme's
+// slots (by construction: the guard takes the slot before the handler
+// reads the body); acme's next update is refused with 429 naming the
+// limit, globex's and the admin's are not; once the held submits are
+// answered acme's calls go through again.
+func TestExpensiveCallsPerTenant(t *testing.T) {
+	d := startDaemonWith(t, daemon.Options{Security: daemon.Security{APIRate: 1e6, APIBurst: 1e6}})
+	acme := newToken(t, d, "acme", auth.ScopeDeploy)
+	globex := newToken(t, d, "globex", auth.ScopeDeploy)
+
+	// Each held submit is a raw connection that has sent its headers and
+	// the start of a body of 100 bytes: the server has handed it to the
+	// guard, whose handler waits for the rest.
+	host := strings.TrimPrefix(d.URL(), "http://")
+	var held []*net.TCPConn
+	for range httpsec.DefaultTenantConcurrent {
+		c, err := net.Dial("tcp", host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		if _, err := fmt.Fprintf(c, "POST /api/v1/topologies HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n"+
+			"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"name\": ", host, acme); err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, c.(*net.TCPConn))
+	}
+	update := func(tok string) (int, string) {
+		return call(t, d, http.MethodPost, "/api/v1/topologies/none/update", tok, daemon.UpdateRequest{}, nil)
+	}
+	var body string
+	testutil.Eventually(t, "acme's update refused while its submits are held", func() (bool, string) {
+		var code int
+		code, body = update(acme)
+		return code == http.StatusTooManyRequests, fmt.Sprintf("%d %s", code, body)
+	})
+	for _, want := range []string{"tenant acme", fmt.Sprintf("at most %d submit, apply, update and swap calls", httpsec.DefaultTenantConcurrent)} {
+		if !strings.Contains(body, want) {
+			t.Errorf("429 answer %s: want %q", body, want)
+		}
+	}
+	if code, body := update(globex); code != http.StatusNotFound {
+		t.Errorf("globex beside acme's held submits: %d %s, want 404 (no such topology)", code, body)
+	}
+	if code, body := update(d.AdminToken()); code != http.StatusNotFound {
+		t.Errorf("the admin beside acme's held submits: %d %s, want 404", code, body)
+	}
+	for _, c := range held {
+		_ = c.CloseWrite() // the body ends early: 400
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("held submit, its body cut: %d, want 400", resp.StatusCode)
+		}
+	}
+	if code, body := update(acme); code != http.StatusNotFound {
+		t.Errorf("acme's update once its submits are answered: %d %s, want 404", code, body)
+	}
+}

@@ -39,10 +39,22 @@ type Telemetry struct {
 	reg       *metrics.Registry
 	current   func() *Container // the container running now (nil: none)
 
+	// OnUserMetricRefused hears, once per instance, that a user metric it
+	// names is refused (its name is another kind's): the host records it
+	// as the instance's exception. Set it before the first collection.
+	OnUserMetricRefused func(component string, task int, message string)
+
 	mu    sync.Mutex
 	prev  map[histKey]histMark
 	snaps map[histKey]metrics.HistogramSnapshot // for the interval's quantiles
 	users map[string]bool                       // user instruments created
+	// userInst is the kind ('c' counter, 'g' gauge) of every user
+	// instrument name taken; userRefused the user metrics refused (kind
+	// and name -> why), userReported the instances told so.
+	userInst     map[string]byte
+	userRefused  map[string]string
+	userReported map[histKey]bool
+
 	regs  []metric.Registration
 	inst  instruments
 	procs processStats
@@ -95,7 +107,8 @@ const (
 func NewTelemetry(mp metric.MeterProvider, topology string, container int, reg *metrics.Registry, current func() *Container) (*Telemetry, error) {
 	meter := mp.Meter(sinks.SystemScope)
 	t := &Telemetry{meter: meter, user: mp.Meter(sinks.UserScope), topology: topology, container: container, reg: reg,
-		current: current, prev: map[histKey]histMark{}, snaps: map[histKey]metrics.HistogramSnapshot{}, users: map[string]bool{}}
+		current: current, prev: map[histKey]histMark{}, snaps: map[histKey]metrics.HistogramSnapshot{}, users: map[string]bool{},
+		userInst: map[string]byte{}, userRefused: map[string]string{}, userReported: map[histKey]bool{}}
 	var errs []error
 	otelName := func(heron string) string { return strings.TrimPrefix(heron, "__") }
 	// def is the catalog's entry of name; a name missing from it, or of

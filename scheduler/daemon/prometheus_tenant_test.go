@@ -52,6 +52,7 @@ func metricBolts(t *testing.T, name string, count int, bolts map[string][2]strin
 		t.Fatal(err)
 	}
 	b := ardea.NewBuilder(name)
+	b.Set("topology.packing.containers", "1")
 	b.Spout("gen", "builtin:generator").Config("rate", "200").Config("count", strconv.Itoa(count))
 	req := daemon.SubmitRequest{Name: name, Modules: map[string][]byte{}}
 	for bolt, m := range bolts {
@@ -179,5 +180,45 @@ func TestMetricsPerTenant(t *testing.T) {
 	}
 	if !acmeDone.MatchString(after) || !acmeHits.MatchString(after) {
 		t.Errorf("globex's kill dropped acme's series:\n%s", after)
+	}
+}
+
+// TestUserMetricKindConflict: in one container (a real host), bolt a
+// counts "x" and bolt b sets a gauge "x". A name has one kind: the one
+// registered second is refused, reported as an exception of its component,
+// and only the other is exported.
+func TestUserMetricKindConflict(t *testing.T) {
+	d := startDaemonWith(t, daemon.Options{Metrics: &sinks.Config{Interval: sinks.Duration(200 * time.Millisecond)}})
+	ctx := context.Background()
+	if err := d.Submit(ctx, metricBolts(t, "kinds", 0, map[string][2]string{"a": {"counter", "x"}, "b": {"gauge", "x"}})); err != nil {
+		t.Fatal(err)
+	}
+	var loser string
+	testutil.EventuallyWithin(t, 2*time.Minute, "one of the two x refused, as its component's exception", func() bool {
+		h, err := d.History(ctx, "kinds")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range h.Exceptions("") {
+			if strings.Contains(e.Message, `is not recorded: "x" is a user`) {
+				loser = e.Component
+				return true
+			}
+		}
+		return false
+	})
+	counter := regexp.MustCompile(`(?m)^ardea_user_x_total\{component="a",`)
+	gauge := regexp.MustCompile(`(?m)^ardea_user_x\{component="b",`)
+	winner, refused := counter, gauge
+	if loser == "a" {
+		winner, refused = gauge, counter
+	}
+	var body string
+	testutil.Eventually(t, "the other x exported", func() bool {
+		body = scrapeAs(t, d, "")
+		return winner.MatchString(body)
+	})
+	if refused.MatchString(body) {
+		t.Errorf("%s's refused x is exported:\n%s", loser, body)
 	}
 }

@@ -56,6 +56,9 @@ type promKey struct {
 type promEntry struct {
 	samples []Sample
 	names   []string
+	// told holds the refusals Put returned for the container, so each is
+	// returned once (its samples are left out of every batch).
+	told map[string]bool
 }
 
 // promFamily is one metric name of the exposition: its type and how many
@@ -85,13 +88,18 @@ func (p *Prometheus) Write(_ context.Context, b *Batch) error {
 // Put keeps b as the latest batch of the tenant's container. It returns an
 // exception per sample left out because its name already has the other
 // type in the exposition (for its component: the caller records them as
-// the component's exceptions).
+// the component's exceptions), the first time only: the container's later
+// batches leave the sample out without saying so again.
 func (p *Prometheus) Put(tenant string, b *Batch) []Exception {
 	k := promKey{tenant, b.Topology, b.Container}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	told := map[string]bool{}
+	if old := p.latest[k]; old != nil {
+		told = old.told
+	}
 	p.release(k)
-	e := &promEntry{samples: b.Samples}
+	e := &promEntry{samples: b.Samples, told: told}
 	mine := map[string]Kind{}
 	kept := map[string]bool{}
 	var refused []Exception
@@ -113,7 +121,7 @@ func (p *Prometheus) Put(tenant string, b *Batch) []Exception {
 			kept[name] = true
 		}
 	}
-	if refused != nil {
+	if len(refused) > 0 {
 		e.samples = slices.DeleteFunc(slices.Clone(b.Samples), func(s Sample) bool {
 			name, _, _ := PromSeries(s.Name, s.Kind)
 			return mine[name] != s.Kind
@@ -130,7 +138,14 @@ func (p *Prometheus) Put(tenant string, b *Batch) []Exception {
 		e.names = append(e.names, name)
 	}
 	p.latest[k] = e
-	return refused
+	return slices.DeleteFunc(refused, func(x Exception) bool {
+		k := x.Component + "\x00" + strconv.Itoa(x.Task) + "\x00" + x.Message
+		if told[k] {
+			return true
+		}
+		told[k] = true
+		return false
+	})
 }
 
 // appendRefusal adds the exception for s (once per component, task and

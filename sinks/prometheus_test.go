@@ -83,6 +83,11 @@ func TestPrometheusUserMetricsCannotBreakIt(t *testing.T) {
 	if len(ex) != 2 || ex[0].Component != "b" || !strings.Contains(ex[0].Message, `metric "hits_total" (a gauge) is not exported to Prometheus: ardea_user_hits_total is a counter`) {
 		t.Fatalf("refusals: %+v", ex)
 	}
+	// The container's next batch: refused again, without saying so again.
+	if ex := p.Put("globex", batch("wc", Sample{Name: "hits_total", Kind: Gauge, Component: "b", Task: 2, Value: 9},
+		Sample{Name: "bytes_sent_total", Kind: Gauge, Component: "b", Task: 2, Value: 7})); len(ex) != 0 {
+		t.Errorf("a refusal returned twice: %+v", ex)
+	}
 	body := scrape(t, all(p))
 	for _, want := range []string{
 		`ardea_bytes_sent_total{component="__stmgr__",container="1",peer="local",stream="",task="",tenant="acme",topology="wc"} 5`,

@@ -118,7 +118,7 @@ var sinkFixtures = map[string]func(t *testing.T) conformance.MetricsSinkFixture{
 				}
 				rec = httptest.NewRecorder()
 				p.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
-				if body := rec.Body.String(); !strings.Contains(body, `ardea_execute_count_total{component="count",container="1",peer="",stream="",task="3",topology="wc"} 1000`) {
+				if body := rec.Body.String(); !strings.Contains(body, `ardea_execute_count_total{component="count",container="1",peer="",stream="",task="3",tenant="",topology="wc"} 1000`) {
 					t.Errorf("exposition:\n%s", body)
 				}
 			}}

@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/ardea-dev/ardea/connectors/plugin"
+	"github.com/ardea-dev/ardea/internal/metrics"
 )
 
 // ManagerOptions configures a container's metrics manager.
@@ -147,7 +148,7 @@ func (m *Manager) ownSamples() []Sample {
 		if d, ok := q.sink.(interface{ Dropped() int64 }); ok {
 			v += float64(d.Dropped())
 		}
-		s := Sample{Name: "__sink-dropped", Kind: Counter, Topology: m.o.Topology, Component: "__metricsmgr__",
+		s := Sample{Name: metrics.SinkDropped, Kind: Counter, Topology: m.o.Topology, Component: "__metricsmgr__",
 			Task: -1, Container: m.o.Container, Peer: q.name, Value: v}
 		s.Delta = m.delta(&s)
 		out = append(out, s)

@@ -247,18 +247,19 @@ func TestPrometheusExposition(t *testing.T) {
 	p.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	body := rec.Body.String()
 	for _, want := range []string{
-		`ardea_execute_count_total{component="count",container="2",peer="",stream="",task="5",topology="wc"} 1200`,
-		`ardea_emit_count_total{component="split",container="2",peer="",stream="default",task="3",topology="wc"} 7`,
-		`ardea_execute_latency{component="count",container="2",peer="",stream="",task="5",topology="wc"} 1500.5`,
-		`ardea_tuples_sent_total{component="__stmgr__",container="2",peer="remote",stream="",task="",topology="wc"} 9`,
+		`ardea_execute_count_total{component="count",container="2",peer="",stream="",task="5",tenant="",topology="wc"} 1200`,
+		`ardea_emit_count_total{component="split",container="2",peer="",stream="default",task="3",tenant="",topology="wc"} 7`,
+		`ardea_execute_latency_seconds{component="count",container="2",peer="",stream="",task="5",tenant="",topology="wc"} 1.5005e-06`,
+		`ardea_tuples_sent_total{component="__stmgr__",container="2",peer="remote",stream="",task="",tenant="",topology="wc"} 9`,
 		"# TYPE ardea_execute_count_total counter",
-		"# TYPE ardea_execute_latency gauge",
+		"# TYPE ardea_execute_latency_seconds gauge",
+		"# HELP ardea_execute_latency_seconds mean execute time per tuple over the interval (seconds)",
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("exposition lacks %s\n%s", want, body)
 		}
 	}
-	p.Forget("wc", -1)
+	p.Forget("", "wc", -1)
 	rec = httptest.NewRecorder()
 	p.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	if strings.Contains(rec.Body.String(), "ardea_") {

@@ -13,10 +13,10 @@ import (
 func init() {
 	register(plugin.RegisterMetricsSink(plugin.Spec{
 		Name: PrometheusSink,
-		Summary: "A Prometheus exposition of every container's latest batch (`ardea_<name>`, counters `_total`; labels topology, component, task, container, stream, peer). " +
-			"`ardea local` always serves it at /metrics on its API address and `ardea run --config` when listen is set; containers do not run it.",
+		Summary: "A Prometheus exposition of every container's latest batch (`ardea_<name>`, times in seconds, counters `_total`, guests' own metrics `ardea_user_<name>`; labels tenant, topology, component, task, container, stream, peer; docs/metrics.md lists the series). " +
+			"`ardea local` always serves it at /metrics on its API address (a tenant's metrics token reads its own tenant's series) and `ardea run --config` when listen is set; containers do not run it.",
 		Fields: []plugin.Field{
-			{Name: "listen", Type: plugin.TypeString, Reach: plugin.ReachListen, Doc: "an address of its own to serve GET /metrics on (host:port); empty: none"},
+			{Name: "listen", Type: plugin.TypeString, Reach: plugin.ReachListen, Doc: "an address of its own to serve GET /metrics on (host:port), without a token and with every tenant's series; empty: none"},
 		},
 	}, newPrometheusSink))
 	register(plugin.RegisterMetricsSink(plugin.Spec{

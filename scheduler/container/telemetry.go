@@ -39,10 +39,22 @@ type Telemetry struct {
 	reg       *metrics.Registry
 	current   func() *Container // the container running now (nil: none)
 
+	// OnUserMetricRefused hears, once per instance, that a user metric it
+	// names is refused (its name is another kind's): the host records it
+	// as the instance's exception. Set it before the first collection.
+	OnUserMetricRefused func(component string, task int, message string)
+
 	mu    sync.Mutex
 	prev  map[histKey]histMark
 	snaps map[histKey]metrics.HistogramSnapshot // for the interval's quantiles
 	users map[string]bool                       // user instruments created
+	// userInst is the kind ('c' counter, 'g' gauge) of every user
+	// instrument name taken; userRefused the user metrics refused (kind
+	// and name -> why), userReported the instances told so.
+	userInst     map[string]byte
+	userRefused  map[string]string
+	userReported map[histKey]bool
+
 	regs  []metric.Registration
 	inst  instruments
 	procs processStats
@@ -68,27 +80,25 @@ type instruments struct {
 	rss, goroutines                                    metric.Int64ObservableGauge
 }
 
-// Heron's names and the ones Ardea adds.
+// Short names of the metrics Ardea adds to Heron's (internal/metrics
+// defines them, with every metric's unit and meaning: metrics.Catalog).
 const (
-	mPages       = "__wasm-memory-pages"
-	mPagesLimit  = "__wasm-memory-pages-limit"
-	mInstantiate = "__instantiate-time-ms"
-	mCompile     = "__compile-time-ms"
-	mLogDropped  = "__log-dropped-lines"
-	mLogDroppedB = "__log-dropped-bytes"
-	mTuplesOut   = "__tuples-sent"
-	mBytesOut    = "__bytes-sent"
-	mTuplesIn    = "__tuples-received"
-	mBytesIn     = "__bytes-received"
-	mDropped     = "__dropped-tuples"
-	mCreditWaits = "__credit-waits"
-	mCPU         = "__cpu-seconds"
-	mRSS         = "__rss-bytes"
-	mGoroutines  = "__goroutines"
-	// mProcP99 is the 99th percentile of __process-latency over the
-	// interval (log2 buckets, interpolated inside one: within a factor of
-	// 2); a mean hides the tail a noisy neighbour adds.
-	mProcP99 = "__process-latency-p99"
+	mPages       = metrics.WasmMemoryPages
+	mPagesLimit  = metrics.WasmMemoryPagesLimit
+	mInstantiate = metrics.InstantiateTime
+	mCompile     = metrics.CompileTime
+	mLogDropped  = metrics.LogDroppedLines
+	mLogDroppedB = metrics.LogDroppedBytes
+	mTuplesOut   = metrics.TuplesSent
+	mBytesOut    = metrics.BytesSent
+	mTuplesIn    = metrics.TuplesReceived
+	mBytesIn     = metrics.BytesReceived
+	mDropped     = metrics.DroppedTuples
+	mCreditWaits = metrics.CreditWaits
+	mCPU         = metrics.CPUSeconds
+	mRSS         = metrics.RSSBytes
+	mGoroutines  = metrics.Goroutines
+	mProcP99     = metrics.ProcessLatencyP99
 )
 
 // NewTelemetry registers the instruments on meter. current returns the
@@ -97,54 +107,69 @@ const (
 func NewTelemetry(mp metric.MeterProvider, topology string, container int, reg *metrics.Registry, current func() *Container) (*Telemetry, error) {
 	meter := mp.Meter(sinks.SystemScope)
 	t := &Telemetry{meter: meter, user: mp.Meter(sinks.UserScope), topology: topology, container: container, reg: reg,
-		current: current, prev: map[histKey]histMark{}, snaps: map[histKey]metrics.HistogramSnapshot{}, users: map[string]bool{}}
+		current: current, prev: map[histKey]histMark{}, snaps: map[histKey]metrics.HistogramSnapshot{}, users: map[string]bool{},
+		userInst: map[string]byte{}, userRefused: map[string]string{}, userReported: map[histKey]bool{}}
 	var errs []error
 	otelName := func(heron string) string { return strings.TrimPrefix(heron, "__") }
-	ic := func(name, unit, desc string) metric.Int64ObservableCounter {
-		c, err := meter.Int64ObservableCounter(otelName(name), metric.WithUnit(unit), metric.WithDescription(desc))
+	// def is the catalog's entry of name; a name missing from it, or of
+	// the other kind, is an error (the catalog is what the exporters and
+	// docs/metrics.md describe the metrics from).
+	def := func(name string, counter bool) (string, []metric.InstrumentOption) {
+		d, ok := metrics.Describe(name)
+		if !ok || d.Counter != counter {
+			errs = append(errs, fmt.Errorf("metric %s: not in metrics.Catalog as a %s", name, map[bool]string{true: "counter", false: "gauge"}[counter]))
+		}
+		return otelName(name), []metric.InstrumentOption{metric.WithUnit(d.Unit.UCUM()), metric.WithDescription(d.Meaning)}
+	}
+	ic := func(name string) metric.Int64ObservableCounter {
+		n, o := def(name, true)
+		c, err := meter.Int64ObservableCounter(n, opts[metric.Int64ObservableCounterOption](o)...)
 		errs = append(errs, err)
 		return c
 	}
-	fg := func(name, unit, desc string) metric.Float64ObservableGauge {
-		g, err := meter.Float64ObservableGauge(otelName(name), metric.WithUnit(unit), metric.WithDescription(desc))
+	fg := func(name string) metric.Float64ObservableGauge {
+		n, o := def(name, false)
+		g, err := meter.Float64ObservableGauge(n, opts[metric.Float64ObservableGaugeOption](o)...)
 		errs = append(errs, err)
 		return g
 	}
-	ig := func(name, unit, desc string) metric.Int64ObservableGauge {
-		g, err := meter.Int64ObservableGauge(otelName(name), metric.WithUnit(unit), metric.WithDescription(desc))
+	ig := func(name string) metric.Int64ObservableGauge {
+		n, o := def(name, false)
+		g, err := meter.Int64ObservableGauge(n, opts[metric.Int64ObservableGaugeOption](o)...)
 		errs = append(errs, err)
 		return g
 	}
 	in := &t.inst
-	in.emit = ic(metrics.EmitCount, "{tuple}", "tuples emitted, by stream")
-	in.execute = ic(metrics.ExecuteCount, "{tuple}", "tuples executed")
-	in.ack = ic(metrics.AckCount, "{tuple}", "bolts: tuples acked; spouts: trees completed")
-	in.fail = ic(metrics.FailCount, "{tuple}", "bolts: tuples failed; spouts: trees failed")
-	in.timeout = ic(metrics.TimeoutCount, "{tuple}", "spouts: trees timed out")
-	in.next = ic(metrics.NextTupleCount, "{call}", "spouts: next calls")
-	in.backPress = ic(metrics.BackPressureTime, "ns", "time the instance waited on downstream")
-	in.execLat = fg(metrics.ExecuteLatency, "ns", "mean execute time per tuple over the interval")
-	in.procLat = fg(metrics.ProcessLatency, "ns", "mean time from emit to executed over the interval")
-	in.procP99 = fg(mProcP99, "ns", "99th percentile of the time from emit to executed over the interval")
-	in.complLat = fg(metrics.CompleteLatency, "ns", "spouts: mean time from emit to tree complete over the interval")
-	in.pages = ig(mPages, "{page}", "wasm linear memory in use, 64 KiB pages")
-	in.pagesLimit = ig(mPagesLimit, "{page}", "wasm linear memory cap, 64 KiB pages")
-	in.instantiate = fg(mInstantiate, "ms", "instantiation of the current instance")
-	in.compile = fg(mCompile, "ms", "compiling the instance's module (0: compiled by an earlier run)")
-	in.logDropped = ic(mLogDropped, "{line}", "guest log lines dropped over log.max.bytes.per.second (since the instance started)")
-	in.logDroppedBytes = ic(mLogDroppedB, "By", "guest log bytes dropped over log.max.bytes.per.second (since the instance started)")
-	in.smTuplesOut = ic(mTuplesOut, "{tuple}", "tuple copies sent by the container's instances, by peer (local, remote)")
-	in.smBytesOut = ic(mBytesOut, "By", "batch bytes sent, by peer")
-	in.smTuplesIn = ic(mTuplesIn, "{tuple}", "tuples received for the container's instances, by peer")
-	in.smBytesIn = ic(mBytesIn, "By", "batch bytes received, by peer")
-	in.smBackPress = ic(metrics.BackPressureTime, "ns", "time the container's instances waited on downstream")
-	in.smDropped = ic(mDropped, "{message}", "messages dropped: NATS slow-consumer events and malformed messages (must stay 0)")
-	in.smCreditWaits = ic(mCreditWaits, "{wait}", "sends that found a link out of credit and waited")
-	cpu, err := meter.Float64ObservableCounter(otelName(mCPU), metric.WithUnit("s"), metric.WithDescription("CPU time of the host process"))
+	in.emit = ic(metrics.EmitCount)
+	in.execute = ic(metrics.ExecuteCount)
+	in.ack = ic(metrics.AckCount)
+	in.fail = ic(metrics.FailCount)
+	in.timeout = ic(metrics.TimeoutCount)
+	in.next = ic(metrics.NextTupleCount)
+	in.backPress = ic(metrics.BackPressureTime)
+	in.execLat = fg(metrics.ExecuteLatency)
+	in.procLat = fg(metrics.ProcessLatency)
+	in.procP99 = fg(mProcP99)
+	in.complLat = fg(metrics.CompleteLatency)
+	in.pages = ig(mPages)
+	in.pagesLimit = ig(mPagesLimit)
+	in.instantiate = fg(mInstantiate)
+	in.compile = fg(mCompile)
+	in.logDropped = ic(mLogDropped)
+	in.logDroppedBytes = ic(mLogDroppedB)
+	in.smTuplesOut = ic(mTuplesOut)
+	in.smBytesOut = ic(mBytesOut)
+	in.smTuplesIn = ic(mTuplesIn)
+	in.smBytesIn = ic(mBytesIn)
+	in.smBackPress = ic(metrics.BackPressureTime)
+	in.smDropped = ic(mDropped)
+	in.smCreditWaits = ic(mCreditWaits)
+	cn, co := def(mCPU, true)
+	cpu, err := meter.Float64ObservableCounter(cn, opts[metric.Float64ObservableCounterOption](co)...)
 	errs = append(errs, err)
 	in.cpu = cpu
-	in.rss = ig(mRSS, "By", "resident set size of the host process")
-	in.goroutines = ig(mGoroutines, "{goroutine}", "goroutines of the host process")
+	in.rss = ig(mRSS)
+	in.goroutines = ig(mGoroutines)
 	for _, err := range errs {
 		if err != nil {
 			return nil, fmt.Errorf("telemetry: %w", err)
@@ -160,6 +185,18 @@ func NewTelemetry(mp metric.MeterProvider, topology string, container int, reg *
 	}
 	t.regs = append(t.regs, r)
 	return t, nil
+}
+
+// opts converts instrument options to one instrument's option type (the
+// unit and description options implement every one).
+func opts[O any](in []metric.InstrumentOption) []O {
+	out := make([]O, 0, len(in))
+	for _, o := range in {
+		if v, ok := o.(O); ok {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // Close unregisters the callbacks.

@@ -63,7 +63,7 @@ func (d *Daemon) routes() *http.ServeMux {
 	mux.HandleFunc("POST /api/v1/topologies/{name}/apply", d.handleApply)
 	mux.HandleFunc("GET /api/v1/topologies/{name}/dlq", d.handleDeadLetters)
 	mux.HandleFunc("POST /api/v1/topologies/{name}/dlq/replay", d.handleDeadLetters)
-	mux.Handle("GET /metrics", d.prom)
+	mux.HandleFunc("GET /metrics", d.serveMetrics)
 	ui.NewTracker(d).Register(mux)
 	return mux
 }

@@ -673,7 +673,7 @@ func (t *tm) kill(ctx context.Context, keep bool) error {
 		t.d.removeDeadLetters(t)
 	}
 	t.d.reshareRates(ctx, t.sp.tenant, nil) // its containers' shares go to the others
-	t.d.prom.Forget(t.name, -1)
+	t.d.prom.Forget(t.sp.tenant, t.name, -1)
 	if err := t.d.removeStored(ctx, t.sp, t.name, keep); err != nil {
 		return err
 	}

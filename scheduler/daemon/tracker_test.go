@@ -249,7 +249,7 @@ func TestTrackerAPI(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if !regexp.MustCompile(`ardea_execute_count_total\{component="count",container="[12]",peer="",stream="",task="\d+",topology="wc"\} [1-9]`).Match(body) {
+	if !regexp.MustCompile(`ardea_execute_count_total\{component="count",container="[12]",peer="",stream="",task="\d+",tenant="default",topology="wc"\} [1-9]`).Match(body) {
 		t.Errorf("/metrics has no execute count for count:\n%.2000s", body)
 	}
 

@@ -19,6 +19,8 @@
 //	manymetrics observes into new histogram names until the host stops it
 //	usermetrics adds to a counter, sets a gauge and observes twice, then
 //	            three values with one observe_many
+//	setmetric   adds 1 to the counter (metric.kind "counter") or sets the
+//	            gauge (otherwise) named metric.name to 1
 //	badobserve  calls observe_many with values outside linear memory
 //	bigobserve  calls observe_many with more values than one call may carry
 //	stdio      prepare writes to stdout and stderr and calls ardea.log
@@ -124,6 +126,12 @@ func execute(n int32) int32 {
 		g.Observe("user.size", 42)
 		g.Observe("user.size", 8)
 		g.ObserveMany("user.many", []int64{1, -2, 3})
+	case "setmetric":
+		if cfg["metric.kind"] == "counter" {
+			g.Metric(cfg["metric.name"], 1)
+		} else {
+			g.Gauge(cfg["metric.name"], 1)
+		}
 	case "statebomb", "statewrite":
 		size, puts := intOr("bomb.value.bytes", 8<<20), intOr("bomb.puts", 0)
 		v := make([]byte, size)

@@ -52,6 +52,10 @@ type InstanceConfig struct {
 	// MaxConsecutiveFailures fails the instance when that many tuples in
 	// a row failed (topology.bolt.max_consecutive_failures; 0 = 100).
 	MaxConsecutiveFailures int
+	// MaxFailingTime fails the instance when the calls that failed on
+	// tuples in a row took that long in all
+	// (topology.bolt.max_failing_time; 0 = 30s).
+	MaxFailingTime time.Duration
 }
 
 // Error kinds of failed instances, matched with errors.Is. Violations of
@@ -816,6 +820,7 @@ type bolt struct {
 	ic          InstanceConfig
 	tc          component.Context // what Prepare was given, for a fresh instance
 	consecutive int               // tuples failed in a row
+	failing     time.Duration     // the time their failed calls took
 	batch       []byte            // a batch without its failed records
 	restarts    atomic.Int64
 }

@@ -188,6 +188,12 @@ type instance struct {
 	// once the call succeeded (a bolt with a cursor: failing.go).
 	buffering bool
 	pending   []byte
+	// pendingMetrics are the call's user metric updates while buffering,
+	// applied with its emits once it succeeded: the tuples a fresh
+	// instance executes again after a failing one are counted once.
+	pendingMetrics []pendingMetric
+	pendingIdx     map[string]int // counter and gauge updates by name: their index
+	pendingObs     int            // observations in pendingMetrics
 	// cursorPtr is where ardea_cursor says the record index lives (0:
 	// the module has no cursor); failedAt is the record a failed execute
 	// was processing (-1: unknown).
@@ -369,6 +375,7 @@ func (in *instance) begin(id callID) {
 	in.fault = nil
 	in.emitted = 0
 	in.pending = in.pending[:0]
+	in.clearMetrics()
 	in.failedAt = -1
 	in.memLim.refused = 0
 	in.stderr.begin()
@@ -407,6 +414,9 @@ func (in *instance) call(id callID, arg uint64, out component.Collector) (int32,
 		in.out, in.spanOut = nil, nil
 		in.readCursor(id)
 		return rc, in.guestError(id, rc)
+	}
+	if in.buffering && len(in.pendingMetrics) > 0 {
+		in.applyMetrics()
 	}
 	if in.buffering && len(in.pending) > 0 {
 		if err := in.routePending(); err != nil {

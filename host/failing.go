@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/tuple"
@@ -37,8 +38,13 @@ var isolating = failingTuples != "off"
 // default.
 const DefaultMaxConsecutiveFailures = 100
 
+// DefaultMaxFailingTime is topology.bolt.max_failing_time's default.
+const DefaultMaxFailingTime = 30 * time.Second
+
 // ErrTooManyFailures is the kind of the error that fails an instance after
-// topology.bolt.max_consecutive_failures tuples failed in a row.
+// topology.bolt.max_consecutive_failures tuples failed in a row, or after
+// tuples failing in a row took topology.bolt.max_failing_time; the
+// error's text names the bound that was hit.
 var ErrTooManyFailures = errors.New("too many consecutive failing tuples")
 
 // TupleFailure is one input record a bolt's execute failed on.
@@ -60,6 +66,9 @@ type TupleFailure struct {
 	// Consecutive counts the tuples that failed in a row, this one
 	// included.
 	Consecutive int
+	// Failing is the time the calls that failed on them took, this
+	// one's included (topology.bolt.max_failing_time bounds it).
+	Failing time.Duration
 }
 
 // maxTupleText bounds the bytes of a tuple's payloads shown in errors.
@@ -230,14 +239,16 @@ func (b *bolt) executeIsolated(ctx context.Context, batch []byte, out component.
 			mark = un.Mark()
 		}
 		in.buffering = true
+		began := time.Now()
 		_, err := in.call(callExecute, uint64(len(cur)), out)
+		spent := time.Since(began)
 		in.buffering = false
 		if err == nil {
 			if un != nil {
 				un.Release(mark)
 			}
 			if recordCount(cur) > good {
-				b.consecutive = 0
+				b.consecutive, b.failing = 0, 0
 			}
 			return nil
 		}
@@ -254,19 +265,17 @@ func (b *bolt) executeIsolated(ctx context.Context, batch []byte, out component.
 				err, in.failedAt, recordCount(cur))
 		}
 		if in.failedAt > good {
-			b.consecutive = 0 // records between the last failed one and this went through
+			// Records between the last failed one and this went through.
+			b.consecutive, b.failing = 0, 0
 		}
 		b.consecutive++
+		b.failing += spent
 		good = in.failedAt
 		f := TupleFailure{Component: b.ic.Component, Task: b.ic.TaskID, Index: in.failedAt,
 			Input: rec.Input, SourceTask: rec.SourceTask, TupleID: rec.TupleID, Values: rec.Values,
-			Err: err, Consecutive: b.consecutive}
-		if limit := b.maxConsecutive(); b.consecutive >= limit {
-			return &callError{
-				msg: fmt.Sprintf("%s: %d tuples in a row failed, the limit topology.bolt.max_consecutive_failures = %d; the last one, %s: %v",
-					in.label, b.consecutive, limit, FormatTuple(rec.Values), err),
-				kind: ErrTooManyFailures, cause: err,
-			}
+			Err: err, Consecutive: b.consecutive, Failing: b.failing}
+		if err := b.overBounds(in.label, rec.Values, err); err != nil {
+			return err
 		}
 		if b.ic.OnTupleFailure != nil {
 			if perr := b.ic.OnTupleFailure(f); perr != nil {
@@ -300,11 +309,41 @@ func (b *bolt) executeIsolated(ctx context.Context, batch []byte, out component.
 	}
 }
 
+// overBounds fails the instance when the tuples that failed in a row
+// reached topology.bolt.max_consecutive_failures, or the calls that
+// failed on them took topology.bolt.max_failing_time (each may cost up
+// to the call's deadline: a bolt looping on every tuple would otherwise
+// fail for the count times the deadline). The error names the bound.
+func (b *bolt) overBounds(label string, values []byte, err error) error {
+	if limit := b.maxConsecutive(); b.consecutive >= limit {
+		return &callError{
+			msg: fmt.Sprintf("%s: %d tuples in a row failed, the limit topology.bolt.max_consecutive_failures = %d; the last one, %s: %v",
+				label, b.consecutive, limit, FormatTuple(values), err),
+			kind: ErrTooManyFailures, cause: err,
+		}
+	}
+	if limit := b.maxFailingTime(); b.failing >= limit {
+		return &callError{
+			msg: fmt.Sprintf("%s: %d tuples in a row failed in %s, the limit topology.bolt.max_failing_time = %s; the last one, %s: %v",
+				label, b.consecutive, b.failing.Round(time.Millisecond), limit, FormatTuple(values), err),
+			kind: ErrTooManyFailures, cause: err,
+		}
+	}
+	return nil
+}
+
 func (b *bolt) maxConsecutive() int {
 	if b.ic.MaxConsecutiveFailures > 0 {
 		return b.ic.MaxConsecutiveFailures
 	}
 	return DefaultMaxConsecutiveFailures
+}
+
+func (b *bolt) maxFailingTime() time.Duration {
+	if b.ic.MaxFailingTime > 0 {
+		return b.ic.MaxFailingTime
+	}
+	return DefaultMaxFailingTime
 }
 
 // restart replaces the failed instance with a fresh one of the same

@@ -139,6 +139,36 @@ func TestMaxConsecutiveFailures(t *testing.T) {
 	mustContain(t, err, "3 tuples in a row failed", "topology.bolt.max_consecutive_failures = 3", `["poison 10"]`, "poison tuple: poison 10")
 }
 
+// TestMaxFailingTime: a bolt whose every tuple loops until the call's
+// deadline fails the instance once the failing calls took
+// topology.bolt.max_failing_time, long before
+// topology.bolt.max_consecutive_failures tuples failed, and the error
+// names the bound that was hit. Each failing call lasts at least the
+// deadline, so the bound is hit after at most 2s / 1s tuples. (The
+// deadline also bounds each fresh instance's _initialize: a shorter one
+// would fail it on a busy machine.)
+func TestMaxFailingTime(t *testing.T) {
+	t.Parallel()
+	rt := newRuntime(t, Config{})
+	ic := instanceConfig("poison")
+	ic.CallTimeout = time.Second
+	ic.MaxFailingTime = 2 * time.Second
+	ic.MaxConsecutiveFailures = 1000
+	b, _, rec := poisonBolt(t, rt, ic)
+	var batch []string
+	for i := range 50 {
+		batch = append(batch, fmt.Sprintf("loop %d", i))
+	}
+	err := b.Execute(context.Background(), batchOf(1, batch...), rec)
+	if !errors.Is(err, ErrTooManyFailures) || !errors.Is(err, ErrDeadlineExceeded) {
+		t.Fatalf("err %v, want ErrTooManyFailures for the deadline", err)
+	}
+	mustContain(t, err, "tuples in a row failed in", "the limit topology.bolt.max_failing_time = 2s", `["loop `)
+	if n := len(rec.fails); n > 1 {
+		t.Errorf("%d tuples failed before the bound, want at most 1 (the second reaches 2s)", n)
+	}
+}
+
 // TestNoCursorFailsInstance: a module without ardea_cursor fails the
 // instance on a failing tuple, as before.
 func TestNoCursorFailsInstance(t *testing.T) {

@@ -446,21 +446,100 @@ func (in *instance) appendScan(k, v []byte) bool {
 func hostMetric(ctx context.Context, _ api.Module, stack []uint64) {
 	in := callerOf(ctx)
 	if name, ok := in.metricName(u32(stack[0]), u32(stack[1])); ok && in.metric != nil {
-		in.metric(name, int64(stack[2]))
+		in.updateMetric(pendingMetric{kind: metricCounter, name: name, n: int64(stack[2])})
 	}
 }
 
 func hostGauge(ctx context.Context, _ api.Module, stack []uint64) {
 	in := callerOf(ctx)
 	if name, ok := in.metricName(u32(stack[0]), u32(stack[1])); ok && in.gauge != nil {
-		in.gauge(name, api.DecodeF64(stack[2]))
+		in.updateMetric(pendingMetric{kind: metricGauge, name: name, f: api.DecodeF64(stack[2])})
 	}
 }
 
 func hostObserve(ctx context.Context, _ api.Module, stack []uint64) {
 	in := callerOf(ctx)
 	if name, ok := in.metricName(u32(stack[0]), u32(stack[1])); ok && in.observe != nil {
-		in.observe(name, int64(stack[2]))
+		in.updateMetric(pendingMetric{kind: metricObserve, name: name, n: int64(stack[2])})
+	}
+}
+
+// metricKind is what a pendingMetric updates.
+type metricKind uint8
+
+const (
+	metricCounter metricKind = iota
+	metricGauge
+	metricObserve
+)
+
+// pendingMetric is one user metric update of a buffering call
+// (failing.go): applied if the call succeeds, dropped if it fails.
+type pendingMetric struct {
+	kind metricKind
+	name string
+	n    int64
+	f    float64
+}
+
+// updateMetric applies a user metric update now, or once the call
+// succeeded when its effects are buffered. The buffer is bounded: counter
+// and gauge updates merge per name (at most maxMetricNames of them), and
+// past maxPendingObservations a call's observations are applied at once.
+func (in *instance) updateMetric(m pendingMetric) {
+	if !in.buffering || (m.kind == metricObserve && in.pendingObs >= maxPendingObservations) {
+		in.applyMetric(m)
+		return
+	}
+	if m.kind != metricObserve {
+		if in.pendingIdx == nil {
+			in.pendingIdx = map[string]int{}
+		}
+		key := m.name
+		if m.kind == metricGauge {
+			key = "\x00" + m.name // a gauge may share a counter's name
+		}
+		if i, ok := in.pendingIdx[key]; ok {
+			in.pendingMetrics[i].n += m.n
+			in.pendingMetrics[i].f = m.f
+			return
+		}
+		in.pendingIdx[key] = len(in.pendingMetrics)
+	} else {
+		in.pendingObs++
+	}
+	in.pendingMetrics = append(in.pendingMetrics, m)
+}
+
+// maxPendingObservations bounds the histogram observations a buffering
+// call keeps until it ends (8 bytes each in the guest's observe_many).
+const maxPendingObservations = 1 << 16
+
+func (in *instance) applyMetric(m pendingMetric) {
+	switch m.kind {
+	case metricCounter:
+		in.metric(m.name, m.n)
+	case metricGauge:
+		in.gauge(m.name, m.f)
+	case metricObserve:
+		in.observe(m.name, m.n)
+	}
+}
+
+// applyMetrics applies a successful buffering call's metric updates.
+func (in *instance) applyMetrics() {
+	for _, m := range in.pendingMetrics {
+		in.applyMetric(m)
+	}
+	in.clearMetrics()
+}
+
+// clearMetrics forgets the buffered metric updates (a call begins).
+func (in *instance) clearMetrics() {
+	in.pendingMetrics = in.pendingMetrics[:0]
+	in.pendingObs = 0
+	if len(in.pendingIdx) > 0 {
+		clear(in.pendingIdx)
 	}
 }
 
@@ -478,7 +557,7 @@ func hostObserveMany(ctx context.Context, _ api.Module, stack []uint64) {
 	b := in.read("observe_many values", u32(stack[2]), n*8)
 	if name, ok := in.metricName(u32(stack[0]), u32(stack[1])); ok && in.observe != nil {
 		for i := 0; i+8 <= len(b); i += 8 {
-			in.observe(name, int64(binary.LittleEndian.Uint64(b[i:])))
+			in.updateMetric(pendingMetric{kind: metricObserve, name: name, n: int64(binary.LittleEndian.Uint64(b[i:]))})
 		}
 	}
 }

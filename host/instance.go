@@ -52,6 +52,10 @@ type InstanceConfig struct {
 	// MaxConsecutiveFailures fails the instance when that many tuples in
 	// a row failed (topology.bolt.max_consecutive_failures; 0 = 100).
 	MaxConsecutiveFailures int
+	// MaxFailingTime fails the instance when the calls that failed on
+	// tuples in a row took that long in all
+	// (topology.bolt.max_failing_time; 0 = 30s).
+	MaxFailingTime time.Duration
 }
 
 // Error kinds of failed instances, matched with errors.Is. Violations of
@@ -184,6 +188,12 @@ type instance struct {
 	// once the call succeeded (a bolt with a cursor: failing.go).
 	buffering bool
 	pending   []byte
+	// pendingMetrics are the call's user metric updates while buffering,
+	// applied with its emits once it succeeded: the tuples a fresh
+	// instance executes again after a failing one are counted once.
+	pendingMetrics []pendingMetric
+	pendingIdx     map[string]int // counter and gauge updates by name: their index
+	pendingObs     int            // observations in pendingMetrics
 	// cursorPtr is where ardea_cursor says the record index lives (0:
 	// the module has no cursor); failedAt is the record a failed execute
 	// was processing (-1: unknown).
@@ -365,6 +375,7 @@ func (in *instance) begin(id callID) {
 	in.fault = nil
 	in.emitted = 0
 	in.pending = in.pending[:0]
+	in.clearMetrics()
 	in.failedAt = -1
 	in.memLim.refused = 0
 	in.stderr.begin()
@@ -403,6 +414,9 @@ func (in *instance) call(id callID, arg uint64, out component.Collector) (int32,
 		in.out, in.spanOut = nil, nil
 		in.readCursor(id)
 		return rc, in.guestError(id, rc)
+	}
+	if in.buffering && len(in.pendingMetrics) > 0 {
+		in.applyMetrics()
 	}
 	if in.buffering && len(in.pending) > 0 {
 		if err := in.routePending(); err != nil {
@@ -816,6 +830,7 @@ type bolt struct {
 	ic          InstanceConfig
 	tc          component.Context // what Prepare was given, for a fresh instance
 	consecutive int               // tuples failed in a row
+	failing     time.Duration     // the time their failed calls took
 	batch       []byte            // a batch without its failed records
 	restarts    atomic.Int64
 }

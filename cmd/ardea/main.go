@@ -34,11 +34,22 @@ func main() {
 		if errors.As(err, &ue) {
 			os.Exit(2)
 		}
+		var ec exitCoder
+		if errors.As(err, &ec) {
+			os.Exit(ec.ExitCode())
+		}
 		os.Exit(1)
 	}
 }
 
 type usageError struct{ error }
+
+// exitCoder is an error that sets the process's exit status (`ardea
+// run`'s tuplesFailed: 3).
+type exitCoder interface {
+	error
+	ExitCode() int
+}
 
 type globalFlags struct {
 	logLevel  string

@@ -59,14 +59,19 @@ func startProgress(w io.Writer, reg *metrics.Registry) (stop func()) {
 
 // printSummary prints totals per component.
 func printSummary(w io.Writer, reg *metrics.Registry, elapsed time.Duration) {
-	fmt.Fprintf(w, "%-16s %12s %12s %14s %12s\n", "component", "emitted", "executed", "p99 delivery", "backpress")
+	fmt.Fprintf(w, "%-16s %12s %12s %10s %14s %12s\n", "component", "emitted", "executed", "failed", "p99 delivery", "backpress")
 	for _, c := range reg.Components() {
 		p99 := "-"
 		if c.Delivery.Count() > 0 {
 			p99 = time.Duration(c.Delivery.Quantile(0.99)).Round(time.Microsecond).String()
 		}
-		fmt.Fprintf(w, "%-16s %12s %12s %14s %12s\n", c.Name, itoa(c.Emitted.Load()), itoa(c.Executed.Load()),
-			p99, time.Duration(c.BackPressNs.Load()).Round(time.Millisecond))
+		fmt.Fprintf(w, "%-16s %12s %12s %10s %14s %12s\n", c.Name, itoa(c.Emitted.Load()), itoa(c.Executed.Load()),
+			itoa(failedTuples(c)), p99, time.Duration(c.BackPressNs.Load()).Round(time.Millisecond))
 	}
 	_ = elapsed
 }
+
+// failedTuples is a component's "failed" column: for a bolt, the tuples
+// it failed (a failing tuple, or a fail it called); for a spout (at least
+// once), its trees that failed or timed out.
+func failedTuples(c *metrics.Component) int64 { return c.Failed.Load() + c.TimedOut.Load() }

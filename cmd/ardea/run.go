@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -24,6 +25,7 @@ func newRunCmd(g *globalFlags) *cobra.Command {
 		sets       []string
 		quiet      bool
 		config     string
+		tolerate   bool
 	)
 	cmd := &cobra.Command{
 		Use:   "run TOPOLOGY.yaml",
@@ -32,12 +34,20 @@ func newRunCmd(g *globalFlags) *cobra.Command {
 'ardea local' (with no API, its state in a temporary directory): every
 container is a set of goroutines with its own stream manager, and containers
 exchange tuples only through an embedded NATS server. Go component folders
-named as modules are built first. The run ends with exit status 0 when every
-spout's finite input has been fully processed, or when --duration elapses; a
-container that fails ends it with its error (it is not restarted); every
-sink still writes out what it accepted (a file sink flushes and closes its
-file), and the per-component summary printed before the error says how
-many tuples each component executed.
+named as modules are built first. The run ends when every spout's finite
+input has been fully processed, or when --duration elapses; a container
+that fails ends it with its error (it is not restarted); every sink still
+writes out what it accepted (a file sink flushes and closes its file), and
+the per-component summary printed before the error says how many tuples
+each component executed and failed.
+
+Exit status: 0 when the run ended and no tuple failed; 1 when the topology
+failed (or any other error); 2 for a usage error; 3 when the run ended but
+tuples failed: a bolt failed tuples (a failing tuple, dropped at most once,
+replayed at least once, or dead-lettered), a spout's trees failed or timed
+out, or effectively once a failing tuple rolled the topology back. The
+summary's "failed" column and the error say which components.
+--tolerate-failures exits 0 in that case (the failures are still shown).
 
 Before anything starts, each wasm component is checked against its module's
 manifest (what its SDK declares; ardea inspect MODULE prints it): outputs:
@@ -111,6 +121,9 @@ shown on stderr; --quiet turns it off.`,
 				fmt.Fprintf(os.Stderr, "ardea: topology %s %s after %s\n", t.Name, how, res.Elapsed.Round(time.Millisecond))
 				printSummary(os.Stderr, reg, res.Elapsed)
 			}
+			if f := runFailures(t.Name, reg, res.Rollbacks); f != nil && !tolerate {
+				return f
+			}
 			return nil
 		},
 	}
@@ -120,7 +133,48 @@ shown on stderr; --quiet turns it off.`,
 	cmd.Flags().StringArrayVar(&sets, "set", nil, "override a setting: COMPONENT.KEY=VALUE, COMPONENT.parallelism=N, COMPONENT.module=PATH or topology.KEY=VALUE (repeatable)")
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print nothing but errors")
 	cmd.Flags().StringVar(&config, "config", "", "deployment file: its metrics: section runs a metrics manager with those sinks (docs/metrics.md)")
+	cmd.Flags().BoolVar(&tolerate, "tolerate-failures", false, "exit 0 even when tuples failed (without it such a run exits 3)")
 	return cmd
+}
+
+// exitTuplesFailed is `ardea run`'s exit status when the run ended but
+// tuples failed (runFailures).
+const exitTuplesFailed = 3
+
+// tuplesFailed is the error of a run that ended with failed tuples.
+type tuplesFailed struct {
+	topology  string
+	counts    []string // "component N", in the summary's order
+	rollbacks int
+}
+
+func (e *tuplesFailed) Error() string {
+	msg := fmt.Sprintf("topology %s: tuples failed", e.topology)
+	if len(e.counts) > 0 {
+		msg += ": " + strings.Join(e.counts, ", ")
+	}
+	if e.rollbacks > 0 {
+		msg += fmt.Sprintf("; %d rollbacks to a checkpoint for failing tuples", e.rollbacks)
+	}
+	return msg + fmt.Sprintf(" (exit status %d; --tolerate-failures exits 0)", exitTuplesFailed)
+}
+
+// ExitCode is the process's exit status for this error (main).
+func (e *tuplesFailed) ExitCode() int { return exitTuplesFailed }
+
+// runFailures reports the tuples a finished run failed, per component
+// (the summary's "failed" column), or nil if none did.
+func runFailures(topology string, reg *metrics.Registry, rollbacks int) *tuplesFailed {
+	f := &tuplesFailed{topology: topology, rollbacks: rollbacks}
+	for _, c := range reg.Components() {
+		if n := failedTuples(c); n > 0 {
+			f.counts = append(f.counts, fmt.Sprintf("%s %d", c.Name, n))
+		}
+	}
+	if len(f.counts) == 0 && rollbacks == 0 {
+		return nil
+	}
+	return f
 }
 
 func newBuildCmd(g *globalFlags) *cobra.Command {

@@ -328,7 +328,7 @@ func (c *Container) newTask(ctx context.Context, p *plan.Plan, id uint32, mod *h
 			if err != nil {
 				return nil, err
 			}
-			ic.MaxConsecutiveFailures = fs.MaxConsecutive
+			ic.MaxConsecutiveFailures, ic.MaxFailingTime = fs.MaxConsecutive, fs.MaxFailingTime
 			if fail != nil {
 				ic.OnTupleFailure = func(f host.TupleFailure) error { return fail(task, f) }
 			}

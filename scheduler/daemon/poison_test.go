@@ -210,32 +210,44 @@ func diff(a, b []string) []string {
 }
 
 // TestPoisonTupleLimits: a bolt on which every tuple fails still fails
-// after topology.bolt.max_consecutive_failures, naming the setting; a
-// module without ardea_cursor fails on its first failing tuple as before.
+// after topology.bolt.max_consecutive_failures, naming the setting; one
+// whose every tuple loops until the call's deadline fails after
+// topology.bolt.max_failing_time, naming that setting; a module without
+// ardea_cursor fails on its first failing tuple as before.
 func TestPoisonTupleLimits(t *testing.T) {
 	dir := t.TempDir()
-	in := filepath.Join(dir, "in.txt")
-	var lines []string
-	for i := range 50 {
-		lines = append(lines, fmt.Sprintf("poison %d", i))
-	}
-	if err := os.WriteFile(in, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
+	// poison.txt: 50 lines on which the poison bolts panic; plain.txt: 50
+	// they process, unless told to loop on every line.
+	for _, f := range []string{"poison", "plain"} {
+		var lines []string
+		for i := range 50 {
+			lines = append(lines, fmt.Sprintf("%s %d", f, i))
+		}
+		if err := os.WriteFile(filepath.Join(dir, f+".txt"), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	cache := t.TempDir()
 	for _, tc := range []struct {
-		name, module string
-		config       map[string]string
-		want         []string
+		name, module, input string
+		config              map[string]string
+		want                []string
 	}{
-		{"max_consecutive_failures", "host/testdata/poison/raw.wasm", map[string]string{"topology.bolt.max_consecutive_failures": "5"},
+		{"max_consecutive_failures", "host/testdata/poison/raw.wasm", "poison", map[string]string{"topology.bolt.max_consecutive_failures": "5"},
 			[]string{"component upper task 2: 5 tuples in a row failed, the limit topology.bolt.max_consecutive_failures = 5", "poison tuple: poison 4"}},
-		{"no cursor", "host/testdata/misbehave.wasm", map[string]string{"mode": "panic"},
+		// Every tuple loops until its 1s deadline: the time bound ends it
+		// after at most 2 of the 50, not the count (100 by default). (A
+		// shorter deadline would also bound the fresh instances' setup
+		// calls on a busy machine.)
+		{"max_failing_time", "host/testdata/poison/raw.wasm", "plain",
+			map[string]string{"mode": "loop", "wasm.call.timeout": "1s", "topology.bolt.max_failing_time": "2s"},
+			[]string{"component upper task 2: ", "tuples in a row failed in", "the limit topology.bolt.max_failing_time = 2s"}},
+		{"no cursor", "host/testdata/misbehave.wasm", "poison", map[string]string{"mode": "panic"},
 			[]string{"component upper task 2: call ardea_execute"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := ardea.NewBuilder("poison")
-			b.Spout("lines", "builtin:file").Config("path", in)
+			b.Spout("lines", "builtin:file").Config("path", filepath.Join(dir, tc.input+".txt"))
 			u := b.Bolt("upper", testutil.RepoPath(tc.module)).Shuffle("lines").Output("default", "line")
 			for k, v := range tc.config {
 				u.Config(k, v)

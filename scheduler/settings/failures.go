@@ -3,8 +3,10 @@ package settings
 import (
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/ardea-dev/ardea"
+	"github.com/ardea-dev/ardea/host"
 )
 
 // Defaults of the failing-tuple settings (docs/delivery.md, "A failing
@@ -12,6 +14,7 @@ import (
 const (
 	DefaultMaxConsecutiveFailures = 100
 	DefaultMaxTupleRollbacks      = 3
+	DefaultMaxFailingTime         = host.DefaultMaxFailingTime
 )
 
 // BoltFailures is what a topology says about a bolt's failing tuples
@@ -21,6 +24,10 @@ type BoltFailures struct {
 	// MaxConsecutive (topology.bolt.max_consecutive_failures, default
 	// 100): the instance fails when that many tuples in a row failed.
 	MaxConsecutive int
+	// MaxFailingTime (topology.bolt.max_failing_time, default 30s): the
+	// instance fails when the calls that failed on tuples in a row took
+	// this long in all (each may take up to wasm.call.timeout).
+	MaxFailingTime time.Duration
 	// MaxRollbacks (topology.bolt.max_tuple_rollbacks, default 3):
 	// effectively once, a tuple that failed again after this many
 	// rollbacks goes to the bolt's dead letters instead.
@@ -34,7 +41,8 @@ type BoltFailures struct {
 // BoltFailureSettings reads and checks the failing-tuple settings of
 // component c.
 func BoltFailureSettings(t *ardea.Topology, c *ardea.Component) (BoltFailures, error) {
-	f := BoltFailures{MaxConsecutive: DefaultMaxConsecutiveFailures, MaxRollbacks: DefaultMaxTupleRollbacks}
+	f := BoltFailures{MaxConsecutive: DefaultMaxConsecutiveFailures, MaxRollbacks: DefaultMaxTupleRollbacks,
+		MaxFailingTime: DefaultMaxFailingTime}
 	for _, k := range []struct {
 		key string
 		dst *int
@@ -50,6 +58,13 @@ func BoltFailureSettings(t *ardea.Topology, c *ardea.Component) (BoltFailures, e
 			}
 			*k.dst = n
 		}
+	}
+	if v, where, ok := Lookup(t, c, "topology.bolt.max_failing_time"); ok {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Millisecond {
+			return f, fmt.Errorf("%s: topology.bolt.max_failing_time %q: want a duration of at least 1ms such as 30s", where, v)
+		}
+		f.MaxFailingTime = d
 	}
 	if v, _, ok := Lookup(t, c, "topology.bolt.dead_letter"); ok && v != "" {
 		f.DeadLetter = t.Path(v)

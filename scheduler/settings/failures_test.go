@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ardea-dev/ardea"
 )
@@ -16,18 +17,22 @@ func TestBoltFailureSettings(t *testing.T) {
 	top := &ardea.Topology{Name: "wc", Dir: dir, Config: map[string]string{}}
 	c := &ardea.Component{Name: "count", Config: map[string]string{}}
 	fs, err := BoltFailureSettings(top, c)
-	if err != nil || fs.MaxConsecutive != DefaultMaxConsecutiveFailures || fs.MaxRollbacks != DefaultMaxTupleRollbacks || fs.DeadLetter != "" {
+	if err != nil || fs.MaxConsecutive != DefaultMaxConsecutiveFailures || fs.MaxRollbacks != DefaultMaxTupleRollbacks || fs.DeadLetter != "" ||
+		fs.MaxFailingTime != DefaultMaxFailingTime {
 		t.Fatalf("defaults %+v %v", fs, err)
 	}
 	top.Config["topology.bolt.max_consecutive_failures"] = "7"
 	top.Config["topology.bolt.dead_letter"] = "dead.jsonl"
 	c.Config["topology.bolt.max_consecutive_failures"] = "9"
 	c.Config["topology.bolt.max_tuple_rollbacks"] = "0"
+	top.Config["topology.bolt.max_failing_time"] = "1m"
+	c.Config["topology.bolt.max_failing_time"] = "250ms"
 	fs, err = BoltFailureSettings(top, c)
-	if err != nil || fs.MaxConsecutive != 9 || fs.MaxRollbacks != 0 || fs.DeadLetter != filepath.Join(dir, "dead.jsonl") {
+	if err != nil || fs.MaxConsecutive != 9 || fs.MaxFailingTime != 250*time.Millisecond || fs.MaxRollbacks != 0 || fs.DeadLetter != filepath.Join(dir, "dead.jsonl") {
 		t.Fatalf("set %+v %v", fs, err)
 	}
-	for k, v := range map[string]string{"topology.bolt.max_consecutive_failures": "0", "topology.bolt.max_tuple_rollbacks": "-1"} {
+	for k, v := range map[string]string{"topology.bolt.max_consecutive_failures": "0", "topology.bolt.max_tuple_rollbacks": "-1",
+		"topology.bolt.max_failing_time": "soon"} {
 		bad := &ardea.Component{Name: "count", Config: map[string]string{k: v}}
 		if _, err := BoltFailureSettings(top, bad); err == nil || !strings.Contains(err.Error(), k) || !strings.Contains(err.Error(), "component count") {
 			t.Errorf("%s=%s: %v", k, v, err)

@@ -18,6 +18,8 @@ trap 'rm -rf "$tmp"' EXIT
 GOOS=wasip1 GOARCH=wasm CGO_ENABLED=0 go build -trimpath -buildmode=c-shared -o $p/raw.wasm ./$p/raw
 # go: the Go SDK.
 GOOS=wasip1 GOARCH=wasm CGO_ENABLED=0 go build -trimpath -buildmode=c-shared -o $p/go.wasm ./$p/go
+# gocount: the word count's count bolt with a poison word, the Go SDK.
+GOOS=wasip1 GOARCH=wasm CGO_ENABLED=0 go build -trimpath -buildmode=c-shared -o $p/gocount.wasm ./$p/gocount
 
 # rust: the Rust SDK, with wasm-sdk/rust/build.sh's flags but the symbols
 # kept.

@@ -2,6 +2,7 @@ package scaffold_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -46,26 +47,27 @@ func offlineEnv() []string {
 	return append(env, "GOPROXY=off", "GOFLAGS=-mod=mod", "GOWORK=off")
 }
 
-// toolchain says what a language's project needs on PATH to test and
-// build, or "" when it is there.
-func toolchain(lang build.Language) string {
+// toolchain is nil when this machine has what a language's project needs
+// to run its test command (the native tools on PATH) and to build (the
+// probes ardea build runs: build.Toolchain), else what is missing.
+func toolchain(ctx context.Context, lang build.Language) error {
 	var need []string
 	switch lang {
 	case build.Go:
 		need = []string{"go"}
 	case build.Rust:
-		need = []string{"cargo"}
+		need = []string{"cargo"} // cargo test --offline, native
 	case build.C:
-		need = []string{"make", "cc", "clang"}
+		need = []string{"make", "cc"}
 	case build.AssemblyScript:
 		need = []string{"node", "npm"}
 	}
 	for _, n := range need {
 		if _, err := exec.LookPath(n); err != nil {
-			return n
+			return fmt.Errorf("the %s project's test command needs %s: %w", lang, n, err)
 		}
 	}
-	return ""
+	return build.Toolchain(ctx, lang)
 }
 
 // sh runs a command line in dir, offline, and fails the test with its
@@ -102,12 +104,7 @@ func TestNewProjectEndToEnd(t *testing.T) {
 				// are safe for concurrent use) and their tools are mostly
 				// single-threaded: two build at once.
 				t.Parallel()
-				if missing := toolchain(lang); missing != "" {
-					if os.Getenv("ARDEA_REQUIRE_TOOLCHAINS") == "1" {
-						t.Fatalf("%s is not on PATH (ARDEA_REQUIRE_TOOLCHAINS=1)", missing)
-					}
-					t.Skipf("%s is not on PATH", missing)
-				}
+				testutil.NeedToolchain(t, toolchain(t.Context(), lang))
 				name := "my-" + string(kind)
 				dir := filepath.Join(t.TempDir(), name)
 				cache := t.TempDir()

@@ -21,7 +21,9 @@ import (
 
 // The file spout emits one tuple per line of a text file, with one string
 // field "line" (the line without its "\n" or "\r\n"). It is finite: Next
-// returns component.Done once the file is exhausted.
+// returns component.Done once the file is exhausted. With follow it is
+// not: at the end of the file it waits for appended lines, and ends only
+// once the follow_until file exists (a bounded input that ends when told).
 //
 // With parallelism p every task reads the whole file and task i emits the
 // lines whose 0-based line number n satisfies n % p == i, so the lines are
@@ -39,7 +41,7 @@ import (
 func init() {
 	register(plugin.RegisterSpout(plugin.Spec{
 		Name: "file",
-		Summary: "Emits each line of a text file as a tuple (`line`), finite. With parallelism p, task i reads lines n with n % p == i. " +
+		Summary: "Emits each line of a text file as a tuple (`line`), finite (with `follow`, until told: a growing file, as tail -f). With parallelism p, task i reads lines n with n % p == i. " +
 			"Replayable: at least once a line's message id is its line number, and the read position is in the task state.",
 		Fields: []plugin.Field{
 			{Name: "path", Type: plugin.TypePath, Required: true, Doc: "file to read; relative to the topology file's directory"},
@@ -47,6 +49,8 @@ func init() {
 			{Name: "rate", Type: plugin.TypeFloat, Default: "0", Min: "0", Doc: "lines per second per task (replays included); 0 = as fast as possible"},
 			{Name: "max_retries", Type: plugin.TypeInt, Default: "0", Min: "0", Doc: "at least once: a line that failed this many times is written to dead_letter instead of replayed again; 0 = replay forever"},
 			{Name: "dead_letter", Type: plugin.TypePath, Default: "", Doc: "file that receives lines given up after max_retries and lines longer than max_line_bytes, one JSON object each (line number, topology, component, failures, error, value); required with max_retries"},
+			{Name: "follow", Type: plugin.TypeBool, Default: "false", Doc: "the end of the file is not the end of the input: the spout waits there for lines appended later (as tail -f; a last line without its newline waits for it), so the topology runs until stopped, swapped or killed, or until follow_until exists"},
+			{Name: "follow_until", Type: plugin.TypePath, Default: "", Doc: "with follow: the input ends once this file exists and every line written before it was read (a test or a script says when a bounded input ends); empty = never"},
 		},
 		Outputs: map[string][]string{"default": {"line"}},
 		Check:   checkFileSpout,
@@ -76,6 +80,13 @@ type fileSpout struct {
 	path     string
 	maxLine  int
 	rate     float64
+
+	// follow: the end of the file is not the end of the input until the
+	// file until exists (never when until is empty); untilSeen is set once
+	// it did, and the next end of the file is the end.
+	follow    bool
+	until     string
+	untilSeen bool
 
 	// Pacing with rate > 0: a token bucket of half a second of lines.
 	now    func() time.Time
@@ -126,12 +137,16 @@ func newFileSpout(cfg plugin.Config) (component.Spout, error) {
 		maxLine, _ = r.TupleLimit()
 	}
 	s := &fileSpout{path: r.String("path"), maxLine: int(maxLine), rate: r.Float("rate"), now: time.Now,
-		maxRetries: int(r.Int("max_retries")), deadPath: r.String("dead_letter")}
+		maxRetries: int(r.Int("max_retries")), deadPath: r.String("dead_letter"),
+		follow: r.Bool("follow"), until: r.String("follow_until")}
 	if err := r.Err(); err != nil {
 		return nil, err
 	}
 	if s.maxRetries > 0 && s.deadPath == "" {
 		return nil, errors.New(`config "max_retries": needs "dead_letter", the file that receives the lines given up`)
+	}
+	if s.until != "" && !s.follow {
+		return nil, errors.New(`config "follow_until": needs "follow: true" (without it the input ends at the end of the file)`)
 	}
 	return s, nil
 }
@@ -229,6 +244,13 @@ func (s *fileSpout) Next(ctx context.Context, budget int, out component.Collecto
 	for !s.eof && n < budget {
 		start, number := s.off, s.line
 		line, mine, err := s.readLine()
+		if err == io.EOF && s.follow && !s.untilSeen {
+			if s.until == "" || !exists(s.until) {
+				break // for now: lines may still be appended
+			}
+			s.untilSeen = true // lines written before it may follow
+			continue
+		}
 		if err == io.EOF {
 			s.eof = true
 			s.savePosition()
@@ -338,6 +360,7 @@ var errLineTooLong = errors.New("line longer than max_line_bytes")
 // of other tasks are skipped without being copied or checked.
 func (s *fileSpout) readLine() (line []byte, mine bool, err error) {
 	mine = s.line%s.par == s.task
+	start := s.off
 	b, err := s.r.ReadSlice('\n')
 	s.off += int64(len(b))
 	switch {
@@ -345,6 +368,11 @@ func (s *fileSpout) readLine() (line []byte, mine bool, err error) {
 	case err == io.EOF:
 		if len(b) == 0 {
 			return nil, false, io.EOF
+		}
+		if s.follow && !s.untilSeen {
+			// A last line without its newline may be still being written:
+			// read it again once it is complete.
+			return nil, false, s.unread(s.off - start)
 		}
 	case errors.Is(err, bufio.ErrBufferFull):
 		if mine {
@@ -364,6 +392,9 @@ func (s *fileSpout) readLine() (line []byte, mine bool, err error) {
 		if err != nil && err != io.EOF {
 			return nil, false, s.readError(err)
 		}
+		if err == io.EOF && s.follow && !s.untilSeen {
+			return nil, false, s.unread(s.off - start)
+		}
 		b = s.long
 	default:
 		return nil, false, s.readError(err)
@@ -380,6 +411,23 @@ func (s *fileSpout) readLine() (line []byte, mine bool, err error) {
 	}
 	s.line++
 	return b, true, nil
+}
+
+// unread goes back n bytes (a partial last line, following) and returns
+// io.EOF, or the error of the seek.
+func (s *fileSpout) unread(n int64) error {
+	s.off -= n
+	if _, err := s.f.Seek(s.off, io.SeekStart); err != nil {
+		return s.readError(err)
+	}
+	s.r.Reset(s.f)
+	return io.EOF
+}
+
+// exists reports whether path exists.
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 func (s *fileSpout) readError(err error) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -166,7 +167,7 @@ func TestFileSpoutConfigErrors(t *testing.T) {
 		"":                    `builtin spout "file": config "path": required`,
 		"max_line_bytes=0":    `config "max_line_bytes": must be >= 1, got 0`,
 		"max_line_bytes=lots": `config "max_line_bytes": expected an integer, got "lots"`,
-		"pth=x":               `config "pth": unknown key (known: path, max_line_bytes, rate, max_retries, dead_letter); did you mean "path"?`,
+		"pth=x":               `config "pth": unknown key (known: path, max_line_bytes, rate, max_retries, dead_letter, follow, follow_until); did you mean "path"?`,
 	} {
 		m := map[string]string{}
 		if k, v, ok := strings.Cut(cfg, "="); ok {
@@ -238,5 +239,61 @@ func TestFileSpoutResumesFromState(t *testing.T) {
 		if !slices.Equal(union, all) {
 			t.Errorf("p=%d: %d lines over all incarnations, want each of %d once", p, len(union), len(all))
 		}
+	}
+}
+
+// TestFileSpoutFollow: with follow the end of the file is not the end of
+// the input: the spout idles there, emits lines appended later (a last
+// line without its newline only once it is complete) and ends only once
+// follow_until exists and the lines written before it were read. This is
+// how a test makes an input outlast an operation by construction.
+func TestFileSpoutFollow(t *testing.T) {
+	dir := t.TempDir()
+	path, until := filepath.Join(dir, "in.txt"), filepath.Join(dir, "in.end")
+	writeFile(t, path, "a\nb\npart")
+	s, out := openFileSpout(t, map[string]string{"path": path, "follow": "true", "follow_until": until}, 0, 1)
+	next := func() component.Status {
+		t.Helper()
+		st, err := s.Next(context.Background(), 100, out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	if st := next(); st != component.Emitted || !slices.Equal(out.lines(t), []string{"a", "b"}) {
+		t.Fatalf("first Next: %v, lines %q; want a, b and not the partial line", st, out.lines(t))
+	}
+	for range 3 {
+		if st := next(); st != component.Idle {
+			t.Fatalf("at the end of the file, following: %v, want Idle", st)
+		}
+	}
+	appendFile(t, path, "ial\nc\n")
+	if st := next(); st != component.Emitted || !slices.Equal(out.lines(t), []string{"a", "b", "partial", "c"}) {
+		t.Fatalf("after appending: %v, lines %q", st, out.lines(t))
+	}
+	// Lines written before the end file are read before the input ends.
+	appendFile(t, path, "d\n")
+	writeFile(t, until, "")
+	if st := next(); st != component.Emitted || !slices.Equal(out.lines(t), []string{"a", "b", "partial", "c", "d"}) {
+		t.Fatalf("after the end file: %v, lines %q", st, out.lines(t))
+	}
+	if st := next(); st != component.Done {
+		t.Fatalf("after the last line and the end file: %v, want Done", st)
+	}
+	if _, err := NewSpout("file", map[string]string{"path": path, "follow_until": until}); err == nil || !strings.Contains(err.Error(), "follow_until") {
+		t.Errorf("follow_until without follow: %v, want an error naming it", err)
+	}
+}
+
+func appendFile(t *testing.T, path, s string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(s); err != nil {
+		t.Fatal(err)
 	}
 }

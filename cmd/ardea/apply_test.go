@@ -23,7 +23,7 @@ func wordcountYAML(t *testing.T, dir, in, out, out2 string) string {
 spouts:
   - name: lines
     module: builtin:file
-    config: {path: %q, rate: "20000"}
+    config: {path: %q, rate: "20000", follow: "true", follow_until: %q}
 bolts:
   - name: split
     module: %q
@@ -39,7 +39,7 @@ bolts:
     module: builtin:file
     config: {path: %q, append: "true"}
     inputs: [{from: count, grouping: fields, fields: [word]}]
-`, in, repoPath("examples/wordcount/go/split.wasm"), repoPath("examples/wordcount/go/count.wasm"), out)
+`, in, in+".end", repoPath("examples/wordcount/go/split.wasm"), repoPath("examples/wordcount/go/count.wasm"), out)
 	if out2 != "" {
 		y += fmt.Sprintf(`  - name: out2
     module: builtin:file
@@ -126,6 +126,10 @@ func TestClusterApply(t *testing.T) {
 	}
 	if st := d.status(t, "ap"); st.State != daemon.StateRunning {
 		t.Fatalf("the input was used up before the changes ended (%s): the test needs a larger input", st.State)
+	}
+	// The input ends after the changes: the spout follows it until then.
+	if err := os.WriteFile(in+".end", nil, 0o644); err != nil {
+		t.Fatal(err)
 	}
 	testutil.EventuallyWithin(t, 3*time.Minute, "ap to finish", func() (bool, string) {
 		st := d.status(t, "ap")

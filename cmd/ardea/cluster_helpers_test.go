@@ -411,3 +411,20 @@ func (d *clusterDaemon) natsOptions(t *testing.T) []nats.Option {
 	}
 	return c.Options()
 }
+
+// boundedInput makes the file spout lines follow its input file until the
+// test ends it: sets are the --set flags (follow, follow_until), end
+// ends the input. A test whose operations (kills, swaps, rescales) must
+// strike while the topology runs calls end after them, so the input
+// outlasts them by construction, not by a rate and a guess of how long
+// they take.
+func boundedInput(t *testing.T, in string) (sets []string, end func()) {
+	t.Helper()
+	until := in + ".end"
+	return []string{"--set", "lines.follow=true", "--set", "lines.follow_until=" + until}, func() {
+		t.Helper()
+		if err := os.WriteFile(until, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

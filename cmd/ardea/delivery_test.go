@@ -75,17 +75,19 @@ func TestClusterAtLeastOnceUnderKills(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := startDaemon(t, t.TempDir())
-	d.ok(t, "submit", repoPath("examples/keyed/topology.yaml"), "--name", "alo",
-		"--set", "lines.path="+in, "--set", "out.path="+out, "--set", "out.append=true",
+	bounded, endInput := boundedInput(t, in)
+	d.ok(t, append([]string{"submit", repoPath("examples/keyed/topology.yaml"), "--name", "alo",
+		"--set", "lines.path=" + in, "--set", "out.path=" + out, "--set", "out.append=true",
 		"--set", "topology.containers=3", "--set", "topology.reliability=at_least_once",
 		"--set", "topology.message.timeout=3s", "--set", "topology.max.spout.pending=1000",
-		"--set", "lines.rate=80000") // about 12 s of input: time for three kills
+		"--set", "lines.rate=80000"}, bounded...)...) // paced; the input ends after the kills (endInput)
 	testutil.EventuallyWithin(t, time.Minute, "the sink growing", func() (bool, string) { return fileSize(out) > 0, "empty" })
 	r := rand.New(rand.NewPCG(5, 6))
 	for k := 1; k <= 3; k++ {
 		rec := killAndRecover(t, d, "alo", out, r, func(daemon.Status) bool { return true })
 		t.Logf("at least once: recovery after kill %d: %.2fs", k, rec.Seconds())
 	}
+	endInput()
 	testutil.EventuallyWithin(t, 5*time.Minute, "alo to finish", func() (bool, string) {
 		st := d.status(t, "alo")
 		return st.State == daemon.StateFinished, string(st.State)
@@ -112,11 +114,12 @@ func TestClusterEffectivelyOnceUnderKills(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := startDaemon(t, t.TempDir())
-	d.ok(t, "submit", repoPath("examples/keyed/topology.yaml"), "--name", "eo",
-		"--set", "lines.path="+in, "--set", "out.path="+out,
+	bounded, endInput := boundedInput(t, in)
+	d.ok(t, append([]string{"submit", repoPath("examples/keyed/topology.yaml"), "--name", "eo",
+		"--set", "lines.path=" + in, "--set", "out.path=" + out,
 		"--set", "topology.containers=3", "--set", "topology.reliability=effectively_once",
 		"--set", "topology.checkpoint.interval=300ms",
-		"--set", "lines.rate=80000") // about 12 s of input: time for three kills
+		"--set", "lines.rate=80000"}, bounded...)...) // paced; the input ends after the kills (endInput)
 	testutil.EventuallyWithin(t, time.Minute, "a global checkpoint", func() (bool, string) {
 		st := d.status(t, "eo")
 		if st.Checkpoints == nil {
@@ -141,6 +144,7 @@ func TestClusterEffectivelyOnceUnderKills(t *testing.T) {
 			})
 		}
 	}
+	endInput()
 	testutil.EventuallyWithin(t, 5*time.Minute, "eo to finish", func() (bool, string) {
 		st := d.status(t, "eo")
 		return st.State == daemon.StateFinished, string(st.State)
@@ -169,9 +173,10 @@ func TestClusterEffectivelyOnceRescale(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := startDaemon(t, t.TempDir())
-	d.ok(t, "submit", repoPath("examples/keyed/topology.yaml"), "--name", "eor",
-		"--set", "lines.path="+in, "--set", "out.path="+out, "--set", "topology.containers=2",
-		"--set", "topology.checkpoint.interval=300ms", "--set", "lines.rate=30000") // about 20 s of input
+	bounded, endInput := boundedInput(t, in)
+	d.ok(t, append([]string{"submit", repoPath("examples/keyed/topology.yaml"), "--name", "eor",
+		"--set", "lines.path=" + in, "--set", "out.path=" + out, "--set", "topology.containers=2",
+		"--set", "topology.checkpoint.interval=300ms", "--set", "lines.rate=30000"}, bounded...)...) // paced; the input ends after the kill and the rescale (endInput)
 	testutil.EventuallyWithin(t, time.Minute, "a global checkpoint", func() (bool, string) {
 		st := d.status(t, "eor")
 		return st.Checkpoints != nil && st.Checkpoints.Global > 0, string(st.State)
@@ -186,6 +191,7 @@ func TestClusterEffectivelyOnceRescale(t *testing.T) {
 		return st.Checkpoints.Rollbacks >= 1 && !st.Checkpoints.RollingBack
 	})
 	t.Logf("recovery after the kill: %.2fs", rec.Seconds())
+	endInput()
 	testutil.EventuallyWithin(t, 3*time.Minute, "eor to finish", func() (bool, string) {
 		st := d.status(t, "eor")
 		return st.State == daemon.StateFinished, string(st.State)

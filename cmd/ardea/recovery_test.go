@@ -28,7 +28,9 @@ import (
 // "The lineage invariant"; docs/reliability.md has the whole matrix).
 
 // submitKeyed writes keys*perKey keyed records and submits the keyed
-// example effectively once over 2 containers at rate records/s.
+// example effectively once over 2 containers at rate records/s; the
+// spout follows the input until finishExact ends it (input.txt.end next
+// to out).
 func submitKeyed(t *testing.T, d *clusterDaemon, name string, keys, perKey, rate int, extra ...string) (out string) {
 	t.Helper()
 	dir := t.TempDir()
@@ -41,7 +43,10 @@ func submitKeyed(t *testing.T, d *clusterDaemon, name string, keys, perKey, rate
 		"--set", "lines.path=" + in, "--set", "out.path=" + out, "--set", "topology.containers=2",
 		"--set", "topology.reliability=effectively_once", "--set", "topology.checkpoint.interval=300ms",
 		"--set", "lines.rate=" + strconv.Itoa(rate)}, extra...)
-	d.ok(t, args...)
+	// The input ends when finishExact says: the faults and operations of
+	// the test strike a running topology by construction.
+	bounded, _ := boundedInput(t, in)
+	d.ok(t, append(args, bounded...)...)
 	testutil.EventuallyWithin(t, time.Minute, "a global checkpoint", func() (bool, string) {
 		st := d.status(t, name)
 		return st.Checkpoints != nil && st.Checkpoints.Global > 0, string(st.State)
@@ -75,6 +80,8 @@ func withCustomSection(t *testing.T, src string) string {
 // back at least minRollbacks times.
 func finishExact(t *testing.T, d *clusterDaemon, name, out string, keys, perKey, minRollbacks int) {
 	t.Helper()
+	_, end := boundedInput(t, filepath.Join(filepath.Dir(out), "input.txt"))
+	end()
 	testutil.EventuallyWithin(t, 3*time.Minute, name+" to finish", func() (bool, string) {
 		st := d.status(t, name)
 		return st.State == daemon.StateFinished, string(st.State)

@@ -57,9 +57,10 @@ func TestClusterSwap(t *testing.T) {
 	in, out := filepath.Join(dir, "input.txt"), filepath.Join(dir, "counts.tsv")
 	want := writeWords(t, in, 400_000, 4, 2000)
 	d := startDaemon(t, t.TempDir())
-	d.ok(t, "submit", repoPath("examples/wordcount/topology.yaml"), "--name", "sw",
-		"--set", "lines.path="+in, "--set", "out.path="+out, "--set", "topology.containers=2",
-		"--set", "lines.rate=20000") // about 20 s of input: time for every swap on a slow machine
+	bounded, endInput := boundedInput(t, in)
+	d.ok(t, append([]string{"submit", repoPath("examples/wordcount/topology.yaml"), "--name", "sw",
+		"--set", "lines.path=" + in, "--set", "out.path=" + out, "--set", "topology.containers=2",
+		"--set", "lines.rate=20000"}, bounded...)...) // the input ends after the swaps (endInput)
 	testutil.EventuallyWithin(t, time.Minute, "sw running", func() (bool, string) { return allRunning(d.status(t, "sw")) })
 	if v := countVersions(d.status(t, "sw")); len(v) != 1 || v[""] != 0 {
 		t.Fatalf("count versions at the start: %v, want one", v)
@@ -99,6 +100,7 @@ func TestClusterSwap(t *testing.T) {
 	if st := d.status(t, "sw"); st.State != daemon.StateRunning {
 		t.Fatalf("the input was used up before the swaps ended (%s): the test needs a larger input", st.State)
 	}
+	endInput()
 	testutil.EventuallyWithin(t, 3*time.Minute, "sw to finish", func() (bool, string) {
 		st := d.status(t, "sw")
 		return st.State == daemon.StateFinished, string(st.State)

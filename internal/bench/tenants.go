@@ -74,8 +74,16 @@ type TenantsResult struct {
 	A NoisyTenant `json:"a"`
 }
 
+// noiseLimit is how long the beside phase waits past its duration for A's
+// loop and bomb to fail a tuple: a hang guard, far above the 1 s deadline
+// of a loop's call.
+const noiseLimit = 2 * time.Minute
+
 // TenantPhase is tenant B's word count over one measured interval.
 type TenantPhase struct {
+	// Sec is the phase's length: the duration asked for, or longer when
+	// the phase waited for A's noise (the beside phase).
+	Sec         float64 `json:"sec"`
 	WordsPerSec float64 `json:"words_per_sec"`
 	// P99Ms is count's emit-to-executed 99th percentile: per instance the
 	// mean of its per-second p99s (__process-latency-p99), the larger of
@@ -203,7 +211,7 @@ func Tenants(ctx context.Context, o TenantsOptions) (*TenantsResult, error) {
 		return nil, fmt.Errorf("bench tenants: B's word count counts nothing: %w", err)
 	}
 	sleep(ctx, o.Warmup)
-	if res.Solo, err = measureB(ctx, b, o.Duration); err != nil {
+	if res.Solo, err = measureB(ctx, b, o.Duration, nil); err != nil {
 		return nil, err
 	}
 
@@ -248,10 +256,23 @@ func Tenants(ctx context.Context, o TenantsOptions) (*TenantsResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	if res.Beside, err = measureB(ctx, b, o.Duration); err != nil {
+	// The beside phase measures B next to A's noise, so it lasts until
+	// the loop and the bomb each failed a tuple in it (a loop's tuple fails
+	// only at its 1 s deadline, later on a slow machine with no CPU
+	// controller), not only for Duration: a phase shorter than A's noise
+	// would measure B alone again.
+	noisy1 := func() (bool, error) {
+		l, err := failedOf(ctx, a, "loop", "noise")
+		if err != nil {
+			return false, err
+		}
+		bo, err := failedOf(ctx, a, "bomb", "noise")
+		return l > loop0 && bo > bomb0, err
+	}
+	if res.Beside, err = measureB(ctx, b, o.Duration, noisy1); err != nil {
 		return nil, err
 	}
-	secs := int64(math.Ceil(o.Duration.Seconds()))
+	secs := int64(math.Ceil(res.Beside.Sec))
 	res.A.States = map[string]string{}
 	for _, n := range noisy {
 		cores, err := hostCores(ctx, a, n.name, secs)
@@ -380,22 +401,29 @@ func selfCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// measureB measures B's word count over d: words/s from the status
-// counts, p99 and cores from the tracker over the same seconds.
-func measureB(ctx context.Context, b *daemon.Client, d time.Duration) (TenantPhase, error) {
+// measureB measures B's word count over at least d and, when until is
+// not nil, until it holds (the phase's own condition, polled with
+// noiseLimit as a hang guard): words/s from the status counts, p99 and
+// cores from the tracker over the same seconds.
+func measureB(ctx context.Context, b *daemon.Client, d time.Duration, until func() (bool, error)) (TenantPhase, error) {
 	n0, err := executed(ctx, b, "wc", "count")
 	if err != nil {
 		return TenantPhase{}, err
 	}
 	t0, c0 := time.Now(), selfCPU()
 	sleep(ctx, d)
+	if until != nil {
+		if err := poll(ctx, noiseLimit, until); err != nil {
+			return TenantPhase{}, fmt.Errorf("bench tenants: A's loop and bomb failed no tuple beside B: %w", err)
+		}
+	}
 	n1, err := executed(ctx, b, "wc", "count")
 	if err != nil {
 		return TenantPhase{}, err
 	}
 	dt := time.Since(t0)
-	ph := TenantPhase{WordsPerSec: float64(n1-n0) / dt.Seconds(), DaemonCores: (selfCPU() - c0).Seconds() / dt.Seconds()}
-	secs := int64(math.Floor(d.Seconds()))
+	ph := TenantPhase{Sec: dt.Seconds(), WordsPerSec: float64(n1-n0) / dt.Seconds(), DaemonCores: (selfCPU() - c0).Seconds() / dt.Seconds()}
+	secs := max(1, int64(math.Floor(dt.Seconds())))
 	m, err := b.Metrics(ctx, "wc", "count", []string{"__process-latency-p99"}, secs)
 	if err != nil {
 		return ph, fmt.Errorf("bench tenants: B's latency: %w", err)

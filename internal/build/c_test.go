@@ -13,6 +13,7 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 
+	"github.com/ardea-dev/ardea/internal/testutil"
 	csdk "github.com/ardea-dev/ardea/wasm-sdk/c"
 )
 
@@ -20,12 +21,7 @@ import (
 // toolchain is incomplete.
 func needC(t *testing.T) {
 	t.Helper()
-	if _, err := cTools.find(context.Background()); err != nil {
-		if os.Getenv("ARDEA_REQUIRE_TOOLCHAINS") == "1" {
-			t.Fatalf("ARDEA_REQUIRE_TOOLCHAINS=1: %v", err)
-		}
-		t.Skipf("skipping: %v", err)
-	}
+	testutil.NeedToolchain(t, Toolchain(t.Context(), C))
 }
 
 // A bolt in two files with a local header: emits ("<word>!", len) for

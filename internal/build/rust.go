@@ -57,16 +57,13 @@ func (e rustEnv) build(ctx context.Context, dir, absOut string) error {
 	if err != nil {
 		return fmt.Errorf("build %s: %w", dir, err)
 	}
-	if cargo, err := e.lookPath("cargo"); err == nil {
-		if rustc, err := e.lookPath("rustc"); err == nil && hasTarget(ctx, rustc, absDir, "wasm32-wasip1") {
-			return e.buildCargo(ctx, cargo, man, absDir, absOut)
-		}
+	switch how, tool, target := e.pick(ctx, absDir); how {
+	case rustCargo:
+		return e.buildCargo(ctx, tool, man, absDir, absOut)
+	case rustPlain:
+		return e.buildRustc(ctx, tool, target, man, absDir, absOut)
 	}
-	rustc, target := e.plainRustc(ctx, absDir)
-	if rustc == "" {
-		return fmt.Errorf(rustMissing, dir)
-	}
-	return e.buildRustc(ctx, rustc, target, man, absDir, absOut)
+	return fmt.Errorf(rustMissing, dir)
 }
 
 // plainRustc finds a rustc with a WASI target: Debian's, then the one

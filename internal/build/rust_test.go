@@ -16,6 +16,7 @@ import (
 
 	"github.com/ardea-dev/ardea/host"
 	"github.com/ardea-dev/ardea/internal/component"
+	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/internal/tuple"
 )
 
@@ -23,17 +24,7 @@ import (
 // needs a Rust compiler for wasm.
 func needRust(t *testing.T) {
 	t.Helper()
-	if rustc, _ := defaultRustEnv.plainRustc(context.Background(), "."); rustc != "" {
-		return
-	}
-	if cargo, err := exec.LookPath("cargo"); err == nil && cargo != "" && hasTarget(context.Background(), "rustc", ".", "wasm32-wasip1") {
-		return
-	}
-	msg := "no Rust compiler with a WASI target (apt-get install rustc libstd-rust-dev-wasm32, or rustup target add wasm32-wasip1)"
-	if os.Getenv("ARDEA_REQUIRE_TOOLCHAINS") == "1" {
-		t.Fatal(msg + " (ARDEA_REQUIRE_TOOLCHAINS=1)")
-	}
-	t.Skip(msg)
+	testutil.NeedToolchain(t, Toolchain(t.Context(), Rust))
 }
 
 func repoRoot(t *testing.T) string {

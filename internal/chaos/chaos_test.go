@@ -343,6 +343,11 @@ func (r *rowRun) writeTopology(file string, extra []string) string {
 	}
 	sets := []string{
 		"lines.path=" + r.in, "lines.rate=" + strconv.Itoa(r.row.Rate),
+		// The input ends when finish says, never before: a fault or an
+		// operation (a swap's probation, a rescale) that must strike
+		// while the topology runs does so by construction, whatever the
+		// machine's speed (the rate only paces the tuples).
+		"lines.follow=true", "lines.follow_until=" + r.endFile(),
 		"parse.module=" + filepath.Join(root, "examples", "keyed", "go", "parse.wasm"),
 		"seqstate.module=" + filepath.Join(root, "examples", "keyed", "go", "seqstate.wasm"),
 		// Appending: a re-execution after a restart shows as duplicates
@@ -825,7 +830,15 @@ func (r *rowRun) damageCheckpoint(p Pick) {
 
 // finish waits for a terminal state, runs `ardea wait`, checks the
 // output and decides the verdict.
+// endFile is the file whose creation ends the row's input (the file
+// spout's follow_until).
+func (r *rowRun) endFile() string { return filepath.Join(r.dir, "input.end") }
+
 func (r *rowRun) finish() {
+	// The faults are over: the input may end.
+	if err := os.WriteFile(r.endFile(), nil, 0o644); err != nil {
+		r.fatalf("end the input: %v", err)
+	}
 	var st Status
 	r.poll(hangLimit, "a terminal state (FINISHED or FAILED)", func() (bool, string) {
 		var err error

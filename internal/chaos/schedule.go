@@ -151,10 +151,11 @@ func Schedule(seed uint64, long bool) []Row {
 				if f.Operation() {
 					// The operation (a swap's validation and compile, an
 					// apply's validation of every module, a replan's pause)
-					// must reach its phase, and a swap its probation, while
-					// data still flows on a loaded machine (CI runs other
-					// packages' tests beside this one): four times as long
-					// an input.
+					// takes a while to reach its phase: four times as long an
+					// input, so that data is likely still in flight when the
+					// fault strikes. The row does not depend on it: the input
+					// ends only when the test says (the file spout's
+					// follow_until), after the faults.
 					r.Rate /= 4
 				}
 				r.Seed = rowSeed(seed, r.Name())

@@ -2,15 +2,18 @@ package scaffold_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/ardea-dev/ardea/internal/build"
+	"github.com/ardea-dev/ardea/internal/chaos"
 	"github.com/ardea-dev/ardea/internal/scaffold"
 	"github.com/ardea-dev/ardea/internal/testutil"
 )
@@ -46,26 +49,27 @@ func offlineEnv() []string {
 	return append(env, "GOPROXY=off", "GOFLAGS=-mod=mod", "GOWORK=off")
 }
 
-// toolchain says what a language's project needs on PATH to test and
-// build, or "" when it is there.
-func toolchain(lang build.Language) string {
+// toolchain is nil when this machine has what a language's project needs
+// to run its test command (the native tools on PATH) and to build (the
+// probes ardea build runs: build.Toolchain), else what is missing.
+func toolchain(ctx context.Context, lang build.Language) error {
 	var need []string
 	switch lang {
 	case build.Go:
 		need = []string{"go"}
 	case build.Rust:
-		need = []string{"cargo"}
+		need = []string{"cargo"} // cargo test --offline, native
 	case build.C:
-		need = []string{"make", "cc", "clang"}
+		need = []string{"make", "cc"}
 	case build.AssemblyScript:
 		need = []string{"node", "npm"}
 	}
 	for _, n := range need {
 		if _, err := exec.LookPath(n); err != nil {
-			return n
+			return fmt.Errorf("the %s project's test command needs %s: %w", lang, n, err)
 		}
 	}
-	return ""
+	return build.Toolchain(ctx, lang)
 }
 
 // sh runs a command line in dir, offline, and fails the test with its
@@ -102,12 +106,7 @@ func TestNewProjectEndToEnd(t *testing.T) {
 				// are safe for concurrent use) and their tools are mostly
 				// single-threaded: two build at once.
 				t.Parallel()
-				if missing := toolchain(lang); missing != "" {
-					if os.Getenv("ARDEA_REQUIRE_TOOLCHAINS") == "1" {
-						t.Fatalf("%s is not on PATH (ARDEA_REQUIRE_TOOLCHAINS=1)", missing)
-					}
-					t.Skipf("%s is not on PATH", missing)
-				}
+				testutil.NeedToolchain(t, toolchain(t.Context(), lang))
 				name := "my-" + string(kind)
 				dir := filepath.Join(t.TempDir(), name)
 				cache := t.TempDir()
@@ -119,7 +118,11 @@ func TestNewProjectEndToEnd(t *testing.T) {
 				}
 				c := scaffold.CommandsFor(lang, name)
 				readme, _ := os.ReadFile(filepath.Join(dir, "README.md"))
-				for _, line := range []string{c.Test, c.Build, c.Run} {
+				lines := []string{c.Test, c.Build, c.Run}
+				if kind == scaffold.Bolt {
+					lines = append(lines, c.Submit, c.Swap)
+				}
+				for _, line := range lines {
 					if !strings.Contains(string(readme), line) {
 						t.Errorf("README.md does not give %q", line)
 					}
@@ -143,7 +146,111 @@ func TestNewProjectEndToEnd(t *testing.T) {
 				if !slices.Equal(got, want) {
 					t.Errorf("output.txt:\n%s\nwant (in any order):\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 				}
+				if kind == scaffold.Bolt {
+					swapLive(t, dir, name, cache, c)
+				}
 			})
 		}
 	}
 }
+
+// swapLive is the README's last step against a real daemon (`ardea
+// local`): the topology submitted as the README says runs until stopped
+// (its file spout follows input.txt), so `ardea swap` of the build finds
+// it RUNNING and succeeds; a line appended to input.txt afterwards comes
+// out of the swapped bolt.
+func swapLive(t *testing.T, dir, name, cache string, c scaffold.Commands) {
+	t.Helper()
+	d, err := chaos.StartDaemon(t.Context(), ardeaBin, cache, t.TempDir(), filepath.Join(t.TempDir(), "daemon.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := d.Stop(); err != nil {
+			t.Error(err)
+		}
+	}()
+	// The README's lines, run in the project with the daemon's address
+	// and token (what `ardea local` leaves for a user's CLI).
+	cli := func(line string) string {
+		t.Helper()
+		return shEnv(t, dir, ardeaBin+" --cache-dir "+cache+" --server "+d.API+" "+strings.TrimPrefix(line, "ardea "), "ARDEA_TOKEN="+d.Token)
+	}
+	out := filepath.Join(dir, "output.txt")
+	os.Remove(out) // the run's
+	cli(c.Submit)
+	lines := func() int {
+		b, _ := os.ReadFile(out)
+		return strings.Count(string(b), "\n")
+	}
+	testutil.Eventually(t, "the submitted topology's output", func() (bool, string) {
+		st, err := d.Status(name)
+		if err != nil {
+			return false, err.Error()
+		}
+		if chaos.Terminal(st.State) {
+			t.Fatalf("the submitted topology is %s before the swap: %s", st.State, st.Message)
+		}
+		return st.State == chaos.StateRunning && lines() == 5, fmt.Sprintf("state %s, %d lines", st.State, lines())
+	})
+	cli(c.Swap)
+	if st, err := d.Status(name); err != nil || st.State != chaos.StateRunning {
+		t.Fatalf("after the swap: %+v, %v; want RUNNING", st, err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "input.txt"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.WriteString("after the swap\n")
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, "the line appended after the swap in output.txt", func() (bool, string) {
+		b, _ := os.ReadFile(out)
+		return strings.Contains(string(b), "AFTER THE SWAP"), string(b)
+	})
+}
+
+// shEnv is sh with extra environment variables.
+func shEnv(t *testing.T, dir, line string, env ...string) string {
+	t.Helper()
+	cmd := exec.Command("sh", "-c", line)
+	cmd.Dir = dir
+	cmd.Env = append(offlineEnv(), env...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("in %s: %s: %v\n%s", dir, line, err, out.String())
+	}
+	return out.String()
+}
+
+// TestAssemblyScriptEmptyNPMCache: the test command an AssemblyScript
+// project's README gives works on a machine whose npm cache is empty (a
+// newcomer's): `npm install --offline` failed there with ENOTCACHED. The
+// compiler is downloaded once, so without a network the test skips.
+func TestAssemblyScriptEmptyNPMCache(t *testing.T) {
+	testutil.NeedToolchain(t, toolchain(t.Context(), build.AssemblyScript))
+	dir := filepath.Join(t.TempDir(), "my-bolt")
+	if _, err := scaffold.New(scaffold.Options{Kind: scaffold.Bolt, Name: "my-bolt", Lang: build.AssemblyScript, Dir: dir}); err != nil {
+		t.Fatal(err)
+	}
+	c := scaffold.CommandsFor(build.AssemblyScript, "my-bolt")
+	cmd := exec.Command("sh", "-c", c.Test)
+	cmd.Dir = dir
+	cmd.Env = append(offlineEnv(), "npm_config_cache="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	if err != nil && noNetwork.Match(out) {
+		t.Skipf("the first install downloads the compiler, and there is no network: %s", noNetwork.Find(out))
+	}
+	if err != nil {
+		t.Fatalf("%s with an empty npm cache: %v\n%s", c.Test, err, out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", ".bin", "asc")); err != nil {
+		t.Fatalf("no compiler installed: %v\n%s", err, out)
+	}
+}
+
+// noNetwork matches npm's errors for a registry it cannot reach.
+var noNetwork = regexp.MustCompile(`\b(ENOTFOUND|EAI_AGAIN|ECONNREFUSED|ECONNRESET|ETIMEDOUT|ENETUNREACH|EHOSTUNREACH)\b`)

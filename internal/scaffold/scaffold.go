@@ -188,15 +188,21 @@ func ident(name string) string {
 }
 
 // Commands are the commands a project's README gives, per language.
+// Submit and Swap are a bolt's: the topology submitted to `ardea local`
+// with its file spout following input.txt (it runs until stopped), then
+// a new build swapped in.
 type Commands struct {
-	Test  string
-	Build string
-	Run   string
+	Test   string
+	Build  string
+	Run    string
+	Submit string
+	Swap   string
 }
 
 // CommandsFor returns what to run in a new project of lang.
 func CommandsFor(lang build.Language, name string) Commands {
-	c := Commands{Build: "ardea build . -o " + name + ".wasm", Run: "ardea run topology.yaml"}
+	c := Commands{Build: "ardea build . -o " + name + ".wasm", Run: "ardea run topology.yaml",
+		Submit: "ardea submit topology.yaml --set lines.follow=true", Swap: "ardea swap " + name + " " + name + " " + name + ".wasm"}
 	switch lang {
 	case build.Go:
 		c.Test = "go test ./..."
@@ -205,7 +211,9 @@ func CommandsFor(lang build.Language, name string) Commands {
 	case build.C:
 		c.Test = "make test"
 	case build.AssemblyScript:
-		c.Test = "npm install --offline --no-audit --no-fund && npm test"
+		// --prefer-offline: the compiler from npm's cache, downloaded once
+		// when the cache lacks it (--offline fails on an empty cache).
+		c.Test = "npm install --prefer-offline --no-audit --no-fund && npm test"
 	}
 	return c
 }

@@ -45,7 +45,7 @@ func Kafka(t testing.TB) string {
 	}
 	script := brokerScript(t, "kafka")
 	needJava(t, "Kafka", "ARDEA_KAFKA_BROKERS", filepath.Join(cacheDir(), "kafka-4.1.1", "libs"))
-	kafkaShared.once.Do(func() { kafkaShared.brokers, kafkaShared.err = startKafka(t.Context(), script) })
+	kafkaShared.once.Do(func() { kafkaShared.brokers, kafkaShared.err = startKafka(t.Context(), script, pulsarFreePorts) })
 	if kafkaShared.err != nil {
 		t.Fatalf("testbroker: %v", kafkaShared.err)
 	}
@@ -54,7 +54,11 @@ func Kafka(t testing.TB) string {
 
 // startKafka fetches the jars and starts a broker, waiting under ctx; the
 // broker process itself outlives ctx (it is shared by the tests after).
-func startKafka(ctx context.Context, script string) (string, error) {
+// The ports are chosen free and bound by the broker a moment later; when
+// another process took one meanwhile (the broker exits with "Address
+// already in use") it starts again on fresh ports, up to
+// pulsarStartTries times.
+func startKafka(ctx context.Context, script string, freePorts func(n int) ([]int, error)) (string, error) {
 	fctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
 	fetch := exec.CommandContext(fctx, "bash", script)
@@ -62,34 +66,50 @@ func startKafka(ctx context.Context, script string) (string, error) {
 	if out, err := fetch.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("fetching the Kafka jars with Maven (%s): %w\n%s", script, err, pulsarTail(out, 60))
 	}
+	for try := 1; ; try++ {
+		ports, err := freePorts(2)
+		if err != nil {
+			return "", err
+		}
+		brokers, retry, err := startKafkaOn(ctx, script, ports[0], ports[1])
+		if err == nil {
+			return brokers, nil
+		}
+		if !retry || try == pulsarStartTries {
+			return "", err
+		}
+		fmt.Fprintf(os.Stderr, "testbroker: Kafka start attempt %d: a port was taken, retrying on fresh ports: %v\n", try, err)
+	}
+}
+
+// startKafkaOn starts one broker on port (and its controller on cport).
+// retry reports a failure worth another try with fresh ports.
+func startKafkaOn(ctx context.Context, script string, port, cport int) (brokers string, retry bool, err error) {
 	dir, err := os.MkdirTemp("", "ardea-kafka-")
 	if err != nil {
-		return "", err
-	}
-	ports, err := pulsarFreePorts(2)
-	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	logPath := filepath.Join(dir, "kafka.log") // removed with dir when the broker goes
 	logFile, err := os.Create(logPath)
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	defer logFile.Close()
-	cmd := exec.Command("bash", script, dir, strconv.Itoa(ports[0]), strconv.Itoa(ports[1]))
+	cmd := exec.Command("bash", script, dir, strconv.Itoa(port), strconv.Itoa(cport))
 	cmd.Env = append(os.Environ(), "ARDEA_KAFKA_WATCH_PID="+strconv.Itoa(os.Getpid()))
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
-		return "", fmt.Errorf("starting %s: %w", script, err)
+		return "", false, fmt.Errorf("starting %s: %w", script, err)
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	brokers := fmt.Sprintf("127.0.0.1:%d", ports[0])
+	brokers = fmt.Sprintf("127.0.0.1:%d", port)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers))
 	if err != nil {
-		return "", err
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		return "", false, err
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
@@ -104,15 +124,19 @@ func startKafka(ctx context.Context, script string) (string, error) {
 		rcancel()
 		if err == nil && len(m.Brokers) > 0 {
 			fmt.Fprintf(os.Stderr, "testbroker: Kafka %s ready in %v (log %s)\n", brokers, time.Since(start).Round(time.Millisecond), logPath)
-			return brokers, nil
+			return brokers, false, nil
 		}
 		select {
 		case <-tick.C:
 		case werr := <-exited:
-			return "", fmt.Errorf("kafka broker exited before it was ready (%w); log %s:\n%s", werr, logPath, pulsarLogTail(logPath))
+			log := pulsarLogTail(logPath)
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // the script's pid watcher
+			os.RemoveAll(dir)
+			return "", pulsarPortTaken.MatchString(log),
+				fmt.Errorf("kafka broker on ports %d and %d exited before it was ready (%w); log:\n%s", port, cport, werr, log)
 		case <-deadline:
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			return "", fmt.Errorf("kafka broker not ready after %v; log %s:\n%s", kafkaStartTimeout, logPath, pulsarLogTail(logPath))
+			return "", false, fmt.Errorf("kafka broker not ready after %v; log %s:\n%s", kafkaStartTimeout, logPath, pulsarLogTail(logPath))
 		}
 	}
 }
@@ -182,7 +206,7 @@ func StartKafka(ctx context.Context) (string, error) {
 	if _, err := os.Stat(script); err != nil {
 		return "", fmt.Errorf("testbroker: %w (run from the source tree, or give --brokers)", err)
 	}
-	return startKafka(ctx, script)
+	return startKafka(ctx, script, pulsarFreePorts)
 }
 
 // KafkaAvailable reports whether Kafka(t) can give a broker (or must:

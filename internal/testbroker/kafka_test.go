@@ -5,6 +5,9 @@ package testbroker
 import (
 	"context"
 	"fmt"
+	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -65,5 +68,52 @@ func TestKafka(t *testing.T) {
 			t.Fatalf("read %d of 200 records", n)
 		}
 		n += fs.NumRecords()
+	}
+}
+
+// TestKafkaPortTaken: a port chosen free and taken by another process
+// before the broker binds it ("Address already in use", which failed
+// TestKafka on a busy machine) costs a retry on fresh ports, not the test.
+// The first pick here is a port this test holds.
+func TestKafkaPortTaken(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Kafka broker")
+	}
+	if os.Getenv("ARDEA_KAFKA_BROKERS") != "" {
+		t.Skip("ARDEA_KAFKA_BROKERS: no broker is started here")
+	}
+	script := brokerScript(t, "kafka")
+	needJava(t, "Kafka", "ARDEA_KAFKA_BROKERS", filepath.Join(cacheDir(), "kafka-4.1.1", "libs"))
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	heldPort := held.Addr().(*net.TCPAddr).Port
+	picks := 0
+	ports := func(n int) ([]int, error) {
+		picks++
+		p, err := pulsarFreePorts(n)
+		if picks == 1 && err == nil {
+			p[0] = heldPort
+		}
+		return p, err
+	}
+	brokers, err := startKafka(t.Context(), script, ports)
+	if err != nil {
+		t.Fatalf("startKafka with port %d taken: %v", heldPort, err)
+	}
+	if picks != 2 || brokers == fmt.Sprintf("127.0.0.1:%d", heldPort) {
+		t.Fatalf("broker %s after %d port picks; want the second pick (the first held port %d)", brokers, picks, heldPort)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	if m, err := kadm.NewClient(cl).BrokerMetadata(ctx); err != nil || len(m.Brokers) == 0 {
+		t.Fatalf("broker %s: metadata %v, %v", brokers, m, err)
 	}
 }

@@ -260,7 +260,10 @@ func (c *Cgroups) Tenant(tenant string, cores float64) (*Slice, error) {
 	sl := c.tenants[tenant]
 	if sl == nil {
 		sl = &Slice{Tenant: tenant, Dir: filepath.Join(c.base, tenant), version: c.version, home: c.home}
-		if err := os.Mkdir(sl.Dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		// MkdirAll: Root too, which another daemon sharing it (every
+		// daemon on a machine uses DefaultCgroupRoot) removes in its Close
+		// once it is empty.
+		if err := os.MkdirAll(sl.Dir, 0o755); err != nil {
 			return nil, fmt.Errorf("launcher: cgroup for tenant %s: %w", tenant, err)
 		}
 	}

@@ -313,3 +313,35 @@ func TestCgroupV2Files(t *testing.T) {
 		}
 	}
 }
+
+// TestCgroupSharedRoot: daemons on one machine share the cgroup root
+// (DefaultCgroupRoot); one closing (and removing the root, empty) must
+// not make the other's next tenant fail ("mkdir .../ardea/noisy: no such
+// file or directory" failed ardea bench tenants beside another daemon's
+// tests).
+func TestCgroupSharedRoot(t *testing.T) {
+	first := testCgroups(t)
+	second := NewCgroups(CgroupOptions{Root: filepath.Base(first.Dir()), Logger: slog.New(slog.DiscardHandler)})
+	if !second.Available() {
+		t.Fatalf("a second Cgroups on the same root: %s", second.Reason())
+	}
+	if _, err := first.Tenant("one", 0.5); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(first.Dir()); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the first Close left the empty root %s (%v)", first.Dir(), err)
+	}
+	sl, err := second.Tenant("two", 0.5)
+	if err != nil {
+		t.Fatalf("a tenant after the other daemon removed the shared root: %v", err)
+	}
+	if cores, err := sl.CPU(); err != nil || cores != 0.5 {
+		t.Fatalf("cgroup %s: %v cores (%v), want 0.5", sl.Dir, cores, err)
+	}
+	if err := second.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -832,3 +832,49 @@ func TestNewProject(t *testing.T) {
 		})
 	}
 }
+
+// TestNewProjectFailingCheck: a generated C test whose component fails
+// prints the component's error on the FAIL line. The template checks
+// ARDEA_CHECKF(call() == ARDEA_OK, "%s", ardea_test_error(h)); the
+// macro must run the call before it reads the error (a function's
+// arguments are evaluated in no fixed order: gcc read the previous error,
+// which the call then freed, and printed "(null)" or garbage).
+func TestNewProjectFailingCheck(t *testing.T) {
+	makeBin := needTool(t, "make", "apt-get install make", "make")
+	for _, cc := range []string{"gcc", "clang"} {
+		t.Run(cc, func(t *testing.T) {
+			ccBin := needTool(t, cc, "apt-get install "+cc, cc)
+			dir := filepath.Join(t.TempDir(), "my-bolt")
+			if _, err := scaffold.New(scaffold.Options{Kind: scaffold.Bolt, Name: "my-bolt", Lang: build.C, Dir: dir}); err != nil {
+				t.Fatal(err)
+			}
+			src := filepath.Join(dir, "my-bolt.c")
+			b, err := os.ReadFile(src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			const body = "static int execute(const ardea_tuple *t) {\n"
+			if !bytes.Contains(b, []byte(body)) {
+				t.Fatalf("%s has no %q", src, body)
+			}
+			b = bytes.Replace(b, []byte(body), []byte(body+"    if (t) return ardea_error(\"refused on purpose\");\n"), 1)
+			if err := os.WriteFile(src, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command(makeBin, "test", "CC="+ccBin)
+			cmd.Dir = dir
+			out, err := cmd.CombinedOutput()
+			if err == nil {
+				t.Fatalf("make test passed with a bolt that refuses every tuple:\n%s", out)
+			}
+			for _, line := range strings.Split(string(out), "\n") {
+				if strings.HasPrefix(line, "FAIL ") && strings.Contains(line, "execute:") && !strings.Contains(line, "refused on purpose") {
+					t.Errorf("a failed check does not print the call's error: %q\n%s", line, out)
+				}
+			}
+			if !strings.Contains(string(out), "execute: ") || !strings.Contains(string(out), "refused on purpose") {
+				t.Errorf("make test output has no FAIL line with the error:\n%s", out)
+			}
+		})
+	}
+}

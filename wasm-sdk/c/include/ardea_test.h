@@ -55,9 +55,16 @@ typedef struct ardea_test ardea_test;
 /* ARDEA_CHECK(cond) / ARDEA_CHECKF(cond, fmt, ...): a failed check prints
  * file:line and the condition (or message) and is counted; the test goes
  * on. ardea_test_report prints "N checks, N failed" and returns the
- * exit status (0 if none failed). */
+ * exit status (0 if none failed).
+ *
+ * cond is evaluated first, then, only if it is false, the message's
+ * arguments (the ?: is a sequence point; a function's arguments have no
+ * order), so a check may print what the call in cond left behind:
+ *     ARDEA_CHECKF(ardea_test_start(h) == ARDEA_OK, "open: %s", ardea_test_error(h)); */
 #define ARDEA_CHECK(cond) ardea_test_check_at(!!(cond), __FILE__, __LINE__, "%s", #cond)
-#define ARDEA_CHECKF(cond, ...) ardea_test_check_at(!!(cond), __FILE__, __LINE__, __VA_ARGS__)
+#define ARDEA_CHECKF(cond, ...)                                                                        \
+    ((cond) ? ardea_test_check_at(true, __FILE__, __LINE__, "%s", #cond)                               \
+            : ardea_test_check_at(false, __FILE__, __LINE__, __VA_ARGS__))
 bool ardea_test_check_at(bool ok, const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 int ardea_test_report(void);

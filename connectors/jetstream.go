@@ -193,7 +193,11 @@ func (s *jsSpout) Next(ctx context.Context, max int, out component.Collector) (c
 			m.Nak() // after the oversized message: left for the next run
 			continue
 		}
-		s.vals = tuple.AppendValues(s.vals[:0], tuple.Str(m.Subject()), tuple.Bin(m.Data()))
+		data := tuple.Bin(m.Data())
+		if s.tenant {
+			data = tuple.Value{Kind: tuple.String, B: m.Data()} // a tenant stream holds lines of text
+		}
+		s.vals = tuple.AppendValues(s.vals[:0], tuple.Str(m.Subject()), data)
 		if size := int64(len(s.vals)); size > s.maxTuple {
 			s.oversized(ctx, m, size)
 			continue

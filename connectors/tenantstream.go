@@ -36,7 +36,7 @@ const TenantStreamDefaultMaxBytes = 1 << 30
 func init() {
 	register(plugin.RegisterSpout(plugin.Spec{
 		Name: "stream",
-		Summary: "Reads one of the tenant's own streams (`ardea stream create`) through a durable consumer shared by the tasks (`subject`, `data` as bytes); takes a stream name, no address, and needs no admin leave. " +
+		Summary: "Reads one of the tenant's own streams (`ardea stream create`) through a durable consumer shared by the tasks (`subject`, `data` as a string); takes a stream name, no address, and needs no admin leave. " +
 			"At most once it acks a message as it emits it, at least once when its tuple tree completes; a failed tree naks it (redelivered).",
 		Fields: []plugin.Field{
 			{Name: "stream", Type: plugin.TypeString, Required: true, Doc: "the tenant stream to read (letters, digits, '_' or '-'; see ardea stream ls)"},

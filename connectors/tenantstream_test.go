@@ -78,7 +78,7 @@ func init() {
 			cfg:     map[string]string{"stream": "src", "ack_wait": "200ms"},
 			bus:     nc,
 			feed:    func(t *testing.T, p []string) { publishTenant(t, js, "src", p...) },
-			payload: func(v []tuple.Value) string { return string(v[1].B) },
+			payload: func(v []tuple.Value) string { return v[1].AsString() },
 		}
 	}
 }

@@ -78,7 +78,9 @@ func TestHostTenantStreams(t *testing.T) {
 	}
 
 	// Everything else is refused by the server.
-	req := func(s string) func() error { return func() error { return host.PublishRequest(s, host.NewInbox(), []byte("{}")) } }
+	req := func(s string) func() error {
+		return func() error { return host.PublishRequest(s, host.NewInbox(), []byte("{}")) }
+	}
 	for _, s := range []string{
 		"stream.other",
 		"$JS.API.STREAM.INFO.STREAM_other",

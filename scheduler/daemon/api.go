@@ -63,6 +63,7 @@ func (d *Daemon) routes() *http.ServeMux {
 	mux.HandleFunc("POST /api/v1/topologies/{name}/apply", d.handleApply)
 	mux.HandleFunc("GET /api/v1/topologies/{name}/dlq", d.handleDeadLetters)
 	mux.HandleFunc("POST /api/v1/topologies/{name}/dlq/replay", d.handleDeadLetters)
+	d.streamRoutes(mux)
 	mux.Handle("GET /metrics", d.prom)
 	ui.NewTracker(d).Register(mux)
 	return mux

@@ -139,6 +139,11 @@ func (s *jsSpout) Open(ctx context.Context, tc component.Context, _ component.Co
 		return err
 	}
 	s.stream0 = st
+	if s.tenant && tc.Checkpointing && !tc.Acking {
+		// Its messages are acked as emitted: a rollback to a checkpoint
+		// could not replay them.
+		return s.errorf("topology.reliability effectively_once is not supported (a tenant stream is not replayed from a checkpoint); use at_least_once")
+	}
 	if s.durable == "" {
 		s.durable = "ardea-" + tc.Topology + "-" + tc.Component
 	}

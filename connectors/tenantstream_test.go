@@ -170,3 +170,22 @@ func TestTenantStreamRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// TestTenantStreamSpoutRefusesEffectivelyOnce: a rollback to a checkpoint
+// could not replay a tenant stream's messages, so the spout refuses
+// effectively once with an error naming the setting, rather than running
+// it at most once.
+func TestTenantStreamSpoutRefusesEffectivelyOnce(t *testing.T) {
+	nc, _ := tenantBus(t)
+	s, err := NewSpout("stream", map[string]string{"stream": "eo"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := taskContext("src", 0, 1, nil, map[string][]string{"default": {"subject", "data"}}, nil)
+	ctx.Checkpointing, ctx.Bus = true, nc
+	err = s.Open(context.Background(), ctx, &recorder{})
+	if err == nil || !strings.Contains(err.Error(), "effectively_once") || !strings.Contains(err.Error(), `"src"`) {
+		t.Fatalf("Open under effectively once: %v", err)
+	}
+	_ = s.Close(context.Background())
+}

@@ -468,6 +468,12 @@ func (s *jsSink) Tick(context.Context, component.Collector) error   { return nil
 func (s *jsSink) Finish(context.Context, component.Collector) error { return nil }
 
 func (s *jsSink) Close(ctx context.Context) error {
+	if s.tenant && s.js != nil {
+		// The container's connection stays: drop this sink's reply
+		// subscription and pending acks from it.
+		s.js.CleanupPublisher()
+		s.js = nil
+	}
 	if s.nc != nil {
 		s.nc.Close()
 		s.nc = nil

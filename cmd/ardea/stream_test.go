@@ -128,6 +128,10 @@ bolts:
 			t.Fatalf("rival: ardea %s: exit %d, stderr %q; want refused as not found", strings.Join(args, " "), code, errOut)
 		}
 	}
+	// Its topology naming acme's streams is refused at submit: it has none.
+	if code, _, errOut := as(rival, "submit", top); code == 0 || !strings.Contains(errOut, "component source: tenant rival has no stream lines: create it first") {
+		t.Fatalf("rival's submit naming acme's streams: exit %d, stderr %q", code, errOut)
+	}
 	// A rival stream of the same name is another stream.
 	ok(rival, "stream", "create", "lines")
 	ok(rival, "stream", "publish", "lines", "rival's line")

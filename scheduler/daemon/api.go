@@ -193,6 +193,9 @@ func (d *Daemon) Submit(ctx context.Context, req SubmitRequest) error {
 	if err := d.checkBuiltins(sp.tenant, top); err != nil {
 		return err
 	}
+	if err := d.checkStreams(ctx, sp, top); err != nil {
+		return err
+	}
 	p, err := buildPlan(top)
 	if err != nil {
 		return newErr(ErrBadRequest, "%v", err)

@@ -112,6 +112,40 @@ func topologyStreams(top *ardea.Topology) []string {
 	return out
 }
 
+// checkStreams refuses a topology whose builtin:stream components name a
+// stream its tenant does not have: its hosts may not make one. Without
+// NATS accounts (`ardea run`, in process) the built-in makes a missing
+// stream itself.
+func (d *Daemon) checkStreams(ctx context.Context, sp *space, top *ardea.Topology) error {
+	if d.sec.accounts == nil {
+		return nil
+	}
+	var js jetstream.JetStream
+	for _, c := range top.Components {
+		name := c.Config["stream"]
+		if c.Module != ardea.BuiltinPrefix+"stream" || connectors.ValidStreamName(name) != nil {
+			continue // not one, or its config's error is reported by validation
+		}
+		if js == nil {
+			var err error
+			if js, err = jetstream.New(sp.nc); err != nil {
+				return err
+			}
+		}
+		st, _ := names.TenantStream(name)
+		cctx, cancel := context.WithTimeout(ctx, streamOpTimeout)
+		_, err := js.Stream(cctx, st)
+		cancel()
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			return newErr(ErrBadRequest, "component %s: tenant %s has no stream %s: create it first (ardea stream create %s)", c.Name, sp.tenant, name, name)
+		}
+		if err != nil {
+			return fmt.Errorf("component %s: stream %s: %w", c.Name, name, err)
+		}
+	}
+	return nil
+}
+
 // tenantJS is JetStream in the account of the tenant ctx acts for.
 func (d *Daemon) tenantJS(ctx context.Context) (jetstream.JetStream, *space, error) {
 	sp, err := d.space(ctx)

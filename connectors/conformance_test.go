@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/connectors/plugin/conformance"
 	"github.com/ardea-dev/ardea/internal/component"
@@ -19,6 +21,9 @@ type fixture struct {
 	finite bool // spouts: must reach Done
 	// opened, if set, runs once the spout is open (to feed it input).
 	opened func(t *testing.T, s component.Spout)
+	// bus is the container's connection the connector gets
+	// (builtin:stream).
+	bus *nats.Conn
 }
 
 // fixtures returns the configs each registered connector is tested with;
@@ -115,7 +120,7 @@ func TestSpoutConformance(t *testing.T) {
 		t.Run(spec.Name, func(t *testing.T) {
 			var fxs []conformance.SpoutFixture
 			for _, fx := range fixtures["spout:"+spec.Name](t, t.TempDir()) {
-				fxs = append(fxs, conformance.SpoutFixture{Name: fx.name, Config: fx.cfg, Finite: fx.finite, Opened: fx.opened})
+				fxs = append(fxs, conformance.SpoutFixture{Name: fx.name, Config: fx.cfg, Finite: fx.finite, Opened: fx.opened, Bus: fx.bus})
 			}
 			conformance.TestSpout(t, plugin.Default(), spec.Name, fxs...)
 		})
@@ -130,7 +135,7 @@ func TestBoltConformance(t *testing.T) {
 		t.Run(spec.Name, func(t *testing.T) {
 			var fxs []conformance.BoltFixture
 			for _, fx := range fixtures["bolt:"+spec.Name](t, t.TempDir()) {
-				fxs = append(fxs, conformance.BoltFixture{Name: fx.name, Config: fx.cfg})
+				fxs = append(fxs, conformance.BoltFixture{Name: fx.name, Config: fx.cfg, Bus: fx.bus})
 			}
 			conformance.TestBolt(t, plugin.Default(), spec.Name, fxs...)
 		})

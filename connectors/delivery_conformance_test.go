@@ -3,6 +3,7 @@ package connectors
 import (
 	"context"
 	"fmt"
+	"github.com/nats-io/nats.go"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -24,6 +25,8 @@ type sourceFixture struct {
 	feed       func(t *testing.T, payloads []string)
 	beforeOpen bool
 	payload    func(vals []tuple.Value) string
+	// bus is the container's connection the spout gets (builtin:stream).
+	bus *nats.Conn
 }
 
 // sources are the spouts of external sources, each run through every
@@ -41,8 +44,9 @@ var sources = map[string]func(t *testing.T) sourceFixture{
 
 // openSource opens spout name ("<connector>[/<variant>]"); metrics, if
 // set, receives its metric deltas.
-func openSource(t *testing.T, name string, cfg map[string]string, acking bool, st *conformance.MemState, metrics ...map[string]int64) component.Spout {
+func openSource(t *testing.T, name string, fx sourceFixture, acking bool, st *conformance.MemState, metrics ...map[string]int64) component.Spout {
 	t.Helper()
+	cfg := fx.cfg
 	name, _, _ = strings.Cut(name, "/")
 	spec, _ := plugin.Default().Lookup(plugin.KindSpout, name)
 	s, err := NewSpout(name, cfg)
@@ -50,7 +54,7 @@ func openSource(t *testing.T, name string, cfg map[string]string, acking bool, s
 		t.Fatal(err)
 	}
 	ctx := taskContext("src", 0, 1, cfg, spec.Outputs, nil)
-	ctx.Acking, ctx.State = acking, st
+	ctx.Acking, ctx.State, ctx.Bus = acking, st, fx.bus
 	if len(metrics) > 0 {
 		ctx.Metric = func(n string, d int64) { metrics[0][n] += d }
 	}
@@ -99,7 +103,7 @@ func TestSpoutDeliveryConformance(t *testing.T) {
 					fx.feed(t, payloads)
 				}
 				metrics := map[string]int64{}
-				s := openSource(t, name, fx.cfg, false, st, metrics)
+				s := openSource(t, name, fx, false, st, metrics)
 				if !fx.beforeOpen {
 					fx.feed(t, payloads)
 				}
@@ -123,7 +127,7 @@ func TestSpoutDeliveryConformance(t *testing.T) {
 				if !counted {
 					t.Errorf("no %s_* metric counts the %d records emitted: %v", prefix, len(payloads), metrics)
 				}
-				s2 := openSource(t, name, fx.cfg, false, st)
+				s2 := openSource(t, name, fx, false, st)
 				defer s2.Close(context.Background())
 				out2 := &recorder{}
 				for range 20 {
@@ -141,7 +145,7 @@ func TestSpoutDeliveryConformance(t *testing.T) {
 				if fx.beforeOpen {
 					fx.feed(t, payloads)
 				}
-				s := openSource(t, name, fx.cfg, true, conformance.NewMemState())
+				s := openSource(t, name, fx, true, conformance.NewMemState())
 				if !fx.beforeOpen {
 					fx.feed(t, payloads)
 				}
@@ -202,7 +206,7 @@ func TestSpoutDeliveryConformance(t *testing.T) {
 				if err := s.Close(context.Background()); err != nil {
 					t.Fatal(err)
 				}
-				s2 := openSource(t, name, fx.cfg, true, conformance.NewMemState())
+				s2 := openSource(t, name, fx, true, conformance.NewMemState())
 				defer s2.Close(context.Background())
 				out2 := &recorder{}
 				pullUntil(t, s2, out2, "the pending records after the restart", func() bool {

@@ -60,8 +60,13 @@ func init() {
 
 type jsSpout struct {
 	url, stream, subject, durable string
-	batch                         int
-	ackWait                       time.Duration
+	// tenant: a tenant stream (tenantstream.go), on the container's own
+	// connection (component.Context.Bus) rather than one to url; name is
+	// its name as the tenant knows it.
+	tenant  bool
+	name    string
+	batch   int
+	ackWait time.Duration
 
 	comp    string
 	stream0 uint16
@@ -102,7 +107,25 @@ func newJetStreamSpout(cfg plugin.Config) (component.Spout, error) {
 }
 
 func (s *jsSpout) errorf(format string, args ...any) error {
-	return fmt.Errorf("component %q: jetstream spout (stream %s): %w", s.comp, s.stream, fmt.Errorf(format, args...))
+	return fmt.Errorf("component %q: %s: %w", s.comp, s.what(), fmt.Errorf(format, args...))
+}
+
+// count adds one to the spout's counter name, prefixed by its
+// connector's name (jetstream_..., stream_...).
+func (s *jsSpout) count(name string) {
+	if s.tenant {
+		s.metric("stream_"+name, 1)
+		return
+	}
+	s.metric("jetstream_"+name, 1)
+}
+
+// what names the spout in errors.
+func (s *jsSpout) what() string {
+	if s.tenant {
+		return "stream spout (stream " + s.name + ")"
+	}
+	return "jetstream spout (stream " + s.stream + ")"
 }
 
 func (s *jsSpout) Open(ctx context.Context, tc component.Context, _ component.Collector) error {
@@ -116,24 +139,37 @@ func (s *jsSpout) Open(ctx context.Context, tc component.Context, _ component.Co
 		return err
 	}
 	s.stream0 = st
+	if s.tenant && tc.Checkpointing && !tc.Acking {
+		// Its messages are acked as emitted: a rollback to a checkpoint
+		// could not replay them.
+		return s.errorf("topology.reliability effectively_once is not supported (a tenant stream is not replayed from a checkpoint); use at_least_once")
+	}
 	if s.durable == "" {
 		s.durable = "ardea-" + tc.Topology + "-" + tc.Component
 	}
-	s.nc, err = nats.Connect(s.url, nats.Name("ardea "+tc.Topology+"/"+tc.Component))
-	if err != nil {
-		return s.errorf("connect %s: %w", s.url, err)
+	var js jetstream.JetStream
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	var str jetstream.Stream
+	if s.tenant {
+		if js, err = busJetStream(tc); err != nil {
+			return s.errorf("%w", err)
+		}
+		str, err = openTenantStream(cctx, js, s.name)
+	} else {
+		s.nc, err = nats.Connect(s.url, nats.Name("ardea "+tc.Topology+"/"+tc.Component))
+		if err != nil {
+			return s.errorf("connect %s: %w", s.url, err)
+		}
+		if js, err = jetstream.New(s.nc); err != nil {
+			return s.errorf("%w", err)
+		}
+		str, err = js.Stream(cctx, s.stream)
 	}
-	js, err := jetstream.New(s.nc)
 	if err != nil {
 		return s.errorf("%w", err)
 	}
 	s.js, s.topology, s.why = js, tc.Topology, map[uint64]string{}
-	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	str, err := js.Stream(cctx, s.stream)
-	if err != nil {
-		return s.errorf("%w", err)
-	}
 	s.cons, err = str.CreateOrUpdateConsumer(cctx, jetstream.ConsumerConfig{
 		Durable: s.durable, AckPolicy: jetstream.AckExplicitPolicy, FilterSubject: s.subject, AckWait: s.ackWait,
 	})
@@ -162,7 +198,11 @@ func (s *jsSpout) Next(ctx context.Context, max int, out component.Collector) (c
 			m.Nak() // after the oversized message: left for the next run
 			continue
 		}
-		s.vals = tuple.AppendValues(s.vals[:0], tuple.Str(m.Subject()), tuple.Bin(m.Data()))
+		data := tuple.Bin(m.Data())
+		if s.tenant {
+			data = tuple.Value{Kind: tuple.String, B: m.Data()} // a tenant stream holds lines of text
+		}
+		s.vals = tuple.AppendValues(s.vals[:0], tuple.Str(m.Subject()), data)
 		if size := int64(len(s.vals)); size > s.maxTuple {
 			s.oversized(ctx, m, size)
 			continue
@@ -181,7 +221,7 @@ func (s *jsSpout) Next(ctx context.Context, max int, out component.Collector) (c
 				return component.Emitted, s.errorf("ack: %w", err)
 			}
 		}
-		s.metric("jetstream_messages", 1)
+		s.count("messages")
 		n++
 	}
 	if err := batch.Error(); err != nil && n == 0 {
@@ -229,7 +269,7 @@ func (s *jsSpout) Fail(ctx context.Context, ids []uint64, _ component.Collector)
 		if err := m.Nak(); err != nil {
 			return s.errorf("nak: %w", err)
 		}
-		s.metric("jetstream_nacked", 1)
+		s.count("nacked")
 	}
 	return nil
 }
@@ -245,7 +285,7 @@ func (s *jsSpout) oversized(ctx context.Context, m jetstream.Msg, size int64) {
 	}
 	if s.dlq != "" && err == nil {
 		if err = s.deadLetterMsg(ctx, m, md, "0", tooLargeReason("message", size, s.tupleSetting, s.maxTuple)); err == nil {
-			s.metric("jetstream_oversized", 1)
+			s.count("oversized")
 			return
 		}
 	}
@@ -254,7 +294,7 @@ func (s *jsSpout) oversized(ctx context.Context, m jetstream.Msg, size int64) {
 		dlErr = err
 	}
 	m.Nak()
-	s.failed = &RecordTooLargeError{Component: s.comp, Spout: fmt.Sprintf("jetstream spout (stream %s)", s.stream), Source: src,
+	s.failed = &RecordTooLargeError{Component: s.comp, Spout: s.what(), Source: src,
 		What: "message", Size: size, Setting: s.tupleSetting, Limit: s.maxTuple, DeadLetter: dlErr}
 }
 
@@ -291,13 +331,13 @@ func (s *jsSpout) deadLetterMsg(ctx context.Context, m jetstream.Msg, md *jetstr
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if _, err := s.js.PublishMsg(ctx, dl); err != nil {
-		s.metric("jetstream_dead_letter_errors", 1)
+		s.count("dead_letter_errors")
 		return s.errorf("dead letter to %s (is it captured by a stream?): %w", s.dlq, err)
 	}
 	if err := m.Term(); err != nil {
 		return s.errorf("term: %w", err)
 	}
-	s.metric("jetstream_dead_letters", 1)
+	s.count("dead_letters")
 	return nil
 }
 
@@ -315,7 +355,11 @@ func (s *jsSpout) Close(ctx context.Context) error {
 
 type jsSink struct {
 	url, subject string
-	timeout      time.Duration
+	// tenant: a tenant stream's sink (tenantstream.go), on the container's
+	// own connection; name is the stream's name as the tenant knows it.
+	tenant  bool
+	name    string
+	timeout time.Duration
 
 	comp    string
 	nc      *nats.Conn
@@ -337,18 +381,32 @@ func newJetStreamSink(cfg plugin.Config) (component.Bolt, error) {
 }
 
 func (s *jsSink) errorf(format string, args ...any) error {
+	if s.tenant {
+		return fmt.Errorf("component %q: stream sink (stream %s): %w", s.comp, s.name, fmt.Errorf(format, args...))
+	}
 	return fmt.Errorf("component %q: jetstream sink (subject %s): %w", s.comp, s.subject, fmt.Errorf(format, args...))
 }
 
 func (s *jsSink) Prepare(ctx context.Context, tc component.Context, _ component.Collector) error {
 	s.comp = tc.Component
 	var err error
-	s.nc, err = nats.Connect(s.url, nats.Name("ardea "+tc.Topology+"/"+tc.Component))
-	if err != nil {
-		return s.errorf("connect %s: %w", s.url, err)
-	}
-	if s.js, err = jetstream.New(s.nc); err != nil {
-		return s.errorf("%w", err)
+	if s.tenant {
+		if s.js, err = busJetStream(tc); err != nil {
+			return s.errorf("%w", err)
+		}
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		if _, err := openTenantStream(cctx, s.js, s.name); err != nil {
+			return s.errorf("%w", err)
+		}
+	} else {
+		s.nc, err = nats.Connect(s.url, nats.Name("ardea "+tc.Topology+"/"+tc.Component))
+		if err != nil {
+			return s.errorf("connect %s: %w", s.url, err)
+		}
+		if s.js, err = jetstream.New(s.nc); err != nil {
+			return s.errorf("%w", err)
+		}
 	}
 	s.keys = make([][][]byte, len(tc.Inputs))
 	for i, in := range tc.Inputs {
@@ -410,6 +468,12 @@ func (s *jsSink) Tick(context.Context, component.Collector) error   { return nil
 func (s *jsSink) Finish(context.Context, component.Collector) error { return nil }
 
 func (s *jsSink) Close(ctx context.Context) error {
+	if s.tenant && s.js != nil {
+		// The container's connection stays: drop this sink's reply
+		// subscription and pending acks from it.
+		s.js.CleanupPublisher()
+		s.js = nil
+	}
 	if s.nc != nil {
 		s.nc.Close()
 		s.nc = nil

@@ -85,7 +85,7 @@ func TestNewUnknown(t *testing.T) {
 	if _, err := NewSpout("kafka9", nil); err == nil || err.Error() != `unknown builtin spout "kafka9" (known: file, generator, http, jetstream, kafka, pulsar); did you mean "kafka"?` {
 		t.Errorf("NewSpout = %v", err)
 	}
-	if _, err := NewBolt("generator", nil); err == nil || !strings.Contains(err.Error(), `unknown builtin bolt "generator" (known: file, jetstream, kafka, pulsar)`) {
+	if _, err := NewBolt("generator", nil); err == nil || !strings.Contains(err.Error(), `unknown builtin bolt "generator" (known: file, jetstream, kafka, pulsar, stream)`) {
 		t.Errorf("NewBolt = %v", err)
 	}
 	if err := ValidateConfig("bolt", "nope", "c", nil); err == nil || !strings.HasPrefix(err.Error(), `component "c": unknown builtin bolt "nope" (known: file, `) {

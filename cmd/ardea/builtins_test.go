@@ -77,7 +77,7 @@ func TestBuiltinsList(t *testing.T) {
 	for _, b := range all {
 		kinds[b.Kind]++
 	}
-	if kinds[plugin.KindSpout] != 6 || kinds[plugin.KindBolt] != 4 || kinds[plugin.KindDeadLetter] != 4 || kinds[plugin.KindMetricsSink] != 5 {
+	if kinds[plugin.KindSpout] != 7 || kinds[plugin.KindBolt] != 5 || kinds[plugin.KindDeadLetter] != 4 || kinds[plugin.KindMetricsSink] != 5 {
 		t.Errorf("kinds listed: %v", kinds)
 	}
 	got, err := builtins(env, plugin.KindMetricsSink, "otlp")

@@ -50,6 +50,10 @@ const (
 	ActionQuota      Action = "tenant.quota"
 	ActionToken      Action = "token.create"
 	ActionTokenDel   Action = "token.revoke"
+	// A tenant's own streams (ardea stream).
+	ActionStreamCreate  Action = "stream.create"
+	ActionStreamDelete  Action = "stream.delete"
+	ActionStreamPublish Action = "stream.publish"
 )
 
 // Result is how a call went.

@@ -19,6 +19,8 @@ import (
 	"context"
 	"log/slog"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/ardea-dev/ardea/internal/tuple"
 )
 
@@ -91,6 +93,11 @@ type Context struct {
 	// to it on a restart, so a restart never destroys output already
 	// written (and acked).
 	Restarted bool
+	// Bus is the container's own NATS connection (in a daemon, its host's
+	// credential: its tenant's account, its topology's permissions). The
+	// built-ins on the tenant's own streams (builtin:stream) use it; they
+	// never take an address. Nil outside a container.
+	Bus *nats.Conn
 }
 
 // Spout is a source task.

@@ -71,6 +71,10 @@ func DefaultRoutes() []Route {
 		{Pattern: "GET " + t + "/", Scope: auth.ScopeRead}, // logs, history, dlq, the tracker's routes
 		{Pattern: "GET /api/v1/events", Scope: auth.ScopeRead, Ticket: true},
 		{Pattern: "POST /api/v1/tickets", Scope: auth.ScopeRead, Action: audit.ActionTicket},
+		// The tenant's own streams (scheduler/daemon/streams.go).
+		{Pattern: "GET /api/v1/streams", Scope: auth.ScopeRead},
+		{Pattern: "GET /api/v1/streams/{name}", Scope: auth.ScopeRead},
+		{Pattern: "GET /api/v1/streams/{name}/messages", Scope: auth.ScopeRead},
 
 		// Operate.
 		{Pattern: "POST " + t + "/activate", Scope: auth.ScopeOperate, Action: audit.ActionActivate},
@@ -85,6 +89,9 @@ func DefaultRoutes() []Route {
 		{Pattern: "POST " + t + "/apply", Scope: auth.ScopeDeploy, Action: audit.ActionApply, MaxBody: DefaultMaxUpload, Expensive: true},
 		{Pattern: "POST " + t + "/kill", Scope: auth.ScopeDeploy, Action: audit.ActionKill},
 		{Pattern: "POST " + t + "/dlq/replay", Scope: auth.ScopeDeploy, Action: audit.ActionDLQReplay},
+		{Pattern: "POST /api/v1/streams", Scope: auth.ScopeDeploy, Action: audit.ActionStreamCreate},
+		{Pattern: "DELETE /api/v1/streams/{name}", Scope: auth.ScopeDeploy, Action: audit.ActionStreamDelete},
+		{Pattern: "POST /api/v1/streams/{name}/messages", Scope: auth.ScopeDeploy, Action: audit.ActionStreamPublish},
 		// Any other action the daemon's POST .../{action} may learn.
 		{Pattern: "POST " + t + "/{action}", Scope: auth.ScopeDeploy},
 

@@ -49,3 +49,22 @@ func Subject(tenant, topology string, tokens ...string) string {
 	}
 	return b.String()
 }
+
+// A tenant stream is a JetStream stream a tenant made for its own input
+// and output (`ardea stream create NAME`, builtin:stream). It lives in the
+// tenant's NATS account, so no other tenant can name it; inside the
+// account its stream and subject carry prefixes no bucket of Ardea's uses
+// (KV_..., OBJ_..., ardea....), so a name never reaches the daemon's own.
+const (
+	// TenantStreamPrefix starts the JetStream stream name of a tenant
+	// stream.
+	TenantStreamPrefix = "STREAM_"
+	// TenantSubjectPrefix starts the one subject a tenant stream captures.
+	TenantSubjectPrefix = "stream."
+)
+
+// TenantStream returns the JetStream stream and the subject of the tenant
+// stream name (Valid names only).
+func TenantStream(name string) (stream, subject string) {
+	return TenantStreamPrefix + name, TenantSubjectPrefix + name
+}

@@ -52,7 +52,7 @@
 // tenant's hosts (control subjects, replies). AdminCreds: the same in the
 // "ardea" account.
 //
-// HostCreds(tenant, topology): a fresh user key per call, with
+// HostCreds(tenant, topology, streams...): a fresh user key per call, with
 //
 //   - publish and subscribe on ardea.<tenant>.<topology>.> (its data,
 //     credit, ack and control subjects, internal/names.Subject);
@@ -74,6 +74,10 @@
 //     object store overwrite purges the old chunks): only the daemon
 //     manages buckets, so a host binds to existing buckets
 //     (statemgr.Options.Bind, checkpoint.JetStreamOptions.Bind).
+//   - HostCreds(tenant, topology, streams...): the tenant streams its
+//     topology names (builtin:stream, names.TenantStream), each by its own
+//     subjects: publish, stream info, durable consumers, next message and
+//     acks; never a stream create, update, purge or delete.
 //
 // What stays shared inside a tenant: the artifacts (content-addressed
 // modules: every host of the tenant may read every artifact), the handoff

@@ -348,7 +348,9 @@ func (m *Manager) AdminCreds() (Creds, error) {
 
 // HostCreds issues a fresh host user for (tenant, topology) with
 // HostPermissions, and records it so that RevokeHost can revoke it.
-func (m *Manager) HostCreds(tenant, topology string) (Creds, error) {
+// streams are the tenant streams the topology reads or writes
+// (builtin:stream); the credential reaches those only.
+func (m *Manager) HostCreds(tenant, topology string, streams ...string) (Creds, error) {
 	if !names.Valid(topology) {
 		return Creds{}, fmt.Errorf("natsauth: topology %q: %w", topology, ErrInvalid)
 	}
@@ -358,7 +360,7 @@ func (m *Manager) HostCreds(tenant, topology string) (Creds, error) {
 	if kp == nil {
 		return Creds{}, fmt.Errorf("natsauth: tenant %q: %w", tenant, ErrNoTenant)
 	}
-	perms := HostPermissions(tenant, topology)
+	perms := HostPermissions(tenant, topology, streams...)
 	c, err := issue(kp, "host:"+topology, &perms, HostInboxPrefix(topology))
 	if err != nil {
 		return Creds{}, err

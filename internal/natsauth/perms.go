@@ -44,10 +44,11 @@ func TenantBuckets(tenant string) Buckets {
 //     write): an object's metadata by direct get, its chunks through an
 //     ordered consumer, a put publishes chunks and metadata on the
 //     bucket's subjects and purges an overwritten object's old chunks;
+//   - the tenant streams its topology names (streams): see below;
 //   - deleting the consumers it made (the client deletes its ordered
 //     consumers when a read or a watch ends; consumer names are random, so
 //     this is per stream, not per consumer).
-func HostPermissions(tenant, topology string) jwt.Permissions {
+func HostPermissions(tenant, topology string, streams ...string) jwt.Permissions {
 	if tenant == "" {
 		tenant = names.DefaultTenant
 	}
@@ -83,6 +84,27 @@ func HostPermissions(tenant, topology string) jwt.Permissions {
 	for _, o := range []string{b.Handoff, b.Checkpoints} {
 		p.Pub.Allow.Add("$O."+o+".C.*", "$O."+o+".M.*")
 		p.Pub.Allow.Add(api + "STREAM.PURGE." + obj(o))
+	}
+	// The tenant streams its topology names (builtin:stream,
+	// names.TenantStream): publish to them, bind to them, make and use
+	// durable pull consumers on them and ack their messages. Never create,
+	// update or delete a stream (the tenant does that through the daemon's
+	// API, which fixes the stream's configuration), nor touch another
+	// stream of the account: NATS wildcards are whole tokens, so each
+	// stream is named.
+	for _, name := range streams {
+		if !names.Valid(name) {
+			continue
+		}
+		st, subject := names.TenantStream(name)
+		p.Pub.Allow.Add(
+			subject,
+			api+"STREAM.INFO."+st,
+			api+"CONSUMER.CREATE."+st+".>",
+			api+"CONSUMER.INFO."+st+".*",
+			api+"CONSUMER.MSG.NEXT."+st+".*",
+			"$JS.ACK."+st+".>",
+		)
 	}
 	p.Sub.Allow.Add(own, inbox)
 	// Replies to the daemon's control requests (to its inbox): one per

@@ -285,6 +285,7 @@ func (c *Container) newTask(ctx context.Context, p *plan.Plan, id uint32, mod *h
 		Observe:      func(name string, v int64) { m.UserHistogram(name).Observe(v) },
 		Acking:       sm.Acking(),
 		Restarted:    restarted,
+		Bus:          c.o.Conn,
 	}
 	task := &engine.Task{
 		ID: id, Component: pc.Name, Index: pt.Index, Context: cctx,

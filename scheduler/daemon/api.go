@@ -63,6 +63,7 @@ func (d *Daemon) routes() *http.ServeMux {
 	mux.HandleFunc("POST /api/v1/topologies/{name}/apply", d.handleApply)
 	mux.HandleFunc("GET /api/v1/topologies/{name}/dlq", d.handleDeadLetters)
 	mux.HandleFunc("POST /api/v1/topologies/{name}/dlq/replay", d.handleDeadLetters)
+	d.streamRoutes(mux)
 	mux.HandleFunc("GET /metrics", d.serveMetrics)
 	ui.NewTracker(d).Register(mux)
 	return mux
@@ -195,6 +196,9 @@ func (d *Daemon) Submit(ctx context.Context, req SubmitRequest) error {
 		return err
 	}
 	if err := d.checkMachine(ctx, sp.tenant, top); err != nil {
+		return err
+	}
+	if err := d.checkStreams(ctx, sp, top); err != nil {
 		return err
 	}
 	p, err := buildPlan(top)

@@ -344,7 +344,10 @@ func (d *Daemon) hostCreds(t *tm, c int) ([]string, error) {
 	if m == nil {
 		return nil, nil
 	}
-	cr, err := m.HostCreds(t.sp.tenant, t.name)
+	t.mu.Lock()
+	streams := topologyStreams(t.top)
+	t.mu.Unlock()
+	cr, err := m.HostCreds(t.sp.tenant, t.name, streams...)
 	if err != nil {
 		return nil, fmt.Errorf("topology %s: NATS credential: %w", t.name, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/nats-io/nats.go"
 	"math"
 	"slices"
 	"strings"
@@ -21,6 +22,9 @@ type SpoutFixture struct {
 	Finite bool
 	// Opened, if set, runs once the spout is open (to feed it input).
 	Opened func(t *testing.T, s plugin.Spout)
+	// Bus is the container's NATS connection the spout gets, if it needs
+	// one (component.Context.Bus).
+	Bus *nats.Conn
 }
 
 // BoltFixture is one config a bolt is tested with.
@@ -33,6 +37,9 @@ type BoltFixture struct {
 	// Batches it executes; nil: MixedBatch(100), an empty batch and
 	// MixedBatch(1).
 	Batches [][]byte
+	// Bus is the container's NATS connection the bolt gets, if it needs
+	// one (component.Context.Bus).
+	Bus *nats.Conn
 }
 
 // Inputs is the input a bolt is prepared with unless its fixture says:
@@ -132,6 +139,7 @@ func TestSpout(t *testing.T, env *plugin.Environment, name string, fixtures ...S
 				t.Fatal(err)
 			}
 			tc := NewTaskContext("c", 0, 1, fx.Config, spec.Outputs, nil)
+			tc.Bus = fx.Bus
 			out := &Recorder{}
 			if err := s.Open(ctx, tc, out); err != nil {
 				t.Fatalf("Open: %v", err)
@@ -253,6 +261,7 @@ func TestBolt(t *testing.T, env *plugin.Environment, name string, fixtures ...Bo
 				t.Fatal(err)
 			}
 			tc := NewTaskContext("c", 0, 1, fx.Config, spec.Outputs, inputs)
+			tc.Bus = fx.Bus
 			out := &Recorder{}
 			if err := b.Prepare(ctx, tc, out); err != nil {
 				t.Fatalf("Prepare: %v", err)
@@ -282,7 +291,7 @@ func TestBolt(t *testing.T, env *plugin.Environment, name string, fixtures ...Bo
 				}
 			}
 			if fx.Inputs == nil {
-				outcomes(t, env, name, spec, fx.Config)
+				outcomes(t, env, name, spec, fx.Config, fx.Bus)
 			}
 		})
 	}
@@ -291,7 +300,7 @@ func TestBolt(t *testing.T, env *plugin.Environment, name string, fixtures ...Bo
 // outcomes checks at least once: the bolt gives each tracked input tuple
 // exactly one outcome (ack, or fail), for tuples of the declared shape and
 // of another alike, and most of the well-formed ones are acked.
-func outcomes(t *testing.T, env *plugin.Environment, name string, spec plugin.Spec, cfg map[string]string) {
+func outcomes(t *testing.T, env *plugin.Environment, name string, spec plugin.Spec, cfg map[string]string, bus *nats.Conn) {
 	t.Helper()
 	ctx := t.Context()
 	b, err := env.NewBolt(name, cfg)
@@ -299,6 +308,7 @@ func outcomes(t *testing.T, env *plugin.Environment, name string, spec plugin.Sp
 		t.Fatal(err)
 	}
 	tc := NewTaskContext("c", 0, 1, cfg, spec.Outputs, Inputs)
+	tc.Bus = bus
 	tc.Acking = true
 	out := &Recorder{}
 	if err := b.Prepare(ctx, tc, out); err != nil {

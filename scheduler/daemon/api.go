@@ -148,6 +148,11 @@ func (d *Daemon) handleSubmit(w http.ResponseWriter, r *http.Request) {
 
 // Submit stores a topology and its modules and starts its topology manager.
 func (d *Daemon) Submit(ctx context.Context, req SubmitRequest) error {
+	done, err := d.enter()
+	if err != nil {
+		return err
+	}
+	defer done()
 	sp, err := d.space(ctx)
 	if err != nil {
 		return err
@@ -221,9 +226,12 @@ func (d *Daemon) Submit(ctx context.Context, req SubmitRequest) error {
 		_ = sp.store.DeleteTopology(context.WithoutCancel(ctx), req.Name)
 		return err
 	}
-	d.mu.Lock()
-	sp.tms[req.Name] = t
-	d.mu.Unlock()
+	if err := d.register(t); err != nil {
+		// Close began meanwhile: it stops only the managers it found.
+		t.stopContainers(ctx)
+		t.stopTM()
+		return err
+	}
 	return nil
 }
 

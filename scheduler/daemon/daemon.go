@@ -139,6 +139,14 @@ type Daemon struct {
 	servers sync.WaitGroup
 
 	mu sync.Mutex
+	// closing is set (under mu) when Close begins: no topology manager is
+	// registered after it (register), no operation enters (enter); ops
+	// counts the operations Close waits for. closeOnce and closeErr make
+	// Close idempotent.
+	closing   bool
+	ops       sync.WaitGroup
+	closeOnce sync.Once
+	closeErr  error
 	// spaces are the tenants' spaces (space.go), opened on first use;
 	// spaceMu serialises opening one.
 	spaces  map[string]*space
@@ -363,18 +371,57 @@ func (d *Daemon) resumeSpace(ctx context.Context, sp *space) error {
 			}
 			continue
 		}
-		d.mu.Lock()
-		sp.tms[rec.Name] = t
-		d.mu.Unlock()
+		if err := d.register(t); err != nil {
+			t.stopTM()
+			return err
+		}
 		t.log.Info("topology resumed", "state", st.State)
 	}
 	return nil
 }
 
-// Close stops every container process, the API and NATS. Topologies stay
-// in the state manager and resume at the next Start.
-func (d *Daemon) Close(ctx context.Context) error {
+// ErrClosed is returned by an operation that would start a topology once
+// the daemon's Close has begun.
+var ErrClosed = errors.New("local: the daemon is closed")
+
+// enter begins an operation that may register a topology manager (a
+// submit): refused with ErrClosed once Close has begun; Close waits for
+// the operations that entered before (done ends one).
+func (d *Daemon) enter() (done func(), err error) {
 	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closing {
+		return nil, ErrClosed
+	}
+	d.ops.Add(1)
+	return d.ops.Done, nil
+}
+
+// register makes t its topology's running manager, unless Close has begun
+// (ErrClosed: Close has collected the managers it stops, so the caller
+// stops t). Under the same lock as the closing flag, so every registered
+// manager is one Close stops.
+func (d *Daemon) register(t *tm) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closing {
+		return ErrClosed
+	}
+	t.sp.tms[t.name] = t
+	return nil
+}
+
+// Close stops every container process, the API and NATS. Topologies stay
+// in the state manager and resume at the next Start. Calling it again
+// returns the first call's result (after waiting for it).
+func (d *Daemon) Close(ctx context.Context) error {
+	d.closeOnce.Do(func() { d.closeErr = d.close(ctx) })
+	return d.closeErr
+}
+
+func (d *Daemon) close(ctx context.Context) error {
+	d.mu.Lock()
+	d.closing = true
 	var tms []*tm
 	for _, sp := range d.spaces {
 		for _, t := range sp.tms {
@@ -401,6 +448,9 @@ func (d *Daemon) Close(ctx context.Context) error {
 		errs = append(errs, d.promHTTP.Shutdown(ctx))
 	}
 	d.servers.Wait()
+	// A submit that entered before Close began has registered its manager
+	// (stopped above) or is refused and stops it itself.
+	d.ops.Wait()
 	// No request validates a module any more: the validator's runtime
 	// (made at the first swap or apply, if any) closes. Do orders this
 	// after its making.

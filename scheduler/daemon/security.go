@@ -18,7 +18,6 @@ import (
 	"github.com/ardea-dev/ardea/internal/audit"
 	"github.com/ardea-dev/ardea/internal/auth"
 	"github.com/ardea-dev/ardea/internal/httpsec"
-	"github.com/ardea-dev/ardea/internal/names"
 	"github.com/ardea-dev/ardea/internal/natsauth"
 	"github.com/ardea-dev/ardea/internal/quota"
 	"github.com/ardea-dev/ardea/scheduler/launcher"
@@ -412,26 +411,6 @@ func (d *Daemon) revokeHosts(t *tm) {
 	for _, f := range matches {
 		_ = os.Remove(f)
 	}
-}
-
-// procFile makes a procID a file name.
-func procFile(id string) string {
-	b := []byte(id)
-	for i, c := range b {
-		if c == '/' {
-			b[i] = '_'
-		}
-	}
-	return string(b)
-}
-
-// procPrefix is the procID of t's containers without the number.
-func procPrefix(tenant, topology string) string {
-	id := topology + "/container-"
-	if tenant != names.DefaultTenant {
-		id = tenant + "." + id
-	}
-	return id
 }
 
 // CPUQuotas reports how tenants' CPU quotas are enforced: the cgroup

@@ -572,7 +572,7 @@ func (t *tm) stopContainers(ctx context.Context) {
 // topology (after a shrinking rescale there may be more than the plan has).
 func (t *tm) maxLaunched() int {
 	n := 0
-	prefix := t.name + "/container-"
+	prefix := procPrefix(t.sp.tenant, t.name)
 	for _, ps := range t.d.sup.List() {
 		if s, ok := cutPrefix(ps.ID, prefix); ok {
 			if c, err := strconv.Atoi(s); err == nil && c > n {

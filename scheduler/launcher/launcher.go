@@ -231,8 +231,12 @@ func (s *Supervisor) LogPath(id string) string {
 	if s.opts.LogDir == "" {
 		return ""
 	}
-	return filepath.Join(s.opts.LogDir, strings.ReplaceAll(id, "/", "_")+".log")
+	return filepath.Join(s.opts.LogDir, FileName(id)+".log")
 }
+
+// FileName makes a process id a file name ('/' becomes '_'): the base of
+// its log file, and of any other file named after the process.
+func FileName(id string) string { return strings.ReplaceAll(id, "/", "_") }
 
 func validID(id string) error {
 	if id == "" || id == "." || id == ".." || strings.ContainsAny(id, "\x00\\") {

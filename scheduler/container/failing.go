@@ -180,7 +180,7 @@ func (d *deadLetters) write(path, hash string, line []byte) (bool, error) {
 	if bytes.Contains(old, []byte(`"hash":"`+hash+`"`)) {
 		return false, nil
 	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return false, err
 	}

@@ -196,17 +196,15 @@ func Start(ctx context.Context, o Options) (*Daemon, error) {
 	if err := o.Metrics.Validate(); err != nil {
 		return nil, fmt.Errorf("local: %w", err)
 	}
-	for _, dir := range []string{filepath.Join(o.DataDir, "nats"), filepath.Join(o.DataDir, "logs"), filepath.Join(d.cacheDir(), "wazero")} {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, fmt.Errorf("local: data dir: %w", err)
-		}
+	if err := secureDataDir(o.DataDir, d.cacheDir()); err != nil {
+		return nil, err
 	}
 	if !o.NoAPI {
 		if d.ln, err = net.Listen("tcp", o.Listen); err != nil {
 			return nil, fmt.Errorf("local: API listen on %s: %w", o.Listen, err)
 		}
 	}
-	srvOpts := bus.ServerOptions{Logger: log, JetStream: true, StoreDir: filepath.Join(o.DataDir, "nats"), Port: -1}
+	srvOpts := bus.ServerOptions{Logger: log, JetStream: true, StoreDir: filepath.Join(o.DataDir, natsDir), Port: -1}
 	if !o.InProcess {
 		// Host processes connect over the client port: every client needs
 		// a credential, and lands in its tenant's account.
@@ -244,7 +242,7 @@ func Start(ctx context.Context, o Options) (*Daemon, error) {
 	if o.InProcess {
 		d.sup = newInProcess(d)
 	} else {
-		d.sup = processes{Supervisor: launcher.New(launcher.Options{Logger: log, LogDir: filepath.Join(o.DataDir, "logs"),
+		d.sup = processes{Supervisor: launcher.New(launcher.Options{Logger: log, LogDir: filepath.Join(o.DataDir, logsDir),
 			MaxRestarts: o.MaxRestarts, Backoff: o.Backoff, OnChange: d.onProcess}), d: d}
 		if !o.NoAPI {
 			d.sec.cgroups = launcher.NewCgroups(launcher.CgroupOptions{Logger: log})

@@ -358,9 +358,7 @@ func (d *Daemon) secureHost(ctx context.Context, t *tm, c int, spec *launcher.Pr
 	if err != nil {
 		return err
 	}
-	if env != nil {
-		spec.Env = append(os.Environ(), env...)
-	}
+	spec.Env = append(spec.Env, env...) // the allowed part of the daemon's (hostEnv) and the credential's
 	if d.sec.quotas == nil {
 		return nil
 	}
@@ -398,7 +396,9 @@ func (d *Daemon) secureHost(ctx context.Context, t *tm, c int, spec *launcher.Pr
 }
 
 // revokeHosts revokes every NATS credential issued to t's hosts and
-// removes their files: a killed topology's hosts can no longer connect.
+// removes their files: once a topology is killed, FINISHED or FAILED (a
+// terminal state, no host of it runs again), a credential of its hosts can
+// no longer connect.
 func (d *Daemon) revokeHosts(t *tm) {
 	m := d.sec.accounts
 	if m == nil {

@@ -424,6 +424,7 @@ func (t *tm) finish() {
 		t.log.Error("record FINISHED", "err", err)
 	}
 	t.stopContainers(ctx)
+	t.d.revokeHosts(t) // a finished topology's credentials connect no more
 	t.d.reshareRates(ctx, t.sp.tenant, nil)
 	t.log.Info("topology finished")
 }
@@ -475,6 +476,7 @@ func (t *tm) failTopology(msg string) {
 			t.log.Warn("stop a container of a failed topology", "container", c, "err", err)
 		}
 	}
+	t.d.revokeHosts(t) // stopped: a failed topology's credentials connect no more
 	t.goroutine(func() { t.d.reshareRates(ctx, t.sp.tenant, nil) })
 }
 

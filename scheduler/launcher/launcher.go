@@ -424,10 +424,10 @@ func (s *Supervisor) newProc(spec ProcessSpec) (*proc, error) {
 		st:   ProcessStatus{ID: spec.ID, State: StateStopped},
 	}
 	if path := s.LogPath(spec.ID); path != "" {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 			return nil, fmt.Errorf("launcher: process %s: log dir: %w", spec.ID, err)
 		}
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 		if err != nil {
 			return nil, fmt.Errorf("launcher: process %s: log file: %w", spec.ID, err)
 		}

@@ -3,8 +3,8 @@ package daemon
 import (
 	"context"
 	"fmt"
-	"slices"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"

@@ -3,6 +3,9 @@ package daemon_test
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,5 +42,50 @@ func TestCloseIdempotentRefusesSubmit(t *testing.T) {
 	}
 	if err := d.Close(ctx); err != nil {
 		t.Errorf("second Close: %v", err)
+	}
+}
+
+// TestUIActionsAsLocalhost: the UI's calls (a state-changing POST with
+// the browser's Origin, and a read) succeed when the UI is opened as
+// localhost:PORT or [::1]:PORT instead of the bound 127.0.0.1:PORT, and a
+// foreign Host or Origin is still refused.
+func TestUIActionsAsLocalhost(t *testing.T) {
+	d := startDaemonWith(t, daemon.Options{NoAPI: false})
+	u, err := url.Parse(d.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := u.Port()
+	call := func(method, path, host, origin string) int {
+		t.Helper()
+		req, err := http.NewRequest(method, d.URL()+path, strings.NewReader("{}"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Host = host
+		req.Header.Set("Authorization", "Bearer "+d.AdminToken())
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Origin", origin)
+		req.Header.Set("Sec-Fetch-Site", "same-origin")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	for _, h := range []string{"127.0.0.1:" + port, "localhost:" + port, "[::1]:" + port} {
+		if code := call(http.MethodPost, "/api/v1/tickets", h, "http://"+h); code != http.StatusOK {
+			t.Errorf("POST /api/v1/tickets as %s: %d, want 200", h, code)
+		}
+		if code := call(http.MethodGet, "/api/v1/topologies", h, "http://"+h); code != http.StatusOK {
+			t.Errorf("GET /api/v1/topologies as %s: %d, want 200", h, code)
+		}
+	}
+	if code := call(http.MethodPost, "/api/v1/tickets", "localhost:"+port, "http://evil.example"); code != http.StatusForbidden {
+		t.Errorf("a foreign origin: %d, want 403", code)
+	}
+	if code := call(http.MethodPost, "/api/v1/tickets", "evil.example:"+port, "http://evil.example:"+port); code != http.StatusMisdirectedRequest {
+		t.Errorf("a foreign host: %d, want 421", code)
 	}
 }

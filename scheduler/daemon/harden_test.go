@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/ardea-dev/ardea/internal/natsauth"
 	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/scheduler/daemon"
+	"github.com/ardea-dev/ardea/scheduler/launcher"
 )
 
 // finiteSubmit is a paused word count whose generator ends after count
@@ -144,7 +146,10 @@ func TestHostProcessHardening(t *testing.T) {
 		if err := os.WriteFile(path, raw, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		_, err := nats.Connect(d.NATSURL(), nats.UserCredentials(path), nats.NoReconnect(), nats.Timeout(30*time.Second))
+		nc, err := nats.Connect(d.NATSURL(), nats.UserCredentials(path), nats.NoReconnect(), nats.Timeout(30*time.Second))
+		if nc != nil {
+			nc.Close()
+		}
 		natsRefusedAtConnect(t, fmt.Sprintf("container %d's saved creds after FINISHED", i+1), err)
 	}
 
@@ -167,4 +172,64 @@ func TestHostProcessHardening(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestHostCredsRevokedAtFailed: a topology whose host keeps dying ends
+// FAILED; its hosts' creds files are then gone and a saved copy of the
+// credential is refused at CONNECT (revoked at FAILED, not only at kill).
+func TestHostCredsRevokedAtFailed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs ardea host processes")
+	}
+	const top = "dies"
+	ctx := context.Background()
+	data := t.TempDir()
+	d := startDaemonWith(t, daemon.Options{DataDir: data, MaxRestarts: 1,
+		Backoff: launcher.BackoffPolicy{Initial: time.Millisecond, Max: time.Millisecond}})
+	c := d.Client()
+	req, err := pausedSubmit(top)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Submit(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	var saved []byte
+	killed := map[int]bool{}
+	testutil.Eventually(t, top+" FAILED after its host was killed again and again", func() (bool, string) {
+		st, err := c.Status(ctx, top)
+		if err != nil {
+			return false, err.Error()
+		}
+		if st.State == daemon.StateFailed {
+			return true, ""
+		}
+		for _, ct := range st.Containers {
+			if ct.PID == 0 || killed[ct.PID] {
+				continue
+			}
+			if saved == nil {
+				raw, err := os.ReadFile(filepath.Join(data, "creds", top+"_container-1.creds"))
+				if err != nil {
+					return false, err.Error()
+				}
+				saved = raw
+			}
+			killed[ct.PID] = true
+			_ = syscall.Kill(ct.PID, syscall.SIGKILL)
+		}
+		return false, fmt.Sprintf("%s %+v", st.State, st.Containers)
+	})
+	if left, _ := filepath.Glob(filepath.Join(data, "creds", top+"_*")); len(left) > 0 {
+		t.Errorf("creds files left at FAILED: %v", left)
+	}
+	path := filepath.Join(t.TempDir(), "saved.creds")
+	if err := os.WriteFile(path, saved, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect(d.NATSURL(), nats.UserCredentials(path), nats.NoReconnect(), nats.Timeout(30*time.Second))
+	if nc != nil {
+		nc.Close()
+	}
+	natsRefusedAtConnect(t, "the failed topology's saved creds", err)
 }

@@ -1,20 +1,19 @@
 package daemon
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 )
 
-// Everything the daemon and its hosts create under the data dir is the
+// dataDirMode is the mode of the data dir and of every folder the daemon
+// and its hosts make in it; their files are 0600. Everything there is the
 // owner's only: container logs hold tenants' guest output, exceptions and
 // failed tuples; creds, nats-auth and tls hold keys; nats holds every
 // tenant's JetStream data.
-const (
-	dataDirMode  fs.FileMode = 0o700
-	dataFileMode fs.FileMode = 0o600
-)
+const dataDirMode fs.FileMode = 0o700
 
 // The data dir's folders the daemon makes (others: nats-auth, creds and
 // tls, made by their packages 0700 too).
@@ -37,27 +36,37 @@ func secureDataDir(dataDir, cacheDir string) error {
 	if err := tighten(dataDir); err != nil {
 		return fmt.Errorf("local: data dir: %w", err)
 	}
-	own := []string{filepath.Join(dataDir, natsDir), filepath.Join(dataDir, logsDir), filepath.Join(cacheDir, cacheSub)}
-	for _, dir := range own {
+	cache := filepath.Join(cacheDir, cacheSub)
+	for _, dir := range []string{filepath.Join(dataDir, natsDir), filepath.Join(dataDir, logsDir), cache} {
 		if err := os.MkdirAll(dir, dataDirMode); err != nil {
 			return fmt.Errorf("local: data dir: %w", err)
 		}
 	}
-	for _, name := range []string{"creds", "nats-auth", "tls", cacheSub} {
-		own = append(own, filepath.Join(dataDir, name))
-	}
-	for _, dir := range own {
-		err := filepath.WalkDir(dir, func(path string, _ fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			return tighten(path)
-		})
-		if err != nil && !os.IsNotExist(err) {
+	for _, name := range []string{natsDir, logsDir, "creds", "nats-auth", "tls", cacheSub} {
+		if err := tightenTree(filepath.Join(dataDir, name)); err != nil {
 			return fmt.Errorf("local: data dir: %w", err)
 		}
 	}
+	if filepath.Clean(cacheDir) != filepath.Clean(dataDir) {
+		// A cache dir of the user's (--cache-dir) may be shared with other
+		// runs: tightened as far as it can be.
+		_ = tightenTree(cache)
+	}
 	return nil
+}
+
+// tightenTree tightens dir and everything under it; an entry removed
+// meanwhile is skipped.
+func tightenTree(dir string) error {
+	return filepath.WalkDir(dir, func(path string, _ fs.DirEntry, err error) error {
+		if err == nil {
+			err = tighten(path)
+		}
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return err
+	})
 }
 
 // tighten removes the group's and others' permission bits of path (a

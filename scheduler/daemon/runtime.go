@@ -61,12 +61,15 @@ func (p processes) start(ctx context.Context, t *tm, container int) error {
 
 // hostEnvAllowed are the variables of the daemon's environment a host
 // process inherits: what a Go program, its locale and its temporary files
-// need. Nothing else of the daemon's environment (its tokens, cloud or
+// need, and the trust store and proxies of the machine's network. Nothing
+// else of the daemon's environment (its tokens, cloud or
 // broker credentials) reaches a host, which runs tenants' code: a host's
 // own settings are flags, and its NATS credential and restart count are
 // variables the daemon and the launcher set for it (ARDEA_*).
 var hostEnvAllowed = []string{"PATH", "HOME", "TMPDIR", "TZ", "LANG", "LANGUAGE",
-	"GOMAXPROCS", "GOMEMLIMIT", "GOGC", "GODEBUG", "GOTRACEBACK", "GOCOVERDIR"}
+	"GOMAXPROCS", "GOMEMLIMIT", "GOGC", "GODEBUG", "GOTRACEBACK", "GOCOVERDIR",
+	// the machine's trust store and proxies, which built-in connectors use
+	"SSL_CERT_FILE", "SSL_CERT_DIR", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy"}
 
 // hostEnv keeps of environ (KEY=value entries) the allowed variables and
 // the locale's LC_* ones; never nil (nil would inherit everything).

@@ -227,9 +227,11 @@ func (d *Daemon) Submit(ctx context.Context, req SubmitRequest) error {
 		return err
 	}
 	if err := d.register(t); err != nil {
-		// Close began meanwhile: it stops only the managers it found.
+		// Close began meanwhile: it stops only the managers it found (and
+		// waits for this submit, so the store is still there).
 		t.stopContainers(ctx)
 		t.stopTM()
+		_ = sp.store.DeleteTopology(context.WithoutCancel(ctx), req.Name)
 		return err
 	}
 	return nil

@@ -69,7 +69,7 @@ func newAckState(sm *StreamManager, o Options) *ackState {
 }
 
 // start subscribes to this container's ack subject and runs the timeout
-// clock until the stream manager closes.
+// clock until the stream manager closes (Close waits for it: sm.bg).
 func (a *ackState) start() (*nats.Subscription, error) {
 	subj := a.sm.subj.Ack(a.sm.me)
 	sub, err := a.sm.nc.Subscribe(subj, a.onAck)
@@ -79,7 +79,7 @@ func (a *ackState) start() (*nats.Subscription, error) {
 	if err := sub.SetPendingLimits(-1, 64<<20); err != nil {
 		return nil, fmt.Errorf("bus: pending limits on %s: %w", subj, err)
 	}
-	go a.clock()
+	a.sm.bg.Go(a.clock)
 	return sub, nil
 }
 

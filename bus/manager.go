@@ -125,9 +125,12 @@ type StreamManager struct {
 	started   atomic.Bool
 	done      chan struct{}
 	closeOnce sync.Once
-	subs      []*nats.Subscription
-	dataSub   *nats.Subscription
-	ctrlBuf   []CtrlEntry // onCredit only (callbacks of one subscription are serial)
+	// bg is the stream manager's own goroutines (the ack clock); Close
+	// waits for them.
+	bg      sync.WaitGroup
+	subs    []*nats.Subscription
+	dataSub *nats.Subscription
+	ctrlBuf []CtrlEntry // onCredit only (callbacks of one subscription are serial)
 
 	ack *ackState // nil: at most once
 
@@ -594,6 +597,7 @@ func (sm *StreamManager) Close() error {
 		if sm.ownConn {
 			sm.nc.Close()
 		}
+		sm.bg.Wait()
 	})
 	return err
 }

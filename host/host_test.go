@@ -140,7 +140,7 @@ func TestSpoutLifecycle(t *testing.T) {
 	tc := taskContext("counter", map[string]string{"count.n": "5"},
 		tuple.StreamDecl{Name: "default", Fields: []string{"n", "ts"}})
 	tc.Metric = met.add
-	before := time.Now().UnixNano()
+	before := coarse(time.Now().UnixNano()) // guests read GuestClockResolution
 	if err := s.Open(context.Background(), tc, &rec); err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"time"
 
 	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/tuple"
@@ -606,5 +605,5 @@ func validMetricName(s string) bool {
 }
 
 func hostNow(_ context.Context, _ api.Module, stack []uint64) {
-	stack[0] = uint64(time.Now().UnixNano())
+	stack[0] = uint64(guestNow()) // GuestClockResolution (clock.go)
 }

@@ -308,14 +308,14 @@ func (m *Module) newInstance(ctx context.Context, kind string, ic InstanceConfig
 	in.cancel = cancel
 	rt.watch(in)
 
-	// No args, no environment, no mounts: WASI serves clocks, random and
-	// stdout/stderr only.
+	// No args, no environment, no mounts: WASI serves clocks (coarsened to
+	// GuestClockResolution), random and stdout/stderr only.
 	mc := wazero.NewModuleConfig().
 		WithName(fmt.Sprintf("%s/%s/%d#%d", ic.Topology, ic.Component, ic.TaskID, seq)).
 		WithStartFunctions(). // _initialize is called below, under the deadline
 		WithStdout(in.stdout).
 		WithStderr(in.stderr).
-		WithSysWalltime().WithSysNanotime().WithSysNanosleep().
+		WithWalltime(guestWalltime, guestClockRes).WithNanotime(guestNanotime, guestClockRes).WithSysNanosleep().
 		WithRandSource(rand.Reader)
 	in.begin(callInit)
 	t0 := time.Now()

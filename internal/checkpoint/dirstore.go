@@ -31,7 +31,7 @@ var _ Store = (*DirStore)(nil)
 
 // NewDirStore returns a DirStore rooted at root, creating it if needed.
 func NewDirStore(root string) (*DirStore, error) {
-	if err := os.MkdirAll(root, 0o755); err != nil {
+	if err := os.MkdirAll(root, 0o700); err != nil {
 		return nil, fmt.Errorf("checkpoint: store directory: %w", err)
 	}
 	return &DirStore{root: root}, nil
@@ -79,7 +79,7 @@ func (s *DirStore) Save(ctx context.Context, topology string, id uint64, task ui
 // new entry.
 func (s *DirStore) mkdirs(topology string, id uint64) error {
 	for _, d := range []string{s.topoDir(topology), s.ckptDir(topology, id)} {
-		err := os.Mkdir(d, 0o755)
+		err := os.Mkdir(d, 0o700)
 		if errors.Is(err, fs.ErrExist) {
 			if fi, serr := os.Stat(d); serr != nil || !fi.IsDir() {
 				return fmt.Errorf("%s exists and is not a directory", d)

@@ -154,6 +154,11 @@ func (d *Daemon) handleSubmit(w http.ResponseWriter, r *http.Request) {
 
 // Submit stores a topology and its modules and starts its topology manager.
 func (d *Daemon) Submit(ctx context.Context, req SubmitRequest) error {
+	done, err := d.enter()
+	if err != nil {
+		return err
+	}
+	defer done()
 	sp, err := d.space(ctx)
 	if err != nil {
 		return err
@@ -230,9 +235,14 @@ func (d *Daemon) Submit(ctx context.Context, req SubmitRequest) error {
 		_ = sp.store.DeleteTopology(context.WithoutCancel(ctx), req.Name)
 		return err
 	}
-	d.mu.Lock()
-	sp.tms[req.Name] = t
-	d.mu.Unlock()
+	if err := d.register(t); err != nil {
+		// Close began meanwhile: it stops only the managers it found (and
+		// waits for this submit, so the store is still there).
+		t.stopContainers(ctx)
+		t.stopTM()
+		_ = sp.store.DeleteTopology(context.WithoutCancel(ctx), req.Name)
+		return err
+	}
 	return nil
 }
 

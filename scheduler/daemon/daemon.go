@@ -139,6 +139,14 @@ type Daemon struct {
 	servers sync.WaitGroup
 
 	mu sync.Mutex
+	// closing is set (under mu) when Close begins: no topology manager is
+	// registered after it (register), no operation enters (enter); ops
+	// counts the operations Close waits for. closeOnce and closeErr make
+	// Close idempotent.
+	closing   bool
+	ops       sync.WaitGroup
+	closeOnce sync.Once
+	closeErr  error
 	// spaces are the tenants' spaces (space.go), opened on first use;
 	// spaceMu serialises opening one.
 	spaces  map[string]*space
@@ -188,17 +196,15 @@ func Start(ctx context.Context, o Options) (*Daemon, error) {
 	if err := o.Metrics.Validate(); err != nil {
 		return nil, fmt.Errorf("local: %w", err)
 	}
-	for _, dir := range []string{filepath.Join(o.DataDir, "nats"), filepath.Join(o.DataDir, "logs"), filepath.Join(d.cacheDir(), "wazero")} {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, fmt.Errorf("local: data dir: %w", err)
-		}
+	if err := secureDataDir(o.DataDir, d.cacheDir()); err != nil {
+		return nil, err
 	}
 	if !o.NoAPI {
 		if d.ln, err = net.Listen("tcp", o.Listen); err != nil {
 			return nil, fmt.Errorf("local: API listen on %s: %w", o.Listen, err)
 		}
 	}
-	srvOpts := bus.ServerOptions{Logger: log, JetStream: true, StoreDir: filepath.Join(o.DataDir, "nats"), Port: -1}
+	srvOpts := bus.ServerOptions{Logger: log, JetStream: true, StoreDir: filepath.Join(o.DataDir, natsDir), Port: -1}
 	if !o.InProcess {
 		// Host processes connect over the client port: every client needs
 		// a credential, and lands in its tenant's account.
@@ -236,7 +242,7 @@ func Start(ctx context.Context, o Options) (*Daemon, error) {
 	if o.InProcess {
 		d.sup = newInProcess(d)
 	} else {
-		d.sup = processes{Supervisor: launcher.New(launcher.Options{Logger: log, LogDir: filepath.Join(o.DataDir, "logs"),
+		d.sup = processes{Supervisor: launcher.New(launcher.Options{Logger: log, LogDir: filepath.Join(o.DataDir, logsDir),
 			MaxRestarts: o.MaxRestarts, Backoff: o.Backoff, OnChange: d.onProcess}), d: d}
 		if !o.NoAPI {
 			d.sec.cgroups = launcher.NewCgroups(launcher.CgroupOptions{Logger: log})
@@ -363,18 +369,57 @@ func (d *Daemon) resumeSpace(ctx context.Context, sp *space) error {
 			}
 			continue
 		}
-		d.mu.Lock()
-		sp.tms[rec.Name] = t
-		d.mu.Unlock()
+		if err := d.register(t); err != nil {
+			t.stopTM()
+			return err
+		}
 		t.log.Info("topology resumed", "state", st.State)
 	}
 	return nil
 }
 
-// Close stops every container process, the API and NATS. Topologies stay
-// in the state manager and resume at the next Start.
-func (d *Daemon) Close(ctx context.Context) error {
+// ErrClosed is returned by an operation that would start a topology once
+// the daemon's Close has begun.
+var ErrClosed = errors.New("local: the daemon is closed")
+
+// enter begins an operation that may register a topology manager (a
+// submit): refused with ErrClosed once Close has begun; Close waits for
+// the operations that entered before (done ends one).
+func (d *Daemon) enter() (done func(), err error) {
 	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closing {
+		return nil, ErrClosed
+	}
+	d.ops.Add(1)
+	return d.ops.Done, nil
+}
+
+// register makes t its topology's running manager, unless Close has begun
+// (ErrClosed: Close has collected the managers it stops, so the caller
+// stops t). Under the same lock as the closing flag, so every registered
+// manager is one Close stops.
+func (d *Daemon) register(t *tm) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closing {
+		return ErrClosed
+	}
+	t.sp.tms[t.name] = t
+	return nil
+}
+
+// Close stops every container process, the API and NATS. Topologies stay
+// in the state manager and resume at the next Start. Calling it again
+// returns the first call's result (after waiting for it).
+func (d *Daemon) Close(ctx context.Context) error {
+	d.closeOnce.Do(func() { d.closeErr = d.close(ctx) })
+	return d.closeErr
+}
+
+func (d *Daemon) close(ctx context.Context) error {
+	d.mu.Lock()
+	d.closing = true
 	var tms []*tm
 	for _, sp := range d.spaces {
 		for _, t := range sp.tms {
@@ -401,6 +446,9 @@ func (d *Daemon) Close(ctx context.Context) error {
 		errs = append(errs, d.promHTTP.Shutdown(ctx))
 	}
 	d.servers.Wait()
+	// A submit that entered before Close began has registered its manager
+	// (stopped above) or is refused and stops it itself.
+	d.ops.Wait()
 	// No request validates a module any more: the validator's runtime
 	// (made at the first swap or apply, if any) closes. Do orders this
 	// after its making.

@@ -3,8 +3,10 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/ardea-dev/ardea/scheduler/launcher"
@@ -55,11 +57,36 @@ func (p processes) start(ctx context.Context, t *tm, container int) error {
 		return err
 	}
 	args = append(args, pargs...)
-	spec := launcher.ProcessSpec{ID: t.procID(container), Path: d.o.HostPath, Args: args}
+	spec := launcher.ProcessSpec{ID: t.procID(container), Path: d.o.HostPath, Args: args, Env: hostEnv(os.Environ())}
 	if err := d.secureHost(ctx, t, container, &spec); err != nil {
 		return err
 	}
 	return p.Start(ctx, spec)
+}
+
+// hostEnvAllowed are the variables of the daemon's environment a host
+// process inherits: what a Go program, its locale and its temporary files
+// need, and the trust store and proxies of the machine's network. Nothing
+// else of the daemon's environment (its tokens, cloud or
+// broker credentials) reaches a host, which runs tenants' code: a host's
+// own settings are flags, and its NATS credential and restart count are
+// variables the daemon and the launcher set for it (ARDEA_*).
+var hostEnvAllowed = []string{"PATH", "HOME", "TMPDIR", "TZ", "LANG", "LANGUAGE",
+	"GOMAXPROCS", "GOMEMLIMIT", "GOGC", "GODEBUG", "GOTRACEBACK", "GOCOVERDIR",
+	// the machine's trust store and proxies, which built-in connectors use
+	"SSL_CERT_FILE", "SSL_CERT_DIR", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy"}
+
+// hostEnv keeps of environ (KEY=value entries) the allowed variables and
+// the locale's LC_* ones; never nil (nil would inherit everything).
+func hostEnv(environ []string) []string {
+	out := []string{}
+	for _, kv := range environ {
+		k, _, _ := strings.Cut(kv, "=")
+		if slices.Contains(hostEnvAllowed, k) || strings.HasPrefix(k, "LC_") {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 // kill sends SIGKILL to the host's process group (the host and anything

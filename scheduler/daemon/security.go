@@ -18,7 +18,6 @@ import (
 	"github.com/ardea-dev/ardea/internal/audit"
 	"github.com/ardea-dev/ardea/internal/auth"
 	"github.com/ardea-dev/ardea/internal/httpsec"
-	"github.com/ardea-dev/ardea/internal/names"
 	"github.com/ardea-dev/ardea/internal/natsauth"
 	"github.com/ardea-dev/ardea/internal/quota"
 	"github.com/ardea-dev/ardea/scheduler/launcher"
@@ -370,9 +369,7 @@ func (d *Daemon) secureHost(ctx context.Context, t *tm, c int, spec *launcher.Pr
 	if err != nil {
 		return err
 	}
-	if env != nil {
-		spec.Env = append(os.Environ(), env...)
-	}
+	spec.Env = append(spec.Env, env...) // the allowed part of the daemon's (hostEnv) and the credential's
 	if d.sec.quotas == nil {
 		return nil
 	}
@@ -410,7 +407,9 @@ func (d *Daemon) secureHost(ctx context.Context, t *tm, c int, spec *launcher.Pr
 }
 
 // revokeHosts revokes every NATS credential issued to t's hosts and
-// removes their files: a killed topology's hosts can no longer connect.
+// removes their files: once a topology is killed, FINISHED or FAILED (a
+// terminal state, no host of it runs again), a credential of its hosts can
+// no longer connect.
 func (d *Daemon) revokeHosts(t *tm) {
 	m := d.sec.accounts
 	if m == nil {
@@ -423,26 +422,6 @@ func (d *Daemon) revokeHosts(t *tm) {
 	for _, f := range matches {
 		_ = os.Remove(f)
 	}
-}
-
-// procFile makes a procID a file name.
-func procFile(id string) string {
-	b := []byte(id)
-	for i, c := range b {
-		if c == '/' {
-			b[i] = '_'
-		}
-	}
-	return string(b)
-}
-
-// procPrefix is the procID of t's containers without the number.
-func procPrefix(tenant, topology string) string {
-	id := topology + "/container-"
-	if tenant != names.DefaultTenant {
-		id = tenant + "." + id
-	}
-	return id
 }
 
 // CPUQuotas reports how tenants' CPU quotas are enforced: the cgroup

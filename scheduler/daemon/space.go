@@ -12,6 +12,7 @@ import (
 
 	"github.com/ardea-dev/ardea/internal/auth"
 	"github.com/ardea-dev/ardea/internal/names"
+	"github.com/ardea-dev/ardea/scheduler/launcher"
 	"github.com/ardea-dev/ardea/scheduler/statemgr"
 )
 
@@ -119,16 +120,30 @@ func (d *Daemon) spacesNow() []*space {
 }
 
 // procID names container c of topology t for the runtime (and its log
-// file): "<topology>/container-<c>" in the default tenant,
-// "<tenant>.<topology>/container-<c>" in another ('.' is in no name, so
-// the id parses back: parseProcID).
+// and creds files: procFile): "<topology>/container-<c>" in the default
+// tenant, "<tenant>.<topology>/container-<c>" in another ('.' is in no
+// name, so the id parses back: parseProcID). procPrefix, procID,
+// parseProcID and procFile are the only places that know the format.
 func procID(tenant, topology string, c int) string {
 	return procPrefix(tenant, topology) + strconv.Itoa(c)
 }
 
+// procPrefix is the procID of a topology's containers without the number.
+func procPrefix(tenant, topology string) string {
+	id := topology + "/container-"
+	if tenant != names.DefaultTenant {
+		id = tenant + "." + id
+	}
+	return id
+}
+
+// procFile makes a procID (or its prefix) a file name, as the launcher
+// names its log files.
+func procFile(id string) string { return launcher.FileName(id) }
+
 // parseProcID splits a procID.
 func parseProcID(id string) (tenant, topology, container string, ok bool) {
-	top, num, ok := strings.Cut(id, "/container-")
+	top, num, ok := strings.Cut(id, procPrefix(names.DefaultTenant, ""))
 	if !ok {
 		return "", "", "", false
 	}

@@ -424,6 +424,7 @@ func (t *tm) finish() {
 		t.log.Error("record FINISHED", "err", err)
 	}
 	t.stopContainers(ctx)
+	t.d.revokeHosts(t) // a finished topology's credentials connect no more
 	t.d.reshareRates(ctx, t.sp.tenant, nil)
 	t.log.Info("topology finished")
 }
@@ -475,6 +476,7 @@ func (t *tm) failTopology(msg string) {
 			t.log.Warn("stop a container of a failed topology", "container", c, "err", err)
 		}
 	}
+	t.d.revokeHosts(t) // stopped: a failed topology's credentials connect no more
 	t.goroutine(func() { t.d.reshareRates(ctx, t.sp.tenant, nil) })
 }
 
@@ -572,7 +574,7 @@ func (t *tm) stopContainers(ctx context.Context) {
 // topology (after a shrinking rescale there may be more than the plan has).
 func (t *tm) maxLaunched() int {
 	n := 0
-	prefix := t.name + "/container-"
+	prefix := procPrefix(t.sp.tenant, t.name)
 	for _, ps := range t.d.sup.List() {
 		if s, ok := cutPrefix(ps.ID, prefix); ok {
 			if c, err := strconv.Atoi(s); err == nil && c > n {

@@ -231,8 +231,12 @@ func (s *Supervisor) LogPath(id string) string {
 	if s.opts.LogDir == "" {
 		return ""
 	}
-	return filepath.Join(s.opts.LogDir, strings.ReplaceAll(id, "/", "_")+".log")
+	return filepath.Join(s.opts.LogDir, FileName(id)+".log")
 }
+
+// FileName makes a process id a file name ('/' becomes '_'): the base of
+// its log file, and of any other file named after the process.
+func FileName(id string) string { return strings.ReplaceAll(id, "/", "_") }
 
 func validID(id string) error {
 	if id == "" || id == "." || id == ".." || strings.ContainsAny(id, "\x00\\") {
@@ -420,10 +424,10 @@ func (s *Supervisor) newProc(spec ProcessSpec) (*proc, error) {
 		st:   ProcessStatus{ID: spec.ID, State: StateStopped},
 	}
 	if path := s.LogPath(spec.ID); path != "" {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 			return nil, fmt.Errorf("launcher: process %s: log dir: %w", spec.ID, err)
 		}
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 		if err != nil {
 			return nil, fmt.Errorf("launcher: process %s: log file: %w", spec.ID, err)
 		}

@@ -249,11 +249,15 @@ type Config struct {
 }
 
 // For returns tenant's quotas under the file: its entry over the default.
-func (c *Config) For(tenant string) Quotas {
+func (c *Config) For(tenant string) Quotas { return c.Over(tenant, Quotas{}) }
+
+// Over returns base with what the file sets for tenant (its default,
+// then its entry) over it.
+func (c *Config) Over(tenant string, base Quotas) Quotas {
 	if c == nil {
-		return Quotas{}
+		return base
 	}
-	return c.Tenants[tenant].Over(c.Default.Over(Quotas{}))
+	return c.Tenants[tenant].Over(c.Default.Over(base))
 }
 
 // UnmarshalYAML reads the section. Errors name the field as the file

@@ -241,7 +241,7 @@ func Start(ctx context.Context, o Options) (*Daemon, error) {
 		d.sup = processes{Supervisor: launcher.New(launcher.Options{Logger: log, LogDir: filepath.Join(o.DataDir, "logs"),
 			MaxRestarts: o.MaxRestarts, Backoff: o.Backoff, OnChange: d.onProcess}), d: d}
 		if !o.NoAPI {
-			d.sec.cgroups = launcher.NewCgroups(launcher.CgroupOptions{Logger: log})
+			d.sec.cgroups = launcher.NewCgroups(launcher.CgroupOptions{Logger: log, Root: cgroupRoot(o.DataDir)})
 		}
 	}
 	if !o.NoAPI {

@@ -2,12 +2,16 @@ package daemon
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"path/filepath"
 	"time"
 
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/internal/quota"
 	"github.com/ardea-dev/ardea/scheduler/ctl"
+	"github.com/ardea-dev/ardea/scheduler/launcher"
 	"github.com/ardea-dev/ardea/scheduler/statemgr"
 )
 
@@ -334,4 +338,17 @@ func (d *Daemon) refuseResume(ctx context.Context, sp *space, name string, err e
 	if _, serr := sp.store.SetState(ctx, name, statemgr.ExecState{State: StateFailed, Message: msg, Updated: time.Now()}); serr != nil {
 		d.log.Error("record FAILED", "topology", name, "err", serr)
 	}
+}
+
+// cgroupRoot is the cgroup this daemon makes its tenants' CPU cgroups
+// under: ardea/<a digest of its data dir>. Two daemons on one machine
+// (two data dirs) neither share a tenant's CPU quota nor remove each
+// other's cgroups when they stop; the same daemon started again reuses
+// its own.
+func cgroupRoot(dataDir string) string {
+	if abs, err := filepath.Abs(dataDir); err == nil {
+		dataDir = abs
+	}
+	sum := sha256.Sum256([]byte(dataDir))
+	return launcher.DefaultCgroupRoot + "/d-" + hex.EncodeToString(sum[:6])
 }

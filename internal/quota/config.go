@@ -374,3 +374,27 @@ func ParseConfig(name string, b []byte) (*Config, error) {
 	}
 	return d.Quotas, nil
 }
+
+// Limit is quota name of q as the deployment file writes it: a number,
+// a size, cores, or "unlimited" for 0; "" for an unknown name.
+func (q Quotas) Limit(name string) string {
+	i, err := lookup(name)
+	if err != nil {
+		return ""
+	}
+	f := fields[i]
+	if f.i64 == nil {
+		if q.CPU == 0 {
+			return Unlimited
+		}
+		return strconv.FormatFloat(q.CPU, 'f', -1, 64)
+	}
+	n := *f.i64(&q)
+	if n == 0 {
+		return Unlimited
+	}
+	if f.kind == kindBytes {
+		return packing.FormatBytes(n)
+	}
+	return strconv.FormatInt(n, 10)
+}

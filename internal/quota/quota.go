@@ -111,6 +111,10 @@ func (e *Error) Error() string {
 // Is makes errors.Is(err, ErrQuota) hold.
 func (e *Error) Is(target error) bool { return target == ErrQuota }
 
+// FormatValue prints a value (a limit, a usage) of quota name: sizes
+// with units.
+func FormatValue(name string, n int64) string { return formatValue(name, n) }
+
 // formatValue prints a value of quota name: sizes with units.
 func formatValue(name string, n int64) string {
 	if name == "jetstream_memory" || name == "jetstream_disk" {
@@ -149,4 +153,24 @@ func CheckAction(action string, q Quotas, usage, add Usage) error {
 		return errs[0]
 	}
 	return errors.Join(errs...)
+}
+
+// Of is u's usage of quota name; false for the quotas not counted as
+// usage (the rates, cpu).
+func (u Usage) Of(name string) (int64, bool) {
+	switch name {
+	case "topologies":
+		return u.Topologies, true
+	case "instances":
+		return u.Instances, true
+	case "containers":
+		return u.Containers, true
+	case "wasm_memory_pages":
+		return u.WasmMemoryPages, true
+	case "jetstream_memory":
+		return u.JetStreamMemory, true
+	case "jetstream_disk":
+		return u.JetStreamDisk, true
+	}
+	return 0, false
 }

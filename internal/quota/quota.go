@@ -6,9 +6,10 @@
 //
 // Where each is enforced (docs/tenancy.md, "Quotas"):
 //
-//   - topologies, instances, containers, wasm_memory_pages: Check, when a
-//     topology is submitted or updated (the daemon computes the tenant's
-//     usage and what the request adds, TopologyUsage);
+//   - topologies, instances, containers, wasm_memory_pages: Check, when
+//     the daemon admits a change of what a tenant runs (submit, update,
+//     apply, swap, resume at start: it computes the tenant's usage and
+//     what the request adds, TopologyUsage after minus before);
 //   - tuples_per_second, bytes_per_second: the stream managers' token
 //     buckets (bus.Options), the tenant's rate divided among its running
 //     containers (ContainerRates);
@@ -17,10 +18,11 @@
 //   - jetstream_memory, jetstream_disk: the tenant's NATS account's
 //     JetStream limits.
 //
-// The quotas come from the deployment file's quotas: section (a default
-// and per-tenant entries, Config) and from overrides set through the
-// admin API (Store), in that order: each level sets only the fields it
-// names.
+// The quotas come from built-in defaults sized from the machine
+// (Defaults; every tenant but the daemon's default one), the deployment
+// file's quotas: section (a default and per-tenant entries, Config) and
+// overrides set through the admin API (Store), in that order: each level
+// sets only the fields it names.
 package quota
 
 import (

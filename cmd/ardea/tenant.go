@@ -23,17 +23,19 @@ var argTenant = posArg{name: "NAME", what: "the tenant's name (see ardea tenant 
 func newTenantCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "tenant",
-		Short: "Create, list and delete tenants (takes an admin token)",
+		Short: "Create, list and delete tenants, show and set their quotas (takes an admin token)",
 		Long: `A tenant owns topologies, modules and tokens; tenants do not see each
 other's. The daemon's first start makes the tenant "default" and an admin
 token for it (<data-dir>/admin.token). Managing tenants takes a token with
 scope admin. Deleting a tenant revokes its tokens; the default tenant cannot
-be deleted. See docs/tenancy.md.`,
+be deleted. Every tenant but the default one starts with default quotas sized
+from the machine (ardea tenant quotas NAME shows them). See docs/tenancy.md.`,
 		Example: `  ardea tenant create acme
   ardea tenant list -o json
+  ardea tenant quotas acme
   ardea tenant delete acme`,
 	}
-	cmd.AddCommand(newTenantCreateCmd(), newTenantListCmd(), newTenantDeleteCmd())
+	cmd.AddCommand(newTenantCreateCmd(), newTenantListCmd(), newTenantQuotasCmd(), newTenantDeleteCmd())
 	return cmd
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"net/http"
 	"os"
@@ -310,16 +311,18 @@ func Tenants(ctx context.Context, o TenantsOptions) (*TenantsResult, error) {
 	return res, nil
 }
 
-// benchTenant creates a tenant with quotas (nil: none) and returns a
-// client acting with a deploy token of it.
+// benchTenant creates a tenant with quotas and returns a client acting
+// with a deploy token of it. A CPU quota quotas leave out is lifted (the
+// built-in default would set one): the bench compares A with and without
+// its CPU quota, and B runs unlimited.
 func benchTenant(ctx context.Context, admin *daemon.Client, name string, quotas map[string]any) (*daemon.Client, error) {
 	if err := admin.Do(ctx, http.MethodPost, "/api/v1/tenants", auth.CreateTenantRequest{Name: name}, nil); err != nil {
 		return nil, fmt.Errorf("bench tenants: create tenant %s: %w", name, err)
 	}
-	if quotas != nil {
-		if err := admin.Do(ctx, http.MethodPut, "/api/v1/tenants/"+name+"/quotas", quotas, nil); err != nil {
-			return nil, fmt.Errorf("bench tenants: quotas of %s: %w", name, err)
-		}
+	q := map[string]any{"cpu": "unlimited"}
+	maps.Copy(q, quotas)
+	if err := admin.Do(ctx, http.MethodPut, "/api/v1/tenants/"+name+"/quotas", q, nil); err != nil {
+		return nil, fmt.Errorf("bench tenants: quotas of %s: %w", name, err)
 	}
 	var nt auth.NewToken
 	if err := admin.Do(ctx, http.MethodPost, "/api/v1/tokens", auth.CreateTokenRequest{Tenant: name, Scope: auth.ScopeDeploy, Name: "bench"}, &nt); err != nil {

@@ -249,11 +249,15 @@ type Config struct {
 }
 
 // For returns tenant's quotas under the file: its entry over the default.
-func (c *Config) For(tenant string) Quotas {
+func (c *Config) For(tenant string) Quotas { return c.Over(tenant, Quotas{}) }
+
+// Over returns base with what the file sets for tenant (its default,
+// then its entry) over it.
+func (c *Config) Over(tenant string, base Quotas) Quotas {
 	if c == nil {
-		return Quotas{}
+		return base
 	}
-	return c.Tenants[tenant].Over(c.Default.Over(Quotas{}))
+	return c.Tenants[tenant].Over(c.Default.Over(base))
 }
 
 // UnmarshalYAML reads the section. Errors name the field as the file
@@ -369,4 +373,28 @@ func ParseConfig(name string, b []byte) (*Config, error) {
 		return &Config{}, nil
 	}
 	return d.Quotas, nil
+}
+
+// Limit is quota name of q as the deployment file writes it: a number,
+// a size, cores, or "unlimited" for 0; "" for an unknown name.
+func (q Quotas) Limit(name string) string {
+	i, err := lookup(name)
+	if err != nil {
+		return ""
+	}
+	f := fields[i]
+	if f.i64 == nil {
+		if q.CPU == 0 {
+			return Unlimited
+		}
+		return strconv.FormatFloat(q.CPU, 'f', -1, 64)
+	}
+	n := *f.i64(&q)
+	if n == 0 {
+		return Unlimited
+	}
+	if f.kind == kindBytes {
+		return packing.FormatBytes(n)
+	}
+	return strconv.FormatInt(n, 10)
 }

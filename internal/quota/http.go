@@ -29,9 +29,11 @@ type TenantQuotas struct {
 	Tenant string `json:"tenant"`
 	// Quotas are the effective quotas (0: unlimited).
 	Quotas Quotas `json:"quotas"`
-	// File is what the deployment file sets for the tenant (its default
-	// with the tenant's entry over it), Override what the admin API set
-	// over that.
+	// Defaults are the built-in quotas the tenant gets (sized from the
+	// machine; none for the daemon's default tenant), File what the
+	// deployment file sets over them (its default with the tenant's entry
+	// over it), Override what the admin API set over that.
+	Defaults Overrides `json:"defaults"`
 	File     Overrides `json:"file"`
 	Override Overrides `json:"override"`
 	Usage    *Usage    `json:"usage,omitempty"`
@@ -155,7 +157,8 @@ func (h *handler) answer(w http.ResponseWriter, r *http.Request, tenant string) 
 		}
 		out.Override = o
 	}
-	out.Quotas = out.Override.Over(out.File.Over(Quotas{}))
+	out.Defaults = h.o.Resolver.DefaultsFor(tenant)
+	out.Quotas = out.Override.Over(out.File.Over(out.Defaults.Over(Quotas{})))
 	if h.o.Usage != nil {
 		u, err := h.o.Usage(ctx, tenant)
 		if err != nil {

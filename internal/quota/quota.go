@@ -6,9 +6,10 @@
 //
 // Where each is enforced (docs/tenancy.md, "Quotas"):
 //
-//   - topologies, instances, containers, wasm_memory_pages: Check, when a
-//     topology is submitted or updated (the daemon computes the tenant's
-//     usage and what the request adds, TopologyUsage);
+//   - topologies, instances, containers, wasm_memory_pages: Check, when
+//     the daemon admits a change of what a tenant runs (submit, update,
+//     apply, swap, resume at start: it computes the tenant's usage and
+//     what the request adds, TopologyUsage after minus before);
 //   - tuples_per_second, bytes_per_second: the stream managers' token
 //     buckets (bus.Options), the tenant's rate divided among its running
 //     containers (ContainerRates);
@@ -17,10 +18,11 @@
 //   - jetstream_memory, jetstream_disk: the tenant's NATS account's
 //     JetStream limits.
 //
-// The quotas come from the deployment file's quotas: section (a default
-// and per-tenant entries, Config) and from overrides set through the
-// admin API (Store), in that order: each level sets only the fields it
-// names.
+// The quotas come from built-in defaults sized from the machine
+// (Defaults; every tenant but the daemon's default one), the deployment
+// file's quotas: section (a default and per-tenant entries, Config) and
+// overrides set through the admin API (Store), in that order: each level
+// sets only the fields it names.
 package quota
 
 import (
@@ -111,6 +113,10 @@ func (e *Error) Error() string {
 // Is makes errors.Is(err, ErrQuota) hold.
 func (e *Error) Is(target error) bool { return target == ErrQuota }
 
+// FormatValue prints a value (a limit, a usage) of quota name: sizes
+// with units.
+func FormatValue(name string, n int64) string { return formatValue(name, n) }
+
 // formatValue prints a value of quota name: sizes with units.
 func formatValue(name string, n int64) string {
 	if name == "jetstream_memory" || name == "jetstream_disk" {
@@ -149,4 +155,24 @@ func CheckAction(action string, q Quotas, usage, add Usage) error {
 		return errs[0]
 	}
 	return errors.Join(errs...)
+}
+
+// Of is u's usage of quota name; false for the quotas not counted as
+// usage (the rates, cpu).
+func (u Usage) Of(name string) (int64, bool) {
+	switch name {
+	case "topologies":
+		return u.Topologies, true
+	case "instances":
+		return u.Instances, true
+	case "containers":
+		return u.Containers, true
+	case "wasm_memory_pages":
+		return u.WasmMemoryPages, true
+	case "jetstream_memory":
+		return u.JetStreamMemory, true
+	case "jetstream_disk":
+		return u.JetStreamDisk, true
+	}
+	return 0, false
 }

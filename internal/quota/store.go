@@ -94,21 +94,37 @@ func (s *Store) Delete(ctx context.Context, tenant string) error {
 	return nil
 }
 
-// Resolver gives each tenant's effective quotas: the deployment file's
-// (Config) under the admin API's overrides (Store). Either may be nil.
+// Resolver gives each tenant's effective quotas: the built-in defaults
+// (Defaults), under the deployment file's (Config), under the admin API's
+// overrides (Store). Any may be empty or nil.
 type Resolver struct {
+	// Defaults are the built-in quotas of every tenant but Exempt
+	// (Defaults(ThisMachine()) in the daemon).
+	Defaults Overrides
+	// Exempt is the tenant the built-in defaults do not apply to: the
+	// daemon's default tenant, the operator's own (its admin token's).
+	Exempt string
 	Config *Config
 	Store  *Store
 }
 
-// For returns tenant's quotas: the file's default, its entry in the
-// file, then its override from the admin API, each over the one before.
+// DefaultsFor are the built-in defaults that apply to tenant.
+func (r *Resolver) DefaultsFor(tenant string) Overrides {
+	if r == nil || tenant == r.Exempt {
+		return Overrides{}
+	}
+	return r.Defaults
+}
+
+// For returns tenant's quotas: the built-in defaults, the file's default,
+// its entry in the file, then its override from the admin API, each over
+// the one before.
 func (r *Resolver) For(ctx context.Context, tenant string) (Quotas, error) {
 	var cfg *Config
 	if r != nil {
 		cfg = r.Config
 	}
-	q := cfg.For(tenant)
+	q := cfg.Over(tenant, r.DefaultsFor(tenant).Over(Quotas{}))
 	if r == nil || r.Store == nil {
 		return q, nil
 	}

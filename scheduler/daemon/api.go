@@ -152,7 +152,10 @@ func (d *Daemon) handleSubmit(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, t.status())
 }
 
-// Submit stores a topology and its modules and starts its topology manager.
+// Submit checks a topology (its spec, the built-in policy, its modules,
+// its name, the tenant's quotas), then stores it and its modules and
+// starts its topology manager. Nothing is stored before every check has
+// passed; modules stored for a submit that then fails are removed.
 func (d *Daemon) Submit(ctx context.Context, req SubmitRequest) error {
 	done, err := d.enter()
 	if err != nil {
@@ -163,9 +166,6 @@ func (d *Daemon) Submit(ctx context.Context, req SubmitRequest) error {
 	if err != nil {
 		return err
 	}
-	if _, err := sp.store.GetTopology(ctx, req.Name); err == nil {
-		return newErr(ErrExists, "topology %s already exists (kill it first, or submit with another --name)", req.Name)
-	}
 	top, err := parseSpec(req.Name, []byte(req.Spec))
 	if err != nil {
 		return newErr(ErrBadRequest, "%v", err)
@@ -173,22 +173,50 @@ func (d *Daemon) Submit(ctx context.Context, req SubmitRequest) error {
 	if top.Name != req.Name {
 		top.Name = req.Name
 	}
-	mods := map[string]string{}
+	if err := d.checkMachine(ctx, sp.tenant, top); err != nil {
+		return err
+	}
+	if err := d.checkStreams(ctx, sp, top); err != nil {
+		return err
+	}
+	mods, err := wasmModules(top, req.Modules)
+	if err != nil {
+		return err
+	}
+	spec, err := top.Format()
+	if err != nil {
+		return err
+	}
+	p, err := buildPlan(top)
+	if err != nil {
+		return newErr(ErrBadRequest, "%v", err)
+	}
+	sp.quotaMu.Lock()
+	defer sp.quotaMu.Unlock()
+	if _, err := sp.store.GetTopology(ctx, req.Name); err == nil {
+		return newErr(ErrExists, "topology %s already exists (kill it first, or submit with another --name)", req.Name)
+	}
+	fresh, storeBytes, err := d.newModules(ctx, sp, mods)
+	if err != nil {
+		return err
+	}
+	if err := d.admit(ctx, sp, "submit", footprint{}, footprint{top, p.Containers}, storeBytes); err != nil {
+		return err
+	}
+	shas := map[string]string{}
 	var history []statemgr.ModuleVersion
 	for _, c := range top.Components {
-		if c.ModuleKind().String() == "builtin" {
-			continue
-		}
-		data, ok := req.Modules[c.Name]
+		data, ok := mods[c.Name]
 		if !ok {
-			return newErr(ErrBadRequest, "component %s: no module uploaded", c.Name)
+			continue
 		}
 		sha, err := sp.store.PutArtifact(ctx, c.Name+".wasm", data)
 		if err != nil {
+			d.dropModules(ctx, sp, fresh)
 			return fmt.Errorf("component %s: store module: %w", c.Name, err)
 		}
 		d.rememberLanguage(ctx, sha, data)
-		mods[c.Name] = sha
+		shas[c.Name] = sha
 		source := c.Module
 		if s := req.Sources[c.Name]; s != "" {
 			source = s
@@ -196,34 +224,13 @@ func (d *Daemon) Submit(ctx context.Context, req SubmitRequest) error {
 		history = append(history, statemgr.ModuleVersion{Component: c.Name, Version: sha, Source: source,
 			At: time.Now(), By: req.By, Status: VersionActive})
 	}
-	spec, err := top.Format()
-	if err != nil {
-		return err
-	}
-	if err := d.checkMachine(ctx, sp.tenant, top); err != nil {
-		return err
-	}
-	if err := d.checkStreams(ctx, sp, top); err != nil {
-		return err
-	}
-	p, err := buildPlan(top)
-	if err != nil {
-		return newErr(ErrBadRequest, "%v", err)
-	}
-	add, err := topologyUsage(top, p.Containers)
-	if err != nil {
-		return newErr(ErrBadRequest, "%v", err)
-	}
-	sp.quotaMu.Lock()
-	defer sp.quotaMu.Unlock()
-	if err := d.checkQuota(ctx, sp, "submit", add); err != nil {
-		return err
-	}
 	if _, err := sp.store.CreateTopology(ctx, statemgr.Topology{
-		Name: req.Name, Spec: spec, Modules: mods, SubmittedAt: time.Now(), SubmittedBy: req.By, History: history,
-	}); errors.Is(err, statemgr.ErrExists) {
-		return newErr(ErrExists, "topology %s already exists (kill it first, or submit with another --name)", req.Name)
-	} else if err != nil {
+		Name: req.Name, Spec: spec, Modules: shas, SubmittedAt: time.Now(), SubmittedBy: req.By, History: history,
+	}); err != nil {
+		d.dropModules(ctx, sp, fresh)
+		if errors.Is(err, statemgr.ErrExists) {
+			return newErr(ErrExists, "topology %s already exists (kill it first, or submit with another --name)", req.Name)
+		}
 		return err
 	}
 	state := StateRunning
@@ -233,6 +240,7 @@ func (d *Daemon) Submit(ctx context.Context, req SubmitRequest) error {
 	t := d.newTM(sp, req.Name)
 	if err := t.start(ctx, state); err != nil {
 		_ = sp.store.DeleteTopology(context.WithoutCancel(ctx), req.Name)
+		d.dropModules(ctx, sp, fresh)
 		return err
 	}
 	if err := d.register(t); err != nil {

@@ -53,6 +53,11 @@ func digest(b []byte) string {
 // next (with its module bytes).
 func diffTopologies(cur *ardea.Topology, curMods map[string]string, next *ardea.Topology, nextMods map[string][]byte) []Change {
 	var out []Change
+	if !maps.Equal(cur.Config, next.Config) {
+		// Topology-wide settings (packing, wasm limits, delivery) reach
+		// every component: the plan is made again.
+		out = append(out, Change{"config", "(topology)", fmt.Sprintf("%v -> %v", cur.Config, next.Config)})
+	}
 	for _, c := range next.Components {
 		old := cur.Component(c.Name)
 		if old == nil {
@@ -155,6 +160,29 @@ func (t *tm) apply(ctx context.Context, req ApplyRequest) (ApplyResult, error) {
 		return res, newErr(ErrBadRequest, "apply to topology %s refused: %v", t.name, err)
 	}
 	res.Containers = p.Containers
+	// The quota check, before anything is stored or changed (a dry run is
+	// refused as the apply would be): the topology as it runs against the
+	// one in the file, its containers and the modules it would store.
+	t.sp.quotaMu.Lock()
+	quotaHeld := true
+	releaseQuota := func() {
+		if quotaHeld {
+			quotaHeld = false
+			t.sp.quotaMu.Unlock()
+		}
+	}
+	defer releaseQuota()
+	mods, err := wasmModules(next, req.Modules)
+	if err != nil {
+		return res, err
+	}
+	fresh, storeBytes, err := t.d.newModules(ctx, t.sp, mods)
+	if err != nil {
+		return res, err
+	}
+	if err := t.d.admit(ctx, t.sp, "apply", footprint{cur, doc.Plan.Containers}, footprint{next, p.Containers}, storeBytes); err != nil {
+		return res, fmt.Errorf("apply to topology %s refused, nothing changed: %w", t.name, err)
+	}
 	switch {
 	case len(changes) == 0:
 		res.How = "nothing"
@@ -173,6 +201,7 @@ func (t *tm) apply(ctx context.Context, req ApplyRequest) (ApplyResult, error) {
 	}
 	switch res.How {
 	case "swap":
+		releaseQuota() // each swap admits its module
 		for _, ch := range changes {
 			if _, err := t.swap(ctx, SwapRequest{Component: ch.Component, Module: req.Modules[ch.Component], Source: next.Component(ch.Component).Module, By: req.By}); err != nil {
 				return res, err
@@ -183,11 +212,12 @@ func (t *tm) apply(ctx context.Context, req ApplyRequest) (ApplyResult, error) {
 		for _, ch := range changes {
 			par[ch.Component] = next.Component(ch.Component).Parallelism
 		}
-		if err := t.update(ctx, par); err != nil {
+		if err := t.rescale(ctx, par, true); err != nil {
 			return res, err
 		}
 	case "paused":
 		if err := t.applyPaused(ctx, next, doc, req, rec); err != nil {
+			t.d.dropModules(ctx, t.sp, fresh)
 			return res, err
 		}
 	}
@@ -216,6 +246,7 @@ func (t *tm) applyPaused(ctx context.Context, next *ardea.Topology, doc ctl.Plan
 	defer done()
 	defer t.holdBase(rec)()
 	mods := map[string]string{}
+	var versions []statemgr.ModuleVersion
 	for _, c := range next.Components {
 		if c.ModuleKind() == ardea.ModuleBuiltin {
 			continue
@@ -224,6 +255,12 @@ func (t *tm) applyPaused(ctx context.Context, next *ardea.Topology, doc ctl.Plan
 		if err := t.d.validate(ctx, c.Name+".wasm", c.Kind, data); err != nil {
 			return newErr(ErrBadRequest, "apply to topology %s refused, nothing changed: component %s: %v", t.name, c.Name, err)
 		}
+	}
+	for _, c := range next.Components {
+		if c.ModuleKind() == ardea.ModuleBuiltin {
+			continue
+		}
+		data := req.Modules[c.Name]
 		sha, err := t.sp.store.PutArtifact(ctx, c.Name+".wasm", data)
 		if err != nil {
 			return err
@@ -231,8 +268,8 @@ func (t *tm) applyPaused(ctx context.Context, next *ardea.Topology, doc ctl.Plan
 		t.d.rememberLanguage(ctx, sha, data)
 		mods[c.Name] = sha
 		if rec.Modules[c.Name] != sha {
-			t.record(ctx, statemgr.ModuleVersion{Component: c.Name, Version: sha, Previous: rec.Modules[c.Name], Source: c.Module,
-				At: time.Now(), By: req.By, Status: VersionActive}, "")
+			versions = append(versions, statemgr.ModuleVersion{Component: c.Name, Version: sha, Previous: rec.Modules[c.Name], Source: c.Module,
+				At: time.Now(), By: req.By, Status: VersionActive})
 		}
 	}
 	p, err := buildPlanContainers(next, doc.Plan.Containers)
@@ -241,5 +278,13 @@ func (t *tm) applyPaused(ctx context.Context, next *ardea.Topology, doc ctl.Plan
 	}
 	t.setMessage("applying a changed topology (paused)")
 	defer t.setMessage("")
-	return t.replanPaused(ctx, next, doc, p, mods)
+	if err := t.replanPaused(ctx, next, doc, p, mods); err != nil {
+		return err
+	}
+	// The history names the versions that run: recorded once the new
+	// plan does.
+	for _, v := range versions {
+		t.record(ctx, v, "")
+	}
+	return nil
 }

@@ -33,6 +33,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -45,6 +46,7 @@ import (
 	"github.com/ardea-dev/ardea/host"
 	"github.com/ardea-dev/ardea/internal/checkpoint"
 	"github.com/ardea-dev/ardea/internal/metrics"
+	"github.com/ardea-dev/ardea/internal/quota"
 	"github.com/ardea-dev/ardea/scheduler/launcher"
 	"github.com/ardea-dev/ardea/scheduler/statemgr"
 	"github.com/ardea-dev/ardea/sinks"
@@ -245,7 +247,7 @@ func Start(ctx context.Context, o Options) (*Daemon, error) {
 		d.sup = processes{Supervisor: launcher.New(launcher.Options{Logger: log, LogDir: filepath.Join(o.DataDir, logsDir),
 			MaxRestarts: o.MaxRestarts, Backoff: o.Backoff, OnChange: d.onProcess}), d: d}
 		if !o.NoAPI {
-			d.sec.cgroups = launcher.NewCgroups(launcher.CgroupOptions{Logger: log})
+			d.sec.cgroups = launcher.NewCgroups(launcher.CgroupOptions{Logger: log, Root: cgroupRoot(o.DataDir)})
 		}
 	}
 	if !o.NoAPI {
@@ -346,6 +348,7 @@ func (d *Daemon) resumeSpace(ctx context.Context, sp *space) error {
 	if err != nil {
 		return err
 	}
+	slices.SortStableFunc(tops, func(a, b statemgr.Topology) int { return a.SubmittedAt.Compare(b.SubmittedAt) })
 	for _, rec := range tops {
 		st, err := sp.store.GetState(ctx, rec.Name)
 		if err != nil {
@@ -355,8 +358,27 @@ func (d *Daemon) resumeSpace(ctx context.Context, sp *space) error {
 		if !live(st.State) {
 			continue
 		}
+		// Admitted against the tenant's quotas as a submit is, in the
+		// order the topologies were submitted; held until its TM counts.
+		sp.quotaMu.Lock()
+		if err := d.admitResume(ctx, sp, rec); errors.Is(err, quota.ErrQuota) {
+			d.refuseResume(ctx, sp, rec.Name, err)
+			sp.quotaMu.Unlock()
+			continue
+		} else if err != nil {
+			d.log.Warn("resume topology: quotas not checked", "topology", rec.Name, "err", err)
+		}
 		t := d.newTM(sp, rec.Name)
-		if err := t.start(ctx, st.State); err != nil {
+		err = t.start(ctx, st.State)
+		if err == nil {
+			if rerr := d.register(t); rerr != nil {
+				sp.quotaMu.Unlock()
+				t.stopTM()
+				return rerr
+			}
+		}
+		sp.quotaMu.Unlock()
+		if err != nil {
 			d.log.Error("resume topology", "topology", rec.Name, "err", err)
 			var p permanent
 			if errors.As(err, &p) {
@@ -368,10 +390,6 @@ func (d *Daemon) resumeSpace(ctx context.Context, sp *space) error {
 				}
 			}
 			continue
-		}
-		if err := d.register(t); err != nil {
-			t.stopTM()
-			return err
 		}
 		t.log.Info("topology resumed", "state", st.State)
 	}

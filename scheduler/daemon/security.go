@@ -172,7 +172,11 @@ func (d *Daemon) openSecurity(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("local: quotas: %w", err)
 	}
-	d.sec.quotas = &quota.Resolver{Config: d.o.Security.Quotas, Store: qs}
+	// Every tenant but the default one (the operator's) starts with the
+	// built-in defaults, sized from this machine; the deployment file and
+	// the admin API set others.
+	d.sec.quotas = &quota.Resolver{Defaults: quota.Defaults(quota.ThisMachine()), Exempt: d.defaultTenant(),
+		Config: d.o.Security.Quotas, Store: qs}
 	if d.o.Tenants == nil {
 		d.o.Tenants = d.tenantNames
 	}

@@ -108,6 +108,17 @@ func (t *tm) swap(ctx context.Context, req SwapRequest) (SwapResult, error) {
 	// A swap under way finishes or rolls back whatever the client does;
 	// recCtx outlives a cancelled operation, to record how it ended.
 	recCtx := context.WithoutCancel(ctx)
+	// The tenant's quota lock (before the operation lock, as update and
+	// apply take them) is held until the module is stored.
+	quotaHeld := true
+	t.sp.quotaMu.Lock()
+	releaseQuota := func() {
+		if quotaHeld {
+			quotaHeld = false
+			t.sp.quotaMu.Unlock()
+		}
+	}
+	defer releaseQuota()
 	ctx, done, err := t.beginOp(recCtx)
 	if err != nil {
 		return SwapResult{}, err
@@ -144,7 +155,20 @@ func (t *tm) swap(ctx context.Context, req SwapRequest) (SwapResult, error) {
 		t.record(ctx, entry, "")
 		return SwapResult{}, newErr(ErrBadRequest, "swap %s/%s refused, nothing changed: %v", t.name, c.Name, err)
 	}
+	// The swap runs the same topology in the same containers; what it
+	// adds is the module's bytes in the tenant's store.
+	_, storeBytes, err := t.d.newModules(ctx, t.sp, map[string][]byte{c.Name: req.Module})
+	if err != nil {
+		return SwapResult{}, err
+	}
+	fp := footprint{top, doc.Plan.Containers}
+	if err := t.d.admit(ctx, t.sp, "swap", fp, fp, storeBytes); err != nil {
+		entry.Status, entry.Reason = VersionRefused, err.Error()
+		t.record(ctx, entry, "")
+		return SwapResult{}, err
+	}
 	sha, err := t.sp.store.PutArtifact(ctx, c.Name+".wasm", req.Module)
+	releaseQuota()
 	if err != nil {
 		return SwapResult{}, err
 	}

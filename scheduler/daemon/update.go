@@ -47,8 +47,21 @@ const (
 // whole topology pauses for the switch: unlike Heron, which cannot rescale
 // stateful components at all, but not yet without a pause.
 func (t *tm) update(ctx context.Context, parallelism map[string]int) error {
+	return t.rescale(ctx, parallelism, false)
+}
+
+// rescale is update; admitted says the caller (apply) has admitted the
+// change and holds the tenant's quota lock (sp.quotaMu, always taken
+// before the topology's operation lock, beginOp).
+func (t *tm) rescale(ctx context.Context, parallelism map[string]int, admitted bool) error {
 	if len(parallelism) == 0 {
 		return newErr(ErrBadRequest, "update: no --component-parallelism given")
+	}
+	if !admitted {
+		// The tenant's quota lock before the topology's operation lock,
+		// as apply and swap take them.
+		t.sp.quotaMu.Lock()
+		defer t.sp.quotaMu.Unlock()
 	}
 	// Once started, the protocol finishes or rolls back whatever the
 	// client does (an interrupted `ardea update` must not leave the
@@ -79,30 +92,16 @@ func (t *tm) update(ctx context.Context, parallelism map[string]int) error {
 	if err := top.Validate(validateStored()); err != nil {
 		return newErr(ErrBadRequest, "update topology %s: %v", t.name, err)
 	}
-	// The quota check counts the containers the topology has now (a
-	// rescale changes its instances and their memory, not usually its
-	// containers).
-	t.sp.quotaMu.Lock()
-	defer t.sp.quotaMu.Unlock()
-	if t.d.sec.quotas != nil {
-		t.mu.Lock()
-		cur := t.top
-		t.mu.Unlock()
-		was, err := topologyUsage(cur, doc.Plan.Containers)
-		if err != nil {
-			return err
-		}
-		will, err := topologyUsage(top, doc.Plan.Containers)
-		if err != nil {
-			return err
-		}
-		if err := t.d.checkQuota(ctx, t.sp, "update", will.Sub(was)); err != nil {
-			return err
-		}
-	}
 	t.mu.Lock()
 	cur := t.top
 	t.mu.Unlock()
+	if !admitted {
+		// The rescale keeps the topology's containers (the repack keeps
+		// their count); admit counts its instances and their memory.
+		if err := t.d.admit(ctx, t.sp, "update", footprint{cur, doc.Plan.Containers}, footprint{top, doc.Plan.Containers}, 0); err != nil {
+			return err
+		}
+	}
 	live, err := planner.LiveRescalePlan(cur, doc.Plan, parallelism)
 	if eo && err == nil {
 		// Effectively once the rescale pauses: its checkpoints are per

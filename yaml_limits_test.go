@@ -5,24 +5,12 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/ardea-dev/ardea/internal/testutil/yamlbomb"
 )
 
-// mergeBomb is issue 30's merge-key bomb: each level merges the one below
-// ten times, so a component's config that merges level depth expands to
-// 10^depth entries from a few hundred bytes.
-func mergeBomb(depth int) string {
-	var b strings.Builder
-	b.WriteString("name: bomb\nx-a0: &a0 {k: v}\n")
-	for i := 1; i <= depth; i++ {
-		refs := strings.TrimSuffix(strings.Repeat(fmt.Sprintf("*a%d, ", i-1), 10), ", ")
-		fmt.Fprintf(&b, "x-a%d: &a%d {<<: [%s]}\n", i, i, refs)
-	}
-	fmt.Fprintf(&b, "spouts:\n  - name: s\n    module: builtin:generator\n    config: {<<: *a%d}\n", depth)
-	return b.String()
-}
-
 func TestParseRefusesMergeKeyBomb(t *testing.T) {
-	src := mergeBomb(8) // 10^8 entries expanded; 29.6 s of parse before the bound
+	src := yamlbomb.MergeKey(8) // 10^8 entries expanded; 29.6 s of parse before the bound
 	if len(src) > 1000 {
 		t.Fatalf("the bomb is %d bytes; the issue's was 751", len(src))
 	}
@@ -45,7 +33,7 @@ func TestParseRefusesMergeKeyBomb(t *testing.T) {
 		t.Errorf("the parser read %d nodes; the bound is %d", nodes, MaxSpecNodes)
 	}
 	// The same document one level shallower than the bound parses.
-	if _, _, err := parse([]byte(mergeBomb(4)), "", "ok.yaml", MaxSpecNodes, MaxSpecValueBytes); err != nil {
+	if _, _, err := parse([]byte(yamlbomb.MergeKey(4)), "", "ok.yaml", MaxSpecNodes, MaxSpecValueBytes); err != nil {
 		t.Errorf("depth 4 (10^4 entries) is refused: %v", err)
 	}
 }
@@ -105,7 +93,7 @@ func FuzzParse(f *testing.F) {
 	for _, s := range []string{
 		"name: a\nspouts:\n  - {name: s, module: s.wasm, outputs: [x]}\nbolts:\n  - {name: b, module: b.wasm, inputs: [s]}\n",
 		"name: m\nx-d: &d {a: 1}\nspouts:\n  - name: s\n    module: s.wasm\n    config: {<<: [*d, {b: 2}]}\n",
-		mergeBomb(3),
+		yamlbomb.MergeKey(3),
 		"name: [\n",
 		"a: &a [*a]\n",
 		"name: x\nconfig: {k: [1, [2]], j: {x: y}}\n",

@@ -12,21 +12,9 @@ import (
 	"github.com/ardea-dev/ardea/internal/auth"
 	"github.com/ardea-dev/ardea/internal/httpsec"
 	"github.com/ardea-dev/ardea/internal/testutil"
+	"github.com/ardea-dev/ardea/internal/testutil/yamlbomb"
 	"github.com/ardea-dev/ardea/scheduler/daemon"
 )
-
-// mergeBomb is issue 30's 751-byte merge-key bomb: x-aN merges x-a(N-1)
-// ten times, and a component's config merges the deepest level.
-func mergeBomb(depth int) string {
-	var b strings.Builder
-	b.WriteString("name: bomb\nx-a0: &a0 {k: v}\n")
-	for i := 1; i <= depth; i++ {
-		refs := strings.TrimSuffix(strings.Repeat(fmt.Sprintf("*a%d, ", i-1), 10), ", ")
-		fmt.Fprintf(&b, "x-a%d: &a%d {<<: [%s]}\n", i, i, refs)
-	}
-	fmt.Fprintf(&b, "spouts:\n  - name: s\n    module: builtin:generator\n    config: {<<: *a%d}\n", depth)
-	return b.String()
-}
 
 // TestSubmitBoundsSpec: through the daemon's API, a tenant's merge-key bomb
 // is refused by the parser's node bound (400 naming it), and a spec over
@@ -37,7 +25,7 @@ func TestSubmitBoundsSpec(t *testing.T) {
 	acme := newToken(t, d, "acme", auth.ScopeDeploy)
 
 	code, body := call(t, d, http.MethodPost, "/api/v1/topologies", acme,
-		daemon.SubmitRequest{Name: "bomb", Spec: mergeBomb(8)}, nil)
+		daemon.SubmitRequest{Name: "bomb", Spec: yamlbomb.MergeKey(8)}, nil)
 	if code != http.StatusBadRequest || !strings.Contains(body, "more than 100000 YAML nodes") || !strings.Contains(body, "ardea.MaxSpecNodes") {
 		t.Errorf("merge-key bomb: %d %s; want 400 naming ardea.MaxSpecNodes", code, body)
 	}

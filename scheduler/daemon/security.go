@@ -347,9 +347,16 @@ func (d *Daemon) hostCreds(t *tm, c int) ([]string, error) {
 	if m == nil {
 		return nil, nil
 	}
+	// Issued under t.mu and only while the topology is live: a terminal
+	// state is set under the same lock before revokeHosts runs, so a
+	// container the launcher restarts meanwhile either gets its file
+	// before the state changes (and revokeHosts removes it) or none.
 	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !live(t.state) {
+		return nil, fmt.Errorf("topology %s is %s: no NATS credential for its hosts", t.name, t.state)
+	}
 	streams := topologyStreams(t.top)
-	t.mu.Unlock()
 	cr, err := m.HostCreds(t.sp.tenant, t.name, streams...)
 	if err != nil {
 		return nil, fmt.Errorf("topology %s: NATS credential: %w", t.name, err)

@@ -8,10 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/ardea-dev/ardea/bus"
 	"github.com/ardea-dev/ardea/connectors/plugin/conformance"
 	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/testutil"
@@ -22,20 +20,7 @@ import (
 // stream "S" on subjects s.>, holding n messages "m<i>" on s.<i%3>.
 func jetStreamServer(t *testing.T, n int) (url string, js jetstream.JetStream) {
 	t.Helper()
-	srv, err := bus.StartServer(context.Background(), bus.ServerOptions{Port: -1, JetStream: true, StoreDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown)
-	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err = jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc, js := tenantBus(t)
 	ctx := context.Background()
 	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "S", Subjects: []string{"s.>"}}); err != nil {
 		t.Fatal(err)
@@ -45,7 +30,7 @@ func jetStreamServer(t *testing.T, n int) (url string, js jetstream.JetStream) {
 			t.Fatal(err)
 		}
 	}
-	return srv.ClientURL(), js
+	return nc.ConnectedUrl(), js
 }
 
 func init() {

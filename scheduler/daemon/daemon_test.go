@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/examples/wordcount"
+	"github.com/ardea-dev/ardea/internal/testutil/wordcounttest"
 	"github.com/ardea-dev/ardea/scheduler/daemon"
 )
 
@@ -112,26 +112,8 @@ func TestFiniteWordCountThroughDaemon(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "counts.tsv")
-	b := ardea.NewBuilder("wcf")
-	b.Set("topology.packing.containers", "2")
-	b.Spout("lines", "builtin:file").Config("path", in)
-	b.Bolt("split", "split.wasm").Parallelism(2).Shuffle("lines").Output("default", "word")
-	b.Bolt("count", "count.wasm").Parallelism(2).Fields("split", "word").Output("default", "word", "count")
-	b.Bolt("out", "builtin:file").Config("path", out).Fields("count", "word")
-	top, err := b.BuildWith(ardea.ValidateOptions{SkipModuleCheck: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec, err := top.Format()
-	if err != nil {
-		t.Fatal(err)
-	}
-	split, count, err := wordcount.Modules("go")
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
-	req := daemon.SubmitRequest{Name: "wcf", Spec: string(spec), Modules: map[string][]byte{"split": split, "count": count}, Deactivated: true}
+	req := daemon.SubmitRequest{Name: "wcf", Spec: wcSpec(t, "wcf", 2, fileSpout(in), out), Modules: wcModules(t), Deactivated: true}
 	st, err := c.Submit(ctx, req)
 	if err != nil {
 		t.Fatal(err)
@@ -155,19 +137,11 @@ func TestFiniteWordCountThroughDaemon(t *testing.T) {
 		t.Errorf("state changes %q, want %q", changes, want)
 	}
 
-	want := wordcount.Reference(lines)
 	got, err := wordcount.ReadCounts(out, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != len(want) {
-		t.Errorf("%d words, want %d", len(got), len(want))
-	}
-	for w, n := range want {
-		if got[w] != n {
-			t.Errorf("word %q: %d, want %d", w, got[w], n)
-		}
-	}
+	wordcounttest.CompareCounts(t, got, wordcount.Reference(lines))
 	if _, err := c.Action(ctx, "wcf", "activate", nil, nil); err == nil {
 		t.Error("activating a finished topology succeeded")
 	}

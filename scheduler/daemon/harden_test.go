@@ -15,8 +15,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/ardea-dev/ardea"
-	"github.com/ardea-dev/ardea/examples/wordcount"
 	"github.com/ardea-dev/ardea/internal/auth"
 	"github.com/ardea-dev/ardea/internal/natsauth"
 	"github.com/ardea-dev/ardea/internal/testutil"
@@ -28,25 +26,9 @@ import (
 // tuples per task.
 func finiteSubmit(t *testing.T, name string, count int) daemon.SubmitRequest {
 	t.Helper()
-	b := ardea.NewBuilder(name)
-	b.Set("topology.packing.containers", "2")
-	b.Spout("lines", "builtin:generator").Config("rate", "1000").Config("count", fmt.Sprint(count))
-	b.Bolt("split", "split.wasm").Shuffle("lines").Output("default", "word")
-	b.Bolt("count", "count.wasm").Parallelism(2).Fields("split", "word").Output("default", "word", "count")
-	top, err := b.BuildWith(ardea.ValidateOptions{SkipModuleCheck: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec, err := top.Format()
-	if err != nil {
-		t.Fatal(err)
-	}
-	split, cnt, err := wordcount.Modules("go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return daemon.SubmitRequest{Name: name, Spec: string(spec), Deactivated: true,
-		Modules: map[string][]byte{"split": split, "count": cnt}}
+	return daemon.SubmitRequest{Name: name, Deactivated: true,
+		Spec:    wcSpec(t, name, 1, generatorSpout("1000", fmt.Sprint(count)), ""),
+		Modules: wcModules(t)}
 }
 
 // TestHostProcessHardening runs a tenant's topology in real `ardea host`

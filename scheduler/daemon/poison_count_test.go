@@ -146,27 +146,13 @@ func TestPoisonWordSiblingsCountedOnceLocal(t *testing.T) {
 	wordcounttest.WriteLines(t, in, lines)
 	d := startDaemonWith(t, daemon.Options{})
 	c := d.Client()
-	b := ardea.NewBuilder("poisoncountlocal")
-	b.Set("topology.packing.containers", "2")
-	b.Spout("lines", "builtin:file").Config("path", in)
-	b.Bolt("split", "split.wasm").Parallelism(2).Shuffle("lines").Output("default", "word")
-	b.Bolt("count", "count.wasm").Parallelism(2).Fields("split", "word").Output("default", "word", "count")
-	b.Bolt("out", "builtin:file").Config("path", out).Fields("count", "word")
-	top, err := b.BuildWith(ardea.ValidateOptions{SkipModuleCheck: true})
-	if err != nil {
+	spec := wcSpec(t, "poisoncountlocal", 2, fileSpout(in), out)
+	mods := wcModules(t)
+	var err error
+	if mods["count"], err = os.ReadFile(testutil.RepoPath("host/testdata/poison/gocount.wasm")); err != nil {
 		t.Fatal(err)
 	}
-	spec, err := top.Format()
-	if err != nil {
-		t.Fatal(err)
-	}
-	mods := map[string][]byte{}
-	for name, path := range map[string]string{"split": "examples/wordcount/go/split.wasm", "count": "host/testdata/poison/gocount.wasm"} {
-		if mods[name], err = os.ReadFile(testutil.RepoPath(path)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := c.Submit(context.Background(), daemon.SubmitRequest{Name: "poisoncountlocal", Spec: string(spec), Modules: mods}); err != nil {
+	if _, err := c.Submit(context.Background(), daemon.SubmitRequest{Name: "poisoncountlocal", Spec: spec, Modules: mods}); err != nil {
 		t.Fatal(err)
 	}
 	waitState(t, c, "poisoncountlocal", daemon.StateFinished)

@@ -18,7 +18,6 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/ardea-dev/ardea"
-	"github.com/ardea-dev/ardea/examples/wordcount"
 	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/scheduler/daemon"
 	"github.com/ardea-dev/ardea/sinks"
@@ -35,26 +34,8 @@ func startMetricsDaemon(t *testing.T, mc *sinks.Config) (*daemon.Daemon, *daemon
 // submitEndless submits the endless word count (generator spout) as name.
 func submitEndless(t *testing.T, c *daemon.Client, name, out string) {
 	t.Helper()
-	b := ardea.NewBuilder(name)
-	b.Set("topology.packing.containers", "2")
-	b.Spout("lines", "builtin:generator").Config("rate", "2000").Config("count", "0")
-	b.Bolt("split", "split.wasm").Parallelism(2).Shuffle("lines").Output("default", "word")
-	b.Bolt("count", "count.wasm").Parallelism(2).Fields("split", "word").Output("default", "word", "count")
-	b.Bolt("out", "builtin:file").Config("path", out).Fields("count", "word")
-	top, err := b.BuildWith(ardea.ValidateOptions{SkipModuleCheck: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec, err := top.Format()
-	if err != nil {
-		t.Fatal(err)
-	}
-	split, count, err := wordcount.Modules("go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Submit(context.Background(), daemon.SubmitRequest{Name: name, Spec: string(spec),
-		Modules: map[string][]byte{"split": split, "count": count}}); err != nil {
+	if _, err := c.Submit(context.Background(), daemon.SubmitRequest{Name: name,
+		Spec: wcSpec(t, name, 2, generatorSpout("2000", "0"), out), Modules: wcModules(t)}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -75,7 +75,7 @@ which is built first.`,
 			if err != nil {
 				return fmt.Errorf("%s: %w", args[0], err)
 			}
-			if info.Manifest, err = manifest.Read(cmd.Context(), data, manifest.Options{}); err != nil {
+			if info.Manifest, err = manifest.Read(cmd.Context(), data, manifest.Options{MaxCompileBytes: -1}); err != nil {
 				return fmt.Errorf("%s: %w", args[0], err)
 			}
 			switch {

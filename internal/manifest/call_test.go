@@ -1,7 +1,10 @@
 package manifest
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -91,5 +94,38 @@ func TestCallRefusesMisbehaviour(t *testing.T) {
 				t.Fatalf("error %q does not contain %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestReadBoundsCompile: a daemon reads a tenant's manifest export only
+// from a module whose code it may compile (compiling is not cancellable:
+// 33 MiB of code cost seconds of CPU and hundreds of MiB); a bigger one
+// is refused before compiling, naming the bound and the way out, while
+// its ardea.manifest section is read whatever its size.
+func TestReadBoundsCompile(t *testing.T) {
+	ctx := context.Background()
+	big := tinyModule(false, append(bytes.Repeat([]byte{0x01}, DefaultMaxCompileBytes), 0x41, 0x00)) // nop…; i32.const 0
+	_, err := Read(ctx, big, Options{})
+	for _, want := range []string{fmt.Sprintf("at most %d bytes of code", DefaultMaxCompileBytes), "ardea.manifest custom section"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("Read(%d bytes of code) = %v, want an error with %q", len(big), err, want)
+		}
+	}
+	mod, err := os.ReadFile(fixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Read(ctx, mod, Options{MaxCompileBytes: 64}); err == nil || !strings.Contains(err.Error(), "at most 64 bytes of code") {
+		t.Fatalf("Read with a 64-byte bound = %v", err)
+	}
+	if m, err := Read(ctx, mod, Options{MaxCompileBytes: -1}); err != nil || m == nil {
+		t.Fatalf("Read unbounded = %+v, %v", m, err)
+	}
+	withSec, err := WithSection(mod, []byte(goodJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, err := Read(ctx, withSec, Options{MaxCompileBytes: 64}); err != nil || m == nil {
+		t.Fatalf("Read(section) with a 64-byte bound = %+v, %v", m, err)
 	}
 }

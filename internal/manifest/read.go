@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -26,7 +27,24 @@ type Options struct {
 	Timeout time.Duration
 	// Cache, if set, keeps the compiled module (wazero's compilation cache).
 	Cache wazero.CompilationCache
+	// MaxCompileBytes is the largest code section Call compiles (default
+	// DefaultMaxCompileBytes; negative: no bound). Compiling is not
+	// cancellable and costs about 0.2 s of CPU and 10 bytes of memory per
+	// byte of code, so a daemon must not compile whatever a tenant uploads.
+	MaxCompileBytes int64
 }
+
+// DefaultMaxCompileBytes bounds the code section of the modules whose
+// manifest is read by compiling them (a Go module of the SDK has about
+// 2 MiB). A larger module
+// carries its manifest in the ardea.manifest section (`ardea build` adds
+// it), which is read without compiling.
+const DefaultMaxCompileBytes = 32 << 20
+
+// compileSlots bounds the compilations Call runs at once in this process,
+// whoever asks: with a per-tenant bound on calls alone, many tenants could
+// still compile side by side and take every core and gigabytes.
+var compileSlots = make(chan struct{}, 2)
 
 // Read returns a module's manifest: its "ardea.manifest" custom section if
 // it has one, else what its ardea_manifest export returns (Call), else nil
@@ -72,6 +90,20 @@ func Call(ctx context.Context, module []byte, o Options) ([]byte, error) {
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = 10 * time.Second
+	}
+	if max := cmp.Or(o.MaxCompileBytes, DefaultMaxCompileBytes); max > 0 {
+		if n, err := codeBytes(module); err != nil {
+			return nil, err
+		} else if n > max {
+			return nil, fmt.Errorf("read the manifest: the module has %d bytes of code; its %s export is read by compiling it, which is done for at most %d bytes of code: give it an %s custom section (ardea build adds one)",
+				n, ExportName, max, SectionName)
+		}
+	}
+	select {
+	case compileSlots <- struct{}{}:
+		defer func() { <-compileSlots }()
+	case <-ctx.Done():
+		return nil, fmt.Errorf("read the manifest: waiting for a compilation slot: %w", context.Cause(ctx))
 	}
 	rc := wazero.NewRuntimeConfig().WithMemoryLimitPages(o.MemoryPages).WithCloseOnContextDone(true)
 	if o.Cache != nil {

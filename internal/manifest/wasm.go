@@ -36,6 +36,20 @@ func sections(module []byte) ([]section, error) {
 	return out, nil
 }
 
+// codeBytes is the size of a module's code section (what compiling costs).
+func codeBytes(module []byte) (int64, error) {
+	secs, err := sections(module)
+	if err != nil {
+		return 0, err
+	}
+	for _, s := range secs {
+		if s.id == 10 {
+			return int64(len(s.body)), nil
+		}
+	}
+	return 0, nil
+}
+
 // Section returns the body of the manifest's custom section, if the module
 // has one. More than one is an error.
 func Section(module []byte) ([]byte, bool, error) {

@@ -48,7 +48,7 @@ func (b *Builder) Manifests(ctx context.Context, t *ardea.Topology, outDir, cach
 				cache = nil
 			}
 		}
-		m, err := manifest.Read(ctx, data, manifest.Options{Cache: cache})
+		m, err := manifest.Read(ctx, data, manifest.Options{Cache: cache, MaxCompileBytes: -1}) // the user's own modules, on their machine
 		if err != nil {
 			return nil, fmt.Errorf("component %s: module %s: %w", c.Name, c.Module, err)
 		}

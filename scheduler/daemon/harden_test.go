@@ -43,9 +43,7 @@ func finiteSubmit(t *testing.T, name string, count int) daemon.SubmitRequest {
 //   - after the run, nothing under the data dir has a group or other
 //     permission bit.
 func TestHostProcessHardening(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs ardea host processes")
-	}
+	outsideDaemon(t, "host processes' environment, files and limits")
 	const secret = "ARDEA_TEST_DAEMON_SECRET"
 	t.Setenv(secret, "do-not-leak-0xC0FFEE")
 	const A, top = "acme", "fin"

@@ -44,9 +44,7 @@ import (
 )
 
 func TestHostCredsFileIsolation(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs ardea host processes")
-	}
+	outsideDaemon(t, "what host processes can read and connect with")
 	const A, B, top = "acme", "globex", "wc"
 	ctx := context.Background()
 	data := t.TempDir()

@@ -138,6 +138,7 @@ func sum(m map[string]int64) int64 {
 // TestPoisonWordSiblingsCountedOnce under `ardea local`: real `ardea
 // host` processes, split and count in different containers.
 func TestPoisonWordSiblingsCountedOnceLocal(t *testing.T) {
+	outsideDaemon(t, "a poison tuple's batch inside host processes (TestPoisonWordSiblingsCountedOnce runs it in process)")
 	const n = 3000
 	lines, _ := poisonLines(n)
 	var clean []string

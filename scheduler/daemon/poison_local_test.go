@@ -26,6 +26,7 @@ import (
 // finishes with every other line in the sink exactly once (counted here,
 // line by line).
 func TestPoisonTupleEffectivelyOnceLocal(t *testing.T) {
+	outsideDaemon(t, "a poison tuple's rollbacks inside host processes")
 	const n, maxRollbacks = 3000, 2
 	for _, lang := range []string{"go", "c"} {
 		t.Run(lang, func(t *testing.T) {

@@ -115,6 +115,7 @@ func promQuery(t *testing.T, base, q string) (float64, bool) {
 // and once the spouts are paused it settles on the figure the tracker
 // reports (the containers' own counters) within one scrape.
 func TestPrometheusScrapesDaemon(t *testing.T) {
+	outsideDaemon(t, "a real Prometheus scraping (TestMetricsPerTenant races the exposition)")
 	d, c := startMetricsDaemon(t, &sinks.Config{Interval: sinks.Duration(250 * time.Millisecond)})
 	tokenFile := filepath.Join(t.TempDir(), "scrape.token")
 	if err := os.WriteFile(tokenFile, []byte(newToken(t, d, auth.AdminTenant, auth.ScopeMetrics)), 0o600); err != nil {

@@ -93,9 +93,7 @@ func TestWordCountMatchesReference(t *testing.T) {
 // TestExampleTopologyFile runs examples/wordcount/topology.yaml as `ardea
 // run` does, building the Go component folders on demand.
 func TestExampleTopologyFile(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds Go components")
-	}
+	outsideDaemon(t, "the example's Go components built by the Go toolchain")
 	tp, err := ardea.LoadFile(testutil.RepoPath("examples/wordcount/topology.yaml"))
 	if err != nil {
 		t.Fatal(err)

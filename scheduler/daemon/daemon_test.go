@@ -23,6 +23,12 @@ import (
 
 var ardeaBin string
 
+// compileCache is the CacheDir of the package's in-process runs of
+// prebuilt modules: one wazero compilation of each module for the whole
+// package (a Go module compiled under the race detector takes most of a
+// minute), where a cache per test compiled each again.
+var compileCache string
+
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "ardea-local-test-")
 	if err != nil {
@@ -30,6 +36,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	ardeaBin = filepath.Join(dir, "ardea")
+	compileCache = filepath.Join(dir, "cache")
 	out, err := exec.Command("go", "build", "-o", ardeaBin, "github.com/ardea-dev/ardea/cmd/ardea").CombinedOutput()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "build ardea: %v\n%s", err, out)

@@ -69,7 +69,7 @@ func TestPoisonWordSiblingsCountedOnce(t *testing.T) {
 	dir := t.TempDir()
 	in := filepath.Join(dir, "in.txt")
 	wordcounttest.WriteLines(t, in, lines)
-	cache := t.TempDir()
+	cache := compileCache
 	for _, mode := range []string{settings.AtMostOnce, settings.AtLeastOnce, settings.EffectivelyOnce} {
 		t.Run(mode, func(t *testing.T) {
 			d := t.TempDir()

@@ -52,7 +52,7 @@ func TestPoisonTuple(t *testing.T) {
 	if err := os.WriteFile(in, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cache := t.TempDir()
+	cache := compileCache
 	for _, lang := range poisonModules {
 		for _, mode := range []string{settings.AtMostOnce, settings.AtLeastOnce, settings.EffectivelyOnce} {
 			t.Run(lang+"/"+mode, func(t *testing.T) {
@@ -227,7 +227,7 @@ func TestPoisonTupleLimits(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cache := t.TempDir()
+	cache := compileCache
 	for _, tc := range []struct {
 		name, module, input string
 		config              map[string]string

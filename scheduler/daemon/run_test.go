@@ -58,7 +58,7 @@ func TestWordCountMatchesReference(t *testing.T) {
 	in := filepath.Join(t.TempDir(), "in.txt")
 	wordcounttest.WriteLines(t, in, lines)
 	builder := &modules.Builder{}
-	cache := t.TempDir()
+	cache := compileCache
 	for _, tc := range []struct{ split, count, containers int }{
 		{1, 1, 1},
 		{2, 2, 1},
@@ -191,7 +191,7 @@ func TestSlowBoltBackPressure(t *testing.T) {
 	const window, inbox = 16 << 10, 16 << 10
 	reg := metrics.NewRegistry()
 	res, err := daemon.Run(context.Background(), daemon.RunOptions{
-		Topology: tp, Containers: 2, CacheDir: t.TempDir(), Metrics: reg,
+		Topology: tp, Containers: 2, CacheDir: compileCache, Metrics: reg,
 		Bus: bus.Options{BatchMaxBytes: 4 << 10, LinkWindowBytes: window, InboxBytes: inbox},
 	})
 	if err != nil {
@@ -329,7 +329,7 @@ func TestCheckpointThatCannotBeStored(t *testing.T) {
 	top.Config["topology.checkpoint.interval"] = "5ms"
 	var logs bytes.Buffer
 	var mu sync.Mutex
-	res, err := daemon.Run(context.Background(), daemon.RunOptions{Topology: top, Containers: 2, CacheDir: t.TempDir(), CheckpointStore: store,
+	res, err := daemon.Run(context.Background(), daemon.RunOptions{Topology: top, Containers: 2, CacheDir: compileCache, CheckpointStore: store,
 		Logger: slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, &slog.HandlerOptions{Level: slog.LevelError}))})
 	if err != nil {
 		t.Fatal(err)
@@ -419,7 +419,7 @@ func TestTicksReachIdleBolt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := daemon.Run(ctx, daemon.RunOptions{Topology: tp, CacheDir: t.TempDir()})
+	res, err := daemon.Run(ctx, daemon.RunOptions{Topology: tp, CacheDir: compileCache})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -440,7 +440,7 @@ func TestTickSettingValidated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = daemon.Run(context.Background(), daemon.RunOptions{Topology: tp, CacheDir: t.TempDir()})
+	_, err = daemon.Run(context.Background(), daemon.RunOptions{Topology: tp, CacheDir: compileCache})
 	if err == nil || !strings.Contains(err.Error(), "topology.tick.tuple.freq.ms") || !strings.Contains(err.Error(), "topology ticks") {
 		t.Fatalf("err = %v", err)
 	}
@@ -452,7 +452,7 @@ func TestTickSettingValidated(t *testing.T) {
 func TestRunEnforcesLimits(t *testing.T) {
 	in := filepath.Join(t.TempDir(), "in.txt")
 	wordcounttest.WriteLines(t, in, []string{"go"})
-	cache := t.TempDir()
+	cache := compileCache
 	for _, tc := range []struct {
 		name     string
 		topo     map[string]string
@@ -537,7 +537,7 @@ func TestCheckpointSaveTimeout(t *testing.T) {
 	top.Config["topology.checkpoint.save.timeout"] = "200ms"
 	var logs bytes.Buffer
 	var mu sync.Mutex
-	res, err := daemon.Run(context.Background(), daemon.RunOptions{Topology: top, Containers: 2, CacheDir: t.TempDir(), CheckpointStore: store,
+	res, err := daemon.Run(context.Background(), daemon.RunOptions{Topology: top, Containers: 2, CacheDir: compileCache, CheckpointStore: store,
 		Logger: slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, &slog.HandlerOptions{Level: slog.LevelError}))})
 	if err != nil {
 		t.Fatal(err)
@@ -588,7 +588,7 @@ func TestRunLeavesNoGoroutines(t *testing.T) {
 	var swapped daemon.SwapResult
 	var swapErr error
 	var wg sync.WaitGroup
-	res, err := daemon.Run(context.Background(), daemon.RunOptions{Topology: top, Containers: 2, CacheDir: t.TempDir(),
+	res, err := daemon.Run(context.Background(), daemon.RunOptions{Topology: top, Containers: 2, CacheDir: compileCache,
 		Started: func(d *daemon.Daemon, name string) {
 			wg.Go(func() {
 				// The same code under another digest (a custom section
@@ -621,7 +621,7 @@ func TestRunLeavesNoGoroutines(t *testing.T) {
 	top = wordcounttest.Topology(t, in, out, 2, 2)
 	top.Config["topology.reliability"] = settings.EffectivelyOnce
 	top.Config["topology.checkpoint.interval"] = "20ms"
-	if res, err = daemon.Run(context.Background(), daemon.RunOptions{Topology: top, Containers: 2, CacheDir: t.TempDir()}); err != nil {
+	if res, err = daemon.Run(context.Background(), daemon.RunOptions{Topology: top, Containers: 2, CacheDir: compileCache}); err != nil {
 		t.Fatal(err)
 	}
 	if !res.Finished || res.GlobalCheckpoint == 0 {
@@ -652,7 +652,7 @@ func TestRunLeavesNoGoroutines(t *testing.T) {
 			}
 		}
 	})
-	res, err = daemon.Run(ctx, daemon.RunOptions{Topology: tp, CacheDir: t.TempDir(), Metrics: reg})
+	res, err = daemon.Run(ctx, daemon.RunOptions{Topology: tp, CacheDir: compileCache, Metrics: reg})
 	wg.Wait()
 	if err != nil {
 		t.Fatal(err)

@@ -390,8 +390,12 @@ func (s *kvSink) Execute(ctx context.Context, batch []byte, out component.Collec
 		}
 		s.ids, s.futures = append(s.ids, rec.TupleID), append(s.futures, f)
 	}
-	s.metric("kv_puts", s.puts)
-	s.metric("kv_deletes", s.deletes)
+	if s.puts > 0 {
+		s.metric("kv_puts", s.puts)
+	}
+	if s.deletes > 0 {
+		s.metric("kv_deletes", s.deletes)
+	}
 	s.puts, s.deletes = 0, 0
 	// Ack each tuple once the bucket stored its write; fail it otherwise
 	// (a bucket past its size refuses puts).

@@ -76,8 +76,8 @@ type KVEntry struct {
 }
 
 // KVKeys is GET /api/v1/kv/{bucket}/keys: the bucket's keys (those that
-// match the filter), sorted, at most the asked limit; Truncated says
-// there were more.
+// match the filter), sorted, at most the asked limit and 4 MiB of keys;
+// Truncated says there were more.
 type KVKeys struct {
 	Bucket    string   `json:"bucket"`
 	Keys      []string `json:"keys"`
@@ -347,7 +347,7 @@ func (d *Daemon) DeleteKVKey(ctx context.Context, name, key string, purge bool) 
 }
 
 // KVKeys lists the keys of the caller's tenant KV bucket name that match
-// filter ("" or ">": all), sorted, at most limit.
+// filter ("" or ">": all), sorted, at most limit (and 4 MiB of keys).
 func (d *Daemon) KVKeys(ctx context.Context, name, filter string, limit int) (KVKeys, error) {
 	if limit <= 0 || limit > MaxKVKeys {
 		return KVKeys{}, newErr(ErrBadRequest, "limit %d: want 1 to %d keys", limit, MaxKVKeys)
@@ -368,21 +368,29 @@ func (d *Daemon) KVKeys(ctx context.Context, name, filter string, limit int) (KV
 	if err != nil {
 		return KVKeys{}, fmt.Errorf("KV bucket %s: keys: %w", name, err)
 	}
-	defer l.Stop()
 	out := KVKeys{Bucket: name, Keys: []string{}}
 	seen := map[string]bool{}
+	size := 0
 	for k := range l.Keys() {
 		if seen[k] {
 			continue
 		}
-		if len(out.Keys) == limit {
+		if len(out.Keys) == limit || size+len(k) > maxStreamReadBytes {
 			out.Truncated = true
 			break
 		}
 		seen[k] = true
 		out.Keys = append(out.Keys, k)
+		size += len(k)
 	}
-	if err := cctx.Err(); err != nil {
+	// Stop the lister's watch and let its goroutine end: it may be
+	// blocked handing over a key the loop above no longer takes.
+	l.Stop()
+	err = cctx.Err()
+	cancel()
+	for range l.Keys() {
+	}
+	if err != nil {
 		return out, fmt.Errorf("KV bucket %s: keys: %w", name, err)
 	}
 	slices.Sort(out.Keys)

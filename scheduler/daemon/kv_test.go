@@ -81,6 +81,11 @@ func TestTenantKV(t *testing.T) {
 		want[k] = v
 	}
 	refused("an invalid key", put(acme, "in", "a b", "x"), http.StatusBadRequest, "key")
+	var some daemon.KVKeys
+	if err := acme.Do(ctx, http.MethodGet, "/api/v1/kv/in/keys?limit=2", nil, &some); err != nil || len(some.Keys) != 2 || !some.Truncated {
+		t.Fatalf("2 of 5 keys: %+v (%v), want 2 and truncated", some, err)
+	}
+	refused("a key pattern that is not one", acme.Do(ctx, http.MethodGet, "/api/v1/kv/in/keys?filter=a.%3E.b", nil, &some), http.StatusBadRequest, "keys")
 
 	// The topology copies in to out, in its hosts.
 	spec := `name: copy

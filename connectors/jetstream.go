@@ -116,7 +116,7 @@ func (s *jsSpout) errorf(format string, args ...any) error {
 }
 
 // count adds one to the spout's counter name, prefixed by its
-// connector's name (jetstream_..., stream_...).
+// connector's name (jetstream_..., stream_..., kv_...).
 func (s *jsSpout) count(name string) {
 	if s.kvPrefix != "" {
 		s.metric("kv_"+name, 1)
@@ -158,7 +158,7 @@ func (s *jsSpout) Open(ctx context.Context, tc component.Context, _ component.Co
 	if s.tenant && tc.Checkpointing && !tc.Acking {
 		// Its messages are acked as emitted: a rollback to a checkpoint
 		// could not replay them.
-		what := "a tenant stream"
+		what := "a tenant stream is"
 		if s.kvPrefix != "" {
 			what = "a tenant KV bucket's updates are"
 		}

@@ -67,6 +67,11 @@ type jsSpout struct {
 	name    string
 	batch   int
 	ackWait time.Duration
+	// kvPrefix: a tenant KV bucket's spout (tenantkv.go), whose stream
+	// holds the keys on <kvPrefix><key>; deliver is where its durable
+	// consumer starts.
+	kvPrefix string
+	deliver  jetstream.DeliverPolicy
 
 	comp    string
 	stream0 uint16
@@ -111,8 +116,12 @@ func (s *jsSpout) errorf(format string, args ...any) error {
 }
 
 // count adds one to the spout's counter name, prefixed by its
-// connector's name (jetstream_..., stream_...).
+// connector's name (jetstream_..., stream_..., kv_...).
 func (s *jsSpout) count(name string) {
+	if s.kvPrefix != "" {
+		s.metric("kv_"+name, 1)
+		return
+	}
 	if s.tenant {
 		s.metric("stream_"+name, 1)
 		return
@@ -122,6 +131,9 @@ func (s *jsSpout) count(name string) {
 
 // what names the spout in errors.
 func (s *jsSpout) what() string {
+	if s.kvPrefix != "" {
+		return "kv spout (bucket " + s.name + ")"
+	}
 	if s.tenant {
 		return "stream spout (stream " + s.name + ")"
 	}
@@ -134,7 +146,11 @@ func (s *jsSpout) Open(ctx context.Context, tc component.Context, _ component.Co
 	if s.metric == nil {
 		s.metric = func(string, int64) {}
 	}
-	st, err := outputStream(tc, "jetstream spout", "default", 2)
+	kind, nfields := "jetstream spout", 2
+	if s.kvPrefix != "" {
+		kind, nfields = "kv spout", 4
+	}
+	st, err := outputStream(tc, kind, "default", nfields)
 	if err != nil {
 		return err
 	}
@@ -142,7 +158,11 @@ func (s *jsSpout) Open(ctx context.Context, tc component.Context, _ component.Co
 	if s.tenant && tc.Checkpointing && !tc.Acking {
 		// Its messages are acked as emitted: a rollback to a checkpoint
 		// could not replay them.
-		return s.errorf("topology.reliability effectively_once is not supported (a tenant stream is not replayed from a checkpoint); use at_least_once")
+		what := "a tenant stream is"
+		if s.kvPrefix != "" {
+			what = "a tenant KV bucket's updates are"
+		}
+		return s.errorf("topology.reliability effectively_once is not supported (%s not replayed from a checkpoint); use at_least_once", what)
 	}
 	if s.durable == "" {
 		s.durable = "ardea-" + tc.Topology + "-" + tc.Component
@@ -155,7 +175,13 @@ func (s *jsSpout) Open(ctx context.Context, tc component.Context, _ component.Co
 		if js, err = busJetStream(tc); err != nil {
 			return s.errorf("%w", err)
 		}
-		str, err = openTenantStream(cctx, js, s.name)
+		if s.kvPrefix != "" {
+			if _, err = openTenantKV(cctx, js, s.name); err == nil {
+				str, err = js.Stream(cctx, s.stream)
+			}
+		} else {
+			str, err = openTenantStream(cctx, js, s.name)
+		}
 	} else {
 		s.nc, err = nats.Connect(s.url, nats.Name("ardea "+tc.Topology+"/"+tc.Component))
 		if err != nil {
@@ -172,6 +198,7 @@ func (s *jsSpout) Open(ctx context.Context, tc component.Context, _ component.Co
 	s.js, s.topology, s.why = js, tc.Topology, map[uint64]string{}
 	s.cons, err = str.CreateOrUpdateConsumer(cctx, jetstream.ConsumerConfig{
 		Durable: s.durable, AckPolicy: jetstream.AckExplicitPolicy, FilterSubject: s.subject, AckWait: s.ackWait,
+		DeliverPolicy: s.deliver,
 	})
 	if err != nil {
 		return s.errorf("consumer %s: %w", s.durable, err)
@@ -198,11 +225,15 @@ func (s *jsSpout) Next(ctx context.Context, max int, out component.Collector) (c
 			m.Nak() // after the oversized message: left for the next run
 			continue
 		}
-		data := tuple.Bin(m.Data())
-		if s.tenant {
-			data = tuple.Value{Kind: tuple.String, B: m.Data()} // a tenant stream holds lines of text
+		switch {
+		case s.kvPrefix != "":
+			s.vals = s.appendKVValues(s.vals[:0], m)
+		case s.tenant:
+			// A tenant stream holds lines of text.
+			s.vals = tuple.AppendValues(s.vals[:0], tuple.Str(m.Subject()), tuple.Value{Kind: tuple.String, B: m.Data()})
+		default:
+			s.vals = tuple.AppendValues(s.vals[:0], tuple.Str(m.Subject()), tuple.Bin(m.Data()))
 		}
-		s.vals = tuple.AppendValues(s.vals[:0], tuple.Str(m.Subject()), data)
 		if size := int64(len(s.vals)); size > s.maxTuple {
 			s.oversized(ctx, m, size)
 			continue

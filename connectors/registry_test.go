@@ -39,7 +39,7 @@ func TestBuiltinsRegistered(t *testing.T) {
 	for _, s := range plugin.Default().Specs(plugin.KindSpout, plugin.KindBolt, plugin.KindDeadLetter) {
 		got = append(got, string(s.Kind)+":"+s.Name)
 	}
-	if strings.Join(got, " ") != "spout:file spout:generator spout:http spout:jetstream spout:kafka spout:pulsar spout:stream bolt:file bolt:jetstream bolt:kafka bolt:pulsar bolt:stream "+
+	if strings.Join(got, " ") != "spout:file spout:generator spout:http spout:jetstream spout:kafka spout:kv spout:pulsar spout:stream bolt:file bolt:jetstream bolt:kafka bolt:kv bolt:pulsar bolt:stream "+
 		"dead-letter:file dead-letter:jetstream dead-letter:kafka dead-letter:pulsar" {
 		t.Errorf("Specs = %v", got)
 	}
@@ -82,10 +82,10 @@ func TestSpecValidate(t *testing.T) {
 }
 
 func TestNewUnknown(t *testing.T) {
-	if _, err := NewSpout("kafka9", nil); err == nil || err.Error() != `unknown builtin spout "kafka9" (known: file, generator, http, jetstream, kafka, pulsar, stream); did you mean "kafka"?` {
+	if _, err := NewSpout("kafka9", nil); err == nil || err.Error() != `unknown builtin spout "kafka9" (known: file, generator, http, jetstream, kafka, kv, pulsar, stream); did you mean "kafka"?` {
 		t.Errorf("NewSpout = %v", err)
 	}
-	if _, err := NewBolt("generator", nil); err == nil || !strings.Contains(err.Error(), `unknown builtin bolt "generator" (known: file, jetstream, kafka, pulsar, stream)`) {
+	if _, err := NewBolt("generator", nil); err == nil || !strings.Contains(err.Error(), `unknown builtin bolt "generator" (known: file, jetstream, kafka, kv, pulsar, stream)`) {
 		t.Errorf("NewBolt = %v", err)
 	}
 	if err := ValidateConfig("bolt", "nope", "c", nil); err == nil || !strings.HasPrefix(err.Error(), `component "c": unknown builtin bolt "nope" (known: file, `) {

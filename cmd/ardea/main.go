@@ -134,7 +134,7 @@ func addGroups(root *cobra.Command, g *globalFlags) {
 		newUpdateCmd(), newSwapCmd(g), newRollbackCmd(), newApplyCmd(g), newRestartCmd(),
 		newActionCmd("kill", "Stop a topology and remove it (and its modules unless --keep)"))
 	add("inspect", newListCmd(), newStatusCmd(), newHistoryCmd(), newLogsCmd(), newMetricsCmd(), newDLQCmd(), newWaitCmd())
-	add("operate", newStreamCmd())
+	add("operate", newStreamCmd(), newKVCmd())
 	add("daemon", newLocalCmd(g), newDemoCmd(g), newHostCmd(g))
 	add("access", newLoginCmd(), newContextCmd(), newTenantCmd(), newTokenCmd())
 	add("access", newAuditCmd())

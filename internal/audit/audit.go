@@ -54,6 +54,11 @@ const (
 	ActionStreamCreate  Action = "stream.create"
 	ActionStreamDelete  Action = "stream.delete"
 	ActionStreamPublish Action = "stream.publish"
+	// A tenant's own KV buckets (ardea kv).
+	ActionKVCreate    Action = "kv.create"
+	ActionKVDelete    Action = "kv.delete"
+	ActionKVPut       Action = "kv.put"
+	ActionKVDeleteKey Action = "kv.delete_key"
 )
 
 // Result is how a call went.

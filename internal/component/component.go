@@ -95,8 +95,8 @@ type Context struct {
 	Restarted bool
 	// Bus is the container's own NATS connection (in a daemon, its host's
 	// credential: its tenant's account, its topology's permissions). The
-	// built-ins on the tenant's own streams (builtin:stream) use it; they
-	// never take an address. Nil outside a container.
+	// built-ins on the tenant's own streams and KV buckets
+	// (builtin:stream, builtin:kv) use it; they never take an address. Nil outside a container.
 	Bus *nats.Conn
 }
 

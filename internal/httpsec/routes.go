@@ -75,6 +75,11 @@ func DefaultRoutes() []Route {
 		{Pattern: "GET /api/v1/streams", Scope: auth.ScopeRead},
 		{Pattern: "GET /api/v1/streams/{name}", Scope: auth.ScopeRead},
 		{Pattern: "GET /api/v1/streams/{name}/messages", Scope: auth.ScopeRead},
+		// The tenant's own KV buckets (scheduler/daemon/kv.go).
+		{Pattern: "GET /api/v1/kv", Scope: auth.ScopeRead},
+		{Pattern: "GET /api/v1/kv/{bucket}", Scope: auth.ScopeRead},
+		{Pattern: "GET /api/v1/kv/{bucket}/keys", Scope: auth.ScopeRead},
+		{Pattern: "GET /api/v1/kv/{bucket}/value", Scope: auth.ScopeRead},
 
 		// Operate.
 		{Pattern: "POST " + t + "/activate", Scope: auth.ScopeOperate, Action: audit.ActionActivate},
@@ -92,6 +97,10 @@ func DefaultRoutes() []Route {
 		{Pattern: "POST /api/v1/streams", Scope: auth.ScopeDeploy, Action: audit.ActionStreamCreate},
 		{Pattern: "DELETE /api/v1/streams/{name}", Scope: auth.ScopeDeploy, Action: audit.ActionStreamDelete},
 		{Pattern: "POST /api/v1/streams/{name}/messages", Scope: auth.ScopeDeploy, Action: audit.ActionStreamPublish},
+		{Pattern: "POST /api/v1/kv", Scope: auth.ScopeDeploy, Action: audit.ActionKVCreate},
+		{Pattern: "DELETE /api/v1/kv/{bucket}", Scope: auth.ScopeDeploy, Action: audit.ActionKVDelete},
+		{Pattern: "PUT /api/v1/kv/{bucket}/value", Scope: auth.ScopeDeploy, Action: audit.ActionKVPut},
+		{Pattern: "DELETE /api/v1/kv/{bucket}/value", Scope: auth.ScopeDeploy, Action: audit.ActionKVDeleteKey},
 		// Any other action the daemon's POST .../{action} may learn.
 		{Pattern: "POST " + t + "/{action}", Scope: auth.ScopeDeploy},
 

@@ -68,3 +68,24 @@ const (
 func TenantStream(name string) (stream, subject string) {
 	return TenantStreamPrefix + name, TenantSubjectPrefix + name
 }
+
+// A tenant KV bucket is a JetStream key-value bucket a tenant made for its
+// own input and output (`ardea kv create NAME`, builtin:kv). Like a
+// tenant stream it lives in the tenant's NATS account; inside the account
+// its bucket name carries a prefix none of Ardea's buckets uses (they are
+// ardea_..., ardea_checkpoints_...), so a name never reaches the
+// daemon's own.
+const (
+	// TenantKVPrefix starts the JetStream bucket name of a tenant KV
+	// bucket: NAME is the bucket tenant_NAME, the stream KV_tenant_NAME
+	// with the subjects $KV.tenant_NAME.>.
+	TenantKVPrefix = "tenant_"
+)
+
+// TenantKV returns the JetStream bucket, its stream and its subject
+// prefix (keys follow it: $KV.<bucket>.<key>) of the tenant KV bucket name
+// (Valid names only).
+func TenantKV(name string) (bucket, stream, subjectPrefix string) {
+	bucket = TenantKVPrefix + name
+	return bucket, "KV_" + bucket, "$KV." + bucket + "."
+}

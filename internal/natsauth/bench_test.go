@@ -66,7 +66,7 @@ func BenchmarkDataPath(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer srv.Shutdown()
-		c, err := m.HostCreds("A", "wc")
+		c, err := m.HostCreds("A", "wc", TenantIO{})
 		if err != nil {
 			b.Fatal(err)
 		}

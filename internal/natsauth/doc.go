@@ -52,7 +52,7 @@
 // tenant's hosts (control subjects, replies). AdminCreds: the same in the
 // "ardea" account.
 //
-// HostCreds(tenant, topology, streams...): a fresh user key per call, with
+// HostCreds(tenant, topology, io): a fresh user key per call, with
 //
 //   - publish and subscribe on ardea.<tenant>.<topology>.> (its data,
 //     credit, ack and control subjects, internal/names.Subject);
@@ -74,10 +74,11 @@
 //     object store overwrite purges the old chunks): only the daemon
 //     manages buckets, so a host binds to existing buckets
 //     (statemgr.Options.Bind, checkpoint.JetStreamOptions.Bind).
-//   - HostCreds(tenant, topology, streams...): the tenant streams its
-//     topology names (builtin:stream, names.TenantStream), each by its own
-//     subjects: publish, stream info, durable consumers, next message and
-//     acks; never a stream create, update, purge or delete.
+//   - HostCreds(tenant, topology, io): the tenant streams and KV buckets
+//     its topology names (builtin:stream, names.TenantStream; builtin:kv,
+//     names.TenantKV), each by its own subjects: publish (a bucket's
+//     keys), stream info, durable consumers, next message and acks; never
+//     a stream or bucket create, update, purge or delete.
 //
 // What stays shared inside a tenant: the artifacts (content-addressed
 // modules: every host of the tenant may read every artifact), the handoff
@@ -114,7 +115,7 @@
 //	m.Attach(srv.NATS())
 //	dc, _ := m.DaemonCreds(tenant)              // the daemon's connection for that tenant
 //	nc, _ := nats.Connect(url, dc.Options()...)
-//	hc, _ := m.HostCreds(tenant, topology)      // per host process start
+//	hc, _ := m.HostCreds(tenant, topology, io)  // per host process start
 //	natsauth.WriteCreds(path, hc)               // 0600
 //	env = append(env, natsauth.Env(path, hc)...) // the host reads it (ClientOptionsFromEnv)
 //	m.RevokeHost(tenant, topology)              // when the topology is killed

@@ -52,7 +52,7 @@ func TestHostCredentialDoesTheHostsWork(t *testing.T) {
 
 	var mu sync.Mutex
 	var violations []error
-	hc, err := e.m.HostCreds("A", "wc")
+	hc, err := e.m.HostCreds("A", "wc", TenantIO{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -348,9 +348,9 @@ func (m *Manager) AdminCreds() (Creds, error) {
 
 // HostCreds issues a fresh host user for (tenant, topology) with
 // HostPermissions, and records it so that RevokeHost can revoke it.
-// streams are the tenant streams the topology reads or writes
-// (builtin:stream); the credential reaches those only.
-func (m *Manager) HostCreds(tenant, topology string, streams ...string) (Creds, error) {
+// io names the tenant streams and KV buckets the topology reads or writes
+// (builtin:stream, builtin:kv); the credential reaches those only.
+func (m *Manager) HostCreds(tenant, topology string, io TenantIO) (Creds, error) {
 	if !names.Valid(topology) {
 		return Creds{}, fmt.Errorf("natsauth: topology %q: %w", topology, ErrInvalid)
 	}
@@ -360,7 +360,7 @@ func (m *Manager) HostCreds(tenant, topology string, streams ...string) (Creds, 
 	if kp == nil {
 		return Creds{}, fmt.Errorf("natsauth: tenant %q: %w", tenant, ErrNoTenant)
 	}
-	perms := HostPermissions(tenant, topology, streams...)
+	perms := HostPermissions(tenant, topology, io)
 	c, err := issue(kp, "host:"+topology, &perms, HostInboxPrefix(topology))
 	if err != nil {
 		return Creds{}, err

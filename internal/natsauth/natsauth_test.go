@@ -80,7 +80,7 @@ func (e *env) daemon(t *testing.T, tenant string) *nats.Conn {
 
 func (e *env) host(t *testing.T, tenant, topology string) (*nats.Conn, Creds) {
 	t.Helper()
-	c, err := e.m.HostCreds(tenant, topology)
+	c, err := e.m.HostCreds(tenant, topology, TenantIO{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -378,7 +378,7 @@ func TestSwitchingAccountRefused(t *testing.T) {
 
 	// A's host JWT with its permissions widened: the signature no longer
 	// matches.
-	hc, err := e.m.HostCreds("A", "wc")
+	hc, err := e.m.HostCreds("A", "wc", TenantIO{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -438,7 +438,7 @@ func TestRevokeHost(t *testing.T) {
 	e := start(t)
 	closed := make(chan struct{})
 	errs := make(chan error, 8)
-	hc, err := e.m.HostCreds("A", "wc")
+	hc, err := e.m.HostCreds("A", "wc", TenantIO{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -618,7 +618,7 @@ func TestAccountsSurviveRestart(t *testing.T) {
 
 func TestCredsFromEnvironment(t *testing.T) {
 	e := start(t)
-	c, err := e.m.HostCreds("A", "wc")
+	c, err := e.m.HostCreds("A", "wc", TenantIO{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -706,7 +706,7 @@ func TestRemoveTenant(t *testing.T) {
 	if err := e.m.AddTenant("a.b", Limits{}); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("AddTenant(a.b): %v", err)
 	}
-	if _, err := e.m.HostCreds("B", "x>"); !errors.Is(err, ErrInvalid) {
+	if _, err := e.m.HostCreds("B", "x>", TenantIO{}); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("HostCreds(B, x>): %v", err)
 	}
 }

@@ -29,6 +29,14 @@ func TenantBuckets(tenant string) Buckets {
 		Artifacts: b("artifacts"), Handoff: b("handoff"), Checkpoints: "ardea_checkpoints_" + tenant}
 }
 
+// TenantIO names the tenant's own streams and KV buckets a topology reads
+// or writes (builtin:stream, names.TenantStream; builtin:kv,
+// names.TenantKV): its hosts' credential reaches those and no other.
+type TenantIO struct {
+	Streams []string
+	KV      []string
+}
+
 // HostPermissions are the permissions of a host user of (tenant,
 // topology) (package doc, "Credentials"). The host's JetStream use, as
 // the state manager and the checkpoint store do it with nats.go's
@@ -44,11 +52,12 @@ func TenantBuckets(tenant string) Buckets {
 //     write): an object's metadata by direct get, its chunks through an
 //     ordered consumer, a put publishes chunks and metadata on the
 //     bucket's subjects and purges an overwritten object's old chunks;
-//   - the tenant streams its topology names (streams): see below;
+//   - the tenant streams and KV buckets its topology names (io): see
+//     below;
 //   - deleting the consumers it made (the client deletes its ordered
 //     consumers when a read or a watch ends; consumer names are random, so
 //     this is per stream, not per consumer).
-func HostPermissions(tenant, topology string, streams ...string) jwt.Permissions {
+func HostPermissions(tenant, topology string, io TenantIO) jwt.Permissions {
 	if tenant == "" {
 		tenant = names.DefaultTenant
 	}
@@ -92,13 +101,33 @@ func HostPermissions(tenant, topology string, streams ...string) jwt.Permissions
 	// API, which fixes the stream's configuration), nor touch another
 	// stream of the account: NATS wildcards are whole tokens, so each
 	// stream is named.
-	for _, name := range streams {
+	for _, name := range io.Streams {
 		if !names.Valid(name) {
 			continue
 		}
 		st, subject := names.TenantStream(name)
 		p.Pub.Allow.Add(
 			subject,
+			api+"STREAM.INFO."+st,
+			api+"CONSUMER.CREATE."+st+".>",
+			api+"CONSUMER.INFO."+st+".*",
+			api+"CONSUMER.MSG.NEXT."+st+".*",
+			"$JS.ACK."+st+".>",
+		)
+	}
+	// The tenant KV buckets its topology names (builtin:kv,
+	// names.TenantKV): bind to them (stream info), write their keys (a put,
+	// a delete or purge marker: publishes on $KV.<bucket>.<key>), and
+	// follow them through durable pull consumers on their streams, acking
+	// the updates. Never create, update, purge or delete a bucket, nor
+	// read another bucket of the account.
+	for _, name := range io.KV {
+		if !names.Valid(name) {
+			continue
+		}
+		_, st, keys := names.TenantKV(name)
+		p.Pub.Allow.Add(
+			keys+">",
 			api+"STREAM.INFO."+st,
 			api+"CONSUMER.CREATE."+st+".>",
 			api+"CONSUMER.INFO."+st+".*",

@@ -40,7 +40,7 @@ func TestHostTenantStreams(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	c, err := e.m.HostCreds("A", "wc", "in", "out")
+	c, err := e.m.HostCreds("A", "wc", TenantIO{Streams: []string{"in", "out"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestHostTenantStreams(t *testing.T) {
 		t.Fatalf("B's stream in: %v %v", m, err)
 	}
 	// A host issued no streams reaches none.
-	c2, err := e.m.HostCreds("A", "wc2")
+	c2, err := e.m.HostCreds("A", "wc2", TenantIO{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -64,6 +64,7 @@ func (d *Daemon) routes() *http.ServeMux {
 	mux.HandleFunc("GET /api/v1/topologies/{name}/dlq", d.handleDeadLetters)
 	mux.HandleFunc("POST /api/v1/topologies/{name}/dlq/replay", d.handleDeadLetters)
 	d.streamRoutes(mux)
+	d.kvRoutes(mux)
 	mux.HandleFunc("GET /metrics", d.serveMetrics)
 	ui.NewTracker(d).Register(mux)
 	return mux
@@ -177,6 +178,9 @@ func (d *Daemon) Submit(ctx context.Context, req SubmitRequest) error {
 		return err
 	}
 	if err := d.checkStreams(ctx, sp, top); err != nil {
+		return err
+	}
+	if err := d.checkKV(ctx, sp, top); err != nil {
 		return err
 	}
 	mods, err := wasmModules(top, req.Modules)

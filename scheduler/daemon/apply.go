@@ -126,6 +126,9 @@ func (t *tm) apply(ctx context.Context, req ApplyRequest) (ApplyResult, error) {
 	if err := t.d.checkStreams(ctx, t.sp, next); err != nil {
 		return ApplyResult{}, err
 	}
+	if err := t.d.checkKV(ctx, t.sp, next); err != nil {
+		return ApplyResult{}, err
+	}
 	t.mu.Lock()
 	cur, doc, state, eo := t.top.Clone(), t.doc, t.state, t.ckpt != nil
 	t.mu.Unlock()

@@ -356,8 +356,8 @@ func (d *Daemon) hostCreds(t *tm, c int) ([]string, error) {
 	if !live(t.state) {
 		return nil, fmt.Errorf("topology %s is %s: no NATS credential for its hosts", t.name, t.state)
 	}
-	streams := topologyStreams(t.top)
-	cr, err := m.HostCreds(t.sp.tenant, t.name, streams...)
+	io := natsauth.TenantIO{Streams: topologyStreams(t.top), KV: topologyKV(t.top)}
+	cr, err := m.HostCreds(t.sp.tenant, t.name, io)
 	if err != nil {
 		return nil, fmt.Errorf("topology %s: NATS credential: %w", t.name, err)
 	}

@@ -104,7 +104,7 @@ func TestRunWithHostCredential(t *testing.T) {
 		t.Fatalf("Run without a credential: %v, want %v", err, nats.ErrAuthorization)
 	}
 
-	hc, err := m.HostCreds("A", "wc")
+	hc, err := m.HostCreds("A", "wc", natsauth.TenantIO{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,503 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ardea-dev/ardea"
+	"github.com/ardea-dev/ardea/connectors"
+	"github.com/ardea-dev/ardea/internal/audit"
+	"github.com/ardea-dev/ardea/internal/httpsec"
+	"github.com/ardea-dev/ardea/internal/names"
+)
+
+// Tenant KV buckets: a tenant's own JetStream key-value buckets, for its
+// topologies' input and output (builtin:kv, connectors/tenantkv.go). As
+// tenant streams (streams.go) they live in the tenant's NATS account,
+// made by the daemon's connection for the tenant (space.nc), so a request
+// acts on its principal's tenant's buckets only (another tenant's bucket
+// of the name is not found, as a missing one); each bucket's size is
+// bounded when it is made and the account's jetstream_disk limit bounds
+// them all. A topology's hosts reach the buckets it names and no other
+// (natsauth.HostPermissions).
+
+// Bounds of the KV routes.
+const (
+	// MaxKVKeys is the most keys one key listing returns.
+	MaxKVKeys = 10000
+	// MaxKVHistory is the most revisions a bucket keeps per key.
+	MaxKVHistory = jetstream.KeyValueMaxHistory
+)
+
+// KVInfo is a tenant KV bucket as the API shows it.
+type KVInfo struct {
+	Name string `json:"name"`
+	// Values counts the revisions stored (each key's, up to History).
+	Values   uint64    `json:"values"`
+	Bytes    uint64    `json:"bytes"`
+	MaxBytes int64     `json:"max_bytes"`
+	History  int64     `json:"history"`
+	Created  time.Time `json:"created"`
+}
+
+// CreateKVRequest is POST /api/v1/kv.
+type CreateKVRequest struct {
+	Name string `json:"name"`
+	// History is how many revisions of each key the bucket keeps (1 to
+	// MaxKVHistory; 0: 1).
+	History int `json:"history,omitempty"`
+	// MaxBytes bounds the bucket (a put past it is refused); 0:
+	// connectors.TenantKVDefaultMaxBytes, at most the tenant's JetStream
+	// disk quota.
+	MaxBytes int64 `json:"max_bytes,omitempty"`
+}
+
+// KVPutRequest is PUT /api/v1/kv/{bucket}/value?key=K.
+type KVPutRequest struct {
+	Value string `json:"value"`
+}
+
+// KVEntry is a key's value (GET /api/v1/kv/{bucket}/value?key=K), or the
+// answer to a put (without the value).
+type KVEntry struct {
+	Bucket   string    `json:"bucket"`
+	Key      string    `json:"key"`
+	Value    string    `json:"value,omitempty"`
+	Revision uint64    `json:"revision"`
+	Created  time.Time `json:"created,omitzero"`
+}
+
+// KVKeys is GET /api/v1/kv/{bucket}/keys: the bucket's keys (those that
+// match the filter), sorted, at most the asked limit and 4 MiB of keys;
+// Truncated says there were more.
+type KVKeys struct {
+	Bucket    string   `json:"bucket"`
+	Keys      []string `json:"keys"`
+	Truncated bool     `json:"truncated,omitempty"`
+}
+
+func (d *Daemon) kvRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /api/v1/kv", d.handleKVList)
+	mux.HandleFunc("POST /api/v1/kv", d.handleKVCreate)
+	mux.HandleFunc("GET /api/v1/kv/{bucket}", d.handleKVInfo)
+	mux.HandleFunc("DELETE /api/v1/kv/{bucket}", d.handleKVDelete)
+	mux.HandleFunc("GET /api/v1/kv/{bucket}/keys", d.handleKVKeys)
+	// A key is a query parameter (?key=K), not a path segment: keys may
+	// hold '/', which the guard refuses in a path's names.
+	mux.HandleFunc("GET /api/v1/kv/{bucket}/value", d.handleKVGet)
+	mux.HandleFunc("PUT /api/v1/kv/{bucket}/value", d.handleKVPut)
+	mux.HandleFunc("DELETE /api/v1/kv/{bucket}/value", d.handleKVDeleteKey)
+}
+
+// topologyKV are the tenant KV buckets top's builtin:kv components name:
+// its hosts' credential reaches those.
+func topologyKV(top *ardea.Topology) []string {
+	var out []string
+	for _, c := range top.Components {
+		if c.Module == ardea.BuiltinPrefix+"kv" && c.Config["bucket"] != "" && !slices.Contains(out, c.Config["bucket"]) {
+			out = append(out, c.Config["bucket"])
+		}
+	}
+	return out
+}
+
+// checkKV refuses a topology whose builtin:kv components name a bucket
+// its tenant does not have: its hosts may not make one (checkStreams'
+// counterpart). Without NATS accounts (`ardea run`, in process) the
+// built-in makes a missing bucket itself.
+func (d *Daemon) checkKV(ctx context.Context, sp *space, top *ardea.Topology) error {
+	if d.sec.accounts == nil {
+		return nil
+	}
+	var js jetstream.JetStream
+	for _, c := range top.Components {
+		name := c.Config["bucket"]
+		if c.Module != ardea.BuiltinPrefix+"kv" || connectors.ValidKVName(name) != nil {
+			continue // not one, or its config's error is reported by validation
+		}
+		if js == nil {
+			var err error
+			if js, err = jetstream.New(sp.nc); err != nil {
+				return err
+			}
+		}
+		bucket, _, _ := names.TenantKV(name)
+		cctx, cancel := context.WithTimeout(ctx, streamOpTimeout)
+		_, err := js.KeyValue(cctx, bucket)
+		cancel()
+		if errors.Is(err, jetstream.ErrBucketNotFound) {
+			return newErr(ErrBadRequest, "component %s: tenant %s has no KV bucket %s: create it first (ardea kv create %s)", c.Name, sp.tenant, name, name)
+		}
+		if err != nil {
+			return fmt.Errorf("component %s: KV bucket %s: %w", c.Name, name, err)
+		}
+	}
+	return nil
+}
+
+// tenantKV binds to the caller's tenant KV bucket name.
+func (d *Daemon) tenantKV(ctx context.Context, name string) (jetstream.KeyValue, error) {
+	if err := connectors.ValidKVName(name); err != nil {
+		return nil, newErr(ErrBadRequest, "%v", err)
+	}
+	js, sp, err := d.tenantJS(ctx)
+	if err != nil {
+		return nil, err
+	}
+	bucket, _, _ := names.TenantKV(name)
+	cctx, cancel := context.WithTimeout(ctx, streamOpTimeout)
+	defer cancel()
+	kv, err := js.KeyValue(cctx, bucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return nil, newErr(ErrNotFound, "tenant %s has no KV bucket %s (ardea kv ls)", sp.tenant, name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("KV bucket %s: %w", name, err)
+	}
+	return kv, nil
+}
+
+func kvInfo(name string, in *jetstream.StreamInfo) KVInfo {
+	return KVInfo{Name: name, Values: in.State.Msgs, Bytes: in.State.Bytes, MaxBytes: in.Config.MaxBytes,
+		History: in.Config.MaxMsgsPerSubject, Created: in.Created}
+}
+
+// bucketInfo is kv's info now.
+func bucketInfo(ctx context.Context, name string, kv jetstream.KeyValue) (KVInfo, error) {
+	cctx, cancel := context.WithTimeout(ctx, streamOpTimeout)
+	defer cancel()
+	st, err := kv.Status(cctx)
+	if err != nil {
+		return KVInfo{}, fmt.Errorf("KV bucket %s: %w", name, err)
+	}
+	s, ok := st.(*jetstream.KeyValueBucketStatus)
+	if !ok {
+		return KVInfo{Name: name, Values: st.Values(), Bytes: st.Bytes(), History: st.History()}, nil
+	}
+	return kvInfo(name, s.StreamInfo()), nil
+}
+
+// CreateKV makes the caller's tenant KV bucket req.Name, bounded by the
+// tenant's JetStream disk quota.
+func (d *Daemon) CreateKV(ctx context.Context, req CreateKVRequest) (KVInfo, error) {
+	if err := connectors.ValidKVName(req.Name); err != nil {
+		return KVInfo{}, newErr(ErrBadRequest, "%v", err)
+	}
+	if req.MaxBytes < 0 {
+		return KVInfo{}, newErr(ErrBadRequest, "KV bucket %s: max_bytes %d: want a positive size (0: the default)", req.Name, req.MaxBytes)
+	}
+	if req.History < 0 || req.History > MaxKVHistory {
+		return KVInfo{}, newErr(ErrBadRequest, "KV bucket %s: history %d: want 1 to %d revisions per key (0: 1)", req.Name, req.History, MaxKVHistory)
+	}
+	js, sp, err := d.tenantJS(ctx)
+	if err != nil {
+		return KVInfo{}, err
+	}
+	size := req.MaxBytes
+	if size == 0 {
+		size = connectors.TenantKVDefaultMaxBytes
+	}
+	if disk := d.jetStreamLimits(ctx, sp.tenant).DiskBytes; disk > 0 {
+		if req.MaxBytes > disk {
+			return KVInfo{}, newErr(ErrForbidden, "KV bucket %s: max_bytes %d is over tenant %s's quota jetstream_disk (%d bytes)", req.Name, req.MaxBytes, sp.tenant, disk)
+		}
+		size = min(size, disk)
+	}
+	cctx, cancel := context.WithTimeout(ctx, streamOpTimeout)
+	defer cancel()
+	// CreateKeyValue answers an existing bucket of the same configuration
+	// as a success: ask first.
+	bucket, _, _ := names.TenantKV(req.Name)
+	if _, err := js.KeyValue(cctx, bucket); err == nil {
+		return KVInfo{}, newErr(ErrExists, "tenant %s already has a KV bucket %s", sp.tenant, req.Name)
+	}
+	kv, err := js.CreateKeyValue(cctx, connectors.TenantKVConfig(req.Name, req.History, size))
+	var apiErr *jetstream.APIError
+	switch {
+	case errors.Is(err, jetstream.ErrBucketExists), errors.Is(err, jetstream.ErrStreamNameAlreadyInUse):
+		return KVInfo{}, newErr(ErrExists, "tenant %s already has a KV bucket %s", sp.tenant, req.Name)
+	case errors.As(err, &apiErr) && (apiErr.ErrorCode == jsErrStorageExceeded || apiErr.ErrorCode == jsErrInsufficientResources):
+		return KVInfo{}, newErr(ErrForbidden, "KV bucket %s (%d bytes): over tenant %s's quota jetstream_disk: %s", req.Name, size, sp.tenant, apiErr.Description)
+	case err != nil:
+		return KVInfo{}, fmt.Errorf("KV bucket %s: %w", req.Name, err)
+	}
+	return bucketInfo(ctx, req.Name, kv)
+}
+
+// ListKV lists the caller's tenant KV buckets.
+func (d *Daemon) ListKV(ctx context.Context) ([]KVInfo, error) {
+	js, _, err := d.tenantJS(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, streamOpTimeout)
+	defer cancel()
+	out := []KVInfo{}
+	l := js.ListStreams(cctx)
+	for in := range l.Info() {
+		if name, ok := strings.CutPrefix(in.Config.Name, "KV_"+names.TenantKVPrefix); ok {
+			out = append(out, kvInfo(name, in))
+		}
+	}
+	if err := l.Err(); err != nil {
+		return nil, fmt.Errorf("KV buckets: %w", err)
+	}
+	slices.SortFunc(out, func(a, b KVInfo) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// DeleteKV removes the caller's tenant KV bucket name and its keys.
+func (d *Daemon) DeleteKV(ctx context.Context, name string) error {
+	if _, err := d.tenantKV(ctx, name); err != nil {
+		return err
+	}
+	js, _, err := d.tenantJS(ctx)
+	if err != nil {
+		return err
+	}
+	bucket, _, _ := names.TenantKV(name)
+	cctx, cancel := context.WithTimeout(ctx, streamOpTimeout)
+	defer cancel()
+	if err := js.DeleteKeyValue(cctx, bucket); err != nil {
+		return fmt.Errorf("KV bucket %s: %w", name, err)
+	}
+	return nil
+}
+
+// kvKey checks key for bucket name.
+func kvKey(name, key string) error {
+	if err := connectors.ValidKVKey(key); err != nil {
+		return newErr(ErrBadRequest, "KV bucket %s: %v", name, err)
+	}
+	return nil
+}
+
+// PutKV puts value under key in the caller's tenant KV bucket name.
+func (d *Daemon) PutKV(ctx context.Context, name, key, value string) (KVEntry, error) {
+	if err := kvKey(name, key); err != nil {
+		return KVEntry{}, err
+	}
+	kv, err := d.tenantKV(ctx, name)
+	if err != nil {
+		return KVEntry{}, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, streamOpTimeout)
+	defer cancel()
+	rev, err := kv.PutString(cctx, key, value)
+	var apiErr *jetstream.APIError
+	switch {
+	case errors.As(err, &apiErr) && (apiErr.ErrorCode == jsErrStorageExceeded || apiErr.ErrorCode == jsErrInsufficientResources):
+		return KVEntry{}, newErr(ErrForbidden, "KV bucket %s: key %s: %s (the bucket's max_bytes or the quota jetstream_disk)", name, key, apiErr.Description)
+	case err != nil:
+		return KVEntry{}, fmt.Errorf("KV bucket %s: key %s: %w", name, key, err)
+	}
+	return KVEntry{Bucket: name, Key: key, Revision: rev}, nil
+}
+
+// GetKV returns key's value in the caller's tenant KV bucket name.
+func (d *Daemon) GetKV(ctx context.Context, name, key string) (KVEntry, error) {
+	if err := kvKey(name, key); err != nil {
+		return KVEntry{}, err
+	}
+	kv, err := d.tenantKV(ctx, name)
+	if err != nil {
+		return KVEntry{}, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, streamOpTimeout)
+	defer cancel()
+	e, err := kv.Get(cctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return KVEntry{}, newErr(ErrNotFound, "KV bucket %s has no key %s", name, key)
+	}
+	if err != nil {
+		return KVEntry{}, fmt.Errorf("KV bucket %s: key %s: %w", name, key, err)
+	}
+	return KVEntry{Bucket: name, Key: key, Value: string(e.Value()), Revision: e.Revision(), Created: e.Created()}, nil
+}
+
+// DeleteKVKey deletes key from the caller's tenant KV bucket name: a
+// delete marker (its history kept), or with purge its history too.
+func (d *Daemon) DeleteKVKey(ctx context.Context, name, key string, purge bool) error {
+	if err := kvKey(name, key); err != nil {
+		return err
+	}
+	kv, err := d.tenantKV(ctx, name)
+	if err != nil {
+		return err
+	}
+	cctx, cancel := context.WithTimeout(ctx, streamOpTimeout)
+	defer cancel()
+	if purge {
+		err = kv.Purge(cctx, key)
+	} else {
+		err = kv.Delete(cctx, key)
+	}
+	if err != nil {
+		return fmt.Errorf("KV bucket %s: key %s: %w", name, key, err)
+	}
+	return nil
+}
+
+// KVKeys lists the keys of the caller's tenant KV bucket name that match
+// filter ("" or ">": all), sorted, at most limit (and 4 MiB of keys).
+func (d *Daemon) KVKeys(ctx context.Context, name, filter string, limit int) (KVKeys, error) {
+	if limit <= 0 || limit > MaxKVKeys {
+		return KVKeys{}, newErr(ErrBadRequest, "limit %d: want 1 to %d keys", limit, MaxKVKeys)
+	}
+	if filter == "" {
+		filter = ">"
+	}
+	if err := connectors.ValidKVKeyFilter(filter); err != nil {
+		return KVKeys{}, newErr(ErrBadRequest, "KV bucket %s: %v", name, err)
+	}
+	kv, err := d.tenantKV(ctx, name)
+	if err != nil {
+		return KVKeys{}, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, streamOpTimeout)
+	defer cancel()
+	l, err := kv.ListKeysFiltered(cctx, filter)
+	if err != nil {
+		return KVKeys{}, fmt.Errorf("KV bucket %s: keys: %w", name, err)
+	}
+	out := KVKeys{Bucket: name, Keys: []string{}}
+	seen := map[string]bool{}
+	size := 0
+	for k := range l.Keys() {
+		if seen[k] {
+			continue
+		}
+		if len(out.Keys) == limit || size+len(k) > maxStreamReadBytes {
+			out.Truncated = true
+			break
+		}
+		seen[k] = true
+		out.Keys = append(out.Keys, k)
+		size += len(k)
+	}
+	// Stop the lister's watch and let its goroutine end: it may be
+	// blocked handing over a key the loop above no longer takes.
+	l.Stop()
+	err = cctx.Err()
+	cancel()
+	for range l.Keys() {
+	}
+	if err != nil {
+		return out, fmt.Errorf("KV bucket %s: keys: %w", name, err)
+	}
+	slices.Sort(out.Keys)
+	return out, nil
+}
+
+func (d *Daemon) handleKVList(w http.ResponseWriter, r *http.Request) {
+	out, err := d.ListKV(r.Context())
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (d *Daemon) handleKVCreate(w http.ResponseWriter, r *http.Request) {
+	var req CreateKVRequest
+	if err := httpsec.DecodeJSON(w, r, 0, &req); err != nil {
+		httpsec.WriteError(w, err)
+		return
+	}
+	audit.SetCall(r.Context(), audit.ActionKVCreate, req.Name)
+	audit.Param(r.Context(), "history", req.History)
+	audit.Param(r.Context(), "max_bytes", req.MaxBytes)
+	out, err := d.CreateKV(r.Context(), req)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, out)
+}
+
+func (d *Daemon) handleKVInfo(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("bucket")
+	kv, err := d.tenantKV(r.Context(), name)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	out, err := bucketInfo(r.Context(), name, kv)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (d *Daemon) handleKVDelete(w http.ResponseWriter, r *http.Request) {
+	audit.SetCall(r.Context(), audit.ActionKVDelete, r.PathValue("bucket"))
+	if err := d.DeleteKV(r.Context(), r.PathValue("bucket")); err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"deleted": r.PathValue("bucket")})
+}
+
+func (d *Daemon) handleKVKeys(w http.ResponseWriter, r *http.Request) {
+	limit := 1000
+	if v := r.URL.Query().Get("limit"); v != "" {
+		var err error
+		if limit, err = strconv.Atoi(v); err != nil {
+			writeErr(w, newErr(ErrBadRequest, "limit %q: want a number of keys", v))
+			return
+		}
+	}
+	out, err := d.KVKeys(r.Context(), r.PathValue("bucket"), r.URL.Query().Get("filter"), limit)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (d *Daemon) handleKVGet(w http.ResponseWriter, r *http.Request) {
+	out, err := d.GetKV(r.Context(), r.PathValue("bucket"), r.URL.Query().Get("key"))
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (d *Daemon) handleKVPut(w http.ResponseWriter, r *http.Request) {
+	var req KVPutRequest
+	if err := httpsec.DecodeJSON(w, r, 0, &req); err != nil {
+		httpsec.WriteError(w, err)
+		return
+	}
+	name, key := r.PathValue("bucket"), r.URL.Query().Get("key")
+	audit.SetCall(r.Context(), audit.ActionKVPut, name+"/"+key)
+	audit.Param(r.Context(), "bytes", len(req.Value))
+	out, err := d.PutKV(r.Context(), name, key, req.Value)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (d *Daemon) handleKVDeleteKey(w http.ResponseWriter, r *http.Request) {
+	name, key := r.PathValue("bucket"), r.URL.Query().Get("key")
+	purge := r.URL.Query().Get("purge") == "true"
+	audit.SetCall(r.Context(), audit.ActionKVDeleteKey, name+"/"+key)
+	audit.Param(r.Context(), "purge", purge)
+	if err := d.DeleteKVKey(r.Context(), name, key, purge); err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"deleted": key})
+}

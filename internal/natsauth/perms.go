@@ -44,6 +44,9 @@ func TenantBuckets(tenant string) Buckets {
 //     write): an object's metadata by direct get, its chunks through an
 //     ordered consumer, a put publishes chunks and metadata on the
 //     bucket's subjects and purges an overwritten object's old chunks;
+//   - its topology's bolts' dead letters: publishing on its own subjects
+//     (names.DeadLetterSubject, captured by the tenant's dead-letter
+//     stream), and that stream's info;
 //   - the tenant streams its topology names (streams): see below;
 //   - deleting the consumers it made (the client deletes its ordered
 //     consumers when a read or a watch ends; consumer names are random, so
@@ -60,7 +63,11 @@ func HostPermissions(tenant, topology string, streams ...string) jwt.Permissions
 	obj := func(bucket string) string { return "OBJ_" + bucket }
 
 	var p jwt.Permissions
-	p.Pub.Allow.Add(own)
+	// own covers its topology's bolts' dead letters
+	// (names.DeadLetterSubject); of the tenant's dead-letter stream it may
+	// read the info only (a refused dead letter names the stream's bound),
+	// never another topology's messages.
+	p.Pub.Allow.Add(own, api+"STREAM.INFO."+names.DeadLetterStream)
 	for _, s := range []string{kv(b.Topologies), kv(b.Plans), kv(b.State), kv(b.TMLock),
 		obj(b.Artifacts), obj(b.Handoff), obj(b.Checkpoints)} {
 		p.Pub.Allow.Add(api + "STREAM.INFO." + s)

@@ -85,6 +85,21 @@ func (d *Daemon) purgeDeadLetters(ctx context.Context, sp *space, stream, topolo
 	return s.Purge(cctx, jetstream.WithPurgeSubject(names.TopologyDeadLetters(sp.tenant, topology)))
 }
 
+// deleteDeadLetterStream deletes sp's tenant's dead-letter stream (the
+// tenant is deleted).
+func (d *Daemon) deleteDeadLetterStream(sp *space) error {
+	js, err := jetstream.New(sp.nc)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(d.ctx, streamOpTimeout)
+	defer cancel()
+	if err := js.DeleteStream(ctx, names.DeadLetterStream); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+		return err
+	}
+	return nil
+}
+
 // boltDeadLetters lists the dead letters of top's wasm bolts (of only, if
 // set), read from where sp's tenant's policy places them
 // (settings.MachinePolicy.BoltDeadLetter: a confined tenant's are in the

@@ -74,6 +74,10 @@
 //     object store overwrite purges the old chunks): only the daemon
 //     manages buckets, so a host binds to existing buckets
 //     (statemgr.Options.Bind, checkpoint.JetStreamOptions.Bind).
+//   - its topology's bolts' dead letters: on its own subjects
+//     (names.DeadLetterSubject), captured by the tenant's dead-letter
+//     stream (names.DeadLetterStream, made by the daemon), and that
+//     stream's info; not its messages.
 //   - HostCreds(tenant, topology, streams...): the tenant streams its
 //     topology names (builtin:stream, names.TenantStream), each by its own
 //     subjects: publish, stream info, durable consumers, next message and

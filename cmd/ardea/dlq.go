@@ -23,7 +23,10 @@ whose tuple trees failed max_retries times and went to the spout's
 dead-letter file or topic. --replay sends them back to the topic (or file)
 they came from, where the spout reads them again, and marks them replayed.
 It also lists the tuples its wasm bolts gave up (effectively once, after
-topology.bolt.max_tuple_rollbacks), which are listed, not replayed.`,
+topology.bolt.max_tuple_rollbacks), which are listed, not replayed: from
+topology.bolt.dead_letter's file, or for a tenant other than the default
+one from its dead-letter stream (in its NATS account, within its
+jetstream_disk quota), where the daemon puts them.`,
 		Example: `  ardea dlq orders
   ardea dlq orders lines -o json
   ardea dlq orders --replay`,

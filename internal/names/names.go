@@ -89,3 +89,37 @@ func TenantKV(name string) (bucket, stream, subjectPrefix string) {
 	bucket = TenantKVPrefix + name
 	return bucket, "KV_" + bucket, "$KV." + bucket + "."
 }
+// A tenant's bolt dead letters (effectively once, a tuple a wasm bolt gave
+// up after topology.bolt.max_tuple_rollbacks) go, under the daemon, to one
+// JetStream stream of the tenant's NATS account that the daemon makes:
+// DeadLetterStream, capturing DeadLetterSubjects. Each dead letter is one
+// message on DeadLetterSubject, written once (its subject names the
+// tuple's hash). The subjects are under the topology's own
+// (ardea.<tenant>.<topology>.>), which only that topology's hosts may
+// publish to.
+const (
+	// DeadLetterStream is the stream (one per tenant account).
+	DeadLetterStream = "ARDEA_DLQ"
+	// deadLetterToken follows the topology in a dead letter's subject.
+	deadLetterToken = "dlq"
+)
+
+// DeadLetterSubject is the subject of the dead letter of the tuple hash
+// (16 hex digits) of topology's bolt component:
+//
+//	ardea.<tenant>.<topology>.dlq.<component>.<hash>
+//
+// With hash "*" or ">" it matches the component's; with component ">"
+// (and no hash) the topology's.
+func DeadLetterSubject(tenant, topology, component string, hash ...string) string {
+	return Subject(tenant, topology, append([]string{deadLetterToken, component}, hash...)...)
+}
+
+// TopologyDeadLetters matches every dead letter of topology.
+func TopologyDeadLetters(tenant, topology string) string {
+	return Subject(tenant, topology, deadLetterToken, ">")
+}
+
+// DeadLetterSubjects are the subjects DeadLetterStream captures: every
+// topology's of tenant.
+func DeadLetterSubjects(tenant string) string { return TopologyDeadLetters(tenant, "*") }

@@ -79,6 +79,14 @@
 //     names.TenantKV), each by its own subjects: publish (a bucket's
 //     keys), stream info, durable consumers, next message and acks; never
 //     a stream or bucket create, update, purge or delete.
+//   - its topology's bolts' dead letters: on its own subjects
+//     (names.DeadLetterSubject), captured by the tenant's dead-letter
+//     stream (names.DeadLetterStream, made by the daemon), and that
+//     stream's info; not its messages.
+//   - HostCreds(tenant, topology, streams...): the tenant streams its
+//     topology names (builtin:stream, names.TenantStream), each by its own
+//     subjects: publish, stream info, durable consumers, next message and
+//     acks; never a stream create, update, purge or delete.
 //
 // What stays shared inside a tenant: the artifacts (content-addressed
 // modules: every host of the tenant may read every artifact), the handoff

@@ -54,6 +54,9 @@ type TenantIO struct {
 //     bucket's subjects and purges an overwritten object's old chunks;
 //   - the tenant streams and KV buckets its topology names (io): see
 //     below;
+//   - its topology's bolts' dead letters: publishing on its own subjects
+//     (names.DeadLetterSubject, captured by the tenant's dead-letter
+//     stream), and that stream's info;
 //   - deleting the consumers it made (the client deletes its ordered
 //     consumers when a read or a watch ends; consumer names are random, so
 //     this is per stream, not per consumer).
@@ -69,7 +72,11 @@ func HostPermissions(tenant, topology string, io TenantIO) jwt.Permissions {
 	obj := func(bucket string) string { return "OBJ_" + bucket }
 
 	var p jwt.Permissions
-	p.Pub.Allow.Add(own)
+	// own covers its topology's bolts' dead letters
+	// (names.DeadLetterSubject); of the tenant's dead-letter stream it may
+	// read the info only (a refused dead letter names the stream's bound),
+	// never another topology's messages.
+	p.Pub.Allow.Add(own, api+"STREAM.INFO."+names.DeadLetterStream)
 	for _, s := range []string{kv(b.Topologies), kv(b.Plans), kv(b.State), kv(b.TMLock),
 		obj(b.Artifacts), obj(b.Handoff), obj(b.Checkpoints)} {
 		p.Pub.Allow.Add(api + "STREAM.INFO." + s)

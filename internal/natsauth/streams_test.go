@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ardea-dev/ardea/internal/names"
@@ -115,5 +116,83 @@ func TestHostTenantStreams(t *testing.T) {
 	}
 	if _, err := ajs.Stream(ctx, "STREAM_out"); errors.Is(err, jetstream.ErrStreamNotFound) {
 		t.Fatal("A's stream out is gone")
+	}
+}
+
+// TestHostDeadLetters: the tenant's dead-letter stream (names.
+// DeadLetterStream, made by the daemon in the tenant's account) takes a
+// topology's bolts' dead letters from that topology's hosts only: a host
+// publishes on its own topology's dead-letter subjects and reads the
+// stream's info, and may not publish another topology's, read, purge or
+// change the stream; another tenant's host cannot reach tenant A's
+// subjects at all (its account has its own), so A's stream holds only its
+// own topology's dead letter.
+func TestHostDeadLetters(t *testing.T) {
+	e := start(t)
+	ctx := t.Context()
+	ajs, err := jetstream.New(e.daemon(t, "A"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := ajs.CreateStream(ctx, jetstream.StreamConfig{Name: names.DeadLetterStream, Subjects: []string{names.DeadLetterSubjects("A")},
+		MaxMsgsPerSubject: 1, Discard: jetstream.DiscardNew, MaxBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	host, _ := e.host(t, "A", "wc")
+	hjs, err := jetstream.New(host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := names.DeadLetterSubject("A", "wc", "upper", "00000000000000aa")
+	if _, err := hjs.Publish(ctx, own, []byte(`{"hash":"00000000000000aa"}`), jetstream.WithExpectStream(names.DeadLetterStream),
+		jetstream.WithExpectLastSequencePerSubject(0)); err != nil {
+		t.Fatalf("host of A/wc: publish its dead letter: %v", err)
+	}
+	// Written once: the same tuple's second dead letter is refused.
+	_, err = hjs.Publish(ctx, own, []byte("again"), jetstream.WithExpectLastSequencePerSubject(0))
+	var apiErr *jetstream.APIError
+	if !errors.As(err, &apiErr) || apiErr.ErrorCode != jetstream.JSErrCodeStreamWrongLastSequence {
+		t.Fatalf("host of A/wc: the same dead letter again: %v, want wrong last sequence", err)
+	}
+	if _, err := hjs.Stream(ctx, names.DeadLetterStream); err != nil {
+		t.Fatalf("host of A/wc: the dead-letter stream's info: %v", err)
+	}
+	req := func(nc *nats.Conn, s string) func() error {
+		return func() error { return nc.PublishRequest(s, nc.NewInbox(), []byte("{}")) }
+	}
+	for _, s := range []string{
+		names.DeadLetterSubject("A", "other", "upper", "00000000000000bb"),
+		"ardea.A.other.dlq.upper.00000000000000bb",
+		"$JS.API.STREAM.MSG.GET." + names.DeadLetterStream,
+		"$JS.API.DIRECT.GET." + names.DeadLetterStream,
+		"$JS.API.STREAM.PURGE." + names.DeadLetterStream,
+		"$JS.API.STREAM.UPDATE." + names.DeadLetterStream,
+		"$JS.API.STREAM.DELETE." + names.DeadLetterStream,
+		"$JS.API.STREAM.MSG.DELETE." + names.DeadLetterStream,
+		"$JS.API.CONSUMER.CREATE." + names.DeadLetterStream + ".x",
+	} {
+		denied(t, host, "Publish", s, req(host, s))
+	}
+	// Tenant B's host: A's subjects are refused; its own land in B's
+	// account, which has no such stream.
+	bhost, _ := e.host(t, "B", "wc")
+	for _, s := range []string{names.DeadLetterSubject("A", "wc", "upper", "00000000000000cc"), names.DeadLetterSubject("A", "other", "upper", "00000000000000cc")} {
+		denied(t, bhost, "Publish", s, req(bhost, s))
+	}
+	bjs, err := jetstream.New(bhost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bjs.Publish(ctx, names.DeadLetterSubject("B", "wc", "upper", "00000000000000dd"), []byte("B's")); !errors.Is(err, jetstream.ErrNoStreamResponse) {
+		t.Fatalf("host of B/wc: a dead letter with no stream in B's account: %v, want no stream response", err)
+	}
+	in, err := st.Info(ctx, jetstream.WithSubjectFilter(">"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.State.Msgs != 1 || len(in.State.Subjects) != 1 || in.State.Subjects[own] != 1 {
+		t.Fatalf("A's dead-letter stream: %d messages on %v, want one on %s", in.State.Msgs, in.State.Subjects, own)
 	}
 }

@@ -2,6 +2,7 @@ package container
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -140,36 +141,41 @@ type BoltDeadLetter struct {
 	Values    []byte    `json:"values"` // the whole ABI values block (base64)
 }
 
-// deadLetter writes a given-up tuple to its bolt's dead-letter file and
-// says where it went.
+// deadLetter writes a given-up tuple to its bolt's dead letters (a file,
+// or the tenant's dead-letter stream) and says where it went.
 func (c *Container) deadLetter(_ *engine.Task, f host.TupleFailure, version string, h uint64) string {
 	tc := c.o.Topology.Component(f.Component)
-	path := ""
+	var place settings.DeadLetterPlace
 	if tc != nil {
 		var err error
-		if path, err = c.o.Machine.BoltDeadLetter(c.o.Topology, tc); err != nil {
+		if place, err = c.o.Machine.BoltDeadLetter(c.o.Topology, tc); err != nil {
 			c.runLog.Error("bolt dead letter refused", "component", f.Component, "task", f.Task, "err", err)
 			return fmt.Sprintf("dropped (%v)", err)
 		}
 	}
-	if path == "" {
+	if place.None() {
 		return "dropped (the bolt keeps no dead letters: set " + settings.KeyDeadLetter + ")"
 	}
+	hash := fmt.Sprintf("%016x", h)
 	rec, err := json.Marshal(BoltDeadLetter{Time: time.Now().UTC(), Topology: c.o.Topology.Name, Component: f.Component,
-		Task: f.Task, Version: version, Hash: fmt.Sprintf("%016x", h), Error: f.Err.Error(),
+		Task: f.Task, Version: version, Hash: hash, Error: f.Err.Error(),
 		Tuple: host.FormatTuple(f.Values), Values: f.Values})
 	written := false
 	if err == nil {
-		written, err = c.dead.write(path, fmt.Sprintf("%016x", h), append(rec, '\n'), c.o.Machine.Confined)
+		if place.Stream != "" {
+			written, err = PublishDeadLetter(context.Background(), c.o.Conn, place, hash, rec)
+		} else {
+			written, err = c.dead.write(place.File, hash, append(rec, '\n'), c.o.Machine.Confined)
+		}
 	}
 	if err != nil {
 		c.runLog.Error("bolt dead letter not written", "component", f.Component, "task", f.Task, "err", err)
 		return fmt.Sprintf("dropped (writing its dead letter failed: %v)", err)
 	}
 	if !written {
-		return "already in the dead letters " + path + " (a rollback since replayed it)"
+		return "already in the dead letters " + place.String() + " (a rollback since replayed it)"
 	}
-	return "written to the dead letters " + path
+	return "written to the dead letters " + place.String()
 }
 
 // write appends line to the file at path unless a line with the same

@@ -591,7 +591,7 @@ func (d *Daemon) handleDeadLetters(w http.ResponseWriter, r *http.Request) {
 		res.DeadLetters = append(res.DeadLetters, dl...)
 	}
 	if !replay { // a bolt's dead letters are listed, not replayed
-		dl, foundBolt, err := d.boltDeadLetters(t.sp.tenant, top, only)
+		dl, foundBolt, err := d.boltDeadLetters(r.Context(), t.sp, top, only)
 		if err != nil {
 			writeErr(w, newErr(ErrBadRequest, "%v", err))
 			return

@@ -11,6 +11,7 @@ import (
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/internal/audit"
+	"github.com/ardea-dev/ardea/internal/names"
 	"github.com/ardea-dev/ardea/scheduler/settings"
 )
 
@@ -30,8 +31,9 @@ import (
 // Kubernetes refuses hostPath volumes under its restricted pod security
 // standard. The host process checks the same policy again (it receives it
 // from the daemon) when it loads the topology, and a confined tenant's
-// bolts' dead letters go to a file the daemon chooses in the tenant's
-// space (deadLetterDir), never to one the tenant names.
+// bolts' dead letters go to a place the daemon chooses in the tenant's
+// space (its dead-letter stream, in its NATS account and quota:
+// dlq_bolts.go), never to a file the tenant names.
 
 // TenantAllow is what the admin allows one tenant to reach on the machine
 // (the deployment file's security.tenant_allow.<tenant>).
@@ -43,8 +45,9 @@ type TenantAllow struct {
 	Addresses []string `yaml:"addresses"`
 }
 
-// deadLetterDir is where tenant's bolts' dead letters go: under the data
-// dir, in a directory of the tenant's own.
+// deadLetterDir is where tenant's bolts' dead letters go without NATS
+// accounts (in process): under the data dir, in a directory of the
+// tenant's own. With accounts they go to its dead-letter stream.
 func (d *Daemon) deadLetterDir(tenant string) string {
 	return filepath.Join(d.o.DataDir, "dead-letters", tenant)
 }
@@ -56,8 +59,14 @@ func (d *Daemon) machinePolicy(tenant string) settings.MachinePolicy {
 		return settings.MachinePolicy{}
 	}
 	a := d.o.Security.TenantAllow[tenant]
-	return settings.MachinePolicy{Confined: true, Tenant: tenant, Paths: a.Paths, Addresses: a.Addresses,
-		Builtins: d.o.Security.TenantBuiltins, DeadLetterDir: d.deadLetterDir(tenant)}
+	p := settings.MachinePolicy{Confined: true, Tenant: tenant, Paths: a.Paths, Addresses: a.Addresses,
+		Builtins: d.o.Security.TenantBuiltins}
+	if d.sec.accounts != nil {
+		p.DeadLetterStream = names.DeadLetterStream // in the tenant's account (dlq_bolts.go)
+	} else {
+		p.DeadLetterDir = d.deadLetterDir(tenant)
+	}
+	return p
 }
 
 // hostPolicyArgs hands tenant's policy to a host process (it checks the
@@ -119,10 +128,17 @@ func (t *tm) auditSpec(ctx context.Context) {
 }
 
 // removeDeadLetters removes the dead letters the daemon kept for t's
-// bolts (a killed topology's, unless its artifacts are kept), so that a
-// topology submitted again under the name starts with none.
-func (d *Daemon) removeDeadLetters(t *tm) {
-	if dir := d.machinePolicy(t.sp.tenant).TopologyDeadLetters(t.name); dir != "" {
+// bolts (a killed topology's, unless its artifacts are kept): its subjects
+// of the tenant's dead-letter stream, or its directory, so that a topology
+// submitted again under the name starts with none.
+func (d *Daemon) removeDeadLetters(ctx context.Context, t *tm) {
+	p := d.machinePolicy(t.sp.tenant)
+	if p.DeadLetterStream != "" {
+		if err := d.purgeDeadLetters(ctx, t.sp, p.DeadLetterStream, t.name); err != nil {
+			t.log.Warn("remove the bolts' dead letters", "stream", p.DeadLetterStream, "err", err)
+		}
+	}
+	if dir := p.TopologyDeadLetters(t.name); dir != "" {
 		if err := os.RemoveAll(dir); err != nil {
 			t.log.Warn("remove the bolts' dead letters", "dir", dir, "err", err)
 		}

@@ -108,6 +108,9 @@ func (t *tm) startCheckpoints(ctx, runCtx context.Context, resumed bool) error {
 		t.doc, t.planRev = doc, rev
 		t.mu.Unlock()
 	}
+	// Before the checkpoint store, which takes what is left of the
+	// tenant's quota: a bolt gives tuples up effectively once only.
+	t.d.ensureDeadLetterStream(ctx, t.sp)
 	store, err := t.checkpointStore(ctx)
 	if err != nil {
 		return err

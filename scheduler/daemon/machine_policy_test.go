@@ -16,8 +16,10 @@ import (
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/internal/audit"
 	"github.com/ardea-dev/ardea/internal/auth"
+	"github.com/ardea-dev/ardea/internal/names"
 	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/scheduler/daemon"
+	"github.com/ardea-dev/ardea/scheduler/settings"
 )
 
 // poisonSpec is an effectively-once topology whose wasm bolt (the poison
@@ -58,7 +60,8 @@ func poisonSpec(t *testing.T, name, in, out string, topSet, upperSet map[string]
 // by apply. Each is refused (403 naming the component or topology setting
 // and the field) and the file is never touched. A topology of acme whose
 // bolt gives up a poison tuple has it dead-lettered where the daemon
-// chose, in acme's space, listed by `ardea dlq`. Other settings that
+// chose, in acme's space (its dead-letter stream, in its NATS account),
+// listed by `ardea dlq`, and purged when the topology is killed. Other settings that
 // reach the machine (a built-in's default listen address, brokers) are
 // refused too unless allowed. Every submit's and apply's audit record
 // names the spec's digest and what it reaches.
@@ -143,9 +146,24 @@ func TestTenantMachinePolicy(t *testing.T) {
 		!strings.Contains(res.DeadLetters[0].Error, "poison tuple") {
 		t.Errorf("acme's dlq of eo: %+v, want the poison line of bolt upper with its error", res.DeadLetters)
 	}
-	place := filepath.Join(dataDir, "dead-letters", "acme", "eo", "upper.jsonl")
-	if fi, err := os.Stat(place); err != nil || fi.Mode().Perm() != 0o600 {
-		t.Errorf("the daemon's dead-letter file %s: %v %v, want it 0600", place, fi, err)
+	// The place is acme's dead-letter stream, in its NATS account (its
+	// quota jetstream_disk), bounded; one message on eo's upper's subject
+	// for the tuple's hash. No file.
+	dls, err := d.DeadLetterStream(ctx, "acme", names.TopologyDeadLetters("acme", "eo"))
+	if err != nil {
+		t.Fatalf("acme's dead-letter stream: %v", err)
+	}
+	hash := "<none listed>"
+	if len(res.DeadLetters) > 0 {
+		hash = strings.TrimPrefix(res.DeadLetters[0].Source, "tuple ")
+	}
+	subject := names.DeadLetterSubject("acme", "eo", "upper", hash)
+	if dls.State.Msgs != 1 || len(dls.State.Subjects) != 1 || dls.State.Subjects[subject] != 1 ||
+		dls.Config.MaxBytes <= 0 || dls.Config.MaxBytes > settings.MaxDeadLetterBytes {
+		t.Errorf("acme's dead-letter stream: %d messages on %v, max_bytes %d; want one on %s, bounded", dls.State.Msgs, dls.State.Subjects, dls.Config.MaxBytes, subject)
+	}
+	if _, err := os.Stat(filepath.Join(dataDir, "dead-letters")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a dead-letter file under the data dir: %v, want none (the stream)", err)
 	}
 
 	// apply cannot bring what submit may not.
@@ -166,8 +184,8 @@ func TestTenantMachinePolicy(t *testing.T) {
 	if _, err := c.Action(ctx, "eo", "kill", nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Dir(place)); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("after kill, eo's dead letters: %v, want them removed", err)
+	if dls, err := d.DeadLetterStream(ctx, "acme", names.TopologyDeadLetters("acme", "eo")); err != nil || dls.State.Msgs != 0 {
+		t.Errorf("after kill, eo's dead letters: %+v %v, want them purged", dls, err)
 	}
 
 	// The audit records name the spec's digest and what it reaches.

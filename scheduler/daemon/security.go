@@ -289,6 +289,14 @@ func (d *Daemon) tenantDeleted(tenant string) {
 	sp := d.spaces[tenant]
 	delete(d.spaces, tenant)
 	d.mu.Unlock()
+	if sp != nil && d.machinePolicy(tenant).DeadLetterStream != "" {
+		// Its bolts' dead letters go with the account (a kill keeping
+		// artifacts kept them); the account's other JetStream files stay
+		// for the operator (natsauth.RemoveTenant).
+		if err := d.deleteDeadLetterStream(sp); err != nil {
+			d.log.Warn("remove the tenant's dead letters", "tenant", tenant, "err", err)
+		}
+	}
 	if sp != nil && sp.ownNC {
 		sp.nc.Close()
 	}

@@ -672,7 +672,7 @@ func (t *tm) kill(ctx context.Context, keep bool) error {
 	t.stopTM()
 	t.d.revokeHosts(t)
 	if !keep {
-		t.d.removeDeadLetters(t)
+		t.d.removeDeadLetters(ctx, t)
 	}
 	t.d.reshareRates(ctx, t.sp.tenant, nil) // its containers' shares go to the others
 	t.d.prom.Forget(t.sp.tenant, t.name, -1)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/connectors/plugin"
+	"github.com/ardea-dev/ardea/internal/names"
 )
 
 // What reaches the machine (docs/security.md, "Settings that reach the
@@ -139,8 +140,15 @@ type MachinePolicy struct {
 	Addresses []string `json:"addresses,omitempty"`
 	// Builtins: built-ins allowed whole (security.tenant_builtins).
 	Builtins []string `json:"builtins,omitempty"`
-	// DeadLetterDir: where a confined topology's bolts' dead letters go
-	// (the daemon's choice, in the tenant's space), "" none.
+	// DeadLetterStream: the JetStream stream of the tenant's NATS account
+	// a confined topology's bolts' dead letters go to (the daemon makes it,
+	// names.DeadLetterStream; they count against the tenant's JetStream
+	// disk quota). It takes precedence over DeadLetterDir.
+	DeadLetterStream string `json:"dead_letter_stream,omitempty"`
+	// DeadLetterDir: without a stream (a daemon without NATS accounts, a
+	// host started without a policy), the directory a confined topology's
+	// bolts' dead letters go to (the daemon's choice, in the tenant's
+	// space); both "": none.
 	DeadLetterDir string `json:"dead_letter_dir,omitempty"`
 }
 
@@ -262,20 +270,41 @@ func CheckPattern(pat string) error {
 	return nil
 }
 
-// BoltDeadLetter is the file component c's given-up tuples go to ("": it
-// keeps none). Unconfined, it is topology.bolt.dead_letter (relative to
-// the topology file). Confined, it is that setting only if the policy
-// allows its path, else the daemon's place in the tenant's space
-// (DeadLetterDir/<topology>/<component>.jsonl): never a path the tenant
-// names without the admin's leave.
-func (p MachinePolicy) BoltDeadLetter(t *ardea.Topology, c *ardea.Component) (string, error) {
+// DeadLetterPlace is where a bolt's given-up tuples go: a JSON-lines
+// file, or a subject of a JetStream stream in the tenant's account (one
+// message per tuple, on Subject.<hash>). The zero value: none.
+type DeadLetterPlace struct {
+	File    string
+	Stream  string
+	Subject string // names.DeadLetterSubject without the hash
+}
+
+// None says the bolt keeps no dead letters.
+func (d DeadLetterPlace) None() bool { return d.File == "" && d.Stream == "" }
+
+// String names the place in a message.
+func (d DeadLetterPlace) String() string {
+	if d.Stream != "" {
+		return "stream " + d.Stream + " subject " + d.Subject + ".<hash>"
+	}
+	return d.File
+}
+
+// BoltDeadLetter is where component c's given-up tuples go (None: it
+// keeps none). Unconfined, it is the file topology.bolt.dead_letter
+// (relative to the topology file). Confined, it is that file only if the
+// policy allows its path, else the daemon's place in the tenant's space:
+// its stream (DeadLetterStream, names.DeadLetterSubject), or without one
+// the file DeadLetterDir/<topology>/<component>.jsonl. Never a path the
+// tenant names without the admin's leave.
+func (p MachinePolicy) BoltDeadLetter(t *ardea.Topology, c *ardea.Component) (DeadLetterPlace, error) {
 	v, where, ok := Lookup(t, c, KeyDeadLetter)
 	named := ok && v != ""
 	if !p.Confined {
 		if named {
-			return t.Path(v), nil
+			return DeadLetterPlace{File: t.Path(v)}, nil
 		}
-		return "", nil
+		return DeadLetterPlace{}, nil
 	}
 	if named {
 		r := Reach{Component: c.Name, Module: c.Module, Field: KeyDeadLetter, Kind: plugin.ReachPath, Value: v, Resolved: t.Path(v)}
@@ -283,14 +312,17 @@ func (p MachinePolicy) BoltDeadLetter(t *ardea.Topology, c *ardea.Component) (st
 			r.Component, r.Module = "", ""
 		}
 		if err := p.Check([]Reach{r}); err != nil {
-			return "", err
+			return DeadLetterPlace{}, err
 		}
-		return r.Resolved, nil
+		return DeadLetterPlace{File: r.Resolved}, nil
+	}
+	if p.DeadLetterStream != "" {
+		return DeadLetterPlace{Stream: p.DeadLetterStream, Subject: names.DeadLetterSubject(p.Tenant, t.Name, c.Name)}, nil
 	}
 	if p.DeadLetterDir == "" {
-		return "", nil
+		return DeadLetterPlace{}, nil
 	}
-	return filepath.Join(p.TopologyDeadLetters(t.Name), fileName(c.Name)+".jsonl"), nil
+	return DeadLetterPlace{File: filepath.Join(p.TopologyDeadLetters(t.Name), fileName(c.Name)+".jsonl")}, nil
 }
 
 // TopologyDeadLetters is the directory of the daemon's place that holds

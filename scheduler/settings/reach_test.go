@@ -11,6 +11,7 @@ import (
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/connectors"
 	"github.com/ardea-dev/ardea/connectors/plugin"
+	"github.com/ardea-dev/ardea/internal/names"
 	"github.com/ardea-dev/ardea/scheduler/settings"
 	"github.com/ardea-dev/ardea/sinks"
 )
@@ -108,8 +109,10 @@ func TestMachinePolicy(t *testing.T) {
 }
 
 // TestBoltDeadLetterPlace: confined, a bolt's dead letters go to the
-// daemon's place unless the policy allows the path the topology names;
-// unconfined, to that path (relative to the topology file).
+// daemon's place unless the policy allows the path the topology names:
+// the tenant's dead-letter stream, on the topology's and bolt's subject,
+// or without one a file under DeadLetterDir; unconfined, to that path
+// (relative to the topology file).
 func TestBoltDeadLetterPlace(t *testing.T) {
 	spec := "name: t\nconfig: {topology.bolt.dead_letter: dl.jsonl}\nspouts:\n  - {name: g, module: \"builtin:generator\"}\nbolts:\n  - {name: b, module: b.wasm, inputs: [{from: g}]}\n"
 	top, err := ardea.Parse([]byte(spec), "/srv/acme", "")
@@ -117,20 +120,38 @@ func TestBoltDeadLetterPlace(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := top.Component("b")
-	if got, err := (settings.MachinePolicy{}).BoltDeadLetter(top, b); err != nil || got != "/srv/acme/dl.jsonl" {
-		t.Errorf("unconfined: %q %v", got, err)
+	file := func(f string) settings.DeadLetterPlace { return settings.DeadLetterPlace{File: f} }
+	if got, err := (settings.MachinePolicy{}).BoltDeadLetter(top, b); err != nil || got != file("/srv/acme/dl.jsonl") {
+		t.Errorf("unconfined: %+v %v", got, err)
 	}
 	p := settings.MachinePolicy{Confined: true, Tenant: "acme", DeadLetterDir: "/data/dead-letters/acme"}
-	if got, err := p.BoltDeadLetter(top, b); !errors.Is(err, settings.ErrMachine) || got != "" {
-		t.Errorf("confined, a path not allowed: %q %v", got, err)
+	if got, err := p.BoltDeadLetter(top, b); !errors.Is(err, settings.ErrMachine) || !got.None() {
+		t.Errorf("confined, a path not allowed: %+v %v", got, err)
 	}
 	p.Paths = []string{"/srv/acme"}
-	if got, err := p.BoltDeadLetter(top, b); err != nil || got != "/srv/acme/dl.jsonl" {
-		t.Errorf("confined, an allowed path: %q %v", got, err)
+	if got, err := p.BoltDeadLetter(top, b); err != nil || got != file("/srv/acme/dl.jsonl") {
+		t.Errorf("confined, an allowed path: %+v %v", got, err)
 	}
 	delete(top.Config, settings.KeyDeadLetter)
-	if got, err := p.BoltDeadLetter(top, b); err != nil || got != "/data/dead-letters/acme/t/b.jsonl" {
-		t.Errorf("confined, none named: %q %v", got, err)
+	if got, err := p.BoltDeadLetter(top, b); err != nil || got != file("/data/dead-letters/acme/t/b.jsonl") {
+		t.Errorf("confined, none named, no stream: %+v %v", got, err)
+	}
+	p.DeadLetterStream = names.DeadLetterStream
+	want := settings.DeadLetterPlace{Stream: "ARDEA_DLQ", Subject: "ardea.acme.t.dlq.b"}
+	if got, err := p.BoltDeadLetter(top, b); err != nil || got != want {
+		t.Errorf("confined, none named, the tenant's stream: %+v %v, want %+v", got, err, want)
+	}
+	// A path the tenant names is refused with a stream as without one.
+	top.Config[settings.KeyDeadLetter] = "/etc/dl.jsonl"
+	if got, err := p.BoltDeadLetter(top, b); !errors.Is(err, settings.ErrMachine) || !got.None() {
+		t.Errorf("confined with a stream, a path not allowed: %+v %v", got, err)
+	}
+	if got, err := (settings.MachinePolicy{}).BoltDeadLetter(top, b); err != nil || got != file("/etc/dl.jsonl") || got.None() {
+		t.Errorf("unconfined, an absolute path: %+v %v", got, err)
+	}
+	delete(top.Config, settings.KeyDeadLetter)
+	if got, err := (settings.MachinePolicy{Confined: true, Tenant: "acme"}).BoltDeadLetter(top, b); err != nil || !got.None() {
+		t.Errorf("confined without a place: %+v %v, want none", got, err)
 	}
 }
 

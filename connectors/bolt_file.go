@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -102,6 +103,16 @@ func newFileSink(cfg plugin.Config) (component.Bolt, error) {
 	return s, nil
 }
 
+// The files the connectors make hold a tenant's data (a file sink's
+// output, a file spout's dead letters) and are the owner's only, like
+// the daemon's data dir: files 0600, the folders made for them 0700. A
+// file or folder that exists already keeps its mode (it may be the
+// user's, or not a regular file: /dev/null).
+const (
+	dataFileMode fs.FileMode = 0o600
+	dataDirMode  fs.FileMode = 0o700
+)
+
 // sinkPath is the file a task writes.
 func sinkPath(path string, ctx component.Context) string {
 	if ctx.Parallelism > 1 {
@@ -117,7 +128,7 @@ func (s *fileSink) errorf(format string, args ...any) error {
 func (s *fileSink) Prepare(ctx context.Context, tc component.Context, _ component.Collector) error {
 	s.comp, s.task = tc.Component, tc.TaskID
 	s.path = sinkPath(s.path, tc)
-	if err := os.MkdirAll(filepath.Dir(s.path), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(s.path), dataDirMode); err != nil {
 		return s.errorf("%w", err)
 	}
 	// The topology's first start begins the file afresh (unless append);
@@ -142,7 +153,7 @@ func (s *fileSink) Prepare(ctx context.Context, tc component.Context, _ componen
 			flags = os.O_CREATE | os.O_WRONLY | os.O_APPEND
 		}
 	}
-	f, err := os.OpenFile(s.path, flags, 0o644)
+	f, err := os.OpenFile(s.path, flags, dataFileMode)
 	if err != nil {
 		return s.errorf("%w", err)
 	}

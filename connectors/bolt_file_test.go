@@ -157,6 +157,62 @@ func TestFileSinkTruncateOrAppend(t *testing.T) {
 	}
 }
 
+// checkMode fails t unless path's permission bits are want.
+func checkMode(t *testing.T, path string, want os.FileMode) {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fi.Mode().Perm(); got != want {
+		t.Errorf("%s: mode %#o, want %#o", path, got, want)
+	}
+}
+
+// TestFileSinkModes: the sink's output is a tenant's data, the owner's
+// only like the daemon's data dir: a file it creates is 0600 and the
+// folders it makes for it 0700, whatever the config; a file or folder
+// that exists already keeps its mode.
+func TestFileSinkModes(t *testing.T) {
+	one := batch(rec{0, []tuple.Value{tuple.Str("x")}})
+	for _, c := range []struct {
+		name        string
+		cfg         map[string]string
+		parallelism int
+		files       []string // written, under the sink's path
+	}{
+		{"single", nil, 1, []string{""}},
+		{"append", map[string]string{"append": "true"}, 1, []string{""}},
+		{"parallel", nil, 2, []string{".0", ".1"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			base := t.TempDir()
+			path := filepath.Join(base, "a", "b", "out.tsv")
+			cfg := map[string]string{"path": path}
+			for k, v := range c.cfg {
+				cfg[k] = v
+			}
+			for i := range c.parallelism {
+				runSink(t, cfg, i, c.parallelism, one)
+			}
+			for _, suffix := range c.files {
+				checkMode(t, path+suffix, 0o600)
+			}
+			checkMode(t, filepath.Join(base, "a"), 0o700)
+			checkMode(t, filepath.Join(base, "a", "b"), 0o700)
+		})
+	}
+	t.Run("existing", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "out.tsv")
+		writeFile(t, path, "old\n")
+		if err := os.Chmod(path, 0o640); err != nil {
+			t.Fatal(err)
+		}
+		runSink(t, map[string]string{"path": path}, 0, 1, one)
+		checkMode(t, path, 0o640)
+	})
+}
+
 // TestFileSinkRestart: a restarted task (component.Context.Restarted)
 // appends to what it wrote instead of truncating, and a last line a
 // killed process left half written is cut off (append: it is ended, the

@@ -157,6 +157,7 @@ func TestFileSpoutOversizedToDeadLetters(t *testing.T) {
 			if got := out.lines(t); !slices.Equal(got, []string{"one", "two", "three", "four"}) {
 				t.Fatalf("emitted %q", got)
 			}
+			checkMode(t, dead, 0o600) // a tenant's data
 			dl, err := DeadLetters(context.Background(), "test", "lines", "builtin:file", cfg)
 			if err != nil {
 				t.Fatal(err)

@@ -342,6 +342,7 @@ func TestFileSpoutDeadLetter(t *testing.T) {
 	if got := readAll(t, dead); got != `{"line":2,"topology":"test","component":"lines","failures":2,"error":"2 failures; last: failed by parse[0] version abc","value":"poison"}`+"\n" {
 		t.Fatalf("dead letter file holds %q", got)
 	}
+	checkMode(t, dead, 0o600) // a tenant's data
 	ctx := context.Background()
 	dl, err := DeadLetters(ctx, "t", "lines", "builtin:file", cfg)
 	if err != nil || len(dl) != 1 || dl[0].Value != "poison" || dl[0].Source != path+":2" || dl[0].Failures != 2 || !strings.Contains(dl[0].Error, "parse[0] version abc") {

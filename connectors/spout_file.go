@@ -517,7 +517,7 @@ func (s *fileSpout) openDead() error {
 	if s.dead != nil {
 		return nil
 	}
-	f, err := os.OpenFile(s.deadPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	f, err := os.OpenFile(s.deadPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, dataFileMode)
 	if err != nil {
 		return fmt.Errorf("component %q: file spout: dead letter %s: %w", s.comp, s.deadPath, err)
 	}
@@ -534,7 +534,7 @@ func (s *fileSpout) openDead() error {
 func (s *fileSpout) deadLetterLong(number int64) (err error) {
 	fail := func(err error) error { return fmt.Errorf("%s: %w", s.deadPath, err) }
 	if s.dead == nil {
-		f, err := os.OpenFile(s.deadPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		f, err := os.OpenFile(s.deadPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, dataFileMode)
 		if err != nil {
 			return err
 		}

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/ardea-dev/ardea/internal/bench"
+	"github.com/ardea-dev/ardea/internal/testutil"
 )
 
 // ardeaBin is the CLI built once for the process-level tests.
@@ -26,9 +27,11 @@ func TestMain(m *testing.M) {
 	ardeaBin = filepath.Join(dir, "ardea")
 	// Every `ardea local` the tests start saves its admin token as a CLI
 	// context, and the CLI commands find it by server: in a config dir of
-	// the tests' own, never the user's.
-	if err := os.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config")); err != nil {
-		panic(err)
+	// the tests' own, never the user's (it panics if the contexts file
+	// would not be there).
+	testutil.IsolateUserConfig(dir)
+	if p, err := contextsPath(); err != nil || !strings.HasPrefix(p, dir+string(filepath.Separator)) {
+		panic(fmt.Sprintf("the tests' contexts file is %q (%v), not under %s", p, err, dir))
 	}
 	cmd := exec.Command("go", "build", "-o", ardeaBin, ".")
 	cmd.Stderr = os.Stderr

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/scheduler/daemon"
 )
 
@@ -40,6 +41,18 @@ func runCLI(t *testing.T, stdin string, args ...string) (string, string, error) 
 	root.SetArgs(args)
 	err := root.ExecuteContext(t.Context())
 	return out.String(), errb.String(), err
+}
+
+// TestContextsFileIsTheTests: the contexts file this package's tests (and
+// the `ardea local` and `ardea demo` processes they start, which inherit
+// the environment) write is in TestMain's temporary config dir, never the
+// user's ~/.config/ardea/contexts.json.
+func TestContextsFileIsTheTests(t *testing.T) {
+	path, err := contextsPath()
+	if err != nil {
+		t.Fatal(err)
+	}
+	testutil.CheckUserConfigIsolated(t, path)
 }
 
 func TestContextFileModes(t *testing.T) {

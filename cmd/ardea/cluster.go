@@ -125,7 +125,7 @@ docs/metrics.md).`,
 
 func newHostCmd(g *globalFlags) *cobra.Command {
 	var o hostprocess.Options
-	var metricsJSON, policyJSON string
+	var metricsJSON string
 	cmd := &cobra.Command{
 		Use:     "host",
 		Short:   "Run one container of a topology (started by ardea local)",
@@ -147,7 +147,7 @@ func newHostCmd(g *globalFlags) *cobra.Command {
 					return usageError{fmt.Errorf("--metrics-config: %w", err)}
 				}
 			}
-			if o.Machine, err = hostMachinePolicy(policyJSON, o.Tenant, o.DataDir); err != nil {
+			if o.Machine, err = hostMachinePolicy(o.Tenant, o.DataDir); err != nil {
 				return usageError{err}
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -162,7 +162,6 @@ func newHostCmd(g *globalFlags) *cobra.Command {
 	cmd.Flags().IntVar(&o.Container, "container", 0, "container id (1..)")
 	cmd.Flags().StringVar(&o.DataDir, "data-dir", defaultDataDir(), "compile cache location")
 	cmd.Flags().StringVar(&metricsJSON, "metrics-config", "", "the deployment's metrics section, as JSON")
-	cmd.Flags().StringVar(&policyJSON, "machine-policy", "", "what the topology's settings may reach on this machine (settings.MachinePolicy, as JSON); unset: everything for the default tenant, nothing for another")
 	cmd.Flags().Float64Var(&o.Bus.TuplesPerSecond, "max-tuples-per-second", 0, "this container's share of its tenant's tuple rate (0: unlimited)")
 	cmd.Flags().Float64Var(&o.Bus.BytesPerSecond, "max-bytes-per-second", 0, "this container's share of its tenant's byte rate (0: unlimited)")
 	return cmd
@@ -389,12 +388,17 @@ fields-grouped stateful bolt keeps exact state.`,
 	return cmd
 }
 
-// hostMachinePolicy reads --machine-policy. Without it a host of a tenant
-// other than the default one is confined (nothing on the machine, dead
-// letters under its data dir): a host never trusts a tenant's topology
-// more than the daemon would.
-func hostMachinePolicy(js, tenant, dataDir string) (settings.MachinePolicy, error) {
+// hostMachinePolicy reads what the topology's settings may reach on this
+// machine (settings.MachinePolicy, as JSON) from the variable the daemon
+// sets, settings.MachinePolicyEnv (never a flag: a command line is every
+// local user's to read), and removes it from the environment. Without it
+// a host of a tenant other than the default one is confined (nothing on
+// the machine, dead letters under its data dir): a host never trusts a
+// tenant's topology more than the daemon would.
+func hostMachinePolicy(tenant, dataDir string) (settings.MachinePolicy, error) {
 	var p settings.MachinePolicy
+	js := os.Getenv(settings.MachinePolicyEnv)
+	os.Unsetenv(settings.MachinePolicyEnv)
 	if js == "" {
 		if tenant != names.DefaultTenant {
 			p = settings.MachinePolicy{Confined: true, Tenant: tenant, DeadLetterDir: filepath.Join(dataDir, "dead-letters", tenant)}
@@ -402,7 +406,7 @@ func hostMachinePolicy(js, tenant, dataDir string) (settings.MachinePolicy, erro
 		return p, nil
 	}
 	if err := json.Unmarshal([]byte(js), &p); err != nil {
-		return p, fmt.Errorf("--machine-policy: %w", err)
+		return p, fmt.Errorf("%s: %w", settings.MachinePolicyEnv, err)
 	}
 	return p, nil
 }

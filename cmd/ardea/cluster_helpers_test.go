@@ -93,6 +93,12 @@ func startDaemon(t *testing.T, dataDir string, extra ...string) *clusterDaemon {
 	select {
 	case u := <-urls:
 		d.server = strings.TrimPrefix(u, "http://")
+		// ardea local saves its context before printing the address: in
+		// the file this process resolves (TestMain's temporary config
+		// dir, or a test's own), so not in the user's.
+		if cf, path, err := loadContexts(); err != nil || cf.forServer(u) == "" {
+			t.Fatalf("ardea local at %s saved no context in the tests' %s (%v): it wrote elsewhere", u, path, err)
+		}
 	case <-d.exited:
 		t.Fatalf("ardea local exited before serving: %s", readTail(d.logPath, 4000))
 	case <-time.After(30 * time.Second):

@@ -21,6 +21,7 @@ import (
 
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/examples/keyed"
+	"github.com/ardea-dev/ardea/internal/testutil"
 )
 
 // The fault matrix (docs/reliability.md): every row of Schedule against a
@@ -308,6 +309,7 @@ func runRow(t *testing.T, row Row, res *Result) {
 	if err != nil {
 		r.fatalf("start the daemon: %v", err)
 	}
+	testutil.CheckUserConfigIsolated(t, d.Contexts)
 	r.d = d
 	t.Cleanup(func() {
 		if r.w != nil {

@@ -36,6 +36,10 @@ type Daemon struct {
 	// Token is the daemon's admin token (<data-dir>/admin.token): the CLI
 	// commands and status calls carry it.
 	Token string
+	// Contexts is the CLI contexts file the daemon said it saved its
+	// admin token in ("" if it could not): the user's config dir as the
+	// daemon's environment resolves it (tests check it is theirs).
+	Contexts string
 
 	ctx    context.Context // StartDaemon's: bounds the CLI commands
 	cmd    *exec.Cmd
@@ -66,18 +70,27 @@ func StartDaemon(ctx context.Context, bin, cacheDir, dataDir, logPath string) (*
 		return nil, err
 	}
 	d := &Daemon{ctx: ctx, Bin: bin, CacheDir: cacheDir, DataDir: dataDir, LogPath: logPath, PID: cmd.Process.Pid, cmd: cmd, exited: make(chan struct{})}
-	type addrs struct{ api, nats string }
+	type addrs struct{ api, nats, contexts string }
 	got := make(chan addrs, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
+		var a addrs
 		for sc.Scan() {
-			// "ardea local: API http://h:p  NATS nats://h:p  data D"
-			if rest, ok := strings.CutPrefix(sc.Text(), "ardea local: API "); ok {
+			line := sc.Text()
+			// "ardea local: API http://h:p  NATS nats://h:p  data D", then
+			// "CLI context saved: F (...)" (or a warning on stderr), and
+			// "UI: ..." last.
+			if rest, ok := strings.CutPrefix(line, "ardea local: API "); ok {
 				f := strings.Fields(rest)
-				a := addrs{api: strings.TrimPrefix(f[0], "http://")}
+				a.api = strings.TrimPrefix(f[0], "http://")
 				if len(f) >= 3 && f[1] == "NATS" {
 					a.nats = f[2]
 				}
+			}
+			if rest, ok := strings.CutPrefix(line, "CLI context saved: "); ok {
+				a.contexts, _, _ = strings.Cut(rest, " (")
+			}
+			if strings.HasPrefix(line, "UI: ") && a.api != "" {
 				select {
 				case got <- a:
 				default:
@@ -90,7 +103,7 @@ func StartDaemon(ctx context.Context, bin, cacheDir, dataDir, logPath string) (*
 	}()
 	select {
 	case a := <-got:
-		d.API, d.NATS = a.api, a.nats
+		d.API, d.NATS, d.Contexts = a.api, a.nats, a.contexts
 		tok, err := os.ReadFile(filepath.Join(dataDir, "admin.token"))
 		if err != nil {
 			d.Kill()

@@ -27,6 +27,9 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	ardeaBin = filepath.Join(dir, "ardea")
+	// The `ardea local` of swapLive saves its admin token as a CLI
+	// context: in a config dir of the run's own, not the user's.
+	testutil.IsolateUserConfig(dir)
 	cmd := exec.Command("go", "build", "-o", ardeaBin, "./cmd/ardea")
 	cmd.Dir = testutil.RepoPath("")
 	cmd.Stderr = os.Stderr
@@ -165,6 +168,7 @@ func swapLive(t *testing.T, dir, name, cache string, c scaffold.Commands) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	testutil.CheckUserConfigIsolated(t, d.Contexts)
 	defer func() {
 		if err := d.Stop(); err != nil {
 			t.Error(err)

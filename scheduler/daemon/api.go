@@ -17,6 +17,7 @@ import (
 	"github.com/ardea-dev/ardea/internal/auth"
 	"github.com/ardea-dev/ardea/internal/httpsec"
 	"github.com/ardea-dev/ardea/internal/quota"
+	"github.com/ardea-dev/ardea/scheduler/launcher"
 	"github.com/ardea-dev/ardea/scheduler/statemgr"
 	"github.com/ardea-dev/ardea/ui"
 )
@@ -76,9 +77,15 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
+// writeErr answers a call that failed with err's status: the API's one
+// map from errors to status codes.
 func writeErr(w http.ResponseWriter, err error) {
-	code := http.StatusInternalServerError
+	code, msg := http.StatusInternalServerError, err.Error()
 	switch {
+	case errors.Is(err, ErrClosed), errors.Is(err, launcher.ErrClosed):
+		// Close has begun (the API still serves until the containers
+		// are stopped): not the call's fault nor a daemon bug.
+		code, msg = http.StatusServiceUnavailable, "the daemon is shutting down and takes no new work: "+msg
 	case errors.Is(err, ErrNotFound), errors.Is(err, statemgr.ErrNotFound):
 		code = http.StatusNotFound
 	case errors.Is(err, ErrExists), errors.Is(err, statemgr.ErrExists):
@@ -90,7 +97,7 @@ func writeErr(w http.ResponseWriter, err error) {
 	case errors.Is(err, quota.ErrQuota), errors.Is(err, ErrForbidden):
 		code = http.StatusForbidden
 	}
-	ui.WriteErrorCode(w, code, err.Error())
+	ui.WriteErrorCode(w, code, msg)
 }
 
 func (d *Daemon) handleList(w http.ResponseWriter, r *http.Request) {

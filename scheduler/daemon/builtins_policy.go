@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -69,16 +68,15 @@ func (d *Daemon) machinePolicy(tenant string) settings.MachinePolicy {
 	return p
 }
 
-// hostPolicyArgs hands tenant's policy to a host process (it checks the
+// hostPolicyEnv hands tenant's policy to a host process (it checks the
 // topology against it again, and places the dead letters by it), also the
 // default tenant's: a host started without one for a tenant other than
-// names.DefaultTenant confines it.
-func (d *Daemon) hostPolicyArgs(tenant string) ([]string, error) {
-	b, err := json.Marshal(d.machinePolicy(tenant))
-	if err != nil {
-		return nil, err
-	}
-	return []string{"--machine-policy", string(b)}, nil
+// names.DefaultTenant confines it. It is an entry of the host's
+// environment (settings.MachinePolicyEnv), not a flag: a command line is
+// every local user's to read, and the policy names the paths and
+// addresses the tenant may reach.
+func (d *Daemon) hostPolicyEnv(tenant string) (string, error) {
+	return d.machinePolicy(tenant).Env()
 }
 
 // checkMachine records in the call's audit record what top reaches on

@@ -16,8 +16,10 @@ import (
 
 // TestCloseIdempotentRefusesSubmit: once Close has begun, a submit is
 // refused with ErrClosed (it would register a topology manager Close
-// never stops); a second Close returns the first's result; nothing of the
-// daemon's is left running.
+// never stops), over the API (still serving while Close stops the
+// containers) as 503 Service Unavailable naming the shutdown, not 500;
+// a second Close returns the first's result; nothing of the daemon's is
+// left running.
 func TestCloseIdempotentRefusesSubmit(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent(), natsStatusWaiter)
 	d, err := daemon.Start(context.Background(), daemon.Options{
@@ -30,11 +32,17 @@ func TestCloseIdempotentRefusesSubmit(t *testing.T) {
 	withAdmin(d)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := d.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
 	req, err := pausedSubmit("late")
 	if err != nil {
+		t.Fatal(err)
+	}
+	d.MarkClosing()
+	_, err = d.Client().Submit(ctx, req)
+	var ae *daemon.APIError
+	if !errors.As(err, &ae) || ae.Status != http.StatusServiceUnavailable || !strings.Contains(ae.Message, "shutting down") {
+		t.Errorf("submit over the API while closing: %v (%#v), want 503 naming the shutdown", err, ae)
+	}
+	if err := d.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := d.Submit(ctx, req); !errors.Is(err, daemon.ErrClosed) {

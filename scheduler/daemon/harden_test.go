@@ -20,6 +20,7 @@ import (
 	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/scheduler/daemon"
 	"github.com/ardea-dev/ardea/scheduler/launcher"
+	"github.com/ardea-dev/ardea/scheduler/settings"
 )
 
 // finiteSubmit is a paused word count whose generator ends after count
@@ -37,6 +38,9 @@ func finiteSubmit(t *testing.T, name string, count int) daemon.SubmitRequest {
 //     file (0644 -> 0600) at start;
 //   - a secret in the daemon's environment is not in a host's
 //     (/proc/<pid>/environ), while its NATS credential's variable is;
+//   - the tenant's machine policy reaches a host in its environment
+//     (settings.MachinePolicyEnv), not on its command line, which every
+//     local user reads (/proc/<pid>/cmdline);
 //   - once the topology is FINISHED, its hosts' creds files are gone and
 //     a saved copy of one is refused at CONNECT (revoked at FINISHED, not
 //     only at kill);
@@ -94,11 +98,25 @@ func TestHostProcessHardening(t *testing.T) {
 		if bytes.Contains(environ, []byte(secret)) {
 			t.Errorf("container %d's environment holds the daemon's %s", ct.ID, secret)
 		}
-		var creds string
+		var creds, policy string
 		for _, kv := range strings.Split(string(environ), "\x00") {
 			if v, ok := strings.CutPrefix(kv, natsauth.EnvCreds+"="); ok {
 				creds = v
 			}
+			if v, ok := strings.CutPrefix(kv, settings.MachinePolicyEnv+"="); ok {
+				policy = v
+			}
+		}
+		deadLetters := filepath.Join(data, "dead-letters", A) // in acme's policy
+		if !strings.Contains(policy, `"confined":true`) || !strings.Contains(policy, deadLetters) {
+			t.Errorf("container %d's environment: %s=%q, want acme's confined policy", ct.ID, settings.MachinePolicyEnv, policy)
+		}
+		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", ct.PID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Contains(cmdline, []byte("machine-policy")) || bytes.Contains(cmdline, []byte("confined")) || bytes.Contains(cmdline, []byte(deadLetters)) {
+			t.Errorf("container %d's command line holds its machine policy: %q", ct.ID, bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '}))
 		}
 		raw, err := os.ReadFile(creds)
 		if err != nil {
@@ -200,9 +218,12 @@ func TestHostCredsRevokedAtFailed(t *testing.T) {
 		}
 		return false, fmt.Sprintf("%s %+v", st.State, st.Containers)
 	})
-	if left, _ := filepath.Glob(filepath.Join(data, "creds", top+"_*")); len(left) > 0 {
-		t.Errorf("creds files left at FAILED: %v", left)
-	}
+	// The status says FAILED as soon as the state changes; the daemon
+	// then stops the other containers and revokes the credentials.
+	testutil.Eventually(t, "the failed topology's creds files removed", func() (bool, string) {
+		left, _ := filepath.Glob(filepath.Join(data, "creds", top+"_*"))
+		return len(left) == 0, fmt.Sprint(left)
+	})
 	path := filepath.Join(t.TempDir(), "saved.creds")
 	if err := os.WriteFile(path, saved, 0o600); err != nil {
 		t.Fatal(err)

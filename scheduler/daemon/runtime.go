@@ -52,12 +52,11 @@ func (p processes) start(ctx context.Context, t *tm, container int) error {
 		return err
 	}
 	args = append(args, margs...)
-	pargs, err := d.hostPolicyArgs(t.sp.tenant)
+	policy, err := d.hostPolicyEnv(t.sp.tenant)
 	if err != nil {
 		return err
 	}
-	args = append(args, pargs...)
-	spec := launcher.ProcessSpec{ID: t.procID(container), Path: d.o.HostPath, Args: args, Env: hostEnv(os.Environ())}
+	spec := launcher.ProcessSpec{ID: t.procID(container), Path: d.o.HostPath, Args: args, Env: append(hostEnv(os.Environ()), policy)}
 	if err := d.secureHost(ctx, t, container, &spec); err != nil {
 		return err
 	}
@@ -69,8 +68,9 @@ func (p processes) start(ctx context.Context, t *tm, container int) error {
 // need, and the trust store and proxies of the machine's network. Nothing
 // else of the daemon's environment (its tokens, cloud or
 // broker credentials) reaches a host, which runs tenants' code: a host's
-// own settings are flags, and its NATS credential and restart count are
-// variables the daemon and the launcher set for it (ARDEA_*).
+// own settings are flags, and its NATS credential, machine policy and
+// restart count are variables the daemon and the launcher set for it
+// (ARDEA_*).
 var hostEnvAllowed = []string{"PATH", "HOME", "TMPDIR", "TZ", "LANG", "LANGUAGE",
 	"GOMAXPROCS", "GOMEMLIMIT", "GOGC", "GODEBUG", "GOTRACEBACK", "GOCOVERDIR",
 	// the machine's trust store and proxies, which built-in connectors use

@@ -1,6 +1,7 @@
 package settings
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -150,6 +151,24 @@ type MachinePolicy struct {
 	// bolts' dead letters go to (the daemon's choice, in the tenant's
 	// space); both "": none.
 	DeadLetterDir string `json:"dead_letter_dir,omitempty"`
+}
+
+// MachinePolicyEnv is the variable of a host process's environment that
+// hands it its tenant's policy (MachinePolicy.Env, JSON). The environment
+// is its owner's to read (/proc/<pid>/environ is 0400), the command line
+// every local user's (/proc/<pid>/cmdline): the policy is no secret, but
+// it names the paths and addresses the admin allowed a tenant, so it is
+// never a flag.
+const MachinePolicyEnv = "ARDEA_MACHINE_POLICY"
+
+// Env is p as an entry of a host process's environment
+// (MachinePolicyEnv=JSON).
+func (p MachinePolicy) Env() (string, error) {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return "", fmt.Errorf("machine policy: %w", err)
+	}
+	return MachinePolicyEnv + "=" + string(b), nil
 }
 
 // ErrMachine marks a setting the machine policy refuses.

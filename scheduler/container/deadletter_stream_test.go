@@ -74,7 +74,7 @@ func TestDeadLetterStreamQuota(t *testing.T) {
 		t.Fatalf("the dead-letter stream: %+v", c)
 	}
 
-	host := connect(m.HostCreds("acme", "eo"))
+	host := connect(m.HostCreds("acme", "eo", natsauth.TenantIO{}))
 	place := settings.DeadLetterPlace{Stream: names.DeadLetterStream, Subject: names.DeadLetterSubject("acme", "eo", "upper")}
 	rec := func(i int) (string, []byte) {
 		h := fmt.Sprintf("%016x", i)

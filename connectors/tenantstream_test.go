@@ -10,9 +10,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/ardea-dev/ardea/bus"
 	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/names"
+	"github.com/ardea-dev/ardea/internal/testutil/natstest"
 	"github.com/ardea-dev/ardea/internal/tuple"
 )
 
@@ -21,16 +21,7 @@ import (
 // gives its containers) and JetStream on it.
 func tenantBus(t *testing.T) (*nats.Conn, jetstream.JetStream) {
 	t.Helper()
-	srv, err := bus.StartServer(context.Background(), bus.ServerOptions{Port: -1, JetStream: true, StoreDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown)
-	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
+	nc := natstest.Connect(t, natstest.Start(t, natstest.Options{JetStream: true}))
 	js, err := jetstream.New(nc)
 	if err != nil {
 		t.Fatal(err)

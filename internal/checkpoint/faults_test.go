@@ -16,6 +16,7 @@ import (
 
 	"github.com/ardea-dev/ardea/bus"
 	"github.com/ardea-dev/ardea/internal/testutil"
+	"github.com/ardea-dev/ardea/internal/testutil/natstest"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -201,17 +202,8 @@ func TestJetStreamStoreDamagedFiles(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
 			open := func() (*bus.Server, *JetStreamStore) {
-				srv, err := bus.StartServer(context.Background(), bus.ServerOptions{Port: -1, JetStream: true, StoreDir: dir})
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(srv.Shutdown)
-				nc, err := nats.Connect(srv.ClientURL())
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(nc.Close)
-				js, err := jetstream.New(nc)
+				srv := natstest.Start(t, natstest.Options{JetStream: true, StoreDir: dir})
+				js, err := jetstream.New(natstest.Connect(t, srv))
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -77,6 +77,16 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
+// reply writes v with code, or err if it is not nil: the end of most
+// handlers.
+func reply(w http.ResponseWriter, code int, v any, err error) {
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, code, v)
+}
+
 // writeErr answers a call that failed with err's status: the API's one
 // map from errors to status codes.
 func writeErr(w http.ResponseWriter, err error) {
@@ -470,11 +480,7 @@ func (d *Daemon) handleSwap(w http.ResponseWriter, r *http.Request) {
 		req.By = p.String() // who did it, as the API knows it, not as the client says
 	}
 	res, err := t.swap(r.Context(), req)
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, res)
+	reply(w, http.StatusOK, res, err)
 }
 
 // Swap swaps a component's module in a running topology (POST
@@ -499,11 +505,7 @@ func (d *Daemon) handleRollback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := t.rollbackModule(r.Context(), comp, r.URL.Query().Get("by"))
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, res)
+	reply(w, http.StatusOK, res, err)
 }
 
 // handleHistory lists every module version of every component.
@@ -543,11 +545,7 @@ func (d *Daemon) handleApply(w http.ResponseWriter, r *http.Request) {
 		req.By = p.String() // who did it, as the API knows it, not as the client says
 	}
 	res, err := t.apply(r.Context(), req)
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, res)
+	reply(w, http.StatusOK, res, err)
 }
 
 // DeadLetterResult is what GET/POST .../dlq answer: the dead letters of

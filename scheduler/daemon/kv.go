@@ -399,11 +399,7 @@ func (d *Daemon) KVKeys(ctx context.Context, name, filter string, limit int) (KV
 
 func (d *Daemon) handleKVList(w http.ResponseWriter, r *http.Request) {
 	out, err := d.ListKV(r.Context())
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, out)
+	reply(w, http.StatusOK, out, err)
 }
 
 func (d *Daemon) handleKVCreate(w http.ResponseWriter, r *http.Request) {
@@ -416,11 +412,7 @@ func (d *Daemon) handleKVCreate(w http.ResponseWriter, r *http.Request) {
 	audit.Param(r.Context(), "history", req.History)
 	audit.Param(r.Context(), "max_bytes", req.MaxBytes)
 	out, err := d.CreateKV(r.Context(), req)
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	writeJSON(w, http.StatusCreated, out)
+	reply(w, http.StatusCreated, out, err)
 }
 
 func (d *Daemon) handleKVInfo(w http.ResponseWriter, r *http.Request) {
@@ -431,11 +423,7 @@ func (d *Daemon) handleKVInfo(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out, err := bucketInfo(r.Context(), name, kv)
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, out)
+	reply(w, http.StatusOK, out, err)
 }
 
 func (d *Daemon) handleKVDelete(w http.ResponseWriter, r *http.Request) {
@@ -457,20 +445,12 @@ func (d *Daemon) handleKVKeys(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	out, err := d.KVKeys(r.Context(), r.PathValue("bucket"), r.URL.Query().Get("filter"), limit)
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, out)
+	reply(w, http.StatusOK, out, err)
 }
 
 func (d *Daemon) handleKVGet(w http.ResponseWriter, r *http.Request) {
 	out, err := d.GetKV(r.Context(), r.PathValue("bucket"), r.URL.Query().Get("key"))
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, out)
+	reply(w, http.StatusOK, out, err)
 }
 
 func (d *Daemon) handleKVPut(w http.ResponseWriter, r *http.Request) {
@@ -483,11 +463,7 @@ func (d *Daemon) handleKVPut(w http.ResponseWriter, r *http.Request) {
 	audit.SetCall(r.Context(), audit.ActionKVPut, name+"/"+key)
 	audit.Param(r.Context(), "bytes", len(req.Value))
 	out, err := d.PutKV(r.Context(), name, key, req.Value)
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, out)
+	reply(w, http.StatusOK, out, err)
 }
 
 func (d *Daemon) handleKVDeleteKey(w http.ResponseWriter, r *http.Request) {

@@ -319,11 +319,7 @@ func (d *Daemon) DeleteStream(ctx context.Context, name string) error {
 
 func (d *Daemon) handleStreamList(w http.ResponseWriter, r *http.Request) {
 	out, err := d.ListStreams(r.Context())
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, out)
+	reply(w, http.StatusOK, out, err)
 }
 
 func (d *Daemon) handleStreamCreate(w http.ResponseWriter, r *http.Request) {
@@ -335,11 +331,7 @@ func (d *Daemon) handleStreamCreate(w http.ResponseWriter, r *http.Request) {
 	audit.SetCall(r.Context(), audit.ActionStreamCreate, req.Name)
 	audit.Param(r.Context(), "max_bytes", req.MaxBytes)
 	out, err := d.CreateStream(r.Context(), req)
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	writeJSON(w, http.StatusCreated, out)
+	reply(w, http.StatusCreated, out, err)
 }
 
 func (d *Daemon) handleStreamInfo(w http.ResponseWriter, r *http.Request) {
@@ -369,11 +361,7 @@ func (d *Daemon) handleStreamPublish(w http.ResponseWriter, r *http.Request) {
 	audit.SetCall(r.Context(), audit.ActionStreamPublish, r.PathValue("name"))
 	audit.Param(r.Context(), "messages", len(req.Messages))
 	out, err := d.Publish(r.Context(), r.PathValue("name"), req.Messages)
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, out)
+	reply(w, http.StatusOK, out, err)
 }
 
 func (d *Daemon) handleStreamRead(w http.ResponseWriter, r *http.Request) {
@@ -393,9 +381,5 @@ func (d *Daemon) handleStreamRead(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	out, err := d.ReadStream(r.Context(), r.PathValue("name"), from, limit)
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, out)
+	reply(w, http.StatusOK, out, err)
 }

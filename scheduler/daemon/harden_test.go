@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/ardea-dev/ardea/internal/auth"
+	"github.com/ardea-dev/ardea/internal/names"
 	"github.com/ardea-dev/ardea/internal/natsauth"
 	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/scheduler/daemon"
@@ -107,15 +108,16 @@ func TestHostProcessHardening(t *testing.T) {
 				policy = v
 			}
 		}
-		deadLetters := filepath.Join(data, "dead-letters", A) // in acme's policy
-		if !strings.Contains(policy, `"confined":true`) || !strings.Contains(policy, deadLetters) {
+		// acme's policy: confined, its dead letters in its own stream.
+		if !strings.Contains(policy, `"confined":true`) || !strings.Contains(policy, `"tenant":"`+A+`"`) ||
+			!strings.Contains(policy, `"dead_letter_stream":"`+names.DeadLetterStream+`"`) {
 			t.Errorf("container %d's environment: %s=%q, want acme's confined policy", ct.ID, settings.MachinePolicyEnv, policy)
 		}
 		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", ct.PID))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if bytes.Contains(cmdline, []byte("machine-policy")) || bytes.Contains(cmdline, []byte("confined")) || bytes.Contains(cmdline, []byte(deadLetters)) {
+		if bytes.Contains(cmdline, []byte("machine-policy")) || bytes.Contains(cmdline, []byte("confined")) || bytes.Contains(cmdline, []byte(names.DeadLetterStream)) {
 			t.Errorf("container %d's command line holds its machine policy: %q", ct.ID, bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '}))
 		}
 		raw, err := os.ReadFile(creds)

@@ -21,7 +21,7 @@ type File struct {
 
 // NewFile opens (appends to) the file.
 func NewFile(c FileConfig) (*File, error) {
-	f, err := os.OpenFile(c.Path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	f, err := os.OpenFile(c.Path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600) // every tenant's series and exceptions: the operator's only
 	if err != nil {
 		return nil, fmt.Errorf("file sink: %w", err)
 	}

@@ -88,6 +88,12 @@ func TestManagerSamplesDeltasAndFile(t *testing.T) {
 	if err := m.Close(); err != nil {
 		t.Fatal(err)
 	}
+	// The file holds every tenant's series and guest exception text.
+	if fi, err := os.Stat(path); err != nil {
+		t.Error(err)
+	} else if fi.Mode().Perm() != 0o600 {
+		t.Errorf("metrics file mode %v, want 0600", fi.Mode().Perm())
+	}
 	if s := find(t, b1, "__execute-count"); s.Kind != Counter || s.Value != 100 || s.Delta != 100 || s.Component != "count" || s.Task != 3 || s.Container != 1 {
 		t.Errorf("first collection: %+v", s)
 	}

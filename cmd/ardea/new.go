@@ -46,8 +46,9 @@ this repository if you like. It holds:
 			w := cmd.OutOrStdout()
 			fmt.Fprintf(w, "created %s %s %q in %s (%d files; SDK %s %s in %s/)\n",
 				l, kind, p.Data.Name, scaffold.Abs(p.Dir), len(p.Files), l, p.Data.SDKVersion, scaffold.SDKDir)
-			c := scaffold.CommandsFor(l, p.Data.Name)
+			c := scaffold.CommandsFor(l, kind, p.Data.Name)
 			fmt.Fprintf(w, "\n  cd %s\n  %s    # unit test\n  %s    # build\n  %s    # run; output in output.txt\n", p.Dir, c.Test, c.Build, c.Run)
+			fmt.Fprintf(w, "\nlive, under the daemon (ardea local, in another terminal):\n  %s    # runs until killed\n  %s    # a new build into the running topology\n  %s\n", c.Submit, c.Swap, c.Kill)
 			return nil
 		},
 	}

@@ -20,13 +20,15 @@ func newNewCmd() *cobra.Command {
 		Long: `Create a spout or bolt project in its own folder (default ./NAME), outside
 this repository if you like. It holds:
   - a small working component (a bolt upper-cases the field "line"; a
-    spout emits "line 1" .. "line N"), declaring its streams and fields;
+    spout emits "line 1" .. "line N", or never ends with count 0),
+    declaring its streams and fields;
   - its build file (go.mod, Cargo.toml, package.json or a Makefile), which
     points at the SDK copy written into ardea-sdk/, so nothing is fetched;
   - a unit test written with the SDK's test harness;
   - topology.yaml running it between the file spout and the file sink,
     with a sample input;
-  - a README with the commands to test, build, run and swap it.`,
+  - a README with the commands to test, build and run it, then to submit
+    it so that it runs until killed, swap a new build in and kill it.`,
 		Example: `  ardea new bolt upper --lang go
   ardea new bolt enrich --lang rust --dir ~/src/enrich
   ardea new spout ticks --lang assemblyscript`,

@@ -225,11 +225,13 @@ func live(t *testing.T, dir, name string, lang build.Language, kind scaffold.Kin
 	if err != nil || !bytes.Contains(b, []byte(e[1])) {
 		t.Fatalf("%s has no %q to change (%v)", src, e[1], err)
 	}
-	if err := os.WriteFile(src, bytes.Replace(b, []byte(e[1]), []byte(e[2]), 1), 0o644); err != nil {
+	if err := os.WriteFile(src, bytes.ReplaceAll(b, []byte(e[1]), []byte(e[2])), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	sh(t, dir, ardeaBin+" --cache-dir "+cache+" "+strings.TrimPrefix(c.Build, "ardea "))
-	if o := cli(c.Swap); strings.Contains(o, "unchanged") {
+	// The README's swap, with a shorter probation than its 10 s default
+	// (the swap command waits for it): the suite runs eight projects.
+	if o := cli(c.Swap + " --probation 1s"); strings.Contains(o, "unchanged") {
 		t.Fatalf("%s: %s", c.Swap, o)
 	}
 	if st, err := d.Status(name); err != nil || st.State != chaos.StateRunning {

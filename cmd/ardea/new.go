@@ -20,13 +20,15 @@ func newNewCmd() *cobra.Command {
 		Long: `Create a spout or bolt project in its own folder (default ./NAME), outside
 this repository if you like. It holds:
   - a small working component (a bolt upper-cases the field "line"; a
-    spout emits "line 1" .. "line N"), declaring its streams and fields;
+    spout emits "line 1" .. "line N", or never ends with count 0),
+    declaring its streams and fields;
   - its build file (go.mod, Cargo.toml, package.json or a Makefile), which
     points at the SDK copy written into ardea-sdk/, so nothing is fetched;
   - a unit test written with the SDK's test harness;
   - topology.yaml running it between the file spout and the file sink,
     with a sample input;
-  - a README with the commands to test, build, run and swap it.`,
+  - a README with the commands to test, build and run it, then to submit
+    it so that it runs until killed, swap a new build in and kill it.`,
 		Example: `  ardea new bolt upper --lang go
   ardea new bolt enrich --lang rust --dir ~/src/enrich
   ardea new spout ticks --lang assemblyscript`,
@@ -46,8 +48,9 @@ this repository if you like. It holds:
 			w := cmd.OutOrStdout()
 			fmt.Fprintf(w, "created %s %s %q in %s (%d files; SDK %s %s in %s/)\n",
 				l, kind, p.Data.Name, scaffold.Abs(p.Dir), len(p.Files), l, p.Data.SDKVersion, scaffold.SDKDir)
-			c := scaffold.CommandsFor(l, p.Data.Name)
+			c := scaffold.CommandsFor(l, kind, p.Data.Name)
 			fmt.Fprintf(w, "\n  cd %s\n  %s    # unit test\n  %s    # build\n  %s    # run; output in output.txt\n", p.Dir, c.Test, c.Build, c.Run)
+			fmt.Fprintf(w, "\nlive, under the daemon (ardea local, in another terminal):\n  %s    # runs until killed\n  %s    # a new build into the running topology\n  %s\n", c.Submit, c.Swap, c.Kill)
 			return nil
 		},
 	}

@@ -92,8 +92,9 @@ func sh(t *testing.T, dir, line string) string {
 
 // TestNewProjectEndToEnd follows a project's README from nothing, in a
 // folder outside the checkout and with no network: ardea new -> the
-// language's test command -> ardea build -> ardea run topology.yaml, and
-// checks what the topology wrote.
+// language's test command -> ardea build -> ardea run topology.yaml
+// (checking what the topology wrote) -> the live path against a real
+// daemon: ardea submit, ardea swap, ardea kill (live).
 func TestNewProjectEndToEnd(t *testing.T) {
 	bolt := []string{"ARDEA RUNS WEBASSEMBLY", "DONE", "HELLO WORLD", "ONE BOLT", "TWO BOLTS"}
 	var spout []string
@@ -119,13 +120,9 @@ func TestNewProjectEndToEnd(t *testing.T) {
 						t.Fatalf("ardea new wrote no %s: %v", f, err)
 					}
 				}
-				c := scaffold.CommandsFor(lang, name)
+				c := scaffold.CommandsFor(lang, kind, name)
 				readme, _ := os.ReadFile(filepath.Join(dir, "README.md"))
-				lines := []string{c.Test, c.Build, c.Run}
-				if kind == scaffold.Bolt {
-					lines = append(lines, c.Submit, c.Swap)
-				}
-				for _, line := range lines {
+				for _, line := range []string{c.Test, c.Build, c.Run, c.Submit, c.Swap, c.Kill} {
 					if !strings.Contains(string(readme), line) {
 						t.Errorf("README.md does not give %q", line)
 					}
@@ -149,20 +146,43 @@ func TestNewProjectEndToEnd(t *testing.T) {
 				if !slices.Equal(got, want) {
 					t.Errorf("output.txt:\n%s\nwant (in any order):\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 				}
-				if kind == scaffold.Bolt {
-					swapLive(t, dir, name, cache, c)
-				}
+				live(t, dir, name, lang, kind, cache, c)
 			})
 		}
 	}
 }
 
-// swapLive is the README's last step against a real daemon (`ardea
-// local`): the topology submitted as the README says runs until stopped
-// (its file spout follows input.txt), so `ardea swap` of the build finds
-// it RUNNING and succeeds; a line appended to input.txt afterwards comes
-// out of the swapped bolt.
-func swapLive(t *testing.T, dir, name, cache string, c scaffold.Commands) {
+// edits are an author's change to a new project's component before a
+// swap, per language and kind: the file, the text replaced and its
+// replacement. The new bolt emits its input as it is (not upper-cased);
+// the new spout emits "new line N".
+var edits = map[build.Language]map[scaffold.Kind][3]string{
+	build.Go: {
+		scaffold.Bolt:  {"main.go", "c.EmitAnchored(t, upper(line))", "c.EmitAnchored(t, line)"},
+		scaffold.Spout: {"main.go", `c.Emit("line " +`, `c.Emit("new line " +`},
+	},
+	build.Rust: {
+		scaffold.Bolt:  {"src/lib.rs", `t.str("line").to_ascii_uppercase()`, `t.str("line").to_string()`},
+		scaffold.Spout: {"src/lib.rs", `format!("line {}"`, `format!("new line {}"`},
+	},
+	build.C: {
+		scaffold.Bolt:  {"NAME.c", "ardea_val_strn(upper, line.len)", "ardea_val_strn(line.ptr, line.len)"},
+		scaffold.Spout: {"NAME.c", `"line %"`, `"new line %"`},
+	},
+	build.AssemblyScript: {
+		scaffold.Bolt:  {"assembly/index.ts", `upperASCII(t.stringByName("line"))`, `t.stringByName("line")`},
+		scaffold.Spout: {"assembly/index.ts", `"line " +`, `"new line " +`},
+	},
+}
+
+// live is the README's last steps against a real daemon (`ardea local`):
+// the topology submitted as the README says cannot end on its own (a
+// bolt's file spout follows input.txt; a spout's count is 0), so the
+// swap of a changed build (edits) finds it RUNNING by construction, and
+// the new version is seen working: the new bolt passes a line appended
+// to input.txt after the swap unchanged; the new spout, which starts
+// again at line 1, emits "new line 1". Then `ardea kill` stops it.
+func live(t *testing.T, dir, name string, lang build.Language, kind scaffold.Kind, cache string, c scaffold.Commands) {
 	t.Helper()
 	d, err := chaos.StartDaemon(t.Context(), ardeaBin, cache, t.TempDir(), filepath.Join(t.TempDir(), "daemon.log"))
 	if err != nil {
@@ -182,11 +202,14 @@ func swapLive(t *testing.T, dir, name, cache string, c scaffold.Commands) {
 	}
 	out := filepath.Join(dir, "output.txt")
 	os.Remove(out) // the run's
-	cli(c.Submit)
-	lines := func() int {
+	output := func() string {
 		b, _ := os.ReadFile(out)
-		return strings.Count(string(b), "\n")
+		return string(b)
 	}
+	cli(c.Submit)
+	// Before the swap: a bolt has passed input.txt's 5 lines; a spout has
+	// emitted more than the count the topology file gives it (10), so
+	// the submit's count=0 holds.
 	testutil.Eventually(t, "the submitted topology's output", func() (bool, string) {
 		st, err := d.Status(name)
 		if err != nil {
@@ -195,24 +218,55 @@ func swapLive(t *testing.T, dir, name, cache string, c scaffold.Commands) {
 		if chaos.Terminal(st.State) {
 			t.Fatalf("the submitted topology is %s before the swap: %s", st.State, st.Message)
 		}
-		return st.State == chaos.StateRunning && lines() == 5, fmt.Sprintf("state %s, %d lines", st.State, lines())
+		n := strings.Count(output(), "\n")
+		return st.State == chaos.StateRunning && (kind == scaffold.Bolt && n == 5 || kind == scaffold.Spout && n > 10),
+			fmt.Sprintf("state %s, %d lines", st.State, n)
 	})
-	cli(c.Swap)
+	// The author's change, built as the README builds.
+	e := edits[lang][kind]
+	src := filepath.Join(dir, strings.ReplaceAll(e[0], "NAME", name))
+	b, err := os.ReadFile(src)
+	if err != nil || !bytes.Contains(b, []byte(e[1])) {
+		t.Fatalf("%s has no %q to change (%v)", src, e[1], err)
+	}
+	if err := os.WriteFile(src, bytes.ReplaceAll(b, []byte(e[1]), []byte(e[2])), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sh(t, dir, ardeaBin+" --cache-dir "+cache+" "+strings.TrimPrefix(c.Build, "ardea "))
+	// The README's swap, with a shorter probation than its 10 s default
+	// (the swap command waits for it): the suite runs eight projects.
+	if o := cli(c.Swap + " --probation 1s"); strings.Contains(o, "unchanged") {
+		t.Fatalf("%s: %s", c.Swap, o)
+	}
 	if st, err := d.Status(name); err != nil || st.State != chaos.StateRunning {
 		t.Fatalf("after the swap: %+v, %v; want RUNNING", st, err)
 	}
-	f, err := os.OpenFile(filepath.Join(dir, "input.txt"), os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
+	want := "\nnew line 1\n"
+	if kind == scaffold.Bolt {
+		f, err := os.OpenFile(filepath.Join(dir, "input.txt"), os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = f.WriteString("after the swap\n")
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = "\nafter the swap\n"
 	}
-	_, err = f.WriteString("after the swap\n")
-	f.Close()
-	if err != nil {
-		t.Fatal(err)
+	testutil.Eventually(t, "the new version's output", func() (bool, string) {
+		o := "\n" + output()
+		return strings.Contains(o, want), fmt.Sprintf("no %q in %d lines", strings.TrimSpace(want), strings.Count(o, "\n")-1)
+	})
+	if o := cli(c.Kill); !strings.Contains(o, chaos.StateKilled) {
+		t.Errorf("%s: %s", c.Kill, o)
 	}
-	testutil.Eventually(t, "the line appended after the swap in output.txt", func() (bool, string) {
-		b, _ := os.ReadFile(out)
-		return strings.Contains(string(b), "AFTER THE SWAP"), string(b)
+	testutil.Eventually(t, "the topology killed", func() (bool, string) {
+		st, err := d.Status(name)
+		if err != nil {
+			return strings.Contains(err.Error(), "HTTP 404"), err.Error()
+		}
+		return st.State == chaos.StateKilled, st.State
 	})
 }
 
@@ -240,7 +294,7 @@ func TestAssemblyScriptEmptyNPMCache(t *testing.T) {
 	if _, err := scaffold.New(scaffold.Options{Kind: scaffold.Bolt, Name: "my-bolt", Lang: build.AssemblyScript, Dir: dir}); err != nil {
 		t.Fatal(err)
 	}
-	c := scaffold.CommandsFor(build.AssemblyScript, "my-bolt")
+	c := scaffold.CommandsFor(build.AssemblyScript, scaffold.Bolt, "my-bolt")
 	cmd := exec.Command("sh", "-c", c.Test)
 	cmd.Dir = dir
 	cmd.Env = append(offlineEnv(), "npm_config_cache="+t.TempDir())

@@ -187,22 +187,30 @@ func ident(name string) string {
 	return b.String()
 }
 
-// Commands are the commands a project's README gives, per language.
-// Submit and Swap are a bolt's: the topology submitted to `ardea local`
-// with its file spout following input.txt (it runs until stopped), then
-// a new build swapped in.
+// Commands are the commands a project's README gives, per language and
+// kind: test, build, a bounded local run (the topology as generated ends
+// with its input), then the live path: the topology submitted to `ardea
+// local` so that it runs until stopped (a bolt's file spout follows
+// input.txt; a spout's count 0 never ends), a new build swapped in, and
+// the topology killed.
 type Commands struct {
 	Test   string
 	Build  string
 	Run    string
 	Submit string
 	Swap   string
+	Kill   string
 }
 
-// CommandsFor returns what to run in a new project of lang.
-func CommandsFor(lang build.Language, name string) Commands {
+// CommandsFor returns what to run in a new project of lang and kind.
+func CommandsFor(lang build.Language, kind Kind, name string) Commands {
 	c := Commands{Build: "ardea build . -o " + name + ".wasm", Run: "ardea run topology.yaml",
-		Submit: "ardea submit topology.yaml --set lines.follow=true", Swap: "ardea swap " + name + " " + name + " " + name + ".wasm"}
+		Submit: "ardea submit topology.yaml --set lines.follow=true",
+		Swap:   "ardea swap " + name + " " + name + " " + name + ".wasm",
+		Kill:   "ardea kill " + name}
+	if kind == Spout {
+		c.Submit = "ardea submit topology.yaml --set " + name + ".count=0"
+	}
 	switch lang {
 	case build.Go:
 		c.Test = "go test ./..."

@@ -795,7 +795,7 @@ func TestNewProject(t *testing.T) {
 		manifest string
 	}{
 		{scaffold.Bolt, `{"manifest":1,` + sdk + `,"kind":"bolt","outputs":[{"stream":"default","fields":["line"]}],"inputs":["line"]}`},
-		{scaffold.Spout, `{"manifest":1,` + sdk + `,"kind":"spout","outputs":[{"stream":"default","fields":["line"]}],"config":["count"]}`},
+		{scaffold.Spout, `{"manifest":1,` + sdk + `,"kind":"spout","outputs":[{"stream":"default","fields":["line"]}],"config":["count","rate"]}`},
 	} {
 		t.Run(string(tc.kind), func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "my-"+string(tc.kind))

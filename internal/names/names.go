@@ -89,6 +89,7 @@ func TenantKV(name string) (bucket, stream, subjectPrefix string) {
 	bucket = TenantKVPrefix + name
 	return bucket, "KV_" + bucket, "$KV." + bucket + "."
 }
+
 // A tenant's bolt dead letters (effectively once, a tuple a wasm bolt gave
 // up after topology.bolt.max_tuple_rollbacks) go, under the daemon, to one
 // JetStream stream of the tenant's NATS account that the daemon makes:

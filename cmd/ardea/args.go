@@ -8,6 +8,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 
@@ -112,6 +113,31 @@ func completeTopologies(cmd *cobra.Command, _ []string) []string {
 	}
 	return out
 }
+
+// completeNames lists the names of what GET path returns (a JSON array
+// of T); nothing when no daemon answers.
+func completeNames[T any](path string, name func(T) string) func(*cobra.Command, []string) []string {
+	return func(cmd *cobra.Command, _ []string) []string {
+		ctx, cancel := context.WithTimeout(context.Background(), completionTimeout)
+		defer cancel()
+		var rows []T
+		if err := completionClient(cmd).Do(ctx, http.MethodGet, path, nil, &rows); err != nil {
+			return nil
+		}
+		out := make([]string, 0, len(rows))
+		for _, r := range rows {
+			out = append(out, name(r))
+		}
+		return out
+	}
+}
+
+// completeStreams lists the tenant's streams, completeBuckets its KV
+// buckets.
+var (
+	completeStreams = completeNames("/api/v1/streams", func(s daemon.StreamInfo) string { return s.Name })
+	completeBuckets = completeNames("/api/v1/kv", func(b daemon.KVInfo) string { return b.Name })
+)
 
 // completionStatus is the status of the topology args[0] names.
 func completionStatus(cmd *cobra.Command, args []string) (daemon.Status, bool) {

@@ -6,7 +6,6 @@ package main
 // acted for: another tenant's buckets are not found.
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -277,20 +276,4 @@ func newKVRemoveBucketCmd() *cobra.Command {
 	positional(cmd, argBucket)
 	cf.add(cmd)
 	return cmd
-}
-
-// completeBuckets lists the tenant's KV buckets; nothing when no daemon
-// answers.
-func completeBuckets(cmd *cobra.Command, _ []string) []string {
-	ctx, cancel := context.WithTimeout(context.Background(), completionTimeout)
-	defer cancel()
-	var bs []daemon.KVInfo
-	if err := completionClient(cmd).Do(ctx, http.MethodGet, "/api/v1/kv", nil, &bs); err != nil {
-		return nil
-	}
-	var out []string
-	for _, b := range bs {
-		out = append(out, b.Name)
-	}
-	return out
 }

@@ -7,7 +7,6 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -256,20 +255,4 @@ func newStreamRemoveCmd() *cobra.Command {
 	positional(cmd, argStream)
 	cf.add(cmd)
 	return cmd
-}
-
-// completeStreams lists the tenant's streams; nothing when no daemon
-// answers.
-func completeStreams(cmd *cobra.Command, _ []string) []string {
-	ctx, cancel := context.WithTimeout(context.Background(), completionTimeout)
-	defer cancel()
-	var ss []daemon.StreamInfo
-	if err := completionClient(cmd).Do(ctx, http.MethodGet, "/api/v1/streams", nil, &ss); err != nil {
-		return nil
-	}
-	var out []string
-	for _, s := range ss {
-		out = append(out, s.Name)
-	}
-	return out
 }

@@ -77,14 +77,14 @@ func TestBuiltinsList(t *testing.T) {
 	for _, b := range all {
 		kinds[b.Kind]++
 	}
-	if kinds[plugin.KindSpout] != 7 || kinds[plugin.KindBolt] != 5 || kinds[plugin.KindDeadLetter] != 4 || kinds[plugin.KindMetricsSink] != 5 {
+	if kinds[plugin.KindSpout] != 8 || kinds[plugin.KindBolt] != 6 || kinds[plugin.KindDeadLetter] != 4 || kinds[plugin.KindMetricsSink] != 5 {
 		t.Errorf("kinds listed: %v", kinds)
 	}
 	got, err := builtins(env, plugin.KindMetricsSink, "otlp")
 	if err != nil || len(got) != 1 || got[0].Use != "metrics.otlp" || got[0].Fields[1].Type != plugin.TypeMap {
 		t.Fatalf("builtins(metrics-sink, otlp) = %+v, %v", got, err)
 	}
-	if _, err := builtins(env, plugin.KindBolt, "generator"); err == nil || !strings.HasPrefix(err.Error(), `ardea builtins: no bolt named "generator" (known: file, jetstream, kafka, pulsar`) {
+	if _, err := builtins(env, plugin.KindBolt, "generator"); err == nil || !strings.HasPrefix(err.Error(), `ardea builtins: no bolt named "generator" (known: file, jetstream, kafka, kv, pulsar, stream)`) {
 		t.Errorf("a spout's name asked of the bolts: %v", err)
 	}
 	var b bytes.Buffer

@@ -2,18 +2,16 @@ package daemon_test
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/internal/auth"
 	"github.com/ardea-dev/ardea/internal/httpsec"
-	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/internal/testutil/yamlbomb"
 	"github.com/ardea-dev/ardea/scheduler/daemon"
 )
@@ -62,64 +60,55 @@ func TestSubmitBoundsSpec(t *testing.T) {
 // limit, globex's and the admin's are not; once the held submits are
 // answered acme's calls go through again.
 func TestExpensiveCallsPerTenant(t *testing.T) {
-	if testutil.Race {
-		// Under the detector one of the two held submits is, in some runs,
-		// not holding its slot when the loop's updates come (they get 404
-		// for the whole wait), even after rehold; not understood yet. The
-		// slots' own concurrency is raced by httpsec's TestTenantSlots.
-		t.Skip("a held submit is sometimes not held under the race detector (see the comment)")
-	}
 	d := startDaemonWith(t, daemon.Options{Security: daemon.Security{APIRate: 1e6, APIBurst: 1e6}})
 	acme := newToken(t, d, "acme", auth.ScopeDeploy)
 	globex := newToken(t, d, "globex", auth.ScopeDeploy)
 
-	// Each held submit is a raw connection that has sent its headers and
-	// the start of a body of 100 bytes: the server has handed it to the
-	// guard, whose handler waits for the rest.
+	// Each held submit is a raw connection that has sent its headers with
+	// "Expect: 100-continue" and no body: the server answers "100
+	// Continue" when the handler, past the guard and holding a slot,
+	// starts reading the body, and then waits for it. That answer is the
+	// signal that the slot is held, so no update below can take it first.
 	host := strings.TrimPrefix(d.URL(), "http://")
-	hold := func() *net.TCPConn {
+	type heldCall struct {
+		c *net.TCPConn
+		r *bufio.Reader
+	}
+	hold := func() heldCall {
+		t.Helper()
 		c, err := net.Dial("tcp", host)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = c.Close() })
 		if _, err := fmt.Fprintf(c, "POST /api/v1/topologies HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n"+
-			"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"name\": ", host, acme); err != nil {
+			"Content-Type: application/json\r\nContent-Length: 100\r\nExpect: 100-continue\r\n\r\n", host, acme); err != nil {
 			t.Fatal(err)
 		}
-		return c.(*net.TCPConn)
-	}
-	held := make([]*net.TCPConn, httpsec.DefaultTenantConcurrent)
-	for i := range held {
-		held[i] = hold()
-	}
-	// rehold replaces a held submit the server has answered: one that
-	// reached the guard while an update of the loop below held a slot was
-	// refused (429) rather than held.
-	rehold := func() {
-		for i, c := range held {
-			_ = c.SetReadDeadline(time.Now()) // what has arrived, without waiting
-			var b [1]byte
-			n, err := c.Read(b[:])
-			var ne net.Error
-			if n > 0 || !errors.As(err, &ne) || !ne.Timeout() {
-				_ = c.Close()
-				held[i] = hold()
-				continue
-			}
-			_ = c.SetReadDeadline(time.Time{})
+		r := bufio.NewReader(c)
+		resp, err := http.ReadResponse(r, nil)
+		if err != nil {
+			t.Fatal(err)
 		}
+		if resp.StatusCode != http.StatusContinue {
+			t.Fatalf("held submit: %s, want 100 Continue (its slot held)", resp.Status)
+		}
+		if _, err := io.WriteString(c, `{"name": `); err != nil {
+			t.Fatal(err)
+		}
+		return heldCall{c.(*net.TCPConn), r}
+	}
+	var held []heldCall
+	for range httpsec.DefaultTenantConcurrent {
+		held = append(held, hold())
 	}
 	update := func(tok string) (int, string) {
 		return call(t, d, http.MethodPost, "/api/v1/topologies/none/update", tok, daemon.UpdateRequest{}, nil)
 	}
-	var body string
-	testutil.Eventually(t, "acme's update refused while its submits are held", func() (bool, string) {
-		rehold()
-		var code int
-		code, body = update(acme)
-		return code == http.StatusTooManyRequests, fmt.Sprintf("%d %s", code, body)
-	})
+	code, body := update(acme)
+	if code != http.StatusTooManyRequests {
+		t.Fatalf("acme's update while its submits are held: %d %s, want 429", code, body)
+	}
 	for _, want := range []string{"tenant acme", fmt.Sprintf("at most %d submit, apply, update and swap calls", httpsec.DefaultTenantConcurrent)} {
 		if !strings.Contains(body, want) {
 			t.Errorf("429 answer %s: want %q", body, want)
@@ -131,9 +120,9 @@ func TestExpensiveCallsPerTenant(t *testing.T) {
 	if code, body := update(d.AdminToken()); code != http.StatusNotFound {
 		t.Errorf("the admin beside acme's held submits: %d %s, want 404", code, body)
 	}
-	for _, c := range held {
-		_ = c.CloseWrite() // the body ends early: 400
-		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	for _, h := range held {
+		_ = h.c.CloseWrite() // the body ends early: 400
+		resp, err := http.ReadResponse(h.r, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -289,11 +289,11 @@ func (s *CheckpointStore) Checkpoints(ctx context.Context, topology string) ([]u
 // hold (the object store's own digest does, as after a bad write).
 func (s *CheckpointStore) Corrupt(ctx context.Context, names []string) error {
 	for _, n := range names {
-		b, err := s.obs.GetBytes(ctx, n)
+		info, err := s.obs.GetInfo(ctx, n)
 		if err != nil {
 			return fmt.Errorf("read %s: %w", n, err)
 		}
-		bad := bytes.Repeat([]byte{0xA5}, max(len(b), 32))
+		bad := bytes.Repeat([]byte{0xA5}, max(int(info.Size), 32))
 		binary.LittleEndian.PutUint64(bad, uint64(time.Now().UnixNano()))
 		if _, err := s.obs.PutBytes(ctx, n, bad); err != nil {
 			return fmt.Errorf("overwrite %s: %w", n, err)

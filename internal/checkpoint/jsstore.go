@@ -2,7 +2,6 @@ package checkpoint
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -11,6 +10,8 @@ import (
 	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ardea-dev/ardea/internal/objread"
 )
 
 // DefaultBucket is the object store JetStreamStore uses by default.
@@ -217,36 +218,14 @@ func (s *JetStreamStore) get(ctx context.Context, name string) ([]byte, error) {
 	return s.readChunks(ctx, info)
 }
 
-// readChunks reads an object's chunks one by one with direct gets of the
-// next message on its chunk subject and checks their count, size and
-// SHA-256 against its metadata: ErrCorrupt otherwise. A chunk the server
-// finds damaged in its files (it skips the record), or one a failed write
-// never stored, is an error at once, where the object store's reader (an
-// ordered consumer) waits for it until its context ends.
+// readChunks reads an object's chunks with direct gets (objread.Read); a
+// damaged object is ErrCorrupt.
 func (s *JetStreamStore) readChunks(ctx context.Context, info *jetstream.ObjectInfo) ([]byte, error) {
-	subj := "$O." + s.bucket + ".C." + info.NUID
-	buf := make([]byte, 0, info.Size)
-	h := sha256.New()
-	seq := uint64(1)
-	for n := range info.Chunks {
-		m, err := s.stream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subj))
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			return nil, fmt.Errorf("%w: %d of its %d chunks can be read from stream %s (the server drops a record it finds damaged in its files)", ErrCorrupt, n, info.Chunks, s.stream.CachedInfo().Config.Name)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("chunk %d of %d: %w", n+1, info.Chunks, err)
-		}
-		buf = append(buf, m.Data...)
-		h.Write(m.Data)
-		seq = m.Sequence + 1
+	b, err := objread.Read(ctx, s.stream, s.bucket, info)
+	if errors.Is(err, objread.ErrDamaged) {
+		err = fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
-	if uint64(len(buf)) != info.Size {
-		return nil, fmt.Errorf("%w: %d bytes in its chunks, its metadata says %d", ErrCorrupt, len(buf), info.Size)
-	}
-	if want := "SHA-256=" + base64.URLEncoding.EncodeToString(h.Sum(nil)); want != info.Digest {
-		return nil, fmt.Errorf("%w: SHA-256 of its chunks %s, its metadata says %s", ErrCorrupt, want, info.Digest)
-	}
-	return buf, nil
+	return b, err
 }
 
 // checkChunks compares the chunks of an object in the stream with its

@@ -49,8 +49,8 @@ type TenantIO struct {
 //     its filter subject ($JS.API.CONSUMER.CREATE.<stream>.<name>.<filter>),
 //     so both are fenced to the topology's keys;
 //   - artifacts (read), key-group handoff and checkpoints (read and
-//     write): an object's metadata by direct get, its chunks through an
-//     ordered consumer, a put publishes chunks and metadata on the
+//     write): an object's metadata and its chunks by direct gets
+//     (objread: no consumer), a put publishes chunks and metadata on the
 //     bucket's subjects and purges an overwritten object's old chunks;
 //   - the tenant streams and KV buckets its topology names (io): see
 //     below;
@@ -58,7 +58,7 @@ type TenantIO struct {
 //     (names.DeadLetterSubject, captured by the tenant's dead-letter
 //     stream), and that stream's info;
 //   - deleting the consumers it made (the client deletes its ordered
-//     consumers when a read or a watch ends; consumer names are random, so
+//     consumer when the plan watch ends; consumer names are random, so
 //     this is per stream, not per consumer).
 func HostPermissions(tenant, topology string, io TenantIO) jwt.Permissions {
 	if tenant == "" {
@@ -87,14 +87,12 @@ func HostPermissions(tenant, topology string, io TenantIO) jwt.Permissions {
 		api+"CONSUMER.CREATE."+kv(b.Plans)+".*.$KV."+b.Plans+"."+topology+".>",
 		api+"CONSUMER.DELETE."+kv(b.Plans)+".*",
 	)
-	// Object stores: metadata gets, chunk consumers; writes where the host
-	// writes.
+	// Object stores: direct gets of metadata and chunks (objread); writes
+	// where the host writes.
 	for _, o := range []string{b.Artifacts, b.Handoff, b.Checkpoints} {
 		p.Pub.Allow.Add(
-			api+"DIRECT.GET."+obj(o),                        // by sequence (the checkpoint store's chunk reads)
-			api+"DIRECT.GET."+obj(o)+".$O."+o+".M.*",        // an object's metadata
-			api+"CONSUMER.CREATE."+obj(o)+".*.$O."+o+".C.*", // an object's chunks
-			api+"CONSUMER.DELETE."+obj(o)+".*",
+			api+"DIRECT.GET."+obj(o),                 // an object's chunks, by sequence
+			api+"DIRECT.GET."+obj(o)+".$O."+o+".M.*", // an object's metadata
 		)
 	}
 	for _, o := range []string{b.Handoff, b.Checkpoints} {

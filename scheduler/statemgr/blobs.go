@@ -1,6 +1,8 @@
 package statemgr
 
 import (
+	"github.com/ardea-dev/ardea/internal/objread"
+
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -58,7 +60,7 @@ func (s *Store) GetArtifact(ctx context.Context, sha string) ([]byte, error) {
 	if err := checkSHA(sha); err != nil {
 		return nil, err
 	}
-	data, err := s.artifacts.GetBytes(ctx, sha)
+	data, err := objread.Get(ctx, s.artifacts, s.artifactsStream, s.bucket(kindArtifacts), sha)
 	if notFound(err) {
 		return nil, fmt.Errorf("statemgr: artifact %s: %w", sha, ErrNotFound)
 	}
@@ -163,7 +165,7 @@ func (s *Store) GetKeyGroupState(ctx context.Context, topology, component string
 	if err := checkHandoff(topology, component, keyGroup); err != nil {
 		return nil, err
 	}
-	data, err := s.handoff.GetBytes(ctx, handoffName(topology, component, epoch, keyGroup))
+	data, err := objread.Get(ctx, s.handoff, s.handoffStream, s.bucket(kindHandoff), handoffName(topology, component, epoch, keyGroup))
 	if notFound(err) {
 		return nil, fmt.Errorf("statemgr: state of key group %d of %s/%s at epoch %d: %w", keyGroup, topology, component, epoch, ErrNotFound)
 	}

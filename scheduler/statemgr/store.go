@@ -78,6 +78,9 @@ type Store struct {
 	locks      jetstream.KeyValue
 	artifacts  jetstream.ObjectStore
 	handoff    jetstream.ObjectStore
+	// The object stores' streams, for reads by direct gets (objread).
+	artifactsStream jetstream.Stream
+	handoffStream   jetstream.Stream
 }
 
 // Open connects the state manager of opts.Tenant to the JetStream-enabled
@@ -136,31 +139,32 @@ func Open(ctx context.Context, nc *nats.Conn, opts Options) (*Store, error) {
 		*b.dst = kv
 	}
 	objs := []struct {
-		kind string
-		dst  *jetstream.ObjectStore
-		desc string
+		kind   string
+		dst    *jetstream.ObjectStore
+		stream *jetstream.Stream
+		desc   string
 	}{
-		{kindArtifacts, &s.artifacts, "Ardea artifacts (.wasm modules), object name <sha256 hex>"},
-		{kindHandoff, &s.handoff, "Ardea key-group state handoff, object name <topology>/<component>/<epoch>/<key group>"},
+		{kindArtifacts, &s.artifacts, &s.artifactsStream, "Ardea artifacts (.wasm modules), object name <sha256 hex>"},
+		{kindHandoff, &s.handoff, &s.handoffStream, "Ardea key-group state handoff, object name <topology>/<component>/<epoch>/<key group>"},
 	}
 	for _, b := range objs {
+		var os jetstream.ObjectStore
 		if opts.Bind {
-			os, err := js.ObjectStore(ctx, s.bucket(b.kind))
-			if err != nil {
-				return nil, fmt.Errorf("statemgr: tenant %q: object store %s: %w", tenant, s.bucket(b.kind), err)
-			}
-			*b.dst = os
-			continue
+			os, err = js.ObjectStore(ctx, s.bucket(b.kind))
+		} else {
+			os, err = js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
+				Bucket:      s.bucket(b.kind),
+				Description: b.desc,
+				Storage:     jetstream.FileStorage,
+			})
 		}
-		os, err := js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
-			Bucket:      s.bucket(b.kind),
-			Description: b.desc,
-			Storage:     jetstream.FileStorage,
-		})
 		if err != nil {
 			return nil, fmt.Errorf("statemgr: tenant %q: object store %s: %w", tenant, s.bucket(b.kind), err)
 		}
 		*b.dst = os
+		if *b.stream, err = js.Stream(ctx, "OBJ_"+s.bucket(b.kind)); err != nil {
+			return nil, fmt.Errorf("statemgr: tenant %q: object store %s: its stream: %w", tenant, s.bucket(b.kind), err)
+		}
 	}
 	s.log.Debug("state manager open", "buckets", s.Buckets())
 	return s, nil

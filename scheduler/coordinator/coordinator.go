@@ -56,6 +56,12 @@ type Coordinator struct {
 	lastErr   error
 	lastErrAt time.Time
 
+	// The schedule's state (Next): the last checkpoint it began and
+	// when. Next is called from one goroutine at a time (Run's, or its
+	// caller's), so these are not guarded.
+	last  uint64
+	begun time.Time
+
 	// OnGlobal, if set before Run, is called (not under a lock) each time
 	// a checkpoint becomes global: the caller tells every container, whose
 	// tasks commit what they held for it (component.CheckpointListener).
@@ -256,17 +262,10 @@ func (c *Coordinator) Retain() int {
 }
 
 // Run begins a checkpoint every interval, when ready reports true (nil:
-// always), and hands its id to take until ctx ends. One checkpoint is in
-// progress at a time (a newer barrier would
-// abandon an alignment still under way, so a checkpoint slower than the
-// interval would never complete); one still in progress after
-// max(5 intervals, 10s) is given up and the next one begins.
+// always), and hands its id to take until ctx ends (see Next).
 func (c *Coordinator) Run(ctx context.Context, interval time.Duration, ready func() bool, take func(id uint64)) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
-	giveUp := max(5*interval, 10*time.Second)
-	var last uint64
-	var begun time.Time
 	for {
 		select {
 		case <-ctx.Done():
@@ -276,31 +275,45 @@ func (c *Coordinator) Run(ctx context.Context, interval time.Duration, ready fun
 		if ready != nil && !ready() {
 			continue
 		}
-		if last != 0 && c.InProgress(last) {
-			if time.Since(begun) < giveUp {
-				continue
-			}
-			c.mu.Lock()
-			missing := c.tracker.Missing(last)
-			err := c.tracker.Abandon(last)
-			if err == nil {
-				c.fail(fmt.Errorf("checkpoint %d not stored by every task within %s (tasks %v did not report)", last, giveUp, missing))
-			}
-			latest := c.tracker.Latest()
-			c.mu.Unlock()
-			if err == nil {
-				c.log.Error("checkpoint failed: not stored by every task in time; the last global checkpoint stays the one to restore",
-					"checkpoint", last, "after", time.Since(begun).Round(time.Millisecond), "missing", missing, "global", latest)
-			}
+		if id, ok := c.Next(interval); ok {
+			take(id)
 		}
-		id, err := c.Begin()
-		if err != nil {
-			c.log.Error("checkpoint not begun", "err", err)
-			continue
-		}
-		last, begun = id, time.Now()
-		take(id)
 	}
+}
+
+// Next is one beat of a checkpoint schedule of period interval, for a
+// caller that beats it while the topology can take a checkpoint: it
+// begins the next checkpoint (its id, true) unless one is still in
+// progress. One checkpoint is in progress at a time (a newer barrier
+// would abandon an alignment still under way, so a checkpoint slower than
+// the interval would never complete); one still in progress after
+// max(5 intervals, 10s) is given up and the next one begins.
+func (c *Coordinator) Next(interval time.Duration) (uint64, bool) {
+	giveUp := max(5*interval, 10*time.Second)
+	if last := c.last; last != 0 && c.InProgress(last) {
+		if time.Since(c.begun) < giveUp {
+			return 0, false
+		}
+		c.mu.Lock()
+		missing := c.tracker.Missing(last)
+		err := c.tracker.Abandon(last)
+		if err == nil {
+			c.fail(fmt.Errorf("checkpoint %d not stored by every task within %s (tasks %v did not report)", last, giveUp, missing))
+		}
+		latest := c.tracker.Latest()
+		c.mu.Unlock()
+		if err == nil {
+			c.log.Error("checkpoint failed: not stored by every task in time; the last global checkpoint stays the one to restore",
+				"checkpoint", last, "after", time.Since(c.begun).Round(time.Millisecond), "missing", missing, "global", latest)
+		}
+	}
+	id, err := c.Begin()
+	if err != nil {
+		c.log.Error("checkpoint not begun", "err", err)
+		return 0, false
+	}
+	c.last, c.begun = id, time.Now()
+	return id, true
 }
 
 // InProgress reports whether checkpoint id is begun and neither global,

@@ -563,9 +563,7 @@ func (d *Daemon) handleDeadLetters(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	t.mu.Lock()
-	top := t.top
-	t.mu.Unlock()
+	top := t.view.Load().top
 	if top == nil {
 		writeErr(w, newErr(ErrNotFound, "topology %q is not loaded yet", t.name))
 		return

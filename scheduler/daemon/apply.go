@@ -129,12 +129,12 @@ func (t *tm) apply(ctx context.Context, req ApplyRequest) (ApplyResult, error) {
 	if err := t.d.checkKV(ctx, t.sp, next); err != nil {
 		return ApplyResult{}, err
 	}
-	t.mu.Lock()
-	cur, doc, state, eo := t.top.Clone(), t.doc, t.state, t.ckpt != nil
-	t.mu.Unlock()
-	if state != StateRunning && state != StatePaused {
-		return ApplyResult{}, newErr(ErrBadState, "cannot apply to topology %s: it is %s", t.name, state)
+	v := t.view.Load()
+	if !live(v.state) || v.top == nil {
+		return ApplyResult{}, newErr(ErrBadState, "cannot apply to topology %s: it is %s", t.name, v.state)
 	}
+	base, doc, eo := v.top, v.doc, v.ckpt != nil
+	cur := base.Clone()
 	rec, err := t.sp.store.GetTopology(ctx, t.name)
 	if err != nil {
 		return ApplyResult{}, err
@@ -219,7 +219,7 @@ func (t *tm) apply(ctx context.Context, req ApplyRequest) (ApplyResult, error) {
 			return res, err
 		}
 	case "paused":
-		if err := t.applyPaused(ctx, next, doc, req, rec); err != nil {
+		if err := t.applyPaused(ctx, next, base, doc, req, rec); err != nil {
 			t.d.dropModules(ctx, t.sp, fresh)
 			return res, err
 		}
@@ -240,14 +240,10 @@ func hasBuiltinSwap(changes []Change, cur, next *ardea.Topology) bool {
 	return false
 }
 
-// applyPaused stores next's modules and replans with the spouts paused.
-func (t *tm) applyPaused(ctx context.Context, next *ardea.Topology, doc ctl.PlanDoc, req ApplyRequest, rec statemgr.Topology) error {
-	ctx, done, err := t.beginOp(ctx)
-	if err != nil {
-		return err
-	}
-	defer done()
-	defer t.holdBase(rec)()
+// applyPaused stores next's modules and has the TM replan with the
+// spouts paused (replanningMode); base is the TM's topology next was made
+// from.
+func (t *tm) applyPaused(ctx context.Context, next, base *ardea.Topology, doc ctl.PlanDoc, req ApplyRequest, rec statemgr.Topology) error {
 	mods := map[string]string{}
 	var versions []statemgr.ModuleVersion
 	for _, c := range next.Components {
@@ -279,15 +275,7 @@ func (t *tm) applyPaused(ctx context.Context, next *ardea.Topology, doc ctl.Plan
 	if err != nil {
 		return newErr(ErrBadRequest, "%v", err)
 	}
-	t.setMessage("applying a changed topology (paused)")
-	defer t.setMessage("")
-	if err := t.replanPaused(ctx, next, doc, p, mods); err != nil {
-		return err
-	}
-	// The history names the versions that run: recorded once the new
-	// plan does.
-	for _, v := range versions {
-		t.record(ctx, v, "")
-	}
-	return nil
+	_, err = t.call(ctx, opReplan, replanRequest{next: next, base: base, plan: p, modules: mods, versions: versions,
+		message: "applying a changed topology (paused)", done: "applied a changed topology"})
+	return err
 }

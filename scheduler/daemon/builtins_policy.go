@@ -114,9 +114,7 @@ func auditSpec(ctx context.Context, spec []byte, top *ardea.Topology) {
 // auditSpec records the running topology's spec digest and what it
 // reaches (an update changes parallelism only, and runs that spec).
 func (t *tm) auditSpec(ctx context.Context) {
-	t.mu.Lock()
-	top := t.top
-	t.mu.Unlock()
+	top := t.view.Load().top
 	if top == nil {
 		return
 	}

@@ -39,6 +39,7 @@ import (
 	"time"
 
 	"github.com/ardea-dev/ardea/scheduler/container"
+	"github.com/ardea-dev/ardea/scheduler/ctl"
 
 	"github.com/nats-io/nats.go"
 
@@ -166,6 +167,11 @@ type Daemon struct {
 	validatorOnce sync.Once
 	validator     *host.Runtime
 	validatorErr  error
+
+	// gateway, if set, is how a TM reaches its containers instead of NATS
+	// or in process: the TM's tests drive it with scripted hosts, without
+	// processes.
+	gateway func(*tm) ctl.Commands
 }
 
 // Start starts the daemon and resumes the topologies the state manager
@@ -534,10 +540,7 @@ func (d *Daemon) getIn(tenant, name string) (*tm, error) {
 	if !ok {
 		return nil, newErr(ErrNotFound, "no running topology named %q", name)
 	}
-	t.mu.Lock()
-	lost := t.lostTo
-	t.mu.Unlock()
-	if lost != "" {
+	if lost := t.view.Load().lostTo; lost != "" {
 		return nil, newErr(ErrBadState, "topology %s is managed by another daemon now (this one lost its manager lock: %s)", name, lost)
 	}
 	return t, nil

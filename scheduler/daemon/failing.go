@@ -18,8 +18,8 @@ import (
 // another rollback. The counts live as long as the TM (a daemon restart
 // starts them again).
 
-// tupleRollbacks is the TM's count of the rollbacks each tuple caused;
-// t.mu guards it.
+// tupleRollbacks is the TM's count of the rollbacks each tuple caused
+// (the loop's).
 type tupleRollbacks struct {
 	seen  map[string]bool // generation/hash: requests already counted
 	count map[string]int  // by hash
@@ -29,15 +29,12 @@ type tupleRollbacks struct {
 // tupleRollback handles a host's request: counted once per generation
 // and tuple, it fences the topology, which rolls it back.
 func (t *tm) tupleRollback(container int, r ctl.TupleRollback) {
-	t.mu.Lock()
-	if t.ckpt == nil || t.stopping || (t.state != StateRunning && t.state != StatePaused) {
-		t.mu.Unlock()
+	if t.ckpt == nil || t.ending() || !live(t.state) {
 		return
 	}
 	p := &t.poison
 	key := fmt.Sprintf("%d/%s", r.Generation, r.Hash)
 	if p.seen[key] {
-		t.mu.Unlock()
 		return
 	}
 	if p.seen == nil {
@@ -55,13 +52,11 @@ func (t *tm) tupleRollback(container int, r ctl.TupleRollback) {
 	if n >= limit && !slices.Contains(p.give, r.Hash) {
 		p.give = append(p.give, r.Hash)
 	}
-	t.mu.Unlock()
 	why := fmt.Sprintf("container %d: %s (rollback %d of %d for this tuple; then it goes to the dead letters)", container, r.Error, n, limit)
 	t.log.Warn("effectively once: a tuple failed; rolling back", "component", r.Component, "task", r.Task,
 		"tuple_hash", r.Hash, "rollback", n, "max_tuple_rollbacks", limit)
 	t.fence(why)
 }
 
-// deadLetterTuples are the tuples to dead-letter on their next failure;
-// t.mu must be held.
+// deadLetterTuples are the tuples to dead-letter on their next failure.
 func (t *tm) deadLetterTuples() []string { return slices.Clone(t.poison.give) }

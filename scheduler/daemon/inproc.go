@@ -50,8 +50,8 @@ type inproc struct {
 	done      chan struct{} // closed when supervise returns
 }
 
-// errKilled ends a run that the TM declared lost.
-var errKilled = errors.New("killed: declared lost")
+// errDeclaredLost ends a run that the TM declared lost.
+var errDeclaredLost = errors.New("killed: declared lost")
 
 func newInProcess(d *Daemon) *inProcess {
 	return &inProcess{d: d, procs: map[string]*inproc{}, nextPID: 1, failures: map[string]error{}}
@@ -124,7 +124,7 @@ func (r *inProcess) supervise(ctx context.Context, p *inproc) {
 		err := r.run(runCtx, p, pid)
 		cause := context.Cause(runCtx)
 		kill(nil)
-		if err != nil && !errors.Is(cause, errKilled) {
+		if err != nil && !errors.Is(cause, errDeclaredLost) {
 			// A failure, even one the TM stopped the container for
 			// meanwhile (a fatal error it heard of in the heartbeat).
 			r.mu.Lock()
@@ -135,8 +135,8 @@ func (r *inProcess) supervise(ctx context.Context, p *inproc) {
 			r.update(p, func(st *launcher.ProcessStatus) { st.State, st.PID = launcher.StateStopped, 0 })
 			return
 		}
-		if errors.Is(cause, errKilled) {
-			err = errKilled
+		if errors.Is(cause, errDeclaredLost) {
+			err = errDeclaredLost
 		} else if err == nil {
 			err = errors.New("the container ended") // Run returns nil only when its ctx ends
 		}
@@ -308,7 +308,7 @@ func (r *inProcess) kill(id string, pid int) error {
 	if p.st.PID != pid || p.killRun == nil {
 		return nil // that run has ended already
 	}
-	p.killRun(errKilled)
+	p.killRun(errDeclaredLost)
 	return nil
 }
 

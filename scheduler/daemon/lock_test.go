@@ -71,25 +71,19 @@ func TestTMLockLossAndTakeover(t *testing.T) {
 	}
 
 	// The lock vanishes (say, removed by hand): the TM takes it again.
-	tm.mu.Lock()
-	first := tm.lock
-	tm.mu.Unlock()
+	first := tm.lock.Load()
 	if err := first.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	poll("the TM to hold a new lock", func() bool {
-		tm.mu.Lock()
-		defer tm.mu.Unlock()
-		return tm.lock != first && holder() == d.id
+		return tm.lock.Load() != first && holder() == d.id
 	})
 	if _, err := d.get(ctx, "locked"); err != nil {
 		t.Fatalf("after re-acquiring: %v", err)
 	}
 
 	// Another daemon takes it: this TM steps down.
-	tm.mu.Lock()
-	second := tm.lock
-	tm.mu.Unlock()
+	second := tm.lock.Load()
 	if err := second.Release(ctx); err != nil {
 		t.Fatal(err)
 	}

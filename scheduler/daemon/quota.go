@@ -40,13 +40,11 @@ func (d *Daemon) tenantUsage(ctx context.Context, tenant string) (quota.Usage, e
 	d.mu.Unlock()
 	var u quota.Usage
 	for _, t := range tms {
-		t.mu.Lock()
-		top, n, state := t.top, t.doc.Plan.Containers, t.state
-		t.mu.Unlock()
-		if top == nil || !live(state) {
+		v := t.view.Load()
+		if v.top == nil || !live(v.state) {
 			continue
 		}
-		tu, err := topologyUsage(top, n)
+		tu, err := topologyUsage(v.top, v.containers())
 		if err != nil {
 			return quota.Usage{}, err
 		}
@@ -135,12 +133,11 @@ func (d *Daemon) reshareRates(ctx context.Context, tenant string, starting *tm) 
 	n := 0
 	running := tms[:0]
 	for _, t := range tms {
-		t.mu.Lock()
-		ok := t.top != nil && live(t.state) && t.lostTo == "" && t.ctl != nil
+		v := t.view.Load()
+		ok := v.running() && t.ctl != nil
 		if ok {
-			n += t.doc.Plan.Containers
+			n += v.containers()
 		}
-		t.mu.Unlock()
 		if ok {
 			running = append(running, t)
 		}

@@ -184,14 +184,13 @@ func Run(ctx context.Context, o RunOptions) (*Result, error) {
 	}
 	tmgr.stopTM() // waits for the TM's goroutines: the finish stops every container
 	res := &Result{Metrics: o.Metrics, Elapsed: time.Since(start), Finished: werr == nil && state == StateFinished}
-	tmgr.mu.Lock()
-	res.Plan, res.CheckpointKey = tmgr.doc.Plan, tmgr.doc.CheckpointKey
-	res.Transitions = append([]Transition(nil), tmgr.transitions...)
-	msg := tmgr.message
-	if cs := tmgr.ckpt; cs != nil {
-		res.GlobalCheckpoint, res.FailedCheckpoints, res.Rollbacks = cs.coord.Global(), cs.coord.Failed(), cs.count
+	v := tmgr.view.Load() // the loop's last: it has ended
+	res.Plan, res.CheckpointKey = v.doc.Plan, v.doc.CheckpointKey
+	res.Transitions = v.transitions
+	msg := v.message
+	if cs := v.ckpt; cs != nil {
+		res.GlobalCheckpoint, res.FailedCheckpoints, res.Rollbacks = cs.Global, cs.Failed, cs.Rollbacks
 	}
-	tmgr.mu.Unlock()
 	if err := d.sup.Close(context.WithoutCancel(ctx)); err != nil {
 		log.Warn("stop the containers", "err", err)
 	}

@@ -355,16 +355,18 @@ func (d *Daemon) hostCreds(t *tm, c int) ([]string, error) {
 	if m == nil {
 		return nil, nil
 	}
-	// Issued under t.mu and only while the topology is live: a terminal
-	// state is set under the same lock before revokeHosts runs, so a
-	// container the launcher restarts meanwhile either gets its file
-	// before the state changes (and revokeHosts removes it) or none.
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if !live(t.state) {
-		return nil, fmt.Errorf("topology %s is %s: no NATS credential for its hosts", t.name, t.state)
+	// Issued under t.credsMu and only until the TM revokes them
+	// (revokeCreds, as it enters a terminal mode, sets credsOff under the
+	// same lock before revokeHosts runs), so a container the launcher
+	// restarts meanwhile either gets its file before (and revokeHosts
+	// removes it) or none.
+	t.credsMu.Lock()
+	defer t.credsMu.Unlock()
+	v := t.view.Load()
+	if t.credsOff || v.top == nil {
+		return nil, fmt.Errorf("topology %s is %s: no NATS credential for its hosts", t.name, v.state)
 	}
-	io := natsauth.TenantIO{Streams: topologyStreams(t.top), KV: topologyKV(t.top)}
+	io := natsauth.TenantIO{Streams: topologyStreams(v.top), KV: topologyKV(v.top)}
 	cr, err := m.HostCreds(t.sp.tenant, t.name, io)
 	if err != nil {
 		return nil, fmt.Errorf("topology %s: NATS credential: %w", t.name, err)
@@ -406,9 +408,7 @@ func (d *Daemon) secureHost(ctx context.Context, t *tm, c int, spec *launcher.Pr
 		counted := t.sp.tms[t.name] == t
 		d.mu.Unlock()
 		if !counted { // a topology being submitted: its containers count too
-			t.mu.Lock()
-			n += t.doc.Plan.Containers
-			t.mu.Unlock()
+			n += t.view.Load().containers()
 		}
 		n = max(n, 1)
 		tps, bps := quota.ContainerRates(q, n)
@@ -423,6 +423,16 @@ func (d *Daemon) secureHost(ctx context.Context, t *tm, c int, spec *launcher.Pr
 		spec.Cgroup = sl
 	}
 	return nil
+}
+
+// revokeCreds makes hostCreds refuse from now on, then revokes every
+// credential issued to t's hosts (revokeHosts). The TM's loop calls it as
+// the topology ends (finished, failed, killed).
+func (t *tm) revokeCreds() {
+	t.credsMu.Lock()
+	t.credsOff = true
+	t.credsMu.Unlock()
+	t.d.revokeHosts(t)
 }
 
 // revokeHosts revokes every NATS credential issued to t's hosts and

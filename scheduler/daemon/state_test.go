@@ -2,39 +2,76 @@ package daemon
 
 import (
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 )
 
-// TestStateMachine walks the transition table: every allowed move is
-// taken and recorded, every other refused with both states named, and a
-// terminal state is left only for KILLED.
+var allModes = []Mode{ModeNew, ModeRunning, ModePaused, ModeSwapping, ModeSwitching, ModeReplanning, ModeRollingBack,
+	ModeSteppedDown, ModeFinished, ModeFailed, ModeKilled}
+
+// TestStateMachine walks the mode table: every allowed move is taken and
+// recorded (with the execution state it leads to), every other refused
+// with both modes named, and a terminal mode is left only for killed.
 func TestStateMachine(t *testing.T) {
-	all := []State{"", StateRunning, StatePaused, StateFinished, StateFailed, StateKilled}
-	for _, from := range all {
-		for _, to := range all[1:] {
-			tm := &tm{name: "top", log: slog.New(slog.DiscardHandler), state: from}
-			err := tm.setState(to, "test")
-			allowed := from == to
-			for _, s := range transitions[from] {
-				allowed = allowed || s == to
-			}
-			switch {
-			case allowed && err != nil:
-				t.Errorf("%s -> %s: %v", stateName(from), to, err)
-			case !allowed && err == nil:
-				t.Errorf("%s -> %s: allowed", stateName(from), to)
-			case !allowed && !strings.Contains(err.Error(), "no transition from "+stateName(from)+" to "+string(to)):
-				t.Errorf("%s -> %s: error %q does not name both states", stateName(from), to, err)
-			case !allowed && tm.state != from:
-				t.Errorf("%s -> %s: refused but the state changed to %s", stateName(from), to, tm.state)
-			case allowed && from != to && (len(tm.transitions) != 1 || tm.transitions[0].From != from || tm.transitions[0].To != to):
-				t.Errorf("%s -> %s: recorded %+v", stateName(from), to, tm.transitions)
-			}
-			if from.Terminal() && to != StateKilled && err == nil && from != to {
-				t.Errorf("terminal %s left for %s", from, to)
+	for _, from := range allModes {
+		for _, to := range allModes[1:] {
+			for _, st := range []State{StateRunning, StatePaused} {
+				state := st
+				if s := modes[from].state; s != "" {
+					state = s
+				}
+				if from == ModeNew {
+					state = ""
+				}
+				tm := &tm{name: "top", log: slog.New(slog.DiscardHandler), mode: from, state: state}
+				err := tm.setMode(to, "test")
+				allowed := from == to || slices.Contains(modes[from].next, to)
+				want := state
+				if s := modes[to].state; s != "" {
+					want = s
+				}
+				switch {
+				case allowed && err != nil:
+					t.Errorf("%s -> %s: %v", modeName(from), to, err)
+				case !allowed && err == nil:
+					t.Errorf("%s -> %s: allowed", modeName(from), to)
+				case !allowed && !strings.Contains(err.Error(), "no transition from "+modeName(from)+" to "+string(to)):
+					t.Errorf("%s -> %s: error %q does not name both modes", modeName(from), to, err)
+				case !allowed && (tm.mode != from || tm.state != state):
+					t.Errorf("%s -> %s: refused but the mode changed to %s (%s)", modeName(from), to, tm.mode, tm.state)
+				case allowed && from != to && (len(tm.transitions) != 1 || tm.transitions[0].FromMode != from || tm.transitions[0].ToMode != to ||
+					tm.transitions[0].From != state || tm.transitions[0].To != want || tm.state != want):
+					t.Errorf("%s -> %s: recorded %+v, state %s", modeName(from), to, tm.transitions, tm.state)
+				}
+				if err == nil && from != to && state.Terminal() && to != ModeKilled {
+					t.Errorf("terminal %s left for %s", from, to)
+				}
 			}
 		}
+	}
+}
+
+// TestExecTransitions: the execution states the mode table leads through
+// are the state manager's lifecycle: a new topology runs or is paused,
+// RUNNING and PAUSED toggle and end in any terminal state, a terminal
+// state moves only to KILLED, and KILLED nowhere.
+func TestExecTransitions(t *testing.T) {
+	want := map[State][]State{
+		"":            {StatePaused, StateRunning},
+		StateRunning:  {StateFailed, StateFinished, StateKilled, StatePaused},
+		StatePaused:   {StateFailed, StateFinished, StateKilled, StateRunning},
+		StateFinished: {StateKilled},
+		StateFailed:   {StateKilled},
+		StateKilled:   nil,
+	}
+	for s, next := range want {
+		if got := transitions[s]; !slices.Equal(got, next) {
+			t.Errorf("%s: moves to %v, want %v", stateName(s), got, next)
+		}
+	}
+	if len(transitions) != len(want) {
+		t.Errorf("states %v, want %d", transitions, len(want))
 	}
 }
 
@@ -42,22 +79,22 @@ func TestStateMachine(t *testing.T) {
 // only the last maxTransitions changes.
 func TestStateTransitionsBounded(t *testing.T) {
 	tm := &tm{name: "top", log: slog.New(slog.DiscardHandler)}
-	if err := tm.setState(StateRunning, "submitted"); err != nil {
+	if err := tm.setMode(ModeRunning, "submitted"); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 100 {
-		to := StatePaused
+		to := ModePaused
 		if i%2 == 1 {
-			to = StateRunning
+			to = ModeRunning
 		}
-		if err := tm.setState(to, "toggle"); err != nil {
+		if err := tm.setMode(to, "toggle"); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if n := len(tm.transitions); n != maxTransitions {
 		t.Fatalf("%d transitions kept, want %d", n, maxTransitions)
 	}
-	if last := tm.transitions[len(tm.transitions)-1]; last.To != StateRunning {
+	if last := tm.transitions[len(tm.transitions)-1]; last.To != StateRunning || last.ToMode != ModeRunning {
 		t.Fatalf("last transition %+v", last)
 	}
 }

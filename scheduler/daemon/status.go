@@ -1,12 +1,7 @@
 package daemon
 
 import (
-	"fmt"
-	"slices"
-	"strconv"
 	"time"
-
-	"github.com/ardea-dev/ardea/scheduler/planner"
 
 	"github.com/ardea-dev/ardea/scheduler/ctl"
 	"github.com/ardea-dev/ardea/scheduler/launcher"
@@ -15,8 +10,11 @@ import (
 
 // Status is what `ardea status` shows.
 type Status struct {
-	Name        string            `json:"name"`
-	State       State             `json:"state"`
+	Name  string `json:"name"`
+	State State  `json:"state"`
+	// Mode is what the topology manager is doing (Mode: running, paused,
+	// swapping, switching, replanning, rolling-back, ...).
+	Mode        Mode              `json:"mode,omitempty"`
 	Message     string            `json:"message,omitempty"`
 	Uptime      string            `json:"uptime"`
 	PlanVersion uint64            `json:"plan_revision"`
@@ -100,80 +98,4 @@ type InstanceStatus struct {
 	// Since is when the instance's current incarnation started (a live
 	// rescale replaces only the rescaled components' instances).
 	Since time.Time `json:"since,omitzero"`
-}
-
-func (t *tm) status() Status {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	st := Status{Name: t.name, State: t.state, Message: t.message, PlanVersion: t.planRev, Transitions: slices.Clone(t.transitions),
-		Uptime: time.Since(t.started).Round(time.Second).String()}
-	if err, at := t.d.srv.JetStreamFault(); err != nil {
-		st.StorageFault = fmt.Sprintf("%v (since %s)", err, at.Format(time.RFC3339))
-	}
-	if cs := t.ckpt; cs != nil {
-		st.Checkpoints = &CheckpointStatus{Global: cs.coord.Global(), Failed: cs.coord.Failed(), Rollbacks: cs.count,
-			RestoredFrom: cs.restored, RollingBack: cs.rolling || cs.fenced, Generation: cs.gen, Fenced: cs.fenced,
-			LastRollback: cs.lastWhy, Skipped: cs.skipped}
-		if err, at := cs.coord.LastError(); err != nil {
-			st.Checkpoints.LastError, st.Checkpoints.LastErrorAt = err.Error(), at
-		}
-	}
-	for _, c := range t.top.Components {
-		cs := ComponentStatus{Name: c.Name, Kind: string(c.Kind), Module: c.Module, Parallelism: c.Parallelism}
-		for _, in := range c.Inputs {
-			cs.Inputs = append(cs.Inputs, in.From+":"+in.StreamName()+":"+in.GroupingName())
-		}
-		st.Components = append(st.Components, cs)
-	}
-	p := t.doc.Plan
-	// Packing is deterministic: the same topology and container count give
-	// the plan in use.
-	var pp *packing.Plan
-	if _, packed, err := planner.PackPlan(t.top, p.Containers); err == nil && len(packed.Containers) == p.Containers {
-		pp = packed
-	}
-	for c := 1; c <= p.Containers; c++ {
-		cs := ContainerStatus{ID: c}
-		if pp != nil {
-			r := pp.Containers[c-1].Resources
-			cs.Resources = &r
-		}
-		if ps, ok := t.d.sup.Status(t.procID(c)); ok {
-			cs.PID, cs.Process, cs.Restarts, cs.LastExit = ps.PID, ps.State, ps.Restarts, ps.LastExit
-			cs.LastError = lastLine(ps.LastError)
-		}
-		hb, ok := t.hbs[c]
-		if ok && cs.PID != 0 && hb.PID != cs.PID {
-			// The last heartbeat came from a process that has since
-			// died; its counters are not this process's.
-			hb, ok = ctl.Heartbeat{}, false
-		}
-		if pid, lost := t.lost[c]; lost && (cs.PID == 0 || cs.PID == pid) {
-			cs.Host, ok = ctl.HostLost, false
-			cs.LastSeen = time.Since(hb.Time).Round(time.Millisecond).String() + " ago"
-		}
-		if ok {
-			cs.Host = hb.State
-			cs.LastSeen = time.Since(hb.Time).Round(time.Millisecond).String() + " ago"
-			if hb.Error != "" && cs.LastError == "" {
-				cs.LastError = hb.Error
-			}
-		}
-		byTask := map[uint32]ctl.Instance{}
-		for _, in := range hb.Instances {
-			byTask[in.Task] = in
-		}
-		for _, id := range planner.ContainerTasks(p, c) {
-			task := p.Tasks[id]
-			is := InstanceStatus{Name: p.Components[task.Component].Name + "/" + strconv.Itoa(task.Index), Task: id, State: ctl.HostPending}
-			if in, ok := byTask[id]; ok && hb.PlanRevision == t.planRev {
-				is.State, is.Emitted, is.Executed, is.Since = in.State, in.Emitted, in.Executed, in.Since
-				is.Acked, is.Failed, is.TimedOut = in.Acked, in.Failed, in.TimedOut
-				is.Version = in.Version
-			}
-			cs.Instances = append(cs.Instances, is)
-		}
-		st.Containers = append(st.Containers, cs)
-	}
-	return st
 }

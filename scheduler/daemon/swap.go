@@ -100,109 +100,169 @@ func (d *Daemon) validate(ctx context.Context, name string, kind ardea.Kind, dat
 	return nil
 }
 
+// swapOrder is a swap the caller (tm.swap) has validated and admitted,
+// and whose module is stored: what the swapping mode runs.
+type swapOrder struct {
+	req   SwapRequest
+	comp  string
+	entry statemgr.ModuleVersion // the history entry, Status to be set
+	res   SwapResult
+	start time.Time
+}
+
 // swap replaces component comp's module in the running topology: canary
 // tasks first (if asked), each phase on probation; a version that fails
 // to start or fails a batch on probation is rolled back everywhere, with
 // the reason. Success records the version as the component's module.
+// The module is validated, admitted against the tenant's quotas and
+// stored here, on the caller's goroutine (compiling takes a while); the
+// phases run in the TM's swapping mode.
 func (t *tm) swap(ctx context.Context, req SwapRequest) (SwapResult, error) {
-	// A swap under way finishes or rolls back whatever the client does;
-	// recCtx outlives a cancelled operation, to record how it ended.
-	recCtx := context.WithoutCancel(ctx)
-	// The tenant's quota lock (before the operation lock, as update and
-	// apply take them) is held until the module is stored.
-	quotaHeld := true
+	// A swap under way finishes or rolls back whatever the client does.
+	ctx = context.WithoutCancel(ctx)
+	o, err := t.prepareSwap(ctx, req)
+	if err != nil || o == nil {
+		return o.result(), err
+	}
+	v, err := t.call(ctx, opSwap, o)
+	res, _ := v.(SwapResult)
+	return res, err
+}
+
+func (o *swapOrder) result() SwapResult {
+	if o == nil {
+		return SwapResult{}
+	}
+	return o.res
+}
+
+// prepareSwap validates, admits and stores the swap's module; a nil
+// order with a nil error means the module is the one running (the result
+// says "unchanged").
+func (t *tm) prepareSwap(ctx context.Context, req SwapRequest) (*swapOrder, error) {
+	// The tenant's quota lock is held until the module is stored.
 	t.sp.quotaMu.Lock()
-	releaseQuota := func() {
-		if quotaHeld {
-			quotaHeld = false
-			t.sp.quotaMu.Unlock()
-		}
+	defer t.sp.quotaMu.Unlock()
+	v := t.view.Load()
+	if !live(v.state) || v.top == nil {
+		return nil, newErr(ErrBadState, "cannot swap a module of topology %s: it is %s", t.name, v.state)
 	}
-	defer releaseQuota()
-	ctx, done, err := t.beginOp(recCtx)
-	if err != nil {
-		return SwapResult{}, err
-	}
-	defer done()
-	start := time.Now()
-	t.mu.Lock()
-	state, top, doc, eo := t.state, t.top, t.doc, t.ckpt != nil
-	t.mu.Unlock()
-	if state != StateRunning && state != StatePaused {
-		return SwapResult{}, newErr(ErrBadState, "cannot swap a module of topology %s: it is %s", t.name, state)
-	}
-	c := top.Component(req.Component)
+	c := v.top.Component(req.Component)
 	switch {
 	case c == nil:
-		return SwapResult{}, newErr(ErrBadRequest, "swap in topology %s: no component %q", t.name, req.Component)
+		return nil, newErr(ErrBadRequest, "swap in topology %s: no component %q", t.name, req.Component)
 	case c.ModuleKind() == ardea.ModuleBuiltin:
-		return SwapResult{}, newErr(ErrBadRequest, "swap in topology %s: component %s is built in (%s); only WebAssembly modules can be swapped", t.name, c.Name, c.Module)
+		return nil, newErr(ErrBadRequest, "swap in topology %s: component %s is built in (%s); only WebAssembly modules can be swapped", t.name, c.Name, c.Module)
 	case len(req.Module) == 0:
-		return SwapResult{}, newErr(ErrBadRequest, "swap %s/%s: no module uploaded", t.name, c.Name)
+		return nil, newErr(ErrBadRequest, "swap %s/%s: no module uploaded", t.name, c.Name)
 	}
 	rec, err := t.sp.store.GetTopology(ctx, t.name)
 	if err != nil {
-		return SwapResult{}, err
+		return nil, err
 	}
 	prev := rec.Modules[c.Name]
-	entry := statemgr.ModuleVersion{Component: c.Name, Source: req.Source, Previous: prev, At: time.Now(), By: req.By, Canary: req.Canary}
+	o := &swapOrder{req: req, comp: c.Name, start: time.Now(),
+		entry: statemgr.ModuleVersion{Component: c.Name, Source: req.Source, Previous: prev, At: time.Now(), By: req.By, Canary: req.Canary}}
 	err = t.d.validate(ctx, c.Name+".wasm", c.Kind, req.Module)
 	if err == nil {
-		err = checkManifest(ctx, top, c.Name, req.Module)
+		err = checkManifest(ctx, v.top, c.Name, req.Module)
 	}
 	if err != nil {
-		entry.Status, entry.Reason = VersionRefused, err.Error()
-		t.record(ctx, entry, "")
-		return SwapResult{}, newErr(ErrBadRequest, "swap %s/%s refused, nothing changed: %v", t.name, c.Name, err)
+		o.entry.Status, o.entry.Reason = VersionRefused, err.Error()
+		t.record(ctx, o.entry, "", nil)
+		return nil, newErr(ErrBadRequest, "swap %s/%s refused, nothing changed: %v", t.name, c.Name, err)
 	}
 	// The swap runs the same topology in the same containers; what it
 	// adds is the module's bytes in the tenant's store.
 	_, storeBytes, err := t.d.newModules(ctx, t.sp, map[string][]byte{c.Name: req.Module})
 	if err != nil {
-		return SwapResult{}, err
+		return nil, err
 	}
-	fp := footprint{top, doc.Plan.Containers}
+	fp := footprint{v.top, v.containers()}
 	if err := t.d.admit(ctx, t.sp, "swap", fp, fp, storeBytes); err != nil {
-		entry.Status, entry.Reason = VersionRefused, err.Error()
-		t.record(ctx, entry, "")
-		return SwapResult{}, err
+		o.entry.Status, o.entry.Reason = VersionRefused, err.Error()
+		t.record(ctx, o.entry, "", nil)
+		return nil, err
 	}
 	sha, err := t.sp.store.PutArtifact(ctx, c.Name+".wasm", req.Module)
-	releaseQuota()
 	if err != nil {
-		return SwapResult{}, err
+		return nil, err
 	}
 	t.d.rememberLanguage(ctx, sha, req.Module)
-	entry.Version = sha
-	res := SwapResult{Component: c.Name, Version: sha, Previous: prev}
+	o.entry.Version = sha
+	o.res = SwapResult{Component: c.Name, Version: sha, Previous: prev}
 	if sha == prev {
-		res.Status = "unchanged"
-		return res, nil
+		o.res.Status = "unchanged"
+		return o, nil
 	}
+	return o, nil
+}
+
+// swappingMode runs a swap's phases (tm.runSwap) and answers its command.
+type swappingMode struct{ cmd *command }
+
+func (*swappingMode) name() Mode { return ModeSwapping }
+func (m *swappingMode) why() string {
+	return "swap " + m.cmd.arg.(*swapOrder).comp
+}
+
+func (m *swappingMode) run(t *tm) mode {
+	o := m.cmd.arg.(*swapOrder)
+	if o.res.Status == "unchanged" {
+		m.cmd.answer(o.res, nil)
+		return t.back("swap " + o.comp + ": the module is the one running")
+	}
+	ctx, end := t.beginOp()
+	res, err := t.runSwap(ctx, o)
+	end()
+	m.cmd.answer(res, err)
+	if p := t.takePending(); p != nil {
+		return p
+	}
+	return t.back(fmt.Sprintf("swap %s: %s", o.comp, res.Status))
+}
+
+// runSwap swaps o's component task by task, in phases, each on
+// probation, and records how it ended.
+func (t *tm) runSwap(ctx context.Context, o *swapOrder) (SwapResult, error) {
+	// recCtx outlives an interrupted swap, to record how it ended.
+	recCtx := context.WithoutCancel(ctx)
+	c := t.top.Component(o.comp)
+	if c == nil {
+		return SwapResult{}, newErr(ErrBadState, "swap in topology %s: component %s is gone (the topology changed meanwhile)", t.name, o.comp)
+	}
+	req, entry, res, sha, prev := o.req, o.entry, o.res, o.entry.Version, o.entry.Previous
 	probation := req.Probation
 	if probation <= 0 {
 		probation = defaultProbation
 	}
+	eo := t.ckpt != nil
 	t.log.Info("swap begins", "component", c.Name, "version", sha, "previous", prev, "effectively_once", eo)
+	rolledBack := func(reason string) (SwapResult, error) {
+		entry.Status, entry.Reason = VersionRolledBack, reason
+		t.record(recCtx, entry, "", nil)
+		res.Status, res.Reason, res.Took = VersionRolledBack, reason, time.Since(o.start).Round(time.Millisecond).String()
+		return res, newErr(ErrBadState, "swap %s/%s rolled back to %s: %s", t.name, c.Name, short(prev), reason)
+	}
 	if eo {
 		// Effectively once the swap follows a fresh global checkpoint: a
 		// new version that fails kills its container, and the rollback to
 		// that checkpoint restarts every task on the previous version
 		// (hosts load committed versions only).
-		t.setMessage("swap " + c.Name + ": waiting for a fresh global checkpoint")
+		t.message = "swap " + c.Name + ": waiting for a fresh global checkpoint"
 		err := t.awaitCheckpoint(ctx)
-		t.setMessage("")
+		t.message = ""
 		if err != nil {
 			if cause := opAborted(ctx); cause != nil {
 				entry.Status, entry.Reason = VersionFailed, cause.Error()+"; nothing was swapped"
-				t.record(recCtx, entry, "")
+				t.record(recCtx, entry, "", nil)
 				return SwapResult{}, newErr(ErrBadState, "swap %s/%s failed before it began: %v", t.name, c.Name, cause)
 			}
 			return SwapResult{}, err
 		}
 	}
 	var all []uint32
-	for _, pc := range doc.Plan.Components {
+	for _, pc := range t.doc.Plan.Components {
 		if pc.Name == c.Name {
 			all = pc.Tasks
 		}
@@ -219,71 +279,54 @@ func (t *tm) swap(ctx context.Context, req SwapRequest) (SwapResult, error) {
 		hl.maxLatencyFactor = 10
 	}
 	for _, tasks := range phases {
-		reason, pause, err := t.swapPhaseTimed(ctx, c.Name, sha, tasks, probation, hl)
+		reason, pause, err := t.swapPhase(ctx, c.Name, sha, tasks, probation, hl)
 		res.MaxPauseMs = max(res.MaxPauseMs, float64(pause.Microseconds())/1000)
-		if err != nil || reason != "" {
-			if reason == "" {
-				reason = err.Error()
-			}
-			if cause := opAborted(ctx); cause != nil {
-				// Effectively once, a container died: the rollback to the
-				// last global checkpoint taken before it restarts every
-				// task on the previous (committed) version. A failed
-				// topology keeps the previous version too.
-				if eo && errors.Is(cause, errCrashed) {
-					reason = "a container died during the swap; the topology rolled back to its last global checkpoint with the previous version"
-				} else {
-					reason = cause.Error()
-				}
-				entry.Status, entry.Reason = VersionRolledBack, reason
-				t.record(recCtx, entry, "")
-				res.Status, res.Reason, res.Took = VersionRolledBack, reason, time.Since(start).Round(time.Millisecond).String()
-				return res, newErr(ErrBadState, "swap %s/%s rolled back to %s: %s", t.name, c.Name, short(prev), reason)
-			}
-			// Put the previous version back on every task (those that
-			// already run it are skipped by the hosts).
-			if _, rerr := t.swapPhase(ctx, c.Name, prev, all, 0); rerr != nil {
-				t.log.Error("swap: roll back", "component", c.Name, "err", rerr)
-				reason += " (and the rollback failed: " + rerr.Error() + ")"
-			}
-			t.commitModule(ctx, prev, c.Name)
-			entry.Status, entry.Reason = VersionRolledBack, reason
-			t.record(ctx, entry, "")
-			res.Status, res.Reason, res.Took = VersionRolledBack, reason, time.Since(start).Round(time.Millisecond).String()
-			t.log.Warn("swap rolled back", "component", c.Name, "version", sha, "reason", reason)
-			return res, newErr(ErrBadState, "swap %s/%s rolled back to %s: %s", t.name, c.Name, short(prev), reason)
+		if err == nil && reason == "" {
+			res.Tasks += len(tasks)
+			continue
 		}
-		res.Tasks += len(tasks)
+		if reason == "" {
+			reason = err.Error()
+		}
+		if cause := opAborted(ctx); cause != nil {
+			// Effectively once, a container died: the rollback to the last
+			// global checkpoint taken before it restarts every task on the
+			// previous (committed) version. A failed topology keeps the
+			// previous version too.
+			if eo && errors.Is(cause, errCrashed) {
+				return rolledBack("a container died during the swap; the topology rolled back to its last global checkpoint with the previous version")
+			}
+			return rolledBack(cause.Error())
+		}
+		// Put the previous version back on every task (those that already
+		// run it are skipped by the hosts).
+		if _, _, rerr := t.swapPhase(ctx, c.Name, prev, all, 0, health{}); rerr != nil {
+			t.log.Error("swap: roll back", "component", c.Name, "err", rerr)
+			reason += " (and the rollback failed: " + rerr.Error() + ")"
+		}
+		t.commitModule(ctx, prev, c.Name)
+		t.log.Warn("swap rolled back", "component", c.Name, "version", sha, "reason", reason)
+		return rolledBack(reason)
 	}
-	// The commit and the rollback's plan exclude each other (pubMu): a
-	// container that died before this point rolls the swap back.
-	t.pubMu.Lock()
+	// The commit and a rollback's plan exclude each other: the loop runs
+	// one at a time, and a container that died before this point has
+	// interrupted the swap.
 	if cause := opAborted(ctx); cause != nil {
-		t.pubMu.Unlock()
-		entry.Status, entry.Reason = VersionRolledBack, cause.Error()
-		t.record(recCtx, entry, "")
-		res.Status, res.Reason, res.Took = VersionRolledBack, cause.Error(), time.Since(start).Round(time.Millisecond).String()
-		return res, newErr(ErrBadState, "swap %s/%s rolled back to %s: %v", t.name, c.Name, short(prev), cause)
+		return rolledBack(cause.Error())
 	}
 	t.commitModule(ctx, sha, c.Name)
 	entry.Status = VersionActive
-	t.record(recCtx, entry, req.Source)
-	t.pubMu.Unlock()
-	res.Status, res.Took = VersionActive, time.Since(start).Round(time.Millisecond).String()
+	t.record(recCtx, entry, req.Source, t)
+	res.Status, res.Took = VersionActive, time.Since(o.start).Round(time.Millisecond).String()
 	t.log.Info("module swapped", "component", c.Name, "version", sha, "previous", prev, "tasks", res.Tasks, "took", res.Took)
 	return res, nil
 }
 
 // swapPhase swaps tasks to version and waits for every host's report,
 // then for probation. It returns why the version was rolled back ("" if
-// it was not) or an error if the hosts did not answer.
-func (t *tm) swapPhase(ctx context.Context, comp, version string, tasks []uint32, probation time.Duration) (string, error) {
-	reason, _, err := t.swapPhaseTimed(ctx, comp, version, tasks, probation, health{})
-	return reason, err
-}
-
-// swapPhaseTimed is swapPhase that also returns the longest pause.
-func (t *tm) swapPhaseTimed(ctx context.Context, comp, version string, tasks []uint32, probation time.Duration, hl health) (string, time.Duration, error) {
+// it was not) or an error if the hosts did not answer, with the longest
+// pause a task took.
+func (t *tm) swapPhase(ctx context.Context, comp, version string, tasks []uint32, probation time.Duration, hl health) (string, time.Duration, error) {
 	epoch := uint64(time.Now().UnixNano())
 	base := t.instances(tasks)
 	order := ctl.SwapOrder{Epoch: epoch, Component: comp, Module: version, Tasks: tasks, Probation: probation}
@@ -291,9 +334,7 @@ func (t *tm) swapPhaseTimed(ctx context.Context, comp, version string, tasks []u
 	if err := send(); err != nil {
 		return "", 0, err
 	}
-	t.mu.Lock()
 	n := t.doc.Plan.Containers
-	t.mu.Unlock()
 	var reason string
 	var pause time.Duration
 	failed := func(h ctl.Heartbeat) bool {
@@ -305,7 +346,7 @@ func (t *tm) swapPhaseTimed(ctx context.Context, comp, version string, tasks []u
 		}
 		return false
 	}
-	if err := t.waitSwitch(ctx, startTimeout, n, "swap "+comp, send, nil, func(h ctl.Heartbeat) (bool, error) {
+	if err := t.awaitHosts(ctx, startTimeout, n, "swap "+comp, send, nil, func(h ctl.Heartbeat) (bool, error) {
 		s := h.Swap
 		if failed(h) {
 			return true, nil
@@ -324,28 +365,19 @@ func (t *tm) swapPhaseTimed(ctx context.Context, comp, version string, tasks []u
 	// Probation: any task that fails a batch is rolled back by its host
 	// at once (the batch retried by the previous version); here the
 	// version is given up everywhere.
-	deadline := time.Now().Add(probation)
-	for time.Now().Before(deadline) {
-		t.mu.Lock()
-		for c := 1; c <= n; c++ {
-			if h, ok := t.hbs[c]; ok {
-				failed(h)
+	err := t.await(ctx, wait{what: "pass probation", until: time.Now().Add(probation), late: func() error { return nil },
+		ok: func() (bool, error) {
+			for c := 1; c <= n; c++ {
+				if h, ok := t.hbs[c]; ok {
+					failed(h)
+				}
 			}
-		}
-		t.mu.Unlock()
-		if reason == "" && hl.maxFailRate > 0 {
-			reason = hl.check(base, t.instances(tasks))
-		}
-		if reason != "" {
-			return reason, pause, nil
-		}
-		select {
-		case <-ctx.Done():
-			return "", pause, ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-	return "", pause, nil
+			if reason == "" && hl.maxFailRate > 0 {
+				reason = hl.check(base, t.instances(tasks))
+			}
+			return reason != "", nil
+		}})
+	return reason, pause, err
 }
 
 // commitModule makes version the component's module on every host
@@ -362,13 +394,16 @@ func (t *tm) commitModule(ctx context.Context, version, comp string) {
 // record appends entry to the topology's history; when the entry is
 // active, it becomes the component's module (and source, if given, its
 // module in the spec) and the previous active version is marked replaced.
-func (t *tm) record(ctx context.Context, entry statemgr.ModuleVersion, source string) {
+// loop is the TM when its loop records (an active entry changes its
+// topology); nil from another goroutine (a refused swap).
+func (t *tm) record(ctx context.Context, entry statemgr.ModuleVersion, source string, loop *tm) {
 	for range 5 {
 		rec, err := t.sp.store.GetTopology(ctx, t.name)
 		if err != nil {
 			t.log.Error("swap: read the topology", "err", err)
 			return
 		}
+		var top *ardea.Topology
 		if entry.Status == VersionActive {
 			for i := range rec.History {
 				if h := &rec.History[i]; h.Component == entry.Component && h.Status == VersionActive {
@@ -379,23 +414,23 @@ func (t *tm) record(ctx context.Context, entry statemgr.ModuleVersion, source st
 				rec.Modules = map[string]string{}
 			}
 			rec.Modules[entry.Component] = entry.Version
-			if source != "" {
-				t.mu.Lock()
-				top := t.top.Clone()
-				t.mu.Unlock()
+			if source != "" && loop != nil {
+				top = loop.top.Clone()
 				if c := top.Component(entry.Component); c != nil {
 					c.Module = source
 					if spec, err := top.Format(); err == nil {
 						rec.Spec = spec
-						t.mu.Lock()
-						t.top = top
-						t.mu.Unlock()
+					} else {
+						top = nil
 					}
 				}
 			}
 		}
 		rec.History = append(rec.History, entry)
 		if _, err := t.sp.store.UpdateTopology(ctx, rec, rec.Revision); err == nil {
+			if top != nil {
+				loop.top = top
+			}
 			return
 		} else if !errors.Is(err, statemgr.ErrConflict) {
 			t.log.Error("swap: record the version", "err", err)
@@ -448,37 +483,23 @@ func short(sha string) string {
 // awaitCheckpoint waits until a checkpoint newer than the current global
 // one is global (effectively once).
 func (t *tm) awaitCheckpoint(ctx context.Context) error {
-	t.mu.Lock()
 	cs := t.ckpt
-	t.mu.Unlock()
 	g0 := cs.coord.Global()
 	limit := max(10*cs.interval, 30*time.Second)
-	deadline := time.Now().Add(limit)
-	for cs.coord.Global() <= g0 {
-		t.mu.Lock()
-		state := t.state
-		t.mu.Unlock()
-		if !live(state) {
-			// Finished (every container ended its input: no checkpoint
-			// comes), failed or killed meanwhile.
-			return newErr(ErrBadState, "swap in topology %s: the topology is %s", t.name, state)
-		}
-		if time.Now().After(deadline) {
+	return t.await(ctx, wait{timeout: limit,
+		late: func() error {
 			return newErr(ErrBadState, "swap in topology %s: no checkpoint became global within %v to swap at", t.name, limit)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-	return nil
+		},
+		ok: func() (bool, error) {
+			if !live(t.state) {
+				return false, newErr(ErrBadState, "swap in topology %s: the topology is %s", t.name, t.state)
+			}
+			return cs.coord.Global() > g0, nil
+		}})
 }
 
 // instances returns the latest heartbeat report of each of tasks.
 func (t *tm) instances(tasks []uint32) map[uint32]ctl.Instance {
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	out := map[uint32]ctl.Instance{}
 	for _, h := range t.hbs {
 		for _, in := range h.Instances {

@@ -6,101 +6,123 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
-
-	"github.com/ardea-dev/ardea/internal/names"
-
-	"github.com/ardea-dev/ardea/scheduler/planner"
 
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/connectors"
+	"github.com/ardea-dev/ardea/internal/names"
 	"github.com/ardea-dev/ardea/internal/plan"
 	"github.com/ardea-dev/ardea/scheduler/container"
 	"github.com/ardea-dev/ardea/scheduler/ctl"
 	"github.com/ardea-dev/ardea/scheduler/launcher"
+	"github.com/ardea-dev/ardea/scheduler/planner"
 	"github.com/ardea-dev/ardea/scheduler/statemgr"
 	"github.com/ardea-dev/ardea/sinks"
 )
 
-// tm is the topology manager of one topology. It holds the topology's TM
-// lock in the state manager, publishes its physical plan, runs its
-// containers through the daemon's supervisor, tracks their heartbeats and
-// carries out lifecycle operations.
+// tm is the topology manager of one topology: an actor. One goroutine,
+// its loop, owns every field below "owned by the loop"; everything else
+// reaches it as an event in its mailbox (tm_mailbox.go): the containers'
+// reports, the supervisor's callbacks, a lost lock, and the API's
+// commands, each with a reply. The loop runs one mode at a time
+// (modes.go: running, paused, swapping, switching, replanning, rolling
+// back, stepped down, finished, failed, killed), each a type whose run
+// handles events until it returns the next mode. Waiting for "every
+// container reports X" is staying in a mode until the heartbeat events
+// satisfy it (tm.await). Readers outside the loop see the view it
+// publishes after every event (tm_view.go), never its fields.
 //
-// Concurrency: mu guards the fields below it; opMu serialises lifecycle
-// operations (a rescale takes seconds and must not interleave with a kill).
-// A rollback (effectively once) and a failure do not wait for opMu: they
-// cancel the operation in flight (opCancel) and take pubMu, which every
-// publication of a plan holds, so a cancelled operation cannot publish
-// over them. wg owns the TM's goroutines; stopTM waits for them.
+// Before the loop starts, start owns the fields (a submission, a resume).
 type tm struct {
+	// Set by newTM, then read-only.
 	d      *Daemon
 	sp     *space // the tenant's space the topology lives in
 	name   string
 	log    *slog.Logger
-	lock   *statemgr.Lock
+	inbox  *mailbox
+	runCtx context.Context // lives as long as the TM
 	cancel context.CancelFunc
-	// runCtx lives as long as the TM (cancelled by stopTM).
-	runCtx context.Context
-	// ctl is the gateway to the containers (NATS, or local in process);
-	// stopReports ends the delivery of their reports over NATS to the
-	// TM's ctl.Manager methods.
-	ctl         ctl.Commands
-	local       *ctl.Local
-	stopReports func()
-	opMu        sync.Mutex
-	pubMu       sync.Mutex
-	wg          sync.WaitGroup
-
-	mu      sync.Mutex
-	top     *ardea.Topology
-	doc     ctl.PlanDoc
-	planRev uint64
-	state   State // changed only by setState (state.go)
-	// changed is closed (and replaced) at every state change; finished
-	// is closed once finish has recorded FINISHED and stopped the
-	// containers.
-	changed  chan struct{}
-	finished chan struct{}
-	// transitions are the last state changes, for status.
-	transitions []Transition
-	message     string
-	hbs         map[int]ctl.Heartbeat
-	started     time.Time
-	stopping    bool
-	lostTo      string         // set when another daemon took the TM lock (stepDown)
-	hist        *sinks.History // the containers' metrics and exceptions (metrics.go)
-	ckpt        *ckptState     // effectively once (checkpoint.go)
-	// opCancel cancels the lifecycle operation in flight (nil: none).
-	opCancel context.CancelCauseFunc
-	// lost is the pid of each container's process declared lost (fence.go)
-	// until its replacement reports.
-	lost map[int]int
-	// alive is each container's last liveness beat, Time when it arrived.
-	alive map[int]ctl.Alive
-	// closed: stopTM waits for wg; goroutine starts no more.
-	closed bool
-	// endingInput: OpEndInput was sent (a spout failed on a record).
-	endingInput bool
-	// rateResend: a host reported another bus rate share than its
-	// tenant's current one, and the TM is telling its hosts again.
-	rateResend bool
-	// exits counts the containers' process exits and lastExit says which
-	// and how (onContainerExit): a live switch abandons itself when one
-	// exits while it prepares (update_live.go).
-	exits    uint64
-	lastExit string
-	// poison counts the rollbacks failing tuples caused (failing.go).
-	poison tupleRollbacks
+	hist   *sinks.History // the containers' metrics and exceptions (metrics.go)
+	// done is closed when the loop has returned; looping is set once
+	// start has launched it (the loop then owns stopReports).
+	done    chan struct{}
+	looping atomic.Bool
+	// eo: the topology runs effectively once (fixed for the TM's life;
+	// read by event producers to decide what is urgent).
+	eo atomic.Bool
 	// tupleFailures (in process, `ardea run`): the bolt tasks' last failing
 	// tuples, shared by the topology's containers so that a spout's dead
 	// letter names a bolt's error from another container; it lives as long
 	// as this TM (a topology submitted again starts empty).
 	tupleFailures container.TupleFailures
+	// view is the state the loop published last.
+	view atomic.Pointer[tmView]
+	// lock is the TM lock in the state manager, kept by keepLock.
+	lock atomic.Pointer[statemgr.Lock]
+	// wg owns the TM's goroutines: the loop, the lock keeper, side tasks.
+	wg sync.WaitGroup
+	// credsMu orders issuing a host's NATS credential (hostCreds, from the
+	// supervisor's goroutines) against revoking them (the loop, entering a
+	// terminal mode): credsOff is set under it before revokeHosts runs.
+	credsMu  sync.Mutex
+	credsOff bool
+	// effectCancel cancels the operation the loop is running (urgent).
+	effectMu     sync.Mutex
+	effectCancel context.CancelCauseFunc
+
+	// Owned by the loop.
+	ctl         ctl.Commands // the gateway to the containers (NATS, or local in process)
+	local       *ctl.Local
+	stopReports func() // ends the delivery of the containers' reports over NATS
+	top         *ardea.Topology
+	doc         ctl.PlanDoc
+	planRev     uint64
+	state       State // the execution state, as stored (statemgr)
+	mode        Mode  // what the loop is doing (modes.go)
+	transitions []Transition
+	message     string
+	hbs         map[int]ctl.Heartbeat
+	// alive is each container's last liveness beat, Time when it arrived.
+	alive map[int]ctl.Alive
+	// lost is the pid of each container's process declared lost until its
+	// replacement reports.
+	lost    map[int]int
+	started time.Time
+	lostTo  string     // set when another daemon took the TM lock
+	ckpt    *ckptState // effectively once (checkpoint.go)
+	// exits counts the containers' process exits and lastExit says which
+	// and how: a live switch abandons itself when one exits while it
+	// prepares (mode_switching.go).
+	exits    uint64
+	lastExit string
+	// poison counts the rollbacks failing tuples caused (failing.go).
+	poison tupleRollbacks
+	// endingInput: OpEndInput was sent (a spout failed on a record).
+	endingInput bool
+	// rateResend: a rate resend is under way (sideRateResend).
+	rateResend bool
+	// pending is the mode an interruption asks for (a kill, a failure, a
+	// container's death effectively once, the lost lock, the input's end),
+	// taken by the mode running when it returns; nil: none.
+	pending mode
+	// deferred are commands that came during an operation, run after it.
+	deferred []*command
+	// opCancel cancels the operation in flight with a cause (nil: none).
+	opCancel context.CancelCauseFunc
+	// ticker is the loop's clock (tickEvery): lost containers are judged
+	// on it; ckptTicks begins checkpoints (effectively once; nil
+	// otherwise). missedLimit is the silence that makes a container lost.
+	ticker      *time.Ticker
+	ckptTicks   <-chan time.Time
+	missedLimit time.Duration
+	// finished is closed once FINISHED is recorded and the containers
+	// stopped (signalFinished).
+	finished   chan struct{}
+	finishOnce sync.Once
 }
 
 func (d *Daemon) newTM(sp *space, name string) *tm {
@@ -108,118 +130,175 @@ func (d *Daemon) newTM(sp *space, name string) *tm {
 	if sp.tenant != names.DefaultTenant {
 		log = log.With("tenant", sp.tenant)
 	}
-	t := &tm{d: d, sp: sp, name: name, log: log, hbs: map[int]ctl.Heartbeat{},
-		hist: sinks.NewHistory(0), lost: map[int]int{}, alive: map[int]ctl.Alive{}, changed: make(chan struct{}),
+	t := &tm{d: d, sp: sp, name: name, log: log, inbox: newMailbox(), hbs: map[int]ctl.Heartbeat{},
+		hist: sinks.NewHistory(0), lost: map[int]int{}, alive: map[int]ctl.Alive{}, done: make(chan struct{}),
 		finished: make(chan struct{})}
 	t.runCtx, t.cancel = context.WithCancel(d.ctx)
+	t.publish()
 	return t
 }
 
 // start takes the TM lock, loads the topology, publishes a plan if none is
-// stored (a new submission) and launches the containers. state is the
-// execution state to run in (RUNNING or PAUSED).
+// stored (a new submission), launches the containers and starts the loop.
+// state is the execution state to run in (RUNNING or PAUSED).
 func (t *tm) start(ctx context.Context, state State) error {
-	runCtx, cancel := t.runCtx, t.cancel
-	if t.d.o.InProcess {
+	if err := t.setUp(ctx, state); err != nil {
+		t.stopTM()
+		return err
+	}
+	t.looping.Store(true)
+	t.wg.Add(1)
+	go t.loop()
+	t.log.Info("topology manager started", "containers", t.doc.Plan.Containers, "state", state, "plan_revision", t.planRev)
+	// Its containers change every share of the tenant's bus rates.
+	t.d.reshareRates(ctx, t.sp.tenant, t)
+	return nil
+}
+
+// setUp is start's work before the loop runs (it owns the fields then).
+func (t *tm) setUp(ctx context.Context, state State) error {
+	switch {
+	case t.d.gateway != nil:
+		t.ctl = t.d.gateway(t)
+	case t.d.o.InProcess:
 		t.local = ctl.NewLocal(t)
 		t.ctl = t.local
-	} else {
+	default:
 		t.ctl = ctl.NewNATSClient(t.sp.nc, ctl.NATSClientOptions{Tenant: t.sp.store.Tenant(), Topology: t.name,
 			Expected: t.upContainers, Logger: t.log})
 	}
 	lock, err := t.sp.store.AcquireTMLock(ctx, t.name, t.d.id, t.d.lockTTL())
 	if err != nil {
-		cancel()
 		return fmt.Errorf("topology %s: %w", t.name, err)
 	}
-	t.lock = lock
-	t.goroutine(func() { t.keepLock(runCtx, lock) }) // ends with runCtx
+	t.lock.Store(lock)
+	t.goroutine(func() { t.keepLock(t.runCtx) })
 	rec, err := t.sp.store.GetTopology(ctx, t.name)
 	if err != nil {
-		t.stopTM()
 		return err
 	}
 	top, err := parseSpec(t.name, rec.Spec)
 	if err != nil {
-		t.stopTM()
 		return err
 	}
-	var doc ctl.PlanDoc
-	resumed := false // a plan an earlier TM published
+	resumed, err := t.loadPlan(ctx, top, state)
+	if err != nil {
+		return err
+	}
+	if _, err := t.sp.store.SetState(ctx, t.name, statemgr.ExecState{State: state, Updated: time.Now()}); err != nil {
+		return err
+	}
+	t.top, t.started = top, time.Now()
+	why := "submitted"
+	if resumed {
+		why = "resumed from the stored plan"
+	}
+	if err := t.setMode(steadyMode(state).name(), why); err != nil {
+		return err
+	}
+	if err := t.startCheckpoints(ctx, resumed); err != nil {
+		return err
+	}
+	if t.local == nil && t.d.gateway == nil {
+		stop, err := ctl.ServeManager(t.sp.nc, t.sp.store.Tenant(), t.name, t, t.log)
+		if err != nil {
+			return fmt.Errorf("topology %s: %w", t.name, err)
+		}
+		t.stopReports = stop
+	}
+	t.publish()
+	for c := 1; c <= t.doc.Plan.Containers; c++ {
+		if err := t.launch(ctx, c); err != nil {
+			t.stopContainers(ctx)
+			return err
+		}
+	}
+	return nil
+}
+
+// loadPlan reads the stored physical plan, or makes and stores the first
+// one (a new submission); it reports whether a plan was stored before (a
+// resumed topology, whose containers start as restarts).
+func (t *tm) loadPlan(ctx context.Context, top *ardea.Topology, state State) (bool, error) {
 	b, rev, err := t.sp.store.GetPhysicalPlan(ctx, t.name)
 	switch {
 	case errors.Is(err, statemgr.ErrNotFound):
 		p, err := buildPlan(top)
 		if err != nil {
-			t.stopTM()
-			return err
+			return false, err
 		}
-		doc = ctl.PlanDoc{Plan: p, Active: state == StateRunning, Fresh: true}
+		doc := ctl.PlanDoc{Plan: p, Active: state == StateRunning, Fresh: true}
 		if rev, err = t.storePlan(ctx, doc); err != nil {
-			t.stopTM()
-			return err
+			return false, err
 		}
 		doc.Fresh = false // what the TM derives from it is not
+		t.doc, t.planRev = doc, rev
+		return false, nil
 	case err != nil:
-		t.stopTM()
-		return err
-	default:
-		if doc, err = ctl.DecodePlan(b); err != nil {
-			t.stopTM()
-			return err
+		return false, err
+	}
+	doc, err := ctl.DecodePlan(b)
+	if err != nil {
+		return false, err
+	}
+	if doc.Active != (state == StateRunning) || doc.Fresh {
+		doc.Active, doc.Fresh = state == StateRunning, false
+		if rev, err = t.putPlan(ctx, doc); err != nil {
+			return true, err
 		}
-		resumed = true
-		// A resumed topology has run: its containers start as restarts.
-		if doc.Active != (state == StateRunning) || doc.Fresh {
-			doc.Active, doc.Fresh = state == StateRunning, false
-			if rev, err = t.putPlan(ctx, doc); err != nil {
-				t.stopTM()
-				return err
+	}
+	t.doc, t.planRev = doc, rev
+	return true, nil
+}
+
+// loop runs the TM's modes until one ends it, then answers the commands
+// still queued and publishes the last view.
+func (t *tm) loop() {
+	defer t.wg.Done()
+	defer close(t.done)
+	t.ticker = time.NewTicker(tickEvery)
+	defer t.ticker.Stop()
+	if cs := t.ckpt; cs != nil {
+		ck := time.NewTicker(cs.interval)
+		defer ck.Stop()
+		t.ckptTicks = ck.C
+	}
+	var m mode = steadyMode(t.state)
+	for m != nil {
+		next := m.run(t)
+		if _, stop := next.(stopMode); stop || next == nil {
+			break
+		}
+		if next.name() != t.mode {
+			if err := t.setMode(next.name(), next.why()); err != nil {
+				// A mode asked for a transition the table forbids: a bug;
+				// the topology fails rather than run unmanaged.
+				next = &failedMode{msg: err.Error()}
+				_ = t.setMode(ModeFailed, err.Error())
 			}
 		}
+		m = next
+		t.publish()
 	}
-	if _, err := t.sp.store.SetState(ctx, t.name, statemgr.ExecState{State: state, Updated: time.Now()}); err != nil {
-		t.stopTM()
-		return err
+	if t.stopReports != nil {
+		t.stopReports()
+		t.stopReports = nil
 	}
-	t.mu.Lock()
-	t.top, t.doc, t.planRev, t.started = top, doc, rev, time.Now()
-	why := "submitted"
-	if resumed {
-		why = "resumed from the stored plan"
+	for _, e := range append(t.deferred, asCommands(t.inbox.close())...) {
+		e.answer(nil, newErr(ErrBadState, "topology %s: %v", t.name, errTMStopped))
 	}
-	err = t.setState(state, why)
-	t.mu.Unlock()
-	if err != nil {
-		t.stopTM()
-		return err
-	}
-	if err := t.startCheckpoints(ctx, runCtx, resumed); err != nil {
-		t.stopTM()
-		return err
-	}
-	if t.local == nil {
-		stop, err := ctl.ServeManager(t.sp.nc, t.sp.store.Tenant(), t.name, t, t.log)
-		if err != nil {
-			t.stopTM()
-			return fmt.Errorf("topology %s: %w", t.name, err)
-		}
-		t.mu.Lock()
-		t.stopReports = stop
-		t.mu.Unlock()
-	}
-	t.goroutine(func() { t.watchHeartbeats(runCtx) })
-	for c := 1; c <= doc.Plan.Containers; c++ {
-		if err := t.launch(ctx, c); err != nil {
-			t.stopContainers(ctx)
-			t.stopTM()
-			return err
+	t.deferred = nil
+	t.publish()
+}
+
+func asCommands(es []event) []*command {
+	var out []*command
+	for _, e := range es {
+		if c, ok := e.(*command); ok {
+			out = append(out, c)
 		}
 	}
-	t.log.Info("topology manager started", "containers", doc.Plan.Containers, "state", state, "plan_revision", rev)
-	// Its containers change every share of the tenant's bus rates.
-	t.d.reshareRates(ctx, t.sp.tenant, t)
-	return nil
+	return out
 }
 
 const tmLockTTL = 10 * time.Second
@@ -234,10 +313,10 @@ func (d *Daemon) lockTTL() time.Duration {
 // keepLock holds the TM lock for the TM's lifetime. A lost lock (not
 // refreshed for a TTL: the store was unreachable, or the key was removed)
 // is acquired again when it is free. If another daemon holds it, that
-// daemon runs the topology: this TM steps down.
-func (t *tm) keepLock(ctx context.Context, lock *statemgr.Lock) {
+// daemon runs the topology: the loop steps down (evLockLost).
+func (t *tm) keepLock(ctx context.Context) {
 	for {
-		err := lock.KeepAlive(ctx)
+		err := t.lock.Load().KeepAlive(ctx)
 		if err == nil || ctx.Err() != nil {
 			return
 		}
@@ -245,9 +324,7 @@ func (t *tm) keepLock(ctx context.Context, lock *statemgr.Lock) {
 		for {
 			l, err := t.sp.store.AcquireTMLock(ctx, t.name, t.d.id, t.d.lockTTL())
 			if err == nil {
-				t.mu.Lock()
-				t.lock, lock = l, l
-				t.mu.Unlock()
+				t.lock.Store(l)
 				t.log.Info("topology manager lock acquired again")
 				break
 			}
@@ -255,7 +332,7 @@ func (t *tm) keepLock(ctx context.Context, lock *statemgr.Lock) {
 				return
 			}
 			if errors.Is(err, statemgr.ErrLocked) {
-				t.stepDown(err)
+				t.inbox.push(evLockLost{err})
 				return
 			}
 			t.log.Warn("acquiring the topology manager lock again failed; retrying", "err", err)
@@ -266,27 +343,6 @@ func (t *tm) keepLock(ctx context.Context, lock *statemgr.Lock) {
 			}
 		}
 	}
-}
-
-// stepDown hands the topology to the daemon that holds its lock: this
-// daemon stops its containers and answers every request for the topology
-// with the reason.
-func (t *tm) stepDown(why error) {
-	if !t.lockOp() {
-		return
-	}
-	defer t.opMu.Unlock()
-	t.mu.Lock()
-	t.lostTo = why.Error()
-	t.mu.Unlock()
-	t.log.Error("another daemon manages this topology now; stopping this daemon's containers", "err", why)
-	t.mu.Lock()
-	stop := t.stopReports
-	t.mu.Unlock()
-	if stop != nil {
-		stop()
-	}
-	t.stopContainers(t.runCtx)
 }
 
 // putPlan stores doc as the topology's physical plan. Only a new
@@ -310,6 +366,28 @@ func (t *tm) storePlan(ctx context.Context, doc ctl.PlanDoc) (uint64, error) {
 	return t.sp.store.PutPhysicalPlan(ctx, t.name, b)
 }
 
+// publishPlan stores doc as the current plan and makes it the TM's.
+func (t *tm) publishPlan(ctx context.Context, doc ctl.PlanDoc) error {
+	rev, err := t.putPlan(ctx, doc)
+	if err != nil {
+		return fmt.Errorf("publish the plan: %w", err)
+	}
+	t.doc, t.planRev = doc, rev
+	t.publish()
+	return nil
+}
+
+// publishOp publishes doc for an operation whose context is ctx: not once
+// the operation was interrupted (a rollback or a failure owns the plan
+// then). The loop runs one thing at a time, so nothing can come between
+// the check and the publication.
+func (t *tm) publishOp(ctx context.Context, doc ctl.PlanDoc) error {
+	if err := context.Cause(ctx); err != nil {
+		return err
+	}
+	return t.publishPlan(ctx, doc)
+}
+
 func (t *tm) procID(container int) string { return procID(t.sp.tenant, t.name, container) }
 
 func (t *tm) launch(ctx context.Context, container int) error {
@@ -319,218 +397,8 @@ func (t *tm) launch(ctx context.Context, container int) error {
 	return nil
 }
 
-// Heartbeat records a container's heartbeat (ctl.Manager): a spout that
-// failed on a record makes every spout end its input; a fatal failure
-// fails the topology; every container finished makes it FINISHED.
-func (t *tm) Heartbeat(hb ctl.Heartbeat) {
-	if hb.TupleRollback != nil {
-		t.tupleRollback(hb.Container, *hb.TupleRollback)
-	}
-	t.mu.Lock()
-	if pid, ok := t.lost[hb.Container]; ok && pid == hb.PID {
-		t.mu.Unlock()
-		return // a lost process woke: fenced, and about to die
-	} else if ok {
-		delete(t.lost, hb.Container) // its replacement
-	}
-	t.hbs[hb.Container] = hb
-	running := t.state == StateRunning || t.state == StatePaused
-	if s := t.sp.share.Load(); s != nil && running && hb.State == ctl.HostRunning && !t.rateResend &&
-		(hb.TuplesPerSecond != s.tuplesPerSec || hb.BytesPerSecond != s.bytesPerSec) {
-		// The host missed its tenant's current rate share (it was
-		// starting, or its process restarted with the share it was first
-		// started with): it is told again, one request at a time.
-		t.rateResend = true
-		defer t.goroutine(func() {
-			t.d.resendRate(t)
-			t.mu.Lock()
-			t.rateResend = false
-			t.mu.Unlock()
-		})
-	}
-	endInput := hb.DrainFailure != "" && !t.endingInput && running
-	if endInput {
-		t.endingInput = true
-	}
-	// A running host that missed the command (it was still starting)
-	// gets it again with each of its heartbeats.
-	endInput = endInput || (t.endingInput && running && hb.State == ctl.HostRunning && !hb.InputEnded)
-	fatal := hb.State == ctl.HostFailed && hb.Fatal && running
-	if endInput || fatal {
-		t.mu.Unlock()
-		if endInput {
-			// A spout failed on a record: every spout ends its input, the
-			// topology drains, and the failing container then reports
-			// Fatal.
-			t.goroutine(func() {
-				if err := t.ctl.EndInput(t.runCtx); err != nil {
-					t.log.Warn("end input not sent", "err", err)
-				}
-			})
-		}
-		if fatal {
-			msg := fmt.Sprintf("container %d: %s", hb.Container, hb.Error)
-			t.goroutine(func() { t.failTopology(msg) })
-		}
-		return
-	}
-	finished := t.state == StateRunning || t.state == StatePaused
-	if cs := t.ckpt; cs != nil && (cs.fenced || cs.rolling) {
-		finished = false // a container died: its output may yet be rolled back
-	}
-	for c := 1; finished && c <= t.doc.Plan.Containers; c++ {
-		h, ok := t.hbs[c]
-		finished = ok && h.State == ctl.HostFinished && h.PlanRevision == t.planRev
-	}
-	if finished {
-		finished = t.setState(StateFinished, "every container finished its input") == nil
-	}
-	t.mu.Unlock()
-	if finished {
-		t.goroutine(t.finish)
-	}
-}
-
-// lockOp takes opMu, or gives up (false) when the TM stops: a TM
-// goroutine that waits for opMu must not block stopTM, which kill calls
-// with opMu held and which waits for the TM's goroutines.
-func (t *tm) lockOp() bool {
-	for !t.opMu.TryLock() {
-		select {
-		case <-t.runCtx.Done():
-			return false
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
-	return true
-}
-
-// finish records FINISHED and stops the containers.
-func (t *tm) finish() {
-	defer close(t.finished)
-	if !t.lockOp() {
-		return
-	}
-	defer t.opMu.Unlock()
-	t.mu.Lock()
-	late := t.state != StateFinished || t.stopping // killed meanwhile
-	t.mu.Unlock()
-	if late {
-		return
-	}
-	ctx := t.runCtx
-	if _, err := t.sp.store.SetState(ctx, t.name, statemgr.ExecState{State: StateFinished, Updated: time.Now(),
-		Message: "every spout finished its input and every tuple was processed"}); err != nil {
-		t.log.Error("record FINISHED", "err", err)
-	}
-	t.stopContainers(ctx)
-	t.d.revokeHosts(t) // a finished topology's credentials connect no more
-	t.d.reshareRates(ctx, t.sp.tenant, nil)
-	t.log.Info("topology finished")
-}
-
-// failed records FAILED when a container keeps crashing.
-func (t *tm) failed(ps launcher.ProcessStatus) {
-	msg := fmt.Sprintf("%s keeps failing (%d restarts, last %s)", ps.ID, ps.Restarts, ps.LastExit)
-	if e := lastLine(ps.LastError); e != "" && e != ps.LastExit {
-		msg += ": " + e
-	}
-	if t.d.o.FailFast {
-		msg = fmt.Sprintf("%s failed: %s", ps.ID, ps.LastExit)
-	}
-	t.failTopology(msg)
-}
-
-// errFailed is the cause an operation's context is cancelled with when
-// the topology fails under it.
-var errFailed = errors.New("the topology failed")
-
-// failTopology ends a running or paused topology FAILED with msg: the
-// operation in flight is cancelled, the state is recorded, and every
-// container is stopped (the supervisor keeps their records, so `ardea
-// status` still shows every container and the failure). It does not wait
-// for the operation to return: a topology that cannot make progress must
-// reach its terminal state within a bounded time.
-func (t *tm) failTopology(msg string) {
-	t.mu.Lock()
-	if !live(t.state) || t.setState(StateFailed, msg) != nil {
-		t.mu.Unlock()
-		return
-	}
-	t.message = msg
-	cancel := t.opCancel
-	n := t.doc.Plan.Containers
-	t.mu.Unlock()
-	if cancel != nil {
-		cancel(errFailed)
-	}
-	t.log.Error("topology failed", "reason", msg)
-	ctx := context.WithoutCancel(t.runCtx) // the topology's end is recorded whatever asked for it
-	if _, err := t.sp.store.SetState(ctx, t.name, statemgr.ExecState{State: StateFailed, Message: msg, Updated: time.Now()}); err != nil {
-		t.log.Error("record FAILED", "err", err)
-	}
-	// The other containers stop too: a topology missing a container would
-	// emit partial results.
-	for c := 1; c <= max(n, t.maxLaunched()); c++ {
-		if err := t.d.sup.Stop(ctx, t.procID(c)); err != nil && !errors.Is(err, launcher.ErrUnknown) {
-			t.log.Warn("stop a container of a failed topology", "container", c, "err", err)
-		}
-	}
-	t.d.revokeHosts(t) // stopped: a failed topology's credentials connect no more
-	t.goroutine(func() { t.d.reshareRates(ctx, t.sp.tenant, nil) })
-}
-
-// beginOp starts a lifecycle operation: it holds opMu until done is
-// called, and its context is cancelled (with errCrashed or errFailed as
-// the cause) when a container dies under it in an effectively-once
-// topology or the topology fails. An operation cannot begin while a
-// rollback runs.
-func (t *tm) beginOp(ctx context.Context) (context.Context, func(), error) {
-	t.opMu.Lock()
-	opCtx, cancel := context.WithCancelCause(ctx)
-	t.mu.Lock()
-	if cs := t.ckpt; cs != nil && (cs.fenced || cs.rolling) {
-		t.mu.Unlock()
-		cancel(nil)
-		t.opMu.Unlock()
-		return nil, nil, newErr(ErrBadState, "topology %s is rolling back to its last global checkpoint; try again when it runs", t.name)
-	}
-	t.opCancel = cancel
-	containers := t.doc.Plan.Containers
-	t.mu.Unlock()
-	return opCtx, func() {
-		t.mu.Lock()
-		t.opCancel = nil
-		changed := t.doc.Plan.Containers != containers
-		t.mu.Unlock()
-		cancel(nil)
-		t.opMu.Unlock()
-		if changed {
-			// An update or apply changed the container count: the
-			// tenant's bus rate shares change with it.
-			t.d.reshareRates(ctx, t.sp.tenant, nil)
-		}
-	}, nil
-}
-
-// opAborted says why an operation's context ended: a container died
-// (effectively once: the rollback puts the topology back), the topology
-// failed, or nil.
-func opAborted(ctx context.Context) error {
-	if c := context.Cause(ctx); errors.Is(c, errCrashed) || errors.Is(c, errFailed) {
-		return c
-	}
-	return nil
-}
-
-// goroutine runs f on a goroutine stopTM waits for; none starts once
-// stopTM has begun to wait.
+// goroutine runs f on a goroutine stopTM waits for.
 func (t *tm) goroutine(f func()) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.closed {
-		return
-	}
 	t.wg.Add(1)
 	go func() {
 		defer t.wg.Done()
@@ -559,11 +427,10 @@ func lastLine(tail string) string {
 	return ""
 }
 
+// stopContainers removes every container of the topology from the
+// supervisor.
 func (t *tm) stopContainers(ctx context.Context) {
-	t.mu.Lock()
-	n := t.doc.Plan.Containers
-	t.mu.Unlock()
-	for c := 1; c <= max(n, t.maxLaunched()); c++ {
+	for c := 1; c <= max(t.doc.Plan.Containers, t.maxLaunched()); c++ {
 		if err := t.d.sup.Remove(ctx, t.procID(c)); err != nil && !errors.Is(err, launcher.ErrUnknown) {
 			t.log.Warn("stop container", "container", c, "err", err)
 		}
@@ -576,7 +443,7 @@ func (t *tm) maxLaunched() int {
 	n := 0
 	prefix := procPrefix(t.sp.tenant, t.name)
 	for _, ps := range t.d.sup.List() {
-		if s, ok := cutPrefix(ps.ID, prefix); ok {
+		if s, ok := strings.CutPrefix(ps.ID, prefix); ok {
 			if c, err := strconv.Atoi(s); err == nil && c > n {
 				n = c
 			}
@@ -585,152 +452,22 @@ func (t *tm) maxLaunched() int {
 	return n
 }
 
-func cutPrefix(s, p string) (string, bool) {
-	if len(s) >= len(p) && s[:len(p)] == p {
-		return s[len(p):], true
-	}
-	return "", false
-}
-
-// stopTM releases the lock and stops following heartbeats; the containers
-// are left to the caller.
+// stopTM ends the loop (the containers are left to the caller), stops
+// following the containers' reports, and releases the lock. Safe to call
+// more than once and before the loop started.
 func (t *tm) stopTM() {
-	t.mu.Lock()
-	stop := t.stopReports
-	t.mu.Unlock()
-	if stop != nil {
-		stop()
+	t.inbox.push(&command{op: opStop, reply: make(chan cmdResult, 1)})
+	if !t.looping.Load() && t.stopReports != nil {
+		t.stopReports()
+		t.stopReports = nil
 	}
-	if t.cancel != nil {
-		t.cancel()
-	}
-	t.mu.Lock()
-	t.closed = true
-	t.mu.Unlock()
+	t.cancel()
 	t.wg.Wait()
-	t.mu.Lock()
-	lock := t.lock
-	t.mu.Unlock()
-	if lock != nil {
+	if lock := t.lock.Load(); lock != nil {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(t.runCtx), 5*time.Second)
 		_ = lock.Release(ctx)
 		cancel()
 	}
-}
-
-// setActive is activate/deactivate.
-func (t *tm) setActive(ctx context.Context, on bool) error {
-	ctx, done, err := t.beginOp(ctx)
-	if err != nil {
-		return err
-	}
-	defer done()
-	t.mu.Lock()
-	state := t.state
-	doc := t.doc
-	t.mu.Unlock()
-	if state != StateRunning && state != StatePaused {
-		return newErr(ErrBadState, "topology %s is %s", t.name, state)
-	}
-	want := StatePaused
-	if on {
-		want = StateRunning
-	}
-	doc.Active = on
-	if err := t.publishOp(ctx, doc); err != nil {
-		return err
-	}
-	if _, err := t.sp.store.SetState(ctx, t.name, statemgr.ExecState{State: want, Updated: time.Now()}); err != nil {
-		return err
-	}
-	why := "deactivated"
-	if on {
-		why = "activated"
-	}
-	t.mu.Lock()
-	if err := t.setState(want, why); err != nil {
-		t.mu.Unlock()
-		return newErr(ErrBadState, "%v", err)
-	}
-	if cs := t.ckpt; cs != nil {
-		cs.committed.Active = on
-	}
-	t.mu.Unlock()
-	return t.spouts(ctx, on)
-}
-
-// kill stops everything and removes the topology (and its artifacts unless
-// keep, or another topology uses them).
-func (t *tm) kill(ctx context.Context, keep bool) error {
-	t.opMu.Lock()
-	defer t.opMu.Unlock()
-	t.mu.Lock()
-	_ = t.setState(StateKilled, "killed") // from any state but KILLED, which it is already
-	t.stopping = true
-	t.mu.Unlock()
-	t.stopContainers(ctx)
-	t.stopTM()
-	t.d.revokeHosts(t)
-	if !keep {
-		t.d.removeDeadLetters(ctx, t)
-	}
-	t.d.reshareRates(ctx, t.sp.tenant, nil) // its containers' shares go to the others
-	t.d.prom.Forget(t.sp.tenant, t.name, -1)
-	if err := t.d.removeStored(ctx, t.sp, t.name, keep); err != nil {
-		return err
-	}
-	t.log.Info("topology killed", "kept_artifacts", keep)
-	return nil
-}
-
-// restart restarts one container (0: all).
-func (t *tm) restart(ctx context.Context, container int) error {
-	t.opMu.Lock() // not in the middle of an update's hand-off
-	defer t.opMu.Unlock()
-	t.mu.Lock()
-	n, state := t.doc.Plan.Containers, t.state
-	t.mu.Unlock()
-	if state != StateRunning && state != StatePaused {
-		return newErr(ErrBadState, "cannot restart topology %s: it is %s", t.name, state)
-	}
-	if container < 0 || container > n {
-		return newErr(ErrBadRequest, "topology %s has containers 1..%d, not %d", t.name, n, container)
-	}
-	for c := 1; c <= n; c++ {
-		if container != 0 && c != container {
-			continue
-		}
-		// Effectively once, a restarted container loses its tasks' state:
-		// the topology rolls back as for a crash.
-		t.fence(fmt.Sprintf("container %d restarted by request", c))
-		if err := t.d.sup.Restart(ctx, t.procID(c)); err != nil {
-			return fmt.Errorf("topology %s: restart container %d: %w", t.name, c, err)
-		}
-	}
-	return nil
-}
-
-// containerOf finds the container and task id of component/index.
-func (t *tm) containerOf(component string, index int) (int, uint32, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	p := t.doc.Plan
-	for _, c := range p.Components {
-		if c.Name != component {
-			continue
-		}
-		if index < 0 || index >= len(c.Tasks) {
-			return 0, 0, newErr(ErrBadRequest, "component %s has instances 0..%d, not %d", component, len(c.Tasks)-1, index)
-		}
-		id := c.Tasks[index]
-		return p.Tasks[id].Container, id, nil
-	}
-	names := make([]string, 0, len(p.Components))
-	for _, c := range p.Components {
-		names = append(names, c.Name)
-	}
-	sort.Strings(names)
-	return 0, 0, newErr(ErrBadRequest, "topology %s has no component %q (components: %v)", t.name, component, names)
 }
 
 // validateStored validates a stored topology: its modules are artifacts,
@@ -783,22 +520,23 @@ func (d *Daemon) removeStored(ctx context.Context, sp *space, name string, keep 
 	if err := sp.store.DeleteTopology(ctx, name); err != nil {
 		return err
 	}
-	if !keep {
-		inUse := map[string]bool{}
-		others, err := sp.store.ListTopologies(ctx)
-		if err != nil {
-			return err
+	if keep {
+		return nil
+	}
+	inUse := map[string]bool{}
+	others, err := sp.store.ListTopologies(ctx)
+	if err != nil {
+		return err
+	}
+	for _, o := range others {
+		for _, sha := range o.Modules {
+			inUse[sha] = true
 		}
-		for _, o := range others {
-			for _, sha := range o.Modules {
-				inUse[sha] = true
-			}
-		}
-		for _, sha := range rec.Modules {
-			if !inUse[sha] {
-				if err := sp.store.DeleteArtifact(ctx, sha); err != nil && !errors.Is(err, statemgr.ErrNotFound) {
-					d.log.Warn("delete artifact", "sha256", sha, "err", err)
-				}
+	}
+	for _, sha := range rec.Modules {
+		if !inUse[sha] {
+			if err := sp.store.DeleteArtifact(ctx, sha); err != nil && !errors.Is(err, statemgr.ErrNotFound) {
+				d.log.Warn("delete artifact", "sha256", sha, "err", err)
 			}
 		}
 	}

@@ -62,9 +62,8 @@ func (d *Daemon) Topology(ctx context.Context, name string) (ui.Topology, error)
 	}
 	if t, err := d.get(ctx, name); err == nil {
 		st := t.status()
-		t.mu.Lock()
-		out.Started, out.PlanRevision = t.started, t.planRev
-		t.mu.Unlock()
+		v := t.view.Load()
+		out.Started, out.PlanRevision = v.started, v.planRev
 		out.State, out.Message, out.Containers = string(st.State), st.Message, len(st.Containers)
 		for _, c := range st.Containers {
 			out.Instances += len(c.Instances)
@@ -84,10 +83,7 @@ func (d *Daemon) topologyOf(ctx context.Context, name string) (*ardea.Topology, 
 		return nil, nil, newErr(ErrNotFound, "no topology named %q", name)
 	}
 	if t, err := d.get(ctx, name); err == nil {
-		t.mu.Lock()
-		top := t.top
-		t.mu.Unlock()
-		if top != nil {
+		if top := t.view.Load().top; top != nil {
 			return top, rec.Modules, nil
 		}
 	}
@@ -148,9 +144,11 @@ func (d *Daemon) PackingPlan(ctx context.Context, name string) (any, error) {
 	if err != nil {
 		return nil, d.notRunning(ctx, name, err)
 	}
-	t.mu.Lock()
-	top, p := t.top, t.doc.Plan
-	t.mu.Unlock()
+	v := t.view.Load()
+	top, p := v.top, v.doc.Plan
+	if top == nil || p == nil {
+		return nil, newErr(ErrNotFound, "topology %q is not loaded yet", name)
+	}
 	_, packed, err := planner.PackPlan(top, p.Containers)
 	if err != nil {
 		return nil, err
@@ -166,9 +164,10 @@ func (d *Daemon) InstanceNames(ctx context.Context, name string) (map[int]string
 	if err != nil {
 		return nil, d.notRunning(ctx, name, err)
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	p := t.doc.Plan
+	p := t.view.Load().doc.Plan
+	if p == nil {
+		return nil, newErr(ErrNotFound, "topology %q is not loaded yet", name)
+	}
 	out := make(map[int]string, len(p.Tasks))
 	for id, task := range p.Tasks {
 		if id == 0 || task.Component < 0 || task.Component >= len(p.Components) {
@@ -205,9 +204,7 @@ func (d *Daemon) ContainerLogs(ctx context.Context, name string, container, line
 	if err != nil {
 		return nil, d.notRunning(ctx, name, err)
 	}
-	t.mu.Lock()
-	n := t.doc.Plan.Containers
-	t.mu.Unlock()
+	n := t.view.Load().containers()
 	if container < 1 || container > n {
 		return nil, newErr(ErrNotFound, "topology %s has containers 1..%d, not %d", name, n, container)
 	}

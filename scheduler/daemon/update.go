@@ -50,33 +50,36 @@ func (t *tm) update(ctx context.Context, parallelism map[string]int) error {
 	return t.rescale(ctx, parallelism, false)
 }
 
+// rescaleRequest is opRescale's argument: the topology with its new
+// parallelism, made from base (the TM's topology when the caller read
+// it).
+type rescaleRequest struct {
+	parallelism map[string]int
+	top, base   *ardea.Topology
+}
+
 // rescale is update; admitted says the caller (apply) has admitted the
-// change and holds the tenant's quota lock (sp.quotaMu, always taken
-// before the topology's operation lock, beginOp).
+// change and holds the tenant's quota lock (sp.quotaMu). The quota lock is
+// held until the rescale ends: the TM's loop never takes it, so waiting
+// for it with the lock held cannot deadlock, and no other request of the
+// tenant is admitted against usage this one is changing.
 func (t *tm) rescale(ctx context.Context, parallelism map[string]int, admitted bool) error {
 	if len(parallelism) == 0 {
 		return newErr(ErrBadRequest, "update: no --component-parallelism given")
 	}
-	if !admitted {
-		// The tenant's quota lock before the topology's operation lock,
-		// as apply and swap take them.
-		t.sp.quotaMu.Lock()
-		defer t.sp.quotaMu.Unlock()
-	}
 	// Once started, the protocol finishes or rolls back whatever the
 	// client does (an interrupted `ardea update` must not leave the
 	// containers stopped).
-	ctx, done, err := t.beginOp(context.WithoutCancel(ctx))
-	if err != nil {
-		return err
+	ctx = context.WithoutCancel(ctx)
+	if !admitted {
+		t.sp.quotaMu.Lock()
+		defer t.sp.quotaMu.Unlock()
 	}
-	defer done()
-	t.mu.Lock()
-	state, top, doc, eo := t.state, t.top.Clone(), t.doc, t.ckpt != nil
-	t.mu.Unlock()
-	if state != StateRunning && state != StatePaused {
-		return newErr(ErrBadState, "cannot update topology %s: it is %s", t.name, state)
+	v := t.view.Load()
+	if !live(v.state) || v.top == nil {
+		return newErr(ErrBadState, "cannot update topology %s: it is %s", t.name, v.state)
 	}
+	top := v.top.Clone()
 	names := make([]string, 0, len(parallelism))
 	for name := range parallelism {
 		names = append(names, name)
@@ -92,49 +95,118 @@ func (t *tm) rescale(ctx context.Context, parallelism map[string]int, admitted b
 	if err := top.Validate(validateStored()); err != nil {
 		return newErr(ErrBadRequest, "update topology %s: %v", t.name, err)
 	}
-	t.mu.Lock()
-	cur := t.top
-	t.mu.Unlock()
 	if !admitted {
 		// The rescale keeps the topology's containers (the repack keeps
 		// their count); admit counts its instances and their memory.
-		if err := t.d.admit(ctx, t.sp, "update", footprint{cur, doc.Plan.Containers}, footprint{top, doc.Plan.Containers}, 0); err != nil {
+		if err := t.d.admit(ctx, t.sp, "update", footprint{v.top, v.containers()}, footprint{top, v.containers()}, 0); err != nil {
 			return err
 		}
 	}
-	live, err := planner.LiveRescalePlan(cur, doc.Plan, parallelism)
-	if eo && err == nil {
+	_, err := t.call(ctx, opRescale, rescaleRequest{parallelism: parallelism, top: top, base: v.top})
+	return err
+}
+
+// errChanged refuses an operation prepared against a topology that
+// changed before the TM ran it (a rollback restored another spec).
+func (t *tm) errChanged(op string) error {
+	return newErr(ErrBadState, "cannot %s topology %s: it changed while the request was prepared (a rollback?); try again", op, t.name)
+}
+
+// rescaleMode picks how the TM runs a rescale: a live switch when the
+// repacked plan keeps every instance where it is, else a replan with the
+// spouts paused.
+func (t *tm) rescaleMode(c *command) mode {
+	r := c.arg.(rescaleRequest)
+	if t.top != r.base {
+		c.answer(nil, t.errChanged("update"))
+		return nil
+	}
+	lp, err := planner.LiveRescalePlan(t.top, t.doc.Plan, r.parallelism)
+	if t.ckpt != nil && err == nil {
 		// Effectively once the rescale pauses: its checkpoints are per
 		// task, so the new plan starts a new series (replanPaused).
 		err = fmt.Errorf("%w: effectively once", planner.ErrNotLive)
 	}
 	switch {
 	case err == nil:
-		t.setMessage("updating live: " + describe(parallelism))
-		defer t.setMessage("")
-		return t.updateLive(ctx, top, doc, live, parallelism)
+		return &switchingMode{cmd: c, req: r, plan: lp}
 	case errors.Is(err, planner.ErrNotLive):
 		t.log.Info("the rescale moves instances; pausing the topology for it", "why", err)
 	default:
-		return newErr(ErrBadRequest, "%v", err)
+		c.answer(nil, newErr(ErrBadRequest, "%v", err))
+		return nil
 	}
-	p, err := buildPlanContainers(top, doc.Plan.Containers)
+	p, err := buildPlanContainers(r.top, t.doc.Plan.Containers)
 	if err != nil {
-		return newErr(ErrBadRequest, "%v", err)
+		c.answer(nil, newErr(ErrBadRequest, "%v", err))
+		return nil
 	}
-	if eo {
+	return &replanningMode{cmd: c, req: replanRequest{next: r.top, base: r.base, plan: p,
+		message: "updating (paused): " + describe(r.parallelism), done: "updated: " + describe(r.parallelism)}}
+}
+
+// replanRequest is a replan the TM runs in replanningMode: next packed
+// into plan, replacing base (an update's, or apply's changed topology,
+// whose modules and versions it also stores).
+type replanRequest struct {
+	next, base *ardea.Topology
+	plan       *plan.Plan
+	// modules (apply) are the changed topology's modules by component,
+	// versions its history entries, recorded once the new plan runs.
+	modules  map[string]string
+	versions []statemgr.ModuleVersion
+	message  string // status while the replan runs
+	done     string // why of the transition back
+}
+
+// replanningMode moves the topology to a new plan with its spouts paused
+// (replanPaused) and answers its command.
+type replanningMode struct {
+	cmd *command
+	req replanRequest
+}
+
+func (*replanningMode) name() Mode    { return ModeReplanning }
+func (m *replanningMode) why() string { return m.req.message }
+
+func (m *replanningMode) run(t *tm) mode {
+	ctx, end := t.beginOp()
+	err := t.runReplan(ctx, m.req)
+	end()
+	t.message = ""
+	m.cmd.answer(nil, err)
+	if p := t.takePending(); p != nil {
+		return p
+	}
+	why := m.req.done
+	if err != nil {
+		why = "replan not done: " + err.Error()
+	}
+	return t.back(why)
+}
+
+func (t *tm) runReplan(ctx context.Context, r replanRequest) error {
+	if t.top != r.base {
+		return t.errChanged("replan")
+	}
+	if t.ckpt != nil {
 		rec, err := t.sp.store.GetTopology(ctx, t.name)
 		if err != nil {
 			return err
 		}
 		defer t.holdBase(rec)()
 	}
-	t.setMessage("updating (paused): " + describe(parallelism))
-	defer t.setMessage("")
-	if err := t.replanPaused(ctx, top, doc, p, nil); err != nil {
+	t.message = r.message
+	t.publish()
+	if err := t.replanPaused(ctx, r.next, t.doc, r.plan, r.modules); err != nil {
 		return err
 	}
-	t.log.Info("topology updated", "parallelism", describe(parallelism))
+	// The history names the versions that run: recorded once the new
+	// plan does.
+	for _, v := range r.versions {
+		t.record(ctx, v, "", nil)
+	}
+	t.log.Info("topology replanned", "how", r.done)
 	return nil
 }
 
@@ -179,11 +251,7 @@ func (t *tm) replanPaused(ctx context.Context, top *ardea.Topology, doc ctl.Plan
 		}
 		old := doc
 		old.Active, old.HandoffEpoch = wasActive, epoch
-		if rev, perr := t.putPlan(ctx, old); perr == nil {
-			t.mu.Lock()
-			t.doc, t.planRev = old, rev
-			t.mu.Unlock()
-		} else {
+		if perr := t.publishPlan(ctx, old); perr != nil {
 			t.log.Error("roll back a failed update", "err", perr)
 		}
 		_ = t.spouts(context.WithoutCancel(ctx), wasActive)
@@ -205,29 +273,19 @@ func (t *tm) replanPaused(ctx context.Context, top *ardea.Topology, doc ctl.Plan
 		return rollback(err)
 	}
 	newDoc := ctl.PlanDoc{Plan: p, Active: wasActive, HandoffEpoch: epoch, SpecRevision: doc.SpecRevision, CheckpointKey: doc.CheckpointKey}
-	t.mu.Lock()
 	cs := t.ckpt
-	t.mu.Unlock()
 	if cs != nil {
 		// Effectively once: the new plan gets a new checkpoint series (a
 		// new generation) and runs with its spouts paused until its first
 		// checkpoint is global; until then a rollback returns to the
 		// previous plan, spec and modules (committed, committedRec).
 		newDoc.CheckpointKey, newDoc.Active, newDoc.Generation = newCheckpointKey(t.name), false, newGeneration()
-		t.mu.Lock()
-		cs.replanning = true
 		if b := cs.committedRec; b != nil {
 			base := *b
 			base.Doc = cs.committed
 			base.Doc.Base = nil
 			newDoc.Base = &base
 		}
-		t.mu.Unlock()
-		defer func() {
-			t.mu.Lock()
-			cs.replanning = false
-			t.mu.Unlock()
-		}()
 	}
 	if modules != nil {
 		rec.Modules = modules
@@ -246,19 +304,15 @@ func (t *tm) replanPaused(ctx context.Context, top *ardea.Topology, doc ctl.Plan
 	if cs != nil {
 		// The new generation's reports count from here on (the previous
 		// plan's tasks have all stopped: they handed off).
-		t.mu.Lock()
 		if !cs.fenced {
 			cs.gen = newDoc.Generation
 		}
-		t.mu.Unlock()
 	}
 	if err := t.publishOp(ctx, newDoc); err != nil {
 		return rollback(err)
 	}
-	t.mu.Lock()
 	t.top = top
 	rev := t.planRev
-	t.mu.Unlock()
 	for c := p.Containers + 1; c <= doc.Plan.Containers; c++ {
 		if err := t.d.sup.Remove(ctx, t.procID(c)); err != nil {
 			t.log.Warn("stop container no longer in the plan", "container", c, "err", err)
@@ -297,28 +351,16 @@ func (t *tm) replanPaused(ctx context.Context, top *ardea.Topology, doc ctl.Plan
 // committed (effectively once). The function it returns forgets it unless
 // a rollback is pending.
 func (t *tm) holdBase(rec statemgr.Topology) func() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	cs := t.ckpt
 	if cs == nil {
 		return func() {}
 	}
 	cs.committedRec = &ctl.BasePlan{Spec: string(rec.Spec), Modules: maps.Clone(rec.Modules), History: len(rec.History)}
 	return func() {
-		t.mu.Lock()
-		defer t.mu.Unlock()
-		if !cs.fenced && !cs.rolling {
+		if !cs.fenced {
 			cs.committedRec = nil
 		}
 	}
-}
-
-// spouts starts (on) or pauses every container's spouts.
-func (t *tm) spouts(ctx context.Context, on bool) error {
-	if on {
-		return t.ctl.Activate(ctx)
-	}
-	return t.ctl.Deactivate(ctx)
 }
 
 func describe(par map[string]int) string {
@@ -330,102 +372,84 @@ func describe(par map[string]int) string {
 	return strings.Join(parts, ",")
 }
 
-func (t *tm) setMessage(m string) {
-	t.mu.Lock()
-	t.message = m
-	t.mu.Unlock()
-}
-
-// waitQuiescent waits until no tuple is in flight anywhere (see update).
+// waitQuiescent waits until no tuple is in flight anywhere (see update):
+// every container reports, after the deactivation, that its inboxes hold
+// nothing and no task waits to send, and the tuples sent and received,
+// summed over all containers, stay the same over three heartbeats.
 func (t *tm) waitQuiescent(ctx context.Context, since time.Time) error {
-	deadline := time.Now().Add(quiesceTimeout)
 	var last [2]int64
 	stable := 0
-	for {
-		t.mu.Lock()
-		n, state := t.doc.Plan.Containers, t.state
-		var sent, recv int64
-		ok, resend := true, false
-		finished := 0
-		for c := 1; c <= n; c++ {
-			h, seen := t.hbs[c]
-			if seen && h.State == ctl.HostFinished {
-				finished = c
+	// A round ends when every container sent a heartbeat since the last
+	// one ended: the sums are compared once per round.
+	round := map[int]time.Time{}
+	return t.await(ctx, wait{timeout: quiesceTimeout,
+		late: func() error {
+			return fmt.Errorf("topology %s: update: the topology did not drain within %v", t.name, quiesceTimeout)
+		},
+		ok: func() (bool, error) {
+			if !live(t.state) {
+				return false, newErr(ErrBadState, "cannot update topology %s: it is %s", t.name, t.state)
 			}
-			if !seen || !h.Time.After(since) || h.Active || h.HeldBytes != 0 || h.BlockedOutboxes != 0 ||
-				(h.State != ctl.HostRunning && h.State != ctl.HostFinished) {
-				ok = false
+			n := t.doc.Plan.Containers
+			var sent, recv int64
+			ok, resend, fresh := true, false, true
+			for c := 1; c <= n; c++ {
+				h, seen := t.hbs[c]
+				if seen && h.State == ctl.HostFinished {
+					// Its tasks are gone and so is their state (a finite
+					// spout's read position): a re-plan would run them again.
+					return false, newErr(ErrBadState, "cannot update topology %s: container %d already finished its input", t.name, c)
+				}
+				if !seen || !h.Time.After(since) || h.Active || h.HeldBytes != 0 || h.BlockedOutboxes != 0 ||
+					(h.State != ctl.HostRunning && h.State != ctl.HostFinished) {
+					ok = false
+				}
+				// Still active a heartbeat after the deactivation: the host
+				// missed it (commands are not stored; it was still
+				// starting, or it restarted).
+				resend = resend || seen && h.Active && h.Time.After(since.Add(ctl.HeartbeatInterval))
+				sent += h.TuplesSent
+				recv += h.TuplesReceived
+				if !seen || !h.Time.After(round[c]) {
+					fresh = false
+				}
 			}
-			// Still active a heartbeat after the deactivation: the host
-			// missed it (commands are not stored; it was still starting,
-			// or it restarted).
-			resend = resend || seen && h.Active && h.Time.After(since.Add(ctl.HeartbeatInterval))
-			sent += h.TuplesSent
-			recv += h.TuplesReceived
-		}
-		t.mu.Unlock()
-		if state != StateRunning && state != StatePaused {
-			return newErr(ErrBadState, "cannot update topology %s: it is %s", t.name, state)
-		}
-		if finished > 0 {
-			// Its tasks are gone and so is their state (a finite spout's
-			// read position): a re-plan would run them again.
-			return newErr(ErrBadState, "cannot update topology %s: container %d already finished its input", t.name, finished)
-		}
-		if resend {
-			if err := t.ctl.Deactivate(ctx); err != nil {
-				return err
+			if !fresh {
+				return false, nil
 			}
-		}
-		// Counters are per process (a restarted container starts from
-		// zero), so quiescence is "nothing held and nothing moving", not
-		// "sent == received".
-		if ok {
+			for c := 1; c <= n; c++ {
+				round[c] = t.hbs[c].Time
+			}
+			if resend {
+				if err := t.ctl.Deactivate(ctx); err != nil {
+					return false, err
+				}
+			}
+			// Counters are per process (a restarted container starts from
+			// zero), so quiescence is "nothing held and nothing moving",
+			// not "sent == received".
+			if !ok {
+				stable = 0
+				return false, nil
+			}
 			if stable > 0 && last == [2]int64{sent, recv} {
 				stable++
 			} else {
 				stable = 1
 			}
 			last = [2]int64{sent, recv}
-			if stable >= 3 {
-				return nil
-			}
-		} else {
-			stable = 0
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("topology %s: update: the topology did not drain within %v", t.name, quiesceTimeout)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(ctl.HeartbeatInterval):
-		}
-	}
+			return stable >= 3, nil
+		}})
 }
 
 // waitContainers waits until every container's latest heartbeat passes ok.
 func (t *tm) waitContainers(ctx context.Context, timeout time.Duration, what string, ok func(ctl.Heartbeat) bool) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		t.mu.Lock()
-		n := t.doc.Plan.Containers
-		done := true
-		for c := 1; c <= n && done; c++ {
-			h, seen := t.hbs[c]
-			done = seen && ok(h)
-		}
-		t.mu.Unlock()
-		if done {
-			return nil
-		}
-		if time.Now().After(deadline) {
+	return t.await(ctx, wait{timeout: timeout,
+		late: func() error {
 			return fmt.Errorf("topology %s: update: the containers did not %s within %v", t.name, what, timeout)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+		},
+		ok: func() (bool, error) {
+			done, _ := t.containersPass(t.doc.Plan.Containers, ok)
+			return done, nil
+		}})
 }

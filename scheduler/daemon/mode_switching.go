@@ -21,6 +21,34 @@ const resendEvery = 2 * time.Second
 // startTimeout is how long a live update waits for starting containers.
 const startTimeout = time.Minute
 
+// switchingMode rescales live (updateLive) and answers its command.
+type switchingMode struct {
+	cmd  *command
+	req  rescaleRequest
+	plan *plan.Plan
+}
+
+func (*switchingMode) name() Mode    { return ModeSwitching }
+func (m *switchingMode) why() string { return "updating live: " + describe(m.req.parallelism) }
+
+func (m *switchingMode) run(t *tm) mode {
+	ctx, end := t.beginOp()
+	t.message = m.why()
+	t.publish()
+	err := t.updateLive(ctx, m.req.top, t.doc, m.plan, m.req.parallelism)
+	t.message = ""
+	end()
+	m.cmd.answer(nil, err)
+	if p := t.takePending(); p != nil {
+		return p
+	}
+	why := "updated live: " + describe(m.req.parallelism)
+	if err != nil {
+		why = "live update not done: " + err.Error()
+	}
+	return t.back(why)
+}
+
 // updateLive rescales with a live switch (scheduler/switch.go, bus/switch.go)
 // of the components whose tasks change between doc.Plan and np; every other
 // task keeps running:
@@ -59,15 +87,11 @@ func (t *tm) updateLive(ctx context.Context, top *ardea.Topology, doc ctl.PlanDo
 	oldN := doc.Plan.Containers
 	sw := &ctl.Switch{Epoch: epoch, Components: names}
 	launched := 0
-	t.mu.Lock()
 	exits := t.exits
-	t.mu.Unlock()
 	// exited fails step 1 once a container exits (see above); it is
 	// checked again just before the new plan is published, since a dead
 	// container's last heartbeat may already report its handoff.
 	exited := func() error {
-		t.mu.Lock()
-		defer t.mu.Unlock()
 		if t.exits != exits {
 			return fmt.Errorf("%s while the switch prepared", t.lastExit)
 		}
@@ -77,21 +101,18 @@ func (t *tm) updateLive(ctx context.Context, top *ardea.Topology, doc ctl.PlanDo
 	rollback := func(cause error) error {
 		old := doc
 		old.HandoffEpoch, old.Switch = epoch, sw
-		rev, err := t.putPlan(ctx, old)
-		if err != nil {
+		if err := t.publishPlan(ctx, old); err != nil {
 			t.log.Error("roll back a failed live update", "err", err)
 			return fmt.Errorf("%w (and the rollback failed: %v)", cause, err)
 		}
-		t.mu.Lock()
-		t.doc, t.planRev = old, rev
-		t.mu.Unlock()
+		rev := t.planRev
 		for c := oldN + 1; c <= launched; c++ {
 			if err := t.d.sup.Remove(ctx, t.procID(c)); err != nil {
 				t.log.Warn("stop a container of the abandoned plan", "container", c, "err", err)
 			}
 		}
 		run := func() error { return t.ctl.RunSwitch(ctx, epoch) }
-		if err := t.waitSwitch(ctx, handoffTimeout, oldN, "adopt the previous plan", run, nil, func(h ctl.Heartbeat) (bool, error) {
+		if err := t.awaitHosts(ctx, handoffTimeout, oldN, "adopt the previous plan", run, nil, func(h ctl.Heartbeat) (bool, error) {
 			return h.PlanRevision == rev && (h.SwitchPrepared != epoch || h.SwitchRunning == epoch), nil
 		}); err != nil {
 			t.log.Error("roll back a failed live update", "err", err)
@@ -105,7 +126,7 @@ func (t *tm) updateLive(ctx context.Context, top *ardea.Topology, doc ctl.PlanDo
 		return err
 	}
 	failed := fmt.Sprintf("switch %d: ", epoch)
-	if err := t.waitSwitch(ctx, handoffTimeout, oldN, "stop the switching tasks and hand off their state", prepare, exited, func(h ctl.Heartbeat) (bool, error) {
+	if err := t.awaitHosts(ctx, handoffTimeout, oldN, "stop the switching tasks and hand off their state", prepare, exited, func(h ctl.Heartbeat) (bool, error) {
 		if msg, ok := strings.CutPrefix(h.SwitchError, failed); ok {
 			return false, fmt.Errorf("container %d: %s", h.Container, msg)
 		}
@@ -119,14 +140,11 @@ func (t *tm) updateLive(ctx context.Context, top *ardea.Topology, doc ctl.PlanDo
 		return rollback(fmt.Errorf("topology %s: update: %w", t.name, err))
 	}
 	newDoc := ctl.PlanDoc{Plan: np, Active: doc.Active, HandoffEpoch: epoch, Switch: sw}
-	rev, err := t.putPlan(ctx, newDoc)
-	if err != nil {
+	if err := t.publishPlan(ctx, newDoc); err != nil {
 		return rollback(err)
 	}
-	t.mu.Lock()
-	t.doc, t.planRev = newDoc, rev
-	t.mu.Unlock()
-	if err := t.waitSwitch(ctx, handoffTimeout, oldN, "adopt the new plan", nil, nil, func(h ctl.Heartbeat) (bool, error) {
+	rev := t.planRev
+	if err := t.awaitHosts(ctx, handoffTimeout, oldN, "adopt the new plan", nil, nil, func(h ctl.Heartbeat) (bool, error) {
 		return h.SwitchAdopted == epoch, nil
 	}); err != nil {
 		return rollback(err)
@@ -143,7 +161,7 @@ func (t *tm) updateLive(ctx context.Context, top *ardea.Topology, doc ctl.PlanDo
 	if err := run(); err != nil {
 		return err
 	}
-	if err := t.waitSwitch(ctx, resumeTimeout, np.Containers, "start the switched tasks", run, nil, func(h ctl.Heartbeat) (bool, error) {
+	if err := t.awaitHosts(ctx, resumeTimeout, np.Containers, "start the switched tasks", run, nil, func(h ctl.Heartbeat) (bool, error) {
 		running := h.State == ctl.HostRunning || h.State == ctl.HostFinished
 		return h.PlanRevision == rev && running && h.SwitchRunning == epoch, nil
 	}); err != nil {
@@ -151,9 +169,7 @@ func (t *tm) updateLive(ctx context.Context, top *ardea.Topology, doc ctl.PlanDo
 	}
 
 	// The spec follows the plan (a daemon restart re-reads the plan).
-	t.mu.Lock()
 	t.top = top
-	t.mu.Unlock()
 	if spec, err := top.Format(); err != nil {
 		t.log.Error("format the updated topology", "err", err)
 	} else if rec, err := t.sp.store.GetTopology(ctx, t.name); err != nil {
@@ -178,95 +194,70 @@ func (t *tm) updateLive(ctx context.Context, top *ardea.Topology, doc ctl.PlanDo
 // switching components has finished its input (its upstream ended, so a
 // new instance would never see end-of-stream).
 func (t *tm) checkSwitchable(ctx context.Context, names []string) error {
-	deadline := time.Now().Add(startTimeout)
-	for {
-		t.mu.Lock()
-		var notReady error
-		for c := 1; c <= t.doc.Plan.Containers && notReady == nil; c++ {
-			h, ok := t.hbs[c]
-			if !ok || h.State != ctl.HostRunning || h.PlanRevision != t.planRev {
-				state := "not reporting"
-				if ok {
-					state = string(h.State)
-				}
-				notReady = newErr(ErrBadState, "cannot update topology %s now: container %d is %s", t.name, c, state)
-				continue
+	var notReady error
+	return t.await(ctx, wait{timeout: startTimeout, late: func() error { return notReady },
+		ok: func() (bool, error) {
+			if !live(t.state) {
+				return false, newErr(ErrBadState, "cannot update topology %s: it is %s", t.name, t.state)
 			}
-			for _, in := range h.Instances {
-				for _, n := range names {
-					if in.Component == n && in.Finished {
-						t.mu.Unlock()
-						return newErr(ErrBadState, "cannot update topology %s: %s/%d already finished its input", t.name, n, in.Index)
+			notReady = nil
+			for c := 1; c <= t.doc.Plan.Containers && notReady == nil; c++ {
+				h, ok := t.hbs[c]
+				if !ok || h.State != ctl.HostRunning || h.PlanRevision != t.planRev {
+					state := "not reporting"
+					if ok {
+						state = string(h.State)
+					}
+					notReady = newErr(ErrBadState, "cannot update topology %s now: container %d is %s", t.name, c, state)
+					continue
+				}
+				for _, in := range h.Instances {
+					for _, n := range names {
+						if in.Component == n && in.Finished {
+							return false, newErr(ErrBadState, "cannot update topology %s: %s/%d already finished its input", t.name, n, in.Index)
+						}
 					}
 				}
 			}
-		}
-		state := t.state
-		t.mu.Unlock()
-		if notReady == nil {
-			return nil
-		}
-		if state != StateRunning && state != StatePaused {
-			return newErr(ErrBadState, "cannot update topology %s: it is %s", t.name, state)
-		}
-		if time.Now().After(deadline) {
-			return notReady
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+			return notReady == nil, nil
+		}})
 }
 
-// waitSwitch waits until the latest heartbeats of containers 1..n pass ok,
-// making the request again (resend, if set) for the hosts that do not
+// awaitHosts waits until the latest heartbeats of containers 1..n pass
+// ok, making the request again (resend, if set) for the hosts that do not
 // pass yet. It fails when guard (if set) does.
-func (t *tm) waitSwitch(ctx context.Context, timeout time.Duration, n int, what string, resend func() error, guard func() error, ok func(ctl.Heartbeat) (bool, error)) error {
-	deadline := time.Now().Add(timeout)
-	again := time.Now().Add(resendEvery)
-	for {
-		t.mu.Lock()
-		state := t.state
-		done := true
-		var failed error
-		for c := 1; c <= n; c++ {
-			h, seen := t.hbs[c]
-			if !seen {
-				done = false
-				continue
-			}
-			pass, err := ok(h)
-			if err != nil {
-				failed = err
-			}
-			done = done && pass
-		}
-		t.mu.Unlock()
-		if failed == nil && guard != nil {
-			failed = guard()
-		}
-		switch {
-		case failed != nil:
-			return fmt.Errorf("topology %s: update: %w", t.name, failed)
-		case done:
-			return nil
-		case state == StateKilled || state == StateFailed:
-			return newErr(ErrBadState, "topology %s: update: the topology is %s", t.name, state)
-		case time.Now().After(deadline):
+func (t *tm) awaitHosts(ctx context.Context, timeout time.Duration, n int, what string, resend func() error, guard func() error, ok func(ctl.Heartbeat) (bool, error)) error {
+	err := t.await(ctx, wait{timeout: timeout, resend: resend,
+		late: func() error {
 			return fmt.Errorf("topology %s: update: the containers did not %s within %v", t.name, what, timeout)
-		}
-		if resend != nil && time.Now().After(again) {
-			if err := resend(); err != nil {
-				return err
+		},
+		ok: func() (bool, error) {
+			done := true
+			var failed error
+			for c := 1; c <= n; c++ {
+				h, seen := t.hbs[c]
+				if !seen {
+					done = false
+					continue
+				}
+				pass, err := ok(h)
+				if err != nil {
+					failed = err
+				}
+				done = done && pass
 			}
-			again = time.Now().Add(resendEvery)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+			if failed == nil && guard != nil {
+				failed = guard()
+			}
+			switch {
+			case failed != nil:
+				return false, fmt.Errorf("topology %s: update: %w", t.name, failed)
+			case done:
+				return true, nil
+			case t.state == StateKilled || t.state == StateFailed:
+				return false, newErr(ErrBadState, "topology %s: update: the topology is %s", t.name, t.state)
+			}
+			return false, nil
+		}})
+	return err
 }

@@ -1,0 +1,29 @@
+package daemon
+
+import (
+	"time"
+
+	"github.com/ardea-dev/ardea/scheduler/statemgr"
+)
+
+// finishedMode: every container finished its input (and, effectively
+// once, none died since the running lineage began): FINISHED is recorded,
+// the containers stop and their credentials are revoked.
+type finishedMode struct{}
+
+func (finishedMode) name() Mode  { return ModeFinished }
+func (finishedMode) why() string { return "every container finished its input" }
+
+func (finishedMode) run(t *tm) mode {
+	ctx := t.runCtx
+	if _, err := t.sp.store.SetState(ctx, t.name, statemgr.ExecState{State: StateFinished, Updated: time.Now(),
+		Message: "every spout finished its input and every tuple was processed"}); err != nil {
+		t.log.Error("record FINISHED", "err", err)
+	}
+	t.stopContainers(ctx)
+	t.revokeCreds() // a finished topology's credentials connect no more
+	t.d.reshareRates(ctx, t.sp.tenant, nil)
+	t.log.Info("topology finished")
+	t.signalFinished()
+	return t.terminal()
+}

@@ -1,0 +1,17 @@
+package daemon
+
+// killedMode: the topology was killed (from any mode but killed): every
+// container stops and the hosts' credentials are revoked, then the kill
+// command is answered and the loop ends. The caller (tm.kill) then
+// releases the lock and removes the topology from the state manager.
+type killedMode struct{ cmd *command }
+
+func (*killedMode) name() Mode  { return ModeKilled }
+func (*killedMode) why() string { return "killed" }
+
+func (m *killedMode) run(t *tm) mode {
+	t.stopContainers(t.runCtx)
+	t.revokeCreds()
+	m.cmd.answer(nil, nil)
+	return stopMode{}
+}

@@ -1,0 +1,33 @@
+package daemon
+
+import "time"
+
+// steppedDownMode: another daemon holds the topology's TM lock, so it
+// runs the topology: this daemon stops following the containers' reports
+// and stops its containers, and answers every command with the reason
+// until it stops.
+type steppedDownMode struct{ err error }
+
+func (*steppedDownMode) name() Mode    { return ModeSteppedDown }
+func (m *steppedDownMode) why() string { return m.err.Error() }
+
+func (m *steppedDownMode) run(t *tm) mode {
+	t.lostTo = m.err.Error()
+	t.log.Error("another daemon manages this topology now; stopping this daemon's containers", "err", m.err)
+	if t.stopReports != nil {
+		t.stopReports()
+		t.stopReports = nil
+	}
+	t.stopContainers(t.runCtx)
+	t.publish()
+	for {
+		if _, ok := t.takePending().(stopMode); ok || t.runCtx.Err() != nil {
+			return stopMode{}
+		}
+		for _, c := range t.deferred {
+			c.answer(nil, newErr(ErrBadState, "topology %s is managed by another daemon now (this one lost its manager lock: %s)", t.name, t.lostTo))
+		}
+		t.deferred = nil
+		t.pumpUntil(t.runCtx, time.Time{})
+	}
+}

@@ -21,8 +21,9 @@ type failedMode struct{ msg string }
 func (*failedMode) name() Mode    { return ModeFailed }
 func (m *failedMode) why() string { return m.msg }
 
+func (m *failedMode) enter(t *tm) { t.message = m.msg }
+
 func (m *failedMode) run(t *tm) mode {
-	t.message = m.msg
 	t.log.Error("topology failed", "reason", m.msg)
 	ctx := context.WithoutCancel(t.runCtx) // the topology's end is recorded whatever asked for it
 	if _, err := t.sp.store.SetState(ctx, t.name, statemgr.ExecState{State: StateFailed, Message: m.msg, Updated: time.Now()}); err != nil {

@@ -18,6 +18,11 @@ type mode interface {
 	run(t *tm) mode
 }
 
+// enterer is a mode that sets part of the TM's state as it is entered,
+// before the view that shows the new mode is published (a failure's
+// message comes with the FAILED state).
+type enterer interface{ enter(t *tm) }
+
 // stopMode ends the loop without a transition: the daemon closes (the
 // topology resumes at its next start) or the TM never started.
 type stopMode struct{}

@@ -276,6 +276,9 @@ func (t *tm) loop() {
 				next = &failedMode{msg: err.Error()}
 				_ = t.setMode(ModeFailed, err.Error())
 			}
+			if e, ok := next.(enterer); ok {
+				e.enter(t)
+			}
 		}
 		m = next
 		t.publish()

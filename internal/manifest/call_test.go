@@ -8,23 +8,25 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ardea-dev/ardea/internal/wasmbin"
 )
 
 // Tiny hand-assembled modules for what an SDK never does: call a host
 // function from ardea_manifest, loop forever, point outside memory.
 
 func vec(items ...[]byte) []byte {
-	out := appendULEB(nil, uint32(len(items)))
+	out := wasmbin.AppendU32(nil, uint32(len(items)))
 	for _, it := range items {
 		out = append(out, it...)
 	}
 	return out
 }
 
-func name(s string) []byte { return append(appendULEB(nil, uint32(len(s))), s...) }
+func name(s string) []byte { return append(wasmbin.AppendU32(nil, uint32(len(s))), s...) }
 
 func sec(id byte, body []byte) []byte {
-	return append(append([]byte{id}, appendULEB(nil, uint32(len(body)))...), body...)
+	return append(append([]byte{id}, wasmbin.AppendU32(nil, uint32(len(body)))...), body...)
 }
 
 // tinyModule exports memory (1 page) and ardea_manifest with code body
@@ -36,7 +38,7 @@ func tinyModule(withImport bool, code []byte) []byte { return tinyModuleInit(wit
 // running init, when init is not nil.
 func tinyModuleInit(withImport bool, code, init []byte) []byte {
 	const i32 = 0x7f
-	m := append([]byte(nil), wasmHeader...)
+	m := append([]byte(nil), wasmbin.Header...)
 	m = append(m, sec(1, vec(
 		[]byte{0x60, 2, i32, i32, 0}, // type 0: (i32, i32) -> ()
 		[]byte{0x60, 0, 1, i32},      // type 1: () -> i32
@@ -48,11 +50,11 @@ func tinyModuleInit(withImport bool, code, init []byte) []byte {
 	}
 	funcs, exports := [][]byte{{1}}, [][]byte{
 		append(name("memory"), 0x02, 0),
-		append(append(name(ExportName), 0x00), appendULEB(nil, fn)...)}
+		append(append(name(ExportName), 0x00), wasmbin.AppendU32(nil, fn)...)}
 	bodies := [][]byte{code}
 	if init != nil {
 		funcs = append(funcs, []byte{2})
-		exports = append(exports, append(append(name("_initialize"), 0x00), appendULEB(nil, fn+1)...))
+		exports = append(exports, append(append(name("_initialize"), 0x00), wasmbin.AppendU32(nil, fn+1)...))
 		bodies = append(bodies, init)
 	}
 	m = append(m, sec(3, vec(funcs...))...)
@@ -61,7 +63,7 @@ func tinyModuleInit(withImport bool, code, init []byte) []byte {
 	var code10 [][]byte
 	for _, b := range bodies {
 		body := append([]byte{0}, append(b, 0x0b)...) // no locals, code, end
-		code10 = append(code10, append(appendULEB(nil, uint32(len(body))), body...))
+		code10 = append(code10, append(wasmbin.AppendU32(nil, uint32(len(body))), body...))
 	}
 	m = append(m, sec(10, vec(code10...))...)
 	return m

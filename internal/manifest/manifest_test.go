@@ -6,6 +6,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/ardea-dev/ardea/internal/wasmbin"
 )
 
 const goodJSON = `{"manifest":1,"sdk":{"language":"go","version":"0.1.0"},"kind":"bolt",` +
@@ -145,7 +147,7 @@ func TestSectionRoundTrip(t *testing.T) {
 	if _, _, err := Section([]byte("not wasm")); err == nil {
 		t.Fatal("Section accepted bytes that are not wasm")
 	}
-	if _, _, err := Section(append(append([]byte(nil), wasmHeader...), 0, 0x7f)); err == nil {
+	if _, _, err := Section(append(append([]byte(nil), wasmbin.Header...), 0, 0x7f)); err == nil {
 		t.Fatal("Section accepted a section running past the end")
 	}
 }
@@ -217,8 +219,8 @@ func FuzzModuleBytes(f *testing.F) {
 	if mod, err := os.ReadFile(fixture); err == nil {
 		f.Add(mod[:min(len(mod), 4096)])
 	}
-	f.Add(append([]byte(nil), wasmHeader...))
-	f.Add(append(append([]byte(nil), wasmHeader...), 0, 5, 4, 'a', 'b', 'c', 'd'))
+	f.Add(append([]byte(nil), wasmbin.Header...))
+	f.Add(append(append([]byte(nil), wasmbin.Header...), 0, 5, 4, 'a', 'b', 'c', 'd'))
 	f.Add([]byte("\x00asm\x01\x00\x00\x00\x07\xff\xff\xff\xff\x0f"))
 	f.Fuzz(func(t *testing.T, mod []byte) {
 		_, _, serr := Section(mod)
@@ -227,7 +229,7 @@ func FuzzModuleBytes(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if serr == nil && !bytes.HasPrefix(out, wasmHeader) {
+		if serr == nil && !bytes.HasPrefix(out, []byte(wasmbin.Header)) {
 			t.Fatal("WithSection lost the header")
 		}
 		data, ok, err := Section(out)

@@ -268,6 +268,24 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 // MarshalYAML writes the section in its file's shape.
 func (c Config) MarshalYAML() (any, error) { return c.doc(), nil }
 
+// ParseSection reads and checks the metrics: section of deployment file
+// file (internal/deployment reads the file and hands each section to its
+// owner); n is the section's node, nil when the file has none, which
+// gives an empty Config (collection on, no external sinks). Errors name
+// the file and the field.
+func ParseSection(file string, n *yaml.Node) (*Config, error) {
+	c := &Config{}
+	if n != nil {
+		if err := c.UnmarshalYAML(n); err != nil {
+			return nil, fmt.Errorf("%s: %w", file, err)
+		}
+	}
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	return c, nil
+}
+
 // deployment is the part of a deployment file this package reads.
 type deployment struct {
 	Metrics *Config `yaml:"metrics"`

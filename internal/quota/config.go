@@ -349,6 +349,22 @@ func (c Config) MarshalYAML() (any, error) {
 	return out, nil
 }
 
+// ParseSection reads the quotas: section of deployment file file
+// (internal/deployment reads the file and hands each section to its
+// owner); n is the section's node, nil when the file has none, which
+// gives an empty Config (no quotas). Errors name the file, the line and
+// the field.
+func ParseSection(file string, n *yaml.Node) (*Config, error) {
+	c := &Config{}
+	if n == nil {
+		return c, nil
+	}
+	if err := c.UnmarshalYAML(n); err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	return c, nil
+}
+
 // LoadConfig reads the quotas: section of a deployment file; a file
 // without one gives an empty Config (no quotas).
 func LoadConfig(path string) (*Config, error) {

@@ -1,13 +1,9 @@
 package quota
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"maps"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -363,32 +359,6 @@ func ParseSection(file string, n *yaml.Node) (*Config, error) {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
 	return c, nil
-}
-
-// LoadConfig reads the quotas: section of a deployment file; a file
-// without one gives an empty Config (no quotas).
-func LoadConfig(path string) (*Config, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("deployment file: %w", err)
-	}
-	return ParseConfig(path, b)
-}
-
-// ParseConfig reads the quotas: section of a deployment file's content,
-// leaving its other sections to their readers; name is used in errors.
-func ParseConfig(name string, b []byte) (*Config, error) {
-	var d struct {
-		Quotas *Config `yaml:"quotas"`
-	}
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	if err := dec.Decode(&d); err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	if d.Quotas == nil {
-		return &Config{}, nil
-	}
-	return d.Quotas, nil
 }
 
 // Limit is quota name of q as the deployment file writes it: a number,

@@ -5,13 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"time"
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/ardea-dev/ardea/internal/quota"
 	"github.com/ardea-dev/ardea/scheduler/settings"
 )
 
@@ -101,64 +99,6 @@ func decodeSecurity(file string, n *yaml.Node) (securitySection, error) {
 		return sec, fmt.Errorf("%s: security (from line %d): %w (fields: %s)", file, n.Line, err, securityFields)
 	}
 	return sec, nil
-}
-
-// LoadSecurity reads a deployment file's security: and quotas: sections
-// (both optional). Errors name the file, the line and the field.
-func LoadSecurity(path string) (Security, error) {
-	var s Security
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return s, err
-	}
-	var doc struct {
-		Security yaml.Node `yaml:"security"`
-	}
-	if err := yaml.Unmarshal(b, &doc); err != nil {
-		return s, fmt.Errorf("%s: %w", path, err)
-	}
-	if doc.Security.Kind != 0 {
-		var sec securitySection
-		var buf bytes.Buffer
-		enc := yaml.NewEncoder(&buf)
-		if err := enc.Encode(&doc.Security); err != nil {
-			return s, fmt.Errorf("%s: security: %w", path, err)
-		}
-		dec := yaml.NewDecoder(&buf)
-		dec.KnownFields(true)
-		if err := dec.Decode(&sec); err != nil {
-			return s, fmt.Errorf("%s: security (from line %d): %w (fields: public_metrics, hosts, origins, tenant_builtins, tenant_allow.<tenant>.paths, tenant_allow.<tenant>.addresses, audit.max_age, audit.max_bytes, api_rate.per_second, api_rate.burst)", path, doc.Security.Line, err)
-		}
-		s.PublicMetrics, s.Hosts, s.Origins, s.TenantBuiltins = sec.PublicMetrics, sec.Hosts, sec.Origins, sec.TenantBuiltins
-		if err := checkTenantAllow(sec.TenantAllow); err != nil {
-			return s, fmt.Errorf("%s: %w", path, err)
-		}
-		s.TenantAllow = sec.TenantAllow
-		if sec.Audit.MaxAge != "" {
-			d, err := time.ParseDuration(sec.Audit.MaxAge)
-			if err != nil || d <= 0 {
-				return s, fmt.Errorf("%s: security.audit.max_age %q: want a positive duration such as 2160h", path, sec.Audit.MaxAge)
-			}
-			s.Audit.MaxAge = d
-		}
-		if sec.Audit.MaxBytes < 0 {
-			return s, fmt.Errorf("%s: security.audit.max_bytes %d: want a size in bytes >= 0", path, sec.Audit.MaxBytes)
-		}
-		s.Audit.MaxBytes = sec.Audit.MaxBytes
-		if r := sec.APIRate; r != nil {
-			if r.PerSecond < 0 || r.Burst < 0 {
-				return s, fmt.Errorf("%s: security.api_rate {per_second: %g, burst: %d}: want per_second >= 0 (0: no limit) and burst >= 0 (0: twice the rate)", path, r.PerSecond, r.Burst)
-			}
-			s.APIRate, s.APIBurst = r.PerSecond, r.Burst
-			if r.PerSecond == 0 {
-				s.APIRate = -1 // the file turns the limit off
-			}
-		}
-	}
-	if s.Quotas, err = quota.LoadConfig(path); err != nil {
-		return s, err
-	}
-	return s, nil
 }
 
 // checkTenantAllow checks security.tenant_allow: absolute paths, host:port

@@ -24,6 +24,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ardea-dev/ardea"
+	"github.com/ardea-dev/ardea/internal/deployment"
 	"github.com/ardea-dev/ardea/internal/names"
 	"github.com/ardea-dev/ardea/scheduler/daemon"
 	"github.com/ardea-dev/ardea/scheduler/hostprocess"
@@ -79,12 +80,12 @@ docs/metrics.md).`,
 			var mc *sinks.Config
 			var sec daemon.Security
 			if config != "" {
-				if mc, err = sinks.LoadConfig(config); err != nil {
+				f, err := deployment.Load(config)
+				if err != nil {
 					return usageError{err}
 				}
-				if sec, err = daemon.LoadSecurity(config); err != nil {
-					return usageError{err}
-				}
+				mc, sec = f.Metrics, f.Security
+				sec.Quotas = f.Quotas
 			}
 			sec.TLSCert, sec.TLSKey, sec.SelfSigned = tlsCert, tlsKey, selfSigned
 			d, err := daemon.Start(ctx, daemon.Options{DataDir: dataDir, Listen: listen, HostPath: exe, HostArgs: hostArgs, Logger: log, Metrics: mc, Security: sec})

@@ -1,4 +1,8 @@
-package testutil
+// Package depgraph reads a build's import graph (go list -deps) so that a
+// test can keep a package from linking what it must not (ForbidDeps). It
+// is apart from package testutil, whose -update flag a test binary that
+// defines its own could not link.
+package depgraph
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package testutil
+package depgraph
 
 import (
 	"slices"
@@ -41,7 +41,7 @@ func TestListDeps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const self = "github.com/ardea-dev/ardea/internal/testutil"
+	const self = "github.com/ardea-dev/ardea/internal/testutil/depgraph"
 	if !slices.Equal(roots, []string{self}) {
 		t.Fatalf("roots = %v, want [%s]", roots, self)
 	}

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -106,4 +107,17 @@ func (g DepGraph) Chain(root, pattern string) []string {
 		}
 	}
 	return nil
+}
+
+// Importers lists the packages of the graph that import pkg directly,
+// sorted.
+func (g DepGraph) Importers(pkg string) []string {
+	var out []string
+	for p, imports := range g {
+		if slices.Contains(imports, pkg) {
+			out = append(out, p)
+		}
+	}
+	slices.Sort(out)
+	return out
 }

@@ -35,6 +35,16 @@ func TestDepGraphChain(t *testing.T) {
 	}
 }
 
+func TestDepGraphImporters(t *testing.T) {
+	g := DepGraph{"a": {"c", "b"}, "b": {"c"}, "c": nil, "d": {"b"}}
+	if got := g.Importers("c"); !slices.Equal(got, []string{"a", "b"}) {
+		t.Errorf("Importers(c) = %v", got)
+	}
+	if got := g.Importers("a"); got != nil {
+		t.Errorf("Importers(a) = %v", got)
+	}
+}
+
 // TestListDeps: this package's own graph, from go list.
 func TestListDeps(t *testing.T) {
 	g, roots, err := ListDeps(".")

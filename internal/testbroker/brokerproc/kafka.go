@@ -30,12 +30,12 @@ func Kafka(ctx context.Context) (string, error) {
 	return StartKafka(ctx, script, FreePorts)
 }
 
-// StartKafka fetches the jars for script (kafka/start.sh) and starts a broker, waiting under ctx; the
-// broker process itself outlives ctx (it is shared by the tests after).
-// The ports are chosen free and bound by the broker a moment later; when
+// StartKafka fetches the jars for script (kafka/start.sh) and starts a
+// broker, waiting under ctx; the broker process itself outlives ctx (the
+// tests after share it) and goes when this process exits. The ports are
+// chosen with freePorts and bound by the broker a moment later; when
 // another process took one meanwhile (the broker exits with "Address
-// already in use") it starts again on fresh ports, up to
-// StartTries times.
+// already in use") it starts again on fresh ports, up to StartTries times.
 func StartKafka(ctx context.Context, script string, freePorts func(n int) ([]int, error)) (string, error) {
 	fctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()

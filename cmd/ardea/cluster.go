@@ -24,6 +24,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ardea-dev/ardea"
+	"github.com/ardea-dev/ardea/connectors"
 	"github.com/ardea-dev/ardea/internal/deployment"
 	"github.com/ardea-dev/ardea/internal/names"
 	"github.com/ardea-dev/ardea/scheduler/daemon"
@@ -243,7 +244,7 @@ nothing.`,
 }
 
 // prepare checks t against the builtins and against its modules'
-// manifests (planner.PrepareWith), building source folders to read theirs;
+// manifests (connectors.PrepareTopology), building source folders to read theirs;
 // outputs t omits are filled from the manifests. The builder it returns
 // knows the folders it built, for submission.
 func prepare(ctx context.Context, g *globalFlags, t *ardea.Topology) (*modules.Builder, error) {
@@ -255,7 +256,7 @@ func prepare(ctx context.Context, g *globalFlags, t *ardea.Topology) (*modules.B
 	if err != nil {
 		return nil, err
 	}
-	return b, planner.PrepareWith(t, manifests)
+	return b, connectors.PrepareTopology(t, manifests)
 }
 
 // submission resolves a topology for the daemon (daemon.NewSubmission),

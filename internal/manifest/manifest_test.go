@@ -2,7 +2,6 @@ package manifest
 
 import (
 	"bytes"
-	"context"
 	"os"
 	"strings"
 	"testing"
@@ -149,47 +148,6 @@ func TestSectionRoundTrip(t *testing.T) {
 	}
 	if _, _, err := Section(append(append([]byte(nil), wasmbin.Header...), 0, 0x7f)); err == nil {
 		t.Fatal("Section accepted a section running past the end")
-	}
-}
-
-func TestRead(t *testing.T) {
-	ctx := context.Background()
-	mod, err := os.ReadFile(fixture)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// No section: the export is called in a throwaway instance.
-	m, err := Read(ctx, mod, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m == nil || m.SDK.Language != "c" || m.Kind != "bolt" || m.OutputMap()["default"][0] != "word" {
-		t.Fatalf("Read(export) = %+v", m)
-	}
-	// The section, when present, is what counts.
-	withSec, err := WithSection(mod, []byte(goodJSON))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err = Read(ctx, withSec, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m.SDK.Language != "go" || m.Inputs[0] != "line" {
-		t.Fatalf("Read(section) = %+v", m)
-	}
-	// A bad section is an error naming it.
-	bad, _ := WithSection(mod, []byte(`{"manifest":1,"kind":"bolt","sdk":{"language":"java","version":"1"}}`))
-	if _, err := Read(ctx, bad, Options{}); err == nil || !strings.Contains(err.Error(), `custom section ardea.manifest: manifest: sdk.language: unknown "java"`) {
-		t.Fatalf("Read(bad section) = %v", err)
-	}
-	// A module without the export has no manifest.
-	plain, err := os.ReadFile("../../host/testdata/echo.wasm")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m, err := Read(ctx, plain, Options{}); m != nil || err != nil {
-		t.Fatalf("Read(no manifest) = %+v, %v", m, err)
 	}
 }
 

@@ -24,8 +24,8 @@ func sections(module []byte) ([]wasmbin.Section, error) {
 	return out, nil
 }
 
-// codeBytes is the size of a module's code section (what compiling costs).
-func codeBytes(module []byte) (int64, error) {
+// CodeBytes is the size of a module's code section (what compiling costs).
+func CodeBytes(module []byte) (int64, error) {
 	secs, err := sections(module)
 	if err != nil {
 		return 0, err

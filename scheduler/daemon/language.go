@@ -10,6 +10,7 @@ import (
 
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/internal/manifest"
+	"github.com/ardea-dev/ardea/internal/manifest/moduleread"
 	"github.com/ardea-dev/ardea/internal/wasmbin"
 )
 
@@ -53,7 +54,7 @@ func (d *Daemon) languageOf(ctx context.Context, sp *space, version string) stri
 // tracker calls only look it up.
 func (d *Daemon) rememberLanguage(ctx context.Context, version string, data []byte) {
 	l := ""
-	if m, err := manifest.Read(ctx, data, manifest.Options{Timeout: 5 * time.Second}); err == nil && m != nil {
+	if m, err := moduleread.Read(ctx, data, moduleread.Options{Timeout: 5 * time.Second}); err == nil && m != nil {
 		l = m.SDK.Language
 	} else {
 		l = moduleLanguage(ctx, data)
@@ -182,7 +183,7 @@ func (d *Daemon) withLanguages(ctx context.Context, sp *space, st Status) Status
 // fields read by name and config keys must fit. A module without a
 // manifest is not checked.
 func checkManifest(ctx context.Context, top *ardea.Topology, component string, module []byte) error {
-	m, err := manifest.Read(ctx, module, manifest.Options{Timeout: 5 * time.Second})
+	m, err := moduleread.Read(ctx, module, moduleread.Options{Timeout: 5 * time.Second})
 	if err != nil {
 		return fmt.Errorf("its manifest: %w", err)
 	}

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/ardea-dev/ardea/internal/build"
+	"github.com/ardea-dev/ardea/internal/build/srclang"
 	"github.com/ardea-dev/ardea/internal/names"
 )
 
@@ -35,8 +35,10 @@ type ValidateOptions struct {
 	// list and the closest name.
 	BuiltinNames func(kind string) []string
 	// Manifests holds the manifests of the components' modules by component
-	// name (manifest.Read; ApplyManifestOutputs fills the outputs a
-	// topology omits from them). A component with no entry is not checked.
+	// name, read by the caller (modules.Builder.Manifests, with package
+	// internal/manifest/moduleread, which runs wazero: this package links
+	// none); ApplyManifestOutputs fills the outputs a topology omits from
+	// them. A component with no entry is not checked.
 	// With one, Validate refuses a module of the other kind, outputs that
 	// differ from the declared ones, an input stream that lacks a field the
 	// bolt reads by name, and config keys the module does not declare
@@ -287,7 +289,7 @@ func (v *validator) module(c *Component) {
 			v.add(c, "module", "%s is a file: a module is a .wasm file, a component source directory, or builtin:<name>", path)
 			return
 		}
-		if _, err := build.Detect(path); err != nil {
+		if _, err := srclang.Detect(path); err != nil {
 			v.add(c, "module", "%v", err)
 		}
 	}

@@ -1,13 +1,10 @@
 package sinks
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -268,38 +265,20 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 // MarshalYAML writes the section in its file's shape.
 func (c Config) MarshalYAML() (any, error) { return c.doc(), nil }
 
-// deployment is the part of a deployment file this package reads.
-type deployment struct {
-	Metrics *Config `yaml:"metrics"`
-	// Quotas is read by internal/quota (quota.ParseConfig), Security by
-	// the daemon (daemon.LoadSecurity).
-	Quotas   yaml.Node `yaml:"quotas"`
-	Security yaml.Node `yaml:"security"`
-}
-
-// LoadConfig reads the metrics section of a deployment file. A file without
-// one gives an empty Config (collection on, no external sinks).
-func LoadConfig(path string) (*Config, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("deployment file: %w", err)
+// ParseSection reads and checks the metrics: section of deployment file
+// file (internal/deployment reads the file and hands each section to its
+// owner); n is the section's node, nil when the file has none, which
+// gives an empty Config (collection on, no external sinks). Errors name
+// the file and the field.
+func ParseSection(file string, n *yaml.Node) (*Config, error) {
+	c := &Config{}
+	if n != nil {
+		if err := c.UnmarshalYAML(n); err != nil {
+			return nil, fmt.Errorf("%s: %w", file, err)
+		}
 	}
-	return ParseConfig(path, b)
-}
-
-// ParseConfig parses a deployment file's content; name is used in errors.
-func ParseConfig(name string, b []byte) (*Config, error) {
-	var d deployment
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	if err := dec.Decode(&d); err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("%s: %w", name, err)
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
 	}
-	if d.Metrics == nil {
-		d.Metrics = &Config{}
-	}
-	if err := d.Metrics.Validate(); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	return d.Metrics, nil
+	return c, nil
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 )
 
 // OTLP exports each collection as is (cumulative sums and gauges, with the
@@ -33,10 +34,11 @@ func NewOTLP(ctx context.Context, c OTLPConfig, log *slog.Logger) (*OTLP, error)
 // Write exports the batch's collection; a forwarded batch (no collection)
 // is skipped.
 func (s *OTLP) Write(ctx context.Context, b *Batch) error {
-	if b.OTel == nil {
+	rm, _ := b.OTel.(*metricdata.ResourceMetrics)
+	if rm == nil {
 		return nil
 	}
-	if err := s.exp.Export(ctx, b.OTel); err != nil {
+	if err := s.exp.Export(ctx, rm); err != nil {
 		return fmt.Errorf("otlp sink: %w", err)
 	}
 	return nil

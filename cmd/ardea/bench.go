@@ -14,7 +14,7 @@ import (
 
 	"github.com/ardea-dev/ardea/examples/wordcount"
 	"github.com/ardea-dev/ardea/internal/bench"
-	"github.com/ardea-dev/ardea/internal/testbroker"
+	"github.com/ardea-dev/ardea/internal/testbroker/brokerproc"
 )
 
 func newBenchCmd(g *globalFlags) *cobra.Command {
@@ -173,7 +173,7 @@ from Kafka's jars (needs the source tree, Java 17+ and Maven).`,
   ardea bench kafka --brokers localhost:9092 --records 1000000 -o json`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.Brokers == "" {
-				b, err := testbroker.StartKafka(cmd.Context())
+				b, err := brokerproc.Kafka(cmd.Context())
 				if err != nil {
 					return err
 				}

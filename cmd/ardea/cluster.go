@@ -24,6 +24,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ardea-dev/ardea"
+	"github.com/ardea-dev/ardea/connectors"
+	"github.com/ardea-dev/ardea/internal/deployment"
 	"github.com/ardea-dev/ardea/internal/names"
 	"github.com/ardea-dev/ardea/scheduler/daemon"
 	"github.com/ardea-dev/ardea/scheduler/hostprocess"
@@ -79,12 +81,12 @@ docs/metrics.md).`,
 			var mc *sinks.Config
 			var sec daemon.Security
 			if config != "" {
-				if mc, err = sinks.LoadConfig(config); err != nil {
+				f, err := deployment.Load(config)
+				if err != nil {
 					return usageError{err}
 				}
-				if sec, err = daemon.LoadSecurity(config); err != nil {
-					return usageError{err}
-				}
+				mc, sec = f.Metrics, f.Security
+				sec.Quotas = f.Quotas
 			}
 			sec.TLSCert, sec.TLSKey, sec.SelfSigned = tlsCert, tlsKey, selfSigned
 			d, err := daemon.Start(ctx, daemon.Options{DataDir: dataDir, Listen: listen, HostPath: exe, HostArgs: hostArgs, Logger: log, Metrics: mc, Security: sec})
@@ -242,7 +244,7 @@ nothing.`,
 }
 
 // prepare checks t against the builtins and against its modules'
-// manifests (planner.PrepareWith), building source folders to read theirs;
+// manifests (connectors.PrepareTopology), building source folders to read theirs;
 // outputs t omits are filled from the manifests. The builder it returns
 // knows the folders it built, for submission.
 func prepare(ctx context.Context, g *globalFlags, t *ardea.Topology) (*modules.Builder, error) {
@@ -254,7 +256,7 @@ func prepare(ctx context.Context, g *globalFlags, t *ardea.Topology) (*modules.B
 	if err != nil {
 		return nil, err
 	}
-	return b, planner.PrepareWith(t, manifests)
+	return b, connectors.PrepareTopology(t, manifests)
 }
 
 // submission resolves a topology for the daemon (daemon.NewSubmission),

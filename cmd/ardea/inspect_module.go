@@ -14,6 +14,7 @@ import (
 
 	"github.com/ardea-dev/ardea/internal/build"
 	"github.com/ardea-dev/ardea/internal/manifest"
+	"github.com/ardea-dev/ardea/internal/manifest/moduleread"
 )
 
 // moduleInfo is what ardea inspect prints (-o json|yaml: this document;
@@ -75,7 +76,7 @@ which is built first.`,
 			if err != nil {
 				return fmt.Errorf("%s: %w", args[0], err)
 			}
-			if info.Manifest, err = manifest.Read(cmd.Context(), data, manifest.Options{MaxCompileBytes: -1}); err != nil {
+			if info.Manifest, err = moduleread.Read(cmd.Context(), data, moduleread.Options{MaxCompileBytes: -1}); err != nil {
 				return fmt.Errorf("%s: %w", args[0], err)
 			}
 			switch {

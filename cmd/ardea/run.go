@@ -13,6 +13,7 @@ import (
 
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/internal/build"
+	"github.com/ardea-dev/ardea/internal/deployment"
 	"github.com/ardea-dev/ardea/internal/metrics"
 	"github.com/ardea-dev/ardea/scheduler/daemon"
 	"github.com/ardea-dev/ardea/sinks"
@@ -87,9 +88,13 @@ shown on stderr; --quiet turns it off.`,
 			reg := metrics.NewRegistry()
 			var mc *sinks.Config
 			if config != "" {
-				if mc, err = sinks.LoadConfig(config); err != nil {
+				// The whole file is checked; ardea run uses its metrics:
+				// section (quotas and security are the daemon's).
+				f, err := deployment.Load(config)
+				if err != nil {
 					return usageError{err}
 				}
+				mc = f.Metrics
 			}
 			showProgress := !quiet && term.IsTerminal(int(os.Stderr.Fd()))
 			stop := func() {}

@@ -14,64 +14,28 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/ardea-dev/ardea/internal/build/srclang"
 	mf "github.com/ardea-dev/ardea/internal/manifest"
+	"github.com/ardea-dev/ardea/internal/manifest/moduleread"
 )
 
-// Language of a component source folder.
-type Language string
+// Language of a component source folder (package srclang, which names it
+// without linking the SDKs this package embeds).
+type Language = srclang.Language
 
+// The languages Build supports.
 const (
-	Go             Language = "go"
-	Rust           Language = "rust"
-	C              Language = "c"
-	AssemblyScript Language = "assemblyscript"
+	Go             = srclang.Go
+	Rust           = srclang.Rust
+	C              = srclang.C
+	AssemblyScript = srclang.AssemblyScript
 )
 
 // Languages lists the languages Build supports, in detection order.
-var Languages = []Language{Go, Rust, AssemblyScript, C}
+var Languages = srclang.Languages
 
-// Detect names the language of the component in dir:
-//
-//   - Go: a go.mod or a .go file (not a test);
-//   - Rust: a Cargo.toml;
-//   - AssemblyScript: an asconfig.json, or a package.json with an
-//     assembly/ folder;
-//   - C: a .c file.
-func Detect(dir string) (Language, error) {
-	st, err := os.Stat(dir)
-	if err != nil {
-		return "", fmt.Errorf("component source %s: %w", dir, err)
-	}
-	if !st.IsDir() {
-		return "", fmt.Errorf("component source %s: not a directory", dir)
-	}
-	has := func(name string) bool {
-		_, err := os.Stat(filepath.Join(dir, name))
-		return err == nil
-	}
-	anyFile := func(ext string, skip string) bool {
-		entries, _ := os.ReadDir(dir)
-		for _, e := range entries {
-			n := e.Name()
-			if !e.IsDir() && filepath.Ext(n) == ext && (skip == "" || !strings.HasSuffix(n, skip)) {
-				return true
-			}
-		}
-		return false
-	}
-	switch {
-	case has("go.mod") || anyFile(".go", "_test.go"):
-		return Go, nil
-	case has("Cargo.toml"):
-		return Rust, nil
-	case has("asconfig.json") || (has("package.json") && has("assembly")):
-		return AssemblyScript, nil
-	case anyFile(".c", ""):
-		return C, nil
-	}
-	return "", fmt.Errorf("component source %s: cannot tell its language: expected go.mod or .go files (Go), "+
-		"Cargo.toml (Rust), asconfig.json or package.json with assembly/ (AssemblyScript), or .c files (C)", dir)
-}
+// Detect names the language of the component in dir (srclang.Detect).
+func Detect(dir string) (Language, error) { return srclang.Detect(dir) }
 
 // Build compiles the component in dir to out and returns out.
 func Build(ctx context.Context, dir, out string) (string, error) {
@@ -123,7 +87,7 @@ func finish(ctx context.Context, dir, path string) error {
 		os.Remove(path) // refused: no module is left behind
 		return fmt.Errorf("build %s: %s: %w", dir, path, err)
 	}
-	m, err := mf.Read(ctx, mod, mf.Options{})
+	m, err := moduleread.Read(ctx, mod, moduleread.Options{})
 	if err != nil {
 		return fmt.Errorf("build %s: %s: %w", dir, path, err)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	mf "github.com/ardea-dev/ardea/internal/manifest"
+	"github.com/ardea-dev/ardea/internal/manifest/moduleread"
 )
 
 // TestBuildStoresManifest: ardea build calls the SDK's ardea_manifest
@@ -53,7 +54,7 @@ ARDEA_REGISTER_BOLT(upper, ARDEA_EMITS("default", "line"), ARDEA_READS("line"), 
 	}
 	// The section is the same the export returns, and the rest of the module
 	// is the compiler's output unchanged.
-	called, err := mf.Call(context.Background(), mod, mf.Options{})
+	called, err := moduleread.Call(context.Background(), mod, moduleread.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

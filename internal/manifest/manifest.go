@@ -22,6 +22,10 @@ import (
 // SectionName is the custom section that holds the manifest's JSON.
 const SectionName = "ardea.manifest"
 
+// ExportName is the optional export that returns the manifest (package
+// moduleread calls it).
+const ExportName = "ardea_manifest"
+
 // Format is the manifest format version this package reads and writes.
 const Format = 1
 

@@ -2,10 +2,11 @@ package manifest
 
 import (
 	"bytes"
-	"context"
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/ardea-dev/ardea/internal/wasmbin"
 )
 
 const goodJSON = `{"manifest":1,"sdk":{"language":"go","version":"0.1.0"},"kind":"bolt",` +
@@ -145,49 +146,8 @@ func TestSectionRoundTrip(t *testing.T) {
 	if _, _, err := Section([]byte("not wasm")); err == nil {
 		t.Fatal("Section accepted bytes that are not wasm")
 	}
-	if _, _, err := Section(append(append([]byte(nil), wasmHeader...), 0, 0x7f)); err == nil {
+	if _, _, err := Section(append(append([]byte(nil), wasmbin.Header...), 0, 0x7f)); err == nil {
 		t.Fatal("Section accepted a section running past the end")
-	}
-}
-
-func TestRead(t *testing.T) {
-	ctx := context.Background()
-	mod, err := os.ReadFile(fixture)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// No section: the export is called in a throwaway instance.
-	m, err := Read(ctx, mod, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m == nil || m.SDK.Language != "c" || m.Kind != "bolt" || m.OutputMap()["default"][0] != "word" {
-		t.Fatalf("Read(export) = %+v", m)
-	}
-	// The section, when present, is what counts.
-	withSec, err := WithSection(mod, []byte(goodJSON))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err = Read(ctx, withSec, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m.SDK.Language != "go" || m.Inputs[0] != "line" {
-		t.Fatalf("Read(section) = %+v", m)
-	}
-	// A bad section is an error naming it.
-	bad, _ := WithSection(mod, []byte(`{"manifest":1,"kind":"bolt","sdk":{"language":"java","version":"1"}}`))
-	if _, err := Read(ctx, bad, Options{}); err == nil || !strings.Contains(err.Error(), `custom section ardea.manifest: manifest: sdk.language: unknown "java"`) {
-		t.Fatalf("Read(bad section) = %v", err)
-	}
-	// A module without the export has no manifest.
-	plain, err := os.ReadFile("../../host/testdata/echo.wasm")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m, err := Read(ctx, plain, Options{}); m != nil || err != nil {
-		t.Fatalf("Read(no manifest) = %+v, %v", m, err)
 	}
 }
 
@@ -217,8 +177,8 @@ func FuzzModuleBytes(f *testing.F) {
 	if mod, err := os.ReadFile(fixture); err == nil {
 		f.Add(mod[:min(len(mod), 4096)])
 	}
-	f.Add(append([]byte(nil), wasmHeader...))
-	f.Add(append(append([]byte(nil), wasmHeader...), 0, 5, 4, 'a', 'b', 'c', 'd'))
+	f.Add(append([]byte(nil), wasmbin.Header...))
+	f.Add(append(append([]byte(nil), wasmbin.Header...), 0, 5, 4, 'a', 'b', 'c', 'd'))
 	f.Add([]byte("\x00asm\x01\x00\x00\x00\x07\xff\xff\xff\xff\x0f"))
 	f.Fuzz(func(t *testing.T, mod []byte) {
 		_, _, serr := Section(mod)
@@ -227,7 +187,7 @@ func FuzzModuleBytes(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if serr == nil && !bytes.HasPrefix(out, wasmHeader) {
+		if serr == nil && !bytes.HasPrefix(out, []byte(wasmbin.Header)) {
 			t.Fatal("WithSection lost the header")
 		}
 		data, ok, err := Section(out)

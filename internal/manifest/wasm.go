@@ -1,50 +1,38 @@
 package manifest
 
 import (
-	"errors"
 	"fmt"
+
+	"github.com/ardea-dev/ardea/internal/wasmbin"
 )
 
-// A module's sections, read without compiling it (the binary format's
-// section layout: id u8, size u32 LEB128, body).
+// A module's sections, read without compiling it (package wasmbin).
 
-var wasmHeader = []byte("\x00asm\x01\x00\x00\x00")
-
-type section struct {
-	id         byte
-	start, end int // the whole section, id byte included
-	body       []byte
-}
-
-func sections(module []byte) ([]section, error) {
-	if len(module) < 8 || string(module[:8]) != string(wasmHeader) {
-		return nil, errors.New("not a WebAssembly module (no \\0asm version 1 header)")
+// sections returns module's sections, or an error if it is not a module
+// of version 1 or a section runs past its end.
+func sections(module []byte) ([]wasmbin.Section, error) {
+	if err := wasmbin.CheckHeader(module); err != nil {
+		return nil, err
 	}
-	var out []section
-	off := 8
-	for off < len(module) {
-		start := off
-		id := module[off]
-		n, k := uleb32(module[off+1:])
-		if k == 0 || uint64(off+1+k)+uint64(n) > uint64(len(module)) {
-			return nil, fmt.Errorf("malformed WebAssembly module: section at byte %d runs past the end", start)
+	var out []wasmbin.Section
+	for s, err := range wasmbin.Sections(module) {
+		if err != nil {
+			return nil, fmt.Errorf("malformed WebAssembly module: %w", err)
 		}
-		off += 1 + k
-		out = append(out, section{id: id, start: start, end: off + int(n), body: module[off : off+int(n)]})
-		off += int(n)
+		out = append(out, s)
 	}
 	return out, nil
 }
 
-// codeBytes is the size of a module's code section (what compiling costs).
-func codeBytes(module []byte) (int64, error) {
+// CodeBytes is the size of a module's code section (what compiling costs).
+func CodeBytes(module []byte) (int64, error) {
 	secs, err := sections(module)
 	if err != nil {
 		return 0, err
 	}
 	for _, s := range secs {
-		if s.id == 10 {
-			return int64(len(s.body)), nil
+		if s.ID == 10 {
+			return int64(s.End - s.Body), nil
 		}
 	}
 	return 0, nil
@@ -60,11 +48,8 @@ func Section(module []byte) ([]byte, bool, error) {
 	var found []byte
 	ok := false
 	for _, s := range secs {
-		if s.id != 0 {
-			continue
-		}
-		name, rest, nok := wasmName(s.body)
-		if !nok || name != SectionName {
+		name, rest, nok := s.CustomName(module)
+		if !nok || string(name) != SectionName {
 			continue
 		}
 		if ok {
@@ -84,20 +69,18 @@ func WithSection(module, data []byte) ([]byte, error) {
 		return nil, err
 	}
 	out := make([]byte, 0, len(module)+len(data)+32)
-	out = append(out, module[:8]...)
+	out = append(out, module[:len(wasmbin.Header)]...)
 	for _, s := range secs {
-		if s.id == 0 {
-			if name, _, ok := wasmName(s.body); ok && name == SectionName {
-				continue
-			}
+		if name, _, ok := s.CustomName(module); ok && string(name) == SectionName {
+			continue
 		}
-		out = append(out, module[s.start:s.end]...)
+		out = append(out, module[s.Start:s.End]...)
 	}
-	body := appendULEB(nil, uint32(len(SectionName)))
+	body := wasmbin.AppendU32(nil, uint32(len(SectionName)))
 	body = append(body, SectionName...)
 	body = append(body, data...)
 	out = append(out, 0)
-	out = appendULEB(out, uint32(len(body)))
+	out = wasmbin.AppendU32(out, uint32(len(body)))
 	return append(out, body...), nil
 }
 
@@ -110,59 +93,31 @@ func Exports(module []byte) (map[string]byte, error) {
 	}
 	ex := map[string]byte{}
 	for _, s := range secs {
-		if s.id != 7 {
+		if s.ID != 7 {
 			continue
 		}
-		b := s.body
-		n, k := uleb32(b)
-		if k == 0 {
-			return nil, errors.New("malformed export section")
-		}
-		b = b[k:]
-		for range n {
-			name, rest, ok := wasmName(b)
-			if !ok || len(rest) < 1 {
-				return nil, errors.New("malformed export section")
-			}
-			kind := rest[0]
-			_, k := uleb32(rest[1:])
-			if k == 0 {
-				return nil, errors.New("malformed export section")
-			}
-			ex[name] = kind
-			b = rest[1+k:]
+		if err := readExports(module[s.Body:s.End], ex); err != nil {
+			return nil, fmt.Errorf("malformed export section: %w", err)
 		}
 	}
 	return ex, nil
 }
 
-func uleb32(b []byte) (uint32, int) {
-	var v uint32
-	for i := 0; i < len(b) && i < 5; i++ {
-		v |= uint32(b[i]&0x7f) << (7 * i)
-		if b[i] < 0x80 {
-			return v, i + 1
+// readExports adds the entries of export section content c to ex.
+func readExports(c []byte, ex map[string]byte) error {
+	n, p, err := wasmbin.ReadU32(c, 0)
+	for ; err == nil && n > 0; n-- {
+		var name []byte
+		if name, p, err = wasmbin.ReadName(c, p); err != nil {
+			break
+		}
+		if p >= len(c) {
+			return wasmbin.ErrTruncated
+		}
+		kind := c[p]
+		if _, p, err = wasmbin.ReadU32(c, p+1); err == nil { // index
+			ex[string(name)] = kind
 		}
 	}
-	return 0, 0
-}
-
-func appendULEB(b []byte, v uint32) []byte {
-	for {
-		c := byte(v & 0x7f)
-		v >>= 7
-		if v != 0 {
-			b = append(b, c|0x80)
-			continue
-		}
-		return append(b, c)
-	}
-}
-
-func wasmName(b []byte) (string, []byte, bool) {
-	n, k := uleb32(b)
-	if k == 0 || uint64(k)+uint64(n) > uint64(len(b)) {
-		return "", nil, false
-	}
-	return string(b[k : k+int(n)]), b[k+int(n):], true
+	return err
 }

@@ -1,13 +1,9 @@
 package quota
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"maps"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -349,30 +345,20 @@ func (c Config) MarshalYAML() (any, error) {
 	return out, nil
 }
 
-// LoadConfig reads the quotas: section of a deployment file; a file
-// without one gives an empty Config (no quotas).
-func LoadConfig(path string) (*Config, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("deployment file: %w", err)
+// ParseSection reads the quotas: section of deployment file file
+// (internal/deployment reads the file and hands each section to its
+// owner); n is the section's node, nil when the file has none, which
+// gives an empty Config (no quotas). Errors name the file, the line and
+// the field.
+func ParseSection(file string, n *yaml.Node) (*Config, error) {
+	c := &Config{}
+	if n == nil {
+		return c, nil
 	}
-	return ParseConfig(path, b)
-}
-
-// ParseConfig reads the quotas: section of a deployment file's content,
-// leaving its other sections to their readers; name is used in errors.
-func ParseConfig(name string, b []byte) (*Config, error) {
-	var d struct {
-		Quotas *Config `yaml:"quotas"`
+	if err := c.UnmarshalYAML(n); err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	if err := dec.Decode(&d); err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	if d.Quotas == nil {
-		return &Config{}, nil
-	}
-	return d.Quotas, nil
+	return c, nil
 }
 
 // Limit is quota name of q as the deployment file writes it: a number,

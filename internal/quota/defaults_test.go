@@ -22,7 +22,7 @@ func TestDefaultsSizedFromTheMachine(t *testing.T) {
 			t.Errorf("Defaults(%+v) = %+v, want %+v", c.m, got, c.want)
 		}
 	}
-	cfg, err := ParseConfig("deploy.yaml", []byte("quotas:\n  default:\n    containers: 10\n  tenants:\n    acme:\n      cpu: unlimited\n"))
+	cfg, err := parseFile("deploy.yaml", []byte("quotas:\n  default:\n    containers: 10\n  tenants:\n    acme:\n      cpu: unlimited\n"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ func FuzzOverrides(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		_, _ = ParseConfig("fuzz", []byte(s))
+		_, _ = parseFile("fuzz", []byte(s))
 		var o Overrides
 		if json.Unmarshal([]byte(s), &o) != nil {
 			return

@@ -3,12 +3,14 @@ package quota
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/ardea-dev/ardea"
-	"github.com/ardea-dev/ardea/sinks"
 )
 
 func TestCheck(t *testing.T) {
@@ -102,8 +104,24 @@ quotas:
       jetstream_memory: 64MiB
 `
 
+// parseFile is what internal/deployment does with this section: the
+// file's quotas: node, handed to ParseSection (the file's bounds and its
+// top level are internal/deployment's, and tested there).
+func parseFile(name string, doc []byte) (*Config, error) {
+	var top struct {
+		Quotas yaml.Node `yaml:"quotas"`
+	}
+	if err := yaml.Unmarshal(doc, &top); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if top.Quotas.Kind == 0 {
+		return ParseSection(name, nil)
+	}
+	return ParseSection(name, &top.Quotas)
+}
+
 func TestConfig(t *testing.T) {
-	c, err := ParseConfig("deploy.yaml", []byte(deployment))
+	c, err := parseFile("deploy.yaml", []byte(deployment))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,12 +140,10 @@ func TestConfig(t *testing.T) {
 	if got := c.For("small"); got != small {
 		t.Fatalf("small: %+v, want %+v", got, small)
 	}
-	// The metrics section's reader takes the same file.
-	if _, err := sinks.ParseConfig("deploy.yaml", []byte(deployment)); err != nil {
-		t.Fatalf("the metrics reader refuses a file with quotas: %v", err)
-	}
+	// The metrics section's reader taking the same file is
+	// internal/deployment's TestParseSections.
 	// No section: no quotas.
-	if c, err := ParseConfig("x", []byte("metrics: {interval: 5s}\n")); err != nil || c.For("x") != (Quotas{}) {
+	if c, err := parseFile("x", []byte("metrics: {interval: 5s}\n")); err != nil || c.For("x") != (Quotas{}) {
 		t.Fatalf("no quotas section: %+v %v", c, err)
 	}
 	var nilCfg *Config
@@ -151,7 +167,7 @@ func TestConfigErrors(t *testing.T) {
 		{"quotas:\n  default:\n    cpu: [1]\n", "line 3: quotas.default.cpu: want a single value"},
 		{"quotas: 3\n", "line 1: quotas: want a mapping"},
 	} {
-		_, err := ParseConfig("deploy.yaml", []byte(tc.doc))
+		_, err := parseFile("deploy.yaml", []byte(tc.doc))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: error %v, want it to contain %q", tc.doc, err, tc.want)
 		}

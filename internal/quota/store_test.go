@@ -33,7 +33,7 @@ func openStore(t *testing.T) *Store {
 func TestStoreResolver(t *testing.T) {
 	ctx := t.Context()
 	st := openStore(t)
-	cfg, err := ParseConfig("deploy.yaml", []byte(deployment))
+	cfg, err := parseFile("deploy.yaml", []byte(deployment))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestStoreResolver(t *testing.T) {
 
 func TestHandler(t *testing.T) {
 	st := openStore(t)
-	cfg, err := ParseConfig("deploy.yaml", []byte(deployment))
+	cfg, err := parseFile("deploy.yaml", []byte(deployment))
 	if err != nil {
 		t.Fatal(err)
 	}

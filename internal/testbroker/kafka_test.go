@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ardea-dev/ardea/internal/testbroker/brokerproc"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -83,7 +84,7 @@ func TestKafkaPortTaken(t *testing.T) {
 		t.Skip("ARDEA_KAFKA_BROKERS: no broker is started here")
 	}
 	script := brokerScript(t, "kafka")
-	needJava(t, "Kafka", "ARDEA_KAFKA_BROKERS", filepath.Join(cacheDir(), "kafka-4.1.1", "libs"))
+	needJava(t, "Kafka", "ARDEA_KAFKA_BROKERS", filepath.Join(brokerproc.CacheDir(), "kafka-4.1.1", "libs"))
 	held, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -93,15 +94,15 @@ func TestKafkaPortTaken(t *testing.T) {
 	picks := 0
 	ports := func(n int) ([]int, error) {
 		picks++
-		p, err := pulsarFreePorts(n)
+		p, err := brokerproc.FreePorts(n)
 		if picks == 1 && err == nil {
 			p[0] = heldPort
 		}
 		return p, err
 	}
-	brokers, err := startKafka(t.Context(), script, ports)
+	brokers, err := brokerproc.StartKafka(t.Context(), script, ports)
 	if err != nil {
-		t.Fatalf("startKafka with port %d taken: %v", heldPort, err)
+		t.Fatalf("StartKafka with port %d taken: %v", heldPort, err)
 	}
 	if picks != 2 || brokers == fmt.Sprintf("127.0.0.1:%d", heldPort) {
 		t.Fatalf("broker %s after %d port picks; want the second pick (the first held port %d)", brokers, picks, heldPort)

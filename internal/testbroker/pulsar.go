@@ -5,10 +5,8 @@ package testbroker
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -16,10 +14,11 @@ import (
 	"regexp"
 	"runtime"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ardea-dev/ardea/internal/testbroker/brokerproc"
 )
 
 // Bounds for Pulsar. The jar fetch (~240 MB from the Maven repository, once
@@ -29,7 +28,6 @@ const (
 	pulsarFetchTimeout = 10 * time.Minute
 	pulsarStartTimeout = 5 * time.Minute
 	pulsarStopTimeout  = 10 * time.Second
-	pulsarStartTries   = 3 // only retried when a chosen port was taken meanwhile
 )
 
 // Pulsar returns the pulsar:// service URL of an Apache Pulsar broker for
@@ -61,7 +59,7 @@ func Pulsar(t testing.TB) string {
 	fetch := exec.CommandContext(fetchCtx, "bash", script)
 	fetch.Env = append(os.Environ(), "ARDEA_PULSAR_FETCH_ONLY=1")
 	if out, err := fetch.CombinedOutput(); err != nil {
-		t.Fatalf("testbroker: fetching the Pulsar jars with Maven (%s): %v\n%s", script, err, pulsarTail(out, 60))
+		t.Fatalf("testbroker: fetching the Pulsar jars with Maven (%s): %v\n%s", script, err, brokerproc.Tail(out, 60))
 	}
 
 	for try := 1; ; try++ {
@@ -69,7 +67,7 @@ func Pulsar(t testing.TB) string {
 		if err == nil {
 			return url
 		}
-		if !retry || try == pulsarStartTries {
+		if !retry || try == brokerproc.StartTries {
 			t.Fatalf("testbroker: %v", err)
 		}
 		t.Logf("testbroker: Pulsar start attempt %d: a port was taken, retrying", try)
@@ -81,7 +79,7 @@ func Pulsar(t testing.TB) string {
 func pulsarStart(t testing.TB, script string) (url string, retry bool, err error) {
 	t.Helper()
 	dir := t.TempDir()
-	ports, err := pulsarFreePorts(2)
+	ports, err := brokerproc.FreePorts(2)
 	if err != nil {
 		return "", false, err
 	}
@@ -141,18 +139,16 @@ func pulsarStart(t testing.TB, script string) (url string, retry bool, err error
 		case <-tick.C:
 			continue
 		case <-exited:
-			log := pulsarLogTail(logPath)
-			return "", pulsarPortTaken.MatchString(log),
+			log := brokerproc.LogTail(logPath)
+			return "", brokerproc.PortTaken.MatchString(log),
 				fmt.Errorf("Pulsar standalone exited before it was ready (%v); log %s:\n%s", waitErr, logPath, log)
 		case <-deadline:
 			stop()
 			return "", false, fmt.Errorf("Pulsar standalone not ready after %v (polling %s); log %s:\n%s",
-				pulsarStartTimeout, ready, logPath, pulsarLogTail(logPath))
+				pulsarStartTimeout, ready, logPath, brokerproc.LogTail(logPath))
 		}
 	}
 }
-
-var pulsarPortTaken = regexp.MustCompile(`(?i)address already in use|BindException`)
 
 // pulsarReady reports whether the standalone has finished its setup: the
 // admin API answers and lists the public/default namespace, which
@@ -203,7 +199,7 @@ func pulsarNeedTools(t testing.TB) {
 	}
 	out, err := exec.Command("java", "-version").CombinedOutput()
 	if err != nil {
-		missing("java -version: %v: %s", err, pulsarTail(out, 5))
+		missing("java -version: %v: %s", err, brokerproc.Tail(out, 5))
 	}
 	if v := pulsarJavaMajor(string(out)); v != 0 && v < 17 {
 		missing("java %d found, Pulsar 4.2 needs Java 17+", v)
@@ -237,38 +233,4 @@ func pulsarLibs() string {
 func pulsarJarsCached() bool {
 	_, err := os.Stat(filepath.Join(pulsarLibs(), ".complete"))
 	return err == nil
-}
-
-// pulsarFreePorts returns n distinct ports free on 127.0.0.1 right now.
-func pulsarFreePorts(n int) ([]int, error) {
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
-}
-
-func pulsarLogTail(path string) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return "(no log)"
-		}
-		return err.Error()
-	}
-	return pulsarTail(b, 80)
-}
-
-// pulsarTail returns the last n lines of b.
-func pulsarTail(b []byte, n int) string {
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = append([]string{"..."}, lines[len(lines)-n:]...)
-	}
-	return strings.Join(lines, "\n")
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ardea-dev/ardea/internal/wasmbin"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 )
@@ -338,7 +339,7 @@ func countSites(t testing.TB, wasm []byte) int {
 		t.Fatal(err)
 	}
 	for _, sc := range secs {
-		if sc.id == secCode {
+		if sc.ID == secCode {
 			pl, err := planCode(wasm, sc, 0, math.MaxUint32, []byte{0})
 			if err != nil {
 				t.Fatal(err)
@@ -357,16 +358,16 @@ func exportIndex(t testing.TB, wasm []byte, n string) (byte, uint32) {
 		t.Fatal(err)
 	}
 	for _, sc := range secs {
-		if sc.id != secExport {
+		if sc.ID != secExport {
 			continue
 		}
-		c := wasm[sc.body:sc.end]
-		k, p, _ := readU32(c, 0)
+		c := wasm[sc.Body:sc.End]
+		k, p, _ := wasmbin.ReadU32(c, 0)
 		for ; k > 0; k-- {
-			l, q, _ := readU32(c, p)
+			l, q, _ := wasmbin.ReadU32(c, p)
 			got := string(c[q : q+int(l)])
 			kind := c[q+int(l)]
-			idx, r, _ := readU32(c, q+int(l)+1)
+			idx, r, _ := wasmbin.ReadU32(c, q+int(l)+1)
 			if got == n {
 				return kind, idx
 			}

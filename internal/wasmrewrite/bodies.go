@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/ardea-dev/ardea/internal/wasmbin"
 )
 
 // rewriteBodies returns a copy of the module with each function body's
@@ -19,11 +21,11 @@ func rewriteBodies(wasm []byte, fn func(body []byte, p int, dst []byte) ([]byte,
 	var importedFuncs uint32
 	codeSec := -1
 	for i, s := range secs {
-		switch s.id {
+		switch s.ID {
 		case secImport:
 			var mi moduleInfo
-			if err := mi.scanImports(wasm[s.body:s.end]); err != nil {
-				return nil, 0, fmt.Errorf("wasmrewrite: import section at offset %#x: %w", s.start, err)
+			if err := mi.scanImports(wasm[s.Body:s.End]); err != nil {
+				return nil, 0, fmt.Errorf("wasmrewrite: import section at offset %#x: %w", s.Start, err)
 			}
 			importedFuncs = mi.importedFuncs
 		case secCode:
@@ -34,20 +36,20 @@ func rewriteBodies(wasm []byte, fn func(body []byte, p int, dst []byte) ([]byte,
 		return append([]byte(nil), wasm...), 0, nil
 	}
 	s := secs[codeSec]
-	sec := wasm[:s.end]
-	count, p, err := readU32(sec, s.body)
+	sec := wasm[:s.End]
+	count, p, err := wasmbin.ReadU32(sec, s.Body)
 	if err != nil {
-		return nil, 0, fmt.Errorf("wasmrewrite: code section at offset %#x: function count: %w", s.start, err)
+		return nil, 0, fmt.Errorf("wasmrewrite: code section at offset %#x: function count: %w", s.Start, err)
 	}
 	// The count keeps its encoding: only what changes is re-encoded.
-	code := append(make([]byte, 0, s.end-s.body+s.end/16), wasm[s.body:p]...)
+	code := append(make([]byte, 0, s.End-s.Body+s.End/16), wasm[s.Body:p]...)
 	var buf []byte
 	total, changed := 0, false
 	for i := uint32(0); i < count; i++ {
 		fnIdx := uint64(importedFuncs) + uint64(i)
-		size, start, err := readU32(sec, p)
+		size, start, err := wasmbin.ReadU32(sec, p)
 		if err == nil && uint64(size) > uint64(len(sec)-start) {
-			err = errTruncated
+			err = wasmbin.ErrTruncated
 		}
 		if err != nil {
 			return nil, 0, fmt.Errorf("wasmrewrite: function %d (code entry %d) at offset %#x: body size: %w", fnIdx, i, p, err)
@@ -74,7 +76,7 @@ func rewriteBodies(wasm []byte, fn func(body []byte, p int, dst []byte) ([]byte,
 			if newSize > math.MaxUint32 {
 				return nil, 0, fmt.Errorf("wasmrewrite: function %d (code entry %d): rewritten body too large", fnIdx, i)
 			}
-			code = appendU32(code, uint32(newSize))
+			code = wasmbin.AppendU32(code, uint32(newSize))
 			code = append(code, wasm[start:ins]...)
 			code = append(code, newIns...)
 			buf = newIns
@@ -83,8 +85,8 @@ func rewriteBodies(wasm []byte, fn func(body []byte, p int, dst []byte) ([]byte,
 		}
 		p = end
 	}
-	if p != s.end {
-		return nil, 0, fmt.Errorf("wasmrewrite: code section at offset %#x: %d bytes after the last function body", s.start, s.end-p)
+	if p != s.End {
+		return nil, 0, fmt.Errorf("wasmrewrite: code section at offset %#x: %d bytes after the last function body", s.Start, s.End-p)
 	}
 	if !changed {
 		// Byte for byte, even where a size is not encoded in the fewest
@@ -94,10 +96,10 @@ func rewriteBodies(wasm []byte, fn func(body []byte, p int, dst []byte) ([]byte,
 	if uint64(len(code)) > math.MaxUint32 {
 		return nil, 0, errors.New("wasmrewrite: code section too large")
 	}
-	out := make([]byte, 0, len(wasm)+len(code)-(s.end-s.body))
-	out = append(out, wasm[:s.start]...)
+	out := make([]byte, 0, len(wasm)+len(code)-(s.End-s.Body))
+	out = append(out, wasm[:s.Start]...)
 	out = appendSectionHeader(out, secCode, len(code))
 	out = append(out, code...)
-	out = append(out, wasm[s.end:]...)
+	out = append(out, wasm[s.End:]...)
 	return out, total, nil
 }

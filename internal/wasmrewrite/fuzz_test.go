@@ -7,6 +7,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/ardea-dev/ardea/internal/wasmbin"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
@@ -151,15 +152,15 @@ func implausibleCounts(wasm []byte) bool {
 	// the end of a section.
 	big := func(from, to int) bool {
 		for p := from; p < to; p++ {
-			if v, _, err := readU32(wasm, p); err == nil && v >= 1<<20 {
+			if v, _, err := wasmbin.ReadU32(wasm, p); err == nil && v >= 1<<20 {
 				return true
 			}
 		}
 		return false
 	}
 	for _, s := range secs {
-		if s.id != secCode {
-			if big(s.body, s.end) {
+		if s.ID != secCode {
+			if big(s.Body, s.End) {
 				return true
 			}
 			continue
@@ -168,7 +169,7 @@ func implausibleCounts(wasm []byte) bool {
 		if err != nil {
 			return true
 		}
-		if big(s.body, pl.countEnd) {
+		if big(s.Body, pl.countEnd) {
 			return true
 		}
 		for _, b := range pl.bodies {

@@ -3,6 +3,8 @@ package wasmrewrite
 import (
 	"errors"
 	"fmt"
+
+	"github.com/ardea-dev/ardea/internal/wasmbin"
 )
 
 // To find every loop we must step over every instruction, and an
@@ -127,12 +129,12 @@ func unknownOp(format string, args ...any) error {
 // skipLocals returns the offset just past the local declarations at b[p:]:
 // vec(count valtype).
 func skipLocals(b []byte, p int) (int, error) {
-	n, p, err := readU32(b, p)
+	n, p, err := wasmbin.ReadU32(b, p)
 	if err != nil {
 		return p, err
 	}
 	for ; n > 0; n-- {
-		if p, err = skipLEB(b, p); err != nil {
+		if p, err = wasmbin.SkipLEB(b, p); err != nil {
 			return p, err
 		}
 		if p, err = skipValType(b, p); err != nil {
@@ -161,7 +163,7 @@ func loopSites(body []byte, p int, globals uint32, sites []int) ([]int, error) {
 			case immLoop:
 				sites = append(sites, skipBlockTypeAt(body, at))
 			case immGlobal:
-				if g, _, e := readU32(body, at+1); e != nil {
+				if g, _, e := wasmbin.ReadU32(body, at+1); e != nil {
 					err = e
 				} else if g >= globals {
 					err = fmt.Errorf("global index %d out of range (the module has %d globals)", g, globals)
@@ -195,16 +197,16 @@ func skipInstr(body []byte, p int) (int, error) {
 	case immBlock, immLoop:
 		p, err = skipBlockType(body, p)
 	case immLEB, immGlobal:
-		p, err = skipLEB(body, p)
+		p, err = wasmbin.SkipLEB(body, p)
 	case immLEB2:
-		if p, err = skipLEB(body, p); err == nil {
-			p, err = skipLEB(body, p)
+		if p, err = wasmbin.SkipLEB(body, p); err == nil {
+			p, err = wasmbin.SkipLEB(body, p)
 		}
 	case immBrTable:
 		p, err = skipBrTable(body, p)
 	case immSelectT:
 		var k uint32
-		k, p, err = readU32(body, p)
+		k, p, err = wasmbin.ReadU32(body, p)
 		for ; err == nil && k > 0; k-- {
 			p, err = skipValType(body, p)
 		}
@@ -217,7 +219,7 @@ func skipInstr(body []byte, p int) (int, error) {
 	case immF64:
 		p += 8
 	case immHeapType:
-		p, err = skipLEB(body, p)
+		p, err = wasmbin.SkipLEB(body, p)
 	case immMisc:
 		p, err = skipMisc(body, p)
 	case immSIMD:
@@ -228,23 +230,23 @@ func skipInstr(body []byte, p int) (int, error) {
 		err = unknownOp("0x%02x", op)
 	}
 	if err == nil && p > len(body) {
-		err = errTruncated
+		err = wasmbin.ErrTruncated
 	}
-	if err == errTruncated {
+	if err == wasmbin.ErrTruncated {
 		err = fmt.Errorf("opcode 0x%02x: immediate runs past the end of the function body", op)
 	}
 	return p, err
 }
 
 func skipBrTable(b []byte, p int) (int, error) {
-	k, p, err := readU32(b, p)
+	k, p, err := wasmbin.ReadU32(b, p)
 	if err != nil {
 		return p, err
 	}
 	// k labels and the default; each is at least one byte, which bounds the
 	// loop by the body length whatever k claims.
 	for i := uint64(0); i <= uint64(k); i++ {
-		if p, err = skipLEB(b, p); err != nil {
+		if p, err = wasmbin.SkipLEB(b, p); err != nil {
 			return p, err
 		}
 	}
@@ -265,10 +267,10 @@ func skipTryTable(b []byte, p int) (int, error) {
 	if err != nil {
 		return p, err
 	}
-	k, p, err := readU32(b, p)
+	k, p, err := wasmbin.ReadU32(b, p)
 	for ; err == nil && k > 0; k-- {
 		if p >= len(b) {
-			return p, errTruncated
+			return p, wasmbin.ErrTruncated
 		}
 		kind := b[p]
 		if kind >= catchKindCount {
@@ -276,11 +278,11 @@ func skipTryTable(b []byte, p int) (int, error) {
 		}
 		p++
 		if kind == catchTag || kind == catchTagRef {
-			if p, err = skipLEB(b, p); err != nil {
+			if p, err = wasmbin.SkipLEB(b, p); err != nil {
 				return p, err
 			}
 		}
-		p, err = skipLEB(b, p)
+		p, err = wasmbin.SkipLEB(b, p)
 	}
 	return p, err
 }
@@ -288,21 +290,21 @@ func skipTryTable(b []byte, p int) (int, error) {
 // skipMemarg steps over a memarg: the alignment exponent, a memory index if
 // bit 6 of the alignment is set (multi-memory), and the offset.
 func skipMemarg(b []byte, p int) (int, error) {
-	align, p, err := readU32(b, p)
+	align, p, err := wasmbin.ReadU32(b, p)
 	if err != nil {
 		return p, err
 	}
 	if align&0x40 != 0 {
-		if p, err = skipLEB(b, p); err != nil {
+		if p, err = wasmbin.SkipLEB(b, p); err != nil {
 			return p, err
 		}
 	}
-	return skipLEB(b, p)
+	return wasmbin.SkipLEB(b, p)
 }
 
 // skipMisc steps over the rest of a 0xFC-prefixed instruction.
 func skipMisc(b []byte, p int) (int, error) {
-	sub, p, err := readU32(b, p)
+	sub, p, err := wasmbin.ReadU32(b, p)
 	if err != nil {
 		return p, err
 	}
@@ -317,7 +319,7 @@ func skipMisc(b []byte, p int) (int, error) {
 		return p, unknownOp("0xfc %d", sub)
 	}
 	for ; k > 0; k-- {
-		if p, err = skipLEB(b, p); err != nil {
+		if p, err = wasmbin.SkipLEB(b, p); err != nil {
 			return p, err
 		}
 	}
@@ -332,13 +334,13 @@ func skipMisc(b []byte, p int) (int, error) {
 // be parsed differently by wazero, so it is refused rather than guessed.
 func skipSIMD(b []byte, p int) (int, error) {
 	if p >= len(b) {
-		return p, errTruncated
+		return p, wasmbin.ErrTruncated
 	}
 	sub := b[p]
 	p++
 	if sub >= 0x80 {
 		if p >= len(b) {
-			return p, errTruncated
+			return p, wasmbin.ErrTruncated
 		}
 		if b[p] != 0x01 {
 			return p, errors.New("unknown opcode: 0xfd sub-opcode not in 0x00-0xff or not minimally encoded")
@@ -369,7 +371,7 @@ func skipSIMD(b []byte, p int) (int, error) {
 // is below 0x80, so a byte with the continuation bit is refused.
 func skipAtomic(b []byte, p int) (int, error) {
 	if p >= len(b) {
-		return p, errTruncated
+		return p, wasmbin.ErrTruncated
 	}
 	sub := b[p]
 	p++

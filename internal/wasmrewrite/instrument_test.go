@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ardea-dev/ardea/internal/wasmbin"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
@@ -206,7 +207,7 @@ func sectionIDs(t *testing.T, wasm []byte) []byte {
 	}
 	var ids []byte
 	for _, sc := range secs {
-		ids = append(ids, sc.id)
+		ids = append(ids, sc.ID)
 	}
 	return ids
 }
@@ -261,15 +262,15 @@ func TestCustomSectionsPreserved(t *testing.T) {
 	secs, _ := splitSections(in)
 	var customs [][]byte
 	for _, sc := range secs {
-		if sc.id == secCustom {
-			customs = append(customs, in[sc.start:sc.end])
+		if sc.ID == secCustom {
+			customs = append(customs, in[sc.Start:sc.End])
 		}
 	}
 	outSecs, _ := splitSections(out)
 	var got [][]byte
 	for _, sc := range outSecs {
-		if sc.id == secCustom {
-			got = append(got, out[sc.start:sc.end])
+		if sc.ID == secCustom {
+			got = append(got, out[sc.Start:sc.End])
 		}
 	}
 	if !slices.EqualFunc(customs, got, bytes.Equal) {
@@ -322,25 +323,25 @@ func checkPreserved(t testing.TB, in, out []byte) {
 	ins := checkCode(idx)
 	j := 0
 	for _, is := range inSecs {
-		for outSecs[j].id != is.id {
-			if id := outSecs[j].id; id != secGlobal && id != secExport && id != secMemory {
+		for outSecs[j].ID != is.ID {
+			if id := outSecs[j].ID; id != secGlobal && id != secExport && id != secMemory {
 				t.Fatalf("output has an extra %s section", sectionNames[id])
 			}
 			j++
 		}
 		os := outSecs[j]
 		j++
-		inC, outC := in[is.body:is.end], out[os.body:os.end]
-		switch is.id {
+		inC, outC := in[is.Body:is.End], out[os.Body:os.End]
+		switch is.ID {
 		case secGlobal, secExport:
-			n, p, _ := readU32(inC, 0)
-			m, q, _ := readU32(outC, 0)
+			n, p, _ := wasmbin.ReadU32(inC, 0)
+			m, q, _ := wasmbin.ReadU32(outC, 0)
 			want := n + 1 // export
-			if is.id == secGlobal {
+			if is.ID == secGlobal {
 				want = n + 2
 			}
 			if m != want || !bytes.HasPrefix(outC[q:], inC[p:]) {
-				t.Fatalf("%s section: entries not preserved", sectionNames[is.id])
+				t.Fatalf("%s section: entries not preserved", sectionNames[is.ID])
 			}
 		case secCode:
 			inPlan, err := planCode(in, is, 0, math.MaxUint32, ins)
@@ -378,8 +379,8 @@ func checkPreserved(t testing.TB, in, out []byte) {
 				}
 			}
 		default:
-			if !bytes.Equal(in[is.start:is.end], out[os.start:os.end]) {
-				t.Fatalf("%s section at %#x changed", sectionNames[is.id], is.start)
+			if !bytes.Equal(in[is.Start:is.End], out[os.Start:os.End]) {
+				t.Fatalf("%s section at %#x changed", sectionNames[is.ID], is.Start)
 			}
 		}
 	}
@@ -460,27 +461,6 @@ func TestErrors(t *testing.T) {
 				t.Error("output returned with an error")
 			}
 		})
-	}
-}
-
-func TestLEB(t *testing.T) {
-	for _, v := range []uint32{0, 1, 0x7F, 0x80, 0x3FFF, 0x4000, 1 << 21, 1 << 28, math.MaxUint32} {
-		b := appendU32(nil, v)
-		if len(b) != lenU32(v) {
-			t.Errorf("lenU32(%d) = %d, encoding has %d bytes", v, lenU32(v), len(b))
-		}
-		got, p, err := readU32(b, 0)
-		if err != nil || got != v || p != len(b) {
-			t.Errorf("readU32(appendU32(%d)) = %d, %d, %v", v, got, p, err)
-		}
-	}
-	for _, b := range [][]byte{{0x80, 0x80, 0x80, 0x80, 0x10}, {0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x01}, {0x80}} {
-		if _, _, err := readU32(b, 0); err == nil {
-			t.Errorf("readU32(% x) accepted", b)
-		}
-	}
-	if _, err := skipLEB(bytes.Repeat([]byte{0x80}, 11), 0); err == nil {
-		t.Error("skipLEB accepted 11 bytes")
 	}
 }
 

@@ -3,6 +3,8 @@ package wasmrewrite
 import (
 	"bytes"
 	"math"
+
+	"github.com/ardea-dev/ardea/internal/wasmbin"
 )
 
 // MaxInlineMem is the largest memory.fill or memory.copy InlineMemOps
@@ -155,7 +157,7 @@ func (m *memMatcher) constI32(i int) (int32, bool) {
 	if !ok || i >= m.n-1 || m.body[s] != 0x41 {
 		return 0, false
 	}
-	return readS32(m.body[s+1 : e])
+	return wasmbin.DecodeS32(m.body[s+1 : e])
 }
 
 // addrEnding matches an address whose last instruction is i and returns
@@ -178,7 +180,7 @@ func (m *memMatcher) addrEnding(i int) (addr, int, bool) {
 		if !ok || m.body[cs] != 0x42 {
 			return addr{}, 0, false
 		}
-		if off, ok = readS64(m.body[cs+1 : ce]); !ok || off < 0 || off >= math.MaxInt32 {
+		if off, ok = wasmbin.DecodeS64(m.body[cs+1 : ce]); !ok || off < 0 || off >= math.MaxInt32 {
 			return addr{}, 0, false
 		}
 		j -= 2
@@ -279,8 +281,8 @@ func (e *memEdit) appendAccess(dst []byte, store, load, align byte, k uint32) []
 	} else {
 		dst = e.src.appendBase(dst)
 		dst = append(dst, load, align)
-		dst = appendU32(dst, e.src.off+k)
+		dst = wasmbin.AppendU32(dst, e.src.off+k)
 	}
 	dst = append(dst, store, align)
-	return appendU32(dst, e.dst.off+k)
+	return wasmbin.AppendU32(dst, e.dst.off+k)
 }

@@ -489,9 +489,9 @@ func TestInlineMemOpsUnchanged(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, sc := range secs {
-			if sc.id == secMemory {
+			if sc.ID == secMemory {
 				g := sec(secGlobal, vec(cat([]byte{i32, 0}, i32c(moBase), op(opEnd))))
-				return cat(wasm[:sc.end], g, wasm[sc.end:])
+				return cat(wasm[:sc.End], g, wasm[sc.End:])
 			}
 		}
 		t.Fatal("no memory section")

@@ -43,6 +43,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/ardea-dev/ardea/internal/wasmbin"
 )
 
 // InterruptGlobal is the name of the exported mutable i32 global the rewrite
@@ -92,7 +94,7 @@ var sectionNames = [...]string{
 // (global (mut i32) (i32.const 0)), and the yield countdown,
 // (global (mut i32) (i32.const YieldInterval)).
 var newGlobals = append([]byte{0x7F, 0x01, 0x41, 0x00, 0x0B, 0x7F, 0x01, 0x41},
-	append(appendSigned(nil, YieldInterval), 0x0B)...)
+	append(wasmbin.AppendS32(nil, YieldInterval), 0x0B)...)
 
 // newMemory is the content of the memory section created for a module
 // without memory: one memory of 0 pages, for memory.grow to work on.
@@ -122,8 +124,8 @@ var newMemory = []byte{0x01, 0x00, 0x00}
 // It leaves the operand stack as it found it, so it is valid whatever the
 // loop's parameters are.
 func checkCode(g uint32) []byte {
-	gi := appendU32(nil, g)
-	ci := appendU32(nil, g+1)
+	gi := wasmbin.AppendU32(nil, g)
+	ci := wasmbin.AppendU32(nil, g+1)
 	b := append([]byte{0x23}, gi...)
 	b = append(b, 0x04, 0x40, 0x00, 0x0B, 0x23)
 	b = append(b, ci...)
@@ -132,7 +134,7 @@ func checkCode(g uint32) []byte {
 	b = append(b, 0x23)
 	b = append(b, ci...)
 	b = append(b, 0x45, 0x04, 0x40, 0x41, 0x00, 0x40, 0x00, 0x1A, 0x41)
-	b = appendSigned(b, YieldInterval)
+	b = wasmbin.AppendS32(b, YieldInterval)
 	b = append(b, 0x24)
 	b = append(b, ci...)
 	return append(b, 0x0B)
@@ -171,8 +173,8 @@ func InstrumentLoops(wasm []byte) ([]byte, error) {
 	var mi moduleInfo
 	globalSec, exportSec, codeSec, memorySec := -1, -1, -1, -1
 	for i, s := range secs {
-		c := wasm[s.body:s.end]
-		switch s.id {
+		c := wasm[s.Body:s.End]
+		switch s.ID {
 		case secImport:
 			err = mi.scanImports(c)
 		case secMemory:
@@ -180,7 +182,7 @@ func InstrumentLoops(wasm []byte) ([]byte, error) {
 			err = mi.scanMemories(c)
 		case secGlobal:
 			globalSec = i
-			mi.definedGlobals, _, err = readU32(c, 0)
+			mi.definedGlobals, _, err = wasmbin.ReadU32(c, 0)
 		case secExport:
 			exportSec = i
 			err = checkExports(c)
@@ -188,7 +190,7 @@ func InstrumentLoops(wasm []byte) ([]byte, error) {
 			codeSec = i
 		}
 		if err != nil {
-			return nil, fmt.Errorf("wasmrewrite: %s section at offset %#x: %w", sectionNames[s.id], s.start, err)
+			return nil, fmt.Errorf("wasmrewrite: %s section at offset %#x: %w", sectionNames[s.ID], s.Start, err)
 		}
 	}
 	if mi.mem64 {
@@ -239,12 +241,12 @@ func InstrumentLoops(wasm []byte) ([]byte, error) {
 		s := secs[i]
 		switch i {
 		case globalSec:
-			out = appendGlobalSection(out, wasm[s.body:s.end])
+			out = appendGlobalSection(out, wasm[s.Body:s.End])
 		case exportSec:
-			out = appendExportSection(out, wasm[s.body:s.end], global)
+			out = appendExportSection(out, wasm[s.Body:s.End], global)
 		case memorySec:
 			if mi.hasMemory {
-				out = append(out, wasm[s.start:s.end]...)
+				out = append(out, wasm[s.Start:s.End]...)
 			} else { // an empty memory section
 				out = appendSectionHeader(out, secMemory, len(newMemory))
 				out = append(out, newMemory...)
@@ -252,7 +254,7 @@ func InstrumentLoops(wasm []byte) ([]byte, error) {
 		case codeSec:
 			out = plan.appendTo(out, wasm)
 		default:
-			out = append(out, wasm[s.start:s.end]...)
+			out = append(out, wasm[s.Start:s.End]...)
 		}
 	}
 	if uint64(len(out)) > math.MaxUint32 {
@@ -272,48 +274,30 @@ type moduleInfo struct {
 	hasMemory, mem64 bool
 }
 
-// section locates one section in the module.
-type section struct {
-	id    byte
-	start int // offset of the id byte
-	body  int // offset of the content (after the size)
-	end   int // offset just past the content
-}
-
 // splitSections checks the header and returns the sections in order. It
 // refuses unknown ids and known sections out of order or repeated, so that
 // there is exactly one right place for each section it creates.
-func splitSections(wasm []byte) ([]section, error) {
-	if len(wasm) < 8 || string(wasm[:4]) != "\x00asm" {
-		return nil, errors.New("wasmrewrite: not a WebAssembly module (no \\0asm header)")
+func splitSections(wasm []byte) ([]wasmbin.Section, error) {
+	if err := wasmbin.CheckHeader(wasm); err != nil {
+		return nil, fmt.Errorf("wasmrewrite: %w", err)
 	}
-	if string(wasm[4:8]) != "\x01\x00\x00\x00" {
-		return nil, fmt.Errorf("wasmrewrite: unsupported binary version % x (want 01 00 00 00)", wasm[4:8])
-	}
-	secs := make([]section, 0, 16)
+	secs := make([]wasmbin.Section, 0, 16)
 	lastRank := 0
-	for p := 8; p < len(wasm); {
-		start := p
-		id := wasm[p]
-		size, q, err := readU32(wasm, p+1)
+	for s, err := range wasmbin.Sections(wasm) {
 		if err != nil {
-			return nil, fmt.Errorf("wasmrewrite: section at offset %#x: size: %w", start, err)
+			return nil, fmt.Errorf("wasmrewrite: %w", err)
 		}
-		if uint64(size) > uint64(len(wasm)-q) {
-			return nil, fmt.Errorf("wasmrewrite: section at offset %#x: size %d runs past the end of the module", start, size)
+		if int(s.ID) >= len(sectionRank) {
+			return nil, fmt.Errorf("wasmrewrite: section at offset %#x: unknown section id %d", s.Start, s.ID)
 		}
-		if int(id) >= len(sectionRank) {
-			return nil, fmt.Errorf("wasmrewrite: section at offset %#x: unknown section id %d", start, id)
-		}
-		if id != secCustom {
-			if r := sectionRank[id]; r > lastRank {
+		if s.ID != secCustom {
+			if r := sectionRank[s.ID]; r > lastRank {
 				lastRank = r
 			} else {
-				return nil, fmt.Errorf("wasmrewrite: %s section at offset %#x is out of order or repeated", sectionNames[id], start)
+				return nil, fmt.Errorf("wasmrewrite: %s section at offset %#x is out of order or repeated", sectionNames[s.ID], s.Start)
 			}
 		}
-		p = q + int(size)
-		secs = append(secs, section{id: id, start: start, body: q, end: p})
+		secs = append(secs, s)
 	}
 	return secs, nil
 }
@@ -324,10 +308,10 @@ func splitSections(wasm []byte) ([]section, error) {
 // (and a name section at the end of the module stays at the end: wazero
 // tolerates a name section that overruns its size only there); without
 // one, before the first known section, or first of all.
-func insertionPoint(secs []section, id byte) int {
+func insertionPoint(secs []wasmbin.Section, id byte) int {
 	last := -1
 	for i, s := range secs {
-		if s.id != secCustom && sectionRank[s.id] < sectionRank[id] {
+		if s.ID != secCustom && sectionRank[s.ID] < sectionRank[id] {
 			last = i
 		}
 	}
@@ -335,7 +319,7 @@ func insertionPoint(secs []section, id byte) int {
 		return last + 1
 	}
 	for i, s := range secs {
-		if s.id != secCustom {
+		if s.ID != secCustom {
 			return i
 		}
 	}
@@ -345,16 +329,16 @@ func insertionPoint(secs []section, id byte) int {
 // scanImports counts the imported functions and globals and notes memory 0
 // if it is imported.
 func (mi *moduleInfo) scanImports(c []byte) error {
-	n, p, err := readU32(c, 0)
+	n, p, err := wasmbin.ReadU32(c, 0)
 	for i := uint32(0); err == nil && i < n; i++ {
-		if p, err = skipName(c, p); err != nil { // module
+		if _, p, err = wasmbin.ReadName(c, p); err != nil { // module
 			break
 		}
-		if p, err = skipName(c, p); err != nil { // name
+		if _, p, err = wasmbin.ReadName(c, p); err != nil { // name
 			break
 		}
 		if p+1 >= len(c) {
-			err = errTruncated
+			err = wasmbin.ErrTruncated
 			break
 		}
 		kind := c[p]
@@ -362,7 +346,7 @@ func (mi *moduleInfo) scanImports(c []byte) error {
 		switch kind {
 		case 0x00: // function: type index
 			mi.importedFuncs++
-			p, err = skipLEB(c, p)
+			p, err = wasmbin.SkipLEB(c, p)
 		case 0x01: // table: reference type, limits
 			if c[p] == 0x40 {
 				// wazero reads an initializer expression here (a table
@@ -382,7 +366,7 @@ func (mi *moduleInfo) scanImports(c []byte) error {
 			p, err = skipValType(c, p)
 			p++
 		case 0x04: // tag: attribute, type index
-			p, err = skipLEB(c, p+1)
+			p, err = wasmbin.SkipLEB(c, p+1)
 		default:
 			return fmt.Errorf("import %d: unknown import kind %#x", i, kind)
 		}
@@ -395,12 +379,12 @@ func (mi *moduleInfo) scanImports(c []byte) error {
 
 // scanMemories notes memory 0 if the memory section defines it.
 func (mi *moduleInfo) scanMemories(c []byte) error {
-	n, p, err := readU32(c, 0)
+	n, p, err := wasmbin.ReadU32(c, 0)
 	if err != nil || n == 0 || mi.hasMemory {
 		return err
 	}
 	if p >= len(c) {
-		return errTruncated
+		return wasmbin.ErrTruncated
 	}
 	mi.hasMemory, mi.mem64 = true, c[p]&0x04 != 0
 	return nil
@@ -408,20 +392,20 @@ func (mi *moduleInfo) scanMemories(c []byte) error {
 
 // checkExports fails if InterruptGlobal is already exported.
 func checkExports(c []byte) error {
-	n, p, err := readU32(c, 0)
+	n, p, err := wasmbin.ReadU32(c, 0)
 	for i := uint32(0); err == nil && i < n; i++ {
 		var l uint32
-		if l, p, err = readU32(c, p); err != nil {
+		if l, p, err = wasmbin.ReadU32(c, p); err != nil {
 			break
 		}
 		if uint64(l) >= uint64(len(c)-p) { // the name, then at least a kind byte
-			err = errTruncated
+			err = wasmbin.ErrTruncated
 			break
 		}
 		if string(c[p:p+int(l)]) == InterruptGlobal {
 			return fmt.Errorf("the module already exports %q (instrumented twice?)", InterruptGlobal)
 		}
-		p, err = skipLEB(c, p+int(l)+1) // kind, index
+		p, err = wasmbin.SkipLEB(c, p+int(l)+1) // kind, index
 	}
 	if err == nil && p != len(c) {
 		err = fmt.Errorf("%d bytes after the last export", len(c)-p)
@@ -434,17 +418,17 @@ func checkExports(c []byte) error {
 
 // appendSection appends a section header for a content of the given size.
 func appendSectionHeader(out []byte, id byte, size int) []byte {
-	return appendU32(append(out, id), uint32(size))
+	return wasmbin.AppendU32(append(out, id), uint32(size))
 }
 
 // appendGlobalSection appends the global section with content c (which
 // starts with the count: already validated) and the new globals added at
 // the end.
 func appendGlobalSection(out, c []byte) []byte {
-	n, p, _ := readU32(c, 0)
+	n, p, _ := wasmbin.ReadU32(c, 0)
 	rest := c[p:]
-	out = appendSectionHeader(out, secGlobal, lenU32(n+2)+len(rest)+len(newGlobals))
-	out = appendU32(out, n+2)
+	out = appendSectionHeader(out, secGlobal, wasmbin.LenU32(n+2)+len(rest)+len(newGlobals))
+	out = wasmbin.AppendU32(out, n+2)
 	out = append(out, rest...)
 	return append(out, newGlobals...)
 }
@@ -452,14 +436,14 @@ func appendGlobalSection(out, c []byte) []byte {
 // appendExportSection appends the export section with content c and the
 // export of the interrupt global added at the end.
 func appendExportSection(out, c []byte, global uint32) []byte {
-	n, p, _ := readU32(c, 0)
+	n, p, _ := wasmbin.ReadU32(c, 0)
 	rest := c[p:]
-	entry := appendU32(nil, uint32(len(InterruptGlobal)))
+	entry := wasmbin.AppendU32(nil, uint32(len(InterruptGlobal)))
 	entry = append(entry, InterruptGlobal...)
 	entry = append(entry, 0x03) // global
-	entry = appendU32(entry, global)
-	out = appendSectionHeader(out, secExport, lenU32(n+1)+len(rest)+len(entry))
-	out = appendU32(out, n+1)
+	entry = wasmbin.AppendU32(entry, global)
+	out = appendSectionHeader(out, secExport, wasmbin.LenU32(n+1)+len(rest)+len(entry))
+	out = wasmbin.AppendU32(out, n+1)
 	out = append(out, rest...)
 	return append(out, entry...)
 }
@@ -467,7 +451,7 @@ func appendExportSection(out, c []byte, global uint32) []byte {
 // codePlan is the code section's rewrite, computed before writing so the new
 // section size is known up front and the bodies are copied only once.
 type codePlan struct {
-	sec      section
+	sec      wasmbin.Section
 	countEnd int // offset just past the function count
 	bodies   []bodyPlan
 	sites    []int // module offsets where ins goes, in order
@@ -484,20 +468,20 @@ type bodyPlan struct {
 // (whose code may use globals below globals).
 // All offsets are module offsets, so the walk needs no sub-slicing and errors
 // point into the file.
-func planCode(wasm []byte, s section, importedFuncs, globals uint32, ins []byte) (codePlan, error) {
+func planCode(wasm []byte, s wasmbin.Section, importedFuncs, globals uint32, ins []byte) (codePlan, error) {
 	pl := codePlan{sec: s, ins: ins}
-	sec := wasm[:s.end]
-	n, p, err := readU32(sec, s.body)
+	sec := wasm[:s.End]
+	n, p, err := wasmbin.ReadU32(sec, s.Body)
 	if err != nil {
-		return pl, fmt.Errorf("wasmrewrite: code section at offset %#x: function count: %w", s.start, err)
+		return pl, fmt.Errorf("wasmrewrite: code section at offset %#x: function count: %w", s.Start, err)
 	}
 	pl.countEnd = p
-	pl.size = p - s.body
+	pl.size = p - s.Body
 	for i := uint32(0); i < n; i++ {
 		fn := uint64(importedFuncs) + uint64(i)
-		size, start, err := readU32(sec, p)
+		size, start, err := wasmbin.ReadU32(sec, p)
 		if err == nil && uint64(size) > uint64(len(sec)-start) {
-			err = errTruncated
+			err = wasmbin.ErrTruncated
 		}
 		if err != nil {
 			return pl, fmt.Errorf("wasmrewrite: function %d (code entry %d) at offset %#x: body size: %w", fn, i, p, err)
@@ -526,13 +510,13 @@ func planCode(wasm []byte, s section, importedFuncs, globals uint32, ins []byte)
 			if newSize > math.MaxUint32 {
 				return pl, fmt.Errorf("wasmrewrite: function %d (code entry %d): instrumented body too large", fn, i)
 			}
-			pl.size += lenU32(uint32(newSize)) + int(newSize)
+			pl.size += wasmbin.LenU32(uint32(newSize)) + int(newSize)
 		}
 		pl.bodies = append(pl.bodies, b)
 		p = end
 	}
-	if p != s.end {
-		return pl, fmt.Errorf("wasmrewrite: code section at offset %#x: %d bytes after the last function body", s.start, s.end-p)
+	if p != s.End {
+		return pl, fmt.Errorf("wasmrewrite: code section at offset %#x: %d bytes after the last function body", s.Start, s.End-p)
 	}
 	if uint64(pl.size) > math.MaxUint32 {
 		return pl, errors.New("wasmrewrite: instrumented code section too large")
@@ -544,17 +528,17 @@ func planCode(wasm []byte, s section, importedFuncs, globals uint32, ins []byte)
 // verbatim, size encoding included.
 func (pl *codePlan) appendTo(out, wasm []byte) []byte {
 	if len(pl.sites) == 0 {
-		return append(out, wasm[pl.sec.start:pl.sec.end]...)
+		return append(out, wasm[pl.sec.Start:pl.sec.End]...)
 	}
 	out = appendSectionHeader(out, secCode, pl.size)
-	out = append(out, wasm[pl.sec.body:pl.countEnd]...)
+	out = append(out, wasm[pl.sec.Body:pl.countEnd]...)
 	sites := pl.sites
 	for _, b := range pl.bodies {
 		if b.nsites == 0 {
 			out = append(out, wasm[b.sizeAt:b.end]...)
 			continue
 		}
-		out = appendU32(out, uint32(b.end-b.start+b.nsites*len(pl.ins)))
+		out = wasmbin.AppendU32(out, uint32(b.end-b.start+b.nsites*len(pl.ins)))
 		prev := b.start
 		for _, site := range sites[:b.nsites] {
 			out = append(out, wasm[prev:site]...)

@@ -1,6 +1,6 @@
 package wasmrewrite
 
-import ()
+import "github.com/ardea-dev/ardea/internal/wasmbin"
 
 // ThreadJumps returns a copy of the module in which jumps that go through a
 // dispatch loop go straight to their target, and how many it redirected.
@@ -123,15 +123,15 @@ func (th *threader) plan(body []byte, p int) (int, error) {
 // jump records an edit if the i32.const at body[at:next] starts a jump
 // through a dispatch loop to a block that is open here.
 func (th *threader) jump(body []byte, at, next int) {
-	k, ok := readS32(body[at+1 : next])
+	k, ok := wasmbin.DecodeS32(body[at+1 : next])
 	if !ok || k < 0 || next >= len(body) || body[next] != 0x21 { // local.set
 		return
 	}
-	local, q, err := readU32(body, next+1)
+	local, q, err := wasmbin.ReadU32(body, next+1)
 	if err != nil || q >= len(body) || body[q] != 0x0C { // br
 		return
 	}
-	d, end, err := readU32(body, q+1)
+	d, end, err := wasmbin.ReadU32(body, q+1)
 	h := len(th.stack)
 	if err != nil || uint64(d) >= uint64(h) {
 		return
@@ -163,7 +163,7 @@ func (th *threader) apply(dst, body []byte, base int) []byte {
 	prev := 0
 	for _, e := range th.edits {
 		dst = append(dst, body[prev:e.at-base]...)
-		dst = appendU32(dst, e.depth)
+		dst = wasmbin.AppendU32(dst, e.depth)
 		prev = e.at - base + e.n
 	}
 	return append(dst, body[prev:]...)
@@ -185,18 +185,18 @@ func parseDispatch(body []byte, at int) *dispatch {
 	if len(starts) == 0 || p >= len(body) || body[p] != 0x20 {
 		return nil
 	}
-	local, p, err := readU32(body, p+1)
+	local, p, err := wasmbin.ReadU32(body, p+1)
 	if err != nil || p >= len(body) || body[p] != 0x0E {
 		return nil
 	}
-	n, p, err := readU32(body, p+1)
+	n, p, err := wasmbin.ReadU32(body, p+1)
 	if err != nil || uint64(n) >= uint64(len(body)-p) {
 		return nil
 	}
 	labels := make([]uint32, 0, n+1)
 	for i := uint64(0); i <= uint64(n); i++ {
 		var l uint32
-		if l, p, err = readU32(body, p); err != nil {
+		if l, p, err = wasmbin.ReadU32(body, p); err != nil {
 			return nil
 		}
 		labels = append(labels, l)

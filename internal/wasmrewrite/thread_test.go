@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ardea-dev/ardea/internal/wasmbin"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
@@ -539,7 +540,7 @@ func TestThreadJumpsDepths(t *testing.T) {
 			t.Fatal(err)
 		}
 		if body.b[p] == opBr && prev >= 0 && body.b[prev] == opLocalSet {
-			d, _, _ := readU32(body.b, p+1)
+			d, _, _ := wasmbin.ReadU32(body.b, p+1)
 			got = append(got, d)
 		}
 		prev, p = p, next
@@ -567,14 +568,14 @@ func codeBodies(t testing.TB, wasm []byte) []codeBody {
 	}
 	var bodies []codeBody
 	for _, sc := range secs {
-		if sc.id != secCode {
+		if sc.ID != secCode {
 			continue
 		}
-		sec := wasm[:sc.end]
-		n, p, err := readU32(sec, sc.body)
+		sec := wasm[:sc.End]
+		n, p, err := wasmbin.ReadU32(sec, sc.Body)
 		for ; err == nil && n > 0; n-- {
 			var size uint32
-			if size, p, err = readU32(sec, p); err != nil || uint64(size) > uint64(len(sec)-p) {
+			if size, p, err = wasmbin.ReadU32(sec, p); err != nil || uint64(size) > uint64(len(sec)-p) {
 				t.Fatalf("code entry at %#x: size %d, %v", p, size, err)
 			}
 			b := codeBody{b: wasm[:p+int(size)], start: p}
@@ -607,11 +608,11 @@ func checkThreaded(t testing.TB, in, out []byte, n int) {
 	}
 	for i, is := range inSecs {
 		os := outSecs[i]
-		if is.id != os.id {
-			t.Fatalf("section %d: id %d in, %d out", i, is.id, os.id)
+		if is.ID != os.ID {
+			t.Fatalf("section %d: id %d in, %d out", i, is.ID, os.ID)
 		}
-		if is.id != secCode && !bytes.Equal(in[is.start:is.end], out[os.start:os.end]) {
-			t.Fatalf("%s section changed", sectionNames[is.id])
+		if is.ID != secCode && !bytes.Equal(in[is.Start:is.End], out[os.Start:os.End]) {
+			t.Fatalf("%s section changed", sectionNames[is.ID])
 		}
 	}
 	inBodies, outBodies := codeBodies(t, in), codeBodies(t, out)
@@ -636,8 +637,8 @@ func checkThreaded(t testing.TB, in, out []byte, n int) {
 				t.Fatalf("output body %d: %v", k, err)
 			}
 			if !bytes.Equal(ib.b[p:pn], ob.b[q:qn]) {
-				d, _, _ := readU32(ib.b, p+1)
-				e, _, _ := readU32(ob.b, q+1)
+				d, _, _ := wasmbin.ReadU32(ib.b, p+1)
+				e, _, _ := wasmbin.ReadU32(ob.b, q+1)
 				if ib.b[p] != opBr || ob.b[q] != opBr || e >= d || last != [2]byte{opI32Const, opLocalSet} {
 					t.Fatalf("body %d: % x became % x (after opcodes % x)", k, ib.b[p:pn], ob.b[q:qn], last)
 				}
@@ -745,29 +746,6 @@ func TestThreadJumpsErrors(t *testing.T) {
 				t.Errorf("output (%d bytes) or count (%d) returned with an error", len(out), n)
 			}
 		})
-	}
-}
-
-func TestReadS32(t *testing.T) {
-	for _, v := range []int32{0, 1, -1, 63, 64, -64, -65, 8191, 8192, math.MaxInt32, math.MinInt32} {
-		if got, ok := readS32(s(int64(v))); !ok || got != v {
-			t.Errorf("readS32(% x) = %d, %v, want %d", s(int64(v)), got, ok, v)
-		}
-	}
-	for _, b := range [][]byte{
-		{},                                   // empty
-		{0x80},                               // truncated
-		{0x01, 0x00},                         // trailing byte
-		{0x80, 0x80, 0x80, 0x80, 0x80, 0x00}, // six bytes
-		{0x80, 0x80, 0x80, 0x80, 0x08},       // 2^31: out of range
-		s(math.MinInt32 - 1),                 // out of range
-	} {
-		if v, ok := readS32(b); ok {
-			t.Errorf("readS32(% x) = %d, accepted", b, v)
-		}
-	}
-	if v, ok := readS32([]byte{0x81, 0x80, 0x00}); !ok || v != 1 {
-		t.Errorf("readS32 of 1 in three bytes = %d, %v", v, ok)
 	}
 }
 

@@ -324,7 +324,7 @@ func DecodePlan(b []byte) (PlanDoc, error) {
 }
 
 // MetricsSubject is where a topology's hosts forward their metrics
-// batches (sinks.Batch JSON) to the TM, once per metrics interval.
+// batches (metric.Batch JSON) to the TM, once per metrics interval.
 func MetricsSubject(tenant, topology string) string {
 	return names.Subject(tenant, topology, "ctl", "metrics")
 }

@@ -8,7 +8,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/ardea-dev/ardea/sinks"
+	"github.com/ardea-dev/ardea/sinks/metric"
 )
 
 // Version is the control protocol's version. Every message on the control
@@ -78,7 +78,7 @@ type Manager interface {
 	Heartbeat(hb Heartbeat)
 	Alive(a Alive)
 	CheckpointSaved(r CheckpointReport)
-	Metrics(b *sinks.Batch)
+	Metrics(b *metric.Batch)
 	// Exited: a container's process (or in-process runner) ended; err is
 	// how (nil: a clean exit).
 	Exited(container int, err error)
@@ -91,7 +91,7 @@ type Reporter interface {
 	Heartbeat(ctx context.Context, hb Heartbeat) error
 	Alive(ctx context.Context, a Alive) error
 	CheckpointSaved(ctx context.Context, r CheckpointReport) error
-	Metrics(ctx context.Context, b *sinks.Batch) error
+	Metrics(ctx context.Context, b *metric.Batch) error
 }
 
 // Request is a Commands call on the wire (NATS) or queued in a container.
@@ -254,11 +254,11 @@ func DecodeCheckpointReport(b []byte) (CheckpointReport, error) {
 
 // MetricsReport is a metrics batch on the wire.
 type MetricsReport struct {
-	V     int          `json:"v"`
-	Batch *sinks.Batch `json:"batch"`
+	V     int           `json:"v"`
+	Batch *metric.Batch `json:"batch"`
 }
 
-func decodeMetrics(b []byte) (*sinks.Batch, error) {
+func decodeMetrics(b []byte) (*metric.Batch, error) {
 	m, err := decode("metrics batch", b, func(m *MetricsReport) int { return m.V })
 	if err != nil {
 		return nil, err

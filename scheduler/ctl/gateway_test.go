@@ -15,7 +15,7 @@ import (
 	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/internal/testutil/natstest"
 	"github.com/ardea-dev/ardea/scheduler/ctl"
-	"github.com/ardea-dev/ardea/sinks"
+	"github.com/ardea-dev/ardea/sinks/metric"
 )
 
 // container records the calls it accepts; refuse makes one op fail.
@@ -92,7 +92,7 @@ func (m *manager) Alive(a ctl.Alive) { m.add(fmt.Sprintf("alive %d", a.Container
 func (m *manager) CheckpointSaved(r ctl.CheckpointReport) {
 	m.add(fmt.Sprintf("ckpt %d task %d gen %d %s", r.ID, r.Task, r.Generation, r.Error))
 }
-func (m *manager) Metrics(b *sinks.Batch) {
+func (m *manager) Metrics(b *metric.Batch) {
 	m.add(fmt.Sprintf("metrics %s %d", b.Topology, len(b.Samples)))
 }
 func (m *manager) Exited(c int, err error) {
@@ -202,7 +202,7 @@ func TestGateway(t *testing.T) {
 			must(g.reporter.Heartbeat(ctxR, ctl.Heartbeat{Container: 1, State: ctl.HostRunning, PlanRevision: 4}))
 			must(g.reporter.Alive(ctxR, ctl.Alive{Container: 1}))
 			must(g.reporter.CheckpointSaved(ctxR, ctl.CheckpointReport{ID: 8, Task: 2, Generation: 3, Error: "disk full"}))
-			must(g.reporter.Metrics(ctxR, &sinks.Batch{Topology: "top", Samples: make([]sinks.Sample, 2)}))
+			must(g.reporter.Metrics(ctxR, &metric.Batch{Topology: "top", Samples: make([]metric.Sample, 2)}))
 			wantReports := []string{"hb 1 RUNNING rev 4", "alive 1", "ckpt 8 task 2 gen 3 disk full", "metrics top 2"}
 			testutil.Eventually(t, "every report reaches the manager", func() (bool, string) {
 				got := g.mgr.got()

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/ardea-dev/ardea/sinks"
+	"github.com/ardea-dev/ardea/sinks/metric"
 )
 
 // Local is the in-process gateway: a manager's Commands calls go straight
@@ -95,7 +95,7 @@ func (r localReporter) CheckpointSaved(_ context.Context, c CheckpointReport) er
 	return nil
 }
 
-func (r localReporter) Metrics(_ context.Context, b *sinks.Batch) error {
+func (r localReporter) Metrics(_ context.Context, b *metric.Batch) error {
 	r.m.Metrics(b)
 	return nil
 }

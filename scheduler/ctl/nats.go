@@ -12,7 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/ardea-dev/ardea/sinks"
+	"github.com/ardea-dev/ardea/sinks/metric"
 )
 
 // defaultReplyWait bounds how long a NATS request waits for the replies
@@ -287,6 +287,6 @@ func (r *NATSReporter) CheckpointSaved(_ context.Context, c CheckpointReport) er
 	return r.publish(r.ckpt, "checkpoint report", c)
 }
 
-func (r *NATSReporter) Metrics(_ context.Context, b *sinks.Batch) error {
+func (r *NATSReporter) Metrics(_ context.Context, b *metric.Batch) error {
 	return r.publish(r.metricsSub, "metrics batch", MetricsReport{V: Version, Batch: b})
 }

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -9,6 +10,8 @@ import (
 
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/internal/manifest"
+	"github.com/ardea-dev/ardea/internal/manifest/moduleread"
+	"github.com/ardea-dev/ardea/internal/wasmbin"
 )
 
 // moduleLanguages caches the source language of uploaded modules by
@@ -51,7 +54,7 @@ func (d *Daemon) languageOf(ctx context.Context, sp *space, version string) stri
 // tracker calls only look it up.
 func (d *Daemon) rememberLanguage(ctx context.Context, version string, data []byte) {
 	l := ""
-	if m, err := manifest.Read(ctx, data, manifest.Options{Timeout: 5 * time.Second}); err == nil && m != nil {
+	if m, err := moduleread.Read(ctx, data, moduleread.Options{Timeout: 5 * time.Second}); err == nil && m != nil {
 		l = m.SDK.Language
 	} else {
 		l = moduleLanguage(ctx, data)
@@ -83,55 +86,54 @@ func moduleLanguage(_ context.Context, data []byte) string {
 // rustc and clang do unless the build strips custom sections) and maps it
 // to Ardea's language names. "wasm" when absent or malformed.
 func producersLanguage(b []byte) string {
-	if len(b) < 8 || string(b[:4]) != "\x00asm" {
-		return "wasm"
+	if errors.Is(wasmbin.CheckHeader(b), wasmbin.ErrNotModule) {
+		return "wasm" // any version is read: the language is only shown
 	}
-	b = b[8:]
-	for len(b) > 0 {
-		id := b[0]
-		n, k := uleb32(b[1:])
-		if k == 0 || uint64(1+k)+uint64(n) > uint64(len(b)) {
+	for s, err := range wasmbin.Sections(b) {
+		if err != nil {
 			return "wasm"
 		}
-		body := b[1+k : 1+k+int(n)]
-		b = b[1+k+int(n):]
-		if id != 0 {
-			continue
-		}
-		name, rest, ok := wasmName(body)
-		if !ok || name != "producers" {
-			continue
-		}
-		fields, k := uleb32(rest)
-		if k == 0 {
-			return "wasm"
-		}
-		rest = rest[k:]
-		for range fields {
-			var field string
-			if field, rest, ok = wasmName(rest); !ok {
+		if name, rest, ok := s.CustomName(b); ok && string(name) == "producers" {
+			v, found, err := producersField(rest, "language")
+			if err != nil {
 				return "wasm"
 			}
-			count, k := uleb32(rest)
-			if k == 0 {
-				return "wasm"
-			}
-			rest = rest[k:]
-			for range count {
-				var value string
-				if value, rest, ok = wasmName(rest); !ok {
-					return "wasm"
-				}
-				if _, rest, ok = wasmName(rest); !ok { // version
-					return "wasm"
-				}
-				if field == "language" {
-					return languageName(value)
-				}
+			if found {
+				return languageName(string(v))
 			}
 		}
 	}
 	return "wasm"
+}
+
+// producersField returns the first value of field in the content of a
+// producers section (after its name): vec(field name, vec(value, version)).
+// found is false when no field of that name has a value.
+func producersField(c []byte, field string) (value []byte, found bool, err error) {
+	fields, p, err := wasmbin.ReadU32(c, 0)
+	for ; err == nil && fields > 0; fields-- {
+		var name []byte
+		var count uint32
+		if name, p, err = wasmbin.ReadName(c, p); err != nil {
+			break
+		}
+		if count, p, err = wasmbin.ReadU32(c, p); err != nil {
+			break
+		}
+		for ; err == nil && count > 0; count-- {
+			var v []byte
+			if v, p, err = wasmbin.ReadName(c, p); err != nil {
+				break
+			}
+			if _, p, err = wasmbin.ReadName(c, p); err != nil { // version
+				break
+			}
+			if string(name) == field {
+				return v, true, nil
+			}
+		}
+	}
+	return nil, false, err
 }
 
 func languageName(v string) string {
@@ -149,25 +151,6 @@ func languageName(v string) string {
 	default:
 		return l
 	}
-}
-
-func uleb32(b []byte) (uint32, int) {
-	var v uint32
-	for i := 0; i < len(b) && i < 5; i++ {
-		v |= uint32(b[i]&0x7f) << (7 * i)
-		if b[i] < 0x80 {
-			return v, i + 1
-		}
-	}
-	return 0, 0
-}
-
-func wasmName(b []byte) (string, []byte, bool) {
-	n, k := uleb32(b)
-	if k == 0 || uint64(k)+uint64(n) > uint64(len(b)) {
-		return "", nil, false
-	}
-	return string(b[k : k+int(n)]), b[k+int(n):], true
 }
 
 // withLanguages fills the language of st's components: builtin, or the
@@ -200,7 +183,7 @@ func (d *Daemon) withLanguages(ctx context.Context, sp *space, st Status) Status
 // fields read by name and config keys must fit. A module without a
 // manifest is not checked.
 func checkManifest(ctx context.Context, top *ardea.Topology, component string, module []byte) error {
-	m, err := manifest.Read(ctx, module, manifest.Options{Timeout: 5 * time.Second})
+	m, err := moduleread.Read(ctx, module, moduleread.Options{Timeout: 5 * time.Second})
 	if err != nil {
 		return fmt.Errorf("its manifest: %w", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/connectors"
 	"github.com/ardea-dev/ardea/internal/auth"
+	"github.com/ardea-dev/ardea/internal/deployment"
 	"github.com/ardea-dev/ardea/internal/quota"
 	"github.com/ardea-dev/ardea/scheduler/daemon"
 )
@@ -248,10 +249,11 @@ func TestResumeOverQuota(t *testing.T) {
 	}
 	stop(d)
 
-	cfg, err := quota.ParseConfig("deploy.yaml", []byte("quotas:\n  tenants:\n    acme:\n      instances: 2\n"))
+	f, err := deployment.Parse("deploy.yaml", []byte("quotas:\n  tenants:\n    acme:\n      instances: 2\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	cfg := f.Quotas
 	d = start(cfg)
 	t.Cleanup(func() { stop(d) })
 	c = d.Client()

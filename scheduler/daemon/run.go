@@ -13,11 +13,11 @@ import (
 
 	"github.com/ardea-dev/ardea/scheduler/container"
 	"github.com/ardea-dev/ardea/scheduler/modules"
-	"github.com/ardea-dev/ardea/scheduler/planner"
 	"github.com/ardea-dev/ardea/scheduler/settings"
 
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/bus"
+	"github.com/ardea-dev/ardea/connectors"
 	"github.com/ardea-dev/ardea/internal/checkpoint"
 	"github.com/ardea-dev/ardea/internal/metrics"
 	"github.com/ardea-dev/ardea/internal/plan"
@@ -130,7 +130,7 @@ func Run(ctx context.Context, o RunOptions) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := planner.PrepareWith(t, manifests); err != nil {
+	if err := connectors.PrepareTopology(t, manifests); err != nil {
 		return nil, err
 	}
 	if err := settings.CheckLimits(t); err != nil {

@@ -2,14 +2,14 @@ package daemon
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
-	"os"
+	"io"
 	"path/filepath"
 	"time"
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/ardea-dev/ardea/internal/quota"
 	"github.com/ardea-dev/ardea/scheduler/settings"
 )
 
@@ -36,62 +36,69 @@ type securitySection struct {
 	} `yaml:"api_rate"`
 }
 
-// LoadSecurity reads a deployment file's security: and quotas: sections
-// (both optional). Errors name the file, the line and the field.
-func LoadSecurity(path string) (Security, error) {
+// securityFields lists the section's fields, for the message of a field
+// it does not know.
+const securityFields = "public_metrics, hosts, origins, tenant_builtins, tenant_allow.<tenant>.paths, tenant_allow.<tenant>.addresses, audit.max_age, audit.max_bytes, api_rate.per_second, api_rate.burst"
+
+// ParseSecurity reads and checks the security: section of deployment file
+// file (internal/deployment reads the file and hands each section to its
+// owner); n is the section's node, nil when the file has none. It sets
+// the fields of Security the section holds; the quotas: section, which
+// Security.Quotas takes, is internal/quota's. Errors name the file and the
+// field.
+func ParseSecurity(file string, n *yaml.Node) (Security, error) {
 	var s Security
-	b, err := os.ReadFile(path)
+	if n == nil {
+		return s, nil
+	}
+	sec, err := decodeSecurity(file, n)
 	if err != nil {
 		return s, err
 	}
-	var doc struct {
-		Security yaml.Node `yaml:"security"`
+	s.PublicMetrics, s.Hosts, s.Origins, s.TenantBuiltins = sec.PublicMetrics, sec.Hosts, sec.Origins, sec.TenantBuiltins
+	if err := checkTenantAllow(sec.TenantAllow); err != nil {
+		return s, fmt.Errorf("%s: %w", file, err)
 	}
-	if err := yaml.Unmarshal(b, &doc); err != nil {
-		return s, fmt.Errorf("%s: %w", path, err)
+	s.TenantAllow = sec.TenantAllow
+	if sec.Audit.MaxAge != "" {
+		d, err := time.ParseDuration(sec.Audit.MaxAge)
+		if err != nil || d <= 0 {
+			return s, fmt.Errorf("%s: security.audit.max_age %q: want a positive duration such as 2160h", file, sec.Audit.MaxAge)
+		}
+		s.Audit.MaxAge = d
 	}
-	if doc.Security.Kind != 0 {
-		var sec securitySection
-		var buf bytes.Buffer
-		enc := yaml.NewEncoder(&buf)
-		if err := enc.Encode(&doc.Security); err != nil {
-			return s, fmt.Errorf("%s: security: %w", path, err)
-		}
-		dec := yaml.NewDecoder(&buf)
-		dec.KnownFields(true)
-		if err := dec.Decode(&sec); err != nil {
-			return s, fmt.Errorf("%s: security (from line %d): %w (fields: public_metrics, hosts, origins, tenant_builtins, tenant_allow.<tenant>.paths, tenant_allow.<tenant>.addresses, audit.max_age, audit.max_bytes, api_rate.per_second, api_rate.burst)", path, doc.Security.Line, err)
-		}
-		s.PublicMetrics, s.Hosts, s.Origins, s.TenantBuiltins = sec.PublicMetrics, sec.Hosts, sec.Origins, sec.TenantBuiltins
-		if err := checkTenantAllow(sec.TenantAllow); err != nil {
-			return s, fmt.Errorf("%s: %w", path, err)
-		}
-		s.TenantAllow = sec.TenantAllow
-		if sec.Audit.MaxAge != "" {
-			d, err := time.ParseDuration(sec.Audit.MaxAge)
-			if err != nil || d <= 0 {
-				return s, fmt.Errorf("%s: security.audit.max_age %q: want a positive duration such as 2160h", path, sec.Audit.MaxAge)
-			}
-			s.Audit.MaxAge = d
-		}
-		if sec.Audit.MaxBytes < 0 {
-			return s, fmt.Errorf("%s: security.audit.max_bytes %d: want a size in bytes >= 0", path, sec.Audit.MaxBytes)
-		}
-		s.Audit.MaxBytes = sec.Audit.MaxBytes
-		if r := sec.APIRate; r != nil {
-			if r.PerSecond < 0 || r.Burst < 0 {
-				return s, fmt.Errorf("%s: security.api_rate {per_second: %g, burst: %d}: want per_second >= 0 (0: no limit) and burst >= 0 (0: twice the rate)", path, r.PerSecond, r.Burst)
-			}
-			s.APIRate, s.APIBurst = r.PerSecond, r.Burst
-			if r.PerSecond == 0 {
-				s.APIRate = -1 // the file turns the limit off
-			}
-		}
+	if sec.Audit.MaxBytes < 0 {
+		return s, fmt.Errorf("%s: security.audit.max_bytes %d: want a size in bytes >= 0", file, sec.Audit.MaxBytes)
 	}
-	if s.Quotas, err = quota.LoadConfig(path); err != nil {
-		return s, err
+	s.Audit.MaxBytes = sec.Audit.MaxBytes
+	if r := sec.APIRate; r != nil {
+		if r.PerSecond < 0 || r.Burst < 0 {
+			return s, fmt.Errorf("%s: security.api_rate {per_second: %g, burst: %d}: want per_second >= 0 (0: no limit) and burst >= 0 (0: twice the rate)", file, r.PerSecond, r.Burst)
+		}
+		s.APIRate, s.APIBurst = r.PerSecond, r.Burst
+		if r.PerSecond == 0 {
+			s.APIRate = -1 // the file turns the limit off
+		}
 	}
 	return s, nil
+}
+
+// decodeSecurity decodes the section strictly: yaml.Node.Decode has no
+// KnownFields, so the node is written out and decoded again by a decoder
+// that has.
+func decodeSecurity(file string, n *yaml.Node) (securitySection, error) {
+	var sec securitySection
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	if err := enc.Encode(n); err != nil {
+		return sec, fmt.Errorf("%s: security: %w", file, err)
+	}
+	dec := yaml.NewDecoder(&buf)
+	dec.KnownFields(true)
+	if err := dec.Decode(&sec); err != nil && !errors.Is(err, io.EOF) {
+		return sec, fmt.Errorf("%s: security (from line %d): %w (fields: %s)", file, n.Line, err, securityFields)
+	}
+	return sec, nil
 }
 
 // checkTenantAllow checks security.tenant_allow: absolute paths, host:port

@@ -1,17 +1,40 @@
 package daemon
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"go.yaml.in/yaml/v3"
 )
 
-// TestLoadSecurity: the deployment file's security: section is read
+// parseFile is what internal/deployment does with this section: the
+// file's security: node, handed to ParseSecurity (the file's bounds and
+// its top level are internal/deployment's, and tested there).
+func parseFile(path string) (Security, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Security{}, err
+	}
+	var top struct {
+		Security yaml.Node `yaml:"security"`
+	}
+	if err := yaml.Unmarshal(b, &top); err != nil {
+		return Security{}, fmt.Errorf("%s: %w", path, err)
+	}
+	if top.Security.Kind == 0 {
+		return ParseSecurity(path, nil)
+	}
+	return ParseSecurity(path, &top.Security)
+}
+
+// TestParseSecurity: the deployment file's security: section is read
 // strictly; each bad field is one error naming the file and the field.
-func TestLoadSecurity(t *testing.T) {
+func TestParseSecurity(t *testing.T) {
 	for _, tc := range []struct {
 		name, yaml, says string
 	}{
@@ -30,9 +53,9 @@ func TestLoadSecurity(t *testing.T) {
 			if err := os.WriteFile(path, []byte(tc.yaml), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			_, err := LoadSecurity(path)
+			_, err := parseFile(path)
 			if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), tc.says) {
-				t.Errorf("LoadSecurity: %v, want an error naming %s and %q", err, path, tc.says)
+				t.Errorf("ParseSecurity: %v, want an error naming %s and %q", err, path, tc.says)
 			}
 		})
 	}
@@ -41,20 +64,20 @@ func TestLoadSecurity(t *testing.T) {
 	if err := os.WriteFile(path, []byte(good), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s, err := LoadSecurity(path)
+	s, err := parseFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !s.PublicMetrics || !slices.Equal(s.Hosts, []string{"ardea.internal"}) || !slices.Equal(s.TenantBuiltins, []string{"file"}) ||
 		!slices.Equal(s.TenantAllow["acme"].Paths, []string{"/srv/acme"}) || !slices.Equal(s.TenantAllow["acme"].Addresses, []string{"*.acme:9092"}) ||
 		s.Audit.MaxAge != 24*time.Hour || s.Audit.MaxBytes != 1<<20 || s.APIRate != 20 || s.APIBurst != 50 {
-		t.Errorf("LoadSecurity: %+v", s)
+		t.Errorf("ParseSecurity: %+v", s)
 	}
 	off := filepath.Join(t.TempDir(), "deploy.yaml")
 	if err := os.WriteFile(off, []byte("security:\n  api_rate: {per_second: 0}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if s, err := LoadSecurity(off); err != nil || s.APIRate >= 0 {
+	if s, err := parseFile(off); err != nil || s.APIRate >= 0 {
 		t.Errorf("api_rate per_second 0: %+v, %v; want the limit off (APIRate < 0)", s, err)
 	}
 }

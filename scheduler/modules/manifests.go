@@ -10,11 +10,11 @@ import (
 
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/internal/build"
-	"github.com/ardea-dev/ardea/internal/manifest"
+	"github.com/ardea-dev/ardea/internal/manifest/moduleread"
 )
 
 // Manifests reads the manifest of every non-builtin component's module (its
-// ardea.manifest section, else its ardea_manifest export; manifest.Read),
+// ardea.manifest section, else its ardea_manifest export; moduleread.Read),
 // building source folders into outDir first (as Resolve does). The result
 // is by component name; a module without a manifest has no entry (it runs
 // unchecked). A module that cannot be found is skipped: Validate names it.
@@ -48,7 +48,7 @@ func (b *Builder) Manifests(ctx context.Context, t *ardea.Topology, outDir, cach
 				cache = nil
 			}
 		}
-		m, err := manifest.Read(ctx, data, manifest.Options{Cache: cache, MaxCompileBytes: -1}) // the user's own modules, on their machine
+		m, err := moduleread.Read(ctx, data, moduleread.Options{Cache: cache, MaxCompileBytes: -1}) // the user's own modules, on their machine
 		if err != nil {
 			return nil, fmt.Errorf("component %s: module %s: %w", c.Name, c.Module, err)
 		}

@@ -2,14 +2,16 @@
 // hands its sinks: a Batch of Samples and Exceptions per collection. It is
 // apart from package sinks (which aliases every name here) so that the
 // plugin registry, connectors/plugin, can name a metrics sink's Write
-// without importing the sinks that register into it.
+// without importing the sinks that register into it, and so that the
+// control protocol (scheduler/ctl), which carries batches from the
+// containers to their topology manager, links none of the sinks' clients
+// (OpenTelemetry, Thrift, Prometheus). It imports nothing outside the
+// standard library.
 package metric
 
 import (
 	"strconv"
 	"time"
-
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 )
 
 // Kind tells how a Sample's value reads.
@@ -103,7 +105,10 @@ type Batch struct {
 	Container  int         `json:"container"`
 	Samples    []Sample    `json:"samples"`
 	Exceptions []Exception `json:"exceptions,omitempty"`
-	// OTel is the collection the samples were made from (nil when the
-	// batch was forwarded); the OTLP sink exports it as is.
-	OTel *metricdata.ResourceMetrics `json:"-"`
+	// OTel is the OpenTelemetry collection the samples were made from, a
+	// *metricdata.ResourceMetrics (go.opentelemetry.io/otel/sdk/metric/
+	// metricdata), or nil when the batch was forwarded over the wire; the
+	// OTLP sink exports it as is. It is typed any so that this package,
+	// and what carries batches, links no OpenTelemetry SDK.
+	OTel any `json:"-"`
 }

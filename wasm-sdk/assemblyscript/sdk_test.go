@@ -20,7 +20,7 @@ import (
 	"github.com/ardea-dev/ardea/examples/wordcount"
 	"github.com/ardea-dev/ardea/host"
 	"github.com/ardea-dev/ardea/internal/component"
-	"github.com/ardea-dev/ardea/internal/manifest"
+	"github.com/ardea-dev/ardea/internal/manifest/moduleread"
 	"github.com/ardea-dev/ardea/internal/testutil/wasmguest"
 	"github.com/ardea-dev/ardea/internal/tuple"
 	assdk "github.com/ardea-dev/ardea/wasm-sdk/assemblyscript"
@@ -483,7 +483,7 @@ func TestManifests(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m, err := manifest.Read(context.Background(), wasm, manifest.Options{})
+		m, err := moduleread.Read(context.Background(), wasm, moduleread.Options{})
 		if err != nil || m == nil {
 			t.Fatalf("%s: manifest %v, %v", tc.path, m, err)
 		}

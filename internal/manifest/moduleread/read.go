@@ -1,4 +1,9 @@
-package manifest
+// Package moduleread reads a module's manifest: its ardea.manifest custom
+// section, else what its ardea_manifest export returns, called in a
+// throwaway wazero runtime. It is apart from package manifest (the
+// manifest's format, read and written without running anything) so that
+// what only needs the format, the topology model first, links no wazero.
+package moduleread
 
 import (
 	"cmp"
@@ -8,13 +13,12 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ardea-dev/ardea/internal/manifest"
+
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 )
-
-// ExportName is the optional export that returns the manifest.
-const ExportName = "ardea_manifest"
 
 // Options bound the throwaway instance Read and Call run.
 type Options struct {
@@ -49,32 +53,32 @@ var compileSlots = make(chan struct{}, 2)
 // Read returns a module's manifest: its "ardea.manifest" custom section if
 // it has one, else what its ardea_manifest export returns (Call), else nil
 // (the module has no manifest: it runs unchecked).
-func Read(ctx context.Context, module []byte, o Options) (*Manifest, error) {
-	data, ok, err := Section(module)
+func Read(ctx context.Context, module []byte, o Options) (*manifest.Manifest, error) {
+	data, ok, err := manifest.Section(module)
 	if err != nil {
 		return nil, err
 	}
 	if ok {
-		m, err := Decode(data)
+		m, err := manifest.Decode(data)
 		if err != nil {
-			return nil, fmt.Errorf("custom section %s: %w", SectionName, err)
+			return nil, fmt.Errorf("custom section %s: %w", manifest.SectionName, err)
 		}
 		return m, nil
 	}
-	ex, err := Exports(module)
+	ex, err := manifest.Exports(module)
 	if err != nil {
 		return nil, err
 	}
-	if kind, ok := ex[ExportName]; !ok || kind != 0 {
+	if kind, ok := ex[manifest.ExportName]; !ok || kind != 0 {
 		return nil, nil
 	}
 	data, err = Call(ctx, module, o)
 	if err != nil {
 		return nil, err
 	}
-	m, err := Decode(data)
+	m, err := manifest.Decode(data)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", ExportName, err)
+		return nil, fmt.Errorf("%s: %w", manifest.ExportName, err)
 	}
 	return m, nil
 }
@@ -92,11 +96,11 @@ func Call(ctx context.Context, module []byte, o Options) ([]byte, error) {
 		o.Timeout = 10 * time.Second
 	}
 	if max := cmp.Or(o.MaxCompileBytes, DefaultMaxCompileBytes); max > 0 {
-		if n, err := codeBytes(module); err != nil {
+		if n, err := manifest.CodeBytes(module); err != nil {
 			return nil, err
 		} else if n > max {
 			return nil, fmt.Errorf("read the manifest: the module has %d bytes of code; its %s export is read by compiling it, which is done for at most %d bytes of code: give it an %s custom section (ardea build adds one)",
-				n, ExportName, max, SectionName)
+				n, manifest.ExportName, max, manifest.SectionName)
 		}
 	}
 	select {
@@ -146,17 +150,17 @@ func Call(ctx context.Context, module []byte, o Options) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read the manifest: instantiate: %w", deadline(ctx, err))
 	}
-	phase = "by " + ExportName + " (it must call no host function)"
-	fn := inst.ExportedFunction(ExportName)
+	phase = "by " + manifest.ExportName + " (it must call no host function)"
+	fn := inst.ExportedFunction(manifest.ExportName)
 	if fn == nil {
-		return nil, fmt.Errorf("read the manifest: no export %s", ExportName)
+		return nil, fmt.Errorf("read the manifest: no export %s", manifest.ExportName)
 	}
 	if d := fn.Definition(); len(d.ParamTypes()) != 0 || len(d.ResultTypes()) != 1 || d.ResultTypes()[0] != api.ValueTypeI32 {
-		return nil, fmt.Errorf("read the manifest: export %s has the wrong signature (want () -> i32)", ExportName)
+		return nil, fmt.Errorf("read the manifest: export %s has the wrong signature (want () -> i32)", manifest.ExportName)
 	}
 	res, err := fn.Call(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("read the manifest: %s: %w", ExportName, deadline(ctx, err))
+		return nil, fmt.Errorf("read the manifest: %s: %w", manifest.ExportName, deadline(ctx, err))
 	}
 	mem := inst.Memory()
 	if mem == nil {
@@ -165,15 +169,15 @@ func Call(ctx context.Context, module []byte, o Options) ([]byte, error) {
 	ptr := uint32(res[0])
 	hdr, ok := mem.Read(ptr, 4)
 	if !ok {
-		return nil, fmt.Errorf("read the manifest: %s returned %d, outside memory (%d bytes)", ExportName, ptr, mem.Size())
+		return nil, fmt.Errorf("read the manifest: %s returned %d, outside memory (%d bytes)", manifest.ExportName, ptr, mem.Size())
 	}
 	n := binary.LittleEndian.Uint32(hdr)
-	if n > MaxSize {
-		return nil, fmt.Errorf("read the manifest: %s says %d bytes, more than the %d a manifest may hold", ExportName, n, MaxSize)
+	if n > manifest.MaxSize {
+		return nil, fmt.Errorf("read the manifest: %s says %d bytes, more than the %d a manifest may hold", manifest.ExportName, n, manifest.MaxSize)
 	}
 	data, ok := mem.Read(ptr+4, n)
 	if !ok {
-		return nil, fmt.Errorf("read the manifest: %s's %d bytes at %d run past the memory's end (%d bytes)", ExportName, n, ptr+4, mem.Size())
+		return nil, fmt.Errorf("read the manifest: %s's %d bytes at %d run past the memory's end (%d bytes)", manifest.ExportName, n, ptr+4, mem.Size())
 	}
 	return append([]byte(nil), data...), nil
 }

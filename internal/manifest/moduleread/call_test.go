@@ -1,4 +1,4 @@
-package manifest
+package moduleread
 
 import (
 	"bytes"
@@ -8,23 +8,35 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ardea-dev/ardea/internal/manifest"
+	"github.com/ardea-dev/ardea/internal/wasmbin"
 )
 
 // Tiny hand-assembled modules for what an SDK never does: call a host
 // function from ardea_manifest, loop forever, point outside memory.
 
+// The fixtures: the C word-count split module, built with the C SDK, which
+// exports ardea_manifest (the committed module has no manifest section),
+// and a manifest's JSON to store in a section.
+const (
+	fixture  = "../../../examples/wordcount/c/split.wasm"
+	goodJSON = `{"manifest":1,"sdk":{"language":"go","version":"0.1.0"},"kind":"bolt",` +
+		`"outputs":[{"stream":"default","fields":["word"]}],"inputs":["line"],"config":["min_length"]}`
+)
+
 func vec(items ...[]byte) []byte {
-	out := appendULEB(nil, uint32(len(items)))
+	out := wasmbin.AppendU32(nil, uint32(len(items)))
 	for _, it := range items {
 		out = append(out, it...)
 	}
 	return out
 }
 
-func name(s string) []byte { return append(appendULEB(nil, uint32(len(s))), s...) }
+func name(s string) []byte { return append(wasmbin.AppendU32(nil, uint32(len(s))), s...) }
 
 func sec(id byte, body []byte) []byte {
-	return append(append([]byte{id}, appendULEB(nil, uint32(len(body)))...), body...)
+	return append(append([]byte{id}, wasmbin.AppendU32(nil, uint32(len(body)))...), body...)
 }
 
 // tinyModule exports memory (1 page) and ardea_manifest with code body
@@ -36,7 +48,7 @@ func tinyModule(withImport bool, code []byte) []byte { return tinyModuleInit(wit
 // running init, when init is not nil.
 func tinyModuleInit(withImport bool, code, init []byte) []byte {
 	const i32 = 0x7f
-	m := append([]byte(nil), wasmHeader...)
+	m := append([]byte(nil), wasmbin.Header...)
 	m = append(m, sec(1, vec(
 		[]byte{0x60, 2, i32, i32, 0}, // type 0: (i32, i32) -> ()
 		[]byte{0x60, 0, 1, i32},      // type 1: () -> i32
@@ -48,11 +60,11 @@ func tinyModuleInit(withImport bool, code, init []byte) []byte {
 	}
 	funcs, exports := [][]byte{{1}}, [][]byte{
 		append(name("memory"), 0x02, 0),
-		append(append(name(ExportName), 0x00), appendULEB(nil, fn)...)}
+		append(append(name(manifest.ExportName), 0x00), wasmbin.AppendU32(nil, fn)...)}
 	bodies := [][]byte{code}
 	if init != nil {
 		funcs = append(funcs, []byte{2})
-		exports = append(exports, append(append(name("_initialize"), 0x00), appendULEB(nil, fn+1)...))
+		exports = append(exports, append(append(name("_initialize"), 0x00), wasmbin.AppendU32(nil, fn+1)...))
 		bodies = append(bodies, init)
 	}
 	m = append(m, sec(3, vec(funcs...))...)
@@ -61,7 +73,7 @@ func tinyModuleInit(withImport bool, code, init []byte) []byte {
 	var code10 [][]byte
 	for _, b := range bodies {
 		body := append([]byte{0}, append(b, 0x0b)...) // no locals, code, end
-		code10 = append(code10, append(appendULEB(nil, uint32(len(body))), body...))
+		code10 = append(code10, append(wasmbin.AppendU32(nil, uint32(len(body))), body...))
 	}
 	m = append(m, sec(10, vec(code10...))...)
 	return m
@@ -83,7 +95,7 @@ func TestCallRefusesMisbehaviour(t *testing.T) {
 		{"returns an empty manifest", tinyModule(false, []byte{0x41, 0}), "ardea_manifest: manifest: empty"}, // length 0 at 0
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if ex, err := Exports(tc.module); err != nil || ex[ExportName] != 0 {
+			if ex, err := manifest.Exports(tc.module); err != nil || ex[manifest.ExportName] != 0 {
 				t.Fatalf("hand-made module: exports %v, %v", ex, err)
 			}
 			m, err := Read(ctx, tc.module, Options{Timeout: 300 * time.Millisecond})
@@ -121,11 +133,52 @@ func TestReadBoundsCompile(t *testing.T) {
 	if m, err := Read(ctx, mod, Options{MaxCompileBytes: -1}); err != nil || m == nil {
 		t.Fatalf("Read unbounded = %+v, %v", m, err)
 	}
-	withSec, err := WithSection(mod, []byte(goodJSON))
+	withSec, err := manifest.WithSection(mod, []byte(goodJSON))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if m, err := Read(ctx, withSec, Options{MaxCompileBytes: 64}); err != nil || m == nil {
 		t.Fatalf("Read(section) with a 64-byte bound = %+v, %v", m, err)
+	}
+}
+
+func TestRead(t *testing.T) {
+	ctx := context.Background()
+	mod, err := os.ReadFile(fixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// No section: the export is called in a throwaway instance.
+	m, err := Read(ctx, mod, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m == nil || m.SDK.Language != "c" || m.Kind != "bolt" || m.OutputMap()["default"][0] != "word" {
+		t.Fatalf("Read(export) = %+v", m)
+	}
+	// The section, when present, is what counts.
+	withSec, err := manifest.WithSection(mod, []byte(goodJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err = Read(ctx, withSec, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.SDK.Language != "go" || m.Inputs[0] != "line" {
+		t.Fatalf("Read(section) = %+v", m)
+	}
+	// A bad section is an error naming it.
+	bad, _ := manifest.WithSection(mod, []byte(`{"manifest":1,"kind":"bolt","sdk":{"language":"java","version":"1"}}`))
+	if _, err := Read(ctx, bad, Options{}); err == nil || !strings.Contains(err.Error(), `custom section ardea.manifest: manifest: sdk.language: unknown "java"`) {
+		t.Fatalf("Read(bad section) = %v", err)
+	}
+	// A module without the export has no manifest.
+	plain, err := os.ReadFile("../../../host/testdata/echo.wasm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, err := Read(ctx, plain, Options{}); m != nil || err != nil {
+		t.Fatalf("Read(no manifest) = %+v, %v", m, err)
 	}
 }

@@ -4,23 +4,30 @@
 // topology, and a supervisor that runs each container as its own `ardea
 // host` process and restarts it when it dies.
 //
-// A topology manager (tm.go) is a state machine (state.go: typed states, a
-// transition table, every change logged and shown by status). It talks to
-// its containers only through the typed control gateway (ctl.Commands,
-// over NATS) and receives their reports as a ctl.Manager; the plan it
+// A topology manager (tm.go) is an actor: one goroutine, its loop, owns
+// every field; the containers' reports, the supervisor's callbacks, a lost
+// lock and the API's requests reach it as events in its mailbox
+// (tm_mailbox.go). It runs one mode at a time (state.go: the table of
+// modes and the execution states they lead through; mode_*.go: one type
+// per mode), waits by staying in a mode while it handles heartbeat events
+// (tm.await), and publishes a view of itself after every event
+// (tm_view.go), which is all the rest of the daemon reads. It talks to its
+// containers only through the typed control gateway (ctl.Commands, over
+// NATS) and receives their reports as a ctl.Manager; the plan it
 // publishes is state in the state manager, which the containers watch.
 //
 // Goroutines: the daemon owns its HTTP servers' (d.servers, waited for by
-// Close); each TM owns every goroutine it starts (tm.goroutine: its lock
-// keeper, heartbeat watch, checkpoint coordinator, recovery loop, finish,
-// failure), and stopTM waits for them; the NATS client runs the report
-// callbacks; the launcher owns the host processes' waiters.
+// Close); each TM owns its loop, its lock keeper and the side tasks its
+// loop hands off (tm.goroutine), and stopTM waits for them; the NATS
+// client runs the report callbacks, which only queue events; the launcher
+// owns the host processes' waiters.
 //
-// Lock order: Daemon.mu before tm.mu; tm.opMu (one lifecycle operation at
-// a time) before tm.pubMu (a plan publication) before tm.mu (the TM's
-// fields). No caller of tm.ctl holds tm.mu (a request asks tm for the
-// containers that are up). A goroutine that waits for opMu gives up when
-// the TM stops (lockOp): kill holds opMu while it waits for them.
+// Locks: Daemon.mu guards the spaces and their TMs; a space's quotaMu is
+// held by a request from its quota check until what it adds counts (a
+// request may hold it while it waits for a TM's answer: no TM's loop
+// takes it); a TM has no lock over its state, only credsMu (issuing a
+// host's credential against revoking them) and effectMu (the cancel of
+// the operation in flight, for urgent events).
 package daemon
 
 import (

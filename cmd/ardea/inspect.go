@@ -80,6 +80,9 @@ the JSON and YAML keep each instance's task id in "task".`,
 
 func printStatus(w io.Writer, st daemon.Status) {
 	fmt.Fprintf(w, "topology %s: %s", st.Name, st.State)
+	if m := string(st.Mode); m != "" && !strings.EqualFold(m, string(st.State)) {
+		fmt.Fprintf(w, " (%s)", m)
+	}
 	if st.Uptime != "" {
 		fmt.Fprintf(w, ", up %s, plan revision %d", st.Uptime, st.PlanVersion)
 	}
@@ -160,14 +163,24 @@ func printStatus(w io.Writer, st daemon.Status) {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "  AT\tFROM\tTO\tWHY")
 		for _, tr := range st.Transitions {
-			from := string(tr.From)
-			if from == "" {
-				from = "-"
-			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", tr.At.Format(time.TimeOnly), from, tr.To, firstLine(tr.Why))
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", tr.At.Format(time.TimeOnly), stateMode(tr.From, tr.FromMode), stateMode(tr.To, tr.ToMode), firstLine(tr.Why))
 		}
 		tw.Flush()
 	}
+}
+
+// stateMode shows an execution state with the topology manager's mode
+// when the mode says more ("RUNNING (swapping)"); "-" for none.
+func stateMode(s daemon.State, m daemon.Mode) string {
+	switch {
+	case s == "" && m == "":
+		return "-"
+	case m == "" || strings.EqualFold(string(m), string(s)):
+		return string(s)
+	case s == "":
+		return string(m)
+	}
+	return fmt.Sprintf("%s (%s)", s, m)
 }
 
 func firstLine(s string) string {

@@ -31,7 +31,7 @@ func outputCases() []struct {
 		{Name: "wordcount", State: "RUNNING", Containers: 2, Instances: 6, Submitted: "2026-12-04T10:30:00Z"},
 		{Name: "keyed", State: "PAUSED", Containers: 1, Instances: 3, Submitted: "2026-12-04T11:00:00Z"},
 	}
-	st := daemon.Status{Name: "wordcount", State: "RUNNING", Uptime: "1m30s", PlanVersion: 2,
+	st := daemon.Status{Name: "wordcount", State: "RUNNING", Mode: daemon.ModeSwapping, Uptime: "1m30s", PlanVersion: 2,
 		Components: []daemon.ComponentStatus{
 			{Name: "lines", Kind: "spout", Module: "builtin:generator", Parallelism: 1, Language: "builtin"},
 			{Name: "count", Kind: "bolt", Module: "count.wasm", Parallelism: 2, Inputs: []string{"lines:default:fields"}, Language: "rust"},
@@ -46,8 +46,9 @@ func outputCases() []struct {
 				Instances: []daemon.InstanceStatus{{Name: "count/0", Task: 2, State: "RUNNING", Executed: 520}}},
 		},
 		Transitions: []daemon.Transition{
-			{To: daemon.StatePaused, At: at, Why: "submitted"},
-			{From: daemon.StatePaused, To: daemon.StateRunning, At: at.Add(time.Minute), Why: "activated"},
+			{To: daemon.StatePaused, At: at, Why: "submitted", ToMode: daemon.ModePaused},
+			{From: daemon.StatePaused, To: daemon.StateRunning, At: at.Add(time.Minute), Why: "activated", FromMode: daemon.ModePaused, ToMode: daemon.ModeRunning},
+			{From: daemon.StateRunning, To: daemon.StateRunning, At: at.Add(2 * time.Minute), Why: "swap count", FromMode: daemon.ModeRunning, ToMode: daemon.ModeSwapping},
 		},
 	}
 	hist := []statemgr.ModuleVersion{

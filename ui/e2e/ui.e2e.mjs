@@ -189,6 +189,11 @@ test('narrow window and keyboard: the page works at 420 px and nodes take focus'
   assert.ok(overflow <= 1, `the page scrolls sideways by ${overflow}px`);
   await page.locator('#graph a.node').first().focus();
   assert.equal(await page.evaluate(() => document.activeElement?.dataset?.component), 'lines');
+  // The page refreshes the graph every second: the focused node keeps the
+  // focus across a refresh (its element is a new one).
+  await page.evaluate(() => { document.activeElement.dataset.before = 'refresh'; });
+  await until('a refresh of the graph', async () => (await page.locator('#graph a.node[data-before]').count()) === 0);
+  assert.equal(await page.evaluate(() => document.activeElement?.dataset?.component), 'lines');
   await page.keyboard.press('Enter');
   await page.waitForURL(/#\/t\/wordcount\/c\/lines$/);
   await shot('narrow');

@@ -367,7 +367,7 @@ function refreshTopology() {
     $('#activate').disabled = state === 'running';
     $('#deactivate').disabled = state !== 'running';
   }
-  $('#graph').innerHTML = graphSVG(t);
+  replaceKeepingFocus($('#graph'), graphSVG(t), 'a.node');
   $('#counters').innerHTML = t.components.map((c) => {
     const w = c.windows?.[ui.window] ?? {};
     return `<tr data-component="${esc(c.name)}">
@@ -382,6 +382,23 @@ function refreshTopology() {
   $('#charts').innerHTML = t.components.map((c) => chart(c, t.series[c.name])).join('');
   $('#physical').innerHTML = physicalTable(t, null);
   $('#exceptions').innerHTML = exceptionTable(t.exceptions);
+}
+
+// replaceKeepingFocus replaces el's content with html; the element of
+// selector that had the keyboard focus (by its data-component) has it
+// again afterwards, so the page's refresh never takes a keyboard user's
+// place away.
+function replaceKeepingFocus(el, html, selector) {
+  const focused = document.activeElement?.closest?.(selector);
+  const name = focused && el.contains(focused) ? focused.dataset.component : undefined;
+  el.innerHTML = html;
+  if (name === undefined) return;
+  for (const n of el.querySelectorAll(selector)) {
+    if (n.dataset.component === name) {
+      n.focus();
+      return;
+    }
+  }
 }
 
 function graphSVG(t) {

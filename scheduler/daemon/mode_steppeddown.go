@@ -20,12 +20,21 @@ func (m *steppedDownMode) run(t *tm) mode {
 	}
 	t.stopContainers(t.runCtx)
 	t.publish()
+	refuse := func(c *command) {
+		c.answer(nil, newErr(ErrBadState, "topology %s is managed by another daemon now (this one lost its manager lock: %s)", t.name, t.lostTo))
+	}
 	for {
-		if _, ok := t.takePending().(stopMode); ok || t.runCtx.Err() != nil {
+		switch p := t.takePending().(type) {
+		case stopMode:
+			return p
+		case *killedMode:
+			refuse(p.cmd) // the other daemon's to kill
+		}
+		if t.runCtx.Err() != nil {
 			return stopMode{}
 		}
 		for _, c := range t.deferred {
-			c.answer(nil, newErr(ErrBadState, "topology %s is managed by another daemon now (this one lost its manager lock: %s)", t.name, t.lostTo))
+			refuse(c)
 		}
 		t.deferred = nil
 		t.pumpUntil(t.runCtx, time.Time{})

@@ -712,3 +712,14 @@ func TestTMPauseResume(t *testing.T) {
 		t.Errorf("calls %v", h.hosts.calls)
 	}
 }
+
+// TestTMKillAfterSteppingDown: a kill that reaches a TM that has stepped
+// down is answered with the reason, not left waiting.
+func TestTMKillAfterSteppingDown(t *testing.T) {
+	h := newTMHarness(t, wordCountTopology(t, "ks", 1, nil))
+	h.tm.inbox.push(evLockLost{fmt.Errorf("held by other-daemon: %w", statemgr.ErrLocked)})
+	h.until("stepped down", func(v *tmView) bool { return v.mode == ModeSteppedDown })
+	if _, err := h.tm.call(t.Context(), opKill, nil); err == nil || !strings.Contains(err.Error(), "managed by another daemon") {
+		t.Errorf("kill after stepping down: %v", err)
+	}
+}

@@ -288,7 +288,7 @@ func (t *tm) loop() {
 		t.stopReports = nil
 	}
 	for _, e := range append(t.deferred, asCommands(t.inbox.close())...) {
-		e.answer(nil, newErr(ErrBadState, "topology %s: %v", t.name, errTMStopped))
+		e.answer(nil, t.stoppedErr())
 	}
 	t.deferred = nil
 	t.publish()

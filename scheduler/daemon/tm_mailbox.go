@@ -160,13 +160,19 @@ func (m *mailbox) close() []event {
 // (killed, the daemon closing, or another daemon took the topology).
 var errTMStopped = errors.New("the topology manager stopped")
 
+// stoppedErr answers a command the TM's loop will not run, naming the
+// state the topology was left in.
+func (t *tm) stoppedErr() error {
+	return newErr(ErrBadState, "topology %s is %s: %v", t.name, stateName(t.view.Load().state), errTMStopped)
+}
+
 // call sends the TM a command and waits for its answer, ctx's end, or
 // the TM's. An operation under way goes on when ctx ends (it finishes or
 // rolls back whatever the client does); only the wait ends.
 func (t *tm) call(ctx context.Context, op cmdOp, arg any) (any, error) {
 	c := &command{op: op, arg: arg, reply: make(chan cmdResult, 1)}
 	if !t.inbox.push(c) {
-		return nil, newErr(ErrBadState, "topology %s: %v", t.name, errTMStopped)
+		return nil, t.stoppedErr()
 	}
 	select {
 	case r := <-c.reply:

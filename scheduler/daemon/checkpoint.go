@@ -60,7 +60,13 @@ type ckptState struct {
 	// changed them (nil otherwise).
 	committed    ctl.PlanDoc
 	committedRec *ctl.BasePlan
-	rollback     time.Time // when the last rollback began (status)
+	// replanning is set from a paused replan's handoff until its first
+	// checkpoint: the interval begins none (the replan takes the first
+	// itself). Until the handoff checkpoints go on while the topology
+	// drains: the last one records every task's state after the drain
+	// (a file sink's length), which is what the handoff stores.
+	replanning bool
+	rollback   time.Time // when the last rollback began (status)
 	count        int       // rollbacks so far
 	lastWhy      string    // what caused the last rollback
 	restored     uint64    // checkpoint the running generation restored

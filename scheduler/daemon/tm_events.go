@@ -316,7 +316,7 @@ func (t *tm) checkpointReady() bool {
 	if cs == nil || cs.fenced || t.state != StateRunning || t.ending() || t.pending != nil {
 		return false
 	}
-	if t.mode == ModeRollingBack || t.mode == ModeReplanning {
+	if t.mode == ModeRollingBack || cs.replanning {
 		return false
 	}
 	for c := 1; c <= t.doc.Plan.Containers; c++ {

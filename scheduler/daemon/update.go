@@ -280,6 +280,8 @@ func (t *tm) replanPaused(ctx context.Context, top *ardea.Topology, doc ctl.Plan
 		// checkpoint is global; until then a rollback returns to the
 		// previous plan, spec and modules (committed, committedRec).
 		newDoc.CheckpointKey, newDoc.Active, newDoc.Generation = newCheckpointKey(t.name), false, newGeneration()
+		cs.replanning = true
+		defer func() { cs.replanning = false }()
 		if b := cs.committedRec; b != nil {
 			base := *b
 			base.Doc = cs.committed

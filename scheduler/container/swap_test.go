@@ -2,7 +2,9 @@ package container
 
 import (
 	"context"
+	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -42,12 +44,34 @@ func TestSwapKeepsCountsExact(t *testing.T) {
 	want := wordcount.Reference(lines)
 	dir := t.TempDir()
 	in, out := filepath.Join(dir, "in.txt"), filepath.Join(dir, "counts.tsv")
-	wordcounttest.WriteLines(t, in, lines)
+	if err := os.WriteFile(in, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The spout follows its file until in.end exists, and the test appends
+	// a third of the lines before each step that needs data flowing: the
+	// input cannot run out before both swaps, however fast or slow (race
+	// detector, a loaded machine) the run is.
+	chunk := 0
+	feed := func() {
+		t.Helper()
+		part := lines[chunk*len(lines)/3 : (chunk+1)*len(lines)/3]
+		chunk++
+		f, err := os.OpenFile(in, os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.WriteString(strings.Join(part, "\n") + "\n"); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	var evs swapEvents
 	top := wordcounttest.Topology(t, in, out, 2, 2)
-	// Paced (at least 6 s of input), so that the input cannot run out
-	// before both swaps, however fast or slow (race detector) the run is.
 	top.Component("lines").Config["rate"] = "5000"
+	top.Component("lines").Config["follow"] = "true"
+	top.Component("lines").Config["follow_until"] = in + ".end"
 	lt := startLiveWith(t, top, 2, func(o *Options) { o.OnSwap = evs.add })
 	ctx := context.Background()
 	rust, err := lt.rt.Compile(ctx, testutil.RepoPath("examples/wordcount/rust/count.wasm"))
@@ -72,6 +96,7 @@ func TestSwapKeepsCountsExact(t *testing.T) {
 		return n
 	}
 	at := executed()
+	feed()
 	testutil.Eventually(t, "count to execute 5000 words", func() bool { return executed() > at+5000 })
 	if n := swapAll(rust, "rust", 0); n != 2 {
 		t.Fatalf("swapped %d tasks, want 2", n)
@@ -85,10 +110,12 @@ func TestSwapKeepsCountsExact(t *testing.T) {
 		}
 	}
 	at = executed()
+	feed()
 	testutil.Eventually(t, "count (Rust) to execute 5000 words", func() bool { return executed() > at+5000 })
 	if n := swapAll(trap, "trap", time.Minute); n != 2 {
 		t.Fatalf("swapped %d tasks, want 2", n)
 	}
+	feed()
 	testutil.Eventually(t, "both trapping tasks to be rolled back", func() bool {
 		failed := 0
 		for _, ev := range evs.list() {
@@ -98,6 +125,9 @@ func TestSwapKeepsCountsExact(t *testing.T) {
 		}
 		return failed == 2
 	})
+	if err := os.WriteFile(in+".end", nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	lt.wait()
 	wordcounttest.CompareCounts(t, wordcounttest.ReadCounts(t, out), want)
 	for _, ev := range evs.list() {

@@ -55,9 +55,12 @@ func TestPoisonTupleEffectivelyOnceLocal(t *testing.T) {
 			b.Set("topology.spout.batch", "16")
 			b.Set("topology.bolt.max_tuple_rollbacks", fmt.Sprint(maxRollbacks))
 			b.Set("topology.bolt.dead_letter", boltDead)
-			// Paced so that the input outlasts the rollbacks: the topology
-			// is seen RUNNING once both poison lines are dead letters.
-			b.Spout("lines", "builtin:file").Config("path", in).Config("rate", "150")
+			// The spout follows its file until in.end exists, which the
+			// test creates once it has seen the topology RUNNING with both
+			// poison lines dead letters: the input outlasts the rollbacks
+			// by construction, not by its pace.
+			b.Spout("lines", "builtin:file").Config("path", in).Config("rate", "150").
+				Config("follow", "true").Config("follow_until", in+".end")
 			b.Bolt("upper", "upper.wasm").Shuffle("lines").Output("default", "line")
 			b.Bolt("out", "builtin:file").Shuffle("upper").Config("path", out)
 			top, err := b.BuildWith(ardea.ValidateOptions{SkipModuleCheck: true})
@@ -98,6 +101,9 @@ func TestPoisonTupleEffectivelyOnceLocal(t *testing.T) {
 			t.Logf("%s: both poison lines dead letters %v after the submit", lang, time.Since(submitted).Round(time.Millisecond))
 			if st := status(); st.State != daemon.StateRunning {
 				t.Fatalf("once both poison lines were dead letters the topology is %s (%s), want RUNNING", st.State, st.Message)
+			}
+			if err := os.WriteFile(in+".end", nil, 0o644); err != nil {
+				t.Fatal(err)
 			}
 			st := waitState(t, c, "poisonlocal", daemon.StateFinished)
 			for _, tr := range st.Transitions {

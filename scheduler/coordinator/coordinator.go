@@ -316,6 +316,13 @@ func (c *Coordinator) Next(interval time.Duration) (uint64, bool) {
 	return id, true
 }
 
+// Idle reports that no checkpoint is in progress.
+func (c *Coordinator) Idle() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.tracker.InFlight()) == 0
+}
+
 // InProgress reports whether checkpoint id is begun and neither global,
 // superseded nor abandoned.
 func (c *Coordinator) InProgress(id uint64) bool {

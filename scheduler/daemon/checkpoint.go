@@ -254,6 +254,43 @@ func activeBefore(h []statemgr.ModuleVersion, comp string) bool {
 	return false
 }
 
+// drainCheckpoint takes a checkpoint of the drained topology (a paused
+// replan's, before its handoff) and waits until it is global: every
+// task's Snapshot hook has run on the drained state and every component
+// has committed it. The interval begins none meanwhile (replanning).
+func (t *tm) drainCheckpoint(ctx context.Context, cs *ckptState) error {
+	cs.replanning = true
+	defer func() { cs.replanning = false }()
+	// One the interval began finishes first (the topology is drained, so
+	// it does at once); one that cannot is abandoned by Begin.
+	if err := t.await(ctx, wait{timeout: drainIdleWait, late: func() error { return nil },
+		ok: func() (bool, error) { return cs.coord.Idle(), nil }}); err != nil {
+		return err
+	}
+	id, err := cs.coord.Begin()
+	if err != nil {
+		return err
+	}
+	send := func() error { return t.ctl.Checkpoint(ctx, id, cs.gen) }
+	if err := send(); err != nil {
+		return err
+	}
+	return t.await(ctx, wait{timeout: firstCheckpointTimeout, resend: send,
+		late: func() error {
+			return fmt.Errorf("checkpoint %d of the drained topology was not stored within %v", id, firstCheckpointTimeout)
+		},
+		ok: func() (bool, error) {
+			if cs.fenced {
+				return false, errCrashed
+			}
+			return cs.coord.Global() >= id, nil
+		}})
+}
+
+// drainIdleWait bounds drainCheckpoint's wait for a checkpoint in
+// progress.
+const drainIdleWait = 10 * time.Second
+
 // firstCheckpointTimeout bounds the wait for a replanned topology's first
 // checkpoint.
 const firstCheckpointTimeout = 2 * time.Minute

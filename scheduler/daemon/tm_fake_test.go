@@ -723,3 +723,51 @@ func TestTMKillAfterSteppingDown(t *testing.T) {
 		t.Errorf("kill after stepping down: %v", err)
 	}
 }
+
+// TestTMReplanCheckpointsTheDrain: effectively once, a paused replan
+// takes a checkpoint of the drained topology and waits for it to be
+// global before the hosts hand their state off, whatever the interval
+// (here an hour: no checkpoint but the replan's own): what a task keeps
+// outside its state until a checkpoint (a file sink's length, a Kafka
+// sink's records) is handed off current, and committed.
+func TestTMReplanCheckpointsTheDrain(t *testing.T) {
+	cfg := map[string]string{"topology.reliability": "effectively_once", "topology.checkpoint.interval": "1h"}
+	h := newTMHarness(t, wordCountTopology(t, "dr", 2, cfg))
+	h.until("both containers run", func(v *tmView) bool { return len(h.rt.running()) == 2 })
+	var globalAtHandoff uint64
+	h.hosts.on("handoff", func() { globalAtHandoff = h.tm.view.Load().ckpt.Global })
+	base := h.tm.view.Load()
+	top := base.top.Clone()
+	top.Component("split").Parallelism = 3
+	done := async(func() error {
+		_, err := h.tm.call(context.Background(), opRescale, rescaleRequest{parallelism: map[string]int{"split": 3}, top: top, base: base.top})
+		return err
+	})
+	var err error
+	h.until("the update ends", func(*tmView) bool {
+		select {
+		case err = <-done:
+			return true
+		default:
+			return false
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.hosts.mu.Lock()
+	calls := slices.Clone(h.hosts.calls)
+	h.hosts.mu.Unlock()
+	var order []string
+	for _, c := range calls {
+		if c == "deactivate" || c == "checkpoint" || c == "handoff" || c == "activate" {
+			order = append(order, c)
+		}
+	}
+	if want := []string{"deactivate", "checkpoint", "handoff", "checkpoint", "activate"}; !slices.Equal(order, want) {
+		t.Errorf("calls %v, want %v (a checkpoint of the drain before the handoff, the new plan's first before the spouts resume)", order, want)
+	}
+	if globalAtHandoff == 0 {
+		t.Errorf("no global checkpoint when the hosts handed off")
+	}
+}

@@ -237,6 +237,20 @@ func (t *tm) replanPaused(ctx context.Context, top *ardea.Topology, doc ctl.Plan
 		_ = t.spouts(context.WithoutCancel(ctx), wasActive)
 		return err
 	}
+	// 1b. Effectively once, a checkpoint of the drained topology: what a
+	// task keeps outside its state until a checkpoint (a file sink's
+	// length, a Kafka sink's records) is in its state when it is handed
+	// off, and committed. Without it the new plan's tasks would start from
+	// the last checkpoint's view of that, older than the drain.
+	if cs := t.ckpt; cs != nil {
+		if err := t.drainCheckpoint(ctx, cs); err != nil {
+			if cause := opAborted(ctx); cause != nil {
+				return fmt.Errorf("topology %s: the replan did not complete: %w", t.name, cause)
+			}
+			_ = t.spouts(context.WithoutCancel(ctx), wasActive)
+			return fmt.Errorf("topology %s: update: the drained topology's checkpoint: %w", t.name, err)
+		}
+	}
 	// 2. Hand off.
 	epoch := uint64(time.Now().UnixNano())
 	// rollback republishes the old plan naming this epoch: containers that

@@ -67,10 +67,10 @@ type ckptState struct {
 	// (a file sink's length), which is what the handoff stores.
 	replanning bool
 	rollback   time.Time // when the last rollback began (status)
-	count        int       // rollbacks so far
-	lastWhy      string    // what caused the last rollback
-	restored     uint64    // checkpoint the running generation restored
-	skipped      []string  // checkpoints the last rollback found damaged
+	count      int       // rollbacks so far
+	lastWhy    string    // what caused the last rollback
+	restored   uint64    // checkpoint the running generation restored
+	skipped    []string  // checkpoints the last rollback found damaged
 }
 
 // newCheckpointKey names one submission's checkpoints.

@@ -149,7 +149,7 @@ func (t *tm) startCheckpoints(ctx context.Context, resumed bool) error {
 	// Reports are handled by the loop, so a checkpoint becomes global
 	// there: the announcement names the generation it ran in.
 	coord.OnGlobal = func(id uint64) {
-		if err := t.ctl.Global(t.runCtx, id, cs.gen); err != nil {
+		if err := t.ctl.Global(t.effectContext(), id, cs.gen); err != nil {
 			t.log.Warn("global checkpoint not announced", "checkpoint", id, "err", err)
 		}
 	}

@@ -128,7 +128,7 @@ func (t *tm) restartContainers(container int) error {
 		// Effectively once, a restarted container loses its tasks' state:
 		// the topology rolls back as for a crash.
 		t.fence(fmt.Sprintf("container %d restarted by request", c))
-		if err := t.d.sup.Restart(t.runCtx, t.procID(c)); err != nil {
+		if err := t.d.sup.Restart(context.WithoutCancel(t.effectContext()), t.procID(c)); err != nil {
 			return fmt.Errorf("topology %s: restart container %d: %w", t.name, c, err)
 		}
 	}

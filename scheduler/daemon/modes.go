@@ -103,7 +103,7 @@ func opAborted(ctx context.Context) error {
 // cause (interrupt) or when the TM stops; end releases it.
 func (t *tm) beginOp() (ctx context.Context, end func()) {
 	ctx, cancel := context.WithCancelCause(t.runCtx)
-	t.opCancel = cancel
+	t.opCancel, t.opCtx = cancel, ctx
 	t.effectMu.Lock()
 	t.effectCancel = cancel
 	t.effectMu.Unlock()
@@ -111,9 +111,46 @@ func (t *tm) beginOp() (ctx context.Context, end func()) {
 		t.effectMu.Lock()
 		t.effectCancel = nil
 		t.effectMu.Unlock()
-		t.opCancel = nil
+		t.opCancel, t.opCtx = nil, nil
 		cancel(nil)
 	}
+}
+
+// effect is the context a blocking effect of the loop outside an
+// operation's own code runs with (a checkpoint request, a global
+// announcement, a restart): the operation's, if one is in flight, else
+// one that urgent cancels too. A container's death effectively once must
+// reach the loop at once, never after a request to that dead container
+// has waited out its reply: the rollback's hold plan has to be published
+// before the supervisor's replacement starts on the running plan.
+func (t *tm) effect() (context.Context, func()) {
+	if t.opCtx != nil {
+		return t.opCtx, func() {}
+	}
+	ctx, cancel := context.WithCancelCause(t.runCtx)
+	t.effectMu.Lock()
+	t.effectCancel = cancel
+	t.effectMu.Unlock()
+	t.effectCtx = ctx
+	return ctx, func() {
+		t.effectMu.Lock()
+		t.effectCancel = nil
+		t.effectMu.Unlock()
+		t.effectCtx = nil
+		cancel(nil)
+	}
+}
+
+// effectContext is the context of the effect in flight (effect), else
+// the TM's.
+func (t *tm) effectContext() context.Context {
+	switch {
+	case t.opCtx != nil:
+		return t.opCtx
+	case t.effectCtx != nil:
+		return t.effectCtx
+	}
+	return t.runCtx
 }
 
 // wait is what await waits for.

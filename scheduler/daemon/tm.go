@@ -111,8 +111,12 @@ type tm struct {
 	pending mode
 	// deferred are commands that came during an operation, run after it.
 	deferred []*command
-	// opCancel cancels the operation in flight with a cause (nil: none).
-	opCancel context.CancelCauseFunc
+	// opCancel cancels the operation in flight with a cause (nil: none);
+	// opCtx is its context. effectCtx is the context of a blocking effect
+	// outside an operation (effect).
+	opCancel  context.CancelCauseFunc
+	opCtx     context.Context
+	effectCtx context.Context
 	// ticker is the loop's clock (tickEvery): lost containers are judged
 	// on it; ckptTicks begins checkpoints (effectively once; nil
 	// otherwise). missedLimit is the silence that makes a container lost.

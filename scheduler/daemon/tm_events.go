@@ -287,7 +287,9 @@ func (t *tm) onSaved(r ctl.CheckpointReport) {
 	if r.Error != "" {
 		rerr = errors.New(r.Error)
 	}
-	cs.coord.Report(t.runCtx, r.ID, r.Task, rerr)
+	ctx, end := t.effect()
+	defer end()
+	cs.coord.Report(ctx, r.ID, r.Task, rerr)
 }
 
 // onCheckpointTick begins the next checkpoint when the topology can take
@@ -301,7 +303,9 @@ func (t *tm) onCheckpointTick() {
 	if !ok {
 		return
 	}
-	if err := t.ctl.Checkpoint(t.runCtx, id, cs.gen); err != nil {
+	ctx, end := t.effect()
+	defer end()
+	if err := t.ctl.Checkpoint(ctx, id, cs.gen); err != nil {
 		t.log.Warn("checkpoint not sent", "checkpoint", id, "err", err)
 	}
 }

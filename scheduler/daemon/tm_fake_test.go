@@ -146,6 +146,9 @@ type fakeHosts struct {
 	running  uint64
 	// saveErr, if set, is each task's answer to a checkpoint.
 	saveErr string
+	// silent makes a checkpoint request wait for an answer that never
+	// comes (a dead container), until its context ends.
+	silent bool
 	// hooks run when a command of that name comes, before it is accepted.
 	hooks map[string]func()
 }
@@ -194,11 +197,15 @@ func (h *fakeHosts) Deactivate(context.Context) error {
 	return nil
 }
 
-func (h *fakeHosts) Checkpoint(_ context.Context, id, gen uint64) error {
+func (h *fakeHosts) Checkpoint(ctx context.Context, id, gen uint64) error {
 	h.call("checkpoint")
 	h.mu.Lock()
-	saveErr := h.saveErr
+	saveErr, silent := h.saveErr, h.silent
 	h.mu.Unlock()
+	if silent {
+		<-ctx.Done()
+		return context.Cause(ctx)
+	}
 	v := h.t.view.Load()
 	p := v.doc.Plan
 	for task := 1; task < len(p.Tasks); task++ {
@@ -767,4 +774,31 @@ func TestTMReplanCheckpointsTheDrain(t *testing.T) {
 	if globalAtHandoff == 0 {
 		t.Errorf("no global checkpoint when the hosts handed off")
 	}
+}
+
+// TestTMDeathInterruptsARequest: effectively once, a container dies while
+// the TM's loop waits for the answer to a checkpoint request that will
+// never come: the death cancels the wait at once and the TM rolls back;
+// it does not wait the request out first (the supervisor's replacement
+// must find the rollback's hold plan, not the running one).
+func TestTMDeathInterruptsARequest(t *testing.T) {
+	h := newTMHarness(t, wordCountTopology(t, "di", 2, eoConfig))
+	h.until("a global checkpoint", func(v *tmView) bool { return v.ckpt != nil && v.ckpt.Global > 0 })
+	asked := make(chan struct{}, 1)
+	h.hosts.on("checkpoint", func() {
+		select {
+		case asked <- struct{}{}:
+		default:
+		}
+	})
+	h.hosts.mu.Lock()
+	h.hosts.silent = true
+	h.hosts.mu.Unlock()
+	<-asked // the loop now waits in a request no container answers
+	h.hosts.mu.Lock()
+	h.hosts.silent = false
+	h.hosts.mu.Unlock()
+	_ = h.rt.kill(h.tm.procID(1), 0)
+	h.tm.Exited(1, errHostKilled)
+	h.until("rolled back", func(v *tmView) bool { return v.mode == ModeRunning && v.ckpt.Rollbacks == 1 })
 }

@@ -25,6 +25,7 @@ import (
 
 	ardea "github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/connectors/plugin"
+	"github.com/ardea-dev/ardea/scheduler/api"
 )
 
 // Dead letters: records a spout gave up on after max_retries failed tuple
@@ -76,9 +77,6 @@ func init() {
 	}, newJetStreamDeadLetters))
 }
 
-// DeadLetter is one given-up record (plugin.DeadLetter).
-type DeadLetter = plugin.DeadLetter
-
 // ErrNoDeadLetters is returned (wrapped) for a component that keeps no
 // dead letters.
 var ErrNoDeadLetters = plugin.ErrNoDeadLetters
@@ -86,17 +84,17 @@ var ErrNoDeadLetters = plugin.ErrNoDeadLetters
 // DeadLetters lists the dead letters of one spout (module builtin:<name>
 // with config cfg; relative paths already resolved) not yet replayed.
 // topology names the defaults (the Kafka group).
-func DeadLetters(ctx context.Context, topology, component, module string, cfg map[string]string) ([]DeadLetter, error) {
+func DeadLetters(ctx context.Context, topology, component, module string, cfg map[string]string) ([]api.DeadLetter, error) {
 	return deadLetters(ctx, topology, component, module, cfg, false)
 }
 
 // ReplayDeadLetters sends the spout's dead letters back to its source and
 // returns them.
-func ReplayDeadLetters(ctx context.Context, topology, component, module string, cfg map[string]string) ([]DeadLetter, error) {
+func ReplayDeadLetters(ctx context.Context, topology, component, module string, cfg map[string]string) ([]api.DeadLetter, error) {
 	return deadLetters(ctx, topology, component, module, cfg, true)
 }
 
-func deadLetters(ctx context.Context, topology, component, module string, cfg map[string]string, replay bool) ([]DeadLetter, error) {
+func deadLetters(ctx context.Context, topology, component, module string, cfg map[string]string, replay bool) ([]api.DeadLetter, error) {
 	name, ok := strings.CutPrefix(module, ardea.BuiltinPrefix)
 	if !ok {
 		return nil, fmt.Errorf("component %q: %w (dead letters are kept by built-in spouts)", component, ErrNoDeadLetters)
@@ -112,7 +110,7 @@ func deadLetters(ctx context.Context, topology, component, module string, cfg ma
 		}
 		return nil, fmt.Errorf("component %q: %w", component, err)
 	}
-	var dl []DeadLetter
+	var dl []api.DeadLetter
 	if replay {
 		dl, err = st.Replay(ctx)
 	} else {
@@ -125,10 +123,10 @@ func deadLetters(ctx context.Context, topology, component, module string, cfg ma
 }
 
 // deadLetterStore is a store from one function (replay: send them back).
-type deadLetterStore func(ctx context.Context, replay bool) ([]DeadLetter, error)
+type deadLetterStore func(ctx context.Context, replay bool) ([]api.DeadLetter, error)
 
-func (f deadLetterStore) List(ctx context.Context) ([]DeadLetter, error)   { return f(ctx, false) }
-func (f deadLetterStore) Replay(ctx context.Context) ([]DeadLetter, error) { return f(ctx, true) }
+func (f deadLetterStore) List(ctx context.Context) ([]api.DeadLetter, error)   { return f(ctx, false) }
+func (f deadLetterStore) Replay(ctx context.Context) ([]api.DeadLetter, error) { return f(ctx, true) }
 
 // noDestination is the error of a spout config without a destination.
 func noDestination(field string) error {
@@ -144,7 +142,7 @@ func newFileDeadLetters(cfg plugin.Config, owner plugin.DeadLetterOwner) (plugin
 	if dead == "" {
 		return nil, noDestination("dead_letter")
 	}
-	return deadLetterStore(func(_ context.Context, replay bool) ([]DeadLetter, error) {
+	return deadLetterStore(func(_ context.Context, replay bool) ([]api.DeadLetter, error) {
 		return fileDeadLetters(owner.Component, path, dead, replay)
 	}), nil
 }
@@ -161,7 +159,7 @@ func newKafkaDeadLetters(cfg plugin.Config, owner plugin.DeadLetterOwner) (plugi
 	if group == "" {
 		group = "ardea-" + owner.Topology + "-" + owner.Component
 	}
-	return deadLetterStore(func(ctx context.Context, replay bool) ([]DeadLetter, error) {
+	return deadLetterStore(func(ctx context.Context, replay bool) ([]api.DeadLetter, error) {
 		return kafkaDeadLetters(ctx, owner.Component, brokers, group+"-dlq", topic, replay)
 	}), nil
 }
@@ -175,7 +173,7 @@ func newPulsarDeadLetters(cfg plugin.Config, owner plugin.DeadLetterOwner) (plug
 	if topic == "" {
 		return nil, noDestination("dead_letter_topic")
 	}
-	return deadLetterStore(func(ctx context.Context, replay bool) ([]DeadLetter, error) {
+	return deadLetterStore(func(ctx context.Context, replay bool) ([]api.DeadLetter, error) {
 		return pulsarDeadLetters(ctx, owner.Component, url, topic, failures, replay)
 	}), nil
 }
@@ -189,7 +187,7 @@ func newJetStreamDeadLetters(cfg plugin.Config, owner plugin.DeadLetterOwner) (p
 	if subj == "" {
 		return nil, noDestination("dead_letter_subject")
 	}
-	return deadLetterStore(func(ctx context.Context, replay bool) ([]DeadLetter, error) {
+	return deadLetterStore(func(ctx context.Context, replay bool) ([]api.DeadLetter, error) {
 		return jetStreamDeadLetters(ctx, owner.Component, url, subj, replay)
 	}), nil
 }
@@ -198,7 +196,7 @@ func newJetStreamDeadLetters(cfg plugin.Config, owner plugin.DeadLetterOwner) (p
 // Replaying appends the lines to the spout's input file (a spout reading
 // it still running picks them up at the end) and empties the dead-letter
 // file.
-func fileDeadLetters(component, input, path string, replay bool) ([]DeadLetter, error) {
+func fileDeadLetters(component, input, path string, replay bool) ([]api.DeadLetter, error) {
 	// Never blocking (a FIFO is refused, not waited on), and bounded.
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, os.ErrNotExist) {
@@ -214,7 +212,7 @@ func fileDeadLetters(component, input, path string, replay bool) ([]DeadLetter, 
 		return nil, fmt.Errorf("dead-letter file %s: want a regular file of at most %d bytes (plugin.MaxDeadLetterFileBytes), it is %s of %d bytes",
 			path, plugin.MaxDeadLetterFileBytes, fi.Mode().Type(), fi.Size())
 	}
-	var out []DeadLetter
+	var out []api.DeadLetter
 	// Lines of any length: an oversized line's dead letter holds all of it.
 	r := bufio.NewReaderSize(io.LimitReader(f, plugin.MaxDeadLetterFileBytes), 64<<10)
 	for n := 1; ; n++ {
@@ -224,7 +222,7 @@ func fileDeadLetters(component, input, path string, replay bool) ([]DeadLetter, 
 			if err := json.Unmarshal(b, &d); err != nil {
 				return nil, fmt.Errorf("%s:%d: not a dead letter: %w", path, n, err)
 			}
-			out = append(out, DeadLetter{Component: component, Destination: "file:" + path, Source: input + ":" + strconv.FormatUint(d.Line, 10),
+			out = append(out, api.DeadLetter{Component: component, Destination: "file:" + path, Source: input + ":" + strconv.FormatUint(d.Line, 10),
 				Failures: d.Failures, Error: d.Error, Value: d.Value})
 		}
 		if err == io.EOF {
@@ -257,7 +255,7 @@ func fileDeadLetters(component, input, path string, replay bool) ([]DeadLetter, 
 
 // kafkaDeadLetters reads topic from the offsets group committed; replaying
 // produces each record to its source topic and commits the topic's end.
-func kafkaDeadLetters(ctx context.Context, component, brokers, group, topic string, replay bool) ([]DeadLetter, error) {
+func kafkaDeadLetters(ctx context.Context, component, brokers, group, topic string, replay bool) ([]api.DeadLetter, error) {
 	// Dead letters are produced outside transactions: offsets are dense.
 	cl, err := kgo.NewClient(kgo.SeedBrokers(splitList(brokers)...))
 	if err != nil {
@@ -289,7 +287,7 @@ func kafkaDeadLetters(ctx context.Context, component, brokers, group, topic stri
 		return nil, nil
 	}
 	cl.AddConsumePartitions(from)
-	var out []DeadLetter
+	var out []api.DeadLetter
 	var recs []*kgo.Record
 	done := func() bool {
 		n := 0
@@ -313,7 +311,7 @@ func kafkaDeadLetters(ctx context.Context, component, brokers, group, topic stri
 				return // produced after the listing began
 			}
 			from[topic][r.Partition] = kgo.NewOffset().At(r.Offset + 1)
-			d := DeadLetter{Component: component, Destination: "kafka:" + topic, Value: string(r.Value)}
+			d := api.DeadLetter{Component: component, Destination: "kafka:" + topic, Value: string(r.Value)}
 			for _, h := range r.Headers {
 				switch h.Key {
 				case "ardea-source":
@@ -358,7 +356,7 @@ func kafkaDeadLetters(ctx context.Context, component, brokers, group, topic stri
 // pulsarDeadLetters reads the dead-letter topic on subscription ardea-dlq:
 // listing leaves the messages there, replaying sends each to the topic it
 // came from and acks it.
-func pulsarDeadLetters(ctx context.Context, component, url, topic string, failures int, replay bool) ([]DeadLetter, error) {
+func pulsarDeadLetters(ctx context.Context, component, url, topic string, failures int, replay bool) ([]api.DeadLetter, error) {
 	client, err := pulsarClient(url, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return nil, err
@@ -376,7 +374,7 @@ func pulsarDeadLetters(ctx context.Context, component, url, topic string, failur
 			p.Close()
 		}
 	}()
-	var out []DeadLetter
+	var out []api.DeadLetter
 	for {
 		// A short wait: the topic's backlog arrives at once.
 		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -389,7 +387,7 @@ func pulsarDeadLetters(ctx context.Context, component, url, topic string, failur
 			return out, nil
 		}
 		props := m.Properties()
-		d := DeadLetter{Component: component, Destination: "pulsar:" + topic, Value: string(m.Payload()),
+		d := api.DeadLetter{Component: component, Destination: "pulsar:" + topic, Value: string(m.Payload()),
 			Source: props["REAL_TOPIC"] + " " + props["ORIGIN_MESSAGE_ID"], Failures: failures}
 		if e, ok := props["ardea-error"]; ok { // an oversized message, never delivered
 			d.Error, d.Failures = e, 0
@@ -421,7 +419,7 @@ func pulsarDeadLetters(ctx context.Context, component, url, topic string, failur
 // jetStreamDeadLetters reads the dead-letter subject from the stream that
 // captures it: listing from after the ardea-dlq consumer's ack floor,
 // replaying through that consumer (publish to Ardea-Subject, then ack).
-func jetStreamDeadLetters(ctx context.Context, component, url, subj string, replay bool) ([]DeadLetter, error) {
+func jetStreamDeadLetters(ctx context.Context, component, url, subj string, replay bool) ([]api.DeadLetter, error) {
 	nc, err := nats.Connect(url, nats.Name("ardea dlq"))
 	if err != nil {
 		return nil, err
@@ -446,13 +444,13 @@ func jetStreamDeadLetters(ctx context.Context, component, url, subj string, repl
 	if err != nil {
 		return nil, err
 	}
-	letter := func(m jetstream.Msg) DeadLetter {
+	letter := func(m jetstream.Msg) api.DeadLetter {
 		hd := m.Headers()
 		n, _ := strconv.Atoi(hd.Get("Ardea-Failures"))
-		return DeadLetter{Component: component, Destination: "jetstream:" + subj, Source: hd.Get("Ardea-Subject") + " " + hd.Get("Ardea-Source"),
+		return api.DeadLetter{Component: component, Destination: "jetstream:" + subj, Source: hd.Get("Ardea-Subject") + " " + hd.Get("Ardea-Source"),
 			Failures: n, Error: hd.Get("Ardea-Error"), Value: string(m.Data())}
 	}
-	var out []DeadLetter
+	var out []api.DeadLetter
 	if !replay {
 		if info.NumPending == 0 {
 			return nil, nil

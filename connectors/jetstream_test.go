@@ -14,6 +14,7 @@ import (
 	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/internal/tuple"
+	"github.com/ardea-dev/ardea/scheduler/api"
 )
 
 // jetStreamServer starts an embedded NATS server with JetStream and a
@@ -238,7 +239,7 @@ func TestJetStreamDeadLetters(t *testing.T) {
 	if err := s.Fail(context.Background(), []uint64{id}, out); err != nil {
 		t.Fatal(err)
 	}
-	var dl []DeadLetter
+	var dl []api.DeadLetter
 	testutil.Eventually(t, "the dead letter", func() bool {
 		dl, err = DeadLetters(ctx, "test", "c", "builtin:jetstream", cfg)
 		if err != nil {

@@ -3,6 +3,8 @@ package sinks
 import (
 	"sync"
 	"time"
+
+	"github.com/ardea-dev/ardea/scheduler/api"
 )
 
 // maxExceptionText caps a message (a trap's text carries the wasm stack).
@@ -18,7 +20,7 @@ type ExceptionLog struct {
 	Container int
 
 	mu      sync.Mutex
-	pending map[excKey]*Exception
+	pending map[excKey]*api.Exception
 	order   []excKey
 	dropped int64
 }
@@ -32,7 +34,7 @@ func (l *ExceptionLog) Record(component string, task int, message string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.pending == nil {
-		l.pending = map[excKey]*Exception{}
+		l.pending = map[excKey]*api.Exception{}
 	}
 	k := excKey{component, task, message}
 	if e := l.pending[k]; e != nil {
@@ -44,16 +46,16 @@ func (l *ExceptionLog) Record(component string, task int, message string) {
 		l.dropped++
 		return
 	}
-	l.pending[k] = &Exception{Topology: l.Topology, Component: component, Task: task, Container: l.Container,
+	l.pending[k] = &api.Exception{Topology: l.Topology, Component: component, Task: task, Container: l.Container,
 		Message: message, Count: 1, First: now, Last: now}
 	l.order = append(l.order, k)
 }
 
 // Drain returns what was recorded since the previous Drain, oldest first.
-func (l *ExceptionLog) Drain() []Exception {
+func (l *ExceptionLog) Drain() []api.Exception {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	out := make([]Exception, 0, len(l.order))
+	out := make([]api.Exception, 0, len(l.order))
 	for _, k := range l.order {
 		out = append(out, *l.pending[k])
 	}

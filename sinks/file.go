@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"github.com/ardea-dev/ardea/scheduler/api"
 )
 
 // File appends one JSON object per sample and line:
@@ -34,8 +36,8 @@ type fileLine struct {
 }
 
 type fileException struct {
-	Time      time.Time  `json:"time"`
-	Exception *Exception `json:"exception"`
+	Time      time.Time      `json:"time"`
+	Exception *api.Exception `json:"exception"`
 }
 
 // Write appends the batch and flushes it.

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/ardea-dev/ardea/scheduler/api"
 )
 
 // DefaultRetention is how much history a topology manager keeps (Heron's
@@ -24,7 +26,7 @@ type History struct {
 	retention time.Duration
 	series    map[string]map[seriesID]*series // by component
 	pruned    int64                           // unix ms of the last prune
-	exc       map[excKey]*Exception
+	exc       map[excKey]*api.Exception
 	last      time.Time
 	lastSeen  map[int]time.Time // container -> last batch
 }
@@ -57,7 +59,7 @@ func NewHistory(retention time.Duration) *History {
 	if retention <= 0 {
 		retention = DefaultRetention
 	}
-	return &History{retention: retention, series: map[string]map[seriesID]*series{}, exc: map[excKey]*Exception{},
+	return &History{retention: retention, series: map[string]map[seriesID]*series{}, exc: map[excKey]*api.Exception{},
 		lastSeen: map[int]time.Time{}}
 }
 
@@ -290,10 +292,10 @@ func (h *History) each(component string, names []string, f func(seriesID, *serie
 
 // Exceptions lists the recorded exceptions of component (all when empty),
 // newest last.
-func (h *History) Exceptions(component string) []Exception {
+func (h *History) Exceptions(component string) []api.Exception {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	var out []Exception
+	var out []api.Exception
 	for _, e := range h.exc {
 		if component == "" || e.Component == component {
 			out = append(out, *e)
@@ -310,8 +312,8 @@ func (h *History) Exceptions(component string) []Exception {
 
 // ExceptionSummary folds the exceptions of component (all when empty)
 // over instances: one entry per component and message.
-func (h *History) ExceptionSummary(component string) []Exception {
-	byKey := map[[2]string]*Exception{}
+func (h *History) ExceptionSummary(component string) []api.Exception {
+	byKey := map[[2]string]*api.Exception{}
 	var keys [][2]string
 	for _, e := range h.Exceptions(component) {
 		k := [2]string{e.Component, e.Message}
@@ -331,7 +333,7 @@ func (h *History) ExceptionSummary(component string) []Exception {
 			s.Last = e.Last
 		}
 	}
-	out := make([]Exception, 0, len(keys))
+	out := make([]api.Exception, 0, len(keys))
 	for _, k := range keys {
 		out = append(out, *byKey[k])
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/ardea-dev/ardea/scheduler/api"
 )
 
 func batchAt(t0 time.Time, sec int, samples ...Sample) *Batch {
@@ -71,12 +73,12 @@ func TestHistoryRetention(t *testing.T) {
 func TestHistoryExceptions(t *testing.T) {
 	t0 := time.Unix(1_700_000_000, 0)
 	h := NewHistory(0)
-	e := func(task int, msg string, n int64, sec int) Exception {
+	e := func(task int, msg string, n int64, sec int) api.Exception {
 		at := t0.Add(time.Duration(sec) * time.Second)
-		return Exception{Topology: "wc", Component: "count", Task: task, Container: 1, Message: msg, Count: n, First: at, Last: at}
+		return api.Exception{Topology: "wc", Component: "count", Task: task, Container: 1, Message: msg, Count: n, First: at, Last: at}
 	}
-	_ = h.Write(context.Background(), &Batch{Time: t0, Exceptions: []Exception{e(3, "trap: boom", 2, 0), e(4, "trap: boom", 1, 5)}})
-	_ = h.Write(context.Background(), &Batch{Time: t0, Exceptions: []Exception{e(3, "trap: boom", 1, 20), e(3, "other", 1, 21)}})
+	_ = h.Write(context.Background(), &Batch{Time: t0, Exceptions: []api.Exception{e(3, "trap: boom", 2, 0), e(4, "trap: boom", 1, 5)}})
+	_ = h.Write(context.Background(), &Batch{Time: t0, Exceptions: []api.Exception{e(3, "trap: boom", 1, 20), e(3, "other", 1, 21)}})
 	ex := h.Exceptions("count")
 	if len(ex) != 3 {
 		t.Fatalf("%d exceptions, want 3: %+v", len(ex), ex)

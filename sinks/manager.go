@@ -17,6 +17,7 @@ import (
 
 	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/internal/metrics"
+	"github.com/ardea-dev/ardea/scheduler/api"
 )
 
 // ManagerOptions configures a container's metrics manager.
@@ -32,7 +33,7 @@ type ManagerOptions struct {
 	// for metrics named since the last one).
 	BeforeCollect func() error
 	// Exceptions drains the errors raised since the previous collection.
-	Exceptions func() []Exception
+	Exceptions func() []api.Exception
 	// Forward receives every batch too (a host sends it to its topology
 	// manager). It is called on the collecting goroutine and must not block
 	// for long.

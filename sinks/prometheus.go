@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/ardea-dev/ardea/internal/metrics"
+	"github.com/ardea-dev/ardea/scheduler/api"
 )
 
 // Prometheus serves the latest batch of every container it was given as a
@@ -90,7 +91,7 @@ func (p *Prometheus) Write(_ context.Context, b *Batch) error {
 // type in the exposition (for its component: the caller records them as
 // the component's exceptions), the first time only: the container's later
 // batches leave the sample out without saying so again.
-func (p *Prometheus) Put(tenant string, b *Batch) []Exception {
+func (p *Prometheus) Put(tenant string, b *Batch) []api.Exception {
 	k := promKey{tenant, b.Topology, b.Container}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -102,7 +103,7 @@ func (p *Prometheus) Put(tenant string, b *Batch) []Exception {
 	e := &promEntry{samples: b.Samples, told: told}
 	mine := map[string]Kind{}
 	kept := map[string]bool{}
-	var refused []Exception
+	var refused []api.Exception
 	for i := range b.Samples {
 		s := &b.Samples[i]
 		name, _, _ := PromSeries(s.Name, s.Kind)
@@ -138,7 +139,7 @@ func (p *Prometheus) Put(tenant string, b *Batch) []Exception {
 		e.names = append(e.names, name)
 	}
 	p.latest[k] = e
-	return slices.DeleteFunc(refused, func(x Exception) bool {
+	return slices.DeleteFunc(refused, func(x api.Exception) bool {
 		k := x.Component + "\x00" + strconv.Itoa(x.Task) + "\x00" + x.Message
 		if told[k] {
 			return true
@@ -150,7 +151,7 @@ func (p *Prometheus) Put(tenant string, b *Batch) []Exception {
 
 // appendRefusal adds the exception for s (once per component, task and
 // name).
-func appendRefusal(out []Exception, b *Batch, s *Sample, name string, has Kind) []Exception {
+func appendRefusal(out []api.Exception, b *Batch, s *Sample, name string, has Kind) []api.Exception {
 	msg := fmt.Sprintf("metric %q (a %s) is not exported to Prometheus: %s is a %s there already (a metric name has one type; rename one of them)",
 		s.Name, s.Kind, name, has)
 	for _, e := range out {
@@ -158,7 +159,7 @@ func appendRefusal(out []Exception, b *Batch, s *Sample, name string, has Kind) 
 			return out
 		}
 	}
-	return append(out, Exception{Topology: s.Topology, Component: s.Component, Task: s.Task, Container: s.Container,
+	return append(out, api.Exception{Topology: s.Topology, Component: s.Component, Task: s.Task, Container: s.Container,
 		Message: msg, Count: 1, First: b.Time, Last: b.Time})
 }
 

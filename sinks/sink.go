@@ -32,10 +32,9 @@ const (
 // The metrics data (package sinks/metric, apart so that the plugin
 // registry can name it).
 type (
-	Kind      = metric.Kind
-	Sample    = metric.Sample
-	Exception = metric.Exception
-	Batch     = metric.Batch
+	Kind   = metric.Kind
+	Sample = metric.Sample
+	Batch  = metric.Batch
 )
 
 // Sample kinds.

@@ -23,6 +23,7 @@ import (
 	"github.com/ardea-dev/ardea/internal/httpsec"
 	"github.com/ardea-dev/ardea/internal/quota"
 	"github.com/ardea-dev/ardea/internal/testutil/natstest"
+	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/sinks"
 	"github.com/ardea-dev/ardea/ui"
 )
@@ -44,36 +45,36 @@ func (s *tenantSource) visible(ctx context.Context, name string) error {
 	return nil
 }
 
-func (s *tenantSource) Topologies(ctx context.Context) ([]ui.Topology, error) {
-	var out []ui.Topology
+func (s *tenantSource) Topologies(ctx context.Context) ([]api.TopologyInfo, error) {
+	var out []api.TopologyInfo
 	for name := range s.owner {
 		if s.visible(ctx, name) == nil {
 			t, _ := s.Topology(ctx, name)
 			out = append(out, t)
 		}
 	}
-	slices.SortFunc(out, func(a, b ui.Topology) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b api.TopologyInfo) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
 }
 
-func (s *tenantSource) Topology(ctx context.Context, name string) (ui.Topology, error) {
+func (s *tenantSource) Topology(ctx context.Context, name string) (api.TopologyInfo, error) {
 	if err := s.visible(ctx, name); err != nil {
-		return ui.Topology{}, err
+		return api.TopologyInfo{}, err
 	}
-	return ui.Topology{Name: name, State: "RUNNING", Started: time.Now().Add(-time.Minute), Containers: 1, Instances: 3,
+	return api.TopologyInfo{Name: name, State: "RUNNING", Started: time.Now().Add(-time.Minute), Containers: 1, Instances: 3,
 		PlanRevision: 1, Reliability: "at-most-once", Config: map[string]string{}}, nil
 }
 
-func (s *tenantSource) LogicalPlan(ctx context.Context, name string) (ui.LogicalPlan, error) {
+func (s *tenantSource) LogicalPlan(ctx context.Context, name string) (api.LogicalPlan, error) {
 	if err := s.visible(ctx, name); err != nil {
-		return ui.LogicalPlan{}, err
+		return api.LogicalPlan{}, err
 	}
-	return ui.LogicalPlan{Topology: name, Components: []ui.LogicalComponent{
+	return api.LogicalPlan{Topology: name, Components: []api.LogicalComponent{
 		{Name: "lines", Kind: "spout", Module: "builtin:file", Language: "builtin", Parallelism: 1,
-			Config: map[string]string{}, Outputs: []ui.Stream{{Name: "default", Fields: []string{"line"}}}, Inputs: []ui.Input{}},
+			Config: map[string]string{}, Outputs: []api.LogicalStream{{Name: "default", Fields: []string{"line"}}}, Inputs: []api.LogicalInput{}},
 		{Name: "count", Kind: "bolt", Module: "count.wasm", Language: "go", Version: "0123456789abcdef", Parallelism: 2,
-			Config: map[string]string{}, Outputs: []ui.Stream{},
-			Inputs: []ui.Input{{From: "lines", Stream: "default", Grouping: "shuffle"}}},
+			Config: map[string]string{}, Outputs: []api.LogicalStream{},
+			Inputs: []api.LogicalInput{{From: "lines", Stream: "default", Grouping: "shuffle"}}},
 	}}, nil
 }
 
@@ -277,7 +278,7 @@ func TestAuthServerChain(t *testing.T) {
 	if code := get(t, s.URL+"/api/v1/whoami", s.Tokens["acme-read"], &me); code != http.StatusOK || me.Tenant != "acme" || me.Scope != auth.ScopeRead {
 		t.Errorf("whoami: %d %+v", code, me)
 	}
-	var info ui.Topology
+	var info api.TopologyInfo
 	if code := get(t, s.URL+"/api/v1/topologies/acme-wordcount/info", s.Tokens["acme-read"], &info); code != http.StatusOK || info.Name != "acme-wordcount" {
 		t.Errorf("acme reading its topology: %d %+v", code, info)
 	}

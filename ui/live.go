@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ardea-dev/ardea/internal/auth"
+	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/sinks"
 )
 
@@ -56,7 +57,7 @@ type Row struct {
 
 // LiveComponent is a component's live figures.
 type LiveComponent struct {
-	LogicalComponent
+	api.LogicalComponent
 	// Rates per second over the newest interval: emit, execute, ack, fail,
 	// timeout.
 	Rates map[string]float64 `json:"rates"`
@@ -86,7 +87,7 @@ type InstanceNamer interface {
 
 // InstanceException is an exception with its instance's name.
 type InstanceException struct {
-	sinks.Exception
+	api.Exception
 	Instance string `json:"instance,omitempty"` // component/index
 }
 
@@ -108,14 +109,14 @@ type Series struct {
 
 // LiveTopology is one topology's page.
 type LiveTopology struct {
-	Info       Topology        `json:"info"`
-	Components []LiveComponent `json:"components"`
-	Edges      []Edge          `json:"edges"`
-	Physical   any             `json:"physical"`
+	Info       api.TopologyInfo `json:"info"`
+	Components []LiveComponent  `json:"components"`
+	Edges      []Edge           `json:"edges"`
+	Physical   any              `json:"physical"`
 	// Hosts: "container-N" -> cpu (cores busy over the newest interval),
 	// rss (bytes), goroutines: the host processes' own metrics.
 	Hosts      map[string]map[string]float64 `json:"hosts"`
-	Exceptions []sinks.Exception             `json:"exceptions"` // folded over instances
+	Exceptions []api.Exception               `json:"exceptions"` // folded over instances
 	// InstanceExceptions are per instance (component, task, instance,
 	// message).
 	InstanceExceptions []InstanceException `json:"instance_exceptions"`
@@ -355,7 +356,7 @@ func (t *Tracker) liveTopology(ctx context.Context, name string, now time.Time, 
 		}
 	}
 	lt.Exceptions = h.ExceptionSummary("")
-	slices.SortFunc(lt.Exceptions, func(a, b sinks.Exception) int { return b.Last.Compare(a.Last) })
+	slices.SortFunc(lt.Exceptions, func(a, b api.Exception) int { return b.Last.Compare(a.Last) })
 	ex := h.Exceptions("")
 	slices.Reverse(ex) // newest first
 	lt.InstanceExceptions = make([]InstanceException, len(ex))
@@ -416,7 +417,7 @@ func (t *Tracker) instanceNames(ctx context.Context, name string) map[int]string
 
 // liveComponent is one component's live figures; it adds the rates of
 // its output streams to emitRate (component, stream -> tuples/s).
-func liveComponent(c LogicalComponent, h *sinks.History, names map[int]string, now time.Time, full bool,
+func liveComponent(c api.LogicalComponent, h *sinks.History, names map[int]string, now time.Time, full bool,
 	emitRate map[[2]string]float64) LiveComponent {
 	lc := LiveComponent{LogicalComponent: c, Rates: map[string]float64{}, Windows: map[string]map[string]float64{},
 		Latency: map[string]float64{}, Instances: map[string]map[string]float64{}, Tasks: map[string]int{}}

@@ -7,24 +7,25 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/sinks"
 )
 
 // benchSource is a Source over a real History: the word count's four
 // components with parallelism p, collected every 10 s for an hour.
 type benchSource struct {
-	lp LogicalPlan
+	lp api.LogicalPlan
 	h  *sinks.History
 }
 
-func (s *benchSource) Topologies(context.Context) ([]Topology, error) {
-	return []Topology{{Name: "wc", State: "RUNNING"}}, nil
+func (s *benchSource) Topologies(context.Context) ([]api.TopologyInfo, error) {
+	return []api.TopologyInfo{{Name: "wc", State: "RUNNING"}}, nil
 }
-func (s *benchSource) Topology(context.Context, string) (Topology, error) {
-	return Topology{Name: "wc", State: "RUNNING"}, nil
+func (s *benchSource) Topology(context.Context, string) (api.TopologyInfo, error) {
+	return api.TopologyInfo{Name: "wc", State: "RUNNING"}, nil
 }
-func (s *benchSource) LogicalPlan(context.Context, string) (LogicalPlan, error) { return s.lp, nil }
-func (s *benchSource) PackingPlan(context.Context, string) (any, error)         { return nil, nil }
+func (s *benchSource) LogicalPlan(context.Context, string) (api.LogicalPlan, error) { return s.lp, nil }
+func (s *benchSource) PackingPlan(context.Context, string) (any, error)             { return nil, nil }
 func (s *benchSource) PhysicalPlan(context.Context, string) (any, error) {
 	return map[string]any{}, nil
 }
@@ -36,12 +37,12 @@ func (s *benchSource) ContainerLogs(context.Context, string, int, int) ([]string
 }
 
 func newBenchSource(p int, end time.Time) *benchSource {
-	s := &benchSource{h: sinks.NewHistory(0), lp: LogicalPlan{Topology: "wc"}}
+	s := &benchSource{h: sinks.NewHistory(0), lp: api.LogicalPlan{Topology: "wc"}}
 	prev := ""
 	for _, name := range []string{"lines", "split", "count", "out"} {
-		c := LogicalComponent{Name: name, Kind: "bolt", Parallelism: p}
+		c := api.LogicalComponent{Name: name, Kind: "bolt", Parallelism: p}
 		if prev != "" {
-			c.Inputs = []Input{{From: prev, Stream: "default", Grouping: "fields"}}
+			c.Inputs = []api.LogicalInput{{From: prev, Stream: "default", Grouping: "fields"}}
 		}
 		s.lp.Components = append(s.lp.Components, c)
 		prev = name

@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/sinks"
 )
 
@@ -30,9 +31,9 @@ var (
 
 // Source is what the tracker reads. Its methods are called concurrently.
 type Source interface {
-	Topologies(ctx context.Context) ([]Topology, error)
-	Topology(ctx context.Context, name string) (Topology, error)
-	LogicalPlan(ctx context.Context, name string) (LogicalPlan, error)
+	Topologies(ctx context.Context) ([]api.TopologyInfo, error)
+	Topology(ctx context.Context, name string) (api.TopologyInfo, error)
+	LogicalPlan(ctx context.Context, name string) (api.LogicalPlan, error)
 	// PackingPlan and PhysicalPlan are JSON documents described in
 	// openapi.yaml.
 	PackingPlan(ctx context.Context, name string) (any, error)
@@ -41,54 +42,6 @@ type Source interface {
 	History(ctx context.Context, name string) (*sinks.History, error)
 	// ContainerLogs returns a container's last lines.
 	ContainerLogs(ctx context.Context, name string, container, lines int) ([]string, error)
-}
-
-// Topology is one topology's information and execution state.
-type Topology struct {
-	Name         string            `json:"name"`
-	State        string            `json:"state"`
-	Message      string            `json:"message,omitempty"`
-	Submitted    time.Time         `json:"submitted,omitzero"`
-	SubmittedBy  string            `json:"submitted_by,omitempty"`
-	Started      time.Time         `json:"started,omitzero"` // this run of its topology manager
-	Containers   int               `json:"containers"`
-	Instances    int               `json:"instances"`
-	PlanRevision uint64            `json:"plan_revision"`
-	Reliability  string            `json:"reliability"`
-	Config       map[string]string `json:"config"` // topology-level settings
-}
-
-// LogicalPlan is the topology's components and streams.
-type LogicalPlan struct {
-	Topology   string             `json:"topology"`
-	Components []LogicalComponent `json:"components"`
-}
-
-// LogicalComponent is one spout or bolt.
-type LogicalComponent struct {
-	Name        string            `json:"name"`
-	Kind        string            `json:"kind"` // spout, bolt
-	Module      string            `json:"module"`
-	Language    string            `json:"language"` // go, rust, c, assemblyscript, builtin, wasm
-	Version     string            `json:"version,omitempty"`
-	Parallelism int               `json:"parallelism"`
-	Config      map[string]string `json:"config"`
-	Outputs     []Stream          `json:"outputs"`
-	Inputs      []Input           `json:"inputs"`
-}
-
-// Stream is a declared output stream.
-type Stream struct {
-	Name   string   `json:"name"`
-	Fields []string `json:"fields"`
-}
-
-// Input is a subscription of a component to a stream.
-type Input struct {
-	From     string   `json:"from"`
-	Stream   string   `json:"stream"`
-	Grouping string   `json:"grouping"`
-	Fields   []string `json:"fields,omitempty"`
 }
 
 //go:embed openapi.yaml
@@ -134,14 +87,6 @@ func (t *Tracker) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /{$}", index)
 }
 
-// Error is the body of every error answer.
-type Error struct {
-	Status  int    `json:"status"`
-	Message string `json:"message"`
-	// Error repeats Message (the CLI's older field).
-	Error string `json:"error"`
-}
-
 // WriteError answers with err's status (ErrNotFound 404, ErrBadRequest 400,
 // else 500).
 func WriteError(w http.ResponseWriter, err error) {
@@ -157,7 +102,7 @@ func WriteError(w http.ResponseWriter, err error) {
 
 // WriteErrorCode answers with an explicit status.
 func WriteErrorCode(w http.ResponseWriter, code int, msg string) {
-	writeJSON(w, code, Error{Status: code, Message: msg, Error: msg})
+	writeJSON(w, code, api.ErrorBody{Status: code, Message: msg, Error: msg})
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
@@ -229,28 +174,6 @@ func (t *Tracker) physicalPlan(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, pp)
 }
 
-// MetricsAnswer is /metrics: per metric, per instance, a counter's
-// increase or a gauge's mean over [starttime, endtime].
-type MetricsAnswer struct {
-	Topology  string                        `json:"topology"`
-	Component string                        `json:"component"`
-	Interval  int64                         `json:"interval"` // seconds
-	StartTime int64                         `json:"starttime"`
-	EndTime   int64                         `json:"endtime"`
-	Metrics   map[string]map[string]float64 `json:"metrics"`
-}
-
-// TimelineAnswer is /metrics/timeline: per metric, per instance, per step
-// start (unix seconds) a value.
-type TimelineAnswer struct {
-	Topology  string                                   `json:"topology"`
-	Component string                                   `json:"component"`
-	StartTime int64                                    `json:"starttime"`
-	EndTime   int64                                    `json:"endtime"`
-	Step      int64                                    `json:"step"` // seconds
-	Timeline  map[string]map[string]map[string]float64 `json:"timeline"`
-}
-
 // query resolves the topology's history and the component and metric
 // names a metrics request asks for.
 func (t *Tracker) query(r *http.Request) (h *sinks.History, comp string, names []string, err error) {
@@ -315,7 +238,7 @@ func (t *Tracker) metrics(w http.ResponseWriter, r *http.Request) {
 	}
 	end := t.now()
 	start := end.Add(-time.Duration(interval) * time.Second)
-	writeJSON(w, http.StatusOK, MetricsAnswer{Topology: r.PathValue("name"), Component: comp, Interval: interval,
+	writeJSON(w, http.StatusOK, api.MetricsAnswer{Topology: r.PathValue("name"), Component: comp, Interval: interval,
 		StartTime: start.Unix(), EndTime: end.Unix(), Metrics: h.Aggregate(comp, names, start, end)})
 }
 
@@ -374,7 +297,7 @@ func (t *Tracker) timeline(w http.ResponseWriter, r *http.Request) {
 			out[m][inst] = vals
 		}
 	}
-	writeJSON(w, http.StatusOK, TimelineAnswer{Topology: r.PathValue("name"), Component: comp, StartTime: start,
+	writeJSON(w, http.StatusOK, api.TimelineAnswer{Topology: r.PathValue("name"), Component: comp, StartTime: start,
 		EndTime: end, Step: step, Timeline: out})
 }
 
@@ -404,10 +327,10 @@ func (t *Tracker) exceptions(w http.ResponseWriter, r *http.Request) {
 			WriteError(w, badRequest("task %q: want a task id", v))
 			return
 		}
-		ex = slices.DeleteFunc(ex, func(e sinks.Exception) bool { return e.Task != task })
+		ex = slices.DeleteFunc(ex, func(e api.Exception) bool { return e.Task != task })
 	}
 	if ex == nil {
-		ex = []sinks.Exception{}
+		ex = []api.Exception{}
 	}
 	writeJSON(w, http.StatusOK, ex)
 }

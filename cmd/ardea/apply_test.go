@@ -12,7 +12,7 @@ import (
 
 	"github.com/ardea-dev/ardea/examples/wordcount"
 	"github.com/ardea-dev/ardea/internal/testutil"
-	"github.com/ardea-dev/ardea/scheduler/daemon"
+	"github.com/ardea-dev/ardea/scheduler/api"
 )
 
 // wordcountYAML is the word count with absolute module paths, optionally
@@ -54,7 +54,7 @@ bolts:
 	return p
 }
 
-func componentNames(st daemon.Status) string {
+func componentNames(st api.Status) string {
 	var names []string
 	for _, c := range st.Components {
 		names = append(names, fmt.Sprintf("%s:%d", c.Name, c.Parallelism))
@@ -141,7 +141,7 @@ func TestClusterApply(t *testing.T) {
 		t.Fatalf("removing a component that out still reads from: exit %d, %s", code, stderr)
 	}
 	more()
-	if st := d.status(t, "ap"); st.State != daemon.StateRunning {
+	if st := d.status(t, "ap"); st.State != api.StateRunning {
 		t.Fatalf("before its input ends the topology is %s (%s)", st.State, st.Message)
 	}
 	// The input ends after the changes: the spout follows it until then.
@@ -150,7 +150,7 @@ func TestClusterApply(t *testing.T) {
 	}
 	testutil.EventuallyWithin(t, 3*time.Minute, "ap to finish", func() (bool, string) {
 		st := d.status(t, "ap")
-		return st.State == daemon.StateFinished, string(st.State)
+		return st.State == api.StateFinished, string(st.State)
 	})
 	got, err := wordcount.ReadCounts(out, true)
 	if err != nil {

@@ -14,7 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ardea-dev/ardea/scheduler/daemon"
+	"github.com/ardea-dev/ardea/scheduler/api"
 )
 
 // posArg is one positional argument.
@@ -86,7 +86,7 @@ const completionTimeout = 2 * time.Second
 
 // completionClient is a client for the daemon a command would talk to,
 // with the token it would send (clientctx.go).
-func completionClient(cmd *cobra.Command) *daemon.Client {
+func completionClient(cmd *cobra.Command) *api.Client {
 	var cf clientFlags
 	for name, dst := range map[string]*string{"server": &cf.server, "token": &cf.token, "context": &cf.context} {
 		if f := cmd.Flags().Lookup(name); f != nil {
@@ -135,14 +135,14 @@ func completeNames[T any](path string, name func(T) string) func(*cobra.Command,
 // completeStreams lists the tenant's streams, completeBuckets its KV
 // buckets.
 var (
-	completeStreams = completeNames("/api/v1/streams", func(s daemon.StreamInfo) string { return s.Name })
-	completeBuckets = completeNames("/api/v1/kv", func(b daemon.KVInfo) string { return b.Name })
+	completeStreams = completeNames("/api/v1/streams", func(s api.StreamInfo) string { return s.Name })
+	completeBuckets = completeNames("/api/v1/kv", func(b api.KVInfo) string { return b.Name })
 )
 
 // completionStatus is the status of the topology args[0] names.
-func completionStatus(cmd *cobra.Command, args []string) (daemon.Status, bool) {
+func completionStatus(cmd *cobra.Command, args []string) (api.Status, bool) {
 	if len(args) == 0 {
-		return daemon.Status{}, false
+		return api.Status{}, false
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), completionTimeout)
 	defer cancel()
@@ -157,7 +157,7 @@ func completeComponents(cmd *cobra.Command, args []string) []string {
 	return completeComponentsOf(st)
 }
 
-func completeComponentsOf(st daemon.Status) []string {
+func completeComponentsOf(st api.Status) []string {
 	var out []string
 	for _, c := range st.Components {
 		out = append(out, c.Name)

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ardea-dev/ardea/scheduler/daemon"
+	"github.com/ardea-dev/ardea/scheduler/api"
 )
 
 // TestMissingArguments: a missing argument is named with what it is and
@@ -147,12 +147,12 @@ func TestCompletionScripts(t *testing.T) {
 func TestCompletionFromDaemon(t *testing.T) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/v1/topologies", func(w http.ResponseWriter, _ *http.Request) {
-		_ = json.NewEncoder(w).Encode([]daemon.Summary{{Name: "wordcount"}, {Name: "keyed"}})
+		_ = json.NewEncoder(w).Encode([]api.Summary{{Name: "wordcount"}, {Name: "keyed"}})
 	})
 	mux.HandleFunc("GET /api/v1/topologies/wordcount", func(w http.ResponseWriter, _ *http.Request) {
-		_ = json.NewEncoder(w).Encode(daemon.Status{Name: "wordcount",
-			Components: []daemon.ComponentStatus{{Name: "lines"}, {Name: "count"}},
-			Containers: []daemon.ContainerStatus{{ID: 1, Instances: []daemon.InstanceStatus{{Name: "lines/0", Task: 1}, {Name: "count/0", Task: 2}}}}})
+		_ = json.NewEncoder(w).Encode(api.Status{Name: "wordcount",
+			Components: []api.ComponentStatus{{Name: "lines"}, {Name: "count"}},
+			Containers: []api.ContainerStatus{{ID: 1, Instances: []api.InstanceStatus{{Name: "lines/0", Task: 1}, {Name: "count/0", Task: 2}}}}})
 	})
 	srv := httptest.NewServer(mux)
 	defer srv.Close()

@@ -23,7 +23,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ardea-dev/ardea/internal/auth"
-	"github.com/ardea-dev/ardea/scheduler/daemon"
+	"github.com/ardea-dev/ardea/scheduler/api"
 )
 
 // clientFlags adds --server, --token and --context to a command.
@@ -32,7 +32,7 @@ type clientFlags struct {
 }
 
 func (f *clientFlags) add(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.server, "server", "", "the daemon's API address (default: ARDEA_SERVER, else the context's server, else "+daemon.DefaultListen+")")
+	cmd.Flags().StringVar(&f.server, "server", "", "the daemon's API address (default: ARDEA_SERVER, else the context's server, else "+api.DefaultListen+")")
 	cmd.Flags().StringVar(&f.token, "token", "", "API token (default: ARDEA_TOKEN, else the context's); on a command line it is visible to other local users, so prefer ARDEA_TOKEN or ardea login")
 	cmd.Flags().StringVar(&f.context, "context", "", "use this saved context instead of the current one (env ARDEA_CONTEXT; see ardea context list)")
 	prev := cmd.PreRunE
@@ -50,12 +50,12 @@ func (f *clientFlags) add(cmd *cobra.Command) {
 // client is a client for the resolved server with the resolved token.
 // The command's PreRunE has checked the resolution; should it fail here
 // anyway, the flags and environment alone are used.
-func (f *clientFlags) client() *daemon.Client {
+func (f *clientFlags) client() *api.Client {
 	ep, err := f.endpoint()
 	if err != nil {
-		ep = endpoint{Server: firstOf(f.server, os.Getenv("ARDEA_SERVER"), daemon.DefaultListen), Token: firstOf(f.token, os.Getenv("ARDEA_TOKEN"))}
+		ep = endpoint{Server: firstOf(f.server, os.Getenv("ARDEA_SERVER"), api.DefaultListen), Token: firstOf(f.token, os.Getenv("ARDEA_TOKEN"))}
 	}
-	c := daemon.NewClient(ep.Server)
+	c := api.NewClient(ep.Server)
 	c.Token = ep.Token
 	return c
 }
@@ -100,7 +100,7 @@ func resolveEndpoint(server, token, contextName string) (endpoint, error) {
 	case ep.Server == "" && ok:
 		ep.Server, ep.Context = cur.Server, name
 	case ep.Server == "":
-		ep.Server = daemon.DefaultListen
+		ep.Server = api.DefaultListen
 	case ok && sameServer(cur.Server, ep.Server):
 		ep.Context = name
 	case explicit != "":
@@ -115,9 +115,9 @@ func resolveEndpoint(server, token, contextName string) (endpoint, error) {
 	return ep, nil
 }
 
-// normServer is a server's address as daemon.NewClient makes it a base
+// normServer is a server's address as api.NewClient makes it a base
 // URL, for comparing two spellings of one server.
-func normServer(s string) string { return daemon.NewClient(s).Base }
+func normServer(s string) string { return api.NewClient(s).Base }
 
 func sameServer(a, b string) bool { return normServer(a) == normServer(b) }
 

@@ -14,7 +14,7 @@ import (
 	"testing"
 
 	"github.com/ardea-dev/ardea/internal/testutil"
-	"github.com/ardea-dev/ardea/scheduler/daemon"
+	"github.com/ardea-dev/ardea/scheduler/api"
 )
 
 // isolateContexts points the user's config directory at a temporary one
@@ -92,7 +92,7 @@ func TestContextFileModes(t *testing.T) {
 func TestResolveEndpoint(t *testing.T) {
 	isolateContexts(t)
 	ep, err := resolveEndpoint("", "", "")
-	if err != nil || ep.Server != daemon.DefaultListen || ep.Token != "" {
+	if err != nil || ep.Server != api.DefaultListen || ep.Token != "" {
 		t.Fatalf("no contexts: %+v, %v", ep, err)
 	}
 	if _, err := saveContext("b", clientContext{Server: "http://h2:2", Token: "T2"}); err != nil {
@@ -217,7 +217,7 @@ func TestContextCommands(t *testing.T) {
 	if _, _, err := runCLI(t, "", "context", "delete", "b"); err != nil {
 		t.Fatal(err)
 	}
-	if ep, _ := resolveEndpoint("", "", ""); ep.Server != daemon.DefaultListen || ep.Token != "" {
+	if ep, _ := resolveEndpoint("", "", ""); ep.Server != api.DefaultListen || ep.Token != "" {
 		t.Fatalf("after deleting the current context: %+v", ep)
 	}
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/ardea-dev/ardea/connectors"
 	"github.com/ardea-dev/ardea/internal/deployment"
 	"github.com/ardea-dev/ardea/internal/names"
+	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/daemon"
 	"github.com/ardea-dev/ardea/scheduler/hostprocess"
 	"github.com/ardea-dev/ardea/scheduler/launcher"
@@ -117,7 +118,7 @@ docs/metrics.md).`,
 	}
 	positional(cmd)
 	cmd.Flags().StringVar(&dataDir, "data-dir", defaultDataDir(), "where NATS stores its data, container logs and the compile cache")
-	cmd.Flags().StringVar(&listen, "listen", daemon.DefaultListen, "API address")
+	cmd.Flags().StringVar(&listen, "listen", api.DefaultListen, "API address")
 	cmd.Flags().StringVar(&config, "config", "", "deployment file (its metrics:, quotas: and security: sections)")
 	cmd.Flags().StringVar(&tlsCert, "tls-cert", "", "serve the API over TLS with this certificate (PEM)")
 	cmd.Flags().StringVar(&tlsKey, "tls-key", "", "the TLS certificate's key (PEM)")
@@ -217,7 +218,7 @@ nothing.`,
 			// for a name that exists or a daemon that is not there.
 			if _, err := cf.client().Status(cmd.Context(), name); err == nil {
 				return fmt.Errorf("topology %s already exists (kill it first, or submit with another --name)", name)
-			} else if !daemon.NotFound(err) {
+			} else if !api.NotFound(err) {
 				return err
 			}
 			req, err := submission(cmd.Context(), g, t, name, builder)
@@ -261,7 +262,7 @@ func prepare(ctx context.Context, g *globalFlags, t *ardea.Topology) (*modules.B
 
 // submission resolves a topology for the daemon (daemon.NewSubmission),
 // compiling each module to refuse a bad one before anything starts.
-func submission(ctx context.Context, g *globalFlags, t *ardea.Topology, name string, b *modules.Builder) (daemon.SubmitRequest, error) {
+func submission(ctx context.Context, g *globalFlags, t *ardea.Topology, name string, b *modules.Builder) (api.SubmitRequest, error) {
 	return daemon.NewSubmission(ctx, t, daemon.SubmissionOptions{Name: name, CacheDir: g.cacheDir, Builder: b, Compile: true, By: os.Getenv("USER")})
 }
 
@@ -364,7 +365,7 @@ fields-grouped stateful bolt keeps exact state.`,
 		Example: `  ardea update wordcount --component-parallelism count:4
   ardea update wordcount --component-parallelism split:2 --component-parallelism count:3`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			req := daemon.UpdateRequest{Parallelism: map[string]int{}}
+			req := api.UpdateRequest{Parallelism: map[string]int{}}
 			for _, p := range par {
 				comp, n, ok := strings.Cut(p, ":")
 				v, err := strconv.Atoi(n)

@@ -28,8 +28,8 @@ import (
 	"github.com/ardea-dev/ardea/internal/names"
 	"github.com/ardea-dev/ardea/internal/natsauth"
 	"github.com/ardea-dev/ardea/internal/testutil"
+	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/ctl"
-	"github.com/ardea-dev/ardea/scheduler/daemon"
 	"github.com/nats-io/nats.go"
 )
 
@@ -195,21 +195,21 @@ func (d *clusterDaemon) ok(t *testing.T, args ...string) string {
 // client is an API client of the daemon with its admin token
 // (<data-dir>/admin.token): for polls that must not miss a short state,
 // where a CLI process per poll is too slow on a loaded machine.
-func (d *clusterDaemon) client(t *testing.T) *daemon.Client {
+func (d *clusterDaemon) client(t *testing.T) *api.Client {
 	t.Helper()
 	tok, err := os.ReadFile(filepath.Join(d.dataDir, auth.AdminTokenFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := daemon.NewClient(d.server)
+	c := api.NewClient(d.server)
 	c.Token = strings.TrimSpace(string(tok))
 	return c
 }
 
 // status is `ardea status NAME -o json`.
-func (d *clusterDaemon) status(t *testing.T, name string) daemon.Status {
+func (d *clusterDaemon) status(t *testing.T, name string) api.Status {
 	t.Helper()
-	var st daemon.Status
+	var st api.Status
 	if err := json.Unmarshal([]byte(d.ok(t, "status", name, "-o", "json")), &st); err != nil {
 		t.Fatalf("status %s: %v", name, err)
 	}
@@ -220,7 +220,7 @@ func (d *clusterDaemon) status(t *testing.T, name string) daemon.Status {
 // daemon is SIGKILLed its children are reparented and may stay unreaped).
 func alive(pid int) bool { return chaos.Alive(pid) }
 
-func hostPIDs(st daemon.Status) []int {
+func hostPIDs(st api.Status) []int {
 	var pids []int
 	for _, c := range st.Containers {
 		pids = append(pids, c.PID)
@@ -229,7 +229,7 @@ func hostPIDs(st daemon.Status) []int {
 }
 
 // instance finds component/index in a status.
-func instance(st daemon.Status, name string) (daemon.InstanceStatus, daemon.ContainerStatus) {
+func instance(st api.Status, name string) (api.InstanceStatus, api.ContainerStatus) {
 	for _, c := range st.Containers {
 		for _, in := range c.Instances {
 			if in.Name == name {
@@ -237,21 +237,21 @@ func instance(st daemon.Status, name string) (daemon.InstanceStatus, daemon.Cont
 			}
 		}
 	}
-	return daemon.InstanceStatus{}, daemon.ContainerStatus{}
+	return api.InstanceStatus{}, api.ContainerStatus{}
 }
 
 // allRunning reports whether every container's process and host run the
 // current plan and every instance reports RUNNING.
-func allRunning(st daemon.Status) (bool, string) {
-	if st.State != daemon.StateRunning || len(st.Containers) == 0 {
+func allRunning(st api.Status) (bool, string) {
+	if st.State != api.StateRunning || len(st.Containers) == 0 {
 		return false, "state " + string(st.State)
 	}
 	for _, c := range st.Containers {
-		if c.Process != "RUNNING" || c.Host != ctl.HostRunning || !alive(c.PID) {
+		if c.Process != "RUNNING" || c.Host != api.HostRunning || !alive(c.PID) {
 			return false, fmt.Sprintf("container %d: pid %d process %s host %s", c.ID, c.PID, c.Process, c.Host)
 		}
 		for _, in := range c.Instances {
-			if in.State != ctl.HostRunning {
+			if in.State != api.HostRunning {
 				return false, fmt.Sprintf("%s is %s", in.Name, in.State)
 			}
 		}
@@ -261,7 +261,7 @@ func allRunning(st daemon.Status) (bool, string) {
 
 // heartbeats estimates when each container's latest heartbeat was sent,
 // from the status's "last seen ... ago".
-func heartbeats(st daemon.Status, readAt time.Time) map[int]time.Time {
+func heartbeats(st api.Status, readAt time.Time) map[int]time.Time {
 	at := map[int]time.Time{}
 	for _, cs := range st.Containers {
 		if d, err := time.ParseDuration(strings.TrimSuffix(cs.LastSeen, " ago")); err == nil {
@@ -275,9 +275,9 @@ func heartbeats(st daemon.Status, readAt time.Time) map[int]time.Time {
 // than the one in after (nil: any), and returns that status and the
 // heartbeats' times. Counters of a status read this way are all newer
 // than those of the status that gave after.
-func (d *clusterDaemon) nextHeartbeats(t *testing.T, name string, after map[int]time.Time) (daemon.Status, map[int]time.Time) {
+func (d *clusterDaemon) nextHeartbeats(t *testing.T, name string, after map[int]time.Time) (api.Status, map[int]time.Time) {
 	t.Helper()
-	var st daemon.Status
+	var st api.Status
 	var at map[int]time.Time
 	testutil.EventuallyWithin(t, 10*time.Second, "a new heartbeat of every container", func() (bool, string) {
 		now := time.Now()
@@ -296,7 +296,7 @@ func (d *clusterDaemon) nextHeartbeats(t *testing.T, name string, after map[int]
 }
 
 // waitGrowing waits until the counter read by f exceeds its value in from.
-func (d *clusterDaemon) waitGrowing(t *testing.T, name, what string, from int64, f func(daemon.Status) int64) int64 {
+func (d *clusterDaemon) waitGrowing(t *testing.T, name, what string, from int64, f func(api.Status) int64) int64 {
 	t.Helper()
 	var v int64
 	testutil.EventuallyWithin(t, 30*time.Second, what+" growing past "+strconv.FormatInt(from, 10), func() (bool, string) {
@@ -306,12 +306,12 @@ func (d *clusterDaemon) waitGrowing(t *testing.T, name, what string, from int64,
 	return v
 }
 
-func emitted(name string) func(daemon.Status) int64 {
-	return func(st daemon.Status) int64 { in, _ := instance(st, name); return in.Emitted }
+func emitted(name string) func(api.Status) int64 {
+	return func(st api.Status) int64 { in, _ := instance(st, name); return in.Emitted }
 }
 
-func executed(name string) func(daemon.Status) int64 {
-	return func(st daemon.Status) int64 { in, _ := instance(st, name); return in.Executed }
+func executed(name string) func(api.Status) int64 {
+	return func(st api.Status) int64 { in, _ := instance(st, name); return in.Executed }
 }
 
 func fileSize(path string) int64 {

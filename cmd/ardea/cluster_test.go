@@ -20,8 +20,8 @@ import (
 	"time"
 
 	"github.com/ardea-dev/ardea/internal/testutil"
+	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/ctl"
-	"github.com/ardea-dev/ardea/scheduler/daemon"
 )
 
 // TestClusterLifecycle runs the endless word count through one daemon:
@@ -53,7 +53,7 @@ func TestClusterLifecycle(t *testing.T) {
 		if !found {
 			t.Fatalf("list does not show wc RUNNING:\n%s", list)
 		}
-		var st daemon.Status
+		var st api.Status
 		testutil.EventuallyWithin(t, 60*time.Second, "every container and instance running", func() (bool, string) {
 			st = d.status(t, "wc")
 			return allRunning(st)
@@ -104,14 +104,14 @@ func TestClusterLifecycle(t *testing.T) {
 		// same spout and sink counters (in-flight tuples drain first).
 		st, at := d.nextHeartbeats(t, "wc", nil)
 		testutil.EventuallyWithin(t, 30*time.Second, "spout and sink stop while paused", func() (bool, string) {
-			var next daemon.Status
+			var next api.Status
 			next, at = d.nextHeartbeats(t, "wc", at)
 			e0, e1 := emitted("lines/0")(st), emitted("lines/0")(next)
 			x0, x1 := executed("out/0")(st), executed("out/0")(next)
 			st = next
 			return e0 == e1 && x0 == x1, fmt.Sprintf("emitted %d -> %d, sink executed %d -> %d", e0, e1, x0, x1)
 		})
-		if st.State != daemon.StatePaused {
+		if st.State != api.StatePaused {
 			t.Errorf("state %s while deactivated, want PAUSED", st.State)
 		}
 		paused, sinkPaused, size := emitted("lines/0")(st), executed("out/0")(st), fileSize(out)
@@ -155,7 +155,7 @@ func TestClusterLifecycle(t *testing.T) {
 			in, _ := instance(st, "lines/0")
 			// Counters are per process: a new pid whose spout has emitted
 			// means the new process runs the plan and tuples flow.
-			if c.PID == victim.PID || c.PID <= 0 || c.Host != ctl.HostRunning || in.State != ctl.HostRunning || in.Emitted == 0 {
+			if c.PID == victim.PID || c.PID <= 0 || c.Host != api.HostRunning || in.State != api.HostRunning || in.Emitted == 0 {
 				return false, fmt.Sprintf("pid %d host %s spout %s emitted %d", c.PID, c.Host, in.State, in.Emitted)
 			}
 			newPID = c.PID
@@ -284,7 +284,7 @@ func TestClusterLifecycle(t *testing.T) {
 
 	t.Run("SIGKILL of the daemon takes its containers", func(t *testing.T) {
 		d.ok(t, append([]string{"submit", endless, "--name", "wc2"}, sets...)...)
-		var st daemon.Status
+		var st api.Status
 		testutil.EventuallyWithin(t, 60*time.Second, "wc2 running", func() (bool, string) {
 			st = d.status(t, "wc2")
 			return allRunning(st)
@@ -326,10 +326,10 @@ func TestClusterRescaleExact(t *testing.T) {
 	d.ok(t, append([]string{"submit", repoPath("examples/wordcount/topology.yaml"), "--name", "wcf",
 		"--set", "lines.path=" + in, "--set", "out.path=" + out, "--set", "out.append=true", "--set", "topology.containers=2"}, bounded...)...)
 	// Rescale as soon as the spout emits.
-	var before daemon.Status
+	var before api.Status
 	testutil.EventuallyWithin(t, 60*time.Second, "wcf reading its input", func() (bool, string) {
 		before = d.status(t, "wcf")
-		if before.State != daemon.StateRunning {
+		if before.State != api.StateRunning {
 			return false, "state " + string(before.State)
 		}
 		n := emitted("lines/0")(before)
@@ -351,7 +351,7 @@ func TestClusterRescaleExact(t *testing.T) {
 	if counts != 4 {
 		t.Fatalf("count has parallelism %d after the update, want 4", counts)
 	}
-	if st.State != daemon.StateRunning {
+	if st.State != api.StateRunning {
 		t.Fatalf("after the update the topology is %s, want RUNNING (its input ends only when the test says)", st.State)
 	}
 	if in, _ := instance(st, "count/3"); in.Name == "" {
@@ -446,7 +446,7 @@ func TestClusterErrors(t *testing.T) {
 		// wrong: every host process fails as it starts the instance.
 		d.ok(t, "submit", misbehaveTopology(t, fixture("abiv2"), nil, ""))
 		start := time.Now()
-		var st daemon.Status
+		var st api.Status
 		testutil.EventuallyWithin(t, 60*time.Second, "the crashing container FAILED", func() (bool, string) {
 			st = d.status(t, "bad")
 			if len(st.Containers) != 1 {
@@ -463,7 +463,7 @@ func TestClusterErrors(t *testing.T) {
 		if !strings.Contains(c.LastError, "victim") || !strings.Contains(c.LastError, "ABI version mismatch") {
 			t.Errorf("last error %q does not say which component failed and why", c.LastError)
 		}
-		if st.State != daemon.StateFailed || !strings.Contains(st.Message, "victim") {
+		if st.State != api.StateFailed || !strings.Contains(st.Message, "victim") {
 			t.Errorf("topology state %s (%s), want FAILED naming victim", st.State, st.Message)
 		}
 		if alive(c.PID) {
@@ -487,7 +487,7 @@ func TestClusterUpdateWhileStarting(t *testing.T) {
 	start := time.Now()
 	d.ok(t, "update", "early", "--component-parallelism", "split:3")
 	t.Logf("update right after submit took %v", time.Since(start).Round(time.Millisecond))
-	var st daemon.Status
+	var st api.Status
 	testutil.EventuallyWithin(t, 30*time.Second, "every instance of the new plan running", func() (bool, string) {
 		st = d.status(t, "early")
 		return allRunning(st)
@@ -527,10 +527,10 @@ bolts:
 		healthy = c.PID
 		return in.State == "RUNNING" && healthy != 0, fmt.Sprintf("lines/0 %s, pid %d", in.State, c.PID)
 	})
-	var st daemon.Status
+	var st api.Status
 	testutil.EventuallyWithin(t, 60*time.Second, "the topology FAILED", func() (bool, string) {
 		st = d.status(t, "half")
-		return st.State == daemon.StateFailed, "state " + string(st.State)
+		return st.State == api.StateFailed, "state " + string(st.State)
 	})
 	testutil.EventuallyWithin(t, 30*time.Second, "the healthy container stopped", func() (bool, string) {
 		return !alive(healthy), fmt.Sprintf("pid %d alive", healthy)

@@ -14,7 +14,7 @@ import (
 
 	"github.com/ardea-dev/ardea/examples/keyed"
 	"github.com/ardea-dev/ardea/internal/testutil"
-	"github.com/ardea-dev/ardea/scheduler/daemon"
+	"github.com/ardea-dev/ardea/scheduler/api"
 )
 
 // Delivery guarantees under kill -9 while data flows (docs/delivery.md):
@@ -25,15 +25,15 @@ import (
 // flow again: every container runs the current plan (after ready, which
 // also says whether a rollback has finished) and the sink file has grown
 // since. It returns the time from the kill to that growth.
-func killAndRecover(t *testing.T, d *clusterDaemon, name, sink string, r *rand.Rand, ready func(daemon.Status) bool) time.Duration {
+func killAndRecover(t *testing.T, d *clusterDaemon, name, sink string, r *rand.Rand, ready func(api.Status) bool) time.Duration {
 	return killAndRecoverBy(t, d, name, func() int64 { return fileSize(sink) }, r, ready)
 }
 
 // killAndRecoverBy is killAndRecover with the sink's progress read by progress.
-func killAndRecoverBy(t *testing.T, d *clusterDaemon, name string, progress func() int64, r *rand.Rand, ready func(daemon.Status) bool) time.Duration {
+func killAndRecoverBy(t *testing.T, d *clusterDaemon, name string, progress func() int64, r *rand.Rand, ready func(api.Status) bool) time.Duration {
 	t.Helper()
 	st := d.status(t, name)
-	if st.State != daemon.StateRunning {
+	if st.State != api.StateRunning {
 		t.Fatalf("topology %s is %s before a kill: the input was used up too soon", name, st.State)
 	}
 	c := st.Containers[r.IntN(len(st.Containers))]
@@ -44,7 +44,7 @@ func killAndRecoverBy(t *testing.T, d *clusterDaemon, name string, progress func
 	var base int64 = -1
 	testutil.EventuallyWithin(t, 3*time.Minute, "tuples flowing again after killing container "+strconv.Itoa(c.ID), func() (bool, string) {
 		st := d.status(t, name)
-		if st.State == daemon.StateFinished {
+		if st.State == api.StateFinished {
 			return true, ""
 		}
 		if ok, why := allRunning(st); !ok || !ready(st) || alive(c.PID) {
@@ -84,13 +84,13 @@ func TestClusterAtLeastOnceUnderKills(t *testing.T) {
 	testutil.EventuallyWithin(t, time.Minute, "the sink growing", func() (bool, string) { return fileSize(out) > 0, "empty" })
 	r := rand.New(rand.NewPCG(5, 6))
 	for k := 1; k <= 3; k++ {
-		rec := killAndRecover(t, d, "alo", out, r, func(daemon.Status) bool { return true })
+		rec := killAndRecover(t, d, "alo", out, r, func(api.Status) bool { return true })
 		t.Logf("at least once: recovery after kill %d: %.2fs", k, rec.Seconds())
 	}
 	endInput()
 	testutil.EventuallyWithin(t, 5*time.Minute, "alo to finish", func() (bool, string) {
 		st := d.status(t, "alo")
-		return st.State == daemon.StateFinished, string(st.State)
+		return st.State == api.StateFinished, string(st.State)
 	})
 	dups, err := keyed.CheckAtLeastOnce(out, keys, perKey)
 	if err != nil {
@@ -130,7 +130,7 @@ func TestClusterEffectivelyOnceUnderKills(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	for k := 1; k <= 3; k++ {
 		before := d.status(t, "eo").Checkpoints.Global
-		rec := killAndRecover(t, d, "eo", out, r, func(st daemon.Status) bool {
+		rec := killAndRecover(t, d, "eo", out, r, func(st api.Status) bool {
 			c := st.Checkpoints
 			return c.Rollbacks >= k && !c.RollingBack
 		})
@@ -140,14 +140,14 @@ func TestClusterEffectivelyOnceUnderKills(t *testing.T) {
 		if k < 3 {
 			testutil.EventuallyWithin(t, time.Minute, "a new global checkpoint", func() (bool, string) {
 				st := d.status(t, "eo")
-				return st.State != daemon.StateRunning || st.Checkpoints.Global > st.Checkpoints.RestoredFrom, string(st.State)
+				return st.State != api.StateRunning || st.Checkpoints.Global > st.Checkpoints.RestoredFrom, string(st.State)
 			})
 		}
 	}
 	endInput()
 	testutil.EventuallyWithin(t, 5*time.Minute, "eo to finish", func() (bool, string) {
 		st := d.status(t, "eo")
-		return st.State == daemon.StateFinished, string(st.State)
+		return st.State == api.StateFinished, string(st.State)
 	})
 	if err := keyed.CheckExact(out, keys, perKey); err != nil {
 		t.Fatal(err)
@@ -187,14 +187,14 @@ func TestClusterEffectivelyOnceRescale(t *testing.T) {
 		return st.Checkpoints.Global > 1, fmt.Sprint(st.Checkpoints.Global)
 	})
 	r := rand.New(rand.NewPCG(9, 10))
-	rec := killAndRecover(t, d, "eor", out, r, func(st daemon.Status) bool {
+	rec := killAndRecover(t, d, "eor", out, r, func(st api.Status) bool {
 		return st.Checkpoints.Rollbacks >= 1 && !st.Checkpoints.RollingBack
 	})
 	t.Logf("recovery after the kill: %.2fs", rec.Seconds())
 	endInput()
 	testutil.EventuallyWithin(t, 3*time.Minute, "eor to finish", func() (bool, string) {
 		st := d.status(t, "eor")
-		return st.State == daemon.StateFinished, string(st.State)
+		return st.State == api.StateFinished, string(st.State)
 	})
 	if err := keyed.CheckExact(out, keys, perKey); err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 
 	ardea "github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/examples/wordcount"
+	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/daemon"
 	"github.com/ardea-dev/ardea/sinks"
 )
@@ -101,7 +102,7 @@ and removes the temporary directory (unless --data-dir was given).`,
 			if err != nil {
 				return err
 			}
-			if _, err := d.Client().Submit(ctx, daemon.SubmitRequest{Name: "wordcount", Spec: spec, Modules: mods, By: "demo"}); err != nil {
+			if _, err := d.Client().Submit(ctx, api.SubmitRequest{Name: "wordcount", Spec: spec, Modules: mods, By: "demo"}); err != nil {
 				return err
 			}
 			// The UI takes a token: the link carries a short-lived one in its
@@ -131,7 +132,7 @@ and removes the temporary directory (unless --data-dir was given).`,
 		},
 	}
 	positional(cmd)
-	cmd.Flags().StringVar(&listen, "listen", daemon.DefaultListen, "API and UI address (127.0.0.1:0 picks a free port)")
+	cmd.Flags().StringVar(&listen, "listen", api.DefaultListen, "API and UI address (127.0.0.1:0 picks a free port)")
 	cmd.Flags().StringVar(&dataDir, "data-dir", "", "data directory (default: a temporary one, removed at exit)")
 	cmd.Flags().IntVar(&rate, "rate", 500, "sentences per second the generator emits (0: as fast as possible)")
 	cmd.Flags().DurationVar(&interval, "metrics-interval", 2*time.Second, "metrics collection interval (how often the UI's figures move)")

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ardea-dev/ardea/scheduler/daemon"
+	"github.com/ardea-dev/ardea/scheduler/api"
 )
 
 func newDLQCmd() *cobra.Command {
@@ -49,7 +49,7 @@ jetstream_disk quota), where the daemon puts them.`,
 	return cmd
 }
 
-func printDLQ(w io.Writer, res daemon.DeadLetterResult) error {
+func printDLQ(w io.Writer, res api.DeadLetterResult) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "COMPONENT\tDESTINATION\tSOURCE\tFAILURES\tERROR\tVALUE")
 	for _, d := range res.DeadLetters {

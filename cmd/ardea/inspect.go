@@ -16,7 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ardea-dev/ardea/scheduler/daemon"
+	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/packing"
 )
 
@@ -34,7 +34,7 @@ func newListCmd() *cobra.Command {
 				return err
 			}
 			if rows == nil {
-				rows = []daemon.Summary{}
+				rows = []api.Summary{}
 			}
 			return outputOf(cmd).Print(cmd.OutOrStdout(), rows, func(w io.Writer) error { return printList(w, rows) })
 		},
@@ -45,7 +45,7 @@ func newListCmd() *cobra.Command {
 	return cmd
 }
 
-func printList(w io.Writer, rows []daemon.Summary) error {
+func printList(w io.Writer, rows []api.Summary) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tSTATE\tCONTAINERS\tINSTANCES\tSUBMITTED")
 	for _, r := range rows {
@@ -78,7 +78,7 @@ the JSON and YAML keep each instance's task id in "task".`,
 	return cmd
 }
 
-func printStatus(w io.Writer, st daemon.Status) {
+func printStatus(w io.Writer, st api.Status) {
 	fmt.Fprintf(w, "topology %s: %s", st.Name, st.State)
 	if m := string(st.Mode); m != "" && !strings.EqualFold(m, string(st.State)) {
 		fmt.Fprintf(w, " (%s)", m)
@@ -171,7 +171,7 @@ func printStatus(w io.Writer, st daemon.Status) {
 
 // stateMode shows an execution state with the topology manager's mode
 // when the mode says more ("RUNNING (swapping)"); "-" for none.
-func stateMode(s daemon.State, m daemon.Mode) string {
+func stateMode(s api.State, m api.Mode) string {
 	switch {
 	case s == "" && m == "":
 		return "-"
@@ -289,7 +289,7 @@ func (r rawJSON) MarshalJSON() ([]byte, error) { return []byte(r), nil }
 
 // taskNames maps a topology's task ids to their instances' names
 // (component/index), from its status; empty when it cannot be read.
-func taskNames(ctx context.Context, c *daemon.Client, name string) map[string]string {
+func taskNames(ctx context.Context, c *api.Client, name string) map[string]string {
 	st, err := c.Status(ctx, name)
 	if err != nil {
 		return nil
@@ -298,7 +298,7 @@ func taskNames(ctx context.Context, c *daemon.Client, name string) map[string]st
 }
 
 // instanceNames maps task ids (as text) to component/index.
-func instanceNames(st daemon.Status) map[string]string {
+func instanceNames(st api.Status) map[string]string {
 	m := map[string]string{}
 	for _, c := range st.Containers {
 		for _, in := range c.Instances {
@@ -330,7 +330,7 @@ func newWaitCmd() *cobra.Command {
 			for {
 				st, err := c.Status(ctx, args[0])
 				switch {
-				case daemon.NotFound(err) && seen:
+				case api.NotFound(err) && seen:
 					fmt.Fprintf(cmd.OutOrStdout(), "topology %s: KILLED\n", args[0])
 					return nil
 				case err != nil && ctx.Err() == nil:
@@ -338,10 +338,10 @@ func newWaitCmd() *cobra.Command {
 				case err == nil:
 					seen = true
 					switch st.State {
-					case daemon.StateFinished, daemon.StateKilled:
+					case api.StateFinished, api.StateKilled:
 						fmt.Fprintf(cmd.OutOrStdout(), "topology %s: %s\n", args[0], st.State)
 						return nil
-					case daemon.StateFailed:
+					case api.StateFailed:
 						return fmt.Errorf("topology %s failed: %s", args[0], st.Message)
 					}
 				}

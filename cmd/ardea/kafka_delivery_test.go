@@ -20,7 +20,7 @@ import (
 
 	"github.com/ardea-dev/ardea/examples/keyed"
 	"github.com/ardea-dev/ardea/internal/testutil"
-	"github.com/ardea-dev/ardea/scheduler/daemon"
+	"github.com/ardea-dev/ardea/scheduler/api"
 )
 
 // Kafka in, Kafka out, under kill -9: the keyed example's bolts between a
@@ -236,7 +236,7 @@ func runKafkaKills(t *testing.T, reliability string, seed uint64) *outputReader 
 			}
 			return n
 		}
-		rec := killAndRecoverBy(t, d, "kk", progress, r, func(st daemon.Status) bool {
+		rec := killAndRecoverBy(t, d, "kk", progress, r, func(st api.Status) bool {
 			c := st.Checkpoints
 			return c == nil || c.Rollbacks >= k && !c.RollingBack
 		})

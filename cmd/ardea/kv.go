@@ -17,7 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ardea-dev/ardea/scheduler/daemon"
+	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/packing"
 )
 
@@ -67,9 +67,9 @@ func newKVCreateCmd() *cobra.Command {
 		Short:   "Create a KV bucket",
 		Example: "  ardea kv create users\n  ardea kv create sessions --history 10 --max-bytes 64MiB",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			req := daemon.CreateKVRequest{Name: args[0], History: history}
-			if history < 1 || history > daemon.MaxKVHistory {
-				return usageError{fmt.Errorf("--history %d: want 1 to %d revisions per key", history, daemon.MaxKVHistory)}
+			req := api.CreateKVRequest{Name: args[0], History: history}
+			if history < 1 || history > api.MaxKVHistory {
+				return usageError{fmt.Errorf("--history %d: want 1 to %d revisions per key", history, api.MaxKVHistory)}
 			}
 			if maxBytes != "" {
 				n, err := packing.ParseBytes(maxBytes)
@@ -78,7 +78,7 @@ func newKVCreateCmd() *cobra.Command {
 				}
 				req.MaxBytes = n
 			}
-			var b daemon.KVInfo
+			var b api.KVInfo
 			if err := cf.client().Do(cmd.Context(), http.MethodPost, "/api/v1/kv", req, &b); err != nil {
 				return err
 			}
@@ -87,7 +87,7 @@ func newKVCreateCmd() *cobra.Command {
 		},
 	}
 	positional(cmd, posArg{name: "BUCKET", what: "the new bucket's name (letters, digits, '_' or '-')"})
-	cmd.Flags().IntVar(&history, "history", 1, fmt.Sprintf("revisions kept per key (1 to %d)", daemon.MaxKVHistory))
+	cmd.Flags().IntVar(&history, "history", 1, fmt.Sprintf("revisions kept per key (1 to %d)", api.MaxKVHistory))
 	cmd.Flags().StringVar(&maxBytes, "max-bytes", "", "the bucket's size bound, e.g. 64MiB (default 1GiB, at most the tenant's jetstream_disk quota)")
 	cf.add(cmd)
 	return cmd
@@ -101,7 +101,7 @@ func newKVListCmd() *cobra.Command {
 		Short:   "List the tenant's KV buckets",
 		Example: "  ardea kv ls\n  ardea kv ls -o yaml",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var bs []daemon.KVInfo
+			var bs []api.KVInfo
 			if err := cf.client().Do(cmd.Context(), http.MethodGet, "/api/v1/kv", nil, &bs); err != nil {
 				return err
 			}
@@ -155,8 +155,8 @@ func newKVPutCmd() *cobra.Command {
 				}
 				value = string(b)
 			}
-			var e daemon.KVEntry
-			if err := cf.client().Do(cmd.Context(), http.MethodPut, kvValuePath(args[0], args[1], nil), daemon.KVPutRequest{Value: value}, &e); err != nil {
+			var e api.KVEntry
+			if err := cf.client().Do(cmd.Context(), http.MethodPut, kvValuePath(args[0], args[1], nil), api.KVPutRequest{Value: value}, &e); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s/%s stored (revision %d)\n", args[0], args[1], e.Revision)
@@ -177,7 +177,7 @@ func newKVGetCmd() *cobra.Command {
 		Example: `  ardea kv get users user.1
   ardea kv get users user.1 -o json   # with its revision and time`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var e daemon.KVEntry
+			var e api.KVEntry
 			if err := cf.client().Do(cmd.Context(), http.MethodGet, kvValuePath(args[0], args[1], nil), nil, &e); err != nil {
 				return err
 			}
@@ -203,14 +203,14 @@ func newKVKeysCmd() *cobra.Command {
 		Example: `  ardea kv keys users
   ardea kv keys users --filter 'user.*' --limit 50 -o json`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if limit < 1 || limit > daemon.MaxKVKeys {
-				return usageError{fmt.Errorf("--limit %d: want 1 to %d", limit, daemon.MaxKVKeys)}
+			if limit < 1 || limit > api.MaxKVKeys {
+				return usageError{fmt.Errorf("--limit %d: want 1 to %d", limit, api.MaxKVKeys)}
 			}
 			q := url.Values{"limit": {strconv.Itoa(limit)}}
 			if filter != "" {
 				q.Set("filter", filter)
 			}
-			var ks daemon.KVKeys
+			var ks api.KVKeys
 			if err := cf.client().Do(cmd.Context(), http.MethodGet, "/api/v1/kv/"+url.PathEscape(args[0])+"/keys?"+q.Encode(), nil, &ks); err != nil {
 				return err
 			}
@@ -227,7 +227,7 @@ func newKVKeysCmd() *cobra.Command {
 	}
 	positional(cmd, argBucket)
 	cmd.Flags().StringVar(&filter, "filter", "", "only keys matching this pattern ('*' a token, a final '>' the rest; default all)")
-	cmd.Flags().IntVar(&limit, "limit", 1000, fmt.Sprintf("the most keys to list (at most %d)", daemon.MaxKVKeys))
+	cmd.Flags().IntVar(&limit, "limit", 1000, fmt.Sprintf("the most keys to list (at most %d)", api.MaxKVKeys))
 	cf.add(cmd)
 	addOutput(cmd)
 	return cmd

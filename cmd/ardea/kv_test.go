@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ardea-dev/ardea/scheduler/daemon"
+	"github.com/ardea-dev/ardea/scheduler/api"
 )
 
 // TestTenantKVCommands: a tenant with only a deploy token creates a KV
@@ -48,14 +48,14 @@ func TestTenantKVCommands(t *testing.T) {
 	if out := ok(acme, "kv", "get", "users", "user.2"); out != `{"name": "Grace"}`+"\n" {
 		t.Fatalf("get user.2: %q", out)
 	}
-	var e daemon.KVEntry
+	var e api.KVEntry
 	if err := json.Unmarshal([]byte(ok(acme, "kv", "get", "users", "team/a=1", "-o", "json")), &e); err != nil || e.Value != "x" || e.Revision != 3 {
 		t.Fatalf("get team/a=1 -o json: %+v %v", e, err)
 	}
 	if out := ok(acme, "kv", "keys", "users"); out != "team/a=1\nuser.1\nuser.2\n" {
 		t.Fatalf("keys: %q", out)
 	}
-	var ks daemon.KVKeys
+	var ks api.KVKeys
 	if err := json.Unmarshal([]byte(ok(acme, "kv", "keys", "users", "--filter", "user.*", "-o", "json")), &ks); err != nil || strings.Join(ks.Keys, ",") != "user.1,user.2" {
 		t.Fatalf("keys --filter user.*: %+v %v", ks, err)
 	}
@@ -63,7 +63,7 @@ func TestTenantKVCommands(t *testing.T) {
 	if code, _, errOut := as(acme, "kv", "get", "users", "user.1"); code == 0 || !strings.Contains(errOut, "KV bucket users has no key user.1") {
 		t.Fatalf("get after rm: exit %d %q", code, errOut)
 	}
-	var ls []daemon.KVInfo
+	var ls []api.KVInfo
 	if err := json.Unmarshal([]byte(ok(acme, "kv", "ls", "-o", "json")), &ls); err != nil || len(ls) != 1 || ls[0].Name != "users" || ls[0].History != 3 || ls[0].MaxBytes != 4<<20 {
 		t.Fatalf("ls: %+v %v", ls, err)
 	}

@@ -18,7 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ardea-dev/ardea/internal/auth"
-	"github.com/ardea-dev/ardea/scheduler/daemon"
+	"github.com/ardea-dev/ardea/scheduler/api"
 )
 
 func newLoginCmd() *cobra.Command {
@@ -53,11 +53,11 @@ the context (default: SERVER's host:port).`,
 			}
 			c := clientContext{Server: normServer(server), Token: tok}
 			if !noVerify {
-				cl := daemon.NewClient(server)
+				cl := api.NewClient(server)
 				cl.Token = tok
 				var p auth.Principal
 				err := cl.Do(cmd.Context(), http.MethodGet, "/api/v1/whoami", nil, &p)
-				var ae *daemon.APIError
+				var ae *api.APIError
 				switch {
 				case err == nil:
 					c.Tenant, c.Scope = p.Tenant, p.Scope

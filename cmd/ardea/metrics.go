@@ -11,14 +11,14 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ardea-dev/ardea/internal/metrics"
-	"github.com/ardea-dev/ardea/ui"
+	"github.com/ardea-dev/ardea/scheduler/api"
 )
 
 // componentMetrics is one component's answer as -o json|yaml prints it:
 // the tracker's (metric -> task id -> value) and each task's instance
 // name (task id -> component/index).
 type componentMetrics struct {
-	ui.MetricsAnswer
+	api.MetricsAnswer
 	Instances map[string]string `json:"instances"`
 }
 
@@ -103,7 +103,7 @@ TASK column (and "metrics" of -o json, with "instances" naming them).`,
 
 // metricsInstances names the tasks of an answer component/index (a
 // container's metrics, keyed container-N, need no name).
-func metricsInstances(a ui.MetricsAnswer, names map[string]string) map[string]string {
+func metricsInstances(a api.MetricsAnswer, names map[string]string) map[string]string {
 	out := map[string]string{}
 	for _, m := range a.Metrics {
 		for k := range m {

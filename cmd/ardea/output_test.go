@@ -10,14 +10,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ardea-dev/ardea/connectors"
 	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/internal/metrics"
 	"github.com/ardea-dev/ardea/internal/testutil"
-	"github.com/ardea-dev/ardea/scheduler/daemon"
-	"github.com/ardea-dev/ardea/scheduler/packing"
-	"github.com/ardea-dev/ardea/scheduler/statemgr"
-	"github.com/ardea-dev/ardea/ui"
+	"github.com/ardea-dev/ardea/scheduler/api"
 )
 
 // outputCases are one value of each read command, with its table.
@@ -27,37 +23,37 @@ func outputCases() []struct {
 	table func(io.Writer) error
 } {
 	at := time.Date(2026, 12, 4, 10, 30, 0, 0, time.UTC)
-	rows := []daemon.Summary{
+	rows := []api.Summary{
 		{Name: "wordcount", State: "RUNNING", Containers: 2, Instances: 6, Submitted: "2026-12-04T10:30:00Z"},
 		{Name: "keyed", State: "PAUSED", Containers: 1, Instances: 3, Submitted: "2026-12-04T11:00:00Z"},
 	}
-	st := daemon.Status{Name: "wordcount", State: "RUNNING", Mode: daemon.ModeSwapping, Uptime: "1m30s", PlanVersion: 2,
-		Components: []daemon.ComponentStatus{
+	st := api.Status{Name: "wordcount", State: "RUNNING", Mode: api.ModeSwapping, Uptime: "1m30s", PlanVersion: 2,
+		Components: []api.ComponentStatus{
 			{Name: "lines", Kind: "spout", Module: "builtin:generator", Parallelism: 1, Language: "builtin"},
 			{Name: "count", Kind: "bolt", Module: "count.wasm", Parallelism: 2, Inputs: []string{"lines:default:fields"}, Language: "rust"},
 		},
-		Containers: []daemon.ContainerStatus{
-			{ID: 1, PID: 4242, Process: "running", Host: "RUNNING", Resources: &packing.Resources{CPU: 2, RAM: 2 << 30},
-				Instances: []daemon.InstanceStatus{
+		Containers: []api.ContainerStatus{
+			{ID: 1, PID: 4242, Process: "running", Host: "RUNNING", Resources: &api.Resources{CPU: 2, RAM: 2 << 30},
+				Instances: []api.InstanceStatus{
 					{Name: "lines/0", Task: 1, State: "RUNNING", Emitted: 1000, Version: "builtin"},
 					{Name: "count/1", Task: 3, State: "RUNNING", Executed: 480, Version: "0123456789abcdef0123"},
 				}},
 			{ID: 2, PID: 4243, Process: "running", Host: "RUNNING", Restarts: 1, LastExit: "killed by signal 9",
-				Instances: []daemon.InstanceStatus{{Name: "count/0", Task: 2, State: "RUNNING", Executed: 520}}},
+				Instances: []api.InstanceStatus{{Name: "count/0", Task: 2, State: "RUNNING", Executed: 520}}},
 		},
-		Transitions: []daemon.Transition{
-			{To: daemon.StatePaused, At: at, Why: "submitted", ToMode: daemon.ModePaused},
-			{From: daemon.StatePaused, To: daemon.StateRunning, At: at.Add(time.Minute), Why: "activated", FromMode: daemon.ModePaused, ToMode: daemon.ModeRunning},
-			{From: daemon.StateRunning, To: daemon.StateRunning, At: at.Add(2 * time.Minute), Why: "swap count", FromMode: daemon.ModeRunning, ToMode: daemon.ModeSwapping},
+		Transitions: []api.Transition{
+			{To: api.StatePaused, At: at, Why: "submitted", ToMode: api.ModePaused},
+			{From: api.StatePaused, To: api.StateRunning, At: at.Add(time.Minute), Why: "activated", FromMode: api.ModePaused, ToMode: api.ModeRunning},
+			{From: api.StateRunning, To: api.StateRunning, At: at.Add(2 * time.Minute), Why: "swap count", FromMode: api.ModeRunning, ToMode: api.ModeSwapping},
 		},
 	}
-	hist := []statemgr.ModuleVersion{
+	hist := []api.ModuleVersion{
 		{Component: "count", Version: "0123456789abcdef0123", At: at, By: "ana", Status: "replaced", Source: "/src/count"},
 		{Component: "count", Version: "fedcba9876543210fedc", Previous: "0123456789abcdef0123", At: at.Add(time.Minute),
 			By: "ana", Status: "rolled back", Reason: "trap: unreachable\nwasm stack trace: ...", Canary: 1},
 	}
 	mets := []componentMetrics{{
-		MetricsAnswer: ui.MetricsAnswer{Topology: "wordcount", Component: "count", Interval: 60, StartTime: 1780000000, EndTime: 1780000060,
+		MetricsAnswer: api.MetricsAnswer{Topology: "wordcount", Component: "count", Interval: 60, StartTime: 1780000000, EndTime: 1780000060,
 			Metrics: map[string]map[string]float64{
 				metrics.ExecuteCount:           {"2": 520, "3": 480},
 				metrics.EmitCount + "/default": {"2": 520, "3": 480},
@@ -68,10 +64,10 @@ func outputCases() []struct {
 			}},
 		Instances: map[string]string{"2": "count/0", "3": "count/1"},
 	}, {
-		MetricsAnswer: ui.MetricsAnswer{Topology: "wordcount", Component: "split", Interval: 60, Metrics: map[string]map[string]float64{}},
+		MetricsAnswer: api.MetricsAnswer{Topology: "wordcount", Component: "split", Interval: 60, Metrics: map[string]map[string]float64{}},
 		Instances:     map[string]string{},
 	}}
-	dlq := daemon.DeadLetterResult{DeadLetters: []connectors.DeadLetter{
+	dlq := api.DeadLetterResult{DeadLetters: []api.DeadLetter{
 		{Component: "lines", Destination: "file:/data/dead.txt", Source: "/data/in.txt:1", Failures: 2,
 			Error: "last: failed by count", Value: "alpha"},
 		{Component: "lines", Destination: "file:/data/dead.txt", Source: "/data/in.txt:2", Failures: 2,
@@ -86,15 +82,15 @@ func outputCases() []struct {
 			}},
 		{Kind: plugin.KindMetricsSink, Name: "null", Use: "metrics.null", Summary: "Drops every batch.", Fields: []plugin.Field{}},
 	}
-	apply := daemon.ApplyResult{How: "live rescale", Parallelism: map[string]int{"count": 3, "lines": 1}, Containers: 2,
-		Changes: []daemon.Change{{Kind: "parallelism", Component: "count", Detail: "2 -> 3"}}}
+	apply := api.ApplyResult{How: "live rescale", Parallelism: map[string]int{"count": 3, "lines": 1}, Containers: 2,
+		Changes: []api.Change{{Kind: "parallelism", Component: "count", Detail: "2 -> 3"}}}
 	return []struct {
 		name  string
 		v     any
 		table func(io.Writer) error
 	}{
 		{"list", rows, func(w io.Writer) error { return printList(w, rows) }},
-		{"list-empty", []daemon.Summary{}, func(w io.Writer) error { return printList(w, nil) }},
+		{"list-empty", []api.Summary{}, func(w io.Writer) error { return printList(w, nil) }},
 		{"status", st, func(w io.Writer) error { printStatus(w, st); return nil }},
 		{"history", hist, func(w io.Writer) error { return printHistory(w, hist) }},
 		{"metrics", mets, func(w io.Writer) error { printMetrics(w, mets, nil); return nil }},

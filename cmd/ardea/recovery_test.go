@@ -19,8 +19,8 @@ import (
 
 	"github.com/ardea-dev/ardea/examples/keyed"
 	"github.com/ardea-dev/ardea/internal/testutil"
+	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/ctl"
-	"github.com/ardea-dev/ardea/scheduler/daemon"
 	"github.com/ardea-dev/ardea/scheduler/statemgr"
 )
 
@@ -84,7 +84,7 @@ func finishExact(t *testing.T, d *clusterDaemon, name, out string, keys, perKey,
 	end()
 	testutil.EventuallyWithin(t, 3*time.Minute, name+" to finish", func() (bool, string) {
 		st := d.status(t, name)
-		return st.State == daemon.StateFinished, string(st.State)
+		return st.State == api.StateFinished, string(st.State)
 	})
 	if err := keyed.CheckExact(out, keys, perKey); err != nil {
 		t.Fatal(err)
@@ -94,7 +94,7 @@ func finishExact(t *testing.T, d *clusterDaemon, name, out string, keys, perKey,
 	}
 }
 
-func killContainer(t *testing.T, st daemon.Status, c int) int {
+func killContainer(t *testing.T, st api.Status, c int) int {
 	t.Helper()
 	pid := st.Containers[c-1].PID
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
@@ -119,7 +119,7 @@ func TestClusterEffectivelyOnceKillAtSwapStart(t *testing.T) {
 	// lasts about 20 s, so the swap begins while it flows even when the
 	// machine is loaded.
 	out := submitKeyed(t, d, "eok", keys, perKey, 10000, "--set", "topology.checkpoint.interval=4s")
-	api := d.client(t)
+	c := d.client(t)
 	mod := withCustomSection(t, repoPath("examples/keyed/go/seqstate.wasm"))
 	swap := exec.Command(ardeaBin, "--server", d.server, "swap", "eok", "seqstate", mod, "--probation", "2s")
 	var stderr strings.Builder
@@ -129,12 +129,12 @@ func TestClusterEffectivelyOnceKillAtSwapStart(t *testing.T) {
 	}
 	swapDone := make(chan error, 1)
 	go func() { swapDone <- swap.Wait() }()
-	var st daemon.Status
+	var st api.Status
 	// Polled through the API, not a CLI process per poll: the wait lasts
 	// from nothing to 4 s.
 	testutil.EventuallyWithin(t, time.Minute, "the swap to wait for its checkpoint", func() (bool, string) {
 		var err error
-		if st, err = api.Status(context.Background(), "eok"); err != nil {
+		if st, err = c.Status(context.Background(), "eok"); err != nil {
 			t.Fatal(err)
 		}
 		select {
@@ -151,7 +151,7 @@ func TestClusterEffectivelyOnceKillAtSwapStart(t *testing.T) {
 	}
 	t.Logf("swap: %s", strings.TrimSpace(stderr.String()))
 	hist := d.ok(t, "history", "eok")
-	if !strings.Contains(hist, string(daemon.VersionFailed)) && !strings.Contains(hist, string(daemon.VersionRolledBack)) {
+	if !strings.Contains(hist, string(api.VersionFailed)) && !strings.Contains(hist, string(api.VersionRolledBack)) {
 		t.Fatalf("history does not show the failed swap:\n%s", hist)
 	}
 	finishExact(t, d, "eok", out, keys, perKey, 1)
@@ -182,7 +182,7 @@ func TestClusterEffectivelyOnceDaemonRestartResumes(t *testing.T) {
 	base := int64(-1)
 	testutil.EventuallyWithin(t, 2*time.Minute, "the topology to resume", func() (bool, string) {
 		st := d.status(t, "eor")
-		if st.State == daemon.StateFinished {
+		if st.State == api.StateFinished {
 			return true, ""
 		}
 		if ok, why := allRunning(st); !ok {
@@ -287,7 +287,7 @@ func TestClusterPausedContainerIsFenced(t *testing.T) {
 	testutil.EventuallyWithin(t, time.Minute, "the paused container to be replaced", func() (bool, string) {
 		st := d.status(t, "eop")
 		c := st.Containers[0]
-		sawLost = sawLost || c.Host == ctl.HostLost
+		sawLost = sawLost || c.Host == api.HostLost
 		return c.PID != pid && c.PID != 0 && !alive(pid), string(c.Host)
 	})
 	t.Logf("paused container replaced %.2fs after SIGSTOP (lost shown: %v)", time.Since(stopped).Seconds(), sawLost)
@@ -312,7 +312,7 @@ func TestClusterEffectivelyOnceKillDuringRescale(t *testing.T) {
 	if err := update.Start(); err != nil {
 		t.Fatal(err)
 	}
-	var st daemon.Status
+	var st api.Status
 	testutil.EventuallyWithin(t, time.Minute, "the paused rescale to begin", func() (bool, string) {
 		st = d.status(t, "eou")
 		return strings.Contains(st.Message, "updating (paused)"), st.Message
@@ -391,7 +391,7 @@ func TestClusterEffectivelyOnceCorruptNewestCheckpoint(t *testing.T) {
 		t.Fatalf("no snapshot of checkpoint %d task 3 in the store", newest)
 	}
 	killContainer(t, d.status(t, "eoc"), 1)
-	var st daemon.Status
+	var st api.Status
 	testutil.EventuallyWithin(t, time.Minute, "the rollback", func() (bool, string) {
 		st = d.status(t, "eoc") // paused: the containers run, the spouts do not
 		return st.Checkpoints.Rollbacks >= 1 && !st.Checkpoints.RollingBack, string(st.State)
@@ -471,7 +471,7 @@ func TestClusterEffectivelyOnceDaemonKillInUncommittedReplan(t *testing.T) {
 	testutil.EventuallyWithin(t, 2*time.Minute, "the topology to resume", func() (bool, string) {
 		st := d.status(t, "eob")
 		ok, why := allRunning(st)
-		return ok || st.State == daemon.StateFinished, why
+		return ok || st.State == api.StateFinished, why
 	})
 	if !strings.Contains(readTail(d.logPath, 1<<20), "returning to the previous plan") {
 		t.Fatal("the restarted daemon did not say it returned to the previous plan (the kill came after the commit?)")

@@ -18,7 +18,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ardea-dev/ardea/scheduler/daemon"
+	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/packing"
 )
 
@@ -57,7 +57,7 @@ func newStreamCreateCmd() *cobra.Command {
 		Short:   "Create a stream",
 		Example: "  ardea stream create lines\n  ardea stream create events --max-bytes 256MiB",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			req := daemon.CreateStreamRequest{Name: args[0]}
+			req := api.CreateStreamRequest{Name: args[0]}
 			if maxBytes != "" {
 				n, err := packing.ParseBytes(maxBytes)
 				if err != nil || n <= 0 {
@@ -65,7 +65,7 @@ func newStreamCreateCmd() *cobra.Command {
 				}
 				req.MaxBytes = n
 			}
-			var s daemon.StreamInfo
+			var s api.StreamInfo
 			if err := cf.client().Do(cmd.Context(), http.MethodPost, "/api/v1/streams", req, &s); err != nil {
 				return err
 			}
@@ -87,7 +87,7 @@ func newStreamListCmd() *cobra.Command {
 		Short:   "List the tenant's streams",
 		Example: "  ardea stream ls\n  ardea stream ls -o json",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var ss []daemon.StreamInfo
+			var ss []api.StreamInfo
 			if err := cf.client().Do(cmd.Context(), http.MethodGet, "/api/v1/streams", nil, &ss); err != nil {
 				return err
 			}
@@ -121,10 +121,10 @@ func newStreamPublishCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c := cf.client()
 			path := "/api/v1/streams/" + url.PathEscape(args[0]) + "/messages"
-			var total daemon.PublishResult
+			var total api.PublishResult
 			send := func(msgs []string) error {
-				var res daemon.PublishResult
-				if err := c.Do(cmd.Context(), http.MethodPost, path, daemon.PublishRequest{Messages: msgs}, &res); err != nil {
+				var res api.PublishResult
+				if err := c.Do(cmd.Context(), http.MethodPost, path, api.PublishRequest{Messages: msgs}, &res); err != nil {
 					return fmt.Errorf("stream %s: %w (%d messages published before)", args[0], err, total.Published)
 				}
 				total.Published += res.Published
@@ -205,10 +205,10 @@ func newStreamReadCmd() *cobra.Command {
 				return usageError{fmt.Errorf("--limit %d: want at least 1", limit)}
 			}
 			c := cf.client()
-			out := daemon.StreamRead{Stream: args[0], Messages: []daemon.StreamMessage{}, Next: from}
+			out := api.StreamRead{Stream: args[0], Messages: []api.StreamMessage{}, Next: from}
 			for len(out.Messages) < limit {
-				q := url.Values{"from": {strconv.FormatUint(out.Next, 10)}, "limit": {strconv.Itoa(min(limit-len(out.Messages), daemon.MaxStreamRead))}}
-				var page daemon.StreamRead
+				q := url.Values{"from": {strconv.FormatUint(out.Next, 10)}, "limit": {strconv.Itoa(min(limit-len(out.Messages), api.MaxStreamRead))}}
+				var page api.StreamRead
 				if err := c.Do(cmd.Context(), http.MethodGet, "/api/v1/streams/"+url.PathEscape(args[0])+"/messages?"+q.Encode(), nil, &page); err != nil {
 					return err
 				}

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/ardea-dev/ardea/internal/testutil"
-	"github.com/ardea-dev/ardea/scheduler/daemon"
+	"github.com/ardea-dev/ardea/scheduler/api"
 )
 
 // tenantToken makes tenant and a token of scope for it with the daemon's
@@ -90,7 +90,7 @@ bolts:
 	// not acked within ack_wait is redelivered); nothing else arrives.
 	distinct := map[string]bool{}
 	testutil.EventuallyWithin(t, 2*time.Minute, "acme's 40 lines in its output stream", func() (bool, string) {
-		var read daemon.StreamRead
+		var read api.StreamRead
 		if err := json.Unmarshal([]byte(ok(acme, "stream", "read", "echoed", "--limit", "1000", "-o", "json")), &read); err != nil {
 			t.Fatal(err)
 		}
@@ -106,7 +106,7 @@ bolts:
 		}
 		return len(distinct) == len(want), fmt.Sprintf("%d of %d lines", len(distinct), len(want))
 	})
-	var ls []daemon.StreamInfo
+	var ls []api.StreamInfo
 	if err := json.Unmarshal([]byte(ok(acme, "stream", "ls", "-o", "json")), &ls); err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ bolts:
 	// A rival stream of the same name is another stream.
 	ok(rival, "stream", "create", "lines")
 	ok(rival, "stream", "publish", "lines", "rival's line")
-	var acmeIn daemon.StreamRead
+	var acmeIn api.StreamRead
 	if err := json.Unmarshal([]byte(ok(acme, "stream", "read", "lines", "--limit", "1000", "-o", "json")), &acmeIn); err != nil {
 		t.Fatal(err)
 	}

@@ -16,8 +16,7 @@ import (
 
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/internal/build"
-	"github.com/ardea-dev/ardea/scheduler/daemon"
-	"github.com/ardea-dev/ardea/scheduler/statemgr"
+	"github.com/ardea-dev/ardea/scheduler/api"
 )
 
 // moduleBytes reads a .wasm file, or builds a component folder (Go, Rust,
@@ -83,7 +82,7 @@ probation.`,
 			if abs, err := filepath.Abs(src); err == nil {
 				src = abs
 			}
-			res, err := cf.client().Swap(cmd.Context(), args[0], daemon.SwapRequest{
+			res, err := cf.client().Swap(cmd.Context(), args[0], api.SwapRequest{
 				Component: args[1], Module: data, Source: src, Canary: canary, Probation: probation, By: os.Getenv("USER"),
 				MaxFailRate: failRate, MaxLatencyFactor: latFactor,
 			})
@@ -144,7 +143,7 @@ func newHistoryCmd() *cobra.Command {
 				return err
 			}
 			if hist == nil {
-				hist = []statemgr.ModuleVersion{}
+				hist = []api.ModuleVersion{}
 			}
 			return outputOf(cmd).Print(cmd.OutOrStdout(), hist, func(w io.Writer) error { return printHistory(w, hist) })
 		},
@@ -155,7 +154,7 @@ func newHistoryCmd() *cobra.Command {
 	return cmd
 }
 
-func printHistory(w io.Writer, hist []statemgr.ModuleVersion) error {
+func printHistory(w io.Writer, hist []api.ModuleVersion) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "COMPONENT\tVERSION\tAT\tBY\tSTATUS\tSOURCE\tREASON")
 	for _, h := range hist {
@@ -214,7 +213,7 @@ component changing kind) is refused before anything changes.`,
 			if err != nil {
 				return err
 			}
-			res, err := cf.client().Apply(cmd.Context(), args[0], daemon.ApplyRequest{
+			res, err := cf.client().Apply(cmd.Context(), args[0], api.ApplyRequest{
 				Spec: sub.Spec, Modules: sub.Modules, DryRun: dryRun, By: os.Getenv("USER"),
 			})
 			if err != nil {
@@ -233,7 +232,7 @@ component changing kind) is refused before anything changes.`,
 	return cmd
 }
 
-func printApply(w io.Writer, res daemon.ApplyResult, name, file string) error {
+func printApply(w io.Writer, res api.ApplyResult, name, file string) error {
 	if len(res.Changes) == 0 {
 		_, err := fmt.Fprintf(w, "topology %s already matches %s\n", name, file)
 		return err

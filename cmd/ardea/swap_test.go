@@ -15,7 +15,7 @@ import (
 	"github.com/ardea-dev/ardea/examples/keyed"
 	"github.com/ardea-dev/ardea/examples/wordcount"
 	"github.com/ardea-dev/ardea/internal/testutil"
-	"github.com/ardea-dev/ardea/scheduler/daemon"
+	"github.com/ardea-dev/ardea/scheduler/api"
 )
 
 func sha(t *testing.T, path string) string {
@@ -29,7 +29,7 @@ func sha(t *testing.T, path string) string {
 }
 
 // countVersions lists the versions the count instances run.
-func countVersions(st daemon.Status) map[string]int {
+func countVersions(st api.Status) map[string]int {
 	out := map[string]int{}
 	for _, c := range st.Containers {
 		for _, in := range c.Instances {
@@ -97,13 +97,13 @@ func TestClusterSwap(t *testing.T) {
 	if v := countVersions(d.status(t, "sw")); v[sha(t, rust)] != 2 {
 		t.Fatalf("after ardea rollback count instances run %v, want the Rust module", v)
 	}
-	if st := d.status(t, "sw"); st.State != daemon.StateRunning {
+	if st := d.status(t, "sw"); st.State != api.StateRunning {
 		t.Fatalf("the input was used up before the swaps ended (%s): the test needs a larger input", st.State)
 	}
 	endInput()
 	testutil.EventuallyWithin(t, 3*time.Minute, "sw to finish", func() (bool, string) {
 		st := d.status(t, "sw")
-		return st.State == daemon.StateFinished, string(st.State)
+		return st.State == api.StateFinished, string(st.State)
 	})
 	got, err := wordcount.ReadCounts(out, true)
 	if err != nil {
@@ -173,7 +173,7 @@ func TestClusterEffectivelyOnceSwap(t *testing.T) {
 	}
 	testutil.EventuallyWithin(t, 3*time.Minute, "eos to finish", func() (bool, string) {
 		st := d.status(t, "eos")
-		return st.State == daemon.StateFinished, string(st.State)
+		return st.State == api.StateFinished, string(st.State)
 	})
 	if err := keyed.CheckExact(out, keys, perKey); err != nil {
 		t.Fatal(err)

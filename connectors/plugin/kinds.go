@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 
+	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/sinks/metric"
 )
 
@@ -14,16 +15,6 @@ type SpoutFactory func(cfg Config) (Spout, error)
 
 // BoltFactory builds a bolt from its validated config (Prepare connects).
 type BoltFactory func(cfg Config) (Bolt, error)
-
-// DeadLetter is one record a spout gave up on.
-type DeadLetter struct {
-	Component   string `json:"component"`
-	Destination string `json:"destination"` // file:<path>, kafka:<topic>, pulsar:<topic>, jetstream:<subject>
-	Source      string `json:"source"`      // where it was read: line number, topic/partition/offset, message id
-	Failures    int    `json:"failures,omitempty"`
-	Error       string `json:"error,omitempty"`
-	Value       string `json:"value"`
-}
 
 // MaxDeadLetterFileBytes bounds a dead-letter file that is read whole (a
 // file spout's, a bolt's): a longer one is neither read nor appended to.
@@ -44,11 +35,11 @@ type DeadLetterOwner struct {
 // writes them (where its config says); the store reads them back.
 type DeadLetterStore interface {
 	// List returns the dead letters not yet replayed, leaving them there.
-	List(ctx context.Context) ([]DeadLetter, error)
+	List(ctx context.Context) ([]api.DeadLetter, error)
 	// Replay sends the dead letters back to the spout's source (where the
 	// running topology reads them again), marks them replayed and returns
 	// them.
-	Replay(ctx context.Context) ([]DeadLetter, error)
+	Replay(ctx context.Context) ([]api.DeadLetter, error)
 }
 
 // DeadLetterFactory builds the dead-letter store of a spout from the
@@ -62,7 +53,7 @@ type DeadLetterFactory func(cfg Config, owner DeadLetterOwner) (DeadLetterStore,
 type (
 	MetricsBatch     = metric.Batch
 	MetricsSample    = metric.Sample
-	MetricsException = metric.Exception
+	MetricsException = api.Exception
 	MetricsKind      = metric.Kind
 )
 

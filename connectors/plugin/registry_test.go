@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ardea-dev/ardea/connectors/plugin"
+	"github.com/ardea-dev/ardea/scheduler/api"
 )
 
 type nopSpout struct{}
@@ -358,10 +359,10 @@ func TestBuild(t *testing.T) {
 
 type letters struct{ owner plugin.DeadLetterOwner }
 
-func (l letters) List(context.Context) ([]plugin.DeadLetter, error) {
-	return []plugin.DeadLetter{{Component: l.owner.Component, Destination: "mem:x", Value: "v"}}, nil
+func (l letters) List(context.Context) ([]api.DeadLetter, error) {
+	return []api.DeadLetter{{Component: l.owner.Component, Destination: "mem:x", Value: "v"}}, nil
 }
-func (l letters) Replay(ctx context.Context) ([]plugin.DeadLetter, error) { return l.List(ctx) }
+func (l letters) Replay(ctx context.Context) ([]api.DeadLetter, error) { return l.List(ctx) }
 
 func TestDeadLetterStore(t *testing.T) {
 	env := plugin.NewEmptyEnvironment()

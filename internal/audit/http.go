@@ -263,7 +263,7 @@ func ParseSince(s string, now time.Time) (time.Time, error) {
 }
 
 // writeError answers in the API's error shape ({"status", "message",
-// "error"}, as ui.Error).
+// "error"}, as api.ErrorBody).
 func writeError(w http.ResponseWriter, code int, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")

@@ -268,7 +268,7 @@ func writeStoreError(w http.ResponseWriter, err error) {
 	writeError(w, code, err.Error())
 }
 
-// apiError is the API's error shape (ui.Error's: this package does not
+// apiError is the API's error shape (api.ErrorBody's: this package does not
 // import ui, which will want to import auth for the UI's login).
 type apiError struct {
 	Status  int    `json:"status"`

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/examples/wordcount"
+	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/daemon"
 )
 
@@ -92,7 +93,7 @@ func WordCountLocal(ctx context.Context, o LocalOptions) (*LocalResult, error) {
 		return nil, err
 	}
 	c := d.Client() // the daemon's admin token: the API takes one on every call
-	if _, err := c.Submit(ctx, daemon.SubmitRequest{Name: "bench", Spec: string(spec),
+	if _, err := c.Submit(ctx, api.SubmitRequest{Name: "bench", Spec: string(spec),
 		Modules: map[string][]byte{"split": split, "count": count}}); err != nil {
 		return nil, err
 	}
@@ -102,7 +103,7 @@ func WordCountLocal(ctx context.Context, o LocalOptions) (*LocalResult, error) {
 		c.Action(cctx, "bench", "kill", url.Values{}, nil)
 	}()
 
-	counted := func() (int64, *daemon.Status, error) {
+	counted := func() (int64, *api.Status, error) {
 		st, err := c.Status(ctx, "bench")
 		if err != nil {
 			return 0, nil, err

@@ -18,6 +18,7 @@ import (
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/examples/wordcount"
 	"github.com/ardea-dev/ardea/internal/metrics"
+	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/daemon"
 )
 
@@ -107,7 +108,7 @@ func Swap(ctx context.Context, o SwapOptions) (*SwapResult, error) {
 		wg.Go(func() {
 			defer cancel()
 			benchErr = swapLoop(runCtx, o, res, reg, func(i int) (int, error) {
-				r, err := d.Swap(runCtx, name, daemon.SwapRequest{Component: "count", Module: mods[(i+1)%2],
+				r, err := d.Swap(runCtx, name, api.SwapRequest{Component: "count", Module: mods[(i+1)%2],
 					Source: "bench-v" + strconv.Itoa(i), Probation: time.Millisecond})
 				return r.Tasks, err
 			})

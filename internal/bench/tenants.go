@@ -19,6 +19,7 @@ import (
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/examples/wordcount"
 	"github.com/ardea-dev/ardea/internal/auth"
+	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/daemon"
 	"github.com/ardea-dev/ardea/sinks"
 )
@@ -315,7 +316,7 @@ func Tenants(ctx context.Context, o TenantsOptions) (*TenantsResult, error) {
 // with a deploy token of it. A CPU quota quotas leave out is lifted (the
 // built-in default would set one): the bench compares A with and without
 // its CPU quota, and B runs unlimited.
-func benchTenant(ctx context.Context, admin *daemon.Client, name string, quotas map[string]any) (*daemon.Client, error) {
+func benchTenant(ctx context.Context, admin *api.Client, name string, quotas map[string]any) (*api.Client, error) {
 	if err := admin.Do(ctx, http.MethodPost, "/api/v1/tenants", auth.CreateTenantRequest{Name: name}, nil); err != nil {
 		return nil, fmt.Errorf("bench tenants: create tenant %s: %w", name, err)
 	}
@@ -328,12 +329,12 @@ func benchTenant(ctx context.Context, admin *daemon.Client, name string, quotas 
 	if err := admin.Do(ctx, http.MethodPost, "/api/v1/tokens", auth.CreateTokenRequest{Tenant: name, Scope: auth.ScopeDeploy, Name: "bench"}, &nt); err != nil {
 		return nil, fmt.Errorf("bench tenants: token of %s: %w", name, err)
 	}
-	c := daemon.NewClient(admin.Base)
+	c := api.NewClient(admin.Base)
 	c.HTTP, c.Token = admin.HTTP, nt.Secret
 	return c, nil
 }
 
-func submitBuilt(ctx context.Context, c *daemon.Client, b *ardea.Builder, mods map[string][]byte) error {
+func submitBuilt(ctx context.Context, c *api.Client, b *ardea.Builder, mods map[string][]byte) error {
 	t, err := b.BuildWith(ardea.ValidateOptions{SkipModuleCheck: true})
 	if err != nil {
 		return err
@@ -342,12 +343,12 @@ func submitBuilt(ctx context.Context, c *daemon.Client, b *ardea.Builder, mods m
 	if err != nil {
 		return err
 	}
-	_, err = c.Submit(ctx, daemon.SubmitRequest{Name: t.Name, Spec: string(spec), Modules: mods})
+	_, err = c.Submit(ctx, api.SubmitRequest{Name: t.Name, Spec: string(spec), Modules: mods})
 	return err
 }
 
 // instances sums f over the instances of component comp of topology name.
-func instances(ctx context.Context, c *daemon.Client, name, comp string, f func(daemon.InstanceStatus) int64) (int64, error) {
+func instances(ctx context.Context, c *api.Client, name, comp string, f func(api.InstanceStatus) int64) (int64, error) {
 	st, err := c.Status(ctx, name)
 	if err != nil {
 		return 0, err
@@ -363,13 +364,13 @@ func instances(ctx context.Context, c *daemon.Client, name, comp string, f func(
 	return n, nil
 }
 
-func executed(ctx context.Context, c *daemon.Client, name, comp string) (int64, error) {
-	return instances(ctx, c, name, comp, func(in daemon.InstanceStatus) int64 { return in.Executed })
+func executed(ctx context.Context, c *api.Client, name, comp string) (int64, error) {
+	return instances(ctx, c, name, comp, func(in api.InstanceStatus) int64 { return in.Executed })
 }
 
 // failedOf counts comp's failed tuples from the tracker's __fail-count
 // (at most once the status carries no fails).
-func failedOf(ctx context.Context, c *daemon.Client, name, comp string) (int64, error) {
+func failedOf(ctx context.Context, c *api.Client, name, comp string) (int64, error) {
 	m, err := c.Metrics(ctx, name, comp, []string{"__fail-count"}, 3600)
 	if err != nil {
 		return 0, fmt.Errorf("bench tenants: %s's fails: %w", name, err)
@@ -383,7 +384,7 @@ func failedOf(ctx context.Context, c *daemon.Client, name, comp string) (int64, 
 
 // hostCores is the CPU topology name's host processes used over the last
 // secs seconds, in cores.
-func hostCores(ctx context.Context, c *daemon.Client, name string, secs int64) (float64, error) {
+func hostCores(ctx context.Context, c *api.Client, name string, secs int64) (float64, error) {
 	m, err := c.Metrics(ctx, name, "__host__", []string{"__cpu-seconds"}, secs)
 	if err != nil {
 		return 0, fmt.Errorf("bench tenants: %s's CPU: %w", name, err)
@@ -408,7 +409,7 @@ func selfCPU() time.Duration {
 // not nil, until it holds (the phase's own condition, polled with
 // noiseLimit as a hang guard): words/s from the status counts, p99 and
 // cores from the tracker over the same seconds.
-func measureB(ctx context.Context, b *daemon.Client, d time.Duration, until func() (bool, error)) (TenantPhase, error) {
+func measureB(ctx context.Context, b *api.Client, d time.Duration, until func() (bool, error)) (TenantPhase, error) {
 	n0, err := executed(ctx, b, "wc", "count")
 	if err != nil {
 		return TenantPhase{}, err

@@ -511,7 +511,7 @@ func StatusOf(err error) int {
 }
 
 // WriteError answers err in the API's error shape ({"status", "message",
-// "error"}, as ui.Error), with StatusOf(err).
+// "error"}, as api.ErrorBody), with StatusOf(err).
 func WriteError(w http.ResponseWriter, err error) {
 	code := StatusOf(err)
 	w.Header().Set("Content-Type", "application/json")

@@ -172,7 +172,7 @@ func (h *handler) answer(w http.ResponseWriter, r *http.Request, tenant string) 
 	_ = json.NewEncoder(w).Encode(out)
 }
 
-// writeError answers in the API's error shape (ui.Error: status, message,
+// writeError answers in the API's error shape (api.ErrorBody: status, message,
 // error), without importing ui, which may show quotas one day.
 func writeError(w http.ResponseWriter, code int, msg string) {
 	w.Header().Set("Content-Type", "application/json")

@@ -24,6 +24,7 @@ import (
 
 	"github.com/ardea-dev/ardea/internal/names"
 	"github.com/ardea-dev/ardea/internal/plan"
+	"github.com/ardea-dev/ardea/scheduler/api"
 )
 
 // HeartbeatSubject is where a topology's hosts publish heartbeats.
@@ -73,33 +74,15 @@ type CheckpointReport struct {
 	Error      string `json:"error,omitempty"`
 }
 
-// HostState is a container's state, as reported in heartbeats.
-type HostState string
-
-// Host states.
-const (
-	HostStarting HostState = "STARTING" // compiling modules, waiting for a plan
-	HostRunning  HostState = "RUNNING"
-	HostFinished HostState = "FINISHED" // every local task finished its finite input
-	HostStopped  HostState = "STOPPED"  // handed off its state for a re-plan; waits for the next plan
-	HostFailed   HostState = "FAILED"
-	// HostLost is never reported: the manager shows it for a container it
-	// declared lost (no liveness beats) until its replacement reports.
-	HostLost HostState = "LOST"
-	// HostPending is never reported either: status shows it for a task no
-	// heartbeat of the current plan has named yet.
-	HostPending HostState = "PENDING"
-)
-
 // Heartbeat is what a host publishes every HeartbeatInterval.
 type Heartbeat struct {
-	V            int       `json:"v"`
-	Container    int       `json:"container"`
-	PID          int       `json:"pid"`
-	PlanRevision uint64    `json:"plan_revision"`
-	State        HostState `json:"state"`
-	Active       bool      `json:"active"` // spouts emitting
-	Error        string    `json:"error,omitempty"`
+	V            int           `json:"v"`
+	Container    int           `json:"container"`
+	PID          int           `json:"pid"`
+	PlanRevision uint64        `json:"plan_revision"`
+	State        api.HostState `json:"state"`
+	Active       bool          `json:"active"` // spouts emitting
+	Error        string        `json:"error,omitempty"`
 	// Fatal (with State FAILED): the failure is in the data or the
 	// topology, not the process (a record too large for the pipeline,
 	// after everything before it drained; a guest over state.max.* or
@@ -154,12 +137,12 @@ type Heartbeat struct {
 
 // Instance is one task's report.
 type Instance struct {
-	Task      uint32    `json:"task"`
-	Component string    `json:"component"`
-	Index     int       `json:"index"`
-	State     HostState `json:"state"` // RUNNING, FINISHED, FAILED
-	Emitted   int64     `json:"emitted"`
-	Executed  int64     `json:"executed"`
+	Task      uint32        `json:"task"`
+	Component string        `json:"component"`
+	Index     int           `json:"index"`
+	State     api.HostState `json:"state"` // RUNNING, FINISHED, FAILED
+	Emitted   int64         `json:"emitted"`
+	Executed  int64         `json:"executed"`
 	// Version is the module version (artifact sha256) the task runs;
 	// LatencyNs its execute time per tuple (a moving average).
 	Version   string `json:"version,omitempty"`

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/ardea-dev/ardea/internal/plan"
+	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/ctl"
 )
 
@@ -14,7 +15,7 @@ import (
 // `ardea local`'s hosts and topology manager exchange (in process they
 // are passed as they are).
 func TestTupleRollbackOnTheWire(t *testing.T) {
-	hb := ctl.Heartbeat{Container: 2, State: ctl.HostStopped, TupleRollback: &ctl.TupleRollback{
+	hb := ctl.Heartbeat{Container: 2, State: api.HostStopped, TupleRollback: &ctl.TupleRollback{
 		Generation: 7, Component: "upper", Task: 3, Hash: "86be865b16825039", Error: "component upper task 3: tuple [\"poison\"] failed"}}
 	b, err := json.Marshal(hb)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/ardea-dev/ardea/bus"
 	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/internal/testutil/natstest"
+	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/ctl"
 	"github.com/ardea-dev/ardea/sinks/metric"
 )
@@ -199,7 +200,7 @@ func TestGateway(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			must(g.reporter.Heartbeat(ctxR, ctl.Heartbeat{Container: 1, State: ctl.HostRunning, PlanRevision: 4}))
+			must(g.reporter.Heartbeat(ctxR, ctl.Heartbeat{Container: 1, State: api.HostRunning, PlanRevision: 4}))
 			must(g.reporter.Alive(ctxR, ctl.Alive{Container: 1}))
 			must(g.reporter.CheckpointSaved(ctxR, ctl.CheckpointReport{ID: 8, Task: 2, Generation: 3, Error: "disk full"}))
 			must(g.reporter.Metrics(ctxR, &metric.Batch{Topology: "top", Samples: make([]metric.Sample, 2)}))
@@ -288,7 +289,7 @@ func TestNATSRefusesOtherVersions(t *testing.T) {
 	// refused (each subject keeps its order; the heartbeat is last on its
 	// own, and the manager saw nothing else).
 	r := ctl.NewNATSReporter(nc, "acme", "top")
-	if err := r.Heartbeat(t.Context(), ctl.Heartbeat{Container: 1, State: ctl.HostRunning}); err != nil {
+	if err := r.Heartbeat(t.Context(), ctl.Heartbeat{Container: 1, State: api.HostRunning}); err != nil {
 		t.Fatal(err)
 	}
 	if err := nc.Flush(); err != nil {

@@ -17,39 +17,11 @@ import (
 	"github.com/ardea-dev/ardea/internal/auth"
 	"github.com/ardea-dev/ardea/internal/httpsec"
 	"github.com/ardea-dev/ardea/internal/quota"
+	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/launcher"
 	"github.com/ardea-dev/ardea/scheduler/statemgr"
 	"github.com/ardea-dev/ardea/ui"
 )
-
-// SubmitRequest is POST /api/v1/topologies.
-type SubmitRequest struct {
-	Name string `json:"name"`
-	// Spec is the topology YAML as resolved by the CLI (overrides applied,
-	// built-in file paths absolute).
-	Spec string `json:"spec"`
-	// Modules holds each wasm component's module bytes (base64 in JSON).
-	Modules map[string][]byte `json:"modules"`
-	// Sources names where each module came from (its file on the
-	// submitter's machine): the module's name in errors and history.
-	Sources     map[string]string `json:"sources,omitempty"`
-	Deactivated bool              `json:"deactivated,omitempty"`
-	By          string            `json:"by,omitempty"`
-}
-
-// Summary is one row of GET /api/v1/topologies.
-type Summary struct {
-	Name       string `json:"name"`
-	State      State  `json:"state"`
-	Containers int    `json:"containers"`
-	Instances  int    `json:"instances"`
-	Submitted  string `json:"submitted"`
-}
-
-// UpdateRequest is POST /api/v1/topologies/{name}/update.
-type UpdateRequest struct {
-	Parallelism map[string]int `json:"parallelism"`
-}
 
 func (d *Daemon) routes() *http.ServeMux {
 	mux := http.NewServeMux()
@@ -121,9 +93,9 @@ func (d *Daemon) handleList(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	out := []Summary{}
+	out := []api.Summary{}
 	for _, rec := range tops {
-		s := Summary{Name: rec.Name, Submitted: rec.SubmittedAt.Format(time.RFC3339)}
+		s := api.Summary{Name: rec.Name, Submitted: rec.SubmittedAt.Format(time.RFC3339)}
 		if st, err := sp.store.GetState(r.Context(), rec.Name); err == nil {
 			s.State = st.State
 		}
@@ -142,7 +114,7 @@ func (d *Daemon) handleList(w http.ResponseWriter, r *http.Request) {
 }
 
 func (d *Daemon) handleSubmit(w http.ResponseWriter, r *http.Request) {
-	var req SubmitRequest
+	var req api.SubmitRequest
 	if err := httpsec.DecodeJSON(w, r, 0, &req); err != nil {
 		httpsec.WriteError(w, err)
 		return
@@ -174,7 +146,7 @@ func (d *Daemon) handleSubmit(w http.ResponseWriter, r *http.Request) {
 // its name, the tenant's quotas), then stores it and its modules and
 // starts its topology manager. Nothing is stored before every check has
 // passed; modules stored for a submit that then fails are removed.
-func (d *Daemon) Submit(ctx context.Context, req SubmitRequest) error {
+func (d *Daemon) Submit(ctx context.Context, req api.SubmitRequest) error {
 	done, err := d.enter()
 	if err != nil {
 		return err
@@ -225,7 +197,7 @@ func (d *Daemon) Submit(ctx context.Context, req SubmitRequest) error {
 		return err
 	}
 	shas := map[string]string{}
-	var history []statemgr.ModuleVersion
+	var history []api.ModuleVersion
 	for _, c := range top.Components {
 		data, ok := mods[c.Name]
 		if !ok {
@@ -242,8 +214,8 @@ func (d *Daemon) Submit(ctx context.Context, req SubmitRequest) error {
 		if s := req.Sources[c.Name]; s != "" {
 			source = s
 		}
-		history = append(history, statemgr.ModuleVersion{Component: c.Name, Version: sha, Source: source,
-			At: time.Now(), By: req.By, Status: VersionActive})
+		history = append(history, api.ModuleVersion{Component: c.Name, Version: sha, Source: source,
+			At: time.Now(), By: req.By, Status: api.VersionActive})
 	}
 	if _, err := sp.store.CreateTopology(ctx, statemgr.Topology{
 		Name: req.Name, Spec: spec, Modules: shas, SubmittedAt: time.Now(), SubmittedBy: req.By, History: history,
@@ -254,9 +226,9 @@ func (d *Daemon) Submit(ctx context.Context, req SubmitRequest) error {
 		}
 		return err
 	}
-	state := StateRunning
+	state := api.StateRunning
 	if req.Deactivated {
-		state = StatePaused
+		state = api.StatePaused
 	}
 	t := d.newTM(sp, req.Name)
 	if err := t.start(ctx, state); err != nil {
@@ -297,7 +269,7 @@ func (d *Daemon) handleStatus(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, newErr(ErrNotFound, "no topology named %q", name))
 		return
 	}
-	writeJSON(w, http.StatusOK, Status{Name: name, State: st.State, Message: st.Message})
+	writeJSON(w, http.StatusOK, api.Status{Name: name, State: st.State, Message: st.Message})
 }
 
 func (d *Daemon) handleAction(w http.ResponseWriter, r *http.Request) {
@@ -320,7 +292,7 @@ func (d *Daemon) handleAction(w http.ResponseWriter, r *http.Request) {
 				writeErr(w, err)
 				return
 			}
-			writeJSON(w, http.StatusOK, Status{Name: name, State: StateKilled})
+			writeJSON(w, http.StatusOK, api.Status{Name: name, State: api.StateKilled})
 			return
 		}
 		if _, serr := sp.store.GetState(r.Context(), name); serr == nil {
@@ -351,7 +323,7 @@ func (d *Daemon) handleAction(w http.ResponseWriter, r *http.Request) {
 			err = t.restart(ctx, c)
 		}
 	case "update":
-		var req UpdateRequest
+		var req api.UpdateRequest
 		if err = httpsec.DecodeJSON(w, r, 0, &req); err != nil {
 			httpsec.WriteError(w, err)
 			return
@@ -367,7 +339,7 @@ func (d *Daemon) handleAction(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if action == "kill" {
-		writeJSON(w, http.StatusOK, Status{Name: name, State: StateKilled})
+		writeJSON(w, http.StatusOK, api.Status{Name: name, State: api.StateKilled})
 		return
 	}
 	writeJSON(w, http.StatusOK, t.status())
@@ -465,7 +437,7 @@ func (d *Daemon) handleSwap(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	var req SwapRequest
+	var req api.SwapRequest
 	if err := httpsec.DecodeJSON(w, r, 0, &req); err != nil {
 		httpsec.WriteError(w, err)
 		return
@@ -485,10 +457,10 @@ func (d *Daemon) handleSwap(w http.ResponseWriter, r *http.Request) {
 
 // Swap swaps a component's module in a running topology (POST
 // .../swap): validated, on probation, committed or rolled back.
-func (d *Daemon) Swap(ctx context.Context, name string, req SwapRequest) (SwapResult, error) {
+func (d *Daemon) Swap(ctx context.Context, name string, req api.SwapRequest) (api.SwapResult, error) {
 	t, err := d.get(ctx, name)
 	if err != nil {
-		return SwapResult{}, err
+		return api.SwapResult{}, err
 	}
 	return t.swap(ctx, req)
 }
@@ -529,7 +501,7 @@ func (d *Daemon) handleApply(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	var req ApplyRequest
+	var req api.ApplyRequest
 	if err := httpsec.DecodeJSON(w, r, 0, &req); err != nil {
 		httpsec.WriteError(w, err)
 		return
@@ -548,13 +520,6 @@ func (d *Daemon) handleApply(w http.ResponseWriter, r *http.Request) {
 	reply(w, http.StatusOK, res, err)
 }
 
-// DeadLetterResult is what GET/POST .../dlq answer: the dead letters of
-// the topology's spouts (listed, or replayed into their sources).
-type DeadLetterResult struct {
-	Replayed    bool                    `json:"replayed"`
-	DeadLetters []connectors.DeadLetter `json:"dead_letters"`
-}
-
 // handleDeadLetters lists (GET) or replays (POST .../dlq/replay) the dead
 // letters of every spout that keeps them, or of ?component= only.
 func (d *Daemon) handleDeadLetters(w http.ResponseWriter, r *http.Request) {
@@ -570,7 +535,7 @@ func (d *Daemon) handleDeadLetters(w http.ResponseWriter, r *http.Request) {
 	}
 	only := r.URL.Query().Get("component")
 	replay := r.Method == http.MethodPost
-	res := DeadLetterResult{Replayed: replay, DeadLetters: []connectors.DeadLetter{}}
+	res := api.DeadLetterResult{Replayed: replay, DeadLetters: []api.DeadLetter{}}
 	found := false
 	for _, c := range top.Components {
 		builtin, ok := strings.CutPrefix(c.Module, ardea.BuiltinPrefix)

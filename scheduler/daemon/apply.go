@@ -11,38 +11,10 @@ import (
 	"time"
 
 	"github.com/ardea-dev/ardea"
+	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/ctl"
 	"github.com/ardea-dev/ardea/scheduler/statemgr"
 )
-
-// ApplyRequest is POST /api/v1/topologies/{name}/apply: a topology file
-// resolved by the CLI as for a submit.
-type ApplyRequest struct {
-	Spec    string            `json:"spec"`
-	Modules map[string][]byte `json:"modules"`
-	DryRun  bool              `json:"dry_run,omitempty"`
-	By      string            `json:"by,omitempty"`
-}
-
-// Change is one difference between the running topology and a file.
-type Change struct {
-	Kind      string `json:"kind"` // add, remove, parallelism, module, inputs, config, outputs
-	Component string `json:"component"`
-	Detail    string `json:"detail"`
-}
-
-// ApplyResult is the diff, how it is (or would be) applied, and the plan.
-type ApplyResult struct {
-	Changes []Change `json:"changes"`
-	// How: "nothing", "swap" (module changes only, task by task), "live
-	// rescale" (parallelism only), or "paused" (the spouts pause while the
-	// plan changes; state is kept by key group).
-	How         string         `json:"how"`
-	Parallelism map[string]int `json:"parallelism"`
-	Containers  int            `json:"containers"`
-	Applied     bool           `json:"applied"`
-	Took        string         `json:"took,omitempty"`
-}
 
 func digest(b []byte) string {
 	s := sha256.Sum256(b)
@@ -51,40 +23,40 @@ func digest(b []byte) string {
 
 // diffTopologies lists what changes from cur (with its module digests) to
 // next (with its module bytes).
-func diffTopologies(cur *ardea.Topology, curMods map[string]string, next *ardea.Topology, nextMods map[string][]byte) []Change {
-	var out []Change
+func diffTopologies(cur *ardea.Topology, curMods map[string]string, next *ardea.Topology, nextMods map[string][]byte) []api.Change {
+	var out []api.Change
 	if !maps.Equal(cur.Config, next.Config) {
 		// Topology-wide settings (packing, wasm limits, delivery) reach
 		// every component: the plan is made again.
-		out = append(out, Change{"config", "(topology)", fmt.Sprintf("%v -> %v", cur.Config, next.Config)})
+		out = append(out, api.Change{Kind: "config", Component: "(topology)", Detail: fmt.Sprintf("%v -> %v", cur.Config, next.Config)})
 	}
 	for _, c := range next.Components {
 		old := cur.Component(c.Name)
 		if old == nil {
-			out = append(out, Change{"add", c.Name, fmt.Sprintf("%s %s, parallelism %d, inputs %s", c.Kind, c.Module, c.Parallelism, inputsOf(c))})
+			out = append(out, api.Change{Kind: "add", Component: c.Name, Detail: fmt.Sprintf("%s %s, parallelism %d, inputs %s", c.Kind, c.Module, c.Parallelism, inputsOf(c))})
 			continue
 		}
 		if old.Parallelism != c.Parallelism {
-			out = append(out, Change{"parallelism", c.Name, fmt.Sprintf("%d -> %d", old.Parallelism, c.Parallelism)})
+			out = append(out, api.Change{Kind: "parallelism", Component: c.Name, Detail: fmt.Sprintf("%d -> %d", old.Parallelism, c.Parallelism)})
 		}
 		if b, ok := nextMods[c.Name]; ok && digest(b) != curMods[c.Name] {
-			out = append(out, Change{"module", c.Name, fmt.Sprintf("%s -> %s", short(curMods[c.Name]), short(digest(b)))})
+			out = append(out, api.Change{Kind: "module", Component: c.Name, Detail: fmt.Sprintf("%s -> %s", short(curMods[c.Name]), short(digest(b)))})
 		} else if (old.ModuleKind() == ardea.ModuleBuiltin || c.ModuleKind() == ardea.ModuleBuiltin) && old.Module != c.Module {
-			out = append(out, Change{"module", c.Name, old.Module + " -> " + c.Module})
+			out = append(out, api.Change{Kind: "module", Component: c.Name, Detail: old.Module + " -> " + c.Module})
 		}
 		if a, b := inputsOf(old), inputsOf(c); a != b {
-			out = append(out, Change{"inputs", c.Name, a + " -> " + b})
+			out = append(out, api.Change{Kind: "inputs", Component: c.Name, Detail: a + " -> " + b})
 		}
 		if !maps.Equal(old.Config, c.Config) {
-			out = append(out, Change{"config", c.Name, fmt.Sprintf("%v -> %v", old.Config, c.Config)})
+			out = append(out, api.Change{Kind: "config", Component: c.Name, Detail: fmt.Sprintf("%v -> %v", old.Config, c.Config)})
 		}
 		if fmt.Sprint(old.Outputs) != fmt.Sprint(c.Outputs) {
-			out = append(out, Change{"outputs", c.Name, fmt.Sprintf("%v -> %v", old.Outputs, c.Outputs)})
+			out = append(out, api.Change{Kind: "outputs", Component: c.Name, Detail: fmt.Sprintf("%v -> %v", old.Outputs, c.Outputs)})
 		}
 	}
 	for _, c := range cur.Components {
 		if next.Component(c.Name) == nil {
-			out = append(out, Change{"remove", c.Name, fmt.Sprintf("%s %s, parallelism %d", c.Kind, c.Module, c.Parallelism)})
+			out = append(out, api.Change{Kind: "remove", Component: c.Name, Detail: fmt.Sprintf("%s %s, parallelism %d", c.Kind, c.Module, c.Parallelism)})
 		}
 	}
 	return out
@@ -112,35 +84,35 @@ func inputsOf(c *ardea.Component) string {
 // replans with the spouts paused, keeping every kept component's state by
 // key group. Changes that cannot be applied are refused with the reason
 // before anything changes.
-func (t *tm) apply(ctx context.Context, req ApplyRequest) (ApplyResult, error) {
+func (t *tm) apply(ctx context.Context, req api.ApplyRequest) (api.ApplyResult, error) {
 	ctx = context.WithoutCancel(ctx)
 	start := time.Now()
 	next, err := parseSpec(t.name, []byte(req.Spec))
 	if err != nil {
-		return ApplyResult{}, newErr(ErrBadRequest, "apply to topology %s: %v", t.name, err)
+		return api.ApplyResult{}, newErr(ErrBadRequest, "apply to topology %s: %v", t.name, err)
 	}
 	next.Name = t.name
 	if err := t.d.checkMachine(ctx, t.sp.tenant, next); err != nil {
-		return ApplyResult{}, err
+		return api.ApplyResult{}, err
 	}
 	if err := t.d.checkStreams(ctx, t.sp, next); err != nil {
-		return ApplyResult{}, err
+		return api.ApplyResult{}, err
 	}
 	if err := t.d.checkKV(ctx, t.sp, next); err != nil {
-		return ApplyResult{}, err
+		return api.ApplyResult{}, err
 	}
 	v := t.view.Load()
 	if !live(v.state) || v.top == nil {
-		return ApplyResult{}, newErr(ErrBadState, "cannot apply to topology %s: it is %s", t.name, v.state)
+		return api.ApplyResult{}, newErr(ErrBadState, "cannot apply to topology %s: it is %s", t.name, v.state)
 	}
 	base, doc, eo := v.top, v.doc, v.ckpt != nil
 	cur := base.Clone()
 	rec, err := t.sp.store.GetTopology(ctx, t.name)
 	if err != nil {
-		return ApplyResult{}, err
+		return api.ApplyResult{}, err
 	}
 	changes := diffTopologies(cur, rec.Modules, next, req.Modules)
-	res := ApplyResult{Changes: changes, Parallelism: map[string]int{}}
+	res := api.ApplyResult{Changes: changes, Parallelism: map[string]int{}}
 	for _, c := range next.Components {
 		res.Parallelism[c.Name] = c.Parallelism
 	}
@@ -206,7 +178,7 @@ func (t *tm) apply(ctx context.Context, req ApplyRequest) (ApplyResult, error) {
 	case "swap":
 		releaseQuota() // each swap admits its module
 		for _, ch := range changes {
-			if _, err := t.swap(ctx, SwapRequest{Component: ch.Component, Module: req.Modules[ch.Component], Source: next.Component(ch.Component).Module, By: req.By}); err != nil {
+			if _, err := t.swap(ctx, api.SwapRequest{Component: ch.Component, Module: req.Modules[ch.Component], Source: next.Component(ch.Component).Module, By: req.By}); err != nil {
 				return res, err
 			}
 		}
@@ -231,7 +203,7 @@ func (t *tm) apply(ctx context.Context, req ApplyRequest) (ApplyResult, error) {
 
 // hasBuiltinSwap reports a module change to or from a built-in component,
 // which a swap cannot do.
-func hasBuiltinSwap(changes []Change, cur, next *ardea.Topology) bool {
+func hasBuiltinSwap(changes []api.Change, cur, next *ardea.Topology) bool {
 	for _, ch := range changes {
 		if ch.Kind == "module" && (cur.Component(ch.Component).ModuleKind() == ardea.ModuleBuiltin || next.Component(ch.Component).ModuleKind() == ardea.ModuleBuiltin) {
 			return true
@@ -243,9 +215,9 @@ func hasBuiltinSwap(changes []Change, cur, next *ardea.Topology) bool {
 // applyPaused stores next's modules and has the TM replan with the
 // spouts paused (replanningMode); base is the TM's topology next was made
 // from.
-func (t *tm) applyPaused(ctx context.Context, next, base *ardea.Topology, doc ctl.PlanDoc, req ApplyRequest, rec statemgr.Topology) error {
+func (t *tm) applyPaused(ctx context.Context, next, base *ardea.Topology, doc ctl.PlanDoc, req api.ApplyRequest, rec statemgr.Topology) error {
 	mods := map[string]string{}
-	var versions []statemgr.ModuleVersion
+	var versions []api.ModuleVersion
 	for _, c := range next.Components {
 		if c.ModuleKind() == ardea.ModuleBuiltin {
 			continue
@@ -267,8 +239,8 @@ func (t *tm) applyPaused(ctx context.Context, next, base *ardea.Topology, doc ct
 		t.d.rememberLanguage(ctx, sha, data)
 		mods[c.Name] = sha
 		if rec.Modules[c.Name] != sha {
-			versions = append(versions, statemgr.ModuleVersion{Component: c.Name, Version: sha, Previous: rec.Modules[c.Name], Source: c.Module,
-				At: time.Now(), By: req.By, Status: VersionActive})
+			versions = append(versions, api.ModuleVersion{Component: c.Name, Version: sha, Previous: rec.Modules[c.Name], Source: c.Module,
+				At: time.Now(), By: req.By, Status: api.VersionActive})
 		}
 	}
 	p, err := buildPlanContainers(next, doc.Plan.Containers)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ardea-dev/ardea/internal/audit"
 	"github.com/ardea-dev/ardea/internal/auth"
+	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/daemon"
 )
 
@@ -31,7 +32,7 @@ func TestAuditFloodKeepsAuthenticatedRecords(t *testing.T) {
 	}}})
 	acme := newToken(t, d, "acme", auth.ScopeDeploy)
 	spec := "name: small\nspouts:\n  - {name: s, module: builtin:generator}\n"
-	if code, body := call(t, d, http.MethodPost, "/api/v1/topologies", acme, daemon.SubmitRequest{Name: "small", Spec: spec}, nil); code != http.StatusCreated {
+	if code, body := call(t, d, http.MethodPost, "/api/v1/topologies", acme, api.SubmitRequest{Name: "small", Spec: spec}, nil); code != http.StatusCreated {
 		t.Fatalf("submit: %d %s", code, body)
 	}
 

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/ardea-dev/ardea/internal/auth"
+	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/daemon"
 )
 
@@ -47,7 +48,7 @@ func newToken(t *testing.T, d *daemon.Daemon, tenant string, scope auth.Scope) s
 	if tenant != auth.AdminTenant {
 		var tn auth.Tenant
 		if err := c.Do(ctx, http.MethodPost, "/api/v1/tenants", auth.CreateTenantRequest{Name: tenant}, &tn); err != nil {
-			var ae *daemon.APIError
+			var ae *api.APIError
 			if !(errors.As(err, &ae) && ae.Status == http.StatusConflict) {
 				t.Fatalf("create tenant %s: %v", tenant, err)
 			}

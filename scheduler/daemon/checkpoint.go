@@ -16,6 +16,7 @@ import (
 
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/internal/checkpoint"
+	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/ctl"
 	"github.com/ardea-dev/ardea/scheduler/hostprocess"
 	"github.com/ardea-dev/ardea/scheduler/statemgr"
@@ -230,24 +231,24 @@ func (t *tm) restoreRecord(ctx context.Context, base *ctl.BasePlan) (*ardea.Topo
 
 // rollBackHistory marks the versions made active after base as rolled
 // back, and makes each component's base version active again.
-func rollBackHistory(h []statemgr.ModuleVersion, base *ctl.BasePlan) {
+func rollBackHistory(h []api.ModuleVersion, base *ctl.BasePlan) {
 	n := min(base.History, len(h))
 	for i := n; i < len(h); i++ {
-		if h[i].Status == VersionActive {
-			h[i].Status, h[i].Reason = VersionRolledBack, "a container died before the change was committed; the topology rolled back to its last global checkpoint"
+		if h[i].Status == api.VersionActive {
+			h[i].Status, h[i].Reason = api.VersionRolledBack, "a container died before the change was committed; the topology rolled back to its last global checkpoint"
 		}
 	}
 	for i := n - 1; i >= 0; i-- {
 		e := &h[i]
-		if e.Status == VersionReplaced && base.Modules[e.Component] == e.Version && !activeBefore(h[:n], e.Component) {
-			e.Status = VersionActive
+		if e.Status == api.VersionReplaced && base.Modules[e.Component] == e.Version && !activeBefore(h[:n], e.Component) {
+			e.Status = api.VersionActive
 		}
 	}
 }
 
-func activeBefore(h []statemgr.ModuleVersion, comp string) bool {
+func activeBefore(h []api.ModuleVersion, comp string) bool {
 	for _, e := range h {
-		if e.Component == comp && e.Status == VersionActive {
+		if e.Component == comp && e.Status == api.VersionActive {
 			return true
 		}
 	}

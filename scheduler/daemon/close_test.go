@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/daemon"
 )
 
@@ -38,7 +39,7 @@ func TestCloseIdempotentRefusesSubmit(t *testing.T) {
 	}
 	d.MarkClosing()
 	_, err = d.Client().Submit(ctx, req)
-	var ae *daemon.APIError
+	var ae *api.APIError
 	if !errors.As(err, &ae) || ae.Status != http.StatusServiceUnavailable || !strings.Contains(ae.Message, "shutting down") {
 		t.Errorf("submit over the API while closing: %v (%#v), want 503 naming the shutdown", err, ae)
 	}

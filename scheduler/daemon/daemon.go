@@ -55,14 +55,12 @@ import (
 	"github.com/ardea-dev/ardea/internal/checkpoint"
 	"github.com/ardea-dev/ardea/internal/metrics"
 	"github.com/ardea-dev/ardea/internal/quota"
+	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/launcher"
 	"github.com/ardea-dev/ardea/scheduler/statemgr"
 	"github.com/ardea-dev/ardea/sinks"
 	"github.com/ardea-dev/ardea/ui"
 )
-
-// DefaultListen is where the API listens and the CLI looks by default.
-const DefaultListen = "127.0.0.1:7780"
 
 // Options configures the daemon.
 type Options struct {
@@ -194,7 +192,7 @@ func Start(ctx context.Context, o Options) (*Daemon, error) {
 		return nil, errors.New("local: a checkpoint store, a registry, OnContainerStop or OnSwap needs in-process containers")
 	}
 	if o.Listen == "" {
-		o.Listen = DefaultListen
+		o.Listen = api.DefaultListen
 	}
 	log := o.Logger
 	if log == nil {
@@ -398,7 +396,7 @@ func (d *Daemon) resumeSpace(ctx context.Context, sp *space) error {
 				// It can never run again (no restorable checkpoint): its
 				// terminal state, with the reason.
 				msg := "could not resume after a daemon restart: " + err.Error()
-				if _, serr := sp.store.SetState(ctx, rec.Name, statemgr.ExecState{State: StateFailed, Message: msg, Updated: time.Now()}); serr != nil {
+				if _, serr := sp.store.SetState(ctx, rec.Name, statemgr.ExecState{State: api.StateFailed, Message: msg, Updated: time.Now()}); serr != nil {
 					d.log.Error("record FAILED", "topology", rec.Name, "err", serr)
 				}
 			}

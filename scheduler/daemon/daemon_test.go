@@ -18,6 +18,7 @@ import (
 
 	"github.com/ardea-dev/ardea/examples/wordcount"
 	"github.com/ardea-dev/ardea/internal/testutil/wordcounttest"
+	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/daemon"
 )
 
@@ -47,7 +48,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func startDaemon(t *testing.T) (*daemon.Daemon, *daemon.Client) {
+func startDaemon(t *testing.T) (*daemon.Daemon, *api.Client) {
 	t.Helper()
 	d := startDaemonWith(t, daemon.Options{})
 	return d, d.Client()
@@ -87,7 +88,7 @@ func startDaemonWith(t *testing.T, o daemon.Options) *daemon.Daemon {
 	return d
 }
 
-func waitState(t *testing.T, c *daemon.Client, name string, want daemon.State) daemon.Status {
+func waitState(t *testing.T, c *api.Client, name string, want api.State) api.Status {
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
@@ -120,12 +121,12 @@ func TestFiniteWordCountThroughDaemon(t *testing.T) {
 	}
 	out := filepath.Join(dir, "counts.tsv")
 	ctx := context.Background()
-	req := daemon.SubmitRequest{Name: "wcf", Spec: wcSpec(t, "wcf", 2, fileSpout(in), out), Modules: wcModules(t), Deactivated: true}
+	req := api.SubmitRequest{Name: "wcf", Spec: wcSpec(t, "wcf", 2, fileSpout(in), out), Modules: wcModules(t), Deactivated: true}
 	st, err := c.Submit(ctx, req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.State != daemon.StatePaused || len(st.Containers) != 2 {
+	if st.State != api.StatePaused || len(st.Containers) != 2 {
 		t.Fatalf("after submit --deactivated: %s with %d containers", st.State, len(st.Containers))
 	}
 	if _, err := c.Submit(ctx, req); err == nil || !strings.Contains(err.Error(), "wcf already exists") {
@@ -134,7 +135,7 @@ func TestFiniteWordCountThroughDaemon(t *testing.T) {
 	if _, err := c.Action(ctx, "wcf", "activate", nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	fin := waitState(t, c, "wcf", daemon.StateFinished)
+	fin := waitState(t, c, "wcf", api.StateFinished)
 	// The TM's state machine shows each change, with why.
 	var changes []string
 	for _, tr := range fin.Transitions {
@@ -155,7 +156,7 @@ func TestFiniteWordCountThroughDaemon(t *testing.T) {
 	if _, err := c.Action(ctx, "wcf", "kill", url.Values{"keep": {"true"}}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Status(ctx, "wcf"); !daemon.NotFound(err) {
+	if _, err := c.Status(ctx, "wcf"); !api.NotFound(err) {
 		t.Errorf("status after kill: %v", err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/connectors"
 	"github.com/ardea-dev/ardea/internal/names"
+	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/container"
 	"github.com/ardea-dev/ardea/scheduler/settings"
 )
@@ -106,7 +107,7 @@ func (d *Daemon) deleteDeadLetterStream(sp *space) error {
 // daemon's place in its space, its dead-letter stream), each file read
 // bounded (settings.MaxDeadLetterBytes), a stream by its bound. found
 // says whether only names one of those bolts.
-func (d *Daemon) boltDeadLetters(ctx context.Context, sp *space, top *ardea.Topology, only string) (dl []connectors.DeadLetter, found bool, err error) {
+func (d *Daemon) boltDeadLetters(ctx context.Context, sp *space, top *ardea.Topology, only string) (dl []api.DeadLetter, found bool, err error) {
 	p := d.machinePolicy(sp.tenant)
 	for _, c := range top.Components {
 		if c.Kind != ardea.Bolt || c.ModuleKind() == ardea.ModuleBuiltin || (only != "" && c.Name != only) {
@@ -133,7 +134,7 @@ func (d *Daemon) boltDeadLetters(ctx context.Context, sp *space, top *ardea.Topo
 			return nil, found, fmt.Errorf("component %s: %w", c.Name, err)
 		}
 		for _, rec := range recs {
-			dl = append(dl, connectors.DeadLetter{Component: c.Name, Destination: "bolt dead letters",
+			dl = append(dl, api.DeadLetter{Component: c.Name, Destination: "bolt dead letters",
 				Source: "tuple " + rec.Hash, Error: rec.Error, Value: rec.Tuple})
 		}
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/ardea-dev/ardea/internal/names"
 	"github.com/ardea-dev/ardea/internal/natsauth"
 	"github.com/ardea-dev/ardea/internal/testutil"
+	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/daemon"
 	"github.com/ardea-dev/ardea/scheduler/launcher"
 	"github.com/ardea-dev/ardea/scheduler/settings"
@@ -26,9 +27,9 @@ import (
 
 // finiteSubmit is a paused word count whose generator ends after count
 // tuples per task.
-func finiteSubmit(t *testing.T, name string, count int) daemon.SubmitRequest {
+func finiteSubmit(t *testing.T, name string, count int) api.SubmitRequest {
 	t.Helper()
-	return daemon.SubmitRequest{Name: name, Deactivated: true,
+	return api.SubmitRequest{Name: name, Deactivated: true,
 		Spec:    wcSpec(t, name, 1, generatorSpout("1000", fmt.Sprint(count)), ""),
 		Modules: wcModules(t)}
 }
@@ -78,13 +79,13 @@ func TestHostProcessHardening(t *testing.T) {
 	if _, err := c.Submit(ctx, finiteSubmit(t, top, 200)); err != nil {
 		t.Fatal(err)
 	}
-	var st daemon.Status
+	var st api.Status
 	testutil.Eventually(t, "the paused topology's hosts running", func() (bool, string) {
 		var err error
 		if st, err = c.Status(ctx, top); err != nil {
 			return false, err.Error()
 		}
-		ok := st.State == daemon.StatePaused && len(st.Containers) == 2
+		ok := st.State == api.StatePaused && len(st.Containers) == 2
 		for _, ct := range st.Containers {
 			ok = ok && ct.PID != 0
 		}
@@ -135,7 +136,7 @@ func TestHostProcessHardening(t *testing.T) {
 		if err != nil {
 			return false, err.Error()
 		}
-		return st.State == daemon.StateFinished, string(st.State) + " " + st.Message
+		return st.State == api.StateFinished, string(st.State) + " " + st.Message
 	})
 	testutil.Eventually(t, "the finished topology's creds files removed", func() (bool, string) {
 		left, _ := filepath.Glob(filepath.Join(data, "creds", A+"."+top+"_*"))
@@ -201,7 +202,7 @@ func TestHostCredsRevokedAtFailed(t *testing.T) {
 		if err != nil {
 			return false, err.Error()
 		}
-		if st.State == daemon.StateFailed {
+		if st.State == api.StateFailed {
 			return true, ""
 		}
 		for _, ct := range st.Containers {

@@ -3,34 +3,34 @@ package daemon
 import (
 	"testing"
 
+	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/ctl"
-	"github.com/ardea-dev/ardea/scheduler/statemgr"
 )
 
 // TestRollBackHistory: an uncommitted change's module versions are rolled
 // back with the topology, and the versions they replaced are active again.
 func TestRollBackHistory(t *testing.T) {
-	v := func(comp, ver string, status statemgr.VersionStatus) statemgr.ModuleVersion {
-		return statemgr.ModuleVersion{Component: comp, Version: ver, Status: status}
+	v := func(comp, ver string, status api.VersionStatus) api.ModuleVersion {
+		return api.ModuleVersion{Component: comp, Version: ver, Status: status}
 	}
 	for _, tc := range []struct {
 		name string
 		base *ctl.BasePlan
-		h    []statemgr.ModuleVersion
-		want []statemgr.VersionStatus
+		h    []api.ModuleVersion
+		want []api.VersionStatus
 	}{
 		{"apply changed one module", &ctl.BasePlan{Modules: map[string]string{"a": "a1", "b": "b1"}, History: 2},
-			[]statemgr.ModuleVersion{v("a", "a1", VersionReplaced), v("b", "b1", VersionActive), v("a", "a2", VersionActive)},
-			[]statemgr.VersionStatus{VersionActive, VersionActive, VersionRolledBack}},
+			[]api.ModuleVersion{v("a", "a1", api.VersionReplaced), v("b", "b1", api.VersionActive), v("a", "a2", api.VersionActive)},
+			[]api.VersionStatus{api.VersionActive, api.VersionActive, api.VersionRolledBack}},
 		{"nothing recorded since", &ctl.BasePlan{Modules: map[string]string{"a": "a1"}, History: 1},
-			[]statemgr.ModuleVersion{v("a", "a1", VersionActive)},
-			[]statemgr.VersionStatus{VersionActive}},
+			[]api.ModuleVersion{v("a", "a1", api.VersionActive)},
+			[]api.VersionStatus{api.VersionActive}},
 		{"an older replaced version stays replaced", &ctl.BasePlan{Modules: map[string]string{"a": "a2"}, History: 2},
-			[]statemgr.ModuleVersion{v("a", "a1", VersionReplaced), v("a", "a2", VersionReplaced), v("a", "a3", VersionActive)},
-			[]statemgr.VersionStatus{VersionReplaced, VersionActive, VersionRolledBack}},
+			[]api.ModuleVersion{v("a", "a1", api.VersionReplaced), v("a", "a2", api.VersionReplaced), v("a", "a3", api.VersionActive)},
+			[]api.VersionStatus{api.VersionReplaced, api.VersionActive, api.VersionRolledBack}},
 		{"a refused version is left alone", &ctl.BasePlan{Modules: map[string]string{"a": "a1"}, History: 1},
-			[]statemgr.ModuleVersion{v("a", "a1", VersionActive), v("a", "bad", VersionRefused)},
-			[]statemgr.VersionStatus{VersionActive, VersionRefused}},
+			[]api.ModuleVersion{v("a", "a1", api.VersionActive), v("a", "bad", api.VersionRefused)},
+			[]api.VersionStatus{api.VersionActive, api.VersionRefused}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rollBackHistory(tc.h, tc.base)

@@ -39,6 +39,7 @@ import (
 	"github.com/ardea-dev/ardea/internal/names"
 	"github.com/ardea-dev/ardea/internal/natsauth"
 	"github.com/ardea-dev/ardea/internal/testutil"
+	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/ctl"
 	"github.com/ardea-dev/ardea/scheduler/daemon"
 )
@@ -52,8 +53,8 @@ func TestHostCredsFileIsolation(t *testing.T) {
 
 	// Each tenant submits an endless word count (generator, wasm bolts)
 	// with its deploy token, and waits for it to run in host processes.
-	clients := map[string]*daemon.Client{}
-	running := map[string]daemon.Status{}
+	clients := map[string]*api.Client{}
+	running := map[string]api.Status{}
 	for _, tn := range []string{A, B} {
 		c := d.Client()
 		c.Token = newToken(t, d, tn, auth.ScopeDeploy)
@@ -73,7 +74,7 @@ func TestHostCredsFileIsolation(t *testing.T) {
 			if err != nil {
 				return false, err.Error()
 			}
-			ok := st.State == daemon.StateRunning && len(st.Containers) > 0
+			ok := st.State == api.StateRunning && len(st.Containers) > 0
 			for _, c := range st.Containers {
 				ok = ok && c.PID != 0
 			}
@@ -173,7 +174,7 @@ func TestHostCredsFileIsolation(t *testing.T) {
 	subscribe := func(s string) error { _, err := nc.SubscribeSync(s); return err }
 	publish := func(s string) error { return nc.Publish(s, []byte("forged")) }
 	request := func(s string) error { return nc.PublishRequest(s, inbox, []byte("{}")) }
-	const api = "$JS.API."
+	const jsAPI = "$JS.API."
 	for _, c := range []struct {
 		what, subject string
 		op            func(string) error
@@ -190,19 +191,19 @@ func TestHostCredsFileIsolation(t *testing.T) {
 		{"Publish", ctl.HeartbeatSubject(B, top), publish},
 		{"Publish", ctl.AliveSubject(B, top), publish},
 		{"Publish", "$SYS.REQ.SERVER.PING", publish},
-		{"Publish", api + "STREAM.INFO.KV_" + bb.Topologies, request},
-		{"Publish", api + "STREAM.INFO.OBJ_" + bb.Artifacts, request},
-		{"Publish", api + "STREAM.CREATE.KV_" + bb.Topologies, request},
-		{"Publish", api + "STREAM.PURGE.KV_" + bb.Plans, request},
-		{"Publish", api + "STREAM.DELETE.KV_" + bb.Topologies, request},
-		{"Publish", api + "DIRECT.GET.KV_" + bb.Topologies + ".$KV." + bb.Topologies + "." + top, request},
-		{"Publish", api + "STREAM.NAMES", request},
-		{"Publish", api + "STREAM.DELETE.KV_" + ab.Topologies, request},
-		{"Publish", api + "STREAM.PURGE.KV_" + ab.State, request},
+		{"Publish", jsAPI + "STREAM.INFO.KV_" + bb.Topologies, request},
+		{"Publish", jsAPI + "STREAM.INFO.OBJ_" + bb.Artifacts, request},
+		{"Publish", jsAPI + "STREAM.CREATE.KV_" + bb.Topologies, request},
+		{"Publish", jsAPI + "STREAM.PURGE.KV_" + bb.Plans, request},
+		{"Publish", jsAPI + "STREAM.DELETE.KV_" + bb.Topologies, request},
+		{"Publish", jsAPI + "DIRECT.GET.KV_" + bb.Topologies + ".$KV." + bb.Topologies + "." + top, request},
+		{"Publish", jsAPI + "STREAM.NAMES", request},
+		{"Publish", jsAPI + "STREAM.DELETE.KV_" + ab.Topologies, request},
+		{"Publish", jsAPI + "STREAM.PURGE.KV_" + ab.State, request},
 	} {
 		natsDenied(t, nc, c.what, c.subject, func() error { return c.op(c.subject) })
 	}
-	if st, err := clients[B].Status(ctx, top); err != nil || st.State != daemon.StateRunning {
+	if st, err := clients[B].Status(ctx, top); err != nil || st.State != api.StateRunning {
 		t.Fatalf("%s's %s after %s's attempts: %v %v", B, top, A, st.State, err)
 	}
 

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -17,6 +16,7 @@ import (
 	"github.com/ardea-dev/ardea/internal/audit"
 	"github.com/ardea-dev/ardea/internal/httpsec"
 	"github.com/ardea-dev/ardea/internal/names"
+	"github.com/ardea-dev/ardea/scheduler/api"
 )
 
 // Tenant KV buckets: a tenant's own JetStream key-value buckets, for its
@@ -29,60 +29,9 @@ import (
 // them all. A topology's hosts reach the buckets it names and no other
 // (natsauth.HostPermissions).
 
-// Bounds of the KV routes.
-const (
-	// MaxKVKeys is the most keys one key listing returns.
-	MaxKVKeys = 10000
-	// MaxKVHistory is the most revisions a bucket keeps per key.
-	MaxKVHistory = jetstream.KeyValueMaxHistory
-)
-
-// KVInfo is a tenant KV bucket as the API shows it.
-type KVInfo struct {
-	Name string `json:"name"`
-	// Values counts the revisions stored (each key's, up to History).
-	Values   uint64    `json:"values"`
-	Bytes    uint64    `json:"bytes"`
-	MaxBytes int64     `json:"max_bytes"`
-	History  int64     `json:"history"`
-	Created  time.Time `json:"created"`
-}
-
-// CreateKVRequest is POST /api/v1/kv.
-type CreateKVRequest struct {
-	Name string `json:"name"`
-	// History is how many revisions of each key the bucket keeps (1 to
-	// MaxKVHistory; 0: 1).
-	History int `json:"history,omitempty"`
-	// MaxBytes bounds the bucket (a put past it is refused); 0:
-	// connectors.TenantKVDefaultMaxBytes, at most the tenant's JetStream
-	// disk quota.
-	MaxBytes int64 `json:"max_bytes,omitempty"`
-}
-
-// KVPutRequest is PUT /api/v1/kv/{bucket}/value?key=K.
-type KVPutRequest struct {
-	Value string `json:"value"`
-}
-
-// KVEntry is a key's value (GET /api/v1/kv/{bucket}/value?key=K), or the
-// answer to a put (without the value).
-type KVEntry struct {
-	Bucket   string    `json:"bucket"`
-	Key      string    `json:"key"`
-	Value    string    `json:"value,omitempty"`
-	Revision uint64    `json:"revision"`
-	Created  time.Time `json:"created,omitzero"`
-}
-
-// KVKeys is GET /api/v1/kv/{bucket}/keys: the bucket's keys (those that
-// match the filter), sorted, at most the asked limit and 4 MiB of keys;
-// Truncated says there were more.
-type KVKeys struct {
-	Bucket    string   `json:"bucket"`
-	Keys      []string `json:"keys"`
-	Truncated bool     `json:"truncated,omitempty"`
-}
+// api.MaxKVHistory, what clients are told, is JetStream's limit (package
+// api links no NATS): this fails to compile if they differ.
+var _ = [1]struct{}{}[api.MaxKVHistory-jetstream.KeyValueMaxHistory]
 
 func (d *Daemon) kvRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/v1/kv", d.handleKVList)
@@ -165,41 +114,41 @@ func (d *Daemon) tenantKV(ctx context.Context, name string) (jetstream.KeyValue,
 	return kv, nil
 }
 
-func kvInfo(name string, in *jetstream.StreamInfo) KVInfo {
-	return KVInfo{Name: name, Values: in.State.Msgs, Bytes: in.State.Bytes, MaxBytes: in.Config.MaxBytes,
+func kvInfo(name string, in *jetstream.StreamInfo) api.KVInfo {
+	return api.KVInfo{Name: name, Values: in.State.Msgs, Bytes: in.State.Bytes, MaxBytes: in.Config.MaxBytes,
 		History: in.Config.MaxMsgsPerSubject, Created: in.Created}
 }
 
 // bucketInfo is kv's info now.
-func bucketInfo(ctx context.Context, name string, kv jetstream.KeyValue) (KVInfo, error) {
+func bucketInfo(ctx context.Context, name string, kv jetstream.KeyValue) (api.KVInfo, error) {
 	cctx, cancel := context.WithTimeout(ctx, streamOpTimeout)
 	defer cancel()
 	st, err := kv.Status(cctx)
 	if err != nil {
-		return KVInfo{}, fmt.Errorf("KV bucket %s: %w", name, err)
+		return api.KVInfo{}, fmt.Errorf("KV bucket %s: %w", name, err)
 	}
 	s, ok := st.(*jetstream.KeyValueBucketStatus)
 	if !ok {
-		return KVInfo{Name: name, Values: st.Values(), Bytes: st.Bytes(), History: st.History()}, nil
+		return api.KVInfo{Name: name, Values: st.Values(), Bytes: st.Bytes(), History: st.History()}, nil
 	}
 	return kvInfo(name, s.StreamInfo()), nil
 }
 
 // CreateKV makes the caller's tenant KV bucket req.Name, bounded by the
 // tenant's JetStream disk quota.
-func (d *Daemon) CreateKV(ctx context.Context, req CreateKVRequest) (KVInfo, error) {
+func (d *Daemon) CreateKV(ctx context.Context, req api.CreateKVRequest) (api.KVInfo, error) {
 	if err := connectors.ValidKVName(req.Name); err != nil {
-		return KVInfo{}, newErr(ErrBadRequest, "%v", err)
+		return api.KVInfo{}, newErr(ErrBadRequest, "%v", err)
 	}
 	if req.MaxBytes < 0 {
-		return KVInfo{}, newErr(ErrBadRequest, "KV bucket %s: max_bytes %d: want a positive size (0: the default)", req.Name, req.MaxBytes)
+		return api.KVInfo{}, newErr(ErrBadRequest, "KV bucket %s: max_bytes %d: want a positive size (0: the default)", req.Name, req.MaxBytes)
 	}
-	if req.History < 0 || req.History > MaxKVHistory {
-		return KVInfo{}, newErr(ErrBadRequest, "KV bucket %s: history %d: want 1 to %d revisions per key (0: 1)", req.Name, req.History, MaxKVHistory)
+	if req.History < 0 || req.History > api.MaxKVHistory {
+		return api.KVInfo{}, newErr(ErrBadRequest, "KV bucket %s: history %d: want 1 to %d revisions per key (0: 1)", req.Name, req.History, api.MaxKVHistory)
 	}
 	js, sp, err := d.tenantJS(ctx)
 	if err != nil {
-		return KVInfo{}, err
+		return api.KVInfo{}, err
 	}
 	size := req.MaxBytes
 	if size == 0 {
@@ -207,7 +156,7 @@ func (d *Daemon) CreateKV(ctx context.Context, req CreateKVRequest) (KVInfo, err
 	}
 	if disk := d.jetStreamLimits(ctx, sp.tenant).DiskBytes; disk > 0 {
 		if req.MaxBytes > disk {
-			return KVInfo{}, newErr(ErrForbidden, "KV bucket %s: max_bytes %d is over tenant %s's quota jetstream_disk (%d bytes)", req.Name, req.MaxBytes, sp.tenant, disk)
+			return api.KVInfo{}, newErr(ErrForbidden, "KV bucket %s: max_bytes %d is over tenant %s's quota jetstream_disk (%d bytes)", req.Name, req.MaxBytes, sp.tenant, disk)
 		}
 		size = min(size, disk)
 	}
@@ -217,30 +166,30 @@ func (d *Daemon) CreateKV(ctx context.Context, req CreateKVRequest) (KVInfo, err
 	// as a success: ask first.
 	bucket, _, _ := names.TenantKV(req.Name)
 	if _, err := js.KeyValue(cctx, bucket); err == nil {
-		return KVInfo{}, newErr(ErrExists, "tenant %s already has a KV bucket %s", sp.tenant, req.Name)
+		return api.KVInfo{}, newErr(ErrExists, "tenant %s already has a KV bucket %s", sp.tenant, req.Name)
 	}
 	kv, err := js.CreateKeyValue(cctx, connectors.TenantKVConfig(req.Name, req.History, size))
 	var apiErr *jetstream.APIError
 	switch {
 	case errors.Is(err, jetstream.ErrBucketExists), errors.Is(err, jetstream.ErrStreamNameAlreadyInUse):
-		return KVInfo{}, newErr(ErrExists, "tenant %s already has a KV bucket %s", sp.tenant, req.Name)
+		return api.KVInfo{}, newErr(ErrExists, "tenant %s already has a KV bucket %s", sp.tenant, req.Name)
 	case errors.As(err, &apiErr) && (apiErr.ErrorCode == jsErrStorageExceeded || apiErr.ErrorCode == jsErrInsufficientResources):
-		return KVInfo{}, newErr(ErrForbidden, "KV bucket %s (%d bytes): over tenant %s's quota jetstream_disk: %s", req.Name, size, sp.tenant, apiErr.Description)
+		return api.KVInfo{}, newErr(ErrForbidden, "KV bucket %s (%d bytes): over tenant %s's quota jetstream_disk: %s", req.Name, size, sp.tenant, apiErr.Description)
 	case err != nil:
-		return KVInfo{}, fmt.Errorf("KV bucket %s: %w", req.Name, err)
+		return api.KVInfo{}, fmt.Errorf("KV bucket %s: %w", req.Name, err)
 	}
 	return bucketInfo(ctx, req.Name, kv)
 }
 
 // ListKV lists the caller's tenant KV buckets.
-func (d *Daemon) ListKV(ctx context.Context) ([]KVInfo, error) {
+func (d *Daemon) ListKV(ctx context.Context) ([]api.KVInfo, error) {
 	js, _, err := d.tenantJS(ctx)
 	if err != nil {
 		return nil, err
 	}
 	cctx, cancel := context.WithTimeout(ctx, streamOpTimeout)
 	defer cancel()
-	out := []KVInfo{}
+	out := []api.KVInfo{}
 	l := js.ListStreams(cctx)
 	for in := range l.Info() {
 		if name, ok := strings.CutPrefix(in.Config.Name, "KV_"+names.TenantKVPrefix); ok {
@@ -250,7 +199,7 @@ func (d *Daemon) ListKV(ctx context.Context) ([]KVInfo, error) {
 	if err := l.Err(); err != nil {
 		return nil, fmt.Errorf("KV buckets: %w", err)
 	}
-	slices.SortFunc(out, func(a, b KVInfo) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b api.KVInfo) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
 }
 
@@ -281,13 +230,13 @@ func kvKey(name, key string) error {
 }
 
 // PutKV puts value under key in the caller's tenant KV bucket name.
-func (d *Daemon) PutKV(ctx context.Context, name, key, value string) (KVEntry, error) {
+func (d *Daemon) PutKV(ctx context.Context, name, key, value string) (api.KVEntry, error) {
 	if err := kvKey(name, key); err != nil {
-		return KVEntry{}, err
+		return api.KVEntry{}, err
 	}
 	kv, err := d.tenantKV(ctx, name)
 	if err != nil {
-		return KVEntry{}, err
+		return api.KVEntry{}, err
 	}
 	cctx, cancel := context.WithTimeout(ctx, streamOpTimeout)
 	defer cancel()
@@ -295,32 +244,32 @@ func (d *Daemon) PutKV(ctx context.Context, name, key, value string) (KVEntry, e
 	var apiErr *jetstream.APIError
 	switch {
 	case errors.As(err, &apiErr) && (apiErr.ErrorCode == jsErrStorageExceeded || apiErr.ErrorCode == jsErrInsufficientResources):
-		return KVEntry{}, newErr(ErrForbidden, "KV bucket %s: key %s: %s (the bucket's max_bytes or the quota jetstream_disk)", name, key, apiErr.Description)
+		return api.KVEntry{}, newErr(ErrForbidden, "KV bucket %s: key %s: %s (the bucket's max_bytes or the quota jetstream_disk)", name, key, apiErr.Description)
 	case err != nil:
-		return KVEntry{}, fmt.Errorf("KV bucket %s: key %s: %w", name, key, err)
+		return api.KVEntry{}, fmt.Errorf("KV bucket %s: key %s: %w", name, key, err)
 	}
-	return KVEntry{Bucket: name, Key: key, Revision: rev}, nil
+	return api.KVEntry{Bucket: name, Key: key, Revision: rev}, nil
 }
 
 // GetKV returns key's value in the caller's tenant KV bucket name.
-func (d *Daemon) GetKV(ctx context.Context, name, key string) (KVEntry, error) {
+func (d *Daemon) GetKV(ctx context.Context, name, key string) (api.KVEntry, error) {
 	if err := kvKey(name, key); err != nil {
-		return KVEntry{}, err
+		return api.KVEntry{}, err
 	}
 	kv, err := d.tenantKV(ctx, name)
 	if err != nil {
-		return KVEntry{}, err
+		return api.KVEntry{}, err
 	}
 	cctx, cancel := context.WithTimeout(ctx, streamOpTimeout)
 	defer cancel()
 	e, err := kv.Get(cctx, key)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return KVEntry{}, newErr(ErrNotFound, "KV bucket %s has no key %s", name, key)
+		return api.KVEntry{}, newErr(ErrNotFound, "KV bucket %s has no key %s", name, key)
 	}
 	if err != nil {
-		return KVEntry{}, fmt.Errorf("KV bucket %s: key %s: %w", name, key, err)
+		return api.KVEntry{}, fmt.Errorf("KV bucket %s: key %s: %w", name, key, err)
 	}
-	return KVEntry{Bucket: name, Key: key, Value: string(e.Value()), Revision: e.Revision(), Created: e.Created()}, nil
+	return api.KVEntry{Bucket: name, Key: key, Value: string(e.Value()), Revision: e.Revision(), Created: e.Created()}, nil
 }
 
 // DeleteKVKey deletes key from the caller's tenant KV bucket name: a
@@ -348,27 +297,27 @@ func (d *Daemon) DeleteKVKey(ctx context.Context, name, key string, purge bool) 
 
 // KVKeys lists the keys of the caller's tenant KV bucket name that match
 // filter ("" or ">": all), sorted, at most limit (and 4 MiB of keys).
-func (d *Daemon) KVKeys(ctx context.Context, name, filter string, limit int) (KVKeys, error) {
-	if limit <= 0 || limit > MaxKVKeys {
-		return KVKeys{}, newErr(ErrBadRequest, "limit %d: want 1 to %d keys", limit, MaxKVKeys)
+func (d *Daemon) KVKeys(ctx context.Context, name, filter string, limit int) (api.KVKeys, error) {
+	if limit <= 0 || limit > api.MaxKVKeys {
+		return api.KVKeys{}, newErr(ErrBadRequest, "limit %d: want 1 to %d keys", limit, api.MaxKVKeys)
 	}
 	if filter == "" {
 		filter = ">"
 	}
 	if err := connectors.ValidKVKeyFilter(filter); err != nil {
-		return KVKeys{}, newErr(ErrBadRequest, "KV bucket %s: %v", name, err)
+		return api.KVKeys{}, newErr(ErrBadRequest, "KV bucket %s: %v", name, err)
 	}
 	kv, err := d.tenantKV(ctx, name)
 	if err != nil {
-		return KVKeys{}, err
+		return api.KVKeys{}, err
 	}
 	cctx, cancel := context.WithTimeout(ctx, streamOpTimeout)
 	defer cancel()
 	l, err := kv.ListKeysFiltered(cctx, filter)
 	if err != nil {
-		return KVKeys{}, fmt.Errorf("KV bucket %s: keys: %w", name, err)
+		return api.KVKeys{}, fmt.Errorf("KV bucket %s: keys: %w", name, err)
 	}
-	out := KVKeys{Bucket: name, Keys: []string{}}
+	out := api.KVKeys{Bucket: name, Keys: []string{}}
 	seen := map[string]bool{}
 	size := 0
 	for k := range l.Keys() {
@@ -403,7 +352,7 @@ func (d *Daemon) handleKVList(w http.ResponseWriter, r *http.Request) {
 }
 
 func (d *Daemon) handleKVCreate(w http.ResponseWriter, r *http.Request) {
-	var req CreateKVRequest
+	var req api.CreateKVRequest
 	if err := httpsec.DecodeJSON(w, r, 0, &req); err != nil {
 		httpsec.WriteError(w, err)
 		return
@@ -454,7 +403,7 @@ func (d *Daemon) handleKVGet(w http.ResponseWriter, r *http.Request) {
 }
 
 func (d *Daemon) handleKVPut(w http.ResponseWriter, r *http.Request) {
-	var req KVPutRequest
+	var req api.KVPutRequest
 	if err := httpsec.DecodeJSON(w, r, 0, &req); err != nil {
 		httpsec.WriteError(w, err)
 		return

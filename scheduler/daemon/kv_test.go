@@ -11,6 +11,7 @@ import (
 
 	"github.com/ardea-dev/ardea/internal/auth"
 	"github.com/ardea-dev/ardea/internal/testutil"
+	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/daemon"
 )
 
@@ -28,8 +29,8 @@ import (
 func TestTenantKV(t *testing.T) {
 	d := startDaemonWith(t, daemon.Options{})
 	ctx := t.Context()
-	client := func(tenant string) *daemon.Client {
-		c := daemon.NewClient(strings.TrimPrefix(d.URL(), "http://"))
+	client := func(tenant string) *api.Client {
+		c := api.NewClient(strings.TrimPrefix(d.URL(), "http://"))
 		c.Token = newToken(t, d, tenant, auth.ScopeDeploy)
 		return c
 	}
@@ -39,38 +40,38 @@ func TestTenantKV(t *testing.T) {
 	}
 	refused := func(what string, err error, status int, text string) {
 		t.Helper()
-		var ae *daemon.APIError
+		var ae *api.APIError
 		if !errors.As(err, &ae) || ae.Status != status || !strings.Contains(ae.Message, text) {
 			t.Fatalf("%s: %v, want %d naming %q", what, err, status, text)
 		}
 	}
-	var b daemon.KVInfo
-	refused("a 64 MiB bucket", acme.Do(ctx, http.MethodPost, "/api/v1/kv", daemon.CreateKVRequest{Name: "big", MaxBytes: 64 << 20}, &b), http.StatusForbidden, "jetstream_disk")
-	refused("history 65", acme.Do(ctx, http.MethodPost, "/api/v1/kv", daemon.CreateKVRequest{Name: "deep", History: 65}, &b), http.StatusBadRequest, "history")
+	var b api.KVInfo
+	refused("a 64 MiB bucket", acme.Do(ctx, http.MethodPost, "/api/v1/kv", api.CreateKVRequest{Name: "big", MaxBytes: 64 << 20}, &b), http.StatusForbidden, "jetstream_disk")
+	refused("history 65", acme.Do(ctx, http.MethodPost, "/api/v1/kv", api.CreateKVRequest{Name: "deep", History: 65}, &b), http.StatusBadRequest, "history")
 	for _, name := range []string{"a.b", "*", ">", "KV_x y", ""} {
-		refused("bucket "+name, acme.Do(ctx, http.MethodPost, "/api/v1/kv", daemon.CreateKVRequest{Name: name}, &b), http.StatusBadRequest, "bucket name")
+		refused("bucket "+name, acme.Do(ctx, http.MethodPost, "/api/v1/kv", api.CreateKVRequest{Name: name}, &b), http.StatusBadRequest, "bucket name")
 	}
-	if err := acme.Do(ctx, http.MethodPost, "/api/v1/kv", daemon.CreateKVRequest{Name: "cfg"}, &b); err != nil {
+	if err := acme.Do(ctx, http.MethodPost, "/api/v1/kv", api.CreateKVRequest{Name: "cfg"}, &b); err != nil {
 		t.Fatal(err)
 	}
 	if b.MaxBytes != 16<<20 || b.History != 1 {
 		t.Fatalf("a bucket made without a size under a 16 MiB quota: %+v", b)
 	}
-	refused("cfg again", acme.Do(ctx, http.MethodPost, "/api/v1/kv", daemon.CreateKVRequest{Name: "cfg"}, &b), http.StatusConflict, "already has a KV bucket cfg")
+	refused("cfg again", acme.Do(ctx, http.MethodPost, "/api/v1/kv", api.CreateKVRequest{Name: "cfg"}, &b), http.StatusConflict, "already has a KV bucket cfg")
 	if err := acme.Do(ctx, http.MethodDelete, "/api/v1/kv/cfg", nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"in", "out"} {
-		if err := acme.Do(ctx, http.MethodPost, "/api/v1/kv", daemon.CreateKVRequest{Name: name, History: 2, MaxBytes: 1 << 20}, &b); err != nil {
+		if err := acme.Do(ctx, http.MethodPost, "/api/v1/kv", api.CreateKVRequest{Name: name, History: 2, MaxBytes: 1 << 20}, &b); err != nil {
 			t.Fatal(err)
 		}
 	}
 	key := func(bucket, k string) string {
 		return "/api/v1/kv/" + bucket + "/value?" + url.Values{"key": {k}}.Encode()
 	}
-	put := func(c *daemon.Client, bucket, k, v string) error {
-		var e daemon.KVEntry
-		return c.Do(ctx, http.MethodPut, key(bucket, k), daemon.KVPutRequest{Value: v}, &e)
+	put := func(c *api.Client, bucket, k, v string) error {
+		var e api.KVEntry
+		return c.Do(ctx, http.MethodPut, key(bucket, k), api.KVPutRequest{Value: v}, &e)
 	}
 	want := map[string]string{}
 	for i := range 5 {
@@ -81,7 +82,7 @@ func TestTenantKV(t *testing.T) {
 		want[k] = v
 	}
 	refused("an invalid key", put(acme, "in", "a b", "x"), http.StatusBadRequest, "key")
-	var some daemon.KVKeys
+	var some api.KVKeys
 	if err := acme.Do(ctx, http.MethodGet, "/api/v1/kv/in/keys?limit=2", nil, &some); err != nil || len(some.Keys) != 2 || !some.Truncated {
 		t.Fatalf("2 of 5 keys: %+v (%v), want 2 and truncated", some, err)
 	}
@@ -102,16 +103,16 @@ bolts:
     inputs: [{from: source}]
 `
 	// Another tenant may not name acme's buckets: it has none.
-	_, err := rival.Submit(ctx, daemon.SubmitRequest{Name: "copy", Spec: spec})
+	_, err := rival.Submit(ctx, api.SubmitRequest{Name: "copy", Spec: spec})
 	refused("rival's topology naming acme's bucket", err, http.StatusBadRequest, "component source: tenant rival has no KV bucket in: create it first")
 	if testing.Short() {
 		t.Skip("runs ardea host processes")
 	}
-	if _, err := acme.Submit(ctx, daemon.SubmitRequest{Name: "copy", Spec: spec}); err != nil {
+	if _, err := acme.Submit(ctx, api.SubmitRequest{Name: "copy", Spec: spec}); err != nil {
 		t.Fatal(err)
 	}
-	keys := func(c *daemon.Client, bucket string) []string {
-		var ks daemon.KVKeys
+	keys := func(c *api.Client, bucket string) []string {
+		var ks api.KVKeys
 		if err := c.Do(ctx, http.MethodGet, "/api/v1/kv/"+bucket+"/keys", nil, &ks); err != nil {
 			t.Fatal(err)
 		}
@@ -125,7 +126,7 @@ bolts:
 				return false, fmt.Sprintf("keys %v, want %d", got, len(want))
 			}
 			for _, k := range got {
-				var e daemon.KVEntry
+				var e api.KVEntry
 				if err := acme.Do(ctx, http.MethodGet, key("out", k), nil, &e); err != nil || e.Value != want[k] {
 					return false, fmt.Sprintf("%s: %+v %v, want %q", k, e, err, want[k])
 				}
@@ -146,7 +147,7 @@ bolts:
 	copied("the update and the delete copied")
 
 	// The rival tenant: none of acme's buckets exists for it.
-	var ls []daemon.KVInfo
+	var ls []api.KVInfo
 	if err := rival.Do(ctx, http.MethodGet, "/api/v1/kv", nil, &ls); err != nil || len(ls) != 0 {
 		t.Fatalf("rival lists %+v (%v)", ls, err)
 	}
@@ -160,7 +161,7 @@ bolts:
 	} {
 		var body any
 		if r.method == http.MethodPut {
-			body = daemon.KVPutRequest{Value: "forged"}
+			body = api.KVPutRequest{Value: "forged"}
 		}
 		refused("rival "+r.method+" "+r.path, rival.Do(ctx, r.method, r.path, body, nil), http.StatusNotFound, "tenant rival has no KV bucket out")
 	}

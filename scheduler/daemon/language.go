@@ -12,6 +12,7 @@ import (
 	"github.com/ardea-dev/ardea/internal/manifest"
 	"github.com/ardea-dev/ardea/internal/manifest/moduleread"
 	"github.com/ardea-dev/ardea/internal/wasmbin"
+	"github.com/ardea-dev/ardea/scheduler/api"
 )
 
 // moduleLanguages caches the source language of uploaded modules by
@@ -156,7 +157,7 @@ func languageName(v string) string {
 // withLanguages fills the language of st's components: builtin, or the
 // language their module's manifest (else producers section) names. It reads
 // the topology's modules from the store, outside the topology's lock.
-func (d *Daemon) withLanguages(ctx context.Context, sp *space, st Status) Status {
+func (d *Daemon) withLanguages(ctx context.Context, sp *space, st api.Status) api.Status {
 	if len(st.Components) == 0 {
 		return st
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/connectors"
+	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/statemgr"
 )
 
@@ -45,7 +46,7 @@ func TestTMLockLossAndTakeover(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if err := d.Submit(ctx, SubmitRequest{Name: "locked", Spec: string(spec)}); err != nil {
+	if err := d.Submit(ctx, api.SubmitRequest{Name: "locked", Spec: string(spec)}); err != nil {
 		t.Fatal(err)
 	}
 	tm, err := d.get(ctx, "locked")

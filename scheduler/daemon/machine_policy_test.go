@@ -18,6 +18,7 @@ import (
 	"github.com/ardea-dev/ardea/internal/auth"
 	"github.com/ardea-dev/ardea/internal/names"
 	"github.com/ardea-dev/ardea/internal/testutil"
+	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/daemon"
 	"github.com/ardea-dev/ardea/scheduler/settings"
 )
@@ -93,7 +94,7 @@ func TestTenantMachinePolicy(t *testing.T) {
 	}
 	forbidden := func(what string, err error, want ...string) {
 		t.Helper()
-		var ae *daemon.APIError
+		var ae *api.APIError
 		if !errors.As(err, &ae) || ae.Status != http.StatusForbidden {
 			t.Errorf("%s: %v, want 403", what, err)
 			return
@@ -118,23 +119,23 @@ func TestTenantMachinePolicy(t *testing.T) {
 	} {
 		spec := poisonSpec(t, tc.name, in, out, tc.topSet, tc.upSet)
 		refused[tc.name] = spec
-		_, err := c.Submit(ctx, daemon.SubmitRequest{Name: tc.name, Spec: spec, Modules: mods})
+		_, err := c.Submit(ctx, api.SubmitRequest{Name: tc.name, Spec: spec, Modules: mods})
 		forbidden("submit "+tc.name, err, tc.want...)
 	}
 	for _, tc := range []struct{ name, spec, want string }{
 		{"http", "name: http\nspouts:\n  - {name: in, module: \"builtin:http\"}\nbolts:\n  - {name: out, module: \"builtin:file\", config: {path: " + out + "}, inputs: [{from: in}]}\n", `component in (builtin:http): config "listen" = "127.0.0.1:8088"`},
 		{"kafka", "name: kafka\nspouts:\n  - {name: in, module: \"builtin:kafka\", config: {brokers: \"kafka.acme.internal:9092,evil.example:9092\", topics: t}}\nbolts:\n  - {name: out, module: \"builtin:file\", config: {path: " + out + "}, inputs: [{from: in}]}\n", `component in (builtin:kafka): config "brokers"`},
 	} {
-		_, err := c.Submit(ctx, daemon.SubmitRequest{Name: tc.name, Spec: tc.spec})
+		_, err := c.Submit(ctx, api.SubmitRequest{Name: tc.name, Spec: tc.spec})
 		forbidden("submit "+tc.name, err, tc.want)
 	}
 
 	// Without a dead-letter setting, acme's poison tuple goes to the
 	// daemon's place in acme's space, and `ardea dlq` lists it.
-	if _, err := c.Submit(ctx, daemon.SubmitRequest{Name: "eo", Spec: poisonSpec(t, "eo", in, out, nil, nil), Modules: mods}); err != nil {
+	if _, err := c.Submit(ctx, api.SubmitRequest{Name: "eo", Spec: poisonSpec(t, "eo", in, out, nil, nil), Modules: mods}); err != nil {
 		t.Fatalf("acme submits eo: %v", err)
 	}
-	st := waitState(t, c, "eo", daemon.StateFinished)
+	st := waitState(t, c, "eo", api.StateFinished)
 	if got := readLines(t, out); strings.Join(got, ",") != "ONE,TWO" && strings.Join(got, ",") != "TWO,ONE" {
 		t.Errorf("eo's sink: %q, want ONE and TWO (%s: %s)", got, st.State, st.Message)
 	}
@@ -170,7 +171,7 @@ func TestTenantMachinePolicy(t *testing.T) {
 	if err := submitPausedErr(c, "idle"); err != nil {
 		t.Fatal(err)
 	}
-	_, err = c.Apply(ctx, "idle", daemon.ApplyRequest{Spec: refused["dl-topology"], Modules: mods})
+	_, err = c.Apply(ctx, "idle", api.ApplyRequest{Spec: refused["dl-topology"], Modules: mods})
 	forbidden("apply with a dead-letter path", err, `topology setting "topology.bolt.dead_letter"`)
 
 	if b, err := os.ReadFile(victim); err != nil || string(b) != victimText {
@@ -246,7 +247,7 @@ func TestHostRefusesMachineSettings(t *testing.T) {
 	}
 	d := start([]string{allowed})
 	out := filepath.Join(allowed, "out.txt")
-	if err := d.Submit(as("acme"), daemon.SubmitRequest{Name: "wc", Spec: counted(t, "wc", out, 10), Deactivated: true}); err != nil {
+	if err := d.Submit(as("acme"), api.SubmitRequest{Name: "wc", Spec: counted(t, "wc", out, 10), Deactivated: true}); err != nil {
 		t.Fatalf("acme submits wc: %v", err)
 	}
 	closeD(d)
@@ -261,7 +262,7 @@ func TestHostRefusesMachineSettings(t *testing.T) {
 	defer closeD(d)
 	testutil.EventuallyWithin(t, 2*time.Minute, "acme's wc fails in its hosts", func() bool {
 		top, err := d.Topology(as("acme"), "wc")
-		return err == nil && top.State == string(daemon.StateFailed)
+		return err == nil && top.State == string(api.StateFailed)
 	})
 	top, err := d.Topology(as("acme"), "wc")
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/launcher"
 	"github.com/ardea-dev/ardea/scheduler/statemgr"
 )
@@ -18,15 +19,15 @@ import (
 // stays, answering status, until it is killed or the daemon stops.
 type failedMode struct{ msg string }
 
-func (*failedMode) name() Mode    { return ModeFailed }
-func (m *failedMode) why() string { return m.msg }
+func (*failedMode) name() api.Mode { return api.ModeFailed }
+func (m *failedMode) why() string  { return m.msg }
 
 func (m *failedMode) enter(t *tm) { t.message = m.msg }
 
 func (m *failedMode) run(t *tm) mode {
 	t.log.Error("topology failed", "reason", m.msg)
 	ctx := context.WithoutCancel(t.runCtx) // the topology's end is recorded whatever asked for it
-	if _, err := t.sp.store.SetState(ctx, t.name, statemgr.ExecState{State: StateFailed, Message: m.msg, Updated: time.Now()}); err != nil {
+	if _, err := t.sp.store.SetState(ctx, t.name, statemgr.ExecState{State: api.StateFailed, Message: m.msg, Updated: time.Now()}); err != nil {
 		t.log.Error("record FAILED", "err", err)
 	}
 	// The other containers stop too: a topology missing a container would

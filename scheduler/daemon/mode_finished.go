@@ -3,6 +3,7 @@ package daemon
 import (
 	"time"
 
+	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/statemgr"
 )
 
@@ -11,12 +12,12 @@ import (
 // the containers stop and their credentials are revoked.
 type finishedMode struct{}
 
-func (finishedMode) name() Mode  { return ModeFinished }
-func (finishedMode) why() string { return "every container finished its input" }
+func (finishedMode) name() api.Mode { return api.ModeFinished }
+func (finishedMode) why() string    { return "every container finished its input" }
 
 func (finishedMode) run(t *tm) mode {
 	ctx := t.runCtx
-	if _, err := t.sp.store.SetState(ctx, t.name, statemgr.ExecState{State: StateFinished, Updated: time.Now(),
+	if _, err := t.sp.store.SetState(ctx, t.name, statemgr.ExecState{State: api.StateFinished, Updated: time.Now(),
 		Message: "every spout finished its input and every tuple was processed"}); err != nil {
 		t.log.Error("record FINISHED", "err", err)
 	}

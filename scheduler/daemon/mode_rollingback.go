@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ardea-dev/ardea"
+	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/ctl"
 	"github.com/ardea-dev/ardea/scheduler/launcher"
 )
@@ -20,8 +21,8 @@ import (
 // topology.recovery.timeout fails the topology.
 type rollingBackMode struct{ cause string }
 
-func (*rollingBackMode) name() Mode    { return ModeRollingBack }
-func (m *rollingBackMode) why() string { return m.cause }
+func (*rollingBackMode) name() api.Mode { return api.ModeRollingBack }
+func (m *rollingBackMode) why() string  { return m.cause }
 
 // errSuperseded: another container died while a rollback ran; it starts
 // over (new generation).
@@ -84,7 +85,7 @@ func (t *tm) rollbackOnce(ctx context.Context, cs *ckptState, crashes uint64, de
 	}
 	t.fitContainers(ctx, base.Plan.Containers)
 	if err := t.waitRecovery(ctx, cs, crashes, deadline, "stop for the rollback", func(h ctl.Heartbeat) bool {
-		return h.Held == gen && h.State == ctl.HostStopped
+		return h.Held == gen && h.State == api.HostStopped
 	}); err != nil {
 		return err
 	}
@@ -125,7 +126,7 @@ func (t *tm) rollbackOnce(ctx context.Context, cs *ckptState, crashes uint64, de
 	}
 	t.log.Warn("rolling back: every task restarts from the checkpoint", "checkpoint", id, "generation", gen)
 	return t.waitRecovery(ctx, cs, crashes, deadline, "run the restored checkpoint", func(h ctl.Heartbeat) bool {
-		return h.PlanRevision == rev && (h.State == ctl.HostRunning || h.State == ctl.HostFinished)
+		return h.PlanRevision == rev && (h.State == api.HostRunning || h.State == api.HostFinished)
 	})
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/statemgr"
 )
 
@@ -17,16 +18,16 @@ type (
 	pausedMode  struct{ reason string }
 )
 
-func (runningMode) name() Mode     { return ModeRunning }
+func (runningMode) name() api.Mode { return api.ModeRunning }
 func (m runningMode) why() string  { return m.reason }
 func (runningMode) run(t *tm) mode { return t.steady() }
-func (pausedMode) name() Mode      { return ModePaused }
+func (pausedMode) name() api.Mode  { return api.ModePaused }
 func (m pausedMode) why() string   { return m.reason }
 func (pausedMode) run(t *tm) mode  { return t.steady() }
 
 // back is the steady mode an operation returns to.
 func (t *tm) back(why string) mode {
-	if t.state == StatePaused {
+	if t.state == api.StatePaused {
 		return pausedMode{why}
 	}
 	return runningMode{why}
@@ -89,9 +90,9 @@ func (t *tm) command(c *command) mode {
 func (t *tm) activate(on bool) error {
 	ctx, end := t.beginOp()
 	defer end()
-	want := StatePaused
+	want := api.StatePaused
 	if on {
-		want = StateRunning
+		want = api.StateRunning
 	}
 	doc := t.doc
 	doc.Active = on

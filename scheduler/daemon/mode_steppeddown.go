@@ -1,6 +1,10 @@
 package daemon
 
-import "time"
+import (
+	"time"
+
+	"github.com/ardea-dev/ardea/scheduler/api"
+)
 
 // steppedDownMode: another daemon holds the topology's TM lock, so it
 // runs the topology: this daemon stops following the containers' reports
@@ -8,8 +12,8 @@ import "time"
 // until it stops.
 type steppedDownMode struct{ err error }
 
-func (*steppedDownMode) name() Mode    { return ModeSteppedDown }
-func (m *steppedDownMode) why() string { return m.err.Error() }
+func (*steppedDownMode) name() api.Mode { return api.ModeSteppedDown }
+func (m *steppedDownMode) why() string  { return m.err.Error() }
 
 func (m *steppedDownMode) run(t *tm) mode {
 	t.lostTo = m.err.Error()

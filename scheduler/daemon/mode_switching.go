@@ -10,6 +10,7 @@ import (
 
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/internal/plan"
+	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/ctl"
 )
 
@@ -28,8 +29,8 @@ type switchingMode struct {
 	plan *plan.Plan
 }
 
-func (*switchingMode) name() Mode    { return ModeSwitching }
-func (m *switchingMode) why() string { return "updating live: " + describe(m.req.parallelism) }
+func (*switchingMode) name() api.Mode { return api.ModeSwitching }
+func (m *switchingMode) why() string  { return "updating live: " + describe(m.req.parallelism) }
 
 func (m *switchingMode) run(t *tm) mode {
 	ctx, end := t.beginOp()
@@ -162,7 +163,7 @@ func (t *tm) updateLive(ctx context.Context, top *ardea.Topology, doc ctl.PlanDo
 		return err
 	}
 	if err := t.awaitHosts(ctx, resumeTimeout, np.Containers, "start the switched tasks", run, nil, func(h ctl.Heartbeat) (bool, error) {
-		running := h.State == ctl.HostRunning || h.State == ctl.HostFinished
+		running := h.State == api.HostRunning || h.State == api.HostFinished
 		return h.PlanRevision == rev && running && h.SwitchRunning == epoch, nil
 	}); err != nil {
 		return err
@@ -203,7 +204,7 @@ func (t *tm) checkSwitchable(ctx context.Context, names []string) error {
 			notReady = nil
 			for c := 1; c <= t.doc.Plan.Containers && notReady == nil; c++ {
 				h, ok := t.hbs[c]
-				if !ok || h.State != ctl.HostRunning || h.PlanRevision != t.planRev {
+				if !ok || h.State != api.HostRunning || h.PlanRevision != t.planRev {
 					state := "not reporting"
 					if ok {
 						state = string(h.State)
@@ -254,7 +255,7 @@ func (t *tm) awaitHosts(ctx context.Context, timeout time.Duration, n int, what 
 				return false, fmt.Errorf("topology %s: update: %w", t.name, failed)
 			case done:
 				return true, nil
-			case t.state == StateKilled || t.state == StateFailed:
+			case t.state == api.StateKilled || t.state == api.StateFailed:
 				return false, newErr(ErrBadState, "topology %s: update: the topology is %s", t.name, t.state)
 			}
 			return false, nil

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/ardea-dev/ardea/scheduler/api"
 )
 
 // mode is one of the TM's modes (state.go's table): run handles events
@@ -12,7 +14,7 @@ import (
 // Every mode runs on the loop's goroutine and owns the TM's fields while
 // it runs.
 type mode interface {
-	name() Mode
+	name() api.Mode
 	// why is the reason recorded for the transition into the mode.
 	why() string
 	run(t *tm) mode
@@ -27,7 +29,7 @@ type enterer interface{ enter(t *tm) }
 // topology resumes at its next start) or the TM never started.
 type stopMode struct{}
 
-func (stopMode) name() Mode           { return ModeNew }
+func (stopMode) name() api.Mode       { return api.ModeNew }
 func (stopMode) why() string          { return "" }
 func (stopMode) run(*tm) mode         { return nil }
 func (stopMode) priority() int        { return 6 }

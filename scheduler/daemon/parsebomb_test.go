@@ -13,6 +13,7 @@ import (
 	"github.com/ardea-dev/ardea/internal/auth"
 	"github.com/ardea-dev/ardea/internal/httpsec"
 	"github.com/ardea-dev/ardea/internal/testutil/yamlbomb"
+	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/daemon"
 )
 
@@ -25,14 +26,14 @@ func TestSubmitBoundsSpec(t *testing.T) {
 	acme := newToken(t, d, "acme", auth.ScopeDeploy)
 
 	code, body := call(t, d, http.MethodPost, "/api/v1/topologies", acme,
-		daemon.SubmitRequest{Name: "bomb", Spec: yamlbomb.MergeKey(8)}, nil)
+		api.SubmitRequest{Name: "bomb", Spec: yamlbomb.MergeKey(8)}, nil)
 	if code != http.StatusBadRequest || !strings.Contains(body, "more than 100000 YAML nodes") || !strings.Contains(body, "ardea.MaxSpecNodes") {
 		t.Errorf("merge-key bomb: %d %s; want 400 naming ardea.MaxSpecNodes", code, body)
 	}
 
 	big := "name: big\nconfig: {topology.pad: " + strings.Repeat("y", ardea.MaxSpecBytes) + "}\n"
 	code, body = call(t, d, http.MethodPost, "/api/v1/topologies", acme,
-		daemon.SubmitRequest{Name: "big", Spec: big}, nil)
+		api.SubmitRequest{Name: "big", Spec: big}, nil)
 	for _, want := range []string{`field \"spec\"`, fmt.Sprint(ardea.MaxSpecBytes), "ardea.MaxSpecBytes"} {
 		if code != http.StatusRequestEntityTooLarge || !strings.Contains(body, want) {
 			t.Errorf("oversize spec: %d %s; want 413 naming %s", code, body, want)
@@ -42,11 +43,11 @@ func TestSubmitBoundsSpec(t *testing.T) {
 	// checked first only if it does, so submit a small one).
 	small := "name: small\nspouts:\n  - {name: s, module: builtin:generator}\n"
 	if code, body := call(t, d, http.MethodPost, "/api/v1/topologies", acme,
-		daemon.SubmitRequest{Name: "small", Spec: small}, nil); code != http.StatusCreated {
+		api.SubmitRequest{Name: "small", Spec: small}, nil); code != http.StatusCreated {
 		t.Fatalf("submit small: %d %s", code, body)
 	}
 	code, body = call(t, d, http.MethodPost, "/api/v1/topologies/small/apply", acme,
-		daemon.ApplyRequest{Spec: big}, nil)
+		api.ApplyRequest{Spec: big}, nil)
 	if code != http.StatusRequestEntityTooLarge || !strings.Contains(body, "ardea.MaxSpecBytes") {
 		t.Errorf("oversize apply: %d %s; want 413 naming ardea.MaxSpecBytes", code, body)
 	}
@@ -103,7 +104,7 @@ func TestExpensiveCallsPerTenant(t *testing.T) {
 		held = append(held, hold())
 	}
 	update := func(tok string) (int, string) {
-		return call(t, d, http.MethodPost, "/api/v1/topologies/none/update", tok, daemon.UpdateRequest{}, nil)
+		return call(t, d, http.MethodPost, "/api/v1/topologies/none/update", tok, api.UpdateRequest{}, nil)
 	}
 	code, body := update(acme)
 	if code != http.StatusTooManyRequests {

@@ -15,6 +15,7 @@ import (
 	"github.com/ardea-dev/ardea/internal/metrics"
 	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/internal/testutil/wordcounttest"
+	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/daemon"
 	"github.com/ardea-dev/ardea/scheduler/settings"
 )
@@ -156,9 +157,9 @@ func TestPoisonWordSiblingsCountedOnceLocal(t *testing.T) {
 	if mods["count"], err = os.ReadFile(testutil.RepoPath("host/testdata/poison/gocount.wasm")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Submit(context.Background(), daemon.SubmitRequest{Name: "poisoncountlocal", Spec: spec, Modules: mods}); err != nil {
+	if _, err := c.Submit(context.Background(), api.SubmitRequest{Name: "poisoncountlocal", Spec: spec, Modules: mods}); err != nil {
 		t.Fatal(err)
 	}
-	waitState(t, c, "poisoncountlocal", daemon.StateFinished)
+	waitState(t, c, "poisoncountlocal", api.StateFinished)
 	wordcounttest.CompareCounts(t, wordcounttest.ReadCounts(t, out), wordcount.Reference(clean))
 }

@@ -12,7 +12,7 @@ import (
 
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/internal/testutil"
-	"github.com/ardea-dev/ardea/scheduler/daemon"
+	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/sinks"
 )
 
@@ -76,7 +76,7 @@ func TestPoisonTupleEffectivelyOnceLocal(t *testing.T) {
 				t.Fatal(err)
 			}
 			submitted := time.Now()
-			if _, err := c.Submit(ctx, daemon.SubmitRequest{Name: "poisonlocal", Spec: string(spec),
+			if _, err := c.Submit(ctx, api.SubmitRequest{Name: "poisonlocal", Spec: string(spec),
 				Modules: map[string][]byte{"upper": mod}}); err != nil {
 				t.Fatal(err)
 			}
@@ -84,7 +84,7 @@ func TestPoisonTupleEffectivelyOnceLocal(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			status := func() daemon.Status {
+			status := func() api.Status {
 				st, err := c.Status(ctx, "poisonlocal")
 				if err != nil {
 					t.Fatal(err)
@@ -93,21 +93,21 @@ func TestPoisonTupleEffectivelyOnceLocal(t *testing.T) {
 			}
 			testutil.Eventually(t, "both poison lines in the bolt's dead letters", func() (bool, string) {
 				st := status()
-				if st.State != daemon.StateRunning {
-					return st.State == daemon.StateFailed, fmt.Sprintf("%s: %s", st.State, st.Message)
+				if st.State != api.StateRunning {
+					return st.State == api.StateFailed, fmt.Sprintf("%s: %s", st.State, st.Message)
 				}
 				return fileLines(boltDead) >= 2, fmt.Sprintf("%d dead letters, %+v", fileLines(boltDead), st.Checkpoints)
 			})
 			t.Logf("%s: both poison lines dead letters %v after the submit", lang, time.Since(submitted).Round(time.Millisecond))
-			if st := status(); st.State != daemon.StateRunning {
+			if st := status(); st.State != api.StateRunning {
 				t.Fatalf("once both poison lines were dead letters the topology is %s (%s), want RUNNING", st.State, st.Message)
 			}
 			if err := os.WriteFile(in+".end", nil, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			st := waitState(t, c, "poisonlocal", daemon.StateFinished)
+			st := waitState(t, c, "poisonlocal", api.StateFinished)
 			for _, tr := range st.Transitions {
-				if tr.To == daemon.StateFailed {
+				if tr.To == api.StateFailed {
 					t.Errorf("the topology went FAILED: %+v", tr)
 				}
 			}

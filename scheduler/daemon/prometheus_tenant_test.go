@@ -16,6 +16,7 @@ import (
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/internal/auth"
 	"github.com/ardea-dev/ardea/internal/testutil"
+	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/daemon"
 	"github.com/ardea-dev/ardea/sinks"
 )
@@ -45,7 +46,7 @@ func scrapeAs(t *testing.T, d *daemon.Daemon, token string) string {
 
 // metricBolts is a topology of the generator (count tuples, 0: endless)
 // and misbehave bolts in mode setmetric: bolt -> {kind, metric name}.
-func metricBolts(t *testing.T, name string, count int, bolts map[string][2]string) daemon.SubmitRequest {
+func metricBolts(t *testing.T, name string, count int, bolts map[string][2]string) api.SubmitRequest {
 	t.Helper()
 	mod, err := os.ReadFile(testutil.RepoPath("host/testdata/misbehave.wasm"))
 	if err != nil {
@@ -54,7 +55,7 @@ func metricBolts(t *testing.T, name string, count int, bolts map[string][2]strin
 	b := ardea.NewBuilder(name)
 	b.Set("topology.packing.containers", "1")
 	b.Spout("gen", "builtin:generator").Config("rate", "200").Config("count", strconv.Itoa(count))
-	req := daemon.SubmitRequest{Name: name, Modules: map[string][]byte{}}
+	req := api.SubmitRequest{Name: name, Modules: map[string][]byte{}}
 	for bolt, m := range bolts {
 		b.Bolt(bolt, bolt+".wasm").Shuffle("gen").Config("mode", "setmetric").Config("metric.kind", m[0]).Config("metric.name", m[1])
 		req.Modules[bolt] = mod
@@ -159,7 +160,7 @@ func TestMetricsPerTenant(t *testing.T) {
 	acmeDone := regexp.MustCompile(`(?m)^ardea_execute_count_total\{component="m",container="\d+",peer="",stream="",task="\d+",tenant="acme",topology="wc"\} 40$`)
 	testutil.EventuallyWithin(t, 2*time.Minute, "acme's wc to finish, its last counts exported", func() bool {
 		top, err := d.Topology(as("acme"), "wc")
-		return err == nil && top.State == string(daemon.StateFinished) && acmeDone.MatchString(scrapeAs(t, d, tokA))
+		return err == nil && top.State == string(api.StateFinished) && acmeDone.MatchString(scrapeAs(t, d, tokA))
 	})
 	acmeHits := regexp.MustCompile(`(?m)^ardea_user_hits_total\{component="m",.*tenant="acme",topology="wc"\} [1-9]`)
 	if body := scrapeAs(t, d, tokA); !acmeHits.MatchString(body) {
@@ -203,7 +204,7 @@ func TestMetricsPerTenant(t *testing.T) {
 	helpMatchesDocs(t, all)
 	promtoolCheck(t, all)
 
-	kc := daemon.NewClient(d.URL())
+	kc := api.NewClient(d.URL())
 	kc.Token = deployB
 	if _, err := kc.Action(ctx, "wc", "kill", nil, nil); err != nil {
 		t.Fatalf("globex kills its wc: %v", err)

@@ -18,7 +18,7 @@ import (
 
 	"github.com/ardea-dev/ardea/internal/auth"
 	"github.com/ardea-dev/ardea/internal/testutil"
-	"github.com/ardea-dev/ardea/scheduler/daemon"
+	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/sinks"
 )
 
@@ -123,7 +123,7 @@ func TestPrometheusScrapesDaemon(t *testing.T) {
 	}
 	prom := startPrometheus(t, strings.TrimPrefix(d.URL(), "http://"), tokenFile)
 	submitEndless(t, c, "wcp", filepath.Join(t.TempDir(), "counts.tsv"))
-	waitState(t, c, "wcp", daemon.StateRunning)
+	waitState(t, c, "wcp", api.StateRunning)
 	q := `sum(ardea_execute_count_total{topology="wcp",component="count"})`
 	var first float64
 	testutil.Eventually(t, "Prometheus to see count executing", func() bool {

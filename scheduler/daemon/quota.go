@@ -10,6 +10,7 @@ import (
 
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/internal/quota"
+	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/ctl"
 	"github.com/ardea-dev/ardea/scheduler/launcher"
 	"github.com/ardea-dev/ardea/scheduler/statemgr"
@@ -332,7 +333,7 @@ func (d *Daemon) admitResume(ctx context.Context, sp *space, rec statemgr.Topolo
 func (d *Daemon) refuseResume(ctx context.Context, sp *space, name string, err error) {
 	msg := "not resumed after a daemon restart: " + err.Error() + " (raise the tenant's quotas, see ardea tenant quotas, and submit it again)"
 	d.log.Error("topology over its tenant's quotas; not resumed", "tenant", sp.tenant, "topology", name, "err", err)
-	if _, serr := sp.store.SetState(ctx, name, statemgr.ExecState{State: StateFailed, Message: msg, Updated: time.Now()}); serr != nil {
+	if _, serr := sp.store.SetState(ctx, name, statemgr.ExecState{State: api.StateFailed, Message: msg, Updated: time.Now()}); serr != nil {
 		d.log.Error("record FAILED", "topology", name, "err", serr)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/ardea-dev/ardea/internal/auth"
 	"github.com/ardea-dev/ardea/internal/deployment"
 	"github.com/ardea-dev/ardea/internal/quota"
+	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/daemon"
 )
 
@@ -44,7 +45,7 @@ func padded(mod []byte, n int) []byte {
 // wantQuota fails unless err is a 403 naming every one of want.
 func wantQuota(t *testing.T, what string, err error, want ...string) {
 	t.Helper()
-	var ae *daemon.APIError
+	var ae *api.APIError
 	if !errors.As(err, &ae) || ae.Status != http.StatusForbidden {
 		t.Fatalf("%s: %v, want 403 over a quota", what, err)
 	}
@@ -102,14 +103,14 @@ func TestQuotaAdmitsEveryPath(t *testing.T) {
 	if _, err := c.Submit(ctx, req); err != nil {
 		t.Fatal(err)
 	}
-	waitState(t, c, "wc", daemon.StatePaused)
+	waitState(t, c, "wc", api.StatePaused)
 	before := tenantQuotas(t, d, "acme").Usage
 	if before == nil || before.Instances != 3 || before.Containers != 1 || before.WasmMemoryPages != 2048 {
 		t.Fatalf("usage after the submit: %+v", before)
 	}
 	mods, _ := storedModules(t, d, "acme")
 
-	_, err = c.Action(ctx, "wc", "update", nil, daemon.UpdateRequest{Parallelism: map[string]int{"count": 5}})
+	_, err = c.Action(ctx, "wc", "update", nil, api.UpdateRequest{Parallelism: map[string]int{"count": 5}})
 	wantQuota(t, "update to 7 instances", err, "quota instances: limit 6, in use 3, this update adds 4")
 
 	b := ardea.NewBuilder("wc")
@@ -126,7 +127,7 @@ func TestQuotaAdmitsEveryPath(t *testing.T) {
 		t.Fatal(err)
 	}
 	bigCount := padded(req.Modules["count"], 256<<10)
-	apply := daemon.ApplyRequest{Spec: string(spec), Modules: map[string][]byte{"split": req.Modules["split"], "count": bigCount}}
+	apply := api.ApplyRequest{Spec: string(spec), Modules: map[string][]byte{"split": req.Modules["split"], "count": bigCount}}
 	for _, dry := range []bool{true, false} {
 		apply.DryRun = dry
 		_, err = c.Apply(ctx, "wc", apply)
@@ -138,7 +139,7 @@ func TestQuotaAdmitsEveryPath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(st.Containers) != 1 || st.State != daemon.StatePaused {
+	if len(st.Containers) != 1 || st.State != api.StatePaused {
 		t.Errorf("after the refused apply: %s with %d containers, want PAUSED with 1", st.State, len(st.Containers))
 	}
 	if after := tenantQuotas(t, d, "acme").Usage; after.Instances != 3 || after.Containers != 1 || after.WasmMemoryPages != 2048 {
@@ -149,7 +150,7 @@ func TestQuotaAdmitsEveryPath(t *testing.T) {
 	// the tenant's store, past a jetstream_disk quota just over the usage.
 	limits["jetstream_disk"] = tenantQuotas(t, d, "acme").Usage.JetStreamDisk + 64<<10
 	putQuotas(t, d, "acme", limits)
-	_, err = c.Swap(ctx, "wc", daemon.SwapRequest{Component: "count", Module: bigCount})
+	_, err = c.Swap(ctx, "wc", api.SwapRequest{Component: "count", Module: bigCount})
 	wantQuota(t, "swap of a bigger module", err, "quota jetstream_disk: limit", "this swap adds")
 	if n, _ := storedModules(t, d, "acme"); n != mods {
 		t.Errorf("the refused apply and swap left modules: %d stored, %d before", n, mods)
@@ -195,8 +196,8 @@ func TestRefusedSubmitStoresNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ae *daemon.APIError
-	if _, err := c.Submit(ctx, daemon.SubmitRequest{Name: "files", Spec: string(spec), Modules: big}); !errors.As(err, &ae) || ae.Status != http.StatusForbidden {
+	var ae *api.APIError
+	if _, err := c.Submit(ctx, api.SubmitRequest{Name: "files", Spec: string(spec), Modules: big}); !errors.As(err, &ae) || ae.Status != http.StatusForbidden {
 		t.Errorf("a submit with builtin:file: %v, want 403", err)
 	}
 
@@ -240,12 +241,12 @@ func TestResumeOverQuota(t *testing.T) {
 	acme := newToken(t, d, "acme", auth.ScopeDeploy)
 	c := d.Client()
 	c.Token = acme
-	for _, cl := range []*daemon.Client{c, d.Client()} {
+	for _, cl := range []*api.Client{c, d.Client()} {
 		if err := submitPausedErr(cl, "wc"); err != nil {
 			stop(d)
 			t.Fatal(err)
 		}
-		waitState(t, cl, "wc", daemon.StatePaused)
+		waitState(t, cl, "wc", api.StatePaused)
 	}
 	stop(d)
 
@@ -262,11 +263,11 @@ func TestResumeOverQuota(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.State != daemon.StateFailed || !strings.Contains(st.Message, "quota instances: limit 2, in use 0, this resume adds 3") ||
+	if st.State != api.StateFailed || !strings.Contains(st.Message, "quota instances: limit 2, in use 0, this resume adds 3") ||
 		!strings.Contains(st.Message, "not resumed after a daemon restart") {
 		t.Errorf("acme's wc after a restart over its quota: %s %q", st.State, st.Message)
 	}
-	waitState(t, d.Client(), "wc", daemon.StatePaused)
+	waitState(t, d.Client(), "wc", api.StatePaused)
 }
 
 // TestDefaultQuotas: a fresh daemon without a deployment file gives a new

@@ -14,6 +14,7 @@ import (
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/examples/keyed"
 	"github.com/ardea-dev/ardea/internal/testutil"
+	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/daemon"
 )
 
@@ -26,7 +27,7 @@ func TestEffectivelyOnceKillDuringRollback(t *testing.T) {
 	const keys, perKey = 200, 300
 	out := submitKeyedEO(t, c, "eok", keys, perKey, 10000)
 	ctx := context.Background()
-	status := func() daemon.Status {
+	status := func() api.Status {
 		st, err := c.Status(ctx, "eok")
 		if err != nil {
 			t.Fatal(err)
@@ -45,7 +46,7 @@ func TestEffectivelyOnceKillDuringRollback(t *testing.T) {
 	if err := syscall.Kill(second, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	st := waitState(t, c, "eok", daemon.StateFinished)
+	st := waitState(t, c, "eok", api.StateFinished)
 	if err := keyed.CheckExact(out, keys, perKey); err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +60,7 @@ func TestEffectivelyOnceKillDuringRollback(t *testing.T) {
 // submitKeyedEO submits the keyed example effectively once over 2
 // containers reading keys*perKey records at rate records/s, and returns
 // its output file.
-func submitKeyedEO(t *testing.T, c *daemon.Client, name string, keys, perKey, rate int) string {
+func submitKeyedEO(t *testing.T, c *api.Client, name string, keys, perKey, rate int) string {
 	t.Helper()
 	dir := t.TempDir()
 	in, out := filepath.Join(dir, "in.txt"), filepath.Join(dir, "records.tsv")
@@ -88,7 +89,7 @@ func submitKeyedEO(t *testing.T, c *daemon.Client, name string, keys, perKey, ra
 			t.Fatal(err)
 		}
 	}
-	if _, err := c.Submit(context.Background(), daemon.SubmitRequest{Name: name, Spec: string(spec), Modules: mods}); err != nil {
+	if _, err := c.Submit(context.Background(), api.SubmitRequest{Name: name, Spec: string(spec), Modules: mods}); err != nil {
 		t.Fatal(err)
 	}
 	return out
@@ -116,7 +117,7 @@ func TestDaemonLeavesNoGoroutines(t *testing.T) {
 	withAdmin(d)
 	c := d.Client()
 	submitKeyedEO(t, c, "eol", 100, 200, 5000)
-	status := func() daemon.Status {
+	status := func() api.Status {
 		st, err := c.Status(context.Background(), "eol")
 		if err != nil {
 			t.Fatal(err)

@@ -21,6 +21,7 @@ import (
 	"github.com/ardea-dev/ardea/internal/checkpoint"
 	"github.com/ardea-dev/ardea/internal/metrics"
 	"github.com/ardea-dev/ardea/internal/plan"
+	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/packing"
 	"github.com/ardea-dev/ardea/sinks"
 )
@@ -85,7 +86,7 @@ type Result struct {
 	// flow control is broken).
 	SlowConsumerEvents int64
 	// Transitions are the topology's state changes.
-	Transitions []Transition
+	Transitions []api.Transition
 	// CheckpointKey names the run's checkpoints in the checkpoint store
 	// (effectively once).
 	CheckpointKey string
@@ -175,15 +176,15 @@ func Run(ctx context.Context, o RunOptions) (*Result, error) {
 		waitCtx, cancel = context.WithTimeout(ctx, o.Duration)
 		defer cancel()
 	}
-	state, werr := tmgr.awaitState(waitCtx, StateFinished, StateFailed, StateKilled)
-	if werr == nil && state == StateFinished {
+	state, werr := tmgr.awaitState(waitCtx, api.StateFinished, api.StateFailed, api.StateKilled)
+	if werr == nil && state == api.StateFinished {
 		select { // finish records FINISHED and stops the containers
 		case <-tmgr.finished:
 		case <-waitCtx.Done():
 		}
 	}
 	tmgr.stopTM() // waits for the TM's goroutines: the finish stops every container
-	res := &Result{Metrics: o.Metrics, Elapsed: time.Since(start), Finished: werr == nil && state == StateFinished}
+	res := &Result{Metrics: o.Metrics, Elapsed: time.Since(start), Finished: werr == nil && state == api.StateFinished}
 	v := tmgr.view.Load() // the loop's last: it has ended
 	res.Plan, res.CheckpointKey = v.doc.Plan, v.doc.CheckpointKey
 	res.Transitions = v.transitions
@@ -198,14 +199,14 @@ func Run(ctx context.Context, o RunOptions) (*Result, error) {
 	switch {
 	case werr != nil && !errors.Is(werr, context.DeadlineExceeded) && !errors.Is(werr, context.Canceled):
 		return res, werr
-	case werr == nil && state == StateFailed:
+	case werr == nil && state == api.StateFailed:
 		if rt, ok := d.sup.(*inProcess); ok {
 			if c, err := rt.failure(tmgr, res.Plan.Containers); err != nil {
 				return res, fmt.Errorf("topology %s failed: container %d: %w", sub.Name, c, err)
 			}
 		}
 		return res, fmt.Errorf("topology %s failed: %s", sub.Name, msg)
-	case werr == nil && state == StateKilled:
+	case werr == nil && state == api.StateKilled:
 		return res, fmt.Errorf("topology %s was killed", sub.Name)
 	}
 	return res, nil

@@ -37,6 +37,7 @@ import (
 	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/internal/testutil/wordcounttest"
 	"github.com/ardea-dev/ardea/internal/tuple"
+	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/daemon"
 	"go.uber.org/goleak"
 )
@@ -585,7 +586,7 @@ func TestRunLeavesNoGoroutines(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "counts.tsv")
 	top := wordcounttest.Topology(t, in, out, 2, 2)
 	top.Config["topology.reliability"] = settings.AtLeastOnce
-	var swapped daemon.SwapResult
+	var swapped api.SwapResult
 	var swapErr error
 	var wg sync.WaitGroup
 	res, err := daemon.Run(context.Background(), daemon.RunOptions{Topology: top, Containers: 2, CacheDir: compileCache,
@@ -594,7 +595,7 @@ func TestRunLeavesNoGoroutines(t *testing.T) {
 				// The same code under another digest (a custom section
 				// appended): a new version.
 				mod := append(append([]byte(nil), wordcount.CountWasm...), 0, 5, 2, 'v', '2', 'o', 'k')
-				swapped, swapErr = d.Swap(context.Background(), name, daemon.SwapRequest{Component: "count",
+				swapped, swapErr = d.Swap(context.Background(), name, api.SwapRequest{Component: "count",
 					Module: mod, Source: "go/count.wasm+v2", Probation: time.Millisecond})
 			})
 		}})
@@ -612,7 +613,7 @@ func TestRunLeavesNoGoroutines(t *testing.T) {
 		t.Errorf("swap: %v", swapErr)
 	}
 	t.Logf("swap: %+v (%v); transitions %v", swapped, swapErr, res.Transitions)
-	if n := len(res.Transitions); n == 0 || res.Transitions[n-1].To != daemon.StateFinished {
+	if n := len(res.Transitions); n == 0 || res.Transitions[n-1].To != api.StateFinished {
 		t.Errorf("transitions %v: want the last one to FINISHED", res.Transitions)
 	}
 
@@ -679,7 +680,7 @@ func TestInProcessRestartEffectivelyOnce(t *testing.T) {
 	c := d.Client()
 	const keys, perKey = 100, 300
 	out := submitKeyedEO(t, c, "ipr", keys, perKey, 5000)
-	status := func() daemon.Status {
+	status := func() api.Status {
 		st, err := c.Status(context.Background(), "ipr")
 		if err != nil {
 			t.Fatal(err)
@@ -691,7 +692,7 @@ func TestInProcessRestartEffectivelyOnce(t *testing.T) {
 	if _, err := c.Action(context.Background(), "ipr", "restart", url.Values{"container": {"1"}}, nil); err != nil {
 		t.Fatal(err)
 	}
-	st := waitState(t, c, "ipr", daemon.StateFinished)
+	st := waitState(t, c, "ipr", api.StateFinished)
 	if err := keyed.CheckExact(out, keys, perKey); err != nil {
 		t.Fatal(err)
 	}

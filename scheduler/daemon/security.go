@@ -20,6 +20,7 @@ import (
 	"github.com/ardea-dev/ardea/internal/httpsec"
 	"github.com/ardea-dev/ardea/internal/natsauth"
 	"github.com/ardea-dev/ardea/internal/quota"
+	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/launcher"
 )
 
@@ -462,8 +463,8 @@ func (d *Daemon) CPUQuotas() (version int, reason string) {
 // Client is a client of the daemon's API acting with its admin token (for
 // the CLI of `ardea demo` and tests; the daemon's own self-signed
 // certificate is pinned).
-func (d *Daemon) Client() *Client {
-	c := NewClient(d.URL())
+func (d *Daemon) Client() *api.Client {
+	c := api.NewClient(d.URL())
 	c.Token = d.AdminToken()
 	if d.sec.cert != nil {
 		c.HTTP.Transport = &http.Transport{TLSClientConfig: httpsec.PinnedClientTLS(d.sec.cert.Fingerprint)}

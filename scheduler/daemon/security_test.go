@@ -21,6 +21,7 @@ import (
 	"github.com/ardea-dev/ardea/internal/audit"
 	"github.com/ardea-dev/ardea/internal/auth"
 	"github.com/ardea-dev/ardea/internal/natsauth"
+	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/daemon"
 )
 
@@ -86,8 +87,8 @@ func TestAPISecurity(t *testing.T) {
 	// A tenant may not use a built-in that reaches the machine's files.
 	spec := "name: files\nspouts:\n  - {name: lines, module: \"builtin:file\", config: {path: /etc/passwd}}\n" +
 		"bolts:\n  - {name: out, module: \"builtin:file\", config: {path: /tmp/stolen}, inputs: [{from: lines}]}\n"
-	_, err := gc.Submit(context.Background(), daemon.SubmitRequest{Name: "files", Spec: spec})
-	var ae *daemon.APIError
+	_, err := gc.Submit(context.Background(), api.SubmitRequest{Name: "files", Spec: spec})
+	var ae *api.APIError
 	if !errors.As(err, &ae) || ae.Status != http.StatusForbidden || !strings.Contains(ae.Message, "builtin:file") || !strings.Contains(ae.Message, "tenant_builtins") {
 		t.Errorf("globex submitting builtin:file: %v, want 403 naming builtin:file and security.tenant_builtins", err)
 	}
@@ -199,28 +200,28 @@ func TestAPISecurity(t *testing.T) {
 
 // pausedSubmit is an endless word count with no file sink (a tenant may
 // not use builtin:file): generator -> split -> count, deactivated.
-func pausedSubmit(name string) (daemon.SubmitRequest, error) {
+func pausedSubmit(name string) (api.SubmitRequest, error) {
 	b := ardea.NewBuilder(name)
 	b.Spout("lines", "builtin:generator").Config("rate", "10")
 	b.Bolt("split", "split.wasm").Shuffle("lines").Output("default", "word")
 	b.Bolt("count", "count.wasm").Fields("split", "word").Output("default", "word", "count")
 	top, err := b.BuildWith(ardea.ValidateOptions{SkipModuleCheck: true})
 	if err != nil {
-		return daemon.SubmitRequest{}, err
+		return api.SubmitRequest{}, err
 	}
 	spec, err := top.Format()
 	if err != nil {
-		return daemon.SubmitRequest{}, err
+		return api.SubmitRequest{}, err
 	}
 	split, count, err := wordcount.Modules("go")
 	if err != nil {
-		return daemon.SubmitRequest{}, err
+		return api.SubmitRequest{}, err
 	}
-	return daemon.SubmitRequest{Name: name, Spec: string(spec), Deactivated: true,
+	return api.SubmitRequest{Name: name, Spec: string(spec), Deactivated: true,
 		Modules: map[string][]byte{"split": split, "count": count}}, nil
 }
 
-func submitPausedErr(c *daemon.Client, name string) error {
+func submitPausedErr(c *api.Client, name string) error {
 	req, err := pausedSubmit(name)
 	if err != nil {
 		return err
@@ -254,7 +255,7 @@ func TestTenantDeleteRemovesAccount(t *testing.T) {
 		t.Fatal(err)
 	}
 	admin := d.Client()
-	var ae *daemon.APIError
+	var ae *api.APIError
 	if err := admin.Do(context.Background(), http.MethodDelete, "/api/v1/tenants/gone", nil, nil); !errors.As(err, &ae) || ae.Status != http.StatusConflict {
 		t.Fatalf("deleting a tenant with a topology: %v, want 409", err)
 	}
@@ -288,7 +289,7 @@ func TestTenantDeleteRemovesAccount(t *testing.T) {
 	}
 	// Made again: a new, empty tenant.
 	c.Token = newToken(t, d, "gone", auth.ScopeDeploy)
-	var list []daemon.Summary
+	var list []api.Summary
 	if err := c.Do(context.Background(), http.MethodGet, "/api/v1/topologies", nil, &list); err != nil || len(list) != 0 {
 		t.Errorf("the tenant made again lists %v (%v), want none", list, err)
 	}

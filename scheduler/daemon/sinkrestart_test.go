@@ -15,6 +15,7 @@ import (
 
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/internal/testutil"
+	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/daemon"
 )
 
@@ -34,7 +35,7 @@ func TestFileSinkSurvivesRestart(t *testing.T) {
 	writeNumbered(t, in, "first", n)
 	submit := func(rate int) { t.Helper(); submitLinesToFile(t, c, "sinkrestart", in, out, rate) }
 	submit(1500)
-	status := func() daemon.Status {
+	status := func() api.Status {
 		st, err := c.Status(ctx, "sinkrestart")
 		if err != nil {
 			t.Fatal(err)
@@ -80,7 +81,7 @@ func TestFileSinkSurvivesRestart(t *testing.T) {
 			t.Fatalf("kill %d: the restarted sink's file has %d lines, it had %d before the kill", kill+1, got, before)
 		}
 	}
-	st := waitState(t, c, "sinkrestart", daemon.StateFinished)
+	st := waitState(t, c, "sinkrestart", api.StateFinished)
 	lost, dups, extra := checkLines(t, in, out)
 	if lost != 0 || extra != 0 {
 		t.Fatalf("after 2 kills of the sink's container: %d input lines lost, %d lines not in the input (%d duplicates)", lost, extra, dups)
@@ -93,7 +94,7 @@ func TestFileSinkSurvivesRestart(t *testing.T) {
 	}
 	writeNumbered(t, in, "second", 100)
 	submit(0)
-	waitState(t, c, "sinkrestart", daemon.StateFinished)
+	waitState(t, c, "sinkrestart", api.StateFinished)
 	if lost, dups, extra := checkLines(t, in, out); lost != 0 || dups != 0 || extra != 0 {
 		t.Fatalf("submitted again: %d lost, %d duplicates, %d lines not in the new input (the old run's output must be gone)", lost, dups, extra)
 	}
@@ -107,7 +108,7 @@ func TestFileSinkSurvivesRestart(t *testing.T) {
 // close is still there.
 func TestFileSinkSurvivesDaemonRestart(t *testing.T) {
 	data := t.TempDir()
-	start := func() (*daemon.Daemon, *daemon.Client) {
+	start := func() (*daemon.Daemon, *api.Client) {
 		d, err := daemon.Start(context.Background(), daemon.Options{
 			DataDir: data, Listen: "127.0.0.1:0", HostPath: ardeaBin,
 			HostArgs: []string{"--log-format", "json", "--log-level", "info", "host"}, MaxRestarts: 2,
@@ -138,7 +139,7 @@ func TestFileSinkSurvivesDaemonRestart(t *testing.T) {
 	before := fileLines(out)
 	d, c = start()
 	defer closeDaemon(d)
-	waitState(t, c, "sinkresume", daemon.StateFinished)
+	waitState(t, c, "sinkresume", api.StateFinished)
 	if got := fileLines(out); got < before {
 		t.Errorf("the resumed sink's file has %d lines, it had %d when the daemon closed", got, before)
 	}
@@ -159,7 +160,7 @@ func TestFileSinkSurvivesDaemonRestart(t *testing.T) {
 // submitLinesToFile submits name: the file spout reading in at rate
 // lines/s (0: as fast as it can) into the file sink writing out, at least
 // once, over 2 containers.
-func submitLinesToFile(t *testing.T, c *daemon.Client, name, in, out string, rate int) {
+func submitLinesToFile(t *testing.T, c *api.Client, name, in, out string, rate int) {
 	t.Helper()
 	b := ardea.NewBuilder(name)
 	b.Set("topology.packing.containers", "2")
@@ -175,7 +176,7 @@ func submitLinesToFile(t *testing.T, c *daemon.Client, name, in, out string, rat
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Submit(context.Background(), daemon.SubmitRequest{Name: name, Spec: string(spec)}); err != nil {
+	if _, err := c.Submit(context.Background(), api.SubmitRequest{Name: name, Spec: string(spec)}); err != nil {
 		t.Fatal(err)
 	}
 }

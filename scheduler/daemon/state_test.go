@@ -5,10 +5,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/ardea-dev/ardea/scheduler/api"
 )
 
-var allModes = []Mode{ModeNew, ModeRunning, ModePaused, ModeSwapping, ModeSwitching, ModeReplanning, ModeRollingBack,
-	ModeSteppedDown, ModeFinished, ModeFailed, ModeKilled}
+var allModes = []api.Mode{api.ModeNew, api.ModeRunning, api.ModePaused, api.ModeSwapping, api.ModeSwitching, api.ModeReplanning, api.ModeRollingBack,
+	api.ModeSteppedDown, api.ModeFinished, api.ModeFailed, api.ModeKilled}
 
 // TestStateMachine walks the mode table: every allowed move is taken and
 // recorded (with the execution state it leads to), every other refused
@@ -16,12 +18,12 @@ var allModes = []Mode{ModeNew, ModeRunning, ModePaused, ModeSwapping, ModeSwitch
 func TestStateMachine(t *testing.T) {
 	for _, from := range allModes {
 		for _, to := range allModes[1:] {
-			for _, st := range []State{StateRunning, StatePaused} {
+			for _, st := range []api.State{api.StateRunning, api.StatePaused} {
 				state := st
 				if s := modes[from].state; s != "" {
 					state = s
 				}
-				if from == ModeNew {
+				if from == api.ModeNew {
 					state = ""
 				}
 				tm := &tm{name: "top", log: slog.New(slog.DiscardHandler), mode: from, state: state}
@@ -44,7 +46,7 @@ func TestStateMachine(t *testing.T) {
 					tm.transitions[0].From != state || tm.transitions[0].To != want || tm.state != want):
 					t.Errorf("%s -> %s: recorded %+v, state %s", modeName(from), to, tm.transitions, tm.state)
 				}
-				if err == nil && from != to && state.Terminal() && to != ModeKilled {
+				if err == nil && from != to && state.Terminal() && to != api.ModeKilled {
 					t.Errorf("terminal %s left for %s", from, to)
 				}
 			}
@@ -57,13 +59,13 @@ func TestStateMachine(t *testing.T) {
 // RUNNING and PAUSED toggle and end in any terminal state, a terminal
 // state moves only to KILLED, and KILLED nowhere.
 func TestExecTransitions(t *testing.T) {
-	want := map[State][]State{
-		"":            {StatePaused, StateRunning},
-		StateRunning:  {StateFailed, StateFinished, StateKilled, StatePaused},
-		StatePaused:   {StateFailed, StateFinished, StateKilled, StateRunning},
-		StateFinished: {StateKilled},
-		StateFailed:   {StateKilled},
-		StateKilled:   nil,
+	want := map[api.State][]api.State{
+		"":                {api.StatePaused, api.StateRunning},
+		api.StateRunning:  {api.StateFailed, api.StateFinished, api.StateKilled, api.StatePaused},
+		api.StatePaused:   {api.StateFailed, api.StateFinished, api.StateKilled, api.StateRunning},
+		api.StateFinished: {api.StateKilled},
+		api.StateFailed:   {api.StateKilled},
+		api.StateKilled:   nil,
 	}
 	for s, next := range want {
 		if got := transitions[s]; !slices.Equal(got, next) {
@@ -79,13 +81,13 @@ func TestExecTransitions(t *testing.T) {
 // only the last maxTransitions changes.
 func TestStateTransitionsBounded(t *testing.T) {
 	tm := &tm{name: "top", log: slog.New(slog.DiscardHandler)}
-	if err := tm.setMode(ModeRunning, "submitted"); err != nil {
+	if err := tm.setMode(api.ModeRunning, "submitted"); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 100 {
-		to := ModePaused
+		to := api.ModePaused
 		if i%2 == 1 {
-			to = ModeRunning
+			to = api.ModeRunning
 		}
 		if err := tm.setMode(to, "toggle"); err != nil {
 			t.Fatal(err)
@@ -94,7 +96,7 @@ func TestStateTransitionsBounded(t *testing.T) {
 	if n := len(tm.transitions); n != maxTransitions {
 		t.Fatalf("%d transitions kept, want %d", n, maxTransitions)
 	}
-	if last := tm.transitions[len(tm.transitions)-1]; last.To != StateRunning || last.ToMode != ModeRunning {
+	if last := tm.transitions[len(tm.transitions)-1]; last.To != api.StateRunning || last.ToMode != api.ModeRunning {
 		t.Fatalf("last transition %+v", last)
 	}
 }

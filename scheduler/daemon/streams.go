@@ -16,6 +16,7 @@ import (
 	"github.com/ardea-dev/ardea/internal/audit"
 	"github.com/ardea-dev/ardea/internal/httpsec"
 	"github.com/ardea-dev/ardea/internal/names"
+	"github.com/ardea-dev/ardea/scheduler/api"
 )
 
 // Tenant streams: a tenant's own JetStream streams, for its topologies'
@@ -30,8 +31,6 @@ import (
 
 // Bounds of the stream routes.
 const (
-	// MaxStreamRead is the most messages one read returns.
-	MaxStreamRead = 1000
 	// maxStreamReadBytes bounds one read's message data.
 	maxStreamReadBytes = 4 << 20
 	// streamOpTimeout bounds each JetStream call of a stream route.
@@ -44,52 +43,6 @@ const (
 	jsErrInsufficientResources jetstream.ErrorCode = 10023
 	jsErrStorageExceeded       jetstream.ErrorCode = 10047
 )
-
-// StreamInfo is a tenant stream as the API shows it.
-type StreamInfo struct {
-	Name     string    `json:"name"`
-	Messages uint64    `json:"messages"`
-	Bytes    uint64    `json:"bytes"`
-	MaxBytes int64     `json:"max_bytes"`
-	FirstSeq uint64    `json:"first_seq"`
-	LastSeq  uint64    `json:"last_seq"`
-	Created  time.Time `json:"created"`
-}
-
-// CreateStreamRequest is POST /api/v1/streams.
-type CreateStreamRequest struct {
-	Name string `json:"name"`
-	// MaxBytes bounds the stream (the oldest messages are dropped past
-	// it); 0: connectors.TenantStreamDefaultMaxBytes, at most the
-	// tenant's JetStream disk quota.
-	MaxBytes int64 `json:"max_bytes,omitempty"`
-}
-
-// PublishRequest is POST /api/v1/streams/{name}/messages.
-type PublishRequest struct {
-	Messages []string `json:"messages"`
-}
-
-// PublishResult answers it.
-type PublishResult struct {
-	Published int    `json:"published"`
-	LastSeq   uint64 `json:"last_seq"`
-}
-
-// StreamMessage is one message of GET /api/v1/streams/{name}/messages.
-type StreamMessage struct {
-	Seq  uint64    `json:"seq"`
-	Time time.Time `json:"time"`
-	Data string    `json:"data"`
-}
-
-// StreamRead answers it: the messages from the asked sequence on, and the
-// sequence to read from next.
-type StreamRead struct {
-	Stream   string          `json:"stream"`
-	Messages []StreamMessage `json:"messages"`
-	Next     uint64          `json:"next"`
-}
 
 func (d *Daemon) streamRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/v1/streams", d.handleStreamList)
@@ -179,23 +132,23 @@ func (d *Daemon) tenantStream(ctx context.Context, name string) (jetstream.Strea
 	return s, nil
 }
 
-func streamInfo(name string, in *jetstream.StreamInfo) StreamInfo {
-	return StreamInfo{Name: name, Messages: in.State.Msgs, Bytes: in.State.Bytes, MaxBytes: in.Config.MaxBytes,
+func streamInfo(name string, in *jetstream.StreamInfo) api.StreamInfo {
+	return api.StreamInfo{Name: name, Messages: in.State.Msgs, Bytes: in.State.Bytes, MaxBytes: in.Config.MaxBytes,
 		FirstSeq: in.State.FirstSeq, LastSeq: in.State.LastSeq, Created: in.Created}
 }
 
 // CreateStream makes the caller's tenant stream req.Name, bounded by the
 // tenant's JetStream disk quota.
-func (d *Daemon) CreateStream(ctx context.Context, req CreateStreamRequest) (StreamInfo, error) {
+func (d *Daemon) CreateStream(ctx context.Context, req api.CreateStreamRequest) (api.StreamInfo, error) {
 	if err := connectors.ValidStreamName(req.Name); err != nil {
-		return StreamInfo{}, newErr(ErrBadRequest, "%v", err)
+		return api.StreamInfo{}, newErr(ErrBadRequest, "%v", err)
 	}
 	if req.MaxBytes < 0 {
-		return StreamInfo{}, newErr(ErrBadRequest, "stream %s: max_bytes %d: want a positive size (0: the default)", req.Name, req.MaxBytes)
+		return api.StreamInfo{}, newErr(ErrBadRequest, "stream %s: max_bytes %d: want a positive size (0: the default)", req.Name, req.MaxBytes)
 	}
 	js, sp, err := d.tenantJS(ctx)
 	if err != nil {
-		return StreamInfo{}, err
+		return api.StreamInfo{}, err
 	}
 	size := req.MaxBytes
 	if size == 0 {
@@ -203,7 +156,7 @@ func (d *Daemon) CreateStream(ctx context.Context, req CreateStreamRequest) (Str
 	}
 	if disk := d.jetStreamLimits(ctx, sp.tenant).DiskBytes; disk > 0 {
 		if req.MaxBytes > disk {
-			return StreamInfo{}, newErr(ErrForbidden, "stream %s: max_bytes %d is over tenant %s's quota jetstream_disk (%d bytes)", req.Name, req.MaxBytes, sp.tenant, disk)
+			return api.StreamInfo{}, newErr(ErrForbidden, "stream %s: max_bytes %d is over tenant %s's quota jetstream_disk (%d bytes)", req.Name, req.MaxBytes, sp.tenant, disk)
 		}
 		size = min(size, disk)
 	}
@@ -214,24 +167,24 @@ func (d *Daemon) CreateStream(ctx context.Context, req CreateStreamRequest) (Str
 	var apiErr *jetstream.APIError
 	switch {
 	case errors.Is(err, jetstream.ErrStreamNameAlreadyInUse):
-		return StreamInfo{}, newErr(ErrExists, "tenant %s already has a stream %s", sp.tenant, req.Name)
+		return api.StreamInfo{}, newErr(ErrExists, "tenant %s already has a stream %s", sp.tenant, req.Name)
 	case errors.As(err, &apiErr) && (apiErr.ErrorCode == jsErrStorageExceeded || apiErr.ErrorCode == jsErrInsufficientResources):
-		return StreamInfo{}, newErr(ErrForbidden, "stream %s (%d bytes): over tenant %s's quota jetstream_disk: %s", req.Name, size, sp.tenant, apiErr.Description)
+		return api.StreamInfo{}, newErr(ErrForbidden, "stream %s (%d bytes): over tenant %s's quota jetstream_disk: %s", req.Name, size, sp.tenant, apiErr.Description)
 	case err != nil:
-		return StreamInfo{}, fmt.Errorf("stream %s: %w", req.Name, err)
+		return api.StreamInfo{}, fmt.Errorf("stream %s: %w", req.Name, err)
 	}
 	return streamInfo(req.Name, s.CachedInfo()), nil
 }
 
 // ListStreams lists the caller's tenant streams.
-func (d *Daemon) ListStreams(ctx context.Context) ([]StreamInfo, error) {
+func (d *Daemon) ListStreams(ctx context.Context) ([]api.StreamInfo, error) {
 	js, _, err := d.tenantJS(ctx)
 	if err != nil {
 		return nil, err
 	}
 	cctx, cancel := context.WithTimeout(ctx, streamOpTimeout)
 	defer cancel()
-	out := []StreamInfo{}
+	out := []api.StreamInfo{}
 	l := js.ListStreams(cctx, jetstream.WithStreamListSubject(names.TenantSubjectPrefix+"*"))
 	for in := range l.Info() {
 		if name, ok := strings.CutPrefix(in.Config.Name, names.TenantStreamPrefix); ok {
@@ -245,19 +198,19 @@ func (d *Daemon) ListStreams(ctx context.Context) ([]StreamInfo, error) {
 }
 
 // Publish appends msgs to the caller's tenant stream name.
-func (d *Daemon) Publish(ctx context.Context, name string, msgs []string) (PublishResult, error) {
+func (d *Daemon) Publish(ctx context.Context, name string, msgs []string) (api.PublishResult, error) {
 	s, err := d.tenantStream(ctx, name)
 	if err != nil {
-		return PublishResult{}, err
+		return api.PublishResult{}, err
 	}
 	js, _, err := d.tenantJS(ctx)
 	if err != nil {
-		return PublishResult{}, err
+		return api.PublishResult{}, err
 	}
 	_, subject := names.TenantStream(name)
 	cctx, cancel := context.WithTimeout(ctx, streamOpTimeout)
 	defer cancel()
-	var res PublishResult
+	var res api.PublishResult
 	for i, m := range msgs {
 		ack, err := js.Publish(cctx, subject, []byte(m), jetstream.WithExpectStream(s.CachedInfo().Config.Name))
 		if err != nil {
@@ -271,16 +224,16 @@ func (d *Daemon) Publish(ctx context.Context, name string, msgs []string) (Publi
 
 // ReadStream returns up to limit messages of the caller's tenant stream
 // name from sequence from on (the stream's first when from is below it).
-func (d *Daemon) ReadStream(ctx context.Context, name string, from uint64, limit int) (StreamRead, error) {
-	if limit <= 0 || limit > MaxStreamRead {
-		return StreamRead{}, newErr(ErrBadRequest, "limit %d: want 1 to %d messages", limit, MaxStreamRead)
+func (d *Daemon) ReadStream(ctx context.Context, name string, from uint64, limit int) (api.StreamRead, error) {
+	if limit <= 0 || limit > api.MaxStreamRead {
+		return api.StreamRead{}, newErr(ErrBadRequest, "limit %d: want 1 to %d messages", limit, api.MaxStreamRead)
 	}
 	s, err := d.tenantStream(ctx, name)
 	if err != nil {
-		return StreamRead{}, err
+		return api.StreamRead{}, err
 	}
 	st := s.CachedInfo().State
-	out := StreamRead{Stream: name, Messages: []StreamMessage{}, Next: max(from, st.FirstSeq)}
+	out := api.StreamRead{Stream: name, Messages: []api.StreamMessage{}, Next: max(from, st.FirstSeq)}
 	size := 0
 	for seq := out.Next; seq <= st.LastSeq && len(out.Messages) < limit && size < maxStreamReadBytes; seq++ {
 		cctx, cancel := context.WithTimeout(ctx, streamOpTimeout)
@@ -293,7 +246,7 @@ func (d *Daemon) ReadStream(ctx context.Context, name string, from uint64, limit
 		if err != nil {
 			return out, fmt.Errorf("stream %s: message %d: %w", name, seq, err)
 		}
-		out.Messages = append(out.Messages, StreamMessage{Seq: m.Sequence, Time: m.Time, Data: string(m.Data)})
+		out.Messages = append(out.Messages, api.StreamMessage{Seq: m.Sequence, Time: m.Time, Data: string(m.Data)})
 		size += len(m.Data)
 	}
 	return out, nil
@@ -323,7 +276,7 @@ func (d *Daemon) handleStreamList(w http.ResponseWriter, r *http.Request) {
 }
 
 func (d *Daemon) handleStreamCreate(w http.ResponseWriter, r *http.Request) {
-	var req CreateStreamRequest
+	var req api.CreateStreamRequest
 	if err := httpsec.DecodeJSON(w, r, 0, &req); err != nil {
 		httpsec.WriteError(w, err)
 		return
@@ -353,7 +306,7 @@ func (d *Daemon) handleStreamDelete(w http.ResponseWriter, r *http.Request) {
 }
 
 func (d *Daemon) handleStreamPublish(w http.ResponseWriter, r *http.Request) {
-	var req PublishRequest
+	var req api.PublishRequest
 	if err := httpsec.DecodeJSON(w, r, 0, &req); err != nil {
 		httpsec.WriteError(w, err)
 		return

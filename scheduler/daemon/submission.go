@@ -11,6 +11,7 @@ import (
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/connectors"
 	"github.com/ardea-dev/ardea/host"
+	"github.com/ardea-dev/ardea/scheduler/api"
 )
 
 // SubmissionOptions says how NewSubmission resolves a topology.
@@ -32,7 +33,7 @@ type SubmissionOptions struct {
 // NewSubmission resolves a topology for a daemon: its modules built and
 // read, built-in file paths made absolute (the daemon's hosts do not run
 // in the file's folder).
-func NewSubmission(ctx context.Context, t *ardea.Topology, o SubmissionOptions) (SubmitRequest, error) {
+func NewSubmission(ctx context.Context, t *ardea.Topology, o SubmissionOptions) (api.SubmitRequest, error) {
 	if o.Name == "" {
 		o.Name = t.Name
 	}
@@ -42,7 +43,7 @@ func NewSubmission(ctx context.Context, t *ardea.Topology, o SubmissionOptions) 
 	if o.Builder == nil {
 		o.Builder = &modules.Builder{}
 	}
-	req := SubmitRequest{Name: o.Name, Modules: map[string][]byte{}, Sources: map[string]string{}, By: o.By}
+	req := api.SubmitRequest{Name: o.Name, Modules: map[string][]byte{}, Sources: map[string]string{}, By: o.By}
 	var rt *host.Runtime
 	if o.Compile {
 		var err error

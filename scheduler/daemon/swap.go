@@ -11,57 +11,14 @@ import (
 
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/host"
+	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/ctl"
 	"github.com/ardea-dev/ardea/scheduler/statemgr"
 )
 
-// Version statuses in a topology's history (statemgr's).
-const (
-	VersionActive     = statemgr.VersionActive
-	VersionReplaced   = statemgr.VersionReplaced
-	VersionRolledBack = statemgr.VersionRolledBack
-	VersionRefused    = statemgr.VersionRefused
-	VersionFailed     = statemgr.VersionFailed
-)
-
-// SwapRequest is POST /api/v1/topologies/{name}/swap.
-type SwapRequest struct {
-	Component string `json:"component"`
-	// Module is the new module's bytes (base64 in JSON); Source says where
-	// it came from (a path, for the history).
-	Module []byte `json:"module"`
-	Source string `json:"source,omitempty"`
-	// Canary swaps this many tasks first and the rest only once they have
-	// passed Probation (default 10s) without failing.
-	Canary    int           `json:"canary,omitempty"`
-	Probation time.Duration `json:"probation,omitempty"`
-	By        string        `json:"by,omitempty"`
-	// Health on probation, besides failed batches: a swapped task that
-	// fails more than MaxFailRate of its input tuples (default 0.05, from
-	// 100 tuples on), or whose execute time per tuple exceeds
-	// MaxLatencyFactor times its time before the swap (default 10, and by
-	// more than 1 ms), makes the swap roll back.
-	MaxFailRate      float64 `json:"max_fail_rate,omitempty"`
-	MaxLatencyFactor float64 `json:"max_latency_factor,omitempty"`
-}
-
 // health is the probation's limits.
 type health struct {
 	maxFailRate, maxLatencyFactor float64
-}
-
-// SwapResult is the answer to a swap or a rollback.
-type SwapResult struct {
-	Component string                 `json:"component"`
-	Version   string                 `json:"version"`
-	Previous  string                 `json:"previous"`
-	Status    statemgr.VersionStatus `json:"status"`
-	Reason    string                 `json:"reason,omitempty"`
-	Tasks     int                    `json:"tasks"`
-	// Took is the whole swap, probation included; MaxPauseMs the longest
-	// time a task took no input because of it.
-	Took       string  `json:"took"`
-	MaxPauseMs float64 `json:"max_pause_ms"`
 }
 
 const defaultProbation = 10 * time.Second
@@ -103,10 +60,10 @@ func (d *Daemon) validate(ctx context.Context, name string, kind ardea.Kind, dat
 // swapOrder is a swap the caller (tm.swap) has validated and admitted,
 // and whose module is stored: what the swapping mode runs.
 type swapOrder struct {
-	req   SwapRequest
+	req   api.SwapRequest
 	comp  string
-	entry statemgr.ModuleVersion // the history entry, Status to be set
-	res   SwapResult
+	entry api.ModuleVersion // the history entry, Status to be set
+	res   api.SwapResult
 	start time.Time
 }
 
@@ -117,7 +74,7 @@ type swapOrder struct {
 // The module is validated, admitted against the tenant's quotas and
 // stored here, on the caller's goroutine (compiling takes a while); the
 // phases run in the TM's swapping mode.
-func (t *tm) swap(ctx context.Context, req SwapRequest) (SwapResult, error) {
+func (t *tm) swap(ctx context.Context, req api.SwapRequest) (api.SwapResult, error) {
 	// A swap under way finishes or rolls back whatever the client does.
 	ctx = context.WithoutCancel(ctx)
 	o, err := t.prepareSwap(ctx, req)
@@ -125,13 +82,13 @@ func (t *tm) swap(ctx context.Context, req SwapRequest) (SwapResult, error) {
 		return o.result(), err
 	}
 	v, err := t.call(ctx, opSwap, o)
-	res, _ := v.(SwapResult)
+	res, _ := v.(api.SwapResult)
 	return res, err
 }
 
-func (o *swapOrder) result() SwapResult {
+func (o *swapOrder) result() api.SwapResult {
 	if o == nil {
-		return SwapResult{}
+		return api.SwapResult{}
 	}
 	return o.res
 }
@@ -139,7 +96,7 @@ func (o *swapOrder) result() SwapResult {
 // prepareSwap validates, admits and stores the swap's module; a nil
 // order with a nil error means the module is the one running (the result
 // says "unchanged").
-func (t *tm) prepareSwap(ctx context.Context, req SwapRequest) (*swapOrder, error) {
+func (t *tm) prepareSwap(ctx context.Context, req api.SwapRequest) (*swapOrder, error) {
 	// The tenant's quota lock is held until the module is stored.
 	t.sp.quotaMu.Lock()
 	defer t.sp.quotaMu.Unlock()
@@ -162,13 +119,13 @@ func (t *tm) prepareSwap(ctx context.Context, req SwapRequest) (*swapOrder, erro
 	}
 	prev := rec.Modules[c.Name]
 	o := &swapOrder{req: req, comp: c.Name, start: time.Now(),
-		entry: statemgr.ModuleVersion{Component: c.Name, Source: req.Source, Previous: prev, At: time.Now(), By: req.By, Canary: req.Canary}}
+		entry: api.ModuleVersion{Component: c.Name, Source: req.Source, Previous: prev, At: time.Now(), By: req.By, Canary: req.Canary}}
 	err = t.d.validate(ctx, c.Name+".wasm", c.Kind, req.Module)
 	if err == nil {
 		err = checkManifest(ctx, v.top, c.Name, req.Module)
 	}
 	if err != nil {
-		o.entry.Status, o.entry.Reason = VersionRefused, err.Error()
+		o.entry.Status, o.entry.Reason = api.VersionRefused, err.Error()
 		t.record(ctx, o.entry, "", nil)
 		return nil, newErr(ErrBadRequest, "swap %s/%s refused, nothing changed: %v", t.name, c.Name, err)
 	}
@@ -180,7 +137,7 @@ func (t *tm) prepareSwap(ctx context.Context, req SwapRequest) (*swapOrder, erro
 	}
 	fp := footprint{v.top, v.containers()}
 	if err := t.d.admit(ctx, t.sp, "swap", fp, fp, storeBytes); err != nil {
-		o.entry.Status, o.entry.Reason = VersionRefused, err.Error()
+		o.entry.Status, o.entry.Reason = api.VersionRefused, err.Error()
 		t.record(ctx, o.entry, "", nil)
 		return nil, err
 	}
@@ -190,7 +147,7 @@ func (t *tm) prepareSwap(ctx context.Context, req SwapRequest) (*swapOrder, erro
 	}
 	t.d.rememberLanguage(ctx, sha, req.Module)
 	o.entry.Version = sha
-	o.res = SwapResult{Component: c.Name, Version: sha, Previous: prev}
+	o.res = api.SwapResult{Component: c.Name, Version: sha, Previous: prev}
 	if sha == prev {
 		o.res.Status = "unchanged"
 		return o, nil
@@ -201,7 +158,7 @@ func (t *tm) prepareSwap(ctx context.Context, req SwapRequest) (*swapOrder, erro
 // swappingMode runs a swap's phases (tm.runSwap) and answers its command.
 type swappingMode struct{ cmd *command }
 
-func (*swappingMode) name() Mode { return ModeSwapping }
+func (*swappingMode) name() api.Mode { return api.ModeSwapping }
 func (m *swappingMode) why() string {
 	return "swap " + m.cmd.arg.(*swapOrder).comp
 }
@@ -224,12 +181,12 @@ func (m *swappingMode) run(t *tm) mode {
 
 // runSwap swaps o's component task by task, in phases, each on
 // probation, and records how it ended.
-func (t *tm) runSwap(ctx context.Context, o *swapOrder) (SwapResult, error) {
+func (t *tm) runSwap(ctx context.Context, o *swapOrder) (api.SwapResult, error) {
 	// recCtx outlives an interrupted swap, to record how it ended.
 	recCtx := context.WithoutCancel(ctx)
 	c := t.top.Component(o.comp)
 	if c == nil {
-		return SwapResult{}, newErr(ErrBadState, "swap in topology %s: component %s is gone (the topology changed meanwhile)", t.name, o.comp)
+		return api.SwapResult{}, newErr(ErrBadState, "swap in topology %s: component %s is gone (the topology changed meanwhile)", t.name, o.comp)
 	}
 	req, entry, res, sha, prev := o.req, o.entry, o.res, o.entry.Version, o.entry.Previous
 	probation := req.Probation
@@ -238,10 +195,10 @@ func (t *tm) runSwap(ctx context.Context, o *swapOrder) (SwapResult, error) {
 	}
 	eo := t.ckpt != nil
 	t.log.Info("swap begins", "component", c.Name, "version", sha, "previous", prev, "effectively_once", eo)
-	rolledBack := func(reason string) (SwapResult, error) {
-		entry.Status, entry.Reason = VersionRolledBack, reason
+	rolledBack := func(reason string) (api.SwapResult, error) {
+		entry.Status, entry.Reason = api.VersionRolledBack, reason
 		t.record(recCtx, entry, "", nil)
-		res.Status, res.Reason, res.Took = VersionRolledBack, reason, time.Since(o.start).Round(time.Millisecond).String()
+		res.Status, res.Reason, res.Took = api.VersionRolledBack, reason, time.Since(o.start).Round(time.Millisecond).String()
 		return res, newErr(ErrBadState, "swap %s/%s rolled back to %s: %s", t.name, c.Name, short(prev), reason)
 	}
 	if eo {
@@ -254,11 +211,11 @@ func (t *tm) runSwap(ctx context.Context, o *swapOrder) (SwapResult, error) {
 		t.message = ""
 		if err != nil {
 			if cause := opAborted(ctx); cause != nil {
-				entry.Status, entry.Reason = VersionFailed, cause.Error()+"; nothing was swapped"
+				entry.Status, entry.Reason = api.VersionFailed, cause.Error()+"; nothing was swapped"
 				t.record(recCtx, entry, "", nil)
-				return SwapResult{}, newErr(ErrBadState, "swap %s/%s failed before it began: %v", t.name, c.Name, cause)
+				return api.SwapResult{}, newErr(ErrBadState, "swap %s/%s failed before it began: %v", t.name, c.Name, cause)
 			}
-			return SwapResult{}, err
+			return api.SwapResult{}, err
 		}
 	}
 	var all []uint32
@@ -315,9 +272,9 @@ func (t *tm) runSwap(ctx context.Context, o *swapOrder) (SwapResult, error) {
 		return rolledBack(cause.Error())
 	}
 	t.commitModule(ctx, sha, c.Name)
-	entry.Status = VersionActive
+	entry.Status = api.VersionActive
 	t.record(recCtx, entry, req.Source, t)
-	res.Status, res.Took = VersionActive, time.Since(o.start).Round(time.Millisecond).String()
+	res.Status, res.Took = api.VersionActive, time.Since(o.start).Round(time.Millisecond).String()
 	t.log.Info("module swapped", "component", c.Name, "version", sha, "previous", prev, "tasks", res.Tasks, "took", res.Took)
 	return res, nil
 }
@@ -396,7 +353,7 @@ func (t *tm) commitModule(ctx context.Context, version, comp string) {
 // module in the spec) and the previous active version is marked replaced.
 // loop is the TM when its loop records (an active entry changes its
 // topology); nil from another goroutine (a refused swap).
-func (t *tm) record(ctx context.Context, entry statemgr.ModuleVersion, source string, loop *tm) {
+func (t *tm) record(ctx context.Context, entry api.ModuleVersion, source string, loop *tm) {
 	for range 5 {
 		rec, err := t.sp.store.GetTopology(ctx, t.name)
 		if err != nil {
@@ -404,10 +361,10 @@ func (t *tm) record(ctx context.Context, entry statemgr.ModuleVersion, source st
 			return
 		}
 		var top *ardea.Topology
-		if entry.Status == VersionActive {
+		if entry.Status == api.VersionActive {
 			for i := range rec.History {
-				if h := &rec.History[i]; h.Component == entry.Component && h.Status == VersionActive {
-					h.Status = VersionReplaced
+				if h := &rec.History[i]; h.Component == entry.Component && h.Status == api.VersionActive {
+					h.Status = api.VersionReplaced
 				}
 			}
 			if rec.Modules == nil {
@@ -440,29 +397,29 @@ func (t *tm) record(ctx context.Context, entry statemgr.ModuleVersion, source st
 }
 
 // rollbackModule swaps comp back to the version before its active one.
-func (t *tm) rollbackModule(ctx context.Context, comp, by string) (SwapResult, error) {
+func (t *tm) rollbackModule(ctx context.Context, comp, by string) (api.SwapResult, error) {
 	rec, err := t.sp.store.GetTopology(ctx, t.name)
 	if err != nil {
-		return SwapResult{}, err
+		return api.SwapResult{}, err
 	}
 	cur := rec.Modules[comp]
 	if cur == "" {
-		return SwapResult{}, newErr(ErrBadRequest, "rollback in topology %s: component %q has no module", t.name, comp)
+		return api.SwapResult{}, newErr(ErrBadRequest, "rollback in topology %s: component %q has no module", t.name, comp)
 	}
 	prev := ""
 	for i := len(rec.History) - 1; i >= 0; i-- {
 		h := rec.History[i]
-		if h.Component == comp && h.Version == cur && h.Status == VersionActive && h.Previous != "" {
+		if h.Component == comp && h.Version == cur && h.Status == api.VersionActive && h.Previous != "" {
 			prev = h.Previous
 			break
 		}
 	}
 	if prev == "" {
-		return SwapResult{}, newErr(ErrBadState, "rollback in topology %s: component %s runs its first version; there is nothing to go back to", t.name, comp)
+		return api.SwapResult{}, newErr(ErrBadState, "rollback in topology %s: component %s runs its first version; there is nothing to go back to", t.name, comp)
 	}
 	data, err := t.sp.store.GetArtifact(ctx, prev)
 	if err != nil {
-		return SwapResult{}, err
+		return api.SwapResult{}, err
 	}
 	source := ""
 	for _, h := range rec.History {
@@ -470,7 +427,7 @@ func (t *tm) rollbackModule(ctx context.Context, comp, by string) (SwapResult, e
 			source = h.Source
 		}
 	}
-	return t.swap(ctx, SwapRequest{Component: comp, Module: data, Source: source, By: by, Probation: time.Millisecond})
+	return t.swap(ctx, api.SwapRequest{Component: comp, Module: data, Source: source, By: by, Probation: time.Millisecond})
 }
 
 func short(sha string) string {

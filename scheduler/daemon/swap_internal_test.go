@@ -9,6 +9,7 @@ import (
 
 	"github.com/ardea-dev/ardea/internal/checkpoint"
 	"github.com/ardea-dev/ardea/internal/plan"
+	"github.com/ardea-dev/ardea/scheduler/api"
 )
 
 // TestAwaitCheckpointEndsWithTheTopology: an effectively-once swap that
@@ -25,7 +26,7 @@ func TestAwaitCheckpointEndsWithTheTopology(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tm := &tm{name: "wc", log: slog.New(slog.DiscardHandler), state: StateFinished, ckpt: &ckptState{coord: coord}}
+	tm := &tm{name: "wc", log: slog.New(slog.DiscardHandler), state: api.StateFinished, ckpt: &ckptState{coord: coord}}
 	err = tm.awaitCheckpoint(t.Context())
 	if err == nil || !strings.Contains(err.Error(), "swap in topology wc: the topology is FINISHED") {
 		t.Fatalf("awaitCheckpoint on a finished topology: %v", err)

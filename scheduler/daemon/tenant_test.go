@@ -14,6 +14,7 @@ import (
 	"github.com/ardea-dev/ardea/connectors"
 	"github.com/ardea-dev/ardea/internal/auth"
 	"github.com/ardea-dev/ardea/internal/testutil"
+	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/daemon"
 )
 
@@ -77,17 +78,17 @@ func TestTenantSpaces(t *testing.T) {
 	outs := map[string]string{}
 	for i, tenant := range []string{"acme", "globex"} {
 		outs[tenant] = filepath.Join(dir, tenant+".txt")
-		if err := d.Submit(as(tenant), daemon.SubmitRequest{Name: "wc", Spec: counted(t, "wc", outs[tenant], 300+100*i)}); err != nil {
+		if err := d.Submit(as(tenant), api.SubmitRequest{Name: "wc", Spec: counted(t, "wc", outs[tenant], 300+100*i)}); err != nil {
 			t.Fatalf("%s: submit wc: %v", tenant, err)
 		}
 	}
-	if err := d.Submit(as("acme"), daemon.SubmitRequest{Name: "only-acme", Spec: counted(t, "only-acme", filepath.Join(dir, "p.txt"), 10), Deactivated: true}); err != nil {
+	if err := d.Submit(as("acme"), api.SubmitRequest{Name: "only-acme", Spec: counted(t, "only-acme", filepath.Join(dir, "p.txt"), 10), Deactivated: true}); err != nil {
 		t.Fatal(err)
 	}
 	for tenant, want := range map[string]int{"acme": 300, "globex": 400} {
 		testutil.EventuallyWithin(t, 2*time.Minute, tenant+"'s wc finishes", func() bool {
 			top, err := d.Topology(as(tenant), "wc")
-			return err == nil && top.State == string(daemon.StateFinished)
+			return err == nil && top.State == string(api.StateFinished)
 		})
 		if n := lines(outs[tenant]); n != want {
 			t.Errorf("%s's wc wrote %d lines, want %d", tenant, n, want)
@@ -108,14 +109,14 @@ func TestTenantSpaces(t *testing.T) {
 			t.Errorf("globex lists acme's topology")
 		}
 	}
-	if top, err := d.Topology(as("acme"), "only-acme"); err != nil || top.State != string(daemon.StatePaused) {
+	if top, err := d.Topology(as("acme"), "only-acme"); err != nil || top.State != string(api.StatePaused) {
 		t.Fatalf("acme's only-acme: %+v %v", top, err)
 	}
 	closeD(d)
 
 	d = start()
 	defer closeD(d)
-	if top, err := d.Topology(as("acme"), "only-acme"); err != nil || top.State != string(daemon.StatePaused) {
+	if top, err := d.Topology(as("acme"), "only-acme"); err != nil || top.State != string(api.StatePaused) {
 		t.Fatalf("after a restart, acme's only-acme: %+v %v", top, err)
 	}
 	if _, err := d.Topology(as("globex"), "only-acme"); !errors.Is(err, daemon.ErrNotFound) {

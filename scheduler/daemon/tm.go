@@ -16,6 +16,7 @@ import (
 	"github.com/ardea-dev/ardea/connectors"
 	"github.com/ardea-dev/ardea/internal/names"
 	"github.com/ardea-dev/ardea/internal/plan"
+	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/container"
 	"github.com/ardea-dev/ardea/scheduler/ctl"
 	"github.com/ardea-dev/ardea/scheduler/launcher"
@@ -81,9 +82,9 @@ type tm struct {
 	top         *ardea.Topology
 	doc         ctl.PlanDoc
 	planRev     uint64
-	state       State // the execution state, as stored (statemgr)
-	mode        Mode  // what the loop is doing (modes.go)
-	transitions []Transition
+	state       api.State // the execution state, as stored (statemgr)
+	mode        api.Mode  // what the loop is doing (modes.go)
+	transitions []api.Transition
 	message     string
 	hbs         map[int]ctl.Heartbeat
 	// alive is each container's last liveness beat, Time when it arrived.
@@ -145,7 +146,7 @@ func (d *Daemon) newTM(sp *space, name string) *tm {
 // start takes the TM lock, loads the topology, publishes a plan if none is
 // stored (a new submission), launches the containers and starts the loop.
 // state is the execution state to run in (RUNNING or PAUSED).
-func (t *tm) start(ctx context.Context, state State) error {
+func (t *tm) start(ctx context.Context, state api.State) error {
 	if err := t.setUp(ctx, state); err != nil {
 		t.stopTM()
 		return err
@@ -160,7 +161,7 @@ func (t *tm) start(ctx context.Context, state State) error {
 }
 
 // setUp is start's work before the loop runs (it owns the fields then).
-func (t *tm) setUp(ctx context.Context, state State) error {
+func (t *tm) setUp(ctx context.Context, state api.State) error {
 	switch {
 	case t.d.gateway != nil:
 		t.ctl = t.d.gateway(t)
@@ -223,7 +224,7 @@ func (t *tm) setUp(ctx context.Context, state State) error {
 // loadPlan reads the stored physical plan, or makes and stores the first
 // one (a new submission); it reports whether a plan was stored before (a
 // resumed topology, whose containers start as restarts).
-func (t *tm) loadPlan(ctx context.Context, top *ardea.Topology, state State) (bool, error) {
+func (t *tm) loadPlan(ctx context.Context, top *ardea.Topology, state api.State) (bool, error) {
 	b, rev, err := t.sp.store.GetPhysicalPlan(ctx, t.name)
 	switch {
 	case errors.Is(err, statemgr.ErrNotFound):
@@ -231,7 +232,7 @@ func (t *tm) loadPlan(ctx context.Context, top *ardea.Topology, state State) (bo
 		if err != nil {
 			return false, err
 		}
-		doc := ctl.PlanDoc{Plan: p, Active: state == StateRunning, Fresh: true}
+		doc := ctl.PlanDoc{Plan: p, Active: state == api.StateRunning, Fresh: true}
 		if rev, err = t.storePlan(ctx, doc); err != nil {
 			return false, err
 		}
@@ -245,8 +246,8 @@ func (t *tm) loadPlan(ctx context.Context, top *ardea.Topology, state State) (bo
 	if err != nil {
 		return false, err
 	}
-	if doc.Active != (state == StateRunning) || doc.Fresh {
-		doc.Active, doc.Fresh = state == StateRunning, false
+	if doc.Active != (state == api.StateRunning) || doc.Fresh {
+		doc.Active, doc.Fresh = state == api.StateRunning, false
 		if rev, err = t.putPlan(ctx, doc); err != nil {
 			return true, err
 		}
@@ -278,7 +279,7 @@ func (t *tm) loop() {
 				// A mode asked for a transition the table forbids: a bug;
 				// the topology fails rather than run unmanaged.
 				next = &failedMode{msg: err.Error()}
-				_ = t.setMode(ModeFailed, err.Error())
+				_ = t.setMode(api.ModeFailed, err.Error())
 			}
 			if e, ok := next.(enterer); ok {
 				e.enter(t)

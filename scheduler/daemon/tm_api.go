@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sort"
 	"time"
+
+	"github.com/ardea-dev/ardea/scheduler/api"
 )
 
 // The TM's requests, made from the API's goroutines (and `ardea run`):
@@ -57,7 +59,7 @@ func (t *tm) kill(ctx context.Context, keep bool) error {
 
 // awaitState waits until the TM's execution state is one of states
 // (returning it) or ctx ends.
-func (t *tm) awaitState(ctx context.Context, states ...State) (State, error) {
+func (t *tm) awaitState(ctx context.Context, states ...api.State) (api.State, error) {
 	for {
 		v := t.view.Load()
 		if slices.Contains(states, v.state) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/ctl"
 	"github.com/ardea-dev/ardea/scheduler/launcher"
 	"github.com/ardea-dev/ardea/scheduler/settings"
@@ -17,7 +18,7 @@ import (
 // Heartbeat queues a container's heartbeat (ctl.Manager).
 func (t *tm) Heartbeat(hb ctl.Heartbeat) {
 	t.inbox.push(evHeartbeat{hb})
-	if hb.State == ctl.HostFailed && hb.Fatal {
+	if hb.State == api.HostFailed && hb.Fatal {
 		t.urgent(errFailed) // the loop fails the topology when it handles it
 	}
 }
@@ -109,7 +110,7 @@ func (t *tm) onHeartbeat(hb ctl.Heartbeat) {
 	if !running {
 		return
 	}
-	if s := t.sp.share.Load(); s != nil && hb.State == ctl.HostRunning && !t.rateResend &&
+	if s := t.sp.share.Load(); s != nil && hb.State == api.HostRunning && !t.rateResend &&
 		(hb.TuplesPerSecond != s.tuplesPerSec || hb.BytesPerSecond != s.bytesPerSec) {
 		// The host missed its tenant's current rate share (it was
 		// starting, or its process restarted with the share it was first
@@ -123,7 +124,7 @@ func (t *tm) onHeartbeat(hb ctl.Heartbeat) {
 	}
 	// A running host that missed the command (it was still starting)
 	// gets it again with each of its heartbeats.
-	if endInput || (t.endingInput && hb.State == ctl.HostRunning && !hb.InputEnded) {
+	if endInput || (t.endingInput && hb.State == api.HostRunning && !hb.InputEnded) {
 		// A spout failed on a record: every spout ends its input, the
 		// topology drains, and the failing container then reports Fatal.
 		t.side(sideEndInput, func() {
@@ -132,16 +133,16 @@ func (t *tm) onHeartbeat(hb ctl.Heartbeat) {
 			}
 		})
 	}
-	if hb.State == ctl.HostFailed && hb.Fatal {
+	if hb.State == api.HostFailed && hb.Fatal {
 		t.fail(fmt.Sprintf("container %d: %s", hb.Container, hb.Error))
 		return
 	}
-	if cs := t.ckpt; cs != nil && (cs.fenced || t.mode == ModeRollingBack) {
+	if cs := t.ckpt; cs != nil && (cs.fenced || t.mode == api.ModeRollingBack) {
 		return // a container died: its output may yet be rolled back
 	}
 	for c := 1; c <= t.doc.Plan.Containers; c++ {
 		h, ok := t.hbs[c]
-		if !ok || h.State != ctl.HostFinished || h.PlanRevision != t.planRev {
+		if !ok || h.State != api.HostFinished || h.PlanRevision != t.planRev {
 			return
 		}
 	}
@@ -317,15 +318,15 @@ func (t *tm) onCheckpointTick() {
 // take it.
 func (t *tm) checkpointReady() bool {
 	cs := t.ckpt
-	if cs == nil || cs.fenced || t.state != StateRunning || t.ending() || t.pending != nil {
+	if cs == nil || cs.fenced || t.state != api.StateRunning || t.ending() || t.pending != nil {
 		return false
 	}
-	if t.mode == ModeRollingBack || cs.replanning {
+	if t.mode == api.ModeRollingBack || cs.replanning {
 		return false
 	}
 	for c := 1; c <= t.doc.Plan.Containers; c++ {
 		h, ok := t.hbs[c]
-		if !ok || h.PlanRevision != t.planRev || (h.State != ctl.HostRunning && h.State != ctl.HostFinished) {
+		if !ok || h.PlanRevision != t.planRev || (h.State != api.HostRunning && h.State != api.HostFinished) {
 			return false
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/ardea-dev/ardea/internal/names"
 	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/internal/testutil/natstest"
+	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/ctl"
 	"github.com/ardea-dev/ardea/scheduler/launcher"
 	"github.com/ardea-dev/ardea/scheduler/statemgr"
@@ -276,20 +277,20 @@ func (h *fakeHosts) beat() {
 		if !ok || ps.State != launcher.StateRunning {
 			continue
 		}
-		hb := ctl.Heartbeat{Container: c, PID: ps.PID, PlanRevision: v.planRev, State: ctl.HostRunning, Active: h.active,
+		hb := ctl.Heartbeat{Container: c, PID: ps.PID, PlanRevision: v.planRev, State: api.HostRunning, Active: h.active,
 			Time: time.Now(), HandoffDone: h.handoff, SwitchPrepared: h.prepared, SwitchRunning: h.running}
 		if v.doc.Switch != nil {
 			h.adopted = v.doc.Switch.Epoch
 		}
 		hb.SwitchAdopted = h.adopted
 		if v.doc.Hold != 0 {
-			hb.Held, hb.State = v.doc.Hold, ctl.HostStopped
+			hb.Held, hb.State = v.doc.Hold, api.HostStopped
 		}
 		if h.finished {
-			hb.State = ctl.HostFinished
+			hb.State = api.HostFinished
 		}
 		if h.fatal != "" && c == 1 {
-			hb.State, hb.Fatal, hb.Error = ctl.HostFailed, true, h.fatal
+			hb.State, hb.Fatal, hb.Error = api.HostFailed, true, h.fatal
 		}
 		if h.swap != nil {
 			s := *h.swap
@@ -343,7 +344,7 @@ func newTMHarness(t *testing.T, top *ardea.Topology) *tmHarness {
 		t.Fatal(err)
 	}
 	h.tm = d.newTM(sp, top.Name)
-	if err := h.tm.start(ctx, StateRunning); err != nil {
+	if err := h.tm.start(ctx, api.StateRunning); err != nil {
 		t.Fatal(err)
 	}
 	sp.tms[top.Name] = h.tm
@@ -406,7 +407,7 @@ func TestTMFinishes(t *testing.T) {
 	h.hosts.mu.Lock()
 	h.hosts.finished = true
 	h.hosts.mu.Unlock()
-	h.until("FINISHED", func(v *tmView) bool { return v.state == StateFinished })
+	h.until("FINISHED", func(v *tmView) bool { return v.state == api.StateFinished })
 	<-h.tm.finished
 	if got := h.rt.running(); len(got) != 0 {
 		t.Errorf("containers %v still run", got)
@@ -415,7 +416,7 @@ func TestTMFinishes(t *testing.T) {
 		t.Errorf("modes %v, want %v", h.modes(), want)
 	}
 	st, err := h.sp.store.GetState(t.Context(), "fin")
-	if err != nil || st.State != StateFinished {
+	if err != nil || st.State != api.StateFinished {
 		t.Errorf("stored state %+v, %v", st, err)
 	}
 }
@@ -425,9 +426,9 @@ var eoConfig = map[string]string{"topology.reliability": "effectively_once", "to
 // swapOrderFor is a swap of component comp to version, as prepareSwap
 // makes it once the module is validated, admitted and stored.
 func swapOrderFor(comp, version string) *swapOrder {
-	return &swapOrder{req: SwapRequest{Component: comp, Probation: time.Millisecond}, comp: comp, start: time.Now(),
-		entry: statemgr.ModuleVersion{Component: comp, Version: version, At: time.Now()},
-		res:   SwapResult{Component: comp, Version: version}}
+	return &swapOrder{req: api.SwapRequest{Component: comp, Probation: time.Millisecond}, comp: comp, start: time.Now(),
+		entry: api.ModuleVersion{Component: comp, Version: version, At: time.Now()},
+		res:   api.SwapResult{Component: comp, Version: version}}
 }
 
 func (h *tmHarness) swap(o *swapOrder) <-chan error {
@@ -488,7 +489,7 @@ func TestTMSwapCrashEffectivelyOnce(t *testing.T) {
 				return false
 			}
 		}
-		return v.mode == ModeRunning && v.ckpt.Rollbacks == 1
+		return v.mode == api.ModeRunning && v.ckpt.Rollbacks == 1
 	})
 	if err == nil || !errors.Is(err, ErrBadState) || !strings.Contains(err.Error(), "a container died during the swap") {
 		t.Errorf("swap: %v, want rolled back naming the death", err)
@@ -498,7 +499,7 @@ func TestTMSwapCrashEffectivelyOnce(t *testing.T) {
 		t.Errorf("modes %v, want %v", h.modes(), want)
 	}
 	rec, _ := h.sp.store.GetTopology(t.Context(), "swc")
-	if last := rec.History[len(rec.History)-1]; last.Status != VersionRolledBack {
+	if last := rec.History[len(rec.History)-1]; last.Status != api.VersionRolledBack {
 		t.Errorf("history %+v: want the swap rolled back", rec.History)
 	}
 	if h.hosts.called("commit") != 0 {
@@ -533,7 +534,7 @@ func TestTMReplanCrash(t *testing.T) {
 				return false
 			}
 		}
-		return v.mode == ModeRunning && v.ckpt.Rollbacks == 1
+		return v.mode == api.ModeRunning && v.ckpt.Rollbacks == 1
 	})
 	if err == nil || !strings.Contains(err.Error(), "the replan did not complete") || !strings.Contains(err.Error(), errCrashed.Error()) {
 		t.Errorf("update: %v, want it cut short by the death", err)
@@ -582,7 +583,7 @@ func TestTMSwitchAbandoned(t *testing.T) {
 		t.Fatalf("update: %v, want the switch abandoned", err)
 	}
 	v := h.tm.view.Load()
-	if v.mode != ModeRunning || v.doc.Switch == nil || len(v.doc.Plan.Tasks) != len(base.doc.Plan.Tasks) {
+	if v.mode != api.ModeRunning || v.doc.Switch == nil || len(v.doc.Plan.Tasks) != len(base.doc.Plan.Tasks) {
 		t.Errorf("mode %s, plan %+v: want running on the previous plan under the switch", v.mode, v.doc)
 	}
 	if want := []string{"new>running", "running>switching", "switching>running"}; !slices.Equal(h.modes(), want) {
@@ -596,7 +597,7 @@ func TestTMLockLost(t *testing.T) {
 	h := newTMHarness(t, wordCountTopology(t, "lk", 2, nil))
 	h.until("both containers run", func(v *tmView) bool { return len(h.rt.running()) == 2 })
 	h.tm.inbox.push(evLockLost{fmt.Errorf("held by other-daemon: %w", statemgr.ErrLocked)})
-	h.until("stepped down", func(v *tmView) bool { return v.mode == ModeSteppedDown && len(h.rt.running()) == 0 })
+	h.until("stepped down", func(v *tmView) bool { return v.mode == api.ModeSteppedDown && len(h.rt.running()) == 0 })
 	if v := h.tm.view.Load(); !strings.Contains(v.lostTo, "other-daemon") {
 		t.Errorf("lost to %q", v.lostTo)
 	}
@@ -616,7 +617,7 @@ func TestTMCheckpointSaveFails(t *testing.T) {
 	h.hosts.mu.Unlock()
 	h.until("a failed checkpoint", func(v *tmView) bool { return v.ckpt != nil && v.ckpt.Failed > 0 })
 	v := h.tm.view.Load()
-	if v.ckpt.Global != 0 || !strings.Contains(v.ckpt.LastError, "no space left") || v.mode != ModeRunning || v.ckpt.Rollbacks != 0 {
+	if v.ckpt.Global != 0 || !strings.Contains(v.ckpt.LastError, "no space left") || v.mode != api.ModeRunning || v.ckpt.Rollbacks != 0 {
 		t.Fatalf("mode %s, checkpoints %+v", v.mode, v.ckpt)
 	}
 	h.hosts.mu.Lock()
@@ -648,7 +649,7 @@ func TestTMFailsDuringSwap(t *testing.T) {
 				return false
 			}
 		}
-		return v.state == StateFailed && len(h.rt.running()) == 0
+		return v.state == api.StateFailed && len(h.rt.running()) == 0
 	})
 	if err == nil || !strings.Contains(err.Error(), "rolled back") || !strings.Contains(err.Error(), errFailed.Error()) {
 		t.Errorf("swap: %v", err)
@@ -703,7 +704,7 @@ func TestTMPauseResume(t *testing.T) {
 	if err := h.tm.setActive(t.Context(), false); err != nil {
 		t.Fatal(err)
 	}
-	if v := h.tm.view.Load(); v.state != StatePaused || v.doc.Active {
+	if v := h.tm.view.Load(); v.state != api.StatePaused || v.doc.Active {
 		t.Fatalf("after deactivate: %s, plan active %v", v.state, v.doc.Active)
 	}
 	if err := h.tm.setActive(t.Context(), true); err != nil {
@@ -722,7 +723,7 @@ func TestTMPauseResume(t *testing.T) {
 func TestTMKillAfterSteppingDown(t *testing.T) {
 	h := newTMHarness(t, wordCountTopology(t, "ks", 1, nil))
 	h.tm.inbox.push(evLockLost{fmt.Errorf("held by other-daemon: %w", statemgr.ErrLocked)})
-	h.until("stepped down", func(v *tmView) bool { return v.mode == ModeSteppedDown })
+	h.until("stepped down", func(v *tmView) bool { return v.mode == api.ModeSteppedDown })
 	if _, err := h.tm.call(t.Context(), opKill, nil); err == nil || !strings.Contains(err.Error(), "managed by another daemon") {
 		t.Errorf("kill after stepping down: %v", err)
 	}
@@ -800,5 +801,5 @@ func TestTMDeathInterruptsARequest(t *testing.T) {
 	h.hosts.mu.Unlock()
 	_ = h.rt.kill(h.tm.procID(1), 0)
 	h.tm.Exited(1, errHostKilled)
-	h.until("rolled back", func(v *tmView) bool { return v.mode == ModeRunning && v.ckpt.Rollbacks == 1 })
+	h.until("rolled back", func(v *tmView) bool { return v.mode == api.ModeRunning && v.ckpt.Rollbacks == 1 })
 }

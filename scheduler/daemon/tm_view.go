@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ardea-dev/ardea"
+	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/ctl"
 	"github.com/ardea-dev/ardea/scheduler/packing"
 	"github.com/ardea-dev/ardea/scheduler/planner"
@@ -18,19 +19,19 @@ import (
 // quotas' usage, the tracker API, host credentials). Immutable once
 // published.
 type tmView struct {
-	state       State
-	mode        Mode
+	state       api.State
+	mode        api.Mode
 	message     string
 	top         *ardea.Topology // nil until the TM has loaded the topology
 	doc         ctl.PlanDoc
 	planRev     uint64
 	started     time.Time
-	transitions []Transition
+	transitions []api.Transition
 	hbs         map[int]ctl.Heartbeat
 	alive       map[int]ctl.Alive
 	lost        map[int]int
 	lostTo      string
-	ckpt        *CheckpointStatus
+	ckpt        *api.CheckpointStatus
 	// ending: an interruption that ends the topology here is pending.
 	ending bool
 	// next is closed when the following view is published.
@@ -43,8 +44,8 @@ func (t *tm) publish() {
 		started: t.started, transitions: slices.Clone(t.transitions), hbs: maps.Clone(t.hbs),
 		alive: maps.Clone(t.alive), lost: maps.Clone(t.lost), lostTo: t.lostTo, ending: t.ending()}
 	if cs := t.ckpt; cs != nil {
-		v.ckpt = &CheckpointStatus{Global: cs.coord.Global(), Failed: cs.coord.Failed(), Rollbacks: cs.count,
-			RestoredFrom: cs.restored, RollingBack: t.mode == ModeRollingBack || cs.fenced, Generation: cs.gen, Fenced: cs.fenced,
+		v.ckpt = &api.CheckpointStatus{Global: cs.coord.Global(), Failed: cs.coord.Failed(), Rollbacks: cs.count,
+			RestoredFrom: cs.restored, RollingBack: t.mode == api.ModeRollingBack || cs.fenced, Generation: cs.gen, Fenced: cs.fenced,
 			LastRollback: cs.lastWhy, Skipped: slices.Clone(cs.skipped)}
 		if err, at := cs.coord.LastError(); err != nil {
 			v.ckpt.LastError, v.ckpt.LastErrorAt = err.Error(), at
@@ -71,9 +72,9 @@ func (v *tmView) running() bool {
 }
 
 // status is what `ardea status` shows, from the view.
-func (t *tm) status() Status {
+func (t *tm) status() api.Status {
 	v := t.view.Load()
-	st := Status{Name: t.name, State: v.state, Mode: v.mode, Message: v.message, PlanVersion: v.planRev,
+	st := api.Status{Name: t.name, State: v.state, Mode: v.mode, Message: v.message, PlanVersion: v.planRev,
 		Transitions: v.transitions, Uptime: time.Since(v.started).Round(time.Second).String()}
 	if t.d.srv != nil {
 		if err, at := t.d.srv.JetStreamFault(); err != nil {
@@ -88,7 +89,7 @@ func (t *tm) status() Status {
 		return st
 	}
 	for _, c := range v.top.Components {
-		cs := ComponentStatus{Name: c.Name, Kind: string(c.Kind), Module: c.Module, Parallelism: c.Parallelism}
+		cs := api.ComponentStatus{Name: c.Name, Kind: string(c.Kind), Module: c.Module, Parallelism: c.Parallelism}
 		for _, in := range c.Inputs {
 			cs.Inputs = append(cs.Inputs, in.From+":"+in.StreamName()+":"+in.GroupingName())
 		}
@@ -108,14 +109,14 @@ func (t *tm) status() Status {
 }
 
 // containerStatus is container c's part of the status.
-func (t *tm) containerStatus(v *tmView, pp *packing.Plan, c int) ContainerStatus {
-	cs := ContainerStatus{ID: c}
+func (t *tm) containerStatus(v *tmView, pp *packing.Plan, c int) api.ContainerStatus {
+	cs := api.ContainerStatus{ID: c}
 	if pp != nil {
-		r := pp.Containers[c-1].Resources
+		r := api.Resources(pp.Containers[c-1].Resources)
 		cs.Resources = &r
 	}
 	if ps, ok := t.d.sup.Status(t.procID(c)); ok {
-		cs.PID, cs.Process, cs.Restarts, cs.LastExit = ps.PID, ps.State, ps.Restarts, ps.LastExit
+		cs.PID, cs.Process, cs.Restarts, cs.LastExit = ps.PID, api.ProcessState(ps.State), ps.Restarts, ps.LastExit
 		cs.LastError = lastLine(ps.LastError)
 	}
 	hb, ok := v.hbs[c]
@@ -125,7 +126,7 @@ func (t *tm) containerStatus(v *tmView, pp *packing.Plan, c int) ContainerStatus
 		hb, ok = ctl.Heartbeat{}, false
 	}
 	if pid, lost := v.lost[c]; lost && (cs.PID == 0 || cs.PID == pid) {
-		cs.Host, ok = ctl.HostLost, false
+		cs.Host, ok = api.HostLost, false
 		cs.LastSeen = time.Since(hb.Time).Round(time.Millisecond).String() + " ago"
 	}
 	if ok {
@@ -142,7 +143,7 @@ func (t *tm) containerStatus(v *tmView, pp *packing.Plan, c int) ContainerStatus
 	p := v.doc.Plan
 	for _, id := range planner.ContainerTasks(p, c) {
 		task := p.Tasks[id]
-		is := InstanceStatus{Name: p.Components[task.Component].Name + "/" + strconv.Itoa(task.Index), Task: id, State: ctl.HostPending}
+		is := api.InstanceStatus{Name: p.Components[task.Component].Name + "/" + strconv.Itoa(task.Index), Task: id, State: api.HostPending}
 		if in, ok := byTask[id]; ok && hb.PlanRevision == v.planRev {
 			is.State, is.Emitted, is.Executed, is.Since = in.State, in.Emitted, in.Executed, in.Since
 			is.Acked, is.Failed, is.TimedOut = in.Acked, in.Failed, in.TimedOut

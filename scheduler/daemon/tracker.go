@@ -11,6 +11,7 @@ import (
 
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/internal/build"
+	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/sinks"
 	"github.com/ardea-dev/ardea/ui"
 )
@@ -18,7 +19,7 @@ import (
 // The daemon is the tracker API's source (ui.Source).
 
 // Topologies lists every stored topology.
-func (d *Daemon) Topologies(ctx context.Context) ([]ui.Topology, error) {
+func (d *Daemon) Topologies(ctx context.Context) ([]api.TopologyInfo, error) {
 	sp, err := d.space(ctx)
 	if err != nil {
 		return nil, err
@@ -27,7 +28,7 @@ func (d *Daemon) Topologies(ctx context.Context) ([]ui.Topology, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]ui.Topology, 0, len(recs))
+	out := make([]api.TopologyInfo, 0, len(recs))
 	for _, rec := range recs {
 		if t, err := d.Topology(ctx, rec.Name); err == nil {
 			out = append(out, t)
@@ -37,22 +38,22 @@ func (d *Daemon) Topologies(ctx context.Context) ([]ui.Topology, error) {
 }
 
 // Topology is one topology's info, state and settings.
-func (d *Daemon) Topology(ctx context.Context, name string) (ui.Topology, error) {
+func (d *Daemon) Topology(ctx context.Context, name string) (api.TopologyInfo, error) {
 	sp, err := d.space(ctx)
 	if err != nil {
-		return ui.Topology{}, err
+		return api.TopologyInfo{}, err
 	}
 	rec, err := sp.store.GetTopology(ctx, name)
 	if err != nil {
-		return ui.Topology{}, newErr(ErrNotFound, "no topology named %q", name)
+		return api.TopologyInfo{}, newErr(ErrNotFound, "no topology named %q", name)
 	}
-	out := ui.Topology{Name: name, Submitted: rec.SubmittedAt, SubmittedBy: rec.SubmittedBy, Config: map[string]string{}}
+	out := api.TopologyInfo{Name: name, Submitted: rec.SubmittedAt, SubmittedBy: rec.SubmittedBy, Config: map[string]string{}}
 	if st, err := sp.store.GetState(ctx, name); err == nil {
 		out.State, out.Message = string(st.State), st.Message
 	}
 	top, err := parseSpec(name, rec.Spec)
 	if err != nil {
-		return ui.Topology{}, err
+		return api.TopologyInfo{}, err
 	}
 	for k, v := range top.Config {
 		out.Config[k] = v
@@ -92,16 +93,16 @@ func (d *Daemon) topologyOf(ctx context.Context, name string) (*ardea.Topology, 
 }
 
 // LogicalPlan lists the components and their streams.
-func (d *Daemon) LogicalPlan(ctx context.Context, name string) (ui.LogicalPlan, error) {
+func (d *Daemon) LogicalPlan(ctx context.Context, name string) (api.LogicalPlan, error) {
 	top, mods, err := d.topologyOf(ctx, name)
 	if err != nil {
-		return ui.LogicalPlan{}, err
+		return api.LogicalPlan{}, err
 	}
-	lp := ui.LogicalPlan{Topology: name, Components: []ui.LogicalComponent{}}
+	lp := api.LogicalPlan{Topology: name, Components: []api.LogicalComponent{}}
 	for _, c := range top.Components {
-		lc := ui.LogicalComponent{Name: c.Name, Kind: string(c.Kind), Module: c.Module, Language: language(c),
+		lc := api.LogicalComponent{Name: c.Name, Kind: string(c.Kind), Module: c.Module, Language: language(c),
 			Version: mods[c.Name], Parallelism: c.Parallelism, Config: map[string]string{},
-			Outputs: []ui.Stream{}, Inputs: []ui.Input{}}
+			Outputs: []api.LogicalStream{}, Inputs: []api.LogicalInput{}}
 		if lc.Language == "wasm" && lc.Version != "" {
 			if sp, err := d.space(ctx); err == nil {
 				lc.Language = d.languageOf(ctx, sp, lc.Version)
@@ -111,10 +112,10 @@ func (d *Daemon) LogicalPlan(ctx context.Context, name string) (ui.LogicalPlan, 
 			lc.Config[k] = v
 		}
 		for _, sn := range c.StreamNames() {
-			lc.Outputs = append(lc.Outputs, ui.Stream{Name: sn, Fields: c.Outputs[sn]})
+			lc.Outputs = append(lc.Outputs, api.LogicalStream{Name: sn, Fields: c.Outputs[sn]})
 		}
 		for _, in := range c.Inputs {
-			lc.Inputs = append(lc.Inputs, ui.Input{From: in.From, Stream: in.StreamName(), Grouping: in.GroupingName(), Fields: in.Fields})
+			lc.Inputs = append(lc.Inputs, api.LogicalInput{From: in.From, Stream: in.StreamName(), Grouping: in.GroupingName(), Fields: in.Fields})
 		}
 		lp.Components = append(lp.Components, lc)
 	}

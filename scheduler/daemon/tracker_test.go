@@ -19,22 +19,22 @@ import (
 
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/internal/testutil"
+	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/daemon"
 	"github.com/ardea-dev/ardea/sinks"
-	"github.com/ardea-dev/ardea/ui"
 )
 
 // startMetricsDaemon is startDaemon with a fast metrics interval.
-func startMetricsDaemon(t *testing.T, mc *sinks.Config) (*daemon.Daemon, *daemon.Client) {
+func startMetricsDaemon(t *testing.T, mc *sinks.Config) (*daemon.Daemon, *api.Client) {
 	t.Helper()
 	d := startDaemonWith(t, daemon.Options{Metrics: mc})
 	return d, d.Client()
 }
 
 // submitEndless submits the endless word count (generator spout) as name.
-func submitEndless(t *testing.T, c *daemon.Client, name, out string) {
+func submitEndless(t *testing.T, c *api.Client, name, out string) {
 	t.Helper()
-	if _, err := c.Submit(context.Background(), daemon.SubmitRequest{Name: name,
+	if _, err := c.Submit(context.Background(), api.SubmitRequest{Name: name,
 		Spec: wcSpec(t, name, 2, generatorSpout("2000", "0"), out), Modules: wcModules(t)}); err != nil {
 		t.Fatal(err)
 	}
@@ -53,12 +53,12 @@ func getJSON(t *testing.T, base, path string, wantStatus int, out any) {
 		t.Fatalf("GET %s: %d %s, want %d", path, resp.StatusCode, body, wantStatus)
 	}
 	if wantStatus >= 400 {
-		var e ui.Error
+		var e api.ErrorBody
 		if err := json.Unmarshal(body, &e); err != nil || e.Status != wantStatus || e.Message == "" {
 			t.Fatalf("GET %s: error body %s: want {status: %d, message: ...}", path, body, wantStatus)
 		}
 		if out != nil {
-			*(out.(*ui.Error)) = e
+			*(out.(*api.ErrorBody)) = e
 		}
 		return
 	}
@@ -77,9 +77,9 @@ func TestTrackerAPI(t *testing.T) {
 		Sinks: map[string]map[string]string{"file": {"path": metricsFile}}})
 	submitEndless(t, c, "wc", filepath.Join(t.TempDir(), "counts.tsv"))
 	base := d.URL() + "/api/v1/topologies/wc/"
-	waitState(t, c, "wc", daemon.StateRunning)
+	waitState(t, c, "wc", api.StateRunning)
 
-	var m ui.MetricsAnswer
+	var m api.MetricsAnswer
 	testutil.Eventually(t, "count's __execute-count to rise", func() bool {
 		getJSON(t, base, "metrics?component=count&metricname=__execute-count&interval=60", 200, &m)
 		var sum float64
@@ -130,15 +130,15 @@ func TestTrackerAPI(t *testing.T) {
 	}
 
 	now := time.Now().Unix()
-	var tl ui.TimelineAnswer
+	var tl api.TimelineAnswer
 	getJSON(t, base, fmt.Sprintf("metrics/timeline?component=count&metricname=__execute-count&starttime=%d&endtime=%d&step=10", now-120, now+1), 200, &tl)
 	if tl.Step != 10 || len(tl.Timeline["__execute-count"]) != 2 {
 		t.Errorf("timeline %+v", tl)
 	}
 
-	var info ui.Topology
+	var info api.TopologyInfo
 	getJSON(t, base, "info", 200, &info)
-	if info.Name != "wc" || info.State != string(daemon.StateRunning) || info.Containers != 2 || info.Instances != 6 || info.Reliability != "at_most_once" {
+	if info.Name != "wc" || info.State != string(api.StateRunning) || info.Containers != 2 || info.Instances != 6 || info.Reliability != "at_most_once" {
 		t.Errorf("info %+v", info)
 	}
 	getJSON(t, base, "executionstate", 200, &info)
@@ -150,7 +150,7 @@ func TestTrackerAPI(t *testing.T) {
 	if cfg.Topology["topology.packing.containers"] != "2" || cfg.Components["lines"]["rate"] != "2000" {
 		t.Errorf("config %+v", cfg)
 	}
-	var lp ui.LogicalPlan
+	var lp api.LogicalPlan
 	getJSON(t, base, "logicalplan", 200, &lp)
 	if len(lp.Components) != 4 || lp.Components[2].Name != "count" || lp.Components[2].Inputs[0].Grouping != "fields" ||
 		lp.Components[2].Version == "" || lp.Components[0].Language != "builtin" {
@@ -164,13 +164,13 @@ func TestTrackerAPI(t *testing.T) {
 		t.Errorf("packing plan has %d containers", len(pp.Containers))
 	}
 	var phys struct {
-		Containers []daemon.ContainerStatus `json:"containers"`
+		Containers []api.ContainerStatus `json:"containers"`
 	}
 	getJSON(t, base, "physicalplan", 200, &phys)
 	if len(phys.Containers) != 2 || phys.Containers[0].PID == 0 || len(phys.Containers[0].Instances) != 3 {
 		t.Errorf("physical plan %+v", phys)
 	}
-	var exc []sinks.Exception
+	var exc []api.Exception
 	getJSON(t, base, "exceptions", 200, &exc)
 	if len(exc) != 0 {
 		t.Errorf("exceptions in a healthy topology: %+v", exc)
@@ -189,7 +189,7 @@ func TestTrackerAPI(t *testing.T) {
 	}
 
 	// Bad input: one clear error each.
-	var e ui.Error
+	var e api.ErrorBody
 	for _, tc := range []struct {
 		path   string
 		status int
@@ -297,12 +297,12 @@ func TestTrackerExceptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Submit(context.Background(), daemon.SubmitRequest{Name: "trap", Spec: string(spec),
+	if _, err := c.Submit(context.Background(), api.SubmitRequest{Name: "trap", Spec: string(spec),
 		Modules: map[string][]byte{"probe": probe}}); err != nil {
 		t.Fatal(err)
 	}
 	base := d.URL() + "/api/v1/topologies/trap/"
-	var exc []sinks.Exception
+	var exc []api.Exception
 	// The probe bolt exports ardea_cursor: the tuple "panic" fails alone
 	// (docs/delivery.md, "A failing tuple"), and its exception names the
 	// tuple and the guest's message.

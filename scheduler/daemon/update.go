@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/ctl"
 	"github.com/ardea-dev/ardea/scheduler/statemgr"
 )
@@ -154,7 +155,7 @@ type replanRequest struct {
 	// modules (apply) are the changed topology's modules by component,
 	// versions its history entries, recorded once the new plan runs.
 	modules  map[string]string
-	versions []statemgr.ModuleVersion
+	versions []api.ModuleVersion
 	message  string // status while the replan runs
 	done     string // why of the transition back
 }
@@ -166,8 +167,8 @@ type replanningMode struct {
 	req replanRequest
 }
 
-func (*replanningMode) name() Mode    { return ModeReplanning }
-func (m *replanningMode) why() string { return m.req.message }
+func (*replanningMode) name() api.Mode { return api.ModeReplanning }
+func (m *replanningMode) why() string  { return m.req.message }
 
 func (m *replanningMode) run(t *tm) mode {
 	ctx, end := t.beginOp()
@@ -344,7 +345,7 @@ func (t *tm) replanPaused(ctx context.Context, top *ardea.Topology, doc ctl.Plan
 	}
 	// 4. Resume.
 	if err := t.waitContainers(ctx, resumeTimeout, "run the new plan", func(h ctl.Heartbeat) bool {
-		return h.PlanRevision == rev && (h.State == ctl.HostRunning || h.State == ctl.HostFinished)
+		return h.PlanRevision == rev && (h.State == api.HostRunning || h.State == api.HostFinished)
 	}); err != nil {
 		return err
 	}
@@ -411,13 +412,13 @@ func (t *tm) waitQuiescent(ctx context.Context, since time.Time) error {
 			ok, resend, fresh := true, false, true
 			for c := 1; c <= n; c++ {
 				h, seen := t.hbs[c]
-				if seen && h.State == ctl.HostFinished {
+				if seen && h.State == api.HostFinished {
 					// Its tasks are gone and so is their state (a finite
 					// spout's read position): a re-plan would run them again.
 					return false, newErr(ErrBadState, "cannot update topology %s: container %d already finished its input", t.name, c)
 				}
 				if !seen || !h.Time.After(since) || h.Active || h.HeldBytes != 0 || h.BlockedOutboxes != 0 ||
-					(h.State != ctl.HostRunning && h.State != ctl.HostFinished) {
+					(h.State != api.HostRunning && h.State != api.HostFinished) {
 					ok = false
 				}
 				// Still active a heartbeat after the deactivation: the host

@@ -6,6 +6,7 @@ import (
 
 	"github.com/ardea-dev/ardea/scheduler/settings"
 
+	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/ctl"
 )
 
@@ -100,7 +101,7 @@ func (q commandQueue) Checkpoint(_ context.Context, epoch, gen uint64) error {
 		case epoch == 0, gen != h.doc.Generation:
 		case h.cur != nil:
 			h.cur.c.Checkpoint(ctx, epoch)
-		case h.state == ctl.HostFinished:
+		case h.state == api.HostFinished:
 			if cp := h.checkpointing(h.doc); cp != nil {
 				timeout := settings.DefaultSaveTimeout
 				if cs, err := settings.CheckpointStorageSettings(h.top.Name, h.top.Config); err == nil {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/ardea-dev/ardea/host"
 	"github.com/ardea-dev/ardea/internal/engine"
-	"github.com/ardea-dev/ardea/scheduler/ctl"
+	"github.com/ardea-dev/ardea/scheduler/api"
 )
 
 // TestFailFatal: the failures a restart cannot cure are reported fatal
@@ -27,7 +27,7 @@ func TestFailFatal(t *testing.T) {
 	} {
 		h := &proc{log: slog.New(slog.DiscardHandler)}
 		h.fail(tc.err)
-		if h.fatal != tc.fatal || h.state != ctl.HostFailed || h.lastErr != tc.err.Error() {
+		if h.fatal != tc.fatal || h.state != api.HostFailed || h.lastErr != tc.err.Error() {
 			t.Errorf("fail(%v): fatal %v state %s, want fatal %v", tc.err, h.fatal, h.state, tc.fatal)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/container"
 	"github.com/ardea-dev/ardea/scheduler/ctl"
 )
@@ -17,7 +18,7 @@ import (
 func (h *proc) askRollback(r *container.TupleRollback) {
 	h.rollback = &ctl.TupleRollback{Generation: h.doc.Generation, Component: r.Component, Task: r.Task,
 		Hash: fmt.Sprintf("%016x", r.Hash), Error: r.Error()}
-	h.state = ctl.HostStopped
+	h.state = api.HostStopped
 	h.log.Warn("a tuple failed effectively once; asking for a rollback", "component", r.Component, "task", r.Task,
 		"tuple", r.Tuple, "tuple_hash", h.rollback.Hash)
 	h.heartbeat()

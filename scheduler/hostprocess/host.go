@@ -47,6 +47,7 @@ import (
 	"github.com/ardea-dev/ardea/internal/natsauth"
 	"github.com/ardea-dev/ardea/internal/plan"
 	"github.com/ardea-dev/ardea/internal/tuple"
+	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/ctl"
 	"github.com/ardea-dev/ardea/scheduler/settings"
 	"github.com/ardea-dev/ardea/scheduler/statemgr"
@@ -127,7 +128,7 @@ type proc struct {
 	cur     *running
 	doc     ctl.PlanDoc
 	planRev uint64
-	state   ctl.HostState
+	state   api.HostState
 	active  bool
 	lastErr string
 	fatal   bool // lastErr is a data error restarting cannot cure (ctl.Heartbeat.Fatal)
@@ -211,7 +212,7 @@ func Run(ctx context.Context, o Options) error {
 	if o.TupleFailures == nil {
 		o.TupleFailures = &container.TupleFailures{}
 	}
-	h := &proc{o: o, log: log, ctx: ctx, state: ctl.HostStarting, commands: make(chan command, 16),
+	h := &proc{o: o, log: log, ctx: ctx, state: api.HostStarting, commands: make(chan command, 16),
 		versions: map[string]string{}, swapEvents: make(chan container.SwapEvent, 256), drained: make(chan string, 1),
 		reg: o.Registry, exc: exc}
 	nc := o.Conn
@@ -299,7 +300,7 @@ func Run(ctx context.Context, o Options) error {
 			if u.Deleted {
 				h.stop()
 				h.o.TupleFailures.Clear() // the topology is gone
-				h.state = ctl.HostStopped
+				h.state = api.HostStopped
 				continue
 			}
 			if err := h.replan(ctx, u); err != nil {
@@ -317,7 +318,7 @@ func Run(ctx context.Context, o Options) error {
 		case err := <-done:
 			if err == nil {
 				h.final = &ctl.Heartbeat{}
-				h.counters(h.final, ctl.HostFinished)
+				h.counters(h.final, api.HostFinished)
 				h.keepFinalStates()
 			}
 			fin := h.cur.c
@@ -337,7 +338,7 @@ func Run(ctx context.Context, o Options) error {
 				h.fail(err)
 				return err
 			}
-			h.state = ctl.HostFinished
+			h.state = api.HostFinished
 			h.finishedAt = time.Now()
 			log.Info("every task of the container finished its input")
 			h.heartbeat()
@@ -425,7 +426,7 @@ func (h *proc) replan(ctx context.Context, u statemgr.PlanUpdate) error {
 	// A host that prepared a switch and did not adopt it (the TM rolled it
 	// back before this host handed off) restarts from the plan instead.
 	midSwitch := h.sw.epoch != 0 && h.sw.adopted != h.sw.epoch
-	if (h.cur != nil || h.state == ctl.HostFinished) && h.doc.Plan != nil && !midSwitch && doc.Hold == 0 &&
+	if (h.cur != nil || h.state == api.HostFinished) && h.doc.Plan != nil && !midSwitch && doc.Hold == 0 &&
 		doc.Generation == h.doc.Generation && (h.cur != nil || doc.HandoffEpoch == h.doc.HandoffEpoch) && samePlan(doc.Plan, h.doc.Plan) {
 		// Only the activation changed (activate/deactivate): no restart.
 		h.doc, h.planRev, h.active = doc, u.Revision, doc.Active
@@ -459,13 +460,13 @@ func (h *proc) replan(ctx context.Context, u statemgr.PlanUpdate) error {
 	if h.o.Container > doc.Plan.Containers {
 		// This container is not in the plan (the TM shrank it); the
 		// scheduler stops this process.
-		h.state = ctl.HostStopped
+		h.state = api.HostStopped
 		h.heartbeat()
 		return nil
 	}
 	if doc.Hold != 0 {
 		// A rollback: run nothing until the plan that names the checkpoint.
-		h.held, h.state = doc.Hold, ctl.HostStopped
+		h.held, h.state = doc.Hold, api.HostStopped
 		h.log.Info("stopped for a rollback", "generation", doc.Hold)
 		h.heartbeat()
 		return nil
@@ -534,7 +535,7 @@ func (h *proc) replan(ctx context.Context, u statemgr.PlanUpdate) error {
 	}
 	h.inputEnded = false
 	h.final = nil
-	h.state = ctl.HostRunning
+	h.state = api.HostRunning
 	h.log.Info("running plan", "revision", u.Revision, "tasks", len(planner.ContainerTasks(doc.Plan, h.o.Container)),
 		"active", doc.Active, "handoff_epoch", doc.HandoffEpoch, "restarted", restarted,
 		"tuples_per_second", h.o.Bus.TuplesPerSecond, "bytes_per_second", h.o.Bus.BytesPerSecond)
@@ -602,7 +603,7 @@ func (h *proc) handoff(ctx context.Context, epoch uint64) error {
 		h.closeCur()
 	}
 	h.handedOff = epoch
-	h.state = ctl.HostStopped
+	h.state = api.HostStopped
 	h.log.Info("state handed off", "epoch", epoch)
 	return nil
 }
@@ -648,7 +649,7 @@ func (h *proc) restore(ctx context.Context, doc ctl.PlanDoc, comps []int) (map[u
 
 // fail reports a failure in a last heartbeat.
 func (h *proc) fail(err error) {
-	h.state, h.lastErr = ctl.HostFailed, err.Error()
+	h.state, h.lastErr = api.HostFailed, err.Error()
 	// Fatal: restarting cannot cure it. A record too large for the
 	// pipeline comes again; a state or emit limit is hit again by the same
 	// input on the same (restored) state, so the topology fails at once
@@ -693,7 +694,7 @@ func (h *proc) heartbeat() {
 	switch {
 	case h.cur != nil:
 		h.counters(&hb, h.state)
-	case h.final != nil && h.state == ctl.HostFinished:
+	case h.final != nil && h.state == api.HostFinished:
 		hb.Instances, hb.TuplesSent, hb.TuplesReceived = h.final.Instances, h.final.TuplesSent, h.final.TuplesReceived
 	}
 	if err := h.report.Heartbeat(h.ctx, hb); err != nil {
@@ -703,7 +704,7 @@ func (h *proc) heartbeat() {
 
 // counters adds the running container's instances and tuple counters to
 // hb, each instance in state.
-func (h *proc) counters(hb *ctl.Heartbeat, state ctl.HostState) {
+func (h *proc) counters(hb *ctl.Heartbeat, state api.HostState) {
 	p := h.cur.plan
 	sm := h.cur.c.StreamManager()
 	for _, id := range planner.ContainerTasks(p, h.o.Container) {

@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"testing"
 	"time"
+
+	"github.com/ardea-dev/ardea/scheduler/api"
 )
 
 func BenchmarkSetState(b *testing.B) {
@@ -12,7 +14,7 @@ func BenchmarkSetState(b *testing.B) {
 	createTopo(b, s, "wc")
 	ctx := ctxT(b)
 	for b.Loop() {
-		if _, err := s.SetState(ctx, "wc", ExecState{State: StateRunning}); err != nil {
+		if _, err := s.SetState(ctx, "wc", ExecState{State: api.StateRunning}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ardea-dev/ardea/scheduler/api"
 )
 
 func TestArtifacts(t *testing.T) {
@@ -178,7 +180,7 @@ func TestDeleteTopologyRemovesEverything(t *testing.T) {
 	ctx := ctxT(t)
 	for _, name := range []string{"wc", "keep"} {
 		createTopo(t, s, name)
-		if _, err := s.SetState(ctx, name, ExecState{State: StateRunning}); err != nil {
+		if _, err := s.SetState(ctx, name, ExecState{State: api.StateRunning}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := s.PutPackingPlan(ctx, name, []byte("pp")); err != nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ardea-dev/ardea/bus"
+	"github.com/ardea-dev/ardea/scheduler/api"
 )
 
 // TestSurvivesServerRestart writes through one server, shuts it down, and
@@ -33,7 +34,7 @@ func TestSurvivesServerRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	top := createTopo(t, s, "wc")
-	if _, err := s.SetState(ctx, "wc", ExecState{State: StatePaused, Message: "deactivated"}); err != nil {
+	if _, err := s.SetState(ctx, "wc", ExecState{State: api.StatePaused, Message: "deactivated"}); err != nil {
 		t.Fatal(err)
 	}
 	physRev, err := s.PutPhysicalPlan(ctx, "wc", []byte("physical"))
@@ -64,7 +65,7 @@ func TestSurvivesServerRestart(t *testing.T) {
 	if l, err := s.ListTopologies(ctx); err != nil || len(l) != 1 {
 		t.Errorf("list after restart: %v, %v", l, err)
 	}
-	if st, err := s.GetState(ctx, "wc"); err != nil || st.State != StatePaused || st.Message != "deactivated" {
+	if st, err := s.GetState(ctx, "wc"); err != nil || st.State != api.StatePaused || st.Message != "deactivated" {
 		t.Errorf("state after restart: %+v, %v", st, err)
 	}
 	if p, rev, err := s.GetPhysicalPlan(ctx, "wc"); err != nil || string(p) != "physical" || rev != physRev {
@@ -84,7 +85,7 @@ func TestSurvivesServerRestart(t *testing.T) {
 		t.Errorf("handoff blob after restart: %q, %v", b, err)
 	}
 	// And the store is writable again.
-	if _, err := s.SetState(ctx, "wc", ExecState{State: StateRunning}); err != nil {
+	if _, err := s.SetState(ctx, "wc", ExecState{State: api.StateRunning}); err != nil {
 		t.Fatal(err)
 	}
 }

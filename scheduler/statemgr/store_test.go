@@ -12,6 +12,7 @@ import (
 	"github.com/ardea-dev/ardea/bus"
 	"github.com/ardea-dev/ardea/internal/names"
 	"github.com/ardea-dev/ardea/internal/testutil"
+	"github.com/ardea-dev/ardea/scheduler/api"
 )
 
 func TestOpenConcurrentAndIdempotent(t *testing.T) {
@@ -209,7 +210,7 @@ func TestListTopologies(t *testing.T) {
 func TestExecState(t *testing.T) {
 	s := openTenant(t)
 	ctx := ctxT(t)
-	if _, err := s.SetState(ctx, "wc", ExecState{State: StateRunning}); !errors.Is(err, ErrNotFound) {
+	if _, err := s.SetState(ctx, "wc", ExecState{State: api.StateRunning}); !errors.Is(err, ErrNotFound) {
 		t.Errorf("state of missing topology: %v, want ErrNotFound", err)
 	}
 	createTopo(t, s, "wc")
@@ -219,7 +220,7 @@ func TestExecState(t *testing.T) {
 	if _, err := s.SetState(ctx, "wc", ExecState{State: "running"}); !errors.Is(err, ErrInvalid) {
 		t.Errorf("bad state: %v, want ErrInvalid", err)
 	}
-	rev, err := s.SetState(ctx, "wc", ExecState{State: StateRunning, Message: "submitted"})
+	rev, err := s.SetState(ctx, "wc", ExecState{State: api.StateRunning, Message: "submitted"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,30 +228,30 @@ func TestExecState(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.State != StateRunning || st.Message != "submitted" || st.Revision != rev || st.Updated.IsZero() {
+	if st.State != api.StateRunning || st.Message != "submitted" || st.Revision != rev || st.Updated.IsZero() {
 		t.Errorf("read %+v (revision %d)", st, rev)
 	}
 
 	// Read-modify-write: the CLI pauses, then a TM that read the old
 	// state tries to mark it finished and must lose.
 	paused := st
-	paused.State = StatePaused
+	paused.State = api.StatePaused
 	if _, err := s.SetState(ctx, "wc", paused); err != nil {
 		t.Fatal(err)
 	}
 	finished := st
-	finished.State = StateFinished
+	finished.State = api.StateFinished
 	if _, err := s.SetState(ctx, "wc", finished); !errors.Is(err, ErrConflict) {
 		t.Errorf("stale compare-and-set: %v, want ErrConflict", err)
 	}
-	if got, _ := s.GetState(ctx, "wc"); got.State != StatePaused {
+	if got, _ := s.GetState(ctx, "wc"); got.State != api.StatePaused {
 		t.Errorf("state %s after lost CAS, want PAUSED", got.State)
 	}
 	// Revision zero writes unconditionally.
-	if _, err := s.SetState(ctx, "wc", ExecState{State: StateKilled}); err != nil {
+	if _, err := s.SetState(ctx, "wc", ExecState{State: api.StateKilled}); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := s.GetState(ctx, "wc"); got.State != StateKilled {
+	if got, _ := s.GetState(ctx, "wc"); got.State != api.StateKilled {
 		t.Errorf("state %s, want KILLED", got.State)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ardea-dev/ardea/scheduler/api"
 )
 
 // Topology is a submitted topology as the state manager keeps it.
@@ -25,7 +27,7 @@ type Topology struct {
 	Options     map[string]string
 	// History lists every module version of every component, oldest
 	// first (submit, swaps, rollbacks).
-	History []ModuleVersion
+	History []api.ModuleVersion
 	// Revision is the KV revision the topology was read at (set by
 	// GetTopology and ListTopologies; ignored on writes). Pass it to
 	// UpdateTopology.
@@ -35,38 +37,13 @@ type Topology struct {
 // topologyRecord is the stored form: Spec as a string so that the value stays
 // readable with `nats kv get`.
 type topologyRecord struct {
-	Name        string            `json:"name"`
-	Spec        string            `json:"spec"`
-	Modules     map[string]string `json:"modules,omitempty"`
-	SubmittedAt time.Time         `json:"submitted_at"`
-	SubmittedBy string            `json:"submitted_by,omitempty"`
-	Options     map[string]string `json:"options,omitempty"`
-	History     []ModuleVersion   `json:"history,omitempty"`
-}
-
-// VersionStatus is what became of a module version (ModuleVersion.Status).
-type VersionStatus string
-
-// Version statuses.
-const (
-	VersionActive     VersionStatus = "active"
-	VersionReplaced   VersionStatus = "replaced"
-	VersionRolledBack VersionStatus = "rolled back" // it failed on probation and the previous version is back
-	VersionRefused    VersionStatus = "refused"     // validation refused it
-	VersionFailed     VersionStatus = "failed"
-)
-
-// ModuleVersion is one version of one component's module.
-type ModuleVersion struct {
-	Component string        `json:"component"`
-	Version   string        `json:"version"` // the artifact's sha256 (hex)
-	Source    string        `json:"source,omitempty"`
-	Previous  string        `json:"previous,omitempty"`
-	At        time.Time     `json:"at"`
-	By        string        `json:"by,omitempty"`
-	Status    VersionStatus `json:"status"`
-	Reason    string        `json:"reason,omitempty"`
-	Canary    int           `json:"canary,omitempty"`
+	Name        string              `json:"name"`
+	Spec        string              `json:"spec"`
+	Modules     map[string]string   `json:"modules,omitempty"`
+	SubmittedAt time.Time           `json:"submitted_at"`
+	SubmittedBy string              `json:"submitted_by,omitempty"`
+	Options     map[string]string   `json:"options,omitempty"`
+	History     []api.ModuleVersion `json:"history,omitempty"`
 }
 
 func encodeTopology(t Topology) ([]byte, error) {
@@ -242,27 +219,10 @@ func (s *Store) deleteDependents(ctx context.Context, name string) error {
 	return s.deleteHandoff(ctx, name+"/")
 }
 
-// State is a topology's execution state: the one definition, which the
-// topology manager's state machine runs (scheduler/daemon/state.go).
-type State string
-
-// Execution states of a topology.
-const (
-	StateRunning  State = "RUNNING"
-	StatePaused   State = "PAUSED"
-	StateKilled   State = "KILLED"
-	StateFinished State = "FINISHED" // every spout finished its input and every tuple was processed
-	StateFailed   State = "FAILED"
-)
-
-// Terminal reports a state the topology never leaves but for a kill.
-func (s State) Terminal() bool {
-	return s == StateFinished || s == StateFailed || s == StateKilled
-}
-
-func validState(s State) bool {
+// validState reports one of the execution states api.State defines.
+func validState(s api.State) bool {
 	switch s {
-	case StateRunning, StatePaused, StateKilled, StateFinished, StateFailed:
+	case api.StateRunning, api.StatePaused, api.StateKilled, api.StateFinished, api.StateFailed:
 		return true
 	}
 	return false
@@ -270,10 +230,11 @@ func validState(s State) bool {
 
 // ExecState is the execution state of a topology.
 type ExecState struct {
-	// State is one of StateRunning, StatePaused, StateKilled,
+	// State is one of the execution states (scheduler/api owns them, as
+	// the API shows them): api.StateRunning, StatePaused, StateKilled,
 	// StateFinished, StateFailed.
-	State   State  `json:"state"`
-	Message string `json:"message,omitempty"`
+	State   api.State `json:"state"`
+	Message string    `json:"message,omitempty"`
 	// Updated is when the state was set; SetState fills in the current
 	// time if it is zero.
 	Updated time.Time `json:"updated"`

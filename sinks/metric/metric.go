@@ -12,6 +12,8 @@ package metric
 import (
 	"strconv"
 	"time"
+
+	"github.com/ardea-dev/ardea/scheduler/api"
 )
 
 // Kind tells how a Sample's value reads.
@@ -85,26 +87,13 @@ func (s *Sample) FullName() string {
 	return s.Name
 }
 
-// Exception is an error a task raised (a trap, a failed call, an error
-// it logged), deduplicated within one batch.
-type Exception struct {
-	Topology  string    `json:"topology"`
-	Component string    `json:"component"`
-	Task      int       `json:"task"`
-	Container int       `json:"container"`
-	Message   string    `json:"message"`
-	Count     int64     `json:"count"`
-	First     time.Time `json:"first"`
-	Last      time.Time `json:"last"`
-}
-
 // Batch is one collection of a container's metrics.
 type Batch struct {
-	Time       time.Time   `json:"time"`
-	Topology   string      `json:"topology"`
-	Container  int         `json:"container"`
-	Samples    []Sample    `json:"samples"`
-	Exceptions []Exception `json:"exceptions,omitempty"`
+	Time       time.Time       `json:"time"`
+	Topology   string          `json:"topology"`
+	Container  int             `json:"container"`
+	Samples    []Sample        `json:"samples"`
+	Exceptions []api.Exception `json:"exceptions,omitempty"`
 	// OTel is the OpenTelemetry collection the samples were made from, a
 	// *metricdata.ResourceMetrics (go.opentelemetry.io/otel/sdk/metric/
 	// metricdata), or nil when the batch was forwarded over the wire; the

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/internal/testutil"
+	"github.com/ardea-dev/ardea/scheduler/api"
 )
 
 // DeadLetterFixture is a spout of an external source whose dead letters
@@ -101,7 +102,7 @@ func runDeadLetter(t *testing.T, env *plugin.Environment, spout string, spoutSpe
 	// Ack the good records, fail the bad ones (again whenever they come
 	// back) until the bad ones are listed.
 	failBad := func(p string) bool { return !strings.HasPrefix(p, "dl-") }
-	var listed []plugin.DeadLetter
+	var listed []api.DeadLetter
 	testutil.EventuallyWithin(t, waitLimit, "the failed records listed as dead letters", func() (bool, string) {
 		r.pump(failBad)
 		if len(r.seenSet(slices.Concat(good, bad))) < len(good)+len(bad) {
@@ -152,7 +153,7 @@ func runDeadLetter(t *testing.T, env *plugin.Environment, spout string, spoutSpe
 }
 
 // checkLetters checks that dl are the dead letters of payloads want.
-func checkLetters(t *testing.T, what string, dl []plugin.DeadLetter, want []string) {
+func checkLetters(t *testing.T, what string, dl []api.DeadLetter, want []string) {
 	t.Helper()
 	var got []string
 	for _, d := range dl {

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/ardea-dev/ardea/connectors/plugin"
+	"github.com/ardea-dev/ardea/scheduler/api"
 )
 
 // The tiny plugins the suites are tested with: one of each kind, correct
@@ -182,8 +183,8 @@ var queueDeadLetterSpec = plugin.Spec{
 var memory = struct {
 	sync.Mutex
 	queues  map[string][]string
-	letters map[string][]plugin.DeadLetter
-}{queues: map[string][]string{}, letters: map[string][]plugin.DeadLetter{}}
+	letters map[string][]api.DeadLetter
+}{queues: map[string][]string{}, letters: map[string][]api.DeadLetter{}}
 
 func push(queue string, payloads ...string) {
 	memory.Lock()
@@ -265,7 +266,7 @@ func (s *queueSpout) Fail(_ context.Context, ids []uint64, _ plugin.Collector) e
 			comp = ""
 		}
 		memory.Lock()
-		memory.letters[s.dead] = append(memory.letters[s.dead], plugin.DeadLetter{Component: comp, Destination: "memory:" + s.dead,
+		memory.letters[s.dead] = append(memory.letters[s.dead], api.DeadLetter{Component: comp, Destination: "memory:" + s.dead,
 			Source: s.queue, Failures: s.failures[p], Error: "failed", Value: p})
 		memory.Unlock()
 		delete(s.failures, p)
@@ -282,7 +283,7 @@ type queueStore struct {
 	queue, dead string
 }
 
-func (st *queueStore) List(context.Context) ([]plugin.DeadLetter, error) {
+func (st *queueStore) List(context.Context) ([]api.DeadLetter, error) {
 	memory.Lock()
 	defer memory.Unlock()
 	dl := slices.Clone(memory.letters[st.dead])
@@ -292,7 +293,7 @@ func (st *queueStore) List(context.Context) ([]plugin.DeadLetter, error) {
 	return dl, nil
 }
 
-func (st *queueStore) Replay(context.Context) ([]plugin.DeadLetter, error) {
+func (st *queueStore) Replay(context.Context) ([]api.DeadLetter, error) {
 	memory.Lock()
 	dl := memory.letters[st.dead]
 	delete(memory.letters, st.dead)

@@ -1,12 +1,6 @@
-package daemon
+package api
 
 import (
-	"github.com/ardea-dev/ardea/sinks"
-
-	"github.com/ardea-dev/ardea/ui"
-
-	"github.com/ardea-dev/ardea/scheduler/statemgr"
-
 	"bytes"
 	"context"
 	"encoding/json"
@@ -69,7 +63,7 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 			continue
 		}
 		if status >= 300 {
-			var ae ui.Error
+			var ae ErrorBody
 			if json.Unmarshal(data, &ae) == nil && ae.Message != "" {
 				return &APIError{Status: status, Message: ae.Message}
 			}
@@ -193,8 +187,8 @@ func (c *Client) Rollback(ctx context.Context, name, component, by string) (Swap
 }
 
 // History lists every module version of every component of a topology.
-func (c *Client) History(ctx context.Context, name string) ([]statemgr.ModuleVersion, error) {
-	var out []statemgr.ModuleVersion
+func (c *Client) History(ctx context.Context, name string) ([]ModuleVersion, error) {
+	var out []ModuleVersion
 	return out, c.do(ctx, http.MethodGet, "/api/v1/topologies/"+url.PathEscape(name)+"/history", nil, &out)
 }
 
@@ -221,29 +215,29 @@ func (c *Client) DeadLetters(ctx context.Context, name, component string, replay
 }
 
 // LogicalPlan is the tracker's logical plan.
-func (c *Client) LogicalPlan(ctx context.Context, name string) (ui.LogicalPlan, error) {
-	var out ui.LogicalPlan
+func (c *Client) LogicalPlan(ctx context.Context, name string) (LogicalPlan, error) {
+	var out LogicalPlan
 	return out, c.do(ctx, http.MethodGet, "/api/v1/topologies/"+url.PathEscape(name)+"/logicalplan", nil, &out)
 }
 
 // Metrics is the tracker's /metrics for one component: names empty asks
 // for all; interval in seconds.
-func (c *Client) Metrics(ctx context.Context, name, component string, names []string, interval int64) (ui.MetricsAnswer, error) {
+func (c *Client) Metrics(ctx context.Context, name, component string, names []string, interval int64) (MetricsAnswer, error) {
 	q := url.Values{"component": {component}, "metricname": names}
 	if interval > 0 {
 		q.Set("interval", fmt.Sprint(interval))
 	}
-	var out ui.MetricsAnswer
+	var out MetricsAnswer
 	return out, c.do(ctx, http.MethodGet, "/api/v1/topologies/"+url.PathEscape(name)+"/metrics?"+q.Encode(), nil, &out)
 }
 
 // ExceptionSummary is the tracker's exceptions folded over instances.
-func (c *Client) ExceptionSummary(ctx context.Context, name, component string) ([]sinks.Exception, error) {
+func (c *Client) ExceptionSummary(ctx context.Context, name, component string) ([]Exception, error) {
 	q := url.Values{}
 	if component != "" {
 		q.Set("component", component)
 	}
-	var out []sinks.Exception
+	var out []Exception
 	return out, c.do(ctx, http.MethodGet, "/api/v1/topologies/"+url.PathEscape(name)+"/exceptionsummary?"+q.Encode(), nil, &out)
 }
 

@@ -12,8 +12,11 @@
 //   - modules: resolving and building component modules (the build cache).
 //   - ctl: the typed control gateway between a topology manager and its
 //     containers.
-//   - daemon: `ardea local` (and `ardea run`, in process): the API, the
-//     topology managers, the container runtimes (processes, in process).
+//   - api: the daemon's public API, its wire types and Go client (standard
+//     library only): what programs import to talk to a daemon.
+//   - daemon: `ardea local` (and `ardea run`, in process): the API's
+//     server, the topology managers, the container runtimes (processes,
+//     in process).
 //   - hostprocess: the `ardea host` process (one container).
 //   - launcher: the process supervisor; statemgr: the state manager;
 //     packing: packing algorithms.

@@ -17,7 +17,6 @@ import (
 	"fmt"
 
 	"github.com/ardea-dev/ardea/connectors/plugin"
-	"github.com/ardea-dev/ardea/internal/component"
 )
 
 // initErr holds what registering the built-ins refused (a programming
@@ -68,7 +67,7 @@ func ResolvePaths(kind, name string, cfg map[string]string, resolve func(string)
 }
 
 // NewSpout builds the named builtin spout from a component config.
-func NewSpout(name string, cfg map[string]string) (component.Spout, error) {
+func NewSpout(name string, cfg map[string]string) (plugin.Spout, error) {
 	e, err := env()
 	if err != nil {
 		return nil, err
@@ -77,7 +76,7 @@ func NewSpout(name string, cfg map[string]string) (component.Spout, error) {
 }
 
 // NewBolt builds the named builtin bolt from a component config.
-func NewBolt(name string, cfg map[string]string) (component.Bolt, error) {
+func NewBolt(name string, cfg map[string]string) (plugin.Bolt, error) {
 	e, err := env()
 	if err != nil {
 		return nil, err

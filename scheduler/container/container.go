@@ -17,8 +17,8 @@ import (
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/bus"
 	"github.com/ardea-dev/ardea/connectors"
+	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/host"
-	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/engine"
 	"github.com/ardea-dev/ardea/internal/metrics"
 	"github.com/ardea-dev/ardea/internal/plan"
@@ -41,7 +41,7 @@ type Options struct {
 	// Active starts the spouts emitting; false deploys them deactivated.
 	Active bool
 	// Restarted: the container's tasks start again within one run of the
-	// topology, not for the first time (component.Context.Restarted). Tasks
+	// topology, not for the first time (plugin.TaskContext.Restarted). Tasks
 	// a swap or a live switch starts are always restarts.
 	Restarted bool
 	// States, when set, gives a task its host-side state (for example one
@@ -267,7 +267,7 @@ func (c *Container) Close() {
 
 // newTask makes task id of plan p (not yet running) with its module and
 // host-side state; restarted: the task starts again within this run of
-// the topology (component.Context.Restarted).
+// the topology (plugin.TaskContext.Restarted).
 func (c *Container) newTask(ctx context.Context, p *plan.Plan, id uint32, mod *host.Module, state *host.MemoryState,
 	restarted bool) (*engine.Task, error) {
 	t, sm, reg, log, fail := c.o.Topology, c.sm, c.o.Metrics, c.runLog, c.tupleFailed
@@ -275,7 +275,7 @@ func (c *Container) newTask(ctx context.Context, p *plan.Plan, id uint32, mod *h
 	pc := &p.Components[pt.Component]
 	tc := t.Components[pt.Component]
 	m := reg.Task(pc.Name, id)
-	cctx := component.Context{
+	cctx := plugin.TaskContext{
 		Context:      p.TaskContext(id),
 		Logger:       log.With("topology", p.Topology, "component", pc.Name, "task", id),
 		State:        state,

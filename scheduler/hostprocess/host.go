@@ -97,7 +97,7 @@ type Options struct {
 	// Restarts is how many times the supervisor started this container
 	// before, in this run of the topology (launcher.RestartsEnv for a
 	// process). Above 0, every container the host runs is a restart
-	// (component.Context.Restarted), even one of a Fresh plan.
+	// (plugin.TaskContext.Restarted), even one of a Fresh plan.
 	Restarts int
 	// Machine is what the topology's settings may reach on the machine
 	// (the daemon's policy for the tenant; zero: everything). The host
@@ -166,7 +166,7 @@ type proc struct {
 	// tuple (effectively once), until a plan of another generation runs.
 	rollback *ctl.TupleRollback
 	// started: this host began to start a container (the next one is a
-	// restart, component.Context.Restarted).
+	// restart, plugin.TaskContext.Restarted).
 	started bool
 }
 

@@ -5,7 +5,9 @@
 // registry every native plugin kind shares, public so that code outside
 // this module registers its own the same way). The functions here act on
 // that environment once the built-ins are in it: importing this package is
-// what registers them.
+// what registers them. A runner given an environment of its own
+// (daemon.Options.Plugins, RunOptions.Plugins) resolves plugins in it
+// instead, through Environment and the ...In functions.
 //
 // Delivery: built-in spouts emit without message ids at most once; at
 // least once and effectively once see each connector's doc and
@@ -37,6 +39,16 @@ func env() (*plugin.Environment, error) {
 		return nil, fmt.Errorf("connectors: the built-ins are not all registered: %w", initErr)
 	}
 	return plugin.Default(), nil
+}
+
+// Environment returns e, or, when e is nil, the default environment (an
+// error when a built-in's registration was refused): where a runner
+// resolves its plugins when its options inject none.
+func Environment(e *plugin.Environment) (*plugin.Environment, error) {
+	if e != nil {
+		return e, nil
+	}
+	return env()
 }
 
 // Outputs returns a builtin spout's or bolt's declared output streams; it

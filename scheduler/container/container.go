@@ -73,6 +73,9 @@ type Options struct {
 	// drained (*engine.DrainedError): the container has already ended its
 	// own spouts' input; a run ends the other containers' (EndInput).
 	OnDrainedFailure func(err error)
+	// Plugins resolves the builtin:<name> components (nil: the default
+	// environment, plugin.Default()).
+	Plugins *plugin.Environment
 }
 
 // Container is one running container: a stream manager and its tasks.
@@ -112,6 +115,11 @@ func Start(ctx context.Context, o Options) (*Container, error) {
 	if o.Metrics == nil {
 		o.Metrics = metrics.NewRegistry()
 	}
+	env, err := connectors.Environment(o.Plugins)
+	if err != nil {
+		return nil, err
+	}
+	o.Plugins = env
 	bo := o.Bus
 	bo.Plan, bo.Container, bo.Conn, bo.Logger = o.Plan, o.Container, o.Conn, log.With("container", o.Container)
 	del, err := settings.DeliverySettings(o.Topology)
@@ -307,12 +315,13 @@ func (c *Container) newTask(ctx context.Context, p *plan.Plan, id uint32, mod *h
 	}
 	var err error
 	if builtin, ok := strings.CutPrefix(tc.Module, ardea.BuiltinPrefix); ok {
-		cfg := connectors.ResolvePaths(string(tc.Kind), builtin, tc.Config, t.Path)
+		env := c.o.Plugins // set by Start
+		cfg := env.ResolvePaths(string(tc.Kind), builtin, tc.Config, t.Path)
 		cfg = connectors.WithTopologySettings(cfg, t.Config) // the tuple limit that applies to it
 		if tc.Kind == ardea.Spout {
-			task.Spout, err = connectors.NewSpout(builtin, cfg)
+			task.Spout, err = env.NewSpout(builtin, cfg)
 		} else {
-			task.Bolt, err = connectors.NewBolt(builtin, cfg)
+			task.Bolt, err = env.NewBolt(builtin, cfg)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("component %s: %w", pc.Name, err)

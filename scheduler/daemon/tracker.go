@@ -50,7 +50,7 @@ func (d *Daemon) Topology(ctx context.Context, name string) (ui.Topology, error)
 	if st, err := sp.store.GetState(ctx, name); err == nil {
 		out.State, out.Message = string(st.State), st.Message
 	}
-	top, err := parseSpec(name, rec.Spec)
+	top, err := d.parseSpec(name, rec.Spec)
 	if err != nil {
 		return ui.Topology{}, err
 	}
@@ -87,7 +87,7 @@ func (d *Daemon) topologyOf(ctx context.Context, name string) (*ardea.Topology, 
 			return top, rec.Modules, nil
 		}
 	}
-	top, err := parseSpec(name, rec.Spec)
+	top, err := d.parseSpec(name, rec.Spec)
 	return top, rec.Modules, err
 }
 

@@ -104,6 +104,10 @@ type Options struct {
 	// refuses a topology it does not allow, and places a bolt's dead
 	// letters by it.
 	Machine settings.MachinePolicy
+	// Plugins resolves the topology's builtin:<name> components and the
+	// metrics sinks (nil: the default environment). An `ardea host`
+	// process has its binary's; in process it is the daemon's.
+	Plugins *plugin.Environment
 }
 
 // proc is Run's state.
@@ -211,6 +215,10 @@ func Run(ctx context.Context, o Options) error {
 	if o.TupleFailures == nil {
 		o.TupleFailures = &container.TupleFailures{}
 	}
+	var err error
+	if o.Plugins, err = connectors.Environment(o.Plugins); err != nil {
+		return err
+	}
 	h := &proc{o: o, log: log, ctx: ctx, state: ctl.HostStarting, commands: make(chan command, 16),
 		versions: map[string]string{}, swapEvents: make(chan container.SwapEvent, 256), drained: make(chan string, 1),
 		reg: o.Registry, exc: exc}
@@ -235,7 +243,6 @@ func Run(ctx context.Context, o Options) error {
 	if h.report == nil {
 		h.report = ctl.NewNATSReporter(nc, o.Tenant, o.Topology)
 	}
-	var err error
 	if h.store, err = statemgr.Open(ctx, nc, statemgr.Options{Tenant: o.Tenant, Logger: log, Bind: h.bind}); err != nil {
 		return fmt.Errorf("host: %w", err)
 	}
@@ -369,11 +376,12 @@ func (h *proc) load(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("host: %w", err)
 	}
-	top.ApplyBuiltinOutputs(connectors.Outputs)
-	if err := top.Validate(ardea.ValidateOptions{SkipModuleCheck: true, Builtins: connectors.Outputs, BuiltinConfig: connectors.ValidateConfig}); err != nil {
+	env := h.o.Plugins
+	top.ApplyBuiltinOutputs(env.Outputs)
+	if err := top.Validate(ardea.ValidateOptions{SkipModuleCheck: true, Builtins: env.Outputs, BuiltinConfig: env.ValidateConfig}); err != nil {
 		return fmt.Errorf("host: %w", err)
 	}
-	if err := h.o.Machine.Check(settings.MachineReach(top, plugin.Default())); err != nil {
+	if err := h.o.Machine.Check(settings.MachineReach(top, env)); err != nil {
 		return fmt.Errorf("host: topology %s: %w", h.o.Topology, err)
 	}
 	h.top = top
@@ -493,6 +501,7 @@ func (h *proc) replan(ctx context.Context, u statemgr.PlanUpdate) error {
 		Checkpoints:      h.checkpointing(doc),
 		DeadLetterTuples: deadLetterTuples(doc),
 		Machine:          h.o.Machine,
+		Plugins:          h.o.Plugins,
 		Versions:         maps.Clone(h.versions),
 		OnTaskError:      func(component string, task uint32, err error) { h.exc.Record(component, int(task), err.Error()) },
 		OnDrainedFailure: func(err error) {

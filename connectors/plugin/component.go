@@ -9,21 +9,10 @@ import (
 	"github.com/ardea-dev/ardea/internal/tuple"
 )
 
-// The component API: the task-level interfaces every spout and bolt
-// satisfies, WebAssembly instances (package host) and native plugins alike,
-// defined here and used by the engine. The shapes mirror ABI v1
-// (wasm-sdk/ABI.md): batched in, batched out.
-//
-// Concurrency: a task's Spout or Bolt is driven by exactly one goroutine; no
-// method is called concurrently with another on the same value.
-//
-// Contexts: every method takes the caller's context first. The engine
-// passes the task's context, cancelled when the task stops; a component
-// takes its deadlines from it (context.WithTimeout(ctx, ...)) instead of
-// starting a background context. Close is called with a context that is
-// not cancelled with the task (context.WithoutCancel of it), so a
-// component can still flush and release what it holds; it bounds its own
-// waits there.
+// The component API (see the package doc): the task-level interfaces every
+// spout and bolt satisfies, WebAssembly instances (package host) and native
+// plugins alike. The shapes mirror ABI v1 (wasm-sdk/ABI.md): batched in,
+// batched out.
 
 // Status is a spout's answer to Next.
 type Status int

@@ -3,7 +3,7 @@
 // stream manager (one per container) that routes by grouping, batches,
 // and applies credit-based flow control.
 //
-// Data path: a task's Outbox (a component.Collector) appends each emitted
+// Data path: a task's Outbox (a plugin.Collector) appends each emitted
 // tuple to a batch per destination task; Flush hands a batch for a task in
 // the same container straight to that task's Inbox (no copy, no NATS) and
 // publishes a batch for a task elsewhere on the destination container's data

@@ -30,7 +30,7 @@ type dest struct {
 	eosSent   bool // Finish sent this task end-of-stream
 }
 
-// Outbox is one local task's output: it implements component.Collector.
+// Outbox is one local task's output: it implements plugin.Collector.
 //
 // Concurrency: an Outbox is driven by its task's runner goroutine only (Emit,
 // Ack, Fail, Flush and Finish are not safe for concurrent use, like the

@@ -17,7 +17,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/ardea-dev/ardea/connectors/plugin"
-	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/tuple"
 )
 
@@ -35,7 +34,7 @@ import (
 //
 // With parallelism > 1, task i writes "<path>.<i>". Parent directories are
 // created. The file is truncated only at the topology's first start (not
-// with append); a restarted task (component.Context.Restarted: its
+// with append); a restarted task (plugin.TaskContext.Restarted: its
 // container restarted, a re-plan, a resumed daemon) appends, after cutting
 // off a last line the killed process left half written (endTornLine), so
 // a restart never destroys acked output (docs/delivery.md, "Built-in
@@ -82,13 +81,13 @@ type fileSink struct {
 	// what the rolled-back tuples wrote is written again by their replay,
 	// so the output is exact.
 	written int64
-	state   component.State
+	state   plugin.State
 	lenKey  []byte
 	lenBuf  [8]byte
 	tracked []uint64 // at least once: tuple ids of the batch, acked once written
 }
 
-func newFileSink(cfg plugin.Config) (component.Bolt, error) {
+func newFileSink(cfg plugin.Config) (plugin.Bolt, error) {
 	r := cfg.Reader()
 	s := &fileSink{
 		path:     r.String("path"),
@@ -114,7 +113,7 @@ const (
 )
 
 // sinkPath is the file a task writes.
-func sinkPath(path string, ctx component.Context) string {
+func sinkPath(path string, ctx plugin.TaskContext) string {
 	if ctx.Parallelism > 1 {
 		return path + "." + strconv.FormatUint(uint64(ctx.TaskIndex), 10)
 	}
@@ -125,7 +124,7 @@ func (s *fileSink) errorf(format string, args ...any) error {
 	return fmt.Errorf("component %q task %d: file sink %s: %w", s.comp, s.task, s.path, fmt.Errorf(format, args...))
 }
 
-func (s *fileSink) Prepare(ctx context.Context, tc component.Context, _ component.Collector) error {
+func (s *fileSink) Prepare(ctx context.Context, tc plugin.TaskContext, _ plugin.Collector) error {
 	s.comp, s.task = tc.Component, tc.TaskID
 	s.path = sinkPath(s.path, tc)
 	if err := os.MkdirAll(filepath.Dir(s.path), dataDirMode); err != nil {
@@ -234,7 +233,7 @@ func lastNewline(f *os.File, size int64) (int64, error) {
 	return 0, nil
 }
 
-func (s *fileSink) Execute(ctx context.Context, batch []byte, out component.Collector) error {
+func (s *fileSink) Execute(ctx context.Context, batch []byte, out plugin.Collector) error {
 	if s.w == nil {
 		return s.errorf("Execute before Prepare or after Close")
 	}
@@ -290,7 +289,7 @@ func (s *fileSink) Execute(ctx context.Context, batch []byte, out component.Coll
 
 // fail fails the batch's tracked tuples (their spouts replay them) and
 // returns err.
-func (s *fileSink) fail(out component.Collector, err error) error {
+func (s *fileSink) fail(out plugin.Collector, err error) error {
 	for _, id := range s.tracked {
 		out.Fail(id)
 	}
@@ -300,7 +299,7 @@ func (s *fileSink) fail(out component.Collector, err error) error {
 
 // Snapshot (effectively once) flushes the output and records the file's
 // length in the task state, the length a restore truncates back to.
-func (s *fileSink) Snapshot(context.Context, uint64, component.Collector) error {
+func (s *fileSink) Snapshot(context.Context, uint64, plugin.Collector) error {
 	if s.w == nil || s.state == nil {
 		return nil
 	}
@@ -454,7 +453,7 @@ func (s *fileSink) maybeFlush() error {
 	return nil
 }
 
-func (s *fileSink) Tick(context.Context, component.Collector) error {
+func (s *fileSink) Tick(context.Context, plugin.Collector) error {
 	if s.w == nil {
 		return nil
 	}
@@ -462,7 +461,7 @@ func (s *fileSink) Tick(context.Context, component.Collector) error {
 }
 
 // Finish flushes and syncs the file to disk.
-func (s *fileSink) Finish(context.Context, component.Collector) error {
+func (s *fileSink) Finish(context.Context, plugin.Collector) error {
 	if s.w == nil {
 		return nil
 	}

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/host"
-	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/internal/tuple"
 )
@@ -39,7 +39,7 @@ func runSink(t *testing.T, cfg map[string]string, index, parallelism int, batche
 }
 
 // runSinkWith is runSink with the task context edited by edit (if set).
-func runSinkWith(t *testing.T, cfg map[string]string, index, parallelism int, edit func(*component.Context), batches ...[]byte) {
+func runSinkWith(t *testing.T, cfg map[string]string, index, parallelism int, edit func(*plugin.TaskContext), batches ...[]byte) {
 	t.Helper()
 	b, err := NewBolt("file", cfg)
 	if err != nil {
@@ -213,18 +213,18 @@ func TestFileSinkModes(t *testing.T) {
 	})
 }
 
-// TestFileSinkRestart: a restarted task (component.Context.Restarted)
+// TestFileSinkRestart: a restarted task (plugin.TaskContext.Restarted)
 // appends to what it wrote instead of truncating, and a last line a
 // killed process left half written is cut off (append: it is ended, the
 // file may hold someone else's lines); effectively once, a restart without
 // a checkpointed length is a restore to the beginning and truncates.
 func TestFileSinkRestart(t *testing.T) {
 	one := batch(rec{0, []tuple.Value{tuple.Str("x")}})
-	restarted := func(tc *component.Context) { tc.Restarted = true }
+	restarted := func(tc *plugin.TaskContext) { tc.Restarted = true }
 	for _, tc := range []struct {
 		name, before string
 		append       bool
-		edit         func(*component.Context)
+		edit         func(*plugin.TaskContext)
 		want         string
 	}{
 		{"first start", "old\n", false, nil, "x\n"},
@@ -233,7 +233,7 @@ func TestFileSinkRestart(t *testing.T) {
 		{"restart after a torn first line", "half a li", false, restarted, "x\n"},
 		{"append, restart after a torn line", "a\nhalf a li", true, restarted, "a\nhalf a li\nx\n"},
 		{"append, first start", "a\nno newline", true, nil, "a\nno newlinex\n"},
-		{"effectively once, restart to the beginning", "a\nb\n", false, func(tc *component.Context) {
+		{"effectively once, restart to the beginning", "a\nb\n", false, func(tc *plugin.TaskContext) {
 			tc.Restarted, tc.Checkpointing, tc.State = true, true, host.NewMemoryState(0)
 		}, "x\n"},
 	} {

@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/ardea-dev/ardea/internal/component"
+	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/internal/tuple"
 )
 
 // outputStream finds the index of stream among the task's declared outputs
 // and checks that it has nfields fields.
-func outputStream(ctx component.Context, kind, stream string, nfields int) (uint16, error) {
+func outputStream(ctx plugin.TaskContext, kind, stream string, nfields int) (uint16, error) {
 	for i, o := range ctx.Outputs {
 		if o.Name != stream {
 			continue
@@ -34,7 +34,7 @@ func appendStringValues(dst, s []byte) []byte {
 }
 
 // taskOf returns a task's index and its component's parallelism (at least 1).
-func taskOf(ctx component.Context) (index, parallelism int64) {
+func taskOf(ctx plugin.TaskContext) (index, parallelism int64) {
 	p := int64(ctx.Parallelism)
 	if p < 1 {
 		p = 1
@@ -55,7 +55,7 @@ func fieldBytes(vals []tuple.Value, i int) (b []byte, ok bool) {
 }
 
 // failureText says how a tuple tree failed, for dead letters.
-func failureText(f component.Failure) string {
+func failureText(f plugin.Failure) string {
 	switch {
 	case f.TimedOut:
 		return "timed out (a bolt trapped, stalled or was lost)"
@@ -95,7 +95,7 @@ func (b *batchSends) done(i int, err error) { b.results <- sendResult{i, err} }
 // failed or did not finish within timeout (a write may still land later:
 // a duplicate, never a loss). It returns how many were stored, failed and
 // timed out.
-func (b *batchSends) await(out component.Collector, timeout time.Duration) (stored, failed, timedOut int) {
+func (b *batchSends) await(out plugin.Collector, timeout time.Duration) (stored, failed, timedOut int) {
 	if len(b.ids) == 0 {
 		return 0, 0, 0
 	}

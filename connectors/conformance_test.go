@@ -10,7 +10,6 @@ import (
 
 	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/connectors/plugin/conformance"
-	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/tuple"
 )
 
@@ -20,7 +19,7 @@ type fixture struct {
 	cfg    map[string]string
 	finite bool // spouts: must reach Done
 	// opened, if set, runs once the spout is open (to feed it input).
-	opened func(t *testing.T, s component.Spout)
+	opened func(t *testing.T, s plugin.Spout)
 	// bus is the container's connection the connector gets
 	// (builtin:stream).
 	bus *nats.Conn

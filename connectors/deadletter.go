@@ -85,21 +85,23 @@ var ErrNoDeadLetters = plugin.ErrNoDeadLetters
 // with config cfg; relative paths already resolved) not yet replayed.
 // topology names the defaults (the Kafka group).
 func DeadLetters(ctx context.Context, topology, component, module string, cfg map[string]string) ([]api.DeadLetter, error) {
-	return deadLetters(ctx, topology, component, module, cfg, false)
+	return DeadLettersIn(ctx, nil, topology, component, module, cfg, false)
 }
 
 // ReplayDeadLetters sends the spout's dead letters back to its source and
 // returns them.
 func ReplayDeadLetters(ctx context.Context, topology, component, module string, cfg map[string]string) ([]api.DeadLetter, error) {
-	return deadLetters(ctx, topology, component, module, cfg, true)
+	return DeadLettersIn(ctx, nil, topology, component, module, cfg, true)
 }
 
-func deadLetters(ctx context.Context, topology, component, module string, cfg map[string]string, replay bool) ([]api.DeadLetter, error) {
+// DeadLettersIn is DeadLetters (replay: ReplayDeadLetters) with the
+// dead-letter destinations of e (nil: the default environment).
+func DeadLettersIn(ctx context.Context, e *plugin.Environment, topology, component, module string, cfg map[string]string, replay bool) ([]api.DeadLetter, error) {
 	name, ok := strings.CutPrefix(module, ardea.BuiltinPrefix)
 	if !ok {
 		return nil, fmt.Errorf("component %q: %w (dead letters are kept by built-in spouts)", component, ErrNoDeadLetters)
 	}
-	e, err := env()
+	e, err := Environment(e)
 	if err != nil {
 		return nil, err
 	}

@@ -3,15 +3,15 @@ package connectors
 import (
 	"context"
 	"fmt"
-	"github.com/nats-io/nats.go"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/connectors/plugin/conformance"
-	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/internal/tuple"
 )
@@ -44,7 +44,7 @@ var sources = map[string]func(t *testing.T) sourceFixture{
 
 // openSource opens spout name ("<connector>[/<variant>]"); metrics, if
 // set, receives its metric deltas.
-func openSource(t *testing.T, name string, fx sourceFixture, acking bool, st *conformance.MemState, metrics ...map[string]int64) component.Spout {
+func openSource(t *testing.T, name string, fx sourceFixture, acking bool, st *conformance.MemState, metrics ...map[string]int64) plugin.Spout {
 	t.Helper()
 	cfg := fx.cfg
 	name, _, _ = strings.Cut(name, "/")
@@ -66,7 +66,7 @@ func openSource(t *testing.T, name string, fx sourceFixture, acking bool, st *co
 
 // pullUntil calls Next until done reports true: at once again while the
 // spout emits, polling while it is idle.
-func pullUntil(t *testing.T, s component.Spout, out *recorder, what string, done func() bool) {
+func pullUntil(t *testing.T, s plugin.Spout, out *recorder, what string, done func() bool) {
 	t.Helper()
 	testutil.Eventually(t, what, func() (bool, string) {
 		for !done() {
@@ -74,7 +74,7 @@ func pullUntil(t *testing.T, s component.Spout, out *recorder, what string, done
 			if err != nil {
 				t.Fatal(err)
 			}
-			if st != component.Emitted {
+			if st != plugin.Emitted {
 				return false, fmt.Sprintf("%d emits", len(out.emits))
 			}
 		}

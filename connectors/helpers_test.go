@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/connectors/plugin/conformance"
-	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/tuple"
 )
 
@@ -63,14 +63,14 @@ func (r *recorder) lines(t *testing.T) []string {
 
 // taskContext builds a task context (conformance.NewTaskContext) of
 // topology "test".
-func taskContext(comp string, index, parallelism int, cfg map[string]string, outputs map[string][]string, inputs []tuple.InputDecl) component.Context {
+func taskContext(comp string, index, parallelism int, cfg map[string]string, outputs map[string][]string, inputs []tuple.InputDecl) plugin.TaskContext {
 	c := conformance.NewTaskContext(comp, index, parallelism, cfg, outputs, inputs)
 	c.Context.Topology = "test"
 	return c
 }
 
 // drain calls Next until Done (at most limit calls), checking max.
-func drain(t *testing.T, s component.Spout, max int, out *recorder, limit int) {
+func drain(t *testing.T, s plugin.Spout, max int, out *recorder, limit int) {
 	t.Helper()
 	for i := 0; i < limit; i++ {
 		before := len(out.emits)
@@ -81,7 +81,7 @@ func drain(t *testing.T, s component.Spout, max int, out *recorder, limit int) {
 		if got := len(out.emits) - before; got > max {
 			t.Fatalf("Next(%d) emitted %d", max, got)
 		}
-		if st == component.Done {
+		if st == plugin.Done {
 			return
 		}
 	}

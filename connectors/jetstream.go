@@ -11,7 +11,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ardea-dev/ardea/connectors/plugin"
-	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/tuple"
 )
 
@@ -61,7 +60,7 @@ func init() {
 type jsSpout struct {
 	url, stream, subject, durable string
 	// tenant: a tenant stream (tenantstream.go), on the container's own
-	// connection (component.Context.Bus) rather than one to url; name is
+	// connection (plugin.TaskContext.Bus) rather than one to url; name is
 	// its name as the tenant knows it.
 	tenant  bool
 	name    string
@@ -96,7 +95,7 @@ type jsSpout struct {
 	failed error
 }
 
-func newJetStreamSpout(cfg plugin.Config) (component.Spout, error) {
+func newJetStreamSpout(cfg plugin.Config) (plugin.Spout, error) {
 	r := cfg.Reader()
 	s := &jsSpout{url: r.String("url"), stream: r.String("stream"), subject: r.String("subject"),
 		durable: r.String("durable"), batch: int(r.Int("batch")), ackWait: r.Duration("ack_wait"),
@@ -140,7 +139,7 @@ func (s *jsSpout) what() string {
 	return "jetstream spout (stream " + s.stream + ")"
 }
 
-func (s *jsSpout) Open(ctx context.Context, tc component.Context, _ component.Collector) error {
+func (s *jsSpout) Open(ctx context.Context, tc plugin.TaskContext, _ plugin.Collector) error {
 	s.comp = tc.Component
 	s.metric = tc.Metric
 	if s.metric == nil {
@@ -208,16 +207,16 @@ func (s *jsSpout) Open(ctx context.Context, tc component.Context, _ component.Co
 	return nil
 }
 
-func (s *jsSpout) Next(ctx context.Context, max int, out component.Collector) (component.Status, error) {
+func (s *jsSpout) Next(ctx context.Context, max int, out plugin.Collector) (plugin.Status, error) {
 	if s.failed != nil {
 		if len(s.pending) == 0 {
-			return component.Done, s.failed
+			return plugin.Done, s.failed
 		}
-		return component.Idle, nil
+		return plugin.Idle, nil
 	}
 	batch, err := s.cons.FetchNoWait(min(max, s.batch))
 	if err != nil {
-		return component.Idle, s.errorf("fetch: %w", err)
+		return plugin.Idle, s.errorf("fetch: %w", err)
 	}
 	n := 0
 	for m := range batch.Messages() {
@@ -245,27 +244,27 @@ func (s *jsSpout) Next(ctx context.Context, max int, out component.Collector) (c
 			s.pending[id] = m
 		}
 		if err := out.Emit(s.stream0, tuple.NoTask, id, nil, s.vals); err != nil {
-			return component.Emitted, err
+			return plugin.Emitted, err
 		}
 		if !s.acking {
 			if err := m.Ack(); err != nil {
-				return component.Emitted, s.errorf("ack: %w", err)
+				return plugin.Emitted, s.errorf("ack: %w", err)
 			}
 		}
 		s.count("messages")
 		n++
 	}
 	if err := batch.Error(); err != nil && n == 0 {
-		return component.Idle, nil // nothing there yet
+		return plugin.Idle, nil // nothing there yet
 	}
 	if n == 0 {
-		return component.Idle, nil
+		return plugin.Idle, nil
 	}
-	return component.Emitted, nil
+	return plugin.Emitted, nil
 }
 
 // Ack acknowledges the messages of completed trees to JetStream.
-func (s *jsSpout) Ack(ctx context.Context, ids []uint64, _ component.Collector) error {
+func (s *jsSpout) Ack(ctx context.Context, ids []uint64, _ plugin.Collector) error {
 	for _, id := range ids {
 		if m := s.pending[id]; m != nil {
 			delete(s.pending, id)
@@ -280,7 +279,7 @@ func (s *jsSpout) Ack(ctx context.Context, ids []uint64, _ component.Collector) 
 // Fail naks them: JetStream redelivers them (to any task of the spout). A
 // message delivered max_retries times goes to the dead-letter subject and
 // is terminated instead.
-func (s *jsSpout) Fail(ctx context.Context, ids []uint64, _ component.Collector) error {
+func (s *jsSpout) Fail(ctx context.Context, ids []uint64, _ plugin.Collector) error {
 	for _, id := range ids {
 		m := s.pending[id]
 		if m == nil {
@@ -330,7 +329,7 @@ func (s *jsSpout) oversized(ctx context.Context, m jetstream.Msg, size int64) {
 }
 
 // NoteFailures records how the trees about to be failed ended.
-func (s *jsSpout) NoteFailures(fs []component.Failure) {
+func (s *jsSpout) NoteFailures(fs []plugin.Failure) {
 	for _, f := range fs {
 		s.why[f.MsgID] = failureText(f)
 	}
@@ -402,7 +401,7 @@ type jsSink struct {
 	futures []jetstream.PubAckFuture
 }
 
-func newJetStreamSink(cfg plugin.Config) (component.Bolt, error) {
+func newJetStreamSink(cfg plugin.Config) (plugin.Bolt, error) {
 	r := cfg.Reader()
 	s := &jsSink{url: r.String("url"), subject: r.String("subject"), timeout: r.Duration("timeout")}
 	if err := r.Err(); err != nil {
@@ -418,7 +417,7 @@ func (s *jsSink) errorf(format string, args ...any) error {
 	return fmt.Errorf("component %q: jetstream sink (subject %s): %w", s.comp, s.subject, fmt.Errorf(format, args...))
 }
 
-func (s *jsSink) Prepare(ctx context.Context, tc component.Context, _ component.Collector) error {
+func (s *jsSink) Prepare(ctx context.Context, tc plugin.TaskContext, _ plugin.Collector) error {
 	s.comp = tc.Component
 	var err error
 	if s.tenant {
@@ -448,7 +447,7 @@ func (s *jsSink) Prepare(ctx context.Context, tc component.Context, _ component.
 	return nil
 }
 
-func (s *jsSink) Execute(ctx context.Context, batch []byte, out component.Collector) error {
+func (s *jsSink) Execute(ctx context.Context, batch []byte, out plugin.Collector) error {
 	r, err := tuple.NewBatchReader(batch)
 	if err != nil {
 		return s.errorf("%w", err)
@@ -495,8 +494,8 @@ func (s *jsSink) Execute(ctx context.Context, batch []byte, out component.Collec
 	return nil
 }
 
-func (s *jsSink) Tick(context.Context, component.Collector) error   { return nil }
-func (s *jsSink) Finish(context.Context, component.Collector) error { return nil }
+func (s *jsSink) Tick(context.Context, plugin.Collector) error   { return nil }
+func (s *jsSink) Finish(context.Context, plugin.Collector) error { return nil }
 
 func (s *jsSink) Close(ctx context.Context) error {
 	if s.tenant && s.js != nil {

@@ -10,8 +10,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/connectors/plugin/conformance"
-	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/internal/tuple"
 	"github.com/ardea-dev/ardea/scheduler/api"
@@ -163,7 +163,7 @@ func TestJetStreamSink(t *testing.T) {
 			t.Fatalf("message %d: %s (%v)", i+1, m.Data, err)
 		}
 	}
-	var _ component.Bolt = b
+	var _ plugin.Bolt = b
 }
 
 func init() {
@@ -235,7 +235,7 @@ func TestJetStreamDeadLetters(t *testing.T) {
 		t.Fatal(err)
 	}
 	id = next("m1") // redelivered
-	s.(component.FailureNoter).NoteFailures([]component.Failure{{MsgID: id, By: "parse[0] version abc"}})
+	s.(plugin.FailureNoter).NoteFailures([]plugin.Failure{{MsgID: id, By: "parse[0] version abc"}})
 	if err := s.Fail(context.Background(), []uint64{id}, out); err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/ardea-dev/ardea/connectors/plugin"
-	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/tuple"
 )
 
@@ -71,7 +70,7 @@ type kafkaSink struct {
 
 	// Effectively once.
 	eo      bool
-	state   component.State
+	state   plugin.State
 	txnID   string
 	marker  string            // consumer group whose committed offset is the last written sequence
 	markTP  topicPart         // partition the marker offset is committed for
@@ -82,7 +81,7 @@ type kafkaSink struct {
 	pending map[uint64]uint64 // checkpoint id -> sequence of its records
 }
 
-func newKafkaSink(cfg plugin.Config) (component.Bolt, error) {
+func newKafkaSink(cfg plugin.Config) (plugin.Bolt, error) {
 	r := cfg.Reader()
 	s := &kafkaSink{brokers: r.String("brokers"), topic: r.String("topic"), topicField: r.String("topic_field"),
 		keyField: r.String("key_field"), valueField: r.String("value_field"), txnPrefix: r.String("transactional_id"),
@@ -103,7 +102,7 @@ func (s *kafkaSink) errorf(format string, args ...any) error {
 	return fmt.Errorf("component %q: kafka sink (topic %s): %w", s.comp, s.topic, fmt.Errorf(format, args...))
 }
 
-func (s *kafkaSink) Prepare(ctx context.Context, tc component.Context, _ component.Collector) error {
+func (s *kafkaSink) Prepare(ctx context.Context, tc plugin.TaskContext, _ plugin.Collector) error {
 	s.comp = tc.Component
 	s.metric = tc.Metric
 	if s.metric == nil {
@@ -207,7 +206,7 @@ func (s *kafkaSink) record(input int, vals []tuple.Value) (*kgo.Record, error) {
 	return r, nil
 }
 
-func (s *kafkaSink) Execute(ctx context.Context, batch []byte, out component.Collector) error {
+func (s *kafkaSink) Execute(ctx context.Context, batch []byte, out plugin.Collector) error {
 	r, err := tuple.NewBatchReader(batch)
 	if err != nil {
 		return s.errorf("%w", err)
@@ -307,7 +306,7 @@ func decodeKafkaRecords(b []byte) ([]*kgo.Record, error) {
 
 // Snapshot (effectively once) moves the interval's records into the state
 // under the next sequence number: the checkpoint holds them.
-func (s *kafkaSink) Snapshot(ctx context.Context, id uint64, _ component.Collector) error {
+func (s *kafkaSink) Snapshot(ctx context.Context, id uint64, _ plugin.Collector) error {
 	if s.nbuf == 0 {
 		return nil
 	}
@@ -333,7 +332,7 @@ func (s *kafkaSink) walKey(seq uint64) []byte {
 }
 
 // CheckpointCommitted writes the records of checkpoints up to id.
-func (s *kafkaSink) CheckpointCommitted(ctx context.Context, id uint64, _ component.Collector) error {
+func (s *kafkaSink) CheckpointCommitted(ctx context.Context, id uint64, _ plugin.Collector) error {
 	var upto uint64
 	for cid, seq := range s.pending {
 		if cid <= id {
@@ -463,11 +462,11 @@ func (s *kafkaSink) commitMarker(ctx context.Context, seq uint64) error {
 	return nil
 }
 
-func (s *kafkaSink) Tick(context.Context, component.Collector) error { return nil }
+func (s *kafkaSink) Tick(context.Context, plugin.Collector) error { return nil }
 
 // Finish (effectively once) writes what the last interval produced: the
 // input has ended, so no checkpoint will cover it.
-func (s *kafkaSink) Finish(ctx context.Context, _ component.Collector) error {
+func (s *kafkaSink) Finish(ctx context.Context, _ plugin.Collector) error {
 	if !s.eo || s.nbuf == 0 {
 		return nil
 	}

@@ -12,14 +12,14 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/connectors/plugin/conformance"
-	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/tuple"
 )
 
 var kafkaSinkInputs = []tuple.InputDecl{{Component: "up", Stream: "default", Fields: []string{"line"}}}
 
-func openKafkaSink(t *testing.T, cfg map[string]string, ctx component.Context) *kafkaSink {
+func openKafkaSink(t *testing.T, cfg map[string]string, ctx plugin.TaskContext) *kafkaSink {
 	t.Helper()
 	b, err := NewBolt("kafka", cfg)
 	if err != nil {
@@ -114,7 +114,7 @@ func TestKafkaSinkExactlyOnce(t *testing.T) {
 			b := target.get(t)
 			topic := b.topic(t, 2)
 			cfg := map[string]string{"brokers": b.brokers, "topic": topic, "value_field": "line", "transactional_id": "tx-" + topic}
-			eoCtx := func(st *conformance.MemState) component.Context {
+			eoCtx := func(st *conformance.MemState) plugin.TaskContext {
 				ctx := taskContext("out", 0, 1, cfg, nil, nil)
 				ctx.State, ctx.Checkpointing = st, true
 				return ctx

@@ -18,7 +18,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/ardea-dev/ardea/connectors/plugin"
-	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/tuple"
 )
 
@@ -151,7 +150,7 @@ type kafkaSpout struct {
 	metric         func(name string, delta int64)
 	cl             *kgo.Client
 	adm            *kadm.Client
-	state          component.State
+	state          plugin.State
 	acking, eo     bool
 	keys           map[topicPart][]byte // assign=partitions: state key of each owned partition
 
@@ -173,7 +172,7 @@ type kafkaSpout struct {
 	posBuf [8]byte
 }
 
-func newKafkaSpout(cfg plugin.Config) (component.Spout, error) {
+func newKafkaSpout(cfg plugin.Config) (plugin.Spout, error) {
 	r := cfg.Reader()
 	s := &kafkaSpout{brokers: r.String("brokers"), topics: r.String("topics"), regex: r.Bool("topic_regex"),
 		group: r.String("group"), assign: r.String("assign"), start: r.String("start"), reset: r.String("reset"),
@@ -248,7 +247,7 @@ func (s *kafkaSpout) errorf(format string, args ...any) error {
 	return fmt.Errorf("component %q: kafka spout (topics %s): %w", s.comp, s.topics, fmt.Errorf(format, args...))
 }
 
-func (s *kafkaSpout) Open(ctx context.Context, tc component.Context, _ component.Collector) error {
+func (s *kafkaSpout) Open(ctx context.Context, tc plugin.TaskContext, _ plugin.Collector) error {
 	s.comp, s.topology = tc.Component, tc.Topology
 	st, err := outputStream(tc, "kafka spout", "default", len(kafkaFields))
 	if err != nil {
@@ -344,7 +343,7 @@ func (s *kafkaSpout) revoked(ctx context.Context, cl *kgo.Client, lost map[strin
 	}
 }
 
-func (s *kafkaSpout) Next(ctx context.Context, max int, out component.Collector) (component.Status, error) {
+func (s *kafkaSpout) Next(ctx context.Context, max int, out plugin.Collector) (plugin.Status, error) {
 	st, err := s.next(ctx, max, out)
 	if err == nil && !s.eo && time.Since(s.lastCommit) >= s.commitEvery {
 		// Committed outside the lock: a group rebalance's callback takes it.
@@ -357,7 +356,7 @@ func (s *kafkaSpout) Next(ctx context.Context, max int, out component.Collector)
 	return st, err
 }
 
-func (s *kafkaSpout) next(ctx context.Context, max int, out component.Collector) (component.Status, error) {
+func (s *kafkaSpout) next(ctx context.Context, max int, out plugin.Collector) (plugin.Status, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := 0
@@ -372,7 +371,7 @@ func (s *kafkaSpout) next(ctx context.Context, max int, out component.Collector)
 			continue
 		}
 		if err := s.emit(id, f.rec, out); err != nil {
-			return component.Emitted, err
+			return plugin.Emitted, err
 		}
 		s.metric("kafka_replayed", 1)
 		n++
@@ -382,11 +381,11 @@ func (s *kafkaSpout) next(ctx context.Context, max int, out component.Collector)
 		// error once every tree completed.
 		switch {
 		case n > 0:
-			return component.Emitted, nil
+			return plugin.Emitted, nil
 		case len(s.flights) == 0:
-			return component.Done, s.failed
+			return plugin.Done, s.failed
 		}
-		return component.Idle, nil
+		return plugin.Idle, nil
 	}
 	if len(s.buffered) < max-n {
 		s.mu.Unlock()
@@ -417,11 +416,11 @@ func (s *kafkaSpout) next(ctx context.Context, max int, out component.Collector)
 				s.cl.PauseFetchTopics(s.cl.GetConsumeTopics()...)
 				switch {
 				case n > 0:
-					return component.Emitted, nil
+					return plugin.Emitted, nil
 				case len(s.flights) > 0:
-					return component.Idle, nil
+					return plugin.Idle, nil
 				}
-				return component.Done, s.failed
+				return plugin.Done, s.failed
 			}
 			n++ // the budget counts it (a dead letter was produced)
 			continue
@@ -444,7 +443,7 @@ func (s *kafkaSpout) next(ctx context.Context, max int, out component.Collector)
 			t.next = r.Offset + 1
 		}
 		if err := out.Emit(s.stream0, tuple.NoTask, id, nil, s.vals); err != nil {
-			return component.Emitted, err
+			return plugin.Emitted, err
 		}
 		s.metric("kafka_records", 1)
 		s.metric("kafka_bytes", int64(len(r.Value)+len(r.Key)))
@@ -452,12 +451,12 @@ func (s *kafkaSpout) next(ctx context.Context, max int, out component.Collector)
 		n++
 	}
 	if n == 0 {
-		return component.Idle, nil
+		return plugin.Idle, nil
 	}
-	return component.Emitted, nil
+	return plugin.Emitted, nil
 }
 
-func (s *kafkaSpout) emit(id uint64, r *kgo.Record, out component.Collector) error {
+func (s *kafkaSpout) emit(id uint64, r *kgo.Record, out plugin.Collector) error {
 	s.encode(r)
 	return out.Emit(s.stream0, tuple.NoTask, id, nil, s.vals)
 }
@@ -592,7 +591,7 @@ func (s *kafkaSpout) commitDone(err error) error {
 }
 
 // Ack marks the records of completed trees done.
-func (s *kafkaSpout) Ack(ctx context.Context, ids []uint64, _ component.Collector) error {
+func (s *kafkaSpout) Ack(ctx context.Context, ids []uint64, _ plugin.Collector) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, id := range ids {
@@ -609,7 +608,7 @@ func (s *kafkaSpout) Ack(ctx context.Context, ids []uint64, _ component.Collecto
 
 // Fail queues the records for replay from Next; one failed max_retries
 // times goes to the dead-letter topic instead.
-func (s *kafkaSpout) Fail(ctx context.Context, ids []uint64, _ component.Collector) error {
+func (s *kafkaSpout) Fail(ctx context.Context, ids []uint64, _ plugin.Collector) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, id := range ids {
@@ -637,7 +636,7 @@ func (s *kafkaSpout) Fail(ctx context.Context, ids []uint64, _ component.Collect
 }
 
 // NoteFailures records how the trees about to be failed ended.
-func (s *kafkaSpout) NoteFailures(fs []component.Failure) {
+func (s *kafkaSpout) NoteFailures(fs []plugin.Failure) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, x := range fs {
@@ -687,7 +686,7 @@ func (s *kafkaSpout) deadLetterRecord(ctx context.Context, r *kgo.Record, failur
 
 // Snapshot (effectively once) remembers the positions checkpoint id holds
 // (they are in the task state already) to commit once it is global.
-func (s *kafkaSpout) Snapshot(ctx context.Context, id uint64, _ component.Collector) error {
+func (s *kafkaSpout) Snapshot(ctx context.Context, id uint64, _ plugin.Collector) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.snaps[id] = s.positions()
@@ -696,7 +695,7 @@ func (s *kafkaSpout) Snapshot(ctx context.Context, id uint64, _ component.Collec
 
 // CheckpointCommitted commits the positions of the newest snapshot at or
 // before checkpoint id and forgets the older ones.
-func (s *kafkaSpout) CheckpointCommitted(ctx context.Context, id uint64, _ component.Collector) error {
+func (s *kafkaSpout) CheckpointCommitted(ctx context.Context, id uint64, _ plugin.Collector) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var best uint64

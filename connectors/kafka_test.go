@@ -18,7 +18,6 @@ import (
 
 	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/connectors/plugin/conformance"
-	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/testbroker"
 	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/internal/tuple"
@@ -180,7 +179,7 @@ func init() {
 		b := fakeKafka(t)
 		topic := b.topic(t, 3)
 		b.produce(t, topic, 0, 60)
-		waitBuffered := func(t *testing.T, s component.Spout) {
+		waitBuffered := func(t *testing.T, s plugin.Spout) {
 			ks := s.(*kafkaSpout)
 			testutil.Eventually(t, "records fetched", func() bool { return ks.cl.BufferedFetchRecords() > 0 })
 		}
@@ -214,7 +213,7 @@ func init() {
 	}
 }
 
-func openKafkaSpout(t *testing.T, cfg map[string]string, ctx component.Context) *kafkaSpout {
+func openKafkaSpout(t *testing.T, cfg map[string]string, ctx plugin.TaskContext) *kafkaSpout {
 	t.Helper()
 	s, err := NewSpout("kafka", cfg)
 	if err != nil {
@@ -229,7 +228,7 @@ func openKafkaSpout(t *testing.T, cfg map[string]string, ctx component.Context) 
 }
 
 // pull calls Next until want tuples were emitted in total.
-func pull(t *testing.T, s component.Spout, out *recorder, want int) {
+func pull(t *testing.T, s plugin.Spout, out *recorder, want int) {
 	t.Helper()
 	testutil.Eventually(t, fmt.Sprintf("%d tuples", want), func() (bool, string) {
 		if _, err := s.Next(context.Background(), 64, out); err != nil {
@@ -330,7 +329,7 @@ func TestKafkaSpoutDeadLetter(t *testing.T) {
 		t.Fatal(err)
 	}
 	pull(t, s, out, 4)
-	s.NoteFailures([]component.Failure{{MsgID: poison, By: "parse[0] version abc"}})
+	s.NoteFailures([]plugin.Failure{{MsgID: poison, By: "parse[0] version abc"}})
 	if err := s.Fail(context.Background(), []uint64{poison}, out); err != nil {
 		t.Fatal(err)
 	}

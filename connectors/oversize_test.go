@@ -16,8 +16,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ardea-dev/ardea"
+	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/connectors/plugin/conformance"
-	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/testbroker"
 	"github.com/ardea-dev/ardea/internal/testutil"
 )
@@ -86,7 +86,7 @@ func TestFileSpoutMaxLineFollowsTupleLimit(t *testing.T) {
 	}
 	s, out := openFileSpout(t, cfg, 0, 1)
 	st, err := s.Next(context.Background(), 10, out)
-	for err == nil && st != component.Done {
+	for err == nil && st != plugin.Done {
 		st, err = s.Next(context.Background(), 10, out)
 	}
 	if want := fmt.Sprintf("%s:2: line longer than max_line_bytes 64", path); err == nil || !strings.Contains(err.Error(), want) {
@@ -140,7 +140,7 @@ func TestFileSpoutOversizedToDeadLetters(t *testing.T) {
 				if err != nil {
 					t.Fatalf("Next: %v", err)
 				}
-				if st == component.Done {
+				if st == plugin.Done {
 					break
 				}
 				if acking {
@@ -199,22 +199,22 @@ func TestFileSpoutOversizedFailsAfterPending(t *testing.T) {
 	if err := s.Open(context.Background(), ctx, out); err != nil {
 		t.Fatal(err)
 	}
-	if st, err := s.Next(context.Background(), 10, out); st != component.Emitted || err != nil || len(out.emits) != 2 {
+	if st, err := s.Next(context.Background(), 10, out); st != plugin.Emitted || err != nil || len(out.emits) != 2 {
 		t.Fatalf("Next = %v, %v after %d emits", st, err, len(out.emits))
 	}
 	// Pending trees: no error yet.
-	if st, err := s.Next(context.Background(), 10, out); st != component.Idle || err != nil {
+	if st, err := s.Next(context.Background(), 10, out); st != plugin.Idle || err != nil {
 		t.Fatalf("Next with trees pending = %v, %v; want Idle", st, err)
 	}
 	s.Fail(context.Background(), []uint64{2}, out) // "b" failed: replayed before the error
 	s.Ack(context.Background(), []uint64{1}, out)
-	if st, err := s.Next(context.Background(), 10, out); st != component.Emitted || err != nil || len(out.emits) != 3 {
+	if st, err := s.Next(context.Background(), 10, out); st != plugin.Emitted || err != nil || len(out.emits) != 3 {
 		t.Fatalf("replay: Next = %v, %v, %d emits", st, err, len(out.emits))
 	}
 	s.Ack(context.Background(), []uint64{2}, out)
 	st, err := s.Next(context.Background(), 10, out)
 	var tooLarge *RecordTooLargeError
-	if st != component.Done || !errors.As(err, &tooLarge) || tooLarge.Source != path+":3" {
+	if st != plugin.Done || !errors.As(err, &tooLarge) || tooLarge.Source != path+":3" {
 		t.Fatalf("Next = %v, %v; want Done and the line", st, err)
 	}
 	s.Close(context.Background())
@@ -225,7 +225,7 @@ func TestFileSpoutOversizedFailsAfterPending(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close(context.Background())
-	if st, err := s.Next(context.Background(), 10, out); st != component.Done || !errors.As(err, &tooLarge) || len(out.emits) != 0 {
+	if st, err := s.Next(context.Background(), 10, out); st != plugin.Done || !errors.As(err, &tooLarge) || len(out.emits) != 0 {
 		t.Fatalf("restart: Next = %v, %v, %d emits", st, err, len(out.emits))
 	}
 }
@@ -239,7 +239,7 @@ func TestFileSpoutDeadLetterWriteFails(t *testing.T) {
 	cfg := map[string]string{"path": path, "max_line_bytes": "10", "dead_letter": filepath.Join(dir, "no", "such", "dir")}
 	s, out := openFileSpout(t, cfg, 0, 1)
 	st, err := s.Next(context.Background(), 10, out)
-	for err == nil && st != component.Done {
+	for err == nil && st != plugin.Done {
 		st, err = s.Next(context.Background(), 10, out)
 	}
 	if err == nil || !strings.Contains(err.Error(), path+":2: line longer than max_line_bytes 10 (and its dead letter was not written: ") {
@@ -309,13 +309,13 @@ func TestKafkaSpoutOversized(t *testing.T) {
 		s := openKafkaSpout(t, cfg, ackingContext("k", 0, 1, cfg, conformance.NewMemState()))
 		out := &recorder{}
 		pull(t, s, out, 2)
-		var st component.Status
+		var st plugin.Status
 		var err error
 		testutil.Eventually(t, "the oversized record", func() bool {
 			st, err = s.Next(context.Background(), 64, out)
 			return s.failed != nil || err != nil
 		})
-		if st == component.Done || err != nil {
+		if st == plugin.Done || err != nil {
 			t.Fatalf("Next with trees in flight = %v, %v; want them waited for", st, err)
 		}
 		if err := s.Ack(context.Background(), []uint64{out.emits[0].msgID, out.emits[1].msgID}, out); err != nil {
@@ -323,7 +323,7 @@ func TestKafkaSpoutOversized(t *testing.T) {
 		}
 		st, err = s.Next(context.Background(), 64, out)
 		var tooLarge *RecordTooLargeError
-		if st != component.Done || !errors.As(err, &tooLarge) || tooLarge.Source != topic+"/0/2" ||
+		if st != plugin.Done || !errors.As(err, &tooLarge) || tooLarge.Source != topic+"/0/2" ||
 			!strings.Contains(err.Error(), "exceeds topology.max.tuple.bytes 1024 (and no dead letters to put it in") {
 			t.Fatalf("Next = %v, %v", st, err)
 		}
@@ -353,7 +353,7 @@ func TestJetStreamSpoutOversized(t *testing.T) {
 		}
 	}
 	limits := map[string]string{"topology.max.tuple.bytes": "200"}
-	open := func(t *testing.T, cfg map[string]string) (component.Spout, *recorder) {
+	open := func(t *testing.T, cfg map[string]string) (plugin.Spout, *recorder) {
 		s, err := NewSpout("jetstream", cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -386,14 +386,14 @@ func TestJetStreamSpoutOversized(t *testing.T) {
 	t.Run("no dead letters", func(t *testing.T) {
 		cfg := WithTopologySettings(map[string]string{"url": url, "stream": "S", "durable": "stop"}, limits)
 		s, out := open(t, cfg)
-		var st component.Status
+		var st plugin.Status
 		var err error
 		testutil.Eventually(t, "the oversized message", func() bool {
 			st, err = s.Next(context.Background(), 10, out)
 			return err != nil
 		})
 		var tooLarge *RecordTooLargeError
-		if st != component.Done || !errors.As(err, &tooLarge) || tooLarge.Source != "S/2" || len(out.emits) != 1 {
+		if st != plugin.Done || !errors.As(err, &tooLarge) || tooLarge.Source != "S/2" || len(out.emits) != 1 {
 			t.Fatalf("Next = %v, %v after %d emits", st, err, len(out.emits))
 		}
 	})
@@ -421,7 +421,7 @@ func TestHTTPSpoutOversized(t *testing.T) {
 	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(body), "line 2: a tuple of 101 bytes exceeds topology.max.tuple.bytes 100") {
 		t.Fatalf("status %d: %s", resp.StatusCode, body)
 	}
-	if st, _ := s.Next(context.Background(), 10, out); st != component.Idle || len(out.emits) != 0 {
+	if st, _ := s.Next(context.Background(), 10, out); st != plugin.Idle || len(out.emits) != 0 {
 		t.Fatalf("something of the refused body was taken: %v, %d", st, len(out.emits))
 	}
 }
@@ -435,7 +435,7 @@ func TestPulsarSpoutOversized(t *testing.T) {
 	topic, dlq := pulsarTopic(), pulsarTopic()
 	limits := map[string]string{"topology.max.tuple.bytes": "300"}
 	big := strings.Repeat("B", 400)
-	open := func(t *testing.T, cfg map[string]string) (component.Spout, *recorder) {
+	open := func(t *testing.T, cfg map[string]string) (plugin.Spout, *recorder) {
 		s, err := NewSpout("pulsar", cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -481,13 +481,13 @@ func TestPulsarSpoutOversized(t *testing.T) {
 		t.Fatalf("dead letter %+v", d)
 	}
 
-	var st component.Status
+	var st plugin.Status
 	testutil.Eventually(t, "the oversized message", func() bool {
 		st, err = sStop.Next(context.Background(), 10, outStop)
 		return err != nil
 	})
 	var tooLarge *RecordTooLargeError
-	if st != component.Done || !errors.As(err, &tooLarge) || !strings.HasPrefix(tooLarge.Source, topic+" ") || len(outStop.emits) != 1 {
+	if st != plugin.Done || !errors.As(err, &tooLarge) || !strings.HasPrefix(tooLarge.Source, topic+" ") || len(outStop.emits) != 1 {
 		t.Fatalf("Next = %v, %v after %d emits", st, err, len(outStop.emits))
 	}
 }

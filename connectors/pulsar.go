@@ -13,7 +13,6 @@ import (
 	plog "github.com/apache/pulsar-client-go/pulsar/log"
 
 	"github.com/ardea-dev/ardea/connectors/plugin"
-	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/tuple"
 )
 
@@ -90,7 +89,7 @@ type pulsarSpout struct {
 	failed error
 }
 
-func newPulsarSpout(cfg plugin.Config) (component.Spout, error) {
+func newPulsarSpout(cfg plugin.Config) (plugin.Spout, error) {
 	r := cfg.Reader()
 	s := &pulsarSpout{url: r.String("url"), topics: r.String("topics"), pattern: r.Bool("topics_pattern"),
 		sub: r.String("subscription"), subType: r.String("type"), start: r.String("start"),
@@ -122,7 +121,7 @@ func pulsarClient(url string, log *slog.Logger) (pulsar.Client, error) {
 	return pulsar.NewClient(opts)
 }
 
-func (s *pulsarSpout) Open(ctx context.Context, tc component.Context, _ component.Collector) error {
+func (s *pulsarSpout) Open(ctx context.Context, tc plugin.TaskContext, _ plugin.Collector) error {
 	s.comp = tc.Component
 	st, err := outputStream(tc, "pulsar spout", "default", len(pulsarFields))
 	if err != nil {
@@ -163,12 +162,12 @@ func (s *pulsarSpout) Open(ctx context.Context, tc component.Context, _ componen
 	return nil
 }
 
-func (s *pulsarSpout) Next(ctx context.Context, max int, out component.Collector) (component.Status, error) {
+func (s *pulsarSpout) Next(ctx context.Context, max int, out plugin.Collector) (plugin.Status, error) {
 	if s.failed != nil {
 		if len(s.pending) == 0 {
-			return component.Done, s.failed
+			return plugin.Done, s.failed
 		}
-		return component.Idle, nil
+		return plugin.Idle, nil
 	}
 	n := 0
 	for n < max && s.failed == nil {
@@ -177,9 +176,9 @@ func (s *pulsarSpout) Next(ctx context.Context, max int, out component.Collector
 		case cm = <-s.cons.Chan():
 		default:
 			if n == 0 {
-				return component.Idle, nil
+				return plugin.Idle, nil
 			}
-			return component.Emitted, nil
+			return plugin.Emitted, nil
 		}
 		m := cm.Message
 		s.props = s.props[:0]
@@ -198,7 +197,7 @@ func (s *pulsarSpout) Next(ctx context.Context, max int, out component.Collector
 			tuple.Str(m.ID().String()), tuple.Int(m.PublishTime().UnixMilli()), tuple.Str(string(s.props)))
 		if size := int64(len(s.vals)); size > s.maxTuple {
 			if err := s.oversized(ctx, m, size); err != nil {
-				return component.Emitted, err
+				return plugin.Emitted, err
 			}
 			continue
 		}
@@ -209,20 +208,20 @@ func (s *pulsarSpout) Next(ctx context.Context, max int, out component.Collector
 			s.pending[id] = m
 		}
 		if err := out.Emit(s.stream0, tuple.NoTask, id, nil, s.vals); err != nil {
-			return component.Emitted, err
+			return plugin.Emitted, err
 		}
 		if !s.acking {
 			if err := s.cons.Ack(m); err != nil {
-				return component.Emitted, s.errorf("ack: %w", err)
+				return plugin.Emitted, s.errorf("ack: %w", err)
 			}
 		}
 		s.metric("pulsar_messages", 1)
 		n++
 	}
 	if n == 0 {
-		return component.Idle, nil
+		return plugin.Idle, nil
 	}
-	return component.Emitted, nil
+	return plugin.Emitted, nil
 }
 
 // oversized handles m, whose tuple exceeds the tuple limit: sent to
@@ -269,7 +268,7 @@ func (s *pulsarSpout) deadLetter(ctx context.Context, m pulsar.Message, reason s
 }
 
 // Ack acknowledges the messages of completed trees.
-func (s *pulsarSpout) Ack(ctx context.Context, ids []uint64, _ component.Collector) error {
+func (s *pulsarSpout) Ack(ctx context.Context, ids []uint64, _ plugin.Collector) error {
 	for _, id := range ids {
 		if m := s.pending[id]; m != nil {
 			delete(s.pending, id)
@@ -283,7 +282,7 @@ func (s *pulsarSpout) Ack(ctx context.Context, ids []uint64, _ component.Collect
 
 // Fail nacks them: Pulsar redelivers them after nack_delay (to any task
 // of a shared subscription), or moves them to the dead-letter topic.
-func (s *pulsarSpout) Fail(ctx context.Context, ids []uint64, _ component.Collector) error {
+func (s *pulsarSpout) Fail(ctx context.Context, ids []uint64, _ plugin.Collector) error {
 	for _, id := range ids {
 		if m := s.pending[id]; m != nil {
 			delete(s.pending, id)
@@ -328,7 +327,7 @@ type pulsarSink struct {
 	metric   func(string, int64)
 }
 
-func newPulsarSink(cfg plugin.Config) (component.Bolt, error) {
+func newPulsarSink(cfg plugin.Config) (plugin.Bolt, error) {
 	r := cfg.Reader()
 	s := &pulsarSink{url: r.String("url"), topic: r.String("topic"), keyField: r.String("key_field"),
 		valueField: r.String("value_field"), timeout: r.Duration("timeout")}
@@ -342,7 +341,7 @@ func (s *pulsarSink) errorf(format string, args ...any) error {
 	return fmt.Errorf("component %q: pulsar sink (topic %s): %w", s.comp, s.topic, fmt.Errorf(format, args...))
 }
 
-func (s *pulsarSink) Prepare(ctx context.Context, tc component.Context, _ component.Collector) error {
+func (s *pulsarSink) Prepare(ctx context.Context, tc plugin.TaskContext, _ plugin.Collector) error {
 	s.comp = tc.Component
 	s.metric = tc.Metric
 	if s.metric == nil {
@@ -380,7 +379,7 @@ func (s *pulsarSink) Prepare(ctx context.Context, tc component.Context, _ compon
 	return nil
 }
 
-func (s *pulsarSink) Execute(ctx context.Context, batch []byte, out component.Collector) error {
+func (s *pulsarSink) Execute(ctx context.Context, batch []byte, out plugin.Collector) error {
 	r, err := tuple.NewBatchReader(batch)
 	if err != nil {
 		return s.errorf("%w", err)
@@ -433,8 +432,8 @@ func (s *pulsarSink) Execute(ctx context.Context, batch []byte, out component.Co
 	return nil
 }
 
-func (s *pulsarSink) Tick(context.Context, component.Collector) error   { return nil }
-func (s *pulsarSink) Finish(context.Context, component.Collector) error { return nil }
+func (s *pulsarSink) Tick(context.Context, plugin.Collector) error   { return nil }
+func (s *pulsarSink) Finish(context.Context, plugin.Collector) error { return nil }
 
 func (s *pulsarSink) Close(ctx context.Context) error {
 	if s.prod != nil {

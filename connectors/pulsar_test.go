@@ -14,8 +14,8 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsar"
 
+	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/connectors/plugin/conformance"
-	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/testbroker"
 	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/internal/tuple"
@@ -58,7 +58,7 @@ func init() {
 		topic := pulsarTopic()
 		// The subscription starts at the earliest message; the topic is
 		// filled once the spout subscribed.
-		return []fixture{{name: "minimal", cfg: map[string]string{"url": url, "topics": topic}, opened: func(t *testing.T, s component.Spout) {
+		return []fixture{{name: "minimal", cfg: map[string]string{"url": url, "topics": topic}, opened: func(t *testing.T, s plugin.Spout) {
 			pulsarProduce(t, url, topic, 20)
 			ps := s.(*pulsarSpout)
 			testutil.Eventually(t, "messages received", func() bool { return len(ps.cons.Chan()) > 0 })

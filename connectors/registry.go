@@ -5,7 +5,9 @@
 // registry every native plugin kind shares, public so that code outside
 // this module registers its own the same way). The functions here act on
 // that environment once the built-ins are in it: importing this package is
-// what registers them.
+// what registers them. A runner given an environment of its own
+// (daemon.Options.Plugins, RunOptions.Plugins) resolves plugins in it
+// instead, through Environment and the ...In functions.
 //
 // Delivery: built-in spouts emit without message ids at most once; at
 // least once and effectively once see each connector's doc and
@@ -17,7 +19,6 @@ import (
 	"fmt"
 
 	"github.com/ardea-dev/ardea/connectors/plugin"
-	"github.com/ardea-dev/ardea/internal/component"
 )
 
 // initErr holds what registering the built-ins refused (a programming
@@ -38,6 +39,16 @@ func env() (*plugin.Environment, error) {
 		return nil, fmt.Errorf("connectors: the built-ins are not all registered: %w", initErr)
 	}
 	return plugin.Default(), nil
+}
+
+// Environment returns e, or, when e is nil, the default environment (an
+// error when a built-in's registration was refused): where a runner
+// resolves its plugins when its options inject none.
+func Environment(e *plugin.Environment) (*plugin.Environment, error) {
+	if e != nil {
+		return e, nil
+	}
+	return env()
 }
 
 // Outputs returns a builtin spout's or bolt's declared output streams; it
@@ -68,7 +79,7 @@ func ResolvePaths(kind, name string, cfg map[string]string, resolve func(string)
 }
 
 // NewSpout builds the named builtin spout from a component config.
-func NewSpout(name string, cfg map[string]string) (component.Spout, error) {
+func NewSpout(name string, cfg map[string]string) (plugin.Spout, error) {
 	e, err := env()
 	if err != nil {
 		return nil, err
@@ -77,7 +88,7 @@ func NewSpout(name string, cfg map[string]string) (component.Spout, error) {
 }
 
 // NewBolt builds the named builtin bolt from a component config.
-func NewBolt(name string, cfg map[string]string) (component.Bolt, error) {
+func NewBolt(name string, cfg map[string]string) (plugin.Bolt, error) {
 	e, err := env()
 	if err != nil {
 		return nil, err

@@ -11,12 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/connectors/plugin/conformance"
-	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/tuple"
 )
 
-func ackingContext(comp string, index, par int, cfg map[string]string, st component.State) component.Context {
+func ackingContext(comp string, index, par int, cfg map[string]string, st plugin.State) plugin.TaskContext {
 	ctx := taskContext(comp, index, par, cfg, map[string][]string{"default": {"line"}}, nil)
 	ctx.Acking = true
 	if st != nil {
@@ -26,14 +26,14 @@ func ackingContext(comp string, index, par int, cfg map[string]string, st compon
 }
 
 // nextAll calls Next until it returns Done or Idle (at most limit times).
-func nextAll(t *testing.T, s component.Spout, budget int, out *recorder, limit int) component.Status {
+func nextAll(t *testing.T, s plugin.Spout, budget int, out *recorder, limit int) plugin.Status {
 	t.Helper()
 	for range limit {
 		st, err := s.Next(context.Background(), budget, out)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st != component.Emitted {
+		if st != plugin.Emitted {
 			return st
 		}
 	}
@@ -62,7 +62,7 @@ func TestFileSpoutAtLeastOnce(t *testing.T) {
 	if err := s.Open(context.Background(), ackingContext("lines", 0, 1, cfg, st), out); err != nil {
 		t.Fatal(err)
 	}
-	if got := nextAll(t, s, 8, out, 10); got != component.Idle {
+	if got := nextAll(t, s, 8, out, 10); got != plugin.Idle {
 		t.Fatalf("at the end with lines pending: %v, want idle", got)
 	}
 	var ids []uint64
@@ -86,14 +86,14 @@ func TestFileSpoutAtLeastOnce(t *testing.T) {
 	}
 	s.Fail(context.Background(), []uint64{4, 12}, out)
 	out.emits = nil
-	if got := nextAll(t, s, 8, out, 10); got != component.Idle {
+	if got := nextAll(t, s, 8, out, 10); got != plugin.Idle {
 		t.Fatalf("after the replays: %v, want idle", got)
 	}
 	if got := out.lines(t); !slices.Equal(got, []string{"line-03", "line-11"}) || out.emits[0].msgID != 4 || out.emits[1].msgID != 12 {
 		t.Fatalf("replayed %v (ids %d, %d)", got, out.emits[0].msgID, out.emits[1].msgID)
 	}
 	s.Ack(context.Background(), []uint64{4, 12}, out)
-	if got, err := s.Next(context.Background(), 8, out); err != nil || got != component.Done {
+	if got, err := s.Next(context.Background(), 8, out); err != nil || got != plugin.Done {
 		t.Fatalf("everything acked: %v %v, want done", got, err)
 	}
 	s.Close(context.Background())
@@ -192,7 +192,7 @@ func TestGeneratorReplayAndRewind(t *testing.T) {
 		}
 	}
 	s2.Ack(context.Background(), seq(1, 40), out2)
-	if st, err := s2.Next(context.Background(), 100, out2); err != nil || st != component.Done {
+	if st, err := s2.Next(context.Background(), 100, out2); err != nil || st != plugin.Done {
 		t.Fatalf("all acked: %v %v", st, err)
 	}
 }
@@ -248,7 +248,7 @@ func TestFileSinkAtLeastOnceAndCheckpoints(t *testing.T) {
 	if !slices.Equal(out.acks, []uint64{7, 8}) {
 		t.Fatalf("acks %v, want [7 8]", out.acks)
 	}
-	snap := b.(component.Snapshotter)
+	snap := b.(plugin.Snapshotter)
 	if err := snap.Snapshot(context.Background(), 1, out); err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +283,7 @@ func TestFileSpoutRate(t *testing.T) {
 	if err := s.Open(context.Background(), taskContext("lines", 0, 1, cfg, map[string][]string{"default": {"line"}}, nil), out); err != nil {
 		t.Fatal(err)
 	}
-	next := func() (component.Status, int) {
+	next := func() (plugin.Status, int) {
 		before := len(out.emits)
 		st, err := s.Next(context.Background(), 100, out)
 		if err != nil {
@@ -291,14 +291,14 @@ func TestFileSpoutRate(t *testing.T) {
 		}
 		return st, len(out.emits) - before
 	}
-	if st, n := next(); st != component.Emitted || n != 1 {
+	if st, n := next(); st != plugin.Emitted || n != 1 {
 		t.Fatalf("first call = %v, %d; want one line", st, n)
 	}
-	if st, n := next(); st != component.Idle || n != 0 {
+	if st, n := next(); st != plugin.Idle || n != 0 {
 		t.Fatalf("ahead of schedule = %v, %d; want idle", st, n)
 	}
 	clock.advance(300 * time.Millisecond)
-	if st, n := next(); st != component.Emitted || n != 3 {
+	if st, n := next(); st != plugin.Emitted || n != 3 {
 		t.Fatalf("after 300ms = %v, %d; want 3 lines", st, n)
 	}
 	clock.advance(10 * time.Second) // the bucket holds half a second
@@ -330,13 +330,13 @@ func TestFileSpoutDeadLetter(t *testing.T) {
 	nextAll(t, s, 8, out, 5)
 	s.Ack(context.Background(), []uint64{1}, out)
 	for range 2 {
-		s.(component.FailureNoter).NoteFailures([]component.Failure{{MsgID: 2, By: "parse[0] version abc"}})
+		s.(plugin.FailureNoter).NoteFailures([]plugin.Failure{{MsgID: 2, By: "parse[0] version abc"}})
 		if err := s.Fail(context.Background(), []uint64{2}, out); err != nil {
 			t.Fatal(err)
 		}
 		nextAll(t, s, 8, out, 5)
 	}
-	if st, err := s.Next(context.Background(), 8, out); err != nil || st != component.Done {
+	if st, err := s.Next(context.Background(), 8, out); err != nil || st != plugin.Done {
 		t.Fatalf("after the dead letter: %v %v, want done", st, err)
 	}
 	if got := readAll(t, dead); got != `{"line":2,"topology":"test","component":"lines","failures":2,"error":"2 failures; last: failed by parse[0] version abc","value":"poison"}`+"\n" {

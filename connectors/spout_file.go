@@ -15,13 +15,12 @@ import (
 	"time"
 
 	"github.com/ardea-dev/ardea/connectors/plugin"
-	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/tuple"
 )
 
 // The file spout emits one tuple per line of a text file, with one string
 // field "line" (the line without its "\n" or "\r\n"). It is finite: Next
-// returns component.Done once the file is exhausted. With follow it is
+// returns plugin.Done once the file is exhausted. With follow it is
 // not: at the end of the file it waits for appended lines, and ends only
 // once the follow_until file exists (a bounded input that ends when told).
 //
@@ -101,7 +100,7 @@ type fileSpout struct {
 	r      *bufio.Reader
 	line   int64 // 0-based number of the next line to read
 	off    int64 // byte offset of the next line
-	state  component.State
+	state  plugin.State
 	posKey []byte // state key of the read position
 	long   []byte // assembles lines longer than the read buffer
 	vals   []byte // values block scratch
@@ -130,7 +129,7 @@ type fileSpout struct {
 	failed   error
 }
 
-func newFileSpout(cfg plugin.Config) (component.Spout, error) {
+func newFileSpout(cfg plugin.Config) (plugin.Spout, error) {
 	r := cfg.Reader()
 	maxLine := r.Int("max_line_bytes")
 	if maxLine == 0 {
@@ -151,7 +150,7 @@ func newFileSpout(cfg plugin.Config) (component.Spout, error) {
 	return s, nil
 }
 
-func (s *fileSpout) Open(ctx context.Context, tc component.Context, _ component.Collector) error {
+func (s *fileSpout) Open(ctx context.Context, tc plugin.TaskContext, _ plugin.Collector) error {
 	s.comp, s.topology = tc.Component, tc.Topology
 	s.metric = tc.Metric
 	if s.metric == nil {
@@ -200,9 +199,9 @@ func (s *fileSpout) Open(ctx context.Context, tc component.Context, _ component.
 	return nil
 }
 
-func (s *fileSpout) Next(ctx context.Context, budget int, out component.Collector) (component.Status, error) {
+func (s *fileSpout) Next(ctx context.Context, budget int, out plugin.Collector) (plugin.Status, error) {
 	if s.r == nil && !s.eof {
-		return component.Done, fmt.Errorf("component %q: file spout: Next before Open", s.comp)
+		return plugin.Done, fmt.Errorf("component %q: file spout: Next before Open", s.comp)
 	}
 	if s.rate > 0 {
 		now := s.now()
@@ -214,7 +213,7 @@ func (s *fileSpout) Next(ctx context.Context, budget int, out component.Collecto
 		}
 		s.last = now
 		if s.tokens < 1 {
-			return component.Idle, nil
+			return plugin.Idle, nil
 		}
 		budget = min(budget, int(s.tokens))
 		defer func(before int) { s.tokens -= float64(s.emitted - before) }(s.emitted)
@@ -234,7 +233,7 @@ func (s *fileSpout) Next(ctx context.Context, budget int, out component.Collecto
 				s.metric("file_replayed", 1)
 				s.vals = appendStringValues(s.vals[:0], p.line)
 				if err := out.Emit(s.stream, tuple.NoTask, id, nil, s.vals); err != nil {
-					return component.Emitted, err
+					return plugin.Emitted, err
 				}
 			}
 		}
@@ -273,7 +272,7 @@ func (s *fileSpout) Next(ctx context.Context, budget int, out component.Collecto
 			break
 		}
 		if err != nil {
-			return component.Emitted, err
+			return plugin.Emitted, err
 		}
 		if !mine {
 			continue
@@ -285,7 +284,7 @@ func (s *fileSpout) Next(ctx context.Context, budget int, out component.Collecto
 		}
 		s.vals = appendStringValues(s.vals[:0], line)
 		if err := out.Emit(s.stream, tuple.NoTask, msgID, nil, s.vals); err != nil {
-			return component.Emitted, err
+			return plugin.Emitted, err
 		}
 		s.emitted++
 		s.metric("file_lines", 1)
@@ -297,14 +296,14 @@ func (s *fileSpout) Next(ctx context.Context, budget int, out component.Collecto
 	}
 	switch {
 	case n > 0:
-		return component.Emitted, nil
+		return plugin.Emitted, nil
 	case s.eof && len(s.pending) == 0:
 		// After an oversized line without dead letters: everything before
 		// it completed (or, at most once, was emitted); the engine finishes
 		// the stream, then fails the task with the error.
-		return component.Done, s.failed
+		return plugin.Done, s.failed
 	default:
-		return component.Idle, nil // at the end, waiting for outcomes
+		return plugin.Idle, nil // at the end, waiting for outcomes
 	}
 }
 
@@ -443,7 +442,7 @@ func (s *fileSpout) closeFile() error {
 	return err
 }
 
-func (s *fileSpout) Ack(ctx context.Context, ids []uint64, _ component.Collector) error {
+func (s *fileSpout) Ack(ctx context.Context, ids []uint64, _ plugin.Collector) error {
 	for _, id := range ids {
 		delete(s.pending, id)
 	}
@@ -452,7 +451,7 @@ func (s *fileSpout) Ack(ctx context.Context, ids []uint64, _ component.Collector
 
 // Fail queues the lines for Next to emit again, with the same message id;
 // a line that failed max_retries times goes to the dead-letter file.
-func (s *fileSpout) Fail(ctx context.Context, ids []uint64, _ component.Collector) error {
+func (s *fileSpout) Fail(ctx context.Context, ids []uint64, _ plugin.Collector) error {
 	for _, id := range ids {
 		p := s.pending[id]
 		if p == nil {
@@ -471,7 +470,7 @@ func (s *fileSpout) Fail(ctx context.Context, ids []uint64, _ component.Collecto
 }
 
 // NoteFailures records how the trees about to be failed ended.
-func (s *fileSpout) NoteFailures(fs []component.Failure) {
+func (s *fileSpout) NoteFailures(fs []plugin.Failure) {
 	for _, f := range fs {
 		if p := s.pending[f.MsgID]; p != nil {
 			p.last = failureText(f)

@@ -10,10 +10,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ardea-dev/ardea/internal/component"
+	"github.com/ardea-dev/ardea/connectors/plugin"
 )
 
-func openFileSpout(t *testing.T, cfg map[string]string, index, parallelism int) (component.Spout, *recorder) {
+func openFileSpout(t *testing.T, cfg map[string]string, index, parallelism int) (plugin.Spout, *recorder) {
 	t.Helper()
 	s, err := NewSpout("file", cfg)
 	if err != nil {
@@ -78,7 +78,7 @@ func TestFileSpoutRespectsMax(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "in.txt")
 	writeFile(t, path, strings.Repeat("x\n", 10))
 	s, out := openFileSpout(t, map[string]string{"path": path}, 0, 1)
-	var statuses []component.Status
+	var statuses []plugin.Status
 	var counts []int
 	for range 6 {
 		before := len(out.emits)
@@ -93,7 +93,7 @@ func TestFileSpoutRespectsMax(t *testing.T) {
 	if want := []int{4, 4, 2, 0, 0, 0}; !slices.Equal(counts, want) {
 		t.Errorf("emits per call = %v, want %v", counts, want)
 	}
-	want := []component.Status{component.Emitted, component.Emitted, component.Emitted, component.Done, component.Done, component.Done}
+	want := []plugin.Status{plugin.Emitted, plugin.Emitted, plugin.Emitted, plugin.Done, plugin.Done, plugin.Done}
 	if !slices.Equal(statuses, want) {
 		t.Errorf("statuses = %v, want %v", statuses, want)
 	}
@@ -117,7 +117,7 @@ func TestFileSpoutLongLine(t *testing.T) {
 			cfg := map[string]string{"path": path, "max_line_bytes": fmt.Sprint(tc.max)}
 			s, out := openFileSpout(t, cfg, 0, 1)
 			var err error
-			var st component.Status
+			var st plugin.Status
 			for i := 0; i < 10 && err == nil; i++ {
 				st, err = s.Next(context.Background(), 100, out)
 			}
@@ -125,7 +125,7 @@ func TestFileSpoutLongLine(t *testing.T) {
 			// Done, for the engine to fail the task after the drain.
 			want := fmt.Sprintf(`component "lines": file spout: %s:3: line longer than max_line_bytes %d (`, path, tc.max)
 			var tooLarge *RecordTooLargeError
-			if err == nil || !strings.HasPrefix(err.Error(), want) || st != component.Done || !errors.As(err, &tooLarge) {
+			if err == nil || !strings.HasPrefix(err.Error(), want) || st != plugin.Done || !errors.As(err, &tooLarge) {
 				t.Fatalf("Next = %v, %v\nwant Done and an error starting %s", st, err, want)
 			}
 			if got := out.lines(t); !slices.Equal(got, []string{ok, "short"}) {
@@ -252,7 +252,7 @@ func TestFileSpoutFollow(t *testing.T) {
 	path, until := filepath.Join(dir, "in.txt"), filepath.Join(dir, "in.end")
 	writeFile(t, path, "a\nb\npart")
 	s, out := openFileSpout(t, map[string]string{"path": path, "follow": "true", "follow_until": until}, 0, 1)
-	next := func() component.Status {
+	next := func() plugin.Status {
 		t.Helper()
 		st, err := s.Next(context.Background(), 100, out)
 		if err != nil {
@@ -260,25 +260,25 @@ func TestFileSpoutFollow(t *testing.T) {
 		}
 		return st
 	}
-	if st := next(); st != component.Emitted || !slices.Equal(out.lines(t), []string{"a", "b"}) {
+	if st := next(); st != plugin.Emitted || !slices.Equal(out.lines(t), []string{"a", "b"}) {
 		t.Fatalf("first Next: %v, lines %q; want a, b and not the partial line", st, out.lines(t))
 	}
 	for range 3 {
-		if st := next(); st != component.Idle {
+		if st := next(); st != plugin.Idle {
 			t.Fatalf("at the end of the file, following: %v, want Idle", st)
 		}
 	}
 	appendFile(t, path, "ial\nc\n")
-	if st := next(); st != component.Emitted || !slices.Equal(out.lines(t), []string{"a", "b", "partial", "c"}) {
+	if st := next(); st != plugin.Emitted || !slices.Equal(out.lines(t), []string{"a", "b", "partial", "c"}) {
 		t.Fatalf("after appending: %v, lines %q", st, out.lines(t))
 	}
 	// Lines written before the end file are read before the input ends.
 	appendFile(t, path, "d\n")
 	writeFile(t, until, "")
-	if st := next(); st != component.Emitted || !slices.Equal(out.lines(t), []string{"a", "b", "partial", "c", "d"}) {
+	if st := next(); st != plugin.Emitted || !slices.Equal(out.lines(t), []string{"a", "b", "partial", "c", "d"}) {
 		t.Fatalf("after the end file: %v, lines %q", st, out.lines(t))
 	}
-	if st := next(); st != component.Done {
+	if st := next(); st != plugin.Done {
 		t.Fatalf("after the last line and the end file: %v, want Done", st)
 	}
 	if _, err := NewSpout("file", map[string]string{"path": path, "follow_until": until}); err == nil || !strings.Contains(err.Error(), "follow_until") {

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/ardea-dev/ardea/connectors/plugin"
-	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/tuple"
 )
 
@@ -16,8 +15,8 @@ import (
 //
 // Pacing: with rate > 0 a task emits about rate tuples per second using a
 // token bucket (capacity: half a second of tuples, at least one). Next never
-// sleeps; it returns component.Idle when the task is ahead of schedule.
-// With count > 0 a task stops after count tuples (component.Done).
+// sleeps; it returns plugin.Idle when the task is ahead of schedule.
+// With count > 0 a task stops after count tuples (plugin.Done).
 //
 // The corpus is encoded once; Next emits the pre-encoded values blocks and
 // allocates nothing.
@@ -117,7 +116,7 @@ type generator struct {
 
 	// The position (emitted) lives in the task's state, so a restore from
 	// a checkpoint rewinds the generator exactly (effectively once).
-	state  component.State
+	state  plugin.State
 	posKey []byte
 	posBuf [8]byte // kept here: a stack array passed to Put would escape
 	// At least once: sentences by seq awaiting their outcome, and failed
@@ -128,7 +127,7 @@ type generator struct {
 	replay  []uint64
 }
 
-func newGenerator(cfg plugin.Config) (component.Spout, error) {
+func newGenerator(cfg plugin.Config) (plugin.Spout, error) {
 	r := cfg.Reader()
 	g := &generator{rate: r.Float("rate"), count: r.Int("count"), seed: r.Int("seed"), now: time.Now}
 	if err := r.Err(); err != nil {
@@ -137,7 +136,7 @@ func newGenerator(cfg plugin.Config) (component.Spout, error) {
 	return g, nil
 }
 
-func (g *generator) Open(ctx context.Context, tc component.Context, _ component.Collector) error {
+func (g *generator) Open(ctx context.Context, tc plugin.TaskContext, _ plugin.Collector) error {
 	stream, err := outputStream(tc, "generator spout", "default", 1)
 	if err != nil {
 		return err
@@ -173,13 +172,13 @@ func pick(base, seq uint64) []byte {
 	return corpusValues[z%uint64(len(corpusValues))]
 }
 
-func (g *generator) Next(ctx context.Context, budget int, out component.Collector) (component.Status, error) {
+func (g *generator) Next(ctx context.Context, budget int, out plugin.Collector) (plugin.Status, error) {
 	more := g.count == 0 || g.emitted < g.count
 	if !more && len(g.replay) == 0 {
 		if len(g.pending) > 0 {
-			return component.Idle, nil // waiting for outcomes to replay
+			return plugin.Idle, nil // waiting for outcomes to replay
 		}
-		return component.Done, nil
+		return plugin.Done, nil
 	}
 	n := int64(budget)
 	if g.rate > 0 {
@@ -189,7 +188,7 @@ func (g *generator) Next(ctx context.Context, budget int, out component.Collecto
 		}
 		g.last = now
 		if g.tokens < 1 {
-			return component.Idle, nil
+			return plugin.Idle, nil
 		}
 		n = min(n, int64(g.tokens))
 	}
@@ -201,7 +200,7 @@ func (g *generator) Next(ctx context.Context, budget int, out component.Collecto
 		}
 		for _, seq := range g.replay[:r] {
 			if err := out.Emit(g.stream, tuple.NoTask, seq, nil, pick(g.base, seq)); err != nil {
-				return component.Emitted, err
+				return plugin.Emitted, err
 			}
 		}
 		g.replay = g.replay[r:]
@@ -223,7 +222,7 @@ func (g *generator) Next(ctx context.Context, budget int, out component.Collecto
 			if err := out.Emit(g.stream, tuple.NoTask, msgID, nil, pick(g.base, seq)); err != nil {
 				g.emitted += i + 1
 				g.savePosition()
-				return component.Emitted, err
+				return plugin.Emitted, err
 			}
 		}
 		g.emitted += k
@@ -233,7 +232,7 @@ func (g *generator) Next(ctx context.Context, budget int, out component.Collecto
 	if g.rate > 0 {
 		g.tokens -= float64(sent)
 	}
-	return component.Emitted, nil
+	return plugin.Emitted, nil
 }
 
 func (g *generator) savePosition() {
@@ -244,14 +243,14 @@ func (g *generator) savePosition() {
 	g.state.Put(g.posKey, g.posBuf[:])
 }
 
-func (g *generator) Ack(ctx context.Context, ids []uint64, _ component.Collector) error {
+func (g *generator) Ack(ctx context.Context, ids []uint64, _ plugin.Collector) error {
 	for _, id := range ids {
 		delete(g.pending, id)
 	}
 	return nil
 }
 
-func (g *generator) Fail(ctx context.Context, ids []uint64, _ component.Collector) error {
+func (g *generator) Fail(ctx context.Context, ids []uint64, _ plugin.Collector) error {
 	for _, id := range ids {
 		if g.pending[id] {
 			g.replay = append(g.replay, id)

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ardea-dev/ardea/internal/component"
+	"github.com/ardea-dev/ardea/connectors/plugin"
 )
 
 func openGenerator(t testing.TB, cfg map[string]string, index int, clock *fakeClock) (*generator, *recorder) {
@@ -44,7 +44,7 @@ func TestGeneratorCorpus(t *testing.T) {
 func TestGeneratorCount(t *testing.T) {
 	g, out := openGenerator(t, map[string]string{"count": "25"}, 0, nil)
 	var counts []int
-	var statuses []component.Status
+	var statuses []plugin.Status
 	for range 5 {
 		before := len(out.emits)
 		st, err := g.Next(context.Background(), 10, out)
@@ -57,7 +57,7 @@ func TestGeneratorCount(t *testing.T) {
 	if want := []int{10, 10, 5, 0, 0}; !slices.Equal(counts, want) {
 		t.Errorf("emits per call = %v, want %v", counts, want)
 	}
-	want := []component.Status{component.Emitted, component.Emitted, component.Emitted, component.Done, component.Done}
+	want := []plugin.Status{plugin.Emitted, plugin.Emitted, plugin.Emitted, plugin.Done, plugin.Done}
 	if !slices.Equal(statuses, want) {
 		t.Errorf("statuses = %v, want %v", statuses, want)
 	}
@@ -96,7 +96,7 @@ func TestGeneratorDeterministic(t *testing.T) {
 func TestGeneratorRateIdle(t *testing.T) {
 	clock := &fakeClock{t: time.Unix(1000, 0)}
 	g, out := openGenerator(t, map[string]string{"rate": "10"}, 0, clock)
-	next := func(max int) (component.Status, int) {
+	next := func(max int) (plugin.Status, int) {
 		before := len(out.emits)
 		st, err := g.Next(context.Background(), max, out)
 		if err != nil {
@@ -105,18 +105,18 @@ func TestGeneratorRateIdle(t *testing.T) {
 		return st, len(out.emits) - before
 	}
 	// One tuple is available at once, then the task is ahead of schedule.
-	if st, n := next(100); st != component.Emitted || n != 1 {
+	if st, n := next(100); st != plugin.Emitted || n != 1 {
 		t.Fatalf("first call = %v, %d", st, n)
 	}
-	if st, n := next(100); st != component.Idle || n != 0 {
+	if st, n := next(100); st != plugin.Idle || n != 0 {
 		t.Fatalf("second call = %v, %d, want Idle", st, n)
 	}
 	clock.advance(50 * time.Millisecond) // half a token
-	if st, _ := next(100); st != component.Idle {
+	if st, _ := next(100); st != plugin.Idle {
 		t.Fatalf("after 50ms = %v, want Idle", st)
 	}
 	clock.advance(250 * time.Millisecond) // 3 tokens in all
-	if st, n := next(100); st != component.Emitted || n != 3 {
+	if st, n := next(100); st != plugin.Emitted || n != 3 {
 		t.Fatalf("after 300ms = %v, %d, want 3", st, n)
 	}
 	clock.advance(300 * time.Millisecond)

@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/ardea-dev/ardea/connectors/plugin"
-	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/tuple"
 )
 
@@ -92,7 +91,7 @@ type httpSpout struct {
 	tupleSetting  string
 }
 
-func newHTTPSpout(cfg plugin.Config) (component.Spout, error) {
+func newHTTPSpout(cfg plugin.Config) (plugin.Spout, error) {
 	r := cfg.Reader()
 	s := &httpSpout{listen: r.String("listen"), path: r.String("path"), maxBody: r.Int("max_body_bytes"),
 		queueLen: int(r.Int("queue")), timeout: r.Duration("timeout"), token: []byte(r.String("token"))}
@@ -114,7 +113,7 @@ func (s *httpSpout) Addr() string {
 	return s.addr
 }
 
-func (s *httpSpout) Open(ctx context.Context, tc component.Context, _ component.Collector) error {
+func (s *httpSpout) Open(ctx context.Context, tc plugin.TaskContext, _ plugin.Collector) error {
 	s.comp = tc.Component
 	st, err := outputStream(tc, "http spout", "default", 1)
 	if err != nil {
@@ -215,7 +214,7 @@ func (s *httpSpout) handle(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (s *httpSpout) Next(ctx context.Context, max int, out component.Collector) (component.Status, error) {
+func (s *httpSpout) Next(ctx context.Context, max int, out plugin.Collector) (plugin.Status, error) {
 	n := 0
 	for n < max {
 		if s.cur == nil {
@@ -227,9 +226,9 @@ func (s *httpSpout) Next(ctx context.Context, max int, out component.Collector) 
 				}
 			default:
 				if n == 0 {
-					return component.Idle, nil
+					return plugin.Idle, nil
 				}
-				return component.Emitted, nil
+				return plugin.Emitted, nil
 			}
 		}
 		line := s.cur.lines[s.curLine]
@@ -241,7 +240,7 @@ func (s *httpSpout) Next(ctx context.Context, max int, out component.Collector) 
 		}
 		s.vals = appendStringValues(s.vals[:0], line)
 		if err := out.Emit(s.stream, tuple.NoTask, id, nil, s.vals); err != nil {
-			return component.Emitted, err
+			return plugin.Emitted, err
 		}
 		n++
 		s.acceptedLines++
@@ -252,16 +251,16 @@ func (s *httpSpout) Next(ctx context.Context, max int, out component.Collector) 
 			s.cur = nil
 		}
 	}
-	return component.Emitted, nil
+	return plugin.Emitted, nil
 }
 
 // Ack and Fail settle the lines' requests (at least once).
-func (s *httpSpout) Ack(ctx context.Context, ids []uint64, _ component.Collector) error {
+func (s *httpSpout) Ack(ctx context.Context, ids []uint64, _ plugin.Collector) error {
 	s.settle(ids, false)
 	return nil
 }
 
-func (s *httpSpout) Fail(ctx context.Context, ids []uint64, _ component.Collector) error {
+func (s *httpSpout) Fail(ctx context.Context, ids []uint64, _ plugin.Collector) error {
 	s.settle(ids, true)
 	return nil
 }

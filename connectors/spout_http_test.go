@@ -9,13 +9,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ardea-dev/ardea/internal/component"
+	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/internal/testutil"
 )
 
 func init() {
 	fixtures["spout:http"] = func(t *testing.T, _ string) []fixture {
-		return []fixture{{name: "minimal", cfg: map[string]string{"listen": "127.0.0.1:0"}, opened: func(t *testing.T, s component.Spout) {
+		return []fixture{{name: "minimal", cfg: map[string]string{"listen": "127.0.0.1:0"}, opened: func(t *testing.T, s plugin.Spout) {
 			go http.Post("http://"+s.(*httpSpout).Addr()+"/ingest", "text/plain", strings.NewReader("a\nb\nc\n"))
 			testutil.Eventually(t, "the request queued", func() bool { return len(s.(*httpSpout).queue) > 0 })
 		}}}

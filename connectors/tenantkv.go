@@ -12,7 +12,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ardea-dev/ardea/connectors/plugin"
-	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/names"
 	"github.com/ardea-dev/ardea/internal/tuple"
 )
@@ -21,7 +20,7 @@ import (
 // JetStream key-value bucket the tenant made for its own input and output
 // (`ardea kv create NAME`, POST /api/v1/kv). Like builtin:stream they
 // take a bucket name, never an address, and use the container's own NATS
-// connection (component.Context.Bus): in a daemon the host's credential,
+// connection (plugin.TaskContext.Bus): in a daemon the host's credential,
 // in its tenant's account, which reaches exactly the buckets its topology
 // names (names.TenantKV; never the daemon's own buckets). So they need no
 // admin leave (docs/tenancy.md).
@@ -185,7 +184,7 @@ func openTenantKV(ctx context.Context, js jetstream.JetStream, name string) (jet
 	return js.CreateKeyValue(ctx, TenantKVConfig(name, 0, 0))
 }
 
-func newTenantKVSpout(cfg plugin.Config) (component.Spout, error) {
+func newTenantKVSpout(cfg plugin.Config) (plugin.Spout, error) {
 	r := cfg.Reader()
 	name, keys := r.String("bucket"), r.String("keys")
 	s := &jsSpout{tenant: true, name: name, durable: r.String("durable"), batch: int(r.Int("batch")), ackWait: r.Duration("ack_wait")}
@@ -251,7 +250,7 @@ type kvSink struct {
 	puts, deletes                 int64
 }
 
-func newTenantKVSink(cfg plugin.Config) (component.Bolt, error) {
+func newTenantKVSink(cfg plugin.Config) (plugin.Bolt, error) {
 	r := cfg.Reader()
 	s := &kvSink{name: r.String("bucket"), keyField: r.String("key_field"), valueField: r.String("value_field"),
 		opField: r.String("op_field"), timeout: r.Duration("timeout")}
@@ -272,7 +271,7 @@ func (s *kvSink) errorf(format string, args ...any) error {
 	return fmt.Errorf("component %q: kv sink (bucket %s): %w", s.comp, s.name, fmt.Errorf(format, args...))
 }
 
-func (s *kvSink) Prepare(ctx context.Context, tc component.Context, _ component.Collector) error {
+func (s *kvSink) Prepare(ctx context.Context, tc plugin.TaskContext, _ plugin.Collector) error {
 	s.comp, s.log, s.metric = tc.Component, tc.Logger, tc.Metric
 	if s.metric == nil {
 		s.metric = func(string, int64) {}
@@ -317,7 +316,7 @@ func (s *kvSink) Prepare(ctx context.Context, tc component.Context, _ component.
 }
 
 // bad fails tuple id, whose record cannot be written, and says why once.
-func (s *kvSink) bad(out component.Collector, id uint64, why string) {
+func (s *kvSink) bad(out plugin.Collector, id uint64, why string) {
 	out.Fail(id)
 	s.metric("kv_invalid", 1)
 	if !s.invalidLogged && s.log != nil {
@@ -326,7 +325,7 @@ func (s *kvSink) bad(out component.Collector, id uint64, why string) {
 	}
 }
 
-func (s *kvSink) Execute(ctx context.Context, batch []byte, out component.Collector) error {
+func (s *kvSink) Execute(ctx context.Context, batch []byte, out plugin.Collector) error {
 	r, err := tuple.NewBatchReader(batch)
 	if err != nil {
 		return s.errorf("%w", err)
@@ -419,8 +418,8 @@ func (s *kvSink) Execute(ctx context.Context, batch []byte, out component.Collec
 	return nil
 }
 
-func (s *kvSink) Tick(context.Context, component.Collector) error   { return nil }
-func (s *kvSink) Finish(context.Context, component.Collector) error { return nil }
+func (s *kvSink) Tick(context.Context, plugin.Collector) error   { return nil }
+func (s *kvSink) Finish(context.Context, plugin.Collector) error { return nil }
 
 func (s *kvSink) Close(ctx context.Context) error {
 	if s.js != nil {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/ardea-dev/ardea/internal/component"
+	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/internal/names"
 	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/internal/tuple"
@@ -45,7 +45,7 @@ func init() {
 			{name: "minimal", cfg: map[string]string{"bucket": "in"}, bus: nc},
 			// A bucket missing on a connection without a credential is made.
 			{name: "made on first use", cfg: map[string]string{"bucket": "fresh", "keys": "x.*", "deliver": "all", "durable": "d", "batch": "2"}, bus: nc,
-				opened: func(t *testing.T, _ component.Spout) {
+				opened: func(t *testing.T, _ plugin.Spout) {
 					fresh, err := js.KeyValue(context.Background(), TenantKVConfig("fresh", 0, 0).Bucket)
 					if err != nil {
 						t.Fatal(err)

@@ -8,7 +8,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ardea-dev/ardea/connectors/plugin"
-	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/names"
 )
 
@@ -16,7 +15,7 @@ import (
 // stream: a JetStream stream the tenant made for its own input and output
 // (`ardea stream create NAME`, POST /api/v1/streams). They take a stream
 // name, never an address: they use the container's own NATS connection
-// (component.Context.Bus), which in a daemon is the host's credential, in
+// (plugin.TaskContext.Bus), which in a daemon is the host's credential, in
 // its tenant's account, so a name can reach only that tenant's streams,
 // and inside the account only the streams named names.TenantStream (never
 // the daemon's buckets). So they need no admin leave (docs/tenancy.md).
@@ -78,7 +77,7 @@ func TenantStreamConfig(name string, maxBytes int64) jetstream.StreamConfig {
 		Description: "ardea tenant stream " + name}
 }
 
-func newTenantStreamSpout(cfg plugin.Config) (component.Spout, error) {
+func newTenantStreamSpout(cfg plugin.Config) (plugin.Spout, error) {
 	r := cfg.Reader()
 	name := r.String("stream")
 	s := &jsSpout{tenant: true, name: name, durable: r.String("durable"), batch: int(r.Int("batch")), ackWait: r.Duration("ack_wait")}
@@ -96,7 +95,7 @@ func newTenantStreamSpout(cfg plugin.Config) (component.Spout, error) {
 	return s, nil
 }
 
-func newTenantStreamSink(cfg plugin.Config) (component.Bolt, error) {
+func newTenantStreamSink(cfg plugin.Config) (plugin.Bolt, error) {
 	r := cfg.Reader()
 	name := r.String("stream")
 	s := &jsSink{tenant: true, name: name, timeout: r.Duration("timeout")}
@@ -111,7 +110,7 @@ func newTenantStreamSink(cfg plugin.Config) (component.Bolt, error) {
 }
 
 // busJetStream is JetStream on the container's own connection.
-func busJetStream(tc component.Context) (jetstream.JetStream, error) {
+func busJetStream(tc plugin.TaskContext) (jetstream.JetStream, error) {
 	if tc.Bus == nil {
 		return nil, errors.New("no NATS connection of the container (a tenant stream needs one)")
 	}

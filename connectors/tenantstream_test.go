@@ -10,7 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/ardea-dev/ardea/internal/component"
+	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/internal/names"
 	"github.com/ardea-dev/ardea/internal/testutil/natstest"
 	"github.com/ardea-dev/ardea/internal/tuple"
@@ -51,7 +51,7 @@ func init() {
 			{name: "minimal", cfg: map[string]string{"stream": "in"}, bus: nc},
 			// A stream missing on a connection without a credential is made.
 			{name: "made on first use", cfg: map[string]string{"stream": "fresh", "durable": "d", "batch": "2"}, bus: nc,
-				opened: func(t *testing.T, _ component.Spout) { publishTenant(t, js, "fresh", "x", "y", "z") }},
+				opened: func(t *testing.T, _ plugin.Spout) { publishTenant(t, js, "fresh", "x", "y", "z") }},
 		}
 	}
 	fixtures["bolt:stream"] = func(t *testing.T, _ string) []fixture {

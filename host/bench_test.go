@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/ardea-dev/ardea/internal/component"
+	"github.com/ardea-dev/ardea/connectors/plugin"
 )
 
 // deadlineModes runs a benchmark with the module instrumented for deadlines
@@ -22,7 +22,7 @@ func benchRuntime(b *testing.B, noTermination bool) *Runtime {
 	return rt
 }
 
-func preparedBolt(tb testing.TB, rt *Runtime, fixtureName string, cfg map[string]string) component.Bolt {
+func preparedBolt(tb testing.TB, rt *Runtime, fixtureName string, cfg map[string]string) plugin.Bolt {
 	tb.Helper()
 	bolt, err := compile(tb, rt, fixtureName).NewBolt(context.Background(), instanceConfig(fixtureName))
 	if err != nil {

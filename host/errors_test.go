@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ardea-dev/ardea/internal/component"
+	"github.com/ardea-dev/ardea/connectors/plugin"
 )
 
 func TestCompileRefuses(t *testing.T) {
@@ -86,7 +86,7 @@ func TestInstanceRefuses(t *testing.T) {
 }
 
 // misbehaving prepares a misbehave bolt in the given mode.
-func misbehaving(t *testing.T, mod *Module, mode string, ic InstanceConfig) component.Bolt {
+func misbehaving(t *testing.T, mod *Module, mode string, ic InstanceConfig) plugin.Bolt {
 	t.Helper()
 	b, err := mod.NewBolt(context.Background(), ic)
 	if err != nil {
@@ -245,7 +245,7 @@ func TestHostSideFailures(t *testing.T) {
 	ctx := context.Background()
 	rt := newRuntime(t, Config{})
 	mod := compile(t, rt, "echo")
-	prepared := func() component.Bolt {
+	prepared := func() plugin.Bolt {
 		b, err := mod.NewBolt(ctx, instanceConfig("echo"))
 		if err != nil {
 			t.Fatal(err)

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ardea-dev/ardea/internal/component"
+	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/internal/tuple"
 )
 
@@ -225,7 +225,7 @@ type undoer interface {
 
 // executeIsolated runs a batch on a bolt with a cursor: see the top of
 // this file.
-func (b *bolt) executeIsolated(ctx context.Context, batch []byte, out component.Collector) error {
+func (b *bolt) executeIsolated(ctx context.Context, batch []byte, out plugin.Collector) error {
 	cur := batch
 	good := 0 // records before it went through in an earlier call of this batch
 	for {
@@ -349,7 +349,7 @@ func (b *bolt) maxFailingTime() time.Duration {
 // restart replaces the failed instance with a fresh one of the same
 // module, prepared with the same context and state (as a swap starts the
 // new version); what its prepare emits goes to out.
-func (b *bolt) restart(ctx context.Context, out component.Collector) error {
+func (b *bolt) restart(ctx context.Context, out plugin.Collector) error {
 	old := b.in
 	old.shutdown()
 	in, err := old.module.newInstance(ctx, kindBolt, b.ic)

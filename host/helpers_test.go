@@ -13,7 +13,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/ardea-dev/ardea/internal/component"
+	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/internal/tuple"
 )
 
@@ -185,8 +185,8 @@ func (b *logBuffer) records(t *testing.T) []map[string]any {
 }
 
 // taskContext builds a task context for component comp, task 7.
-func taskContext(comp string, config map[string]string, outputs ...tuple.StreamDecl) component.Context {
-	return component.Context{
+func taskContext(comp string, config map[string]string, outputs ...tuple.StreamDecl) plugin.TaskContext {
+	return plugin.TaskContext{
 		Context: tuple.Context{
 			Topology: "topo", Component: comp, TaskID: 7, TaskIndex: 0, Parallelism: 1,
 			Config: config, Outputs: outputs,
@@ -224,7 +224,7 @@ func mustContain(t *testing.T, err error, parts ...string) {
 }
 
 // spanRecorder is a recorder that also takes parsed values
-// (component.SpanCollector); it checks the spans it gets against
+// (SpanCollector); it checks the spans it gets against
 // tuple.FieldSpans and counts the emits that came that way.
 type spanRecorder struct {
 	recorder

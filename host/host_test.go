@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ardea-dev/ardea/internal/component"
+	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/internal/tuple"
 )
 
@@ -144,7 +144,7 @@ func TestSpoutLifecycle(t *testing.T) {
 	if err := s.Open(context.Background(), tc, &rec); err != nil {
 		t.Fatal(err)
 	}
-	check := func(st component.Status, wantSt component.Status, ids ...uint64) {
+	check := func(st plugin.Status, wantSt plugin.Status, ids ...uint64) {
 		t.Helper()
 		if st != wantSt {
 			t.Fatalf("status %d, want %d", st, wantSt)
@@ -166,7 +166,7 @@ func TestSpoutLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	check(st, component.Emitted, 1, 2)
+	check(st, plugin.Emitted, 1, 2)
 	if err := s.Deactivate(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +174,7 @@ func TestSpoutLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	check(st, component.Idle)
+	check(st, plugin.Idle)
 	if err := s.Activate(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +182,7 @@ func TestSpoutLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	check(st, component.Done, 3, 4, 5)
+	check(st, plugin.Done, 3, 4, 5)
 	if err := s.Ack(context.Background(), []uint64{1, 2}, &rec); err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +192,7 @@ func TestSpoutLifecycle(t *testing.T) {
 	if err := s.Fail(context.Background(), []uint64{3}, &rec); err != nil {
 		t.Fatal(err)
 	}
-	check(component.Emitted, component.Emitted, 3) // replayed
+	check(plugin.Emitted, plugin.Emitted, 3) // replayed
 	if err := s.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}

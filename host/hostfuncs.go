@@ -8,7 +8,7 @@ import (
 	"log/slog"
 	"math"
 
-	"github.com/ardea-dev/ardea/internal/component"
+	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/internal/tuple"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -142,7 +142,7 @@ func (in *instance) overLimit(kind error, format string, args ...any) {
 }
 
 // st is the task's state; using it before open/prepare is a violation.
-func (in *instance) st() component.State {
+func (in *instance) st() plugin.State {
 	if in.state == nil {
 		in.violate("state used before %s", openCall(in.kind))
 	}
@@ -296,11 +296,11 @@ func hostStatePut(ctx context.Context, _ api.Module, stack []uint64) {
 	}
 }
 
-// boundedState is a component.State that knows its size and can refuse a
+// boundedState is a plugin.State that knows its size and can refuse a
 // write over a limit (MemoryState). A State without it is bounded per key
 // and value only.
 type boundedState interface {
-	component.State
+	plugin.State
 	PutWithin(key, value []byte, limit int64) (int64, bool)
 	Bytes() int64
 }

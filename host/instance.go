@@ -14,7 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/ardea-dev/ardea/internal/component"
+	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/internal/tuple"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -39,7 +39,7 @@ type InstanceConfig struct {
 	Limits Limits
 	// Logger overrides Config.Logger as the base of the instance's logger
 	// (nil = keep). The host adds topology, component and task attributes;
-	// guest log lines, stdout and stderr go there. component.Context.Logger
+	// guest log lines, stdout and stderr go there. plugin.TaskContext.Logger
 	// is not used: the instance logs before open (in _initialize).
 	Logger *slog.Logger
 	// OnTupleFailure decides what becomes of the tuple a bolt's
@@ -145,6 +145,16 @@ func openCall(kind string) string {
 	return callNames[callPrepare]
 }
 
+// SpanCollector is a Collector that also takes a values block already
+// split by tuple.FieldSpans (spans covers all of values), so that a caller
+// that has parsed a tuple to check it does not make the collector parse it
+// again. An instance uses it when its collector has it (the engine's
+// outbox does).
+type SpanCollector interface {
+	plugin.Collector
+	EmitSpans(stream uint16, direct uint32, msgID uint64, anchors, values []byte, spans []int) error
+}
+
 // instance is one wazero module instance running one task. Its methods are
 // called by the task's goroutine only; the watchdog touches just callStart
 // and cancel.
@@ -178,9 +188,9 @@ type instance struct {
 
 	// current call
 	cur     callID
-	out     component.Collector     // nil when the call may not emit
-	spanOut component.SpanCollector // out, when it takes parsed values (else nil)
-	op      tuple.Op                // hostEmit's decoded op, reused
+	out     plugin.Collector // nil when the call may not emit
+	spanOut SpanCollector    // out, when it takes parsed values (else nil)
+	op      tuple.Op         // hostEmit's decoded op, reused
 	errText []byte
 	fault   error
 	emitted int64 // bytes handed to emit during the call
@@ -208,7 +218,7 @@ type instance struct {
 	spans          []int
 	outNames       []string
 	outFields      []int
-	state          component.State
+	state          plugin.State
 	bounded        boundedState // state, when it can bound its size (MemoryState)
 	metric         func(string, int64)
 	gauge          func(string, float64)
@@ -224,7 +234,7 @@ type instance struct {
 // NewSpout instantiates the module as a spout task. ctx bounds compiling
 // and instantiating only; the instance's calls run under its own context
 // (cancelled by the watchdog at a deadline) until Close.
-func (m *Module) NewSpout(ctx context.Context, ic InstanceConfig) (component.Spout, error) {
+func (m *Module) NewSpout(ctx context.Context, ic InstanceConfig) (plugin.Spout, error) {
 	in, err := m.newInstance(ctx, kindSpout, ic)
 	if err != nil {
 		return nil, err
@@ -233,7 +243,7 @@ func (m *Module) NewSpout(ctx context.Context, ic InstanceConfig) (component.Spo
 }
 
 // NewBolt instantiates the module as a bolt task.
-func (m *Module) NewBolt(ctx context.Context, ic InstanceConfig) (component.Bolt, error) {
+func (m *Module) NewBolt(ctx context.Context, ic InstanceConfig) (plugin.Bolt, error) {
 	in, err := m.newInstance(ctx, kindBolt, ic)
 	if err != nil {
 		return nil, err
@@ -384,7 +394,7 @@ func (in *instance) begin(id callID) {
 
 // call runs one guest export. It allocates nothing itself: the context and
 // the parameter/result stack are the instance's own.
-func (in *instance) call(id callID, arg uint64, out component.Collector) (int32, error) {
+func (in *instance) call(id callID, arg uint64, out plugin.Collector) (int32, error) {
 	if in.dead != nil {
 		return 0, in.dead
 	}
@@ -393,7 +403,7 @@ func (in *instance) call(id callID, arg uint64, out component.Collector) (int32,
 		return 0, fmt.Errorf("%s: module %s does not export %s", in.label, in.module.name, callNames[id])
 	}
 	in.out = out
-	in.spanOut, _ = out.(component.SpanCollector)
+	in.spanOut, _ = out.(SpanCollector)
 	in.stack[0] = arg
 	in.begin(id)
 	err := fn.CallWithStack(in.ctx, in.stack)
@@ -687,7 +697,7 @@ func (in *instance) input(b []byte) error {
 	return nil
 }
 
-func (in *instance) open(id callID, ctx component.Context, out component.Collector) error {
+func (in *instance) open(id callID, ctx plugin.TaskContext, out plugin.Collector) error {
 	if in.dead != nil {
 		return in.dead
 	}
@@ -734,7 +744,7 @@ func (in *instance) ready(id callID) error {
 }
 
 // simple runs a lifecycle call without input.
-func (in *instance) simple(id callID, out component.Collector) error {
+func (in *instance) simple(id callID, out plugin.Collector) error {
 	if err := in.ready(id); err != nil {
 		return err
 	}
@@ -743,7 +753,7 @@ func (in *instance) simple(id callID, out component.Collector) error {
 }
 
 // ids writes u32 count, u64 ids and runs ack or fail.
-func (in *instance) ids(id callID, ids []uint64, out component.Collector) error {
+func (in *instance) ids(id callID, ids []uint64, out plugin.Collector) error {
 	if err := in.ready(id); err != nil {
 		return err
 	}
@@ -788,33 +798,33 @@ func appendIDs(dst []byte, ids []uint64) []byte {
 
 type spout struct{ in *instance }
 
-func (s *spout) Open(ctx context.Context, tc component.Context, out component.Collector) error {
+func (s *spout) Open(ctx context.Context, tc plugin.TaskContext, out plugin.Collector) error {
 	return s.in.open(callOpen, tc, out)
 }
 
-func (s *spout) Next(ctx context.Context, n int, out component.Collector) (component.Status, error) {
+func (s *spout) Next(ctx context.Context, n int, out plugin.Collector) (plugin.Status, error) {
 	in := s.in
 	if err := in.ready(callNext); err != nil {
-		return component.Idle, err
+		return plugin.Idle, err
 	}
 	rc, err := in.call(callNext, uint64(min(max(n, 0), math.MaxInt32)), out)
 	if err != nil {
-		return component.Idle, err
+		return plugin.Idle, err
 	}
-	switch st := component.Status(rc); st {
-	case component.Emitted, component.Idle, component.Done:
+	switch st := plugin.Status(rc); st {
+	case plugin.Emitted, plugin.Idle, plugin.Done:
 		return st, nil
 	}
-	return component.Idle, in.kill(&callError{
+	return plugin.Idle, in.kill(&callError{
 		msg:  fmt.Sprintf("%s: ardea_next returned %d, want 0 (emitted), 1 (idle) or 2 (done): %v", in.label, rc, ErrABIViolation),
 		kind: ErrABIViolation,
 	})
 }
 
-func (s *spout) Ack(ctx context.Context, ids []uint64, out component.Collector) error {
+func (s *spout) Ack(ctx context.Context, ids []uint64, out plugin.Collector) error {
 	return s.in.ids(callAck, ids, out)
 }
-func (s *spout) Fail(ctx context.Context, ids []uint64, out component.Collector) error {
+func (s *spout) Fail(ctx context.Context, ids []uint64, out plugin.Collector) error {
 	return s.in.ids(callFail, ids, out)
 }
 func (s *spout) Activate(ctx context.Context) error   { return s.in.simple(callActivate, nil) }
@@ -828,19 +838,19 @@ type bolt struct {
 	in          *instance
 	live        atomic.Pointer[instance]
 	ic          InstanceConfig
-	tc          component.Context // what Prepare was given, for a fresh instance
-	consecutive int               // tuples failed in a row
-	failing     time.Duration     // the time their failed calls took
-	batch       []byte            // a batch without its failed records
+	tc          plugin.TaskContext // what Prepare was given, for a fresh instance
+	consecutive int                // tuples failed in a row
+	failing     time.Duration      // the time their failed calls took
+	batch       []byte             // a batch without its failed records
 	restarts    atomic.Int64
 }
 
-func (b *bolt) Prepare(ctx context.Context, tc component.Context, out component.Collector) error {
+func (b *bolt) Prepare(ctx context.Context, tc plugin.TaskContext, out plugin.Collector) error {
 	b.tc = tc
 	return b.in.open(callPrepare, tc, out)
 }
 
-func (b *bolt) Execute(ctx context.Context, batch []byte, out component.Collector) error {
+func (b *bolt) Execute(ctx context.Context, batch []byte, out plugin.Collector) error {
 	in := b.in
 	if err := in.ready(callExecute); err != nil {
 		return err
@@ -855,10 +865,10 @@ func (b *bolt) Execute(ctx context.Context, batch []byte, out component.Collecto
 	return err
 }
 
-func (b *bolt) Tick(ctx context.Context, out component.Collector) error {
+func (b *bolt) Tick(ctx context.Context, out plugin.Collector) error {
 	return b.in.simple(callTick, out)
 }
-func (b *bolt) Finish(ctx context.Context, out component.Collector) error {
+func (b *bolt) Finish(ctx context.Context, out plugin.Collector) error {
 	return b.in.simple(callFinish, out)
 }
 func (b *bolt) Close(ctx context.Context) error { return b.in.closeTask() }

@@ -13,12 +13,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ardea-dev/ardea/internal/component"
+	"github.com/ardea-dev/ardea/connectors/plugin"
 )
 
 // limitBolt prepares a misbehave bolt in mode with extra guest config,
 // the instance's limits and its state, and returns both.
-func limitBolt(t *testing.T, mod *Module, ic InstanceConfig, mode string, config map[string]string) (component.Bolt, *MemoryState) {
+func limitBolt(t *testing.T, mod *Module, ic InstanceConfig, mode string, config map[string]string) (plugin.Bolt, *MemoryState) {
 	t.Helper()
 	b, err := mod.NewBolt(context.Background(), ic)
 	if err != nil {
@@ -38,7 +38,7 @@ func limitBolt(t *testing.T, mod *Module, ic InstanceConfig, mode string, config
 
 // mustFailWith checks an instance error's kind and text, and that the
 // instance is dead.
-func mustFailWith(t *testing.T, b component.Bolt, err, kind error, parts ...string) {
+func mustFailWith(t *testing.T, b plugin.Bolt, err, kind error, parts ...string) {
 	t.Helper()
 	mustContain(t, err, parts...)
 	if !errors.Is(err, kind) {

@@ -5,7 +5,7 @@
 // runtimes, the compilation cache and one watchdog goroutine that enforces
 // per-call deadlines. A Module is a compiled, validated .wasm file; each task
 // gets its own instance from Module.NewSpout or Module.NewBolt, which
-// implement component.Spout and component.Bolt.
+// implement plugin.Spout and plugin.Bolt.
 //
 // An instance fails on a trap, a guest error (negative return), a deadline,
 // exhausting its memory limit or breaking the emit rules. A failed instance

@@ -5,7 +5,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/ardea-dev/ardea/internal/component"
+	"github.com/ardea-dev/ardea/connectors/plugin"
 )
 
 // TestEmitSpans: a collector that takes parsed values gets every emit that
@@ -15,7 +15,7 @@ func TestEmitSpans(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	m := compile(t, newRuntime(t, Config{}), "echo")
-	run := func(col component.Collector, rec *recorder) []emitted {
+	run := func(col plugin.Collector, rec *recorder) []emitted {
 		b, err := m.NewBolt(ctx, instanceConfig("echo"))
 		if err != nil {
 			t.Fatal(err)

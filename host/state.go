@@ -8,7 +8,7 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/ardea-dev/ardea/internal/component"
+	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/internal/tuple"
 )
 
@@ -51,7 +51,7 @@ type undoEntry struct {
 	present   bool
 }
 
-var _ component.State = (*MemoryState)(nil)
+var _ plugin.State = (*MemoryState)(nil)
 
 // NewMemoryState returns an empty state with maxKeyGroups key groups
 // (tuple.DefaultMaxKeyGroups if <= 0).

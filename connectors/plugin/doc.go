@@ -1,6 +1,29 @@
-// Package plugin is Ardea's one registry of native plugins, public so that
-// code outside this module registers its own the way the built-ins do.
-// Four kinds share it:
+// Package plugin is Ardea's public API for native plugins: the component
+// API every spout and bolt implements, and the one registry of plugins,
+// so that code outside this module writes and registers its own the way
+// the built-ins do.
+//
+// The component API (component.go) is defined here and the engine uses
+// it: Spout, Bolt, Collector, TaskContext, State, Status (Emitted, Idle,
+// Done), Failure, and the optional capabilities FailureNoter, Snapshotter
+// and CheckpointListener. WebAssembly instances (package host) and the
+// built-in connectors implement the same interfaces. The tuple encoding a
+// component reads and writes (tuple.go: Value, ValueKind, BatchReader,
+// Record, BatchWriter, TupleContext, StreamDecl, InputDecl; Str, Int,
+// AppendValues, DecodeValues, NewBatchReader, ...) is ABI v1's, whose one
+// implementation is package internal/tuple: those names are aliases of
+// it, documented there.
+//
+// A task's Spout or Bolt is driven by exactly one goroutine; no method is
+// called concurrently with another on the same value. Every method takes
+// the caller's context first: the engine passes the task's context,
+// cancelled when the task stops, and a component takes its deadlines from
+// it (context.WithTimeout(ctx, ...)) instead of starting a background
+// context. Close is called with a context that is not cancelled with the
+// task (context.WithoutCancel of it), so a component can still flush and
+// release what it holds; it bounds its own waits there.
+//
+// Four kinds of plugin share the registry:
 //
 //   - spouts and bolts: native components selected in a topology with
 //     module "builtin:<name>" (package connectors holds the built-ins);
@@ -30,6 +53,18 @@
 // ardea run, ardea local and ardea host use. NewEnvironment clones it, for
 // tests and for programs that want their own set; NewEmptyEnvironment has
 // nothing registered.
+//
+// A runner takes an environment through its options, Default when none is
+// given: daemon.RunOptions.Plugins (package scheduler/daemon: what ardea
+// run runs, its containers in process) and daemon.Options.Plugins resolve
+// every builtin:<name> component, dead-letter destination and metrics sink
+// in it and validate their config against it, so a program runs plugins
+// of its own without registering them globally. Process containers (an
+// ardea host process per container) are another binary's run: they
+// resolve plugins in that binary's Default, so a daemon with process
+// containers takes no other environment; a program that runs its own
+// plugins there registers them in Default (from an init) and starts its
+// own executable as the hosts (daemon.Options.HostPath).
 //
 // Specs document themselves: Specs lists them, `ardea builtins` prints them
 // (-o table|json|yaml) and WriteReference renders the Markdown reference

@@ -87,3 +87,56 @@ func ExampleConfig_Reader() {
 	// /var/log/app.log 1s 0
 	// component "logs" (builtin:tail): config "lines": not a field of the spec (fields: path, poll)
 }
+
+// A program's own environment: NewEnvironment copies the default one (the
+// built-ins, once package connectors is imported) and what is registered
+// in it stays out of the default. A runner takes it through its options
+// (daemon.RunOptions.Plugins, daemon.Options.Plugins) and builds the
+// program's components from it; the bolt's spec gives the outputs and
+// config check a topology is validated with (Environment.Outputs,
+// Environment.ValidateConfig).
+func ExampleNewEnvironment() {
+	env := plugin.NewEnvironment()
+	err := env.RegisterBolt(plugin.Spec{Name: "ask", Summary: "Asks its input's first field, in upper case.",
+		Outputs: map[string][]string{"default": {"question"}}},
+		func(plugin.Config) (plugin.Bolt, error) { return &shout{suffix: "?"}, nil })
+	fmt.Println("register:", err)
+	_, inEnv := env.Lookup(plugin.KindBolt, "ask")
+	_, inDefault := plugin.Default().Lookup(plugin.KindBolt, "ask")
+	fmt.Println("in env:", inEnv, "in the default:", inDefault)
+	outputs, _ := env.Outputs("bolt", "ask")
+	fmt.Println("outputs:", outputs, "config:", env.ValidateConfig("bolt", "ask", "asker", nil))
+
+	b, err := env.NewBolt("ask", nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	// Run it on one input batch, as the engine does.
+	var in plugin.BatchWriter
+	in.Reset()
+	in.Append(0, 0, 0, plugin.AppendValues(nil, plugin.Str("hello")))
+	out := &printer{}
+	ctx := context.Background()
+	fmt.Println(b.Prepare(ctx, plugin.TaskContext{}, out), b.Execute(ctx, in.Buf, out), b.Close(ctx))
+	// Output:
+	// register: <nil>
+	// in env: true in the default: false
+	// outputs: map[default:[question]] config: <nil>
+	// emit: HELLO?
+	// <nil> <nil> <nil>
+}
+
+// printer is a Collector that prints what a component emits.
+type printer struct{}
+
+func (*printer) Emit(_ uint16, _ uint32, _ uint64, _, values []byte) error {
+	vals, _, err := plugin.DecodeValues(nil, values)
+	if err != nil {
+		return err
+	}
+	fmt.Println("emit:", vals[0].AsString())
+	return nil
+}
+func (*printer) Ack(uint64) error  { return nil }
+func (*printer) Fail(uint64) error { return nil }

@@ -12,9 +12,9 @@ import (
 
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/connectors"
+	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/examples/wordcount"
 	"github.com/ardea-dev/ardea/host"
-	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/tuple"
 	"github.com/ardea-dev/ardea/scheduler/daemon"
 )
@@ -121,7 +121,7 @@ func TestUpperKeepsTheWord(t *testing.T) {
 	}
 	defer b.Close(context.Background())
 	rec := &recorder{}
-	err = b.Prepare(context.Background(), component.Context{
+	err = b.Prepare(context.Background(), plugin.TaskContext{
 		Context: tuple.Context{Topology: "polyglot", Component: "upper", TaskID: 1, Parallelism: 1,
 			Outputs: []tuple.StreamDecl{{Name: "default", Fields: []string{"word", "upper"}}},
 			Inputs:  []tuple.InputDecl{{Component: "split", Stream: "default", Fields: []string{"word"}}}},

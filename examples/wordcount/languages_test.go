@@ -21,9 +21,9 @@ import (
 
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/connectors"
+	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/examples/wordcount"
 	"github.com/ardea-dev/ardea/host"
-	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/tuple"
 	"github.com/ardea-dev/ardea/scheduler/daemon"
 )
@@ -80,7 +80,7 @@ func (r *recorder) Emit(_ uint16, _ uint32, _ uint64, _ []byte, values []byte) e
 func (r *recorder) Ack(id uint64) error { r.acks = append(r.acks, id); return nil }
 func (r *recorder) Fail(uint64) error   { return nil }
 
-func instance(t *testing.T, rt *host.Runtime, wasm []byte, name string, state *host.MemoryState, in, out []string, rec *recorder) component.Bolt {
+func instance(t *testing.T, rt *host.Runtime, wasm []byte, name string, state *host.MemoryState, in, out []string, rec *recorder) plugin.Bolt {
 	t.Helper()
 	ctx := context.Background()
 	m, err := rt.CompileBytes(ctx, name, wasm)
@@ -92,7 +92,7 @@ func instance(t *testing.T, rt *host.Runtime, wasm []byte, name string, state *h
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = b.Close(context.Background()) })
-	cctx := component.Context{
+	cctx := plugin.TaskContext{
 		Context: tuple.Context{Topology: "wc", Component: name, TaskID: 1, Parallelism: 1,
 			Outputs: []tuple.StreamDecl{{Name: "default", Fields: out}},
 			Inputs:  []tuple.InputDecl{{Component: "up", Stream: "default", Fields: in}}},

@@ -7,9 +7,9 @@ import (
 	"testing"
 
 	"github.com/ardea-dev/ardea/connectors"
+	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/examples/wordcount"
 	"github.com/ardea-dev/ardea/host"
-	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/tuple"
 )
 
@@ -19,7 +19,7 @@ func (c *counter) Emit(uint16, uint32, uint64, []byte, []byte) error { c.n++; re
 func (c *counter) Ack(uint64) error                                  { return nil }
 func (c *counter) Fail(uint64) error                                 { return nil }
 
-func bolt(b *testing.B, wasm []byte, name string, in, out []string) component.Bolt {
+func bolt(b *testing.B, wasm []byte, name string, in, out []string) plugin.Bolt {
 	ctx := context.Background()
 	rt, err := host.NewRuntime(ctx, host.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
@@ -34,7 +34,7 @@ func bolt(b *testing.B, wasm []byte, name string, in, out []string) component.Bo
 	if err != nil {
 		b.Fatal(err)
 	}
-	cctx := component.Context{
+	cctx := plugin.TaskContext{
 		Context: tuple.Context{Topology: "bench", Component: name, TaskID: 1, Parallelism: 1,
 			Outputs: []tuple.StreamDecl{{Name: "default", Fields: out}},
 			Inputs:  []tuple.InputDecl{{Component: "up", Stream: "default", Fields: in}}},

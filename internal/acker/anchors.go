@@ -145,7 +145,7 @@ func (a *Anchors) Emit(anchorIDs []uint64) (edge uint64, roots []RootID) {
 }
 
 // EmitLE is Emit with the anchors in the ABI's encoding: u64 tuple ids,
-// little-endian, as component.Collector.Emit receives them. A trailing
+// little-endian, as plugin.Collector.Emit receives them. A trailing
 // partial id is ignored (the host has validated the op before).
 func (a *Anchors) EmitLE(anchors []byte) (edge uint64, roots []RootID) {
 	a.roots = a.roots[:0]

@@ -14,8 +14,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/host"
-	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/internal/tuple"
 )
@@ -114,7 +114,7 @@ func runUpper(t *testing.T, wasm string) []string {
 		t.Fatal(err)
 	}
 	rec := &recorder{}
-	err = b.Prepare(context.Background(), component.Context{
+	err = b.Prepare(context.Background(), plugin.TaskContext{
 		Context: tuple.Context{
 			Topology: "t", Component: "upper", TaskID: 1, Parallelism: 1,
 			Outputs: []tuple.StreamDecl{{Name: "default", Fields: []string{"word", "n"}}},

@@ -11,7 +11,7 @@ import (
 
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/bus"
-	"github.com/ardea-dev/ardea/internal/component"
+	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/internal/engine"
 	"github.com/ardea-dev/ardea/internal/metrics"
 	"github.com/ardea-dev/ardea/internal/plan"
@@ -37,11 +37,11 @@ type replaySpout struct {
 	queue  []uint64
 }
 
-func (s *replaySpout) Open(context.Context, component.Context, component.Collector) error { return nil }
-func (s *replaySpout) emit(id uint64, out component.Collector) error {
+func (s *replaySpout) Open(context.Context, plugin.TaskContext, plugin.Collector) error { return nil }
+func (s *replaySpout) emit(id uint64, out plugin.Collector) error {
 	return out.Emit(0, tuple.NoTask, id, nil, tuple.AppendValues(nil, tuple.Int(int64(id))))
 }
-func (s *replaySpout) Next(ctx context.Context, budget int, out component.Collector) (component.Status, error) {
+func (s *replaySpout) Next(ctx context.Context, budget int, out plugin.Collector) (plugin.Status, error) {
 	if p := s.acks.Pending(); p+budget > s.maxPending {
 		s.overBudget++
 	}
@@ -53,30 +53,30 @@ func (s *replaySpout) Next(ctx context.Context, budget int, out component.Collec
 		r = min(r, budget)
 		for _, id := range s.queue[:r] {
 			if err := s.emit(id, out); err != nil {
-				return component.Emitted, err
+				return plugin.Emitted, err
 			}
 		}
 		s.queue = s.queue[r:]
 		budget -= r
 		if s.next == s.n && len(s.queue) == 0 && s.acks.Pending() == 0 {
-			return component.Done, nil
+			return plugin.Done, nil
 		}
 		if s.next == s.n {
-			return component.Idle, nil
+			return plugin.Idle, nil
 		}
 	}
 	for range budget {
 		if s.next == s.n {
-			return component.Done, nil
+			return plugin.Done, nil
 		}
 		s.next++
 		if err := s.emit(uint64(s.next), out); err != nil {
-			return component.Emitted, err
+			return plugin.Emitted, err
 		}
 	}
-	return component.Emitted, nil
+	return plugin.Emitted, nil
 }
-func (s *replaySpout) Ack(ctx context.Context, ids []uint64, _ component.Collector) error {
+func (s *replaySpout) Ack(ctx context.Context, ids []uint64, _ plugin.Collector) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, id := range ids {
@@ -84,7 +84,7 @@ func (s *replaySpout) Ack(ctx context.Context, ids []uint64, _ component.Collect
 	}
 	return nil
 }
-func (s *replaySpout) Fail(ctx context.Context, ids []uint64, out component.Collector) error {
+func (s *replaySpout) Fail(ctx context.Context, ids []uint64, out plugin.Collector) error {
 	if s.inNext {
 		s.replays += len(ids)
 		s.queue = append(s.queue, ids...)
@@ -109,10 +109,10 @@ type flakyBolt struct {
 	fails  int
 }
 
-func (b *flakyBolt) Prepare(context.Context, component.Context, component.Collector) error {
+func (b *flakyBolt) Prepare(context.Context, plugin.TaskContext, plugin.Collector) error {
 	return nil
 }
-func (b *flakyBolt) Execute(ctx context.Context, batch []byte, out component.Collector) error {
+func (b *flakyBolt) Execute(ctx context.Context, batch []byte, out plugin.Collector) error {
 	r, err := tuple.NewBatchReader(batch)
 	if err != nil {
 		return err
@@ -139,9 +139,9 @@ func (b *flakyBolt) Execute(ctx context.Context, batch []byte, out component.Col
 		}
 	}
 }
-func (b *flakyBolt) Tick(context.Context, component.Collector) error   { return nil }
-func (b *flakyBolt) Finish(context.Context, component.Collector) error { return nil }
-func (b *flakyBolt) Close(ctx context.Context) error                   { return nil }
+func (b *flakyBolt) Tick(context.Context, plugin.Collector) error   { return nil }
+func (b *flakyBolt) Finish(context.Context, plugin.Collector) error { return nil }
+func (b *flakyBolt) Close(ctx context.Context) error                { return nil }
 
 // ackingSM starts a one-container stream manager, at least once, for a
 // spout (task 1) feeding a bolt (task 2).
@@ -202,10 +202,10 @@ func TestSpoutAcksReplayAndPending(t *testing.T) {
 // "key") and acks the others.
 type poisonBolt struct{ fails atomic.Int64 }
 
-func (b *poisonBolt) Prepare(context.Context, component.Context, component.Collector) error {
+func (b *poisonBolt) Prepare(context.Context, plugin.TaskContext, plugin.Collector) error {
 	return nil
 }
-func (b *poisonBolt) Execute(ctx context.Context, batch []byte, out component.Collector) error {
+func (b *poisonBolt) Execute(ctx context.Context, batch []byte, out plugin.Collector) error {
 	r, err := tuple.NewBatchReader(batch)
 	if err != nil {
 		return err
@@ -231,9 +231,9 @@ func (b *poisonBolt) Execute(ctx context.Context, batch []byte, out component.Co
 		}
 	}
 }
-func (b *poisonBolt) Tick(context.Context, component.Collector) error   { return nil }
-func (b *poisonBolt) Finish(context.Context, component.Collector) error { return nil }
-func (b *poisonBolt) Close(ctx context.Context) error                   { return nil }
+func (b *poisonBolt) Tick(context.Context, plugin.Collector) error   { return nil }
+func (b *poisonBolt) Finish(context.Context, plugin.Collector) error { return nil }
+func (b *poisonBolt) Close(ctx context.Context) error                { return nil }
 
 // TestPoisonKeyDoesNotBlockOthers: tuples of one key fail every time and
 // are replayed forever, yet every other message is acked, with a small
@@ -275,7 +275,7 @@ type noteSpout struct {
 	by       map[uint64]string
 }
 
-func (s *noteSpout) NoteFailures(fs []component.Failure) {
+func (s *noteSpout) NoteFailures(fs []plugin.Failure) {
 	for _, f := range fs {
 		s.timedOut[f.MsgID] = f.TimedOut
 		s.by[f.MsgID] = f.By
@@ -287,7 +287,7 @@ func (s *noteSpout) NoteFailures(fs []component.Failure) {
 // acks the rest.
 type dropBolt struct{ flakyBolt }
 
-func (b *dropBolt) Execute(ctx context.Context, batch []byte, out component.Collector) error {
+func (b *dropBolt) Execute(ctx context.Context, batch []byte, out plugin.Collector) error {
 	r, err := tuple.NewBatchReader(batch)
 	if err != nil {
 		return err
@@ -319,7 +319,7 @@ func (b *dropBolt) Execute(ctx context.Context, batch []byte, out component.Coll
 	}
 }
 
-// TestSpoutHearsTimeouts: a spout that is a component.FailureNoter is told
+// TestSpoutHearsTimeouts: a spout that is a plugin.FailureNoter is told
 // which of its failed trees timed out (a bolt dropped the tuple) and which
 // task failed the others.
 func TestSpoutHearsTimeouts(t *testing.T) {

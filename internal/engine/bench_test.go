@@ -7,7 +7,7 @@ import (
 
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/bus"
-	"github.com/ardea-dev/ardea/internal/component"
+	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/internal/engine"
 	"github.com/ardea-dev/ardea/internal/metrics"
 	"github.com/ardea-dev/ardea/internal/tuple"
@@ -20,25 +20,25 @@ type finiteSpout struct {
 	values []byte
 }
 
-func (s *finiteSpout) Open(context.Context, component.Context, component.Collector) error { return nil }
-func (s *finiteSpout) Next(ctx context.Context, max int, out component.Collector) (component.Status, error) {
+func (s *finiteSpout) Open(context.Context, plugin.TaskContext, plugin.Collector) error { return nil }
+func (s *finiteSpout) Next(ctx context.Context, max int, out plugin.Collector) (plugin.Status, error) {
 	if s.n == 0 {
-		return component.Done, nil
+		return plugin.Done, nil
 	}
 	k := min(max, s.n)
 	for range k {
 		if err := out.Emit(0, tuple.NoTask, 0, nil, s.values); err != nil {
-			return component.Emitted, err
+			return plugin.Emitted, err
 		}
 	}
 	s.n -= k
-	return component.Emitted, nil
+	return plugin.Emitted, nil
 }
-func (s *finiteSpout) Ack(context.Context, []uint64, component.Collector) error  { return nil }
-func (s *finiteSpout) Fail(context.Context, []uint64, component.Collector) error { return nil }
-func (s *finiteSpout) Activate(context.Context) error                            { return nil }
-func (s *finiteSpout) Deactivate(context.Context) error                          { return nil }
-func (s *finiteSpout) Close(context.Context) error                               { return nil }
+func (s *finiteSpout) Ack(context.Context, []uint64, plugin.Collector) error  { return nil }
+func (s *finiteSpout) Fail(context.Context, []uint64, plugin.Collector) error { return nil }
+func (s *finiteSpout) Activate(context.Context) error                         { return nil }
+func (s *finiteSpout) Deactivate(context.Context) error                       { return nil }
+func (s *finiteSpout) Close(context.Context) error                            { return nil }
 
 // BenchmarkTaskLoop: a spout task emitting b.N ~10-byte tuples to a bolt
 // task in the same container that counts them: the runners' cost per

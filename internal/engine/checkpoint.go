@@ -5,8 +5,8 @@ import (
 	"slices"
 
 	"github.com/ardea-dev/ardea/bus"
+	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/internal/checkpoint"
-	"github.com/ardea-dev/ardea/internal/component"
 )
 
 // Checkpointer stores a task's state for a checkpoint (effectively once;
@@ -43,7 +43,7 @@ func checkpointTask(ctx context.Context, t *Task, out *counting, id uint64) erro
 }
 
 // NotifyGlobal tells the task that checkpoint id is global; a component
-// that is a component.CheckpointListener hears of it at the task's next
+// that is a plugin.CheckpointListener hears of it at the task's next
 // loop (a spout's, or a bolt's next batch or kick).
 func (t *Task) NotifyGlobal(id uint64) {
 	t.post(func(c *control) { c.global = max(c.global, id) }, true)
@@ -57,12 +57,12 @@ func (t *Task) tellGlobal(ctx context.Context, out *counting) error {
 		return nil
 	}
 	t.told = id
-	var l component.CheckpointListener
+	var l plugin.CheckpointListener
 	var ok bool
 	if t.Spout != nil {
-		l, ok = t.Spout.(component.CheckpointListener)
+		l, ok = t.Spout.(plugin.CheckpointListener)
 	} else {
-		l, ok = t.Bolt.(component.CheckpointListener)
+		l, ok = t.Bolt.(plugin.CheckpointListener)
 	}
 	if !ok {
 		return nil
@@ -70,12 +70,12 @@ func (t *Task) tellGlobal(ctx context.Context, out *counting) error {
 	return l.CheckpointCommitted(ctx, id, out)
 }
 
-func (t *Task) snapshotter() (component.Snapshotter, bool) {
+func (t *Task) snapshotter() (plugin.Snapshotter, bool) {
 	if t.Spout != nil {
-		s, ok := t.Spout.(component.Snapshotter)
+		s, ok := t.Spout.(plugin.Snapshotter)
 		return s, ok
 	}
-	s, ok := t.Bolt.(component.Snapshotter)
+	s, ok := t.Bolt.(plugin.Snapshotter)
 	return s, ok
 }
 

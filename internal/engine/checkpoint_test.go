@@ -11,7 +11,7 @@ import (
 
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/bus"
-	"github.com/ardea-dev/ardea/internal/component"
+	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/internal/engine"
 	"github.com/ardea-dev/ardea/internal/metrics"
 	"github.com/ardea-dev/ardea/internal/tuple"
@@ -23,22 +23,22 @@ type seqSpout struct {
 	emitted atomic.Int64
 }
 
-func (s *seqSpout) Open(context.Context, component.Context, component.Collector) error { return nil }
-func (s *seqSpout) Next(ctx context.Context, max int, out component.Collector) (component.Status, error) {
+func (s *seqSpout) Open(context.Context, plugin.TaskContext, plugin.Collector) error { return nil }
+func (s *seqSpout) Next(ctx context.Context, max int, out plugin.Collector) (plugin.Status, error) {
 	for range min(max, 16) {
 		n := s.emitted.Load() + 1
 		if err := out.Emit(0, tuple.NoTask, 0, nil, tuple.AppendValues(nil, tuple.Int(s.task), tuple.Int(n))); err != nil {
-			return component.Emitted, err
+			return plugin.Emitted, err
 		}
 		s.emitted.Store(n)
 	}
-	return component.Emitted, nil
+	return plugin.Emitted, nil
 }
-func (s *seqSpout) Ack(context.Context, []uint64, component.Collector) error  { return nil }
-func (s *seqSpout) Fail(context.Context, []uint64, component.Collector) error { return nil }
-func (s *seqSpout) Activate(ctx context.Context) error                        { return nil }
-func (s *seqSpout) Deactivate(ctx context.Context) error                      { return nil }
-func (s *seqSpout) Close(ctx context.Context) error                           { return nil }
+func (s *seqSpout) Ack(context.Context, []uint64, plugin.Collector) error  { return nil }
+func (s *seqSpout) Fail(context.Context, []uint64, plugin.Collector) error { return nil }
+func (s *seqSpout) Activate(ctx context.Context) error                     { return nil }
+func (s *seqSpout) Deactivate(ctx context.Context) error                   { return nil }
+func (s *seqSpout) Close(ctx context.Context) error                        { return nil }
 
 // lastSeen keeps, per source spout, the last sequence number executed and
 // fails on a gap or a repeat (each channel in order, exactly once).
@@ -47,8 +47,8 @@ type lastSeen struct {
 	err  error
 }
 
-func (b *lastSeen) Prepare(context.Context, component.Context, component.Collector) error { return nil }
-func (b *lastSeen) Execute(ctx context.Context, batch []byte, _ component.Collector) error {
+func (b *lastSeen) Prepare(context.Context, plugin.TaskContext, plugin.Collector) error { return nil }
+func (b *lastSeen) Execute(ctx context.Context, batch []byte, _ plugin.Collector) error {
 	r, err := tuple.NewBatchReader(batch)
 	if err != nil {
 		return err
@@ -68,9 +68,9 @@ func (b *lastSeen) Execute(ctx context.Context, batch []byte, _ component.Collec
 		b.last[v[0].I] = v[1].I
 	}
 }
-func (b *lastSeen) Tick(context.Context, component.Collector) error   { return nil }
-func (b *lastSeen) Finish(context.Context, component.Collector) error { return nil }
-func (b *lastSeen) Close(ctx context.Context) error                   { return nil }
+func (b *lastSeen) Tick(context.Context, plugin.Collector) error   { return nil }
+func (b *lastSeen) Finish(context.Context, plugin.Collector) error { return nil }
+func (b *lastSeen) Close(ctx context.Context) error                { return nil }
 
 // recorder is a Checkpointer that records what each task had done at each
 // checkpoint: a spout's emitted count, the bolt's last seen per source.

@@ -12,7 +12,7 @@ import (
 
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/bus"
-	"github.com/ardea-dev/ardea/internal/component"
+	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/internal/engine"
 	"github.com/ardea-dev/ardea/internal/metrics"
 	"github.com/ardea-dev/ardea/internal/plan"
@@ -26,29 +26,29 @@ type pacedSpout struct {
 	allow, emitted, global atomic.Int64
 }
 
-func (s *pacedSpout) Open(context.Context, component.Context, component.Collector) error { return nil }
-func (s *pacedSpout) Next(ctx context.Context, max int, out component.Collector) (component.Status, error) {
+func (s *pacedSpout) Open(context.Context, plugin.TaskContext, plugin.Collector) error { return nil }
+func (s *pacedSpout) Next(ctx context.Context, max int, out plugin.Collector) (plugin.Status, error) {
 	n := 0
 	for ; n < max && s.emitted.Load() < s.allow.Load(); n++ {
 		if err := out.Emit(0, tuple.NoTask, 0, nil, tuple.AppendValues(nil, tuple.Int(s.emitted.Load()+1))); err != nil {
-			return component.Emitted, err
+			return plugin.Emitted, err
 		}
 		s.emitted.Add(1)
 	}
 	if n == 0 {
-		return component.Idle, nil
+		return plugin.Idle, nil
 	}
-	return component.Emitted, nil
+	return plugin.Emitted, nil
 }
-func (s *pacedSpout) CheckpointCommitted(_ context.Context, id uint64, _ component.Collector) error {
+func (s *pacedSpout) CheckpointCommitted(_ context.Context, id uint64, _ plugin.Collector) error {
 	s.global.Store(int64(id))
 	return nil
 }
-func (s *pacedSpout) Ack(context.Context, []uint64, component.Collector) error  { return nil }
-func (s *pacedSpout) Fail(context.Context, []uint64, component.Collector) error { return nil }
-func (s *pacedSpout) Activate(context.Context) error                            { return nil }
-func (s *pacedSpout) Deactivate(context.Context) error                          { return nil }
-func (s *pacedSpout) Close(context.Context) error                               { return nil }
+func (s *pacedSpout) Ack(context.Context, []uint64, plugin.Collector) error  { return nil }
+func (s *pacedSpout) Fail(context.Context, []uint64, plugin.Collector) error { return nil }
+func (s *pacedSpout) Activate(context.Context) error                         { return nil }
+func (s *pacedSpout) Deactivate(context.Context) error                       { return nil }
+func (s *pacedSpout) Close(context.Context) error                            { return nil }
 
 // relayBolt re-emits each tuple's value; with failOn set it fails on that
 // value, after emitting the tuples before it in the batch.
@@ -56,10 +56,10 @@ type relayBolt struct {
 	failOn int64
 }
 
-func (b *relayBolt) Prepare(context.Context, component.Context, component.Collector) error {
+func (b *relayBolt) Prepare(context.Context, plugin.TaskContext, plugin.Collector) error {
 	return nil
 }
-func (b *relayBolt) Execute(ctx context.Context, batch []byte, out component.Collector) error {
+func (b *relayBolt) Execute(ctx context.Context, batch []byte, out plugin.Collector) error {
 	return eachValue(batch, func(v int64) error {
 		if v == b.failOn {
 			return fmt.Errorf("relay: fails on %d", v)
@@ -67,9 +67,9 @@ func (b *relayBolt) Execute(ctx context.Context, batch []byte, out component.Col
 		return out.Emit(0, tuple.NoTask, 0, nil, tuple.AppendValues(nil, tuple.Int(v)))
 	})
 }
-func (b *relayBolt) Tick(context.Context, component.Collector) error   { return nil }
-func (b *relayBolt) Finish(context.Context, component.Collector) error { return nil }
-func (b *relayBolt) Close(context.Context) error                       { return nil }
+func (b *relayBolt) Tick(context.Context, plugin.Collector) error   { return nil }
+func (b *relayBolt) Finish(context.Context, plugin.Collector) error { return nil }
+func (b *relayBolt) Close(context.Context) error                    { return nil }
 
 // collectBolt counts how often it executed each value.
 type collectBolt struct {
@@ -77,17 +77,17 @@ type collectBolt struct {
 	seen map[int64]int
 }
 
-func (b *collectBolt) Prepare(context.Context, component.Context, component.Collector) error {
+func (b *collectBolt) Prepare(context.Context, plugin.TaskContext, plugin.Collector) error {
 	return nil
 }
-func (b *collectBolt) Execute(ctx context.Context, batch []byte, _ component.Collector) error {
+func (b *collectBolt) Execute(ctx context.Context, batch []byte, _ plugin.Collector) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return eachValue(batch, func(v int64) error { b.seen[v]++; return nil })
 }
-func (b *collectBolt) Tick(context.Context, component.Collector) error   { return nil }
-func (b *collectBolt) Finish(context.Context, component.Collector) error { return nil }
-func (b *collectBolt) Close(context.Context) error                       { return nil }
+func (b *collectBolt) Tick(context.Context, plugin.Collector) error   { return nil }
+func (b *collectBolt) Finish(context.Context, plugin.Collector) error { return nil }
+func (b *collectBolt) Close(context.Context) error                    { return nil }
 
 // exactly reports whether the bolt executed 1..n once each (and nothing
 // else), and what it saw if not.
@@ -177,7 +177,7 @@ func newPipeline(t *testing.T) *pipeline {
 }
 
 // newMid returns a new instance of the mid task.
-func (pl *pipeline) newMid(bolt component.Bolt) *engine.Task {
+func (pl *pipeline) newMid(bolt plugin.Bolt) *engine.Task {
 	return &engine.Task{ID: pl.midID, Component: "mid", Bolt: bolt, Inbox: pl.sm.Inbox(pl.midID), Outbox: pl.sm.Outbox(pl.midID),
 		Metrics: pl.reg.Task("mid", pl.midID)}
 }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/bus"
-	"github.com/ardea-dev/ardea/internal/component"
+	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/internal/engine"
 	"github.com/ardea-dev/ardea/internal/metrics"
 	"github.com/ardea-dev/ardea/internal/tuple"
@@ -27,12 +27,12 @@ type failingSpout struct {
 	err error
 }
 
-func (s *failingSpout) Next(ctx context.Context, max int, out component.Collector) (component.Status, error) {
+func (s *failingSpout) Next(ctx context.Context, max int, out plugin.Collector) (plugin.Status, error) {
 	if s.n == 0 {
-		return component.Emitted, s.err
+		return plugin.Emitted, s.err
 	}
 	s.n--
-	return component.Emitted, out.Emit(0, tuple.NoTask, 0, nil, s.values)
+	return plugin.Emitted, out.Emit(0, tuple.NoTask, 0, nil, s.values)
 }
 
 // drainTopology runs a failing spout and an endless one into a counting

@@ -25,8 +25,8 @@ import (
 	"time"
 
 	"github.com/ardea-dev/ardea/bus"
+	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/internal/acker"
-	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/metrics"
 )
 
@@ -41,7 +41,10 @@ type Inbox interface {
 
 // Outbox is the part of a bus outbox a task writes (*bus.Outbox).
 type Outbox interface {
-	component.SpanCollector
+	plugin.Collector
+	// EmitSpans is Emit of a values block already split by
+	// tuple.FieldSpans (host.SpanCollector).
+	EmitSpans(stream uint16, direct uint32, msgID uint64, anchors, values []byte, spans []int) error
 	Flush(ctx context.Context, force bool) error
 	Finish(ctx context.Context) error
 	Barrier(ctx context.Context, id uint64) error
@@ -59,9 +62,9 @@ type Task struct {
 	ID        uint32
 	Component string
 	Index     int
-	Spout     component.Spout // exactly one of Spout and Bolt is set
-	Bolt      component.Bolt
-	Context   component.Context
+	Spout     plugin.Spout // exactly one of Spout and Bolt is set
+	Bolt      plugin.Bolt
+	Context   plugin.TaskContext
 	Inbox     Inbox // bolts only
 	Outbox    Outbox
 	Metrics   *metrics.Component
@@ -431,12 +434,12 @@ func runSpout(ctx context.Context, t *Task) (err error) {
 			return err
 		}
 		switch st {
-		case component.Emitted:
+		case plugin.Emitted:
 			backoff = 50 * time.Microsecond
 			if err := flush(ctx, t, out, false); err != nil {
 				return err
 			}
-		case component.Idle:
+		case plugin.Idle:
 			if err := flush(ctx, t, out, true); err != nil {
 				return err
 			}
@@ -458,7 +461,7 @@ func runSpout(ctx context.Context, t *Task) (err error) {
 			if backoff *= 2; backoff > idleBackoffMax {
 				backoff = idleBackoffMax
 			}
-		case component.Done:
+		case plugin.Done:
 			return endStream(ctx, t, out, &res, nil)
 		default:
 			return fmt.Errorf("component %s task %d: next returned unknown status %d", t.Component, t.ID, st)
@@ -532,7 +535,7 @@ func drainTrees(ctx context.Context, t *Task, out *counting, res *outcomes) erro
 type outcomes struct {
 	buf           []acker.Result
 	acked, failed []uint64
-	failures      []component.Failure
+	failures      []plugin.Failure
 }
 
 // ready is the channel to wait on for outcomes (nil, never ready, when the
@@ -553,7 +556,7 @@ func (o *outcomes) deliver(ctx context.Context, t *Task, out *counting) error {
 		return nil
 	}
 	o.acked, o.failed, o.failures = o.acked[:0], o.failed[:0], o.failures[:0]
-	noter, noting := t.Spout.(component.FailureNoter)
+	noter, noting := t.Spout.(plugin.FailureNoter)
 	var failed, timedOut int64
 	for _, r := range o.buf {
 		switch r.Outcome {
@@ -564,13 +567,13 @@ func (o *outcomes) deliver(ctx context.Context, t *Task, out *counting) error {
 			o.failed = append(o.failed, r.MsgID)
 			timedOut++
 			if noting {
-				o.failures = append(o.failures, component.Failure{MsgID: r.MsgID, TimedOut: true})
+				o.failures = append(o.failures, plugin.Failure{MsgID: r.MsgID, TimedOut: true})
 			}
 		default:
 			o.failed = append(o.failed, r.MsgID)
 			failed++
 			if noting {
-				f := component.Failure{MsgID: r.MsgID}
+				f := plugin.Failure{MsgID: r.MsgID}
 				if r.FailedBy != 0 && t.DescribeTask != nil {
 					f.By = t.DescribeTask(r.FailedBy)
 				}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/bus"
-	"github.com/ardea-dev/ardea/internal/component"
+	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/internal/engine"
 	"github.com/ardea-dev/ardea/internal/metrics"
 	"github.com/ardea-dev/ardea/internal/testutil"
@@ -22,16 +22,16 @@ type lifeSpout struct {
 	values                                               []byte
 }
 
-func (s *lifeSpout) Open(context.Context, component.Context, component.Collector) error { return nil }
-func (s *lifeSpout) Next(ctx context.Context, _ int, out component.Collector) (component.Status, error) {
+func (s *lifeSpout) Open(context.Context, plugin.TaskContext, plugin.Collector) error { return nil }
+func (s *lifeSpout) Next(ctx context.Context, _ int, out plugin.Collector) (plugin.Status, error) {
 	if s.inactive.Load() {
 		s.nextWhileInactive.Add(1)
 	}
 	s.nexts.Add(1)
-	return component.Emitted, out.Emit(0, tuple.NoTask, 0, nil, s.values)
+	return plugin.Emitted, out.Emit(0, tuple.NoTask, 0, nil, s.values)
 }
-func (s *lifeSpout) Ack(context.Context, []uint64, component.Collector) error  { return nil }
-func (s *lifeSpout) Fail(context.Context, []uint64, component.Collector) error { return nil }
+func (s *lifeSpout) Ack(context.Context, []uint64, plugin.Collector) error  { return nil }
+func (s *lifeSpout) Fail(context.Context, []uint64, plugin.Collector) error { return nil }
 func (s *lifeSpout) Activate(ctx context.Context) error {
 	s.activations.Add(1)
 	s.inactive.Store(false)
@@ -46,10 +46,10 @@ func (s *lifeSpout) Close(ctx context.Context) error { s.closed.Store(true); ret
 
 type countBolt struct{ tuples atomic.Int64 }
 
-func (b *countBolt) Prepare(context.Context, component.Context, component.Collector) error {
+func (b *countBolt) Prepare(context.Context, plugin.TaskContext, plugin.Collector) error {
 	return nil
 }
-func (b *countBolt) Execute(ctx context.Context, batch []byte, _ component.Collector) error {
+func (b *countBolt) Execute(ctx context.Context, batch []byte, _ plugin.Collector) error {
 	r, err := tuple.NewBatchReader(batch)
 	if err != nil {
 		return err
@@ -57,9 +57,9 @@ func (b *countBolt) Execute(ctx context.Context, batch []byte, _ component.Colle
 	b.tuples.Add(int64(r.Count()))
 	return nil
 }
-func (b *countBolt) Tick(context.Context, component.Collector) error   { return nil }
-func (b *countBolt) Finish(context.Context, component.Collector) error { return nil }
-func (b *countBolt) Close(ctx context.Context) error                   { return nil }
+func (b *countBolt) Tick(context.Context, plugin.Collector) error   { return nil }
+func (b *countBolt) Finish(context.Context, plugin.Collector) error { return nil }
+func (b *countBolt) Close(ctx context.Context) error                { return nil }
 
 // TestDeactivateActivate: a deactivated spout gets Deactivate once and
 // no Next until it is activated again; its downstream keeps running.

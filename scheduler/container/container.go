@@ -17,8 +17,8 @@ import (
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/bus"
 	"github.com/ardea-dev/ardea/connectors"
+	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/host"
-	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/engine"
 	"github.com/ardea-dev/ardea/internal/metrics"
 	"github.com/ardea-dev/ardea/internal/plan"
@@ -41,7 +41,7 @@ type Options struct {
 	// Active starts the spouts emitting; false deploys them deactivated.
 	Active bool
 	// Restarted: the container's tasks start again within one run of the
-	// topology, not for the first time (component.Context.Restarted). Tasks
+	// topology, not for the first time (plugin.TaskContext.Restarted). Tasks
 	// a swap or a live switch starts are always restarts.
 	Restarted bool
 	// States, when set, gives a task its host-side state (for example one
@@ -73,6 +73,9 @@ type Options struct {
 	// drained (*engine.DrainedError): the container has already ended its
 	// own spouts' input; a run ends the other containers' (EndInput).
 	OnDrainedFailure func(err error)
+	// Plugins resolves the builtin:<name> components (nil: the default
+	// environment, plugin.Default()).
+	Plugins *plugin.Environment
 }
 
 // Container is one running container: a stream manager and its tasks.
@@ -112,6 +115,11 @@ func Start(ctx context.Context, o Options) (*Container, error) {
 	if o.Metrics == nil {
 		o.Metrics = metrics.NewRegistry()
 	}
+	env, err := connectors.Environment(o.Plugins)
+	if err != nil {
+		return nil, err
+	}
+	o.Plugins = env
 	bo := o.Bus
 	bo.Plan, bo.Container, bo.Conn, bo.Logger = o.Plan, o.Container, o.Conn, log.With("container", o.Container)
 	del, err := settings.DeliverySettings(o.Topology)
@@ -267,7 +275,7 @@ func (c *Container) Close() {
 
 // newTask makes task id of plan p (not yet running) with its module and
 // host-side state; restarted: the task starts again within this run of
-// the topology (component.Context.Restarted).
+// the topology (plugin.TaskContext.Restarted).
 func (c *Container) newTask(ctx context.Context, p *plan.Plan, id uint32, mod *host.Module, state *host.MemoryState,
 	restarted bool) (*engine.Task, error) {
 	t, sm, reg, log, fail := c.o.Topology, c.sm, c.o.Metrics, c.runLog, c.tupleFailed
@@ -275,7 +283,7 @@ func (c *Container) newTask(ctx context.Context, p *plan.Plan, id uint32, mod *h
 	pc := &p.Components[pt.Component]
 	tc := t.Components[pt.Component]
 	m := reg.Task(pc.Name, id)
-	cctx := component.Context{
+	cctx := plugin.TaskContext{
 		Context:      p.TaskContext(id),
 		Logger:       log.With("topology", p.Topology, "component", pc.Name, "task", id),
 		State:        state,
@@ -307,12 +315,13 @@ func (c *Container) newTask(ctx context.Context, p *plan.Plan, id uint32, mod *h
 	}
 	var err error
 	if builtin, ok := strings.CutPrefix(tc.Module, ardea.BuiltinPrefix); ok {
-		cfg := connectors.ResolvePaths(string(tc.Kind), builtin, tc.Config, t.Path)
+		env := c.o.Plugins // set by Start
+		cfg := env.ResolvePaths(string(tc.Kind), builtin, tc.Config, t.Path)
 		cfg = connectors.WithTopologySettings(cfg, t.Config) // the tuple limit that applies to it
 		if tc.Kind == ardea.Spout {
-			task.Spout, err = connectors.NewSpout(builtin, cfg)
+			task.Spout, err = env.NewSpout(builtin, cfg)
 		} else {
-			task.Bolt, err = connectors.NewBolt(builtin, cfg)
+			task.Bolt, err = env.NewBolt(builtin, cfg)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("component %s: %w", pc.Name, err)

@@ -64,7 +64,7 @@ type Coordinator struct {
 
 	// OnGlobal, if set before Run, is called (not under a lock) each time
 	// a checkpoint becomes global: the caller tells every container, whose
-	// tasks commit what they held for it (component.CheckpointListener).
+	// tasks commit what they held for it (plugin.CheckpointListener).
 	OnGlobal func(id uint64)
 }
 

@@ -261,7 +261,7 @@ type PlanDoc struct {
 	// container of a fresh plan as the topology's first start; any other
 	// container it runs (a later plan, a restarted host process, a second
 	// container of the same process) is a restart
-	// (component.Context.Restarted: the file sink appends instead of
+	// (plugin.TaskContext.Restarted: the file sink appends instead of
 	// truncating).
 	Fresh bool `json:"fresh,omitempty"`
 	// DeadLetterTuples (effectively once) are the tuples (hashes, 16 hex

@@ -125,7 +125,7 @@ func (d *Daemon) handleSubmit(w http.ResponseWriter, r *http.Request) {
 	}
 	audit.SetCall(r.Context(), audit.ActionSubmit, req.Name)
 	audit.Param(r.Context(), "modules", req.Modules)
-	auditSpec(r.Context(), []byte(req.Spec), nil)
+	auditSpec(r.Context(), []byte(req.Spec))
 	audit.Param(r.Context(), "deactivated", req.Deactivated)
 	if p, ok := auth.PrincipalFrom(r.Context()); ok {
 		req.By = p.String() // who did it, as the API knows it, not as the client says
@@ -156,7 +156,7 @@ func (d *Daemon) Submit(ctx context.Context, req api.SubmitRequest) error {
 	if err != nil {
 		return err
 	}
-	top, err := parseSpec(req.Name, []byte(req.Spec))
+	top, err := d.parseSpec(req.Name, []byte(req.Spec))
 	if err != nil {
 		return newErr(ErrBadRequest, "%v", err)
 	}
@@ -511,7 +511,7 @@ func (d *Daemon) handleApply(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	audit.Param(r.Context(), "modules", req.Modules)
-	auditSpec(r.Context(), []byte(req.Spec), nil)
+	auditSpec(r.Context(), []byte(req.Spec))
 
 	if p, ok := auth.PrincipalFrom(r.Context()); ok {
 		req.By = p.String() // who did it, as the API knows it, not as the client says
@@ -543,12 +543,8 @@ func (d *Daemon) handleDeadLetters(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		found = found || only != ""
-		cfg := connectors.ResolvePaths(string(c.Kind), builtin, c.Config, top.Path)
-		list := connectors.DeadLetters
-		if replay {
-			list = connectors.ReplayDeadLetters
-		}
-		dl, err := list(r.Context(), top.Name, c.Name, c.Module, cfg)
+		cfg := d.o.Plugins.ResolvePaths(string(c.Kind), builtin, c.Config, top.Path)
+		dl, err := connectors.DeadLettersIn(r.Context(), d.o.Plugins, top.Name, c.Name, c.Module, cfg, replay)
 		if errors.Is(err, connectors.ErrNoDeadLetters) && only == "" {
 			continue
 		}

@@ -87,7 +87,7 @@ func inputsOf(c *ardea.Component) string {
 func (t *tm) apply(ctx context.Context, req api.ApplyRequest) (api.ApplyResult, error) {
 	ctx = context.WithoutCancel(ctx)
 	start := time.Now()
-	next, err := parseSpec(t.name, []byte(req.Spec))
+	next, err := t.d.parseSpec(t.name, []byte(req.Spec))
 	if err != nil {
 		return api.ApplyResult{}, newErr(ErrBadRequest, "apply to topology %s: %v", t.name, err)
 	}

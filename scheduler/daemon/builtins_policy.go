@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 
 	"github.com/ardea-dev/ardea"
-	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/internal/audit"
 	"github.com/ardea-dev/ardea/internal/names"
 	"github.com/ardea-dev/ardea/scheduler/settings"
@@ -83,7 +82,7 @@ func (d *Daemon) hostPolicyEnv(tenant string) (string, error) {
 // the machine, and refuses what tenant's policy does not allow (403,
 // naming the component and the field).
 func (d *Daemon) checkMachine(ctx context.Context, tenant string, top *ardea.Topology) error {
-	reach := settings.MachineReach(top, plugin.Default())
+	reach := settings.MachineReach(top, d.o.Plugins)
 	audit.Param(ctx, "reaches", reachStrings(reach))
 	err := d.machinePolicy(tenant).Check(reach)
 	if errors.Is(err, settings.ErrMachine) {
@@ -102,13 +101,9 @@ func reachStrings(reach []settings.Reach) []string {
 }
 
 // auditSpec records in the call's audit record the digest of the spec it
-// asked for (the running one, for an update) and what that spec reaches
-// on the machine.
-func auditSpec(ctx context.Context, spec []byte, top *ardea.Topology) {
+// asked for.
+func auditSpec(ctx context.Context, spec []byte) {
 	audit.Param(ctx, "spec", audit.BlobOf(spec))
-	if top != nil {
-		audit.Param(ctx, "reaches", reachStrings(settings.MachineReach(top, plugin.Default())))
-	}
 }
 
 // auditSpec records the running topology's spec digest and what it
@@ -119,7 +114,8 @@ func (t *tm) auditSpec(ctx context.Context) {
 		return
 	}
 	if spec, err := top.Format(); err == nil {
-		auditSpec(ctx, spec, top)
+		auditSpec(ctx, spec)
+		audit.Param(ctx, "reaches", reachStrings(settings.MachineReach(top, t.d.o.Plugins)))
 	}
 }
 

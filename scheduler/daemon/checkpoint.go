@@ -209,7 +209,7 @@ func (t *tm) restorable(ctx context.Context, store checkpoint.Store, doc ctl.Pla
 // Versions the uncommitted operation made active are rolled back with it,
 // and the ones it marked replaced are active again.
 func (t *tm) restoreRecord(ctx context.Context, base *ctl.BasePlan) (*ardea.Topology, error) {
-	top, err := parseSpec(t.name, []byte(base.Spec))
+	top, err := t.d.parseSpec(t.name, []byte(base.Spec))
 	if err != nil {
 		return nil, err
 	}

@@ -45,6 +45,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ardea-dev/ardea/connectors"
+	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/scheduler/container"
 	"github.com/ardea-dev/ardea/scheduler/ctl"
 
@@ -124,6 +126,15 @@ type Options struct {
 	// audit retention, quotas). With an API the daemon always requires a
 	// token; with process containers NATS always runs with accounts.
 	Security Security
+
+	// Plugins is where the daemon resolves builtin:<name> components,
+	// dead-letter destinations and metrics sinks, and validates their
+	// config (nil: plugin.Default(), what the built-ins register into).
+	// Another environment needs in-process containers: an `ardea host`
+	// process resolves them in its binary's default environment (a
+	// program with plugins of its own registers them there, from an init,
+	// and passes its own executable as HostPath).
+	Plugins *plugin.Environment
 }
 
 // Daemon is a running `ardea local`.
@@ -191,6 +202,14 @@ func Start(ctx context.Context, o Options) (*Daemon, error) {
 	if !o.InProcess && (o.CheckpointStore != nil || o.Registry != nil || o.OnContainerStop != nil || o.OnSwap != nil) {
 		return nil, errors.New("local: a checkpoint store, a registry, OnContainerStop or OnSwap needs in-process containers")
 	}
+	if !o.InProcess && o.Plugins != nil && o.Plugins != plugin.Default() {
+		return nil, errors.New("local: a plugin environment other than the default needs in-process containers (a host process has its binary's)")
+	}
+	plugins, err := connectors.Environment(o.Plugins)
+	if err != nil {
+		return nil, fmt.Errorf("local: %w", err)
+	}
+	o.Plugins = plugins
 	if o.Listen == "" {
 		o.Listen = api.DefaultListen
 	}
@@ -206,7 +225,7 @@ func Start(ctx context.Context, o Options) (*Daemon, error) {
 	}
 	hn, _ := os.Hostname()
 	d := &Daemon{ctx: context.WithoutCancel(ctx), o: o, id: "ardea-local@" + hn + ":" + abs, log: log, spaces: map[string]*space{}, prom: sinks.NewPrometheus()}
-	if err := o.Metrics.Validate(); err != nil {
+	if err := o.Metrics.ValidateIn(o.Plugins); err != nil {
 		return nil, fmt.Errorf("local: %w", err)
 	}
 	if err := secureDataDir(o.DataDir, d.cacheDir()); err != nil {

@@ -190,6 +190,7 @@ func (r *inProcess) run(ctx context.Context, p *inproc, pid int) error {
 		},
 		Registry: d.o.Registry, PID: pid, OnStop: d.o.OnContainerStop, OnSwap: d.o.OnSwap, CheckpointStore: d.o.CheckpointStore, Bus: d.o.Bus,
 		Restarts: restarts, TupleFailures: &t.tupleFailures, Machine: d.machinePolicy(t.sp.tenant),
+		Plugins: d.o.Plugins,
 	})
 }
 

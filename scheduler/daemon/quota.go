@@ -302,7 +302,7 @@ func (d *Daemon) admitResume(ctx context.Context, sp *space, rec statemgr.Topolo
 	if d.sec.quotas == nil {
 		return nil
 	}
-	top, err := parseSpec(rec.Name, rec.Spec)
+	top, err := d.parseSpec(rec.Name, rec.Spec)
 	if err != nil {
 		return err
 	}

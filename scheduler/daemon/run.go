@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/scheduler/container"
 	"github.com/ardea-dev/ardea/scheduler/modules"
 	"github.com/ardea-dev/ardea/scheduler/settings"
@@ -63,6 +64,11 @@ type RunOptions struct {
 	// Started, if set, is called once the topology manager has launched
 	// the containers, with the daemon (for swaps, updates, status).
 	Started func(d *Daemon, name string)
+	// Plugins is where the run resolves builtin:<name> components and
+	// metrics sinks and validates their config (nil: plugin.Default()).
+	// The containers run in this process, so they get these: a program
+	// runs its own plugins without registering them globally.
+	Plugins *plugin.Environment
 }
 
 // Result describes a finished run.
@@ -131,13 +137,13 @@ func Run(ctx context.Context, o RunOptions) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := connectors.PrepareTopology(t, manifests); err != nil {
+	if err := connectors.PrepareTopologyIn(o.Plugins, t, manifests); err != nil {
 		return nil, err
 	}
 	if err := settings.CheckLimits(t); err != nil {
 		return nil, err
 	}
-	sub, err := NewSubmission(ctx, t, SubmissionOptions{CacheDir: o.CacheDir, Builder: o.Builder, Compile: true})
+	sub, err := NewSubmission(ctx, t, SubmissionOptions{CacheDir: o.CacheDir, Builder: o.Builder, Compile: true, Plugins: o.Plugins})
 	if err != nil {
 		return nil, err
 	}
@@ -152,7 +158,7 @@ func Run(ctx context.Context, o RunOptions) (*Result, error) {
 	d, err := Start(ctx, Options{
 		DataDir: dir, CacheDir: o.CacheDir, Logger: log, NoAPI: true, InProcess: true, FailFast: true,
 		Metrics: o.MetricsConfig, MetricsSinks: o.MetricsSinks, Registry: o.Metrics, Bus: o.Bus,
-		CheckpointStore: o.CheckpointStore, OnContainerStop: st.add, OnSwap: o.OnSwap,
+		CheckpointStore: o.CheckpointStore, OnContainerStop: st.add, OnSwap: o.OnSwap, Plugins: o.Plugins,
 	})
 	if err != nil {
 		return nil, err

@@ -32,7 +32,6 @@ import (
 	"github.com/ardea-dev/ardea/examples/wordcount"
 	"github.com/ardea-dev/ardea/host"
 	"github.com/ardea-dev/ardea/internal/checkpoint"
-	icomponent "github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/metrics"
 	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/internal/testutil/wordcounttest"
@@ -124,10 +123,10 @@ type slowBolt struct {
 	seen  *atomic.Int64
 }
 
-func (b *slowBolt) Prepare(context.Context, icomponent.Context, icomponent.Collector) error {
+func (b *slowBolt) Prepare(context.Context, plugin.TaskContext, plugin.Collector) error {
 	return nil
 }
-func (b *slowBolt) Execute(ctx context.Context, batch []byte, _ icomponent.Collector) error {
+func (b *slowBolt) Execute(ctx context.Context, batch []byte, _ plugin.Collector) error {
 	r, err := tuple.NewBatchReader(batch)
 	if err != nil {
 		return err
@@ -145,9 +144,9 @@ func (b *slowBolt) Execute(ctx context.Context, batch []byte, _ icomponent.Colle
 	time.Sleep(b.pause) // the behaviour under test: a bolt slower than its input
 	return nil
 }
-func (b *slowBolt) Tick(context.Context, icomponent.Collector) error   { return nil }
-func (b *slowBolt) Finish(context.Context, icomponent.Collector) error { return nil }
-func (b *slowBolt) Close(ctx context.Context) error                    { return nil }
+func (b *slowBolt) Tick(context.Context, plugin.Collector) error   { return nil }
+func (b *slowBolt) Finish(context.Context, plugin.Collector) error { return nil }
+func (b *slowBolt) Close(ctx context.Context) error                { return nil }
 
 var slowSeen = map[string]*atomic.Int64{}
 
@@ -155,7 +154,7 @@ var registerSlowBoltOnce = sync.OnceValue(func() error {
 	return plugin.RegisterBolt(plugin.Spec{
 		Name: "test-slow", Summary: "test: a deliberately slow sink",
 		Fields: []plugin.Field{{Name: "id", Type: plugin.TypeString, Required: true, Doc: "counter id"}},
-	}, func(cfg plugin.Config) (icomponent.Bolt, error) {
+	}, func(cfg plugin.Config) (plugin.Bolt, error) {
 		id, err := cfg.String("id")
 		if err != nil {
 			return nil, err
@@ -372,18 +371,18 @@ type tickBolt struct {
 	cancel context.CancelFunc
 }
 
-func (b *tickBolt) Prepare(context.Context, icomponent.Context, icomponent.Collector) error {
+func (b *tickBolt) Prepare(context.Context, plugin.TaskContext, plugin.Collector) error {
 	return nil
 }
-func (b *tickBolt) Execute(context.Context, []byte, icomponent.Collector) error { return nil }
-func (b *tickBolt) Tick(context.Context, icomponent.Collector) error {
+func (b *tickBolt) Execute(context.Context, []byte, plugin.Collector) error { return nil }
+func (b *tickBolt) Tick(context.Context, plugin.Collector) error {
 	if b.ticks.Add(1) == 3 {
 		b.cancel()
 	}
 	return nil
 }
-func (b *tickBolt) Finish(context.Context, icomponent.Collector) error { return nil }
-func (b *tickBolt) Close(ctx context.Context) error                    { return nil }
+func (b *tickBolt) Finish(context.Context, plugin.Collector) error { return nil }
+func (b *tickBolt) Close(ctx context.Context) error                { return nil }
 
 var tickState struct {
 	ticks  atomic.Int64
@@ -392,7 +391,7 @@ var tickState struct {
 
 var registerTickBoltOnce = sync.OnceValue(func() error {
 	return plugin.RegisterBolt(plugin.Spec{Name: "test-tick", Summary: "test: counts ticks"},
-		func(plugin.Config) (icomponent.Bolt, error) {
+		func(plugin.Config) (plugin.Bolt, error) {
 			return &tickBolt{ticks: &tickState.ticks, cancel: tickState.cancel}, nil
 		})
 })

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/scheduler/modules"
 
 	"github.com/ardea-dev/ardea"
@@ -28,6 +29,9 @@ type SubmissionOptions struct {
 	// anything starts.
 	Compile bool
 	By      string
+	// Plugins resolves the builtin:<name> components' path fields (nil:
+	// the default environment).
+	Plugins *plugin.Environment
 }
 
 // NewSubmission resolves a topology for a daemon: its modules built and
@@ -43,6 +47,10 @@ func NewSubmission(ctx context.Context, t *ardea.Topology, o SubmissionOptions) 
 	if o.Builder == nil {
 		o.Builder = &modules.Builder{}
 	}
+	plugins, err := connectors.Environment(o.Plugins)
+	if err != nil {
+		return api.SubmitRequest{}, err
+	}
 	req := api.SubmitRequest{Name: o.Name, Modules: map[string][]byte{}, Sources: map[string]string{}, By: o.By}
 	var rt *host.Runtime
 	if o.Compile {
@@ -56,7 +64,7 @@ func NewSubmission(ctx context.Context, t *ardea.Topology, o SubmissionOptions) 
 	out.Name = o.Name
 	for _, c := range out.Components {
 		if builtin := c.BuiltinName(); builtin != "" {
-			c.Config = connectors.ResolvePaths(string(c.Kind), builtin, c.Config, func(p string) string {
+			c.Config = plugins.ResolvePaths(string(c.Kind), builtin, c.Config, func(p string) string {
 				abs, err := filepath.Abs(t.Path(p))
 				if err != nil {
 					return t.Path(p)

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/ardea-dev/ardea"
-	"github.com/ardea-dev/ardea/connectors"
 	"github.com/ardea-dev/ardea/internal/names"
 	"github.com/ardea-dev/ardea/internal/plan"
 	"github.com/ardea-dev/ardea/scheduler/api"
@@ -182,7 +181,7 @@ func (t *tm) setUp(ctx context.Context, state api.State) error {
 	if err != nil {
 		return err
 	}
-	top, err := parseSpec(t.name, rec.Spec)
+	top, err := t.d.parseSpec(t.name, rec.Spec)
 	if err != nil {
 		return err
 	}
@@ -480,8 +479,8 @@ func (t *tm) stopTM() {
 
 // validateStored validates a stored topology: its modules are artifacts,
 // not files.
-func validateStored() ardea.ValidateOptions {
-	return ardea.ValidateOptions{SkipModuleCheck: true, Builtins: connectors.Outputs, BuiltinConfig: connectors.ValidateConfig}
+func (d *Daemon) validateStored() ardea.ValidateOptions {
+	return ardea.ValidateOptions{SkipModuleCheck: true, Builtins: d.o.Plugins.Outputs, BuiltinConfig: d.o.Plugins.ValidateConfig}
 }
 
 // buildPlanContainers repacks top after a parallelism change: round robin
@@ -492,13 +491,13 @@ func buildPlanContainers(top *ardea.Topology, n int) (*plan.Plan, error) {
 }
 
 // parseSpec reads a stored topology.
-func parseSpec(name string, spec []byte) (*ardea.Topology, error) {
+func (d *Daemon) parseSpec(name string, spec []byte) (*ardea.Topology, error) {
 	top, err := ardea.Parse(spec, "", "topology "+name)
 	if err != nil {
 		return nil, err
 	}
-	top.ApplyBuiltinOutputs(connectors.Outputs)
-	if err := top.Validate(validateStored()); err != nil {
+	top.ApplyBuiltinOutputs(d.o.Plugins.Outputs)
+	if err := top.Validate(d.validateStored()); err != nil {
 		return nil, err
 	}
 	return top, nil

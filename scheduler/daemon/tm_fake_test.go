@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/ardea-dev/ardea"
+	"github.com/ardea-dev/ardea/connectors"
+	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/host"
 	"github.com/ardea-dev/ardea/internal/checkpoint"
 	"github.com/ardea-dev/ardea/internal/names"
@@ -328,7 +330,7 @@ func newTMHarness(t *testing.T, top *ardea.Topology) *tmHarness {
 	dctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	t.Cleanup(cancel)
 	d := &Daemon{ctx: dctx, id: "test-daemon", log: slog.New(slog.DiscardHandler), sup: rt, prom: sinks.NewPrometheus(),
-		o: Options{CheckpointStore: ckpts, TMLockTTL: time.Minute}, spaces: map[string]*space{}}
+		o: Options{CheckpointStore: ckpts, TMLockTTL: time.Minute, Plugins: plugin.Default()}, spaces: map[string]*space{}}
 	sp := &space{tenant: names.DefaultTenant, nc: nc, store: store, tms: map[string]*tm{}}
 	d.spaces[sp.tenant] = sp
 	h := &tmHarness{t: t, d: d, sp: sp, rt: rt}
@@ -390,7 +392,7 @@ func wordCountTopology(t *testing.T, name string, containers int, config map[str
 	for k, v := range config {
 		b.Set(k, v)
 	}
-	top, err := b.BuildWith(validateStored())
+	top, err := b.BuildWith(ardea.ValidateOptions{SkipModuleCheck: true, Builtins: connectors.Outputs, BuiltinConfig: connectors.ValidateConfig})
 	if err != nil {
 		t.Fatal(err)
 	}

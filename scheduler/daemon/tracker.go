@@ -51,7 +51,7 @@ func (d *Daemon) Topology(ctx context.Context, name string) (api.TopologyInfo, e
 	if st, err := sp.store.GetState(ctx, name); err == nil {
 		out.State, out.Message = string(st.State), st.Message
 	}
-	top, err := parseSpec(name, rec.Spec)
+	top, err := d.parseSpec(name, rec.Spec)
 	if err != nil {
 		return api.TopologyInfo{}, err
 	}
@@ -88,7 +88,7 @@ func (d *Daemon) topologyOf(ctx context.Context, name string) (*ardea.Topology, 
 			return top, rec.Modules, nil
 		}
 	}
-	top, err := parseSpec(name, rec.Spec)
+	top, err := d.parseSpec(name, rec.Spec)
 	return top, rec.Modules, err
 }
 

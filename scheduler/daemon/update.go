@@ -93,7 +93,7 @@ func (t *tm) rescale(ctx context.Context, parallelism map[string]int, admitted b
 		}
 		c.Parallelism = parallelism[name]
 	}
-	if err := top.Validate(validateStored()); err != nil {
+	if err := top.Validate(t.d.validateStored()); err != nil {
 		return newErr(ErrBadRequest, "update topology %s: %v", t.name, err)
 	}
 	if !admitted {

@@ -98,13 +98,17 @@ type Options struct {
 	// Restarts is how many times the supervisor started this container
 	// before, in this run of the topology (launcher.RestartsEnv for a
 	// process). Above 0, every container the host runs is a restart
-	// (component.Context.Restarted), even one of a Fresh plan.
+	// (plugin.TaskContext.Restarted), even one of a Fresh plan.
 	Restarts int
 	// Machine is what the topology's settings may reach on the machine
 	// (the daemon's policy for the tenant; zero: everything). The host
 	// refuses a topology it does not allow, and places a bolt's dead
 	// letters by it.
 	Machine settings.MachinePolicy
+	// Plugins resolves the topology's builtin:<name> components and the
+	// metrics sinks (nil: the default environment). An `ardea host`
+	// process has its binary's; in process it is the daemon's.
+	Plugins *plugin.Environment
 }
 
 // proc is Run's state.
@@ -167,7 +171,7 @@ type proc struct {
 	// tuple (effectively once), until a plan of another generation runs.
 	rollback *ctl.TupleRollback
 	// started: this host began to start a container (the next one is a
-	// restart, component.Context.Restarted).
+	// restart, plugin.TaskContext.Restarted).
 	started bool
 }
 
@@ -212,6 +216,10 @@ func Run(ctx context.Context, o Options) error {
 	if o.TupleFailures == nil {
 		o.TupleFailures = &container.TupleFailures{}
 	}
+	var err error
+	if o.Plugins, err = connectors.Environment(o.Plugins); err != nil {
+		return err
+	}
 	h := &proc{o: o, log: log, ctx: ctx, state: api.HostStarting, commands: make(chan command, 16),
 		versions: map[string]string{}, swapEvents: make(chan container.SwapEvent, 256), drained: make(chan string, 1),
 		reg: o.Registry, exc: exc}
@@ -236,7 +244,6 @@ func Run(ctx context.Context, o Options) error {
 	if h.report == nil {
 		h.report = ctl.NewNATSReporter(nc, o.Tenant, o.Topology)
 	}
-	var err error
 	if h.store, err = statemgr.Open(ctx, nc, statemgr.Options{Tenant: o.Tenant, Logger: log, Bind: h.bind}); err != nil {
 		return fmt.Errorf("host: %w", err)
 	}
@@ -370,11 +377,12 @@ func (h *proc) load(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("host: %w", err)
 	}
-	top.ApplyBuiltinOutputs(connectors.Outputs)
-	if err := top.Validate(ardea.ValidateOptions{SkipModuleCheck: true, Builtins: connectors.Outputs, BuiltinConfig: connectors.ValidateConfig}); err != nil {
+	env := h.o.Plugins
+	top.ApplyBuiltinOutputs(env.Outputs)
+	if err := top.Validate(ardea.ValidateOptions{SkipModuleCheck: true, Builtins: env.Outputs, BuiltinConfig: env.ValidateConfig}); err != nil {
 		return fmt.Errorf("host: %w", err)
 	}
-	if err := h.o.Machine.Check(settings.MachineReach(top, plugin.Default())); err != nil {
+	if err := h.o.Machine.Check(settings.MachineReach(top, env)); err != nil {
 		return fmt.Errorf("host: topology %s: %w", h.o.Topology, err)
 	}
 	h.top = top
@@ -494,6 +502,7 @@ func (h *proc) replan(ctx context.Context, u statemgr.PlanUpdate) error {
 		Checkpoints:      h.checkpointing(doc),
 		DeadLetterTuples: deadLetterTuples(doc),
 		Machine:          h.o.Machine,
+		Plugins:          h.o.Plugins,
 		Versions:         maps.Clone(h.versions),
 		OnTaskError:      func(component string, task uint32, err error) { h.exc.Record(component, int(task), err.Error()) },
 		OnDrainedFailure: func(err error) {

@@ -36,7 +36,7 @@ func (h *proc) startMetrics(ctx context.Context) (stop func(), err error) {
 	}
 	tel.OnUserMetricRefused = h.exc.Record
 	mgr, err := sinks.NewManager(ctx, sinks.ManagerOptions{
-		Config: h.o.Metrics, Logger: h.log, Topology: h.o.Topology, Container: h.o.Container,
+		Config: h.o.Metrics, Plugins: h.o.Plugins, Logger: h.log, Topology: h.o.Topology, Container: h.o.Container,
 		Reader: reader, BeforeCollect: tel.SyncUserMetrics, Exceptions: h.exc.Drain, Forward: h.forwardMetrics,
 	})
 	if err != nil {

@@ -17,9 +17,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/examples/wordcount"
 	"github.com/ardea-dev/ardea/host"
-	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/manifest/moduleread"
 	"github.com/ardea-dev/ardea/internal/testutil/wasmguest"
 	"github.com/ardea-dev/ardea/internal/tuple"
@@ -181,7 +181,7 @@ func (c *collector) Emit(stream uint16, direct uint32, _ uint64, anchors, values
 func (c *collector) Ack(id uint64) error  { c.acks = append(c.acks, id); return nil }
 func (c *collector) Fail(id uint64) error { c.fails = append(c.fails, id); return nil }
 
-func newBolt(t *testing.T, path, name string, cfg map[string]string, in []string, outs ...tuple.StreamDecl) (component.Bolt, *collector, map[string]int64) {
+func newBolt(t *testing.T, path, name string, cfg map[string]string, in []string, outs ...tuple.StreamDecl) (plugin.Bolt, *collector, map[string]int64) {
 	t.Helper()
 	ctx := context.Background()
 	rt, err := host.NewRuntime(ctx, host.Config{Logger: slog.New(slog.DiscardHandler)})
@@ -204,7 +204,7 @@ func newBolt(t *testing.T, path, name string, cfg map[string]string, in []string
 		t.Fatal(err)
 	}
 	metrics := map[string]int64{}
-	cctx := component.Context{
+	cctx := plugin.TaskContext{
 		Context: tuple.Context{Topology: "t", Component: name, TaskID: 3, Parallelism: 1, Config: cfg,
 			Outputs: outs, Inputs: []tuple.InputDecl{{Component: "up", Stream: "default", Fields: in}}},
 		Logger: slog.New(slog.DiscardHandler), State: host.NewMemoryState(256), MaxKeyGroups: 256,

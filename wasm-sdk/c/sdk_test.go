@@ -33,9 +33,9 @@ import (
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
+	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/host"
 	"github.com/ardea-dev/ardea/internal/build"
-	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/scaffold"
 	"github.com/ardea-dev/ardea/internal/tuple"
 	csdk "github.com/ardea-dev/ardea/wasm-sdk/c"
@@ -383,14 +383,14 @@ func newHost(t testing.TB) *host.Runtime {
 	return rt
 }
 
-func newBolt(t testing.TB, rt *host.Runtime, path, name string, state component.State, in, out []string) component.Bolt {
+func newBolt(t testing.TB, rt *host.Runtime, path, name string, state plugin.State, in, out []string) plugin.Bolt {
 	t.Helper()
 	return newBoltWith(t, rt, path, name, state, in, out, nil)
 }
 
 // newBoltWith is newBolt with the host's OnTupleFailure.
-func newBoltWith(t testing.TB, rt *host.Runtime, path, name string, state component.State, in, out []string,
-	onFailure func(host.TupleFailure) error) component.Bolt {
+func newBoltWith(t testing.TB, rt *host.Runtime, path, name string, state plugin.State, in, out []string,
+	onFailure func(host.TupleFailure) error) plugin.Bolt {
 	t.Helper()
 	m, err := rt.Compile(context.Background(), path)
 	if err != nil {
@@ -402,7 +402,7 @@ func newBoltWith(t testing.TB, rt *host.Runtime, path, name string, state compon
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = b.Close(context.Background()) })
-	ctx := component.Context{
+	ctx := plugin.TaskContext{
 		Context: tuple.Context{
 			Topology: "wordcount", Component: name, TaskID: 1, Parallelism: 1,
 			Outputs: []tuple.StreamDecl{{Name: "default", Fields: out}},

@@ -13,8 +13,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/host"
-	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/tuple"
 )
 
@@ -223,8 +223,8 @@ func (r *rig) compile(t *testing.T, path string) *host.Module {
 
 const taskID = 7
 
-func boltContext(r *rig) component.Context {
-	return component.Context{
+func boltContext(r *rig) plugin.TaskContext {
+	return plugin.TaskContext{
 		Context: tuple.Context{
 			Topology: "conformance", Component: "probe", TaskID: taskID, TaskIndex: 1, Parallelism: 3,
 			Config: map[string]string{"prefix": "p-", "zeta": "z"},
@@ -242,13 +242,13 @@ func boltContext(r *rig) component.Context {
 	}
 }
 
-func (r *rig) bolt(t *testing.T, path string) component.Bolt {
+func (r *rig) bolt(t *testing.T, path string) plugin.Bolt {
 	t.Helper()
 	return r.boltWith(t, path, nil)
 }
 
 // boltWith prepares the probe bolt with extra config pairs.
-func (r *rig) boltWith(t *testing.T, path string, extra map[string]string) component.Bolt {
+func (r *rig) boltWith(t *testing.T, path string, extra map[string]string) plugin.Bolt {
 	t.Helper()
 	m := r.compile(t, path)
 	b, err := m.NewBolt(context.Background(), host.InstanceConfig{
@@ -509,7 +509,7 @@ func TestProbeSpout(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer s.Close(context.Background())
-			ctx := component.Context{
+			ctx := plugin.TaskContext{
 				Context: tuple.Context{
 					Topology: "conformance", Component: "probe", TaskID: 3, Parallelism: 1,
 					Config:  map[string]string{"count": "5"},
@@ -523,7 +523,7 @@ func TestProbeSpout(t *testing.T) {
 			if !r.log.has("INFO opened probe task 3") {
 				t.Errorf("open: log lacks %q; got:\n%s", "INFO opened probe task 3", r.log)
 			}
-			next := func() component.Status {
+			next := func() plugin.Status {
 				t.Helper()
 				st, err := s.Next(context.Background(), 2, r.out)
 				if err != nil {
@@ -545,7 +545,7 @@ func TestProbeSpout(t *testing.T) {
 					t.Fatalf("a spout sent acks or fails: %q", a)
 				}
 			}
-			if st := next(); st != component.Emitted {
+			if st := next(); st != plugin.Emitted {
 				t.Fatalf("first next: status %v, want more", st)
 			}
 			collect()
@@ -561,7 +561,7 @@ func TestProbeSpout(t *testing.T) {
 			for range 20 {
 				st := next()
 				collect()
-				if st == component.Done {
+				if st == plugin.Done {
 					done = true
 					break
 				}

@@ -18,9 +18,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/host"
 	"github.com/ardea-dev/ardea/internal/build"
-	"github.com/ardea-dev/ardea/internal/component"
 	"github.com/ardea-dev/ardea/internal/scaffold"
 	"github.com/ardea-dev/ardea/internal/testutil/wasmguest"
 	"github.com/ardea-dev/ardea/internal/tuple"
@@ -335,7 +335,7 @@ func TestPanicReachesHost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = b.Prepare(context.Background(), component.Context{
+	err = b.Prepare(context.Background(), plugin.TaskContext{
 		Context: tuple.Context{
 			Topology: "t", Component: "probe", TaskID: 7, Parallelism: 1,
 			Outputs: []tuple.StreamDecl{{Name: "default", Fields: []string{"word", "n"}}, {Name: "events", Fields: []string{"kind", "detail"}}},

@@ -23,7 +23,7 @@ type SpoutFixture struct {
 	// Opened, if set, runs once the spout is open (to feed it input).
 	Opened func(t *testing.T, s plugin.Spout)
 	// Bus is the container's NATS connection the spout gets, if it needs
-	// one (component.Context.Bus).
+	// one (plugin.TaskContext.Bus).
 	Bus *nats.Conn
 }
 
@@ -38,7 +38,7 @@ type BoltFixture struct {
 	// MixedBatch(1).
 	Batches [][]byte
 	// Bus is the container's NATS connection the bolt gets, if it needs
-	// one (component.Context.Bus).
+	// one (plugin.TaskContext.Bus).
 	Bus *nats.Conn
 }
 

@@ -7,6 +7,9 @@
 //     (delivery mode, recovery, checkpoint storage, wasm limits).
 //   - container: one container's runtime (its stream manager and tasks:
 //     start, run, checkpoints, swaps, live switches, telemetry).
+//   - container/process: the container process, `ardea host` (one
+//     container: follows the physical plan, runs it with container,
+//     reports to and takes commands from its topology manager).
 //   - coordinator: checkpoint coordination for effectively once (begin,
 //     reports, global, retention, the restorable checkpoint).
 //   - modules: resolving and building component modules (the build cache).
@@ -14,7 +17,6 @@
 //     containers.
 //   - daemon: `ardea local` (and `ardea run`, in process): the API, the
 //     topology managers, the container runtimes (processes, in process).
-//   - hostprocess: the `ardea host` process (one container).
 //   - launcher: the process supervisor; statemgr: the state manager;
 //     packing: packing algorithms.
 //

@@ -1,6 +1,7 @@
 // Package container runs one container of a topology: its stream manager
 // (bus) and a task (internal/engine) per local instance, started from a
-// physical plan (Start). It carries out what its host asks of it:
+// physical plan (Start). It carries out what its container process
+// (scheduler/container/process, the `ardea host` subcommand) asks of it:
 // activation, checkpoints (the container's side: snapshots and their
 // writers), module swaps on probation, live switches and their state
 // hand-off, ending the input; Telemetry exposes its counters as metrics.

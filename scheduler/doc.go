@@ -20,5 +20,11 @@
 //   - launcher: the process supervisor; statemgr: the state manager;
 //     packing: packing algorithms.
 //
+// Outside scheduler: the spouts, bolts and dead-letter destinations a
+// topology names, and the metrics sinks of a deployment file, come from
+// the plugin registry, connectors/plugin (the built-ins: connectors and
+// sinks); host is the WebAssembly runtime a container's wasm tasks run
+// on.
+//
 // docs/architecture.md draws them with the data and control paths.
 package scheduler

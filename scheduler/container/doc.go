@@ -5,6 +5,9 @@
 // activation, checkpoints (the container's side: snapshots and their
 // writers), module swaps on probation, live switches and their state
 // hand-off, ending the input; Telemetry exposes its counters as metrics.
+// The tasks run their modules on the WebAssembly runtime in host/; the
+// native spouts and bolts (builtin:<name>) come from the plugin registry,
+// connectors/plugin.
 //
 // Goroutines: Run runs every task in a group and waits for them; each
 // task's snapshot writer is owned by the container and ends at Close.

@@ -7,7 +7,8 @@
 //
 //	path/to/bolt.wasm   a compiled WebAssembly module (ABI v1, wasm-sdk/ABI.md)
 //	path/to/dir         a component source folder (Go, Rust, C or AssemblyScript), built on demand
-//	builtin:<name>      a native component from package connectors
+//	builtin:<name>      a native component from the plugin registry, connectors/plugin
+//	                    (the built-ins: package connectors)
 //
 // Relative module paths are relative to Topology.Dir (the YAML file's
 // directory).

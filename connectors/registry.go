@@ -1,17 +1,3 @@
-// Package connectors holds Ardea's built-in native spouts and bolts
-// (modules written "builtin:<name>" in a topology) and their dead-letter
-// destinations. Each registers, from init, its spec and typed factory in
-// the default plugin environment (package connectors/plugin, the one
-// registry every native plugin kind shares, public so that code outside
-// this module registers its own the same way). The functions here act on
-// that environment once the built-ins are in it: importing this package is
-// what registers them. A runner given an environment of its own
-// (daemon.Options.Plugins, RunOptions.Plugins) resolves plugins in it
-// instead, through Environment and the ...In functions.
-//
-// Delivery: built-in spouts emit without message ids at most once; at
-// least once and effectively once see each connector's doc and
-// docs/connectors.md.
 package connectors
 
 import (

@@ -7,6 +7,9 @@
 //     (delivery mode, recovery, checkpoint storage, wasm limits).
 //   - container: one container's runtime (its stream manager and tasks:
 //     start, run, checkpoints, swaps, live switches, telemetry).
+//   - container/process: the container process, `ardea host` (one
+//     container: follows the physical plan, runs it with container,
+//     reports to and takes commands from its topology manager).
 //   - coordinator: checkpoint coordination for effectively once (begin,
 //     reports, global, retention, the restorable checkpoint).
 //   - modules: resolving and building component modules (the build cache).
@@ -17,9 +20,14 @@
 //   - daemon: `ardea local` (and `ardea run`, in process): the API's
 //     server, the topology managers, the container runtimes (processes,
 //     in process).
-//   - hostprocess: the `ardea host` process (one container).
 //   - launcher: the process supervisor; statemgr: the state manager;
 //     packing: packing algorithms.
+//
+// Outside scheduler: the spouts, bolts and dead-letter destinations a
+// topology names, and the metrics sinks of a deployment file, come from
+// the plugin registry, connectors/plugin (the built-ins: connectors and
+// sinks); host is the WebAssembly runtime a container's wasm tasks run
+// on.
 //
 // docs/architecture.md draws them with the data and control paths.
 package scheduler

@@ -28,8 +28,8 @@ import (
 	"github.com/ardea-dev/ardea/internal/deployment"
 	"github.com/ardea-dev/ardea/internal/names"
 	"github.com/ardea-dev/ardea/scheduler/api"
+	"github.com/ardea-dev/ardea/scheduler/container/process"
 	"github.com/ardea-dev/ardea/scheduler/daemon"
-	"github.com/ardea-dev/ardea/scheduler/hostprocess"
 	"github.com/ardea-dev/ardea/scheduler/launcher"
 	"github.com/ardea-dev/ardea/scheduler/modules"
 	"github.com/ardea-dev/ardea/scheduler/packing"
@@ -127,7 +127,7 @@ docs/metrics.md).`,
 }
 
 func newHostCmd(g *globalFlags) *cobra.Command {
-	var o hostprocess.Options
+	var o process.Options
 	var metricsJSON string
 	cmd := &cobra.Command{
 		Use:     "host",
@@ -155,7 +155,7 @@ func newHostCmd(g *globalFlags) *cobra.Command {
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			return hostprocess.Run(ctx, o)
+			return process.Run(ctx, o)
 		},
 	}
 	positional(cmd)

@@ -15,8 +15,8 @@ func HostInboxPrefix(topology string) string { return "_INBOX_" + topology }
 
 // Buckets are tenant's JetStream streams as the state manager
 // (scheduler/statemgr: ardea_<tenant>_<kind>) and the checkpoint store
-// (hostprocess.CheckpointBucket) name them: key-value buckets are streams
-// KV_<bucket>, object stores OBJ_<bucket>.
+// (scheduler/container/process.CheckpointBucket) name them: key-value
+// buckets are streams KV_<bucket>, object stores OBJ_<bucket>.
 type Buckets struct {
 	Topologies, Plans, State, TMLock string // key-value buckets
 	Artifacts, Handoff, Checkpoints  string // object stores

@@ -29,12 +29,13 @@ import (
 //   - at most once: it is dropped and counted in __fail-count (the same
 //     fail op, which nothing tracks);
 //   - effectively once: the task fails with a *TupleRollback, and the
-//     host process asks the topology manager to roll the topology back to
-//     its last checkpoint (ctl.Heartbeat.TupleRollback). The manager counts
-//     the rollbacks each tuple caused (by TupleHash); once a tuple caused
-//     topology.bolt.max_tuple_rollbacks of them it is named in the plan
-//     (Options.DeadLetterTuples), and its next failure writes it to the
-//     bolt's dead letters (topology.bolt.dead_letter) instead.
+//     container process asks the topology manager to roll the topology
+//     back to its last checkpoint (ctl.Heartbeat.TupleRollback). The
+//     manager counts the rollbacks each tuple caused (by TupleHash); once
+//     a tuple caused topology.bolt.max_tuple_rollbacks of them it is
+//     named in the plan (Options.DeadLetterTuples), and its next failure
+//     writes it to the bolt's dead letters (topology.bolt.dead_letter)
+//     instead.
 //
 // On probation (a swapped-in version) a failing tuple fails the batch as
 // any other failure of the new version: the previous version comes back

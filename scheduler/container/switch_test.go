@@ -27,7 +27,7 @@ import (
 )
 
 // liveTopology runs a topology's containers in this process (as `ardea
-// local` runs them in host processes) so that a test can switch them.
+// local` runs them in container processes) so that a test can switch them.
 type liveTopology struct {
 	t          *testing.T
 	top        *ardea.Topology

@@ -40,8 +40,9 @@ type Telemetry struct {
 	current   func() *Container // the container running now (nil: none)
 
 	// OnUserMetricRefused hears, once per instance, that a user metric it
-	// names is refused (its name is another kind's): the host records it
-	// as the instance's exception. Set it before the first collection.
+	// names is refused (its name is another kind's): the container process
+	// (scheduler/container/process) records it as the instance's
+	// exception. Set it before the first collection.
 	OnUserMetricRefused func(component string, task int, message string)
 
 	mu    sync.Mutex
@@ -102,8 +103,9 @@ const (
 )
 
 // NewTelemetry registers the instruments on meter. current returns the
-// container running now (a host process replaces its container when the
-// plan changes); reg is the registry every such container records into.
+// container running now (a container process replaces its container
+// when the plan changes); reg is the registry every such container
+// records into.
 func NewTelemetry(mp metric.MeterProvider, topology string, container int, reg *metrics.Registry, current func() *Container) (*Telemetry, error) {
 	meter := mp.Meter(sinks.SystemScope)
 	t := &Telemetry{meter: meter, user: mp.Meter(sinks.UserScope), topology: topology, container: container, reg: reg,

@@ -17,8 +17,8 @@ import (
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/internal/checkpoint"
 	"github.com/ardea-dev/ardea/scheduler/api"
+	"github.com/ardea-dev/ardea/scheduler/container/process"
 	"github.com/ardea-dev/ardea/scheduler/ctl"
-	"github.com/ardea-dev/ardea/scheduler/hostprocess"
 	"github.com/ardea-dev/ardea/scheduler/statemgr"
 )
 
@@ -169,7 +169,7 @@ func (t *tm) checkpointStore(ctx context.Context) (checkpoint.Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("topology %s: checkpoints: %w", t.name, err)
 	}
-	store, err := checkpoint.NewJetStreamStore(ctx, js, checkpoint.JetStreamOptions{Bucket: hostprocess.CheckpointBucket(t.sp.store.Tenant()), MaxBytes: checkpoint.DefaultMaxBytes})
+	store, err := checkpoint.NewJetStreamStore(ctx, js, checkpoint.JetStreamOptions{Bucket: process.CheckpointBucket(t.sp.store.Tenant()), MaxBytes: checkpoint.DefaultMaxBytes})
 	if err != nil {
 		return nil, fmt.Errorf("topology %s: %w", t.name, err)
 	}

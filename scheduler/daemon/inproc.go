@@ -10,13 +10,13 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/ardea-dev/ardea/scheduler/container/process"
 	"github.com/ardea-dev/ardea/scheduler/ctl"
-	"github.com/ardea-dev/ardea/scheduler/hostprocess"
 	"github.com/ardea-dev/ardea/scheduler/launcher"
 )
 
 // inProcess runs each container as goroutines of the daemon's process
-// (`ardea run`): hostprocess.Run, the same code an `ardea host` process runs,
+// (`ardea run`): process.Run, the same code an `ardea host` process runs,
 // over an in-process NATS connection to the daemon's server, with its
 // commands and reports going through the TM's in-process gateway
 // (ctl.Local) instead of the control subjects.
@@ -167,7 +167,7 @@ func (r *inProcess) supervise(ctx context.Context, p *inproc) {
 	}
 }
 
-// run is one run of a container: hostprocess.Run over its own in-process
+// run is one run of a container: process.Run over its own in-process
 // NATS connection, attached to the TM's in-process gateway.
 func (r *inProcess) run(ctx context.Context, p *inproc, pid int) error {
 	d, t, c := r.d, p.t, p.container
@@ -181,7 +181,7 @@ func (r *inProcess) run(ctx context.Context, p *inproc, pid int) error {
 	r.mu.Lock()
 	restarts := p.st.Restarts
 	r.mu.Unlock()
-	return hostprocess.Run(ctx, hostprocess.Options{
+	return process.Run(ctx, process.Options{
 		Tenant: t.sp.tenant, Topology: t.name, Container: c, DataDir: d.cacheDir(),
 		Logger: d.log, Metrics: d.o.Metrics, Conn: nc, Reporter: local.Reporter(),
 		Serve: func(cmds ctl.Commands) func() {

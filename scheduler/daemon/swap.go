@@ -29,8 +29,9 @@ const defaultProbation = 10 * time.Second
 func (d *Daemon) validate(ctx context.Context, name string, kind ardea.Kind, data []byte) error {
 	d.validatorOnce.Do(func() {
 		d.validator, d.validatorErr = host.NewRuntime(d.ctx, host.Config{
-			// The hosts' compilation cache (hostprocess: <data-dir>/wazero):
-			// a module the hosts already run validates without compiling
+			// The container processes' compilation cache
+			// (scheduler/container/process: <data-dir>/wazero): a module
+			// the containers already run validates without compiling
 			// again. wazero keys it by the module's bytes and writes it by
 			// rename, so processes can share it.
 			Logger: d.log, CacheDir: filepath.Join(d.cacheDir(), "wazero"),

@@ -1,4 +1,4 @@
-package hostprocess
+package process
 
 import (
 	"context"

@@ -1,10 +1,17 @@
-// Package hostproc is the `ardea host` process: one container of a
-// topology running under `ardea local`. It reads the topology and its
-// modules from the state manager, follows the physical plan the topology
-// manager publishes, runs its part of it (a stream manager and its
-// instances), reports through a ctl.Reporter (heartbeats, liveness beats,
-// checkpoint saves, metrics batches), and accepts the TM's requests as a
-// ctl.Commands (commands.go; served over NATS by ctl.ServeCommands).
+// Package process is the container process: one container of a
+// topology, run by `ardea local` as the `ardea host` subcommand (its own
+// OS process, started by the daemon's launcher) and by `ardea run` as
+// goroutines of the daemon's process (scheduler/daemon's inProcess). The
+// container's runtime itself (stream manager and tasks) is the parent
+// package, scheduler/container; the WebAssembly runtime the tasks run
+// their modules on is host/.
+//
+// It reads the topology and its modules from the state manager, follows
+// the physical plan the topology manager publishes, runs its part of it
+// (a stream manager and its instances), reports through a ctl.Reporter
+// (heartbeats, liveness beats, checkpoint saves, metrics batches), and
+// accepts the TM's requests as a ctl.Commands (commands.go; served over
+// NATS by ctl.ServeCommands).
 //
 // Concurrency: Run's loop owns every field of proc. The gateway's
 // callback only queues each accepted request for the loop (a full queue
@@ -13,7 +20,7 @@
 // running container's tasks (container.Container, ended and waited for
 // on every re-plan and at exit); the metrics manager; the checkpoint
 // saves of a finished container (h.bg). Run waits for all of them.
-package hostprocess
+package process
 
 import (
 	"context"
@@ -54,7 +61,7 @@ import (
 	"github.com/ardea-dev/ardea/sinks"
 )
 
-// Options configures one host process.
+// Options configures one container process.
 type Options struct {
 	NATSURL   string
 	Tenant    string
@@ -68,7 +75,7 @@ type Options struct {
 	Metrics *sinks.Config
 
 	// In process (`ardea run`: the container is a set of goroutines of its
-	// daemon's process), these replace what a host process does on its own.
+	// daemon's process), these replace what a container process does on its own.
 	// Conn is the NATS connection to use (owned by the caller) instead of
 	// dialling NATSURL. Reporter receives the reports and Serve attaches
 	// the container's Commands to its manager (returning the detach), in

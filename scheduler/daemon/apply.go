@@ -85,6 +85,13 @@ func inputsOf(c *ardea.Component) string {
 // key group. Changes that cannot be applied are refused with the reason
 // before anything changes.
 func (t *tm) apply(ctx context.Context, req api.ApplyRequest) (api.ApplyResult, error) {
+	// Close waits for it (or refuses it once closing): it stores modules
+	// and validates on the daemon's runtime, which Close closes after.
+	done, err := t.d.enter()
+	if err != nil {
+		return api.ApplyResult{}, err
+	}
+	defer done()
 	ctx = context.WithoutCancel(ctx)
 	start := time.Now()
 	next, err := t.d.parseSpec(t.name, []byte(req.Spec))

@@ -431,7 +431,8 @@ func (d *Daemon) resumeSpace(ctx context.Context, sp *space) error {
 var ErrClosed = errors.New("local: the daemon is closed")
 
 // enter begins an operation that may register a topology manager (a
-// submit): refused with ErrClosed once Close has begun; Close waits for
+// submit) or uses what Close closes after the managers (the validator's
+// runtime, for a swap or an apply): refused with ErrClosed once Close has begun; Close waits for
 // the operations that entered before (done ends one).
 func (d *Daemon) enter() (done func(), err error) {
 	d.mu.Lock()

@@ -27,6 +27,13 @@ const defaultProbation = 10 * time.Second
 // exports) and instantiates it once as a component of kind (ABI version,
 // the kind's exports) before anything changes.
 func (d *Daemon) validate(ctx context.Context, name string, kind ardea.Kind, data []byte) error {
+	// Close closes the validator's runtime once no operation is in flight:
+	// a swap or apply compiling now keeps it open until it returns.
+	done, err := d.enter()
+	if err != nil {
+		return err
+	}
+	defer done()
 	d.validatorOnce.Do(func() {
 		d.validator, d.validatorErr = host.NewRuntime(d.ctx, host.Config{
 			// The container processes' compilation cache
@@ -76,6 +83,13 @@ type swapOrder struct {
 // stored here, on the caller's goroutine (compiling takes a while); the
 // phases run in the TM's swapping mode.
 func (t *tm) swap(ctx context.Context, req api.SwapRequest) (api.SwapResult, error) {
+	// Close waits for it (or refuses it once closing): it stores modules
+	// and validates on the daemon's runtime, which Close closes after.
+	done, err := t.d.enter()
+	if err != nil {
+		return api.SwapResult{}, err
+	}
+	defer done()
 	// A swap under way finishes or rolls back whatever the client does.
 	ctx = context.WithoutCancel(ctx)
 	o, err := t.prepareSwap(ctx, req)
@@ -399,6 +413,13 @@ func (t *tm) record(ctx context.Context, entry api.ModuleVersion, source string,
 
 // rollbackModule swaps comp back to the version before its active one.
 func (t *tm) rollbackModule(ctx context.Context, comp, by string) (api.SwapResult, error) {
+	// Close waits for it (or refuses it once closing): it stores modules
+	// and validates on the daemon's runtime, which Close closes after.
+	done, err := t.d.enter()
+	if err != nil {
+		return api.SwapResult{}, err
+	}
+	defer done()
 	rec, err := t.sp.store.GetTopology(ctx, t.name)
 	if err != nil {
 		return api.SwapResult{}, err

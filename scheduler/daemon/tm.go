@@ -150,10 +150,12 @@ func (t *tm) start(ctx context.Context, state api.State) error {
 		t.stopTM()
 		return err
 	}
+	// The loop owns the fields from here on: read what the log names first.
+	containers, rev := t.doc.Plan.Containers, t.planRev
 	t.looping.Store(true)
 	t.wg.Add(1)
 	go t.loop()
-	t.log.Info("topology manager started", "containers", t.doc.Plan.Containers, "state", state, "plan_revision", t.planRev)
+	t.log.Info("topology manager started", "containers", containers, "state", state, "plan_revision", rev)
 	// Its containers change every share of the tenant's bus rates.
 	t.d.reshareRates(ctx, t.sp.tenant, t)
 	return nil

@@ -48,6 +48,13 @@ const (
 // whole topology pauses for the switch: unlike Heron, which cannot rescale
 // stateful components at all, but not yet without a pause.
 func (t *tm) update(ctx context.Context, parallelism map[string]int) error {
+	// Close waits for it (or refuses it once closing): it stores modules
+	// and validates on the daemon's runtime, which Close closes after.
+	done, err := t.d.enter()
+	if err != nil {
+		return err
+	}
+	defer done()
 	return t.rescale(ctx, parallelism, false)
 }
 

@@ -46,6 +46,7 @@ import (
 	"time"
 
 	"github.com/ardea-dev/ardea/scheduler/container"
+	"github.com/ardea-dev/ardea/scheduler/containerid"
 	"github.com/ardea-dev/ardea/scheduler/ctl"
 
 	"github.com/nats-io/nats.go"
@@ -505,7 +506,7 @@ func (d *Daemon) onProcess(ps launcher.ProcessStatus) {
 	if ps.State != launcher.StateFailed && ps.State != launcher.StateBackoff {
 		return
 	}
-	tenant, name, num, ok := parseProcID(ps.ID)
+	tenant, name, num, ok := containerid.Parse(ps.ID)
 	container, err := strconv.Atoi(num)
 	if !ok || err != nil {
 		return

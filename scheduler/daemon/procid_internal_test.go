@@ -11,6 +11,7 @@ import (
 	"github.com/ardea-dev/ardea/internal/names"
 	"github.com/ardea-dev/ardea/internal/plan"
 	"github.com/ardea-dev/ardea/internal/testutil"
+	"github.com/ardea-dev/ardea/scheduler/containerid"
 	"github.com/ardea-dev/ardea/scheduler/ctl"
 	"github.com/ardea-dev/ardea/scheduler/launcher"
 )
@@ -35,9 +36,9 @@ func TestStopContainersAfterShrinkInTenant(t *testing.T) {
 			if tenant == names.DefaultTenant && c > 1 {
 				break // the default tenant's wc runs one container: it must not count for acme's
 			}
-			id := procID(tenant, "wc", c)
-			if te, top, num, ok := parseProcID(id); !ok || te != tenant || top != "wc" || num != string(rune('0'+c)) {
-				t.Fatalf("parseProcID(%q) = %q %q %q %v", id, te, top, num, ok)
+			id := containerid.ID(tenant, "wc", c)
+			if te, top, num, ok := containerid.Parse(id); !ok || te != tenant || top != "wc" || num != string(rune('0'+c)) {
+				t.Fatalf("containerid.Parse(%q) = %q %q %q %v", id, te, top, num, ok)
 			}
 			if err := sup.Start(ctx, launcher.ProcessSpec{ID: id, Path: sleep, Args: []string{"3600"}}); err != nil {
 				t.Fatal(err)
@@ -52,7 +53,7 @@ func TestStopContainersAfterShrinkInTenant(t *testing.T) {
 	tm.stopContainers(ctx)
 	for id, pid := range pids {
 		_, listed := sup.Status(id)
-		if tenant, _, _, _ := parseProcID(id); tenant == "acme" {
+		if tenant, _, _, _ := containerid.Parse(id); tenant == "acme" {
 			if listed {
 				t.Errorf("%s still supervised after its topology's containers stopped", id)
 			}

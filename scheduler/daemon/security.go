@@ -21,6 +21,7 @@ import (
 	"github.com/ardea-dev/ardea/internal/natsauth"
 	"github.com/ardea-dev/ardea/internal/quota"
 	"github.com/ardea-dev/ardea/scheduler/api"
+	"github.com/ardea-dev/ardea/scheduler/containerid"
 	"github.com/ardea-dev/ardea/scheduler/launcher"
 )
 
@@ -376,7 +377,7 @@ func (d *Daemon) hostCreds(t *tm, c int) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	path := filepath.Join(dir, procFile(t.procID(c))+".creds")
+	path := filepath.Join(dir, containerid.File(t.procID(c))+".creds")
 	if err := natsauth.WriteCreds(path, cr); err != nil {
 		return nil, err
 	}
@@ -448,7 +449,7 @@ func (d *Daemon) revokeHosts(t *tm) {
 	if err := m.RevokeHost(t.sp.tenant, t.name); err != nil {
 		t.log.Error("revoke the hosts' NATS credentials", "err", err)
 	}
-	matches, _ := filepath.Glob(filepath.Join(d.o.DataDir, "creds", procFile(procPrefix(t.sp.tenant, t.name))+"*.creds"))
+	matches, _ := filepath.Glob(filepath.Join(d.o.DataDir, "creds", containerid.File(containerid.Prefix(t.sp.tenant, t.name))+"*.creds"))
 	for _, f := range matches {
 		_ = os.Remove(f)
 	}

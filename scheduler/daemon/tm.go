@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,6 +17,7 @@ import (
 	"github.com/ardea-dev/ardea/internal/plan"
 	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/container"
+	"github.com/ardea-dev/ardea/scheduler/containerid"
 	"github.com/ardea-dev/ardea/scheduler/ctl"
 	"github.com/ardea-dev/ardea/scheduler/launcher"
 	"github.com/ardea-dev/ardea/scheduler/planner"
@@ -396,7 +396,7 @@ func (t *tm) publishOp(ctx context.Context, doc ctl.PlanDoc) error {
 	return t.publishPlan(ctx, doc)
 }
 
-func (t *tm) procID(container int) string { return procID(t.sp.tenant, t.name, container) }
+func (t *tm) procID(container int) string { return containerid.ID(t.sp.tenant, t.name, container) }
 
 func (t *tm) launch(ctx context.Context, container int) error {
 	if err := t.d.sup.start(ctx, t, container); err != nil {
@@ -449,12 +449,10 @@ func (t *tm) stopContainers(ctx context.Context) {
 // topology (after a shrinking rescale there may be more than the plan has).
 func (t *tm) maxLaunched() int {
 	n := 0
-	prefix := procPrefix(t.sp.tenant, t.name)
+	prefix := containerid.Prefix(t.sp.tenant, t.name)
 	for _, ps := range t.d.sup.List() {
-		if s, ok := strings.CutPrefix(ps.ID, prefix); ok {
-			if c, err := strconv.Atoi(s); err == nil && c > n {
-				n = c
-			}
+		if c, ok := containerid.Number(prefix, ps.ID); ok && c > n {
+			n = c
 		}
 	}
 	return n

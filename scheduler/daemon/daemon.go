@@ -557,22 +557,12 @@ var (
 	ErrNotFound   = ui.ErrNotFound
 	ErrExists     = errors.New("already exists")
 	ErrBadRequest = ui.ErrBadRequest
-	ErrBadState   = errors.New("not possible in this state")
+	ErrBadState   = api.ErrBadState
 	// ErrForbidden: the tenant may not do this (403), e.g. a built-in
 	// connector that reaches the machine (builtins_policy.go).
 	ErrForbidden = errors.New("forbidden")
 )
 
-// apiErr is an error of one of the kinds above whose text is only its
-// message (the kind picks the HTTP status; it is not repeated to users).
-type apiErr struct {
-	kind error
-	msg  string
-}
-
-func (e *apiErr) Error() string { return e.msg }
-func (e *apiErr) Unwrap() error { return e.kind }
-
-func newErr(kind error, format string, args ...any) error {
-	return &apiErr{kind: kind, msg: fmt.Sprintf(format, args...)}
-}
+// newErr is an error of kind whose text is only its message
+// (api.Errorf).
+func newErr(kind error, format string, args ...any) error { return api.Errorf(kind, format, args...) }

@@ -10,9 +10,11 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/ardea-dev/ardea/scheduler/container"
 	"github.com/ardea-dev/ardea/scheduler/ctl"
 	"github.com/ardea-dev/ardea/scheduler/hostprocess"
 	"github.com/ardea-dev/ardea/scheduler/launcher"
+	"github.com/ardea-dev/ardea/scheduler/manager"
 )
 
 // inProcess runs each container as goroutines of the daemon's process
@@ -42,7 +44,7 @@ type inProcess struct {
 
 // inproc is one supervised container.
 type inproc struct {
-	t         *tm
+	t         *manager.Manager
 	container int
 	st        launcher.ProcessStatus // guarded by inProcess.mu
 	stop      context.CancelFunc     // ends the supervision (and the run)
@@ -57,8 +59,8 @@ func newInProcess(d *Daemon) *inProcess {
 	return &inProcess{d: d, procs: map[string]*inproc{}, nextPID: 1, failures: map[string]error{}}
 }
 
-func (r *inProcess) start(_ context.Context, t *tm, c int) error {
-	id := t.procID(c)
+func (r *inProcess) start(_ context.Context, t *manager.Manager, c int) error {
+	id := t.ContainerID(c)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
@@ -76,8 +78,8 @@ func (r *inProcess) start(_ context.Context, t *tm, c int) error {
 }
 
 // spawnLocked starts the supervision of container c; r.mu is held.
-func (r *inProcess) spawnLocked(t *tm, c int, id string) *inproc {
-	ctx, stop := context.WithCancel(t.runCtx)
+func (r *inProcess) spawnLocked(t *manager.Manager, c int, id string) *inproc {
+	ctx, stop := context.WithCancel(t.Context())
 	p := &inproc{t: t, container: c, stop: stop, done: make(chan struct{}),
 		st: launcher.ProcessStatus{ID: id, State: launcher.StateStarting}}
 	if old, ok := r.procs[id]; ok {
@@ -172,24 +174,24 @@ func (r *inProcess) supervise(ctx context.Context, p *inproc) {
 func (r *inProcess) run(ctx context.Context, p *inproc, pid int) error {
 	d, t, c := r.d, p.t, p.container
 	nc, err := nats.Connect(d.srv.ClientURL(), nats.InProcessServer(d.srv.NATS()),
-		nats.Name(fmt.Sprintf("ardea-run-%s-%d", t.name, c)))
+		nats.Name(fmt.Sprintf("ardea-run-%s-%d", t.Name(), c)))
 	if err != nil {
 		return fmt.Errorf("container %d: connect to NATS: %w", c, err)
 	}
 	defer nc.Close()
-	local := t.local
+	local := t.Local()
 	r.mu.Lock()
 	restarts := p.st.Restarts
 	r.mu.Unlock()
 	return hostprocess.Run(ctx, hostprocess.Options{
-		Tenant: t.sp.tenant, Topology: t.name, Container: c, DataDir: d.cacheDir(),
+		Tenant: t.Tenant(), Topology: t.Name(), Container: c, DataDir: d.cacheDir(),
 		Logger: d.log, Metrics: d.o.Metrics, Conn: nc, Reporter: local.Reporter(),
 		Serve: func(cmds ctl.Commands) func() {
 			local.Attach(c, cmds)
 			return func() { local.Detach(c) }
 		},
 		Registry: d.o.Registry, PID: pid, OnStop: d.o.OnContainerStop, OnSwap: d.o.OnSwap, CheckpointStore: d.o.CheckpointStore, Bus: d.o.Bus,
-		Restarts: restarts, TupleFailures: &t.tupleFailures, Machine: d.machinePolicy(t.sp.tenant),
+		Restarts: restarts, TupleFailures: t.Shared().(*container.TupleFailures), Machine: d.machinePolicy(t.Tenant()),
 	})
 }
 
@@ -332,11 +334,11 @@ func (r *inProcess) Close(ctx context.Context) error {
 
 // failure is the first failure of topology t's containers (by number), or
 // nil.
-func (r *inProcess) failure(t *tm, containers int) (int, error) {
+func (r *inProcess) failure(t *manager.Manager, containers int) (int, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for c := 1; c <= max(containers, len(r.failures)); c++ {
-		if err := r.failures[t.procID(c)]; err != nil {
+		if err := r.failures[t.ContainerID(c)]; err != nil {
 			return c, err
 		}
 	}

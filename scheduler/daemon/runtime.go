@@ -10,18 +10,20 @@ import (
 	"syscall"
 
 	"github.com/ardea-dev/ardea/scheduler/launcher"
+	"github.com/ardea-dev/ardea/scheduler/manager"
 )
 
 // containerRuntime runs a daemon's containers: each as an `ardea host`
 // process under the launcher (processes, `ardea local`), or as goroutines
 // of the daemon's own process (inproc.go, `ardea run`). A topology manager
-// drives both the same way; only how a container starts, stops and is
-// killed differs. Ids are tm.procID's; states and restarts follow the
+// drives both the same way (tmRuntime adapts it to manager.Runtime);
+// only how a container starts, stops and is killed differs. Ids are
+// containerid.ID's (Manager.ContainerID); states and restarts follow the
 // launcher's (a container that exits is restarted after a back-off until
 // it fails too often in a row, then it is FAILED).
 type containerRuntime interface {
 	// start starts container c of t (launcher.ErrDuplicate if it runs).
-	start(ctx context.Context, t *tm, c int) error
+	start(ctx context.Context, t *manager.Manager, c int) error
 	Stop(ctx context.Context, id string) error
 	Restart(ctx context.Context, id string) error
 	Remove(ctx context.Context, id string) error
@@ -42,21 +44,21 @@ type processes struct {
 	d *Daemon
 }
 
-func (p processes) start(ctx context.Context, t *tm, container int) error {
+func (p processes) start(ctx context.Context, t *manager.Manager, container int) error {
 	d := p.d
 	args := append(slices.Clone(d.o.HostArgs),
-		"--nats", d.srv.ClientURL(), "--tenant", t.sp.tenant, "--topology", t.name,
+		"--nats", d.srv.ClientURL(), "--tenant", t.Tenant(), "--topology", t.Name(),
 		"--container", strconv.Itoa(container), "--data-dir", d.o.DataDir)
 	margs, err := d.hostMetricsArgs()
 	if err != nil {
 		return err
 	}
 	args = append(args, margs...)
-	policy, err := d.hostPolicyEnv(t.sp.tenant)
+	policy, err := d.hostPolicyEnv(t.Tenant())
 	if err != nil {
 		return err
 	}
-	spec := launcher.ProcessSpec{ID: t.procID(container), Path: d.o.HostPath, Args: args, Env: append(hostEnv(os.Environ()), policy)}
+	spec := launcher.ProcessSpec{ID: t.ContainerID(container), Path: d.o.HostPath, Args: args, Env: append(hostEnv(os.Environ()), policy)}
 	if err := d.secureHost(ctx, t, container, &spec); err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ardea-dev/ardea/internal/auth"
 	"github.com/ardea-dev/ardea/internal/names"
+	"github.com/ardea-dev/ardea/scheduler/manager"
 	"github.com/ardea-dev/ardea/scheduler/statemgr"
 )
 
@@ -28,7 +29,7 @@ type space struct {
 	store *statemgr.Store
 	// tms are the tenant's running topology managers, by topology name.
 	// Guarded by Daemon.mu.
-	tms map[string]*tm
+	tms map[string]*manager.Manager
 	// quotaMu serialises the requests that add to the tenant's usage
 	// (submit, update), from their quota check until the addition counts.
 	quotaMu sync.Mutex
@@ -83,7 +84,7 @@ func (d *Daemon) spaceOf(ctx context.Context, tenant string) (*space, error) {
 	if !names.Valid(tenant) {
 		return nil, newErr(ErrBadRequest, "tenant %q: letters, digits, '_' and '-' only", tenant)
 	}
-	sp = &space{tenant: tenant, nc: d.nc, tms: map[string]*tm{}}
+	sp = &space{tenant: tenant, nc: d.nc, tms: map[string]*manager.Manager{}}
 	if d.o.TenantConn != nil {
 		nc, err := d.o.TenantConn(ctx, tenant)
 		if err != nil {

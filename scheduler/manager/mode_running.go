@@ -1,4 +1,4 @@
-package daemon
+package manager
 
 import (
 	"context"
@@ -18,15 +18,15 @@ type (
 	pausedMode  struct{ reason string }
 )
 
-func (runningMode) name() api.Mode { return api.ModeRunning }
-func (m runningMode) why() string  { return m.reason }
-func (runningMode) run(t *tm) mode { return t.steady() }
-func (pausedMode) name() api.Mode  { return api.ModePaused }
-func (m pausedMode) why() string   { return m.reason }
-func (pausedMode) run(t *tm) mode  { return t.steady() }
+func (runningMode) name() api.Mode      { return api.ModeRunning }
+func (m runningMode) why() string       { return m.reason }
+func (runningMode) run(t *Manager) mode { return t.steady() }
+func (pausedMode) name() api.Mode       { return api.ModePaused }
+func (m pausedMode) why() string        { return m.reason }
+func (pausedMode) run(t *Manager) mode  { return t.steady() }
 
 // back is the steady mode an operation returns to.
-func (t *tm) back(why string) mode {
+func (t *Manager) back(why string) mode {
 	if t.state == api.StatePaused {
 		return pausedMode{why}
 	}
@@ -35,7 +35,7 @@ func (t *tm) back(why string) mode {
 
 // steady handles events and takes commands until an interruption or a
 // command asks for another mode.
-func (t *tm) steady() mode {
+func (t *Manager) steady() mode {
 	for {
 		if t.pending != nil {
 			return t.takePending()
@@ -58,7 +58,7 @@ func (t *tm) steady() mode {
 
 // command takes a command in a steady mode: it answers it and returns nil
 // (stay), or returns the mode that runs it (which answers it).
-func (t *tm) command(c *command) mode {
+func (t *Manager) command(c *command) mode {
 	switch c.op {
 	case opActivate, opDeactivate:
 		on := c.op == opActivate
@@ -81,13 +81,13 @@ func (t *tm) command(c *command) mode {
 	case opReplan:
 		return &replanningMode{cmd: c, req: c.arg.(replanRequest)}
 	}
-	c.answer(nil, newErr(ErrBadRequest, "topology %s: unknown operation %v", t.name, c.op))
+	c.answer(nil, api.Errorf(api.ErrBadRequest, "topology %s: unknown operation %v", t.name, c.op))
 	return nil
 }
 
 // activate is activate/deactivate: the plan says it (hosts that restart
 // read it), the state manager records it, and the spouts start or pause.
-func (t *tm) activate(on bool) error {
+func (t *Manager) activate(on bool) error {
 	ctx, end := t.beginOp()
 	defer end()
 	want := api.StatePaused
@@ -99,7 +99,7 @@ func (t *tm) activate(on bool) error {
 	if err := t.publishOp(ctx, doc); err != nil {
 		return err
 	}
-	if _, err := t.sp.store.SetState(ctx, t.name, statemgr.ExecState{State: want, Updated: time.Now()}); err != nil {
+	if _, err := t.cfg.Store.SetState(ctx, t.name, statemgr.ExecState{State: want, Updated: time.Now()}); err != nil {
 		return err
 	}
 	if cs := t.ckpt; cs != nil {
@@ -109,7 +109,7 @@ func (t *tm) activate(on bool) error {
 }
 
 // spouts starts (on) or pauses every container's spouts.
-func (t *tm) spouts(ctx context.Context, on bool) error {
+func (t *Manager) spouts(ctx context.Context, on bool) error {
 	if on {
 		return t.ctl.Activate(ctx)
 	}
@@ -117,10 +117,10 @@ func (t *tm) spouts(ctx context.Context, on bool) error {
 }
 
 // restartContainers restarts one container (0: all).
-func (t *tm) restartContainers(container int) error {
+func (t *Manager) restartContainers(container int) error {
 	n := t.doc.Plan.Containers
 	if container < 0 || container > n {
-		return newErr(ErrBadRequest, "topology %s has containers 1..%d, not %d", t.name, n, container)
+		return api.Errorf(api.ErrBadRequest, "topology %s has containers 1..%d, not %d", t.name, n, container)
 	}
 	for c := 1; c <= n; c++ {
 		if container != 0 && c != container {
@@ -129,7 +129,7 @@ func (t *tm) restartContainers(container int) error {
 		// Effectively once, a restarted container loses its tasks' state:
 		// the topology rolls back as for a crash.
 		t.fence(fmt.Sprintf("container %d restarted by request", c))
-		if err := t.d.sup.Restart(context.WithoutCancel(t.effectContext()), t.procID(c)); err != nil {
+		if err := t.cfg.Runtime.Restart(context.WithoutCancel(t.effectContext()), t.ContainerID(c)); err != nil {
 			return fmt.Errorf("topology %s: restart container %d: %w", t.name, c, err)
 		}
 	}

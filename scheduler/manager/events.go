@@ -1,4 +1,4 @@
-package daemon
+package manager
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 // queues an event (ctl.Manager's methods must not block).
 
 // Heartbeat queues a container's heartbeat (ctl.Manager).
-func (t *tm) Heartbeat(hb ctl.Heartbeat) {
+func (t *Manager) Heartbeat(hb ctl.Heartbeat) {
 	t.inbox.push(evHeartbeat{hb})
 	if hb.State == api.HostFailed && hb.Fatal {
 		t.urgent(errFailed) // the loop fails the topology when it handles it
@@ -25,7 +25,7 @@ func (t *tm) Heartbeat(hb ctl.Heartbeat) {
 
 // Alive queues a host's liveness beat, stamped with its arrival
 // (ctl.Manager): lost containers are judged on the TM's clock.
-func (t *tm) Alive(a ctl.Alive) {
+func (t *Manager) Alive(a ctl.Alive) {
 	a.Time = time.Now()
 	t.inbox.push(evAlive{a})
 }
@@ -33,7 +33,7 @@ func (t *tm) Alive(a ctl.Alive) {
 // Exited queues a container's exit (ctl.Manager; the supervisor's
 // callback). Effectively once, the operation in flight ends at once: the
 // rollback that follows owns the plan.
-func (t *tm) Exited(container int, err error) {
+func (t *Manager) Exited(container int, err error) {
 	t.inbox.push(evExited{container, err})
 	if t.eo.Load() {
 		t.urgent(errCrashed)
@@ -41,10 +41,10 @@ func (t *tm) Exited(container int, err error) {
 }
 
 // CheckpointSaved queues a task's checkpoint report (ctl.Manager).
-func (t *tm) CheckpointSaved(r ctl.CheckpointReport) { t.inbox.push(evSaved{r}) }
+func (t *Manager) CheckpointSaved(r ctl.CheckpointReport) { t.inbox.push(evSaved{r}) }
 
-// failed queues the supervisor giving a container up: the topology fails.
-func (t *tm) failed(ps launcher.ProcessStatus) {
+// Failed queues the runtime's supervisor giving a container up: the topology fails.
+func (t *Manager) Failed(ps launcher.ProcessStatus) {
 	t.inbox.push(evFailing{ps})
 	t.urgent(errFailed)
 }
@@ -52,14 +52,14 @@ func (t *tm) failed(ps launcher.ProcessStatus) {
 // handle is what every mode does with an event: the bookkeeping of the
 // containers' reports, and the interruptions they cause. Commands other
 // than kill and stop wait for the mode that takes them (deferred).
-func (t *tm) handle(e event) {
+func (t *Manager) handle(e event) {
 	switch e := e.(type) {
 	case evHeartbeat:
 		t.onHeartbeat(e.hb)
 	case evAlive:
 		t.alive[e.a.Container] = e.a
 	case evExited:
-		why := t.procID(e.container) + " exited"
+		why := t.ContainerID(e.container) + " exited"
 		if e.err != nil {
 			why += " (" + e.err.Error() + ")"
 		}
@@ -69,9 +69,9 @@ func (t *tm) handle(e event) {
 	case evSaved:
 		t.onSaved(e.r)
 	case evFailing:
-		t.fail(failingMessage(e.ps, t.d.o.FailFast))
+		t.fail(failingMessage(e.ps, t.cfg.FailFast))
 	case evLockLost:
-		if live(t.state) {
+		if Live(t.state) {
 			t.interrupt(&steppedDownMode{err: e.err}, errSteppedDown)
 		}
 	case evDone:
@@ -96,7 +96,7 @@ func (t *tm) handle(e event) {
 // (effectively once), a spout that failed on a record makes every spout
 // end its input, a fatal failure fails the topology, and every container
 // finished makes it FINISHED.
-func (t *tm) onHeartbeat(hb ctl.Heartbeat) {
+func (t *Manager) onHeartbeat(hb ctl.Heartbeat) {
 	if hb.TupleRollback != nil {
 		t.tupleRollback(hb.Container, *hb.TupleRollback)
 	}
@@ -106,17 +106,17 @@ func (t *tm) onHeartbeat(hb ctl.Heartbeat) {
 		delete(t.lost, hb.Container) // its replacement
 	}
 	t.hbs[hb.Container] = hb
-	running := live(t.state) && !t.ending()
+	running := Live(t.state) && !t.ending()
 	if !running {
 		return
 	}
-	if s := t.sp.share.Load(); s != nil && hb.State == api.HostRunning && !t.rateResend &&
-		(hb.TuplesPerSecond != s.tuplesPerSec || hb.BytesPerSecond != s.bytesPerSec) {
+	if tps, bps, ok := t.cfg.Rates.Share(); ok && hb.State == api.HostRunning && !t.rateResend &&
+		(hb.TuplesPerSecond != tps || hb.BytesPerSecond != bps) {
 		// The host missed its tenant's current rate share (it was
 		// starting, or its process restarted with the share it was first
 		// started with): it is told again, one request at a time.
 		t.rateResend = true
-		t.side(sideRateResend, func() { t.d.resendRate(t) })
+		t.side(sideRateResend, func() { t.cfg.Rates.Resend(t) })
 	}
 	endInput := hb.DrainFailure != "" && !t.endingInput
 	if endInput {
@@ -150,7 +150,7 @@ func (t *tm) onHeartbeat(hb ctl.Heartbeat) {
 }
 
 // ending reports an interruption pending that ends the topology here.
-func (t *tm) ending() bool {
+func (t *Manager) ending() bool {
 	switch t.pending.(type) {
 	case stopMode, *killedMode, *failedMode, *steppedDownMode, finishedMode:
 		return true
@@ -160,8 +160,8 @@ func (t *tm) ending() bool {
 
 // side runs f on a goroutine the TM owns, so that the loop does not wait
 // for it; it reports back with evDone.
-func (t *tm) side(what sideTask, f func()) {
-	t.goroutine(func() {
+func (t *Manager) side(what sideTask, f func()) {
+	t.Go(func() {
 		f()
 		t.inbox.push(evDone{what})
 	})
@@ -169,8 +169,8 @@ func (t *tm) side(what sideTask, f func()) {
 
 // fail ends a live topology FAILED with msg (failedMode records it and
 // stops every container).
-func (t *tm) fail(msg string) {
-	if !live(t.state) {
+func (t *Manager) fail(msg string) {
+	if !Live(t.state) {
 		return
 	}
 	t.interrupt(&failedMode{msg: msg}, errFailed)
@@ -192,9 +192,9 @@ func failingMessage(ps launcher.ProcessStatus, failFast bool) string {
 // no checkpoint report counts and none begins, the operation in flight is
 // interrupted (errCrashed), and the TM rolls the topology back to its
 // last global checkpoint (rollingBackMode).
-func (t *tm) fence(why string) {
+func (t *Manager) fence(why string) {
 	cs := t.ckpt
-	if cs == nil || !live(t.state) || t.ending() {
+	if cs == nil || !Live(t.state) || t.ending() {
 		return
 	}
 	cs.fenced = true
@@ -215,8 +215,8 @@ func (t *tm) fence(why string) {
 // rolls back to the last global checkpoint.
 
 // onTick declares the silent containers lost.
-func (t *tm) onTick() {
-	if !live(t.state) || t.ending() || t.missedLimit <= 0 {
+func (t *Manager) onTick() {
+	if !Live(t.state) || t.ending() || t.missedLimit <= 0 {
 		return
 	}
 	for c := 1; c <= t.doc.Plan.Containers; c++ {
@@ -224,7 +224,7 @@ func (t *tm) onTick() {
 		if !ok {
 			continue // not sent its first beat: still starting, not judged
 		}
-		ps, ok := t.d.sup.Status(t.procID(c))
+		ps, ok := t.cfg.Runtime.Status(t.ContainerID(c))
 		if !ok || ps.State != launcher.StateRunning || ps.PID == 0 || hb.PID != ps.PID || t.lost[c] == ps.PID {
 			continue
 		}
@@ -237,19 +237,19 @@ func (t *tm) onTick() {
 
 // declareLost fences the lineage (effectively once), marks the container
 // lost and kills its process group; the supervisor restarts it.
-func (t *tm) declareLost(c, pid int, silent time.Duration) {
+func (t *Manager) declareLost(c, pid int, silent time.Duration) {
 	why := fmt.Sprintf("container %d (pid %d) sent no heartbeat for %v (topology.heartbeat.missed × %v): declared lost",
 		c, pid, silent.Round(time.Millisecond), ctl.HeartbeatInterval)
 	t.lost[c] = pid
 	t.log.Error("container lost; replacing it", "container", c, "pid", pid, "limit", t.missedLimit, "reason", why)
 	t.fence(why)
-	if err := t.d.sup.kill(t.procID(c), pid); err != nil {
+	if err := t.cfg.Runtime.Kill(t.ContainerID(c), pid); err != nil {
 		t.log.Warn("kill a lost container", "container", c, "pid", pid, "err", err)
 	}
 }
 
 // missedHeartbeats is the silence after which a container is lost.
-func missedHeartbeats(t *tm) time.Duration {
+func missedHeartbeats(t *Manager) time.Duration {
 	rs, err := settings.RecoverySettings(t.top)
 	if err != nil {
 		t.log.Warn("heartbeat watch off", "err", err)
@@ -262,14 +262,14 @@ func missedHeartbeats(t *tm) time.Duration {
 // liveness beat in the last two intervals: the ones a request waits for
 // (ctl.NATSClientOptions.Expected). It reads the published view: a
 // request may be made from any goroutine.
-func (t *tm) upContainers() []int {
+func (t *Manager) upContainers() []int {
 	v := t.view.Load()
 	var up []int
 	for c, a := range v.alive {
 		if time.Since(a.Time) > 2*ctl.HeartbeatInterval || v.lost[c] == a.PID {
 			continue
 		}
-		if ps, ok := t.d.sup.Status(t.procID(c)); ok && ps.State == launcher.StateRunning && ps.PID == a.PID {
+		if ps, ok := t.cfg.Runtime.Status(t.ContainerID(c)); ok && ps.State == launcher.StateRunning && ps.PID == a.PID {
 			up = append(up, c)
 		}
 	}
@@ -278,7 +278,7 @@ func (t *tm) upContainers() []int {
 
 // onSaved counts one task's checkpoint save: only a report of the
 // running lineage's generation, and none once it is fenced.
-func (t *tm) onSaved(r ctl.CheckpointReport) {
+func (t *Manager) onSaved(r ctl.CheckpointReport) {
 	cs := t.ckpt
 	if cs == nil || cs.fenced || r.Generation != cs.gen {
 		t.log.Debug("checkpoint report of another generation refused", "checkpoint", r.ID, "task", r.Task, "generation", r.Generation)
@@ -295,7 +295,7 @@ func (t *tm) onSaved(r ctl.CheckpointReport) {
 
 // onCheckpointTick begins the next checkpoint when the topology can take
 // one (checkpointReady).
-func (t *tm) onCheckpointTick() {
+func (t *Manager) onCheckpointTick() {
 	cs := t.ckpt
 	if cs == nil || !t.checkpointReady() {
 		return
@@ -316,7 +316,7 @@ func (t *tm) onCheckpointTick() {
 // generation started, and every container runs (or has finished) the
 // current plan; one begun earlier would wait for containers that cannot
 // take it.
-func (t *tm) checkpointReady() bool {
+func (t *Manager) checkpointReady() bool {
 	cs := t.ckpt
 	if cs == nil || cs.fenced || t.state != api.StateRunning || t.ending() || t.pending != nil {
 		return false
@@ -335,7 +335,7 @@ func (t *tm) checkpointReady() bool {
 
 // containersPass reports whether every container's latest heartbeat
 // passes ok (n: containers 1..n), with the containers that do not.
-func (t *tm) containersPass(n int, ok func(ctl.Heartbeat) bool) (bool, []int) {
+func (t *Manager) containersPass(n int, ok func(ctl.Heartbeat) bool) (bool, []int) {
 	var behind []int
 	for c := 1; c <= n; c++ {
 		if h, seen := t.hbs[c]; !seen || !ok(h) {
@@ -347,4 +347,4 @@ func (t *tm) containersPass(n int, ok func(ctl.Heartbeat) bool) (bool, []int) {
 
 // opContext is the context an effect of the loop outside an operation
 // runs with (an announcement, a store write): the TM's.
-func (t *tm) opContext() context.Context { return t.runCtx }
+func (t *Manager) opContext() context.Context { return t.runCtx }

@@ -1,4 +1,4 @@
-package daemon
+package manager
 
 import (
 	"context"
@@ -6,11 +6,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/ctl"
 	"github.com/ardea-dev/ardea/scheduler/launcher"
 )
 
-// The topology manager is an actor (tm.go): every input reaches its
+// The topology manager is an actor (manager.go): every input reaches its
 // goroutine as an event through its mailbox, from whichever goroutine it
 // comes (the control gateway's reports, the supervisor's callbacks, the
 // lock keeper, the API's requests).
@@ -162,14 +163,14 @@ var errTMStopped = errors.New("the topology manager stopped")
 
 // stoppedErr answers a command the TM's loop will not run, naming the
 // state the topology was left in.
-func (t *tm) stoppedErr() error {
-	return newErr(ErrBadState, "topology %s is %s: %v", t.name, stateName(t.view.Load().state), errTMStopped)
+func (t *Manager) stoppedErr() error {
+	return api.Errorf(api.ErrBadState, "topology %s is %s: %v", t.name, stateName(t.view.Load().state), errTMStopped)
 }
 
 // call sends the TM a command and waits for its answer, ctx's end, or
 // the TM's. An operation under way goes on when ctx ends (it finishes or
 // rolls back whatever the client does); only the wait ends.
-func (t *tm) call(ctx context.Context, op cmdOp, arg any) (any, error) {
+func (t *Manager) call(ctx context.Context, op cmdOp, arg any) (any, error) {
 	c := &command{op: op, arg: arg, reply: make(chan cmdResult, 1)}
 	if !t.inbox.push(c) {
 		return nil, t.stoppedErr()
@@ -187,7 +188,7 @@ func (t *tm) call(ctx context.Context, op cmdOp, arg any) (any, error) {
 // handled without waiting for that effect to time out. Called by the
 // producers of the events that interrupt an operation (a container's exit
 // effectively once).
-func (t *tm) urgent(cause error) {
+func (t *Manager) urgent(cause error) {
 	t.effectMu.Lock()
 	cancel := t.effectCancel
 	t.effectMu.Unlock()

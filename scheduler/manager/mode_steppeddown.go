@@ -1,4 +1,4 @@
-package daemon
+package manager
 
 import (
 	"time"
@@ -15,17 +15,17 @@ type steppedDownMode struct{ err error }
 func (*steppedDownMode) name() api.Mode { return api.ModeSteppedDown }
 func (m *steppedDownMode) why() string  { return m.err.Error() }
 
-func (m *steppedDownMode) run(t *tm) mode {
+func (m *steppedDownMode) run(t *Manager) mode {
 	t.lostTo = m.err.Error()
 	t.log.Error("another daemon manages this topology now; stopping this daemon's containers", "err", m.err)
 	if t.stopReports != nil {
 		t.stopReports()
 		t.stopReports = nil
 	}
-	t.stopContainers(t.runCtx)
+	t.StopContainers(t.runCtx)
 	t.publish()
 	refuse := func(c *command) {
-		c.answer(nil, newErr(ErrBadState, "topology %s is managed by another daemon now (this one lost its manager lock: %s)", t.name, t.lostTo))
+		c.answer(nil, api.Errorf(api.ErrBadState, "topology %s is managed by another daemon now (this one lost its manager lock: %s)", t.name, t.lostTo))
 	}
 	for {
 		switch p := t.takePending().(type) {

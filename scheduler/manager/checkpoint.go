@@ -1,4 +1,4 @@
-package daemon
+package manager
 
 import (
 	"context"
@@ -12,13 +12,10 @@ import (
 	"github.com/ardea-dev/ardea/scheduler/coordinator"
 	"github.com/ardea-dev/ardea/scheduler/settings"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/internal/checkpoint"
 	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/ctl"
-	"github.com/ardea-dev/ardea/scheduler/hostprocess"
 	"github.com/ardea-dev/ardea/scheduler/statemgr"
 )
 
@@ -87,7 +84,7 @@ func newCheckpointKey(name string) string {
 // first moved to a new generation restoring the last intact global
 // checkpoint, so the containers it launches resume from there, not from
 // whatever the stored plan named.
-func (t *tm) startCheckpoints(ctx context.Context, resumed bool) error {
+func (t *Manager) startCheckpoints(ctx context.Context, resumed bool) error {
 	t.missedLimit = missedHeartbeats(t)
 	del, err := settings.DeliverySettings(t.top)
 	if err != nil || del.Mode != settings.EffectivelyOnce {
@@ -106,7 +103,7 @@ func (t *tm) startCheckpoints(ctx context.Context, resumed bool) error {
 	}
 	// Before the checkpoint store, which takes what is left of the
 	// tenant's quota: a bolt gives tuples up effectively once only.
-	t.d.ensureDeadLetterStream(ctx, t.sp)
+	t.cfg.DeadLetters.Ensure(ctx)
 	store, err := t.checkpointStore(ctx)
 	if err != nil {
 		return err
@@ -160,16 +157,12 @@ func (t *tm) startCheckpoints(ctx context.Context, resumed bool) error {
 	return nil
 }
 
-// checkpointStore opens the tenant's checkpoint object store.
-func (t *tm) checkpointStore(ctx context.Context) (checkpoint.Store, error) {
-	if s := t.d.o.CheckpointStore; s != nil {
-		return s, nil
+// checkpointStore opens the tenant's checkpoint store (Config.Checkpoints).
+func (t *Manager) checkpointStore(ctx context.Context) (checkpoint.Store, error) {
+	if t.cfg.Checkpoints == nil {
+		return nil, fmt.Errorf("topology %s: effectively once: no checkpoint store", t.name)
 	}
-	js, err := jetstream.New(t.sp.nc)
-	if err != nil {
-		return nil, fmt.Errorf("topology %s: checkpoints: %w", t.name, err)
-	}
-	store, err := checkpoint.NewJetStreamStore(ctx, js, checkpoint.JetStreamOptions{Bucket: hostprocess.CheckpointBucket(t.sp.store.Tenant()), MaxBytes: checkpoint.DefaultMaxBytes})
+	store, err := t.cfg.Checkpoints(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("topology %s: %w", t.name, err)
 	}
@@ -187,7 +180,7 @@ func (p permanent) Unwrap() error { return p.error }
 // snapshot is intact, with one line per newer one it skipped; 0 if the
 // series never had one. A series with globals none of which is intact is
 // an error: the topology must not start empty.
-func (t *tm) restorable(ctx context.Context, store checkpoint.Store, doc ctl.PlanDoc) (uint64, []string, error) {
+func (t *Manager) restorable(ctx context.Context, store checkpoint.Store, doc ctl.PlanDoc) (uint64, []string, error) {
 	id, skipped, err := restorableCheckpoint(ctx, store, doc)
 	if err != nil {
 		return 0, skipped, err
@@ -208,19 +201,19 @@ func (t *tm) restorable(ctx context.Context, store checkpoint.Store, doc ctl.Pla
 // restoreRecord stores base's spec and modules as the topology's again.
 // Versions the uncommitted operation made active are rolled back with it,
 // and the ones it marked replaced are active again.
-func (t *tm) restoreRecord(ctx context.Context, base *ctl.BasePlan) (*ardea.Topology, error) {
-	top, err := parseSpec(t.name, []byte(base.Spec))
+func (t *Manager) restoreRecord(ctx context.Context, base *ctl.BasePlan) (*ardea.Topology, error) {
+	top, err := ParseSpec(t.name, []byte(base.Spec), t.cfg.Validation)
 	if err != nil {
 		return nil, err
 	}
 	for range 5 {
-		rec, err := t.sp.store.GetTopology(ctx, t.name)
+		rec, err := t.cfg.Store.GetTopology(ctx, t.name)
 		if err != nil {
 			return nil, err
 		}
 		rec.Spec, rec.Modules = []byte(base.Spec), maps.Clone(base.Modules)
 		rollBackHistory(rec.History, base)
-		if _, err = t.sp.store.UpdateTopology(ctx, rec, rec.Revision); err == nil {
+		if _, err = t.cfg.Store.UpdateTopology(ctx, rec, rec.Revision); err == nil {
 			return top, nil
 		} else if !errors.Is(err, statemgr.ErrConflict) {
 			return nil, fmt.Errorf("restore the topology's spec: %w", err)
@@ -259,7 +252,7 @@ func activeBefore(h []api.ModuleVersion, comp string) bool {
 // replan's, before its handoff) and waits until it is global: every
 // task's Snapshot hook has run on the drained state and every component
 // has committed it. The interval begins none meanwhile (replanning).
-func (t *tm) drainCheckpoint(ctx context.Context, cs *ckptState) error {
+func (t *Manager) drainCheckpoint(ctx context.Context, cs *ckptState) error {
 	cs.replanning = true
 	defer func() { cs.replanning = false }()
 	// One the interval began finishes first (the topology is drained, so
@@ -301,7 +294,7 @@ const firstCheckpointTimeout = 2 * time.Minute
 // from then on a failure rolls back to the new plan's own checkpoints (the
 // new plan is committed). A container dying before that rolls the
 // topology back to the previous plan's last global checkpoint.
-func (t *tm) firstCheckpoint(ctx context.Context, cs *ckptState, doc ctl.PlanDoc, active bool) error {
+func (t *Manager) firstCheckpoint(ctx context.Context, cs *ckptState, doc ctl.PlanDoc, active bool) error {
 	cs.coord.Reset(doc.CheckpointKey, doc.Plan)
 	id, err := cs.coord.Begin()
 	if err != nil {

@@ -1,4 +1,4 @@
-package daemon
+package manager
 
 import (
 	"log/slog"
@@ -26,7 +26,7 @@ func TestAwaitCheckpointEndsWithTheTopology(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tm := &tm{name: "wc", log: slog.New(slog.DiscardHandler), state: api.StateFinished, ckpt: &ckptState{coord: coord}}
+	tm := &Manager{name: "wc", log: slog.New(slog.DiscardHandler), state: api.StateFinished, ckpt: &ckptState{coord: coord}}
 	err = tm.awaitCheckpoint(t.Context())
 	if err == nil || !strings.Contains(err.Error(), "swap in topology wc: the topology is FINISHED") {
 		t.Fatalf("awaitCheckpoint on a finished topology: %v", err)

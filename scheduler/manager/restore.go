@@ -1,4 +1,4 @@
-package daemon
+package manager
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 )
 
 // restorableCheckpoint is the checkpoint a rollback of doc restores (see
-// tm.restorable and coordinator.RestorableCheckpoint), with one line per
+// Manager.restorable and coordinator.RestorableCheckpoint), with one line per
 // newer global checkpoint it found damaged or gone.
 func restorableCheckpoint(ctx context.Context, store checkpoint.Store, doc ctl.PlanDoc) (uint64, []string, error) {
 	id, skipped, err := coordinator.RestorableCheckpoint(ctx, store, doc.CheckpointKey, doc.Plan)

@@ -1,4 +1,4 @@
-package daemon
+package manager
 
 import (
 	"context"
@@ -12,11 +12,9 @@ import (
 	"time"
 
 	"github.com/ardea-dev/ardea"
-	"github.com/ardea-dev/ardea/connectors"
 	"github.com/ardea-dev/ardea/internal/names"
 	"github.com/ardea-dev/ardea/internal/plan"
 	"github.com/ardea-dev/ardea/scheduler/api"
-	"github.com/ardea-dev/ardea/scheduler/container"
 	"github.com/ardea-dev/ardea/scheduler/containerid"
 	"github.com/ardea-dev/ardea/scheduler/ctl"
 	"github.com/ardea-dev/ardea/scheduler/launcher"
@@ -27,21 +25,20 @@ import (
 
 // tm is the topology manager of one topology: an actor. One goroutine,
 // its loop, owns every field below "owned by the loop"; everything else
-// reaches it as an event in its mailbox (tm_mailbox.go): the containers'
+// reaches it as an event in its mailbox (mailbox.go): the containers'
 // reports, the supervisor's callbacks, a lost lock, and the API's
 // commands, each with a reply. The loop runs one mode at a time
 // (modes.go: running, paused, swapping, switching, replanning, rolling
 // back, stepped down, finished, failed, killed), each a type whose run
 // handles events until it returns the next mode. Waiting for "every
 // container reports X" is staying in a mode until the heartbeat events
-// satisfy it (tm.await). Readers outside the loop see the view it
-// publishes after every event (tm_view.go), never its fields.
+// satisfy it (Manager.await). Readers outside the loop see the view it
+// publishes after every event (view.go), never its fields.
 //
 // Before the loop starts, start owns the fields (a submission, a resume).
-type tm struct {
-	// Set by newTM, then read-only.
-	d      *Daemon
-	sp     *space // the tenant's space the topology lives in
+type Manager struct {
+	// Set by New, then read-only.
+	cfg    Config // what the manager uses (deps.go), nil interfaces made no-ops
 	name   string
 	log    *slog.Logger
 	inbox  *mailbox
@@ -55,20 +52,15 @@ type tm struct {
 	// eo: the topology runs effectively once (fixed for the TM's life;
 	// read by event producers to decide what is urgent).
 	eo atomic.Bool
-	// tupleFailures (in process, `ardea run`): the bolt tasks' last failing
-	// tuples, shared by the topology's containers so that a spout's dead
-	// letter names a bolt's error from another container; it lives as long
-	// as this TM (a topology submitted again starts empty).
-	tupleFailures container.TupleFailures
 	// view is the state the loop published last.
-	view atomic.Pointer[tmView]
+	view atomic.Pointer[View]
 	// lock is the TM lock in the state manager, kept by keepLock.
 	lock atomic.Pointer[statemgr.Lock]
 	// wg owns the TM's goroutines: the loop, the lock keeper, side tasks.
 	wg sync.WaitGroup
-	// credsMu orders issuing a host's NATS credential (hostCreds, from the
-	// supervisor's goroutines) against revoking them (the loop, entering a
-	// terminal mode): credsOff is set under it before revokeHosts runs.
+	// credsMu orders issuing a host's NATS credential (IssueCredential, from the
+	// runtime's goroutines) against revoking them (the loop, entering a
+	// terminal mode): credsOff is set under it before Credentials.Revoke runs.
 	credsMu  sync.Mutex
 	credsOff bool
 	// effectCancel cancels the operation the loop is running (urgent).
@@ -130,25 +122,35 @@ type tm struct {
 	finishOnce sync.Once
 }
 
-func (d *Daemon) newTM(sp *space, name string) *tm {
-	log := d.log.With("topology", name)
-	if sp.tenant != names.DefaultTenant {
-		log = log.With("tenant", sp.tenant)
+// New makes the manager of topology cfg.Name in cfg.Tenant's space; ctx
+// is its lifetime's parent (the daemon's). Start starts it.
+func New(ctx context.Context, cfg Config) *Manager {
+	log := cfg.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
 	}
-	t := &tm{d: d, sp: sp, name: name, log: log, inbox: newMailbox(), hbs: map[int]ctl.Heartbeat{},
+	log = log.With("topology", cfg.Name)
+	if cfg.Tenant != names.DefaultTenant {
+		log = log.With("tenant", cfg.Tenant)
+	}
+	if cfg.LockTTL <= 0 {
+		cfg.LockTTL = DefaultLockTTL
+	}
+	cfg.defaults()
+	t := &Manager{cfg: cfg, name: cfg.Name, log: log, inbox: newMailbox(), hbs: map[int]ctl.Heartbeat{},
 		hist: sinks.NewHistory(0), lost: map[int]int{}, alive: map[int]ctl.Alive{}, done: make(chan struct{}),
 		finished: make(chan struct{})}
-	t.runCtx, t.cancel = context.WithCancel(d.ctx)
+	t.runCtx, t.cancel = context.WithCancel(ctx)
 	t.publish()
 	return t
 }
 
-// start takes the TM lock, loads the topology, publishes a plan if none is
+// Start takes the TM lock, loads the topology, publishes a plan if none is
 // stored (a new submission), launches the containers and starts the loop.
 // state is the execution state to run in (RUNNING or PAUSED).
-func (t *tm) start(ctx context.Context, state api.State) error {
+func (t *Manager) Start(ctx context.Context, state api.State) error {
 	if err := t.setUp(ctx, state); err != nil {
-		t.stopTM()
+		t.Stop()
 		return err
 	}
 	t.looping.Store(true)
@@ -156,33 +158,33 @@ func (t *tm) start(ctx context.Context, state api.State) error {
 	go t.loop()
 	t.log.Info("topology manager started", "containers", t.doc.Plan.Containers, "state", state, "plan_revision", t.planRev)
 	// Its containers change every share of the tenant's bus rates.
-	t.d.reshareRates(ctx, t.sp.tenant, t)
+	t.cfg.Rates.Reshare(ctx, t)
 	return nil
 }
 
 // setUp is start's work before the loop runs (it owns the fields then).
-func (t *tm) setUp(ctx context.Context, state api.State) error {
+func (t *Manager) setUp(ctx context.Context, state api.State) error {
 	switch {
-	case t.d.gateway != nil:
-		t.ctl = t.d.gateway(t)
-	case t.d.o.InProcess:
+	case t.cfg.Gateway != nil:
+		t.ctl = t.cfg.Gateway(t)
+	case t.cfg.InProcess:
 		t.local = ctl.NewLocal(t)
 		t.ctl = t.local
 	default:
-		t.ctl = ctl.NewNATSClient(t.sp.nc, ctl.NATSClientOptions{Tenant: t.sp.store.Tenant(), Topology: t.name,
+		t.ctl = ctl.NewNATSClient(t.cfg.Conn, ctl.NATSClientOptions{Tenant: t.cfg.Store.Tenant(), Topology: t.name,
 			Expected: t.upContainers, Logger: t.log})
 	}
-	lock, err := t.sp.store.AcquireTMLock(ctx, t.name, t.d.id, t.d.lockTTL())
+	lock, err := t.cfg.Store.AcquireTMLock(ctx, t.name, t.cfg.Owner, t.cfg.LockTTL)
 	if err != nil {
 		return fmt.Errorf("topology %s: %w", t.name, err)
 	}
 	t.lock.Store(lock)
-	t.goroutine(func() { t.keepLock(t.runCtx) })
-	rec, err := t.sp.store.GetTopology(ctx, t.name)
+	t.Go(func() { t.keepLock(t.runCtx) })
+	rec, err := t.cfg.Store.GetTopology(ctx, t.name)
 	if err != nil {
 		return err
 	}
-	top, err := parseSpec(t.name, rec.Spec)
+	top, err := ParseSpec(t.name, rec.Spec, t.cfg.Validation)
 	if err != nil {
 		return err
 	}
@@ -190,7 +192,7 @@ func (t *tm) setUp(ctx context.Context, state api.State) error {
 	if err != nil {
 		return err
 	}
-	if _, err := t.sp.store.SetState(ctx, t.name, statemgr.ExecState{State: state, Updated: time.Now()}); err != nil {
+	if _, err := t.cfg.Store.SetState(ctx, t.name, statemgr.ExecState{State: state, Updated: time.Now()}); err != nil {
 		return err
 	}
 	t.top, t.started = top, time.Now()
@@ -204,8 +206,8 @@ func (t *tm) setUp(ctx context.Context, state api.State) error {
 	if err := t.startCheckpoints(ctx, resumed); err != nil {
 		return err
 	}
-	if t.local == nil && t.d.gateway == nil {
-		stop, err := ctl.ServeManager(t.sp.nc, t.sp.store.Tenant(), t.name, t, t.log)
+	if t.local == nil && t.cfg.Gateway == nil {
+		stop, err := ctl.ServeManager(t.cfg.Conn, t.cfg.Store.Tenant(), t.name, t, t.log)
 		if err != nil {
 			return fmt.Errorf("topology %s: %w", t.name, err)
 		}
@@ -214,7 +216,7 @@ func (t *tm) setUp(ctx context.Context, state api.State) error {
 	t.publish()
 	for c := 1; c <= t.doc.Plan.Containers; c++ {
 		if err := t.launch(ctx, c); err != nil {
-			t.stopContainers(ctx)
+			t.StopContainers(ctx)
 			return err
 		}
 	}
@@ -224,11 +226,11 @@ func (t *tm) setUp(ctx context.Context, state api.State) error {
 // loadPlan reads the stored physical plan, or makes and stores the first
 // one (a new submission); it reports whether a plan was stored before (a
 // resumed topology, whose containers start as restarts).
-func (t *tm) loadPlan(ctx context.Context, top *ardea.Topology, state api.State) (bool, error) {
-	b, rev, err := t.sp.store.GetPhysicalPlan(ctx, t.name)
+func (t *Manager) loadPlan(ctx context.Context, top *ardea.Topology, state api.State) (bool, error) {
+	b, rev, err := t.cfg.Store.GetPhysicalPlan(ctx, t.name)
 	switch {
 	case errors.Is(err, statemgr.ErrNotFound):
-		p, err := buildPlan(top)
+		p, err := BuildPlan(top)
 		if err != nil {
 			return false, err
 		}
@@ -258,7 +260,7 @@ func (t *tm) loadPlan(ctx context.Context, top *ardea.Topology, state api.State)
 
 // loop runs the TM's modes until one ends it, then answers the commands
 // still queued and publishes the last view.
-func (t *tm) loop() {
+func (t *Manager) loop() {
 	defer t.wg.Done()
 	defer close(t.done)
 	t.ticker = time.NewTicker(tickEvery)
@@ -309,20 +311,14 @@ func asCommands(es []event) []*command {
 	return out
 }
 
-const tmLockTTL = 10 * time.Second
-
-func (d *Daemon) lockTTL() time.Duration {
-	if d.o.TMLockTTL > 0 {
-		return d.o.TMLockTTL
-	}
-	return tmLockTTL
-}
+// DefaultLockTTL is the TM lock's TTL unless Config.LockTTL sets one.
+const DefaultLockTTL = 10 * time.Second
 
 // keepLock holds the TM lock for the TM's lifetime. A lost lock (not
 // refreshed for a TTL: the store was unreachable, or the key was removed)
 // is acquired again when it is free. If another daemon holds it, that
 // daemon runs the topology: the loop steps down (evLockLost).
-func (t *tm) keepLock(ctx context.Context) {
+func (t *Manager) keepLock(ctx context.Context) {
 	for {
 		err := t.lock.Load().KeepAlive(ctx)
 		if err == nil || ctx.Err() != nil {
@@ -330,7 +326,7 @@ func (t *tm) keepLock(ctx context.Context) {
 		}
 		t.log.Error("lost the topology manager lock; acquiring it again", "err", err)
 		for {
-			l, err := t.sp.store.AcquireTMLock(ctx, t.name, t.d.id, t.d.lockTTL())
+			l, err := t.cfg.Store.AcquireTMLock(ctx, t.name, t.cfg.Owner, t.cfg.LockTTL)
 			if err == nil {
 				t.lock.Store(l)
 				t.log.Info("topology manager lock acquired again")
@@ -347,7 +343,7 @@ func (t *tm) keepLock(ctx context.Context) {
 			select {
 			case <-ctx.Done():
 				return
-			case <-time.After(t.d.lockTTL() / 3):
+			case <-time.After(t.cfg.LockTTL / 3):
 			}
 		}
 	}
@@ -356,26 +352,26 @@ func (t *tm) keepLock(ctx context.Context) {
 // putPlan stores doc as the topology's physical plan. Only a new
 // submission's first plan is Fresh (storePlan): every other one is
 // stored without it, whichever plan it was derived from.
-func (t *tm) putPlan(ctx context.Context, doc ctl.PlanDoc) (uint64, error) {
+func (t *Manager) putPlan(ctx context.Context, doc ctl.PlanDoc) (uint64, error) {
 	doc.Fresh = false
 	return t.storePlan(ctx, doc)
 }
 
-func (t *tm) storePlan(ctx context.Context, doc ctl.PlanDoc) (uint64, error) {
+func (t *Manager) storePlan(ctx context.Context, doc ctl.PlanDoc) (uint64, error) {
 	if doc.Plan != nil {
 		// The plan's tenant picks its subjects (ardea.<tenant>.<topology>...),
 		// the only ones its hosts' NATS credentials reach.
-		doc.Plan.Tenant = t.sp.tenant
+		doc.Plan.Tenant = t.cfg.Tenant
 	}
 	b, err := ctl.EncodePlan(doc)
 	if err != nil {
 		return 0, err
 	}
-	return t.sp.store.PutPhysicalPlan(ctx, t.name, b)
+	return t.cfg.Store.PutPhysicalPlan(ctx, t.name, b)
 }
 
 // publishPlan stores doc as the current plan and makes it the TM's.
-func (t *tm) publishPlan(ctx context.Context, doc ctl.PlanDoc) error {
+func (t *Manager) publishPlan(ctx context.Context, doc ctl.PlanDoc) error {
 	rev, err := t.putPlan(ctx, doc)
 	if err != nil {
 		return fmt.Errorf("publish the plan: %w", err)
@@ -389,24 +385,26 @@ func (t *tm) publishPlan(ctx context.Context, doc ctl.PlanDoc) error {
 // the operation was interrupted (a rollback or a failure owns the plan
 // then). The loop runs one thing at a time, so nothing can come between
 // the check and the publication.
-func (t *tm) publishOp(ctx context.Context, doc ctl.PlanDoc) error {
+func (t *Manager) publishOp(ctx context.Context, doc ctl.PlanDoc) error {
 	if err := context.Cause(ctx); err != nil {
 		return err
 	}
 	return t.publishPlan(ctx, doc)
 }
 
-func (t *tm) procID(container int) string { return containerid.ID(t.sp.tenant, t.name, container) }
+func (t *Manager) ContainerID(container int) string {
+	return containerid.ID(t.cfg.Tenant, t.name, container)
+}
 
-func (t *tm) launch(ctx context.Context, container int) error {
-	if err := t.d.sup.start(ctx, t, container); err != nil {
+func (t *Manager) launch(ctx context.Context, container int) error {
+	if err := t.cfg.Runtime.Start(ctx, t, container); err != nil {
 		return fmt.Errorf("topology %s: start container %d: %w", t.name, container, err)
 	}
 	return nil
 }
 
-// goroutine runs f on a goroutine stopTM waits for.
-func (t *tm) goroutine(f func()) {
+// Go runs f on a goroutine Stop waits for.
+func (t *Manager) Go(f func()) {
 	t.wg.Add(1)
 	go func() {
 		defer t.wg.Done()
@@ -435,11 +433,11 @@ func lastLine(tail string) string {
 	return ""
 }
 
-// stopContainers removes every container of the topology from the
+// StopContainers removes every container of the topology from the
 // supervisor.
-func (t *tm) stopContainers(ctx context.Context) {
+func (t *Manager) StopContainers(ctx context.Context) {
 	for c := 1; c <= max(t.doc.Plan.Containers, t.maxLaunched()); c++ {
-		if err := t.d.sup.Remove(ctx, t.procID(c)); err != nil && !errors.Is(err, launcher.ErrUnknown) {
+		if err := t.cfg.Runtime.Remove(ctx, t.ContainerID(c)); err != nil && !errors.Is(err, launcher.ErrUnknown) {
 			t.log.Warn("stop container", "container", c, "err", err)
 		}
 	}
@@ -447,10 +445,10 @@ func (t *tm) stopContainers(ctx context.Context) {
 
 // maxLaunched is the highest container number the supervisor runs for this
 // topology (after a shrinking rescale there may be more than the plan has).
-func (t *tm) maxLaunched() int {
+func (t *Manager) maxLaunched() int {
 	n := 0
-	prefix := containerid.Prefix(t.sp.tenant, t.name)
-	for _, ps := range t.d.sup.List() {
+	prefix := containerid.Prefix(t.cfg.Tenant, t.name)
+	for _, ps := range t.cfg.Runtime.List() {
 		if c, ok := containerid.Number(prefix, ps.ID); ok && c > n {
 			n = c
 		}
@@ -458,10 +456,10 @@ func (t *tm) maxLaunched() int {
 	return n
 }
 
-// stopTM ends the loop (the containers are left to the caller), stops
+// Stop ends the loop (the containers are left to the caller), stops
 // following the containers' reports, and releases the lock. Safe to call
 // more than once and before the loop started.
-func (t *tm) stopTM() {
+func (t *Manager) Stop() {
 	t.inbox.push(&command{op: opStop, reply: make(chan cmdResult, 1)})
 	if !t.looping.Load() && t.stopReports != nil {
 		t.stopReports()
@@ -476,12 +474,6 @@ func (t *tm) stopTM() {
 	}
 }
 
-// validateStored validates a stored topology: its modules are artifacts,
-// not files.
-func validateStored() ardea.ValidateOptions {
-	return ardea.ValidateOptions{SkipModuleCheck: true, Builtins: connectors.Outputs, BuiltinConfig: connectors.ValidateConfig}
-}
-
 // buildPlanContainers repacks top after a parallelism change: round robin
 // keeps the container count n (unless the topology sets its own).
 func buildPlanContainers(top *ardea.Topology, n int) (*plan.Plan, error) {
@@ -489,23 +481,25 @@ func buildPlanContainers(top *ardea.Topology, n int) (*plan.Plan, error) {
 	return p, err
 }
 
-// parseSpec reads a stored topology.
-func parseSpec(name string, spec []byte) (*ardea.Topology, error) {
+// ParseSpec reads a stored topology, validated with opts (Config.Validation:
+// its modules are artifacts, not files; the built-in connectors' outputs
+// are applied from opts.Builtins first).
+func ParseSpec(name string, spec []byte, opts ardea.ValidateOptions) (*ardea.Topology, error) {
 	top, err := ardea.Parse(spec, "", "topology "+name)
 	if err != nil {
 		return nil, err
 	}
-	top.ApplyBuiltinOutputs(connectors.Outputs)
-	if err := top.Validate(validateStored()); err != nil {
+	top.ApplyBuiltinOutputs(opts.Builtins)
+	if err := top.Validate(opts); err != nil {
 		return nil, err
 	}
 	return top, nil
 }
 
-// buildPlan packs a topology with its packing settings (docs/packing.md);
+// BuildPlan packs a topology with its packing settings (docs/packing.md);
 // round robin without topology.packing.containers gets one container per
 // four instances.
-func buildPlan(top *ardea.Topology) (*plan.Plan, error) {
+func BuildPlan(top *ardea.Topology) (*plan.Plan, error) {
 	n := 0
 	for _, c := range top.Components {
 		n += c.Parallelism
@@ -514,23 +508,23 @@ func buildPlan(top *ardea.Topology) (*plan.Plan, error) {
 	return p, err
 }
 
-// removeStored deletes a topology from the state manager, and its modules
+// RemoveStored deletes a topology from the state manager, and its modules
 // unless keep or another topology uses them. Its TM and containers must be
 // stopped already (or never have run: a finished or failed topology after a
 // daemon restart).
-func (d *Daemon) removeStored(ctx context.Context, sp *space, name string, keep bool) error {
-	rec, err := sp.store.GetTopology(ctx, name)
+func RemoveStored(ctx context.Context, store *statemgr.Store, log *slog.Logger, name string, keep bool) error {
+	rec, err := store.GetTopology(ctx, name)
 	if err != nil {
 		return err
 	}
-	if err := sp.store.DeleteTopology(ctx, name); err != nil {
+	if err := store.DeleteTopology(ctx, name); err != nil {
 		return err
 	}
 	if keep {
 		return nil
 	}
 	inUse := map[string]bool{}
-	others, err := sp.store.ListTopologies(ctx)
+	others, err := store.ListTopologies(ctx)
 	if err != nil {
 		return err
 	}
@@ -541,8 +535,8 @@ func (d *Daemon) removeStored(ctx context.Context, sp *space, name string, keep 
 	}
 	for _, sha := range rec.Modules {
 		if !inUse[sha] {
-			if err := sp.store.DeleteArtifact(ctx, sha); err != nil && !errors.Is(err, statemgr.ErrNotFound) {
-				d.log.Warn("delete artifact", "sha256", sha, "err", err)
+			if err := store.DeleteArtifact(ctx, sha); err != nil && !errors.Is(err, statemgr.ErrNotFound) {
+				log.Warn("delete artifact", "sha256", sha, "err", err)
 			}
 		}
 	}

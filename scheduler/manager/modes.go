@@ -1,4 +1,4 @@
-package daemon
+package manager
 
 import (
 	"context"
@@ -17,13 +17,13 @@ type mode interface {
 	name() api.Mode
 	// why is the reason recorded for the transition into the mode.
 	why() string
-	run(t *tm) mode
+	run(t *Manager) mode
 }
 
 // enterer is a mode that sets part of the TM's state as it is entered,
 // before the view that shows the new mode is published (a failure's
 // message comes with the FAILED state).
-type enterer interface{ enter(t *tm) }
+type enterer interface{ enter(t *Manager) }
 
 // stopMode ends the loop without a transition: the daemon closes (the
 // topology resumes at its next start) or the TM never started.
@@ -31,7 +31,7 @@ type stopMode struct{}
 
 func (stopMode) name() api.Mode       { return api.ModeNew }
 func (stopMode) why() string          { return "" }
-func (stopMode) run(*tm) mode         { return nil }
+func (stopMode) run(*Manager) mode    { return nil }
 func (stopMode) priority() int        { return 6 }
 func (killedMode) priority() int      { return 5 }
 func (failedMode) priority() int      { return 4 }
@@ -64,7 +64,7 @@ var (
 // stronger interruption is pending: stop, kill, failure, step-down, the
 // end of the input, a rollback, in that order) and cancels the operation
 // in flight with cause.
-func (t *tm) interrupt(next interruption, cause error) {
+func (t *Manager) interrupt(next interruption, cause error) {
 	if p, ok := t.pending.(interruption); ok && p.priority() > next.priority() {
 		return
 	}
@@ -78,7 +78,7 @@ func (t *tm) interrupt(next interruption, cause error) {
 // after handling the events queued so far (a producer queues its event
 // before it cancels the operation, so the event behind a cancellation is
 // there).
-func (t *tm) takePending() mode {
+func (t *Manager) takePending() mode {
 	for _, e := range t.inbox.take() {
 		t.handle(e)
 	}
@@ -103,7 +103,7 @@ func opAborted(ctx context.Context) error {
 
 // beginOp starts an operation: its context ends with the interruption's
 // cause (interrupt) or when the TM stops; end releases it.
-func (t *tm) beginOp() (ctx context.Context, end func()) {
+func (t *Manager) beginOp() (ctx context.Context, end func()) {
 	ctx, cancel := context.WithCancelCause(t.runCtx)
 	t.opCancel, t.opCtx = cancel, ctx
 	t.effectMu.Lock()
@@ -125,7 +125,7 @@ func (t *tm) beginOp() (ctx context.Context, end func()) {
 // reach the loop at once, never after a request to that dead container
 // has waited out its reply: the rollback's hold plan has to be published
 // before the supervisor's replacement starts on the running plan.
-func (t *tm) effect() (context.Context, func()) {
+func (t *Manager) effect() (context.Context, func()) {
 	if t.opCtx != nil {
 		return t.opCtx, func() {}
 	}
@@ -145,7 +145,7 @@ func (t *tm) effect() (context.Context, func()) {
 
 // effectContext is the context of the effect in flight (effect), else
 // the TM's.
-func (t *tm) effectContext() context.Context {
+func (t *Manager) effectContext() context.Context {
 	switch {
 	case t.opCtx != nil:
 		return t.opCtx
@@ -178,7 +178,7 @@ type wait struct {
 // ctx ends (its cause, as an interruption does), or w's deadline passes.
 // It is how a mode waits for "every container reports X": the heartbeat
 // events it handles change what ok sees.
-func (t *tm) await(ctx context.Context, w wait) error {
+func (t *Manager) await(ctx context.Context, w wait) error {
 	deadline := w.until
 	if deadline.IsZero() && w.timeout > 0 {
 		deadline = time.Now().Add(w.timeout)
@@ -225,7 +225,7 @@ func (t *tm) await(ctx context.Context, w wait) error {
 
 // pumpUntil handles the events that come until one did, the TM's tick,
 // wake (zero: none) or ctx's end.
-func (t *tm) pumpUntil(ctx context.Context, wake time.Time) {
+func (t *Manager) pumpUntil(ctx context.Context, wake time.Time) {
 	var timer <-chan time.Time
 	if !wake.IsZero() {
 		c, stop := after(time.Until(wake))

@@ -1,4 +1,4 @@
-package daemon
+package manager
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 // plan was shrunk from 3 containers to 1 while the supervisor still runs
 // processes 2 and 3 (what maxLaunched is for): stopping its containers
 // stops all three real processes, and none of the same-named topologies
-// of tenant globex and of the default tenant. The container ids are procID's, the one
+// of tenant globex and of the default tenant. The container ids are containerid.ID's, the one
 // builder; the ids parse back to tenant, topology and container.
 func TestStopContainersAfterShrinkInTenant(t *testing.T) {
 	sleep, err := exec.LookPath("sleep")
@@ -47,10 +47,9 @@ func TestStopContainersAfterShrinkInTenant(t *testing.T) {
 			pids[id] = ps.PID
 		}
 	}
-	d := &Daemon{sup: processes{Supervisor: sup}}
-	tm := &tm{d: d, sp: &space{tenant: "acme"}, name: "wc", log: slog.New(slog.DiscardHandler),
+	tm := &Manager{cfg: Config{Runtime: supervised{sup}, Tenant: "acme"}, name: "wc", log: slog.New(slog.DiscardHandler),
 		doc: ctl.PlanDoc{Plan: &plan.Plan{Topology: "wc", Containers: 1}}}
-	tm.stopContainers(ctx)
+	tm.StopContainers(ctx)
 	for id, pid := range pids {
 		_, listed := sup.Status(id)
 		if tenant, _, _, _ := containerid.Parse(id); tenant == "acme" {
@@ -63,3 +62,10 @@ func TestStopContainersAfterShrinkInTenant(t *testing.T) {
 		}
 	}
 }
+
+// supervised is a launcher as a manager's Runtime (what the daemon's
+// process runtime is, without starting hosts).
+type supervised struct{ *launcher.Supervisor }
+
+func (supervised) Start(context.Context, *Manager, int) error { return errors.New("not here") }
+func (supervised) Kill(string, int) error                     { return errors.New("not here") }

@@ -1,4 +1,4 @@
-package daemon
+package manager
 
 import (
 	"fmt"
@@ -28,8 +28,8 @@ type tupleRollbacks struct {
 
 // tupleRollback handles a host's request: counted once per generation
 // and tuple, it fences the topology, which rolls it back.
-func (t *tm) tupleRollback(container int, r ctl.TupleRollback) {
-	if t.ckpt == nil || t.ending() || !live(t.state) {
+func (t *Manager) tupleRollback(container int, r ctl.TupleRollback) {
+	if t.ckpt == nil || t.ending() || !Live(t.state) {
 		return
 	}
 	p := &t.poison
@@ -59,4 +59,4 @@ func (t *tm) tupleRollback(container int, r ctl.TupleRollback) {
 }
 
 // deadLetterTuples are the tuples to dead-letter on their next failure.
-func (t *tm) deadLetterTuples() []string { return slices.Clone(t.poison.give) }
+func (t *Manager) deadLetterTuples() []string { return slices.Clone(t.poison.give) }

@@ -1,4 +1,4 @@
-package daemon
+package manager
 
 import (
 	"fmt"
@@ -73,8 +73,8 @@ func execTransitions() map[api.State][]api.State {
 	return out
 }
 
-// live reports a state in which the topology's containers run.
-func live(s api.State) bool { return s == api.StateRunning || s == api.StatePaused }
+// Live reports a state in which the topology's containers run.
+func Live(s api.State) bool { return s == api.StateRunning || s == api.StatePaused }
 
 // steadyMode is the mode of a live execution state.
 func steadyMode(s api.State) mode {
@@ -90,7 +90,7 @@ const maxTransitions = 32
 // setMode moves the TM to mode to, for why: checked against the table,
 // logged, and kept for status; the execution state follows the mode's.
 // Moving to the current mode does nothing. The loop's (or start's).
-func (t *tm) setMode(to api.Mode, why string) error {
+func (t *Manager) setMode(to api.Mode, why string) error {
 	from := t.mode
 	if from == to {
 		return nil

@@ -1,9 +1,7 @@
-package daemon
+package manager
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"maps"
 	"slices"
@@ -15,11 +13,6 @@ import (
 	"github.com/ardea-dev/ardea/scheduler/ctl"
 	"github.com/ardea-dev/ardea/scheduler/statemgr"
 )
-
-func digest(b []byte) string {
-	s := sha256.Sum256(b)
-	return hex.EncodeToString(s[:])
-}
 
 // diffTopologies lists what changes from cur (with its module digests) to
 // next (with its module bytes).
@@ -39,8 +32,8 @@ func diffTopologies(cur *ardea.Topology, curMods map[string]string, next *ardea.
 		if old.Parallelism != c.Parallelism {
 			out = append(out, api.Change{Kind: "parallelism", Component: c.Name, Detail: fmt.Sprintf("%d -> %d", old.Parallelism, c.Parallelism)})
 		}
-		if b, ok := nextMods[c.Name]; ok && digest(b) != curMods[c.Name] {
-			out = append(out, api.Change{Kind: "module", Component: c.Name, Detail: fmt.Sprintf("%s -> %s", short(curMods[c.Name]), short(digest(b)))})
+		if b, ok := nextMods[c.Name]; ok && statemgr.ArtifactDigest(b) != curMods[c.Name] {
+			out = append(out, api.Change{Kind: "module", Component: c.Name, Detail: fmt.Sprintf("%s -> %s", short(curMods[c.Name]), short(statemgr.ArtifactDigest(b)))})
 		} else if (old.ModuleKind() == ardea.ModuleBuiltin || c.ModuleKind() == ardea.ModuleBuiltin) && old.Module != c.Module {
 			out = append(out, api.Change{Kind: "module", Component: c.Name, Detail: old.Module + " -> " + c.Module})
 		}
@@ -78,36 +71,30 @@ func inputsOf(c *ardea.Component) string {
 	return strings.Join(parts, " ")
 }
 
-// apply changes the running topology into the one in req: module changes
+// Apply changes the running topology into the one in req: module changes
 // alone are swapped task by task, parallelism changes alone rescale live,
 // anything else (components added or removed, inputs regrouped, config)
 // replans with the spouts paused, keeping every kept component's state by
 // key group. Changes that cannot be applied are refused with the reason
 // before anything changes.
-func (t *tm) apply(ctx context.Context, req api.ApplyRequest) (api.ApplyResult, error) {
+func (t *Manager) Apply(ctx context.Context, req api.ApplyRequest) (api.ApplyResult, error) {
 	ctx = context.WithoutCancel(ctx)
 	start := time.Now()
-	next, err := parseSpec(t.name, []byte(req.Spec))
+	next, err := ParseSpec(t.name, []byte(req.Spec), t.cfg.Validation)
 	if err != nil {
-		return api.ApplyResult{}, newErr(ErrBadRequest, "apply to topology %s: %v", t.name, err)
+		return api.ApplyResult{}, api.Errorf(api.ErrBadRequest, "apply to topology %s: %v", t.name, err)
 	}
 	next.Name = t.name
-	if err := t.d.checkMachine(ctx, t.sp.tenant, next); err != nil {
-		return api.ApplyResult{}, err
-	}
-	if err := t.d.checkStreams(ctx, t.sp, next); err != nil {
-		return api.ApplyResult{}, err
-	}
-	if err := t.d.checkKV(ctx, t.sp, next); err != nil {
+	if err := t.cfg.Admission.Check(ctx, next); err != nil {
 		return api.ApplyResult{}, err
 	}
 	v := t.view.Load()
-	if !live(v.state) || v.top == nil {
-		return api.ApplyResult{}, newErr(ErrBadState, "cannot apply to topology %s: it is %s", t.name, v.state)
+	if !Live(v.state) || v.top == nil {
+		return api.ApplyResult{}, api.Errorf(api.ErrBadState, "cannot apply to topology %s: it is %s", t.name, v.state)
 	}
 	base, doc, eo := v.top, v.doc, v.ckpt != nil
 	cur := base.Clone()
-	rec, err := t.sp.store.GetTopology(ctx, t.name)
+	rec, err := t.cfg.Store.GetTopology(ctx, t.name)
 	if err != nil {
 		return api.ApplyResult{}, err
 	}
@@ -122,40 +109,42 @@ func (t *tm) apply(ctx context.Context, req api.ApplyRequest) (api.ApplyResult, 
 	}
 	for _, c := range next.Components {
 		if old := cur.Component(c.Name); old != nil && old.Kind != c.Kind {
-			return res, newErr(ErrBadRequest, "apply to topology %s refused: component %s changes from %s to %s; remove it and add it under another name", t.name, c.Name, old.Kind, c.Kind)
+			return res, api.Errorf(api.ErrBadRequest, "apply to topology %s refused: component %s changes from %s to %s; remove it and add it under another name", t.name, c.Name, old.Kind, c.Kind)
 		}
 		if c.ModuleKind() != ardea.ModuleBuiltin {
 			if _, ok := req.Modules[c.Name]; !ok {
-				return res, newErr(ErrBadRequest, "apply to topology %s: component %s: no module uploaded", t.name, c.Name)
+				return res, api.Errorf(api.ErrBadRequest, "apply to topology %s: component %s: no module uploaded", t.name, c.Name)
 			}
 		}
 	}
 	p, err := buildPlanContainers(next, doc.Plan.Containers)
 	if err != nil {
-		return res, newErr(ErrBadRequest, "apply to topology %s refused: %v", t.name, err)
+		return res, api.Errorf(api.ErrBadRequest, "apply to topology %s refused: %v", t.name, err)
 	}
 	res.Containers = p.Containers
 	// The quota check, before anything is stored or changed (a dry run is
 	// refused as the apply would be): the topology as it runs against the
 	// one in the file, its containers and the modules it would store.
-	t.sp.quotaMu.Lock()
+	unlock := t.cfg.Admission.Lock()
 	quotaHeld := true
 	releaseQuota := func() {
 		if quotaHeld {
 			quotaHeld = false
-			t.sp.quotaMu.Unlock()
+			unlock()
 		}
 	}
 	defer releaseQuota()
-	mods, err := wasmModules(next, req.Modules)
+	mods := map[string][]byte{} // every wasm component has one (above)
+	for _, c := range next.Components {
+		if c.ModuleKind() != ardea.ModuleBuiltin {
+			mods[c.Name] = req.Modules[c.Name]
+		}
+	}
+	fresh, storeBytes, err := t.cfg.Admission.NewModules(ctx, mods)
 	if err != nil {
 		return res, err
 	}
-	fresh, storeBytes, err := t.d.newModules(ctx, t.sp, mods)
-	if err != nil {
-		return res, err
-	}
-	if err := t.d.admit(ctx, t.sp, "apply", footprint{cur, doc.Plan.Containers}, footprint{next, p.Containers}, storeBytes); err != nil {
+	if err := t.cfg.Admission.Admit(ctx, "apply", Footprint{Top: cur, Containers: doc.Plan.Containers}, Footprint{Top: next, Containers: p.Containers}, storeBytes); err != nil {
 		return res, fmt.Errorf("apply to topology %s refused, nothing changed: %w", t.name, err)
 	}
 	switch {
@@ -178,7 +167,7 @@ func (t *tm) apply(ctx context.Context, req api.ApplyRequest) (api.ApplyResult, 
 	case "swap":
 		releaseQuota() // each swap admits its module
 		for _, ch := range changes {
-			if _, err := t.swap(ctx, api.SwapRequest{Component: ch.Component, Module: req.Modules[ch.Component], Source: next.Component(ch.Component).Module, By: req.By}); err != nil {
+			if _, err := t.Swap(ctx, api.SwapRequest{Component: ch.Component, Module: req.Modules[ch.Component], Source: next.Component(ch.Component).Module, By: req.By}); err != nil {
 				return res, err
 			}
 		}
@@ -192,7 +181,7 @@ func (t *tm) apply(ctx context.Context, req api.ApplyRequest) (api.ApplyResult, 
 		}
 	case "paused":
 		if err := t.applyPaused(ctx, next, base, doc, req, rec); err != nil {
-			t.d.dropModules(ctx, t.sp, fresh)
+			t.cfg.Admission.DropModules(ctx, fresh)
 			return res, err
 		}
 	}
@@ -215,7 +204,7 @@ func hasBuiltinSwap(changes []api.Change, cur, next *ardea.Topology) bool {
 // applyPaused stores next's modules and has the TM replan with the
 // spouts paused (replanningMode); base is the TM's topology next was made
 // from.
-func (t *tm) applyPaused(ctx context.Context, next, base *ardea.Topology, doc ctl.PlanDoc, req api.ApplyRequest, rec statemgr.Topology) error {
+func (t *Manager) applyPaused(ctx context.Context, next, base *ardea.Topology, doc ctl.PlanDoc, req api.ApplyRequest, rec statemgr.Topology) error {
 	mods := map[string]string{}
 	var versions []api.ModuleVersion
 	for _, c := range next.Components {
@@ -223,8 +212,8 @@ func (t *tm) applyPaused(ctx context.Context, next, base *ardea.Topology, doc ct
 			continue
 		}
 		data := req.Modules[c.Name]
-		if err := t.d.validate(ctx, c.Name+".wasm", c.Kind, data); err != nil {
-			return newErr(ErrBadRequest, "apply to topology %s refused, nothing changed: component %s: %v", t.name, c.Name, err)
+		if err := t.cfg.Modules.Validate(ctx, c.Name+".wasm", c.Kind, data); err != nil {
+			return api.Errorf(api.ErrBadRequest, "apply to topology %s refused, nothing changed: component %s: %v", t.name, c.Name, err)
 		}
 	}
 	for _, c := range next.Components {
@@ -232,11 +221,11 @@ func (t *tm) applyPaused(ctx context.Context, next, base *ardea.Topology, doc ct
 			continue
 		}
 		data := req.Modules[c.Name]
-		sha, err := t.sp.store.PutArtifact(ctx, c.Name+".wasm", data)
+		sha, err := t.cfg.Store.PutArtifact(ctx, c.Name+".wasm", data)
 		if err != nil {
 			return err
 		}
-		t.d.rememberLanguage(ctx, sha, data)
+		t.cfg.Modules.Remember(ctx, sha, data)
 		mods[c.Name] = sha
 		if rec.Modules[c.Name] != sha {
 			versions = append(versions, api.ModuleVersion{Component: c.Name, Version: sha, Previous: rec.Modules[c.Name], Source: c.Module,
@@ -245,7 +234,7 @@ func (t *tm) applyPaused(ctx context.Context, next, base *ardea.Topology, doc ct
 	}
 	p, err := buildPlanContainers(next, doc.Plan.Containers)
 	if err != nil {
-		return newErr(ErrBadRequest, "%v", err)
+		return api.Errorf(api.ErrBadRequest, "%v", err)
 	}
 	_, err = t.call(ctx, opReplan, replanRequest{next: next, base: base, plan: p, modules: mods, versions: versions,
 		message: "applying a changed topology (paused)", done: "applied a changed topology"})

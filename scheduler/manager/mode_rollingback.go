@@ -1,4 +1,4 @@
-package daemon
+package manager
 
 import (
 	"context"
@@ -28,7 +28,7 @@ func (m *rollingBackMode) why() string  { return m.cause }
 // over (new generation).
 var errSuperseded = errors.New("another container died during the rollback")
 
-func (m *rollingBackMode) run(t *tm) mode {
+func (m *rollingBackMode) run(t *Manager) mode {
 	cs := t.ckpt
 	began := time.Now()
 	deadline := began.Add(cs.recovery.Timeout)
@@ -60,7 +60,7 @@ func (m *rollingBackMode) run(t *tm) mode {
 }
 
 // rollbackOnce is one attempt of the rollback (see rollingBackMode).
-func (t *tm) rollbackOnce(ctx context.Context, cs *ckptState, crashes uint64, deadline time.Time) error {
+func (t *Manager) rollbackOnce(ctx context.Context, cs *ckptState, crashes uint64, deadline time.Time) error {
 	gen := newGeneration()
 	// committed.Active follows activate/deactivate (setActive).
 	base, baseRec, active := cs.committed, cs.committedRec, cs.committed.Active
@@ -138,7 +138,7 @@ const retryEvery = 250 * time.Millisecond
 // storage fault (a full disk, JetStream restarting) during a rollback is
 // waited out within the recovery timeout, not taken as the end. Events
 // are handled between attempts.
-func (t *tm) retry(ctx context.Context, cs *ckptState, crashes uint64, deadline time.Time, what string, f func() error) error {
+func (t *Manager) retry(ctx context.Context, cs *ckptState, crashes uint64, deadline time.Time, what string, f func() error) error {
 	for {
 		err := f()
 		var p permanent
@@ -151,7 +151,7 @@ func (t *tm) retry(ctx context.Context, cs *ckptState, crashes uint64, deadline 
 			return fmt.Errorf("%s: %w (until the recovery timeout, topology.recovery.timeout)", what, err)
 		case cs.crashes != crashes:
 			return errSuperseded
-		case !live(t.state):
+		case !Live(t.state):
 			return fmt.Errorf("the topology is %s", t.state)
 		}
 		t.log.Warn("rollback step failed; retrying", "step", what, "err", err)
@@ -162,14 +162,14 @@ func (t *tm) retry(ctx context.Context, cs *ckptState, crashes uint64, deadline 
 }
 
 // pause handles events for d, or until ctx ends (its cause).
-func (t *tm) pause(ctx context.Context, d time.Duration) error {
+func (t *Manager) pause(ctx context.Context, d time.Duration) error {
 	return t.await(ctx, wait{until: time.Now().Add(d), late: func() error { return nil },
 		ok: func() (bool, error) { return false, nil }})
 }
 
 // publishRecovery publishes a rollback's plan unless another container
 // died since the rollback began.
-func (t *tm) publishRecovery(ctx context.Context, cs *ckptState, crashes uint64, doc ctl.PlanDoc) error {
+func (t *Manager) publishRecovery(ctx context.Context, cs *ckptState, crashes uint64, doc ctl.PlanDoc) error {
 	if cs.crashes != crashes {
 		return errSuperseded
 	}
@@ -178,7 +178,7 @@ func (t *tm) publishRecovery(ctx context.Context, cs *ckptState, crashes uint64,
 
 // waitRecovery waits until every container passes ok, another container
 // dies (errSuperseded), the topology stops, or the deadline passes.
-func (t *tm) waitRecovery(ctx context.Context, cs *ckptState, crashes uint64, deadline time.Time, what string, ok func(ctl.Heartbeat) bool) error {
+func (t *Manager) waitRecovery(ctx context.Context, cs *ckptState, crashes uint64, deadline time.Time, what string, ok func(ctl.Heartbeat) bool) error {
 	var behind []int
 	err := t.await(ctx, wait{until: deadline,
 		late: func() error {
@@ -188,7 +188,7 @@ func (t *tm) waitRecovery(ctx context.Context, cs *ckptState, crashes uint64, de
 			switch {
 			case cs.crashes != crashes:
 				return false, errSuperseded
-			case !live(t.state):
+			case !Live(t.state):
 				return false, fmt.Errorf("the topology is %s", t.state)
 			}
 			var done bool
@@ -203,15 +203,15 @@ func (t *tm) waitRecovery(ctx context.Context, cs *ckptState, crashes uint64, de
 
 // fitContainers makes the supervisor run containers 1..n of the topology
 // (a rollback to a plan with another container count).
-func (t *tm) fitContainers(ctx context.Context, n int) {
+func (t *Manager) fitContainers(ctx context.Context, n int) {
 	have := t.maxLaunched()
 	for c := n + 1; c <= have; c++ {
-		if err := t.d.sup.Remove(ctx, t.procID(c)); err != nil && !errors.Is(err, launcher.ErrUnknown) {
+		if err := t.cfg.Runtime.Remove(ctx, t.ContainerID(c)); err != nil && !errors.Is(err, launcher.ErrUnknown) {
 			t.log.Warn("stop container no longer in the plan", "container", c, "err", err)
 		}
 	}
 	for c := 1; c <= n; c++ {
-		if _, ok := t.d.sup.Status(t.procID(c)); !ok {
+		if _, ok := t.cfg.Runtime.Status(t.ContainerID(c)); !ok {
 			if err := t.launch(ctx, c); err != nil {
 				t.log.Warn("launch container", "container", c, "err", err)
 			}

@@ -1,4 +1,4 @@
-package daemon
+package manager
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ardea-dev/ardea"
+	"github.com/ardea-dev/ardea/connectors"
 	"github.com/ardea-dev/ardea/host"
 	"github.com/ardea-dev/ardea/internal/checkpoint"
 	"github.com/ardea-dev/ardea/internal/names"
@@ -46,13 +47,13 @@ func (f *fakeRuntime) run(id string) {
 	f.procs[id] = launcher.ProcessStatus{ID: id, State: launcher.StateRunning, PID: f.pid}
 }
 
-func (f *fakeRuntime) start(_ context.Context, t *tm, c int) error {
+func (f *fakeRuntime) Start(_ context.Context, t *Manager, c int) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if _, ok := f.procs[t.procID(c)]; ok {
+	if _, ok := f.procs[t.ContainerID(c)]; ok {
 		return launcher.ErrDuplicate
 	}
-	f.run(t.procID(c))
+	f.run(t.ContainerID(c))
 	return nil
 }
 
@@ -105,16 +106,12 @@ func (f *fakeRuntime) List() []launcher.ProcessStatus {
 	return out
 }
 
-func (f *fakeRuntime) LogPath(string) string { return "" }
-
-func (f *fakeRuntime) kill(id string, _ int) error {
+func (f *fakeRuntime) Kill(id string, _ int) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.run(id) // the supervisor replaces it
 	return nil
 }
-
-func (f *fakeRuntime) Close(context.Context) error { return nil }
 
 // running reports the container ids that run.
 func (f *fakeRuntime) running() []string {
@@ -132,8 +129,9 @@ func (f *fakeRuntime) running() []string {
 // (ctl.Commands), remember what it asks, and report it in the heartbeats
 // beat sends. Hooks let a test act at a command, before it is accepted.
 type fakeHosts struct {
-	t  *tm
-	rt *fakeRuntime
+	t     *Manager
+	rt    *fakeRuntime
+	ckpts checkpoint.Store // where the tasks store their snapshots
 
 	mu       sync.Mutex
 	calls    []string
@@ -213,7 +211,7 @@ func (h *fakeHosts) Checkpoint(ctx context.Context, id, gen uint64) error {
 		if saveErr == "" {
 			// What a task stores: its (here empty) state's snapshot.
 			snap := host.NewMemoryState(p.Components[p.Tasks[task].Component].MaxKeyGroups).Snapshot()
-			if err := h.t.d.o.CheckpointStore.Save(context.Background(), v.doc.CheckpointKey, id, uint32(task), snap); err != nil {
+			if err := h.ckpts.Save(context.Background(), v.doc.CheckpointKey, id, uint32(task), snap); err != nil {
 				return err
 			}
 		}
@@ -273,7 +271,7 @@ func (h *fakeHosts) beat() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for c := 1; c <= v.doc.Plan.Containers; c++ {
-		ps, ok := h.rt.Status(h.t.procID(c))
+		ps, ok := h.rt.Status(h.t.ContainerID(c))
 		if !ok || ps.State != launcher.StateRunning {
 			continue
 		}
@@ -304,9 +302,8 @@ func (h *fakeHosts) beat() {
 // tmHarness is a TM of a topology with its fakes.
 type tmHarness struct {
 	t     *testing.T
-	d     *Daemon
-	sp    *space
-	tm    *tm
+	store *statemgr.Store
+	tm    *Manager
 	rt    *fakeRuntime
 	hosts *fakeHosts
 }
@@ -327,15 +324,15 @@ func newTMHarness(t *testing.T, top *ardea.Topology) *tmHarness {
 	rt := newFakeRuntime()
 	dctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	t.Cleanup(cancel)
-	d := &Daemon{ctx: dctx, id: "test-daemon", log: slog.New(slog.DiscardHandler), sup: rt, prom: sinks.NewPrometheus(),
-		o: Options{CheckpointStore: ckpts, TMLockTTL: time.Minute}, spaces: map[string]*space{}}
-	sp := &space{tenant: names.DefaultTenant, nc: nc, store: store, tms: map[string]*tm{}}
-	d.spaces[sp.tenant] = sp
-	h := &tmHarness{t: t, d: d, sp: sp, rt: rt}
-	d.gateway = func(t *tm) ctl.Commands {
-		h.hosts = &fakeHosts{t: t, rt: rt, active: true, hooks: map[string]func(){}}
-		return h.hosts
-	}
+	h := &tmHarness{t: t, store: store, rt: rt}
+	cfg := Config{Name: top.Name, Tenant: names.DefaultTenant, Owner: "test-daemon", Log: slog.New(slog.DiscardHandler),
+		Store: store, Conn: nc, Runtime: rt, Exporter: sinks.NewPrometheus(), LockTTL: time.Minute,
+		Checkpoints: func(context.Context) (checkpoint.Store, error) { return ckpts, nil },
+		Validation:  validateStored(),
+		Gateway: func(t *Manager) ctl.Commands {
+			h.hosts = &fakeHosts{t: t, rt: rt, ckpts: ckpts, active: true, hooks: map[string]func(){}}
+			return h.hosts
+		}}
 	spec, err := top.Format()
 	if err != nil {
 		t.Fatal(err)
@@ -343,17 +340,16 @@ func newTMHarness(t *testing.T, top *ardea.Topology) *tmHarness {
 	if _, err := store.CreateTopology(ctx, statemgr.Topology{Name: top.Name, Spec: spec, SubmittedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
-	h.tm = d.newTM(sp, top.Name)
-	if err := h.tm.start(ctx, api.StateRunning); err != nil {
+	h.tm = New(dctx, cfg)
+	if err := h.tm.Start(ctx, api.StateRunning); err != nil {
 		t.Fatal(err)
 	}
-	sp.tms[top.Name] = h.tm
-	t.Cleanup(h.tm.stopTM)
+	t.Cleanup(h.tm.Stop)
 	return h
 }
 
 // until beats the hosts until ok holds.
-func (h *tmHarness) until(what string, ok func(v *tmView) bool) {
+func (h *tmHarness) until(what string, ok func(v *View) bool) {
 	h.t.Helper()
 	testutil.EventuallyWithin(h.t, time.Minute, what, func() (bool, string) {
 		h.hosts.beat()
@@ -397,17 +393,23 @@ func wordCountTopology(t *testing.T, name string, containers int, config map[str
 	return top
 }
 
+// validateStored validates a stored topology as the daemon does
+// (Config.Validation): modules are artifacts, built-ins the connectors'.
+func validateStored() ardea.ValidateOptions {
+	return ardea.ValidateOptions{SkipModuleCheck: true, Builtins: connectors.Outputs, BuiltinConfig: connectors.ValidateConfig}
+}
+
 var errHostKilled = errors.New("killed by the test")
 
 // TestTMFinishes: every container reports its input finished: the TM
 // records FINISHED, stops the containers and revokes their credentials.
 func TestTMFinishes(t *testing.T) {
 	h := newTMHarness(t, wordCountTopology(t, "fin", 2, nil))
-	h.until("both containers run", func(v *tmView) bool { return len(h.rt.running()) == 2 })
+	h.until("both containers run", func(v *View) bool { return len(h.rt.running()) == 2 })
 	h.hosts.mu.Lock()
 	h.hosts.finished = true
 	h.hosts.mu.Unlock()
-	h.until("FINISHED", func(v *tmView) bool { return v.state == api.StateFinished })
+	h.until("FINISHED", func(v *View) bool { return v.state == api.StateFinished })
 	<-h.tm.finished
 	if got := h.rt.running(); len(got) != 0 {
 		t.Errorf("containers %v still run", got)
@@ -415,7 +417,7 @@ func TestTMFinishes(t *testing.T) {
 	if want := []string{"new>running", "running>finished"}; !slices.Equal(h.modes(), want) {
 		t.Errorf("modes %v, want %v", h.modes(), want)
 	}
-	st, err := h.sp.store.GetState(t.Context(), "fin")
+	st, err := h.store.GetState(t.Context(), "fin")
 	if err != nil || st.State != api.StateFinished {
 		t.Errorf("stored state %+v, %v", st, err)
 	}
@@ -442,10 +444,10 @@ func (h *tmHarness) swap(o *swapOrder) <-chan error {
 // every host and records it; the TM returns to running.
 func TestTMSwap(t *testing.T) {
 	h := newTMHarness(t, wordCountTopology(t, "sw", 2, nil))
-	h.until("both containers run", func(v *tmView) bool { return len(h.rt.running()) == 2 })
+	h.until("both containers run", func(v *View) bool { return len(h.rt.running()) == 2 })
 	done := h.swap(swapOrderFor("split", "v2"))
 	var err error
-	h.until("the swap ends", func(*tmView) bool {
+	h.until("the swap ends", func(*View) bool {
 		select {
 		case err = <-done:
 			return true
@@ -459,7 +461,7 @@ func TestTMSwap(t *testing.T) {
 	if h.hosts.called("commit") != 1 {
 		t.Errorf("commits %d, want 1", h.hosts.called("commit"))
 	}
-	rec, err := h.sp.store.GetTopology(t.Context(), "sw")
+	rec, err := h.store.GetTopology(t.Context(), "sw")
 	if err != nil || rec.Modules["split"] != "v2" {
 		t.Errorf("stored modules %v (%v), want split v2", rec.Modules, err)
 	}
@@ -474,14 +476,14 @@ func TestTMSwap(t *testing.T) {
 // stop on the hold plan, then run the restored one) and runs again.
 func TestTMSwapCrashEffectivelyOnce(t *testing.T) {
 	h := newTMHarness(t, wordCountTopology(t, "swc", 2, eoConfig))
-	h.until("a global checkpoint", func(v *tmView) bool { return v.ckpt != nil && v.ckpt.Global > 0 })
+	h.until("a global checkpoint", func(v *View) bool { return v.ckpt != nil && v.ckpt.Global > 0 })
 	h.hosts.on("swap", func() {
-		_ = h.rt.kill(h.tm.procID(1), 0)
+		_ = h.rt.Kill(h.tm.ContainerID(1), 0)
 		h.tm.Exited(1, errHostKilled)
 	})
 	done := h.swap(swapOrderFor("split", "v2"))
 	var err error
-	h.until("the swap ends and the topology runs again", func(v *tmView) bool {
+	h.until("the swap ends and the topology runs again", func(v *View) bool {
 		if err == nil {
 			select {
 			case err = <-done:
@@ -491,14 +493,14 @@ func TestTMSwapCrashEffectivelyOnce(t *testing.T) {
 		}
 		return v.mode == api.ModeRunning && v.ckpt.Rollbacks == 1
 	})
-	if err == nil || !errors.Is(err, ErrBadState) || !strings.Contains(err.Error(), "a container died during the swap") {
+	if err == nil || !errors.Is(err, api.ErrBadState) || !strings.Contains(err.Error(), "a container died during the swap") {
 		t.Errorf("swap: %v, want rolled back naming the death", err)
 	}
 	want := []string{"new>running", "running>swapping", "swapping>rolling-back", "rolling-back>running"}
 	if !slices.Equal(h.modes(), want) {
 		t.Errorf("modes %v, want %v", h.modes(), want)
 	}
-	rec, _ := h.sp.store.GetTopology(t.Context(), "swc")
+	rec, _ := h.store.GetTopology(t.Context(), "swc")
 	if last := rec.History[len(rec.History)-1]; last.Status != api.VersionRolledBack {
 		t.Errorf("history %+v: want the swap rolled back", rec.History)
 	}
@@ -513,10 +515,10 @@ func TestTMSwapCrashEffectivelyOnce(t *testing.T) {
 // spec.
 func TestTMReplanCrash(t *testing.T) {
 	h := newTMHarness(t, wordCountTopology(t, "rp", 2, eoConfig))
-	h.until("a global checkpoint", func(v *tmView) bool { return v.ckpt != nil && v.ckpt.Global > 0 })
+	h.until("a global checkpoint", func(v *View) bool { return v.ckpt != nil && v.ckpt.Global > 0 })
 	base := h.tm.view.Load()
 	h.hosts.on("handoff", func() {
-		_ = h.rt.kill(h.tm.procID(2), 0)
+		_ = h.rt.Kill(h.tm.ContainerID(2), 0)
 		h.tm.Exited(2, errHostKilled)
 	})
 	top := base.top.Clone()
@@ -526,7 +528,7 @@ func TestTMReplanCrash(t *testing.T) {
 		return err
 	})
 	var err error
-	h.until("the update ends and the topology runs again", func(v *tmView) bool {
+	h.until("the update ends and the topology runs again", func(v *View) bool {
 		if err == nil {
 			select {
 			case err = <-done:
@@ -558,10 +560,10 @@ func TestTMReplanCrash(t *testing.T) {
 // published again under it; the TM runs on.
 func TestTMSwitchAbandoned(t *testing.T) {
 	h := newTMHarness(t, wordCountTopology(t, "lv", 2, nil))
-	h.until("both containers run", func(v *tmView) bool { return len(h.rt.running()) == 2 })
+	h.until("both containers run", func(v *View) bool { return len(h.rt.running()) == 2 })
 	base := h.tm.view.Load()
 	h.hosts.on("prepare", func() {
-		_ = h.rt.kill(h.tm.procID(1), 0)
+		_ = h.rt.Kill(h.tm.ContainerID(1), 0)
 		h.tm.Exited(1, errHostKilled)
 	})
 	top := base.top.Clone()
@@ -571,7 +573,7 @@ func TestTMSwitchAbandoned(t *testing.T) {
 		return err
 	})
 	var err error
-	h.until("the update ends", func(v *tmView) bool {
+	h.until("the update ends", func(v *View) bool {
 		select {
 		case err = <-done:
 			return true
@@ -595,9 +597,9 @@ func TestTMSwitchAbandoned(t *testing.T) {
 // stops its containers and answers every request with the reason.
 func TestTMLockLost(t *testing.T) {
 	h := newTMHarness(t, wordCountTopology(t, "lk", 2, nil))
-	h.until("both containers run", func(v *tmView) bool { return len(h.rt.running()) == 2 })
+	h.until("both containers run", func(v *View) bool { return len(h.rt.running()) == 2 })
 	h.tm.inbox.push(evLockLost{fmt.Errorf("held by other-daemon: %w", statemgr.ErrLocked)})
-	h.until("stepped down", func(v *tmView) bool { return v.mode == api.ModeSteppedDown && len(h.rt.running()) == 0 })
+	h.until("stepped down", func(v *View) bool { return v.mode == api.ModeSteppedDown && len(h.rt.running()) == 0 })
 	if v := h.tm.view.Load(); !strings.Contains(v.lostTo, "other-daemon") {
 		t.Errorf("lost to %q", v.lostTo)
 	}
@@ -615,7 +617,7 @@ func TestTMCheckpointSaveFails(t *testing.T) {
 	h.hosts.mu.Lock()
 	h.hosts.saveErr = "write snapshot: no space left on device"
 	h.hosts.mu.Unlock()
-	h.until("a failed checkpoint", func(v *tmView) bool { return v.ckpt != nil && v.ckpt.Failed > 0 })
+	h.until("a failed checkpoint", func(v *View) bool { return v.ckpt != nil && v.ckpt.Failed > 0 })
 	v := h.tm.view.Load()
 	if v.ckpt.Global != 0 || !strings.Contains(v.ckpt.LastError, "no space left") || v.mode != api.ModeRunning || v.ckpt.Rollbacks != 0 {
 		t.Fatalf("mode %s, checkpoints %+v", v.mode, v.ckpt)
@@ -623,7 +625,7 @@ func TestTMCheckpointSaveFails(t *testing.T) {
 	h.hosts.mu.Lock()
 	h.hosts.saveErr = ""
 	h.hosts.mu.Unlock()
-	h.until("a global checkpoint", func(v *tmView) bool { return v.ckpt.Global > 0 })
+	h.until("a global checkpoint", func(v *View) bool { return v.ckpt.Global > 0 })
 }
 
 // TestTMFailsDuringSwap: a container fails for good while a swap is on
@@ -631,7 +633,7 @@ func TestTMCheckpointSaveFails(t *testing.T) {
 // is FAILED with its containers stopped, and a kill then removes it.
 func TestTMFailsDuringSwap(t *testing.T) {
 	h := newTMHarness(t, wordCountTopology(t, "fs", 2, nil))
-	h.until("both containers run", func(v *tmView) bool { return len(h.rt.running()) == 2 })
+	h.until("both containers run", func(v *View) bool { return len(h.rt.running()) == 2 })
 	h.hosts.on("swap", func() {
 		h.hosts.mu.Lock()
 		h.hosts.fatal = "bolt split: out of memory"
@@ -641,7 +643,7 @@ func TestTMFailsDuringSwap(t *testing.T) {
 	o.req.Probation = time.Hour // ended by the failure, never by time
 	done := h.swap(o)
 	var err error
-	h.until("FAILED with its containers stopped", func(v *tmView) bool {
+	h.until("FAILED with its containers stopped", func(v *View) bool {
 		if err == nil {
 			select {
 			case err = <-done:
@@ -657,14 +659,14 @@ func TestTMFailsDuringSwap(t *testing.T) {
 	if v := h.tm.view.Load(); !strings.Contains(v.message, "out of memory") {
 		t.Errorf("message %q", v.message)
 	}
-	if err := h.tm.kill(t.Context(), false); err != nil {
+	if err := h.tm.Kill(t.Context(), false); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{"new>running", "running>swapping", "swapping>failed", "failed>killed"}
 	if !slices.Equal(h.modes(), want) {
 		t.Errorf("modes %v, want %v", h.modes(), want)
 	}
-	if _, err := h.sp.store.GetTopology(t.Context(), "fs"); !errors.Is(err, statemgr.ErrNotFound) {
+	if _, err := h.store.GetTopology(t.Context(), "fs"); !errors.Is(err, statemgr.ErrNotFound) {
 		t.Errorf("after the kill the topology is %v", err)
 	}
 }
@@ -674,11 +676,11 @@ func TestTMFailsDuringSwap(t *testing.T) {
 // naming it, and nothing runs.
 func TestTMKillDuringReplan(t *testing.T) {
 	h := newTMHarness(t, wordCountTopology(t, "kr", 2, eoConfig))
-	h.until("a global checkpoint", func(v *tmView) bool { return v.ckpt != nil && v.ckpt.Global > 0 })
+	h.until("a global checkpoint", func(v *View) bool { return v.ckpt != nil && v.ckpt.Global > 0 })
 	base := h.tm.view.Load()
 	killed := make(chan error, 1)
 	h.hosts.on("deactivate", func() {
-		go func() { killed <- h.tm.kill(context.Background(), false) }()
+		go func() { killed <- h.tm.Kill(context.Background(), false) }()
 	})
 	top := base.top.Clone()
 	top.Component("split").Parallelism = 3
@@ -701,13 +703,13 @@ func TestTMKillDuringReplan(t *testing.T) {
 // paused and running modes, and the hosts' spouts follow.
 func TestTMPauseResume(t *testing.T) {
 	h := newTMHarness(t, wordCountTopology(t, "pr", 1, nil))
-	if err := h.tm.setActive(t.Context(), false); err != nil {
+	if err := h.tm.SetActive(t.Context(), false); err != nil {
 		t.Fatal(err)
 	}
 	if v := h.tm.view.Load(); v.state != api.StatePaused || v.doc.Active {
 		t.Fatalf("after deactivate: %s, plan active %v", v.state, v.doc.Active)
 	}
-	if err := h.tm.setActive(t.Context(), true); err != nil {
+	if err := h.tm.SetActive(t.Context(), true); err != nil {
 		t.Fatal(err)
 	}
 	if want := []string{"new>running", "running>paused", "paused>running"}; !slices.Equal(h.modes(), want) {
@@ -723,7 +725,7 @@ func TestTMPauseResume(t *testing.T) {
 func TestTMKillAfterSteppingDown(t *testing.T) {
 	h := newTMHarness(t, wordCountTopology(t, "ks", 1, nil))
 	h.tm.inbox.push(evLockLost{fmt.Errorf("held by other-daemon: %w", statemgr.ErrLocked)})
-	h.until("stepped down", func(v *tmView) bool { return v.mode == api.ModeSteppedDown })
+	h.until("stepped down", func(v *View) bool { return v.mode == api.ModeSteppedDown })
 	if _, err := h.tm.call(t.Context(), opKill, nil); err == nil || !strings.Contains(err.Error(), "managed by another daemon") {
 		t.Errorf("kill after stepping down: %v", err)
 	}
@@ -738,7 +740,7 @@ func TestTMKillAfterSteppingDown(t *testing.T) {
 func TestTMReplanCheckpointsTheDrain(t *testing.T) {
 	cfg := map[string]string{"topology.reliability": "effectively_once", "topology.checkpoint.interval": "1h"}
 	h := newTMHarness(t, wordCountTopology(t, "dr", 2, cfg))
-	h.until("both containers run", func(v *tmView) bool { return len(h.rt.running()) == 2 })
+	h.until("both containers run", func(v *View) bool { return len(h.rt.running()) == 2 })
 	var globalAtHandoff uint64
 	h.hosts.on("handoff", func() { globalAtHandoff = h.tm.view.Load().ckpt.Global })
 	base := h.tm.view.Load()
@@ -749,7 +751,7 @@ func TestTMReplanCheckpointsTheDrain(t *testing.T) {
 		return err
 	})
 	var err error
-	h.until("the update ends", func(*tmView) bool {
+	h.until("the update ends", func(*View) bool {
 		select {
 		case err = <-done:
 			return true
@@ -784,7 +786,7 @@ func TestTMReplanCheckpointsTheDrain(t *testing.T) {
 // must find the rollback's hold plan, not the running one).
 func TestTMDeathInterruptsARequest(t *testing.T) {
 	h := newTMHarness(t, wordCountTopology(t, "di", 2, eoConfig))
-	h.until("a global checkpoint", func(v *tmView) bool { return v.ckpt != nil && v.ckpt.Global > 0 })
+	h.until("a global checkpoint", func(v *View) bool { return v.ckpt != nil && v.ckpt.Global > 0 })
 	asked := make(chan struct{}, 1)
 	h.hosts.on("checkpoint", func() {
 		select {
@@ -799,7 +801,7 @@ func TestTMDeathInterruptsARequest(t *testing.T) {
 	h.hosts.mu.Lock()
 	h.hosts.silent = false
 	h.hosts.mu.Unlock()
-	_ = h.rt.kill(h.tm.procID(1), 0)
+	_ = h.rt.Kill(h.tm.ContainerID(1), 0)
 	h.tm.Exited(1, errHostKilled)
-	h.until("rolled back", func(v *tmView) bool { return v.mode == api.ModeRunning && v.ckpt.Rollbacks == 1 })
+	h.until("rolled back", func(v *View) bool { return v.mode == api.ModeRunning && v.ckpt.Rollbacks == 1 })
 }

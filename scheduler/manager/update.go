@@ -1,4 +1,4 @@
-package daemon
+package manager
 
 import (
 	"github.com/ardea-dev/ardea"
@@ -25,7 +25,7 @@ const (
 	resumeTimeout  = 2 * time.Minute
 )
 
-// update changes component parallelism live. When the repacked plan keeps
+// Update changes component parallelism live. When the repacked plan keeps
 // every instance where it is, only the rescaled components' tasks are
 // replaced and the rest keep running (updateLive). Otherwise (the repack
 // moves instances or drops a container) the whole topology pauses:
@@ -47,7 +47,7 @@ const (
 // grouping stays consistent (key groups and routing change together). The
 // whole topology pauses for the switch: unlike Heron, which cannot rescale
 // stateful components at all, but not yet without a pause.
-func (t *tm) update(ctx context.Context, parallelism map[string]int) error {
+func (t *Manager) Update(ctx context.Context, parallelism map[string]int) error {
 	return t.rescale(ctx, parallelism, false)
 }
 
@@ -59,26 +59,25 @@ type rescaleRequest struct {
 	top, base   *ardea.Topology
 }
 
-// rescale is update; admitted says the caller (apply) has admitted the
-// change and holds the tenant's quota lock (sp.quotaMu). The quota lock is
+// rescale is Update; admitted says the caller (apply) has admitted the
+// change and holds the tenant's quota lock (Admission.Lock). The quota lock is
 // held until the rescale ends: the TM's loop never takes it, so waiting
 // for it with the lock held cannot deadlock, and no other request of the
 // tenant is admitted against usage this one is changing.
-func (t *tm) rescale(ctx context.Context, parallelism map[string]int, admitted bool) error {
+func (t *Manager) rescale(ctx context.Context, parallelism map[string]int, admitted bool) error {
 	if len(parallelism) == 0 {
-		return newErr(ErrBadRequest, "update: no --component-parallelism given")
+		return api.Errorf(api.ErrBadRequest, "update: no --component-parallelism given")
 	}
 	// Once started, the protocol finishes or rolls back whatever the
 	// client does (an interrupted `ardea update` must not leave the
 	// containers stopped).
 	ctx = context.WithoutCancel(ctx)
 	if !admitted {
-		t.sp.quotaMu.Lock()
-		defer t.sp.quotaMu.Unlock()
+		defer t.cfg.Admission.Lock()()
 	}
 	v := t.view.Load()
-	if !live(v.state) || v.top == nil {
-		return newErr(ErrBadState, "cannot update topology %s: it is %s", t.name, v.state)
+	if !Live(v.state) || v.top == nil {
+		return api.Errorf(api.ErrBadState, "cannot update topology %s: it is %s", t.name, v.state)
 	}
 	top := v.top.Clone()
 	names := make([]string, 0, len(parallelism))
@@ -89,17 +88,17 @@ func (t *tm) rescale(ctx context.Context, parallelism map[string]int, admitted b
 	for _, name := range names {
 		c := top.Component(name)
 		if c == nil {
-			return newErr(ErrBadRequest, "update topology %s: no component %q", t.name, name)
+			return api.Errorf(api.ErrBadRequest, "update topology %s: no component %q", t.name, name)
 		}
 		c.Parallelism = parallelism[name]
 	}
-	if err := top.Validate(validateStored()); err != nil {
-		return newErr(ErrBadRequest, "update topology %s: %v", t.name, err)
+	if err := top.Validate(t.cfg.Validation); err != nil {
+		return api.Errorf(api.ErrBadRequest, "update topology %s: %v", t.name, err)
 	}
 	if !admitted {
 		// The rescale keeps the topology's containers (the repack keeps
 		// their count); admit counts its instances and their memory.
-		if err := t.d.admit(ctx, t.sp, "update", footprint{v.top, v.containers()}, footprint{top, v.containers()}, 0); err != nil {
+		if err := t.cfg.Admission.Admit(ctx, "update", Footprint{Top: v.top, Containers: v.Containers()}, Footprint{Top: top, Containers: v.Containers()}, 0); err != nil {
 			return err
 		}
 	}
@@ -109,14 +108,14 @@ func (t *tm) rescale(ctx context.Context, parallelism map[string]int, admitted b
 
 // errChanged refuses an operation prepared against a topology that
 // changed before the TM ran it (a rollback restored another spec).
-func (t *tm) errChanged(op string) error {
-	return newErr(ErrBadState, "cannot %s topology %s: it changed while the request was prepared (a rollback?); try again", op, t.name)
+func (t *Manager) errChanged(op string) error {
+	return api.Errorf(api.ErrBadState, "cannot %s topology %s: it changed while the request was prepared (a rollback?); try again", op, t.name)
 }
 
 // rescaleMode picks how the TM runs a rescale: a live switch when the
 // repacked plan keeps every instance where it is, else a replan with the
 // spouts paused.
-func (t *tm) rescaleMode(c *command) mode {
+func (t *Manager) rescaleMode(c *command) mode {
 	r := c.arg.(rescaleRequest)
 	if t.top != r.base {
 		c.answer(nil, t.errChanged("update"))
@@ -134,12 +133,12 @@ func (t *tm) rescaleMode(c *command) mode {
 	case errors.Is(err, planner.ErrNotLive):
 		t.log.Info("the rescale moves instances; pausing the topology for it", "why", err)
 	default:
-		c.answer(nil, newErr(ErrBadRequest, "%v", err))
+		c.answer(nil, api.Errorf(api.ErrBadRequest, "%v", err))
 		return nil
 	}
 	p, err := buildPlanContainers(r.top, t.doc.Plan.Containers)
 	if err != nil {
-		c.answer(nil, newErr(ErrBadRequest, "%v", err))
+		c.answer(nil, api.Errorf(api.ErrBadRequest, "%v", err))
 		return nil
 	}
 	return &replanningMode{cmd: c, req: replanRequest{next: r.top, base: r.base, plan: p,
@@ -170,7 +169,7 @@ type replanningMode struct {
 func (*replanningMode) name() api.Mode { return api.ModeReplanning }
 func (m *replanningMode) why() string  { return m.req.message }
 
-func (m *replanningMode) run(t *tm) mode {
+func (m *replanningMode) run(t *Manager) mode {
 	ctx, end := t.beginOp()
 	err := t.runReplan(ctx, m.req)
 	end()
@@ -186,12 +185,12 @@ func (m *replanningMode) run(t *tm) mode {
 	return t.back(why)
 }
 
-func (t *tm) runReplan(ctx context.Context, r replanRequest) error {
+func (t *Manager) runReplan(ctx context.Context, r replanRequest) error {
 	if t.top != r.base {
 		return t.errChanged("replan")
 	}
 	if t.ckpt != nil {
-		rec, err := t.sp.store.GetTopology(ctx, t.name)
+		rec, err := t.cfg.Store.GetTopology(ctx, t.name)
 		if err != nil {
 			return err
 		}
@@ -217,7 +216,7 @@ func (t *tm) runReplan(ctx context.Context, r replanRequest) error {
 // it owns), resume. With modules set (a changed topology: ardea apply),
 // the stored spec and modules are replaced first and the plan carries a
 // new spec revision, so hosts reload them.
-func (t *tm) replanPaused(ctx context.Context, top *ardea.Topology, doc ctl.PlanDoc, p *plan.Plan, modules map[string]string) (err error) {
+func (t *Manager) replanPaused(ctx context.Context, top *ardea.Topology, doc ctl.PlanDoc, p *plan.Plan, modules map[string]string) (err error) {
 	defer func() {
 		// A wait cut short by a container's death or the topology's
 		// failure says so, not "context canceled".
@@ -283,7 +282,7 @@ func (t *tm) replanPaused(ctx context.Context, top *ardea.Topology, doc ctl.Plan
 	if err != nil {
 		return rollback(err)
 	}
-	rec, err := t.sp.store.GetTopology(ctx, t.name)
+	rec, err := t.cfg.Store.GetTopology(ctx, t.name)
 	if err != nil {
 		return rollback(err)
 	}
@@ -309,7 +308,7 @@ func (t *tm) replanPaused(ctx context.Context, top *ardea.Topology, doc ctl.Plan
 		newDoc.SpecRevision++
 	}
 	rec.Spec = spec
-	if _, err := t.sp.store.UpdateTopology(ctx, rec, rec.Revision); err != nil {
+	if _, err := t.cfg.Store.UpdateTopology(ctx, rec, rec.Revision); err != nil {
 		if modules != nil {
 			// Hosts would reload the old spec with the new plan.
 			return rollback(fmt.Errorf("store the changed topology: %w", err))
@@ -331,7 +330,7 @@ func (t *tm) replanPaused(ctx context.Context, top *ardea.Topology, doc ctl.Plan
 	t.top = top
 	rev := t.planRev
 	for c := p.Containers + 1; c <= doc.Plan.Containers; c++ {
-		if err := t.d.sup.Remove(ctx, t.procID(c)); err != nil {
+		if err := t.cfg.Runtime.Remove(ctx, t.ContainerID(c)); err != nil {
 			t.log.Warn("stop container no longer in the plan", "container", c, "err", err)
 		}
 	}
@@ -355,7 +354,7 @@ func (t *tm) replanPaused(ctx context.Context, top *ardea.Topology, doc ctl.Plan
 		}
 	}
 	for _, c := range p.Components {
-		if err := t.sp.store.DeleteKeyGroupStates(ctx, t.name, c.Name, epoch); err != nil {
+		if err := t.cfg.Store.DeleteKeyGroupStates(ctx, t.name, c.Name, epoch); err != nil {
 			t.log.Warn("delete handed-off state", "component", c.Name, "err", err)
 		}
 	}
@@ -367,7 +366,7 @@ func (t *tm) replanPaused(ctx context.Context, top *ardea.Topology, doc ctl.Plan
 // changes them) for a rollback until the operation's new plan is
 // committed (effectively once). The function it returns forgets it unless
 // a rollback is pending.
-func (t *tm) holdBase(rec statemgr.Topology) func() {
+func (t *Manager) holdBase(rec statemgr.Topology) func() {
 	cs := t.ckpt
 	if cs == nil {
 		return func() {}
@@ -393,7 +392,7 @@ func describe(par map[string]int) string {
 // every container reports, after the deactivation, that its inboxes hold
 // nothing and no task waits to send, and the tuples sent and received,
 // summed over all containers, stay the same over three heartbeats.
-func (t *tm) waitQuiescent(ctx context.Context, since time.Time) error {
+func (t *Manager) waitQuiescent(ctx context.Context, since time.Time) error {
 	var last [2]int64
 	stable := 0
 	// A round ends when every container sent a heartbeat since the last
@@ -404,8 +403,8 @@ func (t *tm) waitQuiescent(ctx context.Context, since time.Time) error {
 			return fmt.Errorf("topology %s: update: the topology did not drain within %v", t.name, quiesceTimeout)
 		},
 		ok: func() (bool, error) {
-			if !live(t.state) {
-				return false, newErr(ErrBadState, "cannot update topology %s: it is %s", t.name, t.state)
+			if !Live(t.state) {
+				return false, api.Errorf(api.ErrBadState, "cannot update topology %s: it is %s", t.name, t.state)
 			}
 			n := t.doc.Plan.Containers
 			var sent, recv int64
@@ -415,7 +414,7 @@ func (t *tm) waitQuiescent(ctx context.Context, since time.Time) error {
 				if seen && h.State == api.HostFinished {
 					// Its tasks are gone and so is their state (a finite
 					// spout's read position): a re-plan would run them again.
-					return false, newErr(ErrBadState, "cannot update topology %s: container %d already finished its input", t.name, c)
+					return false, api.Errorf(api.ErrBadState, "cannot update topology %s: container %d already finished its input", t.name, c)
 				}
 				if !seen || !h.Time.After(since) || h.Active || h.HeldBytes != 0 || h.BlockedOutboxes != 0 ||
 					(h.State != api.HostRunning && h.State != api.HostFinished) {
@@ -460,7 +459,7 @@ func (t *tm) waitQuiescent(ctx context.Context, since time.Time) error {
 }
 
 // waitContainers waits until every container's latest heartbeat passes ok.
-func (t *tm) waitContainers(ctx context.Context, timeout time.Duration, what string, ok func(ctl.Heartbeat) bool) error {
+func (t *Manager) waitContainers(ctx context.Context, timeout time.Duration, what string, ok func(ctl.Heartbeat) bool) error {
 	return t.await(ctx, wait{timeout: timeout,
 		late: func() error {
 			return fmt.Errorf("topology %s: update: the containers did not %s within %v", t.name, what, timeout)

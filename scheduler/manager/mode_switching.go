@@ -1,4 +1,4 @@
-package daemon
+package manager
 
 import (
 	"context"
@@ -32,7 +32,7 @@ type switchingMode struct {
 func (*switchingMode) name() api.Mode { return api.ModeSwitching }
 func (m *switchingMode) why() string  { return "updating live: " + describe(m.req.parallelism) }
 
-func (m *switchingMode) run(t *tm) mode {
+func (m *switchingMode) run(t *Manager) mode {
 	ctx, end := t.beginOp()
 	t.message = m.why()
 	t.publish()
@@ -73,7 +73,7 @@ func (m *switchingMode) run(t *tm) mode {
 // state under the epoch and restarts from the old plan.) A container that
 // exits later restarts from the plan in store (old or new); its tasks load
 // their key groups from the handed-off state and it counts as switched.
-func (t *tm) updateLive(ctx context.Context, top *ardea.Topology, doc ctl.PlanDoc, np *plan.Plan, parallelism map[string]int) error {
+func (t *Manager) updateLive(ctx context.Context, top *ardea.Topology, doc ctl.PlanDoc, np *plan.Plan, parallelism map[string]int) error {
 	var names []string
 	for _, ci := range planner.ChangedComponents(doc.Plan, np) {
 		names = append(names, np.Components[ci].Name)
@@ -108,7 +108,7 @@ func (t *tm) updateLive(ctx context.Context, top *ardea.Topology, doc ctl.PlanDo
 		}
 		rev := t.planRev
 		for c := oldN + 1; c <= launched; c++ {
-			if err := t.d.sup.Remove(ctx, t.procID(c)); err != nil {
+			if err := t.cfg.Runtime.Remove(ctx, t.ContainerID(c)); err != nil {
 				t.log.Warn("stop a container of the abandoned plan", "container", c, "err", err)
 			}
 		}
@@ -173,16 +173,16 @@ func (t *tm) updateLive(ctx context.Context, top *ardea.Topology, doc ctl.PlanDo
 	t.top = top
 	if spec, err := top.Format(); err != nil {
 		t.log.Error("format the updated topology", "err", err)
-	} else if rec, err := t.sp.store.GetTopology(ctx, t.name); err != nil {
+	} else if rec, err := t.cfg.Store.GetTopology(ctx, t.name); err != nil {
 		t.log.Error("read the topology to update it", "err", err)
 	} else {
 		rec.Spec = spec
-		if _, err := t.sp.store.UpdateTopology(ctx, rec, rec.Revision); err != nil {
+		if _, err := t.cfg.Store.UpdateTopology(ctx, rec, rec.Revision); err != nil {
 			t.log.Error("store the updated topology", "err", err)
 		}
 	}
 	for _, name := range names {
-		if err := t.sp.store.DeleteKeyGroupStates(ctx, t.name, name, epoch); err != nil {
+		if err := t.cfg.Store.DeleteKeyGroupStates(ctx, t.name, name, epoch); err != nil {
 			t.log.Warn("delete handed-off state", "component", name, "err", err)
 		}
 	}
@@ -194,12 +194,12 @@ func (t *tm) updateLive(ctx context.Context, top *ardea.Topology, doc ctl.PlanDo
 // the current plan, and refuses a live switch if an instance of the
 // switching components has finished its input (its upstream ended, so a
 // new instance would never see end-of-stream).
-func (t *tm) checkSwitchable(ctx context.Context, names []string) error {
+func (t *Manager) checkSwitchable(ctx context.Context, names []string) error {
 	var notReady error
 	return t.await(ctx, wait{timeout: startTimeout, late: func() error { return notReady },
 		ok: func() (bool, error) {
-			if !live(t.state) {
-				return false, newErr(ErrBadState, "cannot update topology %s: it is %s", t.name, t.state)
+			if !Live(t.state) {
+				return false, api.Errorf(api.ErrBadState, "cannot update topology %s: it is %s", t.name, t.state)
 			}
 			notReady = nil
 			for c := 1; c <= t.doc.Plan.Containers && notReady == nil; c++ {
@@ -209,13 +209,13 @@ func (t *tm) checkSwitchable(ctx context.Context, names []string) error {
 					if ok {
 						state = string(h.State)
 					}
-					notReady = newErr(ErrBadState, "cannot update topology %s now: container %d is %s", t.name, c, state)
+					notReady = api.Errorf(api.ErrBadState, "cannot update topology %s now: container %d is %s", t.name, c, state)
 					continue
 				}
 				for _, in := range h.Instances {
 					for _, n := range names {
 						if in.Component == n && in.Finished {
-							return false, newErr(ErrBadState, "cannot update topology %s: %s/%d already finished its input", t.name, n, in.Index)
+							return false, api.Errorf(api.ErrBadState, "cannot update topology %s: %s/%d already finished its input", t.name, n, in.Index)
 						}
 					}
 				}
@@ -227,7 +227,7 @@ func (t *tm) checkSwitchable(ctx context.Context, names []string) error {
 // awaitHosts waits until the latest heartbeats of containers 1..n pass
 // ok, making the request again (resend, if set) for the hosts that do not
 // pass yet. It fails when guard (if set) does.
-func (t *tm) awaitHosts(ctx context.Context, timeout time.Duration, n int, what string, resend func() error, guard func() error, ok func(ctl.Heartbeat) (bool, error)) error {
+func (t *Manager) awaitHosts(ctx context.Context, timeout time.Duration, n int, what string, resend func() error, guard func() error, ok func(ctl.Heartbeat) (bool, error)) error {
 	err := t.await(ctx, wait{timeout: timeout, resend: resend,
 		late: func() error {
 			return fmt.Errorf("topology %s: update: the containers did not %s within %v", t.name, what, timeout)
@@ -256,7 +256,7 @@ func (t *tm) awaitHosts(ctx context.Context, timeout time.Duration, n int, what 
 			case done:
 				return true, nil
 			case t.state == api.StateKilled || t.state == api.StateFailed:
-				return false, newErr(ErrBadState, "topology %s: update: the topology is %s", t.name, t.state)
+				return false, api.Errorf(api.ErrBadState, "topology %s: update: the topology is %s", t.name, t.state)
 			}
 			return false, nil
 		}})

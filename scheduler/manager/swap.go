@@ -1,16 +1,14 @@
-package daemon
+package manager
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/ardea-dev/ardea"
-	"github.com/ardea-dev/ardea/host"
 	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/ctl"
 	"github.com/ardea-dev/ardea/scheduler/statemgr"
@@ -23,41 +21,7 @@ type health struct {
 
 const defaultProbation = 10 * time.Second
 
-// validate compiles a module as the hosts will (import allowlist,
-// exports) and instantiates it once as a component of kind (ABI version,
-// the kind's exports) before anything changes.
-func (d *Daemon) validate(ctx context.Context, name string, kind ardea.Kind, data []byte) error {
-	d.validatorOnce.Do(func() {
-		d.validator, d.validatorErr = host.NewRuntime(d.ctx, host.Config{
-			// The hosts' compilation cache (hostprocess: <data-dir>/wazero):
-			// a module the hosts already run validates without compiling
-			// again. wazero keys it by the module's bytes and writes it by
-			// rename, so processes can share it.
-			Logger: d.log, CacheDir: filepath.Join(d.cacheDir(), "wazero"),
-		})
-	})
-	if d.validatorErr != nil {
-		return d.validatorErr
-	}
-	mod, err := d.validator.CompileBytes(ctx, name, data)
-	if err != nil {
-		return err
-	}
-	ic := host.InstanceConfig{Topology: "validate", Component: name, TaskID: 1}
-	var closer interface{ Close(context.Context) error }
-	if kind == ardea.Spout {
-		closer, err = mod.NewSpout(ctx, ic)
-	} else {
-		closer, err = mod.NewBolt(ctx, ic)
-	}
-	if err != nil {
-		return err
-	}
-	closer.Close(ctx)
-	return nil
-}
-
-// swapOrder is a swap the caller (tm.swap) has validated and admitted,
+// swapOrder is a swap the caller (Manager.Swap) has validated and admitted,
 // and whose module is stored: what the swapping mode runs.
 type swapOrder struct {
 	req   api.SwapRequest
@@ -67,14 +31,14 @@ type swapOrder struct {
 	start time.Time
 }
 
-// swap replaces component comp's module in the running topology: canary
+// Swap replaces component comp's module in the running topology: canary
 // tasks first (if asked), each phase on probation; a version that fails
 // to start or fails a batch on probation is rolled back everywhere, with
 // the reason. Success records the version as the component's module.
 // The module is validated, admitted against the tenant's quotas and
 // stored here, on the caller's goroutine (compiling takes a while); the
 // phases run in the TM's swapping mode.
-func (t *tm) swap(ctx context.Context, req api.SwapRequest) (api.SwapResult, error) {
+func (t *Manager) Swap(ctx context.Context, req api.SwapRequest) (api.SwapResult, error) {
 	// A swap under way finishes or rolls back whatever the client does.
 	ctx = context.WithoutCancel(ctx)
 	o, err := t.prepareSwap(ctx, req)
@@ -96,56 +60,55 @@ func (o *swapOrder) result() api.SwapResult {
 // prepareSwap validates, admits and stores the swap's module; a nil
 // order with a nil error means the module is the one running (the result
 // says "unchanged").
-func (t *tm) prepareSwap(ctx context.Context, req api.SwapRequest) (*swapOrder, error) {
+func (t *Manager) prepareSwap(ctx context.Context, req api.SwapRequest) (*swapOrder, error) {
 	// The tenant's quota lock is held until the module is stored.
-	t.sp.quotaMu.Lock()
-	defer t.sp.quotaMu.Unlock()
+	defer t.cfg.Admission.Lock()()
 	v := t.view.Load()
-	if !live(v.state) || v.top == nil {
-		return nil, newErr(ErrBadState, "cannot swap a module of topology %s: it is %s", t.name, v.state)
+	if !Live(v.state) || v.top == nil {
+		return nil, api.Errorf(api.ErrBadState, "cannot swap a module of topology %s: it is %s", t.name, v.state)
 	}
 	c := v.top.Component(req.Component)
 	switch {
 	case c == nil:
-		return nil, newErr(ErrBadRequest, "swap in topology %s: no component %q", t.name, req.Component)
+		return nil, api.Errorf(api.ErrBadRequest, "swap in topology %s: no component %q", t.name, req.Component)
 	case c.ModuleKind() == ardea.ModuleBuiltin:
-		return nil, newErr(ErrBadRequest, "swap in topology %s: component %s is built in (%s); only WebAssembly modules can be swapped", t.name, c.Name, c.Module)
+		return nil, api.Errorf(api.ErrBadRequest, "swap in topology %s: component %s is built in (%s); only WebAssembly modules can be swapped", t.name, c.Name, c.Module)
 	case len(req.Module) == 0:
-		return nil, newErr(ErrBadRequest, "swap %s/%s: no module uploaded", t.name, c.Name)
+		return nil, api.Errorf(api.ErrBadRequest, "swap %s/%s: no module uploaded", t.name, c.Name)
 	}
-	rec, err := t.sp.store.GetTopology(ctx, t.name)
+	rec, err := t.cfg.Store.GetTopology(ctx, t.name)
 	if err != nil {
 		return nil, err
 	}
 	prev := rec.Modules[c.Name]
 	o := &swapOrder{req: req, comp: c.Name, start: time.Now(),
 		entry: api.ModuleVersion{Component: c.Name, Source: req.Source, Previous: prev, At: time.Now(), By: req.By, Canary: req.Canary}}
-	err = t.d.validate(ctx, c.Name+".wasm", c.Kind, req.Module)
+	err = t.cfg.Modules.Validate(ctx, c.Name+".wasm", c.Kind, req.Module)
 	if err == nil {
-		err = checkManifest(ctx, v.top, c.Name, req.Module)
+		err = t.cfg.Modules.CheckManifest(ctx, v.top, c.Name, req.Module)
 	}
 	if err != nil {
 		o.entry.Status, o.entry.Reason = api.VersionRefused, err.Error()
 		t.record(ctx, o.entry, "", nil)
-		return nil, newErr(ErrBadRequest, "swap %s/%s refused, nothing changed: %v", t.name, c.Name, err)
+		return nil, api.Errorf(api.ErrBadRequest, "swap %s/%s refused, nothing changed: %v", t.name, c.Name, err)
 	}
 	// The swap runs the same topology in the same containers; what it
 	// adds is the module's bytes in the tenant's store.
-	_, storeBytes, err := t.d.newModules(ctx, t.sp, map[string][]byte{c.Name: req.Module})
+	_, storeBytes, err := t.cfg.Admission.NewModules(ctx, map[string][]byte{c.Name: req.Module})
 	if err != nil {
 		return nil, err
 	}
-	fp := footprint{v.top, v.containers()}
-	if err := t.d.admit(ctx, t.sp, "swap", fp, fp, storeBytes); err != nil {
+	fp := Footprint{Top: v.top, Containers: v.Containers()}
+	if err := t.cfg.Admission.Admit(ctx, "swap", fp, fp, storeBytes); err != nil {
 		o.entry.Status, o.entry.Reason = api.VersionRefused, err.Error()
 		t.record(ctx, o.entry, "", nil)
 		return nil, err
 	}
-	sha, err := t.sp.store.PutArtifact(ctx, c.Name+".wasm", req.Module)
+	sha, err := t.cfg.Store.PutArtifact(ctx, c.Name+".wasm", req.Module)
 	if err != nil {
 		return nil, err
 	}
-	t.d.rememberLanguage(ctx, sha, req.Module)
+	t.cfg.Modules.Remember(ctx, sha, req.Module)
 	o.entry.Version = sha
 	o.res = api.SwapResult{Component: c.Name, Version: sha, Previous: prev}
 	if sha == prev {
@@ -155,7 +118,7 @@ func (t *tm) prepareSwap(ctx context.Context, req api.SwapRequest) (*swapOrder, 
 	return o, nil
 }
 
-// swappingMode runs a swap's phases (tm.runSwap) and answers its command.
+// swappingMode runs a swap's phases (Manager.runSwap) and answers its command.
 type swappingMode struct{ cmd *command }
 
 func (*swappingMode) name() api.Mode { return api.ModeSwapping }
@@ -163,7 +126,7 @@ func (m *swappingMode) why() string {
 	return "swap " + m.cmd.arg.(*swapOrder).comp
 }
 
-func (m *swappingMode) run(t *tm) mode {
+func (m *swappingMode) run(t *Manager) mode {
 	o := m.cmd.arg.(*swapOrder)
 	if o.res.Status == "unchanged" {
 		m.cmd.answer(o.res, nil)
@@ -181,12 +144,12 @@ func (m *swappingMode) run(t *tm) mode {
 
 // runSwap swaps o's component task by task, in phases, each on
 // probation, and records how it ended.
-func (t *tm) runSwap(ctx context.Context, o *swapOrder) (api.SwapResult, error) {
+func (t *Manager) runSwap(ctx context.Context, o *swapOrder) (api.SwapResult, error) {
 	// recCtx outlives an interrupted swap, to record how it ended.
 	recCtx := context.WithoutCancel(ctx)
 	c := t.top.Component(o.comp)
 	if c == nil {
-		return api.SwapResult{}, newErr(ErrBadState, "swap in topology %s: component %s is gone (the topology changed meanwhile)", t.name, o.comp)
+		return api.SwapResult{}, api.Errorf(api.ErrBadState, "swap in topology %s: component %s is gone (the topology changed meanwhile)", t.name, o.comp)
 	}
 	req, entry, res, sha, prev := o.req, o.entry, o.res, o.entry.Version, o.entry.Previous
 	probation := req.Probation
@@ -199,7 +162,7 @@ func (t *tm) runSwap(ctx context.Context, o *swapOrder) (api.SwapResult, error) 
 		entry.Status, entry.Reason = api.VersionRolledBack, reason
 		t.record(recCtx, entry, "", nil)
 		res.Status, res.Reason, res.Took = api.VersionRolledBack, reason, time.Since(o.start).Round(time.Millisecond).String()
-		return res, newErr(ErrBadState, "swap %s/%s rolled back to %s: %s", t.name, c.Name, short(prev), reason)
+		return res, api.Errorf(api.ErrBadState, "swap %s/%s rolled back to %s: %s", t.name, c.Name, short(prev), reason)
 	}
 	if eo {
 		// Effectively once the swap follows a fresh global checkpoint: a
@@ -213,7 +176,7 @@ func (t *tm) runSwap(ctx context.Context, o *swapOrder) (api.SwapResult, error) 
 			if cause := opAborted(ctx); cause != nil {
 				entry.Status, entry.Reason = api.VersionFailed, cause.Error()+"; nothing was swapped"
 				t.record(recCtx, entry, "", nil)
-				return api.SwapResult{}, newErr(ErrBadState, "swap %s/%s failed before it began: %v", t.name, c.Name, cause)
+				return api.SwapResult{}, api.Errorf(api.ErrBadState, "swap %s/%s failed before it began: %v", t.name, c.Name, cause)
 			}
 			return api.SwapResult{}, err
 		}
@@ -283,7 +246,7 @@ func (t *tm) runSwap(ctx context.Context, o *swapOrder) (api.SwapResult, error) 
 // then for probation. It returns why the version was rolled back ("" if
 // it was not) or an error if the hosts did not answer, with the longest
 // pause a task took.
-func (t *tm) swapPhase(ctx context.Context, comp, version string, tasks []uint32, probation time.Duration, hl health) (string, time.Duration, error) {
+func (t *Manager) swapPhase(ctx context.Context, comp, version string, tasks []uint32, probation time.Duration, hl health) (string, time.Duration, error) {
 	epoch := uint64(time.Now().UnixNano())
 	base := t.instances(tasks)
 	order := ctl.SwapOrder{Epoch: epoch, Component: comp, Module: version, Tasks: tasks, Probation: probation}
@@ -339,7 +302,7 @@ func (t *tm) swapPhase(ctx context.Context, comp, version string, tasks []uint32
 
 // commitModule makes version the component's module on every host
 // (probation ends; restarted containers load it).
-func (t *tm) commitModule(ctx context.Context, version, comp string) {
+func (t *Manager) commitModule(ctx context.Context, version, comp string) {
 	if version == "" {
 		return
 	}
@@ -353,9 +316,9 @@ func (t *tm) commitModule(ctx context.Context, version, comp string) {
 // module in the spec) and the previous active version is marked replaced.
 // loop is the TM when its loop records (an active entry changes its
 // topology); nil from another goroutine (a refused swap).
-func (t *tm) record(ctx context.Context, entry api.ModuleVersion, source string, loop *tm) {
+func (t *Manager) record(ctx context.Context, entry api.ModuleVersion, source string, loop *Manager) {
 	for range 5 {
-		rec, err := t.sp.store.GetTopology(ctx, t.name)
+		rec, err := t.cfg.Store.GetTopology(ctx, t.name)
 		if err != nil {
 			t.log.Error("swap: read the topology", "err", err)
 			return
@@ -384,7 +347,7 @@ func (t *tm) record(ctx context.Context, entry api.ModuleVersion, source string,
 			}
 		}
 		rec.History = append(rec.History, entry)
-		if _, err := t.sp.store.UpdateTopology(ctx, rec, rec.Revision); err == nil {
+		if _, err := t.cfg.Store.UpdateTopology(ctx, rec, rec.Revision); err == nil {
 			if top != nil {
 				loop.top = top
 			}
@@ -396,15 +359,15 @@ func (t *tm) record(ctx context.Context, entry api.ModuleVersion, source string,
 	}
 }
 
-// rollbackModule swaps comp back to the version before its active one.
-func (t *tm) rollbackModule(ctx context.Context, comp, by string) (api.SwapResult, error) {
-	rec, err := t.sp.store.GetTopology(ctx, t.name)
+// RollbackModule swaps comp back to the version before its active one.
+func (t *Manager) RollbackModule(ctx context.Context, comp, by string) (api.SwapResult, error) {
+	rec, err := t.cfg.Store.GetTopology(ctx, t.name)
 	if err != nil {
 		return api.SwapResult{}, err
 	}
 	cur := rec.Modules[comp]
 	if cur == "" {
-		return api.SwapResult{}, newErr(ErrBadRequest, "rollback in topology %s: component %q has no module", t.name, comp)
+		return api.SwapResult{}, api.Errorf(api.ErrBadRequest, "rollback in topology %s: component %q has no module", t.name, comp)
 	}
 	prev := ""
 	for i := len(rec.History) - 1; i >= 0; i-- {
@@ -415,9 +378,9 @@ func (t *tm) rollbackModule(ctx context.Context, comp, by string) (api.SwapResul
 		}
 	}
 	if prev == "" {
-		return api.SwapResult{}, newErr(ErrBadState, "rollback in topology %s: component %s runs its first version; there is nothing to go back to", t.name, comp)
+		return api.SwapResult{}, api.Errorf(api.ErrBadState, "rollback in topology %s: component %s runs its first version; there is nothing to go back to", t.name, comp)
 	}
-	data, err := t.sp.store.GetArtifact(ctx, prev)
+	data, err := t.cfg.Store.GetArtifact(ctx, prev)
 	if err != nil {
 		return api.SwapResult{}, err
 	}
@@ -427,7 +390,7 @@ func (t *tm) rollbackModule(ctx context.Context, comp, by string) (api.SwapResul
 			source = h.Source
 		}
 	}
-	return t.swap(ctx, api.SwapRequest{Component: comp, Module: data, Source: source, By: by, Probation: time.Millisecond})
+	return t.Swap(ctx, api.SwapRequest{Component: comp, Module: data, Source: source, By: by, Probation: time.Millisecond})
 }
 
 func short(sha string) string {
@@ -439,24 +402,24 @@ func short(sha string) string {
 
 // awaitCheckpoint waits until a checkpoint newer than the current global
 // one is global (effectively once).
-func (t *tm) awaitCheckpoint(ctx context.Context) error {
+func (t *Manager) awaitCheckpoint(ctx context.Context) error {
 	cs := t.ckpt
 	g0 := cs.coord.Global()
 	limit := max(10*cs.interval, 30*time.Second)
 	return t.await(ctx, wait{timeout: limit,
 		late: func() error {
-			return newErr(ErrBadState, "swap in topology %s: no checkpoint became global within %v to swap at", t.name, limit)
+			return api.Errorf(api.ErrBadState, "swap in topology %s: no checkpoint became global within %v to swap at", t.name, limit)
 		},
 		ok: func() (bool, error) {
-			if !live(t.state) {
-				return false, newErr(ErrBadState, "swap in topology %s: the topology is %s", t.name, t.state)
+			if !Live(t.state) {
+				return false, api.Errorf(api.ErrBadState, "swap in topology %s: the topology is %s", t.name, t.state)
 			}
 			return cs.coord.Global() > g0, nil
 		}})
 }
 
 // instances returns the latest heartbeat report of each of tasks.
-func (t *tm) instances(tasks []uint32) map[uint32]ctl.Instance {
+func (t *Manager) instances(tasks []uint32) map[uint32]ctl.Instance {
 	out := map[uint32]ctl.Instance{}
 	for _, h := range t.hbs {
 		for _, in := range h.Instances {

@@ -1,4 +1,4 @@
-package daemon
+package manager
 
 import (
 	"context"
@@ -22,30 +22,30 @@ type failedMode struct{ msg string }
 func (*failedMode) name() api.Mode { return api.ModeFailed }
 func (m *failedMode) why() string  { return m.msg }
 
-func (m *failedMode) enter(t *tm) { t.message = m.msg }
+func (m *failedMode) enter(t *Manager) { t.message = m.msg }
 
-func (m *failedMode) run(t *tm) mode {
+func (m *failedMode) run(t *Manager) mode {
 	t.log.Error("topology failed", "reason", m.msg)
 	ctx := context.WithoutCancel(t.runCtx) // the topology's end is recorded whatever asked for it
-	if _, err := t.sp.store.SetState(ctx, t.name, statemgr.ExecState{State: api.StateFailed, Message: m.msg, Updated: time.Now()}); err != nil {
+	if _, err := t.cfg.Store.SetState(ctx, t.name, statemgr.ExecState{State: api.StateFailed, Message: m.msg, Updated: time.Now()}); err != nil {
 		t.log.Error("record FAILED", "err", err)
 	}
 	// The other containers stop too: a topology missing a container would
 	// emit partial results.
 	for c := 1; c <= max(t.doc.Plan.Containers, t.maxLaunched()); c++ {
-		if err := t.d.sup.Stop(ctx, t.procID(c)); err != nil && !errors.Is(err, launcher.ErrUnknown) {
+		if err := t.cfg.Runtime.Stop(ctx, t.ContainerID(c)); err != nil && !errors.Is(err, launcher.ErrUnknown) {
 			t.log.Warn("stop a container of a failed topology", "container", c, "err", err)
 		}
 	}
 	t.revokeCreds() // stopped: a failed topology's credentials connect no more
-	t.side(0, func() { t.d.reshareRates(ctx, t.sp.tenant, nil) })
+	t.side(0, func() { t.cfg.Rates.Reshare(ctx, nil) })
 	return t.terminal()
 }
 
 // terminal is what a terminal mode does once it has ended the topology:
 // it handles events (a late heartbeat changes nothing) and refuses every
 // command but kill, until it is killed or stopped.
-func (t *tm) terminal() mode {
+func (t *Manager) terminal() mode {
 	t.publish()
 	for {
 		if t.pending != nil {
@@ -59,7 +59,7 @@ func (t *tm) terminal() mode {
 			return stopMode{}
 		}
 		for _, c := range t.deferred {
-			c.answer(nil, newErr(ErrBadState, "topology %s is %s", t.name, t.state))
+			c.answer(nil, api.Errorf(api.ErrBadState, "topology %s is %s", t.name, t.state))
 		}
 		t.deferred = nil
 		t.pumpUntil(t.runCtx, time.Time{})

@@ -1,4 +1,4 @@
-package daemon
+package manager
 
 import (
 	"log/slog"
@@ -26,7 +26,7 @@ func TestStateMachine(t *testing.T) {
 				if from == api.ModeNew {
 					state = ""
 				}
-				tm := &tm{name: "top", log: slog.New(slog.DiscardHandler), mode: from, state: state}
+				tm := &Manager{name: "top", log: slog.New(slog.DiscardHandler), mode: from, state: state}
 				err := tm.setMode(to, "test")
 				allowed := from == to || slices.Contains(modes[from].next, to)
 				want := state
@@ -80,7 +80,7 @@ func TestExecTransitions(t *testing.T) {
 // TestStateTransitionsBounded: a TM paused and resumed many times keeps
 // only the last maxTransitions changes.
 func TestStateTransitionsBounded(t *testing.T) {
-	tm := &tm{name: "top", log: slog.New(slog.DiscardHandler)}
+	tm := &Manager{name: "top", log: slog.New(slog.DiscardHandler)}
 	if err := tm.setMode(api.ModeRunning, "submitted"); err != nil {
 		t.Fatal(err)
 	}

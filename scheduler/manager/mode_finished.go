@@ -1,4 +1,4 @@
-package daemon
+package manager
 
 import (
 	"time"
@@ -15,15 +15,15 @@ type finishedMode struct{}
 func (finishedMode) name() api.Mode { return api.ModeFinished }
 func (finishedMode) why() string    { return "every container finished its input" }
 
-func (finishedMode) run(t *tm) mode {
+func (finishedMode) run(t *Manager) mode {
 	ctx := t.runCtx
-	if _, err := t.sp.store.SetState(ctx, t.name, statemgr.ExecState{State: api.StateFinished, Updated: time.Now(),
+	if _, err := t.cfg.Store.SetState(ctx, t.name, statemgr.ExecState{State: api.StateFinished, Updated: time.Now(),
 		Message: "every spout finished its input and every tuple was processed"}); err != nil {
 		t.log.Error("record FINISHED", "err", err)
 	}
-	t.stopContainers(ctx)
+	t.StopContainers(ctx)
 	t.revokeCreds() // a finished topology's credentials connect no more
-	t.d.reshareRates(ctx, t.sp.tenant, nil)
+	t.cfg.Rates.Reshare(ctx, nil)
 	t.log.Info("topology finished")
 	t.signalFinished()
 	return t.terminal()

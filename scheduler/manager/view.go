@@ -1,4 +1,4 @@
-package daemon
+package manager
 
 import (
 	"fmt"
@@ -14,11 +14,11 @@ import (
 	"github.com/ardea-dev/ardea/scheduler/planner"
 )
 
-// tmView is what the TM's loop publishes after every event it handles:
+// View is what the TM's loop publishes after every event it handles:
 // everything the rest of the daemon reads about a topology (status, the
 // quotas' usage, the tracker API, host credentials). Immutable once
 // published.
-type tmView struct {
+type View struct {
 	state       api.State
 	mode        api.Mode
 	message     string
@@ -39,8 +39,8 @@ type tmView struct {
 }
 
 // publish makes the loop's current state the view.
-func (t *tm) publish() {
-	v := &tmView{state: t.state, mode: t.mode, message: t.message, top: t.top, doc: t.doc, planRev: t.planRev,
+func (t *Manager) publish() {
+	v := &View{state: t.state, mode: t.mode, message: t.message, top: t.top, doc: t.doc, planRev: t.planRev,
 		started: t.started, transitions: slices.Clone(t.transitions), hbs: maps.Clone(t.hbs),
 		alive: maps.Clone(t.alive), lost: maps.Clone(t.lost), lostTo: t.lostTo, ending: t.ending()}
 	if cs := t.ckpt; cs != nil {
@@ -57,27 +57,27 @@ func (t *tm) publish() {
 	}
 }
 
-// containers is the plan's container count (0 before the plan is loaded).
-func (v *tmView) containers() int {
+// Containers is the plan's container count (0 before the plan is loaded).
+func (v *View) Containers() int {
 	if v.doc.Plan == nil {
 		return 0
 	}
 	return v.doc.Plan.Containers
 }
 
-// running reports a view of a topology whose containers count: live, not
+// Running reports a view of a topology whose containers count: live, not
 // ending, loaded, and not handed to another daemon.
-func (v *tmView) running() bool {
-	return v.top != nil && live(v.state) && v.lostTo == "" && !v.ending
+func (v *View) Running() bool {
+	return v.top != nil && Live(v.state) && v.lostTo == "" && !v.ending
 }
 
-// status is what `ardea status` shows, from the view.
-func (t *tm) status() api.Status {
+// Status is what `ardea status` shows, from the view.
+func (t *Manager) Status() api.Status {
 	v := t.view.Load()
 	st := api.Status{Name: t.name, State: v.state, Mode: v.mode, Message: v.message, PlanVersion: v.planRev,
 		Transitions: v.transitions, Uptime: time.Since(v.started).Round(time.Second).String()}
-	if t.d.srv != nil {
-		if err, at := t.d.srv.JetStreamFault(); err != nil {
+	if t.cfg.StorageFault != nil {
+		if err, at := t.cfg.StorageFault(); err != nil {
 			st.StorageFault = fmt.Sprintf("%v (since %s)", err, at.Format(time.RFC3339))
 		}
 	}
@@ -109,13 +109,13 @@ func (t *tm) status() api.Status {
 }
 
 // containerStatus is container c's part of the status.
-func (t *tm) containerStatus(v *tmView, pp *packing.Plan, c int) api.ContainerStatus {
+func (t *Manager) containerStatus(v *View, pp *packing.Plan, c int) api.ContainerStatus {
 	cs := api.ContainerStatus{ID: c}
 	if pp != nil {
 		r := api.Resources(pp.Containers[c-1].Resources)
 		cs.Resources = &r
 	}
-	if ps, ok := t.d.sup.Status(t.procID(c)); ok {
+	if ps, ok := t.cfg.Runtime.Status(t.ContainerID(c)); ok {
 		cs.PID, cs.Process, cs.Restarts, cs.LastExit = ps.PID, api.ProcessState(ps.State), ps.Restarts, ps.LastExit
 		cs.LastError = lastLine(ps.LastError)
 	}

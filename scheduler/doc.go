@@ -17,10 +17,11 @@
 //   - manager: the topology manager, one actor per topology (its modes,
 //     mailbox, view, checkpoints, swaps and re-plans), and the narrow
 //     interfaces it needs from the daemon.
-//   - containerid: the one definition of a container's id.
+//   - runtime: the container runtimes (processes under the launcher, in
+//     process) and the one definition of a container's id.
 //   - daemon: `ardea local` (and `ardea run`, in process): the API's
-//     server, the container runtimes (processes, in process), tenancy,
-//     and the composition root that makes the topology managers.
+//     server, tenancy, and the composition root that makes the topology
+//     managers and the container runtime.
 //   - hostprocess: the `ardea host` process (one container).
 //   - launcher: the process supervisor; statemgr: the state manager;
 //     packing: packing algorithms.

@@ -7,11 +7,12 @@
 // The topology managers are package scheduler/manager: the daemon makes
 // one per topology (managers.go: newTM) and implements the narrow
 // interfaces a manager declares, each by a small adapter over the daemon
-// and the topology's tenant space (the container runtime: runtime.go,
-// inproc.go; the rate shares and quota admission: quota.go; the hosts'
-// credentials: security.go; the module checks: validate.go, language.go;
-// the dead letters: dlq_bolts.go, builtins_policy.go). The rest of the
-// daemon reads a manager's published View, never its fields.
+// and the topology's tenant space (the container runtime of
+// scheduler/runtime: runtime.go says how a host process starts and what
+// an in-process run is; the rate shares and quota admission: quota.go;
+// the hosts' credentials: security.go; the module checks: validate.go,
+// language.go; the dead letters: dlq_bolts.go, builtins_policy.go). The
+// rest of the daemon reads a manager's published View, never its fields.
 //
 // Goroutines: the daemon owns its HTTP servers' (d.servers, waited for by
 // Close); each TM owns its loop, its lock keeper and the side tasks its
@@ -41,9 +42,9 @@ import (
 	"time"
 
 	"github.com/ardea-dev/ardea/scheduler/container"
-	"github.com/ardea-dev/ardea/scheduler/containerid"
 	"github.com/ardea-dev/ardea/scheduler/ctl"
 	"github.com/ardea-dev/ardea/scheduler/manager"
+	"github.com/ardea-dev/ardea/scheduler/runtime"
 
 	"github.com/nats-io/nats.go"
 
@@ -133,7 +134,7 @@ type Daemon struct {
 	log  *slog.Logger
 	srv  *bus.Server
 	nc   *nats.Conn
-	sup  containerRuntime // processes (launcher) or in process (inproc.go)
+	sup  containerRuntime // scheduler/runtime: processes (launcher) or in process
 	ln   net.Listener
 	http *http.Server
 	// endRequests cancels every request's context (event streams).
@@ -250,10 +251,10 @@ func Start(ctx context.Context, o Options) (*Daemon, error) {
 		return nil, err
 	}
 	if o.InProcess {
-		d.sup = newInProcess(d)
+		d.sup = d.newInProcess()
 	} else {
-		d.sup = processes{Supervisor: launcher.New(launcher.Options{Logger: log, LogDir: filepath.Join(o.DataDir, logsDir),
-			MaxRestarts: o.MaxRestarts, Backoff: o.Backoff, OnChange: d.onProcess}), d: d}
+		d.sup = d.newProcesses(launcher.New(launcher.Options{Logger: log, LogDir: filepath.Join(o.DataDir, logsDir),
+			MaxRestarts: o.MaxRestarts, Backoff: o.Backoff, OnChange: d.onProcess}))
 		if !o.NoAPI {
 			d.sec.cgroups = launcher.NewCgroups(launcher.CgroupOptions{Logger: log, Root: cgroupRoot(o.DataDir)})
 		}
@@ -501,7 +502,7 @@ func (d *Daemon) onProcess(ps launcher.ProcessStatus) {
 	if ps.State != launcher.StateFailed && ps.State != launcher.StateBackoff {
 		return
 	}
-	tenant, name, num, ok := containerid.Parse(ps.ID)
+	tenant, name, num, ok := runtime.Parse(ps.ID)
 	container, err := strconv.Atoi(num)
 	if !ok || err != nil {
 		return

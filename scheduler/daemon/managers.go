@@ -9,7 +9,6 @@ import (
 	"github.com/ardea-dev/ardea/internal/checkpoint"
 	"github.com/ardea-dev/ardea/scheduler/container"
 	"github.com/ardea-dev/ardea/scheduler/hostprocess"
-	"github.com/ardea-dev/ardea/scheduler/launcher"
 	"github.com/ardea-dev/ardea/scheduler/manager"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -22,7 +21,7 @@ import (
 func (d *Daemon) newTM(sp *space, name string) *manager.Manager {
 	cfg := manager.Config{
 		Name: name, Tenant: sp.tenant, Owner: d.id, Log: d.log, Store: sp.store, Conn: sp.nc,
-		Runtime:     tmRuntime{d},
+		Runtime:     d.sup,
 		Rates:       spaceRates{d, sp},
 		Credentials: hostCredentials{d},
 		Admission:   spaceAdmission{d, sp},
@@ -38,7 +37,7 @@ func (d *Daemon) newTM(sp *space, name string) *manager.Manager {
 	}
 	if d.o.InProcess {
 		// The bolt tasks' last failing tuples, shared by the topology's
-		// in-process containers (inproc.go) for the TM's life.
+		// in-process containers (runtime.go: runInProcess) for the TM's life.
 		cfg.Shared = &container.TupleFailures{}
 	}
 	if d.srv != nil {
@@ -78,21 +77,6 @@ func (d *Daemon) spaceOfTM(t *manager.Manager) *space {
 	defer d.mu.Unlock()
 	return d.spaces[t.Tenant()]
 }
-
-// tmRuntime is the daemon's container runtime as a manager's.
-type tmRuntime struct{ d *Daemon }
-
-func (r tmRuntime) Start(ctx context.Context, t *manager.Manager, c int) error {
-	return r.d.sup.start(ctx, t, c)
-}
-func (r tmRuntime) Stop(ctx context.Context, id string) error    { return r.d.sup.Stop(ctx, id) }
-func (r tmRuntime) Restart(ctx context.Context, id string) error { return r.d.sup.Restart(ctx, id) }
-func (r tmRuntime) Remove(ctx context.Context, id string) error  { return r.d.sup.Remove(ctx, id) }
-func (r tmRuntime) Status(id string) (launcher.ProcessStatus, bool) {
-	return r.d.sup.Status(id)
-}
-func (r tmRuntime) List() []launcher.ProcessStatus { return r.d.sup.List() }
-func (r tmRuntime) Kill(id string, pid int) error  { return r.d.sup.kill(id, pid) }
 
 // spaceRates are a tenant's bus rate shares (quota.go).
 type spaceRates struct {

@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/ardea-dev/ardea/scheduler/container"
+	"github.com/ardea-dev/ardea/scheduler/manager"
 	"github.com/ardea-dev/ardea/scheduler/modules"
+	"github.com/ardea-dev/ardea/scheduler/runtime"
 	"github.com/ardea-dev/ardea/scheduler/settings"
 
 	"github.com/ardea-dev/ardea"
@@ -200,8 +202,8 @@ func Run(ctx context.Context, o RunOptions) (*Result, error) {
 	case werr != nil && !errors.Is(werr, context.DeadlineExceeded) && !errors.Is(werr, context.Canceled):
 		return res, werr
 	case werr == nil && state == api.StateFailed:
-		if rt, ok := d.sup.(*inProcess); ok {
-			if c, err := rt.failure(tmgr, res.Plan.Containers); err != nil {
+		if rt, ok := d.sup.(*runtime.InProcess[*manager.Manager]); ok {
+			if c, err := rt.Failure(tmgr, res.Plan.Containers); err != nil {
 				return res, fmt.Errorf("topology %s failed: container %d: %w", sub.Name, c, err)
 			}
 		}

@@ -22,9 +22,9 @@ import (
 	"github.com/ardea-dev/ardea/internal/natsauth"
 	"github.com/ardea-dev/ardea/internal/quota"
 	"github.com/ardea-dev/ardea/scheduler/api"
-	"github.com/ardea-dev/ardea/scheduler/containerid"
 	"github.com/ardea-dev/ardea/scheduler/launcher"
 	"github.com/ardea-dev/ardea/scheduler/manager"
+	"github.com/ardea-dev/ardea/scheduler/runtime"
 )
 
 // Security is a daemon's security settings beyond what is always on. A
@@ -374,7 +374,7 @@ func (d *Daemon) hostCreds(t *manager.Manager, c int) ([]string, error) {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return err
 		}
-		path := filepath.Join(dir, containerid.File(t.ContainerID(c))+".creds")
+		path := filepath.Join(dir, runtime.File(t.ContainerID(c))+".creds")
 		if err := natsauth.WriteCreds(path, cr); err != nil {
 			return err
 		}
@@ -439,7 +439,7 @@ func (d *Daemon) revokeHosts(t *manager.Manager) {
 	if err := m.RevokeHost(t.Tenant(), t.Name()); err != nil {
 		t.Log().Error("revoke the hosts' NATS credentials", "err", err)
 	}
-	matches, _ := filepath.Glob(filepath.Join(d.o.DataDir, "creds", containerid.File(containerid.Prefix(t.Tenant(), t.Name()))+"*.creds"))
+	matches, _ := filepath.Glob(filepath.Join(d.o.DataDir, "creds", runtime.File(runtime.Prefix(t.Tenant(), t.Name()))+"*.creds"))
 	for _, f := range matches {
 		_ = os.Remove(f)
 	}

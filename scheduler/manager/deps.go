@@ -21,12 +21,13 @@ import (
 
 // Runtime runs a topology's containers: as `ardea host` processes under
 // the launcher, or as goroutines of the daemon's process (`ardea run`).
-// Ids are the manager's ContainerID's (scheduler/containerid); states and
+// Ids are the manager's ContainerID's (scheduler/runtime); states and
 // restarts follow the launcher's (a container that exits is restarted
 // after a back-off until it fails too often in a row, then it is FAILED).
 type Runtime interface {
-	// Start starts container c of m (launcher.ErrDuplicate if it runs).
-	Start(ctx context.Context, m *Manager, c int) error
+	// StartContainer starts container c of m (launcher.ErrDuplicate if it
+	// runs).
+	StartContainer(ctx context.Context, m *Manager, c int) error
 	Stop(ctx context.Context, id string) error
 	Restart(ctx context.Context, id string) error
 	Remove(ctx context.Context, id string) error

@@ -47,7 +47,7 @@ func (f *fakeRuntime) run(id string) {
 	f.procs[id] = launcher.ProcessStatus{ID: id, State: launcher.StateRunning, PID: f.pid}
 }
 
-func (f *fakeRuntime) Start(_ context.Context, t *Manager, c int) error {
+func (f *fakeRuntime) StartContainer(_ context.Context, t *Manager, c int) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if _, ok := f.procs[t.ContainerID(c)]; ok {

@@ -15,10 +15,10 @@ import (
 	"github.com/ardea-dev/ardea/internal/names"
 	"github.com/ardea-dev/ardea/internal/plan"
 	"github.com/ardea-dev/ardea/scheduler/api"
-	"github.com/ardea-dev/ardea/scheduler/containerid"
 	"github.com/ardea-dev/ardea/scheduler/ctl"
 	"github.com/ardea-dev/ardea/scheduler/launcher"
 	"github.com/ardea-dev/ardea/scheduler/planner"
+	"github.com/ardea-dev/ardea/scheduler/runtime"
 	"github.com/ardea-dev/ardea/scheduler/statemgr"
 	"github.com/ardea-dev/ardea/sinks"
 )
@@ -393,11 +393,11 @@ func (t *Manager) publishOp(ctx context.Context, doc ctl.PlanDoc) error {
 }
 
 func (t *Manager) ContainerID(container int) string {
-	return containerid.ID(t.cfg.Tenant, t.name, container)
+	return runtime.ID(t.cfg.Tenant, t.name, container)
 }
 
 func (t *Manager) launch(ctx context.Context, container int) error {
-	if err := t.cfg.Runtime.Start(ctx, t, container); err != nil {
+	if err := t.cfg.Runtime.StartContainer(ctx, t, container); err != nil {
 		return fmt.Errorf("topology %s: start container %d: %w", t.name, container, err)
 	}
 	return nil
@@ -447,9 +447,9 @@ func (t *Manager) StopContainers(ctx context.Context) {
 // topology (after a shrinking rescale there may be more than the plan has).
 func (t *Manager) maxLaunched() int {
 	n := 0
-	prefix := containerid.Prefix(t.cfg.Tenant, t.name)
+	prefix := runtime.Prefix(t.cfg.Tenant, t.name)
 	for _, ps := range t.cfg.Runtime.List() {
-		if c, ok := containerid.Number(prefix, ps.ID); ok && c > n {
+		if c, ok := runtime.Number(prefix, ps.ID); ok && c > n {
 			n = c
 		}
 	}

@@ -11,16 +11,16 @@ import (
 	"github.com/ardea-dev/ardea/internal/names"
 	"github.com/ardea-dev/ardea/internal/plan"
 	"github.com/ardea-dev/ardea/internal/testutil"
-	"github.com/ardea-dev/ardea/scheduler/containerid"
 	"github.com/ardea-dev/ardea/scheduler/ctl"
 	"github.com/ardea-dev/ardea/scheduler/launcher"
+	"github.com/ardea-dev/ardea/scheduler/runtime"
 )
 
 // TestStopContainersAfterShrinkInTenant: a topology of tenant acme whose
 // plan was shrunk from 3 containers to 1 while the supervisor still runs
 // processes 2 and 3 (what maxLaunched is for): stopping its containers
 // stops all three real processes, and none of the same-named topologies
-// of tenant globex and of the default tenant. The container ids are containerid.ID's, the one
+// of tenant globex and of the default tenant. The container ids are runtime.ID's, the one
 // builder; the ids parse back to tenant, topology and container.
 func TestStopContainersAfterShrinkInTenant(t *testing.T) {
 	sleep, err := exec.LookPath("sleep")
@@ -36,9 +36,9 @@ func TestStopContainersAfterShrinkInTenant(t *testing.T) {
 			if tenant == names.DefaultTenant && c > 1 {
 				break // the default tenant's wc runs one container: it must not count for acme's
 			}
-			id := containerid.ID(tenant, "wc", c)
-			if te, top, num, ok := containerid.Parse(id); !ok || te != tenant || top != "wc" || num != string(rune('0'+c)) {
-				t.Fatalf("containerid.Parse(%q) = %q %q %q %v", id, te, top, num, ok)
+			id := runtime.ID(tenant, "wc", c)
+			if te, top, num, ok := runtime.Parse(id); !ok || te != tenant || top != "wc" || num != string(rune('0'+c)) {
+				t.Fatalf("runtime.Parse(%q) = %q %q %q %v", id, te, top, num, ok)
 			}
 			if err := sup.Start(ctx, launcher.ProcessSpec{ID: id, Path: sleep, Args: []string{"3600"}}); err != nil {
 				t.Fatal(err)
@@ -52,7 +52,7 @@ func TestStopContainersAfterShrinkInTenant(t *testing.T) {
 	tm.StopContainers(ctx)
 	for id, pid := range pids {
 		_, listed := sup.Status(id)
-		if tenant, _, _, _ := containerid.Parse(id); tenant == "acme" {
+		if tenant, _, _, _ := runtime.Parse(id); tenant == "acme" {
 			if listed {
 				t.Errorf("%s still supervised after its topology's containers stopped", id)
 			}
@@ -67,5 +67,5 @@ func TestStopContainersAfterShrinkInTenant(t *testing.T) {
 // process runtime is, without starting hosts).
 type supervised struct{ *launcher.Supervisor }
 
-func (supervised) Start(context.Context, *Manager, int) error { return errors.New("not here") }
-func (supervised) Kill(string, int) error                     { return errors.New("not here") }
+func (supervised) StartContainer(context.Context, *Manager, int) error { return errors.New("not here") }
+func (supervised) Kill(string, int) error                              { return errors.New("not here") }

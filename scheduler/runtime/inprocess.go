@@ -1,27 +1,39 @@
-package daemon
+package runtime
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
-	"github.com/ardea-dev/ardea/scheduler/container"
-	"github.com/ardea-dev/ardea/scheduler/ctl"
-	"github.com/ardea-dev/ardea/scheduler/hostprocess"
 	"github.com/ardea-dev/ardea/scheduler/launcher"
-	"github.com/ardea-dev/ardea/scheduler/manager"
 )
 
-// inProcess runs each container as goroutines of the daemon's process
-// (`ardea run`): hostprocess.Run, the same code an `ardea host` process runs,
-// over an in-process NATS connection to the daemon's server, with its
-// commands and reports going through the TM's in-process gateway
-// (ctl.Local) instead of the control subjects.
+// InProcessOptions configure an InProcess runtime.
+type InProcessOptions[T Topology] struct {
+	Logger *slog.Logger
+	// Backoff and MaxRestarts tune the restarts (zero: the launcher's
+	// defaults); FailFast gives a container up at its first failure.
+	Backoff     launcher.BackoffPolicy
+	MaxRestarts int
+	FailFast    bool
+	// OnChange hears every change of a container's status (called from
+	// its supervising goroutine with no lock held).
+	OnChange func(launcher.ProcessStatus)
+	// Run is one run of container c of t (hostprocess.Run): pid names the
+	// run, restarts counts the container's restarts before it. It returns
+	// when ctx ends (nil) or the container fails.
+	Run func(ctx context.Context, t T, c, pid, restarts int) error
+}
+
+// InProcess runs each container as goroutines of the daemon's process
+// (`ardea run`): Options.Run, the same code an `ardea host` process runs
+// (hostprocess.Run), over an in-process NATS connection to the daemon's
+// server, with its commands and reports going through the TM's in-process
+// gateway (ctl.Local) instead of the control subjects.
 //
 // A run of a container is named by a number from a counter (ProcessStatus.PID
 // and the container's heartbeats carry it), not by a process id: the
@@ -30,12 +42,12 @@ import (
 // Concurrency: mu guards procs and nextPID; each container has one
 // supervising goroutine (supervise), which Stop, Remove and Close wait for.
 // OnChange (the daemon's onProcess) is called from it with no lock held.
-type inProcess struct {
-	d *Daemon
+type InProcess[T Topology] struct {
+	o InProcessOptions[T]
 
 	mu      sync.Mutex
 	closed  bool
-	procs   map[string]*inproc
+	procs   map[string]*inproc[T]
 	nextPID int
 	// failures is each container's last failure (Run returns it, so a
 	// caller can tell its kind with errors.Is).
@@ -43,8 +55,8 @@ type inProcess struct {
 }
 
 // inproc is one supervised container.
-type inproc struct {
-	t         *manager.Manager
+type inproc[T Topology] struct {
+	t         T
 	container int
 	st        launcher.ProcessStatus // guarded by inProcess.mu
 	stop      context.CancelFunc     // ends the supervision (and the run)
@@ -55,12 +67,18 @@ type inproc struct {
 // errDeclaredLost ends a run that the TM declared lost.
 var errDeclaredLost = errors.New("killed: declared lost")
 
-func newInProcess(d *Daemon) *inProcess {
-	return &inProcess{d: d, procs: map[string]*inproc{}, nextPID: 1, failures: map[string]error{}}
+// NewInProcess makes an in-process runtime.
+func NewInProcess[T Topology](o InProcessOptions[T]) *InProcess[T] {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &InProcess[T]{o: o, procs: map[string]*inproc[T]{}, nextPID: 1, failures: map[string]error{}}
 }
 
-func (r *inProcess) start(_ context.Context, t *manager.Manager, c int) error {
-	id := t.ContainerID(c)
+// StartContainer starts container c of t (launcher.ErrDuplicate if it
+// runs).
+func (r *InProcess[T]) StartContainer(_ context.Context, t T, c int) error {
+	id := ID(t.Tenant(), t.Name(), c)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
@@ -78,9 +96,9 @@ func (r *inProcess) start(_ context.Context, t *manager.Manager, c int) error {
 }
 
 // spawnLocked starts the supervision of container c; r.mu is held.
-func (r *inProcess) spawnLocked(t *manager.Manager, c int, id string) *inproc {
+func (r *InProcess[T]) spawnLocked(t T, c int, id string) *inproc[T] {
 	ctx, stop := context.WithCancel(t.Context())
-	p := &inproc{t: t, container: c, stop: stop, done: make(chan struct{}),
+	p := &inproc[T]{t: t, container: c, stop: stop, done: make(chan struct{}),
 		st: launcher.ProcessStatus{ID: id, State: launcher.StateStarting}}
 	if old, ok := r.procs[id]; ok {
 		p.st.Restarts = old.st.Restarts
@@ -92,11 +110,10 @@ func (r *inProcess) spawnLocked(t *manager.Manager, c int, id string) *inproc {
 
 // supervise runs the container until ctx ends, restarting it after a
 // back-off when it fails (as the launcher does a process), or giving up:
-// at once with Options.FailFast, else after MaxRestarts quick failures in
-// a row.
-func (r *inProcess) supervise(ctx context.Context, p *inproc) {
+// at once with FailFast, else after MaxRestarts quick failures in a row.
+func (r *InProcess[T]) supervise(ctx context.Context, p *inproc[T]) {
 	defer close(p.done)
-	o := r.d.o
+	o := r.o
 	backoff := o.Backoff
 	if backoff.Initial <= 0 {
 		backoff.Initial = launcher.DefaultInitialBackoff
@@ -148,14 +165,14 @@ func (r *inProcess) supervise(ctx context.Context, p *inproc) {
 		failures++
 		exit := err.Error()
 		if o.FailFast || (maxRestarts >= 0 && failures > maxRestarts) {
-			r.d.log.Error("container failed, not restarting", "id", p.st.ID, "err", err, "failures", failures)
+			r.o.Logger.Error("container failed, not restarting", "id", p.st.ID, "err", err, "failures", failures)
 			r.update(p, func(st *launcher.ProcessStatus) {
 				st.State, st.PID, st.LastExit, st.LastError = launcher.StateFailed, 0, exit, exit
 			})
 			return
 		}
 		delay := backoff.Delay(failures)
-		r.d.log.Warn("container exited, restarting", "id", p.st.ID, "err", err, "failures", failures, "delay", delay)
+		r.o.Logger.Warn("container exited, restarting", "id", p.st.ID, "err", err, "failures", failures, "delay", delay)
 		r.update(p, func(st *launcher.ProcessStatus) {
 			st.State, st.PID, st.LastExit, st.LastError = launcher.StateBackoff, 0, exit, exit
 			st.Restarts++
@@ -169,42 +186,26 @@ func (r *inProcess) supervise(ctx context.Context, p *inproc) {
 	}
 }
 
-// run is one run of a container: hostprocess.Run over its own in-process
-// NATS connection, attached to the TM's in-process gateway.
-func (r *inProcess) run(ctx context.Context, p *inproc, pid int) error {
-	d, t, c := r.d, p.t, p.container
-	nc, err := nats.Connect(d.srv.ClientURL(), nats.InProcessServer(d.srv.NATS()),
-		nats.Name(fmt.Sprintf("ardea-run-%s-%d", t.Name(), c)))
-	if err != nil {
-		return fmt.Errorf("container %d: connect to NATS: %w", c, err)
-	}
-	defer nc.Close()
-	local := t.Local()
+// run is one run of a container (Options.Run).
+func (r *InProcess[T]) run(ctx context.Context, p *inproc[T], pid int) error {
 	r.mu.Lock()
 	restarts := p.st.Restarts
 	r.mu.Unlock()
-	return hostprocess.Run(ctx, hostprocess.Options{
-		Tenant: t.Tenant(), Topology: t.Name(), Container: c, DataDir: d.cacheDir(),
-		Logger: d.log, Metrics: d.o.Metrics, Conn: nc, Reporter: local.Reporter(),
-		Serve: func(cmds ctl.Commands) func() {
-			local.Attach(c, cmds)
-			return func() { local.Detach(c) }
-		},
-		Registry: d.o.Registry, PID: pid, OnStop: d.o.OnContainerStop, OnSwap: d.o.OnSwap, CheckpointStore: d.o.CheckpointStore, Bus: d.o.Bus,
-		Restarts: restarts, TupleFailures: t.Shared().(*container.TupleFailures), Machine: d.machinePolicy(t.Tenant()),
-	})
+	return r.o.Run(ctx, p.t, p.container, pid, restarts)
 }
 
-// update changes p's status and tells the daemon.
-func (r *inProcess) update(p *inproc, f func(*launcher.ProcessStatus)) {
+// update changes p's status and tells OnChange.
+func (r *InProcess[T]) update(p *inproc[T], f func(*launcher.ProcessStatus)) {
 	r.mu.Lock()
 	f(&p.st)
 	st := p.st
 	r.mu.Unlock()
-	r.d.onProcess(st)
+	if r.o.OnChange != nil {
+		r.o.OnChange(st)
+	}
 }
 
-func (r *inProcess) lookup(id string) (*inproc, error) {
+func (r *InProcess[T]) lookup(id string) (*inproc[T], error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	p, ok := r.procs[id]
@@ -215,7 +216,7 @@ func (r *inProcess) lookup(id string) (*inproc, error) {
 }
 
 // Stop ends container id and waits for it (ctx bounds the wait).
-func (r *inProcess) Stop(ctx context.Context, id string) error {
+func (r *InProcess[T]) Stop(ctx context.Context, id string) error {
 	p, err := r.lookup(id)
 	if err != nil {
 		return err
@@ -230,7 +231,7 @@ func (r *inProcess) Stop(ctx context.Context, id string) error {
 }
 
 // Restart stops container id and starts it again at once.
-func (r *inProcess) Restart(ctx context.Context, id string) error {
+func (r *InProcess[T]) Restart(ctx context.Context, id string) error {
 	p, err := r.lookup(id)
 	if err != nil {
 		return err
@@ -251,7 +252,7 @@ func (r *inProcess) Restart(ctx context.Context, id string) error {
 }
 
 // Remove stops container id and forgets it.
-func (r *inProcess) Remove(ctx context.Context, id string) error {
+func (r *InProcess[T]) Remove(ctx context.Context, id string) error {
 	p, err := r.lookup(id)
 	if err != nil {
 		return err
@@ -267,7 +268,7 @@ func (r *inProcess) Remove(ctx context.Context, id string) error {
 	return nil
 }
 
-func (r *inProcess) Status(id string) (launcher.ProcessStatus, bool) {
+func (r *InProcess[T]) Status(id string) (launcher.ProcessStatus, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	p, ok := r.procs[id]
@@ -277,7 +278,7 @@ func (r *inProcess) Status(id string) (launcher.ProcessStatus, bool) {
 	return p.st, true
 }
 
-func (r *inProcess) List() []launcher.ProcessStatus {
+func (r *InProcess[T]) List() []launcher.ProcessStatus {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := make([]launcher.ProcessStatus, 0, len(r.procs))
@@ -296,11 +297,11 @@ func (r *inProcess) List() []launcher.ProcessStatus {
 	return out
 }
 
-func (r *inProcess) LogPath(string) string { return "" }
+func (r *InProcess[T]) LogPath(string) string { return "" }
 
-// kill ends the container's current run if it is still run pid; the
+// Kill ends the container's current run if it is still run pid; the
 // supervision restarts it as after a failure.
-func (r *inProcess) kill(id string, pid int) error {
+func (r *InProcess[T]) Kill(id string, pid int) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	p, ok := r.procs[id]
@@ -315,7 +316,7 @@ func (r *inProcess) kill(id string, pid int) error {
 }
 
 // Close stops every container and waits for them.
-func (r *inProcess) Close(ctx context.Context) error {
+func (r *InProcess[T]) Close(ctx context.Context) error {
 	r.mu.Lock()
 	r.closed = true
 	ids := make([]string, 0, len(r.procs))
@@ -332,13 +333,13 @@ func (r *inProcess) Close(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// failure is the first failure of topology t's containers (by number), or
-// nil.
-func (r *inProcess) failure(t *manager.Manager, containers int) (int, error) {
+// Failure is the first failure of topology t's containers (by number),
+// or nil.
+func (r *InProcess[T]) Failure(t T, containers int) (int, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for c := 1; c <= max(containers, len(r.failures)); c++ {
-		if err := r.failures[t.ContainerID(c)]; err != nil {
+		if err := r.failures[ID(t.Tenant(), t.Name(), c)]; err != nil {
 			return c, err
 		}
 	}

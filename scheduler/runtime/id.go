@@ -1,13 +1,11 @@
-// Package containerid is the one definition of a container's id: how the
-// container runtimes (processes under the launcher, goroutines in
-// process) name a topology's containers, and the names of their log and
-// credentials files. The topology manager (scheduler/manager) and the
-// daemon's runtimes (scheduler/daemon) build and read ids only here.
-//
-// An id is "<topology>/container-<n>" in the default tenant and
-// "<tenant>.<topology>/container-<n>" in another ('.' is in no name, so
-// an id parses back: Parse).
-package containerid
+package runtime
+
+// The one definition of a container's id: how the runtimes name a
+// topology's containers, and the names of their log and credentials
+// files. The topology manager (scheduler/manager) and the daemon build
+// and read ids only here. An id is "<topology>/container-<n>" in the
+// default tenant and "<tenant>.<topology>/container-<n>" in another ('.'
+// is in no name, so an id parses back: Parse).
 
 import (
 	"strconv"

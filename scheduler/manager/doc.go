@@ -11,8 +11,8 @@
 // field; the containers' reports, the runtime's callbacks, a lost lock and
 // the API's requests reach it as events in its mailbox (mailbox.go,
 // events.go). It runs one mode at a time (state.go: the table of modes and
-// the execution states they lead through; mode_*.go, swap.go, update.go:
-// one type per mode), waits by staying in a mode while it handles
+// the execution states they lead through; mode_*.go: one file per mode,
+// the steady running and paused modes sharing mode_running.go), waits by staying in a mode while it handles
 // heartbeat events (Manager.await, modes.go), and publishes a View of
 // itself after every event (view.go), which is all the rest of the daemon
 // reads. It talks to its containers only through the typed control gateway

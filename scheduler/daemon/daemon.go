@@ -42,7 +42,6 @@ import (
 	"time"
 
 	"github.com/ardea-dev/ardea/scheduler/container"
-	"github.com/ardea-dev/ardea/scheduler/ctl"
 	"github.com/ardea-dev/ardea/scheduler/manager"
 	"github.com/ardea-dev/ardea/scheduler/runtime"
 
@@ -170,11 +169,6 @@ type Daemon struct {
 	validatorOnce sync.Once
 	validator     *host.Runtime
 	validatorErr  error
-
-	// gateway, if set, is how a TM reaches its containers instead of NATS
-	// or in process: the TM's tests drive it with scripted hosts, without
-	// processes.
-	gateway func(*manager.Manager) ctl.Commands
 }
 
 // Start starts the daemon and resumes the topologies the state manager

@@ -10,6 +10,7 @@ import (
 	"github.com/ardea-dev/ardea/scheduler/container"
 	"github.com/ardea-dev/ardea/scheduler/hostprocess"
 	"github.com/ardea-dev/ardea/scheduler/manager"
+
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -33,7 +34,6 @@ func (d *Daemon) newTM(sp *space, name string) *manager.Manager {
 		InProcess:   d.o.InProcess, FailFast: d.o.FailFast,
 		Checkpoints: func(ctx context.Context) (checkpoint.Store, error) { return d.checkpointStore(ctx, sp) },
 		Validation:  validateStored(),
-		Gateway:     d.gateway,
 	}
 	if d.o.InProcess {
 		// The bolt tasks' last failing tuples, shared by the topology's

@@ -7,7 +7,6 @@ import (
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/connectors"
 	"github.com/ardea-dev/ardea/internal/checkpoint"
-	"github.com/ardea-dev/ardea/scheduler/container"
 	"github.com/ardea-dev/ardea/scheduler/hostprocess"
 	"github.com/ardea-dev/ardea/scheduler/manager"
 
@@ -34,11 +33,6 @@ func (d *Daemon) newTM(sp *space, name string) *manager.Manager {
 		InProcess:   d.o.InProcess, FailFast: d.o.FailFast,
 		Checkpoints: func(ctx context.Context) (checkpoint.Store, error) { return d.checkpointStore(ctx, sp) },
 		Validation:  validateStored(),
-	}
-	if d.o.InProcess {
-		// The bolt tasks' last failing tuples, shared by the topology's
-		// in-process containers (runtime.go: runInProcess) for the TM's life.
-		cfg.Shared = &container.TupleFailures{}
 	}
 	if d.srv != nil {
 		cfg.StorageFault = d.srv.JetStreamFault

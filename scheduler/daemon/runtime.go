@@ -6,6 +6,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"sync"
 
 	"github.com/ardea-dev/ardea/scheduler/container"
 	"github.com/ardea-dev/ardea/scheduler/ctl"
@@ -79,14 +80,38 @@ func (d *Daemon) hostSpec(ctx context.Context, t *manager.Manager, container int
 // hostprocess.Run over an in-process NATS connection, attached to its
 // TM's in-process gateway (runInProcess).
 func (d *Daemon) newInProcess() *runtime.InProcess[*manager.Manager] {
+	// The bolt tasks' last failing tuples, shared by a topology's
+	// containers so that a spout's dead letter names a bolt's error from
+	// another container; kept as long as the topology's TM (a topology
+	// submitted again starts with none).
+	var mu sync.Mutex
+	failures := map[*manager.Manager]*container.TupleFailures{}
+	failuresOf := func(t *manager.Manager) *container.TupleFailures {
+		mu.Lock()
+		defer mu.Unlock()
+		f, ok := failures[t]
+		if !ok {
+			f = &container.TupleFailures{}
+			failures[t] = f
+			context.AfterFunc(t.Context(), func() {
+				mu.Lock()
+				delete(failures, t)
+				mu.Unlock()
+			})
+		}
+		return f
+	}
 	return runtime.NewInProcess(runtime.InProcessOptions[*manager.Manager]{Logger: d.log, Backoff: d.o.Backoff,
-		MaxRestarts: d.o.MaxRestarts, FailFast: d.o.FailFast, OnChange: d.onProcess, Run: d.runInProcess})
+		MaxRestarts: d.o.MaxRestarts, FailFast: d.o.FailFast, OnChange: d.onProcess,
+		Run: func(ctx context.Context, t *manager.Manager, c, pid, restarts int) error {
+			return d.runInProcess(ctx, t, c, pid, restarts, failuresOf(t))
+		}})
 }
 
 // runInProcess is one run of container c of t in process:
 // hostprocess.Run over its own in-process NATS connection, attached to
 // the TM's in-process gateway.
-func (d *Daemon) runInProcess(ctx context.Context, t *manager.Manager, c, pid, restarts int) error {
+func (d *Daemon) runInProcess(ctx context.Context, t *manager.Manager, c, pid, restarts int, failures *container.TupleFailures) error {
 	nc, err := nats.Connect(d.srv.ClientURL(), nats.InProcessServer(d.srv.NATS()),
 		nats.Name(fmt.Sprintf("ardea-run-%s-%d", t.Name(), c)))
 	if err != nil {
@@ -102,6 +127,6 @@ func (d *Daemon) runInProcess(ctx context.Context, t *manager.Manager, c, pid, r
 			return func() { local.Detach(c) }
 		},
 		Registry: d.o.Registry, PID: pid, OnStop: d.o.OnContainerStop, OnSwap: d.o.OnSwap, CheckpointStore: d.o.CheckpointStore, Bus: d.o.Bus,
-		Restarts: restarts, TupleFailures: t.Shared().(*container.TupleFailures), Machine: d.machinePolicy(t.Tenant()),
+		Restarts: restarts, TupleFailures: failures, Machine: d.machinePolicy(t.Tenant()),
 	})
 }

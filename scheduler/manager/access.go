@@ -32,10 +32,6 @@ func (t *Manager) View() *View { return t.view.Load() }
 // History keeps the containers' metrics and exceptions (the tracker's).
 func (t *Manager) History() *sinks.History { return t.hist }
 
-// Shared is Config.Shared: what the runtime shares between the
-// topology's containers for the manager's life.
-func (t *Manager) Shared() any { return t.cfg.Shared }
-
 // Local is the in-process gateway (Config.InProcess; nil otherwise).
 func (t *Manager) Local() *ctl.Local { return t.local }
 

@@ -151,11 +151,6 @@ type Config struct {
 	// Validation validates a stored topology (ParseSpec; a rescale's):
 	// its modules are artifacts, not files; its built-in connectors'.
 	Validation ardea.ValidateOptions
-	// Shared is what the runtime shares between the topology's containers
-	// for the manager's life (in process: the bolts' last failing tuples,
-	// so that a spout's dead letter names a bolt's error from another
-	// container; a topology submitted again starts with a new one).
-	Shared any
 	// Gateway, if set, is how the manager reaches its containers instead
 	// of NATS or in process (tests drive it with scripted hosts).
 	Gateway func(*Manager) ctl.Commands

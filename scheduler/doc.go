@@ -17,9 +17,14 @@
 //     containers.
 //   - api: the daemon's public API, its wire types and Go client (standard
 //     library only): what programs import to talk to a daemon.
+//   - manager: the topology manager, one actor per topology (its modes,
+//     mailbox, view, checkpoints, swaps and re-plans), and the narrow
+//     interfaces it needs from the daemon.
+//   - runtime: the container runtimes (processes under the launcher, in
+//     process) and the one definition of a container's id.
 //   - daemon: `ardea local` (and `ardea run`, in process): the API's
-//     server, the topology managers, the container runtimes (processes,
-//     in process).
+//     server, tenancy, and the composition root that makes the topology
+//     managers and the container runtime.
 //   - launcher: the process supervisor; statemgr: the state manager;
 //     packing: packing algorithms.
 //

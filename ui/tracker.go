@@ -23,10 +23,11 @@ import (
 	"github.com/ardea-dev/ardea/sinks"
 )
 
-// ErrNotFound and ErrBadRequest classify a Source's errors (wrap them).
+// ErrNotFound and ErrBadRequest classify a Source's errors (wrap them):
+// the API's kinds (scheduler/api).
 var (
-	ErrNotFound   = errors.New("not found")
-	ErrBadRequest = errors.New("bad request")
+	ErrNotFound   = api.ErrNotFound
+	ErrBadRequest = api.ErrBadRequest
 )
 
 // Source is what the tracker reads. Its methods are called concurrently.

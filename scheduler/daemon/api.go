@@ -19,6 +19,7 @@ import (
 	"github.com/ardea-dev/ardea/internal/quota"
 	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/launcher"
+	"github.com/ardea-dev/ardea/scheduler/manager"
 	"github.com/ardea-dev/ardea/scheduler/statemgr"
 	"github.com/ardea-dev/ardea/ui"
 )
@@ -100,7 +101,7 @@ func (d *Daemon) handleList(w http.ResponseWriter, r *http.Request) {
 			s.State = st.State
 		}
 		if t, err := d.getIn(sp.tenant, rec.Name); err == nil {
-			st := t.status()
+			st := t.Status()
 			s.State = st.State
 			s.Containers = len(st.Containers)
 			for _, c := range st.Containers {
@@ -139,7 +140,7 @@ func (d *Daemon) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, t.status())
+	writeJSON(w, http.StatusCreated, t.Status())
 }
 
 // Submit checks a topology (its spec, the built-in policy, its modules,
@@ -180,7 +181,7 @@ func (d *Daemon) Submit(ctx context.Context, req api.SubmitRequest) error {
 	if err != nil {
 		return err
 	}
-	p, err := buildPlan(top)
+	p, err := manager.BuildPlan(top)
 	if err != nil {
 		return newErr(ErrBadRequest, "%v", err)
 	}
@@ -193,7 +194,7 @@ func (d *Daemon) Submit(ctx context.Context, req api.SubmitRequest) error {
 	if err != nil {
 		return err
 	}
-	if err := d.admit(ctx, sp, "submit", footprint{}, footprint{top, p.Containers}, storeBytes); err != nil {
+	if err := d.admit(ctx, sp, "submit", footprint{}, footprint{Top: top, Containers: p.Containers}, storeBytes); err != nil {
 		return err
 	}
 	shas := map[string]string{}
@@ -231,7 +232,7 @@ func (d *Daemon) Submit(ctx context.Context, req api.SubmitRequest) error {
 		state = api.StatePaused
 	}
 	t := d.newTM(sp, req.Name)
-	if err := t.start(ctx, state); err != nil {
+	if err := t.Start(ctx, state); err != nil {
 		_ = sp.store.DeleteTopology(context.WithoutCancel(ctx), req.Name)
 		d.dropModules(ctx, sp, fresh)
 		return err
@@ -239,8 +240,8 @@ func (d *Daemon) Submit(ctx context.Context, req api.SubmitRequest) error {
 	if err := d.register(t); err != nil {
 		// Close began meanwhile: it stops only the managers it found (and
 		// waits for this submit, so the store is still there).
-		t.stopContainers(ctx)
-		t.stopTM()
+		t.StopContainers(ctx)
+		t.Stop()
 		_ = sp.store.DeleteTopology(context.WithoutCancel(ctx), req.Name)
 		return err
 	}
@@ -251,7 +252,7 @@ func (d *Daemon) handleStatus(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	t, err := d.get(r.Context(), name)
 	if err == nil {
-		writeJSON(w, http.StatusOK, d.withLanguages(r.Context(), t.sp, t.status()))
+		writeJSON(w, http.StatusOK, d.withLanguages(r.Context(), d.spaceOfTM(t), t.Status()))
 		return
 	}
 	if errors.Is(err, ErrBadState) { // managed by another daemon
@@ -288,7 +289,7 @@ func (d *Daemon) handleAction(w http.ResponseWriter, r *http.Request) {
 		if _, serr := sp.store.GetState(r.Context(), name); serr == nil && action == "kill" {
 			// No topology manager: it finished or failed before a daemon
 			// restart. Killing it just removes it.
-			if err := d.removeStored(r.Context(), sp, name, r.URL.Query().Get("keep") == "true"); err != nil {
+			if err := manager.RemoveStored(r.Context(), sp.store, d.log, name, r.URL.Query().Get("keep") == "true"); err != nil {
 				writeErr(w, err)
 				return
 			}
@@ -304,12 +305,12 @@ func (d *Daemon) handleAction(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	switch action {
 	case "activate", "deactivate":
-		err = t.setActive(ctx, action == "activate")
+		err = t.SetActive(ctx, action == "activate")
 	case "kill":
-		err = t.kill(ctx, r.URL.Query().Get("keep") == "true")
+		err = t.Kill(ctx, r.URL.Query().Get("keep") == "true")
 		if err == nil {
 			d.mu.Lock()
-			delete(t.sp.tms, name)
+			delete(d.spaces[t.Tenant()].tms, name)
 			d.mu.Unlock()
 		}
 	case "restart":
@@ -320,7 +321,7 @@ func (d *Daemon) handleAction(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		if err == nil {
-			err = t.restart(ctx, c)
+			err = t.Restart(ctx, c)
 		}
 	case "update":
 		var req api.UpdateRequest
@@ -329,8 +330,8 @@ func (d *Daemon) handleAction(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		audit.Param(ctx, "parallelism", req.Parallelism)
-		t.auditSpec(ctx)
-		err = t.update(ctx, req.Parallelism)
+		d.auditRunning(ctx, t)
+		_, err = during(d, func() (struct{}, error) { return struct{}{}, t.Update(ctx, req.Parallelism) })
 	default:
 		err = newErr(ErrNotFound, "unknown action %q (activate, deactivate, kill, restart, update)", action)
 	}
@@ -342,7 +343,7 @@ func (d *Daemon) handleAction(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, api.Status{Name: name, State: api.StateKilled})
 		return
 	}
-	writeJSON(w, http.StatusOK, t.status())
+	writeJSON(w, http.StatusOK, t.Status())
 }
 
 // handleLogs serves a container's log lines, filtered to one component or
@@ -373,13 +374,13 @@ func (d *Daemon) handleLogs(w http.ResponseWriter, r *http.Request) {
 				writeErr(w, newErr(ErrBadRequest, "instance %q: want component/index", inst))
 				return
 			}
-			c, id, err := t.containerOf(comp, i)
+			c, id, err := t.ContainerOf(comp, i)
 			if err != nil {
 				writeErr(w, err)
 				return
 			}
 			containers, task = []int{c}, id
-		} else if _, _, err := t.containerOf(comp, 0); err != nil {
+		} else if _, _, err := t.ContainerOf(comp, 0); err != nil {
 			writeErr(w, err)
 			return
 		}
@@ -393,14 +394,14 @@ func (d *Daemon) handleLogs(w http.ResponseWriter, r *http.Request) {
 		containers = []int{c}
 	}
 	if containers == nil {
-		for _, c := range t.status().Containers {
+		for _, c := range t.Status().Containers {
 			containers = append(containers, c.ID)
 		}
 	}
 	// Each container's last matching lines, read from the end of its log.
 	var out []string
 	for _, c := range containers {
-		tail, err := tailLines(d.sup.LogPath(t.procID(c)), lines, func(l string) bool { return keepLine(l, component, task) })
+		tail, err := tailLines(d.sup.LogPath(t.ContainerID(c)), lines, func(l string) bool { return keepLine(l, component, task) })
 		if err != nil {
 			continue // no log yet
 		}
@@ -451,7 +452,7 @@ func (d *Daemon) handleSwap(w http.ResponseWriter, r *http.Request) {
 	if p, ok := auth.PrincipalFrom(r.Context()); ok {
 		req.By = p.String() // who did it, as the API knows it, not as the client says
 	}
-	res, err := t.swap(r.Context(), req)
+	res, err := during(d, func() (api.SwapResult, error) { return t.Swap(r.Context(), req) })
 	reply(w, http.StatusOK, res, err)
 }
 
@@ -462,7 +463,7 @@ func (d *Daemon) Swap(ctx context.Context, name string, req api.SwapRequest) (ap
 	if err != nil {
 		return api.SwapResult{}, err
 	}
-	return t.swap(ctx, req)
+	return during(d, func() (api.SwapResult, error) { return t.Swap(ctx, req) })
 }
 
 func (d *Daemon) handleRollback(w http.ResponseWriter, r *http.Request) {
@@ -476,7 +477,7 @@ func (d *Daemon) handleRollback(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, newErr(ErrBadRequest, "rollback: no component given"))
 		return
 	}
-	res, err := t.rollbackModule(r.Context(), comp, r.URL.Query().Get("by"))
+	res, err := during(d, func() (api.SwapResult, error) { return t.RollbackModule(r.Context(), comp, r.URL.Query().Get("by")) })
 	reply(w, http.StatusOK, res, err)
 }
 
@@ -516,7 +517,7 @@ func (d *Daemon) handleApply(w http.ResponseWriter, r *http.Request) {
 	if p, ok := auth.PrincipalFrom(r.Context()); ok {
 		req.By = p.String() // who did it, as the API knows it, not as the client says
 	}
-	res, err := t.apply(r.Context(), req)
+	res, err := during(d, func() (api.ApplyResult, error) { return t.Apply(r.Context(), req) })
 	reply(w, http.StatusOK, res, err)
 }
 
@@ -528,9 +529,9 @@ func (d *Daemon) handleDeadLetters(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	top := t.view.Load().top
+	top := t.View().Top()
 	if top == nil {
-		writeErr(w, newErr(ErrNotFound, "topology %q is not loaded yet", t.name))
+		writeErr(w, newErr(ErrNotFound, "topology %q is not loaded yet", t.Name()))
 		return
 	}
 	only := r.URL.Query().Get("component")
@@ -555,7 +556,7 @@ func (d *Daemon) handleDeadLetters(w http.ResponseWriter, r *http.Request) {
 		res.DeadLetters = append(res.DeadLetters, dl...)
 	}
 	if !replay { // a bolt's dead letters are listed, not replayed
-		dl, foundBolt, err := d.boltDeadLetters(r.Context(), t.sp, top, only)
+		dl, foundBolt, err := d.boltDeadLetters(r.Context(), d.spaceOfTM(t), top, only)
 		if err != nil {
 			writeErr(w, newErr(ErrBadRequest, "%v", err))
 			return
@@ -564,7 +565,7 @@ func (d *Daemon) handleDeadLetters(w http.ResponseWriter, r *http.Request) {
 		res.DeadLetters = append(res.DeadLetters, dl...)
 	}
 	if only != "" && !found {
-		writeErr(w, newErr(ErrNotFound, "topology %q has no built-in spout or wasm bolt %q", t.name, only))
+		writeErr(w, newErr(ErrNotFound, "topology %q has no built-in spout or wasm bolt %q", t.Name(), only))
 		return
 	}
 	writeJSON(w, http.StatusOK, res)

@@ -10,6 +10,7 @@ import (
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/internal/audit"
 	"github.com/ardea-dev/ardea/internal/names"
+	"github.com/ardea-dev/ardea/scheduler/manager"
 	"github.com/ardea-dev/ardea/scheduler/settings"
 )
 
@@ -108,14 +109,14 @@ func auditSpec(ctx context.Context, spec []byte) {
 
 // auditSpec records the running topology's spec digest and what it
 // reaches (an update changes parallelism only, and runs that spec).
-func (t *tm) auditSpec(ctx context.Context) {
-	top := t.view.Load().top
+func (d *Daemon) auditRunning(ctx context.Context, t *manager.Manager) {
+	top := t.View().Top()
 	if top == nil {
 		return
 	}
 	if spec, err := top.Format(); err == nil {
 		auditSpec(ctx, spec)
-		audit.Param(ctx, "reaches", reachStrings(settings.MachineReach(top, t.d.o.Plugins)))
+		audit.Param(ctx, "reaches", reachStrings(settings.MachineReach(top, d.o.Plugins)))
 	}
 }
 
@@ -123,16 +124,16 @@ func (t *tm) auditSpec(ctx context.Context) {
 // bolts (a killed topology's, unless its artifacts are kept): its subjects
 // of the tenant's dead-letter stream, or its directory, so that a topology
 // submitted again under the name starts with none.
-func (d *Daemon) removeDeadLetters(ctx context.Context, t *tm) {
-	p := d.machinePolicy(t.sp.tenant)
+func (d *Daemon) removeDeadLetters(ctx context.Context, sp *space, t *manager.Manager) {
+	p := d.machinePolicy(t.Tenant())
 	if p.DeadLetterStream != "" {
-		if err := d.purgeDeadLetters(ctx, t.sp, p.DeadLetterStream, t.name); err != nil {
-			t.log.Warn("remove the bolts' dead letters", "stream", p.DeadLetterStream, "err", err)
+		if err := d.purgeDeadLetters(ctx, sp, p.DeadLetterStream, t.Name()); err != nil {
+			t.Log().Warn("remove the bolts' dead letters", "stream", p.DeadLetterStream, "err", err)
 		}
 	}
-	if dir := p.TopologyDeadLetters(t.name); dir != "" {
+	if dir := p.TopologyDeadLetters(t.Name()); dir != "" {
 		if err := os.RemoveAll(dir); err != nil {
-			t.log.Warn("remove the bolts' dead letters", "dir", dir, "err", err)
+			t.Log().Warn("remove the bolts' dead letters", "dir", dir, "err", err)
 		}
 	}
 }

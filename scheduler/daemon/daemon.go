@@ -4,30 +4,26 @@
 // topology, and a supervisor that runs each container as its own `ardea
 // host` process and restarts it when it dies.
 //
-// A topology manager (tm.go) is an actor: one goroutine, its loop, owns
-// every field; the containers' reports, the supervisor's callbacks, a lost
-// lock and the API's requests reach it as events in its mailbox
-// (tm_mailbox.go). It runs one mode at a time (state.go: the table of
-// modes and the execution states they lead through; mode_*.go: one type
-// per mode), waits by staying in a mode while it handles heartbeat events
-// (tm.await), and publishes a view of itself after every event
-// (tm_view.go), which is all the rest of the daemon reads. It talks to its
-// containers only through the typed control gateway (ctl.Commands, over
-// NATS) and receives their reports as a ctl.Manager; the plan it
-// publishes is state in the state manager, which the containers watch.
+// The topology managers are package scheduler/manager: the daemon makes
+// one per topology (managers.go: newTM) and implements the narrow
+// interfaces a manager declares, each by a small adapter over the daemon
+// and the topology's tenant space (the container runtime of
+// scheduler/runtime: runtime.go says how a host process starts and what
+// an in-process run is; the rate shares and quota admission: quota.go;
+// the hosts' credentials: security.go; the module checks: validate.go,
+// language.go; the dead letters: dlq_bolts.go, builtins_policy.go). The
+// rest of the daemon reads a manager's published View, never its fields.
 //
 // Goroutines: the daemon owns its HTTP servers' (d.servers, waited for by
 // Close); each TM owns its loop, its lock keeper and the side tasks its
-// loop hands off (tm.goroutine), and stopTM waits for them; the NATS
+// loop hands off (Manager.Go), and Manager.Stop waits for them; the NATS
 // client runs the report callbacks, which only queue events; the launcher
 // owns the host processes' waiters.
 //
 // Locks: Daemon.mu guards the spaces and their TMs; a space's quotaMu is
 // held by a request from its quota check until what it adds counts (a
 // request may hold it while it waits for a TM's answer: no TM's loop
-// takes it); a TM has no lock over its state, only credsMu (issuing a
-// host's credential against revoking them) and effectMu (the cancel of
-// the operation in flight, for urgent events).
+// takes it); a TM has no lock over its state (scheduler/manager's doc).
 package daemon
 
 import (
@@ -48,7 +44,8 @@ import (
 	"github.com/ardea-dev/ardea/connectors"
 	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/scheduler/container"
-	"github.com/ardea-dev/ardea/scheduler/ctl"
+	"github.com/ardea-dev/ardea/scheduler/manager"
+	"github.com/ardea-dev/ardea/scheduler/runtime"
 
 	"github.com/nats-io/nats.go"
 
@@ -147,7 +144,7 @@ type Daemon struct {
 	log  *slog.Logger
 	srv  *bus.Server
 	nc   *nats.Conn
-	sup  containerRuntime // processes (launcher) or in process (inproc.go)
+	sup  containerRuntime // scheduler/runtime: processes (launcher) or in process
 	ln   net.Listener
 	http *http.Server
 	// endRequests cancels every request's context (event streams).
@@ -183,11 +180,6 @@ type Daemon struct {
 	validatorOnce sync.Once
 	validator     *host.Runtime
 	validatorErr  error
-
-	// gateway, if set, is how a TM reaches its containers instead of NATS
-	// or in process: the TM's tests drive it with scripted hosts, without
-	// processes.
-	gateway func(*tm) ctl.Commands
 }
 
 // Start starts the daemon and resumes the topologies the state manager
@@ -272,10 +264,10 @@ func Start(ctx context.Context, o Options) (*Daemon, error) {
 		return nil, err
 	}
 	if o.InProcess {
-		d.sup = newInProcess(d)
+		d.sup = d.newInProcess()
 	} else {
-		d.sup = processes{Supervisor: launcher.New(launcher.Options{Logger: log, LogDir: filepath.Join(o.DataDir, logsDir),
-			MaxRestarts: o.MaxRestarts, Backoff: o.Backoff, OnChange: d.onProcess}), d: d}
+		d.sup = d.newProcesses(launcher.New(launcher.Options{Logger: log, LogDir: filepath.Join(o.DataDir, logsDir),
+			MaxRestarts: o.MaxRestarts, Backoff: o.Backoff, OnChange: d.onProcess}))
 		if !o.NoAPI {
 			d.sec.cgroups = launcher.NewCgroups(launcher.CgroupOptions{Logger: log, Root: cgroupRoot(o.DataDir)})
 		}
@@ -385,7 +377,7 @@ func (d *Daemon) resumeSpace(ctx context.Context, sp *space) error {
 			d.log.Warn("topology without an execution state", "topology", rec.Name, "err", err)
 			continue
 		}
-		if !live(st.State) {
+		if !manager.Live(st.State) {
 			continue
 		}
 		// Admitted against the tenant's quotas as a submit is, in the
@@ -399,19 +391,18 @@ func (d *Daemon) resumeSpace(ctx context.Context, sp *space) error {
 			d.log.Warn("resume topology: quotas not checked", "topology", rec.Name, "err", err)
 		}
 		t := d.newTM(sp, rec.Name)
-		err = t.start(ctx, st.State)
+		err = t.Start(ctx, st.State)
 		if err == nil {
 			if rerr := d.register(t); rerr != nil {
 				sp.quotaMu.Unlock()
-				t.stopTM()
+				t.Stop()
 				return rerr
 			}
 		}
 		sp.quotaMu.Unlock()
 		if err != nil {
 			d.log.Error("resume topology", "topology", rec.Name, "err", err)
-			var p permanent
-			if errors.As(err, &p) {
+			if manager.IsPermanent(err) {
 				// It can never run again (no restorable checkpoint): its
 				// terminal state, with the reason.
 				msg := "could not resume after a daemon restart: " + err.Error()
@@ -421,7 +412,7 @@ func (d *Daemon) resumeSpace(ctx context.Context, sp *space) error {
 			}
 			continue
 		}
-		t.log.Info("topology resumed", "state", st.State)
+		t.Log().Info("topology resumed", "state", st.State)
 	}
 	return nil
 }
@@ -432,8 +423,9 @@ var ErrClosed = errors.New("local: the daemon is closed")
 
 // enter begins an operation that may register a topology manager (a
 // submit) or uses what Close closes after the managers (the validator's
-// runtime, for a swap or an apply): refused with ErrClosed once Close has begun; Close waits for
-// the operations that entered before (done ends one).
+// runtime, for a swap or an apply: during): refused with ErrClosed once
+// Close has begun; Close waits for the operations that entered before
+// (done ends one).
 func (d *Daemon) enter() (done func(), err error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -444,17 +436,31 @@ func (d *Daemon) enter() (done func(), err error) {
 	return d.ops.Done, nil
 }
 
+// during runs op as an operation Close waits for or refuses (enter): a
+// swap, a module rollback, an apply or an update stores modules and
+// validates on the daemon's runtime, which Close closes after the
+// managers.
+func during[T any](d *Daemon, op func() (T, error)) (T, error) {
+	done, err := d.enter()
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	defer done()
+	return op()
+}
+
 // register makes t its topology's running manager, unless Close has begun
 // (ErrClosed: Close has collected the managers it stops, so the caller
 // stops t). Under the same lock as the closing flag, so every registered
 // manager is one Close stops.
-func (d *Daemon) register(t *tm) error {
+func (d *Daemon) register(t *manager.Manager) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closing {
 		return ErrClosed
 	}
-	t.sp.tms[t.name] = t
+	d.spaces[t.Tenant()].tms[t.Name()] = t
 	return nil
 }
 
@@ -469,16 +475,16 @@ func (d *Daemon) Close(ctx context.Context) error {
 func (d *Daemon) close(ctx context.Context) error {
 	d.mu.Lock()
 	d.closing = true
-	var tms []*tm
+	var tms []*manager.Manager
 	for _, sp := range d.spaces {
 		for _, t := range sp.tms {
 			tms = append(tms, t)
 		}
-		sp.tms = map[string]*tm{}
+		sp.tms = map[string]*manager.Manager{}
 	}
 	d.mu.Unlock()
 	for _, t := range tms {
-		t.stopTM()
+		t.Stop()
 	}
 	var errs []error
 	if d.sup != nil {
@@ -525,7 +531,7 @@ func (d *Daemon) onProcess(ps launcher.ProcessStatus) {
 	if ps.State != launcher.StateFailed && ps.State != launcher.StateBackoff {
 		return
 	}
-	tenant, name, num, ok := parseProcID(ps.ID)
+	tenant, name, num, ok := runtime.Parse(ps.ID)
 	container, err := strconv.Atoi(num)
 	if !ok || err != nil {
 		return
@@ -535,7 +541,7 @@ func (d *Daemon) onProcess(ps launcher.ProcessStatus) {
 		return
 	}
 	if ps.State == launcher.StateFailed {
-		t.goroutine(func() { t.failed(ps) })
+		t.Go(func() { t.Failed(ps) })
 	} else {
 		// A container died and will be restarted: an effectively-once
 		// topology rolls back to its last global checkpoint.
@@ -549,15 +555,15 @@ func (d *Daemon) onProcess(ps launcher.ProcessStatus) {
 
 // get returns the running topology manager of topology name in the space
 // of the tenant ctx acts for.
-func (d *Daemon) get(ctx context.Context, name string) (*tm, error) {
+func (d *Daemon) get(ctx context.Context, name string) (*manager.Manager, error) {
 	return d.getIn(d.tenantOf(ctx), name)
 }
 
 // getIn returns tenant's running topology manager of topology name.
-func (d *Daemon) getIn(tenant, name string) (*tm, error) {
+func (d *Daemon) getIn(tenant, name string) (*manager.Manager, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	var t *tm
+	var t *manager.Manager
 	ok := false
 	if sp := d.spaces[tenant]; sp != nil {
 		t, ok = sp.tms[name]
@@ -565,7 +571,7 @@ func (d *Daemon) getIn(tenant, name string) (*tm, error) {
 	if !ok {
 		return nil, newErr(ErrNotFound, "no running topology named %q", name)
 	}
-	if lost := t.view.Load().lostTo; lost != "" {
+	if lost := t.View().LostTo(); lost != "" {
 		return nil, newErr(ErrBadState, "topology %s is managed by another daemon now (this one lost its manager lock: %s)", name, lost)
 	}
 	return t, nil
@@ -576,22 +582,12 @@ var (
 	ErrNotFound   = ui.ErrNotFound
 	ErrExists     = errors.New("already exists")
 	ErrBadRequest = ui.ErrBadRequest
-	ErrBadState   = errors.New("not possible in this state")
+	ErrBadState   = api.ErrBadState
 	// ErrForbidden: the tenant may not do this (403), e.g. a built-in
 	// connector that reaches the machine (builtins_policy.go).
 	ErrForbidden = errors.New("forbidden")
 )
 
-// apiErr is an error of one of the kinds above whose text is only its
-// message (the kind picks the HTTP status; it is not repeated to users).
-type apiErr struct {
-	kind error
-	msg  string
-}
-
-func (e *apiErr) Error() string { return e.msg }
-func (e *apiErr) Unwrap() error { return e.kind }
-
-func newErr(kind error, format string, args ...any) error {
-	return &apiErr{kind: kind, msg: fmt.Sprintf(format, args...)}
-}
+// newErr is an error of kind whose text is only its message
+// (api.Errorf).
+func newErr(kind error, format string, args ...any) error { return api.Errorf(kind, format, args...) }

@@ -72,19 +72,19 @@ func TestTMLockLossAndTakeover(t *testing.T) {
 	}
 
 	// The lock vanishes (say, removed by hand): the TM takes it again.
-	first := tm.lock.Load()
+	first := tm.TMLock()
 	if err := first.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	poll("the TM to hold a new lock", func() bool {
-		return tm.lock.Load() != first && holder() == d.id
+		return tm.TMLock() != first && holder() == d.id
 	})
 	if _, err := d.get(ctx, "locked"); err != nil {
 		t.Fatalf("after re-acquiring: %v", err)
 	}
 
 	// Another daemon takes it: this TM steps down.
-	second := tm.lock.Load()
+	second := tm.TMLock()
 	if err := second.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func TestTMLockLossAndTakeover(t *testing.T) {
 		t.Fatalf("request after the takeover: %v, want one naming the other daemon", err)
 	}
 	poll("this daemon's container to stop", func() bool {
-		ps, ok := d.sup.Status(tm.procID(1))
+		ps, ok := d.sup.Status(tm.ContainerID(1))
 		return !ok || ps.PID == 0
 	})
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/ctl"
 	"github.com/ardea-dev/ardea/scheduler/launcher"
+	"github.com/ardea-dev/ardea/scheduler/manager"
 	"github.com/ardea-dev/ardea/scheduler/statemgr"
 )
 
@@ -34,18 +35,18 @@ func (d *Daemon) tenantUsage(ctx context.Context, tenant string) (quota.Usage, e
 		return quota.Usage{}, err
 	}
 	d.mu.Lock()
-	tms := make([]*tm, 0, len(sp.tms))
+	tms := make([]*manager.Manager, 0, len(sp.tms))
 	for _, t := range sp.tms {
 		tms = append(tms, t)
 	}
 	d.mu.Unlock()
 	var u quota.Usage
 	for _, t := range tms {
-		v := t.view.Load()
-		if v.top == nil || !live(v.state) {
+		v := t.View()
+		if v.Top() == nil || !manager.Live(v.State()) {
 			continue
 		}
-		tu, err := topologyUsage(v.top, v.containers())
+		tu, err := topologyUsage(v.Top(), v.Containers())
 		if err != nil {
 			return quota.Usage{}, err
 		}
@@ -99,9 +100,9 @@ const rateTimeout = 10 * time.Second
 // killed, finished or failed, an operation that changed a topology's
 // container count (update, apply), an admin's change of the quotas. A
 // host that misses the request (starting, restarting, cut off) reports
-// another share in its heartbeats and is told again (tm.Heartbeat,
+// another share in its heartbeats and is told again (Manager.Heartbeat,
 // resendRate); errors are logged, never fatal.
-func (d *Daemon) reshareRates(ctx context.Context, tenant string, starting *tm) {
+func (d *Daemon) reshareRates(ctx context.Context, tenant string, starting *manager.Manager) {
 	if d.sec.quotas == nil {
 		return
 	}
@@ -121,7 +122,7 @@ func (d *Daemon) reshareRates(ctx context.Context, tenant string, starting *tm) 
 		return
 	}
 	d.mu.Lock()
-	tms := make([]*tm, 0, len(sp.tms)+1)
+	tms := make([]*manager.Manager, 0, len(sp.tms)+1)
 	for _, t := range sp.tms {
 		if t != starting {
 			tms = append(tms, t)
@@ -134,10 +135,10 @@ func (d *Daemon) reshareRates(ctx context.Context, tenant string, starting *tm) 
 	n := 0
 	running := tms[:0]
 	for _, t := range tms {
-		v := t.view.Load()
-		ok := v.running() && t.ctl != nil
+		v := t.View()
+		ok := v.Running() && t.Controlled()
 		if ok {
-			n += v.containers()
+			n += v.Containers()
 		}
 		if ok {
 			running = append(running, t)
@@ -150,8 +151,8 @@ func (d *Daemon) reshareRates(ctx context.Context, tenant string, starting *tm) 
 	}
 	d.log.Info("bus rate shares", "tenant", tenant, "containers", n, "tuples_per_second", tps, "bytes_per_second", bps)
 	for _, t := range running {
-		if err := t.ctl.SetRate(ctx, tps, bps); err != nil {
-			t.log.Warn("bus rate share not sent; the hosts that missed it are told again after their next heartbeat", "err", err)
+		if err := t.SetRate(ctx, tps, bps); err != nil {
+			t.Log().Warn("bus rate share not sent; the hosts that missed it are told again after their next heartbeat", "err", err)
 		}
 	}
 }
@@ -159,34 +160,30 @@ func (d *Daemon) reshareRates(ctx context.Context, tenant string, starting *tm) 
 // resendRate tells t's hosts the tenant's current share again: one of
 // them reported another in its heartbeat (it missed a reshareRates, or
 // its process was restarted with the share it was first started with).
-func (d *Daemon) resendRate(t *tm) {
-	sp := t.sp
+func (d *Daemon) resendRate(sp *space, t *manager.Manager) {
 	sp.rateMu.Lock()
 	defer sp.rateMu.Unlock()
 	s := sp.share.Load()
 	if s == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(t.runCtx, rateTimeout)
+	ctx, cancel := context.WithTimeout(t.Context(), rateTimeout)
 	defer cancel()
-	if err := t.ctl.SetRate(ctx, s.tuplesPerSec, s.bytesPerSec); err != nil && ctx.Err() == nil {
-		t.log.Warn("bus rate share not sent again", "err", err)
+	if err := t.SetRate(ctx, s.tuplesPerSec, s.bytesPerSec); err != nil && ctx.Err() == nil {
+		t.Log().Warn("bus rate share not sent again", "err", err)
 	}
 }
 
 // footprint is what one topology runs: its components packed into
 // containers. The zero footprint runs nothing (a submit's before, a
 // resume's before).
-type footprint struct {
-	top        *ardea.Topology
-	containers int
-}
+type footprint = manager.Footprint
 
-func (f footprint) usage() (quota.Usage, error) {
-	if f.top == nil {
+func footprintUsage(f footprint) (quota.Usage, error) {
+	if f.Top == nil {
 		return quota.Usage{}, nil
 	}
-	return topologyUsage(f.top, f.containers)
+	return topologyUsage(f.Top, f.Containers)
 }
 
 // admit is the one quota check of every request that changes what a
@@ -207,11 +204,11 @@ func (d *Daemon) admit(ctx context.Context, sp *space, action string, before, af
 	if d.sec.quotas == nil {
 		return nil
 	}
-	was, err := before.usage()
+	was, err := footprintUsage(before)
 	if err != nil {
 		return newErr(ErrBadRequest, "%s: %v", action, err)
 	}
-	will, err := after.usage()
+	will, err := footprintUsage(after)
 	if err != nil {
 		return newErr(ErrBadRequest, "%s: %v", action, err)
 	}
@@ -251,7 +248,7 @@ func (d *Daemon) newModules(ctx context.Context, sp *space, mods map[string][]by
 	fresh := map[string]bool{}
 	var n int64
 	for _, data := range mods {
-		sha := digest(data)
+		sha := statemgr.ArtifactDigest(data)
 		if have[sha] || fresh[sha] {
 			continue
 		}
@@ -310,7 +307,7 @@ func (d *Daemon) admitResume(ctx context.Context, sp *space, rec statemgr.Topolo
 	b, _, err := sp.store.GetPhysicalPlan(ctx, rec.Name)
 	switch {
 	case errors.Is(err, statemgr.ErrNotFound):
-		p, err := buildPlan(top)
+		p, err := manager.BuildPlan(top)
 		if err != nil {
 			return err
 		}
@@ -324,7 +321,7 @@ func (d *Daemon) admitResume(ctx context.Context, sp *space, rec statemgr.Topolo
 		}
 		containers = doc.Plan.Containers
 	}
-	return d.admit(ctx, sp, "resume", footprint{}, footprint{top, containers}, 0)
+	return d.admit(ctx, sp, "resume", footprint{}, footprint{Top: top, Containers: containers}, 0)
 }
 
 // refuseResume records a topology that does not fit its tenant's quotas

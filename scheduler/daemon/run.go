@@ -13,7 +13,9 @@ import (
 
 	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/scheduler/container"
+	"github.com/ardea-dev/ardea/scheduler/manager"
 	"github.com/ardea-dev/ardea/scheduler/modules"
+	"github.com/ardea-dev/ardea/scheduler/runtime"
 	"github.com/ardea-dev/ardea/scheduler/settings"
 
 	"github.com/ardea-dev/ardea"
@@ -182,20 +184,20 @@ func Run(ctx context.Context, o RunOptions) (*Result, error) {
 		waitCtx, cancel = context.WithTimeout(ctx, o.Duration)
 		defer cancel()
 	}
-	state, werr := tmgr.awaitState(waitCtx, api.StateFinished, api.StateFailed, api.StateKilled)
+	state, werr := tmgr.AwaitState(waitCtx, api.StateFinished, api.StateFailed, api.StateKilled)
 	if werr == nil && state == api.StateFinished {
 		select { // finish records FINISHED and stops the containers
-		case <-tmgr.finished:
+		case <-tmgr.Finished():
 		case <-waitCtx.Done():
 		}
 	}
-	tmgr.stopTM() // waits for the TM's goroutines: the finish stops every container
+	tmgr.Stop() // waits for the TM's goroutines: the finish stops every container
 	res := &Result{Metrics: o.Metrics, Elapsed: time.Since(start), Finished: werr == nil && state == api.StateFinished}
-	v := tmgr.view.Load() // the loop's last: it has ended
-	res.Plan, res.CheckpointKey = v.doc.Plan, v.doc.CheckpointKey
-	res.Transitions = v.transitions
-	msg := v.message
-	if cs := v.ckpt; cs != nil {
+	v := tmgr.View() // the loop's last: it has ended
+	res.Plan, res.CheckpointKey = v.Doc().Plan, v.Doc().CheckpointKey
+	res.Transitions = v.Transitions()
+	msg := v.Message()
+	if cs := v.Checkpoints(); cs != nil {
 		res.GlobalCheckpoint, res.FailedCheckpoints, res.Rollbacks = cs.Global, cs.Failed, cs.Rollbacks
 	}
 	if err := d.sup.Close(context.WithoutCancel(ctx)); err != nil {
@@ -206,8 +208,8 @@ func Run(ctx context.Context, o RunOptions) (*Result, error) {
 	case werr != nil && !errors.Is(werr, context.DeadlineExceeded) && !errors.Is(werr, context.Canceled):
 		return res, werr
 	case werr == nil && state == api.StateFailed:
-		if rt, ok := d.sup.(*inProcess); ok {
-			if c, err := rt.failure(tmgr, res.Plan.Containers); err != nil {
+		if rt, ok := d.sup.(*runtime.InProcess[*manager.Manager]); ok {
+			if c, err := rt.Failure(tmgr, res.Plan.Containers); err != nil {
 				return res, fmt.Errorf("topology %s failed: container %d: %w", sub.Name, c, err)
 			}
 		}

@@ -6,22 +6,30 @@ import (
 	"os"
 	"slices"
 	"strconv"
-	"strings"
-	"syscall"
+	"sync"
 
+	"github.com/ardea-dev/ardea/scheduler/container"
+	"github.com/ardea-dev/ardea/scheduler/container/process"
+	"github.com/ardea-dev/ardea/scheduler/ctl"
 	"github.com/ardea-dev/ardea/scheduler/launcher"
+	"github.com/ardea-dev/ardea/scheduler/manager"
+	"github.com/ardea-dev/ardea/scheduler/runtime"
+	"github.com/nats-io/nats.go"
 )
 
-// containerRuntime runs a daemon's containers: each as an `ardea host`
-// process under the launcher (processes, `ardea local`), or as goroutines
-// of the daemon's own process (inproc.go, `ardea run`). A topology manager
-// drives both the same way; only how a container starts, stops and is
-// killed differs. Ids are tm.procID's; states and restarts follow the
-// launcher's (a container that exits is restarted after a back-off until
-// it fails too often in a row, then it is FAILED).
+// containerRuntime runs a daemon's containers (scheduler/runtime): each
+// as an `ardea host` process under the launcher (runtime.Processes,
+// `ardea local`), or as goroutines of the daemon's own process
+// (runtime.InProcess, `ardea run`). A topology manager drives both the
+// same way (it is their manager.Runtime); only how a container
+// starts, stops and is killed differs. Ids are runtime.ID's
+// (Manager.ContainerID); states and restarts follow the launcher's (a
+// container that exits is restarted after a back-off until it fails too
+// often in a row, then it is FAILED).
 type containerRuntime interface {
-	// start starts container c of t (launcher.ErrDuplicate if it runs).
-	start(ctx context.Context, t *tm, c int) error
+	// StartContainer starts container c of t (launcher.ErrDuplicate if
+	// it runs).
+	StartContainer(ctx context.Context, t *manager.Manager, c int) error
 	Stop(ctx context.Context, id string) error
 	Restart(ctx context.Context, id string) error
 	Remove(ctx context.Context, id string) error
@@ -30,70 +38,96 @@ type containerRuntime interface {
 	// LogPath is the file the container's output goes to ("" in process:
 	// it logs to the daemon's logger).
 	LogPath(id string) string
-	// kill ends a container that was declared lost (ps is its status when
-	// it was): its replacement is started as after any exit.
-	kill(id string, pid int) error
+	// Kill ends a container that was declared lost (pid is its process
+	// then): its replacement is started as after any exit.
+	Kill(id string, pid int) error
 	Close(ctx context.Context) error
 }
 
-// processes runs each container as an `ardea host` process.
-type processes struct {
-	*launcher.Supervisor
-	d *Daemon
+// A daemon's runtime is its topology managers' (managers.go).
+var _ manager.Runtime = containerRuntime(nil)
+
+// newProcesses is the runtime of `ardea local`: sup's processes, each
+// started as hostSpec says.
+func (d *Daemon) newProcesses(sup *launcher.Supervisor) runtime.Processes[*manager.Manager] {
+	return runtime.Processes[*manager.Manager]{Supervisor: sup, Spec: d.hostSpec}
 }
 
-func (p processes) start(ctx context.Context, t *tm, container int) error {
-	d := p.d
+// hostSpec is container c of t as an `ardea host` process: its command
+// line, the allowed part of the daemon's environment, its machine policy
+// and its tenant's security (secureHost).
+func (d *Daemon) hostSpec(ctx context.Context, t *manager.Manager, container int) (launcher.ProcessSpec, error) {
 	args := append(slices.Clone(d.o.HostArgs),
-		"--nats", d.srv.ClientURL(), "--tenant", t.sp.tenant, "--topology", t.name,
+		"--nats", d.srv.ClientURL(), "--tenant", t.Tenant(), "--topology", t.Name(),
 		"--container", strconv.Itoa(container), "--data-dir", d.o.DataDir)
 	margs, err := d.hostMetricsArgs()
 	if err != nil {
-		return err
+		return launcher.ProcessSpec{}, err
 	}
 	args = append(args, margs...)
-	policy, err := d.hostPolicyEnv(t.sp.tenant)
+	policy, err := d.hostPolicyEnv(t.Tenant())
 	if err != nil {
-		return err
+		return launcher.ProcessSpec{}, err
 	}
-	spec := launcher.ProcessSpec{ID: t.procID(container), Path: d.o.HostPath, Args: args, Env: append(hostEnv(os.Environ()), policy)}
+	spec := launcher.ProcessSpec{ID: t.ContainerID(container), Path: d.o.HostPath, Args: args, Env: append(runtime.HostEnv(os.Environ()), policy)}
 	if err := d.secureHost(ctx, t, container, &spec); err != nil {
-		return err
+		return launcher.ProcessSpec{}, err
 	}
-	return p.Start(ctx, spec)
+	return spec, nil
 }
 
-// hostEnvAllowed are the variables of the daemon's environment a host
-// process inherits: what a Go program, its locale and its temporary files
-// need, and the trust store and proxies of the machine's network. Nothing
-// else of the daemon's environment (its tokens, cloud or
-// broker credentials) reaches a host, which runs tenants' code: a host's
-// own settings are flags, and its NATS credential, machine policy and
-// restart count are variables the daemon and the launcher set for it
-// (ARDEA_*).
-var hostEnvAllowed = []string{"PATH", "HOME", "TMPDIR", "TZ", "LANG", "LANGUAGE",
-	"GOMAXPROCS", "GOMEMLIMIT", "GOGC", "GODEBUG", "GOTRACEBACK", "GOCOVERDIR",
-	// the machine's trust store and proxies, which built-in connectors use
-	"SSL_CERT_FILE", "SSL_CERT_DIR", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy"}
-
-// hostEnv keeps of environ (KEY=value entries) the allowed variables and
-// the locale's LC_* ones; never nil (nil would inherit everything).
-func hostEnv(environ []string) []string {
-	out := []string{}
-	for _, kv := range environ {
-		k, _, _ := strings.Cut(kv, "=")
-		if slices.Contains(hostEnvAllowed, k) || strings.HasPrefix(k, "LC_") {
-			out = append(out, kv)
+// newInProcess is the runtime of `ardea run`: each container's runs are
+// process.Run over an in-process NATS connection, attached to its
+// TM's in-process gateway (runInProcess).
+func (d *Daemon) newInProcess() *runtime.InProcess[*manager.Manager] {
+	// The bolt tasks' last failing tuples, shared by a topology's
+	// containers so that a spout's dead letter names a bolt's error from
+	// another container; kept as long as the topology's TM (a topology
+	// submitted again starts with none).
+	var mu sync.Mutex
+	failures := map[*manager.Manager]*container.TupleFailures{}
+	failuresOf := func(t *manager.Manager) *container.TupleFailures {
+		mu.Lock()
+		defer mu.Unlock()
+		f, ok := failures[t]
+		if !ok {
+			f = &container.TupleFailures{}
+			failures[t] = f
+			context.AfterFunc(t.Context(), func() {
+				mu.Lock()
+				delete(failures, t)
+				mu.Unlock()
+			})
 		}
+		return f
 	}
-	return out
+	return runtime.NewInProcess(runtime.InProcessOptions[*manager.Manager]{Logger: d.log, Backoff: d.o.Backoff,
+		MaxRestarts: d.o.MaxRestarts, FailFast: d.o.FailFast, OnChange: d.onProcess,
+		Run: func(ctx context.Context, t *manager.Manager, c, pid, restarts int) error {
+			return d.runInProcess(ctx, t, c, pid, restarts, failuresOf(t))
+		}})
 }
 
-// kill sends SIGKILL to the host's process group (the host and anything
-// it started; it reaches a stopped process too).
-func (p processes) kill(id string, pid int) error {
-	if pid <= 0 {
-		return fmt.Errorf("container %s: no process to kill", id)
+// runInProcess is one run of container c of t in process:
+// process.Run over its own in-process NATS connection, attached to
+// the TM's in-process gateway.
+func (d *Daemon) runInProcess(ctx context.Context, t *manager.Manager, c, pid, restarts int, failures *container.TupleFailures) error {
+	nc, err := nats.Connect(d.srv.ClientURL(), nats.InProcessServer(d.srv.NATS()),
+		nats.Name(fmt.Sprintf("ardea-run-%s-%d", t.Name(), c)))
+	if err != nil {
+		return fmt.Errorf("container %d: connect to NATS: %w", c, err)
 	}
-	return syscall.Kill(-pid, syscall.SIGKILL)
+	defer nc.Close()
+	local := t.Local()
+	return process.Run(ctx, process.Options{
+		Tenant: t.Tenant(), Topology: t.Name(), Container: c, DataDir: d.cacheDir(),
+		Logger: d.log, Metrics: d.o.Metrics, Conn: nc, Reporter: local.Reporter(),
+		Serve: func(cmds ctl.Commands) func() {
+			local.Attach(c, cmds)
+			return func() { local.Detach(c) }
+		},
+		Registry: d.o.Registry, PID: pid, OnStop: d.o.OnContainerStop, OnSwap: d.o.OnSwap, CheckpointStore: d.o.CheckpointStore, Bus: d.o.Bus,
+		Restarts: restarts, TupleFailures: failures, Machine: d.machinePolicy(t.Tenant()),
+		Plugins: d.o.Plugins,
+	})
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/internal/audit"
 	"github.com/ardea-dev/ardea/internal/auth"
 	"github.com/ardea-dev/ardea/internal/httpsec"
@@ -22,6 +23,8 @@ import (
 	"github.com/ardea-dev/ardea/internal/quota"
 	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/launcher"
+	"github.com/ardea-dev/ardea/scheduler/manager"
+	"github.com/ardea-dev/ardea/scheduler/runtime"
 )
 
 // Security is a daemon's security settings beyond what is always on. A
@@ -351,42 +354,40 @@ func (d *Daemon) quotaHandler() http.Handler {
 // hostCreds issues container c of t its NATS credential (its tenant's
 // account, its topology's subjects only) in a 0600 file, and returns the
 // environment that hands it to the host (never its command line).
-func (d *Daemon) hostCreds(t *tm, c int) ([]string, error) {
+// Issued through t.IssueCredential, only until the TM revokes them (as it
+// enters a terminal mode, revokeHosts), so a container the launcher
+// restarts meanwhile either gets its file before (and revokeHosts removes
+// it) or none.
+func (d *Daemon) hostCreds(t *manager.Manager, c int) ([]string, error) {
 	m := d.sec.accounts
 	if m == nil {
 		return nil, nil
 	}
-	// Issued under t.credsMu and only until the TM revokes them
-	// (revokeCreds, as it enters a terminal mode, sets credsOff under the
-	// same lock before revokeHosts runs), so a container the launcher
-	// restarts meanwhile either gets its file before (and revokeHosts
-	// removes it) or none.
-	t.credsMu.Lock()
-	defer t.credsMu.Unlock()
-	v := t.view.Load()
-	if t.credsOff || v.top == nil {
-		return nil, fmt.Errorf("topology %s is %s: no NATS credential for its hosts", t.name, v.state)
-	}
-	io := natsauth.TenantIO{Streams: topologyStreams(v.top), KV: topologyKV(v.top)}
-	cr, err := m.HostCreds(t.sp.tenant, t.name, io)
-	if err != nil {
-		return nil, fmt.Errorf("topology %s: NATS credential: %w", t.name, err)
-	}
-	dir := filepath.Join(d.o.DataDir, "creds")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, err
-	}
-	path := filepath.Join(dir, procFile(t.procID(c))+".creds")
-	if err := natsauth.WriteCreds(path, cr); err != nil {
-		return nil, err
-	}
-	return natsauth.Env(path, cr), nil
+	var env []string
+	err := t.IssueCredential(func(top *ardea.Topology) error {
+		io := natsauth.TenantIO{Streams: topologyStreams(top), KV: topologyKV(top)}
+		cr, err := m.HostCreds(t.Tenant(), t.Name(), io)
+		if err != nil {
+			return fmt.Errorf("topology %s: NATS credential: %w", t.Name(), err)
+		}
+		dir := filepath.Join(d.o.DataDir, "creds")
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return err
+		}
+		path := filepath.Join(dir, runtime.File(t.ContainerID(c))+".creds")
+		if err := natsauth.WriteCreds(path, cr); err != nil {
+			return err
+		}
+		env = natsauth.Env(path, cr)
+		return nil
+	})
+	return env, err
 }
 
 // secureHost gives container c of t what its tenant's security asks: its
 // NATS credential (environment and a 0600 file), its share of the
 // tenant's bus rates (flags) and its tenant's CPU cgroup.
-func (d *Daemon) secureHost(ctx context.Context, t *tm, c int, spec *launcher.ProcessSpec) error {
+func (d *Daemon) secureHost(ctx context.Context, t *manager.Manager, c int, spec *launcher.ProcessSpec) error {
 	env, err := d.hostCreds(t, c)
 	if err != nil {
 		return err
@@ -395,21 +396,21 @@ func (d *Daemon) secureHost(ctx context.Context, t *tm, c int, spec *launcher.Pr
 	if d.sec.quotas == nil {
 		return nil
 	}
-	q, err := d.sec.quotas.For(ctx, t.sp.tenant)
+	q, err := d.sec.quotas.For(ctx, t.Tenant())
 	if err != nil {
-		return fmt.Errorf("topology %s: quotas of tenant %s: %w", t.name, t.sp.tenant, err)
+		return fmt.Errorf("topology %s: quotas of tenant %s: %w", t.Name(), t.Tenant(), err)
 	}
 	if q.TuplesPerSecond > 0 || q.BytesPerSecond > 0 {
-		u, err := d.tenantUsage(ctx, t.sp.tenant)
+		u, err := d.tenantUsage(ctx, t.Tenant())
 		if err != nil {
 			return err
 		}
 		n := int(u.Containers)
 		d.mu.Lock()
-		counted := t.sp.tms[t.name] == t
+		counted := d.spaces[t.Tenant()].tms[t.Name()] == t
 		d.mu.Unlock()
 		if !counted { // a topology being submitted: its containers count too
-			n += t.view.Load().containers()
+			n += t.View().Containers()
 		}
 		n = max(n, 1)
 		tps, bps := quota.ContainerRates(q, n)
@@ -417,38 +418,28 @@ func (d *Daemon) secureHost(ctx context.Context, t *tm, c int, spec *launcher.Pr
 			"--max-bytes-per-second", strconv.FormatFloat(bps, 'f', -1, 64))
 	}
 	if q.CPU > 0 && d.sec.cgroups != nil {
-		sl, err := d.sec.cgroups.Tenant(t.sp.tenant, q.CPU)
+		sl, err := d.sec.cgroups.Tenant(t.Tenant(), q.CPU)
 		if err != nil {
-			return fmt.Errorf("topology %s: CPU cgroup of tenant %s: %w", t.name, t.sp.tenant, err)
+			return fmt.Errorf("topology %s: CPU cgroup of tenant %s: %w", t.Name(), t.Tenant(), err)
 		}
 		spec.Cgroup = sl
 	}
 	return nil
 }
 
-// revokeCreds makes hostCreds refuse from now on, then revokes every
-// credential issued to t's hosts (revokeHosts). The TM's loop calls it as
-// the topology ends (finished, failed, killed).
-func (t *tm) revokeCreds() {
-	t.credsMu.Lock()
-	t.credsOff = true
-	t.credsMu.Unlock()
-	t.d.revokeHosts(t)
-}
-
 // revokeHosts revokes every NATS credential issued to t's hosts and
 // removes their files: once a topology is killed, FINISHED or FAILED (a
 // terminal state, no host of it runs again), a credential of its hosts can
 // no longer connect.
-func (d *Daemon) revokeHosts(t *tm) {
+func (d *Daemon) revokeHosts(t *manager.Manager) {
 	m := d.sec.accounts
 	if m == nil {
 		return
 	}
-	if err := m.RevokeHost(t.sp.tenant, t.name); err != nil {
-		t.log.Error("revoke the hosts' NATS credentials", "err", err)
+	if err := m.RevokeHost(t.Tenant(), t.Name()); err != nil {
+		t.Log().Error("revoke the hosts' NATS credentials", "err", err)
 	}
-	matches, _ := filepath.Glob(filepath.Join(d.o.DataDir, "creds", procFile(procPrefix(t.sp.tenant, t.name))+"*.creds"))
+	matches, _ := filepath.Glob(filepath.Join(d.o.DataDir, "creds", runtime.File(runtime.Prefix(t.Tenant(), t.Name()))+"*.creds"))
 	for _, f := range matches {
 		_ = os.Remove(f)
 	}

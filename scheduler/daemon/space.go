@@ -3,8 +3,6 @@ package daemon
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -12,7 +10,7 @@ import (
 
 	"github.com/ardea-dev/ardea/internal/auth"
 	"github.com/ardea-dev/ardea/internal/names"
-	"github.com/ardea-dev/ardea/scheduler/launcher"
+	"github.com/ardea-dev/ardea/scheduler/manager"
 	"github.com/ardea-dev/ardea/scheduler/statemgr"
 )
 
@@ -31,7 +29,7 @@ type space struct {
 	store *statemgr.Store
 	// tms are the tenant's running topology managers, by topology name.
 	// Guarded by Daemon.mu.
-	tms map[string]*tm
+	tms map[string]*manager.Manager
 	// quotaMu serialises the requests that add to the tenant's usage
 	// (submit, update), from their quota check until the addition counts.
 	quotaMu sync.Mutex
@@ -86,7 +84,7 @@ func (d *Daemon) spaceOf(ctx context.Context, tenant string) (*space, error) {
 	if !names.Valid(tenant) {
 		return nil, newErr(ErrBadRequest, "tenant %q: letters, digits, '_' and '-' only", tenant)
 	}
-	sp = &space{tenant: tenant, nc: d.nc, tms: map[string]*tm{}}
+	sp = &space{tenant: tenant, nc: d.nc, tms: map[string]*manager.Manager{}}
 	if d.o.TenantConn != nil {
 		nc, err := d.o.TenantConn(ctx, tenant)
 		if err != nil {
@@ -117,39 +115,4 @@ func (d *Daemon) spacesNow() []*space {
 		out = append(out, sp)
 	}
 	return out
-}
-
-// procID names container c of topology t for the runtime (and its log
-// and creds files: procFile): "<topology>/container-<c>" in the default
-// tenant, "<tenant>.<topology>/container-<c>" in another ('.' is in no
-// name, so the id parses back: parseProcID). procPrefix, procID,
-// parseProcID and procFile are the only places that know the format.
-func procID(tenant, topology string, c int) string {
-	return procPrefix(tenant, topology) + strconv.Itoa(c)
-}
-
-// procPrefix is the procID of a topology's containers without the number.
-func procPrefix(tenant, topology string) string {
-	id := topology + "/container-"
-	if tenant != names.DefaultTenant {
-		id = tenant + "." + id
-	}
-	return id
-}
-
-// procFile makes a procID (or its prefix) a file name, as the launcher
-// names its log files.
-func procFile(id string) string { return launcher.FileName(id) }
-
-// parseProcID splits a procID.
-func parseProcID(id string) (tenant, topology, container string, ok bool) {
-	top, num, ok := strings.Cut(id, procPrefix(names.DefaultTenant, ""))
-	if !ok {
-		return "", "", "", false
-	}
-	tenant = names.DefaultTenant
-	if t, rest, dot := strings.Cut(top, "."); dot {
-		tenant, top = t, rest
-	}
-	return tenant, top, num, true
 }

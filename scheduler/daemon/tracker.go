@@ -62,9 +62,9 @@ func (d *Daemon) Topology(ctx context.Context, name string) (api.TopologyInfo, e
 		out.Reliability = del.Mode
 	}
 	if t, err := d.get(ctx, name); err == nil {
-		st := t.status()
-		v := t.view.Load()
-		out.Started, out.PlanRevision = v.started, v.planRev
+		st := t.Status()
+		v := t.View()
+		out.Started, out.PlanRevision = v.Started(), v.PlanRevision()
 		out.State, out.Message, out.Containers = string(st.State), st.Message, len(st.Containers)
 		for _, c := range st.Containers {
 			out.Instances += len(c.Instances)
@@ -84,7 +84,7 @@ func (d *Daemon) topologyOf(ctx context.Context, name string) (*ardea.Topology, 
 		return nil, nil, newErr(ErrNotFound, "no topology named %q", name)
 	}
 	if t, err := d.get(ctx, name); err == nil {
-		if top := t.view.Load().top; top != nil {
+		if top := t.View().Top(); top != nil {
 			return top, rec.Modules, nil
 		}
 	}
@@ -145,8 +145,8 @@ func (d *Daemon) PackingPlan(ctx context.Context, name string) (any, error) {
 	if err != nil {
 		return nil, d.notRunning(ctx, name, err)
 	}
-	v := t.view.Load()
-	top, p := v.top, v.doc.Plan
+	v := t.View()
+	top, p := v.Top(), v.Doc().Plan
 	if top == nil || p == nil {
 		return nil, newErr(ErrNotFound, "topology %q is not loaded yet", name)
 	}
@@ -165,7 +165,7 @@ func (d *Daemon) InstanceNames(ctx context.Context, name string) (map[int]string
 	if err != nil {
 		return nil, d.notRunning(ctx, name, err)
 	}
-	p := t.view.Load().doc.Plan
+	p := t.View().Doc().Plan
 	if p == nil {
 		return nil, newErr(ErrNotFound, "topology %q is not loaded yet", name)
 	}
@@ -185,7 +185,7 @@ func (d *Daemon) PhysicalPlan(ctx context.Context, name string) (any, error) {
 	if err != nil {
 		return nil, d.notRunning(ctx, name, err)
 	}
-	st := t.status()
+	st := t.Status()
 	return map[string]any{"topology": name, "state": st.State, "plan_revision": st.PlanVersion,
 		"containers": st.Containers}, nil
 }
@@ -196,7 +196,7 @@ func (d *Daemon) History(ctx context.Context, name string) (*sinks.History, erro
 	if err != nil {
 		return nil, d.notRunning(ctx, name, err)
 	}
-	return t.hist, nil
+	return t.History(), nil
 }
 
 // ContainerLogs returns a container's last lines.
@@ -205,11 +205,11 @@ func (d *Daemon) ContainerLogs(ctx context.Context, name string, container, line
 	if err != nil {
 		return nil, d.notRunning(ctx, name, err)
 	}
-	n := t.view.Load().containers()
+	n := t.View().Containers()
 	if container < 1 || container > n {
 		return nil, newErr(ErrNotFound, "topology %s has containers 1..%d, not %d", name, n, container)
 	}
-	return tailLines(d.sup.LogPath(t.procID(container)), lines, func(string) bool { return true })
+	return tailLines(d.sup.LogPath(t.ContainerID(container)), lines, func(string) bool { return true })
 }
 
 // notRunning explains why a topology has no topology manager here.

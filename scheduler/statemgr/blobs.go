@@ -33,14 +33,20 @@ type ArtifactInfo struct {
 // artifactNameMeta is the object metadata key holding ArtifactInfo.Name.
 const artifactNameMeta = "ardea-name"
 
+// ArtifactDigest is the digest data is stored under as an artifact
+// (PutArtifact): its SHA-256, lower-case hex.
+func ArtifactDigest(data []byte) string {
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}
+
 // PutArtifact stores data in the artifact store under its SHA-256 and
 // returns the digest (lower-case hex). It is idempotent: content that is
 // already stored is not written again, whatever name it is put under.
 // Values are chunked by the object store, so the size is limited only by
 // the server's JetStream storage.
 func (s *Store) PutArtifact(ctx context.Context, name string, data []byte) (string, error) {
-	sum := sha256.Sum256(data)
-	sha := hex.EncodeToString(sum[:])
+	sha := ArtifactDigest(data)
 	if _, err := s.artifacts.GetInfo(ctx, sha); err == nil {
 		return sha, nil
 	} else if !notFound(err) {

@@ -1,0 +1,158 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/ardea-dev/ardea"
+	"github.com/ardea-dev/ardea/internal/checkpoint"
+	"github.com/ardea-dev/ardea/scheduler/container/process"
+	"github.com/ardea-dev/ardea/scheduler/manager"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// The daemon makes the topology managers (scheduler/manager) and is what
+// they use: each narrow interface a manager declares is implemented here
+// by one small adapter over the daemon and the topology's tenant space.
+
+// newTM makes the manager of topology name in sp.
+func (d *Daemon) newTM(sp *space, name string) *manager.Manager {
+	cfg := manager.Config{
+		Name: name, Tenant: sp.tenant, Owner: d.id, Log: d.log, Store: sp.store, Conn: sp.nc,
+		Runtime:     d.sup,
+		Rates:       spaceRates{d, sp},
+		Credentials: hostCredentials{d},
+		Admission:   spaceAdmission{d, sp},
+		Modules:     moduleChecks{d},
+		DeadLetters: spaceDeadLetters{d, sp},
+		Exporter:    d.prom,
+		Sinks:       d.o.MetricsSinks,
+		LockTTL:     d.o.TMLockTTL,
+		InProcess:   d.o.InProcess, FailFast: d.o.FailFast,
+		Checkpoints: func(ctx context.Context) (checkpoint.Store, error) { return d.checkpointStore(ctx, sp) },
+		Validation:  d.validateStored(),
+	}
+	if d.srv != nil {
+		cfg.StorageFault = d.srv.JetStreamFault
+	}
+	return manager.New(d.ctx, cfg)
+}
+
+// checkpointStore opens sp's tenant's store of effectively-once
+// checkpoints: Options.CheckpointStore (in process), else the tenant's
+// JetStream object store.
+func (d *Daemon) checkpointStore(ctx context.Context, sp *space) (checkpoint.Store, error) {
+	if s := d.o.CheckpointStore; s != nil {
+		return s, nil
+	}
+	js, err := jetstream.New(sp.nc)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoints: %w", err)
+	}
+	return checkpoint.NewJetStreamStore(ctx, js, checkpoint.JetStreamOptions{Bucket: process.CheckpointBucket(sp.store.Tenant()), MaxBytes: checkpoint.DefaultMaxBytes})
+}
+
+// validateStored validates a stored topology: its modules are artifacts,
+// not files; built-in components are checked against the daemon's plugin
+// environment (Options.Plugins).
+func (d *Daemon) validateStored() ardea.ValidateOptions {
+	return ardea.ValidateOptions{SkipModuleCheck: true, Builtins: d.o.Plugins.Outputs, BuiltinConfig: d.o.Plugins.ValidateConfig}
+}
+
+// parseSpec reads a stored topology.
+func (d *Daemon) parseSpec(name string, spec []byte) (*ardea.Topology, error) {
+	return manager.ParseSpec(name, spec, d.validateStored())
+}
+
+// spaceOfTM is the space t's topology lives in (open while t runs).
+func (d *Daemon) spaceOfTM(t *manager.Manager) *space {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.spaces[t.Tenant()]
+}
+
+// spaceRates are a tenant's bus rate shares (quota.go).
+type spaceRates struct {
+	d  *Daemon
+	sp *space
+}
+
+func (r spaceRates) Reshare(ctx context.Context, starting *manager.Manager) {
+	r.d.reshareRates(ctx, r.sp.tenant, starting)
+}
+func (r spaceRates) Resend(t *manager.Manager) { r.d.resendRate(r.sp, t) }
+func (r spaceRates) Share() (float64, float64, bool) {
+	s := r.sp.share.Load()
+	if s == nil {
+		return 0, 0, false
+	}
+	return s.tuplesPerSec, s.bytesPerSec, true
+}
+
+// hostCredentials are the hosts' NATS credentials (security.go).
+type hostCredentials struct{ d *Daemon }
+
+func (c hostCredentials) Revoke(t *manager.Manager) { c.d.revokeHosts(t) }
+
+// spaceAdmission is a tenant's quotas and policy (quota.go,
+// builtins_policy.go, streams.go, kv.go).
+type spaceAdmission struct {
+	d  *Daemon
+	sp *space
+}
+
+func (a spaceAdmission) Lock() func() {
+	a.sp.quotaMu.Lock()
+	return a.sp.quotaMu.Unlock
+}
+
+func (a spaceAdmission) Check(ctx context.Context, top *ardea.Topology) error {
+	if err := a.d.checkMachine(ctx, a.sp.tenant, top); err != nil {
+		return err
+	}
+	if err := a.d.checkStreams(ctx, a.sp, top); err != nil {
+		return err
+	}
+	return a.d.checkKV(ctx, a.sp, top)
+}
+
+func (a spaceAdmission) NewModules(ctx context.Context, mods map[string][]byte) (map[string]bool, int64, error) {
+	return a.d.newModules(ctx, a.sp, mods)
+}
+
+func (a spaceAdmission) Admit(ctx context.Context, action string, before, after manager.Footprint, storeBytes int64) error {
+	return a.d.admit(ctx, a.sp, action, before, after, storeBytes)
+}
+
+func (a spaceAdmission) DropModules(ctx context.Context, fresh map[string]bool) {
+	a.d.dropModules(ctx, a.sp, fresh)
+}
+
+// moduleChecks validate swapped-in and applied modules (validate.go,
+// language.go).
+type moduleChecks struct{ d *Daemon }
+
+func (m moduleChecks) Validate(ctx context.Context, name string, kind ardea.Kind, data []byte) error {
+	return m.d.validate(ctx, name, kind, data)
+}
+
+func (m moduleChecks) CheckManifest(ctx context.Context, top *ardea.Topology, component string, data []byte) error {
+	return checkManifest(ctx, top, component, data)
+}
+
+func (m moduleChecks) Remember(ctx context.Context, version string, data []byte) {
+	m.d.rememberLanguage(ctx, version, data)
+}
+
+// spaceDeadLetters are a tenant's bolts' dead letters (dlq_bolts.go,
+// builtins_policy.go).
+type spaceDeadLetters struct {
+	d  *Daemon
+	sp *space
+}
+
+func (l spaceDeadLetters) Ensure(ctx context.Context) { l.d.ensureDeadLetterStream(ctx, l.sp) }
+func (l spaceDeadLetters) Remove(ctx context.Context, t *manager.Manager) {
+	l.d.removeDeadLetters(ctx, l.sp, t)
+}

@@ -24,6 +24,7 @@ import (
 // needs a Rust compiler for wasm.
 func needRust(t *testing.T) {
 	t.Helper()
+	testutil.StartsProcesses(t, "rustc or cargo builds of Rust modules")
 	testutil.NeedToolchain(t, Toolchain(t.Context(), Rust))
 }
 
@@ -221,6 +222,7 @@ func TestBuildRustCrate(t *testing.T) {
 // bytes as wasm-sdk/rust/build.sh.
 func TestBuildRustMatchesBuildScript(t *testing.T) {
 	t.Parallel()
+	testutil.StartsProcesses(t, "rustc builds of an example")
 	env := rustcOnly(t)
 	ctx := context.Background()
 	rustc, _ := env.plainRustc(ctx, ".")

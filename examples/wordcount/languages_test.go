@@ -113,9 +113,28 @@ func stringBatch(first uint64, items []string) []byte {
 	return w.Buf
 }
 
+// compileCache is the CacheDir of every runtime in the package: each
+// language's modules are compiled once for the whole package, where a
+// cache per runtime compiled them again in each of the 16 pairs of
+// TestCountStateIsSharedAcrossLanguages, in each split test and in each
+// end-to-end run (a Go module takes seconds, many more under -race).
+var compileCache string
+
+func TestMain(m *testing.M) {
+	d, err := os.MkdirTemp("", "ardea-wordcount-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	compileCache = d
+	code := m.Run()
+	_ = os.RemoveAll(d)
+	os.Exit(code)
+}
+
 func newRuntime(t *testing.T) *host.Runtime {
 	t.Helper()
-	rt, err := host.NewRuntime(context.Background(), host.Config{Logger: slog.New(slog.DiscardHandler)})
+	rt, err := host.NewRuntime(context.Background(), host.Config{Logger: slog.New(slog.DiscardHandler), CacheDir: compileCache})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +261,7 @@ func TestWordCountEveryLanguage(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, err := daemon.Run(context.Background(), daemon.RunOptions{Topology: top, Containers: 2, CacheDir: d})
+			res, err := daemon.Run(context.Background(), daemon.RunOptions{Topology: top, Containers: 2, CacheDir: compileCache})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -41,6 +42,24 @@ type liveTopology struct {
 	tune       func(*Options)
 }
 
+// compileCache is the CacheDir of the package's runtimes: each module
+// (the Go word count's split and count, a Go module compiling for seconds,
+// far longer under -race) is compiled once for the package, where a
+// runtime of each test compiled it again.
+var compileCache string
+
+func TestMain(m *testing.M) {
+	d, err := os.MkdirTemp("", "ardea-container-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	compileCache = d
+	code := m.Run()
+	_ = os.RemoveAll(d)
+	os.Exit(code)
+}
+
 func startLive(t *testing.T, top *ardea.Topology, containers int) *liveTopology {
 	t.Helper()
 	return startLiveWith(t, top, containers, nil)
@@ -54,7 +73,7 @@ func startLiveWith(t *testing.T, top *ardea.Topology, containers int, tune func(
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := host.NewRuntime(ctx, host.Config{})
+	rt, err := host.NewRuntime(ctx, host.Config{CacheDir: compileCache})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -311,6 +311,7 @@ func TestBuildRustcOnlyRefusesDependencies(t *testing.T) {
 // TestBuildRustErrors: a bin crate and a compile error are reported.
 func TestBuildRustErrors(t *testing.T) {
 	t.Parallel()
+	testutil.StartsProcesses(t, "rustc builds of broken crates")
 	env := rustcOnly(t)
 	bin := filepath.Join(t.TempDir(), "bin")
 	writeCrate(t, bin, "[package]\nname = \"bin\"\n", "")

@@ -3,6 +3,7 @@
 package testbroker
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -92,12 +93,14 @@ func needJava(t testing.TB, what, env, libs string) {
 // KafkaAvailable reports whether Kafka(t) can give a broker (or must:
 // ARDEA_REQUIRE_TOOLCHAINS=1), for suites that add a real-broker case
 // only where one can run. The fast tier (-short) starts none: there it
-// reports only an ARDEA_KAFKA_BROKERS one.
+// reports only an ARDEA_KAFKA_BROKERS one. Called before the test flags
+// are parsed (from a package's init) it cannot know -short; Kafka(t)
+// then skips the case.
 func KafkaAvailable() bool {
 	if os.Getenv("ARDEA_KAFKA_BROKERS") != "" {
 		return true
 	}
-	if testing.Short() {
+	if flag.Parsed() && testing.Short() {
 		return false
 	}
 	if os.Getenv("ARDEA_REQUIRE_TOOLCHAINS") == "1" {

@@ -24,6 +24,7 @@ import (
 	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/examples/wordcount"
 	"github.com/ardea-dev/ardea/host"
+	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/internal/tuple"
 	"github.com/ardea-dev/ardea/scheduler/daemon"
 )
@@ -121,15 +122,7 @@ func stringBatch(first uint64, items []string) []byte {
 var compileCache string
 
 func TestMain(m *testing.M) {
-	d, err := os.MkdirTemp("", "ardea-wordcount-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	compileCache = d
-	code := m.Run()
-	_ = os.RemoveAll(d)
-	os.Exit(code)
+	testutil.MainWithDir(m, "ardea-wordcount-test-", func(d string) { compileCache = d })
 }
 
 func newRuntime(t *testing.T) *host.Runtime {

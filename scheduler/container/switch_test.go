@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -49,15 +48,7 @@ type liveTopology struct {
 var compileCache string
 
 func TestMain(m *testing.M) {
-	d, err := os.MkdirTemp("", "ardea-container-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	compileCache = d
-	code := m.Run()
-	_ = os.RemoveAll(d)
-	os.Exit(code)
+	testutil.MainWithDir(m, "ardea-container-test-", func(d string) { compileCache = d })
 }
 
 func startLive(t *testing.T, top *ardea.Topology, containers int) *liveTopology {

@@ -47,15 +47,7 @@ const vectorDir = "../testdata"
 var tmpDir string
 
 func TestMain(m *testing.M) {
-	d, err := os.MkdirTemp("", "ardea-csdk-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	tmpDir = d
-	code := m.Run()
-	_ = os.RemoveAll(d)
-	os.Exit(code)
+	testutil.MainWithDir(m, "ardea-csdk-test-", func(d string) { tmpDir = d })
 }
 
 // needTool returns the first of names on PATH, or skips (fails with

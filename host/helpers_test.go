@@ -7,13 +7,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"os"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/ardea-dev/ardea/connectors/plugin"
+	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/internal/tuple"
 )
 
@@ -22,15 +22,7 @@ import (
 var cacheDir string
 
 func TestMain(m *testing.M) {
-	d, err := os.MkdirTemp("", "ardea-host-test-cache-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	cacheDir = d
-	code := m.Run()
-	_ = os.RemoveAll(d)
-	os.Exit(code)
+	testutil.MainWithDir(m, "ardea-host-test-cache-", func(d string) { cacheDir = d })
 }
 
 func newRuntime(tb testing.TB, cfg Config) *Runtime {

@@ -75,6 +75,7 @@ func whisperPython(t *testing.T) string {
 // directories; it is killed when the test ends.
 func startCarbon(t *testing.T) *carbonCache {
 	t.Helper()
+	testutil.StartsProcesses(t, "carbon-cache (Graphite's daemon)")
 	bin := carbonBinary(t)
 	py := whisperPython(t)
 	var lastLog string

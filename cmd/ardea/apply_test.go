@@ -68,9 +68,7 @@ func componentNames(st api.Status) string {
 // rescale); removing a component another still reads from is refused. The
 // first sink's final counts stay exact throughout.
 func TestClusterApply(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs host processes")
-	}
+	testutil.StartsProcesses(t, "ardea host processes")
 	dir := t.TempDir()
 	in, out, out2 := filepath.Join(dir, "input.txt"), filepath.Join(dir, "counts.tsv"), filepath.Join(dir, "counts2.tsv")
 	want := writeWords(t, in, 20_000, 4, 2000)

@@ -279,9 +279,7 @@ func TestBenchWordCountJSON(t *testing.T) {
 // plus the tracker's interval: the beside phase must last until A's loop
 // and bomb failed a tuple by construction, not by being long enough.
 func TestBenchTenantsJSON(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs host processes")
-	}
+	testutil.StartsProcesses(t, "ardea host processes")
 	code, out, stderr := runArdea(t, "bench", "tenants", "--duration", "1s", "--warmup", "1s", "--a-rate", "2000", "-o", "json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)

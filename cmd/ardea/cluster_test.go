@@ -30,6 +30,7 @@ import (
 // updating a killed topology; then it SIGKILLs a second daemon run and
 // checks its containers die with it.
 func TestClusterLifecycle(t *testing.T) {
+	testutil.StartsProcesses(t, "ardea local and its host processes")
 	top := t // the daemons live as long as the whole test
 	dataDir := t.TempDir()
 	d := startDaemon(top, dataDir)
@@ -314,6 +315,7 @@ func TestClusterLifecycle(t *testing.T) {
 // word count while it runs and checks every word's final count against a
 // reference count of the input.
 func TestClusterRescaleExact(t *testing.T) {
+	testutil.StartsProcesses(t, "ardea local and its host processes")
 	dir := t.TempDir()
 	in, out := filepath.Join(dir, "input.txt"), filepath.Join(dir, "counts.tsv")
 	// 600 000 lines of 4 words, read as fast as they go; the input ends
@@ -405,6 +407,7 @@ func TestClusterRescaleExact(t *testing.T) {
 // TestClusterErrors checks the one-line errors of an unreachable daemon
 // and a container that cannot start, which the scheduler stops restarting.
 func TestClusterErrors(t *testing.T) {
+	testutil.StartsProcesses(t, "an ardea local daemon")
 	t.Run("no daemon", func(t *testing.T) {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -480,6 +483,7 @@ func TestClusterErrors(t *testing.T) {
 // while its host processes are still starting and cannot have received
 // the update's deactivation.
 func TestClusterUpdateWhileStarting(t *testing.T) {
+	testutil.StartsProcesses(t, "ardea local and its host processes")
 	d := startDaemon(t, t.TempDir())
 	out := filepath.Join(t.TempDir(), "counts.tsv")
 	d.ok(t, "submit", repoPath("examples/wordcount/topology-endless.yaml"), "--name", "early",
@@ -502,6 +506,7 @@ func TestClusterUpdateWhileStarting(t *testing.T) {
 // on one container, the topology is FAILED and its healthy containers stop
 // too (their records, and the failure, stay in `ardea status`).
 func TestClusterFailedTopologyStopsItsContainers(t *testing.T) {
+	testutil.StartsProcesses(t, "ardea local and its host processes")
 	d := startDaemon(t, t.TempDir())
 	path := filepath.Join(t.TempDir(), "half.yaml")
 	yaml := fmt.Sprintf(`name: half

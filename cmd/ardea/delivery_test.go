@@ -65,9 +65,7 @@ func killAndRecoverBy(t *testing.T, d *clusterDaemon, name string, progress func
 // while containers are killed: every record reaches the sink at least once,
 // with no per-key gap.
 func TestClusterAtLeastOnceUnderKills(t *testing.T) {
-	if testing.Short() {
-		t.Skip("kills container processes while a million records flow")
-	}
+	testutil.StartsProcesses(t, "ardea host processes and kills them while a million records flow")
 	const keys, perKey = 1000, 1000
 	dir := t.TempDir()
 	in, out := filepath.Join(dir, "input.txt"), filepath.Join(dir, "records.tsv")
@@ -104,9 +102,7 @@ func TestClusterAtLeastOnceUnderKills(t *testing.T) {
 // global checkpoint, and the output is exactly a fault-free run's: every
 // record once, each key's count stepping by one (keyed.CheckExact).
 func TestClusterEffectivelyOnceUnderKills(t *testing.T) {
-	if testing.Short() {
-		t.Skip("kills container processes while a million records flow")
-	}
+	testutil.StartsProcesses(t, "ardea host processes and kills them while a million records flow")
 	const keys, perKey = 1000, 1000
 	dir := t.TempDir()
 	in, out := filepath.Join(dir, "input.txt"), filepath.Join(dir, "records.tsv")
@@ -163,9 +159,7 @@ func TestClusterEffectivelyOnceUnderKills(t *testing.T) {
 // container is killed: the rollback goes to the new plan's checkpoint, and
 // the output is exactly a fault-free run's.
 func TestClusterEffectivelyOnceRescale(t *testing.T) {
-	if testing.Short() {
-		t.Skip("kills container processes while data flows")
-	}
+	testutil.StartsProcesses(t, "ardea host processes and kills them while data flows")
 	const keys, perKey = 600, 1000
 	dir := t.TempDir()
 	in, out := filepath.Join(dir, "input.txt"), filepath.Join(dir, "records.tsv")

@@ -14,9 +14,7 @@ import (
 // dead-letter file while the rest flows; `ardea dlq` lists them (with
 // their source positions) and --replay sends them back to the input file.
 func TestDLQ(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs host processes")
-	}
+	testutil.StartsProcesses(t, "ardea host processes")
 	dir := t.TempDir()
 	in, dead := filepath.Join(dir, "in.txt"), filepath.Join(dir, "dead.txt")
 	if err := os.WriteFile(in, []byte("alpha\nbeta\n"), 0o644); err != nil {

@@ -259,9 +259,7 @@ func runKafkaKills(t *testing.T, reliability string, seed uint64) *outputReader 
 }
 
 func TestKafkaAtLeastOnceUnderKills(t *testing.T) {
-	if testing.Short() {
-		t.Skip("kills container processes while records flow")
-	}
+	testutil.StartsProcesses(t, "ardea host processes and kills them while records flow")
 	out := runKafkaKills(t, "at_least_once", 11)
 	dups, err := keyed.CheckAtLeastOnce(out.tsv(t), kafkaKeys, kafkaPerKey)
 	if err != nil {
@@ -271,9 +269,7 @@ func TestKafkaAtLeastOnceUnderKills(t *testing.T) {
 }
 
 func TestKafkaEffectivelyOnceUnderKills(t *testing.T) {
-	if testing.Short() {
-		t.Skip("kills container processes while records flow")
-	}
+	testutil.StartsProcesses(t, "ardea host processes and kills them while records flow")
 	out := runKafkaKills(t, "effectively_once", 13)
 	if err := keyed.CheckExact(out.tsv(t), kafkaKeys, kafkaPerKey); err != nil {
 		t.Fatal(err)

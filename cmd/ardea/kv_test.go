@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/scheduler/api"
 )
 
@@ -18,6 +19,7 @@ import (
 // another tenant finds none of it, and a read token reads but does not
 // write. (The topology side runs in scheduler/daemon's TestTenantKV.)
 func TestTenantKVCommands(t *testing.T) {
+	testutil.StartsProcesses(t, "ardea local and its host processes")
 	d := startDaemon(t, t.TempDir())
 	d.ok(t, "tenant", "create", "acme")
 	d.ok(t, "tenant", "create", "rival")

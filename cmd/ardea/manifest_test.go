@@ -252,9 +252,7 @@ func TestBuildThenInspectAndRun(t *testing.T) {
 // manifest disagrees with the component (other output fields) is refused
 // before anything changes.
 func TestClusterSwapChecksManifest(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs host processes")
-	}
+	testutil.StartsProcesses(t, "ardea host processes")
 	dir := t.TempDir()
 	in := filepath.Join(dir, "words.txt")
 	writeWords(t, in, 400_000, 4, 2000)

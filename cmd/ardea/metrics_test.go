@@ -15,6 +15,7 @@ import (
 // TestMetricsCommand runs `ardea local --config` with a file sink and a
 // fast interval, and reads the word count's metrics with `ardea metrics`.
 func TestMetricsCommand(t *testing.T) {
+	testutil.StartsProcesses(t, "ardea local and its host processes")
 	dir := t.TempDir()
 	metricsFile := filepath.Join(dir, "metrics.jsonl")
 	deploy := filepath.Join(dir, "deploy.yaml")

@@ -173,9 +173,7 @@ func TestRunOversizedLine(t *testing.T) {
 // the file, the line and max_line_bytes, and the sink holds the 10,000
 // lines before it.
 func TestLocalOversizedLine(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs host processes")
-	}
+	testutil.StartsProcesses(t, "ardea host processes")
 	dir := t.TempDir()
 	lines := oversizeInput(t, dir)
 	topo := oversizeTopology(t, dir, "bigd", "", true)
@@ -208,9 +206,7 @@ func TestLocalOversizedLine(t *testing.T) {
 // (OpEndInput), so the topology drains: it ends FAILED naming the record,
 // with every line before it in the sink.
 func TestLocalOversizedLineDrainsEveryContainer(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs host processes")
-	}
+	testutil.StartsProcesses(t, "ardea host processes")
 	dir := t.TempDir()
 	lines := oversizeInput(t, dir)
 	yaml := `name: bigx

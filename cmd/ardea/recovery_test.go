@@ -109,9 +109,7 @@ func killContainer(t *testing.T, st api.Status, c int) int {
 // swap reports that it failed (exit non-zero, history), and the output is
 // exactly a fault-free run's.
 func TestClusterEffectivelyOnceKillAtSwapStart(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs host processes")
-	}
+	testutil.StartsProcesses(t, "ardea host processes")
 	const keys, perKey = 400, 500
 	d := startDaemon(t, t.TempDir())
 	// Checkpoints every 4 s: the swap waits up to that long for its
@@ -163,9 +161,7 @@ func TestClusterEffectivelyOnceKillAtSwapStart(t *testing.T) {
 // topology resumes from its last global checkpoint, not from the
 // beginning, so the appended output holds every record exactly once.
 func TestClusterEffectivelyOnceDaemonRestartResumes(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs host processes")
-	}
+	testutil.StartsProcesses(t, "ardea host processes")
 	const keys, perKey = 400, 500
 	data := t.TempDir()
 	d := startDaemon(t, data)
@@ -210,9 +206,7 @@ func TestClusterEffectivelyOnceDaemonRestartResumes(t *testing.T) {
 // the reason, within the recovery timeout; `ardea wait` exits non-zero and
 // every container is stopped.
 func TestClusterEffectivelyOnceUnrecoverableFails(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs host processes")
-	}
+	testutil.StartsProcesses(t, "ardea host processes")
 	d := startDaemon(t, t.TempDir())
 	submitKeyed(t, d, "eou", 400, 500, 20000, "--set", "topology.recovery.timeout=20s")
 	nc, err := nats.Connect(d.natsURL, d.natsOptions(t)...)
@@ -270,9 +264,7 @@ func TestClusterEffectivelyOnceUnrecoverableFails(t *testing.T) {
 // killed and replaced; the effectively-once topology rolls back and its
 // output is exact.
 func TestClusterPausedContainerIsFenced(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs host processes")
-	}
+	testutil.StartsProcesses(t, "ardea host processes")
 	const keys, perKey = 400, 500
 	d := startDaemon(t, t.TempDir())
 	out := submitKeyed(t, d, "eop", keys, perKey, 20000, "--set", "topology.heartbeat.missed=4")
@@ -300,9 +292,7 @@ func TestClusterPausedContainerIsFenced(t *testing.T) {
 // checkpoint; `ardea update` exits non-zero, the parallelism is the old
 // one, and the output is exactly a fault-free run's.
 func TestClusterEffectivelyOnceKillDuringRescale(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs host processes")
-	}
+	testutil.StartsProcesses(t, "ardea host processes")
 	const keys, perKey = 400, 500
 	d := startDaemon(t, t.TempDir())
 	out := submitKeyed(t, d, "eou", keys, perKey, 20000)
@@ -342,9 +332,7 @@ func TestClusterEffectivelyOnceKillDuringRescale(t *testing.T) {
 // back to the previous global checkpoint (sources rewound to its
 // positions), and the output is exactly a fault-free run's.
 func TestClusterEffectivelyOnceCorruptNewestCheckpoint(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs host processes")
-	}
+	testutil.StartsProcesses(t, "ardea host processes")
 	const keys, perKey = 400, 500
 	d := startDaemon(t, t.TempDir())
 	out := submitKeyed(t, d, "eoc", keys, perKey, 20000)
@@ -412,9 +400,7 @@ func TestClusterEffectivelyOnceCorruptNewestCheckpoint(t *testing.T) {
 // the previous series: seqstate runs its 2 tasks again and the output is
 // exactly a fault-free run's.
 func TestClusterEffectivelyOnceDaemonKillInUncommittedReplan(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs host processes")
-	}
+	testutil.StartsProcesses(t, "ardea host processes")
 	const keys, perKey = 400, 500
 	data := t.TempDir()
 	d := startDaemon(t, data)

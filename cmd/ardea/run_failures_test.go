@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/ardea-dev/ardea/internal/testutil"
 )
 
 // TestRunFailedTuples: a run that ends with failed tuples exits 3 and
@@ -15,9 +17,7 @@ import (
 // once the poison line is dropped by the bolt; at least once its tree
 // fails twice (max_retries 2) and it goes to the spout's dead letters.
 func TestRunFailedTuples(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the ardea binary")
-	}
+	testutil.StartsProcesses(t, "the ardea binary")
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "in.txt"), []byte("line 1\npoison 2\nline 3\n"), 0o644); err != nil {
 		t.Fatal(err)

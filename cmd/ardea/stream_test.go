@@ -32,6 +32,7 @@ func tenantToken(t *testing.T, d *clusterDaemon, tenant, scope string) string {
 // tenant sees none of it: its reads, publishes and deletes of the first
 // tenant's streams are not found.
 func TestTenantStreamsEndToEnd(t *testing.T) {
+	testutil.StartsProcesses(t, "ardea local and its host processes")
 	d := startDaemon(t, t.TempDir())
 	d.ok(t, "tenant", "create", "acme")
 	d.ok(t, "tenant", "create", "rival")

@@ -50,9 +50,7 @@ func countVersions(st api.Status) map[string]int {
 // Rust. The final counts are exact, each word's count stepping by
 // one; history lists every version.
 func TestClusterSwap(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs host processes")
-	}
+	testutil.StartsProcesses(t, "ardea host processes")
 	dir := t.TempDir()
 	in, out := filepath.Join(dir, "input.txt"), filepath.Join(dir, "counts.tsv")
 	want := writeWords(t, in, 400_000, 4, 2000)
@@ -128,9 +126,7 @@ func TestClusterSwap(t *testing.T) {
 // rollback to the last checkpoint restarts every task on the previous
 // version. The output stays exact.
 func TestClusterEffectivelyOnceSwap(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs host processes")
-	}
+	testutil.StartsProcesses(t, "ardea host processes")
 	const keys, perKey = 600, 1000
 	dir := t.TempDir()
 	in, out := filepath.Join(dir, "input.txt"), filepath.Join(dir, "records.tsv")
@@ -183,9 +179,7 @@ func TestClusterEffectivelyOnceSwap(t *testing.T) {
 // TestClusterSwapHealth: a canary that fails every tuple it gets (without
 // trapping) is judged by its failure rate on probation and rolled back.
 func TestClusterSwapHealth(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs host processes")
-	}
+	testutil.StartsProcesses(t, "ardea host processes")
 	out := filepath.Join(t.TempDir(), "counts.tsv")
 	d := startDaemon(t, t.TempDir())
 	// At least once, so that tuples carry ids a bolt can fail.

@@ -17,6 +17,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/ardea-dev/ardea/internal/testutil"
 )
 
 // need returns a tool's path, skipping the test without it (failing
@@ -44,6 +46,7 @@ func need(t *testing.T, what, path string) string {
 // token does not see another tenant's topology. Screenshots land in
 // ui/e2e/test-output/.
 func TestUIInChromium(t *testing.T) {
+	testutil.StartsProcesses(t, "Chromium and ardea demo with its host processes")
 	node := need(t, "Node.js", "node")
 	chromium := need(t, "Chromium", "/usr/bin/chromium")
 	e2e := repoPath("ui/e2e")

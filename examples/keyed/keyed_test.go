@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/scheduler/settings"
 
 	"github.com/ardea-dev/ardea"
@@ -56,9 +57,7 @@ func TestCheckers(t *testing.T) {
 // TestExampleRuns runs topology.yaml in each reliability mode (in one
 // process, no faults): the output is exact.
 func TestExampleRuns(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds Go components")
-	}
+	testutil.StartsProcesses(t, "go build of the example's Go components")
 	const keys, perKey = 50, 200
 	dir := t.TempDir()
 	in := filepath.Join(dir, "input.txt")

@@ -24,6 +24,7 @@ import (
 	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/examples/wordcount"
 	"github.com/ardea-dev/ardea/host"
+	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/internal/tuple"
 	"github.com/ardea-dev/ardea/scheduler/daemon"
 )
@@ -113,9 +114,20 @@ func stringBatch(first uint64, items []string) []byte {
 	return w.Buf
 }
 
+// compileCache is the CacheDir of every runtime in the package: each
+// language's modules are compiled once for the whole package, where a
+// cache per runtime compiled them again in each of the 16 pairs of
+// TestCountStateIsSharedAcrossLanguages, in each split test and in each
+// end-to-end run (a Go module takes seconds, many more under -race).
+var compileCache string
+
+func TestMain(m *testing.M) {
+	testutil.MainWithDir(m, "ardea-wordcount-test-", func(d string) { compileCache = d })
+}
+
 func newRuntime(t *testing.T) *host.Runtime {
 	t.Helper()
-	rt, err := host.NewRuntime(context.Background(), host.Config{Logger: slog.New(slog.DiscardHandler)})
+	rt, err := host.NewRuntime(context.Background(), host.Config{Logger: slog.New(slog.DiscardHandler), CacheDir: compileCache})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +254,7 @@ func TestWordCountEveryLanguage(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, err := daemon.Run(context.Background(), daemon.RunOptions{Topology: top, Containers: 2, CacheDir: d})
+			res, err := daemon.Run(context.Background(), daemon.RunOptions{Topology: top, Containers: 2, CacheDir: compileCache})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	mf "github.com/ardea-dev/ardea/internal/manifest"
+	"github.com/ardea-dev/ardea/internal/testutil"
 	assdk "github.com/ardea-dev/ardea/wasm-sdk/assemblyscript"
 )
 
@@ -90,6 +91,7 @@ func TestBuildAssemblyScriptMissingToolchain(t *testing.T) {
 // PATH, or skips (fails under ARDEA_REQUIRE_TOOLCHAINS=1).
 func needASC(t *testing.T) {
 	t.Helper()
+	testutil.StartsProcesses(t, "asc (node) builds of AssemblyScript modules")
 	miss := t.Skipf
 	if os.Getenv("ARDEA_REQUIRE_TOOLCHAINS") == "1" {
 		miss = t.Fatalf

@@ -21,6 +21,7 @@ import (
 // toolchain is incomplete.
 func needC(t *testing.T) {
 	t.Helper()
+	testutil.StartsProcesses(t, "clang builds of C modules")
 	testutil.NeedToolchain(t, Toolchain(t.Context(), C))
 }
 

@@ -12,6 +12,7 @@ import (
 
 	mf "github.com/ardea-dev/ardea/internal/manifest"
 	"github.com/ardea-dev/ardea/internal/manifest/moduleread"
+	"github.com/ardea-dev/ardea/internal/testutil"
 )
 
 // TestBuildStoresManifest: ardea build calls the SDK's ardea_manifest
@@ -69,6 +70,7 @@ ARDEA_REGISTER_BOLT(upper, ARDEA_EMITS("default", "line"), ARDEA_READS("line"), 
 // TestBuildRefusesModuleWithoutSDK: a folder that compiles but does not use
 // an Ardea SDK is refused, naming the missing exports.
 func TestBuildRefusesModuleWithoutSDK(t *testing.T) {
+	testutil.StartsProcesses(t, "go build of a wasm module")
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("no go on PATH")
 	}

@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/ardea-dev/ardea/internal/testutil"
 )
 
 // ardea build of a Go component runs the same command as the wasm task
@@ -16,6 +18,7 @@ import (
 // the component's functions.
 func TestBuildGoExamples(t *testing.T) {
 	t.Parallel()
+	testutil.StartsProcesses(t, "go build of wasm modules")
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("no go on PATH")
 	}

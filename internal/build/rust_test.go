@@ -24,6 +24,7 @@ import (
 // needs a Rust compiler for wasm.
 func needRust(t *testing.T) {
 	t.Helper()
+	testutil.StartsProcesses(t, "rustc or cargo builds of Rust modules")
 	testutil.NeedToolchain(t, Toolchain(t.Context(), Rust))
 }
 
@@ -221,6 +222,7 @@ func TestBuildRustCrate(t *testing.T) {
 // bytes as wasm-sdk/rust/build.sh.
 func TestBuildRustMatchesBuildScript(t *testing.T) {
 	t.Parallel()
+	testutil.StartsProcesses(t, "rustc builds of an example")
 	env := rustcOnly(t)
 	ctx := context.Background()
 	rustc, _ := env.plainRustc(ctx, ".")
@@ -309,6 +311,7 @@ func TestBuildRustcOnlyRefusesDependencies(t *testing.T) {
 // TestBuildRustErrors: a bin crate and a compile error are reported.
 func TestBuildRustErrors(t *testing.T) {
 	t.Parallel()
+	testutil.StartsProcesses(t, "rustc builds of broken crates")
 	env := rustcOnly(t)
 	bin := filepath.Join(t.TempDir(), "bin")
 	writeCrate(t, bin, "[package]\nname = \"bin\"\n", "")

@@ -122,9 +122,7 @@ func hogModule(t *testing.T) string {
 // TestFaultMatrix runs the schedule, one subtest per row, and prints the
 // matrix.
 func TestFaultMatrix(t *testing.T) {
-	if testing.Short() {
-		t.Skip("the fault matrix runs daemons and host processes and kills them")
-	}
+	testutil.StartsProcesses(t, "the chaos matrix: daemons and host processes, killed")
 	long := os.Getenv("ARDEA_CHAOS_LONG") == "1"
 	seed := uint64(20)
 	if s := os.Getenv("ARDEA_CHAOS_SEED"); s != "" {

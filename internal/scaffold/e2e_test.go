@@ -3,6 +3,7 @@ package scaffold_test
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -30,11 +31,16 @@ func TestMain(m *testing.M) {
 	// The `ardea local` of swapLive saves its admin token as a CLI
 	// context: in a config dir of the run's own, not the user's.
 	testutil.IsolateUserConfig(dir)
-	cmd := exec.Command("go", "build", "-o", ardeaBin, "./cmd/ardea")
-	cmd.Dir = testutil.RepoPath("")
-	cmd.Stderr = os.Stderr
-	if err := cmd.Run(); err != nil {
-		panic(fmt.Sprintf("building ardea: %v", err))
+	// Only the end-to-end tests run the CLI, and the fast tier (-short)
+	// skips them: it does not build it either.
+	flag.Parse()
+	if !testing.Short() {
+		cmd := exec.Command("go", "build", "-o", ardeaBin, "./cmd/ardea")
+		cmd.Dir = testutil.RepoPath("")
+		cmd.Stderr = os.Stderr
+		if err := cmd.Run(); err != nil {
+			panic(fmt.Sprintf("building ardea: %v", err))
+		}
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
@@ -96,6 +102,7 @@ func sh(t *testing.T, dir, line string) string {
 // (checking what the topology wrote) -> the live path against a real
 // daemon: ardea submit, ardea swap, ardea kill (live).
 func TestNewProjectEndToEnd(t *testing.T) {
+	testutil.StartsProcesses(t, "the CLI, each language's toolchain (go, cargo, make and cc, npm and asc) and ardea local with its host processes")
 	bolt := []string{"ARDEA RUNS WEBASSEMBLY", "DONE", "HELLO WORLD", "ONE BOLT", "TWO BOLTS"}
 	var spout []string
 	for i := 1; i <= 10; i++ {
@@ -289,6 +296,7 @@ func shEnv(t *testing.T, dir, line string, env ...string) string {
 // newcomer's): `npm install --offline` failed there with ENOTCACHED. The
 // compiler is downloaded once, so without a network the test skips.
 func TestAssemblyScriptEmptyNPMCache(t *testing.T) {
+	testutil.StartsProcesses(t, "npm and the AssemblyScript compiler")
 	testutil.NeedToolchain(t, toolchain(t.Context(), build.AssemblyScript))
 	dir := filepath.Join(t.TempDir(), "my-bolt")
 	if _, err := scaffold.New(scaffold.Options{Kind: scaffold.Bolt, Name: "my-bolt", Lang: build.AssemblyScript, Dir: dir}); err != nil {

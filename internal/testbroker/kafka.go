@@ -3,6 +3,7 @@
 package testbroker
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/ardea-dev/ardea/internal/testbroker/brokerproc"
+	"github.com/ardea-dev/ardea/internal/testutil"
 )
 
 var kafkaShared struct {
@@ -35,6 +37,7 @@ func Kafka(t testing.TB) string {
 	if v := os.Getenv("ARDEA_KAFKA_BROKERS"); v != "" {
 		return v
 	}
+	testutil.StartsProcesses(t, "a Kafka broker (set ARDEA_KAFKA_BROKERS to use a running one)")
 	script := brokerScript(t, "kafka")
 	needJava(t, "Kafka", "ARDEA_KAFKA_BROKERS", filepath.Join(brokerproc.CacheDir(), "kafka-4.1.1", "libs"))
 	kafkaShared.once.Do(func() {
@@ -89,9 +92,18 @@ func needJava(t testing.TB, what, env, libs string) {
 
 // KafkaAvailable reports whether Kafka(t) can give a broker (or must:
 // ARDEA_REQUIRE_TOOLCHAINS=1), for suites that add a real-broker case
-// only where one can run.
+// only where one can run. The fast tier (-short) starts none: there it
+// reports only an ARDEA_KAFKA_BROKERS one. Called before the test flags
+// are parsed (from a package's init) it cannot know -short; Kafka(t)
+// then skips the case.
 func KafkaAvailable() bool {
-	if os.Getenv("ARDEA_KAFKA_BROKERS") != "" || os.Getenv("ARDEA_REQUIRE_TOOLCHAINS") == "1" {
+	if os.Getenv("ARDEA_KAFKA_BROKERS") != "" {
+		return true
+	}
+	if flag.Parsed() && testing.Short() {
+		return false
+	}
+	if os.Getenv("ARDEA_REQUIRE_TOOLCHAINS") == "1" {
 		return true
 	}
 	for _, tool := range []string{"bash", "java"} {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ardea-dev/ardea/internal/testbroker/brokerproc"
+	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -20,9 +21,7 @@ import (
 // TestKafka: the real broker takes idempotent and transactional producers
 // and a read_committed consumer group sees both.
 func TestKafka(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a Kafka broker")
-	}
+	testutil.StartsProcesses(t, "a Kafka broker")
 	seeds := kgo.SeedBrokers(strings.Split(Kafka(t), ",")...) // ARDEA_KAFKA_BROKERS may list several
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -77,9 +76,7 @@ func TestKafka(t *testing.T) {
 // TestKafka on a busy machine) costs a retry on fresh ports, not the test.
 // The first pick here is a port this test holds.
 func TestKafkaPortTaken(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a Kafka broker")
-	}
+	testutil.StartsProcesses(t, "a Kafka broker")
 	if os.Getenv("ARDEA_KAFKA_BROKERS") != "" {
 		t.Skip("ARDEA_KAFKA_BROKERS: no broker is started here")
 	}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/ardea-dev/ardea/internal/testbroker/brokerproc"
+	"github.com/ardea-dev/ardea/internal/testutil"
 )
 
 // Bounds for Pulsar. The jar fetch (~240 MB from the Maven repository, once
@@ -51,6 +52,7 @@ func Pulsar(t testing.TB) string {
 	if u := os.Getenv("ARDEA_PULSAR_URL"); u != "" {
 		return u
 	}
+	testutil.StartsProcesses(t, "a Pulsar broker (set ARDEA_PULSAR_URL to use a running one)")
 	script := pulsarScript(t)
 	pulsarNeedTools(t)
 

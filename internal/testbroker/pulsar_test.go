@@ -10,15 +10,14 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsar"
 	pulsarlog "github.com/apache/pulsar-client-go/pulsar/log"
+	"github.com/ardea-dev/ardea/internal/testutil"
 )
 
 // TestPulsar starts a real Pulsar standalone (or uses ARDEA_PULSAR_URL),
 // produces 50 messages, consumes them on a Shared subscription with acks,
 // and checks that a negatively acknowledged message is redelivered.
 func TestPulsar(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a JVM broker; skipped with -short")
-	}
+	testutil.StartsProcesses(t, "a Pulsar broker (a JVM)")
 	url := Pulsar(t)
 
 	client, err := pulsar.NewClient(pulsar.ClientOptions{

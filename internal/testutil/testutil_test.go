@@ -72,3 +72,14 @@ func TestGolden(t *testing.T) {
 		t.Fatalf("missing golden file: %q", msg)
 	}
 }
+
+func TestStartsProcessesSkipsOnlyUnderShort(t *testing.T) {
+	ran := false
+	t.Run("inner", func(t *testing.T) {
+		StartsProcesses(t, "nothing")
+		ran = true
+	})
+	if ran == testing.Short() {
+		t.Errorf("under -short=%v the test went on: %v", testing.Short(), ran)
+	}
+}

@@ -41,6 +41,16 @@ type liveTopology struct {
 	tune       func(*Options)
 }
 
+// compileCache is the CacheDir of the package's runtimes: each module
+// (the Go word count's split and count, a Go module compiling for seconds,
+// far longer under -race) is compiled once for the package, where a
+// runtime of each test compiled it again.
+var compileCache string
+
+func TestMain(m *testing.M) {
+	testutil.MainWithDir(m, "ardea-container-test-", func(d string) { compileCache = d })
+}
+
 func startLive(t *testing.T, top *ardea.Topology, containers int) *liveTopology {
 	t.Helper()
 	return startLiveWith(t, top, containers, nil)
@@ -54,7 +64,7 @@ func startLiveWith(t *testing.T, top *ardea.Topology, containers int, tune func(
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := host.NewRuntime(ctx, host.Config{})
+	rt, err := host.NewRuntime(ctx, host.Config{CacheDir: compileCache})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ardea-dev/ardea/internal/audit"
 	"github.com/ardea-dev/ardea/internal/auth"
+	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/daemon"
 )
@@ -21,6 +22,7 @@ import (
 // path cut; the refusals past the burst are summarized, not recorded one
 // by one, and the summary counts them all.
 func TestAuditFloodKeepsAuthenticatedRecords(t *testing.T) {
+	testutil.StartsProcesses(t, "ardea host processes")
 	const (
 		flood = 40
 		burst = 5

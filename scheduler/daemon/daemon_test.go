@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/ardea-dev/ardea/examples/wordcount"
+	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/internal/testutil/wordcounttest"
 	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/daemon"
@@ -109,6 +110,7 @@ func waitState(t *testing.T, c *api.Client, name string, want api.State) api.Sta
 // TestFiniteWordCountThroughDaemon submits the word count deactivated,
 // activates it, waits for FINISHED and checks every count.
 func TestFiniteWordCountThroughDaemon(t *testing.T) {
+	testutil.StartsProcesses(t, "ardea host processes")
 	_, c := startDaemon(t)
 	dir := t.TempDir()
 	var lines []string

@@ -179,9 +179,7 @@ func TestHostProcessHardening(t *testing.T) {
 // FAILED; its hosts' creds files are then gone and a saved copy of the
 // credential is refused at CONNECT (revoked at FAILED, not only at kill).
 func TestHostCredsRevokedAtFailed(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs ardea host processes")
-	}
+	testutil.StartsProcesses(t, "ardea host processes")
 	const top = "dies"
 	ctx := context.Background()
 	data := t.TempDir()

@@ -105,9 +105,7 @@ bolts:
 	// Another tenant may not name acme's buckets: it has none.
 	_, err := rival.Submit(ctx, api.SubmitRequest{Name: "copy", Spec: spec})
 	refused("rival's topology naming acme's bucket", err, http.StatusBadRequest, "component source: tenant rival has no KV bucket in: create it first")
-	if testing.Short() {
-		t.Skip("runs ardea host processes")
-	}
+	testutil.StartsProcesses(t, "ardea host processes")
 	if _, err := acme.Submit(ctx, api.SubmitRequest{Name: "copy", Spec: spec}); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/sinks"
 	"github.com/ardea-dev/ardea/ui"
 )
@@ -71,6 +72,7 @@ func component(lt *ui.LiveTopology, name string) *ui.LiveComponent {
 // TestLiveEvents checks the UI's event stream against a running word
 // count, and that the daemon serves the UI itself.
 func TestLiveEvents(t *testing.T) {
+	testutil.StartsProcesses(t, "ardea host processes")
 	d, c := startMetricsDaemon(t, &sinks.Config{Interval: sinks.Duration(200 * time.Millisecond)})
 	submitEndless(t, c, "wc", filepath.Join(t.TempDir(), "counts.tsv"))
 	s := events(t, d.URL()+"/api/v1/events?topology=wc&period=200", func(s ui.Snapshot) bool {

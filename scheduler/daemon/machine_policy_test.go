@@ -67,6 +67,7 @@ func poisonSpec(t *testing.T, name, in, out string, topSet, upperSet map[string]
 // refused too unless allowed. Every submit's and apply's audit record
 // names the spec's digest and what it reaches.
 func TestTenantMachinePolicy(t *testing.T) {
+	testutil.StartsProcesses(t, "ardea host processes")
 	dir := t.TempDir()
 	allowed := filepath.Join(dir, "allowed")
 	if err := os.Mkdir(allowed, 0o700); err != nil {
@@ -221,6 +222,7 @@ func TestTenantMachinePolicy(t *testing.T) {
 // component and the field, and the topology fails without reading the
 // file.
 func TestHostRefusesMachineSettings(t *testing.T) {
+	testutil.StartsProcesses(t, "ardea host processes")
 	dir := t.TempDir()
 	allowed := filepath.Join(dir, "allowed")
 	if err := os.Mkdir(allowed, 0o700); err != nil {

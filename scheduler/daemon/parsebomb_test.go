@@ -12,6 +12,7 @@ import (
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/internal/auth"
 	"github.com/ardea-dev/ardea/internal/httpsec"
+	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/internal/testutil/yamlbomb"
 	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/daemon"
@@ -22,6 +23,7 @@ import (
 // ardea.MaxSpecBytes is refused with 413 naming the limit before it is
 // parsed, for submit and apply alike.
 func TestSubmitBoundsSpec(t *testing.T) {
+	testutil.StartsProcesses(t, "ardea host processes")
 	d := startDaemonWith(t, daemon.Options{})
 	acme := newToken(t, d, "acme", auth.ScopeDeploy)
 

@@ -148,6 +148,7 @@ func helpMatchesDocs(t *testing.T, body string) {
 // leaves acme's series (acme's wc has finished: no batch of it comes
 // again to restore them).
 func TestMetricsPerTenant(t *testing.T) {
+	testutil.StartsProcesses(t, "ardea host processes")
 	d := startDaemonWith(t, daemon.Options{Metrics: &sinks.Config{Interval: sinks.Duration(200 * time.Millisecond)}})
 	tokA := newToken(t, d, "acme", auth.ScopeMetrics)
 	tokB := newToken(t, d, "globex", auth.ScopeMetrics)
@@ -223,6 +224,7 @@ func TestMetricsPerTenant(t *testing.T) {
 // registered second is refused, reported as an exception of its component,
 // and only the other is exported.
 func TestUserMetricKindConflict(t *testing.T) {
+	testutil.StartsProcesses(t, "ardea host processes")
 	d := startDaemonWith(t, daemon.Options{Metrics: &sinks.Config{Interval: sinks.Duration(200 * time.Millisecond)}})
 	ctx := context.Background()
 	if err := d.Submit(ctx, metricBolts(t, "kinds", 0, map[string][2]string{"a": {"counter", "x"}, "b": {"gauge", "x"}})); err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/ardea-dev/ardea/internal/auth"
 	"github.com/ardea-dev/ardea/internal/deployment"
 	"github.com/ardea-dev/ardea/internal/quota"
+	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/daemon"
 )
@@ -90,6 +91,7 @@ func storedModules(t *testing.T, d *daemon.Daemon, tenant string) (int, int64) {
 // naming the quota, its limit and what it asked; nothing changed and the
 // refused apply's and swap's modules are not left in the store.
 func TestQuotaAdmitsEveryPath(t *testing.T) {
+	testutil.StartsProcesses(t, "ardea host processes")
 	d := startDaemonWith(t, daemon.Options{})
 	ctx := context.Background()
 	c := d.Client()
@@ -161,6 +163,7 @@ func TestQuotaAdmitsEveryPath(t *testing.T) {
 // policy, by a quota and for their name store none of their modules: the
 // tenant's store holds what it held before, to the byte.
 func TestRefusedSubmitStoresNothing(t *testing.T) {
+	testutil.StartsProcesses(t, "ardea host processes")
 	d := startDaemonWith(t, daemon.Options{})
 	ctx := context.Background()
 	c := d.Client()
@@ -218,6 +221,7 @@ func TestRefusedSubmitStoresNothing(t *testing.T) {
 // not resume: it is FAILED, and its status names the quota and says what
 // to do. The default tenant's topology resumes.
 func TestResumeOverQuota(t *testing.T) {
+	testutil.StartsProcesses(t, "ardea host processes")
 	data := t.TempDir()
 	start := func(q *quota.Config) *daemon.Daemon {
 		d, err := daemon.Start(context.Background(), daemon.Options{

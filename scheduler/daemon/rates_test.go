@@ -48,6 +48,7 @@ func hostRate(ctx context.Context, d *daemon.Daemon, topology string, container 
 // quota reaches the running host; a host process restarted with the share
 // it was first started with is told the current one again.
 func TestTenantRateShares(t *testing.T) {
+	testutil.StartsProcesses(t, "ardea host processes")
 	d, _ := startDaemon(t)
 	ctx := context.Background()
 	admin := d.Client()

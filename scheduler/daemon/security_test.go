@@ -21,6 +21,7 @@ import (
 	"github.com/ardea-dev/ardea/internal/audit"
 	"github.com/ardea-dev/ardea/internal/auth"
 	"github.com/ardea-dev/ardea/internal/natsauth"
+	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/daemon"
 )
@@ -73,6 +74,7 @@ func call(t *testing.T, d *daemon.Daemon, method, path, token string, body any, 
 // are refused; a submit over a quota is refused naming it; NATS refuses a
 // client without credentials at CONNECT.
 func TestAPISecurity(t *testing.T) {
+	testutil.StartsProcesses(t, "ardea host processes")
 	d, _ := startDaemon(t)
 	acme := newToken(t, d, "acme", auth.ScopeDeploy)
 	globex := newToken(t, d, "globex", auth.ScopeDeploy)
@@ -235,6 +237,7 @@ func submitPausedErr(c *api.Client, name string) error {
 // dropped and refused again, and a tenant made again under the name starts
 // empty.
 func TestTenantDeleteRemovesAccount(t *testing.T) {
+	testutil.StartsProcesses(t, "ardea host processes")
 	data := t.TempDir()
 	d, err := daemon.Start(context.Background(), daemon.Options{
 		DataDir: data, Listen: "127.0.0.1:0", HostPath: ardeaBin,

@@ -52,6 +52,7 @@ func lines(path string) int {
 // other tenant is not found, exactly like a missing one); after a daemon
 // restart both resume in their own tenant.
 func TestTenantSpaces(t *testing.T) {
+	testutil.StartsProcesses(t, "ardea host processes")
 	dir := t.TempDir()
 	start := func() *daemon.Daemon {
 		d, err := daemon.Start(context.Background(), daemon.Options{

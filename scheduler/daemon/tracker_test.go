@@ -72,6 +72,7 @@ func getJSON(t *testing.T, base, path string, wantStatus int, out any) {
 // TestTrackerAPI runs the word count under a daemon whose containers
 // collect every 200 ms, and asks every tracker path, good and bad.
 func TestTrackerAPI(t *testing.T) {
+	testutil.StartsProcesses(t, "ardea host processes")
 	metricsFile := filepath.Join(t.TempDir(), "metrics.jsonl")
 	d, c := startMetricsDaemon(t, &sinks.Config{Interval: sinks.Duration(200 * time.Millisecond),
 		Sinks: map[string]map[string]string{"file": {"path": metricsFile}}})
@@ -277,6 +278,7 @@ func TestTrackerAPI(t *testing.T) {
 // tuple's exception reaches the tracker with its instance and a count,
 // deduplicated.
 func TestTrackerExceptions(t *testing.T) {
+	testutil.StartsProcesses(t, "ardea host processes")
 	d, c := startMetricsDaemon(t, &sinks.Config{Interval: sinks.Duration(200 * time.Millisecond)})
 	probe, err := os.ReadFile("../../wasm-sdk/go/testdata/probe_bolt.wasm")
 	if err != nil {

@@ -37,6 +37,7 @@ import (
 	"github.com/ardea-dev/ardea/host"
 	"github.com/ardea-dev/ardea/internal/build"
 	"github.com/ardea-dev/ardea/internal/scaffold"
+	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/internal/tuple"
 	csdk "github.com/ardea-dev/ardea/wasm-sdk/c"
 )
@@ -46,21 +47,15 @@ const vectorDir = "../testdata"
 var tmpDir string
 
 func TestMain(m *testing.M) {
-	d, err := os.MkdirTemp("", "ardea-csdk-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	tmpDir = d
-	code := m.Run()
-	_ = os.RemoveAll(d)
-	os.Exit(code)
+	testutil.MainWithDir(m, "ardea-csdk-test-", func(d string) { tmpDir = d })
 }
 
 // needTool returns the first of names on PATH, or skips (fails with
-// ARDEA_REQUIRE_TOOLCHAINS=1).
+// ARDEA_REQUIRE_TOOLCHAINS=1). The fast tier (-short) skips every test
+// that runs one.
 func needTool(t testing.TB, what, install string, names ...string) string {
 	t.Helper()
+	testutil.StartsProcesses(t, what)
 	for _, n := range names {
 		if p, err := exec.LookPath(n); err == nil {
 			return p

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/host"
+	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/internal/tuple"
 )
 
@@ -186,15 +187,7 @@ type rig struct {
 var cacheDir string
 
 func TestMain(m *testing.M) {
-	d, err := os.MkdirTemp("", "ardea-conformance-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	cacheDir = d
-	code := m.Run()
-	_ = os.RemoveAll(d)
-	os.Exit(code)
+	testutil.MainWithDir(m, "ardea-conformance-", func(d string) { cacheDir = d })
 }
 
 func newRig(t *testing.T) *rig {

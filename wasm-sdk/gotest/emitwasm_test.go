@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/ardea-dev/ardea/internal/tuple"
@@ -24,6 +23,7 @@ import (
 // and batches large enough that the output buffer fills and is flushed
 // in the middle of a call.
 func TestEmitWasm(t *testing.T) {
+	t.Parallel()
 	g, host := emitcheck(t, "emit")
 
 	var words []string
@@ -88,6 +88,7 @@ func TestEmitWasm(t *testing.T) {
 // leave the WebAssembly fast path for the general checks, which fail the
 // call with a message naming the stream and field, and emit nothing.
 func TestEmitWasmBadValues(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ word, want string }{
 		{"count", `emit on stream "default": 1 values for 2 declared fields`},
 		{"type", `field 1 (b): unsupported type struct {}`},
@@ -136,6 +137,7 @@ func appendEmitOp(b []byte, anchors []uint64, values []byte) []byte {
 // so that keys are found cached, first changed in a batch, and changed
 // again. The host's state must end with the same counts.
 func TestStateWasm(t *testing.T) {
+	t.Parallel()
 	g, host := emitcheck(t, "state")
 	host.state["preset"] = binary.LittleEndian.AppendUint64(nil, 1000) // from before a restart
 
@@ -206,7 +208,7 @@ func TestStateWasm(t *testing.T) {
 // string input field and two output fields, in the given mode.
 func emitcheck(t *testing.T, mode string) (*guest, *miniHost) {
 	ctx := context.Background()
-	rt := wazero.NewRuntime(ctx)
+	rt := newRuntime(ctx)
 	t.Cleanup(func() { rt.Close(ctx) })
 	wasi_snapshot_preview1.MustInstantiate(ctx, rt)
 	host := &miniHost{state: map[string][]byte{}}

@@ -214,8 +214,9 @@ func load(t *testing.T, ctx context.Context, rt wazero.Runtime, path string) *gu
 }
 
 func TestWordCountModules(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	rt := wazero.NewRuntime(ctx)
+	rt := newRuntime(ctx)
 	defer rt.Close(ctx)
 	wasi_snapshot_preview1.MustInstantiate(ctx, rt)
 	host := &miniHost{state: map[string][]byte{}}
@@ -313,8 +314,9 @@ func TestWordCountModules(t *testing.T) {
 // "panic: <value> at <file>:<line> (<function>)" naming the component's
 // frame (runtime.Callers works in a Go guest), the call returning < 0.
 func TestCursorAndPanicInWasm(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	rt := wazero.NewRuntime(ctx)
+	rt := newRuntime(ctx)
 	defer rt.Close(ctx)
 	wasi_snapshot_preview1.MustInstantiate(ctx, rt)
 	host := &miniHost{state: map[string][]byte{}}
@@ -371,8 +373,9 @@ func TestCursorAndPanicInWasm(t *testing.T) {
 // ardea_manifest (u32 length, then JSON), as ardea build does: what they
 // declared at registration, with the SDK's language and version.
 func TestManifestExport(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	rt := wazero.NewRuntime(ctx)
+	rt := newRuntime(ctx)
 	defer rt.Close(ctx)
 	wasi_snapshot_preview1.MustInstantiate(ctx, rt)
 	host := &miniHost{state: map[string][]byte{}}
@@ -395,4 +398,16 @@ func TestManifestExport(t *testing.T) {
 		}
 		g.m.Close(ctx)
 	}
+}
+
+// compileCache is shared by the package's runtimes: each committed module
+// is compiled once for the whole package, where a cache per runtime
+// compiled split.wasm, count.wasm and emitcheck.wasm again in each test
+// (a Go module takes seconds, many more under -race). The tests run in
+// parallel: each has its own runtime and host, and the cache is safe for
+// concurrent use.
+var compileCache = wazero.NewCompilationCache()
+
+func newRuntime(ctx context.Context) wazero.Runtime {
+	return wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCompilationCache(compileCache))
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/ardea-dev/ardea/host"
 	"github.com/ardea-dev/ardea/internal/build"
 	"github.com/ardea-dev/ardea/internal/scaffold"
+	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/internal/testutil/wasmguest"
 	"github.com/ardea-dev/ardea/internal/tuple"
 	rustsdk "github.com/ardea-dev/ardea/wasm-sdk/rust"
@@ -48,6 +49,7 @@ func missing(t *testing.T, format string, args ...any) {
 // (rustup's, say) and Debian's.
 func compilers(t *testing.T) []string {
 	t.Helper()
+	testutil.StartsProcesses(t, "rustc builds of the SDK and its tests")
 	var out []string
 	seen := map[string]bool{}
 	for _, c := range []string{"rustc", debianRustc} {
@@ -83,6 +85,7 @@ func compilers(t *testing.T) []string {
 // no cargo).
 func needCargo(t *testing.T) string {
 	t.Helper()
+	testutil.StartsProcesses(t, "cargo")
 	cargo, err := exec.LookPath("cargo")
 	if err == nil {
 		return cargo
@@ -169,6 +172,7 @@ var committed = map[string]string{
 // bytes depend on the compiler, so it needs the one they were built with.
 func TestCommittedModulesAreFresh(t *testing.T) {
 	t.Parallel()
+	testutil.StartsProcesses(t, "build.sh: rustc builds of every committed module")
 	if _, err := os.Stat(debianRustc); err != nil {
 		missing(t, "%s not found (apt-get install rustc libstd-rust-dev-wasm32)", debianRustc)
 	}

@@ -805,3 +805,71 @@ func TestTMDeathInterruptsARequest(t *testing.T) {
 	h.tm.Exited(1, errHostKilled)
 	h.until("rolled back", func(v *View) bool { return v.mode == api.ModeRunning && v.ckpt.Rollbacks == 1 })
 }
+
+// TestTMSwapWhilePaused: a swap of a paused topology runs in the swapping
+// mode and returns to paused, not running: the spouts stay deactivated.
+func TestTMSwapWhilePaused(t *testing.T) {
+	h := newTMHarness(t, wordCountTopology(t, "swp", 2, nil))
+	h.until("both containers run", func(v *View) bool { return len(h.rt.running()) == 2 })
+	if err := h.tm.SetActive(t.Context(), false); err != nil {
+		t.Fatal(err)
+	}
+	done := h.swap(swapOrderFor("split", "v2"))
+	var err error
+	h.until("the swap ends", func(*View) bool {
+		select {
+		case err = <-done:
+			return true
+		default:
+			return false
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := h.tm.view.Load()
+	if v.state != api.StatePaused || v.doc.Active {
+		t.Errorf("after the swap: state %s, plan active %v; want still paused", v.state, v.doc.Active)
+	}
+	if h.hosts.called("commit") != 1 || h.hosts.called("activate") != 0 {
+		t.Errorf("calls %v: want one commit and no activate", h.hosts.calls)
+	}
+	if want := []string{"new>running", "running>paused", "paused>swapping", "swapping>paused"}; !slices.Equal(h.modes(), want) {
+		t.Errorf("modes %v, want %v", h.modes(), want)
+	}
+}
+
+// TestTMKillDuringSwitch: a kill that comes while a live switch prepares
+// ends the switch with the kill's reason, stops every container, ends
+// KILLED and removes the topology's records.
+func TestTMKillDuringSwitch(t *testing.T) {
+	h := newTMHarness(t, wordCountTopology(t, "ksw", 2, nil))
+	h.until("both containers run", func(v *View) bool { return len(h.rt.running()) == 2 })
+	base := h.tm.view.Load()
+	killed := make(chan error, 1)
+	h.hosts.on("prepare", func() {
+		go func() { killed <- h.tm.Kill(context.Background(), false) }()
+	})
+	top := base.top.Clone()
+	top.Component("split").Parallelism = 4
+	_, err := h.tm.call(t.Context(), opRescale, rescaleRequest{parallelism: map[string]int{"split": 4}, top: top, base: base.top})
+	if err == nil || !strings.Contains(err.Error(), errKilled.Error()) {
+		t.Errorf("update: %v, want it ended by the kill", err)
+	}
+	if err := <-killed; err != nil {
+		t.Fatal(err)
+	}
+	if got := h.rt.running(); len(got) != 0 {
+		t.Errorf("containers %v still run", got)
+	}
+	if want := []string{"new>running", "running>switching", "switching>killed"}; !slices.Equal(h.modes(), want) {
+		t.Errorf("modes %v, want %v", h.modes(), want)
+	}
+	if v := h.tm.view.Load(); v.state != api.StateKilled {
+		t.Errorf("state %s, want KILLED", v.state)
+	}
+	// A kill without keep removes the topology's records.
+	if _, err := h.store.GetState(t.Context(), "ksw"); !errors.Is(err, statemgr.ErrNotFound) {
+		t.Errorf("stored state after the kill: %v, want not found", err)
+	}
+}

@@ -677,25 +677,33 @@ func TestTMFailsDuringSwap(t *testing.T) {
 func TestTMKillDuringReplan(t *testing.T) {
 	h := newTMHarness(t, wordCountTopology(t, "kr", 2, eoConfig))
 	h.until("a global checkpoint", func(v *View) bool { return v.ckpt != nil && v.ckpt.Global > 0 })
+	h.killDuringRescale("deactivate", 3)
+	if want := []string{"new>running", "running>replanning", "replanning>killed"}; !slices.Equal(h.modes(), want) {
+		t.Errorf("modes %v, want %v", h.modes(), want)
+	}
+}
+
+// killDuringRescale rescales split to n and kills the topology when the
+// hosts get the command hook: the rescale ends with the kill's reason and
+// no container runs.
+func (h *tmHarness) killDuringRescale(hook string, n int) {
+	h.t.Helper()
 	base := h.tm.view.Load()
 	killed := make(chan error, 1)
-	h.hosts.on("deactivate", func() {
+	h.hosts.on(hook, func() {
 		go func() { killed <- h.tm.Kill(context.Background(), false) }()
 	})
 	top := base.top.Clone()
-	top.Component("split").Parallelism = 3
-	_, err := h.tm.call(t.Context(), opRescale, rescaleRequest{parallelism: map[string]int{"split": 3}, top: top, base: base.top})
+	top.Component("split").Parallelism = n
+	_, err := h.tm.call(h.t.Context(), opRescale, rescaleRequest{parallelism: map[string]int{"split": n}, top: top, base: base.top})
 	if err == nil || !strings.Contains(err.Error(), errKilled.Error()) {
-		t.Errorf("update: %v, want it ended by the kill", err)
+		h.t.Errorf("update: %v, want it ended by the kill", err)
 	}
 	if err := <-killed; err != nil {
-		t.Fatal(err)
+		h.t.Fatal(err)
 	}
 	if got := h.rt.running(); len(got) != 0 {
-		t.Errorf("containers %v still run", got)
-	}
-	if want := []string{"new>running", "running>replanning", "replanning>killed"}; !slices.Equal(h.modes(), want) {
-		t.Errorf("modes %v, want %v", h.modes(), want)
+		h.t.Errorf("containers %v still run", got)
 	}
 }
 
@@ -845,23 +853,7 @@ func TestTMSwapWhilePaused(t *testing.T) {
 func TestTMKillDuringSwitch(t *testing.T) {
 	h := newTMHarness(t, wordCountTopology(t, "ksw", 2, nil))
 	h.until("both containers run", func(v *View) bool { return len(h.rt.running()) == 2 })
-	base := h.tm.view.Load()
-	killed := make(chan error, 1)
-	h.hosts.on("prepare", func() {
-		go func() { killed <- h.tm.Kill(context.Background(), false) }()
-	})
-	top := base.top.Clone()
-	top.Component("split").Parallelism = 4
-	_, err := h.tm.call(t.Context(), opRescale, rescaleRequest{parallelism: map[string]int{"split": 4}, top: top, base: base.top})
-	if err == nil || !strings.Contains(err.Error(), errKilled.Error()) {
-		t.Errorf("update: %v, want it ended by the kill", err)
-	}
-	if err := <-killed; err != nil {
-		t.Fatal(err)
-	}
-	if got := h.rt.running(); len(got) != 0 {
-		t.Errorf("containers %v still run", got)
-	}
+	h.killDuringRescale("prepare", 4)
 	if want := []string{"new>running", "running>switching", "switching>killed"}; !slices.Equal(h.modes(), want) {
 		t.Errorf("modes %v, want %v", h.modes(), want)
 	}

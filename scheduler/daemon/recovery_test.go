@@ -2,6 +2,7 @@ package daemon_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -42,11 +43,22 @@ func TestEffectivelyOnceKillDuringRollback(t *testing.T) {
 	}
 	// The second kill lands while the first rollback waits for the
 	// restarted container.
+	// The status names the process the TM last knew: the rollback may
+	// have replaced it since (ESRCH), so the kill goes to the container's
+	// current process, read again, until one is killed.
 	testutil.Eventually(t, "the rollback to begin", func() bool { return status().Checkpoints.RollingBack })
-	second := status().Containers[1].PID
-	if err := syscall.Kill(second, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
+	var second int
+	testutil.Eventually(t, "container 2's process killed", func() bool {
+		second = status().Containers[1].PID
+		if second <= 0 {
+			return false
+		}
+		err := syscall.Kill(second, syscall.SIGKILL)
+		if err != nil && !errors.Is(err, syscall.ESRCH) {
+			t.Fatal(err)
+		}
+		return err == nil
+	})
 	st := waitState(t, c, "eok", api.StateFinished)
 	if err := keyed.CheckExact(out, keys, perKey); err != nil {
 		t.Fatal(err)

@@ -108,16 +108,32 @@ func killContainer(t *testing.T, st api.Status, c int) int {
 // the topology back at once, to a checkpoint taken before the kill; the
 // swap reports that it failed (exit non-zero, history), and the output is
 // exactly a fault-free run's.
+//
+// The swap waits for its checkpoint by construction: container 2 is
+// stopped (SIGSTOP, with topology.heartbeat.missed high enough that the TM
+// does not declare it lost), and the test starts the swap only after a
+// checkpoint begun while it was stopped has been abandoned, so no
+// checkpoint can become global until the test kills it.
 func TestClusterEffectivelyOnceKillAtSwapStart(t *testing.T) {
 	testutil.StartsProcesses(t, "ardea host processes")
 	const keys, perKey = 400, 500
 	d := startDaemon(t, t.TempDir())
-	// Checkpoints every 4 s: the swap waits up to that long for its
-	// checkpoint, the moment this test kills a container in. The input
-	// lasts about 20 s, so the swap begins while it flows even when the
-	// machine is loaded.
-	out := submitKeyed(t, d, "eok", keys, perKey, 10000, "--set", "topology.checkpoint.interval=4s")
+	out := submitKeyed(t, d, "eok", keys, perKey, 10000, "--set", "topology.heartbeat.missed=1000")
 	c := d.client(t)
+	st := d.status(t, "eok")
+	failed0 := st.Checkpoints.Failed
+	pid := st.Containers[1].PID
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatalf("stop container 2 (pid %d): %v", pid, err)
+	}
+	defer syscall.Kill(pid, syscall.SIGCONT)
+	// One checkpoint may be in flight with container 2's part stored; the
+	// coordinator runs one at a time, so once one has been abandoned every
+	// later one needs container 2.
+	testutil.EventuallyWithin(t, 2*time.Minute, "a checkpoint abandoned while container 2 is stopped", func() (bool, string) {
+		st := d.status(t, "eok")
+		return st.Checkpoints.Failed > failed0, string(st.State)
+	})
 	mod := withCustomSection(t, repoPath("examples/keyed/go/seqstate.wasm"))
 	swap := exec.Command(ardeaBin, "--server", d.server, "swap", "eok", "seqstate", mod, "--probation", "2s")
 	var stderr strings.Builder
@@ -127,9 +143,6 @@ func TestClusterEffectivelyOnceKillAtSwapStart(t *testing.T) {
 	}
 	swapDone := make(chan error, 1)
 	go func() { swapDone <- swap.Wait() }()
-	var st api.Status
-	// Polled through the API, not a CLI process per poll: the wait lasts
-	// from nothing to 4 s.
 	testutil.EventuallyWithin(t, time.Minute, "the swap to wait for its checkpoint", func() (bool, string) {
 		var err error
 		if st, err = c.Status(context.Background(), "eok"); err != nil {
@@ -142,6 +155,9 @@ func TestClusterEffectivelyOnceKillAtSwapStart(t *testing.T) {
 		}
 		return strings.Contains(st.Message, "waiting for a fresh global checkpoint"), string(st.State) + " " + st.Message
 	})
+	if st.Containers[1].PID != pid {
+		t.Fatalf("container 2 is process %d, not the stopped %d: it was replaced", st.Containers[1].PID, pid)
+	}
 	killContainer(t, st, 2)
 	err := <-swapDone
 	if err == nil || !strings.Contains(stderr.String(), "container died") {

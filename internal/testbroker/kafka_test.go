@@ -104,8 +104,12 @@ func TestKafkaPortTaken(t *testing.T) {
 	if err != nil {
 		t.Fatalf("StartKafka with port %d taken: %v", heldPort, err)
 	}
-	if picks != 2 || brokers == fmt.Sprintf("127.0.0.1:%d", heldPort) {
-		t.Fatalf("broker %s after %d port picks; want the second pick (the first held port %d)", brokers, picks, heldPort)
+	// The first pick failed on the held port; a later one may fail too
+	// (another process took a fresh port between its pick and the bind,
+	// which is why StartKafka picks again), so the broker is on any pick
+	// after the first.
+	if picks < 2 || brokers == fmt.Sprintf("127.0.0.1:%d", heldPort) {
+		t.Fatalf("broker %s after %d port picks; want a pick after the first (the first held port %d)", brokers, picks, heldPort)
 	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers))
 	if err != nil {

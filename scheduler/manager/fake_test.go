@@ -148,6 +148,9 @@ type fakeHosts struct {
 	// silent makes a checkpoint request wait for an answer that never
 	// comes (a dead container), until its context ends.
 	silent bool
+	// holdIgnored: the hosts go on running under a hold plan (wedged), so
+	// a rollback waits for them to stop.
+	holdIgnored bool
 	// hooks run when a command of that name comes, before it is accepted.
 	hooks map[string]func()
 }
@@ -281,7 +284,7 @@ func (h *fakeHosts) beat() {
 			h.adopted = v.doc.Switch.Epoch
 		}
 		hb.SwitchAdopted = h.adopted
-		if v.doc.Hold != 0 {
+		if v.doc.Hold != 0 && !h.holdIgnored {
 			hb.Held, hb.State = v.doc.Hold, api.HostStopped
 		}
 		if h.finished {
@@ -306,10 +309,18 @@ type tmHarness struct {
 	tm    *Manager
 	rt    *fakeRuntime
 	hosts *fakeHosts
+	// killed has the answer of a kill a script sent without waiting.
+	killed chan error
 }
 
 // newTMHarness submits top (RUNNING) to a TM over fakes.
 func newTMHarness(t *testing.T, top *ardea.Topology) *tmHarness {
+	t.Helper()
+	return newTMHarnessIn(t, top, api.StateRunning)
+}
+
+// newTMHarnessIn submits top to a TM over fakes, started in state.
+func newTMHarnessIn(t *testing.T, top *ardea.Topology, state api.State) *tmHarness {
 	t.Helper()
 	ctx := t.Context()
 	nc := natstest.Connect(t, natstest.Start(t, natstest.Options{JetStream: true}))
@@ -324,7 +335,7 @@ func newTMHarness(t *testing.T, top *ardea.Topology) *tmHarness {
 	rt := newFakeRuntime()
 	dctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	t.Cleanup(cancel)
-	h := &tmHarness{t: t, store: store, rt: rt}
+	h := &tmHarness{t: t, store: store, rt: rt, killed: make(chan error, 1)}
 	cfg := Config{Name: top.Name, Tenant: names.DefaultTenant, Owner: "test-daemon", Log: slog.New(slog.DiscardHandler),
 		Store: store, Conn: nc, Runtime: rt, Exporter: sinks.NewPrometheus(), LockTTL: time.Minute,
 		Checkpoints: func(context.Context) (checkpoint.Store, error) { return ckpts, nil },
@@ -341,10 +352,11 @@ func newTMHarness(t *testing.T, top *ardea.Topology) *tmHarness {
 		t.Fatal(err)
 	}
 	h.tm = New(dctx, cfg)
-	if err := h.tm.Start(ctx, api.StateRunning); err != nil {
+	if err := h.tm.Start(ctx, state); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(h.tm.Stop)
+	t.Cleanup(h.recordTransitions)
 	return h
 }
 

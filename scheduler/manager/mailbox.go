@@ -110,6 +110,15 @@ func (c *command) answer(v any, err error) {
 	c.reply <- cmdResult{v, err} // buffered (1): never blocks
 }
 
+// answerPublished answers c once the loop has published the view that
+// follows (publish): the mode the command leads to, so a client that
+// reads the status after its answer sees the command's effect (a
+// deactivate answered shows PAUSED). The loop publishes after every
+// mode's run and every steady command, so the answer is not delayed.
+func (t *Manager) answerPublished(c *command, v any, err error) {
+	t.replies = append(t.replies, func() { c.answer(v, err) })
+}
+
 // mailbox is the TM's unbounded FIFO of events: push never blocks (a
 // report comes from a NATS callback or a container's own goroutine, which
 // must not wait for the TM), and the loop takes everything queued at

@@ -102,8 +102,11 @@ type Manager struct {
 	// container's death effectively once, the lost lock, the input's end),
 	// taken by the mode running when it returns; nil: none.
 	pending mode
-	// deferred are commands that came during an operation, run after it.
+	// deferred are commands that came during an operation, run after it;
+	// replies are answers owed once the next view is published
+	// (answerPublished).
 	deferred []*command
+	replies  []func()
 	// opCancel cancels the operation in flight with a cause (nil: none);
 	// opCtx is its context. effectCtx is the context of a blocking effect
 	// outside an operation (effect).

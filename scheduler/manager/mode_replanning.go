@@ -44,7 +44,7 @@ func (m *replanningMode) run(t *Manager) mode {
 	err := t.runReplan(ctx, m.req)
 	end()
 	t.message = ""
-	m.cmd.answer(nil, err)
+	t.answerPublished(m.cmd, nil, err)
 	if p := t.takePending(); p != nil {
 		return p
 	}

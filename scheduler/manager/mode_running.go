@@ -63,7 +63,7 @@ func (t *Manager) command(c *command) mode {
 	case opActivate, opDeactivate:
 		on := c.op == opActivate
 		err := t.activate(on)
-		c.answer(nil, err)
+		t.answerPublished(c, nil, err)
 		if err != nil || t.pending != nil {
 			return nil
 		}

@@ -30,13 +30,13 @@ func (m *swappingMode) why() string {
 func (m *swappingMode) run(t *Manager) mode {
 	o := m.cmd.arg.(*swapOrder)
 	if o.res.Status == "unchanged" {
-		m.cmd.answer(o.res, nil)
+		t.answerPublished(m.cmd, o.res, nil)
 		return t.back("swap " + o.comp + ": the module is the one running")
 	}
 	ctx, end := t.beginOp()
 	res, err := t.runSwap(ctx, o)
 	end()
-	m.cmd.answer(res, err)
+	t.answerPublished(m.cmd, res, err)
 	if p := t.takePending(); p != nil {
 		return p
 	}

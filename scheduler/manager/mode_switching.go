@@ -39,7 +39,7 @@ func (m *switchingMode) run(t *Manager) mode {
 	err := t.updateLive(ctx, m.req.top, t.doc, m.plan, m.req.parallelism)
 	t.message = ""
 	end()
-	m.cmd.answer(nil, err)
+	t.answerPublished(m.cmd, nil, err)
 	if p := t.takePending(); p != nil {
 		return p
 	}

@@ -15,20 +15,27 @@ type modeSpec struct {
 	next  []api.Mode
 }
 
-// interrupted are the modes any live mode may be interrupted into.
-var interrupted = []api.Mode{api.ModeRollingBack, api.ModeSteppedDown, api.ModeFinished, api.ModeFailed, api.ModeKilled}
+// interrupted are the modes any live mode may be interrupted into; ended
+// those that end the topology here.
+var (
+	interrupted = append([]api.Mode{api.ModeRollingBack}, ended...)
+	ended       = []api.Mode{api.ModeSteppedDown, api.ModeFinished, api.ModeFailed, api.ModeKilled}
+)
 
 // modes is the TM's state machine, the one source of truth: every mode
 // and the modes it may move to. A terminal mode (finished, failed) moves
-// only to killed, and killed nowhere; a stepped-down TM only ends.
+// only to killed, and killed nowhere; a stepped-down TM only ends. A live
+// switch runs at least once only, so nothing rolls it back; a rollback
+// does not finish (what the hosts report finished may yet be rolled
+// back), and a death during it starts it over in the same mode.
 var modes = map[api.Mode]modeSpec{
 	api.ModeNew:         {next: []api.Mode{api.ModeRunning, api.ModePaused}},
 	api.ModeRunning:     {state: api.StateRunning, next: append([]api.Mode{api.ModePaused, api.ModeSwapping, api.ModeSwitching, api.ModeReplanning}, interrupted...)},
 	api.ModePaused:      {state: api.StatePaused, next: append([]api.Mode{api.ModeRunning, api.ModeSwapping, api.ModeSwitching, api.ModeReplanning}, interrupted...)},
 	api.ModeSwapping:    {next: append([]api.Mode{api.ModeRunning, api.ModePaused}, interrupted...)},
-	api.ModeSwitching:   {next: append([]api.Mode{api.ModeRunning, api.ModePaused}, interrupted...)},
+	api.ModeSwitching:   {next: append([]api.Mode{api.ModeRunning, api.ModePaused}, ended...)},
 	api.ModeReplanning:  {next: append([]api.Mode{api.ModeRunning, api.ModePaused}, interrupted...)},
-	api.ModeRollingBack: {next: append([]api.Mode{api.ModeRunning, api.ModePaused}, interrupted...)},
+	api.ModeRollingBack: {next: []api.Mode{api.ModeRunning, api.ModePaused, api.ModeSteppedDown, api.ModeFailed, api.ModeKilled}},
 	api.ModeSteppedDown: {},
 	api.ModeFinished:    {state: api.StateFinished, next: []api.Mode{api.ModeKilled}},
 	api.ModeFailed:      {state: api.StateFailed, next: []api.Mode{api.ModeKilled}},

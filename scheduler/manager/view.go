@@ -55,6 +55,10 @@ func (t *Manager) publish() {
 	if old := t.view.Swap(v); old != nil {
 		close(old.next)
 	}
+	for _, r := range t.replies {
+		r()
+	}
+	t.replies = nil
 }
 
 // Containers is the plan's container count (0 before the plan is loaded).

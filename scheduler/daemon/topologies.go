@@ -75,26 +75,10 @@ func (d *Daemon) Submit(ctx context.Context, req api.SubmitRequest) error {
 	if err := d.admit(ctx, sp, "submit", footprint{}, footprint{Top: top, Containers: p.Containers}, storeBytes); err != nil {
 		return err
 	}
-	shas := map[string]string{}
-	var history []api.ModuleVersion
-	for _, c := range top.Components {
-		data, ok := mods[c.Name]
-		if !ok {
-			continue
-		}
-		sha, err := sp.store.PutArtifact(ctx, c.Name+".wasm", data)
-		if err != nil {
-			d.dropModules(ctx, sp, fresh)
-			return fmt.Errorf("component %s: store module: %w", c.Name, err)
-		}
-		d.rememberLanguage(ctx, sha, data)
-		shas[c.Name] = sha
-		source := c.Module
-		if s := req.Sources[c.Name]; s != "" {
-			source = s
-		}
-		history = append(history, api.ModuleVersion{Component: c.Name, Version: sha, Source: source,
-			At: time.Now(), By: req.By, Status: api.VersionActive})
+	shas, history, err := d.putModules(ctx, sp, top, mods, req)
+	if err != nil {
+		d.dropModules(ctx, sp, fresh)
+		return err
 	}
 	if _, err := sp.store.CreateTopology(ctx, statemgr.Topology{
 		Name: req.Name, Spec: spec, Modules: shas, SubmittedAt: time.Now(), SubmittedBy: req.By, History: history,
@@ -124,6 +108,33 @@ func (d *Daemon) Submit(ctx context.Context, req api.SubmitRequest) error {
 		return err
 	}
 	return nil
+}
+
+// putModules stores the modules of a submitted topology top (mods, by
+// component) as artifacts: their versions by component, and each one's
+// first entry in the topology's history.
+func (d *Daemon) putModules(ctx context.Context, sp *space, top *ardea.Topology, mods map[string][]byte, req api.SubmitRequest) (map[string]string, []api.ModuleVersion, error) {
+	shas := map[string]string{}
+	var history []api.ModuleVersion
+	for _, c := range top.Components {
+		data, ok := mods[c.Name]
+		if !ok {
+			continue
+		}
+		sha, err := sp.store.PutArtifact(ctx, c.Name+".wasm", data)
+		if err != nil {
+			return nil, nil, fmt.Errorf("component %s: store module: %w", c.Name, err)
+		}
+		d.rememberLanguage(ctx, sha, data)
+		shas[c.Name] = sha
+		source := c.Module
+		if s := req.Sources[c.Name]; s != "" {
+			source = s
+		}
+		history = append(history, api.ModuleVersion{Component: c.Name, Version: sha, Source: source,
+			At: time.Now(), By: req.By, Status: api.VersionActive})
+	}
+	return shas, history, nil
 }
 
 // ManagerStatus is the status of the caller's running topology name as

@@ -15,6 +15,6 @@
 // the authenticated principal (internal/auth).
 //
 // Errors: the backend's errors carry one of package api's kinds (api.Errorf)
-// or wrap an error the backend classifies (ErrorKind); writeErr maps each
-// kind to its status (errors.go).
+// or wrap an error the backend classifies (ErrorKind); writeErr
+// (handler.go) maps each kind to its status code.
 package httpapi

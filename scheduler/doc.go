@@ -22,9 +22,11 @@
 //     interfaces it needs from the daemon.
 //   - runtime: the container runtimes (processes under the launcher, in
 //     process) and the one definition of a container's id.
+//   - internal/httpapi: the HTTP handlers of the daemon's API (decode,
+//     call, encode) over the narrow backend they declare.
 //   - daemon: `ardea local` (and `ardea run`, in process): the API's
-//     server, tenancy, and the composition root that makes the topology
-//     managers and the container runtime.
+//     backend and composition, tenancy, and the composition root that
+//     makes the topology managers and the container runtime.
 //   - launcher: the process supervisor; statemgr: the state manager;
 //     packing: packing algorithms.
 //

@@ -408,7 +408,7 @@ func TestNewRefusesBadTables(t *testing.T) {
 }
 
 // TestDefaultRoutesCoverTheAPI checks the scope of each of the daemon's
-// and the tracker's routes (scheduler/daemon/api.go, ui/tracker.go).
+// and the tracker's routes (scheduler/internal/httpapi, ui/tracker.go).
 func TestDefaultRoutesCoverTheAPI(t *testing.T) {
 	var got Route
 	rt, err := newRouteTable(DefaultRoutes(), func(r Route) http.Handler {

@@ -47,7 +47,7 @@ const (
 	DefaultMaxUpload = 256 << 20
 )
 
-// DefaultRoutes is the route table of Ardea's API (scheduler/daemon/api.go
+// DefaultRoutes is the route table of Ardea's API (scheduler/internal/httpapi
 // and the tracker in ui/tracker.go) plus the routes issue 23 adds (tickets,
 // whoami, tenants, tokens, quotas, audit). Append to it for new routes; a
 // route the table does not name needs an admin token (the catch-all "/"),
@@ -71,11 +71,11 @@ func DefaultRoutes() []Route {
 		{Pattern: "GET " + t + "/", Scope: auth.ScopeRead}, // logs, history, dlq, the tracker's routes
 		{Pattern: "GET /api/v1/events", Scope: auth.ScopeRead, Ticket: true},
 		{Pattern: "POST /api/v1/tickets", Scope: auth.ScopeRead, Action: audit.ActionTicket},
-		// The tenant's own streams (scheduler/daemon/streams.go).
+		// The tenant's own streams (scheduler/internal/httpapi/streams.go).
 		{Pattern: "GET /api/v1/streams", Scope: auth.ScopeRead},
 		{Pattern: "GET /api/v1/streams/{name}", Scope: auth.ScopeRead},
 		{Pattern: "GET /api/v1/streams/{name}/messages", Scope: auth.ScopeRead},
-		// The tenant's own KV buckets (scheduler/daemon/kv.go).
+		// The tenant's own KV buckets (scheduler/internal/httpapi/kv.go).
 		{Pattern: "GET /api/v1/kv", Scope: auth.ScopeRead},
 		{Pattern: "GET /api/v1/kv/{bucket}", Scope: auth.ScopeRead},
 		{Pattern: "GET /api/v1/kv/{bucket}/keys", Scope: auth.ScopeRead},

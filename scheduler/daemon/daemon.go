@@ -4,6 +4,12 @@
 // topology, and a supervisor that runs each container as its own `ardea
 // host` process and restarts it when it dies.
 //
+// The API's handlers are package scheduler/internal/httpapi (decode, call,
+// encode); the daemon is their backend, its operations exported methods
+// (topologies.go, streams.go, kv.go), and composes their routes with the
+// tracker, /metrics and the admin routes behind the guard and the audit
+// log (api.go: routes, security.go: apiHandler).
+//
 // The topology managers are package scheduler/manager: the daemon makes
 // one per topology (managers.go: newTM) and implements the narrow
 // interfaces a manager declares, each by a small adapter over the daemon
@@ -418,8 +424,8 @@ func (d *Daemon) resumeSpace(ctx context.Context, sp *space) error {
 }
 
 // ErrClosed is returned by an operation that would start a topology once
-// the daemon's Close has begun.
-var ErrClosed = errors.New("local: the daemon is closed")
+// the daemon's Close has begun (of kind api.ErrShuttingDown).
+var ErrClosed = api.Errorf(api.ErrShuttingDown, "local: the daemon is closed")
 
 // enter begins an operation that may register a topology manager (a
 // submit) or uses what Close closes after the managers (the validator's
@@ -577,15 +583,16 @@ func (d *Daemon) getIn(tenant, name string) (*manager.Manager, error) {
 	return t, nil
 }
 
-// API errors, mapped to HTTP status codes.
+// API errors: package api's kinds, which the API maps to HTTP status
+// codes (httpapi).
 var (
 	ErrNotFound   = ui.ErrNotFound
-	ErrExists     = errors.New("already exists")
+	ErrExists     = api.ErrExists
 	ErrBadRequest = ui.ErrBadRequest
 	ErrBadState   = api.ErrBadState
 	// ErrForbidden: the tenant may not do this (403), e.g. a built-in
 	// connector that reaches the machine (builtins_policy.go).
-	ErrForbidden = errors.New("forbidden")
+	ErrForbidden = api.ErrForbidden
 )
 
 // newErr is an error of kind whose text is only its message

@@ -4,17 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/connectors"
-	"github.com/ardea-dev/ardea/internal/audit"
-	"github.com/ardea-dev/ardea/internal/httpsec"
 	"github.com/ardea-dev/ardea/internal/names"
 	"github.com/ardea-dev/ardea/scheduler/api"
 )
@@ -32,19 +28,6 @@ import (
 // api.MaxKVHistory, what clients are told, is JetStream's limit (package
 // api links no NATS): this fails to compile if they differ.
 var _ = [1]struct{}{}[api.MaxKVHistory-jetstream.KeyValueMaxHistory]
-
-func (d *Daemon) kvRoutes(mux *http.ServeMux) {
-	mux.HandleFunc("GET /api/v1/kv", d.handleKVList)
-	mux.HandleFunc("POST /api/v1/kv", d.handleKVCreate)
-	mux.HandleFunc("GET /api/v1/kv/{bucket}", d.handleKVInfo)
-	mux.HandleFunc("DELETE /api/v1/kv/{bucket}", d.handleKVDelete)
-	mux.HandleFunc("GET /api/v1/kv/{bucket}/keys", d.handleKVKeys)
-	// A key is a query parameter (?key=K), not a path segment: keys may
-	// hold '/', which the guard refuses in a path's names.
-	mux.HandleFunc("GET /api/v1/kv/{bucket}/value", d.handleKVGet)
-	mux.HandleFunc("PUT /api/v1/kv/{bucket}/value", d.handleKVPut)
-	mux.HandleFunc("DELETE /api/v1/kv/{bucket}/value", d.handleKVDeleteKey)
-}
 
 // topologyKV are the tenant KV buckets top's builtin:kv components name:
 // its hosts' credential reaches those.
@@ -132,6 +115,15 @@ func bucketInfo(ctx context.Context, name string, kv jetstream.KeyValue) (api.KV
 		return api.KVInfo{Name: name, Values: st.Values(), Bytes: st.Bytes(), History: st.History()}, nil
 	}
 	return kvInfo(name, s.StreamInfo()), nil
+}
+
+// KVInfo is the caller's tenant KV bucket name's info.
+func (d *Daemon) KVInfo(ctx context.Context, name string) (api.KVInfo, error) {
+	kv, err := d.tenantKV(ctx, name)
+	if err != nil {
+		return api.KVInfo{}, err
+	}
+	return bucketInfo(ctx, name, kv)
 }
 
 // CreateKV makes the caller's tenant KV bucket req.Name, bounded by the
@@ -344,85 +336,4 @@ func (d *Daemon) KVKeys(ctx context.Context, name, filter string, limit int) (ap
 	}
 	slices.Sort(out.Keys)
 	return out, nil
-}
-
-func (d *Daemon) handleKVList(w http.ResponseWriter, r *http.Request) {
-	out, err := d.ListKV(r.Context())
-	reply(w, http.StatusOK, out, err)
-}
-
-func (d *Daemon) handleKVCreate(w http.ResponseWriter, r *http.Request) {
-	var req api.CreateKVRequest
-	if err := httpsec.DecodeJSON(w, r, 0, &req); err != nil {
-		httpsec.WriteError(w, err)
-		return
-	}
-	audit.SetCall(r.Context(), audit.ActionKVCreate, req.Name)
-	audit.Param(r.Context(), "history", req.History)
-	audit.Param(r.Context(), "max_bytes", req.MaxBytes)
-	out, err := d.CreateKV(r.Context(), req)
-	reply(w, http.StatusCreated, out, err)
-}
-
-func (d *Daemon) handleKVInfo(w http.ResponseWriter, r *http.Request) {
-	name := r.PathValue("bucket")
-	kv, err := d.tenantKV(r.Context(), name)
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	out, err := bucketInfo(r.Context(), name, kv)
-	reply(w, http.StatusOK, out, err)
-}
-
-func (d *Daemon) handleKVDelete(w http.ResponseWriter, r *http.Request) {
-	audit.SetCall(r.Context(), audit.ActionKVDelete, r.PathValue("bucket"))
-	if err := d.DeleteKV(r.Context(), r.PathValue("bucket")); err != nil {
-		writeErr(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]string{"deleted": r.PathValue("bucket")})
-}
-
-func (d *Daemon) handleKVKeys(w http.ResponseWriter, r *http.Request) {
-	limit := 1000
-	if v := r.URL.Query().Get("limit"); v != "" {
-		var err error
-		if limit, err = strconv.Atoi(v); err != nil {
-			writeErr(w, newErr(ErrBadRequest, "limit %q: want a number of keys", v))
-			return
-		}
-	}
-	out, err := d.KVKeys(r.Context(), r.PathValue("bucket"), r.URL.Query().Get("filter"), limit)
-	reply(w, http.StatusOK, out, err)
-}
-
-func (d *Daemon) handleKVGet(w http.ResponseWriter, r *http.Request) {
-	out, err := d.GetKV(r.Context(), r.PathValue("bucket"), r.URL.Query().Get("key"))
-	reply(w, http.StatusOK, out, err)
-}
-
-func (d *Daemon) handleKVPut(w http.ResponseWriter, r *http.Request) {
-	var req api.KVPutRequest
-	if err := httpsec.DecodeJSON(w, r, 0, &req); err != nil {
-		httpsec.WriteError(w, err)
-		return
-	}
-	name, key := r.PathValue("bucket"), r.URL.Query().Get("key")
-	audit.SetCall(r.Context(), audit.ActionKVPut, name+"/"+key)
-	audit.Param(r.Context(), "bytes", len(req.Value))
-	out, err := d.PutKV(r.Context(), name, key, req.Value)
-	reply(w, http.StatusOK, out, err)
-}
-
-func (d *Daemon) handleKVDeleteKey(w http.ResponseWriter, r *http.Request) {
-	name, key := r.PathValue("bucket"), r.URL.Query().Get("key")
-	purge := r.URL.Query().Get("purge") == "true"
-	audit.SetCall(r.Context(), audit.ActionKVDeleteKey, name+"/"+key)
-	audit.Param(r.Context(), "purge", purge)
-	if err := d.DeleteKVKey(r.Context(), name, key, purge); err != nil {
-		writeErr(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]string{"deleted": key})
 }

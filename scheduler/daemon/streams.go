@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -13,8 +11,6 @@ import (
 
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/connectors"
-	"github.com/ardea-dev/ardea/internal/audit"
-	"github.com/ardea-dev/ardea/internal/httpsec"
 	"github.com/ardea-dev/ardea/internal/names"
 	"github.com/ardea-dev/ardea/scheduler/api"
 )
@@ -43,15 +39,6 @@ const (
 	jsErrInsufficientResources jetstream.ErrorCode = 10023
 	jsErrStorageExceeded       jetstream.ErrorCode = 10047
 )
-
-func (d *Daemon) streamRoutes(mux *http.ServeMux) {
-	mux.HandleFunc("GET /api/v1/streams", d.handleStreamList)
-	mux.HandleFunc("POST /api/v1/streams", d.handleStreamCreate)
-	mux.HandleFunc("GET /api/v1/streams/{name}", d.handleStreamInfo)
-	mux.HandleFunc("DELETE /api/v1/streams/{name}", d.handleStreamDelete)
-	mux.HandleFunc("POST /api/v1/streams/{name}/messages", d.handleStreamPublish)
-	mux.HandleFunc("GET /api/v1/streams/{name}/messages", d.handleStreamRead)
-}
 
 // topologyStreams are the tenant streams top's builtin:stream components
 // name: its hosts' credential reaches those.
@@ -135,6 +122,15 @@ func (d *Daemon) tenantStream(ctx context.Context, name string) (jetstream.Strea
 func streamInfo(name string, in *jetstream.StreamInfo) api.StreamInfo {
 	return api.StreamInfo{Name: name, Messages: in.State.Msgs, Bytes: in.State.Bytes, MaxBytes: in.Config.MaxBytes,
 		FirstSeq: in.State.FirstSeq, LastSeq: in.State.LastSeq, Created: in.Created}
+}
+
+// StreamInfo is the caller's tenant stream name's info.
+func (d *Daemon) StreamInfo(ctx context.Context, name string) (api.StreamInfo, error) {
+	s, err := d.tenantStream(ctx, name)
+	if err != nil {
+		return api.StreamInfo{}, err
+	}
+	return streamInfo(name, s.CachedInfo()), nil
 }
 
 // CreateStream makes the caller's tenant stream req.Name, bounded by the
@@ -268,71 +264,4 @@ func (d *Daemon) DeleteStream(ctx context.Context, name string) error {
 		return fmt.Errorf("stream %s: %w", name, err)
 	}
 	return nil
-}
-
-func (d *Daemon) handleStreamList(w http.ResponseWriter, r *http.Request) {
-	out, err := d.ListStreams(r.Context())
-	reply(w, http.StatusOK, out, err)
-}
-
-func (d *Daemon) handleStreamCreate(w http.ResponseWriter, r *http.Request) {
-	var req api.CreateStreamRequest
-	if err := httpsec.DecodeJSON(w, r, 0, &req); err != nil {
-		httpsec.WriteError(w, err)
-		return
-	}
-	audit.SetCall(r.Context(), audit.ActionStreamCreate, req.Name)
-	audit.Param(r.Context(), "max_bytes", req.MaxBytes)
-	out, err := d.CreateStream(r.Context(), req)
-	reply(w, http.StatusCreated, out, err)
-}
-
-func (d *Daemon) handleStreamInfo(w http.ResponseWriter, r *http.Request) {
-	s, err := d.tenantStream(r.Context(), r.PathValue("name"))
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, streamInfo(r.PathValue("name"), s.CachedInfo()))
-}
-
-func (d *Daemon) handleStreamDelete(w http.ResponseWriter, r *http.Request) {
-	audit.SetCall(r.Context(), audit.ActionStreamDelete, r.PathValue("name"))
-	if err := d.DeleteStream(r.Context(), r.PathValue("name")); err != nil {
-		writeErr(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]string{"deleted": r.PathValue("name")})
-}
-
-func (d *Daemon) handleStreamPublish(w http.ResponseWriter, r *http.Request) {
-	var req api.PublishRequest
-	if err := httpsec.DecodeJSON(w, r, 0, &req); err != nil {
-		httpsec.WriteError(w, err)
-		return
-	}
-	audit.SetCall(r.Context(), audit.ActionStreamPublish, r.PathValue("name"))
-	audit.Param(r.Context(), "messages", len(req.Messages))
-	out, err := d.Publish(r.Context(), r.PathValue("name"), req.Messages)
-	reply(w, http.StatusOK, out, err)
-}
-
-func (d *Daemon) handleStreamRead(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	from, limit := uint64(1), 100
-	var err error
-	if v := q.Get("from"); v != "" {
-		if from, err = strconv.ParseUint(v, 10, 64); err != nil {
-			writeErr(w, newErr(ErrBadRequest, "from %q: want a sequence number", v))
-			return
-		}
-	}
-	if v := q.Get("limit"); v != "" {
-		if limit, err = strconv.Atoi(v); err != nil {
-			writeErr(w, newErr(ErrBadRequest, "limit %q: want a number of messages", v))
-			return
-		}
-	}
-	out, err := d.ReadStream(r.Context(), r.PathValue("name"), from, limit)
-	reply(w, http.StatusOK, out, err)
 }

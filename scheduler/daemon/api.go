@@ -18,6 +18,7 @@ import (
 	"github.com/ardea-dev/ardea/internal/httpsec"
 	"github.com/ardea-dev/ardea/internal/quota"
 	"github.com/ardea-dev/ardea/scheduler/api"
+	"github.com/ardea-dev/ardea/scheduler/internal/tenancy"
 	"github.com/ardea-dev/ardea/scheduler/launcher"
 	"github.com/ardea-dev/ardea/scheduler/manager"
 	"github.com/ardea-dev/ardea/scheduler/statemgr"
@@ -89,7 +90,7 @@ func (d *Daemon) handleList(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	tops, err := sp.store.ListTopologies(r.Context())
+	tops, err := sp.Store().ListTopologies(r.Context())
 	if err != nil {
 		writeErr(w, err)
 		return
@@ -97,10 +98,10 @@ func (d *Daemon) handleList(w http.ResponseWriter, r *http.Request) {
 	out := []api.Summary{}
 	for _, rec := range tops {
 		s := api.Summary{Name: rec.Name, Submitted: rec.SubmittedAt.Format(time.RFC3339)}
-		if st, err := sp.store.GetState(r.Context(), rec.Name); err == nil {
+		if st, err := sp.Store().GetState(r.Context(), rec.Name); err == nil {
 			s.State = st.State
 		}
-		if t, err := d.getIn(sp.tenant, rec.Name); err == nil {
+		if t, err := d.getIn(sp.Tenant(), rec.Name); err == nil {
 			st := t.Status()
 			s.State = st.State
 			s.Containers = len(st.Containers)
@@ -164,7 +165,7 @@ func (d *Daemon) Submit(ctx context.Context, req api.SubmitRequest) error {
 	if top.Name != req.Name {
 		top.Name = req.Name
 	}
-	if err := d.checkMachine(ctx, sp.tenant, top); err != nil {
+	if err := d.ten.CheckMachine(ctx, sp.Tenant(), top); err != nil {
 		return err
 	}
 	if err := d.checkStreams(ctx, sp, top); err != nil {
@@ -173,7 +174,7 @@ func (d *Daemon) Submit(ctx context.Context, req api.SubmitRequest) error {
 	if err := d.checkKV(ctx, sp, top); err != nil {
 		return err
 	}
-	mods, err := wasmModules(top, req.Modules)
+	mods, err := tenancy.WasmModules(top, req.Modules)
 	if err != nil {
 		return err
 	}
@@ -185,16 +186,15 @@ func (d *Daemon) Submit(ctx context.Context, req api.SubmitRequest) error {
 	if err != nil {
 		return newErr(ErrBadRequest, "%v", err)
 	}
-	sp.quotaMu.Lock()
-	defer sp.quotaMu.Unlock()
-	if _, err := sp.store.GetTopology(ctx, req.Name); err == nil {
+	defer sp.LockQuota()()
+	if _, err := sp.Store().GetTopology(ctx, req.Name); err == nil {
 		return newErr(ErrExists, "topology %s already exists (kill it first, or submit with another --name)", req.Name)
 	}
-	fresh, storeBytes, err := d.newModules(ctx, sp, mods)
+	fresh, storeBytes, err := d.ten.NewModules(ctx, sp, mods)
 	if err != nil {
 		return err
 	}
-	if err := d.admit(ctx, sp, "submit", footprint{}, footprint{Top: top, Containers: p.Containers}, storeBytes); err != nil {
+	if err := d.ten.Admit(ctx, sp, "submit", tenancy.Footprint{}, tenancy.Footprint{Top: top, Containers: p.Containers}, storeBytes); err != nil {
 		return err
 	}
 	shas := map[string]string{}
@@ -204,9 +204,9 @@ func (d *Daemon) Submit(ctx context.Context, req api.SubmitRequest) error {
 		if !ok {
 			continue
 		}
-		sha, err := sp.store.PutArtifact(ctx, c.Name+".wasm", data)
+		sha, err := sp.Store().PutArtifact(ctx, c.Name+".wasm", data)
 		if err != nil {
-			d.dropModules(ctx, sp, fresh)
+			d.ten.DropModules(ctx, sp, fresh)
 			return fmt.Errorf("component %s: store module: %w", c.Name, err)
 		}
 		d.rememberLanguage(ctx, sha, data)
@@ -218,10 +218,10 @@ func (d *Daemon) Submit(ctx context.Context, req api.SubmitRequest) error {
 		history = append(history, api.ModuleVersion{Component: c.Name, Version: sha, Source: source,
 			At: time.Now(), By: req.By, Status: api.VersionActive})
 	}
-	if _, err := sp.store.CreateTopology(ctx, statemgr.Topology{
+	if _, err := sp.Store().CreateTopology(ctx, statemgr.Topology{
 		Name: req.Name, Spec: spec, Modules: shas, SubmittedAt: time.Now(), SubmittedBy: req.By, History: history,
 	}); err != nil {
-		d.dropModules(ctx, sp, fresh)
+		d.ten.DropModules(ctx, sp, fresh)
 		if errors.Is(err, statemgr.ErrExists) {
 			return newErr(ErrExists, "topology %s already exists (kill it first, or submit with another --name)", req.Name)
 		}
@@ -233,8 +233,8 @@ func (d *Daemon) Submit(ctx context.Context, req api.SubmitRequest) error {
 	}
 	t := d.newTM(sp, req.Name)
 	if err := t.Start(ctx, state); err != nil {
-		_ = sp.store.DeleteTopology(context.WithoutCancel(ctx), req.Name)
-		d.dropModules(ctx, sp, fresh)
+		_ = sp.Store().DeleteTopology(context.WithoutCancel(ctx), req.Name)
+		d.ten.DropModules(ctx, sp, fresh)
 		return err
 	}
 	if err := d.register(t); err != nil {
@@ -242,7 +242,7 @@ func (d *Daemon) Submit(ctx context.Context, req api.SubmitRequest) error {
 		// waits for this submit, so the store is still there).
 		t.StopContainers(ctx)
 		t.Stop()
-		_ = sp.store.DeleteTopology(context.WithoutCancel(ctx), req.Name)
+		_ = sp.Store().DeleteTopology(context.WithoutCancel(ctx), req.Name)
 		return err
 	}
 	return nil
@@ -265,7 +265,7 @@ func (d *Daemon) handleStatus(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	st, err := sp.store.GetState(r.Context(), name)
+	st, err := sp.Store().GetState(r.Context(), name)
 	if err != nil {
 		writeErr(w, newErr(ErrNotFound, "no topology named %q", name))
 		return
@@ -286,17 +286,17 @@ func (d *Daemon) handleAction(w http.ResponseWriter, r *http.Request) {
 			writeErr(w, serr)
 			return
 		}
-		if _, serr := sp.store.GetState(r.Context(), name); serr == nil && action == "kill" {
+		if _, serr := sp.Store().GetState(r.Context(), name); serr == nil && action == "kill" {
 			// No topology manager: it finished or failed before a daemon
 			// restart. Killing it just removes it.
-			if err := manager.RemoveStored(r.Context(), sp.store, d.log, name, r.URL.Query().Get("keep") == "true"); err != nil {
+			if err := manager.RemoveStored(r.Context(), sp.Store(), d.log, name, r.URL.Query().Get("keep") == "true"); err != nil {
 				writeErr(w, err)
 				return
 			}
 			writeJSON(w, http.StatusOK, api.Status{Name: name, State: api.StateKilled})
 			return
 		}
-		if _, serr := sp.store.GetState(r.Context(), name); serr == nil {
+		if _, serr := sp.Store().GetState(r.Context(), name); serr == nil {
 			err = newErr(ErrBadState, "topology %s is not running (it finished, failed or was killed)", name)
 		}
 		writeErr(w, err)
@@ -310,7 +310,7 @@ func (d *Daemon) handleAction(w http.ResponseWriter, r *http.Request) {
 		err = t.Kill(ctx, r.URL.Query().Get("keep") == "true")
 		if err == nil {
 			d.mu.Lock()
-			delete(d.spaces[t.Tenant()].tms, name)
+			delete(d.tms[t.Tenant()], name)
 			d.mu.Unlock()
 		}
 	case "restart":
@@ -488,7 +488,7 @@ func (d *Daemon) handleHistory(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	rec, err := sp.store.GetTopology(r.Context(), r.PathValue("name"))
+	rec, err := sp.Store().GetTopology(r.Context(), r.PathValue("name"))
 	if err != nil {
 		writeErr(w, err)
 		return

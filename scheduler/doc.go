@@ -23,8 +23,11 @@
 //   - runtime: the container runtimes (processes under the launcher, in
 //     process) and the one definition of a container's id.
 //   - daemon: `ardea local` (and `ardea run`, in process): the API's
-//     server, tenancy, and the composition root that makes the topology
-//     managers and the container runtime.
+//     server and the composition root that makes the topology managers
+//     and the container runtime.
+//   - internal/tenancy: what a daemon keeps and decides per tenant (its
+//     space, quotas and admission, rate shares, NATS accounts and host
+//     credentials, CPU cgroup, machine policy).
 //   - launcher: the process supervisor; statemgr: the state manager;
 //     packing: packing algorithms.
 //

@@ -25,7 +25,8 @@ import (
 // hosts publish only their own topology's subjects, a kill purges the
 // topology's subjects, and deleting the tenant removes its account with
 // the stream (both tenancy's). Without accounts (in process) they go to
-// files under tenancy's DeadLetterDir, as the default tenant's go where
+// files in a directory of the tenant's under the data dir (its
+// MachinePolicy.DeadLetterDir), as the default tenant's go where
 // topology.bolt.dead_letter names. The daemon makes the stream and reads
 // the records its containers wrote.
 

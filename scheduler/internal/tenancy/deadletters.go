@@ -17,7 +17,7 @@ import (
 // topology's subjects, a kill purges the topology's subjects
 // (RemoveDeadLetters), and deleting the tenant removes the stream with
 // its account (Delete). Without accounts (in process) they go to files
-// under DeadLetterDir. The daemon makes the stream and reads it (the
+// under deadLetterDir. The daemon makes the stream and reads it (the
 // records are its containers').
 
 // streamOpTimeout bounds each JetStream call on a tenant's dead-letter

@@ -3,6 +3,7 @@ package tenancy
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"sync"
 	"testing"
 
@@ -30,12 +31,18 @@ func (t *fakeTopology) Footprint() (Footprint, bool) { return t.f, t.live }
 func (t *fakeTopology) Hosting() (int, bool)         { return t.f.Containers, t.hosting }
 func (t *fakeTopology) Context() context.Context     { return t.ctx }
 func (t *fakeTopology) Log() *slog.Logger            { return slog.New(slog.DiscardHandler) }
-func (t *fakeTopology) told() [][2]float64           { t.mu.Lock(); defer t.mu.Unlock(); return t.rates }
 func (t *fakeTopology) SetRate(_ context.Context, tps, bps float64) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.rates = append(t.rates, [2]float64{tps, bps})
 	return nil
+}
+
+// told lists the rates SetRate was told, in order.
+func (t *fakeTopology) told() [][2]float64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.Clone(t.rates)
 }
 
 // fakeTopologies are the daemon's registered managers (Topologies).

@@ -49,10 +49,10 @@ type TenantAllow struct {
 	Addresses []string `yaml:"addresses"`
 }
 
-// DeadLetterDir is where tenant's bolts' dead letters go without NATS
+// deadLetterDir is where tenant's bolts' dead letters go without NATS
 // accounts (in process): under the data dir, in a directory of the
 // tenant's own. With accounts they go to its dead-letter stream.
-func (ts *Tenants) DeadLetterDir(tenant string) string {
+func (ts *Tenants) deadLetterDir(tenant string) string {
 	return filepath.Join(ts.o.DataDir, "dead-letters", tenant)
 }
 
@@ -68,7 +68,7 @@ func (ts *Tenants) MachinePolicy(tenant string) settings.MachinePolicy {
 	if ts.accounts != nil {
 		p.DeadLetterStream = names.DeadLetterStream // in the tenant's account (deadletters.go)
 	} else {
-		p.DeadLetterDir = ts.DeadLetterDir(tenant)
+		p.DeadLetterDir = ts.deadLetterDir(tenant)
 	}
 	return p
 }

@@ -38,7 +38,7 @@ func TestMachinePolicy(t *testing.T) {
 	if p := ts.MachinePolicy("acme"); !reflect.DeepEqual(p, want) {
 		t.Errorf("acme's policy: %+v, want %+v", p, want)
 	}
-	if p := ts.MachinePolicy("bob"); !p.Confined || len(p.Paths) != 0 || p.DeadLetterDir != ts.DeadLetterDir("bob") {
+	if p := ts.MachinePolicy("bob"); !p.Confined || len(p.Paths) != 0 || p.DeadLetterDir != ts.deadLetterDir("bob") {
 		t.Errorf("bob's policy: %+v, want confined, no paths, its own dead-letter directory", p)
 	}
 	env, err := ts.HostPolicyEnv("acme")

@@ -248,7 +248,7 @@ func (ts *Tenants) Delete(ctx context.Context, tenant string) {
 	}
 	ts.removeAccount(tenant)
 	if tenant != ts.o.Default {
-		if err := os.RemoveAll(ts.DeadLetterDir(tenant)); err != nil {
+		if err := os.RemoveAll(ts.deadLetterDir(tenant)); err != nil {
 			ts.log.Warn("remove the tenant's dead letters", "tenant", tenant, "err", err)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ardea-dev/ardea/connectors/plugin"
+	"github.com/ardea-dev/ardea/host/limits"
 	"github.com/ardea-dev/ardea/internal/tuple"
 )
 
@@ -39,7 +40,7 @@ var isolating = failingTuples != "off"
 const DefaultMaxConsecutiveFailures = 100
 
 // DefaultMaxFailingTime is topology.bolt.max_failing_time's default.
-const DefaultMaxFailingTime = 30 * time.Second
+const DefaultMaxFailingTime = limits.DefaultMaxFailingTime
 
 // ErrTooManyFailures is the kind of the error that fails an instance after
 // topology.bolt.max_consecutive_failures tuples failed in a row, or after

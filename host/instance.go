@@ -271,10 +271,10 @@ func (m *Module) newInstance(ctx context.Context, kind string, ic InstanceConfig
 	if maxTuple <= 0 {
 		maxTuple = rt.cfg.MaxTupleBytes
 	}
-	if err := ic.Limits.check(); err != nil {
+	if err := ic.Limits.Check(); err != nil {
 		return nil, fmt.Errorf("%w (%s)", err, label)
 	}
-	lim := ic.Limits.or(rt.cfg.Limits)
+	lim := ic.Limits.Or(rt.cfg.Limits)
 	k := engineKey{noTermination: rt.noTermination}
 	e, err := rt.engine(ctx, k)
 	if err != nil {

@@ -5,13 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+
+	"github.com/ardea-dev/ardea/host/limits"
 )
 
 // ABIVersion is the guest ABI version this host speaks.
@@ -20,7 +21,7 @@ const ABIVersion = 1
 // Defaults for Config and InstanceConfig zero values. The topology keys
 // that set them are in host/README.md ("Limits").
 const (
-	DefaultMemoryLimitPages = 1024 // 64 MiB
+	DefaultMemoryLimitPages = limits.DefaultMemoryLimitPages // 64 MiB
 	DefaultCallTimeout      = 10 * time.Second
 	DefaultMaxTupleBytes    = 1 << 20
 	// Host-side resources a guest can push on, per instance.
@@ -52,53 +53,10 @@ type Config struct {
 	Limits Limits
 }
 
-// Limits bounds the host resources one instance can push on. Zero fields
-// keep the runtime's value (in Config: the defaults). Exceeding a hard
-// limit fails the instance (ErrStateLimit, ErrEmitLimit); the log limits
-// cut or drop lines instead.
-type Limits struct {
-	// StateMaxBytes caps the task's host-side state, keys + values
-	// (state.max.bytes): a state_put or state_write that would grow it
-	// beyond fails the instance.
-	StateMaxBytes int64
-	// StateMaxValueBytes and StateMaxKeyBytes cap one value and one key
-	// (state.max.value.bytes, state.max.key.bytes).
-	StateMaxValueBytes int
-	StateMaxKeyBytes   int
-	// LogMaxLineBytes caps one log line (a log call, or a line of stdout
-	// or stderr; log.max.line.bytes): longer ones are cut and marked.
-	LogMaxLineBytes int
-	// LogMaxBytesPerSecond caps the guest's log output per second
-	// (log.max.bytes.per.second): lines beyond it are dropped and counted,
-	// and one line per second says how many.
-	LogMaxBytesPerSecond int64
-	// EmitMaxBytesPerCall caps the bytes a guest call hands to emit
-	// (emit.max.bytes.per.call).
-	EmitMaxBytesPerCall int64
-}
-
-// or returns l with its zero fields taken from d.
-func (l Limits) or(d Limits) Limits {
-	if l.StateMaxBytes <= 0 {
-		l.StateMaxBytes = d.StateMaxBytes
-	}
-	if l.StateMaxValueBytes <= 0 {
-		l.StateMaxValueBytes = d.StateMaxValueBytes
-	}
-	if l.StateMaxKeyBytes <= 0 {
-		l.StateMaxKeyBytes = d.StateMaxKeyBytes
-	}
-	if l.LogMaxLineBytes <= 0 {
-		l.LogMaxLineBytes = d.LogMaxLineBytes
-	}
-	if l.LogMaxBytesPerSecond <= 0 {
-		l.LogMaxBytesPerSecond = d.LogMaxBytesPerSecond
-	}
-	if l.EmitMaxBytesPerCall <= 0 {
-		l.EmitMaxBytesPerCall = d.EmitMaxBytesPerCall
-	}
-	return l
-}
+// Limits bounds the host resources one instance can push on (package
+// host/limits, apart from the runtime so that what reads them from a
+// topology's settings does not link wazero).
+type Limits = limits.Limits
 
 // DefaultLimits are the limits of a Config that sets none.
 var DefaultLimits = Limits{
@@ -108,23 +66,6 @@ var DefaultLimits = Limits{
 	LogMaxLineBytes:      DefaultLogMaxLineBytes,
 	LogMaxBytesPerSecond: DefaultLogMaxBytesPerSecond,
 	EmitMaxBytesPerCall:  DefaultEmitMaxBytesPerCall,
-}
-
-// minLogLineBytes is the smallest log.max.line.bytes: room for the marker
-// of a cut line.
-const minLogLineBytes = 128
-
-// check refuses limits no instance could work with, naming the key.
-func (l Limits) check() error {
-	switch {
-	case l.StateMaxValueBytes > math.MaxInt32:
-		return fmt.Errorf("host: state.max.value.bytes %d exceeds the 2 GiB ABI limit", l.StateMaxValueBytes)
-	case l.StateMaxKeyBytes > math.MaxInt32:
-		return fmt.Errorf("host: state.max.key.bytes %d exceeds the 2 GiB ABI limit", l.StateMaxKeyBytes)
-	case l.LogMaxLineBytes > 0 && l.LogMaxLineBytes < minLogLineBytes:
-		return fmt.Errorf("host: log.max.line.bytes %d: want at least %d", l.LogMaxLineBytes, minLogLineBytes)
-	}
-	return nil
 }
 
 // Runtime compiles and instantiates Ardea modules. It is safe for
@@ -184,10 +125,10 @@ func NewRuntime(ctx context.Context, cfg Config) (*Runtime, error) {
 	if cfg.MaxTupleBytes <= 0 {
 		cfg.MaxTupleBytes = DefaultMaxTupleBytes
 	}
-	if err := cfg.Limits.check(); err != nil {
+	if err := cfg.Limits.Check(); err != nil {
 		return nil, err
 	}
-	cfg.Limits = cfg.Limits.or(DefaultLimits)
+	cfg.Limits = cfg.Limits.Or(DefaultLimits)
 	rt := &Runtime{
 		cfg:      cfg,
 		log:      cfg.Logger,

@@ -25,8 +25,11 @@
 //   - internal/httpapi: the HTTP handlers of the daemon's API (decode,
 //     call, encode) over the narrow backend they declare.
 //   - daemon: `ardea local` (and `ardea run`, in process): the API's
-//     backend and composition, tenancy, and the composition root that
-//     makes the topology managers and the container runtime.
+//     server and the composition root that makes the topology managers
+//     and the container runtime.
+//   - internal/tenancy: what a daemon keeps and decides per tenant (its
+//     space, quotas and admission, rate shares, NATS accounts and host
+//     credentials, CPU cgroup, machine policy).
 //   - launcher: the process supervisor; statemgr: the state manager;
 //     packing: packing algorithms.
 //

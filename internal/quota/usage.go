@@ -2,14 +2,14 @@ package quota
 
 import (
 	"github.com/ardea-dev/ardea"
-	"github.com/ardea-dev/ardea/host"
+	"github.com/ardea-dev/ardea/host/limits"
 	"github.com/ardea-dev/ardea/scheduler/settings"
 )
 
 // DefaultMemoryPages is the memory limit of a wasm instance whose
 // config does not set wasm.memory.pages (64 MiB); TopologyUsage counts
 // it for ComponentUsage.MemoryPages 0.
-const DefaultMemoryPages = host.DefaultMemoryLimitPages
+const DefaultMemoryPages = limits.DefaultMemoryLimitPages
 
 // ComponentUsage is what TopologyUsage needs of one component: its
 // instances (parallelism), whether they are wasm instances (builtins

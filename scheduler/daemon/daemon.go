@@ -15,10 +15,17 @@
 // interfaces a manager declares, each by a small adapter over the daemon
 // and the topology's tenant space (the container runtime of
 // scheduler/runtime: runtime.go says how a host process starts and what
-// an in-process run is; the rate shares and quota admission: quota.go;
-// the hosts' credentials: security.go; the module checks: validate.go,
-// language.go; the dead letters: dlq_bolts.go, builtins_policy.go). The
-// rest of the daemon reads a manager's published View, never its fields.
+// an in-process run is; the module checks: validate.go, language.go; the
+// bolts' dead letters: dlq_bolts.go). The rest of the daemon reads a
+// manager's published View, never its fields.
+//
+// What the daemon keeps per tenant is scheduler/internal/tenancy's (one
+// Tenants, d.ten): the tenants' spaces, quotas and their admission, the
+// bus rate shares, the NATS accounts and the hosts' credentials, the CPU
+// cgroups, the machine policy. tenants.go holds the daemon's side: the
+// topologies it runs as tenancy sees them (tenancy.Topologies) and the
+// adapters that make the managers' Rates, Credentials, Admission and
+// DeadLetters of tenancy's.
 //
 // Goroutines: the daemon owns its HTTP servers' (d.servers, waited for by
 // Close); each TM owns its loop, its lock keeper and the side tasks its
@@ -26,10 +33,13 @@
 // client runs the report callbacks, which only queue events; the launcher
 // owns the host processes' waiters.
 //
-// Locks: Daemon.mu guards the spaces and their TMs; a space's quotaMu is
-// held by a request from its quota check until what it adds counts (a
-// request may hold it while it waits for a TM's answer: no TM's loop
-// takes it); a TM has no lock over its state (scheduler/manager's doc).
+// Locks: Daemon.mu guards the TMs of every tenant's space (d.tms); a
+// space's quota lock (tenancy.Space.LockQuota) is held by a request from
+// its quota check until what it adds counts (a request may hold it while
+// it waits for a TM's answer: no TM's loop takes it), and is taken before
+// Daemon.mu; tenancy's own locks come after Daemon.mu, and nothing of the
+// daemon is called under them (tenancy's doc gives the order); a TM has
+// no lock over its state (scheduler/manager's doc).
 package daemon
 
 import (
@@ -50,6 +60,7 @@ import (
 	"github.com/ardea-dev/ardea/connectors"
 	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/scheduler/container"
+	"github.com/ardea-dev/ardea/scheduler/internal/tenancy"
 	"github.com/ardea-dev/ardea/scheduler/manager"
 	"github.com/ardea-dev/ardea/scheduler/runtime"
 
@@ -169,18 +180,20 @@ type Daemon struct {
 	ops       sync.WaitGroup
 	closeOnce sync.Once
 	closeErr  error
-	// spaces are the tenants' spaces (space.go), opened on first use;
-	// spaceMu serialises opening one.
-	spaces  map[string]*space
-	spaceMu sync.Mutex
+	// tms are the running topology managers of every tenant's space, by
+	// tenant and topology name.
+	tms map[string]map[string]*manager.Manager
+	// ten is the tenants (scheduler/internal/tenancy): their spaces
+	// (opened on first use), quotas, rate shares, NATS accounts, policy.
+	ten *tenancy.Tenants
 
 	// prom is every topology's latest metrics as a Prometheus exposition.
 	prom     *sinks.Prometheus
 	promHTTP *http.Server
 
 	// validator compiles swapped-in modules before anything changes.
-	// sec is the daemon's security (security.go): accounts, tokens,
-	// audit, quotas, the API's guard.
+	// sec is the API's security (security.go): tokens, audit, the guard,
+	// TLS.
 	sec secured
 
 	validatorOnce sync.Once
@@ -222,7 +235,10 @@ func Start(ctx context.Context, o Options) (*Daemon, error) {
 		return nil, fmt.Errorf("local: data dir: %w", err)
 	}
 	hn, _ := os.Hostname()
-	d := &Daemon{ctx: context.WithoutCancel(ctx), o: o, id: "ardea-local@" + hn + ":" + abs, log: log, spaces: map[string]*space{}, prom: sinks.NewPrometheus()}
+	d := &Daemon{ctx: context.WithoutCancel(ctx), o: o, id: "ardea-local@" + hn + ":" + abs, log: log,
+		tms: map[string]map[string]*manager.Manager{}, prom: sinks.NewPrometheus()}
+	d.ten = tenancy.New(tenancy.Options{DataDir: o.DataDir, Default: o.Tenant, Logger: log, Security: o.Security,
+		Plugins: o.Plugins, Conn: o.TenantConn, Topologies: daemonTopologies{d}})
 	if err := o.Metrics.ValidateIn(o.Plugins); err != nil {
 		return nil, fmt.Errorf("local: %w", err)
 	}
@@ -238,23 +254,16 @@ func Start(ctx context.Context, o Options) (*Daemon, error) {
 	if !o.InProcess {
 		// Host processes connect over the client port: every client needs
 		// a credential, and lands in its tenant's account.
-		if err := d.openAccounts(); err != nil {
+		if srvOpts.Accounts, err = d.ten.OpenAccounts(); err != nil {
 			d.closeListener()
 			return nil, err
-		}
-		srvOpts.Accounts = d.sec.accounts.ServerAccounts()
-		if d.o.TenantConn == nil {
-			d.o.TenantConn = d.tenantConn
 		}
 	}
 	if d.srv, err = bus.StartServer(ctx, srvOpts); err != nil {
 		d.closeListener()
 		return nil, err
 	}
-	if d.sec.accounts != nil {
-		d.sec.accounts.Attach(d.srv.NATS())
-	}
-	if d.nc, err = d.connectAdmin(); err != nil {
+	if d.nc, err = d.ten.Connect(d.srv); err != nil {
 		d.srv.Shutdown()
 		d.closeListener()
 		return nil, fmt.Errorf("local: connect to NATS: %w", err)
@@ -265,7 +274,7 @@ func Start(ctx context.Context, o Options) (*Daemon, error) {
 			return nil, err
 		}
 	}
-	if _, err = d.spaceOf(ctx, d.defaultTenant()); err != nil {
+	if _, err = d.ten.Space(ctx, d.ten.Default()); err != nil {
 		d.Close(d.ctx)
 		return nil, err
 	}
@@ -275,7 +284,7 @@ func Start(ctx context.Context, o Options) (*Daemon, error) {
 		d.sup = d.newProcesses(launcher.New(launcher.Options{Logger: log, LogDir: filepath.Join(o.DataDir, logsDir),
 			MaxRestarts: o.MaxRestarts, Backoff: o.Backoff, OnChange: d.onProcess}))
 		if !o.NoAPI {
-			d.sec.cgroups = launcher.NewCgroups(launcher.CgroupOptions{Logger: log, Root: cgroupRoot(o.DataDir)})
+			d.ten.OpenCgroups()
 		}
 	}
 	if !o.NoAPI {
@@ -351,7 +360,7 @@ func (d *Daemon) NATSURL() string { return d.srv.ClientURL() }
 // resume restarts a topology manager for every topology stored as running
 // or paused (after a daemon restart), in every tenant's space.
 func (d *Daemon) resume(ctx context.Context) error {
-	tenants := []string{d.defaultTenant()}
+	tenants := []string{d.ten.Default()}
 	if d.o.Tenants != nil {
 		ts, err := d.o.Tenants(ctx)
 		if err != nil {
@@ -360,7 +369,7 @@ func (d *Daemon) resume(ctx context.Context) error {
 		tenants = ts
 	}
 	for _, tenant := range tenants {
-		sp, err := d.spaceOf(ctx, tenant)
+		sp, err := d.ten.Space(ctx, tenant)
 		if err != nil {
 			return err
 		}
@@ -371,14 +380,14 @@ func (d *Daemon) resume(ctx context.Context) error {
 	return nil
 }
 
-func (d *Daemon) resumeSpace(ctx context.Context, sp *space) error {
-	tops, err := sp.store.ListTopologies(ctx)
+func (d *Daemon) resumeSpace(ctx context.Context, sp *tenancy.Space) error {
+	tops, err := sp.Store().ListTopologies(ctx)
 	if err != nil {
 		return err
 	}
 	slices.SortStableFunc(tops, func(a, b statemgr.Topology) int { return a.SubmittedAt.Compare(b.SubmittedAt) })
 	for _, rec := range tops {
-		st, err := sp.store.GetState(ctx, rec.Name)
+		st, err := sp.Store().GetState(ctx, rec.Name)
 		if err != nil {
 			d.log.Warn("topology without an execution state", "topology", rec.Name, "err", err)
 			continue
@@ -388,10 +397,10 @@ func (d *Daemon) resumeSpace(ctx context.Context, sp *space) error {
 		}
 		// Admitted against the tenant's quotas as a submit is, in the
 		// order the topologies were submitted; held until its TM counts.
-		sp.quotaMu.Lock()
+		unlock := sp.LockQuota()
 		if err := d.admitResume(ctx, sp, rec); errors.Is(err, quota.ErrQuota) {
-			d.refuseResume(ctx, sp, rec.Name, err)
-			sp.quotaMu.Unlock()
+			d.ten.RefuseResume(ctx, sp, rec.Name, err)
+			unlock()
 			continue
 		} else if err != nil {
 			d.log.Warn("resume topology: quotas not checked", "topology", rec.Name, "err", err)
@@ -400,19 +409,19 @@ func (d *Daemon) resumeSpace(ctx context.Context, sp *space) error {
 		err = t.Start(ctx, st.State)
 		if err == nil {
 			if rerr := d.register(t); rerr != nil {
-				sp.quotaMu.Unlock()
+				unlock()
 				t.Stop()
 				return rerr
 			}
 		}
-		sp.quotaMu.Unlock()
+		unlock()
 		if err != nil {
 			d.log.Error("resume topology", "topology", rec.Name, "err", err)
 			if manager.IsPermanent(err) {
 				// It can never run again (no restorable checkpoint): its
 				// terminal state, with the reason.
 				msg := "could not resume after a daemon restart: " + err.Error()
-				if _, serr := sp.store.SetState(ctx, rec.Name, statemgr.ExecState{State: api.StateFailed, Message: msg, Updated: time.Now()}); serr != nil {
+				if _, serr := sp.Store().SetState(ctx, rec.Name, statemgr.ExecState{State: api.StateFailed, Message: msg, Updated: time.Now()}); serr != nil {
 					d.log.Error("record FAILED", "topology", rec.Name, "err", serr)
 				}
 			}
@@ -466,7 +475,10 @@ func (d *Daemon) register(t *manager.Manager) error {
 	if d.closing {
 		return ErrClosed
 	}
-	d.spaces[t.Tenant()].tms[t.Name()] = t
+	if d.tms[t.Tenant()] == nil {
+		d.tms[t.Tenant()] = map[string]*manager.Manager{}
+	}
+	d.tms[t.Tenant()][t.Name()] = t
 	return nil
 }
 
@@ -482,12 +494,12 @@ func (d *Daemon) close(ctx context.Context) error {
 	d.mu.Lock()
 	d.closing = true
 	var tms []*manager.Manager
-	for _, sp := range d.spaces {
-		for _, t := range sp.tms {
+	for _, byName := range d.tms {
+		for _, t := range byName {
 			tms = append(tms, t)
 		}
-		sp.tms = map[string]*manager.Manager{}
 	}
+	clear(d.tms)
 	d.mu.Unlock()
 	for _, t := range tms {
 		t.Stop()
@@ -496,9 +508,7 @@ func (d *Daemon) close(ctx context.Context) error {
 	if d.sup != nil {
 		errs = append(errs, d.sup.Close(ctx))
 	}
-	if d.sec.cgroups != nil {
-		errs = append(errs, d.sec.cgroups.Close())
-	}
+	errs = append(errs, d.ten.CloseCgroups())
 	if d.http != nil {
 		d.endRequests()
 		errs = append(errs, d.http.Shutdown(ctx))
@@ -517,11 +527,7 @@ func (d *Daemon) close(ctx context.Context) error {
 	if d.validator != nil {
 		errs = append(errs, d.validator.Close(ctx))
 	}
-	for _, sp := range d.spacesNow() {
-		if sp.ownNC {
-			sp.nc.Close()
-		}
-	}
+	d.ten.CloseSpaces()
 	if d.nc != nil {
 		d.nc.Close()
 	}
@@ -562,18 +568,14 @@ func (d *Daemon) onProcess(ps launcher.ProcessStatus) {
 // get returns the running topology manager of topology name in the space
 // of the tenant ctx acts for.
 func (d *Daemon) get(ctx context.Context, name string) (*manager.Manager, error) {
-	return d.getIn(d.tenantOf(ctx), name)
+	return d.getIn(d.ten.TenantOf(ctx), name)
 }
 
 // getIn returns tenant's running topology manager of topology name.
 func (d *Daemon) getIn(tenant, name string) (*manager.Manager, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	var t *manager.Manager
-	ok := false
-	if sp := d.spaces[tenant]; sp != nil {
-		t, ok = sp.tms[name]
-	}
+	t, ok := d.tms[tenant][name]
 	if !ok {
 		return nil, newErr(ErrNotFound, "no running topology named %q", name)
 	}
@@ -591,7 +593,7 @@ var (
 	ErrBadRequest = ui.ErrBadRequest
 	ErrBadState   = api.ErrBadState
 	// ErrForbidden: the tenant may not do this (403), e.g. a built-in
-	// connector that reaches the machine (builtins_policy.go).
+	// connector that reaches the machine (tenancy's machine policy).
 	ErrForbidden = api.ErrForbidden
 )
 

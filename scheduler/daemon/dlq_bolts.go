@@ -11,9 +11,9 @@ import (
 
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/connectors"
-	"github.com/ardea-dev/ardea/internal/names"
 	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/container"
+	"github.com/ardea-dev/ardea/scheduler/internal/tenancy"
 	"github.com/ardea-dev/ardea/scheduler/settings"
 )
 
@@ -24,9 +24,11 @@ import (
 // (container.DeadLetterStreamMaxBytes) is reserved out of it, a topology's
 // hosts publish only their own topology's subjects, a kill purges the
 // topology's subjects, and deleting the tenant removes its account with
-// the stream. Without accounts (in process) they go to files under
-// deadLetterDir, as the default tenant's go where
-// topology.bolt.dead_letter names.
+// the stream (both tenancy's). Without accounts (in process) they go to
+// files in a directory of the tenant's under the data dir (its
+// MachinePolicy.DeadLetterDir), as the default tenant's go where
+// topology.bolt.dead_letter names. The daemon makes the stream and reads
+// the records its containers wrote.
 
 // minDeadLetterStreamBytes is the smallest bound ensureDeadLetterStream
 // halves the stream's bound down to when the tenant's quota cannot
@@ -39,14 +41,14 @@ const minDeadLetterStreamBytes = 64 << 10
 // settings.MaxDeadLetterBytes), halved while the account cannot reserve
 // it. A stream it cannot make is logged: the dead letters are then
 // reported dropped with the publish's error.
-func (d *Daemon) ensureDeadLetterStream(ctx context.Context, sp *space) {
-	p := d.machinePolicy(sp.tenant)
+func (d *Daemon) ensureDeadLetterStream(ctx context.Context, sp *tenancy.Space) {
+	p := d.ten.MachinePolicy(sp.Tenant())
 	if p.DeadLetterStream == "" {
 		return
 	}
-	js, err := jetstream.New(sp.nc)
+	js, err := jetstream.New(sp.Conn())
 	if err == nil {
-		cfg := container.DeadLetterStreamConfig(sp.tenant, container.DeadLetterStreamMaxBytes(d.jetStreamLimits(ctx, sp.tenant).DiskBytes))
+		cfg := container.DeadLetterStreamConfig(sp.Tenant(), container.DeadLetterStreamMaxBytes(d.ten.JetStreamLimits(ctx, sp.Tenant()).DiskBytes))
 		for {
 			cctx, cancel := context.WithTimeout(ctx, streamOpTimeout)
 			_, err = js.CreateOrUpdateStream(cctx, cfg)
@@ -63,42 +65,8 @@ func (d *Daemon) ensureDeadLetterStream(ctx context.Context, sp *space) {
 		}
 	}
 	if err != nil {
-		d.log.Warn("the tenant's dead-letter stream", "tenant", sp.tenant, "stream", p.DeadLetterStream, "err", err)
+		d.log.Warn("the tenant's dead-letter stream", "tenant", sp.Tenant(), "stream", p.DeadLetterStream, "err", err)
 	}
-}
-
-// purgeDeadLetters removes topology's dead letters from sp's tenant's
-// dead-letter stream.
-func (d *Daemon) purgeDeadLetters(ctx context.Context, sp *space, stream, topology string) error {
-	js, err := jetstream.New(sp.nc)
-	if err != nil {
-		return err
-	}
-	cctx, cancel := context.WithTimeout(ctx, streamOpTimeout)
-	defer cancel()
-	s, err := js.Stream(cctx, stream)
-	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	return s.Purge(cctx, jetstream.WithPurgeSubject(names.TopologyDeadLetters(sp.tenant, topology)))
-}
-
-// deleteDeadLetterStream deletes sp's tenant's dead-letter stream (the
-// tenant is deleted).
-func (d *Daemon) deleteDeadLetterStream(sp *space) error {
-	js, err := jetstream.New(sp.nc)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(d.ctx, streamOpTimeout)
-	defer cancel()
-	if err := js.DeleteStream(ctx, names.DeadLetterStream); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
-		return err
-	}
-	return nil
 }
 
 // boltDeadLetters lists the dead letters of top's wasm bolts (of only, if
@@ -107,8 +75,8 @@ func (d *Daemon) deleteDeadLetterStream(sp *space) error {
 // daemon's place in its space, its dead-letter stream), each file read
 // bounded (settings.MaxDeadLetterBytes), a stream by its bound. found
 // says whether only names one of those bolts.
-func (d *Daemon) boltDeadLetters(ctx context.Context, sp *space, top *ardea.Topology, only string) (dl []api.DeadLetter, found bool, err error) {
-	p := d.machinePolicy(sp.tenant)
+func (d *Daemon) boltDeadLetters(ctx context.Context, sp *tenancy.Space, top *ardea.Topology, only string) (dl []api.DeadLetter, found bool, err error) {
+	p := d.ten.MachinePolicy(sp.Tenant())
 	for _, c := range top.Components {
 		if c.Kind != ardea.Bolt || c.ModuleKind() == ardea.ModuleBuiltin || (only != "" && c.Name != only) {
 			continue
@@ -164,8 +132,8 @@ func fileDeadLetters(path string) ([]container.BoltDeadLetter, error) {
 // streamDeadLetters reads a bolt's dead letters from sp's tenant's
 // dead-letter stream: the messages on its subjects, in order (the
 // stream's bound bounds them).
-func streamDeadLetters(ctx context.Context, sp *space, place settings.DeadLetterPlace) ([]container.BoltDeadLetter, error) {
-	js, err := jetstream.New(sp.nc)
+func streamDeadLetters(ctx context.Context, sp *tenancy.Space, place settings.DeadLetterPlace) ([]container.BoltDeadLetter, error) {
+	js, err := jetstream.New(sp.Conn())
 	if err != nil {
 		return nil, err
 	}

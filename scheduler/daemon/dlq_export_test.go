@@ -12,11 +12,11 @@ import (
 // messages of each subject matching filter (State.Subjects), for the
 // tests of where a tenant's bolts' dead letters go.
 func (d *Daemon) DeadLetterStream(ctx context.Context, tenant, filter string) (*jetstream.StreamInfo, error) {
-	sp, err := d.spaceOf(ctx, tenant)
+	sp, err := d.ten.Space(ctx, tenant)
 	if err != nil {
 		return nil, err
 	}
-	js, err := jetstream.New(sp.nc)
+	js, err := jetstream.New(sp.Conn())
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/ardea-dev/ardea/connectors"
 	"github.com/ardea-dev/ardea/internal/names"
 	"github.com/ardea-dev/ardea/scheduler/api"
+	"github.com/ardea-dev/ardea/scheduler/internal/tenancy"
 )
 
 // Tenant KV buckets: a tenant's own JetStream key-value buckets, for its
@@ -45,8 +46,8 @@ func topologyKV(top *ardea.Topology) []string {
 // its tenant does not have: its hosts may not make one (checkStreams'
 // counterpart). Without NATS accounts (`ardea run`, in process) the
 // built-in makes a missing bucket itself.
-func (d *Daemon) checkKV(ctx context.Context, sp *space, top *ardea.Topology) error {
-	if d.sec.accounts == nil {
+func (d *Daemon) checkKV(ctx context.Context, sp *tenancy.Space, top *ardea.Topology) error {
+	if d.ten.Accounts() == nil {
 		return nil
 	}
 	var js jetstream.JetStream
@@ -57,7 +58,7 @@ func (d *Daemon) checkKV(ctx context.Context, sp *space, top *ardea.Topology) er
 		}
 		if js == nil {
 			var err error
-			if js, err = jetstream.New(sp.nc); err != nil {
+			if js, err = jetstream.New(sp.Conn()); err != nil {
 				return err
 			}
 		}
@@ -66,7 +67,7 @@ func (d *Daemon) checkKV(ctx context.Context, sp *space, top *ardea.Topology) er
 		_, err := js.KeyValue(cctx, bucket)
 		cancel()
 		if errors.Is(err, jetstream.ErrBucketNotFound) {
-			return newErr(ErrBadRequest, "component %s: tenant %s has no KV bucket %s: create it first (ardea kv create %s)", c.Name, sp.tenant, name, name)
+			return newErr(ErrBadRequest, "component %s: tenant %s has no KV bucket %s: create it first (ardea kv create %s)", c.Name, sp.Tenant(), name, name)
 		}
 		if err != nil {
 			return fmt.Errorf("component %s: KV bucket %s: %w", c.Name, name, err)
@@ -89,7 +90,7 @@ func (d *Daemon) tenantKV(ctx context.Context, name string) (jetstream.KeyValue,
 	defer cancel()
 	kv, err := js.KeyValue(cctx, bucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		return nil, newErr(ErrNotFound, "tenant %s has no KV bucket %s (ardea kv ls)", sp.tenant, name)
+		return nil, newErr(ErrNotFound, "tenant %s has no KV bucket %s (ardea kv ls)", sp.Tenant(), name)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("KV bucket %s: %w", name, err)
@@ -146,9 +147,9 @@ func (d *Daemon) CreateKV(ctx context.Context, req api.CreateKVRequest) (api.KVI
 	if size == 0 {
 		size = connectors.TenantKVDefaultMaxBytes
 	}
-	if disk := d.jetStreamLimits(ctx, sp.tenant).DiskBytes; disk > 0 {
+	if disk := d.ten.JetStreamLimits(ctx, sp.Tenant()).DiskBytes; disk > 0 {
 		if req.MaxBytes > disk {
-			return api.KVInfo{}, newErr(ErrForbidden, "KV bucket %s: max_bytes %d is over tenant %s's quota jetstream_disk (%d bytes)", req.Name, req.MaxBytes, sp.tenant, disk)
+			return api.KVInfo{}, newErr(ErrForbidden, "KV bucket %s: max_bytes %d is over tenant %s's quota jetstream_disk (%d bytes)", req.Name, req.MaxBytes, sp.Tenant(), disk)
 		}
 		size = min(size, disk)
 	}
@@ -158,15 +159,15 @@ func (d *Daemon) CreateKV(ctx context.Context, req api.CreateKVRequest) (api.KVI
 	// as a success: ask first.
 	bucket, _, _ := names.TenantKV(req.Name)
 	if _, err := js.KeyValue(cctx, bucket); err == nil {
-		return api.KVInfo{}, newErr(ErrExists, "tenant %s already has a KV bucket %s", sp.tenant, req.Name)
+		return api.KVInfo{}, newErr(ErrExists, "tenant %s already has a KV bucket %s", sp.Tenant(), req.Name)
 	}
 	kv, err := js.CreateKeyValue(cctx, connectors.TenantKVConfig(req.Name, req.History, size))
 	var apiErr *jetstream.APIError
 	switch {
 	case errors.Is(err, jetstream.ErrBucketExists), errors.Is(err, jetstream.ErrStreamNameAlreadyInUse):
-		return api.KVInfo{}, newErr(ErrExists, "tenant %s already has a KV bucket %s", sp.tenant, req.Name)
+		return api.KVInfo{}, newErr(ErrExists, "tenant %s already has a KV bucket %s", sp.Tenant(), req.Name)
 	case errors.As(err, &apiErr) && (apiErr.ErrorCode == jsErrStorageExceeded || apiErr.ErrorCode == jsErrInsufficientResources):
-		return api.KVInfo{}, newErr(ErrForbidden, "KV bucket %s (%d bytes): over tenant %s's quota jetstream_disk: %s", req.Name, size, sp.tenant, apiErr.Description)
+		return api.KVInfo{}, newErr(ErrForbidden, "KV bucket %s (%d bytes): over tenant %s's quota jetstream_disk: %s", req.Name, size, sp.Tenant(), apiErr.Description)
 	case err != nil:
 		return api.KVInfo{}, fmt.Errorf("KV bucket %s: %w", req.Name, err)
 	}

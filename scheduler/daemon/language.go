@@ -13,6 +13,7 @@ import (
 	"github.com/ardea-dev/ardea/internal/manifest/moduleread"
 	"github.com/ardea-dev/ardea/internal/wasmbin"
 	"github.com/ardea-dev/ardea/scheduler/api"
+	"github.com/ardea-dev/ardea/scheduler/internal/tenancy"
 )
 
 // moduleLanguages caches the source language of uploaded modules by
@@ -24,7 +25,7 @@ type moduleLanguages struct {
 
 // languageOf returns version's language from its producers section, or
 // "wasm" when the module does not say (or cannot be read).
-func (d *Daemon) languageOf(ctx context.Context, sp *space, version string) string {
+func (d *Daemon) languageOf(ctx context.Context, sp *tenancy.Space, version string) string {
 	d.langs.mu.Lock()
 	l, ok := d.langs.m[version]
 	d.langs.mu.Unlock()
@@ -34,7 +35,7 @@ func (d *Daemon) languageOf(ctx context.Context, sp *space, version string) stri
 	if sp == nil {
 		return "wasm"
 	}
-	data, err := sp.store.GetArtifact(ctx, version)
+	data, err := sp.Store().GetArtifact(ctx, version)
 	if err != nil {
 		return "wasm" // not cached: a later call may read it
 	}
@@ -157,11 +158,11 @@ func languageName(v string) string {
 // withLanguages fills the language of st's components: builtin, or the
 // language their module's manifest (else producers section) names. It reads
 // the topology's modules from the store, outside the topology's lock.
-func (d *Daemon) withLanguages(ctx context.Context, sp *space, st api.Status) api.Status {
+func (d *Daemon) withLanguages(ctx context.Context, sp *tenancy.Space, st api.Status) api.Status {
 	if len(st.Components) == 0 {
 		return st
 	}
-	rec, err := sp.store.GetTopology(ctx, st.Name)
+	rec, err := sp.Store().GetTopology(ctx, st.Name)
 	if err != nil {
 		return st
 	}

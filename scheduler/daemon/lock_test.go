@@ -111,5 +111,5 @@ func TestTMLockLossAndTakeover(t *testing.T) {
 func defaultStore(d *Daemon) *statemgr.Store {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.spaces[d.defaultTenant()].store
+	return d.ten.Lookup(d.ten.Default()).Store()
 }

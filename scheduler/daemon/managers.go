@@ -7,6 +7,7 @@ import (
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/internal/checkpoint"
 	"github.com/ardea-dev/ardea/scheduler/container/process"
+	"github.com/ardea-dev/ardea/scheduler/internal/tenancy"
 	"github.com/ardea-dev/ardea/scheduler/manager"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -17,12 +18,12 @@ import (
 // by one small adapter over the daemon and the topology's tenant space.
 
 // newTM makes the manager of topology name in sp.
-func (d *Daemon) newTM(sp *space, name string) *manager.Manager {
+func (d *Daemon) newTM(sp *tenancy.Space, name string) *manager.Manager {
 	cfg := manager.Config{
-		Name: name, Tenant: sp.tenant, Owner: d.id, Log: d.log, Store: sp.store, Conn: sp.nc,
+		Name: name, Tenant: sp.Tenant(), Owner: d.id, Log: d.log, Store: sp.Store(), Conn: sp.Conn(),
 		Runtime:     d.sup,
 		Rates:       spaceRates{d, sp},
-		Credentials: hostCredentials{d},
+		Credentials: hostCredentials{d.ten},
 		Admission:   spaceAdmission{d, sp},
 		Modules:     moduleChecks{d},
 		DeadLetters: spaceDeadLetters{d, sp},
@@ -42,15 +43,15 @@ func (d *Daemon) newTM(sp *space, name string) *manager.Manager {
 // checkpointStore opens sp's tenant's store of effectively-once
 // checkpoints: Options.CheckpointStore (in process), else the tenant's
 // JetStream object store.
-func (d *Daemon) checkpointStore(ctx context.Context, sp *space) (checkpoint.Store, error) {
+func (d *Daemon) checkpointStore(ctx context.Context, sp *tenancy.Space) (checkpoint.Store, error) {
 	if s := d.o.CheckpointStore; s != nil {
 		return s, nil
 	}
-	js, err := jetstream.New(sp.nc)
+	js, err := jetstream.New(sp.Conn())
 	if err != nil {
 		return nil, fmt.Errorf("checkpoints: %w", err)
 	}
-	return checkpoint.NewJetStreamStore(ctx, js, checkpoint.JetStreamOptions{Bucket: process.CheckpointBucket(sp.store.Tenant()), MaxBytes: checkpoint.DefaultMaxBytes})
+	return checkpoint.NewJetStreamStore(ctx, js, checkpoint.JetStreamOptions{Bucket: process.CheckpointBucket(sp.Store().Tenant()), MaxBytes: checkpoint.DefaultMaxBytes})
 }
 
 // validateStored validates a stored topology: its modules are artifacts,
@@ -65,50 +66,35 @@ func (d *Daemon) parseSpec(name string, spec []byte) (*ardea.Topology, error) {
 	return manager.ParseSpec(name, spec, d.validateStored())
 }
 
-// spaceOfTM is the space t's topology lives in (open while t runs).
-func (d *Daemon) spaceOfTM(t *manager.Manager) *space {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.spaces[t.Tenant()]
-}
-
-// spaceRates are a tenant's bus rate shares (quota.go).
+// spaceRates are a tenant's bus rate shares (tenancy's Reshare).
 type spaceRates struct {
 	d  *Daemon
-	sp *space
+	sp *tenancy.Space
 }
 
 func (r spaceRates) Reshare(ctx context.Context, starting *manager.Manager) {
-	r.d.reshareRates(ctx, r.sp.tenant, starting)
+	r.d.ten.Reshare(ctx, r.sp.Tenant(), topologyOfTM(starting))
 }
-func (r spaceRates) Resend(t *manager.Manager) { r.d.resendRate(r.sp, t) }
-func (r spaceRates) Share() (float64, float64, bool) {
-	s := r.sp.share.Load()
-	if s == nil {
-		return 0, 0, false
-	}
-	return s.tuplesPerSec, s.bytesPerSec, true
-}
+func (r spaceRates) Resend(t *manager.Manager)       { r.sp.Resend(tmTopology{t}) }
+func (r spaceRates) Share() (float64, float64, bool) { return r.sp.Share() }
 
-// hostCredentials are the hosts' NATS credentials (security.go).
-type hostCredentials struct{ d *Daemon }
+// hostCredentials are the hosts' NATS credentials (tenancy's; issued by
+// the daemon's hostCreds).
+type hostCredentials struct{ ten *tenancy.Tenants }
 
-func (c hostCredentials) Revoke(t *manager.Manager) { c.d.revokeHosts(t) }
+func (c hostCredentials) Revoke(t *manager.Manager) { c.ten.RevokeHosts(tmTopology{t}) }
 
-// spaceAdmission is a tenant's quotas and policy (quota.go,
-// builtins_policy.go, streams.go, kv.go).
+// spaceAdmission is a tenant's quotas and policy (tenancy's, and the
+// tenant's streams and KV buckets: streams.go, kv.go).
 type spaceAdmission struct {
 	d  *Daemon
-	sp *space
+	sp *tenancy.Space
 }
 
-func (a spaceAdmission) Lock() func() {
-	a.sp.quotaMu.Lock()
-	return a.sp.quotaMu.Unlock
-}
+func (a spaceAdmission) Lock() func() { return a.sp.LockQuota() }
 
 func (a spaceAdmission) Check(ctx context.Context, top *ardea.Topology) error {
-	if err := a.d.checkMachine(ctx, a.sp.tenant, top); err != nil {
+	if err := a.d.ten.CheckMachine(ctx, a.sp.Tenant(), top); err != nil {
 		return err
 	}
 	if err := a.d.checkStreams(ctx, a.sp, top); err != nil {
@@ -118,15 +104,15 @@ func (a spaceAdmission) Check(ctx context.Context, top *ardea.Topology) error {
 }
 
 func (a spaceAdmission) NewModules(ctx context.Context, mods map[string][]byte) (map[string]bool, int64, error) {
-	return a.d.newModules(ctx, a.sp, mods)
+	return a.d.ten.NewModules(ctx, a.sp, mods)
 }
 
 func (a spaceAdmission) Admit(ctx context.Context, action string, before, after manager.Footprint, storeBytes int64) error {
-	return a.d.admit(ctx, a.sp, action, before, after, storeBytes)
+	return a.d.ten.Admit(ctx, a.sp, action, tenancy.Footprint(before), tenancy.Footprint(after), storeBytes)
 }
 
 func (a spaceAdmission) DropModules(ctx context.Context, fresh map[string]bool) {
-	a.d.dropModules(ctx, a.sp, fresh)
+	a.d.ten.DropModules(ctx, a.sp, fresh)
 }
 
 // moduleChecks validate swapped-in and applied modules (validate.go,
@@ -145,14 +131,14 @@ func (m moduleChecks) Remember(ctx context.Context, version string, data []byte)
 	m.d.rememberLanguage(ctx, version, data)
 }
 
-// spaceDeadLetters are a tenant's bolts' dead letters (dlq_bolts.go,
-// builtins_policy.go).
+// spaceDeadLetters are a tenant's bolts' dead letters (dlq_bolts.go; the
+// places are tenancy's machine policy).
 type spaceDeadLetters struct {
 	d  *Daemon
-	sp *space
+	sp *tenancy.Space
 }
 
 func (l spaceDeadLetters) Ensure(ctx context.Context) { l.d.ensureDeadLetterStream(ctx, l.sp) }
 func (l spaceDeadLetters) Remove(ctx context.Context, t *manager.Manager) {
-	l.d.removeDeadLetters(ctx, l.sp, t)
+	l.d.ten.RemoveDeadLetters(ctx, l.sp, tmTopology{t})
 }

@@ -65,7 +65,7 @@ func (d *Daemon) hostSpec(ctx context.Context, t *manager.Manager, container int
 		return launcher.ProcessSpec{}, err
 	}
 	args = append(args, margs...)
-	policy, err := d.hostPolicyEnv(t.Tenant())
+	policy, err := d.ten.HostPolicyEnv(t.Tenant())
 	if err != nil {
 		return launcher.ProcessSpec{}, err
 	}
@@ -127,7 +127,7 @@ func (d *Daemon) runInProcess(ctx context.Context, t *manager.Manager, c, pid, r
 			return func() { local.Detach(c) }
 		},
 		Registry: d.o.Registry, PID: pid, OnStop: d.o.OnContainerStop, OnSwap: d.o.OnSwap, CheckpointStore: d.o.CheckpointStore, Bus: d.o.Bus,
-		Restarts: restarts, TupleFailures: failures, Machine: d.machinePolicy(t.Tenant()),
+		Restarts: restarts, TupleFailures: failures, Machine: d.ten.MachinePolicy(t.Tenant()),
 		Plugins: d.o.Plugins,
 	})
 }

@@ -6,72 +6,49 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.yaml.in/yaml/v3"
 
-	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/internal/audit"
 	"github.com/ardea-dev/ardea/internal/auth"
 	"github.com/ardea-dev/ardea/internal/httpsec"
-	"github.com/ardea-dev/ardea/internal/natsauth"
 	"github.com/ardea-dev/ardea/internal/quota"
 	"github.com/ardea-dev/ardea/scheduler/api"
-	"github.com/ardea-dev/ardea/scheduler/launcher"
-	"github.com/ardea-dev/ardea/scheduler/manager"
-	"github.com/ardea-dev/ardea/scheduler/runtime"
+	"github.com/ardea-dev/ardea/scheduler/internal/tenancy"
 )
 
-// Security is a daemon's security settings beyond what is always on. A
-// daemon with an API always requires a token on it (docs/security.md);
-// one whose containers are processes always runs NATS in operator mode,
-// one account per tenant.
-type Security struct {
-	// Hosts and Origins are further names and browser origins the API is
-	// reached by (httpsec.Options).
-	Hosts   []string
-	Origins []string
-	// TLSCert and TLSKey serve the API over TLS; SelfSigned generates (and
-	// then reuses) a pair under the data dir instead.
-	TLSCert, TLSKey string
-	SelfSigned      bool
-	// PublicMetrics makes GET /metrics public (the deployment file says
-	// so); otherwise it takes a metrics or admin token.
-	PublicMetrics bool
-	// Audit configures the audit log's retention.
-	Audit audit.Options
-	// Quotas is the deployment file's quotas section (nil: unlimited
-	// unless the admin API sets some).
-	Quotas *quota.Config
-	// TenantBuiltins lists the built-in connectors that reach the machine
-	// (files, ports, addresses) which tenants other than the default one
-	// may use (builtins_policy.go); none by default.
-	TenantBuiltins []string
-	// TenantAllow is what the admin allows each tenant (by name) to reach
-	// on the machine: paths and host:port patterns (builtins_policy.go).
-	TenantAllow map[string]TenantAllow
-	// APIRate bounds each tenant's API calls per second, APIBurst at once
-	// (admin tokens are not counted): 0 takes httpsec.DefaultTenantRate and
-	// DefaultTenantBurst, a negative rate turns the limit off.
-	APIRate  float64
-	APIBurst int
+// Security is a daemon's security settings beyond what is always on: the
+// API's (hosts, origins, TLS, public metrics, audit retention, API rate)
+// and the tenants' (quotas, what they may reach on the machine). A daemon
+// with an API always requires a token on it (docs/security.md); one whose
+// containers are processes always runs NATS in operator mode, one account
+// per tenant. It is scheduler/internal/tenancy's, which reads the
+// tenants' part.
+type Security = tenancy.Security
+
+// TenantAllow is what the admin allows one tenant to reach on the machine
+// (the deployment file's security.tenant_allow.<tenant>).
+type TenantAllow = tenancy.TenantAllow
+
+// ParseSecurity reads and checks the security: section of deployment file
+// file (internal/deployment reads the file and hands each section to its
+// owner); n is the section's node, nil when the file has none. Errors name
+// the file and the field (tenancy.ParseSecurity).
+func ParseSecurity(file string, n *yaml.Node) (Security, error) {
+	return tenancy.ParseSecurity(file, n)
 }
 
-// secured is what a daemon with an API holds for its security.
+// secured is what a daemon with an API holds for the API's security (the
+// tenants' NATS accounts, quotas and CPU cgroups are d.ten's).
 type secured struct {
-	accounts *natsauth.Manager // nil: NATS without accounts (in process)
-	tokens   *auth.Store
-	boot     auth.Bootstrapped
-	audit    *audit.Log
-	quotas   *quota.Resolver
-	guard    *httpsec.Guard
-	cert     *httpsec.Cert
-	cgroups  *launcher.Cgroups
+	tokens *auth.Store
+	boot   auth.Bootstrapped
+	audit  *audit.Log
+	guard  *httpsec.Guard
+	cert   *httpsec.Cert
 }
 
 // AdminToken is the default tenant's admin token the daemon made or reused
@@ -90,62 +67,6 @@ func (d *Daemon) TLSFingerprint() string {
 	return d.sec.cert.Fingerprint
 }
 
-// openAccounts starts NATS's accounts (operator mode): the manager keeps
-// its keys under the data dir.
-func (d *Daemon) openAccounts() error {
-	m, err := natsauth.Open(filepath.Join(d.o.DataDir, "nats-auth"))
-	if err != nil {
-		return fmt.Errorf("local: NATS accounts: %w", err)
-	}
-	if err := m.AddTenant(d.defaultTenant(), natsauth.Limits{}); err != nil {
-		return fmt.Errorf("local: NATS account of tenant %s: %w", d.defaultTenant(), err)
-	}
-	d.sec.accounts = m
-	return nil
-}
-
-// connectAdmin connects the daemon's own connection: the "ardea" account's
-// user with accounts, else an unauthenticated in-process one.
-func (d *Daemon) connectAdmin() (*nats.Conn, error) {
-	opts := []nats.Option{nats.Name("ardea-local"), nats.InProcessServer(d.srv.NATS())}
-	if m := d.sec.accounts; m != nil {
-		c, err := m.AdminCreds()
-		if err != nil {
-			return nil, err
-		}
-		opts = append(opts, c.Options()...)
-	}
-	return nats.Connect(d.srv.ClientURL(), opts...)
-}
-
-// tenantConn connects the daemon for tenant: its account's daemon user,
-// made first if the tenant has no account yet (with its quota's JetStream
-// limits).
-func (d *Daemon) tenantConn(ctx context.Context, tenant string) (*nats.Conn, error) {
-	m := d.sec.accounts
-	if err := m.AddTenant(tenant, d.jetStreamLimits(ctx, tenant)); err != nil {
-		return nil, err
-	}
-	c, err := m.DaemonCreds(tenant)
-	if err != nil {
-		return nil, err
-	}
-	return nats.Connect(d.srv.ClientURL(), append(c.Options(), nats.Name("ardea-local-"+tenant), nats.InProcessServer(d.srv.NATS()))...)
-}
-
-// jetStreamLimits are tenant's account limits from its quotas.
-func (d *Daemon) jetStreamLimits(ctx context.Context, tenant string) natsauth.Limits {
-	if d.sec.quotas == nil {
-		return natsauth.Limits{}
-	}
-	q, err := d.sec.quotas.For(ctx, tenant)
-	if err != nil {
-		d.log.Warn("quotas of tenant", "tenant", tenant, "err", err)
-		return natsauth.Limits{}
-	}
-	return natsauth.Limits{MemoryBytes: q.JetStreamMemory, DiskBytes: q.JetStreamDisk}
-}
-
 // openSecurity opens the token store (making the admin token on a first
 // start), the audit log and the quotas, on the daemon's own connection.
 func (d *Daemon) openSecurity(ctx context.Context) error {
@@ -153,7 +74,7 @@ func (d *Daemon) openSecurity(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if d.sec.tokens, err = auth.Open(ctx, js, auth.Options{Logger: d.log, TenantInUse: d.tenantInUse}); err != nil {
+	if d.sec.tokens, err = auth.Open(ctx, js, auth.Options{Logger: d.log, TenantInUse: d.ten.InUse}); err != nil {
 		return fmt.Errorf("local: token store: %w", err)
 	}
 	if d.sec.boot, err = d.sec.tokens.Bootstrap(ctx, d.o.DataDir); err != nil {
@@ -172,15 +93,12 @@ func (d *Daemon) openSecurity(ctx context.Context) error {
 	if d.sec.audit, err = audit.Open(ctx, d.nc, ao); err != nil {
 		return fmt.Errorf("local: audit log: %w", err)
 	}
-	qs, err := quota.OpenStore(ctx, js)
-	if err != nil {
-		return fmt.Errorf("local: quotas: %w", err)
-	}
 	// Every tenant but the default one (the operator's) starts with the
 	// built-in defaults, sized from this machine; the deployment file and
 	// the admin API set others.
-	d.sec.quotas = &quota.Resolver{Defaults: quota.Defaults(quota.ThisMachine()), Exempt: d.defaultTenant(),
-		Config: d.o.Security.Quotas, Store: qs}
+	if err := d.ten.OpenQuotas(ctx, js); err != nil {
+		return err
+	}
 	if d.o.Tenants == nil {
 		d.o.Tenants = d.tenantNames
 	}
@@ -193,29 +111,13 @@ func (d *Daemon) tenantNames(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := []string{d.defaultTenant()}
+	out := []string{d.ten.Default()}
 	for _, t := range ts {
-		if t.Name != d.defaultTenant() {
+		if t.Name != d.ten.Default() {
 			out = append(out, t.Name)
 		}
 	}
 	return out, nil
-}
-
-// tenantInUse refuses to delete a tenant that still has topologies.
-func (d *Daemon) tenantInUse(ctx context.Context, tenant string) error {
-	sp, err := d.spaceOf(ctx, tenant)
-	if err != nil {
-		return err
-	}
-	tops, err := sp.store.ListTopologies(ctx)
-	if err != nil {
-		return err
-	}
-	if len(tops) > 0 {
-		return fmt.Errorf("tenant %s has %d topologies (kill them first), e.g. %s", tenant, len(tops), tops[0].Name)
-	}
-	return nil
 }
 
 // apiHandler is the API behind its security layer: the audit log hears
@@ -290,43 +192,16 @@ func (s *statusRecorder) WriteHeader(code int) {
 
 func (d *Daemon) tenantDeleted(tenant string) {
 	d.mu.Lock()
-	sp := d.spaces[tenant]
-	delete(d.spaces, tenant)
+	delete(d.tms, tenant)
 	d.mu.Unlock()
-	if sp != nil && d.machinePolicy(tenant).DeadLetterStream != "" {
-		// Its bolts' dead letters go with the account (a kill keeping
-		// artifacts kept them); the account's other JetStream files stay
-		// for the operator (natsauth.RemoveTenant).
-		if err := d.deleteDeadLetterStream(sp); err != nil {
-			d.log.Warn("remove the tenant's dead letters", "tenant", tenant, "err", err)
-		}
-	}
-	if sp != nil && sp.ownNC {
-		sp.nc.Close()
-	}
-	if m := d.sec.accounts; m != nil {
-		if err := m.RemoveTenant(tenant); err != nil && !errors.Is(err, natsauth.ErrNoTenant) {
-			d.log.Error("remove the tenant's NATS account", "tenant", tenant, "err", err)
-		}
-	}
-	if d.sec.cgroups != nil {
-		if err := d.sec.cgroups.RemoveTenant(tenant); err != nil {
-			d.log.Warn("remove the tenant's CPU cgroup", "tenant", tenant, "err", err)
-		}
-	}
-	if tenant != d.defaultTenant() {
-		if err := os.RemoveAll(d.deadLetterDir(tenant)); err != nil {
-			d.log.Warn("remove the tenant's dead letters", "tenant", tenant, "err", err)
-		}
-	}
-	d.log.Info("tenant deleted", "tenant", tenant)
+	d.ten.Delete(d.ctx, tenant)
 }
 
 // quotaHandler serves a tenant's quotas and usage; a change of its
 // JetStream quotas reaches its NATS account at once, and a change of its
-// rates its running hosts (reshareRates).
+// rates its running hosts (tenancy's Reshare).
 func (d *Daemon) quotaHandler() http.Handler {
-	h := quota.Handler(quota.HandlerOptions{Resolver: d.sec.quotas, Usage: d.tenantUsage,
+	h := quota.Handler(quota.HandlerOptions{Resolver: d.ten.Quotas(), Usage: d.ten.Usage,
 		Exists: func(ctx context.Context, tenant string) (bool, error) {
 			_, err := d.sec.tokens.Tenant(ctx, tenant)
 			if errors.Is(err, auth.ErrNotFound) {
@@ -337,118 +212,24 @@ func (d *Daemon) quotaHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
 		h.ServeHTTP(rec, r)
-		if r.Method == http.MethodPut && d.sec.accounts != nil {
+		if r.Method == http.MethodPut && d.ten.Accounts() != nil {
 			tenant := r.PathValue("name")
 			if _, err := d.sec.tokens.Tenant(r.Context(), tenant); err == nil {
-				if err := d.sec.accounts.AddTenant(tenant, d.jetStreamLimits(r.Context(), tenant)); err != nil {
+				if err := d.ten.Accounts().AddTenant(tenant, d.ten.JetStreamLimits(r.Context(), tenant)); err != nil {
 					d.log.Warn("update the NATS account's limits", "tenant", tenant, "err", err)
 				}
 			}
 		}
 		if r.Method == http.MethodPut && rec.code == http.StatusOK {
-			d.reshareRates(r.Context(), r.PathValue("name"), nil)
+			d.ten.Reshare(r.Context(), r.PathValue("name"), nil)
 		}
 	})
-}
-
-// hostCreds issues container c of t its NATS credential (its tenant's
-// account, its topology's subjects only) in a 0600 file, and returns the
-// environment that hands it to the host (never its command line).
-// Issued through t.IssueCredential, only until the TM revokes them (as it
-// enters a terminal mode, revokeHosts), so a container the launcher
-// restarts meanwhile either gets its file before (and revokeHosts removes
-// it) or none.
-func (d *Daemon) hostCreds(t *manager.Manager, c int) ([]string, error) {
-	m := d.sec.accounts
-	if m == nil {
-		return nil, nil
-	}
-	var env []string
-	err := t.IssueCredential(func(top *ardea.Topology) error {
-		io := natsauth.TenantIO{Streams: topologyStreams(top), KV: topologyKV(top)}
-		cr, err := m.HostCreds(t.Tenant(), t.Name(), io)
-		if err != nil {
-			return fmt.Errorf("topology %s: NATS credential: %w", t.Name(), err)
-		}
-		dir := filepath.Join(d.o.DataDir, "creds")
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return err
-		}
-		path := filepath.Join(dir, runtime.File(t.ContainerID(c))+".creds")
-		if err := natsauth.WriteCreds(path, cr); err != nil {
-			return err
-		}
-		env = natsauth.Env(path, cr)
-		return nil
-	})
-	return env, err
-}
-
-// secureHost gives container c of t what its tenant's security asks: its
-// NATS credential (environment and a 0600 file), its share of the
-// tenant's bus rates (flags) and its tenant's CPU cgroup.
-func (d *Daemon) secureHost(ctx context.Context, t *manager.Manager, c int, spec *launcher.ProcessSpec) error {
-	env, err := d.hostCreds(t, c)
-	if err != nil {
-		return err
-	}
-	spec.Env = append(spec.Env, env...) // the allowed part of the daemon's (hostEnv) and the credential's
-	if d.sec.quotas == nil {
-		return nil
-	}
-	q, err := d.sec.quotas.For(ctx, t.Tenant())
-	if err != nil {
-		return fmt.Errorf("topology %s: quotas of tenant %s: %w", t.Name(), t.Tenant(), err)
-	}
-	if q.TuplesPerSecond > 0 || q.BytesPerSecond > 0 {
-		u, err := d.tenantUsage(ctx, t.Tenant())
-		if err != nil {
-			return err
-		}
-		n := int(u.Containers)
-		d.mu.Lock()
-		counted := d.spaces[t.Tenant()].tms[t.Name()] == t
-		d.mu.Unlock()
-		if !counted { // a topology being submitted: its containers count too
-			n += t.View().Containers()
-		}
-		n = max(n, 1)
-		tps, bps := quota.ContainerRates(q, n)
-		spec.Args = append(spec.Args, "--max-tuples-per-second", strconv.FormatFloat(tps, 'f', -1, 64),
-			"--max-bytes-per-second", strconv.FormatFloat(bps, 'f', -1, 64))
-	}
-	if q.CPU > 0 && d.sec.cgroups != nil {
-		sl, err := d.sec.cgroups.Tenant(t.Tenant(), q.CPU)
-		if err != nil {
-			return fmt.Errorf("topology %s: CPU cgroup of tenant %s: %w", t.Name(), t.Tenant(), err)
-		}
-		spec.Cgroup = sl
-	}
-	return nil
-}
-
-// revokeHosts revokes every NATS credential issued to t's hosts and
-// removes their files: once a topology is killed, FINISHED or FAILED (a
-// terminal state, no host of it runs again), a credential of its hosts can
-// no longer connect.
-func (d *Daemon) revokeHosts(t *manager.Manager) {
-	m := d.sec.accounts
-	if m == nil {
-		return
-	}
-	if err := m.RevokeHost(t.Tenant(), t.Name()); err != nil {
-		t.Log().Error("revoke the hosts' NATS credentials", "err", err)
-	}
-	matches, _ := filepath.Glob(filepath.Join(d.o.DataDir, "creds", runtime.File(runtime.Prefix(t.Tenant(), t.Name()))+"*.creds"))
-	for _, f := range matches {
-		_ = os.Remove(f)
-	}
 }
 
 // CPUQuotas reports how tenants' CPU quotas are enforced: the cgroup
 // version in use (1 or 2), or 0 with the reason they are not.
 func (d *Daemon) CPUQuotas() (version int, reason string) {
-	return d.sec.cgroups.Version(), d.sec.cgroups.Reason()
+	return d.ten.CPUQuotas()
 }
 
 // Client is a client of the daemon's API acting with its admin token (for
@@ -470,7 +251,7 @@ func (d *Daemon) LoginToken(ctx context.Context, ttl time.Duration) (string, err
 	if d.sec.tokens == nil {
 		return "", errors.New("local: no API, no tokens")
 	}
-	_, secret, err := d.sec.tokens.CreateToken(ctx, auth.TokenSpec{Tenant: d.defaultTenant(), Scope: auth.ScopeAdmin,
+	_, secret, err := d.sec.tokens.CreateToken(ctx, auth.TokenSpec{Tenant: d.ten.Default(), Scope: auth.ScopeAdmin,
 		Name: "login link", TTL: ttl, By: "ardea"})
 	return secret, err
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/ardea-dev/ardea/connectors"
 	"github.com/ardea-dev/ardea/internal/names"
 	"github.com/ardea-dev/ardea/scheduler/api"
+	"github.com/ardea-dev/ardea/scheduler/internal/tenancy"
 )
 
 // Tenant streams: a tenant's own JetStream streams, for its topologies'
@@ -56,8 +57,8 @@ func topologyStreams(top *ardea.Topology) []string {
 // stream its tenant does not have: its hosts may not make one. Without
 // NATS accounts (`ardea run`, in process) the built-in makes a missing
 // stream itself.
-func (d *Daemon) checkStreams(ctx context.Context, sp *space, top *ardea.Topology) error {
-	if d.sec.accounts == nil {
+func (d *Daemon) checkStreams(ctx context.Context, sp *tenancy.Space, top *ardea.Topology) error {
+	if d.ten.Accounts() == nil {
 		return nil
 	}
 	var js jetstream.JetStream
@@ -68,7 +69,7 @@ func (d *Daemon) checkStreams(ctx context.Context, sp *space, top *ardea.Topolog
 		}
 		if js == nil {
 			var err error
-			if js, err = jetstream.New(sp.nc); err != nil {
+			if js, err = jetstream.New(sp.Conn()); err != nil {
 				return err
 			}
 		}
@@ -77,7 +78,7 @@ func (d *Daemon) checkStreams(ctx context.Context, sp *space, top *ardea.Topolog
 		_, err := js.Stream(cctx, st)
 		cancel()
 		if errors.Is(err, jetstream.ErrStreamNotFound) {
-			return newErr(ErrBadRequest, "component %s: tenant %s has no stream %s: create it first (ardea stream create %s)", c.Name, sp.tenant, name, name)
+			return newErr(ErrBadRequest, "component %s: tenant %s has no stream %s: create it first (ardea stream create %s)", c.Name, sp.Tenant(), name, name)
 		}
 		if err != nil {
 			return fmt.Errorf("component %s: stream %s: %w", c.Name, name, err)
@@ -87,12 +88,12 @@ func (d *Daemon) checkStreams(ctx context.Context, sp *space, top *ardea.Topolog
 }
 
 // tenantJS is JetStream in the account of the tenant ctx acts for.
-func (d *Daemon) tenantJS(ctx context.Context) (jetstream.JetStream, *space, error) {
+func (d *Daemon) tenantJS(ctx context.Context) (jetstream.JetStream, *tenancy.Space, error) {
 	sp, err := d.space(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	js, err := jetstream.New(sp.nc)
+	js, err := jetstream.New(sp.Conn())
 	if err != nil {
 		return nil, nil, err
 	}
@@ -111,7 +112,7 @@ func (d *Daemon) tenantStream(ctx context.Context, name string) (jetstream.Strea
 	st, _ := names.TenantStream(name)
 	s, err := js.Stream(ctx, st)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		return nil, newErr(ErrNotFound, "tenant %s has no stream %s (ardea stream ls)", sp.tenant, name)
+		return nil, newErr(ErrNotFound, "tenant %s has no stream %s (ardea stream ls)", sp.Tenant(), name)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("stream %s: %w", name, err)
@@ -150,9 +151,9 @@ func (d *Daemon) CreateStream(ctx context.Context, req api.CreateStreamRequest) 
 	if size == 0 {
 		size = connectors.TenantStreamDefaultMaxBytes
 	}
-	if disk := d.jetStreamLimits(ctx, sp.tenant).DiskBytes; disk > 0 {
+	if disk := d.ten.JetStreamLimits(ctx, sp.Tenant()).DiskBytes; disk > 0 {
 		if req.MaxBytes > disk {
-			return api.StreamInfo{}, newErr(ErrForbidden, "stream %s: max_bytes %d is over tenant %s's quota jetstream_disk (%d bytes)", req.Name, req.MaxBytes, sp.tenant, disk)
+			return api.StreamInfo{}, newErr(ErrForbidden, "stream %s: max_bytes %d is over tenant %s's quota jetstream_disk (%d bytes)", req.Name, req.MaxBytes, sp.Tenant(), disk)
 		}
 		size = min(size, disk)
 	}
@@ -163,9 +164,9 @@ func (d *Daemon) CreateStream(ctx context.Context, req api.CreateStreamRequest) 
 	var apiErr *jetstream.APIError
 	switch {
 	case errors.Is(err, jetstream.ErrStreamNameAlreadyInUse):
-		return api.StreamInfo{}, newErr(ErrExists, "tenant %s already has a stream %s", sp.tenant, req.Name)
+		return api.StreamInfo{}, newErr(ErrExists, "tenant %s already has a stream %s", sp.Tenant(), req.Name)
 	case errors.As(err, &apiErr) && (apiErr.ErrorCode == jsErrStorageExceeded || apiErr.ErrorCode == jsErrInsufficientResources):
-		return api.StreamInfo{}, newErr(ErrForbidden, "stream %s (%d bytes): over tenant %s's quota jetstream_disk: %s", req.Name, size, sp.tenant, apiErr.Description)
+		return api.StreamInfo{}, newErr(ErrForbidden, "stream %s (%d bytes): over tenant %s's quota jetstream_disk: %s", req.Name, size, sp.Tenant(), apiErr.Description)
 	case err != nil:
 		return api.StreamInfo{}, fmt.Errorf("stream %s: %w", req.Name, err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/ardea-dev/ardea/connectors"
 	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/internal/httpapi"
+	"github.com/ardea-dev/ardea/scheduler/internal/tenancy"
 	"github.com/ardea-dev/ardea/scheduler/manager"
 	"github.com/ardea-dev/ardea/scheduler/statemgr"
 )
@@ -42,7 +43,7 @@ func (d *Daemon) Submit(ctx context.Context, req api.SubmitRequest) error {
 	if top.Name != req.Name {
 		top.Name = req.Name
 	}
-	if err := d.checkMachine(ctx, sp.tenant, top); err != nil {
+	if err := d.ten.CheckMachine(ctx, sp.Tenant(), top); err != nil {
 		return err
 	}
 	if err := d.checkStreams(ctx, sp, top); err != nil {
@@ -51,7 +52,7 @@ func (d *Daemon) Submit(ctx context.Context, req api.SubmitRequest) error {
 	if err := d.checkKV(ctx, sp, top); err != nil {
 		return err
 	}
-	mods, err := wasmModules(top, req.Modules)
+	mods, err := tenancy.WasmModules(top, req.Modules)
 	if err != nil {
 		return err
 	}
@@ -63,27 +64,26 @@ func (d *Daemon) Submit(ctx context.Context, req api.SubmitRequest) error {
 	if err != nil {
 		return newErr(ErrBadRequest, "%v", err)
 	}
-	sp.quotaMu.Lock()
-	defer sp.quotaMu.Unlock()
-	if _, err := sp.store.GetTopology(ctx, req.Name); err == nil {
+	defer sp.LockQuota()()
+	if _, err := sp.Store().GetTopology(ctx, req.Name); err == nil {
 		return newErr(ErrExists, "topology %s already exists (kill it first, or submit with another --name)", req.Name)
 	}
-	fresh, storeBytes, err := d.newModules(ctx, sp, mods)
+	fresh, storeBytes, err := d.ten.NewModules(ctx, sp, mods)
 	if err != nil {
 		return err
 	}
-	if err := d.admit(ctx, sp, "submit", footprint{}, footprint{Top: top, Containers: p.Containers}, storeBytes); err != nil {
+	if err := d.ten.Admit(ctx, sp, "submit", tenancy.Footprint{}, tenancy.Footprint{Top: top, Containers: p.Containers}, storeBytes); err != nil {
 		return err
 	}
 	shas, history, err := d.putModules(ctx, sp, top, mods, req)
 	if err != nil {
-		d.dropModules(ctx, sp, fresh)
+		d.ten.DropModules(ctx, sp, fresh)
 		return err
 	}
-	if _, err := sp.store.CreateTopology(ctx, statemgr.Topology{
+	if _, err := sp.Store().CreateTopology(ctx, statemgr.Topology{
 		Name: req.Name, Spec: spec, Modules: shas, SubmittedAt: time.Now(), SubmittedBy: req.By, History: history,
 	}); err != nil {
-		d.dropModules(ctx, sp, fresh)
+		d.ten.DropModules(ctx, sp, fresh)
 		if errors.Is(err, statemgr.ErrExists) {
 			return newErr(ErrExists, "topology %s already exists (kill it first, or submit with another --name)", req.Name)
 		}
@@ -95,8 +95,8 @@ func (d *Daemon) Submit(ctx context.Context, req api.SubmitRequest) error {
 	}
 	t := d.newTM(sp, req.Name)
 	if err := t.Start(ctx, state); err != nil {
-		_ = sp.store.DeleteTopology(context.WithoutCancel(ctx), req.Name)
-		d.dropModules(ctx, sp, fresh)
+		_ = sp.Store().DeleteTopology(context.WithoutCancel(ctx), req.Name)
+		d.ten.DropModules(ctx, sp, fresh)
 		return err
 	}
 	if err := d.register(t); err != nil {
@@ -104,7 +104,7 @@ func (d *Daemon) Submit(ctx context.Context, req api.SubmitRequest) error {
 		// waits for this submit, so the store is still there).
 		t.StopContainers(ctx)
 		t.Stop()
-		_ = sp.store.DeleteTopology(context.WithoutCancel(ctx), req.Name)
+		_ = sp.Store().DeleteTopology(context.WithoutCancel(ctx), req.Name)
 		return err
 	}
 	return nil
@@ -113,7 +113,7 @@ func (d *Daemon) Submit(ctx context.Context, req api.SubmitRequest) error {
 // putModules stores the modules of a submitted topology top (mods, by
 // component) as artifacts: their versions by component, and each one's
 // first entry in the topology's history.
-func (d *Daemon) putModules(ctx context.Context, sp *space, top *ardea.Topology, mods map[string][]byte, req api.SubmitRequest) (map[string]string, []api.ModuleVersion, error) {
+func (d *Daemon) putModules(ctx context.Context, sp *tenancy.Space, top *ardea.Topology, mods map[string][]byte, req api.SubmitRequest) (map[string]string, []api.ModuleVersion, error) {
 	shas := map[string]string{}
 	var history []api.ModuleVersion
 	for _, c := range top.Components {
@@ -121,7 +121,7 @@ func (d *Daemon) putModules(ctx context.Context, sp *space, top *ardea.Topology,
 		if !ok {
 			continue
 		}
-		sha, err := sp.store.PutArtifact(ctx, c.Name+".wasm", data)
+		sha, err := sp.Store().PutArtifact(ctx, c.Name+".wasm", data)
 		if err != nil {
 			return nil, nil, fmt.Errorf("component %s: store module: %w", c.Name, err)
 		}
@@ -154,17 +154,17 @@ func (d *Daemon) Summaries(ctx context.Context) ([]api.Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	tops, err := sp.store.ListTopologies(ctx)
+	tops, err := sp.Store().ListTopologies(ctx)
 	if err != nil {
 		return nil, err
 	}
 	out := []api.Summary{}
 	for _, rec := range tops {
 		s := api.Summary{Name: rec.Name, Submitted: rec.SubmittedAt.Format(time.RFC3339)}
-		if st, err := sp.store.GetState(ctx, rec.Name); err == nil {
+		if st, err := sp.Store().GetState(ctx, rec.Name); err == nil {
 			s.State = st.State
 		}
-		if t, err := d.getIn(sp.tenant, rec.Name); err == nil {
+		if t, err := d.getIn(sp.Tenant(), rec.Name); err == nil {
 			st := t.Status()
 			s.State = st.State
 			s.Containers = len(st.Containers)
@@ -193,7 +193,7 @@ func (d *Daemon) Status(ctx context.Context, name string) (api.Status, error) {
 	if err != nil {
 		return api.Status{}, err
 	}
-	st, err := sp.store.GetState(ctx, name)
+	st, err := sp.Store().GetState(ctx, name)
 	if err != nil {
 		return api.Status{}, newErr(ErrNotFound, "no topology named %q", name)
 	}
@@ -211,7 +211,7 @@ func (d *Daemon) running(ctx context.Context, name string) (*manager.Manager, er
 	if serr != nil {
 		return nil, serr
 	}
-	if _, serr := sp.store.GetState(ctx, name); serr == nil {
+	if _, serr := sp.Store().GetState(ctx, name); serr == nil {
 		return nil, newErr(ErrBadState, "topology %s is not running (it finished, failed or was killed)", name)
 	}
 	return nil, err
@@ -242,8 +242,8 @@ func (d *Daemon) Kill(ctx context.Context, name string, keep bool) error {
 		if serr != nil {
 			return serr
 		}
-		if _, serr := sp.store.GetState(ctx, name); serr == nil {
-			return manager.RemoveStored(ctx, sp.store, d.log, name, keep)
+		if _, serr := sp.Store().GetState(ctx, name); serr == nil {
+			return manager.RemoveStored(ctx, sp.Store(), d.log, name, keep)
 		}
 		return err
 	}
@@ -251,7 +251,7 @@ func (d *Daemon) Kill(ctx context.Context, name string, keep bool) error {
 		return err
 	}
 	d.mu.Lock()
-	delete(d.spaces[t.Tenant()].tms, name)
+	delete(d.tms[t.Tenant()], name)
 	d.mu.Unlock()
 	return nil
 }
@@ -374,7 +374,7 @@ func (d *Daemon) ModuleHistory(ctx context.Context, name string) ([]api.ModuleVe
 	if err != nil {
 		return nil, err
 	}
-	rec, err := sp.store.GetTopology(ctx, name)
+	rec, err := sp.Store().GetTopology(ctx, name)
 	if err != nil {
 		return nil, err
 	}

@@ -24,7 +24,7 @@ func (d *Daemon) Topologies(ctx context.Context) ([]api.TopologyInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	recs, err := sp.store.ListTopologies(ctx)
+	recs, err := sp.Store().ListTopologies(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -43,12 +43,12 @@ func (d *Daemon) Topology(ctx context.Context, name string) (api.TopologyInfo, e
 	if err != nil {
 		return api.TopologyInfo{}, err
 	}
-	rec, err := sp.store.GetTopology(ctx, name)
+	rec, err := sp.Store().GetTopology(ctx, name)
 	if err != nil {
 		return api.TopologyInfo{}, newErr(ErrNotFound, "no topology named %q", name)
 	}
 	out := api.TopologyInfo{Name: name, Submitted: rec.SubmittedAt, SubmittedBy: rec.SubmittedBy, Config: map[string]string{}}
-	if st, err := sp.store.GetState(ctx, name); err == nil {
+	if st, err := sp.Store().GetState(ctx, name); err == nil {
 		out.State, out.Message = string(st.State), st.Message
 	}
 	top, err := d.parseSpec(name, rec.Spec)
@@ -79,7 +79,7 @@ func (d *Daemon) topologyOf(ctx context.Context, name string) (*ardea.Topology, 
 	if err != nil {
 		return nil, nil, err
 	}
-	rec, err := sp.store.GetTopology(ctx, name)
+	rec, err := sp.Store().GetTopology(ctx, name)
 	if err != nil {
 		return nil, nil, newErr(ErrNotFound, "no topology named %q", name)
 	}
@@ -218,7 +218,7 @@ func (d *Daemon) notRunning(ctx context.Context, name string, err error) error {
 	if serr != nil {
 		return serr
 	}
-	if _, serr := sp.store.GetState(ctx, name); serr == nil && !strings.Contains(err.Error(), "another daemon") {
+	if _, serr := sp.Store().GetState(ctx, name); serr == nil && !strings.Contains(err.Error(), "another daemon") {
 		return newErr(ErrNotFound, "topology %s is not running (it finished, failed or was killed): it has no live plan or metrics", name)
 	}
 	return err

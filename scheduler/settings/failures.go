@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/ardea-dev/ardea"
-	"github.com/ardea-dev/ardea/host"
+	"github.com/ardea-dev/ardea/host/limits"
 )
 
 // Defaults of the failing-tuple settings (docs/delivery.md, "A failing
@@ -14,7 +14,7 @@ import (
 const (
 	DefaultMaxConsecutiveFailures = 100
 	DefaultMaxTupleRollbacks      = 3
-	DefaultMaxFailingTime         = host.DefaultMaxFailingTime
+	DefaultMaxFailingTime         = limits.DefaultMaxFailingTime
 )
 
 // BoltFailures is what a topology says about a bolt's failing tuples

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/ardea-dev/ardea"
-	"github.com/ardea-dev/ardea/host"
+	"github.com/ardea-dev/ardea/host/limits"
 )
 
 // Limits are a wasm instance's limits as set in a config (zero: not set):
@@ -18,22 +18,22 @@ type Limits struct {
 	Pages    uint32
 	Timeout  time.Duration
 	MaxTuple int
-	Host     host.Limits
+	Host     limits.Limits
 }
 
-// byteLimits are the host.Limits keys: integers (bytes) within [min, max];
+// byteLimits are the limits.Limits keys: integers (bytes) within [min, max];
 // host/README.md has their defaults.
 var byteLimits = []struct {
 	key      string
 	min, max int64
-	set      func(*host.Limits, int64)
+	set      func(*limits.Limits, int64)
 }{
-	{"state.max.bytes", 1, math.MaxInt64, func(l *host.Limits, v int64) { l.StateMaxBytes = v }},
-	{"state.max.value.bytes", 1, math.MaxInt32, func(l *host.Limits, v int64) { l.StateMaxValueBytes = int(v) }},
-	{"state.max.key.bytes", 1, math.MaxInt32, func(l *host.Limits, v int64) { l.StateMaxKeyBytes = int(v) }},
-	{"log.max.line.bytes", 128, math.MaxInt32, func(l *host.Limits, v int64) { l.LogMaxLineBytes = int(v) }},
-	{"log.max.bytes.per.second", 1, math.MaxInt64, func(l *host.Limits, v int64) { l.LogMaxBytesPerSecond = v }},
-	{"emit.max.bytes.per.call", 1, math.MaxInt64, func(l *host.Limits, v int64) { l.EmitMaxBytesPerCall = v }},
+	{"state.max.bytes", 1, math.MaxInt64, func(l *limits.Limits, v int64) { l.StateMaxBytes = v }},
+	{"state.max.value.bytes", 1, math.MaxInt32, func(l *limits.Limits, v int64) { l.StateMaxValueBytes = int(v) }},
+	{"state.max.key.bytes", 1, math.MaxInt32, func(l *limits.Limits, v int64) { l.StateMaxKeyBytes = int(v) }},
+	{"log.max.line.bytes", 128, math.MaxInt32, func(l *limits.Limits, v int64) { l.LogMaxLineBytes = int(v) }},
+	{"log.max.bytes.per.second", 1, math.MaxInt64, func(l *limits.Limits, v int64) { l.LogMaxBytesPerSecond = v }},
+	{"emit.max.bytes.per.call", 1, math.MaxInt64, func(l *limits.Limits, v int64) { l.EmitMaxBytesPerCall = v }},
 }
 
 // InstanceLimits are the limits of one wasm component's instances: its

@@ -1,4 +1,4 @@
-package daemon
+package tenancy
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/internal/audit"
 	"github.com/ardea-dev/ardea/internal/names"
-	"github.com/ardea-dev/ardea/scheduler/manager"
+	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/settings"
 )
 
@@ -32,7 +32,12 @@ import (
 // from the daemon) when it loads the topology, and a confined tenant's
 // bolts' dead letters go to a place the daemon chooses in the tenant's
 // space (its dead-letter stream, in its NATS account and quota:
-// dlq_bolts.go), never to a file the tenant names.
+// deadletters.go), never to a file the tenant names.
+
+// ErrForbidden is the kind of a refusal of what the tenant may not do
+// (the API answers 403), e.g. a built-in connector that reaches the
+// machine. It is the API's kind (api.ErrForbidden).
+var ErrForbidden = api.ErrForbidden
 
 // TenantAllow is what the admin allows one tenant to reach on the machine
 // (the deployment file's security.tenant_allow.<tenant>).
@@ -47,49 +52,55 @@ type TenantAllow struct {
 // deadLetterDir is where tenant's bolts' dead letters go without NATS
 // accounts (in process): under the data dir, in a directory of the
 // tenant's own. With accounts they go to its dead-letter stream.
-func (d *Daemon) deadLetterDir(tenant string) string {
-	return filepath.Join(d.o.DataDir, "dead-letters", tenant)
+func (ts *Tenants) deadLetterDir(tenant string) string {
+	return filepath.Join(ts.o.DataDir, "dead-letters", tenant)
 }
 
-// machinePolicy is tenant's policy (the zero policy, allowing everything,
+// MachinePolicy is tenant's policy (the zero policy, allowing everything,
 // for the default tenant).
-func (d *Daemon) machinePolicy(tenant string) settings.MachinePolicy {
-	if tenant == d.defaultTenant() {
+func (ts *Tenants) MachinePolicy(tenant string) settings.MachinePolicy {
+	if tenant == ts.o.Default {
 		return settings.MachinePolicy{}
 	}
-	a := d.o.Security.TenantAllow[tenant]
+	a := ts.o.Security.TenantAllow[tenant]
 	p := settings.MachinePolicy{Confined: true, Tenant: tenant, Paths: a.Paths, Addresses: a.Addresses,
-		Builtins: d.o.Security.TenantBuiltins}
-	if d.sec.accounts != nil {
-		p.DeadLetterStream = names.DeadLetterStream // in the tenant's account (dlq_bolts.go)
+		Builtins: ts.o.Security.TenantBuiltins}
+	if ts.accounts != nil {
+		p.DeadLetterStream = names.DeadLetterStream // in the tenant's account (deadletters.go)
 	} else {
-		p.DeadLetterDir = d.deadLetterDir(tenant)
+		p.DeadLetterDir = ts.deadLetterDir(tenant)
 	}
 	return p
 }
 
-// hostPolicyEnv hands tenant's policy to a host process (it checks the
+// HostPolicyEnv hands tenant's policy to a host process (it checks the
 // topology against it again, and places the dead letters by it), also the
 // default tenant's: a host started without one for a tenant other than
 // names.DefaultTenant confines it. It is an entry of the host's
 // environment (settings.MachinePolicyEnv), not a flag: a command line is
 // every local user's to read, and the policy names the paths and
 // addresses the tenant may reach.
-func (d *Daemon) hostPolicyEnv(tenant string) (string, error) {
-	return d.machinePolicy(tenant).Env()
+func (ts *Tenants) HostPolicyEnv(tenant string) (string, error) {
+	return ts.MachinePolicy(tenant).Env()
 }
 
-// checkMachine records in the call's audit record what top reaches on
-// the machine, and refuses what tenant's policy does not allow (403,
-// naming the component and the field).
-func (d *Daemon) checkMachine(ctx context.Context, tenant string, top *ardea.Topology) error {
-	reach := settings.MachineReach(top, d.o.Plugins)
+// CheckMachine records in the call's audit record what top reaches on
+// the machine, and refuses what tenant's policy does not allow
+// (ErrForbidden, naming the component and the field).
+func (ts *Tenants) CheckMachine(ctx context.Context, tenant string, top *ardea.Topology) error {
+	reach := settings.MachineReach(top, ts.o.Plugins)
 	audit.Param(ctx, "reaches", reachStrings(reach))
-	err := d.machinePolicy(tenant).Check(reach)
+	err := ts.MachinePolicy(tenant).Check(reach)
 	if errors.Is(err, settings.ErrMachine) {
-		return newErr(ErrForbidden, "%v", err)
+		return api.Errorf(ErrForbidden, "%v", err)
 	}
 	return err
+}
+
+// AuditReach records in the call's audit record what top reaches on the
+// machine (a running topology's, which an update runs again).
+func (ts *Tenants) AuditReach(ctx context.Context, top *ardea.Topology) {
+	audit.Param(ctx, "reaches", reachStrings(settings.MachineReach(top, ts.o.Plugins)))
 }
 
 // reachStrings renders reach for the audit record: one line each.
@@ -101,33 +112,14 @@ func reachStrings(reach []settings.Reach) []string {
 	return out
 }
 
-// auditSpec records in the call's audit record the digest of the spec it
-// asked for.
-func auditSpec(ctx context.Context, spec []byte) {
-	audit.Param(ctx, "spec", audit.BlobOf(spec))
-}
-
-// auditSpec records the running topology's spec digest and what it
-// reaches (an update changes parallelism only, and runs that spec).
-func (d *Daemon) auditRunning(ctx context.Context, t *manager.Manager) {
-	top := t.View().Top()
-	if top == nil {
-		return
-	}
-	if spec, err := top.Format(); err == nil {
-		auditSpec(ctx, spec)
-		audit.Param(ctx, "reaches", reachStrings(settings.MachineReach(top, d.o.Plugins)))
-	}
-}
-
-// removeDeadLetters removes the dead letters the daemon kept for t's
+// RemoveDeadLetters removes the dead letters the daemon kept for t's
 // bolts (a killed topology's, unless its artifacts are kept): its subjects
-// of the tenant's dead-letter stream, or its directory, so that a topology
-// submitted again under the name starts with none.
-func (d *Daemon) removeDeadLetters(ctx context.Context, sp *space, t *manager.Manager) {
-	p := d.machinePolicy(t.Tenant())
+// of the tenant's dead-letter stream in sp, or its directory, so that a
+// topology submitted again under the name starts with none.
+func (ts *Tenants) RemoveDeadLetters(ctx context.Context, sp *Space, t Topology) {
+	p := ts.MachinePolicy(t.Tenant())
 	if p.DeadLetterStream != "" {
-		if err := d.purgeDeadLetters(ctx, sp, p.DeadLetterStream, t.Name()); err != nil {
+		if err := purgeDeadLetters(ctx, sp, p.DeadLetterStream, t.Name()); err != nil {
 			t.Log().Warn("remove the bolts' dead letters", "stream", p.DeadLetterStream, "err", err)
 		}
 	}

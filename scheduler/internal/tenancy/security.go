@@ -1,4 +1,4 @@
-package daemon
+package tenancy
 
 import (
 	"bytes"
@@ -10,8 +10,48 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/ardea-dev/ardea/internal/audit"
+	"github.com/ardea-dev/ardea/internal/quota"
 	"github.com/ardea-dev/ardea/scheduler/settings"
 )
+
+// Security is a daemon's security settings beyond what is always on
+// (scheduler/daemon.Security is this type). A daemon with an API always
+// requires a token on it (docs/security.md); one whose containers are
+// processes always runs NATS in operator mode, one account per tenant.
+// The API's part (hosts, origins, TLS, public metrics, audit retention,
+// API rate) is the daemon's API's; the tenants' (quotas, what they may
+// reach on the machine) is this package's.
+type Security struct {
+	// Hosts and Origins are further names and browser origins the API is
+	// reached by (httpsec.Options).
+	Hosts   []string
+	Origins []string
+	// TLSCert and TLSKey serve the API over TLS; SelfSigned generates (and
+	// then reuses) a pair under the data dir instead.
+	TLSCert, TLSKey string
+	SelfSigned      bool
+	// PublicMetrics makes GET /metrics public (the deployment file says
+	// so); otherwise it takes a metrics or admin token.
+	PublicMetrics bool
+	// Audit configures the audit log's retention.
+	Audit audit.Options
+	// Quotas is the deployment file's quotas section (nil: unlimited
+	// unless the admin API sets some).
+	Quotas *quota.Config
+	// TenantBuiltins lists the built-in connectors that reach the machine
+	// (files, ports, addresses) which tenants other than the default one
+	// may use (policy.go); none by default.
+	TenantBuiltins []string
+	// TenantAllow is what the admin allows each tenant (by name) to reach
+	// on the machine: paths and host:port patterns (policy.go).
+	TenantAllow map[string]TenantAllow
+	// APIRate bounds each tenant's API calls per second, APIBurst at once
+	// (admin tokens are not counted): 0 takes httpsec.DefaultTenantRate and
+	// DefaultTenantBurst, a negative rate turns the limit off.
+	APIRate  float64
+	APIBurst int
+}
 
 // securitySection is a deployment file's security: section.
 type securitySection struct {

@@ -109,7 +109,7 @@ func TestMultiContainerDelivery(t *testing.T) {
 		// Every byte released was granted back (grants travel
 		// asynchronously, hence the wait).
 		testutil.Eventually(t, fmt.Sprintf("container %d's links to return to a full window", ct), func() bool {
-			for _, l := range c.sms[ct].Links() {
+			for _, l := range c.sms[ct].links() {
 				if !l.Open || l.Credit != l.Window {
 					return false
 				}
@@ -439,11 +439,11 @@ func TestBadMessagesDropped(t *testing.T) {
 	subj := c.sms[2].Subjects().Data(2)
 	msgs := [][]byte{
 		{1, 2, 3},
-		AppendHeader(nil, MsgEOS, bolt, bolt, 0),             // bolt is not upstream of itself
-		AppendHeader(nil, MsgEOS, spout, spout, 0),           // spout is not in container 2
-		AppendHeader(nil, MsgData, bolt, spout, 0),           // no batch
-		AppendHeader(nil, MsgEOS, 77, spout, 0),              // no such task
-		append(AppendHeader(nil, MsgEOS, bolt, spout, 0), 0), // EOS with payload
+		appendHeader(nil, msgEOS, bolt, bolt, 0),             // bolt is not upstream of itself
+		appendHeader(nil, msgEOS, spout, spout, 0),           // spout is not in container 2
+		appendHeader(nil, msgData, bolt, spout, 0),           // no batch
+		appendHeader(nil, msgEOS, 77, spout, 0),              // no such task
+		append(appendHeader(nil, msgEOS, bolt, spout, 0), 0), // EOS with payload
 	}
 	for _, m := range msgs {
 		if err := nc.Publish(subj, m); err != nil {

@@ -229,7 +229,7 @@ func TestFinishedSenderEndsNewTasks(t *testing.T) {
 	if got := drain(t, c.inbox(3)); len(got) != 0 {
 		t.Fatalf("the new task got %d tuples, want none (only end-of-stream)", len(got))
 	}
-	if err := ob.Emit(0, tuple.NoTask, 0, nil, values("b", 2)); !errors.Is(err, ErrFinished) {
+	if err := ob.Emit(0, tuple.NoTask, 0, nil, values("b", 2)); !errors.Is(err, errFinished) {
 		t.Fatalf("emit after finish: %v", err)
 	}
 }

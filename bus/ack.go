@@ -170,7 +170,7 @@ func (a *ackState) queue(task uint32) *spoutResults {
 }
 
 // Stats returns the ledger's counters (zero when not acking).
-func (sm *StreamManager) AckStats() acker.LedgerStats {
+func (sm *StreamManager) ackStats() acker.LedgerStats {
 	if sm.ack == nil {
 		return acker.LedgerStats{}
 	}

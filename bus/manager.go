@@ -626,14 +626,14 @@ func (sm *StreamManager) Outbox(task uint32) *Outbox {
 // LocalTasks lists the tasks of this container, ascending.
 func (sm *StreamManager) LocalTasks() []uint32 { return slices.Clone(sm.tab.Load().local) }
 
-// Plan is the plan the stream manager routes by (the last one adopted).
-func (sm *StreamManager) Plan() *plan.Plan { return sm.tab.Load().plan }
+// plan is the plan the stream manager routes by (the last one adopted).
+func (sm *StreamManager) plan() *plan.Plan { return sm.tab.Load().plan }
 
-// Container is this stream manager's container.
-func (sm *StreamManager) Container() int { return sm.me }
+// container is this stream manager's container.
+func (sm *StreamManager) container() int { return sm.me }
 
-// Subjects is the topology's subject builder.
-func (sm *StreamManager) Subjects() Subjects { return sm.subj }
+// subjects is the topology's subject builder.
+func (sm *StreamManager) subjects() Subjects { return sm.subj }
 
 // SlowConsumerEvents counts NATS slow-consumer events on the connection
 // (each means messages were dropped; it should stay 0).

@@ -436,7 +436,7 @@ func TestBadMessagesDropped(t *testing.T) {
 	}
 	defer nc.Close()
 	spout, bolt := c.tasks("spout")[0], c.tasks("bolt")[0]
-	subj := c.sms[2].Subjects().Data(2)
+	subj := c.sms[2].subjects().Data(2)
 	msgs := [][]byte{
 		{1, 2, 3},
 		appendHeader(nil, msgEOS, bolt, bolt, 0),             // bolt is not upstream of itself
@@ -450,7 +450,7 @@ func TestBadMessagesDropped(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := nc.Publish(c.sms[1].Subjects().Credit(1), []byte{1, 3, 1, 0, 2, 0, 0, 0, 9, 9, 0, 0, 1, 0, 0, 0}); err != nil {
+	if err := nc.Publish(c.sms[1].subjects().Credit(1), []byte{1, 3, 1, 0, 2, 0, 0, 0, 9, 9, 0, 0, 1, 0, 0, 0}); err != nil {
 		t.Fatal(err) // a grant from container 2 for task 0x0909
 	}
 	testutil.Eventually(t, "bad messages to be counted", func() bool { return c.sms[2].BadMessages() == int64(len(msgs)) && c.sms[1].BadMessages() == 1 })

@@ -491,9 +491,6 @@ func (o *Outbox) blockEnd(t time.Time) {
 	o.blockedSince.Store(0)
 }
 
-// Task is the outbox's task id.
-func (o *Outbox) Task() uint32 { return o.task }
-
 // BlockedNanos is the total time Flush and Finish have waited for capacity
 // or credit, including a wait in progress.
 func (o *Outbox) BlockedNanos() int64 {

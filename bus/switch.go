@@ -70,9 +70,9 @@ func (o *Outbox) post(c outboxCtrl) {
 	o.ctrlMu.Unlock()
 }
 
-// Holding reports the switch epoch the outbox holds tuples for (0: none)
+// holdingState reports the switch epoch the outbox holds tuples for (0: none)
 // and how many tuples it holds. Owner goroutine only.
-func (o *Outbox) Holding() (epoch uint64, tuples int) { return o.holding, o.heldTuples }
+func (o *Outbox) holdingState() (epoch uint64, tuples int) { return o.holding, o.heldTuples }
 
 // applyCtrl applies the posted steps in order and, while more than
 // HoldBytes are held, waits for the reroute (booked as blocked time).

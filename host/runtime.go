@@ -14,22 +14,22 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 )
 
-// ABIVersion is the guest ABI version this host speaks.
-const ABIVersion = 1
+// abiVersion is the guest ABI version this host speaks.
+const abiVersion = 1
 
 // Defaults for Config and InstanceConfig zero values. The topology keys
 // that set them are in host/README.md ("Limits").
 const (
 	DefaultMemoryLimitPages = 1024 // 64 MiB
-	DefaultCallTimeout      = 10 * time.Second
-	DefaultMaxTupleBytes    = 1 << 20
+	defaultCallTimeout      = 10 * time.Second
+	defaultMaxTupleBytes    = 1 << 20
 	// Host-side resources a guest can push on, per instance.
-	DefaultStateMaxBytes        = 256 << 20 // keys + values of one task's state
-	DefaultStateMaxValueBytes   = 16 << 20
-	DefaultStateMaxKeyBytes     = 64 << 10
-	DefaultLogMaxLineBytes      = 16 << 10 // longer log lines are cut
-	DefaultLogMaxBytesPerSecond = 64 << 10 // beyond it log lines are dropped
-	DefaultEmitMaxBytesPerCall  = 64 << 20
+	defaultStateMaxBytes        = 256 << 20 // keys + values of one task's state
+	defaultStateMaxValueBytes   = 16 << 20
+	defaultStateMaxKeyBytes     = 64 << 10
+	defaultLogMaxLineBytes      = 16 << 10 // longer log lines are cut
+	defaultLogMaxBytesPerSecond = 64 << 10 // beyond it log lines are dropped
+	defaultEmitMaxBytesPerCall  = 64 << 20
 	minWatchdogTick             = 10 * time.Millisecond
 )
 
@@ -100,14 +100,14 @@ func (l Limits) or(d Limits) Limits {
 	return l
 }
 
-// DefaultLimits are the limits of a Config that sets none.
-var DefaultLimits = Limits{
-	StateMaxBytes:        DefaultStateMaxBytes,
-	StateMaxValueBytes:   DefaultStateMaxValueBytes,
-	StateMaxKeyBytes:     DefaultStateMaxKeyBytes,
-	LogMaxLineBytes:      DefaultLogMaxLineBytes,
-	LogMaxBytesPerSecond: DefaultLogMaxBytesPerSecond,
-	EmitMaxBytesPerCall:  DefaultEmitMaxBytesPerCall,
+// defaultLimits are the limits of a Config that sets none.
+var defaultLimits = Limits{
+	StateMaxBytes:        defaultStateMaxBytes,
+	StateMaxValueBytes:   defaultStateMaxValueBytes,
+	StateMaxKeyBytes:     defaultStateMaxKeyBytes,
+	LogMaxLineBytes:      defaultLogMaxLineBytes,
+	LogMaxBytesPerSecond: defaultLogMaxBytesPerSecond,
+	EmitMaxBytesPerCall:  defaultEmitMaxBytesPerCall,
 }
 
 // minLogLineBytes is the smallest log.max.line.bytes: room for the marker
@@ -179,15 +179,15 @@ func NewRuntime(ctx context.Context, cfg Config) (*Runtime, error) {
 		return nil, fmt.Errorf("host: memory limit %d pages exceeds 65536 (4 GiB)", cfg.MemoryLimitPages)
 	}
 	if cfg.CallTimeout <= 0 {
-		cfg.CallTimeout = DefaultCallTimeout
+		cfg.CallTimeout = defaultCallTimeout
 	}
 	if cfg.MaxTupleBytes <= 0 {
-		cfg.MaxTupleBytes = DefaultMaxTupleBytes
+		cfg.MaxTupleBytes = defaultMaxTupleBytes
 	}
 	if err := cfg.Limits.check(); err != nil {
 		return nil, err
 	}
-	cfg.Limits = cfg.Limits.or(DefaultLimits)
+	cfg.Limits = cfg.Limits.or(defaultLimits)
 	rt := &Runtime{
 		cfg:      cfg,
 		log:      cfg.Logger,

@@ -31,8 +31,8 @@ type ValidateOptions struct {
 	// is.
 	BuiltinConfig func(kind, name, component string, cfg map[string]string) error
 	// BuiltinNames, when set, lists the builtins of a kind (for example
-	// connectors.Names), so that an unknown builtin is reported with the
-	// list and the closest name.
+	// from plugin.Environment.Names), so that an unknown builtin is
+	// reported with the list and the closest name.
 	BuiltinNames func(kind string) []string
 	// Manifests holds the manifests of the components' modules by component
 	// name, read by the caller (modules.Builder.Manifests, with package

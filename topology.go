@@ -1,7 +1,14 @@
-// Package ardea is the public Go API for defining Ardea topologies: the
-// topology model, the YAML loader (LoadFile, Parse), a fluent Builder and the
-// validator. A topology is a DAG of spouts (sources) and bolts (processing
-// steps) wired by named streams and groupings, as in Apache Storm and Heron.
+// Package ardea defines Ardea topologies. It is Ardea's public API: the
+// topology model, the YAML loader (LoadFile, Parse), a fluent Builder and
+// the validator. A topology is a DAG of spouts (sources) and bolts
+// (processing steps) wired by named streams and groupings, as in Apache
+// Storm and Heron.
+//
+// Ardea's public API is small on purpose. Besides this package, programs
+// import the plugin API (connectors/plugin and its suite,
+// connectors/plugin/conformance), the component SDKs (wasm-sdk), the
+// daemon's client and wire types (scheduler/api) and the embedding entry
+// point (scheduler/daemon). Every other package is Ardea's own and says so.
 //
 // A component's module is one of:
 //
@@ -44,8 +51,8 @@ const (
 	GroupingLocalOrShuffle = "local_or_shuffle"
 )
 
-// Groupings lists every valid grouping name.
-var Groupings = []string{GroupingShuffle, GroupingFields, GroupingAll, GroupingGlobal,
+// groupings lists every valid grouping name.
+var groupings = []string{GroupingShuffle, GroupingFields, GroupingAll, GroupingGlobal,
 	GroupingDirect, GroupingNone, GroupingLocalOrShuffle}
 
 // DefaultStream is the name of a component's default output stream.
@@ -53,13 +60,13 @@ const DefaultStream = "default"
 
 // Topology-level settings this package interprets.
 const (
-	// SettingMaxKeyGroups is the number of key groups per component (fields
+	// settingMaxKeyGroups is the number of key groups per component (fields
 	// grouping and state hashing); a component's parallelism may not exceed it.
-	SettingMaxKeyGroups = "topology.max.keygroups"
-	// DefaultMaxKeyGroups is its default.
-	DefaultMaxKeyGroups = 256
-	// MaxKeyGroupsLimit is the largest accepted topology.max.keygroups.
-	MaxKeyGroupsLimit = 1 << 16
+	settingMaxKeyGroups = "topology.max.keygroups"
+	// defaultMaxKeyGroups is its default.
+	defaultMaxKeyGroups = 256
+	// maxKeyGroupsLimit is the largest accepted topology.max.keygroups.
+	maxKeyGroupsLimit = 1 << 16
 )
 
 // BuiltinPrefix starts the module of a built-in native component.
@@ -213,15 +220,16 @@ func (t *Topology) ofKind(k Kind) []*Component {
 	return out
 }
 
-// MaxKeyGroups is topology.max.keygroups, or DefaultMaxKeyGroups when it is
-// unset or invalid (Validate reports invalid values).
+// MaxKeyGroups is topology.max.keygroups (the number of key groups per
+// component, in 1..65536), or its default, 256, when it is unset or invalid
+// (Validate reports invalid values).
 func (t *Topology) MaxKeyGroups() int {
-	if v, ok := t.Config[SettingMaxKeyGroups]; ok {
-		if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && n >= 1 && n <= MaxKeyGroupsLimit {
+	if v, ok := t.Config[settingMaxKeyGroups]; ok {
+		if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && n >= 1 && n <= maxKeyGroupsLimit {
 			return n
 		}
 	}
-	return DefaultMaxKeyGroups
+	return defaultMaxKeyGroups
 }
 
 // StreamNames returns c's declared output streams, sorted, with "default"

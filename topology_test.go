@@ -139,12 +139,12 @@ func TestResolvedModule(t *testing.T) {
 
 func TestGroupingNamesMatchPlan(t *testing.T) {
 	want := []plan.Grouping{plan.Shuffle, plan.Fields, plan.All, plan.Global, plan.Direct, plan.None, plan.LocalOrShuffle}
-	if len(want) != len(Groupings) {
-		t.Fatalf("Groupings = %v, plan has %v", Groupings, want)
+	if len(want) != len(groupings) {
+		t.Fatalf("Groupings = %v, plan has %v", groupings, want)
 	}
 	for i, g := range want {
-		if string(g) != Groupings[i] {
-			t.Errorf("Groupings[%d] = %q, plan says %q", i, Groupings[i], g)
+		if string(g) != groupings[i] {
+			t.Errorf("Groupings[%d] = %q, plan says %q", i, groupings[i], g)
 		}
 	}
 }
@@ -203,10 +203,10 @@ func TestCloneIsDeep(t *testing.T) {
 }
 
 func TestMaxKeyGroups(t *testing.T) {
-	for v, want := range map[string]int{"": DefaultMaxKeyGroups, "64": 64, " 8 ": 8, "0": DefaultMaxKeyGroups, "x": DefaultMaxKeyGroups} {
+	for v, want := range map[string]int{"": defaultMaxKeyGroups, "64": 64, " 8 ": 8, "0": defaultMaxKeyGroups, "x": defaultMaxKeyGroups} {
 		top := &Topology{Config: map[string]string{}}
 		if v != "" {
-			top.Config[SettingMaxKeyGroups] = v
+			top.Config[settingMaxKeyGroups] = v
 		}
 		if got := top.MaxKeyGroups(); got != want {
 			t.Errorf("MaxKeyGroups(%q) = %d, want %d", v, got, want)

@@ -31,8 +31,8 @@ type ValidateOptions struct {
 	// is.
 	BuiltinConfig func(kind, name, component string, cfg map[string]string) error
 	// BuiltinNames, when set, lists the builtins of a kind (for example
-	// connectors.Names), so that an unknown builtin is reported with the
-	// list and the closest name.
+	// from plugin.Environment.Names), so that an unknown builtin is
+	// reported with the list and the closest name.
 	BuiltinNames func(kind string) []string
 	// Manifests holds the manifests of the components' modules by component
 	// name, read by the caller (modules.Builder.Manifests, with package
@@ -47,9 +47,9 @@ type ValidateOptions struct {
 	Manifests map[string]*Manifest
 }
 
-// ReservedNames may not be used as component names ("topology" is the prefix
+// reservedNames may not be used as component names ("topology" is the prefix
 // of topology-level --set expressions).
-var ReservedNames = []string{"topology"}
+var reservedNames = []string{"topology"}
 
 // Validate checks the topology and returns every problem found, joined with
 // errors.Join; each is a *TopologyError naming the file (if any), the
@@ -132,9 +132,9 @@ func (v *validator) settings() {
 			v.add(nil, field, "topology-level setting %q must start with \"topology.\" (did you mean %q? component settings go in the component's config)", k, "topology."+k)
 		}
 	}
-	if s, ok := v.t.Config[SettingMaxKeyGroups]; ok {
-		if n, err := strconv.Atoi(strings.TrimSpace(s)); err != nil || n < 1 || n > MaxKeyGroupsLimit {
-			v.add(nil, "config."+SettingMaxKeyGroups, "must be an integer in 1..%d, got %q", MaxKeyGroupsLimit, s)
+	if s, ok := v.t.Config[settingMaxKeyGroups]; ok {
+		if n, err := strconv.Atoi(strings.TrimSpace(s)); err != nil || n < 1 || n > maxKeyGroupsLimit {
+			v.add(nil, "config."+settingMaxKeyGroups, "must be an integer in 1..%d, got %q", maxKeyGroupsLimit, s)
 		}
 	}
 }
@@ -163,7 +163,7 @@ func (v *validator) component(c *Component) {
 		v.add(c, "name", "component name must not be empty")
 	case !names.Valid(c.Name):
 		v.add(c, "name", "component name %s", nameProblem(c.Name))
-	case slices.Contains(ReservedNames, c.Name):
+	case slices.Contains(reservedNames, c.Name):
 		v.add(c, "name", "%q is a reserved name", c.Name)
 	}
 	if c.Kind != Spout && c.Kind != Bolt {
@@ -173,7 +173,7 @@ func (v *validator) component(c *Component) {
 	if c.Parallelism < 1 {
 		v.add(c, "parallelism", "must be at least 1, got %d", c.Parallelism)
 	} else if max := v.t.MaxKeyGroups(); c.Parallelism > max {
-		v.add(c, "parallelism", "%d exceeds %s = %d (the most tasks a component can have; raise the setting to scale further)", c.Parallelism, SettingMaxKeyGroups, max)
+		v.add(c, "parallelism", "%d exceeds %s = %d (the most tasks a component can have; raise the setting to scale further)", c.Parallelism, settingMaxKeyGroups, max)
 	}
 	for _, s := range slices.Sorted(maps.Keys(c.Outputs)) {
 		field := "outputs." + s
@@ -301,13 +301,13 @@ func (v *validator) inputs(c *Component) {
 	for i, in := range c.Inputs {
 		field := fmt.Sprintf("inputs[%d]", i)
 		g := in.GroupingName()
-		if !slices.Contains(Groupings, g) {
-			v.add(c, field+".grouping", "unknown grouping %q (valid: %s)%s", in.Grouping, strings.Join(Groupings, ", "), didYouMean(in.Grouping, Groupings))
+		if !slices.Contains(groupings, g) {
+			v.add(c, field+".grouping", "unknown grouping %q (valid: %s)%s", in.Grouping, strings.Join(groupings, ", "), didYouMean(in.Grouping, groupings))
 		}
 		if g == GroupingFields && len(in.Fields) == 0 {
 			v.add(c, field+".fields", "fields grouping needs fields (e.g. fields: [word])")
 		}
-		if g != GroupingFields && len(in.Fields) > 0 && slices.Contains(Groupings, g) {
+		if g != GroupingFields && len(in.Fields) > 0 && slices.Contains(groupings, g) {
 			v.add(c, field+".fields", "fields are only used by the fields grouping, not %s (set grouping: fields or drop fields)", g)
 		}
 		if in.From == "" {

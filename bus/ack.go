@@ -17,7 +17,7 @@ import (
 //   - a spout's emit with a message id starts a tree in the ledger of its
 //     own container; every copy of the tuple gets a random edge id (its
 //     tuple id) and carries the tree's root;
-//   - roots travel beside the ABI batch (the roots trailer, FlagRoots) and
+//   - roots travel beside the ABI batch (the roots trailer, flagRoots) and
 //     the receiving inbox registers them in the task's acker.Anchors as the
 //     runner takes the batch;
 //   - a bolt's emit anchored on inputs gets, per copy, an edge charged to
@@ -170,7 +170,7 @@ func (a *ackState) queue(task uint32) *spoutResults {
 }
 
 // Stats returns the ledger's counters (zero when not acking).
-func (sm *StreamManager) AckStats() acker.LedgerStats {
+func (sm *StreamManager) ackStats() acker.LedgerStats {
 	if sm.ack == nil {
 		return acker.LedgerStats{}
 	}

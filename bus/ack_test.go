@@ -33,12 +33,12 @@ func takeAll(t *testing.T, in *Inbox) []uint64 {
 	t.Helper()
 	var ids []uint64
 	for {
-		d, ok := in.TryNext()
+		d, ok := in.tryNext()
 		if !ok || d.Kind == DeliveryEnd {
 			return ids
 		}
 		if d.Kind != DeliveryData {
-			t.Fatalf("TryNext: a %v delivery, want data", d.Kind)
+			t.Fatalf("tryNext: a %v delivery, want data", d.Kind)
 		}
 		r, err := tuple.NewBatchReader(d.Batch)
 		if err != nil {
@@ -179,7 +179,7 @@ func TestAckTreesAcrossContainers(t *testing.T) {
 	if to[0].MsgID != 999 || to[0].Outcome != acker.TimedOut {
 		t.Fatalf("outcome %+v, want message 999 timed out", to[0])
 	}
-	if st := c.sms[1].AckStats(); st.Acked != n-1 || st.Failed != 1 || st.TimedOut != 1 {
+	if st := c.sms[1].ackStats(); st.Acked != n-1 || st.Failed != 1 || st.TimedOut != 1 {
 		t.Fatalf("ledger stats %+v", st)
 	}
 	for ct := 1; ct <= 2; ct++ {

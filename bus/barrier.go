@@ -15,7 +15,7 @@ func (o *Outbox) Barrier(ctx context.Context, id uint64) error {
 	if err := o.Flush(ctx, true); err != nil {
 		return err
 	}
-	return o.signal(ctx, MsgBarrier, id, notEnded)
+	return o.signal(ctx, msgBarrier, id, notEnded)
 }
 
 // Checkpoints reports whether barriers and end-of-stream markers are

@@ -12,11 +12,11 @@ import (
 const recordHeader = 4 + 2 + 4 + 8
 
 // pendingBatch is one batch under construction for one destination task. Its
-// buffer is the whole data message: HeaderLen bytes of header (written when
+// buffer is the whole data message: headerLen bytes of header (written when
 // the batch is sent) followed by the ABI v1 batch, encoded exactly as
 // tuple.BatchWriter does (the tests check the bytes). Keeping the header in
 // front lets both paths send the buffer as is: a remote send publishes it, a
-// local send hands buf[HeaderLen:] to the inbox. Neither copies.
+// local send hands buf[headerLen:] to the inbox. Neither copies.
 //
 // A pendingBatch belongs to one Outbox until it is sent; a locally delivered
 // one then belongs to the Delivery until Inbox.Release recycles it.
@@ -31,7 +31,7 @@ type pendingBatch struct {
 }
 
 func (b *pendingBatch) reset() {
-	b.buf = append(b.buf[:0], make([]byte, HeaderLen+4)...)
+	b.buf = append(b.buf[:0], make([]byte, headerLen+4)...)
 	b.count = 0
 	b.first = time.Time{}
 	b.roots = b.roots[:0]
@@ -50,8 +50,8 @@ func (b *pendingBatch) add(input uint16, src uint32, tupleID uint64, values []by
 	b.buf = binary.LittleEndian.AppendUint64(b.buf, tupleID)
 	b.buf = append(b.buf, values...)
 	b.count++
-	binary.LittleEndian.PutUint32(b.buf[HeaderLen:], uint32(b.count))
+	binary.LittleEndian.PutUint32(b.buf[headerLen:], uint32(b.count))
 }
 
 // batch is the ABI v1 batch (aliases buf).
-func (b *pendingBatch) batch() []byte { return b.buf[HeaderLen:] }
+func (b *pendingBatch) batch() []byte { return b.buf[headerLen:] }

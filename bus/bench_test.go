@@ -101,7 +101,7 @@ func BenchmarkRemoteThroughput(b *testing.B) {
 		{name: "spout", kind: "spout", containers: []int{1}},
 		{name: "bolt", kind: "bolt", containers: []int{2, 2}},
 	}, []edgeSpec{{from: "spout", to: "bolt", grouping: plan.Shuffle}})
-	win := int64(DefaultLinkWindowBytes)
+	win := int64(defaultLinkWindowBytes)
 	if v := os.Getenv("ARDEA_BENCH_WINDOW"); v != "" {
 		win, _ = strconv.ParseInt(v, 10, 64)
 	}

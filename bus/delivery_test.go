@@ -41,8 +41,8 @@ func TestDeliveryKinds(t *testing.T) {
 
 	t.Run("spout inbox ends at once", func(t *testing.T) {
 		expect(t, next(t, c.inbox(1)), DeliveryEnd, 0, 0)
-		if d, ok := c.inbox(1).TryNext(); !ok || d.Kind != DeliveryEnd {
-			t.Fatalf("TryNext: %v %v, want the end", ok, d.Kind)
+		if d, ok := c.inbox(1).tryNext(); !ok || d.Kind != DeliveryEnd {
+			t.Fatalf("tryNext: %v %v, want the end", ok, d.Kind)
 		}
 	})
 
@@ -63,12 +63,12 @@ func TestDeliveryKinds(t *testing.T) {
 		d = next(t, in)
 		expect(t, d, DeliveryKick, 0, 0)
 		in.Release(d) // a marker: nothing to release
-		if d, ok := in.TryNext(); ok {
-			t.Fatalf("TryNext after the kick: a %v delivery", d.Kind)
+		if d, ok := in.tryNext(); ok {
+			t.Fatalf("tryNext after the kick: a %v delivery", d.Kind)
 		}
 		in.Kick()
-		if d, ok := in.TryNext(); !ok || d.Kind != DeliveryKick {
-			t.Fatalf("TryNext after Kick: %v %v, want a kick", ok, d.Kind)
+		if d, ok := in.tryNext(); !ok || d.Kind != DeliveryKick {
+			t.Fatalf("tryNext after Kick: %v %v, want a kick", ok, d.Kind)
 		}
 	})
 
@@ -78,7 +78,7 @@ func TestDeliveryKinds(t *testing.T) {
 		if err := a1.MarkDownstream(ctx, epoch, nil); err != nil {
 			t.Fatal(err)
 		}
-		if d, ok := in.TryNext(); ok {
+		if d, ok := in.tryNext(); ok {
 			t.Fatalf("a %v delivery with one of two marks", d.Kind)
 		}
 		if err := a2.Emit(0, tuple.NoTask, 0, nil, values("y", 2)); err != nil {
@@ -93,7 +93,7 @@ func TestDeliveryKinds(t *testing.T) {
 		expect(t, next(t, in), DeliverySwitch, 0, epoch)
 		expect(t, next(t, in), DeliverySwitch, 0, epoch) // while armed
 		in.Arm(0)
-		if d, ok := in.TryNext(); ok {
+		if d, ok := in.tryNext(); ok {
 			t.Fatalf("disarmed: a %v delivery", d.Kind)
 		}
 	})
@@ -110,7 +110,7 @@ func TestDeliveryKinds(t *testing.T) {
 		expect(t, next(t, in), DeliveryBarrier, 1, 4)
 		expect(t, next(t, in), DeliveryBarrier, 2, 4)
 		expect(t, next(t, in), DeliverySourceEnd, 1, 0)
-		if d, ok := in.TryNext(); ok {
+		if d, ok := in.tryNext(); ok {
 			t.Fatalf("a %v delivery while task 2 has not ended", d.Kind)
 		}
 		if err := a2.Finish(ctx); err != nil {

@@ -1,7 +1,7 @@
-// Package bus moves tuples between tasks: an embedded NATS server, the
-// subject scheme, the data-message header around ABI v1 batches, and the
-// stream manager (one per container) that routes by grouping, batches,
-// and applies credit-based flow control.
+// Package bus is Ardea's own (not a public API): it moves tuples between
+// tasks with an embedded NATS server, the subject scheme, the data-message
+// header around ABI v1 batches, and the stream manager (one per container)
+// that routes by grouping, batches, and applies credit-based flow control.
 //
 // Data path: a task's Outbox (a plugin.Collector) appends each emitted
 // tuple to a batch per destination task; Flush hands a batch for a task in
@@ -17,7 +17,7 @@
 //	spout: for { status := spout.Next(max, ob); ob.Flush(ctx, status == Idle) }
 //	       then ob.Finish(ctx) when it is Done
 //	bolt:  for {
-//	           d, ok := in.TryNext()
+//	           d, ok := in.tryNext()
 //	           if !ok { ob.Flush(ctx, true); d, err = in.Next(ctx) } // err: ctx or ErrClosed
 //	           switch d.Kind {
 //	           case DeliveryData: bolt.Execute(d.Batch, ob); in.Release(d); ob.Flush(ctx, false)

@@ -12,7 +12,7 @@ import (
 //
 //	off  0  u8  version (1)
 //	off  1  u8  kind: 1 data, 2 end-of-stream, 3 switch mark, 4 barrier
-//	off  2  u16 flags: FlagRoots or 0 (a receiver refuses others)
+//	off  2  u16 flags: flagRoots or 0 (a receiver refuses others)
 //	off  4  u32 destination task
 //	off  8  u32 source task
 //	off 12  i64 sent at: unix ns when the batch's first tuple was appended;
@@ -20,7 +20,7 @@ import (
 //	            checkpoint id
 //	off 20  data: ABI v1 batch (u32 count, record*); end-of-stream and
 //	            switch mark: nothing
-//	        with FlagRoots (data only), after the batch: the roots trailer
+//	        with flagRoots (data only), after the batch: the roots trailer
 //	            (entry*, u32 trailer length including this u32), one entry
 //	            per tracked record (nonzero tuple id), in record order:
 //	            u64 tuple id, u16 n, n * (u32 spout task, u64 root key)
@@ -29,36 +29,36 @@ import (
 // receiving stream manager registers them (acker.Anchors) for the task's
 // acks. Little-endian like the ABI.
 const (
-	HeaderVersion = 1
-	HeaderLen     = 20
+	headerVersion = 1
+	headerLen     = 20
 )
 
-// FlagRoots marks a data message that carries a roots trailer.
-const FlagRoots uint16 = 1
+// flagRoots marks a data message that carries a roots trailer.
+const flagRoots uint16 = 1
 
-// MsgKind is the kind of a data-subject message.
-type MsgKind uint8
+// msgKind is the kind of a data-subject message.
+type msgKind uint8
 
 const (
-	MsgData MsgKind = 1
-	MsgEOS  MsgKind = 2
-	// MsgMark says that the sender routes nothing more to the destination
+	msgData msgKind = 1
+	msgEOS  msgKind = 2
+	// msgMark says that the sender routes nothing more to the destination
 	// under the current plan until a live re-plan (the epoch in SentAt).
-	MsgMark MsgKind = 3
-	// MsgBarrier is a checkpoint barrier (effectively once): everything the
+	msgMark msgKind = 3
+	// msgBarrier is a checkpoint barrier (effectively once): everything the
 	// sender sent before it belongs to checkpoint SentAt.
-	MsgBarrier MsgKind = 4
+	msgBarrier msgKind = 4
 )
 
-func (k MsgKind) String() string {
+func (k msgKind) String() string {
 	switch k {
-	case MsgData:
+	case msgData:
 		return "data"
-	case MsgEOS:
+	case msgEOS:
 		return "eos"
-	case MsgMark:
+	case msgMark:
 		return "mark"
-	case MsgBarrier:
+	case msgBarrier:
 		return "barrier"
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
@@ -72,25 +72,25 @@ const minRootsEntry = 8 + 2 + 12
 // u64 tuple id, u16 nfields.
 const minRecord = 4 + 2 + 4 + 8 + 2
 
-// Header is a decoded data-message header.
-type Header struct {
-	Kind   MsgKind
+// header is a decoded data-message header.
+type header struct {
+	Kind   msgKind
 	Dst    uint32
 	Src    uint32
 	SentAt int64
 	// Tuples is the record count announced by the batch (0 for EOS).
 	Tuples int
-	// Roots is the roots trailer's entries (FlagRoots), aliasing the
+	// Roots is the roots trailer's entries (flagRoots), aliasing the
 	// message; nil without the flag.
 	Roots []byte
 }
 
-// ErrBadMessage wraps every header or control-message decoding error.
-var ErrBadMessage = errors.New("bus: malformed message")
+// errBadMessage wraps every header or control-message decoding error.
+var errBadMessage = errors.New("bus: malformed message")
 
-// putHeader writes a header into b[:HeaderLen].
-func putHeader(b []byte, kind MsgKind, dst, src uint32, sentAt int64) {
-	b[0] = HeaderVersion
+// putHeader writes a header into b[:headerLen].
+func putHeader(b []byte, kind msgKind, dst, src uint32, sentAt int64) {
+	b[0] = headerVersion
 	b[1] = byte(kind)
 	binary.LittleEndian.PutUint16(b[2:], 0)
 	binary.LittleEndian.PutUint32(b[4:], dst)
@@ -98,66 +98,66 @@ func putHeader(b []byte, kind MsgKind, dst, src uint32, sentAt int64) {
 	binary.LittleEndian.PutUint64(b[12:], uint64(sentAt))
 }
 
-// AppendHeader appends a header for a message of the given kind.
-func AppendHeader(dst []byte, kind MsgKind, dstTask, srcTask uint32, sentAt int64) []byte {
+// appendHeader appends a header for a message of the given kind.
+func appendHeader(dst []byte, kind msgKind, dstTask, srcTask uint32, sentAt int64) []byte {
 	n := len(dst)
-	dst = append(dst, make([]byte, HeaderLen)...)
+	dst = append(dst, make([]byte, headerLen)...)
 	putHeader(dst[n:], kind, dstTask, srcTask, sentAt)
 	return dst
 }
 
-// DecodeHeader decodes a data message and returns its header and payload (the
-// ABI batch for MsgData, empty for MsgEOS; it aliases msg). It checks the
+// decodeHeader decodes a data message and returns its header and payload (the
+// ABI batch for msgData, empty for msgEOS; it aliases msg). It checks the
 // version, flags, kind, task ids, and that the batch's record count is
 // plausible for its length; it does not walk the records (the guest SDK
 // does, and tuple.BatchReader reports a malformed record).
-func DecodeHeader(msg []byte) (Header, []byte, error) {
-	var h Header
-	if len(msg) < HeaderLen {
-		return h, nil, fmt.Errorf("%w: %d bytes, header needs %d", ErrBadMessage, len(msg), HeaderLen)
+func decodeHeader(msg []byte) (header, []byte, error) {
+	var h header
+	if len(msg) < headerLen {
+		return h, nil, fmt.Errorf("%w: %d bytes, header needs %d", errBadMessage, len(msg), headerLen)
 	}
-	if msg[0] != HeaderVersion {
-		return h, nil, fmt.Errorf("%w: header version %d, want %d", ErrBadMessage, msg[0], HeaderVersion)
+	if msg[0] != headerVersion {
+		return h, nil, fmt.Errorf("%w: header version %d, want %d", errBadMessage, msg[0], headerVersion)
 	}
 	flags := binary.LittleEndian.Uint16(msg[2:])
-	if flags&^FlagRoots != 0 || (flags != 0 && msg[1] != byte(MsgData)) {
-		return h, nil, fmt.Errorf("%w: unknown header flags %#x", ErrBadMessage, flags)
+	if flags&^flagRoots != 0 || (flags != 0 && msg[1] != byte(msgData)) {
+		return h, nil, fmt.Errorf("%w: unknown header flags %#x", errBadMessage, flags)
 	}
-	h.Kind = MsgKind(msg[1])
+	h.Kind = msgKind(msg[1])
 	h.Dst = binary.LittleEndian.Uint32(msg[4:])
 	h.Src = binary.LittleEndian.Uint32(msg[8:])
 	h.SentAt = int64(binary.LittleEndian.Uint64(msg[12:]))
 	if h.Dst == 0 || h.Src == 0 {
-		return h, nil, fmt.Errorf("%w: task id 0 (destination %d, source %d)", ErrBadMessage, h.Dst, h.Src)
+		return h, nil, fmt.Errorf("%w: task id 0 (destination %d, source %d)", errBadMessage, h.Dst, h.Src)
 	}
-	p := msg[HeaderLen:]
-	if flags&FlagRoots != 0 {
+	p := msg[headerLen:]
+	if flags&flagRoots != 0 {
 		if len(p) < 4 {
-			return h, nil, fmt.Errorf("%w: roots flag without a trailer", ErrBadMessage)
+			return h, nil, fmt.Errorf("%w: roots flag without a trailer", errBadMessage)
 		}
 		n := uint64(binary.LittleEndian.Uint32(p[len(p)-4:]))
 		if n < 4+minRootsEntry || n > uint64(len(p)) {
-			return h, nil, fmt.Errorf("%w: roots trailer of %d bytes in a %d-byte payload", ErrBadMessage, n, len(p))
+			return h, nil, fmt.Errorf("%w: roots trailer of %d bytes in a %d-byte payload", errBadMessage, n, len(p))
 		}
 		h.Roots = p[len(p)-int(n) : len(p)-4]
 		p = p[:len(p)-int(n)]
 	}
 	switch h.Kind {
-	case MsgData:
+	case msgData:
 		if len(p) < 4 {
-			return h, nil, fmt.Errorf("%w: data message without a batch count", ErrBadMessage)
+			return h, nil, fmt.Errorf("%w: data message without a batch count", errBadMessage)
 		}
 		n := uint64(binary.LittleEndian.Uint32(p))
 		if n == 0 || n*minRecord > uint64(len(p)-4) {
-			return h, nil, fmt.Errorf("%w: batch announces %d records in %d bytes", ErrBadMessage, n, len(p))
+			return h, nil, fmt.Errorf("%w: batch announces %d records in %d bytes", errBadMessage, n, len(p))
 		}
 		h.Tuples = int(n)
-	case MsgEOS, MsgMark, MsgBarrier:
+	case msgEOS, msgMark, msgBarrier:
 		if len(p) != 0 {
-			return h, nil, fmt.Errorf("%w: %v message with %d payload bytes", ErrBadMessage, h.Kind, len(p))
+			return h, nil, fmt.Errorf("%w: %v message with %d payload bytes", errBadMessage, h.Kind, len(p))
 		}
 	default:
-		return h, nil, fmt.Errorf("%w: unknown message kind %d", ErrBadMessage, msg[1])
+		return h, nil, fmt.Errorf("%w: unknown message kind %d", errBadMessage, msg[1])
 	}
 	return h, p, nil
 }
@@ -182,32 +182,32 @@ func DecodeHeader(msg []byte) (Header, []byte, error) {
 // another epoch than the link's is stale and ignored.
 const ctrlHeaderLen = 12
 
-// CtrlKind is the kind of a control message.
-type CtrlKind uint8
+// ctrlKind is the kind of a control message.
+type ctrlKind uint8
 
 const (
-	CtrlHello CtrlKind = 1
-	CtrlOpen  CtrlKind = 2
-	CtrlGrant CtrlKind = 3
+	ctrlHello ctrlKind = 1
+	ctrlOpen  ctrlKind = 2
+	ctrlGrant ctrlKind = 3
 )
 
-// CtrlEntry is one (task, bytes) pair of an open or grant.
-type CtrlEntry struct {
+// ctrlEntry is one (task, bytes) pair of an open or grant.
+type ctrlEntry struct {
 	Task  uint32
 	Bytes uint32
 }
 
-// Ctrl is a decoded control message.
-type Ctrl struct {
-	Kind    CtrlKind
+// ctrl is a decoded control message.
+type ctrl struct {
+	Kind    ctrlKind
 	From    int
 	Epoch   uint32
-	Entries []CtrlEntry
+	Entries []ctrlEntry
 }
 
-// AppendCtrl encodes a control message.
-func AppendCtrl(dst []byte, c Ctrl) []byte {
-	dst = append(dst, HeaderVersion, byte(c.Kind))
+// appendCtrl encodes a control message.
+func appendCtrl(dst []byte, c ctrl) []byte {
+	dst = append(dst, headerVersion, byte(c.Kind))
 	dst = binary.LittleEndian.AppendUint16(dst, uint16(len(c.Entries)))
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(c.From))
 	dst = binary.LittleEndian.AppendUint32(dst, c.Epoch)
@@ -218,29 +218,29 @@ func AppendCtrl(dst []byte, c Ctrl) []byte {
 	return dst
 }
 
-// DecodeCtrl decodes a control message; Entries is appended to buf.
-func DecodeCtrl(msg []byte, buf []CtrlEntry) (Ctrl, error) {
-	var c Ctrl
+// decodeCtrl decodes a control message; Entries is appended to buf.
+func decodeCtrl(msg []byte, buf []ctrlEntry) (ctrl, error) {
+	var c ctrl
 	if len(msg) < ctrlHeaderLen {
-		return c, fmt.Errorf("%w: control message of %d bytes", ErrBadMessage, len(msg))
+		return c, fmt.Errorf("%w: control message of %d bytes", errBadMessage, len(msg))
 	}
-	if msg[0] != HeaderVersion {
-		return c, fmt.Errorf("%w: control message version %d", ErrBadMessage, msg[0])
+	if msg[0] != headerVersion {
+		return c, fmt.Errorf("%w: control message version %d", errBadMessage, msg[0])
 	}
-	c.Kind = CtrlKind(msg[1])
-	if c.Kind < CtrlHello || c.Kind > CtrlGrant {
-		return c, fmt.Errorf("%w: unknown control kind %d", ErrBadMessage, msg[1])
+	c.Kind = ctrlKind(msg[1])
+	if c.Kind < ctrlHello || c.Kind > ctrlGrant {
+		return c, fmt.Errorf("%w: unknown control kind %d", errBadMessage, msg[1])
 	}
 	n := int(binary.LittleEndian.Uint16(msg[2:]))
 	c.From = int(binary.LittleEndian.Uint32(msg[4:]))
 	c.Epoch = binary.LittleEndian.Uint32(msg[8:])
 	if len(msg) != ctrlHeaderLen+8*n {
-		return c, fmt.Errorf("%w: control message announces %d entries in %d bytes", ErrBadMessage, n, len(msg))
+		return c, fmt.Errorf("%w: control message announces %d entries in %d bytes", errBadMessage, n, len(msg))
 	}
 	c.Entries = buf[:0]
 	for i := 0; i < n; i++ {
 		b := msg[ctrlHeaderLen+8*i:]
-		c.Entries = append(c.Entries, CtrlEntry{Task: binary.LittleEndian.Uint32(b), Bytes: binary.LittleEndian.Uint32(b[4:])})
+		c.Entries = append(c.Entries, ctrlEntry{Task: binary.LittleEndian.Uint32(b), Bytes: binary.LittleEndian.Uint32(b[4:])})
 	}
 	return c, nil
 }

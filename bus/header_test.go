@@ -22,20 +22,20 @@ func abiBatch(recs ...[]byte) []byte {
 func TestHeaderRoundTrip(t *testing.T) {
 	batch := abiBatch(values("a", 1), values("bb", 2))
 	for _, c := range []struct {
-		kind     MsgKind
+		kind     msgKind
 		dst, src uint32
 		sentAt   int64
 		payload  []byte
 		tuples   int
 	}{
-		{MsgData, 3, 7, 1_700_000_000_123_456_789, batch, 2},
-		{MsgEOS, 1, 2, 0, nil, 0},
-		{MsgEOS, 0xFFFFFFFE, 0xFFFFFFFD, -5, nil, 0},
-		{MsgMark, 4, 9, 1_796_237_881_235_120_095, nil, 0},
-		{MsgBarrier, 4, 9, 77, nil, 0},
+		{msgData, 3, 7, 1_700_000_000_123_456_789, batch, 2},
+		{msgEOS, 1, 2, 0, nil, 0},
+		{msgEOS, 0xFFFFFFFE, 0xFFFFFFFD, -5, nil, 0},
+		{msgMark, 4, 9, 1_796_237_881_235_120_095, nil, 0},
+		{msgBarrier, 4, 9, 77, nil, 0},
 	} {
-		msg := append(AppendHeader(nil, c.kind, c.dst, c.src, c.sentAt), c.payload...)
-		h, p, err := DecodeHeader(msg)
+		msg := append(appendHeader(nil, c.kind, c.dst, c.src, c.sentAt), c.payload...)
+		h, p, err := decodeHeader(msg)
 		if err != nil {
 			t.Fatalf("%v: %v", c.kind, err)
 		}
@@ -48,11 +48,11 @@ func TestHeaderRoundTrip(t *testing.T) {
 	}
 }
 
-// withRoots appends a roots trailer to a data message and sets FlagRoots.
+// withRoots appends a roots trailer to a data message and sets flagRoots.
 func withRoots(msg, entries []byte) []byte {
 	msg = append(append([]byte(nil), msg...), entries...)
 	msg = binary.LittleEndian.AppendUint32(msg, uint32(len(entries)+4))
-	binary.LittleEndian.PutUint16(msg[2:], FlagRoots)
+	binary.LittleEndian.PutUint16(msg[2:], flagRoots)
 	return msg
 }
 
@@ -60,8 +60,8 @@ func TestHeaderRoots(t *testing.T) {
 	batch := abiBatch(values("a", 1), values("bb", 2))
 	roots := appendRootsEntry(nil, 0x1111, []acker.RootID{{SpoutTask: 3, Key: 9}})
 	roots = appendRootsEntry(roots, 0x2222, []acker.RootID{{SpoutTask: 3, Key: 9}, {SpoutTask: 4, Key: 10}})
-	msg := withRoots(append(AppendHeader(nil, MsgData, 5, 6, 7), batch...), roots)
-	h, p, err := DecodeHeader(msg)
+	msg := withRoots(append(appendHeader(nil, msgData, 5, 6, 7), batch...), roots)
+	h, p, err := decodeHeader(msg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,14 +87,14 @@ func TestHeaderRoots(t *testing.T) {
 }
 
 func TestHeaderErrors(t *testing.T) {
-	good := append(AppendHeader(nil, MsgData, 3, 4, 99), abiBatch(values("a", 1))...)
+	good := append(appendHeader(nil, msgData, 3, 4, 99), abiBatch(values("a", 1))...)
 	mut := func(f func(b []byte) []byte) []byte { return f(append([]byte(nil), good...)) }
 	for name, msg := range map[string][]byte{
 		"empty":          nil,
-		"short header":   good[:HeaderLen-1],
+		"short header":   good[:headerLen-1],
 		"version":        mut(func(b []byte) []byte { b[0] = 2; return b }),
 		"flags":          mut(func(b []byte) []byte { b[2] = 2; return b }),
-		"roots on eos":   withRoots(AppendHeader(nil, MsgEOS, 1, 2, 0), appendRootsEntry(nil, 1, []acker.RootID{{SpoutTask: 1, Key: 1}})),
+		"roots on eos":   withRoots(appendHeader(nil, msgEOS, 1, 2, 0), appendRootsEntry(nil, 1, []acker.RootID{{SpoutTask: 1, Key: 1}})),
 		"roots too long": mut(func(b []byte) []byte { return binary.LittleEndian.AppendUint32(withRoots(b, nil)[:len(b)], 1<<20) }),
 		"roots too short": mut(func(b []byte) []byte {
 			return withRoots(b, nil) // trailer of 4 bytes: no entry
@@ -103,44 +103,44 @@ func TestHeaderErrors(t *testing.T) {
 		"kind 3":          mut(func(b []byte) []byte { b[1] = 3; return b }),
 		"dst 0":           mut(func(b []byte) []byte { binary.LittleEndian.PutUint32(b[4:], 0); return b }),
 		"src 0":           mut(func(b []byte) []byte { binary.LittleEndian.PutUint32(b[8:], 0); return b }),
-		"no batch count":  good[:HeaderLen+2],
-		"zero records":    mut(func(b []byte) []byte { binary.LittleEndian.PutUint32(b[HeaderLen:], 0); return b[:HeaderLen+4] }),
-		"huge count":      mut(func(b []byte) []byte { binary.LittleEndian.PutUint32(b[HeaderLen:], 0xFFFFFFFF); return b }),
-		"eos payload":     append(AppendHeader(nil, MsgEOS, 1, 2, 0), 1),
-		"mark payload":    append(AppendHeader(nil, MsgMark, 1, 2, 42), 1),
-		"barrier payload": append(AppendHeader(nil, MsgBarrier, 1, 2, 42), 1),
-		"kind 5":          mut(func(b []byte) []byte { b[1] = 5; return b[:HeaderLen] }),
+		"no batch count":  good[:headerLen+2],
+		"zero records":    mut(func(b []byte) []byte { binary.LittleEndian.PutUint32(b[headerLen:], 0); return b[:headerLen+4] }),
+		"huge count":      mut(func(b []byte) []byte { binary.LittleEndian.PutUint32(b[headerLen:], 0xFFFFFFFF); return b }),
+		"eos payload":     append(appendHeader(nil, msgEOS, 1, 2, 0), 1),
+		"mark payload":    append(appendHeader(nil, msgMark, 1, 2, 42), 1),
+		"barrier payload": append(appendHeader(nil, msgBarrier, 1, 2, 42), 1),
+		"kind 5":          mut(func(b []byte) []byte { b[1] = 5; return b[:headerLen] }),
 	} {
-		if _, _, err := DecodeHeader(msg); !errors.Is(err, ErrBadMessage) {
+		if _, _, err := decodeHeader(msg); !errors.Is(err, errBadMessage) {
 			t.Errorf("%s: error %v, want ErrBadMessage", name, err)
 		}
 	}
 }
 
 func FuzzDecodeHeader(f *testing.F) {
-	f.Add(append(AppendHeader(nil, MsgData, 3, 4, 99), abiBatch(values("a", 1), values("b", 2))...))
-	f.Add(AppendHeader(nil, MsgEOS, 1, 2, 3))
-	f.Add(AppendHeader(nil, MsgMark, 1, 2, 3))
+	f.Add(append(appendHeader(nil, msgData, 3, 4, 99), abiBatch(values("a", 1), values("b", 2))...))
+	f.Add(appendHeader(nil, msgEOS, 1, 2, 3))
+	f.Add(appendHeader(nil, msgMark, 1, 2, 3))
 	f.Add([]byte{1, 1, 0, 0})
-	f.Add(make([]byte, HeaderLen+4))
-	f.Add(withRoots(append(AppendHeader(nil, MsgData, 3, 4, 99), abiBatch(values("a", 1))...), appendRootsEntry(nil, 7, []acker.RootID{{SpoutTask: 1, Key: 2}})))
+	f.Add(make([]byte, headerLen+4))
+	f.Add(withRoots(append(appendHeader(nil, msgData, 3, 4, 99), abiBatch(values("a", 1))...), appendRootsEntry(nil, 7, []acker.RootID{{SpoutTask: 1, Key: 2}})))
 	f.Fuzz(func(t *testing.T, msg []byte) {
-		h, p, err := DecodeHeader(msg)
+		h, p, err := decodeHeader(msg)
 		if err != nil {
-			if !errors.Is(err, ErrBadMessage) {
+			if !errors.Is(err, errBadMessage) {
 				t.Fatalf("error %v does not wrap ErrBadMessage", err)
 			}
 			return
 		}
 		// A decoded message re-encodes to the same bytes.
-		again := append(AppendHeader(nil, h.Kind, h.Dst, h.Src, h.SentAt), p...)
+		again := append(appendHeader(nil, h.Kind, h.Dst, h.Src, h.SentAt), p...)
 		if h.Roots != nil {
 			again = withRoots(again, h.Roots)
 		}
 		if !bytes.Equal(again, msg) {
 			t.Fatalf("re-encoded %x, want %x", again, msg)
 		}
-		if h.Kind == MsgData {
+		if h.Kind == msgData {
 			r, err := tuple.NewBatchReader(p)
 			if err != nil || r.Count() != h.Tuples {
 				t.Fatalf("batch reader: %v, count %d vs %d", err, r.Count(), h.Tuples)
@@ -157,13 +157,13 @@ func FuzzDecodeHeader(f *testing.F) {
 }
 
 func TestCtrlRoundTrip(t *testing.T) {
-	for _, c := range []Ctrl{
-		{Kind: CtrlHello, From: 3, Epoch: 7},
-		{Kind: CtrlOpen, From: 1, Epoch: 0xdeadbeef, Entries: []CtrlEntry{{4, 1 << 20}, {9, 1 << 20}}},
-		{Kind: CtrlGrant, From: 2, Epoch: 1, Entries: []CtrlEntry{{5, 123}}},
+	for _, c := range []ctrl{
+		{Kind: ctrlHello, From: 3, Epoch: 7},
+		{Kind: ctrlOpen, From: 1, Epoch: 0xdeadbeef, Entries: []ctrlEntry{{4, 1 << 20}, {9, 1 << 20}}},
+		{Kind: ctrlGrant, From: 2, Epoch: 1, Entries: []ctrlEntry{{5, 123}}},
 	} {
-		msg := AppendCtrl(nil, c)
-		got, err := DecodeCtrl(msg, nil)
+		msg := appendCtrl(nil, c)
+		got, err := decodeCtrl(msg, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -183,7 +183,7 @@ func TestCtrlRoundTrip(t *testing.T) {
 		"count":    {1, 3, 2, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0},
 		"no epoch": {1, 1, 0, 0, 1, 0, 0, 0},
 	} {
-		if _, err := DecodeCtrl(msg, nil); !errors.Is(err, ErrBadMessage) {
+		if _, err := decodeCtrl(msg, nil); !errors.Is(err, errBadMessage) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}

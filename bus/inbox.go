@@ -375,10 +375,10 @@ func (in *Inbox) Next(ctx context.Context) (Delivery, error) {
 	}
 }
 
-// TryNext is Next without waiting: ok is false when Next would wait. The
+// tryNext is Next without waiting: ok is false when Next would wait. The
 // runner uses it to learn that its input is idle, flushes its Outbox with
 // force, and then calls Next.
-func (in *Inbox) TryNext() (d Delivery, ok bool) {
+func (in *Inbox) tryNext() (d Delivery, ok bool) {
 	in.mu.Lock()
 	d, ok = in.take()
 	in.mu.Unlock()

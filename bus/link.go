@@ -117,8 +117,8 @@ func (l *link) openWith(window int64, epoch uint32) bool {
 	return true
 }
 
-// LinkState is a snapshot of one link's credit.
-type LinkState struct {
+// linkState is a snapshot of one link's credit.
+type linkState struct {
 	Task      uint32
 	Container int
 	Open      bool
@@ -126,8 +126,8 @@ type LinkState struct {
 	Credit    int64
 }
 
-func (l *link) state() LinkState {
+func (l *link) state() linkState {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return LinkState{Task: l.dst, Container: l.container, Open: l.open, Window: l.window, Credit: l.credit}
+	return linkState{Task: l.dst, Container: l.container, Open: l.open, Window: l.window, Credit: l.credit}
 }

@@ -20,12 +20,12 @@ import (
 
 // Defaults for Options.
 const (
-	DefaultBatchMaxBytes   = 64 << 10
-	DefaultBatchMaxTuples  = 4096
-	DefaultLinger          = time.Millisecond
-	DefaultLinkWindowBytes = 1 << 20
-	DefaultInboxBytes      = 1 << 20
-	DefaultHoldBytes       = 8 << 20
+	defaultBatchMaxBytes   = 64 << 10
+	defaultBatchMaxTuples  = 4096
+	defaultLinger          = time.Millisecond
+	defaultLinkWindowBytes = 1 << 20
+	defaultInboxBytes      = 1 << 20
+	defaultHoldBytes       = 8 << 20
 )
 
 // maxTupleBytes is topology.max.tuple.bytes' default: the most one tuple
@@ -78,7 +78,7 @@ type Options struct {
 	Checkpoints bool
 	// TuplesPerSecond and BytesPerSecond cap what this container's
 	// outboxes hand to the bus, local and remote data batches alike
-	// (ratelimit.go): a token bucket each, holding RateBurst of the rate;
+	// (ratelimit.go): a token bucket each, holding rateBurst of the rate;
 	// a send over the rate waits, as for credit, so its spouts are held
 	// back and nothing is dropped. Zero: unlimited. A tenant's rate is
 	// divided among its containers by the daemon (internal/quota).
@@ -130,7 +130,7 @@ type StreamManager struct {
 	bg      sync.WaitGroup
 	subs    []*nats.Subscription
 	dataSub *nats.Subscription
-	ctrlBuf []CtrlEntry // onCredit only (callbacks of one subscription are serial)
+	ctrlBuf []ctrlEntry // onCredit only (callbacks of one subscription are serial)
 
 	ack *ackState // nil: at most once
 
@@ -248,29 +248,29 @@ func NewStreamManager(o Options) (*StreamManager, error) {
 		return nil, fmt.Errorf("bus: topology %s: container %d is not in 1..%d", p.Topology, o.Container, p.Containers)
 	}
 	if o.BatchMaxBytes <= 0 {
-		o.BatchMaxBytes = DefaultBatchMaxBytes
+		o.BatchMaxBytes = defaultBatchMaxBytes
 	}
 	if o.BatchMaxTuples <= 0 {
-		o.BatchMaxTuples = DefaultBatchMaxTuples
+		o.BatchMaxTuples = defaultBatchMaxTuples
 	}
 	if o.Linger <= 0 {
-		o.Linger = DefaultLinger
+		o.Linger = defaultLinger
 	}
 	if o.LinkWindowBytes <= 0 {
-		o.LinkWindowBytes = DefaultLinkWindowBytes
+		o.LinkWindowBytes = defaultLinkWindowBytes
 	}
 	if o.LinkWindowBytes > 1<<30 {
 		return nil, fmt.Errorf("bus: LinkWindowBytes %d exceeds 1 GiB", o.LinkWindowBytes)
 	}
 	if o.InboxBytes <= 0 {
-		o.InboxBytes = DefaultInboxBytes
+		o.InboxBytes = defaultInboxBytes
 	}
 	if !(o.TuplesPerSecond >= 0) || !(o.BytesPerSecond >= 0) || math.IsInf(o.TuplesPerSecond, 0) || math.IsInf(o.BytesPerSecond, 0) {
 		return nil, fmt.Errorf("bus: rate limit %v tuples/s, %v bytes/s: want finite numbers >= 0 (0: unlimited)", o.TuplesPerSecond, o.BytesPerSecond)
 	}
 	o.BatchMaxTuples, o.BatchMaxBytes = rateBatches(o.TuplesPerSecond, o.BytesPerSecond, o.BatchMaxTuples, o.BatchMaxBytes)
 	if o.HoldBytes <= 0 {
-		o.HoldBytes = DefaultHoldBytes
+		o.HoldBytes = defaultHoldBytes
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -288,7 +288,7 @@ func NewStreamManager(o Options) (*StreamManager, error) {
 		grantThreshold: max(1, o.LinkWindowBytes/4),
 		done:           make(chan struct{}),
 	}
-	sm.pool.New = func() any { return &pendingBatch{buf: make([]byte, 0, HeaderLen+o.BatchMaxBytes+512)} }
+	sm.pool.New = func() any { return &pendingBatch{buf: make([]byte, 0, headerLen+o.BatchMaxBytes+512)} }
 	if o.Acking {
 		sm.ack = newAckState(sm, o)
 	}
@@ -340,7 +340,7 @@ func (sm *StreamManager) Start(ctx context.Context) error {
 	if !sm.started.CompareAndSwap(false, true) {
 		return errors.New("bus: stream manager already started")
 	}
-	if mp := sm.nc.MaxPayload(); mp > 0 && int64(HeaderLen+sm.opts.BatchMaxBytes) > mp {
+	if mp := sm.nc.MaxPayload(); mp > 0 && int64(headerLen+sm.opts.BatchMaxBytes) > mp {
 		return fmt.Errorf("bus: BatchMaxBytes %d exceeds the NATS server's max payload %d", sm.opts.BatchMaxBytes, mp)
 	}
 	tab := sm.tab.Load()
@@ -410,7 +410,7 @@ func (sm *StreamManager) announce(tab *tables) error {
 		}
 	}
 	for _, c := range tab.downTo {
-		msg := AppendCtrl(nil, Ctrl{Kind: CtrlHello, From: sm.me, Epoch: sm.epoch})
+		msg := appendCtrl(nil, ctrl{Kind: ctrlHello, From: sm.me, Epoch: sm.epoch})
 		if err := sm.nc.Publish(tab.creditSubj[c], msg); err != nil {
 			return fmt.Errorf("bus: hello to container %d: %w", c, err)
 		}
@@ -424,11 +424,11 @@ func (sm *StreamManager) sendOpen(tab *tables, c int) error {
 	if len(tasks) == 0 {
 		return nil
 	}
-	entries := make([]CtrlEntry, len(tasks))
+	entries := make([]ctrlEntry, len(tasks))
 	for i, t := range tasks {
-		entries[i] = CtrlEntry{Task: t, Bytes: uint32(sm.opts.LinkWindowBytes)}
+		entries[i] = ctrlEntry{Task: t, Bytes: uint32(sm.opts.LinkWindowBytes)}
 	}
-	msg := AppendCtrl(nil, Ctrl{Kind: CtrlOpen, From: sm.me, Epoch: sm.epoch, Entries: entries})
+	msg := appendCtrl(nil, ctrl{Kind: ctrlOpen, From: sm.me, Epoch: sm.epoch, Entries: entries})
 	if err := sm.nc.Publish(tab.creditSubj[c], msg); err != nil {
 		return fmt.Errorf("bus: open links from container %d: %w", c, err)
 	}
@@ -442,7 +442,7 @@ func (sm *StreamManager) sendGrant(container int, task uint32, bytes int64) {
 		return // a container no longer in the plan
 	}
 	var buf [ctrlHeaderLen + 8]byte
-	msg := AppendCtrl(buf[:0], Ctrl{Kind: CtrlGrant, From: sm.me, Epoch: sm.epoch, Entries: []CtrlEntry{{Task: task, Bytes: uint32(bytes)}}})
+	msg := appendCtrl(buf[:0], ctrl{Kind: ctrlGrant, From: sm.me, Epoch: sm.epoch, Entries: []ctrlEntry{{Task: task, Bytes: uint32(bytes)}}})
 	if err := sm.nc.Publish(tab.creditSubj[container], msg); err != nil {
 		sm.log.Error("grant credit failed; the link may stall", "to_container", container, "task", task, "bytes", bytes, "err", err)
 	}
@@ -450,7 +450,7 @@ func (sm *StreamManager) sendGrant(container int, task uint32, bytes int64) {
 
 // onData dispatches a data message to its inbox. It never waits.
 func (sm *StreamManager) onData(m *nats.Msg) {
-	h, payload, err := DecodeHeader(m.Data)
+	h, payload, err := decodeHeader(m.Data)
 	if err != nil {
 		sm.bad("data message", err, "bytes", len(m.Data))
 		return
@@ -467,16 +467,16 @@ func (sm *StreamManager) onData(m *nats.Msg) {
 	ok := false
 	if in != nil && src != 0 && src != sm.me {
 		switch h.Kind {
-		case MsgData:
+		case msgData:
 			// m.Data is this message's own copy (nats.go copies payloads),
 			// so the batch is handed on without another copy.
 			ok = in.putRemote(Delivery{Batch: payload, Roots: h.Roots, SourceTask: h.Src, SentAt: h.SentAt, Tuples: h.Tuples,
 				size: len(m.Data), container: src})
-		case MsgEOS:
+		case msgEOS:
 			ok = in.putEOS(h.Src) || in.hasUpstream(h.Src)
-		case MsgMark:
+		case msgMark:
 			ok = in.putMark(h.Src, uint64(h.SentAt))
-		case MsgBarrier:
+		case msgBarrier:
 			ok = h.SentAt != 0 && in.putBarrier(h.Src, uint64(h.SentAt))
 		}
 	}
@@ -487,7 +487,7 @@ func (sm *StreamManager) onData(m *nats.Msg) {
 
 // onCredit handles hello, open and grant messages.
 func (sm *StreamManager) onCredit(m *nats.Msg) {
-	c, err := DecodeCtrl(m.Data, sm.ctrlBuf)
+	c, err := decodeCtrl(m.Data, sm.ctrlBuf)
 	if err != nil {
 		sm.bad("control message", err, "bytes", len(m.Data))
 		return
@@ -499,18 +499,18 @@ func (sm *StreamManager) onCredit(m *nats.Msg) {
 		return
 	}
 	switch c.Kind {
-	case CtrlHello:
+	case ctrlHello:
 		if err := sm.sendOpen(tab, c.From); err != nil {
 			sm.log.Error("answering hello failed", "from_container", c.From, "err", err)
 		}
 		return
-	case CtrlOpen, CtrlGrant:
+	case ctrlOpen, ctrlGrant:
 		for _, e := range c.Entries {
 			var l *link
 			if int(e.Task) < len(tab.links) {
 				l = tab.links[e.Task]
 			}
-			if l == nil && c.Kind == CtrlOpen && int(e.Task) >= len(tab.links) {
+			if l == nil && c.Kind == ctrlOpen && int(e.Task) >= len(tab.links) {
 				// A task of a plan this stream manager has not adopted
 				// yet: its Adopt says hello, and the answer opens it.
 				sm.log.Debug("open for a task of a newer plan", "task", e.Task, "container", c.From)
@@ -520,7 +520,7 @@ func (sm *StreamManager) onCredit(m *nats.Msg) {
 				sm.bad("control message", fmt.Errorf("%v for task %d, which is not in container %d", c.Kind, e.Task, c.From))
 				continue
 			}
-			if c.Kind == CtrlOpen {
+			if c.Kind == ctrlOpen {
 				if l.openWith(int64(e.Bytes), c.Epoch) {
 					sm.log.Debug("link open", "task", e.Task, "container", c.From, "window", e.Bytes)
 				}
@@ -531,13 +531,13 @@ func (sm *StreamManager) onCredit(m *nats.Msg) {
 	}
 }
 
-func (k CtrlKind) String() string {
+func (k ctrlKind) String() string {
 	switch k {
-	case CtrlHello:
+	case ctrlHello:
 		return "hello"
-	case CtrlOpen:
+	case ctrlOpen:
 		return "open"
-	case CtrlGrant:
+	case ctrlGrant:
 		return "grant"
 	}
 	return fmt.Sprintf("ctrl(%d)", uint8(k))
@@ -576,7 +576,7 @@ func (sm *StreamManager) getBatch() *pendingBatch {
 }
 
 func (sm *StreamManager) putBatch(b *pendingBatch) {
-	if cap(b.buf) > 4*(HeaderLen+sm.opts.BatchMaxBytes) {
+	if cap(b.buf) > 4*(headerLen+sm.opts.BatchMaxBytes) {
 		return // grown by an outsized tuple; let it go
 	}
 	sm.pool.Put(b)
@@ -626,14 +626,14 @@ func (sm *StreamManager) Outbox(task uint32) *Outbox {
 // LocalTasks lists the tasks of this container, ascending.
 func (sm *StreamManager) LocalTasks() []uint32 { return slices.Clone(sm.tab.Load().local) }
 
-// Plan is the plan the stream manager routes by (the last one adopted).
-func (sm *StreamManager) Plan() *plan.Plan { return sm.tab.Load().plan }
+// plan is the plan the stream manager routes by (the last one adopted).
+func (sm *StreamManager) plan() *plan.Plan { return sm.tab.Load().plan }
 
-// Container is this stream manager's container.
-func (sm *StreamManager) Container() int { return sm.me }
+// container is this stream manager's container.
+func (sm *StreamManager) container() int { return sm.me }
 
-// Subjects is the topology's subject builder.
-func (sm *StreamManager) Subjects() Subjects { return sm.subj }
+// subjects is the topology's subject builder.
+func (sm *StreamManager) subjects() Subjects { return sm.subj }
 
 // SlowConsumerEvents counts NATS slow-consumer events on the connection
 // (each means messages were dropped; it should stay 0).
@@ -652,12 +652,12 @@ func (sm *StreamManager) BlockedNanos() int64 {
 	return n
 }
 
-// Links returns the credit state of the links from this container to tasks
+// links returns the credit state of the links from this container to tasks
 // in other containers that it sends to.
-func (sm *StreamManager) Links() []LinkState {
+func (sm *StreamManager) links() []linkState {
 	tab := sm.tab.Load()
 	p := tab.plan
-	var out []LinkState
+	var out []linkState
 	seen := map[uint32]bool{}
 	for _, id := range tab.local {
 		for _, s := range p.Components[p.Tasks[id].Component].Outputs {
@@ -671,6 +671,6 @@ func (sm *StreamManager) Links() []LinkState {
 			}
 		}
 	}
-	slices.SortFunc(out, func(a, b LinkState) int { return int(a.Task) - int(b.Task) })
+	slices.SortFunc(out, func(a, b linkState) int { return int(a.Task) - int(b.Task) })
 	return out
 }

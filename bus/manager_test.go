@@ -109,7 +109,7 @@ func TestMultiContainerDelivery(t *testing.T) {
 		// Every byte released was granted back (grants travel
 		// asynchronously, hence the wait).
 		testutil.Eventually(t, fmt.Sprintf("container %d's links to return to a full window", ct), func() bool {
-			for _, l := range c.sms[ct].Links() {
+			for _, l := range c.sms[ct].links() {
 				if !l.Open || l.Credit != l.Window {
 					return false
 				}
@@ -436,21 +436,21 @@ func TestBadMessagesDropped(t *testing.T) {
 	}
 	defer nc.Close()
 	spout, bolt := c.tasks("spout")[0], c.tasks("bolt")[0]
-	subj := c.sms[2].Subjects().Data(2)
+	subj := c.sms[2].subjects().Data(2)
 	msgs := [][]byte{
 		{1, 2, 3},
-		AppendHeader(nil, MsgEOS, bolt, bolt, 0),             // bolt is not upstream of itself
-		AppendHeader(nil, MsgEOS, spout, spout, 0),           // spout is not in container 2
-		AppendHeader(nil, MsgData, bolt, spout, 0),           // no batch
-		AppendHeader(nil, MsgEOS, 77, spout, 0),              // no such task
-		append(AppendHeader(nil, MsgEOS, bolt, spout, 0), 0), // EOS with payload
+		appendHeader(nil, msgEOS, bolt, bolt, 0),             // bolt is not upstream of itself
+		appendHeader(nil, msgEOS, spout, spout, 0),           // spout is not in container 2
+		appendHeader(nil, msgData, bolt, spout, 0),           // no batch
+		appendHeader(nil, msgEOS, 77, spout, 0),              // no such task
+		append(appendHeader(nil, msgEOS, bolt, spout, 0), 0), // EOS with payload
 	}
 	for _, m := range msgs {
 		if err := nc.Publish(subj, m); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := nc.Publish(c.sms[1].Subjects().Credit(1), []byte{1, 3, 1, 0, 2, 0, 0, 0, 9, 9, 0, 0, 1, 0, 0, 0}); err != nil {
+	if err := nc.Publish(c.sms[1].subjects().Credit(1), []byte{1, 3, 1, 0, 2, 0, 0, 0, 9, 9, 0, 0, 1, 0, 0, 0}); err != nil {
 		t.Fatal(err) // a grant from container 2 for task 0x0909
 	}
 	testutil.Eventually(t, "bad messages to be counted", func() bool { return c.sms[2].BadMessages() == int64(len(msgs)) && c.sms[1].BadMessages() == 1 })

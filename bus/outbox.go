@@ -90,8 +90,8 @@ type Outbox struct {
 	ackOut  []*acker.Batch // by container of the root spout
 }
 
-// ErrFinished is returned by Emit after Finish.
-var ErrFinished = errors.New("bus: outbox finished")
+// errFinished is returned by Emit after Finish.
+var errFinished = errors.New("bus: outbox finished")
 
 func newOutbox(sm *StreamManager, tab *tables, task uint32) (*Outbox, error) {
 	o := &Outbox{sm: sm, task: task, ctrlWake: make(chan struct{}), ack: sm.ack}
@@ -180,7 +180,7 @@ func (o *Outbox) EmitSpans(stream uint16, direct uint32, msgID uint64, anchors, 
 
 func (o *Outbox) emit(stream uint16, direct uint32, values []byte, spans []int) error {
 	if o.done {
-		return fmt.Errorf("component %s task %d: emit after finish: %w", o.comp.Name, o.task, ErrFinished)
+		return fmt.Errorf("component %s task %d: emit after finish: %w", o.comp.Name, o.task, errFinished)
 	}
 	if int(stream) >= len(o.streams) {
 		return fmt.Errorf("bus: component %s task %d: emit on undeclared stream index %d", o.comp.Name, o.task, stream)
@@ -261,7 +261,7 @@ func (o *Outbox) add(d *dest, input uint16, values []byte) {
 	}
 	id, roots := o.copyID()
 	b.add(input, o.task, id, values, roots)
-	if len(b.buf)-HeaderLen+len(b.roots) >= o.sm.opts.BatchMaxBytes || b.count >= o.sm.opts.BatchMaxTuples {
+	if len(b.buf)-headerLen+len(b.roots) >= o.sm.opts.BatchMaxBytes || b.count >= o.sm.opts.BatchMaxTuples {
 		d.sealed = append(d.sealed, b)
 		d.open = nil
 	}
@@ -379,9 +379,9 @@ func (o *Outbox) send(ctx context.Context, d *dest, b *pendingBatch, block bool)
 			}
 			return false, err
 		}
-		putHeader(b.buf, MsgData, d.task, o.task, sentAt)
+		putHeader(b.buf, msgData, d.task, o.task, sentAt)
 		if b.trailed {
-			binary.LittleEndian.PutUint16(b.buf[2:], FlagRoots)
+			binary.LittleEndian.PutUint16(b.buf[2:], flagRoots)
 		}
 		if err := o.sm.nc.Publish(d.subj, b.buf); err != nil {
 			d.link.refund(int64(n))
@@ -424,7 +424,7 @@ func (o *Outbox) Finish(ctx context.Context) error {
 	// An outbox that finished before a live re-plan added downstream
 	// tasks is finished again after the reroute: the new tasks get their
 	// end-of-stream too.
-	var hdr [HeaderLen]byte
+	var hdr [headerLen]byte
 	for _, d := range o.down {
 		if d.eosSent {
 			continue
@@ -437,7 +437,7 @@ func (o *Outbox) Finish(ctx context.Context) error {
 		if err := d.link.waitOpen(ctx, o); err != nil {
 			return err
 		}
-		putHeader(hdr[:], MsgEOS, d.task, o.task, time.Now().UnixNano())
+		putHeader(hdr[:], msgEOS, d.task, o.task, time.Now().UnixNano())
 		if err := o.sm.nc.Publish(d.subj, hdr[:]); err != nil {
 			return fmt.Errorf("bus: component %s task %d: publish end-of-stream to task %d: %w", o.comp.Name, o.task, d.task, err)
 		}
@@ -490,9 +490,6 @@ func (o *Outbox) blockEnd(t time.Time) {
 	o.blockedNanos.Add(int64(time.Since(t)))
 	o.blockedSince.Store(0)
 }
-
-// Task is the outbox's task id.
-func (o *Outbox) Task() uint32 { return o.task }
 
 // BlockedNanos is the total time Flush and Finish have waited for capacity
 // or credit, including a wait in progress.

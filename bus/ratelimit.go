@@ -8,9 +8,9 @@ import (
 	"time"
 )
 
-// RateBurst is how much of a second's rate a rate-limited stream manager
+// rateBurst is how much of a second's rate a rate-limited stream manager
 // may send at once after a quiet spell: its buckets hold 100 ms of tokens.
-const RateBurst = 100 * time.Millisecond
+const rateBurst = 100 * time.Millisecond
 
 // rateLimiter is a container's tuple and byte rate into the bus
 // (Options.TuplesPerSecond, Options.BytesPerSecond): two token buckets
@@ -50,7 +50,7 @@ func newBucket(rate float64) bucket {
 	if rate <= 0 || math.IsNaN(rate) || math.IsInf(rate, 0) {
 		return bucket{}
 	}
-	burst := max(1, rate*RateBurst.Seconds())
+	burst := max(1, rate*rateBurst.Seconds())
 	return bucket{rate: rate, burst: burst, tokens: burst}
 }
 
@@ -77,16 +77,16 @@ func (b *bucket) short(n float64) time.Duration {
 const minRateBatchBytes = 4 << 10
 
 // rateBatches caps the batch limits at what the rate limit's buckets
-// hold (RateBurst of the rate), so that one batch waits at most about
-// RateBurst for its tokens: at 2 000 tuples/s a 4 096-tuple batch would
+// hold (rateBurst of the rate), so that one batch waits at most about
+// rateBurst for its tokens: at 2 000 tuples/s a 4 096-tuple batch would
 // wait 2 s (and, at least once, its tuple trees might time out before it
 // leaves), a 200-tuple one 100 ms.
 func rateBatches(tuplesPerSec, bytesPerSec float64, maxTuples, maxBytes int) (int, int) {
 	if tuplesPerSec > 0 {
-		maxTuples = min(maxTuples, max(1, int(tuplesPerSec*RateBurst.Seconds())))
+		maxTuples = min(maxTuples, max(1, int(tuplesPerSec*rateBurst.Seconds())))
 	}
 	if bytesPerSec > 0 {
-		maxBytes = min(maxBytes, max(minRateBatchBytes, int(bytesPerSec*RateBurst.Seconds())))
+		maxBytes = min(maxBytes, max(minRateBatchBytes, int(bytesPerSec*rateBurst.Seconds())))
 	}
 	return maxTuples, maxBytes
 }

@@ -38,14 +38,14 @@ func TestBatchingAndLinger(t *testing.T) {
 		t.Fatalf("%d batches queued after Flush(false), want the 2 sealed ones", n)
 	}
 	for range 2 {
-		d, ok := in.TryNext()
+		d, ok := in.tryNext()
 		if !ok || d.Kind != DeliveryData || d.Tuples != 10 {
-			t.Fatalf("TryNext: %v %v, %d tuples", ok, d.Kind, d.Tuples)
+			t.Fatalf("tryNext: %v %v, %d tuples", ok, d.Kind, d.Tuples)
 		}
 		in.Release(d)
 	}
-	if d, ok := in.TryNext(); ok {
-		t.Fatalf("TryNext on an empty inbox: a %v delivery", d.Kind)
+	if d, ok := in.tryNext(); ok {
+		t.Fatalf("tryNext on an empty inbox: a %v delivery", d.Kind)
 	}
 	if err := ob.Flush(ctx, true); err != nil {
 		t.Fatal(err)
@@ -138,7 +138,7 @@ func TestPipelineRunnerLoop(t *testing.T) {
 func relay(ctx context.Context, in *Inbox, ob *Outbox) error {
 	var vals []tuple.Value
 	for {
-		d, ok := in.TryNext()
+		d, ok := in.tryNext()
 		if !ok {
 			if err := ob.Flush(ctx, true); err != nil { // input idle: flush now
 				return err
@@ -222,7 +222,7 @@ func TestSlowConsumerIsCounted(t *testing.T) {
 	if ob.Ack(1) != nil || ob.Fail(2) != nil || ob.Stats().Acks != 1 || ob.Stats().Fails != 1 {
 		t.Errorf("ack/fail counters: %+v", ob.Stats())
 	}
-	if sm.Container() != 1 || len(sm.LocalTasks()) != 1 || sm.Inbox(99) != nil || sm.Outbox(99) != nil {
+	if sm.container() != 1 || len(sm.LocalTasks()) != 1 || sm.Inbox(99) != nil || sm.Outbox(99) != nil {
 		t.Error("accessors")
 	}
 }

@@ -19,14 +19,14 @@ import (
 // connection before it declares it a slow consumer. Credit-based flow control
 // keeps the real figure far below it.
 const (
-	ServerMaxPayload = 8 << 20
-	ServerMaxPending = 256 << 20
+	serverMaxPayload = 8 << 20
+	serverMaxPending = 256 << 20
 )
 
 // JetStream watchdog defaults (ServerOptions.HealInterval, HealMinFree).
 const (
-	DefaultHealInterval = time.Second
-	DefaultHealMinFree  = 16 << 20
+	defaultHealInterval = time.Second
+	defaultHealMinFree  = 16 << 20
 	// healMaxBackoff bounds the wait between two restarts of JetStream
 	// that did not clear the fault.
 	healMaxBackoff = 30 * time.Second
@@ -48,11 +48,11 @@ type ServerOptions struct {
 	// default 10s.
 	ReadyTimeout time.Duration
 	// HealInterval is how often the JetStream watchdog checks the server
-	// (see Server); default DefaultHealInterval, negative: no watchdog.
+	// (see Server); default defaultHealInterval, negative: no watchdog.
 	HealInterval time.Duration
 	// HealMinFree is the free space (bytes) StoreDir's file system needs
 	// before the watchdog restarts a faulty JetStream; default
-	// DefaultHealMinFree.
+	// defaultHealMinFree.
 	HealMinFree int64
 	// Accounts runs the server in operator mode: every client must present
 	// a user JWT signed by an account the operator signed, and lands in that
@@ -128,8 +128,8 @@ func StartServer(ctx context.Context, o ServerOptions) (*Server, error) {
 		Port:       port,
 		NoSigs:     true,
 		NoLog:      o.Logger == nil,
-		MaxPayload: ServerMaxPayload,
-		MaxPending: ServerMaxPending,
+		MaxPayload: serverMaxPayload,
+		MaxPending: serverMaxPending,
 		JetStream:  o.JetStream,
 		StoreDir:   o.StoreDir,
 		// The banner is a dozen lines of ASCII art at every (re)start.
@@ -165,12 +165,12 @@ func StartServer(ctx context.Context, o ServerOptions) (*Server, error) {
 	}
 	s := &Server{ns: ns, opts: started, log: log, minFree: o.HealMinFree, stop: make(chan struct{})}
 	if s.minFree <= 0 {
-		s.minFree = DefaultHealMinFree
+		s.minFree = defaultHealMinFree
 	}
 	if o.JetStream && o.HealInterval >= 0 {
 		every := o.HealInterval
 		if every == 0 {
-			every = DefaultHealInterval
+			every = defaultHealInterval
 		}
 		s.done = make(chan struct{})
 		go s.watch(every)

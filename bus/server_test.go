@@ -50,8 +50,8 @@ func TestStartServerJetStreamAndLogs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if mp := nc.MaxPayload(); mp != ServerMaxPayload {
-		t.Errorf("max payload %d, want %d", mp, ServerMaxPayload)
+	if mp := nc.MaxPayload(); mp != serverMaxPayload {
+		t.Errorf("max payload %d, want %d", mp, serverMaxPayload)
 	}
 	js, err := nc.JetStream()
 	if err != nil {

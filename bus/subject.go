@@ -10,9 +10,9 @@ import (
 
 // Subject kinds (the fourth token).
 const (
-	KindData   = "data"   // tuple batches and end-of-stream markers to a container
-	KindCredit = "credit" // flow-control messages (hello, open, grant) to a container
-	KindAck    = "ack"    // at-least-once ledger updates for a container's spout tasks
+	kindData   = "data"   // tuple batches and end-of-stream markers to a container
+	kindCredit = "credit" // flow-control messages (hello, open, grant) to a container
+	kindAck    = "ack"    // at-least-once ledger updates for a container's spout tasks
 )
 
 // Subjects builds the NATS subjects of one topology:
@@ -55,18 +55,18 @@ func checkToken(what, s string) error {
 
 // Data is the subject of batches sent to a container.
 func (s Subjects) Data(container int) string {
-	return s.prefix + KindData + "." + strconv.Itoa(container)
+	return s.prefix + kindData + "." + strconv.Itoa(container)
 }
 
 // Credit is the subject of flow-control messages sent to a container.
 func (s Subjects) Credit(container int) string {
-	return s.prefix + KindCredit + "." + strconv.Itoa(container)
+	return s.prefix + kindCredit + "." + strconv.Itoa(container)
 }
 
 // Ack is the subject of ack messages (acker wire format) for the ledger of
 // a container's spout tasks.
 func (s Subjects) Ack(container int) string {
-	return s.prefix + KindAck + "." + strconv.Itoa(container)
+	return s.prefix + kindAck + "." + strconv.Itoa(container)
 }
 
 // All is the wildcard matching every subject of the topology.

@@ -16,7 +16,7 @@ import (
 //
 //  1. Hold: every outbox that sends to a switching component is posted a
 //     hold (Outbox.Hold). At its next Flush it sends what it has batched
-//     for those tasks, then a switch mark (MsgMark, after the data, like
+//     for those tasks, then a switch mark (msgMark, after the data, like
 //     end-of-stream) to each of them, and from then on keeps the tuples it
 //     would route to them (held, bounded by HoldBytes: past that Flush
 //     waits, which is back pressure, not loss).
@@ -70,9 +70,9 @@ func (o *Outbox) post(c outboxCtrl) {
 	o.ctrlMu.Unlock()
 }
 
-// Holding reports the switch epoch the outbox holds tuples for (0: none)
+// holdingState reports the switch epoch the outbox holds tuples for (0: none)
 // and how many tuples it holds. Owner goroutine only.
-func (o *Outbox) Holding() (epoch uint64, tuples int) { return o.holding, o.heldTuples }
+func (o *Outbox) holdingState() (epoch uint64, tuples int) { return o.holding, o.heldTuples }
 
 // applyCtrl applies the posted steps in order and, while more than
 // HoldBytes are held, waits for the reroute (booked as blocked time).
@@ -170,7 +170,7 @@ func (o *Outbox) hold1(ctx context.Context, epoch uint64, comps []int, bounded b
 	if err := o.flush(ctx, true); err != nil {
 		return err
 	}
-	return o.signal(ctx, MsgMark, epoch, func(d *dest) bool { return slices.Contains(comps, d.comp) })
+	return o.signal(ctx, msgMark, epoch, func(d *dest) bool { return slices.Contains(comps, d.comp) })
 }
 
 // signal sends a control message (a switch mark or a barrier, carrying v)
@@ -178,14 +178,14 @@ func (o *Outbox) hold1(ctx context.Context, epoch uint64, comps []int, bounded b
 // flushed: locally it is recorded behind the queued batches, remotely it
 // is published on the data subject of the same connection, so it arrives
 // after them. It costs no credit but waits until a remote link is open.
-func (o *Outbox) signal(ctx context.Context, kind MsgKind, v uint64, to func(*dest) bool) error {
-	var hdr [HeaderLen]byte
+func (o *Outbox) signal(ctx context.Context, kind msgKind, v uint64, to func(*dest) bool) error {
+	var hdr [headerLen]byte
 	for _, d := range o.down {
 		if !to(d) {
 			continue
 		}
 		if d.inbox != nil {
-			if kind == MsgBarrier {
+			if kind == msgBarrier {
 				d.inbox.putBarrier(o.task, v)
 			} else {
 				d.inbox.putMark(o.task, v)
@@ -219,7 +219,7 @@ func (o *Outbox) MarkDownstream(ctx context.Context, epoch uint64, comps []int) 
 	if err := o.flush(ctx, true); err != nil {
 		return err
 	}
-	if err := o.signal(ctx, MsgMark, epoch, notEnded); err != nil {
+	if err := o.signal(ctx, msgMark, epoch, notEnded); err != nil {
 		return err
 	}
 	o.holdRoutes(epoch, comps, false)

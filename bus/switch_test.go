@@ -70,7 +70,7 @@ func TestSwitchHoldMarkAdopt(t *testing.T) {
 	if err := ob.Flush(ctx, false); err != nil {
 		t.Fatal(err)
 	}
-	if e, _ := ob.Holding(); e != epoch {
+	if e, _ := ob.holdingState(); e != epoch {
 		t.Fatalf("holding epoch %d after Flush, want %d", e, epoch)
 	}
 	var before []rec
@@ -87,7 +87,7 @@ func TestSwitchHoldMarkAdopt(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, held := ob.Holding(); held != n/2 {
+	if _, held := ob.holdingState(); held != n/2 {
 		t.Fatalf("%d tuples held, want %d", held, n/2)
 	}
 	flushed := make(chan error, 1)
@@ -157,7 +157,7 @@ func TestUnboundedHoldDoesNotWait(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if e, held := ob.Holding(); e != epoch || held != n {
+	if e, held := ob.holdingState(); e != epoch || held != n {
 		t.Fatalf("holding epoch %d with %d tuples, want %d with %d", e, held, epoch, n)
 	}
 	if ob.Blocked() {
@@ -191,8 +191,8 @@ func TestKickWakesNext(t *testing.T) {
 	if err != nil || d.Kind != DeliveryKick {
 		t.Fatalf("Next after Kick: %v, %v; want a kick", d.Kind, err)
 	}
-	if d, ok := in.TryNext(); ok {
-		t.Fatalf("TryNext after the kick was consumed: a %v delivery", d.Kind)
+	if d, ok := in.tryNext(); ok {
+		t.Fatalf("tryNext after the kick was consumed: a %v delivery", d.Kind)
 	}
 }
 
@@ -229,7 +229,7 @@ func TestFinishedSenderEndsNewTasks(t *testing.T) {
 	if got := drain(t, c.inbox(3)); len(got) != 0 {
 		t.Fatalf("the new task got %d tuples, want none (only end-of-stream)", len(got))
 	}
-	if err := ob.Emit(0, tuple.NoTask, 0, nil, values("b", 2)); !errors.Is(err, ErrFinished) {
+	if err := ob.Emit(0, tuple.NoTask, 0, nil, values("b", 2)); !errors.Is(err, errFinished) {
 		t.Fatalf("emit after finish: %v", err)
 	}
 }
@@ -271,9 +271,9 @@ func TestMarkDownstreamOrdersOutput(t *testing.T) {
 			var got []rec
 			marked := false
 			for {
-				d, ok := in.TryNext()
+				d, ok := in.tryNext()
 				if ok && d.Kind != DeliveryData {
-					t.Fatalf("TryNext: a %v delivery", d.Kind)
+					t.Fatalf("tryNext: a %v delivery", d.Kind)
 				}
 				if ok {
 					var err error
@@ -322,7 +322,7 @@ func TestMarkDownstreamHoldsSwitchedRoutes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if e, held := ob.Holding(); e != epoch || held != n {
+	if e, held := ob.holdingState(); e != epoch || held != n {
 		t.Fatalf("holding epoch %d with %d tuples after the marks, want %d with %d", e, held, epoch, n)
 	}
 	np := withBoltTask(p, 2)

@@ -41,7 +41,7 @@ func runSink(t *testing.T, cfg map[string]string, index, parallelism int, batche
 // runSinkWith is runSink with the task context edited by edit (if set).
 func runSinkWith(t *testing.T, cfg map[string]string, index, parallelism int, edit func(*plugin.TaskContext), batches ...[]byte) {
 	t.Helper()
-	b, err := NewBolt("file", cfg)
+	b, err := newBolt("file", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,7 +255,7 @@ func TestFileSinkRestart(t *testing.T) {
 func TestFileSinkFlushInterval(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "out.tsv")
 	cfg := map[string]string{"path": path, "flush_interval": "2s"}
-	b, err := NewBolt("file", cfg)
+	b, err := newBolt("file", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,7 +312,7 @@ func TestFileSinkErrors(t *testing.T) {
 	dir := t.TempDir()
 	blocker := filepath.Join(dir, "file")
 	writeFile(t, blocker, "")
-	b, _ := NewBolt("file", map[string]string{"path": filepath.Join(blocker, "out.tsv")})
+	b, _ := newBolt("file", map[string]string{"path": filepath.Join(blocker, "out.tsv")})
 	err := b.Prepare(context.Background(), taskContext("out", 0, 1, nil, nil, sinkInputs), &recorder{})
 	if err == nil || !strings.Contains(err.Error(), `component "out" task 1: file sink`) {
 		t.Errorf("Prepare under a file = %v", err)
@@ -324,13 +324,13 @@ func TestFileSinkErrors(t *testing.T) {
 		"append=maybe":        `config "append": expected true or false, got "maybe"`,
 	} {
 		k, v, _ := strings.Cut(cfg, "=")
-		if _, err := NewBolt("file", map[string]string{"path": "x", k: v}); err == nil || !strings.Contains(err.Error(), want) {
+		if _, err := newBolt("file", map[string]string{"path": "x", k: v}); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("NewBolt(%s) = %v, want %q", cfg, err, want)
 		}
 	}
 	// JSON needs the record's input to be declared.
 	path := filepath.Join(dir, "j.jsonl")
-	b, _ = NewBolt("file", map[string]string{"path": path, "format": "json"})
+	b, _ = newBolt("file", map[string]string{"path": path, "format": "json"})
 	if err := b.Prepare(context.Background(), taskContext("out", 0, 1, nil, nil, sinkInputs[:1]), &recorder{}); err != nil {
 		t.Fatal(err)
 	}

@@ -81,20 +81,20 @@ func init() {
 // dead letters.
 var ErrNoDeadLetters = plugin.ErrNoDeadLetters
 
-// DeadLetters lists the dead letters of one spout (module builtin:<name>
+// deadLetters lists the dead letters of one spout (module builtin:<name>
 // with config cfg; relative paths already resolved) not yet replayed.
 // topology names the defaults (the Kafka group).
-func DeadLetters(ctx context.Context, topology, component, module string, cfg map[string]string) ([]api.DeadLetter, error) {
+func deadLetters(ctx context.Context, topology, component, module string, cfg map[string]string) ([]api.DeadLetter, error) {
 	return DeadLettersIn(ctx, nil, topology, component, module, cfg, false)
 }
 
-// ReplayDeadLetters sends the spout's dead letters back to its source and
+// replayDeadLetters sends the spout's dead letters back to its source and
 // returns them.
-func ReplayDeadLetters(ctx context.Context, topology, component, module string, cfg map[string]string) ([]api.DeadLetter, error) {
+func replayDeadLetters(ctx context.Context, topology, component, module string, cfg map[string]string) ([]api.DeadLetter, error) {
 	return DeadLettersIn(ctx, nil, topology, component, module, cfg, true)
 }
 
-// DeadLettersIn is DeadLetters (replay: ReplayDeadLetters) with the
+// DeadLettersIn is deadLetters (replay: replayDeadLetters) with the
 // dead-letter destinations of e (nil: the default environment).
 func DeadLettersIn(ctx context.Context, e *plugin.Environment, topology, component, module string, cfg map[string]string, replay bool) ([]api.DeadLetter, error) {
 	name, ok := strings.CutPrefix(module, ardea.BuiltinPrefix)

@@ -49,7 +49,7 @@ func openSource(t *testing.T, name string, fx sourceFixture, acking bool, st *co
 	cfg := fx.cfg
 	name, _, _ = strings.Cut(name, "/")
 	spec, _ := plugin.Default().Lookup(plugin.KindSpout, name)
-	s, err := NewSpout(name, cfg)
+	s, err := newSpout(name, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
-// Package connectors holds Ardea's built-in native spouts and bolts
-// (modules written "builtin:<name>" in a topology) and their dead-letter
-// destinations.
+// Package connectors is Ardea's own (not a public API): the built-in
+// native spouts and bolts (modules written "builtin:<name>" in a topology)
+// and their dead-letter destinations. Code outside this module writes its
+// own through the public plugin API, connectors/plugin.
 //
 // The plugin registry is the subpackage connectors/plugin: the one
 // registry every native plugin kind shares (spouts, bolts, dead-letter

@@ -324,7 +324,7 @@ func (s *jsSpout) oversized(ctx context.Context, m jetstream.Msg, size int64) {
 		dlErr = err
 	}
 	m.Nak()
-	s.failed = &RecordTooLargeError{Component: s.comp, Spout: s.what(), Source: src,
+	s.failed = &recordTooLargeError{Component: s.comp, Spout: s.what(), Source: src,
 		What: "message", Size: size, Setting: s.tupleSetting, Limit: s.maxTuple, DeadLetter: dlErr}
 }
 

@@ -54,7 +54,7 @@ func init() {
 func TestJetStreamSpoutAtLeastOnce(t *testing.T) {
 	url, js := jetStreamServer(t, 20)
 	cfg := map[string]string{"url": url, "stream": "S", "durable": "alo"}
-	s, err := NewSpout("jetstream", cfg)
+	s, err := newSpout("jetstream", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestJetStreamSpoutAtLeastOnce(t *testing.T) {
 func TestJetStreamSink(t *testing.T) {
 	url, js := jetStreamServer(t, 0)
 	cfg := map[string]string{"url": url, "subject": "s.out"}
-	b, err := NewBolt("jetstream", cfg)
+	b, err := newBolt("jetstream", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,11 +195,11 @@ func TestJetStreamDeadLetters(t *testing.T) {
 	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "DLQ", Subjects: []string{"dlq.>"}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := NewSpout("jetstream", map[string]string{"url": url, "stream": "S", "max_retries": "2"}); err == nil || !strings.Contains(err.Error(), "dead_letter_subject") {
+	if _, err := newSpout("jetstream", map[string]string{"url": url, "stream": "S", "max_retries": "2"}); err == nil || !strings.Contains(err.Error(), "dead_letter_subject") {
 		t.Fatalf("max_retries without dead_letter_subject: %v", err)
 	}
 	cfg := map[string]string{"url": url, "stream": "S", "durable": "dl", "max_retries": "2", "dead_letter_subject": "dlq.s"}
-	s, err := NewSpout("jetstream", cfg)
+	s, err := newSpout("jetstream", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +241,7 @@ func TestJetStreamDeadLetters(t *testing.T) {
 	}
 	var dl []api.DeadLetter
 	testutil.Eventually(t, "the dead letter", func() bool {
-		dl, err = DeadLetters(ctx, "test", "c", "builtin:jetstream", cfg)
+		dl, err = deadLetters(ctx, "test", "c", "builtin:jetstream", cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -250,11 +250,11 @@ func TestJetStreamDeadLetters(t *testing.T) {
 	if d := dl[0]; d.Value != "m1" || d.Source != "s.1 S/2" || d.Failures != 2 || d.Error != "2 deliveries; last: failed by parse[0] version abc" || d.Destination != "jetstream:dlq.s" {
 		t.Fatalf("dead letter %+v", d)
 	}
-	if dl, err := ReplayDeadLetters(ctx, "test", "c", "builtin:jetstream", cfg); err != nil || len(dl) != 1 {
+	if dl, err := replayDeadLetters(ctx, "test", "c", "builtin:jetstream", cfg); err != nil || len(dl) != 1 {
 		t.Fatalf("ReplayDeadLetters = %+v, %v", dl, err)
 	}
 	next("m1") // back from the replay
-	if dl, err := DeadLetters(ctx, "test", "c", "builtin:jetstream", cfg); err != nil || len(dl) != 0 {
+	if dl, err := deadLetters(ctx, "test", "c", "builtin:jetstream", cfg); err != nil || len(dl) != 0 {
 		t.Fatalf("DeadLetters after the replay = %+v, %v", dl, err)
 	}
 }

@@ -21,7 +21,7 @@ var kafkaSinkInputs = []tuple.InputDecl{{Component: "up", Stream: "default", Fie
 
 func openKafkaSink(t *testing.T, cfg map[string]string, ctx plugin.TaskContext) *kafkaSink {
 	t.Helper()
-	b, err := NewBolt("kafka", cfg)
+	b, err := newBolt("kafka", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -518,7 +518,7 @@ func (s *kafkaSpout) oversized(ctx context.Context, r *kgo.Record) bool {
 			return true
 		}
 	}
-	s.failed = &RecordTooLargeError{Component: s.comp, Spout: fmt.Sprintf("kafka spout (topics %s)", s.topics), Source: src,
+	s.failed = &recordTooLargeError{Component: s.comp, Spout: fmt.Sprintf("kafka spout (topics %s)", s.topics), Source: src,
 		What: "record", Size: size, Setting: s.tupleSetting, Limit: s.maxTuple, DeadLetter: dlErr}
 	return false
 }

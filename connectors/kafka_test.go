@@ -215,7 +215,7 @@ func init() {
 
 func openKafkaSpout(t *testing.T, cfg map[string]string, ctx plugin.TaskContext) *kafkaSpout {
 	t.Helper()
-	s, err := NewSpout("kafka", cfg)
+	s, err := newSpout("kafka", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -356,12 +356,12 @@ func TestKafkaSpoutDeadLetter(t *testing.T) {
 	// ardea dlq: list, replay into the source topic (the spout reads it
 	// again), and the list is empty after.
 	ctx := context.Background()
-	dl, err := DeadLetters(ctx, "test", "k", "builtin:kafka", cfg)
+	dl, err := deadLetters(ctx, "test", "k", "builtin:kafka", cfg)
 	if err != nil || len(dl) != 1 || dl[0].Value != "v1" || dl[0].Source != topic+"/0/1" || dl[0].Failures != 2 || dl[0].Destination != "kafka:"+dlq ||
 		!strings.Contains(dl[0].Error, "parse[0] version abc") {
 		t.Fatalf("DeadLetters = %+v, %v", dl, err)
 	}
-	if dl, err := ReplayDeadLetters(ctx, "test", "k", "builtin:kafka", cfg); err != nil || len(dl) != 1 {
+	if dl, err := replayDeadLetters(ctx, "test", "k", "builtin:kafka", cfg); err != nil || len(dl) != 1 {
 		t.Fatalf("ReplayDeadLetters = %+v, %v", dl, err)
 	}
 	before := len(out.emits)
@@ -369,10 +369,10 @@ func TestKafkaSpoutDeadLetter(t *testing.T) {
 	if v := values(t, out)[before]; v != "v1" {
 		t.Fatalf("after the replay the spout read %s, want v1", v)
 	}
-	if dl, err := DeadLetters(ctx, "test", "k", "builtin:kafka", cfg); err != nil || len(dl) != 0 {
+	if dl, err := deadLetters(ctx, "test", "k", "builtin:kafka", cfg); err != nil || len(dl) != 0 {
 		t.Fatalf("DeadLetters after the replay = %+v, %v", dl, err)
 	}
-	if _, err := DeadLetters(ctx, "test", "g", "builtin:generator", nil); !errors.Is(err, ErrNoDeadLetters) || !strings.Contains(err.Error(), `"g"`) {
+	if _, err := deadLetters(ctx, "test", "g", "builtin:generator", nil); !errors.Is(err, ErrNoDeadLetters) || !strings.Contains(err.Error(), `"g"`) {
 		t.Fatalf("DeadLetters of a generator: %v", err)
 	}
 }
@@ -534,9 +534,9 @@ func TestKafkaConfigErrors(t *testing.T) {
 	} {
 		var err error
 		if tc.kind == plugin.KindSpout {
-			_, err = NewSpout("kafka", tc.cfg)
+			_, err = newSpout("kafka", tc.cfg)
 		} else {
-			_, err = NewBolt("kafka", tc.cfg)
+			_, err = newBolt("kafka", tc.cfg)
 		}
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s %v: err %v, want one naming %s", tc.kind, tc.cfg, err, tc.want)

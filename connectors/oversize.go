@@ -10,20 +10,20 @@ import (
 // Oversized records. Every tuple a component emits is bounded by the tuple
 // limit that applies to it: its own config's max.tuple.bytes, else
 // topology.max.tuple.bytes (the component's override, then the
-// topology's), else DefaultMaxTupleBytes. A source record larger than the
+// topology's), else defaultMaxTupleBytes. A source record larger than the
 // pipeline takes goes to the spout's dead letters where they are
 // configured (with its source position and the reason) and the spout goes
 // on with the next record; otherwise the spout stops reading, lets what
 // it emitted before drain to the sinks, and then fails with a
-// *RecordTooLargeError (the engine's "fail after drain",
+// *recordTooLargeError (the engine's "fail after drain",
 // engine.FailsAfterDrain). The file spout's max_line_bytes, its per-record
 // size setting, may not exceed the limit and defaults to it.
 
 // The tuple limit's default and settings (package plugin defines them).
 const (
-	DefaultMaxTupleBytes         = plugin.DefaultMaxTupleBytes
-	SettingMaxTupleBytes         = plugin.SettingMaxTupleBytes
-	SettingTopologyMaxTupleBytes = plugin.SettingTopologyMaxTupleBytes
+	defaultMaxTupleBytes         = plugin.DefaultMaxTupleBytes
+	settingMaxTupleBytes         = plugin.SettingMaxTupleBytes
+	settingTopologyMaxTupleBytes = plugin.SettingTopologyMaxTupleBytes
 )
 
 // WithTopologySettings returns cfg with the topology's settings that cfg
@@ -32,12 +32,12 @@ func WithTopologySettings(cfg, topology map[string]string) map[string]string {
 	return plugin.WithTopologySettings(cfg, topology)
 }
 
-// RecordTooLargeError is a spout's error for a record larger than the
+// recordTooLargeError is a spout's error for a record larger than the
 // pipeline takes when it has no dead letters to put it in. It fails after
 // a drain (FailAfterDrain, see engine.FailsAfterDrain): the spout stopped
 // before the record, and what it emitted before reaches the sinks before
 // the task fails.
-type RecordTooLargeError struct {
+type recordTooLargeError struct {
 	Component string
 	Spout     string // "file spout", "kafka spout", ...
 	Source    string // where the record is: path:line, topic/partition/offset, ...
@@ -50,7 +50,7 @@ type RecordTooLargeError struct {
 	DeadLetter error
 }
 
-func (e *RecordTooLargeError) Error() string {
+func (e *recordTooLargeError) Error() string {
 	size := "longer than"
 	if e.Size > 0 {
 		size = fmt.Sprintf("of %d bytes exceeds", e.Size)
@@ -63,10 +63,10 @@ func (e *RecordTooLargeError) Error() string {
 		e.Component, e.Spout, e.Source, e.What, size, e.Setting, e.Limit, why)
 }
 
-func (e *RecordTooLargeError) Unwrap() error { return e.DeadLetter }
+func (e *recordTooLargeError) Unwrap() error { return e.DeadLetter }
 
 // FailAfterDrain marks the error for the engine: finish the stream first.
-func (e *RecordTooLargeError) FailAfterDrain() {}
+func (e *recordTooLargeError) FailAfterDrain() {}
 
 // tooLargeReason is the error a dead letter of an oversized record
 // carries.

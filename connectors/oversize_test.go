@@ -124,7 +124,7 @@ func TestFileSpoutOversizedToDeadLetters(t *testing.T) {
 		t.Run(fmt.Sprint("acking=", acking), func(t *testing.T) {
 			os.Remove(dead)
 			cfg := map[string]string{"path": path, "max_line_bytes": "400", "dead_letter": dead}
-			s, err := NewSpout("file", cfg)
+			s, err := newSpout("file", cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -158,7 +158,7 @@ func TestFileSpoutOversizedToDeadLetters(t *testing.T) {
 				t.Fatalf("emitted %q", got)
 			}
 			checkMode(t, dead, 0o600) // a tenant's data
-			dl, err := DeadLetters(context.Background(), "test", "lines", "builtin:file", cfg)
+			dl, err := deadLetters(context.Background(), "test", "lines", "builtin:file", cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -191,7 +191,7 @@ func TestFileSpoutOversizedFailsAfterPending(t *testing.T) {
 	cfg := map[string]string{"path": path, "max_line_bytes": "1000"}
 	ctx := taskContext("lines", 0, 1, cfg, map[string][]string{"default": {"line"}}, nil)
 	ctx.Acking = true
-	s, err := NewSpout("file", cfg)
+	s, err := newSpout("file", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,13 +213,13 @@ func TestFileSpoutOversizedFailsAfterPending(t *testing.T) {
 	}
 	s.Ack(context.Background(), []uint64{2}, out)
 	st, err := s.Next(context.Background(), 10, out)
-	var tooLarge *RecordTooLargeError
+	var tooLarge *recordTooLargeError
 	if st != plugin.Done || !errors.As(err, &tooLarge) || tooLarge.Source != path+":3" {
 		t.Fatalf("Next = %v, %v; want Done and the line", st, err)
 	}
 	s.Close(context.Background())
 	// A restart with the task's state begins at the line and fails there.
-	s, _ = NewSpout("file", cfg)
+	s, _ = newSpout("file", cfg)
 	out = &recorder{}
 	if err := s.Open(context.Background(), ctx, out); err != nil {
 		t.Fatal(err)
@@ -294,7 +294,7 @@ func TestKafkaSpoutOversized(t *testing.T) {
 		if pos := s.positions()[topicPart{topic, 0}]; pos != 5 {
 			t.Errorf("position %d, want 5", pos)
 		}
-		dl, err := DeadLetters(context.Background(), "test", "k", "builtin:kafka", cfg)
+		dl, err := deadLetters(context.Background(), "test", "k", "builtin:kafka", cfg)
 		if err != nil || len(dl) != 1 {
 			t.Fatalf("DeadLetters = %+v, %v", dl, err)
 		}
@@ -322,7 +322,7 @@ func TestKafkaSpoutOversized(t *testing.T) {
 			t.Fatal(err)
 		}
 		st, err = s.Next(context.Background(), 64, out)
-		var tooLarge *RecordTooLargeError
+		var tooLarge *recordTooLargeError
 		if st != plugin.Done || !errors.As(err, &tooLarge) || tooLarge.Source != topic+"/0/2" ||
 			!strings.Contains(err.Error(), "exceeds topology.max.tuple.bytes 1024 (and no dead letters to put it in") {
 			t.Fatalf("Next = %v, %v", st, err)
@@ -354,7 +354,7 @@ func TestJetStreamSpoutOversized(t *testing.T) {
 	}
 	limits := map[string]string{"topology.max.tuple.bytes": "200"}
 	open := func(t *testing.T, cfg map[string]string) (plugin.Spout, *recorder) {
-		s, err := NewSpout("jetstream", cfg)
+		s, err := newSpout("jetstream", cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -375,7 +375,7 @@ func TestJetStreamSpoutOversized(t *testing.T) {
 			}
 			return len(out.emits) >= 2
 		})
-		dl, err := DeadLetters(ctx, "test", "c", "builtin:jetstream", cfg)
+		dl, err := deadLetters(ctx, "test", "c", "builtin:jetstream", cfg)
 		if err != nil || len(dl) != 1 {
 			t.Fatalf("DeadLetters = %+v, %v", dl, err)
 		}
@@ -392,7 +392,7 @@ func TestJetStreamSpoutOversized(t *testing.T) {
 			st, err = s.Next(context.Background(), 10, out)
 			return err != nil
 		})
-		var tooLarge *RecordTooLargeError
+		var tooLarge *recordTooLargeError
 		if st != plugin.Done || !errors.As(err, &tooLarge) || tooLarge.Source != "S/2" || len(out.emits) != 1 {
 			t.Fatalf("Next = %v, %v after %d emits", st, err, len(out.emits))
 		}
@@ -403,7 +403,7 @@ func TestJetStreamSpoutOversized(t *testing.T) {
 // tuple limit is refused whole with 413 naming the line and the limit.
 func TestHTTPSpoutOversized(t *testing.T) {
 	cfg := WithTopologySettings(map[string]string{"listen": "127.0.0.1:0"}, map[string]string{"topology.max.tuple.bytes": "100"})
-	s, err := NewSpout("http", cfg)
+	s, err := newSpout("http", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -436,7 +436,7 @@ func TestPulsarSpoutOversized(t *testing.T) {
 	limits := map[string]string{"topology.max.tuple.bytes": "300"}
 	big := strings.Repeat("B", 400)
 	open := func(t *testing.T, cfg map[string]string) (plugin.Spout, *recorder) {
-		s, err := NewSpout("pulsar", cfg)
+		s, err := newSpout("pulsar", cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -473,7 +473,7 @@ func TestPulsarSpoutOversized(t *testing.T) {
 		}
 		return len(outDL.emits) >= 2
 	})
-	dl, err := DeadLetters(context.Background(), "test", "c", "builtin:pulsar", dlCfg)
+	dl, err := deadLetters(context.Background(), "test", "c", "builtin:pulsar", dlCfg)
 	if err != nil || len(dl) != 1 {
 		t.Fatalf("DeadLetters = %+v, %v", dl, err)
 	}
@@ -486,7 +486,7 @@ func TestPulsarSpoutOversized(t *testing.T) {
 		st, err = sStop.Next(context.Background(), 10, outStop)
 		return err != nil
 	})
-	var tooLarge *RecordTooLargeError
+	var tooLarge *recordTooLargeError
 	if st != plugin.Done || !errors.As(err, &tooLarge) || !strings.HasPrefix(tooLarge.Source, topic+" ") || len(outStop.emits) != 1 {
 		t.Fatalf("Next = %v, %v after %d emits", st, err, len(outStop.emits))
 	}

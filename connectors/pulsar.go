@@ -241,7 +241,7 @@ func (s *pulsarSpout) oversized(ctx context.Context, m pulsar.Message, size int6
 			return nil
 		}
 	}
-	s.failed = &RecordTooLargeError{Component: s.comp, Spout: fmt.Sprintf("pulsar spout (topics %s)", s.topics),
+	s.failed = &recordTooLargeError{Component: s.comp, Spout: fmt.Sprintf("pulsar spout (topics %s)", s.topics),
 		Source: m.Topic() + " " + m.ID().String(), What: "message", Size: size, Setting: s.tupleSetting, Limit: s.maxTuple, DeadLetter: dlErr}
 	return nil
 }

@@ -81,7 +81,7 @@ func TestPulsarAtLeastOnce(t *testing.T) {
 	url := testbroker.Pulsar(t)
 	topic, dlq, outTopic := pulsarTopic(), pulsarTopic(), pulsarTopic()
 	cfg := map[string]string{"url": url, "topics": topic, "nack_delay": "50ms", "max_retries": "3", "dead_letter_topic": dlq}
-	sp, err := NewSpout("pulsar", cfg)
+	sp, err := newSpout("pulsar", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,11 +147,11 @@ func TestPulsarAtLeastOnce(t *testing.T) {
 	}
 	// ardea dlq: list them, replay them into the source topic (the spout
 	// reads m000 again), then none is left.
-	dl, err := DeadLetters(rctx, "test", "p", "builtin:pulsar", cfg)
+	dl, err := deadLetters(rctx, "test", "p", "builtin:pulsar", cfg)
 	if err != nil || len(dl) != 1 || dl[0].Value != "m000" || !strings.HasPrefix(dl[0].Source, topic+" ") {
 		t.Fatalf("DeadLetters = %+v, %v", dl, err)
 	}
-	if dl, err := ReplayDeadLetters(rctx, "test", "p", "builtin:pulsar", cfg); err != nil || len(dl) != 1 {
+	if dl, err := replayDeadLetters(rctx, "test", "p", "builtin:pulsar", cfg); err != nil || len(dl) != 1 {
 		t.Fatalf("ReplayDeadLetters = %+v, %v", dl, err)
 	}
 	before := len(out.emits)
@@ -159,13 +159,13 @@ func TestPulsarAtLeastOnce(t *testing.T) {
 	if v := values(t, out)[before]; v != "m000" {
 		t.Fatalf("after the replay the spout read %s, want m000", v)
 	}
-	if dl, err := DeadLetters(rctx, "test", "p", "builtin:pulsar", cfg); err != nil || len(dl) != 0 {
+	if dl, err := deadLetters(rctx, "test", "p", "builtin:pulsar", cfg); err != nil || len(dl) != 0 {
 		t.Fatalf("DeadLetters after the replay = %+v, %v", dl, err)
 	}
 
 	// Sink.
 	scfg := map[string]string{"url": url, "topic": outTopic, "value_field": "line"}
-	b, err := NewBolt("pulsar", scfg)
+	b, err := newBolt("pulsar", scfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,10 +43,6 @@ func Outputs(kind, name string) (map[string][]string, bool) {
 	return plugin.Default().Outputs(kind, name)
 }
 
-// Names lists the builtin spouts or bolts (kind "spout" or "bolt"), sorted;
-// it has the signature of ardea.ValidateOptions.BuiltinNames.
-func Names(kind string) []string { return plugin.Default().Names(plugin.Kind(kind)) }
-
 // ValidateConfig checks a builtin component's config; it has the signature
 // of ardea.ValidateOptions.BuiltinConfig.
 func ValidateConfig(kind, name, component string, cfg map[string]string) error {
@@ -57,15 +53,15 @@ func ValidateConfig(kind, name, component string, cfg map[string]string) error {
 	return e.ValidateConfig(kind, name, component, cfg)
 }
 
-// ResolvePaths returns a copy of cfg in which the values of the builtin's
+// resolvePaths returns a copy of cfg in which the values of the builtin's
 // path fields have been passed through resolve (for example a Topology's
 // Path method, which resolves against the topology file's directory).
-func ResolvePaths(kind, name string, cfg map[string]string, resolve func(string) string) map[string]string {
+func resolvePaths(kind, name string, cfg map[string]string, resolve func(string) string) map[string]string {
 	return plugin.Default().ResolvePaths(kind, name, cfg, resolve)
 }
 
-// NewSpout builds the named builtin spout from a component config.
-func NewSpout(name string, cfg map[string]string) (plugin.Spout, error) {
+// newSpout builds the named builtin spout from a component config.
+func newSpout(name string, cfg map[string]string) (plugin.Spout, error) {
 	e, err := env()
 	if err != nil {
 		return nil, err
@@ -73,8 +69,8 @@ func NewSpout(name string, cfg map[string]string) (plugin.Spout, error) {
 	return e.NewSpout(name, cfg)
 }
 
-// NewBolt builds the named builtin bolt from a component config.
-func NewBolt(name string, cfg map[string]string) (plugin.Bolt, error) {
+// newBolt builds the named builtin bolt from a component config.
+func newBolt(name string, cfg map[string]string) (plugin.Bolt, error) {
 	e, err := env()
 	if err != nil {
 		return nil, err

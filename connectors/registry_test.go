@@ -82,10 +82,10 @@ func TestSpecValidate(t *testing.T) {
 }
 
 func TestNewUnknown(t *testing.T) {
-	if _, err := NewSpout("kafka9", nil); err == nil || err.Error() != `unknown builtin spout "kafka9" (known: file, generator, http, jetstream, kafka, kv, pulsar, stream); did you mean "kafka"?` {
+	if _, err := newSpout("kafka9", nil); err == nil || err.Error() != `unknown builtin spout "kafka9" (known: file, generator, http, jetstream, kafka, kv, pulsar, stream); did you mean "kafka"?` {
 		t.Errorf("NewSpout = %v", err)
 	}
-	if _, err := NewBolt("generator", nil); err == nil || !strings.Contains(err.Error(), `unknown builtin bolt "generator" (known: file, jetstream, kafka, kv, pulsar, stream)`) {
+	if _, err := newBolt("generator", nil); err == nil || !strings.Contains(err.Error(), `unknown builtin bolt "generator" (known: file, jetstream, kafka, kv, pulsar, stream)`) {
 		t.Errorf("NewBolt = %v", err)
 	}
 	if err := ValidateConfig("bolt", "nope", "c", nil); err == nil || !strings.HasPrefix(err.Error(), `component "c": unknown builtin bolt "nope" (known: file, `) {
@@ -95,11 +95,11 @@ func TestNewUnknown(t *testing.T) {
 
 func TestResolvePaths(t *testing.T) {
 	cfg := map[string]string{"path": "in.txt", "max_line_bytes": "10"}
-	got := ResolvePaths("spout", "file", cfg, func(p string) string { return filepath.Join("/base", p) })
+	got := resolvePaths("spout", "file", cfg, func(p string) string { return filepath.Join("/base", p) })
 	if got["path"] != "/base/in.txt" || got["max_line_bytes"] != "10" || cfg["path"] != "in.txt" {
 		t.Errorf("ResolvePaths = %v (input %v)", got, cfg)
 	}
-	if got := ResolvePaths("spout", "nope", nil, nil); got == nil || len(got) != 0 {
+	if got := resolvePaths("spout", "nope", nil, nil); got == nil || len(got) != 0 {
 		t.Errorf("unknown = %v", got)
 	}
 }
@@ -115,7 +115,7 @@ func TestTopologyValidation(t *testing.T) {
 	if got := top.Component("lines").Outputs["default"]; len(got) != 1 || got[0] != "line" {
 		t.Errorf("builtin outputs not applied: %v", top.Component("lines").Outputs)
 	}
-	cfg := ResolvePaths("spout", "file", top.Component("lines").Config, top.Path)
+	cfg := resolvePaths("spout", "file", top.Component("lines").Config, top.Path)
 	if want, _ := filepath.Abs("../testdata/topologies/input.txt"); cfg["path"] != want {
 		t.Errorf("resolved path = %q, want %q", cfg["path"], want)
 	}

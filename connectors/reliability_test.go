@@ -54,7 +54,7 @@ func TestFileSpoutAtLeastOnce(t *testing.T) {
 	writeFile(t, path, b.String())
 	cfg := map[string]string{"path": path, "max_line_bytes": "100"}
 	st := conformance.NewMemState()
-	s, err := NewSpout("file", cfg)
+	s, err := newSpout("file", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestFileSpoutAtLeastOnce(t *testing.T) {
 	s.Close(context.Background())
 
 	// Without acking, ids are 0 and nothing is kept.
-	s2, _ := NewSpout("file", cfg)
+	s2, _ := newSpout("file", cfg)
 	out2 := &recorder{}
 	ctx := ackingContext("lines", 0, 1, cfg, nil)
 	ctx.Acking = false
@@ -138,7 +138,7 @@ func seq(from, to uint64) []uint64 {
 func TestGeneratorReplayAndRewind(t *testing.T) {
 	cfg := map[string]string{"count": "40"}
 	st := conformance.NewMemState()
-	s, err := NewSpout("generator", cfg)
+	s, err := newSpout("generator", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +163,7 @@ func TestGeneratorReplayAndRewind(t *testing.T) {
 	}
 	// A restart from the state goes on at sentence 20, identical to what
 	// an uninterrupted generator emits.
-	s2, _ := NewSpout("generator", cfg)
+	s2, _ := newSpout("generator", cfg)
 	out2 := &recorder{}
 	if err := s2.Open(context.Background(), ackingContext("gen", 1, 2, cfg, st), out2); err != nil {
 		t.Fatal(err)
@@ -171,7 +171,7 @@ func TestGeneratorReplayAndRewind(t *testing.T) {
 	if _, err := s2.Next(context.Background(), 5, out2); err != nil {
 		t.Fatal(err)
 	}
-	ref, _ := NewSpout("generator", cfg)
+	ref, _ := newSpout("generator", cfg)
 	outRef := &recorder{}
 	if err := ref.Open(context.Background(), ackingContext("gen", 1, 2, cfg, nil), outRef); err != nil {
 		t.Fatal(err)
@@ -234,7 +234,7 @@ func TestFileSinkAtLeastOnceAndCheckpoints(t *testing.T) {
 	st := conformance.NewMemState()
 	ctx := taskContext("out", 0, 1, cfg, nil, []tuple.InputDecl{{Component: "x", Stream: "default", Fields: []string{"line"}}})
 	ctx.State = st
-	b, err := NewBolt("file", cfg)
+	b, err := newBolt("file", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +256,7 @@ func TestFileSinkAtLeastOnceAndCheckpoints(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.Close(context.Background())
-	b2, _ := NewBolt("file", cfg)
+	b2, _ := newBolt("file", cfg)
 	if err := b2.Prepare(context.Background(), ctx, &recorder{}); err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +273,7 @@ func TestFileSpoutRate(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "in.txt")
 	writeFile(t, path, strings.Repeat("x\n", 100))
 	cfg := map[string]string{"path": path, "max_line_bytes": "10", "rate": "10"}
-	s, err := NewSpout("file", cfg)
+	s, err := newSpout("file", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -314,11 +314,11 @@ func TestFileSpoutDeadLetter(t *testing.T) {
 	dir := t.TempDir()
 	path, dead := filepath.Join(dir, "in.txt"), filepath.Join(dir, "dead.txt")
 	writeFile(t, path, "good\npoison\n")
-	if _, err := NewSpout("file", map[string]string{"path": path, "max_retries": "2"}); err == nil || !strings.Contains(err.Error(), "dead_letter") {
+	if _, err := newSpout("file", map[string]string{"path": path, "max_retries": "2"}); err == nil || !strings.Contains(err.Error(), "dead_letter") {
 		t.Fatalf("max_retries without dead_letter: %v", err)
 	}
 	cfg := map[string]string{"path": path, "max_retries": "2", "dead_letter": dead}
-	s, err := NewSpout("file", cfg)
+	s, err := newSpout("file", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -344,20 +344,20 @@ func TestFileSpoutDeadLetter(t *testing.T) {
 	}
 	checkMode(t, dead, 0o600) // a tenant's data
 	ctx := context.Background()
-	dl, err := DeadLetters(ctx, "t", "lines", "builtin:file", cfg)
+	dl, err := deadLetters(ctx, "t", "lines", "builtin:file", cfg)
 	if err != nil || len(dl) != 1 || dl[0].Value != "poison" || dl[0].Source != path+":2" || dl[0].Failures != 2 || !strings.Contains(dl[0].Error, "parse[0] version abc") {
 		t.Fatalf("DeadLetters = %+v, %v", dl, err)
 	}
-	if _, err := ReplayDeadLetters(ctx, "t", "lines", "builtin:file", cfg); err != nil {
+	if _, err := replayDeadLetters(ctx, "t", "lines", "builtin:file", cfg); err != nil {
 		t.Fatal(err)
 	}
 	if got := readAll(t, path); got != "good\npoison\npoison\n" {
 		t.Fatalf("after the replay the input holds %q", got)
 	}
-	if dl, err := DeadLetters(ctx, "t", "lines", "builtin:file", cfg); err != nil || len(dl) != 0 {
+	if dl, err := deadLetters(ctx, "t", "lines", "builtin:file", cfg); err != nil || len(dl) != 0 {
 		t.Fatalf("DeadLetters after the replay = %+v, %v", dl, err)
 	}
-	if _, err := DeadLetters(ctx, "t", "lines", "builtin:file", map[string]string{"path": path}); !errors.Is(err, ErrNoDeadLetters) {
+	if _, err := deadLetters(ctx, "t", "lines", "builtin:file", map[string]string{"path": path}); !errors.Is(err, ErrNoDeadLetters) {
 		t.Fatalf("DeadLetters without dead_letter: %v", err)
 	}
 }

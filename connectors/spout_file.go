@@ -33,7 +33,7 @@ import (
 // set, with its line number and the reason, and the spout goes on with the
 // next line. Without dead_letter the spout ends its input before that line
 // (a restart begins there) and, once everything it emitted was processed,
-// fails with a *RecordTooLargeError naming the file, the 1-based line
+// fails with a *recordTooLargeError naming the file, the 1-based line
 // number and the limit. Only the task that owns the line does either; the
 // others skip it.
 
@@ -264,7 +264,7 @@ func (s *fileSpout) Next(ctx context.Context, budget int, out plugin.Collector) 
 				}
 			}
 			// End the input before the line: a restart begins there.
-			s.failed = &RecordTooLargeError{Component: s.comp, Spout: "file spout", Source: fmt.Sprintf("%s:%d", s.path, number+1),
+			s.failed = &recordTooLargeError{Component: s.comp, Spout: "file spout", Source: fmt.Sprintf("%s:%d", s.path, number+1),
 				What: "line", Setting: "max_line_bytes", Limit: int64(s.maxLine), DeadLetter: dlErr}
 			s.off, s.line, s.eof = start, number, true
 			s.savePosition()

@@ -15,7 +15,7 @@ import (
 
 func openFileSpout(t *testing.T, cfg map[string]string, index, parallelism int) (plugin.Spout, *recorder) {
 	t.Helper()
-	s, err := NewSpout("file", cfg)
+	s, err := newSpout("file", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +124,7 @@ func TestFileSpoutLongLine(t *testing.T) {
 			// The spout ends its input before the line and reports it with
 			// Done, for the engine to fail the task after the drain.
 			want := fmt.Sprintf(`component "lines": file spout: %s:3: line longer than max_line_bytes %d (`, path, tc.max)
-			var tooLarge *RecordTooLargeError
+			var tooLarge *recordTooLargeError
 			if err == nil || !strings.HasPrefix(err.Error(), want) || st != plugin.Done || !errors.As(err, &tooLarge) {
 				t.Fatalf("Next = %v, %v\nwant Done and an error starting %s", st, err, want)
 			}
@@ -143,7 +143,7 @@ func TestFileSpoutLongLine(t *testing.T) {
 
 func TestFileSpoutMissingFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "missing.txt")
-	s, err := NewSpout("file", map[string]string{"path": path})
+	s, err := newSpout("file", map[string]string{"path": path})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +155,7 @@ func TestFileSpoutMissingFile(t *testing.T) {
 		t.Errorf("Close after failed Open: %v", err)
 	}
 	// A directory is refused too.
-	s, _ = NewSpout("file", map[string]string{"path": t.TempDir()})
+	s, _ = newSpout("file", map[string]string{"path": t.TempDir()})
 	err = s.Open(context.Background(), taskContext("lines", 0, 1, nil, map[string][]string{"default": {"line"}}, nil), &recorder{})
 	if err == nil || !strings.Contains(err.Error(), "is a directory") {
 		t.Fatalf("Open(dir) = %v", err)
@@ -173,7 +173,7 @@ func TestFileSpoutConfigErrors(t *testing.T) {
 		if k, v, ok := strings.Cut(cfg, "="); ok {
 			m[k] = v
 		}
-		if _, err := NewSpout("file", m); err == nil || !strings.Contains(err.Error(), want) {
+		if _, err := newSpout("file", m); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("NewSpout(%v) = %v, want %q", m, err, want)
 		}
 	}
@@ -203,7 +203,7 @@ func TestFileSpoutResumesFromState(t *testing.T) {
 			ctx := taskContext("lines", i, p, cfg, map[string][]string{"default": {"line"}}, nil)
 			var got []string
 			for range 3 { // three incarnations of the task, each stopped early
-				s, err := NewSpout("file", cfg)
+				s, err := newSpout("file", cfg)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -217,7 +217,7 @@ func TestFileSpoutResumesFromState(t *testing.T) {
 				got = append(got, out.lines(t)...)
 				s.Close(context.Background())
 			}
-			s, err := NewSpout("file", cfg)
+			s, err := newSpout("file", cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -281,7 +281,7 @@ func TestFileSpoutFollow(t *testing.T) {
 	if st := next(); st != plugin.Done {
 		t.Fatalf("after the last line and the end file: %v, want Done", st)
 	}
-	if _, err := NewSpout("file", map[string]string{"path": path, "follow_until": until}); err == nil || !strings.Contains(err.Error(), "follow_until") {
+	if _, err := newSpout("file", map[string]string{"path": path, "follow_until": until}); err == nil || !strings.Contains(err.Error(), "follow_until") {
 		t.Errorf("follow_until without follow: %v, want an error naming it", err)
 	}
 }

@@ -13,7 +13,7 @@ import (
 )
 
 func openGenerator(t testing.TB, cfg map[string]string, index int, clock *fakeClock) (*generator, *recorder) {
-	s, err := NewSpout("generator", cfg)
+	s, err := newSpout("generator", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

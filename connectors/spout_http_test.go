@@ -43,7 +43,7 @@ func post(url, body string) chan int {
 func TestHTTPSpoutAtLeastOnce(t *testing.T) {
 	for _, acking := range []bool{true, false} {
 		cfg := map[string]string{"listen": "127.0.0.1:0"}
-		s, err := NewSpout("http", cfg)
+		s, err := newSpout("http", cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -122,7 +122,7 @@ func do(t *testing.T, url, ctype, token, body string) (int, http.Header) {
 // emitted; a full queue answers 429 with Retry-After.
 func TestHTTPSpoutTokenJSONAndBackPressure(t *testing.T) {
 	cfg := map[string]string{"listen": "127.0.0.1:0", "token": "s3cret", "queue": "1"}
-	s, err := NewSpout("http", cfg)
+	s, err := newSpout("http", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

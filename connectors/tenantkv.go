@@ -57,9 +57,9 @@ const (
 
 // The ops the KV spout emits and the sink's op_field takes.
 const (
-	KVOpPut    = "put"
-	KVOpDelete = "delete"
-	KVOpPurge  = "purge"
+	kvOpNamePut    = "put"
+	kvOpNameDelete = "delete"
+	kvOpNamePurge  = "purge"
 )
 
 // The JetStream KV headers (nats.go does not export them).
@@ -217,12 +217,12 @@ func newTenantKVSpout(cfg plugin.Config) (plugin.Spout, error) {
 // appendKVValues appends the values of KV update m (a message of the
 // bucket's stream): key, value, op, revision.
 func (s *jsSpout) appendKVValues(dst []byte, m jetstream.Msg) []byte {
-	op := KVOpPut
+	op := kvOpNamePut
 	switch m.Headers().Get(kvOpHeader) {
 	case kvOpDel:
-		op = KVOpDelete
+		op = kvOpNameDelete
 	case kvOpPurge:
-		op = KVOpPurge
+		op = kvOpNamePurge
 	}
 	var rev uint64
 	if md, err := m.Metadata(); err == nil {
@@ -351,15 +351,15 @@ func (s *kvSink) Execute(ctx context.Context, batch []byte, out plugin.Collector
 			s.bad(out, rec.TupleID, err.Error())
 			continue
 		}
-		op := KVOpPut
+		op := kvOpNamePut
 		if j := s.opIdx[in]; j >= 0 {
 			b, _ := fieldBytes(s.vals, j)
 			switch o := strings.ToLower(string(b)); o {
-			case "", KVOpPut:
-			case KVOpDelete, "del":
-				op = KVOpDelete
-			case KVOpPurge:
-				op = KVOpPurge
+			case "", kvOpNamePut:
+			case kvOpNameDelete, "del":
+				op = kvOpNameDelete
+			case kvOpNamePurge:
+				op = kvOpNamePurge
 			default:
 				s.bad(out, rec.TupleID, fmt.Sprintf("op %q: want put, delete or purge", o))
 				continue
@@ -367,17 +367,17 @@ func (s *kvSink) Execute(ctx context.Context, batch []byte, out plugin.Collector
 		}
 		m := nats.NewMsg(s.prefix + string(key))
 		switch op {
-		case KVOpPut:
+		case kvOpNamePut:
 			if j := s.valIdx[in]; j >= 0 {
 				m.Data, _ = fieldBytes(s.vals, j)
 			} else {
 				m.Data = appendJSONObject(nil, s.fields[in], s.vals)
 			}
 			s.puts++
-		case KVOpDelete:
+		case kvOpNameDelete:
 			m.Header.Set(kvOpHeader, kvOpDel)
 			s.deletes++
-		case KVOpPurge:
+		case kvOpNamePurge:
 			m.Header.Set(kvOpHeader, kvOpPurge)
 			m.Header.Set(kvRollupHeader, kvRollupSubj)
 			s.deletes++

@@ -100,7 +100,7 @@ func TestTenantKVNames(t *testing.T) {
 		{">", true}, {"a", true}, {"a.*", true}, {"a.*.c", true}, {"a.>", true}, {"user/1=x.y", true},
 		{"a.>.b", false}, {"a*", false}, {".a", false}, {"a.", false}, {"a..b", false}, {"a b", false}, {"$KV.x", false},
 	} {
-		_, err := NewSpout("kv", map[string]string{"bucket": "b", "keys": tc.keys})
+		_, err := newSpout("kv", map[string]string{"bucket": "b", "keys": tc.keys})
 		if (err == nil) != tc.ok || err != nil && !strings.Contains(err.Error(), `"keys"`) {
 			t.Errorf("keys %q: %v, want ok %v", tc.keys, err, tc.ok)
 		}
@@ -112,9 +112,9 @@ func TestTenantKVNames(t *testing.T) {
 
 func newKVFor(kind string, cfg map[string]string) (any, error) {
 	if kind == "spout" {
-		return NewSpout("kv", cfg)
+		return newSpout("kv", cfg)
 	}
-	return NewBolt("kv", cfg)
+	return newBolt("kv", cfg)
 }
 
 // kvUpdate is one tuple of the KV spout.
@@ -147,7 +147,7 @@ func TestTenantKVRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	sink := func(cfg map[string]string, fields []string, rows ...[]tuple.Value) *recorder {
 		t.Helper()
-		b, err := NewBolt("kv", cfg)
+		b, err := newBolt("kv", cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -190,7 +190,7 @@ func TestTenantKVRoundTrip(t *testing.T) {
 	}
 
 	// The spout: the current values, then updates as they come.
-	s, err := NewSpout("kv", map[string]string{"bucket": "rt"})
+	s, err := newSpout("kv", map[string]string{"bucket": "rt"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +203,7 @@ func TestTenantKVRoundTrip(t *testing.T) {
 	defer s.Close(ctx)
 	pullUntil(t, s, got, "the bucket's 3 keys", func() bool { return len(got.emits) >= 3 })
 	first := kvUpdates(t, got)
-	if len(first) != 3 || first[0].key != "user.1" || first[1].key != "user.2" || first[2].key != "cfg.x" || first[2].op != KVOpPut || !strings.Contains(first[2].value, `"count":4`) {
+	if len(first) != 3 || first[0].key != "user.1" || first[1].key != "user.2" || first[2].key != "cfg.x" || first[2].op != kvOpNamePut || !strings.Contains(first[2].value, `"count":4`) {
 		t.Fatalf("the spout's first updates: %+v", first)
 	}
 	// A value field, a delete and a purge by the op field.
@@ -218,7 +218,7 @@ func TestTenantKVRoundTrip(t *testing.T) {
 	}
 	pullUntil(t, s, got, "the 4 updates", func() bool { return len(got.emits) >= 7 })
 	all := kvUpdates(t, got)
-	want := []kvUpdate{{"user.1", "one again", KVOpPut, 0}, {"user.2", "", KVOpDelete, 0}, {"cfg.x", "", KVOpPurge, 0}, {"user.3", "3", KVOpPut, 0}}
+	want := []kvUpdate{{"user.1", "one again", kvOpNamePut, 0}, {"user.2", "", kvOpNameDelete, 0}, {"cfg.x", "", kvOpNamePurge, 0}, {"user.3", "3", kvOpNamePut, 0}}
 	for i, w := range want {
 		g := all[3+i]
 		if g.key != w.key || g.value != w.value || g.op != w.op || g.rev <= all[2+i].rev {
@@ -233,7 +233,7 @@ func TestTenantKVRoundTrip(t *testing.T) {
 	}
 
 	// A key filter, from now on only.
-	f, err := NewSpout("kv", map[string]string{"bucket": "rt", "keys": "user.*", "deliver": "new", "durable": "filtered"})
+	f, err := newSpout("kv", map[string]string{"bucket": "rt", "keys": "user.*", "deliver": "new", "durable": "filtered"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +257,7 @@ func TestTenantKVRoundTrip(t *testing.T) {
 // a connection with a credential (a daemon's host may not make one).
 func TestTenantKVRefused(t *testing.T) {
 	nc, _ := tenantBus(t)
-	s, err := NewSpout("kv", map[string]string{"bucket": "eo"})
+	s, err := newSpout("kv", map[string]string{"bucket": "eo"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,7 +269,7 @@ func TestTenantKVRefused(t *testing.T) {
 	}
 	_ = s.Close(context.Background())
 
-	b, err := NewBolt("kv", map[string]string{"bucket": "out", "key_field": "id", "value_field": "body"})
+	b, err := newBolt("kv", map[string]string{"bucket": "out", "key_field": "id", "value_field": "body"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,7 +288,7 @@ func TestTenantKVRefused(t *testing.T) {
 func TestTenantKVFollowsUpdates(t *testing.T) {
 	nc, js := tenantBus(t)
 	kv := tenantKV(t, js, "live", 4)
-	s, err := NewSpout("kv", map[string]string{"bucket": "live", "batch": "3"})
+	s, err := newSpout("kv", map[string]string{"bucket": "live", "batch": "3"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -97,9 +97,9 @@ func TestTenantStreamNames(t *testing.T) {
 
 func newStreamFor(kind string, cfg map[string]string) (any, error) {
 	if kind == "spout" {
-		return NewSpout("stream", cfg)
+		return newSpout("stream", cfg)
 	}
-	return NewBolt("stream", cfg)
+	return newBolt("stream", cfg)
 }
 
 // TestTenantStreamRoundTrip: the sink writes its tuples to the tenant
@@ -107,7 +107,7 @@ func newStreamFor(kind string, cfg map[string]string) (any, error) {
 // without a credential), and the spout reads them back at least once.
 func TestTenantStreamRoundTrip(t *testing.T) {
 	nc, js := tenantBus(t)
-	b, err := NewBolt("stream", map[string]string{"stream": "rt"})
+	b, err := newBolt("stream", map[string]string{"stream": "rt"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func TestTenantStreamRoundTrip(t *testing.T) {
 	if _, err := js.Stream(context.Background(), stream); err != nil {
 		t.Fatalf("the sink made no stream %s: %v", stream, err)
 	}
-	s, err := NewSpout("stream", map[string]string{"stream": "rt"})
+	s, err := newSpout("stream", map[string]string{"stream": "rt"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +168,7 @@ func TestTenantStreamRoundTrip(t *testing.T) {
 // it at most once.
 func TestTenantStreamSpoutRefusesEffectivelyOnce(t *testing.T) {
 	nc, _ := tenantBus(t)
-	s, err := NewSpout("stream", map[string]string{"stream": "eo"})
+	s, err := newSpout("stream", map[string]string{"stream": "eo"})
 	if err != nil {
 		t.Fatal(err)
 	}

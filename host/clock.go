@@ -6,19 +6,19 @@ import (
 	"github.com/tetratelabs/wazero/sys"
 )
 
-// GuestClockResolution is the resolution of every clock a guest reads:
+// guestClockResolution is the resolution of every clock a guest reads:
 // the ABI's now and WASI's wall and monotonic clocks (clock_time_get,
 // clock_res_get). Coarse enough that a tenant's code cannot time cache,
 // branch-predictor or memory-bus effects of another tenant's with it
 // (browsers coarsen performance.now() for the same reason); fine enough
 // for event times and timeouts.
-const GuestClockResolution = time.Millisecond
+const guestClockResolution = time.Millisecond
 
 // clockStart is the origin of the guests' monotonic clock.
 var clockStart = time.Now()
 
-// coarse truncates ns to GuestClockResolution.
-func coarse(ns int64) int64 { return ns - ns%int64(GuestClockResolution) }
+// coarse truncates ns to guestClockResolution.
+func coarse(ns int64) int64 { return ns - ns%int64(guestClockResolution) }
 
 // guestNow is the wall clock in Unix nanoseconds, as guests see it.
 func guestNow() int64 { return coarse(time.Now().UnixNano()) }
@@ -33,4 +33,4 @@ func guestWalltime() (sec int64, nsec int32) {
 func guestNanotime() int64 { return coarse(int64(time.Since(clockStart))) }
 
 // guestClockRes is the resolution WASI's clock_res_get reports.
-const guestClockRes = sys.ClockResolution(GuestClockResolution)
+const guestClockRes = sys.ClockResolution(guestClockResolution)

@@ -20,9 +20,9 @@ func sleb(dst []byte, v int64) []byte {
 }
 
 // clockCheck is wasm code that traps unless WASI clock id reads a time
-// that is a multiple of GuestClockResolution and reports that resolution.
+// that is a multiple of guestClockResolution and reports that resolution.
 func clockCheck(id byte) []byte {
-	res := int64(GuestClockResolution)
+	res := int64(guestClockResolution)
 	const (
 		opCall, opDrop, opIf, opI64Load, opI64Const = 0x10, 0x1A, 0x04, 0x29, 0x42
 		opI64Eqz, opI64Ne, opI64RemU, opI32Eqz      = 0x50, 0x52, 0x82, 0x45
@@ -38,7 +38,7 @@ func clockCheck(id byte) []byte {
 }
 
 // TestGuestClocksCoarse: every clock a guest reads has
-// GuestClockResolution: the ABI's now (the counter fixture emits it), and
+// guestClockResolution: the ABI's now (the counter fixture emits it), and
 // WASI's realtime and monotonic clocks read through clock_time_get and
 // clock_res_get by a bolt that traps on a finer value.
 func TestGuestClocksCoarse(t *testing.T) {
@@ -63,8 +63,8 @@ func TestGuestClocksCoarse(t *testing.T) {
 		t.Fatal("the counter emitted nothing")
 	}
 	for _, e := range got {
-		if ts := e.Values[1].I; ts%int64(GuestClockResolution) != 0 {
-			t.Fatalf("ardea.now read %d: finer than %v", ts, GuestClockResolution)
+		if ts := e.Values[1].I; ts%int64(guestClockResolution) != 0 {
+			t.Fatalf("ardea.now read %d: finer than %v", ts, guestClockResolution)
 		}
 	}
 	if err := s.Close(ctx); err != nil {
@@ -100,7 +100,7 @@ func TestGuestClocksCoarse(t *testing.T) {
 	}
 	for range 20 {
 		if err := b.Execute(ctx, batchOf(1, "x"), &recorder{}); err != nil {
-			t.Fatalf("a WASI clock is finer than %v: %v", GuestClockResolution, err)
+			t.Fatalf("a WASI clock is finer than %v: %v", guestClockResolution, err)
 		}
 	}
 }

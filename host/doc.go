@@ -1,5 +1,6 @@
-// Package host runs Ardea spouts and bolts compiled to WebAssembly under
-// wazero, speaking the guest ABI v1 (wasm-sdk/ABI.md).
+// Package host is Ardea's own (not a public API): it runs Ardea spouts and
+// bolts compiled to WebAssembly under wazero, speaking the guest ABI v1
+// (wasm-sdk/ABI.md).
 //
 // A Runtime compiles modules (once per module content) and owns the wazero
 // runtimes, the compilation cache and one watchdog goroutine that enforces

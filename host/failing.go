@@ -35,18 +35,18 @@ var failingTuples = "on"
 
 var isolating = failingTuples != "off"
 
-// DefaultMaxConsecutiveFailures is topology.bolt.max_consecutive_failures'
+// defaultMaxConsecutiveFailures is topology.bolt.max_consecutive_failures'
 // default.
-const DefaultMaxConsecutiveFailures = 100
+const defaultMaxConsecutiveFailures = 100
 
 // DefaultMaxFailingTime is topology.bolt.max_failing_time's default.
 const DefaultMaxFailingTime = limits.DefaultMaxFailingTime
 
-// ErrTooManyFailures is the kind of the error that fails an instance after
+// errTooManyFailures is the kind of the error that fails an instance after
 // topology.bolt.max_consecutive_failures tuples failed in a row, or after
 // tuples failing in a row took topology.bolt.max_failing_time; the
 // error's text names the bound that was hit.
-var ErrTooManyFailures = errors.New("too many consecutive failing tuples")
+var errTooManyFailures = errors.New("too many consecutive failing tuples")
 
 // TupleFailure is one input record a bolt's execute failed on.
 type TupleFailure struct {
@@ -173,7 +173,7 @@ func (in *instance) initCursor() error {
 	if p == 0 || uint64(uint32(p))+4 > uint64(in.mem.Size()) {
 		in.shutdown()
 		return fmt.Errorf("host: %s: module %s: ardea_cursor returned %d, outside linear memory (%d bytes): %w",
-			in.label, in.module.name, uint32(p), in.mem.Size(), ErrABIViolation)
+			in.label, in.module.name, uint32(p), in.mem.Size(), errABIViolation)
 	}
 	in.cursorPtr = uint32(p)
 	return nil
@@ -210,11 +210,11 @@ func (in *instance) routePending() (err error) {
 // limit or an exit. ABI violations and the host's state and emit limits
 // fail the instance.
 func isolable(err error) bool {
-	if errors.Is(err, ErrABIViolation) || errors.Is(err, ErrStateLimit) || errors.Is(err, ErrEmitLimit) {
+	if errors.Is(err, errABIViolation) || errors.Is(err, ErrStateLimit) || errors.Is(err, ErrEmitLimit) {
 		return false
 	}
 	return errors.Is(err, ErrTrap) || errors.Is(err, ErrGuest) || errors.Is(err, ErrDeadlineExceeded) ||
-		errors.Is(err, ErrMemoryLimit) || errors.Is(err, ErrExited)
+		errors.Is(err, ErrMemoryLimit) || errors.Is(err, errExited)
 }
 
 // undoer is a state whose writes can be undone (MemoryState).
@@ -320,14 +320,14 @@ func (b *bolt) overBounds(label string, values []byte, err error) error {
 		return &callError{
 			msg: fmt.Sprintf("%s: %d tuples in a row failed, the limit topology.bolt.max_consecutive_failures = %d; the last one, %s: %v",
 				label, b.consecutive, limit, FormatTuple(values), err),
-			kind: ErrTooManyFailures, cause: err,
+			kind: errTooManyFailures, cause: err,
 		}
 	}
 	if limit := b.maxFailingTime(); b.failing >= limit {
 		return &callError{
 			msg: fmt.Sprintf("%s: %d tuples in a row failed in %s, the limit topology.bolt.max_failing_time = %s; the last one, %s: %v",
 				label, b.consecutive, b.failing.Round(time.Millisecond), limit, FormatTuple(values), err),
-			kind: ErrTooManyFailures, cause: err,
+			kind: errTooManyFailures, cause: err,
 		}
 	}
 	return nil
@@ -337,7 +337,7 @@ func (b *bolt) maxConsecutive() int {
 	if b.ic.MaxConsecutiveFailures > 0 {
 		return b.ic.MaxConsecutiveFailures
 	}
-	return DefaultMaxConsecutiveFailures
+	return defaultMaxConsecutiveFailures
 }
 
 func (b *bolt) maxFailingTime() time.Duration {
@@ -394,9 +394,9 @@ func recordCount(batch []byte) int {
 	return int(binary.LittleEndian.Uint32(batch))
 }
 
-// Restarts reports how many fresh instances a bolt started after failing
+// restarts reports how many fresh instances a bolt started after failing
 // tuples (0 for anything else).
-func Restarts(c any) int64 {
+func restarts(c any) int64 {
 	if b, ok := c.(*bolt); ok {
 		return b.restarts.Load()
 	}

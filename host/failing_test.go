@@ -88,7 +88,7 @@ func TestFailingTupleIsFailedAlone(t *testing.T) {
 				i, f.TupleID, FormatTuple(f.Values), f.Consecutive, f.Err, want.id, want.tuple, want.errors)
 		}
 	}
-	if got := Restarts(b); got != 3 {
+	if got := restarts(b); got != 3 {
 		t.Fatalf("%d fresh instances, want 3", got)
 	}
 	// The fresh instance goes on with the same state.
@@ -133,7 +133,7 @@ func TestMaxConsecutiveFailures(t *testing.T) {
 		t.Fatalf("fails %v, want [1 2 4 5]", rec.fails)
 	}
 	err := b.Execute(context.Background(), batchOf(10, "poison 10", "x"), rec)
-	if !errors.Is(err, ErrTooManyFailures) {
+	if !errors.Is(err, errTooManyFailures) {
 		t.Fatalf("err %v, want ErrTooManyFailures", err)
 	}
 	mustContain(t, err, "3 tuples in a row failed", "topology.bolt.max_consecutive_failures = 3", `["poison 10"]`, "poison tuple: poison 10")
@@ -160,7 +160,7 @@ func TestMaxFailingTime(t *testing.T) {
 		batch = append(batch, fmt.Sprintf("loop %d", i))
 	}
 	err := b.Execute(context.Background(), batchOf(1, batch...), rec)
-	if !errors.Is(err, ErrTooManyFailures) || !errors.Is(err, ErrDeadlineExceeded) {
+	if !errors.Is(err, errTooManyFailures) || !errors.Is(err, ErrDeadlineExceeded) {
 		t.Fatalf("err %v, want ErrTooManyFailures for the deadline", err)
 	}
 	mustContain(t, err, "tuples in a row failed in", "the limit topology.bolt.max_failing_time = 2s", `["loop `)
@@ -359,7 +359,7 @@ func TestFailingTupleMemoryBomb(t *testing.T) {
 		t.Fatalf("failures %+v: want two", failed)
 	}
 	for _, f := range failed {
-		if !errors.Is(f.Err, ErrMemoryLimit) && !errors.Is(f.Err, ErrExited) {
+		if !errors.Is(f.Err, ErrMemoryLimit) && !errors.Is(f.Err, errExited) {
 			t.Fatalf("failure %v: want the memory limit (or the guest's exit on it)", f.Err)
 		}
 	}

@@ -216,7 +216,7 @@ func mustContain(t *testing.T, err error, parts ...string) {
 }
 
 // spanRecorder is a recorder that also takes parsed values
-// (SpanCollector); it checks the spans it gets against
+// (spanCollector); it checks the spans it gets against
 // tuple.FieldSpans and counts the emits that came that way.
 type spanRecorder struct {
 	recorder

@@ -118,7 +118,7 @@ func TestBoltLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = b.Execute(context.Background(), batchOf(1, "x"), &rec)
-	if !errors.Is(err, ErrClosed) {
+	if !errors.Is(err, errClosed) {
 		t.Fatalf("execute after close: %v, want ErrClosed", err)
 	}
 	mustContain(t, err, "component echo task 7", "closed")
@@ -140,7 +140,7 @@ func TestSpoutLifecycle(t *testing.T) {
 	tc := taskContext("counter", map[string]string{"count.n": "5"},
 		tuple.StreamDecl{Name: "default", Fields: []string{"n", "ts"}})
 	tc.Metric = met.add
-	before := coarse(time.Now().UnixNano()) // guests read GuestClockResolution
+	before := coarse(time.Now().UnixNano()) // guests read guestClockResolution
 	if err := s.Open(context.Background(), tc, &rec); err != nil {
 		t.Fatal(err)
 	}
@@ -298,7 +298,7 @@ func TestCompileCachedByContent(t *testing.T) {
 	if b.Name() != "copy-of-echo.wasm" || a.Name() != fixture("echo") {
 		t.Fatalf("names %q %q", a.Name(), b.Name())
 	}
-	if a.SHA256() != b.SHA256() {
+	if a.digest() != b.digest() {
 		t.Fatal("sha differs")
 	}
 }

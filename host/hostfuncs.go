@@ -88,9 +88,9 @@ type violation struct{ err error }
 func (v *violation) Error() string { return v.err.Error() }
 func (v *violation) Unwrap() error { return v.err }
 
-// ErrABIViolation is matched (errors.Is) by errors of instances that broke
+// errABIViolation is matched (errors.Is) by errors of instances that broke
 // the ABI contract: bad emits, out-of-range pointers, malformed ops.
-var ErrABIViolation = errors.New("ABI violation")
+var errABIViolation = errors.New("ABI violation")
 
 func callerOf(ctx context.Context) *instance {
 	in, _ := ctx.Value(instanceKey{}).(*instance)
@@ -103,7 +103,7 @@ func callerOf(ctx context.Context) *instance {
 // violate fails the current call with an error naming component, task and
 // call. It does not return.
 func (in *instance) violate(format string, args ...any) {
-	err := fmt.Errorf("%s: %s: %s: %w", in.label, callNames[in.cur], fmt.Sprintf(format, args...), ErrABIViolation)
+	err := fmt.Errorf("%s: %s: %s: %w", in.label, callNames[in.cur], fmt.Sprintf(format, args...), errABIViolation)
 	in.fault = err
 	panic(&violation{err})
 }
@@ -605,5 +605,5 @@ func validMetricName(s string) bool {
 }
 
 func hostNow(_ context.Context, _ api.Module, stack []uint64) {
-	stack[0] = uint64(guestNow()) // GuestClockResolution (clock.go)
+	stack[0] = uint64(guestNow()) // guestClockResolution (clock.go)
 }

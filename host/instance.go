@@ -59,14 +59,14 @@ type InstanceConfig struct {
 }
 
 // Error kinds of failed instances, matched with errors.Is. Violations of
-// the ABI match ErrABIViolation.
+// the ABI match errABIViolation.
 var (
 	ErrDeadlineExceeded = errors.New("deadline exceeded")
 	ErrTrap             = errors.New("trap")
 	ErrGuest            = errors.New("guest error")
 	ErrMemoryLimit      = errors.New("memory limit reached")
-	ErrExited           = errors.New("guest exited")
-	ErrClosed           = errors.New("instance closed")
+	errExited           = errors.New("guest exited")
+	errClosed           = errors.New("instance closed")
 	// ErrStateLimit: a state write went over state.max.bytes,
 	// state.max.value.bytes or state.max.key.bytes.
 	ErrStateLimit = errors.New("state limit reached")
@@ -145,12 +145,12 @@ func openCall(kind string) string {
 	return callNames[callPrepare]
 }
 
-// SpanCollector is a Collector that also takes a values block already
+// spanCollector is a Collector that also takes a values block already
 // split by tuple.FieldSpans (spans covers all of values), so that a caller
 // that has parsed a tuple to check it does not make the collector parse it
 // again. An instance uses it when its collector has it (the engine's
 // outbox does).
-type SpanCollector interface {
+type spanCollector interface {
 	plugin.Collector
 	EmitSpans(stream uint16, direct uint32, msgID uint64, anchors, values []byte, spans []int) error
 }
@@ -189,7 +189,7 @@ type instance struct {
 	// current call
 	cur     callID
 	out     plugin.Collector // nil when the call may not emit
-	spanOut SpanCollector    // out, when it takes parsed values (else nil)
+	spanOut spanCollector    // out, when it takes parsed values (else nil)
 	op      tuple.Op         // hostEmit's decoded op, reused
 	errText []byte
 	fault   error
@@ -319,7 +319,7 @@ func (m *Module) newInstance(ctx context.Context, kind string, ic InstanceConfig
 	rt.watch(in)
 
 	// No args, no environment, no mounts: WASI serves clocks (coarsened to
-	// GuestClockResolution), random and stdout/stderr only.
+	// guestClockResolution), random and stdout/stderr only.
 	mc := wazero.NewModuleConfig().
 		WithName(fmt.Sprintf("%s/%s/%d#%d", ic.Topology, ic.Component, ic.TaskID, seq)).
 		WithStartFunctions(). // _initialize is called below, under the deadline
@@ -361,10 +361,10 @@ func (m *Module) newInstance(ctx context.Context, kind string, ic InstanceConfig
 	if err != nil {
 		return nil, err
 	}
-	if v != ABIVersion {
+	if v != abiVersion {
 		in.shutdown()
 		return nil, fmt.Errorf("host: %s: ABI version mismatch: module %s speaks v%d, host speaks v%d",
-			label, m.name, v, ABIVersion)
+			label, m.name, v, abiVersion)
 	}
 	if err := m.checkKind(kind); err != nil {
 		in.shutdown()
@@ -403,7 +403,7 @@ func (in *instance) call(id callID, arg uint64, out plugin.Collector) (int32, er
 		return 0, fmt.Errorf("%s: module %s does not export %s", in.label, in.module.name, callNames[id])
 	}
 	in.out = out
-	in.spanOut, _ = out.(SpanCollector)
+	in.spanOut, _ = out.(spanCollector)
 	in.stack[0] = arg
 	in.begin(id)
 	err := fn.CallWithStack(in.ctx, in.stack)
@@ -516,14 +516,14 @@ func (in *instance) exitError(name string, ee *sys.ExitError) error {
 	code := ee.ExitCode()
 	tail := in.stderr.crashHead()
 	var msg string
-	kind := ErrExited
+	kind := errExited
 	switch {
 	case code == sys.ExitCodeContextCanceled || code == sys.ExitCodeDeadlineExceeded:
 		msg = fmt.Sprintf("%s: call %s: instance was cancelled", in.label, name)
-		kind = ErrClosed
+		kind = errClosed
 	case code == 0:
 		msg = fmt.Sprintf("%s: call %s: instance was closed (the guest exited or the runtime closed)", in.label, name)
-		kind = ErrClosed
+		kind = errClosed
 	default:
 		if in.memLim.refused != 0 || strings.Contains(tail, "out of memory") || (in.mem != nil && in.mem.Size()/65536+64 >= in.pages) {
 			kind = ErrMemoryLimit
@@ -682,8 +682,8 @@ func (in *instance) input(b []byte) error {
 		if uint64(ptr)+uint64(want) > uint64(in.mem.Size()) {
 			return in.kill(&callError{
 				msg: fmt.Sprintf("%s: ardea_buffer(%d) returned %d: the buffer is outside linear memory (%d bytes): %v",
-					in.label, want, ptr, in.mem.Size(), ErrABIViolation),
-				kind: ErrABIViolation,
+					in.label, want, ptr, in.mem.Size(), errABIViolation),
+				kind: errABIViolation,
 			})
 		}
 		in.bufPtr, in.bufCap = ptr, want
@@ -691,7 +691,7 @@ func (in *instance) input(b []byte) error {
 	if !in.mem.Write(in.bufPtr, b) {
 		return in.kill(&callError{
 			msg:  fmt.Sprintf("%s: cannot write %d bytes at %d into linear memory", in.label, n, in.bufPtr),
-			kind: ErrABIViolation,
+			kind: errABIViolation,
 		})
 	}
 	return nil
@@ -782,7 +782,7 @@ func (in *instance) closeTask() error {
 		_, err = in.call(callClose, 0, nil)
 	}
 	if err == nil {
-		in.dead = &callError{msg: in.label + ": instance is closed", kind: ErrClosed}
+		in.dead = &callError{msg: in.label + ": instance is closed", kind: errClosed}
 	}
 	in.shutdown()
 	return err
@@ -816,8 +816,8 @@ func (s *spout) Next(ctx context.Context, n int, out plugin.Collector) (plugin.S
 		return st, nil
 	}
 	return plugin.Idle, in.kill(&callError{
-		msg:  fmt.Sprintf("%s: ardea_next returned %d, want 0 (emitted), 1 (idle) or 2 (done): %v", in.label, rc, ErrABIViolation),
-		kind: ErrABIViolation,
+		msg:  fmt.Sprintf("%s: ardea_next returned %d, want 0 (emitted), 1 (idle) or 2 (done): %v", in.label, rc, errABIViolation),
+		kind: errABIViolation,
 	})
 }
 

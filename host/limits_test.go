@@ -157,11 +157,11 @@ func TestStateBombMemory(t *testing.T) {
 	grown := heap() - before
 	t.Logf("state bomb: state %d bytes in %d keys; Go heap in use grew by %d MiB; process RSS %s before, %s after, peak %s",
 		st.Bytes(), st.Len(), grown>>20, rssBefore, procStatus("VmRSS"), procStatus("VmHWM"))
-	if st.Bytes() > DefaultStateMaxBytes {
+	if st.Bytes() > defaultStateMaxBytes {
 		t.Fatalf("state holds %d bytes, over the limit", st.Bytes())
 	}
-	if grown > 2*DefaultStateMaxBytes {
-		t.Fatalf("the heap grew by %d MiB, want under %d MiB", grown>>20, 2*DefaultStateMaxBytes>>20)
+	if grown > 2*defaultStateMaxBytes {
+		t.Fatalf("the heap grew by %d MiB, want under %d MiB", grown>>20, 2*defaultStateMaxBytes>>20)
 	}
 	runtime.KeepAlive(st)
 }
@@ -295,7 +295,7 @@ func TestLogLimits(t *testing.T) {
 		// At most 64 KiB in each second the flood lasted (and one report
 		// line per second that dropped lines).
 		windows := int(seconds) + 1
-		if len(lines)*size > windows*DefaultLogMaxBytesPerSecond || len(reports) > windows {
+		if len(lines)*size > windows*defaultLogMaxBytesPerSecond || len(reports) > windows {
 			t.Fatalf("%d lines of %d bytes and %d reports in %.1fs", len(lines), size, len(reports), seconds)
 		}
 		t.Logf("%s: %d of %d lines logged, %d dropped and reported in %d lines, in %.2fs", mode, len(lines), n, dropped, len(reports), seconds)

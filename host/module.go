@@ -1,9 +1,6 @@
 package host
 
 import (
-	"github.com/ardea-dev/ardea/internal/wasmrewrite"
-	"time"
-
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -12,7 +9,9 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
+	"github.com/ardea-dev/ardea/internal/wasmrewrite"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 )
@@ -40,8 +39,8 @@ type compiled struct {
 // Name is the module's file (or the name given to CompileBytes).
 func (m *Module) Name() string { return m.name }
 
-// SHA256 is the sha256 of the module's bytes.
-func (m *Module) SHA256() [32]byte { return m.c.sha }
+// digest is the sha256 of the module's bytes.
+func (m *Module) digest() [32]byte { return m.c.sha }
 
 // Compile reads, compiles and validates the module in path. The compiled
 // code is cached by content; compiling the same bytes again is cheap.

@@ -15,22 +15,22 @@ import (
 	"github.com/ardea-dev/ardea/host/limits"
 )
 
-// ABIVersion is the guest ABI version this host speaks.
-const ABIVersion = 1
+// abiVersion is the guest ABI version this host speaks.
+const abiVersion = 1
 
 // Defaults for Config and InstanceConfig zero values. The topology keys
 // that set them are in host/README.md ("Limits").
 const (
 	DefaultMemoryLimitPages = limits.DefaultMemoryLimitPages // 64 MiB
-	DefaultCallTimeout      = 10 * time.Second
-	DefaultMaxTupleBytes    = 1 << 20
+	defaultCallTimeout      = 10 * time.Second
+	defaultMaxTupleBytes    = 1 << 20
 	// Host-side resources a guest can push on, per instance.
-	DefaultStateMaxBytes        = 256 << 20 // keys + values of one task's state
-	DefaultStateMaxValueBytes   = 16 << 20
-	DefaultStateMaxKeyBytes     = 64 << 10
-	DefaultLogMaxLineBytes      = 16 << 10 // longer log lines are cut
-	DefaultLogMaxBytesPerSecond = 64 << 10 // beyond it log lines are dropped
-	DefaultEmitMaxBytesPerCall  = 64 << 20
+	defaultStateMaxBytes        = 256 << 20 // keys + values of one task's state
+	defaultStateMaxValueBytes   = 16 << 20
+	defaultStateMaxKeyBytes     = 64 << 10
+	defaultLogMaxLineBytes      = 16 << 10 // longer log lines are cut
+	defaultLogMaxBytesPerSecond = 64 << 10 // beyond it log lines are dropped
+	defaultEmitMaxBytesPerCall  = 64 << 20
 	minWatchdogTick             = 10 * time.Millisecond
 )
 
@@ -58,14 +58,14 @@ type Config struct {
 // topology's settings does not link wazero).
 type Limits = limits.Limits
 
-// DefaultLimits are the limits of a Config that sets none.
-var DefaultLimits = Limits{
-	StateMaxBytes:        DefaultStateMaxBytes,
-	StateMaxValueBytes:   DefaultStateMaxValueBytes,
-	StateMaxKeyBytes:     DefaultStateMaxKeyBytes,
-	LogMaxLineBytes:      DefaultLogMaxLineBytes,
-	LogMaxBytesPerSecond: DefaultLogMaxBytesPerSecond,
-	EmitMaxBytesPerCall:  DefaultEmitMaxBytesPerCall,
+// defaultLimits are the limits of a Config that sets none.
+var defaultLimits = Limits{
+	StateMaxBytes:        defaultStateMaxBytes,
+	StateMaxValueBytes:   defaultStateMaxValueBytes,
+	StateMaxKeyBytes:     defaultStateMaxKeyBytes,
+	LogMaxLineBytes:      defaultLogMaxLineBytes,
+	LogMaxBytesPerSecond: defaultLogMaxBytesPerSecond,
+	EmitMaxBytesPerCall:  defaultEmitMaxBytesPerCall,
 }
 
 // Runtime compiles and instantiates Ardea modules. It is safe for
@@ -120,15 +120,15 @@ func NewRuntime(ctx context.Context, cfg Config) (*Runtime, error) {
 		return nil, fmt.Errorf("host: memory limit %d pages exceeds 65536 (4 GiB)", cfg.MemoryLimitPages)
 	}
 	if cfg.CallTimeout <= 0 {
-		cfg.CallTimeout = DefaultCallTimeout
+		cfg.CallTimeout = defaultCallTimeout
 	}
 	if cfg.MaxTupleBytes <= 0 {
-		cfg.MaxTupleBytes = DefaultMaxTupleBytes
+		cfg.MaxTupleBytes = defaultMaxTupleBytes
 	}
 	if err := cfg.Limits.Check(); err != nil {
 		return nil, err
 	}
-	cfg.Limits = cfg.Limits.Or(DefaultLimits)
+	cfg.Limits = cfg.Limits.Or(defaultLimits)
 	rt := &Runtime{
 		cfg:      cfg,
 		log:      cfg.Logger,

@@ -62,18 +62,18 @@ func NewMemoryState(maxKeyGroups int) *MemoryState {
 	return &MemoryState{max: maxKeyGroups, groups: make([]map[string][]byte, maxKeyGroups)}
 }
 
-// MaxKeyGroups is the number of key groups keys are hashed into.
-func (s *MemoryState) MaxKeyGroups() int { return s.max }
+// maxKeyGroups is the number of key groups keys are hashed into.
+func (s *MemoryState) maxKeyGroups() int { return s.max }
 
-// KeyGroupOf is the key group a key belongs to.
-func (s *MemoryState) KeyGroupOf(key []byte) int {
+// keyGroupOf is the key group a key belongs to.
+func (s *MemoryState) keyGroupOf(key []byte) int {
 	return tuple.KeyGroup(tuple.StateKeyHash(key), s.max)
 }
 
 // Get returns the value of key; see the type's doc for how long it stays
 // valid.
 func (s *MemoryState) Get(key []byte) ([]byte, bool) {
-	kg := s.KeyGroupOf(key)
+	kg := s.keyGroupOf(key)
 	s.mu.Lock()
 	v, ok := s.groups[kg][string(key)]
 	s.mu.Unlock()
@@ -92,7 +92,7 @@ func (s *MemoryState) Put(key, value []byte) {
 // holds (or would hold, when refused) after the write and whether it was
 // done, at the cost of one Put.
 func (s *MemoryState) PutWithin(key, value []byte, limit int64) (int64, bool) {
-	kg := s.KeyGroupOf(key)
+	kg := s.keyGroupOf(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	g := s.groups[kg]
@@ -138,7 +138,7 @@ func (s *MemoryState) Bytes() int64 {
 
 // Delete removes key.
 func (s *MemoryState) Delete(key []byte) {
-	kg := s.KeyGroupOf(key)
+	kg := s.keyGroupOf(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	g := s.groups[kg]
@@ -222,7 +222,7 @@ const maxIdleUndo = 4 << 20
 // putLocked stores value under key, unbounded and unlogged unless the
 // log is on; s.mu must be held.
 func (s *MemoryState) putLocked(key, value []byte) {
-	kg := s.KeyGroupOf(key)
+	kg := s.keyGroupOf(key)
 	g := s.groups[kg]
 	if g == nil {
 		g = map[string][]byte{}
@@ -240,7 +240,7 @@ func (s *MemoryState) putLocked(key, value []byte) {
 
 // deleteLocked removes key; s.mu must be held.
 func (s *MemoryState) deleteLocked(key []byte) {
-	g := s.groups[s.KeyGroupOf(key)]
+	g := s.groups[s.keyGroupOf(key)]
 	if old, ok := g[string(key)]; ok {
 		delete(g, string(key))
 		s.n--
@@ -336,7 +336,7 @@ func (s *MemoryState) ImportGroup(kg int, m map[string][]byte) error {
 	g := make(map[string][]byte, len(m))
 	var size int64
 	for k, v := range m {
-		if got := s.KeyGroupOf([]byte(k)); got != kg {
+		if got := s.keyGroupOf([]byte(k)); got != kg {
 			return fmt.Errorf("host: state: key %q belongs to key group %d, not %d", k, got, kg)
 		}
 		g[k] = bytes.Clone(v)

@@ -57,8 +57,8 @@ func TestMemoryStateOps(t *testing.T) {
 
 func TestMemoryStatePutCopies(t *testing.T) {
 	s := NewMemoryState(0)
-	if s.MaxKeyGroups() != tuple.DefaultMaxKeyGroups {
-		t.Fatalf("default key groups = %d", s.MaxKeyGroups())
+	if s.maxKeyGroups() != tuple.DefaultMaxKeyGroups {
+		t.Fatalf("default key groups = %d", s.maxKeyGroups())
 	}
 	k, v := []byte("key"), []byte("value")
 	s.Put(k, v)
@@ -122,7 +122,7 @@ func TestStateKeySuffixRule(t *testing.T) {
 		routed := tuple.KeyGroup(tuple.HashFields(vals, spans, []int{0}), groups)
 		for _, key := range []string{word, word + "\x1f", word + "\x1fcount", word + "\x1fa\x1fb"} {
 			s.Put([]byte(key), []byte("x"))
-			if got := s.KeyGroupOf([]byte(key)); got != routed {
+			if got := s.keyGroupOf([]byte(key)); got != routed {
 				t.Errorf("key %q in group %d, tuples of %q go to %d", key, got, word, routed)
 			}
 			if _, ok := s.ExportGroup(routed)[key]; !ok {
@@ -133,7 +133,7 @@ func TestStateKeySuffixRule(t *testing.T) {
 	// Without the separator the suffix changes the group (for some suffix).
 	moved := false
 	for _, suffix := range []string{"count", "x", "y", "z", "total"} {
-		if s.KeyGroupOf([]byte("apple"+suffix)) != s.KeyGroupOf([]byte("apple")) {
+		if s.keyGroupOf([]byte("apple"+suffix)) != s.keyGroupOf([]byte("apple")) {
 			moved = true
 		}
 	}
@@ -156,7 +156,7 @@ func TestMemoryStateMoveGroups(t *testing.T) {
 	for _, kg := range groups {
 		m := src.ExportGroup(kg)
 		for k := range m {
-			if src.KeyGroupOf([]byte(k)) != kg {
+			if src.keyGroupOf([]byte(k)) != kg {
 				t.Fatalf("exported key %q is not in group %d", k, kg)
 			}
 		}

@@ -51,14 +51,14 @@ const (
 	keyQueueBatches = plugin.MetricsKeyQueueBatches
 )
 
-// PrometheusSink is the Prometheus exposition's name. It is registered
-// like any sink (its spec, its factory), but Build leaves it out: the
+// prometheusSink is the Prometheus exposition's name. It is registered
+// like any sink (its spec, its factory), but build leaves it out: the
 // exposition is served by the process holding every container's batches
 // (the daemon, or ardea run), on PrometheusListen.
-const PrometheusSink = "prometheus"
+const prometheusSink = "prometheus"
 
-// DefaultInterval is the collection interval when none is set.
-const DefaultInterval = 10 * time.Second
+// defaultInterval is the collection interval when none is set.
+const defaultInterval = 10 * time.Second
 
 // Duration is a time.Duration read from "10s"-style strings.
 type Duration time.Duration
@@ -83,10 +83,10 @@ func (d *Duration) UnmarshalText(b []byte) error {
 	return err
 }
 
-// Every returns the interval, DefaultInterval when unset.
+// Every returns the interval, defaultInterval when unset.
 func (c *Config) Every() time.Duration {
 	if c == nil || c.Interval <= 0 {
-		return DefaultInterval
+		return defaultInterval
 	}
 	return time.Duration(c.Interval)
 }
@@ -97,7 +97,7 @@ func (c *Config) PrometheusListen() string {
 	if c == nil {
 		return ""
 	}
-	return c.Sinks[PrometheusSink]["listen"]
+	return c.Sinks[prometheusSink]["listen"]
 }
 
 // Validate checks the section against the default plugin environment:

@@ -99,7 +99,7 @@ var sinkFixtures = map[string]func(t *testing.T) conformance.MetricsSinkFixture{
 				}
 			}}
 	},
-	PrometheusSink: func(t *testing.T) conformance.MetricsSinkFixture {
+	prometheusSink: func(t *testing.T) conformance.MetricsSinkFixture {
 		return conformance.MetricsSinkFixture{Name: "exposition", Config: map[string]string{},
 			Check: func(t *testing.T, s plugin.MetricsSink, written []*Batch) {
 				p, ok := s.(*Prometheus)
@@ -161,7 +161,7 @@ func TestRegistrationErrorReported(t *testing.T) {
 	if err := (&Config{}).Validate(); err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("Validate = %v", err)
 	}
-	if _, err := Build(t.Context(), &Config{}, nil); err == nil || !strings.Contains(err.Error(), want) {
+	if _, err := build(t.Context(), &Config{}, nil); err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("Build = %v", err)
 	}
 	// Another environment does not depend on the built-ins.

@@ -11,23 +11,23 @@ import (
 	"github.com/ardea-dev/ardea/scheduler/api"
 )
 
-// File appends one JSON object per sample and line:
+// file appends one JSON object per sample and line:
 //
 //	{"time":"...","topology":"wc","component":"count","task":3,"container":1,"name":"__execute-count","kind":"counter","value":1200,"delta":300}
 //
 // Exceptions are lines with "exception" set. One writer goroutine.
-type File struct {
+type file struct {
 	f *os.File
 	w *bufio.Writer
 }
 
-// NewFile opens (appends to) the file.
-func NewFile(c FileConfig) (*File, error) {
+// newFile opens (appends to) the file.
+func newFile(c fileConfig) (*file, error) {
 	f, err := os.OpenFile(c.Path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600) // every tenant's series and exceptions: the operator's only
 	if err != nil {
 		return nil, fmt.Errorf("file sink: %w", err)
 	}
-	return &File{f: f, w: bufio.NewWriterSize(f, 64<<10)}, nil
+	return &file{f: f, w: bufio.NewWriterSize(f, 64<<10)}, nil
 }
 
 type fileLine struct {
@@ -41,7 +41,7 @@ type fileException struct {
 }
 
 // Write appends the batch and flushes it.
-func (s *File) Write(_ context.Context, b *Batch) error {
+func (s *file) Write(_ context.Context, b *Batch) error {
 	enc := json.NewEncoder(s.w)
 	for i := range b.Samples {
 		if err := enc.Encode(fileLine{Time: b.Time, Sample: &b.Samples[i]}); err != nil {
@@ -60,7 +60,7 @@ func (s *File) Write(_ context.Context, b *Batch) error {
 }
 
 // Close flushes and closes the file.
-func (s *File) Close() error {
+func (s *file) Close() error {
 	err := s.w.Flush()
 	if cerr := s.f.Close(); err == nil {
 		err = cerr

@@ -22,7 +22,7 @@ const (
 
 var errGraphiteClosed = errors.New("graphite: sink closed")
 
-// Graphite writes Graphite's plaintext protocol over TCP, one line per
+// graphite writes Graphite's plaintext protocol over TCP, one line per
 // sample:
 //
 //	prefix.topology.component.source.metric value epoch
@@ -39,8 +39,8 @@ var errGraphiteClosed = errors.New("graphite: sink closed")
 // Write must be called from one goroutine at a time; Dropped, Sent and
 // Close may be called concurrently with it. Close interrupts a Write in
 // progress and discards what is still buffered.
-type Graphite struct {
-	cfg    GraphiteConfig
+type graphite struct {
+	cfg    graphiteConfig
 	prefix []byte // sanitised
 	log    *slog.Logger
 	dial   func(ctx context.Context, network, addr string) (net.Conn, error)
@@ -58,8 +58,8 @@ type Graphite struct {
 	sent    atomic.Int64
 }
 
-// NewGraphite returns the sink; it connects on the first Write.
-func NewGraphite(cfg GraphiteConfig, log *slog.Logger) (*Graphite, error) {
+// newGraphite returns the sink; it connects on the first Write.
+func newGraphite(cfg graphiteConfig, log *slog.Logger) (*graphite, error) {
 	if cfg.Address == "" {
 		return nil, errors.New("graphite: address is required")
 	}
@@ -73,14 +73,14 @@ func NewGraphite(cfg GraphiteConfig, log *slog.Logger) (*Graphite, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	d := &net.Dialer{Timeout: graphiteTimeout}
-	return &Graphite{cfg: cfg, prefix: graphiteSegments(nil, cfg.Prefix), log: log, dial: d.DialContext, now: time.Now,
+	return &graphite{cfg: cfg, prefix: graphiteSegments(nil, cfg.Prefix), log: log, dial: d.DialContext, now: time.Now,
 		retry: redial{min: graphiteMinBackoff, max: graphiteMaxBackoff}}, nil
 }
 
 // Write buffers the batch's lines and sends everything buffered. It
 // returns an error when the lines could not be sent now (they stay
 // buffered for the next Write) or some had to be dropped.
-func (g *Graphite) Write(ctx context.Context, b *Batch) error {
+func (g *graphite) Write(ctx context.Context, b *Batch) error {
 	if g.isClosed() {
 		return errGraphiteClosed
 	}
@@ -156,7 +156,7 @@ func appendGraphiteSegment(dst []byte, seg string) []byte {
 }
 
 // flush sends the buffered lines.
-func (g *Graphite) flush(ctx context.Context) error {
+func (g *graphite) flush(ctx context.Context) error {
 	if g.pending.len() == 0 {
 		return nil
 	}
@@ -200,7 +200,7 @@ func (g *Graphite) flush(ctx context.Context) error {
 }
 
 // connection returns the connection, dialling unless in back-off.
-func (g *Graphite) connection(ctx context.Context) (net.Conn, error) {
+func (g *graphite) connection(ctx context.Context) (net.Conn, error) {
 	g.mu.Lock()
 	c, closed := g.conn, g.closed
 	g.mu.Unlock()
@@ -228,7 +228,7 @@ func (g *Graphite) connection(ctx context.Context) (net.Conn, error) {
 	return c, nil
 }
 
-func (g *Graphite) disconnect(c net.Conn) {
+func (g *graphite) disconnect(c net.Conn) {
 	g.mu.Lock()
 	if g.conn == c {
 		g.conn = nil
@@ -238,10 +238,10 @@ func (g *Graphite) disconnect(c net.Conn) {
 }
 
 // failed schedules the next dial (reset only by a successful write).
-func (g *Graphite) failed() { g.retry.failed(g.now()) }
+func (g *graphite) failed() { g.retry.failed(g.now()) }
 
 // unsent logs the first failure of a run and returns err with context.
-func (g *Graphite) unsent(err error) error {
+func (g *graphite) unsent(err error) error {
 	if errors.Is(err, errGraphiteClosed) {
 		return err
 	}
@@ -253,20 +253,20 @@ func (g *Graphite) unsent(err error) error {
 	return fmt.Errorf("graphite %s: %w (%d lines buffered)", g.cfg.Address, err, g.pending.len())
 }
 
-func (g *Graphite) isClosed() bool {
+func (g *graphite) isClosed() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.closed
 }
 
 // Dropped counts lines dropped because the buffer was full.
-func (g *Graphite) Dropped() int64 { return g.dropped.Load() }
+func (g *graphite) Dropped() int64 { return g.dropped.Load() }
 
 // Sent counts lines written to the connection.
-func (g *Graphite) Sent() int64 { return g.sent.Load() }
+func (g *graphite) Sent() int64 { return g.sent.Load() }
 
 // Close closes the connection; later Writes fail.
-func (g *Graphite) Close() error {
+func (g *graphite) Close() error {
 	g.mu.Lock()
 	c := g.conn
 	g.conn, g.closed = nil, true

@@ -82,9 +82,9 @@ func graphiteLog(t *testing.T) *slog.Logger {
 	return slog.New(slog.NewTextHandler(t.Output(), nil))
 }
 
-func newTestGraphite(t *testing.T, cfg GraphiteConfig) *Graphite {
+func newTestGraphite(t *testing.T, cfg graphiteConfig) *graphite {
 	t.Helper()
-	g, err := NewGraphite(cfg, graphiteLog(t))
+	g, err := newGraphite(cfg, graphiteLog(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,18 +118,18 @@ func testBatchLines(epoch int64, execDelta float64) []string {
 func TestNewGraphite(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
-		cfg        GraphiteConfig
+		cfg        graphiteConfig
 		wantErr    bool
 		wantPrefix string
 		wantBuffer int
 	}{
-		{name: "address required", cfg: GraphiteConfig{Prefix: "x"}, wantErr: true},
-		{name: "defaults", cfg: GraphiteConfig{Address: "h:2003"}, wantPrefix: "ardea", wantBuffer: 1 << 20},
-		{name: "set", cfg: GraphiteConfig{Address: "h:2003", Prefix: "dc1.ardea", BufferBytes: 4096}, wantPrefix: "dc1.ardea", wantBuffer: 4096},
-		{name: "prefix sanitised per segment", cfg: GraphiteConfig{Address: "h:2003", Prefix: "dc 1.ardea"}, wantPrefix: "dc_1.ardea", wantBuffer: 1 << 20},
+		{name: "address required", cfg: graphiteConfig{Prefix: "x"}, wantErr: true},
+		{name: "defaults", cfg: graphiteConfig{Address: "h:2003"}, wantPrefix: "ardea", wantBuffer: 1 << 20},
+		{name: "set", cfg: graphiteConfig{Address: "h:2003", Prefix: "dc1.ardea", BufferBytes: 4096}, wantPrefix: "dc1.ardea", wantBuffer: 4096},
+		{name: "prefix sanitised per segment", cfg: graphiteConfig{Address: "h:2003", Prefix: "dc 1.ardea"}, wantPrefix: "dc_1.ardea", wantBuffer: 1 << 20},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			g, err := NewGraphite(tc.cfg, nil)
+			g, err := newGraphite(tc.cfg, nil)
 			if tc.wantErr {
 				if err == nil {
 					t.Fatal("no error")
@@ -174,7 +174,7 @@ func TestGraphiteLines(t *testing.T) {
 			"ardea.wc.c.1.g 1000000000000000000000 1700000000"},
 	}
 	srv := startLineServer(t, "127.0.0.1:0")
-	g := newTestGraphite(t, GraphiteConfig{Address: srv.ln.Addr().String()})
+	g := newTestGraphite(t, graphiteConfig{Address: srv.ln.Addr().String()})
 	b := &Batch{Time: time.Unix(1_700_000_000, 999_000_000), Topology: "wc"}
 	for _, tc := range cases {
 		s := tc.s
@@ -206,7 +206,7 @@ func TestGraphiteLines(t *testing.T) {
 func TestGraphiteReconnect(t *testing.T) {
 	srv := startLineServer(t, "127.0.0.1:0")
 	addr := srv.ln.Addr().String()
-	g := newTestGraphite(t, GraphiteConfig{Address: addr})
+	g := newTestGraphite(t, graphiteConfig{Address: addr})
 	ctx := context.Background()
 	t0 := int64(1_700_000_000)
 	epoch := t0
@@ -278,7 +278,7 @@ func TestGraphiteBufferOverflow(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			addr := closedAddr(t)
-			g := newTestGraphite(t, GraphiteConfig{Address: addr, Prefix: "p", BufferBytes: tc.bufferBytes})
+			g := newTestGraphite(t, graphiteConfig{Address: addr, Prefix: "p", BufferBytes: tc.bufferBytes})
 			for i, vals := range tc.batches {
 				b := &Batch{Time: time.Unix(int64(1_700_000_000+i), 0), Topology: "t"}
 				for _, v := range vals {
@@ -316,7 +316,7 @@ func (c *fakeClock) now() time.Time { return c.t }
 // Writes in between only buffer; a successful write resets the back-off.
 func TestGraphiteBackoff(t *testing.T) {
 	srv := startLineServer(t, "127.0.0.1:0")
-	g := newTestGraphite(t, GraphiteConfig{Address: "carbon.invalid:2003"})
+	g := newTestGraphite(t, graphiteConfig{Address: "carbon.invalid:2003"})
 	clock := &fakeClock{t: time.Unix(1_700_000_000, 0)}
 	g.now = clock.now
 	var dials int
@@ -400,7 +400,7 @@ func TestGraphiteContext(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := startLineServer(t, "127.0.0.1:0")
-			g := newTestGraphite(t, GraphiteConfig{Address: srv.ln.Addr().String()})
+			g := newTestGraphite(t, graphiteConfig{Address: srv.ln.Addr().String()})
 			clock := &fakeClock{t: time.Unix(1_700_000_000, 0)}
 			g.now = clock.now
 			ctx, cancel := context.WithCancel(context.Background())
@@ -441,7 +441,7 @@ func TestGraphiteContext(t *testing.T) {
 // goroutine writes (run with -race); Writes after Close fail.
 func TestGraphiteConcurrentClose(t *testing.T) {
 	srv := startLineServer(t, "127.0.0.1:0")
-	g := newTestGraphite(t, GraphiteConfig{Address: srv.ln.Addr().String()})
+	g := newTestGraphite(t, graphiteConfig{Address: srv.ln.Addr().String()})
 	writerDone := make(chan error)
 	go func() {
 		for i := int64(0); ; i++ {
@@ -480,7 +480,7 @@ func TestGraphiteConcurrentClose(t *testing.T) {
 // reads the values back from its whisper files.
 func TestGraphiteIntoCarbon(t *testing.T) {
 	c := startCarbon(t)
-	g := newTestGraphite(t, GraphiteConfig{Address: c.Addr})
+	g := newTestGraphite(t, graphiteConfig{Address: c.Addr})
 	ctx := context.Background()
 	// In the past (whisper takes no future points), within the 1 h retention.
 	t1 := time.Now().Truncate(time.Second).Add(-20 * time.Second)

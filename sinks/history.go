@@ -11,9 +11,9 @@ import (
 	"github.com/ardea-dev/ardea/scheduler/api"
 )
 
-// DefaultRetention is how much history a topology manager keeps (Heron's
+// defaultRetention is how much history a topology manager keeps (Heron's
 // Tracker: 3 hours).
-const DefaultRetention = 3 * time.Hour
+const defaultRetention = 3 * time.Hour
 
 // History is the sink a topology manager writes the batches its containers
 // forward to: every sample for the retention, and the exceptions
@@ -44,7 +44,7 @@ type point struct {
 }
 
 type series struct {
-	kind Kind
+	kind kind
 	pts  []point
 }
 
@@ -54,10 +54,10 @@ type excKey struct {
 	message   string
 }
 
-// NewHistory keeps retention of history (DefaultRetention when <= 0).
+// NewHistory keeps retention of history (defaultRetention when <= 0).
 func NewHistory(retention time.Duration) *History {
 	if retention <= 0 {
-		retention = DefaultRetention
+		retention = defaultRetention
 	}
 	return &History{retention: retention, series: map[string]map[seriesID]*series{}, exc: map[excKey]*api.Exception{},
 		lastSeen: map[int]time.Time{}}
@@ -134,13 +134,6 @@ func (h *History) prune(cut int64) {
 // Close does nothing.
 func (h *History) Close() error { return nil }
 
-// Last is the time of the newest batch (zero: none yet).
-func (h *History) Last() time.Time {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.last
-}
-
 // Names lists the metric names (with stream or peer) known for a
 // component.
 func (h *History) Names(component string) []string {
@@ -165,9 +158,9 @@ func (h *History) Has(component string) bool {
 	return len(h.series[component]) > 0
 }
 
-// InstanceName is how the API names the source of a series: the task id,
+// instanceName is how the API names the source of a series: the task id,
 // or "container-N" for container metrics.
-func InstanceName(task, container int) string {
+func instanceName(task, container int) string {
 	if task < 0 {
 		return "container-" + strconv.Itoa(container)
 	}
@@ -207,7 +200,7 @@ func (h *History) Aggregate(component string, names []string, since, until time.
 		}
 		// The same task may have run in two containers (it moved): its
 		// counts add up; gauges keep the newest container's.
-		m[InstanceName(id.task, id.container)] += sum
+		m[instanceName(id.task, id.container)] += sum
 	})
 	return out
 }
@@ -245,7 +238,7 @@ func (h *History) Timeline(component string, names []string, start, end time.Tim
 			m = map[string]map[int64]float64{}
 			out[id.name] = m
 		}
-		inst := InstanceName(id.task, id.container)
+		inst := instanceName(id.task, id.container)
 		tl := m[inst]
 		if tl == nil {
 			tl = map[int64]float64{}
@@ -257,21 +250,6 @@ func (h *History) Timeline(component string, names []string, start, end time.Tim
 			}
 			tl[b/1000] += v
 		}
-	})
-	return out
-}
-
-// Latest returns the newest value of each series of component (cumulative
-// for counters), by metric and instance.
-func (h *History) Latest(component string, names []string) map[string]map[string]float64 {
-	out := map[string]map[string]float64{}
-	h.each(component, names, func(id seriesID, se *series) {
-		m := out[id.name]
-		if m == nil {
-			m = map[string]float64{}
-			out[id.name] = m
-		}
-		m[InstanceName(id.task, id.container)] += se.pts[len(se.pts)-1].v
 	})
 	return out
 }
@@ -376,7 +354,7 @@ func (h *History) Rates(component string, names []string) map[string]map[string]
 			m = map[string]float64{}
 			out[id.name] = m
 		}
-		m[InstanceName(id.task, id.container)] += v
+		m[instanceName(id.task, id.container)] += v
 	})
 	return out
 }

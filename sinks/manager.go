@@ -74,7 +74,7 @@ func NewManager(ctx context.Context, o ManagerOptions) (*Manager, error) {
 		return nil, errors.New("sinks: metrics manager needs a reader")
 	}
 	m := &Manager{o: o, log: o.Logger, prev: map[string]float64{}}
-	sinks, err := BuildIn(ctx, o.Plugins, o.Config, o.Logger)
+	sinks, err := buildIn(ctx, o.Plugins, o.Config, o.Logger)
 	if err != nil {
 		return nil, err
 	}
@@ -222,7 +222,7 @@ func (m *Manager) samples(rm *metricdata.ResourceMetrics) []Sample {
 	return out
 }
 
-func (m *Manager) add(out []Sample, name string, k Kind, attrs attribute.Set, v float64) []Sample {
+func (m *Manager) add(out []Sample, name string, k kind, attrs attribute.Set, v float64) []Sample {
 	s := Sample{Name: name, Kind: k, Topology: m.o.Topology, Container: m.o.Container, Task: -1, Value: v}
 	it := attrs.Iter()
 	for it.Next() {

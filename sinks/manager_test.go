@@ -312,7 +312,7 @@ metrics:
 	if c.Every() != 5*time.Second || c.QueueBatches != 4 || !reflect.DeepEqual(c.Sinks, want) || c.PrometheusListen() != "127.0.0.1:9464" {
 		t.Fatalf("%+v", c)
 	}
-	if c, err := parseFile("empty.yaml", nil); err != nil || c.Every() != DefaultInterval || len(c.Sinks) != 0 || c.PrometheusListen() != "" {
+	if c, err := parseFile("empty.yaml", nil); err != nil || c.Every() != defaultInterval || len(c.Sinks) != 0 || c.PrometheusListen() != "" {
 		t.Errorf("empty file: %+v, %v", c, err)
 	}
 	if c, err := parseFile("nulls.yaml", []byte("metrics:\n  file:\n")); err == nil || !strings.Contains(err.Error(), "metrics.file.path: required") {
@@ -368,7 +368,7 @@ metrics:
 // was built before it is closed; the Prometheus exposition is not built
 // in a container.
 func TestBuildNamesTheSink(t *testing.T) {
-	got, err := Build(t.Context(), &Config{Sinks: map[string]map[string]string{
+	got, err := build(t.Context(), &Config{Sinks: map[string]map[string]string{
 		"prometheus": {"listen": "127.0.0.1:0"},
 		"file":       {"path": filepath.Join(t.TempDir(), "m.jsonl")},
 	}}, nil)
@@ -380,11 +380,11 @@ func TestBuildNamesTheSink(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	_, err = Build(t.Context(), &Config{Sinks: map[string]map[string]string{"file": {"path": filepath.Join(t.TempDir(), "no", "such", "dir", "m.jsonl")}}}, nil)
+	_, err = build(t.Context(), &Config{Sinks: map[string]map[string]string{"file": {"path": filepath.Join(t.TempDir(), "no", "such", "dir", "m.jsonl")}}}, nil)
 	if err == nil || !strings.HasPrefix(err.Error(), "metrics.file: file sink: ") {
 		t.Errorf("Build with a bad path = %v, want it to name metrics.file", err)
 	}
-	if _, err := Build(t.Context(), &Config{Sinks: map[string]map[string]string{"nope": {}}}, nil); err == nil || !strings.Contains(err.Error(), "metrics.nope: unknown metrics sink") {
+	if _, err := build(t.Context(), &Config{Sinks: map[string]map[string]string{"nope": {}}}, nil); err == nil || !strings.Contains(err.Error(), "metrics.nope: unknown metrics sink") {
 		t.Errorf("Build of an unknown sink = %v", err)
 	}
 }

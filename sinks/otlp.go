@@ -10,16 +10,16 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 )
 
-// OTLP exports each collection as is (cumulative sums and gauges, with the
+// otlp exports each collection as is (cumulative sums and gauges, with the
 // instance's attributes) over OTLP/HTTP with protobuf bodies.
-type OTLP struct {
+type otlp struct {
 	exp  *otlpmetrichttp.Exporter
 	log  *slog.Logger
 	life context.Context // the constructor's ctx without its cancellation, for Close
 }
 
-// NewOTLP creates the exporter (it connects on the first export).
-func NewOTLP(ctx context.Context, c OTLPConfig, log *slog.Logger) (*OTLP, error) {
+// newOTLP creates the exporter (it connects on the first export).
+func newOTLP(ctx context.Context, c otlpConfig, log *slog.Logger) (*otlp, error) {
 	opts := []otlpmetrichttp.Option{otlpmetrichttp.WithEndpointURL(c.Endpoint)}
 	if len(c.Headers) > 0 {
 		opts = append(opts, otlpmetrichttp.WithHeaders(c.Headers))
@@ -28,12 +28,12 @@ func NewOTLP(ctx context.Context, c OTLPConfig, log *slog.Logger) (*OTLP, error)
 	if err != nil {
 		return nil, fmt.Errorf("otlp sink: %w", err)
 	}
-	return &OTLP{exp: exp, log: log, life: context.WithoutCancel(ctx)}, nil
+	return &otlp{exp: exp, log: log, life: context.WithoutCancel(ctx)}, nil
 }
 
 // Write exports the batch's collection; a forwarded batch (no collection)
 // is skipped.
-func (s *OTLP) Write(ctx context.Context, b *Batch) error {
+func (s *otlp) Write(ctx context.Context, b *Batch) error {
 	rm, _ := b.OTel.(*metricdata.ResourceMetrics)
 	if rm == nil {
 		return nil
@@ -47,7 +47,7 @@ func (s *OTLP) Write(ctx context.Context, b *Batch) error {
 // Close shuts the exporter down, waiting at most 5 seconds for what it
 // still sends (Close runs after the caller's work has ended, so its ctx is
 // not the bound).
-func (s *OTLP) Close() error {
+func (s *otlp) Close() error {
 	ctx, cancel := context.WithTimeout(s.life, 5*time.Second)
 	defer cancel()
 	return s.exp.Shutdown(ctx)

@@ -24,7 +24,7 @@ import (
 // processes come and go, their ports would too); `ardea run` feeds it its
 // own batches.
 //
-// Names (PromSeries): Ardea's own metrics are described by
+// Names (promSeries): Ardea's own metrics are described by
 // metrics.Catalog: "ardea_" and Heron's name without the leading
 // underscores (and without "-ms"), '-', '.' and '/' as '_', times in
 // seconds with "_seconds", counters with "_total":
@@ -65,7 +65,7 @@ type promEntry struct {
 // promFamily is one metric name of the exposition: its type and how many
 // stored batches hold it.
 type promFamily struct {
-	kind Kind
+	kind kind
 	refs int
 }
 
@@ -101,12 +101,12 @@ func (p *Prometheus) Put(tenant string, b *Batch) []api.Exception {
 	}
 	p.release(k)
 	e := &promEntry{samples: b.Samples, told: told}
-	mine := map[string]Kind{}
+	mine := map[string]kind{}
 	kept := map[string]bool{}
 	var refused []api.Exception
 	for i := range b.Samples {
 		s := &b.Samples[i]
-		name, _, _ := PromSeries(s.Name, s.Kind)
+		name, _, _ := promSeries(s.Name, s.Kind)
 		kind, ok := mine[name]
 		if !ok {
 			if f := p.families[name]; f != nil {
@@ -124,7 +124,7 @@ func (p *Prometheus) Put(tenant string, b *Batch) []api.Exception {
 	}
 	if len(refused) > 0 {
 		e.samples = slices.DeleteFunc(slices.Clone(b.Samples), func(s Sample) bool {
-			name, _, _ := PromSeries(s.Name, s.Kind)
+			name, _, _ := promSeries(s.Name, s.Kind)
 			return mine[name] != s.Kind
 		})
 	}
@@ -151,7 +151,7 @@ func (p *Prometheus) Put(tenant string, b *Batch) []api.Exception {
 
 // appendRefusal adds the exception for s (once per component, task and
 // name).
-func appendRefusal(out []api.Exception, b *Batch, s *Sample, name string, has Kind) []api.Exception {
+func appendRefusal(out []api.Exception, b *Batch, s *Sample, name string, has kind) []api.Exception {
 	msg := fmt.Sprintf("metric %q (a %s) is not exported to Prometheus: %s is a %s there already (a metric name has one type; rename one of them)",
 		s.Name, s.Kind, name, has)
 	for _, e := range out {
@@ -216,11 +216,11 @@ type promLog struct{ log *slog.Logger }
 
 func (l promLog) Println(v ...any) { l.log.Warn("prometheus exposition", "err", fmt.Sprint(v...)) }
 
-// PromSeries is the Prometheus name of a sample's metric, its HELP text
+// promSeries is the Prometheus name of a sample's metric, its HELP text
 // and the factor its value is multiplied by (times in seconds). Ardea's
 // metrics (Heron's names start with "__") are described by
 // metrics.Catalog; any other is a user metric, under UserPrefix.
-func PromSeries(name string, k Kind) (prom, help string, scale float64) {
+func promSeries(name string, k kind) (prom, help string, scale float64) {
 	var b strings.Builder
 	scale = 1
 	user := !strings.HasPrefix(name, "__")
@@ -263,9 +263,9 @@ func PromSeries(name string, k Kind) (prom, help string, scale float64) {
 	return b.String(), help, scale
 }
 
-// PromName is the Prometheus name of a sample's metric (PromSeries).
-func PromName(name string, k Kind) string {
-	n, _, _ := PromSeries(name, k)
+// promName is the Prometheus name of a sample's metric (promSeries).
+func promName(name string, k kind) string {
+	n, _, _ := promSeries(name, k)
 	return n
 }
 
@@ -296,12 +296,12 @@ func (c promCollector) Collect(ch chan<- prometheus.Metric) {
 		return cmp.Or(strings.Compare(a.k.tenant, b.k.tenant), strings.Compare(a.k.topology, b.k.topology), a.k.container-b.k.container)
 	})
 	descs := map[string]*prometheus.Desc{}
-	kinds := map[string]Kind{}
+	kinds := map[string]kind{}
 	seen := map[string]bool{}
 	for _, st := range entries {
 		for i := range st.e.samples {
 			s := &st.e.samples[i]
-			name, help, scale := PromSeries(s.Name, s.Kind)
+			name, help, scale := promSeries(s.Name, s.Kind)
 			d := descs[name]
 			if d == nil {
 				d = prometheus.NewDesc(name, help, promLabels, nil)

@@ -126,7 +126,7 @@ func docTable() string {
 		if d.Counter {
 			k, typ = Counter, "counter"
 		}
-		name, help, _ := PromSeries(d.Name, k)
+		name, help, _ := promSeries(d.Name, k)
 		b.WriteString("| `" + name + "` | " + typ + " | " + help + " | `" + d.Name + "` |\n")
 	}
 	return b.String()
@@ -159,7 +159,7 @@ func TestPromSeriesUnits(t *testing.T) {
 		if d.Counter {
 			k = Counter
 		}
-		name, help, scale := PromSeries(d.Name, k)
+		name, help, scale := promSeries(d.Name, k)
 		if strings.Contains(name, "_ms") || strings.HasPrefix(help, "Ardea metric") {
 			t.Errorf("%s: %s %q", d.Name, name, help)
 		}
@@ -171,7 +171,7 @@ func TestPromSeriesUnits(t *testing.T) {
 		}
 		seen[name] = d.Name
 	}
-	if n, _, s := PromSeries(metrics.CompileTime, Gauge); n != "ardea_compile_time_seconds" || s != 1e-3 {
+	if n, _, s := promSeries(metrics.CompileTime, Gauge); n != "ardea_compile_time_seconds" || s != 1e-3 {
 		t.Errorf("compile time: %s x%g", n, s)
 	}
 }

@@ -12,7 +12,7 @@ import (
 // environment, as any sink from outside this module would.
 func init() {
 	register(plugin.RegisterMetricsSink(plugin.Spec{
-		Name: PrometheusSink,
+		Name: prometheusSink,
 		Summary: "A Prometheus exposition of every container's latest batch (`ardea_<name>`, times in seconds, counters `_total`, guests' own metrics `ardea_user_<name>`; labels tenant, topology, component, task, container, stream, peer; docs/metrics.md lists the series). " +
 			"`ardea local` always serves it at /metrics on its API address (a tenant's metrics token reads its own tenant's series) and `ardea run --config` when listen is set; containers do not run it.",
 		Fields: []plugin.Field{
@@ -64,9 +64,9 @@ func register(err error) { initErr = errors.Join(initErr, err) }
 // refused (nil when every one is registered).
 func RegistrationError() error { return initErr }
 
-// GraphiteConfig: the plaintext protocol over TCP,
+// graphiteConfig: the plaintext protocol over TCP,
 // "prefix.topology.component.source.metric value epoch".
-type GraphiteConfig struct {
+type graphiteConfig struct {
 	Address string
 	Prefix  string // default "ardea"
 	// BufferBytes bounds what is kept while carbon is unreachable
@@ -74,20 +74,20 @@ type GraphiteConfig struct {
 	BufferBytes int
 }
 
-// ScribeConfig: Thrift Log calls over a framed transport.
-type ScribeConfig struct {
+// scribeConfig: Thrift Log calls over a framed transport.
+type scribeConfig struct {
 	Address  string
 	Category string // default "ardea"
 }
 
-// OTLPConfig: OTLP over HTTP (protobuf).
-type OTLPConfig struct {
+// otlpConfig: OTLP over HTTP (protobuf).
+type otlpConfig struct {
 	Endpoint string // full URL, e.g. http://host:4318/v1/metrics
 	Headers  map[string]string
 }
 
-// FileConfig: one JSON object per sample and line.
-type FileConfig struct {
+// fileConfig: one JSON object per sample and line.
+type fileConfig struct {
 	Path string
 }
 
@@ -97,11 +97,11 @@ func newPrometheusSink(context.Context, plugin.Config, *slog.Logger) (plugin.Met
 
 func newGraphiteSink(_ context.Context, cfg plugin.Config, log *slog.Logger) (plugin.MetricsSink, error) {
 	r := cfg.Reader()
-	c := GraphiteConfig{Address: r.String("address"), Prefix: r.String("prefix"), BufferBytes: int(r.Int("buffer_bytes"))}
+	c := graphiteConfig{Address: r.String("address"), Prefix: r.String("prefix"), BufferBytes: int(r.Int("buffer_bytes"))}
 	if err := r.Err(); err != nil {
 		return nil, err
 	}
-	g, err := NewGraphite(c, log)
+	g, err := newGraphite(c, log)
 	if err != nil {
 		return nil, err
 	}
@@ -110,11 +110,11 @@ func newGraphiteSink(_ context.Context, cfg plugin.Config, log *slog.Logger) (pl
 
 func newScribeSink(_ context.Context, cfg plugin.Config, log *slog.Logger) (plugin.MetricsSink, error) {
 	r := cfg.Reader()
-	c := ScribeConfig{Address: r.String("address"), Category: r.String("category")}
+	c := scribeConfig{Address: r.String("address"), Category: r.String("category")}
 	if err := r.Err(); err != nil {
 		return nil, err
 	}
-	s, err := NewScribe(c, log)
+	s, err := newScribe(c, log)
 	if err != nil {
 		return nil, err
 	}
@@ -123,11 +123,11 @@ func newScribeSink(_ context.Context, cfg plugin.Config, log *slog.Logger) (plug
 
 func newOTLPSink(ctx context.Context, cfg plugin.Config, log *slog.Logger) (plugin.MetricsSink, error) {
 	r := cfg.Reader()
-	c := OTLPConfig{Endpoint: r.String("endpoint"), Headers: r.StringMap("headers")}
+	c := otlpConfig{Endpoint: r.String("endpoint"), Headers: r.StringMap("headers")}
 	if err := r.Err(); err != nil {
 		return nil, err
 	}
-	s, err := NewOTLP(ctx, c, log)
+	s, err := newOTLP(ctx, c, log)
 	if err != nil {
 		return nil, err
 	}
@@ -139,23 +139,23 @@ func newFileSink(_ context.Context, cfg plugin.Config, _ *slog.Logger) (plugin.M
 	if err != nil {
 		return nil, err
 	}
-	f, err := NewFile(FileConfig{Path: path})
+	f, err := newFile(fileConfig{Path: path})
 	if err != nil {
 		return nil, err
 	}
 	return f, nil
 }
 
-// Build creates the sinks a Config names from the default plugin
-// environment, the Prometheus exposition excepted (see PrometheusSink).
+// build creates the sinks a Config names from the default plugin
+// environment, the Prometheus exposition excepted (see prometheusSink).
 // Each error names the sink (metrics.<name>); on one, the sinks already
 // made are closed.
-func Build(ctx context.Context, c *Config, log *slog.Logger) (map[string]Sink, error) {
-	return BuildIn(ctx, plugin.Default(), c, log)
+func build(ctx context.Context, c *Config, log *slog.Logger) (map[string]Sink, error) {
+	return buildIn(ctx, plugin.Default(), c, log)
 }
 
-// BuildIn is Build from env.
-func BuildIn(ctx context.Context, env *plugin.Environment, c *Config, log *slog.Logger) (map[string]Sink, error) {
+// buildIn is build from env.
+func buildIn(ctx context.Context, env *plugin.Environment, c *Config, log *slog.Logger) (map[string]Sink, error) {
 	if err := c.ValidateIn(env); err != nil {
 		return nil, err
 	}
@@ -167,7 +167,7 @@ func BuildIn(ctx context.Context, env *plugin.Environment, c *Config, log *slog.
 		return out, nil
 	}
 	for name, cfg := range c.Sinks {
-		if name == PrometheusSink {
+		if name == prometheusSink {
 			continue
 		}
 		s, err := env.NewMetricsSink(ctx, name, cfg, log)

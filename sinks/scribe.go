@@ -34,7 +34,7 @@ var (
 	errScribeTryLater = errors.New("server answered TRY_LATER")
 )
 
-// Scribe sends each batch to a Scribe server as one Thrift Log call
+// scribeSink sends each batch to a Scribe server as one Thrift Log call
 // (framed transport, binary protocol), one LogEntry per sample in the
 // configured category. An entry's message is a compact JSON object:
 //
@@ -60,8 +60,8 @@ var (
 // manager's writer for this sink). Dropped and Sent may be called from any
 // goroutine at any time; so may Close, which interrupts a Write in
 // progress and discards what is pending.
-type Scribe struct {
-	cfg  ScribeConfig
+type scribeSink struct {
+	cfg  scribeConfig
 	log  *slog.Logger
 	tcfg *thrift.TConfiguration
 	dial func(ctx context.Context, network, addr string) (net.Conn, error)
@@ -80,9 +80,9 @@ type Scribe struct {
 	sent    atomic.Int64
 }
 
-// NewScribe returns the sink for cfg (Address required, Category "ardea"
+// newScribe returns the sink for cfg (Address required, Category "ardea"
 // by default); it connects on the first Write. log may be nil.
-func NewScribe(cfg ScribeConfig, log *slog.Logger) (*Scribe, error) {
+func newScribe(cfg scribeConfig, log *slog.Logger) (*scribeSink, error) {
 	if cfg.Address == "" {
 		return nil, errors.New("scribe: address is required")
 	}
@@ -93,7 +93,7 @@ func NewScribe(cfg ScribeConfig, log *slog.Logger) (*Scribe, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	d := &net.Dialer{Timeout: scribeConnectTimeout}
-	return &Scribe{
+	return &scribeSink{
 		cfg:   cfg,
 		log:   log,
 		tcfg:  &thrift.TConfiguration{ConnectTimeout: scribeConnectTimeout, SocketTimeout: scribeSocketTimeout},
@@ -104,15 +104,15 @@ func NewScribe(cfg ScribeConfig, log *slog.Logger) (*Scribe, error) {
 }
 
 // Dropped counts the entries dropped from a full pending buffer.
-func (s *Scribe) Dropped() int64 { return s.dropped.Load() }
+func (s *scribeSink) Dropped() int64 { return s.dropped.Load() }
 
 // Sent counts the entries the server acknowledged with OK.
-func (s *Scribe) Sent() int64 { return s.sent.Load() }
+func (s *scribeSink) Sent() int64 { return s.sent.Load() }
 
 // Write sends the batch's entries, after those still pending, in one Log
 // call. It returns an error when they could not be delivered now (they
 // stay pending for the next Write) or when some had to be dropped.
-func (s *Scribe) Write(ctx context.Context, b *Batch) error {
+func (s *scribeSink) Write(ctx context.Context, b *Batch) error {
 	if s.isClosed() {
 		return errScribeClosed
 	}
@@ -142,7 +142,7 @@ type scribeMessage struct {
 	Component string      `json:"component"`
 	Source    string      `json:"source"`
 	Name      string      `json:"name"`
-	Kind      Kind        `json:"kind"`
+	Kind      kind        `json:"kind"`
 	Value     scribeValue `json:"value"`
 }
 
@@ -157,7 +157,7 @@ func (v scribeValue) MarshalJSON() ([]byte, error) {
 	return json.Marshal(f)
 }
 
-func (s *Scribe) entry(b *Batch, sm *Sample) (*scribe.LogEntry, error) {
+func (s *scribeSink) entry(b *Batch, sm *Sample) (*scribe.LogEntry, error) {
 	m := scribeMessage{
 		Timestamp: b.Time.Unix(),
 		Topology:  sm.Topology,
@@ -182,7 +182,7 @@ func (s *Scribe) entry(b *Batch, sm *Sample) (*scribe.LogEntry, error) {
 
 // trim drops the oldest pending entries past scribeMaxPending and returns
 // how many.
-func (s *Scribe) trim() int {
+func (s *scribeSink) trim() int {
 	n := len(s.pending) - scribeMaxPending
 	if n <= 0 {
 		return 0
@@ -197,7 +197,7 @@ func (s *Scribe) trim() int {
 }
 
 // flush sends everything pending in one Log call.
-func (s *Scribe) flush(ctx context.Context) error {
+func (s *scribeSink) flush(ctx context.Context) error {
 	if len(s.pending) == 0 {
 		return nil
 	}
@@ -244,7 +244,7 @@ func (s *Scribe) flush(ctx context.Context) error {
 
 // unsent notes that the pending entries could not be delivered and
 // returns err.
-func (s *Scribe) unsent(err error) error {
+func (s *scribeSink) unsent(err error) error {
 	if s.retry.undelivered() {
 		s.log.Warn("scribe: entries not delivered; keeping them for the next write",
 			"address", s.cfg.Address, "pending", len(s.pending), "err", err)
@@ -254,7 +254,7 @@ func (s *Scribe) unsent(err error) error {
 
 // connection returns the client, dialling when there is none and the
 // back-off allows.
-func (s *Scribe) connection(ctx context.Context) (*scribe.ScribeClient, thrift.TTransport, error) {
+func (s *scribeSink) connection(ctx context.Context) (*scribe.ScribeClient, thrift.TTransport, error) {
 	if s.client != nil {
 		s.mu.Lock()
 		trans := s.trans
@@ -290,9 +290,9 @@ func (s *Scribe) connection(ctx context.Context) (*scribe.ScribeClient, thrift.T
 }
 
 // failed backs off before the next dial.
-func (s *Scribe) failed() { s.retry.failed(s.now()) }
+func (s *scribeSink) failed() { s.retry.failed(s.now()) }
 
-func (s *Scribe) disconnect() {
+func (s *scribeSink) disconnect() {
 	s.mu.Lock()
 	t := s.trans
 	s.trans = nil
@@ -303,7 +303,7 @@ func (s *Scribe) disconnect() {
 	s.client = nil
 }
 
-func (s *Scribe) isClosed() bool {
+func (s *scribeSink) isClosed() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.closed
@@ -311,7 +311,7 @@ func (s *Scribe) isClosed() bool {
 
 // Close closes the connection, interrupting a Write in progress; what is
 // pending is discarded. Later Writes fail.
-func (s *Scribe) Close() error {
+func (s *scribeSink) Close() error {
 	s.mu.Lock()
 	t := s.trans
 	s.trans, s.closed = nil, true

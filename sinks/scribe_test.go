@@ -131,9 +131,9 @@ func freeScribeAddr(t *testing.T) string {
 	return addr
 }
 
-func newTestScribe(t *testing.T, cfg ScribeConfig) *Scribe {
+func newTestScribe(t *testing.T, cfg scribeConfig) *scribeSink {
 	t.Helper()
-	s, err := NewScribe(cfg, slog.New(slog.NewTextHandler(t.Output(), nil)))
+	s, err := newScribe(cfg, slog.New(slog.NewTextHandler(t.Output(), nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,10 +173,10 @@ func scribeMsgs(es []scribe.LogEntry) []string {
 }
 
 func TestNewScribe(t *testing.T) {
-	if _, err := NewScribe(ScribeConfig{Category: "x"}, nil); err == nil {
+	if _, err := newScribe(scribeConfig{Category: "x"}, nil); err == nil {
 		t.Error("no error without an address")
 	}
-	s, err := NewScribe(ScribeConfig{Address: "127.0.0.1:1463"}, nil)
+	s, err := newScribe(scribeConfig{Address: "127.0.0.1:1463"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +194,7 @@ func TestNewScribe(t *testing.T) {
 func TestScribeLogsEntries(t *testing.T) {
 	r := &scribeRecorder{}
 	addr, _ := startScribeServer(t, "127.0.0.1:0", r)
-	s := newTestScribe(t, ScribeConfig{Address: addr, Category: "ardea-metrics"})
+	s := newTestScribe(t, scribeConfig{Address: addr, Category: "ardea-metrics"})
 	at := time.Unix(1_700_000_000, 0)
 	b := &Batch{Time: at.Add(400 * time.Millisecond), Topology: "wc", Container: 1, Samples: []Sample{
 		{Name: "__execute-count", Kind: Counter, Topology: "wc", Component: "count", Task: 3, Container: 1, Value: 1000, Delta: 300},
@@ -270,7 +270,7 @@ func TestScribeLogsEntries(t *testing.T) {
 func TestScribeNonFiniteValueIsNull(t *testing.T) {
 	r := &scribeRecorder{}
 	addr, _ := startScribeServer(t, "127.0.0.1:0", r)
-	s := newTestScribe(t, ScribeConfig{Address: addr})
+	s := newTestScribe(t, scribeConfig{Address: addr})
 	b := scribeBatch(time.Unix(1_700_000_000, 0), 0, 1)
 	b.Samples[0].Value = math.NaN()
 	if err := s.Write(context.Background(), b); err != nil {
@@ -285,7 +285,7 @@ func TestScribeNonFiniteValueIsNull(t *testing.T) {
 func TestScribeTryLaterKeepsEntries(t *testing.T) {
 	r := &scribeRecorder{tryLater: 1}
 	addr, _ := startScribeServer(t, "127.0.0.1:0", r)
-	s := newTestScribe(t, ScribeConfig{Address: addr}) // default category
+	s := newTestScribe(t, scribeConfig{Address: addr}) // default category
 	at := time.Unix(1_700_000_000, 0)
 
 	err := s.Write(context.Background(), scribeBatch(at, 0, 3))
@@ -332,7 +332,7 @@ func TestScribeTryLaterKeepsEntries(t *testing.T) {
 
 func TestScribeReconnects(t *testing.T) {
 	addr := freeScribeAddr(t)
-	s := newTestScribe(t, ScribeConfig{Address: addr})
+	s := newTestScribe(t, scribeConfig{Address: addr})
 	at := time.Unix(1_700_000_000, 0)
 	ctx := context.Background()
 
@@ -376,7 +376,7 @@ func TestScribeReconnects(t *testing.T) {
 
 func TestScribeOverflowDropsOldest(t *testing.T) {
 	addr := freeScribeAddr(t)
-	s := newTestScribe(t, ScribeConfig{Address: addr})
+	s := newTestScribe(t, scribeConfig{Address: addr})
 	at := time.Unix(1_700_000_000, 0)
 	ctx := context.Background()
 
@@ -426,7 +426,7 @@ func TestScribeWriteEndsWithContext(t *testing.T) {
 	r := &scribeRecorder{block: make(chan struct{})}
 	addr, _ := startScribeServer(t, "127.0.0.1:0", r)
 	t.Cleanup(func() { close(r.block) }) // before the server stops
-	s := newTestScribe(t, ScribeConfig{Address: addr})
+	s := newTestScribe(t, scribeConfig{Address: addr})
 	at := time.Unix(1_700_000_000, 0)
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -476,7 +476,7 @@ func TestServeScribe(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(stop)
-	s := newTestScribe(t, ScribeConfig{Address: bound, Category: "bench"})
+	s := newTestScribe(t, scribeConfig{Address: bound, Category: "bench"})
 	at := time.Unix(1_700_000_000, 0)
 	if err := s.Write(context.Background(), scribeBatch(at, 0, 2)); !errors.Is(err, errScribeTryLater) {
 		t.Fatalf("first Write: %v, want TRY_LATER", err)

@@ -1,10 +1,11 @@
-// Package sinks holds Ardea's metrics manager and the sinks it exports to:
-// Prometheus, Graphite (plaintext), Scribe (Thrift), OTLP (HTTP) and files
-// (JSON lines), plus the history a topology manager keeps for the tracker
-// API. The sinks are metrics-sink plugins registered from init in the
-// default plugin environment (connectors/plugin), where code outside this
-// module registers its own: a deployment file's metrics: section names
-// them, and Build makes those it names.
+// Package sinks is Ardea's own (not a public API): the metrics manager and
+// the sinks it exports to: Prometheus, Graphite (plaintext), Scribe
+// (Thrift), OTLP (HTTP) and files (JSON lines), plus the history a topology
+// manager keeps for the tracker API. The sinks are metrics-sink plugins
+// registered from init in the default plugin environment (connectors/plugin,
+// the public API through which code outside this module registers its own):
+// a deployment file's metrics: section names them, and the Manager makes
+// those it names.
 //
 // Every container runs one Manager. At each interval it collects the
 // container's OpenTelemetry instruments (Heron's metric names, recorded by
@@ -32,7 +33,7 @@ const (
 // The metrics data (package sinks/metric, apart so that the plugin
 // registry can name it).
 type (
-	Kind   = metric.Kind
+	kind   = metric.Kind
 	Sample = metric.Sample
 	Batch  = metric.Batch
 )

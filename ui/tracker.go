@@ -1,6 +1,6 @@
-// Package ui serves the tracker REST API (Heron's Tracker, as JSON under
-// /api/v1, documented in openapi.yaml) from whatever runs topologies: the
-// `ardea local` daemon implements Source.
+// Package ui is Ardea's own (not a public API): it serves the tracker REST
+// API (Heron's Tracker, as JSON under /api/v1, documented in openapi.yaml)
+// from whatever runs topologies: the `ardea local` daemon implements Source.
 //
 // Every error is {"status": <code>, "message": "..."} with that HTTP
 // status: 404 for an unknown topology, component, container or metric,
@@ -55,13 +55,13 @@ type Tracker struct {
 	live *live
 }
 
-// DefaultPeriod is how often the event stream pushes a snapshot.
-const DefaultPeriod = time.Second
+// defaultPeriod is how often the event stream pushes a snapshot.
+const defaultPeriod = time.Second
 
 // NewTracker returns the API over src.
 func NewTracker(src Source) *Tracker {
 	t := &Tracker{src: src, now: time.Now}
-	t.live = &live{t: t, period: DefaultPeriod, cache: map[string]cached{}}
+	t.live = &live{t: t, period: defaultPeriod, cache: map[string]cached{}}
 	return t
 }
 

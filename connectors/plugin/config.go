@@ -272,7 +272,7 @@ func parseValue(f Field, v string) (any, error) {
 }
 
 // DefaultMaxTupleBytes is topology.max.tuple.bytes' default
-// (host.DefaultMaxTupleBytes).
+// (host.defaultMaxTupleBytes).
 const DefaultMaxTupleBytes = 1 << 20
 
 // Tuple limit settings: a component's own, and the topology-level one (a

@@ -43,7 +43,7 @@ type Inbox interface {
 type Outbox interface {
 	plugin.Collector
 	// EmitSpans is Emit of a values block already split by
-	// tuple.FieldSpans (host.SpanCollector).
+	// tuple.FieldSpans (host.spanCollector).
 	EmitSpans(stream uint16, direct uint32, msgID uint64, anchors, values []byte, spans []int) error
 	Flush(ctx context.Context, force bool) error
 	Finish(ctx context.Context) error

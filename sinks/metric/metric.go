@@ -1,5 +1,7 @@
-// Package metric holds the metrics data a container's metrics manager
-// hands its sinks: a Batch of Samples and Exceptions per collection. It is
+// Package metric is Ardea's own (not a public API): the metrics data a
+// container's metrics manager hands its sinks, a Batch of Samples and
+// Exceptions per collection. Plugins name it through connectors/plugin's
+// aliases (plugin.MetricsBatch, plugin.MetricsSample, ...). It is
 // apart from package sinks (which aliases every name here) so that the
 // plugin registry, connectors/plugin, can name a metrics sink's Write
 // without importing the sinks that register into it, and so that the

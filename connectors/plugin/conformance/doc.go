@@ -1,7 +1,7 @@
 // Package conformance is the suite every native plugin passes, one entry
-// point per kind, importable by code outside this module the way the
-// built-ins use it (Benthos' public/service/integration plays this part
-// there):
+// point per kind. It is Ardea's public API, with connectors/plugin: code
+// outside this module imports it the way the built-ins use it (Benthos'
+// public/service/integration plays this part there):
 //
 //	func TestMySpout(t *testing.T) {
 //		env := plugin.NewEmptyEnvironment()

@@ -23,7 +23,7 @@ func ExampleClient() {
 	}
 	defer os.RemoveAll(dir)
 	ctx := context.Background()
-	d, err := daemon.Start(ctx, daemon.Options{DataDir: dir, Listen: "127.0.0.1:0", InProcess: true})
+	d, err := daemon.Start(ctx, daemon.Options{DataDir: dir, Listen: "127.0.0.1:0", InProcess: &daemon.InProcess{}})
 	if err != nil {
 		log.Fatal(err)
 	}

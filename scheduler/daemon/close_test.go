@@ -59,7 +59,7 @@ func TestCloseIdempotentRefusesSubmit(t *testing.T) {
 // localhost:PORT or [::1]:PORT instead of the bound 127.0.0.1:PORT, and a
 // foreign Host or Origin is still refused.
 func TestUIActionsAsLocalhost(t *testing.T) {
-	d := startDaemonWith(t, daemon.Options{NoAPI: false})
+	d := startDaemonWith(t, daemon.Options{})
 	u, err := url.Parse(d.URL())
 	if err != nil {
 		t.Fatal(err)

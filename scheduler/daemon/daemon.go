@@ -108,44 +108,48 @@ type Options struct {
 	// if any, serves the same exposition as the API's /metrics.
 	Metrics *sinks.Config
 
-	// InProcess runs every container as goroutines of this process (the
-	// same host code, over in-process NATS connections and the TMs'
-	// in-process gateways) instead of `ardea host` processes: `ardea run`.
-	// HostPath is then not needed. FailFast fails a topology when a
-	// container fails instead of restarting it (in process only).
-	InProcess bool
-	FailFast  bool
-	// NoAPI starts no HTTP API (nor Prometheus listener): a daemon driven
-	// through its methods (`ardea run`).
-	NoAPI bool
 	// CacheDir holds the compilation cache (CacheDir/wazero); default
 	// DataDir.
 	CacheDir string
-	// Registry receives the in-process containers' instance metrics (nil:
-	// one per container run). OnContainerStop hears each in-process
-	// container a host stops, before it is closed; OnSwap each task's swap
-	// event.
-	Registry        *metrics.Registry
-	OnContainerStop func(*container.Container)
-	OnSwap          func(container.SwapEvent)
-	// CheckpointStore keeps effectively-once checkpoints (in process only;
-	// nil: the tenant's JetStream object store). Bus tunes the in-process
-	// containers' stream managers. MetricsSinks hear every metrics batch
-	// the TMs receive, beside the daemon's own Prometheus exposition.
-	CheckpointStore checkpoint.Store
-	Bus             bus.Options
-	MetricsSinks    map[string]sinks.Sink
+	// MetricsSinks hear every metrics batch the TMs receive, beside the
+	// daemon's own Prometheus exposition.
+	MetricsSinks map[string]sinks.Sink
+
+	// InProcess, if set, runs every container as goroutines of this
+	// process (the same host code, over in-process NATS connections and
+	// the TMs' in-process gateways) instead of `ardea host` processes:
+	// a daemon embedded in a program. HostPath is then not needed. What
+	// only in-process containers take is in its type, not here.
+	InProcess *InProcess
 
 	// Security tunes the API's security (TLS, names, public metrics,
 	// audit retention, quotas). With an API the daemon always requires a
 	// token; with process containers NATS always runs with accounts.
 	Security Security
+}
 
+// InProcess is what a daemon whose containers run in its own process
+// takes beyond Options (`ardea run`, a program that embeds Ardea, tests).
+type InProcess struct {
+	// FailFast fails a topology when a container fails instead of
+	// restarting it.
+	FailFast bool
+	// Registry receives the containers' instance metrics (nil: one per
+	// container run). OnContainerStop hears each container a host stops,
+	// before it is closed; OnSwap each task's swap event.
+	Registry        *metrics.Registry
+	OnContainerStop func(*container.Container)
+	OnSwap          func(container.SwapEvent)
+	// CheckpointStore keeps effectively-once checkpoints (nil: the
+	// tenant's JetStream object store). Bus tunes the containers' stream
+	// managers.
+	CheckpointStore checkpoint.Store
+	Bus             bus.Options
 	// Plugins is where the daemon resolves builtin:<name> components,
 	// dead-letter destinations and metrics sinks, and validates their
 	// config (nil: plugin.Default(), what the built-ins register into).
-	// Another environment needs in-process containers: an `ardea host`
-	// process resolves them in its binary's default environment (a
+	// A daemon of `ardea host` processes always uses the default
+	// environment: a host process resolves components in its binary's (a
 	// program with plugins of its own registers them there, from an init,
 	// and passes its own executable as HostPath).
 	Plugins *plugin.Environment
@@ -155,9 +159,15 @@ type Options struct {
 type Daemon struct {
 	// ctx is the daemon's lifetime: Start's values without its
 	// cancellation (the daemon ends at Close, not when Start returns).
-	ctx  context.Context
-	o    Options
-	id   string
+	ctx context.Context
+	o   Options
+	// ip is o.InProcess (zero with host processes); noAPI: a daemon driven
+	// through its methods only (`ardea run`: no API nor Prometheus
+	// listener); plugins is the environment it resolves built-ins in.
+	ip      InProcess
+	noAPI   bool
+	plugins *plugin.Environment
+	id      string
 	log  *slog.Logger
 	srv  *bus.Server
 	nc   *nats.Conn
@@ -204,23 +214,24 @@ type Daemon struct {
 // Start starts the daemon and resumes the topologies the state manager
 // holds as running or paused.
 func Start(ctx context.Context, o Options) (*Daemon, error) {
+	return start(ctx, o, false)
+}
+
+// start is Start; noAPI starts no HTTP API (`ardea run`).
+func start(ctx context.Context, o Options, noAPI bool) (*Daemon, error) {
 	if o.DataDir == "" {
 		return nil, errors.New("local: a data dir is required")
 	}
-	if o.HostPath == "" && !o.InProcess {
-		return nil, errors.New("local: no host command")
+	var ip InProcess
+	if o.InProcess != nil {
+		ip = *o.InProcess
+	} else if o.HostPath == "" {
+		return nil, errors.New("local: no host command (Options.HostPath), and the containers do not run in process (Options.InProcess)")
 	}
-	if !o.InProcess && (o.CheckpointStore != nil || o.Registry != nil || o.OnContainerStop != nil || o.OnSwap != nil) {
-		return nil, errors.New("local: a checkpoint store, a registry, OnContainerStop or OnSwap needs in-process containers")
-	}
-	if !o.InProcess && o.Plugins != nil && o.Plugins != plugin.Default() {
-		return nil, errors.New("local: a plugin environment other than the default needs in-process containers (a host process has its binary's)")
-	}
-	plugins, err := connectors.Environment(o.Plugins)
+	plugins, err := connectors.Environment(ip.Plugins)
 	if err != nil {
 		return nil, fmt.Errorf("local: %w", err)
 	}
-	o.Plugins = plugins
 	if o.Listen == "" {
 		o.Listen = api.DefaultListen
 	}
@@ -235,23 +246,23 @@ func Start(ctx context.Context, o Options) (*Daemon, error) {
 		return nil, fmt.Errorf("local: data dir: %w", err)
 	}
 	hn, _ := os.Hostname()
-	d := &Daemon{ctx: context.WithoutCancel(ctx), o: o, id: "ardea-local@" + hn + ":" + abs, log: log,
+	d := &Daemon{ctx: context.WithoutCancel(ctx), o: o, ip: ip, noAPI: noAPI, plugins: plugins, id: "ardea-local@" + hn + ":" + abs, log: log,
 		tms: map[string]map[string]*manager.Manager{}, prom: sinks.NewPrometheus()}
 	d.ten = tenancy.New(tenancy.Options{DataDir: o.DataDir, Default: o.Tenant, Logger: log, Security: o.Security,
-		Plugins: o.Plugins, Conn: o.TenantConn, Topologies: daemonTopologies{d}})
-	if err := o.Metrics.ValidateIn(o.Plugins); err != nil {
+		Plugins: d.plugins, Conn: o.TenantConn, Topologies: daemonTopologies{d}})
+	if err := o.Metrics.ValidateIn(d.plugins); err != nil {
 		return nil, fmt.Errorf("local: %w", err)
 	}
 	if err := secureDataDir(o.DataDir, d.cacheDir()); err != nil {
 		return nil, err
 	}
-	if !o.NoAPI {
+	if !noAPI {
 		if d.ln, err = net.Listen("tcp", o.Listen); err != nil {
 			return nil, fmt.Errorf("local: API listen on %s: %w", o.Listen, err)
 		}
 	}
 	srvOpts := bus.ServerOptions{Logger: log, JetStream: true, StoreDir: filepath.Join(o.DataDir, natsDir), Port: -1}
-	if !o.InProcess {
+	if o.InProcess == nil {
 		// Host processes connect over the client port: every client needs
 		// a credential, and lands in its tenant's account.
 		if srvOpts.Accounts, err = d.ten.OpenAccounts(); err != nil {
@@ -268,7 +279,7 @@ func Start(ctx context.Context, o Options) (*Daemon, error) {
 		d.closeListener()
 		return nil, fmt.Errorf("local: connect to NATS: %w", err)
 	}
-	if !o.NoAPI {
+	if !noAPI {
 		if err := d.openSecurity(ctx); err != nil {
 			d.Close(d.ctx)
 			return nil, err
@@ -278,16 +289,16 @@ func Start(ctx context.Context, o Options) (*Daemon, error) {
 		d.Close(d.ctx)
 		return nil, err
 	}
-	if o.InProcess {
+	if o.InProcess != nil {
 		d.sup = d.newInProcess()
 	} else {
 		d.sup = d.newProcesses(launcher.New(launcher.Options{Logger: log, LogDir: filepath.Join(o.DataDir, logsDir),
 			MaxRestarts: o.MaxRestarts, Backoff: o.Backoff, OnChange: d.onProcess}))
-		if !o.NoAPI {
+		if !noAPI {
 			d.ten.OpenCgroups()
 		}
 	}
-	if !o.NoAPI {
+	if !noAPI {
 		// Requests' contexts end at Close, so the UI's event streams let the
 		// server shut down.
 		baseCtx, endRequests := context.WithCancel(d.ctx)
@@ -325,7 +336,7 @@ func Start(ctx context.Context, o Options) (*Daemon, error) {
 		d.Close(d.ctx)
 		return nil, err
 	}
-	log.Info("ardea local started", "api", d.URL(), "nats", d.srv.ClientURL(), "data_dir", o.DataDir, "in_process", o.InProcess)
+	log.Info("ardea local started", "api", d.URL(), "nats", d.srv.ClientURL(), "data_dir", o.DataDir, "in_process", o.InProcess != nil)
 	return d, nil
 }
 

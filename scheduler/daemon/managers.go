@@ -30,7 +30,7 @@ func (d *Daemon) newTM(sp *tenancy.Space, name string) *manager.Manager {
 		Exporter:    d.prom,
 		Sinks:       d.o.MetricsSinks,
 		LockTTL:     d.o.TMLockTTL,
-		InProcess:   d.o.InProcess, FailFast: d.o.FailFast,
+		InProcess:   d.o.InProcess != nil, FailFast: d.ip.FailFast,
 		Checkpoints: func(ctx context.Context) (checkpoint.Store, error) { return d.checkpointStore(ctx, sp) },
 		Validation:  d.validateStored(),
 	}
@@ -44,7 +44,7 @@ func (d *Daemon) newTM(sp *tenancy.Space, name string) *manager.Manager {
 // checkpoints: Options.CheckpointStore (in process), else the tenant's
 // JetStream object store.
 func (d *Daemon) checkpointStore(ctx context.Context, sp *tenancy.Space) (checkpoint.Store, error) {
-	if s := d.o.CheckpointStore; s != nil {
+	if s := d.ip.CheckpointStore; s != nil {
 		return s, nil
 	}
 	js, err := jetstream.New(sp.Conn())
@@ -58,7 +58,7 @@ func (d *Daemon) checkpointStore(ctx context.Context, sp *tenancy.Space) (checkp
 // not files; built-in components are checked against the daemon's plugin
 // environment (Options.Plugins).
 func (d *Daemon) validateStored() ardea.ValidateOptions {
-	return ardea.ValidateOptions{SkipModuleCheck: true, Builtins: d.o.Plugins.Outputs, BuiltinConfig: d.o.Plugins.ValidateConfig}
+	return ardea.ValidateOptions{SkipModuleCheck: true, Builtins: d.plugins.Outputs, BuiltinConfig: d.plugins.ValidateConfig}
 }
 
 // parseSpec reads a stored topology.

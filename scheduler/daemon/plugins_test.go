@@ -118,14 +118,3 @@ func TestRunInjectedPlugins(t *testing.T) {
 		t.Fatalf("nums emitted %d, want %d", got, n)
 	}
 }
-
-// TestPluginsNeedInProcess: a daemon with process containers refuses an
-// environment other than the default: its `ardea host` processes resolve
-// plugins in their binary's default environment, not in this one.
-func TestPluginsNeedInProcess(t *testing.T) {
-	_, err := daemon.Start(t.Context(), daemon.Options{DataDir: t.TempDir(), HostPath: "/bin/false",
-		Plugins: plugin.NewEnvironment()})
-	if err == nil || !strings.Contains(err.Error(), "needs in-process containers") {
-		t.Fatalf("Start: %v, want the environment refused", err)
-	}
-}

@@ -157,11 +157,11 @@ func Run(ctx context.Context, o RunOptions) (*Result, error) {
 		defer os.RemoveAll(dir)
 	}
 	st := &runStats{held: map[uint32]int64{}}
-	d, err := Start(ctx, Options{
-		DataDir: dir, CacheDir: o.CacheDir, Logger: log, NoAPI: true, InProcess: true, FailFast: true,
-		Metrics: o.MetricsConfig, MetricsSinks: o.MetricsSinks, Registry: o.Metrics, Bus: o.Bus,
-		CheckpointStore: o.CheckpointStore, OnContainerStop: st.add, OnSwap: o.OnSwap, Plugins: o.Plugins,
-	})
+	d, err := start(ctx, Options{
+		DataDir: dir, CacheDir: o.CacheDir, Logger: log, Metrics: o.MetricsConfig, MetricsSinks: o.MetricsSinks,
+		InProcess: &InProcess{FailFast: true, Registry: o.Metrics, Bus: o.Bus, CheckpointStore: o.CheckpointStore,
+			OnContainerStop: st.add, OnSwap: o.OnSwap, Plugins: o.Plugins},
+	}, true)
 	if err != nil {
 		return nil, err
 	}

@@ -20,7 +20,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ardea-dev/ardea/scheduler/container"
 	"github.com/ardea-dev/ardea/scheduler/modules"
 	"github.com/ardea-dev/ardea/scheduler/settings"
 
@@ -678,7 +677,7 @@ func TestRunLeavesNoGoroutines(t *testing.T) {
 func TestInProcessRestartEffectivelyOnce(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent(), natsStatusWaiter)
 	d, err := daemon.Start(context.Background(), daemon.Options{
-		DataDir: t.TempDir(), Listen: "127.0.0.1:0", InProcess: true, MaxRestarts: 3,
+		DataDir: t.TempDir(), Listen: "127.0.0.1:0", InProcess: &daemon.InProcess{}, MaxRestarts: 3,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -714,20 +713,14 @@ func TestInProcessRestartEffectivelyOnce(t *testing.T) {
 	}
 }
 
-// TestStartRefusesInProcessOptions: what only in-process containers can
-// use (a Go checkpoint store, a shared registry, container and swap
-// hooks) is refused, naming it, for a daemon whose containers are
-// processes.
-func TestStartRefusesInProcessOptions(t *testing.T) {
-	for name, o := range map[string]daemon.Options{
-		"checkpoint store": {CheckpointStore: &failingStore{}},
-		"registry":         {Registry: metrics.NewRegistry()},
-		"swap hook":        {OnSwap: func(container.SwapEvent) {}},
-	} {
-		o.DataDir, o.HostPath, o.NoAPI = t.TempDir(), "/bin/true", true
-		_, err := daemon.Start(context.Background(), o)
-		if err == nil || !strings.Contains(err.Error(), "needs in-process containers") {
-			t.Errorf("%s: err = %v, want it refused", name, err)
-		}
+// TestStartNeedsAContainerRuntime: a daemon runs its containers as host
+// processes (HostPath) or in process (InProcess, whose type holds what
+// only in-process containers can use: a Go checkpoint store, a shared
+// registry, container and swap hooks, another plugin environment); with
+// neither, Start refuses, naming both.
+func TestStartNeedsAContainerRuntime(t *testing.T) {
+	_, err := daemon.Start(context.Background(), daemon.Options{DataDir: t.TempDir()})
+	if err == nil || !strings.Contains(err.Error(), "Options.HostPath") || !strings.Contains(err.Error(), "Options.InProcess") {
+		t.Fatalf("Start with no container runtime: %v", err)
 	}
 }

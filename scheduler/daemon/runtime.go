@@ -102,7 +102,7 @@ func (d *Daemon) newInProcess() *runtime.InProcess[*manager.Manager] {
 		return f
 	}
 	return runtime.NewInProcess(runtime.InProcessOptions[*manager.Manager]{Logger: d.log, Backoff: d.o.Backoff,
-		MaxRestarts: d.o.MaxRestarts, FailFast: d.o.FailFast, OnChange: d.onProcess,
+		MaxRestarts: d.o.MaxRestarts, FailFast: d.ip.FailFast, OnChange: d.onProcess,
 		Run: func(ctx context.Context, t *manager.Manager, c, pid, restarts int) error {
 			return d.runInProcess(ctx, t, c, pid, restarts, failuresOf(t))
 		}})
@@ -126,8 +126,8 @@ func (d *Daemon) runInProcess(ctx context.Context, t *manager.Manager, c, pid, r
 			local.Attach(c, cmds)
 			return func() { local.Detach(c) }
 		},
-		Registry: d.o.Registry, PID: pid, OnStop: d.o.OnContainerStop, OnSwap: d.o.OnSwap, CheckpointStore: d.o.CheckpointStore, Bus: d.o.Bus,
+		Registry: d.ip.Registry, PID: pid, OnStop: d.ip.OnContainerStop, OnSwap: d.ip.OnSwap, CheckpointStore: d.ip.CheckpointStore, Bus: d.ip.Bus,
 		Restarts: restarts, TupleFailures: failures, Machine: d.ten.MachinePolicy(t.Tenant()),
-		Plugins: d.o.Plugins,
+		Plugins: d.plugins,
 	})
 }

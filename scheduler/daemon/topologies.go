@@ -411,8 +411,8 @@ func (d *Daemon) DeadLetters(ctx context.Context, name, only string, replay bool
 			continue
 		}
 		found = found || only != ""
-		cfg := d.o.Plugins.ResolvePaths(string(c.Kind), builtin, c.Config, top.Path)
-		dl, err := connectors.DeadLettersIn(ctx, d.o.Plugins, top.Name, c.Name, c.Module, cfg, replay)
+		cfg := d.plugins.ResolvePaths(string(c.Kind), builtin, c.Config, top.Path)
+		dl, err := connectors.DeadLettersIn(ctx, d.plugins, top.Name, c.Name, c.Module, cfg, replay)
 		if errors.Is(err, connectors.ErrNoDeadLetters) && only == "" {
 			continue
 		}

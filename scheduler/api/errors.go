@@ -7,7 +7,7 @@ import (
 
 // The kinds of the daemon's errors, each mapped to an HTTP status by its
 // server (scheduler/internal/httpapi): the daemon, its topology managers
-// (scheduler/manager) and the tracker (ui) classify their errors with
+// (scheduler/internal/manager) and the tracker (ui) classify their errors with
 // these, so one errors.Is answers for all of them.
 var (
 	ErrNotFound   = errors.New("not found")                  // 404

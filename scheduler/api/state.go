@@ -5,7 +5,7 @@ import (
 )
 
 // State is a topology's execution state: the one definition, which the
-// topology manager's state machine runs (scheduler/manager/state.go) and
+// topology manager's state machine runs (scheduler/internal/manager/state.go) and
 // the state manager stores (scheduler/statemgr).
 type State string
 
@@ -24,7 +24,7 @@ func (s State) Terminal() bool {
 }
 
 // Mode is what a topology manager is doing: its loop runs one mode at a
-// time (a type per mode, scheduler/manager/mode_*.go, whose state.go says
+// time (a type per mode, scheduler/internal/manager/mode_*.go, whose state.go says
 // which mode may follow which). A mode has an execution state (the steady
 // and terminal modes) or keeps the one it was entered in (the operations:
 // a swap of a paused topology stays PAUSED).

@@ -22,7 +22,7 @@ type Status struct {
 	// lasts (a full disk: checkpoints and state writes fail until it heals).
 	StorageFault string `json:"storage_fault,omitempty"`
 	// Transitions are the topology manager's last state changes, oldest
-	// first (the state machine of scheduler/manager/state.go), since it
+	// first (the state machine of scheduler/internal/manager/state.go), since it
 	// started in this daemon.
 	Transitions []Transition `json:"transitions,omitempty"`
 }

@@ -10,11 +10,11 @@
 // tracker, /metrics and the admin routes behind the guard and the audit
 // log (api.go: routes, security.go: apiHandler).
 //
-// The topology managers are package scheduler/manager: the daemon makes
+// The topology managers are package scheduler/internal/manager: the daemon makes
 // one per topology (managers.go: newTM) and implements the narrow
 // interfaces a manager declares, each by a small adapter over the daemon
 // and the topology's tenant space (the container runtime of
-// scheduler/runtime: runtime.go says how a host process starts and what
+// scheduler/internal/runtime: runtime.go says how a host process starts and what
 // an in-process run is; the module checks: validate.go, language.go; the
 // bolts' dead letters: dlq_bolts.go). The rest of the daemon reads a
 // manager's published View, never its fields.
@@ -39,7 +39,7 @@
 // it waits for a TM's answer: no TM's loop takes it), and is taken before
 // Daemon.mu; tenancy's own locks come after Daemon.mu, and nothing of the
 // daemon is called under them (tenancy's doc gives the order); a TM has
-// no lock over its state (scheduler/manager's doc).
+// no lock over its state (scheduler/internal/manager's doc).
 package daemon
 
 import (
@@ -60,9 +60,9 @@ import (
 	"github.com/ardea-dev/ardea/connectors"
 	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/scheduler/container"
+	"github.com/ardea-dev/ardea/scheduler/internal/manager"
+	"github.com/ardea-dev/ardea/scheduler/internal/runtime"
 	"github.com/ardea-dev/ardea/scheduler/internal/tenancy"
-	"github.com/ardea-dev/ardea/scheduler/manager"
-	"github.com/ardea-dev/ardea/scheduler/runtime"
 
 	"github.com/nats-io/nats.go"
 
@@ -168,12 +168,12 @@ type Daemon struct {
 	noAPI   bool
 	plugins *plugin.Environment
 	id      string
-	log  *slog.Logger
-	srv  *bus.Server
-	nc   *nats.Conn
-	sup  containerRuntime // scheduler/runtime: processes (launcher) or in process
-	ln   net.Listener
-	http *http.Server
+	log     *slog.Logger
+	srv     *bus.Server
+	nc      *nats.Conn
+	sup     containerRuntime // scheduler/internal/runtime: processes (launcher) or in process
+	ln      net.Listener
+	http    *http.Server
 	// endRequests cancels every request's context (event streams).
 	endRequests context.CancelFunc
 	langs       moduleLanguages

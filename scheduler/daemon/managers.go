@@ -7,13 +7,13 @@ import (
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/internal/checkpoint"
 	"github.com/ardea-dev/ardea/scheduler/container/process"
+	"github.com/ardea-dev/ardea/scheduler/internal/manager"
 	"github.com/ardea-dev/ardea/scheduler/internal/tenancy"
-	"github.com/ardea-dev/ardea/scheduler/manager"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// The daemon makes the topology managers (scheduler/manager) and is what
+// The daemon makes the topology managers (scheduler/internal/manager) and is what
 // they use: each narrow interface a manager declares is implemented here
 // by one small adapter over the daemon and the topology's tenant space.
 

@@ -13,9 +13,9 @@ import (
 
 	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/scheduler/container"
-	"github.com/ardea-dev/ardea/scheduler/manager"
+	"github.com/ardea-dev/ardea/scheduler/internal/manager"
+	"github.com/ardea-dev/ardea/scheduler/internal/runtime"
 	"github.com/ardea-dev/ardea/scheduler/modules"
-	"github.com/ardea-dev/ardea/scheduler/runtime"
 	"github.com/ardea-dev/ardea/scheduler/settings"
 
 	"github.com/ardea-dev/ardea"

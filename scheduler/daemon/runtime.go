@@ -11,13 +11,13 @@ import (
 	"github.com/ardea-dev/ardea/scheduler/container"
 	"github.com/ardea-dev/ardea/scheduler/container/process"
 	"github.com/ardea-dev/ardea/scheduler/ctl"
+	"github.com/ardea-dev/ardea/scheduler/internal/manager"
+	"github.com/ardea-dev/ardea/scheduler/internal/runtime"
 	"github.com/ardea-dev/ardea/scheduler/launcher"
-	"github.com/ardea-dev/ardea/scheduler/manager"
-	"github.com/ardea-dev/ardea/scheduler/runtime"
 	"github.com/nats-io/nats.go"
 )
 
-// containerRuntime runs a daemon's containers (scheduler/runtime): each
+// containerRuntime runs a daemon's containers (scheduler/internal/runtime): each
 // as an `ardea host` process under the launcher (runtime.Processes,
 // `ardea local`), or as goroutines of the daemon's own process
 // (runtime.InProcess, `ardea run`). A topology manager drives both the

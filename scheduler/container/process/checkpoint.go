@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/ardea-dev/ardea/scheduler/container"
-	"github.com/ardea-dev/ardea/scheduler/coordinator"
+	"github.com/ardea-dev/ardea/scheduler/internal/coordinator"
 	"github.com/ardea-dev/ardea/scheduler/planner"
 	"github.com/ardea-dev/ardea/scheduler/settings"
 

@@ -15,9 +15,9 @@ import (
 func TestDepsStayNarrow(t *testing.T) {
 	depgraph.ForbidDeps(t, ".",
 		"github.com/ardea-dev/ardea/scheduler/daemon",
-		"github.com/ardea-dev/ardea/scheduler/manager",
+		"github.com/ardea-dev/ardea/scheduler/internal/manager",
 		"github.com/ardea-dev/ardea/scheduler/statemgr",
-		"github.com/ardea-dev/ardea/scheduler/runtime",
+		"github.com/ardea-dev/ardea/scheduler/internal/runtime",
 		"github.com/ardea-dev/ardea/scheduler/launcher",
 		"github.com/ardea-dev/ardea/scheduler/container/...",
 		"github.com/ardea-dev/ardea/internal/quota",

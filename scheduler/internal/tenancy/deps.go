@@ -9,7 +9,7 @@ import (
 
 // What tenancy needs from the daemon that runs the topologies, each as
 // small as its uses: the daemon implements them over its topology
-// managers (scheduler/manager), which tenancy never links.
+// managers (scheduler/internal/manager), which tenancy never links.
 
 // Topologies lists a tenant's topologies the daemon runs.
 type Topologies interface {
@@ -41,7 +41,7 @@ type Topology interface {
 
 // Footprint is what one topology runs: its components packed into
 // containers. The zero Footprint runs nothing (a submit's before, a
-// resume's before). It converts to and from scheduler/manager's.
+// resume's before). It converts to and from scheduler/internal/manager's.
 type Footprint struct {
 	Top        *ardea.Topology
 	Containers int

@@ -17,9 +17,9 @@ import (
 func TestDepsStayNarrow(t *testing.T) {
 	depgraph.ForbidDeps(t, ".",
 		"github.com/ardea-dev/ardea/scheduler/daemon",
-		"github.com/ardea-dev/ardea/scheduler/manager",
+		"github.com/ardea-dev/ardea/scheduler/internal/manager",
 		"github.com/ardea-dev/ardea/scheduler/ctl",
-		"github.com/ardea-dev/ardea/scheduler/coordinator",
+		"github.com/ardea-dev/ardea/scheduler/internal/coordinator",
 		"github.com/ardea-dev/ardea/scheduler/planner",
 		"github.com/ardea-dev/ardea/scheduler/container/...",
 		"github.com/ardea-dev/ardea/host",

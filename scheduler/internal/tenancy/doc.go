@@ -17,7 +17,7 @@
 // the topology managers and tells tenancy about them through the narrow
 // interfaces of deps.go (Topologies, Topology), so tenancy never links
 // the daemon, the topology manager or the WebAssembly runtime
-// (deps_test.go). The daemon's adapters make scheduler/manager's Rates,
+// (deps_test.go). The daemon's adapters make scheduler/internal/manager's Rates,
 // Credentials, Admission and DeadLetters of a Tenants and a Space.
 //
 // Concurrency: a Tenants and its Spaces are safe for concurrent use; no

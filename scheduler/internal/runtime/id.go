@@ -2,7 +2,7 @@ package runtime
 
 // The one definition of a container's id: how the runtimes name a
 // topology's containers, and the names of their log and credentials
-// files. The topology manager (scheduler/manager) and the daemon build
+// files. The topology manager (scheduler/internal/manager) and the daemon build
 // and read ids only here. An id is "<topology>/container-<n>" in the
 // default tenant and "<tenant>.<topology>/container-<n>" in another ('.'
 // is in no name, so an id parses back: Parse).

@@ -3,7 +3,7 @@ package manager
 import (
 	"context"
 
-	"github.com/ardea-dev/ardea/scheduler/coordinator"
+	"github.com/ardea-dev/ardea/scheduler/internal/coordinator"
 
 	"github.com/ardea-dev/ardea/internal/checkpoint"
 	"github.com/ardea-dev/ardea/scheduler/ctl"

@@ -9,7 +9,7 @@
 //     (restarts after a back-off, or fail fast); the daemon says what one
 //     run is (process.Run over an in-process connection).
 //
-// Both are driven the same way by a topology manager (scheduler/manager's
+// Both are driven the same way by a topology manager (scheduler/internal/manager's
 // Runtime, adapted by the daemon): start container c of a topology, stop,
 // restart, remove, status, list, and kill a container declared lost. Ids
 // are ID's; states and restarts follow the launcher's.

@@ -4,7 +4,7 @@
 // the tenant's Rates, the hosts' Credentials, the tenancy's Admission, the
 // Modules checks, the DeadLetters, the metrics Exporter). It depends on the
 // control protocol (scheduler/ctl), the state manager (scheduler/statemgr),
-// the checkpoint coordinator (scheduler/coordinator), the planner and the
+// the checkpoint coordinator (scheduler/internal/coordinator), the planner and the
 // API's wire types (scheduler/api), never on the daemon (deps_test.go).
 //
 // A Manager is an actor (manager.go): one goroutine, its loop, owns every

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ardea-dev/ardea/scheduler/coordinator"
+	"github.com/ardea-dev/ardea/scheduler/internal/coordinator"
 
 	"github.com/ardea-dev/ardea/internal/checkpoint"
 	"github.com/ardea-dev/ardea/internal/plan"

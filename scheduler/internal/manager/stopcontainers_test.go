@@ -12,8 +12,8 @@ import (
 	"github.com/ardea-dev/ardea/internal/plan"
 	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/scheduler/ctl"
+	"github.com/ardea-dev/ardea/scheduler/internal/runtime"
 	"github.com/ardea-dev/ardea/scheduler/launcher"
-	"github.com/ardea-dev/ardea/scheduler/runtime"
 )
 
 // TestStopContainersAfterShrinkInTenant: a topology of tenant acme whose

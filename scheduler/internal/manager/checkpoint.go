@@ -9,7 +9,7 @@ import (
 	"maps"
 	"time"
 
-	"github.com/ardea-dev/ardea/scheduler/coordinator"
+	"github.com/ardea-dev/ardea/scheduler/internal/coordinator"
 	"github.com/ardea-dev/ardea/scheduler/settings"
 
 	"github.com/ardea-dev/ardea"

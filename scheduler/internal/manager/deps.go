@@ -21,7 +21,7 @@ import (
 
 // Runtime runs a topology's containers: as `ardea host` processes under
 // the launcher, or as goroutines of the daemon's process (`ardea run`).
-// Ids are the manager's ContainerID's (scheduler/runtime); states and
+// Ids are the manager's ContainerID's (scheduler/internal/runtime); states and
 // restarts follow the launcher's (a container that exits is restarted
 // after a back-off until it fails too often in a row, then it is FAILED).
 type Runtime interface {

@@ -10,17 +10,17 @@
 //   - container/process: the container process, `ardea host` (one
 //     container: follows the physical plan, runs it with container,
 //     reports to and takes commands from its topology manager).
-//   - coordinator: checkpoint coordination for effectively once (begin,
+//   - internal/coordinator: checkpoint coordination for effectively once (begin,
 //     reports, global, retention, the restorable checkpoint).
 //   - modules: resolving and building component modules (the build cache).
 //   - ctl: the typed control gateway between a topology manager and its
 //     containers.
 //   - api: the daemon's public API, its wire types and Go client (standard
 //     library only): what programs import to talk to a daemon.
-//   - manager: the topology manager, one actor per topology (its modes,
+//   - internal/manager: the topology manager, one actor per topology (its modes,
 //     mailbox, view, checkpoints, swaps and re-plans), and the narrow
 //     interfaces it needs from the daemon.
-//   - runtime: the container runtimes (processes under the launcher, in
+//   - internal/runtime: the container runtimes (processes under the launcher, in
 //     process) and the one definition of a container's id.
 //   - internal/httpapi: the HTTP handlers of the daemon's API (decode,
 //     call, encode) over the narrow backend they declare.

@@ -8,17 +8,17 @@ import (
 	"strings"
 )
 
-// Error is a packing error naming the topology, component (if any) and the
-// setting or field at fault. It wraps ErrInvalid or ErrDoesNotFit.
-type Error struct {
+// packingError is a packing error naming the topology, component (if any) and the
+// setting or field at fault. It wraps errInvalid or errDoesNotFit.
+type packingError struct {
 	Topology  string
 	Component string // "" for topology-level settings
 	Field     string // a config key: topology.packing.containers, resources.ram, ...
 	Msg       string
-	Kind      error // ErrInvalid or ErrDoesNotFit
+	Kind      error // errInvalid or errDoesNotFit
 }
 
-func (e *Error) Error() string {
+func (e *packingError) Error() string {
 	var b strings.Builder
 	if e.Topology != "" {
 		b.WriteString("topology " + e.Topology + ": ")
@@ -33,7 +33,7 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
-func (e *Error) Unwrap() error { return e.Kind }
+func (e *packingError) Unwrap() error { return e.Kind }
 
 // Upper bounds that keep the arithmetic far from overflow.
 const (
@@ -75,11 +75,11 @@ type settings struct {
 }
 
 func (s *settings) invalid(component, field, format string, args ...any) error {
-	return &Error{Topology: s.topo, Component: component, Field: field, Msg: fmt.Sprintf(format, args...), Kind: ErrInvalid}
+	return &packingError{Topology: s.topo, Component: component, Field: field, Msg: fmt.Sprintf(format, args...), Kind: errInvalid}
 }
 
 func (s *settings) tooBig(component, field, format string, args ...any) error {
-	return &Error{Topology: s.topo, Component: component, Field: field, Msg: fmt.Sprintf(format, args...), Kind: ErrDoesNotFit}
+	return &packingError{Topology: s.topo, Component: component, Field: field, Msg: fmt.Sprintf(format, args...), Kind: errDoesNotFit}
 }
 
 // resolve validates req and applies the defaults.
@@ -88,17 +88,17 @@ func resolve(req Request) (*settings, error) {
 	s := &settings{topo: req.Topology, alg: st.Algorithm, sort: st.Sort, containers: st.Containers, byName: map[string]int{}}
 	switch s.alg {
 	case "":
-		s.alg = RoundRobin
-	case RoundRobin, FirstFitDecreasing, ResourceCompliantRoundRobin:
+		s.alg = roundRobin
+	case roundRobin, firstFitDecreasing, resourceCompliantRoundRobin:
 	default:
-		return nil, s.invalid("", KeyAlgorithm, "unknown algorithm %q (want round_robin, first_fit_decreasing or resource_compliant_round_robin)", s.alg)
+		return nil, s.invalid("", keyAlgorithm, "unknown algorithm %q (want round_robin, first_fit_decreasing or resource_compliant_round_robin)", s.alg)
 	}
 	switch s.sort {
 	case "":
-		s.sort = SortRAM
-	case SortRAM, SortCPU:
+		s.sort = sortRAM
+	case sortRAM, sortCPU:
 	default:
-		return nil, s.invalid("", KeyFFDSort, "unknown sort %q (want ram or cpu)", s.sort)
+		return nil, s.invalid("", keyFFDSort, "unknown sort %q (want ram or cpu)", s.sort)
 	}
 	switch {
 	case s.containers < 0:
@@ -108,18 +108,18 @@ func resolve(req Request) (*settings, error) {
 	}
 	switch {
 	case st.MaxInstances < 0:
-		return nil, s.invalid("", KeyMaxInstances, "must be at least 1, got %d", st.MaxInstances)
+		return nil, s.invalid("", keyMaxInstances, "must be at least 1, got %d", st.MaxInstances)
 	case st.MaxInstances > 0:
 		s.maxInst = st.MaxInstances
-	case s.alg != RoundRobin:
-		s.maxInst = DefaultMaxInstances
+	case s.alg != roundRobin:
+		s.maxInst = defaultMaxInstances
 	}
-	pad := Padding{Percent: DefaultPaddingPercent, Min: DefaultPaddingMin}
+	pad := Padding{Percent: defaultPaddingPercent, Min: defaultPaddingMin}
 	if st.Padding != nil {
 		pad = *st.Padding
 	}
 	if pad.Percent < 0 || pad.Percent > 100 {
-		return nil, s.invalid("", KeyPaddingPercent, "must be in 0..100, got %d", pad.Percent)
+		return nil, s.invalid("", keyPaddingPercent, "must be in 0..100, got %d", pad.Percent)
 	}
 	s.padPct = int64(pad.Percent)
 	padMin, err := s.vector("", paddingKeys, pad.Min, true)
@@ -132,7 +132,7 @@ func resolve(req Request) (*settings, error) {
 	if err != nil {
 		return nil, err
 	}
-	def := toVec(DefaultInstance)
+	def := toVec(defaultInstance)
 	for d := range instDefault {
 		if instDefault[d] == 0 {
 			instDefault[d] = def[d]
@@ -142,16 +142,16 @@ func resolve(req Request) (*settings, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The default max container holds DefaultContainerInstances default
+	// The default max container holds defaultContainerInstances default
 	// instances plus their padding (round robin: no default limit).
 	var fill vec
 	for d := range fill {
-		fill[d] = instDefault[d] * DefaultContainerInstances
+		fill[d] = instDefault[d] * defaultContainerInstances
 	}
 	fill = fill.add(s.padding(fill))
 	for d := range max {
 		s.maxSet[d] = max[d] > 0
-		if max[d] == 0 && s.alg != RoundRobin {
+		if max[d] == 0 && s.alg != roundRobin {
 			max[d] = fill[d]
 		}
 	}
@@ -244,7 +244,7 @@ func (s *settings) fitsAlone(c comp) error {
 			limit := fmt.Sprintf("the container limit %s (%s)", formatDim(d, s.max[d]), maxKeys[d])
 			if !s.maxSet[d] {
 				limit = fmt.Sprintf("the default container limit %s (%d default instances plus padding; set %s)",
-					formatDim(d, s.max[d]), DefaultContainerInstances, maxKeys[d])
+					formatDim(d, s.max[d]), defaultContainerInstances, maxKeys[d])
 			}
 			return s.tooBig(c.name, componentKeys[d], "one instance needs %s plus %s padding, more than %s",
 				formatDim(d, c.res[d]), formatDim(d, p[d]), limit)
@@ -278,7 +278,7 @@ func (s *settings) ffdOrder() []int {
 		order[i] = i
 	}
 	first, second := dimRAM, dimCPU
-	if s.sort == SortCPU {
+	if s.sort == sortCPU {
 		first, second = dimCPU, dimRAM
 	}
 	slices.SortStableFunc(order, func(a, b int) int {
@@ -319,9 +319,9 @@ func packRoundRobin(s *settings) ([]*bin, error) {
 
 // checkBin reports a round-robin container over a limit that was set.
 func (s *settings) checkBin(b *bin) error {
-	hint := fmt.Sprintf("raise %s or use %s", KeyContainers, ResourceCompliantRoundRobin)
+	hint := fmt.Sprintf("raise %s or use %s", KeyContainers, resourceCompliantRoundRobin)
 	if s.maxInst > 0 && len(b.insts) > s.maxInst {
-		return s.tooBig("", KeyMaxInstances, "round robin puts %d instances into container %d, more than %d: %s",
+		return s.tooBig("", keyMaxInstances, "round robin puts %d instances into container %d, more than %d: %s",
 			len(b.insts), b.id, s.maxInst, hint)
 	}
 	p := s.padding(b.sum)

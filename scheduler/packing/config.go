@@ -12,48 +12,48 @@ import (
 
 // Topology-level config keys (docs/packing.md).
 const (
-	KeyAlgorithm      = "topology.packing.algorithm"
-	KeyFFDSort        = "topology.packing.ffd.sort"
+	keyAlgorithm      = "topology.packing.algorithm"
+	keyFFDSort        = "topology.packing.ffd.sort"
 	KeyContainers     = "topology.packing.containers"
-	KeyMaxCPU         = "topology.container.max.cpu"
-	KeyMaxRAM         = "topology.container.max.ram"
-	KeyMaxDisk        = "topology.container.max.disk"
-	KeyMaxInstances   = "topology.container.max.instances"
-	KeyPaddingPercent = "topology.container.padding.percentage"
-	KeyPaddingCPU     = "topology.container.padding.cpu"
-	KeyPaddingRAM     = "topology.container.padding.ram"
-	KeyPaddingDisk    = "topology.container.padding.disk"
+	keyMaxCPU         = "topology.container.max.cpu"
+	keyMaxRAM         = "topology.container.max.ram"
+	keyMaxDisk        = "topology.container.max.disk"
+	keyMaxInstances   = "topology.container.max.instances"
+	keyPaddingPercent = "topology.container.padding.percentage"
+	keyPaddingCPU     = "topology.container.padding.cpu"
+	keyPaddingRAM     = "topology.container.padding.ram"
+	keyPaddingDisk    = "topology.container.padding.disk"
 	// Default per-instance resources; a component's resources.* overrides.
-	KeyInstanceCPU  = "topology.resources.cpu"
-	KeyInstanceRAM  = "topology.resources.ram"
-	KeyInstanceDisk = "topology.resources.disk"
+	keyInstanceCPU  = "topology.resources.cpu"
+	keyInstanceRAM  = "topology.resources.ram"
+	keyInstanceDisk = "topology.resources.disk"
 )
 
 // Component config keys.
 const (
-	KeyCPU  = "resources.cpu"
-	KeyRAM  = "resources.ram"
-	KeyDisk = "resources.disk"
+	keyCPU  = "resources.cpu"
+	keyRAM  = "resources.ram"
+	keyDisk = "resources.disk"
 )
 
 var (
-	maxKeys       = [3]string{KeyMaxCPU, KeyMaxRAM, KeyMaxDisk}
-	paddingKeys   = [3]string{KeyPaddingCPU, KeyPaddingRAM, KeyPaddingDisk}
-	instanceKeys  = [3]string{KeyInstanceCPU, KeyInstanceRAM, KeyInstanceDisk}
-	componentKeys = [3]string{KeyCPU, KeyRAM, KeyDisk}
+	maxKeys       = [3]string{keyMaxCPU, keyMaxRAM, keyMaxDisk}
+	paddingKeys   = [3]string{keyPaddingCPU, keyPaddingRAM, keyPaddingDisk}
+	instanceKeys  = [3]string{keyInstanceCPU, keyInstanceRAM, keyInstanceDisk}
+	componentKeys = [3]string{keyCPU, keyRAM, keyDisk}
 )
 
 // topologyKeys is every topology-level key this package reads; other keys
 // under its prefixes are typos and rejected.
 var topologyKeys = []string{
-	KeyAlgorithm, KeyFFDSort, KeyContainers, KeyMaxCPU, KeyMaxRAM, KeyMaxDisk, KeyMaxInstances,
-	KeyPaddingPercent, KeyPaddingCPU, KeyPaddingRAM, KeyPaddingDisk, KeyInstanceCPU, KeyInstanceRAM, KeyInstanceDisk,
+	keyAlgorithm, keyFFDSort, KeyContainers, keyMaxCPU, keyMaxRAM, keyMaxDisk, keyMaxInstances,
+	keyPaddingPercent, keyPaddingCPU, keyPaddingRAM, keyPaddingDisk, keyInstanceCPU, keyInstanceRAM, keyInstanceDisk,
 }
 
 var topologyPrefixes = []string{"topology.packing.", "topology.container.", "topology.resources."}
 
-// ComponentSpec is what RequestFromConfig needs of a component.
-type ComponentSpec struct {
+// componentSpec is what requestFromConfig needs of a component.
+type componentSpec struct {
 	Name        string
 	Parallelism int
 	// Config is the component's config; resources.cpu, resources.ram and
@@ -62,24 +62,24 @@ type ComponentSpec struct {
 }
 
 // FromTopology builds the Request of a topology from its config and its
-// components' configs (see RequestFromConfig).
+// components' configs (see requestFromConfig).
 func FromTopology(t *ardea.Topology) (Request, error) {
-	specs := make([]ComponentSpec, len(t.Components))
+	specs := make([]componentSpec, len(t.Components))
 	for i, c := range t.Components {
-		specs[i] = ComponentSpec{Name: c.Name, Parallelism: c.Parallelism, Config: c.Config}
+		specs[i] = componentSpec{Name: c.Name, Parallelism: c.Parallelism, Config: c.Config}
 	}
-	return RequestFromConfig(t.Name, t.Config, specs)
+	return requestFromConfig(t.Name, t.Config, specs)
 }
 
-// RequestFromConfig reads the packing keys from a topology's config and its
+// requestFromConfig reads the packing keys from a topology's config and its
 // components' configs (in topology order). Values are checked here, with an
 // error naming the key and the value; Pack checks how they combine. Unknown
 // keys under topology.packing., topology.container., topology.resources. and
 // a component's resources. are errors (they are typos).
-func RequestFromConfig(topology string, config map[string]string, components []ComponentSpec) (Request, error) {
+func requestFromConfig(topology string, config map[string]string, components []componentSpec) (Request, error) {
 	r := Request{Topology: topology}
 	bad := func(component, key, format string, args ...any) error {
-		return &Error{Topology: topology, Component: component, Field: key, Msg: fmt.Sprintf(format, args...), Kind: ErrInvalid}
+		return &packingError{Topology: topology, Component: component, Field: key, Msg: fmt.Sprintf(format, args...), Kind: errInvalid}
 	}
 	for _, k := range sortedKeys(config) {
 		for _, p := range topologyPrefixes {
@@ -89,23 +89,23 @@ func RequestFromConfig(topology string, config map[string]string, components []C
 		}
 	}
 	st := &r.Settings
-	if v, ok := config[KeyAlgorithm]; ok {
+	if v, ok := config[keyAlgorithm]; ok {
 		st.Algorithm = Algorithm(strings.TrimSpace(v))
-		if !slices.Contains(Algorithms, st.Algorithm) {
-			return r, bad("", KeyAlgorithm, "unknown algorithm %q (want round_robin, first_fit_decreasing or resource_compliant_round_robin)", v)
+		if !slices.Contains(algorithms, st.Algorithm) {
+			return r, bad("", keyAlgorithm, "unknown algorithm %q (want round_robin, first_fit_decreasing or resource_compliant_round_robin)", v)
 		}
 	}
-	if v, ok := config[KeyFFDSort]; ok {
+	if v, ok := config[keyFFDSort]; ok {
 		st.Sort = SortBy(strings.TrimSpace(v))
-		if st.Sort != SortRAM && st.Sort != SortCPU {
-			return r, bad("", KeyFFDSort, "unknown sort %q (want ram or cpu)", v)
+		if st.Sort != sortRAM && st.Sort != sortCPU {
+			return r, bad("", keyFFDSort, "unknown sort %q (want ram or cpu)", v)
 		}
 	}
 	var err error
 	if st.Containers, err = intKey(config, KeyContainers, 1, math.MaxInt32, bad); err != nil {
 		return r, err
 	}
-	if st.MaxInstances, err = intKey(config, KeyMaxInstances, 1, math.MaxInt32, bad); err != nil {
+	if st.MaxInstances, err = intKey(config, keyMaxInstances, 1, math.MaxInt32, bad); err != nil {
 		return r, err
 	}
 	if st.MaxContainer, err = resourceKeys("", config, maxKeys, false, bad); err != nil {
@@ -114,9 +114,9 @@ func RequestFromConfig(topology string, config map[string]string, components []C
 	if st.Instance, err = resourceKeys("", config, instanceKeys, false, bad); err != nil {
 		return r, err
 	}
-	pad := Padding{Percent: DefaultPaddingPercent, Min: DefaultPaddingMin}
-	if _, ok := config[KeyPaddingPercent]; ok {
-		if pad.Percent, err = intKey(config, KeyPaddingPercent, 0, 100, bad); err != nil {
+	pad := Padding{Percent: defaultPaddingPercent, Min: defaultPaddingMin}
+	if _, ok := config[keyPaddingPercent]; ok {
+		if pad.Percent, err = intKey(config, keyPaddingPercent, 0, 100, bad); err != nil {
 			return r, err
 		}
 	}
@@ -161,7 +161,7 @@ func intKey(config map[string]string, key string, lo, hi int, bad badFunc) (int,
 		return 0, nil
 	}
 	s := strings.TrimSpace(v)
-	if key == KeyPaddingPercent {
+	if key == keyPaddingPercent {
 		s = strings.TrimSpace(strings.TrimSuffix(s, "%"))
 	}
 	n, err := strconv.Atoi(s)
@@ -213,12 +213,12 @@ func sortedKeys(m map[string]string) []string {
 // 1024, SI units powers of 1000.
 var byteUnits = map[string]int64{
 	"": 1, "b": 1,
-	"kib": KiB, "mib": MiB, "gib": GiB, "tib": TiB,
+	"kib": kiB, "mib": miB, "gib": giB, "tib": tiB,
 	"kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12,
 }
 
 // ParseBytes parses a size: a number of bytes, or a number (decimals
-// allowed) with a unit: KiB, MiB, GiB, TiB (powers of 1024) or kB, MB, GB,
+// allowed) with a unit: kiB, miB, giB, tiB (powers of 1024) or kB, MB, GB,
 // TB (powers of 1000), case-insensitive, spaces allowed: "512MiB",
 // "1.5 GiB", "2GB", "1048576". The result is rounded to whole bytes and at
 // most 1 PiB.
@@ -264,7 +264,7 @@ func FormatBytes(n int64) string {
 	units := []struct {
 		name string
 		size int64
-	}{{"TiB", TiB}, {"GiB", GiB}, {"MiB", MiB}, {"KiB", KiB}}
+	}{{"TiB", tiB}, {"GiB", giB}, {"MiB", miB}, {"KiB", kiB}}
 	for _, u := range units {
 		if n >= u.size || -n >= u.size {
 			return strconv.FormatFloat(math.Round(float64(n)/float64(u.size)*100)/100, 'f', -1, 64) + " " + u.name

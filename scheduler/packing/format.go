@@ -9,8 +9,8 @@ import (
 	"text/tabwriter"
 )
 
-// Formats lists Format's formats.
-var Formats = []string{"table", "json"}
+// formats lists Format's formats.
+var formats = []string{"table", "json"}
 
 // Format writes p for `ardea submit --dry-run`: "table" (or "") for people,
 // "json" for programs (the Plan's JSON; field names are stable).

@@ -33,20 +33,20 @@ func golden(t *testing.T, name string, got []byte) {
 
 func formatCases(t *testing.T) map[string]*Plan {
 	t.Helper()
-	wc := []ComponentSpec{
+	wc := []componentSpec{
 		{Name: "lines", Parallelism: 1},
-		{Name: "split", Parallelism: 2, Config: map[string]string{KeyCPU: "0.5", KeyRAM: "256MiB"}},
-		{Name: "count", Parallelism: 2, Config: map[string]string{KeyRAM: "2GiB"}},
+		{Name: "split", Parallelism: 2, Config: map[string]string{keyCPU: "0.5", keyRAM: "256MiB"}},
+		{Name: "count", Parallelism: 2, Config: map[string]string{keyRAM: "2GiB"}},
 		{Name: "out", Parallelism: 1},
 	}
 	cases := map[string]map[string]string{
 		"wordcount_rr":   {KeyContainers: "2"},
-		"wordcount_ffd":  {KeyAlgorithm: "first_fit_decreasing", KeyMaxRAM: "4GiB"},
-		"wordcount_rcrr": {KeyAlgorithm: "resource_compliant_round_robin", KeyMaxCPU: "3", KeyPaddingPercent: "0", KeyPaddingCPU: "0.5", KeyPaddingRAM: "128MiB", KeyPaddingDisk: "0"},
+		"wordcount_ffd":  {keyAlgorithm: "first_fit_decreasing", keyMaxRAM: "4GiB"},
+		"wordcount_rcrr": {keyAlgorithm: "resource_compliant_round_robin", keyMaxCPU: "3", keyPaddingPercent: "0", keyPaddingCPU: "0.5", keyPaddingRAM: "128MiB", keyPaddingDisk: "0"},
 	}
 	out := map[string]*Plan{}
 	for name, cfg := range cases {
-		req, err := RequestFromConfig("wordcount", cfg, wc)
+		req, err := requestFromConfig("wordcount", cfg, wc)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -61,7 +61,7 @@ func formatCases(t *testing.T) map[string]*Plan {
 
 func TestFormatGolden(t *testing.T) {
 	for name, p := range formatCases(t) {
-		for _, f := range Formats {
+		for _, f := range formats {
 			t.Run(name+"."+f, func(t *testing.T) {
 				var b bytes.Buffer
 				if err := Format(&b, p, f); err != nil {

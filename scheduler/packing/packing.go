@@ -1,9 +1,10 @@
-// Package packing decides which container runs which instance, as Heron's
-// packing algorithms do: round robin (the default; a fixed number of equal
-// containers), first-fit-decreasing (as few containers as the per-container
-// limits allow) and resource-compliant round robin (round robin that adds
-// containers until every container is within its limits). Repack changes the
-// parallelism of a packed topology while moving as few instances as possible.
+// Package packing is Ardea's own (not a public API): it decides which
+// container runs which instance, as Heron's packing algorithms do: round
+// robin (the default; a fixed number of equal containers),
+// first-fit-decreasing (as few containers as the per-container limits allow)
+// and resource-compliant round robin (round robin that adds containers until
+// every container is within its limits). Repack changes the parallelism of a
+// packed topology while moving as few instances as possible.
 //
 // The package is pure: no I/O, no clocks, no randomness. The same Request
 // always gives the same Plan. All functions are safe for concurrent use; a
@@ -25,64 +26,64 @@ import (
 type Algorithm string
 
 const (
-	// RoundRobin deals instances in task-id order to Settings.Containers
+	// roundRobin deals instances in task-id order to Settings.Containers
 	// containers; container sizes differ by at most one instance.
-	RoundRobin Algorithm = "round_robin"
-	// FirstFitDecreasing sorts components by RAM (or CPU) descending and puts
+	roundRobin Algorithm = "round_robin"
+	// firstFitDecreasing sorts components by RAM (or CPU) descending and puts
 	// each instance into the first container with room, opening a new
 	// container when none has room.
-	FirstFitDecreasing Algorithm = "first_fit_decreasing"
-	// ResourceCompliantRoundRobin deals instances round robin over
+	firstFitDecreasing Algorithm = "first_fit_decreasing"
+	// resourceCompliantRoundRobin deals instances round robin over
 	// Settings.Containers containers and, when an instance does not fit the
 	// container whose turn it is, starts over with one more container.
-	ResourceCompliantRoundRobin Algorithm = "resource_compliant_round_robin"
+	resourceCompliantRoundRobin Algorithm = "resource_compliant_round_robin"
 )
 
-// Algorithms lists every algorithm name.
-var Algorithms = []Algorithm{RoundRobin, FirstFitDecreasing, ResourceCompliantRoundRobin}
+// algorithms lists every algorithm name.
+var algorithms = []Algorithm{roundRobin, firstFitDecreasing, resourceCompliantRoundRobin}
 
 // SortBy is first-fit-decreasing's sort key (topology.packing.ffd.sort).
 type SortBy string
 
 const (
-	SortRAM SortBy = "ram" // RAM descending, then CPU descending (default)
-	SortCPU SortBy = "cpu" // CPU descending, then RAM descending
+	sortRAM SortBy = "ram" // RAM descending, then CPU descending (default)
+	sortCPU SortBy = "cpu" // CPU descending, then RAM descending
 )
 
 // Byte units.
 const (
-	KiB int64 = 1 << 10
-	MiB int64 = 1 << 20
-	GiB int64 = 1 << 30
-	TiB int64 = 1 << 40
+	kiB int64 = 1 << 10
+	miB int64 = 1 << 20
+	giB int64 = 1 << 30
+	tiB int64 = 1 << 40
 )
 
 // Heron's defaults.
 const (
-	// DefaultMaxInstances is the default topology.container.max.instances
+	// defaultMaxInstances is the default topology.container.max.instances
 	// (first_fit_decreasing and resource_compliant_round_robin).
-	DefaultMaxInstances = 10
-	// DefaultPaddingPercent is the default topology.container.padding.percentage.
-	DefaultPaddingPercent = 10
-	// DefaultContainerInstances is how many default-sized instances the
+	defaultMaxInstances = 10
+	// defaultPaddingPercent is the default topology.container.padding.percentage.
+	defaultPaddingPercent = 10
+	// defaultContainerInstances is how many default-sized instances the
 	// default max container holds (Heron's FFD hint: 4 instances' worth).
-	DefaultContainerInstances = 4
+	defaultContainerInstances = 4
 )
 
-// DefaultInstance is the per-instance request when nothing is configured
-// (Heron: 1 CPU, 1 GiB RAM, 1 GiB disk).
-var DefaultInstance = Resources{CPU: 1, RAM: GiB, Disk: GiB}
+// defaultInstance is the per-instance request when nothing is configured
+// (Heron: 1 CPU, 1 giB RAM, 1 giB disk).
+var defaultInstance = Resources{CPU: 1, RAM: giB, Disk: giB}
 
-// DefaultPaddingMin is the least padding a container gets (Heron: 1 CPU,
-// 1 GiB RAM, 1 GiB disk for the stream manager and metrics manager).
-var DefaultPaddingMin = Resources{CPU: 1, RAM: GiB, Disk: GiB}
+// defaultPaddingMin is the least padding a container gets (Heron: 1 CPU,
+// 1 giB RAM, 1 giB disk for the stream manager and metrics manager).
+var defaultPaddingMin = Resources{CPU: 1, RAM: giB, Disk: giB}
 
 // Sentinel errors; every error from this package wraps one of them.
 var (
-	// ErrInvalid: a setting or a component's resources are invalid.
-	ErrInvalid = errors.New("invalid packing request")
-	// ErrDoesNotFit: an instance or a container exceeds the container limits.
-	ErrDoesNotFit = errors.New("does not fit")
+	// errInvalid: a setting or a component's resources are invalid.
+	errInvalid = errors.New("invalid packing request")
+	// errDoesNotFit: an instance or a container exceeds the container limits.
+	errDoesNotFit = errors.New("does not fit")
 )
 
 // Resources is a CPU, RAM and disk request. CPU is in cores (0.5 = half a
@@ -112,27 +113,27 @@ type Padding struct {
 // Settings are a topology's packing settings. The zero value is Heron's
 // defaults: round robin into one container.
 type Settings struct {
-	// Algorithm; "" means RoundRobin.
+	// Algorithm; "" means roundRobin.
 	Algorithm Algorithm `json:"algorithm"`
-	// Sort is first-fit-decreasing's sort key; "" means SortRAM.
+	// Sort is first-fit-decreasing's sort key; "" means sortRAM.
 	Sort SortBy `json:"sort,omitempty"`
-	// Containers is the container count for RoundRobin and the starting
-	// count for ResourceCompliantRoundRobin (FirstFitDecreasing ignores it);
+	// Containers is the container count for roundRobin and the starting
+	// count for resourceCompliantRoundRobin (firstFitDecreasing ignores it);
 	// 0 means 1 (Heron's topology.stmgrs).
 	Containers int `json:"containers,omitempty"`
 	// Instance is the default per-instance request; zero fields mean
-	// DefaultInstance's.
+	// defaultInstance's.
 	Instance Resources `json:"instance"`
 	// MaxContainer is the most a container may request, padding included.
-	// A zero field means: for FirstFitDecreasing and
-	// ResourceCompliantRoundRobin, DefaultContainerInstances default
-	// instances plus their padding; for RoundRobin, no limit (a limit that is
+	// A zero field means: for firstFitDecreasing and
+	// resourceCompliantRoundRobin, defaultContainerInstances default
+	// instances plus their padding; for roundRobin, no limit (a limit that is
 	// set is checked, and exceeding it is an error).
 	MaxContainer Resources `json:"max_container"`
 	// MaxInstances is the most instances per container; 0 means
-	// DefaultMaxInstances (RoundRobin: no limit unless set).
+	// defaultMaxInstances (roundRobin: no limit unless set).
 	MaxInstances int `json:"max_instances,omitempty"`
-	// Padding; nil means DefaultPaddingPercent with DefaultPaddingMin, and
+	// Padding; nil means defaultPaddingPercent with defaultPaddingMin, and
 	// &Padding{} means none.
 	Padding *Padding `json:"padding,omitempty"`
 }
@@ -228,8 +229,8 @@ func (p *Plan) ContainerOf(component string, index int) int {
 	return 0
 }
 
-// Pack packs req with its algorithm. Errors wrap ErrInvalid (a bad setting or
-// resource, naming the component and field) or ErrDoesNotFit (an instance
+// Pack packs req with its algorithm. Errors wrap errInvalid (a bad setting or
+// resource, naming the component and field) or errDoesNotFit (an instance
 // larger than a container, or a round-robin container over a limit that was
 // set).
 func Pack(req Request) (*Plan, error) {
@@ -239,11 +240,11 @@ func Pack(req Request) (*Plan, error) {
 	}
 	var bins []*bin
 	switch s.alg {
-	case RoundRobin:
+	case roundRobin:
 		bins, err = packRoundRobin(s)
-	case FirstFitDecreasing:
+	case firstFitDecreasing:
 		bins, err = packFFD(s)
-	case ResourceCompliantRoundRobin:
+	case resourceCompliantRoundRobin:
 		bins, err = packRCRR(s)
 	}
 	if err != nil {

@@ -38,7 +38,7 @@ func comps(specs ...any) []Component {
 
 var noPadding = &Padding{}
 
-func gib(n float64) int64 { return int64(n * float64(GiB)) }
+func gib(n float64) int64 { return int64(n * float64(giB)) }
 
 func TestPack(t *testing.T) {
 	def := Resources{}
@@ -52,14 +52,14 @@ func TestPack(t *testing.T) {
 			name: "round robin deals in task order (Heron RoundRobinPacking)",
 			req:  Request{Components: wordcount(), Settings: Settings{Containers: 2}},
 			want: []string{"lines/0 split/1 count/1", "split/0 count/0 out/0"},
-			// 3 default instances + padding max(1 CPU / 1 GiB, 10%) each.
-			res: []Resources{{CPU: 4, RAM: 4 * GiB, Disk: 4 * GiB}, {CPU: 4, RAM: 4 * GiB, Disk: 4 * GiB}},
+			// 3 default instances + padding max(1 CPU / 1 giB, 10%) each.
+			res: []Resources{{CPU: 4, RAM: 4 * giB, Disk: 4 * giB}, {CPU: 4, RAM: 4 * giB, Disk: 4 * giB}},
 		},
 		{
 			name: "round robin default is one container",
 			req:  Request{Components: wordcount()},
 			want: []string{"lines/0 split/0 split/1 count/0 count/1 out/0"},
-			res:  []Resources{{CPU: 7, RAM: 7 * GiB, Disk: 7 * GiB}},
+			res:  []Resources{{CPU: 7, RAM: 7 * giB, Disk: 7 * giB}},
 		},
 		{
 			name: "round robin sizes differ by at most one",
@@ -68,18 +68,18 @@ func TestPack(t *testing.T) {
 		},
 		{
 			name: "round robin padding percentage beats the minimum",
-			req: Request{Components: comps("a", 4, Resources{CPU: 2, RAM: 4 * GiB, Disk: GiB}),
-				Settings: Settings{Containers: 2, Padding: &Padding{Percent: 50, Min: Resources{CPU: 0.5, RAM: 512 * MiB, Disk: 4 * GiB}}}},
+			req: Request{Components: comps("a", 4, Resources{CPU: 2, RAM: 4 * giB, Disk: giB}),
+				Settings: Settings{Containers: 2, Padding: &Padding{Percent: 50, Min: Resources{CPU: 0.5, RAM: 512 * miB, Disk: 4 * giB}}}},
 			want: []string{"a/0 a/2", "a/1 a/3"},
-			// 4 CPU + 50% = 6; 8 GiB + 4 GiB; disk 2 GiB + max(4 GiB, 1 GiB).
-			res: []Resources{{CPU: 6, RAM: 12 * GiB, Disk: 6 * GiB}, {CPU: 6, RAM: 12 * GiB, Disk: 6 * GiB}},
+			// 4 CPU + 50% = 6; 8 giB + 4 giB; disk 2 giB + max(4 giB, 1 giB).
+			res: []Resources{{CPU: 6, RAM: 12 * giB, Disk: 6 * giB}, {CPU: 6, RAM: 12 * giB, Disk: 6 * giB}},
 		},
 		{
 			name: "round robin per-component resources, fractional CPU",
-			req: Request{Components: comps("a", 1, Resources{CPU: 0.25, RAM: 256 * MiB}, "b", 1, Resources{CPU: 0.5}),
+			req: Request{Components: comps("a", 1, Resources{CPU: 0.25, RAM: 256 * miB}, "b", 1, Resources{CPU: 0.5}),
 				Settings: Settings{Padding: noPadding}},
 			want: []string{"a/0 b/0"},
-			res:  []Resources{{CPU: 0.75, RAM: 256*MiB + GiB, Disk: 2 * GiB}},
+			res:  []Resources{{CPU: 0.75, RAM: 256*miB + giB, Disk: 2 * giB}},
 		},
 		{
 			name: "padding percentage rounds up (never under-reserves)",
@@ -90,33 +90,33 @@ func TestPack(t *testing.T) {
 		},
 		{
 			name: "topology default instance resources apply to components without their own",
-			req: Request{Components: comps("a", 2, Resources{RAM: 3 * GiB}),
-				Settings: Settings{Padding: noPadding, Instance: Resources{CPU: 0.5, RAM: 128 * MiB, Disk: 10 * MiB}}},
+			req: Request{Components: comps("a", 2, Resources{RAM: 3 * giB}),
+				Settings: Settings{Padding: noPadding, Instance: Resources{CPU: 0.5, RAM: 128 * miB, Disk: 10 * miB}}},
 			want: []string{"a/0 a/1"},
-			res:  []Resources{{CPU: 1, RAM: 6 * GiB, Disk: 20 * MiB}},
+			res:  []Resources{{CPU: 1, RAM: 6 * giB, Disk: 20 * miB}},
 		},
 		{
 			name: "ffd default container holds four default instances",
-			req:  Request{Components: comps("a", 5, def, "b", 3, def), Settings: Settings{Algorithm: FirstFitDecreasing}},
+			req:  Request{Components: comps("a", 5, def, "b", 3, def), Settings: Settings{Algorithm: firstFitDecreasing}},
 			want: []string{"a/0 a/1 a/2 a/3", "a/4 b/0 b/1 b/2"},
-			res:  []Resources{{CPU: 5, RAM: 5 * GiB, Disk: 5 * GiB}, {CPU: 5, RAM: 5 * GiB, Disk: 5 * GiB}},
+			res:  []Resources{{CPU: 5, RAM: 5 * giB, Disk: 5 * giB}, {CPU: 5, RAM: 5 * giB, Disk: 5 * giB}},
 		},
 		{
 			name: "ffd sorts by RAM descending and fills back into the first container with room",
 			req: Request{
-				Components: comps("a", 2, Resources{RAM: GiB}, "b", 2, Resources{RAM: 3 * GiB}, "c", 2, Resources{RAM: 2 * GiB}),
-				Settings:   Settings{Algorithm: FirstFitDecreasing, Padding: noPadding, MaxContainer: Resources{CPU: 100, RAM: 7 * GiB}},
+				Components: comps("a", 2, Resources{RAM: giB}, "b", 2, Resources{RAM: 3 * giB}, "c", 2, Resources{RAM: 2 * giB}),
+				Settings:   Settings{Algorithm: firstFitDecreasing, Padding: noPadding, MaxContainer: Resources{CPU: 100, RAM: 7 * giB}},
 			},
-			// b0 b1 -> 1 (6 GiB); c0 c1 -> 2 (4 GiB); a0 -> 1 (7 GiB); a1 -> 2.
+			// b0 b1 -> 1 (6 giB); c0 c1 -> 2 (4 giB); a0 -> 1 (7 giB); a1 -> 2.
 			want: []string{"a/0 b/0 b/1", "a/1 c/0 c/1"},
-			res:  []Resources{{CPU: 3, RAM: 7 * GiB, Disk: 3 * GiB}, {CPU: 3, RAM: 5 * GiB, Disk: 3 * GiB}},
+			res:  []Resources{{CPU: 3, RAM: 7 * giB, Disk: 3 * giB}, {CPU: 3, RAM: 5 * giB, Disk: 3 * giB}},
 		},
 		{
 			name: "ffd sort by CPU",
 			req: Request{
-				Components: comps("a", 2, Resources{CPU: 1, RAM: 3 * GiB}, "b", 2, Resources{CPU: 3, RAM: GiB}),
-				Settings: Settings{Algorithm: FirstFitDecreasing, Sort: SortCPU, Padding: noPadding,
-					MaxContainer: Resources{CPU: 7, RAM: 100 * GiB}},
+				Components: comps("a", 2, Resources{CPU: 1, RAM: 3 * giB}, "b", 2, Resources{CPU: 3, RAM: giB}),
+				Settings: Settings{Algorithm: firstFitDecreasing, Sort: sortCPU, Padding: noPadding,
+					MaxContainer: Resources{CPU: 7, RAM: 100 * giB}},
 			},
 			// b0 b1 -> 1 (6 CPU); a0 -> 1 (7); a1 -> 2.
 			want: []string{"a/0 b/0 b/1", "a/1"},
@@ -124,9 +124,9 @@ func TestPack(t *testing.T) {
 		{
 			name: "ffd same input sorted by RAM",
 			req: Request{
-				Components: comps("a", 2, Resources{CPU: 1, RAM: 3 * GiB}, "b", 2, Resources{CPU: 3, RAM: GiB}),
-				Settings: Settings{Algorithm: FirstFitDecreasing, Padding: noPadding,
-					MaxContainer: Resources{CPU: 7, RAM: 100 * GiB}},
+				Components: comps("a", 2, Resources{CPU: 1, RAM: 3 * giB}, "b", 2, Resources{CPU: 3, RAM: giB}),
+				Settings: Settings{Algorithm: firstFitDecreasing, Padding: noPadding,
+					MaxContainer: Resources{CPU: 7, RAM: 100 * giB}},
 			},
 			// a0 a1 -> 1 (2 CPU); b0 -> 1 (5); b1 -> 2 (1 + 5 + 3 > 7).
 			want: []string{"a/0 a/1 b/0", "b/1"},
@@ -134,39 +134,39 @@ func TestPack(t *testing.T) {
 		{
 			name: "ffd ties: equal RAM goes by CPU, equal both by topology order",
 			req: Request{
-				Components: comps("x", 1, Resources{CPU: 1, RAM: GiB}, "y", 1, Resources{CPU: 2, RAM: GiB}, "z", 1, Resources{CPU: 1, RAM: GiB}),
-				Settings:   Settings{Algorithm: FirstFitDecreasing, Padding: noPadding, MaxInstances: 1},
+				Components: comps("x", 1, Resources{CPU: 1, RAM: giB}, "y", 1, Resources{CPU: 2, RAM: giB}, "z", 1, Resources{CPU: 1, RAM: giB}),
+				Settings:   Settings{Algorithm: firstFitDecreasing, Padding: noPadding, MaxInstances: 1},
 			},
 			// order y, x, z; one instance per container.
 			want: []string{"y/0", "x/0", "z/0"},
 		},
 		{
 			name: "ffd max instances per container",
-			req: Request{Components: comps("a", 5, Resources{CPU: 0.1, RAM: 64 * MiB, Disk: MiB}),
-				Settings: Settings{Algorithm: FirstFitDecreasing, MaxInstances: 2}},
+			req: Request{Components: comps("a", 5, Resources{CPU: 0.1, RAM: 64 * miB, Disk: miB}),
+				Settings: Settings{Algorithm: firstFitDecreasing, MaxInstances: 2}},
 			want: []string{"a/0 a/1", "a/2 a/3", "a/4"},
 		},
 		{
 			name: "rcrr with room stays round robin",
-			req:  Request{Components: comps("s", 4, def, "b", 4, def), Settings: Settings{Algorithm: ResourceCompliantRoundRobin, Containers: 3}},
+			req:  Request{Components: comps("s", 4, def, "b", 4, def), Settings: Settings{Algorithm: resourceCompliantRoundRobin, Containers: 3}},
 			want: []string{"s/0 s/3 b/2", "s/1 b/0 b/3", "s/2 b/1"},
 		},
 		{
 			name: "rcrr adds containers one at a time (Heron testInsufficientContainersWithOneAdjustment)",
 			req: Request{Components: comps("s", 4, def, "b", 3, def),
-				Settings: Settings{Algorithm: ResourceCompliantRoundRobin, MaxContainer: Resources{RAM: 2 * GiB}}},
+				Settings: Settings{Algorithm: resourceCompliantRoundRobin, MaxContainer: Resources{RAM: 2 * giB}}},
 			want: []string{"s/0", "s/1", "s/2", "s/3", "b/0", "b/1", "b/2"},
 		},
 		{
 			name: "rcrr multiple adjustments (Heron testInsufficientContainersWithMultipleAdjustments)",
-			req: Request{Components: comps("s", 4, Resources{RAM: 2 * GiB}, "b", 3, Resources{RAM: GiB}),
-				Settings: Settings{Algorithm: ResourceCompliantRoundRobin, MaxContainer: Resources{RAM: 3 * GiB}}},
+			req: Request{Components: comps("s", 4, Resources{RAM: 2 * giB}, "b", 3, Resources{RAM: giB}),
+				Settings: Settings{Algorithm: resourceCompliantRoundRobin, MaxContainer: Resources{RAM: 3 * giB}}},
 			want: []string{"s/0", "s/1", "s/2", "s/3", "b/0", "b/1", "b/2"},
 		},
 		{
 			name: "rcrr restarts strict dealing rather than skipping (keeps round robin balance)",
-			req: Request{Components: comps("a", 1, Resources{RAM: 3 * GiB}, "b", 3, Resources{RAM: GiB}),
-				Settings: Settings{Algorithm: ResourceCompliantRoundRobin, Containers: 2, Padding: noPadding,
+			req: Request{Components: comps("a", 1, Resources{RAM: 3 * giB}, "b", 3, Resources{RAM: giB}),
+				Settings: Settings{Algorithm: resourceCompliantRoundRobin, Containers: 2, Padding: noPadding,
 					MaxContainer: Resources{RAM: gib(3.5)}}},
 			// 2 and 3 containers each put two instances with a/0; 4 gives one each.
 			want: []string{"a/0", "b/0", "b/1", "b/2"},
@@ -194,50 +194,50 @@ func TestPack(t *testing.T) {
 }
 
 func TestPackErrors(t *testing.T) {
-	ffd := Settings{Algorithm: FirstFitDecreasing}
+	ffd := Settings{Algorithm: firstFitDecreasing}
 	tests := []struct {
 		name string
 		req  Request
 		kind error
 		want string // the whole message
 	}{
-		{"unknown algorithm", Request{Components: wordcount(), Settings: Settings{Algorithm: "best_fit"}}, ErrInvalid,
+		{"unknown algorithm", Request{Components: wordcount(), Settings: Settings{Algorithm: "best_fit"}}, errInvalid,
 			`topology wc: topology.packing.algorithm: unknown algorithm "best_fit" (want round_robin, first_fit_decreasing or resource_compliant_round_robin)`},
-		{"unknown sort", Request{Components: wordcount(), Settings: Settings{Algorithm: FirstFitDecreasing, Sort: "disk"}}, ErrInvalid,
+		{"unknown sort", Request{Components: wordcount(), Settings: Settings{Algorithm: firstFitDecreasing, Sort: "disk"}}, errInvalid,
 			`topology wc: topology.packing.ffd.sort: unknown sort "disk" (want ram or cpu)`},
-		{"negative containers", Request{Components: wordcount(), Settings: Settings{Containers: -1}}, ErrInvalid,
+		{"negative containers", Request{Components: wordcount(), Settings: Settings{Containers: -1}}, errInvalid,
 			`topology wc: topology.packing.containers: must be at least 1, got -1`},
-		{"more containers than instances", Request{Components: wordcount(), Settings: Settings{Containers: 7}}, ErrInvalid,
+		{"more containers than instances", Request{Components: wordcount(), Settings: Settings{Containers: 7}}, errInvalid,
 			`topology wc: topology.packing.containers: 7 containers for 6 instances: every container needs at least one instance`},
-		{"rcrr more containers than instances", Request{Components: wordcount(), Settings: Settings{Algorithm: ResourceCompliantRoundRobin, Containers: 9}}, ErrInvalid,
+		{"rcrr more containers than instances", Request{Components: wordcount(), Settings: Settings{Algorithm: resourceCompliantRoundRobin, Containers: 9}}, errInvalid,
 			`topology wc: topology.packing.containers: 9 containers for 6 instances: every container needs at least one instance`},
-		{"max instances below 1", Request{Components: wordcount(), Settings: Settings{MaxInstances: -2}}, ErrInvalid,
+		{"max instances below 1", Request{Components: wordcount(), Settings: Settings{MaxInstances: -2}}, errInvalid,
 			`topology wc: topology.container.max.instances: must be at least 1, got -2`},
-		{"padding percentage", Request{Components: wordcount(), Settings: Settings{Padding: &Padding{Percent: 101}}}, ErrInvalid,
+		{"padding percentage", Request{Components: wordcount(), Settings: Settings{Padding: &Padding{Percent: 101}}}, errInvalid,
 			`topology wc: topology.container.padding.percentage: must be in 0..100, got 101`},
-		{"negative padding", Request{Components: wordcount(), Settings: Settings{Padding: &Padding{Min: Resources{RAM: -1}}}}, ErrInvalid,
+		{"negative padding", Request{Components: wordcount(), Settings: Settings{Padding: &Padding{Min: Resources{RAM: -1}}}}, errInvalid,
 			`topology wc: topology.container.padding.ram: must be a size in (0, 1 PiB], got -1 bytes`},
-		{"negative max", Request{Components: wordcount(), Settings: Settings{MaxContainer: Resources{CPU: -4}}}, ErrInvalid,
+		{"negative max", Request{Components: wordcount(), Settings: Settings{MaxContainer: Resources{CPU: -4}}}, errInvalid,
 			`topology wc: topology.container.max.cpu: must be a number of cores in (0, 1e+06], got -4`},
-		{"negative component cpu", Request{Components: comps("count", 1, Resources{CPU: -1})}, ErrInvalid,
+		{"negative component cpu", Request{Components: comps("count", 1, Resources{CPU: -1})}, errInvalid,
 			`topology wc: component count: resources.cpu: must be a number of cores in (0, 1e+06], got -1`},
-		{"tiny component cpu", Request{Components: comps("count", 1, Resources{CPU: 0.0001})}, ErrInvalid,
+		{"tiny component cpu", Request{Components: comps("count", 1, Resources{CPU: 0.0001})}, errInvalid,
 			`topology wc: component count: resources.cpu: 0.0001 is below the resolution of 0.001 cores`},
-		{"negative component disk", Request{Components: comps("count", 1, Resources{Disk: -5})}, ErrInvalid,
+		{"negative component disk", Request{Components: comps("count", 1, Resources{Disk: -5})}, errInvalid,
 			`topology wc: component count: resources.disk: must be a size in (0, 1 PiB], got -5 bytes`},
-		{"zero parallelism", Request{Components: comps("count", 0, Resources{})}, ErrInvalid,
+		{"zero parallelism", Request{Components: comps("count", 0, Resources{})}, errInvalid,
 			`topology wc: component count: parallelism: must be at least 1, got 0`},
-		{"duplicate component", Request{Components: comps("a", 1, Resources{}, "a", 1, Resources{})}, ErrInvalid,
+		{"duplicate component", Request{Components: comps("a", 1, Resources{}, "a", 1, Resources{})}, errInvalid,
 			`topology wc: component a: name: duplicate component name`},
-		{"no components", Request{}, ErrInvalid, `topology wc: components: nothing to pack`},
-		{"instance larger than the default container", Request{Components: comps("count", 1, Resources{RAM: 6 * GiB}), Settings: ffd}, ErrDoesNotFit,
+		{"no components", Request{}, errInvalid, `topology wc: components: nothing to pack`},
+		{"instance larger than the default container", Request{Components: comps("count", 1, Resources{RAM: 6 * giB}), Settings: ffd}, errDoesNotFit,
 			`topology wc: component count: resources.ram: one instance needs 6 GiB plus 1 GiB padding, more than the default container limit 5 GiB (4 default instances plus padding; set topology.container.max.ram)`},
 		{"instance larger than the set container", Request{Components: comps("split", 1, def(), "count", 2, Resources{CPU: 3}),
-			Settings: Settings{Algorithm: ResourceCompliantRoundRobin, MaxContainer: Resources{CPU: 3.5}}}, ErrDoesNotFit,
+			Settings: Settings{Algorithm: resourceCompliantRoundRobin, MaxContainer: Resources{CPU: 3.5}}}, errDoesNotFit,
 			`topology wc: component count: resources.cpu: one instance needs 3 CPU plus 1 CPU padding, more than the container limit 3.5 CPU (topology.container.max.cpu)`},
-		{"round robin over a set RAM limit", Request{Components: wordcount(), Settings: Settings{Containers: 2, MaxContainer: Resources{RAM: 3 * GiB}}}, ErrDoesNotFit,
+		{"round robin over a set RAM limit", Request{Components: wordcount(), Settings: Settings{Containers: 2, MaxContainer: Resources{RAM: 3 * giB}}}, errDoesNotFit,
 			`topology wc: topology.container.max.ram: round robin puts 4 GiB (padding included) into container 1, more than 3 GiB: raise topology.packing.containers or use resource_compliant_round_robin`},
-		{"round robin over a set instance limit", Request{Components: wordcount(), Settings: Settings{Containers: 2, MaxInstances: 2}}, ErrDoesNotFit,
+		{"round robin over a set instance limit", Request{Components: wordcount(), Settings: Settings{Containers: 2, MaxInstances: 2}}, errDoesNotFit,
 			`topology wc: topology.container.max.instances: round robin puts 3 instances into container 1, more than 2: raise topology.packing.containers or use resource_compliant_round_robin`},
 	}
 	for _, tc := range tests {
@@ -250,7 +250,7 @@ func TestPackErrors(t *testing.T) {
 			if !errors.Is(err, tc.kind) {
 				t.Errorf("error %v does not wrap %v", err, tc.kind)
 			}
-			var pe *Error
+			var pe *packingError
 			if !errors.As(err, &pe) || pe.Topology != "wc" {
 				t.Errorf("error %#v is not an *Error naming the topology", err)
 			}

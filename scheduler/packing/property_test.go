@@ -9,10 +9,10 @@ import (
 )
 
 // randomRequest draws a small topology and settings; limits are sometimes
-// too small, which must give ErrDoesNotFit.
+// too small, which must give errDoesNotFit.
 func randomRequest(r *rand.Rand) Request {
 	cpus := []float64{0, 0.1, 0.25, 0.5, 1, 1.5, 3}
-	rams := []int64{0, 64 * MiB, 256 * MiB, 512 * MiB, GiB, 2 * GiB, 3 * GiB}
+	rams := []int64{0, 64 * miB, 256 * miB, 512 * miB, giB, 2 * giB, 3 * giB}
 	req := Request{Topology: "t"}
 	n := 1 + r.IntN(5)
 	total := 0
@@ -26,13 +26,13 @@ func randomRequest(r *rand.Rand) Request {
 		req.Components = append(req.Components, c)
 	}
 	st := &req.Settings
-	st.Algorithm = Algorithms[r.IntN(len(Algorithms))]
+	st.Algorithm = algorithms[r.IntN(len(algorithms))]
 	if r.IntN(2) == 0 {
-		st.Sort = SortCPU
+		st.Sort = sortCPU
 	}
 	st.Containers = 1 + r.IntN(total)
 	if r.IntN(2) == 0 {
-		st.MaxContainer = Resources{CPU: float64(1 + r.IntN(8)), RAM: int64(1+r.IntN(8)) * GiB}
+		st.MaxContainer = Resources{CPU: float64(1 + r.IntN(8)), RAM: int64(1+r.IntN(8)) * giB}
 	}
 	if r.IntN(3) == 0 {
 		st.MaxInstances = 1 + r.IntN(6)
@@ -41,7 +41,7 @@ func randomRequest(r *rand.Rand) Request {
 	case 0:
 		st.Padding = &Padding{}
 	case 1:
-		st.Padding = &Padding{Percent: r.IntN(60), Min: Resources{CPU: 0.5, RAM: 128 * MiB}}
+		st.Padding = &Padding{Percent: r.IntN(60), Min: Resources{CPU: 0.5, RAM: 128 * miB}}
 	}
 	return req
 }
@@ -53,7 +53,7 @@ func TestPackProperties(t *testing.T) {
 		req := randomRequest(r)
 		p, err := Pack(req)
 		if err != nil {
-			if !errors.Is(err, ErrDoesNotFit) {
+			if !errors.Is(err, errDoesNotFit) {
 				t.Fatalf("case %d: %+v: %v", i, req, err)
 			}
 			continue
@@ -67,10 +67,10 @@ func TestPackProperties(t *testing.T) {
 			}
 			// Round robin and resource-compliant round robin deal strictly:
 			// task t (1-based) sits in container (t-1)%n+1.
-			if p.Algorithm != FirstFitDecreasing {
+			if p.Algorithm != firstFitDecreasing {
 				n := len(p.Containers)
-				if p.Algorithm == RoundRobin && n != req.Settings.Containers ||
-					p.Algorithm == ResourceCompliantRoundRobin && n < req.Settings.Containers {
+				if p.Algorithm == roundRobin && n != req.Settings.Containers ||
+					p.Algorithm == resourceCompliantRoundRobin && n < req.Settings.Containers {
 					t.Fatalf("%s: %d containers for %d requested", p.Algorithm, n, req.Settings.Containers)
 				}
 				for id, c := range p.Assignment()[1:] {
@@ -81,7 +81,7 @@ func TestPackProperties(t *testing.T) {
 			}
 		})
 	}
-	for _, a := range Algorithms {
+	for _, a := range algorithms {
 		if packed[a] < 50 {
 			t.Errorf("only %d random requests packed with %s", packed[a], a)
 		}
@@ -105,7 +105,7 @@ func TestRepackProperties(t *testing.T) {
 		}
 		p, err := Repack(old, change)
 		if err != nil {
-			if !errors.Is(err, ErrDoesNotFit) {
+			if !errors.Is(err, errDoesNotFit) {
 				t.Fatalf("case %d: %v", i, err)
 			}
 			continue
@@ -221,20 +221,20 @@ func TestRepackNoChangeIsIdentity(t *testing.T) {
 
 // BenchmarkPack packs 1000 instances (50 components x 20) with each
 // algorithm (round robin into 10 containers, the others under a 4 CPU /
-// 4 GiB limit); resource-compliant round robin starts from one container and
+// 4 giB limit); resource-compliant round robin starts from one container and
 // restarts with one more until strict dealing fits.
 func BenchmarkPack(b *testing.B) {
 	var cs []Component
 	for i := range 50 {
 		cs = append(cs, Component{Name: fmt.Sprintf("c%d", i), Parallelism: 20,
-			Resources: Resources{CPU: 0.1 * float64(1+i%5), RAM: int64(1+i%7) * 64 * MiB, Disk: MiB}})
+			Resources: Resources{CPU: 0.1 * float64(1+i%5), RAM: int64(1+i%7) * 64 * miB, Disk: miB}})
 	}
-	for _, a := range Algorithms {
+	for _, a := range algorithms {
 		req := Request{Topology: "bench", Components: cs, Settings: Settings{Algorithm: a, Containers: 10}}
-		if a != RoundRobin {
-			req.Settings.MaxContainer = Resources{CPU: 4, RAM: 4 * GiB}
+		if a != roundRobin {
+			req.Settings.MaxContainer = Resources{CPU: 4, RAM: 4 * giB}
 		}
-		if a == ResourceCompliantRoundRobin {
+		if a == resourceCompliantRoundRobin {
 			req.Settings.Containers = 1
 		}
 		b.Run(string(a), func(b *testing.B) {

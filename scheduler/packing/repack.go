@@ -25,8 +25,8 @@ import (
 //     container 1 (Heron's flexible policy).
 //
 // To change the container count of a round-robin topology, Pack again (every
-// instance may move). current is not modified. Errors wrap ErrInvalid or
-// ErrDoesNotFit.
+// instance may move). current is not modified. Errors wrap errInvalid or
+// errDoesNotFit.
 func Repack(current *Plan, parallelism map[string]int) (*Plan, error) {
 	req := cloneRequest(current.Request)
 	s0 := &settings{topo: req.Topology}
@@ -72,7 +72,7 @@ func Repack(current *Plan, parallelism map[string]int) (*Plan, error) {
 	for i := range order {
 		order[i] = i
 	}
-	if s.alg == FirstFitDecreasing {
+	if s.alg == firstFitDecreasing {
 		order = s.ffdOrder()
 	}
 	for _, ci := range order {
@@ -84,7 +84,7 @@ func Repack(current *Plan, parallelism map[string]int) (*Plan, error) {
 	for _, in := range add {
 		r := s.comps[in.comp].res
 		switch s.alg {
-		case RoundRobin:
+		case roundRobin:
 			var best *bin
 			for _, b := range bins {
 				if s.fits(b, r) && (best == nil || len(b.insts) < len(best.insts)) {
@@ -96,9 +96,9 @@ func Repack(current *Plan, parallelism map[string]int) (*Plan, error) {
 				bins = append(bins, best)
 			}
 			s.add(best, in)
-		case FirstFitDecreasing:
+		case firstFitDecreasing:
 			bins = s.firstFit(bins, in)
-		case ResourceCompliantRoundRobin:
+		case resourceCompliantRoundRobin:
 			placed := -1
 			for j := range bins {
 				k := (next + j) % len(bins)

@@ -50,19 +50,19 @@ func TestRepack(t *testing.T) {
 		},
 		{
 			name: "ffd scale up fills existing containers first, then opens one",
-			req: Request{Components: comps("a", 3, Resources{RAM: 2 * GiB}, "b", 2, def),
-				Settings: Settings{Algorithm: FirstFitDecreasing, Padding: noPadding, MaxContainer: Resources{CPU: 10, RAM: 4 * GiB}}},
-			// a0 a1 -> 1 (4 GiB); a2 b0 b1 -> 2 (4 GiB).
+			req: Request{Components: comps("a", 3, Resources{RAM: 2 * giB}, "b", 2, def),
+				Settings: Settings{Algorithm: firstFitDecreasing, Padding: noPadding, MaxContainer: Resources{CPU: 10, RAM: 4 * giB}}},
+			// a0 a1 -> 1 (4 giB); a2 b0 b1 -> 2 (4 giB).
 			before: []string{"a/0 a/1", "a/2 b/0 b/1"},
 			change: map[string]int{"b": 3, "a": 4},
-			// ffd order: a/3 (2 GiB) -> new 3; then b/2 -> 3.
+			// ffd order: a/3 (2 giB) -> new 3; then b/2 -> 3.
 			want:  []string{"a/0 a/1", "a/2 b/0 b/1", "a/3 b/2"},
 			moves: []Move{{"a", 3, 0, 3}, {"b", 2, 0, 3}},
 		},
 		{
 			name: "ffd scale up uses room left by a scale down",
-			req: Request{Components: comps("a", 3, Resources{RAM: 2 * GiB}, "b", 2, def),
-				Settings: Settings{Algorithm: FirstFitDecreasing, Padding: noPadding, MaxContainer: Resources{CPU: 10, RAM: 4 * GiB}}},
+			req: Request{Components: comps("a", 3, Resources{RAM: 2 * giB}, "b", 2, def),
+				Settings: Settings{Algorithm: firstFitDecreasing, Padding: noPadding, MaxContainer: Resources{CPU: 10, RAM: 4 * giB}}},
 			before: []string{"a/0 a/1", "a/2 b/0 b/1"},
 			change: map[string]int{"a": 2, "b": 4},
 			want:   []string{"a/0 a/1", "b/0 b/1 b/2 b/3"},
@@ -71,7 +71,7 @@ func TestRepack(t *testing.T) {
 		{
 			name: "an emptied container takes the highest id's place",
 			req: Request{Components: comps("a", 1, def, "b", 2, def, "c", 1, def),
-				Settings: Settings{Algorithm: FirstFitDecreasing, MaxInstances: 1}},
+				Settings: Settings{Algorithm: firstFitDecreasing, MaxInstances: 1}},
 			before: []string{"a/0", "b/0", "b/1", "c/0"},
 			change: map[string]int{"b": 1},
 			want:   []string{"a/0", "b/0", "c/0"},
@@ -80,7 +80,7 @@ func TestRepack(t *testing.T) {
 		{
 			name: "rcrr scale up cycles from container 1 over containers with room",
 			req: Request{Components: comps("a", 4, def),
-				Settings: Settings{Algorithm: ResourceCompliantRoundRobin, Containers: 2, Padding: noPadding, MaxContainer: Resources{CPU: 3}}},
+				Settings: Settings{Algorithm: resourceCompliantRoundRobin, Containers: 2, Padding: noPadding, MaxContainer: Resources{CPU: 3}}},
 			before: []string{"a/0 a/2", "a/1 a/3"},
 			change: map[string]int{"a": 8},
 			// a/4 -> 1, a/5 -> 2, then both are full: a/6 -> new 3, a/7 -> 3.
@@ -90,7 +90,7 @@ func TestRepack(t *testing.T) {
 		{
 			name: "rcrr scale up skips a full container",
 			req: Request{Components: comps("big", 1, Resources{CPU: 3}, "a", 3, def),
-				Settings: Settings{Algorithm: ResourceCompliantRoundRobin, Containers: 2, Padding: noPadding, MaxContainer: Resources{CPU: 4}}},
+				Settings: Settings{Algorithm: resourceCompliantRoundRobin, Containers: 2, Padding: noPadding, MaxContainer: Resources{CPU: 4}}},
 			before: []string{"big/0 a/1", "a/0 a/2"},
 			change: map[string]int{"a": 5},
 			// a/3: container 1 is full (4 CPU) -> 2; a/4: cursor 1 again, full -> 2.
@@ -143,7 +143,7 @@ func TestRepackRenumbersTasks(t *testing.T) {
 
 func TestRepackErrors(t *testing.T) {
 	old, err := Pack(Request{Topology: "wc", Components: wordcount(),
-		Settings: Settings{Algorithm: FirstFitDecreasing, MaxContainer: Resources{RAM: 3 * GiB}}})
+		Settings: Settings{Algorithm: firstFitDecreasing, MaxContainer: Resources{RAM: 3 * giB}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,8 +152,8 @@ func TestRepackErrors(t *testing.T) {
 		kind   error
 		want   string
 	}{
-		{map[string]int{"nope": 2}, ErrInvalid, "topology wc: component nope: parallelism: unknown component"},
-		{map[string]int{"count": 0}, ErrInvalid, "topology wc: component count: parallelism: must be at least 1, got 0"},
+		{map[string]int{"nope": 2}, errInvalid, "topology wc: component nope: parallelism: unknown component"},
+		{map[string]int{"count": 0}, errInvalid, "topology wc: component count: parallelism: must be at least 1, got 0"},
 	}
 	for _, tc := range tests {
 		_, err := Repack(old, tc.change)

@@ -1,10 +1,11 @@
-// Package ctl is the control protocol between a topology manager (in the
-// `ardea local` daemon) and its containers (`ardea host` processes): the
-// typed gateway between them (gateway.go: Commands, what a manager asks of
-// its containers; Manager, what a container reports), its two
-// implementations (in-process calls, local.go; NATS request/reply with
-// versioned messages, nats.go), the subjects, the messages, and the
-// physical-plan document the TM stores in the state manager.
+// Package ctl is Ardea's own (not a public API): the control protocol
+// between a topology manager (in the `ardea local` daemon) and its containers
+// (`ardea host` processes): the typed gateway between them (gateway.go:
+// Commands, what a manager asks of its containers; Manager, what a container
+// reports), its two implementations (in-process calls, local.go; NATS
+// request/reply with versioned messages, nats.go), the subjects, the
+// messages, and the physical-plan document the TM stores in the state
+// manager.
 //
 // Subjects carry the tenant and topology like the data subjects
 // (bus.Subjects): ardea.<tenant>.<topology>.ctl.hb for heartbeats (host ->
@@ -306,8 +307,8 @@ func DecodePlan(b []byte) (PlanDoc, error) {
 	return d, nil
 }
 
-// MetricsSubject is where a topology's hosts forward their metrics
+// metricsSubject is where a topology's hosts forward their metrics
 // batches (metric.Batch JSON) to the TM, once per metrics interval.
-func MetricsSubject(tenant, topology string) string {
+func metricsSubject(tenant, topology string) string {
 	return names.Subject(tenant, topology, "ctl", "metrics")
 }

@@ -13,13 +13,13 @@ import (
 
 // Version is the control protocol's version. Every message on the control
 // subjects carries it (field "v"); a side refuses a message of another
-// version with ErrVersion instead of guessing at its fields. Bump it when
+// version with errVersion instead of guessing at its fields. Bump it when
 // a message changes in a way an older side would misread.
 const Version = 1
 
-// ErrVersion is wrapped by the error for a message of another protocol
+// errVersion is wrapped by the error for a message of another protocol
 // version (or none).
-var ErrVersion = errors.New("ctl: unsupported control protocol version")
+var errVersion = errors.New("ctl: unsupported control protocol version")
 
 // Commands is what a topology manager asks of its containers. On the
 // manager's side a call goes to every container of the topology (NATS:
@@ -224,15 +224,15 @@ func decode[T any](what string, data []byte, version func(*T) int) (T, error) {
 		return v, fmt.Errorf("ctl: decode %s: %w", what, err)
 	}
 	if got := version(&v); got != Version {
-		return v, fmt.Errorf("%w: a %s of version %d, this side speaks version %d", ErrVersion, what, got, Version)
+		return v, fmt.Errorf("%w: a %s of version %d, this side speaks version %d", errVersion, what, got, Version)
 	}
 	return v, nil
 }
 
-// DecodeRequest, DecodeReply, DecodeHeartbeat, DecodeAlive,
-// DecodeCheckpointReport and decodeMetrics decode one message each,
-// refusing another version with an error wrapping ErrVersion.
-func DecodeRequest(b []byte) (Request, error) {
+// decodeRequest, DecodeReply, DecodeHeartbeat, decodeAlive,
+// decodeCheckpointReport and decodeMetrics decode one message each,
+// refusing another version with an error wrapping errVersion.
+func decodeRequest(b []byte) (Request, error) {
 	return decode("request", b, func(r *Request) int { return r.V })
 }
 
@@ -244,22 +244,22 @@ func DecodeHeartbeat(b []byte) (Heartbeat, error) {
 	return decode("heartbeat", b, func(h *Heartbeat) int { return h.V })
 }
 
-func DecodeAlive(b []byte) (Alive, error) {
+func decodeAlive(b []byte) (Alive, error) {
 	return decode("liveness beat", b, func(a *Alive) int { return a.V })
 }
 
-func DecodeCheckpointReport(b []byte) (CheckpointReport, error) {
+func decodeCheckpointReport(b []byte) (CheckpointReport, error) {
 	return decode("checkpoint report", b, func(r *CheckpointReport) int { return r.V })
 }
 
-// MetricsReport is a metrics batch on the wire.
-type MetricsReport struct {
+// metricsReport is a metrics batch on the wire.
+type metricsReport struct {
 	V     int           `json:"v"`
 	Batch *metric.Batch `json:"batch"`
 }
 
 func decodeMetrics(b []byte) (*metric.Batch, error) {
-	m, err := decode("metrics batch", b, func(m *MetricsReport) int { return m.V })
+	m, err := decode("metrics batch", b, func(m *metricsReport) int { return m.V })
 	if err != nil {
 		return nil, err
 	}

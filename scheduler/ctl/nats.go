@@ -149,7 +149,7 @@ func ServeCommands(ctx context.Context, nc *nats.Conn, tenant, topology string, 
 		log = slog.New(slog.DiscardHandler)
 	}
 	sub, err := nc.Subscribe(CommandSubject(tenant, topology), func(m *nats.Msg) {
-		req, err := DecodeRequest(m.Data)
+		req, err := decodeRequest(m.Data)
 		if err == nil {
 			err = req.Call(ctx, c)
 		} else {
@@ -194,7 +194,7 @@ func ServeManager(nc *nats.Conn, tenant, topology string, m Manager, log *slog.L
 		first := !warned[kind+err.Error()]
 		warned[kind+err.Error()] = true
 		mu.Unlock()
-		if first || !errors.Is(err, ErrVersion) {
+		if first || !errors.Is(err, errVersion) {
 			log.Error("control report refused", "kind", kind, "err", err)
 		}
 	}
@@ -207,20 +207,20 @@ func ServeManager(nc *nats.Conn, tenant, topology string, m Manager, log *slog.L
 			}
 		},
 		AliveSubject(tenant, topology): func(msg *nats.Msg) {
-			if a, err := DecodeAlive(msg.Data); err != nil {
+			if a, err := decodeAlive(msg.Data); err != nil {
 				refuse("alive", err)
 			} else if a.Container >= 1 {
 				m.Alive(a)
 			}
 		},
 		CheckpointSubject(tenant, topology): func(msg *nats.Msg) {
-			if r, err := DecodeCheckpointReport(msg.Data); err != nil {
+			if r, err := decodeCheckpointReport(msg.Data); err != nil {
 				refuse("checkpoint", err)
 			} else {
 				m.CheckpointSaved(r)
 			}
 		},
-		MetricsSubject(tenant, topology): func(msg *nats.Msg) {
+		metricsSubject(tenant, topology): func(msg *nats.Msg) {
 			if b, err := decodeMetrics(msg.Data); err != nil {
 				refuse("metrics", err)
 			} else {
@@ -258,7 +258,7 @@ type NATSReporter struct {
 // NewNATSReporter returns the reporter of a container of topology.
 func NewNATSReporter(nc *nats.Conn, tenant, topology string) *NATSReporter {
 	return &NATSReporter{nc: nc, hb: HeartbeatSubject(tenant, topology), alive: AliveSubject(tenant, topology),
-		ckpt: CheckpointSubject(tenant, topology), metricsSub: MetricsSubject(tenant, topology)}
+		ckpt: CheckpointSubject(tenant, topology), metricsSub: metricsSubject(tenant, topology)}
 }
 
 func (r *NATSReporter) publish(subj, what string, v any) error {
@@ -288,5 +288,5 @@ func (r *NATSReporter) CheckpointSaved(_ context.Context, c CheckpointReport) er
 }
 
 func (r *NATSReporter) Metrics(_ context.Context, b *metric.Batch) error {
-	return r.publish(r.metricsSub, "metrics batch", MetricsReport{V: Version, Batch: b})
+	return r.publish(r.metricsSub, "metrics batch", metricsReport{V: Version, Batch: b})
 }

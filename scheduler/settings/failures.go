@@ -12,9 +12,9 @@ import (
 // Defaults of the failing-tuple settings (docs/delivery.md, "A failing
 // tuple").
 const (
-	DefaultMaxConsecutiveFailures = 100
+	defaultMaxConsecutiveFailures = 100
 	DefaultMaxTupleRollbacks      = 3
-	DefaultMaxFailingTime         = limits.DefaultMaxFailingTime
+	defaultMaxFailingTime         = limits.DefaultMaxFailingTime
 )
 
 // BoltFailures is what a topology says about a bolt's failing tuples
@@ -41,8 +41,8 @@ type BoltFailures struct {
 // BoltFailureSettings reads and checks the failing-tuple settings of
 // component c.
 func BoltFailureSettings(t *ardea.Topology, c *ardea.Component) (BoltFailures, error) {
-	f := BoltFailures{MaxConsecutive: DefaultMaxConsecutiveFailures, MaxRollbacks: DefaultMaxTupleRollbacks,
-		MaxFailingTime: DefaultMaxFailingTime}
+	f := BoltFailures{MaxConsecutive: defaultMaxConsecutiveFailures, MaxRollbacks: DefaultMaxTupleRollbacks,
+		MaxFailingTime: defaultMaxFailingTime}
 	for _, k := range []struct {
 		key string
 		dst *int

@@ -17,8 +17,8 @@ func TestBoltFailureSettings(t *testing.T) {
 	top := &ardea.Topology{Name: "wc", Dir: dir, Config: map[string]string{}}
 	c := &ardea.Component{Name: "count", Config: map[string]string{}}
 	fs, err := BoltFailureSettings(top, c)
-	if err != nil || fs.MaxConsecutive != DefaultMaxConsecutiveFailures || fs.MaxRollbacks != DefaultMaxTupleRollbacks || fs.DeadLetter != "" ||
-		fs.MaxFailingTime != DefaultMaxFailingTime {
+	if err != nil || fs.MaxConsecutive != defaultMaxConsecutiveFailures || fs.MaxRollbacks != DefaultMaxTupleRollbacks || fs.DeadLetter != "" ||
+		fs.MaxFailingTime != defaultMaxFailingTime {
 		t.Fatalf("defaults %+v %v", fs, err)
 	}
 	top.Config["topology.bolt.max_consecutive_failures"] = "7"

@@ -101,8 +101,8 @@ func (c *Cgroups) Dir() string {
 	return c.base
 }
 
-// ErrNoCgroups is returned by Slice.CPU when CPU quotas are unavailable.
-var ErrNoCgroups = errors.New("launcher: no cgroup for CPU quotas")
+// errNoCgroups is returned by Slice.CPU when CPU quotas are unavailable.
+var errNoCgroups = errors.New("launcher: no cgroup for CPU quotas")
 
 func checkCgroupTenant(tenant string) error {
 	if !names.Valid(tenant) {

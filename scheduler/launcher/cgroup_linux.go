@@ -332,7 +332,7 @@ func (c *Cgroups) Close() error {
 // CPU reads the cgroup's CPU limit back in cores (0: unlimited).
 func (s *Slice) CPU() (float64, error) {
 	if s == nil {
-		return 0, ErrNoCgroups
+		return 0, errNoCgroups
 	}
 	var quota, period int64
 	if s.version == 2 {
@@ -376,7 +376,7 @@ func (s *Slice) CPU() (float64, error) {
 // throttled in (cpu.stat nr_throttled): proof that the limit bites.
 func (s *Slice) Throttled() (int64, error) {
 	if s == nil {
-		return 0, ErrNoCgroups
+		return 0, errNoCgroups
 	}
 	b, err := os.ReadFile(filepath.Join(s.Dir, "cpu.stat"))
 	if err != nil {

@@ -26,11 +26,11 @@ func (c *Cgroups) RemoveTenant(tenant string) error { return nil }
 // Close does nothing.
 func (c *Cgroups) Close() error { return nil }
 
-// CPU returns ErrNoCgroups.
-func (s *Slice) CPU() (float64, error) { return 0, ErrNoCgroups }
+// CPU returns errNoCgroups.
+func (s *Slice) CPU() (float64, error) { return 0, errNoCgroups }
 
-// Throttled returns ErrNoCgroups.
-func (s *Slice) Throttled() (int64, error) { return 0, ErrNoCgroups }
+// Throttled returns errNoCgroups.
+func (s *Slice) Throttled() (int64, error) { return 0, errNoCgroups }
 
 type spawnThread struct{}
 

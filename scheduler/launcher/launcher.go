@@ -34,8 +34,8 @@ const (
 	DefaultBackoffFactor  = 2.0
 	DefaultMaxRestarts    = 5
 	DefaultStableAfter    = 10 * time.Second
-	DefaultGracePeriod    = 5 * time.Second
-	DefaultTailLines      = 1000
+	defaultGracePeriod    = 5 * time.Second
+	defaultTailLines      = 1000
 	// errorLines is how many trailing stderr lines of the last run make up
 	// ProcessStatus.LastError.
 	errorLines = 20
@@ -170,10 +170,10 @@ func New(opts Options) *Supervisor {
 		opts.StableAfter = DefaultStableAfter
 	}
 	if opts.GracePeriod <= 0 {
-		opts.GracePeriod = DefaultGracePeriod
+		opts.GracePeriod = defaultGracePeriod
 	}
 	if opts.TailLines <= 0 {
-		opts.TailLines = DefaultTailLines
+		opts.TailLines = defaultTailLines
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now

@@ -35,8 +35,8 @@ const (
 	mBackPress = "__time-spent-back-pressure"
 	mTimeout   = "__timeout-count"
 	mPages     = "__wasm-memory-pages"
-	// hostComponent is container.HostComponent (ui does not import the
-	// scheduler).
+	// hostComponent is scheduler/container's hostComponent (ui does not
+	// import the scheduler).
 	hostComponent = "__host__"
 	counterKeys   = "emit execute ack fail timeout"
 )

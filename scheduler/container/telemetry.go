@@ -19,8 +19,8 @@ import (
 // Component names of container-level metrics (Heron's stream manager is
 // "__stmgr__").
 const (
-	StreamManagerComponent = "__stmgr__"
-	HostComponent          = "__host__"
+	streamManagerComponent = "__stmgr__"
+	hostComponent          = "__host__"
 )
 
 // Telemetry records a container's metrics through OpenTelemetry's metrics
@@ -308,7 +308,7 @@ func (t *Telemetry) observe(_ context.Context, o metric.Observer) error {
 	if c != nil {
 		t.observeStreamManager(c, o)
 	}
-	ha := t.attrs(HostComponent, -1)
+	ha := t.attrs(hostComponent, -1)
 	if cpu, rss, ok := t.procs.read(); ok {
 		o.ObserveFloat64(in.cpu, cpu, ha)
 		o.ObserveInt64(in.rss, rss, ha)
@@ -339,9 +339,9 @@ func (t *Telemetry) observeStreamManager(c *Container, o metric.Observer) {
 		}
 	}
 	peer := func(p string) metric.MeasurementOption {
-		return t.attrs(StreamManagerComponent, -1, attribute.String("peer", p))
+		return t.attrs(streamManagerComponent, -1, attribute.String("peer", p))
 	}
-	a := t.attrs(StreamManagerComponent, -1)
+	a := t.attrs(streamManagerComponent, -1)
 	o.ObserveInt64(in.smTuplesOut, tupOut-remTupOut, peer("local"))
 	o.ObserveInt64(in.smTuplesOut, remTupOut, peer("remote"))
 	o.ObserveInt64(in.smBytesOut, byteOut-remByteOut, peer("local"))

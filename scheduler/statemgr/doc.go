@@ -1,6 +1,7 @@
-// Package statemgr is Ardea's state manager: what the daemon, the topology
-// managers (TMs) and the hosts share about submitted topologies, kept in
-// NATS JetStream (Heron keeps it in ZooKeeper or on the local file system).
+// Package statemgr is Ardea's own (not a public API): the state manager:
+// what the daemon, the topology managers (TMs) and the hosts share about
+// submitted topologies, kept in NATS JetStream (Heron keeps it in ZooKeeper
+// or on the local file system).
 //
 // Everything belongs to a tenant (Options.Tenant, default "default"); each
 // tenant has its own buckets, so tenants can later be isolated by JetStream
@@ -36,7 +37,7 @@
 // the server deletes the entry when the TTL runs out (leaving a delete
 // marker for one minute, which is how watchers learn of it) and the next
 // AcquireTMLock succeeds. A holder that finds its revision gone gets
-// ErrLockLost and must stop acting as TM. Like Heron's ephemeral node, the
+// errLockLost and must stop acting as TM. Like Heron's ephemeral node, the
 // lock bounds but does not rule out overlap: a paused holder may act for up
 // to one TTL after it lost the lock, so TM writes should be idempotent.
 //

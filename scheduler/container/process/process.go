@@ -1,10 +1,10 @@
-// Package process is the container process: one container of a
-// topology, run by `ardea local` as the `ardea host` subcommand (its own
-// OS process, started by the daemon's launcher) and by `ardea run` as
-// goroutines of the daemon's process (scheduler/daemon's inProcess). The
-// container's runtime itself (stream manager and tasks) is the parent
-// package, scheduler/container; the WebAssembly runtime the tasks run
-// their modules on is host/.
+// Package process is Ardea's own (not a public API): the container process:
+// one container of a topology, run by `ardea local` as the `ardea host`
+// subcommand (its own OS process, started by the daemon's launcher) and by
+// `ardea run` as goroutines of the daemon's process (scheduler/daemon's
+// inProcess). The container's runtime itself (stream manager and tasks) is
+// the parent package, scheduler/container; the WebAssembly runtime the tasks
+// run their modules on is host/.
 //
 // It reads the topology and its modules from the state manager, follows
 // the physical plan the topology manager publishes, runs its part of it

@@ -137,7 +137,7 @@ func New(ctx context.Context, cfg Config) *Manager {
 		log = log.With("tenant", cfg.Tenant)
 	}
 	if cfg.LockTTL <= 0 {
-		cfg.LockTTL = DefaultLockTTL
+		cfg.LockTTL = defaultLockTTL
 	}
 	cfg.defaults()
 	t := &Manager{cfg: cfg, name: cfg.Name, log: log, inbox: newMailbox(), hbs: map[int]ctl.Heartbeat{},
@@ -316,8 +316,8 @@ func asCommands(es []event) []*command {
 	return out
 }
 
-// DefaultLockTTL is the TM lock's TTL unless Config.LockTTL sets one.
-const DefaultLockTTL = 10 * time.Second
+// defaultLockTTL is the TM lock's TTL unless Config.LockTTL sets one.
+const defaultLockTTL = 10 * time.Second
 
 // keepLock holds the TM lock for the TM's lifetime. A lost lock (not
 // refreshed for a TTL: the store was unreachable, or the key was removed)

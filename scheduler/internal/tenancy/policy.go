@@ -34,10 +34,10 @@ import (
 // space (its dead-letter stream, in its NATS account and quota:
 // deadletters.go), never to a file the tenant names.
 
-// ErrForbidden is the kind of a refusal of what the tenant may not do
+// errForbidden is the kind of a refusal of what the tenant may not do
 // (the API answers 403), e.g. a built-in connector that reaches the
 // machine. It is the API's kind (api.ErrForbidden).
-var ErrForbidden = api.ErrForbidden
+var errForbidden = api.ErrForbidden
 
 // TenantAllow is what the admin allows one tenant to reach on the machine
 // (the deployment file's security.tenant_allow.<tenant>).
@@ -86,13 +86,13 @@ func (ts *Tenants) HostPolicyEnv(tenant string) (string, error) {
 
 // CheckMachine records in the call's audit record what top reaches on
 // the machine, and refuses what tenant's policy does not allow
-// (ErrForbidden, naming the component and the field).
+// (errForbidden, naming the component and the field).
 func (ts *Tenants) CheckMachine(ctx context.Context, tenant string, top *ardea.Topology) error {
 	reach := settings.MachineReach(top, ts.o.Plugins)
 	audit.Param(ctx, "reaches", reachStrings(reach))
 	err := ts.MachinePolicy(tenant).Check(reach)
 	if errors.Is(err, settings.ErrMachine) {
-		return api.Errorf(ErrForbidden, "%v", err)
+		return api.Errorf(errForbidden, "%v", err)
 	}
 	return err
 }

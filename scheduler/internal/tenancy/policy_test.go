@@ -70,7 +70,7 @@ func (a *appended) Append(_ context.Context, rec audit.Record) error {
 }
 
 // TestCheckMachine: a setting that reaches the machine outside what the
-// tenant is allowed is refused (ErrForbidden, naming the setting and the
+// tenant is allowed is refused (errForbidden, naming the setting and the
 // field); the call's audit record names what the topology reaches either
 // way.
 func TestCheckMachine(t *testing.T) {
@@ -101,7 +101,7 @@ func TestCheckMachine(t *testing.T) {
 			err = ts.CheckMachine(r.Context(), tc.tenant, spec(tc.deadLetter))
 		}))
 		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/api/v1/topologies", nil))
-		if tc.refused != (err != nil) || (err != nil && (!errors.Is(err, ErrForbidden) || !strings.Contains(err.Error(), settings.KeyDeadLetter))) {
+		if tc.refused != (err != nil) || (err != nil && (!errors.Is(err, errForbidden) || !strings.Contains(err.Error(), settings.KeyDeadLetter))) {
 			t.Errorf("%s, dead letters %s: %v, want refused %v (ErrForbidden naming %s)", tc.tenant, tc.deadLetter, err, tc.refused, settings.KeyDeadLetter)
 		}
 		if len(recs) != 1 {

@@ -1,11 +1,12 @@
-// Package manager is the topology manager (TM): one Manager per topology,
-// made and driven by the daemon (scheduler/daemon), which implements the
-// narrow interfaces the manager declares (deps.go: the container Runtime,
-// the tenant's Rates, the hosts' Credentials, the tenancy's Admission, the
-// Modules checks, the DeadLetters, the metrics Exporter). It depends on the
-// control protocol (scheduler/ctl), the state manager (scheduler/statemgr),
-// the checkpoint coordinator (scheduler/internal/coordinator), the planner and the
-// API's wire types (scheduler/api), never on the daemon (deps_test.go).
+// Package manager is Ardea's own: the topology manager (TM): one Manager per
+// topology, made and driven by the daemon (scheduler/daemon), which
+// implements the narrow interfaces the manager declares (deps.go: the
+// container Runtime, the tenant's Rates, the hosts' Credentials, the
+// tenancy's Admission, the Modules checks, the DeadLetters, the metrics
+// Exporter). It depends on the control protocol (scheduler/ctl), the state
+// manager (scheduler/statemgr), the checkpoint coordinator
+// (scheduler/internal/coordinator), the planner and the API's wire types
+// (scheduler/api), never on the daemon (deps_test.go).
 //
 // A Manager is an actor (manager.go): one goroutine, its loop, owns every
 // field; the containers' reports, the runtime's callbacks, a lost lock and

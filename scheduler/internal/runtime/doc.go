@@ -1,5 +1,6 @@
-// Package runtime holds the container runtimes a daemon runs a topology's
-// containers with, and the one definition of a container's id (id.go):
+// Package runtime is Ardea's own: it holds the container runtimes a daemon
+// runs a topology's containers with, and the one definition of a container's
+// id (id.go):
 //
 //   - Processes: each container an `ardea host` process under the
 //     launcher (`ardea local`); the daemon says how to start one (its

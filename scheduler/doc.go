@@ -1,5 +1,9 @@
 // Package scheduler holds nothing itself: its subpackages turn a topology
-// into a running one, each named for what it holds.
+// into a running one, each named for what it holds. Two are public API:
+// api (the daemon's wire types and Go client) and daemon (embedding a
+// daemon). Every other one is Ardea's own, under internal/ or not (cmd/ardea
+// and the module's internal/ packages import some of those outside it), and
+// its doc says so.
 //
 //   - planner: logical plan -> packing plan -> physical plan, re-plans
 //     (rescale, live switch), and the checks a topology passes first.

@@ -34,8 +34,8 @@
 //   - internal/tenancy: what a daemon keeps and decides per tenant (its
 //     space, quotas and admission, rate shares, NATS accounts and host
 //     credentials, CPU cgroup, machine policy).
-//   - launcher: the process supervisor; statemgr: the state manager;
-//     packing: packing algorithms.
+//   - internal/launcher: the process supervisor; statemgr: the state
+//     manager; packing: packing algorithms.
 //
 // Outside scheduler: the spouts, bolts and dead-letter destinations a
 // topology names, and the metrics sinks of a deployment file, come from

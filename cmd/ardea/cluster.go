@@ -30,7 +30,6 @@ import (
 	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/container/process"
 	"github.com/ardea-dev/ardea/scheduler/daemon"
-	"github.com/ardea-dev/ardea/scheduler/launcher"
 	"github.com/ardea-dev/ardea/scheduler/modules"
 	"github.com/ardea-dev/ardea/scheduler/packing"
 	"github.com/ardea-dev/ardea/scheduler/settings"
@@ -143,7 +142,7 @@ func newHostCmd(g *globalFlags) *cobra.Command {
 				return usageError{errors.New("host needs --nats, --topology and --container")}
 			}
 			o.Logger = log
-			o.Restarts, _ = strconv.Atoi(os.Getenv(launcher.RestartsEnv)) // unset: a first start
+			o.Restarts, _ = strconv.Atoi(os.Getenv(process.RestartsEnv)) // unset: a first start
 			if metricsJSON != "" {
 				o.Metrics = &sinks.Config{}
 				if err := json.Unmarshal([]byte(metricsJSON), o.Metrics); err != nil {

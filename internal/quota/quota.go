@@ -14,7 +14,7 @@
 //     buckets (bus.Options), the tenant's rate divided among its running
 //     containers (ContainerRates);
 //   - cpu: a cgroup per tenant for its host processes
-//     (scheduler/launcher's Cgroups), where the machine has one;
+//     (scheduler/internal/launcher's Cgroups), where the machine has one;
 //   - jetstream_memory, jetstream_disk: the tenant's NATS account's
 //     JetStream limits.
 //

@@ -28,7 +28,7 @@ func TestDepsStayLight(t *testing.T) {
 		"github.com/ardea-dev/ardea/scheduler/daemon",
 		"github.com/ardea-dev/ardea/scheduler/statemgr",
 		"github.com/ardea-dev/ardea/scheduler/ctl",
-		"github.com/ardea-dev/ardea/scheduler/launcher",
+		"github.com/ardea-dev/ardea/scheduler/internal/launcher",
 		"github.com/ardea-dev/ardea/scheduler/packing",
 		"github.com/ardea-dev/ardea/host/...",
 		"github.com/ardea-dev/ardea/sinks/...",

@@ -119,7 +119,7 @@ const (
 // ProcessState is a container process's state as its supervisor sees it
 // (ContainerStatus.Process): STARTING, RUNNING, BACKOFF (exited; restarted
 // after a back-off), FAILED (exited too often in a row: not restarted) or
-// STOPPED (scheduler/launcher.State).
+// STOPPED (scheduler/internal/launcher.State).
 type ProcessState string
 
 // Resources are what a container requests: CPU cores, RAM and disk bytes

@@ -11,9 +11,9 @@ import (
 	"github.com/ardea-dev/ardea/scheduler/container"
 	"github.com/ardea-dev/ardea/scheduler/container/process"
 	"github.com/ardea-dev/ardea/scheduler/ctl"
+	"github.com/ardea-dev/ardea/scheduler/internal/launcher"
 	"github.com/ardea-dev/ardea/scheduler/internal/manager"
 	"github.com/ardea-dev/ardea/scheduler/internal/runtime"
-	"github.com/ardea-dev/ardea/scheduler/launcher"
 	"github.com/nats-io/nats.go"
 )
 

@@ -8,9 +8,9 @@ import (
 	"github.com/ardea-dev/ardea/internal/audit"
 	"github.com/ardea-dev/ardea/internal/natsauth"
 	"github.com/ardea-dev/ardea/scheduler/ctl"
+	"github.com/ardea-dev/ardea/scheduler/internal/launcher"
 	"github.com/ardea-dev/ardea/scheduler/internal/manager"
 	"github.com/ardea-dev/ardea/scheduler/internal/tenancy"
-	"github.com/ardea-dev/ardea/scheduler/launcher"
 	"github.com/ardea-dev/ardea/scheduler/statemgr"
 )
 

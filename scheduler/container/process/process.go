@@ -56,10 +56,16 @@ import (
 	"github.com/ardea-dev/ardea/internal/tuple"
 	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/ctl"
+	"github.com/ardea-dev/ardea/scheduler/internal/launcher"
 	"github.com/ardea-dev/ardea/scheduler/settings"
 	"github.com/ardea-dev/ardea/scheduler/statemgr"
 	"github.com/ardea-dev/ardea/sinks"
 )
+
+// RestartsEnv is the environment variable in which the supervisor tells an
+// `ardea host` process how many times it started its container before
+// (Options.Restarts; unset on a first start).
+const RestartsEnv = launcher.RestartsEnv
 
 // Options configures one container process.
 type Options struct {
@@ -103,8 +109,8 @@ type Options struct {
 	// its own for its lifetime (an `ardea host` process runs one container).
 	TupleFailures *container.TupleFailures
 	// Restarts is how many times the supervisor started this container
-	// before, in this run of the topology (launcher.RestartsEnv for a
-	// process). Above 0, every container the host runs is a restart
+	// before, in this run of the topology (RestartsEnv for a process).
+	// Above 0, every container the host runs is a restart
 	// (plugin.TaskContext.Restarted), even one of a Fresh plan.
 	Restarts int
 	// Machine is what the topology's settings may reach on the machine

@@ -18,7 +18,7 @@ func TestDepsStayNarrow(t *testing.T) {
 		"github.com/ardea-dev/ardea/scheduler/internal/manager",
 		"github.com/ardea-dev/ardea/scheduler/statemgr",
 		"github.com/ardea-dev/ardea/scheduler/internal/runtime",
-		"github.com/ardea-dev/ardea/scheduler/launcher",
+		"github.com/ardea-dev/ardea/scheduler/internal/launcher",
 		"github.com/ardea-dev/ardea/scheduler/container/...",
 		"github.com/ardea-dev/ardea/internal/quota",
 		"github.com/ardea-dev/ardea/host/...",

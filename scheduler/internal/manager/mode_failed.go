@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/ardea-dev/ardea/scheduler/api"
-	"github.com/ardea-dev/ardea/scheduler/launcher"
+	"github.com/ardea-dev/ardea/scheduler/internal/launcher"
 	"github.com/ardea-dev/ardea/scheduler/statemgr"
 )
 

@@ -12,8 +12,8 @@ import (
 	"github.com/ardea-dev/ardea/internal/plan"
 	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/scheduler/ctl"
+	"github.com/ardea-dev/ardea/scheduler/internal/launcher"
 	"github.com/ardea-dev/ardea/scheduler/internal/runtime"
-	"github.com/ardea-dev/ardea/scheduler/launcher"
 )
 
 // TestStopContainersAfterShrinkInTenant: a topology of tenant acme whose

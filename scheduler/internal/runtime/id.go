@@ -12,7 +12,7 @@ import (
 	"strings"
 
 	"github.com/ardea-dev/ardea/internal/names"
-	"github.com/ardea-dev/ardea/scheduler/launcher"
+	"github.com/ardea-dev/ardea/scheduler/internal/launcher"
 )
 
 // ID names container c of tenant's topology for the runtime (and its log

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ardea-dev/ardea/scheduler/launcher"
+	"github.com/ardea-dev/ardea/scheduler/internal/launcher"
 )
 
 // InProcessOptions configure an InProcess runtime.

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/ardea-dev/ardea/scheduler/launcher"
+	"github.com/ardea-dev/ardea/scheduler/internal/launcher"
 )
 
 // Topology is what a runtime needs of the topology a container belongs

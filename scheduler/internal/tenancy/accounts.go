@@ -15,8 +15,8 @@ import (
 	"github.com/ardea-dev/ardea/bus"
 	"github.com/ardea-dev/ardea/internal/natsauth"
 	"github.com/ardea-dev/ardea/internal/quota"
+	"github.com/ardea-dev/ardea/scheduler/internal/launcher"
 	"github.com/ardea-dev/ardea/scheduler/internal/runtime"
-	"github.com/ardea-dev/ardea/scheduler/launcher"
 )
 
 // A tenant's NATS account and CPU cgroup, and its hosts' credentials:

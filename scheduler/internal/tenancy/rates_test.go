@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ardea-dev/ardea/scheduler/launcher"
+	"github.com/ardea-dev/ardea/scheduler/internal/launcher"
 )
 
 // TestReshare: a tenant's bus rates are split equally among the

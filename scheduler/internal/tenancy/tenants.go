@@ -17,7 +17,7 @@ import (
 	"github.com/ardea-dev/ardea/internal/natsauth"
 	"github.com/ardea-dev/ardea/internal/quota"
 	"github.com/ardea-dev/ardea/scheduler/api"
-	"github.com/ardea-dev/ardea/scheduler/launcher"
+	"github.com/ardea-dev/ardea/scheduler/internal/launcher"
 	"github.com/ardea-dev/ardea/scheduler/statemgr"
 )
 

@@ -13,8 +13,8 @@ import (
 	"github.com/ardea-dev/ardea/internal/names"
 	"github.com/ardea-dev/ardea/internal/natsauth"
 	"github.com/ardea-dev/ardea/scheduler/api"
+	"github.com/ardea-dev/ardea/scheduler/internal/launcher"
 	"github.com/ardea-dev/ardea/scheduler/internal/runtime"
-	"github.com/ardea-dev/ardea/scheduler/launcher"
 	"github.com/ardea-dev/ardea/scheduler/statemgr"
 )
 

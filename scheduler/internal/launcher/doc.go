@@ -1,9 +1,9 @@
-// Package launcher is Ardea's own (not a public API): it runs local
-// processes (the `ardea host` containers of `ardea local`) as separate OS
-// processes and supervises them: it restarts a process that exits, with
-// exponential back-off, gives up after too many consecutive quick failures,
-// keeps each process's output in a log file and an in-memory tail, and makes
-// sure no child outlives its supervisor.
+// Package launcher is Ardea's own: it runs local processes (the `ardea host`
+// containers of `ardea local`) as separate OS processes and supervises them:
+// it restarts a process that exits, with exponential back-off, gives up
+// after too many consecutive quick failures, keeps each process's output in
+// a log file and an in-memory tail, and makes sure no child outlives its
+// supervisor.
 //
 // # States
 //

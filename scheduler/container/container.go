@@ -56,7 +56,7 @@ type Options struct {
 	// OnTaskError hears a task that failed (a trap, a failed call), for
 	// the exceptions the tracker reports. Called with the container locked.
 	OnTaskError func(component string, task uint32, err error)
-	// DeadLetterTuples (effectively once) are the tuples, by TupleHash,
+	// DeadLetterTuples (effectively once) are the tuples, by tupleHash,
 	// that failed after topology.bolt.max_tuple_rollbacks rollbacks: when
 	// one fails again it goes to its bolt's dead letters, without a
 	// rollback (failing.go).

@@ -31,7 +31,7 @@ import (
 //   - effectively once: the task fails with a *TupleRollback, and the
 //     container process asks the topology manager to roll the topology
 //     back to its last checkpoint (ctl.Heartbeat.TupleRollback). The
-//     manager counts the rollbacks each tuple caused (by TupleHash); once
+//     manager counts the rollbacks each tuple caused (by tupleHash); once
 //     a tuple caused topology.bolt.max_tuple_rollbacks of them it is
 //     named in the plan (Options.DeadLetterTuples), and its next failure
 //     writes it to the bolt's dead letters (topology.bolt.dead_letter)
@@ -50,7 +50,7 @@ type TupleRollback struct {
 	Component string
 	Task      uint32
 	Version   string
-	Hash      uint64 // TupleHash
+	Hash      uint64 // tupleHash
 	Tuple     string // host.FormatTuple
 	Err       error
 }
@@ -61,9 +61,9 @@ func (e *TupleRollback) Error() string {
 }
 func (e *TupleRollback) Unwrap() error { return e.Err }
 
-// TupleHash identifies a tuple across rollbacks: FNV-1a 64 over the
+// tupleHash identifies a tuple across rollbacks: FNV-1a 64 over the
 // component's name, a 0 byte and the tuple's values block.
-func TupleHash(component string, values []byte) uint64 {
+func tupleHash(component string, values []byte) uint64 {
 	h := fnv.New64a()
 	h.Write([]byte(component))
 	h.Write([]byte{0})
@@ -91,7 +91,7 @@ func (c *Container) tupleFailed(t *engine.Task, f host.TupleFailure) error {
 	var fate string
 	switch c.mode {
 	case settings.EffectivelyOnce:
-		h := TupleHash(f.Component, f.Values)
+		h := tupleHash(f.Component, f.Values)
 		if !c.o.DeadLetterTuples[h] {
 			return &TupleRollback{Component: f.Component, Task: f.Task, Version: version, Hash: h, Tuple: tupleText, Err: f.Err}
 		}

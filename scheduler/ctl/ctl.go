@@ -266,9 +266,10 @@ type PlanDoc struct {
 	// truncating).
 	Fresh bool `json:"fresh,omitempty"`
 	// DeadLetterTuples (effectively once) are the tuples (hashes, 16 hex
-	// digits: container.TupleHash) that caused topology.bolt.max_tuple_rollbacks
-	// rollbacks: when one fails again its bolt writes it to its dead
-	// letters instead of asking for another rollback.
+	// digits: scheduler/container's tupleHash) that caused
+	// topology.bolt.max_tuple_rollbacks rollbacks: when one fails again its
+	// bolt writes it to its dead letters instead of asking for another
+	// rollback.
 	DeadLetterTuples []string `json:"dead_letter_tuples,omitempty"`
 }
 
@@ -280,7 +281,7 @@ type TupleRollback struct {
 	Generation uint64 `json:"generation"`
 	Component  string `json:"component"`
 	Task       uint32 `json:"task"`
-	Hash       string `json:"hash"` // container.TupleHash, 16 hex digits
+	Hash       string `json:"hash"` // scheduler/container's tupleHash, 16 hex digits
 	Error      string `json:"error"`
 }
 

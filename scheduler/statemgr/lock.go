@@ -64,7 +64,7 @@ func lockTTL(topology string, ttl time.Duration) (time.Duration, error) {
 // If another owner holds it the error matches ErrLocked and names the
 // holder. If the same owner holds it (a restarted process with a stable
 // identity) the lock is taken over under a new revision, so a previous
-// incarnation still refreshing it gets errLockLost.
+// incarnation still refreshing it gets ErrLockLost.
 func (s *Store) AcquireTMLock(ctx context.Context, topology, owner string, ttl time.Duration) (*Lock, error) {
 	if owner == "" {
 		return nil, fmt.Errorf("statemgr: TM lock of topology %q: empty owner: %w", topology, ErrInvalid)
@@ -142,13 +142,13 @@ func (s *Store) TMLocation(ctx context.Context, topology string) (string, error)
 
 // Refresh restarts the lock's TTL. If the lock expired, was released, or
 // was taken by someone else or deleted with its topology, nothing is
-// written and the error matches errLockLost: the caller is no longer the
+// written and the error matches ErrLockLost: the caller is no longer the
 // topology manager and must stop acting as one.
 func (l *Lock) Refresh(ctx context.Context) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.released {
-		return fmt.Errorf("statemgr: TM lock of topology %q was released: %w", l.topology, errLockLost)
+		return fmt.Errorf("statemgr: TM lock of topology %q was released: %w", l.topology, ErrLockLost)
 	}
 	v, err := json.Marshal(lockRecord{Owner: l.owner, TTL: l.ttl, Acquired: l.acquired})
 	if err != nil {
@@ -166,7 +166,7 @@ func (l *Lock) Refresh(ctx context.Context) error {
 }
 
 // Release gives the lock up so that another TM can acquire it at once.
-// If the lock was already lost the error matches errLockLost and the
+// If the lock was already lost the error matches ErrLockLost and the
 // current holder's entry is left alone.
 func (l *Lock) Release(ctx context.Context) error {
 	l.mu.Lock()
@@ -189,7 +189,7 @@ func (l *Lock) Release(ctx context.Context) error {
 
 // KeepAlive refreshes the lock every third of its TTL until ctx ends
 // (returning nil) or the lock is lost (returning an error matching
-// errLockLost). A refresh that fails for another reason (a server
+// ErrLockLost). A refresh that fails for another reason (a server
 // briefly unreachable) is retried at the next tick; once a full TTL has
 // passed without a successful refresh the lock is considered lost.
 func (l *Lock) KeepAlive(ctx context.Context) error {
@@ -206,19 +206,19 @@ func (l *Lock) KeepAlive(ctx context.Context) error {
 		switch {
 		case err == nil:
 			last = time.Now()
-		case errors.Is(err, errLockLost):
+		case errors.Is(err, ErrLockLost):
 			return err
 		case ctx.Err() != nil:
 			return nil
 		case time.Since(last) >= l.ttl:
-			return fmt.Errorf("statemgr: TM lock of topology %q not refreshed for %s (last error: %v): %w", l.topology, l.ttl, err, errLockLost)
+			return fmt.Errorf("statemgr: TM lock of topology %q not refreshed for %s (last error: %v): %w", l.topology, l.ttl, err, ErrLockLost)
 		default:
 			l.s.log.Warn("refreshing TM lock failed, retrying", "topology", l.topology, "err", err)
 		}
 	}
 }
 
-// lostLocked builds the errLockLost error naming who holds the lock now.
+// lostLocked builds the ErrLockLost error naming who holds the lock now.
 // l.mu is held.
 func (l *Lock) lostLocked(ctx context.Context) error {
 	who := "nobody (it expired or was deleted)"
@@ -228,7 +228,7 @@ func (l *Lock) lostLocked(ctx context.Context) error {
 		}
 	}
 	l.s.log.Debug("TM lock lost", "topology", l.topology, "owner", l.owner, "holder", who)
-	return fmt.Errorf("statemgr: TM lock of topology %q held by %q is lost, now held by %s: %w", l.topology, l.owner, who, errLockLost)
+	return fmt.Errorf("statemgr: TM lock of topology %q held by %q is lost, now held by %s: %w", l.topology, l.owner, who, ErrLockLost)
 }
 
 // writeLock stores a lock value with a fresh TTL if the key's last revision

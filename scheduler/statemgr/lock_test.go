@@ -40,7 +40,7 @@ func TestTMLockExclusiveAndRelease(t *testing.T) {
 	if err := l1.Release(ctx); err != nil {
 		t.Errorf("second release: %v", err)
 	}
-	if err := l1.Refresh(ctx); !errors.Is(err, errLockLost) {
+	if err := l1.Refresh(ctx); !errors.Is(err, ErrLockLost) {
 		t.Errorf("refresh after release: %v, want ErrLockLost", err)
 	}
 	l2, err := s.AcquireTMLock(ctx, "wc", "tm-2", 5*time.Second)
@@ -83,10 +83,10 @@ func TestTMLockExpiresWithoutRefresh(t *testing.T) {
 		t.Errorf("lock taken over after %s, before its ttl %s", took, ttl)
 	}
 	err = dead.Refresh(ctx)
-	if !errors.Is(err, errLockLost) || !strings.Contains(err.Error(), `"tm-next"`) {
+	if !errors.Is(err, ErrLockLost) || !strings.Contains(err.Error(), `"tm-next"`) {
 		t.Errorf("dead holder's refresh: %v, want ErrLockLost naming tm-next", err)
 	}
-	if err := dead.Release(ctx); !errors.Is(err, errLockLost) {
+	if err := dead.Release(ctx); !errors.Is(err, ErrLockLost) {
 		t.Errorf("dead holder's release: %v, want ErrLockLost", err)
 	}
 	if owner, _ := s.TMLocation(ctx, "wc"); owner != "tm-next" {
@@ -127,7 +127,7 @@ func TestTMLockKeepAliveOutlivesTTL(t *testing.T) {
 	}
 	select {
 	case err := <-done:
-		if !errors.Is(err, errLockLost) {
+		if !errors.Is(err, ErrLockLost) {
 			t.Errorf("KeepAlive after delete: %v, want ErrLockLost", err)
 		}
 	case <-time.After(10 * time.Second):
@@ -149,7 +149,7 @@ func TestTMLockSameOwnerTakesOver(t *testing.T) {
 	if err != nil {
 		t.Fatalf("re-acquire by the same owner: %v", err)
 	}
-	if err := old.Refresh(ctx); !errors.Is(err, errLockLost) {
+	if err := old.Refresh(ctx); !errors.Is(err, ErrLockLost) {
 		t.Errorf("old incarnation's refresh: %v, want ErrLockLost", err)
 	}
 	if err := cur.Refresh(ctx); err != nil {

@@ -25,9 +25,9 @@ var (
 	ErrConflict = errors.New("revision conflict")
 	// ErrLocked: another owner holds the topology manager lock.
 	ErrLocked = errors.New("locked")
-	// errLockLost: the lock expired or was taken or deleted since this holder
+	// ErrLockLost: the lock expired or was taken or deleted since this holder
 	// last refreshed it.
-	errLockLost = errors.New("lock lost")
+	ErrLockLost = errors.New("lock lost")
 	// ErrInvalid: a name, state or TTL argument is malformed.
 	ErrInvalid = errors.New("invalid argument")
 )

@@ -166,7 +166,7 @@ func (s *Store) ListTopologies(ctx context.Context) ([]Topology, error) {
 }
 
 // DeleteTopology removes a topology and everything kept for it: its TM lock
-// (a running TM sees errLockLost at its next refresh), plans, execution
+// (a running TM sees ErrLockLost at its next refresh), plans, execution
 // state and state handoff blobs, and last the definition itself, so a
 // deletion interrupted half-way leaves the topology listed and can be
 // repeated. Artifacts are shared between topologies and are not deleted

@@ -15,6 +15,7 @@ import (
 	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/examples/wordcount"
 	"github.com/ardea-dev/ardea/host"
+	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/internal/tuple"
 	"github.com/ardea-dev/ardea/scheduler/daemon"
 )
@@ -41,7 +42,7 @@ func run(t *testing.T, topology string, containers int) map[string]int64 {
 	if err := top.Validate(ardea.ValidateOptions{Builtins: connectors.Outputs, BuiltinConfig: connectors.ValidateConfig}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := daemon.Run(context.Background(), daemon.RunOptions{Topology: top, Containers: containers, CacheDir: t.TempDir()})
+	res, err := daemon.Run(context.Background(), daemon.RunOptions{Topology: top, Containers: containers, CacheDir: testutil.RunCacheDir(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +107,7 @@ func (r *recorder) Fail(uint64) error { return nil }
 // TestUpperKeepsTheWord: upper emits each word unchanged and its upper case.
 func TestUpperKeepsTheWord(t *testing.T) {
 	ctx := context.Background()
-	rt, err := host.NewRuntime(ctx, host.Config{Logger: slog.New(slog.DiscardHandler)})
+	rt, err := host.NewRuntime(ctx, host.Config{Logger: slog.New(slog.DiscardHandler), CacheDir: testutil.CompileCache()})
 	if err != nil {
 		t.Fatal(err)
 	}

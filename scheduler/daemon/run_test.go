@@ -235,7 +235,7 @@ func TestWordCountDeliveryModes(t *testing.T) {
 	want := wordcount.Reference(lines)
 	in := filepath.Join(t.TempDir(), "in.txt")
 	wordcounttest.WriteLines(t, in, lines)
-	builder, cache := &modules.Builder{}, t.TempDir()
+	builder, cache := &modules.Builder{}, compileCache
 	for _, mode := range []string{settings.AtLeastOnce, settings.EffectivelyOnce} {
 		t.Run(mode, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "counts.tsv")

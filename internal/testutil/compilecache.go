@@ -1,0 +1,89 @@
+package testutil
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+)
+
+// CacheEnv names the directory of the tests' persistent caches
+// (CompileCache); without it they are in os.UserCacheDir()/ardea-test.
+const CacheEnv = "ARDEA_TEST_CACHE"
+
+var (
+	cacheOnce sync.Once
+	cacheRoot string
+)
+
+// testCacheRoot is $ARDEA_TEST_CACHE, else the user's cache dir +
+// /ardea-test, else one under the temp dir when there is no user cache
+// dir (no HOME): computed once, before any test moves HOME.
+func testCacheRoot() string {
+	cacheOnce.Do(func() {
+		cacheRoot = os.Getenv(CacheEnv)
+		if cacheRoot == "" {
+			if d, err := os.UserCacheDir(); err == nil {
+				cacheRoot = filepath.Join(d, "ardea-test")
+			} else {
+				cacheRoot = filepath.Join(os.TempDir(), fmt.Sprintf("ardea-test-%d", os.Getuid()))
+			}
+		}
+		if abs, err := filepath.Abs(cacheRoot); err == nil {
+			cacheRoot = abs
+		}
+	})
+	return cacheRoot
+}
+
+// CompileCache is the wazero compilation cache of every test that runs
+// committed modules (a host.Config.CacheDir or a dir for
+// wazero.NewCompilationCacheWithDir): one directory for every package and
+// every run, so each module is compiled once per machine rather than once
+// per package and run. wazero keys each entry by the module's hash, its
+// own version and the CPU, and writes it to a temporary file renamed into
+// place, so concurrent test binaries share it safely. The first run on a
+// machine (a cold cache) compiles everything and is slower. It panics if
+// the directory cannot be made.
+//
+// Modules a test generates or builds anew each run belong in a cache of
+// the test's own: they would only grow this one.
+func CompileCache() string {
+	return sharedDir("wazero")
+}
+
+// sharedDir makes and returns the tests' cache root + name.
+func sharedDir(name string) string {
+	d := filepath.Join(testCacheRoot(), name)
+	if err := os.MkdirAll(d, 0o700); err != nil {
+		panic(fmt.Sprintf("testutil: the tests' compilation cache: %v", err))
+	}
+	return d
+}
+
+// LinkCompileCache makes dir (made if missing) an ardea cache dir (a
+// daemon.RunOptions.CacheDir or --cache-dir) whose compiled code is the
+// tests' shared one: its wazero and manifest folders are links to
+// CompileCache and a sibling of it. What else an ardea cache dir holds,
+// the modules built from component folders (written in place and named by
+// their folder, not their content), stays in dir, the caller's own. It
+// returns dir, and panics if the links cannot be made.
+func LinkCompileCache(dir string) string {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		panic(fmt.Sprintf("testutil: cache dir: %v", err))
+	}
+	for name, target := range map[string]string{"wazero": CompileCache(), "manifest": sharedDir("manifest")} {
+		if err := os.Symlink(target, filepath.Join(dir, name)); err != nil && !os.IsExist(err) {
+			panic(fmt.Sprintf("testutil: cache dir: %v", err))
+		}
+	}
+	return dir
+}
+
+// RunCacheDir is a new ardea cache dir of t's (LinkCompileCache on a
+// directory removed when t ends).
+func RunCacheDir(t testing.TB) string {
+	t.Helper()
+	return LinkCompileCache(t.TempDir())
+}

@@ -2,10 +2,12 @@ package testutil
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 )
 
 // CacheEnv names the directory of the tests' persistent caches
@@ -33,8 +35,40 @@ func testCacheRoot() string {
 		if abs, err := filepath.Abs(cacheRoot); err == nil {
 			cacheRoot = abs
 		}
+		pruneCache(cacheRoot, time.Now().Add(-cacheUnused))
 	})
 	return cacheRoot
+}
+
+// cacheUnused is how long an entry of the tests' caches may go unread
+// before a test binary removes it: modules a test rewrites (an
+// instrumenter being changed) and older wazero versions leave entries no
+// run reads again.
+const cacheUnused = 14 * 24 * time.Hour
+
+// pruneCache removes the files under root neither read (atime, which
+// Linux's relatime updates about daily; elsewhere only the write counts)
+// nor written since before (and the temporary files of a writer that
+// died). A file another test binary still has open stays readable; one
+// it looks for after is compiled again.
+func pruneCache(root string, before time.Time) {
+	_ = filepath.WalkDir(root, func(path string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return nil
+		}
+		fi, err := e.Info()
+		if err != nil {
+			return nil
+		}
+		used := fi.ModTime()
+		if at, ok := accessTime(fi); ok && at.After(used) {
+			used = at
+		}
+		if used.Before(before) {
+			_ = os.Remove(path)
+		}
+		return nil
+	})
 }
 
 // CompileCache is the wazero compilation cache of every test that runs

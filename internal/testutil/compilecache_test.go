@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // TestLinkCompileCache: a linked cache dir's wazero and manifest folders
@@ -26,5 +27,35 @@ func TestLinkCompileCache(t *testing.T) {
 		if st, err := os.Stat(got); err != nil || !st.IsDir() {
 			t.Errorf("%s: %v", got, err)
 		}
+	}
+}
+
+// TestPruneCache: a file neither read nor written since the cut is
+// removed, a recent one and the directories stay.
+func TestPruneCache(t *testing.T) {
+	root := t.TempDir()
+	sub := filepath.Join(root, "wazero", "wazero-v0-amd64-linux")
+	if err := os.MkdirAll(sub, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	old, recent := filepath.Join(sub, "old"), filepath.Join(sub, "recent")
+	for _, p := range []string{old, recent} {
+		if err := os.WriteFile(p, []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	long := time.Now().Add(-2 * cacheUnused)
+	if err := os.Chtimes(old, long, long); err != nil {
+		t.Fatal(err)
+	}
+	pruneCache(root, time.Now().Add(-cacheUnused))
+	if _, err := os.Stat(old); !os.IsNotExist(err) {
+		t.Errorf("%s unused for %v: %v, want removed", old, 2*cacheUnused, err)
+	}
+	if _, err := os.Stat(recent); err != nil {
+		t.Errorf("%s: %v, want kept", recent, err)
+	}
+	if _, err := os.Stat(sub); err != nil {
+		t.Errorf("%s: %v, want kept", sub, err)
 	}
 }

@@ -64,8 +64,8 @@ func startDaemon(t *testing.T) (*daemon.Daemon, *api.Client) {
 }
 
 // startDaemonWith starts a daemon with o, filling what o leaves empty as
-// startDaemon does (a temp data dir, a kernel-picked port, the test's
-// ardea binary as host, 2 restarts); it registers the admin token and
+// startDaemon does (a temp data dir, a kernel-picked port, the package's
+// cache dir, the test's ardea binary as host, 2 restarts); it registers the admin token and
 // closes the daemon at the end of the test.
 func startDaemonWith(t *testing.T, o daemon.Options) *daemon.Daemon {
 	t.Helper()
@@ -74,6 +74,9 @@ func startDaemonWith(t *testing.T, o daemon.Options) *daemon.Daemon {
 	}
 	if o.Listen == "" {
 		o.Listen = "127.0.0.1:0"
+	}
+	if o.CacheDir == "" {
+		o.CacheDir = compileCache // validation compiles once per machine
 	}
 	if o.HostPath == "" {
 		o.HostPath = ardeaBin

@@ -63,9 +63,11 @@ func (d *Daemon) rememberLanguage(ctx context.Context, version string, data []by
 	// manifests (modules.Builder.Manifests: the cache dir's manifest
 	// folder), and with the same settings: a module compiled there or at
 	// an earlier upload (a Go one takes seconds) is not compiled again.
-	if c, err := wazero.NewCompilationCacheWithDir(filepath.Join(d.cacheDir(), "manifest")); err == nil {
-		defer c.Close(context.WithoutCancel(ctx))
-		o.Cache = c
+	if dir := d.cacheDir(); dir != "" { // "": a Daemon of a unit test, not started
+		if c, err := wazero.NewCompilationCacheWithDir(filepath.Join(dir, "manifest")); err == nil {
+			defer c.Close(context.WithoutCancel(ctx))
+			o.Cache = c
+		}
 	}
 	if m, err := moduleread.Read(ctx, data, o); err == nil && m != nil {
 		l = m.SDK.Language

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sync"
 	"testing"
 	"time"
@@ -71,15 +72,46 @@ func pruneCache(root string, before time.Time) {
 	})
 }
 
+// wazeroVersion is the version of wazero go.mod requires: a test binary
+// carries no module information, so wazero files its entries under the
+// version "dev" whatever it is (and would take another version's code for
+// its own); the caches are kept apart by this instead. "" when go.mod
+// cannot be read or replaces wazero (a local copy changes without its
+// version): the caches are then the process's own.
+var wazeroVersion = sync.OnceValue(func() string {
+	b, err := os.ReadFile(RepoPath("go.mod"))
+	if err != nil {
+		return ""
+	}
+	return wazeroVersionIn(b)
+})
+
+// wazeroVersionIn reads wazeroVersion from a go.mod.
+func wazeroVersionIn(gomod []byte) string {
+	if wazeroReplaced.Match(gomod) {
+		return ""
+	}
+	m := wazeroRequired.FindSubmatch(gomod)
+	if m == nil {
+		return ""
+	}
+	return string(m[1])
+}
+
+var (
+	wazeroRequired = regexp.MustCompile(`(?m)^\s*(?:require\s+)?github\.com/tetratelabs/wazero\s+(v[^\s/]+)\s*(?://.*)?$`)
+	wazeroReplaced = regexp.MustCompile(`(?m)^\s*(?:replace\s+)?github\.com/tetratelabs/wazero(?:\s+v\S+)?\s*=>`)
+)
+
 // CompileCache is the wazero compilation cache of every test that runs
 // committed modules (a host.Config.CacheDir or a dir for
 // wazero.NewCompilationCacheWithDir): one directory for every package and
 // every run, so each module is compiled once per machine rather than once
-// per package and run. wazero keys each entry by the module's hash, its
-// own version and the CPU, and writes it to a temporary file renamed into
-// place, so concurrent test binaries share it safely. The first run on a
-// machine (a cold cache) compiles everything and is slower. It panics if
-// the directory cannot be made.
+// per package and run. wazero keys each entry by the module's hash and
+// the CPU (the directory by wazero's version, from go.mod), and writes it
+// to a temporary file renamed into place, so concurrent test binaries
+// share it safely. The first run on a machine (a cold cache) compiles
+// everything and is slower. It panics if the directory cannot be made.
 //
 // Modules a test generates or builds anew each run belong in a cache of
 // the test's own: they would only grow this one.
@@ -87,14 +119,27 @@ func CompileCache() string {
 	return sharedDir("wazero")
 }
 
-// sharedDir makes and returns the tests' cache root + name.
+// sharedDir makes and returns the tests' cache root + name + the wazero
+// version, or a directory of the process's own when the version is not
+// known (it is left behind: only a go.mod replacing wazero leads there).
 func sharedDir(name string) string {
-	d := filepath.Join(testCacheRoot(), name)
+	var d string
+	if v := wazeroVersion(); v == "" {
+		p, err := privateDir()
+		if err != nil {
+			panic(fmt.Sprintf("testutil: the tests' compilation cache: %v", err))
+		}
+		d = filepath.Join(p, name)
+	} else {
+		d = filepath.Join(testCacheRoot(), name, v)
+	}
 	if err := os.MkdirAll(d, 0o700); err != nil {
 		panic(fmt.Sprintf("testutil: the tests' compilation cache: %v", err))
 	}
 	return d
 }
+
+var privateDir = sync.OnceValues(func() (string, error) { return os.MkdirTemp("", "ardea-test-cache-") })
 
 // LinkCompileCache makes dir (made if missing) an ardea cache dir (a
 // daemon.RunOptions.CacheDir or --cache-dir) whose compiled code is the

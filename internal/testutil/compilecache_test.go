@@ -16,7 +16,7 @@ func TestLinkCompileCache(t *testing.T) {
 			t.Fatalf("LinkCompileCache(%s) = %s", dir, got)
 		}
 	}
-	for name, want := range map[string]string{"wazero": CompileCache(), "manifest": filepath.Join(filepath.Dir(CompileCache()), "manifest")} {
+	for name, want := range map[string]string{"wazero": CompileCache(), "manifest": sharedDir("manifest")} {
 		got, err := filepath.EvalSymlinks(filepath.Join(dir, name))
 		if err != nil {
 			t.Fatal(err)
@@ -57,5 +57,24 @@ func TestPruneCache(t *testing.T) {
 	}
 	if _, err := os.Stat(sub); err != nil {
 		t.Errorf("%s: %v, want kept", sub, err)
+	}
+}
+
+// TestWazeroVersionIn: the version go.mod requires, in a block or on its
+// own line; none when wazero is replaced or absent.
+func TestWazeroVersionIn(t *testing.T) {
+	for gomod, want := range map[string]string{
+		"module x\n\nrequire (\n\tgithub.com/a/b v1.0.0\n\tgithub.com/tetratelabs/wazero v1.12.0\n)\n":                             "v1.12.0",
+		"module x\nrequire github.com/tetratelabs/wazero v1.9.0 // indirect\n":                                                     "v1.9.0",
+		"module x\nrequire github.com/tetratelabs/wazero v1.12.0\nreplace github.com/tetratelabs/wazero => ../wazero\n":            "",
+		"module x\nrequire github.com/tetratelabs/wazero v1.12.0\nreplace (\n\tgithub.com/tetratelabs/wazero v1.12.0 => ../w\n)\n": "",
+		"module x\nrequire github.com/tetratelabs/wazero-extra v1.0.0\n":                                                           "",
+	} {
+		if got := wazeroVersionIn([]byte(gomod)); got != want {
+			t.Errorf("%q: %q, want %q", gomod, got, want)
+		}
+	}
+	if v := wazeroVersion(); v == "" {
+		t.Errorf("no wazero version in the repository's go.mod")
 	}
 }

@@ -227,12 +227,15 @@ bolts:
 }
 
 // prebuiltGoWordCount sets an example word count's split and count to the
-// committed builds of their Go folders (examples/wordcount/go/BUILD.md):
-// a test of the run, not of the build, that starts no toolchain.
-var prebuiltGoWordCount = []string{
-	"--set", "split.module=" + repoPath("examples/wordcount/go/split.wasm"),
-	"--set", "count.module=" + repoPath("examples/wordcount/go/count.wasm"),
-}
+// committed builds of their Go folders: a test of the run, not of the
+// build, that starts no toolchain (testutil.GoWordCountModules).
+var prebuiltGoWordCount = func() []string {
+	var args []string
+	for _, s := range testutil.GoWordCountModules() {
+		args = append(args, "--set", s)
+	}
+	return args
+}()
 
 func TestRunWordCountDemo(t *testing.T) {
 	testutil.StartsProcesses(t, "go build of the example's Go components")

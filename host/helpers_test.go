@@ -17,13 +17,10 @@ import (
 	"github.com/ardea-dev/ardea/internal/tuple"
 )
 
-// cacheDir is shared by every test runtime so each fixture is compiled to
-// machine code once per test binary (it also exercises Config.CacheDir).
-var cacheDir string
-
-func TestMain(m *testing.M) {
-	testutil.MainWithDir(m, "ardea-host-test-cache-", func(d string) { cacheDir = d })
-}
+// cacheDir is the tests' shared compilation cache (testutil.CompileCache):
+// each fixture is compiled to machine code once per machine, not per test
+// binary (it also exercises Config.CacheDir).
+var cacheDir = testutil.CompileCache()
 
 func newRuntime(tb testing.TB, cfg Config) *Runtime {
 	tb.Helper()

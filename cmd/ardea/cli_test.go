@@ -2,12 +2,15 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -16,7 +19,8 @@ import (
 	"github.com/ardea-dev/ardea/internal/testutil"
 )
 
-// ardeaBin is the CLI built once for the process-level tests.
+// ardeaBin is the CLI built once for the tests that start it as a process
+// (`ardea local`, `ardea demo`, their hosts; testutil.StartsProcesses).
 var ardeaBin string
 
 func TestMain(m *testing.M) {
@@ -33,10 +37,17 @@ func TestMain(m *testing.M) {
 	if p, err := contextsPath(); err != nil || !strings.HasPrefix(p, dir+string(filepath.Separator)) {
 		panic(fmt.Sprintf("the tests' contexts file is %q (%v), not under %s", p, err, dir))
 	}
-	cmd := exec.Command("go", "build", "-o", ardeaBin, ".")
-	cmd.Stderr = os.Stderr
-	if err := cmd.Run(); err != nil {
-		panic(fmt.Sprintf("building ardea: %v", err))
+	sharedCache = testutil.LinkCompileCache(filepath.Join(dir, "cache"))
+	// The fast tier (-short) runs the CLI in process only (runArdea) and
+	// skips every test that starts it: it does not build the binary. A
+	// test that starts it unmarked fails on the missing file.
+	flag.Parse()
+	if !testing.Short() {
+		cmd := exec.Command("go", "build", "-o", ardeaBin, ".")
+		cmd.Stderr = os.Stderr
+		if err := cmd.Run(); err != nil {
+			panic(fmt.Sprintf("building ardea: %v", err))
+		}
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
@@ -48,8 +59,47 @@ func repoPath(rel string) string {
 	return filepath.Join(filepath.Dir(file), "..", "..", rel)
 }
 
-// runArdea runs the binary and returns its exit code, stdout and stderr.
+// runArdea runs the CLI in this process as the binary runs it (main's
+// execute: its root command, error message and exit status), with an
+// empty stdin, and returns its exit code, stdout and stderr. `ardea run`
+// and `ardea bench` run their topologies in their own process anyway;
+// what a command starts itself (a toolchain's build) still makes its
+// test one that starts processes.
 func runArdea(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	return runArdeaContext(t.Context(), t, args...)
+}
+
+// runArdeaContext is runArdea whose command ends (as on the binary's
+// SIGINT) when ctx does.
+func runArdeaContext(ctx context.Context, t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	root := newRoot()
+	var out, errb bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&errb)
+	root.SetIn(strings.NewReader(""))
+	root.SetArgs(append([]string{"--cache-dir", cacheDir(t)}, args...))
+	code := execute(ctx, root)
+	stdout, stderr := out.String(), errb.String()
+	if w := deprecationWarnings.FindString(stdout); w != "" {
+		stdout, stderr = stdout[len(w):], w+stderr
+	}
+	return code, stdout, stderr
+}
+
+// deprecationWarnings are what cobra prints while it parses the flags
+// when a deprecated one is given (pflag's words): on the command's output
+// stream, which is stderr in the binary (no stream is set) but stdout
+// once the runner sets one. They come before anything else; runArdea
+// moves them to stderr, where the binary prints them.
+var deprecationWarnings = regexp.MustCompile(`^(Flag (shorthand )?-{1,2}\S+ has been deprecated, [^\n]*\n)+`)
+
+// runArdeaProcess runs the built binary (for a command that starts `ardea
+// host` processes, os.Executable, which in process would be the test
+// binary) and returns its exit code, stdout and stderr. Only tests marked
+// with testutil.StartsProcesses call it.
+func runArdeaProcess(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	cmd := exec.Command(ardeaBin, append([]string{"--cache-dir", cacheDir(t)}, args...)...)
 	var out, errb bytes.Buffer
@@ -65,18 +115,12 @@ func runArdea(t *testing.T, args ...string) (int, string, string) {
 	return code, out.String(), errb.String()
 }
 
+// sharedCache is the package's --cache-dir: the modules it builds are the
+// package's, its compiled code the tests' shared cache
+// (testutil.LinkCompileCache).
 var sharedCache string
 
-func cacheDir(t *testing.T) string {
-	if sharedCache == "" {
-		d, err := os.MkdirTemp("", "ardea-cli-cache")
-		if err != nil {
-			t.Fatal(err)
-		}
-		sharedCache = d
-	}
-	return sharedCache
-}
+func cacheDir(*testing.T) string { return sharedCache }
 
 // misbehaveTopology writes a topology: a file spout feeding one bolt whose
 // module and config are given.
@@ -182,7 +226,19 @@ bolts:
 	}
 }
 
+// prebuiltGoWordCount sets an example word count's split and count to the
+// committed builds of their Go folders: a test of the run, not of the
+// build, that starts no toolchain (testutil.GoWordCountModules).
+var prebuiltGoWordCount = func() []string {
+	var args []string
+	for _, s := range testutil.GoWordCountModules() {
+		args = append(args, "--set", s)
+	}
+	return args
+}()
+
 func TestRunWordCountDemo(t *testing.T) {
+	testutil.StartsProcesses(t, "go build of the example's Go components")
 	out := filepath.Join(t.TempDir(), "counts.tsv")
 	code, _, stderr := runArdea(t, "run", repoPath("examples/wordcount/topology.yaml"), "--set", "out.path="+out, "--containers", "2")
 	if code != 0 {
@@ -202,8 +258,8 @@ func TestRunWordCountDemo(t *testing.T) {
 
 func TestRunEndlessWithDuration(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "counts.tsv")
-	code, _, stderr := runArdea(t, "run", repoPath("examples/wordcount/topology-endless.yaml"),
-		"--set", "out.path="+out, "--set", "lines.rate=200", "--duration", "1500ms")
+	code, _, stderr := runArdea(t, append([]string{"run", repoPath("examples/wordcount/topology-endless.yaml"),
+		"--set", "out.path=" + out, "--set", "lines.rate=200", "--duration", "1500ms"}, prebuiltGoWordCount...)...)
 	if code != 0 {
 		t.Fatalf("exit %d:\n%s", code, stderr)
 	}
@@ -231,6 +287,7 @@ func TestVersionAndHelp(t *testing.T) {
 }
 
 func TestBuildCommand(t *testing.T) {
+	testutil.StartsProcesses(t, "go build of a Go component")
 	out := filepath.Join(t.TempDir(), "split.wasm")
 	code, stdout, stderr := runArdea(t, "build", repoPath("examples/wordcount/go/split"), "-o", out)
 	if code != 0 {
@@ -243,7 +300,12 @@ func TestBuildCommand(t *testing.T) {
 	if err != nil || !bytes.HasPrefix(data, []byte("\x00asm")) {
 		t.Fatalf("output is not wasm: %v", err)
 	}
-	code, _, stderr = runArdea(t, "build", t.TempDir())
+}
+
+// TestBuildCommandEmptyDir: a folder of no known language is refused
+// before any toolchain starts.
+func TestBuildCommandEmptyDir(t *testing.T) {
+	code, _, stderr := runArdea(t, "build", t.TempDir())
 	if code == 0 || !strings.Contains(stderr, "cannot tell its language") {
 		t.Fatalf("empty dir: exit %d: %s", code, stderr)
 	}
@@ -280,7 +342,7 @@ func TestBenchWordCountJSON(t *testing.T) {
 // and bomb failed a tuple by construction, not by being long enough.
 func TestBenchTenantsJSON(t *testing.T) {
 	testutil.StartsProcesses(t, "ardea host processes")
-	code, out, stderr := runArdea(t, "bench", "tenants", "--duration", "1s", "--warmup", "1s", "--a-rate", "2000", "-o", "json")
+	code, out, stderr := runArdeaProcess(t, "bench", "tenants", "--duration", "1s", "--warmup", "1s", "--a-rate", "2000", "-o", "json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -389,7 +451,7 @@ func TestClusterUsageErrors(t *testing.T) {
 		{[]string{"update", "wc"}, "at least one --component-parallelism"},
 		{[]string{"submit", endless, "--dry-run", "--format", "xml"}, `invalid argument "xml" for "--format" flag`},
 		{[]string{"submit", endless, "--dry-run", "-o", "xml"}, `invalid argument "xml" for "-o, --output" flag: unknown output format; want table, json or yaml`},
-		{[]string{"submit", endless, "--dry-run", "--set", "topology.packing.algorithm=best"}, "topology.packing.algorithm"},
+		{append([]string{"submit", endless, "--dry-run", "--set", "topology.packing.algorithm=best"}, prebuiltGoWordCount...), "topology.packing.algorithm"},
 		{[]string{"host", "--topology", "wc"}, "host needs --nats"},
 	} {
 		args := tc.args
@@ -399,6 +461,30 @@ func TestClusterUsageErrors(t *testing.T) {
 		code, _, stderr := runArdea(t, args...)
 		if code == 0 || !strings.Contains(stderr, tc.want) || strings.Contains(stderr, "no ardea daemon answers") {
 			t.Errorf("ardea %s: exit %d, stderr %q; want an error mentioning %q", strings.Join(tc.args, " "), code, stderr, tc.want)
+		}
+	}
+}
+
+// TestRunArdeaMatchesTheBinary: the in-process runner gives what the
+// binary gives (exit status, stdout, stderr) for usage errors, errors,
+// help and a deprecated flag's warning.
+func TestRunArdeaMatchesTheBinary(t *testing.T) {
+	testutil.StartsProcesses(t, "the ardea binary")
+	for _, args := range [][]string{
+		{"run"},
+		{"run", "--help"},
+		{"bench", "wordcount", "--lang", "cobol"},
+		{"builtins", "kafak"},
+		{"builtins", "file", "--kind", "bolt", "--json"},
+		{"build", t.TempDir()},
+		{"status", "wc", "--json", "--server", "127.0.0.1:1"},
+		{"nosuchcommand"},
+	} {
+		code, out, errOut := runArdea(t, args...)
+		bcode, bout, berr := runArdeaProcess(t, args...)
+		if code != bcode || out != bout || errOut != berr {
+			t.Errorf("ardea %s:\nin process: exit %d\nstdout: %q\nstderr: %q\nbinary: exit %d\nstdout: %q\nstderr: %q",
+				strings.Join(args, " "), code, out, errOut, bcode, bout, berr)
 		}
 	}
 }

@@ -311,13 +311,17 @@ bolts:
 	if err := os.WriteFile(topo, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// The run goes on until the test has read the dead letters (the
+	// duration only guards against a hang): it ends as on Ctrl-C.
+	ctx, stop := context.WithCancel(t.Context())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if code, _, stderr := runArdea(t, "run", topo, "--duration", "8s", "--tolerate-failures"); code != 0 {
+		if code, _, stderr := runArdeaContext(ctx, t, "run", topo, "--duration", "2m", "--tolerate-failures"); code != 0 {
 			t.Errorf("ardea run: exit %d: %s", code, stderr)
 		}
 	}()
+	defer func() { stop(); <-done }()
 	var got []*kgo.Record
 	deadline := time.Now().Add(time.Minute)
 	for len(got) < 5 && time.Now().Before(deadline) {
@@ -346,5 +350,4 @@ bolts:
 		}
 		return ""
 	}())
-	<-done
 }

@@ -23,23 +23,34 @@ var Version = "dev"
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := newRoot().ExecuteContext(ctx); err != nil {
-		msg := err.Error()
-		if !strings.HasPrefix(msg, "ardea ") { // a usage error names its command already
-			msg = "ardea: " + msg
-		}
-		fmt.Fprintln(os.Stderr, msg)
-		var ue usageError
-		if errors.As(err, &ue) {
-			os.Exit(2)
-		}
-		var ec exitCoder
-		if errors.As(err, &ec) {
-			os.Exit(ec.ExitCode())
-		}
-		os.Exit(1)
+	code := execute(ctx, newRoot())
+	stop()
+	os.Exit(code)
+}
+
+// execute runs root and returns the exit status: 0, or after printing the
+// error to root's stderr, 2 for a usage error, an exitCoder's own status,
+// else 1. The tests run the CLI in their process through it, with the
+// binary's output and status.
+func execute(ctx context.Context, root *cobra.Command) int {
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return 0
 	}
+	msg := err.Error()
+	if !strings.HasPrefix(msg, "ardea ") { // a usage error names its command already
+		msg = "ardea: " + msg
+	}
+	fmt.Fprintln(root.ErrOrStderr(), msg)
+	var ue usageError
+	if errors.As(err, &ue) {
+		return 2
+	}
+	var ec exitCoder
+	if errors.As(err, &ec) {
+		return ec.ExitCode()
+	}
+	return 1
 }
 
 type usageError struct{ error }
@@ -56,6 +67,9 @@ type globalFlags struct {
 	logFormat string
 	cacheDir  string
 	cpuProf   string
+	// stderr is the command's (cobra's ErrOrStderr: os.Stderr but in
+	// tests), where the logs go.
+	stderr io.Writer
 }
 
 func newRoot() *cobra.Command {
@@ -83,7 +97,8 @@ programs. Instances are named component/index (count/1).`,
 	root.PersistentFlags().StringVar(&g.cpuProf, "cpuprofile", "", "write a CPU profile of the command to this file")
 	_ = root.PersistentFlags().MarkHidden("cpuprofile")
 	var profFile *os.File
-	root.PersistentPreRunE = func(*cobra.Command, []string) error {
+	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
+		g.stderr = c.ErrOrStderr()
 		if g.cpuProf == "" {
 			return nil
 		}
@@ -147,11 +162,15 @@ func (g *globalFlags) logger() (*slog.Logger, error) {
 		return nil, usageError{fmt.Errorf("--log-level %q: want debug, info, warn or error", g.logLevel)}
 	}
 	opts := &slog.HandlerOptions{Level: lvl}
+	w := g.stderr
+	if w == nil {
+		w = os.Stderr
+	}
 	switch g.logFormat {
 	case "text":
-		return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
+		return slog.New(slog.NewTextHandler(w, opts)), nil
 	case "json":
-		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	}
 	return nil, usageError{fmt.Errorf("--log-format %q: want text or json", g.logFormat)}
 }

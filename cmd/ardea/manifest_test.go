@@ -214,6 +214,7 @@ func TestCLIErrorsNameWhatIsMissing(t *testing.T) {
 // build stores the manifest, ardea inspect reads it from the section, and
 // a topology without outputs: runs on it.
 func TestBuildThenInspectAndRun(t *testing.T) {
+	testutil.StartsProcesses(t, "clang, building a C component")
 	if _, err := exec.LookPath("clang"); err != nil {
 		t.Skip("no clang: the C SDK cannot be built here")
 	}

@@ -86,8 +86,8 @@ func TestRunWithMetricsConfig(t *testing.T) {
 	if err := os.WriteFile(deploy, []byte("metrics:\n  interval: 1h\n  file: {path: "+metricsFile+"}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, _, errOut := runArdea(t, "run", repoPath("examples/wordcount/topology.yaml"), "--quiet", "--config", deploy,
-		"--set", "out.path="+filepath.Join(dir, "counts.tsv"))
+	code, _, errOut := runArdea(t, append([]string{"run", repoPath("examples/wordcount/topology.yaml"), "--quiet", "--config", deploy,
+		"--set", "out.path=" + filepath.Join(dir, "counts.tsv")}, prebuiltGoWordCount...)...)
 	if code != 0 {
 		t.Fatalf("run: exit %d: %s", code, errOut)
 	}

@@ -14,9 +14,14 @@ import (
 	"github.com/ardea-dev/ardea/internal/testutil"
 )
 
-// oversizeInput writes in.txt into dir: 10,000 lines, one line of 50 MB,
-// then 5 more lines; it returns the lines other than the big one.
-func oversizeInput(t *testing.T, dir string) []string {
+// bigLine is the oversized line's length: 50 MB, far above the file
+// spout's max_line_bytes (1 MiB).
+const bigLine = 50 << 20
+
+// oversizeInput writes in.txt into dir: 10,000 lines, one line of size
+// bytes (a multiple of 64 KiB), then 5 more lines; it returns the lines
+// other than the big one.
+func oversizeInput(t *testing.T, dir string, size int) []string {
 	t.Helper()
 	f, err := os.Create(filepath.Join(dir, "in.txt"))
 	if err != nil {
@@ -30,7 +35,7 @@ func oversizeInput(t *testing.T, dir string) []string {
 		w.WriteString(l + "\n")
 	}
 	chunk := strings.Repeat("0123456789abcdef", 1<<12) // 64 KiB
-	for range 50 << 20 / len(chunk) {
+	for range size / len(chunk) {
 		w.WriteString(chunk)
 	}
 	w.WriteString("\n")
@@ -91,7 +96,8 @@ func readLines(t *testing.T, path string) []string {
 	return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
 }
 
-// TestRunOversizedLine: a 50 MB line after 10,000 lines, through
+// TestRunOversizedLine: a 50 MB line (2 MiB in the fast tier and under
+// -race) after 10,000 lines, through
 // lines -> echo (wasm) -> file sink with `ardea run`. Without dead letters
 // the run fails naming the file, the line and max_line_bytes, and only
 // after the 10,000 lines before it reached the sink (also when spout and
@@ -100,11 +106,11 @@ func readLines(t *testing.T, path string) []string {
 // the line is in the dead-letter file with its line number and the run
 // finishes with every other line, those after it included, in the sink.
 func TestRunOversizedLine(t *testing.T) {
-	if testing.Short() {
-		t.Skip("writes a 50 MB file")
-	}
+	// Any line over max_line_bytes is refused alike: the fast tier and the
+	// race run write one of 2 MiB.
+	size := testutil.Volume(bigLine, 2<<20)
 	dir := t.TempDir()
-	lines := oversizeInput(t, dir)
+	lines := oversizeInput(t, dir, size)
 	in := filepath.Join(dir, "in.txt")
 
 	for _, tc := range []struct {
@@ -161,8 +167,8 @@ func TestRunOversizedLine(t *testing.T) {
 		if err := json.Unmarshal(b, &d); err != nil {
 			t.Fatalf("dead-letter file (%d bytes): %v", len(b), err)
 		}
-		if d.Line != 10001 || d.Component != "lines" || len(d.Value) != 50<<20 || !strings.HasPrefix(d.Value, "0123456789abcdef") ||
-			d.Error != "line of 52428800 bytes exceeds max_line_bytes 1048576" {
+		if d.Line != 10001 || d.Component != "lines" || len(d.Value) != size || !strings.HasPrefix(d.Value, "0123456789abcdef") ||
+			d.Error != fmt.Sprintf("line of %d bytes exceeds max_line_bytes 1048576", size) {
 			t.Fatalf("dead letter: line %d, component %s, %d bytes, error %q", d.Line, d.Component, len(d.Value), d.Error)
 		}
 	})
@@ -175,7 +181,7 @@ func TestRunOversizedLine(t *testing.T) {
 func TestLocalOversizedLine(t *testing.T) {
 	testutil.StartsProcesses(t, "ardea host processes")
 	dir := t.TempDir()
-	lines := oversizeInput(t, dir)
+	lines := oversizeInput(t, dir, bigLine)
 	topo := oversizeTopology(t, dir, "bigd", "", true)
 	d := startDaemon(t, t.TempDir())
 	d.ok(t, "submit", topo)
@@ -208,7 +214,7 @@ func TestLocalOversizedLine(t *testing.T) {
 func TestLocalOversizedLineDrainsEveryContainer(t *testing.T) {
 	testutil.StartsProcesses(t, "ardea host processes")
 	dir := t.TempDir()
-	lines := oversizeInput(t, dir)
+	lines := oversizeInput(t, dir, bigLine)
 	yaml := `name: bigx
 config:
   topology.containers: 2

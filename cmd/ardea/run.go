@@ -96,10 +96,12 @@ shown on stderr; --quiet turns it off.`,
 				}
 				mc = f.Metrics
 			}
-			showProgress := !quiet && term.IsTerminal(int(os.Stderr.Fd()))
+			stderr := cmd.ErrOrStderr() // os.Stderr but in tests
+			f, isFile := stderr.(*os.File)
+			showProgress := !quiet && isFile && term.IsTerminal(int(f.Fd()))
 			stop := func() {}
 			if showProgress {
-				stop = startProgress(os.Stderr, reg)
+				stop = startProgress(stderr, reg)
 			}
 			if !cmd.Flags().Changed("containers") {
 				containers = 0 // the topology's packing settings, else one
@@ -113,8 +115,8 @@ shown on stderr; --quiet turns it off.`,
 				if !quiet && res != nil && len(reg.Components()) > 0 {
 					// What each component did before the failure: every
 					// sink's file holds what it executed (docs/topology.md).
-					fmt.Fprintf(os.Stderr, "ardea: topology %s failed after %s; until then:\n", t.Name, res.Elapsed.Round(time.Millisecond))
-					printSummary(os.Stderr, reg, res.Elapsed)
+					fmt.Fprintf(stderr, "ardea: topology %s failed after %s; until then:\n", t.Name, res.Elapsed.Round(time.Millisecond))
+					printSummary(stderr, reg, res.Elapsed)
 				}
 				return err
 			}
@@ -123,8 +125,8 @@ shown on stderr; --quiet turns it off.`,
 				if !res.Finished {
 					how = "stopped"
 				}
-				fmt.Fprintf(os.Stderr, "ardea: topology %s %s after %s\n", t.Name, how, res.Elapsed.Round(time.Millisecond))
-				printSummary(os.Stderr, reg, res.Elapsed)
+				fmt.Fprintf(stderr, "ardea: topology %s %s after %s\n", t.Name, how, res.Elapsed.Round(time.Millisecond))
+				printSummary(stderr, reg, res.Elapsed)
 			}
 			if f := runFailures(t.Name, reg, res.Rollbacks); f != nil && !tolerate {
 				return f

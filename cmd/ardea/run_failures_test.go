@@ -6,8 +6,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-
-	"github.com/ardea-dev/ardea/internal/testutil"
 )
 
 // TestRunFailedTuples: a run that ends with failed tuples exits 3 and
@@ -17,7 +15,6 @@ import (
 // once the poison line is dropped by the bolt; at least once its tree
 // fails twice (max_retries 2) and it goes to the spout's dead letters.
 func TestRunFailedTuples(t *testing.T) {
-	testutil.StartsProcesses(t, "the ardea binary")
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "in.txt"), []byte("line 1\npoison 2\nline 3\n"), 0o644); err != nil {
 		t.Fatal(err)

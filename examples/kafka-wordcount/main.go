@@ -47,7 +47,9 @@ func here() string {
 	return filepath.Dir(file)
 }
 
-func run(brokers, reliability string, verbose bool) error {
+// run runs the example; sets override the topology's settings (a test's
+// modules).
+func run(brokers, reliability string, verbose bool, sets ...string) error {
 	if brokers == "" {
 		c, err := kfake.NewCluster(kfake.NumBrokers(1))
 		if err != nil {
@@ -84,7 +86,7 @@ func run(brokers, reliability string, verbose bool) error {
 	if err != nil {
 		return err
 	}
-	sets := []string{"lines.brokers=" + brokers, "out.brokers=" + brokers, "topology.reliability=" + reliability}
+	sets = append([]string{"lines.brokers=" + brokers, "out.brokers=" + brokers, "topology.reliability=" + reliability}, sets...)
 	if err := t.SetAll(sets); err != nil {
 		return err
 	}

@@ -64,7 +64,7 @@ func TestExampleRuns(t *testing.T) {
 	if err := WriteInput(in, keys, perKey); err != nil {
 		t.Fatal(err)
 	}
-	cache := t.TempDir()
+	cache := testutil.RunCacheDir(t)
 	for _, mode := range []string{settings.AtMostOnce, settings.AtLeastOnce, settings.EffectivelyOnce} {
 		t.Run(mode, func(t *testing.T) {
 			top, err := ardea.LoadFile("topology.yaml")

@@ -15,6 +15,7 @@ import (
 	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/examples/wordcount"
 	"github.com/ardea-dev/ardea/host"
+	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/internal/tuple"
 	"github.com/ardea-dev/ardea/scheduler/daemon"
 )
@@ -28,10 +29,13 @@ func readTSV(t *testing.T, path string) map[string]int64 {
 	return got
 }
 
-func run(t *testing.T, topology string, containers int) map[string]int64 {
+func run(t *testing.T, topology string, containers int, sets ...string) map[string]int64 {
 	t.Helper()
 	top, err := ardea.LoadFile(topology)
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := top.SetAll(sets); err != nil {
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "counts.tsv")
@@ -41,7 +45,7 @@ func run(t *testing.T, topology string, containers int) map[string]int64 {
 	if err := top.Validate(ardea.ValidateOptions{Builtins: connectors.Outputs, BuiltinConfig: connectors.ValidateConfig}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := daemon.Run(context.Background(), daemon.RunOptions{Topology: top, Containers: containers, CacheDir: t.TempDir()})
+	res, err := daemon.Run(context.Background(), daemon.RunOptions{Topology: top, Containers: containers, CacheDir: testutil.RunCacheDir(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +77,13 @@ func TestPolyglotMatchesGoWordCount(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := wordcount.Reference(strings.Split(string(data), "\n"))
-	goCounts := run(t, "../wordcount/topology.yaml", 1)
+	// The fast tier runs the committed builds of the Go word count's
+	// folders; the full run builds them, as the example does.
+	var prebuilt []string
+	if testing.Short() {
+		prebuilt = testutil.GoWordCountModules()
+	}
+	goCounts := run(t, "../wordcount/topology.yaml", 1, prebuilt...)
 	got := run(t, "topology.yaml", 2)
 	for name, m := range map[string]map[string]int64{"go word count": goCounts, "polyglot": got} {
 		if len(m) != len(want) {
@@ -106,7 +116,7 @@ func (r *recorder) Fail(uint64) error { return nil }
 // TestUpperKeepsTheWord: upper emits each word unchanged and its upper case.
 func TestUpperKeepsTheWord(t *testing.T) {
 	ctx := context.Background()
-	rt, err := host.NewRuntime(ctx, host.Config{Logger: slog.New(slog.DiscardHandler)})
+	rt, err := host.NewRuntime(ctx, host.Config{Logger: slog.New(slog.DiscardHandler), CacheDir: testutil.CompileCache()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -114,15 +114,17 @@ func stringBatch(first uint64, items []string) []byte {
 	return w.Buf
 }
 
-// compileCache is the CacheDir of every runtime in the package: each
-// language's modules are compiled once for the whole package, where a
-// cache per runtime compiled them again in each of the 16 pairs of
+// compileCache is the CacheDir of every runtime in the package, the
+// tests' shared one (testutil.CompileCache), and runCache is the
+// end-to-end runs' cache dir, whose compiled code is that one: each
+// language's modules are compiled once per machine, where a cache per
+// runtime compiled them again in each of the 16 pairs of
 // TestCountStateIsSharedAcrossLanguages, in each split test and in each
 // end-to-end run (a Go module takes seconds, many more under -race).
-var compileCache string
+var compileCache, runCache = testutil.CompileCache(), ""
 
 func TestMain(m *testing.M) {
-	testutil.MainWithDir(m, "ardea-wordcount-test-", func(d string) { compileCache = d })
+	testutil.MainWithDir(m, "ardea-wordcount-test-", func(d string) { runCache = testutil.LinkCompileCache(d) })
 }
 
 func newRuntime(t *testing.T) *host.Runtime {
@@ -254,7 +256,7 @@ func TestWordCountEveryLanguage(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, err := daemon.Run(context.Background(), daemon.RunOptions{Topology: top, Containers: 2, CacheDir: compileCache})
+			res, err := daemon.Run(context.Background(), daemon.RunOptions{Topology: top, Containers: 2, CacheDir: runCache})
 			if err != nil {
 				t.Fatal(err)
 			}

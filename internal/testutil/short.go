@@ -19,3 +19,15 @@ func StartsProcesses(t testing.TB, what string) {
 		t.Skipf("starts %s: not in the fast tier (-short)", what)
 	}
 }
+
+// Volume is the input size of a test whose volume proves nothing its
+// assertions need: full in the full run, small in the fast tier (-short)
+// and under the race detector (which makes every step many times slower
+// and looks for interleavings, not volume). Every assertion stays; it
+// holds on the smaller input.
+func Volume(full, small int) int {
+	if testing.Short() || Race {
+		return small
+	}
+	return full
+}

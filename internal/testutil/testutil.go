@@ -106,3 +106,15 @@ func RepoPath(rel string) string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Join(filepath.Dir(file), "..", "..", rel)
 }
+
+// GoWordCountModules are the settings (COMPONENT.module=PATH, for
+// Topology.Set or `ardea run --set`) that give an example word count's
+// split and count the committed builds of their Go folders
+// (examples/wordcount/go/BUILD.md): for a test of a run, not of the
+// build, which then starts no Go toolchain.
+func GoWordCountModules() []string {
+	return []string{
+		"split.module=" + RepoPath("examples/wordcount/go/split.wasm"),
+		"count.module=" + RepoPath("examples/wordcount/go/count.wasm"),
+	}
+}

@@ -83,3 +83,13 @@ func TestStartsProcessesSkipsOnlyUnderShort(t *testing.T) {
 		t.Errorf("under -short=%v the test went on: %v", testing.Short(), ran)
 	}
 }
+
+func TestVolume(t *testing.T) {
+	want := 1000
+	if testing.Short() || Race {
+		want = 10
+	}
+	if got := Volume(1000, 10); got != want {
+		t.Errorf("Volume(1000, 10) = %d, want %d (short %v, race %v)", got, want, testing.Short(), Race)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
@@ -23,6 +24,24 @@ const (
 	splitWasm     = "../../examples/wordcount/go/split.wasm"
 	misbehaveWasm = "../../host/testdata/misbehave.wasm"
 )
+
+// guestCache keeps the rewritten Go guests' compiled code in the tests'
+// shared cache (testutil.CompileCache): a rewrite gives the same bytes
+// each run, so a guest is compiled again only when its rewrite changed (a
+// Go guest takes seconds, tens under -race). wazero validates a module on
+// every compile, cached or not.
+var guestCache = func() wazero.CompilationCache {
+	c, err := wazero.NewCompilationCacheWithDir(testutil.CompileCache())
+	if err != nil {
+		panic(err)
+	}
+	return c
+}()
+
+// guestConfig is the runtime config of the tests that compile Go guests.
+func guestConfig() wazero.RuntimeConfig {
+	return wazero.NewRuntimeConfig().WithCompilationCache(guestCache)
+}
 
 func goGuests(t testing.TB) []string {
 	t.Helper()
@@ -51,7 +70,7 @@ func readFile(t testing.TB, path string) []byte {
 
 func TestGoGuestsCompile(t *testing.T) {
 	ctx := context.Background()
-	r := wazero.NewRuntime(ctx)
+	r := wazero.NewRuntimeWithConfig(ctx, guestConfig())
 	t.Cleanup(func() { _ = r.Close(ctx) })
 	for _, path := range goGuests(t) {
 		t.Run(filepath.Base(path), func(t *testing.T) {
@@ -81,7 +100,7 @@ func TestGoGuestsCompile(t *testing.T) {
 // function.
 func instantiateGoGuest(t testing.TB, path string) api.Module {
 	t.Helper()
-	return instantiateGoGuestWith(t, instrument(t, readFile(t, path)), wazero.NewRuntimeConfig())
+	return instantiateGoGuestWith(t, instrument(t, readFile(t, path)), guestConfig())
 }
 
 func instantiateGoGuestWith(t testing.TB, wasm []byte, cfg wazero.RuntimeConfig) api.Module {

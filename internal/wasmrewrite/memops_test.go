@@ -714,7 +714,7 @@ func memGoGuests(t testing.TB) []string {
 // keyed example's and the SDK's are built from the same SDK as these.
 func TestInlineMemOpsGoGuests(t *testing.T) {
 	ctx := context.Background()
-	r := wazero.NewRuntime(ctx)
+	r := wazero.NewRuntimeWithConfig(ctx, guestConfig())
 	t.Cleanup(func() { _ = r.Close(ctx) })
 	for _, path := range memGoGuests(t) {
 		t.Run(strings.TrimPrefix(path, "../../"), func(t *testing.T) {
@@ -783,11 +783,9 @@ func TestInlinedGoGuestRuns(t *testing.T) {
 		t.Fatalf("%d fills, %d copies inlined", fills, copies)
 	}
 	out = instrument(t, out)
-	// One compilation for the four instances.
-	cache := wazero.NewCompilationCache()
-	t.Cleanup(func() { _ = cache.Close(context.Background()) })
+	// One compilation for the four instances (at most: guestCache).
 	for _, mode := range []string{"ok", "spin", "usermetrics", "error"} {
-		m := instantiateGoGuestWith(t, out, wazero.NewRuntimeConfig().WithCompilationCache(cache))
+		m := instantiateGoGuestWith(t, out, guestConfig())
 		prepareMisbehave(t, m, "mode", mode, "spin.iters", "65536")
 		want := uint64(0)
 		if mode == "error" {

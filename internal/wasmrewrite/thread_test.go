@@ -769,7 +769,7 @@ func goGuestsAll(t testing.TB) []string {
 // instrumented; a compile takes 10-30 s under -race).
 func TestThreadJumpsGoGuests(t *testing.T) {
 	ctx := context.Background()
-	r := wazero.NewRuntime(ctx)
+	r := wazero.NewRuntimeWithConfig(ctx, guestConfig())
 	t.Cleanup(func() { _ = r.Close(ctx) })
 	for _, path := range goGuestsAll(t) {
 		t.Run(filepath.Base(filepath.Dir(filepath.Dir(path)))+"/"+filepath.Base(path), func(t *testing.T) {
@@ -829,7 +829,7 @@ func TestThreadJumpsOtherLanguages(t *testing.T) {
 // and a loop of 2^16 iterations.
 func TestThreadedGoGuestRuns(t *testing.T) {
 	out, _ := thread(t, readFile(t, misbehaveWasm))
-	m := instantiateGoGuestWith(t, instrument(t, out), wazero.NewRuntimeConfig())
+	m := instantiateGoGuestWith(t, instrument(t, out), guestConfig())
 	for _, mode := range []string{"ok", "spin", "usermetrics", "error"} {
 		prepareMisbehave(t, m, "mode", mode, "spin.iters", "65536")
 		want := uint64(0)
@@ -849,7 +849,7 @@ func TestThreadedGoGuestInterrupted(t *testing.T) {
 		return
 	}
 	out, _ := thread(t, readFile(t, misbehaveWasm))
-	m := instantiateGoGuestWith(t, instrument(t, out), wazero.NewRuntimeConfig())
+	m := instantiateGoGuestWith(t, instrument(t, out), guestConfig())
 	prepareMisbehave(t, m, "mode", "loop")
 	interruptExecuteOnceRunning(t, m)
 }

@@ -40,7 +40,10 @@ func (s *swapEvents) list() []SwapEvent {
 // components keep their instances, and the final counts are exact, each
 // word's count stepping by one.
 func TestSwapKeepsCountsExact(t *testing.T) {
-	lines := wordcount.TestLines(30000)
+	// The spout's rate (5000 lines/s) makes the run last as long as its
+	// input: the fast tier and the race run feed 6000 lines, each third
+	// still more than the 5000 words a step waits for.
+	lines := wordcount.TestLines(testutil.Volume(30000, 6000))
 	want := wordcount.Reference(lines)
 	dir := t.TempDir()
 	in, out := filepath.Join(dir, "in.txt"), filepath.Join(dir, "counts.tsv")

@@ -41,15 +41,12 @@ type liveTopology struct {
 	tune       func(*Options)
 }
 
-// compileCache is the CacheDir of the package's runtimes: each module
-// (the Go word count's split and count, a Go module compiling for seconds,
-// far longer under -race) is compiled once for the package, where a
-// runtime of each test compiled it again.
-var compileCache string
-
-func TestMain(m *testing.M) {
-	testutil.MainWithDir(m, "ardea-container-test-", func(d string) { compileCache = d })
-}
+// compileCache is the CacheDir of the package's runtimes, the tests'
+// shared one (testutil.CompileCache): each module (the Go word count's
+// split and count, a Go module compiling for seconds, far longer under
+// -race) is compiled once per machine, where a runtime of each test
+// compiled it again.
+var compileCache = testutil.CompileCache()
 
 func startLive(t *testing.T, top *ardea.Topology, containers int) *liveTopology {
 	t.Helper()

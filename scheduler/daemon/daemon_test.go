@@ -27,8 +27,9 @@ import (
 var ardeaBin string
 
 // compileCache is the CacheDir of the package's in-process runs of
-// prebuilt modules: one wazero compilation of each module for the whole
-// package (a Go module compiled under the race detector takes most of a
+// prebuilt modules, whose compiled code is the tests' shared cache
+// (testutil.LinkCompileCache): one wazero compilation of each module per
+// machine (a Go module compiled under the race detector takes most of a
 // minute), where a cache per test compiled each again.
 var compileCache string
 
@@ -39,7 +40,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	ardeaBin = filepath.Join(dir, "ardea")
-	compileCache = filepath.Join(dir, "cache")
+	compileCache = testutil.LinkCompileCache(filepath.Join(dir, "cache"))
 	// The fast tier (-short) skips every test that starts a host process
 	// (testutil.StartsProcesses): it does not build the binary either. A
 	// test that starts one unmarked fails on the missing file.
@@ -63,8 +64,8 @@ func startDaemon(t *testing.T) (*daemon.Daemon, *api.Client) {
 }
 
 // startDaemonWith starts a daemon with o, filling what o leaves empty as
-// startDaemon does (a temp data dir, a kernel-picked port, the test's
-// ardea binary as host, 2 restarts); it registers the admin token and
+// startDaemon does (a temp data dir, a kernel-picked port, the package's
+// cache dir, the test's ardea binary as host, 2 restarts); it registers the admin token and
 // closes the daemon at the end of the test.
 func startDaemonWith(t *testing.T, o daemon.Options) *daemon.Daemon {
 	t.Helper()
@@ -73,6 +74,9 @@ func startDaemonWith(t *testing.T, o daemon.Options) *daemon.Daemon {
 	}
 	if o.Listen == "" {
 		o.Listen = "127.0.0.1:0"
+	}
+	if o.CacheDir == "" {
+		o.CacheDir = compileCache // validation compiles once per machine
 	}
 	if o.HostPath == "" {
 		o.HostPath = ardeaBin

@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/tetratelabs/wazero"
 
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/internal/manifest"
@@ -56,7 +59,18 @@ func (d *Daemon) languageOf(ctx context.Context, sp *tenancy.Space, version stri
 // tracker calls only look it up.
 func (d *Daemon) rememberLanguage(ctx context.Context, version string, data []byte) {
 	l := ""
-	if m, err := moduleread.Read(ctx, data, moduleread.Options{Timeout: 5 * time.Second}); err == nil && m != nil {
+	o := moduleread.Options{Timeout: 5 * time.Second}
+	// The compiled code is kept where `ardea run` keeps it when it checks
+	// manifests (modules.Builder.Manifests: the cache dir's manifest
+	// folder), and with the same settings: a module compiled there or at
+	// an earlier upload (a Go one takes seconds) is not compiled again.
+	if dir := d.cacheDir(); dir != "" { // "": a Daemon of a unit test, not started
+		if c, err := wazero.NewCompilationCacheWithDir(filepath.Join(dir, "manifest")); err == nil {
+			defer c.Close(context.WithoutCancel(ctx))
+			o.Cache = c
+		}
+	}
+	if m, err := moduleread.Read(ctx, data, o); err == nil && m != nil {
 		l = m.SDK.Language
 	} else {
 		l = moduleLanguage(ctx, data)

@@ -58,11 +58,9 @@ func poisonLines(n int) (lines []string, siblings []string) {
 //     the poisoned lines' other words count exactly twice and every other
 //     word once.
 func TestPoisonWordSiblingsCountedOnce(t *testing.T) {
-	n := 3000
-	if testutil.Race {
-		n = 600 // the same three poisoned lines mid-input, less around them
-	}
-	lines, siblings := poisonLines(n)
+	// The same three poisoned lines mid-input, less around them, in the
+	// fast tier and under the race detector.
+	lines, siblings := poisonLines(testutil.Volume(3000, 600))
 	var clean []string
 	for _, l := range lines {
 		clean = append(clean, strings.ReplaceAll(l, "poison", ""))
@@ -73,6 +71,7 @@ func TestPoisonWordSiblingsCountedOnce(t *testing.T) {
 	cache := compileCache
 	for _, mode := range []string{settings.AtMostOnce, settings.AtLeastOnce, settings.EffectivelyOnce} {
 		t.Run(mode, func(t *testing.T) {
+			t.Parallel() // a run of its own; the input is only read
 			d := t.TempDir()
 			out := filepath.Join(d, "out.tsv")
 			b := ardea.NewBuilder("poisoncount")

@@ -41,14 +41,11 @@ import (
 )
 
 func TestWordCountMatchesReference(t *testing.T) {
-	n := 3000
-	if testutil.Race {
-		// The race run looks for interleavings, which 600 lines through
-		// every shape below give it; the full volume takes it 10 minutes
-		// on a 2-core machine and is checked without the detector.
-		n = 600
-	}
-	lines := wordcount.TestLines(n)
+	// The fast tier and the race run (which looks for interleavings) need
+	// no volume: 600 lines go through every shape below and are compared
+	// with the reference; the full volume takes the race run 10 minutes on
+	// a 2-core machine and is checked in the full run.
+	lines := wordcount.TestLines(testutil.Volume(3000, 600))
 	want := wordcount.Reference(lines)
 	var total int64
 	for _, n := range want {
@@ -66,6 +63,11 @@ func TestWordCountMatchesReference(t *testing.T) {
 		{4, 4, 5},
 	} {
 		t.Run(fmt.Sprintf("split%d-count%d-containers%d", tc.split, tc.count, tc.containers), func(t *testing.T) {
+			// Each shape is a run of its own (its registry, output, NATS
+			// server and data dir); they share the read-only input, the
+			// Builder and the compilation cache, both safe for concurrent
+			// use.
+			t.Parallel()
 			out := filepath.Join(t.TempDir(), "counts.tsv")
 			reg := metrics.NewRegistry()
 			res, err := daemon.Run(context.Background(), daemon.RunOptions{
@@ -234,9 +236,10 @@ func TestWordCountDeliveryModes(t *testing.T) {
 	want := wordcount.Reference(lines)
 	in := filepath.Join(t.TempDir(), "in.txt")
 	wordcounttest.WriteLines(t, in, lines)
-	builder, cache := &modules.Builder{}, t.TempDir()
+	builder, cache := &modules.Builder{}, compileCache
 	for _, mode := range []string{settings.AtLeastOnce, settings.EffectivelyOnce} {
 		t.Run(mode, func(t *testing.T) {
+			t.Parallel() // a run of its own; the input is only read
 			out := filepath.Join(t.TempDir(), "counts.tsv")
 			top := wordcounttest.Topology(t, in, out, 2, 3)
 			top.Config["topology.reliability"] = mode
@@ -575,7 +578,9 @@ func TestRunLeavesNoGoroutines(t *testing.T) {
 	n := 200000
 	if testutil.Race {
 		// Goroutines are left or not whatever the volume; the detector
-		// makes the full one take minutes on 2 cores.
+		// makes the full one take minutes on 2 cores. The fast tier keeps
+		// the volume: the effectively-once run below needs it for a
+		// checkpoint to become global while the data flows.
 		n = 20000
 	}
 	lines := wordcount.TestLines(n)
@@ -677,7 +682,7 @@ func TestRunLeavesNoGoroutines(t *testing.T) {
 func TestInProcessRestartEffectivelyOnce(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent(), natsStatusWaiter)
 	d, err := daemon.Start(context.Background(), daemon.Options{
-		DataDir: t.TempDir(), Listen: "127.0.0.1:0", InProcess: &daemon.InProcess{}, MaxRestarts: 3,
+		DataDir: t.TempDir(), Listen: "127.0.0.1:0", InProcess: &daemon.InProcess{}, MaxRestarts: 3, CacheDir: compileCache,
 	})
 	if err != nil {
 		t.Fatal(err)

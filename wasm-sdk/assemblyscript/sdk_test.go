@@ -21,6 +21,7 @@ import (
 	"github.com/ardea-dev/ardea/examples/wordcount"
 	"github.com/ardea-dev/ardea/host"
 	"github.com/ardea-dev/ardea/internal/manifest/moduleread"
+	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/internal/testutil/wasmguest"
 	"github.com/ardea-dev/ardea/internal/tuple"
 	assdk "github.com/ardea-dev/ardea/wasm-sdk/assemblyscript"
@@ -184,7 +185,7 @@ func (c *collector) Fail(id uint64) error { c.fails = append(c.fails, id); retur
 func newBolt(t *testing.T, path, name string, cfg map[string]string, in []string, outs ...tuple.StreamDecl) (plugin.Bolt, *collector, map[string]int64) {
 	t.Helper()
 	ctx := context.Background()
-	rt, err := host.NewRuntime(ctx, host.Config{Logger: slog.New(slog.DiscardHandler)})
+	rt, err := host.NewRuntime(ctx, host.Config{Logger: slog.New(slog.DiscardHandler), CacheDir: testutil.CompileCache()})
 	if err != nil {
 		t.Fatal(err)
 	}

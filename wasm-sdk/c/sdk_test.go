@@ -370,7 +370,7 @@ func (c *collector) Fail(id uint64) error { c.fails = append(c.fails, id); retur
 
 func newHost(t testing.TB) *host.Runtime {
 	t.Helper()
-	rt, err := host.NewRuntime(context.Background(), host.Config{CacheDir: filepath.Join(tmpDir, "cache")})
+	rt, err := host.NewRuntime(context.Background(), host.Config{CacheDir: testutil.CompileCache()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -183,12 +183,9 @@ type rig struct {
 	onFailure func(host.TupleFailure) error
 }
 
-// cacheDir shares compiled code between the tests' runtimes.
-var cacheDir string
-
-func TestMain(m *testing.M) {
-	testutil.MainWithDir(m, "ardea-conformance-", func(d string) { cacheDir = d })
-}
+// cacheDir shares compiled code between the tests' runtimes and with
+// other packages' tests (testutil.CompileCache).
+var cacheDir = testutil.CompileCache()
 
 func newRig(t *testing.T) *rig {
 	t.Helper()

@@ -23,6 +23,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
+	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/internal/tuple"
 )
 
@@ -400,13 +401,20 @@ func TestManifestExport(t *testing.T) {
 	}
 }
 
-// compileCache is shared by the package's runtimes: each committed module
-// is compiled once for the whole package, where a cache per runtime
-// compiled split.wasm, count.wasm and emitcheck.wasm again in each test
-// (a Go module takes seconds, many more under -race). The tests run in
+// compileCache is shared by the package's runtimes and, on disk, with
+// every test package (testutil.CompileCache): each committed module is
+// compiled once per machine, where a cache per runtime compiled
+// split.wasm, count.wasm and emitcheck.wasm again in each test (a Go
+// module takes seconds, many more under -race). The tests run in
 // parallel: each has its own runtime and host, and the cache is safe for
 // concurrent use.
-var compileCache = wazero.NewCompilationCache()
+var compileCache = func() wazero.CompilationCache {
+	c, err := wazero.NewCompilationCacheWithDir(testutil.CompileCache())
+	if err != nil {
+		panic(err)
+	}
+	return c
+}()
 
 func newRuntime(ctx context.Context) wazero.Runtime {
 	return wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCompilationCache(compileCache))

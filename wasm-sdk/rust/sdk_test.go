@@ -326,7 +326,7 @@ func (o *ops) Fail(id uint64) error                              { o.fails = app
 func TestPanicReachesHost(t *testing.T) {
 	ctx := context.Background()
 	log := &logLines{}
-	rt, err := host.NewRuntime(ctx, host.Config{Logger: slog.New(log)})
+	rt, err := host.NewRuntime(ctx, host.Config{Logger: slog.New(log), CacheDir: testutil.CompileCache()})
 	if err != nil {
 		t.Fatal(err)
 	}

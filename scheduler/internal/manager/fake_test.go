@@ -370,6 +370,26 @@ func (h *tmHarness) until(what string, ok func(v *View) bool) {
 	})
 }
 
+// answer beats the hosts until the operation behind done has answered
+// and then (if set) holds, and returns the answer.
+func (h *tmHarness) answer(what string, done <-chan error, then func(*View) bool) error {
+	h.t.Helper()
+	var err error
+	answered := false
+	h.until(what, func(v *View) bool {
+		if !answered {
+			select {
+			case err = <-done:
+				answered = true
+			default:
+				return false
+			}
+		}
+		return then == nil || then(v)
+	})
+	return err
+}
+
 // modes lists the TM's mode changes, "from>to".
 func (h *tmHarness) modes() []string {
 	var out []string
@@ -458,15 +478,7 @@ func TestTMSwap(t *testing.T) {
 	h := newTMHarness(t, wordCountTopology(t, "sw", 2, nil))
 	h.until("both containers run", func(v *View) bool { return len(h.rt.running()) == 2 })
 	done := h.swap(swapOrderFor("split", "v2"))
-	var err error
-	h.until("the swap ends", func(*View) bool {
-		select {
-		case err = <-done:
-			return true
-		default:
-			return false
-		}
-	})
+	err := h.answer("the swap ends", done, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -494,17 +506,7 @@ func TestTMSwapCrashEffectivelyOnce(t *testing.T) {
 		h.tm.Exited(1, errHostKilled)
 	})
 	done := h.swap(swapOrderFor("split", "v2"))
-	var err error
-	h.until("the swap ends and the topology runs again", func(v *View) bool {
-		if err == nil {
-			select {
-			case err = <-done:
-			default:
-				return false
-			}
-		}
-		return v.mode == api.ModeRunning && v.ckpt.Rollbacks == 1
-	})
+	err := h.answer("the swap ends and the topology runs again", done, func(v *View) bool { return v.mode == api.ModeRunning && v.ckpt.Rollbacks == 1 })
 	if err == nil || !errors.Is(err, api.ErrBadState) || !strings.Contains(err.Error(), "a container died during the swap") {
 		t.Errorf("swap: %v, want rolled back naming the death", err)
 	}
@@ -539,17 +541,7 @@ func TestTMReplanCrash(t *testing.T) {
 		_, err := h.tm.call(context.Background(), opRescale, rescaleRequest{parallelism: map[string]int{"split": 3}, top: top, base: base.top})
 		return err
 	})
-	var err error
-	h.until("the update ends and the topology runs again", func(v *View) bool {
-		if err == nil {
-			select {
-			case err = <-done:
-			default:
-				return false
-			}
-		}
-		return v.mode == api.ModeRunning && v.ckpt.Rollbacks == 1
-	})
+	err := h.answer("the update ends and the topology runs again", done, func(v *View) bool { return v.mode == api.ModeRunning && v.ckpt.Rollbacks == 1 })
 	if err == nil || !strings.Contains(err.Error(), "the replan did not complete") || !strings.Contains(err.Error(), errCrashed.Error()) {
 		t.Errorf("update: %v, want it cut short by the death", err)
 	}
@@ -584,15 +576,7 @@ func TestTMSwitchAbandoned(t *testing.T) {
 		_, err := h.tm.call(context.Background(), opRescale, rescaleRequest{parallelism: map[string]int{"split": 4}, top: top, base: base.top})
 		return err
 	})
-	var err error
-	h.until("the update ends", func(v *View) bool {
-		select {
-		case err = <-done:
-			return true
-		default:
-			return false
-		}
-	})
+	err := h.answer("the update ends", done, nil)
 	if err == nil || !strings.Contains(err.Error(), "while the switch prepared") || !strings.Contains(err.Error(), "rolled back to the previous plan") {
 		t.Fatalf("update: %v, want the switch abandoned", err)
 	}
@@ -654,17 +638,7 @@ func TestTMFailsDuringSwap(t *testing.T) {
 	o := swapOrderFor("split", "v2")
 	o.req.Probation = time.Hour // ended by the failure, never by time
 	done := h.swap(o)
-	var err error
-	h.until("FAILED with its containers stopped", func(v *View) bool {
-		if err == nil {
-			select {
-			case err = <-done:
-			default:
-				return false
-			}
-		}
-		return v.state == api.StateFailed && len(h.rt.running()) == 0
-	})
+	err := h.answer("FAILED with its containers stopped", done, func(v *View) bool { return v.state == api.StateFailed && len(h.rt.running()) == 0 })
 	if err == nil || !strings.Contains(err.Error(), "rolled back") || !strings.Contains(err.Error(), errFailed.Error()) {
 		t.Errorf("swap: %v", err)
 	}
@@ -770,15 +744,7 @@ func TestTMReplanCheckpointsTheDrain(t *testing.T) {
 		_, err := h.tm.call(context.Background(), opRescale, rescaleRequest{parallelism: map[string]int{"split": 3}, top: top, base: base.top})
 		return err
 	})
-	var err error
-	h.until("the update ends", func(*View) bool {
-		select {
-		case err = <-done:
-			return true
-		default:
-			return false
-		}
-	})
+	err := h.answer("the update ends", done, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -835,15 +801,7 @@ func TestTMSwapWhilePaused(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := h.swap(swapOrderFor("split", "v2"))
-	var err error
-	h.until("the swap ends", func(*View) bool {
-		select {
-		case err = <-done:
-			return true
-		default:
-			return false
-		}
-	})
+	err := h.answer("the swap ends", done, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -158,18 +158,14 @@ func (c transitionCase) run(t *testing.T) {
 			c.on(h)
 		}
 	}
-	answered := done == nil
+	what := fmt.Sprintf("%d mode changes", len(c.want))
+	changed := func(*View) bool { return len(h.modes()) >= len(c.want) }
 	var opErr error
-	h.until(fmt.Sprintf("%d mode changes", len(c.want)), func(*View) bool {
-		if !answered {
-			select {
-			case opErr = <-done:
-				answered = true
-			default:
-			}
-		}
-		return answered && len(h.modes()) >= len(c.want)
-	})
+	if done != nil {
+		opErr = h.answer(what, done, changed)
+	} else {
+		h.until(what, changed)
+	}
 	if got := h.modes(); !slices.Equal(got, c.want) {
 		t.Errorf("modes %v, want %v (the operation answered %v)", got, c.want, opErr)
 	}

@@ -12,10 +12,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/apache/thrift/lib/go/thrift"
-
-	"github.com/ardea-dev/ardea/sinks/internal/scribe"
 )
 
 const (
@@ -63,17 +59,17 @@ var (
 type scribeSink struct {
 	cfg  scribeConfig
 	log  *slog.Logger
-	tcfg *thrift.TConfiguration
 	dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	now  func() time.Time // the back-off's clock
 
-	mu     sync.Mutex // guards trans and closed against Close
-	trans  thrift.TTransport
+	mu     sync.Mutex // guards conn and closed against Close
+	conn   net.Conn   // nil: not connected
 	closed bool
 
 	// Owned by the writer.
-	client  *scribe.ScribeClient // nil: not connected
-	pending []*scribe.LogEntry   // oldest first
+	pending []ScribeEntry // oldest first
+	seq     int32         // the last Log call's sequence number
+	buf     []byte        // the frames written and read
 	retry   redial
 
 	dropped atomic.Int64
@@ -96,7 +92,6 @@ func newScribe(cfg scribeConfig, log *slog.Logger) (*scribeSink, error) {
 	return &scribeSink{
 		cfg:   cfg,
 		log:   log,
-		tcfg:  &thrift.TConfiguration{ConnectTimeout: scribeConnectTimeout, SocketTimeout: scribeSocketTimeout},
 		dial:  d.DialContext,
 		now:   time.Now,
 		retry: redial{min: scribeMinBackoff, max: scribeMaxBackoff},
@@ -157,7 +152,7 @@ func (v scribeValue) MarshalJSON() ([]byte, error) {
 	return json.Marshal(f)
 }
 
-func (s *scribeSink) entry(b *Batch, sm *Sample) (*scribe.LogEntry, error) {
+func (s *scribeSink) entry(b *Batch, sm *Sample) (ScribeEntry, error) {
 	m := scribeMessage{
 		Timestamp: b.Time.Unix(),
 		Topology:  sm.Topology,
@@ -175,9 +170,9 @@ func (s *scribeSink) entry(b *Batch, sm *Sample) (*scribe.LogEntry, error) {
 	}
 	msg, err := json.Marshal(m)
 	if err != nil {
-		return nil, fmt.Errorf("scribe: encode %s: %w", m.Name, err)
+		return ScribeEntry{}, fmt.Errorf("scribe: encode %s: %w", m.Name, err)
 	}
-	return &scribe.LogEntry{Category: s.cfg.Category, Message: string(msg)}, nil
+	return ScribeEntry{Category: s.cfg.Category, Message: string(msg)}, nil
 }
 
 // trim drops the oldest pending entries past scribeMaxPending and returns
@@ -204,13 +199,13 @@ func (s *scribeSink) flush(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return s.unsent(fmt.Errorf("scribe %s: %w", s.cfg.Address, err))
 	}
-	c, trans, err := s.connection(ctx)
+	conn, err := s.connection(ctx)
 	if err != nil {
 		return s.unsent(err)
 	}
-	// Closing the transport wakes a call blocked in I/O when ctx ends.
-	stop := context.AfterFunc(ctx, func() { _ = trans.Close() })
-	rc, err := c.Log(ctx, s.pending)
+	// Closing the connection wakes a call blocked in I/O when ctx ends.
+	stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
+	rc, err := s.log1(conn)
 	interrupted := !stop()
 	if err != nil {
 		if interrupted {
@@ -225,8 +220,8 @@ func (s *scribeSink) flush(ctx context.Context) error {
 	}
 	s.retry.answered()
 	switch rc {
-	case scribe.ResultCode_OK:
-	case scribe.ResultCode_TRY_LATER:
+	case scribeOK:
+	case scribeTryLater:
 		return s.unsent(fmt.Errorf("scribe %s: %w", s.cfg.Address, errScribeTryLater))
 	default:
 		return s.unsent(fmt.Errorf("scribe %s: unknown result code %d", s.cfg.Address, rc))
@@ -252,41 +247,58 @@ func (s *scribeSink) unsent(err error) error {
 	return err
 }
 
-// connection returns the client, dialling when there is none and the
-// back-off allows.
-func (s *scribeSink) connection(ctx context.Context) (*scribe.ScribeClient, thrift.TTransport, error) {
-	if s.client != nil {
-		s.mu.Lock()
-		trans := s.trans
-		s.mu.Unlock()
-		if trans != nil {
-			return s.client, trans, nil
-		}
-		s.client = nil // Close ran
+// log1 makes one Log call with the pending entries and reads its answer,
+// each within scribeSocketTimeout.
+func (s *scribeSink) log1(conn net.Conn) (scribeResult, error) {
+	s.seq = scribeSeq(s.seq)
+	s.buf = appendScribeLogCall(s.buf[:0], s.seq, s.pending)
+	if err := conn.SetWriteDeadline(s.now().Add(scribeSocketTimeout)); err != nil {
+		return 0, err
 	}
-	if s.isClosed() {
-		return nil, nil, errScribeClosed
+	if _, err := conn.Write(s.buf); err != nil {
+		return 0, err
+	}
+	if err := conn.SetReadDeadline(s.now().Add(scribeSocketTimeout)); err != nil {
+		return 0, err
+	}
+	msg, err := readScribeFrame(conn, s.buf, scribeMaxReplyFrame)
+	s.buf = msg
+	if err != nil {
+		return 0, fmt.Errorf("read the reply: %w", err)
+	}
+	return parseScribeLogReply(msg, s.seq)
+}
+
+// connection returns the connection, dialling when there is none and the
+// back-off allows.
+func (s *scribeSink) connection(ctx context.Context) (net.Conn, error) {
+	s.mu.Lock()
+	conn, closed := s.conn, s.closed
+	s.mu.Unlock()
+	if conn != nil {
+		return conn, nil
+	}
+	if closed {
+		return nil, errScribeClosed
 	}
 	if wait := s.retry.wait(s.now()); wait > 0 {
-		return nil, nil, fmt.Errorf("scribe %s: not connected, next attempt in %v", s.cfg.Address, wait)
+		return nil, fmt.Errorf("scribe %s: not connected, next attempt in %v", s.cfg.Address, wait)
 	}
 	conn, err := s.dial(ctx, "tcp", s.cfg.Address)
 	if err != nil {
 		s.failed()
-		return nil, nil, fmt.Errorf("scribe %s: connect: %w", s.cfg.Address, err)
+		return nil, fmt.Errorf("scribe %s: connect: %w", s.cfg.Address, err)
 	}
-	trans := thrift.NewTFramedTransportConf(thrift.NewTSocketFromConnConf(conn, s.tcfg), s.tcfg)
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		_ = trans.Close()
-		return nil, nil, errScribeClosed
+		_ = conn.Close()
+		return nil, errScribeClosed
 	}
-	s.trans = trans
+	s.conn = conn
 	s.mu.Unlock()
-	s.client = scribe.NewScribeClientFactory(trans, thrift.NewTBinaryProtocolFactoryConf(s.tcfg))
 	s.log.Debug("scribe: connected", "address", s.cfg.Address)
-	return s.client, trans, nil
+	return conn, nil
 }
 
 // failed backs off before the next dial.
@@ -294,13 +306,12 @@ func (s *scribeSink) failed() { s.retry.failed(s.now()) }
 
 func (s *scribeSink) disconnect() {
 	s.mu.Lock()
-	t := s.trans
-	s.trans = nil
+	c := s.conn
+	s.conn = nil
 	s.mu.Unlock()
-	if t != nil {
-		_ = t.Close()
+	if c != nil {
+		_ = c.Close()
 	}
-	s.client = nil
 }
 
 func (s *scribeSink) isClosed() bool {
@@ -313,122 +324,13 @@ func (s *scribeSink) isClosed() bool {
 // pending is discarded. Later Writes fail.
 func (s *scribeSink) Close() error {
 	s.mu.Lock()
-	t := s.trans
-	s.trans, s.closed = nil, true
+	c := s.conn
+	s.conn, s.closed = nil, true
 	s.mu.Unlock()
-	if t != nil {
-		if err := t.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+	if c != nil {
+		if err := c.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
 			return fmt.Errorf("scribe %s: close: %w", s.cfg.Address, err)
 		}
 	}
 	return nil
-}
-
-// ScribeEntry is one entry a Scribe server received.
-type ScribeEntry struct{ Category, Message string }
-
-// ServeScribe runs a Scribe server (the Log call over a framed transport,
-// binary protocol) on addr ("127.0.0.1:0" picks a port) until stop is
-// called; bound is the address it listens on. onLog hears each call's
-// entries, one call at a time per connection, and answers whether they
-// were taken (false: TRY_LATER). stop closes the connections still open
-// and returns once the server's goroutines are done. `ardea bench` uses it
-// as a local receiver.
-func ServeScribe(addr string, onLog func([]ScribeEntry) bool) (stop func(), bound string, err error) {
-	sock, err := thrift.NewTServerSocket(addr)
-	if err != nil {
-		return nil, "", fmt.Errorf("scribe server %s: %w", addr, err)
-	}
-	if err := sock.Listen(); err != nil {
-		return nil, "", fmt.Errorf("scribe server %s: %w", addr, err)
-	}
-	bound = sock.Addr().String()
-	st := newScribeServerTransport(sock)
-	cfg := &thrift.TConfiguration{}
-	srv := thrift.NewTSimpleServer4(scribe.NewScribeProcessor(scribeFuncHandler(onLog)), st,
-		thrift.NewTFramedTransportFactoryConf(thrift.NewTTransportFactory(), cfg),
-		thrift.NewTBinaryProtocolFactoryConf(cfg))
-	srv.SetLogger(thrift.NopLogger)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		// Not Serve: it would listen again if stop came first.
-		_ = srv.AcceptLoop()
-	}()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			st.closeConns()
-			_ = srv.Stop()
-			<-done
-		})
-	}, bound, nil
-}
-
-type scribeFuncHandler func([]ScribeEntry) bool
-
-func (h scribeFuncHandler) Log(_ context.Context, msgs []*scribe.LogEntry) (scribe.ResultCode, error) {
-	es := make([]ScribeEntry, len(msgs))
-	for i, m := range msgs {
-		es[i] = ScribeEntry{Category: m.Category, Message: m.Message}
-	}
-	if !h(es) {
-		return scribe.ResultCode_TRY_LATER, nil
-	}
-	return scribe.ResultCode_OK, nil
-}
-
-// scribeServerTransport is a TServerSocket that keeps the connections it
-// accepts, so that a server can be stopped while clients are connected:
-// TSimpleServer.Stop waits for every connection to end and (with
-// thrift.ServerStopTimeout at its default, 0) never closes them itself.
-type scribeServerTransport struct {
-	*thrift.TServerSocket
-	mu      sync.Mutex
-	conns   map[*scribeServerConn]struct{}
-	stopped bool
-}
-
-func newScribeServerTransport(sock *thrift.TServerSocket) *scribeServerTransport {
-	return &scribeServerTransport{TServerSocket: sock, conns: map[*scribeServerConn]struct{}{}}
-}
-
-func (t *scribeServerTransport) Accept() (thrift.TTransport, error) {
-	c, err := t.TServerSocket.Accept()
-	if err != nil {
-		return nil, err
-	}
-	sc := &scribeServerConn{TTransport: c, t: t}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.stopped {
-		_ = c.Close() // the server fails on it at once
-	} else {
-		t.conns[sc] = struct{}{}
-	}
-	return sc, nil
-}
-
-// closeConns closes the connections open and those accepted from now on.
-func (t *scribeServerTransport) closeConns() {
-	t.mu.Lock()
-	t.stopped = true
-	conns := t.conns
-	t.conns = map[*scribeServerConn]struct{}{}
-	t.mu.Unlock()
-	for c := range conns {
-		_ = c.TTransport.Close()
-	}
-}
-
-type scribeServerConn struct {
-	thrift.TTransport
-	t *scribeServerTransport
-}
-
-func (c *scribeServerConn) Close() error {
-	c.t.mu.Lock()
-	delete(c.t.conns, c)
-	c.t.mu.Unlock()
-	return c.TTransport.Close()
 }

@@ -509,3 +509,59 @@ func TestServeScribe(t *testing.T) {
 		t.Error("Write after the server stopped succeeded")
 	}
 }
+
+// scribeServerTransport is a TServerSocket that keeps the connections it
+// accepts, so that a Thrift server can be stopped while clients are
+// connected: TSimpleServer.Stop waits for every connection to end and
+// (with thrift.ServerStopTimeout at its default, 0) never closes them
+// itself.
+type scribeServerTransport struct {
+	*thrift.TServerSocket
+	mu      sync.Mutex
+	conns   map[*scribeServerConn]struct{}
+	stopped bool
+}
+
+func newScribeServerTransport(sock *thrift.TServerSocket) *scribeServerTransport {
+	return &scribeServerTransport{TServerSocket: sock, conns: map[*scribeServerConn]struct{}{}}
+}
+
+func (t *scribeServerTransport) Accept() (thrift.TTransport, error) {
+	c, err := t.TServerSocket.Accept()
+	if err != nil {
+		return nil, err
+	}
+	sc := &scribeServerConn{TTransport: c, t: t}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.stopped {
+		_ = c.Close() // the server fails on it at once
+	} else {
+		t.conns[sc] = struct{}{}
+	}
+	return sc, nil
+}
+
+// closeConns closes the connections open and those accepted from now on.
+func (t *scribeServerTransport) closeConns() {
+	t.mu.Lock()
+	t.stopped = true
+	conns := t.conns
+	t.conns = map[*scribeServerConn]struct{}{}
+	t.mu.Unlock()
+	for c := range conns {
+		_ = c.TTransport.Close()
+	}
+}
+
+type scribeServerConn struct {
+	thrift.TTransport
+	t *scribeServerTransport
+}
+
+func (c *scribeServerConn) Close() error {
+	c.t.mu.Lock()
+	delete(c.t.conns, c)
+	c.t.mu.Unlock()
+	return c.TTransport.Close()
+}

@@ -28,10 +28,27 @@ type Delivery struct {
 	// CheckpointInterval (topology.checkpoint.interval, default 2s):
 	// effectively once takes a checkpoint this often.
 	CheckpointInterval time.Duration
+	// CheckpointTimeout (topology.checkpoint.timeout; 0, the default, is
+	// five intervals and at least 10s): a checkpoint not stored by every
+	// task this long after it began is given up (counted as failed) and
+	// the next one begins. See CheckpointGiveUp.
+	CheckpointTimeout time.Duration
+}
+
+// CheckpointGiveUp is how long a checkpoint may take before it is given
+// up: CheckpointTimeout, or by default max(5 intervals, 10s). A barrier
+// waits behind the tuples queued before it, so a slow or loaded topology
+// needs longer than its interval.
+func (d Delivery) CheckpointGiveUp() time.Duration {
+	if d.CheckpointTimeout > 0 {
+		return d.CheckpointTimeout
+	}
+	return max(5*d.CheckpointInterval, 10*time.Second)
 }
 
 // DeliverySettings reads and checks topology.reliability,
-// topology.message.timeout and topology.max.spout.pending.
+// topology.message.timeout, topology.max.spout.pending,
+// topology.checkpoint.interval and topology.checkpoint.timeout.
 func DeliverySettings(t *ardea.Topology) (Delivery, error) {
 	d := Delivery{Mode: AtMostOnce, MessageTimeout: 30 * time.Second, MaxSpoutPending: 100, CheckpointInterval: 2 * time.Second}
 	if v, ok := t.Config["topology.reliability"]; ok {
@@ -62,6 +79,13 @@ func DeliverySettings(t *ardea.Topology) (Delivery, error) {
 			return d, fmt.Errorf("topology %s: topology.checkpoint.interval %q: want a duration of at least 1ms such as 2s", t.Name, v)
 		}
 		d.CheckpointInterval = dur
+	}
+	if v, ok := t.Config["topology.checkpoint.timeout"]; ok {
+		dur, err := time.ParseDuration(v)
+		if err != nil || dur < time.Millisecond {
+			return d, fmt.Errorf("topology %s: topology.checkpoint.timeout %q: want a duration of at least 1ms such as 1m", t.Name, v)
+		}
+		d.CheckpointTimeout = dur
 	}
 	return d, nil
 }

@@ -261,35 +261,15 @@ func (c *Coordinator) Retain() int {
 	return c.retain
 }
 
-// Run begins a checkpoint every interval, when ready reports true (nil:
-// always), and hands its id to take until ctx ends (see Next).
-func (c *Coordinator) Run(ctx context.Context, interval time.Duration, ready func() bool, take func(id uint64)) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if ready != nil && !ready() {
-			continue
-		}
-		if id, ok := c.Next(interval); ok {
-			take(id)
-		}
-	}
-}
-
-// Next is one beat of a checkpoint schedule of period interval, for a
-// caller that beats it while the topology can take a checkpoint: it
-// begins the next checkpoint (its id, true) unless one is still in
-// progress. One checkpoint is in progress at a time (a newer barrier
-// would abandon an alignment still under way, so a checkpoint slower than
-// the interval would never complete); one still in progress after
-// max(5 intervals, 10s) is given up and the next one begins.
-func (c *Coordinator) Next(interval time.Duration) (uint64, bool) {
-	giveUp := max(5*interval, 10*time.Second)
+// Next is one beat of a checkpoint schedule, for a caller that beats it
+// while the topology can take a checkpoint: it begins the next checkpoint
+// (its id, true) unless one is still in progress. One checkpoint is in
+// progress at a time (a newer barrier would abandon an alignment still
+// under way, so a checkpoint slower than the interval would never
+// complete); one still in progress after giveUp
+// (settings.Delivery.CheckpointGiveUp) is given up and the next one
+// begins.
+func (c *Coordinator) Next(giveUp time.Duration) (uint64, bool) {
 	if last := c.last; last != 0 && c.InProgress(last) {
 		if time.Since(c.begun) < giveUp {
 			return 0, false

@@ -46,6 +46,7 @@ type ckptState struct {
 	coord    *coordinator.Coordinator
 	store    checkpoint.Store // the tenant's checkpoint store (restores read it)
 	interval time.Duration
+	giveUp   time.Duration // a checkpoint still in progress after this is given up
 	recovery settings.Recovery
 
 	gen     uint64 // the running lineage's generation
@@ -113,7 +114,7 @@ func (t *Manager) startCheckpoints(ctx context.Context, resumed bool) error {
 	if err != nil {
 		return err
 	}
-	cs := &ckptState{coord: coord, store: store, interval: del.CheckpointInterval, recovery: rs}
+	cs := &ckptState{coord: coord, store: store, interval: del.CheckpointInterval, giveUp: del.CheckpointGiveUp(), recovery: rs}
 	t.ckpt = cs // restorable reads it
 	if resumed && doc.Base != nil {
 		// The daemon stopped during a replan that had not committed: the

@@ -300,7 +300,7 @@ func (t *Manager) onCheckpointTick() {
 	if cs == nil || !t.checkpointReady() {
 		return
 	}
-	id, ok := cs.coord.Next(cs.interval)
+	id, ok := cs.coord.Next(cs.giveUp)
 	if !ok {
 		return
 	}

@@ -431,7 +431,7 @@ func TestHTTPSpoutOversized(t *testing.T) {
 // and is acked while the others flow; without one the spout leaves it
 // unacked and ends its input with the error.
 func TestPulsarSpoutOversized(t *testing.T) {
-	url := testbroker.Pulsar(t)
+	url := testbroker.SharedPulsar(t)
 	topic, dlq := pulsarTopic(), pulsarTopic()
 	limits := map[string]string{"topology.max.tuple.bytes": "300"}
 	big := strings.Repeat("B", 400)

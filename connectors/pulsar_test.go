@@ -23,7 +23,9 @@ import (
 
 // The Pulsar suite runs against a real Pulsar standalone (testbroker
 // starts one from Pulsar's jars, or ARDEA_PULSAR_URL names one); without
-// Java and Maven it skips, unless ARDEA_REQUIRE_TOOLCHAINS=1.
+// Java and Maven it skips, unless ARDEA_REQUIRE_TOOLCHAINS=1. The
+// package's tests share one broker (testbroker.SharedPulsar, stopped by
+// TestMain): each uses topics of its own (pulsarTopic).
 
 var pulsarTopicSeq int
 
@@ -54,7 +56,7 @@ func pulsarProduce(t *testing.T, url, topic string, n int) {
 
 func init() {
 	fixtures["spout:pulsar"] = func(t *testing.T, _ string) []fixture {
-		url := testbroker.Pulsar(t)
+		url := testbroker.SharedPulsar(t)
 		topic := pulsarTopic()
 		// The subscription starts at the earliest message; the topic is
 		// filled once the spout subscribed.
@@ -65,7 +67,7 @@ func init() {
 		}}}
 	}
 	fixtures["bolt:pulsar"] = func(t *testing.T, _ string) []fixture {
-		url := testbroker.Pulsar(t)
+		url := testbroker.SharedPulsar(t)
 		return []fixture{
 			{name: "json", cfg: map[string]string{"url": url, "topic": pulsarTopic()}},
 			{name: "keyed", cfg: map[string]string{"url": url, "topic": pulsarTopic(), "key_field": "i", "value_field": "s"}},
@@ -78,7 +80,7 @@ func init() {
 // after max_retries deliveries it goes to the dead-letter topic; the sink
 // acks tuples once Pulsar stored them and fails a tuple without its field.
 func TestPulsarAtLeastOnce(t *testing.T) {
-	url := testbroker.Pulsar(t)
+	url := testbroker.SharedPulsar(t)
 	topic, dlq, outTopic := pulsarTopic(), pulsarTopic(), pulsarTopic()
 	cfg := map[string]string{"url": url, "topics": topic, "nack_delay": "50ms", "max_retries": "3", "dead_letter_topic": dlq}
 	sp, err := newSpout("pulsar", cfg)
@@ -213,7 +215,7 @@ func TestPulsarAtLeastOnce(t *testing.T) {
 
 func init() {
 	sources["pulsar"] = func(t *testing.T) sourceFixture {
-		url := testbroker.Pulsar(t)
+		url := testbroker.SharedPulsar(t)
 		topic := pulsarTopic()
 		return sourceFixture{
 			cfg:     map[string]string{"url": url, "topics": topic, "nack_delay": "50ms"},
@@ -244,7 +246,7 @@ func pulsarSend(t *testing.T, url, topic string, payloads []string) {
 
 func init() {
 	deadLetterFixtures["pulsar"] = func(t *testing.T) conformance.DeadLetterFixture {
-		url := testbroker.Pulsar(t)
+		url := testbroker.SharedPulsar(t)
 		topic, dlq := pulsarTopic(), pulsarTopic()
 		cfg := map[string]string{"url": url, "topics": topic, "nack_delay": "50ms", "max_retries": "1"}
 		return conformance.DeadLetterFixture{Name: "standalone",

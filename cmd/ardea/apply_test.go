@@ -69,6 +69,7 @@ func componentNames(st api.Status) string {
 // first sink's final counts stay exact throughout.
 func TestClusterApply(t *testing.T) {
 	testutil.StartsProcesses(t, "ardea host processes")
+	besideOthers(t)
 	dir := t.TempDir()
 	in, out, out2 := filepath.Join(dir, "input.txt"), filepath.Join(dir, "counts.tsv"), filepath.Join(dir, "counts2.tsv")
 	want := writeWords(t, in, 20_000, 4, 2000)

@@ -12,7 +12,9 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/ardea-dev/ardea/internal/bench"
@@ -42,6 +44,7 @@ func TestMain(m *testing.M) {
 	// skips every test that starts it: it does not build the binary. A
 	// test that starts it unmarked fails on the missing file.
 	flag.Parse()
+	besideOthersAtOnce()
 	if !testing.Short() {
 		cmd := exec.Command("go", "build", "-o", ardeaBin, ".")
 		cmd.Stderr = os.Stderr
@@ -52,6 +55,26 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// processTestsAtOnce is how many tests of `ardea local` or host processes
+// (besideOthers) run at once unless go test's -parallel says otherwise:
+// they mostly wait (for processes to start, checkpoints, paced input),
+// so more of them than the 2 cores go test's default allows still find
+// the CPU idle most of the time.
+const processTestsAtOnce = 4
+
+// besideOthersAtOnce raises -test.parallel, when the command line does not
+// set it, to processTestsAtOnce (or GOMAXPROCS, if more). Only the tests
+// that call besideOthers are parallel in this package.
+func besideOthersAtOnce() {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		if err := flag.Set("test.parallel", strconv.Itoa(max(processTestsAtOnce, runtime.GOMAXPROCS(0)))); err != nil {
+			panic(err)
+		}
+	}
 }
 
 func repoPath(rel string) string {
@@ -120,7 +143,39 @@ func runArdeaProcess(t *testing.T, args ...string) (int, string, string) {
 // (testutil.LinkCompileCache).
 var sharedCache string
 
-func cacheDir(*testing.T) string { return sharedCache }
+// ownCaches are the --cache-dirs of the tests that run beside others
+// (besideOthers), by top-level test name.
+var ownCaches sync.Map
+
+// cacheDir is the --cache-dir of t's commands: its top-level test's own
+// when that runs beside others, else the package's.
+func cacheDir(t *testing.T) string {
+	top, _, _ := strings.Cut(t.Name(), "/")
+	if d, ok := ownCaches.Load(top); ok {
+		return d.(string)
+	}
+	return sharedCache
+}
+
+// besideOthers runs t, a test of `ardea local` or host processes, in
+// parallel with the package's other such tests (t.Parallel): each has its
+// own daemon, data dir, topology files and ports, and its own --cache-dir
+// (testutil.RunCacheDir: the compiled code is still the tests' shared
+// cache), because a daemon builds a Go source folder's module into its
+// cache dir by the folder's name, and two daemons writing the same file
+// would read each other's half-written module. Most of such a test's time
+// is spent waiting for processes, checkpoints and paced input, not on
+// the CPU. A test that sets environment variables or the working
+// directory, or that measures speed, must not call it. Call it first,
+// after testutil.StartsProcesses.
+func besideOthers(t *testing.T) {
+	t.Helper()
+	t.Parallel()
+	if strings.Contains(t.Name(), "/") {
+		panic("besideOthers is for a top-level test: " + t.Name())
+	}
+	ownCaches.Store(t.Name(), testutil.RunCacheDir(t))
+}
 
 // misbehaveTopology writes a topology: a file spout feeding one bolt whose
 // module and config are given.

@@ -31,6 +31,7 @@ import (
 // checks its containers die with it.
 func TestClusterLifecycle(t *testing.T) {
 	testutil.StartsProcesses(t, "ardea local and its host processes")
+	besideOthers(t)
 	top := t // the daemons live as long as the whole test
 	dataDir := t.TempDir()
 	d := startDaemon(top, dataDir)
@@ -316,6 +317,7 @@ func TestClusterLifecycle(t *testing.T) {
 // reference count of the input.
 func TestClusterRescaleExact(t *testing.T) {
 	testutil.StartsProcesses(t, "ardea local and its host processes")
+	besideOthers(t)
 	dir := t.TempDir()
 	in, out := filepath.Join(dir, "input.txt"), filepath.Join(dir, "counts.tsv")
 	// 600 000 lines of 4 words, read as fast as they go; the input ends
@@ -408,6 +410,7 @@ func TestClusterRescaleExact(t *testing.T) {
 // and a container that cannot start, which the scheduler stops restarting.
 func TestClusterErrors(t *testing.T) {
 	testutil.StartsProcesses(t, "an ardea local daemon")
+	besideOthers(t)
 	t.Run("no daemon", func(t *testing.T) {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -484,6 +487,7 @@ func TestClusterErrors(t *testing.T) {
 // the update's deactivation.
 func TestClusterUpdateWhileStarting(t *testing.T) {
 	testutil.StartsProcesses(t, "ardea local and its host processes")
+	besideOthers(t)
 	d := startDaemon(t, t.TempDir())
 	out := filepath.Join(t.TempDir(), "counts.tsv")
 	d.ok(t, "submit", repoPath("examples/wordcount/topology-endless.yaml"), "--name", "early",
@@ -507,6 +511,7 @@ func TestClusterUpdateWhileStarting(t *testing.T) {
 // too (their records, and the failure, stay in `ardea status`).
 func TestClusterFailedTopologyStopsItsContainers(t *testing.T) {
 	testutil.StartsProcesses(t, "ardea local and its host processes")
+	besideOthers(t)
 	d := startDaemon(t, t.TempDir())
 	path := filepath.Join(t.TempDir(), "half.yaml")
 	yaml := fmt.Sprintf(`name: half

@@ -66,6 +66,7 @@ func killAndRecoverBy(t *testing.T, d *clusterDaemon, name string, progress func
 // with no per-key gap.
 func TestClusterAtLeastOnceUnderKills(t *testing.T) {
 	testutil.StartsProcesses(t, "ardea host processes and kills them while a million records flow")
+	besideOthers(t)
 	const keys, perKey = 1000, 1000
 	dir := t.TempDir()
 	in, out := filepath.Join(dir, "input.txt"), filepath.Join(dir, "records.tsv")
@@ -103,6 +104,7 @@ func TestClusterAtLeastOnceUnderKills(t *testing.T) {
 // record once, each key's count stepping by one (keyed.CheckExact).
 func TestClusterEffectivelyOnceUnderKills(t *testing.T) {
 	testutil.StartsProcesses(t, "ardea host processes and kills them while a million records flow")
+	besideOthers(t)
 	const keys, perKey = 1000, 1000
 	dir := t.TempDir()
 	in, out := filepath.Join(dir, "input.txt"), filepath.Join(dir, "records.tsv")
@@ -160,6 +162,7 @@ func TestClusterEffectivelyOnceUnderKills(t *testing.T) {
 // the output is exactly a fault-free run's.
 func TestClusterEffectivelyOnceRescale(t *testing.T) {
 	testutil.StartsProcesses(t, "ardea host processes and kills them while data flows")
+	besideOthers(t)
 	const keys, perKey = 600, 1000
 	dir := t.TempDir()
 	in, out := filepath.Join(dir, "input.txt"), filepath.Join(dir, "records.tsv")

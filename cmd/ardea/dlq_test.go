@@ -15,6 +15,7 @@ import (
 // their source positions) and --replay sends them back to the input file.
 func TestDLQ(t *testing.T) {
 	testutil.StartsProcesses(t, "ardea host processes")
+	besideOthers(t)
 	dir := t.TempDir()
 	in, dead := filepath.Join(dir, "in.txt"), filepath.Join(dir, "dead.txt")
 	if err := os.WriteFile(in, []byte("alpha\nbeta\n"), 0o644); err != nil {

@@ -260,6 +260,7 @@ func runKafkaKills(t *testing.T, reliability string, seed uint64) *outputReader 
 
 func TestKafkaAtLeastOnceUnderKills(t *testing.T) {
 	testutil.StartsProcesses(t, "ardea host processes and kills them while records flow")
+	besideOthers(t)
 	out := runKafkaKills(t, "at_least_once", 11)
 	dups, err := keyed.CheckAtLeastOnce(out.tsv(t), kafkaKeys, kafkaPerKey)
 	if err != nil {
@@ -270,6 +271,7 @@ func TestKafkaAtLeastOnceUnderKills(t *testing.T) {
 
 func TestKafkaEffectivelyOnceUnderKills(t *testing.T) {
 	testutil.StartsProcesses(t, "ardea host processes and kills them while records flow")
+	besideOthers(t)
 	out := runKafkaKills(t, "effectively_once", 13)
 	if err := keyed.CheckExact(out.tsv(t), kafkaKeys, kafkaPerKey); err != nil {
 		t.Fatal(err)

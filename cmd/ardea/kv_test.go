@@ -20,6 +20,7 @@ import (
 // write. (The topology side runs in scheduler/daemon's TestTenantKV.)
 func TestTenantKVCommands(t *testing.T) {
 	testutil.StartsProcesses(t, "ardea local and its host processes")
+	besideOthers(t)
 	d := startDaemon(t, t.TempDir())
 	d.ok(t, "tenant", "create", "acme")
 	d.ok(t, "tenant", "create", "rival")

@@ -254,6 +254,7 @@ func TestBuildThenInspectAndRun(t *testing.T) {
 // before anything changes.
 func TestClusterSwapChecksManifest(t *testing.T) {
 	testutil.StartsProcesses(t, "ardea host processes")
+	besideOthers(t)
 	dir := t.TempDir()
 	in := filepath.Join(dir, "words.txt")
 	writeWords(t, in, 400_000, 4, 2000)

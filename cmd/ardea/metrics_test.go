@@ -16,6 +16,7 @@ import (
 // fast interval, and reads the word count's metrics with `ardea metrics`.
 func TestMetricsCommand(t *testing.T) {
 	testutil.StartsProcesses(t, "ardea local and its host processes")
+	besideOthers(t)
 	dir := t.TempDir()
 	metricsFile := filepath.Join(dir, "metrics.jsonl")
 	deploy := filepath.Join(dir, "deploy.yaml")

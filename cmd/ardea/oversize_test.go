@@ -180,6 +180,7 @@ func TestRunOversizedLine(t *testing.T) {
 // lines before it.
 func TestLocalOversizedLine(t *testing.T) {
 	testutil.StartsProcesses(t, "ardea host processes")
+	besideOthers(t)
 	dir := t.TempDir()
 	lines := oversizeInput(t, dir, bigLine)
 	topo := oversizeTopology(t, dir, "bigd", "", true)
@@ -213,6 +214,7 @@ func TestLocalOversizedLine(t *testing.T) {
 // with every line before it in the sink.
 func TestLocalOversizedLineDrainsEveryContainer(t *testing.T) {
 	testutil.StartsProcesses(t, "ardea host processes")
+	besideOthers(t)
 	dir := t.TempDir()
 	lines := oversizeInput(t, dir, bigLine)
 	yaml := `name: bigx

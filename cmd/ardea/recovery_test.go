@@ -116,6 +116,7 @@ func killContainer(t *testing.T, st api.Status, c int) int {
 // checkpoint can become global until the test kills it.
 func TestClusterEffectivelyOnceKillAtSwapStart(t *testing.T) {
 	testutil.StartsProcesses(t, "ardea host processes")
+	besideOthers(t)
 	const keys, perKey = 400, 500
 	d := startDaemon(t, t.TempDir())
 	out := submitKeyed(t, d, "eok", keys, perKey, 10000, "--set", "topology.heartbeat.missed=1000")
@@ -178,6 +179,7 @@ func TestClusterEffectivelyOnceKillAtSwapStart(t *testing.T) {
 // beginning, so the appended output holds every record exactly once.
 func TestClusterEffectivelyOnceDaemonRestartResumes(t *testing.T) {
 	testutil.StartsProcesses(t, "ardea host processes")
+	besideOthers(t)
 	const keys, perKey = 400, 500
 	data := t.TempDir()
 	d := startDaemon(t, data)
@@ -223,6 +225,7 @@ func TestClusterEffectivelyOnceDaemonRestartResumes(t *testing.T) {
 // every container is stopped.
 func TestClusterEffectivelyOnceUnrecoverableFails(t *testing.T) {
 	testutil.StartsProcesses(t, "ardea host processes")
+	besideOthers(t)
 	d := startDaemon(t, t.TempDir())
 	submitKeyed(t, d, "eou", 400, 500, 20000, "--set", "topology.recovery.timeout=20s")
 	nc, err := nats.Connect(d.natsURL, d.natsOptions(t)...)
@@ -281,6 +284,7 @@ func TestClusterEffectivelyOnceUnrecoverableFails(t *testing.T) {
 // output is exact.
 func TestClusterPausedContainerIsFenced(t *testing.T) {
 	testutil.StartsProcesses(t, "ardea host processes")
+	besideOthers(t)
 	const keys, perKey = 400, 500
 	d := startDaemon(t, t.TempDir())
 	out := submitKeyed(t, d, "eop", keys, perKey, 20000, "--set", "topology.heartbeat.missed=4")
@@ -309,6 +313,7 @@ func TestClusterPausedContainerIsFenced(t *testing.T) {
 // one, and the output is exactly a fault-free run's.
 func TestClusterEffectivelyOnceKillDuringRescale(t *testing.T) {
 	testutil.StartsProcesses(t, "ardea host processes")
+	besideOthers(t)
 	const keys, perKey = 400, 500
 	d := startDaemon(t, t.TempDir())
 	out := submitKeyed(t, d, "eou", keys, perKey, 20000)
@@ -349,6 +354,7 @@ func TestClusterEffectivelyOnceKillDuringRescale(t *testing.T) {
 // positions), and the output is exactly a fault-free run's.
 func TestClusterEffectivelyOnceCorruptNewestCheckpoint(t *testing.T) {
 	testutil.StartsProcesses(t, "ardea host processes")
+	besideOthers(t)
 	const keys, perKey = 400, 500
 	d := startDaemon(t, t.TempDir())
 	out := submitKeyed(t, d, "eoc", keys, perKey, 20000)
@@ -417,6 +423,7 @@ func TestClusterEffectivelyOnceCorruptNewestCheckpoint(t *testing.T) {
 // exactly a fault-free run's.
 func TestClusterEffectivelyOnceDaemonKillInUncommittedReplan(t *testing.T) {
 	testutil.StartsProcesses(t, "ardea host processes")
+	besideOthers(t)
 	const keys, perKey = 400, 500
 	data := t.TempDir()
 	d := startDaemon(t, data)

@@ -33,6 +33,7 @@ func tenantToken(t *testing.T, d *clusterDaemon, tenant, scope string) string {
 // tenant's streams are not found.
 func TestTenantStreamsEndToEnd(t *testing.T) {
 	testutil.StartsProcesses(t, "ardea local and its host processes")
+	besideOthers(t)
 	d := startDaemon(t, t.TempDir())
 	d.ok(t, "tenant", "create", "acme")
 	d.ok(t, "tenant", "create", "rival")

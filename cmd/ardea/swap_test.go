@@ -51,6 +51,7 @@ func countVersions(st api.Status) map[string]int {
 // one; history lists every version.
 func TestClusterSwap(t *testing.T) {
 	testutil.StartsProcesses(t, "ardea host processes")
+	besideOthers(t)
 	dir := t.TempDir()
 	in, out := filepath.Join(dir, "input.txt"), filepath.Join(dir, "counts.tsv")
 	want := writeWords(t, in, 400_000, 4, 2000)
@@ -127,6 +128,7 @@ func TestClusterSwap(t *testing.T) {
 // version. The output stays exact.
 func TestClusterEffectivelyOnceSwap(t *testing.T) {
 	testutil.StartsProcesses(t, "ardea host processes")
+	besideOthers(t)
 	const keys, perKey = 600, 1000
 	dir := t.TempDir()
 	in, out := filepath.Join(dir, "input.txt"), filepath.Join(dir, "records.tsv")
@@ -134,9 +136,10 @@ func TestClusterEffectivelyOnceSwap(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := startDaemon(t, t.TempDir())
-	d.ok(t, "submit", repoPath("examples/keyed/topology.yaml"), "--name", "eos",
-		"--set", "lines.path="+in, "--set", "out.path="+out, "--set", "topology.containers=2",
-		"--set", "topology.checkpoint.interval=300ms", "--set", "lines.rate=30000") // about 20 s of input
+	bounded, endInput := boundedInput(t, in)
+	d.ok(t, append([]string{"submit", repoPath("examples/keyed/topology.yaml"), "--name", "eos",
+		"--set", "lines.path=" + in, "--set", "out.path=" + out, "--set", "topology.containers=2",
+		"--set", "topology.checkpoint.interval=300ms", "--set", "lines.rate=30000"}, bounded...)...) // the input ends after the rollback (endInput)
 	testutil.EventuallyWithin(t, time.Minute, "a global checkpoint", func() (bool, string) {
 		st := d.status(t, "eos")
 		return st.Checkpoints != nil && st.Checkpoints.Global > 0, string(st.State)
@@ -167,6 +170,10 @@ func TestClusterEffectivelyOnceSwap(t *testing.T) {
 			}
 		}
 	}
+	if st := d.status(t, "eos"); st.State != api.StateRunning {
+		t.Fatalf("eos is %s after the rollback, before its input ended", st.State)
+	}
+	endInput()
 	testutil.EventuallyWithin(t, 3*time.Minute, "eos to finish", func() (bool, string) {
 		st := d.status(t, "eos")
 		return st.State == api.StateFinished, string(st.State)
@@ -180,6 +187,7 @@ func TestClusterEffectivelyOnceSwap(t *testing.T) {
 // trapping) is judged by its failure rate on probation and rolled back.
 func TestClusterSwapHealth(t *testing.T) {
 	testutil.StartsProcesses(t, "ardea host processes")
+	besideOthers(t)
 	out := filepath.Join(t.TempDir(), "counts.tsv")
 	d := startDaemon(t, t.TempDir())
 	// At least once, so that tuples carry ids a bolt can fail.

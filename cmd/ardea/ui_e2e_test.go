@@ -47,6 +47,7 @@ func need(t *testing.T, what, path string) string {
 // ui/e2e/test-output/.
 func TestUIInChromium(t *testing.T) {
 	testutil.StartsProcesses(t, "Chromium and ardea demo with its host processes")
+	besideOthers(t)
 	node := need(t, "Node.js", "node")
 	chromium := need(t, "Chromium", "/usr/bin/chromium")
 	e2e := repoPath("ui/e2e")

@@ -67,6 +67,7 @@ func writeFiles(t *testing.T, dir string, files map[string]string) {
 }
 
 func TestBuildC(t *testing.T) {
+	t.Parallel() // a build of its own folder, beside the Rust and C builds
 	needC(t)
 	dir := t.TempDir()
 	writeFiles(t, dir, tinyBolt)
@@ -220,6 +221,7 @@ func withoutManifestSection(b []byte) []byte {
 // (*_test.c, native, with the harness) is not compiled into the module,
 // and the project's own SDK copy in ardea-sdk/ is used.
 func TestBuildCProject(t *testing.T) {
+	t.Parallel() // a build of its own folder, beside the Rust and C builds
 	needC(t)
 	dir := t.TempDir()
 	files := map[string]string{

@@ -19,6 +19,7 @@ import (
 // export and stores what it returns in the module's ardea.manifest custom
 // section, appended after the compiler's bytes.
 func TestBuildStoresManifest(t *testing.T) {
+	t.Parallel() // a build of its own folder, beside the Rust and C builds
 	needC(t)
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{"upper.c": `#include "ardea.h"
@@ -70,6 +71,7 @@ ARDEA_REGISTER_BOLT(upper, ARDEA_EMITS("default", "line"), ARDEA_READS("line"), 
 // TestBuildRefusesModuleWithoutSDK: a folder that compiles but does not use
 // an Ardea SDK is refused, naming the missing exports.
 func TestBuildRefusesModuleWithoutSDK(t *testing.T) {
+	t.Parallel() // a build of its own folder, beside the Rust and C builds
 	testutil.StartsProcesses(t, "go build of a wasm module")
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("no go on PATH")

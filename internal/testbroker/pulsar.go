@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"runtime"
 	"strconv"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -76,20 +77,30 @@ func Pulsar(t testing.TB) string {
 	}
 }
 
-// pulsarStart starts one broker. retry reports a failure worth another try
-// with fresh ports.
+// pulsarStart starts one broker for t: its data in t.TempDir(), stopped
+// when t ends. retry reports a failure worth another try with fresh ports.
 func pulsarStart(t testing.TB, script string) (url string, retry bool, err error) {
 	t.Helper()
-	dir := t.TempDir()
+	url, stop, retry, err := pulsarStartIn(t.TempDir(), script, t.Logf)
+	if err == nil {
+		t.Cleanup(stop)
+	}
+	return url, retry, err
+}
+
+// pulsarStartIn starts one broker with its data and log in dir and
+// returns its URL and how to stop it. retry reports a failure worth
+// another try with fresh ports.
+func pulsarStartIn(dir, script string, logf func(format string, args ...any)) (url string, stop func(), retry bool, err error) {
 	ports, err := brokerproc.FreePorts(2)
 	if err != nil {
-		return "", false, err
+		return "", nil, false, err
 	}
 	brokerPort, webPort := ports[0], ports[1]
 	logPath := filepath.Join(dir, "pulsar.log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
-		return "", false, err
+		return "", nil, false, err
 	}
 	defer logFile.Close()
 
@@ -102,12 +113,12 @@ func pulsarStart(t testing.TB, script string) (url string, retry bool, err error
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
-		return "", false, fmt.Errorf("starting %s: %v", script, err)
+		return "", nil, false, fmt.Errorf("starting %s: %v", script, err)
 	}
 	exited := make(chan struct{})
 	var waitErr error
 	go func() { waitErr = cmd.Wait(); close(exited) }()
-	stop := func() {
+	stop = func() {
 		select {
 		case <-exited:
 			return
@@ -133,22 +144,89 @@ func pulsarStart(t testing.TB, script string) (url string, retry bool, err error
 	deadline := time.After(pulsarStartTimeout)
 	for {
 		if pulsarReady(client, ready) {
-			t.Cleanup(stop)
-			t.Logf("testbroker: Pulsar standalone %s ready in %v (log %s)", url, time.Since(start).Round(time.Millisecond), logPath)
-			return url, false, nil
+			logf("testbroker: Pulsar standalone %s ready in %v (log %s)", url, time.Since(start).Round(time.Millisecond), logPath)
+			return url, stop, false, nil
 		}
 		select {
 		case <-tick.C:
 			continue
 		case <-exited:
 			log := brokerproc.LogTail(logPath)
-			return "", brokerproc.PortTaken.MatchString(log),
+			return "", nil, brokerproc.PortTaken.MatchString(log),
 				fmt.Errorf("Pulsar standalone exited before it was ready (%v); log %s:\n%s", waitErr, logPath, log)
 		case <-deadline:
 			stop()
-			return "", false, fmt.Errorf("Pulsar standalone not ready after %v (polling %s); log %s:\n%s",
+			return "", nil, false, fmt.Errorf("Pulsar standalone not ready after %v (polling %s); log %s:\n%s",
 				pulsarStartTimeout, ready, logPath, brokerproc.LogTail(logPath))
 		}
+	}
+}
+
+var pulsarShared struct {
+	once sync.Once
+	url  string
+	dir  string
+	stop func()
+	err  error
+}
+
+// SharedPulsar is Pulsar for the tests of a package that can share one
+// broker (each test uses topics, and so subscriptions, of its own): the
+// first call in a test binary starts a broker as Pulsar does, later calls
+// return its URL. It lives until StopSharedPulsar (a TestMain calls it
+// after m.Run), or, if the binary dies first, until start.sh's watchdog
+// kills it. A broker is about 5 s and 0.5 GB to start; a package's
+// tests starting one each spent most of their time starting brokers.
+// With ARDEA_PULSAR_URL set it returns that, as Pulsar does.
+func SharedPulsar(t testing.TB) string {
+	t.Helper()
+	if u := os.Getenv("ARDEA_PULSAR_URL"); u != "" {
+		return u
+	}
+	testutil.StartsProcesses(t, "a Pulsar broker (set ARDEA_PULSAR_URL to use a running one)")
+	script := pulsarScript(t)
+	pulsarNeedTools(t)
+	pulsarShared.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), pulsarFetchTimeout)
+		defer cancel()
+		fetch := exec.CommandContext(ctx, "bash", script)
+		fetch.Env = append(os.Environ(), "ARDEA_PULSAR_FETCH_ONLY=1")
+		if out, err := fetch.CombinedOutput(); err != nil {
+			pulsarShared.err = fmt.Errorf("fetching the Pulsar jars with Maven (%s): %v\n%s", script, err, brokerproc.Tail(out, 60))
+			return
+		}
+		for try := 1; ; try++ {
+			dir, err := os.MkdirTemp("", "ardea-pulsar-")
+			if err != nil {
+				pulsarShared.err = err
+				return
+			}
+			url, stop, retry, err := pulsarStartIn(dir, script, t.Logf)
+			if err == nil {
+				pulsarShared.url, pulsarShared.dir, pulsarShared.stop = url, dir, stop
+				return
+			}
+			os.RemoveAll(dir)
+			if !retry || try == brokerproc.StartTries {
+				pulsarShared.err = err
+				return
+			}
+			t.Logf("testbroker: Pulsar start attempt %d: a port was taken, retrying", try)
+		}
+	})
+	if pulsarShared.err != nil {
+		t.Fatalf("testbroker: %v", pulsarShared.err)
+	}
+	return pulsarShared.url
+}
+
+// StopSharedPulsar stops the broker SharedPulsar started, if any, and
+// removes its data.
+func StopSharedPulsar() {
+	if pulsarShared.stop != nil {
+		pulsarShared.stop()
+		os.RemoveAll(pulsarShared.dir)
+		pulsarShared.stop = nil
 	}
 }
 

@@ -139,6 +139,7 @@ func sum(m map[string]int64) int64 {
 // host` processes, split and count in different containers.
 func TestPoisonWordSiblingsCountedOnceLocal(t *testing.T) {
 	outsideDaemon(t, "a poison tuple's batch inside host processes (TestPoisonWordSiblingsCountedOnce runs it in process)")
+	t.Parallel() // a daemon of its own (tiers_test.go)
 	const n = 3000
 	lines, _ := poisonLines(n)
 	var clean []string

@@ -121,6 +121,19 @@ func startDaemonWith(t *testing.T, o daemon.Options) *daemon.Daemon {
 	return d
 }
 
+// cpuSlots bounds the in-process runs at once to the machine's cores:
+// their work is CPU (wasm, the bus, the race detector's bookkeeping), so
+// more of them at once only stretches each, where -test.parallel
+// (parallelDefault) lets more tests wait on host processes at once.
+var cpuSlots = make(chan struct{}, runtime.GOMAXPROCS(0))
+
+// cpuBound holds one of cpuSlots until t ends; a parallel test whose work
+// is an in-process run calls it after t.Parallel.
+func cpuBound(t *testing.T) {
+	cpuSlots <- struct{}{}
+	t.Cleanup(func() { <-cpuSlots })
+}
+
 func waitState(t *testing.T, c *api.Client, name string, want api.State) api.Status {
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)

@@ -72,6 +72,7 @@ func TestPoisonWordSiblingsCountedOnce(t *testing.T) {
 	for _, mode := range []string{settings.AtMostOnce, settings.AtLeastOnce, settings.EffectivelyOnce} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel() // a run of its own; the input is only read
+			cpuBound(t)
 			d := t.TempDir()
 			out := filepath.Join(d, "out.tsv")
 			b := ardea.NewBuilder("poisoncount")

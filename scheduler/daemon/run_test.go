@@ -68,6 +68,7 @@ func TestWordCountMatchesReference(t *testing.T) {
 			// Builder and the compilation cache, both safe for concurrent
 			// use.
 			t.Parallel()
+			cpuBound(t)
 			out := filepath.Join(t.TempDir(), "counts.tsv")
 			reg := metrics.NewRegistry()
 			res, err := daemon.Run(context.Background(), daemon.RunOptions{
@@ -245,6 +246,7 @@ func TestWordCountDeliveryModes(t *testing.T) {
 	for _, mode := range []string{settings.AtLeastOnce, settings.EffectivelyOnce} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel() // a run of its own; the input is only read
+			cpuBound(t)
 			out := filepath.Join(t.TempDir(), "counts.tsv")
 			var started func(*daemon.Daemon, string)
 			wait := func() {}
@@ -411,6 +413,7 @@ var errStorageFull = errors.New("storage full")
 // still exact.
 func TestCheckpointThatCannotBeStored(t *testing.T) {
 	t.Parallel() // a daemon of its own (tiers_test.go)
+	cpuBound(t)
 	lines := wordcount.TestLines(testutil.Volume(200000, 20000))
 	want := wordcount.Reference(lines)
 	in := filepath.Join(t.TempDir(), "in.txt")

@@ -39,8 +39,9 @@ func outsideDaemon(t *testing.T, subject string) {
 // (goleak), the one that sets the daemon's environment (t.Setenv), the
 // ones whose inputs are paced against an action (a kill or a close that
 // must land mid-stream by the input's rate, a call rate of 1/s), and the
-// in-process runs whose work is CPU (their independent runs are parallel
-// subtests).
+// in-process runs whose work is CPU. Their independent runs are parallel
+// subtests (TestCheckpointThatCannotBeStored a parallel test) that hold
+// one of cpuSlots, as many as the machine's cores (cpuBound).
 //
 // parallelDefault is the package's -test.parallel when the command line
 // gives none: the parallel tests mostly wait (a host process's start,

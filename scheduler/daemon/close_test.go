@@ -24,7 +24,7 @@ import (
 func TestCloseIdempotentRefusesSubmit(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent(), natsStatusWaiter)
 	d, err := daemon.Start(context.Background(), daemon.Options{
-		DataDir: t.TempDir(), Listen: "127.0.0.1:0", HostPath: ardeaBin,
+		DataDir: hostCache(t.TempDir()), Listen: "127.0.0.1:0", HostPath: ardeaBin, CacheDir: compileCache,
 		HostArgs: []string{"--log-format", "json", "--log-level", "info", "host"}, MaxRestarts: 2,
 	})
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -45,6 +46,14 @@ func TestMain(m *testing.M) {
 	// (testutil.StartsProcesses): it does not build the binary either. A
 	// test that starts one unmarked fails on the missing file.
 	flag.Parse()
+	parallelSet := false
+	flag.Visit(func(f *flag.Flag) { parallelSet = parallelSet || f.Name == "test.parallel" })
+	if !parallelSet && runtime.GOMAXPROCS(0) < parallelDefault {
+		if err := flag.Set("test.parallel", fmt.Sprint(parallelDefault)); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	}
 	if !testing.Short() {
 		out, err := exec.Command("go", "build", "-o", ardeaBin, "github.com/ardea-dev/ardea/cmd/ardea").CombinedOutput()
 		if err != nil {
@@ -57,6 +66,16 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// hostCache makes the compilation cache of dataDir's host processes
+// (`ardea host --data-dir` compiles into <data dir>/wazero) the tests'
+// shared one (testutil.LinkCompileCache), and returns dataDir: each
+// test's hosts compiled the Go word count's modules again in a fresh data
+// dir, for every test of the package and every run. The daemon's own
+// cache (Options.CacheDir) is compileCache.
+func hostCache(dataDir string) string {
+	return testutil.LinkCompileCache(dataDir)
+}
+
 func startDaemon(t *testing.T) (*daemon.Daemon, *api.Client) {
 	t.Helper()
 	d := startDaemonWith(t, daemon.Options{})
@@ -65,13 +84,15 @@ func startDaemon(t *testing.T) (*daemon.Daemon, *api.Client) {
 
 // startDaemonWith starts a daemon with o, filling what o leaves empty as
 // startDaemon does (a temp data dir, a kernel-picked port, the package's
-// cache dir, the test's ardea binary as host, 2 restarts); it registers the admin token and
-// closes the daemon at the end of the test.
+// cache dir, the test's ardea binary as host, 2 restarts); its data dir's
+// compilation cache is the shared one (hostCache); it registers the admin
+// token and closes the daemon at the end of the test.
 func startDaemonWith(t *testing.T, o daemon.Options) *daemon.Daemon {
 	t.Helper()
 	if o.DataDir == "" {
 		o.DataDir = t.TempDir()
 	}
+	hostCache(o.DataDir)
 	if o.Listen == "" {
 		o.Listen = "127.0.0.1:0"
 	}
@@ -100,6 +121,19 @@ func startDaemonWith(t *testing.T, o daemon.Options) *daemon.Daemon {
 	return d
 }
 
+// cpuSlots bounds the in-process runs at once to the machine's cores:
+// their work is CPU (wasm, the bus, the race detector's bookkeeping), so
+// more of them at once only stretches each, where -test.parallel
+// (parallelDefault) lets more tests wait on host processes at once.
+var cpuSlots = make(chan struct{}, runtime.GOMAXPROCS(0))
+
+// cpuBound holds one of cpuSlots until t ends; a parallel test whose work
+// is an in-process run calls it after t.Parallel.
+func cpuBound(t *testing.T) {
+	cpuSlots <- struct{}{}
+	t.Cleanup(func() { <-cpuSlots })
+}
+
 func waitState(t *testing.T, c *api.Client, name string, want api.State) api.Status {
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
@@ -122,6 +156,7 @@ func waitState(t *testing.T, c *api.Client, name string, want api.State) api.Sta
 // activates it, waits for FINISHED and checks every count.
 func TestFiniteWordCountThroughDaemon(t *testing.T) {
 	testutil.StartsProcesses(t, "ardea host processes")
+	t.Parallel() // a daemon of its own (tiers_test.go)
 	_, c := startDaemon(t)
 	dir := t.TempDir()
 	var lines []string

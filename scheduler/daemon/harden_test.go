@@ -180,6 +180,7 @@ func TestHostProcessHardening(t *testing.T) {
 // credential is refused at CONNECT (revoked at FAILED, not only at kill).
 func TestHostCredsRevokedAtFailed(t *testing.T) {
 	testutil.StartsProcesses(t, "ardea host processes")
+	t.Parallel() // a daemon of its own (tiers_test.go)
 	const top = "dies"
 	ctx := context.Background()
 	data := t.TempDir()

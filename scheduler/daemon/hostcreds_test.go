@@ -46,6 +46,7 @@ import (
 
 func TestHostCredsFileIsolation(t *testing.T) {
 	outsideDaemon(t, "what host processes can read and connect with")
+	t.Parallel() // a daemon of its own (tiers_test.go)
 	const A, B, top = "acme", "globex", "wc"
 	ctx := context.Background()
 	data := t.TempDir()

@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/ardea-dev/ardea/internal/testutil"
 )
 
 // TestModuleLanguageFromManifest: Rust, C and AssemblyScript modules,
@@ -13,7 +15,10 @@ import (
 // section, so the export is called then); a lookup afterwards reads the
 // daemon's record.
 func TestModuleLanguageFromManifest(t *testing.T) {
-	d := &Daemon{}
+	// The daemon's cache dir, whose manifest folder keeps the compiled
+	// code (the tests' shared one: a Go module compiled under the race
+	// detector takes seconds); the export is called all the same.
+	d := &Daemon{o: Options{CacheDir: testutil.RunCacheDir(t)}}
 	for _, lang := range []string{"go", "rust", "c", "assemblyscript"} {
 		data, err := os.ReadFile(filepath.Join("..", "..", "examples", "wordcount", lang, "split.wasm"))
 		if err != nil {

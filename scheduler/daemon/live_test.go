@@ -73,6 +73,7 @@ func component(lt *ui.LiveTopology, name string) *ui.LiveComponent {
 // count, and that the daemon serves the UI itself.
 func TestLiveEvents(t *testing.T) {
 	testutil.StartsProcesses(t, "ardea host processes")
+	t.Parallel() // a daemon of its own (tiers_test.go)
 	d, c := startMetricsDaemon(t, &sinks.Config{Interval: sinks.Duration(200 * time.Millisecond)})
 	submitEndless(t, c, "wc", filepath.Join(t.TempDir(), "counts.tsv"))
 	s := events(t, d.URL()+"/api/v1/events?topology=wc&period=200", func(s ui.Snapshot) bool {

@@ -68,6 +68,7 @@ func poisonSpec(t *testing.T, name, in, out string, topSet, upperSet map[string]
 // names the spec's digest and what it reaches.
 func TestTenantMachinePolicy(t *testing.T) {
 	testutil.StartsProcesses(t, "ardea host processes")
+	t.Parallel() // a daemon of its own (tiers_test.go)
 	dir := t.TempDir()
 	allowed := filepath.Join(dir, "allowed")
 	if err := os.Mkdir(allowed, 0o700); err != nil {
@@ -223,6 +224,7 @@ func TestTenantMachinePolicy(t *testing.T) {
 // file.
 func TestHostRefusesMachineSettings(t *testing.T) {
 	testutil.StartsProcesses(t, "ardea host processes")
+	t.Parallel() // a daemon of its own (tiers_test.go)
 	dir := t.TempDir()
 	allowed := filepath.Join(dir, "allowed")
 	if err := os.Mkdir(allowed, 0o700); err != nil {
@@ -230,7 +232,7 @@ func TestHostRefusesMachineSettings(t *testing.T) {
 	}
 	dataDir := filepath.Join(dir, "data")
 	start := func(paths []string) *daemon.Daemon {
-		d, err := daemon.Start(context.Background(), daemon.Options{DataDir: dataDir, Listen: "127.0.0.1:0", HostPath: ardeaBin,
+		d, err := daemon.Start(context.Background(), daemon.Options{DataDir: hostCache(dataDir), Listen: "127.0.0.1:0", HostPath: ardeaBin, CacheDir: compileCache,
 			HostArgs: []string{"--log-format", "json", "--log-level", "info", "host"}, MaxRestarts: 1,
 			Tenants:  func(context.Context) ([]string, error) { return []string{"default", "acme"}, nil },
 			Security: daemon.Security{TenantAllow: map[string]daemon.TenantAllow{"acme": {Paths: paths}}}})

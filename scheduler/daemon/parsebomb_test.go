@@ -24,6 +24,7 @@ import (
 // parsed, for submit and apply alike.
 func TestSubmitBoundsSpec(t *testing.T) {
 	testutil.StartsProcesses(t, "ardea host processes")
+	t.Parallel() // a daemon of its own (tiers_test.go)
 	d := startDaemonWith(t, daemon.Options{})
 	acme := newToken(t, d, "acme", auth.ScopeDeploy)
 

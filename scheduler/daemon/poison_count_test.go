@@ -72,6 +72,7 @@ func TestPoisonWordSiblingsCountedOnce(t *testing.T) {
 	for _, mode := range []string{settings.AtMostOnce, settings.AtLeastOnce, settings.EffectivelyOnce} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel() // a run of its own; the input is only read
+			cpuBound(t)
 			d := t.TempDir()
 			out := filepath.Join(d, "out.tsv")
 			b := ardea.NewBuilder("poisoncount")
@@ -139,6 +140,7 @@ func sum(m map[string]int64) int64 {
 // host` processes, split and count in different containers.
 func TestPoisonWordSiblingsCountedOnceLocal(t *testing.T) {
 	outsideDaemon(t, "a poison tuple's batch inside host processes (TestPoisonWordSiblingsCountedOnce runs it in process)")
+	t.Parallel() // a daemon of its own (tiers_test.go)
 	const n = 3000
 	lines, _ := poisonLines(n)
 	var clean []string

@@ -27,9 +27,11 @@ import (
 // line by line).
 func TestPoisonTupleEffectivelyOnceLocal(t *testing.T) {
 	outsideDaemon(t, "a poison tuple's rollbacks inside host processes")
+	t.Parallel() // a daemon of its own (tiers_test.go)
 	const n, maxRollbacks = 3000, 2
 	for _, lang := range []string{"go", "c"} {
 		t.Run(lang, func(t *testing.T) {
+			t.Parallel() // a daemon of its own
 			d, c := startMetricsDaemon(t, &sinks.Config{Interval: sinks.Duration(200 * time.Millisecond)})
 			ctx := context.Background()
 			dir := t.TempDir()

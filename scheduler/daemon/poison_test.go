@@ -57,6 +57,7 @@ func TestPoisonTuple(t *testing.T) {
 		for _, mode := range []string{settings.AtMostOnce, settings.AtLeastOnce, settings.EffectivelyOnce} {
 			t.Run(lang+"/"+mode, func(t *testing.T) {
 				t.Parallel() // a run of its own; the input is only read
+				cpuBound(t)
 				d := t.TempDir()
 				out, spoutDead, boltDead := filepath.Join(d, "out.txt"), filepath.Join(d, "spout-dead.jsonl"), filepath.Join(d, "bolt-dead.jsonl")
 				b := ardea.NewBuilder("poison")

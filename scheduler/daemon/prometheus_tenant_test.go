@@ -149,6 +149,7 @@ func helpMatchesDocs(t *testing.T, body string) {
 // again to restore them).
 func TestMetricsPerTenant(t *testing.T) {
 	testutil.StartsProcesses(t, "ardea host processes")
+	t.Parallel() // a daemon of its own (tiers_test.go)
 	d := startDaemonWith(t, daemon.Options{Metrics: &sinks.Config{Interval: sinks.Duration(200 * time.Millisecond)}})
 	tokA := newToken(t, d, "acme", auth.ScopeMetrics)
 	tokB := newToken(t, d, "globex", auth.ScopeMetrics)
@@ -225,6 +226,7 @@ func TestMetricsPerTenant(t *testing.T) {
 // and only the other is exported.
 func TestUserMetricKindConflict(t *testing.T) {
 	testutil.StartsProcesses(t, "ardea host processes")
+	t.Parallel() // a daemon of its own (tiers_test.go)
 	d := startDaemonWith(t, daemon.Options{Metrics: &sinks.Config{Interval: sinks.Duration(200 * time.Millisecond)}})
 	ctx := context.Background()
 	if err := d.Submit(ctx, metricBolts(t, "kinds", 0, map[string][2]string{"a": {"counter", "x"}, "b": {"gauge", "x"}})); err != nil {

@@ -92,6 +92,7 @@ func storedModules(t *testing.T, d *daemon.Daemon, tenant string) (int, int64) {
 // refused apply's and swap's modules are not left in the store.
 func TestQuotaAdmitsEveryPath(t *testing.T) {
 	testutil.StartsProcesses(t, "ardea host processes")
+	t.Parallel() // a daemon of its own (tiers_test.go)
 	d := startDaemonWith(t, daemon.Options{})
 	ctx := context.Background()
 	c := d.Client()
@@ -164,6 +165,7 @@ func TestQuotaAdmitsEveryPath(t *testing.T) {
 // tenant's store holds what it held before, to the byte.
 func TestRefusedSubmitStoresNothing(t *testing.T) {
 	testutil.StartsProcesses(t, "ardea host processes")
+	t.Parallel() // a daemon of its own (tiers_test.go)
 	d := startDaemonWith(t, daemon.Options{})
 	ctx := context.Background()
 	c := d.Client()
@@ -222,10 +224,11 @@ func TestRefusedSubmitStoresNothing(t *testing.T) {
 // to do. The default tenant's topology resumes.
 func TestResumeOverQuota(t *testing.T) {
 	testutil.StartsProcesses(t, "ardea host processes")
+	t.Parallel() // a daemon of its own (tiers_test.go)
 	data := t.TempDir()
 	start := func(q *quota.Config) *daemon.Daemon {
 		d, err := daemon.Start(context.Background(), daemon.Options{
-			DataDir: data, Listen: "127.0.0.1:0", HostPath: ardeaBin,
+			DataDir: hostCache(data), Listen: "127.0.0.1:0", HostPath: ardeaBin, CacheDir: compileCache,
 			HostArgs: []string{"--log-format", "json", "--log-level", "info", "host"}, MaxRestarts: 2,
 			Security: daemon.Security{Quotas: q},
 		})

@@ -49,6 +49,7 @@ func hostRate(ctx context.Context, d *daemon.Daemon, topology string, container 
 // it was first started with is told the current one again.
 func TestTenantRateShares(t *testing.T) {
 	testutil.StartsProcesses(t, "ardea host processes")
+	t.Parallel() // a daemon of its own (tiers_test.go)
 	d, _ := startDaemon(t)
 	ctx := context.Background()
 	admin := d.Client()

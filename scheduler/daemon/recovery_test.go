@@ -122,7 +122,7 @@ func TestDaemonLeavesNoGoroutines(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent(),
 		goleak.IgnoreTopFunction("github.com/nats-io/nats.go/jetstream.(*jetStream).resetPendingAcksOnReconnect"))
 	d, err := daemon.Start(context.Background(), daemon.Options{
-		DataDir: t.TempDir(), Listen: "127.0.0.1:0", HostPath: ardeaBin,
+		DataDir: hostCache(t.TempDir()), Listen: "127.0.0.1:0", HostPath: ardeaBin, CacheDir: compileCache,
 		HostArgs: []string{"--log-format", "json", "--log-level", "info", "host"}, MaxRestarts: 2,
 	})
 	if err != nil {

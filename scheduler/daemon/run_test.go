@@ -68,6 +68,7 @@ func TestWordCountMatchesReference(t *testing.T) {
 			// Builder and the compilation cache, both safe for concurrent
 			// use.
 			t.Parallel()
+			cpuBound(t)
 			out := filepath.Join(t.TempDir(), "counts.tsv")
 			reg := metrics.NewRegistry()
 			res, err := daemon.Run(context.Background(), daemon.RunOptions{
@@ -230,9 +231,14 @@ func TestSlowBoltBackPressure(t *testing.T) {
 // anchor and ack automatically) in each reliability mode over several
 // containers: the counts are exact, each word's count goes up by one line
 // by line, at least once acks every line, and effectively once makes
-// checkpoints global while the data flows.
+// checkpoints global while the data flows, more of them than the store
+// retains (the input is followed until then: half of it is appended
+// once a checkpoint is global, and it ends once settings.DefaultRetain+1
+// are).
 func TestWordCountDeliveryModes(t *testing.T) {
-	lines := wordcount.TestLines(100000)
+	// The volume only makes the data flow: smaller in the fast tier and
+	// under the race detector (where at least once took 100 s on 2 cores).
+	lines := wordcount.TestLines(testutil.Volume(100000, 10000))
 	want := wordcount.Reference(lines)
 	in := filepath.Join(t.TempDir(), "in.txt")
 	wordcounttest.WriteLines(t, in, lines)
@@ -240,8 +246,23 @@ func TestWordCountDeliveryModes(t *testing.T) {
 	for _, mode := range []string{settings.AtLeastOnce, settings.EffectivelyOnce} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel() // a run of its own; the input is only read
+			cpuBound(t)
 			out := filepath.Join(t.TempDir(), "counts.tsv")
+			var started func(*daemon.Daemon, string)
+			wait := func() {}
 			top := wordcounttest.Topology(t, in, out, 2, 3)
+			if mode == settings.EffectivelyOnce {
+				// Its own input, half of it written now.
+				input := filepath.Join(t.TempDir(), "in.txt")
+				half := len(lines) / 2
+				wordcounttest.WriteLines(t, input, lines[:half])
+				top = wordcounttest.Topology(t, input, out, 2, 3)
+				started, wait = whileRunning(t, followed(top, input),
+					runStep{"a global checkpoint while the data flows", func(c api.CheckpointStatus) bool { return c.Global > 0 },
+						func() error { return appendLines(input, lines[half:]) }},
+					runStep{fmt.Sprintf("more than %d global checkpoints", settings.DefaultRetain),
+						func(c api.CheckpointStatus) bool { return c.Global > settings.DefaultRetain }, nil})
+			}
 			top.Config["topology.reliability"] = mode
 			top.Config["topology.checkpoint.interval"] = "10ms"
 			// A barrier waits behind the tuples queued before it: under
@@ -256,7 +277,8 @@ func TestWordCountDeliveryModes(t *testing.T) {
 				t.Fatal(err)
 			}
 			res, err := daemon.Run(context.Background(), daemon.RunOptions{Topology: top, Containers: 2, CacheDir: cache, Builder: builder,
-				Metrics: reg, CheckpointStore: store})
+				Metrics: reg, CheckpointStore: store, Started: started})
+			wait()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -297,6 +319,80 @@ func TestWordCountDeliveryModes(t *testing.T) {
 	}
 }
 
+// followed makes top's file spout "lines" (reading in) follow its file
+// until in.end exists, and returns that path: the input ends when the
+// test says, not when the spout reaches the file's end.
+func followed(top *ardea.Topology, in string) string {
+	top.Component("lines").Config["follow"] = "true"
+	top.Component("lines").Config["follow_until"] = in + ".end"
+	return in + ".end"
+}
+
+// runStep is a step of whileRunning: once cond holds of the run's
+// checkpoints, then runs (if set).
+type runStep struct {
+	what string
+	cond func(api.CheckpointStatus) bool
+	then func() error
+}
+
+// whileRunning is a daemon.RunOptions.Started that polls the run's status
+// and takes steps in order, each once its condition holds, then writes
+// end (the followed input's end): what must happen while the data flows
+// does, by construction, whatever the machine's speed. wait waits for
+// it (call it after Run). A step not reached within the hang guard, or a
+// status error, fails the test and still ends the input.
+func whileRunning(t *testing.T, end string, steps ...runStep) (started func(*daemon.Daemon, string), wait func()) {
+	var wg sync.WaitGroup
+	started = func(d *daemon.Daemon, name string) {
+		wg.Go(func() {
+			defer func() {
+				if err := os.WriteFile(end, nil, 0o644); err != nil {
+					t.Error(err)
+				}
+			}()
+			for _, s := range steps {
+				deadline := time.Now().Add(testutil.DefaultLimit)
+				for {
+					st, err := d.Status(context.Background(), name)
+					if err != nil {
+						t.Errorf("%s: status: %v", s.what, err)
+						return
+					}
+					if st.Checkpoints != nil && s.cond(*st.Checkpoints) {
+						break
+					}
+					if time.Now().After(deadline) {
+						t.Errorf("%s: not within %v (checkpoints %+v)", s.what, testutil.DefaultLimit, st.Checkpoints)
+						return
+					}
+					time.Sleep(10 * time.Millisecond) // polling interval, not a correctness wait
+				}
+				if s.then != nil {
+					if err := s.then(); err != nil {
+						t.Errorf("%s: %v", s.what, err)
+						return
+					}
+				}
+			}
+		})
+	}
+	return started, wg.Wait
+}
+
+// appendLines appends lines to the file path.
+func appendLines(path string, lines []string) error {
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(strings.Join(lines, "\n") + "\n"); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
 // failingStore fails every Save of the checkpoints in fail.
 type failingStore struct {
 	checkpoint.Store
@@ -321,10 +417,11 @@ var errStorageFull = errors.New("storage full")
 // global checkpoint stays 1 until a later one is stored, and the output is
 // still exact.
 func TestCheckpointThatCannotBeStored(t *testing.T) {
-	lines := wordcount.TestLines(200000)
+	t.Parallel() // a daemon of its own (tiers_test.go)
+	cpuBound(t)
+	lines := wordcount.TestLines(testutil.Volume(200000, 20000))
 	want := wordcount.Reference(lines)
 	in := filepath.Join(t.TempDir(), "in.txt")
-	wordcounttest.WriteLines(t, in, lines)
 	dir, err := checkpoint.NewDirStore(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -334,10 +431,12 @@ func TestCheckpointThatCannotBeStored(t *testing.T) {
 	top := wordcounttest.Topology(t, in, out, 2, 2)
 	top.Config["topology.reliability"] = settings.EffectivelyOnce
 	top.Config["topology.checkpoint.interval"] = "5ms"
+	started, wait := failuresWhileFlowing(t, top, in, lines)
 	var logs bytes.Buffer
 	var mu sync.Mutex
 	res, err := daemon.Run(context.Background(), daemon.RunOptions{Topology: top, Containers: 2, CacheDir: compileCache, CheckpointStore: store,
-		Logger: slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, &slog.HandlerOptions{Level: slog.LevelError}))})
+		Logger: slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, &slog.HandlerOptions{Level: slog.LevelError})), Started: started})
+	wait()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -358,6 +457,22 @@ func TestCheckpointThatCannotBeStored(t *testing.T) {
 	if _, err := dir.Load(context.Background(), res.CheckpointKey, g, 1); err != nil {
 		t.Fatalf("the global checkpoint %d is not usable: %v", g, err)
 	}
+}
+
+// failuresWhileFlowing writes the first half of lines to in and makes
+// top's spout follow it: the second half is appended once a checkpoint
+// has failed, and the input ends once one stored after the failures
+// (checkpoints 2 and 3) is global. So the data flows before and after
+// the failures whatever the machine's speed, where a fixed volume
+// (200 000 lines) had to outlast them.
+func failuresWhileFlowing(t *testing.T, top *ardea.Topology, in string, lines []string) (started func(*daemon.Daemon, string), wait func()) {
+	t.Helper()
+	half := len(lines) / 2
+	wordcounttest.WriteLines(t, in, lines[:half])
+	return whileRunning(t, followed(top, in),
+		runStep{"a failed checkpoint", func(c api.CheckpointStatus) bool { return c.Failed > 0 },
+			func() error { return appendLines(in, lines[half:]) }},
+		runStep{"a global checkpoint stored after the failures", func(c api.CheckpointStatus) bool { return c.Global >= 4 }, nil})
 }
 
 type lockedWriter struct {
@@ -528,10 +643,9 @@ func (s *stallingStore) Save(ctx context.Context, topology string, id uint64, ta
 // as an error with the cause and the timeout), later checkpoints become
 // global, and the output is exact.
 func TestCheckpointSaveTimeout(t *testing.T) {
-	lines := wordcount.TestLines(200000)
+	lines := wordcount.TestLines(testutil.Volume(200000, 20000))
 	want := wordcount.Reference(lines)
 	in := filepath.Join(t.TempDir(), "in.txt")
-	wordcounttest.WriteLines(t, in, lines)
 	dir, err := checkpoint.NewDirStore(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -542,10 +656,12 @@ func TestCheckpointSaveTimeout(t *testing.T) {
 	top.Config["topology.reliability"] = settings.EffectivelyOnce
 	top.Config["topology.checkpoint.interval"] = "5ms"
 	top.Config["topology.checkpoint.save.timeout"] = "200ms"
+	started, wait := failuresWhileFlowing(t, top, in, lines)
 	var logs bytes.Buffer
 	var mu sync.Mutex
 	res, err := daemon.Run(context.Background(), daemon.RunOptions{Topology: top, Containers: 2, CacheDir: compileCache, CheckpointStore: store,
-		Logger: slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, &slog.HandlerOptions{Level: slog.LevelError}))})
+		Logger: slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, &slog.HandlerOptions{Level: slog.LevelError})), Started: started})
+	wait()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -580,15 +696,11 @@ var natsStatusWaiter = goleak.IgnoreTopFunction("github.com/nats-io/nats.go/jets
 // effectively once) or the run was cut short by its context.
 func TestRunLeavesNoGoroutines(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent(), natsStatusWaiter)
-	n := 200000
-	if testutil.Race {
-		// Goroutines are left or not whatever the volume; the detector
-		// makes the full one take minutes on 2 cores. The fast tier keeps
-		// the volume: the effectively-once run below needs it for a
-		// checkpoint to become global while the data flows.
-		n = 20000
-	}
-	lines := wordcount.TestLines(n)
+	// Goroutines are left or not whatever the volume: both runs below
+	// follow their input until what must happen while it runs has (the
+	// swap; a global checkpoint), so no lane needs the 200 000 lines that
+	// had to outlast them.
+	lines := wordcount.TestLines(testutil.Volume(20000, 5000))
 	in := filepath.Join(t.TempDir(), "in.txt")
 	wordcounttest.WriteLines(t, in, lines)
 	out := filepath.Join(t.TempDir(), "counts.tsv")
@@ -633,12 +745,20 @@ func TestRunLeavesNoGoroutines(t *testing.T) {
 		t.Errorf("transitions %v: want the last one to FINISHED", res.Transitions)
 	}
 
-	// Effectively once: the checkpoint coordinator's goroutines too.
+	// Effectively once: the checkpoint coordinator's goroutines too. The
+	// input (the same lines, in a file of its own) is followed until a
+	// checkpoint is global.
+	eoIn := filepath.Join(t.TempDir(), "in.txt")
+	wordcounttest.WriteLines(t, eoIn, lines)
 	out = filepath.Join(t.TempDir(), "counts.tsv")
-	top = wordcounttest.Topology(t, in, out, 2, 2)
+	top = wordcounttest.Topology(t, eoIn, out, 2, 2)
 	top.Config["topology.reliability"] = settings.EffectivelyOnce
 	top.Config["topology.checkpoint.interval"] = "20ms"
-	if res, err = daemon.Run(context.Background(), daemon.RunOptions{Topology: top, Containers: 2, CacheDir: compileCache}); err != nil {
+	started, wait := whileRunning(t, followed(top, eoIn),
+		runStep{"a global checkpoint while the input is open", func(c api.CheckpointStatus) bool { return c.Global > 0 }, nil})
+	res, err = daemon.Run(context.Background(), daemon.RunOptions{Topology: top, Containers: 2, CacheDir: compileCache, Started: started})
+	wait()
+	if err != nil {
 		t.Fatal(err)
 	}
 	if !res.Finished || res.GlobalCheckpoint == 0 {

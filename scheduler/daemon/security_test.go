@@ -75,6 +75,7 @@ func call(t *testing.T, d *daemon.Daemon, method, path, token string, body any, 
 // client without credentials at CONNECT.
 func TestAPISecurity(t *testing.T) {
 	testutil.StartsProcesses(t, "ardea host processes")
+	t.Parallel() // a daemon of its own (tiers_test.go)
 	d, _ := startDaemon(t)
 	acme := newToken(t, d, "acme", auth.ScopeDeploy)
 	globex := newToken(t, d, "globex", auth.ScopeDeploy)
@@ -238,9 +239,10 @@ func submitPausedErr(c *api.Client, name string) error {
 // empty.
 func TestTenantDeleteRemovesAccount(t *testing.T) {
 	testutil.StartsProcesses(t, "ardea host processes")
+	t.Parallel() // a daemon of its own (tiers_test.go)
 	data := t.TempDir()
 	d, err := daemon.Start(context.Background(), daemon.Options{
-		DataDir: data, Listen: "127.0.0.1:0", HostPath: ardeaBin,
+		DataDir: hostCache(data), Listen: "127.0.0.1:0", HostPath: ardeaBin, CacheDir: compileCache,
 		HostArgs: []string{"--log-format", "json", "--log-level", "info", "host"}, MaxRestarts: 2,
 	})
 	if err != nil {

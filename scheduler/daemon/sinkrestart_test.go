@@ -112,7 +112,7 @@ func TestFileSinkSurvivesDaemonRestart(t *testing.T) {
 	data := t.TempDir()
 	start := func() (*daemon.Daemon, *api.Client) {
 		d, err := daemon.Start(context.Background(), daemon.Options{
-			DataDir: data, Listen: "127.0.0.1:0", HostPath: ardeaBin,
+			DataDir: hostCache(data), Listen: "127.0.0.1:0", HostPath: ardeaBin, CacheDir: compileCache,
 			HostArgs: []string{"--log-format", "json", "--log-level", "info", "host"}, MaxRestarts: 2,
 		})
 		if err != nil {

@@ -53,10 +53,11 @@ func lines(path string) int {
 // restart both resume in their own tenant.
 func TestTenantSpaces(t *testing.T) {
 	testutil.StartsProcesses(t, "ardea host processes")
+	t.Parallel() // a daemon of its own (tiers_test.go)
 	dir := t.TempDir()
 	start := func() *daemon.Daemon {
 		d, err := daemon.Start(context.Background(), daemon.Options{
-			DataDir: filepath.Join(dir, "data"), Listen: "127.0.0.1:0", HostPath: ardeaBin,
+			DataDir: hostCache(filepath.Join(dir, "data")), Listen: "127.0.0.1:0", HostPath: ardeaBin, CacheDir: compileCache,
 			HostArgs: []string{"--log-format", "json", "--log-level", "info", "host"}, MaxRestarts: 2,
 			Tenants: func(context.Context) ([]string, error) { return []string{"default", "acme", "globex"}, nil },
 			// The sinks are files: the operator allows tenants builtin:file.

@@ -27,3 +27,24 @@ func outsideDaemon(t *testing.T, subject string) {
 		t.Skip(subject + ": the race detector sees nothing of it (checked in the run without -race)")
 	}
 }
+
+// A test marked "a daemon of its own" runs in parallel with the others
+// so marked (t.Parallel): it starts its own daemon (its data dir, ports
+// picked by the kernel, the shared compilation cache, which is safe for
+// concurrent use) and mostly waits on host processes, checkpoints and
+// intervals. It sets no environment variable, changes no directory and
+// no package variable, and holds no timing assumption that a busier
+// machine could break (it waits by polling, by construction). Not so
+// marked: the tests that check every goroutine of the process has ended
+// (goleak), the one that sets the daemon's environment (t.Setenv), the
+// ones whose inputs are paced against an action (a kill or a close that
+// must land mid-stream by the input's rate, a call rate of 1/s), and the
+// in-process runs whose work is CPU. Their independent runs are parallel
+// subtests (TestCheckpointThatCannotBeStored a parallel test) that hold
+// one of cpuSlots, as many as the machine's cores (cpuBound).
+//
+// parallelDefault is the package's -test.parallel when the command line
+// gives none: the parallel tests mostly wait (a host process's start,
+// a checkpoint interval, a 5 s stop grace), so more of them than the
+// machine's cores fit at once.
+const parallelDefault = 4

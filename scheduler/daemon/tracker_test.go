@@ -73,6 +73,7 @@ func getJSON(t *testing.T, base, path string, wantStatus int, out any) {
 // collect every 200 ms, and asks every tracker path, good and bad.
 func TestTrackerAPI(t *testing.T) {
 	testutil.StartsProcesses(t, "ardea host processes")
+	t.Parallel() // a daemon of its own (tiers_test.go)
 	metricsFile := filepath.Join(t.TempDir(), "metrics.jsonl")
 	d, c := startMetricsDaemon(t, &sinks.Config{Interval: sinks.Duration(200 * time.Millisecond),
 		Sinks: map[string]map[string]string{"file": {"path": metricsFile}}})
@@ -279,6 +280,7 @@ func TestTrackerAPI(t *testing.T) {
 // deduplicated.
 func TestTrackerExceptions(t *testing.T) {
 	testutil.StartsProcesses(t, "ardea host processes")
+	t.Parallel() // a daemon of its own (tiers_test.go)
 	d, c := startMetricsDaemon(t, &sinks.Config{Interval: sinks.Duration(200 * time.Millisecond)})
 	probe, err := os.ReadFile("../../wasm-sdk/go/testdata/probe_bolt.wasm")
 	if err != nil {

@@ -35,6 +35,11 @@ type Delivery struct {
 	CheckpointTimeout time.Duration
 }
 
+// maxCheckpointTimeout bounds topology.checkpoint.timeout: a tenant's
+// checkpoint in progress holds the topology's next one back (and its
+// aligned barriers buffer input) at most this long.
+const maxCheckpointTimeout = time.Hour
+
 // CheckpointGiveUp is how long a checkpoint may take before it is given
 // up: CheckpointTimeout, or by default max(5 intervals, 10s). A barrier
 // waits behind the tuples queued before it, so a slow or loaded topology
@@ -82,8 +87,8 @@ func DeliverySettings(t *ardea.Topology) (Delivery, error) {
 	}
 	if v, ok := t.Config["topology.checkpoint.timeout"]; ok {
 		dur, err := time.ParseDuration(v)
-		if err != nil || dur < time.Millisecond {
-			return d, fmt.Errorf("topology %s: topology.checkpoint.timeout %q: want a duration of at least 1ms such as 1m", t.Name, v)
+		if err != nil || dur < time.Millisecond || dur > maxCheckpointTimeout {
+			return d, fmt.Errorf("topology %s: topology.checkpoint.timeout %q: want a duration from 1ms to %v such as 1m", t.Name, v, maxCheckpointTimeout)
 		}
 		d.CheckpointTimeout = dur
 	}

@@ -30,6 +30,9 @@ const (
 	// healMaxBackoff bounds the wait between two restarts of JetStream
 	// that did not clear the fault.
 	healMaxBackoff = 30 * time.Second
+	// defaultHealProbeTimeout bounds one health check or JetStream
+	// restart of the watchdog (ServerOptions.HealProbeTimeout).
+	defaultHealProbeTimeout = 30 * time.Second
 )
 
 // ServerOptions configures StartServer.
@@ -54,6 +57,11 @@ type ServerOptions struct {
 	// before the watchdog restarts a faulty JetStream; default
 	// defaultHealMinFree.
 	HealMinFree int64
+	// HealProbeTimeout bounds each of the watchdog's health checks and
+	// JetStream restarts; one that has not returned by then means
+	// JetStream is wedged (see Server.Wedged). Default
+	// defaultHealProbeTimeout.
+	HealProbeTimeout time.Duration
 	// Accounts runs the server in operator mode: every client must present
 	// a user JWT signed by an account the operator signed, and lands in that
 	// account (its subjects, its JetStream). Nil: no authentication and one
@@ -90,19 +98,37 @@ type Accounts struct {
 // which drops a record cut short by the failed write), backing off from 1 s
 // to 30 s while that does not help. JetStreamFault reports the current
 // fault.
+//
+// A fault the watchdog cannot heal is a JetStream that no longer answers:
+// nats-server's file store can deadlock on itself (a purge whose tombstone
+// cannot be written on a full disk rebuilds the store's state under the
+// lock the purge holds, docs/reliability.md "JetStream wedged"). Every
+// request on that stream then blocks for ever, and so does the server's
+// health check. The watchdog bounds each health check and restart by
+// HealProbeTimeout; one that has not returned by then marks the server
+// wedged (Wedged, WedgedErr) and ends the watchdog. Only a new process
+// recovers from that: its owner stops (an `ardea local` exits with the
+// error) and the next start loads the streams from their files.
+//
+// Goroutines: the watchdog (Shutdown waits for it) and, per check, a
+// probe it waits for up to HealProbeTimeout. A probe stuck in a wedged
+// server never returns and is left behind: nothing can wait for it.
 type Server struct {
 	ns      *server.Server
 	opts    *server.Options // as started, cloned for a JetStream restart
 	log     *slog.Logger
 	minFree int64
+	probeT  time.Duration
 	stop    chan struct{}
 	done    chan struct{} // closed when the watchdog returned (nil: none)
 	once    sync.Once
+	wedged  chan struct{} // closed when JetStream is found wedged
 
-	mu       sync.Mutex
-	fault    error
-	faultAt  time.Time
-	restarts int
+	mu        sync.Mutex
+	fault     error
+	faultAt   time.Time
+	restarts  int
+	wedgedErr error
 }
 
 // StartServer starts an embedded NATS server and waits until it accepts
@@ -163,9 +189,13 @@ func StartServer(ctx context.Context, o ServerOptions) (*Server, error) {
 		ns.WaitForShutdown()
 		return nil, fmt.Errorf("bus: embedded NATS server on %s:%d not ready after %s", host, port, timeout)
 	}
-	s := &Server{ns: ns, opts: started, log: log, minFree: o.HealMinFree, stop: make(chan struct{})}
+	s := &Server{ns: ns, opts: started, log: log, minFree: o.HealMinFree, probeT: o.HealProbeTimeout,
+		stop: make(chan struct{}), wedged: make(chan struct{})}
 	if s.minFree <= 0 {
 		s.minFree = defaultHealMinFree
+	}
+	if s.probeT <= 0 {
+		s.probeT = defaultHealProbeTimeout
 	}
 	if o.JetStream && o.HealInterval >= 0 {
 		every := o.HealInterval
@@ -185,18 +215,50 @@ func (s *Server) ClientURL() string { return s.ns.ClientURL() }
 func (s *Server) NATS() *server.Server { return s.ns }
 
 // Shutdown stops the watchdog and the server and waits until both have
-// stopped. It is safe to call more than once.
+// stopped. It is safe to call more than once. A wedged server (Wedged)
+// may never stop: Shutdown then waits for it at most HealProbeTimeout and
+// leaves it behind (the process must exit to be rid of it).
 func (s *Server) Shutdown() {
 	s.once.Do(func() { close(s.stop) })
 	if s.done != nil {
 		<-s.done
 	}
-	s.ns.Shutdown()
-	s.ns.WaitForShutdown()
+	if s.WedgedErr() == nil {
+		s.ns.Shutdown()
+		s.ns.WaitForShutdown()
+		return
+	}
+	stopped := make(chan struct{})
+	go func() {
+		s.ns.Shutdown()
+		s.ns.WaitForShutdown()
+		close(stopped)
+	}()
+	t := time.NewTimer(s.probeT)
+	defer t.Stop()
+	select {
+	case <-stopped:
+	case <-t.C:
+		s.log.Error("JetStream wedged: the embedded NATS server did not shut down; it is left behind", "after", s.probeT)
+	}
+}
+
+// Wedged is closed once the watchdog found JetStream wedged: a health
+// check or a restart of JetStream did not return within HealProbeTimeout
+// (see Server). Nothing in this process recovers it; WedgedErr says what
+// was found.
+func (s *Server) Wedged() <-chan struct{} { return s.wedged }
+
+// WedgedErr is the error that wedged JetStream (nil while it is not).
+func (s *Server) WedgedErr() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.wedgedErr
 }
 
 // JetStreamFault returns the JetStream fault the watchdog is healing (nil
-// when JetStream is healthy) and when it was first seen.
+// when JetStream is healthy) and when it was first seen; once JetStream
+// is wedged, that error.
 func (s *Server) JetStreamFault() (error, time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -223,7 +285,11 @@ func (s *Server) watch(every time.Duration) {
 			return
 		case <-t.C:
 		}
-		problem := s.jetStreamProblem()
+		problem, ok := bounded(s.probeT, s.jetStreamProblem)
+		if !ok {
+			s.setWedged(fmt.Errorf("bus: JetStream wedged: its health check has not returned in %s (nats-server's store deadlocked; only a new process recovers)", s.probeT))
+			return
+		}
 		s.mu.Lock()
 		had, since := s.fault, s.faultAt
 		if problem == nil {
@@ -260,7 +326,11 @@ func (s *Server) watch(every time.Duration) {
 		default:
 		}
 		s.log.Warn("restarting JetStream to clear a fault", "err", problem.Error())
-		err := s.restartJetStream()
+		err, ok := bounded(s.probeT, s.restartJetStream)
+		if !ok {
+			s.setWedged(fmt.Errorf("bus: JetStream wedged: restarting it to clear %q has not returned in %s (only a new process recovers)", problem.Error(), s.probeT))
+			return
+		}
 		s.mu.Lock()
 		s.restarts++
 		s.mu.Unlock()
@@ -269,6 +339,38 @@ func (s *Server) watch(every time.Duration) {
 		}
 		next = time.Now().Add(backoff)
 		backoff = min(2*backoff, healMaxBackoff)
+	}
+}
+
+// setWedged records that JetStream is wedged (its fault from now on) and
+// closes Wedged.
+func (s *Server) setWedged(err error) {
+	s.mu.Lock()
+	s.wedgedErr = err
+	if s.fault == nil {
+		s.faultAt = time.Now()
+	}
+	s.fault = err
+	s.mu.Unlock()
+	s.log.Error("JetStream wedged: every request on the affected stream blocks; stop this process, a new one loads the streams from their files",
+		"err", err.Error(), "store_dir", s.opts.StoreDir)
+	close(s.wedged)
+}
+
+// bounded runs f on a goroutine of its own and waits at most d for it;
+// ok is false when f has not returned by then. The goroutine is left to
+// finish (or, in a deadlocked server, to block for ever): its result has
+// room in the channel, so it never blocks on sending it.
+func bounded[T any](d time.Duration, f func() T) (v T, ok bool) {
+	ch := make(chan T, 1)
+	go func() { ch <- f() }()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case v = <-ch:
+		return v, true
+	case <-t.C:
+		return v, false
 	}
 }
 

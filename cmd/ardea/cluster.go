@@ -108,9 +108,22 @@ docs/metrics.md).`,
 				fmt.Fprintf(out, "CLI context saved: %s (commands on this machine use it)\n", where)
 			}
 			fmt.Fprintf(out, "UI: %s/ (log in with the admin token)\n", d.URL())
-			<-ctx.Done()
-			fmt.Fprintln(cmd.OutOrStdout(), "ardea local: stopping")
-			sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			select {
+			case <-ctx.Done():
+			case <-d.Broken():
+				// JetStream wedged: only a new process recovers, which
+				// resumes every topology from its data dir. Exiting with
+				// the error asks the supervisor (systemd, a pod) for it.
+				fmt.Fprintln(out, "ardea local: stopping: broken:", d.BrokenErr())
+				sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+				defer cancel()
+				if err := d.Close(sctx); err != nil {
+					log.Error("close", "err", err)
+				}
+				return d.BrokenErr()
+			}
+			fmt.Fprintln(out, "ardea local: stopping")
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 			defer cancel()
 			return d.Close(sctx)
 		},

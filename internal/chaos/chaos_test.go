@@ -34,7 +34,7 @@ import (
 //	ARDEA_CHAOS_ALL=1       also the rows in KnownFailing
 //	ARDEA_CHAOS_REPORT=F    write the matrix as JSON to F
 //	ARDEA_CHAOS_PARALLEL=N  rows at a time (default 2)
-//	ARDEA_CHAOS_KEEP=DIR    keep a failed row's logs in DIR/<row>, each host's with its goroutines (SIGQUIT)
+//	ARDEA_CHAOS_KEEP=DIR    keep a failed row's logs in DIR/<row>, each host's and the daemon's with its goroutines (SIGQUIT)
 
 const (
 	tenant = "default"
@@ -123,6 +123,8 @@ func hogModule(t *testing.T) string {
 // matrix.
 func TestFaultMatrix(t *testing.T) {
 	testutil.StartsProcesses(t, "the chaos matrix: daemons and host processes, killed")
+	// Beside TestWedgedDaemonExitsAndResumes, which mostly waits.
+	t.Parallel()
 	long := os.Getenv("ARDEA_CHAOS_LONG") == "1"
 	seed := uint64(20)
 	if s := os.Getenv("ARDEA_CHAOS_SEED"); s != "" {
@@ -220,6 +222,9 @@ type rowRun struct {
 	// fault by construction, even when the topology had used up what it
 	// was given before the fault struck.
 	held [][]byte
+	// restartedBroken: the daemon stopped broken once and was started
+	// again (restartBroken).
+	restartedBroken bool
 }
 
 // heldParts is how many parts of the held-back input recovery waits may
@@ -459,6 +464,7 @@ func (r *rowRun) status() Status {
 func (r *rowRun) poll(limit time.Duration, what string, cond func() (bool, string)) {
 	deadline := time.Now().Add(limit)
 	for {
+		r.restartBroken()
 		ok, detail := cond()
 		if ok {
 			return
@@ -468,6 +474,26 @@ func (r *rowRun) poll(limit time.Duration, what string, cond func() (bool, strin
 		}
 		time.Sleep(25 * time.Millisecond)
 	}
+}
+
+// restartBroken starts the daemon again on its data dir, once per row,
+// when it has exited broken: its embedded JetStream wedged (nats-server's
+// file store deadlock, docs/reliability.md "JetStream wedged"), which
+// `ardea local` answers by exiting with the error so that its supervisor
+// starts it again. The harness is that supervisor; the row must still end
+// in a terminal state with exact output.
+func (r *rowRun) restartBroken() {
+	if r.restartedBroken || r.d == nil || !r.d.Exited() || !r.d.LogHas("JetStream wedged") {
+		return
+	}
+	r.restartedBroken = true
+	d, err := StartDaemon(r.t.Context(), r.d.Bin, r.d.CacheDir, r.data, r.log)
+	if err != nil {
+		r.fatalf("the daemon stopped broken (JetStream wedged); starting it again: %v", err)
+	}
+	r.d = d
+	r.watch()
+	r.note("the daemon stopped: JetStream wedged (nats-server's deadlock); started again")
 }
 
 // waitFlowing waits until the sink has output and, effectively once, a
@@ -1073,6 +1099,14 @@ func (r *rowRun) dumpLogs() {
 				}
 			}
 			time.Sleep(time.Second)
+		}
+		// The daemon's too (a hang is often there): SIGQUIT ends it
+		// with its goroutines' stacks on its stderr, the daemon log.
+		if !r.d.Exited() {
+			_ = syscall.Kill(r.d.PID, syscall.SIGQUIT)
+			for end := time.Now().Add(30 * time.Second); !r.d.Exited() && time.Now().Before(end); {
+				time.Sleep(25 * time.Millisecond)
+			}
 		}
 		dst := filepath.Join(keep, strings.ReplaceAll(r.row.Name(), "/", "_"))
 		if err := os.CopyFS(dst, os.DirFS(filepath.Join(r.data, "logs"))); err != nil {

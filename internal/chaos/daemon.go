@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -44,6 +45,25 @@ type Daemon struct {
 	ctx    context.Context // StartDaemon's: bounds the CLI commands
 	cmd    *exec.Cmd
 	exited chan struct{}
+
+	mu     sync.Mutex
+	stdout strings.Builder // what it printed
+}
+
+// Stdout is what the daemon has printed so far.
+func (d *Daemon) Stdout() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.stdout.String()
+}
+
+// ExitCode is the daemon's exit status once it has exited (-1 before,
+// or when a signal ended it).
+func (d *Daemon) ExitCode() int {
+	if !d.Exited() {
+		return -1
+	}
+	return d.cmd.ProcessState.ExitCode()
 }
 
 // StartDaemon starts `ardea local` on dataDir with an API port picked by
@@ -77,6 +97,9 @@ func StartDaemon(ctx context.Context, bin, cacheDir, dataDir, logPath string) (*
 		var a addrs
 		for sc.Scan() {
 			line := sc.Text()
+			d.mu.Lock()
+			d.stdout.WriteString(line + "\n")
+			d.mu.Unlock()
 			// "ardea local: API http://h:p  NATS nats://h:p  data D", then
 			// "CLI context saved: F (...)" (or a warning on stderr), and
 			// "UI: ..." last.

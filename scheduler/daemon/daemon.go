@@ -126,6 +126,11 @@ type Options struct {
 	// audit retention, quotas). With an API the daemon always requires a
 	// token; with process containers NATS always runs with accounts.
 	Security Security
+
+	// healProbe bounds the JetStream watchdog's health checks
+	// (bus.ServerOptions.HealProbeTimeout; zero: bus's default). Tests
+	// shorten it.
+	healProbe time.Duration
 }
 
 // InProcess is what a daemon whose containers run in its own process
@@ -261,7 +266,8 @@ func start(ctx context.Context, o Options, noAPI bool) (*Daemon, error) {
 			return nil, fmt.Errorf("local: API listen on %s: %w", o.Listen, err)
 		}
 	}
-	srvOpts := bus.ServerOptions{Logger: log, JetStream: true, StoreDir: filepath.Join(o.DataDir, natsDir), Port: -1}
+	srvOpts := bus.ServerOptions{Logger: log, JetStream: true, StoreDir: filepath.Join(o.DataDir, natsDir), Port: -1,
+		HealProbeTimeout: o.healProbe}
 	if o.InProcess == nil {
 		// Host processes connect over the client port: every client needs
 		// a credential, and lands in its tenant's account.
@@ -496,9 +502,53 @@ func (d *Daemon) register(t *manager.Manager) error {
 // Close stops every container process, the API and NATS. Topologies stay
 // in the state manager and resume at the next Start. Calling it again
 // returns the first call's result (after waiting for it).
+//
+// A broken daemon (Broken) may never finish closing: its wedged JetStream
+// also blocks the daemon's own NATS connection, which its topology
+// managers stop through. Close then waits at most until ctx ends, returns
+// an error saying what was left behind, and the process should exit.
 func (d *Daemon) Close(ctx context.Context) error {
-	d.closeOnce.Do(func() { d.closeErr = d.close(ctx) })
-	return d.closeErr
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		d.closeOnce.Do(func() { d.closeErr = d.close(ctx) })
+	}()
+	select {
+	case <-done:
+		return d.closeErr
+	case <-d.Broken():
+	}
+	select {
+	case <-done:
+		return d.closeErr
+	case <-ctx.Done():
+		return fmt.Errorf("local: close a broken daemon: %w; what had not stopped is left to the process's exit (%w)", context.Cause(ctx), d.BrokenErr())
+	}
+}
+
+// Broken is closed once the daemon cannot go on in this process: its
+// embedded JetStream is wedged (bus.Server.Wedged; docs/reliability.md,
+// "JetStream wedged"), so every state manager call on the stream blocks.
+// Its owner closes it (Close returns once its ctx ends) and starts a new
+// process on the same data dir, which loads the streams from their files
+// and resumes every topology from its last global checkpoint: `ardea
+// local` exits with BrokenErr, `ardea run` and Run fail with it.
+func (d *Daemon) Broken() <-chan struct{} {
+	if d.srv == nil {
+		return nil
+	}
+	return d.srv.Wedged()
+}
+
+// BrokenErr says why the daemon is broken (nil while it is not).
+func (d *Daemon) BrokenErr() error {
+	if d.srv == nil {
+		return nil
+	}
+	if err := d.srv.WedgedErr(); err != nil {
+		return fmt.Errorf("local: the daemon cannot go on in this process, start it again: %w", err)
+	}
+	return nil
 }
 
 func (d *Daemon) close(ctx context.Context) error {

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -71,6 +72,10 @@ type RunOptions struct {
 	// The containers run in this process, so they get these: a program
 	// runs its own plugins without registering them globally.
 	Plugins *plugin.Environment
+
+	// healProbe is Options.healProbe of the run's daemon; a broken
+	// daemon's close waits as long (default brokenCloseGrace).
+	healProbe time.Duration
 }
 
 // Result describes a finished run.
@@ -158,15 +163,26 @@ func Run(ctx context.Context, o RunOptions) (*Result, error) {
 	}
 	st := &runStats{held: map[uint32]int64{}}
 	d, err := start(ctx, Options{
-		DataDir: dir, CacheDir: o.CacheDir, Logger: log, Metrics: o.MetricsConfig, MetricsSinks: o.MetricsSinks,
+		DataDir: dir, CacheDir: o.CacheDir, Logger: log, Metrics: o.MetricsConfig, MetricsSinks: o.MetricsSinks, healProbe: o.healProbe,
 		InProcess: &InProcess{FailFast: true, Registry: o.Metrics, Bus: o.Bus, CheckpointStore: o.CheckpointStore,
 			OnContainerStop: st.add, OnSwap: o.OnSwap, Plugins: o.Plugins},
 	}, true)
 	if err != nil {
 		return nil, err
 	}
-	// The daemon closes however the run ends, ctx cancelled or not.
-	defer d.Close(context.WithoutCancel(ctx))
+	// The daemon closes however the run ends, ctx cancelled or not; a
+	// broken one within brokenCloseGrace (Close).
+	defer func() {
+		cctx := context.WithoutCancel(ctx)
+		if d.BrokenErr() != nil {
+			var cancel context.CancelFunc
+			cctx, cancel = context.WithTimeout(cctx, cmp.Or(o.healProbe, brokenCloseGrace))
+			defer cancel()
+		}
+		if err := d.Close(cctx); err != nil {
+			log.Warn("close the run's daemon", "err", err)
+		}
+	}()
 	start := time.Now()
 	if err := d.Submit(ctx, sub); err != nil {
 		return nil, err
@@ -184,7 +200,23 @@ func Run(ctx context.Context, o RunOptions) (*Result, error) {
 		waitCtx, cancel = context.WithTimeout(ctx, o.Duration)
 		defer cancel()
 	}
+	// A broken daemon (its JetStream wedged) ends the wait: the run fails
+	// with why, and what it left is not waited for (Close).
+	waitCtx, endWait := context.WithCancel(waitCtx)
+	var watching sync.WaitGroup
+	watching.Go(func() {
+		select {
+		case <-d.Broken():
+			endWait()
+		case <-waitCtx.Done():
+		}
+	})
 	state, werr := tmgr.AwaitState(waitCtx, api.StateFinished, api.StateFailed, api.StateKilled)
+	endWait()
+	watching.Wait()
+	if err := d.BrokenErr(); err != nil {
+		return nil, fmt.Errorf("topology %s: %w", sub.Name, err)
+	}
 	if werr == nil && state == api.StateFinished {
 		select { // finish records FINISHED and stops the containers
 		case <-tmgr.Finished():
@@ -219,6 +251,10 @@ func Run(ctx context.Context, o RunOptions) (*Result, error) {
 	}
 	return res, nil
 }
+
+// brokenCloseGrace bounds the close of a broken daemon (Daemon.Broken)
+// when a run ends.
+const brokenCloseGrace = 30 * time.Second
 
 // runStats gathers the flow-control figures of each container a host
 // stops (Options.OnContainerStop), across re-plans and restarts.

@@ -1,0 +1,85 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/ardea-dev/ardea/internal/testutil/jswedge"
+)
+
+// TestPurgeOnFullDiskWedgesJetStream reproduces nats-server's file store
+// deadlock (docs/reliability.md, "JetStream wedged"; package jswedge) and
+// checks the watchdog's answer to it: the server reported wedged
+// (Wedged, WedgedErr, the fault, an ERROR line) within its probe timeout,
+// requests on the stream still unanswered once the disk is free again,
+// and Shutdown returning.
+func TestPurgeOnFullDiskWedgesJetStream(t *testing.T) {
+	dir := jswedge.Tmpfs(t)
+	var logs syncBuf
+	const probe = 2 * time.Second
+	s, err := StartServer(t.Context(), ServerOptions{
+		Logger:    slog.New(slog.NewTextHandler(&logs, nil)),
+		JetStream: true, StoreDir: filepath.Join(dir, "nats"), Port: -1,
+		HealInterval: 50 * time.Millisecond, HealMinFree: 1, HealProbeTimeout: probe,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect(s.ClientURL())
+	if err != nil {
+		s.Shutdown()
+		t.Fatal(err)
+	}
+	// The connection may be stuck behind the wedged server: closed on a
+	// goroutine of its own, not waited for.
+	defer func() { go nc.Close() }()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	hung, free, err := jswedge.Wedge(ctx, nc, dir, "W", probe)
+	if err != nil {
+		t.Fatalf("%v\nlogs:\n%s", err, logs.String())
+	}
+	t.Logf("delete %d on the full disk got no answer", hung)
+	select {
+	case <-s.Wedged():
+	case <-time.After(time.Minute):
+		t.Fatalf("the watchdog did not report JetStream wedged\nlogs:\n%s", logs.String())
+	}
+	if err := s.WedgedErr(); err == nil || !strings.Contains(err.Error(), "JetStream wedged") {
+		t.Errorf("WedgedErr = %v, want a JetStream wedged error", err)
+	}
+	if f, _ := s.JetStreamFault(); f == nil || !strings.Contains(f.Error(), "wedged") {
+		t.Errorf("JetStreamFault = %v, want the wedge", f)
+	}
+	if !strings.Contains(logs.String(), `level=ERROR msg="JetStream wedged`) {
+		t.Errorf("no ERROR line for the wedge:\n%s", logs.String())
+	}
+	// Freeing the disk does not help: the store's lock is held for ever.
+	if err := free(); err != nil {
+		t.Fatal(err)
+	}
+	js, err := nc.JetStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.StreamInfo("OBJ_W", nats.MaxWait(probe)); !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("a request on the wedged stream once the disk is free: %v, want no answer", err)
+	}
+	stopped := make(chan struct{})
+	go func() {
+		s.Shutdown()
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+	case <-time.After(time.Minute):
+		t.Fatal("Shutdown of a wedged server did not return")
+	}
+}

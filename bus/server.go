@@ -243,6 +243,21 @@ func (s *Server) Shutdown() {
 	}
 }
 
+// LowOnSpace returns why the JetStream store should not be asked to
+// delete now: its file system has less than HealMinFree bytes free
+// (nil when it has more, or cannot tell, or without JetStream). A delete
+// purges, and nats-server can deadlock on a purge it cannot record on a
+// full disk (see Server); what waits for space loses nothing.
+func (s *Server) LowOnSpace() error {
+	if !s.opts.JetStream {
+		return nil
+	}
+	if free, ok := freeBytes(s.opts.StoreDir); ok && free < uint64(s.minFree) {
+		return fmt.Errorf("bus: the JetStream store %s has %d bytes free, below %d", s.opts.StoreDir, free, s.minFree)
+	}
+	return nil
+}
+
 // Wedged is closed once the watchdog found JetStream wedged: a health
 // check or a restart of JetStream did not return within HealProbeTimeout
 // (see Server). Nothing in this process recovers it; WedgedErr says what

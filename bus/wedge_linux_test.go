@@ -83,3 +83,26 @@ func TestPurgeOnFullDiskWedgesJetStream(t *testing.T) {
 		t.Fatal("Shutdown of a wedged server did not return")
 	}
 }
+
+// TestLowOnSpace: the store's free space against HealMinFree, named in
+// the error.
+func TestLowOnSpace(t *testing.T) {
+	dir := jswedge.Tmpfs(t) // 96 MiB
+	for _, tc := range []struct {
+		minFree int64
+		low     bool
+	}{{1 << 20, false}, {200 << 20, true}} {
+		s, err := StartServer(t.Context(), ServerOptions{JetStream: true, StoreDir: filepath.Join(dir, "nats"), Port: -1, HealMinFree: tc.minFree})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = s.LowOnSpace()
+		s.Shutdown()
+		if (err != nil) != tc.low {
+			t.Errorf("min free %d: LowOnSpace = %v, want low %v", tc.minFree, err, tc.low)
+		}
+		if err != nil && (!strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "below 209715200")) {
+			t.Errorf("the error does not name the store and the floor: %v", err)
+		}
+	}
+}

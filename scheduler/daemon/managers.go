@@ -36,6 +36,9 @@ func (d *Daemon) newTM(sp *tenancy.Space, name string) *manager.Manager {
 	}
 	if d.srv != nil {
 		cfg.StorageFault = d.srv.JetStreamFault
+		if d.ip.CheckpointStore == nil { // checkpoints in its JetStream
+			cfg.HoldPrune = d.srv.LowOnSpace
+		}
 	}
 	return manager.New(d.ctx, cfg)
 }

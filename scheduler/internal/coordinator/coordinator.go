@@ -66,6 +66,12 @@ type Coordinator struct {
 	// a checkpoint becomes global: the caller tells every container, whose
 	// tasks commit what they held for it (plugin.CheckpointListener).
 	OnGlobal func(id uint64)
+	// HoldPrune, if set before Run, is asked before old checkpoints are
+	// deleted; an error keeps them for now (the next global checkpoint
+	// prunes what is due then). The daemon holds deletes while its
+	// JetStream store is short of space: nats-server can deadlock
+	// deleting on a full disk (docs/reliability.md, "JetStream wedged").
+	HoldPrune func() error
 }
 
 // NewCoordinator starts after the store's last global checkpoint under key
@@ -179,6 +185,12 @@ func (c *Coordinator) Report(ctx context.Context, id uint64, task uint32, err er
 // became global (failed or abandoned). With a damaged global marker only
 // the older checkpoints go.
 func (c *Coordinator) prune(ctx context.Context, key string, global uint64, retain int) {
+	if c.HoldPrune != nil {
+		if err := c.HoldPrune(); err != nil {
+			c.log.Warn("older checkpoints kept for now", "checkpoint", global, "err", err)
+			return
+		}
+	}
 	globals, err := c.store.Globals(ctx, key)
 	if err != nil {
 		c.log.Warn("retained global checkpoints not listed", "checkpoint", global, "err", err)

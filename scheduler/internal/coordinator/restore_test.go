@@ -141,6 +141,35 @@ func TestCheckpointRetention(t *testing.T) {
 	}
 }
 
+// TestPruneHeld: while HoldPrune says no, every checkpoint is kept and
+// the reason logged; the next global checkpoint once it says yes prunes
+// all that is due.
+func TestPruneHeld(t *testing.T) {
+	store, err := checkpoint.NewDirStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := restorePlan()
+	coord, logs := newTestCoordinator(t, store, p)
+	held := errors.New("the store has 1 MiB free, below 16 MiB")
+	coord.HoldPrune = func() error { return held }
+	takeCheckpoints(t, coord, store, p, 5, 0)
+	ctx := context.Background()
+	ids, err := store.Checkpoints(ctx, "wc")
+	if err != nil || !slices.Equal(ids, []uint64{1, 2, 3, 4, 5}) {
+		t.Fatalf("checkpoints while held %v %v, want 1-5 kept", ids, err)
+	}
+	if !strings.Contains(logs.String(), "older checkpoints kept for now") || !strings.Contains(logs.String(), "below 16 MiB") {
+		t.Errorf("the hold is not logged with its reason:\n%s", logs)
+	}
+	coord.HoldPrune = func() error { return nil }
+	takeCheckpoints(t, coord, store, p, 1, 0)
+	ids, err = store.Checkpoints(ctx, "wc")
+	if err != nil || !slices.Equal(ids, []uint64{4, 5, 6}) {
+		t.Fatalf("checkpoints once released %v %v, want 4 5 6", ids, err)
+	}
+}
+
 // TestCoordinatorLastError: a failed save is counted and kept, with its
 // cause and time, for the topology manager's status.
 func TestCoordinatorLastError(t *testing.T) {

@@ -114,6 +114,7 @@ func (t *Manager) startCheckpoints(ctx context.Context, resumed bool) error {
 	if err != nil {
 		return err
 	}
+	coord.HoldPrune = t.cfg.HoldPrune
 	cs := &ckptState{coord: coord, store: store, interval: del.CheckpointInterval, giveUp: del.CheckpointGiveUp(), recovery: rs}
 	t.ckpt = cs // restorable reads it
 	if resumed && doc.Base != nil {

@@ -137,6 +137,9 @@ type Config struct {
 	// StorageFault reports the embedded JetStream's fault, if any
 	// (status).
 	StorageFault func() (error, time.Time)
+	// HoldPrune, if set, is asked before old checkpoints are deleted
+	// (coordinator.Coordinator.HoldPrune).
+	HoldPrune func() error
 
 	// LockTTL is the TM lock's TTL (10s).
 	LockTTL time.Duration

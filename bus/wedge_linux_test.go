@@ -21,6 +21,10 @@ import (
 // requests on the stream still unanswered once the disk is free again,
 // and Shutdown returning.
 func TestPurgeOnFullDiskWedgesJetStream(t *testing.T) {
+	// Parallel: it runs after every sequential test, the goleak ones
+	// among them. A wedged server's goroutines never end, and its timers
+	// start new ones that block too.
+	t.Parallel()
 	dir := jswedge.Tmpfs(t)
 	var logs syncBuf
 	const probe = 2 * time.Second

@@ -19,6 +19,10 @@ import (
 // error that says so, instead of waiting for ever on a state manager
 // that never answers; its daemon is broken and its close bounded.
 func TestRunFailsWhenJetStreamWedges(t *testing.T) {
+	// Parallel: it runs after every sequential test, the goleak ones
+	// among them. A wedged server's goroutines never end, and its timers
+	// start new ones that block too.
+	t.Parallel()
 	dir := jswedge.Tmpfs(t)
 	b := ardea.NewBuilder("wedged")
 	b.Spout("lines", "builtin:generator")

@@ -860,8 +860,17 @@ func (r *rowRun) damageCheckpoint(p Pick) {
 	}
 	defer store.Close()
 	time.Sleep(p.Delay)
-	r.running("damaging a checkpoint")
+	st := r.running("damaging a checkpoint")
+	c := r.pickContainer(st, p)
 	e := r.await(r.w.Arm(func(e Event) bool { return e.Kind == "cmd" && e.Cmd.Op == "global" && e.Cmd.Epoch >= 2 }), nil, "a global checkpoint")
+	// The container to kill is stopped first: while it cannot store, no
+	// newer checkpoint becomes global before the kill, whatever the
+	// machine's speed (the next one begins an interval, 1 s, after this
+	// one began). SIGKILL ends it stopped.
+	if err := StopHost(c.PID); err != nil {
+		r.fatalf("SIGSTOP container %d: %v", c.ID, err)
+	}
+	r.t.Cleanup(func() { ContHost(c.PID) })
 	id := e.Cmd.Epoch
 	names, err := store.Snapshots(ctx, r.name, id)
 	if err != nil || len(names) == 0 {
@@ -887,16 +896,14 @@ func (r *rowRun) damageCheckpoint(p Pick) {
 	if err != nil {
 		r.fatalf("damage checkpoint %d: %v", id, err)
 	}
-	st := r.running("the kill after the damage")
-	c := r.pickContainer(st, p)
+	if st = r.status(); st.Checkpoints == nil || st.Checkpoints.Global != id {
+		r.fatalf("a checkpoint other than %d (the damaged one) is global before the kill: %+v: the injection missed", id, st.Checkpoints)
+	}
 	faultAt := time.Now()
 	if err := KillHost(c.PID); err != nil {
 		r.fatalf("kill container %d: %v", c.ID, err)
 	}
 	r.res.Injected++
-	if g := st.Checkpoints.Global; g != id {
-		r.fatalf("checkpoint %d became global before the kill (damaged %d): the injection missed", g, id)
-	}
 	// With no complete older checkpoint left nothing can be restored:
 	// the row must then end FAILED with the reason (or, if something
 	// did restore, exact).

@@ -21,7 +21,8 @@ import (
 // TestSubmitBoundsSpec: through the daemon's API, a tenant's merge-key bomb
 // is refused by the parser's node bound (400 naming it), and a spec over
 // ardea.MaxSpecBytes is refused with 413 naming the limit before it is
-// parsed, for submit and apply alike.
+// parsed, for submit and apply alike; so is a setting out of its range
+// (topology.checkpoint.timeout 2h).
 func TestSubmitBoundsSpec(t *testing.T) {
 	testutil.StartsProcesses(t, "ardea host processes")
 	t.Parallel() // a daemon of its own (tiers_test.go)
@@ -53,6 +54,24 @@ func TestSubmitBoundsSpec(t *testing.T) {
 		api.ApplyRequest{Spec: big}, nil)
 	if code != http.StatusRequestEntityTooLarge || !strings.Contains(body, "ardea.MaxSpecBytes") {
 		t.Errorf("oversize apply: %d %s; want 413 naming ardea.MaxSpecBytes", code, body)
+	}
+
+	// A checkpoint that may take two hours would hold every later one
+	// back for as long: refused with the field and its range, by submit
+	// and by apply.
+	slow := "name: slow
+config: {topology.reliability: effectively_once, topology.checkpoint.timeout: 2h}
+spouts:
+  - {name: s, module: builtin:generator}
+"
+	code, body = call(t, d, http.MethodPost, "/api/v1/topologies", acme, api.SubmitRequest{Name: "slow", Spec: slow}, nil)
+	if code != http.StatusBadRequest || !strings.Contains(body, `topology.checkpoint.timeout \"2h\"`) || !strings.Contains(body, "1ms to 1h0m0s") {
+		t.Errorf("submit with topology.checkpoint.timeout 2h: %d %s; want 400 naming the setting and its range", code, body)
+	}
+	code, body = call(t, d, http.MethodPost, "/api/v1/topologies/small/apply", acme,
+		api.ApplyRequest{Spec: strings.Replace(slow, "name: slow", "name: small", 1)}, nil)
+	if code != http.StatusBadRequest || !strings.Contains(body, `topology.checkpoint.timeout \"2h\"`) || !strings.Contains(body, "1ms to 1h0m0s") {
+		t.Errorf("apply with topology.checkpoint.timeout 2h: %d %s; want 400 naming the setting and its range", code, body)
 	}
 }
 

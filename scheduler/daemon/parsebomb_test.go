@@ -59,11 +59,7 @@ func TestSubmitBoundsSpec(t *testing.T) {
 	// A checkpoint that may take two hours would hold every later one
 	// back for as long: refused with the field and its range, by submit
 	// and by apply.
-	slow := "name: slow
-config: {topology.reliability: effectively_once, topology.checkpoint.timeout: 2h}
-spouts:
-  - {name: s, module: builtin:generator}
-"
+	slow := "name: slow\nconfig: {topology.reliability: effectively_once, topology.checkpoint.timeout: 2h}\nspouts:\n  - {name: s, module: builtin:generator}\n"
 	code, body = call(t, d, http.MethodPost, "/api/v1/topologies", acme, api.SubmitRequest{Name: "slow", Spec: slow}, nil)
 	if code != http.StatusBadRequest || !strings.Contains(body, `topology.checkpoint.timeout \"2h\"`) || !strings.Contains(body, "1ms to 1h0m0s") {
 		t.Errorf("submit with topology.checkpoint.timeout 2h: %d %s; want 400 naming the setting and its range", code, body)

@@ -44,6 +44,20 @@ type Limits struct {
 	Consumers   int64 `json:"consumers"`
 }
 
+// times is l with its byte limits n times larger (n copies of each
+// stream; 0 or 1: as they are).
+func (l Limits) times(n int) Limits {
+	if n > 1 {
+		if l.MemoryBytes > 0 {
+			l.MemoryBytes *= int64(n)
+		}
+		if l.DiskBytes > 0 {
+			l.DiskBytes *= int64(n)
+		}
+	}
+	return l
+}
+
 func (l Limits) jetStream() jwt.JetStreamLimits {
 	def := func(v int64) int64 {
 		if v == 0 {
@@ -79,6 +93,8 @@ type Manager struct {
 	// derived: the operator's and the two fixed accounts' keys come from
 	// a cluster secret (OpenShared): nothing of them is written.
 	derived bool
+	// replicas multiplies the tenants' JetStream limits (OpenShared).
+	replicas int
 }
 
 // state is the persisted part (stateFile).
@@ -230,7 +246,7 @@ func (m *Manager) tenantClaims(t string) *jwt.AccountClaims {
 	pub, _ := m.tenants[t].PublicKey()
 	ac := jwt.NewAccountClaims(pub)
 	ac.Name = t
-	ac.Limits.JetStreamLimits = ts.Limits.jetStream()
+	ac.Limits.JetStreamLimits = ts.Limits.times(m.replicas).jetStream()
 	ac.Limits.DisallowBearer = true
 	for k, at := range ts.Revoked {
 		ac.RevokeAt(k, time.Unix(at, 0))

@@ -24,7 +24,12 @@ const sharedOpTimeout = 10 * time.Second
 // derives the same), and the tenants' accounts are kept in the cluster's
 // accounts bucket once Share is called, not in a file. dir is created as
 // Open does (nothing secret is written there).
-func OpenShared(dir string, secret Secret) (*Manager, error) {
+//
+// replicas is the copies the cluster keeps of each stream: a tenant's
+// JetStream limits are its bytes once, and the account's limits the
+// server checks are that many times larger, since every replica counts
+// against them.
+func OpenShared(dir string, secret Secret, replicas int) (*Manager, error) {
 	if secret.IsZero() {
 		return nil, errors.New("natsauth: a cluster secret is required")
 	}
@@ -37,6 +42,7 @@ func OpenShared(dir string, secret Secret) (*Manager, error) {
 	}
 	m := newManager(dir)
 	m.derived = true
+	m.replicas = max(replicas, 1)
 	m.operator, m.sys, m.admin = op, sys, admin
 	if err := m.init(); err != nil {
 		return nil, err

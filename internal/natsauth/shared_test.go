@@ -55,7 +55,7 @@ func startShared(t *testing.T, secret Secret) []*node {
 	nodes := make([]*node, n)
 	errs := make(chan error, n)
 	for i := range n {
-		m, err := OpenShared(filepath.Join(t.TempDir(), "auth"), secret)
+		m, err := OpenShared(filepath.Join(t.TempDir(), "auth"), secret, 3)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -199,15 +199,15 @@ func TestSharedAccounts(t *testing.T) {
 func TestSharedKeysDerived(t *testing.T) {
 	s := NewSecret()
 	d1, d2 := t.TempDir(), t.TempDir()
-	a, err := OpenShared(d1, s)
+	a, err := OpenShared(d1, s, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := OpenShared(d2, s)
+	b, err := OpenShared(d2, s, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := OpenShared(t.TempDir(), NewSecret())
+	c, err := OpenShared(t.TempDir(), NewSecret(), 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +223,7 @@ func TestSharedKeysDerived(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(d1, stateFile)); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("a cluster node wrote %s: %v", stateFile, err)
 	}
-	if _, err := OpenShared(t.TempDir(), Secret{}); err == nil {
+	if _, err := OpenShared(t.TempDir(), Secret{}, 3); err == nil {
 		t.Fatal("OpenShared without a secret")
 	}
 }

@@ -70,6 +70,7 @@ import (
 	"github.com/ardea-dev/ardea/host"
 	"github.com/ardea-dev/ardea/internal/checkpoint"
 	"github.com/ardea-dev/ardea/internal/metrics"
+	"github.com/ardea-dev/ardea/internal/natsauth"
 	"github.com/ardea-dev/ardea/internal/quota"
 	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/internal/launcher"
@@ -127,6 +128,10 @@ type Options struct {
 	// token; with process containers NATS always runs with accounts.
 	Security Security
 
+	// Cluster makes the daemon a node of a cluster (`ardea server`); nil:
+	// a daemon alone (`ardea local`).
+	Cluster *Cluster
+
 	// healProbe bounds the JetStream watchdog's health checks
 	// (bus.ServerOptions.HealProbeTimeout; zero: bus's default). Tests
 	// shorten it.
@@ -170,6 +175,7 @@ type Daemon struct {
 	// through its methods only (`ardea run`: no API nor Prometheus
 	// listener); plugins is the environment it resolves built-ins in.
 	ip      InProcess
+	cl      *clusterConfig // nil: a daemon alone
 	noAPI   bool
 	plugins *plugin.Environment
 	id      string
@@ -253,8 +259,23 @@ func start(ctx context.Context, o Options, noAPI bool) (*Daemon, error) {
 	hn, _ := os.Hostname()
 	d := &Daemon{ctx: context.WithoutCancel(ctx), o: o, ip: ip, noAPI: noAPI, plugins: plugins, id: "ardea-local@" + hn + ":" + abs, log: log,
 		tms: map[string]map[string]*manager.Manager{}, prom: sinks.NewPrometheus()}
+	var secret natsauth.Secret
+	if o.Cluster != nil {
+		if o.InProcess != nil {
+			return nil, errors.New("server: a cluster node runs its containers as processes (Options.InProcess is for a daemon alone)")
+		}
+		cc, err := o.Cluster.parsed()
+		if err != nil {
+			return nil, err
+		}
+		d.cl, secret = &cc, cc.secret
+		// One id per node: the TM locks it holds name it.
+		d.id = "ardea-server@" + cc.name
+		d.log = log.With("node", cc.name)
+		log = d.log
+	}
 	d.ten = tenancy.New(tenancy.Options{DataDir: o.DataDir, Default: o.Tenant, Logger: log, Security: o.Security,
-		Plugins: d.plugins, Conn: o.TenantConn, Topologies: daemonTopologies{d}})
+		Plugins: d.plugins, Conn: o.TenantConn, Topologies: daemonTopologies{d}, Secret: secret, Replicas: d.replicas()})
 	if err := o.Metrics.ValidateIn(d.plugins); err != nil {
 		return nil, fmt.Errorf("local: %w", err)
 	}
@@ -268,6 +289,9 @@ func start(ctx context.Context, o Options, noAPI bool) (*Daemon, error) {
 	}
 	srvOpts := bus.ServerOptions{Logger: log, JetStream: true, StoreDir: filepath.Join(o.DataDir, natsDir), Port: -1,
 		HealProbeTimeout: o.healProbe}
+	if d.cl != nil {
+		srvOpts.Host, srvOpts.Port, srvOpts.Cluster = d.cl.natsHost, d.cl.natsPort, d.cl.bus
+	}
 	if o.InProcess == nil {
 		// Host processes connect over the client port: every client needs
 		// a credential, and lands in its tenant's account.
@@ -284,6 +308,10 @@ func start(ctx context.Context, o Options, noAPI bool) (*Daemon, error) {
 		d.srv.Shutdown()
 		d.closeListener()
 		return nil, fmt.Errorf("local: connect to NATS: %w", err)
+	}
+	if err := d.ten.ShareAccounts(ctx); err != nil {
+		d.Close(d.ctx)
+		return nil, err
 	}
 	if !noAPI {
 		if err := d.openSecurity(ctx); err != nil {

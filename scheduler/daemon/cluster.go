@@ -1,0 +1,146 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+
+	"github.com/ardea-dev/ardea/bus"
+	"github.com/ardea-dev/ardea/internal/names"
+	"github.com/ardea-dev/ardea/internal/natsauth"
+)
+
+// Cluster makes the daemon one node of a cluster of them (`ardea
+// server`): its embedded NATS server joins the others' over
+// authenticated routes, JetStream keeps Replicas copies of every bucket
+// (the state manager's, checkpoints, dead letters, tokens, quotas, the
+// audit log, the tenants' NATS accounts) so a node lost loses no data,
+// and every node serves the API with the same tokens. A daemon without
+// Cluster (`ardea local`) is the one-node case of the same code.
+type Cluster struct {
+	// Name is this node's name, unique in the cluster: letters, digits,
+	// '-' and '_' (default: the host name).
+	Name string
+	// Secret is the cluster's shared secret, the same on every node (at
+	// least 32 printable characters; `ardea server secret` makes one).
+	// The NATS operator's and fixed accounts' keys and the routes'
+	// password are derived from it. Never pass it on a command line:
+	// `ardea server` reads it from --cluster-secret-file.
+	Secret []byte
+	// NATSListen is the NATS client address the node's containers connect
+	// to (default 127.0.0.1 and a free port).
+	NATSListen string
+	// ClusterListen is the NATS route address the other nodes connect to
+	// (host:port; port 0 picks one).
+	ClusterListen string
+	// Routes are the other nodes' route URLs (nats://host:port; this
+	// node's own may be among them). JetStream in a cluster needs at
+	// least one.
+	Routes []string
+	// Replicas of every bucket (default 3, at most 5; 1 makes a cluster
+	// that loses data with a node).
+	Replicas int
+}
+
+// DefaultReplicas is Cluster.Replicas's default.
+const DefaultReplicas = 3
+
+// parsed checks c and returns what the daemon starts with.
+func (c *Cluster) parsed() (clusterConfig, error) {
+	var cc clusterConfig
+	name := c.Name
+	if name == "" {
+		hn, err := os.Hostname()
+		if err != nil {
+			return cc, fmt.Errorf("server: --name: no host name to default to: %w", err)
+		}
+		name = hn
+	}
+	if !names.Valid(name) {
+		return cc, fmt.Errorf("server: --name %q: want letters, digits, '-' and '_'", name)
+	}
+	secret, err := natsauth.ParseSecret(c.Secret)
+	if err != nil {
+		return cc, fmt.Errorf("server: %w", err)
+	}
+	routes, err := bus.ParseRoutes(c.Routes)
+	if err != nil {
+		return cc, fmt.Errorf("server: --routes: %w", err)
+	}
+	if len(routes) == 0 {
+		return cc, errors.New("server: --routes: a cluster node needs the other nodes' route URLs (JetStream in a cluster needs routes)")
+	}
+	host, port, err := splitListen(c.ClusterListen, "--cluster-listen")
+	if err != nil {
+		return cc, err
+	}
+	nhost, nport, err := splitListen(c.NATSListen, "--nats-listen")
+	if err != nil {
+		return cc, err
+	}
+	r := c.Replicas
+	switch {
+	case r == 0:
+		r = DefaultReplicas
+	case r < 1 || r > 5:
+		return cc, fmt.Errorf("server: --replicas %d: want 1 to 5", r)
+	}
+	cc = clusterConfig{name: name, secret: secret, replicas: r, natsHost: nhost, natsPort: nport,
+		bus: &bus.Cluster{ServerName: name, Host: host, Port: port, Routes: routes, Password: secret.RoutePassword()}}
+	return cc, nil
+}
+
+// clusterConfig is a checked Cluster.
+type clusterConfig struct {
+	name     string
+	secret   natsauth.Secret
+	replicas int
+	natsHost string
+	natsPort int
+	bus      *bus.Cluster
+}
+
+// splitListen parses host:port ("" is 127.0.0.1 and a free port).
+func splitListen(addr, flag string) (string, int, error) {
+	if addr == "" {
+		return "127.0.0.1", 0, nil
+	}
+	h, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, fmt.Errorf("server: %s %q: %w", flag, addr, err)
+	}
+	port, err := strconv.Atoi(p)
+	if err != nil || port < 0 || port > 65535 {
+		return "", 0, fmt.Errorf("server: %s %q: bad port", flag, addr)
+	}
+	if h == "" {
+		h = "0.0.0.0"
+	}
+	return h, port, nil
+}
+
+// replicas is the copies every bucket keeps (1 for a daemon alone).
+func (d *Daemon) replicas() int {
+	if d.cl == nil {
+		return 1
+	}
+	return d.cl.replicas
+}
+
+// NodeName is the node's name in its cluster ("" for a daemon alone).
+func (d *Daemon) NodeName() string {
+	if d.cl == nil {
+		return ""
+	}
+	return d.cl.name
+}
+
+// ClusterURL is the node's NATS route URL ("" for a daemon alone).
+func (d *Daemon) ClusterURL() string {
+	if d.cl == nil {
+		return ""
+	}
+	return d.srv.ClusterURL()
+}

@@ -10,6 +10,8 @@ import (
 	"github.com/ardea-dev/ardea/bus"
 	"github.com/ardea-dev/ardea/internal/names"
 	"github.com/ardea-dev/ardea/internal/natsauth"
+	"github.com/ardea-dev/ardea/scheduler/internal/tenancy"
+	"github.com/ardea-dev/ardea/scheduler/statemgr"
 )
 
 // Cluster makes the daemon one node of a cluster of them (`ardea
@@ -143,4 +145,83 @@ func (d *Daemon) ClusterURL() string {
 		return ""
 	}
 	return d.srv.ClusterURL()
+}
+
+// watchLocks (a cluster's node) takes over sp's topologies whose TM lock
+// goes away: when the node that managed one dies, its lock expires after
+// the lock's TTL, every node hears it, and the one whose AcquireTMLock
+// wins resumes the topology from what the cluster's replicated JetStream
+// holds (docs/deploy.md, "Node loss"). Nothing for a daemon alone, whose
+// topologies resume at its own restart.
+func (d *Daemon) watchLocks(sp *tenancy.Space) {
+	if d.cl == nil {
+		return
+	}
+	d.mu.Lock()
+	closing := d.closing
+	if !closing {
+		d.takeovers.Add(1)
+	}
+	d.mu.Unlock()
+	if closing {
+		return
+	}
+	freed, err := sp.Store().WatchTMLocks(d.takeoverCtx)
+	if err != nil {
+		d.takeovers.Done()
+		d.log.Error("watch the TM locks: topologies of this tenant whose node dies are not taken over by this one", "tenant", sp.Tenant(), "err", err)
+		return
+	}
+	go func() {
+		defer d.takeovers.Done()
+		for name := range freed {
+			d.takeOver(sp, name)
+		}
+	}()
+}
+
+// takeOver resumes topology name of sp here if it is live and no
+// manager of this node runs it (one that stepped down is replaced).
+func (d *Daemon) takeOver(sp *tenancy.Space, name string) {
+	ctx := d.takeoverCtx
+	d.mu.Lock()
+	t := d.tms[sp.Tenant()][name]
+	if t != nil && t.View().LostTo() == "" {
+		d.mu.Unlock()
+		return
+	}
+	if t != nil {
+		delete(d.tms[sp.Tenant()], name)
+	}
+	d.mu.Unlock()
+	if t != nil {
+		t.Stop()
+	}
+	rec, err := sp.Store().GetTopology(ctx, name)
+	if err != nil {
+		if ctx.Err() == nil && !errors.Is(err, statemgr.ErrNotFound) {
+			d.log.Warn("take over a topology: read it", "tenant", sp.Tenant(), "topology", name, "err", err)
+		}
+		return
+	}
+	st, err := sp.Store().GetState(ctx, name)
+	if err != nil {
+		return
+	}
+	d.log.Info("a topology's manager lock is free: taking it over", "tenant", sp.Tenant(), "topology", name, "state", st.State)
+	if err := d.resumeTopology(ctx, sp, rec, st); err != nil && !errors.Is(err, ErrClosed) {
+		d.log.Error("take over a topology", "topology", name, "err", err)
+	}
+}
+
+// stopTakeovers ends watchLocks's watches and waits for them.
+func (d *Daemon) stopTakeovers() {
+	if d.endTakeover == nil {
+		return
+	}
+	d.mu.Lock()
+	d.closing = true
+	d.mu.Unlock()
+	d.endTakeover()
+	d.takeovers.Wait()
 }

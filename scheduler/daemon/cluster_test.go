@@ -124,3 +124,69 @@ func TestClusterNodesShareTopologies(t *testing.T) {
 		}
 	}
 }
+
+// owner is the node whose topology manager runs topology name (the one
+// that answers its status), waiting for one to.
+func owner(t *testing.T, nodes []*daemon.Daemon, token, name string) *daemon.Daemon {
+	t.Helper()
+	var got *daemon.Daemon
+	testutil.Eventually(t, "a node manages topology "+name, func() bool {
+		for _, d := range nodes {
+			c := d.Client()
+			c.Token = token
+			if _, err := c.Status(t.Context(), name); err == nil {
+				got = d
+				return true
+			}
+		}
+		return false
+	})
+	return got
+}
+
+// TestClusterTakesOverAClosedNode: the node managing a topology closes
+// while the topology runs; another node takes the topology over from the
+// replicated state and it finishes there, at least once, nothing lost.
+func TestClusterTakesOverAClosedNode(t *testing.T) {
+	testutil.StartsProcesses(t, "three cluster nodes and ardea host processes")
+	t.Parallel()
+	nodes := startNodes(t, 3)
+	var admin string
+	for _, d := range nodes {
+		if d.AdminToken() != "" {
+			admin = d.AdminToken()
+		}
+	}
+	dir := t.TempDir()
+	const n = 5000
+	in, out := filepath.Join(dir, "in.txt"), filepath.Join(dir, "out.txt")
+	writeNumbered(t, in, "line", n)
+	c0 := nodes[0].Client()
+	c0.Token = admin
+	submitLinesToFile(t, c0, "move", in, out, 1500)
+	first := owner(t, nodes, admin, "move")
+	testutil.Eventually(t, "the sink to write 1000 lines", func() (bool, string) {
+		got := fileLines(out)
+		return got >= 1000, fmt.Sprintf("%d lines", got)
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := first.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var rest []*daemon.Daemon
+	for _, d := range nodes {
+		if d != first {
+			rest = append(rest, d)
+		}
+	}
+	second := owner(t, rest, admin, "move")
+	c := second.Client()
+	c.Token = admin
+	waitState(t, c, "move", api.StateFinished)
+	lost, dups, extra := checkLines(t, in, out)
+	if lost != 0 || extra != 0 {
+		t.Fatalf("after node %s closed: %d input lines lost, %d lines not in the input (%d duplicates)", first.NodeName(), lost, extra, dups)
+	}
+	t.Logf("node %s closed mid-stream, node %s took over: every one of %d lines written, %d duplicates", first.NodeName(), second.NodeName(), n, dups)
+}

@@ -49,6 +49,9 @@ type Options struct {
 	// are shared with the other nodes (OpenAccounts, ShareAccounts).
 	// Zero: a daemon alone, its keys under DataDir.
 	Secret natsauth.Secret
+	// OnSpace hears each space once it is open (a cluster's node watches
+	// its TM locks); it must not block.
+	OnSpace func(*Space)
 	// Replicas of the tenants' buckets and the daemon's own over the
 	// cluster's nodes (0 or 1: one copy).
 	Replicas int
@@ -188,6 +191,9 @@ func (ts *Tenants) Space(ctx context.Context, tenant string) (*Space, error) {
 	ts.mu.Lock()
 	ts.spaces[tenant] = sp
 	ts.mu.Unlock()
+	if ts.o.OnSpace != nil {
+		ts.o.OnSpace(sp)
+	}
 	return sp, nil
 }
 

@@ -15,12 +15,14 @@
 // The bridge is in a namespace of its own, not in the test's: nothing of
 // a lab shows in the machine's own namespace (no interface, no route, no
 // firewall rule applies), deleting the namespaces removes everything, and
-// no packet to a lab address can leave the machine. The test's process
-// reaches a lab through sockets made inside it (Listen, Dial, Dialer,
-// ProxyIn): a socket belongs for life to the namespace of the thread that
-// created it, so a goroutine locked to its thread enters the namespace
-// with setns(2), creates the socket and leaves; every such socket is
-// checked (SO_NETNS_COOKIE) before it binds or connects. Addresses are IP
+// a lab's packets stay in it (it has no route out). The test's process
+// reaches a lab only through sockets made inside it (Listen, Dial,
+// Dialer, ProxyIn): from its own namespace a lab address would be just a
+// private address behind the default route, off the machine. A socket
+// belongs for life to the namespace of the thread that created it, so a
+// goroutine locked to its thread enters the namespace with setns(2),
+// creates the socket and leaves; every such socket is checked
+// (SO_NETNS_COOKIE) before it binds or connects. Addresses are IP
 // literals: a name would be resolved outside the namespace.
 //
 // Each lab takes a random subnet 10.a.b.0/24 and names its namespaces

@@ -34,7 +34,6 @@ const killWait = 10 * time.Second
 // with one interface (eth0) on the lab's /24, and a hub namespace holding
 // the bridge. See the package documentation.
 type Lab struct {
-	t      testing.TB
 	id     string // XXXX of the names
 	prefix netip.Prefix
 	hub    Node
@@ -93,7 +92,7 @@ func New(t testing.TB, n int) (*Lab, error) {
 	for _, name := range reapStale(ipPath) {
 		t.Logf("netlab: removed namespace %s left by a lab whose process is gone", name)
 	}
-	l, err := create(t, ipPath, n)
+	l, err := create(ipPath, n)
 	if err != nil {
 		var ens errNamespaces
 		if errors.As(err, &ens) {
@@ -110,7 +109,7 @@ func New(t testing.TB, n int) (*Lab, error) {
 }
 
 // create picks a free subnet (one whose lock it gets) and builds the lab.
-func create(t testing.TB, ipPath string, n int) (*Lab, error) {
+func create(ipPath string, n int) (*Lab, error) {
 	for range 64 {
 		a, b := byte(rand.UintN(256)), byte(rand.UintN(256))
 		prefix := netip.PrefixFrom(netip.AddrFrom4([4]byte{10, a, b, 0}), 24)
@@ -125,11 +124,10 @@ func create(t testing.TB, ipPath string, n int) (*Lab, error) {
 		if lock == nil {
 			continue // a live lab has it
 		}
-		// A dead lab of the same subnet may have left namespaces.
-		for _, name := range labNamespaces(id) {
-			removeNamespaces(ipPath, []string{name})
-		}
-		l := &Lab{t: t, id: id, prefix: prefix, ipPath: ipPath, lock: lock, partitioned: make([]bool, n)}
+		// A dead lab of the same subnet may have left namespaces (if they
+		// cannot go, creating ours fails and says so).
+		removeNamespaces(ipPath, labNamespaces(id))
+		l := &Lab{id: id, prefix: prefix, ipPath: ipPath, lock: lock, partitioned: make([]bool, n)}
 		hub := namePrefix + id + "-hub"
 		l.hub = Node{Index: Hub, NetNS: hub, NetNSPath: netnsDir + "/" + hub, IP: netip.AddrFrom4([4]byte{10, a, b, 254}), Iface: "br0"}
 		for i := range n {

@@ -392,8 +392,12 @@ func TestLabCleanup(t *testing.T) {
 			t.Errorf("namespace %s left after cleanup", name)
 		}
 	}
-	if after := netnsNames(t); !slices.Equal(after, beforeNS) {
-		t.Errorf("namespaces before %v, after %v", beforeNS, after)
+	// Other labs (of parallel test binaries) may come and go meanwhile:
+	// only a new namespace that is no lab's would be a leak of ours.
+	for _, name := range netnsNames(t) {
+		if !slices.Contains(beforeNS, name) && !strings.HasPrefix(name, namePrefix) {
+			t.Errorf("namespace %s appeared (before: %v)", name, beforeNS)
+		}
 	}
 	if after := rootLinks(t); !slices.Equal(after, beforeLinks) {
 		t.Errorf("the test's interfaces before %v, after %v", beforeLinks, after)
@@ -421,44 +425,63 @@ func TestLabReapsLeftovers(t *testing.T) {
 	// A live lab, and the leftovers of a dead one: namespaces named for
 	// a subnet whose lock nobody holds, one with a process inside.
 	live := newLab(t, 1)
-	var id string
-	for {
+	// The leftovers are made under their subnet's lock, so that no lab
+	// (of a parallel test binary) reaps them before they are complete;
+	// dropping the lock is the owner's death.
+	var (
+		id   string
+		lock *os.File
+	)
+	for lock == nil {
 		id = fmt.Sprintf("%04x", rand.UintN(1<<16))
-		lock, err := tryLock(id)
-		if err != nil {
+		if lock, err = tryLock(id); err != nil {
 			t.Fatal(err)
-		}
-		if lock != nil {
-			unlock(lock)
-			break
 		}
 	}
 	stale := []string{namePrefix + id + "-hub", namePrefix + id + "-n0"}
+	t.Cleanup(func() { removeNamespaces(ipPath, stale) }) // should the test fail
 	for _, name := range stale {
 		if out, err := exec.Command(ipPath, "netns", "add", name).CombinedOutput(); err != nil {
+			unlock(lock)
 			t.Fatalf("ip netns add %s: %v: %s", name, err, out)
 		}
 	}
-	t.Cleanup(func() { removeNamespaces(ipPath, stale) }) // should it fail
 	sleeper := exec.Command(ipPath, "netns", "exec", stale[1], "sleep", "600")
 	sleeper.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := sleeper.Start(); err != nil {
+		unlock(lock)
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- sleeper.Wait() }()
 	testutil.Eventually(t, "the sleeper in the stale namespace", func() bool {
+		select {
+		case err := <-done:
+			unlock(lock)
+			t.Fatalf("the sleeper ended: %v", err)
+		default:
+		}
 		id, err := statNS(netnsDir + "/" + stale[1])
 		return err == nil && slices.Contains(pidsIn(map[nsID]bool{id: true}), sleeper.Process.Pid)
 	})
+	unlock(lock)
 
-	newLab(t, 1) // reaps
-	for _, name := range stale {
-		if slices.Contains(netnsNames(t), name) {
-			t.Errorf("stale namespace %s not reaped", name)
+	newLab(t, 1) // reaps (or a lab of a parallel test binary does, then
+	// the namespaces are going: the reaper holds the subnet's lock)
+	testutil.Eventually(t, "the stale namespaces reaped", func() (bool, string) {
+		for _, name := range stale {
+			if slices.Contains(netnsNames(t), name) {
+				return false, name + " is there"
+			}
 		}
-	}
-	if err := <-done; err == nil {
+		return true, ""
+	})
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Error("the process in the stale namespace ended by itself")
+		}
+	case <-time.After(time.Minute): // a hang guard only
 		t.Error("the process in the stale namespace was not killed")
 	}
 	for i := Hub; i < live.Len(); i++ {

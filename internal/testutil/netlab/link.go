@@ -48,7 +48,10 @@ type Link struct {
 	// outage. It is what makes NATS reconnect a route; Loss never does.
 	Reset float64
 	// Segment is the most bytes in one segment (0: 1448, the TCP payload
-	// of a 1500-byte Ethernet frame with timestamps).
+	// of a 1500-byte Ethernet frame with timestamps). With none of
+	// Jitter, Bandwidth, Loss and Reset, every segment of a read would
+	// get the same fate: the read is passed whole (and counted as one
+	// segment).
 	Segment int
 	// Seed makes the random choices (jitter, loss, reset) reproducible:
 	// connection k of a proxy (k counts accepted connections from 0)
@@ -99,6 +102,13 @@ func (l Link) withDefaults() Link {
 		l.Segment = DefaultSegment
 	}
 	return l
+}
+
+// segmented reports whether segments matter: where every segment of a
+// read gets the same fate (Delay alone, or nothing), a read is passed
+// whole, at the speed of a plain copy.
+func (l *Link) segmented() bool {
+	return l.Jitter > 0 || l.Bandwidth > 0 || l.Loss > 0 || l.Reset > 0
 }
 
 // shaper schedules the segments of one direction of one connection.

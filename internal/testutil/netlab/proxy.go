@@ -321,7 +321,10 @@ func (f *flow) direction(src, dst net.Conn, s *shaper) {
 		n, err := src.Read(buf)
 		for off := 0; off < n; {
 			link := f.p.link.Load()
-			size := min(n-off, link.Segment)
+			size := n - off
+			if link.segmented() {
+				size = min(size, link.Segment)
+			}
 			v := s.schedule(link, time.Now(), size)
 			if v.reset {
 				f.abort(true)

@@ -174,22 +174,22 @@ type Daemon struct {
 	// ip is o.InProcess (zero with host processes); noAPI: a daemon driven
 	// through its methods only (`ardea run`: no API nor Prometheus
 	// listener); plugins is the environment it resolves built-ins in.
-	ip      InProcess
-	cl      *clusterConfig // nil: a daemon alone
+	ip InProcess
+	cl *clusterConfig // nil: a daemon alone
 	// takeovers (a cluster's node) watch the spaces' TM locks
 	// (watchLocks); stopTakeovers ends them and waits.
 	takeovers   sync.WaitGroup
 	takeoverCtx context.Context
 	endTakeover context.CancelFunc
-	noAPI   bool
-	plugins *plugin.Environment
-	id      string
-	log     *slog.Logger
-	srv     *bus.Server
-	nc      *nats.Conn
-	sup     containerRuntime // scheduler/internal/runtime: processes (launcher) or in process
-	ln      net.Listener
-	http    *http.Server
+	noAPI       bool
+	plugins     *plugin.Environment
+	id          string
+	log         *slog.Logger
+	srv         *bus.Server
+	nc          *nats.Conn
+	sup         containerRuntime // scheduler/internal/runtime: processes (launcher) or in process
+	ln          net.Listener
+	http        *http.Server
 	// endRequests cancels every request's context (event streams).
 	endRequests context.CancelFunc
 	langs       moduleLanguages

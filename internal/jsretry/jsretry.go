@@ -95,3 +95,35 @@ func Create[T any](ctx context.Context, replicas int, f func(ctx context.Context
 	}
 	return RetryUnavailable(ctx, createTry, f)
 }
+
+// LeaderReads makes the reads of a replicated stream (a KV bucket's
+// "KV_<bucket>", an object store's "OBJ_<bucket>") go to its leader:
+// JetStream lets any replica answer a direct get (AllowDirect, which
+// KV buckets and object stores turn on), and a replica that has not yet
+// applied a write answers as if it had not happened, so a node that
+// writes a record and another that reads it at once could miss it (a
+// topology submitted through one node, its manager lock taken on
+// another). Handles made before the change keep reading directly: open
+// them again after. Nothing for one replica.
+func LeaderReads(ctx context.Context, js jetstream.JetStream, stream string, replicas int) error {
+	if replicas <= 1 {
+		return nil
+	}
+	_, err := Create(ctx, replicas, func(ctx context.Context) (struct{}, error) {
+		s, err := js.Stream(ctx, stream)
+		if err != nil {
+			return struct{}{}, err
+		}
+		cfg := s.CachedInfo().Config
+		if !cfg.AllowDirect {
+			return struct{}{}, nil
+		}
+		cfg.AllowDirect = false
+		_, err = js.UpdateStream(ctx, cfg)
+		return struct{}{}, err
+	})
+	if err != nil {
+		return fmt.Errorf("stream %s: reads from its leader: %w", stream, err)
+	}
+	return nil
+}

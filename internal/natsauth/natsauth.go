@@ -95,6 +95,8 @@ type Manager struct {
 	derived bool
 	// replicas multiplies the tenants' JetStream limits (OpenShared).
 	replicas int
+	// onTenant hears tenants new to this node (OnTenant).
+	onTenant func(string)
 }
 
 // state is the persisted part (stateFile).

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ardea-dev/ardea/internal/jsretry"
 )
 
 // AccountsBucket is the "ardea" account's KV bucket that holds the
@@ -17,7 +19,7 @@ const AccountsBucket = "ardea_nats_accounts"
 
 // sharedOpTimeout bounds one read or compare-and-set on the shared
 // bucket (a cluster without a quorum does not answer).
-const sharedOpTimeout = 10 * time.Second
+const sharedOpTimeout = 30 * time.Second
 
 // OpenShared is Open for a node of a cluster: the operator's and the two
 // fixed accounts' keys are derived from the cluster's secret (every node
@@ -162,20 +164,43 @@ func (m *Manager) applyEntry(e jetstream.KeyValueEntry) error {
 	if err != nil {
 		return err
 	}
-	return m.apply(e.Key(), ts, e.Revision())
+	m.mu.Lock()
+	known, hook := m.st.Tenants[e.Key()] != nil, m.onTenant
+	m.mu.Unlock()
+	if err := m.apply(e.Key(), ts, e.Revision()); err != nil {
+		return err
+	}
+	if !known && hook != nil {
+		hook(e.Key())
+	}
+	return nil
+}
+
+// OnTenant sets f to hear each tenant that another node (or this one)
+// adds to the shared bucket, once this node knows it; f runs on the
+// watch's goroutine and must not block. Call it before Share.
+func (m *Manager) OnTenant(f func(tenant string)) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.onTenant = f
 }
 
 // mutate is Manager.mutate on the shared bucket.
+//
+// While the cluster's JetStream is unavailable (an election after a node
+// was lost) it asks again, for sharedOpTimeout at most.
 func (sh *sharedAccounts) mutate(m *Manager, tenant string, f func(*tenantState) (*tenantState, error)) error {
-	for {
-		ctx, cancel := context.WithTimeout(sh.ctx, sharedOpTimeout)
-		err := sh.try(ctx, tenant, f, m)
-		cancel()
-		if errors.Is(err, errConflict) {
-			continue
+	ctx, cancel := context.WithTimeout(sh.ctx, sharedOpTimeout)
+	defer cancel()
+	_, err := jsretry.RetryUnavailable(ctx, sharedOpTimeout/4, func(ctx context.Context) (struct{}, error) {
+		for {
+			err := sh.try(ctx, tenant, f, m)
+			if !errors.Is(err, errConflict) {
+				return struct{}{}, err
+			}
 		}
-		return err
-	}
+	})
+	return err
 }
 
 var errConflict = errors.New("changed by another node")

@@ -225,3 +225,24 @@ func (d *Daemon) stopTakeovers() {
 	d.endTakeover()
 	d.takeovers.Wait()
 }
+
+// openTenant (a cluster's node) opens the space of a tenant the cluster
+// has, wherever it was made, so that this node watches its TM locks
+// (watchLocks) and can take its topologies over.
+func (d *Daemon) openTenant(tenant string) {
+	d.mu.Lock()
+	closing := d.closing || d.takeoverCtx == nil
+	if !closing {
+		d.takeovers.Add(1)
+	}
+	d.mu.Unlock()
+	if closing {
+		return
+	}
+	go func() {
+		defer d.takeovers.Done()
+		if _, err := d.ten.Space(d.takeoverCtx, tenant); err != nil && d.takeoverCtx.Err() == nil {
+			d.log.Warn("open a tenant's space: its topologies are not taken over by this node", "tenant", tenant, "err", err)
+		}
+	}()
+}

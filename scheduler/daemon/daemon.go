@@ -282,7 +282,7 @@ func start(ctx context.Context, o Options, noAPI bool) (*Daemon, error) {
 	}
 	d.ten = tenancy.New(tenancy.Options{DataDir: o.DataDir, Default: o.Tenant, Logger: log, Security: o.Security,
 		Plugins: d.plugins, Conn: o.TenantConn, Topologies: daemonTopologies{d}, Secret: secret, Replicas: d.replicas(),
-		OnSpace: d.watchLocks})
+		OnSpace: d.watchLocks, OnTenant: d.openTenant})
 	if err := o.Metrics.ValidateIn(d.plugins); err != nil {
 		return nil, fmt.Errorf("local: %w", err)
 	}

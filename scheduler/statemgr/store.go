@@ -145,6 +145,22 @@ func Open(ctx context.Context, nc *nats.Conn, opts Options) (*Store, error) {
 		if err != nil {
 			return nil, fmt.Errorf("statemgr: tenant %q: key-value bucket %s: %w", tenant, s.bucket(b.kind), err)
 		}
+		if opts.Replicas > 1 {
+			// Read what was just written, whichever node wrote it: from
+			// the leader where only the daemon reads, else this Store's
+			// own writes (readYourWrites).
+			switch b.kind {
+			case kindTopologies, kindPlans:
+				kv = &readYourWrites{KeyValue: kv, revs: map[string]uint64{}}
+			default:
+				if err := jsretry.LeaderReads(ctx, js, "KV_"+cfg.Bucket, opts.Replicas); err != nil {
+					return nil, fmt.Errorf("statemgr: tenant %q: %w", tenant, err)
+				}
+				if kv, err = js.KeyValue(ctx, cfg.Bucket); err != nil {
+					return nil, fmt.Errorf("statemgr: tenant %q: key-value bucket %s: %w", tenant, cfg.Bucket, err)
+				}
+			}
+		}
 		*b.dst = kv
 	}
 	objs := []struct {

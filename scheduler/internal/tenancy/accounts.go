@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -71,10 +72,18 @@ func (ts *Tenants) ShareAccounts(ctx context.Context) error {
 	kv, err := jsretry.EnsureKeyValue(ctx, js, jetstream.KeyValueConfig{Bucket: natsauth.AccountsBucket,
 		Description: "Ardea: the tenants' NATS accounts, shared by the cluster's nodes", History: 1,
 		Storage: jetstream.FileStorage, Replicas: ts.o.Replicas})
+	// Direct reads (any replica): a stale read only fails a
+	// compare-and-set, which natsauth retries.
 	if err != nil {
 		return fmt.Errorf("server: NATS accounts bucket: %w", err)
 	}
-	if err := m.Share(ctx, kv, ts.log); err != nil {
+	if ts.o.OnTenant != nil {
+		m.OnTenant(ts.o.OnTenant)
+	}
+	// Asked again while the cluster elects (Share applies nothing twice).
+	if _, err := jsretry.RetryUnavailable(ctx, 10*time.Second, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, m.Share(ctx, kv, ts.log)
+	}); err != nil {
 		return fmt.Errorf("server: %w", err)
 	}
 	if err := m.AddTenant(ts.o.Default, natsauth.Limits{}); err != nil {

@@ -52,6 +52,9 @@ type Options struct {
 	// OnSpace hears each space once it is open (a cluster's node watches
 	// its TM locks); it must not block.
 	OnSpace func(*Space)
+	// OnTenant hears each tenant a cluster's node learns of from the
+	// shared accounts (made on any node); it must not block.
+	OnTenant func(tenant string)
 	// Replicas of the tenants' buckets and the daemon's own over the
 	// cluster's nodes (0 or 1: one copy).
 	Replicas int

@@ -148,7 +148,7 @@ func addGroups(root *cobra.Command, g *globalFlags) {
 		newActionCmd("deactivate", "Pause a topology's spouts (bolts drain what is in flight)"),
 		newUpdateCmd(), newSwapCmd(g), newRollbackCmd(), newApplyCmd(g), newRestartCmd(),
 		newActionCmd("kill", "Stop a topology and remove it (and its modules unless --keep)"))
-	add("inspect", newListCmd(), newStatusCmd(), newHistoryCmd(), newLogsCmd(), newMetricsCmd(), newDLQCmd(), newWaitCmd())
+	add("inspect", newListCmd(), newNodesCmd(), newStatusCmd(), newHistoryCmd(), newLogsCmd(), newMetricsCmd(), newDLQCmd(), newWaitCmd())
 	add("operate", newStreamCmd(), newKVCmd())
 	add("daemon", newLocalCmd(g), newServerCmd(g), newDemoCmd(g), newHostCmd(g))
 	add("access", newLoginCmd(), newContextCmd(), newTenantCmd(), newTokenCmd())

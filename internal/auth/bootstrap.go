@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // AdminTokenFile is the name of the bootstrap admin token's file in the
@@ -83,15 +84,27 @@ func (s *Store) bootstrap(ctx context.Context, dataDir string, shared bool) (Boo
 		return out, fmt.Errorf("auth: bootstrap: %w", err)
 	}
 	if shared && !out.Tenant {
-		toks, err := s.Tokens(ctx, AdminTenant)
-		if err != nil {
-			return out, fmt.Errorf("auth: bootstrap: %w", err)
-		}
-		for _, t := range toks {
-			if t.Name == "bootstrap" && t.Scope == ScopeAdmin && t.Revoked.IsZero() {
+		// Another node made the default tenant and mints the token right
+		// after: wait for it (sharedMintWait at most; one that died
+		// before minting leaves none, and this node mints it then).
+		deadline := time.Now().Add(sharedMintWait)
+		for {
+			minted, err := s.hasBootstrapToken(ctx)
+			if err != nil {
+				return out, fmt.Errorf("auth: bootstrap: %w", err)
+			}
+			if minted {
 				// Another node's: its data dir holds it.
 				out.Path = ""
 				return out, nil
+			}
+			if time.Now().After(deadline) {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return out, fmt.Errorf("auth: bootstrap: %w", ctx.Err())
+			case <-time.After(100 * time.Millisecond):
 			}
 		}
 	}
@@ -133,4 +146,23 @@ func WriteSecretFile(path string, data []byte) error {
 		return err
 	}
 	return os.Rename(tmp, path)
+}
+
+// sharedMintWait is how long a cluster's node that did not make the
+// default tenant waits for the node that did to mint the admin token.
+const sharedMintWait = 15 * time.Second
+
+// hasBootstrapToken reports whether an unrevoked bootstrap admin token
+// exists.
+func (s *Store) hasBootstrapToken(ctx context.Context) (bool, error) {
+	toks, err := s.Tokens(ctx, AdminTenant)
+	if err != nil {
+		return false, err
+	}
+	for _, t := range toks {
+		if t.Name == "bootstrap" && t.Scope == ScopeAdmin && t.Revoked.IsZero() {
+			return true, nil
+		}
+	}
+	return false, nil
 }

@@ -120,6 +120,9 @@ func NewJetStreamStore(ctx context.Context, js jetstream.JetStream, o JetStreamO
 		cfg.MaxBytes /= 2
 		obs, err = jsretry.Create(ctx, o.Replicas, create)
 	}
+	if err == nil {
+		err = jsretry.Ready(ctx, js, "OBJ_"+cfg.Bucket, o.Replicas)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: object store %s (max bytes %d): %w", o.Bucket, cfg.MaxBytes, err)
 	}

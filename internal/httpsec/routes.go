@@ -118,6 +118,7 @@ func DefaultRoutes() []Route {
 		{Pattern: "/api/v1/quotas", Scope: auth.ScopeAdmin},
 		{Pattern: "/api/v1/quotas/", Scope: auth.ScopeAdmin},
 		{Pattern: "GET /api/v1/audit", Scope: auth.ScopeAdmin},
+		{Pattern: "GET /api/v1/nodes", Scope: auth.ScopeAdmin},
 
 		// Everything else: admin only (fails closed).
 		{Pattern: "/", Scope: auth.ScopeAdmin},

@@ -127,3 +127,50 @@ func LeaderReads(ctx context.Context, js jetstream.JetStream, stream string, rep
 	}
 	return nil
 }
+
+// Ready waits until stream (a bucket's "KV_<bucket>" or "OBJ_<bucket>")
+// has a leader and every replica has caught up, asking every 50 ms to
+// 500 ms, for readyLimit at most (then it returns nil: the stream may
+// still serve, only later). A stream just created on a cluster can leave
+// the first requests to it unanswered until its replicas are current.
+// Nothing for one replica.
+func Ready(ctx context.Context, js jetstream.JetStream, stream string, replicas int) error {
+	if replicas <= 1 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, readyLimit)
+	defer cancel()
+	wait := 50 * time.Millisecond
+	for {
+		s, err := js.Stream(ctx, stream)
+		if err == nil {
+			info, ierr := s.Info(ctx)
+			if ierr == nil && current(info) {
+				return nil
+			}
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C:
+		}
+		wait = min(2*wait, 500*time.Millisecond)
+	}
+}
+
+const readyLimit = 10 * time.Second
+
+func current(info *jetstream.StreamInfo) bool {
+	c := info.Cluster
+	if c == nil || c.Leader == "" {
+		return false
+	}
+	for _, r := range c.Replicas {
+		if r == nil || !r.Current || r.Offline {
+			return false
+		}
+	}
+	return len(c.Replicas) >= info.Config.Replicas-1
+}

@@ -25,6 +25,7 @@ func (d *Daemon) routes() *http.ServeMux {
 	mux := http.NewServeMux()
 	httpapi.New(d, errorKind).Register(mux)
 	mux.HandleFunc("GET /metrics", d.serveMetrics)
+	mux.HandleFunc("GET /api/v1/nodes", d.serveNodes)
 	ui.NewTracker(d).Register(mux)
 	return mux
 }

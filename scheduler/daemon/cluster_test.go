@@ -100,11 +100,35 @@ func TestClusterNodesShareTopologies(t *testing.T) {
 	wordcounttest.WriteLines(t, in, lines)
 	out := filepath.Join(dir, "counts.tsv")
 	ctx := t.Context()
-	req := api.SubmitRequest{Name: "wcc", Spec: wcSpec(t, "wcc", 2, fileSpout(in), out), Modules: wcModules(t)}
+	req := api.SubmitRequest{Name: "wcc", Spec: wcSpec(t, "wcc", 2, fileSpout(in), out), Modules: wcModules(t), Deactivated: true}
 	if _, err := client(nodes[1]).Submit(ctx, req); err != nil {
 		t.Fatal(err)
 	}
-	waitState(t, client(nodes[1]), "wcc", api.StateFinished)
+	// Every node answers for the topology: node 2 manages it, nodes 1
+	// and 3 forward to it.
+	for _, d := range nodes {
+		st, err := client(d).Status(ctx, "wcc")
+		if err != nil || st.State != api.StatePaused {
+			t.Fatalf("node %s: status of wcc: %v %v, want PAUSED", d.NodeName(), st.State, err)
+		}
+	}
+	// Node 2 reports what it manages at its next report.
+	testutil.Eventually(t, "ardea nodes shows the three nodes up, node 2 managing wcc", func() (bool, string) {
+		ns, err := client(nodes[0]).Nodes(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		var seen []string
+		for _, n := range ns {
+			seen = append(seen, fmt.Sprintf("%s:%s:%v", n.Name, n.Health, n.Topologies))
+		}
+		got := strings.Join(seen, ",")
+		return got == "n1:up:[],n2:up:[default/wcc],n3:up:[]", got
+	})
+	if _, err := client(nodes[2]).Action(ctx, "wcc", "activate", nil, nil); err != nil {
+		t.Fatalf("activate through node 3: %v", err)
+	}
+	waitState(t, client(nodes[0]), "wcc", api.StateFinished)
 	got, err := wordcount.ReadCounts(out, false)
 	if err != nil {
 		t.Fatal(err)

@@ -65,6 +65,7 @@ import (
 	"github.com/ardea-dev/ardea/scheduler/internal/tenancy"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ardea-dev/ardea/bus"
 	"github.com/ardea-dev/ardea/host"
@@ -181,6 +182,10 @@ type Daemon struct {
 	takeovers   sync.WaitGroup
 	takeoverCtx context.Context
 	endTakeover context.CancelFunc
+	// nodes is the cluster's nodes bucket (nil for a daemon alone);
+	// started is when this daemon started.
+	nodes   jetstream.KeyValue
+	started time.Time
 	noAPI       bool
 	plugins     *plugin.Environment
 	id          string
@@ -276,7 +281,7 @@ func start(ctx context.Context, o Options, noAPI bool) (*Daemon, error) {
 		d.cl, secret = &cc, cc.secret
 		d.takeoverCtx, d.endTakeover = context.WithCancel(d.ctx)
 		// One id per node: the TM locks it holds name it.
-		d.id = "ardea-server@" + cc.name
+		d.id = nodeOwner + cc.name
 		d.log = log.With("node", cc.name)
 		log = d.log
 	}
@@ -320,6 +325,7 @@ func start(ctx context.Context, o Options, noAPI bool) (*Daemon, error) {
 		d.Close(d.ctx)
 		return nil, err
 	}
+	d.started = time.Now().UTC()
 	if !noAPI {
 		if err := d.openSecurity(ctx); err != nil {
 			d.Close(d.ctx)
@@ -376,6 +382,12 @@ func start(ctx context.Context, o Options, noAPI bool) (*Daemon, error) {
 	if err := d.resume(ctx); err != nil {
 		d.Close(d.ctx)
 		return nil, err
+	}
+	if d.cl != nil {
+		if err := d.openNodes(ctx); err != nil {
+			d.Close(d.ctx)
+			return nil, err
+		}
 	}
 	log.Info("ardea local started", "api", d.URL(), "nats", d.srv.ClientURL(), "data_dir", o.DataDir, "in_process", o.InProcess != nil)
 	return d, nil
@@ -600,8 +612,10 @@ func (d *Daemon) BrokenErr() error {
 }
 
 func (d *Daemon) close(ctx context.Context) error {
-	// A node takes over no topology once it closes.
+	// A node takes over no topology once it closes, and leaves the
+	// nodes' list.
 	d.stopTakeovers()
+	d.leaveNodes(ctx)
 	d.mu.Lock()
 	d.closing = true
 	var tms []*manager.Manager

@@ -163,7 +163,7 @@ func (d *Daemon) apiHandler() (http.Handler, *tls.Config, error) {
 	if d.sec.cert != nil {
 		tc = d.sec.cert.Config
 	}
-	return audit.Middleware(d.sec.audit, d.log, d.sec.guard.Wrap(d.onTenantDelete(mux))), tc, nil
+	return audit.Middleware(d.sec.audit, d.log, d.sec.guard.Wrap(d.forward(d.onTenantDelete(mux)))), tc, nil
 }
 
 // onTenantDelete passes requests to next and, once a tenant's deletion

@@ -46,6 +46,12 @@ func ArtifactDigest(data []byte) string {
 // Values are chunked by the object store, so the size is limited only by
 // the server's JetStream storage.
 func (s *Store) PutArtifact(ctx context.Context, name string, data []byte) (string, error) {
+	// Content-addressed: storing it again is harmless, so a replicated
+	// store asks again while the cluster does not answer.
+	return bounded(ctx, s.replicas, func(ctx context.Context) (string, error) { return s.putArtifact(ctx, name, data) })
+}
+
+func (s *Store) putArtifact(ctx context.Context, name string, data []byte) (string, error) {
 	sha := ArtifactDigest(data)
 	if _, err := s.artifacts.GetInfo(ctx, sha); err == nil {
 		return sha, nil
@@ -97,7 +103,7 @@ func (s *Store) DeleteArtifact(ctx context.Context, sha string) error {
 
 // ListArtifacts returns the stored artifacts sorted by digest.
 func (s *Store) ListArtifacts(ctx context.Context) ([]ArtifactInfo, error) {
-	infos, err := s.artifacts.List(ctx)
+	infos, err := bounded(ctx, s.replicas, func(ctx context.Context) ([]*jetstream.ObjectInfo, error) { return s.artifacts.List(ctx) })
 	if errors.Is(err, jetstream.ErrNoObjectsFound) {
 		return nil, nil
 	}
@@ -192,7 +198,7 @@ func (s *Store) DeleteKeyGroupStates(ctx context.Context, topology, component st
 }
 
 func (s *Store) deleteHandoff(ctx context.Context, prefix string) error {
-	infos, err := s.handoff.List(ctx)
+	infos, err := bounded(ctx, s.replicas, func(ctx context.Context) ([]*jetstream.ObjectInfo, error) { return s.handoff.List(ctx) })
 	if errors.Is(err, jetstream.ErrNoObjectsFound) {
 		return nil
 	}

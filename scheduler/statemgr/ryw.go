@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ardea-dev/ardea/internal/jsretry"
 )
 
 // readYourWrites is a replicated KV bucket whose reads see this Store's
@@ -79,4 +81,20 @@ func (k *readYourWrites) Get(ctx context.Context, key string) (jetstream.KeyValu
 		e, err = k.KeyValue.Get(ctx, key)
 	}
 	return e, err
+}
+
+// listTry bounds one try of a read that pages through a bucket with a
+// consumer (a listing, a watch's first values) on a replicated store: a
+// cluster that elects can leave the consumer's creation unanswered, and
+// the read would wait for ever.
+const listTry = 10 * time.Second
+
+// bounded runs f once on a store alone (replicas 0 or 1), else with each
+// try bounded by listTry and asked again while JetStream is unavailable
+// (jsretry), until ctx ends.
+func bounded[T any](ctx context.Context, replicas int, f func(context.Context) (T, error)) (T, error) {
+	if replicas <= 1 {
+		return f(ctx)
+	}
+	return jsretry.RetryUnavailable(ctx, listTry, f)
 }

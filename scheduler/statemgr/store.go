@@ -73,9 +73,10 @@ type Options struct {
 // server orders the writes and the revision checks make the read-modify-write
 // operations atomic.
 type Store struct {
-	tenant string
-	log    *slog.Logger
-	js     jetstream.JetStream
+	tenant   string
+	replicas int
+	log      *slog.Logger
+	js       jetstream.JetStream
 
 	topologies jetstream.KeyValue
 	plans      jetstream.KeyValue
@@ -109,7 +110,7 @@ func Open(ctx context.Context, nc *nats.Conn, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("statemgr: tenant %q: %w", tenant, err)
 	}
-	s := &Store{tenant: tenant, log: log.With("tenant", tenant), js: js}
+	s := &Store{tenant: tenant, log: log.With("tenant", tenant), js: js, replicas: opts.Replicas}
 
 	kvs := []struct {
 		kind string
@@ -144,6 +145,9 @@ func Open(ctx context.Context, nc *nats.Conn, opts Options) (*Store, error) {
 		})
 		if err != nil {
 			return nil, fmt.Errorf("statemgr: tenant %q: key-value bucket %s: %w", tenant, s.bucket(b.kind), err)
+		}
+		if err := jsretry.Ready(ctx, js, "KV_"+cfg.Bucket, opts.Replicas); err != nil {
+			return nil, err
 		}
 		if opts.Replicas > 1 {
 			// Read what was just written, whichever node wrote it: from
@@ -186,6 +190,9 @@ func Open(ctx context.Context, nc *nats.Conn, opts Options) (*Store, error) {
 			os, err = jsretry.Create(ctx, opts.Replicas, func(ctx context.Context) (jetstream.ObjectStore, error) {
 				return js.CreateOrUpdateObjectStore(ctx, cfg)
 			})
+			if err == nil {
+				err = jsretry.Ready(ctx, js, "OBJ_"+cfg.Bucket, opts.Replicas)
+			}
 		}
 		if err != nil {
 			return nil, fmt.Errorf("statemgr: tenant %q: object store %s: %w", tenant, s.bucket(b.kind), err)

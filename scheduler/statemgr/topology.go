@@ -138,6 +138,10 @@ func (s *Store) conflict(ctx context.Context, kv jetstream.KeyValue, what, topol
 // in one pass over the bucket (a consistent view of each entry, not of the
 // bucket as a whole).
 func (s *Store) ListTopologies(ctx context.Context) ([]Topology, error) {
+	return bounded(ctx, s.replicas, s.listTopologies)
+}
+
+func (s *Store) listTopologies(ctx context.Context) ([]Topology, error) {
 	w, err := s.topologies.WatchAll(ctx, jetstream.IgnoreDeletes())
 	if err != nil {
 		return nil, fmt.Errorf("statemgr: listing topologies: %w", err)

@@ -24,6 +24,10 @@ import (
 //
 // Any other kind is an error: the pod's containers wait, reporting it.
 func (w *podWorker) materialise() (map[string]string, error) {
+	if len(w.pod.Spec.InitContainers) > 0 {
+		// Running the app containers without them would hide it.
+		return nil, fmt.Errorf("the pod has init containers, which the test kubelet does not run")
+	}
 	vols := map[string]string{}
 	for _, v := range w.pod.Spec.Volumes {
 		dir := filepath.Join(w.dir, "volumes", v.Name)

@@ -17,6 +17,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ardea-dev/ardea/internal/testutil"
@@ -118,10 +119,10 @@ func podEnv() []corev1.EnvVar {
 
 // TestStatefulSet is the harness end to end: the controller manager
 // makes a StatefulSet's Pods, the binder spreads them over two test
-// kubelets, which run testdata/podprog for each with its env and its
-// Secret volume; scaling up and down starts and stops processes (down
-// gracefully, by SIGTERM), and a deleted Pod is made again by the
-// controller and run anew.
+// kubelets, which run testdata/podprog for each with its env, its Secret
+// volume and its claim's volume; scaling up and down starts and stops
+// processes (down gracefully, by SIGTERM), and a deleted Pod is made
+// again by the controller and run anew, finding its claim's data.
 func TestStatefulSet(t *testing.T) {
 	c := Start(t, Options{})
 	bin := podprog(t)
@@ -159,16 +160,29 @@ func TestStatefulSet(t *testing.T) {
 						Command: []string{"/podprog"},
 						Args: []string{"-out", out,
 							"-read", "/etc/podprog/token",
+							"-read", "/data/starts", "-record", "/data",
 							"-env", "POD_NAMESPACE", "-env", "NODE_NAME", "-env", "POD_IP",
 						},
-						Env:          podEnv(),
-						VolumeMounts: []corev1.VolumeMount{{Name: "token", MountPath: "/etc/podprog", ReadOnly: true}},
+						Env: podEnv(),
+						VolumeMounts: []corev1.VolumeMount{
+							{Name: "token", MountPath: "/etc/podprog", ReadOnly: true},
+							{Name: "data", MountPath: "/data"},
+						},
 					}},
 					Volumes: []corev1.Volume{{Name: "token", VolumeSource: corev1.VolumeSource{
 						Secret: &corev1.SecretVolumeSource{SecretName: "podprog-token"},
 					}}},
 				},
 			},
+			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{
+				ObjectMeta: metav1.ObjectMeta{Name: "data"},
+				Spec: corev1.PersistentVolumeClaimSpec{
+					AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+					Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{
+						corev1.ResourceStorage: resource.MustParse("1Gi"),
+					}},
+				},
+			}},
 		},
 	}
 	if _, err := c.Client.AppsV1().StatefulSets(ns).Create(ctx, sts, metav1.CreateOptions{}); err != nil {
@@ -188,13 +202,9 @@ func TestStatefulSet(t *testing.T) {
 		r := recs[0]
 		// The arg -read /etc/podprog/token reached the process as the
 		// path of the Secret volume's local directory.
-		if len(r.Files) != 1 {
-			t.Errorf("%s read %v, want one file", pod, r.Files)
-		}
-		for path, got := range r.Files {
-			if filepath.Base(filepath.Dir(path)) != "token" || got != "s3cret" {
-				t.Errorf("%s read %s as %q, want the Secret volume's token s3cret", pod, path, got)
-			}
+		token := filepath.Join(kubeletOf(t, c, ns, pod).PodDir(ns, pod), "volumes", "token", "token")
+		if got := r.Files[token]; got != "s3cret" {
+			t.Errorf("%s read %v, want %s: s3cret (the Secret volume's token)", pod, r.Files, token)
 		}
 		if r.Env["POD_NAMESPACE"] != ns || r.Env["POD_IP"] != "127.0.0.1" {
 			t.Errorf("%s env %v", pod, r.Env)
@@ -278,7 +288,21 @@ func TestStatefulSet(t *testing.T) {
 	}
 	recs := starts(t, out, "podprog-0")
 	if len(recs) != 2 || recs[1].Pid == pids["podprog-0"] || !alive(recs[1].Pid) || alive(pids["podprog-0"]) {
-		t.Errorf("podprog-0's starts after its deletion: %+v (first pid %d)", recs, pids["podprog-0"])
+		t.Fatalf("podprog-0's starts after its deletion: %+v (first pid %d)", recs, pids["podprog-0"])
+	}
+	// Its claim's volume kept what the first process wrote there: the
+	// second read the first's pid from /data/starts.
+	found := false
+	for path, got := range recs[1].Files {
+		if filepath.Base(path) == "starts" {
+			found = true
+			if got != fmt.Sprintln(pids["podprog-0"]) {
+				t.Errorf("the second podprog-0 read %s as %q, want the first's pid %d", path, got, pids["podprog-0"])
+			}
+		}
+	}
+	if !found {
+		t.Errorf("the second podprog-0 read no /data/starts: %v", recs[1].Files)
 	}
 }
 

@@ -1,7 +1,8 @@
 // Command podprog is the process the kube harness's tests run as a
 // container. Each start appends one JSON record (Start) to OUT/POD.start,
 // POD being $POD_NAME: what the process was given (args, chosen
-// variables, the content of chosen files). It then exits with -exit, or
+// variables, the content of chosen files); with -record, its pid is also
+// appended to DIR/starts (DIR a volume whose persistence is tested). It then exits with -exit, or
 // waits for SIGTERM and appends its pid to OUT/POD.stop before exiting 0.
 package main
 
@@ -33,6 +34,7 @@ func main() {
 	out := flag.String("out", "", "directory of the records")
 	exit := flag.Int("exit", -1, "exit at once with this code (-1: wait for SIGTERM)")
 	failOnce := flag.String("fail-once", "", "if this file does not exist, make it and exit 1")
+	record := flag.String("record", "", "a directory (a volume) to append the pid to DIR/starts in, after the reads")
 	var reads, envs list
 	flag.Var(&reads, "read", "a file whose content to record (repeatable)")
 	flag.Var(&envs, "env", "an environment variable to record (repeatable)")
@@ -58,6 +60,9 @@ func main() {
 		} else {
 			rec.Files[p] = string(b)
 		}
+	}
+	if *record != "" {
+		appendLine(filepath.Join(*record, "starts"), fmt.Sprint(rec.Pid))
 	}
 	code := *exit
 	if *failOnce != "" {

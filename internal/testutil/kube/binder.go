@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -32,6 +33,10 @@ type binder struct {
 	kick   chan struct{}
 	store  cache.Store
 	next   int // round-robin position
+	// bound holds the pods bound but maybe still in the store (the
+	// watch has not yet told they left the selector): binding one
+	// again would fail and, worse, move the round-robin on.
+	bound map[types.UID]bool
 }
 
 // addKubelet makes a running kubelet a target of the binder, started
@@ -59,7 +64,7 @@ func (c *Cluster) removeKubelet(k *Kubelet) {
 
 func startBinder(c *Cluster) *binder {
 	ctx, cancel := context.WithCancel(context.Background())
-	b := &binder{c: c, cancel: cancel, done: make(chan struct{}), kick: make(chan struct{}, 1)}
+	b := &binder{c: c, cancel: cancel, done: make(chan struct{}), kick: make(chan struct{}, 1), bound: map[types.UID]bool{}}
 	unbound := fields.OneTermEqualSelector("spec.nodeName", "").String()
 	inf := cache.NewSharedIndexInformer(&cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (kruntime.Object, error) {
@@ -124,10 +129,17 @@ func (b *binder) stop() {
 // binding failed and should be tried again.
 func (b *binder) bindAll(ctx context.Context) bool {
 	var pods []*corev1.Pod
+	inStore := map[types.UID]bool{}
 	for _, o := range b.store.List() {
 		p := o.(*corev1.Pod)
-		if p.Spec.NodeName == "" && p.DeletionTimestamp == nil && p.Spec.SchedulerName == corev1.DefaultSchedulerName {
+		inStore[p.UID] = true
+		if p.Spec.NodeName == "" && p.DeletionTimestamp == nil && p.Spec.SchedulerName == corev1.DefaultSchedulerName && !b.bound[p.UID] {
 			pods = append(pods, p)
+		}
+	}
+	for uid := range b.bound {
+		if !inStore[uid] {
+			delete(b.bound, uid)
 		}
 	}
 	sort.Slice(pods, func(i, j int) bool {
@@ -147,7 +159,10 @@ func (b *binder) bindAll(ctx context.Context) bool {
 			ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID},
 			Target:     corev1.ObjectReference{Kind: "Node", Name: node},
 		}, metav1.CreateOptions{})
-		if err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) && ctx.Err() == nil {
+		switch {
+		case err == nil || apierrors.IsConflict(err) || apierrors.IsNotFound(err):
+			b.bound[p.UID] = true // bound, or no longer to bind
+		case ctx.Err() == nil:
 			ok = false
 		}
 	}

@@ -1,7 +1,6 @@
 package kube
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -65,26 +64,39 @@ type start struct {
 	Files map[string]string `json:"files"`
 }
 
-// starts reads the records of pod's starts in out, oldest first.
+// starts reads the records of pod's starts in out, oldest first (a
+// line still being written is not one yet).
 func starts(t *testing.T, out, pod string) []start {
 	t.Helper()
-	f, err := os.Open(filepath.Join(out, pod+".start"))
+	b, err := os.ReadFile(filepath.Join(out, pod+".start"))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	lines := strings.Split(string(b), "\n")
 	var recs []start
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
+	for _, line := range lines[:len(lines)-1] {
 		var r start
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
 			t.Fatalf("%s.start: %v", pod, err)
 		}
 		recs = append(recs, r)
 	}
+	return recs
+}
+
+// awaitStarts waits for pod's n-th start record and returns them all.
+// A container is ready once its process runs (the test kubelet runs no
+// probes), which can be before the process has written its record.
+func awaitStarts(t *testing.T, out, pod string, n int) []start {
+	t.Helper()
+	var recs []start
+	testutil.Eventually(t, fmt.Sprintf("%s's start %d recorded", pod, n), func() (bool, string) {
+		recs = starts(t, out, pod)
+		return len(recs) >= n, fmt.Sprintf("%d records", len(recs))
+	})
 	return recs
 }
 
@@ -124,6 +136,7 @@ func podEnv() []corev1.EnvVar {
 // processes (down gracefully, by SIGTERM), and a deleted Pod is made
 // again by the controller and run anew, finding its claim's data.
 func TestStatefulSet(t *testing.T) {
+	t.Parallel() // each test has a cluster of its own
 	c := Start(t, Options{})
 	bin := podprog(t)
 	ctx := t.Context()
@@ -195,7 +208,7 @@ func TestStatefulSet(t *testing.T) {
 	nodes := map[string]bool{}
 	pids := map[string]int{}
 	for _, pod := range []string{"podprog-0", "podprog-1"} {
-		recs := starts(t, out, pod)
+		recs := awaitStarts(t, out, pod, 1)
 		if len(recs) != 1 {
 			t.Fatalf("%s started %d times, want 1: %+v", pod, len(recs), recs)
 		}
@@ -234,7 +247,7 @@ func TestStatefulSet(t *testing.T) {
 	// Up to 3: podprog-2 starts.
 	scale(t, c, ns, 3)
 	awaitReady(t, c, ns, 3)
-	if recs := starts(t, out, "podprog-2"); len(recs) != 1 || !alive(recs[0].Pid) {
+	if recs := awaitStarts(t, out, "podprog-2", 1); len(recs) != 1 || !alive(recs[0].Pid) {
 		t.Fatalf("podprog-2 after scaling to 3: %+v", recs)
 	}
 	pids["podprog-2"] = starts(t, out, "podprog-2")[0].Pid
@@ -286,7 +299,7 @@ func TestStatefulSet(t *testing.T) {
 	if got := stops(t, out, "podprog-0"); !slices.Equal(got, []string{fmt.Sprint(pids["podprog-0"])}) {
 		t.Errorf("podprog-0 recorded stops %v, want its first pid %d", got, pids["podprog-0"])
 	}
-	recs := starts(t, out, "podprog-0")
+	recs := awaitStarts(t, out, "podprog-0", 2)
 	if len(recs) != 2 || recs[1].Pid == pids["podprog-0"] || !alive(recs[1].Pid) || alive(pids["podprog-0"]) {
 		t.Fatalf("podprog-0's starts after its deletion: %+v (first pid %d)", recs, pids["podprog-0"])
 	}

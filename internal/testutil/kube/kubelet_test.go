@@ -19,6 +19,7 @@ import (
 // emptyDir whose mount path reaches the process rewritten, and a
 // deletion without grace.
 func TestPodLifecycle(t *testing.T) {
+	t.Parallel() // each test has a cluster of its own
 	c := Start(t, Options{})
 	bin := podprog(t)
 	ctx := t.Context()
@@ -96,7 +97,7 @@ func TestPodLifecycle(t *testing.T) {
 	}
 
 	awaitPod(t, c, ns, "always", "running", podReady)
-	recs := starts(t, out, "always")
+	recs := awaitStarts(t, out, "always", 1)
 	if len(recs) != 1 {
 		t.Fatalf("always started %d times, want 1", len(recs))
 	}
@@ -138,7 +139,7 @@ func TestPodLifecycle(t *testing.T) {
 	if last := p.Status.ContainerStatuses[0].LastTerminationState.Terminated; last == nil || last.ExitCode != 128+9 {
 		t.Errorf("always: last termination %+v, want exit code 137 (SIGKILL)", last)
 	}
-	recs = starts(t, out, "always")
+	recs = awaitStarts(t, out, "always", 2)
 	if len(recs) != 2 || recs[1].Pid == pid || !alive(recs[1].Pid) {
 		t.Fatalf("always's starts after the crash: %+v", recs)
 	}

@@ -13,6 +13,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 )
 
@@ -28,6 +29,11 @@ type pki struct {
 	servingCert, servingKey  string // files
 	saPublic, saPrivate      string // files
 	admin, controllerManager keyPair
+
+	mu     sync.Mutex // serial
+	ca     *x509.Certificate
+	caKey  *ecdsa.PrivateKey
+	serial int64
 }
 
 // keyPair is a client certificate and its key, PEM.
@@ -63,32 +69,11 @@ func newPKI(dir string) (*pki, error) {
 	if err != nil {
 		return nil, err
 	}
-	ca, err := x509.ParseCertificate(caDER)
-	if err != nil {
+	p := &pki{caPEM: pemBlock("CERTIFICATE", caDER), caKey: caKey, serial: 1}
+	if p.ca, err = x509.ParseCertificate(caDER); err != nil {
 		return nil, err
 	}
-	p := &pki{caPEM: pemBlock("CERTIFICATE", caDER)}
-	serial := int64(1)
-	issue := func(tmpl *x509.Certificate) (keyPair, error) {
-		serial++
-		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			return keyPair{}, err
-		}
-		tmpl.SerialNumber = big.NewInt(serial)
-		tmpl.NotBefore, tmpl.NotAfter = caTmpl.NotBefore, caTmpl.NotAfter
-		tmpl.KeyUsage = x509.KeyUsageDigitalSignature
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-		if err != nil {
-			return keyPair{}, err
-		}
-		keyDER, err := x509.MarshalECPrivateKey(key)
-		if err != nil {
-			return keyPair{}, err
-		}
-		return keyPair{cert: pemBlock("CERTIFICATE", der), key: pemBlock("EC PRIVATE KEY", keyDER)}, nil
-	}
-	serving, err := issue(&x509.Certificate{
+	serving, err := p.issue(&x509.Certificate{
 		Subject:     pkix.Name{CommonName: "kube-apiserver"},
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
@@ -97,16 +82,10 @@ func newPKI(dir string) (*pki, error) {
 	if err != nil {
 		return nil, err
 	}
-	client := func(user string) (keyPair, error) {
-		return issue(&x509.Certificate{
-			Subject:     pkix.Name{CommonName: user, Organization: []string{mastersGroup}},
-			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-		})
-	}
-	if p.admin, err = client(adminUser); err != nil {
+	if p.admin, err = p.clientCert(adminUser, mastersGroup); err != nil {
 		return nil, err
 	}
-	if p.controllerManager, err = client(controllerManagerUser); err != nil {
+	if p.controllerManager, err = p.clientCert(controllerManagerUser, mastersGroup); err != nil {
 		return nil, err
 	}
 	saKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -137,6 +116,39 @@ func newPKI(dir string) (*pki, error) {
 		}
 	}
 	return p, nil
+}
+
+// issue signs a certificate of tmpl's subject and uses with the CA, for
+// a new key.
+func (p *pki) issue(tmpl *x509.Certificate) (keyPair, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return keyPair{}, err
+	}
+	p.mu.Lock()
+	p.serial++
+	tmpl.SerialNumber = big.NewInt(p.serial)
+	p.mu.Unlock()
+	tmpl.NotBefore, tmpl.NotAfter = p.ca.NotBefore, p.ca.NotAfter
+	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.ca, &key.PublicKey, p.caKey)
+	if err != nil {
+		return keyPair{}, err
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return keyPair{}, err
+	}
+	return keyPair{cert: pemBlock("CERTIFICATE", der), key: pemBlock("EC PRIVATE KEY", keyDER)}, nil
+}
+
+// clientCert is a client certificate the API server authenticates as
+// user in groups (the subject's common name and organizations).
+func (p *pki) clientCert(user string, groups ...string) (keyPair, error) {
+	return p.issue(&x509.Certificate{
+		Subject:     pkix.Name{CommonName: user, Organization: groups},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	})
 }
 
 func pemBlock(typ string, der []byte) []byte {

@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -49,7 +50,9 @@ import (
 // deleted), the namespace controller (deleting a namespace empties it)
 // and the service account controller (each namespace's "default"
 // ServiceAccount; Start also waits for it as the sign that the
-// controllers run). Node lifecycle, scheduling, volumes, endpoints and
+// controllers run), and the cluster role aggregation that fills the
+// admin, edit and view ClusterRoles (empty without it, so a test binding
+// a user to one would grant nothing). Node lifecycle, scheduling, volumes, endpoints and
 // the rest are off: nothing here needs them, and each costs start time.
 var DefaultControllers = []string{
 	"statefulset-controller",
@@ -58,6 +61,7 @@ var DefaultControllers = []string{
 	"garbage-collector-controller",
 	"namespace-controller",
 	"serviceaccount-controller",
+	"clusterrole-aggregation-controller",
 }
 
 // Options tunes Start. The zero value is a cluster with
@@ -96,6 +100,7 @@ type Cluster struct {
 
 	t     testing.TB
 	opts  Options
+	pki   *pki
 	procs []*proc // started, in order
 
 	mu       sync.Mutex
@@ -130,6 +135,7 @@ func Start(t testing.TB, opts Options) *Cluster {
 	if err != nil {
 		t.Fatalf("kube: credentials: %v", err)
 	}
+	c.pki = p
 	etcdURL := c.startEtcd(etcd)
 	port := c.startAPIServer(apiserver, etcdURL, p)
 	host := "https://127.0.0.1:" + strconv.Itoa(port)
@@ -380,6 +386,35 @@ func (c *Cluster) stop() {
 			c.t.Logf("kube: the end of %s:\n%s", p.log, p.tail(20))
 		}
 	}
+}
+
+// UserConfig is a client configuration authenticated as user in groups
+// (a client certificate of the cluster's CA), for a test of what an
+// identity other than the admin may do under RBAC: a scheduler under
+// test with only the roles its manifests bind.
+func (c *Cluster) UserConfig(user string, groups ...string) (*rest.Config, error) {
+	kp, err := c.pki.clientCert(user, groups...)
+	if err != nil {
+		return nil, err
+	}
+	cfg := rest.CopyConfig(c.Config)
+	cfg.CertData, cfg.KeyData = kp.cert, kp.key
+	return cfg, nil
+}
+
+// UserKubeconfig is UserConfig as a kubeconfig file in the cluster's
+// dir, for a program the test starts.
+func (c *Cluster) UserKubeconfig(user string, groups ...string) (string, error) {
+	kp, err := c.pki.clientCert(user, groups...)
+	if err != nil {
+		return "", err
+	}
+	f, err := os.CreateTemp(c.Dir, "user-*.kubeconfig")
+	if err != nil {
+		return "", err
+	}
+	f.Close()
+	return f.Name(), writeKubeconfig(f.Name(), c.Config.Host, c.pki.caPEM, user, kp)
 }
 
 // LogPath is the log file of a control-plane process: "etcd",

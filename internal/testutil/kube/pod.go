@@ -345,7 +345,14 @@ func (w *podWorker) terminate() {
 		grace = time.Duration(*w.pod.Spec.TerminationGracePeriodSeconds) * time.Second
 	}
 	w.k.logf("%s/%s deleted: stopping its processes (grace %v)", w.pod.Namespace, w.pod.Name, grace)
-	w.signalAll(syscall.SIGTERM)
+	// No grace (a forced deletion, whose update the API server writes
+	// before removing the pod) is SIGKILL at once: a SIGTERM first
+	// would let the process act on it in the moment before the KILL.
+	sig := syscall.SIGTERM
+	if grace <= 0 {
+		sig = syscall.SIGKILL
+	}
+	w.signalAll(sig)
 	deadline := time.After(grace)
 	for w.anyRunning() {
 		select {

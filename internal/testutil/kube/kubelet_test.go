@@ -14,8 +14,9 @@ import (
 )
 
 // TestPodLifecycle is the test kubelet's part alone, on bare Pods the
-// binder places: each restart policy's outcome and exit codes, a crash
-// restarted with its count, a ConfigMap's key as env and as a file, an
+// binder places: each restart policy's outcome and exit codes, an init
+// container run (and restarted) before the app, a crash restarted with
+// its count, a ConfigMap's key as env and as a file, an
 // emptyDir whose mount path reaches the process rewritten, and a
 // deletion without grace.
 func TestPodLifecycle(t *testing.T) {
@@ -80,6 +81,25 @@ func TestPodLifecycle(t *testing.T) {
 		{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 	}
 	create(always)
+	// An init container that fails once (restarted, as the pod's policy
+	// is Always) and then succeeds, before the app container starts.
+	withInit := pod("init", corev1.RestartPolicyAlways)
+	withInit.Spec.InitContainers = []corev1.Container{{
+		Name:    "first",
+		Image:   "podprog:test",
+		Command: []string{"/podprog"},
+		Args:    []string{"-out", out, "-fail-once", filepath.Join(out, "init-marker"), "-exit", "0"},
+		Env:     []corev1.EnvVar{{Name: "POD_NAME", Value: "init-first"}},
+	}}
+	create(withInit)
+	// An init container that fails under restartPolicy Never: the pod
+	// fails, its app container never starts.
+	initFails := pod("init-fails", corev1.RestartPolicyNever)
+	initFails.Spec.InitContainers = []corev1.Container{{
+		Name: "first", Image: "podprog:test", Args: []string{"-out", out, "-exit", "4"},
+		Env: []corev1.EnvVar{{Name: "POD_NAME", Value: "init-fails-first"}},
+	}}
+	create(initFails)
 
 	never := awaitPod(t, c, ns, "never", "failed", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodFailed })
 	if cs := never.Status.ContainerStatuses; len(cs) != 1 || cs[0].State.Terminated == nil ||
@@ -94,6 +114,23 @@ func TestPodLifecycle(t *testing.T) {
 	}
 	if n := len(starts(t, out, "onfailure")); n != 2 {
 		t.Errorf("onfailure started %d times, want 2", n)
+	}
+
+	fp := awaitPod(t, c, ns, "init-fails", "failed", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodFailed })
+	if ics := fp.Status.InitContainerStatuses; len(ics) != 1 || ics[0].State.Terminated == nil || ics[0].State.Terminated.ExitCode != 4 {
+		t.Errorf("init-fails: init container statuses %+v", ics)
+	}
+	if cs := fp.Status.ContainerStatuses; len(cs) != 1 || cs[0].State.Waiting == nil || len(starts(t, out, "init-fails")) != 0 {
+		t.Errorf("init-fails: the app container ran: %+v", cs)
+	}
+	ip := awaitPod(t, c, ns, "init", "running", podReady)
+	if ics := ip.Status.InitContainerStatuses; len(ics) != 1 || ics[0].RestartCount != 1 ||
+		ics[0].State.Terminated == nil || ics[0].State.Terminated.ExitCode != 0 || ics[0].Ready {
+		t.Errorf("init: init container statuses %+v", ics)
+	}
+	firsts, mains := starts(t, out, "init-first"), awaitStarts(t, out, "init", 1)
+	if len(firsts) != 2 || len(mains) != 1 || alive(firsts[1].Pid) {
+		t.Errorf("init: the init container's starts %+v (want 2, ended), the app's %+v (want 1)", firsts, mains)
 	}
 
 	awaitPod(t, c, ns, "always", "running", podReady)

@@ -34,9 +34,10 @@ type podWorker struct {
 	exits chan exit
 
 	mu         sync.Mutex
-	next       *corev1.Pod // newest pod not yet taken by run
-	gone       bool        // the pod is no longer in the API
-	containers []*container
+	next       *corev1.Pod  // newest pod not yet taken by run
+	gone       bool         // the pod is no longer in the API
+	inits      []*container // the init containers, run one by one first
+	containers []*container // the app containers
 
 	// Owned by run.
 	pod        *corev1.Pod
@@ -46,6 +47,7 @@ type podWorker struct {
 	prepErr    error
 	prepNext   time.Time
 	prepWait   time.Duration
+	initDone   bool // every init container has succeeded
 	terminal   bool
 	conditions map[corev1.PodConditionType]corev1.PodCondition
 	written    *corev1.PodStatus // what the last status write sent
@@ -54,6 +56,7 @@ type podWorker struct {
 // container is one container of the pod and its current process.
 type container struct {
 	spec corev1.Container
+	init bool
 	// Read by other goroutines under the worker's mu.
 	pid     int
 	logPath string
@@ -85,14 +88,18 @@ func newPodWorker(k *Kubelet, pod *corev1.Pod) *podWorker {
 		uid:        pod.UID,
 		dir:        filepath.Join(k.dir, "pods", fmt.Sprintf("%s_%s_%.8s", pod.Namespace, pod.Name, pod.UID)),
 		wake:       make(chan struct{}, 1),
-		exits:      make(chan exit, len(pod.Spec.Containers)+1),
+		exits:      make(chan exit, len(pod.Spec.InitContainers)+len(pod.Spec.Containers)+1),
 		next:       pod,
 		started:    metav1.Now(),
 		conditions: map[corev1.PodConditionType]corev1.PodCondition{},
 	}
+	for _, c := range pod.Spec.InitContainers {
+		w.inits = append(w.inits, &container{spec: c, init: true, backoff: k.opts.RestartBackoff})
+	}
 	for _, c := range pod.Spec.Containers {
 		w.containers = append(w.containers, &container{spec: c, backoff: k.opts.RestartBackoff})
 	}
+	w.initDone = len(w.inits) == 0
 	w.wake <- struct{}{}
 	return w
 }
@@ -162,7 +169,13 @@ func (w *podWorker) run() {
 	}
 }
 
-// sync prepares the pod's volumes if not yet done, and starts each
+// all is the init containers, then the app containers.
+func (w *podWorker) all() []*container {
+	return append(append([]*container(nil), w.inits...), w.containers...)
+}
+
+// sync prepares the pod's volumes if not yet done, then runs the init
+// containers one at a time, each to its success, then starts each app
 // container that is due to (re)start.
 func (w *podWorker) sync() {
 	now := time.Now()
@@ -179,21 +192,37 @@ func (w *podWorker) sync() {
 		}
 		w.prepared = true
 	}
-	for _, c := range w.containers {
-		if c.running || c.done || now.Before(c.next) {
-			continue
-		}
-		if err := w.startContainer(c); err != nil {
-			reason := "CreateContainerConfigError"
-			if se, ok := err.(startError); ok {
-				reason = se.reason
+	if !w.initDone {
+		for _, c := range w.inits {
+			if !c.done {
+				w.startDue(c, now)
+				return
 			}
-			c.state = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: err.Error()}}
-			c.backoff = w.k.nextBackoff(c.backoff, 0)
-			c.next = now.Add(c.backoff)
-			w.k.logf("%s/%s: container %s: %v (again in %v)", w.pod.Namespace, w.pod.Name, c.spec.Name, err, c.backoff)
 		}
 	}
+	for _, c := range w.containers {
+		w.startDue(c, now)
+	}
+}
+
+// startDue starts c unless it runs, is done or waits for its back-off;
+// a start that fails waits for the next back-off, reporting why.
+func (w *podWorker) startDue(c *container, now time.Time) {
+	if c.running || c.done || now.Before(c.next) {
+		return
+	}
+	err := w.startContainer(c)
+	if err == nil {
+		return
+	}
+	reason := "CreateContainerConfigError"
+	if se, ok := err.(startError); ok {
+		reason = se.reason
+	}
+	c.state = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: err.Error()}}
+	c.backoff = w.k.nextBackoff(c.backoff, 0)
+	c.next = now.Add(c.backoff)
+	w.k.logf("%s/%s: container %s: %v (again in %v)", w.pod.Namespace, w.pod.Name, c.spec.Name, err, c.backoff)
 }
 
 // nextBackoff doubles a back-off up to the kubelet's maximum; a
@@ -289,6 +318,14 @@ func (w *podWorker) exited(e exit) {
 		ContainerID: w.containerID(c),
 	}}
 	w.k.logf("%s/%s: container %s exited with %d", w.pod.Namespace, w.pod.Name, c.spec.Name, e.code)
+	if c.init && e.code == 0 {
+		c.state, c.done = term, true
+		w.initDone = true
+		for _, o := range w.inits {
+			w.initDone = w.initDone && o.done
+		}
+		return
+	}
 	policy := w.pod.Spec.RestartPolicy
 	if policy == corev1.RestartPolicyAlways || (policy == corev1.RestartPolicyOnFailure && e.code != 0) {
 		c.last = term
@@ -301,6 +338,10 @@ func (w *podWorker) exited(e exit) {
 		return
 	}
 	c.state, c.done = term, true
+	if c.init { // failed, not to be restarted: the pod has failed
+		w.terminal = true
+		return
+	}
 	w.terminal = true
 	for _, o := range w.containers {
 		w.terminal = w.terminal && o.done
@@ -323,7 +364,11 @@ func (w *podWorker) nextDue() (time.Time, bool) {
 		consider(w.prepNext)
 		return at, true
 	}
-	for _, c := range w.containers {
+	due := w.containers
+	if !w.initDone {
+		due = w.inits
+	}
+	for _, c := range due {
 		if !c.running && !c.done {
 			consider(c.next)
 		}
@@ -385,7 +430,7 @@ func (w *podWorker) terminate() {
 // were waiting to restart keep their last end) and writes the status a
 // deleted pod ends with.
 func (w *podWorker) finalStatus() {
-	for _, c := range w.containers {
+	for _, c := range w.all() {
 		if c.state.Terminated == nil && c.last.Terminated != nil {
 			c.state = c.last
 		}
@@ -405,7 +450,7 @@ func (w *podWorker) kill() {
 }
 
 func (w *podWorker) signalAll(sig syscall.Signal) {
-	for _, c := range w.containers {
+	for _, c := range w.all() {
 		if c.running {
 			w.mu.Lock()
 			pid := c.pid
@@ -416,7 +461,7 @@ func (w *podWorker) signalAll(sig syscall.Signal) {
 }
 
 func (w *podWorker) anyRunning() bool {
-	for _, c := range w.containers {
+	for _, c := range w.all() {
 		if c.running {
 			return true
 		}
@@ -431,7 +476,7 @@ func (w *podWorker) containerID(c *container) string {
 func (w *podWorker) logPath(name string) string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for _, c := range w.containers {
+	for _, c := range w.all() {
 		if c.spec.Name == name {
 			return c.logPath
 		}
@@ -442,7 +487,7 @@ func (w *podWorker) logPath(name string) string {
 func (w *podWorker) pid(name string) int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for _, c := range w.containers {
+	for _, c := range w.all() {
 		if c.spec.Name == name {
 			return c.pid
 		}

@@ -36,27 +36,18 @@ func (w *podWorker) status() corev1.PodStatus {
 		st.PodIP, st.PodIPs = podIP, []corev1.PodIP{{IP: podIP}}
 	}
 	allReady, anyRan, allZero := true, false, true
-	for _, c := range w.containers {
-		state := c.state
-		if state == (corev1.ContainerState{}) {
-			msg := ""
-			if w.prepErr != nil {
-				msg = w.prepErr.Error()
-			}
-			state.Waiting = &corev1.ContainerStateWaiting{Reason: "ContainerCreating", Message: msg}
+	waiting := "ContainerCreating"
+	if w.prepared && !w.initDone {
+		waiting = "PodInitializing"
+	}
+	for _, c := range w.inits {
+		st.InitContainerStatuses = append(st.InitContainerStatuses, w.containerStatus(c, "ContainerCreating"))
+		if t := c.state.Terminated; t != nil && t.ExitCode != 0 {
+			allZero = false
 		}
-		started := c.running
-		st.ContainerStatuses = append(st.ContainerStatuses, corev1.ContainerStatus{
-			Name:                 c.spec.Name,
-			Image:                c.spec.Image,
-			ImageID:              "ardea-test://" + c.spec.Image,
-			ContainerID:          w.containerIDIf(c),
-			State:                state,
-			LastTerminationState: c.last,
-			Ready:                c.running,
-			Started:              &started,
-			RestartCount:         c.restarts,
-		})
+	}
+	for _, c := range w.containers {
+		st.ContainerStatuses = append(st.ContainerStatuses, w.containerStatus(c, waiting))
 		allReady = allReady && c.running
 		anyRan = anyRan || c.everRan
 		if t := c.state.Terminated; t != nil && t.ExitCode != 0 {
@@ -85,13 +76,39 @@ func (w *podWorker) status() corev1.PodStatus {
 		return why
 	}
 	w.setCondition(corev1.PodReadyToStartContainers, w.prepared && !w.terminal, "")
-	w.setCondition(corev1.PodInitialized, true, "")
+	w.setCondition(corev1.PodInitialized, w.initDone, reason(w.initDone, "ContainersNotInitialized"))
 	w.setCondition(corev1.ContainersReady, ready, reason(ready, "ContainersNotReady"))
 	w.setCondition(corev1.PodReady, podReady, reason(podReady, "ContainersNotReady"))
 	for _, typ := range ownedConditions {
 		st.Conditions = append(st.Conditions, w.conditions[typ])
 	}
 	return st
+}
+
+// containerStatus is a container's status; one that has not started
+// yet is waiting for the reason given (the volumes, or the init
+// containers), with the volumes' error if any.
+func (w *podWorker) containerStatus(c *container, waiting string) corev1.ContainerStatus {
+	state := c.state
+	if state == (corev1.ContainerState{}) {
+		msg := ""
+		if w.prepErr != nil {
+			msg = w.prepErr.Error()
+		}
+		state.Waiting = &corev1.ContainerStateWaiting{Reason: waiting, Message: msg}
+	}
+	started := c.running
+	return corev1.ContainerStatus{
+		Name:                 c.spec.Name,
+		Image:                c.spec.Image,
+		ImageID:              "ardea-test://" + c.spec.Image,
+		ContainerID:          w.containerIDIf(c),
+		State:                state,
+		LastTerminationState: c.last,
+		Ready:                c.running && !c.init,
+		Started:              &started,
+		RestartCount:         c.restarts,
+	}
 }
 
 // containerIDIf is a container's ID once it has run.
@@ -154,7 +171,8 @@ func (w *podWorker) writeStatus() {
 		// (qosClass, nominatedNodeName, other conditions) stays.
 		s := &cur.Status
 		s.Phase, s.HostIP, s.HostIPs, s.PodIP, s.PodIPs = st.Phase, st.HostIP, st.HostIPs, st.PodIP, st.PodIPs
-		s.StartTime, s.ObservedGeneration, s.ContainerStatuses = st.StartTime, st.ObservedGeneration, st.ContainerStatuses
+		s.StartTime, s.ObservedGeneration = st.StartTime, st.ObservedGeneration
+		s.InitContainerStatuses, s.ContainerStatuses = st.InitContainerStatuses, st.ContainerStatuses
 		conds := s.Conditions[:0:0]
 		for _, c := range s.Conditions {
 			if !ownedCondition(c.Type) {

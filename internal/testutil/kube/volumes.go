@@ -24,9 +24,11 @@ import (
 //
 // Any other kind is an error: the pod's containers wait, reporting it.
 func (w *podWorker) materialise() (map[string]string, error) {
-	if len(w.pod.Spec.InitContainers) > 0 {
-		// Running the app containers without them would hide it.
-		return nil, fmt.Errorf("the pod has init containers, which the test kubelet does not run")
+	for _, c := range w.pod.Spec.InitContainers {
+		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			// Running the pod without its sidecar would hide it.
+			return nil, fmt.Errorf("init container %s is a sidecar (restartPolicy Always), which the test kubelet does not run", c.Name)
+		}
 	}
 	vols := map[string]string{}
 	for _, v := range w.pod.Spec.Volumes {

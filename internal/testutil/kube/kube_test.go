@@ -134,7 +134,8 @@ func podEnv() []corev1.EnvVar {
 // kubelets, which run testdata/podprog for each with its env, its Secret
 // volume and its claim's volume; scaling up and down starts and stops
 // processes (down gracefully, by SIGTERM), and a deleted Pod is made
-// again by the controller and run anew, finding its claim's data.
+// again by the controller and run anew, finding its claim's data;
+// deleting the StatefulSet stops the last.
 func TestStatefulSet(t *testing.T) {
 	t.Parallel() // each test has a cluster of its own
 	c := Start(t, Options{})
@@ -316,6 +317,22 @@ func TestStatefulSet(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("the second podprog-0 read no /data/starts: %v", recs[1].Files)
+	}
+
+	// Deleting the StatefulSet: the garbage collector deletes its pod,
+	// whose process gets SIGTERM.
+	if err := c.Client.AppsV1().StatefulSets(ns).Delete(ctx, "podprog", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, "podprog-0 gone with its StatefulSet", func() (bool, string) {
+		pods, err := c.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(pods.Items) == 0, fmt.Sprintf("%d pods", len(pods.Items))
+	})
+	if got := stops(t, out, "podprog-0"); len(got) != 2 || got[1] != fmt.Sprint(recs[1].Pid) || alive(recs[1].Pid) {
+		t.Errorf("podprog-0's stops %v: want the second process's pid %d last, and it ended", got, recs[1].Pid)
 	}
 }
 

@@ -68,6 +68,9 @@ type ServerOptions struct {
 	// account for every client (`ardea run`, tests). internal/natsauth
 	// builds it.
 	Accounts *Accounts
+	// Cluster joins a NATS cluster of Ardea nodes (nil: a server of its
+	// own). See Cluster.
+	Cluster *Cluster
 }
 
 // Accounts is the operator mode of ServerOptions.
@@ -165,6 +168,11 @@ func StartServer(ctx context.Context, o ServerOptions) (*Server, error) {
 		opts.TrustedOperators = []*jwt.OperatorClaims{a.Operator}
 		opts.SystemAccount = a.SystemAccount
 		opts.AccountResolver = a.Resolver
+	}
+	if o.Cluster != nil {
+		if err := o.Cluster.apply(opts); err != nil {
+			return nil, err
+		}
 	}
 	started := opts.Clone()
 	ns, err := server.NewServer(opts)

@@ -144,7 +144,7 @@ func startAuthServer(t *testing.T) *authServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	qstore, err := quota.OpenStore(ctx, js)
+	qstore, err := quota.OpenStore(ctx, js, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

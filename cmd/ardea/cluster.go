@@ -44,8 +44,7 @@ func defaultDataDir() string {
 }
 
 func newLocalCmd(g *globalFlags) *cobra.Command {
-	var dataDir, listen, config, tlsCert, tlsKey string
-	var selfSigned bool
+	var df daemonFlags
 	cmd := &cobra.Command{
 		Use:   "local",
 		Short: "Run the Ardea daemon on this machine (NATS + JetStream, API, topology managers, scheduler)",
@@ -55,7 +54,8 @@ that the other commands talk to, a topology manager per topology, and a
 scheduler that runs each container as its own 'ardea host' process and
 restarts it with back-off when it dies. Topologies stored as running are
 resumed when the daemon starts again. Stop it with Ctrl-C or SIGTERM: every
-container process stops with it.
+container process stops with it. 'ardea server' runs the same daemon as one
+node of a cluster of several (docs/deploy.md).
 
 Metrics: every container's metrics manager collects Heron's metrics and
 forwards them to its topology manager (the tracker API, /metrics on the API
@@ -67,75 +67,106 @@ docs/metrics.md).`,
   ardea local --config deploy.yaml   # metrics sinks, quotas, security
   ardea local --tls                  # a self-signed certificate`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			log, err := g.logger()
-			if err != nil {
-				return err
-			}
-			exe, err := os.Executable()
-			if err != nil {
-				return err
-			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			hostArgs := []string{"--log-format", "json", "--log-level", "info", "host"}
-			var mc *sinks.Config
-			var sec daemon.Security
-			if config != "" {
-				f, err := deployment.Load(config)
-				if err != nil {
-					return usageError{err}
-				}
-				mc, sec = f.Metrics, f.Security
-				sec.Quotas = f.Quotas
-			}
-			sec.TLSCert, sec.TLSKey, sec.SelfSigned = tlsCert, tlsKey, selfSigned
-			d, err := daemon.Start(ctx, daemon.Options{DataDir: dataDir, Listen: listen, HostPath: exe, HostArgs: hostArgs, Logger: log, Metrics: mc, Security: sec})
-			if err != nil {
-				return err
-			}
-			// The context is saved before the address is printed: whoever
-			// waits for the address (a script, a test) finds the token.
-			where, cerr := saveLocalContext(d.URL(), d.AdminToken())
-			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "ardea local: API %s  NATS %s  data %s\n", d.URL(), d.NATSURL(), dataDir)
-			if fp := d.TLSFingerprint(); fp != "" {
-				fmt.Fprintf(out, "TLS certificate fingerprint (SHA-256): %s\n", fp)
-			}
-			fmt.Fprintf(out, "admin token (tenant default): %s (mode 0600)\n", d.AdminTokenPath())
-			if cerr != nil {
-				log.Warn("could not save the CLI context; pass --token or ARDEA_TOKEN", "err", cerr)
-			} else {
-				fmt.Fprintf(out, "CLI context saved: %s (commands on this machine use it)\n", where)
-			}
-			fmt.Fprintf(out, "UI: %s/ (log in with the admin token)\n", d.URL())
-			select {
-			case <-ctx.Done():
-			case <-d.Broken():
-				// JetStream wedged: only a new process recovers, which
-				// resumes every topology from its data dir. Exiting with
-				// the error asks the supervisor (systemd, a pod) for it.
-				fmt.Fprintln(out, "ardea local: stopping: broken:", d.BrokenErr())
-				sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-				defer cancel()
-				if err := d.Close(sctx); err != nil {
-					log.Error("close", "err", err)
-				}
-				return d.BrokenErr()
-			}
-			fmt.Fprintln(out, "ardea local: stopping")
-			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-			defer cancel()
-			return d.Close(sctx)
+			return runDaemon(cmd, g, "ardea local", &df, nil)
 		},
 	}
 	positional(cmd)
-	cmd.Flags().StringVar(&dataDir, "data-dir", defaultDataDir(), "where NATS stores its data, container logs and the compile cache")
-	cmd.Flags().StringVar(&listen, "listen", api.DefaultListen, "API address")
-	cmd.Flags().StringVar(&config, "config", "", "deployment file (its metrics:, quotas: and security: sections)")
-	cmd.Flags().StringVar(&tlsCert, "tls-cert", "", "serve the API over TLS with this certificate (PEM)")
-	cmd.Flags().StringVar(&tlsKey, "tls-key", "", "the TLS certificate's key (PEM)")
-	cmd.Flags().BoolVar(&selfSigned, "tls", false, "serve the API over TLS with a self-signed certificate made under --data-dir")
+	df.add(cmd)
 	return cmd
+}
+
+// daemonFlags are the flags `ardea local` and `ardea server` share.
+type daemonFlags struct {
+	dataDir, listen, config, tlsCert, tlsKey string
+	selfSigned                               bool
+}
+
+func (df *daemonFlags) add(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&df.dataDir, "data-dir", defaultDataDir(), "where NATS stores its data, container logs and the compile cache")
+	cmd.Flags().StringVar(&df.listen, "listen", api.DefaultListen, "API address")
+	cmd.Flags().StringVar(&df.config, "config", "", "deployment file (its metrics:, quotas: and security: sections)")
+	cmd.Flags().StringVar(&df.tlsCert, "tls-cert", "", "serve the API over TLS with this certificate (PEM)")
+	cmd.Flags().StringVar(&df.tlsKey, "tls-key", "", "the TLS certificate's key (PEM)")
+	cmd.Flags().BoolVar(&df.selfSigned, "tls", false, "serve the API over TLS with a self-signed certificate made under --data-dir")
+}
+
+// runDaemon runs a daemon in the foreground until a signal or a broken
+// JetStream (then it exits 1 with the error); what names it in its
+// output. cl makes it a node of a cluster (`ardea server`).
+func runDaemon(cmd *cobra.Command, g *globalFlags, what string, df *daemonFlags, cl *daemon.Cluster) error {
+	log, err := g.logger()
+	if err != nil {
+		return err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	hostArgs := []string{"--log-format", "json", "--log-level", "info", "host"}
+	var mc *sinks.Config
+	var sec daemon.Security
+	if df.config != "" {
+		f, err := deployment.Load(df.config)
+		if err != nil {
+			return usageError{err}
+		}
+		mc, sec = f.Metrics, f.Security
+		sec.Quotas = f.Quotas
+	}
+	sec.TLSCert, sec.TLSKey, sec.SelfSigned = df.tlsCert, df.tlsKey, df.selfSigned
+	d, err := daemon.Start(ctx, daemon.Options{DataDir: df.dataDir, Listen: df.listen, HostPath: exe, HostArgs: hostArgs, Logger: log,
+		Metrics: mc, Security: sec, Cluster: cl})
+	if err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	// The context is saved before the address is printed: whoever
+	// waits for the address (a script, a test) finds the token.
+	var where string
+	var cerr error
+	if d.AdminToken() != "" {
+		where, cerr = saveLocalContext(d.URL(), d.AdminToken())
+	}
+	if cl != nil {
+		fmt.Fprintf(out, "%s: node %s  API %s  NATS %s  cluster %s  data %s\n", what, d.NodeName(), d.URL(), d.NATSURL(), d.ClusterURL(), df.dataDir)
+	} else {
+		fmt.Fprintf(out, "%s: API %s  NATS %s  data %s\n", what, d.URL(), d.NATSURL(), df.dataDir)
+	}
+	if fp := d.TLSFingerprint(); fp != "" {
+		fmt.Fprintf(out, "TLS certificate fingerprint (SHA-256): %s\n", fp)
+	}
+	switch {
+	case d.AdminToken() == "":
+		fmt.Fprintln(out, "admin token: minted by the cluster's first node (in its data dir); every node accepts it")
+	default:
+		fmt.Fprintf(out, "admin token (tenant default): %s (mode 0600)\n", d.AdminTokenPath())
+		if cerr != nil {
+			log.Warn("could not save the CLI context; pass --token or ARDEA_TOKEN", "err", cerr)
+		} else {
+			fmt.Fprintf(out, "CLI context saved: %s (commands on this machine use it)\n", where)
+		}
+	}
+	fmt.Fprintf(out, "UI: %s/ (log in with the admin token)\n", d.URL())
+	select {
+	case <-ctx.Done():
+	case <-d.Broken():
+		// JetStream wedged: only a new process recovers, which resumes
+		// every topology from its data dir. Exiting with the error asks
+		// the supervisor (systemd, a pod) for it.
+		fmt.Fprintf(out, "%s: stopping: broken: %v\n", what, d.BrokenErr())
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		if err := d.Close(sctx); err != nil {
+			log.Error("close", "err", err)
+		}
+		return d.BrokenErr()
+	}
+	fmt.Fprintf(out, "%s: stopping\n", what)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	return d.Close(sctx)
 }
 
 func newHostCmd(g *globalFlags) *cobra.Command {

@@ -150,7 +150,7 @@ func addGroups(root *cobra.Command, g *globalFlags) {
 		newActionCmd("kill", "Stop a topology and remove it (and its modules unless --keep)"))
 	add("inspect", newListCmd(), newStatusCmd(), newHistoryCmd(), newLogsCmd(), newMetricsCmd(), newDLQCmd(), newWaitCmd())
 	add("operate", newStreamCmd(), newKVCmd())
-	add("daemon", newLocalCmd(g), newDemoCmd(g), newHostCmd(g))
+	add("daemon", newLocalCmd(g), newServerCmd(g), newDemoCmd(g), newHostCmd(g))
 	add("access", newLoginCmd(), newContextCmd(), newTenantCmd(), newTokenCmd())
 	add("access", newAuditCmd())
 	root.AddCommand(newVersionCmd())

@@ -10,6 +10,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/ardea-dev/ardea/internal/jsretry"
+
 	"github.com/ardea-dev/ardea/internal/names"
 )
 
@@ -24,6 +26,8 @@ type Options struct {
 	MaxBytes int64
 	// Memory keeps the stream in memory (tests); default on disk.
 	Memory bool
+	// Replicas of the streams over a cluster's nodes (0 or 1: one copy).
+	Replicas int
 
 	// Refused calls, and calls without a valid token, go to a stream of
 	// their own (RefusedStream, default Stream+"_refused") with its own
@@ -116,6 +120,9 @@ func Open(ctx context.Context, nc *nats.Conn, o Options) (*Log, error) {
 	if o.Memory {
 		storage = jetstream.MemoryStorage
 	}
+	if o.Replicas < 1 {
+		o.Replicas = 1
+	}
 	for _, sc := range []struct {
 		name, prefix, what string
 		max                int64
@@ -123,7 +130,7 @@ func Open(ctx context.Context, nc *nats.Conn, o Options) (*Log, error) {
 		{o.Stream, subjectPrefix, "every state-changing API call with a valid token", o.MaxBytes},
 		{o.RefusedStream, refusedPrefix, "every refused API call and every call without a valid token (rate-limited, the rest summarized)", o.RefusedMaxBytes},
 	} {
-		_, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		cfg := jetstream.StreamConfig{
 			Name:        sc.name,
 			Description: "Ardea's audit log: " + sc.what,
 			Subjects:    []string{sc.prefix + ".>"},
@@ -131,11 +138,14 @@ func Open(ctx context.Context, nc *nats.Conn, o Options) (*Log, error) {
 			Discard:     jetstream.DiscardOld,
 			MaxAge:      o.MaxAge,
 			MaxBytes:    sc.max,
+			Replicas:    o.Replicas,
 			MaxMsgSize:  MaxRecordBytes,
 			Storage:     storage,
-			Replicas:    1,
 			DenyDelete:  true, // records leave by retention only
 			DenyPurge:   true,
+		}
+		_, err = jsretry.Create(ctx, o.Replicas, func(ctx context.Context) (jetstream.Stream, error) {
+			return js.CreateOrUpdateStream(ctx, cfg)
 		})
 		if err != nil {
 			return nil, errorf("create stream %s: %w", sc.name, err)

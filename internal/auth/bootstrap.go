@@ -37,6 +37,22 @@ type Bootstrapped struct {
 // "bootstrap", never expiring) and replaces the file. A file with a
 // looser mode is tightened to 0600.
 func (s *Store) Bootstrap(ctx context.Context, dataDir string) (Bootstrapped, error) {
+	return s.bootstrap(ctx, dataDir, false)
+}
+
+// BootstrapShared is Bootstrap for a node of a cluster, whose nodes share
+// the store: the node that creates the default tenant mints the admin
+// token and writes it to its data dir, as a daemon alone does; another
+// node reuses a token file of its own if it has one, and mints none
+// otherwise (Token is then empty: the first node's file holds the
+// cluster's admin token, and every node accepts it). A cluster whose
+// store holds no bootstrap token at all (the first node died before it
+// minted) gets one from the next node that starts.
+func (s *Store) BootstrapShared(ctx context.Context, dataDir string) (Bootstrapped, error) {
+	return s.bootstrap(ctx, dataDir, true)
+}
+
+func (s *Store) bootstrap(ctx context.Context, dataDir string, shared bool) (Bootstrapped, error) {
 	out := Bootstrapped{Path: filepath.Join(dataDir, AdminTokenFile)}
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return out, fmt.Errorf("auth: bootstrap: %w", err)
@@ -65,6 +81,19 @@ func (s *Store) Bootstrap(ctx context.Context, dataDir string) (Bootstrapped, er
 	case errors.Is(err, fs.ErrNotExist):
 	default:
 		return out, fmt.Errorf("auth: bootstrap: %w", err)
+	}
+	if shared && !out.Tenant {
+		toks, err := s.Tokens(ctx, AdminTenant)
+		if err != nil {
+			return out, fmt.Errorf("auth: bootstrap: %w", err)
+		}
+		for _, t := range toks {
+			if t.Name == "bootstrap" && t.Scope == ScopeAdmin && t.Revoked.IsZero() {
+				// Another node's: its data dir holds it.
+				out.Path = ""
+				return out, nil
+			}
+		}
 	}
 	_, tok, err := s.CreateToken(ctx, TokenSpec{Tenant: AdminTenant, Scope: ScopeAdmin, Name: "bootstrap", By: "bootstrap"})
 	if err != nil {

@@ -15,6 +15,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/ardea-dev/ardea/internal/jsretry"
+
 	"github.com/ardea-dev/ardea/internal/names"
 )
 
@@ -67,6 +69,8 @@ type Options struct {
 	// refuses the deletion with ErrInUse and that error's message (the
 	// daemon refuses while the tenant has topologies).
 	TenantInUse func(ctx context.Context, tenant string) error
+	// Replicas of the bucket over a cluster's nodes (0 or 1: one copy).
+	Replicas int
 }
 
 // Store keeps tenants and API tokens in one JetStream key-value bucket
@@ -188,12 +192,22 @@ func Open(ctx context.Context, js jetstream.JetStream, o Options) (*Store, error
 	case o.CacheTTL < 0:
 		o.CacheTTL = 0
 	}
-	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	cfg := jetstream.KeyValueConfig{
 		Bucket:      o.Bucket,
 		Description: "Ardea tenants (tenants.<name>) and API tokens (tokens.<id>, secrets hashed)",
 		History:     1,
 		Storage:     jetstream.FileStorage,
+		Replicas:    o.Replicas,
+	}
+	kv, err := jsretry.Create(ctx, o.Replicas, func(ctx context.Context) (jetstream.KeyValue, error) {
+		return js.CreateOrUpdateKeyValue(ctx, cfg)
 	})
+	if err == nil && o.Replicas > 1 {
+		// A token made through one node authenticates at once on another.
+		if err = jsretry.LeaderReads(ctx, js, "KV_"+cfg.Bucket, o.Replicas); err == nil {
+			kv, err = js.KeyValue(ctx, cfg.Bucket)
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("auth: open bucket %s: %w", o.Bucket, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/url"
 	"os"
@@ -71,12 +72,27 @@ func (d *Daemon) ExitCode() int {
 // log goes to logPath (appended: a restarted daemon continues the file).
 // CLI commands end with ctx.
 func StartDaemon(ctx context.Context, bin, cacheDir, dataDir, logPath string) (*Daemon, error) {
+	return start(ctx, bin, cacheDir, dataDir, logPath, "local", nil)
+}
+
+// StartNode starts `ardea server` (one node of a cluster) on dataDir with
+// args (its --name, --cluster-listen, --routes, --cluster-secret-file),
+// an API port picked by the kernel, and waits (90 s at most: the
+// cluster's JetStream must elect its leaders first) for it to print its
+// addresses. Token is empty unless this node minted the cluster's admin
+// token (set it from the one that did).
+func StartNode(ctx context.Context, bin, cacheDir, dataDir, logPath string, args ...string) (*Daemon, error) {
+	return start(ctx, bin, cacheDir, dataDir, logPath, "server", args)
+}
+
+func start(ctx context.Context, bin, cacheDir, dataDir, logPath, role string, args []string) (*Daemon, error) {
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, "--cache-dir", cacheDir, "--log-level", "info", "--log-format", "json",
-		"local", "--data-dir", dataDir, "--listen", "127.0.0.1:0")
+	argv := append([]string{"--cache-dir", cacheDir, "--log-level", "info", "--log-format", "json",
+		role, "--data-dir", dataDir, "--listen", "127.0.0.1:0"}, args...)
+	cmd := exec.Command(bin, argv...)
 	cmd.Stderr = logf
 	// If the test process dies, the daemon stops, and its containers with it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
@@ -100,14 +116,19 @@ func StartDaemon(ctx context.Context, bin, cacheDir, dataDir, logPath string) (*
 			d.mu.Lock()
 			d.stdout.WriteString(line + "\n")
 			d.mu.Unlock()
-			// "ardea local: API http://h:p  NATS nats://h:p  data D", then
-			// "CLI context saved: F (...)" (or a warning on stderr), and
-			// "UI: ..." last.
-			if rest, ok := strings.CutPrefix(line, "ardea local: API "); ok {
+			// "ardea local: API http://h:p  NATS nats://h:p  data D" (a
+			// node: "ardea server: node N  API ...  NATS ...  cluster ..."),
+			// then "CLI context saved: F (...)" (or a warning on stderr),
+			// and "UI: ..." last.
+			if rest, ok := strings.CutPrefix(line, "ardea "+role+": "); ok {
 				f := strings.Fields(rest)
-				a.api = strings.TrimPrefix(f[0], "http://")
-				if len(f) >= 3 && f[1] == "NATS" {
-					a.nats = f[2]
+				for i := 0; i+1 < len(f); i++ {
+					switch f[i] {
+					case "API":
+						a.api = strings.TrimPrefix(f[i+1], "http://")
+					case "NATS":
+						a.nats = f[i+1]
+					}
 				}
 			}
 			if rest, ok := strings.CutPrefix(line, "CLI context saved: "); ok {
@@ -124,21 +145,29 @@ func StartDaemon(ctx context.Context, bin, cacheDir, dataDir, logPath string) (*
 		logf.Close()
 		close(d.exited)
 	}()
+	wait := 30 * time.Second
+	if role == "server" {
+		wait = 90 * time.Second
+	}
 	select {
 	case a := <-got:
 		d.API, d.NATS, d.Contexts = a.api, a.nats, a.contexts
 		tok, err := os.ReadFile(filepath.Join(dataDir, "admin.token"))
-		if err != nil {
+		switch {
+		case err == nil:
+			d.Token = strings.TrimSpace(string(tok))
+		case role == "server" && errors.Is(err, fs.ErrNotExist):
+			// Another node minted the cluster's admin token.
+		default:
 			d.Kill()
-			return nil, fmt.Errorf("ardea local's admin token: %w", err)
+			return nil, fmt.Errorf("ardea %s's admin token: %w", role, err)
 		}
-		d.Token = strings.TrimSpace(string(tok))
 		return d, nil
 	case <-d.exited:
-		return nil, fmt.Errorf("ardea local exited before serving: %s", Tail(logPath, 3000))
-	case <-time.After(30 * time.Second):
+		return nil, fmt.Errorf("ardea %s exited before serving: %s", role, Tail(logPath, 3000))
+	case <-time.After(wait):
 		d.Kill()
-		return nil, fmt.Errorf("ardea local did not print its API address within 30s: %s", Tail(logPath, 3000))
+		return nil, fmt.Errorf("ardea %s did not print its API address within %s: %s", role, wait, Tail(logPath, 3000))
 	}
 }
 

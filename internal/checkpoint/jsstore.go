@@ -11,6 +11,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/ardea-dev/ardea/internal/jsretry"
+
 	"github.com/ardea-dev/ardea/internal/objread"
 )
 
@@ -110,10 +112,13 @@ func NewJetStreamStore(ctx context.Context, js jetstream.JetStream, o JetStreamO
 		}
 		return &JetStreamStore{bucket: o.Bucket, obs: obs, stream: stream, maxBytes: stream.CachedInfo().Config.MaxBytes}, nil
 	}
-	obs, err := js.CreateOrUpdateObjectStore(ctx, cfg)
+	create := func(ctx context.Context) (jetstream.ObjectStore, error) {
+		return js.CreateOrUpdateObjectStore(ctx, cfg)
+	}
+	obs, err := jsretry.Create(ctx, o.Replicas, create)
 	for err != nil && cfg.MaxBytes/2 >= minMaxBytes && isCode(err, errCodeStorageResources) {
 		cfg.MaxBytes /= 2
-		obs, err = js.CreateOrUpdateObjectStore(ctx, cfg)
+		obs, err = jsretry.Create(ctx, o.Replicas, create)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: object store %s (max bytes %d): %w", o.Bucket, cfg.MaxBytes, err)

@@ -44,6 +44,20 @@ type Limits struct {
 	Consumers   int64 `json:"consumers"`
 }
 
+// times is l with its byte limits n times larger (n copies of each
+// stream; 0 or 1: as they are).
+func (l Limits) times(n int) Limits {
+	if n > 1 {
+		if l.MemoryBytes > 0 {
+			l.MemoryBytes *= int64(n)
+		}
+		if l.DiskBytes > 0 {
+			l.DiskBytes *= int64(n)
+		}
+	}
+	return l
+}
+
 func (l Limits) jetStream() jwt.JetStreamLimits {
 	def := func(v int64) int64 {
 		if v == 0 {
@@ -71,6 +85,18 @@ type Manager struct {
 	admin    nkeys.KeyPair
 	tenants  map[string]nkeys.KeyPair
 	srv      *server.Server
+	// shared: the tenants' accounts live in a bucket every node of a
+	// cluster shares (Share), not in the state file; revs is the bucket
+	// revision each tenant's state was applied at.
+	shared *sharedAccounts
+	revs   map[string]uint64
+	// derived: the operator's and the two fixed accounts' keys come from
+	// a cluster secret (OpenShared): nothing of them is written.
+	derived bool
+	// replicas multiplies the tenants' JetStream limits (OpenShared).
+	replicas int
+	// onTenant hears tenants new to this node (OnTenant).
+	onTenant func(string)
 }
 
 // state is the persisted part (stateFile).
@@ -99,7 +125,7 @@ func Open(dir string) (*Manager, error) {
 	if err := os.Chmod(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("natsauth: %w", err)
 	}
-	m := &Manager{dir: dir, resolver: &server.MemAccResolver{}, tenants: map[string]nkeys.KeyPair{}}
+	m := newManager(dir)
 	b, err := os.ReadFile(filepath.Join(dir, stateFile))
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -130,6 +156,20 @@ func Open(dir string) (*Manager, error) {
 			return nil, err
 		}
 	}
+	if err := m.init(); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func newManager(dir string) *Manager {
+	return &Manager{dir: dir, resolver: &server.MemAccResolver{}, tenants: map[string]nkeys.KeyPair{},
+		revs: map[string]uint64{}, st: state{Tenants: map[string]*tenantState{}}}
+}
+
+// init signs the operator and puts the accounts known so far into the
+// resolver.
+func (m *Manager) init() error {
 	opPub, _ := m.operator.PublicKey()
 	sysPub, _ := m.sys.PublicKey()
 	m.opClaims = jwt.NewOperatorClaims(opPub)
@@ -137,22 +177,22 @@ func Open(dir string) (*Manager, error) {
 	m.opClaims.SystemAccount = sysPub
 	// The server takes the decoded claims; encoding checks them.
 	if _, err := m.opClaims.Encode(m.operator); err != nil {
-		return nil, fmt.Errorf("natsauth: operator JWT: %w", err)
+		return fmt.Errorf("natsauth: operator JWT: %w", err)
 	}
 	sysClaims := jwt.NewAccountClaims(sysPub)
 	sysClaims.Name = "SYS"
 	if err := m.store(sysClaims); err != nil {
-		return nil, err
+		return err
 	}
 	if err := m.store(m.adminClaims()); err != nil {
-		return nil, err
+		return err
 	}
 	for t := range m.st.Tenants {
 		if err := m.store(m.tenantClaims(t)); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return m, nil
+	return nil
 }
 
 func (m *Manager) create() error {
@@ -179,6 +219,10 @@ func keyFrom(seed, what string) (nkeys.KeyPair, error) {
 
 // save writes the state atomically with mode 0600. Lock held (or not yet shared).
 func (m *Manager) save() error {
+	if m.derived {
+		// A cluster's node: tenants live in the shared bucket (Share).
+		return nil
+	}
 	b, err := json.MarshalIndent(&m.st, "", "  ")
 	if err != nil {
 		return fmt.Errorf("natsauth: %w", err)
@@ -204,7 +248,7 @@ func (m *Manager) tenantClaims(t string) *jwt.AccountClaims {
 	pub, _ := m.tenants[t].PublicKey()
 	ac := jwt.NewAccountClaims(pub)
 	ac.Name = t
-	ac.Limits.JetStreamLimits = ts.Limits.jetStream()
+	ac.Limits.JetStreamLimits = ts.Limits.times(m.replicas).jetStream()
 	ac.Limits.DisallowBearer = true
 	for k, at := range ts.Revoked {
 		ac.RevokeAt(k, time.Unix(at, 0))
@@ -263,48 +307,40 @@ func (m *Manager) AddTenant(tenant string, l Limits) error {
 	if !names.Valid(tenant) {
 		return fmt.Errorf("natsauth: tenant %q: %w", tenant, ErrInvalid)
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	ts := m.st.Tenants[tenant]
-	if ts == nil {
-		kp, err := nkeys.CreateAccount()
-		if err != nil {
-			return fmt.Errorf("natsauth: tenant %s: %w", tenant, err)
+	return m.mutate(tenant, func(ts *tenantState) (*tenantState, error) {
+		if ts == nil {
+			kp, err := nkeys.CreateAccount()
+			if err != nil {
+				return nil, fmt.Errorf("natsauth: tenant %s: %w", tenant, err)
+			}
+			seed, _ := kp.Seed()
+			ts = &tenantState{Seed: string(seed)}
 		}
-		seed, _ := kp.Seed()
-		ts = &tenantState{Seed: string(seed)}
-		m.st.Tenants[tenant] = ts
-		m.tenants[tenant] = kp
-	}
-	ts.Limits = l
-	if err := m.save(); err != nil {
-		return err
-	}
-	return m.store(m.tenantClaims(tenant))
+		ts.Limits = l
+		return ts, nil
+	})
 }
 
 // RemoveTenant revokes every user of tenant's account (their connections
 // are dropped) and forgets the account. Its JetStream files stay under the
 // store dir (<store>/jetstream/<account key>) for the operator to remove.
 func (m *Manager) RemoveTenant(tenant string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	ts := m.st.Tenants[tenant]
-	if ts == nil {
-		return fmt.Errorf("natsauth: tenant %q: %w", tenant, ErrNoTenant)
-	}
-	if ts.Revoked == nil {
-		ts.Revoked = map[string]int64{}
-	}
 	// Every JWT issued up to now; a second later so that one issued in
 	// this second is covered too (the account is gone afterwards anyway).
-	ts.Revoked[jwt.All] = time.Now().Add(time.Second).Unix()
-	if err := m.store(m.tenantClaims(tenant)); err != nil {
+	err := m.mutate(tenant, func(ts *tenantState) (*tenantState, error) {
+		if ts == nil {
+			return nil, fmt.Errorf("natsauth: tenant %q: %w", tenant, ErrNoTenant)
+		}
+		if ts.Revoked == nil {
+			ts.Revoked = map[string]int64{}
+		}
+		ts.Revoked[jwt.All] = nowPlusSecond()
+		return ts, nil
+	})
+	if err != nil {
 		return err
 	}
-	delete(m.st.Tenants, tenant)
-	delete(m.tenants, tenant)
-	return m.save()
+	return m.mutate(tenant, func(*tenantState) (*tenantState, error) { return nil, nil })
 }
 
 // Tenants lists the tenants that have an account, sorted.
@@ -355,8 +391,8 @@ func (m *Manager) HostCreds(tenant, topology string, io TenantIO) (Creds, error)
 		return Creds{}, fmt.Errorf("natsauth: topology %q: %w", topology, ErrInvalid)
 	}
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	kp := m.tenants[tenant]
+	m.mu.Unlock()
 	if kp == nil {
 		return Creds{}, fmt.Errorf("natsauth: tenant %q: %w", tenant, ErrNoTenant)
 	}
@@ -365,12 +401,17 @@ func (m *Manager) HostCreds(tenant, topology string, io TenantIO) (Creds, error)
 	if err != nil {
 		return Creds{}, err
 	}
-	ts := m.st.Tenants[tenant]
-	if ts.Hosts == nil {
-		ts.Hosts = map[string][]string{}
-	}
-	ts.Hosts[topology] = append(ts.Hosts[topology], c.User)
-	if err := m.save(); err != nil {
+	err = m.mutate(tenant, func(ts *tenantState) (*tenantState, error) {
+		if ts == nil {
+			return nil, fmt.Errorf("natsauth: tenant %q: %w", tenant, ErrNoTenant)
+		}
+		if ts.Hosts == nil {
+			ts.Hosts = map[string][]string{}
+		}
+		ts.Hosts[topology] = append(ts.Hosts[topology], c.User)
+		return ts, nil
+	})
+	if err != nil {
 		return Creds{}, err
 	}
 	return c, nil
@@ -380,30 +421,26 @@ func (m *Manager) HostCreds(tenant, topology string, io TenantIO) (Creds, error)
 // the server drops their connections and refuses them from now on. Call
 // it when the topology is killed. Credentials issued later are valid.
 func (m *Manager) RevokeHost(tenant, topology string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	ts := m.st.Tenants[tenant]
-	if ts == nil {
-		return fmt.Errorf("natsauth: tenant %q: %w", tenant, ErrNoTenant)
-	}
-	users := ts.Hosts[topology]
-	if len(users) == 0 {
-		return nil
-	}
-	if ts.Revoked == nil {
-		ts.Revoked = map[string]int64{}
-	}
-	// The server revokes a user's JWTs issued at or before the time; each
-	// host user has its own key, so a later one is not affected.
-	now := time.Now().Unix()
-	for _, u := range users {
-		ts.Revoked[u] = now
-	}
-	delete(ts.Hosts, topology)
-	if err := m.save(); err != nil {
-		return err
-	}
-	return m.store(m.tenantClaims(tenant))
+	return m.mutate(tenant, func(ts *tenantState) (*tenantState, error) {
+		if ts == nil {
+			return nil, fmt.Errorf("natsauth: tenant %q: %w", tenant, ErrNoTenant)
+		}
+		users := ts.Hosts[topology]
+		if len(users) == 0 {
+			return ts, nil
+		}
+		if ts.Revoked == nil {
+			ts.Revoked = map[string]int64{}
+		}
+		// The server revokes a user's JWTs issued at or before the time;
+		// each host user has its own key, so a later one is not affected.
+		now := time.Now().Unix()
+		for _, u := range users {
+			ts.Revoked[u] = now
+		}
+		delete(ts.Hosts, topology)
+		return ts, nil
+	})
 }
 
 // issue creates a user key and its JWT signed by account.

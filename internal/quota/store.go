@@ -8,6 +8,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/ardea-dev/ardea/internal/jsretry"
+
 	"github.com/ardea-dev/ardea/internal/names"
 )
 
@@ -24,13 +26,18 @@ type Store struct {
 	kv jetstream.KeyValue
 }
 
-// OpenStore opens (creating if needed) the overrides bucket.
-func OpenStore(ctx context.Context, js jetstream.JetStream) (*Store, error) {
-	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+// OpenStore opens (creating if needed) the overrides bucket, with
+// replicas copies over a cluster's nodes (0 or 1: one).
+func OpenStore(ctx context.Context, js jetstream.JetStream, replicas int) (*Store, error) {
+	cfg := jetstream.KeyValueConfig{
 		Bucket:      Bucket,
 		Description: "Ardea quota overrides set through the admin API, key <tenant>",
 		History:     1,
 		Storage:     jetstream.FileStorage,
+		Replicas:    replicas,
+	}
+	kv, err := jsretry.Create(ctx, replicas, func(ctx context.Context) (jetstream.KeyValue, error) {
+		return js.CreateOrUpdateKeyValue(ctx, cfg)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("quota: key-value bucket %s: %w", Bucket, err)

@@ -23,7 +23,7 @@ func openStore(t *testing.T) *Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := OpenStore(t.Context(), js)
+	st, err := OpenStore(t.Context(), js, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -70,6 +70,7 @@ import (
 	"github.com/ardea-dev/ardea/host"
 	"github.com/ardea-dev/ardea/internal/checkpoint"
 	"github.com/ardea-dev/ardea/internal/metrics"
+	"github.com/ardea-dev/ardea/internal/natsauth"
 	"github.com/ardea-dev/ardea/internal/quota"
 	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/internal/launcher"
@@ -127,6 +128,10 @@ type Options struct {
 	// token; with process containers NATS always runs with accounts.
 	Security Security
 
+	// Cluster makes the daemon a node of a cluster (`ardea server`); nil:
+	// a daemon alone (`ardea local`).
+	Cluster *Cluster
+
 	// healProbe bounds the JetStream watchdog's health checks
 	// (bus.ServerOptions.HealProbeTimeout; zero: bus's default). Tests
 	// shorten it.
@@ -169,16 +174,22 @@ type Daemon struct {
 	// ip is o.InProcess (zero with host processes); noAPI: a daemon driven
 	// through its methods only (`ardea run`: no API nor Prometheus
 	// listener); plugins is the environment it resolves built-ins in.
-	ip      InProcess
-	noAPI   bool
-	plugins *plugin.Environment
-	id      string
-	log     *slog.Logger
-	srv     *bus.Server
-	nc      *nats.Conn
-	sup     containerRuntime // scheduler/internal/runtime: processes (launcher) or in process
-	ln      net.Listener
-	http    *http.Server
+	ip InProcess
+	cl *clusterConfig // nil: a daemon alone
+	// takeovers (a cluster's node) watch the spaces' TM locks
+	// (watchLocks); stopTakeovers ends them and waits.
+	takeovers   sync.WaitGroup
+	takeoverCtx context.Context
+	endTakeover context.CancelFunc
+	noAPI       bool
+	plugins     *plugin.Environment
+	id          string
+	log         *slog.Logger
+	srv         *bus.Server
+	nc          *nats.Conn
+	sup         containerRuntime // scheduler/internal/runtime: processes (launcher) or in process
+	ln          net.Listener
+	http        *http.Server
 	// endRequests cancels every request's context (event streams).
 	endRequests context.CancelFunc
 	langs       moduleLanguages
@@ -253,8 +264,25 @@ func start(ctx context.Context, o Options, noAPI bool) (*Daemon, error) {
 	hn, _ := os.Hostname()
 	d := &Daemon{ctx: context.WithoutCancel(ctx), o: o, ip: ip, noAPI: noAPI, plugins: plugins, id: "ardea-local@" + hn + ":" + abs, log: log,
 		tms: map[string]map[string]*manager.Manager{}, prom: sinks.NewPrometheus()}
+	var secret natsauth.Secret
+	if o.Cluster != nil {
+		if o.InProcess != nil {
+			return nil, errors.New("server: a cluster node runs its containers as processes (Options.InProcess is for a daemon alone)")
+		}
+		cc, err := o.Cluster.parsed()
+		if err != nil {
+			return nil, err
+		}
+		d.cl, secret = &cc, cc.secret
+		d.takeoverCtx, d.endTakeover = context.WithCancel(d.ctx)
+		// One id per node: the TM locks it holds name it.
+		d.id = "ardea-server@" + cc.name
+		d.log = log.With("node", cc.name)
+		log = d.log
+	}
 	d.ten = tenancy.New(tenancy.Options{DataDir: o.DataDir, Default: o.Tenant, Logger: log, Security: o.Security,
-		Plugins: d.plugins, Conn: o.TenantConn, Topologies: daemonTopologies{d}})
+		Plugins: d.plugins, Conn: o.TenantConn, Topologies: daemonTopologies{d}, Secret: secret, Replicas: d.replicas(),
+		OnSpace: d.watchLocks, OnTenant: d.openTenant})
 	if err := o.Metrics.ValidateIn(d.plugins); err != nil {
 		return nil, fmt.Errorf("local: %w", err)
 	}
@@ -268,6 +296,9 @@ func start(ctx context.Context, o Options, noAPI bool) (*Daemon, error) {
 	}
 	srvOpts := bus.ServerOptions{Logger: log, JetStream: true, StoreDir: filepath.Join(o.DataDir, natsDir), Port: -1,
 		HealProbeTimeout: o.healProbe}
+	if d.cl != nil {
+		srvOpts.Host, srvOpts.Port, srvOpts.Cluster = d.cl.natsHost, d.cl.natsPort, d.cl.bus
+	}
 	if o.InProcess == nil {
 		// Host processes connect over the client port: every client needs
 		// a credential, and lands in its tenant's account.
@@ -284,6 +315,10 @@ func start(ctx context.Context, o Options, noAPI bool) (*Daemon, error) {
 		d.srv.Shutdown()
 		d.closeListener()
 		return nil, fmt.Errorf("local: connect to NATS: %w", err)
+	}
+	if err := d.ten.ShareAccounts(ctx); err != nil {
+		d.Close(d.ctx)
+		return nil, err
 	}
 	if !noAPI {
 		if err := d.openSecurity(ctx); err != nil {
@@ -409,43 +444,56 @@ func (d *Daemon) resumeSpace(ctx context.Context, sp *tenancy.Space) error {
 			d.log.Warn("topology without an execution state", "topology", rec.Name, "err", err)
 			continue
 		}
-		if !manager.Live(st.State) {
-			continue
+		if err := d.resumeTopology(ctx, sp, rec, st); err != nil {
+			return err
 		}
-		// Admitted against the tenant's quotas as a submit is, in the
-		// order the topologies were submitted; held until its TM counts.
-		unlock := sp.LockQuota()
-		if err := d.admitResume(ctx, sp, rec); errors.Is(err, quota.ErrQuota) {
-			d.ten.RefuseResume(ctx, sp, rec.Name, err)
-			unlock()
-			continue
-		} else if err != nil {
-			d.log.Warn("resume topology: quotas not checked", "topology", rec.Name, "err", err)
-		}
-		t := d.newTM(sp, rec.Name)
-		err = t.Start(ctx, st.State)
-		if err == nil {
-			if rerr := d.register(t); rerr != nil {
-				unlock()
-				t.Stop()
-				return rerr
-			}
-		}
-		unlock()
-		if err != nil {
-			d.log.Error("resume topology", "topology", rec.Name, "err", err)
-			if manager.IsPermanent(err) {
-				// It can never run again (no restorable checkpoint): its
-				// terminal state, with the reason.
-				msg := "could not resume after a daemon restart: " + err.Error()
-				if _, serr := sp.Store().SetState(ctx, rec.Name, statemgr.ExecState{State: api.StateFailed, Message: msg, Updated: time.Now()}); serr != nil {
-					d.log.Error("record FAILED", "topology", rec.Name, "err", serr)
-				}
-			}
-			continue
-		}
-		t.Log().Info("topology resumed", "state", st.State)
 	}
+	return nil
+}
+
+// resumeTopology starts a topology manager for rec, stored as st, if st
+// is live: admitted against its tenant's quotas as a submit is, then its
+// containers and its recovery (docs/cluster.md, "Daemon restart"). It
+// returns only an error that stops the daemon (ErrClosed); what keeps
+// the topology from resuming is logged (and recorded as FAILED when it
+// can never run again).
+func (d *Daemon) resumeTopology(ctx context.Context, sp *tenancy.Space, rec statemgr.Topology, st statemgr.ExecState) error {
+	if !manager.Live(st.State) {
+		return nil
+	}
+	// Admitted against the tenant's quotas as a submit is, in the order
+	// the topologies were submitted; held until its TM counts.
+	unlock := sp.LockQuota()
+	if err := d.admitResume(ctx, sp, rec); errors.Is(err, quota.ErrQuota) {
+		d.ten.RefuseResume(ctx, sp, rec.Name, err)
+		unlock()
+		return nil
+	} else if err != nil {
+		d.log.Warn("resume topology: quotas not checked", "topology", rec.Name, "err", err)
+	}
+	t := d.newTM(sp, rec.Name)
+	err := t.Start(ctx, st.State)
+	if err == nil {
+		if rerr := d.register(t); rerr != nil {
+			unlock()
+			t.Stop()
+			return rerr
+		}
+	}
+	unlock()
+	if err != nil {
+		d.log.Error("resume topology", "topology", rec.Name, "err", err)
+		if manager.IsPermanent(err) {
+			// It can never run again (no restorable checkpoint): its
+			// terminal state, with the reason.
+			msg := "could not resume after a daemon restart: " + err.Error()
+			if _, serr := sp.Store().SetState(ctx, rec.Name, statemgr.ExecState{State: api.StateFailed, Message: msg, Updated: time.Now()}); serr != nil {
+				d.log.Error("record FAILED", "topology", rec.Name, "err", serr)
+			}
+		}
+		return nil
+	}
+	t.Log().Info("topology resumed", "state", st.State)
 	return nil
 }
 
@@ -552,6 +600,8 @@ func (d *Daemon) BrokenErr() error {
 }
 
 func (d *Daemon) close(ctx context.Context) error {
+	// A node takes over no topology once it closes.
+	d.stopTakeovers()
 	d.mu.Lock()
 	d.closing = true
 	var tms []*manager.Manager

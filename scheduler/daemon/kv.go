@@ -161,7 +161,9 @@ func (d *Daemon) CreateKV(ctx context.Context, req api.CreateKVRequest) (api.KVI
 	if _, err := js.KeyValue(cctx, bucket); err == nil {
 		return api.KVInfo{}, newErr(ErrExists, "tenant %s already has a KV bucket %s", sp.Tenant(), req.Name)
 	}
-	kv, err := js.CreateKeyValue(cctx, connectors.TenantKVConfig(req.Name, req.History, size))
+	cfg := connectors.TenantKVConfig(req.Name, req.History, size)
+	cfg.Replicas = d.replicas()
+	kv, err := js.CreateKeyValue(cctx, cfg)
 	var apiErr *jetstream.APIError
 	switch {
 	case errors.Is(err, jetstream.ErrBucketExists), errors.Is(err, jetstream.ErrStreamNameAlreadyInUse):

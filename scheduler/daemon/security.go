@@ -74,13 +74,18 @@ func (d *Daemon) openSecurity(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if d.sec.tokens, err = auth.Open(ctx, js, auth.Options{Logger: d.log, TenantInUse: d.ten.InUse}); err != nil {
+	if d.sec.tokens, err = auth.Open(ctx, js, auth.Options{Logger: d.log, TenantInUse: d.ten.InUse, Replicas: d.replicas()}); err != nil {
 		return fmt.Errorf("local: token store: %w", err)
 	}
-	if d.sec.boot, err = d.sec.tokens.Bootstrap(ctx, d.o.DataDir); err != nil {
+	boot := d.sec.tokens.Bootstrap
+	if d.cl != nil {
+		boot = d.sec.tokens.BootstrapShared
+	}
+	if d.sec.boot, err = boot(ctx, d.o.DataDir); err != nil {
 		return fmt.Errorf("local: admin token: %w", err)
 	}
 	ao := d.o.Security.Audit
+	ao.Replicas = d.replicas()
 	if ao.MaxBytes == 0 {
 		// The stream reserves its bytes from JetStream's store: a
 		// thirty-second of it at most (a data dir on a small disk still

@@ -261,3 +261,40 @@ func isWrongLastSeq(err error) bool {
 	return apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
 		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant
 }
+
+// WatchTMLocks sends the name of each topology whose TM lock goes away
+// from now on: released, removed, or expired because its holder stopped
+// refreshing it (a daemon, or a cluster's node, that died). A topology
+// manager elsewhere may then take it (AcquireTMLock decides which). The
+// channel is closed when ctx ends or the watch fails; the sends block
+// while the receiver is busy, so a slow receiver delays, never drops.
+func (s *Store) WatchTMLocks(ctx context.Context) (<-chan string, error) {
+	w, err := s.locks.WatchAll(ctx, jetstream.UpdatesOnly())
+	if err != nil {
+		return nil, fmt.Errorf("statemgr: watch the TM locks of tenant %q: %w", s.tenant, err)
+	}
+	out := make(chan string)
+	go func() {
+		defer close(out)
+		defer func() { _ = w.Stop() }()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case e, ok := <-w.Updates():
+				if !ok {
+					return
+				}
+				if e == nil || (e.Operation() != jetstream.KeyValueDelete && e.Operation() != jetstream.KeyValuePurge) {
+					continue
+				}
+				select {
+				case out <- e.Key():
+				case <-ctx.Done():
+					return
+				}
+			}
+		}
+	}()
+	return out, nil
+}

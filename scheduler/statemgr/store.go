@@ -10,6 +10,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/ardea-dev/ardea/internal/jsretry"
+
 	"github.com/ardea-dev/ardea/internal/names"
 )
 
@@ -61,6 +63,9 @@ type Options struct {
 	// updating them: a host's NATS credential may not manage buckets
 	// (internal/natsauth); the daemon creates them.
 	Bind bool
+	// Replicas of every bucket over a cluster's nodes (0 or 1: one copy;
+	// a cluster of three or more keeps three, `ardea server`).
+	Replicas int
 }
 
 // Store is the state manager of one tenant. All methods are safe for
@@ -126,15 +131,35 @@ func Open(ctx context.Context, nc *nats.Conn, opts Options) (*Store, error) {
 			*b.dst = kv
 			continue
 		}
-		kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		cfg := jetstream.KeyValueConfig{
 			Bucket:         s.bucket(b.kind),
 			Description:    b.desc,
 			History:        1,
 			Storage:        jetstream.FileStorage,
 			LimitMarkerTTL: b.mtt,
+			Replicas:       opts.Replicas,
+		}
+		kv, err := jsretry.Create(ctx, opts.Replicas, func(ctx context.Context) (jetstream.KeyValue, error) {
+			return js.CreateOrUpdateKeyValue(ctx, cfg)
 		})
 		if err != nil {
 			return nil, fmt.Errorf("statemgr: tenant %q: key-value bucket %s: %w", tenant, s.bucket(b.kind), err)
+		}
+		if opts.Replicas > 1 {
+			// Read what was just written, whichever node wrote it: from
+			// the leader where only the daemon reads, else this Store's
+			// own writes (readYourWrites).
+			switch b.kind {
+			case kindTopologies, kindPlans:
+				kv = &readYourWrites{KeyValue: kv, revs: map[string]uint64{}}
+			default:
+				if err := jsretry.LeaderReads(ctx, js, "KV_"+cfg.Bucket, opts.Replicas); err != nil {
+					return nil, fmt.Errorf("statemgr: tenant %q: %w", tenant, err)
+				}
+				if kv, err = js.KeyValue(ctx, cfg.Bucket); err != nil {
+					return nil, fmt.Errorf("statemgr: tenant %q: key-value bucket %s: %w", tenant, cfg.Bucket, err)
+				}
+			}
 		}
 		*b.dst = kv
 	}
@@ -152,10 +177,14 @@ func Open(ctx context.Context, nc *nats.Conn, opts Options) (*Store, error) {
 		if opts.Bind {
 			os, err = js.ObjectStore(ctx, s.bucket(b.kind))
 		} else {
-			os, err = js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
+			cfg := jetstream.ObjectStoreConfig{
 				Bucket:      s.bucket(b.kind),
 				Description: b.desc,
 				Storage:     jetstream.FileStorage,
+				Replicas:    opts.Replicas,
+			}
+			os, err = jsretry.Create(ctx, opts.Replicas, func(ctx context.Context) (jetstream.ObjectStore, error) {
+				return js.CreateOrUpdateObjectStore(ctx, cfg)
 			})
 		}
 		if err != nil {

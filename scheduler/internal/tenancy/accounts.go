@@ -9,10 +9,13 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ardea-dev/ardea/bus"
+	"github.com/ardea-dev/ardea/internal/jsretry"
 	"github.com/ardea-dev/ardea/internal/natsauth"
 	"github.com/ardea-dev/ardea/internal/quota"
 	"github.com/ardea-dev/ardea/scheduler/internal/launcher"
@@ -28,8 +31,20 @@ import (
 // OpenAccounts starts NATS's accounts (operator mode), the default
 // tenant's made: the manager keeps its keys under the data dir. It
 // returns what the embedded server starts with (bus.ServerOptions).
+//
+// A node of a cluster (Options.Secret) derives the fixed keys from the
+// secret and makes no tenant yet: ShareAccounts, once connected, does.
 func (ts *Tenants) OpenAccounts() (*bus.Accounts, error) {
-	m, err := natsauth.Open(filepath.Join(ts.o.DataDir, "nats-auth"))
+	dir := filepath.Join(ts.o.DataDir, "nats-auth")
+	if !ts.o.Secret.IsZero() {
+		m, err := natsauth.OpenShared(dir, ts.o.Secret, ts.o.Replicas)
+		if err != nil {
+			return nil, fmt.Errorf("server: NATS accounts: %w", err)
+		}
+		ts.accounts = m
+		return m.ServerAccounts(), nil
+	}
+	m, err := natsauth.Open(dir)
 	if err != nil {
 		return nil, fmt.Errorf("local: NATS accounts: %w", err)
 	}
@@ -38,6 +53,43 @@ func (ts *Tenants) OpenAccounts() (*bus.Accounts, error) {
 	}
 	ts.accounts = m
 	return m.ServerAccounts(), nil
+}
+
+// ShareAccounts makes a cluster node's tenants' accounts the cluster's
+// (natsauth.AccountsBucket, in the "ardea" account, Replicas copies) and
+// makes the default tenant's if no node has. JetStream's meta group may
+// still be electing its leader when the nodes have just started: the
+// bucket is asked for again until ctx ends. Nothing for a daemon alone.
+func (ts *Tenants) ShareAccounts(ctx context.Context) error {
+	m := ts.accounts
+	if m == nil || ts.o.Secret.IsZero() {
+		return nil
+	}
+	js, err := jetstream.New(ts.nc)
+	if err != nil {
+		return err
+	}
+	kv, err := jsretry.EnsureKeyValue(ctx, js, jetstream.KeyValueConfig{Bucket: natsauth.AccountsBucket,
+		Description: "Ardea: the tenants' NATS accounts, shared by the cluster's nodes", History: 1,
+		Storage: jetstream.FileStorage, Replicas: ts.o.Replicas})
+	// Direct reads (any replica): a stale read only fails a
+	// compare-and-set, which natsauth retries.
+	if err != nil {
+		return fmt.Errorf("server: NATS accounts bucket: %w", err)
+	}
+	if ts.o.OnTenant != nil {
+		m.OnTenant(ts.o.OnTenant)
+	}
+	// Asked again while the cluster elects (Share applies nothing twice).
+	if _, err := jsretry.RetryUnavailable(ctx, 10*time.Second, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, m.Share(ctx, kv, ts.log)
+	}); err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	if err := m.AddTenant(ts.o.Default, natsauth.Limits{}); err != nil {
+		return fmt.Errorf("server: NATS account of tenant %s: %w", ts.o.Default, err)
+	}
+	return nil
 }
 
 // Accounts is the NATS accounts' manager (nil: NATS without accounts, in

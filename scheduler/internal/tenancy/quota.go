@@ -20,7 +20,7 @@ import (
 // machine, under the deployment file's and the admin API's. Without it (no
 // API) tenants are unlimited.
 func (ts *Tenants) OpenQuotas(ctx context.Context, js jetstream.JetStream) error {
-	qs, err := quota.OpenStore(ctx, js)
+	qs, err := quota.OpenStore(ctx, js, ts.o.Replicas)
 	if err != nil {
 		return fmt.Errorf("local: quotas: %w", err)
 	}

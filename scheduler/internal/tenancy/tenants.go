@@ -44,6 +44,20 @@ type Options struct {
 	Conn func(ctx context.Context, tenant string) (*nats.Conn, error)
 	// Topologies lists the topologies the daemon runs per tenant.
 	Topologies Topologies
+	// Secret makes the daemon a node of a cluster (`ardea server`): the
+	// NATS accounts' fixed keys come from it and the tenants' accounts
+	// are shared with the other nodes (OpenAccounts, ShareAccounts).
+	// Zero: a daemon alone, its keys under DataDir.
+	Secret natsauth.Secret
+	// OnSpace hears each space once it is open (a cluster's node watches
+	// its TM locks); it must not block.
+	OnSpace func(*Space)
+	// OnTenant hears each tenant a cluster's node learns of from the
+	// shared accounts (made on any node); it must not block.
+	OnTenant func(tenant string)
+	// Replicas of the tenants' buckets and the daemon's own over the
+	// cluster's nodes (0 or 1: one copy).
+	Replicas int
 }
 
 // Tenants is a daemon's tenants: their spaces, quotas, rate shares, NATS
@@ -169,7 +183,7 @@ func (ts *Tenants) Space(ctx context.Context, tenant string) (*Space, error) {
 		}
 		sp.nc, sp.ownNC = nc, true
 	}
-	store, err := statemgr.Open(ctx, sp.nc, statemgr.Options{Tenant: tenant, Logger: ts.log})
+	store, err := statemgr.Open(ctx, sp.nc, statemgr.Options{Tenant: tenant, Logger: ts.log, Replicas: ts.o.Replicas})
 	if err != nil {
 		if sp.ownNC {
 			sp.nc.Close()
@@ -180,6 +194,9 @@ func (ts *Tenants) Space(ctx context.Context, tenant string) (*Space, error) {
 	ts.mu.Lock()
 	ts.spaces[tenant] = sp
 	ts.mu.Unlock()
+	if ts.o.OnSpace != nil {
+		ts.o.OnSpace(sp)
+	}
 	return sp, nil
 }
 
@@ -196,10 +213,15 @@ func (ts *Tenants) conn() func(context.Context, string) (*nats.Conn, error) {
 	return nil
 }
 
-// CloseSpaces closes the connections the spaces opened for themselves
+// CloseSpaces closes the connections the spaces opened for themselves,
+// after the shared NATS accounts' watch (a cluster's node)
 // (the daemon's own, Connect's, is its caller's to close). The daemon
 // calls it once nothing uses a space any more.
 func (ts *Tenants) CloseSpaces() {
+	if ts.accounts != nil {
+		// The shared accounts' watch ends before the connection it uses.
+		ts.accounts.Close()
+	}
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	for _, sp := range ts.spaces {

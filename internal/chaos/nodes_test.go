@@ -1,0 +1,166 @@
+//go:build linux
+
+package chaos
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ardea-dev/ardea/internal/natsauth"
+	"github.com/ardea-dev/ardea/internal/testutil"
+)
+
+// startNodes starts n `ardea server` processes as one cluster on
+// loopback (route ports picked first; every node lists every route),
+// each with its own data dir under dir sharing the compile caches, and
+// stops them when t ends. Every node gets the admin token the first one
+// minted.
+func startNodes(t *testing.T, dir string, n int) []*Daemon {
+	t.Helper()
+	bin, cache, wazero := binaries(t)
+	secret := filepath.Join(dir, "cluster.secret")
+	if err := natsauth.NewSecret().WriteFile(secret); err != nil {
+		t.Fatal(err)
+	}
+	var listens, routes []string
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		listens = append(listens, ln.Addr().String())
+		routes = append(routes, "nats://"+ln.Addr().String())
+		ln.Close()
+	}
+	nodes := make([]*Daemon, n)
+	errs := make(chan error, n)
+	for i := range n {
+		data := filepath.Join(dir, fmt.Sprintf("n%d", i+1))
+		if err := os.MkdirAll(data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, sub := range []string{"wazero", "cache"} {
+			if err := os.Symlink(filepath.Join(wazero, sub), filepath.Join(data, sub)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		go func() {
+			d, err := StartNode(t.Context(), bin, cache, data, data+".log", "--name", fmt.Sprintf("n%d", i+1),
+				"--cluster-listen", listens[i], "--routes", strings.Join(routes, ","), "--cluster-secret-file", secret)
+			nodes[i] = d
+			errs <- err
+		}()
+	}
+	var failed []error
+	for range n {
+		if err := <-errs; err != nil {
+			failed = append(failed, err)
+		}
+	}
+	for _, d := range nodes {
+		if d != nil {
+			t.Cleanup(func() {
+				if err := d.Stop(); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+	}
+	if len(failed) > 0 {
+		t.Fatal(failed)
+	}
+	var token string
+	for _, d := range nodes {
+		if d.Token != "" {
+			token = d.Token
+		}
+	}
+	if token == "" {
+		t.Fatal("no node minted the admin token")
+	}
+	for _, d := range nodes {
+		d.Token = token
+	}
+	return nodes
+}
+
+// managing polls until one of nodes answers the status of topology name
+// (its topology manager runs there) and returns it.
+func (r *rowRun) managing(nodes []*Daemon, what string) *Daemon {
+	var got *Daemon
+	r.poll(hangLimit, what, func() (bool, string) {
+		var seen []string
+		for _, d := range nodes {
+			st, err := d.Status(r.name)
+			if err == nil && !Terminal(st.State) || err == nil && st.State == StateFinished {
+				got = d
+				return true, ""
+			}
+			seen = append(seen, fmt.Sprint(err))
+		}
+		return false, strings.Join(seen, "; ")
+	})
+	return got
+}
+
+// TestNodeKill: three `ardea server` nodes run the keyed sequence
+// topology with its containers on the node that manages it; while data
+// flows that node is killed with SIGKILL (its NATS server, supervisor and
+// hosts with it). Another node takes the topology over when its manager
+// lock expires, and it finishes there: nothing lost, and effectively once
+// nothing duplicated (the per-key sequence checker).
+func TestNodeKill(t *testing.T) {
+	testutil.StartsProcesses(t, "three ardea server nodes, one killed")
+	t.Parallel()
+	for _, mode := range []string{EffectivelyOnce, AtLeastOnce} {
+		t.Run(mode, func(t *testing.T) {
+			dir := t.TempDir()
+			nodes := startNodes(t, dir, 3)
+			res := &Result{Row: "node-kill/" + mode, Mode: mode}
+			r := &rowRun{t: t, row: Row{Mode: mode, Keys: 200, PerKey: 200, Rate: 8000}, res: res, name: "nodekill", dir: dir, d: nodes[0]}
+			defer func() {
+				if p := recover(); p != nil {
+					f, ok := p.(rowFailure)
+					if !ok {
+						panic(p)
+					}
+					for _, d := range nodes {
+						t.Logf("node log %s:\n%s", d.LogPath, Tail(d.LogPath, 4000))
+					}
+					t.Fatal(f.why)
+				}
+			}()
+			r.submitKeyed()
+			r.d = r.managing(nodes, "a node manages the topology")
+			r.waitFlowing()
+			first := r.d
+			before := size(r.out)
+			killed := time.Now()
+			if err := first.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			var rest []*Daemon
+			for _, d := range nodes {
+				if d != first {
+					rest = append(rest, d)
+				}
+			}
+			// Data after the kill, by construction: half of what was held.
+			r.release(len(r.held) / 2)
+			r.d = r.managing(rest, "another node takes the topology over")
+			r.poll(hangLimit, "output again after the kill", func() (bool, string) {
+				return size(r.out) > before, fmt.Sprintf("%d bytes, %d at the kill", size(r.out), before)
+			})
+			rec := time.Since(killed).Seconds()
+			res.RecoverySec = append(res.RecoverySec, rec)
+			r.finish()
+			t.Logf("%s: node %s killed, taken over by %s; output again after %.1f s; checker: lost %d, duplicates %d",
+				mode, filepath.Base(first.DataDir), filepath.Base(r.d.DataDir), rec, res.Lost, res.Dups)
+		})
+	}
+}

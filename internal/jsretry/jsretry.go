@@ -1,0 +1,129 @@
+// Package jsretry creates JetStream buckets and streams on a cluster that
+// may not serve yet: a clustered JetStream answers "unavailable" while its
+// meta group elects a leader or learns its peers, and a node that has
+// just started asks again until it serves (or its context ends). Ardea's
+// own; it links nats.go only.
+package jsretry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Unavailable reports an error that a clustered JetStream answers while
+// it cannot serve yet or for a while: its meta group has no leader (the
+// nodes have just started, or a node was lost and they elect again), it
+// knows too few peers to place the replicas, or nobody answered.
+// Another try later may succeed; any other error will not.
+func Unavailable(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrTimeout) ||
+		errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, jetstream.ErrJetStreamNotEnabled) {
+		return true
+	}
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		switch apiErr.ErrorCode {
+		case 10004, // the cluster is incomplete
+			10005, // no suitable peers for placement
+			10006, // JetStream not in clustered mode yet
+			10008, // JetStream system temporarily unavailable
+			10009: // not the leader (an election)
+			return true
+		}
+		return apiErr.Code == 503
+	}
+	return false
+}
+
+// RetryUnavailable calls f until it returns nil or an error that is not
+// Unavailable, or ctx ends; each call gets at most try. It is what a
+// node that has just started does until its cluster's JetStream can
+// serve: waiting on an answer, not on a clock.
+func RetryUnavailable[T any](ctx context.Context, try time.Duration, f func(ctx context.Context) (T, error)) (T, error) {
+	wait := 50 * time.Millisecond
+	for {
+		tctx, cancel := context.WithTimeout(ctx, try)
+		v, err := f(tctx)
+		cancel()
+		if err == nil || !Unavailable(err) {
+			return v, err
+		}
+		if ctx.Err() != nil {
+			return v, fmt.Errorf("%w (JetStream unavailable: %w)", ctx.Err(), err)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return v, fmt.Errorf("%w (JetStream unavailable: %w)", ctx.Err(), err)
+		case <-t.C:
+		}
+		wait = min(2*wait, time.Second)
+	}
+}
+
+// EnsureKeyValue creates or updates the bucket cfg describes, retrying
+// while JetStream is Unavailable, until ctx ends.
+func EnsureKeyValue(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	return RetryUnavailable(ctx, createTry, func(ctx context.Context) (jetstream.KeyValue, error) {
+		return js.CreateOrUpdateKeyValue(ctx, cfg)
+	})
+}
+
+// createTry bounds one try of a creation. A fresh cluster can leave a
+// request unanswered (the first JetStream API request after the meta
+// leader's election is often lost), while a creation that is answered
+// takes well under a second; asking again is safe, since creating what
+// exists with the same configuration succeeds.
+const createTry = 2 * time.Second
+
+// Create runs f, one bucket's or stream's creation: once for a server
+// alone (replicas 0 or 1), else as RetryUnavailable does until ctx ends,
+// since a cluster's JetStream answers Unavailable while it elects a
+// leader or learns its peers.
+func Create[T any](ctx context.Context, replicas int, f func(ctx context.Context) (T, error)) (T, error) {
+	if replicas <= 1 {
+		return f(ctx)
+	}
+	return RetryUnavailable(ctx, createTry, f)
+}
+
+// LeaderReads makes the reads of a replicated stream (a KV bucket's
+// "KV_<bucket>", an object store's "OBJ_<bucket>") go to its leader:
+// JetStream lets any replica answer a direct get (AllowDirect, which
+// KV buckets and object stores turn on), and a replica that has not yet
+// applied a write answers as if it had not happened, so a node that
+// writes a record and another that reads it at once could miss it (a
+// topology submitted through one node, its manager lock taken on
+// another). Handles made before the change keep reading directly: open
+// them again after. Nothing for one replica.
+func LeaderReads(ctx context.Context, js jetstream.JetStream, stream string, replicas int) error {
+	if replicas <= 1 {
+		return nil
+	}
+	_, err := Create(ctx, replicas, func(ctx context.Context) (struct{}, error) {
+		s, err := js.Stream(ctx, stream)
+		if err != nil {
+			return struct{}{}, err
+		}
+		cfg := s.CachedInfo().Config
+		if !cfg.AllowDirect {
+			return struct{}{}, nil
+		}
+		cfg.AllowDirect = false
+		_, err = js.UpdateStream(ctx, cfg)
+		return struct{}{}, err
+	})
+	if err != nil {
+		return fmt.Errorf("stream %s: reads from its leader: %w", stream, err)
+	}
+	return nil
+}

@@ -1,0 +1,192 @@
+package daemon_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ardea-dev/ardea/examples/wordcount"
+	"github.com/ardea-dev/ardea/internal/natsauth"
+	"github.com/ardea-dev/ardea/internal/testutil"
+	"github.com/ardea-dev/ardea/internal/testutil/wordcounttest"
+	"github.com/ardea-dev/ardea/scheduler/api"
+	"github.com/ardea-dev/ardea/scheduler/daemon"
+)
+
+// startNodes starts n daemons as the nodes of one cluster (routes on
+// ports picked first, every node listing every route, as a StatefulSet's
+// members do), and closes them when t ends.
+func startNodes(t *testing.T, n int) []*daemon.Daemon {
+	t.Helper()
+	secret := natsauth.NewSecret()
+	var routes []string
+	var listens []string
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		listens = append(listens, ln.Addr().String())
+		routes = append(routes, "nats://"+ln.Addr().String())
+		ln.Close()
+	}
+	nodes := make([]*daemon.Daemon, n)
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			o := daemon.Options{DataDir: t.TempDir(), Listen: "127.0.0.1:0", CacheDir: compileCache, HostPath: ardeaBin,
+				HostArgs: []string{"--log-format", "json", "--log-level", "info", "host"}, MaxRestarts: 2,
+				Cluster: &daemon.Cluster{Name: fmt.Sprintf("n%d", i+1), Secret: []byte(secret.String()),
+					ClusterListen: listens[i], Routes: routes}}
+			if os.Getenv("ARDEA_TEST_NODE_LOG") != "" {
+				o.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+			}
+			hostCache(o.DataDir)
+			d, err := daemon.Start(t.Context(), o)
+			nodes[i] = d
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, d := range nodes {
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			if err := d.Close(ctx); err != nil {
+				t.Errorf("close node %s: %v", d.NodeName(), err)
+			}
+		})
+	}
+	return nodes
+}
+
+// TestClusterNodesShareTopologies: three nodes; a topology submitted
+// through one runs and finishes with exact counts, and every node lists
+// it and accepts the one admin token.
+func TestClusterNodesShareTopologies(t *testing.T) {
+	testutil.StartsProcesses(t, "three cluster nodes and ardea host processes")
+	t.Parallel()
+	nodes := startNodes(t, 3)
+	var admin string
+	for _, d := range nodes {
+		if d.AdminToken() != "" {
+			if admin != "" {
+				t.Fatal("two nodes minted an admin token")
+			}
+			admin = d.AdminToken()
+		}
+	}
+	if admin == "" {
+		t.Fatal("no node minted the admin token")
+	}
+	client := func(d *daemon.Daemon) *api.Client {
+		c := d.Client()
+		c.Token = admin
+		return c
+	}
+	dir := t.TempDir()
+	lines := wordcount.TestLines(3000)
+	in := filepath.Join(dir, "in.txt")
+	wordcounttest.WriteLines(t, in, lines)
+	out := filepath.Join(dir, "counts.tsv")
+	ctx := t.Context()
+	req := api.SubmitRequest{Name: "wcc", Spec: wcSpec(t, "wcc", 2, fileSpout(in), out), Modules: wcModules(t)}
+	if _, err := client(nodes[1]).Submit(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, client(nodes[1]), "wcc", api.StateFinished)
+	got, err := wordcount.ReadCounts(out, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wordcounttest.CompareCounts(t, got, wordcount.Reference(lines))
+	for _, d := range nodes {
+		list, err := client(d).List(ctx)
+		if err != nil {
+			t.Fatalf("node %s: list: %v", d.NodeName(), err)
+		}
+		var names []string
+		for _, s := range list {
+			names = append(names, s.Name+":"+string(s.State))
+		}
+		if strings.Join(names, ",") != "wcc:FINISHED" {
+			t.Errorf("node %s lists %v, want wcc FINISHED", d.NodeName(), names)
+		}
+	}
+}
+
+// owner is the node whose topology manager runs topology name (the one
+// that answers its status), waiting for one to.
+func owner(t *testing.T, nodes []*daemon.Daemon, token, name string) *daemon.Daemon {
+	t.Helper()
+	var got *daemon.Daemon
+	testutil.Eventually(t, "a node manages topology "+name, func() bool {
+		for _, d := range nodes {
+			c := d.Client()
+			c.Token = token
+			if _, err := c.Status(t.Context(), name); err == nil {
+				got = d
+				return true
+			}
+		}
+		return false
+	})
+	return got
+}
+
+// TestClusterTakesOverAClosedNode: the node managing a topology closes
+// while the topology runs; another node takes the topology over from the
+// replicated state and it finishes there, at least once, nothing lost.
+func TestClusterTakesOverAClosedNode(t *testing.T) {
+	testutil.StartsProcesses(t, "three cluster nodes and ardea host processes")
+	t.Parallel()
+	nodes := startNodes(t, 3)
+	var admin string
+	for _, d := range nodes {
+		if d.AdminToken() != "" {
+			admin = d.AdminToken()
+		}
+	}
+	dir := t.TempDir()
+	const n = 5000
+	in, out := filepath.Join(dir, "in.txt"), filepath.Join(dir, "out.txt")
+	writeNumbered(t, in, "line", n)
+	c0 := nodes[0].Client()
+	c0.Token = admin
+	submitLinesToFile(t, c0, "move", in, out, 1500)
+	first := owner(t, nodes, admin, "move")
+	testutil.Eventually(t, "the sink to write 1000 lines", func() (bool, string) {
+		got := fileLines(out)
+		return got >= 1000, fmt.Sprintf("%d lines", got)
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := first.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var rest []*daemon.Daemon
+	for _, d := range nodes {
+		if d != first {
+			rest = append(rest, d)
+		}
+	}
+	second := owner(t, rest, admin, "move")
+	c := second.Client()
+	c.Token = admin
+	waitState(t, c, "move", api.StateFinished)
+	lost, dups, extra := checkLines(t, in, out)
+	if lost != 0 || extra != 0 {
+		t.Fatalf("after node %s closed: %d input lines lost, %d lines not in the input (%d duplicates)", first.NodeName(), lost, extra, dups)
+	}
+	t.Logf("node %s closed mid-stream, node %s took over: every one of %d lines written, %d duplicates", first.NodeName(), second.NodeName(), n, dups)
+}

@@ -166,3 +166,17 @@ func RunCacheDir(t testing.TB) string {
 	t.Helper()
 	return LinkCompileCache(t.TempDir())
 }
+
+// CacheDir makes (if missing) and returns the folder name of the tests'
+// persistent cache root ($ARDEA_TEST_CACHE, else the user's cache dir +
+// /ardea-test): for a cache whose entries name what they were made from
+// themselves (the kube harness keys its binaries by their module's
+// go.sum), unlike CompileCache, which is kept apart by wazero's version.
+// Entries unused for two weeks are pruned like every other.
+func CacheDir(name string) (string, error) {
+	d := filepath.Join(testCacheRoot(), name)
+	if err := os.MkdirAll(d, 0o700); err != nil {
+		return "", err
+	}
+	return d, nil
+}

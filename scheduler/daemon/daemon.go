@@ -186,15 +186,15 @@ type Daemon struct {
 	// started is when this daemon started.
 	nodes   jetstream.KeyValue
 	started time.Time
-	noAPI       bool
-	plugins     *plugin.Environment
-	id          string
-	log         *slog.Logger
-	srv         *bus.Server
-	nc          *nats.Conn
-	sup         containerRuntime // scheduler/internal/runtime: processes (launcher) or in process
-	ln          net.Listener
-	http        *http.Server
+	noAPI   bool
+	plugins *plugin.Environment
+	id      string
+	log     *slog.Logger
+	srv     *bus.Server
+	nc      *nats.Conn
+	sup     containerRuntime // scheduler/internal/runtime: processes (launcher) or in process
+	ln      net.Listener
+	http    *http.Server
 	// endRequests cancels every request's context (event streams).
 	endRequests context.CancelFunc
 	langs       moduleLanguages

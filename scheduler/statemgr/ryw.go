@@ -98,3 +98,18 @@ func bounded[T any](ctx context.Context, replicas int, f func(context.Context) (
 	}
 	return jsretry.RetryUnavailable(ctx, listTry, f)
 }
+
+// patientKV is a replicated KV bucket whose reads are asked again while
+// the cluster does not answer (a lost request, an election): a read
+// changes nothing, so a second one is safe, where a write is not (its
+// first may have landed).
+type patientKV struct{ jetstream.KeyValue }
+
+// readTry bounds one read on a replicated bucket.
+const readTry = 2 * time.Second
+
+func (k patientKV) Get(ctx context.Context, key string) (jetstream.KeyValueEntry, error) {
+	return jsretry.RetryUnavailable(ctx, readTry, func(ctx context.Context) (jetstream.KeyValueEntry, error) {
+		return k.KeyValue.Get(ctx, key)
+	})
+}

@@ -155,7 +155,7 @@ func Open(ctx context.Context, nc *nats.Conn, opts Options) (*Store, error) {
 			// own writes (readYourWrites).
 			switch b.kind {
 			case kindTopologies, kindPlans:
-				kv = &readYourWrites{KeyValue: kv, revs: map[string]uint64{}}
+				kv = &readYourWrites{KeyValue: patientKV{kv}, revs: map[string]uint64{}}
 			default:
 				if err := jsretry.LeaderReads(ctx, js, "KV_"+cfg.Bucket, opts.Replicas); err != nil {
 					return nil, fmt.Errorf("statemgr: tenant %q: %w", tenant, err)
@@ -163,6 +163,7 @@ func Open(ctx context.Context, nc *nats.Conn, opts Options) (*Store, error) {
 				if kv, err = js.KeyValue(ctx, cfg.Bucket); err != nil {
 					return nil, fmt.Errorf("statemgr: tenant %q: key-value bucket %s: %w", tenant, cfg.Bucket, err)
 				}
+				kv = patientKV{kv}
 			}
 		}
 		*b.dst = kv

@@ -122,13 +122,19 @@ func printStatus(w io.Writer, st api.Status) {
 	if len(st.Containers) > 0 {
 		fmt.Fprintln(w, "\ncontainers:")
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		acking := false
+		acking, nodes := false, false
 		for _, c := range st.Containers {
+			nodes = nodes || c.Node != ""
 			for _, in := range c.Instances {
 				acking = acking || in.Acked+in.Failed+in.TimedOut > 0
 			}
 		}
-		head := "  CONTAINER\tPID\tPROCESS\tHOST\tRESTARTS\tCPU\tRAM\tINSTANCE\tTASK\tSTATE\tVERSION\tEMITTED\tEXECUTED"
+		// A cluster's node (ardea server) names each container's node.
+		node, blank := "", ""
+		if nodes {
+			node, blank = "NODE\t", "\t"
+		}
+		head := "  CONTAINER\t" + node + "PID\tPROCESS\tHOST\tRESTARTS\tCPU\tRAM\tINSTANCE\tTASK\tSTATE\tVERSION\tEMITTED\tEXECUTED"
 		if acking {
 			head += "\tACKED\tFAILED\tTIMED OUT"
 		}
@@ -139,10 +145,13 @@ func printStatus(w io.Writer, st api.Status) {
 				cpu, ram = packing.FormatCPU(r.CPU), packing.FormatBytes(r.RAM)
 			}
 			for i, in := range c.Instances {
-				if i == 0 {
+				switch {
+				case i > 0:
+					fmt.Fprint(tw, "  \t\t\t\t\t\t\t"+blank)
+				case nodes:
+					fmt.Fprintf(tw, "  %d\t%s\t%d\t%s\t%s\t%d\t%s\t%s\t", c.ID, c.Node, c.PID, c.Process, c.Host, c.Restarts, cpu, ram)
+				default:
 					fmt.Fprintf(tw, "  %d\t%d\t%s\t%s\t%d\t%s\t%s\t", c.ID, c.PID, c.Process, c.Host, c.Restarts, cpu, ram)
-				} else {
-					fmt.Fprint(tw, "  \t\t\t\t\t\t\t")
 				}
 				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%d", in.Name, in.Task, in.State, shortVersion(in.Version), in.Emitted, in.Executed)
 				if acking {
@@ -151,9 +160,9 @@ func printStatus(w io.Writer, st api.Status) {
 				fmt.Fprintln(tw)
 			}
 			if c.LastError != "" {
-				fmt.Fprintf(tw, "  \t\t\t\t\t\t\tlast error: %s\n", firstLine(c.LastError))
+				fmt.Fprintf(tw, "  \t\t\t\t\t\t\t%slast error: %s\n", blank, firstLine(c.LastError))
 			} else if c.LastExit != "" {
-				fmt.Fprintf(tw, "  \t\t\t\t\t\t\tprevious process: %s\n", c.LastExit)
+				fmt.Fprintf(tw, "  \t\t\t\t\t\t\t%sprevious process: %s\n", blank, c.LastExit)
 			}
 		}
 		tw.Flush()

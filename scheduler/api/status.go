@@ -64,7 +64,10 @@ type ComponentStatus struct {
 
 // ContainerStatus is one container of the packing/physical plan.
 type ContainerStatus struct {
-	ID       int          `json:"id"`
+	ID int `json:"id"`
+	// Node is the cluster's node the container runs on (`ardea server`;
+	// empty for a daemon alone).
+	Node     string       `json:"node,omitempty"`
 	PID      int          `json:"pid"`
 	Process  ProcessState `json:"process"` // supervisor state
 	Host     HostState    `json:"host"`    // heartbeat state

@@ -111,6 +111,11 @@ func TestClusterNodesShareTopologies(t *testing.T) {
 		if err != nil || st.State != api.StatePaused {
 			t.Fatalf("node %s: status of wcc: %v %v, want PAUSED", d.NodeName(), st.State, err)
 		}
+		for _, c := range st.Containers {
+			if c.Node != "n2" {
+				t.Errorf("node %s: wcc's container %d on node %q, want n2 (its manager's)", d.NodeName(), c.ID, c.Node)
+			}
+		}
 	}
 	// Node 2 reports what it manages at its next report.
 	testutil.Eventually(t, "ardea nodes shows the three nodes up, node 2 managing wcc", func() (bool, string) {

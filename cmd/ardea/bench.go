@@ -36,6 +36,7 @@ func newBenchWordCountCmd(g *globalFlags) *cobra.Command {
 		o           bench.WordCountOptions
 		noHalf      bool
 		localMode   bool
+		nodes       int
 		reliability string
 	)
 	wc := &cobra.Command{
@@ -51,7 +52,8 @@ again at half the measured peak rate and reports its latency (half_rate).`,
 		Example: `  ardea bench wordcount
   ardea bench wordcount --duration 10s --warmup 2s -o json
   ardea bench wordcount --lang rust --reliability effectively-once
-  ardea bench wordcount --local   # through ardea local; times recovery from kill -9`,
+  ardea bench wordcount --local   # through ardea local; times recovery from kill -9
+  ardea bench wordcount --nodes 3 # through three ardea server nodes; times recovery from a node's kill -9`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := g.logger()
 			if err != nil {
@@ -59,6 +61,27 @@ again at half the measured peak rate and reports its latency (half_rate).`,
 			}
 			if !slices.Contains(wordcount.Languages, o.Lang) {
 				return usageError{fmt.Errorf("--lang %q: want one of %s", o.Lang, strings.Join(wordcount.Languages, ", "))}
+			}
+			if nodes > 0 {
+				exe, err := os.Executable()
+				if err != nil {
+					return err
+				}
+				res, err := bench.WordCountNodes(cmd.Context(), bench.NodesOptions{Nodes: nodes,
+					Duration: o.Duration, Warmup: o.Warmup, Containers: o.Containers, Lang: o.Lang, Bin: exe})
+				if err != nil {
+					return err
+				}
+				return outputOf(cmd).Print(cmd.OutOrStdout(), res, func(w io.Writer) error {
+					fmt.Fprintf(w, "word count in %s through %d ardea server node(s), %d container processes, %s measured after %s warmup\n",
+						res.Lang, res.Nodes, res.Containers, o.Duration, o.Warmup)
+					fmt.Fprintf(w, "  %d node(s) (wasm + NATS cluster, host processes): %12.0f words/s\n", res.Nodes, res.TuplesPerSec)
+					fmt.Fprintf(w, "  containers per node: %v\n", res.Placement)
+					if res.RecoverySec > 0 {
+						fmt.Fprintf(w, "  kill -9 of the managing node to words counted again on another: %.2f s\n", res.RecoverySec)
+					}
+					return nil
+				})
 			}
 			if localMode {
 				exe, err := os.Executable()
@@ -115,6 +138,7 @@ again at half the measured peak rate and reports its latency (half_rate).`,
 	wc.Flags().IntVar(&o.Split, "split", 1, "split parallelism")
 	wc.Flags().IntVar(&o.Count, "count", 2, "count parallelism")
 	wc.Flags().StringVar(&o.Lang, "lang", "go", "language of the split and count modules: "+strings.Join(wordcount.Languages, ", "))
+	wc.Flags().IntVar(&nodes, "nodes", 0, "run through N ardea server nodes (one cluster on this machine) and host processes; with N > 1 also measures recovery after kill -9 of the node that manages the topology")
 	wc.Flags().BoolVar(&localMode, "local", false, "run through a real daemon (ardea local) and host processes; also measures recovery after kill -9 of a container")
 	wc.Flags().StringVar(&reliability, "reliability", "at-most-once", "also measure this delivery mode beside at-most-once: at-least-once or effectively-once")
 	wc.Flags().IntVar(&o.MaxSpoutPending, "max-spout-pending", 1000, "topology.max.spout.pending of the reliability phase")

@@ -96,8 +96,14 @@ func bounded[T any](ctx context.Context, replicas int, f func(context.Context) (
 	if replicas <= 1 {
 		return f(ctx)
 	}
+	ctx, cancel := context.WithTimeout(ctx, patience)
+	defer cancel()
 	return jsretry.RetryUnavailable(ctx, listTry, f)
 }
+
+// patience bounds how long a read or listing is asked again: a cluster
+// elects in seconds; one that has not answered by then is reported.
+const patience = 30 * time.Second
 
 // patientKV is a replicated KV bucket whose reads are asked again while
 // the cluster does not answer (a lost request, an election): a read
@@ -109,6 +115,8 @@ type patientKV struct{ jetstream.KeyValue }
 const readTry = 2 * time.Second
 
 func (k patientKV) Get(ctx context.Context, key string) (jetstream.KeyValueEntry, error) {
+	ctx, cancel := context.WithTimeout(ctx, patience)
+	defer cancel()
 	return jsretry.RetryUnavailable(ctx, readTry, func(ctx context.Context) (jetstream.KeyValueEntry, error) {
 		return k.KeyValue.Get(ctx, key)
 	})

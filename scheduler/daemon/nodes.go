@@ -162,6 +162,18 @@ func (d *Daemon) Nodes(ctx context.Context) ([]api.Node, error) {
 	return out, nil
 }
 
+// placed names the node of each container of st, a status of one of
+// this node's topologies (a cluster's node; a daemon alone leaves it
+// empty): a topology's containers run on the node that manages it.
+func (d *Daemon) placed(st api.Status) api.Status {
+	if d.cl != nil {
+		for i := range st.Containers {
+			st.Containers[i].Node = d.cl.name
+		}
+	}
+	return st
+}
+
 // nodeAPI is the API URL of the node named name ("" if it has no record).
 func (d *Daemon) nodeAPI(ctx context.Context, name string) string {
 	if d.nodes == nil {

@@ -184,14 +184,7 @@ func (d *Daemon) Summaries(ctx context.Context) ([]api.Summary, error) {
 func (d *Daemon) Status(ctx context.Context, name string) (api.Status, error) {
 	t, err := d.get(ctx, name)
 	if err == nil {
-		st := d.withLanguages(ctx, d.spaceOfTM(t), t.Status())
-		if d.cl != nil {
-			// A topology's containers run on the node that manages it.
-			for i := range st.Containers {
-				st.Containers[i].Node = d.cl.name
-			}
-		}
-		return st, nil
+		return d.placed(d.withLanguages(ctx, d.spaceOfTM(t), t.Status())), nil
 	}
 	if errors.Is(err, ErrBadState) { // managed by another daemon
 		return api.Status{}, err

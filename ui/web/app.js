@@ -455,7 +455,7 @@ function physicalTable(t, component) {
       if (component && !list.length) return '';
       const rows = list.length ? list : [{ name: '–', state: '' }];
       return rows.map((i, k) => `<tr data-container="${c.id}" data-instance="${esc(i.name)}">
-        ${k === 0 ? `<td rowspan="${rows.length}">${c.id}</td><td class="num" rowspan="${rows.length}">${c.pid || '–'}</td>
+        ${k === 0 ? `<td rowspan="${rows.length}">${c.id}${c.node ? `<br><span class="muted" data-node>on ${esc(c.node)}</span>` : ''}</td><td class="num" rowspan="${rows.length}">${c.pid || '–'}</td>
           <td rowspan="${rows.length}">${esc(c.process)} / ${esc(c.host)}${c.last_error ? `<br><span class="err" title="${esc(c.last_error)}">${esc(firstLine(c.last_error, 80))}</span>` : ''}</td>
           <td class="num" rowspan="${rows.length}">${host.cpu != null ? (host.cpu * 100).toFixed(0) + '%' : '–'}</td>
           <td class="num" rowspan="${rows.length}">${fmtBytes(host.rss)}</td>

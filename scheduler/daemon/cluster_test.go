@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -130,6 +131,16 @@ func TestClusterNodesShareTopologies(t *testing.T) {
 		got := strings.Join(seen, ",")
 		return got == "n1:up:[],n2:up:[default/wcc],n3:up:[]", got
 	})
+	// The tracker's physical plan (the UI's containers) too, forwarded.
+	var pp struct {
+		Containers []api.ContainerStatus `json:"containers"`
+	}
+	if err := client(nodes[0]).Do(ctx, http.MethodGet, "/api/v1/topologies/wcc/physicalplan", nil, &pp); err != nil {
+		t.Fatal(err)
+	}
+	if len(pp.Containers) != 2 || pp.Containers[0].Node != "n2" {
+		t.Errorf("physical plan through node 1: %+v, want 2 containers on n2", pp.Containers)
+	}
 	if _, err := client(nodes[2]).Action(ctx, "wcc", "activate", nil, nil); err != nil {
 		t.Fatalf("activate through node 3: %v", err)
 	}

@@ -108,6 +108,51 @@ func (r *rowRun) managing(nodes []*Daemon, what string) *Daemon {
 	return got
 }
 
+// TestOtherNodeKill: the node killed is not the one that manages the
+// topology. Its JetStream replicas go with it; the two left keep a
+// quorum, so the topology keeps running where it runs and finishes
+// effectively once with nothing lost or duplicated.
+func TestOtherNodeKill(t *testing.T) {
+	testutil.StartsProcesses(t, "three ardea server nodes, one killed")
+	t.Parallel()
+	dir := t.TempDir()
+	nodes := startNodes(t, dir, 3)
+	res := &Result{Row: "other-node-kill/" + EffectivelyOnce, Mode: EffectivelyOnce}
+	r := &rowRun{t: t, row: Row{Mode: EffectivelyOnce, Keys: 200, PerKey: 200, Rate: 8000}, res: res, name: "othernode", dir: dir, d: nodes[0]}
+	defer func() {
+		if p := recover(); p != nil {
+			f, ok := p.(rowFailure)
+			if !ok {
+				panic(p)
+			}
+			for _, d := range nodes {
+				t.Logf("node log %s:\n%s", d.LogPath, Tail(d.LogPath, 4000))
+			}
+			t.Fatal(f.why)
+		}
+	}()
+	r.submitKeyed()
+	r.d = r.managing(nodes, "a node manages the topology")
+	r.waitFlowing()
+	var other *Daemon
+	for _, d := range nodes {
+		if d != r.d {
+			other = d
+			break
+		}
+	}
+	before := size(r.out)
+	if err := other.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	r.release(len(r.held) / 2)
+	r.poll(hangLimit, "output again after the kill", func() (bool, string) {
+		return size(r.out) > before, fmt.Sprintf("%d bytes, %d at the kill", size(r.out), before)
+	})
+	r.finish()
+	t.Logf("node %s killed beside the managing %s: checker lost %d, duplicates %d", filepath.Base(other.DataDir), filepath.Base(r.d.DataDir), res.Lost, res.Dups)
+}
+
 // TestNodeKill: three `ardea server` nodes run the keyed sequence
 // topology with its containers on the node that manages it; while data
 // flows that node is killed with SIGKILL (its NATS server, supervisor and

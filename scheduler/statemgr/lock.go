@@ -65,7 +65,15 @@ func lockTTL(topology string, ttl time.Duration) (time.Duration, error) {
 // holder. If the same owner holds it (a restarted process with a stable
 // identity) the lock is taken over under a new revision, so a previous
 // incarnation still refreshing it gets ErrLockLost.
+//
+// On a replicated store a try the cluster does not answer (an election,
+// a lost reply) is made again: acquiring is safe to repeat, since a lock
+// this owner already holds is taken over.
 func (s *Store) AcquireTMLock(ctx context.Context, topology, owner string, ttl time.Duration) (*Lock, error) {
+	return bounded(ctx, s.replicas, func(ctx context.Context) (*Lock, error) { return s.acquireTMLock(ctx, topology, owner, ttl) })
+}
+
+func (s *Store) acquireTMLock(ctx context.Context, topology, owner string, ttl time.Duration) (*Lock, error) {
 	if owner == "" {
 		return nil, fmt.Errorf("statemgr: TM lock of topology %q: empty owner: %w", topology, ErrInvalid)
 	}

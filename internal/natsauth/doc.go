@@ -115,6 +115,21 @@
 // JWT. After the server started, Attach(server) lets the Manager push
 // later account changes to it.
 //
+// # A cluster's nodes
+//
+// OpenShared opens a Manager for a node of a cluster (`ardea server`):
+// the operator's, the system account's and the "ardea" account's keys are
+// derived from the cluster's Secret (HKDF-SHA256, one label each), so
+// every node trusts the same operator without copying keys, and nothing
+// secret is written; the routes' password comes from the same secret
+// (Secret.RoutePassword). Share then keeps the tenants' accounts in the
+// replicated bucket AccountsBucket (the "ardea" account) instead of the
+// state file: every change is a compare-and-set on the tenant's key,
+// and a watch applies what any node writes to this node's server (a
+// tenant made elsewhere connects here, a revocation made elsewhere drops
+// the credential here). A tenant's JetStream limits are multiplied by
+// the replicas, since every replica counts against the account.
+//
 // # Use
 //
 //	m, _ := natsauth.Open(filepath.Join(dataDir, "nats-auth"))

@@ -73,7 +73,11 @@ func TestEffectivelyOnceKillDuringRollback(t *testing.T) {
 // submitKeyedEO submits the keyed example effectively once over 2
 // containers reading keys*perKey records at rate records/s, and returns
 // its output file.
-func submitKeyedEO(t *testing.T, c *api.Client, name string, keys, perKey, rate int) string {
+//
+// until, if given, makes the spout follow its file until that file
+// exists: the topology cannot finish before the test says, so a kill
+// lands mid-stream by construction.
+func submitKeyedEO(t *testing.T, c *api.Client, name string, keys, perKey, rate int, until ...string) string {
 	t.Helper()
 	dir := t.TempDir()
 	in, out := filepath.Join(dir, "in.txt"), filepath.Join(dir, "records.tsv")
@@ -84,7 +88,10 @@ func submitKeyedEO(t *testing.T, c *api.Client, name string, keys, perKey, rate 
 	b.Set("topology.packing.containers", "2")
 	b.Set("topology.reliability", "effectively_once")
 	b.Set("topology.checkpoint.interval", "200ms")
-	b.Spout("lines", "builtin:file").Config("path", in).Config("rate", strconv.Itoa(rate))
+	sp := b.Spout("lines", "builtin:file").Config("path", in).Config("rate", strconv.Itoa(rate))
+	if len(until) > 0 {
+		sp.Config("follow", "true").Config("follow_until", until[0])
+	}
 	b.Bolt("parse", "parse.wasm").Shuffle("lines").Output("default", "key", "seq")
 	b.Bolt("seqstate", "seqstate.wasm").Parallelism(2).Fields("parse", "key").Output("default", "key", "seq", "count")
 	b.Bolt("out", "builtin:file").Config("path", out).Fields("seqstate", "key")
@@ -130,7 +137,9 @@ func TestDaemonLeavesNoGoroutines(t *testing.T) {
 	}
 	withAdmin(d)
 	c := d.Client()
-	submitKeyedEO(t, c, "eol", 100, 200, 5000)
+	// The input is followed until the daemon closes: the kill below lands
+	// while the topology runs, whatever the machine's speed.
+	submitKeyedEO(t, c, "eol", 100, 200, 5000, filepath.Join(t.TempDir(), "never"))
 	status := func() api.Status {
 		st, err := c.Status(context.Background(), "eol")
 		if err != nil {

@@ -156,6 +156,10 @@ const sharedMintWait = 15 * time.Second
 // exists.
 func (s *Store) hasBootstrapToken(ctx context.Context) (bool, error) {
 	toks, err := s.Tokens(ctx, AdminTenant)
+	if errors.Is(err, ErrNotFound) {
+		// The tenant another node made does not show here yet.
+		return false, nil
+	}
 	if err != nil {
 		return false, err
 	}

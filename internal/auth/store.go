@@ -199,15 +199,9 @@ func Open(ctx context.Context, js jetstream.JetStream, o Options) (*Store, error
 		Storage:     jetstream.FileStorage,
 		Replicas:    o.Replicas,
 	}
-	kv, err := jsretry.Create(ctx, o.Replicas, func(ctx context.Context) (jetstream.KeyValue, error) {
-		return js.CreateOrUpdateKeyValue(ctx, cfg)
-	})
-	if err == nil && o.Replicas > 1 {
-		// A token made through one node authenticates at once on another.
-		if err = jsretry.LeaderReads(ctx, js, "KV_"+cfg.Bucket, o.Replicas); err == nil {
-			kv, err = js.KeyValue(ctx, cfg.Bucket)
-		}
-	}
+	// On a cluster, reads from the leader: a token made through one node
+	// authenticates at once on another.
+	kv, err := jsretry.LeaderKV(ctx, js, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("auth: open bucket %s: %w", o.Bucket, err)
 	}

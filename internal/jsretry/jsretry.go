@@ -177,3 +177,31 @@ func current(info *jetstream.StreamInfo) bool {
 	}
 	return len(c.Replicas) >= info.Config.Replicas-1
 }
+
+// LeaderKV opens the replicated KV bucket cfg describes, making it first
+// if it is missing, with its reads from the stream's leader
+// (LeaderReads): every node of a cluster opens it so, and a handle reads
+// from the leader only if it was opened after its stream stopped
+// allowing direct gets. The bucket is created once and never updated
+// afterwards (an update would turn direct gets on again, which a
+// KeyValueConfig cannot turn off, and a node that opened it in between
+// would read from any replica). For one replica it is
+// CreateOrUpdateKeyValue.
+func LeaderKV(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	if cfg.Replicas <= 1 {
+		return js.CreateOrUpdateKeyValue(ctx, cfg)
+	}
+	return Create(ctx, cfg.Replicas, func(ctx context.Context) (jetstream.KeyValue, error) {
+		if _, err := js.KeyValue(ctx, cfg.Bucket); errors.Is(err, jetstream.ErrBucketNotFound) {
+			if _, err := js.CreateKeyValue(ctx, cfg); err != nil && !errors.Is(err, jetstream.ErrBucketExists) {
+				return nil, err
+			}
+		} else if err != nil {
+			return nil, err
+		}
+		if err := LeaderReads(ctx, js, "KV_"+cfg.Bucket, cfg.Replicas); err != nil {
+			return nil, err
+		}
+		return js.KeyValue(ctx, cfg.Bucket)
+	})
+}

@@ -140,7 +140,14 @@ func Open(ctx context.Context, nc *nats.Conn, opts Options) (*Store, error) {
 			LimitMarkerTTL: b.mtt,
 			Replicas:       opts.Replicas,
 		}
+		// Buckets only the daemon reads read from their leader on a
+		// cluster (jsretry.LeaderKV); the hosts read the others by key
+		// with direct gets (readYourWrites below).
+		leader := opts.Replicas > 1 && b.kind != kindTopologies && b.kind != kindPlans
 		kv, err := jsretry.Create(ctx, opts.Replicas, func(ctx context.Context) (jetstream.KeyValue, error) {
+			if leader {
+				return jsretry.LeaderKV(ctx, js, cfg)
+			}
 			return js.CreateOrUpdateKeyValue(ctx, cfg)
 		})
 		if err != nil {
@@ -157,12 +164,6 @@ func Open(ctx context.Context, nc *nats.Conn, opts Options) (*Store, error) {
 			case kindTopologies, kindPlans:
 				kv = &readYourWrites{KeyValue: patientKV{kv}, revs: map[string]uint64{}}
 			default:
-				if err := jsretry.LeaderReads(ctx, js, "KV_"+cfg.Bucket, opts.Replicas); err != nil {
-					return nil, fmt.Errorf("statemgr: tenant %q: %w", tenant, err)
-				}
-				if kv, err = js.KeyValue(ctx, cfg.Bucket); err != nil {
-					return nil, fmt.Errorf("statemgr: tenant %q: key-value bucket %s: %w", tenant, cfg.Bucket, err)
-				}
 				kv = patientKV{kv}
 			}
 		}

@@ -1,6 +1,7 @@
 package statemgr
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -77,7 +78,20 @@ func (s *Store) CreateTopology(ctx context.Context, t Topology) (uint64, error) 
 	if err != nil {
 		return 0, err
 	}
-	rev, err := s.topologies.Create(ctx, t.Name, v)
+	// On a replicated store a create the cluster did not answer is made
+	// again; one that finds the record with these very bytes finds its
+	// own first try, which had landed.
+	tries := 0
+	rev, err := bounded(ctx, s.replicas, func(ctx context.Context) (uint64, error) {
+		tries++
+		rev, err := s.topologies.Create(ctx, t.Name, v)
+		if tries > 1 && errors.Is(err, jetstream.ErrKeyExists) {
+			if e, gerr := s.topologies.Get(ctx, t.Name); gerr == nil && bytes.Equal(e.Value(), v) {
+				return e.Revision(), nil
+			}
+		}
+		return rev, err
+	})
 	if errors.Is(err, jetstream.ErrKeyExists) {
 		return 0, fmt.Errorf("statemgr: topology %q: %w", t.Name, ErrExists)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ardea-dev/ardea/examples/wordcount"
+	"github.com/ardea-dev/ardea/internal/auth"
 	"github.com/ardea-dev/ardea/internal/natsauth"
 	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/internal/testutil/wordcounttest"
@@ -140,6 +141,32 @@ func TestClusterNodesShareTopologies(t *testing.T) {
 	}
 	if len(pp.Containers) != 2 || pp.Containers[0].Node != "n2" {
 		t.Errorf("physical plan through node 1: %+v, want 2 containers on n2", pp.Containers)
+	}
+	// A hostile tenant's deploy token on another node: the nodes list is
+	// the operator's, and a topology of the default tenant with the same
+	// name is not its own, forwarded or not (a forged forwarding header
+	// only keeps the call where it landed).
+	var minter *daemon.Daemon
+	for _, d := range nodes {
+		if d.AdminToken() != "" {
+			minter = d
+		}
+	}
+	other := client(nodes[0])
+	other.Token = newToken(t, minter, "mallory", auth.ScopeDeploy)
+	if _, err := other.Nodes(ctx); err == nil || !strings.Contains(err.Error(), "403") && !strings.Contains(strings.ToLower(err.Error()), "scope") {
+		t.Errorf("a deploy token listed the nodes: %v", err)
+	}
+	if _, err := other.Status(ctx, "wcc"); err == nil {
+		t.Error("tenant mallory read the default tenant's wcc through another node")
+	}
+	hreq, _ := http.NewRequestWithContext(ctx, http.MethodGet, nodes[0].URL()+"/api/v1/topologies/wcc", nil)
+	hreq.Header.Set("Authorization", "Bearer "+other.Token)
+	hreq.Header.Set("X-Ardea-Forwarded-By", "n2")
+	if resp, err := http.DefaultClient.Do(hreq); err != nil || resp.StatusCode == http.StatusOK {
+		t.Errorf("a forged forwarding header: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
 	}
 	if _, err := client(nodes[2]).Action(ctx, "wcc", "activate", nil, nil); err != nil {
 		t.Fatalf("activate through node 3: %v", err)

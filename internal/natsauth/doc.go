@@ -14,7 +14,7 @@
 //
 //   - accounts are added and changed at run time (a new tenant, new
 //     JetStream limits, a revocation) by putting the account JWT into the
-//     server's in-memory resolver (server.MemAccResolver) and, for an
+//     server's in-memory resolver (resolver, not a server.MemAccResolver: see resolver.go) and, for an
 //     account the server already loaded, UpdateAccountClaims; a reload of
 //     a static configuration would touch every connection;
 //   - a user credential is a signed JWT carrying its own permissions, so

@@ -75,7 +75,7 @@ func (l Limits) jetStream() jwt.JetStreamLimits {
 // server.
 type Manager struct {
 	dir      string
-	resolver *server.MemAccResolver
+	resolver *resolver
 
 	mu       sync.Mutex
 	st       state
@@ -163,7 +163,7 @@ func Open(dir string) (*Manager, error) {
 }
 
 func newManager(dir string) *Manager {
-	return &Manager{dir: dir, resolver: &server.MemAccResolver{}, tenants: map[string]nkeys.KeyPair{},
+	return &Manager{dir: dir, resolver: newResolver(), tenants: map[string]nkeys.KeyPair{},
 		revs: map[string]uint64{}, st: state{Tenants: map[string]*tenantState{}}}
 }
 

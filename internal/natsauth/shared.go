@@ -21,6 +21,11 @@ const AccountsBucket = "ardea_nats_accounts"
 // bucket (a cluster without a quorum does not answer).
 const sharedOpTimeout = 30 * time.Second
 
+// fetchWait bounds how long a node's server waits for an account its
+// resolver does not hold yet (resolver): the accounts bucket's watch
+// brings a tenant another node made in milliseconds.
+const fetchWait = 3 * time.Second
+
 // OpenShared is Open for a node of a cluster: the operator's and the two
 // fixed accounts' keys are derived from the cluster's secret (every node
 // derives the same), and the tenants' accounts are kept in the cluster's
@@ -44,6 +49,7 @@ func OpenShared(dir string, secret Secret, replicas int) (*Manager, error) {
 	}
 	m := newManager(dir)
 	m.derived = true
+	m.resolver.wait = fetchWait
 	m.replicas = max(replicas, 1)
 	m.operator, m.sys, m.admin = op, sys, admin
 	if err := m.init(); err != nil {

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +24,7 @@ import (
 type node struct {
 	m   *Manager
 	srv *bus.Server
+	kv  jetstream.KeyValue // the accounts bucket, through this node
 }
 
 func (n *node) connect(t *testing.T, c Creds) *nats.Conn {
@@ -37,8 +39,10 @@ func (n *node) connect(t *testing.T, c Creds) *nats.Conn {
 }
 
 // startShared starts three clustered nodes sharing secret, each with a
-// Manager from OpenShared sharing the accounts bucket (R3).
-func startShared(t *testing.T, secret Secret) []*node {
+// Manager from OpenShared sharing the accounts bucket (R3). The nodes
+// whose indices are in later do not Share yet: the test calls
+// n.m.Share(ctx, n.kv, nil) when it wants them to.
+func startShared(t *testing.T, secret Secret, later ...int) []*node {
 	t.Helper()
 	const n = 3
 	var routes []*url.URL
@@ -97,6 +101,10 @@ func startShared(t *testing.T, secret Secret) []*node {
 			kv, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: AccountsBucket, Replicas: 3, Storage: jetstream.FileStorage})
 			return err == nil, fmt.Sprint(err)
 		})
+		nd.kv = kv
+		if slices.Contains(later, i) {
+			continue
+		}
 		if err := nd.m.Share(t.Context(), kv, nil); err != nil {
 			t.Fatalf("node %d: Share: %v", i+1, err)
 		}
@@ -255,5 +263,57 @@ func TestSecretFile(t *testing.T) {
 	}
 	if s.RoutePassword() == NewSecret().RoutePassword() {
 		t.Fatal("two secrets, one route password")
+	}
+}
+
+// TestRouteInterestBeforeTheAccount: a tenant's subscription on one node
+// reaches another node's server before that node has learnt of the
+// tenant (its accounts watch is behind); once it has, the other node's
+// messages in the tenant's account still reach the subscriber. A
+// server.MemAccResolver dropped such interest for good, and the replies
+// of the streams a node leads were lost to the clients of the others.
+func TestRouteInterestBeforeTheAccount(t *testing.T) {
+	testutil.StartsProcesses(t, "a three-node NATS cluster")
+	nodes := startShared(t, NewSecret(), 1)
+	if err := nodes[0].m.AddTenant("acme", Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nodes[1].m.AccountKey("acme"); err == nil {
+		t.Fatal("node 2 knows tenant acme before it shares the accounts bucket")
+	}
+	dc, err := nodes[0].m.DaemonCreds("acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	loaded := nodes[1].srv.NATS().NumLoadedAccounts()
+	sub, err := nodes[0].connect(t, dc).SubscribeSync("acme.hello")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Node 2's server holds the route's interest in an account it
+	// cannot resolve yet.
+	testutil.Eventually(t, "node 2 holds node 1's interest in tenant acme's account", func() bool {
+		return nodes[1].srv.NATS().NumLoadedAccounts() > loaded
+	})
+	if err := nodes[1].m.Share(t.Context(), nodes[1].kv, nil); err != nil {
+		t.Fatal(err)
+	}
+	dc2, err := nodes[1].m.DaemonCreds("acme")
+	if err != nil {
+		t.Fatalf("node 2, having shared: %v", err)
+	}
+	nc2 := nodes[1].connect(t, dc2)
+	if err := nc2.Publish("acme.hello", []byte("from node 2")); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc2.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	m, err := sub.NextMsg(10 * time.Second)
+	if err != nil {
+		t.Fatalf("the message published on node 2 never reached the subscriber on node 1: %v", err)
+	}
+	if string(m.Data) != "from node 2" {
+		t.Fatalf("got %q", m.Data)
 	}
 }

@@ -221,6 +221,9 @@ func TestNodeKill(t *testing.T) {
 			r.finish()
 			t.Logf("%s: node %s killed, taken over by %s; output again after %.1f s; checker: lost %d, duplicates %d",
 				mode, filepath.Base(first.DataDir), filepath.Base(r.d.DataDir), rec, res.Lost, res.Dups)
+			if os.Getenv("ARDEA_CHAOS_LOGS") == "1" { // where a recovery's time goes
+				t.Logf("killed at %s; node log %s:\n%s", killed.UTC().Format(time.RFC3339Nano), r.d.LogPath, Tail(r.d.LogPath, 30000))
+			}
 		})
 	}
 	t.Run("other_node", func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 )
@@ -45,6 +46,12 @@ type Cluster struct {
 }
 
 // apply sets the server options for c.
+// Route liveness (see ClusterOpts above).
+const (
+	routePingInterval = 2 * time.Second
+	routeMaxPingsOut  = 3
+)
+
 func (c *Cluster) apply(opts *server.Options) error {
 	if c.ServerName == "" {
 		return errors.New("bus: cluster: a server name is required")
@@ -70,6 +77,13 @@ func (c *Cluster) apply(opts *server.Options) error {
 	opts.Cluster.Port = port
 	opts.Cluster.Username = routeUser
 	opts.Cluster.Password = c.Password
+	// A route whose peer is cut off (a partition: no reset, no packet)
+	// is closed after routePingInterval × routeMaxPingsOut of silence,
+	// not nats-server's default 2 minutes × 2: requests to the peer's
+	// subjects then fail at once ("no responders") instead of waiting
+	// out their own timeouts, and the route is made again on the heal.
+	opts.Cluster.PingInterval = routePingInterval
+	opts.Cluster.MaxPingsOut = routeMaxPingsOut
 	// Only routes of this cluster, with the credentials above: no gossip
 	// of peers the operator did not list is needed, but nats-server's
 	// gossip only ever connects to members that authenticated, so it is

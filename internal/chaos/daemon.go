@@ -72,7 +72,7 @@ func (d *Daemon) ExitCode() int {
 // log goes to logPath (appended: a restarted daemon continues the file).
 // CLI commands end with ctx.
 func StartDaemon(ctx context.Context, bin, cacheDir, dataDir, logPath string) (*Daemon, error) {
-	return start(ctx, bin, cacheDir, dataDir, logPath, "local", nil)
+	return start(ctx, nil, bin, cacheDir, dataDir, logPath, "local", nil)
 }
 
 // StartNode starts `ardea server` (one node of a cluster) on dataDir with
@@ -82,20 +82,32 @@ func StartDaemon(ctx context.Context, bin, cacheDir, dataDir, logPath string) (*
 // addresses. Token is empty unless this node minted the cluster's admin
 // token (set it from the one that did).
 func StartNode(ctx context.Context, bin, cacheDir, dataDir, logPath string, args ...string) (*Daemon, error) {
-	return start(ctx, bin, cacheDir, dataDir, logPath, "server", args)
+	return start(ctx, nil, bin, cacheDir, dataDir, logPath, "server", args)
 }
 
-func start(ctx context.Context, bin, cacheDir, dataDir, logPath, role string, args []string) (*Daemon, error) {
+// StartNodeWith is StartNode with the process made by command (e.g. a
+// netlab Lab's Command, which runs it in a network namespace; it sets
+// the process's attributes itself).
+func StartNodeWith(ctx context.Context, command func(name string, args ...string) *exec.Cmd, bin, cacheDir, dataDir, logPath string, args ...string) (*Daemon, error) {
+	return start(ctx, command, bin, cacheDir, dataDir, logPath, "server", args)
+}
+
+func start(ctx context.Context, command func(string, ...string) *exec.Cmd, bin, cacheDir, dataDir, logPath, role string, args []string) (*Daemon, error) {
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
 	argv := append([]string{"--cache-dir", cacheDir, "--log-level", "info", "--log-format", "json",
 		role, "--data-dir", dataDir, "--listen", "127.0.0.1:0"}, args...)
-	cmd := exec.Command(bin, argv...)
+	var cmd *exec.Cmd
+	if command != nil {
+		cmd = command(bin, argv...)
+	} else {
+		cmd = exec.Command(bin, argv...)
+		// If the test process dies, the daemon stops, and its containers with it.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	}
 	cmd.Stderr = logf
-	// If the test process dies, the daemon stops, and its containers with it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		logf.Close()

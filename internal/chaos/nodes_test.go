@@ -3,9 +3,11 @@
 package chaos
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/ardea-dev/ardea/internal/natsauth"
 	"github.com/ardea-dev/ardea/internal/testutil"
+	"github.com/ardea-dev/ardea/internal/testutil/netlab"
 )
 
 // startNodes starts n `ardea server` processes as one cluster on
@@ -22,20 +25,34 @@ import (
 // minted.
 func startNodes(t *testing.T, dir string, n int) []*Daemon {
 	t.Helper()
+	return startNodesIn(t, dir, n, nil)
+}
+
+// startNodesIn is startNodes with node i in the network namespace of
+// lab's node i (lab nil: loopback): its API, NATS routes and hosts there,
+// its API reached from the test through a proxy on loopback (d.API).
+func startNodesIn(t *testing.T, dir string, n int, lab *netlab.Lab) []*Daemon {
+	t.Helper()
 	bin, cache, wazero := binaries(t)
 	secret := filepath.Join(dir, "cluster.secret")
 	if err := natsauth.NewSecret().WriteFile(secret); err != nil {
 		t.Fatal(err)
 	}
 	var listens, routes []string
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
+	for i := range n {
+		addr := ""
+		if lab != nil {
+			addr = lab.Node(i).Addr(7222) // each namespace has its own ports
+		} else {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			addr = ln.Addr().String()
+			ln.Close()
 		}
-		listens = append(listens, ln.Addr().String())
-		routes = append(routes, "nats://"+ln.Addr().String())
-		ln.Close()
+		listens = append(listens, addr)
+		routes = append(routes, "nats://"+addr)
 	}
 	nodes := make([]*Daemon, n)
 	errs := make(chan error, n)
@@ -49,9 +66,32 @@ func startNodes(t *testing.T, dir string, n int) []*Daemon {
 				t.Fatal(err)
 			}
 		}
+		args := []string{"--name", fmt.Sprintf("n%d", i+1),
+			"--cluster-listen", listens[i], "--routes", strings.Join(routes, ","), "--cluster-secret-file", secret}
 		go func() {
-			d, err := StartNode(t.Context(), bin, cache, data, data+".log", "--name", fmt.Sprintf("n%d", i+1),
-				"--cluster-listen", listens[i], "--routes", strings.Join(routes, ","), "--cluster-secret-file", secret)
+			if lab == nil {
+				d, err := StartNode(t.Context(), bin, cache, data, data+".log", args...)
+				nodes[i] = d
+				errs <- err
+				return
+			}
+			// The API listens in the namespace on a port free in the
+			// test's, where its proxy listens on loopback with the same
+			// port: the API's DNS-rebinding guard accepts 127.0.0.1 on its
+			// own port only.
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				errs <- err
+				return
+			}
+			port := ln.Addr().(*net.TCPAddr).Port
+			command := func(name string, args ...string) *exec.Cmd { return lab.Command(t.Context(), i, name, args...) }
+			d, err := StartNodeWith(t.Context(), command, bin, cache, data, data+".log", append(args, "--listen", lab.Node(i).Addr(port))...)
+			if err == nil {
+				err = proxyAPI(t, lab, i, d, ln)
+			} else {
+				ln.Close()
+			}
 			nodes[i] = d
 			errs <- err
 		}()
@@ -245,3 +285,17 @@ func TestNodeKill(t *testing.T) {
 
 // nodeName is a node's --name: its data directory's name (startNodes).
 func nodeName(d *Daemon) string { return filepath.Base(d.DataDir) }
+
+// proxyAPI makes d's API (in lab node i's namespace) reachable from the
+// test's namespace: d.API becomes a loopback proxy into it, accepting on
+// ln (the CLI and the status calls use it).
+func proxyAPI(t *testing.T, lab *netlab.Lab, i int, d *Daemon, ln net.Listener) error {
+	api := d.API
+	p, err := netlab.NewProxy(ln, func(ctx context.Context) (net.Conn, error) { return lab.Dial(ctx, i, "tcp", api) }, netlab.Link{})
+	if err != nil {
+		return err
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	d.API = p.Addr()
+	return nil
+}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ardea-dev/ardea/internal/jsretry"
@@ -25,6 +26,44 @@ const sharedOpTimeout = 30 * time.Second
 // resolver does not hold yet (resolver): the accounts bucket's watch
 // brings a tenant another node made in milliseconds.
 const fetchWait = 3 * time.Second
+
+// startFetchWait bounds the wait of a node that cannot ask the others yet
+// (ServeLookups not called: its daemon is still connecting).
+const startFetchWait = 30 * time.Second
+
+// LookupSubject is the "ardea" account's subject on which the nodes of a
+// cluster answer for the accounts' JWTs they hold (ServeLookups).
+const LookupSubject = "ardea.accounts.lookup"
+
+// lookupTimeout bounds a lookup: no answer means no node holds it.
+const lookupTimeout = 2 * time.Second
+
+// ServeLookups (a cluster's node) answers the other nodes' lookups of the
+// accounts' JWTs this node holds, on nc (a connection in the "ardea"
+// account, which only the nodes' daemons reach), and makes this node's
+// server ask them for an account it does not hold (resolver). An account
+// JWT is signed by the operator; a node's server checks it as any other.
+// The subscription ends with nc.
+func (m *Manager) ServeLookups(nc *nats.Conn) error {
+	if _, err := nc.Subscribe(LookupSubject, func(msg *nats.Msg) {
+		if j := m.resolver.jwt(string(msg.Data)); j != "" {
+			_ = msg.Respond([]byte(j))
+		}
+	}); err != nil {
+		return fmt.Errorf("natsauth: account lookups: %w", err)
+	}
+	if err := nc.FlushTimeout(lookupTimeout); err != nil {
+		return fmt.Errorf("natsauth: account lookups: %w", err)
+	}
+	m.resolver.setLookup(func(name string) (string, error) {
+		msg, err := nc.Request(LookupSubject, []byte(name), lookupTimeout)
+		if err != nil {
+			return "", err
+		}
+		return string(msg.Data), nil
+	})
+	return nil
+}
 
 // OpenShared is Open for a node of a cluster: the operator's and the two
 // fixed accounts' keys are derived from the cluster's secret (every node
@@ -50,6 +89,7 @@ func OpenShared(dir string, secret Secret, replicas int) (*Manager, error) {
 	m := newManager(dir)
 	m.derived = true
 	m.resolver.wait = fetchWait
+	m.resolver.startWait = startFetchWait
 	m.replicas = max(replicas, 1)
 	m.operator, m.sys, m.admin = op, sys, admin
 	if err := m.init(); err != nil {

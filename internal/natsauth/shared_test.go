@@ -89,7 +89,11 @@ func startShared(t *testing.T, secret Secret, later ...int) []*node {
 		if err != nil {
 			t.Fatal(err)
 		}
-		js, err := jetstream.New(nd.connect(t, c))
+		nc := nd.connect(t, c)
+		if err := nd.m.ServeLookups(nc); err != nil { // as a node's daemon does before Share
+			t.Fatal(err)
+		}
+		js, err := jetstream.New(nc)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -316,4 +320,53 @@ func TestRouteInterestBeforeTheAccount(t *testing.T) {
 	if string(m.Data) != "from node 2" {
 		t.Fatalf("got %q", m.Data)
 	}
+}
+
+// TestStreamReplicaOfAnAccountNotShared: a tenant's R3 stream is placed
+// on a node that has not learnt of the tenant yet (its accounts watch is
+// behind): that node's server asks the others for the account and makes
+// its replica; the stream has its three copies. Without the lookup the
+// replica was never made, and the stream lost its quorum with one more
+// node.
+func TestStreamReplicaOfAnAccountNotShared(t *testing.T) {
+	testutil.StartsProcesses(t, "a three-node NATS cluster")
+	nodes := startShared(t, NewSecret(), 1)
+	if err := nodes[0].m.AddTenant("acme", Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	dc, err := nodes[0].m.DaemonCreds("acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := jetstream.New(nodes[0].connect(t, dc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s jetstream.Stream
+	testutil.Eventually(t, "tenant acme makes an R3 stream through node 1", func() (bool, string) {
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		var err error
+		s, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3})
+		return err == nil, fmt.Sprint(err)
+	})
+	if _, err := nodes[1].m.AccountKey("acme"); err == nil {
+		t.Fatal("node 2 learnt of acme through its watch: the test proves nothing")
+	}
+	testutil.Eventually(t, "ORDERS has three current copies, node 2's among them", func() (bool, string) {
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		defer cancel()
+		info, err := s.Info(ctx)
+		if err != nil || info.Cluster == nil {
+			return false, fmt.Sprint(err)
+		}
+		names := []string{info.Cluster.Leader}
+		for _, r := range info.Cluster.Replicas {
+			if r.Current && !r.Offline {
+				names = append(names, r.Name)
+			}
+		}
+		slices.Sort(names)
+		return slices.Equal(names, []string{"n1", "n2", "n3"}), fmt.Sprint(names)
+	})
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/internal/launcher"
@@ -135,8 +136,15 @@ func (d *Daemon) startPlacement(ctx context.Context) error {
 	return nil
 }
 
-// liveNodes are the nodes a container may be placed on: the cluster's
-// nodes that report themselves, this one first.
+// liveNodes are the nodes a container may run on: the cluster's nodes
+// not lost (api.NodeLostAfter), this one first. One silent for longer
+// than placeAfter (cut off, or dead before it is shown lost) is stale:
+// it gets no new container, and keeps its own until it is lost (a
+// cluster electing a new leader for the nodes bucket after a partition
+// can leave every record unwritten for seconds).
+// placeAfter is three reports missed.
+const placeAfter = 3 * api.NodeReportEvery
+
 func (d *Daemon) liveNodes(ctx context.Context) ([]placement.Candidate, error) {
 	nodes, err := d.Nodes(ctx)
 	if err != nil {
@@ -148,7 +156,8 @@ func (d *Daemon) liveNodes(ctx context.Context) ([]placement.Candidate, error) {
 			continue
 		}
 		out = append(out, placement.Candidate{Name: n.Name, MemoryBytes: n.MemoryBytes,
-			RequestedMemoryBytes: n.RequestedMemoryBytes, Containers: n.Containers})
+			RequestedMemoryBytes: n.RequestedMemoryBytes, Containers: n.Containers,
+			Stale: n.Name != d.cl.name && time.Since(n.Seen) > placeAfter})
 	}
 	return out, nil
 }

@@ -32,6 +32,10 @@ type Candidate struct {
 	MemoryBytes, RequestedMemoryBytes int64
 	// Containers the node runs.
 	Containers int
+	// Stale: the node has not reported lately (cut off, or dying). It
+	// gets no new container, but keeps its own until it is no longer
+	// listed (lost).
+	Stale bool
 }
 
 // Options configure a Placer.
@@ -302,7 +306,7 @@ func (p *Placer[T]) choose(ctx context.Context, t T, spec Spec, exclude []string
 	var fits []Candidate
 	var short []string
 	for _, n := range cands {
-		if slices.Contains(exclude, n.Name) {
+		if n.Stale || slices.Contains(exclude, n.Name) {
 			continue
 		}
 		if spec.MemoryBytes > 0 && n.MemoryBytes > 0 && n.MemoryBytes-n.RequestedMemoryBytes < spec.MemoryBytes {

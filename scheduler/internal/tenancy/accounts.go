@@ -65,6 +65,9 @@ func (ts *Tenants) ShareAccounts(ctx context.Context) error {
 	if m == nil || ts.o.Secret.IsZero() {
 		return nil
 	}
+	if err := m.ServeLookups(ts.nc); err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
 	js, err := jetstream.New(ts.nc)
 	if err != nil {
 		return err

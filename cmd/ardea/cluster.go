@@ -172,6 +172,7 @@ func runDaemon(cmd *cobra.Command, g *globalFlags, what string, df *daemonFlags,
 func newHostCmd(g *globalFlags) *cobra.Command {
 	var o process.Options
 	var metricsJSON string
+	var fromPod bool
 	cmd := &cobra.Command{
 		Use:     "host",
 		Short:   "Run one container of a topology (started by ardea local)",
@@ -181,6 +182,11 @@ func newHostCmd(g *globalFlags) *cobra.Command {
 			log, err := g.logger()
 			if err != nil {
 				return err
+			}
+			if fromPod {
+				if o.Container, err = process.ContainerFromPod(); err != nil {
+					return usageError{fmt.Errorf("--container-from-pod: %w", err)}
+				}
 			}
 			if o.NATSURL == "" || o.Topology == "" || o.Container < 1 {
 				return usageError{errors.New("host needs --nats, --topology and --container")}
@@ -206,6 +212,7 @@ func newHostCmd(g *globalFlags) *cobra.Command {
 	cmd.Flags().StringVar(&o.Tenant, "tenant", names.DefaultTenant, "tenant")
 	cmd.Flags().StringVar(&o.Topology, "topology", "", "topology name")
 	cmd.Flags().IntVar(&o.Container, "container", 0, "container id (1..)")
+	cmd.Flags().BoolVar(&fromPod, "container-from-pod", false, "the container is this StatefulSet pod's ordinal + 1 (the pod's name in $"+process.PodNameEnv+"; scheduler: kubernetes)")
 	cmd.Flags().StringVar(&o.DataDir, "data-dir", defaultDataDir(), "compile cache location")
 	cmd.Flags().StringVar(&metricsJSON, "metrics-config", "", "the deployment's metrics section, as JSON")
 	cmd.Flags().Float64Var(&o.Bus.TuplesPerSecond, "max-tuples-per-second", 0, "this container's share of its tenant's tuple rate (0: unlimited)")

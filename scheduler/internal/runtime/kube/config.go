@@ -20,7 +20,7 @@ import (
 // The scheduler a daemon runs its containers with: the deployment
 // file's top-level scheduler: key.
 const (
-	SchedulerProcesses = "processes"
+	SchedulerProcesses  = "processes"
 	SchedulerKubernetes = "kubernetes"
 )
 

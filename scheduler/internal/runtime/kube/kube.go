@@ -96,8 +96,8 @@ type topo struct {
 	// wanted are the containers started and not removed or stopped;
 	// stopped the ones stopped (STOPPED until started again).
 	wanted, stopped map[int]bool
-	// past is each container's restarts in its earlier pods; uid the pod
-	// ; ours the pods the runtime deleted itself (Restart).
+	// past is each container's restarts in its earlier pods; ours the
+	// pods the runtime deleted itself (Restart).
 	past map[int]int
 	ours map[types.UID]bool
 	// inherited are the pods of an adopted StatefulSet not started again

@@ -1,0 +1,301 @@
+package kube_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/ardea-dev/ardea/internal/testutil"
+	ktest "github.com/ardea-dev/ardea/internal/testutil/kube"
+	"github.com/ardea-dev/ardea/scheduler/container/process"
+	"github.com/ardea-dev/ardea/scheduler/internal/launcher"
+	"github.com/ardea-dev/ardea/scheduler/internal/runtime"
+	"github.com/ardea-dev/ardea/scheduler/internal/runtime/kube"
+	"github.com/ardea-dev/ardea/scheduler/packing"
+)
+
+// top is a topology for the runtime.
+type top struct{ tenant, name string }
+
+func (t top) Tenant() string           { return t.tenant }
+func (t top) Name() string             { return t.name }
+func (t top) Context() context.Context { return context.Background() }
+
+// chartRole is the chart's Role (deploy/helm/ardea/templates/role.yaml):
+// what the daemon's service account may do in its namespace.
+func chartRole(ns string) *rbacv1.Role {
+	verbs := []string{"get", "list", "watch", "create", "update", "patch", "delete"}
+	return &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "ardea", Namespace: ns}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"pods", "services", "secrets"}, Verbs: verbs},
+		{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, Verbs: verbs},
+	}}
+}
+
+// restricted is a client of a user bound to chartRole in ns only.
+func restricted(t *testing.T, c *ktest.Cluster, ns string) kubernetes.Interface {
+	t.Helper()
+	ctx := t.Context()
+	if _, err := c.Client.RbacV1().Roles(ns).Create(ctx, chartRole(ns), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Client.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "ardea"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "ardea"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "ardea-daemon"}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := c.UserConfig("ardea-daemon")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := kubernetes.NewForConfigOrDie(cfg)
+	testutil.Eventually(t, "the role to bind", func() error {
+		_, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		return err
+	})
+	if _, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+		t.Fatalf("the daemon's identity lists another namespace's pods: %v, want Forbidden", err)
+	}
+	return cs
+}
+
+// hostScript stands for `ardea host` in the pods (the image runs
+// /bin/sh): it prints its container, from its pod's name as the host
+// reads it, and the mode and content of its credential file, and runs
+// until its pod is deleted.
+const hostScript = `c=$(( ${ARDEA_POD_NAME##*-} + 1 )); f="$ARDEA_NATS_CREDS_DIR/container-$c"; ` +
+	`echo "container $c mode $(stat -L -c %a "$f") creds $(cat "$f") policy $ARDEA_MACHINE_POLICY x $X"; exec sleep 3600`
+
+// TestRuntime runs a topology's containers as a StatefulSet's pods on the
+// real API server and controllers, under the chart's Role only: the
+// objects read back, scaling, a restart, a pod deleted under it, removal
+// and Close.
+func TestRuntime(t *testing.T) {
+	c := ktest.Start(t, ktest.Options{})
+	ctx := t.Context()
+	const ns = "streams"
+	if err := c.EnsureNamespace(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	client := restricted(t, c, ns)
+	kls := []*ktest.Kubelet{}
+	for _, n := range []string{"node-a", "node-b"} {
+		kls = append(kls, c.RunKubelet(ctx, t, n, ktest.KubeletOptions{Images: map[string]string{"ardea:test": "/bin/sh"}}))
+	}
+	cfg := kube.Config{Image: "ardea:test", ImagePullPolicy: "Never", NATSURL: "nats://ardea.streams.svc:4222"}
+	var mu sync.Mutex
+	var events []launcher.ProcessStatus
+	rt, err := kube.New(ctx, kube.Options[top]{Config: cfg, Client: client, Namespace: ns,
+		Pod: func(_ context.Context, _ top, n int) (kube.Pod, error) {
+			return kube.Pod{Args: []string{"-c", hostScript}, Env: map[string]string{"X": "y"},
+				SecretEnv: map[string]string{"ARDEA_MACHINE_POLICY": `{"confined":true}`},
+				Creds:     fmt.Appendf(nil, "creds-%d", n),
+				Resources: packing.Resources{CPU: 1.5, RAM: 256 << 20}}, nil
+		},
+		OnChange: func(ps launcher.ProcessStatus) { mu.Lock(); events = append(events, ps); mu.Unlock() },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := false
+	t.Cleanup(func() {
+		if !closed {
+			_ = rt.Close(context.Background())
+		}
+	})
+	wc := top{"acme", "Word_Count"}
+	id := func(n int) string { return runtime.ID(wc.tenant, wc.name, n) }
+	name := kube.Name(wc.tenant, wc.name)
+	if !strings.HasPrefix(name, "ardea-acme-word-count-") || len(name) > 52 {
+		t.Fatalf("statefulset name %q", name)
+	}
+
+	if err := rt.StartContainer(ctx, wc, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.StartContainer(ctx, wc, 1); !errors.Is(err, launcher.ErrDuplicate) {
+		t.Fatalf("container 1 started twice: %v, want ErrDuplicate", err)
+	}
+	sts, err := c.Client.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *sts.Spec.Replicas != 1 || sts.Labels[kube.LabelTenant] != "acme" || sts.Labels[kube.LabelTopology] != "Word_Count" ||
+		sts.Annotations[kube.AnnotationTopology] != "Word_Count" {
+		t.Errorf("statefulset: replicas %d, labels %v, annotations %v", *sts.Spec.Replicas, sts.Labels, sts.Annotations)
+	}
+	ps := sts.Spec.Template.Spec
+	hc := ps.Containers[0]
+	if hc.Image != "ardea:test" || !slices.Equal(hc.Command, []string{"ardea"}) || !slices.Equal(hc.Args, []string{"-c", hostScript}) {
+		t.Errorf("container: image %s, command %q, args %q", hc.Image, hc.Command, hc.Args)
+	}
+	want := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1500m"), corev1.ResourceMemory: resource.MustParse("256Mi")}
+	for _, l := range []corev1.ResourceList{hc.Resources.Requests, hc.Resources.Limits} {
+		if !l.Cpu().Equal(want[corev1.ResourceCPU]) || !l.Memory().Equal(want[corev1.ResourceMemory]) {
+			t.Errorf("resources %v, want %v requested and limited", hc.Resources, want)
+		}
+	}
+	if ps.AutomountServiceAccountToken == nil || *ps.AutomountServiceAccountToken {
+		t.Error("the host pods mount a service account token")
+	}
+	for _, e := range hc.Env {
+		if e.Name == "ARDEA_MACHINE_POLICY" && (e.Value != "" || e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil) {
+			t.Errorf("the machine policy is not from the secret: %+v", e)
+		}
+		if e.Name == process.PodNameEnv && (e.ValueFrom == nil || e.ValueFrom.FieldRef.FieldPath != "metadata.name") {
+			t.Errorf("%s: %+v", e.Name, e)
+		}
+	}
+	for _, a := range append(slices.Clone(hc.Args), hc.Command...) {
+		if strings.Contains(a, "creds-") {
+			t.Errorf("a credential on the command line: %q", a)
+		}
+	}
+	if v := ps.Volumes[0].Secret; v == nil || v.SecretName != name || *v.DefaultMode != 0o400 {
+		t.Errorf("credentials volume %+v", ps.Volumes[0])
+	}
+	secret := func() map[string][]byte {
+		s, err := c.Client.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.Data
+	}
+	if d := secret(); string(d["container-1"]) != "creds-1" || string(d["ARDEA_MACHINE_POLICY"]) != `{"confined":true}` || len(d) != 2 {
+		t.Errorf("secret %q", d)
+	}
+
+	// Container 2 scales the StatefulSet up, with its credential.
+	if err := rt.StartContainer(ctx, wc, 2); err != nil {
+		t.Fatal(err)
+	}
+	if string(secret()["container-2"]) != "creds-2" {
+		t.Error("no credential for container 2")
+	}
+	running := func(n int) func() (bool, string) {
+		return func() (bool, string) {
+			st, ok := rt.Status(id(n))
+			return ok && st.State == launcher.StateRunning, fmt.Sprintf("%+v", st)
+		}
+	}
+	logs := func(n int) string {
+		for _, k := range kls {
+			if s, err := k.Logs(ns, kube.PodName(name, n), "host"); err == nil && s != "" {
+				return s
+			}
+		}
+		return ""
+	}
+	for n := 1; n <= 2; n++ {
+		testutil.Eventually(t, fmt.Sprintf("container %d running", n), running(n))
+		want := fmt.Sprintf(`container %d mode 400 creds creds-%d policy {"confined":true} x y`, n, n)
+		testutil.Eventually(t, fmt.Sprintf("container %d's output", n), func() (bool, string) {
+			s := logs(n)
+			return strings.Contains(s, want), s
+		})
+	}
+	if l := rt.List(); len(l) != 2 || l[0].ID != id(1) || l[1].ID != id(2) {
+		t.Errorf("list %+v", l)
+	}
+
+	// Restart replaces the pod: the controller makes it again.
+	pod := func(n int) *corev1.Pod {
+		p, err := c.Client.CoreV1().Pods(ns).Get(ctx, kube.PodName(name, n), metav1.GetOptions{})
+		if err != nil {
+			return nil
+		}
+		return p
+	}
+	uid := pod(2).UID
+	if err := rt.Restart(ctx, id(2)); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, "container 2 in a new pod", func() (bool, string) {
+		p := pod(2)
+		st, _ := rt.Status(id(2))
+		return p != nil && p.UID != uid && st.State == launcher.StateRunning && st.Restarts == 1, fmt.Sprintf("%+v", st)
+	})
+	// A pod deleted by someone else is an exit of its container.
+	if err := c.Client.CoreV1().Pods(ns).Delete(ctx, kube.PodName(name, 1), metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, "container 1's exit reported", func() (bool, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(events) == 1 && events[0].ID == id(1) && events[0].State == launcher.StateBackoff, fmt.Sprintf("%+v", events)
+	})
+	testutil.Eventually(t, "container 1 running again", running(1))
+
+	// Remove scales down; the last removal deletes everything.
+	if err := rt.Remove(ctx, id(2)); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := c.Client.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{}); err != nil || *s.Spec.Replicas != 1 {
+		t.Fatalf("after removing container 2: %v", err)
+	}
+	testutil.Eventually(t, "container 2's pod gone", func() bool { return pod(2) == nil })
+	if _, ok := rt.Status(id(2)); ok {
+		t.Error("a removed container has a status")
+	}
+	if err := rt.Remove(ctx, id(1)); err != nil {
+		t.Fatal(err)
+	}
+	gone(t, c, ns, name)
+
+	// Close deletes what runs.
+	other := top{"default", "wc2"}
+	if err := rt.StartContainer(ctx, other, 1); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, "wc2 running", func() bool {
+		st, ok := rt.Status(runtime.ID("default", "wc2", 1))
+		return ok && st.State == launcher.StateRunning
+	})
+	closed = true
+	if err := rt.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	gone(t, c, ns, kube.Name("default", "wc2"))
+	if err := rt.StartContainer(ctx, other, 1); !errors.Is(err, launcher.ErrClosed) {
+		t.Errorf("start after close: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(events) != 1 {
+		t.Errorf("events %+v: want only container 1's exit (a restart, a removal, a kill of the topology are the runtime's own)", events)
+	}
+}
+
+// gone waits until the StatefulSet and Secret name and their pods are
+// gone.
+func gone(t *testing.T, c *ktest.Cluster, ns, name string) {
+	t.Helper()
+	ctx := t.Context()
+	testutil.Eventually(t, name+"'s objects deleted", func() (bool, string) {
+		_, err1 := c.Client.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{})
+		_, err2 := c.Client.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+		pods, err := c.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: kube.Selector()})
+		if err != nil {
+			return false, err.Error()
+		}
+		n := 0
+		for _, p := range pods.Items {
+			if strings.HasPrefix(p.Name, name+"-") {
+				n++
+			}
+		}
+		return apierrors.IsNotFound(err1) && apierrors.IsNotFound(err2) && n == 0, fmt.Sprintf("statefulset %v, secret %v, %d pods", err1, err2, n)
+	})
+}

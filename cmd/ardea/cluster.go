@@ -84,7 +84,7 @@ type daemonFlags struct {
 func (df *daemonFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&df.dataDir, "data-dir", defaultDataDir(), "where NATS stores its data, container logs and the compile cache")
 	cmd.Flags().StringVar(&df.listen, "listen", api.DefaultListen, "API address")
-	cmd.Flags().StringVar(&df.config, "config", "", "deployment file (its metrics:, quotas: and security: sections)")
+	cmd.Flags().StringVar(&df.config, "config", "", "deployment file (its metrics:, quotas:, security:, scheduler: and kubernetes: sections)")
 	cmd.Flags().StringVar(&df.tlsCert, "tls-cert", "", "serve the API over TLS with this certificate (PEM)")
 	cmd.Flags().StringVar(&df.tlsKey, "tls-key", "", "the TLS certificate's key (PEM)")
 	cmd.Flags().BoolVar(&df.selfSigned, "tls", false, "serve the API over TLS with a self-signed certificate made under --data-dir")
@@ -107,17 +107,18 @@ func runDaemon(cmd *cobra.Command, g *globalFlags, what string, df *daemonFlags,
 	hostArgs := []string{"--log-format", "json", "--log-level", "info", "host"}
 	var mc *sinks.Config
 	var sec daemon.Security
+	var kc *daemon.Kubernetes
 	if df.config != "" {
 		f, err := deployment.Load(df.config)
 		if err != nil {
 			return usageError{err}
 		}
-		mc, sec = f.Metrics, f.Security
+		mc, sec, kc = f.Metrics, f.Security, f.Kubernetes
 		sec.Quotas = f.Quotas
 	}
 	sec.TLSCert, sec.TLSKey, sec.SelfSigned = df.tlsCert, df.tlsKey, df.selfSigned
 	d, err := daemon.Start(ctx, daemon.Options{DataDir: df.dataDir, Listen: df.listen, HostPath: exe, HostArgs: hostArgs, Logger: log,
-		Metrics: mc, Security: sec, Cluster: cl})
+		Metrics: mc, Security: sec, Cluster: cl, Kubernetes: kc})
 	if err != nil {
 		return err
 	}

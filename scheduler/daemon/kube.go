@@ -1,0 +1,121 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/ardea-dev/ardea/internal/natsauth"
+	"github.com/ardea-dev/ardea/scheduler/internal/launcher"
+	"github.com/ardea-dev/ardea/scheduler/internal/manager"
+	"github.com/ardea-dev/ardea/scheduler/internal/runtime/kube"
+	"github.com/ardea-dev/ardea/scheduler/packing"
+	"github.com/ardea-dev/ardea/scheduler/planner"
+	"github.com/ardea-dev/ardea/scheduler/settings"
+)
+
+// Kubernetes is the deployment file's scheduler: kubernetes and its
+// kubernetes: section (scheduler/internal/runtime/kube): each topology's
+// containers are the pods of a StatefulSet instead of `ardea host`
+// processes of the daemon (docs/deploy.md).
+type Kubernetes = kube.Config
+
+// ParseScheduler reads the deployment file's scheduler: value and
+// kubernetes: section (nil nodes: the file has none); nil for
+// scheduler: processes, the default. Errors name the file and the field.
+func ParseScheduler(file string, scheduler, kubernetes *yaml.Node) (*Kubernetes, error) {
+	return kube.ParseSection(file, scheduler, kubernetes)
+}
+
+// newKube is the runtime of a daemon with scheduler: kubernetes.
+func (d *Daemon) newKube(ctx context.Context) (containerRuntime, error) {
+	cfg := *d.o.Kubernetes
+	if cfg.NATSURL == "" {
+		cfg.NATSURL = d.srv.ClientURL() // the pods share the daemon's network (tests)
+	}
+	d.o.Kubernetes = &cfg
+	client, ns, err := cfg.Client()
+	if err != nil {
+		return nil, err
+	}
+	rt, err := kube.New(ctx, kube.Options[*manager.Manager]{Config: cfg, Client: client, Namespace: ns,
+		Pod: d.kubePod, OnChange: d.onProcess, Logger: d.log})
+	if err != nil {
+		return nil, err
+	}
+	d.log.Info("scheduler: kubernetes", "namespace", rt.Namespace(), "image", cfg.Image, "nats", cfg.NATSURL)
+	return rt, nil
+}
+
+// kubePod is what container c of t's pods run: `ardea host` as hostSpec
+// starts it, its container from its pod's name, its data dir in the pod,
+// NATS at the configured URL; its credential and its tenant's machine
+// policy go to the topology's Secret, its bus rate share to its flags;
+// its size is the packing plan's largest container.
+func (d *Daemon) kubePod(ctx context.Context, t *manager.Manager, c int) (kube.Pod, error) {
+	args := append(slices.Clone(d.o.HostArgs),
+		"--nats", d.o.Kubernetes.NATSURL, "--tenant", t.Tenant(), "--topology", t.Name(),
+		"--container-from-pod", "--data-dir", kube.MountData)
+	margs, err := d.hostMetricsArgs()
+	if err != nil {
+		return kube.Pod{}, err
+	}
+	args = append(args, margs...)
+	policy, err := d.ten.HostPolicyEnv(t.Tenant())
+	if err != nil {
+		return kube.Pod{}, err
+	}
+	k, v, _ := strings.Cut(policy, "=")
+	pod := kube.Pod{Env: map[string]string{}, SecretEnv: map[string]string{k: v}, Resources: largest(t)}
+	spec := launcher.ProcessSpec{Args: args}
+	if err := d.ten.SecureHost(ctx, tmTopology{t}, &spec); err != nil { // the rate share's flags (no cgroup: the pod's limits)
+		return kube.Pod{}, err
+	}
+	pod.Args = spec.Args
+	env, err := d.hostCreds(t, c)
+	if err != nil {
+		return kube.Pod{}, err
+	}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		switch k {
+		case natsauth.EnvCreds:
+			// The file hostCreds wrote (and RevokeHosts removes) goes to
+			// the Secret.
+			if pod.Creds, err = os.ReadFile(v); err != nil {
+				return kube.Pod{}, fmt.Errorf("topology %s: container %d: NATS credential: %w", t.Name(), c, err)
+			}
+		case natsauth.EnvInbox:
+			pod.Env[k] = v
+		default:
+			return kube.Pod{}, fmt.Errorf("topology %s: container %d: unexpected host credential variable %s", t.Name(), c, k)
+		}
+	}
+	if k != settings.MachinePolicyEnv {
+		return kube.Pod{}, errors.New("local: the machine policy is not in " + settings.MachinePolicyEnv)
+	}
+	return pod, nil
+}
+
+// largest is the largest container of t's packing plan (zero when t's
+// topology is not loaded yet: the configured defaults).
+func largest(t *manager.Manager) packing.Resources {
+	var r packing.Resources
+	v := t.View()
+	if v == nil || v.Top() == nil || v.Doc().Plan == nil {
+		return r
+	}
+	_, pp, err := planner.PackPlan(v.Top(), v.Doc().Plan.Containers)
+	if err != nil {
+		return r
+	}
+	for _, c := range pp.Containers {
+		r.CPU, r.RAM, r.Disk = max(r.CPU, c.Resources.CPU), max(r.RAM, c.Resources.RAM), max(r.Disk, c.Resources.Disk)
+	}
+	return r
+}

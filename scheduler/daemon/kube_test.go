@@ -1,0 +1,171 @@
+package daemon_test
+
+import (
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ardea-dev/ardea/examples/keyed"
+	"github.com/ardea-dev/ardea/examples/wordcount"
+	"github.com/ardea-dev/ardea/internal/testutil"
+	ktest "github.com/ardea-dev/ardea/internal/testutil/kube"
+	"github.com/ardea-dev/ardea/internal/testutil/wordcounttest"
+	"github.com/ardea-dev/ardea/scheduler/api"
+	"github.com/ardea-dev/ardea/scheduler/daemon"
+)
+
+// kubeNamespace is where the tests' daemons run their pods.
+const kubeNamespace = "streams"
+
+// kubeDaemon starts a control plane with two test kubelets, whose image
+// "ardea:test" is the test's ardea binary, and a daemon with scheduler:
+// kubernetes in kubeNamespace, as an identity bound to the Helm chart's
+// Role there only (deploy/helm/ardea/templates/role.yaml).
+func kubeDaemon(t *testing.T) (*ktest.Cluster, *daemon.Daemon, *api.Client) {
+	t.Helper()
+	kc := ktest.Start(t, ktest.Options{})
+	ctx := t.Context()
+	if err := kc.EnsureNamespace(ctx, kubeNamespace); err != nil {
+		t.Fatal(err)
+	}
+	verbs := []string{"get", "list", "watch", "create", "update", "patch", "delete"}
+	if _, err := kc.Client.RbacV1().Roles(kubeNamespace).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "ardea"},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"pods", "services", "secrets"}, Verbs: verbs},
+			{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, Verbs: verbs},
+		}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kc.Client.RbacV1().RoleBindings(kubeNamespace).Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "ardea"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "ardea"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "ardea-daemon"}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig, err := kc.UserKubeconfig("ardea-daemon")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"node-a", "node-b"} {
+		kc.RunKubelet(ctx, t, n, ktest.KubeletOptions{Images: map[string]string{"ardea:test": ardeaBin}})
+	}
+	d := startDaemonWith(t, daemon.Options{Kubernetes: &daemon.Kubernetes{Namespace: kubeNamespace, Image: "ardea:test", Kubeconfig: kubeconfig}})
+	return kc, d, d.Client()
+}
+
+// kubeObjects counts the StatefulSets, Secrets and pods the daemon's
+// runtime made in kubeNamespace.
+func kubeObjects(t *testing.T, kc *ktest.Cluster) (sts, secrets, pods int) {
+	t.Helper()
+	ctx, sel := t.Context(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=ardea"}
+	s, err1 := kc.Client.AppsV1().StatefulSets(kubeNamespace).List(ctx, sel)
+	c, err2 := kc.Client.CoreV1().Secrets(kubeNamespace).List(ctx, sel)
+	p, err3 := kc.Client.CoreV1().Pods(kubeNamespace).List(ctx, sel)
+	for _, err := range []error{err1, err2, err3} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return len(s.Items), len(c.Items), len(p.Items)
+}
+
+// awaitNoObjects waits until the runtime's objects are all gone.
+func awaitNoObjects(t *testing.T, kc *ktest.Cluster) {
+	t.Helper()
+	testutil.Eventually(t, "every StatefulSet, Secret and pod deleted", func() (bool, string) {
+		s, c, p := kubeObjects(t, kc)
+		return s+c+p == 0, fmt.Sprintf("%d statefulsets, %d secrets, %d pods", s, c, p)
+	})
+}
+
+// TestKubernetesWordCount runs the finite word count with scheduler:
+// kubernetes: its two containers are the pods of one StatefulSet, `ardea
+// host` run by the test kubelets, each with its credential from the
+// topology's Secret; every count is exact, and the kill deletes every
+// object.
+func TestKubernetesWordCount(t *testing.T) {
+	kc, _, c := kubeDaemon(t)
+	dir := t.TempDir()
+	var lines []string
+	for i := range 3000 {
+		lines = append(lines, fmt.Sprintf("w%d common w%d tail", i%97, i%13))
+	}
+	in, out := filepath.Join(dir, "in.txt"), filepath.Join(dir, "counts.tsv")
+	if err := os.WriteFile(in, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	if _, err := c.Submit(ctx, api.SubmitRequest{Name: "wck", Spec: wcSpec(t, "wck", 2, fileSpout(in), out), Modules: wcModules(t)}); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, c, "wck", api.StateFinished)
+	got, err := wordcount.ReadCounts(out, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wordcounttest.CompareCounts(t, got, wordcount.Reference(lines))
+	if _, err := c.Action(ctx, "wck", "kill", url.Values{"keep": {"true"}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	awaitNoObjects(t, kc)
+}
+
+// TestKubernetesPodRestart: an effectively-once topology (the keyed
+// sequence) runs as pods; a pod is deleted while records flow: the
+// StatefulSet makes it again, the topology rolls back to its last global
+// checkpoint, and the output is exactly a fault-free run's. Closing the
+// daemon deletes its objects.
+func TestKubernetesPodRestart(t *testing.T) {
+	kc, d, c := kubeDaemon(t)
+	const keys, perKey = 100, 100
+	until := filepath.Join(t.TempDir(), "end")
+	out := submitKeyedEO(t, c, "eok", keys, perKey, 2000, until)
+	ctx := t.Context()
+	status := func() api.Status {
+		st, err := c.Status(ctx, "eok")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	testutil.Eventually(t, "a global checkpoint", func() bool { st := status(); return st.Checkpoints != nil && st.Checkpoints.Global > 0 })
+	pods, err := kc.Client.CoreV1().Pods(kubeNamespace).List(ctx, metav1.ListOptions{LabelSelector: "ardea.dev/topology=eok"})
+	if err != nil || len(pods.Items) != 2 {
+		t.Fatalf("the topology's pods: %v, %v", pods, err)
+	}
+	victim := pods.Items[0]
+	if err := kc.Client.CoreV1().Pods(kubeNamespace).Delete(ctx, victim.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, "the rollback after the pod's deletion", func() (bool, string) {
+		st := status()
+		return st.Checkpoints.Rollbacks >= 1 && !st.Checkpoints.RollingBack, fmt.Sprintf("%+v", *st.Checkpoints)
+	})
+	testutil.Eventually(t, "the pod made again", func() bool {
+		p, err := kc.Client.CoreV1().Pods(kubeNamespace).Get(ctx, victim.Name, metav1.GetOptions{})
+		return err == nil && p.UID != victim.UID
+	})
+	if err := os.WriteFile(until, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st := waitState(t, c, "eok", api.StateFinished)
+	if err := keyed.CheckExact(out, keys, perKey); err != nil {
+		t.Fatal(err)
+	}
+	restarts := 0
+	for _, ct := range st.Containers {
+		restarts += ct.Restarts
+	}
+	t.Logf("pod %s deleted: %d rollbacks (%s), %d container restarts", victim.Name, st.Checkpoints.Rollbacks, st.Checkpoints.LastRollback, restarts)
+	if err := d.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	awaitNoObjects(t, kc)
+}

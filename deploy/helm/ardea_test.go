@@ -24,6 +24,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/ardea-dev/ardea/internal/deployment"
 	"github.com/ardea-dev/ardea/internal/testutil"
 )
 
@@ -359,6 +360,40 @@ func TestChartFiveNodesExistingSecret(t *testing.T) {
 	testutil.Golden(t, "five-nodes.golden", r.text)
 }
 
+// TestChartKubernetesScheduler: scheduler kubernetes writes the
+// deployment file's scheduler: and kubernetes: sections after config,
+// which ardea reads as it is (internal/deployment), and mounts the
+// service account's token the runtime calls the API with.
+func TestChartKubernetesScheduler(t *testing.T) {
+	vals := map[string]any{
+		"scheduler":  "kubernetes",
+		"config":     "metrics:\n  interval: 10s\n",
+		"kubernetes": map[string]any{"resources": map[string]any{"cpu": "250m", "memory": "1Gi"}, "nodeSelector": map[string]any{"pool": "streams"}},
+	}
+	r := render(t, vals)
+	sts := checkStatefulSet(t, r, 3, 3, "ardea-cluster-secret")
+	checkCommon(t, r)
+	var cm corev1.ConfigMap
+	r.one(t, "ConfigMap", &cm)
+	f, err := deployment.Parse("ardea.yaml", []byte(cm.Data["ardea.yaml"]))
+	if err != nil {
+		t.Fatalf("the rendered deployment file: %v\n%s", err, cm.Data["ardea.yaml"])
+	}
+	k := f.Kubernetes
+	if k == nil || k.Namespace != namespace || k.Image != "ardea-dev/ardea:0.1.0" || k.NATSURL != "nats://ardea."+namespace+".svc.cluster.local:4222" ||
+		k.Resources.CPU != "250m" || k.Resources.Memory != "1Gi" || k.NodeSelector["pool"] != "streams" || f.Metrics.Interval == 0 {
+		t.Errorf("deployment file %+v, kubernetes %+v", f, k)
+	}
+	ps := sts.Spec.Template.Spec
+	if ps.AutomountServiceAccountToken == nil || !*ps.AutomountServiceAccountToken || ps.ServiceAccountName != "ardea" {
+		t.Errorf("the nodes' service account: %s, automount %v", ps.ServiceAccountName, ps.AutomountServiceAccountToken)
+	}
+	if v, _ := flagValue(ps.Containers[0].Args, "--config"); v != "/etc/ardea/config/ardea.yaml" {
+		t.Errorf("--config %q", v)
+	}
+	testutil.Golden(t, "kubernetes-scheduler.golden", r.text)
+}
+
 // TestChartRefusesImpossibleValues: values no cluster can run with fail
 // the render, saying why.
 func TestChartRefusesImpossibleValues(t *testing.T) {
@@ -370,9 +405,11 @@ func TestChartRefusesImpossibleValues(t *testing.T) {
 		vals map[string]any
 		want string
 	}{
-		"more copies than nodes": {map[string]any{"replicas": 2}, "cannot exceed replicas"},
-		"six copies":             {map[string]any{"replicas": 7, "jetstreamReplicas": 6}, "1 to 5"},
-		"no secret":              {map[string]any{"clusterSecret": map[string]any{"generate": false}}, "existingSecret or generate"},
+		"more copies than nodes":  {map[string]any{"replicas": 2}, "cannot exceed replicas"},
+		"six copies":              {map[string]any{"replicas": 7, "jetstreamReplicas": 6}, "1 to 5"},
+		"no secret":               {map[string]any{"clusterSecret": map[string]any{"generate": false}}, "existingSecret or generate"},
+		"unknown scheduler":       {map[string]any{"scheduler": "yarn"}, "scheduler must be processes or kubernetes"},
+		"kubernetes without rbac": {map[string]any{"scheduler": "kubernetes", "rbac": map[string]any{"create": false}}, "scheduler kubernetes needs rbac.create"},
 	} {
 		rv, err := chartutil.ToRenderValues(ch, tc.vals, chartcommon.ReleaseOptions{Name: release, Namespace: namespace}, nil)
 		if err != nil {

@@ -254,6 +254,58 @@ func TestRuntime(t *testing.T) {
 	}
 	gone(t, c, ns, name)
 
+	// A runtime that finds the StatefulSet made (the daemon that took the
+	// topology of a lost one over) adopts it: each container's pod starts
+	// again, with its new credential.
+	adopt := top{"default", "adopted"}
+	aname := kube.Name(adopt.tenant, adopt.name)
+	for n := 1; n <= 2; n++ {
+		if err := rt.StartContainer(ctx, adopt, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	apod := func(n int) *corev1.Pod {
+		p, err := c.Client.CoreV1().Pods(ns).Get(ctx, kube.PodName(aname, n), metav1.GetOptions{})
+		if err != nil {
+			return nil
+		}
+		return p
+	}
+	testutil.Eventually(t, "both pods of the topology to adopt", func() bool { return apod(1) != nil && apod(2) != nil })
+	before := []*corev1.Pod{apod(1), apod(2)}
+	rt2, err := kube.New(ctx, kube.Options[top]{Config: cfg, Client: client, Namespace: ns,
+		Pod: func(_ context.Context, _ top, n int) (kube.Pod, error) {
+			return kube.Pod{Args: []string{"-c", hostScript}, Creds: fmt.Appendf(nil, "new-creds-%d", n)}, nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := 1; n <= 2; n++ {
+		if err := rt2.StartContainer(ctx, adopt, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for n := 1; n <= 2; n++ {
+		testutil.Eventually(t, fmt.Sprintf("adopted container %d in a new pod with its new credential", n), func() (bool, string) {
+			p := apod(n)
+			st, _ := rt2.Status(runtime.ID(adopt.tenant, adopt.name, n))
+			var out string
+			if p != nil {
+				for _, k := range kls {
+					if s, err := k.Logs(ns, p.Name, "host"); err == nil && s != "" {
+						out = s
+					}
+				}
+			}
+			return p != nil && p.UID != before[n-1].UID && st.State == launcher.StateRunning && strings.Contains(out, fmt.Sprintf("creds new-creds-%d", n)),
+				fmt.Sprintf("%+v: %q", st, out)
+		})
+	}
+	if err := rt2.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	gone(t, c, ns, aname)
+
 	// Close deletes what runs.
 	other := top{"default", "wc2"}
 	if err := rt.StartContainer(ctx, other, 1); err != nil {
@@ -273,6 +325,9 @@ func TestRuntime(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
+	events = slices.DeleteFunc(events, func(ps launcher.ProcessStatus) bool {
+		return strings.HasPrefix(ps.ID, runtime.Prefix(adopt.tenant, adopt.name)) // the adopted pods, replaced under rt
+	})
 	if len(events) != 1 {
 		t.Errorf("events %+v: want only container 1's exit (a restart, a removal, a kill of the topology are the runtime's own)", events)
 	}

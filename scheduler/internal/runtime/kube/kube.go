@@ -19,6 +19,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -103,6 +104,9 @@ type topo struct {
 	// inherited are the pods of an adopted StatefulSet not started again
 	// yet (their hosts ran under the former manager).
 	inherited map[int]bool
+	// uid is the StatefulSet's: a pod of an earlier one of the same name
+	// (a topology killed and submitted again) is not the topology's.
+	uid types.UID
 }
 
 // New starts the runtime's watch of its pods and returns once it has
@@ -190,21 +194,28 @@ func (r *Runtime[T]) StartContainer(ctx context.Context, t T, c int) error {
 		r.mu.Unlock()
 		return fmt.Errorf("%w: %s", launcher.ErrDuplicate, runtime.ID(tenant, name, c))
 	}
+	// No container wanted: the objects are not there (or were deleted
+	// when the last one stopped), and are made.
+	fresh := tp == nil || len(tp.wanted) == 0
 	r.mu.Unlock()
 	pod, err := r.pod(ctx, t, c)
 	if err != nil {
 		return err
 	}
-	if tp == nil {
-		tp = &topo{tenant: tenant, name: name, sts: sts, wanted: map[int]bool{}, stopped: map[int]bool{},
-			past: map[int]int{}, ours: map[types.UID]bool{}, inherited: map[int]bool{}}
-		adopted, err := r.create(ctx, tp, c, pod)
+	if fresh {
+		if tp == nil {
+			tp = &topo{tenant: tenant, name: name, sts: sts, wanted: map[int]bool{}, stopped: map[int]bool{},
+				past: map[int]int{}, ours: map[types.UID]bool{}, inherited: map[int]bool{}}
+		}
+		adopted, uid, err := r.create(ctx, tp, c, pod)
 		if err != nil {
 			return err
 		}
 		r.mu.Lock()
 		r.tops[sts] = tp
+		tp.uid = uid
 		tp.wanted[c] = true
+		delete(tp.stopped, c)
 		for i := 1; i <= adopted; i++ {
 			tp.inherited[i] = i != c
 		}
@@ -245,8 +256,8 @@ func (tp *topo) replicas() int {
 
 // create makes the topology's Secret and StatefulSet with c replicas; an
 // existing StatefulSet is adopted (its replicas, > 0) and scaled to at
-// least c.
-func (r *Runtime[T]) create(ctx context.Context, tp *topo, c int, pod Pod) (adopted int, err error) {
+// least c. uid is the StatefulSet's.
+func (r *Runtime[T]) create(ctx context.Context, tp *topo, c int, pod Pod) (adopted int, uid types.UID, err error) {
 	data := map[string][]byte{}
 	for k, v := range pod.SecretEnv {
 		data[k] = []byte(v)
@@ -257,21 +268,21 @@ func (r *Runtime[T]) create(ctx context.Context, tp *topo, c int, pod Pod) (adop
 	sec := r.secret(tp.tenant, tp.name, data)
 	if _, err := r.client.CoreV1().Secrets(r.ns).Create(ctx, sec, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
 		if err := r.putCreds(ctx, tp, c, pod); err != nil {
-			return 0, err
+			return 0, "", err
 		}
 	} else if err != nil {
-		return 0, fmt.Errorf("kubernetes: topology %s: create secret %s/%s: %w", tp.name, r.ns, tp.sts, err)
+		return 0, "", fmt.Errorf("kubernetes: topology %s: create secret %s/%s: %w", tp.name, r.ns, tp.sts, err)
 	}
-	_, err = r.client.AppsV1().StatefulSets(r.ns).Create(ctx, r.statefulSet(tp.tenant, tp.name, c, pod), metav1.CreateOptions{})
+	made, err := r.client.AppsV1().StatefulSets(r.ns).Create(ctx, r.statefulSet(tp.tenant, tp.name, c, pod), metav1.CreateOptions{})
 	if err == nil {
-		return 0, nil
+		return 0, made.UID, nil
 	}
 	if !apierrors.IsAlreadyExists(err) {
-		return 0, fmt.Errorf("kubernetes: topology %s: create statefulset %s/%s: %w", tp.name, r.ns, tp.sts, err)
+		return 0, "", fmt.Errorf("kubernetes: topology %s: create statefulset %s/%s: %w", tp.name, r.ns, tp.sts, err)
 	}
 	cur, err := r.client.AppsV1().StatefulSets(r.ns).Get(ctx, tp.sts, metav1.GetOptions{})
 	if err != nil {
-		return 0, fmt.Errorf("kubernetes: topology %s: adopt statefulset %s/%s: %w", tp.name, r.ns, tp.sts, err)
+		return 0, "", fmt.Errorf("kubernetes: topology %s: adopt statefulset %s/%s: %w", tp.name, r.ns, tp.sts, err)
 	}
 	n := 0
 	if cur.Spec.Replicas != nil {
@@ -279,9 +290,9 @@ func (r *Runtime[T]) create(ctx context.Context, tp *topo, c int, pod Pod) (adop
 	}
 	r.log.Info("kubernetes: adopting a topology's statefulset", "topology", tp.name, "tenant", tp.tenant, "statefulset", tp.sts, "replicas", n)
 	if n < c {
-		return max(n, 1), r.scale(ctx, tp, c)
+		return max(n, 1), cur.UID, r.scale(ctx, tp, c)
 	}
-	return max(n, 1), nil
+	return max(n, 1), cur.UID, nil
 }
 
 // putCreds adds container c's credential to the topology's Secret.
@@ -424,8 +435,13 @@ func (r *Runtime[T]) Kill(id string, _ int) error {
 	if err != nil {
 		return fmt.Errorf("kubernetes: container %s: no pod to kill: %w", id, err)
 	}
-	return r.deletePod(context.Background(), tp, c, p.UID, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), killTimeout)
+	defer cancel()
+	return r.deletePod(ctx, tp, c, p.UID, 0)
 }
+
+// killTimeout bounds Kill's call (the manager's Kill takes no context).
+const killTimeout = 30 * time.Second
 
 // LogPath is "": a pod's output is the cluster's (kubectl logs).
 func (r *Runtime[T]) LogPath(string) string { return "" }

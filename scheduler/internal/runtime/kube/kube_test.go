@@ -254,6 +254,34 @@ func TestRuntime(t *testing.T) {
 	}
 	gone(t, c, ns, name)
 
+	// Killed and started again at once: the old pod, going away, is not
+	// the new StatefulSet's (no exit reported, no status from it).
+	again := top{"default", "again"}
+	againID := runtime.ID(again.tenant, again.name, 1)
+	if err := rt.StartContainer(ctx, again, 1); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, "again running", func() bool { st, _ := rt.Status(againID); return st.State == launcher.StateRunning })
+	oldPod, err := c.Client.CoreV1().Pods(ns).Get(ctx, kube.PodName(kube.Name(again.tenant, again.name), 1), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Remove(ctx, againID); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.StartContainer(ctx, again, 1); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, "again running in a new pod", func() (bool, string) {
+		st, _ := rt.Status(againID)
+		p, err := c.Client.CoreV1().Pods(ns).Get(ctx, oldPod.Name, metav1.GetOptions{})
+		return err == nil && p.UID != oldPod.UID && st.State == launcher.StateRunning && st.Restarts == 0, fmt.Sprintf("%+v", st)
+	})
+	if err := rt.Remove(ctx, againID); err != nil {
+		t.Fatal(err)
+	}
+	gone(t, c, ns, kube.Name(again.tenant, again.name))
+
 	// A runtime that finds the StatefulSet made (the daemon that took the
 	// topology of a lost one over) adopts it: each container's pod starts
 	// again, with its new credential.

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/ardea-dev/ardea/scheduler/internal/launcher"
@@ -65,7 +67,7 @@ func (r *Runtime[T]) List() []launcher.ProcessStatus {
 func (r *Runtime[T]) status(tp *topo, c int) launcher.ProcessStatus {
 	ps := launcher.ProcessStatus{ID: runtime.ID(tp.tenant, tp.name, c), State: launcher.StateStarting}
 	r.mu.Lock()
-	stopped, past := tp.stopped[c], tp.past[c]
+	stopped, past, uid := tp.stopped[c], tp.past[c], tp.uid
 	r.mu.Unlock()
 	ps.Restarts = past
 	if stopped {
@@ -73,11 +75,18 @@ func (r *Runtime[T]) status(tp *topo, c int) launcher.ProcessStatus {
 		return ps
 	}
 	p, err := r.pods.Pods(r.ns).Get(PodName(tp.sts, c))
-	if err != nil {
+	if err != nil || !ownedBy(p, uid) {
 		return ps // not made yet
 	}
 	podStatus(&ps, p)
 	return ps
+}
+
+// ownedBy says whether p is a pod of the StatefulSet of uid (not of an
+// earlier one of the same name, going away).
+func ownedBy(p *corev1.Pod, uid types.UID) bool {
+	ref := metav1.GetControllerOf(p)
+	return uid == "" || ref != nil && ref.UID == uid
 }
 
 // hostStatus is the status of the pod's host container (nil before it
@@ -158,7 +167,7 @@ func (r *Runtime[T]) container(p *corev1.Pod) (*topo, int, bool) {
 		return nil, 0, false
 	}
 	tp := r.tops[p.Name[:i]]
-	return tp, ord + 1, tp != nil && tp.wanted[ord+1]
+	return tp, ord + 1, tp != nil && tp.wanted[ord+1] && ownedBy(p, tp.uid)
 }
 
 // updated reports a host container that restarted in its pod.

@@ -71,6 +71,9 @@ func (d *Daemon) kubePod(ctx context.Context, t *manager.Manager, c int) (kube.P
 		return kube.Pod{}, err
 	}
 	k, v, _ := strings.Cut(policy, "=")
+	if k != settings.MachinePolicyEnv {
+		return kube.Pod{}, errors.New("local: the machine policy is not in " + settings.MachinePolicyEnv)
+	}
 	pod := kube.Pod{Env: map[string]string{}, SecretEnv: map[string]string{k: v}, Resources: largest(t)}
 	spec := launcher.ProcessSpec{Args: args}
 	if err := d.ten.SecureHost(ctx, tmTopology{t}, &spec); err != nil { // the rate share's flags (no cgroup: the pod's limits)
@@ -95,9 +98,6 @@ func (d *Daemon) kubePod(ctx context.Context, t *manager.Manager, c int) (kube.P
 		default:
 			return kube.Pod{}, fmt.Errorf("topology %s: container %d: unexpected host credential variable %s", t.Name(), c, k)
 		}
-	}
-	if k != settings.MachinePolicyEnv {
-		return kube.Pod{}, errors.New("local: the machine policy is not in " + settings.MachinePolicyEnv)
 	}
 	return pod, nil
 }

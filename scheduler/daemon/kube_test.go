@@ -56,8 +56,24 @@ func kubeDaemon(t *testing.T) (*ktest.Cluster, *daemon.Daemon, *api.Client) {
 	for _, n := range []string{"node-a", "node-b"} {
 		kc.RunKubelet(ctx, t, n, ktest.KubeletOptions{Images: map[string]string{"ardea:test": ardeaBin}})
 	}
+	t.Cleanup(func() { dumpPodLogs(t, kc) }) // before the cluster's files are removed
 	d := startDaemonWith(t, daemon.Options{Kubernetes: &daemon.Kubernetes{Namespace: kubeNamespace, Image: "ardea:test", Kubeconfig: kubeconfig}})
 	return kc, d, d.Client()
+}
+
+// dumpPodLogs logs the last lines of every host run's output when t
+// failed.
+func dumpPodLogs(t *testing.T, kc *ktest.Cluster) {
+	if !t.Failed() {
+		return
+	}
+	logs, _ := filepath.Glob(filepath.Join(kc.Dir, "kubelets", "*", "*", "*", "logs", "*", "*.log"))
+	more, _ := filepath.Glob(filepath.Join(kc.Dir, "kubelets", "*", "*", "*", "*", "logs", "*", "*.log"))
+	for _, f := range append(logs, more...) {
+		b, _ := os.ReadFile(f)
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		t.Logf("%s (last 40 lines):\n%s", f, strings.Join(lines[max(0, len(lines)-40):], "\n"))
+	}
 }
 
 // kubeObjects counts the StatefulSets, Secrets and pods the daemon's

@@ -360,15 +360,28 @@ func (r *Runtime[T]) drop(ctx context.Context, id string, stop bool) error {
 		delete(tp.stopped, c)
 	}
 	n, gone := tp.replicas(), len(tp.wanted) == 0
-	if gone && len(tp.stopped) == 0 {
+	r.mu.Unlock()
+	if !gone {
+		return r.scale(ctx, tp, n)
+	}
+	// The topology's end is carried out whatever asked for it (its
+	// manager may be closing): a deletion that fails keeps the topology,
+	// for Close to try again.
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), deleteTimeout)
+	defer cancel()
+	if err := r.deleteObjects(dctx, tp); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	if len(tp.wanted) == 0 && len(tp.stopped) == 0 && r.tops[tp.sts] == tp {
 		delete(r.tops, tp.sts)
 	}
 	r.mu.Unlock()
-	if gone {
-		return r.deleteObjects(ctx, tp)
-	}
-	return r.scale(ctx, tp, n)
+	return nil
 }
+
+// deleteTimeout bounds the deletion of a topology's objects.
+const deleteTimeout = 30 * time.Second
 
 // deleteObjects deletes the topology's StatefulSet (its pods go with it:
 // the garbage collector deletes them) and Secret.

@@ -21,11 +21,13 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/ardea-dev/ardea/internal/deployment"
 	"github.com/ardea-dev/ardea/internal/testutil"
+	"github.com/ardea-dev/ardea/scheduler/daemon"
 )
 
 const (
@@ -390,6 +392,22 @@ func TestChartKubernetesScheduler(t *testing.T) {
 	}
 	if v, _ := flagValue(ps.Containers[0].Args, "--config"); v != "/etc/ardea/config/ardea.yaml" {
 		t.Errorf("--config %q", v)
+	}
+	// The chart's Role grants what the runtime uses.
+	var role rbacv1.Role
+	r.one(t, "Role", &role)
+	for _, need := range daemon.KubernetesRules() {
+		for _, res := range need.Resources {
+			for _, verb := range need.Verbs {
+				ok := false
+				for _, rule := range role.Rules {
+					ok = ok || slices.Contains(rule.APIGroups, need.APIGroups[0]) && slices.Contains(rule.Resources, res) && slices.Contains(rule.Verbs, verb)
+				}
+				if !ok {
+					t.Errorf("the chart's Role does not grant %s on %s (group %q), which scheduler: kubernetes uses", verb, res, need.APIGroups[0])
+				}
+			}
+		}
 	}
 	testutil.Golden(t, "kubernetes-scheduler.golden", r.text)
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+	rbacv1 "k8s.io/api/rbac/v1"
 
 	"github.com/ardea-dev/ardea/internal/natsauth"
 	"github.com/ardea-dev/ardea/scheduler/internal/launcher"
@@ -31,6 +32,10 @@ type Kubernetes = kube.Config
 func ParseScheduler(file string, scheduler, kubernetes *yaml.Node) (*Kubernetes, error) {
 	return kube.ParseSection(file, scheduler, kubernetes)
 }
+
+// KubernetesRules are the permissions scheduler: kubernetes uses in its
+// namespace, as a Role's rules (the Helm chart's Role grants them).
+func KubernetesRules() []rbacv1.PolicyRule { return kube.Rules() }
 
 // newKube is the runtime of a daemon with scheduler: kubernetes.
 func (d *Daemon) newKube(ctx context.Context) (containerRuntime, error) {

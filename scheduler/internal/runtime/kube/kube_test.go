@@ -32,21 +32,13 @@ func (t top) Tenant() string           { return t.tenant }
 func (t top) Name() string             { return t.name }
 func (t top) Context() context.Context { return context.Background() }
 
-// chartRole is the chart's Role (deploy/helm/ardea/templates/role.yaml):
-// what the daemon's service account may do in its namespace.
-func chartRole(ns string) *rbacv1.Role {
-	verbs := []string{"get", "list", "watch", "create", "update", "patch", "delete"}
-	return &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "ardea", Namespace: ns}, Rules: []rbacv1.PolicyRule{
-		{APIGroups: []string{""}, Resources: []string{"pods", "services", "secrets"}, Verbs: verbs},
-		{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, Verbs: verbs},
-	}}
-}
-
-// restricted is a client of a user bound to chartRole in ns only.
+// restricted is a client of a user bound in ns only to a Role of
+// kube.Rules(), what the runtime says it needs (the chart's Role grants
+// them: deploy/helm's test).
 func restricted(t *testing.T, c *ktest.Cluster, ns string) kubernetes.Interface {
 	t.Helper()
 	ctx := t.Context()
-	if _, err := c.Client.RbacV1().Roles(ns).Create(ctx, chartRole(ns), metav1.CreateOptions{}); err != nil {
+	if _, err := c.Client.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "ardea"}, Rules: kube.Rules()}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.Client.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
@@ -79,7 +71,7 @@ const hostScript = `c=$(( ${ARDEA_POD_NAME##*-} + 1 )); f="$ARDEA_NATS_CREDS_DIR
 	`echo "container $c mode $(stat -L -c %a "$f") creds $(cat "$f") policy $ARDEA_MACHINE_POLICY x $X"; exec sleep 3600`
 
 // TestRuntime runs a topology's containers as a StatefulSet's pods on the
-// real API server and controllers, under the chart's Role only: the
+// real API server and controllers, under kube.Rules() only: the
 // objects read back, scaling, a restart, a pod deleted under it, removal
 // and Close.
 func TestRuntime(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -203,4 +204,15 @@ func (r *Runtime[T]) resources(p packing.Resources) corev1.ResourceRequirements 
 	}
 	l := corev1.ResourceList{corev1.ResourceCPU: cpu, corev1.ResourceMemory: mem}
 	return corev1.ResourceRequirements{Requests: l, Limits: maps.Clone(l)}
+}
+
+// Rules are the permissions the runtime uses in its namespace, as a
+// Role's rules: the Helm chart's Role must grant them (deploy/helm's test
+// checks it, and TestRuntime runs under exactly these).
+func Rules() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, Verbs: []string{"create", "get", "patch", "delete"}},
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create", "get", "update", "delete"}},
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch", "delete"}},
+	}
 }

@@ -57,7 +57,12 @@ func kubeDaemon(t *testing.T) (*ktest.Cluster, *daemon.Daemon, *api.Client) {
 		kc.RunKubelet(ctx, t, n, ktest.KubeletOptions{Images: map[string]string{"ardea:test": ardeaBin}})
 	}
 	t.Cleanup(func() { dumpPodLogs(t, kc) }) // before the cluster's files are removed
-	d := startDaemonWith(t, daemon.Options{Kubernetes: &daemon.Kubernetes{Namespace: kubeNamespace, Image: "ardea:test", Kubeconfig: kubeconfig}})
+	// The nodes' compile cache (a hostPath, here a directory of this
+	// machine) is the tests' shared one: a pod made again does not
+	// compile the modules again.
+	cache := hostCache(t.TempDir())
+	d := startDaemonWith(t, daemon.Options{Kubernetes: &daemon.Kubernetes{Namespace: kubeNamespace, Image: "ardea:test", Kubeconfig: kubeconfig,
+		CompileCache: cache}})
 	return kc, d, d.Client()
 }
 
@@ -120,6 +125,13 @@ func TestKubernetesWordCount(t *testing.T) {
 	ctx := t.Context()
 	if _, err := c.Submit(ctx, api.SubmitRequest{Name: "wck", Spec: wcSpec(t, "wck", 2, fileSpout(in), out), Modules: wcModules(t)}); err != nil {
 		t.Fatal(err)
+	}
+	sts, err := kc.Client.AppsV1().StatefulSets(kubeNamespace).List(ctx, metav1.ListOptions{LabelSelector: "ardea.dev/topology=wck"})
+	if err != nil || len(sts.Items) != 1 {
+		t.Fatalf("the topology's statefulsets: %v, %v", sts, err)
+	}
+	if v := sts.Items[0].Spec.Template.Spec.Volumes; len(v) < 2 || v[1].HostPath == nil || *sts.Items[0].Spec.Replicas != 2 {
+		t.Errorf("statefulset: replicas %d, volumes %+v: want 2, the data dir on the nodes' compile cache", *sts.Items[0].Spec.Replicas, v)
 	}
 	waitState(t, c, "wck", api.StateFinished)
 	got, err := wordcount.ReadCounts(out, false)

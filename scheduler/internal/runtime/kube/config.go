@@ -54,6 +54,13 @@ type Config struct {
 	} `yaml:"resources"`
 	// NodeSelector places the host pods.
 	NodeSelector map[string]string `yaml:"node_selector"`
+	// CompileCache is a directory of each node (a hostPath volume, made
+	// if missing) that the node's host pods share as their data dir: the
+	// modules' compiled code, compiled once per node and module version
+	// rather than in every new pod (as the daemon's own processes share
+	// its data dir). Empty: an emptyDir per pod. hostPath volumes need
+	// a namespace whose Pod Security level allows them (privileged).
+	CompileCache string `yaml:"compile_cache"`
 
 	// What the fields say, parsed (Check).
 	cpu, memory resource.Quantity
@@ -61,7 +68,7 @@ type Config struct {
 
 // configFields lists the section's fields, for the message of one it
 // does not know.
-const configFields = "namespace, image, image_pull_policy, nats_url, kubeconfig, service_account, resources.cpu, resources.memory, node_selector"
+const configFields = "namespace, image, image_pull_policy, nats_url, kubeconfig, service_account, resources.cpu, resources.memory, node_selector, compile_cache"
 
 // ParseSection reads the deployment file's scheduler: value (sched) and
 // kubernetes: section (n), either nil when the file has none: nil for
@@ -142,6 +149,9 @@ func (c *Config) Check() error {
 	}
 	if c.memory, err = quantity("kubernetes.resources.memory", c.Resources.Memory, "512Mi"); err != nil {
 		return err
+	}
+	if c.CompileCache != "" && !strings.HasPrefix(c.CompileCache, "/") {
+		return fmt.Errorf("kubernetes.compile_cache %q: want an absolute path on the nodes", c.CompileCache)
 	}
 	for k, v := range c.NodeSelector {
 		if errs := validation.IsQualifiedName(k); len(errs) > 0 {

@@ -181,13 +181,23 @@ func (r *Runtime[T]) statefulSet(tenant, topology string, replicas int, pod Pod)
 					Volumes: []corev1.Volume{
 						{Name: "nats-creds", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
 							SecretName: name, DefaultMode: &mode}}},
-						{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+						{Name: "data", VolumeSource: r.dataVolume()},
 						{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}},
 					},
 				},
 			},
 		},
 	}
+}
+
+// dataVolume is the hosts' data dir: the node's compile cache, or an
+// emptyDir.
+func (r *Runtime[T]) dataVolume() corev1.VolumeSource {
+	if r.cfg.CompileCache == "" {
+		return corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}
+	}
+	t := corev1.HostPathDirectoryOrCreate
+	return corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: r.cfg.CompileCache, Type: &t}}
 }
 
 // resources are a pod's requests and limits (the same: as Heron's

@@ -368,9 +368,10 @@ func TestChartFiveNodesExistingSecret(t *testing.T) {
 // service account's token the runtime calls the API with.
 func TestChartKubernetesScheduler(t *testing.T) {
 	vals := map[string]any{
-		"scheduler":  "kubernetes",
-		"config":     "metrics:\n  interval: 10s\n",
-		"kubernetes": map[string]any{"resources": map[string]any{"cpu": "250m", "memory": "1Gi"}, "nodeSelector": map[string]any{"pool": "streams"}},
+		"scheduler": "kubernetes",
+		"config":    "metrics:\n  interval: 10s\n",
+		"kubernetes": map[string]any{"resources": map[string]any{"cpu": "250m", "memory": "1Gi"}, "nodeSelector": map[string]any{"pool": "streams"},
+			"compileCache": "/var/cache/ardea"},
 	}
 	r := render(t, vals)
 	sts := checkStatefulSet(t, r, 3, 3, "ardea-cluster-secret")
@@ -383,7 +384,7 @@ func TestChartKubernetesScheduler(t *testing.T) {
 	}
 	k := f.Kubernetes
 	if k == nil || k.Namespace != namespace || k.Image != "ardea-dev/ardea:0.1.0" || k.NATSURL != "nats://ardea."+namespace+".svc.cluster.local:4222" ||
-		k.Resources.CPU != "250m" || k.Resources.Memory != "1Gi" || k.NodeSelector["pool"] != "streams" || f.Metrics.Interval == 0 {
+		k.Resources.CPU != "250m" || k.Resources.Memory != "1Gi" || k.NodeSelector["pool"] != "streams" || k.CompileCache != "/var/cache/ardea" || f.Metrics.Interval == 0 {
 		t.Errorf("deployment file %+v, kubernetes %+v", f, k)
 	}
 	ps := sts.Spec.Template.Spec

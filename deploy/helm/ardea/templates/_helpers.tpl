@@ -140,5 +140,8 @@ kubernetes:
   node_selector:
     {{- toYaml . | nindent 4 }}
   {{- end }}
+  {{- with .Values.kubernetes.compileCache }}
+  compile_cache: {{ . | quote }}
+  {{- end }}
 {{- end }}
 {{- end }}

@@ -36,8 +36,9 @@ func ContainerFromPod() (int, error) {
 	if i < 0 {
 		return 0, fmt.Errorf("%s=%q: want a StatefulSet pod's name, NAME-ORDINAL", PodNameEnv, pod)
 	}
-	ord, err := strconv.Atoi(pod[i+1:])
-	if err != nil || ord < 0 {
+	digits := pod[i+1:]
+	ord, err := strconv.Atoi(digits)
+	if err != nil || digits == "" || strings.Trim(digits, "0123456789") != "" {
 		return 0, fmt.Errorf("%s=%q: want a StatefulSet pod's name, NAME-ORDINAL", PodNameEnv, pod)
 	}
 	c := ord + 1

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -229,6 +230,30 @@ func TestRuntime(t *testing.T) {
 		return len(events) == 1 && events[0].ID == id(1) && events[0].State == launcher.StateBackoff, fmt.Sprintf("%+v", events)
 	})
 	testutil.Eventually(t, "container 1 running again", running(1))
+	// A host that dies in its pod is restarted there by the kubelet: an
+	// exit of its container too.
+	var pid int
+	testutil.Eventually(t, "container 1's process", func() bool {
+		for _, k := range kls {
+			if p := k.PID(ns, kube.PodName(name, 1), "host"); p > 0 {
+				pid = p
+			}
+		}
+		return pid > 0
+	})
+	crashed, _ := rt.Status(id(1))
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, "container 1's crash reported, and its restart", func() (bool, string) {
+		mu.Lock()
+		n := len(events)
+		last := events[n-1]
+		mu.Unlock()
+		st, _ := rt.Status(id(1))
+		return n == 2 && last.ID == id(1) && last.State == launcher.StateBackoff && strings.Contains(last.LastExit, "137") &&
+			st.State == launcher.StateRunning && st.Restarts == crashed.Restarts+1, fmt.Sprintf("events %d, last %+v, status %+v", n, last, st)
+	})
 
 	// Remove scales down; the last removal deletes everything.
 	if err := rt.Remove(ctx, id(2)); err != nil {
@@ -348,8 +373,8 @@ func TestRuntime(t *testing.T) {
 	events = slices.DeleteFunc(events, func(ps launcher.ProcessStatus) bool {
 		return strings.HasPrefix(ps.ID, runtime.Prefix(adopt.tenant, adopt.name)) // the adopted pods, replaced under rt
 	})
-	if len(events) != 1 {
-		t.Errorf("events %+v: want only container 1's exit (a restart, a removal, a kill of the topology are the runtime's own)", events)
+	if len(events) != 2 {
+		t.Errorf("events %+v: want only container 1's exit and crash (a restart, a removal, a kill of the topology are the runtime's own)", events)
 	}
 }
 

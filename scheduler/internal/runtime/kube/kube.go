@@ -107,6 +107,8 @@ type topo struct {
 	// uid is the StatefulSet's: a pod of an earlier one of the same name
 	// (a topology killed and submitted again) is not the topology's.
 	uid types.UID
+	// exited is each container's last run reported ended (pod uid/run).
+	exited map[int]string
 }
 
 // New starts the runtime's watch of its pods and returns once it has
@@ -205,7 +207,7 @@ func (r *Runtime[T]) StartContainer(ctx context.Context, t T, c int) error {
 	if fresh {
 		if tp == nil {
 			tp = &topo{tenant: tenant, name: name, sts: sts, wanted: map[int]bool{}, stopped: map[int]bool{},
-				past: map[int]int{}, ours: map[types.UID]bool{}, inherited: map[int]bool{}}
+				past: map[int]int{}, ours: map[types.UID]bool{}, inherited: map[int]bool{}, exited: map[int]string{}}
 		}
 		adopted, uid, err := r.create(ctx, tp, c, pod)
 		if err != nil {

@@ -170,7 +170,10 @@ func (r *Runtime[T]) container(p *corev1.Pod) (*topo, int, bool) {
 	return tp, ord + 1, tp != nil && tp.wanted[ord+1] && ownedBy(p, tp.uid)
 }
 
-// updated reports a host container that restarted in its pod.
+// updated reports a host that exited in its pod (the kubelet restarts
+// it), once per run: seen as its container leaving the running state, or
+// as its restart count growing, whichever the watch shows first. A pod
+// being deleted is deleted's to report.
 func (r *Runtime[T]) updated(old, cur any) {
 	op, ok1 := old.(*corev1.Pod)
 	p, ok2 := cur.(*corev1.Pod)
@@ -178,21 +181,36 @@ func (r *Runtime[T]) updated(old, cur any) {
 		return
 	}
 	ocs, cs := hostStatus(op), hostStatus(p)
-	if cs == nil || (ocs != nil && cs.RestartCount <= ocs.RestartCount) {
+	if cs == nil {
 		return
 	}
-	if ocs == nil && cs.RestartCount == 0 {
+	ended := -1 // the restart count of the run that ended
+	switch {
+	case ocs != nil && cs.RestartCount > ocs.RestartCount:
+		ended = int(ocs.RestartCount)
+	case ocs == nil && cs.RestartCount > 0:
+		ended = int(cs.RestartCount) - 1
+	case ocs != nil && ocs.State.Running != nil && cs.State.Running == nil && p.DeletionTimestamp == nil:
+		ended = int(cs.RestartCount)
+	}
+	if ended < 0 {
 		return
 	}
+	run := fmt.Sprintf("%s/%d", p.UID, ended)
 	r.mu.Lock()
 	tp, c, ok := r.container(p)
-	r.mu.Unlock()
-	if !ok {
+	if !ok || tp.exited[c] == run {
+		r.mu.Unlock()
 		return
 	}
+	tp.exited[c] = run
+	r.mu.Unlock()
 	ps := launcher.ProcessStatus{ID: runtime.ID(tp.tenant, tp.name, c)}
 	podStatus(&ps, p)
 	ps.State, ps.PID = launcher.StateBackoff, 0
+	if t := cs.State.Terminated; t != nil {
+		ps.LastExit = exitText(t)
+	}
 	r.log.Warn("kubernetes: a host exited; the kubelet restarts it", "container", ps.ID, "pod", p.Name, "restarts", ps.Restarts, "last_exit", ps.LastExit)
 	r.change(ps)
 }

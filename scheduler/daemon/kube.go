@@ -49,7 +49,7 @@ func (d *Daemon) newKube(ctx context.Context) (containerRuntime, error) {
 		return nil, err
 	}
 	rt, err := kube.New(ctx, kube.Options[*manager.Manager]{Config: cfg, Client: client, Namespace: ns,
-		Pod: d.kubePod, OnChange: d.onProcess, Logger: d.log})
+		Pod: d.kubePod, OnChange: d.onProcess, Logger: d.log, MaxRestarts: d.o.MaxRestarts})
 	if err != nil {
 		return nil, err
 	}

@@ -66,6 +66,12 @@ type Options[T runtime.Topology] struct {
 	// someone else than the runtime), as the launcher's OnChange.
 	OnChange func(launcher.ProcessStatus)
 	Logger   *slog.Logger
+	// MaxRestarts and StableAfter are the launcher's: a host that exits
+	// in its pod more than MaxRestarts times in a row, each run shorter
+	// than StableAfter, is FAILED (reported once; Kubernetes would restart
+	// it for ever). 0: the launcher's defaults; MaxRestarts < 0: never.
+	MaxRestarts int
+	StableAfter time.Duration
 }
 
 // Runtime runs containers as StatefulSet pods. Make it with New; Close
@@ -76,7 +82,10 @@ type Runtime[T runtime.Topology] struct {
 	ns     string
 	pod    func(ctx context.Context, t T, c int) (Pod, error)
 	change func(launcher.ProcessStatus)
-	log    *slog.Logger
+	// maxRestarts and stableAfter: Options'.
+	maxRestarts int
+	stableAfter time.Duration
+	log         *slog.Logger
 
 	factory informers.SharedInformerFactory
 	pods    corelisters.PodLister
@@ -107,8 +116,11 @@ type topo struct {
 	// uid is the StatefulSet's: a pod of an earlier one of the same name
 	// (a topology killed and submitted again) is not the topology's.
 	uid types.UID
-	// exited is each container's last run reported ended (pod uid/run).
-	exited map[int]string
+	// exited is each container's last run reported ended (pod uid/run);
+	// crashes its short runs in a row, failed the ones given up on.
+	exited  map[int]string
+	crashes map[int]int
+	failed  map[int]bool
 }
 
 // New starts the runtime's watch of its pods and returns once it has
@@ -132,6 +144,13 @@ func New[T runtime.Topology](ctx context.Context, o Options[T]) (*Runtime[T], er
 		tops: map[string]*topo{}}
 	if r.change == nil {
 		r.change = func(launcher.ProcessStatus) {}
+	}
+	r.maxRestarts, r.stableAfter = o.MaxRestarts, o.StableAfter
+	if r.maxRestarts == 0 {
+		r.maxRestarts = launcher.DefaultMaxRestarts
+	}
+	if r.stableAfter <= 0 {
+		r.stableAfter = launcher.DefaultStableAfter
 	}
 	r.factory = informers.NewSharedInformerFactoryWithOptions(o.Client, 0, informers.WithNamespace(ns),
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = Selector() }))
@@ -207,7 +226,8 @@ func (r *Runtime[T]) StartContainer(ctx context.Context, t T, c int) error {
 	if fresh {
 		if tp == nil {
 			tp = &topo{tenant: tenant, name: name, sts: sts, wanted: map[int]bool{}, stopped: map[int]bool{},
-				past: map[int]int{}, ours: map[types.UID]bool{}, inherited: map[int]bool{}, exited: map[int]string{}}
+				past: map[int]int{}, ours: map[types.UID]bool{}, inherited: map[int]bool{}, exited: map[int]string{},
+				crashes: map[int]int{}, failed: map[int]bool{}}
 		}
 		adopted, uid, err := r.create(ctx, tp, c, pod)
 		if err != nil {

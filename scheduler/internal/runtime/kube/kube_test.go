@@ -91,13 +91,17 @@ func TestRuntime(t *testing.T) {
 	var mu sync.Mutex
 	var events []launcher.ProcessStatus
 	rt, err := kube.New(ctx, kube.Options[top]{Config: cfg, Client: client, Namespace: ns,
-		Pod: func(_ context.Context, _ top, n int) (kube.Pod, error) {
+		Pod: func(_ context.Context, tt top, n int) (kube.Pod, error) {
+			if tt.name == "crashy" {
+				return kube.Pod{Args: []string{"-c", "echo boom >&2; exit 3"}}, nil
+			}
 			return kube.Pod{Args: []string{"-c", hostScript}, Env: map[string]string{"X": "y"},
 				SecretEnv: map[string]string{"ARDEA_MACHINE_POLICY": `{"confined":true}`},
 				Creds:     fmt.Appendf(nil, "creds-%d", n),
 				Resources: packing.Resources{CPU: 1.5, RAM: 256 << 20}}, nil
 		},
-		OnChange: func(ps launcher.ProcessStatus) { mu.Lock(); events = append(events, ps); mu.Unlock() },
+		OnChange:    func(ps launcher.ProcessStatus) { mu.Lock(); events = append(events, ps); mu.Unlock() },
+		MaxRestarts: 2,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -271,6 +275,31 @@ func TestRuntime(t *testing.T) {
 	}
 	gone(t, c, ns, name)
 
+	// A host that exits at once, again and again, is given up on after
+	// MaxRestarts restarts, as the launcher does.
+	crashy := top{"default", "crashy"}
+	crashyID := runtime.ID(crashy.tenant, crashy.name, 1)
+	if err := rt.StartContainer(ctx, crashy, 1); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, "crashy FAILED", func() (bool, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		var states []launcher.State
+		for _, e := range events {
+			if e.ID == crashyID {
+				states = append(states, e.State)
+			}
+		}
+		st, _ := rt.Status(crashyID)
+		return slices.Equal(states, []launcher.State{launcher.StateBackoff, launcher.StateBackoff, launcher.StateFailed}) && st.State == launcher.StateFailed,
+			fmt.Sprintf("events %v, status %+v", states, st)
+	})
+	if err := rt.Remove(ctx, crashyID); err != nil {
+		t.Fatal(err)
+	}
+	gone(t, c, ns, kube.Name(crashy.tenant, crashy.name))
+
 	// Killed and started again at once: the old pod, going away, is not
 	// the new StatefulSet's (no exit reported, no status from it).
 	again := top{"default", "again"}
@@ -371,7 +400,8 @@ func TestRuntime(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	events = slices.DeleteFunc(events, func(ps launcher.ProcessStatus) bool {
-		return strings.HasPrefix(ps.ID, runtime.Prefix(adopt.tenant, adopt.name)) // the adopted pods, replaced under rt
+		return strings.HasPrefix(ps.ID, runtime.Prefix(adopt.tenant, adopt.name)) || // the adopted pods, replaced under rt
+			ps.ID == crashyID
 	})
 	if len(events) != 2 {
 		t.Errorf("events %+v: want only container 1's exit and crash (a restart, a removal, a kill of the topology are the runtime's own)", events)

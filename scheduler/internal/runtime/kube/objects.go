@@ -170,6 +170,9 @@ func (r *Runtime[T]) statefulSet(tenant, topology string, replicas int, pod Pod)
 						Args:            pod.Args,
 						Env:             env,
 						Resources:       res,
+						// A host that fails leaves its last log lines as its
+						// termination message: the container's LastError.
+						TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 						SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: &f, ReadOnlyRootFilesystem: &t,
 							Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
 						VolumeMounts: []corev1.VolumeMount{

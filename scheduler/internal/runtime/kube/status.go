@@ -24,7 +24,9 @@ import (
 //	Stop                                       STOPPED
 //
 // Kubernetes restarts a host for ever (a StatefulSet's pods restart
-// Always): a container is never FAILED here. Restarts counts the
+// Always); as the launcher, the runtime gives a host up (FAILED, its
+// topology fails) once it exited more than MaxRestarts times in a row,
+// each run shorter than StableAfter. Restarts counts the
 // restarts of its pods' host container and each pod replaced. PID is 0:
 // a pod's processes are not the daemon's (the manager's watch of missed
 // heartbeats, which kills a silent host's process, is the kubelet's and
@@ -67,18 +69,24 @@ func (r *Runtime[T]) List() []launcher.ProcessStatus {
 func (r *Runtime[T]) status(tp *topo, c int) launcher.ProcessStatus {
 	ps := launcher.ProcessStatus{ID: runtime.ID(tp.tenant, tp.name, c), State: launcher.StateStarting}
 	r.mu.Lock()
-	stopped, past, uid := tp.stopped[c], tp.past[c], tp.uid
+	stopped, past, uid, failed := tp.stopped[c], tp.past[c], tp.uid, tp.failed[c]
 	r.mu.Unlock()
 	ps.Restarts = past
 	if stopped {
 		ps.State = launcher.StateStopped
 		return ps
 	}
+	if failed {
+		ps.State = launcher.StateFailed
+	}
 	p, err := r.pods.Pods(r.ns).Get(PodName(tp.sts, c))
 	if err != nil || !ownedBy(p, uid) {
 		return ps // not made yet
 	}
 	podStatus(&ps, p)
+	if failed {
+		ps.State = launcher.StateFailed // given up on, whatever the kubelet does meanwhile
+	}
 	return ps
 }
 
@@ -204,14 +212,33 @@ func (r *Runtime[T]) updated(old, cur any) {
 		return
 	}
 	tp.exited[c] = run
+	t := cs.State.Terminated
+	if t == nil {
+		t = cs.LastTerminationState.Terminated
+	}
+	if t != nil && !t.StartedAt.IsZero() && t.FinishedAt.Sub(t.StartedAt.Time) >= r.stableAfter {
+		tp.crashes[c] = 1 // a run long enough: the count starts over
+	} else {
+		tp.crashes[c]++
+	}
+	failed := r.maxRestarts >= 0 && tp.crashes[c] > r.maxRestarts
+	tp.failed[c] = failed
+	ps := launcher.ProcessStatus{ID: runtime.ID(tp.tenant, tp.name, c), Restarts: tp.past[c]}
 	r.mu.Unlock()
-	ps := launcher.ProcessStatus{ID: runtime.ID(tp.tenant, tp.name, c)}
 	podStatus(&ps, p)
 	ps.State, ps.PID = launcher.StateBackoff, 0
-	if t := cs.State.Terminated; t != nil {
+	if t != nil {
 		ps.LastExit = exitText(t)
+		if t.Message != "" {
+			ps.LastError = t.Message
+		}
 	}
-	r.log.Warn("kubernetes: a host exited; the kubelet restarts it", "container", ps.ID, "pod", p.Name, "restarts", ps.Restarts, "last_exit", ps.LastExit)
+	if failed {
+		ps.State = launcher.StateFailed
+		r.log.Error("kubernetes: a host exited too often in a row: failed", "container", ps.ID, "pod", p.Name, "restarts", ps.Restarts, "last_exit", ps.LastExit)
+	} else {
+		r.log.Warn("kubernetes: a host exited; the kubelet restarts it", "container", ps.ID, "pod", p.Name, "restarts", ps.Restarts, "last_exit", ps.LastExit)
+	}
 	r.change(ps)
 }
 

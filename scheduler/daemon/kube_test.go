@@ -1,6 +1,7 @@
 package daemon_test
 
 import (
+	"context"
 	"fmt"
 	"net/url"
 	"os"
@@ -27,7 +28,8 @@ const kubeNamespace = "streams"
 // "ardea:test" is the test's ardea binary, and a daemon with scheduler:
 // kubernetes in kubeNamespace, as an identity bound to the Helm chart's
 // Role there only (deploy/helm/ardea/templates/role.yaml).
-func kubeDaemon(t *testing.T) (*ktest.Cluster, *daemon.Daemon, *api.Client) {
+// o is the rest of the daemon's options.
+func kubeDaemon(t *testing.T, o daemon.Options) (*ktest.Cluster, *daemon.Daemon, *api.Client) {
 	t.Helper()
 	kc := ktest.Start(t, ktest.Options{})
 	ctx := t.Context()
@@ -61,8 +63,8 @@ func kubeDaemon(t *testing.T) (*ktest.Cluster, *daemon.Daemon, *api.Client) {
 	// machine) is the tests' shared one: a pod made again does not
 	// compile the modules again.
 	cache := hostCache(t.TempDir())
-	d := startDaemonWith(t, daemon.Options{Kubernetes: &daemon.Kubernetes{Namespace: kubeNamespace, Image: "ardea:test", Kubeconfig: kubeconfig,
-		CompileCache: cache}})
+	o.Kubernetes = &daemon.Kubernetes{Namespace: kubeNamespace, Image: "ardea:test", Kubeconfig: kubeconfig, CompileCache: cache}
+	d := startDaemonWith(t, o)
 	return kc, d, d.Client()
 }
 
@@ -112,7 +114,7 @@ func awaitNoObjects(t *testing.T, kc *ktest.Cluster) {
 // topology's Secret; every count is exact, and the kill deletes every
 // object.
 func TestKubernetesWordCount(t *testing.T) {
-	kc, _, c := kubeDaemon(t)
+	kc, _, c := kubeDaemon(t, daemon.Options{})
 	dir := t.TempDir()
 	var lines []string
 	for i := range 3000 {
@@ -151,7 +153,7 @@ func TestKubernetesWordCount(t *testing.T) {
 // checkpoint, and the output is exactly a fault-free run's. Closing the
 // daemon deletes its objects.
 func TestKubernetesPodRestart(t *testing.T) {
-	kc, d, c := kubeDaemon(t)
+	kc, d, c := kubeDaemon(t, daemon.Options{})
 	const keys, perKey = 100, 100
 	until := filepath.Join(t.TempDir(), "end")
 	out := submitKeyedEO(t, c, "eok", keys, perKey, 2000, until)
@@ -195,5 +197,64 @@ func TestKubernetesPodRestart(t *testing.T) {
 	if err := d.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
+	awaitNoObjects(t, kc)
+}
+
+// TestKubernetesTenants: two tenants' topologies of the same name run as
+// pods side by side, each StatefulSet labelled with its tenant, each
+// host with its tenant's NATS credential and machine policy from its
+// topology's Secret: each writes exactly its own output.
+func TestKubernetesTenants(t *testing.T) {
+	kc, d, _ := kubeDaemon(t, daemon.Options{
+		Tenants:  func(context.Context) ([]string, error) { return []string{"default", "acme", "globex"}, nil },
+		Security: daemon.Security{TenantBuiltins: []string{"file"}},
+	})
+	dir := t.TempDir()
+	want := map[string]int{"acme": 300, "globex": 400}
+	ctx := t.Context()
+	for tenant, n := range want {
+		if err := d.Submit(as(tenant), api.SubmitRequest{Name: "wc", Spec: counted(t, "wc", filepath.Join(dir, tenant+".txt"), n), Deactivated: true}); err != nil {
+			t.Fatalf("%s: submit wc: %v", tenant, err)
+		}
+	}
+	// Paused, their pods run: a StatefulSet and a Secret per tenant's
+	// topology, the tenant's policy in its Secret.
+	for tenant := range want {
+		sel := metav1.ListOptions{LabelSelector: "ardea.dev/tenant=" + tenant + ",ardea.dev/topology=wc"}
+		sts, err := kc.Client.AppsV1().StatefulSets(kubeNamespace).List(ctx, sel)
+		if err != nil || len(sts.Items) != 1 {
+			t.Fatalf("%s's statefulsets: %v, %v", tenant, sts, err)
+		}
+		sec, err := kc.Client.CoreV1().Secrets(kubeNamespace).Get(ctx, sts.Items[0].Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p := string(sec.Data["ARDEA_MACHINE_POLICY"]); !strings.Contains(p, `"`+tenant+`"`) || len(sec.Data["container-1"]) == 0 {
+			t.Errorf("%s's secret: policy %s, keys %d", tenant, p, len(sec.Data))
+		}
+		testutil.Eventually(t, tenant+"'s pod running", func() (bool, string) {
+			pods, err := kc.Client.CoreV1().Pods(kubeNamespace).List(ctx, sel)
+			if err != nil || len(pods.Items) != 1 {
+				return false, fmt.Sprint(err)
+			}
+			return pods.Items[0].Status.Phase == "Running", string(pods.Items[0].Status.Phase)
+		})
+		if _, err := d.SetActive(as(tenant), "wc", true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for tenant, n := range want {
+		testutil.Eventually(t, tenant+"'s wc finishes", func() (bool, string) {
+			top, err := d.Topology(as(tenant), "wc")
+			if err != nil {
+				return false, err.Error()
+			}
+			return top.State == string(api.StateFinished), top.State
+		})
+		if got := lines(filepath.Join(dir, tenant+".txt")); got != n {
+			t.Errorf("%s's wc wrote %d lines, want %d", tenant, got, n)
+		}
+	}
+	// Finished: each topology's objects went with its last container.
 	awaitNoObjects(t, kc)
 }

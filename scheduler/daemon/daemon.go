@@ -348,7 +348,7 @@ func start(ctx context.Context, o Options, noAPI bool) (*Daemon, error) {
 	} else if o.Kubernetes != nil {
 		if d.sup, err = d.newKube(ctx); err != nil {
 			d.Close(d.ctx)
-			return nil, fmt.Errorf("local: scheduler: kubernetes: %w", err)
+			return nil, fmt.Errorf("local: scheduler: %w", err)
 		}
 	} else {
 		d.sup = d.newProcesses(launcher.New(launcher.Options{Logger: log, LogDir: filepath.Join(o.DataDir, logsDir),

@@ -184,8 +184,9 @@ func newHostCmd(g *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			restarted := false
 			if fromPod {
-				if o.Container, err = process.ContainerFromPod(); err != nil {
+				if o.Container, restarted, err = process.ContainerFromPod(); err != nil {
 					return usageError{fmt.Errorf("--container-from-pod: %w", err)}
 				}
 			}
@@ -194,6 +195,9 @@ func newHostCmd(g *globalFlags) *cobra.Command {
 			}
 			o.Logger = log
 			o.Restarts, _ = strconv.Atoi(os.Getenv(process.RestartsEnv)) // unset: a first start
+			if restarted && o.Restarts == 0 {
+				o.Restarts = 1 // a pod's run that is not its container's first
+			}
 			if metricsJSON != "" {
 				o.Metrics = &sinks.Config{}
 				if err := json.Unmarshal([]byte(metricsJSON), o.Metrics); err != nil {

@@ -27,10 +27,49 @@ const (
 // in CredsDirEnv).
 func CredsKey(c int) string { return "container-" + strconv.Itoa(c) }
 
+// StartedKey is the key of the topology's Secret that says container c
+// ran in an earlier pod: the runtime sets it once the container's first
+// pod runs.
+func StartedKey(c int) string { return "started-" + strconv.Itoa(c) }
+
+// startedMarker, in the pod's TMPDIR (an emptyDir: it outlives a
+// container's restart in its pod, not the pod), says the host ran
+// before in this pod.
+const startedMarker = "ardea-host-started"
+
 // ContainerFromPod is the container of the pod named in PodNameEnv (its
 // StatefulSet ordinal + 1); with CredsDirEnv set and no credential in the
 // environment yet, it points natsauth.EnvCreds at the container's file.
-func ContainerFromPod() (int, error) {
+// restarted says the container ran before: in an earlier pod (the
+// Secret's StartedKey) or in this one (a marker it leaves in TMPDIR); the
+// host then starts as after the launcher's restart (Options.Restarts).
+func ContainerFromPod() (c int, restarted bool, err error) {
+	c, err = podContainer()
+	if err != nil {
+		return 0, false, err
+	}
+	dir := os.Getenv(CredsDirEnv)
+	if dir != "" && os.Getenv(natsauth.EnvCreds) == "" && os.Getenv(natsauth.EnvCredsData) == "" {
+		if err := os.Setenv(natsauth.EnvCreds, filepath.Join(dir, CredsKey(c))); err != nil {
+			return 0, false, fmt.Errorf("%s: %w", natsauth.EnvCreds, err)
+		}
+	}
+	if dir != "" {
+		if _, err := os.Stat(filepath.Join(dir, StartedKey(c))); err == nil {
+			restarted = true
+		}
+	}
+	marker := filepath.Join(os.TempDir(), startedMarker)
+	if _, err := os.Stat(marker); err == nil {
+		restarted = true
+	} else if err := os.WriteFile(marker, nil, 0o600); err != nil {
+		return 0, false, fmt.Errorf("the pod's start marker: %w", err)
+	}
+	return c, restarted, nil
+}
+
+// podContainer is the container of the pod named in PodNameEnv.
+func podContainer() (int, error) {
 	pod := os.Getenv(PodNameEnv)
 	i := strings.LastIndexByte(pod, '-')
 	if i < 0 {
@@ -41,11 +80,5 @@ func ContainerFromPod() (int, error) {
 	if err != nil || digits == "" || strings.Trim(digits, "0123456789") != "" {
 		return 0, fmt.Errorf("%s=%q: want a StatefulSet pod's name, NAME-ORDINAL", PodNameEnv, pod)
 	}
-	c := ord + 1
-	if dir := os.Getenv(CredsDirEnv); dir != "" && os.Getenv(natsauth.EnvCreds) == "" && os.Getenv(natsauth.EnvCredsData) == "" {
-		if err := os.Setenv(natsauth.EnvCreds, filepath.Join(dir, CredsKey(c))); err != nil {
-			return 0, fmt.Errorf("%s: %w", natsauth.EnvCreds, err)
-		}
-	}
-	return c, nil
+	return ord + 1, nil
 }

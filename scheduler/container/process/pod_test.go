@@ -13,23 +13,33 @@ import (
 func TestContainerFromPod(t *testing.T) {
 	t.Setenv(natsauth.EnvCreds, "")
 	t.Setenv(natsauth.EnvCredsData, "")
-	t.Setenv(CredsDirEnv, "/ardea/nats")
+	creds := t.TempDir()
+	t.Setenv(CredsDirEnv, creds)
+	t.Setenv("TMPDIR", t.TempDir())
 	t.Setenv(PodNameEnv, "ardea-acme-wc-0123456789-2")
-	c, err := ContainerFromPod()
-	if err != nil || c != 3 {
-		t.Fatalf("container %d, %v; want 3", c, err)
+	c, restarted, err := ContainerFromPod()
+	if err != nil || c != 3 || restarted {
+		t.Fatalf("container %d, restarted %v, %v; want 3, a first start", c, restarted, err)
 	}
-	if got, want := os.Getenv(natsauth.EnvCreds), filepath.Join("/ardea/nats", "container-3"); got != want {
+	if got, want := os.Getenv(natsauth.EnvCreds), filepath.Join(creds, "container-3"); got != want {
 		t.Errorf("%s=%q, want %q", natsauth.EnvCreds, got, want)
 	}
-	// A credential given otherwise stays.
+	// The host again in this pod (its marker), or in a new pod (the
+	// Secret's started key): a restart. A credential given otherwise stays.
 	t.Setenv(natsauth.EnvCreds, "/given.creds")
-	if _, err := ContainerFromPod(); err != nil || os.Getenv(natsauth.EnvCreds) != "/given.creds" {
-		t.Errorf("%s=%q, %v", natsauth.EnvCreds, os.Getenv(natsauth.EnvCreds), err)
+	if _, restarted, err := ContainerFromPod(); err != nil || !restarted || os.Getenv(natsauth.EnvCreds) != "/given.creds" {
+		t.Errorf("again in its pod: restarted %v, %s=%q, %v", restarted, natsauth.EnvCreds, os.Getenv(natsauth.EnvCreds), err)
+	}
+	t.Setenv("TMPDIR", t.TempDir())
+	if err := os.WriteFile(filepath.Join(creds, StartedKey(3)), []byte("1"), 0o400); err != nil {
+		t.Fatal(err)
+	}
+	if _, restarted, err := ContainerFromPod(); err != nil || !restarted {
+		t.Errorf("in a new pod: restarted %v, %v", restarted, err)
 	}
 	for _, bad := range []string{"", "wc", "wc-", "wc-x", "wc-+1"} {
 		t.Setenv(PodNameEnv, bad)
-		if _, err := ContainerFromPod(); err == nil {
+		if _, _, err := ContainerFromPod(); err == nil {
 			t.Errorf("pod name %q: no error", bad)
 		}
 	}

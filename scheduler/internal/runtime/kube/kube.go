@@ -89,7 +89,9 @@ type Runtime[T runtime.Topology] struct {
 
 	factory informers.SharedInformerFactory
 	pods    corelisters.PodLister
-	cancel  context.CancelFunc
+	// ctx lives until Close (the watch's, and the calls its handlers make).
+	ctx    context.Context
+	cancel context.CancelFunc
 
 	// ops serializes the calls that change objects (a topology's
 	// StatefulSet and Secret are read, changed and written back).
@@ -121,6 +123,9 @@ type topo struct {
 	exited  map[int]string
 	crashes map[int]int
 	failed  map[int]bool
+	// started are the containers whose first pod ran: the Secret says so
+	// to the pods that replace it (process.StartedKey).
+	started map[int]bool
 }
 
 // New starts the runtime's watch of its pods and returns once it has
@@ -163,7 +168,7 @@ func New[T runtime.Topology](ctx context.Context, o Options[T]) (*Runtime[T], er
 		return nil, fmt.Errorf("kubernetes: watch pods: %w", err)
 	}
 	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	r.cancel = cancel
+	r.ctx, r.cancel = wctx, cancel
 	r.factory.Start(wctx.Done())
 	for typ, ok := range r.factory.WaitForCacheSync(ctx.Done()) {
 		if !ok {
@@ -227,7 +232,7 @@ func (r *Runtime[T]) StartContainer(ctx context.Context, t T, c int) error {
 		if tp == nil {
 			tp = &topo{tenant: tenant, name: name, sts: sts, wanted: map[int]bool{}, stopped: map[int]bool{},
 				past: map[int]int{}, ours: map[types.UID]bool{}, inherited: map[int]bool{}, exited: map[int]string{},
-				crashes: map[int]int{}, failed: map[int]bool{}}
+				crashes: map[int]int{}, failed: map[int]bool{}, started: map[int]bool{}}
 		}
 		adopted, uid, err := r.create(ctx, tp, c, pod)
 		if err != nil {
@@ -343,6 +348,38 @@ func (r *Runtime[T]) putCreds(ctx context.Context, tp *topo, c int, pod Pod) err
 			return fmt.Errorf("kubernetes: topology %s: update secret %s/%s: %w", tp.name, r.ns, tp.sts, err)
 		}
 		return nil
+	}
+}
+
+// markStarted records in the topology's Secret that container c ran, so
+// that a pod that replaces its pod starts as a restart (a sink appends to
+// what it wrote, process.ContainerFromPod). Called from the watch's
+// handler; bounded by the runtime's life.
+func (r *Runtime[T]) markStarted(tp *topo, c int) {
+	ctx, cancel := context.WithTimeout(r.ctx, 10*time.Second)
+	defer cancel()
+	secrets := r.client.CoreV1().Secrets(r.ns)
+	for {
+		sec, err := secrets.Get(ctx, tp.sts, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return // the topology is gone
+		}
+		if err != nil {
+			r.log.Warn("kubernetes: record a container's start", "topology", tp.name, "container", c, "err", err)
+			return
+		}
+		if sec.Data == nil {
+			sec.Data = map[string][]byte{}
+		}
+		sec.Data[process.StartedKey(c)] = []byte("1")
+		_, err = secrets.Update(ctx, sec, metav1.UpdateOptions{})
+		if apierrors.IsConflict(err) {
+			continue
+		}
+		if err != nil {
+			r.log.Warn("kubernetes: record a container's start", "topology", tp.name, "container", c, "err", err)
+		}
+		return
 	}
 }
 

@@ -69,7 +69,8 @@ func restricted(t *testing.T, c *ktest.Cluster, ns string) kubernetes.Interface 
 // reads it, and the mode and content of its credential file, and runs
 // until its pod is deleted.
 const hostScript = `c=$(( ${ARDEA_POD_NAME##*-} + 1 )); f="$ARDEA_NATS_CREDS_DIR/container-$c"; ` +
-	`echo "container $c mode $(stat -L -c %a "$f") creds $(cat "$f") policy $ARDEA_MACHINE_POLICY x $X"; exec sleep 3600`
+	`s=no; test -e "$ARDEA_NATS_CREDS_DIR/started-$c" && s=yes; ` +
+	`echo "container $c mode $(stat -L -c %a "$f") creds $(cat "$f") policy $ARDEA_MACHINE_POLICY x $X started $s"; exec sleep 3600`
 
 // TestRuntime runs a topology's containers as a StatefulSet's pods on the
 // real API server and controllers, under kube.Rules() only: the
@@ -170,7 +171,7 @@ func TestRuntime(t *testing.T) {
 		}
 		return s.Data
 	}
-	if d := secret(); string(d["container-1"]) != "creds-1" || string(d["ARDEA_MACHINE_POLICY"]) != `{"confined":true}` || len(d) != 2 {
+	if d := secret(); string(d["container-1"]) != "creds-1" || string(d["ARDEA_MACHINE_POLICY"]) != `{"confined":true}` || len(d) > 3 {
 		t.Errorf("secret %q", d)
 	}
 
@@ -197,7 +198,7 @@ func TestRuntime(t *testing.T) {
 	}
 	for n := 1; n <= 2; n++ {
 		testutil.Eventually(t, fmt.Sprintf("container %d running", n), running(n))
-		want := fmt.Sprintf(`container %d mode 400 creds creds-%d policy {"confined":true} x y`, n, n)
+		want := fmt.Sprintf(`container %d mode 400 creds creds-%d policy {"confined":true} x y started no`, n, n)
 		testutil.Eventually(t, fmt.Sprintf("container %d's output", n), func() (bool, string) {
 			s := logs(n)
 			return strings.Contains(s, want), s
@@ -219,10 +220,12 @@ func TestRuntime(t *testing.T) {
 	if err := rt.Restart(ctx, id(2)); err != nil {
 		t.Fatal(err)
 	}
-	testutil.Eventually(t, "container 2 in a new pod", func() (bool, string) {
+	testutil.Eventually(t, "container 2 in a new pod, which knows it is a restart", func() (bool, string) {
 		p := pod(2)
 		st, _ := rt.Status(id(2))
-		return p != nil && p.UID != uid && st.State == launcher.StateRunning && st.Restarts == 1, fmt.Sprintf("%+v", st)
+		out := logs(2)
+		return p != nil && p.UID != uid && st.State == launcher.StateRunning && st.Restarts == 1 && strings.Contains(out, "started yes"),
+			fmt.Sprintf("%+v: %q", st, out)
 	})
 	// A pod deleted by someone else is an exit of its container.
 	if err := c.Client.CoreV1().Pods(ns).Delete(ctx, kube.PodName(name, 1), metav1.DeleteOptions{}); err != nil {

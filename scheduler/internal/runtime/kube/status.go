@@ -192,6 +192,18 @@ func (r *Runtime[T]) updated(old, cur any) {
 	if cs == nil {
 		return
 	}
+	if cs.State.Running != nil {
+		r.mu.Lock()
+		tp, c, ok := r.container(p)
+		first := ok && !tp.started[c]
+		if first {
+			tp.started[c] = true
+		}
+		r.mu.Unlock()
+		if first {
+			r.markStarted(tp, c)
+		}
+	}
 	ended := -1 // the restart count of the run that ended
 	switch {
 	case ocs != nil && cs.RestartCount > ocs.RestartCount:

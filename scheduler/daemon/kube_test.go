@@ -258,3 +258,54 @@ func TestKubernetesTenants(t *testing.T) {
 	// Finished: each topology's objects went with its last container.
 	awaitNoObjects(t, kc)
 }
+
+// TestKubernetesFileSinkSurvivesPodDeletion: lines flow from the file
+// spout into the file sink at least once over 2 pods; the sink's pod is
+// deleted while they flow. Its replacement knows it is a restart (the
+// Secret's started key) and appends to what the sink wrote: every input
+// line is in the output, none foreign (duplicates are at least once's).
+func TestKubernetesFileSinkSurvivesPodDeletion(t *testing.T) {
+	kc, _, c := kubeDaemon(t, daemon.Options{})
+	ctx := t.Context()
+	dir := t.TempDir()
+	const n = 6000
+	in, out := filepath.Join(dir, "in.txt"), filepath.Join(dir, "out.txt")
+	writeNumbered(t, in, "line", n)
+	submitLinesToFile(t, c, "sinkpod", in, out, 1500)
+	sink := 0
+	testutil.Eventually(t, "the sink to write 500 lines", func() (bool, string) {
+		st, err := c.Status(ctx, "sinkpod")
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, ct := range st.Containers {
+			for _, in := range ct.Instances {
+				if strings.HasPrefix(in.Name, "out/") {
+					sink = ct.ID
+				}
+			}
+		}
+		got := fileLines(out)
+		return sink != 0 && got >= 500, fmt.Sprintf("sink in container %d, %d lines", sink, got)
+	})
+	pods, err := kc.Client.CoreV1().Pods(kubeNamespace).List(ctx, metav1.ListOptions{LabelSelector: "ardea.dev/topology=sinkpod"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	victim := ""
+	for _, p := range pods.Items {
+		if strings.HasSuffix(p.Name, fmt.Sprintf("-%d", sink-1)) {
+			victim = p.Name
+		}
+	}
+	before := fileLines(out)
+	if err := kc.Client.CoreV1().Pods(kubeNamespace).Delete(ctx, victim, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	st := waitState(t, c, "sinkpod", api.StateFinished)
+	lost, dups, extra := checkLines(t, in, out)
+	if lost != 0 || extra != 0 || fileLines(out) < before {
+		t.Fatalf("after the sink's pod %s was deleted: %d input lines lost, %d lines not in the input (%d duplicates; %d lines before the deletion)", victim, lost, extra, dups, before)
+	}
+	t.Logf("sink's pod %s deleted: every one of %d lines written, %d duplicates; %s", victim, n, dups, st.State)
+}

@@ -49,7 +49,10 @@ func (d *Daemon) newKube(ctx context.Context) (containerRuntime, error) {
 		return nil, err
 	}
 	rt, err := kube.New(ctx, kube.Options[*manager.Manager]{Config: cfg, Client: client, Namespace: ns,
-		Pod: d.kubePod, OnChange: d.onProcess, Logger: d.log, MaxRestarts: d.o.MaxRestarts})
+		Pod: d.kubePod, OnChange: d.onProcess, Logger: d.log, MaxRestarts: d.o.MaxRestarts,
+		// A cluster's node that closes leaves its topologies' pods to the
+		// node that takes them over (it adopts them).
+		KeepOnClose: d.cl != nil})
 	if err != nil {
 		return nil, err
 	}

@@ -3,17 +3,20 @@ package daemon_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ardea-dev/ardea/examples/keyed"
 	"github.com/ardea-dev/ardea/examples/wordcount"
+	"github.com/ardea-dev/ardea/internal/natsauth"
 	"github.com/ardea-dev/ardea/internal/testutil"
 	ktest "github.com/ardea-dev/ardea/internal/testutil/kube"
 	"github.com/ardea-dev/ardea/internal/testutil/wordcounttest"
@@ -30,6 +33,16 @@ const kubeNamespace = "streams"
 // Role there only (deploy/helm/ardea/templates/role.yaml).
 // o is the rest of the daemon's options.
 func kubeDaemon(t *testing.T, o daemon.Options) (*ktest.Cluster, *daemon.Daemon, *api.Client) {
+	t.Helper()
+	kc, k := kubeCluster(t)
+	o.Kubernetes = k
+	d := startDaemonWith(t, o)
+	return kc, d, d.Client()
+}
+
+// kubeCluster starts the control plane and kubelets of kubeDaemon and
+// returns the daemons' kubernetes: section for it.
+func kubeCluster(t *testing.T) (*ktest.Cluster, *daemon.Kubernetes) {
 	t.Helper()
 	kc := ktest.Start(t, ktest.Options{})
 	ctx := t.Context()
@@ -63,9 +76,7 @@ func kubeDaemon(t *testing.T, o daemon.Options) (*ktest.Cluster, *daemon.Daemon,
 	// machine) is the tests' shared one: a pod made again does not
 	// compile the modules again.
 	cache := hostCache(t.TempDir())
-	o.Kubernetes = &daemon.Kubernetes{Namespace: kubeNamespace, Image: "ardea:test", Kubeconfig: kubeconfig, CompileCache: cache}
-	d := startDaemonWith(t, o)
-	return kc, d, d.Client()
+	return kc, &daemon.Kubernetes{Namespace: kubeNamespace, Image: "ardea:test", Kubeconfig: kubeconfig, CompileCache: cache}
 }
 
 // dumpPodLogs logs the last lines of every host run's output when t
@@ -308,4 +319,107 @@ func TestKubernetesFileSinkSurvivesPodDeletion(t *testing.T) {
 		t.Fatalf("after the sink's pod %s was deleted: %d input lines lost, %d lines not in the input (%d duplicates; %d lines before the deletion)", victim, lost, extra, dups, before)
 	}
 	t.Logf("sink's pod %s deleted: every one of %d lines written, %d duplicates; %s", victim, n, dups, st.State)
+}
+
+// TestKubernetesClusterTakeover: three `ardea server` nodes with
+// scheduler: kubernetes; the node managing a topology closes while its
+// lines flow into the file sink (at least once): its pods keep running,
+// the node that takes the topology over adopts its StatefulSet and
+// replaces each pod (a new credential, a new manager), and the topology
+// finishes there with every line written.
+func TestKubernetesClusterTakeover(t *testing.T) {
+	kc, k := kubeCluster(t)
+	nodes := startNodesWith(t, 3, daemon.Options{Kubernetes: k})
+	var admin string
+	for _, d := range nodes {
+		if d.AdminToken() != "" {
+			admin = d.AdminToken()
+		}
+	}
+	dir := t.TempDir()
+	const n = 5000
+	in, out := filepath.Join(dir, "in.txt"), filepath.Join(dir, "out.txt")
+	writeNumbered(t, in, "line", n)
+	c0 := nodes[0].Client()
+	c0.Token = admin
+	submitLinesToFile(t, c0, "move", in, out, 1500)
+	first := owner(t, nodes, admin, "move")
+	testutil.Eventually(t, "the sink to write 1000 lines", func() (bool, string) {
+		got := fileLines(out)
+		return got >= 1000, fmt.Sprintf("%d lines", got)
+	})
+	ctx := t.Context()
+	sts, err := kc.Client.AppsV1().StatefulSets(kubeNamespace).List(ctx, metav1.ListOptions{LabelSelector: "ardea.dev/topology=move"})
+	if err != nil || len(sts.Items) != 1 {
+		t.Fatalf("the topology's statefulsets: %v, %v", sts, err)
+	}
+	uid := sts.Items[0].UID
+	cctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := first.Close(cctx); err != nil {
+		t.Fatal(err)
+	}
+	var rest []*daemon.Daemon
+	for _, d := range nodes {
+		if d != first {
+			rest = append(rest, d)
+		}
+	}
+	second := owner(t, rest, admin, "move")
+	c := second.Client()
+	c.Token = admin
+	waitState(t, c, "move", api.StateFinished)
+	lost, dups, extra := checkLines(t, in, out)
+	if lost != 0 || extra != 0 {
+		t.Fatalf("after node %s closed: %d input lines lost, %d lines not in the input (%d duplicates)", first.NodeName(), lost, extra, dups)
+	}
+	t.Logf("node %s closed mid-stream, node %s adopted statefulset %s: every one of %d lines written, %d duplicates",
+		first.NodeName(), second.NodeName(), uid, n, dups)
+	awaitNoObjects(t, kc)
+}
+
+// startNodesWith is startNodes (cluster_test.go) with o's Kubernetes.
+func startNodesWith(t *testing.T, n int, o daemon.Options) []*daemon.Daemon {
+	t.Helper()
+	secret := natsauth.NewSecret()
+	var routes, listens []string
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		listens = append(listens, ln.Addr().String())
+		routes = append(routes, "nats://"+ln.Addr().String())
+		ln.Close()
+	}
+	nodes := make([]*daemon.Daemon, n)
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			o := daemon.Options{DataDir: t.TempDir(), Listen: "127.0.0.1:0", CacheDir: compileCache, HostPath: ardeaBin,
+				HostArgs: []string{"--log-format", "json", "--log-level", "info", "host"}, MaxRestarts: 2,
+				Cluster: &daemon.Cluster{Name: fmt.Sprintf("n%d", i+1), Secret: []byte(secret.String()),
+					ClusterListen: listens[i], Routes: routes},
+				Kubernetes: o.Kubernetes}
+			hostCache(o.DataDir)
+			d, err := daemon.Start(t.Context(), o)
+			nodes[i] = d
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, d := range nodes {
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			if err := d.Close(ctx); err != nil {
+				t.Errorf("close node %s: %v", d.NodeName(), err)
+			}
+		})
+	}
+	return nodes
 }

@@ -72,6 +72,11 @@ type Options[T runtime.Topology] struct {
 	// it for ever). 0: the launcher's defaults; MaxRestarts < 0: never.
 	MaxRestarts int
 	StableAfter time.Duration
+	// KeepOnClose leaves the topologies' objects running at Close: a
+	// cluster's node, whose topologies another node takes over and
+	// adopts (their pods replaced then), where deleting them would race
+	// with it. A daemon alone deletes them (its processes would stop).
+	KeepOnClose bool
 }
 
 // Runtime runs containers as StatefulSet pods. Make it with New; Close
@@ -82,9 +87,10 @@ type Runtime[T runtime.Topology] struct {
 	ns     string
 	pod    func(ctx context.Context, t T, c int) (Pod, error)
 	change func(launcher.ProcessStatus)
-	// maxRestarts and stableAfter: Options'.
+	// maxRestarts, stableAfter and keep: Options'.
 	maxRestarts int
 	stableAfter time.Duration
+	keep        bool
 	log         *slog.Logger
 
 	factory informers.SharedInformerFactory
@@ -150,7 +156,7 @@ func New[T runtime.Topology](ctx context.Context, o Options[T]) (*Runtime[T], er
 	if r.change == nil {
 		r.change = func(launcher.ProcessStatus) {}
 	}
-	r.maxRestarts, r.stableAfter = o.MaxRestarts, o.StableAfter
+	r.maxRestarts, r.stableAfter, r.keep = o.MaxRestarts, o.StableAfter, o.KeepOnClose
 	if r.maxRestarts == 0 {
 		r.maxRestarts = launcher.DefaultMaxRestarts
 	}
@@ -307,19 +313,34 @@ func (r *Runtime[T]) create(ctx context.Context, tp *topo, c int, pod Pod) (adop
 	if !apierrors.IsAlreadyExists(err) {
 		return 0, "", fmt.Errorf("kubernetes: topology %s: create statefulset %s/%s: %w", tp.name, r.ns, tp.sts, err)
 	}
-	cur, err := r.client.AppsV1().StatefulSets(r.ns).Get(ctx, tp.sts, metav1.GetOptions{})
-	if err != nil {
-		return 0, "", fmt.Errorf("kubernetes: topology %s: adopt statefulset %s/%s: %w", tp.name, r.ns, tp.sts, err)
+	// Adopted: its pods are this daemon's to replace, from this daemon's
+	// template (another image, another NATS URL than the node that made
+	// it); OnDelete, the controller rolls none itself.
+	want := r.statefulSet(tp.tenant, tp.name, c, pod)
+	sets := r.client.AppsV1().StatefulSets(r.ns)
+	for {
+		cur, err := sets.Get(ctx, tp.sts, metav1.GetOptions{})
+		if err != nil {
+			return 0, "", fmt.Errorf("kubernetes: topology %s: adopt statefulset %s/%s: %w", tp.name, r.ns, tp.sts, err)
+		}
+		n := 0
+		if cur.Spec.Replicas != nil {
+			n = int(*cur.Spec.Replicas)
+		}
+		cur.Spec.Template, cur.Spec.UpdateStrategy = want.Spec.Template, want.Spec.UpdateStrategy
+		if n < c {
+			cur.Spec.Replicas = want.Spec.Replicas
+		}
+		_, err = sets.Update(ctx, cur, metav1.UpdateOptions{})
+		if apierrors.IsConflict(err) {
+			continue
+		}
+		if err != nil {
+			return 0, "", fmt.Errorf("kubernetes: topology %s: adopt statefulset %s/%s: %w", tp.name, r.ns, tp.sts, err)
+		}
+		r.log.Info("kubernetes: adopted a topology's statefulset", "topology", tp.name, "tenant", tp.tenant, "statefulset", tp.sts, "replicas", max(n, c))
+		return max(n, 1), cur.UID, nil
 	}
-	n := 0
-	if cur.Spec.Replicas != nil {
-		n = int(*cur.Spec.Replicas)
-	}
-	r.log.Info("kubernetes: adopting a topology's statefulset", "topology", tp.name, "tenant", tp.tenant, "statefulset", tp.sts, "replicas", n)
-	if n < c {
-		return max(n, 1), cur.UID, r.scale(ctx, tp, c)
-	}
-	return max(n, 1), cur.UID, nil
 }
 
 // putCreds adds container c's credential to the topology's Secret.
@@ -519,7 +540,8 @@ const killTimeout = 30 * time.Second
 func (r *Runtime[T]) LogPath(string) string { return "" }
 
 // Close deletes every topology's StatefulSet and Secret (their pods go
-// with them, as a daemon's processes stop with it) and stops the watch.
+// with them, as a daemon's processes stop with it; with KeepOnClose, only
+// those of topologies with no container wanted) and stops the watch.
 func (r *Runtime[T]) Close(ctx context.Context) error {
 	r.ops.Lock()
 	defer r.ops.Unlock()
@@ -538,6 +560,10 @@ func (r *Runtime[T]) Close(ctx context.Context) error {
 	slices.SortFunc(tops, func(a, b *topo) int { return cmpString(a.sts, b.sts) })
 	var errs []error
 	for _, tp := range tops {
+		if r.keep && len(tp.wanted) > 0 {
+			r.log.Info("kubernetes: the topology's pods keep running for the node that takes it over", "topology", tp.name, "tenant", tp.tenant, "statefulset", tp.sts)
+			continue
+		}
 		errs = append(errs, r.deleteObjects(ctx, tp))
 	}
 	r.cancel()

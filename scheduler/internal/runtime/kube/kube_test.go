@@ -130,7 +130,7 @@ func TestRuntime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if *sts.Spec.Replicas != 1 || sts.Labels[kube.LabelTenant] != "acme" || sts.Labels[kube.LabelTopology] != "Word_Count" ||
+	if *sts.Spec.Replicas != 1 || sts.Spec.UpdateStrategy.Type != "OnDelete" || sts.Labels[kube.LabelTenant] != "acme" || sts.Labels[kube.LabelTopology] != "Word_Count" ||
 		sts.Annotations[kube.AnnotationTopology] != "Word_Count" {
 		t.Errorf("statefulset: replicas %d, labels %v, annotations %v", *sts.Spec.Replicas, sts.Labels, sts.Annotations)
 	}

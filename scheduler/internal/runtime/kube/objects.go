@@ -153,6 +153,9 @@ func (r *Runtime[T]) statefulSet(tenant, topology string, replicas int, pod Pod)
 			// Every container starts at once, as the processes do; no
 			// Service: the hosts talk over NATS only.
 			PodManagementPolicy: appsv1.ParallelPodManagement,
+			// The runtime replaces the pods itself (a restart, an
+			// adoption): a changed template rolls none on its own.
+			UpdateStrategy: appsv1.StatefulSetUpdateStrategy{Type: appsv1.OnDeleteStatefulSetStrategyType},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: l, Annotations: annotations(tenant, topology)},
 				Spec: corev1.PodSpec{
@@ -224,7 +227,7 @@ func (r *Runtime[T]) resources(p packing.Resources) corev1.ResourceRequirements 
 // checks it, and TestRuntime runs under exactly these).
 func Rules() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
-		{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, Verbs: []string{"create", "get", "patch", "delete"}},
+		{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, Verbs: []string{"create", "get", "update", "patch", "delete"}},
 		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create", "get", "update", "delete"}},
 		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch", "delete"}},
 	}

@@ -373,8 +373,8 @@ func TestKubernetesClusterTakeover(t *testing.T) {
 	if lost != 0 || extra != 0 {
 		t.Fatalf("after node %s closed: %d input lines lost, %d lines not in the input (%d duplicates)", first.NodeName(), lost, extra, dups)
 	}
-	t.Logf("node %s closed mid-stream, node %s adopted statefulset %s: every one of %d lines written, %d duplicates",
-		first.NodeName(), second.NodeName(), uid, n, dups)
+	t.Logf("node %s closed mid-stream (statefulset %s), node %s took the topology over: every one of %d lines written, %d duplicates",
+		first.NodeName(), uid, second.NodeName(), n, dups)
 	awaitNoObjects(t, kc)
 }
 

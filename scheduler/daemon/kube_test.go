@@ -423,3 +423,52 @@ func startNodesWith(t *testing.T, n int, o daemon.Options) []*daemon.Daemon {
 	}
 	return nodes
 }
+
+// TestKubernetesDaemonRestart: a daemon alone with scheduler: kubernetes
+// closes while lines flow into the file sink (at least once): its
+// topology's objects are deleted with it, as its processes would stop.
+// Started again on its data dir, it resumes the topology as pods again;
+// the resumed sink appends (the plan it stores again is not fresh), and
+// every line is in the output.
+func TestKubernetesDaemonRestart(t *testing.T) {
+	kc, k := kubeCluster(t)
+	data := hostCache(t.TempDir())
+	start := func() (*daemon.Daemon, *api.Client) {
+		d, err := daemon.Start(context.Background(), daemon.Options{
+			DataDir: data, Listen: "127.0.0.1:0", HostPath: ardeaBin, CacheDir: compileCache,
+			HostArgs: []string{"--log-format", "json", "--log-level", "info", "host"}, MaxRestarts: 2, Kubernetes: k,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return withAdmin(d), d.Client()
+	}
+	closeDaemon := func(d *daemon.Daemon) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := d.Close(ctx); err != nil {
+			t.Errorf("close daemon: %v", err)
+		}
+	}
+	d, c := start()
+	dir := t.TempDir()
+	const n = 5000
+	in, out := filepath.Join(dir, "in.txt"), filepath.Join(dir, "out.txt")
+	writeNumbered(t, in, "line", n)
+	submitLinesToFile(t, c, "kresume", in, out, 1500)
+	testutil.Eventually(t, "the sink to write 1000 lines", func() (bool, string) {
+		got := fileLines(out)
+		return got >= 1000, fmt.Sprintf("%d lines", got)
+	})
+	closeDaemon(d)
+	awaitNoObjects(t, kc)
+	before := fileLines(out)
+	d, c = start()
+	defer closeDaemon(d)
+	waitState(t, c, "kresume", api.StateFinished)
+	lost, dups, extra := checkLines(t, in, out)
+	if lost != 0 || extra != 0 || dups < before {
+		t.Fatalf("after a daemon restart: %d input lines lost, %d lines not in the input, %d duplicates (want at least the %d written before the close)", lost, extra, dups, before)
+	}
+	t.Logf("daemon closed after %d lines and started again: every one of %d lines written, %d duplicates", before, n, dups)
+}

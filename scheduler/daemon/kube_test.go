@@ -309,6 +309,12 @@ func TestKubernetesFileSinkSurvivesPodDeletion(t *testing.T) {
 			victim = p.Name
 		}
 	}
+	// The runtime records the container's first run in the Secret once it
+	// sees its pod run: the replacement pod reads it.
+	testutil.Eventually(t, "the sink's first run recorded", func() bool {
+		sec, err := kc.Client.CoreV1().Secrets(kubeNamespace).Get(ctx, strings.TrimSuffix(victim, fmt.Sprintf("-%d", sink-1)), metav1.GetOptions{})
+		return err == nil && len(sec.Data[fmt.Sprintf("started-%d", sink)]) > 0
+	})
 	before := fileLines(out)
 	if err := kc.Client.CoreV1().Pods(kubeNamespace).Delete(ctx, victim, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)

@@ -217,6 +217,7 @@ func TestRuntime(t *testing.T) {
 		return p
 	}
 	uid := pod(2).UID
+	testutil.Eventually(t, "container 2's first run recorded in the secret", func() bool { return len(secret()["started-2"]) > 0 })
 	if err := rt.Restart(ctx, id(2)); err != nil {
 		t.Fatal(err)
 	}

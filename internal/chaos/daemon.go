@@ -256,7 +256,9 @@ type Status struct {
 
 // Container is one container in a Status.
 type Container struct {
-	ID        int        `json:"id"`
+	ID int `json:"id"`
+	// Node is the cluster node it runs on ("" for a daemon alone).
+	Node      string     `json:"node"`
 	PID       int        `json:"pid"`
 	Process   string     `json:"process"`
 	Host      string     `json:"host"`

@@ -24,7 +24,7 @@ func Unavailable(err error) bool {
 	if err == nil {
 		return false
 	}
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrTimeout) ||
+	if errors.Is(err, errNotApplied) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrTimeout) ||
 		errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, jetstream.ErrJetStreamNotEnabled) ||
 		// An account's JetStream is off for a moment on a node that
 		// applies a change of the account (a revocation, new limits).
@@ -45,6 +45,10 @@ func Unavailable(err error) bool {
 	}
 	return false
 }
+
+// errNotApplied: a stream just created (by this node or another) is not
+// found yet by the node answering (it has not applied the creation).
+var errNotApplied = errors.New("the cluster has not applied the stream's creation yet")
 
 // RetryUnavailable calls f until it returns nil or an error that is not
 // Unavailable, or ctx ends; each call gets at most try. It is what a
@@ -200,6 +204,9 @@ func LeaderKV(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValu
 			return nil, err
 		}
 		if err := LeaderReads(ctx, js, "KV_"+cfg.Bucket, cfg.Replicas); err != nil {
+			if errors.Is(err, jetstream.ErrStreamNotFound) {
+				err = fmt.Errorf("%w: %w", errNotApplied, err)
+			}
 			return nil, err
 		}
 		return js.KeyValue(ctx, cfg.Bucket)

@@ -443,6 +443,38 @@ func (m *Manager) RevokeHost(tenant, topology string) error {
 	})
 }
 
+// RevokeHostUsers revokes the host credentials of tenant's topology whose
+// users (Creds.User, public keys) are users, and only those: a container
+// moved off a node that is lost cannot connect with its old credential
+// when the node comes back, while its replacement's credential and the
+// other containers' keep working. Users not issued for the topology are
+// ignored.
+func (m *Manager) RevokeHostUsers(tenant, topology string, users ...string) error {
+	return m.mutate(tenant, func(ts *tenantState) (*tenantState, error) {
+		if ts == nil {
+			return nil, fmt.Errorf("natsauth: tenant %q: %w", tenant, ErrNoTenant)
+		}
+		hosts := ts.Hosts[topology]
+		kept := hosts[:0:0]
+		now := time.Now().Unix()
+		for _, u := range hosts {
+			if !slices.Contains(users, u) {
+				kept = append(kept, u)
+				continue
+			}
+			if ts.Revoked == nil {
+				ts.Revoked = map[string]int64{}
+			}
+			ts.Revoked[u] = now
+		}
+		if len(kept) == len(hosts) {
+			return ts, nil
+		}
+		ts.Hosts[topology] = kept
+		return ts, nil
+	})
+}
+
 // issue creates a user key and its JWT signed by account.
 func issue(account nkeys.KeyPair, name string, perms *jwt.Permissions, inbox string) (Creds, error) {
 	ukp, err := nkeys.CreateUser()

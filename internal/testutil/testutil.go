@@ -11,9 +11,11 @@ package testutil
 import (
 	"bytes"
 	"flag"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 )
@@ -117,4 +119,18 @@ func GoWordCountModules() []string {
 		"split.module=" + RepoPath("examples/wordcount/go/split.wasm"),
 		"count.module=" + RepoPath("examples/wordcount/go/count.wasm"),
 	}
+}
+
+// Logger is a logger whose records go to t.Log: shown for a test that
+// fails or runs with -v, not otherwise.
+func Logger(t testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(tLogWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+type tLogWriter struct{ t testing.TB }
+
+func (w tLogWriter) Write(b []byte) (int, error) {
+	w.t.Helper()
+	w.t.Log(strings.TrimSuffix(string(b), "\n"))
+	return len(b), nil
 }

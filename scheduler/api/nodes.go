@@ -22,6 +22,11 @@ type Node struct {
 	// Topologies it manages (tenant/name) and the containers running on it.
 	Topologies []string `json:"topologies"`
 	Containers int      `json:"containers"`
+	// RequestedMemoryBytes and RequestedCPU are what the containers
+	// running on it requested (their packing): a container is placed on
+	// a node only with its memory request free.
+	RequestedMemoryBytes int64   `json:"requested_memory_bytes,omitempty"`
+	RequestedCPU         float64 `json:"requested_cpu,omitempty"`
 	// Health is "up" while it reports (every NodeReportEvery), "lost" once
 	// it has not reported for NodeLostAfter.
 	Health NodeHealth `json:"health"`

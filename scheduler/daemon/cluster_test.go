@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -107,30 +108,43 @@ func TestClusterNodesShareTopologies(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Every node answers for the topology: node 2 manages it, nodes 1
-	// and 3 forward to it.
+	// and 3 forward to it. Its two containers are spread over two nodes
+	// (placement), and every node names the same ones.
+	var where []string
 	for _, d := range nodes {
 		st, err := client(d).Status(ctx, "wcc")
 		if err != nil || st.State != api.StatePaused {
 			t.Fatalf("node %s: status of wcc: %v %v, want PAUSED", d.NodeName(), st.State, err)
 		}
+		var got []string
 		for _, c := range st.Containers {
-			if c.Node != "n2" {
-				t.Errorf("node %s: wcc's container %d on node %q, want n2 (its manager's)", d.NodeName(), c.ID, c.Node)
-			}
+			got = append(got, c.Node)
+		}
+		if where == nil {
+			where = got
+		}
+		if len(got) != 2 || got[0] == "" || got[1] == "" || got[0] == got[1] || !slices.Equal(got, where) {
+			t.Errorf("node %s: wcc's containers on nodes %q, want two distinct nodes, the same through every node (%q)", d.NodeName(), got, where)
 		}
 	}
-	// Node 2 reports what it manages at its next report.
-	testutil.Eventually(t, "ardea nodes shows the three nodes up, node 2 managing wcc", func() (bool, string) {
+	// Node 2 reports what it manages at its next report, and each node
+	// the containers it runs.
+	testutil.Eventually(t, "ardea nodes shows the three nodes up, node 2 managing wcc, the containers where they run", func() (bool, string) {
 		ns, err := client(nodes[0]).Nodes(ctx)
 		if err != nil {
 			return false, err.Error()
 		}
-		var seen []string
+		var seen, want []string
 		for _, n := range ns {
-			seen = append(seen, fmt.Sprintf("%s:%s:%v", n.Name, n.Health, n.Topologies))
+			seen = append(seen, fmt.Sprintf("%s:%s:%v:%d", n.Name, n.Health, n.Topologies, n.Containers))
+			tops := "[]"
+			if n.Name == "n2" {
+				tops = "[default/wcc]"
+			}
+			want = append(want, fmt.Sprintf("%s:up:%s:%d", n.Name, tops, count(where, n.Name)))
 		}
 		got := strings.Join(seen, ",")
-		return got == "n1:up:[],n2:up:[default/wcc],n3:up:[]", got
+		return got == strings.Join(want, ","), got + ", want " + strings.Join(want, ",")
 	})
 	// The tracker's physical plan (the UI's containers) too, forwarded.
 	var pp struct {
@@ -139,8 +153,8 @@ func TestClusterNodesShareTopologies(t *testing.T) {
 	if err := client(nodes[0]).Do(ctx, http.MethodGet, "/api/v1/topologies/wcc/physicalplan", nil, &pp); err != nil {
 		t.Fatal(err)
 	}
-	if len(pp.Containers) != 2 || pp.Containers[0].Node != "n2" {
-		t.Errorf("physical plan through node 1: %+v, want 2 containers on n2", pp.Containers)
+	if len(pp.Containers) != 2 || pp.Containers[0].Node != where[0] || pp.Containers[1].Node != where[1] {
+		t.Errorf("physical plan through node 1: %+v, want 2 containers on %q", pp.Containers, where)
 	}
 	// A hostile tenant's deploy token on another node: the nodes list is
 	// the operator's, and a topology of the default tenant with the same
@@ -256,4 +270,15 @@ func TestClusterTakesOverAClosedNode(t *testing.T) {
 		t.Fatalf("after node %s closed: %d input lines lost, %d lines not in the input (%d duplicates)", first.NodeName(), lost, extra, dups)
 	}
 	t.Logf("node %s closed mid-stream, node %s took over: every one of %d lines written, %d duplicates", first.NodeName(), second.NodeName(), n, dups)
+}
+
+// count is how many of ss are s.
+func count(ss []string, s string) int {
+	n := 0
+	for _, x := range ss {
+		if x == s {
+			n++
+		}
+	}
+	return n
 }

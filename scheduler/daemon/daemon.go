@@ -196,7 +196,8 @@ type Daemon struct {
 	log     *slog.Logger
 	srv     *bus.Server
 	nc      *nats.Conn
-	sup     containerRuntime // scheduler/internal/runtime: processes (launcher) or in process
+	sup     containerRuntime // scheduler/internal/runtime: processes (launcher) or in process; a cluster's: placement
+	local   *nodeProcesses   // a cluster node's own containers (placement.go)
 	ln      net.Listener
 	http    *http.Server
 	// endRequests cancels every request's context (event streams).
@@ -343,19 +344,26 @@ func start(ctx context.Context, o Options, noAPI bool) (*Daemon, error) {
 		d.Close(d.ctx)
 		return nil, err
 	}
-	if o.InProcess != nil {
+	switch {
+	case o.InProcess != nil:
 		d.sup = d.newInProcess()
-	} else if o.Kubernetes != nil {
+	case o.Kubernetes != nil:
+		// The cluster places the pods (no placement across the nodes).
 		if d.sup, err = d.newKube(ctx); err != nil {
 			d.Close(d.ctx)
 			return nil, fmt.Errorf("local: scheduler: %w", err)
 		}
-	} else {
-		d.sup = d.newProcesses(launcher.New(launcher.Options{Logger: log, LogDir: filepath.Join(o.DataDir, logsDir),
-			MaxRestarts: o.MaxRestarts, Backoff: o.Backoff, OnChange: d.onProcess}))
-		if !noAPI {
-			d.ten.OpenCgroups()
+	case d.cl != nil:
+		if err := d.startPlacement(ctx); err != nil {
+			d.Close(d.ctx)
+			return nil, err
 		}
+	default:
+		d.sup = d.newProcesses(launcher.New(launcher.Options{Logger: log, LogDir: d.logDir(),
+			MaxRestarts: o.MaxRestarts, Backoff: o.Backoff, OnChange: d.onProcess}))
+	}
+	if o.InProcess == nil && o.Kubernetes == nil && !noAPI {
+		d.ten.OpenCgroups()
 	}
 	if !noAPI {
 		// Requests' contexts end at Close, so the UI's event streams let the
@@ -391,15 +399,15 @@ func start(ctx context.Context, o Options, noAPI bool) (*Daemon, error) {
 		d.servers.Go(func() { _ = d.promHTTP.Serve(pln) })
 		log.Info("prometheus exposition", "url", "http://"+pln.Addr().String()+"/metrics")
 	}
-	if err := d.resume(ctx); err != nil {
-		d.Close(d.ctx)
-		return nil, err
-	}
-	if d.cl != nil {
+	if d.cl != nil { // before resuming: containers are placed on the nodes that report
 		if err := d.openNodes(ctx); err != nil {
 			d.Close(d.ctx)
 			return nil, err
 		}
+	}
+	if err := d.resume(ctx); err != nil {
+		d.Close(d.ctx)
+		return nil, err
 	}
 	log.Info("ardea local started", "api", d.URL(), "nats", d.srv.ClientURL(), "data_dir", o.DataDir, "in_process", o.InProcess != nil)
 	return d, nil

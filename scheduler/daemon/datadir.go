@@ -81,3 +81,6 @@ func tighten(path string) error {
 	}
 	return os.Chmod(path, fi.Mode().Perm()&^0o077)
 }
+
+// logDir holds the containers' log files.
+func (d *Daemon) logDir() string { return filepath.Join(d.o.DataDir, logsDir) }

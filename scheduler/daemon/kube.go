@@ -2,9 +2,6 @@ package daemon
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"os"
 	"slices"
 	"strings"
 
@@ -12,7 +9,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 
 	"github.com/ardea-dev/ardea/internal/natsauth"
-	"github.com/ardea-dev/ardea/scheduler/internal/launcher"
 	"github.com/ardea-dev/ardea/scheduler/internal/manager"
 	"github.com/ardea-dev/ardea/scheduler/internal/runtime/kube"
 	"github.com/ardea-dev/ardea/scheduler/packing"
@@ -60,51 +56,33 @@ func (d *Daemon) newKube(ctx context.Context) (containerRuntime, error) {
 	return rt, nil
 }
 
-// kubePod is what container c of t's pods run: `ardea host` as hostSpec
-// starts it, its container from its pod's name, its data dir in the pod,
-// NATS at the configured URL; its credential and its tenant's machine
-// policy go to the topology's Secret, its bus rate share to its flags;
-// its size is the packing plan's largest container.
+// kubePod is what container c of t's pods run: `ardea host` with what
+// its topology manager says of it (containerSpec: the topology's flags,
+// the tenant's machine policy, a fresh NATS credential), its container
+// from its pod's name, its data dir in the pod, NATS at the configured
+// URL; the credential and the policy go to the topology's Secret; its
+// size is the packing plan's largest container.
 func (d *Daemon) kubePod(ctx context.Context, t *manager.Manager, c int) (kube.Pod, error) {
+	s, err := d.containerSpec(ctx, t, c)
+	if err != nil {
+		return kube.Pod{}, err
+	}
 	args := append(slices.Clone(d.o.HostArgs),
-		"--nats", d.o.Kubernetes.NATSURL, "--tenant", t.Tenant(), "--topology", t.Name(),
+		"--nats", d.o.Kubernetes.NATSURL, "--tenant", s.Tenant, "--topology", s.Topology,
 		"--container-from-pod", "--data-dir", kube.MountData)
-	margs, err := d.hostMetricsArgs()
-	if err != nil {
-		return kube.Pod{}, err
-	}
-	args = append(args, margs...)
-	policy, err := d.ten.HostPolicyEnv(t.Tenant())
-	if err != nil {
-		return kube.Pod{}, err
-	}
-	k, v, _ := strings.Cut(policy, "=")
-	if k != settings.MachinePolicyEnv {
-		return kube.Pod{}, errors.New("local: the machine policy is not in " + settings.MachinePolicyEnv)
-	}
-	pod := kube.Pod{Env: map[string]string{}, SecretEnv: map[string]string{k: v}, Resources: largest(t)}
-	spec := launcher.ProcessSpec{Args: args}
-	if err := d.ten.SecureHost(ctx, tmTopology{t}, &spec); err != nil { // the rate share's flags (no cgroup: the pod's limits)
-		return kube.Pod{}, err
-	}
-	pod.Args = spec.Args
-	env, err := d.hostCreds(t, c)
-	if err != nil {
-		return kube.Pod{}, err
-	}
-	for _, kv := range env {
+	pod := kube.Pod{Args: append(args, s.Args...), Env: map[string]string{}, SecretEnv: map[string]string{}, Resources: largest(t)}
+	for _, kv := range s.Env {
 		k, v, _ := strings.Cut(kv, "=")
-		switch k {
-		case natsauth.EnvCreds:
-			// The file hostCreds wrote (and RevokeHosts removes) goes to
-			// the Secret.
-			if pod.Creds, err = os.ReadFile(v); err != nil {
-				return kube.Pod{}, fmt.Errorf("topology %s: container %d: NATS credential: %w", t.Name(), c, err)
-			}
-		case natsauth.EnvInbox:
+		if k == settings.MachinePolicyEnv {
+			pod.SecretEnv[k] = v // the paths and addresses the tenant may reach
+		} else {
 			pod.Env[k] = v
-		default:
-			return kube.Pod{}, fmt.Errorf("topology %s: container %d: unexpected host credential variable %s", t.Name(), c, k)
+		}
+	}
+	if s.Creds != "" {
+		pod.Creds = []byte(s.Creds)
+		if s.Inbox != "" {
+			pod.Env[natsauth.EnvInbox] = s.Inbox
 		}
 	}
 	return pod, nil

@@ -15,6 +15,7 @@ import (
 	"github.com/ardea-dev/ardea/internal/quota"
 	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/internal/launcher"
+	"github.com/ardea-dev/ardea/scheduler/internal/manager"
 )
 
 // NodesBucket is the "ardea" account's KV bucket where a cluster's nodes
@@ -96,7 +97,15 @@ func (d *Daemon) thisNode() api.Node {
 	}
 	d.mu.Unlock()
 	slices.Sort(n.Topologies)
-	if d.sup != nil {
+	switch {
+	case d.local != nil: // a cluster's node: what runs here, whoever placed it
+		for _, ps := range d.local.sup.List() {
+			if ps.State == launcher.StateRunning {
+				n.Containers++
+			}
+		}
+		n.RequestedMemoryBytes, n.RequestedCPU = d.local.requested()
+	case d.sup != nil:
 		for _, ps := range d.sup.List() {
 			if ps.State == launcher.StateRunning {
 				n.Containers++
@@ -164,12 +173,14 @@ func (d *Daemon) Nodes(ctx context.Context) ([]api.Node, error) {
 
 // placed names the node of each container of st, a status of one of
 // this node's topologies (a cluster's node; a daemon alone leaves it
-// empty): a topology's containers run on the node that manages it.
-func (d *Daemon) placed(st api.Status) api.Status {
-	if d.cl != nil {
-		for i := range st.Containers {
-			st.Containers[i].Node = d.cl.name
-		}
+// empty).
+func (d *Daemon) placed(t *manager.Manager, st api.Status) api.Status {
+	rt, ok := d.sup.(clusterRuntime)
+	if !ok {
+		return st
+	}
+	for i := range st.Containers {
+		st.Containers[i].Node = rt.Node(t.ContainerID(st.Containers[i].ID))
 	}
 	return st
 }

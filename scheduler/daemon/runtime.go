@@ -8,11 +8,14 @@ import (
 	"strconv"
 	"sync"
 
+	ardea "github.com/ardea-dev/ardea"
+	"github.com/ardea-dev/ardea/internal/natsauth"
 	"github.com/ardea-dev/ardea/scheduler/container"
 	"github.com/ardea-dev/ardea/scheduler/container/process"
 	"github.com/ardea-dev/ardea/scheduler/ctl"
 	"github.com/ardea-dev/ardea/scheduler/internal/launcher"
 	"github.com/ardea-dev/ardea/scheduler/internal/manager"
+	"github.com/ardea-dev/ardea/scheduler/internal/placement"
 	"github.com/ardea-dev/ardea/scheduler/internal/runtime"
 	"github.com/nats-io/nats.go"
 )
@@ -53,25 +56,87 @@ func (d *Daemon) newProcesses(sup *launcher.Supervisor) runtime.Processes[*manag
 	return runtime.Processes[*manager.Manager]{Supervisor: sup, Spec: d.hostSpec}
 }
 
-// hostSpec is container c of t as an `ardea host` process: its command
-// line, the allowed part of the daemon's environment, its machine policy
-// and its tenant's security (secureHost).
+// hostSpec is container c of t as an `ardea host` process of this node:
+// what its topology manager says of it (containerSpec) run as this node
+// runs a container (nodeSpec). A cluster's node makes the first part for
+// a container another node runs (scheduler/internal/placement).
 func (d *Daemon) hostSpec(ctx context.Context, t *manager.Manager, container int) (launcher.ProcessSpec, error) {
-	args := append(slices.Clone(d.o.HostArgs),
-		"--nats", d.srv.ClientURL(), "--tenant", t.Tenant(), "--topology", t.Name(),
-		"--container", strconv.Itoa(container), "--data-dir", d.o.DataDir)
+	s, err := d.containerSpec(ctx, t, container)
+	if err != nil {
+		return launcher.ProcessSpec{}, err
+	}
+	return d.nodeSpec(ctx, s)
+}
+
+// containerSpec is container c of t as its topology manager makes it,
+// for whichever node runs it: the topology's flags (metrics, the
+// tenant's rate share), the tenant's machine policy, a fresh NATS
+// credential, the container's request. The credential is issued through
+// t.IssueCredential, only until the TM revokes its hosts' (as it enters a
+// terminal mode: tenancy's RevokeHosts), so a container started meanwhile
+// gets one that is revoked with the others, or none.
+func (d *Daemon) containerSpec(ctx context.Context, t *manager.Manager, c int) (placement.Spec, error) {
+	s := placement.Spec{Tenant: t.Tenant(), Topology: t.Name(), Container: c}
 	margs, err := d.hostMetricsArgs()
 	if err != nil {
-		return launcher.ProcessSpec{}, err
+		return s, err
 	}
-	args = append(args, margs...)
 	policy, err := d.ten.HostPolicyEnv(t.Tenant())
 	if err != nil {
-		return launcher.ProcessSpec{}, err
+		return s, err
 	}
-	spec := launcher.ProcessSpec{ID: t.ContainerID(container), Path: d.o.HostPath, Args: args, Env: append(runtime.HostEnv(os.Environ()), policy)}
-	if err := d.secureHost(ctx, t, container, &spec); err != nil {
-		return launcher.ProcessSpec{}, err
+	s.Env = []string{policy}
+	if d.ten.Accounts() != nil {
+		var cr natsauth.Creds
+		err := t.IssueCredential(func(top *ardea.Topology) error {
+			var err error
+			cr, _, err = d.ten.IssueHostCreds(tmTopology{t}, natsauth.TenantIO{Streams: topologyStreams(top), KV: topologyKV(top)})
+			return err
+		})
+		if err != nil {
+			return s, err
+		}
+		b, err := cr.Bytes()
+		if err != nil {
+			return s, err
+		}
+		s.Creds, s.Inbox, s.User = string(b), cr.InboxPrefix, cr.User
+	}
+	var rates launcher.ProcessSpec
+	if err := d.ten.HostRates(ctx, tmTopology{t}, &rates); err != nil {
+		return s, err
+	}
+	s.Args = append(margs, rates.Args...)
+	if r, ok := t.ContainerResources(c); ok {
+		s.MemoryBytes, s.CPU = r.RAM, r.CPU
+	}
+	return s, nil
+}
+
+// nodeSpec is s as this node runs it: its host executable, NATS address,
+// data directory, the allowed part of its environment, the credential in
+// a file of its own, its tenant's CPU cgroup here.
+func (d *Daemon) nodeSpec(ctx context.Context, s placement.Spec) (launcher.ProcessSpec, error) {
+	id := runtime.ID(s.Tenant, s.Topology, s.Container)
+	args := append(slices.Clone(d.o.HostArgs),
+		"--nats", d.srv.ClientURL(), "--tenant", s.Tenant, "--topology", s.Topology,
+		"--container", strconv.Itoa(s.Container), "--data-dir", d.o.DataDir)
+	args = append(args, s.Args...)
+	env := append(runtime.HostEnv(os.Environ()), s.Env...)
+	if s.Creds != "" {
+		cr, err := natsauth.ParseCreds([]byte(s.Creds), s.Inbox)
+		if err != nil {
+			return launcher.ProcessSpec{}, fmt.Errorf("container %s: %w", id, err)
+		}
+		cenv, err := d.ten.WriteHostCreds(id, cr)
+		if err != nil {
+			return launcher.ProcessSpec{}, fmt.Errorf("container %s: %w", id, err)
+		}
+		env = append(env, cenv...) // the allowed part of the daemon's (HostEnv) and the credential's
+	}
+	spec := launcher.ProcessSpec{ID: id, Path: d.o.HostPath, Args: args, Env: env}
+	if err := d.ten.HostCgroup(ctx, s.Tenant, &spec); err != nil {
+		return launcher.ProcessSpec{}, fmt.Errorf("topology %s: %w", s.Topology, err)
 	}
 	return spec, nil
 }

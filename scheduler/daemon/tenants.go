@@ -4,11 +4,8 @@ import (
 	"context"
 	"errors"
 
-	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/internal/audit"
-	"github.com/ardea-dev/ardea/internal/natsauth"
 	"github.com/ardea-dev/ardea/scheduler/ctl"
-	"github.com/ardea-dev/ardea/scheduler/internal/launcher"
 	"github.com/ardea-dev/ardea/scheduler/internal/manager"
 	"github.com/ardea-dev/ardea/scheduler/internal/tenancy"
 	"github.com/ardea-dev/ardea/scheduler/statemgr"
@@ -98,38 +95,6 @@ func (d *Daemon) admitResume(ctx context.Context, sp *tenancy.Space, rec statemg
 		containers = doc.Plan.Containers
 	}
 	return d.ten.Admit(ctx, sp, "resume", tenancy.Footprint{}, tenancy.Footprint{Top: top, Containers: containers}, 0)
-}
-
-// hostCreds issues container c of t its NATS credential (tenancy's
-// HostCreds: its tenant's account, the streams and KV buckets its
-// topology names) and returns the environment that hands it to the host.
-// Issued through t.IssueCredential, only until the TM revokes them (as it
-// enters a terminal mode, tenancy's RevokeHosts), so a container the
-// launcher restarts meanwhile either gets its file before (and
-// RevokeHosts removes it) or none.
-func (d *Daemon) hostCreds(t *manager.Manager, c int) ([]string, error) {
-	if d.ten.Accounts() == nil {
-		return nil, nil
-	}
-	var env []string
-	err := t.IssueCredential(func(top *ardea.Topology) error {
-		var err error
-		env, err = d.ten.HostCreds(tmTopology{t}, t.ContainerID(c), natsauth.TenantIO{Streams: topologyStreams(top), KV: topologyKV(top)})
-		return err
-	})
-	return env, err
-}
-
-// secureHost gives container c of t what its tenant's security asks: its
-// NATS credential (environment and a 0600 file), its share of the
-// tenant's bus rates (flags) and its tenant's CPU cgroup.
-func (d *Daemon) secureHost(ctx context.Context, t *manager.Manager, c int, spec *launcher.ProcessSpec) error {
-	env, err := d.hostCreds(t, c)
-	if err != nil {
-		return err
-	}
-	spec.Env = append(spec.Env, env...) // the allowed part of the daemon's (hostEnv) and the credential's
-	return d.ten.SecureHost(ctx, tmTopology{t}, spec)
 }
 
 // auditSpec records in the call's audit record the digest of the spec it

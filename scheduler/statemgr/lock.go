@@ -30,6 +30,10 @@ type Lock struct {
 	owner    string
 	ttl      time.Duration
 	acquired time.Time
+	// epoch is the revision the lock was acquired at: it grows with
+	// every acquisition of the topology's lock (the bucket's revisions
+	// only grow), so it orders the topology's managers in time.
+	epoch uint64
 
 	mu       sync.Mutex
 	rev      uint64
@@ -38,6 +42,12 @@ type Lock struct {
 
 // Topology returns the topology the lock is for.
 func (l *Lock) Topology() string { return l.topology }
+
+// Epoch is the lock's revision when it was acquired: a later manager of
+// the topology (after a takeover) holds a larger one. Whatever a manager
+// starts carries its epoch, so that what an earlier one started can be
+// told apart and fenced (scheduler/internal/placement).
+func (l *Lock) Epoch() uint64 { return l.epoch }
 
 // Owner returns the owner string given to AcquireTMLock.
 func (l *Lock) Owner() string { return l.owner }
@@ -95,7 +105,7 @@ func (s *Store) acquireTMLock(ctx context.Context, topology, owner string, ttl t
 		rev, err := s.locks.Create(ctx, topology, v, jetstream.KeyTTL(ttl))
 		if err == nil {
 			s.log.Debug("TM lock acquired", "topology", topology, "owner", owner, "ttl", ttl, "revision", rev)
-			return &Lock{s: s, topology: topology, owner: owner, ttl: ttl, acquired: now, rev: rev}, nil
+			return &Lock{s: s, topology: topology, owner: owner, ttl: ttl, acquired: now, rev: rev, epoch: rev}, nil
 		}
 		if !errors.Is(err, jetstream.ErrKeyExists) {
 			return nil, fmt.Errorf("statemgr: acquiring TM lock of topology %q: %w", topology, err)
@@ -123,7 +133,7 @@ func (s *Store) acquireTMLock(ctx context.Context, topology, owner string, ttl t
 			return nil, fmt.Errorf("statemgr: taking over TM lock of topology %q: %w", topology, err)
 		}
 		s.log.Debug("TM lock taken over from a previous incarnation", "topology", topology, "owner", owner, "revision", rev)
-		return &Lock{s: s, topology: topology, owner: owner, ttl: ttl, acquired: now, rev: rev}, nil
+		return &Lock{s: s, topology: topology, owner: owner, ttl: ttl, acquired: now, rev: rev, epoch: rev}, nil
 	}
 	return nil, fmt.Errorf("statemgr: TM lock of topology %q: contended, try again: %w", topology, ErrLocked)
 }

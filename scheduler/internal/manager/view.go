@@ -112,6 +112,19 @@ func (t *Manager) Status() api.Status {
 	return st
 }
 
+// ContainerResources is container c's request in the plan in use (its
+// packing), ok false if it is not known.
+func (t *Manager) ContainerResources(c int) (packing.Resources, bool) {
+	v := t.View()
+	if v == nil || v.top == nil {
+		return packing.Resources{}, false
+	}
+	if _, packed, err := planner.PackPlan(v.top, v.doc.Plan.Containers); err == nil && c >= 1 && c <= len(packed.Containers) {
+		return packed.Containers[c-1].Resources, true
+	}
+	return packing.Resources{}, false
+}
+
 // containerStatus is container c's part of the status.
 func (t *Manager) containerStatus(v *View, pp *packing.Plan, c int) api.ContainerStatus {
 	cs := api.ContainerStatus{ID: c}

@@ -43,7 +43,11 @@ func (p Processes[T]) StartContainer(ctx context.Context, t T, c int) error {
 
 // Kill sends SIGKILL to the host's process group (the host and anything
 // it started; it reaches a stopped process too).
-func (p Processes[T]) Kill(id string, pid int) error {
+func (p Processes[T]) Kill(id string, pid int) error { return KillGroup(id, pid) }
+
+// KillGroup sends SIGKILL to container id's process group (pid: its
+// host's).
+func KillGroup(id string, pid int) error {
 	if pid <= 0 {
 		return fmt.Errorf("container %s: no process to kill", id)
 	}

@@ -172,14 +172,30 @@ func (ts *Tenants) removeAccount(tenant string) {
 // accounts: none. The daemon calls it through the manager's
 // IssueCredential, which orders it against RevokeHosts.
 func (ts *Tenants) HostCreds(t Topology, id string, io natsauth.TenantIO) ([]string, error) {
+	cr, ok, err := ts.IssueHostCreds(t, io)
+	if err != nil || !ok {
+		return nil, err
+	}
+	return ts.WriteHostCreds(id, cr)
+}
+
+// IssueHostCreds issues a NATS credential for a host of t (ok false: the
+// bus has no accounts, hosts connect without one).
+func (ts *Tenants) IssueHostCreds(t Topology, io natsauth.TenantIO) (natsauth.Creds, bool, error) {
 	m := ts.accounts
 	if m == nil {
-		return nil, nil
+		return natsauth.Creds{}, false, nil
 	}
 	cr, err := m.HostCreds(t.Tenant(), t.Name(), io)
 	if err != nil {
-		return nil, fmt.Errorf("topology %s: NATS credential: %w", t.Name(), err)
+		return natsauth.Creds{}, false, fmt.Errorf("topology %s: NATS credential: %w", t.Name(), err)
 	}
+	return cr, true, nil
+}
+
+// WriteHostCreds writes container id's credential in a 0600 file of this
+// node and returns the host's environment naming it.
+func (ts *Tenants) WriteHostCreds(id string, cr natsauth.Creds) ([]string, error) {
 	dir := filepath.Join(ts.o.DataDir, "creds")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
@@ -189,6 +205,15 @@ func (ts *Tenants) HostCreds(t Topology, id string, io natsauth.TenantIO) ([]str
 		return nil, err
 	}
 	return natsauth.Env(path, cr), nil
+}
+
+// RevokeHostUsers revokes the credentials of t's hosts issued to users
+// (a container moved off a lost node: placement).
+func (ts *Tenants) RevokeHostUsers(tenant, topology string, users ...string) error {
+	if ts.accounts == nil || len(users) == 0 {
+		return nil
+	}
+	return ts.accounts.RevokeHostUsers(tenant, topology, users...)
 }
 
 // RevokeHosts revokes every NATS credential issued to t's hosts and
@@ -214,6 +239,15 @@ func (ts *Tenants) RevokeHosts(t Topology) {
 // The share counts t's containers even before its manager is registered
 // (a topology being submitted).
 func (ts *Tenants) SecureHost(ctx context.Context, t Topology, spec *launcher.ProcessSpec) error {
+	if err := ts.HostRates(ctx, t, spec); err != nil {
+		return err
+	}
+	return ts.HostCgroup(ctx, t.Tenant(), spec)
+}
+
+// HostRates adds to spec the flags of a host of t's share of its
+// tenant's bus rates (the topology manager's part of SecureHost).
+func (ts *Tenants) HostRates(ctx context.Context, t Topology, spec *launcher.ProcessSpec) error {
 	if ts.quotas == nil {
 		return nil
 	}
@@ -237,10 +271,24 @@ func (ts *Tenants) SecureHost(ctx context.Context, t Topology, spec *launcher.Pr
 		spec.Args = append(spec.Args, "--max-tuples-per-second", strconv.FormatFloat(tps, 'f', -1, 64),
 			"--max-bytes-per-second", strconv.FormatFloat(bps, 'f', -1, 64))
 	}
-	if q.CPU > 0 && ts.cgroups != nil {
+	return nil
+}
+
+// HostCgroup puts a host of tenant into the tenant's CPU cgroup on this
+// node, if its quotas limit CPU (the part of SecureHost of the node that
+// runs the host).
+func (ts *Tenants) HostCgroup(ctx context.Context, tenant string, spec *launcher.ProcessSpec) error {
+	if ts.quotas == nil || ts.cgroups == nil {
+		return nil
+	}
+	q, err := ts.quotas.For(ctx, tenant)
+	if err != nil {
+		return fmt.Errorf("quotas of tenant %s: %w", tenant, err)
+	}
+	if q.CPU > 0 {
 		sl, err := ts.cgroups.Tenant(tenant, q.CPU)
 		if err != nil {
-			return fmt.Errorf("topology %s: CPU cgroup of tenant %s: %w", t.Name(), tenant, err)
+			return fmt.Errorf("CPU cgroup of tenant %s: %w", tenant, err)
 		}
 		spec.Cgroup = sl
 	}

@@ -1,0 +1,154 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+
+	"github.com/ardea-dev/ardea/scheduler/api"
+	"github.com/ardea-dev/ardea/scheduler/internal/launcher"
+	"github.com/ardea-dev/ardea/scheduler/internal/manager"
+	"github.com/ardea-dev/ardea/scheduler/internal/placement"
+	"github.com/ardea-dev/ardea/scheduler/internal/runtime"
+)
+
+// A cluster's node runs its topologies' containers on every node
+// (scheduler/internal/placement): its TMs' runtime is a Placer, and the
+// node serves the containers the cluster's TMs place on it with its own
+// launcher (nodeProcesses).
+
+// nodeProcesses is this node's launcher as placement.Local: the
+// containers placed here, by any node's TM.
+type nodeProcesses struct {
+	d   *Daemon
+	sup *launcher.Supervisor
+
+	mu   sync.Mutex
+	reqs map[string]placement.Spec // the running containers' requests
+}
+
+func (n *nodeProcesses) Start(ctx context.Context, s placement.Spec) error {
+	spec, err := n.d.nodeSpec(ctx, s)
+	if err != nil {
+		return err
+	}
+	err = n.sup.Start(ctx, spec)
+	if err == nil || errors.Is(err, launcher.ErrDuplicate) {
+		n.mu.Lock()
+		n.reqs[spec.ID] = placement.Spec{MemoryBytes: s.MemoryBytes, CPU: s.CPU}
+		n.mu.Unlock()
+	}
+	return err
+}
+
+func (n *nodeProcesses) Stop(ctx context.Context, id string) error    { return n.sup.Stop(ctx, id) }
+func (n *nodeProcesses) Restart(ctx context.Context, id string) error { return n.sup.Restart(ctx, id) }
+func (n *nodeProcesses) Remove(ctx context.Context, id string) error {
+	err := n.sup.Remove(ctx, id)
+	if err == nil || errors.Is(err, launcher.ErrUnknown) {
+		n.mu.Lock()
+		delete(n.reqs, id)
+		n.mu.Unlock()
+	}
+	return err
+}
+func (n *nodeProcesses) Kill(id string, pid int) error { return runtime.KillGroup(id, pid) }
+func (n *nodeProcesses) Status(id string) (launcher.ProcessStatus, bool) {
+	return n.sup.Status(id)
+}
+func (n *nodeProcesses) List() []launcher.ProcessStatus { return n.sup.List() }
+func (n *nodeProcesses) LogPath(id string) string       { return n.sup.LogPath(id) }
+
+// requested sums the requests of the containers running here.
+func (n *nodeProcesses) requested() (memory int64, cpu float64) {
+	running := map[string]bool{}
+	for _, ps := range n.sup.List() {
+		if ps.State == launcher.StateRunning || ps.State == launcher.StateStarting || ps.State == launcher.StateBackoff {
+			running[ps.ID] = true
+		}
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for id, s := range n.reqs {
+		if running[id] {
+			memory += s.MemoryBytes
+			cpu += s.CPU
+		}
+	}
+	return memory, cpu
+}
+
+// clusterRuntime is a cluster node's containerRuntime: its TMs' Placer,
+// the node's service of placements, and its launcher.
+type clusterRuntime struct {
+	*placement.Placer[*manager.Manager]
+	node  *placement.Node
+	local *nodeProcesses
+}
+
+// Close stops placing and serving, then this node's containers.
+func (r clusterRuntime) Close(ctx context.Context) error {
+	_ = r.Placer.Close(ctx)
+	r.node.Close()
+	return r.local.sup.Close(ctx)
+}
+
+// startPlacement (a cluster's node) makes the node's runtime: its
+// launcher, the service of the containers placed here, and its TMs'
+// Placer.
+func (d *Daemon) startPlacement(ctx context.Context) error {
+	var node atomic.Pointer[placement.Node]
+	local := &nodeProcesses{d: d, reqs: map[string]placement.Spec{}}
+	local.sup = launcher.New(launcher.Options{Logger: d.log, LogDir: d.logDir(),
+		MaxRestarts: d.o.MaxRestarts, Backoff: d.o.Backoff, OnChange: func(ps launcher.ProcessStatus) {
+			d.onProcess(ps)
+			if n := node.Load(); n != nil {
+				n.Changed(ps)
+			}
+		}})
+	n, err := placement.ServeNode(ctx, d.nc, d.cl.name, local, d.log)
+	if err != nil {
+		_ = local.sup.Close(ctx)
+		return err
+	}
+	node.Store(n)
+	p, err := placement.NewPlacer(ctx, placement.Options[*manager.Manager]{
+		Self: d.cl.name, Local: local, Conn: d.nc, Log: d.log,
+		Spec:     d.containerSpec,
+		Epoch:    func(t *manager.Manager) uint64 { return t.TMLock().Epoch() },
+		Nodes:    d.liveNodes,
+		OnChange: d.onProcess,
+		Revoke: func(tenant, topology string, users ...string) {
+			if err := d.ten.RevokeHostUsers(tenant, topology, users...); err != nil {
+				d.log.Warn("revoke a moved container's credential", "topology", topology, "err", err)
+			}
+		},
+	})
+	if err != nil {
+		n.Close()
+		_ = local.sup.Close(ctx)
+		return err
+	}
+	d.local = local
+	d.sup = clusterRuntime{Placer: p, node: n, local: local}
+	return nil
+}
+
+// liveNodes are the nodes a container may be placed on: the cluster's
+// nodes that report themselves, this one first.
+func (d *Daemon) liveNodes(ctx context.Context) ([]placement.Candidate, error) {
+	nodes, err := d.Nodes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []placement.Candidate
+	for _, n := range nodes {
+		if n.Health != api.NodeUp {
+			continue
+		}
+		out = append(out, placement.Candidate{Name: n.Name, MemoryBytes: n.MemoryBytes,
+			RequestedMemoryBytes: n.RequestedMemoryBytes, Containers: n.Containers})
+	}
+	return out, nil
+}

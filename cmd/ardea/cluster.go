@@ -84,7 +84,7 @@ type daemonFlags struct {
 func (df *daemonFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&df.dataDir, "data-dir", defaultDataDir(), "where NATS stores its data, container logs and the compile cache")
 	cmd.Flags().StringVar(&df.listen, "listen", api.DefaultListen, "API address")
-	cmd.Flags().StringVar(&df.config, "config", "", "deployment file (its metrics:, quotas: and security: sections)")
+	cmd.Flags().StringVar(&df.config, "config", "", "deployment file (its metrics:, quotas:, security:, scheduler: and kubernetes: sections)")
 	cmd.Flags().StringVar(&df.tlsCert, "tls-cert", "", "serve the API over TLS with this certificate (PEM)")
 	cmd.Flags().StringVar(&df.tlsKey, "tls-key", "", "the TLS certificate's key (PEM)")
 	cmd.Flags().BoolVar(&df.selfSigned, "tls", false, "serve the API over TLS with a self-signed certificate made under --data-dir")
@@ -107,17 +107,18 @@ func runDaemon(cmd *cobra.Command, g *globalFlags, what string, df *daemonFlags,
 	hostArgs := []string{"--log-format", "json", "--log-level", "info", "host"}
 	var mc *sinks.Config
 	var sec daemon.Security
+	var kc *daemon.Kubernetes
 	if df.config != "" {
 		f, err := deployment.Load(df.config)
 		if err != nil {
 			return usageError{err}
 		}
-		mc, sec = f.Metrics, f.Security
+		mc, sec, kc = f.Metrics, f.Security, f.Kubernetes
 		sec.Quotas = f.Quotas
 	}
 	sec.TLSCert, sec.TLSKey, sec.SelfSigned = df.tlsCert, df.tlsKey, df.selfSigned
 	d, err := daemon.Start(ctx, daemon.Options{DataDir: df.dataDir, Listen: df.listen, HostPath: exe, HostArgs: hostArgs, Logger: log,
-		Metrics: mc, Security: sec, Cluster: cl})
+		Metrics: mc, Security: sec, Cluster: cl, Kubernetes: kc})
 	if err != nil {
 		return err
 	}
@@ -172,6 +173,7 @@ func runDaemon(cmd *cobra.Command, g *globalFlags, what string, df *daemonFlags,
 func newHostCmd(g *globalFlags) *cobra.Command {
 	var o process.Options
 	var metricsJSON string
+	var fromPod bool
 	cmd := &cobra.Command{
 		Use:     "host",
 		Short:   "Run one container of a topology (started by ardea local)",
@@ -182,11 +184,20 @@ func newHostCmd(g *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			restarted := false
+			if fromPod {
+				if o.Container, restarted, err = process.ContainerFromPod(); err != nil {
+					return usageError{fmt.Errorf("--container-from-pod: %w", err)}
+				}
+			}
 			if o.NATSURL == "" || o.Topology == "" || o.Container < 1 {
 				return usageError{errors.New("host needs --nats, --topology and --container")}
 			}
 			o.Logger = log
 			o.Restarts, _ = strconv.Atoi(os.Getenv(process.RestartsEnv)) // unset: a first start
+			if restarted && o.Restarts == 0 {
+				o.Restarts = 1 // a pod's run that is not its container's first
+			}
 			if metricsJSON != "" {
 				o.Metrics = &sinks.Config{}
 				if err := json.Unmarshal([]byte(metricsJSON), o.Metrics); err != nil {
@@ -206,6 +217,7 @@ func newHostCmd(g *globalFlags) *cobra.Command {
 	cmd.Flags().StringVar(&o.Tenant, "tenant", names.DefaultTenant, "tenant")
 	cmd.Flags().StringVar(&o.Topology, "topology", "", "topology name")
 	cmd.Flags().IntVar(&o.Container, "container", 0, "container id (1..)")
+	cmd.Flags().BoolVar(&fromPod, "container-from-pod", false, "the container is this StatefulSet pod's ordinal + 1 (the pod's name in $"+process.PodNameEnv+"; scheduler: kubernetes)")
 	cmd.Flags().StringVar(&o.DataDir, "data-dir", defaultDataDir(), "compile cache location")
 	cmd.Flags().StringVar(&metricsJSON, "metrics-config", "", "the deployment's metrics section, as JSON")
 	cmd.Flags().Float64Var(&o.Bus.TuplesPerSecond, "max-tuples-per-second", 0, "this container's share of its tenant's tuple rate (0: unlimited)")

@@ -89,7 +89,7 @@ shown on stderr; --quiet turns it off.`,
 			var mc *sinks.Config
 			if config != "" {
 				// The whole file is checked; ardea run uses its metrics:
-				// section (quotas and security are the daemon's).
+				// section (quotas, security and the scheduler are the daemon's).
 				f, err := deployment.Load(config)
 				if err != nil {
 					return usageError{err}

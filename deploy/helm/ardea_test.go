@@ -21,10 +21,13 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/ardea-dev/ardea/internal/deployment"
 	"github.com/ardea-dev/ardea/internal/testutil"
+	"github.com/ardea-dev/ardea/scheduler/daemon"
 )
 
 const (
@@ -359,6 +362,57 @@ func TestChartFiveNodesExistingSecret(t *testing.T) {
 	testutil.Golden(t, "five-nodes.golden", r.text)
 }
 
+// TestChartKubernetesScheduler: scheduler kubernetes writes the
+// deployment file's scheduler: and kubernetes: sections after config,
+// which ardea reads as it is (internal/deployment), and mounts the
+// service account's token the runtime calls the API with.
+func TestChartKubernetesScheduler(t *testing.T) {
+	vals := map[string]any{
+		"scheduler": "kubernetes",
+		"config":    "metrics:\n  interval: 10s\n",
+		"kubernetes": map[string]any{"resources": map[string]any{"cpu": "250m", "memory": "1Gi"}, "nodeSelector": map[string]any{"pool": "streams"},
+			"compileCache": "/var/cache/ardea"},
+	}
+	r := render(t, vals)
+	sts := checkStatefulSet(t, r, 3, 3, "ardea-cluster-secret")
+	checkCommon(t, r)
+	var cm corev1.ConfigMap
+	r.one(t, "ConfigMap", &cm)
+	f, err := deployment.Parse("ardea.yaml", []byte(cm.Data["ardea.yaml"]))
+	if err != nil {
+		t.Fatalf("the rendered deployment file: %v\n%s", err, cm.Data["ardea.yaml"])
+	}
+	k := f.Kubernetes
+	if k == nil || k.Namespace != namespace || k.Image != "ardea-dev/ardea:0.1.0" || k.NATSURL != "nats://ardea."+namespace+".svc.cluster.local:4222" ||
+		k.Resources.CPU != "250m" || k.Resources.Memory != "1Gi" || k.NodeSelector["pool"] != "streams" || k.CompileCache != "/var/cache/ardea" || f.Metrics.Interval == 0 {
+		t.Errorf("deployment file %+v, kubernetes %+v", f, k)
+	}
+	ps := sts.Spec.Template.Spec
+	if ps.AutomountServiceAccountToken == nil || !*ps.AutomountServiceAccountToken || ps.ServiceAccountName != "ardea" {
+		t.Errorf("the nodes' service account: %s, automount %v", ps.ServiceAccountName, ps.AutomountServiceAccountToken)
+	}
+	if v, _ := flagValue(ps.Containers[0].Args, "--config"); v != "/etc/ardea/config/ardea.yaml" {
+		t.Errorf("--config %q", v)
+	}
+	// The chart's Role grants what the runtime uses.
+	var role rbacv1.Role
+	r.one(t, "Role", &role)
+	for _, need := range daemon.KubernetesRules() {
+		for _, res := range need.Resources {
+			for _, verb := range need.Verbs {
+				ok := false
+				for _, rule := range role.Rules {
+					ok = ok || slices.Contains(rule.APIGroups, need.APIGroups[0]) && slices.Contains(rule.Resources, res) && slices.Contains(rule.Verbs, verb)
+				}
+				if !ok {
+					t.Errorf("the chart's Role does not grant %s on %s (group %q), which scheduler: kubernetes uses", verb, res, need.APIGroups[0])
+				}
+			}
+		}
+	}
+	testutil.Golden(t, "kubernetes-scheduler.golden", r.text)
+}
+
 // TestChartRefusesImpossibleValues: values no cluster can run with fail
 // the render, saying why.
 func TestChartRefusesImpossibleValues(t *testing.T) {
@@ -370,9 +424,11 @@ func TestChartRefusesImpossibleValues(t *testing.T) {
 		vals map[string]any
 		want string
 	}{
-		"more copies than nodes": {map[string]any{"replicas": 2}, "cannot exceed replicas"},
-		"six copies":             {map[string]any{"replicas": 7, "jetstreamReplicas": 6}, "1 to 5"},
-		"no secret":              {map[string]any{"clusterSecret": map[string]any{"generate": false}}, "existingSecret or generate"},
+		"more copies than nodes":  {map[string]any{"replicas": 2}, "cannot exceed replicas"},
+		"six copies":              {map[string]any{"replicas": 7, "jetstreamReplicas": 6}, "1 to 5"},
+		"no secret":               {map[string]any{"clusterSecret": map[string]any{"generate": false}}, "existingSecret or generate"},
+		"unknown scheduler":       {map[string]any{"scheduler": "yarn"}, "scheduler must be processes or kubernetes"},
+		"kubernetes without rbac": {map[string]any{"scheduler": "kubernetes", "rbac": map[string]any{"create": false}}, "scheduler kubernetes needs rbac.create"},
 	} {
 		rv, err := chartutil.ToRenderValues(ch, tc.vals, chartcommon.ReleaseOptions{Name: release, Namespace: namespace}, nil)
 		if err != nil {

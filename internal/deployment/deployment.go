@@ -1,13 +1,14 @@
 // Package deployment reads the deployment file: the YAML file an admin
 // gives `ardea local --config` and `ardea run --config` to say how this
 // installation of Ardea runs (its metrics sinks, its tenants' quotas, its
-// security settings), as opposed to a topology file, which says what one
+// security settings, its scheduler), as opposed to a topology file, which says what one
 // topology is. The file is the admin's; the format is Ardea's own.
 //
 // The file is read here once, within the bounds a topology document gets
 // (bounds.go), and strictly at the top level; each section is handed, as
 // a decoded YAML node, to the package that owns its type and checks it:
-// metrics: to sinks, quotas: to internal/quota, security: to the daemon.
+// metrics: to sinks, quotas: to internal/quota, security: to the daemon,
+// scheduler: and kubernetes: to the daemon's Kubernetes runtime.
 // Their errors name the file, the line where they can and the field.
 package deployment
 
@@ -42,6 +43,10 @@ type File struct {
 	// Security is the security: section. Its Quotas is nil: the daemon
 	// takes the quotas: section there, and the caller puts it in.
 	Security daemon.Security
+	// Kubernetes is the scheduler: value with the kubernetes: section:
+	// nil for scheduler: processes (the default), else where the
+	// containers run as pods (daemon.Options.Kubernetes).
+	Kubernetes *daemon.Kubernetes
 }
 
 // The file's top-level keys, one per section.
@@ -49,9 +54,13 @@ const (
 	keyMetrics  = "metrics"
 	keyQuotas   = "quotas"
 	keySecurity = "security"
+	// keyScheduler is a value (processes or kubernetes), keyKubernetes
+	// its section.
+	keyScheduler  = "scheduler"
+	keyKubernetes = "kubernetes"
 )
 
-var sections = []string{keyMetrics, keyQuotas, keySecurity}
+var sections = []string{keyMetrics, keyQuotas, keySecurity, keyScheduler, keyKubernetes}
 
 // Load reads the deployment file at path (at most MaxBytes of it) and
 // parses it.
@@ -115,6 +124,9 @@ func sectionsOf(name string, secs map[string]*yaml.Node, errs []error) (*File, e
 		errs = append(errs, err)
 	}
 	if f.Security, err = daemon.ParseSecurity(name, secs[keySecurity]); err != nil {
+		errs = append(errs, err)
+	}
+	if f.Kubernetes, err = daemon.ParseScheduler(name, secs[keyScheduler], secs[keyKubernetes]); err != nil {
 		errs = append(errs, err)
 	}
 	if len(errs) > 0 {

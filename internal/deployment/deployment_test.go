@@ -98,17 +98,19 @@ func TestParseErrors(t *testing.T) {
 		name, doc string
 		want      []string
 	}{
-		{"unknown key", "metric: {}\n", []string{`deploy.yaml: line 1: unknown top-level key "metric" (known: metrics, quotas, security); did you mean "metrics"?`}},
-		{"unknown key, nothing close", "metrics: {}\nlogging: {level: debug}\n", []string{`deploy.yaml: line 2: unknown top-level key "logging" (known: metrics, quotas, security)`}},
+		{"unknown key", "metric: {}\n", []string{`deploy.yaml: line 1: unknown top-level key "metric" (known: metrics, quotas, security, scheduler, kubernetes); did you mean "metrics"?`}},
+		{"unknown key, nothing close", "metrics: {}\nlogging: {level: debug}\n", []string{`deploy.yaml: line 2: unknown top-level key "logging" (known: metrics, quotas, security, scheduler, kubernetes)`}},
 		{"key given twice", "quotas: {}\nquotas: {}\n", []string{"deploy.yaml: line 2: quotas: given twice"}},
-		{"not a mapping", "- metrics\n", []string{"deploy.yaml: line 1: want a mapping of sections (metrics, quotas, security), got a list"}},
-		{"a scalar", "metrics\n", []string{`deploy.yaml: line 1: want a mapping of sections (metrics, quotas, security), got "metrics"`}},
-		{"key not a name", "[a]: 1\n", []string{"deploy.yaml: line 1: want a section's name (metrics, quotas, security), got a list"}},
+		{"not a mapping", "- metrics\n", []string{"deploy.yaml: line 1: want a mapping of sections (metrics, quotas, security, scheduler, kubernetes), got a list"}},
+		{"a scalar", "metrics\n", []string{`deploy.yaml: line 1: want a mapping of sections (metrics, quotas, security, scheduler, kubernetes), got "metrics"`}},
+		{"key not a name", "[a]: 1\n", []string{"deploy.yaml: line 1: want a section's name (metrics, quotas, security, scheduler, kubernetes), got a list"}},
 		{"two documents", "metrics: {}\n---\nquotas: {}\n", []string{"deploy.yaml: line 2: a second YAML document; a deployment file holds one"}},
 		{"syntax", "metrics: [\n", []string{"deploy.yaml: yaml: "}},
 		{"metrics", "metrics: {graphite: {prefix: x}}\n", []string{"deploy.yaml: metrics.graphite.address: required"}},
 		{"quotas", "quotas:\n  default:\n    cpu: lots\n", []string{"deploy.yaml: line 3: quotas.default.cpu: want a number of cores"}},
 		{"security", "security:\n  public_metric: true\n", []string{"deploy.yaml: security (from line 2)", "public_metric"}},
+		{"scheduler", "scheduler: yarn\n", []string{`deploy.yaml: line 1: scheduler: want processes or kubernetes, got "yarn"`}},
+		{"kubernetes", "scheduler: kubernetes\nkubernetes: {image: ardea, nats_url: nats://ardea:4222, namespace: Bad}\n", []string{`deploy.yaml: kubernetes.namespace "Bad"`}},
 		{"every section's problem", "metrics: {interval: -1s}\nquotas: 3\nsecurity: {audit: {max_bytes: -1}}\nextra: 1\n", []string{
 			`deploy.yaml: line 4: unknown top-level key "extra"`,
 			"deploy.yaml: metrics.interval: must not be negative",
@@ -240,5 +242,17 @@ func TestLoad(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "none.yaml")
 	if _, err := Load(missing); !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), "deployment file: ") || !strings.Contains(err.Error(), missing) {
 		t.Errorf("a missing file: %v", err)
+	}
+}
+
+// TestParseScheduler: scheduler: kubernetes and its section reach the
+// daemon's options; without them, processes.
+func TestParseScheduler(t *testing.T) {
+	f, err := Parse("deploy.yaml", []byte("scheduler: kubernetes\nkubernetes:\n  image: ardea:1\n  nats_url: nats://ardea.streams.svc:4222\n"))
+	if err != nil || f.Kubernetes == nil || f.Kubernetes.Image != "ardea:1" || f.Kubernetes.NATSURL != "nats://ardea.streams.svc:4222" {
+		t.Fatalf("%+v, %v", f, err)
+	}
+	if f, err := Parse("deploy.yaml", []byte("metrics: {}\n")); err != nil || f.Kubernetes != nil {
+		t.Fatalf("without scheduler: %+v, %v", f, err)
 	}
 }

@@ -133,6 +133,10 @@ type Options struct {
 	// a daemon alone (`ardea local`).
 	Cluster *Cluster
 
+	// Kubernetes runs the containers as Kubernetes pods (the deployment
+	// file's scheduler: kubernetes, kube.go); nil: `ardea host` processes.
+	Kubernetes *Kubernetes
+
 	// healProbe bounds the JetStream watchdog's health checks
 	// (bus.ServerOptions.HealProbeTimeout; zero: bus's default). Tests
 	// shorten it.
@@ -250,6 +254,9 @@ func start(ctx context.Context, o Options, noAPI bool) (*Daemon, error) {
 	} else if o.HostPath == "" {
 		return nil, errors.New("local: no host command (Options.HostPath), and the containers do not run in process (Options.InProcess)")
 	}
+	if o.InProcess != nil && o.Kubernetes != nil {
+		return nil, errors.New("local: scheduler: kubernetes runs the containers as pods, not in process (Options.InProcess)")
+	}
 	plugins, err := connectors.Environment(ip.Plugins)
 	if err != nil {
 		return nil, fmt.Errorf("local: %w", err)
@@ -340,6 +347,12 @@ func start(ctx context.Context, o Options, noAPI bool) (*Daemon, error) {
 	switch {
 	case o.InProcess != nil:
 		d.sup = d.newInProcess()
+	case o.Kubernetes != nil:
+		// The cluster places the pods (no placement across the nodes).
+		if d.sup, err = d.newKube(ctx); err != nil {
+			d.Close(d.ctx)
+			return nil, fmt.Errorf("local: scheduler: %w", err)
+		}
 	case d.cl != nil:
 		if err := d.startPlacement(ctx); err != nil {
 			d.Close(d.ctx)
@@ -349,7 +362,7 @@ func start(ctx context.Context, o Options, noAPI bool) (*Daemon, error) {
 		d.sup = d.newProcesses(launcher.New(launcher.Options{Logger: log, LogDir: d.logDir(),
 			MaxRestarts: o.MaxRestarts, Backoff: o.Backoff, OnChange: d.onProcess}))
 	}
-	if o.InProcess == nil && !noAPI {
+	if o.InProcess == nil && o.Kubernetes == nil && !noAPI {
 		d.ten.OpenCgroups()
 	}
 	if !noAPI {

@@ -9,8 +9,11 @@
 //     (`ardea run`), supervised as the launcher supervises a process
 //     (restarts after a back-off, or fail fast); the daemon says what one
 //     run is (process.Run over an in-process connection).
+//   - kube.Runtime (package kube): each container a pod of its
+//     topology's StatefulSet (scheduler: kubernetes); the daemon says
+//     what the pods run (their command line, credential, size).
 //
-// Both are driven the same way by a topology manager (scheduler/internal/manager's
+// All are driven the same way by a topology manager (scheduler/internal/manager's
 // Runtime, adapted by the daemon): start container c of a topology, stop,
 // restart, remove, status, list, and kill a container declared lost. Ids
 // are ID's; states and restarts follow the launcher's.

@@ -107,4 +107,41 @@ for pods 0 .. replicas-1 (each node lists its own too).
 {{- if and .Values.tls.enabled (not .Values.tls.secretName) }}
 {{- fail "tls.enabled needs tls.secretName (a kubernetes.io/tls Secret)" }}
 {{- end }}
+{{- if not (has .Values.scheduler (list "processes" "kubernetes")) }}
+{{- fail "scheduler must be processes or kubernetes" }}
+{{- end }}
+{{- if and (eq .Values.scheduler "kubernetes") (not .Values.rbac.create) (not .Values.serviceAccount.name) }}
+{{- fail "scheduler kubernetes needs rbac.create, or serviceAccount.name bound to a Role like templates/role.yaml's" }}
+{{- end }}
+{{- end }}
+
+{{/*
+The deployment file the nodes read (--config): the config value, then,
+with scheduler kubernetes, its scheduler: and kubernetes: sections (the
+topologies' containers as pods in the release's namespace, reaching NATS
+through the client Service). Empty: no --config.
+*/}}
+{{- define "ardea.deploymentFile" -}}
+{{- with .Values.config }}
+{{ . | trim }}
+{{- end }}
+{{- if eq .Values.scheduler "kubernetes" }}
+scheduler: kubernetes
+kubernetes:
+  namespace: {{ .Release.Namespace }}
+  image: {{ default (include "ardea.image" .) .Values.kubernetes.image | quote }}
+  image_pull_policy: {{ .Values.image.pullPolicy }}
+  nats_url: {{ printf "nats://%s.%s.svc.cluster.local:%d" (include "ardea.fullname" .) .Release.Namespace (int .Values.service.ports.nats) | quote }}
+  {{- with .Values.kubernetes.resources }}
+  resources:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with .Values.kubernetes.nodeSelector }}
+  node_selector:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with .Values.kubernetes.compileCache }}
+  compile_cache: {{ . | quote }}
+  {{- end }}
+{{- end }}
 {{- end }}

@@ -198,6 +198,7 @@ type Daemon struct {
 	nc      *nats.Conn
 	sup     containerRuntime // scheduler/internal/runtime: processes (launcher) or in process; a cluster's: placement
 	local   *nodeProcesses   // a cluster node's own containers (placement.go)
+	epochs  sync.Map         // *manager.Manager -> its placement epoch (epochOf)
 	ln      net.Listener
 	http    *http.Server
 	// endRequests cancels every request's context (event streams).

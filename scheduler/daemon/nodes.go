@@ -37,6 +37,9 @@ func (d *Daemon) openNodes(ctx context.Context) error {
 	}
 	d.started = time.Now()
 	d.reportNode(ctx)
+	if d.local != nil {
+		d.selfFence()
+	}
 	d.takeovers.Go(func() {
 		t := time.NewTicker(api.NodeReportEvery)
 		defer t.Stop()

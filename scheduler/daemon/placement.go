@@ -27,9 +27,14 @@ type nodeProcesses struct {
 
 	mu   sync.Mutex
 	reqs map[string]placement.Spec // the running containers' requests
+	// cutOff: this node has lost its cluster (selfFence): it runs nothing.
+	cutOff atomic.Bool
 }
 
 func (n *nodeProcesses) Start(ctx context.Context, s placement.Spec) error {
+	if n.cutOff.Load() {
+		return errors.New("this node is cut off from its cluster: it runs no container until it is back")
+	}
 	spec, err := n.d.nodeSpec(ctx, s)
 	if err != nil {
 		return err
@@ -136,15 +141,28 @@ func (d *Daemon) startPlacement(ctx context.Context) error {
 	return nil
 }
 
-// liveNodes are the nodes a container may run on: the cluster's nodes
-// not lost (api.NodeLostAfter), this one first. One silent for longer
-// than placeAfter (cut off, or dead before it is shown lost) is stale:
-// it gets no new container, and keeps its own until it is lost (a
-// cluster electing a new leader for the nodes bucket after a partition
-// can leave every record unwritten for seconds).
-// placeAfter is three reports missed.
-const placeAfter = 3 * api.NodeReportEvery
+// epochOf is t's epoch: its TM lock's at the manager's first acquisition.
+// A manager that lost its lock to nobody (it expired: the cluster could
+// not refresh it for a while) and acquired it again keeps its epoch, or
+// the nodes would fence its own containers; a manager that lost it to
+// another steps down, and the topology's next manager is a new one, with
+// the new lock's larger epoch.
+func (d *Daemon) epochOf(t *manager.Manager) uint64 {
+	if e, ok := d.epochs.Load(t); ok {
+		return e.(uint64)
+	}
+	l := t.TMLock()
+	if l == nil {
+		return 0
+	}
+	e, _ := d.epochs.LoadOrStore(t, l.Epoch())
+	context.AfterFunc(t.Context(), func() { d.epochs.Delete(t) })
+	return e.(uint64)
+}
 
+// liveNodes are the nodes a container may run on: the cluster's nodes
+// not lost (api.NodeLostAfter), this one first, each with how long it
+// has been silent (placement's Candidate.Silent).
 func (d *Daemon) liveNodes(ctx context.Context) ([]placement.Candidate, error) {
 	nodes, err := d.Nodes(ctx)
 	if err != nil {
@@ -156,8 +174,51 @@ func (d *Daemon) liveNodes(ctx context.Context) ([]placement.Candidate, error) {
 			continue
 		}
 		out = append(out, placement.Candidate{Name: n.Name, MemoryBytes: n.MemoryBytes,
-			RequestedMemoryBytes: n.RequestedMemoryBytes, Containers: n.Containers,
-			Stale: n.Name != d.cl.name && time.Since(n.Seen) > placeAfter})
+			RequestedMemoryBytes: n.RequestedMemoryBytes, Containers: n.Containers})
+		if n.Name != d.cl.name {
+			out[len(out)-1].Silent = time.Since(n.Seen)
+		}
 	}
 	return out, nil
+}
+
+// selfFence (a cluster's node) stops this node's containers while it is
+// cut off from its cluster: connected to fewer other nodes than make a
+// majority with it (routes close after 6 s of silence: bus). The others
+// then move its containers (after placement's MoveSilent, longer), and
+// a container never runs on both sides of a partition: what the cut-off
+// side would write outside NATS (a file, an external system) is not
+// written twice. It starts no container until it is back.
+func (d *Daemon) selfFence() {
+	d.takeovers.Go(func() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		seen := 0 // the most other nodes this one has been connected to
+		for {
+			select {
+			case <-d.takeoverCtx.Done():
+				return
+			case <-t.C:
+			}
+			peers := d.srv.NATS().NumRemotes()
+			seen = max(seen, peers)
+			cut := seen > 0 && 2*(peers+1) <= seen+1
+			if cut == d.local.cutOff.Load() {
+				continue
+			}
+			d.local.cutOff.Store(cut)
+			if !cut {
+				d.log.Warn("back in the cluster: this node runs containers again", "peers", peers)
+				continue
+			}
+			d.log.Error("cut off from the cluster: stopping this node's containers until it is back", "peers", peers, "cluster", seen+1)
+			for _, ps := range d.local.sup.List() {
+				ctx, cancel := context.WithTimeout(d.takeoverCtx, 10*time.Second)
+				if err := d.local.Remove(ctx, ps.ID); err != nil && !errors.Is(err, launcher.ErrUnknown) {
+					d.log.Warn("stop a container of a cut-off node", "container", ps.ID, "err", err)
+				}
+				cancel()
+			}
+		}
+	})
 }

@@ -216,7 +216,7 @@ func (t *Manager) fence(why string) {
 
 // onTick declares the silent containers lost.
 func (t *Manager) onTick() {
-	if !Live(t.state) || t.ending() || t.missedLimit <= 0 {
+	if !Live(t.state) || t.ending() || t.missedLimit <= 0 || t.mode == api.ModeSteppedDown {
 		return
 	}
 	for c := 1; c <= t.doc.Plan.Containers; c++ {
@@ -320,6 +320,9 @@ func (t *Manager) checkpointReady() bool {
 	cs := t.ckpt
 	if cs == nil || cs.fenced || t.state != api.StateRunning || t.ending() || t.pending != nil {
 		return false
+	}
+	if t.mode == api.ModeSteppedDown {
+		return false // the containers are another manager's now
 	}
 	if t.mode == api.ModeRollingBack || cs.replanning {
 		return false

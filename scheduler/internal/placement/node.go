@@ -210,6 +210,8 @@ func (n *Node) do(req request) reply {
 		}
 	case OpKill:
 		err = n.local.Kill(req.ID, req.PID)
+	case OpFence:
+		// admit has removed what older TMs started here.
 	default:
 		err = fmt.Errorf("placement: unknown operation %q", req.Op)
 	}

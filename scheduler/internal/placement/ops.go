@@ -60,8 +60,9 @@ func (p *Placer[T]) Stop(ctx context.Context, id string) error    { return p.op(
 func (p *Placer[T]) Restart(ctx context.Context, id string) error { return p.op(ctx, OpRestart, id) }
 func (p *Placer[T]) Remove(ctx context.Context, id string) error  { return p.op(ctx, OpRemove, id) }
 
-// Kill ends a container declared lost; one whose node does not answer is
-// placed on another node.
+// Kill ends a container declared lost. One whose node does not answer is
+// left to the nodes' watch: it is moved once its node has been silent for
+// MoveSilent, when the node has stopped it itself if it is cut off.
 func (p *Placer[T]) Kill(id string, pid int) error {
 	pl := p.lookup(id)
 	if pl == nil {
@@ -75,7 +76,8 @@ func (p *Placer[T]) Kill(id string, pid int) error {
 		return r.err(pl.node)
 	}
 	if unreachable(err) {
-		return p.move(pl, fmt.Sprintf("node %s does not answer", pl.node))
+		p.o.Log.Warn("a container's node does not answer its kill; it moves if the node stays silent", "container", id, "node", pl.node, "err", err)
+		return nil
 	}
 	return err
 }
@@ -213,8 +215,12 @@ func (p *Placer[T]) watchNodes() {
 			continue
 		}
 		for _, pl := range remote {
-			if !slices.ContainsFunc(cands, func(c Candidate) bool { return c.Name == pl.node }) {
+			i := slices.IndexFunc(cands, func(c Candidate) bool { return c.Name == pl.node })
+			switch {
+			case i < 0:
 				_ = p.move(pl, fmt.Sprintf("node %s lost", pl.node))
+			case cands[i].Silent > p.o.MoveSilent:
+				_ = p.move(pl, fmt.Sprintf("node %s silent for %v", pl.node, cands[i].Silent.Round(time.Second)))
 			}
 		}
 	}

@@ -224,7 +224,7 @@ func (c *cluster) placer(self string, epoch uint64) (*Placer[top], *placerRecord
 			rec.revoked = append(rec.revoked, users...)
 			rec.mu.Unlock()
 		},
-		CheckEvery: 20 * time.Millisecond,
+		CheckEvery: 20 * time.Millisecond, PlaceSilent: time.Hour, MoveSilent: time.Hour,
 	})
 	if err != nil {
 		c.t.Fatal(err)

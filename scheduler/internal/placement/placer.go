@@ -32,10 +32,10 @@ type Candidate struct {
 	MemoryBytes, RequestedMemoryBytes int64
 	// Containers the node runs.
 	Containers int
-	// Stale: the node has not reported lately (cut off, or dying). It
-	// gets no new container, but keeps its own until it is no longer
-	// listed (lost).
-	Stale bool
+	// Silent is how long the node has not reported (cut off, dying, or
+	// its cluster electing). One silent for PlaceSilent gets no new
+	// container; one silent for MoveSilent loses its containers.
+	Silent time.Duration
 }
 
 // Options configure a Placer.
@@ -60,6 +60,11 @@ type Options[T Topology] struct {
 	Revoke func(tenant, topology string, users ...string)
 	// CheckEvery is how often the nodes' liveness is checked (default 1 s).
 	CheckEvery time.Duration
+	// PlaceSilent (default 9 s) and MoveSilent (default 12 s): see
+	// Candidate.Silent. A node cut off from its cluster stops its own
+	// containers before MoveSilent (the daemon's self-fence), so a
+	// container moved off it never runs twice.
+	PlaceSilent, MoveSilent time.Duration
 }
 
 // Placer is a TM's container runtime on a cluster (see the package doc).
@@ -75,7 +80,7 @@ type Placer[T Topology] struct {
 
 	mu     sync.Mutex
 	placed map[string]*placement[T] // by container id
-	fenced map[string]uint64        // topology key -> epoch announced
+	fenced map[string]*announced    // topology key -> its newest epoch announced
 	// starting are the containers whose start is in flight: their
 	// nodes' events are not judged until it is recorded.
 	starting map[string]int
@@ -106,7 +111,13 @@ func NewPlacer[T Topology](ctx context.Context, o Options[T]) (*Placer[T], error
 	if o.CheckEvery <= 0 {
 		o.CheckEvery = time.Second
 	}
-	p := &Placer[T]{o: o, placed: map[string]*placement[T]{}, fenced: map[string]uint64{}, starting: map[string]int{}}
+	if o.PlaceSilent <= 0 {
+		o.PlaceSilent = 9 * time.Second
+	}
+	if o.MoveSilent <= 0 {
+		o.MoveSilent = 12 * time.Second
+	}
+	p := &Placer[T]{o: o, placed: map[string]*placement[T]{}, fenced: map[string]*announced{}, starting: map[string]int{}}
 	p.ctx, p.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	sub, err := o.Conn.Subscribe(eventsAll, p.onEvent)
 	if err != nil {
@@ -150,7 +161,7 @@ func (p *Placer[T]) Node(id string) string {
 func (p *Placer[T]) StartContainer(ctx context.Context, t T, c int) error {
 	id := runtime.ID(t.Tenant(), t.Name(), c)
 	epoch := p.o.Epoch(t)
-	p.announce(t, epoch)
+	p.announce(ctx, t, epoch)
 	p.mu.Lock()
 	pl := p.placed[id]
 	var node string
@@ -266,20 +277,55 @@ func unreachable(err error) bool {
 }
 
 // announce tells every node, once per epoch of a topology, that t's TM of
-// epoch runs it: what older TMs started there is removed.
-func (p *Placer[T]) announce(t T, epoch uint64) {
+// epoch runs it, and waits until each live node has removed what older
+// TMs started there: a container is never started while an older copy
+// of it runs on another node (a file sink would have two writers). A
+// node that does not answer is cut off, and has stopped its containers
+// itself; the broadcast reaches the nodes not listed.
+func (p *Placer[T]) announce(ctx context.Context, t T, epoch uint64) {
 	key := t.Tenant() + "/" + t.Name()
 	p.mu.Lock()
-	if p.fenced[key] >= epoch {
+	if a := p.fenced[key]; a != nil && a.epoch >= epoch {
 		p.mu.Unlock()
+		select { // the first start of the epoch announces; the others wait for it
+		case <-a.done:
+		case <-ctx.Done():
+		}
 		return
 	}
-	p.fenced[key] = epoch
+	a := &announced{epoch: epoch, done: make(chan struct{})}
+	p.fenced[key] = a
 	p.mu.Unlock()
+	defer close(a.done)
 	b, _ := json.Marshal(fence{V: Version, Tenant: t.Tenant(), Topology: t.Name(), Epoch: epoch})
 	if err := p.o.Conn.Publish(fenceSubject, b); err != nil {
 		p.o.Log.Warn("announce a topology manager's epoch", "topology", key, "err", err)
 	}
+	cands, err := p.o.Nodes(ctx)
+	if err != nil {
+		p.o.Log.Warn("announce a topology manager's epoch: nodes", "topology", key, "err", err)
+		return
+	}
+	var wg sync.WaitGroup
+	for _, n := range cands {
+		wg.Go(func() {
+			r, err := p.request(ctx, n.Name, request{Op: OpFence, Tenant: t.Tenant(), Topology: t.Name(), Epoch: epoch}, stopTimeout)
+			if err == nil {
+				err = r.err(n.Name)
+			}
+			if err != nil {
+				p.o.Log.Warn("a node did not confirm a topology manager's epoch", "topology", key, "node", n.Name, "err", err)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// announced is an epoch announced for a topology; done is closed once
+// the nodes confirmed it.
+type announced struct {
+	epoch uint64
+	done  chan struct{}
 }
 
 // choose picks a live node for spec (spread): among the nodes with the
@@ -306,7 +352,7 @@ func (p *Placer[T]) choose(ctx context.Context, t T, spec Spec, exclude []string
 	var fits []Candidate
 	var short []string
 	for _, n := range cands {
-		if n.Stale || slices.Contains(exclude, n.Name) {
+		if n.Silent > p.o.PlaceSilent || slices.Contains(exclude, n.Name) {
 			continue
 		}
 		if spec.MemoryBytes > 0 && n.MemoryBytes > 0 && n.MemoryBytes-n.RequestedMemoryBytes < spec.MemoryBytes {

@@ -37,6 +37,9 @@ const (
 	OpRemove  Op = "remove"
 	OpKill    Op = "kill"
 	OpList    Op = "list"
+	// OpFence: a newer TM's epoch; the node removes what older ones
+	// started before it answers.
+	OpFence Op = "fence"
 )
 
 // Spec is a container as the node that runs it needs it from its TM; the

@@ -162,18 +162,7 @@ func otherNodeKill(t *testing.T) {
 	nodes := startNodes(t, dir, 3)
 	res := &Result{Row: "other-node-kill/" + EffectivelyOnce, Mode: EffectivelyOnce}
 	r := &rowRun{t: t, row: Row{Mode: EffectivelyOnce, Keys: 200, PerKey: 200, Rate: 8000}, res: res, name: "othernode", dir: dir, d: nodes[0]}
-	defer func() {
-		if p := recover(); p != nil {
-			f, ok := p.(rowFailure)
-			if !ok {
-				panic(p)
-			}
-			for _, d := range nodes {
-				t.Logf("node log %s:\n%s", d.LogPath, Tail(d.LogPath, 4000))
-			}
-			t.Fatal(f.why)
-		}
-	}()
+	defer func() { nodeFailure(t, nodes, recover()) }()
 	r.submitKeyed()
 	r.d = r.managing(nodes, "a node manages the topology")
 	r.waitFlowing()
@@ -237,18 +226,7 @@ func TestNodeKill(t *testing.T) {
 			nodes := startNodes(t, dir, 3)
 			res := &Result{Row: "node-kill/" + mode, Mode: mode}
 			r := &rowRun{t: t, row: Row{Mode: mode, Keys: 200, PerKey: 200, Rate: 8000}, res: res, name: "nodekill", dir: dir, d: nodes[0]}
-			defer func() {
-				if p := recover(); p != nil {
-					f, ok := p.(rowFailure)
-					if !ok {
-						panic(p)
-					}
-					for _, d := range nodes {
-						t.Logf("node log %s:\n%s", d.LogPath, Tail(d.LogPath, 4000))
-					}
-					t.Fatal(f.why)
-				}
-			}()
+			defer func() { nodeFailure(t, nodes, recover()) }()
 			r.submitKeyed()
 			r.d = r.managing(nodes, "a node manages the topology")
 			r.waitFlowing()

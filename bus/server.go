@@ -413,16 +413,19 @@ func (s *Server) jetStreamProblem() error {
 }
 
 // restartJetStream shuts JetStream down and enables it again with the
-// options the server started with (nats-server's own path to re-enable
-// JetStream, a reload of unchanged options, see its ReloadOptions):
-// every stream is loaded again from its files.
+// options the server started with: every stream is loaded again from its
+// files.
 func (s *Server) restartJetStream() error {
 	if s.ns.JetStreamEnabled() {
 		if err := s.ns.ShutdownJetStream(); err != nil {
 			return fmt.Errorf("bus: shut JetStream down: %w", err)
 		}
 	}
-	if err := s.ns.ReloadOptions(s.opts.Clone()); err != nil {
+	// EnableJetStream with the options the server started with, not a
+	// reload of them: a reload refuses an account resolver of a type it
+	// does not know (natsauth's own: see its resolver.go).
+	if err := s.ns.EnableJetStream(&server.JetStreamConfig{StoreDir: s.opts.StoreDir,
+		MaxMemory: s.opts.JetStreamMaxMemory, MaxStore: s.opts.JetStreamMaxStore}); err != nil {
 		return fmt.Errorf("bus: enable JetStream again: %w", err)
 	}
 	if !s.ns.JetStreamEnabled() {

@@ -157,7 +157,20 @@ func TestWatchdogReenablesJetStream(t *testing.T) {
 // TestOperatorMode: with Accounts the server refuses a client without a
 // user JWT, admits one of a trusted account, and a JetStream restart by the
 // watchdog keeps the account's streams.
+//
+// Also with a resolver of a type nats-server does not know (natsauth has
+// its own): a JetStream restart must not go through a reload of the
+// options, which refuses such a type.
 func TestOperatorMode(t *testing.T) {
+	t.Run("MemAccResolver", func(t *testing.T) { operatorMode(t, &server.MemAccResolver{}) })
+	t.Run("own resolver type", func(t *testing.T) { operatorMode(t, &ownResolver{}) })
+}
+
+// ownResolver is an account resolver of a type nats-server's reload does
+// not know.
+type ownResolver struct{ server.MemAccResolver }
+
+func operatorMode(t *testing.T, res server.AccountResolver) {
 	op, _ := nkeys.CreateOperator()
 	opPub, _ := op.PublicKey()
 	sys, _ := nkeys.CreateAccount()
@@ -166,7 +179,6 @@ func TestOperatorMode(t *testing.T) {
 	accPub, _ := acc.PublicKey()
 	oc := jwt.NewOperatorClaims(opPub)
 	oc.SystemAccount = sysPub
-	res := &server.MemAccResolver{}
 	for _, ac := range []*jwt.AccountClaims{jwt.NewAccountClaims(sysPub), jwt.NewAccountClaims(accPub)} {
 		if ac.Subject == accPub {
 			ac.Limits.JetStreamLimits = jwt.JetStreamLimits{MemoryStorage: -1, DiskStorage: -1, Streams: -1, Consumer: -1}

@@ -370,3 +370,53 @@ func TestStreamReplicaOfAnAccountNotShared(t *testing.T) {
 		return slices.Equal(names, []string{"n1", "n2", "n3"}), fmt.Sprint(names)
 	})
 }
+
+// TestTenantCannotReachTheNodesSubjects: the subjects the nodes of a
+// cluster serve each other on (account lookups here; placement's
+// ardea.node.* and ardea.nodes.fence alike) are in the "ardea" account: a
+// tenant's credential, even its daemon's, gets no answer on them and
+// hears nothing published there, while the nodes' own connection does.
+func TestTenantCannotReachTheNodesSubjects(t *testing.T) {
+	testutil.StartsProcesses(t, "a three-node NATS cluster")
+	nodes := startShared(t, NewSecret())
+	if err := nodes[0].m.AddTenant("mallory", Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, "node 2 knows tenant mallory", func() bool { _, err := nodes[1].m.AccountKey("mallory"); return err == nil })
+	key, _ := nodes[0].m.AccountKey("mallory")
+	dc, err := nodes[1].m.DaemonCreds("mallory")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tenant := nodes[1].connect(t, dc)
+	if _, err := tenant.Request(LookupSubject, []byte(key), 2*time.Second); err == nil {
+		t.Fatal("a tenant's request on the nodes' account lookup subject was answered")
+	}
+	heard, err := tenant.SubscribeSync("ardea.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tenant.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	ac, err := nodes[0].m.AdminCreds()
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := nodes[0].connect(t, ac)
+	m, err := admin.Request(LookupSubject, []byte(key), 5*time.Second)
+	if err != nil || len(m.Data) == 0 {
+		t.Fatalf("the nodes' own lookup of mallory's account: %v", err)
+	}
+	for _, subj := range []string{"ardea.node.n2.ctl", "ardea.nodes.fence", "ardea.node.n2.event"} {
+		if err := admin.Publish(subj, []byte(`{"v":1}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := admin.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if msg, err := heard.NextMsg(500 * time.Millisecond); err == nil {
+		t.Fatalf("a tenant heard the nodes' subject %s", msg.Subject)
+	}
+}

@@ -121,6 +121,8 @@ func (d *Daemon) startPlacement(ctx context.Context) error {
 	node.Store(n)
 	p, err := placement.NewPlacer(ctx, placement.Options[*manager.Manager]{
 		Self: d.cl.name, Local: local, Conn: d.nc, Log: d.log,
+		// The nodes' records change every report; each check lists them.
+		CheckEvery: api.NodeReportEvery,
 		Spec:     d.containerSpec,
 		Epoch:    func(t *manager.Manager) uint64 { return t.TMLock().Epoch() },
 		Nodes:    d.liveNodes,

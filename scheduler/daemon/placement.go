@@ -123,10 +123,10 @@ func (d *Daemon) startPlacement(ctx context.Context) error {
 		Self: d.cl.name, Local: local, Conn: d.nc, Log: d.log,
 		// The nodes' records change every report; each check lists them.
 		CheckEvery: api.NodeReportEvery,
-		Spec:     d.containerSpec,
-		Epoch:    func(t *manager.Manager) uint64 { return t.TMLock().Epoch() },
-		Nodes:    d.liveNodes,
-		OnChange: d.onProcess,
+		Spec:       d.containerSpec,
+		Epoch:      func(t *manager.Manager) uint64 { return t.TMLock().Epoch() },
+		Nodes:      d.liveNodes,
+		OnChange:   d.onProcess,
 		Revoke: func(tenant, topology string, users ...string) {
 			if err := d.ten.RevokeHostUsers(tenant, topology, users...); err != nil {
 				d.log.Warn("revoke a moved container's credential", "topology", topology, "err", err)

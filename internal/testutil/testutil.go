@@ -15,7 +15,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"testing"
 	"time"
 )
@@ -121,16 +120,8 @@ func GoWordCountModules() []string {
 	}
 }
 
-// Logger is a logger whose records go to t.Log: shown for a test that
-// fails or runs with -v, not otherwise.
+// Logger is a logger whose records go to the test's log (t.Output):
+// shown for a test that fails or runs with -v, not otherwise.
 func Logger(t testing.TB) *slog.Logger {
-	return slog.New(slog.NewTextHandler(tLogWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
-
-type tLogWriter struct{ t testing.TB }
-
-func (w tLogWriter) Write(b []byte) (int, error) {
-	w.t.Helper()
-	w.t.Log(strings.TrimSuffix(string(b), "\n"))
-	return len(b), nil
+	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -95,7 +94,7 @@ func (lt *liveTopology) startContainer(ctx context.Context, cn int, p *plan.Plan
 	}
 	o := Options{
 		Topology: lt.top, Plan: p, Container: cn, Conn: nc, OwnConn: true, Runtime: lt.rt, Modules: lt.mods,
-		Metrics: lt.reg, Active: true, Logger: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Metrics: lt.reg, Active: true, Logger: slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}
 	if lt.tune != nil {
 		lt.tune(&o)
@@ -313,11 +312,3 @@ func relayTopology(t *testing.T, in, out string) *ardea.Topology {
 }
 
 var _ = fmt.Sprint
-
-// testWriter sends log lines to the test log.
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(b []byte) (int, error) {
-	w.t.Log(strings.TrimSpace(string(b)))
-	return len(b), nil
-}

@@ -710,3 +710,26 @@ func TestRemoveTenant(t *testing.T) {
 		t.Fatalf("HostCreds(B, x>): %v", err)
 	}
 }
+
+// TestRevokeHostUsers: one container's credential of a topology is
+// revoked (a container moved off a lost node); the topology's other
+// hosts keep theirs, and a user not issued for the topology is ignored.
+func TestRevokeHostUsers(t *testing.T) {
+	e := start(t)
+	moved, err := e.m.HostCreds("A", "wc", TenantIO{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, _ := e.host(t, "A", "wc")
+	if err := e.m.RevokeHostUsers("A", "wc", moved.User, "UNOTISSUED"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = nats.Connect(e.srv.ClientURL(), append(moved.Options(), nats.NoReconnect())...)
+	authRefused(t, "the moved container's revoked credential", err)
+	if err := kept.Flush(); err != nil {
+		t.Fatalf("the topology's other host after one user's revocation: %v", err)
+	}
+	if err := e.m.RevokeHostUsers("nosuch", "wc", "U"); !errors.Is(err, ErrNoTenant) {
+		t.Errorf("a tenant that does not exist: %v, want ErrNoTenant", err)
+	}
+}

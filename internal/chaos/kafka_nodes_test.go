@@ -64,6 +64,14 @@ func TestKafkaNodeKill(t *testing.T) {
 const kafkaNodesKeys, kafkaNodesPerKey, kafkaNodesParts = 200, 200, 3
 
 func kafkaNodeKill(t *testing.T, brokers string, killManaging bool) {
+	began := time.Now()
+	// Where a run's time goes (seconds since the subtest began, then
+	// since the kill), for the log: never asserted.
+	var phases []string
+	since := began
+	phase := func(what string) {
+		phases = append(phases, fmt.Sprintf("%s %.1f s", what, time.Since(since).Seconds()))
+	}
 	dir := t.TempDir()
 	run := "m"
 	if !killManaging {
@@ -82,6 +90,7 @@ func kafkaNodeKill(t *testing.T, brokers string, killManaging bool) {
 	input := kafkaInput(t, dir, in)
 
 	nodes := startNodes(t, dir, 3)
+	phase("nodes up")
 	rd := &kafkaOutput{}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -104,6 +113,7 @@ func kafkaNodeKill(t *testing.T, brokers string, killManaging bool) {
 	r.submit()
 	r.d = r.managing(nodes, "a node manages the topology")
 	r.waitFlowing()
+	phase("output committed")
 
 	// The node to kill: the managing one, or one that runs a container
 	// but does not manage the topology.
@@ -137,6 +147,7 @@ func kafkaNodeKill(t *testing.T, brokers string, killManaging bool) {
 	if err := victim.Kill(); err != nil {
 		t.Fatal(err)
 	}
+	since = killed
 	var rest []*Daemon
 	for _, d := range nodes {
 		if d != victim {
@@ -148,12 +159,14 @@ func kafkaNodeKill(t *testing.T, brokers string, killManaging bool) {
 	produce(2)
 	if killManaging {
 		r.d = r.managing(rest, "another node takes the topology over")
+		phase("taken over")
 	}
 	r.poll(hangLimit, "output of input produced after the kill", func() (bool, string) {
 		return rd.sawAfter(), fmt.Sprintf("%d records out, %d at the kill", rd.count(), atKill)
 	})
 	rec := time.Since(killed).Seconds()
 	res.RecoverySec = append(res.RecoverySec, rec)
+	phase("output of input produced after the kill")
 	// Its containers run on the nodes left.
 	var after string
 	r.poll(hangLimit, "every container running on the nodes left", func() (bool, string) {
@@ -172,11 +185,13 @@ func kafkaNodeKill(t *testing.T, brokers string, killManaging bool) {
 		}
 		return true, ""
 	})
+	phase("every container running")
 	const total = kafkaNodesKeys * kafkaNodesPerKey
 	r.poll(hangLimit, "every record in the output topic", func() (bool, string) {
 		n := rd.distinct()
 		return n >= total, fmt.Sprintf("%d of %d distinct records, %d in all", n, total, rd.count())
 	})
+	phase("every record out")
 	// Whatever might still come would be a duplicate: two more global
 	// checkpoints (each commits the sink's transaction of the interval
 	// before), then an end mark in every output partition; the reader
@@ -208,6 +223,8 @@ func kafkaNodeKill(t *testing.T, brokers string, killManaging bool) {
 		n := rd.marks()
 		return n == kafkaNodesParts, fmt.Sprintf("%d of %d", n, kafkaNodesParts)
 	})
+	phase("end marks read")
+	t.Logf("phases (since the start, then since the kill): %s", strings.Join(phases, ", "))
 
 	tsv, counts := rd.tsv()
 	if err := os.WriteFile(filepath.Join(dir, "records.tsv"), tsv, 0o644); err != nil {
@@ -233,8 +250,8 @@ func kafkaNodeKill(t *testing.T, brokers string, killManaging bool) {
 	if killManaging {
 		what = "the managing node"
 	}
-	t.Logf("%s %s killed (its containers %v; placement %s, then %s), %d records out at the kill; managed by %s after; output of input produced after the kill %.1f s after it; checker: lost %d, duplicates %d, every key's final count %d",
-		what, nodeName(victim), moved, before, after, atKill, nodeName(r.d), rec, res.Lost, res.Dups, kafkaNodesPerKey)
+	t.Logf("%s %s killed (its containers %v; placement %s, then %s), %d of the %d records produced out at the kill; managed by %s after; output of input produced after the kill %.1f s after it; checker: lost %d, duplicates %d, every key's final count %d",
+		what, nodeName(victim), moved, before, after, atKill, len(input.parts[0])+len(input.parts[1]), nodeName(r.d), rec, res.Lost, res.Dups, kafkaNodesPerKey)
 }
 
 // endMark is the value of the record the test appends to each output

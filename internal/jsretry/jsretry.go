@@ -136,7 +136,8 @@ func LeaderReads(ctx context.Context, js jetstream.JetStream, stream string, rep
 }
 
 // Ready waits until stream (a bucket's "KV_<bucket>" or "OBJ_<bucket>")
-// has a leader and every replica has caught up, asking every 50 ms to
+// has a leader and every replica has caught up (but those of lost nodes,
+// as long as the rest are a quorum: current), asking every 50 ms to
 // 500 ms, for readyLimit at most (then it returns nil: the stream may
 // still serve, only later). A stream just created on a cluster can leave
 // the first requests to it unanswered until its replicas are current.
@@ -169,17 +170,34 @@ func Ready(ctx context.Context, js jetstream.JetStream, stream string, replicas 
 
 const readyLimit = 10 * time.Second
 
+// lostReplica: a replica its leader has not heard from for longer is on
+// a lost node (raft's heartbeats are 1 s apart). Ready does not wait for
+// it: it would not become current before it is back, and the server
+// reports it current for 10 s after it was last heard from, so a wait
+// that begins later than that (a topology taken over from a killed node
+// opens its checkpoint store) would take all of readyLimit.
+const lostReplica = 3 * time.Second
+
+// current: stream has a leader, every replica not lost (lostReplica, or
+// offline) has caught up, and the leader with those is a quorum.
 func current(info *jetstream.StreamInfo) bool {
 	c := info.Cluster
-	if c == nil || c.Leader == "" {
+	if c == nil || c.Leader == "" || len(c.Replicas) < info.Config.Replicas-1 {
 		return false
 	}
+	live := 1 // the leader
 	for _, r := range c.Replicas {
-		if r == nil || !r.Current || r.Offline {
+		switch {
+		case r == nil:
+			return false
+		case r.Offline || r.Active > lostReplica:
+			continue
+		case !r.Current:
 			return false
 		}
+		live++
 	}
-	return len(c.Replicas) >= info.Config.Replicas-1
+	return 2*live > max(info.Config.Replicas, len(c.Replicas)+1)
 }
 
 // LeaderKV opens the replicated KV bucket cfg describes, making it first

@@ -70,3 +70,45 @@ func TestRetryUnavailable(t *testing.T) {
 		t.Fatalf("Create with one replica: %v after %d calls, want one try", err, calls)
 	}
 }
+
+// TestCurrent: Ready waits for every replica to catch up, but not for
+// one on a lost node (not heard from for lostReplica, or offline) while
+// the leader and the others are a quorum.
+func TestCurrent(t *testing.T) {
+	peer := func(current, offline bool, active time.Duration) *jetstream.PeerInfo {
+		return &jetstream.PeerInfo{Name: "n", Current: current, Offline: offline, Active: active}
+	}
+	info := func(replicas int, leader string, peers ...*jetstream.PeerInfo) *jetstream.StreamInfo {
+		return &jetstream.StreamInfo{Config: jetstream.StreamConfig{Replicas: replicas},
+			Cluster: &jetstream.ClusterInfo{Leader: leader, Replicas: peers}}
+	}
+	up := peer(true, false, 200*time.Millisecond)
+	behind := peer(false, false, 200*time.Millisecond)
+	unseen := peer(false, false, 0) // a replica just made, not heard from yet
+	lost := peer(false, false, 11*time.Second)
+	silent := peer(true, false, 4*time.Second) // still reported current
+	offline := peer(true, true, 0)
+	for _, c := range []struct {
+		name string
+		info *jetstream.StreamInfo
+		want bool
+	}{
+		{"all current", info(3, "n1", up, up), true},
+		{"no leader", info(3, "", up, up), false},
+		{"no cluster info", &jetstream.StreamInfo{Config: jetstream.StreamConfig{Replicas: 3}}, false},
+		{"a replica missing", info(3, "n1", up), false},
+		{"a replica behind", info(3, "n1", up, behind), false},
+		{"a replica not heard from yet", info(3, "n1", up, unseen), false},
+		{"a lost node's replica", info(3, "n1", up, lost), true},
+		{"a silent replica still reported current", info(3, "n1", up, silent), true},
+		{"an offline replica", info(3, "n1", up, offline), true},
+		{"a lost replica and one behind", info(3, "n1", behind, lost), false},
+		{"two lost of three", info(3, "n1", lost, lost), false},
+		{"two lost of five", info(5, "n1", up, up, lost, lost), true},
+		{"three lost of five", info(5, "n1", up, lost, lost, lost), false},
+	} {
+		if got := current(c.info); got != c.want {
+			t.Errorf("%s: current = %v, want %v", c.name, got, c.want)
+		}
+	}
+}

@@ -2,6 +2,9 @@ package objread_test
 
 import (
 	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"errors"
 	"testing"
 
@@ -79,5 +82,49 @@ func TestRead(t *testing.T) {
 		if _, err := objread.Read(ctx, stream, "b", &i); !errors.Is(err, objread.ErrDamaged) {
 			t.Errorf("metadata %+v: %v, want ErrDamaged", i, err)
 		}
+	}
+}
+
+// lagging is a stream whose direct gets are answered by a replica that
+// has not applied the first misses of them yet.
+type lagging struct {
+	replicas int
+	misses   int // GetMsg calls answered "not found" before the chunk
+	calls    int
+	data     []byte
+}
+
+func (l *lagging) CachedInfo() *jetstream.StreamInfo {
+	return &jetstream.StreamInfo{Config: jetstream.StreamConfig{Replicas: l.replicas}}
+}
+
+func (l *lagging) GetMsg(ctx context.Context, seq uint64, _ ...jetstream.GetMsgOpt) (*jetstream.RawStreamMsg, error) {
+	l.calls++
+	if l.calls <= l.misses {
+		return nil, jetstream.ErrMsgNotFound
+	}
+	return &jetstream.RawStreamMsg{Sequence: seq, Data: l.data}, nil
+}
+
+// TestReadLaggingReplica: on a replicated stream a chunk a replica does
+// not have yet is asked for again (any replica answers a direct get);
+// one that stays missing is ErrDamaged; on a stream of one replica a
+// missing chunk is ErrDamaged at once.
+func TestReadLaggingReplica(t *testing.T) {
+	data := []byte("a chunk")
+	sum := sha256.Sum256(data)
+	info := &jetstream.ObjectInfo{ObjectMeta: jetstream.ObjectMeta{Name: "o"}, NUID: "N", Chunks: 1, Size: uint64(len(data)),
+		Digest: "SHA-256=" + base64.URLEncoding.EncodeToString(sum[:])}
+	s := &lagging{replicas: 3, misses: 3, data: data}
+	if got, err := objread.Read(t.Context(), s, "b", info); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("a lagging replica: %q, %v after %d gets", got, err, s.calls)
+	}
+	s = &lagging{replicas: 3, misses: 1 << 30, data: data}
+	if _, err := objread.Read(t.Context(), s, "b", info); !errors.Is(err, objread.ErrDamaged) {
+		t.Fatalf("a chunk no replica has: %v, want ErrDamaged", err)
+	}
+	s = &lagging{replicas: 1, misses: 1, data: data}
+	if _, err := objread.Read(t.Context(), s, "b", info); !errors.Is(err, objread.ErrDamaged) || s.calls != 1 {
+		t.Fatalf("one replica: %v after %d gets, want ErrDamaged after 1", err, s.calls)
 	}
 }

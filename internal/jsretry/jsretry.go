@@ -136,8 +136,8 @@ func LeaderReads(ctx context.Context, js jetstream.JetStream, stream string, rep
 }
 
 // Ready waits until stream (a bucket's "KV_<bucket>" or "OBJ_<bucket>")
-// has a leader and every replica has caught up (but those of lost nodes,
-// as long as the rest are a quorum: current), asking every 50 ms to
+// has a leader and its replicas have caught up (a quorum of them, but
+// every one not lost for a stream just created: current), asking every 50 ms to
 // 500 ms, for readyLimit at most (then it returns nil: the stream may
 // still serve, only later). A stream just created on a cluster can leave
 // the first requests to it unanswered until its replicas are current.
@@ -171,31 +171,36 @@ func Ready(ctx context.Context, js jetstream.JetStream, stream string, replicas 
 const readyLimit = 10 * time.Second
 
 // lostReplica: a replica its leader has not heard from for longer is on
-// a lost node (raft's heartbeats are 1 s apart). Ready does not wait for
-// it: it would not become current before it is back, and the server
-// reports it current for 10 s after it was last heard from, so a wait
-// that begins later than that (a topology taken over from a killed node
-// opens its checkpoint store) would take all of readyLimit.
+// a lost node (raft's heartbeats are 1 s apart).
 const lostReplica = 3 * time.Second
 
-// current: stream has a leader, every replica not lost (lostReplica, or
-// offline) has caught up, and the leader with those is a quorum.
+// current: stream has a leader and the leader with its current replicas
+// are a quorum; the others are waited for only on a stream just created
+// (it holds no message yet), and never when lost (lostReplica, or
+// offline). A lost node's replica would not become current before it is
+// back: waiting for it made a topology taken over from a killed node
+// wait all of readyLimit opening its checkpoint store, whether the
+// server still reported it current (it does for 10 s after it was last
+// heard from), not current, or not heard from at all (a leader elected
+// after the loss has never heard from it).
 func current(info *jetstream.StreamInfo) bool {
 	c := info.Cluster
 	if c == nil || c.Leader == "" || len(c.Replicas) < info.Config.Replicas-1 {
 		return false
 	}
+	inUse := info.State.LastSeq > 0
 	live := 1 // the leader
 	for _, r := range c.Replicas {
 		switch {
 		case r == nil:
 			return false
 		case r.Offline || r.Active > lostReplica:
-			continue
-		case !r.Current:
+			// lost: not waited for
+		case r.Current:
+			live++
+		case !inUse:
 			return false
 		}
-		live++
 	}
 	return 2*live > max(info.Config.Replicas, len(c.Replicas)+1)
 }

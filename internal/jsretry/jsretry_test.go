@@ -71,9 +71,10 @@ func TestRetryUnavailable(t *testing.T) {
 	}
 }
 
-// TestCurrent: Ready waits for every replica to catch up, but not for
-// one on a lost node (not heard from for lostReplica, or offline) while
-// the leader and the others are a quorum.
+// TestCurrent: Ready waits for every replica of a stream just created
+// to catch up, but not for one on a lost node (not heard from for
+// lostReplica, or offline), and on a stream in use (it holds messages)
+// for a quorum only.
 func TestCurrent(t *testing.T) {
 	peer := func(current, offline bool, active time.Duration) *jetstream.PeerInfo {
 		return &jetstream.PeerInfo{Name: "n", Current: current, Offline: offline, Active: active}
@@ -82,6 +83,7 @@ func TestCurrent(t *testing.T) {
 		return &jetstream.StreamInfo{Config: jetstream.StreamConfig{Replicas: replicas},
 			Cluster: &jetstream.ClusterInfo{Leader: leader, Replicas: peers}}
 	}
+	inUse := func(i *jetstream.StreamInfo) *jetstream.StreamInfo { i.State.LastSeq = 89; return i }
 	up := peer(true, false, 200*time.Millisecond)
 	behind := peer(false, false, 200*time.Millisecond)
 	unseen := peer(false, false, 0) // a replica just made, not heard from yet
@@ -106,6 +108,11 @@ func TestCurrent(t *testing.T) {
 		{"two lost of three", info(3, "n1", lost, lost), false},
 		{"two lost of five", info(5, "n1", up, up, lost, lost), true},
 		{"three lost of five", info(5, "n1", up, lost, lost, lost), false},
+		// A leader elected after a node's loss has never heard from it.
+		{"in use: a replica the leader never heard from", inUse(info(3, "n2", unseen, up)), true},
+		{"in use: a replica behind", inUse(info(3, "n1", up, behind)), true},
+		{"in use: two of three not current", inUse(info(3, "n2", unseen, behind)), false},
+		{"in use: no leader", inUse(info(3, "", up, up)), false},
 	} {
 		if got := current(c.info); got != c.want {
 			t.Errorf("%s: current = %v, want %v", c.name, got, c.want)

@@ -159,8 +159,28 @@ func kafkaNodeKill(t *testing.T, brokers string, killManaging bool) {
 	rd.markAfter(input.after)
 	produce(2)
 	if killManaging {
-		r.d = r.managing(rest, "another node takes the topology over")
-		phase("taken over")
+		// Taken over once a node left reports managing it (its node
+		// record, every 3 s): a node answers a topology's status from
+		// the stored state while no node manages it.
+		r.poll(hangLimit, "a node left manages the topology", func() (bool, string) {
+			var seen []string
+			for _, d := range rest {
+				ns, err := d.nodes()
+				if err != nil {
+					seen = append(seen, err.Error())
+					continue
+				}
+				for _, n := range ns {
+					if n.Name == nodeName(d) && slices.Contains(n.Topologies, tenant+"/"+r.name) {
+						return true, ""
+					}
+				}
+				seen = append(seen, nodeName(d)+": not managing")
+			}
+			return false, strings.Join(seen, "; ")
+		})
+		phase("taken over (node record)")
+		r.d = r.managing(rest, "another node manages the topology")
 	}
 	r.poll(hangLimit, "output of input produced after the kill", func() (bool, string) {
 		return rd.sawAfter(), fmt.Sprintf("%d records out, %d at the kill", rd.count(), atKill)

@@ -138,6 +138,16 @@ const retryEvery = 250 * time.Millisecond
 // storage fault (a full disk, JetStream restarting) during a rollback is
 // waited out within the recovery timeout, not taken as the end. Events
 // are handled between attempts.
+//
+// An attempt ended by a container's death (the operation's context
+// canceled with errCrashed) is superseded, as in waitRecovery: the
+// rollback starts over. The death's event may already have been handled
+// (Exited queues it, then cancels whatever operation runs: the loop can
+// handle it and begin the next attempt in between, and the cancellation
+// then ends that attempt with no new event behind it); taken as a failure
+// it failed the topology ("could not recover ...: a container died"),
+// seen on three nodes when a lost node's container moved while the hold
+// plan's publication waited for a stream electing a leader.
 func (t *Manager) retry(ctx context.Context, cs *ckptState, crashes uint64, deadline time.Time, what string, f func() error) error {
 	for {
 		err := f()
@@ -147,6 +157,8 @@ func (t *Manager) retry(ctx context.Context, cs *ckptState, crashes uint64, dead
 			return nil
 		case errors.Is(err, errSuperseded), errors.As(err, &p):
 			return err
+		case errors.Is(context.Cause(ctx), errCrashed):
+			return errSuperseded
 		case time.Now().After(deadline):
 			return fmt.Errorf("%s: %w (until the recovery timeout, topology.recovery.timeout)", what, err)
 		case cs.crashes != crashes:
@@ -156,6 +168,9 @@ func (t *Manager) retry(ctx context.Context, cs *ckptState, crashes uint64, dead
 		}
 		t.log.Warn("rollback step failed; retrying", "step", what, "err", err)
 		if err := t.pause(ctx, retryEvery); err != nil {
+			if errors.Is(err, errCrashed) {
+				return errSuperseded
+			}
 			return err
 		}
 	}

@@ -183,6 +183,7 @@ func kafkaNodeKill(t *testing.T, brokers string, killManaging bool) {
 		r.d = r.managing(rest, "another node manages the topology")
 	}
 	r.poll(hangLimit, "output of input produced after the kill", func() (bool, string) {
+		r.notEnded()
 		return rd.sawAfter(), fmt.Sprintf("%d records out, %d at the kill", rd.count(), atKill)
 	})
 	rec := time.Since(killed).Seconds()
@@ -209,6 +210,7 @@ func kafkaNodeKill(t *testing.T, brokers string, killManaging bool) {
 	phase("every container running")
 	const total = kafkaNodesKeys * kafkaNodesPerKey
 	r.poll(hangLimit, "every record in the output topic", func() (bool, string) {
+		r.notEnded()
 		n := rd.distinct()
 		return n >= total, fmt.Sprintf("%d of %d distinct records, %d in all", n, total, rd.count())
 	})
@@ -273,6 +275,14 @@ func kafkaNodeKill(t *testing.T, brokers string, killManaging bool) {
 	}
 	t.Logf("%s %s killed (its containers %v; placement %s, then %s), %d of the %d records produced out at the kill; managed by %s after; output of input produced after the kill %.1f s after it; checker: lost %d, duplicates %d, every key's final count %d",
 		what, nodeName(victim), moved, before, after, atKill, len(input.parts[0])+len(input.parts[1]), nodeName(r.d), rec, res.Lost, res.Dups, kafkaNodesPerKey)
+}
+
+// notEnded fails the row at once if the topology ended (it never
+// should here: the Kafka spout has no end), with the reason.
+func (r *rowRun) notEnded() {
+	if st, err := r.d.Status(r.name); err == nil && Terminal(st.State) {
+		r.fatalf("the topology is %s: %s", st.State, st.Errors())
+	}
 }
 
 // keepNodeLogs copies, when ARDEA_CHAOS_LOGDIR is set, every node's log

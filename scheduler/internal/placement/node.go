@@ -47,6 +47,10 @@ type Node struct {
 	epochs map[string]uint64
 	// started is the epoch each container here was started under.
 	started map[string]uint64
+	// gates orders a topology's requests against its epoch (gate).
+	gates map[string]*sync.RWMutex
+	// admitting, if set (tests), hears a newer epoch about to be admitted.
+	admitting func(key string, epoch uint64)
 }
 
 // ServeNode serves node name's subject on nc (a connection in the "ardea"
@@ -56,7 +60,7 @@ func ServeNode(ctx context.Context, nc *nats.Conn, name string, local Local, log
 		log = slog.New(slog.DiscardHandler)
 	}
 	n := &Node{name: name, nc: nc, local: local, log: log.With("component", "placement"),
-		epochs: map[string]uint64{}, started: map[string]uint64{}}
+		epochs: map[string]uint64{}, started: map[string]uint64{}, gates: map[string]*sync.RWMutex{}}
 	n.ctx, n.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	sub, err := nc.Subscribe(ctlSubject(name), func(m *nats.Msg) {
 		n.wg.Add(1)
@@ -117,12 +121,62 @@ func (n *Node) Changed(ps launcher.ProcessStatus) {
 	}
 }
 
+// gate is topology key's lock: a request runs holding it shared, from
+// the check of its epoch to the end of its operation, and a newer epoch
+// is admitted holding it exclusively. So no operation of an older TM is
+// in flight while a newer one's admission removes what older ones
+// started here, and none is admitted after (a start of an old TM racing
+// the new one's fence would otherwise run a second copy).
+func (n *Node) gate(key string) *sync.RWMutex {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	g := n.gates[key]
+	if g == nil {
+		g = &sync.RWMutex{}
+		n.gates[key] = g
+	}
+	return g
+}
+
+// enter admits a request of tenant's topology under epoch (see admit)
+// and returns holding its gate shared: the caller calls the returned
+// func when its operation has ended.
+func (n *Node) enter(tenant, topology string, epoch uint64) (func(), error) {
+	key := tenant + "/" + topology
+	g := n.gate(key)
+	for {
+		g.RLock()
+		n.mu.Lock()
+		newest := n.epochs[key]
+		n.mu.Unlock()
+		if epoch < newest {
+			g.RUnlock()
+			return nil, fmt.Errorf("topology %s: epoch %d, and the newest is %d: %w", key, epoch, newest, ErrFenced)
+		}
+		if epoch == newest {
+			return g.RUnlock, nil
+		}
+		g.RUnlock()
+		if err := n.admit(tenant, topology, epoch); err != nil {
+			return nil, err
+		}
+	}
+}
+
 // admit checks epoch against the newest heard of for the topology: an
 // older one is refused (ErrFenced); a newer one becomes the newest, and the
-// containers older TMs started here are removed first.
+// containers older TMs started here are removed first. It holds the
+// topology's gate exclusively: the requests of older epochs in flight
+// end first.
 func (n *Node) admit(tenant, topology string, epoch uint64) error {
 	key := tenant + "/" + topology
 	prefix := runtime.Prefix(tenant, topology)
+	g := n.gate(key)
+	if n.admitting != nil {
+		n.admitting(key, epoch)
+	}
+	g.Lock()
+	defer g.Unlock()
 	n.mu.Lock()
 	newest := n.epochs[key]
 	if epoch < newest {
@@ -185,12 +239,13 @@ func (n *Node) do(req request) reply {
 		req.Tenant, req.Topology = req.Spec.Tenant, req.Spec.Topology
 		req.ID = runtime.ID(req.Tenant, req.Topology, req.Spec.Container)
 	}
-	if err := n.admit(req.Tenant, req.Topology, req.Epoch); err != nil {
+	leave, err := n.enter(req.Tenant, req.Topology, req.Epoch)
+	if err != nil {
 		return replyOf(err)
 	}
+	defer leave()
 	ctx, cancel := context.WithTimeout(n.ctx, opTimeout)
 	defer cancel()
-	var err error
 	switch req.Op {
 	case OpStart:
 		n.mu.Lock()

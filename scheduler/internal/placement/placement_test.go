@@ -29,6 +29,9 @@ type procs struct {
 	starts  []Spec
 	pid     int
 	changed func(launcher.ProcessStatus)
+	// hold, if set, runs in Start before the container runs (a host
+	// starting).
+	hold func()
 }
 
 func newProcs() *procs { return &procs{run: map[string]launcher.ProcessStatus{}, pid: 100} }
@@ -53,7 +56,11 @@ func (p *procs) Start(_ context.Context, s Spec) error {
 	p.pid++
 	pid := p.pid
 	p.starts = append(p.starts, s)
+	hold := p.hold
 	p.mu.Unlock()
+	if hold != nil {
+		hold()
+	}
 	p.set(launcher.ProcessStatus{ID: id, PID: pid, State: launcher.StateRunning})
 	return nil
 }
@@ -429,6 +436,48 @@ func TestNodeFencesAnOlderEpoch(t *testing.T) {
 	}
 	if !errors.Is(r.err("n2"), ErrFenced) {
 		t.Errorf("a start of epoch 4 after epoch 9: %+v, want fenced", r)
+	}
+}
+
+// TestNodeFenceWaitsForAnOlderStart: a newer TM's fence that arrives
+// while an older TM's start is in flight on the node (its host starting)
+// waits for it and then removes it: the older copy does not outlive the
+// fence.
+func TestNodeFenceWaitsForAnOlderStart(t *testing.T) {
+	c := startCluster(t, 1)
+	entered, release := make(chan struct{}), make(chan struct{})
+	c.procs["n1"].hold = func() { close(entered); <-release }
+	admitting := make(chan struct{})
+	c.nodes["n1"].admitting = func(key string, epoch uint64) {
+		if epoch == 9 {
+			close(admitting)
+		}
+	}
+	nc := c.conn()
+	send := func(req request, done chan<- string) {
+		b, _ := json.Marshal(req)
+		m, err := nc.Request(ctlSubject("n1"), b, time.Minute)
+		if err == nil {
+			var r reply
+			if err = decode(m.Data, &r, "reply"); err == nil {
+				err = r.err("n1")
+			}
+		}
+		done <- fmt.Sprintf("%s: %v", req.Op, err)
+	}
+	done := make(chan string, 2)
+	go send(request{V: Version, Op: OpStart, Epoch: 4, Spec: &Spec{Tenant: "default", Topology: "wc", Container: 1}}, done)
+	<-entered
+	go send(request{V: Version, Op: OpFence, Tenant: "default", Topology: "wc", Epoch: 9}, done)
+	<-admitting
+	close(release)
+	for range 2 {
+		if got := <-done; !strings.HasSuffix(got, ": <nil>") {
+			t.Error(got)
+		}
+	}
+	if run := c.procs["n1"].running(); len(run) != 0 {
+		t.Errorf("after a newer fence, an older TM's container runs: %v", run)
 	}
 }
 

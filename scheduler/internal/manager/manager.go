@@ -281,6 +281,7 @@ func (t *Manager) loop() {
 		if _, stop := next.(stopMode); stop || next == nil {
 			break
 		}
+		next = t.confirmEnd(next)
 		if next.name() != t.mode {
 			if err := t.setMode(next.name(), next.why()); err != nil {
 				// A mode asked for a transition the table forbids: a bug;
@@ -351,6 +352,48 @@ func (t *Manager) keepLock(ctx context.Context) {
 			case <-time.After(t.cfg.LockTTL / 3):
 			}
 		}
+	}
+}
+
+// confirmEnd returns next, or steppedDownMode when next would end the
+// topology (failed, finished, killed) but another daemon has taken the
+// topology's lock: a TM cut off from its cluster that fails after
+// another node took the topology over must not end the other's topology
+// (the hosts' credentials are the topology's, not this TM's; its record
+// is the other's). The lock is refreshed, a write that succeeds for its
+// holder only. While the store does not answer this is tried for the
+// lock's TTL, then the end goes ahead as before (one node with its store
+// down still fails its topology).
+func (t *Manager) confirmEnd(next mode) mode {
+	switch next.(type) {
+	case *failedMode, finishedMode, *killedMode:
+	default:
+		return next
+	}
+	l := t.lock.Load()
+	if l == nil {
+		return next
+	}
+	ctx := context.WithoutCancel(t.runCtx)
+	deadline := time.Now().Add(t.cfg.LockTTL)
+	for {
+		cctx, cancel := context.WithTimeout(ctx, t.cfg.LockTTL/3)
+		err := l.Refresh(cctx)
+		cancel()
+		switch {
+		case err == nil:
+			return next
+		case errors.Is(err, statemgr.ErrLockLost):
+			t.log.Error("this topology manager would end the topology, but another daemon manages it now", "mode", next.name(), "why", next.why(), "err", err)
+			if k, ok := next.(*killedMode); ok {
+				k.cmd.answer(nil, api.Errorf(api.ErrBadState, "topology %s is managed by another daemon now (this one lost its manager lock: %s)", t.name, err))
+			}
+			return &steppedDownMode{err: err}
+		case time.Now().After(deadline):
+			t.log.Warn("the topology's lock could not be confirmed before ending it", "mode", next.name(), "err", err)
+			return next
+		}
+		time.Sleep(t.cfg.LockTTL / 20)
 	}
 }
 

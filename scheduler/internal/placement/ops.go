@@ -252,6 +252,7 @@ func (p *Placer[T]) move(pl *placement[T], why string) error {
 	go func() {
 		defer p.wg.Done()
 		exclude := []string{pl.node}
+		p.waitFenced(p.ctx, pl.t.Tenant()+"/"+pl.t.Name(), exclude)
 		for p.ctx.Err() == nil {
 			ctx, cancel := context.WithTimeout(p.ctx, startTimeout)
 			spec, err := p.o.Spec(ctx, pl.t, pl.c)

@@ -213,9 +213,15 @@ func (r *placerRecord) seen(st launcher.State, why string) bool {
 // placer is a TM of epoch on node self.
 func (c *cluster) placer(self string, epoch uint64) (*Placer[top], *placerRecord) {
 	c.t.Helper()
+	return c.placerWith(self, epoch, nil)
+}
+
+// placerWith is placer with its options changed by tune.
+func (c *cluster) placerWith(self string, epoch uint64, tune func(*Options[top])) (*Placer[top], *placerRecord) {
+	c.t.Helper()
 	rec := &placerRecord{}
 	users := 0
-	p, err := NewPlacer(c.t.Context(), Options[top]{Self: self, Local: c.procs[self], Conn: c.conn(), Log: testutil.Logger(c.t),
+	o := Options[top]{Self: self, Local: c.procs[self], Conn: c.conn(), Log: testutil.Logger(c.t),
 		Spec: func(_ context.Context, t top, n int) (Spec, error) {
 			rec.mu.Lock()
 			users++
@@ -232,7 +238,11 @@ func (c *cluster) placer(self string, epoch uint64) (*Placer[top], *placerRecord
 			rec.mu.Unlock()
 		},
 		CheckEvery: 20 * time.Millisecond, PlaceSilent: time.Hour, MoveSilent: time.Hour,
-	})
+	}
+	if tune != nil {
+		tune(&o)
+	}
+	p, err := NewPlacer(c.t.Context(), o)
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -478,6 +488,38 @@ func TestNodeFenceWaitsForAnOlderStart(t *testing.T) {
 	}
 	if run := c.procs["n1"].running(); len(run) != 0 {
 		t.Errorf("after a newer fence, an older TM's container runs: %v", run)
+	}
+}
+
+// TestPlacerWaitsForACutOffNode: a newer TM whose epoch a node does not
+// confirm (cut off, or lost) asks how long that node may still run its
+// containers (FenceWait) and starts nothing before.
+func TestPlacerWaitsForACutOffNode(t *testing.T) {
+	c := startCluster(t, 3)
+	old, _ := c.placer("n1", 4)
+	wc := top{"default", "wc"}
+	for n := 1; n <= 3; n++ {
+		if err := old.StartContainer(t.Context(), wc, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.nodes["n2"].Close() // it answers nothing more
+	var mu sync.Mutex
+	var order []string
+	note := func(s string) { mu.Lock(); order = append(order, s); mu.Unlock() }
+	for _, name := range []string{"n1", "n3"} {
+		c.procs[name].hold = func() { note("start on " + name) }
+	}
+	newer, _ := c.placerWith("n3", 9, func(o *Options[top]) {
+		o.FenceWait = func(node string) time.Duration { note("wait for " + node); return time.Millisecond }
+	})
+	if err := newer.StartContainer(t.Context(), wc, 1); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(order) < 2 || order[0] != "wait for n2" || !strings.HasPrefix(order[1], "start on") {
+		t.Errorf("events %q; want the wait for n2 first, then a start", order)
 	}
 }
 

@@ -114,6 +114,7 @@ func startNodesIn(t *testing.T, dir string, n int, lab *netlab.Lab) []*Daemon {
 	if len(failed) > 0 {
 		t.Fatal(failed)
 	}
+	keepNodeLogs(t, nodes)
 	var token string
 	for _, d := range nodes {
 		if d.Token != "" {

@@ -36,7 +36,11 @@ func (p *Placer[T]) op(ctx context.Context, op Op, id string) error {
 	if err != nil && (unreachable(err) || errors.Is(err, ErrFenced)) {
 		// The node is lost or cut off, or a newer TM has it: what runs
 		// there cannot write once its credential is revoked.
-		p.o.Log.Warn("a container's node does not answer; its credential is revoked", "container", id, "node", pl.node, "op", op, "err", err)
+		if errors.Is(err, ErrFenced) {
+			p.o.Log.Warn("a newer topology manager runs this container's topology; this one's credential is revoked", "container", id, "node", pl.node, "op", op)
+		} else {
+			p.o.Log.Warn("a container's node does not answer; its credential is revoked", "container", id, "node", pl.node, "op", op, "err", err)
+		}
 		p.o.Revoke(pl.t.Tenant(), pl.t.Name(), pl.user)
 		if op == OpRestart {
 			return p.move(pl, fmt.Sprintf("node %s does not answer", pl.node))
@@ -159,6 +163,12 @@ func (p *Placer[T]) onEvent(m *nats.Msg) {
 	var stale, moving bool
 	var epoch uint64
 	var t T
+	if pl != nil && ev.Epoch > pl.epoch {
+		// A newer TM runs the topology: this one's placement is over.
+		delete(p.placed, id)
+		p.mu.Unlock()
+		return
+	}
 	if pl != nil {
 		t, epoch, moving = pl.t, pl.epoch, pl.moving
 		stale = ev.Node != pl.node || ev.Epoch < pl.epoch

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/ardea-dev/ardea/scheduler/internal/launcher"
@@ -123,13 +124,17 @@ func (r reply) err(node string) error {
 	if r.Err == "" {
 		return nil
 	}
+	// A coded error is its sentinel again, named once.
+	coded := func(sentinel error) error {
+		return fmt.Errorf("node %s: %s: %w", node, strings.TrimSuffix(r.Err, ": "+sentinel.Error()), sentinel)
+	}
 	switch r.Code {
 	case codeDuplicate:
-		return fmt.Errorf("node %s: %s: %w", node, r.Err, launcher.ErrDuplicate)
+		return coded(launcher.ErrDuplicate)
 	case codeUnknown:
-		return fmt.Errorf("node %s: %s: %w", node, r.Err, launcher.ErrUnknown)
+		return coded(launcher.ErrUnknown)
 	case codeFenced:
-		return fmt.Errorf("node %s: %s: %w", node, r.Err, ErrFenced)
+		return coded(ErrFenced)
 	}
 	return fmt.Errorf("node %s: %s", node, r.Err)
 }

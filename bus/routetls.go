@@ -160,8 +160,8 @@ func (ca *RouteCA) Issue(node string, now time.Time) (*tls.Certificate, error) {
 
 // TLS is node's RouteTLS from the CA: the CA alone is trusted, peers
 // are verified by RouteServerName, and the node's leaf certificate is
-// issued at the first handshake and again at the first one after less
-// than routeLeafRenew of it is left.
+// issued at the first call of Certificate (Cluster's start) and again
+// at the first handshake after less than routeLeafRenew of it is left.
 func (ca *RouteCA) TLS(node string) *RouteTLS {
 	pool := x509.NewCertPool()
 	pool.AddCert(ca.cert)

@@ -162,7 +162,10 @@ func (ca *RouteCA) Issue(node string, now time.Time) (*tls.Certificate, error) {
 // are verified by RouteServerName, and the node's leaf certificate is
 // issued at the first call of Certificate (Cluster's start) and again
 // at the first handshake after less than routeLeafRenew of it is left.
-func (ca *RouteCA) TLS(node string) *RouteTLS {
+func (ca *RouteCA) TLS(node string) *RouteTLS { return ca.tlsAt(node, time.Now) }
+
+// tlsAt is TLS with its clock.
+func (ca *RouteCA) tlsAt(node string, clock func() time.Time) *RouteTLS {
 	pool := x509.NewCertPool()
 	pool.AddCert(ca.cert)
 	var mu sync.Mutex
@@ -170,7 +173,7 @@ func (ca *RouteCA) TLS(node string) *RouteTLS {
 	get := func() (*tls.Certificate, error) {
 		mu.Lock()
 		defer mu.Unlock()
-		now := time.Now()
+		now := clock()
 		if cur == nil || cur.Leaf.NotAfter.Sub(now) < routeLeafRenew {
 			c, err := ca.Issue(node, now)
 			if err != nil {

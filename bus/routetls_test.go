@@ -124,6 +124,25 @@ func TestRouteCARenewsTheLeaf(t *testing.T) {
 	if life := c1.Leaf.NotAfter.Sub(c1.Leaf.NotBefore); life != routeLeafLife+routeLeafBackdate {
 		t.Fatalf("a leaf's life is %s", life)
 	}
+	// Half its life gone: the next handshake still presents it; less
+	// than routeLeafRenew left: a new one, and it verifies.
+	now := time.Now()
+	ca := testRouteCA(t)
+	clocked := ca.tlsAt("n1", func() time.Time { return now })
+	l1, _ := clocked.Certificate()
+	now = now.Add(routeLeafLife - routeLeafRenew - time.Minute)
+	if l2, _ := clocked.Certificate(); l2 != l1 {
+		t.Fatal("a leaf renewed with more than routeLeafRenew left")
+	}
+	now = now.Add(2 * time.Minute)
+	l3, err := clocked.Certificate()
+	if err != nil || l3 == l1 || !l3.Leaf.NotAfter.Equal(now.Add(routeLeafLife).Truncate(time.Second)) {
+		t.Fatalf("no new leaf with less than routeLeafRenew left: %v", err)
+	}
+	if _, err := l3.Leaf.Verify(x509.VerifyOptions{Roots: clocked.CAs, DNSName: RouteServerName, CurrentTime: now,
+		KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
+		t.Fatal(err)
+	}
 	if c1.Leaf.Subject.CommonName != "n1" || len(c1.Leaf.DNSNames) != 1 || c1.Leaf.DNSNames[0] != RouteServerName {
 		t.Fatalf("leaf names %v %v", c1.Leaf.Subject, c1.Leaf.DNSNames)
 	}

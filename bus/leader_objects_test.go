@@ -17,7 +17,7 @@ import (
 // with another size cap (which is applied), and an object written
 // through one node reads back whole at once through each other node.
 func TestLeaderObjectStore(t *testing.T) {
-	srvs := startCluster(t, 3, "pw")
+	srvs := startCluster(t, 3, "pw", testRouteCA(t))
 	var js []jetstream.JetStream
 	for _, s := range srvs {
 		nc, err := nats.Connect(s.ClientURL())

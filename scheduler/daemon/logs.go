@@ -8,7 +8,8 @@ import (
 
 // logReader is a runtime that reads its containers' logs itself, not
 // from a log file of this node: a cluster's Placer (a container on
-// another node: its node's file, scheduler/internal/placement's OpLogs).
+// another node: its node's file, scheduler/internal/placement's OpLogs),
+// and scheduler: kubernetes (a pod's log through the API server).
 type logReader interface {
 	Logs(ctx context.Context, id string, n int, f logtail.Filter) ([]string, error)
 }

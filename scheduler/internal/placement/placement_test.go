@@ -403,6 +403,18 @@ func TestPlacerLogsOfAnotherNode(t *testing.T) {
 	if err := decode(m.Data, &r, "reply"); err != nil || r.Err == "" || r.Logs != nil {
 		t.Errorf("logs of acme's container asked as other's: %+v %v", r, err)
 	}
+	// An operation a node does not know (as OpLogs is to a node built
+	// before it, of the same Version) gets an error saying so, and
+	// nothing else happens there.
+	before := c.where()
+	b, _ = json.Marshal(request{V: Version, Op: "nosuch", ID: id(2), Tenant: "acme", Topology: "wc", Epoch: 5})
+	if m, err = c.conn().Request(ctlSubject("n2"), b, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	r = reply{}
+	if err := decode(m.Data, &r, "reply"); err != nil || !strings.Contains(r.Err, `unknown operation "nosuch"`) || c.where() != before {
+		t.Errorf("an unknown operation: %+v %v (%s, was %s)", r, err, c.where(), before)
+	}
 }
 
 // TestPlacerMovesOffALostNode: a node that stops reporting loses its

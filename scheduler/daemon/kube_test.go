@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -53,6 +54,7 @@ func kubeCluster(t *testing.T) (*ktest.Cluster, *daemon.Kubernetes) {
 	if _, err := kc.Client.RbacV1().Roles(kubeNamespace).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "ardea"},
 		Rules: []rbacv1.PolicyRule{
 			{APIGroups: []string{""}, Resources: []string{"pods", "services", "secrets"}, Verbs: verbs},
+			{APIGroups: []string{""}, Resources: []string{"pods/log"}, Verbs: []string{"get"}},
 			{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, Verbs: verbs},
 		}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -249,6 +251,17 @@ func TestKubernetesTenants(t *testing.T) {
 				return false, fmt.Sprint(err)
 			}
 			return pods.Items[0].Status.Phase == "Running", string(pods.Items[0].Status.Phase)
+		})
+		// Its log (`ardea logs`, the UI's container log) is the pod's,
+		// read through the API server (pods/log, from its kubelet).
+		testutil.Eventually(t, tenant+"'s container log, through the API server", func() (bool, string) {
+			ls, err := d.ContainerLogs(as(tenant), "wc", 1, 100)
+			if err != nil {
+				return false, err.Error()
+			}
+			return slices.ContainsFunc(ls, func(l string) bool {
+				return strings.Contains(l, `"topology":"wc"`) && strings.Contains(l, `"container":1`)
+			}), fmt.Sprintf("%q", ls)
 		})
 		if _, err := d.SetActive(as(tenant), "wc", true); err != nil {
 			t.Fatal(err)

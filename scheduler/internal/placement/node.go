@@ -3,7 +3,9 @@ package placement
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"sync"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/ardea-dev/ardea/scheduler/internal/launcher"
+	"github.com/ardea-dev/ardea/scheduler/internal/logtail"
 	"github.com/ardea-dev/ardea/scheduler/internal/runtime"
 )
 
@@ -214,6 +217,41 @@ func (n *Node) admit(tenant, topology string, epoch uint64) error {
 // for the host to end).
 const opTimeout = 30 * time.Second
 
+// logs answers an OpLogs request from the container's log file here: a
+// page of at most MaxLogBytes, less if the connection's payload limit
+// needs it.
+func (n *Node) logs(req request) reply {
+	if req.Logs == nil || req.Logs.Lines < 1 {
+		return replyOf(fmt.Errorf("placement: logs without a number of lines"))
+	}
+	if _, ok := runtime.Number(runtime.Prefix(req.Tenant, req.Topology), req.ID); !ok {
+		return replyOf(fmt.Errorf("placement: container %q is not one of %s/%s", req.ID, req.Tenant, req.Topology))
+	}
+	path := n.local.LogPath(req.ID)
+	if path == "" {
+		return replyOf(fmt.Errorf("placement: node %s keeps no log files", n.name))
+	}
+	limit := MaxLogBytes
+	for {
+		page, err := logtail.Tail(path, req.Logs.End, req.Logs.Lines, limit, req.Logs.Filter)
+		if errors.Is(err, fs.ErrNotExist) {
+			return replyOf(fmt.Errorf("container %s has no log on node %s: %w", req.ID, n.name, launcher.ErrUnknown))
+		}
+		if err != nil {
+			return replyOf(fmt.Errorf("placement: container %s: log: %w", req.ID, err))
+		}
+		r := reply{V: Version, Logs: &page}
+		if b, err := json.Marshal(r); err == nil && int64(len(b)) > n.nc.MaxPayload()-replyRoom && limit > 1<<10 {
+			limit /= 2
+			continue
+		}
+		return r
+	}
+}
+
+// replyRoom is what a reply's headers may take of a message's payload.
+const replyRoom = 4 << 10
+
 func (n *Node) serve(m *nats.Msg) {
 	var req request
 	var r reply
@@ -231,6 +269,9 @@ func (n *Node) serve(m *nats.Msg) {
 func (n *Node) do(req request) reply {
 	if req.Op == OpList {
 		return reply{V: Version, List: n.local.List()}
+	}
+	if req.Op == OpLogs {
+		return n.logs(req)
 	}
 	if req.Op == OpStart {
 		if req.Spec == nil {

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go"
 
 	"github.com/ardea-dev/ardea/scheduler/internal/launcher"
+	"github.com/ardea-dev/ardea/scheduler/internal/logtail"
 	"github.com/ardea-dev/ardea/scheduler/internal/runtime"
 )
 
@@ -126,13 +128,58 @@ func (p *Placer[T]) List() []launcher.ProcessStatus {
 	return out
 }
 
-// LogPath is a local container's log file ("" for one on another node).
+// LogPath is a local container's log file ("" for one on another node:
+// Logs reads that one's).
 func (p *Placer[T]) LogPath(id string) string {
 	if pl := p.lookup(id); pl != nil && pl.node != p.o.Self {
 		return ""
 	}
 	return p.o.Local.LogPath(id)
 }
+
+// Logs returns the last n lines f selects of container id's log, oldest
+// first, wherever the container runs: this node's log file, or its
+// node's, read with OpLogs page by page (each at most MaxLogBytes) until
+// n lines or the file's beginning. A container this Placer did not
+// place (one that ended and was removed) is read here. An error wrapping
+// launcher.ErrUnknown: the container has no log there.
+func (p *Placer[T]) Logs(ctx context.Context, id string, n int, f logtail.Filter) ([]string, error) {
+	if n < 1 {
+		return nil, nil
+	}
+	pl := p.lookup(id)
+	if pl == nil || pl.node == p.o.Self {
+		page, err := logtail.Tail(p.o.Local.LogPath(id), -1, n, 0, f)
+		if errors.Is(err, fs.ErrNotExist) {
+			err = fmt.Errorf("container %s has no log on node %s: %w", id, p.o.Self, launcher.ErrUnknown)
+		}
+		return page.Lines, err
+	}
+	var out []string
+	end := int64(-1)
+	for len(out) < n {
+		r, err := p.request(ctx, pl.node, request{Op: OpLogs, ID: id, Tenant: pl.t.Tenant(), Topology: pl.t.Name(),
+			Epoch: pl.epoch, Logs: &LogsRequest{Lines: n - len(out), End: end, Filter: f}}, logsTimeout)
+		if err == nil {
+			err = r.err(pl.node)
+		}
+		if err == nil && r.Logs == nil {
+			err = fmt.Errorf("placement: node %s answered a logs request without logs", pl.node)
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(r.Logs.Lines, out...)
+		if r.Logs.Start <= 0 || (end >= 0 && r.Logs.Start >= end) {
+			break
+		}
+		end = r.Logs.Start
+	}
+	return out, nil
+}
+
+// logsTimeout bounds one OpLogs request (a page of a log file).
+const logsTimeout = 10 * time.Second
 
 func (p *Placer[T]) setStatus(id string, pl *placement[T], ps launcher.ProcessStatus) {
 	p.mu.Lock()

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -17,6 +19,7 @@ import (
 	"github.com/ardea-dev/ardea/bus"
 	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/scheduler/internal/launcher"
+	"github.com/ardea-dev/ardea/scheduler/internal/logtail"
 	"github.com/ardea-dev/ardea/scheduler/internal/runtime"
 )
 
@@ -32,6 +35,8 @@ type procs struct {
 	// hold, if set, runs in Start before the container runs (a host
 	// starting).
 	hold func()
+	// logDir holds the containers' log files (LogPath), if set.
+	logDir string
 }
 
 func newProcs() *procs { return &procs{run: map[string]launcher.ProcessStatus{}, pid: 100} }
@@ -114,7 +119,12 @@ func (p *procs) List() []launcher.ProcessStatus {
 	}
 	return out
 }
-func (p *procs) LogPath(id string) string { return "/logs/" + id }
+func (p *procs) LogPath(id string) string {
+	if p.logDir != "" {
+		return filepath.Join(p.logDir, launcher.FileName(id)+".log")
+	}
+	return "/logs/" + id
+}
 
 // running is the ids running here.
 func (p *procs) running() []string {
@@ -319,6 +329,109 @@ func TestPlacerSpreads(t *testing.T) {
 			t.Errorf("log paths: local %q, remote %q", p.LogPath("wc/container-1"), p.LogPath("wc/container-3"))
 		}
 	})
+}
+
+// TestPlacerLogsOfAnotherNode: a container's log is read on the node it
+// runs on, in pages of at most MaxLogBytes, filtered there; a container
+// without a log there is unknown, and a node reads only the named
+// topology's containers.
+func TestPlacerLogsOfAnotherNode(t *testing.T) {
+	c := startCluster(t, 3)
+	for _, pr := range c.procs {
+		pr.logDir = t.TempDir()
+	}
+	p, _ := c.placer("n1", 5)
+	wc := top{"acme", "wc"}
+	ctx := t.Context()
+	for n := 1; n <= 3; n++ {
+		if err := p.StartContainer(ctx, wc, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	id := func(n int) string { return runtime.ID("acme", "wc", n) }
+	if p.Node(id(2)) != "n2" || p.Node(id(1)) != "n1" {
+		t.Fatalf("placed %s", c.where())
+	}
+	// Container 2 logs 3 MiB on n2: more than one reply holds.
+	var lines []string
+	size := 0
+	for i := 0; size < 3*MaxLogBytes; i++ {
+		l := fmt.Sprintf(`{"msg":"line %d","component":"c%d","task":%d,"pad":"%s"}`, i, i%3, i%3+1, strings.Repeat("p", 900))
+		lines = append(lines, l)
+		size += len(l)
+	}
+	if err := os.WriteFile(c.procs["n2"].LogPath(id(2)), []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(c.procs["n1"].LogPath(id(1)), []byte("here 1\nhere 2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := p.Logs(ctx, id(2), 3, logtail.Filter{}); err != nil || !slices.Equal(got, lines[len(lines)-3:]) {
+		t.Errorf("the last 3 lines of container 2 on n2: %.200q %v", got, err)
+	}
+	got, err := p.Logs(ctx, id(2), len(lines)+10, logtail.Filter{})
+	if err != nil || !slices.Equal(got, lines) {
+		t.Errorf("all of container 2's log, paged: %d lines %v, want %d", len(got), err, len(lines))
+	}
+	var c1 []string
+	for _, l := range lines {
+		if strings.Contains(l, `"component":"c1"`) {
+			c1 = append(c1, l)
+		}
+	}
+	if got, err := p.Logs(ctx, id(2), 5, logtail.Filter{Component: "c1", Task: 2}); err != nil || !slices.Equal(got, c1[len(c1)-5:]) {
+		t.Errorf("the last 5 lines of c1/task 2 (filtered on n2): %.200q %v", got, err)
+	}
+	if got, err := p.Logs(ctx, id(1), 10, logtail.Filter{}); err != nil || !slices.Equal(got, []string{"here 1", "here 2"}) {
+		t.Errorf("container 1's log here: %q %v", got, err)
+	}
+	// One reply holds at most MaxLogBytes of lines, and says where the
+	// next page ends.
+	b, _ := json.Marshal(request{V: Version, Op: OpLogs, ID: id(2), Tenant: "acme", Topology: "wc", Epoch: 5, Logs: &LogsRequest{Lines: 1 << 30, End: -1}})
+	m, err := c.conn().Request(ctlSubject("n2"), b, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r reply
+	if err := decode(m.Data, &r, "reply"); err != nil || r.Logs == nil {
+		t.Fatalf("reply %+v %v", r, err)
+	}
+	n := 0
+	for _, l := range r.Logs.Lines {
+		n += len(l)
+	}
+	if n > MaxLogBytes || n < MaxLogBytes/2 || r.Logs.Start <= 0 || r.Logs.Cut {
+		t.Errorf("one reply: %d bytes of %d lines, start %d, cut %v; want at most %d, more before", n, len(r.Logs.Lines), r.Logs.Start, r.Logs.Cut, MaxLogBytes)
+	}
+	// Container 3 has no log on n3; container 9 is not placed and has
+	// none here.
+	if _, err := p.Logs(ctx, id(3), 5, logtail.Filter{}); !errors.Is(err, launcher.ErrUnknown) || !strings.Contains(err.Error(), "n3") {
+		t.Errorf("logs of container 3 without a log file: %v, want unknown on n3", err)
+	}
+	if _, err := p.Logs(ctx, id(9), 5, logtail.Filter{}); !errors.Is(err, launcher.ErrUnknown) {
+		t.Errorf("logs of an unplaced container: %v, want unknown", err)
+	}
+	// A request naming another topology's container is refused.
+	b, _ = json.Marshal(request{V: Version, Op: OpLogs, ID: id(2), Tenant: "other", Topology: "wc", Logs: &LogsRequest{Lines: 5, End: -1}})
+	if m, err = c.conn().Request(ctlSubject("n2"), b, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	r = reply{}
+	if err := decode(m.Data, &r, "reply"); err != nil || r.Err == "" || r.Logs != nil {
+		t.Errorf("logs of acme's container asked as other's: %+v %v", r, err)
+	}
+	// An operation a node does not know (as OpLogs is to a node built
+	// before it, of the same Version) gets an error saying so, and
+	// nothing else happens there.
+	before := c.where()
+	b, _ = json.Marshal(request{V: Version, Op: "nosuch", ID: id(2), Tenant: "acme", Topology: "wc", Epoch: 5})
+	if m, err = c.conn().Request(ctlSubject("n2"), b, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	r = reply{}
+	if err := decode(m.Data, &r, "reply"); err != nil || !strings.Contains(r.Err, `unknown operation "nosuch"`) || c.where() != before {
+		t.Errorf("an unknown operation: %+v %v (%s, was %s)", r, err, c.where(), before)
+	}
 }
 
 // TestPlacerMovesOffALostNode: a node that stops reporting loses its

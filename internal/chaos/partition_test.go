@@ -50,7 +50,8 @@ func (d *Daemon) nodes() ([]nodeRecord, error) {
 	return ns, json.Unmarshal(b, &ns)
 }
 
-// keepNodeLogs copies every node's whole log to $ARDEA_CHAOS_LOGDIR, if
+// keepNodeLogs copies every node's whole log, and its containers', to
+// $ARDEA_CHAOS_LOGDIR, if
 // set, when t ends (passed or failed): a look at how a recovery went.
 func keepNodeLogs(t *testing.T, nodes []*Daemon) {
 	keep := os.Getenv("ARDEA_CHAOS_LOGDIR")
@@ -61,6 +62,13 @@ func keepNodeLogs(t *testing.T, nodes []*Daemon) {
 		for _, d := range nodes {
 			if b, err := os.ReadFile(d.LogPath); err == nil {
 				_ = os.WriteFile(filepath.Join(keep, filepath.Base(d.LogPath)), b, 0o644)
+			}
+			// The containers' logs (the daemon's logs/ directory).
+			hosts, _ := filepath.Glob(filepath.Join(d.DataDir, "logs", "*"))
+			for _, h := range hosts {
+				if b, err := os.ReadFile(h); err == nil {
+					_ = os.WriteFile(filepath.Join(keep, nodeName(d)+"-"+filepath.Base(h)), b, 0o644)
+				}
 			}
 		}
 	})

@@ -54,8 +54,10 @@ type Manager struct {
 	eo atomic.Bool
 	// view is the state the loop published last.
 	view atomic.Pointer[View]
-	// lock is the TM lock in the state manager, kept by keepLock.
-	lock atomic.Pointer[statemgr.Lock]
+	// lock is the TM lock in the state manager, kept by keepLock;
+	// lockLost while keepLock has lost it and not acquired it again.
+	lock     atomic.Pointer[statemgr.Lock]
+	lockLost atomic.Bool
 	// wg owns the TM's goroutines: the loop, the lock keeper, side tasks.
 	wg sync.WaitGroup
 	// credsMu orders issuing a host's NATS credential (IssueCredential, from the
@@ -179,6 +181,7 @@ func (t *Manager) setUp(ctx context.Context, state api.State) error {
 		t.ctl = ctl.NewNATSClient(t.cfg.Conn, ctl.NATSClientOptions{Tenant: t.cfg.Store.Tenant(), Topology: t.name,
 			Expected: t.upContainers, Logger: t.log})
 	}
+	t.ctl = heldCommands{Commands: t.ctl, t: t}
 	lock, err := t.cfg.Store.AcquireTMLock(ctx, t.name, t.cfg.Owner, t.cfg.LockTTL)
 	if err != nil {
 		return fmt.Errorf("topology %s: %w", t.name, err)
@@ -330,11 +333,13 @@ func (t *Manager) keepLock(ctx context.Context) {
 		if err == nil || ctx.Err() != nil {
 			return
 		}
+		t.lockLost.Store(true)
 		t.log.Error("lost the topology manager lock; acquiring it again", "err", err)
 		for {
 			l, err := t.cfg.Store.AcquireTMLock(ctx, t.name, t.cfg.Owner, t.cfg.LockTTL)
 			if err == nil {
 				t.lock.Store(l)
+				t.lockLost.Store(false)
 				t.log.Info("topology manager lock acquired again")
 				break
 			}
@@ -413,6 +418,9 @@ func (t *Manager) storePlan(ctx context.Context, doc ctl.PlanDoc) (uint64, error
 	}
 	b, err := ctl.EncodePlan(doc)
 	if err != nil {
+		return 0, err
+	}
+	if err := t.holding(); err != nil {
 		return 0, err
 	}
 	return t.cfg.Store.PutPhysicalPlan(ctx, t.name, b)

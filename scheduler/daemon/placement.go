@@ -131,6 +131,7 @@ func (d *Daemon) startPlacement(ctx context.Context) error {
 		Spec:       d.containerSpec,
 		Epoch:      d.epochOf,
 		FenceWait:  d.fenceWait,
+		Reachable:  d.peers.routed,
 		Nodes:      d.liveNodes,
 		OnChange:   d.onProcess,
 		Revoke: func(tenant, topology string, users ...string) {
@@ -304,6 +305,13 @@ func (r *peerRoutes) set(names []string, now time.Time) int {
 // connected (it hears the epoch, if late) or was never seen (it runs
 // nothing of this cluster's).
 func (d *Daemon) fenceWait(node string) time.Duration { return d.peers.wait(node, time.Now()) }
+
+// routed says whether this node has a route to node now.
+func (r *peerRoutes) routed(node string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.up[node]
+}
 
 func (r *peerRoutes) wait(node string, now time.Time) time.Duration {
 	r.mu.Lock()

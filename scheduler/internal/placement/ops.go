@@ -273,12 +273,19 @@ func (p *Placer[T]) watchNodes() {
 		}
 		for _, pl := range remote {
 			i := slices.IndexFunc(cands, func(c Candidate) bool { return c.Name == pl.node })
+			var why string
 			switch {
 			case i < 0:
-				_ = p.move(pl, fmt.Sprintf("node %s lost", pl.node))
+				why = fmt.Sprintf("node %s lost", pl.node)
 			case cands[i].Silent > p.o.MoveSilent:
-				_ = p.move(pl, fmt.Sprintf("node %s silent for %v", pl.node, cands[i].Silent.Round(time.Second)))
+				why = fmt.Sprintf("node %s silent for %v", pl.node, cands[i].Silent.Round(time.Second))
+			default:
+				continue
 			}
+			if p.o.Reachable != nil && p.o.Reachable(pl.node) {
+				continue // its record is stale, but it runs (Options.Reachable)
+			}
+			_ = p.move(pl, why)
 		}
 	}
 }

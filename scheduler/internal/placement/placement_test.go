@@ -477,6 +477,49 @@ func TestPlacerMovesOffALostNode(t *testing.T) {
 	}
 }
 
+// TestPlacerKeepsAReachableNodesContainers: a node whose record says it
+// is lost (its reports could not be stored while JetStream elected) but
+// that this node is connected to keeps its containers; once it is not
+// connected either, they move.
+func TestPlacerKeepsAReachableNodesContainers(t *testing.T) {
+	c := startCluster(t, 3)
+	var mu sync.Mutex
+	reachable, asked := true, 0
+	p, _ := c.placerWith("n1", 3, func(o *Options[top]) {
+		o.Reachable = func(node string) bool {
+			mu.Lock()
+			defer mu.Unlock()
+			if node == "n2" {
+				asked++
+			}
+			return reachable
+		}
+	})
+	wc := top{"acme", "wc"}
+	for n := 1; n <= 2; n++ {
+		if err := p.StartContainer(t.Context(), wc, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.mu.Lock()
+	c.lost["n2"] = true
+	c.mu.Unlock()
+	testutil.Eventually(t, "three checks of the lost but reachable n2", func() (bool, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		return asked >= 3, fmt.Sprint(asked)
+	})
+	if p.Node("acme.wc/container-2") != "n2" || !slices.Contains(c.procs["n2"].running(), "acme.wc/container-2") {
+		t.Fatalf("container 2 moved off a reachable node: %s", c.where())
+	}
+	mu.Lock()
+	reachable = false
+	mu.Unlock()
+	testutil.Eventually(t, "container 2 moves to n3", func() (bool, string) {
+		return p.Node("acme.wc/container-2") == "n3", c.where()
+	})
+}
+
 // TestPlacerKillOfASilentNode: a node that does not answer (its
 // supervisor gone) has the container declared lost moved elsewhere at
 // the kill.

@@ -63,6 +63,12 @@ type Options[T Topology] struct {
 	// ran: a cut-off node kills its containers itself, and the TM starts
 	// their replacements only after.
 	FenceWait func(node string) time.Duration
+	// Reachable (nil: never) says whether this node is connected to node
+	// now. A node whose record is stale (its reports cannot be stored
+	// while JetStream elects) but that is connected keeps its
+	// containers: it is not cut off, so it would not stop them, and a
+	// copy started elsewhere would run beside them.
+	Reachable func(node string) bool
 	// CheckEvery is how often the nodes' liveness is checked (default 1 s).
 	CheckEvery time.Duration
 	// PlaceSilent (default 9 s) and MoveSilent (default 12 s): see

@@ -58,6 +58,8 @@ type Manager struct {
 	// lockLost while keepLock has lost it and not acquired it again.
 	lock     atomic.Pointer[statemgr.Lock]
 	lockLost atomic.Bool
+	// steppedDown: the TM has stepped down; it keeps no lock.
+	steppedDown atomic.Bool
 	// wg owns the TM's goroutines: the loop, the lock keeper, side tasks.
 	wg sync.WaitGroup
 	// credsMu orders issuing a host's NATS credential (IssueCredential, from the
@@ -334,6 +336,9 @@ func (t *Manager) keepLock(ctx context.Context) {
 			return
 		}
 		t.lockLost.Store(true)
+		if t.steppedDown.Load() {
+			return // another daemon runs the topology: nothing to keep
+		}
 		t.log.Error("lost the topology manager lock; acquiring it again", "err", err)
 		for {
 			l, err := t.cfg.Store.AcquireTMLock(ctx, t.name, t.cfg.Owner, t.cfg.LockTTL)
@@ -375,19 +380,21 @@ func (t *Manager) confirmEnd(next mode) mode {
 	default:
 		return next
 	}
-	l := t.lock.Load()
-	if l == nil {
-		return next
-	}
 	ctx := context.WithoutCancel(t.runCtx)
 	deadline := time.Now().Add(t.cfg.LockTTL)
 	for {
+		l := t.lock.Load()
+		if l == nil {
+			return next
+		}
 		cctx, cancel := context.WithTimeout(ctx, t.cfg.LockTTL/3)
 		err := l.Refresh(cctx)
 		cancel()
 		switch {
 		case err == nil:
 			return next
+		case errors.Is(err, statemgr.ErrLockLost) && t.lock.Load() != l:
+			continue // keepLock has acquired it again meanwhile: that one counts
 		case errors.Is(err, statemgr.ErrLockLost):
 			t.log.Error("this topology manager would end the topology, but another daemon manages it now", "mode", next.name(), "why", next.why(), "err", err)
 			if k, ok := next.(*killedMode); ok {

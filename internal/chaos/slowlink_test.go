@@ -6,6 +6,8 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -34,6 +36,39 @@ type slowLinkFigures struct {
 	Lost, Dups  int
 	Spread      map[string]int // containers per node
 	Stats       netlab.Stats   // the route proxies', summed
+	// Checkpoints is the last global checkpoint seen, FailedCkpts the
+	// checkpoints that failed, Rollbacks and Restarts (the containers')
+	// the most seen in the window: what recovered while the data
+	// crossed the links (a slow link must cost time only).
+	Checkpoints                      uint64
+	FailedCkpts, Rollbacks, Restarts int
+	// Why is the last rollback's reason and the last checkpoint error.
+	Why []string
+}
+
+// note records what st says of checkpoints, rollbacks and restarts.
+func (f *slowLinkFigures) note(st Status) {
+	if c := st.Checkpoints; c != nil {
+		f.Checkpoints = max(f.Checkpoints, c.Global)
+		f.FailedCkpts = max(f.FailedCkpts, c.Failed)
+		f.Rollbacks = max(f.Rollbacks, c.Rollbacks)
+		for _, why := range []string{c.LastRollback, c.LastError} {
+			if why != "" && !slices.Contains(f.Why, why) {
+				f.Why = append(f.Why, why)
+			}
+		}
+	}
+	for _, c := range st.Containers {
+		why := fmt.Sprintf("container %d: %s", c.ID, c.LastError)
+		if c.LastError != "" && !slices.Contains(f.Why, why) {
+			f.Why = append(f.Why, why)
+		}
+	}
+	restarts := 0
+	for _, c := range st.Containers {
+		restarts += c.Restarts
+	}
+	f.Restarts = max(f.Restarts, restarts)
 }
 
 // TestNodeSlowLink: three `ardea server` nodes, each in its own network
@@ -61,6 +96,9 @@ func TestNodeSlowLink(t *testing.T) {
 	t.Run("plain", func(t *testing.T) { plain = slowLinkRun(t, netlab.Link{}) })
 	t.Run("shaped", func(t *testing.T) { shaped = slowLinkRun(t, slowLink) })
 	if plain == nil || shaped == nil {
+		if !t.Failed() {
+			t.Skip("no throughput to compare: a run was skipped (see its message) or not selected")
+		}
 		return
 	}
 	t.Logf("throughput, %d records effectively once over three nodes: plain links %.0f records/s (whole run %.0f), %v delay %.0f%% loss %.0f records/s (whole run %.0f), %.2fx; lost %d/%d, duplicates %d/%d",
@@ -111,6 +149,7 @@ func slowLinkRun(t *testing.T, link netlab.Link) *slowLinkFigures {
 		if err != nil {
 			return false, err.Error()
 		}
+		fig.note(st)
 		return Terminal(st.State), fmt.Sprintf("state %s, %d bytes out", st.State, grown)
 	})
 	total := lines(r.out)
@@ -134,9 +173,20 @@ func slowLinkRun(t *testing.T, link netlab.Link) *slowLinkFigures {
 	if link.Loss > 0 && fig.Stats.Segments > 10000 && fig.Stats.Lost == 0 {
 		t.Errorf("%d segments crossed links with %.0f%% loss, none lost: the links were not shaped", fig.Stats.Segments, 100*link.Loss)
 	}
-	t.Logf("link %+v; containers per node %v; %d records in %.1f s after the release: %.0f records/s (whole run %.0f); routes: %d MB, %s; checker: lost %d, duplicates %d",
-		link, fig.Spread, total-before, last.Sub(began).Seconds(), fig.Window, fig.Run, fig.Stats.Bytes>>20,
-		strings.Join(perProxy, "; "), fig.Lost, fig.Dups)
+	t.Logf("link %+v; containers per node %v; %d records in %.1f s after the release: %.0f records/s (whole run %.0f); global checkpoint %d, %d failed, %d rollbacks, %d container restarts; routes: %d MB, %s; checker: lost %d, duplicates %d",
+		link, fig.Spread, total-before, last.Sub(began).Seconds(), fig.Window, fig.Run, fig.Checkpoints, fig.FailedCkpts, fig.Rollbacks, fig.Restarts,
+		fig.Stats.Bytes>>20, strings.Join(perProxy, "; "), fig.Lost, fig.Dups)
+	if len(fig.Why) > 0 {
+		t.Logf("recoveries: %s", strings.Join(fig.Why, " | "))
+	}
+	if keep := os.Getenv("ARDEA_CHAOS_LOGDIR"); keep != "" {
+		for _, d := range nodes {
+			if b, err := os.ReadFile(d.LogPath); err == nil {
+				_ = os.WriteFile(filepath.Join(keep, strings.ReplaceAll(t.Name(), "/", "_")+"-"+filepath.Base(d.LogPath)), b, 0o644)
+			}
+			_ = os.CopyFS(filepath.Join(keep, strings.ReplaceAll(t.Name(), "/", "_")+"-"+nodeName(d)+"-logs"), os.DirFS(filepath.Join(d.DataDir, "logs")))
+		}
+	}
 	if t.Failed() {
 		return nil
 	}

@@ -88,7 +88,10 @@ func (f *slowLinkFigures) note(st Status) {
 // checker, effectively once: every key's counts step 1..N). The
 // throughput of both runs (records/s) is logged side by side and never
 // asserted: on a shared two-core machine it measures the machine as
-// much as the link.
+// much as the link. So are the recoveries a run went through (rollbacks,
+// container restarts, failed checkpoints, and why): the slow link causes
+// some it should not (docs/deploy.md, "Slow, lossy links"), which cost
+// time, never correctness.
 func TestNodeSlowLink(t *testing.T) {
 	testutil.StartsProcesses(t, "three ardea server nodes in network namespaces, their routes through shaped proxies")
 	t.Parallel()

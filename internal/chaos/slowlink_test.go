@@ -183,10 +183,9 @@ func slowLinkRun(t *testing.T, link netlab.Link) *slowLinkFigures {
 		t.Logf("recoveries: %s", strings.Join(fig.Why, " | "))
 	}
 	if keep := os.Getenv("ARDEA_CHAOS_LOGDIR"); keep != "" {
+		// The nodes' logs are kept by keepNodeLogs; the containers' too,
+		// per run (where a beat or a checkpoint went).
 		for _, d := range nodes {
-			if b, err := os.ReadFile(d.LogPath); err == nil {
-				_ = os.WriteFile(filepath.Join(keep, strings.ReplaceAll(t.Name(), "/", "_")+"-"+filepath.Base(d.LogPath)), b, 0o644)
-			}
 			_ = os.CopyFS(filepath.Join(keep, strings.ReplaceAll(t.Name(), "/", "_")+"-"+nodeName(d)+"-logs"), os.DirFS(filepath.Join(d.DataDir, "logs")))
 		}
 	}

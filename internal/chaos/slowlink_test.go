@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -180,13 +179,6 @@ func slowLinkRun(t *testing.T, link netlab.Link) *slowLinkFigures {
 		fig.Stats.Bytes>>20, strings.Join(perProxy, "; "), fig.Lost, fig.Dups)
 	if len(fig.Why) > 0 {
 		t.Logf("recoveries: %s", strings.Join(fig.Why, " | "))
-	}
-	if keep := os.Getenv("ARDEA_CHAOS_LOGDIR"); keep != "" {
-		// The nodes' logs are kept by keepNodeLogs; the containers' too,
-		// per run (where a beat or a checkpoint went).
-		for _, d := range nodes {
-			_ = os.CopyFS(filepath.Join(keep, strings.ReplaceAll(t.Name(), "/", "_")+"-"+nodeName(d)+"-logs"), os.DirFS(filepath.Join(d.DataDir, "logs")))
-		}
 	}
 	if t.Failed() {
 		return nil

@@ -33,6 +33,28 @@ func startNodes(t *testing.T, dir string, n int) []*Daemon {
 // its API reached from the test through a proxy on loopback (d.API).
 func startNodesIn(t *testing.T, dir string, n int, lab *netlab.Lab) []*Daemon {
 	t.Helper()
+	nodes, _ := startNodesLinked(t, dir, n, lab, nil)
+	return nodes
+}
+
+// routePort is the port of a lab node's route address.
+const routePort = 7222
+
+// startNodesLinked is startNodesIn with, when link is not nil (lab must
+// not be nil then), every NATS route through a LinkProxy that applies
+// link: node i's cluster listener is on its namespace's loopback, where
+// no other namespace reaches it, and proxies[i], in the same namespace,
+// listens on the node's lab address (the route URL every node lists) and
+// forwards to it. So every route connection into node i, whichever node
+// opens it (the configured routes, their pooled connections, one learnt
+// by gossip), crosses proxies[i]: one shaped link per connection. A
+// route URL gossiped from a node's listener (127.0.0.1) leads the node
+// that tries it to itself, which nats-server ignores.
+func startNodesLinked(t *testing.T, dir string, n int, lab *netlab.Lab, link *netlab.Link) (nodes []*Daemon, proxies []*netlab.LinkProxy) {
+	t.Helper()
+	if link != nil && lab == nil {
+		t.Fatal("startNodesLinked: a link between nodes needs a lab")
+	}
 	bin, cache, wazero := binaries(t)
 	secret := filepath.Join(dir, "cluster.secret")
 	if err := natsauth.NewSecret().WriteFile(secret); err != nil {
@@ -42,7 +64,7 @@ func startNodesIn(t *testing.T, dir string, n int, lab *netlab.Lab) []*Daemon {
 	for i := range n {
 		addr := ""
 		if lab != nil {
-			addr = lab.Node(i).Addr(7222) // each namespace has its own ports
+			addr = lab.Node(i).Addr(routePort) // each namespace has its own ports
 		} else {
 			ln, err := net.Listen("tcp", "127.0.0.1:0")
 			if err != nil {
@@ -51,10 +73,16 @@ func startNodesIn(t *testing.T, dir string, n int, lab *netlab.Lab) []*Daemon {
 			addr = ln.Addr().String()
 			ln.Close()
 		}
-		listens = append(listens, addr)
 		routes = append(routes, "nats://"+addr)
+		if link != nil {
+			// The node's own listener where only the proxy reaches it.
+			local := fmt.Sprintf("127.0.0.1:%d", routePort)
+			proxies = append(proxies, lab.ProxyIn(t, i, addr, local, *link))
+			addr = local
+		}
+		listens = append(listens, addr)
 	}
-	nodes := make([]*Daemon, n)
+	nodes = make([]*Daemon, n)
 	errs := make(chan error, n)
 	for i := range n {
 		data := filepath.Join(dir, fmt.Sprintf("n%d", i+1))
@@ -127,7 +155,7 @@ func startNodesIn(t *testing.T, dir string, n int, lab *netlab.Lab) []*Daemon {
 	for _, d := range nodes {
 		d.Token = token
 	}
-	return nodes
+	return nodes, proxies
 }
 
 // managing polls until one of nodes answers the status of topology name

@@ -12,7 +12,6 @@ import (
 	"log/slog"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -54,23 +53,8 @@ func TestRouteCADerived(t *testing.T) {
 	}
 }
 
-// syncBuf keeps what is written to it.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuf is a logger's output read while it is written.
+type syncBuf = testutil.SyncBuffer
 
 // TestRouteTLSSecretCluster: three nodes of one secret form a TLS
 // cluster whose messages cross the routes; a node with another secret

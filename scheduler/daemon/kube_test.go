@@ -3,7 +3,6 @@ package daemon_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -17,7 +16,6 @@ import (
 
 	"github.com/ardea-dev/ardea/examples/keyed"
 	"github.com/ardea-dev/ardea/examples/wordcount"
-	"github.com/ardea-dev/ardea/internal/natsauth"
 	"github.com/ardea-dev/ardea/internal/testutil"
 	ktest "github.com/ardea-dev/ardea/internal/testutil/kube"
 	"github.com/ardea-dev/ardea/internal/testutil/wordcounttest"
@@ -395,52 +393,6 @@ func TestKubernetesClusterTakeover(t *testing.T) {
 	t.Logf("node %s closed mid-stream (statefulset %s), node %s took the topology over: every one of %d lines written, %d duplicates",
 		first.NodeName(), uid, second.NodeName(), n, dups)
 	awaitNoObjects(t, kc)
-}
-
-// startNodesWith is startNodes (cluster_test.go) with o's Kubernetes.
-func startNodesWith(t *testing.T, n int, o daemon.Options) []*daemon.Daemon {
-	t.Helper()
-	secret := natsauth.NewSecret()
-	var routes, listens []string
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		listens = append(listens, ln.Addr().String())
-		routes = append(routes, "nats://"+ln.Addr().String())
-		ln.Close()
-	}
-	nodes := make([]*daemon.Daemon, n)
-	errs := make(chan error, n)
-	for i := range n {
-		go func() {
-			o := daemon.Options{DataDir: t.TempDir(), Listen: "127.0.0.1:0", CacheDir: compileCache, HostPath: ardeaBin,
-				HostArgs: []string{"--log-format", "json", "--log-level", "info", "host"}, MaxRestarts: 2,
-				Cluster: &daemon.Cluster{Name: fmt.Sprintf("n%d", i+1), Secret: []byte(secret.String()),
-					ClusterListen: listens[i], Routes: routes},
-				Kubernetes: o.Kubernetes}
-			hostCache(o.DataDir)
-			d, err := daemon.Start(t.Context(), o)
-			nodes[i] = d
-			errs <- err
-		}()
-	}
-	for range n {
-		if err := <-errs; err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, d := range nodes {
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			if err := d.Close(ctx); err != nil {
-				t.Errorf("close node %s: %v", d.NodeName(), err)
-			}
-		})
-	}
-	return nodes
 }
 
 // TestKubernetesDaemonRestart: a daemon alone with scheduler: kubernetes

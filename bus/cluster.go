@@ -22,11 +22,17 @@ const routeUser = "ardea-route"
 // streams and buckets are replicated over the nodes by Raft, and a node
 // lost keeps its replicas' data on the others.
 //
-// Routes are authenticated: a node accepts a route only from a peer that
+// Routes are encrypted and authenticated twice over. Every route is TLS
+// (TLS, a RouteTLS) with both ends verified against the cluster's CAs,
+// so a peer without a certificate of them, or one speaking plaintext,
+// is refused at the handshake and nothing of a route can be read on the
+// network. Inside the TLS, a node accepts a route only from a peer that
 // presents Password, and presents it on the routes it opens (it is never
-// part of a URL anyone passes in). A node with no Password refuses to
-// start clustered: a cluster port without authentication would let
-// anyone who reaches it join the cluster and read every account.
+// part of a URL anyone passes in). A node with no Password or no TLS
+// refuses to start clustered: a cluster port without authentication
+// would let anyone who reaches it join the cluster and read every
+// account, one without TLS would show every message and credential to
+// whoever is on the network path.
 type Cluster struct {
 	// Name of the cluster (DefaultClusterName when empty).
 	Name string
@@ -43,6 +49,8 @@ type Cluster struct {
 	Routes []*url.URL
 	// Password authenticates the routes (see Cluster).
 	Password string
+	// TLS encrypts and authenticates the routes (see Cluster).
+	TLS *RouteTLS
 }
 
 // apply sets the server options for c.
@@ -58,6 +66,13 @@ func (c *Cluster) apply(opts *server.Options) error {
 	}
 	if c.Password == "" {
 		return errors.New("bus: cluster: the routes' password is required (an unauthenticated cluster port would let anyone join)")
+	}
+	if c.TLS == nil || c.TLS.Certificate == nil || c.TLS.CAs == nil {
+		return errors.New("bus: cluster: the routes' TLS (a certificate and the CAs) is required (plaintext routes would show every message and credential on the network)")
+	}
+	// A certificate that cannot be had fails the start, not every route.
+	if _, err := c.TLS.Certificate(); err != nil {
+		return fmt.Errorf("bus: cluster: %w", err)
 	}
 	name := c.Name
 	if name == "" {
@@ -84,6 +99,10 @@ func (c *Cluster) apply(opts *server.Options) error {
 	// out their own timeouts, and the route is made again on the heal.
 	opts.Cluster.PingInterval = routePingInterval
 	opts.Cluster.MaxPingsOut = routeMaxPingsOut
+	// TLS both ways on every route, the ones this node accepts and the
+	// ones it dials (nats-server uses the one config for both ends).
+	opts.Cluster.TLSConfig = c.TLS.config()
+	opts.Cluster.TLSTimeout = routeTLSTimeout.Seconds()
 	// Only routes of this cluster, with the credentials above: no gossip
 	// of peers the operator did not list is needed, but nats-server's
 	// gossip only ever connects to members that authenticated, so it is

@@ -17,8 +17,9 @@ import (
 )
 
 // startCluster starts n clustered servers with JetStream, each routing
-// to every one (itself too, as a StatefulSet's members do).
-func startCluster(t *testing.T, n int, password string) []*Server {
+// to every one (itself too, as a StatefulSet's members do), over TLS
+// from ca.
+func startCluster(t *testing.T, n int, password string, ca *RouteCA) []*Server {
 	t.Helper()
 	ports := make([]int, n)
 	var routes []*url.URL
@@ -31,7 +32,8 @@ func startCluster(t *testing.T, n int, password string) []*Server {
 	for i := range n {
 		go func() {
 			s, err := StartServer(t.Context(), ServerOptions{JetStream: true, StoreDir: t.TempDir(), HealInterval: -1,
-				Cluster: &Cluster{ServerName: fmt.Sprintf("n%d", i+1), Port: ports[i], Routes: routes, Password: password}})
+				Cluster: &Cluster{ServerName: fmt.Sprintf("n%d", i+1), Port: ports[i], Routes: routes, Password: password,
+					TLS: ca.TLS(fmt.Sprintf("n%d", i+1))}})
 			srvs[i] = s
 			errs <- err
 		}()
@@ -59,7 +61,7 @@ func freePort(t *testing.T) int {
 }
 
 func TestClusterReplicatesAndSurvivesANode(t *testing.T) {
-	srvs := startCluster(t, 3, "s3cret-s3cret")
+	srvs := startCluster(t, 3, "s3cret-s3cret", testRouteCA(t))
 	for _, s := range srvs {
 		testutil.Eventually(t, "every node routes to the two others", func() bool { return s.NATS().NumRoutes() >= 2 })
 	}
@@ -100,10 +102,11 @@ func TestClusterReplicatesAndSurvivesANode(t *testing.T) {
 }
 
 func TestClusterRoutesNeedThePassword(t *testing.T) {
-	srvs := startCluster(t, 3, "right-password")
+	ca := testRouteCA(t)
+	srvs := startCluster(t, 3, "right-password", ca)
 	u, _ := url.Parse(srvs[0].ClusterURL())
 	odd, err := StartServer(t.Context(), ServerOptions{HealInterval: -1,
-		Cluster: &Cluster{ServerName: "odd", Routes: []*url.URL{u}, Password: "wrong-password"}})
+		Cluster: &Cluster{ServerName: "odd", Routes: []*url.URL{u}, Password: "wrong-password", TLS: ca.TLS("odd")}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,14 +139,17 @@ func TestClusterRoutesNeedThePassword(t *testing.T) {
 }
 
 func TestClusterOptionsRefused(t *testing.T) {
+	tls := testRouteCA(t).TLS("a")
 	for _, c := range []struct {
 		name string
 		c    Cluster
 		want string
 	}{
-		{"no password", Cluster{ServerName: "a"}, "password is required"},
-		{"no name", Cluster{Password: "p"}, "server name is required"},
-		{"credentials in a route", Cluster{ServerName: "a", Password: "p", Routes: []*url.URL{{Scheme: "nats", Host: "h:1", User: url.UserPassword("u", "p")}}}, "carries credentials"},
+		{"no password", Cluster{ServerName: "a", TLS: tls}, "password is required"},
+		{"no name", Cluster{Password: "p", TLS: tls}, "server name is required"},
+		{"no TLS", Cluster{ServerName: "a", Password: "p"}, "TLS (a certificate and the CAs) is required"},
+		{"no CAs", Cluster{ServerName: "a", Password: "p", TLS: &RouteTLS{Certificate: tls.Certificate}}, "TLS (a certificate and the CAs) is required"},
+		{"credentials in a route", Cluster{ServerName: "a", Password: "p", TLS: tls, Routes: []*url.URL{{Scheme: "nats", Host: "h:1", User: url.UserPassword("u", "p")}}}, "carries credentials"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cl := c.c

@@ -1,12 +1,10 @@
 package bus
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,22 +16,8 @@ import (
 	"github.com/ardea-dev/ardea/internal/testutil"
 )
 
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuf is a logger's output read while it is written.
+type syncBuf = testutil.SyncBuffer
 
 func TestStartServerJetStreamAndLogs(t *testing.T) {
 	var logs syncBuf

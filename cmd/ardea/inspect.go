@@ -215,7 +215,8 @@ one component's (count), one instance's (count/2) or one container's
 "time LEVEL msg key=value ...", with an instance named component/index.
 -o json prints the JSON lines as the hosts wrote them; -o yaml prints them
 as a YAML list. A line that is not JSON (a crash's trace) is printed as
-it is.`,
+it is. On a cluster (ardea server) each container's log is read on the
+node it runs on.`,
 		Example: `  ardea logs wordcount
   ardea logs wordcount count/1 -n 50
   ardea logs wordcount --container 2 -o json`,

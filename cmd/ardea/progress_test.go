@@ -2,30 +2,16 @@ package main
 
 import (
 	"bytes"
+	"github.com/ardea-dev/ardea/internal/testutil"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/ardea-dev/ardea/internal/metrics"
 )
 
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuf is a logger's output read while it is written.
+type syncBuf = testutil.SyncBuffer
 
 func TestProgressShowsRatesAndBackPressure(t *testing.T) {
 	reg := metrics.NewRegistry()

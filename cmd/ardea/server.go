@@ -26,8 +26,13 @@ no data with a node. Every node serves the API and the UI with the same
 tokens; the first node to start writes the admin token to its data dir.
 
 Every node is started with the same secret (--cluster-secret-file, mode
-0600; 'ardea server secret' makes one): the keys of the NATS accounts and
-the routes' password derive from it, so it never appears on a command line.
+0600; 'ardea server secret' makes one): the keys of the NATS accounts, the
+routes' password and the CA of the routes' TLS derive from it, so it never
+appears on a command line. The routes are TLS with both ends verified:
+each node issues itself short-lived certificates from the derived CA, so
+a node without the secret can neither join nor read them. With your own
+PKI, --cluster-tls-cert, --cluster-tls-key and --cluster-tls-ca replace the
+derived CA (on every node).
 
 Without --routes, 'ardea server' is 'ardea local': a daemon alone.
 See docs/deploy.md.`,
@@ -38,7 +43,8 @@ See docs/deploy.md.`,
     --cluster-secret-file /etc/ardea/cluster.secret`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if len(cl.Routes) == 0 {
-				for _, f := range []string{"cluster-listen", "nats-listen", "cluster-secret-file", "replicas"} {
+				for _, f := range []string{"cluster-listen", "nats-listen", "cluster-secret-file", "replicas",
+					"cluster-tls-cert", "cluster-tls-key", "cluster-tls-ca", "cluster-tls-server-name"} {
 					if cmd.Flags().Changed(f) {
 						return usageError{fmt.Errorf("--%s: only with --routes (a node alone is 'ardea local')", f)}
 					}
@@ -64,6 +70,10 @@ See docs/deploy.md.`,
 	cmd.Flags().StringSliceVar(&cl.Routes, "routes", nil, "the nodes' route URLs, comma separated (nats://host:port; this node's own may be among them)")
 	cmd.Flags().StringVar(&secretFile, "cluster-secret-file", "", "file (mode 0600) holding the cluster's shared secret")
 	cmd.Flags().IntVar(&cl.Replicas, "replicas", daemon.DefaultReplicas, "copies of every bucket over the nodes (1 to 5)")
+	cmd.Flags().StringVar(&cl.TLSCert, "cluster-tls-cert", "", "this node's route certificate (PEM; for server and client authentication) from your own PKI, instead of the CA derived from the cluster secret")
+	cmd.Flags().StringVar(&cl.TLSKey, "cluster-tls-key", "", "the key of --cluster-tls-cert (PEM, mode 0600)")
+	cmd.Flags().StringVar(&cl.TLSCA, "cluster-tls-ca", "", "the CA certificates (PEM) every node's route certificate is checked against, with --cluster-tls-cert")
+	cmd.Flags().StringVar(&cl.TLSServerName, "cluster-tls-server-name", "", "the name every node's route certificate carries, with --cluster-tls-cert (default: the route URL's host)")
 	cmd.AddCommand(newServerSecretCmd())
 	return cmd
 }

@@ -31,6 +31,13 @@ func TestServerUsageErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	data := filepath.Join(dir, "data")
+	pem := filepath.Join(dir, "node.pem")
+	if err := os.WriteFile(pem, []byte("not PEM"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tlsArgs := func(extra ...string) []string {
+		return append([]string{"server", "--data-dir", data, "--routes", "nats://127.0.0.1:1", "--cluster-secret-file", secret}, extra...)
+	}
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -44,6 +51,10 @@ func TestServerUsageErrors(t *testing.T) {
 		{[]string{"server", "--data-dir", data, "--routes", "http://127.0.0.1:1", "--cluster-secret-file", secret}, "want nats://host:port"},
 		{[]string{"server", "--data-dir", data, "--routes", "nats://127.0.0.1:1", "--cluster-secret-file", secret, "--replicas", "7"}, "--replicas 7: want 1 to 5"},
 		{[]string{"server", "--data-dir", data, "--routes", "nats://127.0.0.1:1", "--cluster-secret-file", secret, "--name", "a.b"}, `--name "a.b"`},
+		{[]string{"server", "--data-dir", data, "--cluster-tls-key", pem}, "--cluster-tls-key: only with --routes"},
+		{tlsArgs("--cluster-tls-cert", pem), "all three or none"},
+		{tlsArgs("--cluster-tls-server-name", "n"), "--cluster-tls-server-name: only with --cluster-tls-cert"},
+		{tlsArgs("--cluster-tls-cert", pem, "--cluster-tls-key", pem, "--cluster-tls-ca", secret), "no PEM certificate"},
 	} {
 		code, _, stderr := runArdea(t, tc.args...)
 		if code == 0 || !strings.Contains(stderr, tc.want) {

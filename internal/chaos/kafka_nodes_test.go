@@ -97,8 +97,7 @@ func kafkaNodeKill(t *testing.T, brokers string, killManaging bool) {
 	createTopics(t, kadm.NewClient(cl), in, out)
 	input := kafkaInput(t, dir, in)
 
-	nodes := startNodes(t, dir, 3)
-	keepNodeLogs(t, nodes)
+	nodes := startNodes(t, dir, 3) // their logs kept with ARDEA_CHAOS_LOGDIR (keepNodeLogs)
 	phase("nodes up")
 	rd := &kafkaOutput{}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -291,31 +290,6 @@ func (r *rowRun) notEnded() {
 	if st, err := r.d.Status(r.name); err == nil && Terminal(st.State) {
 		r.fatalf("the topology is %s: %s", st.State, st.Errors())
 	}
-}
-
-// keepNodeLogs copies, when ARDEA_CHAOS_LOGDIR is set, every node's log
-// and its hosts' logs into a directory of the test's there once it ends,
-// passed or failed (nodeFailure keeps only a failed run's node logs).
-func keepNodeLogs(t *testing.T, nodes []*Daemon) {
-	keep := os.Getenv("ARDEA_CHAOS_LOGDIR")
-	if keep == "" {
-		return
-	}
-	t.Cleanup(func() {
-		dst := filepath.Join(keep, strings.ReplaceAll(t.Name(), "/", "_"))
-		for _, d := range nodes {
-			n := nodeName(d)
-			if err := os.MkdirAll(filepath.Join(dst, n), 0o755); err != nil {
-				t.Log(err)
-				return
-			}
-			if b, err := os.ReadFile(d.LogPath); err == nil {
-				_ = os.WriteFile(filepath.Join(dst, n+".log"), b, 0o644)
-			}
-			_ = os.CopyFS(filepath.Join(dst, n, "logs"), os.DirFS(filepath.Join(d.DataDir, "logs")))
-		}
-		t.Logf("node and host logs kept in %s", dst)
-	})
 }
 
 // endMark is the value of the record the test appends to each output

@@ -33,6 +33,28 @@ func startNodes(t *testing.T, dir string, n int) []*Daemon {
 // its API reached from the test through a proxy on loopback (d.API).
 func startNodesIn(t *testing.T, dir string, n int, lab *netlab.Lab) []*Daemon {
 	t.Helper()
+	nodes, _ := startNodesLinked(t, dir, n, lab, nil)
+	return nodes
+}
+
+// routePort is the port of a lab node's route address.
+const routePort = 7222
+
+// startNodesLinked is startNodesIn with, when link is not nil (lab must
+// not be nil then), every NATS route through a LinkProxy that applies
+// link: node i's cluster listener is on its namespace's loopback, where
+// no other namespace reaches it, and proxies[i], in the same namespace,
+// listens on the node's lab address (the route URL every node lists) and
+// forwards to it. So every route connection into node i, whichever node
+// opens it (the configured routes, their pooled connections, one learnt
+// by gossip), crosses proxies[i]: one shaped link per connection. A
+// route URL gossiped from a node's listener (127.0.0.1) leads the node
+// that tries it to itself, which nats-server ignores.
+func startNodesLinked(t *testing.T, dir string, n int, lab *netlab.Lab, link *netlab.Link) (nodes []*Daemon, proxies []*netlab.LinkProxy) {
+	t.Helper()
+	if link != nil && lab == nil {
+		t.Fatal("startNodesLinked: a link between nodes needs a lab")
+	}
 	bin, cache, wazero := binaries(t)
 	secret := filepath.Join(dir, "cluster.secret")
 	if err := natsauth.NewSecret().WriteFile(secret); err != nil {
@@ -42,7 +64,7 @@ func startNodesIn(t *testing.T, dir string, n int, lab *netlab.Lab) []*Daemon {
 	for i := range n {
 		addr := ""
 		if lab != nil {
-			addr = lab.Node(i).Addr(7222) // each namespace has its own ports
+			addr = lab.Node(i).Addr(routePort) // each namespace has its own ports
 		} else {
 			ln, err := net.Listen("tcp", "127.0.0.1:0")
 			if err != nil {
@@ -51,10 +73,16 @@ func startNodesIn(t *testing.T, dir string, n int, lab *netlab.Lab) []*Daemon {
 			addr = ln.Addr().String()
 			ln.Close()
 		}
-		listens = append(listens, addr)
 		routes = append(routes, "nats://"+addr)
+		if link != nil {
+			// The node's own listener where only the proxy reaches it.
+			local := fmt.Sprintf("127.0.0.1:%d", routePort)
+			proxies = append(proxies, lab.ProxyIn(t, i, addr, local, *link))
+			addr = local
+		}
+		listens = append(listens, addr)
 	}
-	nodes := make([]*Daemon, n)
+	nodes = make([]*Daemon, n)
 	errs := make(chan error, n)
 	for i := range n {
 		data := filepath.Join(dir, fmt.Sprintf("n%d", i+1))
@@ -114,6 +142,7 @@ func startNodesIn(t *testing.T, dir string, n int, lab *netlab.Lab) []*Daemon {
 	if len(failed) > 0 {
 		t.Fatal(failed)
 	}
+	keepNodeLogs(t, nodes)
 	var token string
 	for _, d := range nodes {
 		if d.Token != "" {
@@ -126,7 +155,7 @@ func startNodesIn(t *testing.T, dir string, n int, lab *netlab.Lab) []*Daemon {
 	for _, d := range nodes {
 		d.Token = token
 	}
-	return nodes
+	return nodes, proxies
 }
 
 // managing polls until one of nodes answers the status of topology name
@@ -159,7 +188,7 @@ func (r *rowRun) managing(nodes []*Daemon, what string) *Daemon {
 // the fault matrix on two cores.
 func otherNodeKill(t *testing.T) {
 	dir := t.TempDir()
-	nodes := startNodes(t, dir, 3)
+	nodes := startNodesIn(t, dir, 3, labIfRoot(t, 3))
 	res := &Result{Row: "other-node-kill/" + EffectivelyOnce, Mode: EffectivelyOnce}
 	r := &rowRun{t: t, row: Row{Mode: EffectivelyOnce, Keys: 200, PerKey: 200, Rate: 8000}, res: res, name: "othernode", dir: dir, d: nodes[0]}
 	defer func() { nodeFailure(t, nodes, recover()) }()
@@ -223,7 +252,7 @@ func TestNodeKill(t *testing.T) {
 	for _, mode := range []string{EffectivelyOnce, AtLeastOnce} {
 		t.Run(mode, func(t *testing.T) {
 			dir := t.TempDir()
-			nodes := startNodes(t, dir, 3)
+			nodes := startNodesIn(t, dir, 3, labIfRoot(t, 3))
 			res := &Result{Row: "node-kill/" + mode, Mode: mode}
 			r := &rowRun{t: t, row: Row{Mode: mode, Keys: 200, PerKey: 200, Rate: 8000}, res: res, name: "nodekill", dir: dir, d: nodes[0]}
 			defer func() { nodeFailure(t, nodes, recover()) }()
@@ -259,6 +288,22 @@ func TestNodeKill(t *testing.T) {
 		})
 	}
 	t.Run("other_node", otherNodeKill)
+}
+
+// labIfRoot is a lab of n nodes, each in its own network namespace, or
+// nil (the nodes on loopback, said in the log) where namespaces need a
+// root this test does not have or ip(8) is missing.
+func labIfRoot(t *testing.T, n int) *netlab.Lab {
+	t.Helper()
+	if _, err := exec.LookPath("ip"); os.Geteuid() != 0 || err != nil {
+		t.Logf("nodes on loopback, not in network namespaces: they need root and ip(8) (euid %d, ip: %v)", os.Geteuid(), err)
+		return nil
+	}
+	lab, err := netlab.New(t, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lab
 }
 
 // nodeName is a node's --name: its data directory's name (startNodes).

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,22 +20,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuf is a logger's output read while it is written.
+type syncBuf = testutil.SyncBuffer
 
 // mountTmpfs mounts a tmpfs of size under a temporary directory, or skips
 // the test when mounting is not permitted.

@@ -113,12 +113,14 @@ func NewJetStreamStore(ctx context.Context, js jetstream.JetStream, o JetStreamO
 		return &JetStreamStore{bucket: o.Bucket, obs: obs, stream: stream, maxBytes: stream.CachedInfo().Config.MaxBytes}, nil
 	}
 	create := func(ctx context.Context) (jetstream.ObjectStore, error) {
-		return js.CreateOrUpdateObjectStore(ctx, cfg)
+		// From the leader on a cluster: a checkpoint read back from a
+		// follower not yet caught up would look damaged.
+		return jsretry.LeaderObjectStore(ctx, js, cfg)
 	}
-	obs, err := jsretry.Create(ctx, o.Replicas, create)
+	obs, err := create(ctx) // retried while the cluster does not answer
 	for err != nil && cfg.MaxBytes/2 >= minMaxBytes && isCode(err, errCodeStorageResources) {
 		cfg.MaxBytes /= 2
-		obs, err = jsretry.Create(ctx, o.Replicas, create)
+		obs, err = create(ctx)
 	}
 	if err == nil {
 		err = jsretry.Ready(ctx, js, "OBJ_"+cfg.Bucket, o.Replicas)

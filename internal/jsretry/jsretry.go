@@ -235,3 +235,49 @@ func LeaderKV(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValu
 		return js.KeyValue(ctx, cfg.Bucket)
 	})
 }
+
+// LeaderObjectStore is LeaderKV for an object store: its reads (an
+// object's metadata, its chunks) go to the stream's leader on a cluster.
+// A follower answers a direct get as soon as it is nearly caught up, so
+// an object just written, or written before a partition healed, can be
+// missing there: read back from a follower, a checkpoint would look
+// damaged. An existing store is not updated as an object store (that
+// would turn direct gets on again); a different cfg.MaxBytes is applied
+// to its stream's own configuration. For one replica it is
+// CreateOrUpdateObjectStore.
+func LeaderObjectStore(ctx context.Context, js jetstream.JetStream, cfg jetstream.ObjectStoreConfig) (jetstream.ObjectStore, error) {
+	if cfg.Replicas <= 1 {
+		return js.CreateOrUpdateObjectStore(ctx, cfg)
+	}
+	stream := "OBJ_" + cfg.Bucket
+	return Create(ctx, cfg.Replicas, func(ctx context.Context) (jetstream.ObjectStore, error) {
+		s, err := js.Stream(ctx, stream)
+		switch {
+		case errors.Is(err, jetstream.ErrStreamNotFound):
+			if _, err := js.CreateObjectStore(ctx, cfg); err != nil && !errors.Is(err, jetstream.ErrBucketExists) {
+				return nil, err
+			}
+		case err != nil:
+			return nil, err
+		default:
+			sc := s.CachedInfo().Config
+			want := cfg.MaxBytes
+			if want == 0 {
+				want = -1
+			}
+			if sc.MaxBytes != want {
+				sc.MaxBytes, sc.AllowDirect = want, false
+				if _, err := js.UpdateStream(ctx, sc); err != nil {
+					return nil, err
+				}
+			}
+		}
+		if err := LeaderReads(ctx, js, stream, cfg.Replicas); err != nil {
+			if errors.Is(err, jetstream.ErrStreamNotFound) {
+				err = fmt.Errorf("%w: %w", errNotApplied, err)
+			}
+			return nil, err
+		}
+		return js.ObjectStore(ctx, cfg.Bucket)
+	})
+}

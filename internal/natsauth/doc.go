@@ -121,8 +121,9 @@
 // the operator's, the system account's and the "ardea" account's keys are
 // derived from the cluster's Secret (HKDF-SHA256, one label each), so
 // every node trusts the same operator without copying keys, and nothing
-// secret is written; the routes' password comes from the same secret
-// (Secret.RoutePassword). Share then keeps the tenants' accounts in the
+// secret is written; the routes' password (Secret.RoutePassword) and
+// the CA of the routes' TLS (Secret.RouteCA, bus.RouteCA) come from the
+// same secret. Share then keeps the tenants' accounts in the
 // replicated bucket AccountsBucket (the "ardea" account) instead of the
 // state file: every change is a compare-and-set on the tenant's key,
 // and a watch applies what any node writes to this node's server (a

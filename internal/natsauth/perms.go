@@ -49,8 +49,8 @@ type TenantIO struct {
 //     its filter subject ($JS.API.CONSUMER.CREATE.<stream>.<name>.<filter>),
 //     so both are fenced to the topology's keys;
 //   - artifacts (read), key-group handoff and checkpoints (read and
-//     write): an object's metadata and its chunks by direct gets
-//     (objread: no consumer), a put publishes chunks and metadata on the
+//     write): an object's metadata and its chunks by direct gets, or
+//     message gets from the leader on a cluster (objread: no consumer), a put publishes chunks and metadata on the
 //     bucket's subjects and purges an overwritten object's old chunks;
 //   - the tenant streams and KV buckets its topology names (io): see
 //     below;
@@ -87,12 +87,16 @@ func HostPermissions(tenant, topology string, io TenantIO) jwt.Permissions {
 		api+"CONSUMER.CREATE."+kv(b.Plans)+".*.$KV."+b.Plans+"."+topology+".>",
 		api+"CONSUMER.DELETE."+kv(b.Plans)+".*",
 	)
-	// Object stores: direct gets of metadata and chunks (objread); writes
-	// where the host writes.
+	// Object stores: gets of metadata and chunks (objread), direct or,
+	// on a cluster, from the stream's leader (jsretry.LeaderObjectStore:
+	// a message get names its sequence or subject in its body, which is
+	// what a direct get by sequence already reaches); writes where the
+	// host writes.
 	for _, o := range []string{b.Artifacts, b.Handoff, b.Checkpoints} {
 		p.Pub.Allow.Add(
 			api+"DIRECT.GET."+obj(o),                 // an object's chunks, by sequence
 			api+"DIRECT.GET."+obj(o)+".$O."+o+".M.*", // an object's metadata
+			api+"STREAM.MSG.GET."+obj(o),             // either, from the leader
 		)
 	}
 	for _, o := range []string{b.Handoff, b.Checkpoints} {

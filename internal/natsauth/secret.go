@@ -1,6 +1,7 @@
 package natsauth
 
 import (
+	"crypto/ed25519"
 	"crypto/hkdf"
 	"crypto/rand"
 	"crypto/sha256"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/nats-io/nkeys"
 
+	"github.com/ardea-dev/ardea/bus"
 	"github.com/ardea-dev/ardea/internal/auth"
 )
 
@@ -23,8 +25,8 @@ const MinSecretBytes = 32
 // is started with the same (`ardea server --cluster-secret-file`). The
 // keys all nodes must agree on are derived from it (HKDF-SHA256, one
 // label each): the operator's, the system account's and the "ardea"
-// account's keys, and the password the NATS routes between the nodes
-// present. A tenant's account key is random and kept in the cluster's
+// account's keys, the password the NATS routes between the nodes
+// present, and the key of the CA their TLS trusts (RouteCA). A tenant's account key is random and kept in the cluster's
 // replicated accounts bucket (Manager.Share), so a secret alone does
 // not give a tenant's data away, and a tenant made again gets a new key.
 //
@@ -99,6 +101,24 @@ func (s Secret) derive(label string) []byte {
 // RoutePassword is what the NATS routes between the nodes present
 // (bus.Cluster.Password).
 func (s Secret) RoutePassword() string { return hex.EncodeToString(s.derive("nats routes")) }
+
+// RouteCA is the cluster's route certificate authority (bus.RouteCA),
+// its Ed25519 key derived from the secret: every node builds the same
+// CA, issues itself leaf certificates from it, and trusts only it on the
+// routes, so a node without the secret can neither join nor read the
+// routes. Another secret is another CA.
+func (s Secret) RouteCA() (*bus.RouteCA, error) {
+	return bus.NewRouteCA(ed25519.NewKeyFromSeed(s.derive("route tls ca")))
+}
+
+// RouteTLS is node's bus.RouteTLS from RouteCA.
+func (s Secret) RouteTLS(node string) (*bus.RouteTLS, error) {
+	ca, err := s.RouteCA()
+	if err != nil {
+		return nil, err
+	}
+	return ca.TLS(node), nil
+}
 
 // keys derives the operator's, the system account's and the "ardea"
 // account's key pairs.

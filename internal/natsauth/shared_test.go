@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/url"
 	"os"
@@ -25,6 +26,7 @@ type node struct {
 	m   *Manager
 	srv *bus.Server
 	kv  jetstream.KeyValue // the accounts bucket, through this node
+	tls *bus.RouteTLS      // its routes' TLS
 }
 
 func (n *node) connect(t *testing.T, c Creds) *nats.Conn {
@@ -43,6 +45,13 @@ func (n *node) connect(t *testing.T, c Creds) *nats.Conn {
 // whose indices are in later do not Share yet: the test calls
 // n.m.Share(ctx, n.kv, nil) when it wants them to.
 func startShared(t *testing.T, secret Secret, later ...int) []*node {
+	t.Helper()
+	return startSharedLogged(t, secret, nil, later...)
+}
+
+// startSharedLogged is startShared with the nodes' servers logging to
+// log (nil: silent).
+func startSharedLogged(t *testing.T, secret Secret, log *slog.Logger, later ...int) []*node {
 	t.Helper()
 	const n = 3
 	var routes []*url.URL
@@ -64,10 +73,16 @@ func startShared(t *testing.T, secret Secret, later ...int) []*node {
 			t.Fatal(err)
 		}
 		nodes[i] = &node{m: m}
+		rt, err := secret.RouteTLS(fmt.Sprintf("n%d", i+1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes[i].tls = rt
 		go func() {
 			srv, err := bus.StartServer(t.Context(), bus.ServerOptions{JetStream: true, StoreDir: t.TempDir(), HealInterval: -1,
-				Accounts: m.ServerAccounts(),
-				Cluster:  &bus.Cluster{ServerName: fmt.Sprintf("n%d", i+1), Port: ports[i], Routes: routes, Password: secret.RoutePassword()}})
+				Accounts: m.ServerAccounts(), Logger: log,
+				Cluster: &bus.Cluster{ServerName: fmt.Sprintf("n%d", i+1), Port: ports[i], Routes: routes, Password: secret.RoutePassword(),
+					TLS: rt}})
 			if err == nil {
 				m.Attach(srv.NATS())
 			}

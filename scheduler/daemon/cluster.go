@@ -16,7 +16,7 @@ import (
 
 // Cluster makes the daemon one node of a cluster of them (`ardea
 // server`): its embedded NATS server joins the others' over
-// authenticated routes, JetStream keeps Replicas copies of every bucket
+// authenticated TLS routes, JetStream keeps Replicas copies of every bucket
 // (the state manager's, checkpoints, dead letters, tokens, quotas, the
 // audit log, the tenants' NATS accounts) so a node lost loses no data,
 // and every node serves the API with the same tokens. A daemon without
@@ -44,6 +44,16 @@ type Cluster struct {
 	// Replicas of every bucket (default 3, at most 5; 1 makes a cluster
 	// that loses data with a node).
 	Replicas int
+	// The routes are TLS, both ends verified. By default every node
+	// derives the same CA from Secret and issues itself short-lived
+	// certificates from it (natsauth.Secret.RouteCA): nothing to
+	// configure. TLSCert, TLSKey and TLSCA (PEM files, all three or
+	// none; the key mode 0600) use an operator's own PKI instead, and
+	// then the derived CA is not trusted: every node of the cluster must
+	// use the same kind. TLSServerName is the name every node's
+	// certificate carries (empty: the route URL's host); only with
+	// TLSCert. See bus.LoadRouteTLS.
+	TLSCert, TLSKey, TLSCA, TLSServerName string
 }
 
 // DefaultReplicas is Cluster.Replicas's default.
@@ -89,9 +99,41 @@ func (c *Cluster) parsed() (clusterConfig, error) {
 	case r < 1 || r > 5:
 		return cc, fmt.Errorf("server: --replicas %d: want 1 to 5", r)
 	}
+	rt, err := c.routeTLS(name, secret)
+	if err != nil {
+		return cc, err
+	}
 	cc = clusterConfig{name: name, secret: secret, replicas: r, natsHost: nhost, natsPort: nport,
-		bus: &bus.Cluster{ServerName: name, Host: host, Port: port, Routes: routes, Password: secret.RoutePassword()}}
+		bus: &bus.Cluster{ServerName: name, Host: host, Port: port, Routes: routes, Password: secret.RoutePassword(), TLS: rt}}
 	return cc, nil
+}
+
+// routeTLS is the routes' TLS: the operator's files when given, else
+// the CA derived from the secret.
+func (c *Cluster) routeTLS(name string, secret natsauth.Secret) (*bus.RouteTLS, error) {
+	given := 0
+	for _, f := range []string{c.TLSCert, c.TLSKey, c.TLSCA} {
+		if f != "" {
+			given++
+		}
+	}
+	switch {
+	case given == 0 && c.TLSServerName != "":
+		return nil, errors.New("server: --cluster-tls-server-name: only with --cluster-tls-cert, --cluster-tls-key and --cluster-tls-ca (the derived CA's certificates carry their own name)")
+	case given == 0:
+		rt, err := secret.RouteTLS(name)
+		if err != nil {
+			return nil, fmt.Errorf("server: routes' TLS: %w", err)
+		}
+		return rt, nil
+	case given < 3:
+		return nil, errors.New("server: --cluster-tls-cert, --cluster-tls-key and --cluster-tls-ca: all three or none (none: the CA derived from the cluster secret)")
+	}
+	rt, err := bus.LoadRouteTLS(c.TLSCert, c.TLSKey, c.TLSCA, c.TLSServerName)
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	return rt, nil
 }
 
 // clusterConfig is a checked Cluster.

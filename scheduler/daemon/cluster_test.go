@@ -27,6 +27,12 @@ import (
 // members do), and closes them when t ends.
 func startNodes(t *testing.T, n int) []*daemon.Daemon {
 	t.Helper()
+	return startNodesWith(t, n, daemon.Options{})
+}
+
+// startNodesWith is startNodes with o's Kubernetes (kube_test.go).
+func startNodesWith(t *testing.T, n int, with daemon.Options) []*daemon.Daemon {
+	t.Helper()
 	secret := natsauth.NewSecret()
 	var routes []string
 	var listens []string
@@ -46,7 +52,8 @@ func startNodes(t *testing.T, n int) []*daemon.Daemon {
 			o := daemon.Options{DataDir: t.TempDir(), Listen: "127.0.0.1:0", CacheDir: compileCache, HostPath: ardeaBin,
 				HostArgs: []string{"--log-format", "json", "--log-level", "info", "host"}, MaxRestarts: 2,
 				Cluster: &daemon.Cluster{Name: fmt.Sprintf("n%d", i+1), Secret: []byte(secret.String()),
-					ClusterListen: listens[i], Routes: routes}}
+					ClusterListen: listens[i], Routes: routes},
+				Kubernetes: with.Kubernetes}
 			if os.Getenv("ARDEA_TEST_NODE_LOG") != "" {
 				o.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 			}

@@ -198,6 +198,7 @@ type Daemon struct {
 	nc      *nats.Conn
 	sup     containerRuntime // scheduler/internal/runtime: processes (launcher) or in process; a cluster's: placement
 	local   *nodeProcesses   // a cluster node's own containers (placement.go)
+	peers   peerRoutes       // when each other node was last routed to (selfFence)
 	epochs  sync.Map         // *manager.Manager -> its placement epoch (epochOf)
 	ln      net.Listener
 	http    *http.Server

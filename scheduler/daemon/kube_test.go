@@ -3,10 +3,10 @@ package daemon_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +16,6 @@ import (
 
 	"github.com/ardea-dev/ardea/examples/keyed"
 	"github.com/ardea-dev/ardea/examples/wordcount"
-	"github.com/ardea-dev/ardea/internal/natsauth"
 	"github.com/ardea-dev/ardea/internal/testutil"
 	ktest "github.com/ardea-dev/ardea/internal/testutil/kube"
 	"github.com/ardea-dev/ardea/internal/testutil/wordcounttest"
@@ -53,6 +52,7 @@ func kubeCluster(t *testing.T) (*ktest.Cluster, *daemon.Kubernetes) {
 	if _, err := kc.Client.RbacV1().Roles(kubeNamespace).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "ardea"},
 		Rules: []rbacv1.PolicyRule{
 			{APIGroups: []string{""}, Resources: []string{"pods", "services", "secrets"}, Verbs: verbs},
+			{APIGroups: []string{""}, Resources: []string{"pods/log"}, Verbs: []string{"get"}},
 			{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, Verbs: verbs},
 		}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -250,6 +250,17 @@ func TestKubernetesTenants(t *testing.T) {
 			}
 			return pods.Items[0].Status.Phase == "Running", string(pods.Items[0].Status.Phase)
 		})
+		// Its log (`ardea logs`, the UI's container log) is the pod's,
+		// read through the API server (pods/log, from its kubelet).
+		testutil.Eventually(t, tenant+"'s container log, through the API server", func() (bool, string) {
+			ls, err := d.ContainerLogs(as(tenant), "wc", 1, 100)
+			if err != nil {
+				return false, err.Error()
+			}
+			return slices.ContainsFunc(ls, func(l string) bool {
+				return strings.Contains(l, `"topology":"wc"`) && strings.Contains(l, `"container":1`)
+			}), fmt.Sprintf("%q", ls)
+		})
 		if _, err := d.SetActive(as(tenant), "wc", true); err != nil {
 			t.Fatal(err)
 		}
@@ -382,52 +393,6 @@ func TestKubernetesClusterTakeover(t *testing.T) {
 	t.Logf("node %s closed mid-stream (statefulset %s), node %s took the topology over: every one of %d lines written, %d duplicates",
 		first.NodeName(), uid, second.NodeName(), n, dups)
 	awaitNoObjects(t, kc)
-}
-
-// startNodesWith is startNodes (cluster_test.go) with o's Kubernetes.
-func startNodesWith(t *testing.T, n int, o daemon.Options) []*daemon.Daemon {
-	t.Helper()
-	secret := natsauth.NewSecret()
-	var routes, listens []string
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		listens = append(listens, ln.Addr().String())
-		routes = append(routes, "nats://"+ln.Addr().String())
-		ln.Close()
-	}
-	nodes := make([]*daemon.Daemon, n)
-	errs := make(chan error, n)
-	for i := range n {
-		go func() {
-			o := daemon.Options{DataDir: t.TempDir(), Listen: "127.0.0.1:0", CacheDir: compileCache, HostPath: ardeaBin,
-				HostArgs: []string{"--log-format", "json", "--log-level", "info", "host"}, MaxRestarts: 2,
-				Cluster: &daemon.Cluster{Name: fmt.Sprintf("n%d", i+1), Secret: []byte(secret.String()),
-					ClusterListen: listens[i], Routes: routes},
-				Kubernetes: o.Kubernetes}
-			hostCache(o.DataDir)
-			d, err := daemon.Start(t.Context(), o)
-			nodes[i] = d
-			errs <- err
-		}()
-	}
-	for range n {
-		if err := <-errs; err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, d := range nodes {
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			if err := d.Close(ctx); err != nil {
-				t.Errorf("close node %s: %v", d.NodeName(), err)
-			}
-		})
-	}
-	return nodes
 }
 
 // TestKubernetesDaemonRestart: a daemon alone with scheduler: kubernetes

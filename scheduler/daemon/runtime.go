@@ -77,6 +77,10 @@ func (d *Daemon) hostSpec(ctx context.Context, t *manager.Manager, container int
 // gets one that is revoked with the others, or none.
 func (d *Daemon) containerSpec(ctx context.Context, t *manager.Manager, c int) (placement.Spec, error) {
 	s := placement.Spec{Tenant: t.Tenant(), Topology: t.Name(), Container: c}
+	if t.LockLost() {
+		// Cut off, say: the majority's TM may run the topology now.
+		return s, fmt.Errorf("topology %s: container %d not started: this topology manager has lost its lock (it acquires it again, or steps down)", t.Name(), c)
+	}
 	margs, err := d.hostMetricsArgs()
 	if err != nil {
 		return s, err

@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -13,6 +12,7 @@ import (
 	"github.com/ardea-dev/ardea/connectors"
 	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/internal/httpapi"
+	"github.com/ardea-dev/ardea/scheduler/internal/logtail"
 	"github.com/ardea-dev/ardea/scheduler/internal/manager"
 	"github.com/ardea-dev/ardea/scheduler/internal/tenancy"
 	"github.com/ardea-dev/ardea/scheduler/statemgr"
@@ -313,7 +313,7 @@ func (d *Daemon) Logs(ctx context.Context, name string, q httpapi.LogQuery) ([]s
 	}
 	var out []string
 	for _, c := range containers {
-		tail, err := tailLines(d.sup.LogPath(t.ContainerID(c)), q.Lines, func(l string) bool { return keepLine(l, q.Component, task) })
+		tail, err := d.containerLogs(ctx, t.ContainerID(c), q.Lines, logtail.Filter{Component: q.Component, Task: task})
 		if err != nil {
 			continue // no log yet
 		}
@@ -323,25 +323,6 @@ func (d *Daemon) Logs(ctx context.Context, name string, q httpapi.LogQuery) ([]s
 		out = out[len(out)-q.Lines:]
 	}
 	return out, nil
-}
-
-// keepLine filters JSON log lines by component and task.
-func keepLine(line, component string, task uint32) bool {
-	if component == "" {
-		return true
-	}
-	var rec map[string]any
-	if json.Unmarshal([]byte(line), &rec) != nil {
-		return false
-	}
-	if rec["component"] != component {
-		return false
-	}
-	if task == 0 {
-		return true
-	}
-	n, ok := rec["task"].(float64)
-	return ok && uint32(n) == task
 }
 
 // Swap swaps a component's module in a running topology (POST

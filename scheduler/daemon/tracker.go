@@ -12,6 +12,7 @@ import (
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/internal/build"
 	"github.com/ardea-dev/ardea/scheduler/api"
+	"github.com/ardea-dev/ardea/scheduler/internal/logtail"
 	"github.com/ardea-dev/ardea/sinks"
 	"github.com/ardea-dev/ardea/ui"
 )
@@ -209,7 +210,7 @@ func (d *Daemon) ContainerLogs(ctx context.Context, name string, container, line
 	if container < 1 || container > n {
 		return nil, newErr(ErrNotFound, "topology %s has containers 1..%d, not %d", name, n, container)
 	}
-	return tailLines(d.sup.LogPath(t.ContainerID(container)), lines, func(string) bool { return true })
+	return d.containerLogs(ctx, t.ContainerID(container), lines, logtail.Filter{})
 }
 
 // notRunning explains why a topology has no topology manager here.

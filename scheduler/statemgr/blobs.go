@@ -1,6 +1,7 @@
 package statemgr
 
 import (
+	"github.com/ardea-dev/ardea/internal/jsretry"
 	"github.com/ardea-dev/ardea/internal/objread"
 
 	"bytes"
@@ -66,13 +67,30 @@ func (s *Store) putArtifact(ctx context.Context, name string, data []byte) (stri
 	return sha, nil
 }
 
+// objectTry bounds one read of a whole object (many chunks) on a cluster.
+const objectTry = 10 * time.Second
+
+// getObject reads object name of the kind's store whole. On a cluster
+// (a replicated stream) it is asked again while JetStream does not answer
+// (an election: a host started just as a partition heals), for patience
+// at most.
+func (s *Store) getObject(ctx context.Context, obs jetstream.ObjectStore, stream jetstream.Stream, kind, name string) ([]byte, error) {
+	get := func(ctx context.Context) ([]byte, error) { return objread.Get(ctx, obs, stream, s.bucket(kind), name) }
+	if info := stream.CachedInfo(); info == nil || info.Config.Replicas <= 1 {
+		return get(ctx)
+	}
+	ctx, cancel := context.WithTimeout(ctx, patience)
+	defer cancel()
+	return jsretry.RetryUnavailable(ctx, objectTry, get)
+}
+
 // GetArtifact returns the artifact with the given SHA-256 (hex) after
 // checking that the content still has that digest.
 func (s *Store) GetArtifact(ctx context.Context, sha string) ([]byte, error) {
 	if err := checkSHA(sha); err != nil {
 		return nil, err
 	}
-	data, err := objread.Get(ctx, s.artifacts, s.artifactsStream, s.bucket(kindArtifacts), sha)
+	data, err := s.getObject(ctx, s.artifacts, s.artifactsStream, kindArtifacts, sha)
 	if notFound(err) {
 		return nil, fmt.Errorf("statemgr: artifact %s: %w", sha, ErrNotFound)
 	}
@@ -177,7 +195,7 @@ func (s *Store) GetKeyGroupState(ctx context.Context, topology, component string
 	if err := checkHandoff(topology, component, keyGroup); err != nil {
 		return nil, err
 	}
-	data, err := objread.Get(ctx, s.handoff, s.handoffStream, s.bucket(kindHandoff), handoffName(topology, component, epoch, keyGroup))
+	data, err := s.getObject(ctx, s.handoff, s.handoffStream, kindHandoff, handoffName(topology, component, epoch, keyGroup))
 	if notFound(err) {
 		return nil, fmt.Errorf("statemgr: state of key group %d of %s/%s at epoch %d: %w", keyGroup, topology, component, epoch, ErrNotFound)
 	}

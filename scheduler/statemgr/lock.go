@@ -38,6 +38,27 @@ type Lock struct {
 	mu       sync.Mutex
 	rev      uint64
 	released bool
+	// heldUntil is when the lock may have expired on the server, less a
+	// margin (heldFor): its last successful write's send time + heldFor.
+	heldUntil time.Time
+}
+
+// heldFor is how long after a successful write (its send) the holder
+// counts the lock as surely held: the TTL less a fifth. The server
+// expires it a TTL after it applied the write, which is later; the
+// margin covers the two clocks' rates and the write's way there, so a
+// holder that cannot refresh stops acting before another can acquire.
+func heldFor(ttl time.Duration) time.Duration { return ttl - ttl/5 }
+
+// HeldUntil is the time until which the lock is surely held, if it is
+// not refreshed again (see KeepAlive).
+func (l *Lock) HeldUntil() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.released {
+		return time.Time{}
+	}
+	return l.heldUntil
 }
 
 // Topology returns the topology the lock is for.
@@ -105,7 +126,7 @@ func (s *Store) acquireTMLock(ctx context.Context, topology, owner string, ttl t
 		rev, err := s.locks.Create(ctx, topology, v, jetstream.KeyTTL(ttl))
 		if err == nil {
 			s.log.Debug("TM lock acquired", "topology", topology, "owner", owner, "ttl", ttl, "revision", rev)
-			return &Lock{s: s, topology: topology, owner: owner, ttl: ttl, acquired: now, rev: rev, epoch: rev}, nil
+			return &Lock{s: s, topology: topology, owner: owner, ttl: ttl, acquired: now, rev: rev, epoch: rev, heldUntil: now.Add(heldFor(ttl))}, nil
 		}
 		if !errors.Is(err, jetstream.ErrKeyExists) {
 			return nil, fmt.Errorf("statemgr: acquiring TM lock of topology %q: %w", topology, err)
@@ -133,7 +154,7 @@ func (s *Store) acquireTMLock(ctx context.Context, topology, owner string, ttl t
 			return nil, fmt.Errorf("statemgr: taking over TM lock of topology %q: %w", topology, err)
 		}
 		s.log.Debug("TM lock taken over from a previous incarnation", "topology", topology, "owner", owner, "revision", rev)
-		return &Lock{s: s, topology: topology, owner: owner, ttl: ttl, acquired: now, rev: rev, epoch: rev}, nil
+		return &Lock{s: s, topology: topology, owner: owner, ttl: ttl, acquired: now, rev: rev, epoch: rev, heldUntil: now.Add(heldFor(ttl))}, nil
 	}
 	return nil, fmt.Errorf("statemgr: TM lock of topology %q: contended, try again: %w", topology, ErrLocked)
 }
@@ -172,6 +193,7 @@ func (l *Lock) Refresh(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	sent := time.Now()
 	rev, err := l.s.writeLock(ctx, l.topology, v, l.rev, l.ttl)
 	if isWrongLastSeq(err) {
 		return l.lostLocked(ctx)
@@ -180,6 +202,7 @@ func (l *Lock) Refresh(ctx context.Context) error {
 		return fmt.Errorf("statemgr: refreshing TM lock of topology %q: %w", l.topology, err)
 	}
 	l.rev = rev
+	l.heldUntil = sent.Add(heldFor(l.ttl))
 	return nil
 }
 
@@ -208,28 +231,36 @@ func (l *Lock) Release(ctx context.Context) error {
 // KeepAlive refreshes the lock every third of its TTL until ctx ends
 // (returning nil) or the lock is lost (returning an error matching
 // ErrLockLost). A refresh that fails for another reason (a server
-// briefly unreachable) is retried at the next tick; once a full TTL has
-// passed without a successful refresh the lock is considered lost.
+// briefly unreachable, an election) is retried at the next tick; each is
+// bounded by HeldUntil, and once that has passed without a successful
+// refresh the lock is considered lost: before the server can expire it
+// and another TM acquire it (HeldUntil keeps a fifth of the TTL spare).
 func (l *Lock) KeepAlive(ctx context.Context) error {
-	t := time.NewTicker(l.ttl / 3)
-	defer t.Stop()
-	last := time.Now()
+	every := l.ttl / 3
 	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
+		until := l.HeldUntil()
+		wait := min(every, time.Until(until))
+		if wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return nil
+			case <-t.C:
+			}
 		}
-		err := l.Refresh(ctx)
+		if !time.Now().Before(until) {
+			return fmt.Errorf("statemgr: TM lock of topology %q not refreshed for %s (%s less a margin): %w", l.topology, heldFor(l.ttl), l.ttl, ErrLockLost)
+		}
+		rctx, cancel := context.WithDeadline(ctx, until)
+		err := l.Refresh(rctx)
+		cancel()
 		switch {
 		case err == nil:
-			last = time.Now()
 		case errors.Is(err, ErrLockLost):
 			return err
 		case ctx.Err() != nil:
 			return nil
-		case time.Since(last) >= l.ttl:
-			return fmt.Errorf("statemgr: TM lock of topology %q not refreshed for %s (last error: %v): %w", l.topology, l.ttl, err, ErrLockLost)
 		default:
 			l.s.log.Warn("refreshing TM lock failed, retrying", "topology", l.topology, "err", err)
 		}

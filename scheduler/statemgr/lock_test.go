@@ -188,3 +188,42 @@ func TestTMLockArguments(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestTMLockHeldUntil: a lock counts as surely held until a fifth of its
+// TTL before the server could expire it (from the last write's send);
+// a refresh moves that on; a holder that cannot reach the store stops
+// KeepAlive with ErrLockLost once that time has passed (before another
+// can acquire the lock); a released lock is held until no time.
+func TestTMLockHeldUntil(t *testing.T) {
+	nc := connect(t, sharedServer)
+	s, err := Open(context.Background(), nc, Options{Tenant: uniqueTenant(t, t.Name())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := ctxT(t)
+	createTopo(t, s, "wc")
+	before := time.Now()
+	l, err := s.AcquireTMLock(ctx, "wc", "tm-1", 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := l.HeldUntil(); u.Before(before) || !u.Before(time.Now().Add(2*time.Second)) || u.After(time.Now().Add(1600*time.Millisecond)) {
+		t.Errorf("held until %v after acquisition (between %v and +1.6 s)", u.Sub(before), before)
+	}
+	first := l.HeldUntil()
+	sent := time.Now()
+	if err := l.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if u := l.HeldUntil(); !u.After(first) || u.Before(sent.Add(1600*time.Millisecond)) {
+		t.Errorf("held until %v after a refresh sent at %v", u, sent)
+	}
+	nc.Close() // the store is unreachable from now on
+	err = l.KeepAlive(ctx)
+	if !errors.Is(err, ErrLockLost) {
+		t.Fatalf("KeepAlive without the store: %v, want ErrLockLost", err)
+	}
+	if time.Now().Before(l.HeldUntil()) {
+		t.Errorf("KeepAlive gave up at %v, before the lock could be lost (%v)", time.Now(), l.HeldUntil())
+	}
+}

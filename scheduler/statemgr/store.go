@@ -189,9 +189,8 @@ func Open(ctx context.Context, nc *nats.Conn, opts Options) (*Store, error) {
 				Storage:     jetstream.FileStorage,
 				Replicas:    opts.Replicas,
 			}
-			os, err = jsretry.Create(ctx, opts.Replicas, func(ctx context.Context) (jetstream.ObjectStore, error) {
-				return js.CreateOrUpdateObjectStore(ctx, cfg)
-			})
+			// Read from the leader on a cluster (jsretry.LeaderObjectStore).
+			os, err = jsretry.LeaderObjectStore(ctx, js, cfg)
 			if err == nil {
 				err = jsretry.Ready(ctx, js, "OBJ_"+cfg.Bucket, opts.Replicas)
 			}

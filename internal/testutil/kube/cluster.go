@@ -213,6 +213,9 @@ func (c *Cluster) startEtcd(bin string) string {
 //   - a service account key pair and issuer, which it requires;
 //   - a service IP range: it allocates the ClusterIPs of Services from
 //     it, addresses nothing ever routes to here.
+//   - the kubelets' InternalIP first: a Pod's log is read from its
+//     kubelet (logserver.go) there, not at the Node's Hostname address,
+//     which resolves nowhere.
 func (c *Cluster) startAPIServer(bin, etcdURL string, p *pki) int {
 	c.t.Helper()
 	var port int
@@ -233,6 +236,7 @@ func (c *Cluster) startAPIServer(bin, etcdURL string, p *pki) int {
 			"--service-account-key-file=" + p.saPublic,
 			"--service-account-signing-key-file=" + p.saPrivate,
 			"--service-cluster-ip-range=10.0.0.0/24",
+			"--kubelet-preferred-address-types=InternalIP",
 			"--allow-privileged=true",
 			"--profiling=false",
 		}, c.opts.APIServerFlags...)

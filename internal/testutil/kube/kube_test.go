@@ -244,6 +244,24 @@ func TestStatefulSet(t *testing.T) {
 	if err != nil || !strings.Contains(logs, "podprog podprog-0 started") {
 		t.Errorf("podprog-0's log: %q, %v", logs, err)
 	}
+	// The same through the API server (pods/log), which asks the pod's
+	// kubelet: the whole log, and its last line.
+	for _, pod := range []string{"podprog-0", "podprog-1"} {
+		want, err := kubeletOf(t, c, ns, pod).Logs(ns, pod, "main")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := c.Client.CoreV1().Pods(ns).GetLogs(pod, &corev1.PodLogOptions{Container: "main"}).DoRaw(ctx)
+		if err != nil || string(got) != want {
+			t.Errorf("%s's log through the API server: %q %v, want %q", pod, got, err, want)
+		}
+		one := int64(1)
+		last, err := c.Client.CoreV1().Pods(ns).GetLogs(pod, &corev1.PodLogOptions{Container: "main", TailLines: &one}).DoRaw(ctx)
+		lines := strings.SplitAfter(strings.TrimSuffix(want, "\n"), "\n")
+		if err != nil || string(last) != lines[len(lines)-1]+"\n" && string(last) != lines[len(lines)-1] {
+			t.Errorf("%s's last line through the API server: %q %v, want %q", pod, last, err, lines[len(lines)-1])
+		}
+	}
 
 	// Up to 3: podprog-2 starts.
 	scale(t, c, ns, 3)

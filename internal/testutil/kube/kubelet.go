@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"fmt"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -74,6 +75,9 @@ type Kubelet struct {
 	wg     sync.WaitGroup // the informer and every pod worker
 	once   sync.Once
 
+	// logSrv serves the pods' logs to the API server (logserver.go).
+	logSrv *httptest.Server
+
 	mu      sync.Mutex
 	workers map[types.UID]*podWorker // every pod seen, ended ones too
 	byName  map[string]*podWorker    // namespace/name: the newest
@@ -107,7 +111,12 @@ func (c *Cluster) RunKubelet(ctx context.Context, t testing.TB, nodeName string,
 	if err := os.MkdirAll(k.dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := k.registerNode(ctx); err != nil {
+	port, err := k.serveLogs()
+	if err != nil {
+		t.Fatalf("kube: kubelet %s: log endpoint: %v", nodeName, err)
+	}
+	if err := k.registerNode(ctx, port); err != nil {
+		k.logSrv.Close()
 		t.Fatalf("kube: register node %s: %v", nodeName, err)
 	}
 	inf := cache.NewSharedIndexInformer(&cache.ListWatch{
@@ -160,12 +169,14 @@ func (k *Kubelet) Stop() {
 		k.c.removeKubelet(k)
 		k.cancel()
 		k.wg.Wait()
+		k.logSrv.Close()
 	})
 }
 
 // registerNode creates the Node, or takes over one of the same name,
-// and reports it Ready with the kubelet's capacity.
-func (k *Kubelet) registerNode(ctx context.Context) error {
+// and reports it Ready with the kubelet's capacity and its log endpoint's
+// port.
+func (k *Kubelet) registerNode(ctx context.Context, port int) error {
 	nodes := k.c.Client.CoreV1().Nodes()
 	labels := map[string]string{
 		corev1.LabelHostname:   k.name,
@@ -208,6 +219,7 @@ func (k *Kubelet) registerNode(ctx context.Context) error {
 			{Type: corev1.NodeInternalIP, Address: podIP},
 			{Type: corev1.NodeHostName, Address: k.name},
 		},
+		DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: int32(port)}},
 		NodeInfo: corev1.NodeSystemInfo{
 			KubeletVersion:          Release,
 			OperatingSystem:         runtime.GOOS,

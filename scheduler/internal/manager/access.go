@@ -75,3 +75,9 @@ func (v *View) Checkpoints() *api.CheckpointStatus { return v.ckpt }
 // TMLock is the TM lock the manager holds now (it takes a new one when
 // the old one vanished).
 func (t *Manager) TMLock() *statemgr.Lock { return t.lock.Load() }
+
+// LockLost reports whether the TM has lost its lock and not acquired it
+// again: another daemon may run the topology by now, so the TM starts no
+// container (the runtime asks) until it holds the lock again or steps
+// down.
+func (t *Manager) LockLost() bool { return t.holding() != nil }

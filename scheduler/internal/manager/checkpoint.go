@@ -215,6 +215,9 @@ func (t *Manager) restoreRecord(ctx context.Context, base *ctl.BasePlan) (*ardea
 		}
 		rec.Spec, rec.Modules = []byte(base.Spec), maps.Clone(base.Modules)
 		rollBackHistory(rec.History, base)
+		if err := t.holding(); err != nil {
+			return nil, err
+		}
 		if _, err = t.cfg.Store.UpdateTopology(ctx, rec, rec.Revision); err == nil {
 			return top, nil
 		} else if !errors.Is(err, statemgr.ErrConflict) {

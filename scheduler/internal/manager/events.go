@@ -71,7 +71,9 @@ func (t *Manager) handle(e event) {
 	case evFailing:
 		t.fail(failingMessage(e.ps, t.cfg.FailFast))
 	case evLockLost:
-		if Live(t.state) {
+		// A FAILED or FINISHED TM steps down too: it ended the topology
+		// while cut off, and another daemon runs it now.
+		if Live(t.state) || t.mode == api.ModeFailed || t.mode == api.ModeFinished {
 			t.interrupt(&steppedDownMode{err: e.err}, errSteppedDown)
 		}
 	case evDone:

@@ -54,8 +54,12 @@ type Manager struct {
 	eo atomic.Bool
 	// view is the state the loop published last.
 	view atomic.Pointer[View]
-	// lock is the TM lock in the state manager, kept by keepLock.
-	lock atomic.Pointer[statemgr.Lock]
+	// lock is the TM lock in the state manager, kept by keepLock;
+	// lockLost while keepLock has lost it and not acquired it again.
+	lock     atomic.Pointer[statemgr.Lock]
+	lockLost atomic.Bool
+	// steppedDown: the TM has stepped down; it keeps no lock.
+	steppedDown atomic.Bool
 	// wg owns the TM's goroutines: the loop, the lock keeper, side tasks.
 	wg sync.WaitGroup
 	// credsMu orders issuing a host's NATS credential (IssueCredential, from the
@@ -179,6 +183,7 @@ func (t *Manager) setUp(ctx context.Context, state api.State) error {
 		t.ctl = ctl.NewNATSClient(t.cfg.Conn, ctl.NATSClientOptions{Tenant: t.cfg.Store.Tenant(), Topology: t.name,
 			Expected: t.upContainers, Logger: t.log})
 	}
+	t.ctl = heldCommands{Commands: t.ctl, t: t}
 	lock, err := t.cfg.Store.AcquireTMLock(ctx, t.name, t.cfg.Owner, t.cfg.LockTTL)
 	if err != nil {
 		return fmt.Errorf("topology %s: %w", t.name, err)
@@ -281,6 +286,7 @@ func (t *Manager) loop() {
 		if _, stop := next.(stopMode); stop || next == nil {
 			break
 		}
+		next = t.confirmEnd(next)
 		if next.name() != t.mode {
 			if err := t.setMode(next.name(), next.why()); err != nil {
 				// A mode asked for a transition the table forbids: a bug;
@@ -329,11 +335,16 @@ func (t *Manager) keepLock(ctx context.Context) {
 		if err == nil || ctx.Err() != nil {
 			return
 		}
+		t.lockLost.Store(true)
+		if t.steppedDown.Load() {
+			return // another daemon runs the topology: nothing to keep
+		}
 		t.log.Error("lost the topology manager lock; acquiring it again", "err", err)
 		for {
 			l, err := t.cfg.Store.AcquireTMLock(ctx, t.name, t.cfg.Owner, t.cfg.LockTTL)
 			if err == nil {
 				t.lock.Store(l)
+				t.lockLost.Store(false)
 				t.log.Info("topology manager lock acquired again")
 				break
 			}
@@ -354,6 +365,50 @@ func (t *Manager) keepLock(ctx context.Context) {
 	}
 }
 
+// confirmEnd returns next, or steppedDownMode when next would end the
+// topology (failed, finished, killed) but another daemon has taken the
+// topology's lock: a TM cut off from its cluster that fails after
+// another node took the topology over must not end the other's topology
+// (the hosts' credentials are the topology's, not this TM's; its record
+// is the other's). The lock is refreshed, a write that succeeds for its
+// holder only. While the store does not answer this is tried for the
+// lock's TTL, then the end goes ahead as before (one node with its store
+// down still fails its topology).
+func (t *Manager) confirmEnd(next mode) mode {
+	switch next.(type) {
+	case *failedMode, finishedMode, *killedMode:
+	default:
+		return next
+	}
+	ctx := context.WithoutCancel(t.runCtx)
+	deadline := time.Now().Add(t.cfg.LockTTL)
+	for {
+		l := t.lock.Load()
+		if l == nil {
+			return next
+		}
+		cctx, cancel := context.WithTimeout(ctx, t.cfg.LockTTL/3)
+		err := l.Refresh(cctx)
+		cancel()
+		switch {
+		case err == nil:
+			return next
+		case errors.Is(err, statemgr.ErrLockLost) && t.lock.Load() != l:
+			continue // keepLock has acquired it again meanwhile: that one counts
+		case errors.Is(err, statemgr.ErrLockLost):
+			t.log.Error("this topology manager would end the topology, but another daemon manages it now", "mode", next.name(), "why", next.why(), "err", err)
+			if k, ok := next.(*killedMode); ok {
+				k.cmd.answer(nil, api.Errorf(api.ErrBadState, "topology %s is managed by another daemon now (this one lost its manager lock: %s)", t.name, err))
+			}
+			return &steppedDownMode{err: err}
+		case time.Now().After(deadline):
+			t.log.Warn("the topology's lock could not be confirmed before ending it", "mode", next.name(), "err", err)
+			return next
+		}
+		time.Sleep(t.cfg.LockTTL / 20)
+	}
+}
+
 // putPlan stores doc as the topology's physical plan. Only a new
 // submission's first plan is Fresh (storePlan): every other one is
 // stored without it, whichever plan it was derived from.
@@ -370,6 +425,9 @@ func (t *Manager) storePlan(ctx context.Context, doc ctl.PlanDoc) (uint64, error
 	}
 	b, err := ctl.EncodePlan(doc)
 	if err != nil {
+		return 0, err
+	}
+	if err := t.holding(); err != nil {
 		return 0, err
 	}
 	return t.cfg.Store.PutPhysicalPlan(ctx, t.name, b)

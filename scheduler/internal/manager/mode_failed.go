@@ -50,8 +50,8 @@ func (t *Manager) terminal() mode {
 	for {
 		if t.pending != nil {
 			switch p := t.takePending().(type) {
-			case *killedMode, stopMode:
-				return p
+			case *killedMode, stopMode, *steppedDownMode:
+				return p // stepped down: another daemon runs the topology now
 			}
 			continue // a failure or a rollback asked for too late
 		}

@@ -1,6 +1,7 @@
 package manager
 
 import (
+	"context"
 	"time"
 
 	"github.com/ardea-dev/ardea/scheduler/api"
@@ -18,6 +19,17 @@ func (m *steppedDownMode) why() string  { return m.err.Error() }
 func (m *steppedDownMode) run(t *Manager) mode {
 	t.lostTo = m.err.Error()
 	t.log.Error("another daemon manages this topology now; stopping this daemon's containers", "err", m.err)
+	// Whatever lock this TM may still hold goes (a release takes only a
+	// lock still ours), and keepLock acquires none again: a TM that
+	// stepped down never leaves the topology without a manager.
+	t.steppedDown.Store(true)
+	if l := t.lock.Load(); l != nil {
+		ctx, cancel := context.WithTimeout(t.runCtx, t.cfg.LockTTL/3)
+		if err := l.Release(ctx); err == nil {
+			t.log.Warn("released the topology's lock this TM still held as it stepped down")
+		}
+		cancel()
+	}
 	if t.stopReports != nil {
 		t.stopReports()
 		t.stopReports = nil

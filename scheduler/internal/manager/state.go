@@ -24,7 +24,8 @@ var (
 
 // modes is the TM's state machine, the one source of truth: every mode
 // and the modes it may move to. A terminal mode (finished, failed) moves
-// only to killed, and killed nowhere; a stepped-down TM only ends. A live
+// only to killed, or steps down if another daemon takes the topology
+// over (this one ended it while cut off), and killed nowhere; a stepped-down TM only ends. A live
 // switch runs at least once only, so nothing rolls it back; a rollback
 // does not finish (what the hosts report finished may yet be rolled
 // back), and a death during it starts it over in the same mode.
@@ -37,8 +38,8 @@ var modes = map[api.Mode]modeSpec{
 	api.ModeReplanning:  {next: append([]api.Mode{api.ModeRunning, api.ModePaused}, interrupted...)},
 	api.ModeRollingBack: {next: []api.Mode{api.ModeRunning, api.ModePaused, api.ModeSteppedDown, api.ModeFailed, api.ModeKilled}},
 	api.ModeSteppedDown: {},
-	api.ModeFinished:    {state: api.StateFinished, next: []api.Mode{api.ModeKilled}},
-	api.ModeFailed:      {state: api.StateFailed, next: []api.Mode{api.ModeKilled}},
+	api.ModeFinished:    {state: api.StateFinished, next: []api.Mode{api.ModeKilled, api.ModeSteppedDown}},
+	api.ModeFailed:      {state: api.StateFailed, next: []api.Mode{api.ModeKilled, api.ModeSteppedDown}},
 	api.ModeKilled:      {state: api.StateKilled},
 }
 

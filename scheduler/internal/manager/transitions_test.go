@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/statemgr"
 )
@@ -34,6 +36,21 @@ var (
 	}
 	trigStepDown = func(h *tmHarness) {
 		h.tm.inbox.push(evLockLost{fmt.Errorf("held by other-daemon: %w", statemgr.ErrLocked)})
+	}
+	// trigTaken: another daemon writes the topology's lock (it took the
+	// topology over while this TM was cut off); this TM's keeper has not
+	// noticed yet (its TTL is a minute).
+	trigTaken = func(h *tmHarness) {
+		js, err := jetstream.New(h.tm.cfg.Conn)
+		if err == nil {
+			var kv jetstream.KeyValue
+			if kv, err = js.KeyValue(context.Background(), "ardea_"+h.tm.cfg.Tenant+"_tmlock"); err == nil {
+				_, err = kv.Put(context.Background(), h.tm.name, []byte(`{"owner":"other-daemon","ttl":60000000000}`))
+			}
+		}
+		if err != nil {
+			h.t.Error(err)
+		}
 	}
 	trigKill = func(h *tmHarness) {
 		go func() { h.killed <- h.tm.Kill(context.Background(), false) }()
@@ -79,6 +96,21 @@ func TestTMTransitions(t *testing.T) {
 			trigKill(h)
 		}, want: []string{"new>running", "running>finished", "finished>killed"}},
 
+		// A TM that would end the topology after another daemon took it
+		// over steps down instead (confirmEnd); one that ended it and
+		// then loses its lock steps down too.
+		{name: "fails after a takeover", cfg: alo, on: func(h *tmHarness) { trigTaken(h); trigFail(h) }, want: []string{"new>running", "running>stepped-down"}},
+		{name: "finishes after a takeover", cfg: alo, on: func(h *tmHarness) { trigTaken(h); trigFinish(h) }, want: []string{"new>running", "running>stepped-down"}},
+		{name: "failed steps down", cfg: alo, on: func(h *tmHarness) {
+			trigFail(h)
+			h.until("FAILED", func(v *View) bool { return v.mode == api.ModeFailed })
+			trigStepDown(h)
+		}, want: []string{"new>running", "running>failed", "failed>stepped-down"}},
+		{name: "finished steps down", cfg: alo, on: func(h *tmHarness) {
+			trigFinish(h)
+			h.until("FINISHED", func(v *View) bool { return v.mode == api.ModeFinished })
+			trigStepDown(h)
+		}, want: []string{"new>running", "running>finished", "finished>stepped-down"}},
 		{name: "paused fails", cfg: alo, start: api.StatePaused, on: trigFail, want: []string{"new>paused", "paused>failed"}},
 		{name: "paused finishes", cfg: alo, start: api.StatePaused, on: trigFinish, want: []string{"new>paused", "paused>finished"}},
 		{name: "paused killed", cfg: alo, start: api.StatePaused, on: trigKill, want: []string{"new>paused", "paused>killed"}},

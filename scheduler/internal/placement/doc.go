@@ -3,10 +3,12 @@
 // topology manager (TM) manages it.
 //
 //   - Node: every node serves requests for the containers placed on it
-//     (start, stop, restart, remove, kill, list) on its own subject of
-//     the "ardea" account, which only the nodes' daemons can reach, runs
-//     them with its own launcher, and publishes every change of their
-//     state.
+//     (start, stop, restart, remove, kill, list, fence, logs) on its own
+//     subject of the "ardea" account, which only the nodes' daemons can
+//     reach, runs them with its own launcher, and publishes every change
+//     of their state. Logs are read from the launcher's log file a page
+//     at a time (at most MaxLogBytes of lines per reply): Placer.Logs
+//     reads a container's log wherever it runs.
 //   - Placer: a TM's runtime. It places each container on a node (spread:
 //     the node running the fewest of the topology's containers, then the
 //     fewest containers, among the live nodes with the container's memory

@@ -3,7 +3,9 @@ package placement
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"sync"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/ardea-dev/ardea/scheduler/internal/launcher"
+	"github.com/ardea-dev/ardea/scheduler/internal/logtail"
 	"github.com/ardea-dev/ardea/scheduler/internal/runtime"
 )
 
@@ -47,6 +50,10 @@ type Node struct {
 	epochs map[string]uint64
 	// started is the epoch each container here was started under.
 	started map[string]uint64
+	// gates orders a topology's requests against its epoch (gate).
+	gates map[string]*sync.RWMutex
+	// admitting, if set (tests), hears a newer epoch about to be admitted.
+	admitting func(key string, epoch uint64)
 }
 
 // ServeNode serves node name's subject on nc (a connection in the "ardea"
@@ -56,7 +63,7 @@ func ServeNode(ctx context.Context, nc *nats.Conn, name string, local Local, log
 		log = slog.New(slog.DiscardHandler)
 	}
 	n := &Node{name: name, nc: nc, local: local, log: log.With("component", "placement"),
-		epochs: map[string]uint64{}, started: map[string]uint64{}}
+		epochs: map[string]uint64{}, started: map[string]uint64{}, gates: map[string]*sync.RWMutex{}}
 	n.ctx, n.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	sub, err := nc.Subscribe(ctlSubject(name), func(m *nats.Msg) {
 		n.wg.Add(1)
@@ -117,12 +124,62 @@ func (n *Node) Changed(ps launcher.ProcessStatus) {
 	}
 }
 
+// gate is topology key's lock: a request runs holding it shared, from
+// the check of its epoch to the end of its operation, and a newer epoch
+// is admitted holding it exclusively. So no operation of an older TM is
+// in flight while a newer one's admission removes what older ones
+// started here, and none is admitted after (a start of an old TM racing
+// the new one's fence would otherwise run a second copy).
+func (n *Node) gate(key string) *sync.RWMutex {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	g := n.gates[key]
+	if g == nil {
+		g = &sync.RWMutex{}
+		n.gates[key] = g
+	}
+	return g
+}
+
+// enter admits a request of tenant's topology under epoch (see admit)
+// and returns holding its gate shared: the caller calls the returned
+// func when its operation has ended.
+func (n *Node) enter(tenant, topology string, epoch uint64) (func(), error) {
+	key := tenant + "/" + topology
+	g := n.gate(key)
+	for {
+		g.RLock()
+		n.mu.Lock()
+		newest := n.epochs[key]
+		n.mu.Unlock()
+		if epoch < newest {
+			g.RUnlock()
+			return nil, fmt.Errorf("topology %s: epoch %d, and the newest is %d: %w", key, epoch, newest, ErrFenced)
+		}
+		if epoch == newest {
+			return g.RUnlock, nil
+		}
+		g.RUnlock()
+		if err := n.admit(tenant, topology, epoch); err != nil {
+			return nil, err
+		}
+	}
+}
+
 // admit checks epoch against the newest heard of for the topology: an
 // older one is refused (ErrFenced); a newer one becomes the newest, and the
-// containers older TMs started here are removed first.
+// containers older TMs started here are removed first. It holds the
+// topology's gate exclusively: the requests of older epochs in flight
+// end first.
 func (n *Node) admit(tenant, topology string, epoch uint64) error {
 	key := tenant + "/" + topology
 	prefix := runtime.Prefix(tenant, topology)
+	g := n.gate(key)
+	if n.admitting != nil {
+		n.admitting(key, epoch)
+	}
+	g.Lock()
+	defer g.Unlock()
 	n.mu.Lock()
 	newest := n.epochs[key]
 	if epoch < newest {
@@ -160,6 +217,41 @@ func (n *Node) admit(tenant, topology string, epoch uint64) error {
 // for the host to end).
 const opTimeout = 30 * time.Second
 
+// logs answers an OpLogs request from the container's log file here: a
+// page of at most MaxLogBytes, less if the connection's payload limit
+// needs it.
+func (n *Node) logs(req request) reply {
+	if req.Logs == nil || req.Logs.Lines < 1 {
+		return replyOf(fmt.Errorf("placement: logs without a number of lines"))
+	}
+	if _, ok := runtime.Number(runtime.Prefix(req.Tenant, req.Topology), req.ID); !ok {
+		return replyOf(fmt.Errorf("placement: container %q is not one of %s/%s", req.ID, req.Tenant, req.Topology))
+	}
+	path := n.local.LogPath(req.ID)
+	if path == "" {
+		return replyOf(fmt.Errorf("placement: node %s keeps no log files", n.name))
+	}
+	limit := MaxLogBytes
+	for {
+		page, err := logtail.Tail(path, req.Logs.End, req.Logs.Lines, limit, req.Logs.Filter)
+		if errors.Is(err, fs.ErrNotExist) {
+			return replyOf(fmt.Errorf("container %s has no log on node %s: %w", req.ID, n.name, launcher.ErrUnknown))
+		}
+		if err != nil {
+			return replyOf(fmt.Errorf("placement: container %s: log: %w", req.ID, err))
+		}
+		r := reply{V: Version, Logs: &page}
+		if b, err := json.Marshal(r); err == nil && int64(len(b)) > n.nc.MaxPayload()-replyRoom && limit > 1<<10 {
+			limit /= 2
+			continue
+		}
+		return r
+	}
+}
+
+// replyRoom is what a reply's headers may take of a message's payload.
+const replyRoom = 4 << 10
+
 func (n *Node) serve(m *nats.Msg) {
 	var req request
 	var r reply
@@ -178,6 +270,9 @@ func (n *Node) do(req request) reply {
 	if req.Op == OpList {
 		return reply{V: Version, List: n.local.List()}
 	}
+	if req.Op == OpLogs {
+		return n.logs(req)
+	}
 	if req.Op == OpStart {
 		if req.Spec == nil {
 			return replyOf(fmt.Errorf("placement: start without a spec"))
@@ -185,12 +280,13 @@ func (n *Node) do(req request) reply {
 		req.Tenant, req.Topology = req.Spec.Tenant, req.Spec.Topology
 		req.ID = runtime.ID(req.Tenant, req.Topology, req.Spec.Container)
 	}
-	if err := n.admit(req.Tenant, req.Topology, req.Epoch); err != nil {
+	leave, err := n.enter(req.Tenant, req.Topology, req.Epoch)
+	if err != nil {
 		return replyOf(err)
 	}
+	defer leave()
 	ctx, cancel := context.WithTimeout(n.ctx, opTimeout)
 	defer cancel()
-	var err error
 	switch req.Op {
 	case OpStart:
 		n.mu.Lock()

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go"
 
 	"github.com/ardea-dev/ardea/scheduler/internal/launcher"
+	"github.com/ardea-dev/ardea/scheduler/internal/logtail"
 	"github.com/ardea-dev/ardea/scheduler/internal/runtime"
 )
 
@@ -36,7 +38,11 @@ func (p *Placer[T]) op(ctx context.Context, op Op, id string) error {
 	if err != nil && (unreachable(err) || errors.Is(err, ErrFenced)) {
 		// The node is lost or cut off, or a newer TM has it: what runs
 		// there cannot write once its credential is revoked.
-		p.o.Log.Warn("a container's node does not answer; its credential is revoked", "container", id, "node", pl.node, "op", op, "err", err)
+		if errors.Is(err, ErrFenced) {
+			p.o.Log.Warn("a newer topology manager runs this container's topology; this one's credential is revoked", "container", id, "node", pl.node, "op", op)
+		} else {
+			p.o.Log.Warn("a container's node does not answer; its credential is revoked", "container", id, "node", pl.node, "op", op, "err", err)
+		}
 		p.o.Revoke(pl.t.Tenant(), pl.t.Name(), pl.user)
 		if op == OpRestart {
 			return p.move(pl, fmt.Sprintf("node %s does not answer", pl.node))
@@ -122,13 +128,58 @@ func (p *Placer[T]) List() []launcher.ProcessStatus {
 	return out
 }
 
-// LogPath is a local container's log file ("" for one on another node).
+// LogPath is a local container's log file ("" for one on another node:
+// Logs reads that one's).
 func (p *Placer[T]) LogPath(id string) string {
 	if pl := p.lookup(id); pl != nil && pl.node != p.o.Self {
 		return ""
 	}
 	return p.o.Local.LogPath(id)
 }
+
+// Logs returns the last n lines f selects of container id's log, oldest
+// first, wherever the container runs: this node's log file, or its
+// node's, read with OpLogs page by page (each at most MaxLogBytes) until
+// n lines or the file's beginning. A container this Placer did not
+// place (one that ended and was removed) is read here. An error wrapping
+// launcher.ErrUnknown: the container has no log there.
+func (p *Placer[T]) Logs(ctx context.Context, id string, n int, f logtail.Filter) ([]string, error) {
+	if n < 1 {
+		return nil, nil
+	}
+	pl := p.lookup(id)
+	if pl == nil || pl.node == p.o.Self {
+		page, err := logtail.Tail(p.o.Local.LogPath(id), -1, n, 0, f)
+		if errors.Is(err, fs.ErrNotExist) {
+			err = fmt.Errorf("container %s has no log on node %s: %w", id, p.o.Self, launcher.ErrUnknown)
+		}
+		return page.Lines, err
+	}
+	var out []string
+	end := int64(-1)
+	for len(out) < n {
+		r, err := p.request(ctx, pl.node, request{Op: OpLogs, ID: id, Tenant: pl.t.Tenant(), Topology: pl.t.Name(),
+			Epoch: pl.epoch, Logs: &LogsRequest{Lines: n - len(out), End: end, Filter: f}}, logsTimeout)
+		if err == nil {
+			err = r.err(pl.node)
+		}
+		if err == nil && r.Logs == nil {
+			err = fmt.Errorf("placement: node %s answered a logs request without logs", pl.node)
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(r.Logs.Lines, out...)
+		if r.Logs.Start <= 0 || (end >= 0 && r.Logs.Start >= end) {
+			break
+		}
+		end = r.Logs.Start
+	}
+	return out, nil
+}
+
+// logsTimeout bounds one OpLogs request (a page of a log file).
+const logsTimeout = 10 * time.Second
 
 func (p *Placer[T]) setStatus(id string, pl *placement[T], ps launcher.ProcessStatus) {
 	p.mu.Lock()
@@ -159,6 +210,12 @@ func (p *Placer[T]) onEvent(m *nats.Msg) {
 	var stale, moving bool
 	var epoch uint64
 	var t T
+	if pl != nil && ev.Epoch > pl.epoch {
+		// A newer TM runs the topology: this one's placement is over.
+		delete(p.placed, id)
+		p.mu.Unlock()
+		return
+	}
 	if pl != nil {
 		t, epoch, moving = pl.t, pl.epoch, pl.moving
 		stale = ev.Node != pl.node || ev.Epoch < pl.epoch
@@ -216,12 +273,19 @@ func (p *Placer[T]) watchNodes() {
 		}
 		for _, pl := range remote {
 			i := slices.IndexFunc(cands, func(c Candidate) bool { return c.Name == pl.node })
+			var why string
 			switch {
 			case i < 0:
-				_ = p.move(pl, fmt.Sprintf("node %s lost", pl.node))
+				why = fmt.Sprintf("node %s lost", pl.node)
 			case cands[i].Silent > p.o.MoveSilent:
-				_ = p.move(pl, fmt.Sprintf("node %s silent for %v", pl.node, cands[i].Silent.Round(time.Second)))
+				why = fmt.Sprintf("node %s silent for %v", pl.node, cands[i].Silent.Round(time.Second))
+			default:
+				continue
 			}
+			if p.o.Reachable != nil && p.o.Reachable(pl.node) {
+				continue // its record is stale, but it runs (Options.Reachable)
+			}
+			_ = p.move(pl, why)
 		}
 	}
 }
@@ -252,6 +316,7 @@ func (p *Placer[T]) move(pl *placement[T], why string) error {
 	go func() {
 		defer p.wg.Done()
 		exclude := []string{pl.node}
+		p.waitFenced(p.ctx, pl.t.Tenant()+"/"+pl.t.Name(), exclude)
 		for p.ctx.Err() == nil {
 			ctx, cancel := context.WithTimeout(p.ctx, startTimeout)
 			spec, err := p.o.Spec(ctx, pl.t, pl.c)

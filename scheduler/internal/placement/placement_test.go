@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -17,6 +19,7 @@ import (
 	"github.com/ardea-dev/ardea/bus"
 	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/scheduler/internal/launcher"
+	"github.com/ardea-dev/ardea/scheduler/internal/logtail"
 	"github.com/ardea-dev/ardea/scheduler/internal/runtime"
 )
 
@@ -29,6 +32,11 @@ type procs struct {
 	starts  []Spec
 	pid     int
 	changed func(launcher.ProcessStatus)
+	// hold, if set, runs in Start before the container runs (a host
+	// starting).
+	hold func()
+	// logDir holds the containers' log files (LogPath), if set.
+	logDir string
 }
 
 func newProcs() *procs { return &procs{run: map[string]launcher.ProcessStatus{}, pid: 100} }
@@ -53,7 +61,11 @@ func (p *procs) Start(_ context.Context, s Spec) error {
 	p.pid++
 	pid := p.pid
 	p.starts = append(p.starts, s)
+	hold := p.hold
 	p.mu.Unlock()
+	if hold != nil {
+		hold()
+	}
 	p.set(launcher.ProcessStatus{ID: id, PID: pid, State: launcher.StateRunning})
 	return nil
 }
@@ -107,7 +119,12 @@ func (p *procs) List() []launcher.ProcessStatus {
 	}
 	return out
 }
-func (p *procs) LogPath(id string) string { return "/logs/" + id }
+func (p *procs) LogPath(id string) string {
+	if p.logDir != "" {
+		return filepath.Join(p.logDir, launcher.FileName(id)+".log")
+	}
+	return "/logs/" + id
+}
 
 // running is the ids running here.
 func (p *procs) running() []string {
@@ -206,9 +223,15 @@ func (r *placerRecord) seen(st launcher.State, why string) bool {
 // placer is a TM of epoch on node self.
 func (c *cluster) placer(self string, epoch uint64) (*Placer[top], *placerRecord) {
 	c.t.Helper()
+	return c.placerWith(self, epoch, nil)
+}
+
+// placerWith is placer with its options changed by tune.
+func (c *cluster) placerWith(self string, epoch uint64, tune func(*Options[top])) (*Placer[top], *placerRecord) {
+	c.t.Helper()
 	rec := &placerRecord{}
 	users := 0
-	p, err := NewPlacer(c.t.Context(), Options[top]{Self: self, Local: c.procs[self], Conn: c.conn(), Log: testutil.Logger(c.t),
+	o := Options[top]{Self: self, Local: c.procs[self], Conn: c.conn(), Log: testutil.Logger(c.t),
 		Spec: func(_ context.Context, t top, n int) (Spec, error) {
 			rec.mu.Lock()
 			users++
@@ -225,7 +248,11 @@ func (c *cluster) placer(self string, epoch uint64) (*Placer[top], *placerRecord
 			rec.mu.Unlock()
 		},
 		CheckEvery: 20 * time.Millisecond, PlaceSilent: time.Hour, MoveSilent: time.Hour,
-	})
+	}
+	if tune != nil {
+		tune(&o)
+	}
+	p, err := NewPlacer(c.t.Context(), o)
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -304,6 +331,109 @@ func TestPlacerSpreads(t *testing.T) {
 	})
 }
 
+// TestPlacerLogsOfAnotherNode: a container's log is read on the node it
+// runs on, in pages of at most MaxLogBytes, filtered there; a container
+// without a log there is unknown, and a node reads only the named
+// topology's containers.
+func TestPlacerLogsOfAnotherNode(t *testing.T) {
+	c := startCluster(t, 3)
+	for _, pr := range c.procs {
+		pr.logDir = t.TempDir()
+	}
+	p, _ := c.placer("n1", 5)
+	wc := top{"acme", "wc"}
+	ctx := t.Context()
+	for n := 1; n <= 3; n++ {
+		if err := p.StartContainer(ctx, wc, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	id := func(n int) string { return runtime.ID("acme", "wc", n) }
+	if p.Node(id(2)) != "n2" || p.Node(id(1)) != "n1" {
+		t.Fatalf("placed %s", c.where())
+	}
+	// Container 2 logs 3 MiB on n2: more than one reply holds.
+	var lines []string
+	size := 0
+	for i := 0; size < 3*MaxLogBytes; i++ {
+		l := fmt.Sprintf(`{"msg":"line %d","component":"c%d","task":%d,"pad":"%s"}`, i, i%3, i%3+1, strings.Repeat("p", 900))
+		lines = append(lines, l)
+		size += len(l)
+	}
+	if err := os.WriteFile(c.procs["n2"].LogPath(id(2)), []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(c.procs["n1"].LogPath(id(1)), []byte("here 1\nhere 2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := p.Logs(ctx, id(2), 3, logtail.Filter{}); err != nil || !slices.Equal(got, lines[len(lines)-3:]) {
+		t.Errorf("the last 3 lines of container 2 on n2: %.200q %v", got, err)
+	}
+	got, err := p.Logs(ctx, id(2), len(lines)+10, logtail.Filter{})
+	if err != nil || !slices.Equal(got, lines) {
+		t.Errorf("all of container 2's log, paged: %d lines %v, want %d", len(got), err, len(lines))
+	}
+	var c1 []string
+	for _, l := range lines {
+		if strings.Contains(l, `"component":"c1"`) {
+			c1 = append(c1, l)
+		}
+	}
+	if got, err := p.Logs(ctx, id(2), 5, logtail.Filter{Component: "c1", Task: 2}); err != nil || !slices.Equal(got, c1[len(c1)-5:]) {
+		t.Errorf("the last 5 lines of c1/task 2 (filtered on n2): %.200q %v", got, err)
+	}
+	if got, err := p.Logs(ctx, id(1), 10, logtail.Filter{}); err != nil || !slices.Equal(got, []string{"here 1", "here 2"}) {
+		t.Errorf("container 1's log here: %q %v", got, err)
+	}
+	// One reply holds at most MaxLogBytes of lines, and says where the
+	// next page ends.
+	b, _ := json.Marshal(request{V: Version, Op: OpLogs, ID: id(2), Tenant: "acme", Topology: "wc", Epoch: 5, Logs: &LogsRequest{Lines: 1 << 30, End: -1}})
+	m, err := c.conn().Request(ctlSubject("n2"), b, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r reply
+	if err := decode(m.Data, &r, "reply"); err != nil || r.Logs == nil {
+		t.Fatalf("reply %+v %v", r, err)
+	}
+	n := 0
+	for _, l := range r.Logs.Lines {
+		n += len(l)
+	}
+	if n > MaxLogBytes || n < MaxLogBytes/2 || r.Logs.Start <= 0 || r.Logs.Cut {
+		t.Errorf("one reply: %d bytes of %d lines, start %d, cut %v; want at most %d, more before", n, len(r.Logs.Lines), r.Logs.Start, r.Logs.Cut, MaxLogBytes)
+	}
+	// Container 3 has no log on n3; container 9 is not placed and has
+	// none here.
+	if _, err := p.Logs(ctx, id(3), 5, logtail.Filter{}); !errors.Is(err, launcher.ErrUnknown) || !strings.Contains(err.Error(), "n3") {
+		t.Errorf("logs of container 3 without a log file: %v, want unknown on n3", err)
+	}
+	if _, err := p.Logs(ctx, id(9), 5, logtail.Filter{}); !errors.Is(err, launcher.ErrUnknown) {
+		t.Errorf("logs of an unplaced container: %v, want unknown", err)
+	}
+	// A request naming another topology's container is refused.
+	b, _ = json.Marshal(request{V: Version, Op: OpLogs, ID: id(2), Tenant: "other", Topology: "wc", Logs: &LogsRequest{Lines: 5, End: -1}})
+	if m, err = c.conn().Request(ctlSubject("n2"), b, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	r = reply{}
+	if err := decode(m.Data, &r, "reply"); err != nil || r.Err == "" || r.Logs != nil {
+		t.Errorf("logs of acme's container asked as other's: %+v %v", r, err)
+	}
+	// An operation a node does not know (as OpLogs is to a node built
+	// before it, of the same Version) gets an error saying so, and
+	// nothing else happens there.
+	before := c.where()
+	b, _ = json.Marshal(request{V: Version, Op: "nosuch", ID: id(2), Tenant: "acme", Topology: "wc", Epoch: 5})
+	if m, err = c.conn().Request(ctlSubject("n2"), b, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	r = reply{}
+	if err := decode(m.Data, &r, "reply"); err != nil || !strings.Contains(r.Err, `unknown operation "nosuch"`) || c.where() != before {
+		t.Errorf("an unknown operation: %+v %v (%s, was %s)", r, err, c.where(), before)
+	}
+}
+
 // TestPlacerMovesOffALostNode: a node that stops reporting loses its
 // containers to the others; the TM hears the container exit, its
 // credential is revoked, and a node that kept running it removes it once
@@ -345,6 +475,49 @@ func TestPlacerMovesOffALostNode(t *testing.T) {
 	if ps, _ := p.Status("acme.wc/container-2"); ps.State != launcher.StateRunning || ps.Restarts != 1 {
 		t.Errorf("status of the moved container: %+v, want RUNNING after 1 restart", ps)
 	}
+}
+
+// TestPlacerKeepsAReachableNodesContainers: a node whose record says it
+// is lost (its reports could not be stored while JetStream elected) but
+// that this node is connected to keeps its containers; once it is not
+// connected either, they move.
+func TestPlacerKeepsAReachableNodesContainers(t *testing.T) {
+	c := startCluster(t, 3)
+	var mu sync.Mutex
+	reachable, asked := true, 0
+	p, _ := c.placerWith("n1", 3, func(o *Options[top]) {
+		o.Reachable = func(node string) bool {
+			mu.Lock()
+			defer mu.Unlock()
+			if node == "n2" {
+				asked++
+			}
+			return reachable
+		}
+	})
+	wc := top{"acme", "wc"}
+	for n := 1; n <= 2; n++ {
+		if err := p.StartContainer(t.Context(), wc, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.mu.Lock()
+	c.lost["n2"] = true
+	c.mu.Unlock()
+	testutil.Eventually(t, "three checks of the lost but reachable n2", func() (bool, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		return asked >= 3, fmt.Sprint(asked)
+	})
+	if p.Node("acme.wc/container-2") != "n2" || !slices.Contains(c.procs["n2"].running(), "acme.wc/container-2") {
+		t.Fatalf("container 2 moved off a reachable node: %s", c.where())
+	}
+	mu.Lock()
+	reachable = false
+	mu.Unlock()
+	testutil.Eventually(t, "container 2 moves to n3", func() (bool, string) {
+		return p.Node("acme.wc/container-2") == "n3", c.where()
+	})
 }
 
 // TestPlacerKillOfASilentNode: a node that does not answer (its
@@ -429,6 +602,80 @@ func TestNodeFencesAnOlderEpoch(t *testing.T) {
 	}
 	if !errors.Is(r.err("n2"), ErrFenced) {
 		t.Errorf("a start of epoch 4 after epoch 9: %+v, want fenced", r)
+	}
+}
+
+// TestNodeFenceWaitsForAnOlderStart: a newer TM's fence that arrives
+// while an older TM's start is in flight on the node (its host starting)
+// waits for it and then removes it: the older copy does not outlive the
+// fence.
+func TestNodeFenceWaitsForAnOlderStart(t *testing.T) {
+	c := startCluster(t, 1)
+	entered, release := make(chan struct{}), make(chan struct{})
+	c.procs["n1"].hold = func() { close(entered); <-release }
+	admitting := make(chan struct{})
+	c.nodes["n1"].admitting = func(key string, epoch uint64) {
+		if epoch == 9 {
+			close(admitting)
+		}
+	}
+	nc := c.conn()
+	send := func(req request, done chan<- string) {
+		b, _ := json.Marshal(req)
+		m, err := nc.Request(ctlSubject("n1"), b, time.Minute)
+		if err == nil {
+			var r reply
+			if err = decode(m.Data, &r, "reply"); err == nil {
+				err = r.err("n1")
+			}
+		}
+		done <- fmt.Sprintf("%s: %v", req.Op, err)
+	}
+	done := make(chan string, 2)
+	go send(request{V: Version, Op: OpStart, Epoch: 4, Spec: &Spec{Tenant: "default", Topology: "wc", Container: 1}}, done)
+	<-entered
+	go send(request{V: Version, Op: OpFence, Tenant: "default", Topology: "wc", Epoch: 9}, done)
+	<-admitting
+	close(release)
+	for range 2 {
+		if got := <-done; !strings.HasSuffix(got, ": <nil>") {
+			t.Error(got)
+		}
+	}
+	if run := c.procs["n1"].running(); len(run) != 0 {
+		t.Errorf("after a newer fence, an older TM's container runs: %v", run)
+	}
+}
+
+// TestPlacerWaitsForACutOffNode: a newer TM whose epoch a node does not
+// confirm (cut off, or lost) asks how long that node may still run its
+// containers (FenceWait) and starts nothing before.
+func TestPlacerWaitsForACutOffNode(t *testing.T) {
+	c := startCluster(t, 3)
+	old, _ := c.placer("n1", 4)
+	wc := top{"default", "wc"}
+	for n := 1; n <= 3; n++ {
+		if err := old.StartContainer(t.Context(), wc, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.nodes["n2"].Close() // it answers nothing more
+	var mu sync.Mutex
+	var order []string
+	note := func(s string) { mu.Lock(); order = append(order, s); mu.Unlock() }
+	for _, name := range []string{"n1", "n3"} {
+		c.procs[name].hold = func() { note("start on " + name) }
+	}
+	newer, _ := c.placerWith("n3", 9, func(o *Options[top]) {
+		o.FenceWait = func(node string) time.Duration { note("wait for " + node); return time.Millisecond }
+	})
+	if err := newer.StartContainer(t.Context(), wc, 1); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(order) < 2 || order[0] != "wait for n2" || !strings.HasPrefix(order[1], "start on") {
+		t.Errorf("events %q; want the wait for n2 first, then a start", order)
 	}
 }
 

@@ -58,6 +58,17 @@ type Options[T Topology] struct {
 	// Revoke revokes the credentials of tenant's topology issued to users
 	// (a container moved off a lost node).
 	Revoke func(tenant, topology string, users ...string)
+	// FenceWait (nil: no wait) is how long a node that did not confirm a
+	// TM's epoch, or whose containers move off it, may still run what it
+	// ran: a cut-off node kills its containers itself, and the TM starts
+	// their replacements only after.
+	FenceWait func(node string) time.Duration
+	// Reachable (nil: never) says whether this node is connected to node
+	// now. A node whose record is stale (its reports cannot be stored
+	// while JetStream elects) but that is connected keeps its
+	// containers: it is not cut off, so it would not stop them, and a
+	// copy started elsewhere would run beside them.
+	Reachable func(node string) bool
 	// CheckEvery is how often the nodes' liveness is checked (default 1 s).
 	CheckEvery time.Duration
 	// PlaceSilent (default 9 s) and MoveSilent (default 12 s): see
@@ -307,6 +318,8 @@ func (p *Placer[T]) announce(ctx context.Context, t T, epoch uint64) {
 		return
 	}
 	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var silent []string
 	for _, n := range cands {
 		wg.Go(func() {
 			r, err := p.request(ctx, n.Name, request{Op: OpFence, Tenant: t.Tenant(), Topology: t.Name(), Epoch: epoch}, stopTimeout)
@@ -315,10 +328,37 @@ func (p *Placer[T]) announce(ctx context.Context, t T, epoch uint64) {
 			}
 			if err != nil {
 				p.o.Log.Warn("a node did not confirm a topology manager's epoch", "topology", key, "node", n.Name, "err", err)
+				mu.Lock()
+				silent = append(silent, n.Name)
+				mu.Unlock()
 			}
 		})
 	}
 	wg.Wait()
+	p.waitFenced(ctx, key, silent)
+}
+
+// waitFenced waits until none of nodes may still run a container of
+// topology key (FenceWait), or ctx ends.
+func (p *Placer[T]) waitFenced(ctx context.Context, key string, nodes []string) {
+	if p.o.FenceWait == nil {
+		return
+	}
+	var wait time.Duration
+	var node string
+	for _, n := range nodes {
+		if w := p.o.FenceWait(n); w > wait {
+			wait, node = w, n
+		}
+	}
+	if wait <= 0 {
+		return
+	}
+	p.o.Log.Warn("waiting until a cut-off node has killed its containers", "topology", key, "node", node, "wait", wait.Round(time.Millisecond))
+	select {
+	case <-time.After(wait):
+	case <-ctx.Done():
+	}
 }
 
 // announced is an epoch announced for a topology; done is closed once

@@ -4,13 +4,20 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/ardea-dev/ardea/scheduler/internal/launcher"
+	"github.com/ardea-dev/ardea/scheduler/internal/logtail"
 )
 
 // Version is the messages' version; a node answers a request of another
-// with an error naming both.
+// with an error naming both. It changes when a message's existing fields
+// change meaning, not for a new operation or a new optional field: a node
+// that does not know an operation answers "unknown operation" (OpLogs,
+// added in version 1, gets that from a node built before it), and every
+// node of a cluster being upgraded one by one keeps placing the others'
+// containers.
 const Version = 1
 
 // Subjects, in the "ardea" account (only the nodes' daemons connect
@@ -40,7 +47,29 @@ const (
 	// OpFence: a newer TM's epoch; the node removes what older ones
 	// started before it answers.
 	OpFence Op = "fence"
+	// OpLogs reads a page of a container's log file on its node (the
+	// request's Logs): the last lines before an offset, at most
+	// MaxLogBytes of them per reply. It reads only, so it is not fenced:
+	// the API has checked that the caller may read the topology.
+	OpLogs Op = "logs"
 )
+
+// MaxLogBytes bounds the log lines of one OpLogs reply (their bytes,
+// newlines not counted): the launcher's longest line (1 MiB), so a line
+// always fits whole, and well under the cluster's NATS payload limit (8
+// MiB) even if JSON escaping made every byte six. A longer tail is read
+// page by page; a node whose connection allows less halves the limit
+// until its reply fits.
+const MaxLogBytes = 1 << 20
+
+// LogsRequest is what an OpLogs request reads: the last Lines lines
+// that Filter selects among those that end before offset End (-1: the
+// file's end).
+type LogsRequest struct {
+	Lines  int            `json:"lines"`
+	End    int64          `json:"end"`
+	Filter logtail.Filter `json:"filter"`
+}
 
 // Spec is a container as the node that runs it needs it from its TM; the
 // rest (the host executable, its NATS address, data directory and CPU
@@ -79,6 +108,8 @@ type request struct {
 	Epoch    uint64 `json:"epoch,omitempty"`
 	PID      int    `json:"pid,omitempty"`
 	Spec     *Spec  `json:"spec,omitempty"`
+	// Logs: OpLogs's.
+	Logs *LogsRequest `json:"logs,omitempty"`
 }
 
 // errCode carries the launcher's sentinel errors and fencing over the wire.
@@ -100,6 +131,8 @@ type reply struct {
 	Code   errCode                  `json:"code,omitempty"`
 	Status *launcher.ProcessStatus  `json:"status,omitempty"`
 	List   []launcher.ProcessStatus `json:"list,omitempty"`
+	// Logs: OpLogs's page (Start is where the next, earlier one ends).
+	Logs *logtail.Page `json:"logs,omitempty"`
 }
 
 func replyOf(err error) reply {
@@ -123,13 +156,17 @@ func (r reply) err(node string) error {
 	if r.Err == "" {
 		return nil
 	}
+	// A coded error is its sentinel again, named once.
+	coded := func(sentinel error) error {
+		return fmt.Errorf("node %s: %s: %w", node, strings.TrimSuffix(r.Err, ": "+sentinel.Error()), sentinel)
+	}
 	switch r.Code {
 	case codeDuplicate:
-		return fmt.Errorf("node %s: %s: %w", node, r.Err, launcher.ErrDuplicate)
+		return coded(launcher.ErrDuplicate)
 	case codeUnknown:
-		return fmt.Errorf("node %s: %s: %w", node, r.Err, launcher.ErrUnknown)
+		return coded(launcher.ErrUnknown)
 	case codeFenced:
-		return fmt.Errorf("node %s: %s: %w", node, r.Err, ErrFenced)
+		return coded(ErrFenced)
 	}
 	return fmt.Errorf("node %s: %s", node, r.Err)
 }

@@ -536,7 +536,7 @@ func (r *Runtime[T]) Kill(id string, _ int) error {
 // killTimeout bounds Kill's call (the manager's Kill takes no context).
 const killTimeout = 30 * time.Second
 
-// LogPath is "": a pod's output is the cluster's (kubectl logs).
+// LogPath is "": a pod's output is the cluster's, which Logs reads.
 func (r *Runtime[T]) LogPath(string) string { return "" }
 
 // Close deletes every topology's StatefulSet and Secret (their pods go

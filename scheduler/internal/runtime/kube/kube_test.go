@@ -21,6 +21,7 @@ import (
 	ktest "github.com/ardea-dev/ardea/internal/testutil/kube"
 	"github.com/ardea-dev/ardea/scheduler/container/process"
 	"github.com/ardea-dev/ardea/scheduler/internal/launcher"
+	"github.com/ardea-dev/ardea/scheduler/internal/logtail"
 	"github.com/ardea-dev/ardea/scheduler/internal/runtime"
 	"github.com/ardea-dev/ardea/scheduler/internal/runtime/kube"
 	"github.com/ardea-dev/ardea/scheduler/packing"
@@ -203,6 +204,18 @@ func TestRuntime(t *testing.T) {
 			s := logs(n)
 			return strings.Contains(s, want), s
 		})
+		// The same through the API server (pods/log, its kubelet's), as
+		// `ardea logs` reads it, under kube.Rules(): the pod's one line;
+		// none of a component (not a host's JSON line).
+		if got, err := rt.Logs(ctx, id(n), 5, logtail.Filter{}); err != nil || !slices.Equal(got, []string{want}) {
+			t.Errorf("container %d's log through the API server: %q %v, want %q", n, got, err, want)
+		}
+		if got, err := rt.Logs(ctx, id(n), 5, logtail.Filter{Component: "count"}); err != nil || len(got) != 0 {
+			t.Errorf("container %d's log of component count: %q %v, want none", n, got, err)
+		}
+	}
+	if _, err := rt.Logs(ctx, id(9), 5, logtail.Filter{}); !errors.Is(err, launcher.ErrUnknown) {
+		t.Errorf("the log of a container not started: %v, want ErrUnknown", err)
 	}
 	if l := rt.List(); len(l) != 2 || l[0].ID != id(1) || l[1].ID != id(2) {
 		t.Errorf("list %+v", l)

@@ -51,14 +51,17 @@ func (d *Daemon) nodes() ([]nodeRecord, error) {
 }
 
 // keepNodeLogs copies every node's whole log, and its containers', to
-// $ARDEA_CHAOS_LOGDIR, if
+// $ARDEA_CHAOS_LOGDIR/<test name>, if
 // set, when t ends (passed or failed): a look at how a recovery went.
 func keepNodeLogs(t *testing.T, nodes []*Daemon) {
 	keep := os.Getenv("ARDEA_CHAOS_LOGDIR")
 	if keep == "" {
 		return
 	}
+	// One folder per test (subtests apart): <dir>/<test name>/.
+	keep = filepath.Join(keep, strings.NewReplacer("/", "_", " ", "_").Replace(t.Name()))
 	t.Cleanup(func() {
+		_ = os.MkdirAll(keep, 0o755)
 		for _, d := range nodes {
 			if b, err := os.ReadFile(d.LogPath); err == nil {
 				_ = os.WriteFile(filepath.Join(keep, filepath.Base(d.LogPath)), b, 0o644)

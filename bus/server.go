@@ -193,9 +193,18 @@ func StartServer(ctx context.Context, o ServerOptions) (*Server, error) {
 		timeout = 10 * time.Second
 	}
 	if !ns.ReadyForConnections(timeout) {
+		// Which listener is missing (a port taken by another process
+		// keeps it from ever opening).
+		var missing []string
+		if ns.Addr() == nil {
+			missing = append(missing, fmt.Sprintf("clients on %s:%d", host, port))
+		}
+		if started.Cluster.Port != 0 && ns.ClusterAddr() == nil {
+			missing = append(missing, fmt.Sprintf("routes on %s:%d", started.Cluster.Host, started.Cluster.Port))
+		}
 		ns.Shutdown()
 		ns.WaitForShutdown()
-		return nil, fmt.Errorf("bus: embedded NATS server on %s:%d not ready after %s", host, port, timeout)
+		return nil, fmt.Errorf("bus: embedded NATS server on %s:%d not ready after %s (not listening: %s)", host, port, timeout, strings.Join(missing, ", "))
 	}
 	s := &Server{ns: ns, opts: started, log: log, minFree: o.HealMinFree, probeT: o.HealProbeTimeout,
 		stop: make(chan struct{}), wedged: make(chan struct{})}

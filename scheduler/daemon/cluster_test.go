@@ -2,6 +2,7 @@ package daemon_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -30,16 +31,38 @@ func startNodes(t *testing.T, n int) []*daemon.Daemon {
 	return startNodesWith(t, n, daemon.Options{})
 }
 
-// startNodesWith is startNodes with o's Kubernetes (kube_test.go).
+// startNodesWith is startNodes with o's Kubernetes (kube_test.go). The
+// route ports are picked (listened on, then closed) before the nodes
+// start, so a parallel test can take one in between: a cluster that
+// does not start is closed and started again on other ports, twice at
+// most.
 func startNodesWith(t *testing.T, n int, with daemon.Options) []*daemon.Daemon {
 	t.Helper()
+	var err error
+	for try := 1; try <= 3; try++ {
+		var nodes []*daemon.Daemon
+		if nodes, err = tryStartNodes(t, n, with); err == nil {
+			for _, d := range nodes {
+				t.Cleanup(func() { closeNode(t, d) })
+			}
+			return nodes
+		}
+		t.Logf("start %d nodes, try %d: %v", n, try, err)
+	}
+	t.Fatal(err)
+	return nil
+}
+
+// tryStartNodes starts n nodes on route ports picked now; if one fails,
+// those started are closed.
+func tryStartNodes(t *testing.T, n int, with daemon.Options) ([]*daemon.Daemon, error) {
 	secret := natsauth.NewSecret()
 	var routes []string
 	var listens []string
 	for range n {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		listens = append(listens, ln.Addr().String())
 		routes = append(routes, "nats://"+ln.Addr().String())
@@ -63,21 +86,29 @@ func startNodesWith(t *testing.T, n int, with daemon.Options) []*daemon.Daemon {
 			errs <- err
 		}()
 	}
+	var failed []error
 	for range n {
 		if err := <-errs; err != nil {
-			t.Fatal(err)
+			failed = append(failed, err)
 		}
 	}
-	for _, d := range nodes {
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			if err := d.Close(ctx); err != nil {
-				t.Errorf("close node %s: %v", d.NodeName(), err)
-			}
-		})
+	if len(failed) == 0 {
+		return nodes, nil
 	}
-	return nodes
+	for _, d := range nodes {
+		if d != nil {
+			closeNode(t, d)
+		}
+	}
+	return nil, errors.Join(failed...)
+}
+
+func closeNode(t *testing.T, d *daemon.Daemon) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := d.Close(ctx); err != nil {
+		t.Errorf("close node %s: %v", d.NodeName(), err)
+	}
 }
 
 // TestClusterNodesShareTopologies: three nodes; a topology submitted

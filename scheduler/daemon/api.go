@@ -26,7 +26,7 @@ func (d *Daemon) routes() *http.ServeMux {
 	httpapi.New(d, errorKind).Register(mux)
 	mux.HandleFunc("GET /metrics", d.serveMetrics)
 	mux.HandleFunc("GET /api/v1/nodes", d.serveNodes)
-	ui.NewTracker(d).Register(mux)
+	ui.NewTracker(newTrackerSource(d)).Register(mux)
 	return mux
 }
 

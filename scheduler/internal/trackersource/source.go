@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/ardea-dev/ardea"
-	"github.com/ardea-dev/ardea/internal/build"
+	"github.com/ardea-dev/ardea/internal/build/srclang"
 	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/planner"
 	"github.com/ardea-dev/ardea/scheduler/settings"
@@ -144,7 +144,7 @@ func language(c *ardea.Component) string {
 		return "builtin"
 	case ardea.ModuleSource:
 		if st, err := os.Stat(c.Module); err == nil && st.IsDir() {
-			if l, err := build.Detect(c.Module); err == nil {
+			if l, err := srclang.Detect(c.Module); err == nil {
 				return string(l)
 			}
 		}

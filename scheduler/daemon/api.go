@@ -20,7 +20,8 @@ import (
 var _ httpapi.Backend = (*Daemon)(nil)
 
 // routes is the API's mux: the handlers, the Prometheus exposition and
-// the tracker with the web UI (both served over the daemon's own state).
+// the tracker with the web UI (both served over the daemon's own state;
+// the tracker's through its source, tracker.go).
 func (d *Daemon) routes() *http.ServeMux {
 	mux := http.NewServeMux()
 	httpapi.New(d, errorKind).Register(mux)

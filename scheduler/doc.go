@@ -28,6 +28,9 @@
 //     process) and the one definition of a container's id.
 //   - internal/httpapi: the HTTP handlers of the daemon's API (decode,
 //     call, encode) over the narrow backend they declare.
+//   - internal/trackersource: what the tracker API (package ui) reads of
+//     a daemon's topologies, stored and running, over the narrow
+//     interfaces it declares.
 //   - daemon: `ardea local` (and `ardea run`, in process): the API's
 //     server and the composition root that makes the topology managers
 //     and the container runtime.

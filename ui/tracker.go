@@ -1,6 +1,7 @@
 // Package ui is Ardea's own (not a public API): it serves the tracker REST
 // API (Heron's Tracker, as JSON under /api/v1, documented in openapi.yaml)
-// from whatever runs topologies: the `ardea local` daemon implements Source.
+// from whatever runs topologies: the `ardea local` daemon's Source is
+// scheduler/internal/trackersource's.
 //
 // Every error is {"status": <code>, "message": "..."} with that HTTP
 // status: 404 for an unknown topology, component, container or metric,

@@ -20,13 +20,14 @@ import (
 var _ httpapi.Backend = (*Daemon)(nil)
 
 // routes is the API's mux: the handlers, the Prometheus exposition and
-// the tracker with the web UI (both served over the daemon's own state).
+// the tracker with the web UI (both served over the daemon's own state;
+// the tracker's through its source, tracker.go).
 func (d *Daemon) routes() *http.ServeMux {
 	mux := http.NewServeMux()
 	httpapi.New(d, errorKind).Register(mux)
 	mux.HandleFunc("GET /metrics", d.serveMetrics)
 	mux.HandleFunc("GET /api/v1/nodes", d.serveNodes)
-	ui.NewTracker(d).Register(mux)
+	ui.NewTracker(newTrackerSource(d)).Register(mux)
 	return mux
 }
 

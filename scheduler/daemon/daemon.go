@@ -8,7 +8,9 @@
 // encode); the daemon is their backend, its operations exported methods
 // (topologies.go, streams.go, kv.go), and composes their routes with the
 // tracker, /metrics and the admin routes behind the guard and the audit
-// log (api.go: routes, security.go: apiHandler).
+// log (api.go: routes, security.go: apiHandler). The tracker (package ui)
+// reads scheduler/internal/trackersource's Source, which the daemon makes
+// over small adapters of its stores, TMs and logs (tracker.go).
 //
 // The topology managers are package scheduler/internal/manager: the daemon makes
 // one per topology (managers.go: newTM) and implements the narrow

@@ -253,7 +253,7 @@ func TestKubernetesTenants(t *testing.T) {
 		// Its log (`ardea logs`, the UI's container log) is the pod's,
 		// read through the API server (pods/log, from its kubelet).
 		testutil.Eventually(t, tenant+"'s container log, through the API server", func() (bool, string) {
-			ls, err := d.ContainerLogs(as(tenant), "wc", 1, 100)
+			ls, err := d.Tracker().ContainerLogs(as(tenant), "wc", 1, 100)
 			if err != nil {
 				return false, err.Error()
 			}
@@ -267,7 +267,7 @@ func TestKubernetesTenants(t *testing.T) {
 	}
 	for tenant, n := range want {
 		testutil.Eventually(t, tenant+"'s wc finishes", func() (bool, string) {
-			top, err := d.Topology(as(tenant), "wc")
+			top, err := d.Tracker().Topology(as(tenant), "wc")
 			if err != nil {
 				return false, err.Error()
 			}

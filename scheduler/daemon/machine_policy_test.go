@@ -265,10 +265,10 @@ func TestHostRefusesMachineSettings(t *testing.T) {
 	d = start(nil)
 	defer closeD(d)
 	testutil.EventuallyWithin(t, 2*time.Minute, "acme's wc fails in its hosts", func() bool {
-		top, err := d.Topology(as("acme"), "wc")
+		top, err := d.Tracker().Topology(as("acme"), "wc")
 		return err == nil && top.State == string(api.StateFailed)
 	})
-	top, err := d.Topology(as("acme"), "wc")
+	top, err := d.Tracker().Topology(as("acme"), "wc")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -82,7 +82,7 @@ func TestPoisonTupleEffectivelyOnceLocal(t *testing.T) {
 				Modules: map[string][]byte{"upper": mod}}); err != nil {
 				t.Fatal(err)
 			}
-			hist, err := d.History(ctx, "poisonlocal")
+			hist, err := d.Tracker().History(ctx, "poisonlocal")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -81,7 +81,7 @@ func TestPoisonTuple(t *testing.T) {
 				var hist *sinks.History
 				res, err := daemon.Run(context.Background(), daemon.RunOptions{Topology: top, Containers: 2, CacheDir: cache,
 					Metrics: reg, CheckpointStore: store, Duration: 2 * time.Minute,
-					Started: func(d *daemon.Daemon, name string) { hist, _ = d.History(context.Background(), name) }})
+					Started: func(d *daemon.Daemon, name string) { hist, _ = d.Tracker().History(context.Background(), name) }})
 				if err != nil {
 					t.Fatal(err)
 				}

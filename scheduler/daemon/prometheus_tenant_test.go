@@ -161,7 +161,7 @@ func TestMetricsPerTenant(t *testing.T) {
 	}
 	acmeDone := regexp.MustCompile(`(?m)^ardea_execute_count_total\{component="m",container="\d+",peer="",stream="",task="\d+",tenant="acme",topology="wc"\} 40$`)
 	testutil.EventuallyWithin(t, 2*time.Minute, "acme's wc to finish, its last counts exported", func() bool {
-		top, err := d.Topology(as("acme"), "wc")
+		top, err := d.Tracker().Topology(as("acme"), "wc")
 		return err == nil && top.State == string(api.StateFinished) && acmeDone.MatchString(scrapeAs(t, d, tokA))
 	})
 	acmeHits := regexp.MustCompile(`(?m)^ardea_user_hits_total\{component="m",.*tenant="acme",topology="wc"\} [1-9]`)
@@ -178,7 +178,7 @@ func TestMetricsPerTenant(t *testing.T) {
 		return globexGauge.MatchString(scrapeAs(t, d, tokB))
 	})
 	testutil.Eventually(t, "globex's hits_total refused, as an exception of its component h", func() bool {
-		h, err := d.History(as("globex"), "wc")
+		h, err := d.Tracker().History(as("globex"), "wc")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -234,7 +234,7 @@ func TestUserMetricKindConflict(t *testing.T) {
 	}
 	var loser string
 	testutil.EventuallyWithin(t, 2*time.Minute, "one of the two x refused, as its component's exception", func() bool {
-		h, err := d.History(ctx, "kinds")
+		h, err := d.Tracker().History(ctx, "kinds")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -20,7 +20,7 @@ import (
 // line, read from the container's log through the daemon; runs counts its
 // "running plan" lines. ok is false before either.
 func hostRate(ctx context.Context, d *daemon.Daemon, topology string, container int) (rate float64, runs int, ok bool, err error) {
-	lines, err := d.ContainerLogs(ctx, topology, container, 5000)
+	lines, err := d.Tracker().ContainerLogs(ctx, topology, container, 5000)
 	if err != nil {
 		return 0, 0, false, err
 	}

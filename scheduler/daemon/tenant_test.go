@@ -89,7 +89,7 @@ func TestTenantSpaces(t *testing.T) {
 	}
 	for tenant, want := range map[string]int{"acme": 300, "globex": 400} {
 		testutil.EventuallyWithin(t, 2*time.Minute, tenant+"'s wc finishes", func() bool {
-			top, err := d.Topology(as(tenant), "wc")
+			top, err := d.Tracker().Topology(as(tenant), "wc")
 			return err == nil && top.State == string(api.StateFinished)
 		})
 		if n := lines(outs[tenant]); n != want {
@@ -97,12 +97,12 @@ func TestTenantSpaces(t *testing.T) {
 		}
 	}
 	// globex does not see acme's topology: not found, as a missing one.
-	_, err := d.Topology(as("globex"), "only-acme")
-	_, errMissing := d.Topology(as("globex"), "no-such")
+	_, err := d.Tracker().Topology(as("globex"), "only-acme")
+	_, errMissing := d.Tracker().Topology(as("globex"), "no-such")
 	if err == nil || errMissing == nil || !errors.Is(err, daemon.ErrNotFound) || strings.ReplaceAll(err.Error(), "only-acme", "X") != strings.ReplaceAll(errMissing.Error(), "no-such", "X") {
 		t.Errorf("globex reading acme's topology: %v (a missing one: %v)", err, errMissing)
 	}
-	list, err := d.Topologies(as("globex"))
+	list, err := d.Tracker().Topologies(as("globex"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,17 +111,17 @@ func TestTenantSpaces(t *testing.T) {
 			t.Errorf("globex lists acme's topology")
 		}
 	}
-	if top, err := d.Topology(as("acme"), "only-acme"); err != nil || top.State != string(api.StatePaused) {
+	if top, err := d.Tracker().Topology(as("acme"), "only-acme"); err != nil || top.State != string(api.StatePaused) {
 		t.Fatalf("acme's only-acme: %+v %v", top, err)
 	}
 	closeD(d)
 
 	d = start()
 	defer closeD(d)
-	if top, err := d.Topology(as("acme"), "only-acme"); err != nil || top.State != string(api.StatePaused) {
+	if top, err := d.Tracker().Topology(as("acme"), "only-acme"); err != nil || top.State != string(api.StatePaused) {
 		t.Fatalf("after a restart, acme's only-acme: %+v %v", top, err)
 	}
-	if _, err := d.Topology(as("globex"), "only-acme"); !errors.Is(err, daemon.ErrNotFound) {
+	if _, err := d.Tracker().Topology(as("globex"), "only-acme"); !errors.Is(err, daemon.ErrNotFound) {
 		t.Errorf("after a restart, globex reads acme's topology: %v", err)
 	}
 }

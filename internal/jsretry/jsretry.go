@@ -46,6 +46,40 @@ func Unavailable(err error) bool {
 	return false
 }
 
+// AccountChanging reports an error that a JetStream alone answers for a
+// moment while the server applies a change of the calling account (a
+// revocation of a host's credential when a topology ends, new limits):
+// the account's JetStream API is not subscribed during the update, so a
+// request finds no responder. Unlike Unavailable it leaves out what on
+// one server means a real fault (a timeout, a missing stream).
+func AccountChanging(err error) bool {
+	return errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrJetStreamNotEnabled) ||
+		errors.Is(err, nats.ErrJetStreamNotEnabled) || errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount)
+}
+
+// RetryAccountChanging calls f until it returns nil or an error that is
+// not AccountChanging, or patience has passed (then f's last error is
+// returned): what a read on a JetStream alone does while its account
+// changes. A read changes nothing, so asking again is safe.
+func RetryAccountChanging[T any](ctx context.Context, patience time.Duration, f func(ctx context.Context) (T, error)) (T, error) {
+	deadline := time.Now().Add(patience)
+	wait := 20 * time.Millisecond
+	for {
+		v, err := f(ctx)
+		if err == nil || !AccountChanging(err) || ctx.Err() != nil || time.Now().Add(wait).After(deadline) {
+			return v, err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return v, err
+		case <-t.C:
+		}
+		wait = min(2*wait, 500*time.Millisecond)
+	}
+}
+
 // errNotApplied: a stream just created (by this node or another) is not
 // found yet by the node answering (it has not applied the creation).
 var errNotApplied = errors.New("the cluster has not applied the stream's creation yet")

@@ -119,3 +119,53 @@ func TestCurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestRetryAccountChanging: a read on a JetStream alone is asked again
+// while its account changes (no responder, JetStream off), and only then.
+func TestRetryAccountChanging(t *testing.T) {
+	blips := []error{nats.ErrNoResponders, jetstream.ErrJetStreamNotEnabled, fmt.Errorf("statemgr: listing topologies: %w", nats.ErrJetStreamNotEnabled)}
+	for _, blip := range blips {
+		if !AccountChanging(blip) {
+			t.Errorf("AccountChanging(%v) = false", blip)
+		}
+	}
+	for _, other := range []error{nil, context.DeadlineExceeded, jetstream.ErrStreamNotFound, errors.New("bad")} {
+		if AccountChanging(other) {
+			t.Errorf("AccountChanging(%v) = true", other)
+		}
+	}
+	calls := 0
+	v, err := RetryAccountChanging(t.Context(), time.Minute, func(context.Context) (int, error) {
+		calls++
+		if calls <= len(blips) {
+			return 0, blips[calls-1]
+		}
+		return 7, nil
+	})
+	if v != 7 || err != nil || calls != len(blips)+1 {
+		t.Errorf("after %d blips: %d %v in %d calls, want 7 <nil> in %d", len(blips), v, err, calls, len(blips)+1)
+	}
+	calls = 0
+	_, err = RetryAccountChanging(t.Context(), time.Minute, func(context.Context) (int, error) {
+		calls++
+		return 0, jetstream.ErrKeyNotFound
+	})
+	if !errors.Is(err, jetstream.ErrKeyNotFound) || calls != 1 {
+		t.Errorf("another error: %v in %d calls, want it at once", err, calls)
+	}
+	// Past its patience the last error is reported.
+	calls = 0
+	_, err = RetryAccountChanging(t.Context(), 0, func(context.Context) (int, error) {
+		calls++
+		return 0, nats.ErrNoResponders
+	})
+	if !errors.Is(err, nats.ErrNoResponders) || calls != 1 {
+		t.Errorf("no patience: %v in %d calls", err, calls)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	_, err = RetryAccountChanging(ctx, time.Minute, func(context.Context) (int, error) { return 0, nats.ErrNoResponders })
+	if !errors.Is(err, nats.ErrNoResponders) {
+		t.Errorf("ended ctx: %v", err)
+	}
+}

@@ -89,12 +89,13 @@ func (k *readYourWrites) Get(ctx context.Context, key string) (jetstream.KeyValu
 // the read would wait for ever.
 const listTry = 10 * time.Second
 
-// bounded runs f once on a store alone (replicas 0 or 1), else with each
-// try bounded by listTry and asked again while JetStream is unavailable
-// (jsretry), until ctx ends.
+// bounded runs f on a store alone (replicas 0 or 1) asked again only
+// while the tenant's account changes (jsretry.AccountChanging, for up to
+// accountPatience), else with each try bounded by listTry and asked again
+// while JetStream is unavailable (jsretry), until ctx ends.
 func bounded[T any](ctx context.Context, replicas int, f func(context.Context) (T, error)) (T, error) {
 	if replicas <= 1 {
-		return f(ctx)
+		return jsretry.RetryAccountChanging(ctx, accountPatience, f)
 	}
 	ctx, cancel := context.WithTimeout(ctx, patience)
 	defer cancel()
@@ -104,6 +105,21 @@ func bounded[T any](ctx context.Context, replicas int, f func(context.Context) (
 // patience bounds how long a read or listing is asked again: a cluster
 // elects in seconds; one that has not answered by then is reported.
 const patience = 30 * time.Second
+
+// accountPatience bounds how long a store alone asks again while its
+// account changes: the server applies an account's update in
+// milliseconds, so a longer outage is a fault to report.
+const accountPatience = 5 * time.Second
+
+// aloneKV is a KV bucket of a store alone whose reads are asked again
+// while the tenant's account changes (bounded's reason).
+type aloneKV struct{ jetstream.KeyValue }
+
+func (k aloneKV) Get(ctx context.Context, key string) (jetstream.KeyValueEntry, error) {
+	return jsretry.RetryAccountChanging(ctx, accountPatience, func(ctx context.Context) (jetstream.KeyValueEntry, error) {
+		return k.KeyValue.Get(ctx, key)
+	})
+}
 
 // patientKV is a replicated KV bucket whose reads are asked again while
 // the cluster does not answer (a lost request, an election): a read

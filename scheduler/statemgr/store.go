@@ -166,6 +166,8 @@ func Open(ctx context.Context, nc *nats.Conn, opts Options) (*Store, error) {
 			default:
 				kv = patientKV{kv}
 			}
+		} else {
+			kv = aloneKV{kv}
 		}
 		*b.dst = kv
 	}

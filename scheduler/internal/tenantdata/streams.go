@@ -1,11 +1,10 @@
-package daemon
+package tenantdata
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -16,34 +15,9 @@ import (
 	"github.com/ardea-dev/ardea/scheduler/internal/tenancy"
 )
 
-// Tenant streams: a tenant's own JetStream streams, for its topologies'
-// input and output (builtin:stream, connectors/tenantstream.go). They live
-// in the tenant's NATS account, made by the daemon's connection for the
-// tenant (space.nc), so a request acts on its principal's tenant's streams
-// only (another tenant's stream of the name is not found, as a missing
-// one), and they count against the tenant's JetStream disk quota: the
-// account's limit bounds them all, and each stream's size is bounded when
-// it is made. A topology's hosts reach the streams it names and no other
-// (natsauth.HostPermissions).
-
-// Bounds of the stream routes.
-const (
-	// maxStreamReadBytes bounds one read's message data.
-	maxStreamReadBytes = 4 << 20
-	// streamOpTimeout bounds each JetStream call of a stream route.
-	streamOpTimeout = 10 * time.Second
-)
-
-// The JetStream server's errors for a stream over its account's limits
-// (nats.go names neither).
-const (
-	jsErrInsufficientResources jetstream.ErrorCode = 10023
-	jsErrStorageExceeded       jetstream.ErrorCode = 10047
-)
-
-// topologyStreams are the tenant streams top's builtin:stream components
+// TopologyStreams are the tenant streams top's builtin:stream components
 // name: its hosts' credential reaches those.
-func topologyStreams(top *ardea.Topology) []string {
+func TopologyStreams(top *ardea.Topology) []string {
 	var out []string
 	for _, c := range top.Components {
 		if c.Module == ardea.BuiltinPrefix+"stream" && c.Config["stream"] != "" {
@@ -57,8 +31,8 @@ func topologyStreams(top *ardea.Topology) []string {
 // stream its tenant does not have: its hosts may not make one. Without
 // NATS accounts (`ardea run`, in process) the built-in makes a missing
 // stream itself.
-func (d *Daemon) checkStreams(ctx context.Context, sp *tenancy.Space, top *ardea.Topology) error {
-	if d.ten.Accounts() == nil {
+func (svc *Service) checkStreams(ctx context.Context, sp *tenancy.Space, top *ardea.Topology) error {
+	if svc.ten.Accounts() == nil {
 		return nil
 	}
 	var js jetstream.JetStream
@@ -74,11 +48,11 @@ func (d *Daemon) checkStreams(ctx context.Context, sp *tenancy.Space, top *ardea
 			}
 		}
 		st, _ := names.TenantStream(name)
-		cctx, cancel := context.WithTimeout(ctx, streamOpTimeout)
+		cctx, cancel := context.WithTimeout(ctx, OpTimeout)
 		_, err := js.Stream(cctx, st)
 		cancel()
 		if errors.Is(err, jetstream.ErrStreamNotFound) {
-			return newErr(ErrBadRequest, "component %s: tenant %s has no stream %s: create it first (ardea stream create %s)", c.Name, sp.Tenant(), name, name)
+			return api.Errorf(api.ErrBadRequest, "component %s: tenant %s has no stream %s: create it first (ardea stream create %s)", c.Name, sp.Tenant(), name, name)
 		}
 		if err != nil {
 			return fmt.Errorf("component %s: stream %s: %w", c.Name, name, err)
@@ -87,32 +61,19 @@ func (d *Daemon) checkStreams(ctx context.Context, sp *tenancy.Space, top *ardea
 	return nil
 }
 
-// tenantJS is JetStream in the account of the tenant ctx acts for.
-func (d *Daemon) tenantJS(ctx context.Context) (jetstream.JetStream, *tenancy.Space, error) {
-	sp, err := d.space(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	js, err := jetstream.New(sp.Conn())
-	if err != nil {
-		return nil, nil, err
-	}
-	return js, sp, nil
-}
-
 // tenantStream binds to the caller's tenant stream name.
-func (d *Daemon) tenantStream(ctx context.Context, name string) (jetstream.Stream, error) {
+func (svc *Service) tenantStream(ctx context.Context, name string) (jetstream.Stream, error) {
 	if err := connectors.ValidStreamName(name); err != nil {
-		return nil, newErr(ErrBadRequest, "%v", err)
+		return nil, api.Errorf(api.ErrBadRequest, "%v", err)
 	}
-	js, sp, err := d.tenantJS(ctx)
+	js, sp, err := svc.tenantJS(ctx)
 	if err != nil {
 		return nil, err
 	}
 	st, _ := names.TenantStream(name)
 	s, err := js.Stream(ctx, st)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		return nil, newErr(ErrNotFound, "tenant %s has no stream %s (ardea stream ls)", sp.Tenant(), name)
+		return nil, api.Errorf(api.ErrNotFound, "tenant %s has no stream %s (ardea stream ls)", sp.Tenant(), name)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("stream %s: %w", name, err)
@@ -126,8 +87,8 @@ func streamInfo(name string, in *jetstream.StreamInfo) api.StreamInfo {
 }
 
 // StreamInfo is the caller's tenant stream name's info.
-func (d *Daemon) StreamInfo(ctx context.Context, name string) (api.StreamInfo, error) {
-	s, err := d.tenantStream(ctx, name)
+func (svc *Service) StreamInfo(ctx context.Context, name string) (api.StreamInfo, error) {
+	s, err := svc.tenantStream(ctx, name)
 	if err != nil {
 		return api.StreamInfo{}, err
 	}
@@ -136,14 +97,14 @@ func (d *Daemon) StreamInfo(ctx context.Context, name string) (api.StreamInfo, e
 
 // CreateStream makes the caller's tenant stream req.Name, bounded by the
 // tenant's JetStream disk quota.
-func (d *Daemon) CreateStream(ctx context.Context, req api.CreateStreamRequest) (api.StreamInfo, error) {
+func (svc *Service) CreateStream(ctx context.Context, req api.CreateStreamRequest) (api.StreamInfo, error) {
 	if err := connectors.ValidStreamName(req.Name); err != nil {
-		return api.StreamInfo{}, newErr(ErrBadRequest, "%v", err)
+		return api.StreamInfo{}, api.Errorf(api.ErrBadRequest, "%v", err)
 	}
 	if req.MaxBytes < 0 {
-		return api.StreamInfo{}, newErr(ErrBadRequest, "stream %s: max_bytes %d: want a positive size (0: the default)", req.Name, req.MaxBytes)
+		return api.StreamInfo{}, api.Errorf(api.ErrBadRequest, "stream %s: max_bytes %d: want a positive size (0: the default)", req.Name, req.MaxBytes)
 	}
-	js, sp, err := d.tenantJS(ctx)
+	js, sp, err := svc.tenantJS(ctx)
 	if err != nil {
 		return api.StreamInfo{}, err
 	}
@@ -151,23 +112,23 @@ func (d *Daemon) CreateStream(ctx context.Context, req api.CreateStreamRequest) 
 	if size == 0 {
 		size = connectors.TenantStreamDefaultMaxBytes
 	}
-	if disk := d.ten.JetStreamLimits(ctx, sp.Tenant()).DiskBytes; disk > 0 {
+	if disk := svc.ten.JetStreamLimits(ctx, sp.Tenant()).DiskBytes; disk > 0 {
 		if req.MaxBytes > disk {
-			return api.StreamInfo{}, newErr(ErrForbidden, "stream %s: max_bytes %d is over tenant %s's quota jetstream_disk (%d bytes)", req.Name, req.MaxBytes, sp.Tenant(), disk)
+			return api.StreamInfo{}, api.Errorf(api.ErrForbidden, "stream %s: max_bytes %d is over tenant %s's quota jetstream_disk (%d bytes)", req.Name, req.MaxBytes, sp.Tenant(), disk)
 		}
 		size = min(size, disk)
 	}
 	cfg := connectors.TenantStreamConfig(req.Name, size)
-	cfg.Replicas = d.replicas()
-	cctx, cancel := context.WithTimeout(ctx, streamOpTimeout)
+	cfg.Replicas = svc.replicas
+	cctx, cancel := context.WithTimeout(ctx, OpTimeout)
 	defer cancel()
 	s, err := js.CreateStream(cctx, cfg)
-	var apiErr *jetstream.APIError
+	over := OverQuota(err)
 	switch {
 	case errors.Is(err, jetstream.ErrStreamNameAlreadyInUse):
-		return api.StreamInfo{}, newErr(ErrExists, "tenant %s already has a stream %s", sp.Tenant(), req.Name)
-	case errors.As(err, &apiErr) && (apiErr.ErrorCode == jsErrStorageExceeded || apiErr.ErrorCode == jsErrInsufficientResources):
-		return api.StreamInfo{}, newErr(ErrForbidden, "stream %s (%d bytes): over tenant %s's quota jetstream_disk: %s", req.Name, size, sp.Tenant(), apiErr.Description)
+		return api.StreamInfo{}, api.Errorf(api.ErrExists, "tenant %s already has a stream %s", sp.Tenant(), req.Name)
+	case over != nil:
+		return api.StreamInfo{}, api.Errorf(api.ErrForbidden, "stream %s (%d bytes): over tenant %s's quota jetstream_disk: %s", req.Name, size, sp.Tenant(), over.Description)
 	case err != nil:
 		return api.StreamInfo{}, fmt.Errorf("stream %s: %w", req.Name, err)
 	}
@@ -175,12 +136,12 @@ func (d *Daemon) CreateStream(ctx context.Context, req api.CreateStreamRequest) 
 }
 
 // ListStreams lists the caller's tenant streams.
-func (d *Daemon) ListStreams(ctx context.Context) ([]api.StreamInfo, error) {
-	js, _, err := d.tenantJS(ctx)
+func (svc *Service) ListStreams(ctx context.Context) ([]api.StreamInfo, error) {
+	js, _, err := svc.tenantJS(ctx)
 	if err != nil {
 		return nil, err
 	}
-	cctx, cancel := context.WithTimeout(ctx, streamOpTimeout)
+	cctx, cancel := context.WithTimeout(ctx, OpTimeout)
 	defer cancel()
 	out := []api.StreamInfo{}
 	l := js.ListStreams(cctx, jetstream.WithStreamListSubject(names.TenantSubjectPrefix+"*"))
@@ -196,17 +157,17 @@ func (d *Daemon) ListStreams(ctx context.Context) ([]api.StreamInfo, error) {
 }
 
 // Publish appends msgs to the caller's tenant stream name.
-func (d *Daemon) Publish(ctx context.Context, name string, msgs []string) (api.PublishResult, error) {
-	s, err := d.tenantStream(ctx, name)
+func (svc *Service) Publish(ctx context.Context, name string, msgs []string) (api.PublishResult, error) {
+	s, err := svc.tenantStream(ctx, name)
 	if err != nil {
 		return api.PublishResult{}, err
 	}
-	js, _, err := d.tenantJS(ctx)
+	js, _, err := svc.tenantJS(ctx)
 	if err != nil {
 		return api.PublishResult{}, err
 	}
 	_, subject := names.TenantStream(name)
-	cctx, cancel := context.WithTimeout(ctx, streamOpTimeout)
+	cctx, cancel := context.WithTimeout(ctx, OpTimeout)
 	defer cancel()
 	var res api.PublishResult
 	for i, m := range msgs {
@@ -222,19 +183,19 @@ func (d *Daemon) Publish(ctx context.Context, name string, msgs []string) (api.P
 
 // ReadStream returns up to limit messages of the caller's tenant stream
 // name from sequence from on (the stream's first when from is below it).
-func (d *Daemon) ReadStream(ctx context.Context, name string, from uint64, limit int) (api.StreamRead, error) {
+func (svc *Service) ReadStream(ctx context.Context, name string, from uint64, limit int) (api.StreamRead, error) {
 	if limit <= 0 || limit > api.MaxStreamRead {
-		return api.StreamRead{}, newErr(ErrBadRequest, "limit %d: want 1 to %d messages", limit, api.MaxStreamRead)
+		return api.StreamRead{}, api.Errorf(api.ErrBadRequest, "limit %d: want 1 to %d messages", limit, api.MaxStreamRead)
 	}
-	s, err := d.tenantStream(ctx, name)
+	s, err := svc.tenantStream(ctx, name)
 	if err != nil {
 		return api.StreamRead{}, err
 	}
 	st := s.CachedInfo().State
 	out := api.StreamRead{Stream: name, Messages: []api.StreamMessage{}, Next: max(from, st.FirstSeq)}
 	size := 0
-	for seq := out.Next; seq <= st.LastSeq && len(out.Messages) < limit && size < maxStreamReadBytes; seq++ {
-		cctx, cancel := context.WithTimeout(ctx, streamOpTimeout)
+	for seq := out.Next; seq <= st.LastSeq && len(out.Messages) < limit && size < maxReadBytes; seq++ {
+		cctx, cancel := context.WithTimeout(ctx, OpTimeout)
 		m, err := s.GetMsg(cctx, seq)
 		cancel()
 		out.Next = seq + 1
@@ -251,16 +212,16 @@ func (d *Daemon) ReadStream(ctx context.Context, name string, from uint64, limit
 }
 
 // DeleteStream removes the caller's tenant stream name and its messages.
-func (d *Daemon) DeleteStream(ctx context.Context, name string) error {
-	s, err := d.tenantStream(ctx, name)
+func (svc *Service) DeleteStream(ctx context.Context, name string) error {
+	s, err := svc.tenantStream(ctx, name)
 	if err != nil {
 		return err
 	}
-	js, _, err := d.tenantJS(ctx)
+	js, _, err := svc.tenantJS(ctx)
 	if err != nil {
 		return err
 	}
-	cctx, cancel := context.WithTimeout(ctx, streamOpTimeout)
+	cctx, cancel := context.WithTimeout(ctx, OpTimeout)
 	defer cancel()
 	if err := js.DeleteStream(cctx, s.CachedInfo().Config.Name); err != nil {
 		return fmt.Errorf("stream %s: %w", name, err)

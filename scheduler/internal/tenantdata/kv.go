@@ -13,7 +13,6 @@ import (
 	"github.com/ardea-dev/ardea/connectors"
 	"github.com/ardea-dev/ardea/internal/names"
 	"github.com/ardea-dev/ardea/scheduler/api"
-	"github.com/ardea-dev/ardea/scheduler/internal/tenancy"
 )
 
 // api.MaxKVHistory, what clients are told, is JetStream's limit (package
@@ -30,40 +29,6 @@ func TopologyKV(top *ardea.Topology) []string {
 		}
 	}
 	return out
-}
-
-// checkKV refuses a topology whose builtin:kv components name a bucket
-// its tenant does not have: its hosts may not make one (checkStreams'
-// counterpart). Without NATS accounts (`ardea run`, in process) the
-// built-in makes a missing bucket itself.
-func (svc *Service) checkKV(ctx context.Context, sp *tenancy.Space, top *ardea.Topology) error {
-	if svc.ten.Accounts() == nil {
-		return nil
-	}
-	var js jetstream.JetStream
-	for _, c := range top.Components {
-		name := c.Config["bucket"]
-		if c.Module != ardea.BuiltinPrefix+"kv" || connectors.ValidKVName(name) != nil {
-			continue // not one, or its config's error is reported by validation
-		}
-		if js == nil {
-			var err error
-			if js, err = jetstream.New(sp.Conn()); err != nil {
-				return err
-			}
-		}
-		bucket, _, _ := names.TenantKV(name)
-		cctx, cancel := context.WithTimeout(ctx, OpTimeout)
-		_, err := js.KeyValue(cctx, bucket)
-		cancel()
-		if errors.Is(err, jetstream.ErrBucketNotFound) {
-			return api.Errorf(api.ErrBadRequest, "component %s: tenant %s has no KV bucket %s: create it first (ardea kv create %s)", c.Name, sp.Tenant(), name, name)
-		}
-		if err != nil {
-			return fmt.Errorf("component %s: KV bucket %s: %w", c.Name, name, err)
-		}
-	}
-	return nil
 }
 
 // tenantKV binds to the caller's tenant KV bucket name.

@@ -7,7 +7,6 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/scheduler/internal/tenancy"
 )
 
@@ -47,17 +46,6 @@ type Service struct {
 // makes keeps replicas copies (1 for a daemon alone).
 func New(ten *tenancy.Tenants, replicas int) *Service {
 	return &Service{ten: ten, replicas: replicas}
-}
-
-// Check refuses a topology whose builtin:stream or builtin:kv components
-// name a stream or bucket sp's tenant does not have: its hosts may not
-// make one. Without NATS accounts (`ardea run`, in process) the built-ins
-// make a missing one themselves.
-func (svc *Service) Check(ctx context.Context, sp *tenancy.Space, top *ardea.Topology) error {
-	if err := svc.checkStreams(ctx, sp, top); err != nil {
-		return err
-	}
-	return svc.checkKV(ctx, sp, top)
 }
 
 // tenantJS is JetStream in the account of the tenant ctx acts for.

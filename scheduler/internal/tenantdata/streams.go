@@ -12,7 +12,6 @@ import (
 	"github.com/ardea-dev/ardea/connectors"
 	"github.com/ardea-dev/ardea/internal/names"
 	"github.com/ardea-dev/ardea/scheduler/api"
-	"github.com/ardea-dev/ardea/scheduler/internal/tenancy"
 )
 
 // TopologyStreams are the tenant streams top's builtin:stream components
@@ -25,40 +24,6 @@ func TopologyStreams(top *ardea.Topology) []string {
 		}
 	}
 	return out
-}
-
-// checkStreams refuses a topology whose builtin:stream components name a
-// stream its tenant does not have: its hosts may not make one. Without
-// NATS accounts (`ardea run`, in process) the built-in makes a missing
-// stream itself.
-func (svc *Service) checkStreams(ctx context.Context, sp *tenancy.Space, top *ardea.Topology) error {
-	if svc.ten.Accounts() == nil {
-		return nil
-	}
-	var js jetstream.JetStream
-	for _, c := range top.Components {
-		name := c.Config["stream"]
-		if c.Module != ardea.BuiltinPrefix+"stream" || connectors.ValidStreamName(name) != nil {
-			continue // not one, or its config's error is reported by validation
-		}
-		if js == nil {
-			var err error
-			if js, err = jetstream.New(sp.Conn()); err != nil {
-				return err
-			}
-		}
-		st, _ := names.TenantStream(name)
-		cctx, cancel := context.WithTimeout(ctx, OpTimeout)
-		_, err := js.Stream(cctx, st)
-		cancel()
-		if errors.Is(err, jetstream.ErrStreamNotFound) {
-			return api.Errorf(api.ErrBadRequest, "component %s: tenant %s has no stream %s: create it first (ardea stream create %s)", c.Name, sp.Tenant(), name, name)
-		}
-		if err != nil {
-			return fmt.Errorf("component %s: stream %s: %w", c.Name, name, err)
-		}
-	}
-	return nil
 }
 
 // tenantStream binds to the caller's tenant stream name.

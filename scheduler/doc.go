@@ -37,6 +37,9 @@
 //   - internal/tenancy: what a daemon keeps and decides per tenant (its
 //     space, quotas and admission, rate shares, NATS accounts and host
 //     credentials, CPU cgroup, machine policy).
+//   - internal/tenantdata: the tenants' own streams and KV buckets (the
+//     API's stream and KV operations, the check at submit that a
+//     topology's exist, the lists its hosts' credentials reach).
 //   - internal/launcher: the process supervisor; statemgr: the state
 //     manager; packing: packing algorithms.
 //

@@ -2,8 +2,8 @@ package main
 
 // ardea kv create|ls|put|get|keys|rm|rm-bucket: the tenant's own KV
 // buckets, its topologies' input and output (builtin:kv; the daemon's
-// /api/v1/kv, scheduler/daemon/kv.go). The token's tenant is the one
-// acted for: another tenant's buckets are not found.
+// /api/v1/kv, scheduler/internal/tenantdata/kv.go). The token's tenant is
+// the one acted for: another tenant's buckets are not found.
 
 import (
 	"fmt"

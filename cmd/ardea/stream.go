@@ -2,8 +2,8 @@ package main
 
 // ardea stream create|ls|publish|read|rm: the tenant's own streams, its
 // topologies' input and output (builtin:stream; the daemon's
-// /api/v1/streams, scheduler/daemon/streams.go). The token's tenant is the
-// one acted for: another tenant's streams are not found.
+// /api/v1/streams, scheduler/internal/tenantdata/streams.go). The token's
+// tenant is the one acted for: another tenant's streams are not found.
 
 import (
 	"bufio"

@@ -8,23 +8,29 @@ import (
 	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/internal/httpapi"
 	"github.com/ardea-dev/ardea/scheduler/internal/launcher"
+	"github.com/ardea-dev/ardea/scheduler/internal/tenantdata"
 	"github.com/ardea-dev/ardea/scheduler/statemgr"
 	"github.com/ardea-dev/ardea/ui"
 )
 
-// The API's handlers are package httpapi's (decode, call, encode); the
-// daemon is their backend: its operations on topologies (topologies.go),
-// tenant streams (streams.go) and KV buckets (kv.go), each acting in the
-// tenant of its call's principal. apiHandler (security.go) puts routes'
-// mux behind the guard and the audit log, with the admin routes.
-var _ httpapi.Backend = (*Daemon)(nil)
+// The API's handlers are package httpapi's (decode, call, encode); their
+// backends are the daemon's operations on topologies (topologies.go) and
+// the tenants' streams and KV buckets (scheduler/internal/tenantdata,
+// d.data), each acting in the tenant of its call's principal. apiHandler
+// (security.go) puts routes' mux behind the guard and the audit log, with
+// the admin routes.
+var (
+	_ httpapi.Topologies = (*Daemon)(nil)
+	_ httpapi.Streams    = (*tenantdata.Service)(nil)
+	_ httpapi.Buckets    = (*tenantdata.Service)(nil)
+)
 
 // routes is the API's mux: the handlers, the Prometheus exposition and
 // the tracker with the web UI (both served over the daemon's own state;
 // the tracker's through its source, tracker.go).
 func (d *Daemon) routes() *http.ServeMux {
 	mux := http.NewServeMux()
-	httpapi.New(d, errorKind).Register(mux)
+	httpapi.New(httpapi.Backends{Topologies: d, Streams: d.data, Buckets: d.data}, errorKind).Register(mux)
 	mux.HandleFunc("GET /metrics", d.serveMetrics)
 	mux.HandleFunc("GET /api/v1/nodes", d.serveNodes)
 	ui.NewTracker(newTrackerSource(d)).Register(mux)

@@ -5,12 +5,15 @@
 // host` process and restarts it when it dies.
 //
 // The API's handlers are package scheduler/internal/httpapi (decode, call,
-// encode); the daemon is their backend, its operations exported methods
-// (topologies.go, streams.go, kv.go), and composes their routes with the
-// tracker, /metrics and the admin routes behind the guard and the audit
-// log (api.go: routes, security.go: apiHandler). The tracker (package ui)
-// reads scheduler/internal/trackersource's Source, which the daemon makes
-// over small adapters of its stores, TMs and logs (tracker.go).
+// encode); their backends are the daemon's operations on topologies,
+// exported methods (topologies.go), and the tenants' own streams and KV
+// buckets, scheduler/internal/tenantdata's (one Service, d.data, which the
+// submit path also asks whether a topology's streams and buckets exist).
+// The daemon composes their routes with the tracker, /metrics and the
+// admin routes behind the guard and the audit log (api.go: routes,
+// security.go: apiHandler). The tracker (package ui) reads
+// scheduler/internal/trackersource's Source, which the daemon makes over
+// small adapters of its stores, TMs and logs (tracker.go).
 //
 // The topology managers are package scheduler/internal/manager: the daemon makes
 // one per topology (managers.go: newTM) and implements the narrow
@@ -65,6 +68,7 @@ import (
 	"github.com/ardea-dev/ardea/scheduler/internal/manager"
 	"github.com/ardea-dev/ardea/scheduler/internal/runtime"
 	"github.com/ardea-dev/ardea/scheduler/internal/tenancy"
+	"github.com/ardea-dev/ardea/scheduler/internal/tenantdata"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -226,6 +230,9 @@ type Daemon struct {
 	// ten is the tenants (scheduler/internal/tenancy): their spaces
 	// (opened on first use), quotas, rate shares, NATS accounts, policy.
 	ten *tenancy.Tenants
+	// data is the tenants' own streams and KV buckets, in their spaces
+	// (scheduler/internal/tenantdata).
+	data *tenantdata.Service
 
 	// prom is every topology's latest metrics as a Prometheus exposition.
 	prom     *sinks.Prometheus
@@ -300,6 +307,7 @@ func start(ctx context.Context, o Options, noAPI bool) (*Daemon, error) {
 	d.ten = tenancy.New(tenancy.Options{DataDir: o.DataDir, Default: o.Tenant, Logger: log, Security: o.Security,
 		Plugins: d.plugins, Conn: o.TenantConn, Topologies: daemonTopologies{d}, Secret: secret, Replicas: d.replicas(),
 		OnSpace: d.watchLocks, OnTenant: d.openTenant})
+	d.data = tenantdata.New(d.ten, d.replicas())
 	if err := o.Metrics.ValidateIn(d.plugins); err != nil {
 		return nil, fmt.Errorf("local: %w", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/container"
 	"github.com/ardea-dev/ardea/scheduler/internal/tenancy"
+	"github.com/ardea-dev/ardea/scheduler/internal/tenantdata"
 	"github.com/ardea-dev/ardea/scheduler/settings"
 )
 
@@ -51,12 +52,10 @@ func (d *Daemon) ensureDeadLetterStream(ctx context.Context, sp *tenancy.Space) 
 		cfg := container.DeadLetterStreamConfig(sp.Tenant(), container.DeadLetterStreamMaxBytes(d.ten.JetStreamLimits(ctx, sp.Tenant()).DiskBytes))
 		cfg.Replicas = d.replicas()
 		for {
-			cctx, cancel := context.WithTimeout(ctx, streamOpTimeout)
+			cctx, cancel := context.WithTimeout(ctx, tenantdata.OpTimeout)
 			_, err = js.CreateOrUpdateStream(cctx, cfg)
 			cancel()
-			var apiErr *jetstream.APIError
-			if err == nil || cfg.MaxBytes/2 < minDeadLetterStreamBytes || !errors.As(err, &apiErr) ||
-				(apiErr.ErrorCode != jsErrStorageExceeded && apiErr.ErrorCode != jsErrInsufficientResources) {
+			if err == nil || cfg.MaxBytes/2 < minDeadLetterStreamBytes || tenantdata.OverQuota(err) == nil {
 				break
 			}
 			cfg.MaxBytes /= 2
@@ -138,7 +137,7 @@ func streamDeadLetters(ctx context.Context, sp *tenancy.Space, place settings.De
 	if err != nil {
 		return nil, err
 	}
-	cctx, cancel := context.WithTimeout(ctx, streamOpTimeout)
+	cctx, cancel := context.WithTimeout(ctx, tenantdata.OpTimeout)
 	s, err := js.Stream(cctx, place.Stream)
 	cancel()
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
@@ -149,7 +148,7 @@ func streamDeadLetters(ctx context.Context, sp *tenancy.Space, place settings.De
 	}
 	var out []container.BoltDeadLetter
 	for seq := uint64(1); ; {
-		cctx, cancel := context.WithTimeout(ctx, streamOpTimeout)
+		cctx, cancel := context.WithTimeout(ctx, tenantdata.OpTimeout)
 		m, err := s.GetMsg(cctx, seq, jetstream.WithGetMsgSubject(place.Subject+".*"))
 		cancel()
 		if errors.Is(err, jetstream.ErrMsgNotFound) {

@@ -88,7 +88,7 @@ type hostCredentials struct{ ten *tenancy.Tenants }
 func (c hostCredentials) Revoke(t *manager.Manager) { c.ten.RevokeHosts(tmTopology{t}) }
 
 // spaceAdmission is a tenant's quotas and policy (tenancy's, and the
-// tenant's streams and KV buckets: streams.go, kv.go).
+// tenant's streams and KV buckets: tenantdata's).
 type spaceAdmission struct {
 	d  *Daemon
 	sp *tenancy.Space
@@ -100,10 +100,7 @@ func (a spaceAdmission) Check(ctx context.Context, top *ardea.Topology) error {
 	if err := a.d.ten.CheckMachine(ctx, a.sp.Tenant(), top); err != nil {
 		return err
 	}
-	if err := a.d.checkStreams(ctx, a.sp, top); err != nil {
-		return err
-	}
-	return a.d.checkKV(ctx, a.sp, top)
+	return a.d.data.Check(ctx, a.sp, top)
 }
 
 func (a spaceAdmission) NewModules(ctx context.Context, mods map[string][]byte) (map[string]bool, int64, error) {

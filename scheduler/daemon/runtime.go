@@ -17,6 +17,7 @@ import (
 	"github.com/ardea-dev/ardea/scheduler/internal/manager"
 	"github.com/ardea-dev/ardea/scheduler/internal/placement"
 	"github.com/ardea-dev/ardea/scheduler/internal/runtime"
+	"github.com/ardea-dev/ardea/scheduler/internal/tenantdata"
 	"github.com/nats-io/nats.go"
 )
 
@@ -94,7 +95,7 @@ func (d *Daemon) containerSpec(ctx context.Context, t *manager.Manager, c int) (
 		var cr natsauth.Creds
 		err := t.IssueCredential(func(top *ardea.Topology) error {
 			var err error
-			cr, _, err = d.ten.IssueHostCreds(tmTopology{t}, natsauth.TenantIO{Streams: topologyStreams(top), KV: topologyKV(top)})
+			cr, _, err = d.ten.IssueHostCreds(tmTopology{t}, natsauth.TenantIO{Streams: tenantdata.TopologyStreams(top), KV: tenantdata.TopologyKV(top)})
 			return err
 		})
 		if err != nil {

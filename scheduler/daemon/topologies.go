@@ -46,10 +46,7 @@ func (d *Daemon) Submit(ctx context.Context, req api.SubmitRequest) error {
 	if err := d.ten.CheckMachine(ctx, sp.Tenant(), top); err != nil {
 		return err
 	}
-	if err := d.checkStreams(ctx, sp, top); err != nil {
-		return err
-	}
-	if err := d.checkKV(ctx, sp, top); err != nil {
+	if err := d.data.Check(ctx, sp, top); err != nil {
 		return err
 	}
 	mods, err := tenancy.WasmModules(top, req.Modules)

@@ -6,17 +6,20 @@ import (
 	"github.com/ardea-dev/ardea/scheduler/api"
 )
 
-// What the handlers need, implemented by the daemon (scheduler/daemon).
-// Every call acts in the tenant of ctx's principal (auth.PrincipalFrom),
-// which the backend resolves: a topology, stream or bucket of another
-// tenant is not found, as a missing one. Errors carry package api's kinds
-// (api.Errorf), or wrap one ErrorKind classifies.
+// What the handlers need, by concern: the daemon's topologies
+// (scheduler/daemon) and the tenants' streams and KV buckets
+// (scheduler/internal/tenantdata). Every call acts in the tenant of ctx's
+// principal (auth.PrincipalFrom), which the backend resolves: a topology,
+// stream or bucket of another tenant is not found, as a missing one.
+// Errors carry package api's kinds (api.Errorf), or wrap one ErrorKind
+// classifies.
 
-// Backend is every operation the routes call.
-type Backend interface {
-	Topologies
-	Streams
-	Buckets
+// Backends are the operations the routes call, one interface a concern,
+// each implemented by whoever holds that concern. All three are required.
+type Backends struct {
+	Topologies Topologies
+	Streams    Streams
+	Buckets    Buckets
 }
 
 // Topologies are the operations on the caller's topologies (the routes

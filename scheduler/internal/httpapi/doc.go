@@ -3,8 +3,10 @@
 // the request (path values, query, the JSON body), calls the backend and
 // encodes its answer or error in the API's shapes (scheduler/api's wire
 // types, api.ErrorBody), nothing else: what a call does is the backend's,
-// which the package declares as narrow interfaces (deps.go) and the daemon
-// implements, acting in the tenant of the call's principal.
+// which the package declares as narrow interfaces, one per concern
+// (deps.go: Backends), acting in the tenant of the call's principal: the
+// daemon implements Topologies, scheduler/internal/tenantdata Streams and
+// Buckets.
 //
 // The daemon composes the rest around Handler.Register's routes: the
 // tracker and the web UI (package ui), GET /metrics, the admin routes

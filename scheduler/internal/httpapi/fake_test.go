@@ -16,15 +16,25 @@ type call struct {
 	Arg  any
 }
 
-// fake is a Backend that records its calls and answers each with canned
-// values and err (nil: success).
+// fake is every backend (Topologies, Streams, Buckets) in one: it
+// records its calls and answers each with canned values and err (nil:
+// success).
 type fake struct {
 	mu    sync.Mutex
 	calls []call
 	err   error
 }
 
-var _ httpapi.Backend = (*fake)(nil)
+var (
+	_ httpapi.Topologies = (*fake)(nil)
+	_ httpapi.Streams    = (*fake)(nil)
+	_ httpapi.Buckets    = (*fake)(nil)
+)
+
+// backends is f as each of the handlers' backends.
+func (f *fake) backends() httpapi.Backends {
+	return httpapi.Backends{Topologies: f, Streams: f, Buckets: f}
+}
 
 func (f *fake) rec(op, name string, arg any) error {
 	f.mu.Lock()

@@ -64,7 +64,7 @@ func guarded(t *testing.T, f *fake, log *records) http.Handler {
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
-	httpapi.New(f, nil).Register(mux)
+	httpapi.New(f.backends(), nil).Register(mux)
 	return audit.Middleware(log, slog.New(slog.DiscardHandler), g.Wrap(mux))
 }
 

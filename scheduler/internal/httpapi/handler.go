@@ -11,17 +11,20 @@ import (
 	"github.com/ardea-dev/ardea/scheduler/api"
 )
 
-// Handler serves the API's topology, stream and KV routes over a backend.
+// Handler serves the API's topology, stream and KV routes over their
+// backends.
 type Handler struct {
-	b    Backend
-	kind ErrorKind
+	top     Topologies
+	streams Streams
+	buckets Buckets
+	kind    ErrorKind
 }
 
 // New returns the handlers over b; kind classifies b's errors that wrap
 // none of package api's kinds (nil: none are classified, so they are
 // answered 500).
-func New(b Backend, kind ErrorKind) *Handler {
-	return &Handler{b: b, kind: kind}
+func New(b Backends, kind ErrorKind) *Handler {
+	return &Handler{top: b.Topologies, streams: b.Streams, buckets: b.Buckets, kind: kind}
 }
 
 // Register adds the routes to mux. The patterns are those the guard's

@@ -20,7 +20,7 @@ import (
 // newMux is the handlers over f on a mux of their own, with kind.
 func newMux(f *fake, kind httpapi.ErrorKind) *http.ServeMux {
 	mux := http.NewServeMux()
-	httpapi.New(f, kind).Register(mux)
+	httpapi.New(f.backends(), kind).Register(mux)
 	return mux
 }
 

@@ -23,7 +23,7 @@ func (h *Handler) kvRoutes(mux *http.ServeMux) {
 }
 
 func (h *Handler) kvList(w http.ResponseWriter, r *http.Request) {
-	out, err := h.b.ListKV(r.Context())
+	out, err := h.buckets.ListKV(r.Context())
 	h.reply(w, http.StatusOK, out, err)
 }
 
@@ -35,19 +35,19 @@ func (h *Handler) kvCreate(w http.ResponseWriter, r *http.Request) {
 	audit.SetCall(r.Context(), audit.ActionKVCreate, req.Name)
 	audit.Param(r.Context(), "history", req.History)
 	audit.Param(r.Context(), "max_bytes", req.MaxBytes)
-	out, err := h.b.CreateKV(r.Context(), req)
+	out, err := h.buckets.CreateKV(r.Context(), req)
 	h.reply(w, http.StatusCreated, out, err)
 }
 
 func (h *Handler) kvInfo(w http.ResponseWriter, r *http.Request) {
-	out, err := h.b.KVInfo(r.Context(), r.PathValue("bucket"))
+	out, err := h.buckets.KVInfo(r.Context(), r.PathValue("bucket"))
 	h.reply(w, http.StatusOK, out, err)
 }
 
 func (h *Handler) kvDelete(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("bucket")
 	audit.SetCall(r.Context(), audit.ActionKVDelete, name)
-	err := h.b.DeleteKV(r.Context(), name)
+	err := h.buckets.DeleteKV(r.Context(), name)
 	h.reply(w, http.StatusOK, map[string]string{"deleted": name}, err)
 }
 
@@ -62,12 +62,12 @@ func (h *Handler) kvKeys(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	out, err := h.b.KVKeys(r.Context(), r.PathValue("bucket"), r.URL.Query().Get("filter"), limit)
+	out, err := h.buckets.KVKeys(r.Context(), r.PathValue("bucket"), r.URL.Query().Get("filter"), limit)
 	h.reply(w, http.StatusOK, out, err)
 }
 
 func (h *Handler) kvGet(w http.ResponseWriter, r *http.Request) {
-	out, err := h.b.GetKV(r.Context(), r.PathValue("bucket"), r.URL.Query().Get("key"))
+	out, err := h.buckets.GetKV(r.Context(), r.PathValue("bucket"), r.URL.Query().Get("key"))
 	h.reply(w, http.StatusOK, out, err)
 }
 
@@ -79,7 +79,7 @@ func (h *Handler) kvPut(w http.ResponseWriter, r *http.Request) {
 	name, key := r.PathValue("bucket"), r.URL.Query().Get("key")
 	audit.SetCall(r.Context(), audit.ActionKVPut, name+"/"+key)
 	audit.Param(r.Context(), "bytes", len(req.Value))
-	out, err := h.b.PutKV(r.Context(), name, key, req.Value)
+	out, err := h.buckets.PutKV(r.Context(), name, key, req.Value)
 	h.reply(w, http.StatusOK, out, err)
 }
 
@@ -88,6 +88,6 @@ func (h *Handler) kvDeleteKey(w http.ResponseWriter, r *http.Request) {
 	purge := r.URL.Query().Get("purge") == "true"
 	audit.SetCall(r.Context(), audit.ActionKVDeleteKey, name+"/"+key)
 	audit.Param(r.Context(), "purge", purge)
-	err := h.b.DeleteKVKey(r.Context(), name, key, purge)
+	err := h.buckets.DeleteKVKey(r.Context(), name, key, purge)
 	h.reply(w, http.StatusOK, map[string]string{"deleted": key}, err)
 }

@@ -19,7 +19,7 @@ func (h *Handler) streamRoutes(mux *http.ServeMux) {
 }
 
 func (h *Handler) streamList(w http.ResponseWriter, r *http.Request) {
-	out, err := h.b.ListStreams(r.Context())
+	out, err := h.streams.ListStreams(r.Context())
 	h.reply(w, http.StatusOK, out, err)
 }
 
@@ -30,19 +30,19 @@ func (h *Handler) streamCreate(w http.ResponseWriter, r *http.Request) {
 	}
 	audit.SetCall(r.Context(), audit.ActionStreamCreate, req.Name)
 	audit.Param(r.Context(), "max_bytes", req.MaxBytes)
-	out, err := h.b.CreateStream(r.Context(), req)
+	out, err := h.streams.CreateStream(r.Context(), req)
 	h.reply(w, http.StatusCreated, out, err)
 }
 
 func (h *Handler) streamInfo(w http.ResponseWriter, r *http.Request) {
-	out, err := h.b.StreamInfo(r.Context(), r.PathValue("name"))
+	out, err := h.streams.StreamInfo(r.Context(), r.PathValue("name"))
 	h.reply(w, http.StatusOK, out, err)
 }
 
 func (h *Handler) streamDelete(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	audit.SetCall(r.Context(), audit.ActionStreamDelete, name)
-	err := h.b.DeleteStream(r.Context(), name)
+	err := h.streams.DeleteStream(r.Context(), name)
 	h.reply(w, http.StatusOK, map[string]string{"deleted": name}, err)
 }
 
@@ -53,7 +53,7 @@ func (h *Handler) streamPublish(w http.ResponseWriter, r *http.Request) {
 	}
 	audit.SetCall(r.Context(), audit.ActionStreamPublish, r.PathValue("name"))
 	audit.Param(r.Context(), "messages", len(req.Messages))
-	out, err := h.b.Publish(r.Context(), r.PathValue("name"), req.Messages)
+	out, err := h.streams.Publish(r.Context(), r.PathValue("name"), req.Messages)
 	h.reply(w, http.StatusOK, out, err)
 }
 
@@ -75,6 +75,6 @@ func (h *Handler) streamRead(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	out, err := h.b.ReadStream(r.Context(), r.PathValue("name"), from, limit)
+	out, err := h.streams.ReadStream(r.Context(), r.PathValue("name"), from, limit)
 	h.reply(w, http.StatusOK, out, err)
 }

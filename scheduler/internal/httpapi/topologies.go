@@ -59,7 +59,7 @@ func auditSpec(ctx context.Context, spec string) {
 }
 
 func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
-	out, err := h.b.Summaries(r.Context())
+	out, err := h.top.Summaries(r.Context())
 	h.reply(w, http.StatusOK, out, err)
 }
 
@@ -78,16 +78,16 @@ func (h *Handler) submit(w http.ResponseWriter, r *http.Request) {
 	auditSpec(ctx, req.Spec)
 	audit.Param(ctx, "deactivated", req.Deactivated)
 	req.By = caller(ctx, req.By)
-	if err := h.b.Submit(ctx, req); err != nil {
+	if err := h.top.Submit(ctx, req); err != nil {
 		h.writeErr(w, err)
 		return
 	}
-	st, err := h.b.ManagerStatus(ctx, req.Name)
+	st, err := h.top.ManagerStatus(ctx, req.Name)
 	h.reply(w, http.StatusCreated, st, err)
 }
 
 func (h *Handler) status(w http.ResponseWriter, r *http.Request) {
-	st, err := h.b.Status(r.Context(), r.PathValue("name"))
+	st, err := h.top.Status(r.Context(), r.PathValue("name"))
 	h.reply(w, http.StatusOK, st, err)
 }
 
@@ -98,10 +98,10 @@ func (h *Handler) action(w http.ResponseWriter, r *http.Request) {
 	ctx, name, q := r.Context(), r.PathValue("name"), r.URL.Query()
 	switch action := r.PathValue("action"); action {
 	case "activate", "deactivate":
-		st, err := h.b.SetActive(ctx, name, action == "activate")
+		st, err := h.top.SetActive(ctx, name, action == "activate")
 		h.reply(w, http.StatusOK, st, err)
 	case "kill":
-		err := h.b.Kill(ctx, name, q.Get("keep") == "true")
+		err := h.top.Kill(ctx, name, q.Get("keep") == "true")
 		h.reply(w, http.StatusOK, api.Status{Name: name, State: api.StateKilled}, err)
 	case "restart":
 		c := 0
@@ -112,7 +112,7 @@ func (h *Handler) action(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		}
-		st, err := h.b.Restart(ctx, name, c)
+		st, err := h.top.Restart(ctx, name, c)
 		h.reply(w, http.StatusOK, st, err)
 	case "update":
 		var req api.UpdateRequest
@@ -120,7 +120,7 @@ func (h *Handler) action(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		audit.Param(ctx, "parallelism", req.Parallelism)
-		st, err := h.b.Update(ctx, name, req)
+		st, err := h.top.Update(ctx, name, req)
 		h.reply(w, http.StatusOK, st, err)
 	default:
 		h.writeErr(w, api.Errorf(api.ErrNotFound, "unknown action %q (activate, deactivate, kill, restart, update)", action))
@@ -161,7 +161,7 @@ func (h *Handler) logs(w http.ResponseWriter, r *http.Request) {
 		}
 		lq.Container, lq.HasContainer = c, true
 	}
-	out, err := h.b.Logs(r.Context(), r.PathValue("name"), lq)
+	out, err := h.top.Logs(r.Context(), r.PathValue("name"), lq)
 	h.reply(w, http.StatusOK, out, err)
 }
 
@@ -178,20 +178,20 @@ func (h *Handler) swap(w http.ResponseWriter, r *http.Request) {
 	audit.Param(ctx, "component", req.Component)
 	audit.Param(ctx, "module", req.Module)
 	req.By = caller(ctx, req.By)
-	res, err := h.b.Swap(ctx, r.PathValue("name"), req)
+	res, err := h.top.Swap(ctx, r.PathValue("name"), req)
 	h.reply(w, http.StatusOK, res, err)
 }
 
 // rollback serves POST .../rollback?component=C&by=B.
 func (h *Handler) rollback(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	res, err := h.b.RollbackModule(r.Context(), r.PathValue("name"), q.Get("component"), q.Get("by"))
+	res, err := h.top.RollbackModule(r.Context(), r.PathValue("name"), q.Get("component"), q.Get("by"))
 	h.reply(w, http.StatusOK, res, err)
 }
 
 // history lists every module version of every component.
 func (h *Handler) history(w http.ResponseWriter, r *http.Request) {
-	out, err := h.b.ModuleHistory(r.Context(), r.PathValue("name"))
+	out, err := h.top.ModuleHistory(r.Context(), r.PathValue("name"))
 	h.reply(w, http.StatusOK, out, err)
 }
 
@@ -208,7 +208,7 @@ func (h *Handler) apply(w http.ResponseWriter, r *http.Request) {
 	audit.Param(ctx, "modules", req.Modules)
 	auditSpec(ctx, req.Spec)
 	req.By = caller(ctx, req.By)
-	res, err := h.b.Apply(ctx, r.PathValue("name"), req)
+	res, err := h.top.Apply(ctx, r.PathValue("name"), req)
 	h.reply(w, http.StatusOK, res, err)
 }
 
@@ -216,6 +216,6 @@ func (h *Handler) apply(w http.ResponseWriter, r *http.Request) {
 // dead letters of every component that keeps them, or of ?component=
 // only.
 func (h *Handler) deadLetters(w http.ResponseWriter, r *http.Request) {
-	res, err := h.b.DeadLetters(r.Context(), r.PathValue("name"), r.URL.Query().Get("component"), r.Method == http.MethodPost)
+	res, err := h.top.DeadLetters(r.Context(), r.PathValue("name"), r.URL.Query().Get("component"), r.Method == http.MethodPost)
 	h.reply(w, http.StatusOK, res, err)
 }

@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -67,15 +66,7 @@ const processTestsAtOnce = 4
 // besideOthersAtOnce raises -test.parallel, when the command line does not
 // set it, to processTestsAtOnce (or GOMAXPROCS, if more). Only the tests
 // that call besideOthers are parallel in this package.
-func besideOthersAtOnce() {
-	set := false
-	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
-	if !set {
-		if err := flag.Set("test.parallel", strconv.Itoa(max(processTestsAtOnce, runtime.GOMAXPROCS(0)))); err != nil {
-			panic(err)
-		}
-	}
-}
+func besideOthersAtOnce() { testutil.WaitingTestsAtOnce(processTestsAtOnce) }
 
 func repoPath(rel string) string {
 	_, file, _, _ := runtime.Caller(0)

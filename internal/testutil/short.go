@@ -1,6 +1,11 @@
 package testutil
 
-import "testing"
+import (
+	"flag"
+	"runtime"
+	"strconv"
+	"testing"
+)
 
 // StartsProcesses marks a test that starts what lives outside the test's
 // process: `ardea host` or `ardea local` processes, a Kafka or Pulsar
@@ -30,4 +35,21 @@ func Volume(full, small int) int {
 		return small
 	}
 	return full
+}
+
+// WaitingTestsAtOnce raises -test.parallel to n when the command line
+// does not set it and GOMAXPROCS is lower: for a package whose parallel
+// tests mostly wait (for processes to start, a lock to expire, paced
+// input, a checkpoint interval), so that more of them than the cores run
+// at once and the CPU is not idle while they wait. Call it from TestMain
+// after flag.Parse.
+func WaitingTestsAtOnce(n int) {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if set || runtime.GOMAXPROCS(0) >= n {
+		return
+	}
+	if err := flag.Set("test.parallel", strconv.Itoa(n)); err != nil {
+		panic(err) // the testing package registers the flag
+	}
 }

@@ -46,14 +46,7 @@ func TestMain(m *testing.M) {
 	// (testutil.StartsProcesses): it does not build the binary either. A
 	// test that starts one unmarked fails on the missing file.
 	flag.Parse()
-	parallelSet := false
-	flag.Visit(func(f *flag.Flag) { parallelSet = parallelSet || f.Name == "test.parallel" })
-	if !parallelSet && runtime.GOMAXPROCS(0) < parallelDefault {
-		if err := flag.Set("test.parallel", fmt.Sprint(parallelDefault)); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-	}
+	testutil.WaitingTestsAtOnce(parallelDefault)
 	if !testing.Short() {
 		out, err := exec.Command("go", "build", "-o", ardeaBin, "github.com/ardea-dev/ardea/cmd/ardea").CombinedOutput()
 		if err != nil {

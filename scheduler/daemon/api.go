@@ -25,7 +25,7 @@ func (d *Daemon) routes() *http.ServeMux {
 	mux := http.NewServeMux()
 	httpapi.New(d, errorKind).Register(mux)
 	mux.HandleFunc("GET /metrics", d.serveMetrics)
-	mux.HandleFunc("GET /api/v1/nodes", d.serveNodes)
+	mux.HandleFunc("GET /api/v1/nodes", d.node.ServeNodes)
 	ui.NewTracker(d).Register(mux)
 	return mux
 }

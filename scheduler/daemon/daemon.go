@@ -60,12 +60,12 @@ import (
 	"github.com/ardea-dev/ardea/connectors"
 	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/scheduler/container"
+	"github.com/ardea-dev/ardea/scheduler/internal/cluster"
 	"github.com/ardea-dev/ardea/scheduler/internal/manager"
 	"github.com/ardea-dev/ardea/scheduler/internal/runtime"
 	"github.com/ardea-dev/ardea/scheduler/internal/tenancy"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ardea-dev/ardea/bus"
 	"github.com/ardea-dev/ardea/host"
@@ -180,26 +180,17 @@ type Daemon struct {
 	// through its methods only (`ardea run`: no API nor Prometheus
 	// listener); plugins is the environment it resolves built-ins in.
 	ip InProcess
-	cl *clusterConfig // nil: a daemon alone
-	// takeovers (a cluster's node) watch the spaces' TM locks
-	// (watchLocks); stopTakeovers ends them and waits.
-	takeovers   sync.WaitGroup
-	takeoverCtx context.Context
-	endTakeover context.CancelFunc
-	// nodes is the cluster's nodes bucket (nil for a daemon alone);
-	// started is when this daemon started.
-	nodes   jetstream.KeyValue
-	started time.Time
+	// node is the daemon's part as a node of its cluster
+	// (scheduler/internal/cluster: the nodes registry, the fence, the
+	// takeovers, the forwarding); a daemon alone's lists itself only.
+	node    *cluster.Node
 	noAPI   bool
 	plugins *plugin.Environment
 	id      string
 	log     *slog.Logger
 	srv     *bus.Server
 	nc      *nats.Conn
-	sup     containerRuntime // scheduler/internal/runtime: processes (launcher) or in process; a cluster's: placement
-	local   *nodeProcesses   // a cluster node's own containers (placement.go)
-	peers   peerRoutes       // when each other node was last routed to (selfFence)
-	epochs  sync.Map         // *manager.Manager -> its placement epoch (epochOf)
+	sup     containerRuntime // scheduler/internal/runtime: processes (launcher) or in process; a cluster's: cluster.Runtime
 	ln      net.Listener
 	http    *http.Server
 	// endRequests cancels every request's context (event streams).
@@ -280,24 +271,26 @@ func start(ctx context.Context, o Options, noAPI bool) (*Daemon, error) {
 	d := &Daemon{ctx: context.WithoutCancel(ctx), o: o, ip: ip, noAPI: noAPI, plugins: plugins, id: "ardea-local@" + hn + ":" + abs, log: log,
 		tms: map[string]map[string]*manager.Manager{}, prom: sinks.NewPrometheus()}
 	var secret natsauth.Secret
+	var cs *cluster.Settings
 	if o.Cluster != nil {
 		if o.InProcess != nil {
 			return nil, errors.New("server: a cluster node runs its containers as processes (Options.InProcess is for a daemon alone)")
 		}
-		cc, err := o.Cluster.parsed()
+		s, err := o.Cluster.Parse()
 		if err != nil {
 			return nil, err
 		}
-		d.cl, secret = &cc, cc.secret
-		d.takeoverCtx, d.endTakeover = context.WithCancel(d.ctx)
+		cs, secret = &s, s.Secret
 		// One id per node: the TM locks it holds name it.
-		d.id = nodeOwner + cc.name
-		d.log = log.With("node", cc.name)
+		d.id = cluster.Owner(s.Name)
+		d.log = log.With("node", s.Name)
 		log = d.log
 	}
+	deps := clusterDeps{d}
+	d.node = cluster.New(d.ctx, cluster.Options{Settings: cs, Log: log, Tenants: deps, Managers: deps, Self: deps, Containers: deps})
 	d.ten = tenancy.New(tenancy.Options{DataDir: o.DataDir, Default: o.Tenant, Logger: log, Security: o.Security,
-		Plugins: d.plugins, Conn: o.TenantConn, Topologies: daemonTopologies{d}, Secret: secret, Replicas: d.replicas(),
-		OnSpace: d.watchLocks, OnTenant: d.openTenant})
+		Plugins: d.plugins, Conn: o.TenantConn, Topologies: daemonTopologies{d}, Secret: secret, Replicas: d.node.Replicas(),
+		OnSpace: d.node.WatchLocks, OnTenant: d.node.OpenTenant})
 	if err := o.Metrics.ValidateIn(d.plugins); err != nil {
 		return nil, fmt.Errorf("local: %w", err)
 	}
@@ -311,8 +304,8 @@ func start(ctx context.Context, o Options, noAPI bool) (*Daemon, error) {
 	}
 	srvOpts := bus.ServerOptions{Logger: log, JetStream: true, StoreDir: filepath.Join(o.DataDir, natsDir), Port: -1,
 		HealProbeTimeout: o.healProbe}
-	if d.cl != nil {
-		srvOpts.Host, srvOpts.Port, srvOpts.Cluster = d.cl.natsHost, d.cl.natsPort, d.cl.bus
+	if cs != nil {
+		srvOpts.Host, srvOpts.Port, srvOpts.Cluster = cs.NATSHost, cs.NATSPort, cs.Bus
 	}
 	if o.InProcess == nil {
 		// Host processes connect over the client port: every client needs
@@ -335,7 +328,7 @@ func start(ctx context.Context, o Options, noAPI bool) (*Daemon, error) {
 		d.Close(d.ctx)
 		return nil, err
 	}
-	d.started = time.Now().UTC()
+	d.node.MarkStarted(time.Now().UTC())
 	if !noAPI {
 		if err := d.openSecurity(ctx); err != nil {
 			d.Close(d.ctx)
@@ -355,11 +348,16 @@ func start(ctx context.Context, o Options, noAPI bool) (*Daemon, error) {
 			d.Close(d.ctx)
 			return nil, fmt.Errorf("local: scheduler: %w", err)
 		}
-	case d.cl != nil:
-		if err := d.startPlacement(ctx); err != nil {
+	case cs != nil:
+		// The node places its topologies' containers on the cluster's
+		// nodes, and runs those placed here with its own launcher.
+		rt, err := d.node.Place(ctx, d.nc, launcher.Options{Logger: log, LogDir: d.logDir(),
+			MaxRestarts: o.MaxRestarts, Backoff: o.Backoff})
+		if err != nil {
 			d.Close(d.ctx)
 			return nil, err
 		}
+		d.sup = rt
 	default:
 		d.sup = d.newProcesses(launcher.New(launcher.Options{Logger: log, LogDir: d.logDir(),
 			MaxRestarts: o.MaxRestarts, Backoff: o.Backoff, OnChange: d.onProcess}))
@@ -401,8 +399,8 @@ func start(ctx context.Context, o Options, noAPI bool) (*Daemon, error) {
 		d.servers.Go(func() { _ = d.promHTTP.Serve(pln) })
 		log.Info("prometheus exposition", "url", "http://"+pln.Addr().String()+"/metrics")
 	}
-	if d.cl != nil { // before resuming: containers are placed on the nodes that report
-		if err := d.openNodes(ctx); err != nil {
+	if cs != nil { // before resuming: containers are placed on the nodes that report
+		if err := d.node.Open(ctx, d.nc, d.srv.NATS()); err != nil {
 			d.Close(d.ctx)
 			return nil, err
 		}
@@ -634,12 +632,13 @@ func (d *Daemon) BrokenErr() error {
 }
 
 func (d *Daemon) close(ctx context.Context) error {
-	// A node takes over no topology once it closes, and leaves the
-	// nodes' list.
-	d.stopTakeovers()
-	d.leaveNodes(ctx)
+	// A node takes over no topology once it closes (a takeover under way
+	// is refused: register), and leaves the nodes' list.
 	d.mu.Lock()
 	d.closing = true
+	d.mu.Unlock()
+	d.node.Close(ctx)
+	d.mu.Lock()
 	var tms []*manager.Manager
 	for _, byName := range d.tms {
 		for _, t := range byName {

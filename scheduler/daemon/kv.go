@@ -162,7 +162,7 @@ func (d *Daemon) CreateKV(ctx context.Context, req api.CreateKVRequest) (api.KVI
 		return api.KVInfo{}, newErr(ErrExists, "tenant %s already has a KV bucket %s", sp.Tenant(), req.Name)
 	}
 	cfg := connectors.TenantKVConfig(req.Name, req.History, size)
-	cfg.Replicas = d.replicas()
+	cfg.Replicas = d.node.Replicas()
 	kv, err := js.CreateKeyValue(cctx, cfg)
 	var apiErr *jetstream.APIError
 	switch {

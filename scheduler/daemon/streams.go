@@ -158,7 +158,7 @@ func (d *Daemon) CreateStream(ctx context.Context, req api.CreateStreamRequest) 
 		size = min(size, disk)
 	}
 	cfg := connectors.TenantStreamConfig(req.Name, size)
-	cfg.Replicas = d.replicas()
+	cfg.Replicas = d.node.Replicas()
 	cctx, cancel := context.WithTimeout(ctx, streamOpTimeout)
 	defer cancel()
 	s, err := js.CreateStream(cctx, cfg)

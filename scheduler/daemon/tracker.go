@@ -186,7 +186,7 @@ func (d *Daemon) PhysicalPlan(ctx context.Context, name string) (any, error) {
 	if err != nil {
 		return nil, d.notRunning(ctx, name, err)
 	}
-	st := d.placed(t, t.Status())
+	st := d.node.Placed(t, t.Status())
 	return map[string]any{"topology": name, "state": st.State, "plan_revision": st.PlanVersion,
 		"containers": st.Containers}, nil
 }

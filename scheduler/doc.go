@@ -34,6 +34,10 @@
 //   - internal/tenancy: what a daemon keeps and decides per tenant (its
 //     space, quotas and admission, rate shares, NATS accounts and host
 //     credentials, CPU cgroup, machine policy).
+//   - internal/cluster: a cluster node's part of the daemon (`ardea
+//     server`): the nodes registry, its runtime over the nodes
+//     (internal/placement), its self-fence, the takeovers of a dead
+//     node's topologies, the forwarding to the managing node.
 //   - internal/launcher: the process supervisor; statemgr: the state
 //     manager; packing: packing algorithms.
 //

@@ -27,8 +27,19 @@
 // adapters that make the managers' Rates, Credentials, Admission and
 // DeadLetters of tenancy's.
 //
+// A cluster's node (`ardea server`, Options.Cluster) is package
+// scheduler/internal/cluster's: the daemon makes one cluster.Node (d.node;
+// a daemon alone's is the one-node case, which lists itself only) and
+// implements the interfaces it declares (cluster.go: clusterDeps, over the
+// daemon's managers, tenancy and runtime). The node holds the nodes
+// registry, its runtime over the cluster's nodes (cluster.Runtime, the
+// daemon's d.sup), its self-fence, the takeovers of a dead node's
+// topologies and the forwarding of a request to the managing node.
+//
 // Goroutines: the daemon owns its HTTP servers' (d.servers, waited for by
-// Close); each TM owns its loop, its lock keeper and the side tasks its
+// Close); the cluster node owns its reports, its fence, its TM lock
+// watches and the takeovers they start (Close ends them first and waits);
+// each TM owns its loop, its lock keeper and the side tasks its
 // loop hands off (Manager.Go), and Manager.Stop waits for them; the NATS
 // client runs the report callbacks, which only queue events; the launcher
 // owns the host processes' waiters.
@@ -38,8 +49,10 @@
 // its quota check until what it adds counts (a request may hold it while
 // it waits for a TM's answer: no TM's loop takes it), and is taken before
 // Daemon.mu; tenancy's own locks come after Daemon.mu, and nothing of the
-// daemon is called under them (tenancy's doc gives the order); a TM has
-// no lock over its state (scheduler/internal/manager's doc).
+// daemon is called under them (tenancy's doc gives the order); the
+// cluster node calls the daemon (clusterDeps, which take Daemon.mu) under
+// none of its locks; a TM has no lock over its state
+// (scheduler/internal/manager's doc).
 package daemon
 
 import (

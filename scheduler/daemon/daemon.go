@@ -315,27 +315,9 @@ func start(ctx context.Context, o Options, noAPI bool) (*Daemon, error) {
 			return nil, fmt.Errorf("local: API listen on %s: %w", o.Listen, err)
 		}
 	}
-	srvOpts := bus.ServerOptions{Logger: log, JetStream: true, StoreDir: filepath.Join(o.DataDir, natsDir), Port: -1,
-		HealProbeTimeout: o.healProbe}
-	if cs != nil {
-		srvOpts.Host, srvOpts.Port, srvOpts.Cluster = cs.NATSHost, cs.NATSPort, cs.Bus
-	}
-	if o.InProcess == nil {
-		// Host processes connect over the client port: every client needs
-		// a credential, and lands in its tenant's account.
-		if srvOpts.Accounts, err = d.ten.OpenAccounts(); err != nil {
-			d.closeListener()
-			return nil, err
-		}
-	}
-	if d.srv, err = bus.StartServer(ctx, srvOpts); err != nil {
+	if err := d.startNATS(ctx, cs); err != nil {
 		d.closeListener()
 		return nil, err
-	}
-	if d.nc, err = d.ten.Connect(d.srv); err != nil {
-		d.srv.Shutdown()
-		d.closeListener()
-		return nil, fmt.Errorf("local: connect to NATS: %w", err)
 	}
 	if err := d.ten.ShareAccounts(ctx); err != nil {
 		d.Close(d.ctx)
@@ -352,23 +334,64 @@ func start(ctx context.Context, o Options, noAPI bool) (*Daemon, error) {
 		d.Close(d.ctx)
 		return nil, err
 	}
+	if err := d.serve(ctx, cs != nil, noAPI); err != nil {
+		d.Close(d.ctx)
+		return nil, err
+	}
+	log.Info("ardea local started", "api", d.URL(), "nats", d.srv.ClientURL(), "data_dir", o.DataDir, "in_process", o.InProcess != nil)
+	return d, nil
+}
+
+// startNATS starts the embedded NATS server (a cluster node's, cs, joins
+// the others' over its routes) and connects the daemon to it; on an error
+// nothing of it runs.
+func (d *Daemon) startNATS(ctx context.Context, cs *cluster.Settings) error {
+	o := d.o
+	srvOpts := bus.ServerOptions{Logger: d.log, JetStream: true, StoreDir: filepath.Join(o.DataDir, natsDir), Port: -1,
+		HealProbeTimeout: o.healProbe}
+	if cs != nil {
+		srvOpts.Host, srvOpts.Port, srvOpts.Cluster = cs.NATSHost, cs.NATSPort, cs.Bus
+	}
+	var err error
+	if o.InProcess == nil {
+		// Host processes connect over the client port: every client needs
+		// a credential, and lands in its tenant's account.
+		if srvOpts.Accounts, err = d.ten.OpenAccounts(); err != nil {
+			return err
+		}
+	}
+	if d.srv, err = bus.StartServer(ctx, srvOpts); err != nil {
+		return err
+	}
+	if d.nc, err = d.ten.Connect(d.srv); err != nil {
+		d.srv.Shutdown()
+		return fmt.Errorf("local: connect to NATS: %w", err)
+	}
+	return nil
+}
+
+// serve starts what start's daemon runs once its NATS, security and
+// default space are up: its container runtime, its API and Prometheus
+// listeners, a cluster node's reports, then the topologies it resumes.
+// On an error the caller closes d.
+func (d *Daemon) serve(ctx context.Context, clustered, noAPI bool) error {
+	o, log := d.o, d.log
+	var err error
 	switch {
 	case o.InProcess != nil:
 		d.sup = d.newInProcess()
 	case o.Kubernetes != nil:
 		// The cluster places the pods (no placement across the nodes).
 		if d.sup, err = d.newKube(ctx); err != nil {
-			d.Close(d.ctx)
-			return nil, fmt.Errorf("local: scheduler: %w", err)
+			return fmt.Errorf("local: scheduler: %w", err)
 		}
-	case cs != nil:
+	case clustered:
 		// The node places its topologies' containers on the cluster's
 		// nodes, and runs those placed here with its own launcher.
 		rt, err := d.node.Place(ctx, d.nc, launcher.Options{Logger: log, LogDir: d.logDir(),
 			MaxRestarts: o.MaxRestarts, Backoff: o.Backoff})
 		if err != nil {
-			d.Close(d.ctx)
-			return nil, err
+			return err
 		}
 		d.sup = rt
 	default:
@@ -385,8 +408,7 @@ func start(ctx context.Context, o Options, noAPI bool) (*Daemon, error) {
 		d.endRequests = endRequests
 		h, tc, err := d.apiHandler()
 		if err != nil {
-			d.Close(d.ctx)
-			return nil, err
+			return err
 		}
 		d.http = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second,
 			BaseContext: func(net.Listener) context.Context { return baseCtx }}
@@ -403,8 +425,7 @@ func start(ctx context.Context, o Options, noAPI bool) (*Daemon, error) {
 	if addr := o.Metrics.PrometheusListen(); addr != "" {
 		pln, err := net.Listen("tcp", addr)
 		if err != nil {
-			d.Close(d.ctx)
-			return nil, fmt.Errorf("local: metrics.prometheus.listen %s: %w", addr, err)
+			return fmt.Errorf("local: metrics.prometheus.listen %s: %w", addr, err)
 		}
 		mux := http.NewServeMux()
 		mux.Handle("GET /metrics", d.prom)
@@ -412,18 +433,15 @@ func start(ctx context.Context, o Options, noAPI bool) (*Daemon, error) {
 		d.servers.Go(func() { _ = d.promHTTP.Serve(pln) })
 		log.Info("prometheus exposition", "url", "http://"+pln.Addr().String()+"/metrics")
 	}
-	if cs != nil { // before resuming: containers are placed on the nodes that report
+	if clustered { // before resuming: containers are placed on the nodes that report
 		if err := d.node.Open(ctx, d.nc, d.srv.NATS()); err != nil {
-			d.Close(d.ctx)
-			return nil, err
+			return err
 		}
 	}
 	if err := d.resume(ctx); err != nil {
-		d.Close(d.ctx)
-		return nil, err
+		return err
 	}
-	log.Info("ardea local started", "api", d.URL(), "nats", d.srv.ClientURL(), "data_dir", o.DataDir, "in_process", o.InProcess != nil)
-	return d, nil
+	return nil
 }
 
 // URL is the API's base URL ("" without an API).

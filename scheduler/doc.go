@@ -37,6 +37,10 @@
 //   - internal/tenancy: what a daemon keeps and decides per tenant (its
 //     space, quotas and admission, rate shares, NATS accounts and host
 //     credentials, CPU cgroup, machine policy).
+//   - internal/cluster: a cluster node's part of the daemon (`ardea
+//     server`): the nodes registry, its runtime over the nodes
+//     (internal/placement), its self-fence, the takeovers of a dead
+//     node's topologies, the forwarding to the managing node.
 //   - internal/tenantdata: the tenants' own streams and KV buckets (the
 //     API's stream and KV operations, the check at submit that a
 //     topology's exist, the lists its hosts' credentials reach).

@@ -32,7 +32,7 @@ func (d *Daemon) routes() *http.ServeMux {
 	mux := http.NewServeMux()
 	httpapi.New(httpapi.Backends{Topologies: d, Streams: d.data, Buckets: d.data}, errorKind).Register(mux)
 	mux.HandleFunc("GET /metrics", d.serveMetrics)
-	mux.HandleFunc("GET /api/v1/nodes", d.serveNodes)
+	mux.HandleFunc("GET /api/v1/nodes", d.node.ServeNodes)
 	ui.NewTracker(newTrackerSource(d)).Register(mux)
 	return mux
 }

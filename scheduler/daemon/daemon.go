@@ -32,8 +32,19 @@
 // adapters that make the managers' Rates, Credentials, Admission and
 // DeadLetters of tenancy's.
 //
+// A cluster's node (`ardea server`, Options.Cluster) is package
+// scheduler/internal/cluster's: the daemon makes one cluster.Node (d.node;
+// a daemon alone's is the one-node case, which lists itself only) and
+// implements the interfaces it declares (cluster.go: clusterDeps, over the
+// daemon's managers, tenancy and runtime). The node holds the nodes
+// registry, its runtime over the cluster's nodes (cluster.Runtime, the
+// daemon's d.sup), its self-fence, the takeovers of a dead node's
+// topologies and the forwarding of a request to the managing node.
+//
 // Goroutines: the daemon owns its HTTP servers' (d.servers, waited for by
-// Close); each TM owns its loop, its lock keeper and the side tasks its
+// Close); the cluster node owns its reports, its fence, its TM lock
+// watches and the takeovers they start (Close ends them first and waits);
+// each TM owns its loop, its lock keeper and the side tasks its
 // loop hands off (Manager.Go), and Manager.Stop waits for them; the NATS
 // client runs the report callbacks, which only queue events; the launcher
 // owns the host processes' waiters.
@@ -43,8 +54,10 @@
 // its quota check until what it adds counts (a request may hold it while
 // it waits for a TM's answer: no TM's loop takes it), and is taken before
 // Daemon.mu; tenancy's own locks come after Daemon.mu, and nothing of the
-// daemon is called under them (tenancy's doc gives the order); a TM has
-// no lock over its state (scheduler/internal/manager's doc).
+// daemon is called under them (tenancy's doc gives the order); the
+// cluster node calls the daemon (clusterDeps, which take Daemon.mu) under
+// none of its locks; a TM has no lock over its state
+// (scheduler/internal/manager's doc).
 package daemon
 
 import (
@@ -65,13 +78,13 @@ import (
 	"github.com/ardea-dev/ardea/connectors"
 	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/scheduler/container"
+	"github.com/ardea-dev/ardea/scheduler/internal/cluster"
 	"github.com/ardea-dev/ardea/scheduler/internal/manager"
 	"github.com/ardea-dev/ardea/scheduler/internal/runtime"
 	"github.com/ardea-dev/ardea/scheduler/internal/tenancy"
 	"github.com/ardea-dev/ardea/scheduler/internal/tenantdata"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ardea-dev/ardea/bus"
 	"github.com/ardea-dev/ardea/host"
@@ -186,26 +199,17 @@ type Daemon struct {
 	// through its methods only (`ardea run`: no API nor Prometheus
 	// listener); plugins is the environment it resolves built-ins in.
 	ip InProcess
-	cl *clusterConfig // nil: a daemon alone
-	// takeovers (a cluster's node) watch the spaces' TM locks
-	// (watchLocks); stopTakeovers ends them and waits.
-	takeovers   sync.WaitGroup
-	takeoverCtx context.Context
-	endTakeover context.CancelFunc
-	// nodes is the cluster's nodes bucket (nil for a daemon alone);
-	// started is when this daemon started.
-	nodes   jetstream.KeyValue
-	started time.Time
+	// node is the daemon's part as a node of its cluster
+	// (scheduler/internal/cluster: the nodes registry, the fence, the
+	// takeovers, the forwarding); a daemon alone's lists itself only.
+	node    *cluster.Node
 	noAPI   bool
 	plugins *plugin.Environment
 	id      string
 	log     *slog.Logger
 	srv     *bus.Server
 	nc      *nats.Conn
-	sup     containerRuntime // scheduler/internal/runtime: processes (launcher) or in process; a cluster's: placement
-	local   *nodeProcesses   // a cluster node's own containers (placement.go)
-	peers   peerRoutes       // when each other node was last routed to (selfFence)
-	epochs  sync.Map         // *manager.Manager -> its placement epoch (epochOf)
+	sup     containerRuntime // scheduler/internal/runtime: processes (launcher) or in process; a cluster's: cluster.Runtime
 	ln      net.Listener
 	http    *http.Server
 	// endRequests cancels every request's context (event streams).
@@ -289,25 +293,27 @@ func start(ctx context.Context, o Options, noAPI bool) (*Daemon, error) {
 	d := &Daemon{ctx: context.WithoutCancel(ctx), o: o, ip: ip, noAPI: noAPI, plugins: plugins, id: "ardea-local@" + hn + ":" + abs, log: log,
 		tms: map[string]map[string]*manager.Manager{}, prom: sinks.NewPrometheus()}
 	var secret natsauth.Secret
+	var cs *cluster.Settings
 	if o.Cluster != nil {
 		if o.InProcess != nil {
 			return nil, errors.New("server: a cluster node runs its containers as processes (Options.InProcess is for a daemon alone)")
 		}
-		cc, err := o.Cluster.parsed()
+		s, err := o.Cluster.Parse()
 		if err != nil {
 			return nil, err
 		}
-		d.cl, secret = &cc, cc.secret
-		d.takeoverCtx, d.endTakeover = context.WithCancel(d.ctx)
+		cs, secret = &s, s.Secret
 		// One id per node: the TM locks it holds name it.
-		d.id = nodeOwner + cc.name
-		d.log = log.With("node", cc.name)
+		d.id = cluster.Owner(s.Name)
+		d.log = log.With("node", s.Name)
 		log = d.log
 	}
+	deps := clusterDeps{d}
+	d.node = cluster.New(d.ctx, cluster.Options{Settings: cs, Log: log, Tenants: deps, Managers: deps, Self: deps, Containers: deps})
 	d.ten = tenancy.New(tenancy.Options{DataDir: o.DataDir, Default: o.Tenant, Logger: log, Security: o.Security,
-		Plugins: d.plugins, Conn: o.TenantConn, Topologies: daemonTopologies{d}, Secret: secret, Replicas: d.replicas(),
-		OnSpace: d.watchLocks, OnTenant: d.openTenant})
-	d.data = tenantdata.New(d.ten, d.replicas())
+		Plugins: d.plugins, Conn: o.TenantConn, Topologies: daemonTopologies{d}, Secret: secret, Replicas: d.node.Replicas(),
+		OnSpace: d.node.WatchLocks, OnTenant: d.node.OpenTenant})
+	d.data = tenantdata.New(d.ten, d.node.Replicas())
 	if err := o.Metrics.ValidateIn(d.plugins); err != nil {
 		return nil, fmt.Errorf("local: %w", err)
 	}
@@ -319,33 +325,15 @@ func start(ctx context.Context, o Options, noAPI bool) (*Daemon, error) {
 			return nil, fmt.Errorf("local: API listen on %s: %w", o.Listen, err)
 		}
 	}
-	srvOpts := bus.ServerOptions{Logger: log, JetStream: true, StoreDir: filepath.Join(o.DataDir, natsDir), Port: -1,
-		HealProbeTimeout: o.healProbe}
-	if d.cl != nil {
-		srvOpts.Host, srvOpts.Port, srvOpts.Cluster = d.cl.natsHost, d.cl.natsPort, d.cl.bus
-	}
-	if o.InProcess == nil {
-		// Host processes connect over the client port: every client needs
-		// a credential, and lands in its tenant's account.
-		if srvOpts.Accounts, err = d.ten.OpenAccounts(); err != nil {
-			d.closeListener()
-			return nil, err
-		}
-	}
-	if d.srv, err = bus.StartServer(ctx, srvOpts); err != nil {
+	if err := d.startNATS(ctx, cs); err != nil {
 		d.closeListener()
 		return nil, err
-	}
-	if d.nc, err = d.ten.Connect(d.srv); err != nil {
-		d.srv.Shutdown()
-		d.closeListener()
-		return nil, fmt.Errorf("local: connect to NATS: %w", err)
 	}
 	if err := d.ten.ShareAccounts(ctx); err != nil {
 		d.Close(d.ctx)
 		return nil, err
 	}
-	d.started = time.Now().UTC()
+	d.node.MarkStarted(time.Now().UTC())
 	if !noAPI {
 		if err := d.openSecurity(ctx); err != nil {
 			d.Close(d.ctx)
@@ -356,20 +344,66 @@ func start(ctx context.Context, o Options, noAPI bool) (*Daemon, error) {
 		d.Close(d.ctx)
 		return nil, err
 	}
+	if err := d.serve(ctx, cs != nil, noAPI); err != nil {
+		d.Close(d.ctx)
+		return nil, err
+	}
+	log.Info("ardea local started", "api", d.URL(), "nats", d.srv.ClientURL(), "data_dir", o.DataDir, "in_process", o.InProcess != nil)
+	return d, nil
+}
+
+// startNATS starts the embedded NATS server (a cluster node's, cs, joins
+// the others' over its routes) and connects the daemon to it; on an error
+// nothing of it runs.
+func (d *Daemon) startNATS(ctx context.Context, cs *cluster.Settings) error {
+	o := d.o
+	srvOpts := bus.ServerOptions{Logger: d.log, JetStream: true, StoreDir: filepath.Join(o.DataDir, natsDir), Port: -1,
+		HealProbeTimeout: o.healProbe}
+	if cs != nil {
+		srvOpts.Host, srvOpts.Port, srvOpts.Cluster = cs.NATSHost, cs.NATSPort, cs.Bus
+	}
+	var err error
+	if o.InProcess == nil {
+		// Host processes connect over the client port: every client needs
+		// a credential, and lands in its tenant's account.
+		if srvOpts.Accounts, err = d.ten.OpenAccounts(); err != nil {
+			return err
+		}
+	}
+	if d.srv, err = bus.StartServer(ctx, srvOpts); err != nil {
+		return err
+	}
+	if d.nc, err = d.ten.Connect(d.srv); err != nil {
+		d.srv.Shutdown()
+		return fmt.Errorf("local: connect to NATS: %w", err)
+	}
+	return nil
+}
+
+// serve starts what start's daemon runs once its NATS, security and
+// default space are up: its container runtime, its API and Prometheus
+// listeners, a cluster node's reports, then the topologies it resumes.
+// On an error the caller closes d.
+func (d *Daemon) serve(ctx context.Context, clustered, noAPI bool) error {
+	o, log := d.o, d.log
+	var err error
 	switch {
 	case o.InProcess != nil:
 		d.sup = d.newInProcess()
 	case o.Kubernetes != nil:
 		// The cluster places the pods (no placement across the nodes).
 		if d.sup, err = d.newKube(ctx); err != nil {
-			d.Close(d.ctx)
-			return nil, fmt.Errorf("local: scheduler: %w", err)
+			return fmt.Errorf("local: scheduler: %w", err)
 		}
-	case d.cl != nil:
-		if err := d.startPlacement(ctx); err != nil {
-			d.Close(d.ctx)
-			return nil, err
+	case clustered:
+		// The node places its topologies' containers on the cluster's
+		// nodes, and runs those placed here with its own launcher.
+		rt, err := d.node.Place(ctx, d.nc, launcher.Options{Logger: log, LogDir: d.logDir(),
+			MaxRestarts: o.MaxRestarts, Backoff: o.Backoff})
+		if err != nil {
+			return err
 		}
+		d.sup = rt
 	default:
 		d.sup = d.newProcesses(launcher.New(launcher.Options{Logger: log, LogDir: d.logDir(),
 			MaxRestarts: o.MaxRestarts, Backoff: o.Backoff, OnChange: d.onProcess}))
@@ -384,8 +418,7 @@ func start(ctx context.Context, o Options, noAPI bool) (*Daemon, error) {
 		d.endRequests = endRequests
 		h, tc, err := d.apiHandler()
 		if err != nil {
-			d.Close(d.ctx)
-			return nil, err
+			return err
 		}
 		d.http = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second,
 			BaseContext: func(net.Listener) context.Context { return baseCtx }}
@@ -402,8 +435,7 @@ func start(ctx context.Context, o Options, noAPI bool) (*Daemon, error) {
 	if addr := o.Metrics.PrometheusListen(); addr != "" {
 		pln, err := net.Listen("tcp", addr)
 		if err != nil {
-			d.Close(d.ctx)
-			return nil, fmt.Errorf("local: metrics.prometheus.listen %s: %w", addr, err)
+			return fmt.Errorf("local: metrics.prometheus.listen %s: %w", addr, err)
 		}
 		mux := http.NewServeMux()
 		mux.Handle("GET /metrics", d.prom)
@@ -411,18 +443,15 @@ func start(ctx context.Context, o Options, noAPI bool) (*Daemon, error) {
 		d.servers.Go(func() { _ = d.promHTTP.Serve(pln) })
 		log.Info("prometheus exposition", "url", "http://"+pln.Addr().String()+"/metrics")
 	}
-	if d.cl != nil { // before resuming: containers are placed on the nodes that report
-		if err := d.openNodes(ctx); err != nil {
-			d.Close(d.ctx)
-			return nil, err
+	if clustered { // before resuming: containers are placed on the nodes that report
+		if err := d.node.Open(ctx, d.nc, d.srv.NATS()); err != nil {
+			return err
 		}
 	}
 	if err := d.resume(ctx); err != nil {
-		d.Close(d.ctx)
-		return nil, err
+		return err
 	}
-	log.Info("ardea local started", "api", d.URL(), "nats", d.srv.ClientURL(), "data_dir", o.DataDir, "in_process", o.InProcess != nil)
-	return d, nil
+	return nil
 }
 
 // URL is the API's base URL ("" without an API).
@@ -644,12 +673,13 @@ func (d *Daemon) BrokenErr() error {
 }
 
 func (d *Daemon) close(ctx context.Context) error {
-	// A node takes over no topology once it closes, and leaves the
-	// nodes' list.
-	d.stopTakeovers()
-	d.leaveNodes(ctx)
+	// A node takes over no topology once it closes (a takeover under way
+	// is refused: register), and leaves the nodes' list.
 	d.mu.Lock()
 	d.closing = true
+	d.mu.Unlock()
+	d.node.Close(ctx)
+	d.mu.Lock()
 	var tms []*manager.Manager
 	for _, byName := range d.tms {
 		for _, t := range byName {

@@ -50,7 +50,7 @@ func (d *Daemon) ensureDeadLetterStream(ctx context.Context, sp *tenancy.Space) 
 	js, err := jetstream.New(sp.Conn())
 	if err == nil {
 		cfg := container.DeadLetterStreamConfig(sp.Tenant(), container.DeadLetterStreamMaxBytes(d.ten.JetStreamLimits(ctx, sp.Tenant()).DiskBytes))
-		cfg.Replicas = d.replicas()
+		cfg.Replicas = d.node.Replicas()
 		for {
 			cctx, cancel := context.WithTimeout(ctx, tenantdata.OpTimeout)
 			_, err = js.CreateOrUpdateStream(cctx, cfg)

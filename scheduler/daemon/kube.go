@@ -48,7 +48,7 @@ func (d *Daemon) newKube(ctx context.Context) (containerRuntime, error) {
 		Pod: d.kubePod, OnChange: d.onProcess, Logger: d.log, MaxRestarts: d.o.MaxRestarts,
 		// A cluster's node that closes leaves its topologies' pods to the
 		// node that takes them over (it adopts them).
-		KeepOnClose: d.cl != nil})
+		KeepOnClose: d.node.Clustered()})
 	if err != nil {
 		return nil, err
 	}

@@ -54,7 +54,7 @@ func (d *Daemon) checkpointStore(ctx context.Context, sp *tenancy.Space) (checkp
 	if err != nil {
 		return nil, fmt.Errorf("checkpoints: %w", err)
 	}
-	return checkpoint.NewJetStreamStore(ctx, js, checkpoint.JetStreamOptions{Bucket: process.CheckpointBucket(sp.Store().Tenant()), MaxBytes: checkpoint.DefaultMaxBytes, Replicas: d.replicas()})
+	return checkpoint.NewJetStreamStore(ctx, js, checkpoint.JetStreamOptions{Bucket: process.CheckpointBucket(sp.Store().Tenant()), MaxBytes: checkpoint.DefaultMaxBytes, Replicas: d.node.Replicas()})
 }
 
 // validateStored validates a stored topology: its modules are artifacts,

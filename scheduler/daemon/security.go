@@ -74,18 +74,18 @@ func (d *Daemon) openSecurity(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if d.sec.tokens, err = auth.Open(ctx, js, auth.Options{Logger: d.log, TenantInUse: d.ten.InUse, Replicas: d.replicas()}); err != nil {
+	if d.sec.tokens, err = auth.Open(ctx, js, auth.Options{Logger: d.log, TenantInUse: d.ten.InUse, Replicas: d.node.Replicas()}); err != nil {
 		return fmt.Errorf("local: token store: %w", err)
 	}
 	boot := d.sec.tokens.Bootstrap
-	if d.cl != nil {
+	if d.node.Clustered() {
 		boot = d.sec.tokens.BootstrapShared
 	}
 	if d.sec.boot, err = boot(ctx, d.o.DataDir); err != nil {
 		return fmt.Errorf("local: admin token: %w", err)
 	}
 	ao := d.o.Security.Audit
-	ao.Replicas = d.replicas()
+	ao.Replicas = d.node.Replicas()
 	if ao.MaxBytes == 0 {
 		// The stream reserves its bytes from JetStream's store: a
 		// thirty-second of it at most (a data dir on a small disk still
@@ -163,7 +163,7 @@ func (d *Daemon) apiHandler() (http.Handler, *tls.Config, error) {
 	if d.sec.cert != nil {
 		tc = d.sec.cert.Config
 	}
-	return audit.Middleware(d.sec.audit, d.log, d.sec.guard.Wrap(d.forward(d.onTenantDelete(mux)))), tc, nil
+	return audit.Middleware(d.sec.audit, d.log, d.sec.guard.Wrap(d.node.Forward(d.onTenantDelete(mux)))), tc, nil
 }
 
 // onTenantDelete passes requests to next and, once a tenant's deletion

@@ -181,7 +181,7 @@ func (d *Daemon) Summaries(ctx context.Context) ([]api.Summary, error) {
 func (d *Daemon) Status(ctx context.Context, name string) (api.Status, error) {
 	t, err := d.get(ctx, name)
 	if err == nil {
-		return d.placed(t, d.withLanguages(ctx, d.spaceOfTM(t), t.Status())), nil
+		return d.node.Placed(t, d.withLanguages(ctx, d.spaceOfTM(t), t.Status())), nil
 	}
 	if errors.Is(err, ErrBadState) { // managed by another daemon
 		return api.Status{}, err

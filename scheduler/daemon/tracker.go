@@ -65,16 +65,11 @@ func (l trackerLanguages) Language(ctx context.Context, version string) string {
 	return l.d.languageOf(ctx, sp, version)
 }
 
-// trackerNodes name a cluster node's containers' nodes (placed, nodes.go;
-// d.sup is read per call: a cluster's runtime is set as it starts).
+// trackerNodes name a cluster node's containers' nodes (the cluster
+// node's runtime, read per call: it is set as the daemon starts).
 type trackerNodes struct{ d *Daemon }
 
-func (n trackerNodes) Node(id string) string {
-	if rt, ok := n.d.sup.(clusterRuntime); ok {
-		return rt.Node(id)
-	}
-	return ""
-}
+func (n trackerNodes) Node(id string) string { return n.d.node.ContainerNode(id) }
 
 // trackerLogs are the containers' whole logs (no filter), wherever they
 // run (logs.go).

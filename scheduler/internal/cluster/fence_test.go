@@ -1,4 +1,4 @@
-package daemon
+package cluster
 
 import (
 	"testing"

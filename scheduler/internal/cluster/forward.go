@@ -1,4 +1,4 @@
-package daemon
+package cluster
 
 import (
 	"net/http"
@@ -12,18 +12,15 @@ import (
 // where it lands, never forwarded again.
 const forwardedBy = "X-Ardea-Forwarded-By"
 
-// nodeOwner is the TM lock owner prefix of a cluster's node (d.id).
-const nodeOwner = "ardea-server@"
-
-// forward (a cluster's node) sends a request about one topology
+// Forward (a cluster's node) sends a request about one topology
 // (/api/v1/topologies/{name}[/...]) that this node does not manage to the
 // node that does (the holder of its TM lock, at the API address that node
 // reports in the nodes bucket), with the caller's token: every node
 // answers for every topology. The guard has checked the token here
 // already, and the managing node checks it again. A topology no node
 // manages (finished, or between two managers) is answered here.
-func (d *Daemon) forward(next http.Handler) http.Handler {
-	if d.cl == nil {
+func (n *Node) Forward(next http.Handler) http.Handler {
+	if n.set == nil {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -32,7 +29,7 @@ func (d *Daemon) forward(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		target := d.managerAPI(r, name)
+		target := n.managerAPI(r, name)
 		if target == nil {
 			next.ServeHTTP(w, r)
 			return
@@ -40,10 +37,10 @@ func (d *Daemon) forward(next http.Handler) http.Handler {
 		p := &httputil.ReverseProxy{
 			Rewrite: func(pr *httputil.ProxyRequest) {
 				pr.SetURL(target)
-				pr.Out.Header.Set(forwardedBy, d.cl.name)
+				pr.Out.Header.Set(forwardedBy, n.set.Name)
 			},
 			ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
-				d.log.Warn("forward a request to the topology's node", "topology", name, "node", target.Host, "err", err)
+				n.log.Warn("forward a request to the topology's node", "topology", name, "node", target.Host, "err", err)
 				w.Header().Set("Content-Type", "application/json")
 				w.WriteHeader(http.StatusBadGateway)
 				_, _ = w.Write([]byte(`{"error":"topology ` + name + ` is managed by another node, which did not answer"}`))
@@ -55,16 +52,12 @@ func (d *Daemon) forward(next http.Handler) http.Handler {
 
 // managerAPI is the API URL of the node that manages topology name in the
 // tenant r acts for, nil when it is this node or none.
-func (d *Daemon) managerAPI(r *http.Request, name string) *url.URL {
-	tenant := d.ten.TenantOf(r.Context())
-	d.mu.Lock()
-	t := d.tms[tenant][name]
-	here := t != nil && t.View().LostTo() == ""
-	d.mu.Unlock()
-	if here {
+func (n *Node) managerAPI(r *http.Request, name string) *url.URL {
+	tenant := n.o.Tenants.TenantOf(r.Context())
+	if n.o.Managers.Manages(tenant, name) {
 		return nil
 	}
-	sp := d.ten.Lookup(tenant)
+	sp := n.o.Tenants.Lookup(tenant)
 	if sp == nil {
 		return nil
 	}
@@ -72,11 +65,11 @@ func (d *Daemon) managerAPI(r *http.Request, name string) *url.URL {
 	if err != nil {
 		return nil
 	}
-	node, ok := strings.CutPrefix(owner, nodeOwner)
-	if !ok || node == d.cl.name {
+	node, ok := strings.CutPrefix(owner, ownerPrefix)
+	if !ok || node == n.set.Name {
 		return nil
 	}
-	api := d.nodeAPI(r.Context(), node)
+	api := n.nodeAPI(r.Context(), node)
 	if api == "" {
 		return nil
 	}

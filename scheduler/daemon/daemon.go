@@ -65,6 +65,7 @@ import (
 	"github.com/ardea-dev/ardea/connectors"
 	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/scheduler/container"
+	"github.com/ardea-dev/ardea/scheduler/internal/apisecurity"
 	"github.com/ardea-dev/ardea/scheduler/internal/manager"
 	"github.com/ardea-dev/ardea/scheduler/internal/runtime"
 	"github.com/ardea-dev/ardea/scheduler/internal/tenancy"
@@ -238,10 +239,11 @@ type Daemon struct {
 	prom     *sinks.Prometheus
 	promHTTP *http.Server
 
+	// sec is the API's security (scheduler/internal/apisecurity): tokens,
+	// audit, the guard, TLS, the admin routes; nil without an API.
+	sec *apisecurity.Layer
+
 	// validator compiles swapped-in modules before anything changes.
-	// sec is the API's security (security.go): tokens, audit, the guard,
-	// TLS.
-	sec secured
 
 	validatorOnce sync.Once
 	validator     *host.Runtime
@@ -347,9 +349,15 @@ func start(ctx context.Context, o Options, noAPI bool) (*Daemon, error) {
 	}
 	d.started = time.Now().UTC()
 	if !noAPI {
-		if err := d.openSecurity(ctx); err != nil {
+		d.sec, err = apisecurity.Open(ctx, apisecurity.Config{DataDir: o.DataDir, Listen: d.ln.Addr().String(), Logger: log,
+			Conn: d.nc, Shared: d.cl != nil, Replicas: d.replicas(), MaxStore: jetStreamMaxStore(d.srv),
+			Settings: apiSettings(o.Security), Tenants: securityTenants{d}, Quotas: securityQuotas{d.ten}})
+		if err != nil {
 			d.Close(d.ctx)
 			return nil, err
+		}
+		if d.o.Tenants == nil {
+			d.o.Tenants = d.sec.TenantNames
 		}
 	}
 	if _, err = d.ten.Space(ctx, d.ten.Default()); err != nil {
@@ -382,7 +390,7 @@ func start(ctx context.Context, o Options, noAPI bool) (*Daemon, error) {
 		// server shut down.
 		baseCtx, endRequests := context.WithCancel(d.ctx)
 		d.endRequests = endRequests
-		h, tc, err := d.apiHandler()
+		h, tc, err := d.sec.Handler(d.routes, d.forward)
 		if err != nil {
 			d.Close(d.ctx)
 			return nil, err
@@ -430,7 +438,7 @@ func (d *Daemon) URL() string {
 	if d.ln == nil {
 		return ""
 	}
-	if d.sec.cert != nil {
+	if d.sec.TLS() {
 		return "https://" + d.ln.Addr().String()
 	}
 	return "http://" + d.ln.Addr().String()

@@ -117,15 +117,20 @@ type knownTenants interface {
 // JetStream quotas reaches its NATS account at once, and a change of its
 // rates its running hosts (Quotas.Reshare).
 func quotaHandler(known knownTenants, q Quotas, log *slog.Logger) http.Handler {
-	h := quota.Handler(quota.HandlerOptions{Resolver: q.Resolver(), Usage: q.Usage,
-		Exists: func(ctx context.Context, tenant string) (bool, error) {
-			_, err := known.Tenant(ctx, tenant)
-			if errors.Is(err, auth.ErrNotFound) {
-				return false, nil
-			}
-			return err == nil, err
-		}})
+	h := quota.Handler(quota.HandlerOptions{Resolver: q.Resolver(), Usage: q.Usage, Exists: tenantExists(known)})
 	return afterQuotaPut(h, known, q, log)
+}
+
+// tenantExists is whether a tenant exists (quota.HandlerOptions.Exists):
+// not found is no error.
+func tenantExists(known knownTenants) func(ctx context.Context, tenant string) (bool, error) {
+	return func(ctx context.Context, tenant string) (bool, error) {
+		_, err := known.Tenant(ctx, tenant)
+		if errors.Is(err, auth.ErrNotFound) {
+			return false, nil
+		}
+		return err == nil, err
+	}
 }
 
 // afterQuotaPut passes requests to next (the quotas' handler) and, after

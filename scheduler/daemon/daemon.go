@@ -9,11 +9,16 @@
 // exported methods (topologies.go), and the tenants' own streams and KV
 // buckets, scheduler/internal/tenantdata's (one Service, d.data, which the
 // submit path also asks whether a topology's streams and buckets exist).
-// The daemon composes their routes with the tracker, /metrics and the
-// admin routes behind the guard and the audit log (api.go: routes,
-// security.go: apiHandler). The tracker (package ui) reads
-// scheduler/internal/trackersource's Source, which the daemon makes over
-// small adapters of its stores, TMs and logs (tracker.go).
+// The daemon composes their routes with the tracker and /metrics (api.go:
+// routes) and hands them to the API's security, a Layer of
+// scheduler/internal/apisecurity (d.sec, nil without an API): it adds the
+// admin routes (tokens and tenants, quotas, the audit log) and puts the
+// guard and the audit log around them; start opens it (the token store,
+// the admin token, the audit log, the quotas) and security.go holds its
+// adapters of tenancy and the delegations of the public accessors
+// (AdminToken, TLSFingerprint, Client, LoginToken). The tracker (package
+// ui) reads scheduler/internal/trackersource's Source, which the daemon
+// makes over small adapters of its stores, TMs and logs (tracker.go).
 //
 // The topology managers are package scheduler/internal/manager: the daemon makes
 // one per topology (managers.go: newTM) and implements the narrow
@@ -33,8 +38,9 @@
 // DeadLetters of tenancy's.
 //
 // Goroutines: the daemon owns its HTTP servers' (d.servers, waited for by
-// Close); each TM owns its loop, its lock keeper and the side tasks its
-// loop hands off (Manager.Go), and Manager.Stop waits for them; the NATS
+// Close; apisecurity starts none); each TM owns its loop, its lock
+// keeper and the side tasks its loop hands off (Manager.Go), and
+// Manager.Stop waits for them; the NATS
 // client runs the report callbacks, which only queue events; the launcher
 // owns the host processes' waiters.
 //
@@ -43,8 +49,10 @@
 // its quota check until what it adds counts (a request may hold it while
 // it waits for a TM's answer: no TM's loop takes it), and is taken before
 // Daemon.mu; tenancy's own locks come after Daemon.mu, and nothing of the
-// daemon is called under them (tenancy's doc gives the order); a TM has
-// no lock over its state (scheduler/internal/manager's doc).
+// daemon is called under them (tenancy's doc gives the order); a tenant's
+// deletion through the API (apisecurity's Tenants.Deleted) takes
+// Daemon.mu to drop its TMs and releases it before tenancy's Delete; a
+// TM has no lock over its state (scheduler/internal/manager's doc).
 package daemon
 
 import (

@@ -28,6 +28,9 @@
 //     process) and the one definition of a container's id.
 //   - internal/httpapi: the HTTP handlers of the daemon's API (decode,
 //     call, encode) over the narrow backend they declare.
+//   - internal/apisecurity: the daemon API's security (the token store and
+//     admin token, the guard, the audit log, TLS, the admin routes) over
+//     the narrow interfaces it declares.
 //   - internal/trackersource: what the tracker API (package ui) reads of
 //     a daemon's topologies, stored and running, over the narrow
 //     interfaces it declares.

@@ -16,9 +16,9 @@ import (
 // The API's handlers are package httpapi's (decode, call, encode); their
 // backends are the daemon's operations on topologies (topologies.go) and
 // the tenants' streams and KV buckets (scheduler/internal/tenantdata,
-// d.data), each acting in the tenant of its call's principal. apiHandler
-// (security.go) puts routes' mux behind the guard and the audit log, with
-// the admin routes.
+// d.data), each acting in the tenant of its call's principal. The API's
+// security (scheduler/internal/apisecurity's Layer.Handler, d.sec) puts
+// routes' mux behind the guard and the audit log, with the admin routes.
 var (
 	_ httpapi.Topologies = (*Daemon)(nil)
 	_ httpapi.Streams    = (*tenantdata.Service)(nil)

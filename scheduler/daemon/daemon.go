@@ -9,11 +9,16 @@
 // exported methods (topologies.go), and the tenants' own streams and KV
 // buckets, scheduler/internal/tenantdata's (one Service, d.data, which the
 // submit path also asks whether a topology's streams and buckets exist).
-// The daemon composes their routes with the tracker, /metrics and the
-// admin routes behind the guard and the audit log (api.go: routes,
-// security.go: apiHandler). The tracker (package ui) reads
-// scheduler/internal/trackersource's Source, which the daemon makes over
-// small adapters of its stores, TMs and logs (tracker.go).
+// The daemon composes their routes with the tracker and /metrics (api.go:
+// routes) and hands them to the API's security, a Layer of
+// scheduler/internal/apisecurity (d.sec, nil without an API): it adds the
+// admin routes (tokens and tenants, quotas, the audit log) and puts the
+// guard and the audit log around them; start opens it (the token store,
+// the admin token, the audit log, the quotas) and security.go holds its
+// adapters of tenancy and the delegations of the public accessors
+// (AdminToken, TLSFingerprint, Client, LoginToken). The tracker (package
+// ui) reads scheduler/internal/trackersource's Source, which the daemon
+// makes over small adapters of its stores, TMs and logs (tracker.go).
 //
 // The topology managers are package scheduler/internal/manager: the daemon makes
 // one per topology (managers.go: newTM) and implements the narrow
@@ -44,8 +49,9 @@
 // Goroutines: the daemon owns its HTTP servers' (d.servers, waited for by
 // Close); the cluster node owns its reports, its fence, its TM lock
 // watches and the takeovers they start (Close ends them first and waits);
-// each TM owns its loop, its lock keeper and the side tasks its
-// loop hands off (Manager.Go), and Manager.Stop waits for them; the NATS
+// apisecurity starts none; each TM owns its loop, its lock keeper and the
+// side tasks its loop hands off (Manager.Go), and Manager.Stop waits for
+// them; the NATS
 // client runs the report callbacks, which only queue events; the launcher
 // owns the host processes' waiters.
 //
@@ -56,7 +62,9 @@
 // Daemon.mu; tenancy's own locks come after Daemon.mu, and nothing of the
 // daemon is called under them (tenancy's doc gives the order); the
 // cluster node calls the daemon (clusterDeps, which take Daemon.mu) under
-// none of its locks; a TM has no lock over its state
+// none of its locks; a tenant's deletion through the API (apisecurity's
+// Tenants.Deleted) takes Daemon.mu to drop its TMs and releases it
+// before tenancy's Delete; a TM has no lock over its state
 // (scheduler/internal/manager's doc).
 package daemon
 
@@ -79,6 +87,7 @@ import (
 	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/scheduler/container"
 	"github.com/ardea-dev/ardea/scheduler/internal/cluster"
+	"github.com/ardea-dev/ardea/scheduler/internal/apisecurity"
 	"github.com/ardea-dev/ardea/scheduler/internal/manager"
 	"github.com/ardea-dev/ardea/scheduler/internal/runtime"
 	"github.com/ardea-dev/ardea/scheduler/internal/tenancy"
@@ -242,10 +251,11 @@ type Daemon struct {
 	prom     *sinks.Prometheus
 	promHTTP *http.Server
 
+	// sec is the API's security (scheduler/internal/apisecurity): tokens,
+	// audit, the guard, TLS, the admin routes; nil without an API.
+	sec *apisecurity.Layer
+
 	// validator compiles swapped-in modules before anything changes.
-	// sec is the API's security (security.go): tokens, audit, the guard,
-	// TLS.
-	sec secured
 
 	validatorOnce sync.Once
 	validator     *host.Runtime
@@ -335,9 +345,15 @@ func start(ctx context.Context, o Options, noAPI bool) (*Daemon, error) {
 	}
 	d.node.MarkStarted(time.Now().UTC())
 	if !noAPI {
-		if err := d.openSecurity(ctx); err != nil {
+		d.sec, err = apisecurity.Open(ctx, apisecurity.Config{DataDir: o.DataDir, Listen: d.ln.Addr().String(), Logger: log,
+			Conn: d.nc, Shared: d.node.Clustered(), Replicas: d.node.Replicas(), MaxStore: jetStreamMaxStore(d.srv),
+			Settings: apiSettings(o.Security), Tenants: securityTenants{d}, Quotas: securityQuotas{d.ten}})
+		if err != nil {
 			d.Close(d.ctx)
 			return nil, err
+		}
+		if d.o.Tenants == nil {
+			d.o.Tenants = d.sec.TenantNames
 		}
 	}
 	if _, err = d.ten.Space(ctx, d.ten.Default()); err != nil {
@@ -416,7 +432,7 @@ func (d *Daemon) serve(ctx context.Context, clustered, noAPI bool) error {
 		// server shut down.
 		baseCtx, endRequests := context.WithCancel(d.ctx)
 		d.endRequests = endRequests
-		h, tc, err := d.apiHandler()
+		h, tc, err := d.sec.Handler(d.routes, d.node.Forward)
 		if err != nil {
 			return err
 		}
@@ -459,7 +475,7 @@ func (d *Daemon) URL() string {
 	if d.ln == nil {
 		return ""
 	}
-	if d.sec.cert != nil {
+	if d.sec.TLS() {
 		return "https://" + d.ln.Addr().String()
 	}
 	return "http://" + d.ln.Addr().String()

@@ -299,3 +299,41 @@ func TestTenantDeleteRemovesAccount(t *testing.T) {
 		t.Errorf("the tenant made again lists %v (%v), want none", list, err)
 	}
 }
+
+// TestAPIOverSelfSignedTLS: a daemon with security.self_signed serves its
+// API over TLS only: its URL is https, its admin client pins the
+// certificate's fingerprint and is answered, a client that does not trust
+// the certificate is refused at the handshake, and plain HTTP gets no API
+// answer.
+func TestAPIOverSelfSignedTLS(t *testing.T) {
+	testutil.StartsProcesses(t, "ardea host processes")
+	t.Parallel() // a daemon of its own (tiers_test.go)
+	d := startDaemonWith(t, daemon.Options{Security: daemon.Security{SelfSigned: true}})
+	if !strings.HasPrefix(d.URL(), "https://") || d.TLSFingerprint() == "" {
+		t.Fatalf("URL %q, fingerprint %q: want https and a fingerprint", d.URL(), d.TLSFingerprint())
+	}
+	if b, err := os.ReadFile(d.AdminTokenPath()); err != nil || strings.TrimSpace(string(b)) != d.AdminToken() {
+		t.Fatalf("admin token file %s: %q, %v; want the admin token", d.AdminTokenPath(), b, err)
+	}
+	ctx := context.Background()
+	var list []api.Summary
+	if err := d.Client().Do(ctx, http.MethodGet, "/api/v1/topologies", nil, &list); err != nil {
+		t.Fatalf("the pinned admin client: %v", err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, d.URL()+"/healthz", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req); err == nil {
+		resp.Body.Close()
+		t.Fatalf("a client that does not trust the self-signed certificate was answered %s", resp.Status)
+	}
+	plain := "http://" + strings.TrimPrefix(d.URL(), "https://") + "/healthz"
+	if resp, err := (&http.Client{Timeout: 10 * time.Second}).Get(plain); err == nil {
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK && strings.Contains(string(body), `"status"`) {
+			t.Fatalf("plain HTTP to the TLS API was answered %s: %s", resp.Status, body)
+		}
+	}
+}

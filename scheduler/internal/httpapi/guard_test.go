@@ -17,8 +17,9 @@ import (
 	"github.com/ardea-dev/ardea/scheduler/internal/httpapi"
 )
 
-// The handlers as the daemon serves them (its apiHandler): the audit log
-// outermost, then the guard with the API's route table, then the mux.
+// The handlers as the daemon serves them (scheduler/internal/apisecurity's
+// Layer.Handler): the audit log outermost, then the guard with the API's
+// route table, then the mux.
 
 const listen = "127.0.0.1:7780"
 

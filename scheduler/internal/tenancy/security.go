@@ -20,7 +20,8 @@ import (
 // requires a token on it (docs/security.md); one whose containers are
 // processes always runs NATS in operator mode, one account per tenant.
 // The API's part (hosts, origins, TLS, public metrics, audit retention,
-// API rate) is the daemon's API's; the tenants' (quotas, what they may
+// API rate) is the daemon API's (scheduler/internal/apisecurity's
+// Settings); the tenants' (quotas, what they may
 // reach on the machine) is this package's.
 type Security struct {
 	// Hosts and Origins are further names and browser origins the API is

@@ -51,9 +51,8 @@
 // watches and the takeovers they start (Close ends them first and waits);
 // apisecurity starts none; each TM owns its loop, its lock keeper and the
 // side tasks its loop hands off (Manager.Go), and Manager.Stop waits for
-// them; the NATS
-// client runs the report callbacks, which only queue events; the launcher
-// owns the host processes' waiters.
+// them; the NATS client runs the report callbacks, which only queue
+// events; the launcher owns the host processes' waiters.
 //
 // Locks: Daemon.mu guards the TMs of every tenant's space (d.tms); a
 // space's quota lock (tenancy.Space.LockQuota) is held by a request from

@@ -494,6 +494,10 @@ func (d *Daemon) cacheDir() string {
 // NATSURL is the embedded NATS server's client URL.
 func (d *Daemon) NATSURL() string { return d.srv.ClientURL() }
 
+// ErrClosed is returned by an operation that would start a topology once
+// the daemon's Close has begun (of kind api.ErrShuttingDown).
+var ErrClosed = api.Errorf(api.ErrShuttingDown, "local: the daemon is closed")
+
 // enter begins an operation that may register a topology manager (a
 // submit) or uses what Close closes after the managers (the validator's
 // runtime, for a swap or an apply: during): refused with ErrClosed once

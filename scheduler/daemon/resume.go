@@ -104,7 +104,3 @@ func (d *Daemon) resumeTopology(ctx context.Context, sp *tenancy.Space, rec stat
 	t.Log().Info("topology resumed", "state", st.State)
 	return nil
 }
-
-// ErrClosed is returned by an operation that would start a topology once
-// the daemon's Close has begun (of kind api.ErrShuttingDown).
-var ErrClosed = api.Errorf(api.ErrShuttingDown, "local: the daemon is closed")

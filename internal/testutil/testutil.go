@@ -44,7 +44,7 @@ func Eventually[C Condition](t testing.TB, what string, cond C) {
 func EventuallyWithin[C Condition](t testing.TB, limit time.Duration, what string, cond C) {
 	t.Helper()
 	if err := Await(limit, what, cond); err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 }
 

@@ -272,7 +272,8 @@ func (c *Cluster) run(bins binaries, logf func(string, ...any)) error {
 
 // startEtcd starts etcd on two free loopback ports and returns its
 // client URL once it answers healthy. Its data is in the cluster's dir
-// and never fsynced: it lives as long as one test.
+// and never fsynced: it lives as long as one test (or one test binary:
+// Shared).
 func (c *Cluster) startEtcd(bin string, logf func(string, ...any)) (string, error) {
 	var url string
 	err := c.startRetrying("etcd", 2, logf, func(ports []int) []string {

@@ -11,6 +11,7 @@ package testutil
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -42,18 +43,27 @@ func Eventually[C Condition](t testing.TB, what string, cond C) {
 // EventuallyWithin is Eventually with its own hang guard.
 func EventuallyWithin[C Condition](t testing.TB, limit time.Duration, what string, cond C) {
 	t.Helper()
+	if err := Await(limit, what, cond); err != nil {
+		t.Fatalf("%v", err)
+	}
+}
+
+// Await is EventuallyWithin's wait for a caller with no test to fail:
+// what serves many tests (a shared cluster, started from whichever test
+// needs it first) returns the error instead.
+func Await[C Condition](limit time.Duration, what string, cond C) error {
 	check := condition(cond)
 	deadline := time.Now().Add(limit)
 	for {
 		ok, seen := check()
 		if ok {
-			return
+			return nil
 		}
 		if time.Now().After(deadline) {
 			if seen != "" {
-				t.Fatalf("%s: not within %v (last seen: %s)", what, limit, seen)
+				return fmt.Errorf("%s: not within %v (last seen: %s)", what, limit, seen)
 			}
-			t.Fatalf("%s: not within %v", what, limit)
+			return fmt.Errorf("%s: not within %v", what, limit)
 		}
 		time.Sleep(pollEvery) // the polling interval, not a wait for an outcome
 	}

@@ -66,6 +66,17 @@ func TestEventually(t *testing.T) {
 	}
 }
 
+func TestAwait(t *testing.T) {
+	n := 0
+	if err := Await(time.Minute, "three calls", func() bool { n++; return n == 3 }); err != nil || n != 3 {
+		t.Fatalf("%v after %d calls", err, n)
+	}
+	err := Await(30*time.Millisecond, "RUNNING", func() (bool, string) { return false, "PAUSED" })
+	if want := "RUNNING: not within 30ms (last seen: PAUSED)"; err == nil || err.Error() != want {
+		t.Errorf("%v, want %s", err, want)
+	}
+}
+
 func TestGolden(t *testing.T) {
 	msg := run(t, func(tb testing.TB) { Golden(tb, "no-such-file.txt", []byte("x")) })
 	if !strings.Contains(msg, "testdata/no-such-file.txt") || !strings.Contains(msg, "-update") {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/ardea-dev/ardea/examples/wordcount"
 	"github.com/ardea-dev/ardea/internal/testutil"
+	ktest "github.com/ardea-dev/ardea/internal/testutil/kube"
 	"github.com/ardea-dev/ardea/internal/testutil/wordcounttest"
 	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/daemon"
@@ -55,6 +56,7 @@ func TestMain(m *testing.M) {
 		}
 	}
 	code := m.Run()
+	ktest.StopShared() // the kube tests' control plane (kube_test.go)
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

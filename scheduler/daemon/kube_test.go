@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,15 +24,27 @@ import (
 	"github.com/ardea-dev/ardea/scheduler/daemon"
 )
 
-// kubeNamespace is where the tests' daemons run their pods.
-const kubeNamespace = "streams"
+// kubeTest is a test's part of the package's shared control plane
+// (ktest.Shared, stopped in TestMain): a namespace of its own, where its
+// daemons run their pods as an identity bound there only, and two
+// kubelets of its own, whose node label the pods select.
+type kubeTest struct {
+	*ktest.Cluster
+	ns string
+}
 
-// kubeDaemon starts a control plane with two test kubelets, whose image
-// "ardea:test" is the test's ardea binary, and a daemon with scheduler:
-// kubernetes in kubeNamespace, as an identity bound to the Helm chart's
-// Role there only (deploy/helm/ardea/templates/role.yaml).
-// o is the rest of the daemon's options.
-func kubeDaemon(t *testing.T, o daemon.Options) (*ktest.Cluster, *daemon.Daemon, *api.Client) {
+// kubeTestLabel is the label of a test's nodes, naming its namespace:
+// its pods' nodeSelector, so that the binder, which binds a pod to any
+// running kubelet it fits, never binds them to another test's.
+const kubeTestLabel = "ardea.dev/kube-test"
+
+// kubeDaemon makes the test's namespace and two test kubelets, whose
+// image "ardea:test" is the test's ardea binary, on the shared control
+// plane, and starts a daemon with scheduler: kubernetes in that
+// namespace, as an identity bound to the Helm chart's Role there only
+// (deploy/helm/ardea/templates/role.yaml). o is the rest of the daemon's
+// options.
+func kubeDaemon(t *testing.T, o daemon.Options) (*kubeTest, *daemon.Daemon, *api.Client) {
 	t.Helper()
 	kc, k := kubeCluster(t)
 	o.Kubernetes = k
@@ -39,17 +52,22 @@ func kubeDaemon(t *testing.T, o daemon.Options) (*ktest.Cluster, *daemon.Daemon,
 	return kc, d, d.Client()
 }
 
-// kubeCluster starts the control plane and kubelets of kubeDaemon and
-// returns the daemons' kubernetes: section for it.
-func kubeCluster(t *testing.T) (*ktest.Cluster, *daemon.Kubernetes) {
+// kubeCluster makes the namespace and kubelets of kubeDaemon and returns
+// the daemons' kubernetes: section for them.
+func kubeCluster(t *testing.T) (*kubeTest, *daemon.Kubernetes) {
 	t.Helper()
-	kc := ktest.Start(t, ktest.Options{})
+	// One control plane for the package's tests: one each cost 5 to 10
+	// s and several CPU-seconds. The tests stay sequential (none is
+	// t.Parallel): each waits on its pods, and their hosts' CPU is what
+	// two cores have.
+	kc := &kubeTest{Cluster: ktest.Shared(t, ktest.Options{}), ns: kubeTestNamespace(t)}
 	ctx := t.Context()
-	if err := kc.EnsureNamespace(ctx, kubeNamespace); err != nil {
+	if err := kc.EnsureNamespace(ctx, kc.ns); err != nil {
 		t.Fatal(err)
 	}
+	user := "ardea-daemon-" + kc.ns // bound in this namespace only
 	verbs := []string{"get", "list", "watch", "create", "update", "patch", "delete"}
-	if _, err := kc.Client.RbacV1().Roles(kubeNamespace).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "ardea"},
+	if _, err := kc.Client.RbacV1().Roles(kc.ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "ardea"},
 		Rules: []rbacv1.PolicyRule{
 			{APIGroups: []string{""}, Resources: []string{"pods", "services", "secrets"}, Verbs: verbs},
 			{APIGroups: []string{""}, Resources: []string{"pods/log"}, Verbs: []string{"get"}},
@@ -57,36 +75,56 @@ func kubeCluster(t *testing.T) (*ktest.Cluster, *daemon.Kubernetes) {
 		}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := kc.Client.RbacV1().RoleBindings(kubeNamespace).Create(ctx, &rbacv1.RoleBinding{
+	if _, err := kc.Client.RbacV1().RoleBindings(kc.ns).Create(ctx, &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "ardea"},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "ardea"},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "ardea-daemon"}},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	kubeconfig, err := kc.UserKubeconfig("ardea-daemon")
+	kubeconfig, err := kc.UserKubeconfig(user)
 	if err != nil {
 		t.Fatal(err)
 	}
+	selector := map[string]string{kubeTestLabel: kc.ns}
 	for _, n := range []string{"node-a", "node-b"} {
-		kc.RunKubelet(ctx, t, n, ktest.KubeletOptions{Images: map[string]string{"ardea:test": ardeaBin}})
+		kc.RunKubelet(ctx, t, kc.ns+"-"+n, ktest.KubeletOptions{Images: map[string]string{"ardea:test": ardeaBin}, Labels: selector})
 	}
-	t.Cleanup(func() { dumpPodLogs(t, kc) }) // before the cluster's files are removed
+	t.Cleanup(func() { dumpPodLogs(t, kc) }) // before the kubelets stop
 	// The nodes' compile cache (a hostPath, here a directory of this
 	// machine) is the tests' shared one: a pod made again does not
 	// compile the modules again.
 	cache := hostCache(t.TempDir())
-	return kc, &daemon.Kubernetes{Namespace: kubeNamespace, Image: "ardea:test", Kubeconfig: kubeconfig, CompileCache: cache}
+	return kc, &daemon.Kubernetes{Namespace: kc.ns, Image: "ardea:test", Kubeconfig: kubeconfig, CompileCache: cache, NodeSelector: selector}
 }
 
-// dumpPodLogs logs the last lines of every host run's output when t
-// failed.
-func dumpPodLogs(t *testing.T, kc *ktest.Cluster) {
+// kubeTests numbers the namespaces: a test run again (-count) gets
+// another.
+var kubeTests atomic.Int32
+
+// kubeTestNamespace is the test's namespace: its name, a DNS label.
+func kubeTestNamespace(t *testing.T) string {
+	ns := strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
+			return r
+		case r >= 'A' && r <= 'Z':
+			return r - 'A' + 'a'
+		}
+		return '-'
+	}, strings.TrimPrefix(t.Name(), "TestKubernetes"))
+	return strings.TrimRight(fmt.Sprintf("k%d-%s", kubeTests.Add(1), ns[:min(len(ns), 50)]), "-")
+}
+
+// dumpPodLogs logs the last lines of every host run's output on the
+// test's kubelets when t failed.
+func dumpPodLogs(t *testing.T, kc *kubeTest) {
 	if !t.Failed() {
 		return
 	}
-	logs, _ := filepath.Glob(filepath.Join(kc.Dir, "kubelets", "*", "*", "*", "logs", "*", "*.log"))
-	more, _ := filepath.Glob(filepath.Join(kc.Dir, "kubelets", "*", "*", "*", "*", "logs", "*", "*.log"))
+	nodes := filepath.Join(kc.Dir, "kubelets", kc.ns+"-node-*")
+	logs, _ := filepath.Glob(filepath.Join(nodes, "*", "*", "logs", "*", "*.log"))
+	more, _ := filepath.Glob(filepath.Join(nodes, "*", "*", "*", "logs", "*", "*.log"))
 	for _, f := range append(logs, more...) {
 		b, _ := os.ReadFile(f)
 		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
@@ -95,13 +133,13 @@ func dumpPodLogs(t *testing.T, kc *ktest.Cluster) {
 }
 
 // kubeObjects counts the StatefulSets, Secrets and pods the daemon's
-// runtime made in kubeNamespace.
-func kubeObjects(t *testing.T, kc *ktest.Cluster) (sts, secrets, pods int) {
+// runtime made in the test's namespace.
+func kubeObjects(t *testing.T, kc *kubeTest) (sts, secrets, pods int) {
 	t.Helper()
 	ctx, sel := t.Context(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=ardea"}
-	s, err1 := kc.Client.AppsV1().StatefulSets(kubeNamespace).List(ctx, sel)
-	c, err2 := kc.Client.CoreV1().Secrets(kubeNamespace).List(ctx, sel)
-	p, err3 := kc.Client.CoreV1().Pods(kubeNamespace).List(ctx, sel)
+	s, err1 := kc.Client.AppsV1().StatefulSets(kc.ns).List(ctx, sel)
+	c, err2 := kc.Client.CoreV1().Secrets(kc.ns).List(ctx, sel)
+	p, err3 := kc.Client.CoreV1().Pods(kc.ns).List(ctx, sel)
 	for _, err := range []error{err1, err2, err3} {
 		if err != nil {
 			t.Fatal(err)
@@ -111,7 +149,7 @@ func kubeObjects(t *testing.T, kc *ktest.Cluster) (sts, secrets, pods int) {
 }
 
 // awaitNoObjects waits until the runtime's objects are all gone.
-func awaitNoObjects(t *testing.T, kc *ktest.Cluster) {
+func awaitNoObjects(t *testing.T, kc *kubeTest) {
 	t.Helper()
 	testutil.Eventually(t, "every StatefulSet, Secret and pod deleted", func() (bool, string) {
 		s, c, p := kubeObjects(t, kc)
@@ -139,7 +177,7 @@ func TestKubernetesWordCount(t *testing.T) {
 	if _, err := c.Submit(ctx, api.SubmitRequest{Name: "wck", Spec: wcSpec(t, "wck", 2, fileSpout(in), out), Modules: wcModules(t)}); err != nil {
 		t.Fatal(err)
 	}
-	sts, err := kc.Client.AppsV1().StatefulSets(kubeNamespace).List(ctx, metav1.ListOptions{LabelSelector: "ardea.dev/topology=wck"})
+	sts, err := kc.Client.AppsV1().StatefulSets(kc.ns).List(ctx, metav1.ListOptions{LabelSelector: "ardea.dev/topology=wck"})
 	if err != nil || len(sts.Items) != 1 {
 		t.Fatalf("the topology's statefulsets: %v, %v", sts, err)
 	}
@@ -177,12 +215,12 @@ func TestKubernetesPodRestart(t *testing.T) {
 		return st
 	}
 	testutil.Eventually(t, "a global checkpoint", func() bool { st := status(); return st.Checkpoints != nil && st.Checkpoints.Global > 0 })
-	pods, err := kc.Client.CoreV1().Pods(kubeNamespace).List(ctx, metav1.ListOptions{LabelSelector: "ardea.dev/topology=eok"})
+	pods, err := kc.Client.CoreV1().Pods(kc.ns).List(ctx, metav1.ListOptions{LabelSelector: "ardea.dev/topology=eok"})
 	if err != nil || len(pods.Items) != 2 {
 		t.Fatalf("the topology's pods: %v, %v", pods, err)
 	}
 	victim := pods.Items[0]
-	if err := kc.Client.CoreV1().Pods(kubeNamespace).Delete(ctx, victim.Name, metav1.DeleteOptions{}); err != nil {
+	if err := kc.Client.CoreV1().Pods(kc.ns).Delete(ctx, victim.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	testutil.Eventually(t, "the rollback after the pod's deletion", func() (bool, string) {
@@ -190,7 +228,7 @@ func TestKubernetesPodRestart(t *testing.T) {
 		return st.Checkpoints.Rollbacks >= 1 && !st.Checkpoints.RollingBack, fmt.Sprintf("%+v", *st.Checkpoints)
 	})
 	testutil.Eventually(t, "the pod made again, counted as a restart", func() (bool, string) {
-		p, err := kc.Client.CoreV1().Pods(kubeNamespace).Get(ctx, victim.Name, metav1.GetOptions{})
+		p, err := kc.Client.CoreV1().Pods(kc.ns).Get(ctx, victim.Name, metav1.GetOptions{})
 		restarts := 0
 		for _, ct := range status().Containers {
 			restarts += ct.Restarts
@@ -232,11 +270,11 @@ func TestKubernetesTenants(t *testing.T) {
 	// topology, the tenant's policy in its Secret.
 	for tenant := range want {
 		sel := metav1.ListOptions{LabelSelector: "ardea.dev/tenant=" + tenant + ",ardea.dev/topology=wc"}
-		sts, err := kc.Client.AppsV1().StatefulSets(kubeNamespace).List(ctx, sel)
+		sts, err := kc.Client.AppsV1().StatefulSets(kc.ns).List(ctx, sel)
 		if err != nil || len(sts.Items) != 1 {
 			t.Fatalf("%s's statefulsets: %v, %v", tenant, sts, err)
 		}
-		sec, err := kc.Client.CoreV1().Secrets(kubeNamespace).Get(ctx, sts.Items[0].Name, metav1.GetOptions{})
+		sec, err := kc.Client.CoreV1().Secrets(kc.ns).Get(ctx, sts.Items[0].Name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -244,7 +282,7 @@ func TestKubernetesTenants(t *testing.T) {
 			t.Errorf("%s's secret: policy %s, keys %d", tenant, p, len(sec.Data))
 		}
 		testutil.Eventually(t, tenant+"'s pod running", func() (bool, string) {
-			pods, err := kc.Client.CoreV1().Pods(kubeNamespace).List(ctx, sel)
+			pods, err := kc.Client.CoreV1().Pods(kc.ns).List(ctx, sel)
 			if err != nil || len(pods.Items) != 1 {
 				return false, fmt.Sprint(err)
 			}
@@ -310,7 +348,7 @@ func TestKubernetesFileSinkSurvivesPodDeletion(t *testing.T) {
 		got := fileLines(out)
 		return sink != 0 && got >= 500, fmt.Sprintf("sink in container %d, %d lines", sink, got)
 	})
-	pods, err := kc.Client.CoreV1().Pods(kubeNamespace).List(ctx, metav1.ListOptions{LabelSelector: "ardea.dev/topology=sinkpod"})
+	pods, err := kc.Client.CoreV1().Pods(kc.ns).List(ctx, metav1.ListOptions{LabelSelector: "ardea.dev/topology=sinkpod"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -323,11 +361,11 @@ func TestKubernetesFileSinkSurvivesPodDeletion(t *testing.T) {
 	// The runtime records the container's first run in the Secret once it
 	// sees its pod run: the replacement pod reads it.
 	testutil.Eventually(t, "the sink's first run recorded", func() bool {
-		sec, err := kc.Client.CoreV1().Secrets(kubeNamespace).Get(ctx, strings.TrimSuffix(victim, fmt.Sprintf("-%d", sink-1)), metav1.GetOptions{})
+		sec, err := kc.Client.CoreV1().Secrets(kc.ns).Get(ctx, strings.TrimSuffix(victim, fmt.Sprintf("-%d", sink-1)), metav1.GetOptions{})
 		return err == nil && len(sec.Data[fmt.Sprintf("started-%d", sink)]) > 0
 	})
 	before := fileLines(out)
-	if err := kc.Client.CoreV1().Pods(kubeNamespace).Delete(ctx, victim, metav1.DeleteOptions{}); err != nil {
+	if err := kc.Client.CoreV1().Pods(kc.ns).Delete(ctx, victim, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	st := waitState(t, c, "sinkpod", api.StateFinished)
@@ -366,7 +404,7 @@ func TestKubernetesClusterTakeover(t *testing.T) {
 		return got >= 1000, fmt.Sprintf("%d lines", got)
 	})
 	ctx := t.Context()
-	sts, err := kc.Client.AppsV1().StatefulSets(kubeNamespace).List(ctx, metav1.ListOptions{LabelSelector: "ardea.dev/topology=move"})
+	sts, err := kc.Client.AppsV1().StatefulSets(kc.ns).List(ctx, metav1.ListOptions{LabelSelector: "ardea.dev/topology=move"})
 	if err != nil || len(sts.Items) != 1 {
 		t.Fatalf("the topology's statefulsets: %v, %v", sts, err)
 	}

@@ -16,9 +16,13 @@
 //	c.Client.AppsV1().StatefulSets("default").Create(...)
 //
 // Every process stops when the test ends; the fast tier (-short) skips.
+// A package whose tests can share one control plane (each in namespaces
+// and on kubelets of its own) calls Shared instead of Start, and
+// StopShared from its TestMain.
 package kube
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net"
@@ -26,6 +30,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"slices"
 	"strconv"
@@ -82,7 +87,8 @@ type Options struct {
 }
 
 // Cluster is a running control plane. Its fields are for the test to
-// read; the processes stop in t.Cleanup.
+// read; the processes stop in t.Cleanup (Start) or in StopShared
+// (Shared).
 type Cluster struct {
 	// Config is an admin's client configuration (a client certificate
 	// in system:masters): clients made from it may do everything.
@@ -95,10 +101,9 @@ type Cluster struct {
 	// Dir holds the cluster's files: credentials, etcd's data, the
 	// control plane's logs (etcd.log, kube-apiserver.log,
 	// kube-controller-manager.log), the kubelets' pods. It is removed
-	// when the test ends.
+	// when the test ends (Start) or by StopShared (Shared).
 	Dir string
 
-	t     testing.TB
 	opts  Options
 	pki   *pki
 	procs []*proc // started, in order
@@ -115,6 +120,92 @@ type Cluster struct {
 // etcd-server), failing instead when ARDEA_REQUIRE_TOOLCHAINS=1.
 func Start(t testing.TB, opts Options) *Cluster {
 	t.Helper()
+	bins := prerequisites(t)
+	c := newCluster(opts, t.TempDir())
+	// Registered after TempDir's removal, so it runs before it: every
+	// process is gone before its files are.
+	t.Cleanup(func() {
+		c.stop()
+		if t.Failed() {
+			c.logTails(t)
+		}
+	})
+	if err := c.run(bins, t.Logf); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// The cluster of Shared: one per test binary, started by the first test
+// that asks for it and stopped by StopShared.
+var shared struct {
+	mu   sync.Mutex
+	c    *Cluster
+	opts Options
+	err  error // a failed start: every later test fails with it too
+}
+
+// Shared is Start for the tests of a package that share one control
+// plane: each starting one of its own (several CPU-seconds, 3 to 6 s)
+// would cost more than the test itself. The first call starts it; the
+// later ones return it. It outlives the test that started it: the
+// package's TestMain calls StopShared after m.Run. Each test keeps its
+// objects apart in namespaces of its own (EnsureNamespace) and runs
+// kubelets of its own, with node names, and labels its Pods select,
+// that no other test uses: the binder binds a Pod to any running
+// kubelet it fits. Every call skips or fails as Start does, and must
+// pass the same opts.
+func Shared(t testing.TB, opts Options) *Cluster {
+	t.Helper()
+	bins := prerequisites(t)
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	if shared.c == nil && shared.err == nil {
+		dir, err := os.MkdirTemp("", "ardea-kube-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		shared.c, shared.opts = newCluster(opts, dir), opts
+		shared.err = shared.c.run(bins, t.Logf)
+	}
+	if shared.err != nil {
+		t.Fatalf("kube: the shared cluster: %v", shared.err)
+	}
+	if !reflect.DeepEqual(opts, shared.opts) {
+		t.Fatalf("kube: Shared with options %+v, but the shared cluster runs with %+v", opts, shared.opts)
+	}
+	c := shared.c
+	t.Cleanup(func() {
+		if t.Failed() {
+			c.logTails(t)
+		}
+	})
+	return c
+}
+
+// StopShared stops the cluster of Shared, if a test started one (what
+// Start's cleanup does: the kubelets still running, then the control
+// plane), and removes its files. A package's TestMain calls it after
+// m.Run.
+func StopShared() {
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	if shared.c == nil {
+		return
+	}
+	shared.c.stop()
+	_ = os.RemoveAll(shared.c.Dir)
+	shared.c, shared.err = nil, nil
+}
+
+// binaries are the programs a cluster runs.
+type binaries struct{ etcd, apiserver, controllerManager string }
+
+// prerequisites skips t where a cluster cannot start (or fails it under
+// ARDEA_REQUIRE_TOOLCHAINS=1) and returns the programs to run, building
+// the Kubernetes ones the first time on a machine.
+func prerequisites(t testing.TB) binaries {
+	t.Helper()
 	testutil.StartsProcesses(t, "etcd, kube-apiserver and kube-controller-manager")
 	if runtime.GOOS != "linux" {
 		t.Skipf("kube: the Kubernetes harness runs etcd, kube-apiserver and kube-controller-manager as local processes on Linux only, not on %s", runtime.GOOS)
@@ -125,19 +216,30 @@ func Start(t testing.TB, opts Options) *Cluster {
 	}
 	testutil.NeedToolchain(t, err)
 	apiserver, controllerManager := Binaries(t)
+	return binaries{etcd, apiserver, controllerManager}
+}
 
+func newCluster(opts Options, dir string) *Cluster {
+	return &Cluster{opts: opts, Dir: dir, kubelets: map[string]*Kubelet{}}
+}
+
+// run starts the control plane in c.Dir; what it started is in c.procs,
+// for stop, even when it fails. logf reports its progress.
+func (c *Cluster) run(bins binaries, logf func(string, ...any)) error {
 	begin := time.Now()
-	c := &Cluster{t: t, opts: opts, Dir: t.TempDir(), kubelets: map[string]*Kubelet{}}
-	// Registered after TempDir's removal, so it runs before it: every
-	// process is gone before its files are.
-	t.Cleanup(c.stop)
 	p, err := newPKI(c.Dir)
 	if err != nil {
-		t.Fatalf("kube: credentials: %v", err)
+		return fmt.Errorf("kube: credentials: %v", err)
 	}
 	c.pki = p
-	etcdURL := c.startEtcd(etcd)
-	port := c.startAPIServer(apiserver, etcdURL, p)
+	etcdURL, err := c.startEtcd(bins.etcd, logf)
+	if err != nil {
+		return err
+	}
+	port, err := c.startAPIServer(bins.apiserver, etcdURL, p, logf)
+	if err != nil {
+		return err
+	}
 	host := "https://127.0.0.1:" + strconv.Itoa(port)
 	c.Config = &rest.Config{
 		Host: host,
@@ -152,25 +254,29 @@ func Start(t testing.TB, opts Options) *Cluster {
 		Burst: 400,
 	}
 	if c.Client, err = kubernetes.NewForConfig(c.Config); err != nil {
-		t.Fatalf("kube: client: %v", err)
+		return fmt.Errorf("kube: client: %v", err)
 	}
 	c.Kubeconfig = filepath.Join(c.Dir, "admin.kubeconfig")
 	if err := writeKubeconfig(c.Kubeconfig, host, p.caPEM, adminUser, p.admin); err != nil {
-		t.Fatal(err)
+		return err
 	}
-	c.awaitAPIServer()
-	c.startControllerManager(controllerManager, host, p)
-	t.Logf("kube: control plane %s at %s ready in %v (files in %s)", Release, host, time.Since(begin).Round(time.Millisecond), c.Dir)
-	return c
+	if err := c.awaitAPIServer(); err != nil {
+		return err
+	}
+	if err := c.startControllerManager(bins.controllerManager, host, p); err != nil {
+		return err
+	}
+	logf("kube: control plane %s at %s ready in %v (files in %s)", Release, host, time.Since(begin).Round(time.Millisecond), c.Dir)
+	return nil
 }
 
 // startEtcd starts etcd on two free loopback ports and returns its
 // client URL once it answers healthy. Its data is in the cluster's dir
-// and never fsynced: it lives as long as one test.
-func (c *Cluster) startEtcd(bin string) string {
-	c.t.Helper()
+// and never fsynced: it lives as long as one test (or one test binary:
+// Shared).
+func (c *Cluster) startEtcd(bin string, logf func(string, ...any)) (string, error) {
 	var url string
-	c.startRetrying("etcd", 2, func(ports []int) []string {
+	err := c.startRetrying("etcd", 2, logf, func(ports []int) []string {
 		url = fmt.Sprintf("http://127.0.0.1:%d", ports[0])
 		peer := fmt.Sprintf("http://127.0.0.1:%d", ports[1])
 		return []string{bin,
@@ -197,7 +303,7 @@ func (c *Cluster) startEtcd(bin string) string {
 		}
 		return nil
 	})
-	return url
+	return url, err
 }
 
 // startAPIServer starts kube-apiserver on a free loopback port and
@@ -216,10 +322,9 @@ func (c *Cluster) startEtcd(bin string) string {
 //   - the kubelets' InternalIP first: a Pod's log is read from its
 //     kubelet (logserver.go) there, not at the Node's Hostname address,
 //     which resolves nowhere.
-func (c *Cluster) startAPIServer(bin, etcdURL string, p *pki) int {
-	c.t.Helper()
+func (c *Cluster) startAPIServer(bin, etcdURL string, p *pki, logf func(string, ...any)) (int, error) {
 	var port int
-	c.startRetrying("kube-apiserver", 1, func(ports []int) []string {
+	err := c.startRetrying("kube-apiserver", 1, logf, func(ports []int) []string {
 		port = ports[0]
 		return append([]string{bin,
 			"--etcd-servers=" + etcdURL,
@@ -249,17 +354,18 @@ func (c *Cluster) startAPIServer(bin, etcdURL string, p *pki) int {
 		}
 		return conn.Close()
 	})
-	return port
+	return port, err
 }
 
 // awaitAPIServer polls /readyz as the admin until every readiness check
 // passes (etcd, the RBAC bootstrap roles, the default namespace...).
-func (c *Cluster) awaitAPIServer() {
-	c.t.Helper()
+func (c *Cluster) awaitAPIServer() error {
 	apiserver := c.procs[len(c.procs)-1]
-	testutil.Eventually(c.t, "kube-apiserver ready", func() (bool, string) {
+	var failed error
+	err := testutil.Await(testutil.DefaultLimit, "kube-apiserver ready", func() (bool, string) {
 		if done, _ := apiserver.exited(); done {
-			c.t.Fatal(apiserver.failure())
+			failed = apiserver.failure()
+			return true, ""
 		}
 		body, err := c.Client.CoreV1().RESTClient().Get().AbsPath("/readyz").DoRaw(context.Background())
 		if err != nil {
@@ -267,6 +373,7 @@ func (c *Cluster) awaitAPIServer() {
 		}
 		return true, ""
 	})
+	return cmp.Or(failed, err)
 }
 
 // startControllerManager starts kube-controller-manager with its own
@@ -275,11 +382,10 @@ func (c *Cluster) awaitAPIServer() {
 // have started and reach the API server. It serves no HTTPS port
 // (--secure-port=0: nothing scrapes it) and elects no leader (it is
 // alone); a start interval of 0 starts every controller at once.
-func (c *Cluster) startControllerManager(bin, host string, p *pki) {
-	c.t.Helper()
+func (c *Cluster) startControllerManager(bin, host string, p *pki) error {
 	kubeconfig := filepath.Join(c.Dir, "kube-controller-manager.kubeconfig")
 	if err := writeKubeconfig(kubeconfig, host, p.caPEM, controllerManagerUser, p.controllerManager); err != nil {
-		c.t.Fatal(err)
+		return err
 	}
 	controllers := c.opts.Controllers
 	if controllers == nil {
@@ -298,14 +404,16 @@ func (c *Cluster) startControllerManager(bin, host string, p *pki) {
 	}, c.opts.ControllerManagerFlags...)
 	kcm, err := c.start("kube-controller-manager", argv)
 	if err != nil {
-		c.t.Fatal(err)
+		return err
 	}
 	if !slices.Contains(controllers, "serviceaccount-controller") {
-		return
+		return nil
 	}
-	testutil.Eventually(c.t, "kube-controller-manager running (the default ServiceAccount made)", func() (bool, string) {
+	var failed error
+	err = testutil.Await(testutil.DefaultLimit, "kube-controller-manager running (the default ServiceAccount made)", func() (bool, string) {
 		if done, _ := kcm.exited(); done {
-			c.t.Fatal(kcm.failure())
+			failed = kcm.failure()
+			return true, ""
 		}
 		_, err := c.Client.CoreV1().ServiceAccounts(metav1.NamespaceDefault).Get(context.Background(), "default", metav1.GetOptions{})
 		if err != nil {
@@ -316,6 +424,7 @@ func (c *Cluster) startControllerManager(bin, host string, p *pki) {
 		}
 		return true, ""
 	})
+	return cmp.Or(failed, err)
 }
 
 // start starts one process of the control plane, to be stopped in the
@@ -331,44 +440,47 @@ func (c *Cluster) start(name string, argv []string) (*proc, error) {
 
 // startRetrying starts a process on nports free ports and polls ready
 // until it holds, picking new ports (up to three times) when the process
-// ended because another program took one; any other end fails the test.
-func (c *Cluster) startRetrying(name string, nports int, argv func(ports []int) []string, ready func(*proc) error) {
-	c.t.Helper()
+// ended because another program took one; any other end is an error.
+func (c *Cluster) startRetrying(name string, nports int, logf func(string, ...any), argv func(ports []int) []string, ready func(*proc) error) error {
 	for attempt := 1; ; attempt++ {
 		ports, err := freePorts(nports)
 		if err != nil {
-			c.t.Fatal(err)
+			return err
 		}
 		p, err := c.start(name, argv(ports))
 		if err != nil {
-			c.t.Fatal(err)
+			return err
 		}
 		var lost bool
-		testutil.Eventually(c.t, name+" serving", func() (bool, string) {
+		var failed error
+		err = testutil.Await(testutil.DefaultLimit, name+" serving", func() (bool, string) {
 			if done, _ := p.exited(); done {
 				if p.addrInUse() && attempt < 3 {
 					lost = true
-					return true, ""
+				} else {
+					failed = p.failure()
 				}
-				c.t.Fatal(p.failure())
+				return true, ""
 			}
 			if err := ready(p); err != nil {
 				return false, err.Error()
 			}
 			return true, ""
 		})
-		if !lost {
-			return
+		if err := cmp.Or(failed, err); err != nil {
+			return err
 		}
-		c.t.Logf("kube: %s lost a port to another program; starting it again on others", name)
+		if !lost {
+			return nil
+		}
+		logf("kube: %s lost a port to another program; starting it again on others", name)
 		c.procs = c.procs[:len(c.procs)-1]
 	}
 }
 
 // stop ends the test kubelets, then the control plane in reverse order
 // of start (the controller manager before the API server before etcd,
-// so none logs the loss of the one below it), and on a failed test logs
-// the end of each log, which is removed with the cluster's dir.
+// so none logs the loss of the one below it).
 func (c *Cluster) stop() {
 	c.mu.Lock()
 	kubelets := make([]*Kubelet, 0, len(c.kubelets))
@@ -384,11 +496,15 @@ func (c *Cluster) stop() {
 		b.stop()
 	}
 	for i := len(c.procs) - 1; i >= 0; i-- {
-		p := c.procs[i]
-		p.stop(10 * time.Second)
-		if c.t.Failed() {
-			c.t.Logf("kube: the end of %s:\n%s", p.log, p.tail(20))
-		}
+		c.procs[i].stop(10 * time.Second)
+	}
+}
+
+// logTails logs the end of each control-plane process's log to a failed
+// test: the logs go with the cluster's dir.
+func (c *Cluster) logTails(t testing.TB) {
+	for _, p := range c.procs {
+		t.Logf("kube: the end of %s:\n%s", p.log, p.tail(20))
 	}
 }
 

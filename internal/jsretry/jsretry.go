@@ -59,8 +59,10 @@ func AccountChanging(err error) bool {
 
 // RetryAccountChanging calls f until it returns nil or an error that is
 // not AccountChanging, or patience has passed (then f's last error is
-// returned): what a read on a JetStream alone does while its account
-// changes. A read changes nothing, so asking again is safe.
+// returned): what a call on a JetStream alone does while its account
+// changes. Asking again is safe for a write too: an error it retries
+// says the request reached no JetStream API (no responder, JetStream off
+// for the account), so the first try changed nothing.
 func RetryAccountChanging[T any](ctx context.Context, patience time.Duration, f func(ctx context.Context) (T, error)) (T, error) {
 	deadline := time.Now().Add(patience)
 	wait := 20 * time.Millisecond

@@ -12,7 +12,6 @@ import (
 
 	"github.com/ardea-dev/ardea/connectors/plugin"
 	"github.com/ardea-dev/ardea/internal/names"
-	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/internal/tuple"
 )
 
@@ -300,9 +299,6 @@ func TestTenantKVFollowsUpdates(t *testing.T) {
 	}
 	defer s.Close(context.Background())
 	n := 40
-	if testutil.Race {
-		n = 12
-	}
 	for i := range n {
 		if _, err := kv.PutString(context.Background(), "counter", fmt.Sprint(i)); err != nil {
 			t.Fatal(err)

@@ -54,11 +54,22 @@ func (c *Cluster) addKubelet(k *Kubelet) {
 	c.binder.poke()
 }
 
+// removeKubelet forgets a stopped kubelet. The last one stops the binder
+// (the next kubelet starts another): with no kubelet it has nothing to
+// bind to, and its watch would outlive the test that ran the kubelets,
+// as goroutines a later test of a Shared cluster's package sees appear.
 func (c *Cluster) removeKubelet(k *Kubelet) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.kubelets[k.name] == k {
 		delete(c.kubelets, k.name)
+	}
+	var b *binder
+	if len(c.kubelets) == 0 {
+		b, c.binder = c.binder, nil
+	}
+	c.mu.Unlock()
+	if b != nil {
+		b.stop()
 	}
 }
 

@@ -164,12 +164,21 @@ func (g *generator) Open(ctx context.Context, tc plugin.TaskContext, _ plugin.Co
 
 // pick is sentence seq of a task: a splitmix64 hash of (base, seq), so any
 // sentence can be generated again from its sequence number alone.
-func pick(base, seq uint64) []byte {
+func pick(base, seq uint64) []byte { return corpusValues[sentenceIndex(base, seq)] }
+
+func sentenceIndex(base, seq uint64) uint64 {
 	z := base*0x9E3779B97F4A7C15 + seq*0xBF58476D1CE4E5B9
 	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9
 	z = (z ^ (z >> 27)) * 0x94D049BB133111EB
 	z ^= z >> 31
-	return corpusValues[z%uint64(len(corpusValues))]
+	return z % uint64(len(corpusValues))
+}
+
+// GeneratorSentence is the sentence the generator spout's task emits as
+// its seq-th (from 1), with seed its seed setting: what a benchmark of
+// another engine generates to count the same words (internal/bench/peers).
+func GeneratorSentence(seed, task int64, seq uint64) string {
+	return corpus[sentenceIndex(uint64(seed+task), seq)]
 }
 
 func (g *generator) Next(ctx context.Context, budget int, out plugin.Collector) (plugin.Status, error) {

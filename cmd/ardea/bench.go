@@ -25,9 +25,11 @@ func newBenchCmd(g *globalFlags) *cobra.Command {
   ardea bench wordcount --lang rust --local -o json
   ardea bench swap
   ardea bench kafka --brokers localhost:9092
-  ardea bench tenants -o json`,
+  ardea bench tenants -o json
+  ardea bench peers --rounds 5 --record docs/bench-history.jsonl`,
 	}
-	cmd.AddCommand(newBenchWordCountCmd(g), newBenchSwapCmd(g), newBenchKafkaCmd(g), newBenchTenantsCmd(g))
+	cmd.PersistentFlags().String("record", "", "append the result, the date, the commit and the machine as a JSON line to this history file (docs/bench-history.jsonl)")
+	cmd.AddCommand(newBenchWordCountCmd(g), newBenchSwapCmd(g), newBenchKafkaCmd(g), newBenchTenantsCmd(g), newBenchPeersCmd(g))
 	return cmd
 }
 
@@ -38,6 +40,7 @@ func newBenchWordCountCmd(g *globalFlags) *cobra.Command {
 		localMode   bool
 		nodes       int
 		reliability string
+		rounds      int
 	)
 	wc := &cobra.Command{
 		Use:   "wordcount",
@@ -52,6 +55,7 @@ again at half the measured peak rate and reports its latency (half_rate).`,
 		Example: `  ardea bench wordcount
   ardea bench wordcount --duration 10s --warmup 2s -o json
   ardea bench wordcount --lang rust --reliability effectively-once
+  ardea bench wordcount --rounds 5 --no-half-rate   # medians and spread
   ardea bench wordcount --local   # through ardea local; times recovery from kill -9
   ardea bench wordcount --nodes 3 # through three ardea server nodes; times recovery from a node's kill -9`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -70,6 +74,9 @@ again at half the measured peak rate and reports its latency (half_rate).`,
 				res, err := bench.WordCountNodes(cmd.Context(), bench.NodesOptions{Nodes: nodes,
 					Duration: o.Duration, Warmup: o.Warmup, Containers: o.Containers, Lang: o.Lang, Bin: exe})
 				if err != nil {
+					return err
+				}
+				if err := record(cmd, res); err != nil {
 					return err
 				}
 				return outputOf(cmd).Print(cmd.OutOrStdout(), res, func(w io.Writer) error {
@@ -93,6 +100,9 @@ again at half the measured peak rate and reports its latency (half_rate).`,
 					HostPath: exe, HostArgs: []string{"--log-format", "json", "--log-level", "info", "host"}, Logger: log,
 				})
 				if err != nil {
+					return err
+				}
+				if err := record(cmd, res); err != nil {
 					return err
 				}
 				return outputOf(cmd).Print(cmd.OutOrStdout(), res, func(w io.Writer) error {
@@ -119,8 +129,24 @@ again at half the measured peak rate and reports its latency (half_rate).`,
 			default:
 				return usageError{fmt.Errorf("--reliability %q: want at-most-once, at-least-once or effectively-once", reliability)}
 			}
+			if rounds > 1 {
+				res, err := bench.WordCountN(cmd.Context(), o, rounds)
+				if err != nil {
+					return err
+				}
+				if err := record(cmd, res); err != nil {
+					return err
+				}
+				return outputOf(cmd).Print(cmd.OutOrStdout(), res, func(w io.Writer) error {
+					printWordCountRounds(w, res, o)
+					return nil
+				})
+			}
 			res, err := bench.WordCount(cmd.Context(), o)
 			if err != nil {
+				return err
+			}
+			if err := record(cmd, res); err != nil {
 				return err
 			}
 			return outputOf(cmd).Print(cmd.OutOrStdout(), res, func(w io.Writer) error {
@@ -143,6 +169,8 @@ again at half the measured peak rate and reports its latency (half_rate).`,
 	wc.Flags().StringVar(&reliability, "reliability", "at-most-once", "also measure this delivery mode beside at-most-once: at-least-once or effectively-once")
 	wc.Flags().IntVar(&o.MaxSpoutPending, "max-spout-pending", 1000, "topology.max.spout.pending of the reliability phase")
 	wc.Flags().BoolVar(&noHalf, "no-half-rate", false, "skip the half-peak-rate latency phase")
+	wc.Flags().BoolVar(&o.SkipNative, "no-native", false, "skip the plain-Go baseline phase")
+	wc.Flags().IntVar(&rounds, "rounds", 1, "run the benchmark this many times and print each round, the medians and the spread (max/min)")
 	wc.Flags().StringVar(&o.Metrics, "metrics", "off", "off; on: every phase with all metrics sinks enabled (local receivers); compare: peak phase off, on, off, on")
 	wc.Flags().DurationVar(&o.MetricsInterval, "metrics-interval", time.Second, "metrics collection interval with --metrics on or compare")
 	return wc
@@ -162,6 +190,9 @@ func newBenchSwapCmd(g *globalFlags) *cobra.Command {
 			so.CacheDir = g.cacheDir
 			res, err := bench.Swap(cmd.Context(), so)
 			if err != nil {
+				return err
+			}
+			if err := record(cmd, res); err != nil {
 				return err
 			}
 			return outputOf(cmd).Print(cmd.OutOrStdout(), res, func(w io.Writer) error {
@@ -206,6 +237,9 @@ from Kafka's jars (needs the source tree, Java 17+ and Maven).`,
 			o.CacheDir = g.cacheDir
 			res, err := bench.Kafka(cmd.Context(), o)
 			if err != nil {
+				return err
+			}
+			if err := record(cmd, res); err != nil {
 				return err
 			}
 			return outputOf(cmd).Print(cmd.OutOrStdout(), res, func(w io.Writer) error {
@@ -257,6 +291,9 @@ cgroup (cgroup_version 0 in the answer says they were not enforced, and why).`,
 			o.HostPath, o.HostArgs, o.Logger = exe, []string{"--log-format", "json", "--log-level", "info", "host"}, log
 			res, err := bench.Tenants(cmd.Context(), o)
 			if err != nil {
+				return err
+			}
+			if err := record(cmd, res); err != nil {
 				return err
 			}
 			return outputOf(cmd).Print(cmd.OutOrStdout(), res, func(w io.Writer) error {
@@ -314,8 +351,10 @@ func printWordCount(w io.Writer, res *bench.WordCountResult, o bench.WordCountOp
 		return
 	}
 	fmt.Fprintf(w, "  ardea (wasm + NATS): %12.0f words/s   p50 %.3f ms   p99 %.3f ms\n", res.TuplesPerSec, res.P50Ms, res.P99Ms)
-	fmt.Fprintf(w, "  plain Go baseline:   %12.0f words/s\n", res.NativeTuplesPerSec)
-	fmt.Fprintf(w, "  ratio:               %12.2f\n", res.Ratio)
+	if res.NativeTuplesPerSec > 0 {
+		fmt.Fprintf(w, "  plain Go baseline:   %12.0f words/s\n", res.NativeTuplesPerSec)
+		fmt.Fprintf(w, "  ratio:               %12.2f\n", res.Ratio)
+	}
 	if h := res.HalfRate; h != nil {
 		fmt.Fprintf(w, "  at half peak (%0.f/s): %10.0f words/s   p50 %.3f ms   p99 %.3f ms\n", h.TargetPerSec, h.TuplesPerSec, h.P50Ms, h.P99Ms)
 	}
@@ -329,4 +368,26 @@ func printWordCount(w io.Writer, res *bench.WordCountResult, o bench.WordCountOp
 			fmt.Fprintf(w, "    checkpoints every 1s: last global %d, %d failed\n", r.GlobalCheckpoint, r.FailedCheckpoints)
 		}
 	}
+}
+
+// printWordCountRounds is `ardea bench wordcount --rounds N`'s table.
+func printWordCountRounds(w io.Writer, res *bench.WordCountRounds, o bench.WordCountOptions) {
+	for i, r := range res.Rounds {
+		fmt.Fprintf(w, "round %d: ", i+1)
+		printWordCount(w, r, o)
+	}
+	fmt.Fprintf(w, "%d rounds: ardea median %.0f words/s, spread (max/min) %.2f", len(res.Rounds), res.MedianTuplesPerSec, res.Spread)
+	if res.MedianNativePerSec > 0 {
+		fmt.Fprintf(w, "; plain Go median %.0f words/s, spread %.2f; median ratio %.2f", res.MedianNativePerSec, res.NativeSpread, res.MedianRatio)
+	}
+	fmt.Fprintln(w)
+}
+
+// record appends res to the --record history file, if one is given.
+func record(cmd *cobra.Command, res any) error {
+	path, _ := cmd.Flags().GetString("record")
+	if path == "" {
+		return nil
+	}
+	return bench.Record(path, cmd.Name(), os.Args[1:], res)
 }

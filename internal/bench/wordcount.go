@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -39,6 +40,7 @@ type WordCountOptions struct {
 	Split           int    // default 1
 	Count           int    // default 2
 	HalfRate        bool   // also measure latency at half the peak rate
+	SkipNative      bool   // no plain-Go baseline phase
 	Lang            string // language of split and count (default "go"; see wordcount.Languages)
 	// Reliability, when set to another mode than at_most_once, measures a
 	// second peak phase in that mode (topology.reliability) beside the
@@ -182,7 +184,9 @@ func WordCount(ctx context.Context, o WordCountOptions) (*WordCountResult, error
 		Parallelism: fmt.Sprintf("lines=%d split=%d count=%d", o.Spouts, o.Split, o.Count),
 		GoVersion:   runtime.Version(), Metrics: o.Metrics,
 	}
-	res.NativeTuplesPerSec = nativeWordCount(ctx, o.Spouts, o.Split, o.Count, o.Warmup, o.Duration)
+	if !o.SkipNative {
+		res.NativeTuplesPerSec = nativeWordCount(ctx, o.Spouts, o.Split, o.Count, o.Warmup, o.Duration)
+	}
 	if res.NativeTuplesPerSec > 0 {
 		res.Ratio = res.TuplesPerSec / res.NativeTuplesPerSec
 	}
@@ -458,4 +462,50 @@ func (o *WordCountOptions) compareMetrics(ctx context.Context, dir string) (*Wor
 		DurationSec: o.Duration.Seconds(), CPUs: runtime.NumCPU(), GoVersion: runtime.Version(),
 		Parallelism: fmt.Sprintf("lines=%d split=%d count=%d", o.Spouts, o.Split, o.Count),
 		Metrics:     "compare", MetricsCompare: mc}, nil
+}
+
+// WordCountRounds is `ardea bench wordcount --rounds N`: N runs of the
+// benchmark one after another, each as WordCount, with the medians and
+// the spread (max/min) of the figures that matter.
+type WordCountRounds struct {
+	Rounds             []*WordCountResult `json:"rounds"`
+	MedianTuplesPerSec float64            `json:"median_tuples_per_sec"`
+	Spread             float64            `json:"spread"`
+	MedianNativePerSec float64            `json:"median_native_tuples_per_sec,omitempty"`
+	NativeSpread       float64            `json:"native_spread,omitempty"`
+	MedianRatio        float64            `json:"median_ratio,omitempty"`
+}
+
+// WordCountN runs WordCount n times and summarizes the rounds.
+func WordCountN(ctx context.Context, o WordCountOptions, n int) (*WordCountRounds, error) {
+	out := &WordCountRounds{}
+	var tps, native, ratio []float64
+	for i := range max(n, 1) {
+		res, err := WordCount(ctx, o)
+		if err != nil {
+			return nil, fmt.Errorf("round %d: %w", i+1, err)
+		}
+		out.Rounds = append(out.Rounds, res)
+		tps = append(tps, res.TuplesPerSec)
+		if res.NativeTuplesPerSec > 0 {
+			native, ratio = append(native, res.NativeTuplesPerSec), append(ratio, res.Ratio)
+		}
+	}
+	out.MedianTuplesPerSec, out.Spread = medianSpread(tps)
+	out.MedianNativePerSec, out.NativeSpread = medianSpread(native)
+	out.MedianRatio, _ = medianSpread(ratio)
+	return out, nil
+}
+
+// medianSpread is v's median and max/min (0, 0 for none).
+func medianSpread(v []float64) (float64, float64) {
+	if len(v) == 0 {
+		return 0, 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if s[0] <= 0 {
+		return median(s), 0
+	}
+	return median(s), s[len(s)-1] / s[0]
 }

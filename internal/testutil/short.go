@@ -2,6 +2,7 @@ package testutil
 
 import (
 	"flag"
+	"os"
 	"runtime"
 	"strconv"
 	"testing"
@@ -51,5 +52,23 @@ func WaitingTestsAtOnce(n int) {
 	}
 	if err := flag.Set("test.parallel", strconv.Itoa(n)); err != nil {
 		panic(err) // the testing package registers the flag
+	}
+}
+
+// SuiteRacesEnv is set to 1 by `go tool task test` on its run without
+// the race detector of a package that its race lane runs too (Taskfile.yml,
+// RACED_TOO): that run then skips the tests that call RacedToo.
+const SuiteRacesEnv = "ARDEA_SUITE_RACES"
+
+// RacedToo marks a test that checks the same under the race detector as
+// without it (no subject outside the test's process, no volume that
+// Volume shrinks under the detector). In a suite whose race lane runs its
+// package too (SuiteRacesEnv), the run without the detector skips it: the
+// race lane checks it, and the detector's findings besides. Run any other
+// way (go test ./..., alone, -short), it runs.
+func RacedToo(t testing.TB) {
+	t.Helper()
+	if !Race && os.Getenv(SuiteRacesEnv) == "1" {
+		t.Skipf("checked under -race in this suite's race lane (%s=1)", SuiteRacesEnv)
 	}
 }

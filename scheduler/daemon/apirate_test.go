@@ -8,6 +8,7 @@ import (
 
 	"github.com/ardea-dev/ardea/internal/audit"
 	"github.com/ardea-dev/ardea/internal/auth"
+	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/scheduler/daemon"
 )
 
@@ -17,6 +18,7 @@ import (
 // refused call again, so a CLI over the rate slows down instead of
 // failing.
 func TestAPIRateLimit(t *testing.T) {
+	testutil.RacedToo(t)
 	d := startDaemonWith(t, daemon.Options{Security: daemon.Security{APIRate: 1, APIBurst: 3}})
 	acme := newToken(t, d, "acme", auth.ScopeRead)
 	globex := newToken(t, d, "globex", auth.ScopeRead)

@@ -22,6 +22,7 @@ import (
 // path cut; the refusals past the burst are summarized, not recorded one
 // by one, and the summary counts them all.
 func TestAuditFloodKeepsAuthenticatedRecords(t *testing.T) {
+	testutil.RacedToo(t)
 	testutil.StartsProcesses(t, "ardea host processes")
 	const (
 		flood = 40

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/connectors"
+	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/internal/testutil/jswedge"
 )
 
@@ -19,6 +20,7 @@ import (
 // error that says so, instead of waiting for ever on a state manager
 // that never answers; its daemon is broken and its close bounded.
 func TestRunFailsWhenJetStreamWedges(t *testing.T) {
+	testutil.RacedToo(t)
 	// Parallel: it runs after every sequential test, the goleak ones
 	// among them. A wedged server's goroutines never end, and its timers
 	// start new ones that block too.

@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/daemon"
 )
@@ -22,6 +23,7 @@ import (
 // a second Close returns the first's result; nothing of the daemon's is
 // left running.
 func TestCloseIdempotentRefusesSubmit(t *testing.T) {
+	testutil.RacedToo(t)
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent(), natsStatusWaiter)
 	d, err := daemon.Start(context.Background(), daemon.Options{
 		DataDir: hostCache(t.TempDir()), Listen: "127.0.0.1:0", HostPath: ardeaBin, CacheDir: compileCache,
@@ -59,6 +61,7 @@ func TestCloseIdempotentRefusesSubmit(t *testing.T) {
 // localhost:PORT or [::1]:PORT instead of the bound 127.0.0.1:PORT, and a
 // foreign Host or Origin is still refused.
 func TestUIActionsAsLocalhost(t *testing.T) {
+	testutil.RacedToo(t)
 	d := startDaemonWith(t, daemon.Options{})
 	u, err := url.Parse(d.URL())
 	if err != nil {

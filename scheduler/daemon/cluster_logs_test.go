@@ -20,6 +20,7 @@ import (
 // lines that container's host logged, for the topology, one instance of
 // it, and the container alone (the UI's container logs).
 func TestClusterLogsOfAnotherNode(t *testing.T) {
+	testutil.RacedToo(t)
 	testutil.StartsProcesses(t, "three cluster nodes and ardea host processes")
 	t.Parallel()
 	nodes := startNodes(t, 3) // two nodes make no JetStream quorum

@@ -115,6 +115,7 @@ func closeNode(t *testing.T, d *daemon.Daemon) {
 // through one runs and finishes with exact counts, and every node lists
 // it and accepts the one admin token.
 func TestClusterNodesShareTopologies(t *testing.T) {
+	testutil.RacedToo(t)
 	testutil.StartsProcesses(t, "three cluster nodes and ardea host processes")
 	t.Parallel()
 	nodes := startNodes(t, 3)
@@ -267,6 +268,7 @@ func owner(t *testing.T, nodes []*daemon.Daemon, token, name string) *daemon.Dae
 // while the topology runs; another node takes the topology over from the
 // replicated state and it finishes there, at least once, nothing lost.
 func TestClusterTakesOverAClosedNode(t *testing.T) {
+	testutil.RacedToo(t)
 	testutil.StartsProcesses(t, "three cluster nodes and ardea host processes")
 	t.Parallel()
 	nodes := startNodes(t, 3)

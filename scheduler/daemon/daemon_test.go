@@ -150,6 +150,7 @@ func waitState(t *testing.T, c *api.Client, name string, want api.State) api.Sta
 // TestFiniteWordCountThroughDaemon submits the word count deactivated,
 // activates it, waits for FINISHED and checks every count.
 func TestFiniteWordCountThroughDaemon(t *testing.T) {
+	testutil.RacedToo(t)
 	testutil.StartsProcesses(t, "ardea host processes")
 	t.Parallel() // a daemon of its own (tiers_test.go)
 	_, c := startDaemon(t)

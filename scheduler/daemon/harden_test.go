@@ -179,6 +179,7 @@ func TestHostProcessHardening(t *testing.T) {
 // FAILED; its hosts' creds files are then gone and a saved copy of the
 // credential is refused at CONNECT (revoked at FAILED, not only at kill).
 func TestHostCredsRevokedAtFailed(t *testing.T) {
+	testutil.RacedToo(t)
 	testutil.StartsProcesses(t, "ardea host processes")
 	t.Parallel() // a daemon of its own (tiers_test.go)
 	const top = "dies"

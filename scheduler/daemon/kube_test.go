@@ -163,6 +163,7 @@ func awaitNoObjects(t *testing.T, kc *kubeTest) {
 // topology's Secret; every count is exact, and the kill deletes every
 // object.
 func TestKubernetesWordCount(t *testing.T) {
+	testutil.RacedToo(t)
 	kc, _, c := kubeDaemon(t, daemon.Options{})
 	dir := t.TempDir()
 	var lines []string
@@ -202,6 +203,7 @@ func TestKubernetesWordCount(t *testing.T) {
 // checkpoint, and the output is exactly a fault-free run's. Closing the
 // daemon deletes its objects.
 func TestKubernetesPodRestart(t *testing.T) {
+	testutil.RacedToo(t)
 	kc, d, c := kubeDaemon(t, daemon.Options{})
 	const keys, perKey = 100, 100
 	until := filepath.Join(t.TempDir(), "end")
@@ -254,6 +256,7 @@ func TestKubernetesPodRestart(t *testing.T) {
 // host with its tenant's NATS credential and machine policy from its
 // topology's Secret: each writes exactly its own output.
 func TestKubernetesTenants(t *testing.T) {
+	testutil.RacedToo(t)
 	kc, d, _ := kubeDaemon(t, daemon.Options{
 		Tenants:  func(context.Context) ([]string, error) { return []string{"default", "acme", "globex"}, nil },
 		Security: daemon.Security{TenantBuiltins: []string{"file"}},
@@ -325,6 +328,7 @@ func TestKubernetesTenants(t *testing.T) {
 // Secret's started key) and appends to what the sink wrote: every input
 // line is in the output, none foreign (duplicates are at least once's).
 func TestKubernetesFileSinkSurvivesPodDeletion(t *testing.T) {
+	testutil.RacedToo(t)
 	kc, _, c := kubeDaemon(t, daemon.Options{})
 	ctx := t.Context()
 	dir := t.TempDir()
@@ -383,6 +387,7 @@ func TestKubernetesFileSinkSurvivesPodDeletion(t *testing.T) {
 // replaces each pod (a new credential, a new manager), and the topology
 // finishes there with every line written.
 func TestKubernetesClusterTakeover(t *testing.T) {
+	testutil.RacedToo(t)
 	kc, k := kubeCluster(t)
 	nodes := startNodesWith(t, 3, daemon.Options{Kubernetes: k})
 	var admin string
@@ -440,6 +445,7 @@ func TestKubernetesClusterTakeover(t *testing.T) {
 // the resumed sink appends (the plan it stores again is not fresh), and
 // every line is in the output.
 func TestKubernetesDaemonRestart(t *testing.T) {
+	testutil.RacedToo(t)
 	kc, k := kubeCluster(t)
 	data := hostCache(t.TempDir())
 	start := func() (*daemon.Daemon, *api.Client) {

@@ -27,6 +27,7 @@ import (
 //     found, as a missing one) nor name it in a topology (refused naming
 //     the component and the bucket).
 func TestTenantKV(t *testing.T) {
+	testutil.RacedToo(t)
 	t.Parallel() // a daemon of its own (tiers_test.go)
 	d := startDaemonWith(t, daemon.Options{})
 	ctx := t.Context()

@@ -15,6 +15,7 @@ import (
 // section, so the export is called then); a lookup afterwards reads the
 // daemon's record.
 func TestModuleLanguageFromManifest(t *testing.T) {
+	testutil.RacedToo(t)
 	// The daemon's cache dir, whose manifest folder keeps the compiled
 	// code (the tests' shared one: a Go module compiled under the race
 	// detector takes seconds); the export is called all the same.

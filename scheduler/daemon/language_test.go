@@ -3,9 +3,12 @@ package daemon
 import (
 	"os"
 	"testing"
+
+	"github.com/ardea-dev/ardea/internal/testutil"
 )
 
 func TestProducersLanguage(t *testing.T) {
+	testutil.RacedToo(t)
 	goMod, err := os.ReadFile("../../examples/wordcount/go/split.wasm")
 	if err != nil {
 		t.Fatal(err)

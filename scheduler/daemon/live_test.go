@@ -72,6 +72,7 @@ func component(lt *ui.LiveTopology, name string) *ui.LiveComponent {
 // TestLiveEvents checks the UI's event stream against a running word
 // count, and that the daemon serves the UI itself.
 func TestLiveEvents(t *testing.T) {
+	testutil.RacedToo(t)
 	testutil.StartsProcesses(t, "ardea host processes")
 	t.Parallel() // a daemon of its own (tiers_test.go)
 	d, c := startMetricsDaemon(t, &sinks.Config{Interval: sinks.Duration(200 * time.Millisecond)})

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/connectors"
+	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/statemgr"
 )
@@ -20,6 +21,7 @@ import (
 // containers stop, requests get the reason). The containers here are a
 // script that only sleeps: the lock logic does not need real hosts.
 func TestTMLockLossAndTakeover(t *testing.T) {
+	testutil.RacedToo(t)
 	dir := t.TempDir()
 	host := filepath.Join(dir, "host.sh")
 	if err := os.WriteFile(host, []byte("#!/bin/sh\nexec sleep 600\n"), 0o755); err != nil {

@@ -67,6 +67,7 @@ func poisonSpec(t *testing.T, name, in, out string, topSet, upperSet map[string]
 // refused too unless allowed. Every submit's and apply's audit record
 // names the spec's digest and what it reaches.
 func TestTenantMachinePolicy(t *testing.T) {
+	testutil.RacedToo(t)
 	testutil.StartsProcesses(t, "ardea host processes")
 	t.Parallel() // a daemon of its own (tiers_test.go)
 	dir := t.TempDir()
@@ -223,6 +224,7 @@ func TestTenantMachinePolicy(t *testing.T) {
 // component and the field, and the topology fails without reading the
 // file.
 func TestHostRefusesMachineSettings(t *testing.T) {
+	testutil.RacedToo(t)
 	testutil.StartsProcesses(t, "ardea host processes")
 	t.Parallel() // a daemon of its own (tiers_test.go)
 	dir := t.TempDir()

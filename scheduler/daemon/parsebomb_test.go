@@ -24,6 +24,7 @@ import (
 // parsed, for submit and apply alike; so is a setting out of its range
 // (topology.checkpoint.timeout 2h).
 func TestSubmitBoundsSpec(t *testing.T) {
+	testutil.RacedToo(t)
 	testutil.StartsProcesses(t, "ardea host processes")
 	t.Parallel() // a daemon of its own (tiers_test.go)
 	d := startDaemonWith(t, daemon.Options{})
@@ -79,6 +80,7 @@ func TestSubmitBoundsSpec(t *testing.T) {
 // limit, globex's and the admin's are not; once the held submits are
 // answered acme's calls go through again.
 func TestExpensiveCallsPerTenant(t *testing.T) {
+	testutil.RacedToo(t)
 	d := startDaemonWith(t, daemon.Options{Security: daemon.Security{APIRate: 1e6, APIBurst: 1e6}})
 	acme := newToken(t, d, "acme", auth.ScopeDeploy)
 	globex := newToken(t, d, "globex", auth.ScopeDeploy)

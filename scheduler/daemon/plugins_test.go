@@ -8,6 +8,7 @@ import (
 
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/connectors/plugin"
+	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/scheduler/daemon"
 )
 
@@ -66,6 +67,7 @@ func (b *sumBolt) Close(context.Context) error                    { return nil }
 // counter of this test's; without the environment the same topology is
 // refused as unknown.
 func TestRunInjectedPlugins(t *testing.T) {
+	testutil.RacedToo(t)
 	const n = 1000
 	var sum, seen atomic.Int64
 	env := plugin.NewEnvironment() // the built-ins, and what follows

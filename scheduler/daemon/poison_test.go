@@ -36,6 +36,7 @@ var poisonModules = []string{"raw", "go", "rust", "c", "assemblyscript"}
 // line caused topology.bolt.max_tuple_rollbacks = 1 rollback and then
 // went to the bolt's dead letters.
 func TestPoisonTuple(t *testing.T) {
+	testutil.RacedToo(t)
 	const n = 300
 	var lines, want []string
 	for i := range n {
@@ -217,6 +218,7 @@ func diff(a, b []string) []string {
 // topology.bolt.max_failing_time, naming that setting; a module without
 // ardea_cursor fails on its first failing tuple as before.
 func TestPoisonTupleLimits(t *testing.T) {
+	testutil.RacedToo(t)
 	dir := t.TempDir()
 	// poison.txt: 50 lines on which the poison bolts panic; plain.txt: 50
 	// they process, unless told to loop on every line.

@@ -148,6 +148,7 @@ func helpMatchesDocs(t *testing.T, body string) {
 // leaves acme's series (acme's wc has finished: no batch of it comes
 // again to restore them).
 func TestMetricsPerTenant(t *testing.T) {
+	testutil.RacedToo(t)
 	testutil.StartsProcesses(t, "ardea host processes")
 	t.Parallel() // a daemon of its own (tiers_test.go)
 	d := startDaemonWith(t, daemon.Options{Metrics: &sinks.Config{Interval: sinks.Duration(200 * time.Millisecond)}})
@@ -225,6 +226,7 @@ func TestMetricsPerTenant(t *testing.T) {
 // registered second is refused, reported as an exception of its component,
 // and only the other is exported.
 func TestUserMetricKindConflict(t *testing.T) {
+	testutil.RacedToo(t)
 	testutil.StartsProcesses(t, "ardea host processes")
 	t.Parallel() // a daemon of its own (tiers_test.go)
 	d := startDaemonWith(t, daemon.Options{Metrics: &sinks.Config{Interval: sinks.Duration(200 * time.Millisecond)}})

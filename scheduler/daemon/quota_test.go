@@ -91,6 +91,7 @@ func storedModules(t *testing.T, d *daemon.Daemon, tenant string) (int, int64) {
 // naming the quota, its limit and what it asked; nothing changed and the
 // refused apply's and swap's modules are not left in the store.
 func TestQuotaAdmitsEveryPath(t *testing.T) {
+	testutil.RacedToo(t)
 	testutil.StartsProcesses(t, "ardea host processes")
 	t.Parallel() // a daemon of its own (tiers_test.go)
 	d := startDaemonWith(t, daemon.Options{})
@@ -164,6 +165,7 @@ func TestQuotaAdmitsEveryPath(t *testing.T) {
 // policy, by a quota and for their name store none of their modules: the
 // tenant's store holds what it held before, to the byte.
 func TestRefusedSubmitStoresNothing(t *testing.T) {
+	testutil.RacedToo(t)
 	testutil.StartsProcesses(t, "ardea host processes")
 	t.Parallel() // a daemon of its own (tiers_test.go)
 	d := startDaemonWith(t, daemon.Options{})
@@ -223,6 +225,7 @@ func TestRefusedSubmitStoresNothing(t *testing.T) {
 // not resume: it is FAILED, and its status names the quota and says what
 // to do. The default tenant's topology resumes.
 func TestResumeOverQuota(t *testing.T) {
+	testutil.RacedToo(t)
 	testutil.StartsProcesses(t, "ardea host processes")
 	t.Parallel() // a daemon of its own (tiers_test.go)
 	data := t.TempDir()
@@ -282,6 +285,7 @@ func TestResumeOverQuota(t *testing.T) {
 // operator's) stays unlimited; the deployment file and the admin API
 // still set others.
 func TestDefaultQuotas(t *testing.T) {
+	testutil.RacedToo(t)
 	d := startDaemonWith(t, daemon.Options{})
 	newToken(t, d, "acme", auth.ScopeDeploy)
 	q := tenantQuotas(t, d, "acme")

@@ -48,6 +48,7 @@ func hostRate(ctx context.Context, d *daemon.Daemon, topology string, container 
 // quota reaches the running host; a host process restarted with the share
 // it was first started with is told the current one again.
 func TestTenantRateShares(t *testing.T) {
+	testutil.RacedToo(t)
 	testutil.StartsProcesses(t, "ardea host processes")
 	t.Parallel() // a daemon of its own (tiers_test.go)
 	d, _ := startDaemon(t)

@@ -24,6 +24,7 @@ import (
 // (it starts over as a new generation), under the race detector: the
 // output is exactly a fault-free run's, every record once.
 func TestEffectivelyOnceKillDuringRollback(t *testing.T) {
+	testutil.RacedToo(t)
 	testutil.StartsProcesses(t, "ardea host processes")
 	_, c := startDaemon(t)
 	const keys, perKey = 200, 300
@@ -120,6 +121,7 @@ func submitKeyedEO(t *testing.T, c *api.Client, name string, keys, perKey, rate 
 // closes: every goroutine the daemon and its topology managers started
 // has ended.
 func TestDaemonLeavesNoGoroutines(t *testing.T) {
+	testutil.RacedToo(t)
 	testutil.StartsProcesses(t, "ardea host processes")
 	// nats.go's jetstream async publisher starts resetPendingAcksOnReconnect
 	// per connection; when the connection closes before it reads its status

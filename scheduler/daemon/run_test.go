@@ -178,6 +178,7 @@ func registerSlowBolt(t *testing.T) {
 // within the flow-control bound, and the upstream waits (back pressure is
 // recorded) instead of dropping.
 func TestSlowBoltBackPressure(t *testing.T) {
+	testutil.RacedToo(t)
 	registerSlowBolt(t)
 	const sentences = 4000
 	var seen atomic.Int64
@@ -529,6 +530,7 @@ func registerTickBolt(t *testing.T) {
 // TestTicksReachIdleBolt: an idle bolt (its spout emits nothing for a long
 // time) still gets ticks at topology.tick.tuple.freq.ms.
 func TestTicksReachIdleBolt(t *testing.T) {
+	testutil.RacedToo(t)
 	registerTickBolt(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -554,6 +556,7 @@ func TestTicksReachIdleBolt(t *testing.T) {
 }
 
 func TestTickSettingValidated(t *testing.T) {
+	testutil.RacedToo(t)
 	b := ardea.NewBuilder("ticks")
 	b.Set("topology.tick.tuple.freq.ms", "soon")
 	b.Spout("lines", "builtin:generator").Config("count", "1")
@@ -572,6 +575,7 @@ func TestTickSettingValidated(t *testing.T) {
 // limits set in the topology's and the component's config reach the
 // instance, and the run fails with the error naming them.
 func TestRunEnforcesLimits(t *testing.T) {
+	testutil.RacedToo(t)
 	in := filepath.Join(t.TempDir(), "in.txt")
 	wordcounttest.WriteLines(t, in, []string{"go"})
 	cache := compileCache
@@ -805,6 +809,7 @@ func TestRunLeavesNoGoroutines(t *testing.T) {
 // back to its last global checkpoint and the output is exactly a
 // fault-free run's. Then the daemon closes with no goroutine left.
 func TestInProcessRestartEffectivelyOnce(t *testing.T) {
+	testutil.RacedToo(t)
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent(), natsStatusWaiter)
 	d, err := daemon.Start(context.Background(), daemon.Options{
 		DataDir: t.TempDir(), Listen: "127.0.0.1:0", InProcess: &daemon.InProcess{}, MaxRestarts: 3, CacheDir: compileCache,
@@ -849,6 +854,7 @@ func TestInProcessRestartEffectivelyOnce(t *testing.T) {
 // registry, container and swap hooks, another plugin environment); with
 // neither, Start refuses, naming both.
 func TestStartNeedsAContainerRuntime(t *testing.T) {
+	testutil.RacedToo(t)
 	_, err := daemon.Start(context.Background(), daemon.Options{DataDir: t.TempDir()})
 	if err == nil || !strings.Contains(err.Error(), "Options.HostPath") || !strings.Contains(err.Error(), "Options.InProcess") {
 		t.Fatalf("Start with no container runtime: %v", err)

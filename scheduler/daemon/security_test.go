@@ -74,6 +74,7 @@ func call(t *testing.T, d *daemon.Daemon, method, path, token string, body any, 
 // are refused; a submit over a quota is refused naming it; NATS refuses a
 // client without credentials at CONNECT.
 func TestAPISecurity(t *testing.T) {
+	testutil.RacedToo(t)
 	testutil.StartsProcesses(t, "ardea host processes")
 	t.Parallel() // a daemon of its own (tiers_test.go)
 	d, _ := startDaemon(t)
@@ -238,6 +239,7 @@ func submitPausedErr(c *api.Client, name string) error {
 // dropped and refused again, and a tenant made again under the name starts
 // empty.
 func TestTenantDeleteRemovesAccount(t *testing.T) {
+	testutil.RacedToo(t)
 	testutil.StartsProcesses(t, "ardea host processes")
 	t.Parallel() // a daemon of its own (tiers_test.go)
 	data := t.TempDir()
@@ -306,6 +308,7 @@ func TestTenantDeleteRemovesAccount(t *testing.T) {
 // the certificate is refused at the handshake, and plain HTTP gets no API
 // answer.
 func TestAPIOverSelfSignedTLS(t *testing.T) {
+	testutil.RacedToo(t)
 	testutil.StartsProcesses(t, "ardea host processes")
 	t.Parallel() // a daemon of its own (tiers_test.go)
 	d := startDaemonWith(t, daemon.Options{Security: daemon.Security{SelfSigned: true}})

@@ -27,6 +27,7 @@ import (
 // so every input line is in the output at least once. The topology
 // submitted again after a kill starts its output afresh.
 func TestFileSinkSurvivesRestart(t *testing.T) {
+	testutil.RacedToo(t)
 	testutil.StartsProcesses(t, "ardea host processes")
 	_, c := startDaemon(t)
 	ctx := context.Background()
@@ -108,6 +109,7 @@ func TestFileSinkSurvivesRestart(t *testing.T) {
 // every input line is in the output, and what was written before the
 // close is still there.
 func TestFileSinkSurvivesDaemonRestart(t *testing.T) {
+	testutil.RacedToo(t)
 	testutil.StartsProcesses(t, "ardea host processes")
 	data := t.TempDir()
 	start := func() (*daemon.Daemon, *api.Client) {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/ardea-dev/ardea/internal/auth"
+	"github.com/ardea-dev/ardea/internal/testutil"
 	"github.com/ardea-dev/ardea/scheduler/api"
 	"github.com/ardea-dev/ardea/scheduler/daemon"
 )
@@ -16,6 +17,7 @@ import (
 // made without a size gets at most the quota, and the NATS account's
 // limit refuses a second stream once the first reserved the whole quota.
 func TestTenantStreamQuota(t *testing.T) {
+	testutil.RacedToo(t)
 	d := startDaemonWith(t, daemon.Options{})
 	tok := newToken(t, d, "acme", auth.ScopeDeploy)
 	ctx := t.Context()

@@ -52,6 +52,7 @@ func lines(path string) int {
 // other tenant is not found, exactly like a missing one); after a daemon
 // restart both resume in their own tenant.
 func TestTenantSpaces(t *testing.T) {
+	testutil.RacedToo(t)
 	testutil.StartsProcesses(t, "ardea host processes")
 	t.Parallel() // a daemon of its own (tiers_test.go)
 	dir := t.TempDir()

@@ -9,7 +9,11 @@ import (
 // The package's tests run in three lanes: the fast tier (-short), the
 // full run, and the full run under the race detector. A test whose
 // subject lives outside the daemon's process calls outsideDaemon: it runs
-// in the full run only.
+// in the full run only. A test that checks the same under the detector
+// calls testutil.RacedToo: `go tool task test`, which runs the package in
+// both lanes, leaves it to the race lane. The full run of the suite so
+// runs only what the detector cannot see (outsideDaemon) and the volumes
+// testutil.Volume makes smaller under it.
 //
 // Under the detector such a test checks nothing more (`ardea host` is
 // built without it, so it sees nothing inside the hosts, nor inside

@@ -72,6 +72,7 @@ func getJSON(t *testing.T, base, path string, wantStatus int, out any) {
 // TestTrackerAPI runs the word count under a daemon whose containers
 // collect every 200 ms, and asks every tracker path, good and bad.
 func TestTrackerAPI(t *testing.T) {
+	testutil.RacedToo(t)
 	testutil.StartsProcesses(t, "ardea host processes")
 	t.Parallel() // a daemon of its own (tiers_test.go)
 	metricsFile := filepath.Join(t.TempDir(), "metrics.jsonl")
@@ -279,6 +280,7 @@ func TestTrackerAPI(t *testing.T) {
 // tuple's exception reaches the tracker with its instance and a count,
 // deduplicated.
 func TestTrackerExceptions(t *testing.T) {
+	testutil.RacedToo(t)
 	testutil.StartsProcesses(t, "ardea host processes")
 	t.Parallel() // a daemon of its own (tiers_test.go)
 	d, c := startMetricsDaemon(t, &sinks.Config{Interval: sinks.Duration(200 * time.Millisecond)})

@@ -26,10 +26,11 @@ func newBenchCmd(g *globalFlags) *cobra.Command {
   ardea bench swap
   ardea bench kafka --brokers localhost:9092
   ardea bench tenants -o json
-  ardea bench peers --rounds 5 --record docs/bench-history.jsonl`,
+  ardea bench peers --rounds 5 --record docs/bench-history.jsonl
+  ardea bench density --topologies 200`,
 	}
 	cmd.PersistentFlags().String("record", "", "append the result, the date, the commit and the machine as a JSON line to this history file (docs/bench-history.jsonl)")
-	cmd.AddCommand(newBenchWordCountCmd(g), newBenchSwapCmd(g), newBenchKafkaCmd(g), newBenchTenantsCmd(g), newBenchPeersCmd(g))
+	cmd.AddCommand(newBenchWordCountCmd(g), newBenchSwapCmd(g), newBenchKafkaCmd(g), newBenchTenantsCmd(g), newBenchPeersCmd(g), newBenchDensityCmd(g))
 	return cmd
 }
 

@@ -13,8 +13,8 @@ import (
 
 // TestRunnersCountTheReference: each peer's runner, built from its
 // sources, counts exactly the reference's words over 100 000 sentences
-// (the same sentences, the same split, every word counted once), and a
-// short timed run reports a positive rate. What `ardea bench peers`
+// (the same sentences, the same split, every word counted once), and
+// Benthos's short timed run reports a positive rate. What `ardea bench peers`
 // compares is so the same work on every engine.
 func TestRunnersCountTheReference(t *testing.T) {
 	testutil.StartsProcesses(t, "the peers' runners (JVMs, a Benthos stream)")
@@ -44,6 +44,12 @@ func TestRunnersCountTheReference(t *testing.T) {
 			}
 			if got.Digest != want || got.Engine != engine || got.Version == "" {
 				t.Errorf("%s counted %+v, want %+v", engine, got, want)
+			}
+			if engine != "benthos" {
+				// A timed run is what `ardea bench peers` does, and CI
+				// does not time the peers: one engine's second (the
+				// cheapest to start) checks the report's path.
+				return
 			}
 			tm, err := r.Timed(t.Context(), Options{Corpus: corpus, Seconds: time.Second, Warmup: time.Second})
 			if err != nil {

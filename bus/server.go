@@ -43,6 +43,10 @@ type ServerOptions struct {
 	// JetStream enables JetStream with its files under StoreDir.
 	JetStream bool
 	StoreDir  string
+	// MaxStore limits JetStream's file storage (bytes); 0: nats-server's
+	// default, 75% of the space free on StoreDir's file system when it
+	// starts, plus what it holds.
+	MaxStore int64
 	// Host to listen on; default 127.0.0.1.
 	Host string
 	// Port to listen on; -1 or 0 picks a random free port.
@@ -161,6 +165,9 @@ func StartServer(ctx context.Context, o ServerOptions) (*Server, error) {
 		MaxPending: serverMaxPending,
 		JetStream:  o.JetStream,
 		StoreDir:   o.StoreDir,
+		// JetStreamMaxStore 0 is nats-server's default (its share of the
+		// free disk); restartJetStream passes it again.
+		JetStreamMaxStore: o.MaxStore,
 		// The banner is a dozen lines of ASCII art at every (re)start.
 		DisableJetStreamBanner: true,
 	}

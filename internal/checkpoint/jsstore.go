@@ -46,8 +46,8 @@ type JetStreamOptions struct {
 	// and leaves the older checkpoints as they were. nats-server reserves
 	// a stream's MaxBytes out of its storage limit (by default 75% of the
 	// disk space free when it started, plus what it holds): a cap it
-	// cannot reserve is halved until it can, down to 64 MiB (see
-	// JetStreamStore.MaxBytes).
+	// cannot reserve, or that no cluster peer can (jsretry.NoStorage), is
+	// halved until it can, down to 64 MiB (see JetStreamStore.MaxBytes).
 	MaxBytes int64
 	// Memory keeps the bucket in memory instead of files (tests).
 	Memory bool
@@ -118,7 +118,7 @@ func NewJetStreamStore(ctx context.Context, js jetstream.JetStream, o JetStreamO
 		return jsretry.LeaderObjectStore(ctx, js, cfg)
 	}
 	obs, err := create(ctx) // retried while the cluster does not answer
-	for err != nil && cfg.MaxBytes/2 >= minMaxBytes && isCode(err, errCodeStorageResources) {
+	for err != nil && cfg.MaxBytes/2 >= minMaxBytes && (isCode(err, errCodeStorageResources) || jsretry.NoStorage(err)) {
 		cfg.MaxBytes /= 2
 		obs, err = create(ctx)
 	}

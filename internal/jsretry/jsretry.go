@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -31,6 +32,9 @@ func Unavailable(err error) bool {
 		errors.Is(err, nats.ErrJetStreamNotEnabled) || errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount) {
 		return true
 	}
+	if NoStorage(err) {
+		return false
+	}
 	var apiErr *jetstream.APIError
 	if errors.As(err, &apiErr) {
 		switch apiErr.ErrorCode {
@@ -44,6 +48,18 @@ func Unavailable(err error) bool {
 		return apiErr.Code == 503
 	}
 	return false
+}
+
+// NoStorage reports a clustered stream that no peer can take for want of
+// storage: every peer online, but none with the stream's MaxBytes free
+// to reserve (nats-server's "no suitable peers for placement, insufficient
+// storage"). Asking again does not help while the stream asks as much;
+// a smaller MaxBytes may fit. With a peer offline, it is Unavailable: the
+// peer may come back with room.
+func NoStorage(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == 10005 &&
+		strings.Contains(apiErr.Description, "insufficient storage") && !strings.Contains(apiErr.Description, "peer offline")
 }
 
 // AccountChanging reports an error that a JetStream alone answers for a

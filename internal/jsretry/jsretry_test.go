@@ -23,6 +23,10 @@ func TestUnavailable(t *testing.T) {
 		{jetstream.ErrJetStreamNotEnabled, true},
 		{&jetstream.APIError{Code: 503, ErrorCode: 10008}, true},
 		{&jetstream.APIError{Code: 500, ErrorCode: 10005}, true},
+		{&jetstream.APIError{Code: 400, ErrorCode: 10005, Description: "no suitable peers for placement, peer offline"}, true},
+		// No peer has the stream's MaxBytes free: asking again is futile.
+		{&jetstream.APIError{Code: 400, ErrorCode: 10005, Description: "no suitable peers for placement, insufficient storage"}, false},
+		{fmt.Errorf("create: %w", &jetstream.APIError{Code: 400, ErrorCode: 10005, Description: "no suitable peers for placement, peer offline, insufficient storage"}), true},
 		{&jetstream.APIError{Code: 400, ErrorCode: 10058}, false}, // stream name in use
 		{jetstream.ErrKeyNotFound, false},
 		{context.Canceled, false},

@@ -45,7 +45,7 @@ func TestJetStreamStoreCapFitsTheCluster(t *testing.T) {
 		go func() {
 			s, err := bus.StartServer(t.Context(), bus.ServerOptions{Port: -1, JetStream: true, StoreDir: t.TempDir(), HealInterval: -1,
 				MaxStore: perNode,
-				Cluster: &bus.Cluster{ServerName: fmt.Sprintf("n%d", i+1), Port: ports[i], Routes: routes, Password: secret.RoutePassword(), TLS: rt}})
+				Cluster:  &bus.Cluster{ServerName: fmt.Sprintf("n%d", i+1), Port: ports[i], Routes: routes, Password: secret.RoutePassword(), TLS: rt}})
 			srvs[i] = s
 			errs <- err
 		}()

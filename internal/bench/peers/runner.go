@@ -67,7 +67,7 @@ func Build(ctx context.Context, src, engine, out string, logw *bytes.Buffer) (Ru
 		if upToDate(jar, filepath.Join(dir, "pom.xml"), filepath.Join(dir, "src")) {
 			return r, nil
 		}
-		cmd = exec.CommandContext(ctx, "mvn", "-q", "-B", "-DskipTests", "package")
+		cmd = exec.CommandContext(ctx, "mvn", "-q", "-B", "-Dstyle.color=never", "-DskipTests", "package")
 	case "benthos":
 		if _, err := exec.LookPath("go"); err != nil {
 			return Runner{}, fmt.Errorf("%w: benthos's runner needs go (%v)", ErrNoToolchain, err)

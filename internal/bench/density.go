@@ -76,8 +76,11 @@ type DensityResult struct {
 	MemBytes int64         `json:"mem_bytes"`
 }
 
-func (o *DensityOptions) defaults() {
-	if o.Topologies <= 0 {
+func (o *DensityOptions) defaults() error {
+	if o.Topologies < 0 || o.Rate < 0 || o.Idle < 0 {
+		return fmt.Errorf("bench density: --topologies %d, --rate %d, --idle %v: none may be negative", o.Topologies, o.Rate, o.Idle)
+	}
+	if o.Topologies == 0 {
 		o.Topologies = 10
 	}
 	if len(o.Steps) == 0 {
@@ -87,7 +90,12 @@ func (o *DensityOptions) defaults() {
 			}
 		}
 	}
-	o.Steps = append(slices.DeleteFunc(slices.Clone(o.Steps), func(s int) bool { return s <= 0 || s >= o.Topologies }), o.Topologies)
+	for _, st := range o.Steps {
+		if st <= 0 || st > o.Topologies {
+			return fmt.Errorf("bench density: --steps %v: each step must be 1 to --topologies (%d)", o.Steps, o.Topologies)
+		}
+	}
+	o.Steps = append(slices.Clone(o.Steps), o.Topologies)
 	slices.Sort(o.Steps)
 	o.Steps = slices.Compact(o.Steps)
 	if o.Lang == "" {
@@ -102,6 +110,7 @@ func (o *DensityOptions) defaults() {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	return nil
 }
 
 // Density starts a daemon and submits small word counts (generator at
@@ -109,7 +118,9 @@ func (o *DensityOptions) defaults() {
 // each waited for until it counts; at each step it measures the host
 // processes' memory and the idle CPU of all of it.
 func Density(ctx context.Context, o DensityOptions) (*DensityResult, error) {
-	o.defaults()
+	if err := o.defaults(); err != nil {
+		return nil, err
+	}
 	if _, err := os.Stat("/proc/self/smaps_rollup"); err != nil {
 		return nil, fmt.Errorf("bench density reads /proc (Linux 4.14 or later): %w", err)
 	}
@@ -168,8 +179,8 @@ func Density(ctx context.Context, o DensityOptions) (*DensityResult, error) {
 		if err != nil {
 			return nil, err
 		}
-		s.SubmitP50Sec, s.SubmitMaxSec = medianSpreadMax(ready)
-		s.SubmitAPIP50Sec, _ = medianSpreadMax(calls)
+		s.SubmitP50Sec, s.SubmitMaxSec = medianMax(ready)
+		s.SubmitAPIP50Sec, _ = medianMax(calls)
 		ready, calls = nil, nil
 		o.Logger.Info("bench density: step", "topologies", s.Topologies, "rss_per_container", s.RSSPerContainer, "submit_p50_sec", s.SubmitP50Sec)
 		res.Steps = append(res.Steps, s)
@@ -177,8 +188,8 @@ func Density(ctx context.Context, o DensityOptions) (*DensityResult, error) {
 	return res, nil
 }
 
-// medianSpreadMax is v's median and maximum.
-func medianSpreadMax(v []float64) (float64, float64) {
+// medianMax is v's median and maximum (0, 0 for none).
+func medianMax(v []float64) (float64, float64) {
 	if len(v) == 0 {
 		return 0, 0
 	}

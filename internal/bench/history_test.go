@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestRecordAppends: each Record is one more JSON line with the date,
@@ -85,5 +86,26 @@ func TestMedianSpread(t *testing.T) {
 		if m != c.median || s != c.spread {
 			t.Errorf("medianSpread(%v) = %v, %v; want %v, %v", c.v, m, s, c.median, c.spread)
 		}
+	}
+}
+
+// TestBenchOptionsRefused: a negative figure or a step outside 1 to
+// --topologies is refused by name before anything starts.
+func TestBenchOptionsRefused(t *testing.T) {
+	for _, c := range []struct {
+		o    DensityOptions
+		want string
+	}{
+		{DensityOptions{Topologies: -1}, "none may be negative"},
+		{DensityOptions{Topologies: 5, Steps: []int{0}}, "--steps"},
+		{DensityOptions{Topologies: 5, Steps: []int{10}}, "--steps"},
+		{DensityOptions{Idle: -time.Second}, "none may be negative"},
+	} {
+		if _, err := Density(t.Context(), c.o); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Density(%+v) = %v, want an error naming %q", c.o, err, c.want)
+		}
+	}
+	if _, err := Peers(t.Context(), PeersOptions{Rounds: -2}); err == nil || !strings.Contains(err.Error(), "--rounds -2") {
+		t.Errorf("Peers with --rounds -2: %v", err)
 	}
 }

@@ -74,7 +74,10 @@ type PeersResult struct {
 }
 
 func (o *PeersOptions) defaults() error {
-	if o.Rounds <= 0 {
+	if o.Rounds < 0 || o.Duration < 0 || o.Warmup < 0 {
+		return fmt.Errorf("bench peers: --rounds %d, --duration %v, --warmup %v: none may be negative", o.Rounds, o.Duration, o.Warmup)
+	}
+	if o.Rounds == 0 {
 		o.Rounds = 5
 	}
 	if o.Duration <= 0 {

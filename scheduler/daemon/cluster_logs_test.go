@@ -24,12 +24,7 @@ func TestClusterLogsOfAnotherNode(t *testing.T) {
 	testutil.StartsProcesses(t, "three cluster nodes and ardea host processes")
 	t.Parallel()
 	nodes := startNodes(t, 3) // two nodes make no JetStream quorum
-	var admin string
-	for _, d := range nodes {
-		if d.AdminToken() != "" {
-			admin = d.AdminToken()
-		}
-	}
+	admin := clusterAdmin(t, nodes)
 	client := func(d *daemon.Daemon) *api.Client {
 		c := d.Client()
 		c.Token = admin

@@ -33,12 +33,7 @@ func TestClusterTenantsApartThroughAnyNode(t *testing.T) {
 	testutil.StartsProcesses(t, "three cluster nodes and ardea host processes")
 	t.Parallel()
 	nodes := startNodes(t, 3)
-	var admin string
-	for _, d := range nodes {
-		if d.AdminToken() != "" {
-			admin = d.AdminToken()
-		}
-	}
+	admin := clusterAdmin(t, nodes)
 	as := func(d *daemon.Daemon, token string) *api.Client {
 		c := d.Client()
 		c.Token = token

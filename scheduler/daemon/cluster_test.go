@@ -103,6 +103,25 @@ func tryStartNodes(t *testing.T, n int, with daemon.Options) ([]*daemon.Daemon, 
 	return nil, errors.Join(failed...)
 }
 
+// clusterAdmin is the cluster's admin token: exactly one node mints it
+// (the others read it from the shared token store).
+func clusterAdmin(t *testing.T, nodes []*daemon.Daemon) string {
+	t.Helper()
+	var admin string
+	for _, d := range nodes {
+		if d.AdminToken() != "" {
+			if admin != "" {
+				t.Fatal("two nodes minted an admin token")
+			}
+			admin = d.AdminToken()
+		}
+	}
+	if admin == "" {
+		t.Fatal("no node minted the admin token")
+	}
+	return admin
+}
+
 func closeNode(t *testing.T, d *daemon.Daemon) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -119,18 +138,7 @@ func TestClusterNodesShareTopologies(t *testing.T) {
 	testutil.StartsProcesses(t, "three cluster nodes and ardea host processes")
 	t.Parallel()
 	nodes := startNodes(t, 3)
-	var admin string
-	for _, d := range nodes {
-		if d.AdminToken() != "" {
-			if admin != "" {
-				t.Fatal("two nodes minted an admin token")
-			}
-			admin = d.AdminToken()
-		}
-	}
-	if admin == "" {
-		t.Fatal("no node minted the admin token")
-	}
+	admin := clusterAdmin(t, nodes)
 	client := func(d *daemon.Daemon) *api.Client {
 		c := d.Client()
 		c.Token = admin
@@ -272,12 +280,7 @@ func TestClusterTakesOverAClosedNode(t *testing.T) {
 	testutil.StartsProcesses(t, "three cluster nodes and ardea host processes")
 	t.Parallel()
 	nodes := startNodes(t, 3)
-	var admin string
-	for _, d := range nodes {
-		if d.AdminToken() != "" {
-			admin = d.AdminToken()
-		}
-	}
+	admin := clusterAdmin(t, nodes)
 	dir := t.TempDir()
 	const n = 5000
 	in, out := filepath.Join(dir, "in.txt"), filepath.Join(dir, "out.txt")

@@ -64,6 +64,12 @@ again at half the measured peak rate and reports its latency (half_rate).`,
 			if err != nil {
 				return err
 			}
+			switch {
+			case rounds < 1:
+				return usageError{fmt.Errorf("--rounds %d: want 1 or more", rounds)}
+			case rounds > 1 && (nodes > 0 || localMode):
+				return usageError{fmt.Errorf("--rounds %d: not with --local or --nodes (each of those runs once)", rounds)}
+			}
 			if !slices.Contains(wordcount.Languages, o.Lang) {
 				return usageError{fmt.Errorf("--lang %q: want one of %s", o.Lang, strings.Join(wordcount.Languages, ", "))}
 			}
@@ -77,10 +83,7 @@ again at half the measured peak rate and reports its latency (half_rate).`,
 				if err != nil {
 					return err
 				}
-				if err := record(cmd, res); err != nil {
-					return err
-				}
-				return outputOf(cmd).Print(cmd.OutOrStdout(), res, func(w io.Writer) error {
+				return printRecorded(cmd, res, func(w io.Writer) error {
 					fmt.Fprintf(w, "word count in %s through %d ardea server node(s), %d container processes, %s measured after %s warmup\n",
 						res.Lang, res.Nodes, res.Containers, o.Duration, o.Warmup)
 					fmt.Fprintf(w, "  %d node(s) (wasm + NATS cluster, host processes): %12.0f words/s\n", res.Nodes, res.TuplesPerSec)
@@ -103,10 +106,7 @@ again at half the measured peak rate and reports its latency (half_rate).`,
 				if err != nil {
 					return err
 				}
-				if err := record(cmd, res); err != nil {
-					return err
-				}
-				return outputOf(cmd).Print(cmd.OutOrStdout(), res, func(w io.Writer) error {
+				return printRecorded(cmd, res, func(w io.Writer) error {
 					fmt.Fprintf(w, "word count in %s through ardea local, %d container processes, %s measured after %s warmup\n",
 						res.Lang, res.Containers, o.Duration, o.Warmup)
 					fmt.Fprintf(w, "  ardea local (wasm + NATS, host processes): %12.0f words/s\n", res.TuplesPerSec)
@@ -135,10 +135,7 @@ again at half the measured peak rate and reports its latency (half_rate).`,
 				if err != nil {
 					return err
 				}
-				if err := record(cmd, res); err != nil {
-					return err
-				}
-				return outputOf(cmd).Print(cmd.OutOrStdout(), res, func(w io.Writer) error {
+				return printRecorded(cmd, res, func(w io.Writer) error {
 					printWordCountRounds(w, res, o)
 					return nil
 				})
@@ -147,10 +144,7 @@ again at half the measured peak rate and reports its latency (half_rate).`,
 			if err != nil {
 				return err
 			}
-			if err := record(cmd, res); err != nil {
-				return err
-			}
-			return outputOf(cmd).Print(cmd.OutOrStdout(), res, func(w io.Writer) error {
+			return printRecorded(cmd, res, func(w io.Writer) error {
 				printWordCount(w, res, o)
 				return nil
 			})
@@ -193,10 +187,7 @@ func newBenchSwapCmd(g *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := record(cmd, res); err != nil {
-				return err
-			}
-			return outputOf(cmd).Print(cmd.OutOrStdout(), res, func(w io.Writer) error {
+			return printRecorded(cmd, res, func(w io.Writer) error {
 				fmt.Fprintf(w, "word count in %s, %d swaps of count (%d task swaps) every %s under full load, %d CPUs\n",
 					res.Lang, res.Swaps, res.Tasks, so.Every, res.CPUs)
 				fmt.Fprintf(w, "  pause per task: p50 %.2f ms   p99 %.2f ms   max %.2f ms\n", res.PauseP50Ms, res.PauseP99Ms, res.PauseMaxMs)
@@ -240,10 +231,7 @@ from Kafka's jars (needs the source tree, Java 17+ and Maven).`,
 			if err != nil {
 				return err
 			}
-			if err := record(cmd, res); err != nil {
-				return err
-			}
-			return outputOf(cmd).Print(cmd.OutOrStdout(), res, func(w io.Writer) error {
+			return printRecorded(cmd, res, func(w io.Writer) error {
 				fmt.Fprintf(w, "%d records of %d bytes, Kafka -> one bolt -> Kafka, %d CPUs\n", res.Records, res.ValueBytes, res.CPUs)
 				fmt.Fprintf(w, "  franz-go consume-produce loop: %.0f records/s\n", res.BaselinePerSec)
 				_, err := fmt.Fprintf(w, "  ardea (at least once):          %.0f records/s (%.2f of the loop; first output after %.2f s)\n",
@@ -294,10 +282,7 @@ cgroup (cgroup_version 0 in the answer says they were not enforced, and why).`,
 			if err != nil {
 				return err
 			}
-			if err := record(cmd, res); err != nil {
-				return err
-			}
-			return outputOf(cmd).Print(cmd.OutOrStdout(), res, func(w io.Writer) error {
+			return printRecorded(cmd, res, func(w io.Writer) error {
 				printTenantsBench(w, res)
 				return nil
 			})
@@ -384,8 +369,13 @@ func printWordCountRounds(w io.Writer, res *bench.WordCountRounds, o bench.WordC
 	fmt.Fprintln(w)
 }
 
-// record appends res to the --record history file, if one is given.
-func record(cmd *cobra.Command, res any) error {
+// printRecorded prints a bench's result in the -o format, then appends it
+// to the --record history file if one is given: printed first, so a
+// history file that cannot be written loses no measurement.
+func printRecorded(cmd *cobra.Command, res any, table func(io.Writer) error) error {
+	if err := outputOf(cmd).Print(cmd.OutOrStdout(), res, table); err != nil {
+		return err
+	}
 	path, _ := cmd.Flags().GetString("record")
 	if path == "" {
 		return nil

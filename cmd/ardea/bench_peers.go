@@ -48,10 +48,7 @@ and Storm; run it from a checkout of Ardea.`,
 			if err != nil {
 				return err
 			}
-			if err := record(cmd, res); err != nil {
-				return err
-			}
-			return outputOf(cmd).Print(cmd.OutOrStdout(), res, func(w io.Writer) error {
+			return printRecorded(cmd, res, func(w io.Writer) error {
 				_, err := io.WriteString(w, bench.FormatPeers(res))
 				return err
 			})
@@ -100,10 +97,7 @@ the CPU all of it uses while the topologies idle along.`,
 			if err != nil {
 				return err
 			}
-			if err := record(cmd, res); err != nil {
-				return err
-			}
-			return outputOf(cmd).Print(cmd.OutOrStdout(), res, func(w io.Writer) error {
+			return printRecorded(cmd, res, func(w io.Writer) error {
 				fmt.Fprintf(w, "small word counts (generator %d lines/s -> split -> count in %s, one container each) on one daemon, %d CPUs\n", res.Rate, res.Lang, res.CPUs)
 				fmt.Fprintf(w, "%11s %10s %10s %11s %12s %12s %11s %11s\n", "topologies", "RSS/cont", "PSS/cont", "daemon RSS", "submit p50", "submit max", "idle cores", "hosts cores")
 				for _, s := range res.Steps {

@@ -484,6 +484,25 @@ func TestBenchRejectsUnknownLanguage(t *testing.T) {
 	}
 }
 
+// TestBenchUsageErrors: bench flags that cannot mean anything are refused
+// (exit 2) by name before anything runs.
+func TestBenchUsageErrors(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"bench", "wordcount", "--rounds", "0"}, "--rounds 0: want 1 or more"},
+		{[]string{"bench", "wordcount", "--rounds", "3", "--local"}, "not with --local or --nodes"},
+		{[]string{"bench", "peers", "--engines", "spark"}, `no engine "spark"`},
+		{[]string{"bench", "density", "--topologies", "5", "--steps", "9"}, "--steps [9]"},
+	} {
+		code, _, stderr := runArdea(t, c.args...)
+		if code == 0 || !strings.Contains(stderr, c.want) {
+			t.Errorf("ardea %v: exit %d, stderr:\n%s\nwant it to name %q", c.args, code, stderr, c.want)
+		}
+	}
+}
+
 // TestClusterUsageErrors: malformed cluster-command arguments are refused
 // before any daemon is contacted (usage errors exit 2).
 func TestClusterUsageErrors(t *testing.T) {

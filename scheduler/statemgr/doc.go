@@ -37,7 +37,10 @@
 // the server deletes the entry when the TTL runs out (leaving a delete
 // marker for one minute, which is how watchers learn of it) and the next
 // AcquireTMLock succeeds. A holder that finds its revision gone gets
-// ErrLockLost and must stop acting as TM. Like Heron's ephemeral node, the
+// ErrLockLost and must stop acting as TM. Each acquisition records the
+// new manager's epoch under <topology>.manager in the same bucket, so
+// that Lock.Reacquire takes a lost lock back only if no other manager
+// acquired it meanwhile. Like Heron's ephemeral node, the
 // lock bounds but does not rule out overlap: a paused holder may act for up
 // to one TTL after it lost the lock, so TM writes should be idempotent.
 //

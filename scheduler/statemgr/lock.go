@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -100,8 +102,81 @@ func lockTTL(topology string, ttl time.Duration) (time.Duration, error) {
 // On a replicated store a try the cluster does not answer (an election,
 // a lost reply) is made again: acquiring is safe to repeat, since a lock
 // this owner already holds is taken over.
+//
+// The new manager's epoch is recorded (the <topology>.manager key of the
+// lock bucket, which has no TTL and is read from its leader on a
+// cluster) before the lock is
+// returned, so that a manager that lost the lock can tell, when it
+// acquires it again (Reacquire), whether another one ran the topology
+// meanwhile.
 func (s *Store) AcquireTMLock(ctx context.Context, topology, owner string, ttl time.Duration) (*Lock, error) {
-	return bounded(ctx, s.replicas, func(ctx context.Context) (*Lock, error) { return s.acquireTMLock(ctx, topology, owner, ttl) })
+	return bounded(ctx, s.replicas, func(ctx context.Context) (*Lock, error) {
+		l, err := s.acquireTMLock(ctx, topology, owner, ttl)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.recordManager(ctx, l); err != nil {
+			_ = l.Release(ctx)
+			return nil, err
+		}
+		return l, nil
+	})
+}
+
+// managerKey is the lock bucket's key of the epoch of the topology's
+// latest manager. The dot keeps it apart from the locks, whose keys are
+// topology names (which have no dots).
+func managerKey(topology string) string { return topology + ".manager" }
+
+// recordManager stores l's epoch as the topology's manager's. The write
+// must land while l is surely held (HeldUntil): the server then applied
+// it before the lock could expire, so a manager that acquires the lock
+// after l's reads it.
+func (s *Store) recordManager(ctx context.Context, l *Lock) error {
+	if _, err := s.locks.Put(ctx, managerKey(l.topology), strconv.AppendUint(nil, l.epoch, 10)); err != nil {
+		return fmt.Errorf("statemgr: TM lock of topology %q: recording the manager's epoch %d: %w", l.topology, l.epoch, err)
+	}
+	if !time.Now().Before(l.HeldUntil()) {
+		return fmt.Errorf("statemgr: TM lock of topology %q: the manager's epoch %d was recorded after the lock may have expired: %w", l.topology, l.epoch, ErrLockLost)
+	}
+	return nil
+}
+
+// Reacquire acquires the lock again for the manager that held l and
+// lost it (l was not refreshed in time: the store did not answer), as
+// AcquireTMLock does, and keeps l's epoch: the containers that manager
+// started stay its own. If another manager acquired the topology's lock
+// after l (and so may have run the topology: placed its containers
+// elsewhere, restored a checkpoint, stored newer ones), even one that
+// lost it again since, the lock is given back and the error matches
+// ErrLocked: l's manager must step down, and the topology's next
+// manager starts afresh from what is stored.
+func (l *Lock) Reacquire(ctx context.Context) (*Lock, error) {
+	s := l.s
+	return bounded(ctx, s.replicas, func(ctx context.Context) (*Lock, error) {
+		nl, err := s.acquireTMLock(ctx, l.topology, l.owner, l.ttl)
+		if err != nil {
+			return nil, err
+		}
+		e, err := s.locks.Get(ctx, managerKey(l.topology))
+		switch {
+		case notFound(err):
+			// Recorded by no manager (a store from before the record): no
+			// other manager can have run the topology under this code.
+		case err != nil:
+			_ = nl.Release(ctx)
+			return nil, fmt.Errorf("statemgr: TM lock of topology %q: reading the manager's epoch: %w", l.topology, err)
+		default:
+			cur, perr := strconv.ParseUint(string(e.Value()), 10, 64)
+			if perr != nil || cur != l.epoch {
+				_ = nl.Release(ctx)
+				return nil, fmt.Errorf("statemgr: TM lock of topology %q: another manager (epoch %s) has run the topology since this one (epoch %d) lost its lock: %w",
+					l.topology, e.Value(), l.epoch, ErrLocked)
+			}
+		}
+		nl.epoch = l.epoch
+		return nl, nil
+	})
 }
 
 func (s *Store) acquireTMLock(ctx context.Context, topology, owner string, ttl time.Duration) (*Lock, error) {
@@ -334,7 +409,9 @@ func (s *Store) WatchTMLocks(ctx context.Context) (<-chan string, error) {
 				if !ok {
 					return
 				}
-				if e == nil || (e.Operation() != jetstream.KeyValueDelete && e.Operation() != jetstream.KeyValuePurge) {
+				if e == nil || (e.Operation() != jetstream.KeyValueDelete && e.Operation() != jetstream.KeyValuePurge) ||
+					strings.Contains(e.Key(), ".") { // a managerKey, not a lock
+
 					continue
 				}
 				select {

@@ -227,3 +227,112 @@ func TestTMLockHeldUntil(t *testing.T) {
 		t.Errorf("KeepAlive gave up at %v, before the lock could be lost (%v)", time.Now(), l.HeldUntil())
 	}
 }
+
+// TestTMLockReacquire: a manager that lost its lock acquires it again,
+// keeping its epoch, only if no other manager acquired it meanwhile: one
+// that did may have run the topology, even if it lost the lock again too.
+func TestTMLockReacquire(t *testing.T) {
+	s := openTenant(t)
+	ctx := ctxT(t)
+	createTopo(t, s, "wc")
+	lost, err := s.AcquireTMLock(ctx, "wc", "tm-1", 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Released stands for expired: the key is gone and the holder did
+	// not see it go.
+	if err := lost.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	again, err := lost.Reacquire(ctx)
+	if err != nil {
+		t.Fatalf("reacquire with no manager between: %v", err)
+	}
+	if again.Epoch() != lost.Epoch() {
+		t.Errorf("reacquired epoch %d, want the lost lock's %d", again.Epoch(), lost.Epoch())
+	}
+	if owner, err := s.TMLocation(ctx, "wc"); err != nil || owner != "tm-1" {
+		t.Errorf("location %q, %v after reacquire; want tm-1", owner, err)
+	}
+
+	// Another manager takes the lock while tm-1's is lost: tm-1 may not
+	// take it back, neither while the other holds it nor after the other
+	// lost it in turn.
+	if err := again.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	other, err := s.AcquireTMLock(ctx, "wc", "tm-2", 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if other.Epoch() <= lost.Epoch() {
+		t.Errorf("new manager's epoch %d, want above %d", other.Epoch(), lost.Epoch())
+	}
+	if _, err := again.Reacquire(ctx); !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), `"tm-2"`) {
+		t.Errorf("reacquire while tm-2 holds it: %v, want ErrLocked naming tm-2", err)
+	}
+	if err := other.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_, err = again.Reacquire(ctx)
+	if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "another manager") {
+		t.Fatalf("reacquire after another manager held it: %v, want ErrLocked naming another manager", err)
+	}
+	// The refused reacquire gave the lock back: the next manager can
+	// start at once.
+	if _, err := s.TMLocation(ctx, "wc"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("location after the refused reacquire: %v, want ErrNotFound", err)
+	}
+	if _, err := s.AcquireTMLock(ctx, "wc", "tm-3", 5*time.Second); err != nil {
+		t.Errorf("acquire after the refused reacquire: %v", err)
+	}
+}
+
+// TestWatchTMLocks: the watch names each topology whose lock goes
+// (released, or with its topology), never the managers' epoch records
+// kept in the same bucket.
+func TestWatchTMLocks(t *testing.T) {
+	s := openTenant(t)
+	ctx := ctxT(t)
+	createTopo(t, s, "wc")
+	createTopo(t, s, "other")
+	freed, err := s.WatchTMLocks(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := func() string {
+		select {
+		case name := <-freed:
+			return name
+		case <-ctx.Done():
+			t.Fatal("no freed lock before the test's deadline")
+			return ""
+		}
+	}
+	l, err := s.AcquireTMLock(ctx, "wc", "tm-1", 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Reacquire(ctx); err != nil { // tm-1's own: taken over
+		t.Fatal(err)
+	}
+	if err := s.DeleteTopology(ctx, "wc"); err != nil {
+		t.Fatal(err)
+	}
+	// A sentinel after the delete: what the delete freed comes first.
+	o, err := s.AcquireTMLock(ctx, "other", "tm-2", 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for name := ""; name != "other"; {
+		name = next()
+		got = append(got, name)
+	}
+	if strings.Join(got, " ") != "wc other" {
+		t.Errorf("freed %q, want [wc other]", got)
+	}
+}

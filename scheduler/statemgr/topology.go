@@ -221,6 +221,7 @@ func (s *Store) deleteDependents(ctx context.Context, name string) error {
 	}{
 		// The lock bucket allows marker TTLs: let its marker go away.
 		{s.locks, name, []jetstream.KVDeleteOpt{jetstream.PurgeTTL(lockMarkerTTL)}},
+		{s.locks, managerKey(name), []jetstream.KVDeleteOpt{jetstream.PurgeTTL(lockMarkerTTL)}},
 		{s.plans, planKey(name, planPacking), nil},
 		{s.plans, planKey(name, planPhysical), nil},
 		{s.states, name, nil},

@@ -327,11 +327,15 @@ const defaultLockTTL = 10 * time.Second
 
 // keepLock holds the TM lock for the TM's lifetime. A lost lock (not
 // refreshed for a TTL: the store was unreachable, or the key was removed)
-// is acquired again when it is free. If another daemon holds it, that
-// daemon runs the topology: the loop steps down (evLockLost).
+// is acquired again when it is free (statemgr.Lock.Reacquire). If another
+// daemon holds it, or held it meanwhile (it may have run the topology:
+// placed containers elsewhere, stored newer checkpoints), this TM's view
+// is stale: the loop steps down (evLockLost), and the topology's next
+// manager starts from what is stored.
 func (t *Manager) keepLock(ctx context.Context) {
 	for {
-		err := t.lock.Load().KeepAlive(ctx)
+		lost := t.lock.Load()
+		err := lost.KeepAlive(ctx)
 		if err == nil || ctx.Err() != nil {
 			return
 		}
@@ -341,7 +345,7 @@ func (t *Manager) keepLock(ctx context.Context) {
 		}
 		t.log.Error("lost the topology manager lock; acquiring it again", "err", err)
 		for {
-			l, err := t.cfg.Store.AcquireTMLock(ctx, t.name, t.cfg.Owner, t.cfg.LockTTL)
+			l, err := lost.Reacquire(ctx)
 			if err == nil {
 				t.lock.Store(l)
 				t.lockLost.Store(false)

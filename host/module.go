@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"os"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -25,9 +24,12 @@ type Module struct {
 }
 
 // compiled is shared by every Module with the same content.
+//
+// It keeps the compiled module, not the (rewritten) binary: a Runtime
+// has one engine (engineKey is the Runtime's), and a Go module's binary
+// is some 3 MB of each host's heap.
 type compiled struct {
 	sha     [32]byte
-	wasm    []byte
 	exports map[string]api.FunctionDefinition
 
 	mu       sync.Mutex
@@ -115,7 +117,6 @@ func (rt *Runtime) CompileBytes(ctx context.Context, name string, wasm []byte) (
 	}
 	c = &compiled{
 		sha:         sha,
-		wasm:        slices.Clone(code),
 		exports:     cm.ExportedFunctions(),
 		byEngine:    map[engineKey]wazero.CompiledModule{k: cm},
 		compileTime: took,
@@ -138,12 +139,7 @@ func (c *compiled) forEngine(ctx context.Context, name string, k engineKey, e *e
 	if cm, ok := c.byEngine[k]; ok {
 		return cm, nil
 	}
-	cm, err := e.r.CompileModule(ctx, c.wasm)
-	if err != nil {
-		return nil, fmt.Errorf("compile %s: %w", name, err)
-	}
-	c.byEngine[k] = cm
-	return cm, nil
+	return nil, fmt.Errorf("compile %s: not compiled for engine %+v (a Runtime has one)", name, k)
 }
 
 const wasiModule = "wasi_snapshot_preview1"

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/bus"
@@ -38,6 +40,29 @@ func (s *failingSpout) Next(ctx context.Context, max int, out plugin.Collector) 
 // drainTopology runs a failing spout and an endless one into a counting
 // bolt, in one container, and returns Run's error.
 func drainTopology(t *testing.T, spoutErr error) (error, *countBolt, *lifeSpout) {
+	return drainRun(t, spoutErr, 5000, false)
+}
+
+// loggedHandler signals once a record with message msg is logged.
+type loggedHandler struct {
+	slog.Handler
+	msg  string
+	once sync.Once
+	seen chan struct{}
+}
+
+func (h *loggedHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *loggedHandler) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == h.msg {
+		h.once.Do(func() { close(h.seen) })
+	}
+	return nil
+}
+
+// drainRun is drainTopology with the failing spout's tuple count; with
+// later, the endless spout and the bolt start only once the group has
+// handled the failing spout's drained error.
+func drainRun(t *testing.T, spoutErr error, n int, later bool) (error, *countBolt, *lifeSpout) {
 	t.Helper()
 	b := ardea.NewBuilder("drain")
 	b.Spout("bad", "builtin:generator")
@@ -56,7 +81,7 @@ func drainTopology(t *testing.T, spoutErr error) (error, *countBolt, *lifeSpout)
 		return 0
 	}
 	values := tuple.AppendValues(nil, tuple.Str("hello"))
-	bad := &failingSpout{lifeSpout: lifeSpout{values: values}, n: 5000, err: spoutErr}
+	bad := &failingSpout{lifeSpout: lifeSpout{values: values}, n: n, err: spoutErr}
 	endless := &lifeSpout{values: values}
 	bolt := &countBolt{}
 	reg := metrics.NewRegistry()
@@ -68,7 +93,24 @@ func drainTopology(t *testing.T, spoutErr error) (error, *countBolt, *lifeSpout)
 	for _, task := range tasks[:2] {
 		task.SetActive(true)
 	}
-	return engine.Run(ctx, tasks, slog.New(slog.DiscardHandler)), bolt, endless
+	if !later {
+		return engine.Run(ctx, tasks, slog.New(slog.DiscardHandler)), bolt, endless
+	}
+	h := &loggedHandler{Handler: slog.DiscardHandler, msg: "spout failed after its stream drained; ending the other spouts' input", seen: make(chan struct{})}
+	g := engine.NewGroup(ctx, slog.New(h))
+	g.Go(tasks[0], nil)
+	<-h.seen
+	g.Go(tasks[1], nil)
+	g.Go(tasks[2], nil)
+	done := make(chan error, 1)
+	go func() { done <- g.Wait() }()
+	select {
+	case err := <-done:
+		return err, bolt, endless
+	case <-time.After(time.Minute): // only detects a hang
+		t.Fatal("a spout started after another failed after its drain: Wait did not return")
+		return nil, nil, nil
+	}
 }
 
 // TestFailAfterDrain: a spout error that fails after a drain ends the
@@ -92,6 +134,17 @@ func TestFailAfterDrain(t *testing.T) {
 	}
 	if !endless.closed.Load() {
 		t.Error("the endless spout was not closed")
+	}
+
+	// A spout started after another's drained failure (on a busy
+	// machine, the first spout's whole input may run before the next
+	// starts) has its input ended too.
+	err, bolt, endless = drainRun(t, errDrainFirst{}, 0, true)
+	if !errors.As(err, &drained) || drained.Component != "bad" {
+		t.Fatalf("Run with the endless spout started later = %v, want the spout's error as a *DrainedError", err)
+	}
+	if got, want := bolt.tuples.Load(), endless.nexts.Load(); got != want || !endless.closed.Load() {
+		t.Errorf("endless spout started later: bolt executed %d tuples of its %d Next calls, closed %v", got, want, endless.closed.Load())
 	}
 
 	err, _, _ = drainTopology(t, errors.New("broken"))

@@ -180,7 +180,15 @@ func (g *Group) Go(t *Task, exited func(error)) {
 	if t.Spout != nil {
 		g.mu.Lock()
 		g.spouts = append(g.spouts, t)
+		drained := g.drained != nil
 		g.mu.Unlock()
+		if drained {
+			// A spout failed after a drain before this one started (a
+			// busy machine may run the first spout's whole input before
+			// the next is started): its input ends too, or Wait never
+			// returns.
+			t.EndInput()
+		}
 	}
 	g.GoFunc(func(ctx context.Context) error {
 		var err error

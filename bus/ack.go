@@ -379,7 +379,9 @@ func (o *Outbox) toRoot(op acker.Op, root acker.RootID, xor uint64) {
 	c := p.Tasks[root.SpoutTask].Container
 	if c == o.sm.me {
 		o.ack.mu.Lock()
-		o.ack.apply(op, root, xor, time.Now())
+		// A zero time: the ledger reads the clock only for a tree this
+		// update completes (one clock read per tuple was 3% of the CPU).
+		o.ack.apply(op, root, xor, time.Time{})
 		o.ack.mu.Unlock()
 		return
 	}

@@ -68,7 +68,7 @@ type input struct {
 // under one mutex. Its methods never block.
 type Anchors struct {
 	rand    Rand
-	inputs  map[uint64]*input
+	inputs  idMap[*input]
 	free    []*input
 	roots   []RootID
 	updates []RootUpdate
@@ -81,7 +81,7 @@ func NewAnchors(r Rand) *Anchors {
 	if r == nil {
 		r = DefaultRand
 	}
-	return &Anchors{rand: r, inputs: make(map[uint64]*input)}
+	return &Anchors{rand: r}
 }
 
 // Receive registers an input tuple with tuple id id and the roots it came
@@ -95,7 +95,7 @@ func (a *Anchors) Receive(id uint64, roots []RootID) error {
 	if len(roots) == 0 {
 		return fmt.Errorf("%w: tuple %016x is tracked but has no roots", ErrInvalidInput, id)
 	}
-	if _, ok := a.inputs[id]; ok {
+	if _, ok := a.inputs.get(id); ok {
 		return fmt.Errorf("%w: tuple %016x is already in flight", ErrInvalidInput, id)
 	}
 	var in *input
@@ -122,7 +122,7 @@ next:
 		}
 		in.roots = append(in.roots, rootXor{root: r})
 	}
-	a.inputs[id] = in
+	a.inputs.put(id, in)
 	a.stats.Received++
 	return nil
 }
@@ -164,7 +164,7 @@ func (a *Anchors) charge(id, edge uint64) uint64 {
 	if id == 0 {
 		return edge
 	}
-	in := a.inputs[id]
+	in, _ := a.inputs.get(id)
 	if in == nil {
 		a.stats.UnknownAnchors++
 		return edge
@@ -225,12 +225,11 @@ func (a *Anchors) take(id uint64) *input {
 	if id == 0 {
 		return nil
 	}
-	in := a.inputs[id]
+	in, _ := a.inputs.del(id)
 	if in == nil {
 		a.stats.UnknownAcks++
 		return nil
 	}
-	delete(a.inputs, id)
 	return in
 }
 
@@ -241,14 +240,14 @@ func (a *Anchors) release(in *input) {
 
 // InFlight reports whether input tuple id is registered and not yet acked
 // or failed.
-func (a *Anchors) InFlight(id uint64) bool { return a.inputs[id] != nil }
+func (a *Anchors) InFlight(id uint64) bool { _, ok := a.inputs.get(id); return ok }
 
 // Len returns the number of input tuples in flight.
-func (a *Anchors) Len() int { return len(a.inputs) }
+func (a *Anchors) Len() int { return a.inputs.len() }
 
 // Stats returns the counters.
 func (a *Anchors) Stats() AnchorsStats {
 	s := a.stats
-	s.InFlight = len(a.inputs)
+	s.InFlight = a.inputs.len()
 	return s
 }

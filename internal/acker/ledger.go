@@ -120,7 +120,8 @@ type Ledger struct {
 	maxPending int
 	rand       Rand
 
-	trees   map[uint64]*tree // by root key: a uint64 key hashes faster than RootID
+	trees   idMap[*tree] // by root key (random, nonzero)
+	keys    []uint64     // Expire's scratch
 	free    []*tree
 	pending map[uint32]int
 
@@ -155,7 +156,6 @@ func NewLedger(o LedgerOptions) *Ledger {
 		buckets:    int64(o.Buckets),
 		maxPending: o.MaxPending,
 		rand:       o.Rand,
-		trees:      make(map[uint64]*tree),
 		pending:    make(map[uint32]int),
 		expired:    -1,
 	}
@@ -189,7 +189,7 @@ func (l *Ledger) Start(root RootID, msgID, xor uint64, now time.Time) (r Result,
 	if root.SpoutTask == 0 || root.Key == 0 {
 		return Result{}, false, fmt.Errorf("%w: %v (spout task and key must be nonzero)", ErrInvalidRoot, root)
 	}
-	if _, ok := l.trees[root.Key]; ok {
+	if _, ok := l.trees.get(root.Key); ok {
 		return Result{}, false, fmt.Errorf("%w: key of %v is already pending", ErrInvalidRoot, root)
 	}
 	l.stats.Started++
@@ -205,7 +205,7 @@ func (l *Ledger) Start(root RootID, msgID, xor uint64, now time.Time) (r Result,
 		t = new(tree)
 	}
 	*t = tree{task: root.SpoutTask, msgID: msgID, xor: xor, start: now, gen: l.generation(now)}
-	l.trees[root.Key] = t
+	l.trees.put(root.Key, t)
 	l.pending[root.SpoutTask]++
 	return Result{}, false, nil
 }
@@ -215,8 +215,11 @@ func (l *Ledger) Start(root RootID, msgID, xor uint64, now time.Time) (r Result,
 // true. An update for a root that is not pending (already ended, or
 // unknown) is counted in Stats().Unknown and ignored, so a late ack after a
 // timeout or a failure never acks twice.
+//
+// now is the time of the update, for the result's latency; a zero now
+// reads the clock only if the tree completes (most updates do not).
 func (l *Ledger) Update(root RootID, xor uint64, now time.Time) (r Result, done bool) {
-	t := l.trees[root.Key]
+	t, _ := l.trees.get(root.Key)
 	if t == nil || t.task != root.SpoutTask {
 		l.stats.Unknown++
 		return Result{}, false
@@ -238,7 +241,7 @@ func (l *Ledger) Fail(root RootID, now time.Time) (r Result, done bool) {
 
 // FailBy is Fail naming the task that failed the tuple.
 func (l *Ledger) FailBy(root RootID, by uint32, now time.Time) (r Result, done bool) {
-	t := l.trees[root.Key]
+	t, _ := l.trees.get(root.Key)
 	if t == nil || t.task != root.SpoutTask {
 		l.stats.Unknown++
 		return Result{}, false
@@ -250,8 +253,11 @@ func (l *Ledger) FailBy(root RootID, by uint32, now time.Time) (r Result, done b
 }
 
 func (l *Ledger) end(root RootID, t *tree, o Outcome, now time.Time) Result {
+	if now.IsZero() {
+		now = time.Now()
+	}
 	r := Result{Root: root, MsgID: t.msgID, Outcome: o, Latency: now.Sub(t.start)}
-	delete(l.trees, root.Key)
+	l.trees.del(root.Key)
 	l.free = append(l.free, t)
 	l.pending[root.SpoutTask]-- // entries stay: one per spout task
 	return r
@@ -282,7 +288,10 @@ func (l *Ledger) Expire(now time.Time, dst []Result) []Result {
 	}
 	l.expired = cut
 	first := len(dst)
-	for key, t := range l.trees {
+	// The keys first: ending a tree moves others in the table.
+	l.keys = l.trees.appendKeys(l.keys[:0])
+	for _, key := range l.keys {
+		t, _ := l.trees.get(key)
 		if t.gen <= cut {
 			l.stats.TimedOut++
 			dst = append(dst, l.end(RootID{SpoutTask: t.task, Key: key}, t, TimedOut, now))
@@ -311,11 +320,11 @@ func (l *Ledger) Available(spoutTask uint32) int {
 }
 
 // Len returns the number of pending trees, all spout tasks.
-func (l *Ledger) Len() int { return len(l.trees) }
+func (l *Ledger) Len() int { return l.trees.len() }
 
 // Stats returns the counters.
 func (l *Ledger) Stats() LedgerStats {
 	s := l.stats
-	s.Pending = len(l.trees)
+	s.Pending = l.trees.len()
 	return s
 }

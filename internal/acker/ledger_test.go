@@ -422,3 +422,24 @@ func TestExpireOrdersOldestFirst(t *testing.T) {
 		}
 	}
 }
+
+// TestLedgerZeroNowReadsTheClock: an update without a time (the stream
+// manager's local acks) completes its tree with the clock's time.
+func TestLedgerZeroNowReadsTheClock(t *testing.T) {
+	l := NewLedger(LedgerOptions{Rand: seeded(40)})
+	root := l.NewRoot(1)
+	start := time.Now()
+	if _, _, err := l.Start(root, 7, 5, start); err != nil {
+		t.Fatal(err)
+	}
+	if _, done := l.Update(root, 4, time.Time{}); done {
+		t.Fatal("completed early")
+	}
+	r, done := l.Update(root, 1, time.Time{})
+	if !done || r.MsgID != 7 || r.Outcome != Acked {
+		t.Fatalf("result %+v, %v", r, done)
+	}
+	if r.Latency < 0 || r.Latency > time.Since(start) {
+		t.Errorf("latency %s, want between 0 and %s", r.Latency, time.Since(start))
+	}
+}

@@ -181,6 +181,15 @@ func GeneratorSentence(seed, task int64, seq uint64) string {
 	return corpus[sentenceIndex(uint64(seed+task), seq)]
 }
 
+// IdleFor (plugin.IdleWaiter): a paced generator without a token sleeps
+// until its next one, rather than waking every few milliseconds.
+func (g *generator) IdleFor() time.Duration {
+	if g.rate <= 0 || g.tokens >= 1 {
+		return 0
+	}
+	return time.Duration((1 - g.tokens) / g.rate * float64(time.Second))
+}
+
 func (g *generator) Next(ctx context.Context, budget int, out plugin.Collector) (plugin.Status, error) {
 	more := g.count == 0 || g.emitted < g.count
 	if !more && len(g.replay) == 0 {

@@ -111,9 +111,17 @@ func TestGeneratorRateIdle(t *testing.T) {
 	if st, n := next(100); st != plugin.Idle || n != 0 {
 		t.Fatalf("second call = %v, %d, want Idle", st, n)
 	}
+	// Idle, it says when its next token comes (plugin.IdleWaiter).
+	var w plugin.IdleWaiter = g
+	if d := w.IdleFor(); d != 100*time.Millisecond {
+		t.Errorf("IdleFor after the first tuple = %s, want 100ms", d)
+	}
 	clock.advance(50 * time.Millisecond) // half a token
 	if st, _ := next(100); st != plugin.Idle {
 		t.Fatalf("after 50ms = %v, want Idle", st)
+	}
+	if d := w.IdleFor(); d != 50*time.Millisecond {
+		t.Errorf("IdleFor half a token later = %s, want 50ms", d)
 	}
 	clock.advance(250 * time.Millisecond) // 3 tokens in all
 	if st, n := next(100); st != plugin.Emitted || n != 3 {

@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -138,6 +139,22 @@ type Failure struct {
 type FailureNoter interface {
 	NoteFailures(fs []Failure)
 }
+
+// IdleWaiter is implemented by spouts that know, when Next returns Idle,
+// how long they will have nothing to emit (a rate limit's next token).
+// The engine then sleeps that long (at most MaxIdleWait) instead of
+// backing off from 50 µs: an idle spout on a machine running many small
+// topologies wakes when it has something to do, not every few
+// milliseconds. An outcome to deliver and a control command (a
+// checkpoint barrier, a pause, a swap) still wake it at once. IdleFor is
+// called on the task's goroutine right after the Next that returned
+// Idle; 0 or less keeps the back-off.
+type IdleWaiter interface {
+	IdleFor() time.Duration
+}
+
+// MaxIdleWait bounds the sleep an IdleWaiter asks for.
+const MaxIdleWait = time.Second
 
 // Snapshotter is implemented by components that keep part of their
 // checkpointed state outside the task State (effectively once): Snapshot

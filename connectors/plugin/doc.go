@@ -5,8 +5,8 @@
 //
 // The component API (component.go) is defined here and the engine uses
 // it: Spout, Bolt, Collector, TaskContext, State, Status (Emitted, Idle,
-// Done), Failure, and the optional capabilities FailureNoter, Snapshotter
-// and CheckpointListener. WebAssembly instances (package host) and the
+// Done), Failure, and the optional capabilities FailureNoter, Snapshotter,
+// CheckpointListener and IdleWaiter. WebAssembly instances (package host) and the
 // built-in connectors implement the same interfaces. The tuple encoding a
 // component reads and writes (tuple.go: Value, ValueKind, BatchReader,
 // Record, BatchWriter, TupleContext, StreamDecl, InputDecl; Str, Int,

@@ -451,16 +451,31 @@ func runSpout(ctx context.Context, t *Task) (err error) {
 			if err := flush(ctx, t, out, true); err != nil {
 				return err
 			}
+			sleep := backoff
+			if w, ok := t.Spout.(plugin.IdleWaiter); ok {
+				if d := w.IdleFor(); d > 0 {
+					sleep = min(d, plugin.MaxIdleWait)
+				}
+			}
 			if timer == nil {
-				timer = time.NewTimer(backoff)
+				timer = time.NewTimer(sleep)
 			} else {
-				timer.Reset(backoff)
+				timer.Reset(sleep)
+			}
+			// A command posted meanwhile (a barrier, a pause) wakes the
+			// spout too, however long it means to sleep.
+			wake, posted := t.mail.take(&t.ctl)
+			if posted {
+				timer.Stop()
+				continue
 			}
 			select {
 			case <-ctx.Done():
 				timer.Stop()
 				return nil
 			case <-timer.C:
+			case <-wake:
+				timer.Stop()
 			case <-res.ready(t):
 				// An outcome (a replay to emit, room under the limit):
 				// no need to sleep out the back-off.

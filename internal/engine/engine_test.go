@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/ardea-dev/ardea"
 	"github.com/ardea-dev/ardea/bus"
@@ -103,5 +104,46 @@ func TestDeactivateActivate(t *testing.T) {
 	}
 	if reg.Component("src").Emitted.Load() == 0 || reg.Component("sink").Executed.Load() == 0 {
 		t.Error("metrics not recorded")
+	}
+}
+
+// waitingSpout is idle and asks to sleep an hour (plugin.IdleWaiter).
+type waitingSpout struct{ lifeSpout }
+
+func (s *waitingSpout) Next(ctx context.Context, _ int, out plugin.Collector) (plugin.Status, error) {
+	s.nexts.Add(1)
+	return plugin.Idle, nil
+}
+func (s *waitingSpout) IdleFor() time.Duration { return time.Hour }
+
+// TestIdleWaiter: an idle spout that says how long it has nothing to emit
+// is not called again before then (at most plugin.MaxIdleWait), and a
+// command posted meanwhile (here a pause) wakes it at once.
+func TestIdleWaiter(t *testing.T) {
+	b := ardea.NewBuilder("idle")
+	b.Spout("src", "builtin:generator")
+	b.Bolt("sink", "builtin:file").Config("path", "unused").Shuffle("src")
+	sm, _ := startSM(t, b, bus.Options{})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	spout := &waitingSpout{}
+	reg := metrics.NewRegistry()
+	src := &engine.Task{ID: 1, Component: "src", Spout: spout, Outbox: sm.Outbox(1), Metrics: reg.Task("src", 1)}
+	sink := &engine.Task{ID: 2, Component: "sink", Bolt: &countBolt{}, Inbox: sm.Inbox(2), Outbox: sm.Outbox(2), Metrics: reg.Task("sink", 2)}
+	src.SetActive(true)
+	done := make(chan error, 1)
+	began := time.Now()
+	go func() { done <- engine.Run(ctx, []*engine.Task{src, sink}, slog.New(slog.DiscardHandler)) }()
+	testutil.Eventually(t, "the first Next", func() bool { return spout.nexts.Load() >= 1 })
+	src.SetActive(false)
+	testutil.Eventually(t, "Deactivate", func() bool { return spout.deactivations.Load() == 1 })
+	// The back-off would have called Next hundreds of times a second; the
+	// spout asked for an hour, capped at MaxIdleWait.
+	if n, most := spout.nexts.Load(), 1+int64(time.Since(began)/plugin.MaxIdleWait); n > most {
+		t.Errorf("Next called %d times in %s, want at most %d", n, time.Since(began), most)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
 	}
 }

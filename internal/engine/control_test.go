@@ -247,6 +247,33 @@ func TestProbationTrapAndRetry(t *testing.T) {
 	}
 }
 
+// TestRetrySurvivesAStop: the instance told to retry a trapped batch is
+// told to stop for another swap before it runs (the topology manager
+// rolls a failed canary back on every task, the one that trapped
+// included): it executes the batch before it stops, so no tuple of it is
+// lost (TestClusterSwap lost a batch this way).
+func TestRetrySurvivesAStop(t *testing.T) {
+	pl := newPipeline(t)
+	first := pl.newMid(&relayBolt{failOn: 15})
+	first.BeginProbation(&txCounter{})
+	pl.start(first)
+	pl.emit(10)
+	pl.spout.allow.Store(20)
+	var trapped *engine.Trapped
+	if err := pl.midResult("the trap"); !errors.As(err, &trapped) {
+		t.Fatalf("mid ended with %v, want a *Trapped", err)
+	}
+	second := pl.newMid(&relayBolt{})
+	second.Retry(trapped.Delivery)
+	second.StopForSwap()
+	pl.goMid(second)
+	if err := pl.midResult("the stop"); !errors.Is(err, engine.ErrSwitched) {
+		t.Fatalf("second instance ended with %v, want ErrSwitched", err)
+	}
+	pl.goMid(pl.newMid(&relayBolt{}))
+	pl.emit(20) // 11..20 once each: the trapped batch was executed before the stop
+}
+
 // TestEndProbationReachesRunningTask: EndProbation posted to a running
 // bolt takes effect from its next batch.
 func TestEndProbationReachesRunningTask(t *testing.T) {

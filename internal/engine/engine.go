@@ -661,9 +661,11 @@ func runBolt(ctx context.Context, t *Task) (err error) {
 		if err := t.tellGlobal(ctx, out); err != nil {
 			return err
 		}
-		if t.ctl.stop == stopSwap && (al == nil || al.idle()) {
+		if t.ctl.stop == stopSwap && len(t.ctl.retry) == 0 && (al == nil || al.idle()) {
 			// A swap: stop at this batch boundary; the next instance takes
-			// over the same inbox, outbox and state.
+			// over the same inbox, outbox and state. A batch to retry (a
+			// trapped version's) is executed first: the inbox no longer
+			// holds it, so the next instance would never see it.
 			return t.stopped(ctx, out, 0)
 		}
 		var d bus.Delivery

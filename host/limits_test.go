@@ -142,7 +142,10 @@ func TestStateLimits(t *testing.T) {
 // host stops it at state.max.bytes = 256 MiB. Before the limits the
 // measured host RSS was 2 GiB for 64 puts of 32 MiB.
 func TestStateBombMemory(t *testing.T) {
-	rt := newRuntime(t, Config{})
+	// The call's deadline is not what this tests: 32 puts of 8 MiB took
+	// over the default 10 s under the race detector on a loaded machine
+	// (CI run 42), and the deadline then stopped the bomb before the limit.
+	rt := newRuntime(t, Config{CallTimeout: 5 * time.Minute})
 	mod := compile(t, rt, "misbehave")
 	heap := func() uint64 {
 		runtime.GC()

@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -252,7 +253,10 @@ func TestClusterEffectivelyOnceUnrecoverableFails(t *testing.T) {
 	deleted := 0
 	for _, in := range infos {
 		if !strings.HasSuffix(in.Name, "/GLOBAL") {
-			if err := obs.Delete(ctx, in.Name); err != nil {
+			// A checkpoint that completed as the topology paused may prune
+			// an older one between the list and the delete: gone is what
+			// the test wants (CI run 44).
+			if err := obs.Delete(ctx, in.Name); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
 				t.Fatal(err)
 			}
 			deleted++
